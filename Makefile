@@ -1,0 +1,79 @@
+# hscale: developer entry points.
+#
+#   make demo    install what is missing, build, run the playground with demo data
+#   make test    install what is missing, then fmt check, clippy and every test
+#   make bench   install what is missing, build, run bench/passthrough.sh
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.ONESHELL:
+.DEFAULT_GOAL := help
+
+CARGO ?= cargo
+# The machines have two cores; one build job per core.
+export CARGO_BUILD_JOBS ?= 2
+# Debian installs mariadbd in /usr/sbin, which is not on every user's PATH.
+export PATH := $(PATH):/usr/sbin
+
+APT_PACKAGES := mariadb-server mariadb-client sysbench haproxy
+REQUIRED_TOOLS := mariadbd mariadb mariadb-slap sysbench haproxy
+
+.PHONY: help deps build demo test lint fmt bench
+
+help:
+	@echo "make demo   build and start a playground with demo data (prints 'ready:')"
+	@echo "make test   fmt check, clippy and every test"
+	@echo "make bench  sysbench passthrough comparison (direct / haproxy / hscale)"
+	@echo "make build | lint | fmt | deps"
+
+# Idempotent: installs only what is missing and prints nothing when all is there.
+deps:
+	@missing=()
+	for tool in $(REQUIRED_TOOLS); do
+	  command -v "$$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$$tool" ] || missing+=("$$tool")
+	done
+	if [ "$${#missing[@]}" -gt 0 ]; then
+	  echo "deps: missing $${missing[*]}; installing $(APT_PACKAGES)"
+	  sudo=()
+	  if [ "$$(id -u)" -ne 0 ]; then
+	    if command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
+	      echo "deps: not root and no sudo; install $(APT_PACKAGES) by hand" >&2; exit 1
+	    fi
+	  fi
+	  $${sudo[@]+"$${sudo[@]}"} apt-get update -qq
+	  $${sudo[@]+"$${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
+	  # The harness starts its own servers; the packaged one only costs memory and a port.
+	  if [ -d /run/systemd/system ]; then
+	    $${sudo[@]+"$${sudo[@]}"} systemctl disable --now mariadb >/dev/null 2>&1 || true
+	  else
+	    $${sudo[@]+"$${sudo[@]}"} service mariadb stop >/dev/null 2>&1 || true
+	    $${sudo[@]+"$${sudo[@]}"} update-rc.d mariadb disable >/dev/null 2>&1 || true
+	  fi
+	fi
+	if ! python3 -c 'import pymysql' >/dev/null 2>&1; then
+	  echo "deps: installing pymysql for $$(command -v python3)"
+	  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check pymysql
+	  python3 -c 'import pymysql'
+	fi
+
+build:
+	$(CARGO) build --release --locked
+
+demo: deps build
+	exec ./target/release/hscale playground --demo
+
+test: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets --locked -- -D warnings
+	$(CARGO) test --workspace --locked
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets --locked -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+bench: deps build
+	./bench/passthrough.sh

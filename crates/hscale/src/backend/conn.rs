@@ -1,0 +1,473 @@
+//! One authenticated connection to a backend server, with the session state
+//! it currently holds (database, SET variables, multi-statement option,
+//! last insert id) and the statements prepared on it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use hscale_wire::auth::{self, CACHING_SHA2, NATIVE_PASSWORD};
+use hscale_wire::charset::BACKEND_COLLATION;
+use hscale_wire::consts::{cap, com};
+use hscale_wire::handshake::{decode_auth_switch, HandshakeResponse, InitialHandshake};
+use hscale_wire::response::{is_eof, ErrPacket, OkPacket};
+use hscale_wire::stmt::PrepareOk;
+use hscale_wire::{PacketStream, WireError};
+use tokio::net::TcpStream;
+
+use crate::config::BackendConfig;
+use crate::error::ProxyError;
+use crate::session::state::SessionVars;
+
+/// Capabilities the proxy asks for on backend connections. No
+/// `CLIENT_DEPRECATE_EOF`: classic EOF packets carry everything, and the
+/// forwarder converts them for clients that negotiated the new form.
+const BACKEND_CAPS: u32 = cap::LONG_PASSWORD
+    | cap::LONG_FLAG
+    | cap::PROTOCOL_41
+    | cap::TRANSACTIONS
+    | cap::SECURE_CONNECTION
+    | cap::MULTI_STATEMENTS
+    | cap::MULTI_RESULTS
+    | cap::PS_MULTI_RESULTS
+    | cap::PLUGIN_AUTH
+    | cap::PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | cap::LOCAL_FILES;
+
+/// A statement prepared on this connection.
+#[derive(Debug, Clone, Copy)]
+pub struct BackendStatement {
+    pub id: u32,
+    pub prepare: PrepareOk,
+    last_used: u64,
+}
+
+pub struct BackendConn {
+    pub stream: PacketStream<TcpStream>,
+    /// The backend's name in the config.
+    pub backend: Arc<str>,
+    /// The server's id for this connection (for KILL and logs).
+    pub thread_id: u32,
+    pub server_version: String,
+    /// Connected with `CLIENT_FOUND_ROWS`.
+    pub is_found_rows: bool,
+    /// Set when the connection can no longer be trusted; it is then closed
+    /// instead of returning to the pool.
+    pub is_broken: bool,
+    pub db: Option<String>,
+    pub vars: Arc<SessionVars>,
+    pub is_multi_statements: bool,
+    pub last_insert_id: u64,
+    pub last_used: Instant,
+    scramble: [u8; 20],
+    statements: HashMap<Arc<str>, BackendStatement>,
+    statement_tick: u64,
+}
+
+fn lost(backend: &str, e: impl std::fmt::Display) -> ProxyError {
+    ProxyError::BackendLost {
+        backend: backend.to_string(),
+        reason: e.to_string(),
+    }
+}
+
+impl BackendConn {
+    /// Connect and authenticate.
+    pub async fn connect(
+        cfg: &BackendConfig,
+        is_found_rows: bool,
+        timeout: Duration,
+    ) -> Result<BackendConn, ProxyError> {
+        let fail = |reason: String| ProxyError::BackendConnect {
+            backend: cfg.name.clone(),
+            address: cfg.address.clone(),
+            reason,
+        };
+        let fut = Self::connect_inner(cfg, is_found_rows);
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(reason)) => Err(fail(reason)),
+            Err(_) => Err(fail(format!("timed out after {} ms", timeout.as_millis()))),
+        }
+    }
+
+    async fn connect_inner(
+        cfg: &BackendConfig,
+        is_found_rows: bool,
+    ) -> Result<BackendConn, String> {
+        let tcp = TcpStream::connect(&cfg.address)
+            .await
+            .map_err(|e| e.to_string())?;
+        let _ = tcp.set_nodelay(true);
+        let mut stream = PacketStream::new(tcp);
+        let first = stream.read_packet().await.map_err(|e| e.to_string())?;
+        if first.first() == Some(0xff) {
+            let e = ErrPacket::decode(&first.payload).map_err(|e| e.to_string())?;
+            return Err(format!("{} ({})", e.message, e.code));
+        }
+        let hs = InitialHandshake::decode(&first.payload).map_err(|e| e.to_string())?;
+        let mut caps = BACKEND_CAPS & (hs.capabilities | cap::LONG_PASSWORD);
+        if is_found_rows {
+            caps |= cap::FOUND_ROWS;
+        }
+        let plugin = if hs.auth_plugin == CACHING_SHA2 {
+            CACHING_SHA2
+        } else {
+            NATIVE_PASSWORD
+        };
+        let resp = HandshakeResponse {
+            capabilities: caps,
+            max_packet: 1 << 30,
+            collation: BACKEND_COLLATION,
+            user: cfg.user.clone(),
+            auth_response: scramble_for(plugin, cfg.password.as_bytes(), &hs.scramble),
+            database: None,
+            auth_plugin: Some(plugin.to_string()),
+        };
+        stream.write_payload(first.seq.wrapping_add(1), &resp.encode());
+        stream.flush().await.map_err(|e| e.to_string())?;
+        authenticate(&mut stream, cfg.password.as_bytes(), plugin, hs.scramble)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(BackendConn {
+            stream,
+            backend: Arc::from(cfg.name.as_str()),
+            thread_id: hs.connection_id,
+            server_version: hs.server_version,
+            is_found_rows,
+            is_broken: false,
+            db: None,
+            vars: Arc::default(),
+            is_multi_statements: true,
+            last_insert_id: 0,
+            last_used: Instant::now(),
+            scramble: hs.scramble,
+            statements: HashMap::new(),
+            statement_tick: 0,
+        })
+    }
+
+    /// Cheap liveness check before handing out an idle connection: a dead
+    /// peer shows as EOF, and a server going down may have sent an error.
+    pub fn is_alive_quick(&self) -> bool {
+        let mut b = [0u8; 1];
+        match self.stream.get_ref().try_read(&mut b) {
+            Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+            Ok(_) => false,
+        }
+    }
+
+    /// Send a command and read a simple response: OK, EOF or ERR; result
+    /// sets are read and discarded. `Ok(Err(..))` is the server's error.
+    pub async fn command(
+        &mut self,
+        payload: &[u8],
+    ) -> Result<Result<OkPacket, ErrPacket>, ProxyError> {
+        let r = self.command_inner(payload).await;
+        if r.is_err() {
+            self.is_broken = true;
+        }
+        r
+    }
+
+    async fn command_inner(
+        &mut self,
+        payload: &[u8],
+    ) -> Result<Result<OkPacket, ErrPacket>, ProxyError> {
+        let name = self.backend.clone();
+        self.stream
+            .send_command(payload)
+            .await
+            .map_err(|e| lost(&name, e))?;
+        loop {
+            let p = self
+                .stream
+                .read_packet()
+                .await
+                .map_err(|e| lost(&name, e))?;
+            let proto = |e: WireError| ProxyError::BackendProtocol {
+                backend: name.to_string(),
+                reason: e.to_string(),
+            };
+            match p.first() {
+                Some(0x00) => {
+                    let ok = OkPacket::decode(&p.payload).map_err(proto)?;
+                    if ok.status & hscale_wire::consts::status::MORE_RESULTS_EXISTS == 0 {
+                        return Ok(Ok(ok));
+                    }
+                }
+                Some(0xff) => return Ok(Err(ErrPacket::decode(&p.payload).map_err(proto)?)),
+                Some(0xfe) if is_eof(&p.payload) => {
+                    let (warnings, status) =
+                        hscale_wire::response::decode_eof(&p.payload).map_err(proto)?;
+                    return Ok(Ok(OkPacket {
+                        status,
+                        warnings,
+                        ..OkPacket::default()
+                    }));
+                }
+                _ => {
+                    // A result set: skip column definitions and rows.
+                    let more = self.drain_result_set().await?;
+                    if !more {
+                        return Ok(Ok(OkPacket::default()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a column-count packet: skip to the end of the result set.
+    /// Returns whether more results follow.
+    async fn drain_result_set(&mut self) -> Result<bool, ProxyError> {
+        let name = self.backend.clone();
+        let mut eofs = 0;
+        loop {
+            let p = self
+                .stream
+                .read_packet()
+                .await
+                .map_err(|e| lost(&name, e))?;
+            if p.first() == Some(0xff) {
+                return Ok(false);
+            }
+            if is_eof(&p.payload) {
+                eofs += 1;
+                if eofs == 2 {
+                    let (_, status) =
+                        hscale_wire::response::decode_eof(&p.payload).unwrap_or((0, 0));
+                    return Ok(status & hscale_wire::consts::status::MORE_RESULTS_EXISTS != 0);
+                }
+            }
+        }
+    }
+
+    pub async fn ping(&mut self) -> Result<(), ProxyError> {
+        match self.command(&[com::PING]).await? {
+            Ok(_) => Ok(()),
+            Err(e) => Err(lost(&self.backend, e.message)),
+        }
+    }
+
+    /// Bring the connection back to a fresh session: `COM_CHANGE_USER`
+    /// clears everything, the current database included.
+    pub async fn change_user(&mut self, cfg: &BackendConfig) -> Result<(), ProxyError> {
+        let plugin = NATIVE_PASSWORD;
+        let mut b = BytesMut::with_capacity(64);
+        b.put_u8(com::CHANGE_USER);
+        b.put_slice(cfg.user.as_bytes());
+        b.put_u8(0);
+        let auth = scramble_for(plugin, cfg.password.as_bytes(), &self.scramble);
+        b.put_u8(auth.len() as u8);
+        b.put_slice(&auth);
+        b.put_u8(0); // no database
+        b.put_u16_le(BACKEND_COLLATION as u16);
+        b.put_slice(plugin.as_bytes());
+        b.put_u8(0);
+        let name = self.backend.clone();
+        let r = async {
+            self.stream
+                .send_command(&b)
+                .await
+                .map_err(|e| e.to_string())?;
+            authenticate(
+                &mut self.stream,
+                cfg.password.as_bytes(),
+                plugin,
+                self.scramble,
+            )
+            .await
+        }
+        .await;
+        if let Err(e) = r {
+            self.is_broken = true;
+            return Err(lost(&name, e));
+        }
+        self.db = None;
+        self.vars = Arc::default();
+        self.is_multi_statements = true;
+        self.last_insert_id = 0;
+        self.statements.clear();
+        Ok(())
+    }
+
+    /// `COM_RESET_CONNECTION`: rolls back, drops temporary tables, releases
+    /// locks, clears user variables and prepared statements; keeps the database.
+    pub async fn reset(&mut self) -> Result<(), ProxyError> {
+        match self.command(&[com::RESET_CONNECTION]).await? {
+            Ok(_) => {
+                self.vars = Arc::default();
+                self.last_insert_id = 0;
+                self.statements.clear();
+                Ok(())
+            }
+            Err(e) => {
+                self.is_broken = true;
+                Err(lost(&self.backend, e.message))
+            }
+        }
+    }
+
+    pub fn statement(&mut self, sql: &str) -> Option<BackendStatement> {
+        self.statement_tick += 1;
+        let tick = self.statement_tick;
+        self.statements.get_mut(sql).map(|s| {
+            s.last_used = tick;
+            *s
+        })
+    }
+
+    /// Prepare `sql` here, reading and discarding the metadata. `Ok(Err)` is
+    /// the server's refusal. Evicts the least recently used statement when
+    /// more than `cache_size` are prepared.
+    pub async fn prepare(
+        &mut self,
+        sql: &Arc<str>,
+        cache_size: usize,
+    ) -> Result<Result<BackendStatement, ErrPacket>, ProxyError> {
+        let name = self.backend.clone();
+        let mut payload = BytesMut::with_capacity(1 + sql.len());
+        payload.put_u8(com::STMT_PREPARE);
+        payload.put_slice(sql.as_bytes());
+        let r: Result<_, WireError> = async {
+            self.stream.send_command(&payload).await?;
+            let first = self.stream.read_packet().await?;
+            if first.first() == Some(0xff) {
+                return Ok(Err(ErrPacket::decode(&first.payload)?));
+            }
+            let ok = PrepareOk::decode(&first.payload)?;
+            for n in [ok.num_params, ok.num_columns] {
+                if n > 0 {
+                    for _ in 0..=n {
+                        self.stream.read_packet().await?;
+                    }
+                }
+            }
+            Ok(Ok(ok))
+        }
+        .await;
+        let ok = match r {
+            Ok(Ok(ok)) => ok,
+            Ok(Err(e)) => return Ok(Err(e)),
+            Err(e) => {
+                self.is_broken = true;
+                return Err(lost(&name, e));
+            }
+        };
+        Ok(Ok(self.remember_statement(sql, ok, cache_size).await?))
+    }
+
+    /// Record a statement prepared on this connection (evicting if full).
+    pub async fn remember_statement(
+        &mut self,
+        sql: &Arc<str>,
+        ok: PrepareOk,
+        cache_size: usize,
+    ) -> Result<BackendStatement, ProxyError> {
+        if self.statements.len() >= cache_size.max(1) {
+            let victim = self
+                .statements
+                .iter()
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(k, s)| (k.clone(), s.id));
+            if let Some((key, id)) = victim {
+                self.statements.remove(&key);
+                let mut close = [0u8; 5];
+                close[0] = com::STMT_CLOSE;
+                close[1..].copy_from_slice(&id.to_le_bytes());
+                // COM_STMT_CLOSE has no response.
+                if let Err(e) = self.stream.send_command(&close).await {
+                    self.is_broken = true;
+                    return Err(lost(&self.backend, e));
+                }
+            }
+        }
+        self.statement_tick += 1;
+        let s = BackendStatement {
+            id: ok.statement_id,
+            prepare: ok,
+            last_used: self.statement_tick,
+        };
+        self.statements.insert(sql.clone(), s);
+        Ok(s)
+    }
+
+    pub fn prepared_count(&self) -> usize {
+        self.statements.len()
+    }
+
+    /// Send a packet that has no response (COM_STMT_SEND_LONG_DATA, COM_STMT_CLOSE).
+    pub async fn send_no_response(&mut self, payload: &[u8]) -> Result<(), ProxyError> {
+        if let Err(e) = self.stream.send_command(payload).await {
+            self.is_broken = true;
+            return Err(lost(&self.backend, e));
+        }
+        Ok(())
+    }
+
+    pub fn payload_for_query(sql: &str) -> Bytes {
+        let mut b = BytesMut::with_capacity(1 + sql.len());
+        b.put_u8(com::QUERY);
+        b.put_slice(sql.as_bytes());
+        b.freeze()
+    }
+}
+
+fn scramble_for(plugin: &str, password: &[u8], scramble: &[u8]) -> Vec<u8> {
+    if plugin == CACHING_SHA2 {
+        auth::sha2_scramble(password, scramble)
+    } else {
+        auth::native_scramble(password, scramble)
+    }
+}
+
+/// The rest of the authentication exchange after the handshake response (or
+/// COM_CHANGE_USER): auth switches, caching_sha2 fast and full auth.
+async fn authenticate(
+    stream: &mut PacketStream<TcpStream>,
+    password: &[u8],
+    mut plugin: &str,
+    mut scramble: [u8; 20],
+) -> Result<(), String> {
+    loop {
+        let p = stream.read_packet().await.map_err(|e| e.to_string())?;
+        let next = p.seq.wrapping_add(1);
+        match p.first() {
+            Some(0x00) => return Ok(()),
+            Some(0xff) => {
+                let e = ErrPacket::decode(&p.payload).map_err(|e| e.to_string())?;
+                return Err(format!("{} ({})", e.message, e.code));
+            }
+            Some(0xfe) => {
+                let (new_plugin, data) =
+                    decode_auth_switch(&p.payload).map_err(|e| e.to_string())?;
+                plugin = match new_plugin.as_str() {
+                    NATIVE_PASSWORD => NATIVE_PASSWORD,
+                    CACHING_SHA2 => CACHING_SHA2,
+                    other => return Err(format!("unsupported authentication plugin {other:?}")),
+                };
+                if data.len() >= 20 {
+                    scramble.copy_from_slice(&data[..20]);
+                }
+                stream.write_payload(next, &scramble_for(plugin, password, &scramble));
+                stream.flush().await.map_err(|e| e.to_string())?;
+            }
+            Some(0x01) if plugin == CACHING_SHA2 => match p.payload.get(1) {
+                Some(3) => {} // fast auth succeeded; OK follows
+                Some(4) => {
+                    // Full authentication without TLS: ask for the RSA key.
+                    stream.write_payload(next, &[2]);
+                    stream.flush().await.map_err(|e| e.to_string())?;
+                    let key = stream.read_packet().await.map_err(|e| e.to_string())?;
+                    let pem = key.payload.get(1..).unwrap_or_default();
+                    let enc = auth::sha2_rsa_encrypt(password, &scramble, pem)?;
+                    stream.write_payload(key.seq.wrapping_add(1), &enc);
+                    stream.flush().await.map_err(|e| e.to_string())?;
+                }
+                _ => return Err("unexpected caching_sha2_password message".into()),
+            },
+            _ => return Err("unexpected packet during authentication".into()),
+        }
+    }
+}

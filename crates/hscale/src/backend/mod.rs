@@ -1,0 +1,9 @@
+//! The backend side: connections to MariaDB/MySQL servers ([`conn`]) and a
+//! pool per backend ([`pool`]) from which sessions borrow a connection for
+//! each statement (or keep one while pinned).
+
+pub mod conn;
+pub mod pool;
+
+pub use conn::BackendConn;
+pub use pool::{Pool, PooledConn};

@@ -1,0 +1,306 @@
+//! The TOML configuration: `[proxy]`, `[log]`, `[[users]]`, `[[backends]]`.
+//! Loaded once at start into an immutable [`Config`] shared by `Arc`.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub proxy: ProxyConfig,
+    #[serde(default)]
+    pub log: LogConfig,
+    #[serde(default)]
+    pub users: Vec<UserConfig>,
+    #[serde(default)]
+    pub backends: Vec<BackendConfig>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProxyConfig {
+    /// TCP address for clients.
+    pub listen: String,
+    /// Optional unix socket path for clients.
+    pub socket: Option<String>,
+    /// Worker threads; 0 means one per core.
+    pub workers: usize,
+    /// Client connections accepted at once; more get error 1040.
+    pub max_connections: usize,
+    /// Largest client command accepted, in bytes.
+    pub max_allowed_packet: usize,
+    /// Authentication plugin announced in the handshake:
+    /// `mysql_native_password` or `caching_sha2_password`.
+    pub auth_plugin: String,
+    /// Time to connect and authenticate to a backend, in milliseconds.
+    pub connect_timeout_ms: u64,
+    /// Time a statement waits for a free backend connection, in milliseconds.
+    pub acquire_timeout_ms: u64,
+    /// Interval of backend health checks, in milliseconds.
+    pub health_check_interval_ms: u64,
+    /// Prepared statements kept per backend connection (LRU beyond).
+    pub backend_statement_cache: usize,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            listen: "127.0.0.1:6033".into(),
+            socket: None,
+            workers: 0,
+            max_connections: 10_000,
+            max_allowed_packet: 64 * 1024 * 1024,
+            auth_plugin: hscale_wire::auth::NATIVE_PASSWORD.into(),
+            connect_timeout_ms: 3_000,
+            acquire_timeout_ms: 10_000,
+            health_check_interval_ms: 5_000,
+            backend_statement_cache: 128,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// A `tracing` filter such as `info` or `info,hscale::session=debug`;
+    /// `RUST_LOG` overrides it.
+    pub filter: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            filter: "info".into(),
+        }
+    }
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserConfig {
+    pub name: String,
+    #[serde(default)]
+    pub password: String,
+    #[serde(default)]
+    pub admin: bool,
+}
+
+impl std::fmt::Debug for UserConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserConfig")
+            .field("name", &self.name)
+            .field("password", &"<redacted>")
+            .field("admin", &self.admin)
+            .finish()
+    }
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendConfig {
+    pub name: String,
+    pub address: String,
+    pub user: String,
+    #[serde(default)]
+    pub password: String,
+    #[serde(default = "default_min")]
+    pub min_connections: usize,
+    #[serde(default = "default_max")]
+    pub max_connections: usize,
+}
+
+fn default_min() -> usize {
+    1
+}
+fn default_max() -> usize {
+    64
+}
+
+impl std::fmt::Debug for BackendConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendConfig")
+            .field("name", &self.name)
+            .field("address", &self.address)
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .field("min_connections", &self.min_connections)
+            .field("max_connections", &self.max_connections)
+            .finish()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{path}: invalid configuration:\n  - {}", problems.join("\n  - "))]
+    Invalid { path: String, problems: Vec<String> },
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: p.clone(),
+            source,
+        })?;
+        let cfg = Config::parse(&text).map_err(|message| ConfigError::Parse {
+            path: p.clone(),
+            message,
+        })?;
+        let problems = cfg.problems();
+        if problems.is_empty() {
+            Ok(cfg)
+        } else {
+            Err(ConfigError::Invalid { path: p, problems })
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Config, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Everything wrong with this configuration, each named precisely.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.proxy.listen.parse::<SocketAddr>().is_err() {
+            out.push(format!(
+                "[proxy] listen = {:?} is not an address such as \"127.0.0.1:6033\"",
+                self.proxy.listen
+            ));
+        }
+        if self.proxy.max_connections == 0 {
+            out.push("[proxy] max_connections must be at least 1".into());
+        }
+        if self.proxy.max_allowed_packet < 1024 || self.proxy.max_allowed_packet > 1 << 30 {
+            out.push(format!(
+                "[proxy] max_allowed_packet = {} must be between 1024 and 1073741824",
+                self.proxy.max_allowed_packet
+            ));
+        }
+        if self.proxy.auth_plugin != hscale_wire::auth::NATIVE_PASSWORD
+            && self.proxy.auth_plugin != hscale_wire::auth::CACHING_SHA2
+        {
+            out.push(format!(
+                "[proxy] auth_plugin = {:?}: use \"mysql_native_password\" or \"caching_sha2_password\"",
+                self.proxy.auth_plugin
+            ));
+        }
+        if self.users.is_empty() {
+            out.push("no [[users]]: no client could log in".into());
+        }
+        for (i, u) in self.users.iter().enumerate() {
+            if u.name.is_empty() {
+                out.push(format!("[[users]] #{}: name is empty", i + 1));
+            }
+            if self.users[..i].iter().any(|o| o.name == u.name) {
+                out.push(format!(
+                    "[[users]] #{}: user {:?} is defined twice",
+                    i + 1,
+                    u.name
+                ));
+            }
+        }
+        if self.backends.is_empty() {
+            out.push(
+                "no [[backends]]: the first backend is the main backend and is required".into(),
+            );
+        }
+        for (i, b) in self.backends.iter().enumerate() {
+            let at = format!("[[backends]] #{} ({:?})", i + 1, b.name);
+            if b.name.is_empty() {
+                out.push(format!("{at}: name is empty"));
+            }
+            if self.backends[..i].iter().any(|o| o.name == b.name) {
+                out.push(format!("{at}: backend name is used twice"));
+            }
+            if b.address.parse::<SocketAddr>().is_err() {
+                out.push(format!(
+                    "{at}: address = {:?} is not an address such as \"127.0.0.1:3306\"",
+                    b.address
+                ));
+            }
+            if b.user.is_empty() {
+                out.push(format!("{at}: user is empty"));
+            }
+            if b.max_connections == 0 {
+                out.push(format!("{at}: max_connections must be at least 1"));
+            }
+            if b.min_connections > b.max_connections {
+                out.push(format!(
+                    "{at}: min_connections ({}) is larger than max_connections ({})",
+                    b.min_connections, b.max_connections
+                ));
+            }
+        }
+        out
+    }
+
+    pub fn worker_threads(&self) -> usize {
+        if self.proxy.workers == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            self.proxy.workers
+        }
+    }
+
+    pub fn user(&self, name: &str) -> Option<&UserConfig> {
+        self.users.iter().find(|u| u.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_are_named() {
+        let cfg = Config::parse(
+            r#"
+            [proxy]
+            listen = "nowhere"
+            [[users]]
+            name = "a"
+            [[users]]
+            name = "a"
+            [[backends]]
+            name = "main"
+            address = "127.0.0.1:3306"
+            user = "u"
+            min_connections = 9
+            max_connections = 4
+            "#,
+        )
+        .unwrap();
+        let p = cfg.problems().join("\n");
+        assert!(p.contains("listen = \"nowhere\""), "{p}");
+        assert!(p.contains("defined twice"), "{p}");
+        assert!(p.contains("min_connections (9) is larger"), "{p}");
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let e = Config::parse("[proxy]\nlisen = \"x\"\n").unwrap_err();
+        assert!(e.contains("unknown field `lisen`"), "{e}");
+    }
+
+    #[test]
+    fn passwords_are_not_debug_printed() {
+        let cfg = Config::parse(
+            "[[users]]\nname='a'\npassword='topsecret'\n[[backends]]\nname='m'\naddress='127.0.0.1:1'\nuser='u'\npassword='alsosecret'\n",
+        )
+        .unwrap();
+        let s = format!("{cfg:?}");
+        assert!(!s.contains("topsecret") && !s.contains("alsosecret"));
+    }
+}

@@ -1,0 +1,69 @@
+//! Typed errors of the proxy runtime, and the one place they become MySQL
+//! error packets ([`ProxyError::to_mysql`]).
+
+use hscale_wire::consts::code;
+use hscale_wire::WireError;
+
+/// Something that went wrong while serving a client.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The client broke the protocol; the connection is closed after the error.
+    #[error("client protocol error: {0}")]
+    ClientProtocol(WireError),
+    /// The client went away.
+    #[error("client disconnected")]
+    ClientGone,
+    #[error("Access denied for user '{user}'")]
+    AccessDenied { user: String },
+    #[error("Too many connections")]
+    TooManyConnections,
+    #[error("hscale: can't connect to backend '{backend}' ({address}): {reason}")]
+    BackendConnect {
+        backend: String,
+        address: String,
+        reason: String,
+    },
+    #[error(
+        "hscale: timed out after {ms} ms waiting for a free connection to backend '{backend}'"
+    )]
+    PoolTimeout { backend: String, ms: u64 },
+    #[error("hscale: lost connection to backend '{backend}' during the statement: {reason}")]
+    BackendLost { backend: String, reason: String },
+    #[error("hscale: backend '{backend}' sent a malformed response: {reason}")]
+    BackendProtocol { backend: String, reason: String },
+    #[error("hscale: {what} is not supported")]
+    Unsupported { what: String },
+    #[error("Unknown prepared statement handler ({id}) given to {command}")]
+    UnknownStatement { id: u32, command: &'static str },
+    #[error("hscale: {0}")]
+    Wrong(String),
+}
+
+impl ProxyError {
+    /// Error code, SQLSTATE and message sent to the client.
+    pub fn to_mysql(&self) -> (u16, &'static [u8; 5], String) {
+        let msg = self.to_string();
+        match self {
+            ProxyError::ClientProtocol(WireError::TooLarge { .. }) => (
+                code::ER_NET_PACKET_TOO_LARGE,
+                b"08S01",
+                "Got a packet bigger than 'max_allowed_packet' bytes".into(),
+            ),
+            ProxyError::ClientProtocol(WireError::Sequence { .. }) => {
+                (code::ER_NET_PACKETS_OUT_OF_ORDER, b"08S01", msg)
+            }
+            ProxyError::ClientProtocol(_) => (code::ER_MALFORMED_PACKET, b"HY000", msg),
+            ProxyError::ClientGone => (code::ER_NET_READ_ERROR, b"08S01", msg),
+            ProxyError::AccessDenied { .. } => (code::ER_ACCESS_DENIED_ERROR, b"28000", msg),
+            ProxyError::TooManyConnections => (code::ER_CON_COUNT_ERROR, b"08004", msg),
+            ProxyError::BackendConnect { .. } | ProxyError::PoolTimeout { .. } => {
+                (code::ER_CONNECT_TO_FOREIGN_DATA_SOURCE, b"HY000", msg)
+            }
+            ProxyError::BackendLost { .. } => (code::ER_NET_READ_ERROR, b"08S01", msg),
+            ProxyError::BackendProtocol { .. } => (code::ER_UNKNOWN_ERROR, b"HY000", msg),
+            ProxyError::Unsupported { .. } => (code::ER_NOT_SUPPORTED_YET, b"42000", msg),
+            ProxyError::UnknownStatement { .. } => (code::ER_UNKNOWN_STMT_HANDLER, b"HY000", msg),
+            ProxyError::Wrong(_) => (code::ER_WRONG_ARGUMENTS, b"HY000", msg),
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! hscale: a multi-core MySQL-protocol proxy.
+//!
+//! The path of a statement: [`server`] accepts a client and hands it to
+//! [`session::serve`], which authenticates it ([`session::auth`]) and then
+//! loops over commands. Each statement is classified by `hscale_sql`,
+//! runs on a backend connection borrowed from a [`backend::Pool`] (with the
+//! session's state synced onto it, [`session::state`]), and its response is
+//! streamed back by [`session::forward`]. See ARCHITECTURE.md.
+
+pub mod backend;
+pub mod config;
+pub mod error;
+pub mod logging;
+pub mod playground;
+pub mod server;
+pub mod session;
+
+pub use config::Config;
+pub use server::{run, RunningProxy};

@@ -1,0 +1,121 @@
+//! The `hscale` binary: `serve`, `check` and `playground`.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser)]
+#[command(name = "hscale", version, about = "A multi-core MySQL sharding proxy")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the proxy.
+    Serve {
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+    /// Validate a configuration file and say exactly what is wrong.
+    Check {
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+    /// Start MariaDB servers and a proxy in front of them.
+    Playground {
+        #[arg(long, default_value_t = 2)]
+        shards: usize,
+        #[arg(long, default_value = "127.0.0.1:6033")]
+        listen: String,
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Load a small demo schema with data.
+        #[arg(long)]
+        demo: bool,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check { config } => match hscale::Config::load(&config) {
+            Ok(cfg) => {
+                println!(
+                    "{}: ok ({} user(s), {} backend(s), main backend {:?})",
+                    config.display(),
+                    cfg.users.len(),
+                    cfg.backends.len(),
+                    cfg.backends[0].name
+                );
+                std::process::ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::ExitCode::FAILURE
+            }
+        },
+        Command::Serve { config } => {
+            let cfg = match hscale::Config::load(&config) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            };
+            hscale::logging::init(&cfg.log.filter);
+            match serve(cfg) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("hscale: {e}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Playground {
+            shards,
+            listen,
+            data_dir,
+            demo,
+        } => {
+            hscale::logging::init("warn");
+            match hscale::playground::run_playground(shards, &listen, data_dir.as_deref(), demo) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("hscale playground: {e}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn serve(cfg: hscale::Config) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.worker_threads())
+        .thread_name("hscale-worker")
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&cfg.proxy.listen).await?;
+        let shutdown = async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async {
+                    match term.as_mut() {
+                        Some(t) => { t.recv().await; }
+                        None => std::future::pending::<()>().await,
+                    }
+                } => {}
+            }
+        };
+        hscale::run(cfg, listener, shutdown).await?;
+        Ok(())
+    })
+}

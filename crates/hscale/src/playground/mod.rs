@@ -1,0 +1,257 @@
+//! The playground (`hscale playground`) and the test harness: N real
+//! MariaDB servers on loopback ports plus a proxy in front of them. Tests
+//! use [`Cluster`] exactly as the playground does.
+
+pub mod mariadb;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::backend::BackendConn;
+use crate::config::{BackendConfig, Config, LogConfig, ProxyConfig, UserConfig};
+use crate::server::RunningProxy;
+pub use mariadb::MariaDb;
+
+/// The demo schema loaded by `hscale playground --demo`.
+pub const DEMO_SQL: &str = include_str!("demo.sql");
+
+/// Servers, and a proxy in front of them.
+pub struct Cluster {
+    pub config: Config,
+    pub proxy: RunningProxy,
+    pub servers: Vec<MariaDb>,
+    pub dir: PathBuf,
+    is_temporary: bool,
+}
+
+/// How to build a cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    pub shards: usize,
+    /// Proxy address; port 0 picks a free one.
+    pub listen: String,
+    /// Where the data directories go; a temporary directory if `None`.
+    pub data_dir: Option<PathBuf>,
+    /// Applied to the generated config before the proxy starts.
+    pub tweak: fn(&mut Config),
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            shards: 1,
+            listen: "127.0.0.1:0".into(),
+            data_dir: None,
+            tweak: |_| {},
+        }
+    }
+}
+
+fn temp_dir() -> PathBuf {
+    let mut r = [0u8; 6];
+    let _ = getrandom::fill(&mut r);
+    let suffix: String = r.iter().map(|b| format!("{b:02x}")).collect();
+    std::env::temp_dir().join(format!("hscale-{suffix}"))
+}
+
+impl Cluster {
+    pub fn start(opts: ClusterOptions) -> Result<Cluster, String> {
+        let is_temporary = opts.data_dir.is_none();
+        let dir = opts.data_dir.clone().unwrap_or_else(temp_dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+        let dirs: Vec<PathBuf> = (0..opts.shards.max(1))
+            .map(|i| dir.join(format!("shard{i}")))
+            .collect();
+        // Start the servers in parallel: each takes a second or two.
+        let started: Vec<Result<MariaDb, String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = dirs
+                .iter()
+                .map(|d| s.spawn(move || MariaDb::start(d)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("server start panicked".into()))
+                })
+                .collect()
+        });
+        let mut servers = Vec::new();
+        for s in started {
+            match s {
+                Ok(s) => servers.push(s),
+                Err(e) => {
+                    drop(servers);
+                    if is_temporary {
+                        let _ = std::fs::remove_dir_all(&dir);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let mut config = Config {
+            proxy: ProxyConfig {
+                listen: opts.listen.clone(),
+                ..ProxyConfig::default()
+            },
+            log: LogConfig::default(),
+            users: vec![UserConfig {
+                name: "root".into(),
+                password: String::new(),
+                admin: true,
+            }],
+            backends: servers
+                .iter()
+                .enumerate()
+                .map(|(i, s)| BackendConfig {
+                    name: format!("shard{i}"),
+                    address: s.address(),
+                    user: mariadb::BACKEND_USER.into(),
+                    password: mariadb::BACKEND_PASSWORD.into(),
+                    min_connections: 1,
+                    max_connections: 64,
+                })
+                .collect(),
+        };
+        (opts.tweak)(&mut config);
+        let proxy = RunningProxy::start(config.clone(), &opts.listen)
+            .map_err(|e| format!("proxy cannot listen on {}: {e}", opts.listen))?;
+        config.proxy.listen = proxy.addr.to_string();
+        let text = toml::to_string_pretty(&config).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("hscale.toml"), text).map_err(|e| e.to_string())?;
+        Ok(Cluster {
+            config,
+            proxy,
+            servers,
+            dir,
+            is_temporary,
+        })
+    }
+
+    pub fn proxy_port(&self) -> u16 {
+        self.proxy.addr.port()
+    }
+
+    /// Run SQL statements (separated by `;` at line ends) on backend `i`
+    /// directly, as the backend user.
+    pub fn run_sql_on_backend(&self, i: usize, sql: &str) -> Result<(), String> {
+        let cfg = self.config.backends[i].clone();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(async move {
+            let mut conn = BackendConn::connect(&cfg, false, Duration::from_secs(10))
+                .await
+                .map_err(|e| e.to_string())?;
+            for stmt in split_script(sql) {
+                if let Err(e) = conn
+                    .command(&BackendConn::payload_for_query(&stmt))
+                    .await
+                    .map_err(|e| e.to_string())?
+                {
+                    return Err(format!("{}: {}", e.code, e.message));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Stop the proxy and the servers; remove a temporary directory.
+    pub fn stop(&mut self) {
+        self.proxy.stop();
+        for s in &mut self.servers {
+            s.stop();
+        }
+        if self.is_temporary {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Split a script into statements at `;` ending a line (enough for our own
+/// demo and test scripts, which keep semicolons out of strings).
+pub fn split_script(sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for line in sql.lines() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with("--") {
+            continue;
+        }
+        cur.push_str(line);
+        cur.push('\n');
+        if t.ends_with(';') {
+            let stmt = cur.trim().trim_end_matches(';').to_string();
+            if !stmt.is_empty() {
+                out.push(stmt);
+            }
+            cur.clear();
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// `hscale playground`: start, print `ready:`, wait for Ctrl-C or SIGTERM.
+pub fn run_playground(
+    shards: usize,
+    listen: &str,
+    data_dir: Option<&Path>,
+    demo: bool,
+) -> Result<(), String> {
+    mariadb::server_binary()?;
+    let mut cluster = Cluster::start(ClusterOptions {
+        shards,
+        listen: listen.to_string(),
+        data_dir: data_dir.map(Path::to_path_buf),
+        ..ClusterOptions::default()
+    })?;
+    if demo {
+        cluster.run_sql_on_backend(0, DEMO_SQL)?;
+    }
+    let addr = cluster.proxy.addr;
+    eprintln!(
+        "playground: {} MariaDB server(s) ({}), data in {}, config {}",
+        cluster.servers.len(),
+        cluster
+            .servers
+            .iter()
+            .map(|s| s.address())
+            .collect::<Vec<_>>()
+            .join(", "),
+        cluster.dir.display(),
+        cluster.dir.join("hscale.toml").display()
+    );
+    println!("ready: mariadb -h{} -P{} -uroot", addr.ip(), addr.port());
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async {
+                match term.as_mut() {
+                    Some(t) => { t.recv().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {}
+        }
+    });
+    eprintln!("playground: stopping");
+    cluster.stop();
+    Ok(())
+}

@@ -1,0 +1,136 @@
+//! The connection phase with a client: send the handshake, read the
+//! response, check the password (mysql_native_password or
+//! caching_sha2_password's fast path, switching plugins when the client
+//! offers another one).
+
+use hscale_wire::auth::{self, CACHING_SHA2, NATIVE_PASSWORD};
+use hscale_wire::consts::{cap, status};
+use hscale_wire::handshake::{
+    encode_auth_switch, HandshakeResponse, InitialHandshake, SSL_REQUEST_LEN,
+};
+use hscale_wire::{PacketStream, WireError};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::config::Config;
+use crate::error::ProxyError;
+
+/// Capabilities hscale offers clients.
+pub const SERVER_CAPS: u32 = cap::LONG_PASSWORD
+    | cap::FOUND_ROWS
+    | cap::LONG_FLAG
+    | cap::CONNECT_WITH_DB
+    | cap::NO_SCHEMA
+    | cap::ODBC
+    | cap::LOCAL_FILES
+    | cap::IGNORE_SPACE
+    | cap::PROTOCOL_41
+    | cap::INTERACTIVE
+    | cap::IGNORE_SIGPIPE
+    | cap::TRANSACTIONS
+    | cap::SECURE_CONNECTION
+    | cap::MULTI_STATEMENTS
+    | cap::MULTI_RESULTS
+    | cap::PS_MULTI_RESULTS
+    | cap::PLUGIN_AUTH
+    | cap::CONNECT_ATTRS
+    | cap::PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | cap::DEPRECATE_EOF;
+
+/// Who logged in, and what was negotiated.
+#[derive(Debug, Clone)]
+pub struct ClientInfo {
+    pub user: String,
+    pub is_admin: bool,
+    pub capabilities: u32,
+    pub collation: u8,
+    pub database: Option<String>,
+    /// The scramble of this connection's handshake.
+    pub scramble: [u8; 20],
+    /// Sequence id for the final OK (or ERR) of the connection phase.
+    pub next_seq: u8,
+}
+
+fn protocol(e: WireError) -> ProxyError {
+    if e.is_disconnect() {
+        ProxyError::ClientGone
+    } else {
+        ProxyError::ClientProtocol(e)
+    }
+}
+
+/// Run the connection phase up to (not including) the final OK.
+pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut PacketStream<S>,
+    config: &Config,
+    server_version: &str,
+    connection_id: u32,
+) -> Result<ClientInfo, (ProxyError, u8)> {
+    let scramble = auth::new_scramble();
+    let hs = InitialHandshake {
+        server_version: server_version.to_string(),
+        connection_id,
+        scramble,
+        capabilities: SERVER_CAPS,
+        collation: hscale_wire::charset::BACKEND_COLLATION,
+        status: status::AUTOCOMMIT,
+        auth_plugin: config.proxy.auth_plugin.clone(),
+    };
+    stream.write_payload(0, &hs.encode());
+    stream.flush().await.map_err(|e| (protocol(e), 1))?;
+    let (payload, seq) = stream
+        .read_payload(1, 64 * 1024)
+        .await
+        .map_err(|e| (protocol(e), 2))?;
+    let next = seq.wrapping_add(1);
+    if payload.len() == SSL_REQUEST_LEN {
+        return Err((
+            ProxyError::Unsupported {
+                what: "TLS (connect without SSL)".into(),
+            },
+            next,
+        ));
+    }
+    let resp = HandshakeResponse::decode(&payload).map_err(|e| (protocol(e), next))?;
+    let denied = || ProxyError::AccessDenied {
+        user: resp.user.clone(),
+    };
+    let mut info = ClientInfo {
+        user: resp.user.clone(),
+        is_admin: false,
+        capabilities: resp.capabilities & SERVER_CAPS,
+        collation: resp.collation,
+        database: resp.database.clone(),
+        scramble,
+        next_seq: next,
+    };
+    let plugin = resp.auth_plugin.as_deref().unwrap_or(NATIVE_PASSWORD);
+    let (plugin, response) = if plugin == NATIVE_PASSWORD || plugin == CACHING_SHA2 {
+        (plugin.to_string(), resp.auth_response.clone())
+    } else {
+        // Ask the client to use our plugin with the same scramble.
+        let want = config.proxy.auth_plugin.clone();
+        stream.write_payload(info.next_seq, &encode_auth_switch(&want, &scramble));
+        stream.flush().await.map_err(|e| (protocol(e), 0))?;
+        let (data, seq) = stream
+            .read_payload(info.next_seq.wrapping_add(1), 4096)
+            .await
+            .map_err(|e| (protocol(e), 0))?;
+        info.next_seq = seq.wrapping_add(1);
+        (want, data.to_vec())
+    };
+    let user = config.user(&resp.user);
+    let password = user.map(|u| u.password.as_bytes()).unwrap_or_default();
+    let response: &[u8] = if response == [0] { &[] } else { &response };
+    let ok =
+        user.is_some() && auth::verify(&plugin, password, &scramble, response).unwrap_or(false);
+    if !ok {
+        return Err((denied(), info.next_seq));
+    }
+    if plugin == CACHING_SHA2 {
+        // caching_sha2_password fast path: "fast auth success", then OK.
+        stream.write_payload(info.next_seq, &[0x01, 0x03]);
+        info.next_seq = info.next_seq.wrapping_add(1);
+    }
+    info.is_admin = user.is_some_and(|u| u.admin);
+    Ok(info)
+}

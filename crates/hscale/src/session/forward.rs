@@ -1,0 +1,299 @@
+//! Streaming a backend's response to the client, packet by packet.
+//!
+//! Result sets are never held: each packet is copied to the client's write
+//! buffer, which is flushed whenever the backend has nothing more buffered.
+//! Backend connections use classic EOF packets; for clients that negotiated
+//! `CLIENT_DEPRECATE_EOF` the metadata EOF is dropped and the final EOF
+//! becomes an OK packet with the `0xFE` header.
+//!
+//! ```text
+//!  first ─┬─ OK ──────────────── (more results? → first) ─► done
+//!         ├─ ERR ─────────────────────────────────────────► done
+//!         ├─ 0xFB LOCAL INFILE ─ relay file ─► first
+//!         └─ column count ─► defs ─► EOF ─► rows ─► EOF ─ (more? → first) ─► done
+//! ```
+
+use hscale_wire::consts::status;
+use hscale_wire::response::{decode_eof, encode_ok, is_eof, OkPacket};
+use hscale_wire::{PacketStream, WireError};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// What response the command produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// COM_QUERY and COM_STMT_EXECUTE: OK, ERR or result sets.
+    Query,
+    /// COM_STMT_FETCH: rows, then EOF.
+    Rows,
+    /// COM_FIELD_LIST: column definitions, then EOF.
+    FieldList,
+    /// COM_STATISTICS and others: exactly one packet.
+    Single,
+}
+
+/// How a response ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outcome {
+    /// Status flags of the last OK/EOF, if the response ended with one.
+    pub status: Option<u16>,
+    /// The last OK packet, if any.
+    pub ok: Option<OkPacket>,
+    pub is_err: bool,
+    /// Packets sent to the client.
+    pub packets: u64,
+}
+
+/// Which side failed.
+#[derive(Debug)]
+pub enum ForwardError {
+    Backend(WireError),
+    Client(WireError),
+}
+
+/// A failed forward: the error, and the sequence id an error packet to the
+/// client must use.
+#[derive(Debug)]
+pub struct ForwardFailure {
+    pub error: ForwardError,
+    pub next_seq: u8,
+}
+
+pub struct Forwarder<'a, B, C> {
+    backend: &'a mut PacketStream<B>,
+    client: &'a mut PacketStream<C>,
+    is_eof_deprecated: bool,
+    seq: u8,
+    backend_seq: u8,
+    outcome: Outcome,
+    max_allowed_packet: usize,
+}
+
+impl<'a, B, C> Forwarder<'a, B, C>
+where
+    B: AsyncRead + AsyncWrite + Unpin,
+    C: AsyncRead + AsyncWrite + Unpin,
+{
+    pub fn new(
+        backend: &'a mut PacketStream<B>,
+        client: &'a mut PacketStream<C>,
+        is_eof_deprecated: bool,
+        max_allowed_packet: usize,
+    ) -> Self {
+        Forwarder {
+            backend,
+            client,
+            is_eof_deprecated,
+            seq: 1,
+            backend_seq: 0,
+            outcome: Outcome::default(),
+            max_allowed_packet,
+        }
+    }
+
+    async fn next(&mut self) -> Result<hscale_wire::Packet, ForwardError> {
+        if !self.backend.has_buffered_packet() && self.client.pending() > 0 {
+            self.client.flush().await.map_err(ForwardError::Client)?;
+        }
+        let p = self
+            .backend
+            .read_packet()
+            .await
+            .map_err(ForwardError::Backend)?;
+        self.backend_seq = p.seq;
+        Ok(p)
+    }
+
+    async fn send(&mut self, payload: &[u8]) -> Result<(), ForwardError> {
+        self.client.write_packet(self.seq, payload);
+        self.seq = self.seq.wrapping_add(1);
+        self.outcome.packets += 1;
+        self.client
+            .maybe_flush()
+            .await
+            .map_err(ForwardError::Client)
+    }
+
+    /// Forward a packet and any continuation packets that follow it.
+    async fn send_whole(&mut self, first: hscale_wire::Packet) -> Result<(), ForwardError> {
+        let mut continued = first.is_continued();
+        self.send(&first.payload).await?;
+        while continued {
+            let p = self.next().await?;
+            continued = p.is_continued();
+            self.send(&p.payload).await?;
+        }
+        Ok(())
+    }
+
+    /// An EOF that ends a result set, in the client's format.
+    async fn send_terminator(&mut self, eof: &[u8]) -> Result<(), ForwardError> {
+        let (warnings, st) = decode_eof(eof).map_err(ForwardError::Backend)?;
+        self.outcome.status = Some(st);
+        if self.is_eof_deprecated {
+            let ok = OkPacket {
+                status: st,
+                warnings,
+                ..OkPacket::default()
+            };
+            self.send(&encode_ok(0xfe, &ok, "")).await
+        } else {
+            self.send(eof).await
+        }
+    }
+
+    /// Stream the whole response; flushes the client at the end.
+    pub async fn run(mut self, expect: Expect) -> Result<Outcome, ForwardFailure> {
+        match self.run_inner(expect).await {
+            Ok(()) => Ok(self.outcome),
+            Err(error) => Err(ForwardFailure {
+                error,
+                next_seq: self.seq,
+            }),
+        }
+    }
+
+    async fn run_inner(&mut self, expect: Expect) -> Result<(), ForwardError> {
+        match expect {
+            Expect::Query => self.query().await?,
+            Expect::Rows => {
+                self.rows().await?;
+            }
+            Expect::FieldList => self.field_list().await?,
+            Expect::Single => {
+                let p = self.next().await?;
+                self.outcome.is_err = p.first() == Some(0xff);
+                if p.first() == Some(0x00) {
+                    if let Ok(ok) = OkPacket::decode(&p.payload) {
+                        self.outcome.status = Some(ok.status);
+                        self.outcome.ok = Some(ok);
+                    }
+                }
+                self.send_whole(p).await?;
+            }
+        }
+        self.client.flush().await.map_err(ForwardError::Client)
+    }
+
+    async fn query(&mut self) -> Result<(), ForwardError> {
+        loop {
+            let p = self.next().await?;
+            match p.first() {
+                Some(0x00) => {
+                    let ok = OkPacket::decode(&p.payload).map_err(ForwardError::Backend)?;
+                    self.outcome.status = Some(ok.status);
+                    self.outcome.ok = Some(ok);
+                    self.send(&p.payload).await?;
+                    if ok.status & status::MORE_RESULTS_EXISTS == 0 {
+                        return Ok(());
+                    }
+                }
+                Some(0xff) => {
+                    self.outcome.is_err = true;
+                    self.send(&p.payload).await?;
+                    return Ok(());
+                }
+                Some(0xfb) => {
+                    self.send(&p.payload).await?;
+                    self.relay_local_infile().await?;
+                }
+                _ => {
+                    let more = self.result_set(p).await?;
+                    if !more {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// A result set from its column-count packet. Returns whether more
+    /// results follow.
+    async fn result_set(&mut self, count: hscale_wire::Packet) -> Result<bool, ForwardError> {
+        self.send_whole(count).await?;
+        // Column definitions up to the metadata EOF.
+        loop {
+            let p = self.next().await?;
+            if is_eof(&p.payload) {
+                let (_, st) = decode_eof(&p.payload).map_err(ForwardError::Backend)?;
+                if st & status::CURSOR_EXISTS != 0 {
+                    // A cursor was opened: rows come with COM_STMT_FETCH.
+                    self.send_terminator(&p.payload).await?;
+                    return Ok(false);
+                }
+                if !self.is_eof_deprecated {
+                    self.send(&p.payload).await?;
+                }
+                break;
+            }
+            if p.first() == Some(0xff) {
+                self.outcome.is_err = true;
+                self.send(&p.payload).await?;
+                return Ok(false);
+            }
+            self.send_whole(p).await?;
+        }
+        self.rows().await
+    }
+
+    /// Rows up to the final EOF (or an ERR). Returns whether more results follow.
+    async fn rows(&mut self) -> Result<bool, ForwardError> {
+        loop {
+            let p = self.next().await?;
+            if is_eof(&p.payload) {
+                self.send_terminator(&p.payload).await?;
+                let st = self.outcome.status.unwrap_or(0);
+                return Ok(st & status::MORE_RESULTS_EXISTS != 0);
+            }
+            if p.first() == Some(0xff) {
+                self.outcome.is_err = true;
+                self.send(&p.payload).await?;
+                return Ok(false);
+            }
+            self.send_whole(p).await?;
+        }
+    }
+
+    async fn field_list(&mut self) -> Result<(), ForwardError> {
+        loop {
+            let p = self.next().await?;
+            if is_eof(&p.payload) {
+                return self.send_terminator(&p.payload).await;
+            }
+            if p.first() == Some(0xff) {
+                self.outcome.is_err = true;
+                return self.send(&p.payload).await;
+            }
+            self.send_whole(p).await?;
+        }
+    }
+
+    /// `LOAD DATA LOCAL INFILE`: the client sends the file in packets ending
+    /// with an empty one; relay them to the backend.
+    async fn relay_local_infile(&mut self) -> Result<(), ForwardError> {
+        self.client.flush().await.map_err(ForwardError::Client)?;
+        loop {
+            let p = self
+                .client
+                .read_packet()
+                .await
+                .map_err(ForwardError::Client)?;
+            if p.payload.len() > self.max_allowed_packet {
+                return Err(ForwardError::Client(WireError::TooLarge {
+                    size: p.payload.len(),
+                    max: self.max_allowed_packet,
+                }));
+            }
+            self.seq = p.seq.wrapping_add(1);
+            self.backend_seq = self.backend_seq.wrapping_add(1);
+            self.backend.write_packet(self.backend_seq, &p.payload);
+            self.backend
+                .maybe_flush()
+                .await
+                .map_err(ForwardError::Backend)?;
+            if p.payload.is_empty() {
+                self.backend.flush().await.map_err(ForwardError::Backend)?;
+                return Ok(());
+            }
+        }
+    }
+}

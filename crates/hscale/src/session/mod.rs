@@ -1,0 +1,557 @@
+//! One client connection, from handshake to quit.
+//!
+//! ```text
+//!  accept ─► auth::handshake ─► command loop ─┬─ COM_QUERY ─► analyze ─► execute_on_backend
+//!                                             ├─ COM_STMT_* ─► commands.rs
+//!                                             └─ ping / set option / reset / change user
+//!
+//!  execute_on_backend: acquire (pinned conn, or borrow from the main pool)
+//!                      ─► sync state (db, SET items, options) ─► send ─► forward::Forwarder
+//!                      ─► record effects and pins ─► keep (pinned) or return the conn
+//! ```
+//! Pinning: the session keeps its backend connection while any [`Pins`] bit
+//! is set: in a transaction or with autocommit off (read from the server's
+//! status flags), and after statements whose state cannot be replayed.
+
+pub mod auth;
+mod commands;
+pub mod forward;
+pub mod prepared;
+pub mod state;
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use hscale_sql::{Pins, SessionChange, SetItem};
+use hscale_wire::consts::{cap, com, status};
+use hscale_wire::response::{encode_eof, encode_err, encode_ok, ErrPacket, OkPacket};
+use hscale_wire::PacketStream;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::backend::{BackendConn, PooledConn};
+use crate::error::ProxyError;
+use crate::server::Context;
+use auth::ClientInfo;
+use forward::{Expect, ForwardError, Forwarder, Outcome};
+use prepared::Statements;
+use state::{SessionState, SessionVars};
+
+/// What a statement does to the session once it succeeds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Effects<'a> {
+    pub pins: Pins,
+    pub unpins: Pins,
+    pub change: Option<&'a SessionChange>,
+    pub uses_last_insert_id: bool,
+}
+
+pub struct Session<S> {
+    client: PacketStream<S>,
+    ctx: Arc<Context>,
+    info: ClientInfo,
+    connection_id: u32,
+    state: SessionState,
+    /// Session variables right after login (the handshake character set).
+    base_vars: Arc<SessionVars>,
+    pinned: Option<PooledConn>,
+    pins: Pins,
+    statements: Statements,
+}
+
+/// Serve one client connection until it quits or fails.
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
+    stream: S,
+    ctx: Arc<Context>,
+    peer: String,
+) {
+    let connection_id = ctx.next_connection_id();
+    let mut client = PacketStream::new(stream);
+    let Some(_slot) = ctx.client_slot() else {
+        tracing::warn!(peer, "refusing connection: max_connections reached");
+        write_error(&mut client, 0, &ProxyError::TooManyConnections).await;
+        return;
+    };
+    let version = ctx.server_version();
+    let info = match auth::handshake(&mut client, &ctx.config, &version, connection_id).await {
+        Ok(info) => info,
+        Err((e, seq)) => {
+            tracing::info!(peer, connection_id, error = %e, "login failed");
+            if !matches!(e, ProxyError::ClientGone) {
+                write_error(&mut client, seq, &e).await;
+            }
+            return;
+        }
+    };
+    tracing::info!(peer, connection_id, user = %info.user, db = ?info.database, "client connected");
+    let base_vars = Arc::new(vars_for_collation(info.collation));
+    let mut session = Session {
+        state: SessionState {
+            db: None,
+            vars: base_vars.clone(),
+            is_multi_statements: info.capabilities & cap::MULTI_STATEMENTS != 0,
+            last_insert_id: 0,
+        },
+        base_vars,
+        client,
+        ctx,
+        connection_id,
+        pinned: None,
+        pins: Pins::NONE,
+        statements: Statements::default(),
+        info,
+    };
+    let seq = session.info.next_seq;
+    if let Some(db) = session.info.database.clone() {
+        match session.use_database(&db).await {
+            Ok(None) => {}
+            Ok(Some(err)) => {
+                session
+                    .client
+                    .write_payload(seq, &encode_err(err.code, &err.sql_state, &err.message));
+                let _ = session.client.flush().await;
+                return;
+            }
+            Err(e) => {
+                write_error(&mut session.client, seq, &e).await;
+                return;
+            }
+        }
+    }
+    session
+        .client
+        .write_payload(seq, &encode_ok(0, &ok_status(status::AUTOCOMMIT), ""));
+    if session.client.flush().await.is_ok() {
+        session.run().await;
+    }
+    session.release_pinned();
+    tracing::info!(connection_id, "client disconnected");
+}
+
+fn ok_status(st: u16) -> OkPacket {
+    OkPacket {
+        status: st,
+        ..OkPacket::default()
+    }
+}
+
+/// The `SET NAMES` a handshake collation implies, relative to the backend
+/// connections' own utf8mb4_general_ci.
+fn vars_for_collation(collation: u8) -> SessionVars {
+    let mut v = SessionVars::default();
+    if collation != hscale_wire::charset::BACKEND_COLLATION {
+        let (cs, coll) = hscale_wire::charset::collation(collation);
+        if coll != "utf8mb4_general_ci" {
+            v.apply(&[SetItem {
+                key: "names".into(),
+                assign: format!("NAMES {cs} COLLATE {coll}"),
+            }]);
+        }
+    }
+    v
+}
+
+async fn write_error<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut PacketStream<S>,
+    seq: u8,
+    e: &ProxyError,
+) {
+    let (code, state, msg) = e.to_mysql();
+    client.write_payload(seq, &encode_err(code, state, &msg));
+    let _ = client.flush().await;
+}
+
+/// Statement text for debug logs, with anything that may hold a password hidden.
+fn loggable(sql: &str) -> &str {
+    let upper_has = |w: &str| {
+        sql.as_bytes()
+            .windows(w.len())
+            .any(|win| win.eq_ignore_ascii_case(w.as_bytes()))
+    };
+    if upper_has("PASSWORD") || upper_has("IDENTIFIED") {
+        "<statement hidden: it may contain a password>"
+    } else {
+        sql.get(..sql.len().min(1000)).unwrap_or(sql)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    fn is_eof_deprecated(&self) -> bool {
+        self.info.capabilities & cap::DEPRECATE_EOF != 0
+    }
+
+    fn is_found_rows(&self) -> bool {
+        self.info.capabilities & cap::FOUND_ROWS != 0
+    }
+
+    async fn run(&mut self) {
+        let max = self.ctx.config.proxy.max_allowed_packet;
+        loop {
+            let payload = match self.client.read_payload(0, max).await {
+                Ok((p, _)) => p,
+                Err(e) if e.is_disconnect() => return,
+                Err(e) => {
+                    tracing::info!(connection_id = self.connection_id, error = %e, "closing: bad packet from client");
+                    write_error(&mut self.client, 1, &ProxyError::ClientProtocol(e)).await;
+                    return;
+                }
+            };
+            match self.dispatch(payload).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(ProxyError::ClientGone) => return,
+                Err(e @ ProxyError::ClientProtocol(_)) => {
+                    write_error(&mut self.client, 1, &e).await;
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!(connection_id = self.connection_id, error = %e, "statement failed");
+                    write_error(&mut self.client, 1, &e).await;
+                }
+            }
+        }
+    }
+
+    /// Handle one command; `Ok(false)` ends the session.
+    async fn dispatch(&mut self, payload: Bytes) -> Result<bool, ProxyError> {
+        let Some(&cmd) = payload.first() else {
+            return Err(ProxyError::ClientProtocol(
+                hscale_wire::WireError::Malformed("empty command packet"),
+            ));
+        };
+        match cmd {
+            com::QUIT => return Ok(false),
+            com::QUERY => self.query(&payload).await?,
+            com::INIT_DB => {
+                let db = String::from_utf8_lossy(&payload[1..]).into_owned();
+                let change = SessionChange::Use(db);
+                let effects = Effects {
+                    change: Some(&change),
+                    ..Effects::default()
+                };
+                self.execute_on_backend(&payload, Expect::Single, effects)
+                    .await?;
+            }
+            com::PING => self.write_ok(1, status::AUTOCOMMIT).await?,
+            com::FIELD_LIST => {
+                self.execute_on_backend(&payload, Expect::FieldList, Effects::default())
+                    .await?
+            }
+            com::STATISTICS => {
+                self.execute_on_backend(&payload, Expect::Single, Effects::default())
+                    .await?
+            }
+            com::SET_OPTION => self.set_option(&payload).await?,
+            com::RESET_CONNECTION => {
+                self.reset_session();
+                self.write_ok(1, status::AUTOCOMMIT).await?;
+            }
+            com::CHANGE_USER => return self.change_user(&payload).await,
+            com::STMT_PREPARE => self.prepare(&payload).await?,
+            com::STMT_EXECUTE => self.execute(&payload).await?,
+            com::STMT_SEND_LONG_DATA => self.long_data(&payload),
+            com::STMT_CLOSE => self.close_statement(&payload),
+            com::STMT_RESET => self.reset_statement(&payload).await?,
+            com::STMT_FETCH => self.fetch(&payload).await?,
+            com::PROCESS_KILL => {
+                return Err(ProxyError::Unsupported {
+                    what: "KILL through hscale".into(),
+                })
+            }
+            other => {
+                let e = ErrPacket {
+                    code: hscale_wire::consts::code::ER_UNKNOWN_COM_ERROR,
+                    sql_state: *b"08S01",
+                    message: format!("Unknown command {other:#04x}"),
+                };
+                self.client
+                    .write_payload(1, &encode_err(e.code, &e.sql_state, &e.message));
+                self.flush().await?;
+            }
+        }
+        Ok(true)
+    }
+
+    async fn flush(&mut self) -> Result<(), ProxyError> {
+        self.client
+            .flush()
+            .await
+            .map_err(|_| ProxyError::ClientGone)
+    }
+
+    async fn write_ok(&mut self, seq: u8, st: u16) -> Result<(), ProxyError> {
+        let st = st | self.status_bits();
+        self.client
+            .write_payload(seq, &encode_ok(0, &ok_status(st), ""));
+        self.flush().await
+    }
+
+    /// Status flags that reflect the session's pinned state.
+    fn status_bits(&self) -> u16 {
+        let mut st = 0;
+        if self.pins.contains(Pins::TRANSACTION) {
+            st |= status::IN_TRANS;
+        }
+        st
+    }
+
+    async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+        let sql = std::str::from_utf8(&payload[1..]).unwrap_or("");
+        let facts = hscale_sql::analyze(sql);
+        tracing::debug!(
+            connection_id = self.connection_id,
+            sql = loggable(sql),
+            "query"
+        );
+        match facts.kind {
+            hscale_sql::Kind::Kill => {
+                return Err(ProxyError::Unsupported {
+                    what: "KILL through hscale".into(),
+                })
+            }
+            hscale_sql::Kind::Admin => {
+                return Err(ProxyError::Unsupported {
+                    what: "HSCALE admin commands in this version".into(),
+                })
+            }
+            _ => {}
+        }
+        let effects = Effects {
+            pins: facts.pins,
+            unpins: facts.unpins,
+            change: facts.change.as_ref(),
+            uses_last_insert_id: facts.uses_last_insert_id,
+        };
+        self.execute_on_backend(payload, Expect::Query, effects)
+            .await
+    }
+
+    /// Borrow the connection for the next statement: the pinned one, or one
+    /// from the main backend's pool.
+    async fn acquire(&mut self) -> Result<PooledConn, ProxyError> {
+        if let Some(c) = self.pinned.take() {
+            return Ok(c);
+        }
+        self.ctx.main_pool().get(self.is_found_rows()).await
+    }
+
+    /// Bring `conn` to the session's state. `Ok(Some(err))` is a server
+    /// error to report as the statement's result (e.g. the database is gone).
+    async fn sync(
+        &mut self,
+        conn: &mut PooledConn,
+        uses_last_insert_id: bool,
+    ) -> Result<Option<ErrPacket>, ProxyError> {
+        if conn.db != self.state.db {
+            match self.state.db.clone() {
+                Some(db) => {
+                    let mut p = BytesMut::with_capacity(1 + db.len());
+                    p.put_u8(com::INIT_DB);
+                    p.put_slice(db.as_bytes());
+                    match conn.command(&p).await? {
+                        Ok(_) => conn.db = Some(db),
+                        Err(e) => return Ok(Some(e)),
+                    }
+                }
+                None => {
+                    let cfg = conn.pool().cfg.clone();
+                    conn.change_user(&cfg).await?;
+                }
+            }
+        }
+        if !Arc::ptr_eq(&conn.vars, &self.state.vars) {
+            if let Some(sql) = self.state.vars.sync_sql(&conn.vars) {
+                tracing::debug!(
+                    connection_id = self.connection_id,
+                    sql = loggable(&sql),
+                    "sync"
+                );
+                if let Err(e) = conn.command(&BackendConn::payload_for_query(&sql)).await? {
+                    return Ok(Some(e));
+                }
+            }
+            conn.vars = self.state.vars.clone();
+        }
+        if conn.is_multi_statements != self.state.is_multi_statements {
+            let option: u16 = if self.state.is_multi_statements { 0 } else { 1 };
+            let mut p = [com::SET_OPTION, 0, 0];
+            p[1..].copy_from_slice(&option.to_le_bytes());
+            if let Err(e) = conn.command(&p).await? {
+                return Ok(Some(e));
+            }
+            conn.is_multi_statements = self.state.is_multi_statements;
+        }
+        if uses_last_insert_id && conn.last_insert_id != self.state.last_insert_id {
+            let sql = format!("DO LAST_INSERT_ID({})", self.state.last_insert_id);
+            if let Err(e) = conn.command(&BackendConn::payload_for_query(&sql)).await? {
+                return Ok(Some(e));
+            }
+            conn.last_insert_id = self.state.last_insert_id;
+        }
+        Ok(None)
+    }
+
+    /// Run one command on a backend connection and stream its response.
+    async fn execute_on_backend(
+        &mut self,
+        payload: &[u8],
+        expect: Expect,
+        effects: Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        let mut conn = self.acquire().await?;
+        if let Some(err) = self.sync(&mut conn, effects.uses_last_insert_id).await? {
+            self.finish(conn, Outcome::default(), &Effects::default());
+            self.client
+                .write_payload(1, &encode_err(err.code, &err.sql_state, &err.message));
+            return self.flush().await;
+        }
+        if let Err(e) = conn.stream.send_command(payload).await {
+            return Err(self.backend_lost(conn, e.to_string()));
+        }
+        self.forward(conn, expect, &effects).await
+    }
+
+    /// Stream the response of a command already sent on `conn`.
+    async fn forward(
+        &mut self,
+        mut conn: PooledConn,
+        expect: Expect,
+        effects: &Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        let max = self.ctx.config.proxy.max_allowed_packet;
+        let deprecated = self.is_eof_deprecated();
+        let r = Forwarder::new(&mut conn.stream, &mut self.client, deprecated, max)
+            .run(expect)
+            .await;
+        match r {
+            Ok(outcome) => {
+                self.finish(conn, outcome, effects);
+                Ok(())
+            }
+            Err(f) => match f.error {
+                ForwardError::Backend(e) => {
+                    let err = self.backend_lost(conn, e.to_string());
+                    write_error(&mut self.client, f.next_seq, &err).await;
+                    Ok(())
+                }
+                ForwardError::Client(_) => {
+                    conn.is_broken = true;
+                    Err(ProxyError::ClientGone)
+                }
+            },
+        }
+    }
+
+    /// The backend connection failed mid-statement: close it; whatever was
+    /// pinned to it (a transaction, temporary tables) is gone.
+    fn backend_lost(&mut self, mut conn: PooledConn, reason: String) -> ProxyError {
+        conn.is_broken = true;
+        let backend = conn.backend.to_string();
+        drop(conn);
+        if !self.pins.is_empty() {
+            tracing::warn!(connection_id = self.connection_id, backend, pins = ?self.pins.names().collect::<Vec<_>>(), "pinned backend connection lost");
+        }
+        self.pins = Pins::NONE;
+        ProxyError::BackendLost { backend, reason }
+    }
+
+    /// Record what a finished statement did, then keep or return the connection.
+    fn finish(&mut self, mut conn: PooledConn, outcome: Outcome, effects: &Effects<'_>) {
+        if !outcome.is_err && outcome.status.is_some() {
+            match effects.change {
+                Some(SessionChange::Use(db)) => {
+                    self.state.db = Some(db.clone());
+                    conn.db = Some(db.clone());
+                }
+                Some(SessionChange::Set(items)) => {
+                    Arc::make_mut(&mut self.state.vars).apply(items);
+                    conn.vars = self.state.vars.clone();
+                }
+                None => {}
+            }
+            self.pins.insert(effects.pins);
+            self.pins.remove(effects.unpins);
+        }
+        if let Some(st) = outcome.status {
+            for (bit, set) in [
+                (Pins::TRANSACTION, st & status::IN_TRANS != 0),
+                (Pins::AUTOCOMMIT_OFF, st & status::AUTOCOMMIT == 0),
+            ] {
+                if set {
+                    self.pins.insert(bit);
+                } else {
+                    self.pins.remove(bit);
+                }
+            }
+        }
+        if let Some(ok) = outcome.ok {
+            if ok.last_insert_id != 0 {
+                self.state.last_insert_id = ok.last_insert_id;
+                conn.last_insert_id = ok.last_insert_id;
+            }
+        }
+        if self.pins.is_empty() {
+            drop(conn);
+        } else {
+            self.pinned = Some(conn);
+        }
+    }
+
+    /// `USE db` at login or change user: check it exists on the main backend.
+    async fn use_database(&mut self, db: &str) -> Result<Option<ErrPacket>, ProxyError> {
+        let mut conn = self.acquire().await?;
+        let mut p = BytesMut::with_capacity(1 + db.len());
+        p.put_u8(com::INIT_DB);
+        p.put_slice(db.as_bytes());
+        let r = conn.command(&p).await?;
+        if r.is_ok() {
+            self.state.db = Some(db.to_string());
+            conn.db = Some(db.to_string());
+        }
+        self.finish(conn, Outcome::default(), &Effects::default());
+        Ok(r.err())
+    }
+
+    async fn set_option(&mut self, payload: &[u8]) -> Result<(), ProxyError> {
+        match payload.get(1..3).map(|b| u16::from_le_bytes([b[0], b[1]])) {
+            Some(0) => self.state.is_multi_statements = true,
+            Some(1) => self.state.is_multi_statements = false,
+            _ => {
+                return Err(ProxyError::Wrong(
+                    "COM_SET_OPTION with an unknown option".into(),
+                ));
+            }
+        }
+        let st = status::AUTOCOMMIT | self.status_bits();
+        if self.is_eof_deprecated() {
+            self.client
+                .write_payload(1, &encode_ok(0xfe, &ok_status(st), ""));
+        } else {
+            self.client.write_payload(1, &encode_eof(0, st));
+        }
+        self.flush().await
+    }
+
+    /// Forget everything the session set: used by COM_RESET_CONNECTION and
+    /// COM_CHANGE_USER. A pinned connection is reset before it goes back.
+    fn reset_session(&mut self) {
+        self.release_pinned();
+        self.pins = Pins::NONE;
+        self.state.vars = self.base_vars.clone();
+        self.state.last_insert_id = 0;
+        self.statements.clear();
+    }
+
+    /// Give back a pinned connection. It may hold a transaction, locks or
+    /// temporary tables, so it is reset (COM_CHANGE_USER) in the background
+    /// first; no I/O happens in the caller.
+    fn release_pinned(&mut self) {
+        if let Some(mut conn) = self.pinned.take() {
+            tokio::spawn(async move {
+                let cfg = conn.pool().cfg.clone();
+                if conn.change_user(&cfg).await.is_err() {
+                    conn.is_broken = true;
+                }
+            });
+        }
+    }
+}

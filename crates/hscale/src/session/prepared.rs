@@ -1,0 +1,55 @@
+//! The client's server-side prepared statements. hscale hands out its own
+//! statement ids; each statement is prepared lazily on whichever backend
+//! connection runs it (see `BackendConn::prepare`), so a statement survives
+//! the session moving between pooled connections.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hscale_sql::Pins;
+
+/// One statement the client prepared.
+#[derive(Debug, Clone)]
+pub struct ClientStatement {
+    pub sql: Arc<str>,
+    pub num_params: u16,
+    pub num_columns: u16,
+    /// Pins running this statement adds (GET_LOCK, user variables, ...).
+    pub pins: Pins,
+    pub uses_last_insert_id: bool,
+    /// Parameter types from the last execute that bound them.
+    pub param_types: Option<Bytes>,
+    /// COM_STMT_SEND_LONG_DATA chunks since the last execute: (param, data).
+    pub long_data: Vec<(u16, Bytes)>,
+}
+
+/// The statements of one session.
+#[derive(Debug, Default)]
+pub struct Statements {
+    next_id: u32,
+    map: HashMap<u32, ClientStatement>,
+}
+
+impl Statements {
+    pub fn add(&mut self, stmt: ClientStatement) -> u32 {
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.map.insert(self.next_id, stmt);
+        self.next_id
+    }
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut ClientStatement> {
+        self.map.get_mut(&id)
+    }
+    pub fn remove(&mut self, id: u32) {
+        self.map.remove(&id);
+    }
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}

@@ -1,0 +1,120 @@
+//! A session's replayable state and how to bring a backend connection to it.
+//!
+//! ```text
+//!   client statement ──► session state (db, SET items, multi-statements,
+//!                         last insert id)
+//!                              │ sync before each statement
+//!                              ▼
+//!   borrowed backend conn: COM_INIT_DB / SET ... / COM_SET_OPTION / DO LAST_INSERT_ID(n)
+//! ```
+//! SET items are kept in the order they were last applied, so replaying them
+//! in order gives the same result (`SET NAMES` after `SET
+//! character_set_results` overrides it, and the other way round).
+
+use std::sync::Arc;
+
+use hscale_sql::SetItem;
+
+/// Replayable SET items of a session, in last-applied order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionVars {
+    items: Vec<SetItem>,
+}
+
+impl SessionVars {
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn items(&self) -> &[SetItem] {
+        &self.items
+    }
+
+    /// Record assignments that succeeded.
+    pub fn apply(&mut self, items: &[SetItem]) {
+        for item in items {
+            self.items.retain(|i| i.key != item.key);
+            self.items.push(item.clone());
+        }
+    }
+
+    /// The `SET` statement that turns a connection holding `have` into one
+    /// holding `self`, or `None` if they are equal.
+    pub fn sync_sql(&self, have: &SessionVars) -> Option<String> {
+        if self == have {
+            return None;
+        }
+        let mut parts: Vec<String> = Vec::new();
+        if !have.is_empty() {
+            for item in &have.items {
+                parts.push(reset_assignment(&item.key));
+            }
+        }
+        parts.extend(self.items.iter().map(|i| i.assign.clone()));
+        Some(format!("SET {}", parts.join(", ")))
+    }
+}
+
+/// The assignment that gives a variable back its global default.
+fn reset_assignment(key: &str) -> String {
+    match key {
+        "names" => "NAMES utf8mb4 COLLATE utf8mb4_general_ci".to_string(),
+        // MariaDB's names; MySQL 8 calls them transaction_isolation and
+        // transaction_read_only.
+        "transaction" => {
+            "@@session.tx_isolation = DEFAULT, @@session.tx_read_only = DEFAULT".to_string()
+        }
+        var => format!("@@session.{var} = DEFAULT"),
+    }
+}
+
+/// Everything a statement needs restored on the connection that runs it.
+#[derive(Debug, Clone)]
+pub struct SessionState {
+    pub db: Option<String>,
+    pub vars: Arc<SessionVars>,
+    pub is_multi_statements: bool,
+    pub last_insert_id: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(key: &str, assign: &str) -> SetItem {
+        SetItem {
+            key: key.into(),
+            assign: assign.into(),
+        }
+    }
+
+    #[test]
+    fn sync_from_fresh_and_back() {
+        let mut want = SessionVars::default();
+        want.apply(&[item("sql_mode", "@@session.sql_mode = 'ANSI'")]);
+        want.apply(&[item("names", "NAMES latin1")]);
+        let fresh = SessionVars::default();
+        assert_eq!(
+            want.sync_sql(&fresh).as_deref(),
+            Some("SET @@session.sql_mode = 'ANSI', NAMES latin1")
+        );
+        assert_eq!(want.sync_sql(&want.clone()), None);
+        assert_eq!(
+            fresh.sync_sql(&want).as_deref(),
+            Some("SET @@session.sql_mode = DEFAULT, NAMES utf8mb4 COLLATE utf8mb4_general_ci")
+        );
+    }
+
+    #[test]
+    fn last_applied_order_is_kept() {
+        let mut v = SessionVars::default();
+        v.apply(&[item("names", "NAMES a")]);
+        v.apply(&[item(
+            "character_set_results",
+            "@@session.character_set_results = NULL",
+        )]);
+        v.apply(&[item("names", "NAMES b")]);
+        let keys: Vec<_> = v.items().iter().map(|i| i.key.as_str()).collect();
+        assert_eq!(keys, ["character_set_results", "names"]);
+    }
+}

@@ -1,0 +1,573 @@
+//! What a statement is and what it does to the session.
+//!
+//! The proxy keeps a session's state (current database, SET variables) and
+//! replays it onto whichever pooled backend connection runs the next
+//! statement. Some statements create state that cannot be replayed (user
+//! variables, temporary tables, GET_LOCK, LOCK TABLES, ...): they *pin* the
+//! session to its backend connection. [`analyze`] finds both from tokens.
+
+use crate::lexer::{tokenize, Token, TokenKind};
+
+/// The statement's leading keyword, as far as the proxy cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Select,
+    Insert,
+    Update,
+    Delete,
+    Replace,
+    Set,
+    Use,
+    Begin,
+    Commit,
+    Rollback,
+    Show,
+    Lock,
+    Unlock,
+    Kill,
+    /// `HSCALE ...` admin command.
+    Admin,
+    Empty,
+    Other,
+}
+
+/// Why a session must keep its backend connection: a set of bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Pins(pub u32);
+
+impl Pins {
+    pub const NONE: Pins = Pins(0);
+    /// In a transaction (from the server's status flags).
+    pub const TRANSACTION: Pins = Pins(1);
+    /// autocommit is off (from the server's status flags).
+    pub const AUTOCOMMIT_OFF: Pins = Pins(1 << 1);
+    pub const LOCK_TABLES: Pins = Pins(1 << 2);
+    pub const TEMPORARY_TABLE: Pins = Pins(1 << 3);
+    pub const USER_LOCK: Pins = Pins(1 << 4);
+    pub const USER_VARIABLE: Pins = Pins(1 << 5);
+    pub const SQL_PREPARE: Pins = Pins(1 << 6);
+    pub const FOUND_ROWS: Pins = Pins(1 << 7);
+    pub const XA: Pins = Pins(1 << 8);
+    pub const HANDLER: Pins = Pins(1 << 9);
+    /// A SET the proxy cannot replay (an expression, a role, ...).
+    pub const COMPLEX_SET: Pins = Pins(1 << 10);
+    /// `SET TRANSACTION` without scope: applies to the next transaction only.
+    pub const NEXT_TRANSACTION: Pins = Pins(1 << 11);
+    /// A multi-statement query that changes session state.
+    pub const MULTI_STATEMENT_STATE: Pins = Pins(1 << 12);
+    /// A prepared statement with an open cursor.
+    pub const CURSOR: Pins = Pins(1 << 13);
+
+    pub const NAMES: [(Pins, &'static str); 14] = [
+        (Pins::TRANSACTION, "transaction"),
+        (Pins::AUTOCOMMIT_OFF, "autocommit_off"),
+        (Pins::LOCK_TABLES, "lock_tables"),
+        (Pins::TEMPORARY_TABLE, "temporary_table"),
+        (Pins::USER_LOCK, "user_lock"),
+        (Pins::USER_VARIABLE, "user_variable"),
+        (Pins::SQL_PREPARE, "sql_prepare"),
+        (Pins::FOUND_ROWS, "found_rows"),
+        (Pins::XA, "xa"),
+        (Pins::HANDLER, "handler"),
+        (Pins::COMPLEX_SET, "complex_set"),
+        (Pins::NEXT_TRANSACTION, "next_transaction"),
+        (Pins::MULTI_STATEMENT_STATE, "multi_statement_state"),
+        (Pins::CURSOR, "cursor"),
+    ];
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub fn contains(self, other: Pins) -> bool {
+        self.0 & other.0 == other.0
+    }
+    pub fn intersects(self, other: Pins) -> bool {
+        self.0 & other.0 != 0
+    }
+    pub fn insert(&mut self, other: Pins) {
+        self.0 |= other.0;
+    }
+    pub fn remove(&mut self, other: Pins) {
+        self.0 &= !other.0;
+    }
+    /// Names of the set bits, for logs and metrics.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        Pins::NAMES
+            .into_iter()
+            .filter(move |(p, _)| self.intersects(*p))
+            .map(|(_, n)| n)
+    }
+}
+
+impl std::ops::BitOr for Pins {
+    type Output = Pins;
+    fn bitor(self, rhs: Pins) -> Pins {
+        Pins(self.0 | rhs.0)
+    }
+}
+
+/// One replayable assignment of a SET statement.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SetItem {
+    /// Normalized name: a lowercase variable name, or `names` for
+    /// `SET NAMES` / `SET CHARACTER SET`, or `transaction` for
+    /// `SET SESSION TRANSACTION ...`.
+    pub key: String,
+    /// SQL that re-applies it after `SET `, e.g. `@@session.sql_mode = 'ANSI'`.
+    pub assign: String,
+}
+
+/// A change to replayable session state, made once the statement succeeds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionChange {
+    Use(String),
+    Set(Vec<SetItem>),
+}
+
+/// Everything the proxy learns from one `COM_QUERY` text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    /// The kind of the first statement.
+    pub kind: Kind,
+    /// Number of statements (more than one for a multi-statement query).
+    pub statements: usize,
+    /// Pins this query adds once it succeeds.
+    pub pins: Pins,
+    /// Pins this query releases once it succeeds (`UNLOCK TABLES`).
+    pub unpins: Pins,
+    /// Replayable state change (single statements only).
+    pub change: Option<SessionChange>,
+    /// Mentions `LAST_INSERT_ID()`, whose value lives in the connection.
+    pub uses_last_insert_id: bool,
+    /// The text did not lex (the server will report the syntax error).
+    pub is_unlexable: bool,
+}
+
+/// Classify a query text (one statement or several separated by `;`).
+pub fn analyze(sql: &str) -> Facts {
+    let tokens = match tokenize(sql) {
+        Ok(t) => t,
+        Err(_) => {
+            return Facts {
+                kind: Kind::Other,
+                statements: 1,
+                pins: Pins::NONE,
+                unpins: Pins::NONE,
+                change: None,
+                uses_last_insert_id: false,
+                is_unlexable: true,
+            }
+        }
+    };
+    let mut facts = Facts {
+        kind: Kind::Empty,
+        statements: 0,
+        pins: Pins::NONE,
+        unpins: Pins::NONE,
+        change: None,
+        uses_last_insert_id: false,
+        is_unlexable: false,
+    };
+    let mut changes = 0;
+    for stmt in tokens.split(|t| t.kind == TokenKind::Semicolon) {
+        if stmt.is_empty() {
+            continue;
+        }
+        let one = analyze_one(sql, stmt);
+        if facts.statements == 0 {
+            facts.kind = one.kind;
+        }
+        facts.statements += 1;
+        facts.pins.insert(one.pins);
+        facts.unpins.insert(one.unpins);
+        facts.uses_last_insert_id |= one.uses_last_insert_id;
+        if one.change.is_some() || one.kind == Kind::Set {
+            changes += 1;
+            facts.change = one.change;
+        }
+    }
+    if facts.statements > 1 && (changes > 0 || !facts.unpins.is_empty()) {
+        facts.pins.insert(Pins::MULTI_STATEMENT_STATE);
+        facts.change = None;
+    }
+    facts
+}
+
+struct One {
+    kind: Kind,
+    pins: Pins,
+    unpins: Pins,
+    change: Option<SessionChange>,
+    uses_last_insert_id: bool,
+}
+
+fn analyze_one(sql: &str, t: &[Token]) -> One {
+    let w = |i: usize, word: &str| t.get(i).is_some_and(|x| x.is_word(sql, word));
+    // Skip leading parentheses: `(SELECT ...)`.
+    let lead = t
+        .iter()
+        .position(|x| !x.is_punct(sql, "("))
+        .unwrap_or(t.len());
+    let first = t.get(lead).map(|x| x.text(sql)).unwrap_or("");
+    let kind = match first.to_ascii_uppercase().as_str() {
+        "SELECT" | "WITH" | "VALUES" | "TABLE" => Kind::Select,
+        "INSERT" => Kind::Insert,
+        "UPDATE" => Kind::Update,
+        "DELETE" => Kind::Delete,
+        "REPLACE" => Kind::Replace,
+        "SET" => Kind::Set,
+        "USE" => Kind::Use,
+        "BEGIN" => Kind::Begin,
+        "START" if w(lead + 1, "TRANSACTION") => Kind::Begin,
+        "COMMIT" => Kind::Commit,
+        "ROLLBACK" => Kind::Rollback,
+        "SHOW" => Kind::Show,
+        "LOCK" => Kind::Lock,
+        "UNLOCK" => Kind::Unlock,
+        "KILL" => Kind::Kill,
+        "HSCALE" => Kind::Admin,
+        _ => Kind::Other,
+    };
+    let mut pins = Pins::NONE;
+    let mut unpins = Pins::NONE;
+    let mut uses_last_insert_id = false;
+    for (i, tok) in t.iter().enumerate() {
+        match tok.kind {
+            TokenKind::UserVar => pins.insert(Pins::USER_VARIABLE),
+            TokenKind::Word => {
+                let next_is_paren = t.get(i + 1).is_some_and(|x| x.is_punct(sql, "("));
+                let text = tok.text(sql);
+                if next_is_paren && text.eq_ignore_ascii_case("GET_LOCK") {
+                    pins.insert(Pins::USER_LOCK);
+                } else if next_is_paren && text.eq_ignore_ascii_case("LAST_INSERT_ID") {
+                    uses_last_insert_id = true;
+                } else if text.eq_ignore_ascii_case("SQL_CALC_FOUND_ROWS") {
+                    pins.insert(Pins::FOUND_ROWS);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut change = None;
+    match kind {
+        Kind::Lock => pins.insert(Pins::LOCK_TABLES),
+        Kind::Unlock if w(lead + 1, "TABLES") || w(lead + 1, "TABLE") => {
+            unpins.insert(Pins::LOCK_TABLES)
+        }
+        Kind::Use => {
+            if let Some(db) = t.get(lead + 1) {
+                change = Some(SessionChange::Use(unquote_ident(db.text(sql))));
+            }
+        }
+        Kind::Set => {
+            let (items, extra) = set_items(sql, &t[lead + 1..]);
+            pins.insert(extra);
+            if !items.is_empty() {
+                change = Some(SessionChange::Set(items));
+            }
+        }
+        Kind::Other => {
+            if first.eq_ignore_ascii_case("CREATE")
+                && t[lead + 1..]
+                    .iter()
+                    .take(3)
+                    .any(|x| x.is_word(sql, "TEMPORARY"))
+            {
+                pins.insert(Pins::TEMPORARY_TABLE);
+            } else if first.eq_ignore_ascii_case("PREPARE") {
+                pins.insert(Pins::SQL_PREPARE);
+            } else if first.eq_ignore_ascii_case("XA") {
+                pins.insert(Pins::XA);
+            } else if first.eq_ignore_ascii_case("HANDLER") {
+                pins.insert(Pins::HANDLER);
+            } else if first.eq_ignore_ascii_case("FLUSH")
+                && t.iter().any(|x| x.is_word(sql, "LOCK"))
+            {
+                pins.insert(Pins::LOCK_TABLES);
+            }
+        }
+        _ => {}
+    }
+    One {
+        kind,
+        pins,
+        unpins,
+        change,
+        uses_last_insert_id,
+    }
+}
+
+/// Strip backquotes from an identifier.
+pub fn unquote_ident(s: &str) -> String {
+    if s.len() >= 2 && s.starts_with('`') && s.ends_with('`') {
+        s[1..s.len() - 1].replace("``", "`")
+    } else {
+        s.to_string()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Session,
+    Global,
+}
+
+/// Parse the assignments of a SET statement (tokens after `SET`). Returns
+/// the replayable items and the pins for anything that is not replayable.
+fn set_items(sql: &str, t: &[Token]) -> (Vec<SetItem>, Pins) {
+    let mut items = Vec::new();
+    let mut pins = Pins::NONE;
+    if t.first().is_some_and(|x| x.is_word(sql, "STATEMENT")) {
+        // MariaDB's SET STATEMENT ... FOR <stmt>: no lasting effect.
+        return (items, pins);
+    }
+    if t.first()
+        .is_some_and(|x| x.is_word(sql, "PASSWORD") || x.is_word(sql, "DEFAULT"))
+    {
+        return (items, pins);
+    }
+    if t.first().is_some_and(|x| x.is_word(sql, "ROLE")) {
+        return (items, Pins::COMPLEX_SET);
+    }
+    let mut scope = Scope::Session;
+    for part in split_top_level_commas(sql, t) {
+        let mut p = part;
+        let mut scoped = false;
+        if let Some(first) = p.first() {
+            if first.is_word(sql, "GLOBAL") || first.is_word(sql, "PERSIST") {
+                scope = Scope::Global;
+                scoped = true;
+                p = &p[1..];
+            } else if first.is_word(sql, "SESSION") || first.is_word(sql, "LOCAL") {
+                scope = Scope::Session;
+                scoped = true;
+                p = &p[1..];
+            }
+        }
+        let Some(name) = p.first() else {
+            pins.insert(Pins::COMPLEX_SET);
+            continue;
+        };
+        if name.is_word(sql, "TRANSACTION") {
+            if !scoped {
+                pins.insert(Pins::NEXT_TRANSACTION);
+            } else if scope == Scope::Session {
+                let text = span_text(sql, part);
+                items.push(SetItem {
+                    key: "transaction".into(),
+                    assign: text.to_string(),
+                });
+            }
+            continue;
+        }
+        if name.is_word(sql, "NAMES")
+            || name.is_word(sql, "CHARSET")
+            || (name.is_word(sql, "CHARACTER") && p.get(1).is_some_and(|x| x.is_word(sql, "SET")))
+        {
+            items.push(SetItem {
+                key: "names".into(),
+                assign: span_text(sql, p).to_string(),
+            });
+            continue;
+        }
+        if name.kind == TokenKind::UserVar {
+            pins.insert(Pins::USER_VARIABLE);
+            continue;
+        }
+        let (var, var_scope) = match name.kind {
+            TokenKind::SysVar => sysvar_name(name.text(sql), scope),
+            TokenKind::Word | TokenKind::QuotedIdent => {
+                (unquote_ident(name.text(sql)).to_ascii_lowercase(), scope)
+            }
+            _ => {
+                pins.insert(Pins::COMPLEX_SET);
+                continue;
+            }
+        };
+        let is_assign = p
+            .get(1)
+            .is_some_and(|x| x.is_punct(sql, "=") || x.is_punct(sql, ":="));
+        if !is_assign || var.contains('.') {
+            pins.insert(Pins::COMPLEX_SET);
+            continue;
+        }
+        if var_scope == Scope::Global {
+            continue;
+        }
+        let value = &p[2..];
+        if !is_simple_value(sql, value) {
+            pins.insert(Pins::COMPLEX_SET);
+            continue;
+        }
+        items.push(SetItem {
+            assign: format!("@@session.{var} = {}", span_text(sql, value)),
+            key: var,
+        });
+    }
+    (items, pins)
+}
+
+/// `@@session.x` / `@@global.x` / `@@x` to a name and a scope.
+fn sysvar_name(text: &str, default: Scope) -> (String, Scope) {
+    let name = text.trim_start_matches('@').to_ascii_lowercase();
+    if let Some(rest) = name.strip_prefix("global.") {
+        (rest.to_string(), Scope::Global)
+    } else if let Some(rest) = name
+        .strip_prefix("session.")
+        .or_else(|| name.strip_prefix("local."))
+    {
+        (rest.to_string(), Scope::Session)
+    } else {
+        let _ = default;
+        (name, Scope::Session)
+    }
+}
+
+/// A literal, a bare word (ON, OFF, DEFAULT, a name) or a negative number.
+fn is_simple_value(sql: &str, v: &[Token]) -> bool {
+    match v {
+        [one] => matches!(
+            one.kind,
+            TokenKind::Str | TokenKind::Number | TokenKind::Word | TokenKind::QuotedIdent
+        ),
+        [minus, num] => minus.is_punct(sql, "-") && num.kind == TokenKind::Number,
+        _ => false,
+    }
+}
+
+fn span_text<'a>(sql: &'a str, t: &[Token]) -> &'a str {
+    match (t.first(), t.last()) {
+        (Some(a), Some(b)) => sql.get(a.start as usize..b.end as usize).unwrap_or(""),
+        _ => "",
+    }
+}
+
+/// Split tokens at commas that are not inside parentheses.
+fn split_top_level_commas<'t>(sql: &str, t: &'t [Token]) -> Vec<&'t [Token]> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, tok) in t.iter().enumerate() {
+        if tok.is_punct(sql, "(") {
+            depth += 1;
+        } else if tok.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth == 0 && tok.is_punct(sql, ",") {
+            out.push(&t[start..i]);
+            start = i + 1;
+        }
+    }
+    out.push(&t[start..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(sql: &str) -> Vec<(String, String)> {
+        match analyze(sql).change {
+            Some(SessionChange::Set(items)) => {
+                items.into_iter().map(|i| (i.key, i.assign)).collect()
+            }
+            other => panic!("no SET change for {sql}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kinds() {
+        assert_eq!(analyze("select 1").kind, Kind::Select);
+        assert_eq!(analyze("  (SELECT 1) UNION (SELECT 2)").kind, Kind::Select);
+        assert_eq!(analyze("START TRANSACTION").kind, Kind::Begin);
+        assert_eq!(analyze("hscale show tables").kind, Kind::Admin);
+        assert_eq!(analyze("").kind, Kind::Empty);
+        assert_eq!(
+            analyze("/* x */ insert into t values (1)").kind,
+            Kind::Insert
+        );
+    }
+
+    #[test]
+    fn set_items_replayable() {
+        assert_eq!(
+            set("SET sql_mode = 'ANSI', @@session.time_zone='+00:00', SESSION wait_timeout=10"),
+            vec![
+                ("sql_mode".into(), "@@session.sql_mode = 'ANSI'".into()),
+                ("time_zone".into(), "@@session.time_zone = '+00:00'".into()),
+                ("wait_timeout".into(), "@@session.wait_timeout = 10".into()),
+            ]
+        );
+        assert_eq!(
+            set("SET NAMES utf8mb4 COLLATE utf8mb4_bin"),
+            vec![("names".into(), "NAMES utf8mb4 COLLATE utf8mb4_bin".into())]
+        );
+        assert_eq!(
+            set("SET autocommit=0"),
+            vec![("autocommit".into(), "@@session.autocommit = 0".into())]
+        );
+        assert_eq!(
+            set("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"),
+            vec![(
+                "transaction".into(),
+                "SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".into()
+            )]
+        );
+        assert_eq!(
+            set("/*!40101 SET character_set_client = utf8 */"),
+            vec![(
+                "character_set_client".into(),
+                "@@session.character_set_client = utf8".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn set_global_is_not_session_state() {
+        let f = analyze("SET GLOBAL max_connections = 100");
+        assert_eq!(f.change, None);
+        assert!(f.pins.is_empty());
+        assert_eq!(analyze("SET @@global.x = 1").change, None);
+    }
+
+    #[test]
+    fn pins() {
+        assert!(analyze("SET @a = 1").pins.contains(Pins::USER_VARIABLE));
+        assert!(analyze("select @a").pins.contains(Pins::USER_VARIABLE));
+        assert!(analyze("SET sql_mode = CONCAT(@@sql_mode, ',X')")
+            .pins
+            .contains(Pins::COMPLEX_SET));
+        assert!(analyze("create temporary table t (a int)")
+            .pins
+            .contains(Pins::TEMPORARY_TABLE));
+        assert!(analyze("SELECT GET_LOCK('x', 1)")
+            .pins
+            .contains(Pins::USER_LOCK));
+        assert!(analyze("LOCK TABLES t WRITE")
+            .pins
+            .contains(Pins::LOCK_TABLES));
+        assert!(analyze("UNLOCK TABLES").unpins.contains(Pins::LOCK_TABLES));
+        assert!(analyze("SET TRANSACTION READ ONLY")
+            .pins
+            .contains(Pins::NEXT_TRANSACTION));
+        assert!(analyze("select 'GET_LOCK(' from t").pins.is_empty());
+        assert!(analyze("select * from sbtest1 where id = 5")
+            .pins
+            .is_empty());
+        assert!(analyze("XA START 'x'").pins.contains(Pins::XA));
+        assert!(analyze("select LAST_INSERT_ID()").uses_last_insert_id);
+    }
+
+    #[test]
+    fn multi_statements() {
+        let f = analyze("select 1; select 2;");
+        assert_eq!(f.statements, 2);
+        assert!(f.pins.is_empty());
+        let f = analyze("set sql_mode=''; select 1");
+        assert!(f.pins.contains(Pins::MULTI_STATEMENT_STATE));
+        assert_eq!(f.change, None);
+        let f = analyze("use db1");
+        assert_eq!(f.change, Some(SessionChange::Use("db1".into())));
+        let f = analyze("use `my``db`");
+        assert_eq!(f.change, Some(SessionChange::Use("my`db".into())));
+    }
+}

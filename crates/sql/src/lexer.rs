@@ -1,0 +1,371 @@
+//! A MySQL lexer: identifiers, quoted identifiers, strings, numbers,
+//! variables, placeholders and operators, with comments skipped. The
+//! content of executable comments (`/*! ... */`, `/*M! ... */`) is lexed as
+//! code, as the server runs it.
+
+/// What a token is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    /// A bare word: keyword or identifier.
+    Word,
+    /// A `backquoted` identifier.
+    QuotedIdent,
+    /// A 'single' or "double" quoted string.
+    Str,
+    Number,
+    /// `?`
+    Placeholder,
+    /// `@name`, `@'name'`
+    UserVar,
+    /// `@@name`, `@@session.name`
+    SysVar,
+    /// An operator or punctuation, one to three characters.
+    Punct,
+    Semicolon,
+}
+
+/// A token: its kind and byte span in the statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token {
+    pub kind: TokenKind,
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Token {
+    pub fn text<'a>(&self, sql: &'a str) -> &'a str {
+        sql.get(self.start as usize..self.end as usize)
+            .unwrap_or("")
+    }
+    /// Case-insensitive keyword comparison (for `Word` tokens).
+    pub fn is_word(&self, sql: &str, word: &str) -> bool {
+        self.kind == TokenKind::Word && self.text(sql).eq_ignore_ascii_case(word)
+    }
+    pub fn is_punct(&self, sql: &str, p: &str) -> bool {
+        self.kind == TokenKind::Punct && self.text(sql) == p
+    }
+}
+
+/// Text the lexer cannot split; the server will reject it too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LexError {
+    UnterminatedString(u32),
+    UnterminatedComment(u32),
+}
+
+impl std::fmt::Display for LexError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LexError::UnterminatedString(p) => write!(f, "unterminated string at byte {p}"),
+            LexError::UnterminatedComment(p) => write!(f, "unterminated comment at byte {p}"),
+        }
+    }
+}
+
+impl std::error::Error for LexError {}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// Split a statement into tokens.
+pub fn tokenize(sql: &str) -> Result<Vec<Token>, LexError> {
+    let b = sql.as_bytes();
+    let n = b.len();
+    let mut out = Vec::with_capacity(16);
+    let mut i = 0usize;
+    let mut in_exec_comment = false;
+    let push = |out: &mut Vec<Token>, kind, s: usize, e: usize| {
+        out.push(Token {
+            kind,
+            start: s as u32,
+            end: e as u32,
+        })
+    };
+    while i < n {
+        let c = b[i];
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c' => i += 1,
+            b'#' => {
+                while i < n && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'-' if i + 1 < n
+                && b[i + 1] == b'-'
+                && (i + 2 == n || b[i + 2].is_ascii_whitespace()) =>
+            {
+                while i < n && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if i + 1 < n && b[i + 1] == b'*' => {
+                let start = i;
+                let exec = (i + 2 < n && b[i + 2] == b'!')
+                    || (i + 3 < n && (b[i + 2] == b'M' || b[i + 2] == b'm') && b[i + 3] == b'!');
+                if exec && !in_exec_comment {
+                    i += if b[i + 2] == b'!' { 3 } else { 4 };
+                    while i < n && b[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                    in_exec_comment = true;
+                    continue;
+                }
+                i += 2;
+                loop {
+                    if i + 1 >= n {
+                        return Err(LexError::UnterminatedComment(start as u32));
+                    }
+                    if b[i] == b'*' && b[i + 1] == b'/' {
+                        i += 2;
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            b'*' if in_exec_comment && i + 1 < n && b[i + 1] == b'/' => {
+                in_exec_comment = false;
+                i += 2;
+            }
+            b'\'' | b'"' => {
+                let s = i;
+                i = skip_quoted(b, i, c).ok_or(LexError::UnterminatedString(s as u32))?;
+                push(&mut out, TokenKind::Str, s, i);
+            }
+            b'`' => {
+                let s = i;
+                i = skip_quoted(b, i, c).ok_or(LexError::UnterminatedString(s as u32))?;
+                push(&mut out, TokenKind::QuotedIdent, s, i);
+            }
+            b'@' => {
+                let s = i;
+                if i + 1 < n && b[i + 1] == b'@' {
+                    i += 2;
+                    while i < n && (is_ident_byte(b[i]) || b[i] == b'.') {
+                        i += 1;
+                    }
+                    // @@`quoted` is rare; treat the quoted part as part of the name.
+                    if i < n && b[i] == b'`' {
+                        i = skip_quoted(b, i, b'`')
+                            .ok_or(LexError::UnterminatedString(s as u32))?;
+                    }
+                    push(&mut out, TokenKind::SysVar, s, i);
+                } else {
+                    i += 1;
+                    if i < n && (b[i] == b'\'' || b[i] == b'"' || b[i] == b'`') {
+                        i = skip_quoted(b, i, b[i])
+                            .ok_or(LexError::UnterminatedString(s as u32))?;
+                    } else {
+                        while i < n && (is_ident_byte(b[i]) || b[i] == b'.') {
+                            i += 1;
+                        }
+                    }
+                    push(&mut out, TokenKind::UserVar, s, i);
+                }
+            }
+            b'?' => {
+                push(&mut out, TokenKind::Placeholder, i, i + 1);
+                i += 1;
+            }
+            b';' => {
+                push(&mut out, TokenKind::Semicolon, i, i + 1);
+                i += 1;
+            }
+            b'0'..=b'9' => {
+                let s = i;
+                i = scan_number(b, i);
+                if i < n && is_ident_byte(b[i]) && b[i - 1] != b'.' {
+                    // MySQL allows identifiers that start with digits (`1abc`).
+                    while i < n && is_ident_byte(b[i]) {
+                        i += 1;
+                    }
+                    push(&mut out, TokenKind::Word, s, i);
+                } else {
+                    push(&mut out, TokenKind::Number, s, i);
+                }
+            }
+            b'.' if i + 1 < n
+                && b[i + 1].is_ascii_digit()
+                && !prev_is_name(&out, s_end(&out), i) =>
+            {
+                let s = i;
+                i = scan_number(b, i);
+                push(&mut out, TokenKind::Number, s, i);
+            }
+            _ if is_ident_byte(c) => {
+                let s = i;
+                while i < n && is_ident_byte(b[i]) {
+                    i += 1;
+                }
+                push(&mut out, TokenKind::Word, s, i);
+            }
+            _ => {
+                let s = i;
+                let rest = &b[i..];
+                let len = if rest.starts_with(b"<=>") || rest.starts_with(b"->>") {
+                    3
+                } else if rest.len() >= 2
+                    && matches!(
+                        &rest[..2],
+                        b"<="
+                            | b">="
+                            | b"<>"
+                            | b"!="
+                            | b":="
+                            | b"||"
+                            | b"&&"
+                            | b"<<"
+                            | b">>"
+                            | b"->"
+                    )
+                {
+                    2
+                } else {
+                    // One character, which may be a multi-byte UTF-8 one.
+                    sql[i..].chars().next().map(char::len_utf8).unwrap_or(1)
+                };
+                i += len;
+                push(&mut out, TokenKind::Punct, s, i);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn s_end(out: &[Token]) -> usize {
+    out.last().map(|t| t.end as usize).unwrap_or(0)
+}
+
+/// `t.5col` style: a dot right after a name is a qualifier, not a decimal point.
+fn prev_is_name(out: &[Token], prev_end: usize, i: usize) -> bool {
+    prev_end == i
+        && out
+            .last()
+            .is_some_and(|t| matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent))
+}
+
+/// Skip a quoted string starting at `i` (the opening quote); returns the
+/// index after the closing quote. Backslash escapes and doubled quotes.
+fn skip_quoted(b: &[u8], mut i: usize, q: u8) -> Option<usize> {
+    i += 1;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\\' && q != b'`' {
+            i += 2;
+            continue;
+        }
+        if c == q {
+            if i + 1 < b.len() && b[i + 1] == q {
+                i += 2;
+                continue;
+            }
+            return Some(i + 1);
+        }
+        i += 1;
+    }
+    None
+}
+
+fn scan_number(b: &[u8], mut i: usize) -> usize {
+    let n = b.len();
+    if b[i] == b'0' && i + 1 < n && (b[i + 1] == b'x' || b[i + 1] == b'b') {
+        let hex = b[i + 1] == b'x';
+        let mut j = i + 2;
+        while j < n
+            && (if hex {
+                b[j].is_ascii_hexdigit()
+            } else {
+                b[j] == b'0' || b[j] == b'1'
+            })
+        {
+            j += 1;
+        }
+        if j > i + 2 {
+            return j;
+        }
+    }
+    while i < n && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    if i < n && b[i] == b'.' {
+        i += 1;
+        while i < n && b[i].is_ascii_digit() {
+            i += 1;
+        }
+    }
+    if i < n && (b[i] == b'e' || b[i] == b'E') {
+        let mut j = i + 1;
+        if j < n && (b[j] == b'+' || b[j] == b'-') {
+            j += 1;
+        }
+        if j < n && b[j].is_ascii_digit() {
+            i = j;
+            while i < n && b[i].is_ascii_digit() {
+                i += 1;
+            }
+        }
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(sql: &str) -> Vec<(TokenKind, String)> {
+        tokenize(sql)
+            .unwrap()
+            .iter()
+            .map(|t| (t.kind, t.text(sql).to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn basic_select() {
+        use TokenKind::*;
+        let k = kinds("SELECT a, `b``c` FROM t WHERE x = 'it''s' AND y=-1.5e3 -- c\n /* d */ # e");
+        assert_eq!(
+            k,
+            vec![
+                (Word, "SELECT".into()),
+                (Word, "a".into()),
+                (Punct, ",".into()),
+                (QuotedIdent, "`b``c`".into()),
+                (Word, "FROM".into()),
+                (Word, "t".into()),
+                (Word, "WHERE".into()),
+                (Word, "x".into()),
+                (Punct, "=".into()),
+                (Str, "'it''s'".into()),
+                (Word, "AND".into()),
+                (Word, "y".into()),
+                (Punct, "=".into()),
+                (Punct, "-".into()),
+                (Number, "1.5e3".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn variables_and_exec_comments() {
+        use TokenKind::*;
+        let k = kinds("/*!40101 SET @x := @@session.sql_mode */; select ?, 0x1F, t.5c");
+        assert_eq!(k[0], (Word, "SET".into()));
+        assert_eq!(k[1], (UserVar, "@x".into()));
+        assert_eq!(k[2], (Punct, ":=".into()));
+        assert_eq!(k[3], (SysVar, "@@session.sql_mode".into()));
+        assert_eq!(k[4], (Semicolon, ";".into()));
+        assert!(k.contains(&(Placeholder, "?".into())));
+        assert!(k.contains(&(Number, "0x1F".into())));
+        assert!(k.contains(&(Word, "5c".into())));
+    }
+
+    #[test]
+    fn escapes_and_errors() {
+        assert_eq!(kinds(r"select 'a\'b'").len(), 2);
+        assert!(tokenize("select 'abc").is_err());
+        assert!(tokenize("select /* abc").is_err());
+        assert_eq!(kinds("select 'é☃', x").len(), 4);
+        assert_eq!(kinds("select a--b").len(), 5);
+    }
+}

@@ -1,0 +1,14 @@
+//! SQL analysis for hscale, without I/O: a fast hand-written [`lexer`] that
+//! runs on every statement, and [`facts`], which classifies a statement and
+//! says what it does to the session (database, SET variables, what pins the
+//! session to one backend connection).
+//!
+//! The proxy runtime calls [`facts::analyze`] once per `COM_QUERY` and
+//! `COM_STMT_PREPARE`; nothing here allocates for a plain SELECT/INSERT
+//! beyond the token vector.
+
+pub mod facts;
+pub mod lexer;
+
+pub use facts::{analyze, Facts, Kind, Pins, SessionChange, SetItem};
+pub use lexer::{tokenize, LexError, Token, TokenKind};

@@ -1,0 +1,255 @@
+//! Packet framing: a 3-byte length, a 1-byte sequence id, then the payload.
+//! Payloads of 16 MiB - 1 or more are split over several packets; the reader
+//! can hand out the physical packets one by one (for streaming) or join them
+//! into one logical payload (for commands the proxy must look at).
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::WireError;
+
+/// Largest payload of one physical packet; a packet of exactly this size is
+/// followed by a continuation packet.
+pub const MAX_PAYLOAD: usize = 0xff_ffff;
+
+/// Flush the write buffer once it holds this many bytes.
+const FLUSH_THRESHOLD: usize = 64 * 1024;
+
+/// One physical packet.
+#[derive(Debug, Clone)]
+pub struct Packet {
+    pub seq: u8,
+    pub payload: Bytes,
+}
+
+impl Packet {
+    /// True when a continuation packet follows this one.
+    pub fn is_continued(&self) -> bool {
+        self.payload.len() == MAX_PAYLOAD
+    }
+    /// First payload byte, or `None` for an empty payload.
+    pub fn first(&self) -> Option<u8> {
+        self.payload.first().copied()
+    }
+}
+
+/// A buffered packet reader and writer over one socket.
+pub struct PacketStream<S> {
+    stream: S,
+    rbuf: BytesMut,
+    wbuf: BytesMut,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
+    pub fn new(stream: S) -> Self {
+        PacketStream {
+            stream,
+            rbuf: BytesMut::with_capacity(16 * 1024),
+            wbuf: BytesMut::with_capacity(16 * 1024),
+        }
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.stream
+    }
+
+    /// True when a complete packet is already buffered, so reading it will not wait.
+    pub fn has_buffered_packet(&self) -> bool {
+        if self.rbuf.len() < 4 {
+            return false;
+        }
+        let len = u32::from_le_bytes([self.rbuf[0], self.rbuf[1], self.rbuf[2], 0]) as usize;
+        self.rbuf.len() >= 4 + len
+    }
+
+    /// Read one physical packet.
+    pub async fn read_packet(&mut self) -> Result<Packet, WireError> {
+        loop {
+            if self.rbuf.len() >= 4 {
+                let len =
+                    u32::from_le_bytes([self.rbuf[0], self.rbuf[1], self.rbuf[2], 0]) as usize;
+                if self.rbuf.len() >= 4 + len {
+                    let seq = self.rbuf[3];
+                    self.rbuf.advance(4);
+                    let payload = self.rbuf.split_to(len).freeze();
+                    return Ok(Packet { seq, payload });
+                }
+                self.rbuf.reserve(4 + len - self.rbuf.len());
+            } else if self.rbuf.capacity() - self.rbuf.len() < 4096 {
+                self.rbuf.reserve(16 * 1024);
+            }
+            let n = self.stream.read_buf(&mut self.rbuf).await?;
+            if n == 0 {
+                return Err(WireError::Closed);
+            }
+        }
+    }
+
+    /// Read a logical payload (joining continuation packets), checking that
+    /// sequence ids follow `expected_seq` and that it stays within `max`
+    /// bytes. Returns the payload and the sequence id of its last packet.
+    pub async fn read_payload(
+        &mut self,
+        expected_seq: u8,
+        max: usize,
+    ) -> Result<(Bytes, u8), WireError> {
+        let first = self.read_packet().await?;
+        if first.seq != expected_seq {
+            return Err(WireError::Sequence {
+                got: first.seq,
+                expected: expected_seq,
+            });
+        }
+        if !first.is_continued() {
+            if first.payload.len() > max {
+                return Err(WireError::TooLarge {
+                    size: first.payload.len(),
+                    max,
+                });
+            }
+            return Ok((first.payload, first.seq));
+        }
+        let mut joined = BytesMut::from(&first.payload[..]);
+        let mut seq = first.seq;
+        loop {
+            let p = self.read_packet().await?;
+            let want = seq.wrapping_add(1);
+            if p.seq != want {
+                return Err(WireError::Sequence {
+                    got: p.seq,
+                    expected: want,
+                });
+            }
+            seq = p.seq;
+            if joined.len() + p.payload.len() > max {
+                return Err(WireError::TooLarge {
+                    size: joined.len() + p.payload.len(),
+                    max,
+                });
+            }
+            joined.extend_from_slice(&p.payload);
+            if !p.is_continued() {
+                return Ok((joined.freeze(), seq));
+            }
+        }
+    }
+
+    /// Queue a logical payload, split into packets as needed. Returns the
+    /// sequence id to use for the next packet.
+    pub fn write_payload(&mut self, mut seq: u8, payload: &[u8]) -> u8 {
+        let mut rest = payload;
+        loop {
+            let n = rest.len().min(MAX_PAYLOAD);
+            self.wbuf.reserve(4 + n);
+            self.wbuf.put_uint_le(n as u64, 3);
+            self.wbuf.put_u8(seq);
+            self.wbuf.put_slice(&rest[..n]);
+            seq = seq.wrapping_add(1);
+            rest = &rest[n..];
+            if n < MAX_PAYLOAD {
+                return seq;
+            }
+        }
+    }
+
+    /// Queue one physical packet as it is (used when forwarding packets that
+    /// may be parts of a split payload).
+    pub fn write_packet(&mut self, seq: u8, payload: &[u8]) {
+        self.wbuf.reserve(4 + payload.len());
+        self.wbuf.put_uint_le(payload.len() as u64, 3);
+        self.wbuf.put_u8(seq);
+        self.wbuf.put_slice(payload);
+    }
+
+    /// Bytes queued and not yet flushed.
+    pub fn pending(&self) -> usize {
+        self.wbuf.len()
+    }
+
+    /// Flush if the write buffer has grown past the threshold.
+    pub async fn maybe_flush(&mut self) -> Result<(), WireError> {
+        if self.wbuf.len() >= FLUSH_THRESHOLD {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    pub async fn flush(&mut self) -> Result<(), WireError> {
+        if !self.wbuf.is_empty() {
+            self.stream.write_all(&self.wbuf).await?;
+            self.wbuf.clear();
+        }
+        Ok(())
+    }
+
+    /// Queue a payload starting at sequence 0 and flush.
+    pub async fn send_command(&mut self, payload: &[u8]) -> Result<(), WireError> {
+        self.write_payload(0, payload);
+        self.flush().await
+    }
+
+    pub async fn shutdown(&mut self) {
+        let _ = self.flush().await;
+        let _ = self.stream.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn split_and_join_large_payload() {
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        let payload: Vec<u8> = (0..(MAX_PAYLOAD * 2 + 10)).map(|i| i as u8).collect();
+        let p2 = payload.clone();
+        let writer = tokio::spawn(async move {
+            let next = w.write_payload(0, &p2);
+            w.flush().await.unwrap();
+            next
+        });
+        let (got, last_seq) = r.read_payload(0, usize::MAX).await.unwrap();
+        assert_eq!(writer.await.unwrap(), 3);
+        assert_eq!(last_seq, 2);
+        assert_eq!(got.len(), payload.len());
+        assert!(got[..] == payload[..]);
+    }
+
+    #[tokio::test]
+    async fn exact_multiple_gets_empty_trailer() {
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        let payload = vec![7u8; MAX_PAYLOAD];
+        let writer = tokio::spawn(async move {
+            w.write_payload(0, &payload);
+            w.flush().await.unwrap();
+        });
+        let (got, last_seq) = r.read_payload(0, usize::MAX).await.unwrap();
+        writer.await.unwrap();
+        assert_eq!(got.len(), MAX_PAYLOAD);
+        assert_eq!(last_seq, 1);
+    }
+
+    #[tokio::test]
+    async fn too_large_and_bad_sequence_are_errors() {
+        let (a, b) = tokio::io::duplex(1024);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        w.write_payload(0, &[1u8; 100]);
+        w.write_payload(5, &[1u8; 10]);
+        w.flush().await.unwrap();
+        assert!(matches!(
+            r.read_payload(0, 50).await,
+            Err(WireError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            r.read_payload(0, 50).await,
+            Err(WireError::Sequence { got: 5, .. })
+        ));
+        drop(w);
+        assert!(matches!(r.read_packet().await, Err(WireError::Closed)));
+    }
+}
