@@ -1,0 +1,138 @@
+//! Shared set-up for the integration tests: one cluster of real MariaDB
+//! servers and an hscale proxy per test binary, started on first use and
+//! stopped when the test process exits.
+
+#![allow(dead_code)]
+
+use std::sync::{Mutex, OnceLock};
+
+use hscale::playground::{Cluster, ClusterOptions};
+use mysql_async::prelude::*;
+
+static CLUSTER: OnceLock<Mutex<Option<Cluster>>> = OnceLock::new();
+static INFO: OnceLock<Info> = OnceLock::new();
+
+/// What tests need to know about the shared cluster.
+#[derive(Debug, Clone)]
+pub struct Info {
+    pub proxy_port: u16,
+    pub backend_ports: Vec<u16>,
+    pub dir: std::path::PathBuf,
+}
+
+extern "C" fn stop_cluster() {
+    if let Some(m) = CLUSTER.get() {
+        if let Ok(mut g) = m.lock() {
+            if let Some(mut c) = g.take() {
+                c.stop();
+            }
+        }
+    }
+}
+
+/// Start (once) a cluster with `shards` servers; later calls reuse it.
+pub fn cluster(shards: usize) -> Info {
+    cluster_with(shards, add_app_user)
+}
+
+/// A second, non-admin client user with a password.
+pub fn add_app_user(c: &mut hscale::Config) {
+    c.users.push(hscale::config::UserConfig {
+        name: "app".into(),
+        password: "secret".into(),
+        admin: false,
+    });
+}
+
+/// Like [`cluster`], with the generated config changed by `tweak` (the
+/// first call in a test binary decides).
+pub fn cluster_with(shards: usize, tweak: fn(&mut hscale::Config)) -> Info {
+    INFO.get_or_init(|| {
+        let c = Cluster::start(ClusterOptions {
+            shards,
+            tweak,
+            ..ClusterOptions::default()
+        })
+        .unwrap_or_else(|e| panic!("cannot start the test cluster: {e}"));
+        let info = Info {
+            proxy_port: c.proxy_port(),
+            backend_ports: c.servers.iter().map(|s| s.port).collect(),
+            dir: c.dir.clone(),
+        };
+        let _ = CLUSTER.set(Mutex::new(Some(c)));
+        #[allow(unsafe_code)]
+        // SAFETY: registering a plain extern "C" function with atexit.
+        unsafe {
+            libc::atexit(stop_cluster);
+        }
+        info
+    })
+    .clone()
+}
+
+/// Run `f` with the shared cluster itself (for tests that stop servers).
+pub fn with_cluster<R>(f: impl FnOnce(&mut Cluster) -> R) -> R {
+    let m = CLUSTER.get().expect("cluster not started");
+    let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+    f(g.as_mut().expect("cluster stopped"))
+}
+
+pub fn proxy_opts(port: u16, db: Option<&str>) -> mysql_async::Opts {
+    mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(port)
+        .user(Some("root"))
+        .pass(Some(""))
+        .db_name(db)
+        .prefer_socket(false)
+        .into()
+}
+
+pub fn backend_opts(port: u16, db: Option<&str>) -> mysql_async::Opts {
+    mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(port)
+        .user(Some("hscale"))
+        .pass(Some("hscale"))
+        .db_name(db)
+        .prefer_socket(false)
+        .into()
+}
+
+pub async fn proxy_conn(db: Option<&str>) -> mysql_async::Conn {
+    let info = cluster(2);
+    mysql_async::Conn::new(proxy_opts(info.proxy_port, db))
+        .await
+        .expect("connect through hscale")
+}
+
+pub async fn backend_conn(i: usize, db: Option<&str>) -> mysql_async::Conn {
+    let info = cluster(2);
+    mysql_async::Conn::new(backend_opts(info.backend_ports[i], db))
+        .await
+        .expect("connect to backend")
+}
+
+/// Create a fresh database for one test, directly on the main backend.
+pub async fn fresh_db(name: &str) {
+    let mut c = backend_conn(0, None).await;
+    c.query_drop(format!("DROP DATABASE IF EXISTS {name}")).await.unwrap();
+    c.query_drop(format!("CREATE DATABASE {name}")).await.unwrap();
+    c.disconnect().await.unwrap();
+}
+
+/// The server error code of a failed call.
+pub fn code(e: &mysql_async::Error) -> u16 {
+    match e {
+        mysql_async::Error::Server(s) => s.code,
+        other => panic!("expected a server error, got {other:?}"),
+    }
+}
+
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
