@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::sync::{Mutex, OnceLock};
 
 use hscale::playground::{Cluster, ClusterOptions};

@@ -1,0 +1,80 @@
+//! A minimal raw-protocol client for tests that must send exact bytes.
+
+#![allow(dead_code)]
+
+use hscale_wire::auth;
+use hscale_wire::consts::cap;
+use hscale_wire::handshake::{HandshakeResponse, InitialHandshake};
+use hscale_wire::{Packet, PacketStream};
+use tokio::net::TcpStream;
+
+pub struct Raw {
+    pub s: PacketStream<TcpStream>,
+    pub handshake: InitialHandshake,
+}
+
+pub const CLIENT_CAPS: u32 = cap::LONG_PASSWORD
+    | cap::PROTOCOL_41
+    | cap::SECURE_CONNECTION
+    | cap::PLUGIN_AUTH
+    | cap::TRANSACTIONS
+    | cap::MULTI_RESULTS
+    | cap::MULTI_STATEMENTS;
+
+impl Raw {
+    /// Connect and read the server's handshake only.
+    pub async fn open(port: u16) -> Raw {
+        let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+        let mut s = PacketStream::new(tcp);
+        let p = s.read_packet().await.expect("handshake");
+        let handshake = InitialHandshake::decode(&p.payload).expect("decode handshake");
+        Raw { s, handshake }
+    }
+
+    /// Connect and log in with mysql_native_password; returns the server's
+    /// final packet (OK or ERR) payload too.
+    pub async fn login(port: u16, user: &str, password: &str, caps: u32) -> (Raw, Packet) {
+        let mut r = Raw::open(port).await;
+        let resp = HandshakeResponse {
+            capabilities: caps,
+            max_packet: 1 << 24,
+            collation: 45,
+            user: user.into(),
+            auth_response: auth::native_scramble(password.as_bytes(), &r.handshake.scramble),
+            database: None,
+            auth_plugin: Some(auth::NATIVE_PASSWORD.into()),
+        };
+        r.s.write_payload(1, &resp.encode());
+        r.s.flush().await.unwrap();
+        let p = r.s.read_packet().await.expect("auth result");
+        (r, p)
+    }
+
+    pub async fn send(&mut self, seq: u8, payload: &[u8]) {
+        self.s.write_payload(seq, payload);
+        self.s.flush().await.unwrap();
+    }
+
+    pub async fn read(&mut self) -> Option<Packet> {
+        tokio::time::timeout(std::time::Duration::from_secs(10), self.s.read_packet())
+            .await
+            .expect("no answer within 10 s")
+            .ok()
+    }
+
+    /// Read packets until the connection closes (or 10 s pass); true if it closed.
+    pub async fn is_closed(&mut self) -> bool {
+        loop {
+            match tokio::time::timeout(std::time::Duration::from_secs(10), self.s.read_packet()).await {
+                Ok(Err(_)) => return true,
+                Ok(Ok(_)) => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// The error code of an ERR payload.
+pub fn err_code(payload: &[u8]) -> Option<u16> {
+    hscale_wire::response::ErrPacket::decode(payload).ok().map(|e| e.code)
+}
