@@ -101,7 +101,7 @@ fn serve(cfg: hscale::Config) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&cfg.proxy.listen).await?;
+        let listener = tokio::net::TcpListener::from_std(hscale::server::bind(&cfg.proxy.listen)?)?;
         let shutdown = async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();

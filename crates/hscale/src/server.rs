@@ -105,6 +105,20 @@ impl Context {
     }
 }
 
+/// Bind a listening socket with a deep accept queue: a burst of thousands
+/// of connects must queue up, not be dropped (std's default backlog is 128).
+pub fn bind(addr: &str) -> std::io::Result<std::net::TcpListener> {
+    let addr: std::net::SocketAddr = addr
+        .parse()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{addr}: {e}")))?;
+    let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(4096)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
 /// Serve clients on `listener` until `shutdown` completes.
 pub async fn run(
     config: Config,
@@ -171,8 +185,7 @@ impl RunningProxy {
             .thread_name("hscale-worker")
             .enable_all()
             .build()?;
-        let std_listener = std::net::TcpListener::bind(listen)?;
-        std_listener.set_nonblocking(true)?;
+        let std_listener = bind(listen)?;
         let addr = std_listener.local_addr()?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()

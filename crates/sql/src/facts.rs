@@ -122,6 +122,8 @@ pub struct SetItem {
 pub enum SessionChange {
     Use(String),
     Set(Vec<SetItem>),
+    /// `DROP DATABASE x`: a session whose current database is `x` has none afterwards.
+    DropDatabase(String),
 }
 
 /// Everything the proxy learns from one `COM_QUERY` text.
@@ -274,6 +276,13 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
                     .any(|x| x.is_word(sql, "TEMPORARY"))
             {
                 pins.insert(Pins::TEMPORARY_TABLE);
+            } else if first.eq_ignore_ascii_case("DROP")
+                && (w(lead + 1, "DATABASE") || w(lead + 1, "SCHEMA"))
+            {
+                let at = if w(lead + 2, "IF") { lead + 4 } else { lead + 2 };
+                if let Some(db) = t.get(at) {
+                    change = Some(SessionChange::DropDatabase(unquote_ident(db.text(sql))));
+                }
             } else if first.eq_ignore_ascii_case("PREPARE") {
                 pins.insert(Pins::SQL_PREPARE);
             } else if first.eq_ignore_ascii_case("XA") {
@@ -567,6 +576,8 @@ mod tests {
         assert_eq!(f.change, None);
         let f = analyze("use db1");
         assert_eq!(f.change, Some(SessionChange::Use("db1".into())));
+        let f = analyze("DROP SCHEMA IF EXISTS `x`");
+        assert_eq!(f.change, Some(SessionChange::DropDatabase("x".into())));
         let f = analyze("use `my``db`");
         assert_eq!(f.change, Some(SessionChange::Use("my`db".into())));
     }

@@ -466,6 +466,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     Arc::make_mut(&mut self.state.vars).apply(items);
                     conn.vars = self.state.vars.clone();
                 }
+                Some(SessionChange::DropDatabase(db)) => {
+                    if self.state.db.as_ref() == Some(db) {
+                        self.state.db = None;
+                    }
+                    if conn.db.as_ref() == Some(db) {
+                        conn.db = None;
+                    }
+                }
                 None => {}
             }
             self.pins.insert(effects.pins);

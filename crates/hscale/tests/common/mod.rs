@@ -138,3 +138,60 @@ pub fn rt() -> tokio::runtime::Runtime {
         .build()
         .unwrap()
 }
+
+/// An `hscale serve` process of its own (for tests that measure the
+/// proxy's memory or need more file descriptors than one process has).
+pub struct ProxyProcess {
+    pub child: std::process::Child,
+    pub port: u16,
+    pub config_path: std::path::PathBuf,
+}
+
+impl ProxyProcess {
+    pub fn start(mut config: hscale::Config) -> ProxyProcess {
+        let port = hscale::playground::mariadb::free_port().unwrap();
+        config.proxy.listen = format!("127.0.0.1:{port}");
+        let path = std::env::temp_dir().join(format!("hscale-test-{port}.toml"));
+        std::fs::write(&path, toml::to_string(&config).unwrap()).unwrap();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_hscale"))
+            .args(["serve", "--config"])
+            .arg(&path)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start hscale serve");
+        let start = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(start.elapsed().as_secs() < 30, "hscale serve did not start listening");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        ProxyProcess {
+            child,
+            port,
+            config_path: path,
+        }
+    }
+
+    /// A field of /proc/PID/status in kB (VmRSS, VmHWM, ...).
+    pub fn status_kb(&self, field: &str) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        s.lines()
+            .find(|l| l.starts_with(field))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for ProxyProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.config_path);
+    }
+}
+
+/// The shared cluster's config (backends and users), for extra proxies.
+pub fn cluster_config() -> hscale::Config {
+    with_cluster(|c| c.config.clone())
+}

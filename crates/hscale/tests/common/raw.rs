@@ -26,7 +26,10 @@ impl Raw {
     pub async fn open(port: u16) -> Raw {
         let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
         let mut s = PacketStream::new(tcp);
-        let p = s.read_packet().await.expect("handshake");
+        let p = tokio::time::timeout(std::time::Duration::from_secs(20), s.read_packet())
+            .await
+            .expect("no handshake within 20 s")
+            .expect("handshake");
         let handshake = InitialHandshake::decode(&p.payload).expect("decode handshake");
         Raw { s, handshake }
     }
@@ -46,7 +49,10 @@ impl Raw {
         };
         r.s.write_payload(1, &resp.encode());
         r.s.flush().await.unwrap();
-        let p = r.s.read_packet().await.expect("auth result");
+        let p = tokio::time::timeout(std::time::Duration::from_secs(20), r.s.read_packet())
+            .await
+            .expect("no auth result within 20 s")
+            .expect("auth result");
         (r, p)
     }
 

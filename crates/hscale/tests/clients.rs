@@ -1,0 +1,102 @@
+//! The clients people really use, run against hscale: the mariadb CLI,
+//! mariadb-slap, sysbench (both prepared-statement modes) and PyMySQL.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+fn port() -> u16 {
+    cluster(2).proxy_port
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (run `make deps`)"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{cmd:?} failed with {}:\n{stdout}\n{stderr}", out.status);
+    stdout
+}
+
+fn mariadb(args: &[&str]) -> Command {
+    let mut c = Command::new("mariadb");
+    c.args(["-h127.0.0.1", &format!("-P{}", port()), "-uroot", "--batch", "--skip-ssl"]);
+    c.args(args);
+    c
+}
+
+#[test]
+fn mariadb_cli() {
+    let out = run(&mut mariadb(&["-e", "SELECT 1+1 AS two, 'héllo' AS s"]));
+    assert_eq!(out, "two\ts\n2\théllo\n");
+    let script = "CREATE DATABASE IF NOT EXISTS cli_db;\nUSE cli_db;\nDROP TABLE IF EXISTS t;\n\
+                  CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10));\n\
+                  INSERT INTO t VALUES (1,'a'),(2,'b'),(3,NULL);\n\
+                  SELECT id, v FROM t ORDER BY id;\nSELECT COUNT(*) AS n FROM t WHERE v IS NULL;\n";
+    let mut cmd = mariadb(&[]);
+    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("mariadb");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "id\tv\n1\ta\n2\tb\n3\tNULL\nn\n1\n");
+    // Errors come back with the server's code and message.
+    let out = mariadb(&["-e", "SELECT * FROM cli_db.missing"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ERROR 1146"));
+}
+
+#[test]
+fn mariadb_slap() {
+    run(Command::new("mariadb-slap").args([
+        "-h127.0.0.1",
+        &format!("-P{}", port()),
+        "-uroot",
+        "--concurrency=10",
+        "--iterations=2",
+        "--number-of-queries=2000",
+        "--auto-generate-sql",
+        "--auto-generate-sql-load-type=mixed",
+    ]));
+}
+
+#[test]
+fn sysbench_read_write_both_ps_modes() {
+    let p = port().to_string();
+    let base = [
+        "--mysql-host=127.0.0.1".to_string(),
+        format!("--mysql-port={p}"),
+        "--mysql-user=root".into(),
+        "--mysql-password=".into(),
+        "--mysql-db=sbtest_ci".into(),
+        "--tables=2".into(),
+        "--table-size=20000".into(),
+    ];
+    run(&mut mariadb(&["-e", "DROP DATABASE IF EXISTS sbtest_ci; CREATE DATABASE sbtest_ci"]));
+    run(Command::new("sysbench").arg("oltp_read_write").args(&base).arg("prepare"));
+    for mode in ["auto", "disable"] {
+        let out = run(Command::new("sysbench")
+            .arg("oltp_read_write")
+            .args(&base)
+            .args(["--threads=4", "--time=5", "--mysql-ignore-errors=none", &format!("--db-ps-mode={mode}")])
+            .arg("run"));
+        let tx = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("transactions:"))
+            .unwrap_or_else(|| panic!("no transaction count in:\n{out}"));
+        let n: u64 = tx.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(n > 50, "too few transactions in ps mode {mode}: {tx}");
+        let errors = out.lines().find(|l| l.contains("ignored errors:")).unwrap();
+        assert!(errors.split_whitespace().nth(2) == Some("0"), "mode {mode}: {errors}");
+    }
+}
+
+#[test]
+fn pymysql() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/pymysql_check.py");
+    run(&mut mariadb(&["-e", "CREATE DATABASE IF NOT EXISTS py_db"]));
+    let out = run(Command::new("python3").args([script, "127.0.0.1", &port().to_string(), "root", "", "py_db"]));
+    assert!(out.contains("pymysql ok"), "{out}");
+}

@@ -1,0 +1,106 @@
+//! M:N connection concentration: many client sessions served by few
+//! backend connections, each session keeping its own state.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+
+use common::raw::{Raw, CLIENT_CAPS};
+use common::*;
+use futures_util::future::join_all;
+use mysql_async::prelude::*;
+
+/// Twenty sessions with different SET variables share four backend
+/// connections; each statement sees its own session's values.
+#[tokio::test]
+async fn session_state_follows_the_session_across_backend_connections() {
+    cluster(1);
+    let mut config = cluster_config();
+    config.backends[0].max_connections = 4;
+    config.backends[0].min_connections = 4;
+    let proxy = hscale::RunningProxy::start(config, "127.0.0.1:0").unwrap();
+    let port = proxy.addr.port();
+    let sessions = (0..20).map(|i| async move {
+        let mut c = mysql_async::Conn::new(proxy_opts(port, None)).await.unwrap();
+        let tz = format!("+{:02}:00", i % 13);
+        let mode = if i % 2 == 0 { "ANSI_QUOTES" } else { "NO_ZERO_DATE" };
+        let wait = 1000 + i;
+        c.query_drop(format!("SET time_zone = '{tz}', sql_mode = '{mode}'")).await.unwrap();
+        c.query_drop(format!("SET SESSION wait_timeout = {wait}")).await.unwrap();
+        if i % 3 == 0 {
+            c.query_drop("SET NAMES latin1").await.unwrap();
+        }
+        let mut seen = HashSet::new();
+        for _ in 0..30 {
+            let (got_tz, got_mode, got_wait, cs, id): (String, String, u64, String, u64) = c
+                .query_first("SELECT @@time_zone, @@sql_mode, @@wait_timeout, @@character_set_client, CONNECTION_ID()")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(got_tz, tz);
+            assert_eq!(got_mode, mode);
+            assert_eq!(got_wait, wait);
+            assert_eq!(cs, if i % 3 == 0 { "latin1" } else { "utf8mb4" });
+            seen.insert(id);
+            tokio::task::yield_now().await;
+        }
+        c.disconnect().await.unwrap();
+        (i, seen)
+    });
+    let results = join_all(sessions).await;
+    let mut users: HashMap<u64, usize> = HashMap::new();
+    for (_, seen) in &results {
+        for id in seen {
+            *users.entry(*id).or_default() += 1;
+        }
+    }
+    assert!(users.len() <= 4, "more backend connections than the pool maximum: {users:?}");
+    assert!(users.values().any(|&n| n > 1), "no backend connection served two sessions");
+}
+
+/// 10,000 idle clients are served by at most 64 backend connections, and
+/// every one of them can still run a statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_idle_clients_on_sixty_four_backend_connections() {
+    let info = cluster(1);
+    let mut config = cluster_config();
+    config.backends[0].max_connections = 64;
+    config.proxy.max_connections = 20_000;
+    let proxy = ProxyProcess::start(config);
+    let mut clients = Vec::with_capacity(10_000);
+    for chunk in 0..100 {
+        let logins = (0..100).map(|_| Raw::login(proxy.port, "root", "", CLIENT_CAPS));
+        for (r, ok) in join_all(logins).await {
+            assert_eq!(ok.first(), Some(0), "login {} failed", chunk * 100);
+            clients.push(r);
+        }
+    }
+    assert_eq!(clients.len(), 10_000);
+    // Every client runs a statement, 500 at a time.
+    let mut n = 0;
+    for batch in clients.chunks_mut(500) {
+        let runs = batch.iter_mut().map(|r| async move {
+            r.send(0, b"\x03SELECT 1").await;
+            loop {
+                let p = r.read().await.expect("answer");
+                assert_ne!(p.first(), Some(0xff), "{:?}", String::from_utf8_lossy(&p.payload));
+                if p.first() == Some(0xfe) && p.payload.len() < 9 {
+                    // Metadata EOF then the final EOF: count them.
+                    return p.payload.len();
+                }
+            }
+        });
+        n += join_all(runs).await.len();
+    }
+    assert_eq!(n, 10_000);
+    let mut b = mysql_async::Conn::new(backend_opts(info.backend_ports[0], None)).await.unwrap();
+    let backend_conns: i64 = b
+        .query_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'hscale' AND ID <> CONNECTION_ID()")
+        .await
+        .unwrap()
+        .unwrap();
+    // The shared cluster's own in-process proxy holds a few more.
+    assert!(backend_conns <= 64 + 8, "{backend_conns} backend connections for 10,000 clients");
+    b.disconnect().await.unwrap();
+    drop(clients);
+}
