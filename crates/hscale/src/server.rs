@@ -108,10 +108,14 @@ impl Context {
 /// Bind a listening socket with a deep accept queue: a burst of thousands
 /// of connects must queue up, not be dropped (std's default backlog is 128).
 pub fn bind(addr: &str) -> std::io::Result<std::net::TcpListener> {
-    let addr: std::net::SocketAddr = addr
-        .parse()
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{addr}: {e}")))?;
-    let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+    let addr: std::net::SocketAddr = addr.parse().map_err(|e| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{addr}: {e}"))
+    })?;
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
     socket.listen(4096)?;

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 //! The clients people really use, run against hscale: the mariadb CLI,
 //! mariadb-slap, sysbench (both prepared-statement modes) and PyMySQL.
 
@@ -12,16 +13,28 @@ fn port() -> u16 {
 }
 
 fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (run `make deps`)"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (run `make deps`)"));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{cmd:?} failed with {}:\n{stdout}\n{stderr}", out.status);
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed with {}:\n{stdout}\n{stderr}",
+        out.status
+    );
     stdout
 }
 
 fn mariadb(args: &[&str]) -> Command {
     let mut c = Command::new("mariadb");
-    c.args(["-h127.0.0.1", &format!("-P{}", port()), "-uroot", "--batch", "--skip-ssl"]);
+    c.args([
+        "-h127.0.0.1",
+        &format!("-P{}", port()),
+        "-uroot",
+        "--batch",
+        "--skip-ssl",
+    ]);
     c.args(args);
     c
 }
@@ -35,15 +48,31 @@ fn mariadb_cli() {
                   INSERT INTO t VALUES (1,'a'),(2,'b'),(3,NULL);\n\
                   SELECT id, v FROM t ORDER BY id;\nSELECT COUNT(*) AS n FROM t WHERE v IS NULL;\n";
     let mut cmd = mariadb(&[]);
-    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().expect("mariadb");
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "id\tv\n1\ta\n2\tb\n3\tNULL\nn\n1\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "id\tv\n1\ta\n2\tb\n3\tNULL\nn\n1\n"
+    );
     // Errors come back with the server's code and message.
-    let out = mariadb(&["-e", "SELECT * FROM cli_db.missing"]).output().unwrap();
+    let out = mariadb(&["-e", "SELECT * FROM cli_db.missing"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("ERROR 1146"));
 }
@@ -74,13 +103,24 @@ fn sysbench_read_write_both_ps_modes() {
         "--tables=2".into(),
         "--table-size=20000".into(),
     ];
-    run(&mut mariadb(&["-e", "DROP DATABASE IF EXISTS sbtest_ci; CREATE DATABASE sbtest_ci"]));
-    run(Command::new("sysbench").arg("oltp_read_write").args(&base).arg("prepare"));
+    run(&mut mariadb(&[
+        "-e",
+        "DROP DATABASE IF EXISTS sbtest_ci; CREATE DATABASE sbtest_ci",
+    ]));
+    run(Command::new("sysbench")
+        .arg("oltp_read_write")
+        .args(&base)
+        .arg("prepare"));
     for mode in ["auto", "disable"] {
         let out = run(Command::new("sysbench")
             .arg("oltp_read_write")
             .args(&base)
-            .args(["--threads=4", "--time=5", "--mysql-ignore-errors=none", &format!("--db-ps-mode={mode}")])
+            .args([
+                "--threads=4",
+                "--time=5",
+                "--mysql-ignore-errors=none",
+                &format!("--db-ps-mode={mode}"),
+            ])
             .arg("run"));
         let tx = out
             .lines()
@@ -89,14 +129,27 @@ fn sysbench_read_write_both_ps_modes() {
         let n: u64 = tx.split_whitespace().nth(1).unwrap().parse().unwrap();
         assert!(n > 50, "too few transactions in ps mode {mode}: {tx}");
         let errors = out.lines().find(|l| l.contains("ignored errors:")).unwrap();
-        assert!(errors.split_whitespace().nth(2) == Some("0"), "mode {mode}: {errors}");
+        assert!(
+            errors.split_whitespace().nth(2) == Some("0"),
+            "mode {mode}: {errors}"
+        );
     }
 }
 
 #[test]
 fn pymysql() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/pymysql_check.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/pymysql_check.py"
+    );
     run(&mut mariadb(&["-e", "CREATE DATABASE IF NOT EXISTS py_db"]));
-    let out = run(Command::new("python3").args([script, "127.0.0.1", &port().to_string(), "root", "", "py_db"]));
+    let out = run(Command::new("python3").args([
+        script,
+        "127.0.0.1",
+        &port().to_string(),
+        "root",
+        "",
+        "py_db",
+    ]));
     assert!(out.contains("pymysql ok"), "{out}");
 }

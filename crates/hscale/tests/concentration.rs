@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 //! M:N connection concentration: many client sessions served by few
 //! backend connections, each session keeping its own state.
 
@@ -54,8 +55,14 @@ async fn session_state_follows_the_session_across_backend_connections() {
             *users.entry(*id).or_default() += 1;
         }
     }
-    assert!(users.len() <= 4, "more backend connections than the pool maximum: {users:?}");
-    assert!(users.values().any(|&n| n > 1), "no backend connection served two sessions");
+    assert!(
+        users.len() <= 4,
+        "more backend connections than the pool maximum: {users:?}"
+    );
+    assert!(
+        users.values().any(|&n| n > 1),
+        "no backend connection served two sessions"
+    );
 }
 
 /// 10,000 idle clients are served by at most 64 backend connections, and
@@ -83,7 +90,12 @@ async fn ten_thousand_idle_clients_on_sixty_four_backend_connections() {
             r.send(0, b"\x03SELECT 1").await;
             loop {
                 let p = r.read().await.expect("answer");
-                assert_ne!(p.first(), Some(0xff), "{:?}", String::from_utf8_lossy(&p.payload));
+                assert_ne!(
+                    p.first(),
+                    Some(0xff),
+                    "{:?}",
+                    String::from_utf8_lossy(&p.payload)
+                );
                 if p.first() == Some(0xfe) && p.payload.len() < 9 {
                     // Metadata EOF then the final EOF: count them.
                     return p.payload.len();
@@ -93,14 +105,19 @@ async fn ten_thousand_idle_clients_on_sixty_four_backend_connections() {
         n += join_all(runs).await.len();
     }
     assert_eq!(n, 10_000);
-    let mut b = mysql_async::Conn::new(backend_opts(info.backend_ports[0], None)).await.unwrap();
+    let mut b = mysql_async::Conn::new(backend_opts(info.backend_ports[0], None))
+        .await
+        .unwrap();
     let backend_conns: i64 = b
         .query_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'hscale' AND ID <> CONNECTION_ID()")
         .await
         .unwrap()
         .unwrap();
     // The shared cluster's own in-process proxy holds a few more.
-    assert!(backend_conns <= 64 + 8, "{backend_conns} backend connections for 10,000 clients");
+    assert!(
+        backend_conns <= 64 + 8,
+        "{backend_conns} backend connections for 10,000 clients"
+    );
     b.disconnect().await.unwrap();
     drop(clients);
 }

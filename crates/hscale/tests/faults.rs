@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 //! Bad input and faults: wrong passwords, broken packets, unreachable and
 //! dying backends. Each must give the client a clear error and leave the
 //! proxy serving everyone else. This binary's proxy announces
@@ -22,7 +23,9 @@ fn sha2_cluster() -> Info {
 }
 
 async fn still_serving(port: u16) {
-    let mut c = mysql_async::Conn::new(proxy_opts(port, None)).await.expect("proxy still accepts clients");
+    let mut c = mysql_async::Conn::new(proxy_opts(port, None))
+        .await
+        .expect("proxy still accepts clients");
     let one: Option<i32> = c.query_first("SELECT 1").await.unwrap();
     assert_eq!(one, Some(1));
     c.disconnect().await.unwrap();
@@ -39,11 +42,15 @@ fn app_opts(port: u16, pass: &str) -> mysql_async::Opts {
 async fn passwords_with_both_plugins() {
     let info = sha2_cluster();
     // mysql_async answers the caching_sha2_password handshake directly.
-    let mut c = mysql_async::Conn::new(app_opts(info.proxy_port, "secret")).await.unwrap();
+    let mut c = mysql_async::Conn::new(app_opts(info.proxy_port, "secret"))
+        .await
+        .unwrap();
     let u: Option<String> = c.query_first("SELECT 'ok'").await.unwrap();
     assert_eq!(u.as_deref(), Some("ok"));
     c.disconnect().await.unwrap();
-    let e = mysql_async::Conn::new(app_opts(info.proxy_port, "wrong")).await.unwrap_err();
+    let e = mysql_async::Conn::new(app_opts(info.proxy_port, "wrong"))
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), 1045);
     let e = mysql_async::Conn::new(
         mysql_async::OptsBuilder::from_opts(app_opts(info.proxy_port, "x")).user(Some("nobody")),
@@ -95,7 +102,8 @@ async fn malformed_packets_get_an_error_and_a_closed_connection() {
     r.send(0, &[0x55, 1, 2, 3]).await;
     let p = r.read().await.expect("an error packet");
     assert_eq!(err_code(&p.payload), Some(1047));
-    r.send(0, &[com::STMT_EXECUTE, 9, 0, 0, 0, 0, 1, 0, 0, 0]).await;
+    r.send(0, &[com::STMT_EXECUTE, 9, 0, 0, 0, 0, 1, 0, 0, 0])
+        .await;
     let p = r.read().await.expect("an error packet");
     assert_eq!(err_code(&p.payload), Some(1243));
     // An empty packet.
@@ -107,7 +115,9 @@ async fn malformed_packets_get_an_error_and_a_closed_connection() {
     // Random bytes thrown at a fresh connection at every stage.
     for seed in 0u32..50 {
         let mut r = Raw::open(info.proxy_port).await;
-        let junk: Vec<u8> = (0..(seed * 7 % 300)).map(|i| (i.wrapping_mul(2654435761u32.wrapping_add(seed)) >> 13) as u8).collect();
+        let junk: Vec<u8> = (0..(seed * 7 % 300))
+            .map(|i| (i.wrapping_mul(2654435761u32.wrapping_add(seed)) >> 13) as u8)
+            .collect();
         r.send((seed % 3) as u8, &junk).await;
         let _ = r.is_closed().await;
     }
@@ -159,7 +169,9 @@ async fn unreachable_backend_is_named() {
     cfg.proxy.connect_timeout_ms = 1000;
     let proxy = hscale::RunningProxy::start(cfg, "127.0.0.1:0").unwrap();
     // mysql_async's own first query already fails, with the backend named.
-    let e = mysql_async::Conn::new(proxy_opts(proxy.addr.port(), None)).await.unwrap_err();
+    let e = mysql_async::Conn::new(proxy_opts(proxy.addr.port(), None))
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), 1429);
     assert!(e.to_string().contains("ghost"), "{e}");
     // Login itself works; every statement gets the clear error, and the
@@ -180,24 +192,41 @@ async fn unreachable_backend_is_named() {
 #[tokio::test]
 async fn backend_connection_killed_mid_query() {
     let info = sha2_cluster();
-    let mut c = mysql_async::Conn::new(proxy_opts(info.proxy_port, None)).await.unwrap();
+    let mut c = mysql_async::Conn::new(proxy_opts(info.proxy_port, None))
+        .await
+        .unwrap();
     c.query_drop("BEGIN").await.unwrap();
-    let backend_id: u64 = c.query_first("SELECT CONNECTION_ID()").await.unwrap().unwrap();
+    let backend_id: u64 = c
+        .query_first("SELECT CONNECTION_ID()")
+        .await
+        .unwrap()
+        .unwrap();
     let port = info.backend_ports[0];
     let killer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let mut k = mysql_async::Conn::new(backend_opts(port, None)).await.unwrap();
-        k.query_drop(format!("KILL CONNECTION {backend_id}")).await.unwrap();
+        let mut k = mysql_async::Conn::new(backend_opts(port, None))
+            .await
+            .unwrap();
+        k.query_drop(format!("KILL CONNECTION {backend_id}"))
+            .await
+            .unwrap();
         k.disconnect().await.unwrap();
     });
     let e = c.query_drop("SELECT SLEEP(10)").await.unwrap_err();
     killer.await.unwrap();
     let msg = e.to_string();
-    assert!(msg.contains("shard0") || code(&e) == 1927 || code(&e) == 2013, "{msg}");
+    assert!(
+        msg.contains("shard0") || code(&e) == 1927 || code(&e) == 2013,
+        "{msg}"
+    );
     // The session is usable again, on another backend connection.
     let one: Option<i32> = c.query_first("SELECT 1").await.unwrap();
     assert_eq!(one, Some(1));
-    let other: u64 = c.query_first("SELECT CONNECTION_ID()").await.unwrap().unwrap();
+    let other: u64 = c
+        .query_first("SELECT CONNECTION_ID()")
+        .await
+        .unwrap()
+        .unwrap();
     assert_ne!(other, backend_id);
     c.disconnect().await.unwrap();
 }
@@ -205,14 +234,21 @@ async fn backend_connection_killed_mid_query() {
 #[tokio::test]
 async fn backend_server_dies_and_comes_back() {
     let info = sha2_cluster();
-    let mut c = mysql_async::Conn::new(proxy_opts(info.proxy_port, None)).await.unwrap();
+    let mut c = mysql_async::Conn::new(proxy_opts(info.proxy_port, None))
+        .await
+        .unwrap();
     let q = tokio::spawn(async move {
         let r = c.query_drop("SELECT SLEEP(20)").await;
         (c, r)
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
-    tokio::task::spawn_blocking(|| with_cluster(|cl| cl.servers[0].kill())).await.unwrap();
-    let (mut c, r) = tokio::time::timeout(Duration::from_secs(10), q).await.expect("error must come quickly").unwrap();
+    tokio::task::spawn_blocking(|| with_cluster(|cl| cl.servers[0].kill()))
+        .await
+        .unwrap();
+    let (mut c, r) = tokio::time::timeout(Duration::from_secs(10), q)
+        .await
+        .expect("error must come quickly")
+        .unwrap();
     let e = r.unwrap_err();
     assert!(e.to_string().contains("shard0"), "{e}");
     // While the backend is down: a clear error naming it.

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 //! The proxy as a Rust client (mysql_async) sees it: queries, types,
 //! prepared statements, multi-statements, transactions, session state.
 
@@ -25,7 +26,8 @@ async fn queries_types_and_affected_rows() {
     .unwrap();
     assert_eq!(c.affected_rows(), 2);
     assert_eq!(c.last_insert_id(), Some(1));
-    let rows: Vec<(i32, String, String, String, Vec<u8>, Option<String>)> = c
+    type TypesRow = (i32, String, String, String, Vec<u8>, Option<String>);
+    let rows: Vec<TypesRow> = c
         .query("SELECT id, name, price, CAST(at AS CHAR), data, note FROM t ORDER BY id")
         .await
         .unwrap();
@@ -39,7 +41,10 @@ async fn queries_types_and_affected_rows() {
     c.query_drop("UPDATE t SET note = 'x'").await.unwrap();
     assert_eq!(c.affected_rows(), 2);
     // An error leaves the session usable.
-    let e = c.query_drop("SELECT * FROM missing_table").await.unwrap_err();
+    let e = c
+        .query_drop("SELECT * FROM missing_table")
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), 1146);
     let e = c.query_drop("SELEC 1").await.unwrap_err();
     assert_eq!(code(&e), 1064);
@@ -58,10 +63,15 @@ async fn prepared_statements_move_between_backend_connections() {
         .unwrap();
     let mut c = proxy_conn(Some("p_ps")).await;
     let ins = c.prep("INSERT INTO kv VALUES (?, ?, ?, ?)").await.unwrap();
-    let sel = c.prep("SELECT k, v, f, d FROM kv WHERE k = ?").await.unwrap();
+    let sel = c
+        .prep("SELECT k, v, f, d FROM kv WHERE k = ?")
+        .await
+        .unwrap();
     for k in 0..200i32 {
         let d: Option<&str> = if k % 3 == 0 { None } else { Some("2024-01-02") };
-        c.exec_drop(&ins, (k, format!("v{k}"), k as f64 / 4.0, d)).await.unwrap();
+        c.exec_drop(&ins, (k, format!("v{k}"), k as f64 / 4.0, d))
+            .await
+            .unwrap();
         // Other sessions take and return pooled connections in between, so
         // this session's statements land on different backend connections.
         let mut other = proxy_conn(Some("p_ps")).await;
@@ -76,13 +86,19 @@ async fn prepared_statements_move_between_backend_connections() {
     }
     // Binary protocol rows with NULLs and many columns.
     let rows: Vec<Row> = c
-        .exec("SELECT k, NULL, v, f, d, k * 2 FROM kv WHERE k < ? ORDER BY k", (5,))
+        .exec(
+            "SELECT k, NULL, v, f, d, k * 2 FROM kv WHERE k < ? ORDER BY k",
+            (5,),
+        )
         .await
         .unwrap();
     assert_eq!(rows.len(), 5);
     assert_eq!(rows[0].as_ref(1), Some(&Value::NULL));
     // A statement that fails to prepare reports the server's error.
-    let e = c.prep("SELECT * FROM nowhere WHERE k = ?").await.unwrap_err();
+    let e = c
+        .prep("SELECT * FROM nowhere WHERE k = ?")
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), 1146);
     c.close(sel).await.unwrap();
     c.disconnect().await.unwrap();
@@ -92,7 +108,10 @@ async fn prepared_statements_move_between_backend_connections() {
 #[tokio::test]
 async fn multi_statements_and_multiple_results() {
     let mut c = proxy_conn(None).await;
-    let mut r = c.query_iter("SELECT 1 AS a; SELECT 2 AS b, 3 AS c; DO 1").await.unwrap();
+    let mut r = c
+        .query_iter("SELECT 1 AS a; SELECT 2 AS b, 3 AS c; DO 1")
+        .await
+        .unwrap();
     let first: Vec<i32> = r.collect().await.unwrap();
     assert_eq!(first, vec![1]);
     let second: Vec<(i32, i32)> = r.collect().await.unwrap();
@@ -107,7 +126,9 @@ async fn multi_statements_and_multiple_results() {
 async fn transactions_pin_and_isolate() {
     fresh_db("p_tx").await;
     let mut c = proxy_conn(Some("p_tx")).await;
-    c.query_drop("CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB")
+        .await
+        .unwrap();
     let mut other = proxy_conn(Some("p_tx")).await;
 
     c.query_drop("BEGIN").await.unwrap();
@@ -140,7 +161,10 @@ async fn transactions_pin_and_isolate() {
     c.query_drop("INSERT INTO t VALUES (3)").await.unwrap();
     c.disconnect().await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let n: Option<i64> = other.query_first("SELECT COUNT(*) FROM t WHERE id = 3").await.unwrap();
+    let n: Option<i64> = other
+        .query_first("SELECT COUNT(*) FROM t WHERE id = 3")
+        .await
+        .unwrap();
     assert_eq!(n, Some(0));
     other.disconnect().await.unwrap();
 }
@@ -150,15 +174,25 @@ async fn connection_bound_state_pins_the_session() {
     fresh_db("p_pin").await;
     let mut c = proxy_conn(Some("p_pin")).await;
     c.query_drop("SET @x = 42").await.unwrap();
-    c.query_drop("CREATE TEMPORARY TABLE tmp (a INT)").await.unwrap();
-    c.query_drop("INSERT INTO tmp VALUES (1), (2)").await.unwrap();
-    let lock: Option<i64> = c.query_first("SELECT GET_LOCK('p_pin_lock', 1)").await.unwrap();
+    c.query_drop("CREATE TEMPORARY TABLE tmp (a INT)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO tmp VALUES (1), (2)")
+        .await
+        .unwrap();
+    let lock: Option<i64> = c
+        .query_first("SELECT GET_LOCK('p_pin_lock', 1)")
+        .await
+        .unwrap();
     assert_eq!(lock, Some(1));
     for _ in 0..10 {
         let mut other = proxy_conn(Some("p_pin")).await;
         let x: Option<Option<i64>> = other.query_first("SELECT @x").await.unwrap();
         assert_eq!(x, Some(None), "user variable leaked into another session");
-        let free: Option<i64> = other.query_first("SELECT IS_FREE_LOCK('p_pin_lock')").await.unwrap();
+        let free: Option<i64> = other
+            .query_first("SELECT IS_FREE_LOCK('p_pin_lock')")
+            .await
+            .unwrap();
         assert_eq!(free, Some(0));
         other.disconnect().await.unwrap();
         let x: Option<i64> = c.query_first("SELECT @x").await.unwrap();
@@ -173,7 +207,10 @@ async fn connection_bound_state_pins_the_session() {
     let e = c.query_drop("SELECT * FROM tmp").await.unwrap_err();
     assert_eq!(code(&e), 1146);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let free: Option<i64> = c.query_first("SELECT IS_FREE_LOCK('p_pin_lock')").await.unwrap();
+    let free: Option<i64> = c
+        .query_first("SELECT IS_FREE_LOCK('p_pin_lock')")
+        .await
+        .unwrap();
     assert_eq!(free, Some(1));
     c.disconnect().await.unwrap();
 }
@@ -218,13 +255,18 @@ async fn use_database_and_change_user() {
     )
     .await
     .unwrap();
-    let (db, v): (Option<String>, Option<i64>) =
-        c2.query_first("SELECT DATABASE(), @v").await.unwrap().unwrap();
+    let (db, v): (Option<String>, Option<i64>) = c2
+        .query_first("SELECT DATABASE(), @v")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(db.as_deref(), Some("p_use2"));
     assert_eq!(v, None);
     c2.disconnect().await.unwrap();
     // Unknown database at login: error 1049.
-    let e = mysql_async::Conn::new(proxy_opts(info.proxy_port, Some("nope_db"))).await.unwrap_err();
+    let e = mysql_async::Conn::new(proxy_opts(info.proxy_port, Some("nope_db")))
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), 1049);
 }
 
@@ -232,8 +274,12 @@ async fn use_database_and_change_user() {
 async fn last_insert_id_survives_connection_changes() {
     fresh_db("p_lid").await;
     let mut c = proxy_conn(Some("p_lid")).await;
-    c.query_drop("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)").await.unwrap();
-    c.query_drop("INSERT INTO t (v) VALUES (1), (2), (3)").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO t (v) VALUES (1), (2), (3)")
+        .await
+        .unwrap();
     c.query_drop("INSERT INTO t (v) VALUES (4)").await.unwrap();
     // Other sessions insert in between on whatever connections they get.
     for _ in 0..5 {
@@ -257,7 +303,10 @@ async fn large_result_streams_completely() {
     assert_eq!((n, sum, len), (200_000, 200_000 * 200_001 / 2, 100_000_000));
     let mut rows = 0u64;
     let mut total = 0u64;
-    let mut r = c.query_iter("SELECT seq, REPEAT('y', 500) FROM seq_1_to_200000").await.unwrap();
+    let mut r = c
+        .query_iter("SELECT seq, REPEAT('y', 500) FROM seq_1_to_200000")
+        .await
+        .unwrap();
     r.for_each(|row: Row| {
         rows += 1;
         let v: u64 = row.get(0).unwrap();

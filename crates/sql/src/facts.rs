@@ -279,7 +279,11 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
             } else if first.eq_ignore_ascii_case("DROP")
                 && (w(lead + 1, "DATABASE") || w(lead + 1, "SCHEMA"))
             {
-                let at = if w(lead + 2, "IF") { lead + 4 } else { lead + 2 };
+                let at = if w(lead + 2, "IF") {
+                    lead + 4
+                } else {
+                    lead + 2
+                };
                 if let Some(db) = t.get(at) {
                     change = Some(SessionChange::DropDatabase(unquote_ident(db.text(sql))));
                 }

@@ -118,8 +118,12 @@ pub async fn backend_conn(i: usize, db: Option<&str>) -> mysql_async::Conn {
 /// Create a fresh database for one test, directly on the main backend.
 pub async fn fresh_db(name: &str) {
     let mut c = backend_conn(0, None).await;
-    c.query_drop(format!("DROP DATABASE IF EXISTS {name}")).await.unwrap();
-    c.query_drop(format!("CREATE DATABASE {name}")).await.unwrap();
+    c.query_drop(format!("DROP DATABASE IF EXISTS {name}"))
+        .await
+        .unwrap();
+    c.query_drop(format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
     c.disconnect().await.unwrap();
 }
 
@@ -162,7 +166,10 @@ impl ProxyProcess {
             .expect("start hscale serve");
         let start = std::time::Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(start.elapsed().as_secs() < 30, "hscale serve did not start listening");
+            assert!(
+                start.elapsed().as_secs() < 30,
+                "hscale serve did not start listening"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         ProxyProcess {

@@ -24,7 +24,9 @@ pub const CLIENT_CAPS: u32 = cap::LONG_PASSWORD
 impl Raw {
     /// Connect and read the server's handshake only.
     pub async fn open(port: u16) -> Raw {
-        let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+        let tcp = TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("connect");
         let mut s = PacketStream::new(tcp);
         let p = tokio::time::timeout(std::time::Duration::from_secs(20), s.read_packet())
             .await
@@ -71,7 +73,9 @@ impl Raw {
     /// Read packets until the connection closes (or 10 s pass); true if it closed.
     pub async fn is_closed(&mut self) -> bool {
         loop {
-            match tokio::time::timeout(std::time::Duration::from_secs(10), self.s.read_packet()).await {
+            match tokio::time::timeout(std::time::Duration::from_secs(10), self.s.read_packet())
+                .await
+            {
                 Ok(Err(_)) => return true,
                 Ok(Ok(_)) => continue,
                 Err(_) => return false,
@@ -82,5 +86,7 @@ impl Raw {
 
 /// The error code of an ERR payload.
 pub fn err_code(payload: &[u8]) -> Option<u16> {
-    hscale_wire::response::ErrPacket::decode(payload).ok().map(|e| e.code)
+    hscale_wire::response::ErrPacket::decode(payload)
+        .ok()
+        .map(|e| e.code)
 }
