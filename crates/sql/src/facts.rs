@@ -585,4 +585,16 @@ mod tests {
         let f = analyze("use `my``db`");
         assert_eq!(f.change, Some(SessionChange::Use("my`db".into())));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn analyze_never_panics(s in "\\PC{0,80}") {
+            let _ = analyze(&s);
+        }
+
+        #[test]
+        fn analyze_never_panics_on_sqlish(s in "(SET|USE|DROP|SELECT|@|@@|'|`|;|,|=|\\(|\\)| |x|1|/\\*!|\\*/|--|#|\n){0,40}") {
+            let _ = analyze(&s);
+        }
+    }
 }

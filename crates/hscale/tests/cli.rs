@@ -1,0 +1,127 @@
+#![allow(clippy::unwrap_used)]
+//! The binary itself: `hscale check` and `hscale playground`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hscale");
+
+#[test]
+fn check_names_every_problem() {
+    let dir = std::env::temp_dir().join(format!("hscale-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[proxy]\nlisten = \"localhost\"\n[[backends]]\nname = \"main\"\naddress = \"127.0.0.1:3306\"\nuser = \"\"\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["check", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("listen = \"localhost\""), "{err}");
+    assert!(err.contains("no [[users]]"), "{err}");
+    assert!(err.contains("user is empty"), "{err}");
+    let typo = dir.join("typo.toml");
+    std::fs::write(&typo, "[proxy]\nworkers = 2\nmax_conections = 5\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["check", "--config"])
+        .arg(&typo)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field `max_conections`"));
+    let good = dir.join("good.toml");
+    std::fs::write(
+        &good,
+        "[[users]]\nname = \"app\"\npassword = \"p\"\n[[backends]]\nname = \"main\"\naddress = \"127.0.0.1:3306\"\nuser = \"hscale\"\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["check", "--config"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn playground_prints_ready_answers_and_cleans_up() {
+    let mut child = Command::new(BIN)
+        .args([
+            "playground",
+            "--shards",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--demo",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("ready: mariadb -h127.0.0.1 -P"), "{line}");
+    let port = line
+        .trim()
+        .rsplit("-P")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let out = Command::new("mariadb")
+        .args([
+            "-h127.0.0.1",
+            &format!("-P{port}"),
+            "-uroot",
+            "--batch",
+            "--skip-ssl",
+            "-e",
+        ])
+        .arg("SELECT 1; SELECT COUNT(*) FROM demo.orders")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "1\n1\nCOUNT(*)\n100\n"
+    );
+    // SIGTERM stops the servers and removes the temporary directory.
+    let mut stderr = String::new();
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{stderr}");
+    let dir = stderr
+        .split("data in ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .unwrap()
+        .to_string();
+    assert!(
+        !std::path::Path::new(&dir).exists(),
+        "{dir} was not removed"
+    );
+}
