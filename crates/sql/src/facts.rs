@@ -211,24 +211,39 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
         .position(|x| !x.is_punct(sql, "("))
         .unwrap_or(t.len());
     let first = t.get(lead).map(|x| x.text(sql)).unwrap_or("");
-    let kind = match first.to_ascii_uppercase().as_str() {
-        "SELECT" | "WITH" | "VALUES" | "TABLE" => Kind::Select,
-        "INSERT" => Kind::Insert,
-        "UPDATE" => Kind::Update,
-        "DELETE" => Kind::Delete,
-        "REPLACE" => Kind::Replace,
-        "SET" => Kind::Set,
-        "USE" => Kind::Use,
-        "BEGIN" => Kind::Begin,
-        "START" if w(lead + 1, "TRANSACTION") => Kind::Begin,
-        "COMMIT" => Kind::Commit,
-        "ROLLBACK" => Kind::Rollback,
-        "SHOW" => Kind::Show,
-        "LOCK" => Kind::Lock,
-        "UNLOCK" => Kind::Unlock,
-        "KILL" => Kind::Kill,
-        "HSCALE" => Kind::Admin,
-        _ => Kind::Other,
+    let kw = |k: &str| first.eq_ignore_ascii_case(k);
+    let kind = if kw("SELECT") || kw("WITH") || kw("VALUES") || kw("TABLE") {
+        Kind::Select
+    } else if kw("INSERT") {
+        Kind::Insert
+    } else if kw("UPDATE") {
+        Kind::Update
+    } else if kw("DELETE") {
+        Kind::Delete
+    } else if kw("REPLACE") {
+        Kind::Replace
+    } else if kw("SET") {
+        Kind::Set
+    } else if kw("USE") {
+        Kind::Use
+    } else if kw("BEGIN") || (kw("START") && w(lead + 1, "TRANSACTION")) {
+        Kind::Begin
+    } else if kw("COMMIT") {
+        Kind::Commit
+    } else if kw("ROLLBACK") {
+        Kind::Rollback
+    } else if kw("SHOW") {
+        Kind::Show
+    } else if kw("LOCK") {
+        Kind::Lock
+    } else if kw("UNLOCK") {
+        Kind::Unlock
+    } else if kw("KILL") {
+        Kind::Kill
+    } else if kw("HSCALE") {
+        Kind::Admin
+    } else {
+        Kind::Other
     };
     let mut pins = Pins::NONE;
     let mut unpins = Pins::NONE;

@@ -1,7 +1,8 @@
 //! A pool of connections to one backend.
 //!
-//! Checkout is lock-free on the fast path: a semaphore permit (an atomic
-//! decrement unless the pool is exhausted) and a pop from a lock-free queue.
+//! Checkout is lock-free on the fast path: a slot taken with a
+//! compare-and-swap (a session waits only when the pool is exhausted) and a
+//! pop from a lock-free queue.
 //! The [`PooledConn`] guard returns the connection on drop without doing
 //! I/O; broken connections are closed instead. A health-check task pings
 //! idle connections and keeps `min_connections` open.
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 
 use crate::backend::BackendConn;
 use crate::config::BackendConfig;
@@ -22,7 +23,12 @@ pub struct Pool {
     pub cfg: BackendConfig,
     /// Idle connections, without and with `CLIENT_FOUND_ROWS`.
     idle: [ArrayQueue<BackendConn>; 2],
-    permits: Arc<Semaphore>,
+    /// Connections handed out; at most `max_connections`. Taking and
+    /// returning one is a compare-and-swap; only an exhausted pool makes a
+    /// session wait on `released`.
+    checked_out: AtomicUsize,
+    waiting: AtomicUsize,
+    released: Notify,
     open: AtomicUsize,
     is_up: AtomicBool,
     connect_timeout: Duration,
@@ -50,7 +56,9 @@ impl Pool {
         let max = cfg.max_connections.max(1);
         Arc::new(Pool {
             idle: [ArrayQueue::new(max), ArrayQueue::new(max)],
-            permits: Arc::new(Semaphore::new(max)),
+            checked_out: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            released: Notify::new(),
             open: AtomicUsize::new(0),
             is_up: AtomicBool::new(true),
             connect_timeout,
@@ -75,30 +83,69 @@ impl Pool {
         }
     }
 
-    /// Borrow a connection, waiting up to the acquire timeout for one to be free.
-    pub async fn get(self: &Arc<Self>, is_found_rows: bool) -> Result<PooledConn, ProxyError> {
-        let permit = match self.permits.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                tokio::time::timeout(self.acquire_timeout, self.permits.clone().acquire_owned())
-                    .await
-                    .map_err(|_| ProxyError::PoolTimeout {
-                        backend: self.cfg.name.clone(),
-                        ms: self.acquire_timeout.as_millis() as u64,
-                    })?
-                    .map_err(|_| ProxyError::PoolTimeout {
-                        backend: self.cfg.name.clone(),
-                        ms: 0,
-                    })?
+    fn try_take(&self) -> bool {
+        let max = self.cfg.max_connections.max(1);
+        let mut n = self.checked_out.load(Ordering::SeqCst);
+        loop {
+            if n >= max {
+                return false;
+            }
+            match self
+                .checked_out
+                .compare_exchange_weak(n, n + 1, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return true,
+                Err(actual) => n = actual,
+            }
+        }
+    }
+
+    /// Take one of `max_connections` slots, waiting up to the acquire timeout.
+    async fn take(&self) -> Result<(), ProxyError> {
+        if self.try_take() {
+            return Ok(());
+        }
+        let wait = async {
+            loop {
+                let notified = self.released.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                self.waiting.fetch_add(1, Ordering::SeqCst);
+                let taken = self.try_take();
+                if !taken {
+                    notified.await;
+                }
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+                if taken || self.try_take() {
+                    return;
+                }
             }
         };
+        tokio::time::timeout(self.acquire_timeout, wait)
+            .await
+            .map_err(|_| ProxyError::PoolTimeout {
+                backend: self.cfg.name.clone(),
+                ms: self.acquire_timeout.as_millis() as u64,
+            })
+    }
+
+    fn give_back(&self) {
+        self.checked_out.fetch_sub(1, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.released.notify_one();
+        }
+    }
+
+    /// Borrow a connection, waiting up to the acquire timeout for one to be free.
+    pub async fn get(self: &Arc<Self>, is_found_rows: bool) -> Result<PooledConn, ProxyError> {
+        self.take().await?;
+        let slot = Slot(self.clone());
         let variant = usize::from(is_found_rows);
         while let Some(conn) = self.idle[variant].pop() {
             if conn.is_alive_quick() {
                 return Ok(PooledConn {
                     conn: Some(conn),
-                    pool: self.clone(),
-                    _permit: permit,
+                    slot,
                 });
             }
             self.open.fetch_sub(1, Ordering::Relaxed);
@@ -111,8 +158,7 @@ impl Pool {
         let conn = self.connect(is_found_rows).await?;
         Ok(PooledConn {
             conn: Some(conn),
-            pool: self.clone(),
-            _permit: permit,
+            slot,
         })
     }
 
@@ -176,16 +222,24 @@ impl Pool {
     }
 }
 
+/// One of a pool's `max_connections` slots; returned on drop.
+struct Slot(Arc<Pool>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.give_back();
+    }
+}
+
 /// A borrowed connection; dropping it returns the connection to its pool.
 pub struct PooledConn {
     conn: Option<BackendConn>,
-    pool: Arc<Pool>,
-    _permit: OwnedSemaphorePermit,
+    slot: Slot,
 }
 
 impl PooledConn {
     pub fn pool(&self) -> &Arc<Pool> {
-        &self.pool
+        &self.slot.0
     }
 }
 
@@ -206,7 +260,7 @@ impl DerefMut for PooledConn {
 impl Drop for PooledConn {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
-            self.pool.put_back(conn);
+            self.slot.0.put_back(conn);
         }
     }
 }
