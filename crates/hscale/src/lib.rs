@@ -16,4 +16,4 @@ pub mod server;
 pub mod session;
 
 pub use config::Config;
-pub use server::{run, RunningProxy};
+pub use server::RunningProxy;

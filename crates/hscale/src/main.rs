@@ -95,27 +95,25 @@ fn main() -> std::process::ExitCode {
 }
 
 fn serve(cfg: hscale::Config) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cfg.worker_threads())
-        .thread_name("hscale-worker")
+    let listen = cfg.proxy.listen.clone();
+    let mut proxy = hscale::RunningProxy::start(cfg, &listen)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(hscale::server::bind(&cfg.proxy.listen)?)?;
-        let shutdown = async {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async {
-                    match term.as_mut() {
-                        Some(t) => { t.recv().await; }
-                        None => std::future::pending::<()>().await,
-                    }
-                } => {}
-            }
-        };
-        hscale::run(cfg, listener, shutdown).await?;
-        Ok(())
-    })
+    runtime.block_on(async {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async {
+                match term.as_mut() {
+                    Some(t) => { t.recv().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {}
+        }
+    });
+    tracing::info!("stopping");
+    proxy.stop();
+    Ok(())
 }

@@ -1,8 +1,13 @@
-//! The listener and the shared, read-only [`Context`] every session gets:
-//! configuration, backend pools, counters. `run` is the library's entry
-//! point; `main.rs` and the test harness both call it.
+//! Worker threads, the listener and the shared, read-only [`Context`].
+//!
+//! hscale runs one single-threaded tokio runtime per worker thread (one per
+//! core by default). Every worker accepts from the same listening socket and
+//! owns its own pool for each backend, so a session, its backend
+//! connections and their sockets all live on one thread: no task is ever
+//! woken across threads on the statement path. Measured on two cores, the
+//! shared multi-threaded runtime cost about 25% more CPU per statement
+//! (see bench/RESULTS.md).
 
-use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -10,13 +15,15 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use crate::backend::Pool;
-use crate::config::Config;
+use crate::config::{BackendConfig, Config};
 
 /// Shared by all sessions; nothing in it is locked on the statement path.
 pub struct Context {
     pub config: Arc<Config>,
-    /// One pool per backend, in config order; the first is the main backend.
-    pub pools: Vec<Arc<Pool>>,
+    /// `pools[worker][backend]`: each worker has a pool per backend, with
+    /// its share of the backend's min and max connections. Backend 0 is the
+    /// main backend.
+    pools: Vec<Vec<Arc<Pool>>>,
     server_version: OnceLock<String>,
     next_connection_id: AtomicU32,
     clients: AtomicUsize,
@@ -34,14 +41,31 @@ impl Drop for ClientSlot {
 /// Announced to clients until the main backend has told us its own version.
 const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-hscale";
 
+/// Worker `i`'s share of `n` connections out of `workers` (at least one for max).
+fn share(n: usize, workers: usize, i: usize) -> usize {
+    n / workers + usize::from(i < n % workers)
+}
+
 impl Context {
     pub fn new(config: Config) -> Arc<Context> {
+        let workers = config.worker_threads();
         let connect = Duration::from_millis(config.proxy.connect_timeout_ms);
         let acquire = Duration::from_millis(config.proxy.acquire_timeout_ms);
-        let pools = config
-            .backends
-            .iter()
-            .map(|b| Pool::new(b.clone(), connect, acquire))
+        let pools = (0..workers)
+            .map(|w| {
+                config
+                    .backends
+                    .iter()
+                    .map(|b| {
+                        let cfg = BackendConfig {
+                            min_connections: share(b.min_connections, workers, w),
+                            max_connections: share(b.max_connections, workers, w).max(1),
+                            ..b.clone()
+                        };
+                        Pool::new(cfg, connect, acquire)
+                    })
+                    .collect()
+            })
             .collect();
         Arc::new(Context {
             config: Arc::new(config),
@@ -52,8 +76,18 @@ impl Context {
         })
     }
 
-    pub fn main_pool(&self) -> &Arc<Pool> {
-        &self.pools[0]
+    /// Worker `worker`'s pool for backend `backend`.
+    pub fn pool(&self, worker: usize, backend: usize) -> &Arc<Pool> {
+        &self.pools[worker][backend]
+    }
+
+    /// All pools of one backend, over all workers.
+    pub fn backend_pools(&self, backend: usize) -> impl Iterator<Item = &Arc<Pool>> {
+        self.pools.iter().map(move |w| &w[backend])
+    }
+
+    pub fn workers(&self) -> usize {
+        self.pools.len()
     }
 
     pub fn next_connection_id(&self) -> u32 {
@@ -78,15 +112,19 @@ impl Context {
             .unwrap_or_else(|| FALLBACK_VERSION.to_string())
     }
 
-    /// Learn the main backend's version and start the health checks.
-    async fn start_backends(self: &Arc<Self>) {
-        if let Ok(conn) = self.main_pool().get(false).await {
-            let _ = self.server_version.set(conn.server_version.clone());
-        } else {
-            tracing::warn!(backend = %self.main_pool().name(), "main backend unreachable at start");
+    /// On worker `worker`: learn the main backend's version, then run the
+    /// health checks of this worker's pools.
+    async fn start_backends(self: &Arc<Self>, worker: usize) {
+        if self.server_version.get().is_none() {
+            match self.pool(worker, 0).get(false).await {
+                Ok(conn) => {
+                    let _ = self.server_version.set(conn.server_version.clone());
+                }
+                Err(e) => tracing::warn!(error = %e, "main backend unreachable at start"),
+            }
         }
         let interval = Duration::from_millis(self.config.proxy.health_check_interval_ms.max(100));
-        for pool in &self.pools {
+        for pool in &self.pools[worker] {
             let pool = pool.clone();
             let ctx = Arc::downgrade(self);
             tokio::spawn(async move {
@@ -94,7 +132,8 @@ impl Context {
                     pool.check(interval).await;
                     tokio::time::sleep(interval).await;
                     let Some(ctx) = ctx.upgrade() else { return };
-                    if ctx.server_version.get().is_none() && Arc::ptr_eq(&pool, ctx.main_pool()) {
+                    if ctx.server_version.get().is_none() && Arc::ptr_eq(&pool, ctx.pool(worker, 0))
+                    {
                         if let Ok(conn) = pool.get(false).await {
                             let _ = ctx.server_version.set(conn.server_version.clone());
                         }
@@ -123,42 +162,48 @@ pub fn bind(addr: &str) -> std::io::Result<std::net::TcpListener> {
     Ok(socket.into())
 }
 
-/// Serve clients on `listener` until `shutdown` completes.
-pub async fn run(
-    config: Config,
-    listener: TcpListener,
-    shutdown: impl Future<Output = ()>,
+/// One worker: accept clients and serve them on this thread until `stop`.
+async fn worker_loop(
+    ctx: Arc<Context>,
+    worker: usize,
+    listener: std::net::TcpListener,
+    mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let ctx = Context::new(config);
-    ctx.start_backends().await;
+    let listener = TcpListener::from_std(listener)?;
+    ctx.start_backends(worker).await;
     #[cfg(unix)]
-    if let Some(path) = ctx.config.proxy.socket.clone() {
-        let _ = std::fs::remove_file(&path);
-        let unix = tokio::net::UnixListener::bind(&path)?;
-        let ctx = ctx.clone();
-        tokio::spawn(async move {
-            loop {
-                match unix.accept().await {
-                    Ok((stream, _)) => {
-                        tokio::spawn(crate::session::serve(stream, ctx.clone(), path.clone()));
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "unix socket accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+    if worker == 0 {
+        if let Some(path) = ctx.config.proxy.socket.clone() {
+            let _ = std::fs::remove_file(&path);
+            let unix = tokio::net::UnixListener::bind(&path)?;
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                loop {
+                    match unix.accept().await {
+                        Ok((stream, _)) => {
+                            tokio::spawn(crate::session::serve(
+                                stream,
+                                ctx.clone(),
+                                worker,
+                                path.clone(),
+                            ));
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "unix socket accept failed");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
                     }
                 }
-            }
-        });
+            });
+        }
     }
-    tracing::info!(listen = %listener.local_addr()?, backends = ctx.pools.len(), "hscale is serving");
-    tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            _ = &mut shutdown => break,
+            _ = stop.changed() => break,
             r = listener.accept() => match r {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    tokio::spawn(crate::session::serve(stream, ctx.clone(), peer.to_string()));
+                    tokio::spawn(crate::session::serve(stream, ctx.clone(), worker, peer.to_string()));
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off, keep serving.
@@ -168,58 +213,58 @@ pub async fn run(
             }
         }
     }
-    tracing::info!("hscale stopped");
     Ok(())
 }
 
-/// A proxy running on its own runtime in a background thread (used by the
-/// playground and the test harness).
+/// A running proxy: its worker threads and how to stop them. Used by
+/// `hscale serve`, the playground and the tests.
 pub struct RunningProxy {
     pub addr: std::net::SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    pub context: Arc<Context>,
+    stop: tokio::sync::watch::Sender<bool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl RunningProxy {
-    /// Start on `listen` (port 0 picks a free port).
+    /// Start serving on `listen` (port 0 picks a free port).
     pub fn start(config: Config, listen: &str) -> std::io::Result<RunningProxy> {
-        let workers = config.worker_threads();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .thread_name("hscale-worker")
-            .enable_all()
-            .build()?;
-        let std_listener = bind(listen)?;
-        let addr = std_listener.local_addr()?;
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("hscale-proxy".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    match TcpListener::from_std(std_listener) {
-                        Ok(listener) => {
-                            let _ = run(config, listener, async {
-                                let _ = rx.await;
-                            })
-                            .await;
+        let listener = bind(listen)?;
+        let addr = listener.local_addr()?;
+        let ctx = Context::new(config);
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let mut threads = Vec::new();
+        for worker in 0..ctx.workers() {
+            let listener = listener.try_clone()?;
+            let ctx = ctx.clone();
+            let stop_rx = stop_rx.clone();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("hscale-worker-{worker}"))
+                    .spawn(move || {
+                        if let Err(e) =
+                            runtime.block_on(worker_loop(ctx, worker, listener, stop_rx))
+                        {
+                            tracing::error!(worker, error = %e, "worker stopped");
                         }
-                        Err(e) => tracing::error!(error = %e, "cannot listen"),
-                    }
-                });
-                runtime.shutdown_timeout(Duration::from_secs(1));
-            })?;
+                        runtime.shutdown_timeout(Duration::from_secs(1));
+                    })?,
+            );
+        }
+        tracing::info!(listen = %addr, workers = threads.len(), backends = ctx.config.backends.len(), "hscale is serving");
         Ok(RunningProxy {
             addr,
-            stop: Some(tx),
-            thread: Some(thread),
+            context: ctx,
+            stop,
+            threads,
         })
     }
 
     pub fn stop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
+        let _ = self.stop.send(true);
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
@@ -228,5 +273,19 @@ impl RunningProxy {
 impl Drop for RunningProxy {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share;
+
+    #[test]
+    fn shares_add_up() {
+        for n in 0..20 {
+            for w in 1..5 {
+                assert_eq!((0..w).map(|i| share(n, w, i)).sum::<usize>(), n);
+            }
+        }
     }
 }

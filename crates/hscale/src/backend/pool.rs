@@ -19,6 +19,9 @@ use crate::backend::BackendConn;
 use crate::config::BackendConfig;
 use crate::error::ProxyError;
 
+/// Idle for less than this, a connection is handed out without a liveness check.
+const RECENTLY_USED: Duration = Duration::from_secs(1);
+
 pub struct Pool {
     pub cfg: BackendConfig,
     /// Idle connections, without and with `CLIENT_FOUND_ROWS`.
@@ -90,10 +93,12 @@ impl Pool {
             if n >= max {
                 return false;
             }
-            match self
-                .checked_out
-                .compare_exchange_weak(n, n + 1, Ordering::SeqCst, Ordering::SeqCst)
-            {
+            match self.checked_out.compare_exchange_weak(
+                n,
+                n + 1,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
                 Ok(_) => return true,
                 Err(actual) => n = actual,
             }
@@ -142,7 +147,9 @@ impl Pool {
         let slot = Slot(self.clone());
         let variant = usize::from(is_found_rows);
         while let Some(conn) = self.idle[variant].pop() {
-            if conn.is_alive_quick() {
+            // A connection used within the last second is trusted without a
+            // syscall; older ones get a non-blocking read to spot a closed peer.
+            if conn.last_used.elapsed() < RECENTLY_USED || conn.is_alive_quick() {
                 return Ok(PooledConn {
                     conn: Some(conn),
                     slot,

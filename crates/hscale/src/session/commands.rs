@@ -71,7 +71,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let Some(ok) = ok else {
             self.finish(conn, Outcome::default(), &Effects::default());
             let err = ErrPacket::decode(&packets[0]).map_err(|e| ProxyError::BackendProtocol {
-                backend: self.ctx.main_pool().name().to_string(),
+                backend: self.ctx.pool(self.worker, 0).name().to_string(),
                 reason: e.to_string(),
             })?;
             return self.write_err_packet(&err).await;

@@ -48,6 +48,8 @@ pub struct Effects<'a> {
 pub struct Session<S> {
     client: PacketStream<S>,
     ctx: Arc<Context>,
+    /// The worker thread this session runs on; it borrows from that worker's pools.
+    worker: usize,
     info: ClientInfo,
     connection_id: u32,
     state: SessionState,
@@ -62,6 +64,7 @@ pub struct Session<S> {
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     stream: S,
     ctx: Arc<Context>,
+    worker: usize,
     peer: String,
 ) {
     let connection_id = ctx.next_connection_id();
@@ -94,6 +97,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         base_vars,
         client,
         ctx,
+        worker,
         connection_id,
         pinned: None,
         pins: Pins::NONE,
@@ -331,7 +335,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(c) = self.pinned.take() {
             return Ok(c);
         }
-        self.ctx.main_pool().get(self.is_found_rows()).await
+        self.ctx
+            .pool(self.worker, 0)
+            .get(self.is_found_rows())
+            .await
     }
 
     /// Bring `conn` to the session's state. `Ok(Some(err))` is a server
