@@ -8,7 +8,9 @@
 //! beyond the token vector.
 
 pub mod facts;
+pub mod fingerprint;
 pub mod lexer;
 
 pub use facts::{analyze, Facts, Kind, Pins, SessionChange, SetItem};
+pub use fingerprint::{fingerprint, Fingerprint, Literal};
 pub use lexer::{tokenize, LexError, Token, TokenKind};

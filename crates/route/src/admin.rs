@@ -1,0 +1,376 @@
+//! `HSCALE ...` admin commands, parsed from the statement text.
+//!
+//! ```text
+//! HSCALE SETUP_TABLE('table', 'column', 'default_table', 'backend', 'FUNCTION')
+//! HSCALE ADD_PARTITION('table', 'partition', 'value', 'backend')
+//! HSCALE DROP_PARTITION('table', 'partition')
+//! HSCALE SETUP_GLOBAL_TABLE('table')
+//! HSCALE SHOW PARTITIONS [('table')] | SHOW TABLES | SHOW BACKENDS
+//! HSCALE EXPLAIN <statement>
+//! HSCALE RELOAD
+//! ```
+//! Backends are named as in the config; a number is the backend's position
+//! (1-based, as in the original HSCALE).
+
+use crate::HashingFunction;
+
+/// A backend as written in a command: a name, or a 1-based position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendRef {
+    Name(String),
+    Position(usize),
+}
+
+impl BackendRef {
+    /// Resolve against the configured backend names to an index.
+    pub fn resolve(&self, names: &[&str]) -> Result<usize, AdminError> {
+        match self {
+            BackendRef::Name(n) => names
+                .iter()
+                .position(|b| b == n)
+                .ok_or_else(|| AdminError::UnknownBackend(n.clone())),
+            BackendRef::Position(p) if *p >= 1 && *p <= names.len() => Ok(p - 1),
+            BackendRef::Position(p) => Err(AdminError::UnknownBackend(p.to_string())),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminCommand {
+    SetupTable {
+        table: String,
+        column: String,
+        default_table: String,
+        backend: BackendRef,
+        function: HashingFunction,
+    },
+    AddPartition {
+        table: String,
+        partition: String,
+        value: String,
+        backend: BackendRef,
+    },
+    DropPartition {
+        table: String,
+        partition: String,
+    },
+    SetupGlobalTable {
+        table: String,
+    },
+    ShowPartitions {
+        table: Option<String>,
+    },
+    ShowTables,
+    ShowBackends,
+    Explain {
+        statement: String,
+    },
+    Reload,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdminError {
+    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, EXPLAIN and RELOAD")]
+    UnknownCommand(String),
+    #[error("HSCALE {command} takes {expected}, got {got} argument(s)")]
+    Arguments {
+        command: &'static str,
+        expected: &'static str,
+        got: usize,
+    },
+    #[error("HSCALE {command}: {problem}")]
+    Syntax { command: String, problem: String },
+    #[error("unknown backend {0:?}")]
+    UnknownBackend(String),
+    #[error(transparent)]
+    Function(#[from] crate::HashError),
+}
+
+/// An argument: a quoted string or a bare number or word.
+fn parse_args(command: &str, text: &str) -> Result<Vec<String>, AdminError> {
+    let syntax = |problem: &str| AdminError::Syntax {
+        command: command.to_string(),
+        problem: problem.to_string(),
+    };
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(Vec::new());
+    }
+    let inner = t
+        .strip_prefix('(')
+        .and_then(|r| {
+            r.trim_end()
+                .trim_end_matches(';')
+                .trim_end()
+                .strip_suffix(')')
+        })
+        .ok_or_else(|| syntax("arguments must be in parentheses"))?;
+    let mut args = Vec::new();
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let Some(&c) = chars.peek() else { break };
+        let mut arg = String::new();
+        if c == '\'' || c == '"' {
+            chars.next();
+            let mut closed = false;
+            while let Some(ch) = chars.next() {
+                if ch == '\\' {
+                    if let Some(n) = chars.next() {
+                        arg.push(n);
+                    }
+                } else if ch == c {
+                    if chars.peek() == Some(&c) {
+                        chars.next();
+                        arg.push(c);
+                    } else {
+                        closed = true;
+                        break;
+                    }
+                } else {
+                    arg.push(ch);
+                }
+            }
+            if !closed {
+                return Err(syntax("unterminated string"));
+            }
+        } else {
+            while let Some(&ch) = chars.peek() {
+                if ch == ',' || ch.is_whitespace() {
+                    break;
+                }
+                arg.push(ch);
+                chars.next();
+            }
+        }
+        args.push(arg);
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        match chars.next() {
+            None => break,
+            Some(',') => continue,
+            Some(_) => return Err(syntax("expected a comma between arguments")),
+        }
+    }
+    Ok(args)
+}
+
+fn backend_ref(s: &str) -> BackendRef {
+    match s.parse::<usize>() {
+        Ok(p) => BackendRef::Position(p),
+        Err(_) => BackendRef::Name(s.to_string()),
+    }
+}
+
+/// Parse an admin command; `text` starts with `HSCALE`.
+pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
+    let t = text.trim().trim_end_matches(';').trim_end();
+    let rest = t
+        .get(6..)
+        .filter(|_| t.len() >= 6 && t[..6].eq_ignore_ascii_case("HSCALE"))
+        .ok_or_else(|| AdminError::UnknownCommand(t.to_string()))?
+        .trim_start();
+    let word_end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    let word = rest[..word_end].to_ascii_uppercase();
+    let after = rest[word_end..].trim_start();
+    let count = |command: &'static str, expected: &'static str, args: &[String], n: usize| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(AdminError::Arguments {
+                command,
+                expected,
+                got: args.len(),
+            })
+        }
+    };
+    match word.as_str() {
+        "SETUP_TABLE" => {
+            let a = parse_args("SETUP_TABLE", after)?;
+            count(
+                "SETUP_TABLE",
+                "5 arguments ('table', 'column', 'default_table', 'backend', 'FUNCTION')",
+                &a,
+                5,
+            )?;
+            Ok(AdminCommand::SetupTable {
+                table: a[0].clone(),
+                column: a[1].clone(),
+                default_table: a[2].clone(),
+                backend: backend_ref(&a[3]),
+                function: HashingFunction::parse(&a[4])?,
+            })
+        }
+        "ADD_PARTITION" => {
+            let a = parse_args("ADD_PARTITION", after)?;
+            count(
+                "ADD_PARTITION",
+                "4 arguments ('table', 'partition', 'value', 'backend')",
+                &a,
+                4,
+            )?;
+            Ok(AdminCommand::AddPartition {
+                table: a[0].clone(),
+                partition: a[1].clone(),
+                value: a[2].clone(),
+                backend: backend_ref(&a[3]),
+            })
+        }
+        "DROP_PARTITION" => {
+            let a = parse_args("DROP_PARTITION", after)?;
+            count(
+                "DROP_PARTITION",
+                "2 arguments ('table', 'partition')",
+                &a,
+                2,
+            )?;
+            Ok(AdminCommand::DropPartition {
+                table: a[0].clone(),
+                partition: a[1].clone(),
+            })
+        }
+        "SETUP_GLOBAL_TABLE" => {
+            let a = parse_args("SETUP_GLOBAL_TABLE", after)?;
+            count("SETUP_GLOBAL_TABLE", "1 argument ('table')", &a, 1)?;
+            Ok(AdminCommand::SetupGlobalTable {
+                table: a[0].clone(),
+            })
+        }
+        "SHOW" => {
+            let what_end = after
+                .find(|c: char| !c.is_ascii_alphabetic())
+                .unwrap_or(after.len());
+            let what = after[..what_end].to_ascii_uppercase();
+            let args_text = &after[what_end..];
+            match what.as_str() {
+                "PARTITIONS" => {
+                    let a = parse_args("SHOW PARTITIONS", args_text)?;
+                    if a.len() > 1 {
+                        return Err(AdminError::Arguments {
+                            command: "SHOW PARTITIONS",
+                            expected: "no argument or 1 ('table')",
+                            got: a.len(),
+                        });
+                    }
+                    Ok(AdminCommand::ShowPartitions {
+                        table: a.into_iter().next(),
+                    })
+                }
+                "TABLES" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTables),
+                "BACKENDS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowBackends),
+                _ => Err(AdminError::UnknownCommand(format!("SHOW {}", after.trim()))),
+            }
+        }
+        "EXPLAIN" if !after.is_empty() => Ok(AdminCommand::Explain {
+            statement: after.to_string(),
+        }),
+        "RELOAD" if after.is_empty() => Ok(AdminCommand::Reload),
+        _ => Err(AdminError::UnknownCommand(rest.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands() {
+        assert_eq!(
+            parse("HSCALE SETUP_TABLE('users', 'nickname', 'users_default', 1, 'PREFIX(3)')")
+                .unwrap(),
+            AdminCommand::SetupTable {
+                table: "users".into(),
+                column: "nickname".into(),
+                default_table: "users_default".into(),
+                backend: BackendRef::Position(1),
+                function: HashingFunction::Prefix(3),
+            }
+        );
+        assert_eq!(
+            parse("hscale add_partition('users', 'nick1', 'mar', 'shard1');").unwrap(),
+            AdminCommand::AddPartition {
+                table: "users".into(),
+                partition: "nick1".into(),
+                value: "mar".into(),
+                backend: BackendRef::Name("shard1".into()),
+            }
+        );
+        assert_eq!(
+            parse("HSCALE SHOW PARTITIONS").unwrap(),
+            AdminCommand::ShowPartitions { table: None }
+        );
+        assert_eq!(
+            parse("HSCALE SHOW PARTITIONS('t')").unwrap(),
+            AdminCommand::ShowPartitions {
+                table: Some("t".into())
+            }
+        );
+        assert_eq!(
+            parse("HSCALE SHOW BACKENDS").unwrap(),
+            AdminCommand::ShowBackends
+        );
+        assert_eq!(parse("HSCALE RELOAD").unwrap(), AdminCommand::Reload);
+        assert_eq!(
+            parse("HSCALE EXPLAIN SELECT * FROM t WHERE a = 1").unwrap(),
+            AdminCommand::Explain {
+                statement: "SELECT * FROM t WHERE a = 1".into()
+            }
+        );
+        assert_eq!(
+            parse("HSCALE ADD_PARTITION('t', 'p', 'it''s', 2)").unwrap(),
+            AdminCommand::AddPartition {
+                table: "t".into(),
+                partition: "p".into(),
+                value: "it's".into(),
+                backend: BackendRef::Position(2),
+            }
+        );
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let e = parse("HSCALE SETUP_TABLE('t', 'c')")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("takes 5 arguments"), "{e}");
+        let e = parse("HSCALE SETUP_TABLE('t', 'c', 'd', 1, 'SHA(3)')")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown hashing function"), "{e}");
+        let e = parse("HSCALE FROB").unwrap_err().to_string();
+        assert!(e.contains("unknown HSCALE command"), "{e}");
+        let e = parse("HSCALE ADD_PARTITION('t', 'p', 'v)")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unterminated"), "{e}");
+        assert_eq!(
+            BackendRef::Name("x".into())
+                .resolve(&["main", "shard1"])
+                .unwrap_err()
+                .to_string(),
+            "unknown backend \"x\""
+        );
+        assert_eq!(
+            BackendRef::Position(2)
+                .resolve(&["main", "shard1"])
+                .unwrap(),
+            1
+        );
+        assert!(BackendRef::Position(3)
+            .resolve(&["main", "shard1"])
+            .is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,60}") {
+            let _ = parse(&format!("HSCALE {s}"));
+            let _ = parse(&s);
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! The partition dictionary: which partitioned tables exist, and for each,
+//! which partition holds each partition value, on which backend.
+//!
+//! A [`Dictionary`] is an immutable snapshot with a version; admin commands
+//! build a changed copy and swap it in. Lookups never fail for a value the
+//! hashing function accepts: a value with no entry goes to the table's
+//! default partition.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::{HashError, HashingFunction, KeyValue};
+
+/// `db.table`, as the application names it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableName {
+    pub db: String,
+    pub table: String,
+}
+
+impl TableName {
+    pub fn new(db: &str, table: &str) -> TableName {
+        TableName {
+            db: db.to_string(),
+            table: table.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for TableName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.db, self.table)
+    }
+}
+
+/// One partition: a physical table `T_<name>` on a backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    pub name: String,
+    pub backend: usize,
+}
+
+impl Partition {
+    pub fn physical_table(&self, table: &str) -> String {
+        format!("{table}_{}", self.name)
+    }
+}
+
+/// A partitioned table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionedTable {
+    pub name: TableName,
+    pub column: String,
+    pub function: HashingFunction,
+    pub default_table: String,
+    pub default_backend: usize,
+    /// Partitions by name.
+    pub partitions: BTreeMap<String, Partition>,
+    /// Partition value to partition name.
+    pub values: BTreeMap<String, String>,
+}
+
+/// Where a row or statement goes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Target {
+    pub backend: usize,
+    pub physical_table: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DictError {
+    #[error("table {0} is already set up as a partitioned table")]
+    AlreadySetUp(TableName),
+    #[error("table {0} is not a partitioned table")]
+    NotPartitioned(TableName),
+    #[error("table {table} has no partition {partition:?}")]
+    UnknownPartition { table: TableName, partition: String },
+    #[error("value {value:?} is already mapped to partition {partition:?} of {table}")]
+    ValueMapped {
+        table: TableName,
+        value: String,
+        partition: String,
+    },
+    #[error("partition {partition:?} of {table} is on backend #{existing}, not #{requested}")]
+    PartitionElsewhere {
+        table: TableName,
+        partition: String,
+        existing: usize,
+        requested: usize,
+    },
+    #[error("{function} can never produce the partition value {value:?}: {why}")]
+    ImpossibleValue {
+        function: String,
+        value: String,
+        why: String,
+    },
+    #[error("partition name {0:?} must be letters, digits and underscores")]
+    BadName(String),
+}
+
+impl PartitionedTable {
+    /// The partition (or the default table) holding `key`.
+    pub fn route(&self, key: &KeyValue) -> Result<Target, HashError> {
+        let value = self.function.apply(key)?;
+        Ok(self.target_of_value(value.as_deref()))
+    }
+
+    /// The target of a partition value (`None`: NULL, the default partition).
+    pub fn target_of_value(&self, value: Option<&str>) -> Target {
+        match value
+            .and_then(|v| self.values.get(v))
+            .and_then(|p| self.partitions.get(p))
+        {
+            Some(p) => Target {
+                backend: p.backend,
+                physical_table: p.physical_table(&self.name.table),
+            },
+            None => self.default_target(),
+        }
+    }
+
+    pub fn default_target(&self) -> Target {
+        Target {
+            backend: self.default_backend,
+            physical_table: self.default_table.clone(),
+        }
+    }
+
+    /// Every physical table of this table, the default first.
+    pub fn all_targets(&self) -> Vec<Target> {
+        let mut out = vec![self.default_target()];
+        for p in self.partitions.values() {
+            out.push(Target {
+                backend: p.backend,
+                physical_table: p.physical_table(&self.name.table),
+            });
+        }
+        out
+    }
+}
+
+/// A snapshot of all partitioned tables.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dictionary {
+    pub version: u64,
+    tables: HashMap<TableName, PartitionedTable>,
+}
+
+impl Dictionary {
+    pub fn table(&self, name: &TableName) -> Option<&PartitionedTable> {
+        self.tables.get(name)
+    }
+
+    pub fn tables(&self) -> impl Iterator<Item = &PartitionedTable> {
+        self.tables.values()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+
+    pub fn setup_table(
+        &mut self,
+        name: TableName,
+        column: &str,
+        default_table: &str,
+        default_backend: usize,
+        function: HashingFunction,
+    ) -> Result<(), DictError> {
+        if self.tables.contains_key(&name) {
+            return Err(DictError::AlreadySetUp(name));
+        }
+        self.tables.insert(
+            name.clone(),
+            PartitionedTable {
+                name,
+                column: column.to_string(),
+                function,
+                default_table: default_table.to_string(),
+                default_backend,
+                partitions: BTreeMap::new(),
+                values: BTreeMap::new(),
+            },
+        );
+        self.version += 1;
+        Ok(())
+    }
+
+    /// Map `value` to `partition` (created on `backend` if new). Returns
+    /// whether the partition is new.
+    pub fn add_partition(
+        &mut self,
+        name: &TableName,
+        partition: &str,
+        value: &str,
+        backend: usize,
+    ) -> Result<bool, DictError> {
+        if partition.is_empty()
+            || !partition
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(DictError::BadName(partition.to_string()));
+        }
+        let t = self
+            .tables
+            .get_mut(name)
+            .ok_or_else(|| DictError::NotPartitioned(name.clone()))?;
+        t.function
+            .can_produce(value)
+            .map_err(|why| DictError::ImpossibleValue {
+                function: t.function.to_string(),
+                value: value.to_string(),
+                why,
+            })?;
+        if let Some(existing) = t.values.get(value) {
+            return Err(DictError::ValueMapped {
+                table: name.clone(),
+                value: value.to_string(),
+                partition: existing.clone(),
+            });
+        }
+        let is_new = match t.partitions.get(partition) {
+            Some(p) if p.backend != backend => {
+                return Err(DictError::PartitionElsewhere {
+                    table: name.clone(),
+                    partition: partition.to_string(),
+                    existing: p.backend + 1,
+                    requested: backend + 1,
+                })
+            }
+            Some(_) => false,
+            None => {
+                t.partitions.insert(
+                    partition.to_string(),
+                    Partition {
+                        name: partition.to_string(),
+                        backend,
+                    },
+                );
+                true
+            }
+        };
+        t.values.insert(value.to_string(), partition.to_string());
+        self.version += 1;
+        Ok(is_new)
+    }
+
+    /// Remove a partition and its values; returns it.
+    pub fn drop_partition(
+        &mut self,
+        name: &TableName,
+        partition: &str,
+    ) -> Result<Partition, DictError> {
+        let t = self
+            .tables
+            .get_mut(name)
+            .ok_or_else(|| DictError::NotPartitioned(name.clone()))?;
+        let p = t
+            .partitions
+            .remove(partition)
+            .ok_or_else(|| DictError::UnknownPartition {
+                table: name.clone(),
+                partition: partition.to_string(),
+            })?;
+        t.values.retain(|_, v| v != partition);
+        self.version += 1;
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dict() -> (Dictionary, TableName) {
+        let mut d = Dictionary::default();
+        let t = TableName::new("app", "small");
+        d.setup_table(
+            t.clone(),
+            "category",
+            "small_default",
+            0,
+            HashingFunction::None,
+        )
+        .unwrap();
+        (d, t)
+    }
+
+    #[test]
+    fn values_route_to_partitions_and_the_rest_to_default() {
+        let (mut d, t) = dict();
+        assert!(d.add_partition(&t, "books", "books", 1).unwrap());
+        assert!(!d.add_partition(&t, "books", "magazines", 1).unwrap());
+        let table = d.table(&t).unwrap();
+        let go = |v: &str| table.route(&KeyValue::Str(v.into())).unwrap();
+        assert_eq!(
+            go("books"),
+            Target {
+                backend: 1,
+                physical_table: "small_books".into()
+            }
+        );
+        assert_eq!(
+            go("magazines"),
+            Target {
+                backend: 1,
+                physical_table: "small_books".into()
+            }
+        );
+        assert_eq!(
+            go("hardware"),
+            Target {
+                backend: 0,
+                physical_table: "small_default".into()
+            }
+        );
+        assert_eq!(
+            table.route(&KeyValue::Null).unwrap().physical_table,
+            "small_default"
+        );
+        assert_eq!(table.all_targets().len(), 2);
+        assert_eq!(d.version, 3);
+    }
+
+    #[test]
+    fn inconsistent_changes_are_refused() {
+        let (mut d, t) = dict();
+        d.add_partition(&t, "b", "books", 1).unwrap();
+        let e = d.add_partition(&t, "c", "books", 1).unwrap_err();
+        assert!(
+            e.to_string().contains("already mapped to partition \"b\""),
+            "{e}"
+        );
+        let e = d.add_partition(&t, "b", "comics", 2).unwrap_err();
+        assert!(e.to_string().contains("is on backend #2, not #3"), "{e}");
+        let e = d
+            .setup_table(t.clone(), "x", "y", 0, HashingFunction::Mod(3))
+            .unwrap_err();
+        assert!(matches!(e, DictError::AlreadySetUp(_)));
+        let e = d
+            .add_partition(&TableName::new("app", "nope"), "p", "v", 0)
+            .unwrap_err();
+        assert!(matches!(e, DictError::NotPartitioned(_)));
+        assert!(matches!(
+            d.add_partition(&t, "bad-name", "x", 0),
+            Err(DictError::BadName(_))
+        ));
+        let mut m = Dictionary::default();
+        let mt = TableName::new("app", "m");
+        m.setup_table(mt.clone(), "id", "m_default", 0, HashingFunction::Mod(4))
+            .unwrap();
+        let e = m.add_partition(&mt, "p", "abc", 0).unwrap_err().to_string();
+        assert!(
+            e.contains("MOD(4) can never produce the partition value \"abc\""),
+            "{e}"
+        );
+        assert!(m.add_partition(&mt, "p", "4", 0).is_err());
+        assert!(m.add_partition(&mt, "p", "-3", 0).is_ok());
+        let p = d.drop_partition(&t, "b").unwrap();
+        assert_eq!(p.backend, 1);
+        assert_eq!(
+            d.table(&t)
+                .unwrap()
+                .route(&KeyValue::Str("books".into()))
+                .unwrap()
+                .backend,
+            0
+        );
+        assert!(d.drop_partition(&t, "b").is_err());
+    }
+}

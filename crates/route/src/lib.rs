@@ -1,0 +1,16 @@
+//! Partitioning, without I/O: the values a partition key takes
+//! ([`KeyValue`]), the hashing functions that map them to partition values
+//! ([`HashingFunction`]), and (next) the dictionary that maps partition
+//! values to partitions and the planner that routes statements.
+//!
+//! A silently changed hashing function sends rows to the wrong partition,
+//! so every function has golden vectors here and is checked against the
+//! MariaDB expressions it promises to equal in the integration tests.
+
+pub mod admin;
+pub mod dictionary;
+pub mod hashing;
+pub mod key;
+
+pub use hashing::{HashError, HashingFunction};
+pub use key::KeyValue;

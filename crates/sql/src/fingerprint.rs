@@ -1,0 +1,259 @@
+//! Statement fingerprints: the statement with every literal replaced by `?`,
+//! `IN (...)` lists and multi-row `VALUES` collapsed, whitespace, comments
+//! and keyword case normalized, hashed with xxh3. Statements that differ only
+//! in their literals share a fingerprint, which keys the plan cache; the
+//! literals are returned in order so a cached plan can be bound to them.
+
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::lexer::{tokenize, LexError, Token, TokenKind};
+
+/// A literal of the statement, in order of appearance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Literal {
+    pub token: Token,
+    /// Preceded by a unary minus that was folded into it.
+    pub is_negative: bool,
+}
+
+/// The fingerprint of a statement and its literals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub hash: u64,
+    pub literals: Vec<Literal>,
+}
+
+fn is_literal(t: &Token) -> bool {
+    matches!(
+        t.kind,
+        TokenKind::Str | TokenKind::Number | TokenKind::Placeholder
+    )
+}
+
+/// Fingerprint a statement.
+pub fn fingerprint(sql: &str) -> Result<Fingerprint, LexError> {
+    let tokens = tokenize(sql)?;
+    Ok(fingerprint_tokens(sql, &tokens))
+}
+
+/// Fingerprint already-lexed tokens.
+pub fn fingerprint_tokens(sql: &str, tokens: &[Token]) -> Fingerprint {
+    let mut h = Xxh3::new();
+    let mut literals = Vec::new();
+    let mut i = 0;
+    // Inside a list of literals (IN list or VALUES row) being collapsed.
+    while i < tokens.len() {
+        let t = &tokens[i];
+        // A unary minus before a number: fold into the literal when the
+        // previous token cannot end an operand.
+        if t.is_punct(sql, "-")
+            && tokens
+                .get(i + 1)
+                .is_some_and(|n| n.kind == TokenKind::Number)
+            && !prev_ends_operand(sql, tokens, i)
+        {
+            literals.push(Literal {
+                token: tokens[i + 1],
+                is_negative: true,
+            });
+            h.update(b"? ");
+            i += 2;
+            continue;
+        }
+        if is_literal(t) {
+            literals.push(Literal {
+                token: *t,
+                is_negative: false,
+            });
+            h.update(b"? ");
+            i += 1;
+            continue;
+        }
+        // `( lit , lit , ... )`: hash as `(?+)` so that list length does not matter.
+        if t.is_punct(sql, "(") {
+            if let Some(end) = literal_list_end(sql, tokens, i) {
+                push_list_literals(sql, &tokens[i + 1..end], &mut literals);
+                h.update(b"(?+) ");
+                i = end + 1;
+                // VALUES (..), (..), ...: further rows collapse into the first.
+                while tokens.get(i).is_some_and(|c| c.is_punct(sql, ","))
+                    && tokens.get(i + 1).is_some_and(|p| p.is_punct(sql, "("))
+                {
+                    match literal_list_end(sql, tokens, i + 1) {
+                        Some(e) => {
+                            push_list_literals(sql, &tokens[i + 2..e], &mut literals);
+                            i = e + 1;
+                        }
+                        None => break,
+                    }
+                }
+                continue;
+            }
+        }
+        match t.kind {
+            TokenKind::Word => {
+                for b in t.text(sql).bytes() {
+                    h.update(&[b.to_ascii_lowercase()]);
+                }
+            }
+            _ => h.update(t.text(sql).as_bytes()),
+        }
+        h.update(b" ");
+        i += 1;
+    }
+    Fingerprint {
+        hash: h.digest(),
+        literals,
+    }
+}
+
+/// The literals of a collapsed list, with their unary minus signs.
+fn push_list_literals(sql: &str, list: &[Token], out: &mut Vec<Literal>) {
+    for (j, tok) in list.iter().enumerate() {
+        if is_literal(tok) {
+            out.push(Literal {
+                token: *tok,
+                is_negative: j > 0 && list[j - 1].is_punct(sql, "-"),
+            });
+        }
+    }
+}
+
+fn prev_ends_operand(sql: &str, tokens: &[Token], i: usize) -> bool {
+    match i.checked_sub(1).map(|p| &tokens[p]) {
+        None => false,
+        Some(p) => match p.kind {
+            TokenKind::Number
+            | TokenKind::Str
+            | TokenKind::QuotedIdent
+            | TokenKind::UserVar
+            | TokenKind::SysVar
+            | TokenKind::Placeholder => true,
+            TokenKind::Punct => p.text(sql) == ")",
+            TokenKind::Word => !matches!(
+                p.text(sql).to_ascii_uppercase().as_str(),
+                "SELECT"
+                    | "WHERE"
+                    | "AND"
+                    | "OR"
+                    | "NOT"
+                    | "IN"
+                    | "BETWEEN"
+                    | "VALUES"
+                    | "SET"
+                    | "ON"
+                    | "WHEN"
+                    | "THEN"
+                    | "ELSE"
+                    | "LIMIT"
+                    | "OFFSET"
+                    | "BY"
+                    | "HAVING"
+                    | "RETURN"
+                    | "IS"
+                    | "LIKE"
+                    | "INTERVAL"
+            ),
+            TokenKind::Semicolon => false,
+        },
+    }
+}
+
+/// If `tokens[open]` starts `( literal [, literal]* )`, the index of `)`.
+fn literal_list_end(sql: &str, tokens: &[Token], open: usize) -> Option<usize> {
+    let mut i = open + 1;
+    let mut expect_literal = true;
+    let mut count = 0;
+    loop {
+        let t = tokens.get(i)?;
+        if expect_literal {
+            if t.is_punct(sql, "-")
+                && tokens
+                    .get(i + 1)
+                    .is_some_and(|n| n.kind == TokenKind::Number)
+            {
+                i += 1;
+            } else if !is_literal(t) {
+                return None;
+            }
+            count += 1;
+            expect_literal = false;
+        } else if t.is_punct(sql, ")") {
+            return (count > 0).then_some(i);
+        } else if t.is_punct(sql, ",") {
+            expect_literal = true;
+        } else {
+            return None;
+        }
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(s: &str) -> u64 {
+        fingerprint(s).unwrap().hash
+    }
+
+    #[test]
+    fn literals_do_not_change_the_fingerprint() {
+        assert_eq!(
+            fp("SELECT c FROM sbtest1 WHERE id=5"),
+            fp("select c  from sbtest1 /* x */ where id = 123456")
+        );
+        assert_eq!(
+            fp("SELECT * FROM t WHERE a IN (1, 2, 3)"),
+            fp("SELECT * FROM t WHERE a IN ('x')")
+        );
+        assert_eq!(
+            fp("INSERT INTO t VALUES (1, 'a'), (2, 'b')"),
+            fp("INSERT INTO t VALUES (7, 'z')")
+        );
+        assert_eq!(
+            fp("SELECT * FROM t WHERE a = -5"),
+            fp("SELECT * FROM t WHERE a = 5")
+        );
+        assert_ne!(fp("SELECT a FROM t"), fp("SELECT b FROM t"));
+        assert_ne!(
+            fp("SELECT * FROM t WHERE a = 1"),
+            fp("SELECT * FROM t WHERE a > 1")
+        );
+        assert_ne!(fp("SELECT a - 1 FROM t"), fp("SELECT a FROM t"));
+        assert_ne!(fp("SELECT `A` FROM t"), fp("SELECT `a` FROM t"));
+    }
+
+    #[test]
+    fn literals_are_returned_in_order() {
+        let sql = "SELECT * FROM t WHERE a = -5 AND b IN (1, 'x') AND c = ?";
+        let f = fingerprint(sql).unwrap();
+        let texts: Vec<(&str, bool)> = f
+            .literals
+            .iter()
+            .map(|l| (l.token.text(sql), l.is_negative))
+            .collect();
+        assert_eq!(
+            texts,
+            vec![("5", true), ("1", false), ("'x'", false), ("?", false)]
+        );
+        let sql = "INSERT INTO t (a, b) VALUES (1, 2), (-3, 4)";
+        let f = fingerprint(sql).unwrap();
+        let texts: Vec<(&str, bool)> = f
+            .literals
+            .iter()
+            .map(|l| (l.token.text(sql), l.is_negative))
+            .collect();
+        assert_eq!(
+            texts,
+            vec![("1", false), ("2", false), ("3", true), ("4", false)]
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,80}") {
+            let _ = fingerprint(&s);
+        }
+    }
+}
