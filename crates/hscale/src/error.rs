@@ -37,6 +37,10 @@ pub enum ProxyError {
     UnknownStatement { id: u32, command: &'static str },
     #[error("hscale: {0}")]
     Wrong(String),
+    #[error("Unknown thread id: {0}")]
+    NoSuchThread(u64),
+    #[error("You are not owner of thread {0}")]
+    KillDenied(u64),
 }
 
 impl ProxyError {
@@ -64,6 +68,8 @@ impl ProxyError {
             ProxyError::Unsupported { .. } => (code::ER_NOT_SUPPORTED_YET, b"42000", msg),
             ProxyError::UnknownStatement { .. } => (code::ER_UNKNOWN_STMT_HANDLER, b"HY000", msg),
             ProxyError::Wrong(_) => (code::ER_WRONG_ARGUMENTS, b"HY000", msg),
+            ProxyError::NoSuchThread(_) => (code::ER_NO_SUCH_THREAD, b"HY000", msg),
+            ProxyError::KillDenied(_) => (code::ER_KILL_DENIED_ERROR, b"HY000", msg),
         }
     }
 }

@@ -8,8 +8,9 @@
 //! shared multi-threaded runtime cost about 25% more CPU per statement
 //! (see bench/RESULTS.md).
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::net::TcpListener;
@@ -27,6 +28,50 @@ pub struct Context {
     server_version: OnceLock<String>,
     next_connection_id: AtomicU32,
     clients: AtomicUsize,
+    /// Live sessions by connection id, for KILL. Locked when a session
+    /// starts or ends and by KILL, never per statement.
+    sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
+}
+
+/// What KILL needs to know about a session, updated with atomics.
+pub struct SessionHandle {
+    pub user: Mutex<String>,
+    /// `backend << 32 | backend thread id` of the statement running now, 0 if none.
+    running: AtomicU64,
+    is_killed: AtomicBool,
+    pub killed: tokio::sync::Notify,
+}
+
+impl SessionHandle {
+    pub fn new(user: &str) -> SessionHandle {
+        SessionHandle {
+            user: Mutex::new(user.to_string()),
+            running: AtomicU64::new(0),
+            is_killed: AtomicBool::new(false),
+            killed: tokio::sync::Notify::new(),
+        }
+    }
+    pub fn set_running(&self, backend: usize, thread_id: u32) {
+        self.running.store(
+            ((backend as u64 + 1) << 32) | thread_id as u64,
+            Ordering::Relaxed,
+        );
+    }
+    pub fn clear_running(&self) {
+        self.running.store(0, Ordering::Relaxed);
+    }
+    /// The backend index and thread id of the running statement.
+    pub fn running(&self) -> Option<(usize, u32)> {
+        let v = self.running.load(Ordering::Relaxed);
+        (v != 0).then(|| (((v >> 32) - 1) as usize, v as u32))
+    }
+    pub fn kill(&self) {
+        self.is_killed.store(true, Ordering::Relaxed);
+        self.killed.notify_one();
+    }
+    pub fn is_killed(&self) -> bool {
+        self.is_killed.load(Ordering::Relaxed)
+    }
 }
 
 /// Holds one of `max_connections` client slots.
@@ -56,13 +101,14 @@ impl Context {
                 config
                     .backends
                     .iter()
-                    .map(|b| {
+                    .enumerate()
+                    .map(|(i, b)| {
                         let cfg = BackendConfig {
                             min_connections: share(b.min_connections, workers, w),
                             max_connections: share(b.max_connections, workers, w).max(1),
                             ..b.clone()
                         };
-                        Pool::new(cfg, connect, acquire)
+                        Pool::new(cfg, i, connect, acquire)
                     })
                     .collect()
             })
@@ -73,7 +119,30 @@ impl Context {
             server_version: OnceLock::new(),
             next_connection_id: AtomicU32::new(1),
             clients: AtomicUsize::new(0),
+            sessions: Mutex::new(HashMap::new()),
         })
+    }
+
+    pub fn register_session(&self, id: u32, handle: Arc<SessionHandle>) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, handle);
+    }
+
+    pub fn unregister_session(&self, id: u32) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+    }
+
+    pub fn session(&self, id: u32) -> Option<Arc<SessionHandle>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned()
     }
 
     /// Worker `worker`'s pool for backend `backend`.

@@ -322,3 +322,58 @@ async fn large_result_streams_completely() {
     assert_eq!(big.map(|b| b.len()), Some(20_000_000));
     c.disconnect().await.unwrap();
 }
+
+#[tokio::test]
+async fn kill_query_and_connection_use_hscale_ids() {
+    let mut victim = proxy_conn(None).await;
+    let victim_id = victim.id();
+    let mut killer = proxy_conn(None).await;
+    let sleeper = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let r: Result<Option<i64>, _> = victim.query_first("SELECT SLEEP(20)").await;
+        (victim, r, started.elapsed())
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    killer
+        .query_drop(format!("KILL QUERY {victim_id}"))
+        .await
+        .unwrap();
+    let (mut victim, r, took) = sleeper.await.unwrap();
+    // MariaDB answers a killed SLEEP() with 1 (interrupted) or error 1317.
+    match r {
+        Ok(v) => assert_eq!(v, Some(1)),
+        Err(e) => assert_eq!(code(&e), 1317),
+    }
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "KILL QUERY did not stop the statement"
+    );
+    // KILL QUERY leaves the session usable.
+    let one: Option<i32> = victim.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    // Unknown ids and other users' sessions are refused.
+    let e = killer.query_drop("KILL 4000000000").await.unwrap_err();
+    assert_eq!(code(&e), 1094);
+    let info = cluster(2);
+    let app = mysql_async::OptsBuilder::from_opts(proxy_opts(info.proxy_port, None))
+        .user(Some("app"))
+        .pass(Some("secret"));
+    let mut app = mysql_async::Conn::new(app).await.unwrap();
+    let e = app
+        .query_drop(format!("KILL {victim_id}"))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1095);
+    app.disconnect().await.unwrap();
+    // KILL CONNECTION ends the session.
+    killer
+        .query_drop(format!("KILL CONNECTION {victim_id}"))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        victim.query_drop("SELECT 1").await.is_err(),
+        "killed session still answers"
+    );
+    killer.disconnect().await.unwrap();
+}

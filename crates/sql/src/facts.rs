@@ -325,6 +325,45 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
     }
 }
 
+/// `KILL [HARD | SOFT] [CONNECTION | QUERY] <id>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KillStatement {
+    pub is_query_only: bool,
+    pub id: u64,
+}
+
+/// Parse a KILL statement; `None` for forms hscale does not handle
+/// (`KILL QUERY ID`, `KILL USER`, expressions).
+pub fn parse_kill(sql: &str) -> Option<KillStatement> {
+    let t = tokenize(sql).ok()?;
+    let mut i = 0;
+    if !t.get(i)?.is_word(sql, "KILL") {
+        return None;
+    }
+    i += 1;
+    if t.get(i)
+        .is_some_and(|x| x.is_word(sql, "HARD") || x.is_word(sql, "SOFT"))
+    {
+        i += 1;
+    }
+    let mut is_query_only = false;
+    if t.get(i).is_some_and(|x| x.is_word(sql, "QUERY")) {
+        is_query_only = true;
+        i += 1;
+    } else if t.get(i).is_some_and(|x| x.is_word(sql, "CONNECTION")) {
+        i += 1;
+    }
+    let id = t.get(i).filter(|x| x.kind == TokenKind::Number)?;
+    let rest = &t[i + 1..];
+    if !rest.iter().all(|x| x.kind == TokenKind::Semicolon) {
+        return None;
+    }
+    Some(KillStatement {
+        is_query_only,
+        id: id.text(sql).parse().ok()?,
+    })
+}
+
 /// Strip backquotes from an identifier.
 pub fn unquote_ident(s: &str) -> String {
     if s.len() >= 2 && s.starts_with('`') && s.ends_with('`') {
@@ -583,6 +622,34 @@ mod tests {
             .is_empty());
         assert!(analyze("XA START 'x'").pins.contains(Pins::XA));
         assert!(analyze("select LAST_INSERT_ID()").uses_last_insert_id);
+    }
+
+    #[test]
+    fn kill_statements() {
+        assert_eq!(
+            parse_kill("KILL 5"),
+            Some(KillStatement {
+                is_query_only: false,
+                id: 5
+            })
+        );
+        assert_eq!(
+            parse_kill("kill query 7;"),
+            Some(KillStatement {
+                is_query_only: true,
+                id: 7
+            })
+        );
+        assert_eq!(
+            parse_kill("KILL HARD CONNECTION 9"),
+            Some(KillStatement {
+                is_query_only: false,
+                id: 9
+            })
+        );
+        assert_eq!(parse_kill("KILL QUERY ID 7"), None);
+        assert_eq!(parse_kill("KILL USER bob"), None);
+        assert_eq!(parse_kill("KILL 1+1"), None);
     }
 
     #[test]

@@ -24,6 +24,8 @@ const RECENTLY_USED: Duration = Duration::from_secs(1);
 
 pub struct Pool {
     pub cfg: BackendConfig,
+    /// Position of the backend in the config.
+    pub backend_index: usize,
     /// Idle connections, without and with `CLIENT_FOUND_ROWS`.
     idle: [ArrayQueue<BackendConn>; 2],
     /// Connections handed out; at most `max_connections`. Taking and
@@ -53,6 +55,7 @@ pub struct PoolStats {
 impl Pool {
     pub fn new(
         cfg: BackendConfig,
+        backend_index: usize,
         connect_timeout: Duration,
         acquire_timeout: Duration,
     ) -> Arc<Pool> {
@@ -68,6 +71,7 @@ impl Pool {
             acquire_timeout,
             connects: AtomicU64::new(0),
             connect_failures: AtomicU64::new(0),
+            backend_index,
             cfg,
         })
     }

@@ -299,6 +299,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         self.reset_session();
         self.info.user = user.name.clone();
+        *self.handle.user.lock().unwrap_or_else(|p| p.into_inner()) = user.name.clone();
         self.info.is_admin = user.admin;
         if let Some(c) = cu.collation {
             self.info.collation = c;

@@ -16,6 +16,7 @@
 pub mod auth;
 mod commands;
 pub mod forward;
+mod kill;
 pub mod prepared;
 pub mod state;
 
@@ -30,7 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
-use crate::server::Context;
+use crate::server::{Context, SessionHandle};
 use auth::ClientInfo;
 use forward::{Expect, ForwardError, Forwarder, Outcome};
 use prepared::Statements;
@@ -58,6 +59,8 @@ pub struct Session<S> {
     pinned: Option<PooledConn>,
     pins: Pins,
     statements: Statements,
+    /// Shared with KILL from other sessions.
+    handle: Arc<SessionHandle>,
 }
 
 /// Serve one client connection until it quits or fails.
@@ -102,6 +105,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         pinned: None,
         pins: Pins::NONE,
         statements: Statements::default(),
+        handle: Arc::new(SessionHandle::new(&info.user)),
         info,
     };
     let seq = session.info.next_seq;
@@ -125,7 +129,10 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         .client
         .write_payload(seq, &encode_ok(0, &ok_status(status::AUTOCOMMIT), ""));
     if session.client.flush().await.is_ok() {
+        let ctx = session.ctx.clone();
+        ctx.register_session(connection_id, session.handle.clone());
         session.run().await;
+        ctx.unregister_session(connection_id);
     }
     session.release_pinned();
     tracing::info!(connection_id, "client disconnected");
@@ -190,7 +197,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     async fn run(&mut self) {
         let max = self.ctx.config.proxy.max_allowed_packet;
         loop {
-            let payload = match self.client.read_payload(0, max).await {
+            if self.handle.is_killed() {
+                tracing::info!(connection_id = self.connection_id, "killed");
+                return;
+            }
+            let read = tokio::select! {
+                r = self.client.read_payload(0, max) => r,
+                _ = self.handle.killed.notified() => continue,
+            };
+            let payload = match read {
                 Ok((p, _)) => p,
                 Err(e) if e.is_disconnect() => return,
                 Err(e) => {
@@ -257,9 +272,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             com::STMT_RESET => self.reset_statement(&payload).await?,
             com::STMT_FETCH => self.fetch(&payload).await?,
             com::PROCESS_KILL => {
-                return Err(ProxyError::Unsupported {
-                    what: "KILL through hscale".into(),
+                let id = hscale_wire::stmt::statement_id(&payload)
+                    .map_err(ProxyError::ClientProtocol)?;
+                self.kill(hscale_sql::KillStatement {
+                    is_query_only: false,
+                    id: id as u64,
                 })
+                .await?;
             }
             other => {
                 let e = ErrPacket {
@@ -308,9 +327,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         );
         match facts.kind {
             hscale_sql::Kind::Kill => {
-                return Err(ProxyError::Unsupported {
-                    what: "KILL through hscale".into(),
-                })
+                return match hscale_sql::parse_kill(sql) {
+                    Some(k) => self.kill(k).await,
+                    None => Err(ProxyError::Unsupported {
+                        what:
+                            "this form of KILL through hscale (use KILL [CONNECTION | QUERY] <id>)"
+                                .into(),
+                    }),
+                };
             }
             hscale_sql::Kind::Admin => {
                 return Err(ProxyError::Unsupported {
@@ -426,9 +450,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<(), ProxyError> {
         let max = self.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
+        let backend = conn.pool().backend_index;
+        self.handle.set_running(backend, conn.thread_id);
         let r = Forwarder::new(&mut conn.stream, &mut self.client, deprecated, max)
             .run(expect)
             .await;
+        self.handle.clear_running();
         match r {
             Ok(outcome) => {
                 self.finish(conn, outcome, effects);
