@@ -15,8 +15,8 @@ export CARGO_BUILD_JOBS ?= 2
 # Debian installs mariadbd in /usr/sbin, which is not on every user's PATH.
 export PATH := $(PATH):/usr/sbin
 
-APT_PACKAGES := mariadb-server mariadb-client sysbench haproxy
-REQUIRED_TOOLS := mariadbd mariadb mariadb-slap sysbench haproxy
+APT_PACKAGES := mariadb-server mariadb-client sysbench haproxy maven default-jdk-headless
+REQUIRED_TOOLS := mariadbd mariadb mariadb-slap sysbench haproxy mvn javac java
 
 .PHONY: help deps build demo test lint fmt bench
 

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used)]
-//! The clients people really use, run against hscale: the mariadb CLI,
+//! The clients people really use, run against hscale: the mariadb CLI, JDBC,
 //! mariadb-slap, sysbench (both prepared-statement modes) and PyMySQL.
 
 mod common;
@@ -152,4 +152,39 @@ fn pymysql() {
         "py_db",
     ]));
     assert!(out.contains("pymysql ok"), "{out}");
+}
+
+/// MySQL Connector/J: server-side and client-side prepared statements,
+/// batches, generated keys, transactions, isolation level as session state,
+/// cursor fetch (COM_STMT_FETCH) and concurrent connections.
+#[test]
+fn jdbc_connector_j() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/jdbc");
+    run(Command::new("mvn").current_dir(dir).args([
+        "-q",
+        "-B",
+        "dependency:copy-dependencies",
+        "-DoutputDirectory=target/lib",
+    ]));
+    std::fs::create_dir_all(format!("{dir}/target/classes")).unwrap();
+    run(Command::new("javac").current_dir(dir).args([
+        "-d",
+        "target/classes",
+        "-cp",
+        "target/lib/*",
+        "src/main/java/JdbcCheck.java",
+    ]));
+    run(&mut mariadb(&[
+        "-e",
+        "CREATE DATABASE IF NOT EXISTS jdbc_db",
+    ]));
+    let out = run(Command::new("java").current_dir(dir).args([
+        "-cp",
+        "target/classes:target/lib/*",
+        "JdbcCheck",
+        "127.0.0.1",
+        &port().to_string(),
+        "jdbc_db",
+    ]));
+    assert!(out.contains("jdbc ok"), "{out}");
 }

@@ -31,6 +31,10 @@ async fn session_state_follows_the_session_across_backend_connections() {
         if i % 3 == 0 {
             c.query_drop("SET NAMES latin1").await.unwrap();
         }
+        let iso = if i % 4 == 1 { "READ-COMMITTED" } else { "REPEATABLE-READ" };
+        if i % 4 == 1 {
+            c.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").await.unwrap();
+        }
         let mut seen = HashSet::new();
         for _ in 0..30 {
             let (got_tz, got_mode, got_wait, cs, id): (String, String, u64, String, u64) = c
@@ -38,6 +42,8 @@ async fn session_state_follows_the_session_across_backend_connections() {
                 .await
                 .unwrap()
                 .unwrap();
+            let got_iso: Option<String> = c.query_first("SELECT @@tx_isolation").await.unwrap();
+            assert_eq!(got_iso.as_deref(), Some(iso));
             assert_eq!(got_tz, tz);
             assert_eq!(got_mode, mode);
             assert_eq!(got_wait, wait);

@@ -115,6 +115,9 @@ pub struct SetItem {
     pub key: String,
     /// SQL that re-applies it after `SET `, e.g. `@@session.sql_mode = 'ANSI'`.
     pub assign: String,
+    /// Must be sent as a `SET` of its own (`SET SESSION TRANSACTION ...`
+    /// cannot be combined with other assignments).
+    pub is_standalone: bool,
 }
 
 /// A change to replayable session state, made once the statement succeeds.
@@ -396,6 +399,40 @@ fn set_items(sql: &str, t: &[Token]) -> (Vec<SetItem>, Pins) {
     if t.first().is_some_and(|x| x.is_word(sql, "ROLE")) {
         return (items, Pins::COMPLEX_SET);
     }
+    // SET [GLOBAL | SESSION] TRANSACTION characteristic [, characteristic]
+    let (scope_word, rest) = match t.first() {
+        Some(f)
+            if f.is_word(sql, "GLOBAL") || f.is_word(sql, "SESSION") || f.is_word(sql, "LOCAL") =>
+        {
+            (Some(f.text(sql).to_ascii_uppercase()), &t[1..])
+        }
+        _ => (None, t),
+    };
+    if rest.first().is_some_and(|x| x.is_word(sql, "TRANSACTION")) {
+        match scope_word.as_deref() {
+            None => pins.insert(Pins::NEXT_TRANSACTION),
+            Some("GLOBAL") => {}
+            Some(_) => {
+                for c in split_top_level_commas(sql, &rest[1..]) {
+                    let text = span_text(sql, c);
+                    let key = if c.first().is_some_and(|x| x.is_word(sql, "ISOLATION")) {
+                        "tx_isolation"
+                    } else if c.first().is_some_and(|x| x.is_word(sql, "READ")) {
+                        "tx_read_only"
+                    } else {
+                        pins.insert(Pins::COMPLEX_SET);
+                        continue;
+                    };
+                    items.push(SetItem {
+                        key: key.into(),
+                        assign: format!("SESSION TRANSACTION {text}"),
+                        is_standalone: true,
+                    });
+                }
+            }
+        }
+        return (items, pins);
+    }
     let mut scope = Scope::Session;
     for part in split_top_level_commas(sql, t) {
         let mut p = part;
@@ -415,18 +452,7 @@ fn set_items(sql: &str, t: &[Token]) -> (Vec<SetItem>, Pins) {
             pins.insert(Pins::COMPLEX_SET);
             continue;
         };
-        if name.is_word(sql, "TRANSACTION") {
-            if !scoped {
-                pins.insert(Pins::NEXT_TRANSACTION);
-            } else if scope == Scope::Session {
-                let text = span_text(sql, part);
-                items.push(SetItem {
-                    key: "transaction".into(),
-                    assign: text.to_string(),
-                });
-            }
-            continue;
-        }
+        let _ = scoped;
         if name.is_word(sql, "NAMES")
             || name.is_word(sql, "CHARSET")
             || (name.is_word(sql, "CHARACTER") && p.get(1).is_some_and(|x| x.is_word(sql, "SET")))
@@ -434,6 +460,7 @@ fn set_items(sql: &str, t: &[Token]) -> (Vec<SetItem>, Pins) {
             items.push(SetItem {
                 key: "names".into(),
                 assign: span_text(sql, p).to_string(),
+                is_standalone: false,
             });
             continue;
         }
@@ -469,6 +496,7 @@ fn set_items(sql: &str, t: &[Token]) -> (Vec<SetItem>, Pins) {
         items.push(SetItem {
             assign: format!("@@session.{var} = {}", span_text(sql, value)),
             key: var,
+            is_standalone: false,
         });
     }
     (items, pins)
@@ -573,11 +601,17 @@ mod tests {
             vec![("autocommit".into(), "@@session.autocommit = 0".into())]
         );
         assert_eq!(
-            set("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"),
-            vec![(
-                "transaction".into(),
-                "SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".into()
-            )]
+            set("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED, READ ONLY"),
+            vec![
+                (
+                    "tx_isolation".into(),
+                    "SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".into()
+                ),
+                (
+                    "tx_read_only".into(),
+                    "SESSION TRANSACTION READ ONLY".into()
+                ),
+            ]
         );
         assert_eq!(
             set("/*!40101 SET character_set_client = utf8 */"),

@@ -155,6 +155,7 @@ fn vars_for_collation(collation: u8) -> SessionVars {
             v.apply(&[SetItem {
                 key: "names".into(),
                 assign: format!("NAMES {cs} COLLATE {coll}"),
+                is_standalone: false,
             }]);
         }
     }
@@ -390,7 +391,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
         if !Arc::ptr_eq(&conn.vars, &self.state.vars) {
-            if let Some(sql) = self.state.vars.sync_sql(&conn.vars) {
+            for sql in self.state.vars.sync_sql(&conn.vars) {
                 tracing::debug!(
                     connection_id = self.connection_id,
                     sql = loggable(&sql),

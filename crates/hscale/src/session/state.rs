@@ -38,20 +38,32 @@ impl SessionVars {
         }
     }
 
-    /// The `SET` statement that turns a connection holding `have` into one
-    /// holding `self`, or `None` if they are equal.
-    pub fn sync_sql(&self, have: &SessionVars) -> Option<String> {
+    /// The `SET` statements that turn a connection holding `have` into one
+    /// holding `self` (none if they are equal): one combined statement, plus
+    /// one per standalone item (`SET SESSION TRANSACTION ...`).
+    pub fn sync_sql(&self, have: &SessionVars) -> Vec<String> {
         if self == have {
-            return None;
+            return Vec::new();
         }
-        let mut parts: Vec<String> = Vec::new();
-        if !have.is_empty() {
-            for item in &have.items {
-                parts.push(reset_assignment(&item.key));
+        let mut parts: Vec<String> = have
+            .items
+            .iter()
+            .map(|i| reset_assignment(&i.key))
+            .collect();
+        let mut standalone = Vec::new();
+        for item in &self.items {
+            if item.is_standalone {
+                standalone.push(format!("SET {}", item.assign));
+            } else {
+                parts.push(item.assign.clone());
             }
         }
-        parts.extend(self.items.iter().map(|i| i.assign.clone()));
-        Some(format!("SET {}", parts.join(", ")))
+        let mut out = Vec::with_capacity(1 + standalone.len());
+        if !parts.is_empty() {
+            out.push(format!("SET {}", parts.join(", ")));
+        }
+        out.extend(standalone);
+        out
     }
 }
 
@@ -59,11 +71,10 @@ impl SessionVars {
 fn reset_assignment(key: &str) -> String {
     match key {
         "names" => "NAMES utf8mb4 COLLATE utf8mb4_general_ci".to_string(),
-        // MariaDB's names; MySQL 8 calls them transaction_isolation and
-        // transaction_read_only.
-        "transaction" => {
-            "@@session.tx_isolation = DEFAULT, @@session.tx_read_only = DEFAULT".to_string()
-        }
+        // MariaDB's (and MySQL 5.7's) names; MySQL 8 only knows
+        // transaction_isolation and transaction_read_only.
+        "tx_isolation" => "@@session.tx_isolation = DEFAULT".to_string(),
+        "tx_read_only" => "@@session.tx_read_only = DEFAULT".to_string(),
         var => format!("@@session.{var} = DEFAULT"),
     }
 }
@@ -85,6 +96,7 @@ mod tests {
         SetItem {
             key: key.into(),
             assign: assign.into(),
+            is_standalone: key.starts_with("tx_"),
         }
     }
 
@@ -95,13 +107,29 @@ mod tests {
         want.apply(&[item("names", "NAMES latin1")]);
         let fresh = SessionVars::default();
         assert_eq!(
-            want.sync_sql(&fresh).as_deref(),
-            Some("SET @@session.sql_mode = 'ANSI', NAMES latin1")
+            want.sync_sql(&fresh),
+            vec!["SET @@session.sql_mode = 'ANSI', NAMES latin1"]
         );
-        assert_eq!(want.sync_sql(&want.clone()), None);
+        assert!(want.sync_sql(&want.clone()).is_empty());
         assert_eq!(
-            fresh.sync_sql(&want).as_deref(),
-            Some("SET @@session.sql_mode = DEFAULT, NAMES utf8mb4 COLLATE utf8mb4_general_ci")
+            fresh.sync_sql(&want),
+            vec!["SET @@session.sql_mode = DEFAULT, NAMES utf8mb4 COLLATE utf8mb4_general_ci"]
+        );
+        let mut tx = SessionVars::default();
+        tx.apply(&[item(
+            "tx_isolation",
+            "SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+        )]);
+        assert_eq!(
+            tx.sync_sql(&want),
+            vec![
+                "SET @@session.sql_mode = DEFAULT, NAMES utf8mb4 COLLATE utf8mb4_general_ci",
+                "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+            ]
+        );
+        assert_eq!(
+            fresh.sync_sql(&tx),
+            vec!["SET @@session.tx_isolation = DEFAULT"]
         );
     }
 

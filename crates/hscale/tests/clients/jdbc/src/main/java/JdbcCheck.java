@@ -1,0 +1,152 @@
+// Exercises hscale through MySQL Connector/J, the driver HSCALE's users ran.
+// Usage: java JdbcCheck HOST PORT DB ; prints "jdbc ok" or exits 1 naming the mismatch.
+import java.math.BigDecimal;
+import java.sql.*;
+import java.util.*;
+import java.util.concurrent.*;
+
+public class JdbcCheck {
+    static void check(boolean ok, String what) {
+        if (!ok) {
+            System.err.println("MISMATCH: " + what);
+            System.exit(1);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String base = "jdbc:mysql://" + args[0] + ":" + args[1] + "/" + args[2]
+            + "?user=root&password=&sslMode=DISABLED&allowPublicKeyRetrieval=true";
+        for (String mode : new String[] {"&useServerPrepStmts=true&cachePrepStmts=true", "&useServerPrepStmts=false"}) {
+            run(base + mode, mode);
+        }
+        cursorFetch(base + "&useServerPrepStmts=true&useCursorFetch=true");
+        concurrency(base + "&useServerPrepStmts=true");
+        System.out.println("jdbc ok");
+    }
+
+    static void run(String url, String mode) throws Exception {
+        try (Connection c = DriverManager.getConnection(url)) {
+            try (Statement s = c.createStatement()) {
+                s.execute("DROP TABLE IF EXISTS j_t");
+                s.execute("CREATE TABLE j_t (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(50), price DECIMAL(10,2), "
+                    + "at DATETIME, data BLOB, note TEXT NULL)");
+            }
+            try (PreparedStatement p = c.prepareStatement(
+                    "INSERT INTO j_t (name, price, at, data, note) VALUES (?, ?, ?, ?, ?)", Statement.RETURN_GENERATED_KEYS)) {
+                for (int i = 0; i < 50; i++) {
+                    p.setString(1, "Zoë ☃ " + i);
+                    p.setBigDecimal(2, new BigDecimal(i + ".25"));
+                    p.setTimestamp(3, Timestamp.valueOf("2024-02-29 13:14:" + String.format("%02d", i % 60)));
+                    p.setBytes(4, new byte[] {0, (byte) i, (byte) 0xff});
+                    if (i % 2 == 0) p.setNull(5, Types.VARCHAR); else p.setString(5, "n" + i);
+                    p.addBatch();
+                }
+                int[] counts = p.executeBatch();
+                check(counts.length == 50, mode + ": batch size");
+            }
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO j_t (name) VALUES (?)", Statement.RETURN_GENERATED_KEYS)) {
+                p.setString(1, "last");
+                p.executeUpdate();
+                try (ResultSet k = p.getGeneratedKeys()) {
+                    check(k.next() && k.getLong(1) == 51, mode + ": generated key");
+                }
+            }
+            try (PreparedStatement p = c.prepareStatement("SELECT id, name, price, at, data, note FROM j_t WHERE id = ?")) {
+                for (int i = 1; i <= 50; i++) {
+                    p.setInt(1, i);
+                    try (ResultSet r = p.executeQuery()) {
+                        check(r.next(), mode + ": row " + i);
+                        int n = i - 1;
+                        check(r.getString(2).equals("Zoë ☃ " + n), mode + ": name " + r.getString(2));
+                        check(r.getBigDecimal(3).equals(new BigDecimal(n + ".25")), mode + ": price " + r.getBigDecimal(3));
+                        check(r.getTimestamp(4).equals(Timestamp.valueOf("2024-02-29 13:14:" + String.format("%02d", n % 60))), mode + ": at");
+                        check(Arrays.equals(r.getBytes(5), new byte[] {0, (byte) n, (byte) 0xff}), mode + ": data");
+                        check((n % 2 == 0) == (r.getString(6) == null), mode + ": note null");
+                        check(!r.next(), mode + ": one row");
+                    }
+                }
+            }
+            // Transactions.
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                s.executeUpdate("DELETE FROM j_t WHERE id <= 10");
+                c.rollback();
+                try (ResultSet r = s.executeQuery("SELECT COUNT(*) FROM j_t")) {
+                    check(r.next() && r.getInt(1) == 51, mode + ": rollback");
+                }
+                s.executeUpdate("DELETE FROM j_t WHERE id <= 10");
+                c.commit();
+            }
+            c.setAutoCommit(true);
+            // Isolation level and read-only are session state that must follow the session.
+            c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+            for (int i = 0; i < 20; i++) {
+                try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT @@tx_isolation, COUNT(*) FROM j_t")) {
+                    check(r.next() && r.getString(1).equals("READ-COMMITTED"), mode + ": isolation " + r.getString(1));
+                    check(r.getInt(2) == 41, mode + ": count after commit");
+                }
+                // Another connection in between takes pooled backend connections.
+                try (Connection o = DriverManager.getConnection(url); Statement s = o.createStatement();
+                     ResultSet r = s.executeQuery("SELECT @@tx_isolation")) {
+                    check(r.next() && r.getString(1).equals("REPEATABLE-READ"), mode + ": isolation leaked " + r.getString(1));
+                }
+            }
+            // Errors keep the connection usable.
+            try (Statement s = c.createStatement()) {
+                try {
+                    s.executeQuery("SELECT * FROM no_such_table");
+                    check(false, mode + ": error expected");
+                } catch (SQLException e) {
+                    check(e.getErrorCode() == 1146, mode + ": error code " + e.getErrorCode());
+                }
+                try (ResultSet r = s.executeQuery("SELECT 1")) {
+                    check(r.next() && r.getInt(1) == 1, mode + ": usable after error");
+                }
+            }
+        }
+    }
+
+    static void cursorFetch(String url) throws Exception {
+        try (Connection c = DriverManager.getConnection(url);
+             PreparedStatement p = c.prepareStatement("SELECT seq, CONCAT('v', seq) FROM seq_1_to_1000 WHERE seq > ?")) {
+            p.setFetchSize(10);
+            p.setInt(1, 0);
+            long n = 0, sum = 0;
+            try (ResultSet r = p.executeQuery()) {
+                while (r.next()) {
+                    n++;
+                    sum += r.getLong(1);
+                    check(r.getString(2).equals("v" + r.getLong(1)), "cursor value");
+                }
+            }
+            check(n == 1000 && sum == 500500, "cursor fetch rows " + n + " sum " + sum);
+            try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT 2")) {
+                check(r.next() && r.getInt(1) == 2, "after cursor");
+            }
+        }
+    }
+
+    static void concurrency(String url) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        List<Future<Boolean>> results = new ArrayList<>();
+        for (int t = 0; t < 8; t++) {
+            final int tid = t;
+            results.add(pool.submit(() -> {
+                try (Connection c = DriverManager.getConnection(url);
+                     PreparedStatement p = c.prepareStatement("SELECT ? + seq FROM seq_1_to_3")) {
+                    for (int i = 0; i < 200; i++) {
+                        p.setInt(1, tid * 1000 + i);
+                        try (ResultSet r = p.executeQuery()) {
+                            long sum = 0;
+                            while (r.next()) sum += r.getLong(1);
+                            if (sum != 3L * (tid * 1000 + i) + 6) return false;
+                        }
+                    }
+                    return true;
+                }
+            }));
+        }
+        for (Future<Boolean> f : results) check(f.get(), "concurrent prepared statements");
+        pool.shutdown();
+    }
+}
