@@ -148,6 +148,22 @@ pub struct Facts {
     pub is_unlexable: bool,
 }
 
+/// Classify query bytes as sent by the client. Text that is not UTF-8 (a
+/// latin1 client, say) is classified from its lossy UTF-8 form, but its
+/// state changes cannot be replayed byte for byte, so they pin instead.
+pub fn analyze_bytes(sql: &[u8]) -> Facts {
+    match std::str::from_utf8(sql) {
+        Ok(s) => analyze(s),
+        Err(_) => {
+            let mut f = analyze(&String::from_utf8_lossy(sql));
+            if f.change.take().is_some() {
+                f.pins.insert(Pins::COMPLEX_SET);
+            }
+            f
+        }
+    }
+}
+
 /// Classify a query text (one statement or several separated by `;`).
 pub fn analyze(sql: &str) -> Facts {
     let tokens = match tokenize(sql) {
@@ -656,6 +672,16 @@ mod tests {
             .is_empty());
         assert!(analyze("XA START 'x'").pins.contains(Pins::XA));
         assert!(analyze("select LAST_INSERT_ID()").uses_last_insert_id);
+    }
+
+    #[test]
+    fn non_utf8_changes_pin() {
+        let f = analyze_bytes(b"SET @@session.lc_messages = 'caf\xe9'");
+        assert_eq!(f.change, None);
+        assert!(f.pins.contains(Pins::COMPLEX_SET));
+        let f = analyze_bytes(b"SELECT 'caf\xe9'");
+        assert_eq!(f.kind, Kind::Select);
+        assert!(f.pins.is_empty());
     }
 
     #[test]

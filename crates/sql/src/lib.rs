@@ -11,6 +11,8 @@ pub mod facts;
 pub mod fingerprint;
 pub mod lexer;
 
-pub use facts::{analyze, parse_kill, Facts, KillStatement, Kind, Pins, SessionChange, SetItem};
+pub use facts::{
+    analyze, analyze_bytes, parse_kill, Facts, KillStatement, Kind, Pins, SessionChange, SetItem,
+};
 pub use fingerprint::{fingerprint, Fingerprint, Literal};
 pub use lexer::{tokenize, LexError, Token, TokenKind};

@@ -61,7 +61,7 @@ pub struct BackendConn {
     pub last_insert_id: u64,
     pub last_used: Instant,
     scramble: [u8; 20],
-    statements: HashMap<Arc<str>, BackendStatement>,
+    statements: HashMap<Arc<[u8]>, BackendStatement>,
     statement_tick: u64,
 }
 
@@ -309,7 +309,7 @@ impl BackendConn {
         }
     }
 
-    pub fn statement(&mut self, sql: &str) -> Option<BackendStatement> {
+    pub fn statement(&mut self, sql: &[u8]) -> Option<BackendStatement> {
         self.statement_tick += 1;
         let tick = self.statement_tick;
         self.statements.get_mut(sql).map(|s| {
@@ -323,13 +323,13 @@ impl BackendConn {
     /// more than `cache_size` are prepared.
     pub async fn prepare(
         &mut self,
-        sql: &Arc<str>,
+        sql: &Arc<[u8]>,
         cache_size: usize,
     ) -> Result<Result<BackendStatement, ErrPacket>, ProxyError> {
         let name = self.backend.clone();
         let mut payload = BytesMut::with_capacity(1 + sql.len());
         payload.put_u8(com::STMT_PREPARE);
-        payload.put_slice(sql.as_bytes());
+        payload.put_slice(sql);
         let r: Result<_, WireError> = async {
             self.stream.send_command(&payload).await?;
             let first = self.stream.read_packet().await?;
@@ -361,7 +361,7 @@ impl BackendConn {
     /// Record a statement prepared on this connection (evicting if full).
     pub async fn remember_statement(
         &mut self,
-        sql: &Arc<str>,
+        sql: &Arc<[u8]>,
         ok: PrepareOk,
         cache_size: usize,
     ) -> Result<BackendStatement, ProxyError> {

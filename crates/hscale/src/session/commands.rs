@@ -23,9 +23,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// COM_STMT_PREPARE: prepare on a backend connection to learn the
     /// metadata, answer with hscale's own statement id.
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
-        let sql_text = std::str::from_utf8(&payload[1..]).unwrap_or("");
-        let facts = hscale_sql::analyze(sql_text);
-        let sql: Arc<str> = Arc::from(sql_text);
+        let facts = hscale_sql::analyze_bytes(&payload[1..]);
+        let sql: Arc<[u8]> = Arc::from(&payload[1..]);
         let mut conn = self.acquire().await?;
         if let Some(err) = self.sync(&mut conn, false).await? {
             self.finish(conn, Outcome::default(), &Effects::default());

@@ -319,8 +319,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
-        let sql = std::str::from_utf8(&payload[1..]).unwrap_or("");
-        let facts = hscale_sql::analyze(sql);
+        let sql_bytes = &payload[1..];
+        let facts = hscale_sql::analyze_bytes(sql_bytes);
+        let sql = std::str::from_utf8(sql_bytes).unwrap_or("<not UTF-8>");
         tracing::debug!(
             connection_id = self.connection_id,
             sql = loggable(sql),

@@ -12,7 +12,8 @@ use hscale_sql::Pins;
 /// One statement the client prepared.
 #[derive(Debug, Clone)]
 pub struct ClientStatement {
-    pub sql: Arc<str>,
+    /// The statement text, byte for byte as the client sent it.
+    pub sql: Arc<[u8]>,
     pub num_params: u16,
     pub num_columns: u16,
     /// Pins running this statement adds (GET_LOCK, user variables, ...).
