@@ -285,6 +285,20 @@ async fn worker_loop(
     Ok(())
 }
 
+/// Wait for Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match term.as_mut() {
+                Some(t) => { t.recv().await; }
+                None => std::future::pending::<()>().await,
+            }
+        } => {}
+    }
+}
+
 /// A running proxy: its worker threads and how to stop them. Used by
 /// `hscale serve`, the playground and the tests.
 pub struct RunningProxy {

@@ -181,11 +181,7 @@ impl BackendConn {
             .await
             .map_err(|e| lost(&name, e))?;
         loop {
-            let p = self
-                .stream
-                .read_packet()
-                .await
-                .map_err(|e| lost(&name, e))?;
+            let p = self.read().await?;
             let proto = |e: WireError| ProxyError::BackendProtocol {
                 backend: name.to_string(),
                 reason: e.to_string(),
@@ -218,17 +214,17 @@ impl BackendConn {
         }
     }
 
+    async fn read(&mut self) -> Result<hscale_wire::Packet, ProxyError> {
+        let name = &self.backend;
+        self.stream.read_packet().await.map_err(|e| lost(name, e))
+    }
+
     /// After a column-count packet: skip to the end of the result set.
     /// Returns whether more results follow.
     async fn drain_result_set(&mut self) -> Result<bool, ProxyError> {
-        let name = self.backend.clone();
         let mut eofs = 0;
         loop {
-            let p = self
-                .stream
-                .read_packet()
-                .await
-                .map_err(|e| lost(&name, e))?;
+            let p = self.read().await?;
             if p.first() == Some(0xff) {
                 return Ok(false);
             }
