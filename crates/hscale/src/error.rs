@@ -41,6 +41,10 @@ pub enum ProxyError {
     NoSuchThread(u64),
     #[error("You are not owner of thread {0}")]
     KillDenied(u64),
+    #[error(
+        "Access denied for user '{user}': HSCALE commands need admin = true in hscale's [[users]]"
+    )]
+    AdminDenied { user: String },
 }
 
 impl ProxyError {
@@ -70,6 +74,7 @@ impl ProxyError {
             ProxyError::Wrong(_) => (code::ER_WRONG_ARGUMENTS, b"HY000", msg),
             ProxyError::NoSuchThread(_) => (code::ER_NO_SUCH_THREAD, b"HY000", msg),
             ProxyError::KillDenied(_) => (code::ER_KILL_DENIED_ERROR, b"HY000", msg),
+            ProxyError::AdminDenied { .. } => (code::ER_SPECIFIC_ACCESS_DENIED, b"42000", msg),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod backend;
 pub mod config;
 pub mod error;
 pub mod logging;
+pub mod partition;
 pub mod playground;
 pub mod server;
 pub mod session;

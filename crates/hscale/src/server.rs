@@ -31,6 +31,8 @@ pub struct Context {
     /// Live sessions by connection id, for KILL. Locked when a session
     /// starts or ends and by KILL, never per statement.
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
+    /// The partition dictionary.
+    pub partitioning: crate::partition::Partitioning,
 }
 
 /// What KILL needs to know about a session, updated with atomics.
@@ -120,6 +122,7 @@ impl Context {
             next_connection_id: AtomicU32::new(1),
             clients: AtomicUsize::new(0),
             sessions: Mutex::new(HashMap::new()),
+            partitioning: crate::partition::Partitioning::default(),
         })
     }
 
@@ -192,6 +195,11 @@ impl Context {
                 Err(e) => tracing::warn!(error = %e, "main backend unreachable at start"),
             }
         }
+        if worker == 0 {
+            if let Err(e) = crate::partition::admin::reload(self, worker).await {
+                tracing::warn!(error = %e, "cannot read the partition dictionary yet");
+            }
+        }
         let interval = Duration::from_millis(self.config.proxy.health_check_interval_ms.max(100));
         for pool in &self.pools[worker] {
             let pool = pool.clone();
@@ -201,6 +209,10 @@ impl Context {
                     pool.check(interval).await;
                     tokio::time::sleep(interval).await;
                     let Some(ctx) = ctx.upgrade() else { return };
+                    let is_loaded = ctx.partitioning.is_loaded.load(Ordering::Relaxed);
+                    if worker == 0 && !is_loaded && Arc::ptr_eq(&pool, ctx.pool(worker, 0)) {
+                        let _ = crate::partition::admin::reload(&ctx, worker).await;
+                    }
                     if ctx.server_version.get().is_none() && Arc::ptr_eq(&pool, ctx.pool(worker, 0))
                     {
                         if let Ok(conn) = pool.get(false).await {

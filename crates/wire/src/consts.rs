@@ -72,6 +72,7 @@ pub mod code {
     pub const ER_NET_READ_ERROR: u16 = 1158;
     pub const ER_NET_PACKETS_OUT_OF_ORDER: u16 = 1156;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
+    pub const ER_SPECIFIC_ACCESS_DENIED: u16 = 1227;
     pub const ER_NOT_SUPPORTED_YET: u16 = 1235;
     pub const ER_CONNECT_TO_FOREIGN_DATA_SOURCE: u16 = 1429;
     pub const ER_UNKNOWN_ERROR: u16 = 1105;

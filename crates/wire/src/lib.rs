@@ -15,6 +15,7 @@ pub mod error;
 pub mod handshake;
 pub mod packet;
 pub mod response;
+pub mod resultset;
 pub mod stmt;
 
 pub use error::WireError;

@@ -12,6 +12,7 @@ use hscale_wire::charset::BACKEND_COLLATION;
 use hscale_wire::consts::{cap, com};
 use hscale_wire::handshake::{decode_auth_switch, HandshakeResponse, InitialHandshake};
 use hscale_wire::response::{is_eof, ErrPacket, OkPacket};
+use hscale_wire::resultset::ColumnInfo;
 use hscale_wire::stmt::PrepareOk;
 use hscale_wire::{PacketStream, WireError};
 use tokio::net::TcpStream;
@@ -34,6 +35,27 @@ const BACKEND_CAPS: u32 = cap::LONG_PASSWORD
     | cap::PLUGIN_AUTH
     | cap::PLUGIN_AUTH_LENENC_CLIENT_DATA
     | cap::LOCAL_FILES;
+
+/// A whole text result read by the proxy for itself.
+#[derive(Debug, Clone, Default)]
+pub struct TextResult {
+    pub columns: Vec<ColumnInfo>,
+    pub rows: Vec<Vec<Option<Vec<u8>>>>,
+}
+
+impl TextResult {
+    /// Rows as strings (lossy), for small metadata results.
+    pub fn strings(&self) -> Vec<Vec<Option<String>>> {
+        self.rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|v| v.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()))
+                    .collect()
+            })
+            .collect()
+    }
+}
 
 /// A statement prepared on this connection.
 #[derive(Debug, Clone, Copy)]
@@ -236,6 +258,62 @@ impl BackendConn {
                     return Ok(status & hscale_wire::consts::status::MORE_RESULTS_EXISTS != 0);
                 }
             }
+        }
+    }
+
+    /// Run a query and read its whole (small) text result: column
+    /// definitions and rows. For the proxy's own queries (dictionary,
+    /// admin commands), never for client statements.
+    pub async fn query_rows(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<TextResult, ErrPacket>, ProxyError> {
+        let r = self.query_rows_inner(sql).await;
+        if r.is_err() {
+            self.is_broken = true;
+        }
+        r
+    }
+
+    async fn query_rows_inner(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<TextResult, ErrPacket>, ProxyError> {
+        let name = self.backend.clone();
+        let proto = |e: WireError| ProxyError::BackendProtocol {
+            backend: name.to_string(),
+            reason: e.to_string(),
+        };
+        self.stream
+            .send_command(&Self::payload_for_query(sql))
+            .await
+            .map_err(|e| lost(&name, e))?;
+        let first = self.read().await?;
+        match first.first() {
+            Some(0xff) => return Ok(Err(ErrPacket::decode(&first.payload).map_err(proto)?)),
+            Some(0x00) => return Ok(Ok(TextResult::default())),
+            _ => {}
+        }
+        let n = hscale_wire::buf::Reader::new(&first.payload)
+            .lenenc()
+            .map_err(proto)? as usize;
+        let mut out = TextResult::default();
+        for _ in 0..n {
+            let p = self.read().await?;
+            out.columns
+                .push(ColumnInfo::decode(&p.payload).map_err(proto)?);
+        }
+        self.read().await?; // EOF after the definitions
+        loop {
+            let p = self.read().await?;
+            if is_eof(&p.payload) {
+                return Ok(Ok(out));
+            }
+            if p.first() == Some(0xff) {
+                return Ok(Err(ErrPacket::decode(&p.payload).map_err(proto)?));
+            }
+            out.rows
+                .push(hscale_wire::resultset::decode_row(&p.payload, n).map_err(proto)?);
         }
     }
 

@@ -24,6 +24,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// metadata, answer with hscale's own statement id.
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
+        if let Some(why) = self.ctx.partitioning.refusal(&payload[1..]) {
+            return Err(ProxyError::Unsupported { what: why });
+        }
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
         let mut conn = self.acquire().await?;
         if let Some(err) = self.sync(&mut conn, false).await? {

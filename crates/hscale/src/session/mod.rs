@@ -13,6 +13,7 @@
 //! is set: in a transaction or with autocommit off (read from the server's
 //! status flags), and after statements whose state cannot be replayed.
 
+mod admin;
 pub mod auth;
 mod commands;
 pub mod forward;
@@ -338,12 +339,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     }),
                 };
             }
-            hscale_sql::Kind::Admin => {
-                return Err(ProxyError::Unsupported {
-                    what: "HSCALE admin commands in this version".into(),
-                })
-            }
+            hscale_sql::Kind::Admin => return self.admin(sql).await,
             _ => {}
+        }
+        if let Some(why) = self.ctx.partitioning.refusal(sql_bytes) {
+            return Err(ProxyError::Unsupported { what: why });
         }
         let effects = Effects {
             pins: facts.pins,

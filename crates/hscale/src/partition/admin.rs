@@ -1,0 +1,509 @@
+//! `HSCALE ...` admin commands: change the dictionary, move rows, report.
+//!
+//! Commands run one at a time (`Partitioning::admin_lock`). A command first
+//! checks everything against a copy of the dictionary, then changes the
+//! backends, then stores the new dictionary, then swaps the snapshot.
+//! Rows move between backends through the proxy in batches; a crash in the
+//! middle of a move can leave rows in both places (the online, crash-safe
+//! MOVE_PARTITION protocol is a later issue).
+
+use std::sync::Arc;
+
+use hscale_route::admin::{AdminCommand, BackendRef};
+use hscale_route::dictionary::{Dictionary, TableName};
+
+use super::store::{self, exec};
+use super::{function_sql, qualified, quote_str};
+use crate::backend::{BackendConn, PooledConn};
+use crate::error::ProxyError;
+use crate::server::Context;
+
+/// What an admin command answers.
+pub enum AdminOutput {
+    Ok {
+        info: String,
+    },
+    Rows {
+        columns: &'static [&'static str],
+        rows: Vec<Vec<Option<String>>>,
+    },
+}
+
+fn wrong(e: impl std::fmt::Display) -> ProxyError {
+    ProxyError::Wrong(e.to_string())
+}
+
+/// Rows moved between backends per INSERT.
+const MOVE_BATCH: usize = 500;
+
+async fn conn(ctx: &Context, worker: usize, backend: usize) -> Result<PooledConn, ProxyError> {
+    ctx.pool(worker, backend).get(false).await
+}
+
+fn backend_names(ctx: &Context) -> Vec<&str> {
+    ctx.config
+        .backends
+        .iter()
+        .map(|b| b.name.as_str())
+        .collect()
+}
+
+fn table_name(arg: &str, session_db: Option<&str>) -> Result<TableName, ProxyError> {
+    match arg.split_once('.') {
+        Some((db, t)) => Ok(TableName::new(db.trim_matches('`'), t.trim_matches('`'))),
+        None => session_db
+            .map(|db| TableName::new(db, arg.trim_matches('`')))
+            .ok_or_else(|| {
+                wrong(format!(
+                    "no database selected: name the table as db.{arg} or USE a database first"
+                ))
+            }),
+    }
+}
+
+async fn table_exists(c: &mut BackendConn, db: &str, table: &str) -> Result<bool, ProxyError> {
+    let sql = format!(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+        quote_str(db),
+        quote_str(table)
+    );
+    let r = c.query_rows(&sql).await?.map_err(|e| wrong(e.message))?;
+    Ok(r.strings()
+        .first()
+        .and_then(|r| r[0].clone())
+        .is_some_and(|n| n != "0"))
+}
+
+async fn column_exists(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+    column: &str,
+) -> Result<bool, ProxyError> {
+    let sql = format!(
+        "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND COLUMN_NAME = {}",
+        quote_str(db),
+        quote_str(table),
+        quote_str(column)
+    );
+    let r = c.query_rows(&sql).await?.map_err(|e| wrong(e.message))?;
+    Ok(r.strings()
+        .first()
+        .and_then(|r| r[0].clone())
+        .is_some_and(|n| n != "0"))
+}
+
+/// Create `dst` on backend `dst_b` with the definition of `src` on `src_b`
+/// (if it does not exist yet).
+async fn create_like(
+    ctx: &Context,
+    worker: usize,
+    src_b: usize,
+    db: &str,
+    src: &str,
+    dst_b: usize,
+    dst: &str,
+) -> Result<(), ProxyError> {
+    let ddl = {
+        let mut c = conn(ctx, worker, src_b).await?;
+        let r = c
+            .query_rows(&format!("SHOW CREATE TABLE {}", qualified(db, src)))
+            .await?
+            .map_err(|e| wrong(e.message))?;
+        r.strings()
+            .first()
+            .and_then(|row| row.get(1).cloned().flatten())
+            .ok_or_else(|| wrong(format!("SHOW CREATE TABLE {db}.{src} returned nothing")))?
+    };
+    let head = format!("CREATE TABLE {}", super::quote_ident(src));
+    let body = ddl.strip_prefix(&head).ok_or_else(|| {
+        wrong(format!(
+            "unexpected SHOW CREATE TABLE output for {db}.{src}"
+        ))
+    })?;
+    let create = format!("CREATE TABLE IF NOT EXISTS {}{body}", qualified(db, dst));
+    let mut c = conn(ctx, worker, dst_b).await?;
+    exec(
+        &mut c,
+        &[
+            format!("CREATE DATABASE IF NOT EXISTS {}", super::quote_ident(db)),
+            create,
+        ],
+    )
+    .await
+}
+
+/// Move the rows matching `filter` from `src` to `dst` (same database).
+async fn move_rows(
+    ctx: &Context,
+    worker: usize,
+    db: &str,
+    (src_b, src): (usize, &str),
+    (dst_b, dst): (usize, &str),
+    filter: &str,
+) -> Result<(), ProxyError> {
+    let (src_q, dst_q) = (qualified(db, src), qualified(db, dst));
+    if src_b == dst_b {
+        let mut c = conn(ctx, worker, src_b).await?;
+        return exec(
+            &mut c,
+            &[
+                "BEGIN".into(),
+                format!("INSERT INTO {dst_q} SELECT * FROM {src_q} WHERE {filter}"),
+                format!("DELETE FROM {src_q} WHERE {filter}"),
+                "COMMIT".into(),
+            ],
+        )
+        .await;
+    }
+    let rows = {
+        let mut c = conn(ctx, worker, src_b).await?;
+        c.query_rows(&format!("SELECT * FROM {src_q} WHERE {filter}"))
+            .await?
+            .map_err(|e| wrong(e.message))?
+    };
+    if !rows.rows.is_empty() {
+        let mut c = conn(ctx, worker, dst_b).await?;
+        let mut statements = vec!["BEGIN".to_string()];
+        for batch in rows.rows.chunks(MOVE_BATCH) {
+            let values: Vec<String> = batch
+                .iter()
+                .map(|row| {
+                    let vals: Vec<String> = row
+                        .iter()
+                        .zip(&rows.columns)
+                        .map(|(v, col)| match v {
+                            None => "NULL".to_string(),
+                            Some(b) if col.is_binary() => {
+                                let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
+                                format!("X'{hex}'")
+                            }
+                            Some(b) => quote_str(&String::from_utf8_lossy(b)),
+                        })
+                        .collect();
+                    format!("({})", vals.join(", "))
+                })
+                .collect();
+            statements.push(format!("INSERT INTO {dst_q} VALUES {}", values.join(", ")));
+        }
+        statements.push("COMMIT".into());
+        exec(&mut c, &statements).await?;
+    }
+    let mut c = conn(ctx, worker, src_b).await?;
+    exec(&mut c, &[format!("DELETE FROM {src_q} WHERE {filter}")]).await
+}
+
+/// Read the dictionary from the main backend and make it current.
+pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, ProxyError> {
+    let mut c = conn(ctx, worker, 0).await?;
+    let d = store::load(&mut c, &backend_names(ctx)).await?;
+    ctx.partitioning.replace(d);
+    ctx.partitioning
+        .is_loaded
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    Ok(ctx.partitioning.dictionary())
+}
+
+/// Run one admin command.
+pub async fn execute(
+    ctx: &Context,
+    worker: usize,
+    session_db: Option<&str>,
+    cmd: AdminCommand,
+) -> Result<AdminOutput, ProxyError> {
+    let names = backend_names(ctx);
+    let resolve = |b: &BackendRef| b.resolve(&names).map_err(wrong);
+    match cmd {
+        AdminCommand::SetupTable {
+            table,
+            column,
+            default_table,
+            backend,
+            function,
+        } => {
+            let _g = ctx.partitioning.admin_lock.lock().await;
+            let name = table_name(&table, session_db)?;
+            let b = resolve(&backend)?;
+            let mut d = (*reload(ctx, worker).await?).clone();
+            d.setup_table(name.clone(), &column, &default_table, b, function.clone())
+                .map_err(wrong)?;
+            {
+                let mut main = conn(ctx, worker, 0).await?;
+                if !table_exists(&mut main, &name.db, &name.table).await? {
+                    return Err(wrong(format!(
+                        "table {name} does not exist on the main backend"
+                    )));
+                }
+                if !column_exists(&mut main, &name.db, &name.table, &column).await? {
+                    return Err(wrong(format!("table {name} has no column {column:?}")));
+                }
+            }
+            {
+                let mut target = conn(ctx, worker, b).await?;
+                if table_exists(&mut target, &name.db, &default_table).await? {
+                    return Err(wrong(format!(
+                        "table {}.{default_table} already exists on backend {:?}",
+                        name.db, names[b]
+                    )));
+                }
+            }
+            if b == 0 {
+                let mut main = conn(ctx, worker, 0).await?;
+                exec(
+                    &mut main,
+                    &[format!(
+                        "RENAME TABLE {} TO {}",
+                        qualified(&name.db, &name.table),
+                        qualified(&name.db, &default_table)
+                    )],
+                )
+                .await?;
+            } else {
+                create_like(ctx, worker, 0, &name.db, &name.table, b, &default_table).await?;
+                move_rows(
+                    ctx,
+                    worker,
+                    &name.db,
+                    (0, &name.table),
+                    (b, &default_table),
+                    "1 = 1",
+                )
+                .await?;
+                let mut main = conn(ctx, worker, 0).await?;
+                exec(
+                    &mut main,
+                    &[format!("DROP TABLE {}", qualified(&name.db, &name.table))],
+                )
+                .await?;
+            }
+            let mut main = conn(ctx, worker, 0).await?;
+            exec(
+                &mut main,
+                &[store::insert_table_sql(
+                    &name,
+                    &column,
+                    &function,
+                    &default_table,
+                    names[b],
+                )],
+            )
+            .await?;
+            ctx.partitioning.replace(d);
+            Ok(AdminOutput::Ok {
+                info: format!("{name} is partitioned by {column} with {function}; default partition {default_table} on {}", names[b]),
+            })
+        }
+        AdminCommand::AddPartition {
+            table,
+            partition,
+            value,
+            backend,
+        } => {
+            let _g = ctx.partitioning.admin_lock.lock().await;
+            let name = table_name(&table, session_db)?;
+            let b = resolve(&backend)?;
+            let mut d = (*reload(ctx, worker).await?).clone();
+            let is_new = d
+                .add_partition(&name, &partition, &value, b)
+                .map_err(wrong)?;
+            let t = d
+                .table(&name)
+                .cloned()
+                .ok_or_else(|| wrong("dictionary changed"))?;
+            let physical = format!("{}_{partition}", name.table);
+            if is_new {
+                create_like(
+                    ctx,
+                    worker,
+                    t.default_backend,
+                    &name.db,
+                    &t.default_table,
+                    b,
+                    &physical,
+                )
+                .await?;
+            }
+            let filter = format!(
+                "BINARY CAST({} AS CHAR) = {}",
+                function_sql(&t.function, &t.column),
+                quote_str(&value)
+            );
+            move_rows(
+                ctx,
+                worker,
+                &name.db,
+                (t.default_backend, &t.default_table),
+                (b, &physical),
+                &filter,
+            )
+            .await?;
+            let mut main = conn(ctx, worker, 0).await?;
+            exec(
+                &mut main,
+                &[store::insert_partition_sql(
+                    &name, &value, &partition, names[b],
+                )],
+            )
+            .await?;
+            ctx.partitioning.replace(d);
+            Ok(AdminOutput::Ok {
+                info: format!(
+                    "value {value:?} of {name} is in partition {partition} ({physical} on {})",
+                    names[b]
+                ),
+            })
+        }
+        AdminCommand::DropPartition { table, partition } => {
+            let _g = ctx.partitioning.admin_lock.lock().await;
+            let name = table_name(&table, session_db)?;
+            let mut d = (*reload(ctx, worker).await?).clone();
+            let p = d.drop_partition(&name, &partition).map_err(wrong)?;
+            let t = d
+                .table(&name)
+                .cloned()
+                .ok_or_else(|| wrong("dictionary changed"))?;
+            let physical = p.physical_table(&name.table);
+            move_rows(
+                ctx,
+                worker,
+                &name.db,
+                (p.backend, &physical),
+                (t.default_backend, &t.default_table),
+                "1 = 1",
+            )
+            .await?;
+            let mut c = conn(ctx, worker, p.backend).await?;
+            exec(
+                &mut c,
+                &[format!("DROP TABLE {}", qualified(&name.db, &physical))],
+            )
+            .await?;
+            drop(c);
+            let mut main = conn(ctx, worker, 0).await?;
+            exec(&mut main, &[store::delete_partition_sql(&name, &partition)]).await?;
+            ctx.partitioning.replace(d);
+            Ok(AdminOutput::Ok {
+                info: format!(
+                    "partition {partition} of {name} dropped; its rows are back in {}",
+                    t.default_table
+                ),
+            })
+        }
+        AdminCommand::ShowTables => {
+            let d = ctx.partitioning.dictionary();
+            let mut rows: Vec<Vec<Option<String>>> = d
+                .tables()
+                .map(|t| {
+                    vec![
+                        Some(t.name.to_string()),
+                        Some(t.column.clone()),
+                        Some(t.function.to_string()),
+                        Some(t.default_table.clone()),
+                        Some(names[t.default_backend].to_string()),
+                    ]
+                })
+                .collect();
+            rows.sort();
+            Ok(AdminOutput::Rows {
+                columns: &["table", "column", "function", "default_table", "backend"],
+                rows,
+            })
+        }
+        AdminCommand::ShowPartitions { table } => {
+            let d = ctx.partitioning.dictionary();
+            let only = table.map(|t| table_name(&t, session_db)).transpose()?;
+            let mut rows = Vec::new();
+            let mut tables: Vec<_> = d
+                .tables()
+                .filter(|t| only.as_ref().is_none_or(|o| *o == t.name))
+                .collect();
+            if let (Some(o), true) = (&only, tables.is_empty()) {
+                return Err(wrong(format!("table {o} is not a partitioned table")));
+            }
+            tables.sort_by(|a, b| a.name.cmp(&b.name));
+            for t in tables {
+                for (value, pname) in &t.values {
+                    let Some(p) = t.partitions.get(pname) else {
+                        continue;
+                    };
+                    let physical = p.physical_table(&t.name.table);
+                    let estimate = {
+                        let mut c = conn(ctx, worker, p.backend).await?;
+                        let sql = format!(
+                            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+                            quote_str(&t.name.db),
+                            quote_str(&physical)
+                        );
+                        c.query_rows(&sql)
+                            .await?
+                            .ok()
+                            .and_then(|r| r.strings().first().and_then(|r| r[0].clone()))
+                    };
+                    rows.push(vec![
+                        Some(t.name.to_string()),
+                        Some(pname.clone()),
+                        Some(value.clone()),
+                        Some(names[p.backend].to_string()),
+                        Some(physical),
+                        estimate,
+                    ]);
+                }
+            }
+            Ok(AdminOutput::Rows {
+                columns: &[
+                    "table",
+                    "partition",
+                    "value",
+                    "backend",
+                    "physical_table",
+                    "rows",
+                ],
+                rows,
+            })
+        }
+        AdminCommand::ShowBackends => {
+            let rows = ctx
+                .config
+                .backends
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let (mut open, mut idle, mut up) = (0, 0, true);
+                    for p in ctx.backend_pools(i) {
+                        let s = p.stats();
+                        open += s.open;
+                        idle += s.idle;
+                        up &= s.is_up;
+                    }
+                    vec![
+                        Some(b.name.clone()),
+                        Some(b.address.clone()),
+                        Some(if up { "up" } else { "down" }.to_string()),
+                        Some(open.to_string()),
+                        Some(idle.to_string()),
+                    ]
+                })
+                .collect();
+            Ok(AdminOutput::Rows {
+                columns: &["name", "address", "status", "open", "idle"],
+                rows,
+            })
+        }
+        AdminCommand::Reload => {
+            let d = reload(ctx, worker).await?;
+            Ok(AdminOutput::Ok {
+                info: format!(
+                    "dictionary reloaded: {} partitioned table(s)",
+                    d.tables().count()
+                ),
+            })
+        }
+        AdminCommand::Explain { .. } => Err(ProxyError::Unsupported {
+            what: "HSCALE EXPLAIN before statement routing exists".into(),
+        }),
+        AdminCommand::SetupGlobalTable { .. } => Err(ProxyError::Unsupported {
+            what: "HSCALE SETUP_GLOBAL_TABLE (global tables come with cross-partition queries)"
+                .into(),
+        }),
+    }
+}

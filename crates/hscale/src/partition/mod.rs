@@ -1,0 +1,147 @@
+//! Partitioning at run time: the dictionary snapshot every session reads
+//! without locking ([`Partitioning`]), its storage in the main backend's
+//! `hscale` database ([`store`]), and the admin commands that change it
+//! ([`admin`]).
+//!
+//! Routing statements to partitions is not written yet. Until it is, a
+//! statement that names a partitioned table is refused with a clear error
+//! ([`Partitioning::refusal`]) rather than sent somewhere it could give a
+//! different answer.
+
+pub mod admin;
+pub mod store;
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use hscale_route::dictionary::Dictionary;
+use hscale_route::HashingFunction;
+
+/// The current dictionary, swapped whole when it changes.
+pub struct Partitioning {
+    snapshot: ArcSwap<Dictionary>,
+    /// Serializes admin commands (never taken on the statement path).
+    pub admin_lock: tokio::sync::Mutex<()>,
+    /// Whether the dictionary has been read from the main backend.
+    pub is_loaded: std::sync::atomic::AtomicBool,
+}
+
+impl Default for Partitioning {
+    fn default() -> Self {
+        Partitioning {
+            snapshot: ArcSwap::from_pointee(Dictionary::default()),
+            admin_lock: tokio::sync::Mutex::new(()),
+            is_loaded: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+impl Partitioning {
+    pub fn dictionary(&self) -> Arc<Dictionary> {
+        self.snapshot.load_full()
+    }
+
+    pub fn replace(&self, d: Dictionary) {
+        self.snapshot.store(Arc::new(d));
+    }
+
+    /// If the statement names a partitioned table, the error to answer with.
+    /// Cheap when nothing is partitioned (one atomic load).
+    pub fn refusal(&self, sql: &[u8]) -> Option<String> {
+        let d = self.snapshot.load();
+        if d.is_empty() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(sql);
+        let tokens = hscale_sql::tokenize(&text).ok()?;
+        for t in d.tables() {
+            let hit = tokens.iter().any(|tok| {
+                let s = tok.text(&text);
+                let s = s.trim_matches('`');
+                matches!(
+                    tok.kind,
+                    hscale_sql::TokenKind::Word | hscale_sql::TokenKind::QuotedIdent
+                ) && s.eq_ignore_ascii_case(&t.name.table)
+            });
+            if hit {
+                return Some(format!(
+                    "table {} is partitioned, and statements on partitioned tables are not routed to their partitions yet",
+                    t.name
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// The SQL expression that computes a hashing function on a column, equal
+/// to [`HashingFunction::apply`] (checked by `tests/hashing.rs`).
+pub fn function_sql(f: &HashingFunction, column: &str) -> String {
+    let c = quote_ident(column);
+    match f {
+        HashingFunction::None => c,
+        HashingFunction::Mod(n) => format!("{c} MOD {n}"),
+        HashingFunction::Div(n) => format!("{c} DIV {n}"),
+        HashingFunction::Prefix(n) => format!("LEFT({c}, {n})"),
+        HashingFunction::Date(p) => format!("DATE_FORMAT({c}, {})", quote_str(p)),
+        HashingFunction::Hash(n) => format!("CRC32({c}) % {n}"),
+    }
+}
+
+pub fn quote_ident(s: &str) -> String {
+    format!("`{}`", s.replace('`', "``"))
+}
+
+pub fn quote_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("''"),
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// `` `db`.`table` ``
+pub fn qualified(db: &str, table: &str) -> String {
+    format!("{}.{}", quote_ident(db), quote_ident(table))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote_ident("a`b"), "`a``b`");
+        assert_eq!(quote_str("it's \\ ok"), "'it''s \\\\ ok'");
+        assert_eq!(
+            function_sql(&HashingFunction::Hash(4), "id"),
+            "CRC32(`id`) % 4"
+        );
+    }
+
+    #[test]
+    fn refusal_only_for_partitioned_names() {
+        let p = Partitioning::default();
+        assert_eq!(p.refusal(b"SELECT * FROM small"), None);
+        let mut d = Dictionary::default();
+        d.setup_table(
+            hscale_route::dictionary::TableName::new("app", "small"),
+            "category",
+            "small_default",
+            0,
+            HashingFunction::None,
+        )
+        .unwrap();
+        p.replace(d);
+        assert!(p.refusal(b"SELECT * FROM `Small` WHERE id = 1").is_some());
+        assert!(p.refusal(b"SELECT 'small' FROM other").is_none());
+        assert!(p.refusal(b"SELECT * FROM other").is_none());
+    }
+}

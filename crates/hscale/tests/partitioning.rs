@@ -1,0 +1,309 @@
+#![allow(clippy::unwrap_used)]
+//! Admin commands on three real backends: SETUP_TABLE, ADD_PARTITION,
+//! DROP_PARTITION, SHOW ..., RELOAD; rows moved to the right partitions;
+//! statements on partitioned tables refused until routing exists.
+
+mod common;
+
+use common::*;
+use mysql_async::prelude::*;
+use mysql_async::Row;
+
+async fn count(backend: usize, sql: &str) -> i64 {
+    let mut b = backend_conn(backend, None).await;
+    let n: Option<i64> = b.query_first(sql).await.unwrap();
+    b.disconnect().await.unwrap();
+    n.unwrap()
+}
+
+async fn table_exists(backend: usize, db: &str, table: &str) -> bool {
+    count(
+        backend,
+        &format!("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}' AND TABLE_NAME = '{table}'"),
+    )
+    .await
+        == 1
+}
+
+#[tokio::test]
+async fn admin_commands_move_rows_and_keep_the_dictionary() {
+    let info = cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE part_db").await.unwrap();
+    c.query_drop("USE part_db").await.unwrap();
+    c.query_drop(
+        "CREATE TABLE small (id INT UNSIGNED NOT NULL PRIMARY KEY, category VARCHAR(20) NOT NULL)",
+    )
+    .await
+    .unwrap();
+    c.query_drop(
+        "INSERT INTO small VALUES (1,'books'),(2,'hardware'),(3,'software'),(4,'books'),(5,'books'),(6,'hardware'),(7,'software')",
+    )
+    .await
+    .unwrap();
+
+    // Only admins may run HSCALE commands.
+    let app = mysql_async::OptsBuilder::from_opts(proxy_opts(info.proxy_port, None))
+        .user(Some("app"))
+        .pass(Some("secret"));
+    let mut app = mysql_async::Conn::new(app).await.unwrap();
+    let e = app.query_drop("HSCALE SHOW TABLES").await.unwrap_err();
+    assert_eq!(code(&e), 1227);
+    app.disconnect().await.unwrap();
+
+    // SETUP_TABLE moves the table, with its rows, to its default backend.
+    c.query_drop("HSCALE SETUP_TABLE('small', 'category', 'small_default', 'shard1', 'NONE()')")
+        .await
+        .unwrap();
+    assert!(!table_exists(0, "part_db", "small").await);
+    assert_eq!(
+        count(1, "SELECT COUNT(*) FROM part_db.small_default").await,
+        7
+    );
+    let e = c
+        .query_drop("HSCALE SETUP_TABLE('small', 'category', 'small_default', 'shard1', 'NONE()')")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("already set up"), "{e}");
+
+    // Until statements are routed, they are refused, never sent astray.
+    let e = c
+        .query_drop("SELECT * FROM small WHERE category = 'books'")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    assert!(
+        e.to_string().contains("part_db.small is partitioned"),
+        "{e}"
+    );
+    let e = c
+        .prep("SELECT * FROM small WHERE id = ?")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+
+    // ADD_PARTITION creates the physical table and moves the matching rows.
+    c.query_drop("HSCALE ADD_PARTITION('small', 'books', 'books', 'shard2')")
+        .await
+        .unwrap();
+    assert_eq!(
+        count(2, "SELECT COUNT(*) FROM part_db.small_books").await,
+        3
+    );
+    assert_eq!(
+        count(1, "SELECT COUNT(*) FROM part_db.small_default").await,
+        4
+    );
+    assert_eq!(
+        count(
+            2,
+            "SELECT COUNT(*) FROM part_db.small_books WHERE category <> 'books'"
+        )
+        .await,
+        0
+    );
+    // A second value for the same partition.
+    c.query_drop("HSCALE ADD_PARTITION('part_db.small', 'books', 'hardware', 3)")
+        .await
+        .unwrap();
+    assert_eq!(
+        count(2, "SELECT COUNT(*) FROM part_db.small_books").await,
+        5
+    );
+    assert_eq!(
+        count(1, "SELECT COUNT(*) FROM part_db.small_default").await,
+        2
+    );
+
+    // Inconsistent requests are refused with the reason.
+    for (sql, want) in [
+        (
+            "HSCALE ADD_PARTITION('small', 'other', 'books', 'shard2')",
+            "already mapped",
+        ),
+        (
+            "HSCALE ADD_PARTITION('small', 'books', 'toys', 'shard1')",
+            "is on backend #3, not #2",
+        ),
+        (
+            "HSCALE ADD_PARTITION('small', 'toys', 'toys', 'nope')",
+            "unknown backend \"nope\"",
+        ),
+        (
+            "HSCALE ADD_PARTITION('missing', 'p', 'v', 'shard1')",
+            "is not a partitioned table",
+        ),
+        (
+            "HSCALE SETUP_TABLE('nothere', 'c', 'd', 'shard1', 'MOD(2)')",
+            "does not exist",
+        ),
+        ("HSCALE DROP_PARTITION('small', 'nope')", "has no partition"),
+        (
+            "HSCALE SETUP_TABLE('t', 'c', 'd', 'shard1', 'SHA(2)')",
+            "unknown hashing function",
+        ),
+    ] {
+        let e = c.query_drop(sql).await.unwrap_err();
+        assert!(e.to_string().contains(want), "{sql}: {e}");
+    }
+
+    // SHOW commands.
+    let rows: Vec<Row> = c.query("HSCALE SHOW PARTITIONS('small')").await.unwrap();
+    let parts: Vec<(String, String, String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.get(0).unwrap(),
+                r.get(1).unwrap(),
+                r.get(2).unwrap(),
+                r.get(3).unwrap(),
+                r.get(4).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        parts,
+        vec![
+            (
+                "part_db.small".into(),
+                "books".into(),
+                "books".into(),
+                "shard2".into(),
+                "small_books".into()
+            ),
+            (
+                "part_db.small".into(),
+                "books".into(),
+                "hardware".into(),
+                "shard2".into(),
+                "small_books".into()
+            ),
+        ]
+    );
+    let mut tables: Vec<(String, String, String, String, String)> =
+        c.query("HSCALE SHOW TABLES").await.unwrap();
+    // The other test in this binary sets up its own table meanwhile.
+    tables.retain(|t| t.0.starts_with("part_db."));
+    assert_eq!(
+        tables,
+        vec![(
+            "part_db.small".into(),
+            "category".into(),
+            "NONE()".into(),
+            "small_default".into(),
+            "shard1".into()
+        )]
+    );
+    let backends: Vec<(String, String, String, String, String)> =
+        c.query("HSCALE SHOW BACKENDS").await.unwrap();
+    assert_eq!(backends.len(), 3);
+    assert!(backends.iter().all(|b| b.2 == "up"));
+
+    // A second proxy reads the same dictionary from the main backend.
+    let other = hscale::RunningProxy::start(cluster_config(), "127.0.0.1:0").unwrap();
+    let mut o = mysql_async::Conn::new(proxy_opts(other.addr.port(), Some("part_db")))
+        .await
+        .unwrap();
+    let mut t: Vec<(String, String, String, String, String)> =
+        o.query("HSCALE SHOW TABLES").await.unwrap();
+    t.retain(|t| t.0.starts_with("part_db."));
+    assert_eq!(t, tables);
+    let e = o
+        .query_drop("SELECT COUNT(*) FROM small")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    o.query_drop("HSCALE RELOAD").await.unwrap();
+    o.disconnect().await.unwrap();
+    drop(other);
+
+    // DROP_PARTITION brings the rows back to the default partition.
+    c.query_drop("HSCALE DROP_PARTITION('small', 'books')")
+        .await
+        .unwrap();
+    assert_eq!(
+        count(1, "SELECT COUNT(*) FROM part_db.small_default").await,
+        7
+    );
+    assert!(!table_exists(2, "part_db", "small_books").await);
+    let rows: Vec<(String, String)> = c
+        .query_map("HSCALE SHOW PARTITIONS", |r: Row| {
+            (r.get(0).unwrap(), r.get(1).unwrap())
+        })
+        .await
+        .unwrap();
+    assert!(
+        rows.iter().all(|r| !r.0.starts_with("part_db.")),
+        "{rows:?}"
+    );
+    c.disconnect().await.unwrap();
+}
+
+/// Rows cross backends byte for byte (binary data, NULLs, quotes), and the
+/// rows that move are exactly those whose partition value matches.
+#[tokio::test]
+async fn rows_move_across_backends_intact() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE part_mod").await.unwrap();
+    c.query_drop("USE part_mod").await.unwrap();
+    c.query_drop(
+        "CREATE TABLE m (id INT NOT NULL PRIMARY KEY, data BLOB NULL, note VARCHAR(50) NULL)",
+    )
+    .await
+    .unwrap();
+    c.query_drop(
+        "INSERT INTO m SELECT CAST(seq AS SIGNED) - 10, IF(seq % 4 = 0, NULL, UNHEX(CONCAT('00FF27', HEX(seq)))), IF(seq % 5 = 0, NULL, CONCAT('it''s ', seq, ' é\\\\')) FROM seq_1_to_60",
+    )
+    .await
+    .unwrap();
+    let before: Vec<(i64, Option<String>, Option<String>)> = {
+        let mut b = backend_conn(0, Some("part_mod")).await;
+        b.query("SELECT id, HEX(data), note FROM m ORDER BY id")
+            .await
+            .unwrap()
+    };
+    assert_eq!(before.len(), 60);
+    c.query_drop("HSCALE SETUP_TABLE('m', 'id', 'm_default', 'shard0', 'MOD(3)')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('m', 'one', '1', 'shard1')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('m', 'minus', '-1', 'shard2')")
+        .await
+        .unwrap();
+    let e = c
+        .query_drop("HSCALE ADD_PARTITION('m', 'x', '3', 'shard2')")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("MOD(3) can never produce"), "{e}");
+    let mut after = Vec::new();
+    for (backend, table) in [(0, "m_default"), (1, "m_one"), (2, "m_minus")] {
+        let mut b = backend_conn(backend, Some("part_mod")).await;
+        let rows: Vec<(i64, Option<String>, Option<String>)> = b
+            .query(format!(
+                "SELECT id, HEX(data), note FROM {table} ORDER BY id"
+            ))
+            .await
+            .unwrap();
+        for r in &rows {
+            let want = match table {
+                "m_one" => 1,
+                "m_minus" => -1,
+                _ => r.0 % 3,
+            };
+            assert_eq!(r.0 % 3, want, "row {} in {table}", r.0);
+            assert!(
+                table != "m_default" || (r.0 % 3 != 1 && r.0 % 3 != -1),
+                "row {} stayed in default",
+                r.0
+            );
+        }
+        after.extend(rows);
+        b.disconnect().await.unwrap();
+    }
+    after.sort();
+    assert_eq!(after, before);
+    c.disconnect().await.unwrap();
+}
