@@ -33,6 +33,9 @@ pub enum ProxyError {
     BackendProtocol { backend: String, reason: String },
     #[error("hscale: {what} is not supported")]
     Unsupported { what: String },
+    /// A statement hscale will not run, with the whole reason.
+    #[error("hscale: {0}")]
+    Refused(String),
     #[error("Unknown prepared statement handler ({id}) given to {command}")]
     UnknownStatement { id: u32, command: &'static str },
     #[error("hscale: {0}")]
@@ -69,7 +72,9 @@ impl ProxyError {
             }
             ProxyError::BackendLost { .. } => (code::ER_NET_READ_ERROR, b"08S01", msg),
             ProxyError::BackendProtocol { .. } => (code::ER_UNKNOWN_ERROR, b"HY000", msg),
-            ProxyError::Unsupported { .. } => (code::ER_NOT_SUPPORTED_YET, b"42000", msg),
+            ProxyError::Unsupported { .. } | ProxyError::Refused(_) => {
+                (code::ER_NOT_SUPPORTED_YET, b"42000", msg)
+            }
             ProxyError::UnknownStatement { .. } => (code::ER_UNKNOWN_STMT_HANDLER, b"HY000", msg),
             ProxyError::Wrong(_) => (code::ER_WRONG_ARGUMENTS, b"HY000", msg),
             ProxyError::NoSuchThread(_) => (code::ER_NO_SUCH_THREAD, b"HY000", msg),

@@ -66,16 +66,15 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
         .unwrap_err();
     assert!(e.to_string().contains("already set up"), "{e}");
 
-    // Until statements are routed, they are refused, never sent astray.
-    let e = c
-        .query_drop("SELECT * FROM small WHERE category = 'books'")
+    // Statements on the partitioned table are routed. Its key is a string
+    // under a case-insensitive collation, so every partition is read, and
+    // 'BOOKS' finds the 'books' rows as one server would.
+    let books: Vec<(u32, String)> = c
+        .query("SELECT id, category FROM small WHERE category = 'BOOKS'")
         .await
-        .unwrap_err();
-    assert_eq!(code(&e), 1235);
-    assert!(
-        e.to_string().contains("part_db.small is partitioned"),
-        "{e}"
-    );
+        .unwrap();
+    assert_eq!(books.len(), 3, "{books:?}");
+    // Prepared statements on partitioned tables are refused for now.
     let e = c
         .prep("SELECT * FROM small WHERE id = ?")
         .await
@@ -305,5 +304,174 @@ async fn rows_move_across_backends_intact() {
     }
     after.sort();
     assert_eq!(after, before);
+    c.disconnect().await.unwrap();
+}
+
+type OrderRow = (i64, i64, i64, Option<String>);
+
+async fn rows(c: &mut mysql_async::Conn, sql: &str) -> Vec<OrderRow> {
+    let mut r: Vec<OrderRow> = c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    r.sort();
+    r
+}
+
+/// Routed statements give what one server holding all the rows gives: the
+/// same statements run on a partitioned table and on an unpartitioned copy.
+#[tokio::test]
+async fn routed_statements_match_one_server() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE part_route").await.unwrap();
+    c.query_drop("USE part_route").await.unwrap();
+    for t in ["orders", "ref_orders"] {
+        c.query_drop(format!(
+            "CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, customer_id INT NOT NULL, amount INT NOT NULL, note VARCHAR(20) NULL)"
+        ))
+        .await
+        .unwrap();
+    }
+    c.query_drop(
+        "HSCALE SETUP_TABLE('orders', 'customer_id', 'orders_default', 'shard0', 'MOD(4)')",
+    )
+    .await
+    .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('orders', 'p1', '1', 'shard1')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('orders', 'p2', '2', 'shard2')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('orders', 'p3', '3', 'shard1')")
+        .await
+        .unwrap();
+    let values: Vec<String> = (1..=60)
+        .map(|i| {
+            let note = if i % 7 == 0 {
+                "NULL".to_string()
+            } else {
+                format!("'n{i}'")
+            };
+            format!("({i}, {}, {}, {note})", i % 13, (i * 37) % 101)
+        })
+        .collect();
+    for t in ["orders", "ref_orders"] {
+        c.query_drop(format!(
+            "INSERT INTO {t} (id, customer_id, amount, note) VALUES {}",
+            values.join(", ")
+        ))
+        .await
+        .unwrap();
+        assert_eq!(c.affected_rows(), 60, "{t}");
+    }
+    // Each physical table holds exactly its partition's rows.
+    for (backend, table, want) in [
+        (0, "orders_default", 0),
+        (1, "orders_p1", 1),
+        (2, "orders_p2", 2),
+        (1, "orders_p3", 3),
+    ] {
+        let mut b = backend_conn(backend, Some("part_route")).await;
+        let (n, wrong): (i64, i64) = b
+            .query_first(format!(
+                "SELECT COUNT(*), COALESCE(SUM(customer_id MOD 4 <> {want}), 0) FROM {table}"
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0, "{table} is empty");
+        assert_eq!(wrong, 0, "{table} holds rows of another partition");
+        b.disconnect().await.unwrap();
+    }
+    let same = |q: &str| (q.replace("{t}", "orders"), q.replace("{t}", "ref_orders"));
+    for q in [
+        "SELECT id, customer_id, amount, note FROM {t} WHERE customer_id = 5",
+        "SELECT id, customer_id, amount, note FROM {t} WHERE customer_id IN (1, 2, 7, 12)",
+        "SELECT id, customer_id, amount, note FROM {t} WHERE amount > 50",
+        "SELECT o.id, o.customer_id, o.amount, o.note FROM {t} o WHERE o.customer_id = 3 AND o.amount < 100",
+        "SELECT {t}.id, customer_id, amount, note FROM {t} WHERE {t}.customer_id = '9'",
+        "SELECT id, customer_id, amount, note FROM {t} WHERE customer_id = 1 OR amount = 3",
+        "SELECT id, customer_id, amount, note FROM {t} WHERE customer_id = 4 AND customer_id = 5",
+        "SELECT id, customer_id, amount, note FROM {t}",
+    ] {
+        let (p, r) = same(q);
+        assert_eq!(rows(&mut c, &p).await, rows(&mut c, &r).await, "{q}");
+    }
+    // Within one partition, ordering, limits and aggregates are the server's own.
+    for q in [
+        "SELECT id FROM {t} WHERE customer_id = 6 ORDER BY amount DESC, id LIMIT 3",
+        "SELECT COUNT(*) FROM {t} WHERE customer_id = 4",
+    ] {
+        let (p, r) = same(q);
+        let a: Vec<i64> = c.query(&p).await.unwrap();
+        let b: Vec<i64> = c.query(&r).await.unwrap();
+        assert_eq!(a, b, "{q}");
+    }
+    // Across partitions they are refused, never answered differently.
+    for q in [
+        "SELECT COUNT(*) FROM orders",
+        "SELECT id FROM orders ORDER BY id",
+        "SELECT * FROM orders o JOIN ref_orders r ON r.id = o.id",
+    ] {
+        let e = c.query_drop(q).await.unwrap_err();
+        assert_eq!(code(&e), 1235, "{q}");
+    }
+    // Writes: the same affected rows, the same data afterwards.
+    for q in [
+        "UPDATE {t} SET amount = amount + 1 WHERE customer_id = 5",
+        "UPDATE {t} SET note = 'cheap' WHERE amount < 20",
+        "DELETE FROM {t} WHERE customer_id IN (2, 3)",
+        "DELETE FROM {t} WHERE amount > 95",
+        "INSERT INTO {t} (id, customer_id, amount, note) VALUES (100, 8, 1, 'x'), (101, 9, 2, NULL), (102, 10, 3, 'it''s')",
+    ] {
+        let (p, r) = same(q);
+        c.query_drop(&p).await.unwrap();
+        let a = c.affected_rows();
+        c.query_drop(&r).await.unwrap();
+        assert_eq!(a, c.affected_rows(), "{q}");
+        let all = "SELECT id, customer_id, amount, note FROM {t}";
+        let (p, r) = same(all);
+        assert_eq!(rows(&mut c, &p).await, rows(&mut c, &r).await, "after {q}");
+    }
+    let e = c
+        .query_drop("UPDATE orders SET customer_id = 2 WHERE customer_id = 1")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    let e = c
+        .query_drop("INSERT INTO orders (id, amount) VALUES (500, 1)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    // A transaction starts on the backend of its first statement and stays
+    // there; crossing to another backend is refused.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE orders SET amount = 0 WHERE customer_id = 1")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE orders SET amount = 0 WHERE customer_id = 5")
+        .await
+        .unwrap();
+    let e = c
+        .query_drop("UPDATE orders SET amount = 0 WHERE customer_id = 2")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    c.query_drop("ROLLBACK").await.unwrap();
+    // Committed work on a partition's backend stays.
+    for t in ["orders", "ref_orders"] {
+        c.query_drop("START TRANSACTION").await.unwrap();
+        c.query_drop(format!("UPDATE {t} SET note = 'tx' WHERE customer_id = 6"))
+            .await
+            .unwrap();
+        c.query_drop("COMMIT").await.unwrap();
+    }
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    let (p, r) = same("SELECT id, customer_id, amount, note FROM {t}");
+    assert_eq!(
+        rows(&mut c, &p).await,
+        rows(&mut c, &r).await,
+        "after rollback"
+    );
     c.disconnect().await.unwrap();
 }

@@ -57,6 +57,13 @@ pub struct PartitionedTable {
     pub partitions: BTreeMap<String, Partition>,
     /// Partition value to partition name.
     pub values: BTreeMap<String, String>,
+    /// The key compares exactly with what the hashing function sees:
+    /// statements may be pruned to the partitions of their key values. For
+    /// other keys (strings under a collation, where 'Books' = 'books ', ...)
+    /// every partition is read, which is always correct.
+    pub is_key_exact: bool,
+    /// The key column is an integer: literals are compared as numbers.
+    pub is_key_integer: bool,
 }
 
 /// Where a row or statement goes.
@@ -179,10 +186,34 @@ impl Dictionary {
                 default_backend,
                 partitions: BTreeMap::new(),
                 values: BTreeMap::new(),
+                is_key_exact: false,
+                is_key_integer: false,
             },
         );
         self.version += 1;
         Ok(())
+    }
+
+    pub fn set_key_exact(&mut self, name: &TableName, is_exact: bool) {
+        if let Some(t) = self.tables.get_mut(name) {
+            t.is_key_exact = is_exact;
+            t.is_key_integer = is_exact;
+        }
+    }
+
+    /// Record the key column's SQL type (`information_schema.COLUMNS.DATA_TYPE`)
+    /// and derive whether statements on it may be pruned.
+    pub fn set_key_type(&mut self, name: &TableName, data_type: &str) {
+        if let Some(t) = self.tables.get_mut(name) {
+            let ty = data_type.to_ascii_lowercase();
+            t.is_key_integer = matches!(
+                ty.as_str(),
+                "tinyint" | "smallint" | "mediumint" | "int" | "integer" | "bigint"
+            );
+            let is_date = matches!(ty.as_str(), "date" | "datetime" | "timestamp");
+            t.is_key_exact =
+                t.is_key_integer || (is_date && matches!(t.function, HashingFunction::Date(_)));
+        }
     }
 
     /// Map `value` to `partition` (created on `backend` if new). Returns

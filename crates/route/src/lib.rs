@@ -11,6 +11,7 @@ pub mod admin;
 pub mod dictionary;
 pub mod hashing;
 pub mod key;
+pub mod router;
 
 pub use hashing::{HashError, HashingFunction};
 pub use key::KeyValue;

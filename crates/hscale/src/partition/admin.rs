@@ -74,23 +74,21 @@ async fn table_exists(c: &mut BackendConn, db: &str, table: &str) -> Result<bool
         .is_some_and(|n| n != "0"))
 }
 
-async fn column_exists(
+/// The column's DATA_TYPE, if the column exists.
+async fn column_type(
     c: &mut BackendConn,
     db: &str,
     table: &str,
     column: &str,
-) -> Result<bool, ProxyError> {
+) -> Result<Option<String>, ProxyError> {
     let sql = format!(
-        "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND COLUMN_NAME = {}",
+        "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND COLUMN_NAME = {}",
         quote_str(db),
         quote_str(table),
         quote_str(column)
     );
     let r = c.query_rows(&sql).await?.map_err(|e| wrong(e.message))?;
-    Ok(r.strings()
-        .first()
-        .and_then(|r| r[0].clone())
-        .is_some_and(|n| n != "0"))
+    Ok(r.strings().first().and_then(|r| r[0].clone()))
 }
 
 /// Create `dst` on backend `dst_b` with the definition of `src` on `src_b`
@@ -227,17 +225,18 @@ pub async fn execute(
             let mut d = (*reload(ctx, worker).await?).clone();
             d.setup_table(name.clone(), &column, &default_table, b, function.clone())
                 .map_err(wrong)?;
-            {
+            let key_type = {
                 let mut main = conn(ctx, worker, 0).await?;
                 if !table_exists(&mut main, &name.db, &name.table).await? {
                     return Err(wrong(format!(
                         "table {name} does not exist on the main backend"
                     )));
                 }
-                if !column_exists(&mut main, &name.db, &name.table, &column).await? {
-                    return Err(wrong(format!("table {name} has no column {column:?}")));
-                }
-            }
+                column_type(&mut main, &name.db, &name.table, &column)
+                    .await?
+                    .ok_or_else(|| wrong(format!("table {name} has no column {column:?}")))?
+            };
+            d.set_key_type(&name, &key_type);
             {
                 let mut target = conn(ctx, worker, b).await?;
                 if table_exists(&mut target, &name.db, &default_table).await? {
@@ -285,6 +284,7 @@ pub async fn execute(
                     &function,
                     &default_table,
                     names[b],
+                    &key_type,
                 )],
             )
             .await?;

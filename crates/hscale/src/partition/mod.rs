@@ -3,8 +3,8 @@
 //! `hscale` database ([`store`]), and the admin commands that change it
 //! ([`admin`]).
 //!
-//! Routing statements to partitions is not written yet. Until it is, a
-//! statement that names a partitioned table is refused with a clear error
+//! Statements are routed by `hscale_route::router`; what it cannot route
+//! (and prepared statements, for now) is refused with a clear error
 //! ([`Partitioning::refusal`]) rather than sent somewhere it could give a
 //! different answer.
 
@@ -41,6 +41,12 @@ impl Partitioning {
         self.snapshot.load_full()
     }
 
+    /// No partitioned table: the common case, checked on every statement
+    /// without touching a shared reference count.
+    pub fn is_empty(&self) -> bool {
+        self.snapshot.load().is_empty()
+    }
+
     pub fn replace(&self, d: Dictionary) {
         self.snapshot.store(Arc::new(d));
     }
@@ -64,10 +70,7 @@ impl Partitioning {
                 ) && s.eq_ignore_ascii_case(&t.name.table)
             });
             if hit {
-                return Some(format!(
-                    "table {} is partitioned, and statements on partitioned tables are not routed to their partitions yet",
-                    t.name
-                ));
+                return Some(format!("table {} is partitioned", t.name));
             }
         }
         None

@@ -14,7 +14,8 @@ const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS `hscale`.`partitioned_tables` (\
        db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, key_column VARCHAR(64) NOT NULL, \
        hashing_function VARCHAR(200) NOT NULL, default_table VARCHAR(64) NOT NULL, \
-       default_backend VARCHAR(200) NOT NULL, PRIMARY KEY (db, tbl)) ENGINE=InnoDB",
+       default_backend VARCHAR(200) NOT NULL, key_type VARCHAR(64) NOT NULL, \
+       PRIMARY KEY (db, tbl)) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS `hscale`.`partitions` (\
        db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, partition_value VARCHAR(255) NOT NULL, \
        partition_name VARCHAR(64) NOT NULL, backend VARCHAR(200) NOT NULL, \
@@ -48,21 +49,17 @@ pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionar
     };
     let mut d = Dictionary::default();
     let tables = conn
-        .query_rows("SELECT db, tbl, key_column, hashing_function, default_table, default_backend FROM `hscale`.`partitioned_tables`")
+        .query_rows("SELECT db, tbl, key_column, hashing_function, default_table, default_backend, key_type FROM `hscale`.`partitioned_tables`")
         .await?
         .map_err(|e| server_error("reading the dictionary", e))?;
     for r in tables.strings() {
         let f = |i: usize| r[i].clone().unwrap_or_default();
         let function =
             HashingFunction::parse(&f(3)).map_err(|e| ProxyError::Wrong(e.to_string()))?;
-        d.setup_table(
-            TableName::new(&f(0), &f(1)),
-            &f(2),
-            &f(4),
-            backend_index(&f(5))?,
-            function,
-        )
-        .map_err(|e| ProxyError::Wrong(e.to_string()))?;
+        let name = TableName::new(&f(0), &f(1));
+        d.setup_table(name.clone(), &f(2), &f(4), backend_index(&f(5))?, function)
+            .map_err(|e| ProxyError::Wrong(e.to_string()))?;
+        d.set_key_type(&name, &f(6));
     }
     let parts = conn
         .query_rows("SELECT db, tbl, partition_value, partition_name, backend FROM `hscale`.`partitions` ORDER BY db, tbl, partition_name, partition_value")
@@ -87,16 +84,18 @@ pub fn insert_table_sql(
     function: &HashingFunction,
     default_table: &str,
     backend: &str,
+    key_type: &str,
 ) -> String {
     format!(
-        "INSERT INTO {} VALUES ({}, {}, {}, {}, {}, {})",
+        "INSERT INTO {} VALUES ({}, {}, {}, {}, {}, {}, {})",
         qualified("hscale", "partitioned_tables"),
         quote_str(&name.db),
         quote_str(&name.table),
         quote_str(column),
         quote_str(&function.to_string()),
         quote_str(default_table),
-        quote_str(backend)
+        quote_str(backend),
+        quote_str(key_type)
     )
 }
 

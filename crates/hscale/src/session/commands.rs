@@ -25,10 +25,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
         if let Some(why) = self.ctx.partitioning.refusal(&payload[1..]) {
-            return Err(ProxyError::Unsupported { what: why });
+            return Err(ProxyError::Refused(format!(
+                "{why} (prepared statements on partitioned tables are not supported yet)"
+            )));
         }
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
-        let mut conn = self.acquire().await?;
+        let mut conn = self.acquire(0).await?;
         if let Some(err) = self.sync(&mut conn, false).await? {
             self.finish(conn, Outcome::default(), &Effects::default());
             return self.write_err_packet(&err).await;
@@ -138,7 +140,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if exec.flags & CURSOR_TYPE_READ_ONLY != 0 {
             pins.insert(Pins::CURSOR);
         }
-        let mut conn = self.acquire().await?;
+        let mut conn = self.acquire(0).await?;
         if let Some(err) = self.sync(&mut conn, st.uses_last_insert_id).await? {
             self.finish(conn, Outcome::default(), &Effects::default());
             return self.write_err_packet(&err).await;

@@ -141,6 +141,92 @@ where
         }
     }
 
+    /// Continue a response whose earlier packets used sequence ids below `seq`.
+    pub fn starting_at(mut self, seq: u8) -> Self {
+        self.seq = seq;
+        self
+    }
+
+    /// Stream one backend's result as a part of a concatenated result:
+    /// the first part sends the column definitions, later parts only rows,
+    /// and only the last part ends the result set. Returns the outcome and
+    /// the next sequence id.
+    pub async fn run_part(
+        mut self,
+        is_first: bool,
+        is_last: bool,
+    ) -> Result<(Outcome, u8), ForwardFailure> {
+        match self.part(is_first, is_last).await {
+            Ok(()) => match self.client.flush().await {
+                Ok(()) => Ok((self.outcome, self.seq)),
+                Err(e) => Err(ForwardFailure {
+                    error: ForwardError::Client(e),
+                    next_seq: self.seq,
+                }),
+            },
+            Err(error) => Err(ForwardFailure {
+                error,
+                next_seq: self.seq,
+            }),
+        }
+    }
+
+    async fn part(&mut self, is_first: bool, is_last: bool) -> Result<(), ForwardError> {
+        let p = self.next().await?;
+        match p.first() {
+            Some(0xff) => {
+                self.outcome.is_err = true;
+                return self.send(&p.payload).await;
+            }
+            Some(0x00) => {
+                // No result set (should not happen for a SELECT): no rows.
+                let ok = OkPacket::decode(&p.payload).map_err(ForwardError::Backend)?;
+                self.outcome.status = Some(ok.status);
+                if is_last {
+                    let eof = hscale_wire::response::encode_eof(ok.warnings, ok.status);
+                    return self.send_terminator(&eof).await;
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        if is_first {
+            self.send_whole(p).await?;
+        }
+        loop {
+            let d = self.next().await?;
+            if is_eof(&d.payload) {
+                if is_first && !self.is_eof_deprecated {
+                    self.send(&d.payload).await?;
+                }
+                break;
+            }
+            if d.first() == Some(0xff) {
+                self.outcome.is_err = true;
+                return self.send(&d.payload).await;
+            }
+            if is_first {
+                self.send_whole(d).await?;
+            }
+        }
+        loop {
+            let row = self.next().await?;
+            if is_eof(&row.payload) {
+                if is_last {
+                    return self.send_terminator(&row.payload).await;
+                }
+                let (_, st) = decode_eof(&row.payload).map_err(ForwardError::Backend)?;
+                self.outcome.status = Some(st);
+                return Ok(());
+            }
+            if row.first() == Some(0xff) {
+                self.outcome.is_err = true;
+                return self.send(&row.payload).await;
+            }
+            self.send_whole(row).await?;
+        }
+    }
+
     /// Stream the whole response; flushes the client at the end.
     pub async fn run(mut self, expect: Expect) -> Result<Outcome, ForwardFailure> {
         match self.run_inner(expect).await {

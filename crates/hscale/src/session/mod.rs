@@ -19,6 +19,7 @@ mod commands;
 pub mod forward;
 mod kill;
 pub mod prepared;
+mod routed;
 pub mod state;
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use crate::error::ProxyError;
 use crate::server::{Context, SessionHandle};
 use auth::ClientInfo;
 use forward::{Expect, ForwardError, Forwarder, Outcome};
+use hscale_route::router::Plan;
 use prepared::Statements;
 use state::{SessionState, SessionVars};
 
@@ -62,6 +64,10 @@ pub struct Session<S> {
     statements: Statements,
     /// Shared with KILL from other sessions.
     handle: Arc<SessionHandle>,
+    /// A `BEGIN` / `START TRANSACTION` not sent yet: it goes to the backend
+    /// of the transaction's first statement, so that a transaction on a
+    /// partition's backend does not start on the main backend.
+    pending_begin: Option<Bytes>,
 }
 
 /// Serve one client connection until it quits or fails.
@@ -107,6 +113,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         pins: Pins::NONE,
         statements: Statements::default(),
         handle: Arc::new(SessionHandle::new(&info.user)),
+        pending_begin: None,
         info,
     };
     let seq = session.info.next_seq;
@@ -171,6 +178,44 @@ async fn write_error<S: AsyncRead + AsyncWrite + Unpin>(
     let (code, state, msg) = e.to_mysql();
     client.write_payload(seq, &encode_err(code, state, &msg));
     let _ = client.flush().await;
+}
+
+/// A statement that reads or writes no table, so any backend can run it.
+fn is_table_free(facts: &hscale_sql::Facts, sql: &str) -> bool {
+    use hscale_sql::Kind;
+    let first = sql.split_whitespace().next().unwrap_or("");
+    let is_kind = matches!(
+        facts.kind,
+        Kind::Commit | Kind::Rollback | Kind::Set | Kind::Begin | Kind::Select
+    ) || ["SAVEPOINT", "RELEASE", "DO"]
+        .iter()
+        .any(|w| first.eq_ignore_ascii_case(w));
+    is_kind
+        && hscale_sql::tokenize(sql).is_ok_and(|t| {
+            !t.iter().any(|x| {
+                ["FROM", "INTO", "TABLE", "JOIN", "UPDATE"]
+                    .iter()
+                    .any(|w| x.is_word(sql, w))
+            })
+        })
+}
+
+/// `COMMIT` / `ROLLBACK` [WORK], without savepoints or chaining.
+fn is_plain_end(sql: &str) -> bool {
+    let words: Vec<String> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .map(str::to_ascii_uppercase)
+        .collect();
+    matches!(
+        words
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice(),
+        ["COMMIT"] | ["ROLLBACK"] | ["COMMIT", "WORK"] | ["ROLLBACK", "WORK"]
+    )
 }
 
 /// Statement text for debug logs, with anything that may hold a password hidden.
@@ -249,16 +294,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     change: Some(&change),
                     ..Effects::default()
                 };
-                self.execute_on_backend(&payload, Expect::Single, effects)
+                self.execute_on_backend(0, &payload, Expect::Single, effects)
                     .await?;
             }
             com::PING => self.write_ok(1, status::AUTOCOMMIT).await?,
             com::FIELD_LIST => {
-                self.execute_on_backend(&payload, Expect::FieldList, Effects::default())
+                self.execute_on_backend(0, &payload, Expect::FieldList, Effects::default())
                     .await?
             }
             com::STATISTICS => {
-                self.execute_on_backend(&payload, Expect::Single, Effects::default())
+                self.execute_on_backend(0, &payload, Expect::Single, Effects::default())
                     .await?
             }
             com::SET_OPTION => self.set_option(&payload).await?,
@@ -313,7 +358,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Status flags that reflect the session's pinned state.
     fn status_bits(&self) -> u16 {
         let mut st = 0;
-        if self.pins.contains(Pins::TRANSACTION) {
+        if self.pins.contains(Pins::TRANSACTION) || self.pending_begin.is_some() {
             st |= status::IN_TRANS;
         }
         st
@@ -340,10 +385,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 };
             }
             hscale_sql::Kind::Admin => return self.admin(sql).await,
+            hscale_sql::Kind::Begin
+                if facts.statements == 1 && self.pinned.is_none() && self.pins.is_empty() =>
+            {
+                self.pending_begin = Some(payload.clone());
+                return self.write_ok(1, status::AUTOCOMMIT).await;
+            }
+            hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
+                if self.pending_begin.is_some() && is_plain_end(sql) =>
+            {
+                // Nothing ran in the transaction: nothing to commit or roll back.
+                self.pending_begin = None;
+                return self.write_ok(1, status::AUTOCOMMIT).await;
+            }
             _ => {}
-        }
-        if let Some(why) = self.ctx.partitioning.refusal(sql_bytes) {
-            return Err(ProxyError::Unsupported { what: why });
         }
         let effects = Effects {
             pins: facts.pins,
@@ -351,18 +406,62 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             change: facts.change.as_ref(),
             uses_last_insert_id: facts.uses_last_insert_id,
         };
-        self.execute_on_backend(payload, Expect::Query, effects)
+        if !self
+            .ctx
+            .partitioning
+            .is_loaded
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            // Right after start: read the dictionary before routing anything.
+            if let Err(e) = crate::partition::admin::reload(&self.ctx, self.worker).await {
+                tracing::warn!(error = %e, "partition dictionary not readable");
+            }
+        }
+        if !self.ctx.partitioning.is_empty() {
+            let dict = self.ctx.partitioning.dictionary();
+            if std::str::from_utf8(sql_bytes).is_err() {
+                if let Some(why) = self.ctx.partitioning.refusal(sql_bytes) {
+                    return Err(ProxyError::Refused(why));
+                }
+            }
+            match hscale_route::router::plan(sql, self.state.db.as_deref(), &dict) {
+                Plan::Passthrough => {}
+                Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
+                Plan::Targets { kind, parts } => {
+                    drop(dict);
+                    return self.run_routed(kind, parts, effects).await;
+                }
+            }
+        }
+        // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
+        // on the backend the session is bound to; the rest on the main one.
+        let backend = match &self.pinned {
+            Some(c) if is_table_free(&facts, sql) => c.pool().backend_index,
+            _ => 0,
+        };
+        self.execute_on_backend(backend, payload, Expect::Query, effects)
             .await
     }
 
-    /// Borrow the connection for the next statement: the pinned one, or one
-    /// from the main backend's pool.
-    async fn acquire(&mut self) -> Result<PooledConn, ProxyError> {
+    /// Borrow the connection for a statement on `backend`: the pinned one,
+    /// or one from this worker's pool. A session bound to one backend (by a
+    /// transaction or connection state) cannot run a statement on another.
+    async fn acquire(&mut self, backend: usize) -> Result<PooledConn, ProxyError> {
         if let Some(c) = self.pinned.take() {
-            return Ok(c);
+            if c.pool().backend_index == backend {
+                return Ok(c);
+            }
+            let bound = c.pool().name().to_string();
+            self.pinned = Some(c);
+            return Err(ProxyError::Unsupported {
+                what: format!(
+                    "a statement on backend '{}' while the session is bound to backend '{bound}' by a transaction or connection state (transactions across backends)",
+                    self.ctx.config.backends[backend].name
+                ),
+            });
         }
         self.ctx
-            .pool(self.worker, 0)
+            .pool(self.worker, backend)
             .get(self.is_found_rows())
             .await
     }
@@ -420,17 +519,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             conn.last_insert_id = self.state.last_insert_id;
         }
+        // A deferred BEGIN starts the transaction on the backend of the
+        // first statement that needs one.
+        if let Some(begin) = self.pending_begin.take() {
+            if let Err(e) = conn.command(&begin).await? {
+                return Ok(Some(e));
+            }
+            self.pins.insert(Pins::TRANSACTION);
+        }
         Ok(None)
     }
 
     /// Run one command on a backend connection and stream its response.
     async fn execute_on_backend(
         &mut self,
+        backend: usize,
         payload: &[u8],
         expect: Expect,
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
-        let mut conn = self.acquire().await?;
+        let mut conn = self.acquire(backend).await?;
         if let Some(err) = self.sync(&mut conn, effects.uses_last_insert_id).await? {
             self.finish(conn, Outcome::default(), &Effects::default());
             self.client
@@ -542,7 +650,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// `USE db` at login or change user: check it exists on the main backend.
     async fn use_database(&mut self, db: &str) -> Result<Option<ErrPacket>, ProxyError> {
-        let mut conn = self.acquire().await?;
+        let mut conn = self.acquire(0).await?;
         let mut p = BytesMut::with_capacity(1 + db.len());
         p.put_u8(com::INIT_DB);
         p.put_slice(db.as_bytes());
@@ -580,6 +688,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     fn reset_session(&mut self) {
         self.release_pinned();
         self.pins = Pins::NONE;
+        self.pending_begin = None;
         self.state.vars = self.base_vars.clone();
         self.state.last_insert_id = 0;
         self.statements.clear();
