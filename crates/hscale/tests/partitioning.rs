@@ -442,6 +442,35 @@ async fn routed_statements_match_one_server() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), 1235);
+    // HSCALE EXPLAIN shows each backend and the exact SQL it would receive.
+    let plan: Vec<(String, String, String)> = c
+        .query("HSCALE EXPLAIN SELECT id FROM orders WHERE customer_id IN (5, 6)")
+        .await
+        .unwrap();
+    assert_eq!(
+        plan,
+        vec![
+            (
+                "shard1".to_string(),
+                "concatenate rows: orders_p1".to_string(),
+                "SELECT id FROM `part_route`.`orders_p1` AS `orders` WHERE customer_id IN (5, 6)"
+                    .to_string()
+            ),
+            (
+                "shard2".to_string(),
+                "concatenate rows: orders_p2".to_string(),
+                "SELECT id FROM `part_route`.`orders_p2` AS `orders` WHERE customer_id IN (5, 6)"
+                    .to_string()
+            ),
+        ]
+    );
+    let plan: Vec<(String, String, String)> = c.query("HSCALE EXPLAIN SELECT 1").await.unwrap();
+    assert_eq!(plan[0].1, "passthrough");
+    let e = c
+        .query_drop("HSCALE EXPLAIN SELECT COUNT(*) FROM orders")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
     // A transaction starts on the backend of its first statement and stays
     // there; crossing to another backend is refused.
     c.query_drop("BEGIN").await.unwrap();

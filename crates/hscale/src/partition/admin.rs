@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use hscale_route::admin::{AdminCommand, BackendRef};
 use hscale_route::dictionary::{Dictionary, TableName};
+use hscale_route::router::{Plan, StatementKind};
 
 use super::store::{self, exec};
 use super::{function_sql, qualified, quote_str};
@@ -498,9 +499,38 @@ pub async fn execute(
                 ),
             })
         }
-        AdminCommand::Explain { .. } => Err(ProxyError::Unsupported {
-            what: "HSCALE EXPLAIN before statement routing exists".into(),
-        }),
+        AdminCommand::Explain { statement } => {
+            let d = ctx.partitioning.dictionary();
+            let rows = match hscale_route::router::plan(&statement, session_db, &d) {
+                Plan::Passthrough => vec![vec![
+                    Some(names[0].to_string()),
+                    Some("passthrough".to_string()),
+                    Some(statement.clone()),
+                ]],
+                Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
+                Plan::Targets { kind, parts } => {
+                    let how = match (kind, parts.len()) {
+                        (_, 1) => "single partition",
+                        (StatementKind::Select, _) => "concatenate rows",
+                        (_, _) => "add up affected rows",
+                    };
+                    parts
+                        .into_iter()
+                        .map(|(t, sql)| {
+                            vec![
+                                Some(names[t.backend].to_string()),
+                                Some(format!("{how}: {}", t.physical_table)),
+                                Some(sql),
+                            ]
+                        })
+                        .collect()
+                }
+            };
+            Ok(AdminOutput::Rows {
+                columns: &["backend", "operation", "sql"],
+                rows,
+            })
+        }
         AdminCommand::SetupGlobalTable { .. } => Err(ProxyError::Unsupported {
             what: "HSCALE SETUP_GLOBAL_TABLE (global tables come with cross-partition queries)"
                 .into(),
