@@ -69,6 +69,15 @@ fn mariadb_cli() {
         String::from_utf8_lossy(&out.stdout),
         "id\tv\n1\ta\n2\tb\n3\tNULL\nn\n1\n"
     );
+    // OK packets hscale writes itself (here with an info message) and its
+    // own result sets read cleanly in libmariadb.
+    let out = run(&mut mariadb(&["-e", "HSCALE RELOAD"]));
+    assert_eq!(out, "");
+    let out = run(&mut mariadb(&["-e", "HSCALE SHOW BACKENDS"]));
+    assert!(
+        out.starts_with("name\taddress\tstatus\topen\tidle\nshard0\t127.0.0.1:"),
+        "{out}"
+    );
     // Errors come back with the server's code and message.
     let out = mariadb(&["-e", "SELECT * FROM cli_db.missing"])
         .output()

@@ -4,6 +4,7 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::buf::{put_lenenc, Reader};
+
 use crate::WireError;
 
 /// A decoded OK packet (header `0x00`, or `0xFE` when it ends a result set
@@ -44,7 +45,11 @@ pub fn encode_ok(header: u8, ok: &OkPacket, info: &str) -> BytesMut {
     put_lenenc(&mut b, ok.last_insert_id);
     b.put_u16_le(ok.status);
     b.put_u16_le(ok.warnings);
-    b.put_slice(info.as_bytes());
+    if !info.is_empty() {
+        // Length-encoded, as MariaDB and MySQL servers send it (libmariadb
+        // reads a length here).
+        crate::buf::put_lenenc_bytes(&mut b, info.as_bytes());
+    }
     b
 }
 

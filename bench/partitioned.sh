@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The seed benchmark (shared/seeds/001): mariadb-slap sends HSCALE's SELECT
+# with comments against its `small` table at concurrency 1, 10, 20 and 40,
+# 10,000 queries each: directly to MariaDB, through hscale with `small`
+# unpartitioned, and through hscale with `small` partitioned on category over
+# two backends. Prints the seed's table (ms per run) and the ms each query
+# gains through hscale. Markdown on stdout, progress on stderr.
+#
+# Environment: QUERIES (default 10000), CONCURRENCY (default "1 10 20 40"),
+# HSCALE (binary, default ./target/release/hscale).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$PATH:/usr/sbin"
+
+QUERIES=${QUERIES:-10000}
+CONCURRENCY=${CONCURRENCY:-1 10 20 40}
+HSCALE=${HSCALE:-./target/release/hscale}
+
+log() { printf '%s\n' "bench: $*" >&2; }
+die() { log "$*"; exit 1; }
+for tool in mariadb mariadb-slap python3; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run: make deps)"
+done
+[[ -x "$HSCALE" ]] || die "$HSCALE not found (run: make build)"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/hscale-partbench.XXXXXX")
+PG_PID=""
+cleanup() {
+  set +e
+  if [[ -n "$PG_PID" ]]; then
+    kill -TERM "$PG_PID" 2>/dev/null
+    for _ in $(seq 1 300); do kill -0 "$PG_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$PG_PID" 2>/dev/null
+  fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+log "starting a playground with 2 backends on port $PORT"
+"$HSCALE" playground --shards 2 --listen "127.0.0.1:$PORT" --data-dir "$TMP/pg" >"$TMP/pg.out" 2>"$TMP/pg.err" &
+PG_PID=$!
+for _ in $(seq 1 600); do
+  grep -q '^ready:' "$TMP/pg.out" 2>/dev/null && break
+  kill -0 "$PG_PID" 2>/dev/null || die "playground exited: $(cat "$TMP/pg.err")"
+  sleep 0.1
+done
+grep -q '^ready:' "$TMP/pg.out" || die "playground not ready"
+MAIN_PORT=$(grep -m1 '^address = ' "$TMP/pg/hscale.toml" | sed 's/.*:\([0-9]*\)"/\1/')
+
+proxy() { mariadb -h127.0.0.1 -P"$PORT" -uroot --skip-ssl "$@"; }
+direct() { mariadb -h127.0.0.1 -P"$MAIN_PORT" -uhscale -phscale --skip-ssl "$@"; }
+
+TABLE="CREATE TABLE small (id INT UNSIGNED NOT NULL, category ENUM('books', 'hardware', 'software') NOT NULL, PRIMARY KEY(id)) ENGINE=HEAP"
+ROWS="INSERT INTO small (id, category) VALUES (1, 'books'), (2, 'hardware'), (3, 'software')"
+for db in slap slap_part; do
+  direct -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db; USE $db; $TABLE; $ROWS"
+done
+proxy -e "HSCALE SETUP_TABLE('slap_part.small', 'category', 'small_default', 'shard0', 'NONE()')"
+proxy -e "HSCALE ADD_PARTITION('slap_part.small', 'books', 'books', 'shard1')"
+proxy --batch -e "HSCALE EXPLAIN SELECT id FROM slap_part.small WHERE small.category='books'" >&2
+
+QUERY="SELECT id, category FROM small WHERE small.category='books' /* Added */ /* some */ /* comments */ /* to */ /* produce */ /* a */ /* higher */ /* tokenizer */ /* load */"
+
+# Milliseconds for QUERIES queries at concurrency $1 against port $2 as user $3 in db $4.
+slap() {
+  local c=$1 port=$2 user=$3 db=$4 pass=() out
+  [[ "$user" == hscale ]] && pass=(-phscale)
+  out=$(mariadb-slap -h127.0.0.1 -P"$port" -u"$user" "${pass[@]}" --create-schema="$db" --no-drop \
+    --query="$QUERY" --concurrency="$c" --number-of-queries="$QUERIES" --iterations=1 2>&1) \
+    || die "mariadb-slap failed: $out"
+  awk '/Average number of seconds to run all queries/ {printf "%d", $9 * 1000}' <<<"$out"
+}
+
+rows=()
+for c in $CONCURRENCY; do
+  log "concurrency $c"
+  d=$(slap "$c" "$MAIN_PORT" hscale slap)
+  u=$(slap "$c" "$PORT" root slap)
+  p=$(slap "$c" "$PORT" root slap_part)
+  per_client=$(( QUERIES / c ))
+  au=$(python3 -c "print(f'{($u - $d) / $per_client:.3f}')")
+  ap=$(python3 -c "print(f'{($p - $d) / $per_client:.3f}')")
+  rows+=("| $c | $d | $u | $p | $au | $ap |")
+done
+
+echo "## Seed benchmark (bench/partitioned.sh)"
+echo
+echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), nproc: $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "- $QUERIES queries per run; ms for the whole run, as in the seed's table; added ms per query = (hscale - MariaDB) / queries per client"
+echo "- partitioned: \`small\` on category with NONE(), 'books' on shard1, the rest in small_default on shard0"
+echo
+echo "| concurrency | MariaDB ms | hscale unpartitioned ms | hscale partitioned ms | added ms/query unpartitioned | added ms/query partitioned |"
+echo "|---:|---:|---:|---:|---:|---:|"
+printf '%s\n' "${rows[@]}"
