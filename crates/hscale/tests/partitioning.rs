@@ -504,3 +504,169 @@ async fn routed_statements_match_one_server() {
     );
     c.disconnect().await.unwrap();
 }
+
+/// Every hashing function, on the key type it prunes on, against an
+/// unpartitioned copy: reads, writes and placement.
+#[tokio::test]
+async fn every_hashing_function_routes_like_one_server() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE part_fn").await.unwrap();
+    c.query_drop("USE part_fn").await.unwrap();
+    // (table, key type, function, [(partition, value, backend)], key literal for row i)
+    type Case = (
+        &'static str,
+        &'static str,
+        &'static str,
+        Vec<(&'static str, String, &'static str)>,
+        fn(i64) -> String,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "t_none",
+            "INT",
+            "NONE()",
+            vec![("a", "3".into(), "shard1"), ("b", "7".into(), "shard2")],
+            |i| (i % 10).to_string(),
+        ),
+        (
+            "t_mod",
+            "BIGINT",
+            "MOD(5)",
+            vec![
+                ("a", "1".into(), "shard1"),
+                ("b", "-2".into(), "shard2"),
+                ("c", "4".into(), "shard2"),
+            ],
+            |i| (i * 7 - 100).to_string(),
+        ),
+        (
+            "t_div",
+            "INT",
+            "DIV(25)",
+            vec![("lo", "0".into(), "shard1"), ("hi", "3".into(), "shard2")],
+            |i| (i * 3).to_string(),
+        ),
+        (
+            "t_hash",
+            "INT",
+            "HASH(4)",
+            vec![("h0", "0".into(), "shard1"), ("h3", "3".into(), "shard2")],
+            |i| (i * 13).to_string(),
+        ),
+        (
+            "t_prefix",
+            "INT",
+            "PREFIX(1)",
+            vec![
+                ("one", "1".into(), "shard1"),
+                ("nine", "9".into(), "shard2"),
+            ],
+            |i| (i * 11).to_string(),
+        ),
+        (
+            "t_date",
+            "DATE",
+            "DATE('%Y-%m')",
+            vec![
+                ("jan", "2024-01".into(), "shard1"),
+                ("mar", "2024-03".into(), "shard2"),
+            ],
+            |i| format!("'2024-{:02}-{:02}'", 1 + i % 4, 1 + i % 28),
+        ),
+    ];
+    for (table, ty, function, partitions, key) in cases {
+        let reference = format!("{table}_ref");
+        for t in [table, reference.as_str()] {
+            c.query_drop(format!(
+                "CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k {ty} NOT NULL, v INT NOT NULL)"
+            ))
+            .await
+            .unwrap();
+        }
+        c.query_drop(format!(
+            "HSCALE SETUP_TABLE('{table}', 'k', '{table}_default', 'shard0', \"{function}\")"
+        ))
+        .await
+        .unwrap();
+        for (p, value, backend) in &partitions {
+            c.query_drop(format!(
+                "HSCALE ADD_PARTITION('{table}', '{p}', '{value}', '{backend}')"
+            ))
+            .await
+            .unwrap();
+        }
+        let values: Vec<String> = (0..80)
+            .map(|i| format!("({i}, {}, {})", key(i), i * 3 % 17))
+            .collect();
+        for t in [table, reference.as_str()] {
+            c.query_drop(format!(
+                "INSERT INTO {t} (id, k, v) VALUES {}",
+                values.join(", ")
+            ))
+            .await
+            .unwrap();
+            assert_eq!(c.affected_rows(), 80, "{t}");
+        }
+        // Placement: each physical table holds only keys of its partition values.
+        let h = hscale_route::HashingFunction::parse(function).unwrap();
+        for (p, value, backend) in &partitions {
+            let idx: usize = backend.trim_start_matches("shard").parse().unwrap();
+            let mut b = backend_conn(idx, Some("part_fn")).await;
+            let keys: Vec<String> = b
+                .query(format!("SELECT CAST(k AS CHAR) FROM {table}_{p}"))
+                .await
+                .unwrap();
+            for k in keys {
+                let kv = if ty == "DATE" {
+                    hscale_route::KeyValue::Str(k.clone())
+                } else {
+                    hscale_route::KeyValue::Int(k.parse().unwrap())
+                };
+                assert_eq!(
+                    h.apply(&kv).unwrap().as_deref(),
+                    Some(value.as_str()),
+                    "{table}: key {k} in partition {p}"
+                );
+            }
+            b.disconnect().await.unwrap();
+        }
+        let probe: Vec<String> = (0..6).map(key).collect();
+        let same = |q: &str| (q.replace("{t}", table), q.replace("{t}", &reference));
+        for q in [
+            format!("SELECT id, v FROM {{t}} WHERE k = {}", probe[1]),
+            format!(
+                "SELECT id, v FROM {{t}} WHERE k IN ({}, {}, {})",
+                probe[2], probe[3], probe[5]
+            ),
+            format!("SELECT id, v FROM {{t}} WHERE k = {} AND v > 3", probe[4]),
+            "SELECT id, v FROM {t} WHERE v < 9".to_string(),
+            "SELECT id, v FROM {t}".to_string(),
+        ] {
+            let (p, r) = same(&q);
+            let mut a: Vec<(i64, i64)> = c.query(&p).await.unwrap_or_else(|e| panic!("{p}: {e}"));
+            let mut b: Vec<(i64, i64)> = c.query(&r).await.unwrap();
+            a.sort();
+            b.sort();
+            assert_eq!(a, b, "{p}");
+        }
+        for q in [
+            format!("UPDATE {{t}} SET v = v + 100 WHERE k = {}", probe[2]),
+            format!("DELETE FROM {{t}} WHERE k IN ({}, {})", probe[3], probe[4]),
+            "UPDATE {t} SET v = 0 WHERE v > 15".to_string(),
+        ] {
+            let (p, r) = same(&q);
+            c.query_drop(&p).await.unwrap();
+            let n = c.affected_rows();
+            c.query_drop(&r).await.unwrap();
+            assert_eq!(n, c.affected_rows(), "{p}");
+        }
+        let (p, r) = same("SELECT id, v FROM {t}");
+        let mut a: Vec<(i64, i64)> = c.query(&p).await.unwrap();
+        let mut b: Vec<(i64, i64)> = c.query(&r).await.unwrap();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{table} after writes");
+    }
+    c.disconnect().await.unwrap();
+}
