@@ -24,6 +24,10 @@ pub struct Partitioning {
     pub admin_lock: tokio::sync::Mutex<()>,
     /// Whether the dictionary has been read from the main backend.
     pub is_loaded: std::sync::atomic::AtomicBool,
+    /// When a session last tried to read it (ms since `epoch`), so that an
+    /// unreadable dictionary costs one attempt a second, not one per statement.
+    last_attempt_ms: std::sync::atomic::AtomicU64,
+    epoch: std::time::Instant,
 }
 
 impl Default for Partitioning {
@@ -32,11 +36,29 @@ impl Default for Partitioning {
             snapshot: ArcSwap::from_pointee(Dictionary::default()),
             admin_lock: tokio::sync::Mutex::new(()),
             is_loaded: std::sync::atomic::AtomicBool::new(false),
+            last_attempt_ms: std::sync::atomic::AtomicU64::new(0),
+            epoch: std::time::Instant::now(),
         }
     }
 }
 
 impl Partitioning {
+    /// True when the dictionary is not loaded yet and nobody tried in the
+    /// last second: the caller should try now.
+    pub fn should_try_loading(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.is_loaded.load(Relaxed) {
+            return false;
+        }
+        let now = self.epoch.elapsed().as_millis() as u64 + 1000;
+        let last = self.last_attempt_ms.load(Relaxed);
+        now - last >= 1000
+            && self
+                .last_attempt_ms
+                .compare_exchange(last, now, Relaxed, Relaxed)
+                .is_ok()
+    }
+
     pub fn dictionary(&self) -> Arc<Dictionary> {
         self.snapshot.load_full()
     }

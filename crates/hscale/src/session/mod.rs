@@ -406,12 +406,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             change: facts.change.as_ref(),
             uses_last_insert_id: facts.uses_last_insert_id,
         };
-        if !self
-            .ctx
-            .partitioning
-            .is_loaded
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
+        if self.ctx.partitioning.should_try_loading() {
             // Right after start: read the dictionary before routing anything.
             if let Err(e) = crate::partition::admin::reload(&self.ctx, self.worker).await {
                 tracing::warn!(error = %e, "partition dictionary not readable");
