@@ -670,3 +670,82 @@ async fn every_hashing_function_routes_like_one_server() {
     }
     c.disconnect().await.unwrap();
 }
+
+/// DESC and SHOW COLUMNS describe the logical table; ALTER TABLE, CREATE
+/// and DROP INDEX and TRUNCATE apply to every partition.
+#[tokio::test]
+async fn schema_statements_apply_to_every_partition() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE part_ddl").await.unwrap();
+    c.query_drop("USE part_ddl").await.unwrap();
+    for t in ["s", "s_ref"] {
+        c.query_drop(format!(
+            "CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, v VARCHAR(10))"
+        ))
+        .await
+        .unwrap();
+        c.query_drop(format!(
+            "INSERT INTO {t} (id, k, v) VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 3, 'c')"
+        ))
+        .await
+        .unwrap();
+    }
+    c.query_drop("HSCALE SETUP_TABLE('s', 'k', 's_default', 'shard0', 'MOD(3)')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('s', 'one', '1', 'shard1')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('s', 'two', '2', 'shard2')")
+        .await
+        .unwrap();
+    let desc = |t: &str| format!("DESC {t}");
+    let a: Vec<Row> = c.query(desc("s")).await.unwrap();
+    let b: Vec<Row> = c.query(desc("s_ref")).await.unwrap();
+    let show = |rows: &[Row]| -> Vec<Vec<Option<String>>> {
+        rows.iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| r.get::<Option<String>, _>(i).flatten())
+                    .collect()
+            })
+            .collect()
+    };
+    assert_eq!(show(&a), show(&b));
+    for q in [
+        "ALTER TABLE {t} ADD COLUMN extra INT NULL",
+        "CREATE INDEX i_v ON {t} (v)",
+        "DROP INDEX i_v ON {t}",
+        "CREATE INDEX i_extra ON {t} (extra)",
+    ] {
+        c.query_drop(q.replace("{t}", "s"))
+            .await
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+        c.query_drop(q.replace("{t}", "s_ref")).await.unwrap();
+    }
+    let a: Vec<Row> = c.query("SHOW FULL COLUMNS FROM s").await.unwrap();
+    let b: Vec<Row> = c.query("SHOW FULL COLUMNS FROM s_ref").await.unwrap();
+    assert_eq!(show(&a), show(&b));
+    for (backend, table) in [(0, "s_default"), (1, "s_one"), (2, "s_two")] {
+        let n = count(
+            backend,
+            &format!("SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = 'part_ddl' AND TABLE_NAME = '{table}' AND INDEX_NAME = 'i_extra'"),
+        )
+        .await;
+        assert_eq!(n, 1, "{table} lacks the index");
+    }
+    c.query_drop("TRUNCATE TABLE s").await.unwrap();
+    let n: Vec<i64> = c.query("SELECT id FROM s").await.unwrap();
+    assert!(n.is_empty());
+    for q in [
+        "SHOW CREATE TABLE s",
+        "DROP TABLE s",
+        "ALTER TABLE s DROP COLUMN k",
+        "CREATE UNIQUE INDEX u ON s (v)",
+    ] {
+        let e = c.query_drop(q).await.unwrap_err();
+        assert_eq!(code(&e), 1235, "{q}");
+    }
+    c.disconnect().await.unwrap();
+}

@@ -34,6 +34,8 @@ pub enum StatementKind {
     Insert,
     Update,
     Delete,
+    /// DDL applied to every partition (TRUNCATE, ALTER TABLE, CREATE/DROP INDEX).
+    Schema,
 }
 
 /// A reference to a partitioned table in the statement.
@@ -175,6 +177,9 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
         .first()
         .map(|t| t.text(sql).to_ascii_uppercase())
         .unwrap_or_default();
+    if let Some(p) = plan_schema(sql, &tokens, r, table, &first, selects) {
+        return p;
+    }
     let kind = match first.as_str() {
         "SELECT" => StatementKind::Select,
         "INSERT" | "REPLACE" => StatementKind::Insert,
@@ -198,6 +203,7 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
         .map(|p| tokens[p].text(sql).to_ascii_uppercase());
     let ok_position = match kind {
         StatementKind::Select | StatementKind::Delete => before.as_deref() == Some("FROM"),
+        StatementKind::Schema => false,
         StatementKind::Update => {
             r.start == 1
                 || before.as_deref() == Some("IGNORE")
@@ -223,6 +229,80 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
     match kind {
         StatementKind::Insert => plan_insert(sql, &tokens, r, table),
         _ => plan_filtered(sql, &tokens, r, table, kind),
+    }
+}
+
+/// Schema statements on a partitioned table: descriptions answered by the
+/// default partition, DDL applied to every partition; `None` for the rest.
+fn plan_schema(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+    first: &str,
+    selects: usize,
+) -> Option<Plan> {
+    let before = r
+        .start
+        .checked_sub(1)
+        .map(|p| tokens[p].text(sql).to_ascii_uppercase());
+    let word = |w: &str| tokens.iter().any(|t| t.is_word(sql, w));
+    let refuse = |what: &str| {
+        Some(Plan::Refuse(format!(
+            "{what} on partitioned table {} is not supported yet",
+            r.name
+        )))
+    };
+    let on = |targets: Vec<Target>, kind: StatementKind| {
+        let parts = targets
+            .into_iter()
+            .map(|t| {
+                let s = rewrite(sql, tokens, r, &t, false);
+                (t, s)
+            })
+            .collect();
+        Some(Plan::Targets { kind, parts })
+    };
+    let mentions_key = tokens
+        .iter()
+        .any(|t| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(&table.column));
+    match first {
+        "DESC" | "DESCRIBE" | "EXPLAIN" if r.start == 1 && selects == 0 => {
+            on(vec![table.default_target()], StatementKind::Select)
+        }
+        "SHOW" => {
+            let is_columns = word("COLUMNS") || word("FIELDS");
+            let has_db_suffix = tokens[r.end..]
+                .iter()
+                .any(|t| t.is_word(sql, "FROM") || t.is_word(sql, "IN"));
+            if is_columns && matches!(before.as_deref(), Some("FROM" | "IN")) && !has_db_suffix {
+                on(vec![table.default_target()], StatementKind::Select)
+            } else {
+                refuse("this SHOW statement")
+            }
+        }
+        "TRUNCATE" if r.start == 1 || before.as_deref() == Some("TABLE") => {
+            on(table.all_targets(), StatementKind::Schema)
+        }
+        "ALTER" if before.as_deref() == Some("TABLE") => {
+            if word("RENAME") || word("PARTITION") || mentions_key {
+                refuse("ALTER TABLE that renames the table, uses PARTITION or touches the partition key")
+            } else {
+                on(table.all_targets(), StatementKind::Schema)
+            }
+        }
+        "CREATE" if word("INDEX") && before.as_deref() == Some("ON") => {
+            if word("UNIQUE") {
+                refuse("a UNIQUE index (it would only be unique within each partition)")
+            } else {
+                on(table.all_targets(), StatementKind::Schema)
+            }
+        }
+        "DROP" if word("INDEX") && before.as_deref() == Some("ON") => {
+            on(table.all_targets(), StatementKind::Schema)
+        }
+        "SELECT" | "INSERT" | "REPLACE" | "UPDATE" | "DELETE" => None,
+        _ => refuse(&format!("{first} statements")),
     }
 }
 
@@ -782,8 +862,12 @@ mod tests {
             "UPDATE orders SET customer_id = 3 WHERE customer_id = 1",
             "INSERT INTO orders VALUES (1, 2)",
             "INSERT INTO orders (id) VALUES (1)",
-            "ALTER TABLE orders ADD c INT",
             "SELECT * FROM orders, other",
+            "SHOW CREATE TABLE orders",
+            "ALTER TABLE orders RENAME TO x",
+            "ALTER TABLE orders MODIFY customer_id BIGINT",
+            "CREATE UNIQUE INDEX u ON orders (id)",
+            "DROP TABLE orders",
         ] {
             assert!(
                 matches!(plan(sql, Some("app"), &d), Plan::Refuse(_)),
@@ -799,6 +883,49 @@ mod tests {
             ))
             .len(),
             1
+        );
+    }
+
+    #[test]
+    fn schema_statements() {
+        let d = dict();
+        let p = parts(plan("DESC orders", Some("app"), &d));
+        assert_eq!(p, vec![(0, "DESC `app`.`orders_default`".to_string())]);
+        let p = parts(plan(
+            "SHOW FULL COLUMNS FROM orders LIKE 'id'",
+            Some("app"),
+            &d,
+        ));
+        assert_eq!(
+            p,
+            vec![(
+                0,
+                "SHOW FULL COLUMNS FROM `app`.`orders_default` LIKE 'id'".to_string()
+            )]
+        );
+        assert_eq!(
+            parts(plan("TRUNCATE TABLE orders", Some("app"), &d)).len(),
+            3
+        );
+        let p = parts(plan(
+            "ALTER TABLE orders ADD COLUMN note TEXT",
+            Some("app"),
+            &d,
+        ));
+        assert_eq!(
+            p[1],
+            (
+                1,
+                "ALTER TABLE `app`.`orders_p1` ADD COLUMN note TEXT".to_string()
+            )
+        );
+        assert_eq!(
+            parts(plan("CREATE INDEX i ON orders (id)", Some("app"), &d)).len(),
+            3
+        );
+        assert_eq!(
+            parts(plan("DROP INDEX i ON orders", Some("app"), &d)).len(),
+            3
         );
     }
 

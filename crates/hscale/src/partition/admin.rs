@@ -512,6 +512,7 @@ pub async fn execute(
                     let how = match (kind, parts.len()) {
                         (_, 1) => "single partition",
                         (StatementKind::Select, _) => "concatenate rows",
+                        (StatementKind::Schema, _) => "on every partition",
                         (_, _) => "add up affected rows",
                     };
                     parts
