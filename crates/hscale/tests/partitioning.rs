@@ -739,13 +739,34 @@ async fn schema_statements_apply_to_every_partition() {
     let n: Vec<i64> = c.query("SELECT id FROM s").await.unwrap();
     assert!(n.is_empty());
     for q in [
-        "SHOW CREATE TABLE s",
-        "DROP TABLE s",
         "ALTER TABLE s DROP COLUMN k",
         "CREATE UNIQUE INDEX u ON s (v)",
     ] {
         let e = c.query_drop(q).await.unwrap_err();
         assert_eq!(code(&e), 1235, "{q}");
     }
+    // SHOW CREATE TABLE names the logical table.
+    let (name, ddl): (String, String) =
+        c.query_first("SHOW CREATE TABLE s").await.unwrap().unwrap();
+    let (_, ref_ddl): (String, String) = c
+        .query_first("SHOW CREATE TABLE s_ref")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(name, "s");
+    assert_eq!(ddl, ref_ddl.replace("`s_ref`", "`s`"));
+    // DROP TABLE drops every partition and forgets the table.
+    c.query_drop("DROP TABLE s").await.unwrap();
+    for (backend, table) in [(0, "s_default"), (1, "s_one"), (2, "s_two")] {
+        assert!(
+            !table_exists(backend, "part_ddl", table).await,
+            "{table} still exists"
+        );
+    }
+    let tables: Vec<(String, String, String, String, String)> =
+        c.query("HSCALE SHOW TABLES").await.unwrap();
+    assert!(tables.iter().all(|t| t.0 != "part_ddl.s"), "{tables:?}");
+    let e = c.query_drop("SELECT * FROM s").await.unwrap_err();
+    assert_eq!(code(&e), 1146);
     c.disconnect().await.unwrap();
 }

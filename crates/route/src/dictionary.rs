@@ -194,6 +194,14 @@ impl Dictionary {
         Ok(())
     }
 
+    pub fn remove_table(&mut self, name: &TableName) -> Option<PartitionedTable> {
+        let t = self.tables.remove(name);
+        if t.is_some() {
+            self.version += 1;
+        }
+        t
+    }
+
     pub fn set_key_exact(&mut self, name: &TableName, is_exact: bool) {
         if let Some(t) = self.tables.get_mut(name) {
             t.is_key_exact = is_exact;

@@ -26,6 +26,10 @@ pub enum Plan {
     },
     /// A clear reason why hscale does not run it.
     Refuse(String),
+    /// `DROP TABLE T`: every physical table and the dictionary entry.
+    DropTable(TableName),
+    /// `SHOW CREATE TABLE T`: the default partition's definition, named T.
+    ShowCreate(TableName),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,6 +273,16 @@ fn plan_schema(
     match first {
         "DESC" | "DESCRIBE" | "EXPLAIN" if r.start == 1 && selects == 0 => {
             on(vec![table.default_target()], StatementKind::Select)
+        }
+        "SHOW" if word("CREATE") && before.as_deref() == Some("TABLE") && r.end == tokens.len() => {
+            Some(Plan::ShowCreate(r.name.clone()))
+        }
+        "DROP"
+            if matches!(before.as_deref(), Some("TABLE" | "EXISTS"))
+                && r.end == tokens.len()
+                && !word("TEMPORARY") =>
+        {
+            Some(Plan::DropTable(r.name.clone()))
         }
         "SHOW" => {
             let is_columns = word("COLUMNS") || word("FIELDS");
@@ -863,11 +877,10 @@ mod tests {
             "INSERT INTO orders VALUES (1, 2)",
             "INSERT INTO orders (id) VALUES (1)",
             "SELECT * FROM orders, other",
-            "SHOW CREATE TABLE orders",
             "ALTER TABLE orders RENAME TO x",
             "ALTER TABLE orders MODIFY customer_id BIGINT",
             "CREATE UNIQUE INDEX u ON orders (id)",
-            "DROP TABLE orders",
+            "DROP TABLE orders, other",
         ] {
             assert!(
                 matches!(plan(sql, Some("app"), &d), Plan::Refuse(_)),
@@ -926,6 +939,19 @@ mod tests {
         assert_eq!(
             parts(plan("DROP INDEX i ON orders", Some("app"), &d)).len(),
             3
+        );
+        let t = TableName::new("app", "orders");
+        assert_eq!(
+            plan("DROP TABLE IF EXISTS orders", Some("app"), &d),
+            Plan::DropTable(t.clone())
+        );
+        assert_eq!(
+            plan("DROP TABLE orders", Some("app"), &d),
+            Plan::DropTable(t.clone())
+        );
+        assert_eq!(
+            plan("SHOW CREATE TABLE app.orders", None, &d),
+            Plan::ShowCreate(t)
         );
     }
 

@@ -203,6 +203,73 @@ pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, Pro
     Ok(ctx.partitioning.dictionary())
 }
 
+/// `DROP TABLE T` for a partitioned table: every physical table, then the
+/// dictionary entry.
+pub async fn drop_table(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let mut d = (*reload(ctx, worker).await?).clone();
+    let table = d
+        .table(name)
+        .cloned()
+        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
+    for t in table.all_targets() {
+        let mut c = conn(ctx, worker, t.backend).await?;
+        exec(
+            &mut c,
+            &[format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified(&name.db, &t.physical_table)
+            )],
+        )
+        .await?;
+    }
+    let mut main = conn(ctx, worker, 0).await?;
+    exec(&mut main, &store::delete_table_sql(name)).await?;
+    d.remove_table(name);
+    ctx.partitioning.replace(d);
+    Ok(AdminOutput::Ok {
+        info: String::new(),
+    })
+}
+
+/// `SHOW CREATE TABLE T`: the default partition's definition, named T.
+pub async fn show_create(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let d = ctx.partitioning.dictionary();
+    let table = d
+        .table(name)
+        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
+    let mut c = conn(ctx, worker, table.default_backend).await?;
+    let r = c
+        .query_rows(&format!(
+            "SHOW CREATE TABLE {}",
+            qualified(&name.db, &table.default_table)
+        ))
+        .await?
+        .map_err(|e| wrong(e.message))?;
+    let ddl = r
+        .strings()
+        .first()
+        .and_then(|row| row.get(1).cloned().flatten())
+        .ok_or_else(|| wrong("SHOW CREATE TABLE returned nothing"))?;
+    let head = format!("CREATE TABLE {}", super::quote_ident(&table.default_table));
+    let ddl = match ddl.strip_prefix(&head) {
+        Some(body) => format!("CREATE TABLE {}{body}", super::quote_ident(&name.table)),
+        None => ddl,
+    };
+    Ok(AdminOutput::Rows {
+        columns: &["Table", "Create Table"],
+        rows: vec![vec![Some(name.table.clone()), Some(ddl)]],
+    })
+}
+
 /// Run one admin command.
 pub async fn execute(
     ctx: &Context,
@@ -508,6 +575,18 @@ pub async fn execute(
                     Some(statement.clone()),
                 ]],
                 Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
+                Plan::DropTable(t) => vec![vec![
+                    Some(names[0].to_string()),
+                    Some(format!(
+                        "drop every partition of {t} and its dictionary entry"
+                    )),
+                    Some(statement.clone()),
+                ]],
+                Plan::ShowCreate(t) => vec![vec![
+                    Some(names[0].to_string()),
+                    Some(format!("definition of {t} from its default partition")),
+                    Some(statement.clone()),
+                ]],
                 Plan::Targets { kind, parts } => {
                     let how = match (kind, parts.len()) {
                         (_, 1) => "single partition",

@@ -116,6 +116,21 @@ pub fn insert_partition_sql(
     )
 }
 
+/// Remove a table and its partitions from the dictionary.
+pub fn delete_table_sql(name: &TableName) -> Vec<String> {
+    ["partitions", "partitioned_tables"]
+        .iter()
+        .map(|t| {
+            format!(
+                "DELETE FROM {} WHERE db = {} AND tbl = {}",
+                qualified("hscale", t),
+                quote_str(&name.db),
+                quote_str(&name.table)
+            )
+        })
+        .collect()
+}
+
 pub fn delete_partition_sql(name: &TableName, partition: &str) -> String {
     format!(
         "DELETE FROM {} WHERE db = {} AND tbl = {} AND partition_name = {}",

@@ -24,6 +24,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             "admin command"
         );
         let out = execute(&self.ctx, self.worker, self.state.db.as_deref(), cmd).await?;
+        self.write_admin_output(out).await
+    }
+
+    /// Answer with an OK or a result set the proxy built itself.
+    pub(super) async fn write_admin_output(&mut self, out: AdminOutput) -> Result<(), ProxyError> {
         let st = status::AUTOCOMMIT | self.status_bits();
         match out {
             AdminOutput::Ok { info } => {

@@ -426,6 +426,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     drop(dict);
                     return self.run_routed(kind, parts, effects).await;
                 }
+                Plan::DropTable(name) => {
+                    let out =
+                        crate::partition::admin::drop_table(&self.ctx, self.worker, &name).await?;
+                    return self.write_admin_output(out).await;
+                }
+                Plan::ShowCreate(name) => {
+                    let out =
+                        crate::partition::admin::show_create(&self.ctx, self.worker, &name).await?;
+                    return self.write_admin_output(out).await;
+                }
             }
         }
         // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
