@@ -471,6 +471,14 @@ async fn routed_statements_match_one_server() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), 1235);
+    // SHOW TABLES lists the partitioned table once and hides its physical tables.
+    let tables: Vec<String> = c.query("SHOW TABLES").await.unwrap();
+    assert_eq!(tables, vec!["orders".to_string(), "ref_orders".to_string()]);
+    let full: Vec<(String, String)> = c
+        .query("SHOW FULL TABLES FROM part_route LIKE 'ord%'")
+        .await
+        .unwrap();
+    assert_eq!(full, vec![("orders".to_string(), "BASE TABLE".to_string())]);
     // A transaction starts on the backend of its first statement and stays
     // there; crossing to another backend is refused.
     c.query_drop("BEGIN").await.unwrap();

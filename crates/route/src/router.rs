@@ -30,6 +30,13 @@ pub enum Plan {
     DropTable(TableName),
     /// `SHOW CREATE TABLE T`: the default partition's definition, named T.
     ShowCreate(TableName),
+    /// `SHOW [FULL] TABLES [FROM db] [LIKE 'pattern']` in a database with
+    /// partitioned tables: list them, hide their physical tables.
+    ShowTables {
+        db: String,
+        is_full: bool,
+        like: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +111,9 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
     let Ok(tokens) = hscale_sql::tokenize(sql) else {
         return Plan::Passthrough;
     };
+    if let Some(p) = plan_show_tables(sql, &tokens, session_db, dict) {
+        return p;
+    }
     // Every mention of a partitioned table's name, resolved to a table.
     let mut refs: Vec<TableRef> = Vec::new();
     let mut mentions = 0;
@@ -234,6 +244,68 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
         StatementKind::Insert => plan_insert(sql, &tokens, r, table),
         _ => plan_filtered(sql, &tokens, r, table, kind),
     }
+}
+
+/// `SHOW [FULL] TABLES [FROM | IN db] [LIKE 'pattern']` where `db` has
+/// partitioned tables; `None` when this is not such a statement.
+fn plan_show_tables(
+    sql: &str,
+    t: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+) -> Option<Plan> {
+    if !t.first()?.is_word(sql, "SHOW") {
+        return None;
+    }
+    let mut i = 1;
+    let is_full = t.get(i).is_some_and(|x| x.is_word(sql, "FULL"));
+    if is_full {
+        i += 1;
+    }
+    if !t.get(i)?.is_word(sql, "TABLES") {
+        return None;
+    }
+    i += 1;
+    let mut db = session_db.map(str::to_string);
+    if t.get(i)
+        .is_some_and(|x| x.is_word(sql, "FROM") || x.is_word(sql, "IN"))
+    {
+        db = Some(unquote(t.get(i + 1)?, sql));
+        i += 2;
+    }
+    let db = db?;
+    if !dict.tables().any(|p| p.name.db == db) {
+        return None;
+    }
+    let mut like = None;
+    if t.get(i).is_some_and(|x| x.is_word(sql, "LIKE")) {
+        let pat = t.get(i + 1).filter(|x| x.kind == TokenKind::Str)?;
+        like = Some(unescape(pat.text(sql)));
+        i += 2;
+    }
+    if i != t.len() {
+        return Some(Plan::Refuse(format!(
+            "SHOW TABLES with WHERE in database {db}, which has partitioned tables, is not supported yet"
+        )));
+    }
+    Some(Plan::ShowTables { db, is_full, like })
+}
+
+/// SQL `LIKE` with `%` and `_` (and `\` escapes), case-sensitive as table
+/// names are on Linux.
+pub fn like_matches(pattern: &str, s: &str) -> bool {
+    fn go(p: &[char], s: &[char]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some('%') => (0..=s.len()).any(|k| go(&p[1..], &s[k..])),
+            Some('_') => !s.is_empty() && go(&p[1..], &s[1..]),
+            Some('\\') if p.len() > 1 => s.first() == Some(&p[1]) && go(&p[2..], &s[1..]),
+            Some(c) => s.first() == Some(c) && go(&p[1..], &s[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let s: Vec<char> = s.chars().collect();
+    go(&p, &s)
 }
 
 /// Schema statements on a partitioned table: descriptions answered by the
@@ -953,6 +1025,28 @@ mod tests {
             plan("SHOW CREATE TABLE app.orders", None, &d),
             Plan::ShowCreate(t)
         );
+    }
+
+    #[test]
+    fn show_tables() {
+        let d = dict();
+        assert_eq!(
+            plan("SHOW FULL TABLES LIKE 'ord%'", Some("app"), &d),
+            Plan::ShowTables {
+                db: "app".into(),
+                is_full: true,
+                like: Some("ord%".into())
+            }
+        );
+        assert_eq!(plan("SHOW TABLES", Some("other"), &d), Plan::Passthrough);
+        assert!(matches!(
+            plan("SHOW TABLES FROM app WHERE x", None, &d),
+            Plan::Refuse(_)
+        ));
+        assert!(like_matches("ord%", "orders"));
+        assert!(like_matches("o_ders", "orders"));
+        assert!(!like_matches("Ord%", "orders"));
+        assert!(like_matches("a\\_b", "a_b") && !like_matches("a\\_b", "axb"));
     }
 
     #[test]

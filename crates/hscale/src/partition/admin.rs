@@ -25,9 +25,13 @@ pub enum AdminOutput {
         info: String,
     },
     Rows {
-        columns: &'static [&'static str],
+        columns: Vec<String>,
         rows: Vec<Vec<Option<String>>>,
     },
+}
+
+fn cols(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
 }
 
 fn wrong(e: impl std::fmt::Display) -> ProxyError {
@@ -236,6 +240,71 @@ pub async fn drop_table(
     })
 }
 
+/// `SHOW [FULL] TABLES` in a database with partitioned tables: the main
+/// backend's tables without the physical tables of partitioned ones, plus
+/// the partitioned tables themselves.
+pub async fn show_tables(
+    ctx: &Context,
+    worker: usize,
+    db: &str,
+    is_full: bool,
+    like: Option<&str>,
+) -> Result<AdminOutput, ProxyError> {
+    let d = ctx.partitioning.dictionary();
+    let mut hidden = std::collections::HashSet::new();
+    let mut logical = Vec::new();
+    for t in d.tables().filter(|t| t.name.db == db) {
+        for target in t.all_targets() {
+            hidden.insert(target.physical_table);
+        }
+        logical.push(t.name.table.clone());
+    }
+    let mut c = conn(ctx, worker, 0).await?;
+    let full = if is_full { "FULL " } else { "" };
+    let r = c
+        .query_rows(&format!(
+            "SHOW {full}TABLES FROM {}",
+            super::quote_ident(db)
+        ))
+        .await?
+        .map_err(|e| wrong(e.message))?;
+    let mut rows: Vec<Vec<Option<String>>> = r
+        .strings()
+        .into_iter()
+        .filter(|row| {
+            row.first()
+                .cloned()
+                .flatten()
+                .is_some_and(|n| !hidden.contains(&n))
+        })
+        .collect();
+    for name in logical {
+        let mut row = vec![Some(name)];
+        if is_full {
+            row.push(Some("BASE TABLE".to_string()));
+        }
+        rows.push(row);
+    }
+    if let Some(p) = like {
+        rows.retain(|row| {
+            row.first()
+                .cloned()
+                .flatten()
+                .is_some_and(|n| hscale_route::router::like_matches(p, &n))
+        });
+    }
+    rows.sort();
+    let title = match like {
+        Some(p) => format!("Tables_in_{db} ({p})"),
+        None => format!("Tables_in_{db}"),
+    };
+    let mut columns = vec![title];
+    if is_full {
+        columns.push("Table_type".to_string());
+    }
+    Ok(AdminOutput::Rows { columns, rows })
+}
+
 /// `SHOW CREATE TABLE T`: the default partition's definition, named T.
 pub async fn show_create(
     ctx: &Context,
@@ -265,7 +334,7 @@ pub async fn show_create(
         None => ddl,
     };
     Ok(AdminOutput::Rows {
-        columns: &["Table", "Create Table"],
+        columns: cols(&["Table", "Create Table"]),
         rows: vec![vec![Some(name.table.clone()), Some(ddl)]],
     })
 }
@@ -473,7 +542,7 @@ pub async fn execute(
                 .collect();
             rows.sort();
             Ok(AdminOutput::Rows {
-                columns: &["table", "column", "function", "default_table", "backend"],
+                columns: cols(&["table", "column", "function", "default_table", "backend"]),
                 rows,
             })
         }
@@ -518,14 +587,14 @@ pub async fn execute(
                 }
             }
             Ok(AdminOutput::Rows {
-                columns: &[
+                columns: cols(&[
                     "table",
                     "partition",
                     "value",
                     "backend",
                     "physical_table",
                     "rows",
-                ],
+                ]),
                 rows,
             })
         }
@@ -553,7 +622,7 @@ pub async fn execute(
                 })
                 .collect();
             Ok(AdminOutput::Rows {
-                columns: &["name", "address", "status", "open", "idle"],
+                columns: cols(&["name", "address", "status", "open", "idle"]),
                 rows,
             })
         }
@@ -582,6 +651,13 @@ pub async fn execute(
                     )),
                     Some(statement.clone()),
                 ]],
+                Plan::ShowTables { db, .. } => vec![vec![
+                    Some(names[0].to_string()),
+                    Some(format!(
+                        "tables of {db} with partitioned tables shown as one"
+                    )),
+                    Some(statement.clone()),
+                ]],
                 Plan::ShowCreate(t) => vec![vec![
                     Some(names[0].to_string()),
                     Some(format!("definition of {t} from its default partition")),
@@ -607,7 +683,7 @@ pub async fn execute(
                 }
             };
             Ok(AdminOutput::Rows {
-                columns: &["backend", "operation", "sql"],
+                columns: cols(&["backend", "operation", "sql"]),
                 rows,
             })
         }

@@ -42,7 +42,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 let mut seq = self
                     .client
                     .write_payload(1, &encode_column_count(columns.len()));
-                for c in columns {
+                for c in &columns {
                     seq = self.client.write_payload(seq, &encode_column(c));
                 }
                 if !self.is_eof_deprecated() {

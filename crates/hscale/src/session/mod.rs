@@ -431,6 +431,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         crate::partition::admin::drop_table(&self.ctx, self.worker, &name).await?;
                     return self.write_admin_output(out).await;
                 }
+                Plan::ShowTables { db, is_full, like } => {
+                    let out = crate::partition::admin::show_tables(
+                        &self.ctx,
+                        self.worker,
+                        &db,
+                        is_full,
+                        like.as_deref(),
+                    )
+                    .await?;
+                    return self.write_admin_output(out).await;
+                }
                 Plan::ShowCreate(name) => {
                     let out =
                         crate::partition::admin::show_create(&self.ctx, self.worker, &name).await?;
