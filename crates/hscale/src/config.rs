@@ -43,6 +43,9 @@ pub struct ProxyConfig {
     pub health_check_interval_ms: u64,
     /// Prepared statements kept per backend connection (LRU beyond).
     pub backend_statement_cache: usize,
+    /// How often the partition dictionary is reread from the main backend,
+    /// so that changes made through other proxies arrive, in milliseconds.
+    pub reload_interval_ms: u64,
 }
 
 impl Default for ProxyConfig {
@@ -58,6 +61,7 @@ impl Default for ProxyConfig {
             acquire_timeout_ms: 10_000,
             health_check_interval_ms: 5_000,
             backend_statement_cache: 128,
+            reload_interval_ms: 1_000,
         }
     }
 }

@@ -200,6 +200,20 @@ impl Context {
                 tracing::warn!(error = %e, "cannot read the partition dictionary yet");
             }
         }
+        if worker == 0 {
+            // Changes made through other proxies arrive within reload_interval.
+            let ctx = Arc::downgrade(self);
+            let every = Duration::from_millis(self.config.proxy.reload_interval_ms.max(50));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(ctx) = ctx.upgrade() else { return };
+                    if let Err(e) = crate::partition::admin::reload_if_idle(&ctx, worker).await {
+                        tracing::debug!(error = %e, "dictionary reload failed");
+                    }
+                }
+            });
+        }
         let interval = Duration::from_millis(self.config.proxy.health_check_interval_ms.max(100));
         for pool in &self.pools[worker] {
             let pool = pool.clone();

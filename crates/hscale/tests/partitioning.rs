@@ -778,3 +778,48 @@ async fn schema_statements_apply_to_every_partition() {
     assert_eq!(code(&e), 1146);
     c.disconnect().await.unwrap();
 }
+
+/// A change made through one proxy reaches another within reload_interval.
+#[tokio::test]
+async fn other_proxies_reload_the_dictionary() {
+    cluster(3);
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 200;
+    let other = hscale::RunningProxy::start(config, "127.0.0.1:0").unwrap();
+    let mut o = mysql_async::Conn::new(proxy_opts(other.addr.port(), None))
+        .await
+        .unwrap();
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE part_reload").await.unwrap();
+    c.query_drop("CREATE TABLE part_reload.r (id INT NOT NULL PRIMARY KEY)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO part_reload.r VALUES (1), (2), (3)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('part_reload.r', 'id', 'r_default', 'shard0', 'MOD(2)')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('part_reload.r', 'odd', '1', 'shard1')")
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let parts: Vec<Row> = o
+        .query("HSCALE SHOW PARTITIONS('part_reload.r')")
+        .await
+        .unwrap();
+    assert_eq!(parts.len(), 1);
+    // The other proxy routes with the new dictionary.
+    let ids: Vec<i64> = o
+        .query("SELECT id FROM part_reload.r WHERE id = 3")
+        .await
+        .unwrap();
+    assert_eq!(ids, vec![3]);
+    let plan: Vec<(String, String, String)> = o
+        .query("HSCALE EXPLAIN SELECT id FROM part_reload.r WHERE id = 3")
+        .await
+        .unwrap();
+    assert_eq!(plan[0].0, "shard1");
+    o.disconnect().await.unwrap();
+    c.disconnect().await.unwrap();
+}

@@ -339,6 +339,15 @@ pub async fn show_create(
     })
 }
 
+/// The periodic reload: skipped while an admin command on this proxy is
+/// changing the dictionary (it reloads and swaps itself).
+pub async fn reload_if_idle(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
+    let Ok(_g) = ctx.partitioning.admin_lock.try_lock() else {
+        return Ok(());
+    };
+    reload(ctx, worker).await.map(|_| ())
+}
+
 /// Run one admin command.
 pub async fn execute(
     ctx: &Context,
