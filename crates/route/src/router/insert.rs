@@ -1,0 +1,154 @@
+//! `INSERT` / `REPLACE ... VALUES`: rows split by partition.
+
+use hscale_sql::Token;
+
+use super::{is_name, literal, rewrite, unquote, Plan, StatementKind, TableRef};
+use crate::dictionary::{PartitionedTable, Target};
+use crate::KeyValue;
+
+/// INSERT / REPLACE ... VALUES: split the rows by partition.
+pub(super) fn plan_insert(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+) -> Plan {
+    let refuse = |why: &str| Plan::Refuse(format!("{why} (partitioned table {})", table.name));
+    let mut i = r.end;
+    if !tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
+        return refuse("INSERT must list its columns, including the partition key");
+    }
+    let close = match tokens[i..].iter().position(|t| t.is_punct(sql, ")")) {
+        Some(p) => i + p,
+        None => return refuse("unreadable column list"),
+    };
+    let columns: Vec<String> = tokens[i + 1..close]
+        .split(|t| t.is_punct(sql, ","))
+        .map(|c| c.last().map(|t| unquote(t, sql)).unwrap_or_default())
+        .collect();
+    let Some(key_pos) = columns
+        .iter()
+        .position(|c| c.eq_ignore_ascii_case(&table.column))
+    else {
+        return refuse(&format!(
+            "INSERT without the partition key column {}",
+            table.column
+        ));
+    };
+    i = close + 1;
+    if !tokens
+        .get(i)
+        .is_some_and(|t| t.is_word(sql, "VALUES") || t.is_word(sql, "VALUE"))
+    {
+        return refuse("only INSERT ... VALUES is supported");
+    }
+    i += 1;
+    // Each row: ( ... ) at depth 1, separated by commas.
+    let mut rows: Vec<(usize, usize)> = Vec::new();
+    loop {
+        if !tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
+            return refuse("unreadable VALUES row");
+        }
+        let mut depth = 0;
+        let mut end = None;
+        for (k, t) in tokens[i..].iter().enumerate() {
+            if t.is_punct(sql, "(") {
+                depth += 1;
+            } else if t.is_punct(sql, ")") {
+                depth -= 1;
+                if depth == 0 {
+                    end = Some(i + k);
+                    break;
+                }
+            }
+        }
+        let Some(end) = end else {
+            return refuse("unreadable VALUES row");
+        };
+        rows.push((i, end));
+        i = end + 1;
+        if tokens.get(i).is_some_and(|t| t.is_punct(sql, ",")) {
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    let tail_start = i;
+    if tokens[tail_start..]
+        .iter()
+        .any(|t| t.is_word(sql, "SELECT") || t.is_word(sql, "RETURNING"))
+    {
+        return refuse("INSERT ... SELECT and RETURNING are not supported yet");
+    }
+    // ON DUPLICATE KEY UPDATE key = ... would move the row.
+    if let Some(up) = tokens[tail_start..]
+        .iter()
+        .position(|t| t.is_word(sql, "UPDATE"))
+    {
+        let after = &tokens[tail_start + up + 1..];
+        let assigns_key = after.split(|t| t.is_punct(sql, ",")).any(|a| {
+            a.first()
+                .is_some_and(|c| is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&table.column))
+                && a.get(1).is_some_and(|e| e.is_punct(sql, "="))
+        });
+        if assigns_key {
+            return refuse("ON DUPLICATE KEY UPDATE of the partition key is not supported");
+        }
+    }
+    // Group rows by target, keeping their order.
+    let mut groups: Vec<(Target, Vec<(usize, usize)>)> = Vec::new();
+    for (a, b) in rows {
+        let values: Vec<&[Token]> = tokens[a + 1..b].split(|t| t.is_punct(sql, ",")).collect();
+        if values.len() != columns.len() {
+            return refuse("a VALUES row has a different number of values than columns");
+        }
+        let Some(mut v) = literal(sql, values[key_pos]) else {
+            return refuse("the partition key value must be a literal");
+        };
+        if table.is_key_integer {
+            if let KeyValue::Str(text) = &v {
+                match text.trim().parse::<i128>() {
+                    Ok(i) => v = KeyValue::Int(i),
+                    Err(_) => return refuse("the partition key value must be an integer"),
+                }
+            }
+        }
+        let target = match table.route(&v) {
+            Ok(t) => t,
+            Err(e) => return Plan::Refuse(e.to_string()),
+        };
+        match groups.iter_mut().find(|g| g.0 == target) {
+            Some(g) => g.1.push((a, b)),
+            None => groups.push((target, vec![(a, b)])),
+        }
+    }
+    let head_end = tokens[rows_first_start(tokens, sql, r)].start as usize;
+    let tail = tokens
+        .get(tail_start)
+        .map_or("", |t| &sql[t.start as usize..]);
+    let parts = groups
+        .into_iter()
+        .map(|(target, rows)| {
+            let head = rewrite(&sql[..head_end], tokens, r, &target, false);
+            let values: Vec<&str> = rows
+                .iter()
+                .map(|&(a, b)| &sql[tokens[a].start as usize..tokens[b].end as usize])
+                .collect();
+            let s = format!("{head}{} {tail}", values.join(", "));
+            (target, s.trim_end().to_string())
+        })
+        .collect();
+    Plan::Targets {
+        kind: StatementKind::Insert,
+        parts,
+    }
+}
+
+/// Index of the first VALUES row's `(`.
+fn rows_first_start(tokens: &[Token], sql: &str, r: &TableRef) -> usize {
+    let values_kw = tokens[r.end..]
+        .iter()
+        .position(|t| t.is_word(sql, "VALUES") || t.is_word(sql, "VALUE"))
+        .map_or(tokens.len() - 1, |p| r.end + p);
+    (values_kw + 1).min(tokens.len() - 1)
+}

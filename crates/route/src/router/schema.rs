@@ -1,0 +1,152 @@
+//! Schema statements on partitioned tables and `SHOW TABLES`.
+
+use hscale_sql::{Token, TokenKind};
+
+use super::{is_name, rewrite, unescape, unquote, Plan, StatementKind, TableRef};
+use crate::dictionary::{Dictionary, PartitionedTable, Target};
+
+/// `SHOW [FULL] TABLES [FROM | IN db] [LIKE 'pattern']` where `db` has
+/// partitioned tables; `None` when this is not such a statement.
+pub(super) fn plan_show_tables(
+    sql: &str,
+    t: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+) -> Option<Plan> {
+    if !t.first()?.is_word(sql, "SHOW") {
+        return None;
+    }
+    let mut i = 1;
+    let is_full = t.get(i).is_some_and(|x| x.is_word(sql, "FULL"));
+    if is_full {
+        i += 1;
+    }
+    if !t.get(i)?.is_word(sql, "TABLES") {
+        return None;
+    }
+    i += 1;
+    let mut db = session_db.map(str::to_string);
+    if t.get(i)
+        .is_some_and(|x| x.is_word(sql, "FROM") || x.is_word(sql, "IN"))
+    {
+        db = Some(unquote(t.get(i + 1)?, sql));
+        i += 2;
+    }
+    let db = db?;
+    if !dict.tables().any(|p| p.name.db == db) {
+        return None;
+    }
+    let mut like = None;
+    if t.get(i).is_some_and(|x| x.is_word(sql, "LIKE")) {
+        let pat = t.get(i + 1).filter(|x| x.kind == TokenKind::Str)?;
+        like = Some(unescape(pat.text(sql)));
+        i += 2;
+    }
+    if i != t.len() {
+        return Some(Plan::Refuse(format!(
+            "SHOW TABLES with WHERE in database {db}, which has partitioned tables, is not supported yet"
+        )));
+    }
+    Some(Plan::ShowTables { db, is_full, like })
+}
+
+/// SQL `LIKE` with `%` and `_` (and `\` escapes), case-sensitive as table
+/// names are on Linux.
+pub fn like_matches(pattern: &str, s: &str) -> bool {
+    fn go(p: &[char], s: &[char]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some('%') => (0..=s.len()).any(|k| go(&p[1..], &s[k..])),
+            Some('_') => !s.is_empty() && go(&p[1..], &s[1..]),
+            Some('\\') if p.len() > 1 => s.first() == Some(&p[1]) && go(&p[2..], &s[1..]),
+            Some(c) => s.first() == Some(c) && go(&p[1..], &s[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let s: Vec<char> = s.chars().collect();
+    go(&p, &s)
+}
+
+/// Schema statements on a partitioned table: descriptions answered by the
+/// default partition, DDL applied to every partition; `None` for the rest.
+pub(super) fn plan_schema(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+    first: &str,
+    selects: usize,
+) -> Option<Plan> {
+    let before = r
+        .start
+        .checked_sub(1)
+        .map(|p| tokens[p].text(sql).to_ascii_uppercase());
+    let word = |w: &str| tokens.iter().any(|t| t.is_word(sql, w));
+    let refuse = |what: &str| {
+        Some(Plan::Refuse(format!(
+            "{what} on partitioned table {} is not supported yet",
+            r.name
+        )))
+    };
+    let on = |targets: Vec<Target>, kind: StatementKind| {
+        let parts = targets
+            .into_iter()
+            .map(|t| {
+                let s = rewrite(sql, tokens, r, &t, false);
+                (t, s)
+            })
+            .collect();
+        Some(Plan::Targets { kind, parts })
+    };
+    let mentions_key = tokens
+        .iter()
+        .any(|t| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(&table.column));
+    match first {
+        "DESC" | "DESCRIBE" | "EXPLAIN" if r.start == 1 && selects == 0 => {
+            on(vec![table.default_target()], StatementKind::Select)
+        }
+        "SHOW" if word("CREATE") && before.as_deref() == Some("TABLE") && r.end == tokens.len() => {
+            Some(Plan::ShowCreate(r.name.clone()))
+        }
+        "DROP"
+            if matches!(before.as_deref(), Some("TABLE" | "EXISTS"))
+                && r.end == tokens.len()
+                && !word("TEMPORARY") =>
+        {
+            Some(Plan::DropTable(r.name.clone()))
+        }
+        "SHOW" => {
+            let is_columns = word("COLUMNS") || word("FIELDS");
+            let has_db_suffix = tokens[r.end..]
+                .iter()
+                .any(|t| t.is_word(sql, "FROM") || t.is_word(sql, "IN"));
+            if is_columns && matches!(before.as_deref(), Some("FROM" | "IN")) && !has_db_suffix {
+                on(vec![table.default_target()], StatementKind::Select)
+            } else {
+                refuse("this SHOW statement")
+            }
+        }
+        "TRUNCATE" if r.start == 1 || before.as_deref() == Some("TABLE") => {
+            on(table.all_targets(), StatementKind::Schema)
+        }
+        "ALTER" if before.as_deref() == Some("TABLE") => {
+            if word("RENAME") || word("PARTITION") || mentions_key {
+                refuse("ALTER TABLE that renames the table, uses PARTITION or touches the partition key")
+            } else {
+                on(table.all_targets(), StatementKind::Schema)
+            }
+        }
+        "CREATE" if word("INDEX") && before.as_deref() == Some("ON") => {
+            if word("UNIQUE") {
+                refuse("a UNIQUE index (it would only be unique within each partition)")
+            } else {
+                on(table.all_targets(), StatementKind::Schema)
+            }
+        }
+        "DROP" if word("INDEX") && before.as_deref() == Some("ON") => {
+            on(table.all_targets(), StatementKind::Schema)
+        }
+        "SELECT" | "INSERT" | "REPLACE" | "UPDATE" | "DELETE" => None,
+        _ => refuse(&format!("{first} statements")),
+    }
+}

@@ -1,0 +1,228 @@
+//! Router unit tests.
+
+use super::*;
+use crate::HashingFunction;
+
+fn dict() -> Dictionary {
+    let mut d = Dictionary::default();
+    let t = TableName::new("app", "orders");
+    d.setup_table(
+        t.clone(),
+        "customer_id",
+        "orders_default",
+        0,
+        HashingFunction::Mod(4),
+    )
+    .unwrap();
+    d.add_partition(&t, "p1", "1", 1).unwrap();
+    d.add_partition(&t, "p2", "2", 2).unwrap();
+    d.set_key_exact(&t, true);
+    d
+}
+
+fn parts(p: Plan) -> Vec<(usize, String)> {
+    match p {
+        Plan::Targets { parts, .. } => parts.into_iter().map(|(t, s)| (t.backend, s)).collect(),
+        other => panic!("expected targets, got {other:?}"),
+    }
+}
+
+#[test]
+fn single_partition_select_is_rewritten() {
+    let d = dict();
+    let p = plan(
+        "SELECT * FROM orders WHERE customer_id = 5 AND x > 1",
+        Some("app"),
+        &d,
+    );
+    assert_eq!(
+        parts(p),
+        vec![(
+            1,
+            "SELECT * FROM `app`.`orders_p1` AS `orders` WHERE customer_id = 5 AND x > 1"
+                .to_string()
+        )]
+    );
+    let p = plan(
+        "SELECT o.id FROM app.orders o WHERE o.customer_id IN (2, 6)",
+        None,
+        &d,
+    );
+    assert_eq!(
+        parts(p),
+        vec![(
+            2,
+            "SELECT o.id FROM `app`.`orders_p2` o WHERE o.customer_id IN (2, 6)".to_string()
+        )]
+    );
+    assert_eq!(
+        plan("SELECT * FROM other", Some("app"), &d),
+        Plan::Passthrough
+    );
+    assert_eq!(
+        plan("SELECT * FROM orders", Some("elsewhere"), &d),
+        Plan::Passthrough
+    );
+}
+
+#[test]
+fn full_scans_and_refusals() {
+    let d = dict();
+    let p = plan(
+        "SELECT id FROM orders WHERE customer_id > 3",
+        Some("app"),
+        &d,
+    );
+    assert_eq!(parts(p).len(), 3);
+    let p = plan(
+        "SELECT id FROM orders WHERE customer_id = 1 OR customer_id = 2",
+        Some("app"),
+        &d,
+    );
+    assert_eq!(parts(p).len(), 3);
+    for sql in [
+        "SELECT COUNT(*) FROM orders",
+        "SELECT id FROM orders ORDER BY id",
+        "SELECT id FROM orders LIMIT 1",
+        "SELECT * FROM orders JOIN c ON c.id = orders.customer_id",
+        "SELECT * FROM orders WHERE id IN (SELECT id FROM x)",
+        "UPDATE orders SET customer_id = 3 WHERE customer_id = 1",
+        "INSERT INTO orders VALUES (1, 2)",
+        "INSERT INTO orders (id) VALUES (1)",
+        "SELECT * FROM orders, other",
+        "ALTER TABLE orders RENAME TO x",
+        "ALTER TABLE orders MODIFY customer_id BIGINT",
+        "CREATE UNIQUE INDEX u ON orders (id)",
+        "DROP TABLE orders, other",
+    ] {
+        assert!(
+            matches!(plan(sql, Some("app"), &d), Plan::Refuse(_)),
+            "{sql}"
+        );
+    }
+    // One partition: ordering and aggregates are fine.
+    assert_eq!(
+        parts(plan(
+            "SELECT COUNT(*) FROM orders WHERE customer_id = 9 ORDER BY 1",
+            Some("app"),
+            &d
+        ))
+        .len(),
+        1
+    );
+}
+
+#[test]
+fn schema_statements() {
+    let d = dict();
+    let p = parts(plan("DESC orders", Some("app"), &d));
+    assert_eq!(p, vec![(0, "DESC `app`.`orders_default`".to_string())]);
+    let p = parts(plan(
+        "SHOW FULL COLUMNS FROM orders LIKE 'id'",
+        Some("app"),
+        &d,
+    ));
+    assert_eq!(
+        p,
+        vec![(
+            0,
+            "SHOW FULL COLUMNS FROM `app`.`orders_default` LIKE 'id'".to_string()
+        )]
+    );
+    assert_eq!(
+        parts(plan("TRUNCATE TABLE orders", Some("app"), &d)).len(),
+        3
+    );
+    let p = parts(plan(
+        "ALTER TABLE orders ADD COLUMN note TEXT",
+        Some("app"),
+        &d,
+    ));
+    assert_eq!(
+        p[1],
+        (
+            1,
+            "ALTER TABLE `app`.`orders_p1` ADD COLUMN note TEXT".to_string()
+        )
+    );
+    assert_eq!(
+        parts(plan("CREATE INDEX i ON orders (id)", Some("app"), &d)).len(),
+        3
+    );
+    assert_eq!(
+        parts(plan("DROP INDEX i ON orders", Some("app"), &d)).len(),
+        3
+    );
+    let t = TableName::new("app", "orders");
+    assert_eq!(
+        plan("DROP TABLE IF EXISTS orders", Some("app"), &d),
+        Plan::DropTable(t.clone())
+    );
+    assert_eq!(
+        plan("DROP TABLE orders", Some("app"), &d),
+        Plan::DropTable(t.clone())
+    );
+    assert_eq!(
+        plan("SHOW CREATE TABLE app.orders", None, &d),
+        Plan::ShowCreate(t)
+    );
+}
+
+#[test]
+fn show_tables() {
+    let d = dict();
+    assert_eq!(
+        plan("SHOW FULL TABLES LIKE 'ord%'", Some("app"), &d),
+        Plan::ShowTables {
+            db: "app".into(),
+            is_full: true,
+            like: Some("ord%".into())
+        }
+    );
+    assert_eq!(plan("SHOW TABLES", Some("other"), &d), Plan::Passthrough);
+    assert!(matches!(
+        plan("SHOW TABLES FROM app WHERE x", None, &d),
+        Plan::Refuse(_)
+    ));
+    assert!(like_matches("ord%", "orders"));
+    assert!(like_matches("o_ders", "orders"));
+    assert!(!like_matches("Ord%", "orders"));
+    assert!(like_matches("a\\_b", "a_b") && !like_matches("a\\_b", "axb"));
+}
+
+#[test]
+fn inserts_are_split_by_partition() {
+    let d = dict();
+    let p = plan("INSERT INTO orders (id, customer_id) VALUES (1, 1), (2, 2), (3, 5), (4, 3) ON DUPLICATE KEY UPDATE id = id", Some("app"), &d);
+    assert_eq!(
+        parts(p),
+        vec![
+            (1, "INSERT INTO `app`.`orders_p1` (id, customer_id) VALUES (1, 1), (3, 5) ON DUPLICATE KEY UPDATE id = id".to_string()),
+            (2, "INSERT INTO `app`.`orders_p2` (id, customer_id) VALUES (2, 2) ON DUPLICATE KEY UPDATE id = id".to_string()),
+            (0, "INSERT INTO `app`.`orders_default` (id, customer_id) VALUES (4, 3) ON DUPLICATE KEY UPDATE id = id".to_string()),
+        ]
+    );
+    assert!(matches!(
+        plan(
+            "INSERT INTO orders (id, customer_id) VALUES (1, 'x')",
+            Some("app"),
+            &d
+        ),
+        Plan::Refuse(_)
+    ));
+}
+
+#[test]
+fn inexact_keys_are_never_pruned() {
+    let mut d = dict();
+    d.set_key_exact(&TableName::new("app", "orders"), false);
+    assert_eq!(
+        parts(plan(
+            "SELECT * FROM orders WHERE customer_id = 5",
+            Some("app"),
+            &d
+        ))
+        .len(),
+        3
+    );
+}
