@@ -471,6 +471,12 @@ async fn routed_statements_match_one_server() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), 1235);
+    // information_schema does not know T: asking it about T is refused.
+    let e = c
+        .query_drop("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'part_route' AND TABLE_NAME = 'orders'")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
     // SHOW TABLES lists the partitioned table once and hides its physical tables.
     let tables: Vec<String> = c.query("SHOW TABLES").await.unwrap();
     assert_eq!(tables, vec!["orders".to_string(), "ref_orders".to_string()]);

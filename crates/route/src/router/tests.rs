@@ -226,3 +226,12 @@ fn inexact_keys_are_never_pruned() {
         3
     );
 }
+
+#[test]
+fn information_schema_about_partitioned_tables_is_refused() {
+    let d = dict();
+    let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = 'orders'";
+    assert!(matches!(plan(sql, Some("app"), &d), Plan::Refuse(_)));
+    let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 'other'";
+    assert_eq!(plan(sql, Some("app"), &d), Plan::Passthrough);
+}
