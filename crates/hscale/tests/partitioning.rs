@@ -74,12 +74,13 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
         .await
         .unwrap();
     assert_eq!(books.len(), 3, "{books:?}");
-    // Prepared statements on partitioned tables are refused for now.
-    let e = c
-        .prep("SELECT * FROM small WHERE id = ?")
+    // Prepared statements run on every partition when the key cannot pick one.
+    let st = c
+        .prep("SELECT id, category FROM small WHERE id = ?")
         .await
-        .unwrap_err();
-    assert_eq!(code(&e), 1235);
+        .unwrap();
+    let one: Vec<(u32, String)> = c.exec(&st, (4,)).await.unwrap();
+    assert_eq!(one, vec![(4, "books".to_string())]);
 
     // ADD_PARTITION creates the physical table and moves the matching rows.
     c.query_drop("HSCALE ADD_PARTITION('small', 'books', 'books', 'shard2')")
@@ -432,6 +433,59 @@ async fn routed_statements_match_one_server() {
         let (p, r) = same(all);
         assert_eq!(rows(&mut c, &p).await, rows(&mut c, &r).await, "after {q}");
     }
+    // Prepared statements: the key parameter picks the partition at each
+    // execution; without one, every partition runs it.
+    let sel = c
+        .prep("SELECT id, customer_id, amount, note FROM orders WHERE customer_id = ?")
+        .await
+        .unwrap();
+    for k in 0..14i64 {
+        let mut a: Vec<OrderRow> = c.exec(&sel, (k,)).await.unwrap();
+        a.sort();
+        let b = rows(
+            &mut c,
+            &format!(
+                "SELECT id, customer_id, amount, note FROM ref_orders WHERE customer_id = {k}"
+            ),
+        )
+        .await;
+        assert_eq!(a, b, "prepared select for key {k}");
+    }
+    let scan = c
+        .prep("SELECT id, customer_id, amount, note FROM orders WHERE amount > ?")
+        .await
+        .unwrap();
+    let mut a: Vec<OrderRow> = c.exec(&scan, (40,)).await.unwrap();
+    a.sort();
+    assert_eq!(
+        a,
+        rows(
+            &mut c,
+            "SELECT id, customer_id, amount, note FROM ref_orders WHERE amount > 40"
+        )
+        .await
+    );
+    let upd = c
+        .prep("UPDATE orders SET amount = ? WHERE customer_id = ?")
+        .await
+        .unwrap();
+    c.exec_drop(&upd, (77, 6)).await.unwrap();
+    let n = c.affected_rows();
+    c.query_drop("UPDATE ref_orders SET amount = 77 WHERE customer_id = 6")
+        .await
+        .unwrap();
+    assert_eq!(n, c.affected_rows());
+    let (p, r) = same("SELECT id, customer_id, amount, note FROM {t}");
+    assert_eq!(
+        rows(&mut c, &p).await,
+        rows(&mut c, &r).await,
+        "after prepared update"
+    );
+    let e = c
+        .prep("SELECT COUNT(*) FROM orders WHERE customer_id = ?")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
     let e = c
         .query_drop("UPDATE orders SET customer_id = 2 WHERE customer_id = 1")
         .await

@@ -11,10 +11,17 @@ use hscale_wire::response::{encode_err, encode_ok, is_eof, ErrPacket};
 use hscale_wire::stmt::{self, Execute, PrepareOk};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::forward::{Expect, Outcome};
+use super::forward::{Expect, ForwardError, Forwarder, Outcome};
+use super::params;
 use super::prepared::ClientStatement;
+use super::prepared::PreparedRouting;
 use super::{ok_status, vars_for_collation, write_error, Effects, Session};
+use crate::backend::PooledConn;
 use crate::error::ProxyError;
+use hscale_route::dictionary::Target;
+use hscale_route::router::{Plan, StatementKind};
+use hscale_route::KeyValue;
+use hscale_wire::response::OkPacket;
 
 /// Cursor flags of COM_STMT_EXECUTE.
 const CURSOR_TYPE_READ_ONLY: u8 = 1;
@@ -24,13 +31,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// metadata, answer with hscale's own statement id.
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
-        if let Some(why) = self.ctx.partitioning.refusal(&payload[1..]) {
-            return Err(ProxyError::Refused(format!(
-                "{why} (prepared statements on partitioned tables are not supported yet)"
-            )));
-        }
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
-        let mut conn = self.acquire(0).await?;
+        let routing = self.prepared_routing(&payload[1..])?;
+        // The metadata comes from the first target (a partition has T's columns).
+        let (backend, backend_sql) = match &routing {
+            Some(r) => (r.parts[0].0.backend, r.parts[0].1.clone()),
+            None => (0, sql.clone()),
+        };
+        let mut prepare_payload = BytesMut::with_capacity(1 + backend_sql.len());
+        prepare_payload.put_u8(com::STMT_PREPARE);
+        prepare_payload.put_slice(&backend_sql);
+        let payload = &prepare_payload;
+        let mut conn = self.acquire(backend).await?;
         if let Some(err) = self.sync(&mut conn, false).await? {
             self.finish(conn, Outcome::default(), &Effects::default());
             return self.write_err_packet(&err).await;
@@ -81,7 +93,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return self.write_err_packet(&err).await;
         };
         let cache = self.ctx.config.proxy.backend_statement_cache;
-        conn.remember_statement(&sql, ok, cache).await?;
+        conn.remember_statement(&backend_sql, ok, cache).await?;
         self.finish(conn, Outcome::default(), &Effects::default());
         let id = self.statements.add(ClientStatement {
             sql,
@@ -91,6 +103,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             uses_last_insert_id: facts.uses_last_insert_id,
             param_types: None,
             long_data: Vec::new(),
+            routing,
         });
         let mut seq = 1u8;
         let answer = PrepareOk {
@@ -140,20 +153,123 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if exec.flags & CURSOR_TYPE_READ_ONLY != 0 {
             pins.insert(Pins::CURSOR);
         }
-        let mut conn = self.acquire(0).await?;
+        let effects = Effects {
+            pins,
+            ..Effects::default()
+        };
+        let Some(routing) = st.routing.clone() else {
+            let Some((conn, p)) = self
+                .prepare_execute(0, &st.sql, &st, &exec, &types, 1)
+                .await?
+            else {
+                return Ok(());
+            };
+            return self.send_and_forward(conn, &p, &effects).await;
+        };
+        // A partitioned table: the key parameter picks the partition, or
+        // every partition runs it.
+        let parts: Vec<(Target, Arc<[u8]>)> = match routing.key_param {
+            Some(i) => {
+                let long: Vec<u16> = st.long_data.iter().map(|(p, _)| *p).collect();
+                let mut v =
+                    params::key_value(&exec, &types, i, &long).map_err(ProxyError::Refused)?;
+                if routing.table.is_key_integer {
+                    if let KeyValue::Str(s) = &v {
+                        v = s.trim().parse::<i128>().map(KeyValue::Int).map_err(|_| {
+                            ProxyError::Refused(format!(
+                                "the partition key {:?} is not an integer",
+                                s
+                            ))
+                        })?;
+                    }
+                }
+                let target = routing
+                    .table
+                    .route(&v)
+                    .map_err(|e| ProxyError::Refused(e.to_string()))?;
+                let chosen: Vec<_> = routing
+                    .parts
+                    .iter()
+                    .filter(|(t, _)| *t == target)
+                    .cloned()
+                    .collect();
+                if chosen.is_empty() {
+                    // A literal key already excluded this partition: the
+                    // predicates contradict, any one partition answers (empty).
+                    routing.parts[..1].to_vec()
+                } else {
+                    chosen
+                }
+            }
+            None => routing.parts.clone(),
+        };
+        if let [(target, sql)] = parts.as_slice() {
+            let Some((conn, p)) = self
+                .prepare_execute(target.backend, sql, &st, &exec, &types, 1)
+                .await?
+            else {
+                return Ok(());
+            };
+            return self.send_and_forward(conn, &p, &effects).await;
+        }
+        if self.pinned.is_some() || exec.flags & CURSOR_TYPE_READ_ONLY != 0 {
+            return Err(ProxyError::Refused(
+                "a prepared statement over several partitions inside a transaction or with a cursor is not supported yet".into(),
+            ));
+        }
+        if routing.kind == StatementKind::Select {
+            self.execute_concatenated(&parts, &st, &exec, &types).await
+        } else {
+            self.execute_added_up(&parts, &st, &exec, &types).await
+        }
+    }
+
+    async fn send_and_forward(
+        &mut self,
+        mut conn: PooledConn,
+        p: &[u8],
+        effects: &Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        if let Err(e) = conn.stream.send_command(p).await {
+            return Err(self.backend_lost(conn, e.to_string()));
+        }
+        self.forward(conn, Expect::Query, effects).await
+    }
+
+    /// Borrow a connection on `backend` synced to the session, prepare `sql`
+    /// there if needed and send the long data; returns it with the execute
+    /// packet to send. `None`: an error was written to the client (at `seq`).
+    async fn prepare_execute(
+        &mut self,
+        backend: usize,
+        sql: &Arc<[u8]>,
+        st: &ClientStatement,
+        exec: &Execute<'_>,
+        types: &[u8],
+        seq: u8,
+    ) -> Result<Option<(PooledConn, BytesMut)>, ProxyError> {
+        let mut conn = self.acquire(backend).await?;
         if let Some(err) = self.sync(&mut conn, st.uses_last_insert_id).await? {
             self.finish(conn, Outcome::default(), &Effects::default());
-            return self.write_err_packet(&err).await;
+            self.client
+                .write_payload(seq, &encode_err(err.code, &err.sql_state, &err.message));
+            self.flush().await?;
+            return Ok(None);
         }
-        let backend_id = match conn.statement(&st.sql) {
+        let backend_id = match conn.statement(sql) {
             Some(b) => b.id,
             None => {
                 let cache = self.ctx.config.proxy.backend_statement_cache;
-                match conn.prepare(&st.sql, cache).await {
+                match conn.prepare(sql, cache).await {
                     Ok(Ok(b)) => b.id,
                     Ok(Err(err)) => {
                         self.finish(conn, Outcome::default(), &Effects::default());
-                        return self.write_err_packet(&err).await;
+                        self.client.write_payload(
+                            seq,
+                            &encode_err(err.code, &err.sql_state, &err.message),
+                        );
+                        self.flush().await?;
+                        return Ok(None);
                     }
                     Err(e) => {
                         conn.is_broken = true;
@@ -170,15 +286,144 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             p.put_slice(data);
             conn.send_no_response(&p).await?;
         }
-        let rewritten = exec.encode_for(backend_id, &types);
-        if let Err(e) = conn.stream.send_command(&rewritten).await {
-            return Err(self.backend_lost(conn, e.to_string()));
+        Ok(Some((conn, exec.encode_for(backend_id, types))))
+    }
+
+    /// A prepared SELECT on every partition: one result set.
+    async fn execute_concatenated(
+        &mut self,
+        parts: &[(Target, Arc<[u8]>)],
+        st: &ClientStatement,
+        exec: &Execute<'_>,
+        types: &[u8],
+    ) -> Result<(), ProxyError> {
+        let mut seq = 1u8;
+        let max = self.ctx.config.proxy.max_allowed_packet;
+        let deprecated = self.is_eof_deprecated();
+        for (i, (target, sql)) in parts.iter().enumerate() {
+            let Some((mut conn, p)) = self
+                .prepare_execute(target.backend, sql, st, exec, types, seq)
+                .await?
+            else {
+                return Ok(());
+            };
+            if let Err(e) = conn.stream.send_command(&p).await {
+                let err = self.backend_lost(conn, e.to_string());
+                super::write_error(&mut self.client, seq, &err).await;
+                return Ok(());
+            }
+            let r = Forwarder::new(&mut conn.stream, &mut self.client, deprecated, max)
+                .starting_at(seq)
+                .run_part(i == 0, i + 1 == parts.len())
+                .await;
+            match r {
+                Ok((outcome, next)) => {
+                    seq = next;
+                    let is_err = outcome.is_err;
+                    self.finish(conn, outcome, &Effects::default());
+                    if is_err {
+                        return Ok(());
+                    }
+                }
+                Err(f) => {
+                    if let ForwardError::Client(_) = f.error {
+                        conn.is_broken = true;
+                        return Err(ProxyError::ClientGone);
+                    }
+                    let err = self.backend_lost(conn, format!("{:?}", f.error));
+                    super::write_error(&mut self.client, f.next_seq, &err).await;
+                    return Ok(());
+                }
+            }
         }
-        let effects = Effects {
-            pins,
-            ..Effects::default()
+        Ok(())
+    }
+
+    /// A prepared INSERT/UPDATE/DELETE on every partition: one OK with the sum.
+    async fn execute_added_up(
+        &mut self,
+        parts: &[(Target, Arc<[u8]>)],
+        st: &ClientStatement,
+        exec: &Execute<'_>,
+        types: &[u8],
+    ) -> Result<(), ProxyError> {
+        let mut total = OkPacket::default();
+        for (target, sql) in parts {
+            let Some((mut conn, p)) = self
+                .prepare_execute(target.backend, sql, st, exec, types, 1)
+                .await?
+            else {
+                return Ok(());
+            };
+            match conn.command(&p).await? {
+                Ok(ok) => {
+                    total.affected_rows += ok.affected_rows;
+                    total.status = ok.status;
+                    if total.last_insert_id == 0 {
+                        total.last_insert_id = ok.last_insert_id;
+                    }
+                    let outcome = Outcome {
+                        status: Some(ok.status),
+                        ok: Some(ok),
+                        is_err: false,
+                        packets: 0,
+                    };
+                    self.finish(conn, outcome, &Effects::default());
+                }
+                Err(err) => {
+                    self.finish(conn, Outcome::default(), &Effects::default());
+                    return self.write_err_packet(&err).await;
+                }
+            }
+        }
+        self.client
+            .write_payload(1, &hscale_wire::response::encode_ok(0, &total, ""));
+        self.flush().await
+    }
+
+    /// How a statement being prepared reaches partitioned tables, if it does.
+    fn prepared_routing(&self, sql: &[u8]) -> Result<Option<Arc<PreparedRouting>>, ProxyError> {
+        if self.ctx.partitioning.is_empty() {
+            return Ok(None);
+        }
+        let Ok(text) = std::str::from_utf8(sql) else {
+            return match self.ctx.partitioning.refusal(sql) {
+                Some(why) => Err(ProxyError::Refused(why)),
+                None => Ok(None),
+            };
         };
-        self.forward(conn, Expect::Query, &effects).await
+        let dict = self.ctx.partitioning.dictionary();
+        match hscale_route::router::plan(text, self.state.db.as_deref(), &dict) {
+            Plan::Passthrough => Ok(None),
+            Plan::Refuse(why) => Err(ProxyError::Refused(why)),
+            Plan::Targets { kind, parts } => {
+                let table = dict
+                    .tables()
+                    .find(|t| t.all_targets().contains(&parts[0].0))
+                    .cloned()
+                    .ok_or_else(|| ProxyError::Refused("the dictionary changed".into()))?;
+                let key_param = if table.is_key_exact {
+                    hscale_route::router::key_placeholder(text, &table.column)
+                } else {
+                    None
+                };
+                // With a key parameter, `parts` lists every partition and
+                // each execution picks its own; otherwise it runs on them all.
+                Ok(Some(Arc::new(PreparedRouting {
+                    kind,
+                    parts: parts
+                        .into_iter()
+                        .map(|(t, s)| (t, Arc::from(s.as_bytes())))
+                        .collect(),
+                    key_param,
+                    table,
+                })))
+            }
+            _ => Err(ProxyError::Refused(
+                "this statement on a partitioned table cannot be prepared (run it as a query)"
+                    .into(),
+            )),
+        }
     }
 
     pub(super) fn long_data(&mut self, payload: &Bytes) {

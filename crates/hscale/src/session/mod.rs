@@ -18,6 +18,7 @@ pub mod auth;
 mod commands;
 pub mod forward;
 mod kill;
+mod params;
 pub mod prepared;
 mod routed;
 pub mod state;

@@ -23,6 +23,19 @@ pub struct ClientStatement {
     pub param_types: Option<Bytes>,
     /// COM_STMT_SEND_LONG_DATA chunks since the last execute: (param, data).
     pub long_data: Vec<(u16, Bytes)>,
+    /// Set when the statement names a partitioned table.
+    pub routing: Option<Arc<PreparedRouting>>,
+}
+
+/// Where a prepared statement on a partitioned table runs.
+#[derive(Debug)]
+pub struct PreparedRouting {
+    pub kind: hscale_route::router::StatementKind,
+    /// Each target with the statement rewritten for it.
+    pub parts: Vec<(hscale_route::dictionary::Target, Arc<[u8]>)>,
+    /// The `?` holding the key: each execution runs on its value's partition.
+    pub key_param: Option<usize>,
+    pub table: hscale_route::dictionary::PartitionedTable,
 }
 
 /// The statements of one session.

@@ -476,6 +476,73 @@ fn plan_filtered(
     Plan::Targets { kind, parts }
 }
 
+/// For a prepared statement: the ordinal of the `?` in a top-level
+/// `key = ?` (or `? = key`) conjunct of the WHERE clause, whose value then
+/// picks the partition at each execution.
+pub fn key_placeholder(sql: &str, column: &str) -> Option<usize> {
+    let tokens = hscale_sql::tokenize(sql).ok()?;
+    let w = tokens.iter().position(|t| t.is_word(sql, "WHERE"))?;
+    let mut depth = 0i32;
+    let mut start = w + 1;
+    let mut conjuncts = Vec::new();
+    for (i, t) in tokens.iter().enumerate().skip(w + 1) {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth == 0 {
+            if t.is_word(sql, "OR") || t.is_word(sql, "XOR") || t.is_punct(sql, "||") {
+                return None;
+            }
+            let ends = ["GROUP", "ORDER", "LIMIT", "HAVING", "FOR", "LOCK"]
+                .iter()
+                .any(|k| t.is_word(sql, k));
+            if ends || t.is_word(sql, "AND") || t.is_punct(sql, "&&") {
+                conjuncts.push((start, i));
+                start = i + 1;
+                if ends {
+                    break;
+                }
+            }
+        }
+        if i + 1 == tokens.len() {
+            conjuncts.push((start, i + 1));
+        }
+    }
+    let is_col = |t: &Token| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(column);
+    for (a, b) in conjuncts {
+        let c = &tokens[a..b];
+        let at = match c {
+            [k, eq, p]
+                if is_col(k) && eq.is_punct(sql, "=") && p.kind == TokenKind::Placeholder =>
+            {
+                a + 2
+            }
+            [_, dot, k, eq, p]
+                if dot.is_punct(sql, ".")
+                    && is_col(k)
+                    && eq.is_punct(sql, "=")
+                    && p.kind == TokenKind::Placeholder =>
+            {
+                a + 4
+            }
+            [p, eq, k]
+                if is_col(k) && eq.is_punct(sql, "=") && p.kind == TokenKind::Placeholder =>
+            {
+                a
+            }
+            _ => continue,
+        };
+        return Some(
+            tokens[..at]
+                .iter()
+                .filter(|t| t.kind == TokenKind::Placeholder)
+                .count(),
+        );
+    }
+    None
+}
+
 /// The key values a WHERE clause limits the statement to, or `None` if it
 /// does not (only top-level AND-ed `key = literal` / `key IN (literals)`).
 fn key_values(

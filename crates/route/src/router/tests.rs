@@ -235,3 +235,33 @@ fn information_schema_about_partitioned_tables_is_refused() {
     let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 'other'";
     assert_eq!(plan(sql, Some("app"), &d), Plan::Passthrough);
 }
+
+#[test]
+fn key_placeholders() {
+    assert_eq!(
+        key_placeholder(
+            "SELECT c FROM t WHERE a = ? AND customer_id = ?",
+            "customer_id"
+        ),
+        Some(1)
+    );
+    assert_eq!(
+        key_placeholder("UPDATE t SET x = ? WHERE t.customer_id = ?", "customer_id"),
+        Some(1)
+    );
+    assert_eq!(
+        key_placeholder(
+            "SELECT c FROM t WHERE customer_id = ? OR a = 1",
+            "customer_id"
+        ),
+        None
+    );
+    assert_eq!(
+        key_placeholder("SELECT c FROM t WHERE customer_id > ?", "customer_id"),
+        None
+    );
+    assert_eq!(
+        key_placeholder("DELETE FROM t WHERE ? = customer_id LIMIT 1", "customer_id"),
+        Some(0)
+    );
+}

@@ -1,0 +1,139 @@
+//! Reading one parameter of a `COM_STMT_EXECUTE` as a partition key value,
+//! for prepared statements routed at each execution.
+
+use hscale_route::KeyValue;
+use hscale_wire::buf::Reader;
+use hscale_wire::stmt::Execute;
+
+/// The value of parameter `index`. `long_data` lists the parameters whose
+/// values came by COM_STMT_SEND_LONG_DATA (absent from the packet).
+pub fn key_value(
+    exec: &Execute,
+    types: &[u8],
+    index: usize,
+    long_data: &[u16],
+) -> Result<KeyValue, String> {
+    let is_null = |i: usize| {
+        exec.null_bitmap
+            .get(i / 8)
+            .is_some_and(|b| b & (1 << (i % 8)) != 0)
+    };
+    let mut r = Reader::new(exec.values);
+    let bad = |_| "malformed parameter values".to_string();
+    for i in 0..=index {
+        if is_null(i) {
+            if i == index {
+                return Ok(KeyValue::Null);
+            }
+            continue;
+        }
+        if long_data.contains(&(i as u16)) {
+            if i == index {
+                return Err("the partition key was sent as long data".into());
+            }
+            continue;
+        }
+        let ty = *types.get(2 * i).ok_or("missing parameter type")?;
+        let unsigned = types.get(2 * i + 1).is_some_and(|f| f & 0x80 != 0);
+        let v = match ty {
+            0x01 => {
+                let b = r.u8().map_err(bad)?;
+                KeyValue::Int(if unsigned { b as i128 } else { b as i8 as i128 })
+            }
+            0x02 | 0x0d => {
+                let b = r.u16().map_err(bad)?;
+                KeyValue::Int(if unsigned {
+                    b as i128
+                } else {
+                    b as i16 as i128
+                })
+            }
+            0x03 | 0x09 => {
+                let b = r.u32().map_err(bad)?;
+                KeyValue::Int(if unsigned {
+                    b as i128
+                } else {
+                    b as i32 as i128
+                })
+            }
+            0x08 => {
+                let b = r.u64().map_err(bad)?;
+                KeyValue::Int(if unsigned {
+                    b as i128
+                } else {
+                    b as i64 as i128
+                })
+            }
+            0x04 => {
+                r.skip(4).map_err(bad)?;
+                KeyValue::Null
+            }
+            0x05 => {
+                r.skip(8).map_err(bad)?;
+                KeyValue::Null
+            }
+            0x07 | 0x0a | 0x0c => {
+                let n = r.u8().map_err(bad)? as usize;
+                let d = r.take(n).map_err(bad)?;
+                if i == index {
+                    return date_value(d);
+                }
+                KeyValue::Null
+            }
+            0x0b => {
+                let n = r.u8().map_err(bad)? as usize;
+                r.skip(n).map_err(bad)?;
+                KeyValue::Null
+            }
+            _ => {
+                KeyValue::Str(String::from_utf8_lossy(r.lenenc_bytes().map_err(bad)?).into_owned())
+            }
+        };
+        if i == index {
+            if matches!(ty, 0x04 | 0x05 | 0x0b) {
+                return Err(
+                    "the partition key was sent as a FLOAT, DOUBLE or TIME parameter".into(),
+                );
+            }
+            return Ok(v);
+        }
+    }
+    Err("no such parameter".into())
+}
+
+/// A binary DATE/DATETIME/TIMESTAMP as `YYYY-MM-DD[ HH:MM:SS]`.
+fn date_value(d: &[u8]) -> Result<KeyValue, String> {
+    if d.len() < 4 {
+        return Ok(KeyValue::Str("0000-00-00".into()));
+    }
+    let y = u16::from_le_bytes([d[0], d[1]]);
+    let mut s = format!("{y:04}-{:02}-{:02}", d[2], d[3]);
+    if d.len() >= 7 {
+        s.push_str(&format!(" {:02}:{:02}:{:02}", d[4], d[5], d[6]));
+    }
+    Ok(KeyValue::Str(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_key_parameter() {
+        // 3 params: NULL string, LONGLONG 42, VAR_STRING 'abc'
+        let mut p = vec![
+            0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0b001, 1, 0xfd, 0, 0x08, 0, 0xfd, 0,
+        ];
+        p.extend_from_slice(&42i64.to_le_bytes());
+        p.extend_from_slice(&[3, b'a', b'b', b'c']);
+        let e = Execute::decode(&p, 3).unwrap();
+        let types = e.types.unwrap().to_vec();
+        assert_eq!(key_value(&e, &types, 0, &[]), Ok(KeyValue::Null));
+        assert_eq!(key_value(&e, &types, 1, &[]), Ok(KeyValue::Int(42)));
+        assert_eq!(
+            key_value(&e, &types, 2, &[]),
+            Ok(KeyValue::Str("abc".into()))
+        );
+        assert!(key_value(&e, &types, 2, &[2]).is_err());
+    }
+}
