@@ -7,11 +7,11 @@ use hscale_sql::Pins;
 use hscale_wire::auth::{self, NATIVE_PASSWORD};
 use hscale_wire::consts::{com, status};
 use hscale_wire::handshake::{encode_auth_switch, ChangeUser};
-use hscale_wire::response::{encode_err, encode_ok, is_eof, ErrPacket};
+use hscale_wire::response::{encode_ok, is_eof, ErrPacket};
 use hscale_wire::stmt::{self, Execute, PrepareOk};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::forward::{Expect, ForwardError, Forwarder, Outcome};
+use super::forward::{Expect, Outcome};
 use super::params;
 use super::prepared::ClientStatement;
 use super::prepared::PreparedRouting;
@@ -45,7 +45,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut conn = self.acquire(backend).await?;
         if let Some(err) = self.sync(&mut conn, false).await? {
             self.finish(conn, Outcome::default(), &Effects::default());
-            return self.write_err_packet(&err).await;
+            return self.write_server_error(1, &err).await;
         }
         if let Err(e) = conn.stream.send_command(payload).await {
             return Err(self.backend_lost(conn, e.to_string()));
@@ -90,7 +90,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 backend: self.ctx.pool(self.worker, 0).name().to_string(),
                 reason: e.to_string(),
             })?;
-            return self.write_err_packet(&err).await;
+            return self.write_server_error(1, &err).await;
         };
         let cache = self.ctx.config.proxy.backend_statement_cache;
         conn.remember_statement(&backend_sql, ok, cache).await?;
@@ -114,12 +114,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         for p in &packets {
             seq = self.client.write_payload(seq, p);
         }
-        self.flush().await
-    }
-
-    async fn write_err_packet(&mut self, err: &ErrPacket) -> Result<(), ProxyError> {
-        self.client
-            .write_payload(1, &encode_err(err.code, &err.sql_state, &err.message));
         self.flush().await
     }
 
@@ -251,9 +245,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut conn = self.acquire(backend).await?;
         if let Some(err) = self.sync(&mut conn, st.uses_last_insert_id).await? {
             self.finish(conn, Outcome::default(), &Effects::default());
-            self.client
-                .write_payload(seq, &encode_err(err.code, &err.sql_state, &err.message));
-            self.flush().await?;
+            self.write_server_error(seq, &err).await?;
             return Ok(None);
         }
         let backend_id = match conn.statement(sql) {
@@ -264,11 +256,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     Ok(Ok(b)) => b.id,
                     Ok(Err(err)) => {
                         self.finish(conn, Outcome::default(), &Effects::default());
-                        self.client.write_payload(
-                            seq,
-                            &encode_err(err.code, &err.sql_state, &err.message),
-                        );
-                        self.flush().await?;
+                        self.write_server_error(seq, &err).await?;
                         return Ok(None);
                     }
                     Err(e) => {
@@ -298,42 +286,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         types: &[u8],
     ) -> Result<(), ProxyError> {
         let mut seq = 1u8;
-        let max = self.ctx.config.proxy.max_allowed_packet;
-        let deprecated = self.is_eof_deprecated();
         for (i, (target, sql)) in parts.iter().enumerate() {
-            let Some((mut conn, p)) = self
+            let Some((conn, p)) = self
                 .prepare_execute(target.backend, sql, st, exec, types, seq)
                 .await?
             else {
                 return Ok(());
             };
-            if let Err(e) = conn.stream.send_command(&p).await {
-                let err = self.backend_lost(conn, e.to_string());
-                super::write_error(&mut self.client, seq, &err).await;
-                return Ok(());
-            }
-            let r = Forwarder::new(&mut conn.stream, &mut self.client, deprecated, max)
-                .starting_at(seq)
-                .run_part(i == 0, i + 1 == parts.len())
-                .await;
-            match r {
-                Ok((outcome, next)) => {
-                    seq = next;
-                    let is_err = outcome.is_err;
-                    self.finish(conn, outcome, &Effects::default());
-                    if is_err {
-                        return Ok(());
-                    }
-                }
-                Err(f) => {
-                    if let ForwardError::Client(_) = f.error {
-                        conn.is_broken = true;
-                        return Err(ProxyError::ClientGone);
-                    }
-                    let err = self.backend_lost(conn, format!("{:?}", f.error));
-                    super::write_error(&mut self.client, f.next_seq, &err).await;
-                    return Ok(());
-                }
+            match self
+                .stream_part(conn, &p, seq, i == 0, i + 1 == parts.len())
+                .await?
+            {
+                Some(next) => seq = next,
+                None => return Ok(()),
             }
         }
         Ok(())
@@ -349,36 +314,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<(), ProxyError> {
         let mut total = OkPacket::default();
         for (target, sql) in parts {
-            let Some((mut conn, p)) = self
+            let Some((conn, p)) = self
                 .prepare_execute(target.backend, sql, st, exec, types, 1)
                 .await?
             else {
                 return Ok(());
             };
-            match conn.command(&p).await? {
-                Ok(ok) => {
-                    total.affected_rows += ok.affected_rows;
-                    total.status = ok.status;
-                    if total.last_insert_id == 0 {
-                        total.last_insert_id = ok.last_insert_id;
-                    }
-                    let outcome = Outcome {
-                        status: Some(ok.status),
-                        ok: Some(ok),
-                        is_err: false,
-                        packets: 0,
-                    };
-                    self.finish(conn, outcome, &Effects::default());
-                }
-                Err(err) => {
-                    self.finish(conn, Outcome::default(), &Effects::default());
-                    return self.write_err_packet(&err).await;
-                }
+            if !self.add_part(conn, &p, &mut total).await? {
+                return Ok(());
             }
         }
-        self.client
-            .write_payload(1, &hscale_wire::response::encode_ok(0, &total, ""));
-        self.flush().await
+        self.write_total(total).await
     }
 
     /// How a statement being prepared reaches partitioned tables, if it does.
@@ -465,7 +411,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     match conn.command(&p).await {
                         Ok(Err(err)) => {
                             self.pinned = Some(conn);
-                            return self.write_err_packet(&err).await;
+                            return self.write_server_error(1, &err).await;
                         }
                         Err(e) => return Err(e),
                         Ok(Ok(_)) => {}
@@ -558,9 +504,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.state.db = None;
         if let Some(db) = &cu.database {
             if let Some(err) = self.use_database(db).await? {
-                self.client
-                    .write_payload(next, &encode_err(err.code, &err.sql_state, &err.message));
-                self.flush().await?;
+                self.write_server_error(next, &err).await?;
                 return Ok(true);
             }
         }

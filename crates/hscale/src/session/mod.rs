@@ -122,10 +122,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         match session.use_database(&db).await {
             Ok(None) => {}
             Ok(Some(err)) => {
-                session
-                    .client
-                    .write_payload(seq, &encode_err(err.code, &err.sql_state, &err.message));
-                let _ = session.client.flush().await;
+                let _ = session.write_server_error(seq, &err).await;
                 return;
             }
             Err(e) => {
@@ -349,6 +346,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .map_err(|_| ProxyError::ClientGone)
     }
 
+    /// Forward a backend's error packet as the answer (at `seq`).
+    async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
+        self.client
+            .write_payload(seq, &encode_err(err.code, &err.sql_state, &err.message));
+        self.flush().await
+    }
+
     async fn write_ok(&mut self, seq: u8, st: u16) -> Result<(), ProxyError> {
         let st = st | self.status_bits();
         self.client
@@ -558,9 +562,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut conn = self.acquire(backend).await?;
         if let Some(err) = self.sync(&mut conn, effects.uses_last_insert_id).await? {
             self.finish(conn, Outcome::default(), &Effects::default());
-            self.client
-                .write_payload(1, &encode_err(err.code, &err.sql_state, &err.message));
-            return self.flush().await;
+            return self.write_server_error(1, &err).await;
         }
         if let Err(e) = conn.stream.send_command(payload).await {
             return Err(self.backend_lost(conn, e.to_string()));

@@ -5,12 +5,12 @@
 
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
-use hscale_wire::response::{encode_err, encode_ok, OkPacket};
+use hscale_wire::response::{encode_ok, OkPacket};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::forward::{Expect, ForwardError, Forwarder, Outcome};
 use super::{write_error, Effects, Session};
-use crate::backend::BackendConn;
+use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -45,58 +45,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// SELECT over several partitions: one result set, rows in partition order.
     async fn concatenate(&mut self, parts: &[(Target, String)]) -> Result<(), ProxyError> {
         let mut seq = 1u8;
-        let n = parts.len();
-        let max = self.ctx.config.proxy.max_allowed_packet;
-        let deprecated = self.is_eof_deprecated();
         for (i, (target, sql)) in parts.iter().enumerate() {
-            let mut conn = match self.acquire(target.backend).await {
-                Ok(c) => c,
-                Err(e) => {
-                    write_error(&mut self.client, seq, &e).await;
-                    return Ok(());
-                }
-            };
-            if let Some(err) = self.sync(&mut conn, false).await? {
-                self.finish(conn, Outcome::default(), &Effects::default());
-                self.client
-                    .write_payload(seq, &encode_err(err.code, &err.sql_state, &err.message));
-                return self.flush().await;
-            }
-            if let Err(e) = conn
-                .stream
-                .send_command(&BackendConn::payload_for_query(sql))
-                .await
-            {
-                let err = self.backend_lost(conn, e.to_string());
-                write_error(&mut self.client, seq, &err).await;
+            let Some(conn) = self.connect_part(target.backend, seq).await? else {
                 return Ok(());
-            }
-            self.handle.set_running(target.backend, conn.thread_id);
-            let r = Forwarder::new(&mut conn.stream, &mut self.client, deprecated, max)
-                .starting_at(seq)
-                .run_part(i == 0, i + 1 == n)
-                .await;
-            self.handle.clear_running();
-            match r {
-                Ok((outcome, next)) => {
-                    seq = next;
-                    let is_err = outcome.is_err;
-                    self.finish(conn, outcome, &Effects::default());
-                    if is_err {
-                        return Ok(());
-                    }
-                }
-                Err(f) => match f.error {
-                    ForwardError::Backend(e) => {
-                        let err = self.backend_lost(conn, e.to_string());
-                        write_error(&mut self.client, f.next_seq, &err).await;
-                        return Ok(());
-                    }
-                    ForwardError::Client(_) => {
-                        conn.is_broken = true;
-                        return Err(ProxyError::ClientGone);
-                    }
-                },
+            };
+            let command = BackendConn::payload_for_query(sql);
+            match self
+                .stream_part(conn, &command, seq, i == 0, i + 1 == parts.len())
+                .await?
+            {
+                Some(next) => seq = next,
+                None => return Ok(()),
             }
         }
         Ok(())
@@ -107,48 +66,128 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// changed (transactions across backends are a later issue).
     async fn add_up(&mut self, parts: &[(Target, String)]) -> Result<(), ProxyError> {
         let mut total = OkPacket::default();
-        let mut first_id = 0;
         for (target, sql) in parts {
-            let mut conn = self.acquire(target.backend).await?;
-            if let Some(err) = self.sync(&mut conn, false).await? {
-                self.finish(conn, Outcome::default(), &Effects::default());
-                self.client
-                    .write_payload(1, &encode_err(err.code, &err.sql_state, &err.message));
-                return self.flush().await;
-            }
-            self.handle.set_running(target.backend, conn.thread_id);
-            let r = conn.command(&BackendConn::payload_for_query(sql)).await;
-            self.handle.clear_running();
-            match r {
-                Ok(Ok(ok)) => {
-                    total.affected_rows += ok.affected_rows;
-                    total.warnings = total.warnings.saturating_add(ok.warnings);
-                    total.status = ok.status;
-                    if first_id == 0 {
-                        first_id = ok.last_insert_id;
-                    }
-                    let outcome = Outcome {
-                        status: Some(ok.status),
-                        ok: Some(ok),
-                        is_err: false,
-                        packets: 0,
-                    };
-                    self.finish(conn, outcome, &Effects::default());
-                }
-                Ok(Err(err)) => {
-                    self.finish(conn, Outcome::default(), &Effects::default());
-                    self.client
-                        .write_payload(1, &encode_err(err.code, &err.sql_state, &err.message));
-                    return self.flush().await;
-                }
-                Err(e) => {
-                    return Err(self.backend_lost(conn, e.to_string()));
-                }
+            let Some(conn) = self.connect_part(target.backend, 1).await? else {
+                return Ok(());
+            };
+            let command = BackendConn::payload_for_query(sql);
+            if !self.add_part(conn, &command, &mut total).await? {
+                return Ok(());
             }
         }
-        total.last_insert_id = first_id;
-        if first_id != 0 {
-            self.state.last_insert_id = first_id;
+        self.write_total(total).await
+    }
+
+    /// A connection on `backend` synced to the session, or `None` when an
+    /// error was written to the client (at `seq`).
+    async fn connect_part(
+        &mut self,
+        backend: usize,
+        seq: u8,
+    ) -> Result<Option<PooledConn>, ProxyError> {
+        let mut conn = match self.acquire(backend).await {
+            Ok(c) => c,
+            Err(e) => {
+                write_error(&mut self.client, seq, &e).await;
+                return Ok(None);
+            }
+        };
+        if let Some(err) = self.sync(&mut conn, false).await? {
+            self.finish(conn, Outcome::default(), &Effects::default());
+            self.write_server_error(seq, &err).await?;
+            return Ok(None);
+        }
+        Ok(Some(conn))
+    }
+
+    /// Send `command` on `conn` and stream its result as one part of a
+    /// concatenated result set. Returns the next sequence id, or `None` when
+    /// the response already ended (with an error).
+    pub(super) async fn stream_part(
+        &mut self,
+        mut conn: PooledConn,
+        command: &[u8],
+        seq: u8,
+        is_first: bool,
+        is_last: bool,
+    ) -> Result<Option<u8>, ProxyError> {
+        if let Err(e) = conn.stream.send_command(command).await {
+            let err = self.backend_lost(conn, e.to_string());
+            write_error(&mut self.client, seq, &err).await;
+            return Ok(None);
+        }
+        let max = self.ctx.config.proxy.max_allowed_packet;
+        let deprecated = self.is_eof_deprecated();
+        self.handle
+            .set_running(conn.pool().backend_index, conn.thread_id);
+        let r = Forwarder::new(&mut conn.stream, &mut self.client, deprecated, max)
+            .starting_at(seq)
+            .run_part(is_first, is_last)
+            .await;
+        self.handle.clear_running();
+        match r {
+            Ok((outcome, next)) => {
+                let is_err = outcome.is_err;
+                self.finish(conn, outcome, &Effects::default());
+                Ok((!is_err).then_some(next))
+            }
+            Err(f) => match f.error {
+                ForwardError::Backend(e) => {
+                    let err = self.backend_lost(conn, e.to_string());
+                    write_error(&mut self.client, f.next_seq, &err).await;
+                    Ok(None)
+                }
+                ForwardError::Client(_) => {
+                    conn.is_broken = true;
+                    Err(ProxyError::ClientGone)
+                }
+            },
+        }
+    }
+
+    /// Run one partition's write and add its OK into `total`. Returns
+    /// `false` when its error was written to the client instead.
+    pub(super) async fn add_part(
+        &mut self,
+        mut conn: PooledConn,
+        command: &[u8],
+        total: &mut OkPacket,
+    ) -> Result<bool, ProxyError> {
+        self.handle
+            .set_running(conn.pool().backend_index, conn.thread_id);
+        let r = conn.command(command).await;
+        self.handle.clear_running();
+        match r {
+            Ok(Ok(ok)) => {
+                total.affected_rows += ok.affected_rows;
+                total.warnings = total.warnings.saturating_add(ok.warnings);
+                total.status = ok.status;
+                if total.last_insert_id == 0 {
+                    total.last_insert_id = ok.last_insert_id;
+                }
+                let outcome = Outcome {
+                    status: Some(ok.status),
+                    ok: Some(ok),
+                    is_err: false,
+                    packets: 0,
+                };
+                self.finish(conn, outcome, &Effects::default());
+                Ok(true)
+            }
+            Ok(Err(err)) => {
+                self.finish(conn, Outcome::default(), &Effects::default());
+                self.write_server_error(1, &err).await?;
+                Ok(false)
+            }
+            Err(e) => Err(self.backend_lost(conn, e.to_string())),
+        }
+    }
+
+    /// The one OK of a write over several partitions; its insert id is the
+    /// first partition's, as a multi-row INSERT reports its first row's.
+    pub(super) async fn write_total(&mut self, total: OkPacket) -> Result<(), ProxyError> {
+        if total.last_insert_id != 0 {
+            self.state.last_insert_id = total.last_insert_id;
         }
         self.client.write_payload(1, &encode_ok(0, &total, ""));
         self.flush().await
