@@ -356,29 +356,7 @@ fn plan_filtered(
             }
         }
     }
-    let where_at = tokens.iter().position(|t| t.is_word(sql, "WHERE"));
-    let values = where_at.and_then(|w| {
-        let end = tokens[w + 1..]
-            .iter()
-            .position(|t| {
-                [
-                    "GROUP",
-                    "ORDER",
-                    "LIMIT",
-                    "HAVING",
-                    "FOR",
-                    "LOCK",
-                    "INTO",
-                    "WINDOW",
-                    "PROCEDURE",
-                    "RETURNING",
-                ]
-                .iter()
-                .any(|k| t.is_word(sql, k))
-            })
-            .map_or(tokens.len(), |p| w + 1 + p);
-        key_values(sql, &tokens[w + 1..end], &is_key)
-    });
+    let values = where_clause(sql, tokens).and_then(|w| key_values(sql, w, &is_key));
     let exact = table.is_key_exact;
     // Integer keys compare numerically: '05' = 5. A literal that is not a
     // plain integer is not pruned on.
@@ -481,76 +459,55 @@ fn plan_filtered(
 /// picks the partition at each execution.
 pub fn key_placeholder(sql: &str, column: &str) -> Option<usize> {
     let tokens = hscale_sql::tokenize(sql).ok()?;
-    let w = tokens.iter().position(|t| t.is_word(sql, "WHERE"))?;
-    let mut depth = 0i32;
-    let mut start = w + 1;
-    let mut conjuncts = Vec::new();
-    for (i, t) in tokens.iter().enumerate().skip(w + 1) {
-        if t.is_punct(sql, "(") {
-            depth += 1;
-        } else if t.is_punct(sql, ")") {
-            depth -= 1;
-        } else if depth == 0 {
-            if t.is_word(sql, "OR") || t.is_word(sql, "XOR") || t.is_punct(sql, "||") {
-                return None;
-            }
-            let ends = ["GROUP", "ORDER", "LIMIT", "HAVING", "FOR", "LOCK"]
-                .iter()
-                .any(|k| t.is_word(sql, k));
-            if ends || t.is_word(sql, "AND") || t.is_punct(sql, "&&") {
-                conjuncts.push((start, i));
-                start = i + 1;
-                if ends {
-                    break;
-                }
-            }
-        }
-        if i + 1 == tokens.len() {
-            conjuncts.push((start, i + 1));
-        }
-    }
     let is_col = |t: &Token| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(column);
-    for (a, b) in conjuncts {
-        let c = &tokens[a..b];
-        let at = match c {
-            [k, eq, p]
-                if is_col(k) && eq.is_punct(sql, "=") && p.kind == TokenKind::Placeholder =>
-            {
-                a + 2
-            }
-            [_, dot, k, eq, p]
-                if dot.is_punct(sql, ".")
-                    && is_col(k)
-                    && eq.is_punct(sql, "=")
-                    && p.kind == TokenKind::Placeholder =>
-            {
-                a + 4
-            }
-            [p, eq, k]
-                if is_col(k) && eq.is_punct(sql, "=") && p.kind == TokenKind::Placeholder =>
-            {
-                a
-            }
+    let is_eq = |t: &Token| t.is_punct(sql, "=");
+    let is_p = |t: &Token| t.kind == TokenKind::Placeholder;
+    for c in conjuncts(sql, where_clause(sql, &tokens)?)? {
+        let p = match c {
+            [k, eq, p] if is_col(k) && is_eq(eq) && is_p(p) => p,
+            [_, dot, k, eq, p] if dot.is_punct(sql, ".") && is_col(k) && is_eq(eq) && is_p(p) => p,
+            [p, eq, k] if is_col(k) && is_eq(eq) && is_p(p) => p,
             _ => continue,
         };
         return Some(
-            tokens[..at]
+            tokens
                 .iter()
-                .filter(|t| t.kind == TokenKind::Placeholder)
+                .filter(|t| is_p(t) && t.start < p.start)
                 .count(),
         );
     }
     None
 }
 
-/// The key values a WHERE clause limits the statement to, or `None` if it
-/// does not (only top-level AND-ed `key = literal` / `key IN (literals)`).
-fn key_values(
-    sql: &str,
-    cond: &[Token],
-    is_key: &dyn Fn(&[Token]) -> bool,
-) -> Option<Vec<KeyValue>> {
-    let mut conjuncts: Vec<&[Token]> = Vec::new();
+/// The tokens of the WHERE clause, up to the next clause.
+fn where_clause<'t>(sql: &str, tokens: &'t [Token]) -> Option<&'t [Token]> {
+    let w = tokens.iter().position(|t| t.is_word(sql, "WHERE"))?;
+    let end = tokens[w + 1..]
+        .iter()
+        .position(|t| {
+            [
+                "GROUP",
+                "ORDER",
+                "LIMIT",
+                "HAVING",
+                "FOR",
+                "LOCK",
+                "INTO",
+                "WINDOW",
+                "PROCEDURE",
+                "RETURNING",
+            ]
+            .iter()
+            .any(|k| t.is_word(sql, k))
+        })
+        .map_or(tokens.len(), |p| w + 1 + p);
+    Some(&tokens[w + 1..end])
+}
+
+/// A condition split at its top-level ANDs; `None` if it has a top-level
+/// OR / XOR (then no conjunct alone limits the rows).
+fn conjuncts<'t>(sql: &str, cond: &'t [Token]) -> Option<Vec<&'t [Token]>> {
+    let mut out = Vec::new();
     let mut depth = 0i32;
     let mut start = 0;
     for (i, t) in cond.iter().enumerate() {
@@ -563,12 +520,23 @@ fn key_values(
                 return None;
             }
             if t.is_word(sql, "AND") || t.is_punct(sql, "&&") {
-                conjuncts.push(&cond[start..i]);
+                out.push(&cond[start..i]);
                 start = i + 1;
             }
         }
     }
-    conjuncts.push(&cond[start..]);
+    out.push(&cond[start..]);
+    Some(out)
+}
+
+/// The key values a WHERE clause limits the statement to, or `None` if it
+/// does not (only top-level AND-ed `key = literal` / `key IN (literals)`).
+fn key_values(
+    sql: &str,
+    cond: &[Token],
+    is_key: &dyn Fn(&[Token]) -> bool,
+) -> Option<Vec<KeyValue>> {
+    let conjuncts = conjuncts(sql, cond)?;
     let mut result: Option<Vec<KeyValue>> = None;
     for c in conjuncts {
         let found = conjunct_values(sql, c, is_key);
