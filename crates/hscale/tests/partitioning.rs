@@ -708,6 +708,20 @@ async fn every_hashing_function_routes_like_one_server() {
                 probe[2], probe[3], probe[5]
             ),
             format!("SELECT id, v FROM {{t}} WHERE k = {} AND v > 3", probe[4]),
+            format!(
+                "SELECT id, v FROM {{t}} WHERE k = {} OR (k = {} AND v < 10)",
+                probe[1], probe[5]
+            ),
+            format!(
+                "SELECT id, v FROM {{t}} WHERE k BETWEEN {} AND {}",
+                probe[1], probe[3]
+            ),
+            format!(
+                "SELECT id, v FROM {{t}} WHERE k >= {} AND k < {} AND v > 2",
+                probe[0], probe[4]
+            ),
+            format!("SELECT id, v FROM {{t}} WHERE k > {}", probe[5]),
+            format!("SELECT id, v FROM {{t}} WHERE {} >= k", probe[2]),
             "SELECT id, v FROM {t} WHERE v < 9".to_string(),
             "SELECT id, v FROM {t}".to_string(),
         ] {
@@ -728,6 +742,21 @@ async fn every_hashing_function_routes_like_one_server() {
             let n = c.affected_rows();
             c.query_drop(&r).await.unwrap();
             assert_eq!(n, c.affected_rows(), "{p}");
+        }
+        // Ranges are pruned for the order-keeping functions.
+        let pruned = match table {
+            "t_div" => Some(("SELECT v FROM t_div WHERE k BETWEEN 75 AND 99", 1)),
+            "t_none" => Some(("SELECT v FROM t_none WHERE k >= 3 AND k < 8", 3)),
+            "t_date" => Some((
+                "SELECT v FROM t_date WHERE k >= '2024-03-02' AND k <= '2024-03-30'",
+                2,
+            )),
+            _ => None,
+        };
+        if let Some((q, n)) = pruned {
+            let plan: Vec<(String, String, String)> =
+                c.query(format!("HSCALE EXPLAIN {q}")).await.unwrap();
+            assert_eq!(plan.len(), n, "{q}: {plan:?}");
         }
         let (p, r) = same("SELECT id, v FROM {t}");
         let mut a: Vec<(i64, i64)> = c.query(&p).await.unwrap();

@@ -14,6 +14,7 @@ use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 use crate::KeyValue;
 
 mod insert;
+mod prune;
 mod schema;
 
 use insert::plan_insert;
@@ -356,39 +357,11 @@ fn plan_filtered(
             }
         }
     }
-    let values = where_clause(sql, tokens).and_then(|w| key_values(sql, w, &is_key));
-    let exact = table.is_key_exact;
-    // Integer keys compare numerically: '05' = 5. A literal that is not a
-    // plain integer is not pruned on.
-    let values = values.and_then(|vs| {
-        if !table.is_key_integer {
-            return Some(vs);
-        }
-        vs.into_iter()
-            .map(|v| match v {
-                KeyValue::Str(s) => s.trim().parse::<i128>().ok().map(KeyValue::Int),
-                other => Some(other),
-            })
-            .collect::<Option<Vec<_>>>()
-    });
-    let mut targets: Vec<Target> = match values.filter(|_| exact) {
-        Some(vs) => {
-            let mut ts = Vec::new();
-            for v in &vs {
-                match table.route(v) {
-                    Ok(t) => ts.push(t),
-                    // A value the function cannot take (e.g. 'abc' for MOD):
-                    // no pruning, scan everything.
-                    Err(_) => {
-                        ts = table.all_targets();
-                        break;
-                    }
-                }
-            }
-            ts
-        }
-        None => table.all_targets(),
-    };
+    let mut targets: Vec<Target> =
+        match where_clause(sql, tokens).and_then(|w| prune::targets(sql, w, &is_key, table)) {
+            Some(set) => set.into_iter().collect(),
+            None => table.all_targets(),
+        };
     targets.sort();
     targets.dedup();
     if targets.is_empty() {
@@ -529,27 +502,6 @@ fn conjuncts<'t>(sql: &str, cond: &'t [Token]) -> Option<Vec<&'t [Token]>> {
     Some(out)
 }
 
-/// The key values a WHERE clause limits the statement to, or `None` if it
-/// does not (only top-level AND-ed `key = literal` / `key IN (literals)`).
-fn key_values(
-    sql: &str,
-    cond: &[Token],
-    is_key: &dyn Fn(&[Token]) -> bool,
-) -> Option<Vec<KeyValue>> {
-    let conjuncts = conjuncts(sql, cond)?;
-    let mut result: Option<Vec<KeyValue>> = None;
-    for c in conjuncts {
-        let found = conjunct_values(sql, c, is_key);
-        if let Some(vs) = found {
-            result = Some(match result {
-                None => vs,
-                Some(prev) => prev.into_iter().filter(|v| vs.contains(v)).collect(),
-            });
-        }
-    }
-    result
-}
-
 fn literal(sql: &str, t: &[Token]) -> Option<KeyValue> {
     match t {
         [l] if l.kind == TokenKind::Str => Some(KeyValue::Str(unescape(l.text(sql)))),
@@ -595,38 +547,6 @@ fn unescape(q: &str) -> String {
         }
     }
     out
-}
-
-fn conjunct_values(
-    sql: &str,
-    c: &[Token],
-    is_key: &dyn Fn(&[Token]) -> bool,
-) -> Option<Vec<KeyValue>> {
-    // key = lit, lit = key
-    if let Some(eq) = c.iter().position(|t| t.is_punct(sql, "=")) {
-        let (l, r) = (&c[..eq], &c[eq + 1..]);
-        if is_key(l) {
-            return literal(sql, r).map(|v| vec![v]);
-        }
-        if is_key(r) {
-            return literal(sql, l).map(|v| vec![v]);
-        }
-        return None;
-    }
-    // key IN (lit, ...)
-    let in_at = c.iter().position(|t| t.is_word(sql, "IN"))?;
-    if !is_key(&c[..in_at]) {
-        return None;
-    }
-    let list = &c[in_at + 1..];
-    if list.len() < 3 || !list[0].is_punct(sql, "(") || !list[list.len() - 1].is_punct(sql, ")") {
-        return None;
-    }
-    let mut out = Vec::new();
-    for item in list[1..list.len() - 1].split(|t| t.is_punct(sql, ",")) {
-        out.push(literal(sql, item)?);
-    }
-    Some(out)
 }
 
 #[cfg(test)]

@@ -79,7 +79,7 @@ fn full_scans_and_refusals() {
         Some("app"),
         &d,
     );
-    assert_eq!(parts(p).len(), 3);
+    assert_eq!(parts(p).len(), 2);
     for sql in [
         "SELECT COUNT(*) FROM orders",
         "SELECT id FROM orders ORDER BY id",
@@ -264,4 +264,111 @@ fn key_placeholders() {
         key_placeholder("DELETE FROM t WHERE ? = customer_id LIMIT 1", "customer_id"),
         Some(0)
     );
+}
+
+fn backends(p: Plan) -> Vec<usize> {
+    parts(p).into_iter().map(|(b, _)| b).collect()
+}
+
+fn ranged() -> Dictionary {
+    let mut d = Dictionary::default();
+    let t = TableName::new("app", "r");
+    d.setup_table(t.clone(), "k", "r_default", 0, HashingFunction::Div(100))
+        .unwrap();
+    for (p, v, b) in [("a", "0", 1), ("a", "1", 1), ("b", "2", 2), ("c", "3", 3)] {
+        d.add_partition(&t, p, v, b).unwrap();
+    }
+    d.set_key_type(&t, "int");
+    let t = TableName::new("app", "ev");
+    d.setup_table(
+        t.clone(),
+        "day",
+        "ev_default",
+        0,
+        HashingFunction::parse("DATE('%Y-%m')").unwrap(),
+    )
+    .unwrap();
+    d.add_partition(&t, "m03", "2024-03", 1).unwrap();
+    d.add_partition(&t, "m04", "2024-04", 2).unwrap();
+    d.add_partition(&t, "m05", "2024-05", 3).unwrap();
+    d.set_key_type(&t, "date");
+    let t = TableName::new("app", "s");
+    d.setup_table(t.clone(), "name", "s_default", 0, HashingFunction::None)
+        .unwrap();
+    d.add_partition(&t, "x", "x", 1).unwrap();
+    d.set_key_type(&t, "varchar");
+    d
+}
+
+#[test]
+fn ranges_prune_order_keeping_functions() {
+    let d = ranged();
+    let b = |sql: &str| backends(plan(sql, Some("app"), &d));
+    // Fully covered: 0..=399 maps to DIV values 0..=3, all in the dictionary.
+    assert_eq!(
+        b("SELECT * FROM r WHERE k BETWEEN 0 AND 399"),
+        vec![1, 2, 3]
+    );
+    assert_eq!(b("SELECT * FROM r WHERE k >= 0 AND k < 400"), vec![1, 2, 3]);
+    assert_eq!(b("SELECT * FROM r WHERE k >= 100 AND k < 200"), vec![1]);
+    assert_eq!(b("SELECT * FROM r WHERE 200 <= k AND k <= 250"), vec![2]);
+    // Open or partly covered ranges include the default partition.
+    assert_eq!(b("SELECT * FROM r WHERE k > 250"), vec![0, 2, 3]);
+    assert_eq!(b("SELECT * FROM r WHERE k < 150"), vec![0, 1]);
+    assert_eq!(b("SELECT * FROM r WHERE k BETWEEN 350 AND 450"), vec![0, 3]);
+    // OR-ed equalities and ranges, AND with other conditions, parentheses.
+    assert_eq!(
+        b("SELECT * FROM r WHERE (k = 5 OR k = 305) AND x = 1"),
+        vec![1, 3]
+    );
+    assert_eq!(
+        b("SELECT * FROM r WHERE k IN (250) OR (k >= 300 AND k < 400)"),
+        vec![2, 3]
+    );
+    assert_eq!(b("SELECT * FROM r WHERE k = 5 OR x = 1"), vec![0, 1, 2, 3]);
+    assert_eq!(b("SELECT * FROM r WHERE k IS NULL"), vec![0]);
+    assert_eq!(b("SELECT * FROM r WHERE k > 300 AND k < 100"), vec![0]);
+    // Not prunable: NOT, XOR, ||, CASE, non-integer bounds.
+    for sql in [
+        "SELECT * FROM r WHERE k NOT BETWEEN 0 AND 99",
+        "SELECT * FROM r WHERE NOT k < 100",
+        "SELECT * FROM r WHERE k < 100 XOR x",
+        "SELECT * FROM r WHERE k < 100 || k > 300",
+        "SELECT * FROM r WHERE CASE WHEN k < 100 THEN 1 END",
+        "SELECT * FROM r WHERE k < 99.5",
+    ] {
+        assert_eq!(b(sql), vec![0, 1, 2, 3], "{sql}");
+    }
+    // DATE('%Y-%m') on a DATE column.
+    assert_eq!(
+        b("SELECT * FROM ev WHERE day >= '2024-04-01' AND day < '2024-05-01'"),
+        vec![0, 2, 3]
+    );
+    assert_eq!(
+        b("SELECT * FROM ev WHERE day BETWEEN '2024-03-10' AND '2024-04-02'"),
+        vec![0, 1, 2]
+    );
+    assert_eq!(b("SELECT * FROM ev WHERE day = '2024-5-7'"), vec![3]);
+    // Strings under a collation are never pruned.
+    assert_eq!(b("SELECT * FROM s WHERE name = 'x'"), vec![0, 1]);
+    assert_eq!(b("SELECT * FROM s WHERE name > 'w'"), vec![0, 1]);
+}
+
+#[test]
+fn unordered_date_patterns_are_not_range_pruned() {
+    let mut d = Dictionary::default();
+    let t = TableName::new("app", "ev");
+    d.setup_table(
+        t.clone(),
+        "day",
+        "ev_default",
+        0,
+        HashingFunction::parse("DATE('%m')").unwrap(),
+    )
+    .unwrap();
+    d.add_partition(&t, "m03", "03", 1).unwrap();
+    d.set_key_type(&t, "date");
+    let b = |sql: &str| backends(plan(sql, Some("app"), &d));
+    assert_eq!(b("SELECT * FROM ev WHERE day > '2024-03-01'"), vec![0, 1]);
+    assert_eq!(b("SELECT * FROM ev WHERE day = '2024-03-01'"), vec![1]);
 }
