@@ -912,3 +912,124 @@ async fn other_proxies_reload_the_dictionary() {
     o.disconnect().await.unwrap();
     c.disconnect().await.unwrap();
 }
+
+/// Joins whose partitioned tables are each limited to one partition, all on
+/// one backend, give what one server gives; other joins are refused.
+#[tokio::test]
+async fn joins_on_one_backend_match_one_server() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE part_join").await.unwrap();
+    c.query_drop("USE part_join").await.unwrap();
+    for t in ["a", "b", "a_ref", "b_ref"] {
+        c.query_drop(format!(
+            "CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, v INT NULL)"
+        ))
+        .await
+        .unwrap();
+    }
+    c.query_drop("CREATE TABLE cust (k INT NOT NULL PRIMARY KEY, name VARCHAR(10))")
+        .await
+        .unwrap();
+    for t in ["a", "b"] {
+        c.query_drop(format!(
+            "HSCALE SETUP_TABLE('{t}', 'k', '{t}_default', 'shard0', 'MOD(3)')"
+        ))
+        .await
+        .unwrap();
+        for (p, v, backend) in [("p1", 1, "shard1"), ("p2", 2, "shard2")] {
+            c.query_drop(format!(
+                "HSCALE ADD_PARTITION('{t}', '{p}', '{v}', '{backend}')"
+            ))
+            .await
+            .unwrap();
+        }
+    }
+    for t in ["a", "a_ref"] {
+        let rows: Vec<String> = (0..60)
+            .map(|i| format!("({i}, {}, {})", i % 7, i * 5 % 11))
+            .collect();
+        c.query_drop(format!(
+            "INSERT INTO {t} (id, k, v) VALUES {}",
+            rows.join(",")
+        ))
+        .await
+        .unwrap();
+    }
+    for t in ["b", "b_ref"] {
+        let rows: Vec<String> = (0..90)
+            .map(|i| {
+                let v = if i % 4 == 0 {
+                    "NULL".to_string()
+                } else {
+                    (i % 13).to_string()
+                };
+                format!("({i}, {}, {v})", i % 9)
+            })
+            .collect();
+        c.query_drop(format!(
+            "INSERT INTO {t} (id, k, v) VALUES {}",
+            rows.join(",")
+        ))
+        .await
+        .unwrap();
+    }
+    c.query_drop("INSERT INTO cust VALUES (0, 'zero'), (3, 'three'), (6, 'six'), (1, 'one')")
+        .await
+        .unwrap();
+    type Row3 = (i64, Option<i64>, Option<i64>);
+    for k in 0..8 {
+        for q in [
+            "SELECT x.id, y.id, y.v FROM {a} x JOIN {b} y ON y.k = x.k WHERE x.k = {k}",
+            "SELECT {a}.id, {b}.id, {b}.v FROM {a}, {b} WHERE {a}.k = {b}.k AND {b}.k = {k} AND {a}.v > 2",
+            "SELECT x.id, y.id, y.v FROM {a} x LEFT JOIN {b} y ON y.k = x.k AND y.v > 5 WHERE x.k = {k}",
+            "SELECT x.id, x.k, y.id FROM {a} x JOIN {a} y ON x.k = y.k AND x.id < y.id WHERE y.k IN ({k})",
+            "SELECT x.id, x.k, 0 FROM {a} x WHERE x.k = {k} AND x.k = {k}",
+        ] {
+            let q = q.replace("{k}", &k.to_string());
+            let p = q.replace("{a}", "a").replace("{b}", "b");
+            let r = q.replace("{a}", "a_ref").replace("{b}", "b_ref");
+            let mut got: Vec<Row3> = c.query(&p).await.unwrap_or_else(|e| panic!("{p}: {e}"));
+            let mut want: Vec<Row3> = c.query(&r).await.unwrap();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "{p}");
+        }
+        // With an unpartitioned table: only partitions on the main backend.
+        let q = "SELECT x.id, c.name FROM {a} x JOIN cust c ON c.k = x.k WHERE x.k = {k}"
+            .replace("{k}", &k.to_string());
+        let p = q.replace("{a}", "a");
+        let result: Result<Vec<(i64, String)>, _> = c.query(&p).await;
+        if k % 3 == 0 {
+            let mut got = result.unwrap();
+            let mut want: Vec<(i64, String)> = c.query(q.replace("{a}", "a_ref")).await.unwrap();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want, "{p}");
+        } else {
+            assert_eq!(code(&result.unwrap_err()), 1235, "{p}");
+        }
+    }
+    for q in [
+        "SELECT * FROM a x JOIN b y ON y.k = x.k",
+        "SELECT * FROM a x JOIN b y ON y.id = x.id WHERE x.k = 1",
+        "SELECT * FROM a x LEFT JOIN b y ON y.k = x.k WHERE y.k IS NULL",
+        "SELECT * FROM a x JOIN b y ON y.k = x.k WHERE x.k = 1 OR y.k = 2",
+    ] {
+        let e = c.query_drop(q).await.unwrap_err();
+        assert_eq!(code(&e), 1235, "{q}");
+    }
+    let plan: Vec<(String, String, String)> = c
+        .query("HSCALE EXPLAIN SELECT * FROM a x JOIN b y ON y.k = x.k WHERE x.k = 4")
+        .await
+        .unwrap();
+    assert_eq!(
+        plan,
+        vec![(
+            "shard1".to_string(),
+            "single partition: a_p1 + b_p1".to_string(),
+            "SELECT * FROM `part_join`.`a_p1` x JOIN `part_join`.`b_p1` y ON y.k = x.k WHERE x.k = 4".to_string()
+        )]
+    );
+    c.disconnect().await.unwrap();
+}

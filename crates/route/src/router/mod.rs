@@ -14,6 +14,7 @@ use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 use crate::KeyValue;
 
 mod insert;
+mod join;
 mod prune;
 mod schema;
 
@@ -194,6 +195,28 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
     }
     let word = |w: &str| tokens.iter().any(|t| t.is_word(sql, w));
     let selects = tokens.iter().filter(|t| t.is_word(sql, "SELECT")).count();
+    let is_select = tokens.first().is_some_and(|t| t.is_word(sql, "SELECT"));
+    let joins_tables = refs.len() > 1
+        || word("JOIN")
+        || word("STRAIGHT_JOIN")
+        || refs.first().is_some_and(|r| {
+            let after = r.end
+                + usize::from(r.alias.is_some())
+                + usize::from(tokens.get(r.end).is_some_and(|t| t.is_word(sql, "AS")));
+            tokens.get(after).is_some_and(|t| t.is_punct(sql, ","))
+        })
+        || tokens
+            .iter()
+            .position(|t| t.is_word(sql, "FROM"))
+            .is_some_and(|f| refs.first().is_some_and(|r| r.start > f + 1));
+    if is_select
+        && selects == 1
+        && joins_tables
+        && !word("UNION")
+        && !tokens.iter().any(|t| t.kind == TokenKind::Semicolon)
+    {
+        return join::plan_join(sql, &tokens, &refs, dict);
+    }
     if refs.len() != 1 {
         return Plan::Refuse(
             "statements that name a partitioned table more than once (joins, self-joins) are not supported yet".into(),

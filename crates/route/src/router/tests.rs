@@ -372,3 +372,95 @@ fn unordered_date_patterns_are_not_range_pruned() {
     assert_eq!(b("SELECT * FROM ev WHERE day > '2024-03-01'"), vec![0, 1]);
     assert_eq!(b("SELECT * FROM ev WHERE day = '2024-03-01'"), vec![1]);
 }
+
+fn copartitioned() -> Dictionary {
+    let mut d = dict();
+    let t = TableName::new("app", "items");
+    d.setup_table(
+        t.clone(),
+        "customer_id",
+        "items_default",
+        0,
+        HashingFunction::Mod(4),
+    )
+    .unwrap();
+    d.add_partition(&t, "p1", "1", 1).unwrap();
+    d.add_partition(&t, "p2", "2", 2).unwrap();
+    d.set_key_exact(&t, true);
+    d
+}
+
+#[test]
+fn joins_limited_to_one_backend_run_there() {
+    let d = copartitioned();
+    let p = parts(plan(
+        "SELECT o.id, i.qty FROM orders o JOIN items AS i ON i.customer_id = o.customer_id WHERE o.customer_id = 5",
+        Some("app"),
+        &d,
+    ));
+    assert_eq!(
+        p,
+        vec![(
+            1,
+            "SELECT o.id, i.qty FROM `app`.`orders_p1` o JOIN `app`.`items_p1` AS i ON i.customer_id = o.customer_id WHERE o.customer_id = 5".to_string()
+        )]
+    );
+    // Comma joins, unaliased tables, the key fixed on the other side.
+    let p = parts(plan(
+        "SELECT * FROM orders, items WHERE items.customer_id = 6 AND orders.customer_id = items.customer_id",
+        Some("app"),
+        &d,
+    ));
+    assert_eq!(
+        p,
+        vec![(2, "SELECT * FROM `app`.`orders_p2` AS `orders`, `app`.`items_p2` AS `items` WHERE items.customer_id = 6 AND orders.customer_id = items.customer_id".to_string())]
+    );
+    // LEFT JOIN: the outer table's key reaches the inner one through ON.
+    assert_eq!(
+        backends(plan(
+            "SELECT * FROM orders o LEFT JOIN items i ON i.customer_id = o.customer_id AND i.qty > 1 WHERE o.customer_id = 9",
+            Some("app"),
+            &d,
+        )),
+        vec![1]
+    );
+    // A self-join on the key; an unpartitioned table with the main backend.
+    assert_eq!(
+        backends(plan(
+            "SELECT * FROM orders a JOIN orders b ON a.customer_id = b.customer_id WHERE a.customer_id = 4",
+            Some("app"),
+            &d,
+        )),
+        vec![0]
+    );
+    assert_eq!(
+        backends(plan(
+            "SELECT * FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.customer_id = 8",
+            Some("app"),
+            &d,
+        )),
+        vec![0]
+    );
+    for sql in [
+        // Not limited, or limited to different backends.
+        "SELECT * FROM orders o JOIN items i ON i.customer_id = o.customer_id",
+        "SELECT * FROM orders o JOIN items i ON i.id = o.id WHERE o.customer_id = 5",
+        "SELECT * FROM orders o JOIN items i ON i.customer_id = o.customer_id WHERE o.customer_id = 5 OR i.customer_id = 6",
+        "SELECT * FROM orders o, items i WHERE o.customer_id = 5 AND i.customer_id = 6",
+        // An ON condition of a LEFT JOIN does not limit the outer table.
+        "SELECT * FROM orders o LEFT JOIN items i ON i.customer_id = o.customer_id AND o.customer_id = 5",
+        // An anti-join: IS NULL on the inner side says nothing of the outer.
+        "SELECT * FROM orders o LEFT JOIN items i ON i.customer_id = o.customer_id WHERE i.customer_id IS NULL",
+        // Unpartitioned tables live on the main backend only.
+        "SELECT * FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.customer_id = 5",
+        "SELECT * FROM orders o RIGHT JOIN items i ON i.customer_id = o.customer_id WHERE o.customer_id = 5",
+        "SELECT * FROM orders o JOIN (SELECT 1) x WHERE o.customer_id = 5",
+        "UPDATE orders o JOIN items i ON i.customer_id = o.customer_id SET o.x = 1 WHERE o.customer_id = 5",
+    ] {
+        assert!(
+            matches!(plan(sql, Some("app"), &d), Plan::Refuse(_)),
+            "{sql}: {:?}",
+            plan(sql, Some("app"), &d)
+        );
+    }
+}
