@@ -815,6 +815,8 @@ async fn schema_statements_apply_to_every_partition() {
         "CREATE INDEX i_v ON {t} (v)",
         "DROP INDEX i_v ON {t}",
         "CREATE INDEX i_extra ON {t} (extra)",
+        "ALTER TABLE {t} RENAME COLUMN extra TO extra2",
+        "ALTER TABLE {t} RENAME COLUMN extra2 TO extra",
     ] {
         c.query_drop(q.replace("{t}", "s"))
             .await
@@ -832,6 +834,32 @@ async fn schema_statements_apply_to_every_partition() {
         .await;
         assert_eq!(n, 1, "{table} lacks the index");
     }
+    // RENAME TABLE renames every partition and the dictionary entry.
+    let before: Vec<(i64, i64, String)> = c.query("SELECT id, k, v FROM s").await.unwrap();
+    c.query_drop("RENAME TABLE s TO s2").await.unwrap();
+    for (backend, table) in [(0, "s2_default"), (1, "s2_one"), (2, "s2_two")] {
+        assert!(table_exists(backend, "part_ddl", table).await, "{table}");
+    }
+    assert!(!table_exists(1, "part_ddl", "s_one").await);
+    let mut after: Vec<(i64, i64, String)> = c.query("SELECT id, k, v FROM s2").await.unwrap();
+    let mut want = before.clone();
+    after.sort();
+    want.sort();
+    assert_eq!(after, want);
+    let one: Vec<i64> = c.query("SELECT id FROM s2 WHERE k = 2").await.unwrap();
+    assert_eq!(one, vec![2]);
+    assert_eq!(
+        code(&c.query_drop("SELECT * FROM s").await.unwrap_err()),
+        1146
+    );
+    let e = c.query_drop("RENAME TABLE s2 TO s_ref").await.unwrap_err();
+    assert!(e.to_string().contains("already exists"), "{e}");
+    c.query_drop("ALTER TABLE s2 RENAME TO s").await.unwrap();
+    let tables: Vec<(String, String, String, String, String)> =
+        c.query("HSCALE SHOW TABLES").await.unwrap();
+    assert!(tables.iter().any(|t| t.0 == "part_ddl.s"), "{tables:?}");
+    let n: Vec<i64> = c.query("SELECT id FROM s WHERE k = 1").await.unwrap();
+    assert_eq!(n, vec![1]);
     c.query_drop("TRUNCATE TABLE s").await.unwrap();
     let n: Vec<i64> = c.query("SELECT id FROM s").await.unwrap();
     assert!(n.is_empty());

@@ -66,6 +66,15 @@ pub struct PartitionedTable {
     pub is_key_integer: bool,
 }
 
+/// The default table's name after renaming `from` to `to`: `from_x`
+/// becomes `to_x`; any other name stays.
+pub fn renamed_default(default_table: &str, from: &str, to: &str) -> String {
+    match default_table.strip_prefix(&format!("{from}_")) {
+        Some(rest) => format!("{to}_{rest}"),
+        None => default_table.to_string(),
+    }
+}
+
 /// Where a row or statement goes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Target {
@@ -192,6 +201,27 @@ impl Dictionary {
         );
         self.version += 1;
         Ok(())
+    }
+
+    /// Rename a table: its partitions follow (`U_p`), and so does a default
+    /// table named `T_...`. Returns the renamed table.
+    pub fn rename_table(
+        &mut self,
+        from: &TableName,
+        to: &TableName,
+    ) -> Result<PartitionedTable, DictError> {
+        if self.tables.contains_key(to) {
+            return Err(DictError::AlreadySetUp(to.clone()));
+        }
+        let mut t = self
+            .tables
+            .remove(from)
+            .ok_or_else(|| DictError::NotPartitioned(from.clone()))?;
+        t.default_table = renamed_default(&t.default_table, &from.table, &to.table);
+        t.name = to.clone();
+        self.tables.insert(to.clone(), t.clone());
+        self.version += 1;
+        Ok(t)
     }
 
     pub fn remove_table(&mut self, name: &TableName) -> Option<PartitionedTable> {

@@ -240,6 +240,70 @@ pub async fn drop_table(
     })
 }
 
+/// `RENAME TABLE T TO U`: every physical table `T_p` becomes `U_p` (and a
+/// default table `T_x` becomes `U_x`), then the dictionary follows. All
+/// new names are checked free first.
+pub async fn rename_table(
+    ctx: &Context,
+    worker: usize,
+    from: &TableName,
+    to: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let mut d = (*reload(ctx, worker).await?).clone();
+    let table = d
+        .table(from)
+        .cloned()
+        .ok_or_else(|| wrong(format!("table {from} is not a partitioned table")))?;
+    let renamed = {
+        let mut copy = d.clone();
+        copy.rename_table(from, to).map_err(wrong)?
+    };
+    let pairs: Vec<_> = table
+        .all_targets()
+        .into_iter()
+        .zip(renamed.all_targets())
+        .collect();
+    let mut main = conn(ctx, worker, 0).await?;
+    if table_exists(&mut main, &to.db, &to.table).await? {
+        return Err(wrong(format!("table {to} already exists")));
+    }
+    drop(main);
+    for (old, new) in &pairs {
+        let mut c = conn(ctx, worker, new.backend).await?;
+        if old.physical_table != new.physical_table
+            && table_exists(&mut c, &to.db, &new.physical_table).await?
+        {
+            return Err(wrong(format!(
+                "table {}.{} already exists on backend {}",
+                to.db, new.physical_table, ctx.config.backends[new.backend].name
+            )));
+        }
+    }
+    for (old, new) in &pairs {
+        if old.physical_table == new.physical_table {
+            continue;
+        }
+        let mut c = conn(ctx, worker, old.backend).await?;
+        exec(
+            &mut c,
+            &[format!(
+                "RENAME TABLE {} TO {}",
+                qualified(&from.db, &old.physical_table),
+                qualified(&to.db, &new.physical_table)
+            )],
+        )
+        .await?;
+    }
+    let mut main = conn(ctx, worker, 0).await?;
+    exec(&mut main, &store::rename_table_sql(from, to, &renamed.default_table)).await?;
+    d.rename_table(from, to).map_err(wrong)?;
+    ctx.partitioning.replace(d);
+    Ok(AdminOutput::Ok {
+        info: String::new(),
+    })
+}
+
 /// `SHOW [FULL] TABLES` in a database with partitioned tables: the main
 /// backend's tables without the physical tables of partitioned ones, plus
 /// the partitioned tables themselves.
@@ -664,6 +728,13 @@ pub async fn execute(
                     Some(names[0].to_string()),
                     Some(format!(
                         "tables of {db} with partitioned tables shown as one"
+                    )),
+                    Some(statement.clone()),
+                ]],
+                Plan::RenameTable { from, to } => vec![vec![
+                    Some(names[0].to_string()),
+                    Some(format!(
+                        "rename every partition of {from} to {to} and its dictionary entry"
                     )),
                     Some(statement.clone()),
                 ]],

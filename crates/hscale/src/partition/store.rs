@@ -131,6 +131,30 @@ pub fn delete_table_sql(name: &TableName) -> Vec<String> {
         .collect()
 }
 
+/// Rename a table in the dictionary, in one transaction.
+pub fn rename_table_sql(from: &TableName, to: &TableName, default_table: &str) -> Vec<String> {
+    let filter = format!(
+        "WHERE db = {} AND tbl = {}",
+        quote_str(&from.db),
+        quote_str(&from.table)
+    );
+    vec![
+        "START TRANSACTION".to_string(),
+        format!(
+            "UPDATE {} SET tbl = {}, default_table = {} {filter}",
+            qualified("hscale", "partitioned_tables"),
+            quote_str(&to.table),
+            quote_str(default_table)
+        ),
+        format!(
+            "UPDATE {} SET tbl = {} {filter}",
+            qualified("hscale", "partitions"),
+            quote_str(&to.table)
+        ),
+        "COMMIT".to_string(),
+    ]
+}
+
 pub fn delete_partition_sql(name: &TableName, partition: &str) -> String {
     format!(
         "DELETE FROM {} WHERE db = {} AND tbl = {} AND partition_name = {}",

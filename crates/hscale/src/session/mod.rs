@@ -436,6 +436,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         crate::partition::admin::drop_table(&self.ctx, self.worker, &name).await?;
                     return self.write_admin_output(out).await;
                 }
+                Plan::RenameTable { from, to } => {
+                    let out = crate::partition::admin::rename_table(
+                        &self.ctx,
+                        self.worker,
+                        &from,
+                        &to,
+                    )
+                    .await?;
+                    return self.write_admin_output(out).await;
+                }
                 Plan::ShowTables { db, is_full, like } => {
                     let out = crate::partition::admin::show_tables(
                         &self.ctx,

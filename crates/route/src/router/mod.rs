@@ -39,6 +39,9 @@ pub enum Plan {
     DropTable(TableName),
     /// `SHOW CREATE TABLE T`: the default partition's definition, named T.
     ShowCreate(TableName),
+    /// `RENAME TABLE T TO U`, `ALTER TABLE T RENAME [TO | AS] U`: every
+    /// physical table and the dictionary entry.
+    RenameTable { from: TableName, to: TableName },
     /// `SHOW [FULL] TABLES [FROM db] [LIKE 'pattern']` in a database with
     /// partitioned tables: list them, hide their physical tables.
     ShowTables {

@@ -3,7 +3,7 @@
 use hscale_sql::{Token, TokenKind};
 
 use super::{is_name, rewrite, unescape, unquote, Plan, StatementKind, TableRef};
-use crate::dictionary::{Dictionary, PartitionedTable, Target};
+use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 
 /// `SHOW [FULL] TABLES [FROM | IN db] [LIKE 'pattern']` where `db` has
 /// partitioned tables; `None` when this is not such a statement.
@@ -101,7 +101,69 @@ pub(super) fn plan_schema(
     let mentions_key = tokens
         .iter()
         .any(|t| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(&table.column));
+    // `... T {TO | AS} [db.]U` ending the statement: the new name.
+    let new_name = || -> Option<TableName> {
+        let rest = &tokens[r.end..];
+        let (to, name) = rest.split_first()?;
+        if !(to.is_word(sql, "TO") || to.is_word(sql, "AS") && first == "ALTER") {
+            return None;
+        }
+        match name {
+            [t] if is_name(t) => Some(TableName::new(&r.name.db, &unquote(t, sql))),
+            [db, dot, t] if is_name(db) && dot.is_punct(sql, ".") && is_name(t) => {
+                Some(TableName::new(&unquote(db, sql), &unquote(t, sql)))
+            }
+            _ => None,
+        }
+    };
+    let rename = |after_rename: bool| -> Option<Plan> {
+        let to = if after_rename {
+            // ALTER TABLE T RENAME [TO | AS] U
+            let rest = &tokens[r.end..];
+            if !rest.first()?.is_word(sql, "RENAME") {
+                return None;
+            }
+            let skip = usize::from(
+                rest.get(1)
+                    .is_some_and(|t| t.is_word(sql, "TO") || t.is_word(sql, "AS")),
+            );
+            let name = &rest[1 + skip..];
+            match name {
+                [t] if is_name(t) => TableName::new(&r.name.db, &unquote(t, sql)),
+                [db, dot, t] if is_name(db) && dot.is_punct(sql, ".") && is_name(t) => {
+                    TableName::new(&unquote(db, sql), &unquote(t, sql))
+                }
+                _ => return None,
+            }
+        } else {
+            new_name()?
+        };
+        Some(if to.db != r.name.db {
+            Plan::Refuse(format!(
+                "renaming partitioned table {} into another database is not supported",
+                r.name
+            ))
+        } else {
+            Plan::RenameTable {
+                from: r.name.clone(),
+                to,
+            }
+        })
+    };
+    // ALTER TABLE T ... RENAME [TO | AS] U (not RENAME COLUMN / INDEX / KEY)
+    let renames_table = tokens.windows(2).any(|w| {
+        w[0].is_word(sql, "RENAME")
+            && !["COLUMN", "INDEX", "KEY"]
+                .iter()
+                .any(|k| w[1].is_word(sql, k))
+    });
     match first {
+        "RENAME" if r.start == 2 && before.as_deref() == Some("TABLE") => {
+            rename(false).or_else(|| refuse("RENAME TABLE with several tables"))
+        }
+        "ALTER" if before.as_deref() == Some("TABLE") && renames_table => {
+            rename(true).or_else(|| refuse("ALTER TABLE ... RENAME with other changes"))
+        }
         "DESC" | "DESCRIBE" | "EXPLAIN" if r.start == 1 && selects == 0 => {
             on(vec![table.default_target()], StatementKind::Select)
         }
@@ -130,8 +192,8 @@ pub(super) fn plan_schema(
             on(table.all_targets(), StatementKind::Schema)
         }
         "ALTER" if before.as_deref() == Some("TABLE") => {
-            if word("RENAME") || word("PARTITION") || mentions_key {
-                refuse("ALTER TABLE that renames the table, uses PARTITION or touches the partition key")
+            if word("PARTITION") || mentions_key {
+                refuse("ALTER TABLE that uses PARTITION or touches the partition key")
             } else {
                 on(table.all_targets(), StatementKind::Schema)
             }
