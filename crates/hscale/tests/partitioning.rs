@@ -525,9 +525,49 @@ async fn routed_statements_match_one_server() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), 1235);
-    // information_schema does not know T: asking it about T is refused.
+    // information_schema and SHOW INDEX answer for T as for one table.
+    type ColRow = (String, String, u64, String, String, Option<String>);
+    let columns = |t: &str| {
+        format!("SELECT TABLE_NAME, COLUMN_NAME, ORDINAL_POSITION, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'part_route' AND TABLE_NAME = '{t}' ORDER BY ORDINAL_POSITION")
+    };
+    let got: Vec<ColRow> = c.query(columns("orders")).await.unwrap();
+    let want: Vec<ColRow> = c.query(columns("ref_orders")).await.unwrap();
+    let want: Vec<ColRow> = want
+        .into_iter()
+        .map(|mut r| {
+            r.0 = "orders".into();
+            r
+        })
+        .collect();
+    assert_eq!(got.len(), 4);
+    assert_eq!(got, want);
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ('orders')")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(1));
+    let index = |t: &str| format!("SHOW INDEX FROM {t}");
+    let got: Vec<Row> = c.query(index("orders")).await.unwrap();
+    let want: Vec<Row> = c.query(index("ref_orders")).await.unwrap();
+    let cells = |rows: &[Row]| -> Vec<Vec<Option<String>>> {
+        rows.iter()
+            .map(|r| {
+                (0..5)
+                    .map(|i| r.get::<Option<String>, _>(i).flatten())
+                    .collect()
+            })
+            .collect()
+    };
+    let mut want = cells(&want);
+    for r in &mut want {
+        r[0] = Some("orders".into());
+    }
+    assert_eq!(cells(&got), want);
+    // Without its schema, a question naming T could mean another schema's T.
     let e = c
-        .query_drop("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'part_route' AND TABLE_NAME = 'orders'")
+        .query_drop(
+            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 'orders'",
+        )
         .await
         .unwrap_err();
     assert_eq!(code(&e), 1235);

@@ -40,6 +40,18 @@ pub fn encode_row(values: &[Option<&str>]) -> BytesMut {
     b
 }
 
+/// A text-protocol row of raw values; `None` is NULL.
+pub fn encode_row_bytes(values: &[Option<&[u8]>]) -> BytesMut {
+    let mut b = BytesMut::with_capacity(values.iter().map(|v| v.map_or(1, |s| s.len() + 9)).sum());
+    for v in values {
+        match v {
+            Some(s) => put_lenenc_bytes(&mut b, s),
+            None => b.put_u8(0xfb),
+        }
+    }
+    b
+}
+
 /// Decode a text-protocol row of `columns` values.
 pub fn decode_row(payload: &[u8], columns: usize) -> Result<Vec<Option<Vec<u8>>>, WireError> {
     let mut r = Reader::new(payload);

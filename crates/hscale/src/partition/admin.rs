@@ -296,7 +296,11 @@ pub async fn rename_table(
         .await?;
     }
     let mut main = conn(ctx, worker, 0).await?;
-    exec(&mut main, &store::rename_table_sql(from, to, &renamed.default_table)).await?;
+    exec(
+        &mut main,
+        &store::rename_table_sql(from, to, &renamed.default_table),
+    )
+    .await?;
     d.rename_table(from, to).map_err(wrong)?;
     ctx.partitioning.replace(d);
     Ok(AdminOutput::Ok {
@@ -730,6 +734,16 @@ pub async fn execute(
                         "tables of {db} with partitioned tables shown as one"
                     )),
                     Some(statement.clone()),
+                ]],
+                Plan::Relabeled {
+                    target,
+                    sql,
+                    from,
+                    to,
+                } => vec![vec![
+                    Some(names[target.backend].to_string()),
+                    Some(format!("single partition, {from} shown as {to}")),
+                    Some(sql),
                 ]],
                 Plan::RenameTable { from, to } => vec![vec![
                     Some(names[0].to_string()),

@@ -66,6 +66,10 @@ pub struct Forwarder<'a, B, C> {
     backend_seq: u8,
     outcome: Outcome,
     max_allowed_packet: usize,
+    /// Text-row values equal to `.0` are sent as `.1`.
+    relabel: Option<(&'a [u8], &'a [u8])>,
+    /// Columns of the current result set.
+    columns: usize,
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -87,7 +91,29 @@ where
             backend_seq: 0,
             outcome: Outcome::default(),
             max_allowed_packet,
+            relabel: None,
+            columns: 0,
         }
+    }
+
+    /// Show text-row values equal to `from` as `to` (small metadata results).
+    pub fn relabel(mut self, from: &'a str, to: &'a str) -> Self {
+        self.relabel = Some((from.as_bytes(), to.as_bytes()));
+        self
+    }
+
+    /// A row with relabeled values, if any value needs it.
+    fn relabeled(&self, payload: &[u8]) -> Option<bytes::BytesMut> {
+        let (from, to) = self.relabel?;
+        let row = hscale_wire::resultset::decode_row(payload, self.columns).ok()?;
+        if !row.iter().any(|v| v.as_deref() == Some(from)) {
+            return None;
+        }
+        let values: Vec<Option<&[u8]>> = row
+            .iter()
+            .map(|v| v.as_deref().map(|b| if b == from { to } else { b }))
+            .collect();
+        Some(hscale_wire::resultset::encode_row_bytes(&values))
     }
 
     async fn next(&mut self) -> Result<hscale_wire::Packet, ForwardError> {
@@ -295,6 +321,9 @@ where
     /// A result set from its column-count packet. Returns whether more
     /// results follow.
     async fn result_set(&mut self, count: hscale_wire::Packet) -> Result<bool, ForwardError> {
+        self.columns = hscale_wire::buf::Reader::new(&count.payload)
+            .lenenc()
+            .unwrap_or(0) as usize;
         self.send_whole(count).await?;
         // Column definitions up to the metadata EOF.
         loop {
@@ -334,6 +363,12 @@ where
                 self.outcome.is_err = true;
                 self.send(&p.payload).await?;
                 return Ok(false);
+            }
+            if self.relabel.is_some() && !p.is_continued() {
+                if let Some(row) = self.relabeled(&p.payload) {
+                    self.send(&row).await?;
+                    continue;
+                }
             }
             self.send_whole(p).await?;
         }

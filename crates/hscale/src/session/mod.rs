@@ -436,14 +436,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         crate::partition::admin::drop_table(&self.ctx, self.worker, &name).await?;
                     return self.write_admin_output(out).await;
                 }
+                Plan::Relabeled {
+                    target,
+                    sql,
+                    from,
+                    to,
+                } => {
+                    drop(dict);
+                    let payload = BackendConn::payload_for_query(&sql);
+                    let mut conn = self.acquire(target.backend).await?;
+                    if let Some(err) = self.sync(&mut conn, false).await? {
+                        self.finish(conn, Outcome::default(), &Effects::default());
+                        return self.write_server_error(1, &err).await;
+                    }
+                    if let Err(e) = conn.stream.send_command(&payload).await {
+                        return Err(self.backend_lost(conn, e.to_string()));
+                    }
+                    return self
+                        .forward_with(conn, Expect::Query, &effects, Some((&from, &to)))
+                        .await;
+                }
                 Plan::RenameTable { from, to } => {
-                    let out = crate::partition::admin::rename_table(
-                        &self.ctx,
-                        self.worker,
-                        &from,
-                        &to,
-                    )
-                    .await?;
+                    let out =
+                        crate::partition::admin::rename_table(&self.ctx, self.worker, &from, &to)
+                            .await?;
                     return self.write_admin_output(out).await;
                 }
                 Plan::ShowTables { db, is_full, like } => {
@@ -583,17 +599,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Stream the response of a command already sent on `conn`.
     async fn forward(
         &mut self,
+        conn: PooledConn,
+        expect: Expect,
+        effects: &Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        self.forward_with(conn, expect, effects, None).await
+    }
+
+    /// `forward`, optionally relabeling text-row values (`from`, `to`).
+    async fn forward_with(
+        &mut self,
         mut conn: PooledConn,
         expect: Expect,
         effects: &Effects<'_>,
+        relabel: Option<(&str, &str)>,
     ) -> Result<(), ProxyError> {
         let max = self.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
         let backend = conn.pool().backend_index;
         self.handle.set_running(backend, conn.thread_id);
-        let r = Forwarder::new(&mut conn.stream, &mut self.client, deprecated, max)
-            .run(expect)
-            .await;
+        let mut f = Forwarder::new(&mut conn.stream, &mut self.client, deprecated, max);
+        if let Some((from, to)) = relabel {
+            f = f.relabel(from, to);
+        }
+        let r = f.run(expect).await;
         self.handle.clear_running();
         match r {
             Ok(outcome) => {

@@ -39,6 +39,15 @@ pub enum Plan {
     DropTable(TableName),
     /// `SHOW CREATE TABLE T`: the default partition's definition, named T.
     ShowCreate(TableName),
+    /// Run `sql` on `target` and show every result value equal to `from`
+    /// as `to`: questions about T (information_schema, SHOW INDEX) asked
+    /// of its default partition, which has T's definition.
+    Relabeled {
+        target: Target,
+        sql: String,
+        from: String,
+        to: String,
+    },
     /// `RENAME TABLE T TO U`, `ALTER TABLE T RENAME [TO | AS] U`: every
     /// physical table and the dictionary entry.
     RenameTable { from: TableName, to: TableName },
@@ -126,22 +135,9 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
     if let Some(p) = plan_show_tables(sql, &tokens, session_db, dict) {
         return p;
     }
-    // information_schema knows the physical tables, not T: a question about
-    // T there would get a silently different answer.
     if tokens.iter().any(|t| t.is_word(sql, "information_schema")) {
-        let asks_about = tokens
-            .iter()
-            .filter(|t| t.kind == TokenKind::Str)
-            .find_map(|t| {
-                let v = unescape(t.text(sql));
-                dict.tables()
-                    .find(|p| p.name.table.eq_ignore_ascii_case(&v))
-            });
-        if let Some(p) = asks_about {
-            return Plan::Refuse(format!(
-                "information_schema queries about partitioned table {} are not supported yet (use DESC or SHOW COLUMNS)",
-                p.name
-            ));
+        if let Some(p) = schema::plan_information_schema(sql, &tokens, session_db, dict) {
+            return p;
         }
     }
     // Every mention of a partitioned table's name, resolved to a table.

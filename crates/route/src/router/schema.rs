@@ -50,6 +50,95 @@ pub(super) fn plan_show_tables(
     Some(Plan::ShowTables { db, is_full, like })
 }
 
+/// A question to information_schema naming a partitioned table T in a
+/// string literal: asked of T's default partition (which has T's columns and
+/// indexes) with the literal renamed, and the answer relabeled to T. `None`
+/// when no literal names a partitioned table.
+pub(super) fn plan_information_schema(
+    sql: &str,
+    tokens: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+) -> Option<Plan> {
+    let literals: Vec<(&Token, String)> = tokens
+        .iter()
+        .filter(|t| t.kind == TokenKind::Str)
+        .map(|t| (t, unescape(t.text(sql))))
+        .collect();
+    let named: Vec<&PartitionedTable> = dict
+        .tables()
+        .filter(|p| {
+            literals
+                .iter()
+                .any(|(_, v)| p.name.table.eq_ignore_ascii_case(v))
+        })
+        .collect();
+    // The schema must be named too: by a literal, or by DATABASE() when
+    // the session's database is T's.
+    let uses_current_db = tokens.windows(2).any(|w| {
+        (w[0].is_word(sql, "DATABASE") || w[0].is_word(sql, "SCHEMA")) && w[1].is_punct(sql, "(")
+    });
+    let in_schema = |p: &PartitionedTable| {
+        literals.iter().any(|(_, v)| *v == p.name.db)
+            || (uses_current_db && session_db == Some(p.name.db.as_str()))
+    };
+    let table = match named.as_slice() {
+        [] => return None,
+        [one] if in_schema(one) => *one,
+        [one] => {
+            return Some(Plan::Refuse(format!(
+                "information_schema queries naming partitioned table {} must also name its schema (TABLE_SCHEMA = '{}')",
+                one.name.table, one.name.db
+            )))
+        }
+        _ => {
+            return Some(Plan::Refuse(
+                "information_schema queries about several partitioned tables at once are not supported yet".into(),
+            ))
+        }
+    };
+    if !tokens.first()?.is_word(sql, "SELECT") {
+        return Some(Plan::Refuse(format!(
+            "this information_schema statement about partitioned table {} is not supported",
+            table.name
+        )));
+    }
+    // On a default partition away from the main backend, only questions
+    // about T itself: anything else would be answered by the wrong server.
+    let about_only_t = literals
+        .iter()
+        .all(|(_, v)| table.name.table.eq_ignore_ascii_case(v) || table.name.db == *v);
+    if table.default_backend != 0 && !about_only_t {
+        return Some(Plan::Refuse(format!(
+            "information_schema queries about partitioned table {} together with other objects are not supported (its definition is on another backend)",
+            table.name
+        )));
+    }
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut at = 0;
+    for (t, v) in &literals {
+        if table.name.table.eq_ignore_ascii_case(v) {
+            out.push_str(&sql[at..t.start as usize]);
+            out.push('\'');
+            out.push_str(
+                &table
+                    .default_table
+                    .replace('\\', "\\\\")
+                    .replace('\'', "''"),
+            );
+            out.push('\'');
+            at = t.end as usize;
+        }
+    }
+    out.push_str(&sql[at..]);
+    Some(Plan::Relabeled {
+        target: table.default_target(),
+        sql: out,
+        from: table.default_table.clone(),
+        to: table.name.table.clone(),
+    })
+}
+
 /// SQL `LIKE` with `%` and `_` (and `\` escapes), case-sensitive as table
 /// names are on Linux.
 pub fn like_matches(pattern: &str, s: &str) -> bool {
@@ -182,8 +271,18 @@ pub(super) fn plan_schema(
             let has_db_suffix = tokens[r.end..]
                 .iter()
                 .any(|t| t.is_word(sql, "FROM") || t.is_word(sql, "IN"));
+            let is_index = word("INDEX") || word("INDEXES") || word("KEYS");
             if is_columns && matches!(before.as_deref(), Some("FROM" | "IN")) && !has_db_suffix {
                 on(vec![table.default_target()], StatementKind::Select)
+            } else if is_index && matches!(before.as_deref(), Some("FROM" | "IN")) && !has_db_suffix
+            {
+                let target = table.default_target();
+                Some(Plan::Relabeled {
+                    sql: rewrite(sql, tokens, r, &target, false),
+                    from: target.physical_table.clone(),
+                    target,
+                    to: table.name.table.clone(),
+                })
             } else {
                 refuse("this SHOW statement")
             }

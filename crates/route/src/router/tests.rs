@@ -90,7 +90,9 @@ fn full_scans_and_refusals() {
         "INSERT INTO orders VALUES (1, 2)",
         "INSERT INTO orders (id) VALUES (1)",
         "SELECT * FROM orders, other",
-        "ALTER TABLE orders RENAME TO x",
+        "ALTER TABLE orders ADD COLUMN y INT, RENAME TO x",
+        "RENAME TABLE orders TO x, other TO y",
+        "RENAME TABLE orders TO elsewhere.orders",
         "ALTER TABLE orders MODIFY customer_id BIGINT",
         "CREATE UNIQUE INDEX u ON orders (id)",
         "DROP TABLE orders, other",
@@ -228,12 +230,63 @@ fn inexact_keys_are_never_pruned() {
 }
 
 #[test]
-fn information_schema_about_partitioned_tables_is_refused() {
+fn information_schema_about_partitioned_tables() {
     let d = dict();
     let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = 'orders'";
+    assert_eq!(
+        plan(sql, None, &d),
+        Plan::Relabeled {
+            target: Target {
+                backend: 0,
+                physical_table: "orders_default".into()
+            },
+            sql: "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = 'orders_default'".into(),
+            from: "orders_default".into(),
+            to: "orders".into(),
+        }
+    );
+    let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'orders'";
+    assert!(matches!(plan(sql, Some("app"), &d), Plan::Relabeled { .. }));
+    assert!(matches!(plan(sql, Some("other"), &d), Plan::Refuse(_)));
+    let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 'orders'";
     assert!(matches!(plan(sql, Some("app"), &d), Plan::Refuse(_)));
     let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 'other'";
     assert_eq!(plan(sql, Some("app"), &d), Plan::Passthrough);
+}
+
+#[test]
+fn renames() {
+    let d = dict();
+    let to = |t: &str| Plan::RenameTable {
+        from: TableName::new("app", "orders"),
+        to: TableName::new("app", t),
+    };
+    assert_eq!(plan("RENAME TABLE orders TO o2", Some("app"), &d), to("o2"));
+    assert_eq!(
+        plan("ALTER TABLE app.orders RENAME AS `o3`", None, &d),
+        to("o3")
+    );
+    assert_eq!(
+        plan("RENAME TABLE `orders` TO app.o4", Some("app"), &d),
+        to("o4")
+    );
+    assert_eq!(
+        parts(plan(
+            "ALTER TABLE orders RENAME COLUMN a TO b",
+            Some("app"),
+            &d
+        ))
+        .len(),
+        3
+    );
+    assert!(matches!(
+        plan(
+            "ALTER TABLE orders RENAME COLUMN customer_id TO b",
+            Some("app"),
+            &d
+        ),
+        Plan::Refuse(_)
+    ));
 }
 
 #[test]
