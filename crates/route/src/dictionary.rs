@@ -64,6 +64,92 @@ pub struct PartitionedTable {
     pub is_key_exact: bool,
     /// The key column is an integer: literals are compared as numbers.
     pub is_key_integer: bool,
+    /// The key column is an ENUM: values are stored as one of its members,
+    /// so a key is routed by the member it names.
+    pub key_enum: Option<EnumKey>,
+}
+
+/// The members of an ENUM key and how its collation compares them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnumKey {
+    pub members: Vec<String>,
+    /// `_ci` collation: ASCII case is ignored.
+    pub is_case_insensitive: bool,
+    /// PAD SPACE collation (not `_nopad_`): trailing spaces are ignored.
+    pub is_pad_space: bool,
+}
+
+impl EnumKey {
+    /// Parse `enum('a','b''c') [COLLATE name]` (information_schema
+    /// COLUMN_TYPE, plus the collation as hscale stores it).
+    pub fn parse(key_type: &str) -> Option<EnumKey> {
+        let lower = key_type.to_ascii_lowercase();
+        let rest = lower.strip_prefix("enum(")?;
+        let body_len = rest.len();
+        let original = &key_type[key_type.len() - body_len..];
+        let mut members = Vec::new();
+        let mut chars = original.char_indices().peekable();
+        let end = loop {
+            match chars.next()? {
+                (_, '\'') => {
+                    let mut m = String::new();
+                    loop {
+                        match chars.next()? {
+                            (_, '\'') if chars.peek().map(|c| c.1) == Some('\'') => {
+                                chars.next();
+                                m.push('\'');
+                            }
+                            (_, '\'') => break,
+                            (_, '\\') => m.push(chars.next()?.1),
+                            (_, c) => m.push(c),
+                        }
+                    }
+                    members.push(m);
+                }
+                (_, ',') => {}
+                (i, ')') => break i,
+                _ => return None,
+            }
+        };
+        let after = &lower[lower.len() - body_len + end + 1..];
+        let collation = after
+            .split_once("collate ")
+            .map(|(_, c)| c.trim().to_string())?;
+        Some(EnumKey {
+            members,
+            is_case_insensitive: collation.contains("_ci"),
+            is_pad_space: !collation.contains("nopad"),
+        })
+    }
+
+    /// The member a string names, as the column's collation compares; only
+    /// exact matches and ASCII case/space differences are recognized.
+    pub fn member(&self, s: &str) -> Option<&str> {
+        if let Some(m) = self.members.iter().find(|m| *m == s) {
+            return Some(m);
+        }
+        let trim = |x: &str| -> String {
+            if self.is_pad_space {
+                x.trim_end_matches(' ').to_string()
+            } else {
+                x.to_string()
+            }
+        };
+        let want = trim(s);
+        if !want.is_ascii() {
+            return None;
+        }
+        let mut found = self.members.iter().filter(|m| {
+            let m = trim(m);
+            if self.is_case_insensitive {
+                m.eq_ignore_ascii_case(&want)
+            } else {
+                m == want
+            }
+        });
+        let first = found.next()?;
+        found.next().is_none().then_some(first.as_str())
+    }
 }
 
 /// The default table's name after renaming `from` to `to`: `from_x`
@@ -141,6 +227,42 @@ impl PartitionedTable {
         }
     }
 
+    /// A key value as the column holds it: integers for integer keys
+    /// ('05' is 5), the named member for ENUM keys ('BOOKS' is 'books').
+    /// `None` when the value cannot be placed that way.
+    pub fn stored_key(&self, v: KeyValue) -> Option<KeyValue> {
+        match (v, &self.key_enum) {
+            (KeyValue::Null, _) => Some(KeyValue::Null),
+            (KeyValue::Str(s), _) if self.is_key_integer => {
+                s.trim().parse::<i128>().ok().map(KeyValue::Int)
+            }
+            (KeyValue::Str(s), Some(e)) => e.member(&s).map(|m| KeyValue::Str(m.to_string())),
+            // A number names an ENUM member by position; leave it alone.
+            (KeyValue::Int(_), Some(_)) => None,
+            (other, _) => Some(other),
+        }
+    }
+
+    /// A partition value for ADD_PARTITION: for NONE() on an ENUM key, the
+    /// member it names (an error if it names none).
+    pub fn partition_value(&self, value: &str) -> Result<String, DictError> {
+        match (&self.function, &self.key_enum) {
+            (HashingFunction::None, Some(e)) => {
+                e.member(value)
+                    .map(str::to_string)
+                    .ok_or_else(|| DictError::ImpossibleValue {
+                        function: self.function.to_string(),
+                        value: value.to_string(),
+                        why: format!(
+                            "the key is an ENUM without that member ({})",
+                            e.members.join(", ")
+                        ),
+                    })
+            }
+            _ => Ok(value.to_string()),
+        }
+    }
+
     /// Every physical table of this table, the default first.
     pub fn all_targets(&self) -> Vec<Target> {
         let mut out = vec![self.default_target()];
@@ -197,6 +319,7 @@ impl Dictionary {
                 values: BTreeMap::new(),
                 is_key_exact: false,
                 is_key_integer: false,
+                key_enum: None,
             },
         );
         self.version += 1;
@@ -239,18 +362,25 @@ impl Dictionary {
         }
     }
 
-    /// Record the key column's SQL type (`information_schema.COLUMNS.DATA_TYPE`)
-    /// and derive whether statements on it may be pruned.
-    pub fn set_key_type(&mut self, name: &TableName, data_type: &str) {
+    /// Record the key column's SQL type (`information_schema.COLUMNS`
+    /// COLUMN_TYPE, then ` COLLATE name` for strings; a bare DATA_TYPE is
+    /// read too) and derive whether statements on it may be pruned.
+    pub fn set_key_type(&mut self, name: &TableName, key_type: &str) {
         if let Some(t) = self.tables.get_mut(name) {
-            let ty = data_type.to_ascii_lowercase();
+            let ty: String = key_type
+                .chars()
+                .take_while(|c| c.is_ascii_alphabetic())
+                .collect::<String>()
+                .to_ascii_lowercase();
+            t.key_enum = EnumKey::parse(key_type);
             t.is_key_integer = matches!(
                 ty.as_str(),
                 "tinyint" | "smallint" | "mediumint" | "int" | "integer" | "bigint"
             );
             let is_date = matches!(ty.as_str(), "date" | "datetime" | "timestamp");
-            t.is_key_exact =
-                t.is_key_integer || (is_date && matches!(t.function, HashingFunction::Date(_)));
+            t.is_key_exact = t.is_key_integer
+                || t.key_enum.is_some()
+                || (is_date && matches!(t.function, HashingFunction::Date(_)));
         }
     }
 

@@ -79,7 +79,8 @@ async fn table_exists(c: &mut BackendConn, db: &str, table: &str) -> Result<bool
         .is_some_and(|n| n != "0"))
 }
 
-/// The column's DATA_TYPE, if the column exists.
+/// The column's type as the dictionary keeps it: COLUMN_TYPE, then
+/// ` COLLATE name` for string types; `None` if there is no such column.
 async fn column_type(
     c: &mut BackendConn,
     db: &str,
@@ -87,7 +88,7 @@ async fn column_type(
     column: &str,
 ) -> Result<Option<String>, ProxyError> {
     let sql = format!(
-        "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND COLUMN_NAME = {}",
+        "SELECT CONCAT(COLUMN_TYPE, IFNULL(CONCAT(' COLLATE ', COLLATION_NAME), '')) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND COLUMN_NAME = {}",
         quote_str(db),
         quote_str(table),
         quote_str(column)
@@ -517,6 +518,11 @@ pub async fn execute(
             let name = table_name(&table, session_db)?;
             let b = resolve(&backend)?;
             let mut d = (*reload(ctx, worker).await?).clone();
+            let value = d
+                .table(&name)
+                .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?
+                .partition_value(&value)
+                .map_err(wrong)?;
             let is_new = d
                 .add_partition(&name, &partition, &value, b)
                 .map_err(wrong)?;

@@ -14,7 +14,7 @@ const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS `hscale`.`partitioned_tables` (\
        db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, key_column VARCHAR(64) NOT NULL, \
        hashing_function VARCHAR(200) NOT NULL, default_table VARCHAR(64) NOT NULL, \
-       default_backend VARCHAR(200) NOT NULL, key_type VARCHAR(64) NOT NULL, \
+       default_backend VARCHAR(200) NOT NULL, key_type TEXT NOT NULL, \
        PRIMARY KEY (db, tbl)) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS `hscale`.`partitions` (\
        db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, partition_value VARCHAR(255) NOT NULL, \

@@ -20,7 +20,6 @@ use crate::backend::PooledConn;
 use crate::error::ProxyError;
 use hscale_route::dictionary::Target;
 use hscale_route::router::{Plan, StatementKind};
-use hscale_route::KeyValue;
 use hscale_wire::response::OkPacket;
 
 /// Cursor flags of COM_STMT_EXECUTE.
@@ -165,26 +164,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let parts: Vec<(Target, Arc<[u8]>)> = match routing.key_param {
             Some(i) => {
                 let long: Vec<u16> = st.long_data.iter().map(|(p, _)| *p).collect();
-                let mut v =
-                    params::key_value(&exec, &types, i, &long).map_err(ProxyError::Refused)?;
-                if routing.table.is_key_integer {
-                    if let KeyValue::Str(s) = &v {
-                        v = s.trim().parse::<i128>().map(KeyValue::Int).map_err(|_| {
-                            ProxyError::Refused(format!(
-                                "the partition key {:?} is not an integer",
-                                s
-                            ))
-                        })?;
-                    }
-                }
+                let v = params::key_value(&exec, &types, i, &long).map_err(ProxyError::Refused)?;
+                // A value that cannot be placed ('abc' for an integer key)
+                // matches no key exactly: every partition answers.
                 let target = routing
                     .table
-                    .route(&v)
-                    .map_err(|e| ProxyError::Refused(e.to_string()))?;
+                    .stored_key(v)
+                    .and_then(|v| routing.table.route(&v).ok());
                 let chosen: Vec<_> = routing
                     .parts
                     .iter()
-                    .filter(|(t, _)| *t == target)
+                    .filter(|(t, _)| target.as_ref().is_none_or(|target| t == target))
                     .cloned()
                     .collect();
                 if chosen.is_empty() {

@@ -4,7 +4,6 @@ use hscale_sql::Token;
 
 use super::{is_name, literal, rewrite, unquote, Plan, StatementKind, TableRef};
 use crate::dictionary::{PartitionedTable, Target};
-use crate::KeyValue;
 
 /// INSERT / REPLACE ... VALUES: split the rows by partition.
 pub(super) fn plan_insert(
@@ -102,17 +101,18 @@ pub(super) fn plan_insert(
         if values.len() != columns.len() {
             return refuse("a VALUES row has a different number of values than columns");
         }
-        let Some(mut v) = literal(sql, values[key_pos]) else {
+        let Some(given) = literal(sql, values[key_pos]) else {
             return refuse("the partition key value must be a literal");
         };
-        if table.is_key_integer {
-            if let KeyValue::Str(text) = &v {
-                match text.trim().parse::<i128>() {
-                    Ok(i) => v = KeyValue::Int(i),
-                    Err(_) => return refuse("the partition key value must be an integer"),
-                }
-            }
-        }
+        let Some(v) = table.stored_key(given.clone()) else {
+            return refuse(&match &table.key_enum {
+                Some(e) => format!(
+                    "the partition key value {given} is not one of the ENUM's members ({})",
+                    e.members.join(", ")
+                ),
+                None => format!("the partition key value {given} must be an integer"),
+            });
+        };
         let target = match table.route(&v) {
             Ok(t) => t,
             Err(e) => return Plan::Refuse(e.to_string()),

@@ -209,18 +209,11 @@ impl Pruner<'_> {
         }
     }
 
-    /// A literal as a key value, normalized to the key's type: integer keys
-    /// compare as numbers ('05' = 5); a literal that is not a plain integer
-    /// is not pruned on.
+    /// A literal as the key's column holds it (`stored_key`): integer keys
+    /// compare as numbers ('05' = 5), ENUM keys by member; a literal that
+    /// cannot be placed is not pruned on.
     fn key(&self, t: &[Token]) -> Option<KeyValue> {
-        let v = literal(self.sql, t)?;
-        if !self.table.is_key_integer {
-            return Some(v);
-        }
-        match v {
-            KeyValue::Str(s) => s.trim().parse::<i128>().ok().map(KeyValue::Int),
-            other => Some(other),
-        }
+        self.table.stored_key(literal(self.sql, t)?)
     }
 
     fn values(&self, values: &[KeyValue]) -> Atom {
@@ -250,7 +243,10 @@ impl Pruner<'_> {
                 Some(Domain::Int)
             }
             HashingFunction::Date(p) if is_ordered_date_pattern(p) => Some(Domain::Str),
-            HashingFunction::Prefix(_) if !t.is_key_integer => Some(Domain::Str),
+            // Strings order by bytes only without a collation (not ENUMs).
+            HashingFunction::Prefix(_) if !t.is_key_integer && t.key_enum.is_none() => {
+                Some(Domain::Str)
+            }
             _ => None,
         }
     }

@@ -517,3 +517,66 @@ fn joins_limited_to_one_backend_run_there() {
         );
     }
 }
+
+#[test]
+fn enum_keys_route_by_member() {
+    use crate::dictionary::EnumKey;
+    let e = EnumKey::parse("enum('books','Music','it''s') COLLATE utf8mb4_general_ci").unwrap();
+    assert_eq!(e.members, vec!["books", "Music", "it's"]);
+    assert_eq!(e.member("BOOKS"), Some("books"));
+    assert_eq!(e.member("music  "), Some("Music"));
+    assert_eq!(e.member("IT'S"), Some("it's"));
+    assert_eq!(e.member("böoks"), None);
+    assert_eq!(e.member("book"), None);
+    let bin = EnumKey::parse("enum('a','B') COLLATE utf8mb4_bin").unwrap();
+    assert_eq!(bin.member("A"), None);
+    assert_eq!(bin.member("a "), Some("a"));
+    let nopad = EnumKey::parse("enum('a') COLLATE utf8mb4_nopad_bin").unwrap();
+    assert_eq!(nopad.member("a "), None);
+    assert!(EnumKey::parse("varchar(10) COLLATE utf8mb4_general_ci").is_none());
+
+    let mut d = Dictionary::default();
+    let t = TableName::new("app", "small");
+    d.setup_table(
+        t.clone(),
+        "category",
+        "small_default",
+        0,
+        HashingFunction::None,
+    )
+    .unwrap();
+    d.set_key_type(
+        &t,
+        "enum('books','music','films') COLLATE utf8mb4_general_ci",
+    );
+    let v = d.table(&t).unwrap().partition_value("Books").unwrap();
+    assert_eq!(v, "books");
+    assert!(d.table(&t).unwrap().partition_value("toys").is_err());
+    d.add_partition(&t, "b", &v, 1).unwrap();
+    let b = |sql: &str| backends(plan(sql, Some("app"), &d));
+    assert_eq!(b("SELECT * FROM small WHERE category = 'BOOKS '"), vec![1]);
+    assert_eq!(b("SELECT * FROM small WHERE category = 'music'"), vec![0]);
+    assert_eq!(
+        b("SELECT * FROM small WHERE category IN ('books', 'films')"),
+        vec![0, 1]
+    );
+    // Not members, positions, ranges: every partition.
+    assert_eq!(b("SELECT * FROM small WHERE category = 'toys'"), vec![0, 1]);
+    assert_eq!(b("SELECT * FROM small WHERE category = 1"), vec![0, 1]);
+    assert_eq!(b("SELECT * FROM small WHERE category > 'a'"), vec![0, 1]);
+    let p = parts(plan(
+        "INSERT INTO small (id, category) VALUES (1, 'Books'), (2, 'films')",
+        Some("app"),
+        &d,
+    ));
+    assert_eq!(p.len(), 2);
+    assert_eq!(p[0].0, 1);
+    assert!(matches!(
+        plan(
+            "INSERT INTO small (id, category) VALUES (1, 'toys')",
+            Some("app"),
+            &d
+        ),
+        Plan::Refuse(_)
+    ));
+}
