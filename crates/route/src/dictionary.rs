@@ -347,6 +347,11 @@ impl Dictionary {
         Ok(t)
     }
 
+    /// The same tables, partitions and values (versions aside).
+    pub fn same_tables(&self, other: &Dictionary) -> bool {
+        self.tables == other.tables
+    }
+
     pub fn remove_table(&mut self, name: &TableName) -> Option<PartitionedTable> {
         let t = self.tables.remove(name);
         if t.is_some() {

@@ -1,10 +1,12 @@
 //! Statement fingerprints: the statement with every literal replaced by `?`,
 //! `IN (...)` lists and multi-row `VALUES` collapsed, whitespace, comments
-//! and keyword case normalized, hashed with xxh3. Statements that differ only
+//! and the case of reserved words normalized, hashed with xxh3. Other words
+//! keep their case: table names and aliases are case-sensitive, so `Orders`
+//! and `orders` must not share a plan. Statements that differ only
 //! in their literals share a fingerprint, which keys the plan cache; the
 //! literals are returned in order so a cached plan can be bound to them.
 
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::xxh3_64;
 
 use crate::lexer::{tokenize, LexError, Token, TokenKind};
 
@@ -21,7 +23,19 @@ pub struct Literal {
 pub struct Fingerprint {
     pub hash: u64,
     pub literals: Vec<Literal>,
+    /// A list of literals was collapsed (so statements with this
+    /// fingerprint may have different numbers of literals).
+    pub collapsed: bool,
 }
+
+/// Reserved words (never unquoted identifiers), hashed in one case; sorted.
+const RESERVED: &[&str] = &[
+    "ALL", "AND", "AS", "ASC", "BETWEEN", "BY", "CASE", "CROSS", "DELETE", "DESC", "DISTINCT",
+    "ELSE", "END", "EXISTS", "FOR", "FROM", "GROUP", "HAVING", "IGNORE", "IN", "INNER", "INSERT",
+    "INTO", "IS", "JOIN", "LEFT", "LIKE", "LIMIT", "NOT", "NULL", "ON", "OR", "ORDER", "REPLACE",
+    "RIGHT", "SELECT", "SET", "THEN", "UNION", "UPDATE", "USING", "VALUES", "WHEN", "WHERE",
+    "WITH",
+];
 
 fn is_literal(t: &Token) -> bool {
     matches!(
@@ -38,8 +52,10 @@ pub fn fingerprint(sql: &str) -> Result<Fingerprint, LexError> {
 
 /// Fingerprint already-lexed tokens.
 pub fn fingerprint_tokens(sql: &str, tokens: &[Token]) -> Fingerprint {
-    let mut h = Xxh3::new();
+    // The normalized text, hashed at once (faster than streaming updates).
+    let mut h: Vec<u8> = Vec::with_capacity(sql.len() + 16);
     let mut literals = Vec::new();
+    let mut collapsed = false;
     let mut i = 0;
     // Inside a list of literals (IN list or VALUES row) being collapsed.
     while i < tokens.len() {
@@ -56,7 +72,7 @@ pub fn fingerprint_tokens(sql: &str, tokens: &[Token]) -> Fingerprint {
                 token: tokens[i + 1],
                 is_negative: true,
             });
-            h.update(b"? ");
+            h.extend_from_slice(b"? ");
             i += 2;
             continue;
         }
@@ -65,7 +81,7 @@ pub fn fingerprint_tokens(sql: &str, tokens: &[Token]) -> Fingerprint {
                 token: *t,
                 is_negative: false,
             });
-            h.update(b"? ");
+            h.extend_from_slice(b"? ");
             i += 1;
             continue;
         }
@@ -73,7 +89,8 @@ pub fn fingerprint_tokens(sql: &str, tokens: &[Token]) -> Fingerprint {
         if t.is_punct(sql, "(") {
             if let Some(end) = literal_list_end(sql, tokens, i) {
                 push_list_literals(sql, &tokens[i + 1..end], &mut literals);
-                h.update(b"(?+) ");
+                collapsed = true;
+                h.extend_from_slice(b"(?+) ");
                 i = end + 1;
                 // VALUES (..), (..), ...: further rows collapse into the first.
                 while tokens.get(i).is_some_and(|c| c.is_punct(sql, ","))
@@ -92,18 +109,23 @@ pub fn fingerprint_tokens(sql: &str, tokens: &[Token]) -> Fingerprint {
         }
         match t.kind {
             TokenKind::Word => {
-                for b in t.text(sql).bytes() {
-                    h.update(&[b.to_ascii_lowercase()]);
+                let w = t.text(sql);
+                match RESERVED
+                    .binary_search_by(|r| r.bytes().cmp(w.bytes().map(|b| b.to_ascii_uppercase())))
+                {
+                    Ok(i) => h.extend_from_slice(RESERVED[i].as_bytes()),
+                    Err(_) => h.extend_from_slice(w.as_bytes()),
                 }
             }
-            _ => h.update(t.text(sql).as_bytes()),
+            _ => h.extend_from_slice(t.text(sql).as_bytes()),
         }
-        h.update(b" ");
+        h.extend_from_slice(b" ");
         i += 1;
     }
     Fingerprint {
-        hash: h.digest(),
+        hash: xxh3_64(&h),
         literals,
+        collapsed,
     }
 }
 
@@ -222,6 +244,8 @@ mod tests {
         );
         assert_ne!(fp("SELECT a - 1 FROM t"), fp("SELECT a FROM t"));
         assert_ne!(fp("SELECT `A` FROM t"), fp("SELECT `a` FROM t"));
+        assert_ne!(fp("SELECT a FROM Orders"), fp("SELECT a FROM orders"));
+        assert!(RESERVED.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub struct Partitioning {
     /// unreadable dictionary costs one attempt a second, not one per statement.
     last_attempt_ms: std::sync::atomic::AtomicU64,
     epoch: std::time::Instant,
+    /// Numbers the snapshots: plan caches key their entries by it.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Default for Partitioning {
@@ -38,6 +40,7 @@ impl Default for Partitioning {
             is_loaded: std::sync::atomic::AtomicBool::new(false),
             last_attempt_ms: std::sync::atomic::AtomicU64::new(0),
             epoch: std::time::Instant::now(),
+            generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -69,7 +72,17 @@ impl Partitioning {
         self.snapshot.load().is_empty()
     }
 
-    pub fn replace(&self, d: Dictionary) {
+    /// Make `d` current, unless it holds what the current one does (the
+    /// periodic reload): a new snapshot gets a new version, which
+    /// invalidates every cached plan.
+    pub fn replace(&self, mut d: Dictionary) {
+        if self.snapshot.load().same_tables(&d) {
+            return;
+        }
+        d.version = self
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
         self.snapshot.store(Arc::new(d));
     }
 

@@ -230,6 +230,13 @@ fn loggable(sql: &str) -> &str {
     }
 }
 
+thread_local! {
+    /// This worker thread's plan cache (`hscale_route::router::PlanCache`):
+    /// sessions on one worker share it without a lock.
+    static PLAN_CACHE: std::cell::RefCell<hscale_route::router::PlanCache> =
+        std::cell::RefCell::new(hscale_route::router::PlanCache::new());
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     fn is_eof_deprecated(&self) -> bool {
         self.info.capabilities & cap::DEPRECATE_EOF != 0
@@ -424,7 +431,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(ProxyError::Refused(why));
                 }
             }
-            match hscale_route::router::plan(sql, self.state.db.as_deref(), &dict) {
+            let plan =
+                PLAN_CACHE.with(|c| c.borrow_mut().plan(sql, self.state.db.as_deref(), &dict));
+            match plan {
                 Plan::Passthrough => {}
                 Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
                 Plan::Targets { kind, parts } => {

@@ -13,11 +13,13 @@ use hscale_sql::{Token, TokenKind};
 use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 use crate::KeyValue;
 
+mod cache;
 mod insert;
 mod join;
 mod prune;
 mod schema;
 
+pub use cache::{CacheStats, PlanCache};
 use insert::plan_insert;
 pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
@@ -132,11 +134,39 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
     let Ok(tokens) = hscale_sql::tokenize(sql) else {
         return Plan::Passthrough;
     };
-    if let Some(p) = plan_show_tables(sql, &tokens, session_db, dict) {
+    plan_tokens(sql, &tokens, session_db, dict, &mut None)
+}
+
+/// What makes a single-partition plan reusable for the same statement with
+/// other literals (see `cache`): the table reference and the one literal
+/// that picks the partition.
+#[derive(Debug, Clone)]
+pub(crate) struct PointHint {
+    pub table: TableName,
+    pub kind: StatementKind,
+    /// Token range of the reference, and whether it has an alias.
+    pub ref_start: usize,
+    pub ref_end: usize,
+    pub has_alias: bool,
+    pub keep_alias: bool,
+    /// Token index of the key's literal (the number, after any `-`).
+    pub key_token: usize,
+}
+
+/// `plan` on lexed tokens; sets `hint` when the plan depends on its
+/// literals only through one `key = literal` conjunct.
+pub(crate) fn plan_tokens(
+    sql: &str,
+    tokens: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+    hint: &mut Option<PointHint>,
+) -> Plan {
+    if let Some(p) = plan_show_tables(sql, tokens, session_db, dict) {
         return p;
     }
     if tokens.iter().any(|t| t.is_word(sql, "information_schema")) {
-        if let Some(p) = schema::plan_information_schema(sql, &tokens, session_db, dict) {
+        if let Some(p) = schema::plan_information_schema(sql, tokens, session_db, dict) {
             return p;
         }
     }
@@ -214,7 +244,7 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
         && !word("UNION")
         && !tokens.iter().any(|t| t.kind == TokenKind::Semicolon)
     {
-        return join::plan_join(sql, &tokens, &refs, dict);
+        return join::plan_join(sql, tokens, &refs, dict);
     }
     if refs.len() != 1 {
         return Plan::Refuse(
@@ -239,7 +269,7 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
         .first()
         .map(|t| t.text(sql).to_ascii_uppercase())
         .unwrap_or_default();
-    if let Some(p) = plan_schema(sql, &tokens, r, table, &first, selects) {
+    if let Some(p) = plan_schema(sql, tokens, r, table, &first, selects) {
         return p;
     }
     let kind = match first.as_str() {
@@ -289,8 +319,8 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
         ));
     }
     match kind {
-        StatementKind::Insert => plan_insert(sql, &tokens, r, table),
-        _ => plan_filtered(sql, &tokens, r, table, kind),
+        StatementKind::Insert => plan_insert(sql, tokens, r, table),
+        _ => plan_filtered(sql, tokens, r, table, kind, hint),
     }
 }
 
@@ -333,6 +363,7 @@ fn plan_filtered(
     r: &TableRef,
     table: &PartitionedTable,
     kind: StatementKind,
+    hint: &mut Option<PointHint>,
 ) -> Plan {
     let qualifiers: Vec<&str> = [Some(r.name.table.as_str()), r.alias.as_deref()]
         .into_iter()
@@ -439,6 +470,17 @@ fn plan_filtered(
         }
     }
     let keep_alias = kind != StatementKind::Delete;
+    if targets.len() == 1 {
+        *hint = point_hint(sql, tokens, &table.column, &is_key).map(|key_token| PointHint {
+            table: table.name.clone(),
+            kind,
+            ref_start: r.start,
+            ref_end: r.end,
+            has_alias: r.alias.is_some(),
+            keep_alias,
+            key_token,
+        });
+    }
     let parts = targets
         .into_iter()
         .map(|t| {
@@ -447,6 +489,45 @@ fn plan_filtered(
         })
         .collect();
     Plan::Targets { kind, parts }
+}
+
+/// The token index of the literal in the WHERE clause's only mention of
+/// the key, when that mention is a top-level `key = literal` conjunct: then
+/// the literal alone decides the partition.
+fn point_hint(
+    sql: &str,
+    tokens: &[Token],
+    column: &str,
+    is_key: &dyn Fn(&[Token]) -> bool,
+) -> Option<usize> {
+    let w = where_clause(sql, tokens)?;
+    let mentions = w
+        .iter()
+        .filter(|t| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(column))
+        .count();
+    if mentions != 1 {
+        return None;
+    }
+    for c in conjuncts(sql, w)? {
+        let Some(eq) = c.iter().position(|t| t.is_punct(sql, "=")) else {
+            continue;
+        };
+        let (l, r) = (&c[..eq], &c[eq + 1..]);
+        let lit = if is_key(l) {
+            r
+        } else if is_key(r) {
+            l
+        } else {
+            continue;
+        };
+        literal(sql, lit)?;
+        let last = lit.last()?;
+        if !matches!(last.kind, TokenKind::Str | TokenKind::Number) {
+            return None;
+        }
+        return tokens.iter().position(|t| t.start == last.start);
+    }
+    None
 }
 
 /// For a prepared statement: the ordinal of the `?` in a top-level
