@@ -7,6 +7,7 @@
 # gains through hscale. Markdown on stdout, progress on stderr.
 #
 # Environment: QUERIES (default 10000), CONCURRENCY (default "1 10 20 40"),
+# REPEAT (runs per cell, the median is shown; default 3),
 # HSCALE (binary, default ./target/release/hscale).
 set -euo pipefail
 
@@ -16,6 +17,7 @@ export PATH="$PATH:/usr/sbin"
 QUERIES=${QUERIES:-10000}
 CONCURRENCY=${CONCURRENCY:-1 10 20 40}
 HSCALE=${HSCALE:-./target/release/hscale}
+REPEAT=${REPEAT:-3}
 
 log() { printf '%s\n' "bench: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -63,8 +65,15 @@ proxy --batch -e "HSCALE EXPLAIN SELECT id FROM slap_part.small WHERE small.cate
 
 QUERY="SELECT id, category FROM small WHERE small.category='books' /* Added */ /* some */ /* comments */ /* to */ /* produce */ /* a */ /* higher */ /* tokenizer */ /* load */"
 
-# Milliseconds for QUERIES queries at concurrency $1 against port $2 as user $3 in db $4.
+# Median over REPEAT runs of slap1 (the VM's run-to-run noise is large).
 slap() {
+  local runs=()
+  for _ in $(seq 1 "$REPEAT"); do runs+=("$(slap1 "$@")"); done
+  printf '%s\n' "${runs[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+
+# Milliseconds for QUERIES queries at concurrency $1 against port $2 as user $3 in db $4.
+slap1() {
   local c=$1 port=$2 user=$3 db=$4 pass=() out
   [[ "$user" == hscale ]] && pass=(-phscale)
   out=$(mariadb-slap -h127.0.0.1 -P"$port" -u"$user" "${pass[@]}" --create-schema="$db" --no-drop \
@@ -88,7 +97,7 @@ done
 echo "## Seed benchmark (bench/partitioned.sh)"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), nproc: $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-echo "- $QUERIES queries per run; ms for the whole run, as in the seed's table; added ms per query = (hscale - MariaDB) / queries per client"
+echo "- $QUERIES queries per run, median of $REPEAT runs; ms for the whole run, as in the seed's table; added ms per query = (hscale - MariaDB) / queries per client"
 echo "- partitioned: \`small\` on category with NONE(), 'books' on shard1, the rest in small_default on shard0"
 echo
 echo "| concurrency | MariaDB ms | hscale unpartitioned ms | hscale partitioned ms | added ms/query unpartitioned | added ms/query partitioned |"

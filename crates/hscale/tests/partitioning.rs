@@ -481,6 +481,63 @@ async fn routed_statements_match_one_server() {
         rows(&mut c, &r).await,
         "after prepared update"
     );
+    // Prepared INSERTs: the key parameters place each execution's rows.
+    for t in ["orders", "ref_orders"] {
+        let one = c
+            .prep(format!(
+                "INSERT INTO {t} (id, customer_id, amount, note) VALUES (?, ?, ?, ?)"
+            ))
+            .await
+            .unwrap();
+        for i in 0..12i64 {
+            let note = (i % 3 != 0).then(|| format!("p{i}"));
+            c.exec_drop(&one, (600 + i, i % 7, i * 2, note))
+                .await
+                .unwrap();
+            assert_eq!(c.affected_rows(), 1);
+        }
+        let two = c
+            .prep(format!(
+                "INSERT INTO {t} (id, amount, customer_id) VALUES (?, ?, ?), (?, 5, ?)"
+            ))
+            .await
+            .unwrap();
+        c.exec_drop(&two, (700, 1, 5, 701, 9)).await.unwrap();
+        assert_eq!(c.affected_rows(), 2);
+        if t == "orders" {
+            // 1 and 2 are on different partitions: refused, nothing written.
+            let e = c.exec_drop(&two, (702, 1, 1, 703, 2)).await.unwrap_err();
+            assert_eq!(code(&e), 1235);
+        }
+    }
+    let (p, r) = same("SELECT id, customer_id, amount, note FROM {t}");
+    assert_eq!(
+        rows(&mut c, &p).await,
+        rows(&mut c, &r).await,
+        "after prepared inserts"
+    );
+    for backend in 1..3 {
+        // Every row is in the partition of its key (MOD(4): p1 = 1, p2 = 2 on shard1/shard2).
+        let mut b = backend_conn(backend, Some("part_route")).await;
+        let table = if backend == 1 {
+            "orders_p1"
+        } else {
+            "orders_p2"
+        };
+        let bad: Option<i64> = b
+            .query_first(format!(
+                "SELECT COUNT(*) FROM {table} WHERE customer_id % 4 <> {backend}"
+            ))
+            .await
+            .unwrap();
+        assert_eq!(bad, Some(0), "{table}");
+        b.disconnect().await.unwrap();
+    }
+    let e = c
+        .prep("INSERT INTO orders (id, customer_id, amount) VALUES (?, 1, 1), (?, 2, 1)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
     let e = c
         .prep("SELECT COUNT(*) FROM orders WHERE customer_id = ?")
         .await

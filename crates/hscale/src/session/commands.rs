@@ -161,16 +161,43 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         // A partitioned table: the key parameter picks the partition, or
         // every partition runs it.
-        let parts: Vec<(Target, Arc<[u8]>)> = match routing.key_param {
-            Some(i) => {
+        let is_insert = routing.kind == StatementKind::Insert;
+        let parts: Vec<(Target, Arc<[u8]>)> = match routing.key_params.as_slice() {
+            [] => routing.parts.clone(),
+            key_params => {
                 let long: Vec<u16> = st.long_data.iter().map(|(p, _)| *p).collect();
-                let v = params::key_value(&exec, &types, i, &long).map_err(ProxyError::Refused)?;
-                // A value that cannot be placed ('abc' for an integer key)
-                // matches no key exactly: every partition answers.
-                let target = routing
-                    .table
-                    .stored_key(v)
-                    .and_then(|v| routing.table.route(&v).ok());
+                let mut target: Option<Target> = None;
+                for &i in key_params {
+                    let v =
+                        params::key_value(&exec, &types, i, &long).map_err(ProxyError::Refused)?;
+                    let shown = v.to_string();
+                    let t = routing
+                        .table
+                        .stored_key(v)
+                        .and_then(|v| routing.table.route(&v).ok());
+                    match (t, &target) {
+                        (Some(t), Some(prev)) if t != *prev => {
+                            return Err(ProxyError::Refused(format!(
+                                "the rows of this prepared INSERT belong to different partitions of {} (run one row per execution)",
+                                routing.table.name
+                            )))
+                        }
+                        (Some(t), _) => target = Some(t),
+                        (None, _) if is_insert => {
+                            return Err(ProxyError::Refused(format!(
+                                "the partition key value {shown} cannot be placed in {} (key {})",
+                                routing.table.name, routing.table.column
+                            )))
+                        }
+                        // A value that cannot be placed ('abc' for an
+                        // integer key) matches no key exactly: every
+                        // partition answers.
+                        (None, _) => {
+                            target = None;
+                            break;
+                        }
+                    }
+                }
                 let chosen: Vec<_> = routing
                     .parts
                     .iter()
@@ -185,7 +212,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     chosen
                 }
             }
-            None => routing.parts.clone(),
         };
         if let [(target, sql)] = parts.as_slice() {
             let Some((conn, p)) = self
@@ -329,7 +355,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             };
         };
         let dict = self.ctx.partitioning.dictionary();
-        match hscale_route::router::plan(text, self.state.db.as_deref(), &dict) {
+        match hscale_route::router::plan_prepared(text, self.state.db.as_deref(), &dict) {
             Plan::Passthrough => Ok(None),
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
             Plan::Targets { kind, parts } => {
@@ -338,11 +364,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     .find(|t| t.all_targets().contains(&parts[0].0))
                     .cloned()
                     .ok_or_else(|| ProxyError::Refused("the dictionary changed".into()))?;
-                let key_param = if table.is_key_exact {
-                    hscale_route::router::key_placeholder(text, &table.column)
-                } else {
-                    None
+                let key_params = match kind {
+                    StatementKind::Insert => {
+                        hscale_route::router::insert_key_placeholders(text, &table.column)
+                            .unwrap_or_default()
+                    }
+                    _ if table.is_key_exact => {
+                        hscale_route::router::key_placeholder(text, &table.column)
+                            .into_iter()
+                            .collect()
+                    }
+                    _ => Vec::new(),
                 };
+                if kind == StatementKind::Insert && key_params.is_empty() && parts.len() > 1 {
+                    return Err(ProxyError::Refused(format!(
+                        "a prepared INSERT whose rows go to different partitions of {} (use a parameter for the key, or one statement per partition)",
+                        table.name
+                    )));
+                }
                 // With a key parameter, `parts` lists every partition and
                 // each execution picks its own; otherwise it runs on them all.
                 Ok(Some(Arc::new(PreparedRouting {
@@ -351,7 +390,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         .into_iter()
                         .map(|(t, s)| (t, Arc::from(s.as_bytes())))
                         .collect(),
-                    key_param,
+                    key_params,
                     table,
                 })))
             }

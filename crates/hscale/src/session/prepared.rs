@@ -33,8 +33,9 @@ pub struct PreparedRouting {
     pub kind: hscale_route::router::StatementKind,
     /// Each target with the statement rewritten for it.
     pub parts: Vec<(hscale_route::dictionary::Target, Arc<[u8]>)>,
-    /// The `?` holding the key: each execution runs on its value's partition.
-    pub key_param: Option<usize>,
+    /// The `?`s holding the key (one per INSERT row; at most one otherwise):
+    /// each execution runs on the partition of their values.
+    pub key_params: Vec<usize>,
     pub table: hscale_route::dictionary::PartitionedTable,
 }
 

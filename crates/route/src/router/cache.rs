@@ -97,7 +97,7 @@ impl PlanCache {
         }
         self.stats.misses += 1;
         let mut hint = None;
-        let plan = plan_tokens(sql, &tokens, session_db, dict, &mut hint);
+        let plan = plan_tokens(sql, &tokens, session_db, dict, false, &mut hint);
         let shape = match (&plan, hint) {
             (Plan::Passthrough, _)
                 if !tokens.iter().any(|t| t.is_word(sql, "information_schema")) =>

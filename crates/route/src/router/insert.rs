@@ -1,6 +1,6 @@
 //! `INSERT` / `REPLACE ... VALUES`: rows split by partition.
 
-use hscale_sql::Token;
+use hscale_sql::{Token, TokenKind};
 
 use super::{is_name, literal, rewrite, unquote, Plan, StatementKind, TableRef};
 use crate::dictionary::{PartitionedTable, Target};
@@ -11,6 +11,7 @@ pub(super) fn plan_insert(
     tokens: &[Token],
     r: &TableRef,
     table: &PartitionedTable,
+    prepared: bool,
 ) -> Plan {
     let refuse = |why: &str| Plan::Refuse(format!("{why} (partitioned table {})", table.name));
     let mut i = r.end;
@@ -94,6 +95,31 @@ pub(super) fn plan_insert(
             return refuse("ON DUPLICATE KEY UPDATE of the partition key is not supported");
         }
     }
+    // A prepared INSERT whose keys are all parameters: every partition is
+    // a candidate; each execution picks one by the key parameters.
+    let key_tokens: Vec<&[Token]> = rows
+        .iter()
+        .filter_map(|&(a, b)| {
+            tokens[a + 1..b]
+                .split(|t| t.is_punct(sql, ","))
+                .nth(key_pos)
+        })
+        .collect();
+    let is_param = |v: &&[Token]| matches!(v, [p] if p.kind == TokenKind::Placeholder);
+    if prepared && !key_tokens.is_empty() && key_tokens.iter().all(is_param) {
+        let parts = table
+            .all_targets()
+            .into_iter()
+            .map(|t| {
+                let s = rewrite(sql, tokens, r, &t, false);
+                (t, s)
+            })
+            .collect();
+        return Plan::Targets {
+            kind: StatementKind::Insert,
+            parts,
+        };
+    }
     // Group rows by target, keeping their order.
     let mut groups: Vec<(Target, Vec<(usize, usize)>)> = Vec::new();
     for (a, b) in rows {
@@ -142,6 +168,69 @@ pub(super) fn plan_insert(
         kind: StatementKind::Insert,
         parts,
     }
+}
+
+/// For a prepared INSERT: the ordinals of the `?` giving each row's key,
+/// when every row's key is a parameter.
+pub fn insert_key_placeholders(sql: &str, column: &str) -> Option<Vec<usize>> {
+    let tokens = hscale_sql::tokenize(sql).ok()?;
+    let open = tokens.iter().position(|t| t.is_punct(sql, "("))?;
+    let close = open + tokens[open..].iter().position(|t| t.is_punct(sql, ")"))?;
+    let key_pos = tokens[open + 1..close]
+        .split(|t| t.is_punct(sql, ","))
+        .position(|c| {
+            c.last()
+                .is_some_and(|t| unquote(t, sql).eq_ignore_ascii_case(column))
+        })?;
+    let values = close + 1;
+    if !tokens
+        .get(values)
+        .is_some_and(|t| t.is_word(sql, "VALUES") || t.is_word(sql, "VALUE"))
+    {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut i = values + 1;
+    while tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
+        let mut depth = 0;
+        let end = i + tokens[i..].iter().position(|t| {
+            if t.is_punct(sql, "(") {
+                depth += 1;
+            } else if t.is_punct(sql, ")") {
+                depth -= 1;
+            }
+            depth == 0
+        })?;
+        let row = &tokens[i + 1..end];
+        let mut start = 0;
+        let mut depth = 0;
+        let mut fields = Vec::new();
+        for (k, t) in row.iter().enumerate() {
+            if t.is_punct(sql, "(") {
+                depth += 1;
+            } else if t.is_punct(sql, ")") {
+                depth -= 1;
+            } else if depth == 0 && t.is_punct(sql, ",") {
+                fields.push(&row[start..k]);
+                start = k + 1;
+            }
+        }
+        fields.push(&row[start..]);
+        match fields.get(key_pos)? {
+            [p] if p.kind == TokenKind::Placeholder => out.push(
+                tokens
+                    .iter()
+                    .filter(|t| t.kind == TokenKind::Placeholder && t.start < p.start)
+                    .count(),
+            ),
+            _ => return None,
+        }
+        i = end + 1;
+        if tokens.get(i).is_some_and(|t| t.is_punct(sql, ",")) {
+            i += 1;
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// Index of the first VALUES row's `(`.

@@ -20,6 +20,7 @@ mod prune;
 mod schema;
 
 pub use cache::{CacheStats, PlanCache};
+pub use insert::insert_key_placeholders;
 use insert::plan_insert;
 pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
@@ -134,7 +135,20 @@ pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
     let Ok(tokens) = hscale_sql::tokenize(sql) else {
         return Plan::Passthrough;
     };
-    plan_tokens(sql, &tokens, session_db, dict, &mut None)
+    plan_tokens(sql, &tokens, session_db, dict, false, &mut None)
+}
+
+/// `plan` for a statement being prepared: an INSERT whose keys are all
+/// parameters gets every partition as a target (each execution picks one
+/// by `insert_key_placeholders`).
+pub fn plan_prepared(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
+    if dict.is_empty() {
+        return Plan::Passthrough;
+    }
+    let Ok(tokens) = hscale_sql::tokenize(sql) else {
+        return Plan::Passthrough;
+    };
+    plan_tokens(sql, &tokens, session_db, dict, true, &mut None)
 }
 
 /// What makes a single-partition plan reusable for the same statement with
@@ -160,6 +174,7 @@ pub(crate) fn plan_tokens(
     tokens: &[Token],
     session_db: Option<&str>,
     dict: &Dictionary,
+    prepared: bool,
     hint: &mut Option<PointHint>,
 ) -> Plan {
     if let Some(p) = plan_show_tables(sql, tokens, session_db, dict) {
@@ -319,7 +334,7 @@ pub(crate) fn plan_tokens(
         ));
     }
     match kind {
-        StatementKind::Insert => plan_insert(sql, tokens, r, table),
+        StatementKind::Insert => plan_insert(sql, tokens, r, table, prepared),
         _ => plan_filtered(sql, tokens, r, table, kind, hint),
     }
 }

@@ -641,3 +641,39 @@ fn cached_plans_equal_fresh_plans() {
     );
     assert_eq!(backends(cache.plan(sql, Some("app"), &d2)), vec![2]);
 }
+
+#[test]
+fn prepared_insert_key_placeholders() {
+    let f = |sql: &str| insert_key_placeholders(sql, "customer_id");
+    assert_eq!(
+        f("INSERT INTO orders (id, customer_id) VALUES (?, ?)"),
+        Some(vec![1])
+    );
+    assert_eq!(
+        f("INSERT INTO orders (customer_id, id, v) VALUES (?, ?, CONCAT(?, 'x')), (?, 5, ?)"),
+        Some(vec![0, 3])
+    );
+    assert_eq!(
+        f("INSERT INTO orders (id, customer_id) VALUES (?, 5)"),
+        None
+    );
+    assert_eq!(
+        f("INSERT INTO orders (id, customer_id) VALUES (?, ?), (?, 5)"),
+        None
+    );
+    let d = dict();
+    let p = parts(plan_prepared(
+        "INSERT INTO orders (id, customer_id) VALUES (?, ?)",
+        Some("app"),
+        &d,
+    ));
+    assert_eq!(p.len(), 3);
+    assert!(matches!(
+        plan(
+            "INSERT INTO orders (id, customer_id) VALUES (?, ?)",
+            Some("app"),
+            &d
+        ),
+        Plan::Refuse(_)
+    ));
+}
