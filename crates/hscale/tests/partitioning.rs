@@ -1171,3 +1171,63 @@ async fn joins_on_one_backend_match_one_server() {
     );
     c.disconnect().await.unwrap();
 }
+
+/// A statement over several partitions runs on all of them at once: while
+/// the first part is still running, every backend is already running its own.
+#[tokio::test]
+async fn partitions_of_a_scan_run_in_parallel() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE part_par").await.unwrap();
+    c.query_drop("USE part_par").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard0', 'MOD(3)')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('t', 'one', '1', 'shard1')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('t', 'two', '2', 'shard2')")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO t (id, k) VALUES (1, 0), (2, 1), (3, 2)")
+        .await
+        .unwrap();
+    let scan = tokio::spawn(async move {
+        let rows: Vec<(i64, i64)> = c
+            .query("SELECT id, SLEEP(3) FROM t /* parallel-probe */")
+            .await
+            .unwrap();
+        c.disconnect().await.unwrap();
+        rows
+    });
+    // Every backend shows its part running while the scan is in progress.
+    let mut seen = [false; 3];
+    for _ in 0..40 {
+        for (backend, s) in seen.iter_mut().enumerate() {
+            if *s {
+                continue;
+            }
+            let n = count(
+                backend,
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%parallel-probe%' AND INFO NOT LIKE '%PROCESSLIST%'",
+            )
+            .await;
+            *s = n > 0;
+        }
+        if seen.iter().all(|s| *s) || scan.is_finished() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        !scan.is_finished(),
+        "the scan ended before all parts were seen: {seen:?}"
+    );
+    assert_eq!(seen, [true; 3], "parts seen running at once");
+    let mut rows = scan.await.unwrap();
+    rows.sort();
+    assert_eq!(rows, vec![(1, 0), (2, 0), (3, 0)]);
+}

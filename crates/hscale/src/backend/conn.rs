@@ -202,6 +202,20 @@ impl BackendConn {
             .send_command(payload)
             .await
             .map_err(|e| lost(&name, e))?;
+        self.read_response_inner().await
+    }
+
+    /// The OK or ERR answering a command already sent (see `command`).
+    pub async fn read_response(&mut self) -> Result<Result<OkPacket, ErrPacket>, ProxyError> {
+        let r = self.read_response_inner().await;
+        if r.is_err() {
+            self.is_broken = true;
+        }
+        r
+    }
+
+    async fn read_response_inner(&mut self) -> Result<Result<OkPacket, ErrPacket>, ProxyError> {
+        let name = self.backend.clone();
         loop {
             let p = self.read().await?;
             let proto = |e: WireError| ProxyError::BackendProtocol {

@@ -1,19 +1,96 @@
 //! Statements routed to partitions (`hscale_route::router`): one target
-//! runs like any statement on that backend; several targets run one after
-//! another, SELECT rows concatenated into one result set, and the affected
-//! rows of INSERT/UPDATE/DELETE added up into one OK.
+//! runs like any statement on that backend; several targets run in
+//! parallel (each on its own connection, sent ahead of reading), their
+//! SELECT rows concatenated into one result set in partition order, and the
+//! affected rows of INSERT/UPDATE/DELETE added up into one OK.
+//!
+//! Sending ahead is bounded: at most `MAX_IN_FLIGHT` parts at once, and on
+//! one backend at most half of this worker's pool for it, so a scan over
+//! many partitions on one backend cannot wait on connections it holds.
 
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
 use hscale_wire::response::{encode_ok, OkPacket};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use std::collections::VecDeque;
+
 use super::forward::{Expect, ForwardError, Forwarder, Outcome};
 use super::{write_error, Effects, Session};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 
+/// Parts of one statement running at once.
+const MAX_IN_FLIGHT: usize = 16;
+
+/// Parts sent ahead and not read yet.
+struct InFlight {
+    conns: VecDeque<PooledConn>,
+    per_backend: Vec<usize>,
+}
+
+impl InFlight {
+    /// Connections with unread responses cannot go back to the pool.
+    fn abandon(self) {
+        for mut c in self.conns {
+            c.is_broken = true;
+        }
+    }
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Send parts ahead of part `i` (always part `i` itself) while the
+    /// bounds allow. `Ok(false)`: an error was written to the client.
+    async fn send_ahead(
+        &mut self,
+        parts: &[(Target, String)],
+        i: usize,
+        next_send: &mut usize,
+        flight: &mut InFlight,
+        seq: u8,
+    ) -> Result<bool, ProxyError> {
+        while *next_send < parts.len() {
+            let (target, sql) = &parts[*next_send];
+            let limit = (self
+                .ctx
+                .pool(self.worker, target.backend)
+                .cfg
+                .max_connections
+                / 2)
+            .max(1);
+            let must = *next_send == i;
+            if !must
+                && (flight.conns.len() >= MAX_IN_FLIGHT
+                    || flight.per_backend[target.backend] >= limit)
+            {
+                break;
+            }
+            let Some(mut conn) = self.connect_part(target.backend, seq).await? else {
+                return Ok(false);
+            };
+            if let Err(e) = conn
+                .stream
+                .send_command(&BackendConn::payload_for_query(sql))
+                .await
+            {
+                let err = self.backend_lost(conn, e.to_string());
+                write_error(&mut self.client, seq, &err).await;
+                return Ok(false);
+            }
+            flight.conns.push_back(conn);
+            flight.per_backend[target.backend] += 1;
+            *next_send += 1;
+        }
+        Ok(true)
+    }
+
+    /// The connection of the next part to read.
+    fn next_in_flight(&self, flight: &mut InFlight) -> Option<PooledConn> {
+        let conn = flight.conns.pop_front()?;
+        flight.per_backend[conn.pool().backend_index] -= 1;
+        Some(conn)
+    }
+
     pub(super) async fn run_routed(
         &mut self,
         kind: StatementKind,
@@ -42,37 +119,70 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    /// SELECT over several partitions: one result set, rows in partition order.
+    /// SELECT over several partitions: one result set, rows in partition
+    /// order, the partitions running in parallel.
     async fn concatenate(&mut self, parts: &[(Target, String)]) -> Result<(), ProxyError> {
         let mut seq = 1u8;
-        for (i, (target, sql)) in parts.iter().enumerate() {
-            let Some(conn) = self.connect_part(target.backend, seq).await? else {
-                return Ok(());
-            };
-            let command = BackendConn::payload_for_query(sql);
-            match self
-                .stream_part(conn, &command, seq, i == 0, i + 1 == parts.len())
+        let mut flight = InFlight {
+            conns: VecDeque::new(),
+            per_backend: vec![0; self.ctx.config.backends.len()],
+        };
+        let mut next_send = 0;
+        for i in 0..parts.len() {
+            // An error while sending ahead ends the result where it is.
+            if !self
+                .send_ahead(parts, i, &mut next_send, &mut flight, seq)
                 .await?
             {
-                Some(next) => seq = next,
-                None => return Ok(()),
+                flight.abandon();
+                return Ok(());
+            }
+            let Some(conn) = self.next_in_flight(&mut flight) else {
+                flight.abandon();
+                return Ok(());
+            };
+            match self
+                .receive_part(conn, seq, i == 0, i + 1 == parts.len())
+                .await
+            {
+                Ok(Some(next)) => seq = next,
+                other => {
+                    flight.abandon();
+                    return other.map(|_| ());
+                }
             }
         }
         Ok(())
     }
 
-    /// INSERT / UPDATE / DELETE over several partitions: one OK with the sum.
-    /// Not atomic across partitions: an error on one leaves the others
-    /// changed (transactions across backends are a later issue).
+    /// INSERT / UPDATE / DELETE over several partitions, in parallel: one
+    /// OK with the sum. Not atomic across partitions: an error on one leaves
+    /// the others changed (transactions across backends are a later issue).
     async fn add_up(&mut self, parts: &[(Target, String)]) -> Result<(), ProxyError> {
         let mut total = OkPacket::default();
-        for (target, sql) in parts {
-            let Some(conn) = self.connect_part(target.backend, 1).await? else {
+        let mut flight = InFlight {
+            conns: VecDeque::new(),
+            per_backend: vec![0; self.ctx.config.backends.len()],
+        };
+        let mut next_send = 0;
+        for i in 0..parts.len() {
+            if !self
+                .send_ahead(parts, i, &mut next_send, &mut flight, 1)
+                .await?
+            {
+                flight.abandon();
+                return Ok(());
+            }
+            let Some(conn) = self.next_in_flight(&mut flight) else {
+                flight.abandon();
                 return Ok(());
             };
-            let command = BackendConn::payload_for_query(sql);
-            if !self.add_part(conn, &command, &mut total).await? {
-                return Ok(());
+            match self.read_part_ok(conn, &mut total).await {
+                Ok(true) => {}
+                other => {
+                    flight.abandon();
+                    return other.map(|_| ());
+                }
             }
         }
         self.write_total(total).await
@@ -116,6 +226,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             write_error(&mut self.client, seq, &err).await;
             return Ok(None);
         }
+        self.receive_part(conn, seq, is_first, is_last).await
+    }
+
+    /// Stream the response of a part already sent on `conn` (see
+    /// `stream_part`).
+    async fn receive_part(
+        &mut self,
+        mut conn: PooledConn,
+        seq: u8,
+        is_first: bool,
+        is_last: bool,
+    ) -> Result<Option<u8>, ProxyError> {
         let max = self.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
         self.handle
@@ -157,6 +279,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .set_running(conn.pool().backend_index, conn.thread_id);
         let r = conn.command(command).await;
         self.handle.clear_running();
+        self.add_ok(conn, r, total).await
+    }
+
+    /// Read the OK of a write already sent on `conn` into `total`.
+    async fn read_part_ok(
+        &mut self,
+        mut conn: PooledConn,
+        total: &mut OkPacket,
+    ) -> Result<bool, ProxyError> {
+        self.handle
+            .set_running(conn.pool().backend_index, conn.thread_id);
+        let r = conn.read_response().await;
+        self.handle.clear_running();
+        self.add_ok(conn, r, total).await
+    }
+
+    async fn add_ok(
+        &mut self,
+        conn: PooledConn,
+        r: Result<Result<OkPacket, hscale_wire::response::ErrPacket>, ProxyError>,
+        total: &mut OkPacket,
+    ) -> Result<bool, ProxyError> {
         match r {
             Ok(Ok(ok)) => {
                 total.affected_rows += ok.affected_rows;
