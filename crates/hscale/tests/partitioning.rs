@@ -208,11 +208,11 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
         o.query("HSCALE SHOW TABLES").await.unwrap();
     t.retain(|t| t.0.starts_with("part_db."));
     assert_eq!(t, tables);
-    let e = o
-        .query_drop("SELECT COUNT(*) FROM small")
+    let plan: Vec<(String, String, String)> = o
+        .query("HSCALE EXPLAIN SELECT COUNT(*) FROM small")
         .await
-        .unwrap_err();
-    assert_eq!(code(&e), 1235);
+        .unwrap();
+    assert_eq!(plan.last().unwrap().0, "proxy", "{plan:?}");
     o.query_drop("HSCALE RELOAD").await.unwrap();
     o.disconnect().await.unwrap();
     drop(other);
@@ -407,15 +407,23 @@ async fn routed_statements_match_one_server() {
         let b: Vec<i64> = c.query(&r).await.unwrap();
         assert_eq!(a, b, "{q}");
     }
-    // Across partitions they are refused, never answered differently.
+    // Across partitions they are merged at the proxy.
     for q in [
-        "SELECT COUNT(*) FROM orders",
-        "SELECT id FROM orders ORDER BY id",
-        "SELECT * FROM orders o JOIN ref_orders r ON r.id = o.id",
+        "SELECT COUNT(*) FROM {t}",
+        "SELECT id FROM {t} ORDER BY id",
+        "SELECT id FROM {t} ORDER BY amount DESC, id LIMIT 4, 5",
     ] {
-        let e = c.query_drop(q).await.unwrap_err();
-        assert_eq!(code(&e), 1235, "{q}");
+        let (p, r) = same(q);
+        let a: Vec<i64> = c.query(&p).await.unwrap();
+        let b: Vec<i64> = c.query(&r).await.unwrap();
+        assert_eq!(a, b, "{q}");
     }
+    // Joins of partitions on different backends are refused.
+    let e = c
+        .query_drop("SELECT * FROM orders o JOIN ref_orders r ON r.id = o.id")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
     // Writes: the same affected rows, the same data afterwards.
     for q in [
         "UPDATE {t} SET amount = amount + 1 WHERE customer_id = 5",
@@ -577,11 +585,26 @@ async fn routed_statements_match_one_server() {
     );
     let plan: Vec<(String, String, String)> = c.query("HSCALE EXPLAIN SELECT 1").await.unwrap();
     assert_eq!(plan[0].1, "passthrough");
-    let e = c
-        .query_drop("HSCALE EXPLAIN SELECT COUNT(*) FROM orders")
+    // A merge shows the column-definition statement, every fragment and
+    // what the proxy does.
+    let plan: Vec<(String, String, String)> = c
+        .query("HSCALE EXPLAIN SELECT COUNT(*) FROM orders")
         .await
-        .unwrap_err();
-    assert_eq!(code(&e), 1235);
+        .unwrap();
+    assert_eq!(plan.len(), 6, "{plan:?}");
+    assert_eq!(plan[0].1, "column definitions");
+    assert_eq!(
+        plan[1].2,
+        "SELECT COUNT(*) FROM `part_route`.`orders_default` AS `orders`"
+    );
+    assert_eq!(
+        plan[5],
+        (
+            "proxy".to_string(),
+            "merge".to_string(),
+            "combine partial groups of 4 partitions on 0 key(s): COUNT (sum of counts)".to_string()
+        )
+    );
     // information_schema and SHOW INDEX answer for T as for one table.
     type ColRow = (String, String, u64, String, String, Option<String>);
     let columns = |t: &str| {

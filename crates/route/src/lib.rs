@@ -12,6 +12,7 @@ pub mod dictionary;
 pub mod hashing;
 pub mod key;
 pub mod router;
+pub mod value;
 
 pub use hashing::{HashError, HashingFunction};
 pub use key::KeyValue;

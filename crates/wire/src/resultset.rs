@@ -74,6 +74,9 @@ pub struct ColumnInfo {
     pub name: String,
     pub charset: u16,
     pub column_type: u8,
+    pub flags: u16,
+    /// Digits after the point (31: not fixed, a floating-point value).
+    pub decimals: u8,
 }
 
 impl ColumnInfo {
@@ -88,10 +91,14 @@ impl ColumnInfo {
         let charset = r.u16()?;
         r.u32()?;
         let column_type = r.u8()?;
+        let flags = r.u16()?;
+        let decimals = r.u8()?;
         Ok(ColumnInfo {
             name,
             charset,
             column_type,
+            flags,
+            decimals,
         })
     }
 

@@ -241,6 +241,56 @@ pub async fn drop_table(
     })
 }
 
+/// What the proxy does with the partitions' rows, for HSCALE EXPLAIN.
+fn merge_description(m: &hscale_route::router::MergePlan) -> String {
+    use hscale_route::router::{Mode, Output};
+    let mut steps = Vec::new();
+    match &m.mode {
+        Mode::Sort { .. } if m.order.is_empty() => {
+            steps.push(format!("concatenate {} partitions", m.parts.len()))
+        }
+        Mode::Sort { .. } => steps.push(format!(
+            "k-way merge of {} sorted partitions on {} key(s)",
+            m.parts.len(),
+            m.order.len()
+        )),
+        Mode::Group(g) => {
+            let aggs: Vec<&str> = g
+                .outputs
+                .iter()
+                .filter_map(|o| match o {
+                    Output::Key(_) => None,
+                    Output::Count(_) => Some("COUNT (sum of counts)"),
+                    Output::Sum(_) => Some("SUM (sum of sums)"),
+                    Output::Min(_) => Some("MIN"),
+                    Output::Max(_) => Some("MAX"),
+                    Output::Avg { .. } => Some("AVG (sum of sums / sum of counts)"),
+                    Output::BitAnd(_) => Some("BIT_AND"),
+                    Output::BitOr(_) => Some("BIT_OR"),
+                    Output::BitXor(_) => Some("BIT_XOR"),
+                })
+                .collect();
+            steps.push(format!(
+                "combine partial groups of {} partitions on {} key(s){}{}",
+                m.parts.len(),
+                g.keys.len(),
+                if aggs.is_empty() { "" } else { ": " },
+                aggs.join(", ")
+            ));
+            if !m.order.is_empty() {
+                steps.push(format!("sort on {} key(s)", m.order.len()));
+            }
+        }
+    }
+    if m.offset > 0 {
+        steps.push(format!("skip {}", m.offset));
+    }
+    if let Some(l) = m.limit {
+        steps.push(format!("limit {l}"));
+    }
+    steps.join("; ")
+}
+
 /// `RENAME TABLE T TO U`: every physical table `T_p` becomes `U_p` (and a
 /// default table `T_x` becomes `U_x`), then the dictionary follows. All
 /// new names are checked free first.
@@ -741,6 +791,29 @@ pub async fn execute(
                     )),
                     Some(statement.clone()),
                 ]],
+                Plan::Merge(m) => {
+                    let mut rows: Vec<Vec<Option<String>>> = Vec::new();
+                    if let hscale_route::router::Mode::Group(g) = &m.mode {
+                        rows.push(vec![
+                            Some(names[g.meta.0.backend].to_string()),
+                            Some("column definitions".to_string()),
+                            Some(g.meta.1.clone()),
+                        ]);
+                    }
+                    for (t, sql) in &m.parts {
+                        rows.push(vec![
+                            Some(names[t.backend].to_string()),
+                            Some(format!("fragment: {}", t.physical_table)),
+                            Some(sql.clone()),
+                        ]);
+                    }
+                    rows.push(vec![
+                        Some("proxy".to_string()),
+                        Some("merge".to_string()),
+                        Some(merge_description(&m)),
+                    ]);
+                    rows
+                }
                 Plan::Relabeled {
                     target,
                     sql,

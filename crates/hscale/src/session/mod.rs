@@ -18,6 +18,7 @@ pub mod auth;
 mod commands;
 pub mod forward;
 mod kill;
+mod merge;
 mod params;
 pub mod prepared;
 mod routed;
@@ -444,6 +445,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     let out =
                         crate::partition::admin::drop_table(&self.ctx, self.worker, &name).await?;
                     return self.write_admin_output(out).await;
+                }
+                Plan::Merge(m) => {
+                    drop(dict);
+                    return self.run_merge(m).await;
                 }
                 Plan::Relabeled {
                     target,

@@ -16,12 +16,14 @@ use crate::KeyValue;
 mod cache;
 mod insert;
 mod join;
+mod merge;
 mod prune;
 mod schema;
 
 pub use cache::{CacheStats, PlanCache};
 pub use insert::insert_key_placeholders;
 use insert::plan_insert;
+pub use merge::{GroupPlan, MergePlan, Mode, OrderKey, Output, Val};
 pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
 
@@ -51,6 +53,9 @@ pub enum Plan {
         from: String,
         to: String,
     },
+    /// A SELECT over several partitions whose rows the proxy merges
+    /// (ORDER BY, LIMIT, aggregates, GROUP BY, DISTINCT).
+    Merge(MergePlan),
     /// `RENAME TABLE T TO U`, `ALTER TABLE T RENAME [TO | AS] U`: every
     /// physical table and the dictionary entry.
     RenameTable { from: TableName, to: TableName },
@@ -475,9 +480,12 @@ fn plan_filtered(
         ]
         .iter()
         .any(|w| depth0_word(w));
+        if (aggregate || ordering) && kind == StatementKind::Select {
+            return merge::plan_merge(sql, tokens, r, table, &targets);
+        }
         if aggregate || ordering {
             return Plan::Refuse(format!(
-                "this statement needs {} partitions of {} merged (ordering, grouping, limits or aggregates across partitions are not supported yet); restrict it to one partition with {} = <value>",
+                "this statement needs {} partitions of {} merged (ORDER BY or LIMIT in an UPDATE or DELETE over several partitions is not supported); restrict it to one partition with {} = <value>",
                 targets.len(),
                 table.name,
                 table.column

@@ -677,3 +677,94 @@ fn prepared_insert_key_placeholders() {
         Plan::Refuse(_)
     ));
 }
+
+fn merge_plan(sql: &str) -> MergePlan {
+    match plan(sql, Some("app"), &dict()) {
+        Plan::Merge(m) => m,
+        other => panic!("{sql}: expected a merge, got {other:?}"),
+    }
+}
+
+#[test]
+fn merges_push_fragments_down() {
+    let m =
+        merge_plan("SELECT id, note FROM orders WHERE x > 1 ORDER BY note DESC, id LIMIT 5, 10");
+    assert_eq!(m.parts.len(), 3);
+    assert_eq!(
+        m.parts[1].1,
+        "SELECT id, note, note, WEIGHT_STRING(note), WEIGHT_STRING(LEFT(CONCAT(' ', note), 1)), id, WEIGHT_STRING(id), WEIGHT_STRING(LEFT(CONCAT(' ', id), 1)) FROM `app`.`orders_p1` AS `orders` WHERE x > 1 ORDER BY note DESC, id LIMIT 15"
+    );
+    assert_eq!(m.mode, Mode::Sort { hidden: 6 });
+    assert_eq!((m.offset, m.limit), (5, Some(10)));
+    assert_eq!(
+        m.order,
+        vec![
+            OrderKey {
+                col: 0,
+                weight: Some((1, 2)),
+                desc: true
+            },
+            OrderKey {
+                col: 3,
+                weight: Some((4, 5)),
+                desc: false
+            }
+        ]
+    );
+    let m = merge_plan(
+        "SELECT customer_id AS c, COUNT(*), SUM(amount) AS s, AVG(amount), MAX(note) FROM orders GROUP BY c ORDER BY s DESC LIMIT 3",
+    );
+    assert_eq!(
+        m.parts[0].1,
+        "SELECT customer_id AS c, WEIGHT_STRING(customer_id), WEIGHT_STRING(LEFT(CONCAT(' ', customer_id), 1)), COUNT(*), SUM(amount), SUM(amount), COUNT(amount), MAX(note), WEIGHT_STRING(MAX(note)), WEIGHT_STRING(LEFT(CONCAT(' ', MAX(note)), 1)) FROM `app`.`orders_default` AS `orders` GROUP BY c"
+    );
+    let Mode::Group(g) = &m.mode else { panic!() };
+    assert_eq!(
+        g.outputs,
+        vec![
+            Output::Key(0),
+            Output::Count(3),
+            Output::Sum(4),
+            Output::Avg { sum: 5, count: 6 },
+            Output::Max(Val {
+                col: 7,
+                weight: Some((8, 9))
+            })
+        ]
+    );
+    assert_eq!(
+        g.meta.1,
+        "SELECT customer_id AS c, COUNT(*), SUM(amount) AS s, AVG(amount), MAX(note) FROM `app`.`orders_default` AS `orders` GROUP BY c ORDER BY s DESC LIMIT 0"
+    );
+    assert_eq!(
+        m.order,
+        vec![OrderKey {
+            col: 2,
+            weight: None,
+            desc: true
+        }]
+    );
+    let m = merge_plan("SELECT DISTINCT note FROM orders");
+    assert_eq!(
+        m.parts[2].1,
+        "SELECT note, WEIGHT_STRING(note), WEIGHT_STRING(LEFT(CONCAT(' ', note), 1)) FROM `app`.`orders_p2` AS `orders` GROUP BY note"
+    );
+    for sql in [
+        "SELECT note, COUNT(*) FROM orders GROUP BY note HAVING COUNT(*) > 1",
+        "SELECT COUNT(DISTINCT note) FROM orders",
+        "SELECT GROUP_CONCAT(note) FROM orders",
+        "SELECT SUM(amount) + 1 FROM orders",
+        "SELECT note, amount FROM orders GROUP BY note",
+        "SELECT * FROM orders ORDER BY 2",
+        "SELECT id FROM orders ORDER BY RAND() LIMIT 1",
+        "SELECT id FROM orders LIMIT 1 FOR UPDATE",
+        "SELECT id FROM orders ORDER BY id LIMIT ?",
+        "UPDATE orders SET x = 1 ORDER BY id LIMIT 1",
+    ] {
+        assert!(
+            matches!(plan(sql, Some("app"), &dict()), Plan::Refuse(_)),
+            "{sql}: {:?}",
+            plan(sql, Some("app"), &dict())
+        );
+    }
+}

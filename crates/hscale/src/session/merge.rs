@@ -1,0 +1,784 @@
+//! Running a `MergePlan` (`hscale_route::router::merge`): the partitions'
+//! fragments run in parallel, and their rows are merged here.
+//!
+//! - **Sort**: every fragment is sorted (and limited to OFFSET + LIMIT rows)
+//!   by its backend; the proxy keeps one row per partition and repeatedly
+//!   sends the smallest (a k-way merge), so memory does not grow with the
+//!   result. Partitions beyond the connections a statement may hold at
+//!   once are read into a bounded buffer instead (only with LIMIT).
+//! - **Group**: each fragment returns partial groups; the proxy combines
+//!   them in a hash map keyed by the values' comparison forms, computes the
+//!   final values, sorts and cuts. The column definitions come from the
+//!   statement itself run with `LIMIT 0` on one partition, so the client
+//!   sees exactly what one server would send.
+//!
+//! At most `[proxy] merge_max_rows` rows are held; past that the statement
+//! fails with `ProxyError::MergeLimit`.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use hscale_route::dictionary::Target;
+use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Output, Val};
+use hscale_route::value::{compare, Cmp, Decimal, Kind};
+use hscale_wire::consts::status;
+use hscale_wire::response::{decode_eof, encode_eof, encode_ok, is_eof, ErrPacket, OkPacket};
+use hscale_wire::resultset::{decode_row, encode_column_count, encode_row_bytes, ColumnInfo};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::forward::Outcome;
+use super::{write_error, Effects, Session};
+use crate::backend::{BackendConn, PooledConn};
+use crate::error::ProxyError;
+
+type Row = Vec<Option<Vec<u8>>>;
+
+/// Why a merge stopped.
+enum Stop {
+    /// A backend answered with an error: the statement's answer.
+    Server(ErrPacket),
+    Proxy(ProxyError),
+}
+
+impl From<ProxyError> for Stop {
+    fn from(e: ProxyError) -> Self {
+        Stop::Proxy(e)
+    }
+}
+
+/// One partition's result, read row by row.
+struct Part {
+    conn: PooledConn,
+    defs: Vec<Bytes>,
+    columns: Vec<ColumnInfo>,
+    status: Option<u16>,
+}
+
+impl Part {
+    fn lost(&mut self, e: impl std::fmt::Display) -> Stop {
+        self.conn.is_broken = true;
+        Stop::Proxy(ProxyError::BackendLost {
+            backend: self.conn.backend.to_string(),
+            reason: e.to_string(),
+        })
+    }
+
+    async fn packet(&mut self) -> Result<hscale_wire::Packet, Stop> {
+        match self.conn.stream.read_packet().await {
+            Ok(p) if p.is_continued() => Err(Stop::Proxy(ProxyError::Refused(
+                "rows of 16 MB or more cannot be merged across partitions".into(),
+            ))),
+            Ok(p) => Ok(p),
+            Err(e) => Err(self.lost(e)),
+        }
+    }
+
+    /// Read the column definitions of a statement already sent.
+    async fn open(conn: PooledConn) -> Result<Part, Stop> {
+        let mut part = Part {
+            conn,
+            defs: Vec::new(),
+            columns: Vec::new(),
+            status: None,
+        };
+        let first = part.packet().await?;
+        match first.first() {
+            Some(0xff) => {
+                let e = ErrPacket::decode(&first.payload).map_err(|e| part.lost(e))?;
+                return Err(Stop::Server(e));
+            }
+            Some(0x00) => {
+                return Err(part.lost("a result set was expected"));
+            }
+            _ => {}
+        }
+        let n = hscale_wire::buf::Reader::new(&first.payload)
+            .lenenc()
+            .map_err(|e| part.lost(e))? as usize;
+        for _ in 0..n {
+            let d = part.packet().await?;
+            let info = ColumnInfo::decode(&d.payload).map_err(|e| part.lost(e))?;
+            part.columns.push(info);
+            part.defs.push(d.payload);
+        }
+        let eof = part.packet().await?;
+        if !is_eof(&eof.payload) {
+            return Err(part.lost("no EOF after the column definitions"));
+        }
+        Ok(part)
+    }
+
+    /// The next row, or `None` at the end.
+    async fn row(&mut self) -> Result<Option<Row>, Stop> {
+        if self.status.is_some() {
+            return Ok(None);
+        }
+        let p = self.packet().await?;
+        if is_eof(&p.payload) {
+            let (_, st) = decode_eof(&p.payload).map_err(|e| self.lost(e))?;
+            self.status = Some(st);
+            return Ok(None);
+        }
+        if p.first() == Some(0xff) {
+            let e = ErrPacket::decode(&p.payload).map_err(|e| self.lost(e))?;
+            self.status = Some(0);
+            return Err(Stop::Server(e));
+        }
+        decode_row(&p.payload, self.columns.len())
+            .map(Some)
+            .map_err(|e| self.lost(e))
+    }
+
+    /// Read what is left, so the connection can serve again.
+    async fn drain(&mut self) -> Result<(), Stop> {
+        while self.row().await?.is_some() {}
+        Ok(())
+    }
+}
+
+/// A value of a row with its weight columns, for `compare`.
+fn cmp_of<'a>(row: &'a Row, col: usize, weight: Option<(usize, usize)>) -> Cmp<'a> {
+    let cell = |i: usize| row.get(i).and_then(|c| c.as_deref());
+    Cmp {
+        text: cell(col),
+        weight: weight.and_then(|(w, _)| cell(w)),
+        space: weight.and_then(|(_, s)| cell(s)),
+    }
+}
+
+fn order_rows(a: &Row, b: &Row, keys: &[(OrderKey, Kind)], base: usize) -> Ordering {
+    for (k, kind) in keys {
+        let shift = |w: Option<(usize, usize)>| w.map(|(x, y)| (x + base, y + base));
+        let o = compare(
+            *kind,
+            &cmp_of(a, k.col + base, shift(k.weight)),
+            &cmp_of(b, k.col + base, shift(k.weight)),
+        );
+        let o = if k.desc { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+fn kind_of(c: &ColumnInfo) -> Kind {
+    Kind::of(c.column_type, c.charset, c.flags)
+}
+
+fn unordered() -> Stop {
+    Stop::Proxy(ProxyError::Refused(
+        "ordering or grouping ENUM or SET values across partitions is not supported (they order by member position)".into(),
+    ))
+}
+
+/// The grouping form of a value: equal forms for values the server groups
+/// together (weights without trailing spaces under PAD SPACE).
+fn group_form(out: &mut Vec<u8>, kind: Kind, v: Cmp<'_>) {
+    let Some(text) = v.text else {
+        out.push(0);
+        return;
+    };
+    let bytes: &[u8] = match kind {
+        Kind::Collated { pad_space } => {
+            let mut w = v.weight.unwrap_or(text);
+            if let (true, Some(space)) = (pad_space, v.space) {
+                if !space.is_empty() {
+                    while w.len() >= space.len() && w.ends_with(space) {
+                        w = &w[..w.len() - space.len()];
+                    }
+                }
+            }
+            w
+        }
+        _ => text,
+    };
+    out.push(1);
+    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// An aggregate being combined.
+#[derive(Debug, Clone)]
+enum Acc {
+    Key,
+    Count(i128),
+    Sum(Option<Decimal>),
+    Best(Option<Row>),
+    Avg(Option<Decimal>, i128),
+    Bits(u64),
+}
+
+struct Group {
+    /// The first partial row of the group (key values and weights).
+    first: Row,
+    accs: Vec<Acc>,
+}
+
+fn parse_int(v: Option<&[u8]>) -> Option<i128> {
+    std::str::from_utf8(v?).ok()?.parse().ok()
+}
+
+fn bad_value(what: &str) -> Stop {
+    Stop::Proxy(ProxyError::Refused(format!(
+        "a partial {what} that cannot be combined exactly (floating-point values or numbers beyond 36 digits) across partitions"
+    )))
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    pub(super) async fn run_merge(&mut self, plan: MergePlan) -> Result<(), ProxyError> {
+        if self.pinned.is_some() {
+            return Err(ProxyError::Unsupported {
+                what: "a statement over several partitions inside a transaction or with connection-bound state".into(),
+            });
+        }
+        let mut held: Vec<Part> = Vec::new();
+        let r = match &plan.mode {
+            Mode::Sort { hidden } => self.merge_sorted(&plan, *hidden, &mut held).await,
+            Mode::Group(g) => self.merge_groups(&plan, g, &mut held).await,
+        };
+        // Connections still reading are closed rather than reused.
+        for mut p in held {
+            p.conn.is_broken = true;
+        }
+        match r {
+            Ok(()) => Ok(()),
+            Err(Stop::Server(e)) => self.write_server_error(1, &e).await,
+            Err(Stop::Proxy(ProxyError::ClientGone)) => Err(ProxyError::ClientGone),
+            Err(Stop::Proxy(e)) => {
+                write_error(&mut self.client, 1, &e).await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Send `sql` on a connection to `backend`, synced to the session.
+    async fn start_part(&mut self, target: &Target, sql: &str) -> Result<PooledConn, Stop> {
+        let mut conn = self.acquire(target.backend).await?;
+        if let Some(err) = self.sync(&mut conn, false).await? {
+            self.finish(conn, Outcome::default(), &Effects::default());
+            return Err(Stop::Server(err));
+        }
+        if let Err(e) = conn
+            .stream
+            .send_command(&BackendConn::payload_for_query(sql))
+            .await
+        {
+            conn.is_broken = true;
+            return Err(Stop::Proxy(ProxyError::BackendLost {
+                backend: conn.backend.to_string(),
+                reason: e.to_string(),
+            }));
+        }
+        Ok(conn)
+    }
+
+    /// Give a finished part's connection back.
+    fn end_part(&mut self, part: Part) {
+        let outcome = Outcome {
+            status: part.status,
+            ..Outcome::default()
+        };
+        self.finish(part.conn, outcome, &Effects::default());
+    }
+
+    /// How many parts of this plan may run at once.
+    fn concurrent_parts(&self, parts: &[(Target, String)]) -> bool {
+        let mut per_backend = vec![0usize; self.ctx.config.backends.len()];
+        for (t, _) in parts {
+            per_backend[t.backend] += 1;
+        }
+        per_backend
+            .iter()
+            .enumerate()
+            .all(|(b, n)| *n <= (self.ctx.pool(self.worker, b).cfg.max_connections / 2).max(1))
+            && parts.len() <= 64
+    }
+
+    async fn write_header(&mut self, defs: &[Bytes]) -> Result<u8, Stop> {
+        let mut seq = self
+            .client
+            .write_payload(1, &encode_column_count(defs.len()));
+        for d in defs {
+            seq = self.client.write_payload(seq, d);
+        }
+        if !self.is_eof_deprecated() {
+            let st = status::AUTOCOMMIT | self.status_bits();
+            seq = self.client.write_payload(seq, &encode_eof(0, st));
+        }
+        Ok(seq)
+    }
+
+    async fn write_row(&mut self, seq: u8, row: &[Option<Vec<u8>>]) -> Result<u8, Stop> {
+        let cells: Vec<Option<&[u8]>> = row.iter().map(|c| c.as_deref()).collect();
+        let seq = self.client.write_payload(seq, &encode_row_bytes(&cells));
+        self.client
+            .maybe_flush()
+            .await
+            .map_err(|_| Stop::Proxy(ProxyError::ClientGone))?;
+        Ok(seq)
+    }
+
+    async fn write_end(&mut self, seq: u8) -> Result<(), Stop> {
+        let st = status::AUTOCOMMIT | self.status_bits();
+        if self.is_eof_deprecated() {
+            let ok = OkPacket {
+                status: st,
+                ..OkPacket::default()
+            };
+            self.client.write_payload(seq, &encode_ok(0xfe, &ok, ""));
+        } else {
+            self.client.write_payload(seq, &encode_eof(0, st));
+        }
+        self.flush().await.map_err(Stop::Proxy)
+    }
+
+    /// ORDER BY / LIMIT: a k-way merge of sorted partition streams.
+    async fn merge_sorted(
+        &mut self,
+        plan: &MergePlan,
+        hidden: usize,
+        held: &mut Vec<Part>,
+    ) -> Result<(), Stop> {
+        let max_rows = self.ctx.config.proxy.merge_max_rows;
+        let streaming = self.concurrent_parts(&plan.parts);
+        if !streaming {
+            let per_part = plan.limit.map(|l| l.saturating_add(plan.offset) as usize);
+            match per_part {
+                Some(n) if n.saturating_mul(plan.parts.len()) <= max_rows => {}
+                _ => {
+                    return Err(Stop::Proxy(ProxyError::Refused(format!(
+                        "ORDER BY over {} partitions needs more connections than a statement may hold at once; add LIMIT or raise the backends' max_connections",
+                        plan.parts.len()
+                    ))))
+                }
+            }
+        }
+        // Start every part (streaming) or read them one by one (buffered).
+        let mut heads: Vec<Option<Row>> = Vec::new();
+        let mut buffered: Vec<Row> = Vec::new();
+        let mut defs: Option<(Vec<Bytes>, Vec<ColumnInfo>)> = None;
+        if streaming {
+            let mut conns = Vec::new();
+            for (t, sql) in &plan.parts {
+                match self.start_part(t, sql).await {
+                    Ok(c) => conns.push(c),
+                    Err(e) => {
+                        for mut c in conns {
+                            c.is_broken = true;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            let mut conns = conns.into_iter();
+            while let Some(conn) = conns.next() {
+                match Part::open(conn).await {
+                    Ok(p) => held.push(p),
+                    Err(e) => {
+                        for mut c in conns {
+                            c.is_broken = true;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            for p in held.iter_mut() {
+                heads.push(p.row().await?);
+            }
+            defs = held.first().map(|p| (p.defs.clone(), p.columns.clone()));
+        } else {
+            for (t, sql) in &plan.parts {
+                let conn = self.start_part(t, sql).await?;
+                let mut p = Part::open(conn).await?;
+                if defs.is_none() {
+                    defs = Some((p.defs.clone(), p.columns.clone()));
+                }
+                while let Some(r) = p.row().await? {
+                    buffered.push(r);
+                }
+                self.end_part(p);
+            }
+        }
+        let Some((defs, columns)) = defs else {
+            return Err(Stop::Proxy(ProxyError::Wrong(
+                "no partition answered".into(),
+            )));
+        };
+        let visible = columns.len().saturating_sub(hidden);
+        let base = visible;
+        let mut keys = Vec::new();
+        for k in &plan.order {
+            let kind = kind_of(&columns[base + k.col]);
+            if kind == Kind::Unordered {
+                return Err(unordered());
+            }
+            keys.push((*k, kind));
+        }
+        let mut seq = self.write_header(&defs[..visible]).await?;
+        let mut skip = plan.offset;
+        let mut left = plan.limit.unwrap_or(u64::MAX);
+        if streaming {
+            while left > 0 {
+                // The smallest head; ties go to the earlier partition.
+                let mut best: Option<usize> = None;
+                for (i, h) in heads.iter().enumerate() {
+                    let Some(row) = h else { continue };
+                    let better = match best.and_then(|b| heads[b].as_ref()) {
+                        None => true,
+                        Some(cur) => order_rows(row, cur, &keys, base) == Ordering::Less,
+                    };
+                    if better {
+                        best = Some(i);
+                    }
+                }
+                let Some(i) = best else { break };
+                let next = held[i].row().await?;
+                let row = std::mem::replace(&mut heads[i], next);
+                let Some(row) = row else { break };
+                if skip > 0 {
+                    skip -= 1;
+                    continue;
+                }
+                seq = self.write_row(seq, &row[..visible]).await?;
+                left -= 1;
+            }
+            for mut p in held.drain(..) {
+                p.drain().await?;
+                self.end_part(p);
+            }
+        } else {
+            buffered.sort_by(|a, b| order_rows(a, b, &keys, base));
+            for row in buffered
+                .iter()
+                .skip(plan.offset as usize)
+                .take(plan.limit.unwrap_or(u64::MAX) as usize)
+            {
+                seq = self.write_row(seq, &row[..visible]).await?;
+            }
+        }
+        self.write_end(seq).await
+    }
+
+    /// Aggregates, GROUP BY, DISTINCT: combine partial groups.
+    async fn merge_groups(
+        &mut self,
+        plan: &MergePlan,
+        g: &GroupPlan,
+        held: &mut Vec<Part>,
+    ) -> Result<(), Stop> {
+        let max_rows = self.ctx.config.proxy.merge_max_rows;
+        // The client's column definitions.
+        let conn = self.start_part(&g.meta.0, &g.meta.1).await?;
+        let mut meta = Part::open(conn).await?;
+        meta.drain().await?;
+        let (out_defs, out_cols) = (meta.defs.clone(), meta.columns.clone());
+        self.end_part(meta);
+        if out_cols.len() != g.outputs.len() {
+            return Err(Stop::Proxy(ProxyError::Wrong(format!(
+                "the statement has {} columns, the merge computes {}",
+                out_cols.len(),
+                g.outputs.len()
+            ))));
+        }
+        let mut groups: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut list: Vec<Group> = Vec::new();
+        let mut key_kinds: Option<Vec<Kind>> = None;
+        let mut part_cols: Vec<ColumnInfo> = Vec::new();
+        // Parts run a few at a time, each read to its end.
+        let window = if self.concurrent_parts(&plan.parts) {
+            plan.parts.len()
+        } else {
+            1
+        };
+        let mut next = 0;
+        while next < plan.parts.len() {
+            let end = (next + window).min(plan.parts.len());
+            let mut conns = Vec::new();
+            for (t, sql) in &plan.parts[next..end] {
+                match self.start_part(t, sql).await {
+                    Ok(c) => conns.push(c),
+                    Err(e) => {
+                        for mut c in conns {
+                            c.is_broken = true;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            next = end;
+            let mut conns = conns.into_iter();
+            while let Some(conn) = conns.next() {
+                let mut p = match Part::open(conn).await {
+                    Ok(p) => p,
+                    Err(e) => {
+                        for mut c in conns {
+                            c.is_broken = true;
+                        }
+                        return Err(e);
+                    }
+                };
+                if key_kinds.is_none() {
+                    let mut kinds = Vec::new();
+                    for k in &g.keys {
+                        let kind = kind_of(&p.columns[k.col]);
+                        if kind == Kind::Unordered {
+                            held.push(p);
+                            return Err(unordered());
+                        }
+                        kinds.push(kind);
+                    }
+                    key_kinds = Some(kinds);
+                    part_cols = p.columns.clone();
+                }
+                let kinds = key_kinds.clone().unwrap_or_default();
+                loop {
+                    let row = match p.row().await {
+                        Ok(Some(r)) => r,
+                        Ok(None) => break,
+                        Err(e) => {
+                            held.push(p);
+                            return Err(e);
+                        }
+                    };
+                    let mut form = Vec::new();
+                    for (k, kind) in g.keys.iter().zip(&kinds) {
+                        group_form(&mut form, *kind, cmp_of(&row, k.col, k.weight));
+                    }
+                    let idx = match groups.get(&form) {
+                        Some(i) => *i,
+                        None => {
+                            if list.len() >= max_rows {
+                                held.push(p);
+                                return Err(Stop::Proxy(ProxyError::MergeLimit {
+                                    limit: max_rows,
+                                }));
+                            }
+                            list.push(Group {
+                                first: row.clone(),
+                                accs: g.outputs.iter().map(new_acc).collect(),
+                            });
+                            groups.insert(form, list.len() - 1);
+                            list.len() - 1
+                        }
+                    };
+                    let group = &mut list[idx];
+                    for (acc, out) in group.accs.iter_mut().zip(&g.outputs) {
+                        if let Err(e) = combine(acc, out, &row, &part_cols) {
+                            held.push(p);
+                            return Err(e);
+                        }
+                    }
+                }
+                self.end_part(p);
+            }
+        }
+        // Final rows: the client's columns, then the weights order keys use.
+        let mut rows: Vec<Row> = Vec::with_capacity(list.len());
+        for group in &list {
+            let mut out: Row = Vec::with_capacity(g.outputs.len() + 2 * plan.order.len());
+            for ((acc, o), col) in group.accs.iter().zip(&g.outputs).zip(&out_cols) {
+                out.push(finish(acc, o, g, &group.first, col)?);
+            }
+            rows.push(out);
+        }
+        let mut keys = Vec::new();
+        let mut extra: Vec<Option<(usize, usize)>> = Vec::new();
+        for k in &plan.order {
+            let kind = kind_of(&out_cols[k.col]);
+            if kind == Kind::Unordered {
+                return Err(unordered());
+            }
+            // Weights of the output come from the group's first partial row
+            // (keys) or from the chosen MIN/MAX row.
+            let at = g.outputs.len() + 2 * extra.len();
+            extra.push(k.weight);
+            keys.push((
+                OrderKey {
+                    col: k.col,
+                    weight: k.weight.map(|_| (at, at + 1)),
+                    desc: k.desc,
+                },
+                kind,
+            ));
+        }
+        if !extra.is_empty() {
+            for (row, group) in rows.iter_mut().zip(&list) {
+                for (k, w) in plan.order.iter().zip(&extra) {
+                    let source: Option<&Row> = match g.outputs[k.col] {
+                        Output::Key(_) => Some(&group.first),
+                        _ => match &group.accs[k.col] {
+                            Acc::Best(best) => best.as_ref(),
+                            _ => None,
+                        },
+                    };
+                    let cell = |i: usize| source.and_then(|r| r.get(i).cloned().flatten());
+                    match w {
+                        Some((a, b)) => {
+                            row.push(cell(*a));
+                            row.push(cell(*b));
+                        }
+                        None => {
+                            row.push(None);
+                            row.push(None);
+                        }
+                    }
+                }
+            }
+            rows.sort_by(|a, b| order_rows(a, b, &keys, 0));
+        } else if !keys.is_empty() {
+            rows.sort_by(|a, b| order_rows(a, b, &keys, 0));
+        }
+        let mut seq = self.write_header(&out_defs).await?;
+        let n = g.outputs.len();
+        for row in rows
+            .iter()
+            .skip(plan.offset as usize)
+            .take(plan.limit.unwrap_or(u64::MAX) as usize)
+        {
+            seq = self.write_row(seq, &row[..n]).await?;
+        }
+        self.write_end(seq).await
+    }
+}
+
+fn new_acc(o: &Output) -> Acc {
+    match o {
+        Output::Key(_) => Acc::Key,
+        Output::Count(_) => Acc::Count(0),
+        Output::Sum(_) => Acc::Sum(None),
+        Output::Min(_) | Output::Max(_) => Acc::Best(None),
+        Output::Avg { .. } => Acc::Avg(None, 0),
+        Output::BitAnd(_) => Acc::Bits(u64::MAX),
+        Output::BitOr(_) | Output::BitXor(_) => Acc::Bits(0),
+    }
+}
+
+fn decimal_cell(
+    row: &Row,
+    col: usize,
+    cols: &[ColumnInfo],
+    what: &str,
+) -> Result<Option<Decimal>, Stop> {
+    let Some(v) = row.get(col).and_then(|c| c.as_deref()) else {
+        return Ok(None);
+    };
+    if cols.get(col).is_some_and(|c| kind_of(c) == Kind::Float) {
+        return Err(bad_value(what));
+    }
+    Decimal::parse(v).map(Some).ok_or_else(|| bad_value(what))
+}
+
+/// Fold one partial row into an aggregate.
+fn combine(acc: &mut Acc, out: &Output, row: &Row, cols: &[ColumnInfo]) -> Result<(), Stop> {
+    let cell = |i: usize| row.get(i).and_then(|c| c.as_deref());
+    match (acc, out) {
+        (Acc::Key, _) => {}
+        (Acc::Count(n), Output::Count(c)) => {
+            *n += parse_int(cell(*c)).unwrap_or(0);
+        }
+        (Acc::Sum(s), Output::Sum(c)) => {
+            if let Some(d) = decimal_cell(row, *c, cols, "SUM")? {
+                *s = Some(match s {
+                    None => d,
+                    Some(prev) => prev.checked_add(d).ok_or_else(|| bad_value("SUM"))?,
+                });
+            }
+        }
+        (Acc::Avg(s, n), Output::Avg { sum, count }) => {
+            if let Some(d) = decimal_cell(row, *sum, cols, "AVG")? {
+                *s = Some(match s {
+                    None => d,
+                    Some(prev) => prev.checked_add(d).ok_or_else(|| bad_value("AVG"))?,
+                });
+            }
+            *n += parse_int(cell(*count)).unwrap_or(0);
+        }
+        (Acc::Best(best), Output::Min(v) | Output::Max(v)) => {
+            let Some(col) = cols.get(v.col) else {
+                return Ok(());
+            };
+            let kind = kind_of(col);
+            if kind == Kind::Unordered {
+                return Err(unordered());
+            }
+            if cell(v.col).is_none() {
+                return Ok(());
+            }
+            let replace = match best {
+                None => true,
+                Some(b) => {
+                    let o = compare(
+                        kind,
+                        &cmp_of(row, v.col, v.weight),
+                        &cmp_of(b, v.col, v.weight),
+                    );
+                    match out {
+                        Output::Min(_) => o == Ordering::Less,
+                        _ => o == Ordering::Greater,
+                    }
+                }
+            };
+            if replace {
+                *best = Some(row.clone());
+            }
+        }
+        (Acc::Bits(b), Output::BitAnd(c) | Output::BitOr(c) | Output::BitXor(c)) => {
+            let v: u64 = cell(*c)
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(match out {
+                    Output::BitAnd(_) => u64::MAX,
+                    _ => 0,
+                });
+            *b = match out {
+                Output::BitAnd(_) => *b & v,
+                Output::BitOr(_) => *b | v,
+                _ => *b ^ v,
+            };
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The client's value of one output of a finished group.
+fn finish(
+    acc: &Acc,
+    out: &Output,
+    g: &GroupPlan,
+    first: &Row,
+    col: &ColumnInfo,
+) -> Result<Option<Vec<u8>>, Stop> {
+    let scale = u32::from(col.decimals);
+    let decimal = |d: &Decimal| -> Result<Option<Vec<u8>>, Stop> {
+        if col.decimals >= 31 || kind_of(col) == Kind::Float {
+            return Err(bad_value("SUM or AVG"));
+        }
+        d.to_text(scale)
+            .map(|s| Some(s.into_bytes()))
+            .ok_or_else(|| bad_value("SUM or AVG"))
+    };
+    Ok(match (acc, out) {
+        (Acc::Key, Output::Key(k)) => {
+            let Val { col, .. } = g.keys[*k];
+            first.get(col).cloned().flatten()
+        }
+        (Acc::Count(n), _) => Some(n.to_string().into_bytes()),
+        (Acc::Sum(Some(d)), _) => decimal(d)?,
+        (Acc::Sum(None), _) => None,
+        (Acc::Avg(s, n), _) => match (s, *n) {
+            (Some(d), n) if n > 0 => {
+                let q = d.div_round(n, scale).ok_or_else(|| bad_value("AVG"))?;
+                decimal(&q)?
+            }
+            _ => None,
+        },
+        (Acc::Best(best), Output::Min(v) | Output::Max(v)) => {
+            best.as_ref().and_then(|r| r.get(v.col).cloned().flatten())
+        }
+        (Acc::Bits(b), _) => Some(b.to_string().into_bytes()),
+        _ => None,
+    })
+}

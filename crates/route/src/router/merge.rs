@@ -1,0 +1,776 @@
+//! SELECTs over several partitions whose rows must be merged at the proxy:
+//! ORDER BY / LIMIT (a k-way merge of sorted partition streams), and
+//! aggregates, GROUP BY and DISTINCT (partial aggregates per partition,
+//! combined at the proxy).
+//!
+//! Each partition runs a *fragment*: the statement with its table renamed
+//! and its select list changed to what the merge needs. Values are compared
+//! as the server compares them (`crate::value`): for strings the fragment
+//! also returns `WEIGHT_STRING(x)` and the weight of a space in x's
+//! collation, so the proxy orders and groups by the backend's own
+//! collation rules.
+//!
+//! ```text
+//! SELECT a, SUM(b) FROM T WHERE w GROUP BY a ORDER BY 2 DESC LIMIT 5
+//!   fragment: SELECT a, WEIGHT_STRING(a), <space weight of a>, SUM(b)
+//!             FROM `T_p` AS `T` WHERE w GROUP BY a
+//!   proxy:    group by weight(a), add the SUMs, order by SUM desc, cut at 5
+//! ```
+
+use hscale_sql::{Token, TokenKind};
+
+use super::{is_name, rewrite, unquote, Plan, TableRef};
+use crate::dictionary::{PartitionedTable, Target};
+
+/// How the proxy merges the partitions' rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergePlan {
+    /// The fragment for each partition.
+    pub parts: Vec<(Target, String)>,
+    pub mode: Mode,
+    /// Order of the rows the client gets (empty: any order).
+    pub order: Vec<OrderKey>,
+    pub offset: u64,
+    pub limit: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Partition rows are the client's rows plus `hidden` trailing columns
+    /// (sort keys and their weights); order keys index the hidden block.
+    Sort { hidden: usize },
+    /// Partition rows are partial groups; the client's rows are computed.
+    Group(GroupPlan),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupPlan {
+    /// Fragment columns of the grouping values.
+    pub keys: Vec<Val>,
+    /// One per client column.
+    pub outputs: Vec<Output>,
+    /// The statement as the client sent it, for one partition, with
+    /// `LIMIT 0`: its column definitions are the client's.
+    pub meta: (Target, String),
+}
+
+/// A fragment column and, for strings, its weight and space-weight columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Val {
+    pub col: usize,
+    pub weight: Option<(usize, usize)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The value of grouping key `n`.
+    Key(usize),
+    /// COUNT: partial counts added up.
+    Count(usize),
+    /// SUM: partial sums added up, NULL when all are NULL.
+    Sum(usize),
+    Min(Val),
+    Max(Val),
+    /// AVG: partial SUM and COUNT columns.
+    Avg {
+        sum: usize,
+        count: usize,
+    },
+    BitAnd(usize),
+    BitOr(usize),
+    BitXor(usize),
+}
+
+/// An order key. In `Mode::Sort` the columns are offsets into the hidden
+/// block; in `Mode::Group`, `col` is a client column (its weights are the
+/// key's or the MIN/MAX's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OrderKey {
+    pub col: usize,
+    pub weight: Option<(usize, usize)>,
+    pub desc: bool,
+}
+
+/// One item of the select list.
+struct Item<'t> {
+    tokens: &'t [Token],
+    /// The expression (without the alias).
+    expr: &'t [Token],
+    alias: Option<String>,
+}
+
+const AGGREGATES: &[&str] = &[
+    "COUNT", "SUM", "MIN", "MAX", "AVG", "BIT_AND", "BIT_OR", "BIT_XOR",
+];
+
+/// Aggregate-like functions the merge does not do (yet).
+const UNMERGEABLE: &[&str] = &[
+    "GROUP_CONCAT",
+    "STD",
+    "STDDEV",
+    "STDDEV_POP",
+    "STDDEV_SAMP",
+    "VARIANCE",
+    "VAR_POP",
+    "VAR_SAMP",
+    "JSON_ARRAYAGG",
+    "JSON_OBJECTAGG",
+    "FOUND_ROWS",
+    "ROW_NUMBER",
+    "RANK",
+    "DENSE_RANK",
+    "PERCENT_RANK",
+    "CUME_DIST",
+    "NTILE",
+    "LAG",
+    "LEAD",
+    "FIRST_VALUE",
+    "LAST_VALUE",
+    "NTH_VALUE",
+    "MEDIAN",
+    "PERCENTILE_CONT",
+    "PERCENTILE_DISC",
+];
+
+fn refuse(table: &PartitionedTable, n: usize, why: &str) -> Plan {
+    Plan::Refuse(format!(
+        "{why}, over {n} partitions of {} (restrict it to one partition with {} = <value>)",
+        table.name, table.column
+    ))
+}
+
+/// Split `t` at depth-0 commas.
+fn split_commas<'t>(sql: &str, t: &'t [Token]) -> Vec<&'t [Token]> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, x) in t.iter().enumerate() {
+        if x.is_punct(sql, "(") {
+            depth += 1;
+        } else if x.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth == 0 && x.is_punct(sql, ",") {
+            out.push(&t[start..i]);
+            start = i + 1;
+        }
+    }
+    out.push(&t[start..]);
+    out
+}
+
+/// The source text of a token range.
+fn text<'s>(sql: &'s str, t: &[Token]) -> &'s str {
+    match (t.first(), t.last()) {
+        (Some(a), Some(b)) => &sql[a.start as usize..b.end as usize],
+        _ => "",
+    }
+}
+
+/// An expression normalized for matching (`ORDER BY SUM(x)` against the
+/// select item `sum( x )`): tokens joined by spaces, words lowercased.
+fn norm(sql: &str, t: &[Token]) -> String {
+    let mut out = String::new();
+    for x in t {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        match x.kind {
+            TokenKind::Word => out.push_str(&x.text(sql).to_ascii_lowercase()),
+            TokenKind::QuotedIdent => out.push_str(&unquote(x, sql).to_ascii_lowercase()),
+            _ => out.push_str(x.text(sql)),
+        }
+    }
+    out
+}
+
+fn parse_item<'t>(sql: &str, t: &'t [Token]) -> Item<'t> {
+    // `expr AS alias`, `expr alias` (a name after a complete expression).
+    let n = t.len();
+    if n >= 3
+        && t[n - 2].is_word(sql, "AS")
+        && (is_name(&t[n - 1]) || t[n - 1].kind == TokenKind::Str)
+    {
+        return Item {
+            tokens: t,
+            expr: &t[..n - 2],
+            alias: Some(alias_text(sql, &t[n - 1])),
+        };
+    }
+    if n >= 2 && (is_name(&t[n - 1]) || t[n - 1].kind == TokenKind::Str) {
+        let prev = &t[n - 2];
+        let ends_expr = is_name(prev)
+            || prev.is_punct(sql, ")")
+            || matches!(prev.kind, TokenKind::Str | TokenKind::Number);
+        let is_qualified = prev.is_punct(sql, ".");
+        if ends_expr && !is_qualified && !(n == 2 && prev.is_word(sql, "DISTINCT")) {
+            return Item {
+                tokens: t,
+                expr: &t[..n - 1],
+                alias: Some(alias_text(sql, &t[n - 1])),
+            };
+        }
+    }
+    Item {
+        tokens: t,
+        expr: t,
+        alias: None,
+    }
+}
+
+fn alias_text(sql: &str, t: &Token) -> String {
+    match t.kind {
+        TokenKind::Str => super::unescape(t.text(sql)),
+        _ => unquote(t, sql),
+    }
+}
+
+/// `FUNC ( args )` when the whole expression is one aggregate call.
+fn aggregate_call<'t>(sql: &str, e: &'t [Token]) -> Option<(String, &'t [Token])> {
+    let f = e.first()?;
+    if f.kind != TokenKind::Word
+        || e.len() < 3
+        || !e[1].is_punct(sql, "(")
+        || !e[e.len() - 1].is_punct(sql, ")")
+    {
+        return None;
+    }
+    let name = f.text(sql).to_ascii_uppercase();
+    if !AGGREGATES.contains(&name.as_str()) {
+        return None;
+    }
+    // The parentheses must enclose the rest.
+    let mut depth = 0;
+    for (i, x) in e[1..].iter().enumerate() {
+        if x.is_punct(sql, "(") {
+            depth += 1;
+        } else if x.is_punct(sql, ")") {
+            depth -= 1;
+            if depth == 0 && i + 2 != e.len() {
+                return None;
+            }
+        }
+    }
+    Some((name, &e[2..e.len() - 1]))
+}
+
+/// Whether a token range calls any aggregate function.
+fn calls_aggregate(sql: &str, t: &[Token]) -> bool {
+    t.windows(2).any(|w| {
+        w[1].is_punct(sql, "(")
+            && w[0].kind == TokenKind::Word
+            && (AGGREGATES
+                .iter()
+                .chain(UNMERGEABLE)
+                .any(|f| w[0].is_word(sql, f)))
+    })
+}
+
+/// The clauses of a single SELECT, by token index.
+struct Clauses {
+    items: (usize, usize),
+    distinct: bool,
+    from: usize,
+    body_end: usize,
+    group: Option<(usize, usize)>,
+    having: Option<(usize, usize)>,
+    order: Option<(usize, usize)>,
+    limit: Option<(usize, usize)>,
+}
+
+fn clauses(sql: &str, t: &[Token]) -> Result<Clauses, String> {
+    let mut depth = 0i32;
+    let mut at: Vec<(usize, &'static str)> = Vec::new();
+    for (i, x) in t.iter().enumerate() {
+        if x.is_punct(sql, "(") {
+            depth += 1;
+            continue;
+        }
+        if x.is_punct(sql, ")") {
+            depth -= 1;
+            continue;
+        }
+        if depth != 0 || x.kind != TokenKind::Word {
+            continue;
+        }
+        let next_by = t.get(i + 1).is_some_and(|n| n.is_word(sql, "BY"));
+        let k = match x.text(sql).to_ascii_uppercase().as_str() {
+            "FROM" if !at.iter().any(|a| a.1 == "FROM") => "FROM",
+            "GROUP" if next_by => "GROUP",
+            "ORDER" if next_by => "ORDER",
+            "HAVING" => "HAVING",
+            "LIMIT" => "LIMIT",
+            "WITH" => return Err("WITH ROLLUP".into()),
+            "INTO" => return Err("SELECT ... INTO".into()),
+            "FOR" | "LOCK" => return Err("locking reads (FOR UPDATE, LOCK IN SHARE MODE)".into()),
+            "WINDOW" | "OVER" => return Err("window functions".into()),
+            "PROCEDURE" => return Err("PROCEDURE".into()),
+            "SQL_CALC_FOUND_ROWS" => return Err("SQL_CALC_FOUND_ROWS".into()),
+            "OFFSET" => "OFFSET",
+            _ => continue,
+        };
+        at.push((i, k));
+    }
+    let Some(from) = at.iter().find(|a| a.1 == "FROM").map(|a| a.0) else {
+        return Err("a SELECT without FROM".into());
+    };
+    let mut items_start = 1;
+    let mut distinct = false;
+    while let Some(m) = t.get(items_start) {
+        let up = m.text(sql).to_ascii_uppercase();
+        match up.as_str() {
+            "DISTINCT" | "DISTINCTROW" => distinct = true,
+            "ALL" | "HIGH_PRIORITY" | "STRAIGHT_JOIN" | "SQL_SMALL_RESULT" | "SQL_BIG_RESULT"
+            | "SQL_BUFFER_RESULT" | "SQL_NO_CACHE" | "SQL_CACHE" => {}
+            _ => break,
+        }
+        items_start += 1;
+    }
+    let range_of = |k: &str| -> Option<(usize, usize)> {
+        let pos = at.iter().position(|a| a.1 == k)?;
+        let start = at[pos].0 + if k == "GROUP" || k == "ORDER" { 2 } else { 1 };
+        let end = at
+            .iter()
+            .skip(pos + 1)
+            .find(|a| a.1 != "OFFSET" || k != "LIMIT")
+            .map_or(t.len(), |a| a.0);
+        Some((start, end))
+    };
+    let body_end = at
+        .iter()
+        .find(|a| a.0 > from && a.1 != "FROM")
+        .map_or(t.len(), |a| a.0);
+    Ok(Clauses {
+        items: (items_start, from),
+        distinct,
+        from,
+        body_end,
+        group: range_of("GROUP"),
+        having: range_of("HAVING"),
+        order: range_of("ORDER"),
+        limit: range_of("LIMIT"),
+    })
+}
+
+/// `LIMIT n`, `LIMIT m, n`, `LIMIT n OFFSET m`: (offset, count).
+fn limit_values(sql: &str, t: &[Token]) -> Option<(u64, u64)> {
+    let num = |x: &Token| -> Option<u64> {
+        (x.kind == TokenKind::Number)
+            .then(|| x.text(sql).parse().ok())
+            .flatten()
+    };
+    match t {
+        [n] => Some((0, num(n)?)),
+        [m, c, n] if c.is_punct(sql, ",") => Some((num(m)?, num(n)?)),
+        [n, o, m] if o.is_word(sql, "OFFSET") => Some((num(m)?, num(n)?)),
+        _ => None,
+    }
+}
+
+/// The weight columns of a string-capable value `expr`, appended to `cols`.
+fn push_weights(cols: &mut Vec<String>, expr: &str) -> (usize, usize) {
+    cols.push(format!("WEIGHT_STRING({expr})"));
+    cols.push(format!("WEIGHT_STRING(LEFT(CONCAT(' ', {expr}), 1))"));
+    (cols.len() - 2, cols.len() - 1)
+}
+
+/// Plan a SELECT on one partitioned table that reads several partitions
+/// and needs their rows merged.
+pub(super) fn plan_merge(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+    targets: &[Target],
+) -> Plan {
+    let n = targets.len();
+    let c = match clauses(sql, tokens) {
+        Ok(c) => c,
+        Err(what) => return refuse(table, n, &format!("{what} is not supported")),
+    };
+    let items: Vec<Item> = split_commas(sql, &tokens[c.items.0..c.items.1])
+        .into_iter()
+        .map(|t| parse_item(sql, t))
+        .collect();
+    if items.iter().any(|i| i.expr.is_empty()) {
+        return refuse(table, n, "an empty select item");
+    }
+    let (offset, limit) = match c.limit {
+        Some((a, b)) => match limit_values(sql, &tokens[a..b]) {
+            Some((o, l)) => (o, Some(l)),
+            None => return refuse(table, n, "a LIMIT that is not plain numbers"),
+        },
+        None => (0, None),
+    };
+    let body = |target: &Target| -> String {
+        // FROM ... WHERE ..., with the table renamed for `target`.
+        let a = tokens[c.from].start as usize;
+        let b = tokens
+            .get(c.body_end)
+            .map_or(sql.len(), |t| t.start as usize);
+        let whole = rewrite(sql, tokens, r, target, true);
+        // The rewrite changed the text after the reference only by the
+        // name's length: shift the end.
+        let delta = whole.len() as isize - sql.len() as isize;
+        whole[a..(b as isize + delta) as usize]
+            .trim_end()
+            .to_string()
+    };
+    let is_star = |i: &Item| i.expr.last().is_some_and(|t| t.is_punct(sql, "*"));
+    let grouped = c.group.is_some() || items.iter().any(|i| calls_aggregate(sql, i.expr));
+    if c.having.is_some() {
+        return refuse(table, n, "HAVING is not supported yet");
+    }
+    // Matching ORDER BY / GROUP BY items to select items.
+    let find_item = |t: &[Token]| -> Option<usize> {
+        if let [x] = t {
+            if x.kind == TokenKind::Number {
+                let p: usize = x.text(sql).parse().ok()?;
+                return (1..=items.len()).contains(&p).then(|| p - 1);
+            }
+            if is_name(x) {
+                let name = unquote(x, sql);
+                if let Some(i) = items.iter().position(|i| {
+                    i.alias
+                        .as_deref()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(&name))
+                }) {
+                    return Some(i);
+                }
+            }
+        }
+        let want = norm(sql, t);
+        items.iter().position(|i| norm(sql, i.expr) == want)
+    };
+    let order_items: Vec<(&[Token], bool)> = match c.order {
+        Some((a, b)) => split_commas(sql, &tokens[a..b])
+            .into_iter()
+            .map(|o| match o {
+                [rest @ .., d] if d.is_word(sql, "DESC") => (rest, true),
+                [rest @ .., d] if d.is_word(sql, "ASC") => (rest, false),
+                _ => (o, false),
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    if order_items.iter().any(|(o, _)| o.is_empty()) {
+        return refuse(table, n, "an empty ORDER BY item");
+    }
+    if order_items.iter().any(|(o, _)| {
+        o.iter().any(|t| t.is_word(sql, "RAND")) || calls_aggregate(sql, o) && !grouped
+    }) {
+        return refuse(table, n, "this ORDER BY is not supported");
+    }
+    let order_items: Vec<_> = order_items
+        .into_iter()
+        .filter(|(o, _)| !matches!(o, [x] if x.is_word(sql, "NULL")))
+        .collect();
+    // Positions must name a select item, and cannot count through a `*`.
+    let by_position = |o: &[Token]| matches!(o, [x] if x.kind == TokenKind::Number);
+    if order_items
+        .iter()
+        .any(|(o, _)| by_position(o) && (items.iter().any(is_star) || find_item(o).is_none()))
+    {
+        return refuse(
+            table,
+            n,
+            "ORDER BY a position that is not a plain select item",
+        );
+    }
+
+    if !grouped && !c.distinct {
+        // ORDER BY / LIMIT: a k-way merge of the partitions' sorted rows.
+        let mut hidden: Vec<String> = Vec::new();
+        let mut order = Vec::new();
+        for (o, desc) in &order_items {
+            let expr = match find_item(o) {
+                Some(i) if is_star(&items[i]) => {
+                    return refuse(table, n, "ORDER BY the position of a * column")
+                }
+                Some(i) => text(sql, items[i].expr).to_string(),
+                None => text(sql, o).to_string(),
+            };
+            hidden.push(expr.clone());
+            let col = hidden.len() - 1;
+            let weight = push_weights(&mut hidden, &expr);
+            order.push(OrderKey {
+                col,
+                weight: Some(weight),
+                desc: *desc,
+            });
+        }
+        let items_text = text(sql, &tokens[c.items.0..c.items.1]);
+        let tail = match (c.order, limit) {
+            (Some((a, b)), _) => {
+                let order_text = text(sql, &tokens[a..b]);
+                match limit {
+                    Some(l) => format!(" ORDER BY {order_text} LIMIT {}", offset.saturating_add(l)),
+                    None => format!(" ORDER BY {order_text}"),
+                }
+            }
+            (None, Some(l)) => format!(" LIMIT {}", offset.saturating_add(l)),
+            (None, None) => String::new(),
+        };
+        let modifiers = text(sql, &tokens[1..c.items.0]);
+        let parts = targets
+            .iter()
+            .map(|t| {
+                let mut s = String::from("SELECT ");
+                if !modifiers.is_empty() {
+                    s.push_str(modifiers);
+                    s.push(' ');
+                }
+                s.push_str(items_text);
+                for h in &hidden {
+                    s.push_str(", ");
+                    s.push_str(h);
+                }
+                s.push(' ');
+                s.push_str(&body(t));
+                s.push_str(&tail);
+                (t.clone(), s)
+            })
+            .collect();
+        return Plan::Merge(MergePlan {
+            parts,
+            mode: Mode::Sort {
+                hidden: hidden.len(),
+            },
+            order,
+            offset,
+            limit,
+        });
+    }
+
+    // Aggregates, GROUP BY, DISTINCT: partial groups per partition.
+    if items.iter().any(is_star) {
+        return refuse(table, n, "SELECT * with GROUP BY or DISTINCT");
+    }
+    // Grouping keys: (fragment select column, its expression, GROUP BY text, match form).
+    struct Key {
+        select: String,
+        expr: String,
+        group_by: String,
+        norm: String,
+    }
+    let mut group_keys: Vec<Key> = Vec::new();
+    match c.group {
+        Some((a, b)) => {
+            for g in split_commas(sql, &tokens[a..b]) {
+                if g.iter()
+                    .any(|t| t.is_word(sql, "ASC") || t.is_word(sql, "DESC"))
+                {
+                    return refuse(table, n, "GROUP BY ... ASC/DESC");
+                }
+                if calls_aggregate(sql, g) {
+                    return refuse(table, n, "GROUP BY an aggregate");
+                }
+                let item = find_item(g).map(|i| &items[i]);
+                let key = match (g, item) {
+                    // GROUP BY 2: the item's expression.
+                    ([x], Some(item)) if x.kind == TokenKind::Number => {
+                        if calls_aggregate(sql, item.expr) {
+                            return refuse(table, n, "GROUP BY an aggregate");
+                        }
+                        let e = text(sql, item.expr).to_string();
+                        Key {
+                            select: e.clone(),
+                            expr: e.clone(),
+                            group_by: e,
+                            norm: norm(sql, item.expr),
+                        }
+                    }
+                    // GROUP BY alias: resolved by the server as in the
+                    // statement; the fragment defines the alias too.
+                    ([x], Some(item)) if is_name(x) && item.alias.is_some() => {
+                        if calls_aggregate(sql, item.expr) {
+                            return refuse(table, n, "GROUP BY an aggregate");
+                        }
+                        let e = text(sql, item.expr).to_string();
+                        Key {
+                            select: format!("{e} AS {}", x.text(sql)),
+                            expr: e,
+                            group_by: x.text(sql).to_string(),
+                            norm: norm(sql, item.expr),
+                        }
+                    }
+                    _ => {
+                        let e = text(sql, g).to_string();
+                        Key {
+                            select: e.clone(),
+                            expr: e.clone(),
+                            group_by: e,
+                            norm: norm(sql, g),
+                        }
+                    }
+                };
+                group_keys.push(key);
+            }
+        }
+        // DISTINCT without aggregates groups by every item.
+        None if c.distinct && !items.iter().any(|i| calls_aggregate(sql, i.expr)) => {
+            for item in &items {
+                let e = text(sql, item.expr).to_string();
+                group_keys.push(Key {
+                    select: e.clone(),
+                    expr: e.clone(),
+                    group_by: e,
+                    norm: norm(sql, item.expr),
+                });
+            }
+        }
+        None if c.distinct => return refuse(table, n, "DISTINCT with aggregates"),
+        None => {}
+    }
+    if c.distinct && c.group.is_some() {
+        return refuse(table, n, "DISTINCT with GROUP BY");
+    }
+    let mut cols: Vec<String> = Vec::new();
+    let mut keys = Vec::new();
+    for k in &group_keys {
+        cols.push(k.select.clone());
+        let col = cols.len() - 1;
+        let weight = push_weights(&mut cols, &k.expr);
+        keys.push(Val {
+            col,
+            weight: Some(weight),
+        });
+    }
+    let key_norms: Vec<String> = group_keys.iter().map(|k| k.norm.clone()).collect();
+    let mut outputs = Vec::new();
+    for item in &items {
+        if let Some((f, args)) = aggregate_call(sql, item.expr) {
+            if args.first().is_some_and(|t| t.is_word(sql, "DISTINCT")) {
+                return refuse(table, n, &format!("{f}(DISTINCT ...) is not supported yet"));
+            }
+            if args.is_empty() || calls_aggregate(sql, args) {
+                return refuse(table, n, &format!("this {f}(...)"));
+            }
+            let a = text(sql, args);
+            let mut push = |e: String| {
+                cols.push(e);
+                cols.len() - 1
+            };
+            outputs.push(match f.as_str() {
+                "COUNT" => Output::Count(push(format!("COUNT({a})"))),
+                "SUM" => Output::Sum(push(format!("SUM({a})"))),
+                "AVG" => {
+                    let sum = push(format!("SUM({a})"));
+                    let count = push(format!("COUNT({a})"));
+                    Output::Avg { sum, count }
+                }
+                "MIN" | "MAX" => {
+                    let e = format!("{f}({a})");
+                    let col = push(e.clone());
+                    let weight = Some(push_weights(&mut cols, &e));
+                    let v = Val { col, weight };
+                    if f == "MIN" {
+                        Output::Min(v)
+                    } else {
+                        Output::Max(v)
+                    }
+                }
+                "BIT_AND" => Output::BitAnd(push(format!("BIT_AND({a})"))),
+                "BIT_OR" => Output::BitOr(push(format!("BIT_OR({a})"))),
+                _ => Output::BitXor(push(format!("BIT_XOR({a})"))),
+            });
+            continue;
+        }
+        if calls_aggregate(sql, item.expr) {
+            return refuse(
+                table,
+                n,
+                "expressions over aggregates (other than a single aggregate call) are not supported yet",
+            );
+        }
+        match key_norms.iter().position(|k| *k == norm(sql, item.expr)) {
+            Some(k) => outputs.push(Output::Key(k)),
+            None => {
+                return refuse(
+                    table,
+                    n,
+                    &format!(
+                        "the select item {} is neither grouped nor an aggregate",
+                        text(sql, item.tokens)
+                    ),
+                )
+            }
+        }
+    }
+    let mut order = Vec::new();
+    for (o, desc) in &order_items {
+        let out = match find_item(o) {
+            Some(i) => i,
+            None => {
+                let want = norm(sql, o);
+                match key_norms
+                    .iter()
+                    .position(|k| *k == want)
+                    .and_then(|k| outputs.iter().position(|x| *x == Output::Key(k)))
+                {
+                    Some(i) => i,
+                    None => {
+                        return refuse(
+                            table,
+                            n,
+                            "ORDER BY something that is not in the select list",
+                        )
+                    }
+                }
+            }
+        };
+        let weight = match outputs[out] {
+            Output::Key(k) => keys[k].weight,
+            Output::Min(v) | Output::Max(v) => v.weight,
+            _ => None,
+        };
+        order.push(OrderKey {
+            col: out,
+            weight,
+            desc: *desc,
+        });
+    }
+    let group_text = if group_keys.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " GROUP BY {}",
+            group_keys
+                .iter()
+                .map(|k| k.group_by.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let parts: Vec<(Target, String)> = targets
+        .iter()
+        .map(|t| {
+            (
+                t.clone(),
+                format!("SELECT {} {}{group_text}", cols.join(", "), body(t)),
+            )
+        })
+        .collect();
+    // The client's column definitions: the statement itself, LIMIT 0.
+    let meta_target = targets[0].clone();
+    let whole = rewrite(sql, tokens, r, &meta_target, true);
+    let delta = whole.len() as isize - sql.len() as isize;
+    let cut = match c.limit {
+        Some(_) => {
+            let at = tokens[c.limit.map_or(0, |l| l.0) - 1].start as isize + delta;
+            whole[..at as usize].trim_end().to_string()
+        }
+        None => whole.trim_end().to_string(),
+    };
+    let meta = (meta_target, format!("{cut} LIMIT 0"));
+    Plan::Merge(MergePlan {
+        parts,
+        mode: Mode::Group(GroupPlan {
+            keys,
+            outputs,
+            meta,
+        }),
+        order,
+        offset,
+        limit,
+    })
+}
