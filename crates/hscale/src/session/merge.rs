@@ -47,25 +47,57 @@ impl From<ProxyError> for Stop {
     }
 }
 
-/// One partition's result, read row by row.
+/// One partition's result, read row by row. A part dropped before its
+/// result was read to the end closes its connection (a connection with an
+/// unread response must never return to the pool).
 struct Part {
-    conn: PooledConn,
+    conn: Option<PooledConn>,
     defs: Vec<Bytes>,
     columns: Vec<ColumnInfo>,
     status: Option<u16>,
 }
 
+impl Drop for Part {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.as_mut() {
+            c.is_broken = true;
+        }
+    }
+}
+
 impl Part {
+    fn started(conn: PooledConn) -> Part {
+        Part {
+            conn: Some(conn),
+            defs: Vec::new(),
+            columns: Vec::new(),
+            status: None,
+        }
+    }
+
+    fn conn(&mut self) -> Result<&mut PooledConn, Stop> {
+        self.conn
+            .as_mut()
+            .ok_or_else(|| Stop::Proxy(ProxyError::Wrong("a finished part was read".into())))
+    }
+
     fn lost(&mut self, e: impl std::fmt::Display) -> Stop {
-        self.conn.is_broken = true;
+        let backend = match self.conn.as_mut() {
+            Some(c) => {
+                c.is_broken = true;
+                c.backend.to_string()
+            }
+            None => String::new(),
+        };
         Stop::Proxy(ProxyError::BackendLost {
-            backend: self.conn.backend.to_string(),
+            backend,
             reason: e.to_string(),
         })
     }
 
     async fn packet(&mut self) -> Result<hscale_wire::Packet, Stop> {
-        match self.conn.stream.read_packet().await {
+        let r = self.conn()?.stream.read_packet().await;
+        match r {
             Ok(p) if p.is_continued() => Err(Stop::Proxy(ProxyError::Refused(
                 "rows of 16 MB or more cannot be merged across partitions".into(),
             ))),
@@ -74,14 +106,9 @@ impl Part {
         }
     }
 
-    /// Read the column definitions of a statement already sent.
-    async fn open(conn: PooledConn) -> Result<Part, Stop> {
-        let mut part = Part {
-            conn,
-            defs: Vec::new(),
-            columns: Vec::new(),
-            status: None,
-        };
+    /// Read the column definitions of the statement sent.
+    async fn open(&mut self) -> Result<(), Stop> {
+        let part = self;
         let first = part.packet().await?;
         match first.first() {
             Some(0xff) => {
@@ -106,7 +133,7 @@ impl Part {
         if !is_eof(&eof.payload) {
             return Err(part.lost("no EOF after the column definitions"));
         }
-        Ok(part)
+        Ok(())
     }
 
     /// The next row, or `None` at the end.
@@ -233,15 +260,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 what: "a statement over several partitions inside a transaction or with connection-bound state".into(),
             });
         }
-        let mut held: Vec<Part> = Vec::new();
+        // Parts still reading when this returns close their connections.
         let r = match &plan.mode {
-            Mode::Sort { hidden } => self.merge_sorted(&plan, *hidden, &mut held).await,
-            Mode::Group(g) => self.merge_groups(&plan, g, &mut held).await,
+            Mode::Sort { hidden } => self.merge_sorted(&plan, *hidden).await,
+            Mode::Group(g) => self.merge_groups(&plan, g).await,
         };
-        // Connections still reading are closed rather than reused.
-        for mut p in held {
-            p.conn.is_broken = true;
-        }
         match r {
             Ok(()) => Ok(()),
             Err(Stop::Server(e)) => self.write_server_error(1, &e).await,
@@ -254,7 +277,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Send `sql` on a connection to `backend`, synced to the session.
-    async fn start_part(&mut self, target: &Target, sql: &str) -> Result<PooledConn, Stop> {
+    async fn start_part(&mut self, target: &Target, sql: &str) -> Result<Part, Stop> {
         let mut conn = self.acquire(target.backend).await?;
         if let Some(err) = self.sync(&mut conn, false).await? {
             self.finish(conn, Outcome::default(), &Effects::default());
@@ -271,16 +294,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 reason: e.to_string(),
             }));
         }
-        Ok(conn)
+        Ok(Part::started(conn))
     }
 
-    /// Give a finished part's connection back.
-    fn end_part(&mut self, part: Part) {
+    /// Give a part's connection back once its result was read to the end.
+    fn end_part(&mut self, mut part: Part) {
+        if part.status.is_none() {
+            return; // dropped: closes the connection
+        }
         let outcome = Outcome {
             status: part.status,
             ..Outcome::default()
         };
-        self.finish(part.conn, outcome, &Effects::default());
+        if let Some(conn) = part.conn.take() {
+            self.finish(conn, outcome, &Effects::default());
+        }
     }
 
     /// How many parts of this plan may run at once.
@@ -335,12 +363,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// ORDER BY / LIMIT: a k-way merge of sorted partition streams.
-    async fn merge_sorted(
-        &mut self,
-        plan: &MergePlan,
-        hidden: usize,
-        held: &mut Vec<Part>,
-    ) -> Result<(), Stop> {
+    async fn merge_sorted(&mut self, plan: &MergePlan, hidden: usize) -> Result<(), Stop> {
+        let mut held: Vec<Part> = Vec::new();
         let max_rows = self.ctx.config.proxy.merge_max_rows;
         let streaming = self.concurrent_parts(&plan.parts);
         if !streaming {
@@ -360,29 +384,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut buffered: Vec<Row> = Vec::new();
         let mut defs: Option<(Vec<Bytes>, Vec<ColumnInfo>)> = None;
         if streaming {
-            let mut conns = Vec::new();
             for (t, sql) in &plan.parts {
-                match self.start_part(t, sql).await {
-                    Ok(c) => conns.push(c),
-                    Err(e) => {
-                        for mut c in conns {
-                            c.is_broken = true;
-                        }
-                        return Err(e);
-                    }
-                }
+                held.push(self.start_part(t, sql).await?);
             }
-            let mut conns = conns.into_iter();
-            while let Some(conn) = conns.next() {
-                match Part::open(conn).await {
-                    Ok(p) => held.push(p),
-                    Err(e) => {
-                        for mut c in conns {
-                            c.is_broken = true;
-                        }
-                        return Err(e);
-                    }
-                }
+            for p in held.iter_mut() {
+                p.open().await?;
+            }
+            if held
+                .iter()
+                .any(|p| p.columns.len() != held[0].columns.len())
+            {
+                return Err(Stop::Proxy(ProxyError::Wrong(
+                    "the partitions answered with different columns".into(),
+                )));
             }
             for p in held.iter_mut() {
                 heads.push(p.row().await?);
@@ -390,10 +404,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             defs = held.first().map(|p| (p.defs.clone(), p.columns.clone()));
         } else {
             for (t, sql) in &plan.parts {
-                let conn = self.start_part(t, sql).await?;
-                let mut p = Part::open(conn).await?;
+                let mut p = self.start_part(t, sql).await?;
+                p.open().await?;
                 if defs.is_none() {
                     defs = Some((p.defs.clone(), p.columns.clone()));
+                }
+                if defs.as_ref().is_some_and(|d| d.1.len() != p.columns.len()) {
+                    return Err(Stop::Proxy(ProxyError::Wrong(
+                        "the partitions answered with different columns".into(),
+                    )));
                 }
                 while let Some(r) = p.row().await? {
                     buffered.push(r);
@@ -410,7 +429,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let base = visible;
         let mut keys = Vec::new();
         for k in &plan.order {
-            let kind = kind_of(&columns[base + k.col]);
+            let Some(c) = columns.get(base + k.col) else {
+                return Err(Stop::Proxy(ProxyError::Wrong(
+                    "a partition answered with too few columns".into(),
+                )));
+            };
+            let kind = kind_of(c);
             if kind == Kind::Unordered {
                 return Err(unordered());
             }
@@ -462,16 +486,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Aggregates, GROUP BY, DISTINCT: combine partial groups.
-    async fn merge_groups(
-        &mut self,
-        plan: &MergePlan,
-        g: &GroupPlan,
-        held: &mut Vec<Part>,
-    ) -> Result<(), Stop> {
+    async fn merge_groups(&mut self, plan: &MergePlan, g: &GroupPlan) -> Result<(), Stop> {
         let max_rows = self.ctx.config.proxy.merge_max_rows;
         // The client's column definitions.
-        let conn = self.start_part(&g.meta.0, &g.meta.1).await?;
-        let mut meta = Part::open(conn).await?;
+        let mut meta = self.start_part(&g.meta.0, &g.meta.1).await?;
+        meta.open().await?;
         meta.drain().await?;
         let (out_defs, out_cols) = (meta.defs.clone(), meta.columns.clone());
         self.end_part(meta);
@@ -495,36 +514,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut next = 0;
         while next < plan.parts.len() {
             let end = (next + window).min(plan.parts.len());
-            let mut conns = Vec::new();
+            let mut started = Vec::new();
             for (t, sql) in &plan.parts[next..end] {
-                match self.start_part(t, sql).await {
-                    Ok(c) => conns.push(c),
-                    Err(e) => {
-                        for mut c in conns {
-                            c.is_broken = true;
-                        }
-                        return Err(e);
-                    }
-                }
+                started.push(self.start_part(t, sql).await?);
             }
             next = end;
-            let mut conns = conns.into_iter();
-            while let Some(conn) = conns.next() {
-                let mut p = match Part::open(conn).await {
-                    Ok(p) => p,
-                    Err(e) => {
-                        for mut c in conns {
-                            c.is_broken = true;
-                        }
-                        return Err(e);
-                    }
-                };
+            for mut p in started.drain(..) {
+                p.open().await?;
                 if key_kinds.is_none() {
                     let mut kinds = Vec::new();
                     for k in &g.keys {
-                        let kind = kind_of(&p.columns[k.col]);
+                        let Some(c) = p.columns.get(k.col) else {
+                            return Err(Stop::Proxy(ProxyError::Wrong(
+                                "a partition answered with too few columns".into(),
+                            )));
+                        };
+                        let kind = kind_of(c);
                         if kind == Kind::Unordered {
-                            held.push(p);
                             return Err(unordered());
                         }
                         kinds.push(kind);
@@ -537,10 +543,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     let row = match p.row().await {
                         Ok(Some(r)) => r,
                         Ok(None) => break,
-                        Err(e) => {
-                            held.push(p);
-                            return Err(e);
-                        }
+                        Err(e) => return Err(e),
                     };
                     let mut form = Vec::new();
                     for (k, kind) in g.keys.iter().zip(&kinds) {
@@ -550,7 +553,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         Some(i) => *i,
                         None => {
                             if list.len() >= max_rows {
-                                held.push(p);
                                 return Err(Stop::Proxy(ProxyError::MergeLimit {
                                     limit: max_rows,
                                 }));
@@ -565,10 +567,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     };
                     let group = &mut list[idx];
                     for (acc, out) in group.accs.iter_mut().zip(&g.outputs) {
-                        if let Err(e) = combine(acc, out, &row, &part_cols) {
-                            held.push(p);
-                            return Err(e);
-                        }
+                        combine(acc, out, &row, &part_cols)?;
                     }
                 }
                 self.end_part(p);
