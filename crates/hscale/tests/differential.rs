@@ -341,7 +341,7 @@ fn generate(r: &mut Rng) -> (String, bool) {
             let g = *r.pick(groupable);
             let n = *r.pick(numeric);
             let order = match r.below(3) {
-                0 => format!("{g}"),
+                0 => g.to_string(),
                 1 => format!("COUNT(*) DESC, {g}"),
                 _ => format!("SUM({n}), {g} DESC"),
             };
