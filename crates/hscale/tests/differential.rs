@@ -225,7 +225,17 @@ const HAND: &[(&str, bool)] = &[
     ("SELECT id, label FROM ranges ORDER BY label DESC, id LIMIT 30", true),
     ("SELECT DISTINCT label FROM ranges", false),
     ("SELECT cat, COUNT(*) FROM orders GROUP BY cat HAVING COUNT(*) > 100", false),
+    ("SELECT cat, COUNT(*) AS n FROM orders GROUP BY cat HAVING n BETWEEN 150 AND 300 OR cat IS NULL ORDER BY cat", true),
+    ("SELECT customer_id FROM orders GROUP BY customer_id HAVING SUM(amount) > 30000 AND MAX(qty) >= 49 ORDER BY customer_id", true),
+    ("SELECT customer_id, AVG(qty) FROM orders GROUP BY customer_id HAVING AVG(qty) * 2 - 1 < 45 ORDER BY 2, 1", true),
+    ("SELECT flag FROM orders GROUP BY flag HAVING NOT COUNT(amount) = COUNT(*)", false),
+    ("SELECT cat FROM orders GROUP BY cat HAVING cat > 'b'", false),
     ("SELECT COUNT(DISTINCT cat) FROM orders", true),
+    ("SELECT COUNT(DISTINCT customer_id), COUNT(*), SUM(qty) FROM orders WHERE qty > 10", true),
+    ("SELECT cat, COUNT(DISTINCT tag), COUNT(DISTINCT tag) AS again, MAX(qty) FROM orders GROUP BY cat ORDER BY cat", true),
+    ("SELECT flag, COUNT(DISTINCT created) FROM orders GROUP BY flag ORDER BY 2 DESC, 1", true),
+    ("SELECT COUNT(DISTINCT cat) FROM orders WHERE customer_id > 1000", true),
+    ("SELECT COUNT(DISTINCT sku) FROM items", true),
     ("SELECT GROUP_CONCAT(id) FROM orders WHERE qty = 1", true),
     ("SELECT SUM(amount) / COUNT(*) FROM orders", true),
     ("SELECT id FROM orders WHERE id IN (SELECT order_id FROM items WHERE price > 100)", false),
@@ -350,9 +360,14 @@ fn generate(r: &mut Rng) -> (String, bool) {
             } else {
                 String::new()
             };
+            let having = match r.below(3) {
+                0 => format!(" HAVING COUNT(*) > {}", r.below(20)),
+                1 => format!(" HAVING SUM({n}) >= {} OR MIN({n}) IS NULL", r.below(5000)),
+                _ => String::new(),
+            };
             (
                 format!(
-                    "SELECT {g}, COUNT(*), SUM({n}), MIN({n}), MAX({n}), AVG({n}) FROM {table}{where_} GROUP BY {g} ORDER BY {order}{limit}"
+                    "SELECT {g}, COUNT(*), SUM({n}), MIN({n}), MAX({n}), AVG({n}), COUNT(DISTINCT {n}) FROM {table}{where_} GROUP BY {g}{having} ORDER BY {order}{limit}"
                 ),
                 true,
             )

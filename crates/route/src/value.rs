@@ -223,6 +223,17 @@ impl Decimal {
         mantissa: 0,
         scale: 0,
     };
+    pub const ONE: Decimal = Decimal {
+        mantissa: 1,
+        scale: 0,
+    };
+
+    pub fn checked_mul(self, other: Decimal) -> Option<Decimal> {
+        Some(Decimal {
+            mantissa: self.mantissa.checked_mul(other.mantissa)?,
+            scale: self.scale.checked_add(other.scale)?,
+        })
+    }
 
     /// Parse `[-]digits[.digits]`; `None` if it is not that or too long.
     pub fn parse(t: &[u8]) -> Option<Decimal> {

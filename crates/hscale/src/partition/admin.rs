@@ -268,6 +268,7 @@ fn merge_description(m: &hscale_route::router::MergePlan) -> String {
                     Output::BitAnd(_) => Some("BIT_AND"),
                     Output::BitOr(_) => Some("BIT_OR"),
                     Output::BitXor(_) => Some("BIT_XOR"),
+                    Output::CountDistinct(_) => Some("COUNT(DISTINCT) (distinct values gathered)"),
                 })
                 .collect();
             steps.push(format!(

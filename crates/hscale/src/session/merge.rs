@@ -20,7 +20,9 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use hscale_route::dictionary::Target;
-use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Output, Val};
+use hscale_route::router::{
+    ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Val,
+};
 use hscale_route::value::{compare, Cmp, Decimal, Kind};
 use hscale_wire::consts::status;
 use hscale_wire::response::{decode_eof, encode_eof, encode_ok, is_eof, ErrPacket, OkPacket};
@@ -235,6 +237,7 @@ enum Acc {
     Best(Option<Row>),
     Avg(Option<Decimal>, i128),
     Bits(u64),
+    Distinct(std::collections::HashSet<Vec<u8>>),
 }
 
 struct Group {
@@ -494,14 +497,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         meta.drain().await?;
         let (out_defs, out_cols) = (meta.defs.clone(), meta.columns.clone());
         self.end_part(meta);
-        if out_cols.len() != g.outputs.len() {
+        if out_cols.len() != g.visible {
             return Err(Stop::Proxy(ProxyError::Wrong(format!(
                 "the statement has {} columns, the merge computes {}",
                 out_cols.len(),
-                g.outputs.len()
+                g.visible
             ))));
         }
         let mut groups: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut distinct_values = 0usize;
         let mut list: Vec<Group> = Vec::new();
         let mut key_kinds: Option<Vec<Kind>> = None;
         let mut part_cols: Vec<ColumnInfo> = Vec::new();
@@ -565,23 +569,52 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                             list.len() - 1
                         }
                     };
+                    let list_len = list.len();
                     let group = &mut list[idx];
                     for (acc, out) in group.accs.iter_mut().zip(&g.outputs) {
-                        combine(acc, out, &row, &part_cols)?;
+                        distinct_values += combine(acc, out, &row, &part_cols)?;
+                        if list_len + distinct_values > max_rows {
+                            return Err(Stop::Proxy(ProxyError::MergeLimit { limit: max_rows }));
+                        }
                     }
                 }
                 self.end_part(p);
             }
         }
+        // Aggregates without GROUP BY answer one row, even over no rows.
+        if g.keys.is_empty() && list.is_empty() {
+            list.push(Group {
+                first: Vec::new(),
+                accs: g.outputs.iter().map(new_acc).collect(),
+            });
+        }
         // Final rows: the client's columns, then the weights order keys use.
+        // Columns of the values only HAVING reads, from the partial columns.
+        let all_cols: Vec<ColumnInfo> = g
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(i, o)| match out_cols.get(i) {
+                Some(c) => c.clone(),
+                None => hidden_column(o, g, &part_cols),
+            })
+            .collect();
         let mut rows: Vec<Row> = Vec::with_capacity(list.len());
-        for group in &list {
+        let mut kept: Vec<usize> = Vec::with_capacity(list.len());
+        for (gi, group) in list.iter().enumerate() {
             let mut out: Row = Vec::with_capacity(g.outputs.len() + 2 * plan.order.len());
-            for ((acc, o), col) in group.accs.iter().zip(&g.outputs).zip(&out_cols) {
+            for ((acc, o), col) in group.accs.iter().zip(&g.outputs).zip(&all_cols) {
                 out.push(finish(acc, o, g, &group.first, col)?);
             }
+            if let Some(h) = &g.having {
+                if eval(h, &out)?.is_none_or(|d| d.mantissa == 0) {
+                    continue;
+                }
+            }
             rows.push(out);
+            kept.push(gi);
         }
+        let list: Vec<&Group> = kept.iter().map(|&i| &list[i]).collect();
         let mut keys = Vec::new();
         let mut extra: Vec<Option<(usize, usize)>> = Vec::new();
         for k in &plan.order {
@@ -630,7 +663,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             rows.sort_by(|a, b| order_rows(a, b, &keys, 0));
         }
         let mut seq = self.write_header(&out_defs).await?;
-        let n = g.outputs.len();
+        let n = g.visible;
         for row in rows
             .iter()
             .skip(plan.offset as usize)
@@ -642,6 +675,123 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 }
 
+/// A column definition for a value the client does not see (HAVING).
+fn hidden_column(o: &Output, g: &GroupPlan, part: &[ColumnInfo]) -> ColumnInfo {
+    let integer = ColumnInfo {
+        name: String::new(),
+        charset: 63,
+        column_type: 0x08,
+        flags: 0,
+        decimals: 0,
+    };
+    let of = |c: usize| part.get(c).cloned().unwrap_or_else(|| integer.clone());
+    match o {
+        Output::Key(k) => of(g.keys[*k].col),
+        Output::Sum(c) => of(*c),
+        Output::Avg { sum, .. } => {
+            let mut c = of(*sum);
+            c.decimals = (c.decimals + 4).min(30);
+            c.column_type = 0xf6;
+            c
+        }
+        Output::Min(v) | Output::Max(v) => of(v.col),
+        _ => integer,
+    }
+}
+
+/// A HAVING condition on a group's values: `Some(1)` true, `Some(0)`
+/// false, `None` unknown (NULL).
+fn eval(h: &Having, row: &Row) -> Result<Option<Decimal>, Stop> {
+    let truth = |b: bool| Some(if b { Decimal::ONE } else { Decimal::ZERO });
+    let not_numeric = || {
+        Stop::Proxy(ProxyError::Refused(
+            "HAVING across partitions compares numbers only".into(),
+        ))
+    };
+    Ok(match h {
+        Having::Num(t) => Some(Decimal::parse(t.as_bytes()).ok_or_else(not_numeric)?),
+        Having::Null => None,
+        Having::Out(i) => match row.get(*i).and_then(|c| c.as_deref()) {
+            None => None,
+            Some(v) => Some(Decimal::parse(v).ok_or_else(not_numeric)?),
+        },
+        Having::Neg(x) => eval(x, row)?.map(|d| Decimal {
+            mantissa: -d.mantissa,
+            scale: d.scale,
+        }),
+        Having::Arith(op, a, b) => match (eval(a, row)?, eval(b, row)?) {
+            (Some(x), Some(y)) => {
+                let r = match op {
+                    ArithOp::Add => x.checked_add(y),
+                    ArithOp::Sub => x.checked_add(Decimal {
+                        mantissa: -y.mantissa,
+                        scale: y.scale,
+                    }),
+                    ArithOp::Mul => x.checked_mul(y),
+                };
+                Some(r.ok_or_else(|| bad_value("HAVING value"))?)
+            }
+            _ => None,
+        },
+        Having::Cmp(op, a, b) => {
+            let (x, y) = (eval(a, row)?, eval(b, row)?);
+            match (op, x, y) {
+                (CmpOp::NullSafeEq, x, y) => truth(
+                    x == y || matches!((x, y), (Some(p), Some(q)) if p.cmp(&q) == Ordering::Equal),
+                ),
+                (_, Some(x), Some(y)) => {
+                    let o = x.cmp(&y);
+                    truth(match op {
+                        CmpOp::Eq | CmpOp::NullSafeEq => o == Ordering::Equal,
+                        CmpOp::Ne => o != Ordering::Equal,
+                        CmpOp::Lt => o == Ordering::Less,
+                        CmpOp::Le => o != Ordering::Greater,
+                        CmpOp::Gt => o == Ordering::Greater,
+                        CmpOp::Ge => o != Ordering::Less,
+                    })
+                }
+                _ => None,
+            }
+        }
+        Having::IsNull(x, negated) => {
+            let is_null = match &**x {
+                Having::Out(i) => row.get(*i).is_none_or(|c| c.is_none()),
+                other => eval(other, row)?.is_none(),
+            };
+            truth(is_null != *negated)
+        }
+        Having::Not(x) => eval(x, row)?.map(|d| {
+            if d.mantissa == 0 {
+                Decimal::ONE
+            } else {
+                Decimal::ZERO
+            }
+        }),
+        Having::And(a, b) => {
+            let (x, y) = (eval(a, row)?, eval(b, row)?);
+            let is_false = |v: &Option<Decimal>| v.is_some_and(|d| d.mantissa == 0);
+            if is_false(&x) || is_false(&y) {
+                truth(false)
+            } else if x.is_none() || y.is_none() {
+                None
+            } else {
+                truth(true)
+            }
+        }
+        Having::Or(a, b) => {
+            let (x, y) = (eval(a, row)?, eval(b, row)?);
+            let is_true = |v: &Option<Decimal>| v.is_some_and(|d| d.mantissa != 0);
+            if is_true(&x) || is_true(&y) {
+                truth(true)
+            } else if x.is_none() || y.is_none() {
+                None
+            } else {
+                truth(false)
+            }
+        }
+    })
+}
+
 fn new_acc(o: &Output) -> Acc {
     match o {
         Output::Key(_) => Acc::Key,
@@ -651,6 +801,7 @@ fn new_acc(o: &Output) -> Acc {
         Output::Avg { .. } => Acc::Avg(None, 0),
         Output::BitAnd(_) => Acc::Bits(u64::MAX),
         Output::BitOr(_) | Output::BitXor(_) => Acc::Bits(0),
+        Output::CountDistinct(_) => Acc::Distinct(Default::default()),
     }
 }
 
@@ -670,7 +821,8 @@ fn decimal_cell(
 }
 
 /// Fold one partial row into an aggregate.
-fn combine(acc: &mut Acc, out: &Output, row: &Row, cols: &[ColumnInfo]) -> Result<(), Stop> {
+/// Returns how many values it started holding (COUNT(DISTINCT)).
+fn combine(acc: &mut Acc, out: &Output, row: &Row, cols: &[ColumnInfo]) -> Result<usize, Stop> {
     let cell = |i: usize| row.get(i).and_then(|c| c.as_deref());
     match (acc, out) {
         (Acc::Key, _) => {}
@@ -696,14 +848,14 @@ fn combine(acc: &mut Acc, out: &Output, row: &Row, cols: &[ColumnInfo]) -> Resul
         }
         (Acc::Best(best), Output::Min(v) | Output::Max(v)) => {
             let Some(col) = cols.get(v.col) else {
-                return Ok(());
+                return Ok(0);
             };
             let kind = kind_of(col);
             if kind == Kind::Unordered {
                 return Err(unordered());
             }
             if cell(v.col).is_none() {
-                return Ok(());
+                return Ok(0);
             }
             let replace = match best {
                 None => true,
@@ -723,6 +875,17 @@ fn combine(acc: &mut Acc, out: &Output, row: &Row, cols: &[ColumnInfo]) -> Resul
                 *best = Some(row.clone());
             }
         }
+        (Acc::Distinct(set), Output::CountDistinct(v)) => {
+            let Some(col) = cols.get(v.col) else {
+                return Ok(0);
+            };
+            let value = cmp_of(row, v.col, v.weight);
+            if value.text.is_some() {
+                let mut form = Vec::new();
+                group_form(&mut form, kind_of(col), value);
+                return Ok(usize::from(set.insert(form)));
+            }
+        }
         (Acc::Bits(b), Output::BitAnd(c) | Output::BitOr(c) | Output::BitXor(c)) => {
             let v: u64 = cell(*c)
                 .and_then(|v| std::str::from_utf8(v).ok())
@@ -739,7 +902,7 @@ fn combine(acc: &mut Acc, out: &Output, row: &Row, cols: &[ColumnInfo]) -> Resul
         }
         _ => {}
     }
-    Ok(())
+    Ok(0)
 }
 
 /// The client's value of one output of a finished group.
@@ -778,6 +941,7 @@ fn finish(
             best.as_ref().and_then(|r| r.get(v.col).cloned().flatten())
         }
         (Acc::Bits(b), _) => Some(b.to_string().into_bytes()),
+        (Acc::Distinct(set), _) => Some(set.len().to_string().into_bytes()),
         _ => None,
     })
 }

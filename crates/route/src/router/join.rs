@@ -13,7 +13,8 @@ use std::collections::BTreeSet;
 
 use hscale_sql::{Token, TokenKind};
 
-use super::{is_name, physical_name, prune, unquote, where_clause, Plan, StatementKind, TableRef};
+use super::merge::{Slot, What};
+use super::{is_name, prune, unquote, where_clause, Plan, StatementKind, TableRef};
 use crate::dictionary::{Dictionary, PartitionedTable, Target};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,9 +199,17 @@ pub(super) fn plan_join(sql: &str, t: &[Token], refs: &[TableRef], dict: &Dictio
         .filter(|i| i.join == Join::Inner)
         .filter_map(|i| i.on.map(|(a, b)| &t[a..b]))
         .collect();
-    let mut backend = None;
     let mut has_plain = false;
-    let mut chosen: Vec<(&TableRef, Target)> = Vec::new();
+    // Each partitioned table: its reference, the partitions its conditions
+    // allow (`None`: all) and the column references equal to its key.
+    struct Resolved<'i> {
+        item: &'i Item,
+        r: &'i TableRef,
+        table: &'i PartitionedTable,
+        allowed: Option<BTreeSet<Target>>,
+        keys: BTreeSet<(String, String)>,
+    }
+    let mut resolved: Vec<Resolved> = Vec::new();
     for item in &items {
         let Some(r) = refs.iter().find(|r| r.end == item.name_at + 1) else {
             has_plain = true;
@@ -216,66 +225,215 @@ pub(super) fn plan_join(sql: &str, t: &[Token], refs: &[TableRef], dict: &Dictio
         }
         let keys = key_class(sql, &conds, item, table);
         let is_key = |c: &[Token]| column_ref(sql, c).is_some_and(|cr| keys.contains(&cr));
-        let mut targets: Option<BTreeSet<Target>> = None;
+        let mut allowed: Option<BTreeSet<Target>> = None;
         for cond in &conds {
             if let Some(set) = prune::targets(sql, cond, &is_key, table) {
-                targets = Some(match targets {
+                allowed = Some(match allowed {
                     None => set,
                     Some(prev) => prev.intersection(&set).cloned().collect(),
                 });
             }
         }
-        let mut targets: Vec<Target> = match targets {
-            Some(set) => set.into_iter().collect(),
-            None => table.all_targets(),
-        };
-        if targets.is_empty() {
-            targets.push(table.default_target());
-        }
-        if targets.len() > 1 {
-            return refuse(format!(
-                "{} is not limited to one partition; add {}.{} = <value> (or join it on its key to a table that is)",
-                item.qualifier, item.qualifier, table.column
-            ));
-        }
-        let target = targets.remove(0);
-        if *backend.get_or_insert(target.backend) != target.backend {
-            return refuse(format!(
-                "the partitions it reads are on different backends ({} is on #{})",
-                target.physical_table, target.backend
-            ));
-        }
-        chosen.push((r, target));
+        resolved.push(Resolved {
+            item,
+            r,
+            table,
+            allowed,
+            keys,
+        });
     }
-    if chosen.len() != refs.len() {
+    if resolved.len() != refs.len() {
         return refuse("a partitioned table is named outside the FROM clause".into());
     }
-    let Some(backend) = backend else {
+    let Some(first) = resolved.first() else {
         return Plan::Passthrough;
     };
-    if has_plain && backend != 0 {
-        return refuse(format!(
-            "it reads unpartitioned tables, which are on the main backend, and partitions on backend #{backend}"
-        ));
+    // Every table limited to one partition, all on one backend: run as is.
+    let single: Option<Vec<Target>> = resolved
+        .iter()
+        .map(|x| {
+            let mut ts: Vec<Target> = match &x.allowed {
+                Some(set) => set.iter().cloned().collect(),
+                None => x.table.all_targets(),
+            };
+            if ts.is_empty() {
+                ts.push(x.table.default_target());
+            }
+            (ts.len() == 1).then(|| ts.remove(0))
+        })
+        .collect();
+    if let Some(targets) = single {
+        let backend = targets[0].backend;
+        if targets.iter().any(|t| t.backend != backend) {
+            return refuse(format!(
+                "the partitions it reads are on different backends ({})",
+                targets
+                    .iter()
+                    .map(|t| t.physical_table.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if has_plain && backend != 0 {
+            return refuse(format!(
+                "it reads unpartitioned tables, which are on the main backend, and partitions on backend #{backend}"
+            ));
+        }
+        let slot = Slot {
+            target: Target {
+                backend,
+                physical_table: targets
+                    .iter()
+                    .map(|t| t.physical_table.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+            },
+            refs: resolved.iter().map(|x| x.r).zip(targets).collect(),
+        };
+        return one_or_merged(sql, t, vec![slot], &resolved[0].item.qualifier, first.table);
     }
-    let mut out = sql.to_string();
-    let mut names = Vec::new();
-    chosen.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
-    for (r, target) in &chosen {
-        let a = t[r.start].start as usize;
-        let b = t[r.end - 1].end as usize;
-        out.replace_range(a..b, &physical_name(r, target, true));
-        names.push(target.physical_table.clone());
+    // Tables partitioned the same way and joined on their keys: the join
+    // runs in each partition, and the results are combined.
+    let first_key = (
+        first.item.qualifier.clone(),
+        first.table.column.to_ascii_lowercase(),
+    );
+    let mut aligned: Vec<Vec<Target>> = Vec::new();
+    for x in &resolved {
+        let Some(ts) = aligned_targets(first.table, x.table) else {
+            return refuse(format!(
+                "{} is not limited to one partition, and it is not partitioned like {} (same function, values and backends); add {}.{} = <value>",
+                x.item.qualifier, first.item.qualifier, x.item.qualifier, x.table.column
+            ));
+        };
+        if x.item.qualifier != first.item.qualifier && !x.keys.contains(&first_key) {
+            return refuse(format!(
+                "{} is not joined to {} on the partition key ({}.{} = {}.{})",
+                x.item.qualifier,
+                first.item.qualifier,
+                x.item.qualifier,
+                x.table.column,
+                first.item.qualifier,
+                first.table.column
+            ));
+        }
+        aligned.push(ts);
     }
-    names.reverse();
-    let target = Target {
-        backend,
-        physical_table: names.join(" + "),
-    };
+    if has_plain {
+        return refuse(
+            "it joins partitions on several backends with unpartitioned tables, which are only on the main backend"
+                .into(),
+        );
+    }
+    let mut slots = Vec::new();
+    for s in 0..aligned[0].len() {
+        // A partition whose inner-joined tables are excluded holds no rows.
+        let excluded = resolved.iter().zip(&aligned).any(|(x, ts)| {
+            x.item.join == Join::Inner && x.allowed.as_ref().is_some_and(|a| !a.contains(&ts[s]))
+        });
+        if excluded {
+            continue;
+        }
+        slots.push(Slot {
+            target: Target {
+                backend: aligned[0][s].backend,
+                physical_table: aligned
+                    .iter()
+                    .map(|ts| ts[s].physical_table.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+            },
+            refs: resolved
+                .iter()
+                .map(|x| x.r)
+                .zip(aligned.iter().map(|ts| ts[s].clone()))
+                .collect(),
+        });
+    }
+    if slots.is_empty() {
+        // No partition can hold a row: any one answers (with no rows).
+        slots.push(Slot {
+            target: aligned[0][0].clone(),
+            refs: resolved
+                .iter()
+                .map(|x| x.r)
+                .zip(aligned.iter().map(|ts| ts[0].clone()))
+                .collect(),
+        });
+    }
+    one_or_merged(sql, t, slots, &first.item.qualifier, first.table)
+}
+
+/// One statement per slot: concatenated, or merged when the statement
+/// orders, limits or aggregates.
+fn one_or_merged(
+    sql: &str,
+    t: &[Token],
+    slots: Vec<Slot<'_>>,
+    qualifier: &str,
+    table: &PartitionedTable,
+) -> Plan {
+    if slots.len() > 1 && super::needs_merge(sql, t) {
+        let what = What {
+            table: format!("the join with {}", table.name),
+            hint: format!(
+                "limit it to one partition with {qualifier}.{} = <value>",
+                table.column
+            ),
+        };
+        return super::merge::plan_merge(sql, t, &slots, &what);
+    }
+    let parts = slots
+        .iter()
+        .map(|slot| {
+            (
+                slot.target.clone(),
+                super::merge::rewrite_slot(sql, t, slot),
+            )
+        })
+        .collect();
     Plan::Targets {
         kind: StatementKind::Select,
-        parts: vec![(target, out)],
+        parts,
     }
+}
+
+/// For tables partitioned like `first` (same function, key kind, values,
+/// and each partition's values on the same backend), `other`'s target for
+/// each of `first.all_targets()`; `None` when they are partitioned
+/// differently.
+fn aligned_targets(first: &PartitionedTable, other: &PartitionedTable) -> Option<Vec<Target>> {
+    if first.function != other.function
+        || first.default_backend != other.default_backend
+        || first.is_key_integer != other.is_key_integer
+        || !first.is_key_exact
+        || !other.is_key_exact
+        || first.key_enum != other.key_enum
+        || !first.values.keys().eq(other.values.keys())
+    {
+        return None;
+    }
+    let mut out = vec![other.default_target()];
+    for (name, p) in &first.partitions {
+        let values: Vec<&String> = first
+            .values
+            .iter()
+            .filter(|(_, n)| *n == name)
+            .map(|(v, _)| v)
+            .collect();
+        let theirs = other.values.get(*values.first()?)?;
+        let same_set = values.iter().all(|v| other.values.get(*v) == Some(theirs))
+            && other.values.values().filter(|n| *n == theirs).count() == values.len();
+        let q = other.partitions.get(theirs)?;
+        if !same_set || q.backend != p.backend {
+            return None;
+        }
+        out.push(Target {
+            backend: q.backend,
+            physical_table: q.physical_table(&other.name.table),
+        });
+    }
+    Some(out)
 }
 
 /// A column reference: (qualifier or "" when unqualified, lowercase column).

@@ -19,8 +19,34 @@
 
 use hscale_sql::{Token, TokenKind};
 
-use super::{is_name, rewrite, unquote, Plan, TableRef};
-use crate::dictionary::{PartitionedTable, Target};
+use super::{is_name, physical_name, unquote, Plan, TableRef};
+use crate::dictionary::Target;
+
+/// Where one fragment runs: its backend (and a label for EXPLAIN), and the
+/// physical table each partitioned reference becomes there.
+pub(super) struct Slot<'a> {
+    pub target: Target,
+    pub refs: Vec<(&'a TableRef, Target)>,
+}
+
+/// What the statement reads, for refusals.
+pub(super) struct What {
+    pub table: String,
+    pub hint: String,
+}
+
+/// The statement with every reference of `slot` renamed.
+pub(super) fn rewrite_slot(sql: &str, tokens: &[Token], slot: &Slot<'_>) -> String {
+    let mut refs: Vec<&(&TableRef, Target)> = slot.refs.iter().collect();
+    refs.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+    let mut out = sql.to_string();
+    for (r, t) in refs {
+        let a = tokens[r.start].start as usize;
+        let b = tokens[r.end - 1].end as usize;
+        out.replace_range(a..b, &physical_name(r, t, true));
+    }
+    out
+}
 
 /// How the proxy merges the partitions' rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,8 +73,12 @@ pub enum Mode {
 pub struct GroupPlan {
     /// Fragment columns of the grouping values.
     pub keys: Vec<Val>,
-    /// One per client column.
+    /// The client's columns first (`visible` of them), then values only
+    /// HAVING reads.
     pub outputs: Vec<Output>,
+    pub visible: usize,
+    /// Groups are kept when this is true.
+    pub having: Option<Having>,
     /// The statement as the client sent it, for one partition, with
     /// `LIMIT 0`: its column definitions are the client's.
     pub meta: (Target, String),
@@ -79,6 +109,45 @@ pub enum Output {
     BitAnd(usize),
     BitOr(usize),
     BitXor(usize),
+    /// COUNT(DISTINCT x): the fragments group by x too; the proxy counts
+    /// the distinct non-NULL values of each group.
+    CountDistinct(Val),
+}
+
+/// A HAVING condition over the outputs of a group, evaluated at the proxy
+/// on exact numbers with SQL's three-valued logic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Having {
+    Or(Box<Having>, Box<Having>),
+    And(Box<Having>, Box<Having>),
+    Not(Box<Having>),
+    Cmp(CmpOp, Box<Having>, Box<Having>),
+    IsNull(Box<Having>, bool),
+    Arith(ArithOp, Box<Having>, Box<Having>),
+    Neg(Box<Having>),
+    /// A number literal, as written.
+    Num(String),
+    Null,
+    /// Output `n` of the group.
+    Out(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    NullSafeEq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
 }
 
 /// An order key. In `Mode::Sort` the columns are offsets into the hidden
@@ -132,10 +201,10 @@ const UNMERGEABLE: &[&str] = &[
     "PERCENTILE_DISC",
 ];
 
-fn refuse(table: &PartitionedTable, n: usize, why: &str) -> Plan {
+fn refuse(what: &What, n: usize, why: &str) -> Plan {
     Plan::Refuse(format!(
-        "{why}, over {n} partitions of {} (restrict it to one partition with {} = <value>)",
-        table.name, table.column
+        "{why}, over {n} partitions of {} ({})",
+        what.table, what.hint
     ))
 }
 
@@ -373,16 +442,283 @@ fn push_weights(cols: &mut Vec<String>, expr: &str) -> (usize, usize) {
     (cols.len() - 2, cols.len() - 1)
 }
 
+/// The fragment columns of one aggregate call and how it is combined.
+fn push_aggregate(cols: &mut Vec<String>, f: &str, a: &str) -> Output {
+    let push = |cols: &mut Vec<String>, e: String| {
+        cols.push(e);
+        cols.len() - 1
+    };
+    match f {
+        "COUNT" => Output::Count(push(cols, format!("COUNT({a})"))),
+        "SUM" => Output::Sum(push(cols, format!("SUM({a})"))),
+        "AVG" => {
+            let sum = push(cols, format!("SUM({a})"));
+            let count = push(cols, format!("COUNT({a})"));
+            Output::Avg { sum, count }
+        }
+        "MIN" | "MAX" => {
+            let e = format!("{f}({a})");
+            let col = push(cols, e.clone());
+            let weight = Some(push_weights(cols, &e));
+            let v = Val { col, weight };
+            if f == "MIN" {
+                Output::Min(v)
+            } else {
+                Output::Max(v)
+            }
+        }
+        "BIT_AND" => Output::BitAnd(push(cols, format!("BIT_AND({a})"))),
+        "BIT_OR" => Output::BitOr(push(cols, format!("BIT_OR({a})"))),
+        _ => Output::BitXor(push(cols, format!("BIT_XOR({a})"))),
+    }
+}
+
+/// Recursive descent over a HAVING condition: references to select items
+/// (by alias or identical text), grouping keys and aggregates (new ones
+/// become hidden outputs), numbers, NULL, arithmetic, comparisons, logic.
+struct HavingParser<'a, 't> {
+    sql: &'a str,
+    t: &'t [Token],
+    at: usize,
+    items: &'a [Item<'t>],
+    key_norms: &'a [String],
+    outputs: &'a mut Vec<Output>,
+    cols: &'a mut Vec<String>,
+}
+
+impl HavingParser<'_, '_> {
+    fn peek_word(&self, w: &str) -> bool {
+        self.t.get(self.at).is_some_and(|x| x.is_word(self.sql, w))
+    }
+    fn peek_punct(&self, p: &str) -> bool {
+        self.t.get(self.at).is_some_and(|x| x.is_punct(self.sql, p))
+    }
+
+    fn or(&mut self) -> Result<Having, String> {
+        let mut l = self.and()?;
+        while self.peek_word("OR") {
+            self.at += 1;
+            l = Having::Or(Box::new(l), Box::new(self.and()?));
+        }
+        if self.peek_punct("||") || self.peek_word("XOR") {
+            return Err("|| or XOR in HAVING".into());
+        }
+        Ok(l)
+    }
+
+    fn and(&mut self) -> Result<Having, String> {
+        let mut l = self.not()?;
+        while self.peek_word("AND") || self.peek_punct("&&") {
+            self.at += 1;
+            l = Having::And(Box::new(l), Box::new(self.not()?));
+        }
+        Ok(l)
+    }
+
+    fn not(&mut self) -> Result<Having, String> {
+        if self.peek_word("NOT") || self.peek_punct("!") {
+            self.at += 1;
+            return Ok(Having::Not(Box::new(self.not()?)));
+        }
+        self.cmp()
+    }
+
+    fn cmp(&mut self) -> Result<Having, String> {
+        let l = self.add()?;
+        if self.peek_word("IS") {
+            self.at += 1;
+            let negated = self.peek_word("NOT");
+            if negated {
+                self.at += 1;
+            }
+            if !self.peek_word("NULL") {
+                return Err("IS other than IS [NOT] NULL in HAVING".into());
+            }
+            self.at += 1;
+            return Ok(Having::IsNull(Box::new(l), negated));
+        }
+        if self.peek_word("BETWEEN") {
+            self.at += 1;
+            let lo = self.add()?;
+            if !self.peek_word("AND") {
+                return Err("BETWEEN without AND".into());
+            }
+            self.at += 1;
+            let hi = self.add()?;
+            return Ok(Having::And(
+                Box::new(Having::Cmp(CmpOp::Ge, Box::new(l.clone()), Box::new(lo))),
+                Box::new(Having::Cmp(CmpOp::Le, Box::new(l), Box::new(hi))),
+            ));
+        }
+        let op = match self.t.get(self.at).map(|x| (x.kind, x.text(self.sql))) {
+            Some((TokenKind::Punct, "=")) => CmpOp::Eq,
+            Some((TokenKind::Punct, "<=>")) => CmpOp::NullSafeEq,
+            Some((TokenKind::Punct, "<>" | "!=")) => CmpOp::Ne,
+            Some((TokenKind::Punct, "<")) => CmpOp::Lt,
+            Some((TokenKind::Punct, "<=")) => CmpOp::Le,
+            Some((TokenKind::Punct, ">")) => CmpOp::Gt,
+            Some((TokenKind::Punct, ">=")) => CmpOp::Ge,
+            _ => return Ok(l),
+        };
+        self.at += 1;
+        let r = self.add()?;
+        Ok(Having::Cmp(op, Box::new(l), Box::new(r)))
+    }
+
+    fn add(&mut self) -> Result<Having, String> {
+        let mut l = self.mul()?;
+        loop {
+            let op = if self.peek_punct("+") {
+                ArithOp::Add
+            } else if self.peek_punct("-") {
+                ArithOp::Sub
+            } else {
+                return Ok(l);
+            };
+            self.at += 1;
+            l = Having::Arith(op, Box::new(l), Box::new(self.mul()?));
+        }
+    }
+
+    fn mul(&mut self) -> Result<Having, String> {
+        let mut l = self.unary()?;
+        while self.peek_punct("*") {
+            self.at += 1;
+            l = Having::Arith(ArithOp::Mul, Box::new(l), Box::new(self.unary()?));
+        }
+        if self.peek_punct("/")
+            || self.peek_word("DIV")
+            || self.peek_punct("%")
+            || self.peek_word("MOD")
+        {
+            return Err("division in HAVING".into());
+        }
+        Ok(l)
+    }
+
+    fn unary(&mut self) -> Result<Having, String> {
+        if self.peek_punct("-") {
+            self.at += 1;
+            return Ok(Having::Neg(Box::new(self.unary()?)));
+        }
+        self.primary()
+    }
+
+    /// The output for an expression, adding a hidden one if needed.
+    fn output_of(&mut self, e: &[Token]) -> Result<Having, String> {
+        let sql = self.sql;
+        let want = norm(sql, e);
+        if let [x] = e {
+            if is_name(x) {
+                let name = unquote(x, sql);
+                if let Some(i) = self.items.iter().position(|i| {
+                    i.alias
+                        .as_deref()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(&name))
+                }) {
+                    return Ok(Having::Out(i));
+                }
+            }
+        }
+        if let Some(i) = self.items.iter().position(|i| norm(sql, i.expr) == want) {
+            return Ok(Having::Out(i));
+        }
+        if let Some(k) = self.key_norms.iter().position(|k| *k == want) {
+            let i = match self.outputs.iter().position(|o| *o == Output::Key(k)) {
+                Some(i) => i,
+                None => {
+                    self.outputs.push(Output::Key(k));
+                    self.outputs.len() - 1
+                }
+            };
+            return Ok(Having::Out(i));
+        }
+        match aggregate_call(sql, e) {
+            Some((f, args))
+                if !args.is_empty()
+                    && !args.first().is_some_and(|t| t.is_word(sql, "DISTINCT"))
+                    && !calls_aggregate(sql, args) =>
+            {
+                let o = push_aggregate(self.cols, &f, text(sql, args));
+                self.outputs.push(o);
+                Ok(Having::Out(self.outputs.len() - 1))
+            }
+            _ => Err(format!("{} in HAVING", text(sql, e))),
+        }
+    }
+
+    fn primary(&mut self) -> Result<Having, String> {
+        let sql = self.sql;
+        let Some(x) = self.t.get(self.at) else {
+            return Err("an incomplete HAVING condition".into());
+        };
+        if x.kind == TokenKind::Number {
+            self.at += 1;
+            return Ok(Having::Num(x.text(sql).to_string()));
+        }
+        if x.is_word(sql, "NULL") {
+            self.at += 1;
+            return Ok(Having::Null);
+        }
+        if x.is_punct(sql, "(") {
+            self.at += 1;
+            let inner = self.or()?;
+            if !self.peek_punct(")") {
+                return Err("unbalanced parentheses in HAVING".into());
+            }
+            self.at += 1;
+            return Ok(inner);
+        }
+        // A function call: up to its closing parenthesis.
+        if x.kind == TokenKind::Word
+            && self
+                .t
+                .get(self.at + 1)
+                .is_some_and(|p| p.is_punct(sql, "("))
+        {
+            let mut depth = 0;
+            let mut end = None;
+            for (i, y) in self.t[self.at + 1..].iter().enumerate() {
+                if y.is_punct(sql, "(") {
+                    depth += 1;
+                } else if y.is_punct(sql, ")") {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(self.at + 1 + i);
+                        break;
+                    }
+                }
+            }
+            let end = end.ok_or("unbalanced parentheses in HAVING")?;
+            let e = &self.t[self.at..=end];
+            self.at = end + 1;
+            return self.output_of(e);
+        }
+        // A column: `c` or `q.c`.
+        if is_name(x) {
+            let len = if self
+                .t
+                .get(self.at + 1)
+                .is_some_and(|d| d.is_punct(sql, "."))
+                && self.t.get(self.at + 2).is_some_and(is_name)
+            {
+                3
+            } else {
+                1
+            };
+            let e = &self.t[self.at..self.at + len];
+            self.at += len;
+            return self.output_of(e);
+        }
+        Err(format!("{:?} in HAVING", x.text(sql)))
+    }
+}
+
 /// Plan a SELECT on one partitioned table that reads several partitions
 /// and needs their rows merged.
-pub(super) fn plan_merge(
-    sql: &str,
-    tokens: &[Token],
-    r: &TableRef,
-    table: &PartitionedTable,
-    targets: &[Target],
-) -> Plan {
-    let n = targets.len();
+pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: &What) -> Plan {
+    let n = slots.len();
+    let table = what;
     let c = match clauses(sql, tokens) {
         Ok(c) => c,
         Err(what) => return refuse(table, n, &format!("{what} is not supported")),
@@ -401,13 +737,13 @@ pub(super) fn plan_merge(
         },
         None => (0, None),
     };
-    let body = |target: &Target| -> String {
-        // FROM ... WHERE ..., with the table renamed for `target`.
+    let body = |slot: &Slot<'_>| -> String {
+        // FROM ... WHERE ..., with the tables renamed for `slot`.
         let a = tokens[c.from].start as usize;
         let b = tokens
             .get(c.body_end)
             .map_or(sql.len(), |t| t.start as usize);
-        let whole = rewrite(sql, tokens, r, target, true);
+        let whole = rewrite_slot(sql, tokens, slot);
         // The rewrite changed the text after the reference only by the
         // name's length: shift the end.
         let delta = whole.len() as isize - sql.len() as isize;
@@ -417,8 +753,8 @@ pub(super) fn plan_merge(
     };
     let is_star = |i: &Item| i.expr.last().is_some_and(|t| t.is_punct(sql, "*"));
     let grouped = c.group.is_some() || items.iter().any(|i| calls_aggregate(sql, i.expr));
-    if c.having.is_some() {
-        return refuse(table, n, "HAVING is not supported yet");
+    if c.having.is_some() && !grouped {
+        return refuse(table, n, "HAVING without GROUP BY or aggregates");
     }
     // Matching ORDER BY / GROUP BY items to select items.
     let find_item = |t: &[Token]| -> Option<usize> {
@@ -511,9 +847,9 @@ pub(super) fn plan_merge(
             (None, None) => String::new(),
         };
         let modifiers = text(sql, &tokens[1..c.items.0]);
-        let parts = targets
+        let parts = slots
             .iter()
-            .map(|t| {
+            .map(|slot| {
                 let mut s = String::from("SELECT ");
                 if !modifiers.is_empty() {
                     s.push_str(modifiers);
@@ -525,9 +861,9 @@ pub(super) fn plan_merge(
                     s.push_str(h);
                 }
                 s.push(' ');
-                s.push_str(&body(t));
+                s.push_str(&body(slot));
                 s.push_str(&tail);
-                (t.clone(), s)
+                (slot.target.clone(), s)
             })
             .collect();
         return Plan::Merge(MergePlan {
@@ -637,43 +973,57 @@ pub(super) fn plan_merge(
     }
     let key_norms: Vec<String> = group_keys.iter().map(|k| k.norm.clone()).collect();
     let mut outputs = Vec::new();
+    // The one expression of COUNT(DISTINCT ...), added to the fragments' GROUP BY.
+    let mut distinct_by: Option<(String, String, Val)> = None;
     for item in &items {
         if let Some((f, args)) = aggregate_call(sql, item.expr) {
             if args.first().is_some_and(|t| t.is_word(sql, "DISTINCT")) {
-                return refuse(table, n, &format!("{f}(DISTINCT ...) is not supported yet"));
+                let inner = &args[1..];
+                if f != "COUNT" || inner.is_empty() || split_commas(sql, inner).len() != 1 {
+                    return refuse(
+                        table,
+                        n,
+                        &format!(
+                            "{f}(DISTINCT ...) other than COUNT(DISTINCT x) is not supported yet"
+                        ),
+                    );
+                }
+                if calls_aggregate(sql, inner) {
+                    return refuse(table, n, "an aggregate inside COUNT(DISTINCT ...)");
+                }
+                let e = text(sql, inner).to_string();
+                let nm = norm(sql, inner);
+                let v =
+                    match &distinct_by {
+                        Some((_, other, v)) if *other == nm => *v,
+                        Some(_) => return refuse(
+                            table,
+                            n,
+                            "COUNT(DISTINCT ...) of more than one expression is not supported yet",
+                        ),
+                        None => {
+                            cols.push(e.clone());
+                            let col = cols.len() - 1;
+                            let weight = Some(push_weights(&mut cols, &e));
+                            let v = Val { col, weight };
+                            distinct_by = Some((e, nm, v));
+                            v
+                        }
+                    };
+                outputs.push(Output::CountDistinct(v));
+                continue;
             }
             if args.is_empty() || calls_aggregate(sql, args) {
                 return refuse(table, n, &format!("this {f}(...)"));
             }
-            let a = text(sql, args);
-            let mut push = |e: String| {
-                cols.push(e);
-                cols.len() - 1
-            };
-            outputs.push(match f.as_str() {
-                "COUNT" => Output::Count(push(format!("COUNT({a})"))),
-                "SUM" => Output::Sum(push(format!("SUM({a})"))),
-                "AVG" => {
-                    let sum = push(format!("SUM({a})"));
-                    let count = push(format!("COUNT({a})"));
-                    Output::Avg { sum, count }
-                }
-                "MIN" | "MAX" => {
-                    let e = format!("{f}({a})");
-                    let col = push(e.clone());
-                    let weight = Some(push_weights(&mut cols, &e));
-                    let v = Val { col, weight };
-                    if f == "MIN" {
-                        Output::Min(v)
-                    } else {
-                        Output::Max(v)
-                    }
-                }
-                "BIT_AND" => Output::BitAnd(push(format!("BIT_AND({a})"))),
-                "BIT_OR" => Output::BitOr(push(format!("BIT_OR({a})"))),
-                _ => Output::BitXor(push(format!("BIT_XOR({a})"))),
-            });
+            outputs.push(push_aggregate(&mut cols, &f, text(sql, args)));
             continue;
+        }
+        if let Some(f) = item.expr.windows(2).find_map(|w| {
+            (w[1].is_punct(sql, "(") && UNMERGEABLE.iter().any(|f| w[0].is_word(sql, f)))
+                .then(|| w[0].text(sql).to_ascii_uppercase())
+        }) {
+            return refuse(table, n, &format!("{f}() is not supported yet"));
         }
         if calls_aggregate(sql, item.expr) {
             return refuse(
@@ -696,6 +1046,26 @@ pub(super) fn plan_merge(
             }
         }
     }
+    let visible = outputs.len();
+    let having = match c.having {
+        Some((a, b)) => {
+            let mut hp = HavingParser {
+                sql,
+                t: &tokens[a..b],
+                at: 0,
+                items: &items,
+                key_norms: &key_norms,
+                outputs: &mut outputs,
+                cols: &mut cols,
+            };
+            match hp.or() {
+                Ok(h) if hp.at == hp.t.len() => Some(h),
+                Ok(_) => return refuse(table, n, "this HAVING condition"),
+                Err(why) => return refuse(table, n, &why),
+            }
+        }
+        None => None,
+    };
     let mut order = Vec::new();
     for (o, desc) in &order_items {
         let out = match find_item(o) {
@@ -729,30 +1099,27 @@ pub(super) fn plan_merge(
             desc: *desc,
         });
     }
-    let group_text = if group_keys.is_empty() {
+    let mut group_by: Vec<&str> = group_keys.iter().map(|k| k.group_by.as_str()).collect();
+    if let Some((e, _, _)) = &distinct_by {
+        group_by.push(e);
+    }
+    let group_text = if group_by.is_empty() {
         String::new()
     } else {
-        format!(
-            " GROUP BY {}",
-            group_keys
-                .iter()
-                .map(|k| k.group_by.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        format!(" GROUP BY {}", group_by.join(", "))
     };
-    let parts: Vec<(Target, String)> = targets
+    let parts: Vec<(Target, String)> = slots
         .iter()
-        .map(|t| {
+        .map(|slot| {
             (
-                t.clone(),
-                format!("SELECT {} {}{group_text}", cols.join(", "), body(t)),
+                slot.target.clone(),
+                format!("SELECT {} {}{group_text}", cols.join(", "), body(slot)),
             )
         })
         .collect();
     // The client's column definitions: the statement itself, LIMIT 0.
-    let meta_target = targets[0].clone();
-    let whole = rewrite(sql, tokens, r, &meta_target, true);
+    let meta_target = slots[0].target.clone();
+    let whole = rewrite_slot(sql, tokens, &slots[0]);
     let delta = whole.len() as isize - sql.len() as isize;
     let cut = match c.limit {
         Some(_) => {
@@ -767,6 +1134,8 @@ pub(super) fn plan_merge(
         mode: Mode::Group(GroupPlan {
             keys,
             outputs,
+            visible,
+            having,
             meta,
         }),
         order,

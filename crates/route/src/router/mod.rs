@@ -23,7 +23,7 @@ mod schema;
 pub use cache::{CacheStats, PlanCache};
 pub use insert::insert_key_placeholders;
 use insert::plan_insert;
-pub use merge::{GroupPlan, MergePlan, Mode, OrderKey, Output, Val};
+pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Val};
 pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
 
@@ -344,6 +344,50 @@ pub(crate) fn plan_tokens(
     }
 }
 
+/// Whether a SELECT over several partitions needs their rows merged
+/// (ordering, limits, grouping, aggregates) rather than concatenated.
+fn needs_merge(sql: &str, tokens: &[Token]) -> bool {
+    let aggregate = tokens.windows(2).any(|p| {
+        p[1].is_punct(sql, "(")
+            && [
+                "COUNT",
+                "SUM",
+                "MIN",
+                "MAX",
+                "AVG",
+                "GROUP_CONCAT",
+                "BIT_AND",
+                "BIT_OR",
+                "BIT_XOR",
+                "STD",
+                "STDDEV",
+                "VARIANCE",
+                "JSON_ARRAYAGG",
+                "JSON_OBJECTAGG",
+                "FOUND_ROWS",
+                "ROW_NUMBER",
+                "RANK",
+            ]
+            .iter()
+            .any(|f| p[0].is_word(sql, f))
+    });
+    aggregate
+        || [
+            "ORDER",
+            "GROUP",
+            "LIMIT",
+            "HAVING",
+            "DISTINCT",
+            "DISTINCTROW",
+            "SQL_CALC_FOUND_ROWS",
+            "INTO",
+            "OFFSET",
+            "WINDOW",
+        ]
+        .iter()
+        .any(|w| tokens.iter().any(|t| t.is_word(sql, w)))
+}
+
 /// The physical name for one target: `` `db`.`T_p` `` and, where the
 /// statement gave no alias, `` AS `T` `` so qualified columns still work.
 fn physical_name(r: &TableRef, target: &Target, keep_name_as_alias: bool) -> String {
@@ -441,49 +485,25 @@ fn plan_filtered(
         targets.push(table.default_target());
     }
     if targets.len() > 1 {
-        let depth0_word = |w: &str| tokens.iter().any(|t| t.is_word(sql, w));
-        let aggregate = tokens.windows(2).any(|p| {
-            p[1].is_punct(sql, "(")
-                && [
-                    "COUNT",
-                    "SUM",
-                    "MIN",
-                    "MAX",
-                    "AVG",
-                    "GROUP_CONCAT",
-                    "BIT_AND",
-                    "BIT_OR",
-                    "BIT_XOR",
-                    "STD",
-                    "STDDEV",
-                    "VARIANCE",
-                    "JSON_ARRAYAGG",
-                    "JSON_OBJECTAGG",
-                    "FOUND_ROWS",
-                    "ROW_NUMBER",
-                    "RANK",
-                ]
+        let needs = needs_merge(sql, tokens);
+        if needs && kind == StatementKind::Select {
+            let slots: Vec<merge::Slot> = targets
                 .iter()
-                .any(|f| p[0].is_word(sql, f))
-        });
-        let ordering = [
-            "ORDER",
-            "GROUP",
-            "LIMIT",
-            "HAVING",
-            "DISTINCT",
-            "DISTINCTROW",
-            "SQL_CALC_FOUND_ROWS",
-            "INTO",
-            "OFFSET",
-            "WINDOW",
-        ]
-        .iter()
-        .any(|w| depth0_word(w));
-        if (aggregate || ordering) && kind == StatementKind::Select {
-            return merge::plan_merge(sql, tokens, r, table, &targets);
+                .map(|t| merge::Slot {
+                    target: t.clone(),
+                    refs: vec![(r, t.clone())],
+                })
+                .collect();
+            let what = merge::What {
+                table: table.name.to_string(),
+                hint: format!(
+                    "restrict it to one partition with {} = <value>",
+                    table.column
+                ),
+            };
+            return merge::plan_merge(sql, tokens, &slots, &what);
         }
-        if aggregate || ordering {
+        if needs {
             return Plan::Refuse(format!(
                 "this statement needs {} partitions of {} merged (ORDER BY or LIMIT in an UPDATE or DELETE over several partitions is not supported); restrict it to one partition with {} = <value>",
                 targets.len(),
