@@ -41,6 +41,7 @@ const SCHEMA: &[&str] = &[
     "CREATE TABLE events (id INT NOT NULL PRIMARY KEY, day DATE NOT NULL, kind VARCHAR(8) NOT NULL, n BIGINT NULL)",
     "CREATE TABLE ranges (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, v INT NULL, label VARCHAR(6) NULL)",
     "CREATE TABLE cust (customer_id INT NOT NULL PRIMARY KEY, name VARCHAR(20) NOT NULL, region VARCHAR(8) NULL)",
+    "CREATE TABLE notes (customer_id INT NOT NULL PRIMARY KEY, note VARCHAR(20) NOT NULL)",
 ];
 
 const CATS: &[&str] = &["alpha", "beta", "gamma", "delta"];
@@ -141,11 +142,18 @@ fn data() -> Vec<String> {
         rows.push(format!("({c}, 'customer {c}', {region})"));
     }
     out.push(format!("INSERT INTO cust VALUES {}", rows.join(", ")));
+    let rows: Vec<String> = (-5i64..35)
+        .step_by(3)
+        .map(|c| format!("({c}, 'note {}')", c * 7 % 5))
+        .collect();
+    out.push(format!("INSERT INTO notes VALUES {}", rows.join(", ")));
     out
 }
 
 /// Partitioning of the hscale copy: four backends, five functions.
 const PARTITIONING: &[&str] = &[
+    // cust: global, a copy on every backend; notes: unpartitioned.
+    "HSCALE SETUP_GLOBAL_TABLE('cust')",
     "HSCALE SETUP_TABLE('orders', 'customer_id', 'orders_default', 'shard0', 'MOD(4)')",
     "HSCALE ADD_PARTITION('orders', 'm1', '1', 'shard1')",
     "HSCALE ADD_PARTITION('orders', 'm2', '2', 'shard2')",
@@ -212,7 +220,16 @@ const HAND: &[(&str, bool)] = &[
     ("SELECT o.id, i.id, i.price FROM orders o JOIN items i ON i.customer_id = o.customer_id WHERE o.customer_id = 6 ORDER BY o.id, i.id", true),
     ("SELECT o.id, i.sku FROM orders o LEFT JOIN items i ON i.customer_id = o.customer_id AND i.order_id = o.id WHERE o.customer_id = 13 ORDER BY o.id, i.sku", true),
     ("SELECT o.id, c.name FROM orders o JOIN cust c ON c.customer_id = o.customer_id WHERE o.customer_id = 8 ORDER BY o.id", true),
-    ("SELECT o.id FROM orders o JOIN items i ON i.customer_id = o.customer_id ORDER BY o.id", true),
+    ("SELECT o.id FROM orders o JOIN items i ON i.customer_id = o.customer_id ORDER BY o.id, i.id", true),
+    ("SELECT o.id, i.id FROM orders o JOIN items i ON i.customer_id = o.customer_id AND i.order_id = o.id", false),
+    ("SELECT o.customer_id, COUNT(*), SUM(i.price) FROM orders o JOIN items i ON i.customer_id = o.customer_id WHERE o.qty > 25 GROUP BY o.customer_id ORDER BY o.customer_id", true),
+    ("SELECT o.id, i.sku FROM orders o LEFT JOIN items i ON i.customer_id = o.customer_id AND i.order_id = o.id WHERE i.id IS NULL ORDER BY o.id LIMIT 40", true),
+    ("SELECT c.region, COUNT(*), SUM(o.amount) FROM orders o JOIN cust c ON c.customer_id = o.customer_id GROUP BY c.region ORDER BY c.region", true),
+    ("SELECT o.id, c.name FROM orders o JOIN cust c ON c.customer_id = o.customer_id WHERE c.region = 'north' ORDER BY o.id", true),
+    ("SELECT c.name, COUNT(*) FROM cust c JOIN orders o ON o.customer_id = c.customer_id GROUP BY c.name HAVING COUNT(*) > 30 ORDER BY c.name", true),
+    ("SELECT region, COUNT(*) FROM cust GROUP BY region ORDER BY region", true),
+    ("SELECT o.id, n.note FROM orders o JOIN notes n ON n.customer_id = o.customer_id WHERE o.customer_id = 4 ORDER BY o.id", true),
+    ("SELECT o.id, n.note FROM orders o JOIN notes n ON n.customer_id = o.customer_id ORDER BY o.id", true),
     ("SELECT COUNT(*) FROM events", true),
     ("SELECT kind, COUNT(*), SUM(n), AVG(n), MIN(day), MAX(day) FROM events GROUP BY kind ORDER BY kind", true),
     ("SELECT id, day FROM events WHERE day >= '2024-02-10' AND day < '2024-04-20' ORDER BY day, id", true),

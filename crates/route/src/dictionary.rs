@@ -281,6 +281,8 @@ impl PartitionedTable {
 pub struct Dictionary {
     pub version: u64,
     tables: HashMap<TableName, PartitionedTable>,
+    /// Global tables: a full copy on every backend.
+    globals: std::collections::BTreeSet<TableName>,
 }
 
 impl Dictionary {
@@ -292,8 +294,34 @@ impl Dictionary {
         self.tables.values()
     }
 
+    /// No partitioned and no global table: every statement passes through.
     pub fn is_empty(&self) -> bool {
-        self.tables.is_empty()
+        self.tables.is_empty() && self.globals.is_empty()
+    }
+
+    pub fn is_global(&self, name: &TableName) -> bool {
+        self.globals.contains(name)
+    }
+
+    pub fn globals(&self) -> impl Iterator<Item = &TableName> {
+        self.globals.iter()
+    }
+
+    pub fn add_global(&mut self, name: TableName) -> Result<(), DictError> {
+        if self.tables.contains_key(&name) || self.globals.contains(&name) {
+            return Err(DictError::AlreadySetUp(name));
+        }
+        self.globals.insert(name);
+        self.version += 1;
+        Ok(())
+    }
+
+    pub fn remove_global(&mut self, name: &TableName) -> bool {
+        let removed = self.globals.remove(name);
+        if removed {
+            self.version += 1;
+        }
+        removed
     }
 
     pub fn setup_table(
@@ -304,7 +332,7 @@ impl Dictionary {
         default_backend: usize,
         function: HashingFunction,
     ) -> Result<(), DictError> {
-        if self.tables.contains_key(&name) {
+        if self.tables.contains_key(&name) || self.globals.contains(&name) {
             return Err(DictError::AlreadySetUp(name));
         }
         self.tables.insert(
@@ -349,7 +377,7 @@ impl Dictionary {
 
     /// The same tables, partitions and values (versions aside).
     pub fn same_tables(&self, other: &Dictionary) -> bool {
-        self.tables == other.tables
+        self.tables == other.tables && self.globals == other.globals
     }
 
     pub fn remove_table(&mut self, name: &TableName) -> Option<PartitionedTable> {

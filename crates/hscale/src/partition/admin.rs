@@ -137,6 +137,53 @@ async fn create_like(
     .await
 }
 
+/// Copy the rows matching `filter` from `src` on `src_b` into `dst` on
+/// another backend, in batches, in one transaction there.
+async fn copy_rows(
+    ctx: &Context,
+    worker: usize,
+    db: &str,
+    (src_b, src): (usize, &str),
+    (dst_b, dst): (usize, &str),
+    filter: &str,
+) -> Result<(), ProxyError> {
+    let (src_q, dst_q) = (qualified(db, src), qualified(db, dst));
+    let rows = {
+        let mut c = conn(ctx, worker, src_b).await?;
+        c.query_rows(&format!("SELECT * FROM {src_q} WHERE {filter}"))
+            .await?
+            .map_err(|e| wrong(e.message))?
+    };
+    if rows.rows.is_empty() {
+        return Ok(());
+    }
+    let mut c = conn(ctx, worker, dst_b).await?;
+    let mut statements = vec!["BEGIN".to_string()];
+    for batch in rows.rows.chunks(MOVE_BATCH) {
+        let values: Vec<String> = batch
+            .iter()
+            .map(|row| {
+                let vals: Vec<String> = row
+                    .iter()
+                    .zip(&rows.columns)
+                    .map(|(v, col)| match v {
+                        None => "NULL".to_string(),
+                        Some(b) if col.is_binary() => {
+                            let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
+                            format!("X'{hex}'")
+                        }
+                        Some(b) => quote_str(&String::from_utf8_lossy(b)),
+                    })
+                    .collect();
+                format!("({})", vals.join(", "))
+            })
+            .collect();
+        statements.push(format!("INSERT INTO {dst_q} VALUES {}", values.join(", ")));
+    }
+    statements.push("COMMIT".into());
+    exec(&mut c, &statements).await
+}
+
 /// Move the rows matching `filter` from `src` to `dst` (same database).
 async fn move_rows(
     ctx: &Context,
@@ -160,39 +207,7 @@ async fn move_rows(
         )
         .await;
     }
-    let rows = {
-        let mut c = conn(ctx, worker, src_b).await?;
-        c.query_rows(&format!("SELECT * FROM {src_q} WHERE {filter}"))
-            .await?
-            .map_err(|e| wrong(e.message))?
-    };
-    if !rows.rows.is_empty() {
-        let mut c = conn(ctx, worker, dst_b).await?;
-        let mut statements = vec!["BEGIN".to_string()];
-        for batch in rows.rows.chunks(MOVE_BATCH) {
-            let values: Vec<String> = batch
-                .iter()
-                .map(|row| {
-                    let vals: Vec<String> = row
-                        .iter()
-                        .zip(&rows.columns)
-                        .map(|(v, col)| match v {
-                            None => "NULL".to_string(),
-                            Some(b) if col.is_binary() => {
-                                let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
-                                format!("X'{hex}'")
-                            }
-                            Some(b) => quote_str(&String::from_utf8_lossy(b)),
-                        })
-                        .collect();
-                    format!("({})", vals.join(", "))
-                })
-                .collect();
-            statements.push(format!("INSERT INTO {dst_q} VALUES {}", values.join(", ")));
-        }
-        statements.push("COMMIT".into());
-        exec(&mut c, &statements).await?;
-    }
+    copy_rows(ctx, worker, db, (src_b, src), (dst_b, dst), filter).await?;
     let mut c = conn(ctx, worker, src_b).await?;
     exec(&mut c, &[format!("DELETE FROM {src_q} WHERE {filter}")]).await
 }
@@ -354,6 +369,36 @@ pub async fn rename_table(
     )
     .await?;
     d.rename_table(from, to).map_err(wrong)?;
+    ctx.partitioning.replace(d);
+    Ok(AdminOutput::Ok {
+        info: String::new(),
+    })
+}
+
+/// `DROP TABLE G` for a global table: every copy, then its entry.
+pub async fn drop_global(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let mut d = (*reload(ctx, worker).await?).clone();
+    if !d.remove_global(name) {
+        return Err(wrong(format!("table {name} is not a global table")));
+    }
+    for b in 0..ctx.config.backends.len() {
+        let mut c = conn(ctx, worker, b).await?;
+        exec(
+            &mut c,
+            &[format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified(&name.db, &name.table)
+            )],
+        )
+        .await?;
+    }
+    let mut main = conn(ctx, worker, 0).await?;
+    exec(&mut main, &[store::delete_global_sql(name)]).await?;
     ctx.partitioning.replace(d);
     Ok(AdminOutput::Ok {
         info: String::new(),
@@ -673,6 +718,15 @@ pub async fn execute(
                         Some(names[t.default_backend].to_string()),
                     ]
                 })
+                .chain(d.globals().map(|g| {
+                    vec![
+                        Some(g.to_string()),
+                        None,
+                        Some("GLOBAL".to_string()),
+                        Some(g.table.clone()),
+                        Some("every backend".to_string()),
+                    ]
+                }))
                 .collect();
             rows.sort();
             Ok(AdminOutput::Rows {
@@ -792,6 +846,21 @@ pub async fn execute(
                     )),
                     Some(statement.clone()),
                 ]],
+                Plan::GlobalWrite { table, sql } => names
+                    .iter()
+                    .map(|n| {
+                        vec![
+                            Some(n.to_string()),
+                            Some(format!("copy of global table {table}")),
+                            Some(sql.clone()),
+                        ]
+                    })
+                    .collect(),
+                Plan::DropGlobal(t) => vec![vec![
+                    Some("every backend".to_string()),
+                    Some(format!("drop every copy of global table {t} and its entry")),
+                    Some(statement.clone()),
+                ]],
                 Plan::Merge(m) => {
                     let mut rows: Vec<Vec<Option<String>>> = Vec::new();
                     if let hscale_route::router::Mode::Group(g) = &m.mode {
@@ -861,9 +930,51 @@ pub async fn execute(
                 rows,
             })
         }
-        AdminCommand::SetupGlobalTable { .. } => Err(ProxyError::Unsupported {
-            what: "HSCALE SETUP_GLOBAL_TABLE (global tables come with cross-partition queries)"
-                .into(),
-        }),
+        AdminCommand::SetupGlobalTable { table } => {
+            let _g = ctx.partitioning.admin_lock.lock().await;
+            let name = table_name(&table, session_db)?;
+            let mut d = (*reload(ctx, worker).await?).clone();
+            d.add_global(name.clone()).map_err(wrong)?;
+            {
+                let mut main = conn(ctx, worker, 0).await?;
+                if !table_exists(&mut main, &name.db, &name.table).await? {
+                    return Err(wrong(format!(
+                        "table {name} does not exist on the main backend"
+                    )));
+                }
+            }
+            // A copy on every other backend, replacing whatever is there.
+            for b in 1..names.len() {
+                let mut c = conn(ctx, worker, b).await?;
+                exec(
+                    &mut c,
+                    &[format!(
+                        "DROP TABLE IF EXISTS {}",
+                        qualified(&name.db, &name.table)
+                    )],
+                )
+                .await?;
+                drop(c);
+                create_like(ctx, worker, 0, &name.db, &name.table, b, &name.table).await?;
+                copy_rows(
+                    ctx,
+                    worker,
+                    &name.db,
+                    (0, &name.table),
+                    (b, &name.table),
+                    "1 = 1",
+                )
+                .await?;
+            }
+            let mut main = conn(ctx, worker, 0).await?;
+            exec(&mut main, &[store::insert_global_sql(&name)]).await?;
+            ctx.partitioning.replace(d);
+            Ok(AdminOutput::Ok {
+                info: format!(
+                    "{name} is global: a copy on each of {} backends",
+                    names.len()
+                ),
+            })
+        }
     }
 }

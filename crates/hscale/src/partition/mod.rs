@@ -22,6 +22,9 @@ pub struct Partitioning {
     snapshot: ArcSwap<Dictionary>,
     /// Serializes admin commands (never taken on the statement path).
     pub admin_lock: tokio::sync::Mutex<()>,
+    /// Serializes writes to global tables on this proxy, so that every
+    /// copy applies them in the same order.
+    pub global_write_lock: tokio::sync::Mutex<()>,
     /// Whether the dictionary has been read from the main backend.
     pub is_loaded: std::sync::atomic::AtomicBool,
     /// When a session last tried to read it (ms since `epoch`), so that an
@@ -37,6 +40,7 @@ impl Default for Partitioning {
         Partitioning {
             snapshot: ArcSwap::from_pointee(Dictionary::default()),
             admin_lock: tokio::sync::Mutex::new(()),
+            global_write_lock: tokio::sync::Mutex::new(()),
             is_loaded: std::sync::atomic::AtomicBool::new(false),
             last_attempt_ms: std::sync::atomic::AtomicU64::new(0),
             epoch: std::time::Instant::now(),

@@ -20,6 +20,8 @@ const SCHEMA: &[&str] = &[
        db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, partition_value VARCHAR(255) NOT NULL, \
        partition_name VARCHAR(64) NOT NULL, backend VARCHAR(200) NOT NULL, \
        PRIMARY KEY (db, tbl, partition_value)) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS `hscale`.`global_tables` (\
+       db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, PRIMARY KEY (db, tbl)) ENGINE=InnoDB",
 ];
 
 fn server_error(what: &str, e: hscale_wire::response::ErrPacket) -> ProxyError {
@@ -75,7 +77,34 @@ pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionar
         )
         .map_err(|e| ProxyError::Wrong(e.to_string()))?;
     }
+    let globals = conn
+        .query_rows("SELECT db, tbl FROM `hscale`.`global_tables`")
+        .await?
+        .map_err(|e| server_error("reading the dictionary", e))?;
+    for r in globals.strings() {
+        let f = |i: usize| r[i].clone().unwrap_or_default();
+        d.add_global(TableName::new(&f(0), &f(1)))
+            .map_err(|e| ProxyError::Wrong(e.to_string()))?;
+    }
     Ok(d)
+}
+
+pub fn insert_global_sql(name: &TableName) -> String {
+    format!(
+        "INSERT INTO {} VALUES ({}, {})",
+        qualified("hscale", "global_tables"),
+        quote_str(&name.db),
+        quote_str(&name.table)
+    )
+}
+
+pub fn delete_global_sql(name: &TableName) -> String {
+    format!(
+        "DELETE FROM {} WHERE db = {} AND tbl = {}",
+        qualified("hscale", "global_tables"),
+        quote_str(&name.db),
+        quote_str(&name.table)
+    )
 }
 
 pub fn insert_table_sql(

@@ -446,6 +446,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         crate::partition::admin::drop_table(&self.ctx, self.worker, &name).await?;
                     return self.write_admin_output(out).await;
                 }
+                Plan::GlobalWrite { table, sql } => {
+                    drop(dict);
+                    return self.run_global_write(&table, &sql).await;
+                }
+                Plan::DropGlobal(name) => {
+                    let out =
+                        crate::partition::admin::drop_global(&self.ctx, self.worker, &name).await?;
+                    return self.write_admin_output(out).await;
+                }
                 Plan::Merge(m) => {
                     drop(dict);
                     return self.run_merge(m).await;

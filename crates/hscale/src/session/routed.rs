@@ -327,6 +327,63 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
+    /// A write to a global table: on the main backend's copy, then on every
+    /// other copy; the client gets the main backend's answer. Writes to
+    /// global tables are serialized per proxy so every copy sees them in
+    /// the same order. Not atomic across backends (that needs XA).
+    pub(super) async fn run_global_write(
+        &mut self,
+        table: &hscale_route::dictionary::TableName,
+        sql: &str,
+    ) -> Result<(), ProxyError> {
+        if self.pinned.is_some() || self.pending_begin.is_some() {
+            return Err(ProxyError::Unsupported {
+                what: format!(
+                    "a write to global table {table} inside a transaction (transactions across backends)"
+                ),
+            });
+        }
+        let ctx = self.ctx.clone();
+        let _serial = ctx.partitioning.global_write_lock.lock().await;
+        let command = BackendConn::payload_for_query(sql);
+        let mut total = OkPacket::default();
+        let Some(conn) = self.connect_part(0, 1).await? else {
+            return Ok(());
+        };
+        if !self.add_part(conn, &command, &mut total).await? {
+            return Ok(());
+        }
+        for b in 1..self.ctx.config.backends.len() {
+            let mut conn = self.acquire(b).await?;
+            if let Some(err) = self.sync(&mut conn, false).await? {
+                self.finish(conn, Outcome::default(), &Effects::default());
+                return self.write_server_error(1, &err).await;
+            }
+            let r = conn.command(&command).await;
+            match r {
+                Ok(Ok(ok)) => {
+                    let outcome = Outcome {
+                        status: Some(ok.status),
+                        ok: Some(ok),
+                        is_err: false,
+                        packets: 0,
+                    };
+                    self.finish(conn, outcome, &Effects::default());
+                }
+                Ok(Err(e)) => {
+                    self.finish(conn, Outcome::default(), &Effects::default());
+                    let name = self.ctx.config.backends[b].name.clone();
+                    return Err(ProxyError::Wrong(format!(
+                        "the copy of global table {table} on backend '{name}' failed ({}: {}) after the main copy changed; the copies differ until this is repaired",
+                        e.code, e.message
+                    )));
+                }
+                Err(e) => return Err(self.backend_lost(conn, e.to_string())),
+            }
+        }
+        self.write_total(total).await
+    }
+
     /// The one OK of a write over several partitions; its insert id is the
     /// first partition's, as a multi-row INSERT reports its first row's.
     pub(super) async fn write_total(&mut self, total: OkPacket) -> Result<(), ProxyError> {

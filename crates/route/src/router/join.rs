@@ -180,7 +180,13 @@ fn parse_from(sql: &str, t: &[Token], from: usize) -> Result<Vec<Item>, String> 
 }
 
 /// Plan a SELECT joining tables, given the partitioned references in it.
-pub(super) fn plan_join(sql: &str, t: &[Token], refs: &[TableRef], dict: &Dictionary) -> Plan {
+pub(super) fn plan_join(
+    sql: &str,
+    t: &[Token],
+    refs: &[TableRef],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+) -> Plan {
     let refuse = |why: String| {
         Plan::Refuse(format!(
             "this join of partitioned tables is not supported yet: {why}"
@@ -212,7 +218,22 @@ pub(super) fn plan_join(sql: &str, t: &[Token], refs: &[TableRef], dict: &Dictio
     let mut resolved: Vec<Resolved> = Vec::new();
     for item in &items {
         let Some(r) = refs.iter().find(|r| r.end == item.name_at + 1) else {
-            has_plain = true;
+            // A global table has a copy on every backend.
+            let qualified = item.name_at >= 2 && t[item.name_at - 1].is_punct(sql, ".");
+            let db = if qualified {
+                Some(unquote(&t[item.name_at - 2], sql))
+            } else {
+                session_db.map(str::to_string)
+            };
+            let is_global = db.is_some_and(|db| {
+                dict.is_global(&crate::dictionary::TableName::new(
+                    &db,
+                    &unquote(&t[item.name_at], sql),
+                ))
+            });
+            if !is_global {
+                has_plain = true;
+            }
             continue;
         };
         let Some(table) = dict.table(&r.name) else {

@@ -14,6 +14,7 @@ use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 use crate::KeyValue;
 
 mod cache;
+mod global;
 mod insert;
 mod join;
 mod merge;
@@ -56,6 +57,11 @@ pub enum Plan {
     /// A SELECT over several partitions whose rows the proxy merges
     /// (ORDER BY, LIMIT, aggregates, GROUP BY, DISTINCT).
     Merge(MergePlan),
+    /// A write to a global table: run on every backend, answered with the
+    /// main backend's result.
+    GlobalWrite { table: TableName, sql: String },
+    /// `DROP TABLE G` for a global table: every copy and its entry.
+    DropGlobal(TableName),
     /// `RENAME TABLE T TO U`, `ALTER TABLE T RENAME [TO | AS] U`: every
     /// physical table and the dictionary entry.
     RenameTable { from: TableName, to: TableName },
@@ -240,7 +246,7 @@ pub(crate) fn plan_tokens(
         });
     }
     if mentions == 0 {
-        return Plan::Passthrough;
+        return global::plan_global(sql, tokens, session_db, dict);
     }
     let word = |w: &str| tokens.iter().any(|t| t.is_word(sql, w));
     let selects = tokens.iter().filter(|t| t.is_word(sql, "SELECT")).count();
@@ -264,7 +270,7 @@ pub(crate) fn plan_tokens(
         && !word("UNION")
         && !tokens.iter().any(|t| t.kind == TokenKind::Semicolon)
     {
-        return join::plan_join(sql, tokens, &refs, dict);
+        return join::plan_join(sql, tokens, &refs, session_db, dict);
     }
     if refs.len() != 1 {
         return Plan::Refuse(
