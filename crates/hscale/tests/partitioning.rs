@@ -1268,3 +1268,95 @@ async fn partitions_of_a_scan_run_in_parallel() {
     rows.sort();
     assert_eq!(rows, vec![(1, 0), (2, 0), (3, 0)]);
 }
+
+/// A global table has a copy on every backend: writes change every copy,
+/// writes that could differ between copies are refused, and DROP TABLE
+/// drops every copy.
+#[tokio::test]
+async fn global_tables_keep_a_copy_on_every_backend() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE part_glob").await.unwrap();
+    c.query_drop("USE part_glob").await.unwrap();
+    c.query_drop("CREATE TABLE g (id INT NOT NULL PRIMARY KEY, name VARCHAR(10), n INT)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO g VALUES (1, 'one', 10), (2, 'two', 20)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_GLOBAL_TABLE('g')")
+        .await
+        .unwrap();
+    let tables: Vec<(String, Option<String>, String, String, String)> =
+        c.query("HSCALE SHOW TABLES").await.unwrap();
+    assert!(
+        tables
+            .iter()
+            .any(|t| t.0 == "part_glob.g" && t.2 == "GLOBAL"),
+        "{tables:?}"
+    );
+    let copies = || async {
+        let mut all = Vec::new();
+        for b in 0..3 {
+            let mut bc = backend_conn(b, Some("part_glob")).await;
+            let rows: Vec<(i64, Option<String>, Option<i64>)> = bc
+                .query("SELECT id, name, n FROM g ORDER BY id")
+                .await
+                .unwrap();
+            bc.disconnect().await.unwrap();
+            all.push(rows);
+        }
+        all
+    };
+    let all = copies().await;
+    assert!(
+        all.iter().all(|r| *r == all[0]) && all[0].len() == 2,
+        "{all:?}"
+    );
+    // Writes reach every copy; the client sees one copy's affected rows.
+    c.query_drop("INSERT INTO g (id, name, n) VALUES (3, 'three', 30), (4, 'four', NULL)")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    c.query_drop("UPDATE g SET n = n + 1 WHERE id <= 3")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 3);
+    c.query_drop("DELETE FROM g WHERE id = 2").await.unwrap();
+    assert_eq!(c.affected_rows(), 1);
+    let all = copies().await;
+    assert_eq!(
+        all[0],
+        vec![
+            (1, Some("one".to_string()), Some(11)),
+            (3, Some("three".to_string()), Some(31)),
+            (4, Some("four".to_string()), None)
+        ]
+    );
+    assert!(all.iter().all(|r| *r == all[0]), "{all:?}");
+    // Reads through hscale see the table as one.
+    let n: Option<i64> = c.query_first("SELECT SUM(n) FROM g").await.unwrap();
+    assert_eq!(n, Some(42));
+    for q in [
+        "UPDATE g SET n = RAND() * 10",
+        "INSERT INTO g (id, name) VALUES (9, UUID())",
+        "INSERT INTO g SELECT id + 100, name, n FROM g",
+        "UPDATE g SET n = NOW() + 0",
+    ] {
+        let e = c.query_drop(q).await.unwrap_err();
+        assert_eq!(code(&e), 1235, "{q}");
+    }
+    let e = c.query_drop("BEGIN").await;
+    assert!(e.is_ok());
+    let e = c
+        .query_drop("UPDATE g SET n = 0 WHERE id = 1")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    c.query_drop("ROLLBACK").await.unwrap();
+    c.query_drop("DROP TABLE g").await.unwrap();
+    for b in 0..3 {
+        assert!(!table_exists(b, "part_glob", "g").await, "copy on {b}");
+    }
+    c.disconnect().await.unwrap();
+}
