@@ -74,6 +74,8 @@ pub struct ColumnInfo {
     pub name: String,
     pub charset: u16,
     pub column_type: u8,
+    /// Display length.
+    pub length: u32,
     pub flags: u16,
     /// Digits after the point (31: not fixed, a floating-point value).
     pub decimals: u8,
@@ -89,7 +91,7 @@ impl ColumnInfo {
         r.lenenc_bytes()?; // org_name
         r.lenenc()?; // length of fixed fields
         let charset = r.u16()?;
-        r.u32()?;
+        let length = r.u32()?;
         let column_type = r.u8()?;
         let flags = r.u16()?;
         let decimals = r.u8()?;
@@ -97,6 +99,7 @@ impl ColumnInfo {
             name,
             charset,
             column_type,
+            length,
             flags,
             decimals,
         })
@@ -106,6 +109,23 @@ impl ColumnInfo {
     pub fn is_binary(&self) -> bool {
         self.charset == 63 && !matches!(self.column_type, 0x00..=0x0e | 0xf6)
     }
+}
+
+/// A column definition with its display length and flags replaced.
+pub fn patch_column(def: &[u8], length: u32, flags: u16) -> Result<BytesMut, WireError> {
+    let mut r = Reader::new(def);
+    for _ in 0..6 {
+        r.lenenc_bytes()?;
+    }
+    r.lenenc()?;
+    let at = r.pos() + 2; // after the character set
+    if def.len() < at + 7 {
+        return Err(WireError::Malformed("column definition too short"));
+    }
+    let mut b = BytesMut::from(def);
+    b[at..at + 4].copy_from_slice(&length.to_le_bytes());
+    b[at + 5..at + 7].copy_from_slice(&flags.to_le_bytes());
+    Ok(b)
 }
 
 /// A column-count packet.

@@ -284,6 +284,7 @@ fn merge_description(m: &hscale_route::router::MergePlan) -> String {
                     Output::BitOr(_) => Some("BIT_OR"),
                     Output::BitXor(_) => Some("BIT_XOR"),
                     Output::CountDistinct(_) => Some("COUNT(DISTINCT) (distinct values gathered)"),
+                    Output::GroupConcat { .. } => Some("GROUP_CONCAT (partial lists joined)"),
                 })
                 .collect();
             steps.push(format!(

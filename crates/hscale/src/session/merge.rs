@@ -192,6 +192,64 @@ fn order_rows(a: &Row, b: &Row, keys: &[(OrderKey, Kind)], base: usize) -> Order
     Ordering::Equal
 }
 
+/// The column definitions of one result made of several parts (a UNION
+/// ALL, or partitions): the first part's, with the longest display length
+/// and NOT NULL only where every part has it. Parts whose columns differ in
+/// type, character set or scale cannot be merged as they are.
+struct Unified {
+    defs: Vec<Bytes>,
+    columns: Vec<ColumnInfo>,
+    changed: bool,
+}
+
+const NOT_NULL_FLAG: u16 = 0x0001;
+
+impl Unified {
+    fn new(defs: &[Bytes], columns: &[ColumnInfo]) -> Unified {
+        Unified {
+            defs: defs.to_vec(),
+            columns: columns.to_vec(),
+            changed: false,
+        }
+    }
+
+    fn add(&mut self, columns: &[ColumnInfo]) -> Result<(), Stop> {
+        if columns.len() != self.columns.len() {
+            return Err(Stop::Proxy(ProxyError::Wrong(
+                "the parts of this result have different numbers of columns".into(),
+            )));
+        }
+        for (u, c) in self.columns.iter_mut().zip(columns) {
+            if (u.column_type, u.charset, u.decimals) != (c.column_type, c.charset, c.decimals) {
+                return Err(Stop::Proxy(ProxyError::Refused(format!(
+                    "column {} has different types in the parts of this result (a UNION ALL of differently typed branches across partitions is not supported yet)",
+                    u.name
+                ))));
+            }
+            if c.length > u.length {
+                u.length = c.length;
+                self.changed = true;
+            }
+            if u.flags & NOT_NULL_FLAG != 0 && c.flags & NOT_NULL_FLAG == 0 {
+                u.flags &= !NOT_NULL_FLAG;
+                self.changed = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(Vec<Bytes>, Vec<ColumnInfo>), Stop> {
+        if self.changed {
+            for (d, c) in self.defs.iter_mut().zip(&self.columns) {
+                let patched = hscale_wire::resultset::patch_column(d, c.length, c.flags)
+                    .map_err(|e| Stop::Proxy(ProxyError::Wrong(e.to_string())))?;
+                *d = patched.freeze();
+            }
+        }
+        Ok((self.defs, self.columns))
+    }
+}
+
 fn kind_of(c: &ColumnInfo) -> Kind {
     Kind::of(c.column_type, c.charset, c.flags)
 }
@@ -238,6 +296,8 @@ enum Acc {
     Avg(Option<Decimal>, i128),
     Bits(u64),
     Distinct(std::collections::HashSet<Vec<u8>>),
+    /// GROUP_CONCAT so far, and the length limit.
+    Concat(Option<Vec<u8>>, usize),
 }
 
 struct Group {
@@ -393,34 +453,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             for p in held.iter_mut() {
                 p.open().await?;
             }
-            if held
-                .iter()
-                .any(|p| p.columns.len() != held[0].columns.len())
-            {
-                return Err(Stop::Proxy(ProxyError::Wrong(
-                    "the partitions answered with different columns".into(),
-                )));
+            if let Some(first) = held.first() {
+                let mut u = Unified::new(&first.defs, &first.columns);
+                for p in &held[1..] {
+                    u.add(&p.columns)?;
+                }
+                defs = Some(u.finish()?);
             }
             for p in held.iter_mut() {
                 heads.push(p.row().await?);
             }
-            defs = held.first().map(|p| (p.defs.clone(), p.columns.clone()));
         } else {
+            let mut unified: Option<Unified> = None;
             for (t, sql) in &plan.parts {
                 let mut p = self.start_part(t, sql).await?;
                 p.open().await?;
-                if defs.is_none() {
-                    defs = Some((p.defs.clone(), p.columns.clone()));
-                }
-                if defs.as_ref().is_some_and(|d| d.1.len() != p.columns.len()) {
-                    return Err(Stop::Proxy(ProxyError::Wrong(
-                        "the partitions answered with different columns".into(),
-                    )));
+                match unified.as_mut() {
+                    None => unified = Some(Unified::new(&p.defs, &p.columns)),
+                    Some(u) => u.add(&p.columns)?,
                 }
                 while let Some(r) = p.row().await? {
                     buffered.push(r);
                 }
                 self.end_part(p);
+            }
+            if let Some(u) = unified {
+                defs = Some(u.finish()?);
             }
         }
         let Some((defs, columns)) = defs else {
@@ -572,7 +630,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     let list_len = list.len();
                     let group = &mut list[idx];
                     for (acc, out) in group.accs.iter_mut().zip(&g.outputs) {
-                        distinct_values += combine(acc, out, &row, &part_cols)?;
+                        distinct_values += combine(acc, out, &row, &part_cols, &g.separators)?;
                         if list_len + distinct_values > max_rows {
                             return Err(Stop::Proxy(ProxyError::MergeLimit { limit: max_rows }));
                         }
@@ -681,6 +739,7 @@ fn hidden_column(o: &Output, g: &GroupPlan, part: &[ColumnInfo]) -> ColumnInfo {
         name: String::new(),
         charset: 63,
         column_type: 0x08,
+        length: 21,
         flags: 0,
         decimals: 0,
     };
@@ -802,6 +861,7 @@ fn new_acc(o: &Output) -> Acc {
         Output::BitAnd(_) => Acc::Bits(u64::MAX),
         Output::BitOr(_) | Output::BitXor(_) => Acc::Bits(0),
         Output::CountDistinct(_) => Acc::Distinct(Default::default()),
+        Output::GroupConcat { .. } => Acc::Concat(None, usize::MAX),
     }
 }
 
@@ -822,7 +882,13 @@ fn decimal_cell(
 
 /// Fold one partial row into an aggregate.
 /// Returns how many values it started holding (COUNT(DISTINCT)).
-fn combine(acc: &mut Acc, out: &Output, row: &Row, cols: &[ColumnInfo]) -> Result<usize, Stop> {
+fn combine(
+    acc: &mut Acc,
+    out: &Output,
+    row: &Row,
+    cols: &[ColumnInfo],
+    separators: &[String],
+) -> Result<usize, Stop> {
     let cell = |i: usize| row.get(i).and_then(|c| c.as_deref());
     match (acc, out) {
         (Acc::Key, _) => {}
@@ -873,6 +939,22 @@ fn combine(acc: &mut Acc, out: &Output, row: &Row, cols: &[ColumnInfo]) -> Resul
             };
             if replace {
                 *best = Some(row.clone());
+            }
+        }
+        (Acc::Concat(text, limit), Output::GroupConcat { col, sep, max_len }) => {
+            if let Some(l) = parse_int(cell(*max_len)) {
+                *limit = usize::try_from(l).unwrap_or(usize::MAX);
+            }
+            if let Some(part) = cell(*col) {
+                match text {
+                    None => *text = Some(part.to_vec()),
+                    Some(t) => {
+                        if let Some(s) = separators.get(*sep) {
+                            t.extend_from_slice(s.as_bytes());
+                        }
+                        t.extend_from_slice(part);
+                    }
+                }
             }
         }
         (Acc::Distinct(set), Output::CountDistinct(v)) => {
@@ -942,6 +1024,14 @@ fn finish(
         }
         (Acc::Bits(b), _) => Some(b.to_string().into_bytes()),
         (Acc::Distinct(set), _) => Some(set.len().to_string().into_bytes()),
+        (Acc::Concat(text, limit), _) => text.as_ref().map(|t| {
+            // Cut at the limit, as the server does, on a character boundary.
+            let mut end = t.len().min(*limit);
+            while end > 0 && end < t.len() && t[end] & 0xc0 == 0x80 {
+                end -= 1;
+            }
+            t[..end].to_vec()
+        }),
         _ => None,
     })
 }

@@ -79,6 +79,8 @@ pub struct GroupPlan {
     pub visible: usize,
     /// Groups are kept when this is true.
     pub having: Option<Having>,
+    /// Separators of the GROUP_CONCAT outputs.
+    pub separators: Vec<String>,
     /// The statement as the client sent it, for one partition, with
     /// `LIMIT 0`: its column definitions are the client's.
     pub meta: (Target, String),
@@ -112,6 +114,13 @@ pub enum Output {
     /// COUNT(DISTINCT x): the fragments group by x too; the proxy counts
     /// the distinct non-NULL values of each group.
     CountDistinct(Val),
+    /// GROUP_CONCAT(x [SEPARATOR s]): the partial strings joined with
+    /// `separators[sep]`, cut at `@@group_concat_max_len` (column `max_len`).
+    GroupConcat {
+        col: usize,
+        sep: usize,
+        max_len: usize,
+    },
 }
 
 /// A HAVING condition over the outputs of a group, evaluated at the proxy
@@ -975,7 +984,60 @@ pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: 
     let mut outputs = Vec::new();
     // The one expression of COUNT(DISTINCT ...), added to the fragments' GROUP BY.
     let mut distinct_by: Option<(String, String, Val)> = None;
+    let mut separators: Vec<String> = Vec::new();
+    let mut max_len_col: Option<usize> = None;
     for item in &items {
+        // GROUP_CONCAT(x [SEPARATOR 's']), in no particular order.
+        if let [f, open, args @ .., close] = item.expr {
+            if f.is_word(sql, "GROUP_CONCAT") && open.is_punct(sql, "(") && close.is_punct(sql, ")")
+            {
+                let at_depth0 = |w: &str| {
+                    let mut depth = 0i32;
+                    args.iter().any(|t| {
+                        if t.is_punct(sql, "(") {
+                            depth += 1;
+                        } else if t.is_punct(sql, ")") {
+                            depth -= 1;
+                        }
+                        depth == 0 && t.is_word(sql, w)
+                    })
+                };
+                if at_depth0("DISTINCT") || at_depth0("ORDER") || at_depth0("LIMIT") {
+                    return refuse(
+                        table,
+                        n,
+                        "GROUP_CONCAT with DISTINCT, ORDER BY or LIMIT is not supported yet",
+                    );
+                }
+                let sep = match args.iter().position(|t| t.is_word(sql, "SEPARATOR")) {
+                    Some(p) => match &args[p + 1..] {
+                        [lit] if lit.kind == TokenKind::Str => super::unescape(lit.text(sql)),
+                        _ => return refuse(table, n, "this GROUP_CONCAT separator"),
+                    },
+                    None => ",".to_string(),
+                };
+                if args.is_empty() || calls_aggregate(sql, args) {
+                    return refuse(table, n, "this GROUP_CONCAT");
+                }
+                cols.push(text(sql, item.expr).to_string());
+                let col = cols.len() - 1;
+                let max_len = match max_len_col {
+                    Some(c) => c,
+                    None => {
+                        cols.push("@@group_concat_max_len".to_string());
+                        max_len_col = Some(cols.len() - 1);
+                        cols.len() - 1
+                    }
+                };
+                separators.push(sep);
+                outputs.push(Output::GroupConcat {
+                    col,
+                    sep: separators.len() - 1,
+                    max_len,
+                });
+                continue;
+            }
+        }
         if let Some((f, args)) = aggregate_call(sql, item.expr) {
             if args.first().is_some_and(|t| t.is_word(sql, "DISTINCT")) {
                 let inner = &args[1..];
@@ -1091,6 +1153,9 @@ pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: 
         let weight = match outputs[out] {
             Output::Key(k) => keys[k].weight,
             Output::Min(v) | Output::Max(v) => v.weight,
+            Output::GroupConcat { .. } => {
+                return refuse(table, n, "ORDER BY a GROUP_CONCAT across partitions")
+            }
             _ => None,
         };
         order.push(OrderKey {
@@ -1136,6 +1201,7 @@ pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: 
             outputs,
             visible,
             having,
+            separators,
             meta,
         }),
         order,

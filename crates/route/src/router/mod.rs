@@ -188,6 +188,14 @@ pub(crate) fn plan_tokens(
     prepared: bool,
     hint: &mut Option<PointHint>,
 ) -> Plan {
+    // `db.T.col`: once T is renamed `db.T_p AS T`, only `T.col` names the
+    // column; plan the statement with the database prefixes dropped.
+    if let Some(stripped) = strip_db_qualifiers(sql, tokens, dict) {
+        let Ok(t2) = hscale_sql::tokenize(&stripped) else {
+            return Plan::Passthrough;
+        };
+        return plan_tokens(&stripped, &t2, session_db, dict, prepared, &mut None);
+    }
     if let Some(p) = plan_show_tables(sql, tokens, session_db, dict) {
         return p;
     }
@@ -264,6 +272,13 @@ pub(crate) fn plan_tokens(
             .iter()
             .position(|t| t.is_word(sql, "FROM"))
             .is_some_and(|f| refs.first().is_some_and(|r| r.start > f + 1));
+    let starts_select = tokens
+        .iter()
+        .find(|t| !t.is_punct(sql, "("))
+        .is_some_and(|t| t.is_word(sql, "SELECT"));
+    if starts_select && word("UNION") && !tokens.iter().any(|t| t.kind == TokenKind::Semicolon) {
+        return plan_union(sql, tokens, session_db, dict, prepared);
+    }
     if is_select
         && selects == 1
         && joins_tables
@@ -348,6 +363,135 @@ pub(crate) fn plan_tokens(
         StatementKind::Insert => plan_insert(sql, tokens, r, table, prepared),
         _ => plan_filtered(sql, tokens, r, table, kind, hint),
     }
+}
+
+/// The statement without the `db.` of column references `db.T.col` to a
+/// partitioned table T; `None` when there are none.
+fn strip_db_qualifiers(sql: &str, tokens: &[Token], dict: &Dictionary) -> Option<String> {
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    for i in 0..tokens.len().saturating_sub(4) {
+        let [db, d1, t, d2, col] = &tokens[i..i + 5] else {
+            continue;
+        };
+        if is_name(db)
+            && d1.is_punct(sql, ".")
+            && is_name(t)
+            && d2.is_punct(sql, ".")
+            && (is_name(col) || col.is_punct(sql, "*"))
+            && dict
+                .table(&TableName::new(&unquote(db, sql), &unquote(t, sql)))
+                .is_some()
+        {
+            cuts.push((db.start as usize, t.start as usize));
+        }
+    }
+    if cuts.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut at = 0;
+    for (a, b) in cuts {
+        out.push_str(&sql[at..a]);
+        at = b;
+    }
+    out.push_str(&sql[at..]);
+    Some(out)
+}
+
+/// `SELECT ... UNION ALL SELECT ...` with partitioned tables: every
+/// branch planned on its own (one or several partitions, concatenated, or
+/// the main backend), the branches' rows concatenated in order.
+fn plan_union(
+    sql: &str,
+    tokens: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+    prepared: bool,
+) -> Plan {
+    let refuse = |why: &str| {
+        Plan::Refuse(format!(
+            "{why} in a UNION with partitioned tables is not supported yet"
+        ))
+    };
+    // Branches at depth-0 UNION ALL.
+    let mut branches: Vec<&[Token]> = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth == 0 && t.is_word(sql, "UNION") {
+            if !tokens.get(i + 1).is_some_and(|n| n.is_word(sql, "ALL")) {
+                return refuse("UNION without ALL (removing duplicates)");
+            }
+            branches.push(&tokens[start..i]);
+            start = i + 2;
+            i += 2;
+            continue;
+        }
+        i += 1;
+    }
+    branches.push(&tokens[start..]);
+    let mut parts: Vec<(Target, String)> = Vec::new();
+    let mut touches_partitions = false;
+    for (n, b) in branches.iter().enumerate() {
+        let mut b: &[Token] = b;
+        // `( SELECT ... )`
+        while b.len() >= 2 && b[0].is_punct(sql, "(") && b[b.len() - 1].is_punct(sql, ")") {
+            b = &b[1..b.len() - 1];
+        }
+        let (Some(first), Some(last)) = (b.first(), b.last()) else {
+            return refuse("an empty branch");
+        };
+        let text = &sql[first.start as usize..last.end as usize];
+        let Ok(bt) = hscale_sql::tokenize(text) else {
+            return refuse("an unreadable branch");
+        };
+        let mut depth = 0i32;
+        let tail_clause = bt.iter().any(|t| {
+            if t.is_punct(text, "(") {
+                depth += 1;
+            } else if t.is_punct(text, ")") {
+                depth -= 1;
+            }
+            depth == 0 && (t.is_word(text, "ORDER") || t.is_word(text, "LIMIT"))
+        });
+        if tail_clause && n + 1 == branches.len() && !tokens[tokens.len() - 1].is_punct(sql, ")") {
+            return refuse("ORDER BY or LIMIT after the last branch");
+        }
+        match plan_tokens(text, &bt, session_db, dict, prepared, &mut None) {
+            Plan::Passthrough => parts.push((
+                Target {
+                    backend: 0,
+                    physical_table: "(main backend)".into(),
+                },
+                text.to_string(),
+            )),
+            Plan::Targets {
+                kind: StatementKind::Select,
+                parts: p,
+            } => {
+                touches_partitions = true;
+                parts.extend(p);
+            }
+            Plan::Refuse(why) => return Plan::Refuse(why),
+            _ => return refuse("a branch that needs its partitions merged"),
+        }
+    }
+    if !touches_partitions {
+        return Plan::Passthrough;
+    }
+    Plan::Merge(MergePlan {
+        parts,
+        mode: Mode::Sort { hidden: 0 },
+        order: Vec::new(),
+        offset: 0,
+        limit: None,
+    })
 }
 
 /// Whether a SELECT over several partitions needs their rows merged

@@ -744,7 +744,6 @@ fn merges_push_fragments_down() {
     for sql in [
         "SELECT note FROM orders GROUP BY note HAVING note > 'a' / 2",
         "SELECT note FROM orders GROUP BY note HAVING UPPER(note) = 'A'",
-        "SELECT GROUP_CONCAT(note) FROM orders",
         "SELECT SUM(amount) + 1 FROM orders",
         "SELECT note, amount FROM orders GROUP BY note",
         "SELECT * FROM orders ORDER BY 2",
@@ -863,5 +862,84 @@ fn having_reads_outputs_and_hidden_aggregates() {
     assert_eq!(
         **null_check,
         Having::IsNull(Box::new(Having::Out(0)), false)
+    );
+}
+
+#[test]
+fn database_qualified_columns_keep_working() {
+    let d = dict();
+    let p = parts(plan(
+        "SELECT app.orders.id, app.orders.* FROM app.orders WHERE app.orders.customer_id = 5",
+        None,
+        &d,
+    ));
+    assert_eq!(
+        p,
+        vec![(
+            1,
+            "SELECT orders.id, orders.* FROM `app`.`orders_p1` AS `orders` WHERE orders.customer_id = 5"
+                .to_string()
+        )]
+    );
+}
+
+#[test]
+fn group_concat_joins_partial_lists() {
+    let m = merge_plan("SELECT note, GROUP_CONCAT(id SEPARATOR '; ') FROM orders GROUP BY note");
+    assert!(
+        m.parts[0]
+            .1
+            .contains("GROUP_CONCAT(id SEPARATOR '; '), @@group_concat_max_len"),
+        "{}",
+        m.parts[0].1
+    );
+    let Mode::Group(g) = &m.mode else { panic!() };
+    assert_eq!(g.separators, vec!["; ".to_string()]);
+    for sql in [
+        "SELECT GROUP_CONCAT(DISTINCT id) FROM orders",
+        "SELECT GROUP_CONCAT(id ORDER BY id) FROM orders",
+        "SELECT note, GROUP_CONCAT(id) AS g FROM orders GROUP BY note ORDER BY g",
+    ] {
+        assert!(
+            matches!(plan(sql, Some("app"), &dict()), Plan::Refuse(_)),
+            "{sql}"
+        );
+    }
+}
+
+#[test]
+fn union_all_concatenates_planned_branches() {
+    let d = copartitioned();
+    match plan(
+        "SELECT id FROM orders WHERE customer_id = 1 UNION ALL SELECT id FROM items UNION ALL (SELECT id FROM other)",
+        Some("app"),
+        &d,
+    ) {
+        Plan::Merge(m) => {
+            assert_eq!(m.mode, Mode::Sort { hidden: 0 });
+            assert!(m.order.is_empty());
+            let sqls: Vec<(usize, &str)> = m.parts.iter().map(|(t, s)| (t.backend, s.as_str())).collect();
+            assert_eq!(sqls.len(), 5);
+            assert_eq!(
+                sqls[0],
+                (1, "SELECT id FROM `app`.`orders_p1` AS `orders` WHERE customer_id = 1")
+            );
+            assert_eq!(sqls[4], (0, "SELECT id FROM other"));
+        }
+        other => panic!("{other:?}"),
+    }
+    for sql in [
+        "SELECT id FROM orders UNION SELECT id FROM items",
+        "SELECT id FROM orders UNION ALL SELECT id FROM items ORDER BY id",
+        "SELECT id FROM orders UNION ALL SELECT COUNT(*) FROM items",
+    ] {
+        assert!(
+            matches!(plan(sql, Some("app"), &d), Plan::Refuse(_)),
+            "{sql}"
+        );
+    }
+    assert_eq!(
+        plan("SELECT 1 UNION ALL SELECT 2", Some("app"), &d),
+        Plan::Passthrough
     );
 }
