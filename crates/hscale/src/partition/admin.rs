@@ -871,6 +871,18 @@ pub async fn execute(
                             Some(g.meta.1.clone()),
                         ]);
                     }
+                    for ship in &m.ship {
+                        for (t, sql) in &ship.sources {
+                            rows.push(vec![
+                                Some(names[t.backend].to_string()),
+                                Some(format!(
+                                    "ship into temporary table {} on every part",
+                                    ship.temp
+                                )),
+                                Some(sql.clone()),
+                            ]);
+                        }
+                    }
                     for (t, sql) in &m.parts {
                         rows.push(vec![
                             Some(names[t.backend].to_string()),

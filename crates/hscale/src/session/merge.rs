@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use hscale_route::dictionary::Target;
 use hscale_route::router::{
-    ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Val,
+    ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val,
 };
 use hscale_route::value::{compare, Cmp, Decimal, Kind};
 use hscale_wire::consts::status;
@@ -323,6 +323,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 what: "a statement over several partitions inside a transaction or with connection-bound state".into(),
             });
         }
+        self.ship_setup = std::sync::Arc::new(Vec::new());
+        if !plan.ship.is_empty() {
+            match self.ship_statements(&plan.ship).await {
+                Ok(s) => self.ship_setup = std::sync::Arc::new(s),
+                Err(Stop::Server(e)) => return self.write_server_error(1, &e).await,
+                Err(Stop::Proxy(ProxyError::ClientGone)) => return Err(ProxyError::ClientGone),
+                Err(Stop::Proxy(e)) => {
+                    write_error(&mut self.client, 1, &e).await;
+                    return Ok(());
+                }
+            }
+        }
         // Parts still reading when this returns close their connections.
         let r = match &plan.mode {
             Mode::Sort { hidden } => self.merge_sorted(&plan, *hidden).await,
@@ -339,12 +351,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    /// Send `sql` on a connection to `backend`, synced to the session.
+    /// Send `sql` on a connection to `backend`, synced to the session,
+    /// after the statements that set up shipped tables (such a connection
+    /// is closed after use, which drops its temporary tables).
     async fn start_part(&mut self, target: &Target, sql: &str) -> Result<Part, Stop> {
         let mut conn = self.acquire(target.backend).await?;
         if let Some(err) = self.sync(&mut conn, false).await? {
             self.finish(conn, Outcome::default(), &Effects::default());
             return Err(Stop::Server(err));
+        }
+        let setup = self.ship_setup.clone();
+        for statement in setup.iter() {
+            conn.is_broken = true; // never reused: it holds temporary tables
+            match conn
+                .command(&BackendConn::payload_for_query(statement))
+                .await
+            {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(Stop::Server(e)),
+                Err(e) => return Err(Stop::Proxy(e)),
+            }
         }
         if let Err(e) = conn
             .stream
@@ -362,7 +388,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// Give a part's connection back once its result was read to the end.
     fn end_part(&mut self, mut part: Part) {
-        if part.status.is_none() {
+        if part.status.is_none() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
             return; // dropped: closes the connection
         }
         let outcome = Outcome {
@@ -372,6 +398,82 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(conn) = part.conn.take() {
             self.finish(conn, outcome, &Effects::default());
         }
+    }
+
+    /// The statements that create and fill the temporary tables of shipped
+    /// tables on a part's connection: rows read from every source
+    /// (bounded by `merge_max_rows`), inserted in batches.
+    async fn ship_statements(&mut self, ships: &[Ship]) -> Result<Vec<String>, Stop> {
+        let max_rows = self.ctx.config.proxy.merge_max_rows;
+        let mut held = 0usize;
+        let mut out = Vec::new();
+        for ship in ships {
+            let temp = crate::partition::qualified(&ship.db, &ship.temp);
+            let ddl = {
+                let mut c = self.acquire(ship.like.0).await?;
+                let r = c
+                    .query_rows(&format!(
+                        "SHOW CREATE TABLE {}",
+                        crate::partition::qualified(&ship.db, &ship.like.1)
+                    ))
+                    .await?;
+                let r = r.map_err(Stop::Server)?;
+                r.strings()
+                    .first()
+                    .and_then(|row| row.get(1).cloned().flatten())
+                    .ok_or_else(|| {
+                        Stop::Proxy(ProxyError::Wrong(
+                            "SHOW CREATE TABLE returned nothing".into(),
+                        ))
+                    })?
+            };
+            let head = format!(
+                "CREATE TABLE {}",
+                crate::partition::quote_ident(&ship.like.1)
+            );
+            let body = ddl.strip_prefix(&head).ok_or_else(|| {
+                Stop::Proxy(ProxyError::Wrong(format!(
+                    "unexpected SHOW CREATE TABLE output for {}",
+                    ship.like.1
+                )))
+            })?;
+            out.push(format!("DROP TEMPORARY TABLE IF EXISTS {temp}"));
+            out.push(format!("CREATE TEMPORARY TABLE {temp}{body}"));
+            for (target, sql) in &ship.sources {
+                let mut c = self.acquire(target.backend).await?;
+                let rows = c.query_rows(sql).await?.map_err(Stop::Server)?;
+                drop(c);
+                held += rows.rows.len();
+                if held > max_rows {
+                    return Err(Stop::Proxy(ProxyError::MergeLimit { limit: max_rows }));
+                }
+                for batch in rows.rows.chunks(500) {
+                    let values: Vec<String> = batch
+                        .iter()
+                        .map(|row| {
+                            let vals: Vec<String> = row
+                                .iter()
+                                .zip(&rows.columns)
+                                .map(|(v, col)| match v {
+                                    None => "NULL".to_string(),
+                                    Some(b) if col.is_binary() => {
+                                        let hex: String =
+                                            b.iter().map(|x| format!("{x:02X}")).collect();
+                                        format!("X'{hex}'")
+                                    }
+                                    Some(b) => {
+                                        crate::partition::quote_str(&String::from_utf8_lossy(b))
+                                    }
+                                })
+                                .collect();
+                            format!("({})", vals.join(", "))
+                        })
+                        .collect();
+                    out.push(format!("INSERT INTO {temp} VALUES {}", values.join(", ")));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// How many parts of this plan may run at once.

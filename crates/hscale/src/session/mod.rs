@@ -70,6 +70,9 @@ pub struct Session<S> {
     /// of the transaction's first statement, so that a transaction on a
     /// partition's backend does not start on the main backend.
     pending_begin: Option<Bytes>,
+    /// Statements that set up shipped tables on every part of the merge
+    /// being run (`session/merge.rs`).
+    ship_setup: Arc<Vec<String>>,
 }
 
 /// Serve one client connection until it quits or fails.
@@ -116,6 +119,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         statements: Statements::default(),
         handle: Arc::new(SessionHandle::new(&info.user)),
         pending_begin: None,
+        ship_setup: Arc::new(Vec::new()),
         info,
     };
     let seq = session.info.next_seq;

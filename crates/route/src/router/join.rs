@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use hscale_sql::{Token, TokenKind};
 
-use super::merge::{Slot, What};
+use super::merge::{Ship, Slot, What};
 use super::{is_name, prune, unquote, where_clause, Plan, StatementKind, TableRef};
 use crate::dictionary::{Dictionary, PartitionedTable, Target};
 
@@ -30,6 +30,7 @@ struct Item {
     name_at: usize,
     /// What columns are qualified with: the alias, else the table name.
     qualifier: String,
+    has_alias: bool,
     join: Join,
     /// Token range of the ON condition.
     on: Option<(usize, usize)>,
@@ -87,6 +88,7 @@ fn parse_from(sql: &str, t: &[Token], from: usize) -> Result<Vec<Item>, String> 
             i += 1;
         }
         let mut qualifier = unquote(&t[name_at], sql);
+        let mut has_alias = false;
         if let Some(a) = t.get(i) {
             let reserved = is_any(a, sql, FROM_END)
                 || is_any(a, sql, JOIN_WORDS)
@@ -97,6 +99,7 @@ fn parse_from(sql: &str, t: &[Token], from: usize) -> Result<Vec<Item>, String> 
                 );
             if is_name(a) && !reserved {
                 qualifier = unquote(a, sql);
+                has_alias = true;
                 i += 1;
             }
         }
@@ -143,6 +146,7 @@ fn parse_from(sql: &str, t: &[Token], from: usize) -> Result<Vec<Item>, String> 
         items.push(Item {
             name_at,
             qualifier,
+            has_alias,
             join,
             on,
         });
@@ -206,6 +210,9 @@ pub(super) fn plan_join(
         .filter_map(|i| i.on.map(|(a, b)| &t[a..b]))
         .collect();
     let mut has_plain = false;
+    // Unpartitioned, non-global tables (only on the main backend).
+    let mut plain: Vec<TableRef> = Vec::new();
+    let mut plain_without_db = false;
     // Each partitioned table: its reference, the partitions its conditions
     // allow (`None`: all) and the column references equal to its key.
     struct Resolved<'i> {
@@ -233,6 +240,23 @@ pub(super) fn plan_join(
             });
             if !is_global {
                 has_plain = true;
+                let qualified_db = qualified.then(|| unquote(&t[item.name_at - 2], sql));
+                plain_without_db |= qualified_db.is_none() && session_db.is_none();
+                if let Some(db) = qualified_db.or_else(|| session_db.map(str::to_string)) {
+                    plain.push(TableRef {
+                        start: if qualified {
+                            item.name_at - 2
+                        } else {
+                            item.name_at
+                        },
+                        end: item.name_at + 1,
+                        name: crate::dictionary::TableName::new(
+                            &db,
+                            &unquote(&t[item.name_at], sql),
+                        ),
+                        alias: item.has_alias.then(|| item.qualifier.clone()),
+                    });
+                }
             }
             continue;
         };
@@ -283,23 +307,14 @@ pub(super) fn plan_join(
             (ts.len() == 1).then(|| ts.remove(0))
         })
         .collect();
+    // (On different backends, or with unpartitioned tables away from the
+    // main backend, the general path below ships tables instead.)
+    let single = single.filter(|targets| {
+        let backend = targets[0].backend;
+        targets.iter().all(|t| t.backend == backend) && !(has_plain && backend != 0)
+    });
     if let Some(targets) = single {
         let backend = targets[0].backend;
-        if targets.iter().any(|t| t.backend != backend) {
-            return refuse(format!(
-                "the partitions it reads are on different backends ({})",
-                targets
-                    .iter()
-                    .map(|t| t.physical_table.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        if has_plain && backend != 0 {
-            return refuse(format!(
-                "it reads unpartitioned tables, which are on the main backend, and partitions on backend #{backend}"
-            ));
-        }
         let slot = Slot {
             target: Target {
                 backend,
@@ -311,78 +326,267 @@ pub(super) fn plan_join(
             },
             refs: resolved.iter().map(|x| x.r).zip(targets).collect(),
         };
-        return one_or_merged(sql, t, vec![slot], &resolved[0].item.qualifier, first.table);
+        return one_or_merged(
+            sql,
+            t,
+            vec![slot],
+            &resolved[0].item.qualifier,
+            first.table,
+            false,
+        );
     }
-    // Tables partitioned the same way and joined on their keys: the join
-    // runs in each partition, and the results are combined.
+    // Tables partitioned like the first one and joined on its key run in
+    // each of its partitions. Any other table is shipped: its rows are
+    // copied into a temporary table on every part's connection first.
     let first_key = (
         first.item.qualifier.clone(),
         first.table.column.to_ascii_lowercase(),
     );
-    let mut aligned: Vec<Vec<Target>> = Vec::new();
-    for x in &resolved {
-        let Some(ts) = aligned_targets(first.table, x.table) else {
+    let aligned: Vec<Option<Vec<Target>>> = resolved
+        .iter()
+        .map(|x| {
+            aligned_targets(first.table, x.table)
+                .filter(|_| x.item.qualifier == first.item.qualifier || x.keys.contains(&first_key))
+        })
+        .collect();
+    let Some(driver) = aligned[0].clone() else {
+        return refuse(format!("{} cannot be read by partition", first.r.name));
+    };
+    let shipped_any = aligned.iter().any(Option::is_none) || !plain.is_empty();
+    if shipped_any && plain_without_db {
+        return refuse("an unpartitioned table without a database".into());
+    }
+    // A preserved (outer) table must be the one read by partition, or its
+    // unmatched rows would come once per partition. When it is
+    // unpartitioned (or global), the whole join runs once on the main
+    // backend, every partitioned table shipped there.
+    let has_left = items.iter().any(|i| i.join == Join::Left);
+    if has_left && items[0].name_at != first.item.name_at {
+        if plain_without_db {
+            return refuse("an unpartitioned table without a database".into());
+        }
+        let parts: Vec<_> = resolved
+            .iter()
+            .map(|x| (x.r, x.table, x.allowed.as_ref()))
+            .collect();
+        return main_backend_join(sql, t, &parts, first.table);
+    }
+    if shipped_any {
+        let db = &first.r.name.db;
+        let other_db = resolved
+            .iter()
+            .zip(&aligned)
+            .filter(|(_, a)| a.is_none())
+            .map(|(x, _)| &x.r.name.db)
+            .chain(plain.iter().map(|p| &p.name.db))
+            .find(|d| *d != db);
+        if let Some(d) = other_db {
             return refuse(format!(
-                "{} is not limited to one partition, and it is not partitioned like {} (same function, values and backends); add {}.{} = <value>",
-                x.item.qualifier, first.item.qualifier, x.item.qualifier, x.table.column
-            ));
-        };
-        if x.item.qualifier != first.item.qualifier && !x.keys.contains(&first_key) {
-            return refuse(format!(
-                "{} is not joined to {} on the partition key ({}.{} = {}.{})",
-                x.item.qualifier,
-                first.item.qualifier,
-                x.item.qualifier,
-                x.table.column,
-                first.item.qualifier,
-                first.table.column
+                "it would copy a table of database {d} next to partitions of database {db}"
             ));
         }
-        aligned.push(ts);
     }
-    if has_plain {
-        return refuse(
-            "it joins partitions on several backends with unpartitioned tables, which are only on the main backend"
-                .into(),
-        );
+    // The tables to ship, and the temporary table each becomes.
+    let mut ships: Vec<Ship> = Vec::new();
+    let mut ship_of: Vec<Option<usize>> = Vec::new();
+    for (x, a) in resolved.iter().zip(&aligned) {
+        if a.is_some() {
+            ship_of.push(None);
+            continue;
+        }
+        let sources: Vec<Target> = match &x.allowed {
+            Some(set) if !set.is_empty() => set.iter().cloned().collect(),
+            _ => x.table.all_targets(),
+        };
+        ships.push(Ship {
+            db: x.r.name.db.clone(),
+            temp: format!("hscale_ship_{}", ships.len()),
+            like: (x.table.default_backend, x.table.default_table.clone()),
+            sources: sources
+                .into_iter()
+                .map(|t| {
+                    let q = format!(
+                        "SELECT * FROM `{}`.`{}`",
+                        x.r.name.db.replace('`', "``"),
+                        t.physical_table.replace('`', "``")
+                    );
+                    (t, q)
+                })
+                .collect(),
+        });
+        ship_of.push(Some(ships.len() - 1));
+    }
+    let mut plain_ship = Vec::new();
+    for p in &plain {
+        ships.push(Ship {
+            db: p.name.db.clone(),
+            temp: format!("hscale_ship_{}", ships.len()),
+            like: (0, p.name.table.clone()),
+            sources: vec![(
+                Target {
+                    backend: 0,
+                    physical_table: p.name.table.clone(),
+                },
+                format!(
+                    "SELECT * FROM `{}`.`{}`",
+                    p.name.db.replace('`', "``"),
+                    p.name.table.replace('`', "``")
+                ),
+            )],
+        });
+        plain_ship.push(ships.len() - 1);
     }
     let mut slots = Vec::new();
-    for s in 0..aligned[0].len() {
+    for s in 0..driver.len() {
         // A partition whose inner-joined tables are excluded holds no rows.
         let excluded = resolved.iter().zip(&aligned).any(|(x, ts)| {
-            x.item.join == Join::Inner && x.allowed.as_ref().is_some_and(|a| !a.contains(&ts[s]))
+            x.item.join == Join::Inner
+                && match ts {
+                    Some(ts) => x.allowed.as_ref().is_some_and(|a| !a.contains(&ts[s])),
+                    None => false,
+                }
         });
         if excluded {
             continue;
         }
+        let backend = driver[s].backend;
+        let temp = |i: usize| Target {
+            backend,
+            physical_table: ships[i].temp.clone(),
+        };
+        let mut refs: Vec<(&TableRef, Target)> = resolved
+            .iter()
+            .zip(&aligned)
+            .zip(&ship_of)
+            .map(|((x, a), sh)| match (a, sh) {
+                (Some(ts), _) => (x.r, ts[s].clone()),
+                (None, Some(i)) => (x.r, temp(*i)),
+                (None, None) => (x.r, driver[s].clone()),
+            })
+            .collect();
+        for (p, i) in plain.iter().zip(&plain_ship) {
+            refs.push((p, temp(*i)));
+        }
         slots.push(Slot {
             target: Target {
-                backend: aligned[0][s].backend,
-                physical_table: aligned
+                backend,
+                physical_table: refs
                     .iter()
-                    .map(|ts| ts[s].physical_table.as_str())
+                    .map(|(_, t)| t.physical_table.as_str())
                     .collect::<Vec<_>>()
                     .join(" + "),
             },
-            refs: resolved
-                .iter()
-                .map(|x| x.r)
-                .zip(aligned.iter().map(|ts| ts[s].clone()))
-                .collect(),
+            refs,
         });
     }
     if slots.is_empty() {
-        // No partition can hold a row: any one answers (with no rows).
+        // No partition can hold a row: the first one answers (no rows).
+        let backend = driver[0].backend;
+        let mut refs: Vec<(&TableRef, Target)> = resolved
+            .iter()
+            .zip(&aligned)
+            .zip(&ship_of)
+            .map(|((x, a), sh)| match (a, sh) {
+                (Some(ts), _) => (x.r, ts[0].clone()),
+                (None, Some(i)) => (
+                    x.r,
+                    Target {
+                        backend,
+                        physical_table: ships[*i].temp.clone(),
+                    },
+                ),
+                (None, None) => (x.r, driver[0].clone()),
+            })
+            .collect();
+        for (p, i) in plain.iter().zip(&plain_ship) {
+            refs.push((
+                p,
+                Target {
+                    backend,
+                    physical_table: ships[*i].temp.clone(),
+                },
+            ));
+        }
         slots.push(Slot {
-            target: aligned[0][0].clone(),
-            refs: resolved
-                .iter()
-                .map(|x| x.r)
-                .zip(aligned.iter().map(|ts| ts[0].clone()))
-                .collect(),
+            target: driver[0].clone(),
+            refs,
         });
     }
-    one_or_merged(sql, t, slots, &first.item.qualifier, first.table)
+    let plan = one_or_merged(
+        sql,
+        t,
+        slots,
+        &first.item.qualifier,
+        first.table,
+        !ships.is_empty(),
+    );
+    match plan {
+        Plan::Merge(mut m) => {
+            m.ship = ships;
+            Plan::Merge(m)
+        }
+        other => other,
+    }
+}
+
+/// A join run once on the main backend, every partitioned table shipped
+/// there (into a temporary table).
+fn main_backend_join(
+    sql: &str,
+    t: &[Token],
+    partitioned: &[(&TableRef, &PartitionedTable, Option<&BTreeSet<Target>>)],
+    first: &PartitionedTable,
+) -> Plan {
+    let mut ships = Vec::new();
+    let mut refs: Vec<(&TableRef, Target)> = Vec::new();
+    for (r, table, allowed) in partitioned {
+        let sources: Vec<Target> = match allowed {
+            Some(set) if !set.is_empty() => set.iter().cloned().collect(),
+            _ => table.all_targets(),
+        };
+        let temp = format!("hscale_ship_{}", ships.len());
+        ships.push(Ship {
+            db: r.name.db.clone(),
+            temp: temp.clone(),
+            like: (table.default_backend, table.default_table.clone()),
+            sources: sources
+                .into_iter()
+                .map(|s| {
+                    let q = format!(
+                        "SELECT * FROM `{}`.`{}`",
+                        r.name.db.replace('`', "``"),
+                        s.physical_table.replace('`', "``")
+                    );
+                    (s, q)
+                })
+                .collect(),
+        });
+        refs.push((
+            r,
+            Target {
+                backend: 0,
+                physical_table: temp,
+            },
+        ));
+    }
+    let slot = Slot {
+        target: Target {
+            backend: 0,
+            physical_table: refs
+                .iter()
+                .map(|(_, t)| t.physical_table.as_str())
+                .collect::<Vec<_>>()
+                .join(" + "),
+        },
+        refs,
+    };
+    match one_or_merged(sql, t, vec![slot], "", first, true) {
+        Plan::Merge(mut m) => {
+            m.ship = ships;
+            Plan::Merge(m)
+        }
+        other => other,
+    }
 }
 
 /// One statement per slot: concatenated, or merged when the statement
@@ -393,8 +597,9 @@ fn one_or_merged(
     slots: Vec<Slot<'_>>,
     qualifier: &str,
     table: &PartitionedTable,
+    ships: bool,
 ) -> Plan {
-    if slots.len() > 1 && super::needs_merge(sql, t) {
+    if (slots.len() > 1 || ships) && super::needs_merge(sql, t) {
         let what = What {
             table: format!("the join with {}", table.name),
             hint: format!(
@@ -404,7 +609,7 @@ fn one_or_merged(
         };
         return super::merge::plan_merge(sql, t, &slots, &what);
     }
-    let parts = slots
+    let parts: Vec<(Target, String)> = slots
         .iter()
         .map(|slot| {
             (
@@ -413,6 +618,17 @@ fn one_or_merged(
             )
         })
         .collect();
+    if ships {
+        // Shipped tables are set up by the merge executor.
+        return Plan::Merge(super::merge::MergePlan {
+            parts,
+            mode: super::merge::Mode::Sort { hidden: 0 },
+            order: Vec::new(),
+            offset: 0,
+            limit: None,
+            ship: Vec::new(),
+        });
+    }
     Plan::Targets {
         kind: StatementKind::Select,
         parts,

@@ -58,6 +58,20 @@ pub struct MergePlan {
     pub order: Vec<OrderKey>,
     pub offset: u64,
     pub limit: Option<u64>,
+    /// Tables copied into a temporary table on every part's connection
+    /// before its fragment runs (joins that are not co-partitioned).
+    pub ship: Vec<Ship>,
+}
+
+/// A table shipped to every part: its rows (read from `sources`) are
+/// inserted into the temporary table `temp` (in database `db`), created
+/// like `like` (`db`, table, backend).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ship {
+    pub db: String,
+    pub temp: String,
+    pub like: (usize, String),
+    pub sources: Vec<(Target, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -883,6 +897,7 @@ pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: 
             order,
             offset,
             limit,
+            ship: Vec::new(),
         });
     }
 
@@ -1207,5 +1222,6 @@ pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: 
         order,
         offset,
         limit,
+        ship: Vec::new(),
     })
 }

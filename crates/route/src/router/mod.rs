@@ -24,7 +24,7 @@ mod schema;
 pub use cache::{CacheStats, PlanCache};
 pub use insert::insert_key_placeholders;
 use insert::plan_insert;
-pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Val};
+pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
 pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
 
@@ -491,6 +491,7 @@ fn plan_union(
         order: Vec::new(),
         offset: 0,
         limit: None,
+        ship: Vec::new(),
     })
 }
 
