@@ -50,6 +50,10 @@ pub struct ProxyConfig {
     /// values, buffered sorted rows); past it the statement fails with an
     /// error instead of growing the proxy's memory.
     pub merge_max_rows: usize,
+    /// Rows a statement may copy between backends (joins that are not
+    /// co-partitioned, and reads answered by one server with copies of the
+    /// partitioned tables); past it the statement fails with an error.
+    pub ship_max_rows: usize,
 }
 
 impl Default for ProxyConfig {
@@ -67,6 +71,7 @@ impl Default for ProxyConfig {
             backend_statement_cache: 128,
             reload_interval_ms: 1_000,
             merge_max_rows: 1_000_000,
+            ship_max_rows: 100_000,
         }
     }
 }

@@ -39,6 +39,9 @@ pub enum ProxyError {
     /// A merge across partitions would hold more rows than allowed.
     #[error("hscale: this statement needs more than {limit} rows held at the proxy to merge its partitions ([proxy] merge_max_rows)")]
     MergeLimit { limit: usize },
+    /// A statement would copy more rows between backends than allowed.
+    #[error("hscale: this statement needs more than {limit} rows copied between backends to run ([proxy] ship_max_rows)")]
+    ShipLimit { limit: usize },
     #[error("Unknown prepared statement handler ({id}) given to {command}")]
     UnknownStatement { id: u32, command: &'static str },
     #[error("hscale: {0}")]
@@ -79,7 +82,9 @@ impl ProxyError {
                 (code::ER_NOT_SUPPORTED_YET, b"42000", msg)
             }
             ProxyError::UnknownStatement { .. } => (code::ER_UNKNOWN_STMT_HANDLER, b"HY000", msg),
-            ProxyError::MergeLimit { .. } => (code::ER_OUT_OF_SORTMEMORY, b"HY001", msg),
+            ProxyError::MergeLimit { .. } | ProxyError::ShipLimit { .. } => {
+                (code::ER_OUT_OF_SORTMEMORY, b"HY001", msg)
+            }
             ProxyError::Wrong(_) => (code::ER_WRONG_ARGUMENTS, b"HY000", msg),
             ProxyError::NoSuchThread(_) => (code::ER_NO_SUCH_THREAD, b"HY000", msg),
             ProxyError::KillDenied(_) => (code::ER_KILL_DENIED_ERROR, b"HY000", msg),

@@ -1,8 +1,9 @@
 #![allow(clippy::unwrap_used)]
 //! Merges across partitions stream or are bounded: a full ORDER BY over 5
-//! million rows in four partitions keeps the proxy's RSS under 200 MB, and
-//! a GROUP BY with more groups than `[proxy] merge_max_rows` fails with a
-//! clear error instead of growing the proxy.
+//! million rows in four partitions keeps the proxy's RSS under 200 MB; a
+//! GROUP BY with more groups than `[proxy] merge_max_rows`, and a statement
+//! that would copy more than `[proxy] ship_max_rows` rows between backends,
+//! fail with a clear error instead of growing the proxy.
 
 mod common;
 
@@ -62,6 +63,7 @@ async fn order_by_over_five_million_rows_streams_and_groups_are_bounded() {
     setup().await;
     let mut config = cluster_config();
     config.proxy.merge_max_rows = 10_000;
+    config.proxy.ship_max_rows = 1_000;
     let proxy = ProxyProcess::start(config);
     let mut c = mysql_async::Conn::new(proxy_opts(proxy.port, Some("mm")))
         .await
@@ -101,5 +103,15 @@ async fn order_by_over_five_million_rows_streams_and_groups_are_bounded() {
         .await
         .unwrap();
     assert_eq!(n, Some(100_000));
+    // A read answered from copies of the tables (a subquery) copies at most
+    // ship_max_rows rows, then fails clearly.
+    let e = c
+        .query_drop("SELECT COUNT(*) FROM big WHERE id IN (SELECT id FROM big WHERE k = 1)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1038, "{e}");
+    assert!(e.to_string().contains("ship_max_rows"), "{e}");
+    let peak = proxy.status_kb("VmHWM:");
+    assert!(peak < 200 * 1024, "proxy peak RSS {peak} kB exceeds 200 MB");
     c.disconnect().await.unwrap();
 }

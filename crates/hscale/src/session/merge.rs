@@ -340,6 +340,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Mode::Sort { hidden } => self.merge_sorted(&plan, *hidden).await,
             Mode::Group(g) => self.merge_groups(&plan, g).await,
         };
+        // Values that do not merge exactly are refused before anything is
+        // sent: one server answers instead, with copies of the tables.
+        if let (Err(Stop::Proxy(ProxyError::Refused(_))), Some(fallback)) = (&r, plan.fallback) {
+            return Box::pin(self.run_merge(*fallback)).await;
+        }
         match r {
             Ok(()) => Ok(()),
             Err(Stop::Server(e)) => self.write_server_error(1, &e).await,
@@ -404,7 +409,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// tables on a part's connection: rows read from every source
     /// (bounded by `merge_max_rows`), inserted in batches.
     async fn ship_statements(&mut self, ships: &[Ship]) -> Result<Vec<String>, Stop> {
-        let max_rows = self.ctx.config.proxy.merge_max_rows;
+        let max_rows = self.ctx.config.proxy.ship_max_rows;
         let mut held = 0usize;
         let mut out = Vec::new();
         for ship in ships {
@@ -441,11 +446,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             out.push(format!("CREATE TEMPORARY TABLE {temp}{body}"));
             for (target, sql) in &ship.sources {
                 let mut c = self.acquire(target.backend).await?;
-                let rows = c.query_rows(sql).await?.map_err(Stop::Server)?;
+                // Never read more than the bound allows.
+                let cap = max_rows.saturating_sub(held) + 1;
+                let rows = c
+                    .query_rows(&format!("{sql} LIMIT {cap}"))
+                    .await?
+                    .map_err(Stop::Server)?;
                 drop(c);
                 held += rows.rows.len();
                 if held > max_rows {
-                    return Err(Stop::Proxy(ProxyError::MergeLimit { limit: max_rows }));
+                    return Err(Stop::Proxy(ProxyError::ShipLimit { limit: max_rows }));
                 }
                 for batch in rows.rows.chunks(500) {
                     let values: Vec<String> = batch

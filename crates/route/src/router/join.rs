@@ -627,6 +627,7 @@ fn one_or_merged(
             offset: 0,
             limit: None,
             ship: Vec::new(),
+            fallback: None,
         });
     }
     Plan::Targets {

@@ -61,6 +61,10 @@ pub struct MergePlan {
     /// Tables copied into a temporary table on every part's connection
     /// before its fragment runs (joins that are not co-partitioned).
     pub ship: Vec<Ship>,
+    /// For a read: the same statement on one server with copies of its
+    /// partitioned tables, used when the values turn out not to merge
+    /// exactly (floating-point sums, ENUM ordering).
+    pub fallback: Option<Box<MergePlan>>,
 }
 
 /// A table shipped to every part: its rows (read from `sources`) are
@@ -898,6 +902,7 @@ pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: 
             offset,
             limit,
             ship: Vec::new(),
+            fallback: None,
         });
     }
 
@@ -1223,5 +1228,6 @@ pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: 
         offset,
         limit,
         ship: Vec::new(),
+        fallback: None,
     })
 }

@@ -188,6 +188,105 @@ pub(crate) fn plan_tokens(
     prepared: bool,
     hint: &mut Option<PointHint>,
 ) -> Plan {
+    match plan_statement(sql, tokens, session_db, dict, prepared, hint) {
+        // A read hscale cannot split: one server answers it, with copies of
+        // the partitioned tables it reads.
+        Plan::Refuse(why) if !prepared && is_plain_read(sql, tokens) => {
+            *hint = None;
+            ship_to_main(sql, tokens, session_db, dict).unwrap_or(Plan::Refuse(why))
+        }
+        Plan::Merge(mut m) if !prepared && m.ship.is_empty() && is_plain_read(sql, tokens) => {
+            if let Some(Plan::Merge(f)) = ship_to_main(sql, tokens, session_db, dict) {
+                m.fallback = Some(Box::new(f));
+            }
+            Plan::Merge(m)
+        }
+        other => other,
+    }
+}
+
+/// A SELECT that only reads: no INTO, locking clause or several statements.
+fn is_plain_read(sql: &str, tokens: &[Token]) -> bool {
+    tokens
+        .iter()
+        .find(|t| !t.is_punct(sql, "("))
+        .is_some_and(|t| t.is_word(sql, "SELECT"))
+        && !tokens.iter().any(|t| {
+            t.kind == TokenKind::Semicolon
+                || t.is_word(sql, "INTO")
+                || t.is_word(sql, "FOR")
+                || t.is_word(sql, "LOCK")
+                || t.is_punct(sql, ":=")
+        })
+}
+
+/// The whole statement on the main backend, every reference to a
+/// partitioned table replaced by a temporary copy of all its rows there
+/// (`MergePlan::ship`, bounded by `[proxy] merge_max_rows`).
+fn ship_to_main(
+    sql: &str,
+    tokens: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+) -> Option<Plan> {
+    let (refs, _) = table_refs(sql, tokens, session_db, dict);
+    if refs.is_empty() {
+        return None;
+    }
+    let mut ship = Vec::new();
+    let mut targets = Vec::new();
+    for r in &refs {
+        let table = dict.table(&r.name)?;
+        let temp = format!("hscale_ship_{}", ship.len());
+        ship.push(merge::Ship {
+            db: r.name.db.clone(),
+            temp: temp.clone(),
+            like: (table.default_backend, table.default_table.clone()),
+            sources: table
+                .all_targets()
+                .into_iter()
+                .map(|t| {
+                    let q = format!(
+                        "SELECT * FROM `{}`.`{}`",
+                        r.name.db.replace('`', "``"),
+                        t.physical_table.replace('`', "``")
+                    );
+                    (t, q)
+                })
+                .collect(),
+        });
+        targets.push(Target {
+            backend: 0,
+            physical_table: temp,
+        });
+    }
+    let slot = merge::Slot {
+        target: Target {
+            backend: 0,
+            physical_table: "whole statement on copies".into(),
+        },
+        refs: refs.iter().zip(targets).collect(),
+    };
+    Some(Plan::Merge(MergePlan {
+        parts: vec![(slot.target.clone(), merge::rewrite_slot(sql, tokens, &slot))],
+        mode: Mode::Sort { hidden: 0 },
+        order: Vec::new(),
+        offset: 0,
+        limit: None,
+        ship,
+        fallback: None,
+    }))
+}
+
+/// `plan_tokens` without the fallback for reads it cannot split.
+fn plan_statement(
+    sql: &str,
+    tokens: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+    prepared: bool,
+    hint: &mut Option<PointHint>,
+) -> Plan {
     // `db.T.col`: once T is renamed `db.T_p AS T`, only `T.col` names the
     // column; plan the statement with the database prefixes dropped.
     if let Some(stripped) = strip_db_qualifiers(sql, tokens, dict) {
@@ -204,55 +303,7 @@ pub(crate) fn plan_tokens(
             return p;
         }
     }
-    // Every mention of a partitioned table's name, resolved to a table.
-    let mut refs: Vec<TableRef> = Vec::new();
-    let mut mentions = 0;
-    for (i, t) in tokens.iter().enumerate() {
-        if !is_name(t) {
-            continue;
-        }
-        let name = unquote(t, sql);
-        let qualified_db = (i >= 2 && tokens[i - 1].is_punct(sql, ".") && is_name(&tokens[i - 2]))
-            .then(|| unquote(&tokens[i - 2], sql));
-        let db = match (&qualified_db, session_db) {
-            (Some(d), _) => d.clone(),
-            (None, Some(d)) => d.to_string(),
-            (None, None) => continue,
-        };
-        let candidates: Vec<&PartitionedTable> = dict
-            .tables()
-            .filter(|p| p.name.table.eq_ignore_ascii_case(&name) && p.name.db == db)
-            .collect();
-        let Some(table) = candidates.first() else {
-            continue;
-        };
-        mentions += 1;
-        // `t.col`: a column qualifier, not a table reference.
-        if tokens.get(i + 1).is_some_and(|n| n.is_punct(sql, ".")) {
-            continue;
-        }
-        let start = if qualified_db.is_some() { i - 2 } else { i };
-        let mut alias = None;
-        let mut j = i + 1;
-        if tokens.get(j).is_some_and(|n| n.is_word(sql, "AS")) {
-            j += 1;
-        }
-        if let Some(a) = tokens.get(j) {
-            let is_clause = a.kind == TokenKind::Word
-                && CLAUSE_WORDS
-                    .iter()
-                    .any(|w| a.text(sql).eq_ignore_ascii_case(w));
-            if is_name(a) && !is_clause {
-                alias = Some(unquote(a, sql));
-            }
-        }
-        refs.push(TableRef {
-            start,
-            end: i + 1,
-            name: table.name.clone(),
-            alias,
-        });
-    }
+    let (refs, mentions) = table_refs(sql, tokens, session_db, dict);
     if mentions == 0 {
         return global::plan_global(sql, tokens, session_db, dict);
     }
@@ -492,7 +543,68 @@ fn plan_union(
         offset: 0,
         limit: None,
         ship: Vec::new(),
+        fallback: None,
     })
+}
+
+/// Every reference to a partitioned table (table positions, not `t.col`
+/// qualifiers), and how often any partitioned table's name is mentioned.
+/// Names are case-sensitive, as table names are on Linux.
+fn table_refs(
+    sql: &str,
+    tokens: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+) -> (Vec<TableRef>, usize) {
+    let mut refs: Vec<TableRef> = Vec::new();
+    let mut mentions = 0;
+    for (i, t) in tokens.iter().enumerate() {
+        if !is_name(t) {
+            continue;
+        }
+        let name = unquote(t, sql);
+        let qualified_db = (i >= 2 && tokens[i - 1].is_punct(sql, ".") && is_name(&tokens[i - 2]))
+            .then(|| unquote(&tokens[i - 2], sql));
+        let db = match (&qualified_db, session_db) {
+            (Some(d), _) => d.clone(),
+            (None, Some(d)) => d.to_string(),
+            (None, None) => continue,
+        };
+        let candidates: Vec<&PartitionedTable> = dict
+            .tables()
+            .filter(|p| p.name.table == name && p.name.db == db)
+            .collect();
+        let Some(table) = candidates.first() else {
+            continue;
+        };
+        mentions += 1;
+        // `t.col`: a column qualifier, not a table reference.
+        if tokens.get(i + 1).is_some_and(|n| n.is_punct(sql, ".")) {
+            continue;
+        }
+        let start = if qualified_db.is_some() { i - 2 } else { i };
+        let mut alias = None;
+        let mut j = i + 1;
+        if tokens.get(j).is_some_and(|n| n.is_word(sql, "AS")) {
+            j += 1;
+        }
+        if let Some(a) = tokens.get(j) {
+            let is_clause = a.kind == TokenKind::Word
+                && CLAUSE_WORDS
+                    .iter()
+                    .any(|w| a.text(sql).eq_ignore_ascii_case(w));
+            if is_name(a) && !is_clause {
+                alias = Some(unquote(a, sql));
+            }
+        }
+        refs.push(TableRef {
+            start,
+            end: i + 1,
+            name: table.name.clone(),
+            alias,
+        });
+    }
+    (refs, mentions)
 }
 
 /// Whether a SELECT over several partitions needs their rows merged
