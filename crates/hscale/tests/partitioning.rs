@@ -592,24 +592,28 @@ async fn routed_statements_match_one_server() {
     );
     let plan: Vec<(String, String, String)> = c.query("HSCALE EXPLAIN SELECT 1").await.unwrap();
     assert_eq!(plan[0].1, "passthrough");
-    // A merge shows the column-definition statement, every fragment and
-    // what the proxy does.
+    // A merge shows the column-definition statement, every fragment (the
+    // partitions of one backend share one statement) and what the proxy does.
     let plan: Vec<(String, String, String)> = c
         .query("HSCALE EXPLAIN SELECT COUNT(*) FROM orders")
         .await
         .unwrap();
-    assert_eq!(plan.len(), 6, "{plan:?}");
+    assert_eq!(plan.len(), 5, "{plan:?}");
     assert_eq!(plan[0].1, "column definitions");
     assert_eq!(
         plan[1].2,
         "SELECT COUNT(*) FROM `part_route`.`orders_default` AS `orders`"
     );
     assert_eq!(
-        plan[5],
+        plan[2].2,
+        "SELECT COUNT(*) FROM `part_route`.`orders_p1` AS `orders` UNION ALL SELECT COUNT(*) FROM `part_route`.`orders_p3` AS `orders`"
+    );
+    assert_eq!(
+        plan[4],
         (
             "proxy".to_string(),
             "merge".to_string(),
-            "combine partial groups of 4 partitions on 0 key(s): COUNT (sum of counts)".to_string()
+            "combine partial groups of 3 fragments on 0 key(s): COUNT (sum of counts)".to_string()
         )
     );
     // information_schema and SHOW INDEX answer for T as for one table.

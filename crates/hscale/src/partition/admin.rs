@@ -288,7 +288,7 @@ fn merge_description(m: &hscale_route::router::MergePlan) -> String {
                 })
                 .collect();
             steps.push(format!(
-                "combine partial groups of {} partitions on {} key(s){}{}",
+                "combine partial groups of {} fragments on {} key(s){}{}",
                 m.parts.len(),
                 g.keys.len(),
                 if aggs.is_empty() { "" } else { ": " },

@@ -462,6 +462,25 @@ fn limit_values(sql: &str, t: &[Token]) -> Option<(u64, u64)> {
     }
 }
 
+/// Fragments of one backend joined into one statement with UNION ALL, in
+/// the order their backends first appear.
+fn per_backend(parts: Vec<(Target, String)>) -> Vec<(Target, String)> {
+    let mut out: Vec<(Target, Vec<String>)> = Vec::new();
+    for (t, sql) in parts {
+        match out.iter_mut().find(|(o, _)| o.backend == t.backend) {
+            Some((o, sqls)) => {
+                o.physical_table.push_str(", ");
+                o.physical_table.push_str(&t.physical_table);
+                sqls.push(sql);
+            }
+            None => out.push((t, vec![sql])),
+        }
+    }
+    out.into_iter()
+        .map(|(t, sqls)| (t, sqls.join(" UNION ALL ")))
+        .collect()
+}
+
 /// The weight columns of a string-capable value `expr`, appended to `cols`.
 fn push_weights(cols: &mut Vec<String>, expr: &str) -> (usize, usize) {
     cols.push(format!("WEIGHT_STRING({expr})"));
@@ -1202,6 +1221,16 @@ pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: 
             )
         })
         .collect();
+    // Partial groups need no order: the partitions of one backend share one
+    // statement (UNION ALL of their fragments), so a backend holding many
+    // partitions costs one round trip. Not with shipped (temporary)
+    // tables, which one statement cannot open twice.
+    let ships = slots.iter().any(|s| {
+        s.refs
+            .iter()
+            .any(|(_, t)| t.physical_table.starts_with("hscale_ship_"))
+    });
+    let parts = if ships { parts } else { per_backend(parts) };
     // The client's column definitions: the statement itself, LIMIT 0.
     let meta_target = slots[0].target.clone();
     let whole = rewrite_slot(sql, tokens, &slots[0]);
