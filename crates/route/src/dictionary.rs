@@ -246,6 +246,16 @@ impl PartitionedTable {
     /// A partition value for ADD_PARTITION: for NONE() on an ENUM key, the
     /// member it names (an error if it names none).
     pub fn partition_value(&self, value: &str) -> Result<String, DictError> {
+        // Integer partition values as routing writes them: '05' is 5.
+        let integer = matches!(
+            self.function,
+            HashingFunction::Mod(_) | HashingFunction::Div(_) | HashingFunction::Hash(_)
+        ) || (self.function == HashingFunction::None && self.is_key_integer);
+        if integer {
+            if let Ok(i) = value.trim().parse::<i128>() {
+                return Ok(i.to_string());
+            }
+        }
         match (&self.function, &self.key_enum) {
             (HashingFunction::None, Some(e)) => {
                 e.member(value)
@@ -410,7 +420,8 @@ impl Dictionary {
                 ty.as_str(),
                 "tinyint" | "smallint" | "mediumint" | "int" | "integer" | "bigint"
             );
-            let is_date = matches!(ty.as_str(), "date" | "datetime" | "timestamp");
+            // Not TIMESTAMP: its text depends on the session's time zone.
+            let is_date = matches!(ty.as_str(), "date" | "datetime");
             t.is_key_exact = t.is_key_integer
                 || t.key_enum.is_some()
                 || (is_date && matches!(t.function, HashingFunction::Date(_)));

@@ -252,7 +252,12 @@ fn format_date(pattern: &str, value: &str) -> Option<String> {
         None => (v, None),
     };
     let mut parts = date.split('-');
-    let y: u32 = parts.next()?.parse().ok()?;
+    // Four-digit years only: the server reads '24-01-15' as 2024.
+    let year = parts.next()?;
+    if year.len() != 4 {
+        return None;
+    }
+    let y: u32 = year.parse().ok()?;
     let m: u32 = parts.next()?.parse().ok()?;
     let d: u32 = parts.next()?.parse().ok()?;
     if parts.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) || y > 9999 {

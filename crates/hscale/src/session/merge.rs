@@ -166,6 +166,34 @@ impl Part {
     }
 }
 
+/// A value as a literal that stores the same value again: numbers as
+/// written (a hex literal would be read as a number), dates and times as
+/// their (ASCII) text, everything else as the exact bytes, `X'...'`, which
+/// neither `sql_mode` nor the connection's character set changes.
+fn ship_literal(v: Option<&[u8]>, kind: Kind) -> String {
+    let Some(b) = v else {
+        return "NULL".to_string();
+    };
+    let text = std::str::from_utf8(b).ok();
+    match (kind, text) {
+        (Kind::Decimal | Kind::Float, Some(t))
+            if Decimal::parse(t.as_bytes()).is_some() || t.parse::<f64>().is_ok() =>
+        {
+            t.to_string()
+        }
+        (Kind::Temporal | Kind::Time, Some(t))
+            if t.bytes()
+                .all(|c| c.is_ascii_digit() || b"-:. ".contains(&c)) =>
+        {
+            format!("'{t}'")
+        }
+        _ => {
+            let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
+            format!("X'{hex}'")
+        }
+    }
+}
+
 /// A value of a row with its weight columns, for `compare`.
 fn cmp_of<'a>(row: &'a Row, col: usize, weight: Option<(usize, usize)>) -> Cmp<'a> {
     let cell = |i: usize| row.get(i).and_then(|c| c.as_deref());
@@ -445,7 +473,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             out.push(format!("DROP TEMPORARY TABLE IF EXISTS {temp}"));
             out.push(format!("CREATE TEMPORARY TABLE {temp}{body}"));
             for (target, sql) in &ship.sources {
+                // Read in the session's state (time zone, ...) with results
+                // in the columns' own bytes; the connection is closed after.
                 let mut c = self.acquire(target.backend).await?;
+                if let Some(err) = self.sync(&mut c, false).await? {
+                    c.is_broken = true;
+                    return Err(Stop::Server(err));
+                }
+                c.is_broken = true;
+                if let Ok(Err(e)) = c
+                    .command(&BackendConn::payload_for_query(
+                        "SET character_set_results = NULL",
+                    ))
+                    .await
+                {
+                    return Err(Stop::Server(e));
+                }
                 // Never read more than the bound allows.
                 let cap = max_rows.saturating_sub(held) + 1;
                 let rows = c
@@ -457,24 +500,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 if held > max_rows {
                     return Err(Stop::Proxy(ProxyError::ShipLimit { limit: max_rows }));
                 }
+                let kinds: Vec<Kind> = rows.columns.iter().map(kind_of).collect();
+                if let Some(c) = rows
+                    .columns
+                    .iter()
+                    .find(|c| kind_of(c) == Kind::Float && c.column_type == 0x04)
+                {
+                    return Err(Stop::Proxy(ProxyError::Refused(format!(
+                        "copying FLOAT column {} between servers would change its values",
+                        c.name
+                    ))));
+                }
                 for batch in rows.rows.chunks(500) {
                     let values: Vec<String> = batch
                         .iter()
                         .map(|row| {
                             let vals: Vec<String> = row
                                 .iter()
-                                .zip(&rows.columns)
-                                .map(|(v, col)| match v {
-                                    None => "NULL".to_string(),
-                                    Some(b) if col.is_binary() => {
-                                        let hex: String =
-                                            b.iter().map(|x| format!("{x:02X}")).collect();
-                                        format!("X'{hex}'")
-                                    }
-                                    Some(b) => {
-                                        crate::partition::quote_str(&String::from_utf8_lossy(b))
-                                    }
-                                })
+                                .zip(&kinds)
+                                .map(|(v, kind)| ship_literal(v.as_deref(), *kind))
                                 .collect();
                             format!("({})", vals.join(", "))
                         })
@@ -769,6 +813,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 None => hidden_column(o, g, &part_cols),
             })
             .collect();
+        // HAVING compares exact numbers: floating-point values compare
+        // differently on the server (0.1 stored as a FLOAT is not 0.1).
+        if let Some(h) = &g.having {
+            let mut read = Vec::new();
+            having_outputs(h, &mut read);
+            if read
+                .iter()
+                .any(|i| all_cols.get(*i).is_some_and(|c| kind_of(c) == Kind::Float))
+            {
+                return Err(Stop::Proxy(ProxyError::Refused(
+                    "HAVING on floating-point values across partitions".into(),
+                )));
+            }
+        }
         let mut rows: Vec<Row> = Vec::with_capacity(list.len());
         let mut kept: Vec<usize> = Vec::with_capacity(list.len());
         for (gi, group) in list.iter().enumerate() {
@@ -788,7 +846,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut keys = Vec::new();
         let mut extra: Vec<Option<(usize, usize)>> = Vec::new();
         for k in &plan.order {
-            let kind = kind_of(&out_cols[k.col]);
+            let Some(col) = all_cols.get(k.col) else {
+                return Err(Stop::Proxy(ProxyError::Wrong(
+                    "an order key past the columns".into(),
+                )));
+            };
+            let kind = kind_of(col);
             if kind == Kind::Unordered {
                 return Err(unordered());
             }
@@ -867,6 +930,19 @@ fn hidden_column(o: &Output, g: &GroupPlan, part: &[ColumnInfo]) -> ColumnInfo {
         }
         Output::Min(v) | Output::Max(v) => of(v.col),
         _ => integer,
+    }
+}
+
+/// The outputs a HAVING condition reads.
+fn having_outputs(h: &Having, out: &mut Vec<usize>) {
+    match h {
+        Having::Out(i) => out.push(*i),
+        Having::Or(a, b) | Having::And(a, b) | Having::Cmp(_, a, b) | Having::Arith(_, a, b) => {
+            having_outputs(a, out);
+            having_outputs(b, out);
+        }
+        Having::Not(x) | Having::IsNull(x, _) | Having::Neg(x) => having_outputs(x, out),
+        Having::Num(_) | Having::Null => {}
     }
 }
 
@@ -1005,7 +1081,9 @@ fn combine(
     match (acc, out) {
         (Acc::Key, _) => {}
         (Acc::Count(n), Output::Count(c)) => {
-            *n += parse_int(cell(*c)).unwrap_or(0);
+            if let Some(v) = cell(*c) {
+                *n += parse_int(Some(v)).ok_or_else(|| bad_value("COUNT"))?;
+            }
         }
         (Acc::Sum(s), Output::Sum(c)) => {
             if let Some(d) = decimal_cell(row, *c, cols, "SUM")? {
@@ -1022,7 +1100,9 @@ fn combine(
                     Some(prev) => prev.checked_add(d).ok_or_else(|| bad_value("AVG"))?,
                 });
             }
-            *n += parse_int(cell(*count)).unwrap_or(0);
+            if let Some(v) = cell(*count) {
+                *n += parse_int(Some(v)).ok_or_else(|| bad_value("AVG"))?;
+            }
         }
         (Acc::Best(best), Output::Min(v) | Output::Max(v)) => {
             let Some(col) = cols.get(v.col) else {
@@ -1081,13 +1161,16 @@ fn combine(
             }
         }
         (Acc::Bits(b), Output::BitAnd(c) | Output::BitOr(c) | Output::BitXor(c)) => {
-            let v: u64 = cell(*c)
-                .and_then(|v| std::str::from_utf8(v).ok())
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(match out {
+            let v: u64 = match cell(*c) {
+                None => match out {
                     Output::BitAnd(_) => u64::MAX,
                     _ => 0,
-                });
+                },
+                Some(v) => std::str::from_utf8(v)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| bad_value("BIT_AND, BIT_OR or BIT_XOR"))?,
+            };
             *b = match out {
                 Output::BitAnd(_) => *b & v,
                 Output::BitOr(_) => *b | v,

@@ -87,9 +87,15 @@ pub(super) fn plan_insert(
     {
         let after = &tokens[tail_start + up + 1..];
         let assigns_key = after.split(|t| t.is_punct(sql, ",")).any(|a| {
-            a.first()
-                .is_some_and(|c| is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&table.column))
-                && a.get(1).is_some_and(|e| e.is_punct(sql, "="))
+            // `k = ...`, `t.k = ...`, `db.t.k = ...`
+            let eq = a
+                .iter()
+                .position(|e| e.is_punct(sql, "=") || e.is_punct(sql, ":="));
+            eq.is_some_and(|eq| {
+                a[..eq].last().is_some_and(|c| {
+                    is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&table.column)
+                })
+            })
         });
         if assigns_key {
             return refuse("ON DUPLICATE KEY UPDATE of the partition key is not supported");

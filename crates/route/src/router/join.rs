@@ -1,13 +1,22 @@
 //! SELECTs that join several tables, at least one of them partitioned.
 //!
-//! Such a join runs as it is written, on one backend, when every
-//! partitioned table in it is limited to one partition and all those
-//! partitions are on one backend (the main backend if the join also reads
-//! unpartitioned tables). A table is limited by the conditions that hold on
-//! every row it contributes: the WHERE clause, the ON clauses of inner
-//! joins, and its own ON clause if it is the right side of a LEFT JOIN.
-//! Equalities among those conditions carry key values from one table to
-//! another: `a.k = b.k AND a.k = 5` limits `b` to `b.k = 5`.
+//! - **One backend**: when every partitioned table is limited to one
+//!   partition and those are on one backend (the main backend if the join
+//!   reads unpartitioned tables), the join runs there as written.
+//! - **Slots**: tables partitioned like the first partitioned table and
+//!   joined on its key run once per partition of it; global tables are read
+//!   from the copy on that partition's backend.
+//! - **Shipping**: any other table is copied into a temporary table next to
+//!   each partition (`MergePlan::ship`). When a LEFT JOIN preserves an
+//!   unpartitioned or global table, the join runs once on the main backend
+//!   with every partitioned table shipped there.
+//!
+//! A table is limited by the conditions that hold on every row it
+//! contributes: the WHERE clause and the ON clauses of inner joins; the
+//! inner side of a LEFT JOIN only by its own ON (`WHERE u.k IS NULL` also
+//! holds for outer rows without a match). Equalities among those conditions
+//! carry key values from one table to another: `a.k = b.k AND a.k = 5`
+//! limits `b` to `b.k = 5`.
 
 use std::collections::BTreeSet;
 
@@ -132,6 +141,8 @@ fn parse_from(sql: &str, t: &[Token], from: usize) -> Result<Vec<Item>, String> 
                         || is_any(x, sql, FROM_END))
                 {
                     break;
+                } else if depth == 0 && (x.is_word(sql, "ON") || x.is_word(sql, "USING")) {
+                    return Err("nested joins without parentheses".into());
                 }
                 j += 1;
             }
@@ -263,11 +274,16 @@ pub(super) fn plan_join(
         let Some(table) = dict.table(&r.name) else {
             return refuse(format!("{} left the dictionary", r.name));
         };
-        let mut conds: Vec<&[Token]> = inner_ons.clone();
-        conds.extend(where_cond);
-        if item.join == Join::Left {
-            conds.extend(item.on.map(|(a, b)| &t[a..b]));
-        }
+        // The inner side of a LEFT JOIN is limited by its own ON only:
+        // WHERE conditions such as `u.k IS NULL` also hold for outer rows
+        // without a match.
+        let conds: Vec<&[Token]> = if item.join == Join::Left {
+            item.on.map(|(a, b)| &t[a..b]).into_iter().collect()
+        } else {
+            let mut c = inner_ons.clone();
+            c.extend(where_cond);
+            c
+        };
         let keys = key_class(sql, &conds, item, table);
         let is_key = |c: &[Token]| column_ref(sql, c).is_some_and(|cr| keys.contains(&cr));
         let mut allowed: Option<BTreeSet<Target>> = None;

@@ -350,7 +350,7 @@ fn aggregate_call<'t>(sql: &str, e: &'t [Token]) -> Option<(String, &'t [Token])
 }
 
 /// Whether a token range calls any aggregate function.
-fn calls_aggregate(sql: &str, t: &[Token]) -> bool {
+pub(super) fn calls_aggregate(sql: &str, t: &[Token]) -> bool {
     t.windows(2).any(|w| {
         w[1].is_punct(sql, "(")
             && w[0].kind == TokenKind::Word
@@ -401,7 +401,15 @@ fn clauses(sql: &str, t: &[Token]) -> Result<Clauses, String> {
             "WINDOW" | "OVER" => return Err("window functions".into()),
             "PROCEDURE" => return Err("PROCEDURE".into()),
             "SQL_CALC_FOUND_ROWS" => return Err("SQL_CALC_FOUND_ROWS".into()),
-            "OFFSET" => "OFFSET",
+            "FETCH" => return Err("FETCH FIRST/NEXT".into()),
+            // `LIMIT n OFFSET m` only: elsewhere `offset` is a name.
+            "OFFSET"
+                if i >= 2
+                    && t[i - 2].is_word(sql, "LIMIT")
+                    && t[i - 1].kind == TokenKind::Number =>
+            {
+                "OFFSET"
+            }
             _ => continue,
         };
         at.push((i, k));
@@ -562,7 +570,11 @@ impl HavingParser<'_, '_> {
     }
 
     fn not(&mut self) -> Result<Having, String> {
-        if self.peek_word("NOT") || self.peek_punct("!") {
+        if self.peek_punct("!") {
+            // `!` binds tighter than comparisons, unlike NOT.
+            return Err("! in HAVING".into());
+        }
+        if self.peek_word("NOT") {
             self.at += 1;
             return Ok(Having::Not(Box::new(self.not()?)));
         }
@@ -842,6 +854,9 @@ pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: 
     }) {
         return refuse(table, n, "this ORDER BY is not supported");
     }
+    let order_by_null = order_items
+        .iter()
+        .any(|(o, _)| matches!(o, [x] if x.is_word(sql, "NULL")));
     let order_items: Vec<_> = order_items
         .into_iter()
         .filter(|(o, _)| !matches!(o, [x] if x.is_word(sql, "NULL")))
@@ -1202,6 +1217,24 @@ pub(super) fn plan_merge(sql: &str, tokens: &[Token], slots: &[Slot<'_>], what: 
             weight,
             desc: *desc,
         });
+    }
+    // MariaDB sorts GROUP BY results by the grouping keys unless ORDER BY
+    // says otherwise (ORDER BY NULL: no order).
+    if order.is_empty() && c.group.is_some() && !order_by_null {
+        for (k, key) in keys.iter().enumerate() {
+            let out = match outputs.iter().position(|o| *o == Output::Key(k)) {
+                Some(i) => i,
+                None => {
+                    outputs.push(Output::Key(k));
+                    outputs.len() - 1
+                }
+            };
+            order.push(OrderKey {
+                col: out,
+                weight: key.weight,
+                desc: false,
+            });
+        }
     }
     let mut group_by: Vec<&str> = group_keys.iter().map(|k| k.group_by.as_str()).collect();
     if let Some((e, _, _)) = &distinct_by {

@@ -487,6 +487,10 @@ fn plan_union(
         i += 1;
     }
     branches.push(&tokens[start..]);
+    if branches.len() == 1 {
+        // The UNION is inside a subquery or derived table.
+        return refuse("a UNION inside a subquery");
+    }
     let mut parts: Vec<(Target, String)> = Vec::new();
     let mut touches_partitions = false;
     for (n, b) in branches.iter().enumerate() {
@@ -610,6 +614,9 @@ fn table_refs(
 /// Whether a SELECT over several partitions needs their rows merged
 /// (ordering, limits, grouping, aggregates) rather than concatenated.
 fn needs_merge(sql: &str, tokens: &[Token]) -> bool {
+    if merge::calls_aggregate(sql, tokens) {
+        return true;
+    }
     let aggregate = tokens.windows(2).any(|p| {
         p[1].is_punct(sql, "(")
             && [
@@ -646,6 +653,8 @@ fn needs_merge(sql: &str, tokens: &[Token]) -> bool {
             "INTO",
             "OFFSET",
             "WINDOW",
+            "OVER",
+            "FETCH",
         ]
         .iter()
         .any(|w| tokens.iter().any(|t| t.is_word(sql, w)))
@@ -720,7 +729,7 @@ fn plan_filtered(
                 .unwrap_or(tokens.len());
             for (i, t) in tokens[set..end].iter().enumerate() {
                 let at = set + i;
-                if t.is_punct(sql, "=") {
+                if t.is_punct(sql, "=") || t.is_punct(sql, ":=") {
                     let lhs_start = (set + 1).max(at.saturating_sub(3));
                     let lhs = &tokens[lhs_start..at];
                     let lhs = lhs
@@ -841,6 +850,23 @@ fn point_hint(
 /// picks the partition at each execution.
 pub fn key_placeholder(sql: &str, column: &str) -> Option<usize> {
     let tokens = hscale_sql::tokenize(sql).ok()?;
+    // Only single-table statements: in a join or subquery `x.k = ?` may
+    // name another table's column.
+    let selects = tokens.iter().filter(|t| t.is_word(sql, "SELECT")).count();
+    let from = tokens.iter().position(|t| t.is_word(sql, "FROM"));
+    let wh = tokens.iter().position(|t| t.is_word(sql, "WHERE"));
+    let comma_join = match (from, wh) {
+        (Some(f), Some(w)) if f < w => tokens[f..w].iter().any(|t| t.is_punct(sql, ",")),
+        _ => false,
+    };
+    if selects > 1
+        || comma_join
+        || tokens
+            .iter()
+            .any(|t| t.is_word(sql, "JOIN") || t.is_word(sql, "STRAIGHT_JOIN"))
+    {
+        return None;
+    }
     let is_col = |t: &Token| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(column);
     let is_eq = |t: &Token| t.is_punct(sql, "=");
     let is_p = |t: &Token| t.kind == TokenKind::Placeholder;
