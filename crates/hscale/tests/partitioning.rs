@@ -1383,3 +1383,53 @@ async fn global_tables_keep_a_copy_on_every_backend() {
     }
     c.disconnect().await.unwrap();
 }
+
+/// A prepared statement resolves its tables in the database current at
+/// PREPARE (backend statements are cached per database), and a prepared
+/// statement follows dictionary changes made after it was prepared.
+#[tokio::test]
+async fn prepared_statements_follow_database_and_dictionary() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    for (db, v) in [("prep_a", 1), ("prep_b", 2)] {
+        c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+        c.query_drop(format!(
+            "CREATE TABLE {db}.x (id INT PRIMARY KEY, v INT NOT NULL)"
+        ))
+        .await
+        .unwrap();
+        c.query_drop(format!("INSERT INTO {db}.x VALUES (1, {v})"))
+            .await
+            .unwrap();
+    }
+    for (db, v) in [("prep_a", 1i64), ("prep_b", 2), ("prep_a", 1)] {
+        c.query_drop(format!("USE {db}")).await.unwrap();
+        let st = c.prep("SELECT v FROM x WHERE id = ?").await.unwrap();
+        let got: Option<i64> = c.exec_first(&st, (1,)).await.unwrap();
+        assert_eq!(got, Some(v), "in {db}");
+    }
+    // Prepared before ADD_PARTITION, executed after: the new partition.
+    c.query_drop("USE prep_a").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard0', 'MOD(3)')")
+        .await
+        .unwrap();
+    let ins = c.prep("INSERT INTO t (id, k) VALUES (?, ?)").await.unwrap();
+    c.exec_drop(&ins, (1, 1)).await.unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('t', 'one', '1', 'shard1')")
+        .await
+        .unwrap();
+    c.exec_drop(&ins, (2, 4)).await.unwrap();
+    let mut b = backend_conn(1, Some("prep_a")).await;
+    let ids: Vec<i64> = b.query("SELECT id FROM t_one ORDER BY id").await.unwrap();
+    assert_eq!(ids, vec![1, 2]);
+    b.disconnect().await.unwrap();
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM t WHERE k = 4")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(1));
+    c.disconnect().await.unwrap();
+}

@@ -397,10 +397,22 @@ impl BackendConn {
         }
     }
 
+    /// The cache key of a statement: the database it resolves names in
+    /// (a prepared statement keeps the one current at PREPARE), then the SQL.
+    fn statement_key(&self, sql: &[u8]) -> Vec<u8> {
+        let db = self.db.as_deref().unwrap_or("");
+        let mut key = Vec::with_capacity(db.len() + 1 + sql.len());
+        key.extend_from_slice(db.as_bytes());
+        key.push(0);
+        key.extend_from_slice(sql);
+        key
+    }
+
     pub fn statement(&mut self, sql: &[u8]) -> Option<BackendStatement> {
         self.statement_tick += 1;
         let tick = self.statement_tick;
-        self.statements.get_mut(sql).map(|s| {
+        let key = self.statement_key(sql);
+        self.statements.get_mut(key.as_slice()).map(|s| {
             s.last_used = tick;
             *s
         })
@@ -477,7 +489,17 @@ impl BackendConn {
             prepare: ok,
             last_used: self.statement_tick,
         };
-        self.statements.insert(sql.clone(), s);
+        let key: Arc<[u8]> = Arc::from(self.statement_key(sql));
+        if let Some(old) = self.statements.insert(key, s) {
+            // Re-prepared: close the one it replaces on the server.
+            let mut close = [0u8; 5];
+            close[0] = com::STMT_CLOSE;
+            close[1..].copy_from_slice(&old.id.to_le_bytes());
+            if let Err(e) = self.stream.send_command(&close).await {
+                self.is_broken = true;
+                return Err(lost(&self.backend, e));
+            }
+        }
         Ok(s)
     }
 

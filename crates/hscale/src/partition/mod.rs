@@ -112,6 +112,20 @@ impl Partitioning {
                 return Some(format!("table {} is partitioned", t.name));
             }
         }
+        for g in d.globals() {
+            let hit = tokens.iter().any(|tok| {
+                let s = tok.text(&text).trim_matches('`');
+                matches!(
+                    tok.kind,
+                    hscale_sql::TokenKind::Word | hscale_sql::TokenKind::QuotedIdent
+                ) && s.eq_ignore_ascii_case(&g.table)
+            });
+            if hit {
+                return Some(format!(
+                    "table {g} is global and this statement is not valid UTF-8"
+                ));
+            }
+        }
         None
     }
 }

@@ -32,6 +32,8 @@ fn server_error(what: &str, e: hscale_wire::response::ErrPacket) -> ProxyError {
 pub async fn exec(conn: &mut BackendConn, statements: &[String]) -> Result<(), ProxyError> {
     for sql in statements {
         if let Err(e) = conn.command(&BackendConn::payload_for_query(sql)).await? {
+            // It may be inside a transaction now: never reuse it.
+            conn.is_broken = true;
             return Err(server_error(sql, e));
         }
     }

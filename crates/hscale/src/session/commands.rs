@@ -31,6 +31,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
+        let dict_version = self.ctx.partitioning.dictionary().version;
         let routing = self.prepared_routing(&payload[1..])?;
         // The metadata comes from the first target (a partition has T's columns).
         let (backend, backend_sql) = match &routing {
@@ -103,6 +104,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             param_types: None,
             long_data: Vec::new(),
             routing,
+            dict_version,
         });
         let mut seq = 1u8;
         let answer = PrepareOk {
@@ -138,9 +140,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     .into(),
             ));
         }
-        let st = st.clone();
+        let mut st = st.clone();
         if let Some(s) = self.statements.get_mut(id) {
             s.long_data.clear();
+        }
+        // The dictionary changed since PREPARE (a partition added, a table
+        // partitioned or made global): route by the current one.
+        let version = self.ctx.partitioning.dictionary().version;
+        if st.dict_version != version {
+            st.routing = self.prepared_routing(&st.sql)?;
+            st.dict_version = version;
+            if let Some(s) = self.statements.get_mut(id) {
+                s.routing = st.routing.clone();
+                s.dict_version = version;
+            }
         }
         let mut pins = st.pins;
         if exec.flags & CURSOR_TYPE_READ_ONLY != 0 {

@@ -438,6 +438,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             let plan =
                 PLAN_CACHE.with(|c| c.borrow_mut().plan(sql, self.state.db.as_deref(), &dict));
+            // A statement spread over several connections cannot carry what
+            // binds a session to one: a transaction being opened, user
+            // variables, locks, temporary tables, LAST_INSERT_ID().
+            let spread = match &plan {
+                Plan::Targets { parts, .. } => parts.len() > 1,
+                Plan::Merge(_) | Plan::GlobalWrite { .. } => true,
+                _ => false,
+            };
+            if spread
+                && (self.pending_begin.is_some()
+                    || !facts.pins.is_empty()
+                    || facts.uses_last_insert_id)
+            {
+                return Err(ProxyError::Unsupported {
+                    what: "a statement over several partitions or backends inside a transaction, with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID()".into(),
+                });
+            }
             match plan {
                 Plan::Passthrough => {}
                 Plan::Refuse(why) => return Err(ProxyError::Refused(why)),

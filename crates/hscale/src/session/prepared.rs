@@ -25,6 +25,9 @@ pub struct ClientStatement {
     pub long_data: Vec<(u16, Bytes)>,
     /// Set when the statement names a partitioned table.
     pub routing: Option<Arc<PreparedRouting>>,
+    /// The dictionary version `routing` was planned with: a statement is
+    /// planned again when the dictionary changed since.
+    pub dict_version: u64,
 }
 
 /// Where a prepared statement on a partitioned table runs.

@@ -31,8 +31,14 @@ struct InFlight {
 
 impl InFlight {
     /// Connections with unread responses cannot go back to the pool.
-    fn abandon(self) {
-        for mut c in self.conns {
+    fn abandon(self) {}
+}
+
+impl Drop for InFlight {
+    /// Whatever path leaves a statement early, parts sent and not read
+    /// close their connections.
+    fn drop(&mut self) {
+        for c in &mut self.conns {
             c.is_broken = true;
         }
     }

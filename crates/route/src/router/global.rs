@@ -117,6 +117,12 @@ pub(super) fn plan_global(
     if first == "LOAD" {
         return refuse("LOAD DATA");
     }
+    if matches!(first.as_str(), "OPTIMIZE" | "ANALYZE" | "REPAIR")
+        || word("RETURNING")
+        || word("TEMPORARY")
+    {
+        return refuse("a statement that returns rows or creates a temporary table");
+    }
     if word("SELECT")
         || word("JOIN")
         || tokens

@@ -293,6 +293,8 @@ pub(super) fn plan_schema(
         "ALTER" if before.as_deref() == Some("TABLE") => {
             if word("PARTITION") || mentions_key {
                 refuse("ALTER TABLE that uses PARTITION or touches the partition key")
+            } else if word("UNIQUE") || word("PRIMARY") {
+                refuse("a UNIQUE or PRIMARY KEY added by ALTER TABLE (it would only be unique within each partition)")
             } else {
                 on(table.all_targets(), StatementKind::Schema)
             }
