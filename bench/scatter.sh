@@ -18,37 +18,10 @@ QUERIES=${QUERIES:-400}
 PARTITIONS=${PARTITIONS:-1 4 16 64}
 HSCALE=${HSCALE:-./target/release/hscale}
 
-log() { printf '%s\n' "bench: $*" >&2; }
-die() { log "$*"; exit 1; }
-for tool in mariadb mariadb-slap python3; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run: make deps)"
-done
-[[ -x "$HSCALE" ]] || die "$HSCALE not found (run: make build)"
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/hscale-scatter.XXXXXX")
-PG_PID=""
-cleanup() {
-  set +e
-  if [[ -n "$PG_PID" ]]; then
-    kill -TERM "$PG_PID" 2>/dev/null
-    for _ in $(seq 1 300); do kill -0 "$PG_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$PG_PID" 2>/dev/null
-  fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
-
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-log "starting a playground with 4 backends on port $PORT"
-"$HSCALE" playground --shards 4 --listen "127.0.0.1:$PORT" --data-dir "$TMP/pg" >"$TMP/pg.out" 2>"$TMP/pg.err" &
-PG_PID=$!
-for _ in $(seq 1 600); do
-  grep -q '^ready:' "$TMP/pg.out" 2>/dev/null && break
-  kill -0 "$PG_PID" 2>/dev/null || die "playground exited: $(cat "$TMP/pg.err")"
-  sleep 0.1
-done
-grep -q '^ready:' "$TMP/pg.out" || die "playground not ready"
-mapfile -t BACKEND_PORTS < <(grep '^address = ' "$TMP/pg/hscale.toml" | sed 's/.*:\([0-9]*\)"/\1/')
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+require mariadb mariadb-slap python3
+start_playground 4 scatter
 
 proxy() { mariadb -h127.0.0.1 -P"$PORT" -uroot --skip-ssl "$@"; }
 backend() { local b=$1; shift; mariadb -h127.0.0.1 -P"${BACKEND_PORTS[$b]}" -uhscale -phscale --skip-ssl "$@"; }

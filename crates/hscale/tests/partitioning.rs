@@ -685,6 +685,26 @@ async fn routed_statements_match_one_server() {
         .unwrap_err();
     assert_eq!(code(&e), 1235);
     c.query_drop("ROLLBACK").await.unwrap();
+    // A statement over several partitions cannot open a transaction (the
+    // BEGIN would reach one part only) or read LAST_INSERT_ID() (each part
+    // runs on its own connection): refused, nothing changed.
+    let before = rows(&mut c, "SELECT id, customer_id, amount, note FROM orders").await;
+    c.query_drop("BEGIN").await.unwrap();
+    let e = c
+        .query_drop("UPDATE orders SET amount = amount + 1 WHERE amount > 0")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    c.query_drop("ROLLBACK").await.unwrap();
+    let e = c
+        .query_drop("UPDATE orders SET amount = amount + 1 WHERE id = LAST_INSERT_ID()")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    assert_eq!(
+        rows(&mut c, "SELECT id, customer_id, amount, note FROM orders").await,
+        before
+    );
     // Committed work on a partition's backend stays.
     for t in ["orders", "ref_orders"] {
         c.query_drop("START TRANSACTION").await.unwrap();

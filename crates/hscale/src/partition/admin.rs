@@ -149,7 +149,11 @@ async fn copy_rows(
 ) -> Result<(), ProxyError> {
     let (src_q, dst_q) = (qualified(db, src), qualified(db, dst));
     let rows = {
+        // The columns' own bytes, whatever state the pooled connection was
+        // left in; it is closed afterwards.
         let mut c = conn(ctx, worker, src_b).await?;
+        c.is_broken = true;
+        exec(&mut c, &["SET character_set_results = NULL".to_string()]).await?;
         c.query_rows(&format!("SELECT * FROM {src_q} WHERE {filter}"))
             .await?
             .map_err(|e| wrong(e.message))?
@@ -159,27 +163,7 @@ async fn copy_rows(
     }
     let mut c = conn(ctx, worker, dst_b).await?;
     let mut statements = vec!["BEGIN".to_string()];
-    for batch in rows.rows.chunks(MOVE_BATCH) {
-        let values: Vec<String> = batch
-            .iter()
-            .map(|row| {
-                let vals: Vec<String> = row
-                    .iter()
-                    .zip(&rows.columns)
-                    .map(|(v, col)| match v {
-                        None => "NULL".to_string(),
-                        Some(b) if col.is_binary() => {
-                            let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
-                            format!("X'{hex}'")
-                        }
-                        Some(b) => quote_str(&String::from_utf8_lossy(b)),
-                    })
-                    .collect();
-                format!("({})", vals.join(", "))
-            })
-            .collect();
-        statements.push(format!("INSERT INTO {dst_q} VALUES {}", values.join(", ")));
-    }
+    statements.extend(super::insert_statements(&dst_q, &rows, MOVE_BATCH));
     statements.push("COMMIT".into());
     exec(&mut c, &statements).await
 }

@@ -31,7 +31,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
-        let dict_version = self.ctx.partitioning.dictionary().version;
+        let dict_version = self.ctx.partitioning.version();
         let routing = self.prepared_routing(&payload[1..])?;
         // The metadata comes from the first target (a partition has T's columns).
         let (backend, backend_sql) = match &routing {
@@ -146,7 +146,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         // The dictionary changed since PREPARE (a partition added, a table
         // partitioned or made global): route by the current one.
-        let version = self.ctx.partitioning.dictionary().version;
+        let version = self.ctx.partitioning.version();
         if st.dict_version != version {
             st.routing = self.prepared_routing(&st.sql)?;
             st.dict_version = version;

@@ -166,34 +166,6 @@ impl Part {
     }
 }
 
-/// A value as a literal that stores the same value again: numbers as
-/// written (a hex literal would be read as a number), dates and times as
-/// their (ASCII) text, everything else as the exact bytes, `X'...'`, which
-/// neither `sql_mode` nor the connection's character set changes.
-fn ship_literal(v: Option<&[u8]>, kind: Kind) -> String {
-    let Some(b) = v else {
-        return "NULL".to_string();
-    };
-    let text = std::str::from_utf8(b).ok();
-    match (kind, text) {
-        (Kind::Decimal | Kind::Float, Some(t))
-            if Decimal::parse(t.as_bytes()).is_some() || t.parse::<f64>().is_ok() =>
-        {
-            t.to_string()
-        }
-        (Kind::Temporal | Kind::Time, Some(t))
-            if t.bytes()
-                .all(|c| c.is_ascii_digit() || b"-:. ".contains(&c)) =>
-        {
-            format!("'{t}'")
-        }
-        _ => {
-            let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
-            format!("X'{hex}'")
-        }
-    }
-}
-
 /// A value of a row with its weight columns, for `compare`.
 fn cmp_of<'a>(row: &'a Row, col: usize, weight: Option<(usize, usize)>) -> Cmp<'a> {
     let cell = |i: usize| row.get(i).and_then(|c| c.as_deref());
@@ -500,7 +472,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 if held > max_rows {
                     return Err(Stop::Proxy(ProxyError::ShipLimit { limit: max_rows }));
                 }
-                let kinds: Vec<Kind> = rows.columns.iter().map(kind_of).collect();
                 if let Some(c) = rows
                     .columns
                     .iter()
@@ -511,20 +482,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         c.name
                     ))));
                 }
-                for batch in rows.rows.chunks(500) {
-                    let values: Vec<String> = batch
-                        .iter()
-                        .map(|row| {
-                            let vals: Vec<String> = row
-                                .iter()
-                                .zip(&kinds)
-                                .map(|(v, kind)| ship_literal(v.as_deref(), *kind))
-                                .collect();
-                            format!("({})", vals.join(", "))
-                        })
-                        .collect();
-                    out.push(format!("INSERT INTO {temp} VALUES {}", values.join(", ")));
-                }
+                out.extend(crate::partition::insert_statements(&temp, &rows, 500));
             }
         }
         Ok(out)

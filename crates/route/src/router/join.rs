@@ -410,46 +410,17 @@ pub(super) fn plan_join(
             ship_of.push(None);
             continue;
         }
-        let sources: Vec<Target> = match &x.allowed {
-            Some(set) if !set.is_empty() => set.iter().cloned().collect(),
-            _ => x.table.all_targets(),
-        };
-        ships.push(Ship {
-            db: x.r.name.db.clone(),
-            temp: format!("hscale_ship_{}", ships.len()),
-            like: (x.table.default_backend, x.table.default_table.clone()),
-            sources: sources
-                .into_iter()
-                .map(|t| {
-                    let q = format!(
-                        "SELECT * FROM `{}`.`{}`",
-                        x.r.name.db.replace('`', "``"),
-                        t.physical_table.replace('`', "``")
-                    );
-                    (t, q)
-                })
-                .collect(),
-        });
+        ships.push(Ship::partitioned(
+            ships.len(),
+            &x.r.name.db,
+            x.table,
+            x.allowed.as_ref(),
+        ));
         ship_of.push(Some(ships.len() - 1));
     }
     let mut plain_ship = Vec::new();
     for p in &plain {
-        ships.push(Ship {
-            db: p.name.db.clone(),
-            temp: format!("hscale_ship_{}", ships.len()),
-            like: (0, p.name.table.clone()),
-            sources: vec![(
-                Target {
-                    backend: 0,
-                    physical_table: p.name.table.clone(),
-                },
-                format!(
-                    "SELECT * FROM `{}`.`{}`",
-                    p.name.db.replace('`', "``"),
-                    p.name.table.replace('`', "``")
-                ),
-            )],
-        });
+        ships.push(Ship::plain(ships.len(), &p.name));
         plain_ship.push(ships.len() - 1);
     }
     let mut slots = Vec::new();
@@ -556,27 +527,9 @@ fn main_backend_join(
     let mut ships = Vec::new();
     let mut refs: Vec<(&TableRef, Target)> = Vec::new();
     for (r, table, allowed) in partitioned {
-        let sources: Vec<Target> = match allowed {
-            Some(set) if !set.is_empty() => set.iter().cloned().collect(),
-            _ => table.all_targets(),
-        };
-        let temp = format!("hscale_ship_{}", ships.len());
-        ships.push(Ship {
-            db: r.name.db.clone(),
-            temp: temp.clone(),
-            like: (table.default_backend, table.default_table.clone()),
-            sources: sources
-                .into_iter()
-                .map(|s| {
-                    let q = format!(
-                        "SELECT * FROM `{}`.`{}`",
-                        r.name.db.replace('`', "``"),
-                        s.physical_table.replace('`', "``")
-                    );
-                    (s, q)
-                })
-                .collect(),
-        });
+        let ship = Ship::partitioned(ships.len(), &r.name.db, table, *allowed);
+        let temp = ship.temp.clone();
+        ships.push(ship);
         refs.push((
             r,
             Target {

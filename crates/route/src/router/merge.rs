@@ -20,7 +20,9 @@
 use hscale_sql::{Token, TokenKind};
 
 use super::{is_name, physical_name, unquote, Plan, TableRef};
-use crate::dictionary::Target;
+use std::collections::BTreeSet;
+
+use crate::dictionary::{PartitionedTable, TableName, Target};
 
 /// Where one fragment runs: its backend (and a label for EXPLAIN), and the
 /// physical table each partitioned reference becomes there.
@@ -76,6 +78,59 @@ pub struct Ship {
     pub temp: String,
     pub like: (usize, String),
     pub sources: Vec<(Target, String)>,
+}
+
+impl Ship {
+    /// The `n`-th shipped table of a statement: partitioned `table` (named
+    /// in database `db`), read from the partitions `allowed` (none or an
+    /// empty set: all of them).
+    pub(super) fn partitioned(
+        n: usize,
+        db: &str,
+        table: &PartitionedTable,
+        allowed: Option<&BTreeSet<Target>>,
+    ) -> Ship {
+        let sources = match allowed {
+            Some(set) if !set.is_empty() => set.iter().cloned().collect(),
+            _ => table.all_targets(),
+        };
+        Ship {
+            db: db.to_string(),
+            temp: format!("hscale_ship_{n}"),
+            like: (table.default_backend, table.default_table.clone()),
+            sources: sources
+                .into_iter()
+                .map(|t| {
+                    let q = select_all(db, &t.physical_table);
+                    (t, q)
+                })
+                .collect(),
+        }
+    }
+
+    /// The `n`-th shipped table: an unpartitioned table on the main backend.
+    pub(super) fn plain(n: usize, name: &TableName) -> Ship {
+        Ship {
+            db: name.db.clone(),
+            temp: format!("hscale_ship_{n}"),
+            like: (0, name.table.clone()),
+            sources: vec![(
+                Target {
+                    backend: 0,
+                    physical_table: name.table.clone(),
+                },
+                select_all(&name.db, &name.table),
+            )],
+        }
+    }
+}
+
+fn select_all(db: &str, table: &str) -> String {
+    format!(
+        "SELECT * FROM `{}`.`{}`",
+        db.replace('`', "``"),
+        table.replace('`', "``")
+    )
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

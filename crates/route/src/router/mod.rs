@@ -237,24 +237,9 @@ fn ship_to_main(
     let mut targets = Vec::new();
     for r in &refs {
         let table = dict.table(&r.name)?;
-        let temp = format!("hscale_ship_{}", ship.len());
-        ship.push(merge::Ship {
-            db: r.name.db.clone(),
-            temp: temp.clone(),
-            like: (table.default_backend, table.default_table.clone()),
-            sources: table
-                .all_targets()
-                .into_iter()
-                .map(|t| {
-                    let q = format!(
-                        "SELECT * FROM `{}`.`{}`",
-                        r.name.db.replace('`', "``"),
-                        t.physical_table.replace('`', "``")
-                    );
-                    (t, q)
-                })
-                .collect(),
-        });
+        let shipped = merge::Ship::partitioned(ship.len(), &r.name.db, table, None);
+        let temp = shipped.temp.clone();
+        ship.push(shipped);
         targets.push(Target {
             backend: 0,
             physical_table: temp,
@@ -614,34 +599,7 @@ fn table_refs(
 /// Whether a SELECT over several partitions needs their rows merged
 /// (ordering, limits, grouping, aggregates) rather than concatenated.
 fn needs_merge(sql: &str, tokens: &[Token]) -> bool {
-    if merge::calls_aggregate(sql, tokens) {
-        return true;
-    }
-    let aggregate = tokens.windows(2).any(|p| {
-        p[1].is_punct(sql, "(")
-            && [
-                "COUNT",
-                "SUM",
-                "MIN",
-                "MAX",
-                "AVG",
-                "GROUP_CONCAT",
-                "BIT_AND",
-                "BIT_OR",
-                "BIT_XOR",
-                "STD",
-                "STDDEV",
-                "VARIANCE",
-                "JSON_ARRAYAGG",
-                "JSON_OBJECTAGG",
-                "FOUND_ROWS",
-                "ROW_NUMBER",
-                "RANK",
-            ]
-            .iter()
-            .any(|f| p[0].is_word(sql, f))
-    });
-    aggregate
+    merge::calls_aggregate(sql, tokens)
         || [
             "ORDER",
             "GROUP",
