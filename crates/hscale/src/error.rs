@@ -2,6 +2,7 @@
 //! error packets ([`ProxyError::to_mysql`]).
 
 use hscale_wire::consts::code;
+use hscale_wire::response::ErrPacket;
 use hscale_wire::WireError;
 
 /// Something that went wrong while serving a client.
@@ -29,6 +30,15 @@ pub enum ProxyError {
     PoolTimeout { backend: String, ms: u64 },
     #[error("hscale: lost connection to backend '{backend}' during the statement: {reason}")]
     BackendLost { backend: String, reason: String },
+    /// A server error from a backend during work the proxy does itself
+    /// (admin commands, row copies, dictionary reads): the code and SQLSTATE
+    /// reach the client unchanged, the message says what hscale was doing.
+    #[error("{during} on backend '{backend}': {}", err.message)]
+    Backend {
+        backend: String,
+        during: String,
+        err: ErrPacket,
+    },
     #[error("hscale: backend '{backend}' sent a malformed response: {reason}")]
     BackendProtocol { backend: String, reason: String },
     #[error("hscale: {what} is not supported")]
@@ -58,9 +68,36 @@ pub enum ProxyError {
 
 impl ProxyError {
     /// Error code, SQLSTATE and message sent to the client.
-    pub fn to_mysql(&self) -> (u16, &'static [u8; 5], String) {
+    pub fn to_mysql(&self) -> (u16, [u8; 5], String) {
+        let (code, state, msg) = self.to_mysql_static();
+        (code, *state, msg)
+    }
+
+    /// Whether running the same statement again may succeed: the backend
+    /// went away or timed out, or its error is one a server reports for a
+    /// transient conflict (deadlock, lock wait timeout, changed table
+    /// definition, a server shutting down).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProxyError::Backend { err, .. } => matches!(
+                err.code,
+                code::ER_LOCK_DEADLOCK
+                    | code::ER_LOCK_WAIT_TIMEOUT
+                    | code::ER_TABLE_DEF_CHANGED
+                    | code::ER_SERVER_SHUTDOWN
+                    | code::ER_QUERY_INTERRUPTED
+            ),
+            ProxyError::BackendConnect { .. }
+            | ProxyError::PoolTimeout { .. }
+            | ProxyError::BackendLost { .. } => true,
+            _ => false,
+        }
+    }
+
+    fn to_mysql_static(&self) -> (u16, &[u8; 5], String) {
         let msg = self.to_string();
         match self {
+            ProxyError::Backend { err, .. } => (err.code, &err.sql_state, msg),
             ProxyError::ClientProtocol(WireError::TooLarge { .. }) => (
                 code::ER_NET_PACKET_TOO_LARGE,
                 b"08S01",

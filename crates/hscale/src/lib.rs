@@ -7,12 +7,14 @@
 //! session's state synced onto it, [`session::state`]), and its response is
 //! streamed back by [`session::forward`]. See ARCHITECTURE.md.
 
+pub mod admin;
 pub mod backend;
 pub mod config;
 pub mod error;
 pub mod logging;
 pub mod partition;
 pub mod playground;
+pub mod runtime;
 pub mod server;
 pub mod session;
 

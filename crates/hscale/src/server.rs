@@ -1,4 +1,4 @@
-//! Worker threads, the listener and the shared, read-only [`Context`].
+//! Worker threads and the listener; the shared state is [`crate::runtime::Context`].
 //!
 //! hscale runs one single-threaded tokio runtime per worker thread (one per
 //! core by default). Every worker accepts from the same listening socket and
@@ -8,234 +8,67 @@
 //! shared multi-threaded runtime cost about 25% more CPU per statement
 //! (see bench/RESULTS.md).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-use crate::backend::Pool;
-use crate::config::{BackendConfig, Config};
+use crate::config::Config;
+use crate::runtime::Context;
 
-/// Shared by all sessions; nothing in it is locked on the statement path.
-pub struct Context {
-    pub config: Arc<Config>,
-    /// `pools[worker][backend]`: each worker has a pool per backend, with
-    /// its share of the backend's min and max connections. Backend 0 is the
-    /// main backend.
-    pools: Vec<Vec<Arc<Pool>>>,
-    server_version: OnceLock<String>,
-    next_connection_id: AtomicU32,
-    clients: AtomicUsize,
-    /// Live sessions by connection id, for KILL. Locked when a session
-    /// starts or ends and by KILL, never per statement.
-    sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
-    /// The partition dictionary.
-    pub partitioning: crate::partition::Partitioning,
-}
-
-/// What KILL needs to know about a session, updated with atomics.
-pub struct SessionHandle {
-    pub user: Mutex<String>,
-    /// `backend << 32 | backend thread id` of the statement running now, 0 if none.
-    running: AtomicU64,
-    is_killed: AtomicBool,
-    pub killed: tokio::sync::Notify,
-}
-
-impl SessionHandle {
-    pub fn new(user: &str) -> SessionHandle {
-        SessionHandle {
-            user: Mutex::new(user.to_string()),
-            running: AtomicU64::new(0),
-            is_killed: AtomicBool::new(false),
-            killed: tokio::sync::Notify::new(),
-        }
-    }
-    pub fn set_running(&self, backend: usize, thread_id: u32) {
-        self.running.store(
-            ((backend as u64 + 1) << 32) | thread_id as u64,
-            Ordering::Relaxed,
-        );
-    }
-    pub fn clear_running(&self) {
-        self.running.store(0, Ordering::Relaxed);
-    }
-    /// The backend index and thread id of the running statement.
-    pub fn running(&self) -> Option<(usize, u32)> {
-        let v = self.running.load(Ordering::Relaxed);
-        (v != 0).then(|| (((v >> 32) - 1) as usize, v as u32))
-    }
-    pub fn kill(&self) {
-        self.is_killed.store(true, Ordering::Relaxed);
-        self.killed.notify_one();
-    }
-    pub fn is_killed(&self) -> bool {
-        self.is_killed.load(Ordering::Relaxed)
-    }
-}
-
-/// Holds one of `max_connections` client slots.
-pub struct ClientSlot(Arc<Context>);
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        self.0.clients.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Announced to clients until the main backend has told us its own version.
-const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-hscale";
-
-/// Worker `i`'s share of `n` connections out of `workers` (at least one for max).
-fn share(n: usize, workers: usize, i: usize) -> usize {
-    n / workers + usize::from(i < n % workers)
-}
-
-impl Context {
-    pub fn new(config: Config) -> Arc<Context> {
-        let workers = config.worker_threads();
-        let connect = Duration::from_millis(config.proxy.connect_timeout_ms);
-        let acquire = Duration::from_millis(config.proxy.acquire_timeout_ms);
-        let pools = (0..workers)
-            .map(|w| {
-                config
-                    .backends
-                    .iter()
-                    .enumerate()
-                    .map(|(i, b)| {
-                        let cfg = BackendConfig {
-                            min_connections: share(b.min_connections, workers, w),
-                            max_connections: share(b.max_connections, workers, w).max(1),
-                            ..b.clone()
-                        };
-                        Pool::new(cfg, i, connect, acquire)
-                    })
-                    .collect()
-            })
-            .collect();
-        Arc::new(Context {
-            config: Arc::new(config),
-            pools,
-            server_version: OnceLock::new(),
-            next_connection_id: AtomicU32::new(1),
-            clients: AtomicUsize::new(0),
-            sessions: Mutex::new(HashMap::new()),
-            partitioning: crate::partition::Partitioning::default(),
-        })
-    }
-
-    pub fn register_session(&self, id: u32, handle: Arc<SessionHandle>) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, handle);
-    }
-
-    pub fn unregister_session(&self, id: u32) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
-    }
-
-    pub fn session(&self, id: u32) -> Option<Arc<SessionHandle>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&id)
-            .cloned()
-    }
-
-    /// Worker `worker`'s pool for backend `backend`.
-    pub fn pool(&self, worker: usize, backend: usize) -> &Arc<Pool> {
-        &self.pools[worker][backend]
-    }
-
-    /// All pools of one backend, over all workers.
-    pub fn backend_pools(&self, backend: usize) -> impl Iterator<Item = &Arc<Pool>> {
-        self.pools.iter().map(move |w| &w[backend])
-    }
-
-    pub fn workers(&self) -> usize {
-        self.pools.len()
-    }
-
-    pub fn next_connection_id(&self) -> u32 {
-        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub fn client_slot(self: &Arc<Self>) -> Option<ClientSlot> {
-        let n = self.clients.fetch_add(1, Ordering::Relaxed);
-        let slot = ClientSlot(self.clone());
-        (n < self.config.proxy.max_connections).then_some(slot)
-    }
-
-    pub fn clients(&self) -> usize {
-        self.clients.load(Ordering::Relaxed)
-    }
-
-    /// The main backend's version string, which clients see as the server's.
-    pub fn server_version(&self) -> String {
-        self.server_version
-            .get()
-            .cloned()
-            .unwrap_or_else(|| FALLBACK_VERSION.to_string())
-    }
-
-    /// On worker `worker`: learn the main backend's version, then run the
-    /// health checks of this worker's pools.
-    async fn start_backends(self: &Arc<Self>, worker: usize) {
-        if self.server_version.get().is_none() {
-            match self.pool(worker, 0).get(false).await {
-                Ok(conn) => {
-                    let _ = self.server_version.set(conn.server_version.clone());
-                }
-                Err(e) => tracing::warn!(error = %e, "main backend unreachable at start"),
+/// On worker `worker`: learn the main backend's version, then run the
+/// health checks of this worker's pools.
+async fn start_backends(ctx: &Arc<Context>, worker: usize) {
+    if ctx.server_version.get().is_none() {
+        match ctx.pool(worker, 0).get(false).await {
+            Ok(conn) => {
+                let _ = ctx.server_version.set(conn.server_version.clone());
             }
+            Err(e) => tracing::warn!(error = %e, "main backend unreachable at start"),
         }
-        if worker == 0 {
-            if let Err(e) = crate::partition::admin::reload(self, worker).await {
-                tracing::warn!(error = %e, "cannot read the partition dictionary yet");
+    }
+    if worker == 0 {
+        if let Err(e) = crate::admin::reload(ctx, worker).await {
+            tracing::warn!(error = %e, "cannot read the partition dictionary yet");
+        }
+    }
+    if worker == 0 {
+        // Changes made through other proxies arrive within reload_interval.
+        let every = Duration::from_millis(ctx.config.proxy.reload_interval_ms.max(50));
+        let ctx = Arc::downgrade(ctx);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(ctx) = ctx.upgrade() else { return };
+                if let Err(e) = crate::admin::reload_if_idle(&ctx, worker).await {
+                    tracing::debug!(error = %e, "dictionary reload failed");
+                }
             }
-        }
-        if worker == 0 {
-            // Changes made through other proxies arrive within reload_interval.
-            let ctx = Arc::downgrade(self);
-            let every = Duration::from_millis(self.config.proxy.reload_interval_ms.max(50));
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(every).await;
-                    let Some(ctx) = ctx.upgrade() else { return };
-                    if let Err(e) = crate::partition::admin::reload_if_idle(&ctx, worker).await {
-                        tracing::debug!(error = %e, "dictionary reload failed");
+        });
+    }
+    let interval = Duration::from_millis(ctx.config.proxy.health_check_interval_ms.max(100));
+    for pool in ctx.worker_pools(worker) {
+        let pool = pool.clone();
+        let ctx = Arc::downgrade(ctx);
+        tokio::spawn(async move {
+            loop {
+                pool.check(interval).await;
+                tokio::time::sleep(interval).await;
+                let Some(ctx) = ctx.upgrade() else { return };
+                let is_loaded = ctx
+                    .partitioning
+                    .is_loaded
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                if worker == 0 && !is_loaded && Arc::ptr_eq(&pool, ctx.pool(worker, 0)) {
+                    let _ = crate::admin::reload(&ctx, worker).await;
+                }
+                if ctx.server_version.get().is_none() && Arc::ptr_eq(&pool, ctx.pool(worker, 0)) {
+                    if let Ok(conn) = pool.get(false).await {
+                        let _ = ctx.server_version.set(conn.server_version.clone());
                     }
                 }
-            });
-        }
-        let interval = Duration::from_millis(self.config.proxy.health_check_interval_ms.max(100));
-        for pool in &self.pools[worker] {
-            let pool = pool.clone();
-            let ctx = Arc::downgrade(self);
-            tokio::spawn(async move {
-                loop {
-                    pool.check(interval).await;
-                    tokio::time::sleep(interval).await;
-                    let Some(ctx) = ctx.upgrade() else { return };
-                    let is_loaded = ctx.partitioning.is_loaded.load(Ordering::Relaxed);
-                    if worker == 0 && !is_loaded && Arc::ptr_eq(&pool, ctx.pool(worker, 0)) {
-                        let _ = crate::partition::admin::reload(&ctx, worker).await;
-                    }
-                    if ctx.server_version.get().is_none() && Arc::ptr_eq(&pool, ctx.pool(worker, 0))
-                    {
-                        if let Ok(conn) = pool.get(false).await {
-                            let _ = ctx.server_version.set(conn.server_version.clone());
-                        }
-                    }
-                }
-            });
-        }
+            }
+        });
     }
 }
 
@@ -265,7 +98,7 @@ async fn worker_loop(
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let listener = TcpListener::from_std(listener)?;
-    ctx.start_backends(worker).await;
+    start_backends(&ctx, worker).await;
     #[cfg(unix)]
     if worker == 0 {
         if let Some(path) = ctx.config.proxy.socket.clone() {
@@ -382,19 +215,5 @@ impl RunningProxy {
 impl Drop for RunningProxy {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::share;
-
-    #[test]
-    fn shares_add_up() {
-        for n in 0..20 {
-            for w in 1..5 {
-                assert_eq!((0..w).map(|i| share(n, w, i)).sum::<usize>(), n);
-            }
-        }
     }
 }

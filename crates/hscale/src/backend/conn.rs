@@ -17,9 +17,9 @@ use hscale_wire::stmt::PrepareOk;
 use hscale_wire::{PacketStream, WireError};
 use tokio::net::TcpStream;
 
+use crate::backend::state::SessionVars;
 use crate::config::BackendConfig;
 use crate::error::ProxyError;
-use crate::session::state::SessionVars;
 
 /// Capabilities the proxy asks for on backend connections. No
 /// `CLIENT_DEPRECATE_EOF`: classic EOF packets carry everything, and the
@@ -329,6 +329,69 @@ impl BackendConn {
             out.rows
                 .push(hscale_wire::resultset::decode_row(&p.payload, n).map_err(proto)?);
         }
+    }
+
+    /// Send a query whose text result the proxy reads row by row
+    /// ([`BackendConn::next_row`]): the column definitions, or the server's
+    /// error. For bulk reads of the proxy's own (row copies), so memory does
+    /// not grow with the result.
+    pub async fn query_stream(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<Vec<ColumnInfo>, ErrPacket>, ProxyError> {
+        self.is_broken = true; // until the result is read to its end
+        let name = self.backend.clone();
+        let proto = |e: WireError| ProxyError::BackendProtocol {
+            backend: name.to_string(),
+            reason: e.to_string(),
+        };
+        self.stream
+            .send_command(&Self::payload_for_query(sql))
+            .await
+            .map_err(|e| lost(&name, e))?;
+        let first = self.read().await?;
+        match first.first() {
+            Some(0xff) => {
+                self.is_broken = false;
+                return Ok(Err(ErrPacket::decode(&first.payload).map_err(proto)?));
+            }
+            Some(0x00) => return Err(proto(WireError::Malformed("expected a result set"))),
+            _ => {}
+        }
+        let n = hscale_wire::buf::Reader::new(&first.payload)
+            .lenenc()
+            .map_err(proto)? as usize;
+        let mut columns = Vec::with_capacity(n);
+        for _ in 0..n {
+            let p = self.read().await?;
+            columns.push(ColumnInfo::decode(&p.payload).map_err(proto)?);
+        }
+        self.read().await?; // EOF after the definitions
+        Ok(Ok(columns))
+    }
+
+    /// The next row of a [`BackendConn::query_stream`] result with `n`
+    /// columns; `Ok(None)` at its end.
+    pub async fn next_row(
+        &mut self,
+        n: usize,
+    ) -> Result<Option<Result<Vec<Option<Vec<u8>>>, ErrPacket>>, ProxyError> {
+        let name = self.backend.clone();
+        let proto = |e: WireError| ProxyError::BackendProtocol {
+            backend: name.to_string(),
+            reason: e.to_string(),
+        };
+        let p = self.read().await?;
+        if is_eof(&p.payload) {
+            self.is_broken = false;
+            return Ok(None);
+        }
+        if p.first() == Some(0xff) {
+            self.is_broken = false;
+            return Ok(Some(Err(ErrPacket::decode(&p.payload).map_err(proto)?)));
+        }
+        let row = hscale_wire::resultset::decode_row(&p.payload, n).map_err(proto)?;
+        Ok(Some(Ok(row)))
     }
 
     pub async fn ping(&mut self) -> Result<(), ProxyError> {

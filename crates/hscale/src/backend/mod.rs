@@ -4,6 +4,7 @@
 
 pub mod conn;
 pub mod pool;
+pub mod state;
 
 pub use conn::BackendConn;
 pub use pool::{Pool, PooledConn};

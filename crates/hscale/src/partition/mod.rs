@@ -1,14 +1,17 @@
 //! Partitioning at run time: the dictionary snapshot every session reads
 //! without locking ([`Partitioning`]), its storage in the main backend's
-//! `hscale` database ([`store`]), and the admin commands that change it
-//! ([`admin`]).
+//! `hscale` database ([`store`]), schema questions and DDL on one backend
+//! ([`ddl`]) and streamed row copies between backends ([`copy`]). The
+//! admin commands that use them live in `crate::admin`; this module imports
+//! nothing above `backend/`.
 //!
 //! Statements are routed by `hscale_route::router`; what it cannot route
 //! (and prepared statements, for now) is refused with a clear error
 //! ([`Partitioning::refusal`]) rather than sent somewhere it could give a
 //! different answer.
 
-pub mod admin;
+pub mod copy;
+pub mod ddl;
 pub mod store;
 
 use std::sync::Arc;
@@ -167,62 +170,6 @@ pub fn quote_str(s: &str) -> String {
     }
     out.push('\'');
     out
-}
-
-/// A value as a literal that stores the same value again: numbers as
-/// written (a hex literal would be read as a number), dates and times as
-/// their (ASCII) text, everything else as its exact bytes, `X'...'`, which
-/// neither `sql_mode` nor the connection's character set changes. Read the
-/// rows with `character_set_results = NULL` for the bytes to be the
-/// column's own.
-pub fn value_literal(v: Option<&[u8]>, col: &hscale_wire::resultset::ColumnInfo) -> String {
-    use hscale_route::value::{Decimal, Kind};
-    let Some(b) = v else {
-        return "NULL".to_string();
-    };
-    let text = std::str::from_utf8(b).ok();
-    match (Kind::of(col.column_type, col.charset, col.flags), text) {
-        (Kind::Decimal | Kind::Float, Some(t))
-            if Decimal::parse(t.as_bytes()).is_some() || t.parse::<f64>().is_ok() =>
-        {
-            t.to_string()
-        }
-        (Kind::Temporal | Kind::Time, Some(t))
-            if t.bytes()
-                .all(|c| c.is_ascii_digit() || b"-:. ".contains(&c)) =>
-        {
-            format!("'{t}'")
-        }
-        _ => {
-            let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
-            format!("X'{hex}'")
-        }
-    }
-}
-
-/// INSERT statements (of `batch` rows each) that store `rows` in `table_q`.
-pub fn insert_statements(
-    table_q: &str,
-    rows: &crate::backend::conn::TextResult,
-    batch: usize,
-) -> Vec<String> {
-    rows.rows
-        .chunks(batch.max(1))
-        .map(|chunk| {
-            let values: Vec<String> = chunk
-                .iter()
-                .map(|row| {
-                    let vals: Vec<String> = row
-                        .iter()
-                        .zip(&rows.columns)
-                        .map(|(v, col)| value_literal(v.as_deref(), col))
-                        .collect();
-                    format!("({})", vals.join(", "))
-                })
-                .collect();
-            format!("INSERT INTO {table_q} VALUES {}", values.join(", "))
-        })
-        .collect()
 }
 
 /// `` `db`.`table` ``

@@ -8,6 +8,7 @@ use hscale_route::HashingFunction;
 use super::{qualified, quote_str};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
+use hscale_wire::response::ErrPacket;
 
 const SCHEMA: &[&str] = &[
     "CREATE DATABASE IF NOT EXISTS `hscale`",
@@ -24,8 +25,18 @@ const SCHEMA: &[&str] = &[
        db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, PRIMARY KEY (db, tbl)) ENGINE=InnoDB",
 ];
 
-fn server_error(what: &str, e: hscale_wire::response::ErrPacket) -> ProxyError {
-    ProxyError::Wrong(format!("{what}: {} ({})", e.message, e.code))
+/// A server error met while the proxy ran `sql` itself: the code and
+/// SQLSTATE are the server's.
+pub fn server_error(conn: &BackendConn, sql: &str, err: ErrPacket) -> ProxyError {
+    let sql = match sql.char_indices().nth(120) {
+        Some((i, _)) => format!("{}...", &sql[..i]),
+        None => sql.to_string(),
+    };
+    ProxyError::Backend {
+        backend: conn.backend.to_string(),
+        during: format!("hscale: {sql}"),
+        err,
+    }
 }
 
 /// Run statements on `conn`, failing on the first server error.
@@ -34,7 +45,7 @@ pub async fn exec(conn: &mut BackendConn, statements: &[String]) -> Result<(), P
         if let Err(e) = conn.command(&BackendConn::payload_for_query(sql)).await? {
             // It may be inside a transaction now: never reuse it.
             conn.is_broken = true;
-            return Err(server_error(sql, e));
+            return Err(server_error(conn, sql, e));
         }
     }
     Ok(())
@@ -55,7 +66,7 @@ pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionar
     let tables = conn
         .query_rows("SELECT db, tbl, key_column, hashing_function, default_table, default_backend, key_type FROM `hscale`.`partitioned_tables`")
         .await?
-        .map_err(|e| server_error("reading the dictionary", e))?;
+        .map_err(|e| server_error(conn, "reading the dictionary", e))?;
     for r in tables.strings() {
         let f = |i: usize| r[i].clone().unwrap_or_default();
         let function =
@@ -68,7 +79,7 @@ pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionar
     let parts = conn
         .query_rows("SELECT db, tbl, partition_value, partition_name, backend FROM `hscale`.`partitions` ORDER BY db, tbl, partition_name, partition_value")
         .await?
-        .map_err(|e| server_error("reading the dictionary", e))?;
+        .map_err(|e| server_error(conn, "reading the dictionary", e))?;
     for r in parts.strings() {
         let f = |i: usize| r[i].clone().unwrap_or_default();
         d.add_partition(
@@ -82,7 +93,7 @@ pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionar
     let globals = conn
         .query_rows("SELECT db, tbl FROM `hscale`.`global_tables`")
         .await?
-        .map_err(|e| server_error("reading the dictionary", e))?;
+        .map_err(|e| server_error(conn, "reading the dictionary", e))?;
     for r in globals.strings() {
         let f = |i: usize| r[i].clone().unwrap_or_default();
         d.add_global(TableName::new(&f(0), &f(1)))

@@ -1,5 +1,5 @@
 //! `HSCALE ...` commands from a client: check the admin right, run the
-//! command (`partition::admin`), answer with OK or a result set.
+//! command (`crate::admin`), answer with OK or a result set.
 
 use hscale_wire::consts::status;
 use hscale_wire::response::{encode_eof, encode_ok, OkPacket};
@@ -7,8 +7,8 @@ use hscale_wire::resultset::{encode_column, encode_column_count, encode_row};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
+use crate::admin::{execute, AdminOutput};
 use crate::error::ProxyError;
-use crate::partition::admin::{execute, AdminOutput};
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn admin(&mut self, sql: &str) -> Result<(), ProxyError> {

@@ -33,6 +33,7 @@ use super::forward::Outcome;
 use super::{write_error, Effects, Session};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
+use crate::partition::copy::InsertBatcher;
 
 type Row = Vec<Option<Vec<u8>>>;
 
@@ -463,17 +464,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 // Never read more than the bound allows.
                 let cap = max_rows.saturating_sub(held) + 1;
-                let rows = c
-                    .query_rows(&format!("{sql} LIMIT {cap}"))
+                let columns = c
+                    .query_stream(&format!("{sql} LIMIT {cap}"))
                     .await?
                     .map_err(Stop::Server)?;
-                drop(c);
-                held += rows.rows.len();
-                if held > max_rows {
-                    return Err(Stop::Proxy(ProxyError::ShipLimit { limit: max_rows }));
-                }
-                if let Some(c) = rows
-                    .columns
+                if let Some(c) = columns
                     .iter()
                     .find(|c| kind_of(c) == Kind::Float && c.column_type == 0x04)
                 {
@@ -482,7 +477,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         c.name
                     ))));
                 }
-                out.extend(crate::partition::insert_statements(&temp, &rows, 500));
+                let mut batcher = InsertBatcher::new(&temp, &columns);
+                while let Some(row) = c.next_row(columns.len()).await? {
+                    let row = row.map_err(Stop::Server)?;
+                    held += 1;
+                    if held > max_rows {
+                        return Err(Stop::Proxy(ProxyError::ShipLimit { limit: max_rows }));
+                    }
+                    out.extend(batcher.push(&row));
+                }
+                out.extend(batcher.finish());
             }
         }
         Ok(out)

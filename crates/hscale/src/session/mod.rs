@@ -22,7 +22,6 @@ mod merge;
 mod params;
 pub mod prepared;
 mod routed;
-pub mod state;
 
 use std::sync::Arc;
 
@@ -33,14 +32,14 @@ use hscale_wire::response::{encode_eof, encode_err, encode_ok, ErrPacket, OkPack
 use hscale_wire::PacketStream;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use crate::backend::state::{SessionState, SessionVars};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
-use crate::server::{Context, SessionHandle};
+use crate::runtime::{Context, SessionHandle};
 use auth::ClientInfo;
 use forward::{Expect, ForwardError, Forwarder, Outcome};
 use hscale_route::router::Plan;
 use prepared::Statements;
-use state::{SessionState, SessionVars};
 
 /// What a statement does to the session once it succeeds.
 #[derive(Debug, Clone, Copy, Default)]
@@ -179,7 +178,7 @@ async fn write_error<S: AsyncRead + AsyncWrite + Unpin>(
     e: &ProxyError,
 ) {
     let (code, state, msg) = e.to_mysql();
-    client.write_payload(seq, &encode_err(code, state, &msg));
+    client.write_payload(seq, &encode_err(code, &state, &msg));
     let _ = client.flush().await;
 }
 
@@ -425,7 +424,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         if self.ctx.partitioning.should_try_loading() {
             // Right after start: read the dictionary before routing anything.
-            if let Err(e) = crate::partition::admin::reload(&self.ctx, self.worker).await {
+            if let Err(e) = crate::admin::reload(&self.ctx, self.worker).await {
                 tracing::warn!(error = %e, "partition dictionary not readable");
             }
         }
@@ -463,8 +462,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return self.run_routed(kind, parts, effects).await;
                 }
                 Plan::DropTable(name) => {
-                    let out =
-                        crate::partition::admin::drop_table(&self.ctx, self.worker, &name).await?;
+                    let out = crate::admin::drop_table(&self.ctx, self.worker, &name).await?;
                     return self.write_admin_output(out).await;
                 }
                 Plan::GlobalWrite { table, sql } => {
@@ -472,8 +470,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return self.run_global_write(&table, &sql).await;
                 }
                 Plan::DropGlobal(name) => {
-                    let out =
-                        crate::partition::admin::drop_global(&self.ctx, self.worker, &name).await?;
+                    let out = crate::admin::drop_global(&self.ctx, self.worker, &name).await?;
                     return self.write_admin_output(out).await;
                 }
                 Plan::Merge(m) => {
@@ -502,12 +499,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 Plan::RenameTable { from, to } => {
                     let out =
-                        crate::partition::admin::rename_table(&self.ctx, self.worker, &from, &to)
-                            .await?;
+                        crate::admin::rename_table(&self.ctx, self.worker, &from, &to).await?;
                     return self.write_admin_output(out).await;
                 }
                 Plan::ShowTables { db, is_full, like } => {
-                    let out = crate::partition::admin::show_tables(
+                    let out = crate::admin::show_tables(
                         &self.ctx,
                         self.worker,
                         &db,
@@ -518,8 +514,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return self.write_admin_output(out).await;
                 }
                 Plan::ShowCreate(name) => {
-                    let out =
-                        crate::partition::admin::show_create(&self.ctx, self.worker, &name).await?;
+                    let out = crate::admin::show_create(&self.ctx, self.worker, &name).await?;
                     return self.write_admin_output(out).await;
                 }
             }

@@ -1,0 +1,201 @@
+//! `HSCALE ...` admin commands, one file each, and the statements on
+//! partitioned and global tables that change or describe the dictionary
+//! itself (DROP TABLE, RENAME TABLE, SHOW TABLES, SHOW CREATE TABLE).
+//!
+//! A command that changes the dictionary runs under
+//! `Partitioning::admin_lock` (one at a time on this proxy): it checks
+//! everything against a copy of the dictionary, changes the backends, stores
+//! the new dictionary on the main backend, then swaps the snapshot. The
+//! mechanics (store, DDL, row copies) live in `crate::partition`; this
+//! module decides what to do with them. `session/admin.rs` checks the
+//! user's admin flag and writes the answer.
+
+mod add_partition;
+mod drop_partition;
+mod explain;
+mod schema;
+mod setup_global_table;
+mod setup_table;
+mod show;
+
+use std::sync::Arc;
+
+use hscale_route::admin::AdminCommand;
+use hscale_route::dictionary::{Dictionary, TableName};
+
+use crate::backend::PooledConn;
+use crate::error::ProxyError;
+use crate::partition::{copy, ddl, store};
+use crate::runtime::Context;
+
+pub use schema::{drop_global, drop_table, rename_table, show_create, show_tables};
+
+/// What an admin command answers.
+pub enum AdminOutput {
+    Ok {
+        info: String,
+    },
+    Rows {
+        columns: Vec<String>,
+        rows: Vec<Vec<Option<String>>>,
+    },
+}
+
+impl AdminOutput {
+    fn done() -> AdminOutput {
+        AdminOutput::Ok {
+            info: String::new(),
+        }
+    }
+}
+
+/// Run one admin command.
+pub async fn execute(
+    ctx: &Context,
+    worker: usize,
+    session_db: Option<&str>,
+    cmd: AdminCommand,
+) -> Result<AdminOutput, ProxyError> {
+    match cmd {
+        AdminCommand::SetupTable {
+            table,
+            column,
+            default_table,
+            backend,
+            function,
+        } => {
+            let name = table_name(&table, session_db)?;
+            setup_table::run(
+                ctx,
+                worker,
+                name,
+                &column,
+                &default_table,
+                &backend,
+                function,
+            )
+            .await
+        }
+        AdminCommand::AddPartition {
+            table,
+            partition,
+            value,
+            backend,
+        } => {
+            let name = table_name(&table, session_db)?;
+            add_partition::run(ctx, worker, name, &partition, &value, &backend).await
+        }
+        AdminCommand::DropPartition { table, partition } => {
+            let name = table_name(&table, session_db)?;
+            drop_partition::run(ctx, worker, name, &partition).await
+        }
+        AdminCommand::SetupGlobalTable { table } => {
+            let name = table_name(&table, session_db)?;
+            setup_global_table::run(ctx, worker, name).await
+        }
+        AdminCommand::ShowTables => Ok(show::tables(ctx)),
+        AdminCommand::ShowPartitions { table } => {
+            let only = table.map(|t| table_name(&t, session_db)).transpose()?;
+            show::partitions(ctx, worker, only).await
+        }
+        AdminCommand::ShowBackends => Ok(show::backends(ctx)),
+        AdminCommand::Reload => {
+            let d = reload(ctx, worker).await?;
+            Ok(AdminOutput::Ok {
+                info: format!(
+                    "dictionary reloaded: {} partitioned table(s)",
+                    d.tables().count()
+                ),
+            })
+        }
+        AdminCommand::Explain { statement } => explain::run(ctx, session_db, &statement),
+    }
+}
+
+/// Read the dictionary from the main backend and make it current.
+pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, ProxyError> {
+    let mut c = conn(ctx, worker, 0).await?;
+    let d = store::load(&mut c, &backend_names(ctx)).await?;
+    ctx.partitioning.replace(d);
+    ctx.partitioning
+        .is_loaded
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    Ok(ctx.partitioning.dictionary())
+}
+
+/// The periodic reload: skipped while an admin command on this proxy is
+/// changing the dictionary (it reloads and swaps itself).
+pub async fn reload_if_idle(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
+    let Ok(_g) = ctx.partitioning.admin_lock.try_lock() else {
+        return Ok(());
+    };
+    reload(ctx, worker).await.map(|_| ())
+}
+
+fn cols(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+fn wrong(e: impl std::fmt::Display) -> ProxyError {
+    ProxyError::Wrong(e.to_string())
+}
+
+async fn conn(ctx: &Context, worker: usize, backend: usize) -> Result<PooledConn, ProxyError> {
+    ctx.pool(worker, backend).get(false).await
+}
+
+fn backend_names(ctx: &Context) -> Vec<&str> {
+    ctx.config
+        .backends
+        .iter()
+        .map(|b| b.name.as_str())
+        .collect()
+}
+
+fn table_name(arg: &str, session_db: Option<&str>) -> Result<TableName, ProxyError> {
+    match arg.split_once('.') {
+        Some((db, t)) => Ok(TableName::new(db.trim_matches('`'), t.trim_matches('`'))),
+        None => session_db
+            .map(|db| TableName::new(db, arg.trim_matches('`')))
+            .ok_or_else(|| {
+                wrong(format!(
+                    "no database selected: name the table as db.{arg} or USE a database first"
+                ))
+            }),
+    }
+}
+
+/// Create `db`.`dst` on backend `dst_b` with the definition of `db`.`src`
+/// on `src_b` (if it does not exist yet).
+async fn create_like(
+    ctx: &Context,
+    worker: usize,
+    (src_b, src): (usize, &str),
+    db: &str,
+    (dst_b, dst): (usize, &str),
+) -> Result<(), ProxyError> {
+    let mut s = conn(ctx, worker, src_b).await?;
+    let mut d = conn(ctx, worker, dst_b).await?;
+    ddl::create_like(&mut s, db, src, &mut d, dst).await
+}
+
+/// Move the rows of `db`.`src` matching `filter` to `db`.`dst`
+/// (`partition::copy::move_rows`).
+async fn move_rows(
+    ctx: &Context,
+    worker: usize,
+    db: &str,
+    (src_b, src): (usize, &str),
+    (dst_b, dst): (usize, &str),
+    filter: &str,
+) -> Result<u64, ProxyError> {
+    copy::move_rows(
+        ctx.pool(worker, src_b),
+        ctx.pool(worker, dst_b),
+        db,
+        src,
+        dst,
+        filter,
+    )
+    .await
+}

@@ -1,0 +1,222 @@
+//! Statements on partitioned and global tables that the dictionary itself
+//! answers or changes: `DROP TABLE`, `RENAME TABLE`, `SHOW [FULL] TABLES`,
+//! `SHOW CREATE TABLE` (planned by `hscale_route::router::schema`).
+
+use hscale_route::dictionary::TableName;
+
+use super::{cols, conn, reload, wrong, AdminOutput};
+use crate::error::ProxyError;
+use crate::partition::store::{self, exec, server_error};
+use crate::partition::{ddl, qualified, quote_ident};
+use crate::runtime::Context;
+
+/// `DROP TABLE T` for a partitioned table: every physical table, then the
+/// dictionary entry.
+pub async fn drop_table(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let mut d = (*reload(ctx, worker).await?).clone();
+    let table = d
+        .table(name)
+        .cloned()
+        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
+    for t in table.all_targets() {
+        let mut c = conn(ctx, worker, t.backend).await?;
+        exec(
+            &mut c,
+            &[format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified(&name.db, &t.physical_table)
+            )],
+        )
+        .await?;
+    }
+    let mut main = conn(ctx, worker, 0).await?;
+    exec(&mut main, &store::delete_table_sql(name)).await?;
+    d.remove_table(name);
+    ctx.partitioning.replace(d);
+    Ok(AdminOutput::done())
+}
+
+/// `RENAME TABLE T TO U`: every physical table `T_p` becomes `U_p` (and a
+/// default table `T_x` becomes `U_x`), then the dictionary follows. All
+/// new names are checked free first.
+pub async fn rename_table(
+    ctx: &Context,
+    worker: usize,
+    from: &TableName,
+    to: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let mut d = (*reload(ctx, worker).await?).clone();
+    let table = d
+        .table(from)
+        .cloned()
+        .ok_or_else(|| wrong(format!("table {from} is not a partitioned table")))?;
+    let renamed = {
+        let mut copy = d.clone();
+        copy.rename_table(from, to).map_err(wrong)?
+    };
+    let pairs: Vec<_> = table
+        .all_targets()
+        .into_iter()
+        .zip(renamed.all_targets())
+        .collect();
+    let mut main = conn(ctx, worker, 0).await?;
+    if ddl::table_exists(&mut main, &to.db, &to.table).await? {
+        return Err(wrong(format!("table {to} already exists")));
+    }
+    drop(main);
+    for (old, new) in &pairs {
+        let mut c = conn(ctx, worker, new.backend).await?;
+        if old.physical_table != new.physical_table
+            && ddl::table_exists(&mut c, &to.db, &new.physical_table).await?
+        {
+            return Err(wrong(format!(
+                "table {}.{} already exists on backend {}",
+                to.db, new.physical_table, ctx.config.backends[new.backend].name
+            )));
+        }
+    }
+    for (old, new) in &pairs {
+        if old.physical_table == new.physical_table {
+            continue;
+        }
+        let mut c = conn(ctx, worker, old.backend).await?;
+        exec(
+            &mut c,
+            &[format!(
+                "RENAME TABLE {} TO {}",
+                qualified(&from.db, &old.physical_table),
+                qualified(&to.db, &new.physical_table)
+            )],
+        )
+        .await?;
+    }
+    let mut main = conn(ctx, worker, 0).await?;
+    exec(
+        &mut main,
+        &store::rename_table_sql(from, to, &renamed.default_table),
+    )
+    .await?;
+    d.rename_table(from, to).map_err(wrong)?;
+    ctx.partitioning.replace(d);
+    Ok(AdminOutput::done())
+}
+
+/// `DROP TABLE G` for a global table: every copy, then its entry.
+pub async fn drop_global(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let mut d = (*reload(ctx, worker).await?).clone();
+    if !d.remove_global(name) {
+        return Err(wrong(format!("table {name} is not a global table")));
+    }
+    for b in 0..ctx.config.backends.len() {
+        let mut c = conn(ctx, worker, b).await?;
+        exec(
+            &mut c,
+            &[format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified(&name.db, &name.table)
+            )],
+        )
+        .await?;
+    }
+    let mut main = conn(ctx, worker, 0).await?;
+    exec(&mut main, &[store::delete_global_sql(name)]).await?;
+    ctx.partitioning.replace(d);
+    Ok(AdminOutput::done())
+}
+
+/// `SHOW [FULL] TABLES` in a database with partitioned tables: the main
+/// backend's tables without the physical tables of partitioned ones, plus
+/// the partitioned tables themselves.
+pub async fn show_tables(
+    ctx: &Context,
+    worker: usize,
+    db: &str,
+    is_full: bool,
+    like: Option<&str>,
+) -> Result<AdminOutput, ProxyError> {
+    let d = ctx.partitioning.dictionary();
+    let mut hidden = std::collections::HashSet::new();
+    let mut logical = Vec::new();
+    for t in d.tables().filter(|t| t.name.db == db) {
+        for target in t.all_targets() {
+            hidden.insert(target.physical_table);
+        }
+        logical.push(t.name.table.clone());
+    }
+    let mut c = conn(ctx, worker, 0).await?;
+    let full = if is_full { "FULL " } else { "" };
+    let sql = format!("SHOW {full}TABLES FROM {}", quote_ident(db));
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| server_error(&c, &sql, e))?;
+    let mut rows: Vec<Vec<Option<String>>> = r
+        .strings()
+        .into_iter()
+        .filter(|row| {
+            row.first()
+                .cloned()
+                .flatten()
+                .is_some_and(|n| !hidden.contains(&n))
+        })
+        .collect();
+    for name in logical {
+        let mut row = vec![Some(name)];
+        if is_full {
+            row.push(Some("BASE TABLE".to_string()));
+        }
+        rows.push(row);
+    }
+    if let Some(p) = like {
+        rows.retain(|row| {
+            row.first()
+                .cloned()
+                .flatten()
+                .is_some_and(|n| hscale_route::router::like_matches(p, &n))
+        });
+    }
+    rows.sort();
+    let title = match like {
+        Some(p) => format!("Tables_in_{db} ({p})"),
+        None => format!("Tables_in_{db}"),
+    };
+    let mut columns = vec![title];
+    if is_full {
+        columns.push("Table_type".to_string());
+    }
+    Ok(AdminOutput::Rows { columns, rows })
+}
+
+/// `SHOW CREATE TABLE T`: the default partition's definition, named T.
+pub async fn show_create(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let d = ctx.partitioning.dictionary();
+    let table = d
+        .table(name)
+        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
+    let mut c = conn(ctx, worker, table.default_backend).await?;
+    let ddl = ddl::show_create(&mut c, &name.db, &table.default_table).await?;
+    let head = format!("CREATE TABLE {}", quote_ident(&table.default_table));
+    let ddl = match ddl.strip_prefix(&head) {
+        Some(body) => format!("CREATE TABLE {}{body}", quote_ident(&name.table)),
+        None => ddl,
+    };
+    Ok(AdminOutput::Rows {
+        columns: cols(&["Table", "Create Table"]),
+        rows: vec![vec![Some(name.table.clone()), Some(ddl)]],
+    })
+}

@@ -1,0 +1,62 @@
+//! `HSCALE SETUP_GLOBAL_TABLE('t')`: copy `t` from the main backend to
+//! every other backend and record it as global.
+
+use hscale_route::dictionary::TableName;
+
+use super::{backend_names, conn, create_like, reload, wrong, AdminOutput};
+use crate::error::ProxyError;
+use crate::partition::store::{self, exec};
+use crate::partition::{copy, ddl, qualified};
+use crate::runtime::Context;
+
+pub(super) async fn run(
+    ctx: &Context,
+    worker: usize,
+    name: TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let names = backend_names(ctx);
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let mut d = (*reload(ctx, worker).await?).clone();
+    d.add_global(name.clone()).map_err(wrong)?;
+    {
+        let mut main = conn(ctx, worker, 0).await?;
+        if !ddl::table_exists(&mut main, &name.db, &name.table).await? {
+            return Err(wrong(format!(
+                "table {name} does not exist on the main backend"
+            )));
+        }
+    }
+    // A copy on every other backend, replacing whatever is there.
+    for b in 1..names.len() {
+        let mut c = conn(ctx, worker, b).await?;
+        exec(
+            &mut c,
+            &[format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified(&name.db, &name.table)
+            )],
+        )
+        .await?;
+        drop(c);
+        create_like(ctx, worker, (0, &name.table), &name.db, (b, &name.table)).await?;
+        let table_q = qualified(&name.db, &name.table);
+        let mut src = conn(ctx, worker, 0).await?;
+        let mut dst = conn(ctx, worker, b).await?;
+        copy::copy_rows(
+            &mut src,
+            &format!("SELECT * FROM {table_q}"),
+            &mut dst,
+            &table_q,
+        )
+        .await?;
+    }
+    let mut main = conn(ctx, worker, 0).await?;
+    exec(&mut main, &[store::insert_global_sql(&name)]).await?;
+    ctx.partitioning.replace(d);
+    Ok(AdminOutput::Ok {
+        info: format!(
+            "{name} is global: a copy on each of {} backends",
+            names.len()
+        ),
+    })
+}

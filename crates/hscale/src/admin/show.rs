@@ -1,0 +1,129 @@
+//! `HSCALE SHOW TABLES`, `HSCALE SHOW PARTITIONS ['t']`, `HSCALE SHOW BACKENDS`.
+
+use hscale_route::dictionary::TableName;
+
+use super::{backend_names, cols, conn, wrong, AdminOutput};
+use crate::error::ProxyError;
+use crate::partition::quote_str;
+use crate::runtime::Context;
+
+/// Every partitioned and global table with its key, function and default partition.
+pub(super) fn tables(ctx: &Context) -> AdminOutput {
+    let names = backend_names(ctx);
+    let d = ctx.partitioning.dictionary();
+    let mut rows: Vec<Vec<Option<String>>> = d
+        .tables()
+        .map(|t| {
+            vec![
+                Some(t.name.to_string()),
+                Some(t.column.clone()),
+                Some(t.function.to_string()),
+                Some(t.default_table.clone()),
+                Some(names[t.default_backend].to_string()),
+            ]
+        })
+        .chain(d.globals().map(|g| {
+            vec![
+                Some(g.to_string()),
+                None,
+                Some("GLOBAL".to_string()),
+                Some(g.table.clone()),
+                Some("every backend".to_string()),
+            ]
+        }))
+        .collect();
+    rows.sort();
+    AdminOutput::Rows {
+        columns: cols(&["table", "column", "function", "default_table", "backend"]),
+        rows,
+    }
+}
+
+/// Every partition (of one table, or of all): value, backend, physical
+/// table and the backend's row estimate.
+pub(super) async fn partitions(
+    ctx: &Context,
+    worker: usize,
+    only: Option<TableName>,
+) -> Result<AdminOutput, ProxyError> {
+    let names = backend_names(ctx);
+    let d = ctx.partitioning.dictionary();
+    let mut rows = Vec::new();
+    let mut tables: Vec<_> = d
+        .tables()
+        .filter(|t| only.as_ref().is_none_or(|o| *o == t.name))
+        .collect();
+    if let (Some(o), true) = (&only, tables.is_empty()) {
+        return Err(wrong(format!("table {o} is not a partitioned table")));
+    }
+    tables.sort_by(|a, b| a.name.cmp(&b.name));
+    for t in tables {
+        for (value, pname) in &t.values {
+            let Some(p) = t.partitions.get(pname) else {
+                continue;
+            };
+            let physical = p.physical_table(&t.name.table);
+            let estimate = {
+                let mut c = conn(ctx, worker, p.backend).await?;
+                let sql = format!(
+                    "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+                    quote_str(&t.name.db),
+                    quote_str(&physical)
+                );
+                c.query_rows(&sql)
+                    .await?
+                    .ok()
+                    .and_then(|r| r.strings().first().and_then(|r| r[0].clone()))
+            };
+            rows.push(vec![
+                Some(t.name.to_string()),
+                Some(pname.clone()),
+                Some(value.clone()),
+                Some(names[p.backend].to_string()),
+                Some(physical),
+                estimate,
+            ]);
+        }
+    }
+    Ok(AdminOutput::Rows {
+        columns: cols(&[
+            "table",
+            "partition",
+            "value",
+            "backend",
+            "physical_table",
+            "rows",
+        ]),
+        rows,
+    })
+}
+
+/// Every backend with its state and this proxy's connections to it.
+pub(super) fn backends(ctx: &Context) -> AdminOutput {
+    let rows = ctx
+        .config
+        .backends
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let (mut open, mut idle, mut up) = (0, 0, true);
+            for p in ctx.backend_pools(i) {
+                let s = p.stats();
+                open += s.open;
+                idle += s.idle;
+                up &= s.is_up;
+            }
+            vec![
+                Some(b.name.clone()),
+                Some(b.address.clone()),
+                Some(if up { "up" } else { "down" }.to_string()),
+                Some(open.to_string()),
+                Some(idle.to_string()),
+            ]
+        })
+        .collect();
+    AdminOutput::Rows {
+        columns: cols(&["name", "address", "status", "open", "idle"]),
+        rows,
+    }
+}

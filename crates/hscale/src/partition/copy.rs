@@ -1,0 +1,243 @@
+//! Row copies between backends, streamed: rows are read one at a time from
+//! the source ([`BackendConn::query_stream`]) and written as `INSERT`
+//! statements of bounded size ([`InsertBatcher`]), so the proxy's memory
+//! does not grow with the number of rows copied. Used by the admin
+//! commands' row moves and by shipping tables for joins (`exec/`).
+//!
+//! Values are copied byte-exact ([`value_literal`]): read with
+//! `character_set_results = NULL`, written as numbers, ASCII dates or
+//! `X'..'`, which neither `sql_mode` nor the connection's character set
+//! changes.
+
+use std::sync::Arc;
+
+use hscale_wire::resultset::ColumnInfo;
+
+use super::qualified;
+use super::store::{exec, server_error};
+use crate::backend::{BackendConn, Pool};
+use crate::error::ProxyError;
+
+/// Rows per `INSERT` at most.
+pub const BATCH_ROWS: usize = 500;
+/// Bytes per `INSERT` at most (a single larger row makes a larger one).
+pub const BATCH_BYTES: usize = 1 << 20;
+
+/// A value as a literal that stores the same value again: numbers as
+/// written (a hex literal would be read as a number), dates and times as
+/// their (ASCII) text, everything else as its exact bytes, `X'...'`, which
+/// neither `sql_mode` nor the connection's character set changes. Read the
+/// rows with `character_set_results = NULL` for the bytes to be the
+/// column's own.
+pub fn value_literal(v: Option<&[u8]>, col: &ColumnInfo) -> String {
+    let mut out = String::new();
+    push_literal(&mut out, v, col);
+    out
+}
+
+fn push_literal(out: &mut String, v: Option<&[u8]>, col: &ColumnInfo) {
+    use hscale_route::value::{Decimal, Kind};
+    use std::fmt::Write;
+    let Some(b) = v else {
+        out.push_str("NULL");
+        return;
+    };
+    let text = std::str::from_utf8(b).ok();
+    match (Kind::of(col.column_type, col.charset, col.flags), text) {
+        (Kind::Decimal | Kind::Float, Some(t))
+            if Decimal::parse(t.as_bytes()).is_some() || t.parse::<f64>().is_ok() =>
+        {
+            out.push_str(t)
+        }
+        (Kind::Temporal | Kind::Time, Some(t))
+            if t.bytes()
+                .all(|c| c.is_ascii_digit() || b"-:. ".contains(&c)) =>
+        {
+            out.push('\'');
+            out.push_str(t);
+            out.push('\'');
+        }
+        _ => {
+            out.push_str("X'");
+            for x in b {
+                let _ = write!(out, "{x:02X}");
+            }
+            out.push('\'');
+        }
+    }
+}
+
+/// Turns rows into `INSERT INTO table VALUES ...` statements of at most
+/// [`BATCH_ROWS`] rows and about [`BATCH_BYTES`] bytes each.
+pub struct InsertBatcher<'a> {
+    table_q: &'a str,
+    columns: &'a [ColumnInfo],
+    sql: String,
+    rows: usize,
+}
+
+impl<'a> InsertBatcher<'a> {
+    pub fn new(table_q: &'a str, columns: &'a [ColumnInfo]) -> InsertBatcher<'a> {
+        InsertBatcher {
+            table_q,
+            columns,
+            sql: String::new(),
+            rows: 0,
+        }
+    }
+
+    /// Add a row; returns a statement when the batch is full.
+    pub fn push(&mut self, row: &[Option<Vec<u8>>]) -> Option<String> {
+        if self.rows == 0 {
+            self.sql = format!("INSERT INTO {} VALUES (", self.table_q);
+        } else {
+            self.sql.push_str(", (");
+        }
+        for (i, (v, col)) in row.iter().zip(self.columns).enumerate() {
+            if i > 0 {
+                self.sql.push_str(", ");
+            }
+            push_literal(&mut self.sql, v.as_deref(), col);
+        }
+        self.sql.push(')');
+        self.rows += 1;
+        (self.rows >= BATCH_ROWS || self.sql.len() >= BATCH_BYTES).then(|| self.take())
+    }
+
+    /// The last, partly filled statement, if any row is left.
+    pub fn finish(mut self) -> Option<String> {
+        (self.rows > 0).then(|| self.take())
+    }
+
+    fn take(&mut self) -> String {
+        self.rows = 0;
+        std::mem::take(&mut self.sql)
+    }
+}
+
+/// Stream the rows of `select` on `src` into `dst_q` on `dst`, in batches,
+/// inside one transaction on `dst`. `src` is left with
+/// `character_set_results = NULL` and marked broken, so it is closed
+/// rather than pooled. Returns the number of rows copied.
+pub async fn copy_rows(
+    src: &mut BackendConn,
+    select: &str,
+    dst: &mut BackendConn,
+    dst_q: &str,
+) -> Result<u64, ProxyError> {
+    exec(src, &["SET character_set_results = NULL".to_string()]).await?;
+    let columns = src
+        .query_stream(select)
+        .await?
+        .map_err(|e| server_error(src, select, e))?;
+    src.is_broken = true;
+    exec(dst, &["BEGIN".to_string()]).await?;
+    let mut batcher = InsertBatcher::new(dst_q, &columns);
+    let mut copied = 0u64;
+    while let Some(row) = src.next_row(columns.len()).await? {
+        let row = row.map_err(|e| server_error(src, select, e))?;
+        copied += 1;
+        if let Some(sql) = batcher.push(&row) {
+            exec(dst, &[sql]).await?;
+        }
+    }
+    src.is_broken = true;
+    if let Some(sql) = batcher.finish() {
+        exec(dst, &[sql]).await?;
+    }
+    exec(dst, &["COMMIT".to_string()]).await?;
+    Ok(copied)
+}
+
+/// Move the rows of `db`.`src` matching `filter` on `src_pool`'s backend
+/// into `db`.`dst` on `dst_pool`'s. On one backend this is `INSERT ...
+/// SELECT` and `DELETE` in one transaction; across backends a streamed
+/// copy, then the `DELETE`. Not crash-safe across backends: a failure
+/// between the two leaves the rows in both places.
+pub async fn move_rows(
+    src_pool: &Arc<Pool>,
+    dst_pool: &Arc<Pool>,
+    db: &str,
+    src: &str,
+    dst: &str,
+    filter: &str,
+) -> Result<u64, ProxyError> {
+    let (src_q, dst_q) = (qualified(db, src), qualified(db, dst));
+    let mut c = src_pool.get(false).await?;
+    if src_pool.backend_index == dst_pool.backend_index {
+        let moved = format!("INSERT INTO {dst_q} SELECT * FROM {src_q} WHERE {filter}");
+        exec(&mut c, &["BEGIN".into()]).await?;
+        let n = match c.command(&BackendConn::payload_for_query(&moved)).await? {
+            Ok(ok) => ok.affected_rows,
+            Err(e) => {
+                c.is_broken = true;
+                return Err(server_error(&c, &moved, e));
+            }
+        };
+        exec(
+            &mut c,
+            &[
+                format!("DELETE FROM {src_q} WHERE {filter}"),
+                "COMMIT".into(),
+            ],
+        )
+        .await?;
+        return Ok(n);
+    }
+    let mut d = dst_pool.get(false).await?;
+    let select = format!("SELECT * FROM {src_q} WHERE {filter}");
+    let n = copy_rows(&mut c, &select, &mut d, &dst_q).await?;
+    drop(c);
+    let mut c = src_pool.get(false).await?;
+    exec(&mut c, &[format!("DELETE FROM {src_q} WHERE {filter}")]).await?;
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(column_type: u8, charset: u16) -> ColumnInfo {
+        ColumnInfo {
+            name: "c".into(),
+            charset,
+            column_type,
+            length: 10,
+            flags: 0,
+            decimals: 0,
+        }
+    }
+
+    #[test]
+    fn batches_are_bounded_by_rows_and_bytes() {
+        let cols = [col(0x03, 63), col(0xfd, 45)];
+        let mut b = InsertBatcher::new("`d`.`t`", &cols);
+        let mut full = Vec::new();
+        for i in 0..1201u32 {
+            let row = vec![Some(i.to_string().into_bytes()), None];
+            full.extend(b.push(&row));
+        }
+        full.extend(b.finish());
+        assert_eq!(full.len(), 3);
+        assert!(full[0].starts_with("INSERT INTO `d`.`t` VALUES (0, NULL), (1, NULL)"));
+        assert!(full[2].ends_with("(1200, NULL)"));
+        let mut b = InsertBatcher::new("t", &cols);
+        let big = vec![Some(b"1".to_vec()), Some(vec![b'x'; 300_000])];
+        // Each row is 600,000 bytes of hex: a statement is cut once it
+        // passes BATCH_BYTES, so every second row.
+        let cut: Vec<String> = (0..10).filter_map(|_| b.push(&big)).collect();
+        assert_eq!(cut.len(), 5);
+        assert!(cut.iter().all(|s| s.len() < BATCH_BYTES + 700_000));
+    }
+
+    #[test]
+    fn literals_are_byte_exact() {
+        assert_eq!(value_literal(None, &col(0x03, 63)), "NULL");
+        assert_eq!(value_literal(Some(b"-12"), &col(0x03, 63)), "-12");
+        assert_eq!(value_literal(Some(b"it's"), &col(0xfd, 45)), "X'69742773'");
+        assert_eq!(
+            value_literal(Some(b"2024-01-02"), &col(0x0a, 63)),
+            "'2024-01-02'"
+        );
+    }
+}

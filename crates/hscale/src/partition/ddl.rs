@@ -1,0 +1,94 @@
+//! Schema questions and DDL the partitioning layer asks of one backend:
+//! does a table exist, what type is a column, create a table like another
+//! (possibly on another backend). Server errors keep their codes
+//! ([`super::store::server_error`]).
+
+use super::store::{exec, server_error};
+use super::{qualified, quote_ident, quote_str};
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+
+/// The first value of the first row of `sql`'s result.
+async fn scalar(c: &mut BackendConn, sql: &str) -> Result<Option<String>, ProxyError> {
+    let r = c
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(c, sql, e))?;
+    Ok(r.strings()
+        .first()
+        .and_then(|r| r.first().cloned().flatten()))
+}
+
+/// Whether `db`.`table` exists on this backend.
+pub async fn table_exists(c: &mut BackendConn, db: &str, table: &str) -> Result<bool, ProxyError> {
+    let sql = format!(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+        quote_str(db),
+        quote_str(table)
+    );
+    Ok(scalar(c, &sql).await?.is_some_and(|n| n != "0"))
+}
+
+/// The column's type as the dictionary keeps it: COLUMN_TYPE, then
+/// ` COLLATE name` for string types; `None` if there is no such column.
+pub async fn column_type(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+    column: &str,
+) -> Result<Option<String>, ProxyError> {
+    let sql = format!(
+        "SELECT CONCAT(COLUMN_TYPE, IFNULL(CONCAT(' COLLATE ', COLLATION_NAME), '')) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND COLUMN_NAME = {}",
+        quote_str(db),
+        quote_str(table),
+        quote_str(column)
+    );
+    scalar(c, &sql).await
+}
+
+/// `SHOW CREATE TABLE db.table`: the statement, starting with
+/// ``CREATE TABLE `table` ``.
+pub async fn show_create(c: &mut BackendConn, db: &str, table: &str) -> Result<String, ProxyError> {
+    let sql = format!("SHOW CREATE TABLE {}", qualified(db, table));
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| server_error(c, &sql, e))?;
+    r.strings()
+        .first()
+        .and_then(|row| row.get(1).cloned().flatten())
+        .ok_or_else(|| {
+            ProxyError::Wrong(format!("SHOW CREATE TABLE {db}.{table} returned nothing"))
+        })
+}
+
+/// The body of a `SHOW CREATE TABLE` result after its table name, so the
+/// same definition can be created under another name.
+pub fn definition_body<'a>(ddl: &'a str, table: &str) -> Result<&'a str, ProxyError> {
+    ddl.strip_prefix(&format!("CREATE TABLE {}", quote_ident(table)))
+        .ok_or_else(|| {
+            ProxyError::Wrong(format!("unexpected SHOW CREATE TABLE output for {table}"))
+        })
+}
+
+/// Create `db`.`dst` on `dst_conn`'s backend with the definition of
+/// `db`.`src` on `src_conn`'s (if it does not exist yet).
+pub async fn create_like(
+    src_conn: &mut BackendConn,
+    db: &str,
+    src: &str,
+    dst_conn: &mut BackendConn,
+    dst: &str,
+) -> Result<(), ProxyError> {
+    let ddl = show_create(src_conn, db, src).await?;
+    let body = definition_body(&ddl, src)?;
+    let create = format!("CREATE TABLE IF NOT EXISTS {}{body}", qualified(db, dst));
+    exec(
+        dst_conn,
+        &[
+            format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(db)),
+            create,
+        ],
+    )
+    .await
+}

@@ -1,0 +1,199 @@
+//! The proxy's shared state: configuration, backend pools, live sessions
+//! and the partition dictionary ([`Context`]), shared read-only by every
+//! worker thread. It sits below everything that serves clients: `session/`,
+//! `exec/`, `admin/` and `server` use it; it imports only `backend/`,
+//! `partition/` and `config`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::backend::Pool;
+use crate::config::{BackendConfig, Config};
+
+/// Shared by all sessions; nothing in it is locked on the statement path.
+pub struct Context {
+    pub config: Arc<Config>,
+    /// `pools[worker][backend]`: each worker has a pool per backend, with
+    /// its share of the backend's min and max connections. Backend 0 is the
+    /// main backend.
+    pools: Vec<Vec<Arc<Pool>>>,
+    pub(crate) server_version: OnceLock<String>,
+    next_connection_id: AtomicU32,
+    clients: AtomicUsize,
+    /// Live sessions by connection id, for KILL. Locked when a session
+    /// starts or ends and by KILL, never per statement.
+    sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
+    /// The partition dictionary.
+    pub partitioning: crate::partition::Partitioning,
+}
+
+/// What KILL needs to know about a session, updated with atomics.
+pub struct SessionHandle {
+    pub user: Mutex<String>,
+    /// `backend << 32 | backend thread id` of the statement running now, 0 if none.
+    running: AtomicU64,
+    is_killed: AtomicBool,
+    pub killed: tokio::sync::Notify,
+}
+
+impl SessionHandle {
+    pub fn new(user: &str) -> SessionHandle {
+        SessionHandle {
+            user: Mutex::new(user.to_string()),
+            running: AtomicU64::new(0),
+            is_killed: AtomicBool::new(false),
+            killed: tokio::sync::Notify::new(),
+        }
+    }
+    pub fn set_running(&self, backend: usize, thread_id: u32) {
+        self.running.store(
+            ((backend as u64 + 1) << 32) | thread_id as u64,
+            Ordering::Relaxed,
+        );
+    }
+    pub fn clear_running(&self) {
+        self.running.store(0, Ordering::Relaxed);
+    }
+    /// The backend index and thread id of the running statement.
+    pub fn running(&self) -> Option<(usize, u32)> {
+        let v = self.running.load(Ordering::Relaxed);
+        (v != 0).then(|| (((v >> 32) - 1) as usize, v as u32))
+    }
+    pub fn kill(&self) {
+        self.is_killed.store(true, Ordering::Relaxed);
+        self.killed.notify_one();
+    }
+    pub fn is_killed(&self) -> bool {
+        self.is_killed.load(Ordering::Relaxed)
+    }
+}
+
+/// Holds one of `max_connections` client slots.
+pub struct ClientSlot(Arc<Context>);
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        self.0.clients.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Announced to clients until the main backend has told us its own version.
+const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-hscale";
+
+/// Worker `i`'s share of `n` connections out of `workers` (at least one for max).
+fn share(n: usize, workers: usize, i: usize) -> usize {
+    n / workers + usize::from(i < n % workers)
+}
+
+impl Context {
+    pub fn new(config: Config) -> Arc<Context> {
+        let workers = config.worker_threads();
+        let connect = Duration::from_millis(config.proxy.connect_timeout_ms);
+        let acquire = Duration::from_millis(config.proxy.acquire_timeout_ms);
+        let pools = (0..workers)
+            .map(|w| {
+                config
+                    .backends
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| {
+                        let cfg = BackendConfig {
+                            min_connections: share(b.min_connections, workers, w),
+                            max_connections: share(b.max_connections, workers, w).max(1),
+                            ..b.clone()
+                        };
+                        Pool::new(cfg, i, connect, acquire)
+                    })
+                    .collect()
+            })
+            .collect();
+        Arc::new(Context {
+            config: Arc::new(config),
+            pools,
+            server_version: OnceLock::new(),
+            next_connection_id: AtomicU32::new(1),
+            clients: AtomicUsize::new(0),
+            sessions: Mutex::new(HashMap::new()),
+            partitioning: crate::partition::Partitioning::default(),
+        })
+    }
+
+    pub fn register_session(&self, id: u32, handle: Arc<SessionHandle>) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, handle);
+    }
+
+    pub fn unregister_session(&self, id: u32) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+    }
+
+    pub fn session(&self, id: u32) -> Option<Arc<SessionHandle>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned()
+    }
+
+    /// Worker `worker`'s pool for backend `backend`.
+    pub fn pool(&self, worker: usize, backend: usize) -> &Arc<Pool> {
+        &self.pools[worker][backend]
+    }
+
+    /// Worker `worker`'s pools, one per backend.
+    pub fn worker_pools(&self, worker: usize) -> &[Arc<Pool>] {
+        &self.pools[worker]
+    }
+
+    /// All pools of one backend, over all workers.
+    pub fn backend_pools(&self, backend: usize) -> impl Iterator<Item = &Arc<Pool>> {
+        self.pools.iter().map(move |w| &w[backend])
+    }
+
+    pub fn workers(&self) -> usize {
+        self.pools.len()
+    }
+
+    pub fn next_connection_id(&self) -> u32 {
+        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn client_slot(self: &Arc<Self>) -> Option<ClientSlot> {
+        let n = self.clients.fetch_add(1, Ordering::Relaxed);
+        let slot = ClientSlot(self.clone());
+        (n < self.config.proxy.max_connections).then_some(slot)
+    }
+
+    pub fn clients(&self) -> usize {
+        self.clients.load(Ordering::Relaxed)
+    }
+
+    /// The main backend's version string, which clients see as the server's.
+    pub fn server_version(&self) -> String {
+        self.server_version
+            .get()
+            .cloned()
+            .unwrap_or_else(|| FALLBACK_VERSION.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share;
+
+    #[test]
+    fn shares_add_up() {
+        for n in 0..20 {
+            for w in 1..5 {
+                assert_eq!((0..w).map(|i| share(n, w, i)).sum::<usize>(), n);
+            }
+        }
+    }
+}
