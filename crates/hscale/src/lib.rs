@@ -11,6 +11,7 @@ pub mod admin;
 pub mod backend;
 pub mod config;
 pub mod error;
+pub mod exec;
 pub mod logging;
 pub mod partition;
 pub mod playground;

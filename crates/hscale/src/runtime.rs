@@ -5,7 +5,7 @@
 //! `partition/` and `config`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -29,11 +29,14 @@ pub struct Context {
     pub partitioning: crate::partition::Partitioning,
 }
 
-/// What KILL needs to know about a session, updated with atomics.
+/// What KILL needs to know about a session. Its lock is taken when a
+/// statement starts or ends on a backend connection and by KILL; it is
+/// never shared with another session's statements.
 pub struct SessionHandle {
     pub user: Mutex<String>,
-    /// `backend << 32 | backend thread id` of the statement running now, 0 if none.
-    running: AtomicU64,
+    /// `(backend, backend thread id)` of every connection a statement of
+    /// this session runs on now (several for a statement over partitions).
+    running: Mutex<Vec<(usize, u32)>>,
     is_killed: AtomicBool,
     pub killed: tokio::sync::Notify,
 }
@@ -42,24 +45,31 @@ impl SessionHandle {
     pub fn new(user: &str) -> SessionHandle {
         SessionHandle {
             user: Mutex::new(user.to_string()),
-            running: AtomicU64::new(0),
+            running: Mutex::new(Vec::new()),
             is_killed: AtomicBool::new(false),
             killed: tokio::sync::Notify::new(),
         }
     }
-    pub fn set_running(&self, backend: usize, thread_id: u32) {
-        self.running.store(
-            ((backend as u64 + 1) << 32) | thread_id as u64,
-            Ordering::Relaxed,
-        );
+    fn running_list(&self) -> std::sync::MutexGuard<'_, Vec<(usize, u32)>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
-    pub fn clear_running(&self) {
-        self.running.store(0, Ordering::Relaxed);
+    pub fn add_running(&self, key: (usize, u32)) {
+        self.running_list().push(key);
     }
-    /// The backend index and thread id of the running statement.
-    pub fn running(&self) -> Option<(usize, u32)> {
-        let v = self.running.load(Ordering::Relaxed);
-        (v != 0).then(|| (((v >> 32) - 1) as usize, v as u32))
+    pub fn remove_running(&self, key: (usize, u32)) {
+        let mut list = self.running_list();
+        if let Some(i) = list.iter().position(|k| *k == key) {
+            list.swap_remove(i);
+        }
+    }
+    /// The backend index and thread id of every connection running a
+    /// statement of this session now.
+    pub fn running(&self) -> Vec<(usize, u32)> {
+        self.running_list().clone()
+    }
+    /// Whether `key` still runs a statement of this session.
+    pub fn is_running(&self, key: (usize, u32)) -> bool {
+        self.running_list().contains(&key)
     }
     pub fn kill(&self) {
         self.is_killed.store(true, Ordering::Relaxed);

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use hscale_route::admin::AdminCommand;
 use hscale_route::dictionary::{Dictionary, TableName};
+use hscale_route::router::Plan;
 
 use crate::backend::PooledConn;
 use crate::error::ProxyError;
@@ -109,6 +110,34 @@ pub async fn execute(
             })
         }
         AdminCommand::Explain { statement } => explain::run(ctx, session_db, &statement),
+    }
+}
+
+/// Whether the router's plan is a statement the dictionary itself answers
+/// ([`run_plan`]) rather than one the executor runs on partitions.
+pub fn is_dictionary_plan(plan: &Plan) -> bool {
+    matches!(
+        plan,
+        Plan::DropTable(_)
+            | Plan::DropGlobal(_)
+            | Plan::RenameTable { .. }
+            | Plan::ShowTables { .. }
+            | Plan::ShowCreate(_)
+    )
+}
+
+/// Carry out a plan the dictionary answers: DROP / RENAME TABLE of a
+/// partitioned or global table, SHOW TABLES, SHOW CREATE TABLE.
+pub async fn run_plan(ctx: &Context, worker: usize, plan: Plan) -> Result<AdminOutput, ProxyError> {
+    match plan {
+        Plan::DropTable(name) => drop_table(ctx, worker, &name).await,
+        Plan::DropGlobal(name) => drop_global(ctx, worker, &name).await,
+        Plan::RenameTable { from, to } => rename_table(ctx, worker, &from, &to).await,
+        Plan::ShowTables { db, is_full, like } => {
+            show_tables(ctx, worker, &db, is_full, like.as_deref()).await
+        }
+        Plan::ShowCreate(name) => show_create(ctx, worker, &name).await,
+        _ => Err(wrong("internal: not a dictionary statement")),
     }
 }
 

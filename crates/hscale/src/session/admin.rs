@@ -1,7 +1,6 @@
 //! `HSCALE ...` commands from a client: check the admin right, run the
 //! command (`crate::admin`), answer with OK or a result set.
 
-use hscale_wire::consts::status;
 use hscale_wire::response::{encode_eof, encode_ok, OkPacket};
 use hscale_wire::resultset::{encode_column, encode_column_count, encode_row};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -19,17 +18,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let cmd = hscale_route::admin::parse(sql).map_err(|e| ProxyError::Wrong(e.to_string()))?;
         tracing::info!(
-            connection_id = self.connection_id,
+            connection_id = self.b.connection_id,
             command = sql,
             "admin command"
         );
-        let out = execute(&self.ctx, self.worker, self.state.db.as_deref(), cmd).await?;
+        let out = execute(&self.b.ctx, self.b.worker, self.b.state.db.as_deref(), cmd).await?;
         self.write_admin_output(out).await
     }
 
     /// Answer with an OK or a result set the proxy built itself.
     pub(super) async fn write_admin_output(&mut self, out: AdminOutput) -> Result<(), ProxyError> {
-        let st = status::AUTOCOMMIT | self.status_bits();
+        let st = self.b.status();
         match out {
             AdminOutput::Ok { info } => {
                 let ok = OkPacket {

@@ -11,13 +11,14 @@ use hscale_wire::response::{encode_ok, is_eof, ErrPacket};
 use hscale_wire::stmt::{self, Execute, PrepareOk};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::forward::{Expect, Outcome};
 use super::params;
 use super::prepared::ClientStatement;
 use super::prepared::PreparedRouting;
-use super::{ok_status, vars_for_collation, write_error, Effects, Session};
+use super::{ok_status, vars_for_collation, Session};
 use crate::backend::PooledConn;
 use crate::error::ProxyError;
+use crate::exec::forward::{Expect, Outcome};
+use crate::exec::{write_error, Effects};
 use hscale_route::dictionary::Target;
 use hscale_route::router::{Plan, StatementKind};
 use hscale_wire::response::OkPacket;
@@ -31,7 +32,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
-        let dict_version = self.ctx.partitioning.version();
+        let dict_version = self.b.ctx.partitioning.version();
         let routing = self.prepared_routing(&payload[1..])?;
         // The metadata comes from the first target (a partition has T's columns).
         let (backend, backend_sql) = match &routing {
@@ -42,13 +43,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         prepare_payload.put_u8(com::STMT_PREPARE);
         prepare_payload.put_slice(&backend_sql);
         let payload = &prepare_payload;
-        let mut conn = self.acquire(backend).await?;
-        if let Some(err) = self.sync(&mut conn, false).await? {
-            self.finish(conn, Outcome::default(), &Effects::default());
+        let mut conn = self.b.acquire(backend).await?;
+        if let Some(err) = self.b.sync(&mut conn, false).await? {
+            self.b.finish(conn, Outcome::default(), &Effects::default());
             return self.write_server_error(1, &err).await;
         }
         if let Err(e) = conn.stream.send_command(payload).await {
-            return Err(self.backend_lost(conn, e.to_string()));
+            return Err(self.b.backend_lost(conn, e.to_string()));
         }
         let deprecated = self.is_eof_deprecated();
         // Read the whole (small) response, then answer.
@@ -82,19 +83,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         .await;
         let ok = match read {
             Ok(ok) => ok,
-            Err(e) => return Err(self.backend_lost(conn, e.to_string())),
+            Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
         };
         let Some(ok) = ok else {
-            self.finish(conn, Outcome::default(), &Effects::default());
+            self.b.finish(conn, Outcome::default(), &Effects::default());
             let err = ErrPacket::decode(&packets[0]).map_err(|e| ProxyError::BackendProtocol {
-                backend: self.ctx.pool(self.worker, 0).name().to_string(),
+                backend: self.b.ctx.pool(self.b.worker, 0).name().to_string(),
                 reason: e.to_string(),
             })?;
             return self.write_server_error(1, &err).await;
         };
-        let cache = self.ctx.config.proxy.backend_statement_cache;
+        let cache = self.b.ctx.config.proxy.backend_statement_cache;
         conn.remember_statement(&backend_sql, ok, cache).await?;
-        self.finish(conn, Outcome::default(), &Effects::default());
+        self.b.finish(conn, Outcome::default(), &Effects::default());
         let id = self.statements.add(ClientStatement {
             sql,
             num_params: ok.num_params,
@@ -146,7 +147,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         // The dictionary changed since PREPARE (a partition added, a table
         // partitioned or made global): route by the current one.
-        let version = self.ctx.partitioning.version();
+        let version = self.b.ctx.partitioning.version();
         if st.dict_version != version {
             st.routing = self.prepared_routing(&st.sql)?;
             st.dict_version = version;
@@ -235,7 +236,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             };
             return self.send_and_forward(conn, &p, &effects).await;
         }
-        if self.pinned.is_some() || exec.flags & CURSOR_TYPE_READ_ONLY != 0 {
+        if self.b.pinned.is_some() || exec.flags & CURSOR_TYPE_READ_ONLY != 0 {
             return Err(ProxyError::Refused(
                 "a prepared statement over several partitions inside a transaction or with a cursor is not supported yet".into(),
             ));
@@ -254,9 +255,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         effects: &Effects<'_>,
     ) -> Result<(), ProxyError> {
         if let Err(e) = conn.stream.send_command(p).await {
-            return Err(self.backend_lost(conn, e.to_string()));
+            return Err(self.b.backend_lost(conn, e.to_string()));
         }
-        self.forward(conn, Expect::Query, effects).await
+        self.exec().forward(conn, Expect::Query, effects).await
     }
 
     /// Borrow a connection on `backend` synced to the session, prepare `sql`
@@ -271,26 +272,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         types: &[u8],
         seq: u8,
     ) -> Result<Option<(PooledConn, BytesMut)>, ProxyError> {
-        let mut conn = self.acquire(backend).await?;
-        if let Some(err) = self.sync(&mut conn, st.uses_last_insert_id).await? {
-            self.finish(conn, Outcome::default(), &Effects::default());
+        let mut conn = self.b.acquire(backend).await?;
+        if let Some(err) = self.b.sync(&mut conn, st.uses_last_insert_id).await? {
+            self.b.finish(conn, Outcome::default(), &Effects::default());
             self.write_server_error(seq, &err).await?;
             return Ok(None);
         }
         let backend_id = match conn.statement(sql) {
             Some(b) => b.id,
             None => {
-                let cache = self.ctx.config.proxy.backend_statement_cache;
+                let cache = self.b.ctx.config.proxy.backend_statement_cache;
                 match conn.prepare(sql, cache).await {
                     Ok(Ok(b)) => b.id,
                     Ok(Err(err)) => {
-                        self.finish(conn, Outcome::default(), &Effects::default());
+                        self.b.finish(conn, Outcome::default(), &Effects::default());
                         self.write_server_error(seq, &err).await?;
                         return Ok(None);
                     }
                     Err(e) => {
                         conn.is_broken = true;
-                        return Err(self.backend_lost(conn, e.to_string()));
+                        return Err(self.b.backend_lost(conn, e.to_string()));
                     }
                 }
             }
@@ -323,6 +324,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 return Ok(());
             };
             match self
+                .exec()
                 .stream_part(conn, &p, seq, i == 0, i + 1 == parts.len())
                 .await?
             {
@@ -349,26 +351,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             else {
                 return Ok(());
             };
-            if !self.add_part(conn, &p, &mut total).await? {
+            if !self.exec().add_part(conn, &p, &mut total).await? {
                 return Ok(());
             }
         }
-        self.write_total(total).await
+        self.exec().write_total(total).await
     }
 
     /// How a statement being prepared reaches partitioned tables, if it does.
     fn prepared_routing(&self, sql: &[u8]) -> Result<Option<Arc<PreparedRouting>>, ProxyError> {
-        if self.ctx.partitioning.is_empty() {
+        if self.b.ctx.partitioning.is_empty() {
             return Ok(None);
         }
         let Ok(text) = std::str::from_utf8(sql) else {
-            return match self.ctx.partitioning.refusal(sql) {
+            return match self.b.ctx.partitioning.refusal(sql) {
                 Some(why) => Err(ProxyError::Refused(why)),
                 None => Ok(None),
             };
         };
-        let dict = self.ctx.partitioning.dictionary();
-        match hscale_route::router::plan_prepared(text, self.state.db.as_deref(), &dict) {
+        let dict = self.b.ctx.partitioning.dictionary();
+        match hscale_route::router::plan_prepared(text, self.b.state.db.as_deref(), &dict) {
             Plan::Passthrough => Ok(None),
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
             Plan::Targets { kind, parts } => {
@@ -446,24 +448,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         st.long_data.clear();
         let sql = st.sql.clone();
         // An open cursor lives on the pinned connection: reset it there.
-        if self.pins.contains(Pins::CURSOR) {
-            if let Some(mut conn) = self.pinned.take() {
+        if self.b.pins.contains(Pins::CURSOR) {
+            if let Some(mut conn) = self.b.pinned.take() {
                 if let Some(b) = conn.statement(&sql) {
                     let p = stmt::with_statement_id(payload, b.id);
                     match conn.command(&p).await {
                         Ok(Err(err)) => {
-                            self.pinned = Some(conn);
+                            self.b.pinned = Some(conn);
                             return self.write_server_error(1, &err).await;
                         }
                         Err(e) => return Err(e),
                         Ok(Ok(_)) => {}
                     }
                 }
-                self.pins.remove(Pins::CURSOR);
-                self.finish(conn, Outcome::default(), &Effects::default());
+                self.b.pins.remove(Pins::CURSOR);
+                self.b.finish(conn, Outcome::default(), &Effects::default());
             }
         }
-        self.write_ok(1, status::AUTOCOMMIT).await
+        self.write_ok(1).await
     }
 
     /// COM_STMT_FETCH: rows of an open cursor, on the pinned connection.
@@ -479,9 +481,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         };
         let backend_id = self
+            .b
             .pinned
             .as_mut()
-            .filter(|_| self.pins.contains(Pins::CURSOR))
+            .filter(|_| self.b.pins.contains(Pins::CURSOR))
             .and_then(|c| c.statement(&sql))
             .map(|b| b.id);
         let Some(backend_id) = backend_id else {
@@ -489,16 +492,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 "COM_STMT_FETCH without an open cursor".into(),
             ));
         };
-        let Some(mut conn) = self.pinned.take() else {
+        let Some(mut conn) = self.b.pinned.take() else {
             return Err(ProxyError::Wrong(
                 "COM_STMT_FETCH without an open cursor".into(),
             ));
         };
         let p = stmt::with_statement_id(payload, backend_id);
         if let Err(e) = conn.stream.send_command(&p).await {
-            return Err(self.backend_lost(conn, e.to_string()));
+            return Err(self.b.backend_lost(conn, e.to_string()));
         }
-        self.forward(conn, Expect::Rows, &Effects::default()).await
+        self.exec()
+            .forward(conn, Expect::Rows, &Effects::default())
+            .await
     }
 
     /// COM_CHANGE_USER: authenticate again (switching to
@@ -518,14 +523,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         })?;
         let next = seq.wrapping_add(1);
-        let user = self.ctx.config.user(&cu.user).cloned();
+        let user = self.b.ctx.config.user(&cu.user).cloned();
         let response: &[u8] = if response[..] == [0] { &[] } else { &response };
         let ok = user.as_ref().is_some_and(|u| {
             auth::verify(NATIVE_PASSWORD, u.password.as_bytes(), &scramble, response)
                 .unwrap_or(false)
         });
         let Some(user) = user.filter(|_| ok) else {
-            tracing::info!(connection_id = self.connection_id, user = %cu.user, "change user failed");
+            tracing::info!(connection_id = self.b.connection_id, user = %cu.user, "change user failed");
             write_error(
                 &mut self.client,
                 next,
@@ -536,21 +541,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         self.reset_session();
         self.info.user = user.name.clone();
-        *self.handle.user.lock().unwrap_or_else(|p| p.into_inner()) = user.name.clone();
+        *self.b.handle.user.lock().unwrap_or_else(|p| p.into_inner()) = user.name.clone();
         self.info.is_admin = user.admin;
         if let Some(c) = cu.collation {
             self.info.collation = c;
-            self.base_vars = Arc::new(vars_for_collation(c));
-            self.state.vars = self.base_vars.clone();
+            self.b.base_vars = Arc::new(vars_for_collation(c));
+            self.b.state.vars = self.b.base_vars.clone();
         }
-        self.state.db = None;
+        self.b.state.db = None;
         if let Some(db) = &cu.database {
             if let Some(err) = self.use_database(db).await? {
                 self.write_server_error(next, &err).await?;
                 return Ok(true);
             }
         }
-        tracing::info!(connection_id = self.connection_id, user = %user.name, "changed user");
+        tracing::info!(connection_id = self.b.connection_id, user = %user.name, "changed user");
         self.client
             .write_payload(next, &encode_ok(0, &ok_status(status::AUTOCOMMIT), ""));
         self.flush().await?;

@@ -3,7 +3,6 @@
 //! target's statement; KILL CONNECTION also ends the target session.
 
 use hscale_sql::KillStatement;
-use hscale_wire::consts::status;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
@@ -14,7 +13,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn kill(&mut self, k: KillStatement) -> Result<(), ProxyError> {
         let target = u32::try_from(k.id)
             .ok()
-            .and_then(|id| self.ctx.session(id))
+            .and_then(|id| self.b.ctx.session(id))
             .ok_or(ProxyError::NoSuchThread(k.id))?;
         let owner = target
             .user
@@ -24,18 +23,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if !self.info.is_admin && owner != self.info.user {
             return Err(ProxyError::KillDenied(k.id));
         }
-        if let Some((backend, thread)) = target.running() {
-            let mut conn = self.ctx.pool(self.worker, backend).get(false).await?;
+        for (backend, thread) in target.running() {
+            let mut conn = self.b.ctx.pool(self.b.worker, backend).get(false).await?;
             // Check again right before killing: the statement may have
             // finished and its connection gone to another session.
-            if target.running() == Some((backend, thread)) {
+            if target.is_running((backend, thread)) {
                 let sql = format!("KILL QUERY {thread}");
                 // The thread may have finished in between: an error here is fine.
                 let _ = conn.command(&BackendConn::payload_for_query(&sql)).await?;
             }
         }
         tracing::info!(
-            connection_id = self.connection_id,
+            connection_id = self.b.connection_id,
             target = k.id,
             query_only = k.is_query_only,
             "kill"
@@ -43,6 +42,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if !k.is_query_only {
             target.kill();
         }
-        self.write_ok(1, status::AUTOCOMMIT).await
+        self.write_ok(1).await
     }
 }

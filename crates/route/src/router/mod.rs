@@ -14,6 +14,7 @@ use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 use crate::KeyValue;
 
 mod cache;
+mod explain;
 mod global;
 mod insert;
 mod join;
@@ -22,6 +23,7 @@ mod prune;
 mod schema;
 
 pub use cache::{CacheStats, PlanCache};
+pub use explain::ExplainRow;
 pub use insert::insert_key_placeholders;
 use insert::plan_insert;
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};

@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use std::collections::VecDeque;
 
 use super::forward::{Expect, ForwardError, Forwarder, Outcome};
-use super::{write_error, Effects, Session};
+use super::{write_error, Effects, Exec};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 
@@ -44,7 +44,7 @@ impl Drop for InFlight {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Send parts ahead of part `i` (always part `i` itself) while the
     /// bounds allow. `Ok(false)`: an error was written to the client.
     async fn send_ahead(
@@ -58,8 +58,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         while *next_send < parts.len() {
             let (target, sql) = &parts[*next_send];
             let limit = (self
+                .b
                 .ctx
-                .pool(self.worker, target.backend)
+                .pool(self.b.worker, target.backend)
                 .cfg
                 .max_connections
                 / 2)
@@ -79,8 +80,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .send_command(&BackendConn::payload_for_query(sql))
                 .await
             {
-                let err = self.backend_lost(conn, e.to_string());
-                write_error(&mut self.client, seq, &err).await;
+                let err = self.b.backend_lost(conn, e.to_string());
+                write_error(&mut *self.client, seq, &err).await;
                 return Ok(false);
             }
             flight.conns.push_back(conn);
@@ -97,14 +98,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         Some(conn)
     }
 
-    pub(super) async fn run_routed(
+    pub(crate) async fn run_routed(
         &mut self,
         kind: StatementKind,
         parts: Vec<(Target, String)>,
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
         tracing::debug!(
-            connection_id = self.connection_id,
+            connection_id = self.b.connection_id,
             parts = parts.len(),
             "routed"
         );
@@ -114,7 +115,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .execute_on_backend(target.backend, &payload, Expect::Query, effects)
                 .await;
         }
-        if self.pinned.is_some() {
+        if self.b.pinned.is_some() {
             return Err(ProxyError::Unsupported {
                 what: "a statement over several partitions inside a transaction or with connection-bound state".into(),
             });
@@ -131,7 +132,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut seq = 1u8;
         let mut flight = InFlight {
             conns: VecDeque::new(),
-            per_backend: vec![0; self.ctx.config.backends.len()],
+            per_backend: vec![0; self.b.ctx.config.backends.len()],
         };
         let mut next_send = 0;
         for i in 0..parts.len() {
@@ -168,7 +169,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut total = OkPacket::default();
         let mut flight = InFlight {
             conns: VecDeque::new(),
-            per_backend: vec![0; self.ctx.config.backends.len()],
+            per_backend: vec![0; self.b.ctx.config.backends.len()],
         };
         let mut next_send = 0;
         for i in 0..parts.len() {
@@ -196,20 +197,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// A connection on `backend` synced to the session, or `None` when an
     /// error was written to the client (at `seq`).
-    async fn connect_part(
+    pub(crate) async fn connect_part(
         &mut self,
         backend: usize,
         seq: u8,
     ) -> Result<Option<PooledConn>, ProxyError> {
-        let mut conn = match self.acquire(backend).await {
+        let mut conn = match self.b.acquire(backend).await {
             Ok(c) => c,
             Err(e) => {
-                write_error(&mut self.client, seq, &e).await;
+                write_error(&mut *self.client, seq, &e).await;
                 return Ok(None);
             }
         };
-        if let Some(err) = self.sync(&mut conn, false).await? {
-            self.finish(conn, Outcome::default(), &Effects::default());
+        if let Some(err) = self.b.sync(&mut conn, false).await? {
+            self.b.finish(conn, Outcome::default(), &Effects::default());
             self.write_server_error(seq, &err).await?;
             return Ok(None);
         }
@@ -219,7 +220,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Send `command` on `conn` and stream its result as one part of a
     /// concatenated result set. Returns the next sequence id, or `None` when
     /// the response already ended (with an error).
-    pub(super) async fn stream_part(
+    pub(crate) async fn stream_part(
         &mut self,
         mut conn: PooledConn,
         command: &[u8],
@@ -228,8 +229,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         is_last: bool,
     ) -> Result<Option<u8>, ProxyError> {
         if let Err(e) = conn.stream.send_command(command).await {
-            let err = self.backend_lost(conn, e.to_string());
-            write_error(&mut self.client, seq, &err).await;
+            let err = self.b.backend_lost(conn, e.to_string());
+            write_error(&mut *self.client, seq, &err).await;
             return Ok(None);
         }
         self.receive_part(conn, seq, is_first, is_last).await
@@ -244,25 +245,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         is_first: bool,
         is_last: bool,
     ) -> Result<Option<u8>, ProxyError> {
-        let max = self.ctx.config.proxy.max_allowed_packet;
+        let max = self.b.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
-        self.handle
-            .set_running(conn.pool().backend_index, conn.thread_id);
-        let r = Forwarder::new(&mut conn.stream, &mut self.client, deprecated, max)
+        let running = self.b.running(&conn, conn.pool().backend_index);
+        let r = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
             .starting_at(seq)
             .run_part(is_first, is_last)
             .await;
-        self.handle.clear_running();
+        drop(running);
         match r {
             Ok((outcome, next)) => {
                 let is_err = outcome.is_err;
-                self.finish(conn, outcome, &Effects::default());
+                self.b.finish(conn, outcome, &Effects::default());
                 Ok((!is_err).then_some(next))
             }
             Err(f) => match f.error {
                 ForwardError::Backend(e) => {
-                    let err = self.backend_lost(conn, e.to_string());
-                    write_error(&mut self.client, f.next_seq, &err).await;
+                    let err = self.b.backend_lost(conn, e.to_string());
+                    write_error(&mut *self.client, f.next_seq, &err).await;
                     Ok(None)
                 }
                 ForwardError::Client(_) => {
@@ -275,16 +275,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// Run one partition's write and add its OK into `total`. Returns
     /// `false` when its error was written to the client instead.
-    pub(super) async fn add_part(
+    pub(crate) async fn add_part(
         &mut self,
         mut conn: PooledConn,
         command: &[u8],
         total: &mut OkPacket,
     ) -> Result<bool, ProxyError> {
-        self.handle
-            .set_running(conn.pool().backend_index, conn.thread_id);
+        let running = self.b.running(&conn, conn.pool().backend_index);
         let r = conn.command(command).await;
-        self.handle.clear_running();
+        drop(running);
         self.add_ok(conn, r, total).await
     }
 
@@ -294,10 +293,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         mut conn: PooledConn,
         total: &mut OkPacket,
     ) -> Result<bool, ProxyError> {
-        self.handle
-            .set_running(conn.pool().backend_index, conn.thread_id);
+        let running = self.b.running(&conn, conn.pool().backend_index);
         let r = conn.read_response().await;
-        self.handle.clear_running();
+        drop(running);
         self.add_ok(conn, r, total).await
     }
 
@@ -321,15 +319,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     is_err: false,
                     packets: 0,
                 };
-                self.finish(conn, outcome, &Effects::default());
+                self.b.finish(conn, outcome, &Effects::default());
                 Ok(true)
             }
             Ok(Err(err)) => {
-                self.finish(conn, Outcome::default(), &Effects::default());
+                self.b.finish(conn, Outcome::default(), &Effects::default());
                 self.write_server_error(1, &err).await?;
                 Ok(false)
             }
-            Err(e) => Err(self.backend_lost(conn, e.to_string())),
+            Err(e) => Err(self.b.backend_lost(conn, e.to_string())),
         }
     }
 
@@ -337,19 +335,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// other copy; the client gets the main backend's answer. Writes to
     /// global tables are serialized per proxy so every copy sees them in
     /// the same order. Not atomic across backends (that needs XA).
-    pub(super) async fn run_global_write(
+    pub(crate) async fn run_global_write(
         &mut self,
         table: &hscale_route::dictionary::TableName,
         sql: &str,
     ) -> Result<(), ProxyError> {
-        if self.pinned.is_some() || self.pending_begin.is_some() {
+        if self.b.pinned.is_some() || self.b.pending_begin.is_some() {
             return Err(ProxyError::Unsupported {
                 what: format!(
                     "a write to global table {table} inside a transaction (transactions across backends)"
                 ),
             });
         }
-        let ctx = self.ctx.clone();
+        let ctx = self.b.ctx.clone();
         let _serial = ctx.partitioning.global_write_lock.lock().await;
         let command = BackendConn::payload_for_query(sql);
         let mut total = OkPacket::default();
@@ -359,10 +357,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if !self.add_part(conn, &command, &mut total).await? {
             return Ok(());
         }
-        for b in 1..self.ctx.config.backends.len() {
-            let mut conn = self.acquire(b).await?;
-            if let Some(err) = self.sync(&mut conn, false).await? {
-                self.finish(conn, Outcome::default(), &Effects::default());
+        for b in 1..self.b.ctx.config.backends.len() {
+            let mut conn = self.b.acquire(b).await?;
+            if let Some(err) = self.b.sync(&mut conn, false).await? {
+                self.b.finish(conn, Outcome::default(), &Effects::default());
                 return self.write_server_error(1, &err).await;
             }
             let r = conn.command(&command).await;
@@ -374,17 +372,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         is_err: false,
                         packets: 0,
                     };
-                    self.finish(conn, outcome, &Effects::default());
+                    self.b.finish(conn, outcome, &Effects::default());
                 }
                 Ok(Err(e)) => {
-                    self.finish(conn, Outcome::default(), &Effects::default());
-                    let name = self.ctx.config.backends[b].name.clone();
+                    self.b.finish(conn, Outcome::default(), &Effects::default());
+                    let name = self.b.ctx.config.backends[b].name.clone();
                     return Err(ProxyError::Wrong(format!(
                         "the copy of global table {table} on backend '{name}' failed ({}: {}) after the main copy changed; the copies differ until this is repaired",
                         e.code, e.message
                     )));
                 }
-                Err(e) => return Err(self.backend_lost(conn, e.to_string())),
+                Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
             }
         }
         self.write_total(total).await
@@ -392,9 +390,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// The one OK of a write over several partitions; its insert id is the
     /// first partition's, as a multi-row INSERT reports its first row's.
-    pub(super) async fn write_total(&mut self, total: OkPacket) -> Result<(), ProxyError> {
+    pub(crate) async fn write_total(&mut self, total: OkPacket) -> Result<(), ProxyError> {
         if total.last_insert_id != 0 {
-            self.state.last_insert_id = total.last_insert_id;
+            self.b.state.last_insert_id = total.last_insert_id;
         }
         self.client.write_payload(1, &encode_ok(0, &total, ""));
         self.flush().await

@@ -24,13 +24,13 @@ use hscale_route::router::{
     ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val,
 };
 use hscale_route::value::{compare, Cmp, Decimal, Kind};
-use hscale_wire::consts::status;
 use hscale_wire::response::{decode_eof, encode_eof, encode_ok, is_eof, ErrPacket, OkPacket};
 use hscale_wire::resultset::{decode_row, encode_column_count, encode_row_bytes, ColumnInfo};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::bindings::Running;
 use super::forward::Outcome;
-use super::{write_error, Effects, Session};
+use super::{write_error, Effects, Exec};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 use crate::partition::copy::InsertBatcher;
@@ -55,6 +55,8 @@ impl From<ProxyError> for Stop {
 /// unread response must never return to the pool).
 struct Part {
     conn: Option<PooledConn>,
+    /// Registered for KILL QUERY while the part runs.
+    running: Option<Running>,
     defs: Vec<Bytes>,
     columns: Vec<ColumnInfo>,
     status: Option<u16>,
@@ -69,9 +71,10 @@ impl Drop for Part {
 }
 
 impl Part {
-    fn started(conn: PooledConn) -> Part {
+    fn started(conn: PooledConn, running: Running) -> Part {
         Part {
             conn: Some(conn),
+            running: Some(running),
             defs: Vec::new(),
             columns: Vec::new(),
             status: None,
@@ -317,9 +320,9 @@ fn bad_value(what: &str) -> Stop {
     )))
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    pub(super) async fn run_merge(&mut self, plan: MergePlan) -> Result<(), ProxyError> {
-        if self.pinned.is_some() {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
+    pub(crate) async fn run_merge(&mut self, plan: MergePlan) -> Result<(), ProxyError> {
+        if self.b.pinned.is_some() {
             return Err(ProxyError::Unsupported {
                 what: "a statement over several partitions inside a transaction or with connection-bound state".into(),
             });
@@ -331,7 +334,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Err(Stop::Server(e)) => return self.write_server_error(1, &e).await,
                 Err(Stop::Proxy(ProxyError::ClientGone)) => return Err(ProxyError::ClientGone),
                 Err(Stop::Proxy(e)) => {
-                    write_error(&mut self.client, 1, &e).await;
+                    write_error(&mut *self.client, 1, &e).await;
                     return Ok(());
                 }
             }
@@ -351,7 +354,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Err(Stop::Server(e)) => self.write_server_error(1, &e).await,
             Err(Stop::Proxy(ProxyError::ClientGone)) => Err(ProxyError::ClientGone),
             Err(Stop::Proxy(e)) => {
-                write_error(&mut self.client, 1, &e).await;
+                write_error(&mut *self.client, 1, &e).await;
                 Ok(())
             }
         }
@@ -361,9 +364,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// after the statements that set up shipped tables (such a connection
     /// is closed after use, which drops its temporary tables).
     async fn start_part(&mut self, target: &Target, sql: &str) -> Result<Part, Stop> {
-        let mut conn = self.acquire(target.backend).await?;
-        if let Some(err) = self.sync(&mut conn, false).await? {
-            self.finish(conn, Outcome::default(), &Effects::default());
+        let mut conn = self.b.acquire(target.backend).await?;
+        if let Some(err) = self.b.sync(&mut conn, false).await? {
+            self.b.finish(conn, Outcome::default(), &Effects::default());
             return Err(Stop::Server(err));
         }
         let setup = self.ship_setup.clone();
@@ -389,11 +392,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 reason: e.to_string(),
             }));
         }
-        Ok(Part::started(conn))
+        let running = self.b.running(&conn, target.backend);
+        Ok(Part::started(conn, running))
     }
 
     /// Give a part's connection back once its result was read to the end.
     fn end_part(&mut self, mut part: Part) {
+        part.running = None;
         if part.status.is_none() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
             return; // dropped: closes the connection
         }
@@ -402,7 +407,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             ..Outcome::default()
         };
         if let Some(conn) = part.conn.take() {
-            self.finish(conn, outcome, &Effects::default());
+            self.b.finish(conn, outcome, &Effects::default());
         }
     }
 
@@ -410,13 +415,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// tables on a part's connection: rows read from every source
     /// (bounded by `merge_max_rows`), inserted in batches.
     async fn ship_statements(&mut self, ships: &[Ship]) -> Result<Vec<String>, Stop> {
-        let max_rows = self.ctx.config.proxy.ship_max_rows;
+        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         let mut held = 0usize;
         let mut out = Vec::new();
         for ship in ships {
             let temp = crate::partition::qualified(&ship.db, &ship.temp);
             let ddl = {
-                let mut c = self.acquire(ship.like.0).await?;
+                let mut c = self.b.acquire(ship.like.0).await?;
                 let r = c
                     .query_rows(&format!(
                         "SHOW CREATE TABLE {}",
@@ -448,8 +453,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             for (target, sql) in &ship.sources {
                 // Read in the session's state (time zone, ...) with results
                 // in the columns' own bytes; the connection is closed after.
-                let mut c = self.acquire(target.backend).await?;
-                if let Some(err) = self.sync(&mut c, false).await? {
+                let mut c = self.b.acquire(target.backend).await?;
+                if let Some(err) = self.b.sync(&mut c, false).await? {
                     c.is_broken = true;
                     return Err(Stop::Server(err));
                 }
@@ -494,14 +499,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// How many parts of this plan may run at once.
     fn concurrent_parts(&self, parts: &[(Target, String)]) -> bool {
-        let mut per_backend = vec![0usize; self.ctx.config.backends.len()];
+        let mut per_backend = vec![0usize; self.b.ctx.config.backends.len()];
         for (t, _) in parts {
             per_backend[t.backend] += 1;
         }
         per_backend
             .iter()
             .enumerate()
-            .all(|(b, n)| *n <= (self.ctx.pool(self.worker, b).cfg.max_connections / 2).max(1))
+            .all(|(b, n)| *n <= (self.b.ctx.pool(self.b.worker, b).cfg.max_connections / 2).max(1))
             && parts.len() <= 64
     }
 
@@ -513,7 +518,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             seq = self.client.write_payload(seq, d);
         }
         if !self.is_eof_deprecated() {
-            let st = status::AUTOCOMMIT | self.status_bits();
+            let st = self.b.status();
             seq = self.client.write_payload(seq, &encode_eof(0, st));
         }
         Ok(seq)
@@ -530,7 +535,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     async fn write_end(&mut self, seq: u8) -> Result<(), Stop> {
-        let st = status::AUTOCOMMIT | self.status_bits();
+        let st = self.b.status();
         if self.is_eof_deprecated() {
             let ok = OkPacket {
                 status: st,
@@ -546,7 +551,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// ORDER BY / LIMIT: a k-way merge of sorted partition streams.
     async fn merge_sorted(&mut self, plan: &MergePlan, hidden: usize) -> Result<(), Stop> {
         let mut held: Vec<Part> = Vec::new();
-        let max_rows = self.ctx.config.proxy.merge_max_rows;
+        let max_rows = self.b.ctx.config.proxy.merge_max_rows;
         let streaming = self.concurrent_parts(&plan.parts);
         if !streaming {
             let per_part = plan.limit.map(|l| l.saturating_add(plan.offset) as usize);
@@ -666,7 +671,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// Aggregates, GROUP BY, DISTINCT: combine partial groups.
     async fn merge_groups(&mut self, plan: &MergePlan, g: &GroupPlan) -> Result<(), Stop> {
-        let max_rows = self.ctx.config.proxy.merge_max_rows;
+        let max_rows = self.b.ctx.config.proxy.merge_max_rows;
         // The client's column definitions.
         let mut meta = self.start_part(&g.meta.0, &g.meta.1).await?;
         meta.open().await?;

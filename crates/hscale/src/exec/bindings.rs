@@ -1,0 +1,283 @@
+//! The backend connections a session holds ([`Bindings`]): the only place
+//! a statement borrows a connection (`lease`), brings it to the session's
+//! state (database, SET items, options, last insert id, a deferred BEGIN),
+//! records what the statement did to the session (`finish`) and keeps it
+//! (pinned) or gives it back. Every connection a statement runs on is
+//! registered with the session's [`SessionHandle`] while it runs
+//! ([`Bindings::running`]), so KILL QUERY reaches every part of a statement
+//! spread over several connections.
+//!
+//! ```text
+//!  lease(backend) ─► pinned conn of that backend, or pool.get ─► sync ─► [run] ─► finish
+//!                                                                          │
+//!                        pins non-empty: keep as pinned ◄──────────────────┤
+//!                        pins empty: drop the guard (back to the pool) ◄───┘
+//! ```
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use hscale_sql::{Pins, SessionChange};
+use hscale_wire::consts::{com, status};
+use hscale_wire::response::ErrPacket;
+
+use super::forward::Outcome;
+use super::Effects;
+use crate::backend::state::{SessionState, SessionVars};
+use crate::backend::{BackendConn, PooledConn};
+use crate::error::ProxyError;
+use crate::runtime::{Context, SessionHandle};
+
+/// Every backend connection one client session holds, and the session state
+/// that is replayed onto them.
+pub struct Bindings {
+    pub ctx: Arc<Context>,
+    /// The worker thread this session runs on; it borrows from that worker's pools.
+    pub worker: usize,
+    pub connection_id: u32,
+    pub state: SessionState,
+    /// Session variables right after login (the handshake character set).
+    pub base_vars: Arc<SessionVars>,
+    /// The connection the session is bound to while any pin is set.
+    pub pinned: Option<PooledConn>,
+    pub pins: Pins,
+    /// A `BEGIN` / `START TRANSACTION` not sent yet: it goes to the backend
+    /// of the transaction's first statement, so that a transaction on a
+    /// partition's backend does not start on the main backend.
+    pub pending_begin: Option<Bytes>,
+    /// Shared with KILL from other sessions.
+    pub handle: Arc<SessionHandle>,
+    /// The client asked for CLIENT_FOUND_ROWS.
+    pub is_found_rows: bool,
+}
+
+/// A connection registered for KILL QUERY while a statement runs on it;
+/// unregistered when dropped.
+pub struct Running {
+    handle: Arc<SessionHandle>,
+    key: (usize, u32),
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.handle.remove_running(self.key);
+    }
+}
+
+impl Bindings {
+    /// The status flags of the session as a server would report them in
+    /// replies the proxy builds itself: autocommit unless the session
+    /// turned it off, in-transaction while a transaction is open or pending.
+    pub fn status(&self) -> u16 {
+        let mut st = 0;
+        if !self.pins.contains(Pins::AUTOCOMMIT_OFF) {
+            st |= status::AUTOCOMMIT;
+        }
+        if self.pins.contains(Pins::TRANSACTION) || self.pending_begin.is_some() {
+            st |= status::IN_TRANS;
+        }
+        st
+    }
+
+    /// Register `conn` for KILL QUERY until the returned guard is dropped.
+    pub fn running(&self, conn: &BackendConn, backend: usize) -> Running {
+        let key = (backend, conn.thread_id);
+        self.handle.add_running(key);
+        Running {
+            handle: self.handle.clone(),
+            key,
+        }
+    }
+
+    /// A connection on `backend` brought to the session's state.
+    /// `Ok(Err(e))`: the server refused the state (e.g. the database is
+    /// gone); that error is the statement's answer.
+    pub async fn lease(
+        &mut self,
+        backend: usize,
+        uses_last_insert_id: bool,
+    ) -> Result<Result<PooledConn, ErrPacket>, ProxyError> {
+        let mut conn = self.acquire(backend).await?;
+        match self.sync(&mut conn, uses_last_insert_id).await? {
+            None => Ok(Ok(conn)),
+            Some(err) => {
+                self.finish(conn, Outcome::default(), &Effects::default());
+                Ok(Err(err))
+            }
+        }
+    }
+
+    /// Borrow the connection for a statement on `backend`: the pinned one,
+    /// or one from this worker's pool. A session bound to one backend (by a
+    /// transaction or connection state) cannot run a statement on another.
+    pub async fn acquire(&mut self, backend: usize) -> Result<PooledConn, ProxyError> {
+        if let Some(c) = self.pinned.take() {
+            if c.pool().backend_index == backend {
+                return Ok(c);
+            }
+            let bound = c.pool().name().to_string();
+            self.pinned = Some(c);
+            return Err(ProxyError::Unsupported {
+                what: format!(
+                    "a statement on backend '{}' while the session is bound to backend '{bound}' by a transaction or connection state (transactions across backends)",
+                    self.ctx.config.backends[backend].name
+                ),
+            });
+        }
+        self.ctx
+            .pool(self.worker, backend)
+            .get(self.is_found_rows)
+            .await
+    }
+
+    /// Bring `conn` to the session's state. `Ok(Some(err))` is a server
+    /// error to report as the statement's result (e.g. the database is gone).
+    pub async fn sync(
+        &mut self,
+        conn: &mut PooledConn,
+        uses_last_insert_id: bool,
+    ) -> Result<Option<ErrPacket>, ProxyError> {
+        if conn.db != self.state.db {
+            match self.state.db.clone() {
+                Some(db) => {
+                    let mut p = BytesMut::with_capacity(1 + db.len());
+                    p.put_u8(com::INIT_DB);
+                    p.put_slice(db.as_bytes());
+                    match conn.command(&p).await? {
+                        Ok(_) => conn.db = Some(db),
+                        Err(e) => return Ok(Some(e)),
+                    }
+                }
+                None => {
+                    let cfg = conn.pool().cfg.clone();
+                    conn.change_user(&cfg).await?;
+                }
+            }
+        }
+        if !Arc::ptr_eq(&conn.vars, &self.state.vars) {
+            for sql in self.state.vars.sync_sql(&conn.vars) {
+                tracing::debug!(
+                    connection_id = self.connection_id,
+                    sql = crate::logging::loggable(&sql),
+                    "sync"
+                );
+                if let Err(e) = conn.command(&BackendConn::payload_for_query(&sql)).await? {
+                    return Ok(Some(e));
+                }
+            }
+            conn.vars = self.state.vars.clone();
+        }
+        if conn.is_multi_statements != self.state.is_multi_statements {
+            let option: u16 = if self.state.is_multi_statements { 0 } else { 1 };
+            let mut p = [com::SET_OPTION, 0, 0];
+            p[1..].copy_from_slice(&option.to_le_bytes());
+            if let Err(e) = conn.command(&p).await? {
+                return Ok(Some(e));
+            }
+            conn.is_multi_statements = self.state.is_multi_statements;
+        }
+        if uses_last_insert_id && conn.last_insert_id != self.state.last_insert_id {
+            let sql = format!("DO LAST_INSERT_ID({})", self.state.last_insert_id);
+            if let Err(e) = conn.command(&BackendConn::payload_for_query(&sql)).await? {
+                return Ok(Some(e));
+            }
+            conn.last_insert_id = self.state.last_insert_id;
+        }
+        // A deferred BEGIN starts the transaction on the backend of the
+        // first statement that needs one.
+        if let Some(begin) = self.pending_begin.take() {
+            if let Err(e) = conn.command(&begin).await? {
+                return Ok(Some(e));
+            }
+            self.pins.insert(Pins::TRANSACTION);
+        }
+        Ok(None)
+    }
+
+    /// The backend connection failed mid-statement: close it; whatever was
+    /// pinned to it (a transaction, temporary tables) is gone.
+    pub fn backend_lost(&mut self, mut conn: PooledConn, reason: String) -> ProxyError {
+        conn.is_broken = true;
+        let backend = conn.backend.to_string();
+        drop(conn);
+        if !self.pins.is_empty() {
+            tracing::warn!(connection_id = self.connection_id, backend, pins = ?self.pins.names().collect::<Vec<_>>(), "pinned backend connection lost");
+        }
+        self.pins = Pins::NONE;
+        ProxyError::BackendLost { backend, reason }
+    }
+
+    /// Record what a finished statement did, then keep or return the connection.
+    pub fn finish(&mut self, mut conn: PooledConn, outcome: Outcome, effects: &Effects<'_>) {
+        if !outcome.is_err && outcome.status.is_some() {
+            match effects.change {
+                Some(SessionChange::Use(db)) => {
+                    self.state.db = Some(db.clone());
+                    conn.db = Some(db.clone());
+                }
+                Some(SessionChange::Set(items)) => {
+                    Arc::make_mut(&mut self.state.vars).apply(items);
+                    conn.vars = self.state.vars.clone();
+                }
+                Some(SessionChange::DropDatabase(db)) => {
+                    if self.state.db.as_ref() == Some(db) {
+                        self.state.db = None;
+                    }
+                    if conn.db.as_ref() == Some(db) {
+                        conn.db = None;
+                    }
+                }
+                None => {}
+            }
+            self.pins.insert(effects.pins);
+            self.pins.remove(effects.unpins);
+        }
+        if let Some(st) = outcome.status {
+            for (bit, set) in [
+                (Pins::TRANSACTION, st & status::IN_TRANS != 0),
+                (Pins::AUTOCOMMIT_OFF, st & status::AUTOCOMMIT == 0),
+            ] {
+                if set {
+                    self.pins.insert(bit);
+                } else {
+                    self.pins.remove(bit);
+                }
+            }
+        }
+        if let Some(ok) = outcome.ok {
+            if ok.last_insert_id != 0 {
+                self.state.last_insert_id = ok.last_insert_id;
+                conn.last_insert_id = ok.last_insert_id;
+            }
+        }
+        if self.pins.is_empty() {
+            drop(conn);
+        } else {
+            self.pinned = Some(conn);
+        }
+    }
+
+    /// Give back a pinned connection. It may hold a transaction, locks or
+    /// temporary tables, so it is reset (COM_CHANGE_USER) in the background
+    /// first; no I/O happens in the caller.
+    pub fn release_pinned(&mut self) {
+        if let Some(mut conn) = self.pinned.take() {
+            tokio::spawn(async move {
+                let cfg = conn.pool().cfg.clone();
+                if conn.change_user(&cfg).await.is_err() {
+                    conn.is_broken = true;
+                }
+            });
+        }
+    }
+
+    /// Forget everything the session set: used by COM_RESET_CONNECTION and
+    /// COM_CHANGE_USER. A pinned connection is reset before it goes back.
+    pub fn reset(&mut self) {
+        self.release_pinned();
+        self.pins = Pins::NONE;
+        self.pending_begin = None;
+        self.state.vars = self.base_vars.clone();
+        self.state.last_insert_id = 0;
+    }
+}

@@ -1,0 +1,191 @@
+//! Running a plan: `Exec` is the one place a routed statement meets the
+//! backends and its answer reaches the client. The session
+//! (`crate::session`) decodes commands, asks the router for a `Plan` and
+//! hands it to [`Exec::run`]; everything below borrows connections only
+//! through [`Bindings`].
+//!
+//! | file | runs |
+//! |---|---|
+//! | `single.rs` (in this file) | one statement on one backend, streamed straight through ([`forward`]) |
+//! | `scatter.rs` | one statement over several partitions in parallel: rows concatenated or affected rows added up; writes to global tables |
+//! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
+//! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
+//! | `forward.rs` | streaming one backend response to the client packet by packet |
+
+pub mod bindings;
+pub mod forward;
+mod merge;
+mod scatter;
+
+use hscale_route::router::Plan;
+use hscale_sql::{Pins, SessionChange};
+use hscale_wire::response::{encode_err, ErrPacket};
+use hscale_wire::PacketStream;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+pub use bindings::Bindings;
+use forward::{Expect, ForwardError, Forwarder, Outcome};
+
+use crate::backend::{BackendConn, PooledConn};
+use crate::error::ProxyError;
+
+/// What a statement does to the session once it succeeds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Effects<'a> {
+    pub pins: Pins,
+    pub unpins: Pins,
+    pub change: Option<&'a SessionChange>,
+    pub uses_last_insert_id: bool,
+}
+
+/// One statement being run for a session: the client stream its answer
+/// goes to and the session's backend connections.
+pub struct Exec<'a, S> {
+    pub client: &'a mut PacketStream<S>,
+    pub b: &'a mut Bindings,
+    is_eof_deprecated: bool,
+    /// Statements that set up shipped tables on every part of the merge
+    /// being run (`merge.rs`).
+    ship_setup: std::sync::Arc<Vec<String>>,
+}
+
+/// Write `e` as the answer (at `seq`) and flush.
+pub async fn write_error<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut PacketStream<S>,
+    seq: u8,
+    e: &ProxyError,
+) {
+    let (code, state, msg) = e.to_mysql();
+    client.write_payload(seq, &encode_err(code, &state, &msg));
+    let _ = client.flush().await;
+}
+
+impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
+    pub fn new(
+        client: &'a mut PacketStream<S>,
+        b: &'a mut Bindings,
+        is_eof_deprecated: bool,
+    ) -> Exec<'a, S> {
+        Exec {
+            client,
+            b,
+            is_eof_deprecated,
+            ship_setup: std::sync::Arc::new(Vec::new()),
+        }
+    }
+
+    fn is_eof_deprecated(&self) -> bool {
+        self.is_eof_deprecated
+    }
+
+    async fn flush(&mut self) -> Result<(), ProxyError> {
+        self.client
+            .flush()
+            .await
+            .map_err(|_| ProxyError::ClientGone)
+    }
+
+    /// Forward a backend's error packet as the answer (at `seq`).
+    pub async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
+        self.client
+            .write_payload(seq, &encode_err(err.code, &err.sql_state, &err.message));
+        self.flush().await
+    }
+
+    /// Run a plan that reads or writes partitions or global tables (the
+    /// dictionary's own statements are answered by `crate::admin`).
+    pub async fn run(&mut self, plan: Plan, effects: Effects<'_>) -> Result<(), ProxyError> {
+        match plan {
+            Plan::Targets { kind, parts } => self.run_routed(kind, parts, effects).await,
+            Plan::GlobalWrite { table, sql } => self.run_global_write(&table, &sql).await,
+            Plan::Merge(m) => self.run_merge(m).await,
+            Plan::Relabeled {
+                target,
+                sql,
+                from,
+                to,
+            } => {
+                let payload = BackendConn::payload_for_query(&sql);
+                let mut conn = match self.b.lease(target.backend, false).await? {
+                    Ok(c) => c,
+                    Err(err) => return self.write_server_error(1, &err).await,
+                };
+                if let Err(e) = conn.stream.send_command(&payload).await {
+                    return Err(self.b.backend_lost(conn, e.to_string()));
+                }
+                self.forward_with(conn, Expect::Query, &effects, Some((&from, &to)))
+                    .await
+            }
+            Plan::Refuse(why) => Err(ProxyError::Refused(why)),
+            _ => Err(ProxyError::Wrong(
+                "internal: a plan the dictionary answers reached the executor".into(),
+            )),
+        }
+    }
+
+    /// Run one command on a backend connection and stream its response.
+    pub async fn execute_on_backend(
+        &mut self,
+        backend: usize,
+        payload: &[u8],
+        expect: Expect,
+        effects: Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        let mut conn = self.b.acquire(backend).await?;
+        if let Some(err) = self.b.sync(&mut conn, effects.uses_last_insert_id).await? {
+            self.b.finish(conn, Outcome::default(), &Effects::default());
+            return self.write_server_error(1, &err).await;
+        }
+        if let Err(e) = conn.stream.send_command(payload).await {
+            return Err(self.b.backend_lost(conn, e.to_string()));
+        }
+        self.forward(conn, expect, &effects).await
+    }
+
+    /// Stream the response of a command already sent on `conn`.
+    pub async fn forward(
+        &mut self,
+        conn: PooledConn,
+        expect: Expect,
+        effects: &Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        self.forward_with(conn, expect, effects, None).await
+    }
+
+    /// `forward`, optionally relabeling text-row values (`from`, `to`).
+    pub async fn forward_with(
+        &mut self,
+        mut conn: PooledConn,
+        expect: Expect,
+        effects: &Effects<'_>,
+        relabel: Option<(&str, &str)>,
+    ) -> Result<(), ProxyError> {
+        let max = self.b.ctx.config.proxy.max_allowed_packet;
+        let deprecated = self.is_eof_deprecated();
+        let backend = conn.pool().backend_index;
+        let running = self.b.running(&conn, backend);
+        let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max);
+        if let Some((from, to)) = relabel {
+            f = f.relabel(from, to);
+        }
+        let r = f.run(expect).await;
+        drop(running);
+        match r {
+            Ok(outcome) => {
+                self.b.finish(conn, outcome, effects);
+                Ok(())
+            }
+            Err(f) => match f.error {
+                ForwardError::Backend(e) => {
+                    let err = self.b.backend_lost(conn, e.to_string());
+                    write_error(&mut *self.client, f.next_seq, &err).await;
+                    Ok(())
+                }
+                ForwardError::Client(_) => {
+                    conn.is_broken = true;
+                    Err(ProxyError::ClientGone)
+                }
+            },
+        }
+    }
+}

@@ -1,0 +1,118 @@
+#![allow(clippy::unwrap_used)]
+//! The executor seam (`crates/hscale/src/exec/`): KILL QUERY reaches every
+//! part of a statement spread over partitions, and server errors met while
+//! the proxy works for itself keep their code.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use mysql_async::prelude::*;
+
+/// A merge over 4 partitions on 3 backends, each part sleeping, is stopped
+/// by KILL QUERY from another connection within a second; the session
+/// stays usable.
+#[tokio::test]
+async fn kill_query_stops_every_part_of_a_merge() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE exec_kill").await.unwrap();
+    c.query_drop("USE exec_kill").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard0', 'MOD(4)')")
+        .await
+        .unwrap();
+    for (p, v, b) in [("one", 1, 1), ("two", 2, 2), ("three", 3, 2)] {
+        c.query_drop(format!(
+            "HSCALE ADD_PARTITION('t', '{p}', '{v}', 'shard{b}')"
+        ))
+        .await
+        .unwrap();
+    }
+    c.query_drop("INSERT INTO t (id, k) VALUES (1, 0), (2, 1), (3, 2), (4, 3)")
+        .await
+        .unwrap();
+    let id = c.id();
+    let slow = tokio::spawn(async move {
+        let r: Result<Vec<(i64, i64)>, _> = c
+            .query("SELECT id, SLEEP(21) AS s FROM t ORDER BY id")
+            .await;
+        let killed_at = Instant::now();
+        let after: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await.unwrap();
+        (r, killed_at, after)
+    });
+    // Wait until every backend runs its part.
+    let mut running = 0;
+    for _ in 0..100 {
+        running = 0;
+        for b in 0..3 {
+            let mut bc = backend_conn(b, None).await;
+            let n: Option<i64> = bc
+                .query_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SLEEP(21)%' AND INFO NOT LIKE '%PROCESSLIST%'")
+                .await
+                .unwrap();
+            running += n.unwrap_or(0);
+            bc.disconnect().await.unwrap();
+        }
+        if running >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(running, 4, "the four parts run at once");
+    let mut killer = proxy_conn(None).await;
+    let sent = Instant::now();
+    killer.query_drop(format!("KILL QUERY {id}")).await.unwrap();
+    let (r, done, after) = tokio::time::timeout(Duration::from_secs(10), slow)
+        .await
+        .expect("the merge did not stop after KILL QUERY")
+        .unwrap();
+    let took = done.duration_since(sent);
+    assert!(took < Duration::from_secs(1), "stopped after {took:?}");
+    let err = r.expect_err("a killed statement fails");
+    assert_eq!(code(&err), 1317, "{err:?}");
+    assert_eq!(after, Some(4), "the session stays usable");
+    // No part is left running on any backend.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for b in 0..3 {
+        let mut bc = backend_conn(b, None).await;
+        let n: Option<i64> = bc
+            .query_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SLEEP(21)%' AND INFO NOT LIKE '%PROCESSLIST%'")
+            .await
+            .unwrap();
+        assert_eq!(n, Some(0), "backend {b} still runs a part");
+    }
+    killer.disconnect().await.unwrap();
+}
+
+/// A server error the proxy meets while answering for itself (here SHOW
+/// CREATE TABLE of a partitioned table whose default partition was dropped
+/// behind its back) reaches the client with the server's code.
+#[tokio::test]
+async fn server_errors_in_proxy_work_keep_their_code() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE exec_codes").await.unwrap();
+    c.query_drop("USE exec_codes").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard1', 'MOD(4)')")
+        .await
+        .unwrap();
+    let mut b = backend_conn(1, None).await;
+    b.query_drop("DROP TABLE exec_codes.t_default")
+        .await
+        .unwrap();
+    b.disconnect().await.unwrap();
+    let err = c
+        .query_drop("SHOW CREATE TABLE t")
+        .await
+        .expect_err("the default partition is gone");
+    assert_eq!(code(&err), 1146, "{err:?}");
+    assert!(err.to_string().contains("shard1"), "{err}");
+    c.disconnect().await.unwrap();
+}

@@ -1,0 +1,184 @@
+//! A plan as rows of (backend, operation, SQL): what `HSCALE EXPLAIN`
+//! prints, and what the golden plan files under `tests/plans/` hold.
+//!
+//! The proxy's admin command calls [`Plan::describe`] with the backends'
+//! names; nothing here looks at a backend.
+
+use super::{MergePlan, Mode, Output, Plan, StatementKind};
+
+/// One row of a described plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainRow {
+    /// The backend's name, `proxy` for the merge step, `every backend`.
+    pub backend: String,
+    /// What happens there.
+    pub operation: String,
+    /// The statement sent there (for the merge step: its description).
+    pub sql: String,
+}
+
+impl ExplainRow {
+    fn new(backend: &str, operation: impl Into<String>, sql: impl Into<String>) -> ExplainRow {
+        ExplainRow {
+            backend: backend.to_string(),
+            operation: operation.into(),
+            sql: sql.into(),
+        }
+    }
+}
+
+impl Plan {
+    /// The plan of `statement` as rows, the backends named by
+    /// `backend_names` (index 0: the main backend). `Refuse` is one row
+    /// whose operation is `refused` (the proxy answers it with an error).
+    pub fn describe(&self, statement: &str, backend_names: &[&str]) -> Vec<ExplainRow> {
+        // A backend the names do not cover (never, for a dictionary the
+        // proxy loaded) is shown by number, as dictionary errors do.
+        let name = |b: usize| -> String {
+            backend_names
+                .get(b)
+                .map_or_else(|| format!("backend #{}", b + 1), |n| n.to_string())
+        };
+        let main = name(0);
+        let one = |operation: String| vec![ExplainRow::new(&main, operation, statement)];
+        match self {
+            Plan::Passthrough => one("passthrough".to_string()),
+            Plan::Refuse(why) => vec![ExplainRow::new(&main, "refused", why.as_str())],
+            Plan::DropTable(t) => one(format!(
+                "drop every partition of {t} and its dictionary entry"
+            )),
+            Plan::ShowTables { db, .. } => one(format!(
+                "tables of {db} with partitioned tables shown as one"
+            )),
+            Plan::GlobalWrite { table, sql } => (0..backend_names.len())
+                .map(|b| {
+                    ExplainRow::new(
+                        &name(b),
+                        format!("copy of global table {table}"),
+                        sql.as_str(),
+                    )
+                })
+                .collect(),
+            Plan::DropGlobal(t) => vec![ExplainRow::new(
+                "every backend",
+                format!("drop every copy of global table {t} and its entry"),
+                statement,
+            )],
+            Plan::Merge(m) => describe_merge(m, &name),
+            Plan::Relabeled {
+                target,
+                sql,
+                from,
+                to,
+            } => vec![ExplainRow::new(
+                &name(target.backend),
+                format!("single partition, {from} shown as {to}"),
+                sql.as_str(),
+            )],
+            Plan::RenameTable { from, to } => one(format!(
+                "rename every partition of {from} to {to} and its dictionary entry"
+            )),
+            Plan::ShowCreate(t) => one(format!("definition of {t} from its default partition")),
+            Plan::Targets { kind, parts } => {
+                let how = match (kind, parts.len()) {
+                    (_, 1) => "single partition",
+                    (StatementKind::Select, _) => "concatenate rows",
+                    (StatementKind::Schema, _) => "on every partition",
+                    (_, _) => "add up affected rows",
+                };
+                parts
+                    .iter()
+                    .map(|(t, sql)| {
+                        ExplainRow::new(
+                            &name(t.backend),
+                            format!("{how}: {}", t.physical_table),
+                            sql.as_str(),
+                        )
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+/// A merge: the column definitions query (grouping), the shipped tables'
+/// reads, the fragments, then the proxy's step.
+fn describe_merge(m: &MergePlan, name: &dyn Fn(usize) -> String) -> Vec<ExplainRow> {
+    let mut rows = Vec::new();
+    if let Mode::Group(g) = &m.mode {
+        rows.push(ExplainRow::new(
+            &name(g.meta.0.backend),
+            "column definitions",
+            g.meta.1.as_str(),
+        ));
+    }
+    for ship in &m.ship {
+        for (t, sql) in &ship.sources {
+            rows.push(ExplainRow::new(
+                &name(t.backend),
+                format!("ship into temporary table {} on every part", ship.temp),
+                sql.as_str(),
+            ));
+        }
+    }
+    for (t, sql) in &m.parts {
+        rows.push(ExplainRow::new(
+            &name(t.backend),
+            format!("fragment: {}", t.physical_table),
+            sql.as_str(),
+        ));
+    }
+    rows.push(ExplainRow::new("proxy", "merge", merge_description(m)));
+    rows
+}
+
+/// What the proxy does with the partitions' rows.
+fn merge_description(m: &MergePlan) -> String {
+    let mut steps = Vec::new();
+    match &m.mode {
+        Mode::Sort { .. } if m.order.is_empty() => {
+            steps.push(format!("concatenate {} partitions", m.parts.len()))
+        }
+        Mode::Sort { .. } => steps.push(format!(
+            "k-way merge of {} sorted partitions on {} key(s)",
+            m.parts.len(),
+            m.order.len()
+        )),
+        Mode::Group(g) => {
+            let aggs: Vec<&str> = g
+                .outputs
+                .iter()
+                .filter_map(|o| match o {
+                    Output::Key(_) => None,
+                    Output::Count(_) => Some("COUNT (sum of counts)"),
+                    Output::Sum(_) => Some("SUM (sum of sums)"),
+                    Output::Min(_) => Some("MIN"),
+                    Output::Max(_) => Some("MAX"),
+                    Output::Avg { .. } => Some("AVG (sum of sums / sum of counts)"),
+                    Output::BitAnd(_) => Some("BIT_AND"),
+                    Output::BitOr(_) => Some("BIT_OR"),
+                    Output::BitXor(_) => Some("BIT_XOR"),
+                    Output::CountDistinct(_) => Some("COUNT(DISTINCT) (distinct values gathered)"),
+                    Output::GroupConcat { .. } => Some("GROUP_CONCAT (partial lists joined)"),
+                })
+                .collect();
+            steps.push(format!(
+                "combine partial groups of {} fragments on {} key(s){}{}",
+                m.parts.len(),
+                g.keys.len(),
+                if aggs.is_empty() { "" } else { ": " },
+                aggs.join(", ")
+            ));
+            if !m.order.is_empty() {
+                steps.push(format!("sort on {} key(s)", m.order.len()));
+            }
+        }
+    }
+    if m.offset > 0 {
+        steps.push(format!("skip {}", m.offset));
+    }
+    if let Some(l) = m.limit {
+        steps.push(format!("limit {l}"));
+    }
+    steps.join("; ")
+}
