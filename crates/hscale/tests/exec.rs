@@ -88,6 +88,93 @@ async fn kill_query_stops_every_part_of_a_merge() {
     killer.disconnect().await.unwrap();
 }
 
+/// Backend threads running a statement whose text contains `probe`.
+async fn running(probe: &str) -> i64 {
+    let mut total = 0;
+    for b in 0..3 {
+        let mut bc = backend_conn(b, None).await;
+        let n: Option<i64> = bc
+            .query_first(format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{probe}%' AND INFO NOT LIKE '%PROCESSLIST%'"))
+            .await
+            .unwrap();
+        total += n.unwrap_or(0);
+        bc.disconnect().await.unwrap();
+    }
+    total
+}
+
+/// A prepared statement over 4 partitions runs its parts in parallel
+/// through the same scatter as text statements (every part is seen running
+/// at once), and KILL QUERY stops them all.
+#[tokio::test]
+async fn prepared_statements_scatter_in_parallel() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE exec_prep").await.unwrap();
+    c.query_drop("USE exec_prep").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard0', 'MOD(4)')")
+        .await
+        .unwrap();
+    for (p, v, b) in [("one", 1, 1), ("two", 2, 2), ("three", 3, 2)] {
+        c.query_drop(format!(
+            "HSCALE ADD_PARTITION('t', '{p}', '{v}', 'shard{b}')"
+        ))
+        .await
+        .unwrap();
+    }
+    c.query_drop("INSERT INTO t (id, k) VALUES (1, 0), (2, 1), (3, 2), (4, 3)")
+        .await
+        .unwrap();
+    // Quick executions first: rows from every partition, binary protocol.
+    let stmt = c.prep("SELECT id, k FROM t WHERE id > ?").await.unwrap();
+    let mut rows: Vec<(i64, i64)> = c.exec(&stmt, (0,)).await.unwrap();
+    rows.sort();
+    assert_eq!(rows, vec![(1, 0), (2, 1), (3, 2), (4, 3)]);
+    let n = c
+        .exec_iter("UPDATE t SET id = id + 10 WHERE id > ?", (2,))
+        .await
+        .unwrap()
+        .affected_rows();
+    assert_eq!(n, 2);
+    let id = c.id();
+    let slow = tokio::spawn(async move {
+        let stmt = c
+            .prep("SELECT id, SLEEP(23) AS s FROM t WHERE id > ?")
+            .await
+            .unwrap();
+        let r: Result<Vec<(i64, i64)>, _> = c.exec(&stmt, (0,)).await;
+        let done = Instant::now();
+        let after: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await.unwrap();
+        (r, done, after)
+    });
+    let mut seen = 0;
+    for _ in 0..100 {
+        seen = running("SLEEP(23)").await;
+        if seen >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        seen, 4,
+        "the four parts of the prepared statement run at once"
+    );
+    let mut killer = proxy_conn(None).await;
+    let sent = Instant::now();
+    killer.query_drop(format!("KILL QUERY {id}")).await.unwrap();
+    let (r, done, after) = tokio::time::timeout(Duration::from_secs(10), slow)
+        .await
+        .expect("the prepared scatter did not stop after KILL QUERY")
+        .unwrap();
+    assert!(done.duration_since(sent) < Duration::from_secs(1));
+    assert_eq!(code(&r.expect_err("killed")), 1317);
+    assert_eq!(after, Some(4), "the session stays usable");
+    killer.disconnect().await.unwrap();
+}
+
 /// A server error the proxy meets while answering for itself (here SHOW
 /// CREATE TABLE of a partitioned table whose default partition was dropped
 /// behind its back) reaches the client with the server's code.

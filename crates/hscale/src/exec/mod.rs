@@ -15,6 +15,7 @@
 pub mod bindings;
 pub mod forward;
 mod merge;
+pub mod prepared;
 mod scatter;
 
 use hscale_route::router::Plan;

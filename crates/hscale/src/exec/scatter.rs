@@ -15,7 +15,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use std::collections::VecDeque;
 
-use super::forward::{Expect, ForwardError, Forwarder, Outcome};
+use super::forward::{ForwardError, Forwarder, Outcome};
+use super::prepared::Command;
 use super::{write_error, Effects, Exec};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
@@ -47,9 +48,10 @@ impl Drop for InFlight {
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Send parts ahead of part `i` (always part `i` itself) while the
     /// bounds allow. `Ok(false)`: an error was written to the client.
-    async fn send_ahead(
+    async fn send_ahead<P: AsRef<[u8]>>(
         &mut self,
-        parts: &[(Target, String)],
+        parts: &[(Target, P)],
+        cmd: Command<'_>,
         i: usize,
         next_send: &mut usize,
         flight: &mut InFlight,
@@ -72,17 +74,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             {
                 break;
             }
-            let Some(mut conn) = self.connect_part(target.backend, seq).await? else {
+            let Some(mut conn) = self.connect_part(target.backend, seq, cmd).await? else {
                 return Ok(false);
             };
-            if let Err(e) = conn
-                .stream
-                .send_command(&BackendConn::payload_for_query(sql))
-                .await
-            {
-                let err = self.b.backend_lost(conn, e.to_string());
-                write_error(&mut *self.client, seq, &err).await;
-                return Ok(false);
+            match self.send_part(&mut conn, sql.as_ref(), cmd).await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => {
+                    self.b.finish(conn, Outcome::default(), &Effects::default());
+                    self.write_server_error(seq, &err).await?;
+                    return Ok(false);
+                }
+                Err(e) => {
+                    let err = self.b.backend_lost(conn, e.to_string());
+                    write_error(&mut *self.client, seq, &err).await;
+                    return Ok(false);
+                }
             }
             flight.conns.push_back(conn);
             flight.per_backend[target.backend] += 1;
@@ -109,26 +115,40 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             parts = parts.len(),
             "routed"
         );
-        if let [(target, sql)] = parts.as_slice() {
-            let payload = BackendConn::payload_for_query(sql);
-            return self
-                .execute_on_backend(target.backend, &payload, Expect::Query, effects)
-                .await;
+        match parts.as_slice() {
+            [(target, sql)] => {
+                self.run_single(target.backend, sql.as_bytes(), Command::Query, effects)
+                    .await
+            }
+            _ => self.scatter(kind, &parts, Command::Query).await,
         }
+    }
+
+    /// One statement over several partitions, text or prepared.
+    pub(crate) async fn scatter<P: AsRef<[u8]>>(
+        &mut self,
+        kind: StatementKind,
+        parts: &[(Target, P)],
+        cmd: Command<'_>,
+    ) -> Result<(), ProxyError> {
         if self.b.pinned.is_some() {
             return Err(ProxyError::Unsupported {
                 what: "a statement over several partitions inside a transaction or with connection-bound state".into(),
             });
         }
         match kind {
-            StatementKind::Select => self.concatenate(&parts).await,
-            _ => self.add_up(&parts).await,
+            StatementKind::Select => self.concatenate(parts, cmd).await,
+            _ => self.add_up(parts, cmd).await,
         }
     }
 
     /// SELECT over several partitions: one result set, rows in partition
     /// order, the partitions running in parallel.
-    async fn concatenate(&mut self, parts: &[(Target, String)]) -> Result<(), ProxyError> {
+    async fn concatenate<P: AsRef<[u8]>>(
+        &mut self,
+        parts: &[(Target, P)],
+        cmd: Command<'_>,
+    ) -> Result<(), ProxyError> {
         let mut seq = 1u8;
         let mut flight = InFlight {
             conns: VecDeque::new(),
@@ -138,7 +158,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         for i in 0..parts.len() {
             // An error while sending ahead ends the result where it is.
             if !self
-                .send_ahead(parts, i, &mut next_send, &mut flight, seq)
+                .send_ahead(parts, cmd, i, &mut next_send, &mut flight, seq)
                 .await?
             {
                 flight.abandon();
@@ -165,7 +185,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// INSERT / UPDATE / DELETE over several partitions, in parallel: one
     /// OK with the sum. Not atomic across partitions: an error on one leaves
     /// the others changed (transactions across backends are a later issue).
-    async fn add_up(&mut self, parts: &[(Target, String)]) -> Result<(), ProxyError> {
+    async fn add_up<P: AsRef<[u8]>>(
+        &mut self,
+        parts: &[(Target, P)],
+        cmd: Command<'_>,
+    ) -> Result<(), ProxyError> {
         let mut total = OkPacket::default();
         let mut flight = InFlight {
             conns: VecDeque::new(),
@@ -174,7 +198,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut next_send = 0;
         for i in 0..parts.len() {
             if !self
-                .send_ahead(parts, i, &mut next_send, &mut flight, 1)
+                .send_ahead(parts, cmd, i, &mut next_send, &mut flight, 1)
                 .await?
             {
                 flight.abandon();
@@ -201,6 +225,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         &mut self,
         backend: usize,
         seq: u8,
+        cmd: Command<'_>,
     ) -> Result<Option<PooledConn>, ProxyError> {
         let mut conn = match self.b.acquire(backend).await {
             Ok(c) => c,
@@ -209,7 +234,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 return Ok(None);
             }
         };
-        if let Some(err) = self.b.sync(&mut conn, false).await? {
+        if let Some(err) = self.b.sync(&mut conn, cmd.uses_last_insert_id()).await? {
             self.b.finish(conn, Outcome::default(), &Effects::default());
             self.write_server_error(seq, &err).await?;
             return Ok(None);
@@ -217,27 +242,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         Ok(Some(conn))
     }
 
-    /// Send `command` on `conn` and stream its result as one part of a
-    /// concatenated result set. Returns the next sequence id, or `None` when
-    /// the response already ended (with an error).
-    pub(crate) async fn stream_part(
-        &mut self,
-        mut conn: PooledConn,
-        command: &[u8],
-        seq: u8,
-        is_first: bool,
-        is_last: bool,
-    ) -> Result<Option<u8>, ProxyError> {
-        if let Err(e) = conn.stream.send_command(command).await {
-            let err = self.b.backend_lost(conn, e.to_string());
-            write_error(&mut *self.client, seq, &err).await;
-            return Ok(None);
-        }
-        self.receive_part(conn, seq, is_first, is_last).await
-    }
-
-    /// Stream the response of a part already sent on `conn` (see
-    /// `stream_part`).
+    /// Stream the response of a part already sent on `conn` as one part of
+    /// a concatenated result set. Returns the next sequence id, or `None`
+    /// when the response already ended (with an error).
     async fn receive_part(
         &mut self,
         mut conn: PooledConn,
@@ -351,7 +358,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let _serial = ctx.partitioning.global_write_lock.lock().await;
         let command = BackendConn::payload_for_query(sql);
         let mut total = OkPacket::default();
-        let Some(conn) = self.connect_part(0, 1).await? else {
+        let Some(conn) = self.connect_part(0, 1, Command::Query).await? else {
             return Ok(());
         };
         if !self.add_part(conn, &command, &mut total).await? {

@@ -15,13 +15,12 @@ use super::params;
 use super::prepared::ClientStatement;
 use super::prepared::PreparedRouting;
 use super::{ok_status, vars_for_collation, Session};
-use crate::backend::PooledConn;
 use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
+use crate::exec::prepared::{Command, Execution};
 use crate::exec::{write_error, Effects};
 use hscale_route::dictionary::Target;
 use hscale_route::router::{Plan, StatementKind};
-use hscale_wire::response::OkPacket;
 
 /// Cursor flags of COM_STMT_EXECUTE.
 const CURSOR_TYPE_READ_ONLY: u8 = 1;
@@ -164,14 +163,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             pins,
             ..Effects::default()
         };
+        let execution = Execution {
+            exec: &exec,
+            types: &types,
+            long_data: &st.long_data,
+            uses_last_insert_id: st.uses_last_insert_id,
+        };
         let Some(routing) = st.routing.clone() else {
-            let Some((conn, p)) = self
-                .prepare_execute(0, &st.sql, &st, &exec, &types, 1)
-                .await?
-            else {
-                return Ok(());
-            };
-            return self.send_and_forward(conn, &p, &effects).await;
+            return self
+                .exec()
+                .run_single(0, &st.sql, Command::Execute(&execution), effects)
+                .await;
         };
         // A partitioned table: the key parameter picks the partition, or
         // every partition runs it.
@@ -227,135 +229,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
             }
         };
-        if let [(target, sql)] = parts.as_slice() {
-            let Some((conn, p)) = self
-                .prepare_execute(target.backend, sql, &st, &exec, &types, 1)
-                .await?
-            else {
-                return Ok(());
-            };
-            return self.send_and_forward(conn, &p, &effects).await;
-        }
-        if self.b.pinned.is_some() || exec.flags & CURSOR_TYPE_READ_ONLY != 0 {
+        if parts.len() > 1 && (self.b.pinned.is_some() || exec.flags & CURSOR_TYPE_READ_ONLY != 0) {
             return Err(ProxyError::Refused(
                 "a prepared statement over several partitions inside a transaction or with a cursor is not supported yet".into(),
             ));
         }
-        if routing.kind == StatementKind::Select {
-            self.execute_concatenated(&parts, &st, &exec, &types).await
-        } else {
-            self.execute_added_up(&parts, &st, &exec, &types).await
-        }
-    }
-
-    async fn send_and_forward(
-        &mut self,
-        mut conn: PooledConn,
-        p: &[u8],
-        effects: &Effects<'_>,
-    ) -> Result<(), ProxyError> {
-        if let Err(e) = conn.stream.send_command(p).await {
-            return Err(self.b.backend_lost(conn, e.to_string()));
-        }
-        self.exec().forward(conn, Expect::Query, effects).await
-    }
-
-    /// Borrow a connection on `backend` synced to the session, prepare `sql`
-    /// there if needed and send the long data; returns it with the execute
-    /// packet to send. `None`: an error was written to the client (at `seq`).
-    async fn prepare_execute(
-        &mut self,
-        backend: usize,
-        sql: &Arc<[u8]>,
-        st: &ClientStatement,
-        exec: &Execute<'_>,
-        types: &[u8],
-        seq: u8,
-    ) -> Result<Option<(PooledConn, BytesMut)>, ProxyError> {
-        let mut conn = self.b.acquire(backend).await?;
-        if let Some(err) = self.b.sync(&mut conn, st.uses_last_insert_id).await? {
-            self.b.finish(conn, Outcome::default(), &Effects::default());
-            self.write_server_error(seq, &err).await?;
-            return Ok(None);
-        }
-        let backend_id = match conn.statement(sql) {
-            Some(b) => b.id,
-            None => {
-                let cache = self.b.ctx.config.proxy.backend_statement_cache;
-                match conn.prepare(sql, cache).await {
-                    Ok(Ok(b)) => b.id,
-                    Ok(Err(err)) => {
-                        self.b.finish(conn, Outcome::default(), &Effects::default());
-                        self.write_server_error(seq, &err).await?;
-                        return Ok(None);
-                    }
-                    Err(e) => {
-                        conn.is_broken = true;
-                        return Err(self.b.backend_lost(conn, e.to_string()));
-                    }
-                }
-            }
-        };
-        for (param, data) in &st.long_data {
-            let mut p = BytesMut::with_capacity(7 + data.len());
-            p.put_u8(com::STMT_SEND_LONG_DATA);
-            p.put_u32_le(backend_id);
-            p.put_u16_le(*param);
-            p.put_slice(data);
-            conn.send_no_response(&p).await?;
-        }
-        Ok(Some((conn, exec.encode_for(backend_id, types))))
-    }
-
-    /// A prepared SELECT on every partition: one result set.
-    async fn execute_concatenated(
-        &mut self,
-        parts: &[(Target, Arc<[u8]>)],
-        st: &ClientStatement,
-        exec: &Execute<'_>,
-        types: &[u8],
-    ) -> Result<(), ProxyError> {
-        let mut seq = 1u8;
-        for (i, (target, sql)) in parts.iter().enumerate() {
-            let Some((conn, p)) = self
-                .prepare_execute(target.backend, sql, st, exec, types, seq)
-                .await?
-            else {
-                return Ok(());
-            };
-            match self
-                .exec()
-                .stream_part(conn, &p, seq, i == 0, i + 1 == parts.len())
-                .await?
-            {
-                Some(next) => seq = next,
-                None => return Ok(()),
-            }
-        }
-        Ok(())
-    }
-
-    /// A prepared INSERT/UPDATE/DELETE on every partition: one OK with the sum.
-    async fn execute_added_up(
-        &mut self,
-        parts: &[(Target, Arc<[u8]>)],
-        st: &ClientStatement,
-        exec: &Execute<'_>,
-        types: &[u8],
-    ) -> Result<(), ProxyError> {
-        let mut total = OkPacket::default();
-        for (target, sql) in parts {
-            let Some((conn, p)) = self
-                .prepare_execute(target.backend, sql, st, exec, types, 1)
-                .await?
-            else {
-                return Ok(());
-            };
-            if !self.exec().add_part(conn, &p, &mut total).await? {
-                return Ok(());
-            }
-        }
-        self.exec().write_total(total).await
+        self.exec()
+            .run_prepared(routing.kind, &parts, &execution, effects)
+            .await
     }
 
     /// How a statement being prepared reaches partitioned tables, if it does.

@@ -1,0 +1,142 @@
+//! Executions of a client's prepared statements on backend connections.
+//! A statement is prepared lazily on whichever connection runs it
+//! (`BackendConn::prepare`, cached per connection); its buffered long data
+//! is replayed and the execute packet rewritten with the backend's id. One
+//! target streams straight through; several go through the same parallel
+//! scatter as text statements (`scatter.rs`, [`Command::Execute`]).
+
+use bytes::{BufMut, Bytes, BytesMut};
+use hscale_route::dictionary::Target;
+use hscale_route::router::StatementKind;
+use hscale_wire::consts::com;
+use hscale_wire::response::ErrPacket;
+use hscale_wire::stmt::Execute;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::forward::Expect;
+use super::{Effects, Exec};
+use crate::backend::PooledConn;
+use crate::error::ProxyError;
+
+/// One execution of a prepared statement: what every part needs to run it.
+pub struct Execution<'a> {
+    pub exec: &'a Execute<'a>,
+    /// Two bytes per parameter, as last bound by the client.
+    pub types: &'a [u8],
+    /// COM_STMT_SEND_LONG_DATA chunks to replay: (parameter, data).
+    pub long_data: &'a [(u16, Bytes)],
+    pub uses_last_insert_id: bool,
+}
+
+/// What each part of a statement sends for its SQL.
+#[derive(Clone, Copy)]
+pub enum Command<'a> {
+    /// The SQL as a COM_QUERY.
+    Query,
+    /// The SQL prepared on the part's connection, then executed.
+    Execute(&'a Execution<'a>),
+}
+
+impl Command<'_> {
+    pub fn uses_last_insert_id(&self) -> bool {
+        match self {
+            Command::Query => false,
+            Command::Execute(e) => e.uses_last_insert_id,
+        }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
+    /// Send `sql` on `conn` as `cmd` says. `Ok(Err(e))`: the server refused
+    /// to prepare it (nothing else was sent).
+    pub(super) async fn send_part(
+        &mut self,
+        conn: &mut PooledConn,
+        sql: &[u8],
+        cmd: Command<'_>,
+    ) -> Result<Result<(), ErrPacket>, ProxyError> {
+        let lost = |conn: &mut PooledConn, e: &dyn std::fmt::Display| {
+            conn.is_broken = true;
+            ProxyError::BackendLost {
+                backend: conn.backend.to_string(),
+                reason: e.to_string(),
+            }
+        };
+        let packet = match cmd {
+            Command::Query => {
+                let mut p = BytesMut::with_capacity(1 + sql.len());
+                p.put_u8(com::QUERY);
+                p.put_slice(sql);
+                p
+            }
+            Command::Execute(e) => {
+                let backend_id = match conn.statement(sql) {
+                    Some(b) => b.id,
+                    None => {
+                        let cache = self.b.ctx.config.proxy.backend_statement_cache;
+                        match conn.prepare(&std::sync::Arc::from(sql), cache).await {
+                            Ok(Ok(b)) => b.id,
+                            Ok(Err(err)) => return Ok(Err(err)),
+                            Err(err) => return Err(lost(conn, &err)),
+                        }
+                    }
+                };
+                for (param, data) in e.long_data {
+                    let mut p = BytesMut::with_capacity(7 + data.len());
+                    p.put_u8(com::STMT_SEND_LONG_DATA);
+                    p.put_u32_le(backend_id);
+                    p.put_u16_le(*param);
+                    p.put_slice(data);
+                    conn.send_no_response(&p).await?;
+                }
+                e.exec.encode_for(backend_id, e.types)
+            }
+        };
+        match conn.stream.send_command(&packet).await {
+            Ok(()) => Ok(Ok(())),
+            Err(e) => Err(lost(conn, &e)),
+        }
+    }
+
+    /// Run a prepared statement's execution on `parts` (one: streamed
+    /// through; several: the parallel scatter).
+    pub(crate) async fn run_prepared(
+        &mut self,
+        kind: StatementKind,
+        parts: &[(Target, std::sync::Arc<[u8]>)],
+        execution: &Execution<'_>,
+        effects: Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        let cmd = Command::Execute(execution);
+        match parts {
+            [(target, sql)] => self.run_single(target.backend, sql, cmd, effects).await,
+            _ => self.scatter(kind, parts, cmd).await,
+        }
+    }
+
+    /// One statement on one backend, its answer streamed straight through.
+    pub(crate) async fn run_single(
+        &mut self,
+        backend: usize,
+        sql: &[u8],
+        cmd: Command<'_>,
+        effects: Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        let mut conn = match self.b.lease(backend, cmd.uses_last_insert_id()).await? {
+            Ok(c) => c,
+            Err(err) => return self.write_server_error(1, &err).await,
+        };
+        match self.send_part(&mut conn, sql, cmd).await {
+            Ok(Ok(())) => self.forward(conn, Expect::Query, &effects).await,
+            Ok(Err(err)) => {
+                self.b.finish(
+                    conn,
+                    super::forward::Outcome::default(),
+                    &Effects::default(),
+                );
+                self.write_server_error(1, &err).await
+            }
+            Err(e) => Err(self.b.backend_lost(conn, e.to_string())),
+        }
+    }
+}
