@@ -175,6 +175,57 @@ async fn prepared_statements_scatter_in_parallel() {
     killer.disconnect().await.unwrap();
 }
 
+/// Replies the proxy builds itself (PING, COM_SET_OPTION, KILL, a deferred
+/// BEGIN's OK, HSCALE answers) carry the session's real autocommit and
+/// in-transaction flags: a driver that trusts the last OK's autocommit flag
+/// must never be told autocommit is on while it is off.
+#[tokio::test]
+async fn replies_built_by_the_proxy_carry_the_session_status() {
+    use hscale_wire::consts::{com, status};
+    use hscale_wire::response::OkPacket;
+    let info = cluster(3);
+    let (mut r, ok) =
+        common::raw::Raw::login(info.proxy_port, "root", "", common::raw::CLIENT_CAPS).await;
+    assert_eq!(ok.payload[0], 0, "logged in");
+    async fn status_of(r: &mut common::raw::Raw, payload: &[u8]) -> u16 {
+        r.send(0, payload).await;
+        let p = r.read().await.expect("an answer");
+        match p.payload[0] {
+            0x00 => OkPacket::decode(&p.payload).unwrap().status,
+            0xfe => hscale_wire::response::decode_eof(&p.payload).unwrap().1,
+            other => panic!("unexpected answer {other:#x}: {:?}", p.payload),
+        }
+    }
+    let query = |sql: &str| {
+        let mut p = vec![com::QUERY];
+        p.extend_from_slice(sql.as_bytes());
+        p
+    };
+    let st = status_of(&mut r, &query("SET autocommit=0")).await;
+    assert_eq!(st & status::AUTOCOMMIT, 0);
+    for (what, payload) in [
+        ("PING", vec![com::PING]),
+        ("SET_OPTION", vec![com::SET_OPTION, 0, 0]),
+        ("HSCALE RELOAD", query("HSCALE RELOAD")),
+    ] {
+        let st = status_of(&mut r, &payload).await;
+        assert_eq!(st & status::AUTOCOMMIT, 0, "{what} says autocommit is on");
+    }
+    let st = status_of(&mut r, &query("SET autocommit=1")).await;
+    assert_ne!(st & status::AUTOCOMMIT, 0);
+    let st = status_of(&mut r, &query("BEGIN")).await;
+    assert_ne!(
+        st & status::IN_TRANS,
+        0,
+        "a deferred BEGIN is in a transaction"
+    );
+    let st = status_of(&mut r, &[com::PING]).await;
+    assert_ne!(st & status::IN_TRANS, 0);
+    assert_ne!(st & status::AUTOCOMMIT, 0);
+    let st = status_of(&mut r, &query("COMMIT")).await;
+    assert_eq!(st & status::IN_TRANS, 0);
+}
+
 /// A server error the proxy meets while answering for itself (here SHOW
 /// CREATE TABLE of a partitioned table whose default partition was dropped
 /// behind its back) reaches the client with the server's code.

@@ -147,6 +147,13 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin> Reply<'a, S> {
         self.out.err(code, sql_state, message)
     }
 
+    /// A bare end-of-data answer, as a server sends for `COM_SET_OPTION`:
+    /// an EOF, or an OK `0xFE` for `CLIENT_DEPRECATE_EOF` clients.
+    pub fn eof(mut self, status: u16, warnings: u16) -> Done<'a, S> {
+        self.out.terminate(status & !MORE_RESULTS_EXISTS, warnings);
+        self.out.done()
+    }
+
     /// Start a result set of `count` columns (text or binary rows alike).
     pub fn columns(mut self, count: usize) -> Columns<'a, S> {
         debug_assert!(count > 0, "a result set has at least one column");

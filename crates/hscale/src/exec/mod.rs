@@ -20,7 +20,8 @@ mod scatter;
 
 use hscale_route::router::Plan;
 use hscale_sql::{Pins, SessionChange};
-use hscale_wire::response::{encode_err, ErrPacket};
+use hscale_wire::reply::Reply;
+use hscale_wire::response::ErrPacket;
 use hscale_wire::PacketStream;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -50,6 +51,16 @@ pub struct Exec<'a, S> {
     ship_setup: std::sync::Arc<Vec<String>>,
 }
 
+/// Flush a finished reply to the client.
+pub async fn send<S: AsyncRead + AsyncWrite + Unpin>(
+    done: hscale_wire::reply::Done<'_, S>,
+) -> Result<(), ProxyError> {
+    done.flush()
+        .await
+        .map(|_| ())
+        .map_err(|_| ProxyError::ClientGone)
+}
+
 /// Write `e` as the answer (at `seq`) and flush.
 pub async fn write_error<S: AsyncRead + AsyncWrite + Unpin>(
     client: &mut PacketStream<S>,
@@ -57,8 +68,11 @@ pub async fn write_error<S: AsyncRead + AsyncWrite + Unpin>(
     e: &ProxyError,
 ) {
     let (code, state, msg) = e.to_mysql();
-    client.write_payload(seq, &encode_err(code, &state, &msg));
-    let _ = client.flush().await;
+    // The EOF mode does not matter for an error.
+    let _ = Reply::new(client, seq, false)
+        .err(code, &state, &msg)
+        .flush()
+        .await;
 }
 
 impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
@@ -79,6 +93,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         self.is_eof_deprecated
     }
 
+    /// A reply to the client, its first packet at `seq`.
+    fn reply(&mut self, seq: u8) -> Reply<'_, S> {
+        Reply::new(&mut *self.client, seq, self.is_eof_deprecated)
+    }
+
     async fn flush(&mut self) -> Result<(), ProxyError> {
         self.client
             .flush()
@@ -88,9 +107,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
 
     /// Forward a backend's error packet as the answer (at `seq`).
     pub async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
-        self.client
-            .write_payload(seq, &encode_err(err.code, &err.sql_state, &err.message));
-        self.flush().await
+        send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
     /// Run a plan that reads or writes partitions or global tables (the

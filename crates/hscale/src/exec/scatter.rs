@@ -10,14 +10,16 @@
 
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
-use hscale_wire::response::{encode_ok, OkPacket};
+use hscale_wire::consts::status;
+use hscale_wire::reply::OkParts;
+use hscale_wire::response::OkPacket;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use std::collections::VecDeque;
 
 use super::forward::{ForwardError, Forwarder, Outcome};
 use super::prepared::Command;
-use super::{write_error, Effects, Exec};
+use super::{send, write_error, Effects, Exec};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 
@@ -401,7 +403,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if total.last_insert_id != 0 {
             self.b.state.last_insert_id = total.last_insert_id;
         }
-        self.client.write_payload(1, &encode_ok(0, &total, ""));
-        self.flush().await
+        // The last part's flags, with the session's autocommit and
+        // transaction state (each part ran on its own connection).
+        let st = (total.status & !(status::AUTOCOMMIT | status::IN_TRANS)) | self.b.status();
+        send(self.reply(1).ok(OkParts {
+            affected_rows: total.affected_rows,
+            last_insert_id: total.last_insert_id,
+            status: st,
+            warnings: total.warnings,
+            info: "",
+        }))
+        .await
     }
 }

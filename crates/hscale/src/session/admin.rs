@@ -1,13 +1,13 @@
 //! `HSCALE ...` commands from a client: check the admin right, run the
 //! command (`crate::admin`), answer with OK or a result set.
 
-use hscale_wire::response::{encode_eof, encode_ok, OkPacket};
-use hscale_wire::resultset::{encode_column, encode_column_count, encode_row};
+use hscale_wire::reply::OkParts;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
 use crate::admin::{execute, AdminOutput};
 use crate::error::ProxyError;
+use crate::exec::send;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn admin(&mut self, sql: &str) -> Result<(), ProxyError> {
@@ -29,39 +29,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Answer with an OK or a result set the proxy built itself.
     pub(super) async fn write_admin_output(&mut self, out: AdminOutput) -> Result<(), ProxyError> {
         let st = self.b.status();
-        match out {
-            AdminOutput::Ok { info } => {
-                let ok = OkPacket {
-                    status: st,
-                    ..OkPacket::default()
-                };
-                self.client.write_payload(1, &encode_ok(0, &ok, &info));
-            }
+        let reply = self.reply(1);
+        let done = match out {
+            AdminOutput::Ok { info } => reply.ok(OkParts {
+                info: &info,
+                ..OkParts::new(st, 0)
+            }),
             AdminOutput::Rows { columns, rows } => {
-                let mut seq = self
-                    .client
-                    .write_payload(1, &encode_column_count(columns.len()));
+                let mut header = reply.columns(columns.len());
                 for c in &columns {
-                    seq = self.client.write_payload(seq, &encode_column(c));
+                    header.column(c);
                 }
-                if !self.is_eof_deprecated() {
-                    seq = self.client.write_payload(seq, &encode_eof(0, st));
-                }
+                let mut body = header.rows(st);
                 for row in &rows {
-                    let values: Vec<Option<&str>> = row.iter().map(|v| v.as_deref()).collect();
-                    seq = self.client.write_payload(seq, &encode_row(&values));
+                    let values: Vec<Option<&[u8]>> = row
+                        .iter()
+                        .map(|v| v.as_deref().map(str::as_bytes))
+                        .collect();
+                    body.text_row(&values);
                 }
-                if self.is_eof_deprecated() {
-                    let ok = OkPacket {
-                        status: st,
-                        ..OkPacket::default()
-                    };
-                    self.client.write_payload(seq, &encode_ok(0xfe, &ok, ""));
-                } else {
-                    self.client.write_payload(seq, &encode_eof(0, st));
-                }
+                body.finish(st, 0)
             }
-        }
-        self.flush().await
+        };
+        send(done).await
     }
 }

@@ -5,20 +5,21 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use hscale_sql::Pins;
 use hscale_wire::auth::{self, NATIVE_PASSWORD};
-use hscale_wire::consts::{com, status};
+use hscale_wire::consts::com;
 use hscale_wire::handshake::{encode_auth_switch, ChangeUser};
-use hscale_wire::response::{encode_ok, is_eof, ErrPacket};
+use hscale_wire::reply::OkParts;
+use hscale_wire::response::{is_eof, ErrPacket};
 use hscale_wire::stmt::{self, Execute, PrepareOk};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::params;
 use super::prepared::ClientStatement;
 use super::prepared::PreparedRouting;
-use super::{ok_status, vars_for_collation, Session};
+use super::{vars_for_collation, Session};
 use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
 use crate::exec::prepared::{Command, Execution};
-use crate::exec::{write_error, Effects};
+use crate::exec::{send, write_error, Effects};
 use hscale_route::dictionary::Target;
 use hscale_route::router::{Plan, StatementKind};
 
@@ -50,7 +51,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Err(e) = conn.stream.send_command(payload).await {
             return Err(self.b.backend_lost(conn, e.to_string()));
         }
-        let deprecated = self.is_eof_deprecated();
         // Read the whole (small) response, then answer.
         let mut packets: Vec<Bytes> = Vec::new();
         let read: Result<Option<PrepareOk>, hscale_wire::WireError> = async {
@@ -72,9 +72,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(hscale_wire::WireError::Malformed(
                         "expected EOF after metadata",
                     ));
-                }
-                if !deprecated {
-                    packets.push(eof.payload);
                 }
             }
             Ok(Some(ok))
@@ -106,16 +103,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             routing,
             dict_version,
         });
-        let mut seq = 1u8;
         let answer = PrepareOk {
             statement_id: id,
             ..ok
         };
-        seq = self.client.write_payload(seq, &answer.encode());
+        let st = self.b.status();
+        let mut reply = self.reply(1).prepared(answer, st);
         for p in &packets {
-            seq = self.client.write_payload(seq, p);
+            reply.def(p);
         }
-        self.flush().await
+        send(reply.finish()).await
     }
 
     /// COM_STMT_EXECUTE: prepare on the borrowed connection if needed, send
@@ -437,9 +434,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
         tracing::info!(connection_id = self.b.connection_id, user = %user.name, "changed user");
-        self.client
-            .write_payload(next, &encode_ok(0, &ok_status(status::AUTOCOMMIT), ""));
-        self.flush().await?;
+        let st = self.b.status();
+        send(self.reply(next).ok(OkParts::new(st, 0))).await?;
         Ok(true)
     }
 }

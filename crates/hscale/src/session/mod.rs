@@ -24,15 +24,16 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use hscale_sql::{Pins, SessionChange, SetItem};
-use hscale_wire::consts::{cap, com, status};
-use hscale_wire::response::{encode_eof, encode_err, encode_ok, ErrPacket, OkPacket};
+use hscale_wire::consts::{cap, com};
+use hscale_wire::reply::{OkParts, Reply};
+use hscale_wire::response::ErrPacket;
 use hscale_wire::PacketStream;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::backend::state::{SessionState, SessionVars};
 use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
-use crate::exec::{write_error, Bindings, Effects, Exec};
+use crate::exec::{send, write_error, Bindings, Effects, Exec};
 use crate::runtime::{Context, SessionHandle};
 use auth::ClientInfo;
 use hscale_route::router::Plan;
@@ -110,10 +111,12 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             }
         }
     }
-    session
-        .client
-        .write_payload(seq, &encode_ok(0, &ok_status(status::AUTOCOMMIT), ""));
-    if session.client.flush().await.is_ok() {
+    let deprecated = session.is_eof_deprecated();
+    let login_ok = Reply::new(&mut session.client, seq, deprecated)
+        .ok(OkParts::new(session.b.status(), 0))
+        .flush()
+        .await;
+    if login_ok.is_ok() {
         let ctx = session.b.ctx.clone();
         ctx.register_session(connection_id, session.b.handle.clone());
         session.run().await;
@@ -121,13 +124,6 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     }
     session.b.release_pinned();
     tracing::info!(connection_id, "client disconnected");
-}
-
-fn ok_status(st: u16) -> OkPacket {
-    OkPacket {
-        status: st,
-        ..OkPacket::default()
-    }
 }
 
 /// The `SET NAMES` a handshake collation implies, relative to the backend
@@ -293,14 +289,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .await?;
             }
             other => {
-                let e = ErrPacket {
-                    code: hscale_wire::consts::code::ER_UNKNOWN_COM_ERROR,
-                    sql_state: *b"08S01",
-                    message: format!("Unknown command {other:#04x}"),
-                };
-                self.client
-                    .write_payload(1, &encode_err(e.code, &e.sql_state, &e.message));
-                self.flush().await?;
+                let message = format!("Unknown command {other:#04x}");
+                let code = hscale_wire::consts::code::ER_UNKNOWN_COM_ERROR;
+                send(self.reply(1).err(code, b"08S01", &message)).await?;
             }
         }
         Ok(true)
@@ -313,19 +304,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .map_err(|_| ProxyError::ClientGone)
     }
 
+    /// A reply to the current command, its first packet at `seq`.
+    fn reply(&mut self, seq: u8) -> Reply<'_, S> {
+        let deprecated = self.is_eof_deprecated();
+        Reply::new(&mut self.client, seq, deprecated)
+    }
+
     /// Forward a backend's error packet as the answer (at `seq`).
     async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
-        self.client
-            .write_payload(seq, &encode_err(err.code, &err.sql_state, &err.message));
-        self.flush().await
+        send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
     /// An OK the proxy answers itself, with the session's status flags.
     async fn write_ok(&mut self, seq: u8) -> Result<(), ProxyError> {
         let st = self.b.status();
-        self.client
-            .write_payload(seq, &encode_ok(0, &ok_status(st), ""));
-        self.flush().await
+        send(self.reply(seq).ok(OkParts::new(st, 0))).await
     }
 
     async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
@@ -452,13 +445,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
         let st = self.b.status();
-        if self.is_eof_deprecated() {
-            self.client
-                .write_payload(1, &encode_ok(0xfe, &ok_status(st), ""));
-        } else {
-            self.client.write_payload(1, &encode_eof(0, st));
-        }
-        self.flush().await
+        send(self.reply(1).eof(st, 0)).await
     }
 
     /// Forget everything the session set: used by COM_RESET_CONNECTION and
