@@ -364,6 +364,76 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Done<'_, S> {
     }
 }
 
+/// Relaying a backend's response to the client packet by packet, the
+/// proxy's hot path: packets pass through untouched, but sequence ids and
+/// the `CLIENT_DEPRECATE_EOF` rule are the writer's, as in [`Reply`].
+/// Backends always speak classic EOF; the relay drops the metadata EOF and
+/// turns the final EOF into an OK `0xFE` for clients that asked for that.
+pub struct Relay<'a, S> {
+    out: Out<'a, S>,
+}
+
+impl<'a, S: AsyncRead + AsyncWrite + Unpin> Relay<'a, S> {
+    /// A relay whose first packet gets `first_seq` (1 after a command).
+    pub fn new(stream: &'a mut PacketStream<S>, first_seq: u8, is_eof_deprecated: bool) -> Self {
+        Relay {
+            out: Out {
+                stream,
+                seq: first_seq,
+                is_eof_deprecated,
+                scratch: BytesMut::new(),
+            },
+        }
+    }
+
+    /// Pass one physical packet through (a part of a split payload too).
+    pub fn packet(&mut self, payload: &[u8]) {
+        self.out.stream.write_packet(self.out.seq, payload);
+        self.out.seq = self.out.seq.wrapping_add(1);
+    }
+
+    /// Pass a whole payload the proxy changed (split past 16 MiB).
+    pub fn payload(&mut self, payload: &[u8]) {
+        self.out.put(payload);
+    }
+
+    /// The EOF after column definitions: passed to classic clients only.
+    /// Returns whether a packet was written.
+    pub fn metadata_eof(&mut self, eof: &[u8]) -> bool {
+        if self.out.is_eof_deprecated {
+            return false;
+        }
+        self.packet(eof);
+        true
+    }
+
+    /// The packet that ends a result set: EOF, or OK `0xFE`.
+    pub fn terminator(&mut self, status: u16, warnings: u16) {
+        self.out.terminate(status, warnings);
+    }
+
+    pub fn is_eof_deprecated(&self) -> bool {
+        self.out.is_eof_deprecated
+    }
+
+    /// The sequence id of the next packet.
+    pub fn seq(&self) -> u8 {
+        self.out.seq
+    }
+
+    /// Continue after packets the client sent within the same exchange
+    /// (`LOAD DATA LOCAL INFILE`): the next reply packet gets `seq`.
+    pub fn resume_at(&mut self, seq: u8) {
+        self.out.seq = seq;
+    }
+
+    /// The client stream, for flushing and for reading what the client
+    /// sends within the exchange.
+    pub fn stream(&mut self) -> &mut PacketStream<S> {
+        self.out.stream
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::pin::Pin;
@@ -610,6 +680,35 @@ mod tests {
             assert_eq!(PrepareOk::decode(&p[0].1).unwrap(), ok);
             let eofs: Vec<usize> = (0..n).filter(|&i| is_eof(&p[i].1)).collect();
             assert_eq!(eofs, if deprecated { vec![] } else { vec![3, 5] });
+        }
+    }
+
+    #[tokio::test]
+    async fn relay_keeps_packets_and_applies_the_eof_rule() {
+        for deprecated in [false, true] {
+            let mut stream = client();
+            let mut r = Relay::new(&mut stream, 1, deprecated);
+            r.packet(&encode_column_count(1));
+            r.packet(&encode_column("a"));
+            let wrote = r.metadata_eof(&encode_eof(0, AUTOCOMMIT));
+            assert_eq!(wrote, !deprecated);
+            r.packet(&encode_row(&[Some("1")]));
+            r.terminator(AUTOCOMMIT | IN_TRANS, 2);
+            let next = r.seq();
+            stream.flush().await.unwrap();
+            let packets = packets(&stream);
+            let seqs: Vec<u8> = packets.iter().map(|p| p.0).collect();
+            let n = if deprecated { 4 } else { 5 };
+            assert_eq!(seqs, (1..=n).collect::<Vec<u8>>());
+            assert_eq!(next, n + 1);
+            let last = &packets.last().unwrap().1;
+            if deprecated {
+                assert_eq!(last[0], 0xfe);
+                assert!(last.len() > 5, "an OK 0xFE, not an EOF");
+            } else {
+                assert!(is_eof(last));
+                assert_eq!(decode_eof(last).unwrap(), (2, AUTOCOMMIT | IN_TRANS));
+            }
         }
     }
 }

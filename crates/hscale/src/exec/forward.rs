@@ -14,7 +14,8 @@
 //! ```
 
 use hscale_wire::consts::status;
-use hscale_wire::response::{decode_eof, encode_ok, is_eof, OkPacket};
+use hscale_wire::reply::Relay;
+use hscale_wire::response::{decode_eof, is_eof, OkPacket};
 use hscale_wire::{PacketStream, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -60,9 +61,8 @@ pub struct ForwardFailure {
 
 pub struct Forwarder<'a, B, C> {
     backend: &'a mut PacketStream<B>,
-    client: &'a mut PacketStream<C>,
-    is_eof_deprecated: bool,
-    seq: u8,
+    /// The client side: sequence ids and the EOF rule are the relay's.
+    out: Relay<'a, C>,
     backend_seq: u8,
     outcome: Outcome,
     max_allowed_packet: usize,
@@ -85,9 +85,7 @@ where
     ) -> Self {
         Forwarder {
             backend,
-            client,
-            is_eof_deprecated,
-            seq: 1,
+            out: Relay::new(client, 1, is_eof_deprecated),
             backend_seq: 0,
             outcome: Outcome::default(),
             max_allowed_packet,
@@ -117,8 +115,12 @@ where
     }
 
     async fn next(&mut self) -> Result<hscale_wire::Packet, ForwardError> {
-        if !self.backend.has_buffered_packet() && self.client.pending() > 0 {
-            self.client.flush().await.map_err(ForwardError::Client)?;
+        if !self.backend.has_buffered_packet() && self.out.stream().pending() > 0 {
+            self.out
+                .stream()
+                .flush()
+                .await
+                .map_err(ForwardError::Client)?;
         }
         let p = self
             .backend
@@ -130,13 +132,33 @@ where
     }
 
     async fn send(&mut self, payload: &[u8]) -> Result<(), ForwardError> {
-        self.client.write_packet(self.seq, payload);
-        self.seq = self.seq.wrapping_add(1);
+        self.out.packet(payload);
         self.outcome.packets += 1;
-        self.client
+        self.maybe_flush().await
+    }
+
+    async fn maybe_flush(&mut self) -> Result<(), ForwardError> {
+        self.out
+            .stream()
             .maybe_flush()
             .await
             .map_err(ForwardError::Client)
+    }
+
+    async fn flush(&mut self) -> Result<(), ForwardError> {
+        self.out
+            .stream()
+            .flush()
+            .await
+            .map_err(ForwardError::Client)
+    }
+
+    /// The metadata EOF, for classic clients only.
+    async fn send_metadata_eof(&mut self, eof: &[u8]) -> Result<(), ForwardError> {
+        if self.out.metadata_eof(eof) {
+            self.outcome.packets += 1;
+        }
+        self.maybe_flush().await
     }
 
     /// Forward a packet and any continuation packets that follow it.
@@ -155,21 +177,14 @@ where
     async fn send_terminator(&mut self, eof: &[u8]) -> Result<(), ForwardError> {
         let (warnings, st) = decode_eof(eof).map_err(ForwardError::Backend)?;
         self.outcome.status = Some(st);
-        if self.is_eof_deprecated {
-            let ok = OkPacket {
-                status: st,
-                warnings,
-                ..OkPacket::default()
-            };
-            self.send(&encode_ok(0xfe, &ok, "")).await
-        } else {
-            self.send(eof).await
-        }
+        self.out.terminator(st, warnings);
+        self.outcome.packets += 1;
+        self.maybe_flush().await
     }
 
     /// Continue a response whose earlier packets used sequence ids below `seq`.
     pub fn starting_at(mut self, seq: u8) -> Self {
-        self.seq = seq;
+        self.out.resume_at(seq);
         self
     }
 
@@ -182,17 +197,15 @@ where
         is_first: bool,
         is_last: bool,
     ) -> Result<(Outcome, u8), ForwardFailure> {
-        match self.part(is_first, is_last).await {
-            Ok(()) => match self.client.flush().await {
-                Ok(()) => Ok((self.outcome, self.seq)),
-                Err(e) => Err(ForwardFailure {
-                    error: ForwardError::Client(e),
-                    next_seq: self.seq,
-                }),
-            },
+        let r = match self.part(is_first, is_last).await {
+            Ok(()) => self.flush().await,
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(()) => Ok((self.outcome, self.out.seq())),
             Err(error) => Err(ForwardFailure {
                 error,
-                next_seq: self.seq,
+                next_seq: self.out.seq(),
             }),
         }
     }
@@ -222,8 +235,8 @@ where
         loop {
             let d = self.next().await?;
             if is_eof(&d.payload) {
-                if is_first && !self.is_eof_deprecated {
-                    self.send(&d.payload).await?;
+                if is_first {
+                    self.send_metadata_eof(&d.payload).await?;
                 }
                 break;
             }
@@ -259,7 +272,7 @@ where
             Ok(()) => Ok(self.outcome),
             Err(error) => Err(ForwardFailure {
                 error,
-                next_seq: self.seq,
+                next_seq: self.out.seq(),
             }),
         }
     }
@@ -283,7 +296,7 @@ where
                 self.send_whole(p).await?;
             }
         }
-        self.client.flush().await.map_err(ForwardError::Client)
+        self.flush().await
     }
 
     async fn query(&mut self) -> Result<(), ForwardError> {
@@ -335,9 +348,7 @@ where
                     self.send_terminator(&p.payload).await?;
                     return Ok(false);
                 }
-                if !self.is_eof_deprecated {
-                    self.send(&p.payload).await?;
-                }
+                self.send_metadata_eof(&p.payload).await?;
                 break;
             }
             if p.first() == Some(0xff) {
@@ -366,7 +377,9 @@ where
             }
             if self.relabel.is_some() && !p.is_continued() {
                 if let Some(row) = self.relabeled(&p.payload) {
-                    self.send(&row).await?;
+                    self.out.payload(&row);
+                    self.outcome.packets += 1;
+                    self.maybe_flush().await?;
                     continue;
                 }
             }
@@ -391,10 +404,11 @@ where
     /// `LOAD DATA LOCAL INFILE`: the client sends the file in packets ending
     /// with an empty one; relay them to the backend.
     async fn relay_local_infile(&mut self) -> Result<(), ForwardError> {
-        self.client.flush().await.map_err(ForwardError::Client)?;
+        self.flush().await?;
         loop {
             let p = self
-                .client
+                .out
+                .stream()
                 .read_packet()
                 .await
                 .map_err(ForwardError::Client)?;
@@ -404,7 +418,7 @@ where
                     max: self.max_allowed_packet,
                 }));
             }
-            self.seq = p.seq.wrapping_add(1);
+            self.out.resume_at(p.seq.wrapping_add(1));
             self.backend_seq = self.backend_seq.wrapping_add(1);
             self.backend.write_packet(self.backend_seq, &p.payload);
             self.backend
