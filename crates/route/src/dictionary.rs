@@ -32,17 +32,36 @@ impl std::fmt::Display for TableName {
     }
 }
 
-/// One partition: a physical table `T_<name>` on a backend.
+/// One partition: a physical table on a backend. A new partition's table
+/// is `T_<name>`; a partition moved to another backend gets a new name
+/// (names are never reused, so a proxy holding an older dictionary can
+/// never reach a table that is no longer the partition's home).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partition {
     pub name: String,
     pub backend: usize,
+    pub physical: String,
 }
 
 impl Partition {
-    pub fn physical_table(&self, table: &str) -> String {
-        format!("{table}_{}", self.name)
+    /// The partition's physical table (`_table` is the logical table's
+    /// name, kept for callers of the older derived form).
+    pub fn physical_table(&self, _table: &str) -> String {
+        self.physical.clone()
     }
+}
+
+/// `base` with a generation suffix: `t_p` → `t_p_g7`, `t_p_g3` → `t_p_g7`.
+/// Generations come from the stored dictionary version, which only grows,
+/// so a name made this way is never used twice.
+pub fn generation_name(base: &str, generation: u64) -> String {
+    let stem = match base.rfind("_g") {
+        Some(i) if i + 2 < base.len() && base[i + 2..].bytes().all(|b| b.is_ascii_digit()) => {
+            &base[..i]
+        }
+        _ => base,
+    };
+    format!("{stem}_g{generation}")
 }
 
 /// A partitioned table.
@@ -290,6 +309,9 @@ impl PartitionedTable {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Dictionary {
     pub version: u64,
+    /// The version stored with the dictionary on the main backend, raised
+    /// by compare-and-set with every change (0 before the first).
+    pub stored_version: u64,
     tables: HashMap<TableName, PartitionedTable>,
     /// Global tables: a full copy on every backend.
     globals: std::collections::BTreeSet<TableName>,
@@ -379,6 +401,9 @@ impl Dictionary {
             .remove(from)
             .ok_or_else(|| DictError::NotPartitioned(from.clone()))?;
         t.default_table = renamed_default(&t.default_table, &from.table, &to.table);
+        for p in t.partitions.values_mut() {
+            p.physical = renamed_default(&p.physical, &from.table, &to.table);
+        }
         t.name = to.clone();
         self.tables.insert(to.clone(), t.clone());
         self.version += 1;
@@ -387,7 +412,9 @@ impl Dictionary {
 
     /// The same tables, partitions and values (versions aside).
     pub fn same_tables(&self, other: &Dictionary) -> bool {
-        self.tables == other.tables && self.globals == other.globals
+        self.stored_version == other.stored_version
+            && self.tables == other.tables
+            && self.globals == other.globals
     }
 
     pub fn remove_table(&mut self, name: &TableName) -> Option<PartitionedTable> {
@@ -473,11 +500,13 @@ impl Dictionary {
             }
             Some(_) => false,
             None => {
+                let physical = format!("{}_{partition}", name.table);
                 t.partitions.insert(
                     partition.to_string(),
                     Partition {
                         name: partition.to_string(),
                         backend,
+                        physical,
                     },
                 );
                 true
@@ -486,6 +515,43 @@ impl Dictionary {
         t.values.insert(value.to_string(), partition.to_string());
         self.version += 1;
         Ok(is_new)
+    }
+
+    /// Give a partition another home: a physical table on a backend.
+    pub fn move_partition(
+        &mut self,
+        name: &TableName,
+        partition: &str,
+        backend: usize,
+        physical: &str,
+    ) -> Result<(), DictError> {
+        let t = self
+            .tables
+            .get_mut(name)
+            .ok_or_else(|| DictError::NotPartitioned(name.clone()))?;
+        let p = t
+            .partitions
+            .get_mut(partition)
+            .ok_or_else(|| DictError::UnknownPartition {
+                table: name.clone(),
+                partition: partition.to_string(),
+            })?;
+        p.backend = backend;
+        p.physical = physical.to_string();
+        self.version += 1;
+        Ok(())
+    }
+
+    /// Give the default partition another physical table (a new
+    /// generation after it lost keys).
+    pub fn set_default_table(&mut self, name: &TableName, physical: &str) -> Result<(), DictError> {
+        let t = self
+            .tables
+            .get_mut(name)
+            .ok_or_else(|| DictError::NotPartitioned(name.clone()))?;
+        t.default_table = physical.to_string();
+        self.version += 1;
+        Ok(())
     }
 
     /// Remove a partition and its values; returns it.
@@ -514,6 +580,14 @@ impl Dictionary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn generation_names_are_new() {
+        assert_eq!(generation_name("t_p", 7), "t_p_g7");
+        assert_eq!(generation_name("t_p_g3", 7), "t_p_g7");
+        assert_eq!(generation_name("t_big_game", 2), "t_big_game_g2");
+        assert_eq!(generation_name("t_g", 2), "t_g_g2");
+    }
 
     fn dict() -> (Dictionary, TableName) {
         let mut d = Dictionary::default();

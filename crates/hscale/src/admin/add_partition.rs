@@ -5,9 +5,9 @@
 use hscale_route::admin::BackendRef;
 use hscale_route::dictionary::TableName;
 
-use super::{backend_names, conn, create_like, move_rows, reload, wrong, AdminOutput};
+use super::{backend_names, commit, create_like, move_rows, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
-use crate::partition::store::{self, exec};
+use crate::partition::store;
 use crate::partition::{function_sql, quote_str};
 use crate::runtime::Context;
 
@@ -60,15 +60,8 @@ pub(super) async fn run(
         &filter,
     )
     .await?;
-    let mut main = conn(ctx, worker, 0).await?;
-    exec(
-        &mut main,
-        &[store::insert_partition_sql(
-            &name, &value, partition, names[b],
-        )],
-    )
-    .await?;
-    ctx.partitioning.replace(d);
+    let row = store::insert_partition_sql(&name, &value, partition, names[b], &physical);
+    commit(ctx, worker, d, &[row]).await?;
     Ok(AdminOutput::Ok {
         info: format!(
             "value {value:?} of {name} is in partition {partition} ({physical} on {})",

@@ -3,7 +3,7 @@
 
 use hscale_route::dictionary::TableName;
 
-use super::{conn, move_rows, reload, wrong, AdminOutput};
+use super::{commit, conn, move_rows, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::partition::qualified;
 use crate::partition::store::{self, exec};
@@ -39,9 +39,13 @@ pub(super) async fn run(
     )
     .await?;
     drop(c);
-    let mut main = conn(ctx, worker, 0).await?;
-    exec(&mut main, &[store::delete_partition_sql(&name, partition)]).await?;
-    ctx.partitioning.replace(d);
+    commit(
+        ctx,
+        worker,
+        d,
+        &[store::delete_partition_sql(&name, partition)],
+    )
+    .await?;
     Ok(AdminOutput::Ok {
         info: format!(
             "partition {partition} of {name} dropped; its rows are back in {}",

@@ -144,12 +144,37 @@ pub async fn run_plan(ctx: &Context, worker: usize, plan: Plan) -> Result<AdminO
 /// Read the dictionary from the main backend and make it current.
 pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, ProxyError> {
     let mut c = conn(ctx, worker, 0).await?;
+    if !ctx
+        .partitioning
+        .is_schema_ready
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        store::ensure_schema(&mut c).await?;
+        ctx.partitioning
+            .is_schema_ready
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let d = store::load(&mut c, &backend_names(ctx)).await?;
     ctx.partitioning.replace(d);
     ctx.partitioning
         .is_loaded
         .store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(ctx.partitioning.dictionary())
+}
+
+/// Store the change that turned the dictionary into `d` (`statements`,
+/// committed with the version raised by compare-and-set from the version
+/// `d` was read at), then make `d` current.
+async fn commit(
+    ctx: &Context,
+    worker: usize,
+    mut d: Dictionary,
+    statements: &[String],
+) -> Result<(), ProxyError> {
+    let mut main = conn(ctx, worker, 0).await?;
+    d.stored_version = store::commit_change(&mut main, d.stored_version, statements).await?;
+    ctx.partitioning.replace(d);
+    Ok(())
 }
 
 /// The periodic reload: skipped while an admin command on this proxy is

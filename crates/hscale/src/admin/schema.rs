@@ -4,7 +4,7 @@
 
 use hscale_route::dictionary::TableName;
 
-use super::{cols, conn, reload, wrong, AdminOutput};
+use super::{cols, commit, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::partition::store::{self, exec, server_error};
 use crate::partition::{ddl, qualified, quote_ident};
@@ -34,10 +34,8 @@ pub async fn drop_table(
         )
         .await?;
     }
-    let mut main = conn(ctx, worker, 0).await?;
-    exec(&mut main, &store::delete_table_sql(name)).await?;
     d.remove_table(name);
-    ctx.partitioning.replace(d);
+    commit(ctx, worker, d, &store::delete_table_sql(name)).await?;
     Ok(AdminOutput::done())
 }
 
@@ -96,14 +94,18 @@ pub async fn rename_table(
         )
         .await?;
     }
-    let mut main = conn(ctx, worker, 0).await?;
-    exec(
-        &mut main,
-        &store::rename_table_sql(from, to, &renamed.default_table),
-    )
-    .await?;
+    let mut rows = store::rename_table_sql(from, to, &renamed.default_table);
+    let names = super::backend_names(ctx);
+    for p in renamed.partitions.values() {
+        rows.push(store::move_partition_sql(
+            to,
+            &p.name,
+            names[p.backend],
+            &p.physical,
+        ));
+    }
     d.rename_table(from, to).map_err(wrong)?;
-    ctx.partitioning.replace(d);
+    commit(ctx, worker, d, &rows).await?;
     Ok(AdminOutput::done())
 }
 
@@ -129,9 +131,7 @@ pub async fn drop_global(
         )
         .await?;
     }
-    let mut main = conn(ctx, worker, 0).await?;
-    exec(&mut main, &[store::delete_global_sql(name)]).await?;
-    ctx.partitioning.replace(d);
+    commit(ctx, worker, d, &[store::delete_global_sql(name)]).await?;
     Ok(AdminOutput::done())
 }
 

@@ -3,7 +3,7 @@
 
 use hscale_route::dictionary::TableName;
 
-use super::{backend_names, conn, create_like, reload, wrong, AdminOutput};
+use super::{backend_names, commit, conn, create_like, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::partition::store::{self, exec};
 use crate::partition::{copy, ddl, qualified};
@@ -50,9 +50,7 @@ pub(super) async fn run(
         )
         .await?;
     }
-    let mut main = conn(ctx, worker, 0).await?;
-    exec(&mut main, &[store::insert_global_sql(&name)]).await?;
-    ctx.partitioning.replace(d);
+    commit(ctx, worker, d, &[store::insert_global_sql(&name)]).await?;
     Ok(AdminOutput::Ok {
         info: format!(
             "{name} is global: a copy on each of {} backends",

@@ -7,7 +7,7 @@ use hscale_route::HashingFunction;
 use hscale_route::admin::BackendRef;
 use hscale_route::dictionary::TableName;
 
-use super::{backend_names, conn, create_like, move_rows, reload, wrong, AdminOutput};
+use super::{backend_names, commit, conn, create_like, move_rows, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::partition::store::{self, exec};
 use crate::partition::{ddl, qualified};
@@ -78,20 +78,8 @@ pub(super) async fn run(
         )
         .await?;
     }
-    let mut main = conn(ctx, worker, 0).await?;
-    exec(
-        &mut main,
-        &[store::insert_table_sql(
-            &name,
-            column,
-            &function,
-            default_table,
-            names[b],
-            &key_type,
-        )],
-    )
-    .await?;
-    ctx.partitioning.replace(d);
+    let row = store::insert_table_sql(&name, column, &function, default_table, names[b], &key_type);
+    commit(ctx, worker, d, &[row]).await?;
     Ok(AdminOutput::Ok {
         info: format!("{name} is partitioned by {column} with {function}; default partition {default_table} on {}", names[b]),
     })

@@ -30,6 +30,8 @@ pub struct Partitioning {
     pub global_write_lock: tokio::sync::Mutex<()>,
     /// Whether the dictionary has been read from the main backend.
     pub is_loaded: std::sync::atomic::AtomicBool,
+    /// Whether this process made sure the dictionary's tables exist.
+    pub is_schema_ready: std::sync::atomic::AtomicBool,
     /// When a session last tried to read it (ms since `epoch`), so that an
     /// unreadable dictionary costs one attempt a second, not one per statement.
     last_attempt_ms: std::sync::atomic::AtomicU64,
@@ -45,6 +47,7 @@ impl Default for Partitioning {
             admin_lock: tokio::sync::Mutex::new(()),
             global_write_lock: tokio::sync::Mutex::new(()),
             is_loaded: std::sync::atomic::AtomicBool::new(false),
+            is_schema_ready: std::sync::atomic::AtomicBool::new(false),
             last_attempt_ms: std::sync::atomic::AtomicU64::new(0),
             epoch: std::time::Instant::now(),
             generation: std::sync::atomic::AtomicU64::new(0),

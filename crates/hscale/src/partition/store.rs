@@ -1,6 +1,12 @@
-//! The dictionary's home: two tables in the `hscale` database on the main
+//! The dictionary's home: tables in the `hscale` database on the main
 //! backend, created on first start. Backends are stored by name, so that
 //! reordering `[[backends]]` in the config does not move partitions.
+//!
+//! Every change of the dictionary commits through [`commit_change`]: one
+//! transaction that raises `hscale.dictionary_version` by compare-and-set,
+//! so two proxies changing the dictionary at once cannot both succeed on
+//! the same version, and a reader sees every change or none
+//! ([`load`] reads in one consistent snapshot).
 
 use hscale_route::dictionary::{Dictionary, TableName};
 use hscale_route::HashingFunction;
@@ -23,7 +29,51 @@ const SCHEMA: &[&str] = &[
        PRIMARY KEY (db, tbl, partition_value)) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS `hscale`.`global_tables` (\
        db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, PRIMARY KEY (db, tbl)) ENGINE=InnoDB",
+    // A partition's physical table; NULL in dictionaries written before it
+    // existed, which means `tbl_partition`.
+    "ALTER TABLE `hscale`.`partitions` ADD COLUMN IF NOT EXISTS physical_table VARCHAR(64) NULL",
+    "CREATE TABLE IF NOT EXISTS `hscale`.`dictionary_version` (\
+       id TINYINT UNSIGNED NOT NULL PRIMARY KEY, version BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB",
+    "INSERT IGNORE INTO `hscale`.`dictionary_version` VALUES (1, 0)",
 ];
+
+/// Create the dictionary's tables where missing (once per process).
+pub async fn ensure_schema(conn: &mut BackendConn) -> Result<(), ProxyError> {
+    let schema: Vec<String> = SCHEMA.iter().map(|s| s.to_string()).collect();
+    exec(conn, &schema).await
+}
+
+/// Commit a change of the dictionary: `statements` and the version raised
+/// from `expected` to `expected + 1`, in one transaction on the main
+/// backend. Fails, changing nothing, when another change committed first.
+/// Returns the new version.
+pub async fn commit_change(
+    conn: &mut BackendConn,
+    expected: u64,
+    statements: &[String],
+) -> Result<u64, ProxyError> {
+    exec(conn, &["START TRANSACTION".to_string()]).await?;
+    let cas = format!(
+        "UPDATE `hscale`.`dictionary_version` SET version = version + 1 WHERE id = 1 AND version = {expected}"
+    );
+    let ok = match conn.command(&BackendConn::payload_for_query(&cas)).await? {
+        Ok(ok) => ok,
+        Err(e) => {
+            conn.is_broken = true;
+            return Err(server_error(conn, &cas, e));
+        }
+    };
+    if ok.affected_rows != 1 {
+        conn.is_broken = true;
+        return Err(ProxyError::Wrong(
+            "the partition dictionary was changed by another proxy while this command ran; nothing was changed, run it again".into(),
+        ));
+    }
+    let mut all = statements.to_vec();
+    all.push("COMMIT".to_string());
+    exec(conn, &all).await?;
+    Ok(expected + 1)
+}
 
 /// A server error met while the proxy ran `sql` itself: the code and
 /// SQLSTATE are the server's.
@@ -51,10 +101,28 @@ pub async fn exec(conn: &mut BackendConn, statements: &[String]) -> Result<(), P
     Ok(())
 }
 
-/// Create the dictionary tables if needed and read the dictionary.
+/// Read the dictionary, in one consistent snapshot.
 pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionary, ProxyError> {
-    let schema: Vec<String> = SCHEMA.iter().map(|s| s.to_string()).collect();
-    exec(conn, &schema).await?;
+    exec(
+        conn,
+        &[
+            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
+            "START TRANSACTION WITH CONSISTENT SNAPSHOT".to_string(),
+        ],
+    )
+    .await?;
+    let d = load_in_snapshot(conn, backends).await;
+    // Never reuse a connection whose snapshot may still be open.
+    if d.is_err() || exec(conn, &["COMMIT".to_string()]).await.is_err() {
+        conn.is_broken = true;
+    }
+    d
+}
+
+async fn load_in_snapshot(
+    conn: &mut BackendConn,
+    backends: &[&str],
+) -> Result<Dictionary, ProxyError> {
     let backend_index = |name: &str| {
         backends.iter().position(|b| *b == name).ok_or_else(|| {
             ProxyError::Wrong(format!(
@@ -63,6 +131,15 @@ pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionar
         })
     };
     let mut d = Dictionary::default();
+    let version = conn
+        .query_rows("SELECT version FROM `hscale`.`dictionary_version` WHERE id = 1")
+        .await?
+        .map_err(|e| server_error(conn, "reading the dictionary", e))?;
+    d.stored_version = version
+        .strings()
+        .first()
+        .and_then(|r| r[0].as_deref().and_then(|v| v.parse().ok()))
+        .unwrap_or(0);
     let tables = conn
         .query_rows("SELECT db, tbl, key_column, hashing_function, default_table, default_backend, key_type FROM `hscale`.`partitioned_tables`")
         .await?
@@ -77,18 +154,17 @@ pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionar
         d.set_key_type(&name, &f(6));
     }
     let parts = conn
-        .query_rows("SELECT db, tbl, partition_value, partition_name, backend FROM `hscale`.`partitions` ORDER BY db, tbl, partition_name, partition_value")
+        .query_rows("SELECT db, tbl, partition_value, partition_name, backend, IFNULL(physical_table, CONCAT(tbl, '_', partition_name)) FROM `hscale`.`partitions` ORDER BY db, tbl, partition_name, partition_value")
         .await?
         .map_err(|e| server_error(conn, "reading the dictionary", e))?;
     for r in parts.strings() {
         let f = |i: usize| r[i].clone().unwrap_or_default();
-        d.add_partition(
-            &TableName::new(&f(0), &f(1)),
-            &f(3),
-            &f(2),
-            backend_index(&f(4))?,
-        )
-        .map_err(|e| ProxyError::Wrong(e.to_string()))?;
+        let name = TableName::new(&f(0), &f(1));
+        let backend = backend_index(&f(4))?;
+        d.add_partition(&name, &f(3), &f(2), backend)
+            .map_err(|e| ProxyError::Wrong(e.to_string()))?;
+        d.move_partition(&name, &f(3), backend, &f(5))
+            .map_err(|e| ProxyError::Wrong(e.to_string()))?;
     }
     let globals = conn
         .query_rows("SELECT db, tbl FROM `hscale`.`global_tables`")
@@ -146,15 +222,46 @@ pub fn insert_partition_sql(
     value: &str,
     partition: &str,
     backend: &str,
+    physical: &str,
 ) -> String {
     format!(
-        "INSERT INTO {} VALUES ({}, {}, {}, {}, {})",
+        "INSERT INTO {} (db, tbl, partition_value, partition_name, backend, physical_table) VALUES ({}, {}, {}, {}, {}, {})",
         qualified("hscale", "partitions"),
         quote_str(&name.db),
         quote_str(&name.table),
         quote_str(value),
         quote_str(partition),
-        quote_str(backend)
+        quote_str(backend),
+        quote_str(physical)
+    )
+}
+
+/// A partition's new home (every value row of it).
+pub fn move_partition_sql(
+    name: &TableName,
+    partition: &str,
+    backend: &str,
+    physical: &str,
+) -> String {
+    format!(
+        "UPDATE {} SET backend = {}, physical_table = {} WHERE db = {} AND tbl = {} AND partition_name = {}",
+        qualified("hscale", "partitions"),
+        quote_str(backend),
+        quote_str(physical),
+        quote_str(&name.db),
+        quote_str(&name.table),
+        quote_str(partition)
+    )
+}
+
+/// The default partition's new physical table.
+pub fn set_default_table_sql(name: &TableName, physical: &str) -> String {
+    format!(
+        "UPDATE {} SET default_table = {} WHERE db = {} AND tbl = {}",
+        qualified("hscale", "partitioned_tables"),
+        quote_str(physical),
+        quote_str(&name.db),
+        quote_str(&name.table)
     )
 }
 
@@ -173,7 +280,8 @@ pub fn delete_table_sql(name: &TableName) -> Vec<String> {
         .collect()
 }
 
-/// Rename a table in the dictionary, in one transaction.
+/// Rename a table in the dictionary (inside [`commit_change`]; the
+/// partitions' physical tables are set with [`move_partition_sql`]).
 pub fn rename_table_sql(from: &TableName, to: &TableName, default_table: &str) -> Vec<String> {
     let filter = format!(
         "WHERE db = {} AND tbl = {}",
@@ -181,7 +289,6 @@ pub fn rename_table_sql(from: &TableName, to: &TableName, default_table: &str) -
         quote_str(&from.table)
     );
     vec![
-        "START TRANSACTION".to_string(),
         format!(
             "UPDATE {} SET tbl = {}, default_table = {} {filter}",
             qualified("hscale", "partitioned_tables"),
@@ -193,7 +300,6 @@ pub fn rename_table_sql(from: &TableName, to: &TableName, default_table: &str) -
             qualified("hscale", "partitions"),
             quote_str(&to.table)
         ),
-        "COMMIT".to_string(),
     ]
 }
 
