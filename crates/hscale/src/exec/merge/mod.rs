@@ -1,0 +1,630 @@
+//! Running a `MergePlan` (`hscale_route::router::merge`): the partitions'
+//! fragments run in parallel, and their rows are merged here.
+//!
+//! - **Sort**: every fragment is sorted (and limited to OFFSET + LIMIT rows)
+//!   by its backend; the proxy keeps one row per partition and repeatedly
+//!   sends the smallest (a k-way merge), so memory does not grow with the
+//!   result. Partitions beyond the connections a statement may hold at
+//!   once are read into a bounded buffer instead (only with LIMIT).
+//! - **Group**: each fragment returns partial groups; the proxy combines
+//!   them in a hash map keyed by the values' comparison forms, computes the
+//!   final values, sorts and cuts. The column definitions come from the
+//!   statement itself run with `LIMIT 0` on one partition, so the client
+//!   sees exactly what one server would send.
+//!
+//! At most `[proxy] merge_max_rows` rows are held; past that the statement
+//! fails with `ProxyError::MergeLimit`.
+//!
+//! | file | does |
+//! |---|---|
+//! | `mod.rs` | the parts' I/O (`Part`) and the drivers: shipping, sort and group merges |
+//! | `sort.rs` | row ordering and the k-way merge's choice (pure) |
+//! | `aggregate.rs` | the GROUP BY operator: partial rows into groups, final rows, HAVING, ORDER BY (pure) |
+//! | `group.rs` | aggregate accumulators and grouping forms (pure) |
+//! | `having.rs` | HAVING evaluation, three-valued (pure) |
+//! | `columns.rs` | column definitions unified across parts; comparison kinds (pure) |
+
+mod aggregate;
+mod columns;
+#[cfg(test)]
+mod fixtures;
+mod group;
+mod having;
+mod sort;
+
+use bytes::Bytes;
+use hscale_route::dictionary::Target;
+use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Ship};
+use hscale_route::value::Kind;
+use hscale_wire::response::{decode_eof, encode_eof, encode_ok, is_eof, ErrPacket, OkPacket};
+use hscale_wire::resultset::{decode_row, encode_column_count, encode_row_bytes, ColumnInfo};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::bindings::Running;
+use super::forward::Outcome;
+use super::{write_error, Effects, Exec};
+use crate::backend::{BackendConn, PooledConn};
+use crate::error::ProxyError;
+use crate::partition::copy::InsertBatcher;
+use aggregate::Aggregate;
+use columns::{kind_of, Unified};
+use sort::{order_rows, smallest, sort_keys};
+
+type Row = Vec<Option<Vec<u8>>>;
+
+/// Why a merge stopped.
+#[derive(Debug)]
+enum Stop {
+    /// A backend answered with an error: the statement's answer.
+    Server(ErrPacket),
+    Proxy(ProxyError),
+}
+
+impl From<ProxyError> for Stop {
+    fn from(e: ProxyError) -> Self {
+        Stop::Proxy(e)
+    }
+}
+
+/// Values of ENUM and SET columns order by member position, which their
+/// text does not tell.
+fn unordered() -> Stop {
+    Stop::Proxy(ProxyError::Refused(
+        "ordering or grouping ENUM or SET values across partitions is not supported (they order by member position)".into(),
+    ))
+}
+
+/// A partial value the merge cannot combine exactly: the statement falls
+/// back to a shipped plan, or is refused.
+fn bad_value(what: &str) -> Stop {
+    Stop::Proxy(ProxyError::Refused(format!(
+        "a partial {what} that cannot be combined exactly (floating-point values or numbers beyond 36 digits) across partitions"
+    )))
+}
+
+/// One partition's result, read row by row. A part dropped before its
+/// result was read to the end closes its connection (a connection with an
+/// unread response must never return to the pool).
+struct Part {
+    conn: Option<PooledConn>,
+    /// Registered for KILL QUERY while the part runs.
+    running: Option<Running>,
+    defs: Vec<Bytes>,
+    columns: Vec<ColumnInfo>,
+    status: Option<u16>,
+}
+
+impl Drop for Part {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.as_mut() {
+            c.is_broken = true;
+        }
+    }
+}
+
+impl Part {
+    fn started(conn: PooledConn, running: Running) -> Part {
+        Part {
+            conn: Some(conn),
+            running: Some(running),
+            defs: Vec::new(),
+            columns: Vec::new(),
+            status: None,
+        }
+    }
+
+    fn conn(&mut self) -> Result<&mut PooledConn, Stop> {
+        self.conn
+            .as_mut()
+            .ok_or_else(|| Stop::Proxy(ProxyError::Wrong("a finished part was read".into())))
+    }
+
+    fn lost(&mut self, e: impl std::fmt::Display) -> Stop {
+        let backend = match self.conn.as_mut() {
+            Some(c) => {
+                c.is_broken = true;
+                c.backend.to_string()
+            }
+            None => String::new(),
+        };
+        Stop::Proxy(ProxyError::BackendLost {
+            backend,
+            reason: e.to_string(),
+        })
+    }
+
+    async fn packet(&mut self) -> Result<hscale_wire::Packet, Stop> {
+        let r = self.conn()?.stream.read_packet().await;
+        match r {
+            Ok(p) if p.is_continued() => Err(Stop::Proxy(ProxyError::Refused(
+                "rows of 16 MB or more cannot be merged across partitions".into(),
+            ))),
+            Ok(p) => Ok(p),
+            Err(e) => Err(self.lost(e)),
+        }
+    }
+
+    /// Read the column definitions of the statement sent.
+    async fn open(&mut self) -> Result<(), Stop> {
+        let part = self;
+        let first = part.packet().await?;
+        match first.first() {
+            Some(0xff) => {
+                let e = ErrPacket::decode(&first.payload).map_err(|e| part.lost(e))?;
+                return Err(Stop::Server(e));
+            }
+            Some(0x00) => {
+                return Err(part.lost("a result set was expected"));
+            }
+            _ => {}
+        }
+        let n = hscale_wire::buf::Reader::new(&first.payload)
+            .lenenc()
+            .map_err(|e| part.lost(e))? as usize;
+        for _ in 0..n {
+            let d = part.packet().await?;
+            let info = ColumnInfo::decode(&d.payload).map_err(|e| part.lost(e))?;
+            part.columns.push(info);
+            part.defs.push(d.payload);
+        }
+        let eof = part.packet().await?;
+        if !is_eof(&eof.payload) {
+            return Err(part.lost("no EOF after the column definitions"));
+        }
+        Ok(())
+    }
+
+    /// The next row, or `None` at the end.
+    async fn row(&mut self) -> Result<Option<Row>, Stop> {
+        if self.status.is_some() {
+            return Ok(None);
+        }
+        let p = self.packet().await?;
+        if is_eof(&p.payload) {
+            let (_, st) = decode_eof(&p.payload).map_err(|e| self.lost(e))?;
+            self.status = Some(st);
+            return Ok(None);
+        }
+        if p.first() == Some(0xff) {
+            let e = ErrPacket::decode(&p.payload).map_err(|e| self.lost(e))?;
+            self.status = Some(0);
+            return Err(Stop::Server(e));
+        }
+        decode_row(&p.payload, self.columns.len())
+            .map(Some)
+            .map_err(|e| self.lost(e))
+    }
+
+    /// Read what is left, so the connection can serve again.
+    async fn drain(&mut self) -> Result<(), Stop> {
+        while self.row().await?.is_some() {}
+        Ok(())
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
+    pub(crate) async fn run_merge(&mut self, plan: MergePlan) -> Result<(), ProxyError> {
+        if self.b.pinned.is_some() {
+            return Err(ProxyError::Unsupported {
+                what: "a statement over several partitions inside a transaction or with connection-bound state".into(),
+            });
+        }
+        self.ship_setup = std::sync::Arc::new(Vec::new());
+        if !plan.ship.is_empty() {
+            match self.ship_statements(&plan.ship).await {
+                Ok(s) => self.ship_setup = std::sync::Arc::new(s),
+                Err(Stop::Server(e)) => return self.write_server_error(1, &e).await,
+                Err(Stop::Proxy(ProxyError::ClientGone)) => return Err(ProxyError::ClientGone),
+                Err(Stop::Proxy(e)) => {
+                    write_error(&mut *self.client, 1, &e).await;
+                    return Ok(());
+                }
+            }
+        }
+        // Parts still reading when this returns close their connections.
+        let r = match &plan.mode {
+            Mode::Sort { hidden } => self.merge_sorted(&plan, *hidden).await,
+            Mode::Group(g) => self.merge_groups(&plan, g).await,
+        };
+        // Values that do not merge exactly are refused before anything is
+        // sent: one server answers instead, with copies of the tables.
+        if let (Err(Stop::Proxy(ProxyError::Refused(_))), Some(fallback)) = (&r, plan.fallback) {
+            return Box::pin(self.run_merge(*fallback)).await;
+        }
+        match r {
+            Ok(()) => Ok(()),
+            Err(Stop::Server(e)) => self.write_server_error(1, &e).await,
+            Err(Stop::Proxy(ProxyError::ClientGone)) => Err(ProxyError::ClientGone),
+            Err(Stop::Proxy(e)) => {
+                write_error(&mut *self.client, 1, &e).await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Send `sql` on a connection to `backend`, synced to the session,
+    /// after the statements that set up shipped tables (such a connection
+    /// is closed after use, which drops its temporary tables).
+    async fn start_part(&mut self, target: &Target, sql: &str) -> Result<Part, Stop> {
+        let mut conn = self.b.acquire(target.backend).await?;
+        if let Some(err) = self.b.sync(&mut conn, false).await? {
+            self.b.finish(conn, Outcome::default(), &Effects::default());
+            return Err(Stop::Server(err));
+        }
+        let setup = self.ship_setup.clone();
+        for statement in setup.iter() {
+            conn.is_broken = true; // never reused: it holds temporary tables
+            match conn
+                .command(&BackendConn::payload_for_query(statement))
+                .await
+            {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(Stop::Server(e)),
+                Err(e) => return Err(Stop::Proxy(e)),
+            }
+        }
+        if let Err(e) = conn
+            .stream
+            .send_command(&BackendConn::payload_for_query(sql))
+            .await
+        {
+            conn.is_broken = true;
+            return Err(Stop::Proxy(ProxyError::BackendLost {
+                backend: conn.backend.to_string(),
+                reason: e.to_string(),
+            }));
+        }
+        let running = self.b.running(&conn, target.backend);
+        Ok(Part::started(conn, running))
+    }
+
+    /// Give a part's connection back once its result was read to the end.
+    fn end_part(&mut self, mut part: Part) {
+        part.running = None;
+        if part.status.is_none() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
+            return; // dropped: closes the connection
+        }
+        let outcome = Outcome {
+            status: part.status,
+            ..Outcome::default()
+        };
+        if let Some(conn) = part.conn.take() {
+            self.b.finish(conn, outcome, &Effects::default());
+        }
+    }
+
+    /// The definition of a shipped table's temporary copy: `SHOW CREATE
+    /// TABLE` of its model, after `CREATE TABLE name`.
+    async fn ship_body(&mut self, ship: &Ship) -> Result<String, Stop> {
+        let ddl = {
+            let mut c = self.b.acquire(ship.like.0).await?;
+            let r = c
+                .query_rows(&format!(
+                    "SHOW CREATE TABLE {}",
+                    crate::partition::qualified(&ship.db, &ship.like.1)
+                ))
+                .await?;
+            let r = r.map_err(Stop::Server)?;
+            r.strings()
+                .first()
+                .and_then(|row| row.get(1).cloned().flatten())
+                .ok_or_else(|| {
+                    Stop::Proxy(ProxyError::Wrong(
+                        "SHOW CREATE TABLE returned nothing".into(),
+                    ))
+                })?
+        };
+        let head = format!(
+            "CREATE TABLE {}",
+            crate::partition::quote_ident(&ship.like.1)
+        );
+        ddl.strip_prefix(&head).map(str::to_string).ok_or_else(|| {
+            Stop::Proxy(ProxyError::Wrong(format!(
+                "unexpected SHOW CREATE TABLE output for {}",
+                ship.like.1
+            )))
+        })
+    }
+
+    /// The statements that create and fill the temporary tables of shipped
+    /// tables on a part's connection: rows read from every source
+    /// (bounded by `ship_max_rows`), inserted in batches.
+    async fn ship_statements(&mut self, ships: &[Ship]) -> Result<Vec<String>, Stop> {
+        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
+        let mut held = 0usize;
+        let mut out = Vec::new();
+        for ship in ships {
+            let temp = crate::partition::qualified(&ship.db, &ship.temp);
+            let body = self.ship_body(ship).await?;
+            out.push(format!("DROP TEMPORARY TABLE IF EXISTS {temp}"));
+            out.push(format!("CREATE TEMPORARY TABLE {temp}{body}"));
+            for (target, sql) in &ship.sources {
+                // Read in the session's state (time zone, ...) with results
+                // in the columns' own bytes; the connection is closed after.
+                let mut c = self.b.acquire(target.backend).await?;
+                if let Some(err) = self.b.sync(&mut c, false).await? {
+                    c.is_broken = true;
+                    return Err(Stop::Server(err));
+                }
+                c.is_broken = true;
+                if let Ok(Err(e)) = c
+                    .command(&BackendConn::payload_for_query(
+                        "SET character_set_results = NULL",
+                    ))
+                    .await
+                {
+                    return Err(Stop::Server(e));
+                }
+                // Never read more than the bound allows.
+                let cap = max_rows.saturating_sub(held) + 1;
+                let columns = c
+                    .query_stream(&format!("{sql} LIMIT {cap}"))
+                    .await?
+                    .map_err(Stop::Server)?;
+                if let Some(c) = columns
+                    .iter()
+                    .find(|c| kind_of(c) == Kind::Float && c.column_type == 0x04)
+                {
+                    return Err(Stop::Proxy(ProxyError::Refused(format!(
+                        "copying FLOAT column {} between servers would change its values",
+                        c.name
+                    ))));
+                }
+                let mut batcher = InsertBatcher::new(&temp, &columns);
+                while let Some(row) = c.next_row(columns.len()).await? {
+                    let row = row.map_err(Stop::Server)?;
+                    held += 1;
+                    if held > max_rows {
+                        return Err(Stop::Proxy(ProxyError::ShipLimit { limit: max_rows }));
+                    }
+                    out.extend(batcher.push(&row));
+                }
+                out.extend(batcher.finish());
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many parts of this plan may run at once.
+    fn concurrent_parts(&self, parts: &[(Target, String)]) -> bool {
+        let mut per_backend = vec![0usize; self.b.ctx.config.backends.len()];
+        for (t, _) in parts {
+            per_backend[t.backend] += 1;
+        }
+        per_backend
+            .iter()
+            .enumerate()
+            .all(|(b, n)| *n <= (self.b.ctx.pool(self.b.worker, b).cfg.max_connections / 2).max(1))
+            && parts.len() <= 64
+    }
+
+    async fn write_header(&mut self, defs: &[Bytes]) -> Result<u8, Stop> {
+        let mut seq = self
+            .client
+            .write_payload(1, &encode_column_count(defs.len()));
+        for d in defs {
+            seq = self.client.write_payload(seq, d);
+        }
+        if !self.is_eof_deprecated() {
+            let st = self.b.status();
+            seq = self.client.write_payload(seq, &encode_eof(0, st));
+        }
+        Ok(seq)
+    }
+
+    async fn write_row(&mut self, seq: u8, row: &[Option<Vec<u8>>]) -> Result<u8, Stop> {
+        let cells: Vec<Option<&[u8]>> = row.iter().map(|c| c.as_deref()).collect();
+        let seq = self.client.write_payload(seq, &encode_row_bytes(&cells));
+        self.client
+            .maybe_flush()
+            .await
+            .map_err(|_| Stop::Proxy(ProxyError::ClientGone))?;
+        Ok(seq)
+    }
+
+    async fn write_end(&mut self, seq: u8) -> Result<(), Stop> {
+        let st = self.b.status();
+        if self.is_eof_deprecated() {
+            let ok = OkPacket {
+                status: st,
+                ..OkPacket::default()
+            };
+            self.client.write_payload(seq, &encode_ok(0xfe, &ok, ""));
+        } else {
+            self.client.write_payload(seq, &encode_eof(0, st));
+        }
+        self.flush().await.map_err(Stop::Proxy)
+    }
+
+    /// ORDER BY / LIMIT: a k-way merge of sorted partition streams.
+    async fn merge_sorted(&mut self, plan: &MergePlan, hidden: usize) -> Result<(), Stop> {
+        let max_rows = self.b.ctx.config.proxy.merge_max_rows;
+        let streaming = self.concurrent_parts(&plan.parts);
+        if !streaming {
+            let per_part = plan.limit.map(|l| l.saturating_add(plan.offset) as usize);
+            match per_part {
+                Some(n) if n.saturating_mul(plan.parts.len()) <= max_rows => {}
+                _ => {
+                    return Err(Stop::Proxy(ProxyError::Refused(format!(
+                        "ORDER BY over {} partitions needs more connections than a statement may hold at once; add LIMIT or raise the backends' max_connections",
+                        plan.parts.len()
+                    ))))
+                }
+            }
+        }
+        // Start every part (streaming) or read them one by one (buffered).
+        let (source, defs) = if streaming {
+            self.open_streams(plan).await?
+        } else {
+            self.read_buffered(plan).await?
+        };
+        let Some((defs, columns)) = defs else {
+            return Err(Stop::Proxy(ProxyError::Wrong(
+                "no partition answered".into(),
+            )));
+        };
+        let visible = columns.len().saturating_sub(hidden);
+        let keys = sort_keys(&plan.order, &columns, visible)?;
+        let mut seq = self.write_header(&defs[..visible]).await?;
+        match source {
+            Sorted::Streams(held, heads) => {
+                seq = self
+                    .send_streams(plan, held, heads, &keys, visible, seq)
+                    .await?;
+            }
+            Sorted::Buffered(mut rows) => {
+                rows.sort_by(|a, b| order_rows(a, b, &keys, visible));
+                for row in rows
+                    .iter()
+                    .skip(plan.offset as usize)
+                    .take(plan.limit.unwrap_or(u64::MAX) as usize)
+                {
+                    seq = self.write_row(seq, &row[..visible]).await?;
+                }
+            }
+        }
+        self.write_end(seq).await
+    }
+
+    /// Start every part, read the column definitions and every part's
+    /// first row.
+    async fn open_streams(&mut self, plan: &MergePlan) -> Result<(Sorted, Option<Defs>), Stop> {
+        let mut held: Vec<Part> = Vec::new();
+        for (t, sql) in &plan.parts {
+            held.push(self.start_part(t, sql).await?);
+        }
+        for p in held.iter_mut() {
+            p.open().await?;
+        }
+        let mut defs = None;
+        if let Some(first) = held.first() {
+            let mut u = Unified::new(&first.defs, &first.columns);
+            for p in &held[1..] {
+                u.add(&p.columns)?;
+            }
+            defs = Some(u.finish()?);
+        }
+        let mut heads = Vec::new();
+        for p in held.iter_mut() {
+            heads.push(p.row().await?);
+        }
+        Ok((Sorted::Streams(held, heads), defs))
+    }
+
+    /// Run the parts one after the other, every row read into memory.
+    async fn read_buffered(&mut self, plan: &MergePlan) -> Result<(Sorted, Option<Defs>), Stop> {
+        let mut buffered: Vec<Row> = Vec::new();
+        let mut unified: Option<Unified> = None;
+        for (t, sql) in &plan.parts {
+            let mut p = self.start_part(t, sql).await?;
+            p.open().await?;
+            match unified.as_mut() {
+                None => unified = Some(Unified::new(&p.defs, &p.columns)),
+                Some(u) => u.add(&p.columns)?,
+            }
+            while let Some(r) = p.row().await? {
+                buffered.push(r);
+            }
+            self.end_part(p);
+        }
+        let defs = match unified {
+            Some(u) => Some(u.finish()?),
+            None => None,
+        };
+        Ok((Sorted::Buffered(buffered), defs))
+    }
+
+    /// The k-way merge: send the smallest head row until the limit, then
+    /// read every part to its end. Order keys are offsets from `visible`.
+    async fn send_streams(
+        &mut self,
+        plan: &MergePlan,
+        mut held: Vec<Part>,
+        mut heads: Vec<Option<Row>>,
+        keys: &[(OrderKey, Kind)],
+        visible: usize,
+        mut seq: u8,
+    ) -> Result<u8, Stop> {
+        let mut skip = plan.offset;
+        let mut left = plan.limit.unwrap_or(u64::MAX);
+        while left > 0 {
+            let Some(i) = smallest(&heads, keys, visible) else {
+                break;
+            };
+            let next = held[i].row().await?;
+            let row = std::mem::replace(&mut heads[i], next);
+            let Some(row) = row else { break };
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            seq = self.write_row(seq, &row[..visible]).await?;
+            left -= 1;
+        }
+        for mut p in held.drain(..) {
+            p.drain().await?;
+            self.end_part(p);
+        }
+        Ok(seq)
+    }
+
+    /// Aggregates, GROUP BY, DISTINCT: combine partial groups.
+    async fn merge_groups(&mut self, plan: &MergePlan, g: &GroupPlan) -> Result<(), Stop> {
+        let max_rows = self.b.ctx.config.proxy.merge_max_rows;
+        // The client's column definitions.
+        let mut meta = self.start_part(&g.meta.0, &g.meta.1).await?;
+        meta.open().await?;
+        meta.drain().await?;
+        let (out_defs, out_cols) = (meta.defs.clone(), meta.columns.clone());
+        self.end_part(meta);
+        if out_cols.len() != g.visible {
+            return Err(Stop::Proxy(ProxyError::Wrong(format!(
+                "the statement has {} columns, the merge computes {}",
+                out_cols.len(),
+                g.visible
+            ))));
+        }
+        let mut groups = Aggregate::new(g, max_rows);
+        // Parts run a few at a time, each read to its end.
+        let window = if self.concurrent_parts(&plan.parts) {
+            plan.parts.len()
+        } else {
+            1
+        };
+        for chunk in plan.parts.chunks(window.max(1)) {
+            let mut started = Vec::new();
+            for (t, sql) in chunk {
+                started.push(self.start_part(t, sql).await?);
+            }
+            for mut p in started.drain(..) {
+                p.open().await?;
+                groups.columns(&p.columns)?;
+                while let Some(row) = p.row().await? {
+                    groups.add(row)?;
+                }
+                self.end_part(p);
+            }
+        }
+        let rows = groups.finish(&out_cols, &plan.order)?;
+        let mut seq = self.write_header(&out_defs).await?;
+        let n = g.visible;
+        for row in rows
+            .iter()
+            .skip(plan.offset as usize)
+            .take(plan.limit.unwrap_or(u64::MAX) as usize)
+        {
+            seq = self.write_row(seq, &row[..n]).await?;
+        }
+        self.write_end(seq).await
+    }
+}
+
+/// The column definitions of a merged result, and the columns they describe.
+type Defs = (Vec<Bytes>, Vec<ColumnInfo>);
+
+/// The rows of a sort merge: every part open with its next row
+/// (streaming), or every row read (buffered).
+enum Sorted {
+    Streams(Vec<Part>, Vec<Option<Row>>),
+    Buffered(Vec<Row>),
+}
