@@ -98,13 +98,6 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         Reply::new(&mut *self.client, seq, self.is_eof_deprecated)
     }
 
-    async fn flush(&mut self) -> Result<(), ProxyError> {
-        self.client
-            .flush()
-            .await
-            .map_err(|_| ProxyError::ClientGone)
-    }
-
     /// Forward a backend's error packet as the answer (at `seq`).
     pub async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await

@@ -36,13 +36,14 @@ use bytes::Bytes;
 use hscale_route::dictionary::Target;
 use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Ship};
 use hscale_route::value::Kind;
-use hscale_wire::response::{decode_eof, encode_eof, encode_ok, is_eof, ErrPacket, OkPacket};
-use hscale_wire::resultset::{decode_row, encode_column_count, encode_row_bytes, ColumnInfo};
+use hscale_wire::reply::{Reply, Rows};
+use hscale_wire::response::{decode_eof, is_eof, ErrPacket};
+use hscale_wire::resultset::{decode_row, ColumnInfo};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::bindings::Running;
 use super::forward::Outcome;
-use super::{write_error, Effects, Exec};
+use super::{send, write_error, Bindings, Effects, Exec};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 use crate::partition::copy::InsertBatcher;
@@ -279,18 +280,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 
     /// Give a part's connection back once its result was read to the end.
-    fn end_part(&mut self, mut part: Part) {
-        part.running = None;
-        if part.status.is_none() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
-            return; // dropped: closes the connection
-        }
-        let outcome = Outcome {
-            status: part.status,
-            ..Outcome::default()
-        };
-        if let Some(conn) = part.conn.take() {
-            self.b.finish(conn, outcome, &Effects::default());
-        }
+    fn end_part(&mut self, part: Part) {
+        end_part(self.b, part);
     }
 
     /// The definition of a shipped table's temporary copy: `SHOW CREATE
@@ -398,44 +389,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             && parts.len() <= 64
     }
 
-    async fn write_header(&mut self, defs: &[Bytes]) -> Result<u8, Stop> {
-        let mut seq = self
-            .client
-            .write_payload(1, &encode_column_count(defs.len()));
-        for d in defs {
-            seq = self.client.write_payload(seq, d);
-        }
-        if !self.is_eof_deprecated() {
-            let st = self.b.status();
-            seq = self.client.write_payload(seq, &encode_eof(0, st));
-        }
-        Ok(seq)
-    }
-
-    async fn write_row(&mut self, seq: u8, row: &[Option<Vec<u8>>]) -> Result<u8, Stop> {
-        let cells: Vec<Option<&[u8]>> = row.iter().map(|c| c.as_deref()).collect();
-        let seq = self.client.write_payload(seq, &encode_row_bytes(&cells));
-        self.client
-            .maybe_flush()
-            .await
-            .map_err(|_| Stop::Proxy(ProxyError::ClientGone))?;
-        Ok(seq)
-    }
-
-    async fn write_end(&mut self, seq: u8) -> Result<(), Stop> {
-        let st = self.b.status();
-        if self.is_eof_deprecated() {
-            let ok = OkPacket {
-                status: st,
-                ..OkPacket::default()
-            };
-            self.client.write_payload(seq, &encode_ok(0xfe, &ok, ""));
-        } else {
-            self.client.write_payload(seq, &encode_eof(0, st));
-        }
-        self.flush().await.map_err(Stop::Proxy)
-    }
-
     /// ORDER BY / LIMIT: a k-way merge of sorted partition streams.
     async fn merge_sorted(&mut self, plan: &MergePlan, hidden: usize) -> Result<(), Stop> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
@@ -465,25 +418,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         };
         let visible = columns.len().saturating_sub(hidden);
         let keys = sort_keys(&plan.order, &columns, visible)?;
-        let mut seq = self.write_header(&defs[..visible]).await?;
-        match source {
+        let st = self.b.status();
+        let deprecated = self.is_eof_deprecated();
+        let mut header = Reply::new(&mut *self.client, 1, deprecated).columns(visible);
+        for d in &defs[..visible] {
+            header.column_def(d);
+        }
+        let mut rows = header.rows(st);
+        let r = match source {
             Sorted::Streams(held, heads) => {
-                seq = self
-                    .send_streams(plan, held, heads, &keys, visible, seq)
-                    .await?;
+                send_streams(self.b, &mut rows, plan, held, heads, &keys, visible).await
             }
-            Sorted::Buffered(mut rows) => {
-                rows.sort_by(|a, b| order_rows(a, b, &keys, visible));
-                for row in rows
+            Sorted::Buffered(mut buffered) => {
+                buffered.sort_by(|a, b| order_rows(a, b, &keys, visible));
+                let mut r = Ok(());
+                for row in buffered
                     .iter()
                     .skip(plan.offset as usize)
                     .take(plan.limit.unwrap_or(u64::MAX) as usize)
                 {
-                    seq = self.write_row(seq, &row[..visible]).await?;
+                    r = write_row(&mut rows, &row[..visible]).await;
+                    if r.is_err() {
+                        break;
+                    }
                 }
+                r
             }
-        }
-        self.write_end(seq).await
+        };
+        end_rows(rows, r, st).await
     }
 
     /// Start every part, read the column definitions and every part's
@@ -534,40 +496,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         Ok((Sorted::Buffered(buffered), defs))
     }
 
-    /// The k-way merge: send the smallest head row until the limit, then
-    /// read every part to its end. Order keys are offsets from `visible`.
-    async fn send_streams(
-        &mut self,
-        plan: &MergePlan,
-        mut held: Vec<Part>,
-        mut heads: Vec<Option<Row>>,
-        keys: &[(OrderKey, Kind)],
-        visible: usize,
-        mut seq: u8,
-    ) -> Result<u8, Stop> {
-        let mut skip = plan.offset;
-        let mut left = plan.limit.unwrap_or(u64::MAX);
-        while left > 0 {
-            let Some(i) = smallest(&heads, keys, visible) else {
-                break;
-            };
-            let next = held[i].row().await?;
-            let row = std::mem::replace(&mut heads[i], next);
-            let Some(row) = row else { break };
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            seq = self.write_row(seq, &row[..visible]).await?;
-            left -= 1;
-        }
-        for mut p in held.drain(..) {
-            p.drain().await?;
-            self.end_part(p);
-        }
-        Ok(seq)
-    }
-
     /// Aggregates, GROUP BY, DISTINCT: combine partial groups.
     async fn merge_groups(&mut self, plan: &MergePlan, g: &GroupPlan) -> Result<(), Stop> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
@@ -605,18 +533,110 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 self.end_part(p);
             }
         }
-        let rows = groups.finish(&out_cols, &plan.order)?;
-        let mut seq = self.write_header(&out_defs).await?;
+        let merged = groups.finish(&out_cols, &plan.order)?;
+        let st = self.b.status();
+        let deprecated = self.is_eof_deprecated();
+        let mut header = Reply::new(&mut *self.client, 1, deprecated).columns(out_defs.len());
+        for d in &out_defs {
+            header.column_def(d);
+        }
+        let mut rows = header.rows(st);
         let n = g.visible;
-        for row in rows
+        let mut r = Ok(());
+        for row in merged
             .iter()
             .skip(plan.offset as usize)
             .take(plan.limit.unwrap_or(u64::MAX) as usize)
         {
-            seq = self.write_row(seq, &row[..n]).await?;
+            r = write_row(&mut rows, &row[..n]).await;
+            if r.is_err() {
+                break;
+            }
         }
-        self.write_end(seq).await
+        end_rows(rows, r, st).await
     }
+}
+
+/// Give a part's connection back once its result was read to the end.
+fn end_part(b: &mut Bindings, mut part: Part) {
+    part.running = None;
+    if part.status.is_none() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
+        return; // dropped: closes the connection
+    }
+    let outcome = Outcome {
+        status: part.status,
+        ..Outcome::default()
+    };
+    if let Some(conn) = part.conn.take() {
+        b.finish(conn, outcome, &Effects::default());
+    }
+}
+
+/// Send a merged row.
+async fn write_row<S: AsyncRead + AsyncWrite + Unpin>(
+    rows: &mut Rows<'_, S>,
+    row: &[Option<Vec<u8>>],
+) -> Result<(), Stop> {
+    let cells: Vec<Option<&[u8]>> = row.iter().map(|c| c.as_deref()).collect();
+    rows.text_row(&cells);
+    rows.maybe_flush()
+        .await
+        .map_err(|_| Stop::Proxy(ProxyError::ClientGone))
+}
+
+/// End a result set whose rows were (partly) sent: the terminator, or the
+/// error that stopped it.
+async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
+    rows: Rows<'_, S>,
+    r: Result<(), Stop>,
+    status: u16,
+) -> Result<(), Stop> {
+    let done = match r {
+        Ok(()) => rows.finish(status, 0),
+        Err(Stop::Server(e)) => rows.err(e.code, &e.sql_state, &e.message),
+        Err(Stop::Proxy(ProxyError::ClientGone)) => {
+            return Err(Stop::Proxy(ProxyError::ClientGone))
+        }
+        Err(Stop::Proxy(e)) => {
+            let (code, state, msg) = e.to_mysql();
+            rows.err(code, &state, &msg)
+        }
+    };
+    send(done).await.map_err(Stop::Proxy)
+}
+
+/// The k-way merge: send the smallest head row until the limit, then
+/// read every part to its end. Order keys are offsets from `visible`.
+async fn send_streams<S: AsyncRead + AsyncWrite + Unpin>(
+    b: &mut Bindings,
+    rows: &mut Rows<'_, S>,
+    plan: &MergePlan,
+    mut held: Vec<Part>,
+    mut heads: Vec<Option<Row>>,
+    keys: &[(OrderKey, Kind)],
+    visible: usize,
+) -> Result<(), Stop> {
+    let mut skip = plan.offset;
+    let mut left = plan.limit.unwrap_or(u64::MAX);
+    while left > 0 {
+        let Some(i) = smallest(&heads, keys, visible) else {
+            break;
+        };
+        let next = held[i].row().await?;
+        let row = std::mem::replace(&mut heads[i], next);
+        let Some(row) = row else { break };
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        write_row(rows, &row[..visible]).await?;
+        left -= 1;
+    }
+    for mut p in held.drain(..) {
+        p.drain().await?;
+        end_part(b, p);
+    }
+    Ok(())
 }
 
 /// The column definitions of a merged result, and the columns they describe.
