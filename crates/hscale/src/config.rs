@@ -46,6 +46,9 @@ pub struct ProxyConfig {
     /// How often the partition dictionary is reread from the main backend,
     /// so that changes made through other proxies arrive, in milliseconds.
     pub reload_interval_ms: u64,
+    /// How long a statement that ran into a table renamed by a partition
+    /// change waits for the change's new dictionary before it fails.
+    pub fence_wait_ms: u64,
     /// Rows a merge across partitions may hold at once (groups, DISTINCT
     /// values, buffered sorted rows); past it the statement fails with an
     /// error instead of growing the proxy's memory.
@@ -70,6 +73,7 @@ impl Default for ProxyConfig {
             health_check_interval_ms: 5_000,
             backend_statement_cache: 128,
             reload_interval_ms: 1_000,
+            fence_wait_ms: 5_000,
             merge_max_rows: 1_000_000,
             ship_max_rows: 100_000,
         }

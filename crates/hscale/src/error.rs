@@ -39,6 +39,12 @@ pub enum ProxyError {
         during: String,
         err: ErrPacket,
     },
+    /// A statement ran into a table that does not exist (1146) before
+    /// anything reached the client: it may have been routed by an older
+    /// dictionary. The session reloads the dictionary and runs it again
+    /// (`session::fence`); the server's error is answered if it stays.
+    #[error("{}", err.message)]
+    StaleRoute { err: ErrPacket },
     #[error("hscale: backend '{backend}' sent a malformed response: {reason}")]
     BackendProtocol { backend: String, reason: String },
     #[error("hscale: {what} is not supported")]
@@ -97,7 +103,9 @@ impl ProxyError {
     fn to_mysql_static(&self) -> (u16, &[u8; 5], String) {
         let msg = self.to_string();
         match self {
-            ProxyError::Backend { err, .. } => (err.code, &err.sql_state, msg),
+            ProxyError::Backend { err, .. } | ProxyError::StaleRoute { err } => {
+                (err.code, &err.sql_state, msg)
+            }
             ProxyError::ClientProtocol(WireError::TooLarge { .. }) => (
                 code::ER_NET_PACKET_TOO_LARGE,
                 b"08S01",

@@ -35,7 +35,9 @@ async fn setup() {
     }
     c.disconnect().await.unwrap();
     // Fill the partitions directly on their backends, in parallel.
-    let fill = |backend: usize, table: &'static str, k: u64| async move {
+    let names = physical_tables("mm.big").await;
+    let name = |p: &str| names[p].1.clone();
+    let fill = |backend: usize, table: String, k: u64| async move {
         let mut b = backend_conn(backend, Some("mm")).await;
         b.query_drop(format!(
             "INSERT INTO {table} SELECT seq * 4 + {k}, {k}, 'row' FROM seq_0_to_{}",
@@ -47,12 +49,12 @@ async fn setup() {
     };
     tokio::join!(
         async {
-            fill(0, "big_default", 0).await;
-            fill(0, "big_p2", 2).await;
+            fill(0, name(""), 0).await;
+            fill(0, name("p2"), 2).await;
         },
         async {
-            fill(1, "big_p1", 1).await;
-            fill(1, "big_p3", 3).await;
+            fill(1, name("p1"), 1).await;
+            fill(1, name("p3"), 3).await;
         }
     );
 }

@@ -82,22 +82,28 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
     let one: Vec<(u32, String)> = c.exec(&st, (4,)).await.unwrap();
     assert_eq!(one, vec![(4, "books".to_string())]);
 
-    // ADD_PARTITION creates the physical table and moves the matching rows.
+    // ADD_PARTITION creates the physical table and moves the matching
+    // rows; the default partition, which lost keys, has a new name.
     c.query_drop("HSCALE ADD_PARTITION('small', 'books', 'books', 'shard2')")
         .await
         .unwrap();
+    let books = physical("part_db.small", Some("books")).await;
+    let default = physical("part_db.small", None).await;
+    assert!(books.starts_with("small_books_g"), "{books}");
+    assert!(default.starts_with("small_default_g"), "{default}");
+    assert!(!table_exists(1, "part_db", "small_default").await);
     assert_eq!(
-        count(2, "SELECT COUNT(*) FROM part_db.small_books").await,
+        count(2, &format!("SELECT COUNT(*) FROM part_db.{books}")).await,
         3
     );
     assert_eq!(
-        count(1, "SELECT COUNT(*) FROM part_db.small_default").await,
+        count(1, &format!("SELECT COUNT(*) FROM part_db.{default}")).await,
         4
     );
     assert_eq!(
         count(
             2,
-            "SELECT COUNT(*) FROM part_db.small_books WHERE category <> 'books'"
+            &format!("SELECT COUNT(*) FROM part_db.{books} WHERE category <> 'books'")
         )
         .await,
         0
@@ -106,12 +112,14 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
     c.query_drop("HSCALE ADD_PARTITION('part_db.small', 'books', 'hardware', 3)")
         .await
         .unwrap();
+    assert_eq!(physical("part_db.small", Some("books")).await, books);
+    let default = physical("part_db.small", None).await;
     assert_eq!(
-        count(2, "SELECT COUNT(*) FROM part_db.small_books").await,
+        count(2, &format!("SELECT COUNT(*) FROM part_db.{books}")).await,
         5
     );
     assert_eq!(
-        count(1, "SELECT COUNT(*) FROM part_db.small_default").await,
+        count(1, &format!("SELECT COUNT(*) FROM part_db.{default}")).await,
         2
     );
 
@@ -149,7 +157,8 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
 
     // SHOW commands.
     let rows: Vec<Row> = c.query("HSCALE SHOW PARTITIONS('small')").await.unwrap();
-    let parts: Vec<(String, String, String, String, String)> = rows
+    type Shown = (String, Option<String>, Option<String>, String, String);
+    let parts: Vec<Shown> = rows
         .iter()
         .map(|r| {
             (
@@ -166,17 +175,24 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
         vec![
             (
                 "part_db.small".into(),
-                "books".into(),
-                "books".into(),
-                "shard2".into(),
-                "small_books".into()
+                None,
+                None,
+                "shard1".into(),
+                default.clone()
             ),
             (
                 "part_db.small".into(),
-                "books".into(),
-                "hardware".into(),
+                Some("books".into()),
+                Some("books".into()),
                 "shard2".into(),
-                "small_books".into()
+                books.clone()
+            ),
+            (
+                "part_db.small".into(),
+                Some("books".into()),
+                Some("hardware".into()),
+                "shard2".into(),
+                books.clone()
             ),
         ]
     );
@@ -190,7 +206,7 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
             "part_db.small".into(),
             "category".into(),
             "NONE()".into(),
-            "small_default".into(),
+            default.clone(),
             "shard1".into()
         )]
     );
@@ -217,24 +233,27 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
     o.disconnect().await.unwrap();
     drop(other);
 
-    // DROP_PARTITION brings the rows back to the default partition.
+    // DROP_PARTITION brings the rows back to the default partition, which
+    // keeps its name (it only gains keys); the partition's table is gone.
     c.query_drop("HSCALE DROP_PARTITION('small', 'books')")
         .await
         .unwrap();
+    assert_eq!(physical("part_db.small", None).await, default);
     assert_eq!(
-        count(1, "SELECT COUNT(*) FROM part_db.small_default").await,
+        count(1, &format!("SELECT COUNT(*) FROM part_db.{default}")).await,
         7
     );
-    assert!(!table_exists(2, "part_db", "small_books").await);
-    let rows: Vec<(String, String)> = c
+    assert!(!table_exists(2, "part_db", &books).await);
+    let rows: Vec<(String, Option<String>)> = c
         .query_map("HSCALE SHOW PARTITIONS", |r: Row| {
             (r.get(0).unwrap(), r.get(1).unwrap())
         })
         .await
         .unwrap();
     assert!(
-        rows.iter().all(|r| !r.0.starts_with("part_db.")),
-        "{rows:?}"
+        rows.iter()
+            .all(|r| !r.0.starts_with("part_db.") || r.1.is_none()),
+        "only the default partition is left: {rows:?}"
     );
     c.disconnect().await.unwrap();
 }
@@ -279,7 +298,10 @@ async fn rows_move_across_backends_intact() {
         .unwrap_err();
     assert!(e.to_string().contains("MOD(3) can never produce"), "{e}");
     let mut after = Vec::new();
-    for (backend, table) in [(0, "m_default"), (1, "m_one"), (2, "m_minus")] {
+    let names = physical_tables("part_mod.m").await;
+    let name = |p: &str| names[p].1.clone();
+    let (m_default, m_one, m_minus) = (name(""), name("one"), name("minus"));
+    for (backend, table) in [(0, &m_default), (1, &m_one), (2, &m_minus)] {
         let mut b = backend_conn(backend, Some("part_mod")).await;
         let rows: Vec<(i64, Option<String>, Option<String>)> = b
             .query(format!(
@@ -289,13 +311,13 @@ async fn rows_move_across_backends_intact() {
             .unwrap();
         for r in &rows {
             let want = match table {
-                "m_one" => 1,
-                "m_minus" => -1,
+                t if *t == m_one => 1,
+                t if *t == m_minus => -1,
                 _ => r.0 % 3,
             };
             assert_eq!(r.0 % 3, want, "row {} in {table}", r.0);
             assert!(
-                table != "m_default" || (r.0 % 3 != 1 && r.0 % 3 != -1),
+                *table != m_default || (r.0 % 3 != 1 && r.0 % 3 != -1),
                 "row {} stayed in default",
                 r.0
             );
@@ -365,12 +387,9 @@ async fn routed_statements_match_one_server() {
         assert_eq!(c.affected_rows(), 60, "{t}");
     }
     // Each physical table holds exactly its partition's rows.
-    for (backend, table, want) in [
-        (0, "orders_default", 0),
-        (1, "orders_p1", 1),
-        (2, "orders_p2", 2),
-        (1, "orders_p3", 3),
-    ] {
+    let names = physical_tables("part_route.orders").await;
+    for (part, want) in [("", 0), ("p1", 1), ("p2", 2), ("p3", 3)] {
+        let (backend, table) = names[part].clone();
         let mut b = backend_conn(backend, Some("part_route")).await;
         let (n, wrong): (i64, i64) = b
             .query_first(format!(
@@ -534,11 +553,11 @@ async fn routed_statements_match_one_server() {
     for backend in 1..3 {
         // Every row is in the partition of its key (MOD(4): p1 = 1, p2 = 2 on shard1/shard2).
         let mut b = backend_conn(backend, Some("part_route")).await;
-        let table = if backend == 1 {
-            "orders_p1"
-        } else {
-            "orders_p2"
-        };
+        let table = physical(
+            "part_route.orders",
+            Some(if backend == 1 { "p1" } else { "p2" }),
+        )
+        .await;
         let bad: Option<i64> = b
             .query_first(format!(
                 "SELECT COUNT(*) FROM {table} WHERE customer_id % 4 <> {backend}"
@@ -574,7 +593,7 @@ async fn routed_statements_match_one_server() {
         .await
         .unwrap();
     assert_eq!(
-        plan,
+        plan_shape(plan),
         vec![
             (
                 "shard1".to_string(),
@@ -598,6 +617,7 @@ async fn routed_statements_match_one_server() {
         .query("HSCALE EXPLAIN SELECT COUNT(*) FROM orders")
         .await
         .unwrap();
+    let plan = plan_shape(plan);
     assert_eq!(plan.len(), 5, "{plan:?}");
     assert_eq!(plan[0].1, "column definitions");
     assert_eq!(
@@ -844,8 +864,9 @@ async fn every_hashing_function_routes_like_one_server() {
         for (p, value, backend) in &partitions {
             let idx: usize = backend.trim_start_matches("shard").parse().unwrap();
             let mut b = backend_conn(idx, Some("part_fn")).await;
+            let physical = physical(&format!("part_fn.{table}"), Some(p)).await;
             let keys: Vec<String> = b
-                .query(format!("SELECT CAST(k AS CHAR) FROM {table}_{p}"))
+                .query(format!("SELECT CAST(k AS CHAR) FROM {physical}"))
                 .await
                 .unwrap();
             for k in keys {
@@ -990,7 +1011,9 @@ async fn schema_statements_apply_to_every_partition() {
     let a: Vec<Row> = c.query("SHOW FULL COLUMNS FROM s").await.unwrap();
     let b: Vec<Row> = c.query("SHOW FULL COLUMNS FROM s_ref").await.unwrap();
     assert_eq!(show(&a), show(&b));
-    for (backend, table) in [(0, "s_default"), (1, "s_one"), (2, "s_two")] {
+    let s_names = physical_tables("part_ddl.s").await;
+    for (backend, table) in s_names.values() {
+        let backend = *backend;
         let n = count(
             backend,
             &format!("SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = 'part_ddl' AND TABLE_NAME = '{table}' AND INDEX_NAME = 'i_extra'"),
@@ -1001,10 +1024,15 @@ async fn schema_statements_apply_to_every_partition() {
     // RENAME TABLE renames every partition and the dictionary entry.
     let before: Vec<(i64, i64, String)> = c.query("SELECT id, k, v FROM s").await.unwrap();
     c.query_drop("RENAME TABLE s TO s2").await.unwrap();
-    for (backend, table) in [(0, "s2_default"), (1, "s2_one"), (2, "s2_two")] {
-        assert!(table_exists(backend, "part_ddl", table).await, "{table}");
+    let s2_names = physical_tables("part_ddl.s2").await;
+    assert_eq!(s2_names.len(), 3);
+    for (backend, table) in s2_names.values() {
+        assert!(table.starts_with("s2_"), "{table}");
+        assert!(table_exists(*backend, "part_ddl", table).await, "{table}");
     }
-    assert!(!table_exists(1, "part_ddl", "s_one").await);
+    for (backend, table) in s_names.values() {
+        assert!(!table_exists(*backend, "part_ddl", table).await, "{table}");
+    }
     let mut after: Vec<(i64, i64, String)> = c.query("SELECT id, k, v FROM s2").await.unwrap();
     let mut want = before.clone();
     after.sort();
@@ -1045,10 +1073,12 @@ async fn schema_statements_apply_to_every_partition() {
     assert_eq!(name, "s");
     assert_eq!(ddl, ref_ddl.replace("`s_ref`", "`s`"));
     // DROP TABLE drops every partition and forgets the table.
+    let s_names = physical_tables("part_ddl.s").await;
+    assert_eq!(s_names.len(), 3);
     c.query_drop("DROP TABLE s").await.unwrap();
-    for (backend, table) in [(0, "s_default"), (1, "s_one"), (2, "s_two")] {
+    for (backend, table) in s_names.values() {
         assert!(
-            !table_exists(backend, "part_ddl", table).await,
+            !table_exists(*backend, "part_ddl", table).await,
             "{table} still exists"
         );
     }
@@ -1089,7 +1119,7 @@ async fn other_proxies_reload_the_dictionary() {
         .query("HSCALE SHOW PARTITIONS('part_reload.r')")
         .await
         .unwrap();
-    assert_eq!(parts.len(), 1);
+    assert_eq!(parts.len(), 2, "the default partition and one more");
     // The other proxy routes with the new dictionary.
     let ids: Vec<i64> = o
         .query("SELECT id FROM part_reload.r WHERE id = 3")
@@ -1242,7 +1272,7 @@ async fn joins_on_one_backend_match_one_server() {
         .await
         .unwrap();
     assert_eq!(
-        plan,
+        plan_shape(plan),
         vec![(
             "shard1".to_string(),
             "single partition: a_p1 + b_p1".to_string(),
@@ -1443,7 +1473,11 @@ async fn prepared_statements_follow_database_and_dictionary() {
         .unwrap();
     c.exec_drop(&ins, (2, 4)).await.unwrap();
     let mut b = backend_conn(1, Some("prep_a")).await;
-    let ids: Vec<i64> = b.query("SELECT id FROM t_one ORDER BY id").await.unwrap();
+    let t_one = physical("prep_a.t", Some("one")).await;
+    let ids: Vec<i64> = b
+        .query(format!("SELECT id FROM {t_one} ORDER BY id"))
+        .await
+        .unwrap();
     assert_eq!(ids, vec![1, 2]);
     b.disconnect().await.unwrap();
     let n: Option<i64> = c

@@ -54,6 +54,12 @@ pub enum AdminCommand {
         table: String,
         partition: String,
     },
+    /// Move a partition to another backend while it is read and written.
+    MovePartition {
+        table: String,
+        partition: String,
+        backend: BackendRef,
+    },
     SetupGlobalTable {
         table: String,
     },
@@ -62,6 +68,8 @@ pub enum AdminCommand {
     },
     ShowTables,
     ShowBackends,
+    /// The operations journal: running and recent partition changes.
+    ShowOperations,
     Explain {
         statement: String,
     },
@@ -70,7 +78,7 @@ pub enum AdminCommand {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdminError {
-    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, EXPLAIN and RELOAD")]
+    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, EXPLAIN and RELOAD")]
     UnknownCommand(String),
     #[error("HSCALE {command} takes {expected}, got {got} argument(s)")]
     Arguments {
@@ -234,6 +242,20 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 partition: a[1].clone(),
             })
         }
+        "MOVE_PARTITION" => {
+            let a = parse_args("MOVE_PARTITION", after)?;
+            count(
+                "MOVE_PARTITION",
+                "3 arguments ('table', 'partition', 'backend')",
+                &a,
+                3,
+            )?;
+            Ok(AdminCommand::MovePartition {
+                table: a[0].clone(),
+                partition: a[1].clone(),
+                backend: backend_ref(&a[2]),
+            })
+        }
         "SETUP_GLOBAL_TABLE" => {
             let a = parse_args("SETUP_GLOBAL_TABLE", after)?;
             count("SETUP_GLOBAL_TABLE", "1 argument ('table')", &a, 1)?;
@@ -263,6 +285,7 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 }
                 "TABLES" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTables),
                 "BACKENDS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowBackends),
+                "OPERATIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowOperations),
                 _ => Err(AdminError::UnknownCommand(format!("SHOW {}", after.trim()))),
             }
         }
@@ -315,6 +338,18 @@ mod tests {
             AdminCommand::ShowBackends
         );
         assert_eq!(parse("HSCALE RELOAD").unwrap(), AdminCommand::Reload);
+        assert_eq!(
+            parse("HSCALE MOVE_PARTITION('db.t', 'p1', 'shard2')").unwrap(),
+            AdminCommand::MovePartition {
+                table: "db.t".into(),
+                partition: "p1".into(),
+                backend: BackendRef::Name("shard2".into()),
+            }
+        );
+        assert_eq!(
+            parse("HSCALE SHOW OPERATIONS").unwrap(),
+            AdminCommand::ShowOperations
+        );
         assert_eq!(
             parse("HSCALE EXPLAIN SELECT * FROM t WHERE a = 1").unwrap(),
             AdminCommand::Explain {

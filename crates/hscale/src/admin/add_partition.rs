@@ -1,14 +1,17 @@
 //! `HSCALE ADD_PARTITION('t', 'partition', 'value', 'backend')`: map one
 //! value of the hashing function to a partition (created if new) and move
-//! the default partition's rows with that value there.
+//! the default partition's rows with that value there, while the table is
+//! read and written (`change.rs`). The default partition loses keys, so
+//! its table gets a new name at the cutover.
 
 use hscale_route::admin::BackendRef;
-use hscale_route::dictionary::TableName;
+use hscale_route::dictionary::{generation_name, TableName};
 
-use super::{backend_names, commit, create_like, move_rows, reload, wrong, AdminOutput};
+use super::change::{self, Move};
+use super::{backend_names, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::partition::store;
-use crate::partition::{function_sql, quote_str};
+use crate::partition::{function_of, quote_str};
 use crate::runtime::Context;
 
 pub(super) async fn run(
@@ -22,50 +25,75 @@ pub(super) async fn run(
     let _g = ctx.partitioning.admin_lock.lock().await;
     let names = backend_names(ctx);
     let b = backend.resolve(&names).map_err(wrong)?;
-    let mut d = (*reload(ctx, worker).await?).clone();
-    let value = d
-        .table(&name)
-        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?
-        .partition_value(value)
-        .map_err(wrong)?;
-    let is_new = d
-        .add_partition(&name, partition, &value, b)
-        .map_err(wrong)?;
-    let t = d
+    let before = reload(ctx, worker).await?;
+    let t = before
         .table(&name)
         .cloned()
-        .ok_or_else(|| wrong("dictionary changed"))?;
-    let physical = format!("{}_{partition}", name.table);
-    if is_new {
-        create_like(
-            ctx,
-            worker,
-            (t.default_backend, &t.default_table),
-            &name.db,
-            (b, &physical),
-        )
-        .await?;
-    }
-    let filter = format!(
-        "BINARY CAST({} AS CHAR) = {}",
-        function_sql(&t.function, &t.column),
-        quote_str(&value)
+        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
+    let value = t.partition_value(value).map_err(wrong)?;
+    // Check it against a copy first: nothing starts for a refused change.
+    let is_new = (*before)
+        .clone()
+        .add_partition(&name, partition, &value, b)
+        .map_err(wrong)?;
+    let command = format!(
+        "ADD_PARTITION('{name}', '{partition}', '{value}', '{}')",
+        names[b]
     );
-    move_rows(
-        ctx,
-        worker,
-        &name.db,
-        (t.default_backend, &t.default_table),
-        (b, &physical),
-        &filter,
-    )
+    let op = change::begin(ctx, worker, &name, &command).await?;
+    let (dst, is_dst_live) = match t.partitions.get(partition) {
+        Some(p) if !is_new => (p.physical.clone(), true),
+        _ => (
+            generation_name(&format!("{}_{partition}", name.table), op),
+            false,
+        ),
+    };
+    let src_after = generation_name(&t.default_table, op);
+    for n in [&dst, &src_after] {
+        if n.len() > 64 {
+            let e = wrong(format!(
+                "the table name {n} would be longer than 64 characters"
+            ));
+            change::fail(ctx, worker, op, &e).await;
+            return Err(e);
+        }
+    }
+    let function = t.function.clone();
+    let moving = value.clone();
+    let m = Move {
+        db: name.db.clone(),
+        src: (t.default_backend, t.default_table.clone()),
+        filter: Some(Box::new(move |col: &str| {
+            format!(
+                "BINARY CAST({} AS CHAR) = {}",
+                function_of(&function, col),
+                quote_str(&moving)
+            )
+        })),
+        dst: (b, dst.clone()),
+        is_dst_live,
+        src_after: src_after.clone(),
+        key_column: t.column.clone(),
+    };
+    let report = change::run(ctx, worker, op, &m, |d| {
+        let is_new = d
+            .add_partition(&name, partition, &value, b)
+            .map_err(wrong)?;
+        if is_new {
+            d.move_partition(&name, partition, b, &dst).map_err(wrong)?;
+        }
+        d.set_default_table(&name, &src_after).map_err(wrong)?;
+        Ok(vec![
+            store::insert_partition_sql(&name, &value, partition, names[b], &dst),
+            store::set_default_table_sql(&name, &src_after),
+        ])
+    })
     .await?;
-    let row = store::insert_partition_sql(&name, &value, partition, names[b], &physical);
-    commit(ctx, worker, d, &[row]).await?;
-    Ok(AdminOutput::Ok {
-        info: format!(
-            "value {value:?} of {name} is in partition {partition} ({physical} on {})",
+    Ok(change::report_output(
+        &report,
+        &format!(
+            "value {value:?} of {name} is in partition {partition} ({dst} on {})",
             names[b]
         ),
-    })
+    ))
 }

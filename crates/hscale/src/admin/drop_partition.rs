@@ -1,12 +1,13 @@
 //! `HSCALE DROP_PARTITION('t', 'partition')`: move the partition's rows
-//! back into the default partition, drop its table and its values.
+//! back into the default partition, while the table is read and written
+//! (`change.rs`); the partition's table retires at the cutover.
 
-use hscale_route::dictionary::TableName;
+use hscale_route::dictionary::{generation_name, TableName};
 
-use super::{commit, conn, move_rows, reload, wrong, AdminOutput};
+use super::change::{self, Move};
+use super::{reload, wrong, AdminOutput};
 use crate::error::ProxyError;
-use crate::partition::qualified;
-use crate::partition::store::{self, exec};
+use crate::partition::store;
 use crate::runtime::Context;
 
 pub(super) async fn run(
@@ -16,40 +17,42 @@ pub(super) async fn run(
     partition: &str,
 ) -> Result<AdminOutput, ProxyError> {
     let _g = ctx.partitioning.admin_lock.lock().await;
-    let mut d = (*reload(ctx, worker).await?).clone();
-    let p = d.drop_partition(&name, partition).map_err(wrong)?;
-    let t = d
+    let before = reload(ctx, worker).await?;
+    let t = before
         .table(&name)
         .cloned()
-        .ok_or_else(|| wrong("dictionary changed"))?;
-    let physical = p.physical_table(&name.table);
-    move_rows(
+        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
+    let p = t
+        .partitions
+        .get(partition)
+        .cloned()
+        .ok_or_else(|| wrong(format!("table {name} has no partition {partition:?}")))?;
+    let op = change::begin(
         ctx,
         worker,
-        &name.db,
-        (p.backend, &physical),
-        (t.default_backend, &t.default_table),
-        "1 = 1",
+        &name,
+        &format!("DROP_PARTITION('{name}', '{partition}')"),
     )
     .await?;
-    let mut c = conn(ctx, worker, p.backend).await?;
-    exec(
-        &mut c,
-        &[format!("DROP TABLE {}", qualified(&name.db, &physical))],
-    )
+    let m = Move {
+        db: name.db.clone(),
+        src: (p.backend, p.physical.clone()),
+        filter: None,
+        dst: (t.default_backend, t.default_table.clone()),
+        is_dst_live: true,
+        src_after: generation_name(&format!("{}_retired", p.physical), op),
+        key_column: t.column.clone(),
+    };
+    let report = change::run(ctx, worker, op, &m, |d| {
+        d.drop_partition(&name, partition).map_err(wrong)?;
+        Ok(vec![store::delete_partition_sql(&name, partition)])
+    })
     .await?;
-    drop(c);
-    commit(
-        ctx,
-        worker,
-        d,
-        &[store::delete_partition_sql(&name, partition)],
-    )
-    .await?;
-    Ok(AdminOutput::Ok {
-        info: format!(
-            "partition {partition} of {name} dropped; its rows are back in {}",
+    Ok(change::report_output(
+        &report,
+        &format!(
+            "partition {partition} of {name} dropped; its rows are in {}",
             t.default_table
         ),
-    })
+    ))
 }

@@ -11,8 +11,10 @@
 //! user's admin flag and writes the answer.
 
 mod add_partition;
+mod change;
 mod drop_partition;
 mod explain;
+mod move_partition;
 mod schema;
 mod setup_global_table;
 mod setup_table;
@@ -90,6 +92,15 @@ pub async fn execute(
             let name = table_name(&table, session_db)?;
             drop_partition::run(ctx, worker, name, &partition).await
         }
+        AdminCommand::MovePartition {
+            table,
+            partition,
+            backend,
+        } => {
+            let name = table_name(&table, session_db)?;
+            move_partition::run(ctx, worker, name, &partition, &backend).await
+        }
+        AdminCommand::ShowOperations => show::operations(ctx, worker).await,
         AdminCommand::SetupGlobalTable { table } => {
             let name = table_name(&table, session_db)?;
             setup_global_table::run(ctx, worker, name).await
@@ -175,6 +186,63 @@ async fn commit(
     d.stored_version = store::commit_change(&mut main, d.stored_version, statements).await?;
     ctx.partitioning.replace(d);
     Ok(())
+}
+
+/// What a statement that ran into a missing table finds after waiting.
+pub enum Fence {
+    /// A newer dictionary: plan the statement again.
+    Newer,
+    /// The same dictionary and no change in its cutover: the table is
+    /// really missing.
+    Unchanged,
+    /// Changes still in their cutover after `[proxy] fence_wait_ms`.
+    Timeout(String),
+}
+
+/// The fence: wait until the stored dictionary is newer than `planned`,
+/// reloading it (one reload at a time per proxy, at most every 20 ms) for
+/// as long as a change is in its cutover, at most `[proxy] fence_wait_ms`.
+pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) -> Fence {
+    let wait = std::time::Duration::from_millis(ctx.config.proxy.fence_wait_ms);
+    let deadline = std::time::Instant::now() + wait;
+    let every = std::time::Duration::from_millis(20);
+    loop {
+        if ctx.partitioning.stored_version() > planned {
+            return Fence::Newer;
+        }
+        {
+            let mut g = ctx.partitioning.fence_gate.lock().await;
+            if ctx.partitioning.stored_version() > planned {
+                return Fence::Newer;
+            }
+            if g.last_reload.is_none_or(|t| t.elapsed() >= every) {
+                g.last_reload = Some(std::time::Instant::now());
+                let found = async {
+                    reload(ctx, worker).await?;
+                    let mut c = conn(ctx, worker, 0).await?;
+                    store::cutovers(&mut c).await
+                }
+                .await;
+                match found {
+                    Ok(c) => g.cutovers = c,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "fence: cannot read the dictionary");
+                        g.cutovers = vec!["an unreadable dictionary".into()];
+                    }
+                }
+            }
+            if ctx.partitioning.stored_version() > planned {
+                return Fence::Newer;
+            }
+            if g.cutovers.is_empty() {
+                return Fence::Unchanged;
+            }
+            if std::time::Instant::now() >= deadline {
+                return Fence::Timeout(g.cutovers.join(", "));
+            }
+        }
+        tokio::time::sleep(every).await;
+    }
 }
 
 /// The periodic reload: skipped while an admin command on this proxy is

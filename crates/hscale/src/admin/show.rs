@@ -58,13 +58,21 @@ pub(super) async fn partitions(
     }
     tables.sort_by(|a, b| a.name.cmp(&b.name));
     for t in tables {
+        // The default partition first: no name, no value.
+        let mut entries = vec![(None, None, t.default_backend, t.default_table.clone())];
         for (value, pname) in &t.values {
-            let Some(p) = t.partitions.get(pname) else {
-                continue;
-            };
-            let physical = p.physical_table(&t.name.table);
+            if let Some(p) = t.partitions.get(pname) {
+                entries.push((
+                    Some(pname.clone()),
+                    Some(value.clone()),
+                    p.backend,
+                    p.physical.clone(),
+                ));
+            }
+        }
+        for (pname, value, backend, physical) in entries {
             let estimate = {
-                let mut c = conn(ctx, worker, p.backend).await?;
+                let mut c = conn(ctx, worker, backend).await?;
                 let sql = format!(
                     "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
                     quote_str(&t.name.db),
@@ -77,9 +85,9 @@ pub(super) async fn partitions(
             };
             rows.push(vec![
                 Some(t.name.to_string()),
-                Some(pname.clone()),
-                Some(value.clone()),
-                Some(names[p.backend].to_string()),
+                pname,
+                value,
+                Some(names[backend].to_string()),
                 Some(physical),
                 estimate,
             ]);
@@ -126,4 +134,34 @@ pub(super) fn backends(ctx: &Context) -> AdminOutput {
         columns: cols(&["name", "address", "status", "open", "idle"]),
         rows,
     }
+}
+
+/// `HSCALE SHOW OPERATIONS`: the journal's running changes and the last
+/// 50 that ended, newest first.
+pub(super) async fn operations(ctx: &Context, worker: usize) -> Result<AdminOutput, ProxyError> {
+    let sql =
+        "SELECT id, CONCAT(db, '.', tbl), command, state, rows_copied, rows_estimate, backlog, \
+               DATE_FORMAT(started_at, '%Y-%m-%d %H:%i:%s.%f'), longest_pause_ms, owner, detail \
+               FROM `hscale`.`operations` ORDER BY active IS NULL, id DESC LIMIT 50";
+    let mut c = conn(ctx, worker, 0).await?;
+    let r = c
+        .query_rows(sql)
+        .await?
+        .map_err(|e| crate::partition::store::server_error(&c, sql, e))?;
+    Ok(AdminOutput::Rows {
+        columns: cols(&[
+            "id",
+            "table",
+            "command",
+            "state",
+            "rows_copied",
+            "rows_estimate",
+            "backlog",
+            "started_at",
+            "longest_pause_ms",
+            "owner",
+            "detail",
+        ]),
+        rows: r.strings(),
+    })
 }

@@ -271,6 +271,39 @@ impl Bindings {
         }
     }
 
+    /// Roll back the transaction on the pinned connection (if any) and
+    /// record the state the server reports after it.
+    pub async fn rollback(&mut self) -> Result<(), ProxyError> {
+        let Some(mut conn) = self.pinned.take() else {
+            self.pins.remove(Pins::TRANSACTION);
+            return Ok(());
+        };
+        match conn
+            .command(&BackendConn::payload_for_query("ROLLBACK"))
+            .await
+        {
+            Ok(Ok(ok)) => {
+                let outcome = Outcome {
+                    status: Some(ok.status),
+                    ok: Some(ok),
+                    ..Outcome::default()
+                };
+                self.finish(conn, outcome, &Effects::default());
+                Ok(())
+            }
+            Ok(Err(e)) => {
+                conn.is_broken = true;
+                self.pins = Pins::NONE;
+                Err(ProxyError::Backend {
+                    backend: conn.backend.to_string(),
+                    during: "hscale: ROLLBACK after a partition change".into(),
+                    err: e,
+                })
+            }
+            Err(e) => Err(self.backend_lost(conn, e.to_string())),
+        }
+    }
+
     /// Forget everything the session set: used by COM_RESET_CONNECTION and
     /// COM_CHANGE_USER. A pinned connection is reset before it goes back.
     pub fn reset(&mut self) {

@@ -33,12 +33,16 @@ pub enum Expect {
 }
 
 /// How a response ended.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Outcome {
     /// Status flags of the last OK/EOF, if the response ended with one.
     pub status: Option<u16>,
     /// The last OK packet, if any.
     pub ok: Option<OkPacket>,
+    /// The response was an error that names a table that does not exist
+    /// (1146), held back instead of sent: the statement may have been
+    /// routed by an older dictionary (see [`Forwarder::holding_missing_tables`]).
+    pub held: Option<hscale_wire::response::ErrPacket>,
     pub is_err: bool,
     /// Packets sent to the client.
     pub packets: u64,
@@ -70,6 +74,8 @@ pub struct Forwarder<'a, B, C> {
     relabel: Option<(&'a [u8], &'a [u8])>,
     /// Columns of the current result set.
     columns: usize,
+    /// Hold back a first packet that is error 1146.
+    is_holding_missing_tables: bool,
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -91,6 +97,30 @@ where
             max_allowed_packet,
             relabel: None,
             columns: 0,
+            is_holding_missing_tables: false,
+        }
+    }
+
+    /// Do not send a response that is only error 1146 (no such table):
+    /// keep it in [`Outcome::held`], so the statement can run again after
+    /// the dictionary is reloaded. Nothing has reached the client then.
+    pub fn holding_missing_tables(mut self) -> Self {
+        self.is_holding_missing_tables = true;
+        self
+    }
+
+    /// Whether `p`, the first packet of a response, is held back.
+    fn hold(&mut self, p: &hscale_wire::Packet) -> bool {
+        if !self.is_holding_missing_tables || p.first() != Some(0xff) {
+            return false;
+        }
+        match hscale_wire::response::ErrPacket::decode(&p.payload) {
+            Ok(e) if e.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE => {
+                self.outcome.is_err = true;
+                self.outcome.held = Some(e);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -202,7 +232,7 @@ where
             Err(e) => Err(e),
         };
         match r {
-            Ok(()) => Ok((self.outcome, self.out.seq())),
+            Ok(()) => Ok((std::mem::take(&mut self.outcome), self.out.seq())),
             Err(error) => Err(ForwardFailure {
                 error,
                 next_seq: self.out.seq(),
@@ -212,6 +242,9 @@ where
 
     async fn part(&mut self, is_first: bool, is_last: bool) -> Result<(), ForwardError> {
         let p = self.next().await?;
+        if is_first && self.hold(&p) {
+            return Ok(());
+        }
         match p.first() {
             Some(0xff) => {
                 self.outcome.is_err = true;
@@ -269,7 +302,7 @@ where
     /// Stream the whole response; flushes the client at the end.
     pub async fn run(mut self, expect: Expect) -> Result<Outcome, ForwardFailure> {
         match self.run_inner(expect).await {
-            Ok(()) => Ok(self.outcome),
+            Ok(()) => Ok(std::mem::take(&mut self.outcome)),
             Err(error) => Err(ForwardFailure {
                 error,
                 next_seq: self.out.seq(),
@@ -300,8 +333,12 @@ where
     }
 
     async fn query(&mut self) -> Result<(), ForwardError> {
+        let mut is_first = true;
         loop {
             let p = self.next().await?;
+            if std::mem::take(&mut is_first) && self.hold(&p) {
+                return Ok(());
+            }
             match p.first() {
                 Some(0x00) => {
                     let ok = OkPacket::decode(&p.payload).map_err(ForwardError::Backend)?;

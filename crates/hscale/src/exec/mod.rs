@@ -49,6 +49,10 @@ pub struct Exec<'a, S> {
     /// Statements that set up shipped tables on every part of the merge
     /// being run (`merge.rs`).
     ship_setup: std::sync::Arc<Vec<String>>,
+    /// A first answer that is error 1146 becomes `ProxyError::StaleRoute`
+    /// instead of reaching the client, so the session can reload the
+    /// dictionary and run the statement again (the fence, `session/fence.rs`).
+    pub is_fenced: bool,
 }
 
 /// Flush a finished reply to the client.
@@ -86,6 +90,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             b,
             is_eof_deprecated,
             ship_setup: std::sync::Arc::new(Vec::new()),
+            is_fenced: false,
         }
     }
 
@@ -179,12 +184,19 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         if let Some((from, to)) = relabel {
             f = f.relabel(from, to);
         }
+        if self.is_fenced {
+            f = f.holding_missing_tables();
+        }
         let r = f.run(expect).await;
         drop(running);
         match r {
-            Ok(outcome) => {
+            Ok(mut outcome) => {
+                let held = outcome.held.take();
                 self.b.finish(conn, outcome, effects);
-                Ok(())
+                match held {
+                    Some(err) => Err(ProxyError::StaleRoute { err }),
+                    None => Ok(()),
+                }
             }
             Err(f) => match f.error {
                 ForwardError::Backend(e) => {

@@ -8,6 +8,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
+use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::com;
 use hscale_wire::response::ErrPacket;
 use hscale_wire::stmt::Execute;
@@ -128,6 +129,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         };
         match self.send_part(&mut conn, sql, cmd).await {
             Ok(Ok(())) => self.forward(conn, Expect::Query, &effects).await,
+            Ok(Err(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
+                self.b.finish(
+                    conn,
+                    super::forward::Outcome::default(),
+                    &Effects::default(),
+                );
+                Err(ProxyError::StaleRoute { err })
+            }
             Ok(Err(err)) => {
                 self.b.finish(
                     conn,

@@ -257,15 +257,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let max = self.b.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
         let running = self.b.running(&conn, conn.pool().backend_index);
-        let r = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
-            .starting_at(seq)
-            .run_part(is_first, is_last)
-            .await;
+        let mut f =
+            Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max).starting_at(seq);
+        if self.is_fenced {
+            f = f.holding_missing_tables();
+        }
+        let r = f.run_part(is_first, is_last).await;
         drop(running);
         match r {
-            Ok((outcome, next)) => {
+            Ok((mut outcome, next)) => {
                 let is_err = outcome.is_err;
+                let held = outcome.held.take();
                 self.b.finish(conn, outcome, &Effects::default());
+                if let Some(err) = held {
+                    return Err(ProxyError::StaleRoute { err });
+                }
                 Ok((!is_err).then_some(next))
             }
             Err(f) => match f.error {
@@ -327,6 +333,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     ok: Some(ok),
                     is_err: false,
                     packets: 0,
+                    held: None,
                 };
                 self.b.finish(conn, outcome, &Effects::default());
                 Ok(true)
@@ -380,6 +387,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                         ok: Some(ok),
                         is_err: false,
                         packets: 0,
+                        held: None,
                     };
                     self.b.finish(conn, outcome, &Effects::default());
                 }

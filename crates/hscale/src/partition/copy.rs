@@ -74,6 +74,7 @@ pub struct InsertBatcher<'a> {
     columns: &'a [ColumnInfo],
     sql: String,
     rows: usize,
+    verb: &'static str,
 }
 
 impl<'a> InsertBatcher<'a> {
@@ -83,13 +84,21 @@ impl<'a> InsertBatcher<'a> {
             columns,
             sql: String::new(),
             rows: 0,
+            verb: "INSERT",
         }
+    }
+
+    /// `REPLACE` instead of `INSERT`: a row whose key is there already is
+    /// overwritten (copies that may run again, change replays).
+    pub fn replacing(mut self) -> Self {
+        self.verb = "REPLACE";
+        self
     }
 
     /// Add a row; returns a statement when the batch is full.
     pub fn push(&mut self, row: &[Option<Vec<u8>>]) -> Option<String> {
         if self.rows == 0 {
-            self.sql = format!("INSERT INTO {} VALUES (", self.table_q);
+            self.sql = format!("{} INTO {} VALUES (", self.verb, self.table_q);
         } else {
             self.sql.push_str(", (");
         }
@@ -125,14 +134,32 @@ pub async fn copy_rows(
     dst: &mut BackendConn,
     dst_q: &str,
 ) -> Result<u64, ProxyError> {
+    exec(dst, &["BEGIN".to_string()]).await?;
+    let n = stream_rows(src, select, dst, dst_q, false).await?;
+    exec(dst, &["COMMIT".to_string()]).await?;
+    Ok(n)
+}
+
+/// Stream the rows of `select` on `src` into `dst_q` on `dst` as bounded
+/// `INSERT` (or, `is_replace`, `REPLACE`) statements, each committed by
+/// itself unless the caller opened a transaction on `dst`.
+pub async fn stream_rows(
+    src: &mut BackendConn,
+    select: &str,
+    dst: &mut BackendConn,
+    dst_q: &str,
+    is_replace: bool,
+) -> Result<u64, ProxyError> {
     exec(src, &["SET character_set_results = NULL".to_string()]).await?;
     let columns = src
         .query_stream(select)
         .await?
         .map_err(|e| server_error(src, select, e))?;
     src.is_broken = true;
-    exec(dst, &["BEGIN".to_string()]).await?;
     let mut batcher = InsertBatcher::new(dst_q, &columns);
+    if is_replace {
+        batcher = batcher.replacing();
+    }
     let mut copied = 0u64;
     while let Some(row) = src.next_row(columns.len()).await? {
         let row = row.map_err(|e| server_error(src, select, e))?;
@@ -145,7 +172,6 @@ pub async fn copy_rows(
     if let Some(sql) = batcher.finish() {
         exec(dst, &[sql]).await?;
     }
-    exec(dst, &["COMMIT".to_string()]).await?;
     Ok(copied)
 }
 

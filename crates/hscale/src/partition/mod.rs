@@ -30,6 +30,8 @@ pub struct Partitioning {
     pub global_write_lock: tokio::sync::Mutex<()>,
     /// Whether the dictionary has been read from the main backend.
     pub is_loaded: std::sync::atomic::AtomicBool,
+    /// One fence reload at a time on this proxy (`admin::await_newer_dictionary`).
+    pub fence_gate: tokio::sync::Mutex<FenceState>,
     /// Whether this process made sure the dictionary's tables exist.
     pub is_schema_ready: std::sync::atomic::AtomicBool,
     /// When a session last tried to read it (ms since `epoch`), so that an
@@ -48,6 +50,7 @@ impl Default for Partitioning {
             global_write_lock: tokio::sync::Mutex::new(()),
             is_loaded: std::sync::atomic::AtomicBool::new(false),
             is_schema_ready: std::sync::atomic::AtomicBool::new(false),
+            fence_gate: tokio::sync::Mutex::new(FenceState::default()),
             last_attempt_ms: std::sync::atomic::AtomicU64::new(0),
             epoch: std::time::Instant::now(),
             generation: std::sync::atomic::AtomicU64::new(0),
@@ -55,7 +58,20 @@ impl Default for Partitioning {
     }
 }
 
+/// What the last fence reload found.
+#[derive(Debug, Default)]
+pub struct FenceState {
+    pub last_reload: Option<std::time::Instant>,
+    /// Operations in their cutover at that reload.
+    pub cutovers: Vec<String>,
+}
+
 impl Partitioning {
+    /// The stored dictionary version of the current snapshot.
+    pub fn stored_version(&self) -> u64 {
+        self.snapshot.load().stored_version
+    }
+
     /// True when the dictionary is not loaded yet and nobody tried in the
     /// last second: the caller should try now.
     pub fn should_try_loading(&self) -> bool {
@@ -145,9 +161,14 @@ impl Partitioning {
 /// The SQL expression that computes a hashing function on a column, equal
 /// to [`HashingFunction::apply`] (checked by `tests/hashing.rs`).
 pub fn function_sql(f: &HashingFunction, column: &str) -> String {
-    let c = quote_ident(column);
+    function_of(f, &quote_ident(column))
+}
+
+/// The hashing function applied to an SQL expression (`NEW.`k`` in a
+/// trigger, a quoted column elsewhere).
+pub fn function_of(f: &HashingFunction, c: &str) -> String {
     match f {
-        HashingFunction::None => c,
+        HashingFunction::None => c.to_string(),
         HashingFunction::Mod(n) => format!("{c} MOD {n}"),
         HashingFunction::Div(n) => format!("{c} DIV {n}"),
         HashingFunction::Prefix(n) => format!("LEFT({c}, {n})"),

@@ -35,7 +35,32 @@ const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS `hscale`.`dictionary_version` (\
        id TINYINT UNSIGNED NOT NULL PRIMARY KEY, version BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB",
     "INSERT IGNORE INTO `hscale`.`dictionary_version` VALUES (1, 0)",
+    // The operations journal: one row per partition change. `active` is
+    // 'db.tbl' while the change runs (one change per table at a time) and
+    // NULL once it ended.
+    "CREATE TABLE IF NOT EXISTS `hscale`.`operations` (\
+       id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, \
+       db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, command TEXT NOT NULL, \
+       state VARCHAR(16) NOT NULL, active VARCHAR(200) NULL UNIQUE, owner VARCHAR(200) NOT NULL, \
+       started_at DATETIME(3) NOT NULL, ended_at DATETIME(3) NULL, \
+       rows_copied BIGINT UNSIGNED NOT NULL DEFAULT 0, rows_estimate BIGINT UNSIGNED NOT NULL DEFAULT 0, \
+       backlog BIGINT UNSIGNED NOT NULL DEFAULT 0, longest_pause_ms BIGINT UNSIGNED NOT NULL DEFAULT 0, \
+       detail TEXT NULL) ENGINE=InnoDB",
 ];
+
+/// Operations in their cutover now, described for an error message: a
+/// statement that ran into a renamed table waits for them.
+pub async fn cutovers(conn: &mut BackendConn) -> Result<Vec<String>, ProxyError> {
+    let sql = "SELECT CONCAT('operation ', id, ' (', command, ')') FROM `hscale`.`operations` WHERE active IS NOT NULL AND state = 'cutover'";
+    let r = conn
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(conn, sql, e))?;
+    Ok(r.strings()
+        .into_iter()
+        .filter_map(|r| r[0].clone())
+        .collect())
+}
 
 /// Create the dictionary's tables where missing (once per process).
 pub async fn ensure_schema(conn: &mut BackendConn) -> Result<(), ProxyError> {

@@ -16,6 +16,7 @@
 mod admin;
 pub mod auth;
 mod commands;
+mod fence;
 mod kill;
 mod params;
 pub mod prepared;
@@ -310,6 +311,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         Reply::new(&mut self.client, seq, deprecated)
     }
 
+    /// An error the proxy answers itself, at sequence id 1.
+    async fn write_error_packet(
+        &mut self,
+        code: u16,
+        state: &[u8; 5],
+        msg: &str,
+    ) -> Result<(), ProxyError> {
+        send(self.reply(1).err(code, state, msg)).await
+    }
+
     /// Forward a backend's error packet as the answer (at `seq`).
     async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
@@ -369,6 +380,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 tracing::warn!(error = %e, "partition dictionary not readable");
             }
         }
+        let mut attempts = 0;
+        loop {
+            let before = self.fence_point();
+            match self.plan_and_run(payload, &facts, effects).await {
+                Err(ProxyError::StaleRoute { err }) => {
+                    match self.after_stale_route(err, before, &mut attempts).await? {
+                        fence::Next::Retry => continue,
+                        fence::Next::Answered => return Ok(()),
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Plan a statement with the current dictionary and run it (fenced: an
+    /// answer that is only error 1146 comes back as `StaleRoute`).
+    async fn plan_and_run(
+        &mut self,
+        payload: &Bytes,
+        facts: &hscale_sql::Facts,
+        effects: Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        let sql_bytes = &payload[1..];
+        let sql = std::str::from_utf8(sql_bytes).unwrap_or("<not UTF-8>");
         if !self.b.ctx.partitioning.is_empty() {
             let dict = self.b.ctx.partitioning.dictionary();
             if std::str::from_utf8(sql_bytes).is_err() {
@@ -404,18 +440,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 plan => {
                     drop(dict);
-                    return self.exec().run(plan, effects).await;
+                    let mut exec = self.exec();
+                    exec.is_fenced = true;
+                    return exec.run(plan, effects).await;
                 }
             }
         }
         // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
         // on the backend the session is bound to; the rest on the main one.
         let backend = match &self.b.pinned {
-            Some(c) if is_table_free(&facts, sql) => c.pool().backend_index,
+            Some(c) if is_table_free(facts, sql) => c.pool().backend_index,
             _ => 0,
         };
-        self.exec()
-            .execute_on_backend(backend, payload, Expect::Query, effects)
+        let mut exec = self.exec();
+        exec.is_fenced = true;
+        exec.execute_on_backend(backend, payload, Expect::Query, effects)
             .await
     }
 

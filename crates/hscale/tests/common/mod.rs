@@ -202,3 +202,65 @@ impl Drop for ProxyProcess {
 pub fn cluster_config() -> hscale::Config {
     with_cluster(|c| c.config.clone())
 }
+
+/// The physical tables of a partitioned table ('db.t'), as HSCALE SHOW
+/// PARTITIONS names them: partition name ("" for the default partition)
+/// to (backend index, physical table). Partition changes give tables new
+/// names (`_g<operation>`), so tests look them up.
+pub async fn physical_tables(table: &str) -> std::collections::HashMap<String, (usize, String)> {
+    let mut c = proxy_conn(None).await;
+    let rows: Vec<mysql_async::Row> = c
+        .query(format!("HSCALE SHOW PARTITIONS('{table}')"))
+        .await
+        .unwrap();
+    c.disconnect().await.unwrap();
+    rows.into_iter()
+        .map(|r| {
+            let name: Option<String> = r.get(1).unwrap();
+            let backend: String = r.get(3).unwrap();
+            let physical: String = r.get(4).unwrap();
+            let b = backend.trim_start_matches("shard").parse().unwrap();
+            (name.unwrap_or_default(), (b, physical))
+        })
+        .collect()
+}
+
+/// The physical table of one partition (`None`: the default partition).
+pub async fn physical(table: &str, partition: Option<&str>) -> String {
+    let all = physical_tables(table).await;
+    all.get(partition.unwrap_or(""))
+        .unwrap_or_else(|| panic!("{table} has no partition {partition:?}: {all:?}"))
+        .1
+        .clone()
+}
+
+/// `s` with the generation suffixes of physical table names removed
+/// (`orders_p1_g12` → `orders_p1`), for comparing plans by their shape.
+pub fn strip_generations(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'_' && b.get(i + 1) == Some(&b'g') {
+            let mut j = i + 2;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            let ends = j == b.len() || !(b[j].is_ascii_alphanumeric() || b[j] == b'_');
+            if j > i + 2 && ends {
+                i = j;
+                continue;
+            }
+        }
+        out.push(b[i] as char);
+        i += 1;
+    }
+    out
+}
+
+/// Plan rows with generation suffixes removed.
+pub fn plan_shape(plan: Vec<(String, String, String)>) -> Vec<(String, String, String)> {
+    plan.into_iter()
+        .map(|(a, b, c)| (a, strip_generations(&b), strip_generations(&c)))
+        .collect()
+}

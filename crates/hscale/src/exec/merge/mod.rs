@@ -36,6 +36,7 @@ use bytes::Bytes;
 use hscale_route::dictionary::Target;
 use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Ship};
 use hscale_route::value::Kind;
+use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::reply::{Reply, Rows};
 use hscale_wire::response::{decode_eof, is_eof, ErrPacket};
 use hscale_wire::resultset::{decode_row, ColumnInfo};
@@ -214,6 +215,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if !plan.ship.is_empty() {
             match self.ship_statements(&plan.ship).await {
                 Ok(s) => self.ship_setup = std::sync::Arc::new(s),
+                Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
+                    return Err(ProxyError::StaleRoute { err })
+                }
                 Err(Stop::Server(e)) => return self.write_server_error(1, &e).await,
                 Err(Stop::Proxy(ProxyError::ClientGone)) => return Err(ProxyError::ClientGone),
                 Err(Stop::Proxy(e)) => {
@@ -234,6 +238,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         match r {
             Ok(()) => Ok(()),
+            Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
+                Err(ProxyError::StaleRoute { err })
+            }
             Err(Stop::Server(e)) => self.write_server_error(1, &e).await,
             Err(Stop::Proxy(ProxyError::ClientGone)) => Err(ProxyError::ClientGone),
             Err(Stop::Proxy(e)) => {

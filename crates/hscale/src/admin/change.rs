@@ -1,0 +1,630 @@
+//! Partition changes that lose no row, whatever other proxies do: the
+//! engine behind SETUP_TABLE (to another backend), ADD_PARTITION,
+//! DROP_PARTITION and MOVE_PARTITION.
+//!
+//! **The fence.** A physical table that loses keys in a change is renamed
+//! at the change's cutover, to a name never used before (`_g<operation id>`),
+//! after its writes drained and before the new dictionary commits. MariaDB's
+//! `RENAME TABLE` waits for every transaction holding the table, and
+//! statements that reach the old name afterwards fail with 1146. So a proxy
+//! holding any older dictionary can never read or write a key in a table
+//! that is no longer the key's home: it gets 1146, reloads, and runs the
+//! statement again (`session/fence.rs`). No clock, lease or count of proxies
+//! is involved.
+//!
+//! **A change**, one per table at a time (the journal's `active` key):
+//! ```text
+//!  journal 'copying' ─► destination table (fresh, or a staging table when the
+//!  destination already holds keys) ─► capture triggers on the source ─► copy
+//!  in bounded REPLACE batches ─► replay captured keys until few are left
+//!  ─► journal 'cutover' ─► RENAME source ─► replay the rest ─► delete the
+//!  moved rows from what stays / merge the staging table ─► commit the new
+//!  dictionary with the journal's 'done' (one CAS transaction) ─► drop
+//!  triggers, changelog and retired tables
+//! ```
+//! Writes pause only between the rename and the commit. The triggers
+//! record the primary key of every row of the moving set that changes
+//! (old and new key of an update) in `hscale.changes_<operation>` on the
+//! source's backend, in the writer's own transaction, so no change escapes.
+//! A replay re-reads the rows by key from the source and replaces or
+//! deletes them on the destination, so copy and replay are idempotent.
+//!
+//! Not yet: taking over the change of a proxy that died (its journal row
+//! stays `copying` or `cutover`), cancelling, checksums before cutover.
+
+use hscale_route::dictionary::{Dictionary, TableName};
+use hscale_wire::resultset::ColumnInfo;
+
+use super::{conn, reload, wrong};
+use crate::backend::{BackendConn, PooledConn};
+use crate::error::ProxyError;
+use crate::partition::copy::{stream_rows, value_literal};
+use crate::partition::store::{self, exec, server_error};
+use crate::partition::{ddl, qualified, quote_ident, quote_str};
+use crate::runtime::Context;
+
+/// Captured keys replayed per round; the cutover starts once a round finds
+/// fewer than [`CUTOVER_BACKLOG`].
+const REPLAY_BATCH: usize = 1000;
+const CUTOVER_BACKLOG: usize = 200;
+/// Attempts at renaming the source, each waiting at most 2 s for the
+/// transactions that hold it.
+const RENAME_ATTEMPTS: u32 = 10;
+
+/// The moving rows' condition, written for a column expression.
+pub(super) type Filter = Box<dyn Fn(&str) -> String + Send + Sync>;
+
+/// One row move of a change.
+pub(super) struct Move {
+    pub db: String,
+    /// The source: backend and physical table.
+    pub src: (usize, String),
+    /// Which rows of the source move: an SQL condition over a row, written
+    /// for a column expression (`col` in a table, `NEW.col` in a trigger).
+    /// `None`: every row (the source retires).
+    pub filter: Option<Filter>,
+    /// The destination: backend and physical table.
+    pub dst: (usize, String),
+    /// The destination is in the dictionary already (it gains keys): rows
+    /// are staged beside it and merged at the cutover, so no reader sees
+    /// them twice before.
+    pub is_dst_live: bool,
+    /// The source's name after the cutover: its next generation when it
+    /// keeps other keys, a retired name (dropped afterwards) when not.
+    pub src_after: String,
+    /// The partition key column (for the filter).
+    pub key_column: String,
+}
+
+/// What a change did.
+pub(super) struct Report {
+    pub rows: u64,
+    pub seconds: f64,
+    pub longest_pause_ms: u64,
+}
+
+/// The row that answers a change: rows moved, seconds, longest write pause.
+pub(super) fn report_output(r: &Report, info: &str) -> super::AdminOutput {
+    super::AdminOutput::Rows {
+        columns: super::cols(&["rows_moved", "seconds", "longest_write_pause_ms", "info"]),
+        rows: vec![vec![
+            Some(r.rows.to_string()),
+            Some(format!("{:.3}", r.seconds)),
+            Some(r.longest_pause_ms.to_string()),
+            Some(info.to_string()),
+        ]],
+    }
+}
+
+/// Who runs a change, for the journal.
+fn owner(ctx: &Context) -> String {
+    format!("pid {} on {}", std::process::id(), ctx.config.proxy.listen)
+}
+
+/// Start an operation on `name`: its journal row. Fails when another
+/// operation on the table is running.
+pub(super) async fn begin(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    command: &str,
+) -> Result<u64, ProxyError> {
+    let mut main = conn(ctx, worker, 0).await?;
+    let sql = format!(
+        "INSERT INTO `hscale`.`operations` (db, tbl, command, state, active, owner, started_at) VALUES ({}, {}, {}, 'copying', {}, {}, NOW(3))",
+        quote_str(&name.db),
+        quote_str(&name.table),
+        quote_str(command),
+        quote_str(&name.to_string()),
+        quote_str(&owner(ctx))
+    );
+    match main.command(&BackendConn::payload_for_query(&sql)).await? {
+        Ok(ok) => Ok(ok.last_insert_id),
+        Err(e) if e.code == 1062 => {
+            let q = format!(
+                "SELECT id, command, state, owner FROM `hscale`.`operations` WHERE active = {}",
+                quote_str(&name.to_string())
+            );
+            let running = main
+                .query_rows(&q)
+                .await?
+                .ok()
+                .and_then(|r| r.strings().into_iter().next())
+                .map(|r| {
+                    format!(
+                        "operation {} ({}, {} by {})",
+                        r[0].clone().unwrap_or_default(),
+                        r[1].clone().unwrap_or_default(),
+                        r[2].clone().unwrap_or_default(),
+                        r[3].clone().unwrap_or_default()
+                    )
+                })
+                .unwrap_or_else(|| "another operation".into());
+            Err(wrong(format!(
+                "{running} is changing {name}; wait for it to end (HSCALE SHOW OPERATIONS)"
+            )))
+        }
+        Err(e) => Err(server_error(&main, &sql, e)),
+    }
+}
+
+/// The journal statement that ends operation `id` in `state`.
+pub(super) fn end_sql(id: u64, state: &str, report: Option<&Report>) -> String {
+    let (rows, pause) = report.map_or((0, 0), |r| (r.rows, r.longest_pause_ms));
+    format!(
+        "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3), rows_copied = GREATEST(rows_copied, {rows}), longest_pause_ms = {pause} WHERE id = {id}",
+        quote_str(state)
+    )
+}
+
+async fn journal(ctx: &Context, worker: usize, sql: String) -> Result<(), ProxyError> {
+    let mut main = conn(ctx, worker, 0).await?;
+    exec(&mut main, &[sql]).await
+}
+
+/// Mark operation `id` failed (best effort: the error that failed it is
+/// what the client sees).
+pub(super) async fn fail(ctx: &Context, worker: usize, id: u64, why: &ProxyError) {
+    let sql = format!(
+        "UPDATE `hscale`.`operations` SET state = 'failed', active = NULL, ended_at = NOW(3), detail = {} WHERE id = {id}",
+        quote_str(&why.to_string())
+    );
+    if let Err(e) = journal(ctx, worker, sql).await {
+        tracing::warn!(operation = id, error = %e, "cannot end the operation in the journal");
+    }
+}
+
+/// Commit the dictionary change `apply` makes, with the journal's end of
+/// operation `id`, by compare-and-set; another proxy's change to another
+/// table in between makes it reload and apply again.
+pub(super) async fn commit_with_journal(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    report: &Report,
+    mut apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<(), ProxyError> {
+    for _ in 0..10 {
+        let mut d = (*reload(ctx, worker).await?).clone();
+        let mut statements = apply(&mut d)?;
+        statements.push(end_sql(id, "done", Some(report)));
+        let mut main = conn(ctx, worker, 0).await?;
+        match store::commit_change(&mut main, d.stored_version, &statements).await {
+            Ok(v) => {
+                d.stored_version = v;
+                ctx.partitioning.replace(d);
+                return Ok(());
+            }
+            Err(ProxyError::Wrong(_)) => continue, // the version moved on: apply again
+            Err(e) => return Err(e),
+        }
+    }
+    Err(wrong(
+        "the dictionary kept changing; the operation's commit did not go through",
+    ))
+}
+
+/// The primary key columns of `db`.`table` (name and column type), in
+/// index order.
+async fn primary_key(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+) -> Result<Vec<(String, String)>, ProxyError> {
+    let sql = format!(
+        "SELECT s.COLUMN_NAME, c.COLUMN_TYPE FROM information_schema.STATISTICS s JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME WHERE s.TABLE_SCHEMA = {} AND s.TABLE_NAME = {} AND s.INDEX_NAME = 'PRIMARY' ORDER BY s.SEQ_IN_INDEX",
+        quote_str(db),
+        quote_str(table)
+    );
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| server_error(c, &sql, e))?;
+    Ok(r.strings()
+        .into_iter()
+        .map(|r| {
+            (
+                r[0].clone().unwrap_or_default(),
+                r[1].clone().unwrap_or_default(),
+            )
+        })
+        .collect())
+}
+
+/// Everything a running change holds.
+struct Running<'m> {
+    m: &'m Move,
+    id: u64,
+    /// Connection to the source's backend (its result charset is raw bytes).
+    src: PooledConn,
+    /// Connection to the destination's backend.
+    dst: PooledConn,
+    pk: Vec<(String, String)>,
+    /// Where copied rows go: the destination, or its staging table.
+    into: String,
+    /// The source's current name (it changes at the cutover).
+    src_name: String,
+    /// The last changelog entry replayed.
+    replayed: u64,
+}
+
+impl Running<'_> {
+    fn changelog(&self) -> String {
+        qualified("hscale", &format!("changes_{}", self.id))
+    }
+
+    fn trigger(&self, event: &str) -> String {
+        qualified(&self.m.db, &format!("hscale_{}_{event}", self.id))
+    }
+
+    /// The moving rows' condition for a column expression (`None`: all).
+    fn moving(&self, column: &str) -> String {
+        match &self.m.filter {
+            Some(f) => f(column),
+            None => "1 = 1".to_string(),
+        }
+    }
+
+    fn pk_list(&self, prefix: &str) -> String {
+        self.pk
+            .iter()
+            .map(|(c, _)| format!("{prefix}{}", quote_ident(c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Changelog table and triggers on the source.
+    async fn capture(&mut self) -> Result<(), ProxyError> {
+        let cols: Vec<String> = self
+            .pk
+            .iter()
+            .map(|(c, t)| format!("{} {t} NULL", quote_ident(c)))
+            .collect();
+        let src_q = qualified(&self.m.db, &self.src_name);
+        let key = quote_ident(&self.m.key_column);
+        let mut statements = vec![
+            "CREATE DATABASE IF NOT EXISTS `hscale`".to_string(),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {} (seq BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, {}) ENGINE=InnoDB",
+                self.changelog(),
+                cols.join(", ")
+            ),
+            "SET SESSION lock_wait_timeout = 5".to_string(),
+        ];
+        let log = |row: &str| {
+            format!(
+                "IF {} THEN INSERT INTO {} ({}) VALUES ({}); END IF",
+                self.moving(&format!("{row}.{key}")),
+                self.changelog(),
+                self.pk_list(""),
+                self.pk_list(&format!("{row}."))
+            )
+        };
+        for (event, body) in [
+            ("ai", format!("BEGIN {}; END", log("NEW"))),
+            ("au", format!("BEGIN {}; {}; END", log("OLD"), log("NEW"))),
+            ("ad", format!("BEGIN {}; END", log("OLD"))),
+        ] {
+            let what = match event {
+                "ai" => "INSERT",
+                "au" => "UPDATE",
+                _ => "DELETE",
+            };
+            statements.push(format!(
+                "CREATE TRIGGER IF NOT EXISTS {} AFTER {what} ON {src_q} FOR EACH ROW {body}",
+                self.trigger(event)
+            ));
+        }
+        exec(&mut self.src, &statements).await
+    }
+
+    /// Replay up to [`REPLAY_BATCH`] captured keys: re-read those rows from
+    /// the source, replace them on the destination (or delete them there
+    /// when they left the moving set). Returns how many were replayed.
+    async fn replay(&mut self) -> Result<usize, ProxyError> {
+        let sql = format!(
+            "SELECT seq, {} FROM {} WHERE seq > {} ORDER BY seq LIMIT {REPLAY_BATCH}",
+            self.pk_list(""),
+            self.changelog(),
+            self.replayed
+        );
+        let r = self
+            .src
+            .query_rows(&sql)
+            .await?
+            .map_err(|e| server_error(&self.src, &sql, e))?;
+        let Some(last) = r.rows.last() else {
+            return Ok(0);
+        };
+        let last_seq: u64 = last[0]
+            .as_deref()
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| wrong("unreadable changelog sequence"))?;
+        let cols: &[ColumnInfo] = &r.columns[1..];
+        let mut keys: Vec<String> = r
+            .rows
+            .iter()
+            .map(|row| {
+                let vals: Vec<String> = row[1..]
+                    .iter()
+                    .zip(cols)
+                    .map(|(v, c)| value_literal(v.as_deref(), c))
+                    .collect();
+                format!("({})", vals.join(", "))
+            })
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let in_list = format!("({}) IN ({})", self.pk_list(""), keys.join(", "));
+        let into_q = qualified(&self.m.db, &self.into);
+        exec(
+            &mut self.dst,
+            &[
+                "BEGIN".to_string(),
+                format!("DELETE FROM {into_q} WHERE {in_list}"),
+            ],
+        )
+        .await?;
+        let select = format!(
+            "SELECT * FROM {} WHERE {in_list} AND {}",
+            qualified(&self.m.db, &self.src_name),
+            self.moving(&quote_ident(&self.m.key_column))
+        );
+        stream_rows(&mut self.src, &select, &mut self.dst, &into_q, true).await?;
+        exec(&mut self.dst, &["COMMIT".to_string()]).await?;
+        self.replayed = last_seq;
+        Ok(r.rows.len())
+    }
+
+    /// Rename the source to its name after the cutover, waiting at most
+    /// 2 s per attempt for the transactions that hold it.
+    async fn rename_source(&mut self) -> Result<(), ProxyError> {
+        let sql = format!(
+            "RENAME TABLE {} TO {}",
+            qualified(&self.m.db, &self.src_name),
+            qualified(&self.m.db, &self.m.src_after)
+        );
+        exec(
+            &mut self.src,
+            &["SET SESSION lock_wait_timeout = 2".to_string()],
+        )
+        .await?;
+        let mut last = None;
+        for attempt in 0..RENAME_ATTEMPTS {
+            match self
+                .src
+                .command(&BackendConn::payload_for_query(&sql))
+                .await?
+            {
+                Ok(_) => {
+                    self.src_name = self.m.src_after.clone();
+                    return Ok(());
+                }
+                Err(e) if e.code == 1205 => {
+                    tracing::info!(
+                        operation = self.id,
+                        attempt,
+                        "rename waits for long transactions"
+                    );
+                    last = Some(e);
+                    tokio::time::sleep(std::time::Duration::from_millis(100 << attempt.min(4)))
+                        .await;
+                }
+                Err(e) => return Err(server_error(&self.src, &sql, e)),
+            }
+        }
+        Err(match last {
+            Some(e) => server_error(&self.src, &sql, e),
+            None => wrong("the source table could not be renamed"),
+        })
+    }
+
+    /// Triggers, changelog and staging table gone (best effort).
+    async fn clean_up(&mut self) {
+        let mut statements: Vec<String> = ["ai", "au", "ad"]
+            .iter()
+            .map(|e| format!("DROP TRIGGER IF EXISTS {}", self.trigger(e)))
+            .collect();
+        statements.push(format!("DROP TABLE IF EXISTS {}", self.changelog()));
+        for s in statements {
+            let _ = exec(&mut self.src, &[s]).await;
+        }
+        if self.m.is_dst_live {
+            let _ = exec(
+                &mut self.dst,
+                &[format!(
+                    "DROP TABLE IF EXISTS {}",
+                    qualified(&self.m.db, &self.into)
+                )],
+            )
+            .await;
+        }
+    }
+}
+
+/// Carry out `m` as operation `id` and commit `apply`'s dictionary change
+/// at its cutover. On an error before the cutover everything is undone
+/// and the journal says 'failed'.
+pub(super) async fn run(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    m: &Move,
+    apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<Report, ProxyError> {
+    let started = std::time::Instant::now();
+    let mut src = conn(ctx, worker, m.src.0).await?;
+    src.is_broken = true; // session settings change below: never pooled again
+    let pk = primary_key(&mut src, &m.db, &m.src.1).await?;
+    if pk.is_empty() {
+        return Err(wrong(format!(
+            "{}.{} has no primary key: rows cannot be moved while it is written",
+            m.db, m.src.1
+        )));
+    }
+    let mut dst = conn(ctx, worker, m.dst.0).await?;
+    dst.is_broken = true;
+    let into = if m.is_dst_live {
+        format!("{}_stage{id}", m.dst.1)
+    } else {
+        m.dst.1.clone()
+    };
+    let mut r = Running {
+        m,
+        id,
+        src,
+        dst,
+        pk,
+        into,
+        src_name: m.src.1.clone(),
+        replayed: 0,
+    };
+    let prepared = prepare(ctx, worker, &mut r).await;
+    if let Err(e) = prepared {
+        abandon(ctx, worker, &mut r, &e).await;
+        return Err(e);
+    }
+    let rows = prepared.unwrap_or(0);
+    cut_over(ctx, worker, &mut r, rows, started, apply).await
+}
+
+/// Before the cutover: destination, capture, copy, replays. Returns the
+/// rows copied.
+async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u64, ProxyError> {
+    let m = r.m;
+    {
+        let mut like = conn(ctx, worker, m.src.0).await?;
+        ddl::create_like(&mut like, &m.db, &m.src.1, &mut r.dst, &r.into).await?;
+    }
+    r.capture().await?;
+    let select = format!(
+        "SELECT * FROM {} WHERE {}",
+        qualified(&m.db, &r.src_name),
+        r.moving(&quote_ident(&m.key_column))
+    );
+    let mut reader = conn(ctx, worker, m.src.0).await?;
+    let into_q = qualified(&m.db, &r.into);
+    let rows = stream_rows(&mut reader, &select, &mut r.dst, &into_q, true).await?;
+    drop(reader);
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET rows_copied = {rows} WHERE id = {}",
+            r.id
+        ),
+    )
+    .await?;
+    // Replay until the backlog is small, so the cutover's replay is short.
+    for _ in 0..50 {
+        let n = r.replay().await?;
+        if n < CUTOVER_BACKLOG {
+            break;
+        }
+    }
+    Ok(rows)
+}
+
+/// Undo a change that failed before its cutover.
+async fn abandon(ctx: &Context, worker: usize, r: &mut Running<'_>, why: &ProxyError) {
+    tracing::warn!(operation = r.id, error = %why, "partition change failed before its cutover; undoing it");
+    r.clean_up().await;
+    if !r.m.is_dst_live {
+        let _ = exec(
+            &mut r.dst,
+            &[format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified(&r.m.db, &r.into)
+            )],
+        )
+        .await;
+    }
+    fail(ctx, worker, r.id, why).await;
+}
+
+async fn cut_over(
+    ctx: &Context,
+    worker: usize,
+    r: &mut Running<'_>,
+    rows: u64,
+    started: std::time::Instant,
+    apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<Report, ProxyError> {
+    let m = r.m;
+    let id = r.id;
+    if let Err(e) = journal(
+        ctx,
+        worker,
+        format!("UPDATE `hscale`.`operations` SET state = 'cutover' WHERE id = {id}"),
+    )
+    .await
+    {
+        abandon(ctx, worker, r, &e).await;
+        return Err(e);
+    }
+    let pause = std::time::Instant::now();
+    if let Err(e) = r.rename_source().await {
+        abandon(ctx, worker, r, &e).await;
+        return Err(e);
+    }
+    // From here on writes to the source wait for the new dictionary: roll
+    // forward. A failure leaves the journal in 'cutover' for an operator.
+    loop {
+        if r.replay().await? == 0 {
+            break;
+        }
+    }
+    if m.filter.is_some() {
+        let sql = format!(
+            "DELETE FROM {} WHERE {}",
+            qualified(&m.db, &r.src_name),
+            r.moving(&quote_ident(&m.key_column))
+        );
+        exec(&mut r.src, &[sql]).await?;
+    }
+    if m.is_dst_live {
+        let sql = format!(
+            "INSERT INTO {} SELECT * FROM {}",
+            qualified(&m.db, &m.dst.1),
+            qualified(&m.db, &r.into)
+        );
+        exec(&mut r.dst, &[sql]).await?;
+    }
+    let mut report = Report {
+        rows,
+        seconds: 0.0,
+        longest_pause_ms: 0,
+    };
+    report.longest_pause_ms = pause.elapsed().as_millis() as u64;
+    commit_with_journal(ctx, worker, id, &report, apply).await?;
+    report.longest_pause_ms = pause.elapsed().as_millis() as u64;
+    r.clean_up().await;
+    if m.filter.is_none() {
+        let _ = exec(
+            &mut r.src,
+            &[format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified(&m.db, &r.src_name)
+            )],
+        )
+        .await;
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    let _ = journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET longest_pause_ms = {} WHERE id = {id}",
+            report.longest_pause_ms
+        ),
+    )
+    .await;
+    tracing::info!(
+        operation = id,
+        rows,
+        pause_ms = report.longest_pause_ms,
+        "partition change done"
+    );
+    Ok(report)
+}

@@ -1,0 +1,68 @@
+//! `HSCALE MOVE_PARTITION('t', 'partition', 'backend')`: move a partition
+//! to another backend while it is read and written (`change.rs`). The
+//! partition gets a new table there; the old one retires at the cutover.
+
+use hscale_route::admin::BackendRef;
+use hscale_route::dictionary::{generation_name, TableName};
+
+use super::change::{self, Move};
+use super::{backend_names, reload, wrong, AdminOutput};
+use crate::error::ProxyError;
+use crate::partition::store;
+use crate::runtime::Context;
+
+pub(super) async fn run(
+    ctx: &Context,
+    worker: usize,
+    name: TableName,
+    partition: &str,
+    backend: &BackendRef,
+) -> Result<AdminOutput, ProxyError> {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let names = backend_names(ctx);
+    let b = backend.resolve(&names).map_err(wrong)?;
+    let before = reload(ctx, worker).await?;
+    let t = before
+        .table(&name)
+        .cloned()
+        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
+    let p = t
+        .partitions
+        .get(partition)
+        .cloned()
+        .ok_or_else(|| wrong(format!("table {name} has no partition {partition:?}")))?;
+    if p.backend == b {
+        return Err(wrong(format!(
+            "partition {partition} of {name} is on backend {} already",
+            names[b]
+        )));
+    }
+    let op = change::begin(
+        ctx,
+        worker,
+        &name,
+        &format!("MOVE_PARTITION('{name}', '{partition}', '{}')", names[b]),
+    )
+    .await?;
+    let dst = generation_name(&p.physical, op);
+    let m = Move {
+        db: name.db.clone(),
+        src: (p.backend, p.physical.clone()),
+        filter: None,
+        dst: (b, dst.clone()),
+        is_dst_live: false,
+        src_after: generation_name(&format!("{}_retired", p.physical), op),
+        key_column: t.column.clone(),
+    };
+    let report = change::run(ctx, worker, op, &m, |d| {
+        d.move_partition(&name, partition, b, &dst).map_err(wrong)?;
+        Ok(vec![store::move_partition_sql(
+            &name, partition, names[b], &dst,
+        )])
+    })
+    .await?;
+    Ok(change::report_output(
+        &report,
+        &format!("partition {partition} of {name} is {dst} on {}", names[b]),
+    ))
+}

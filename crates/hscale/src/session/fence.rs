@@ -1,0 +1,109 @@
+//! The fence, session side. A statement routed by this proxy's dictionary
+//! snapshot can run into a table that a partition change renamed (every
+//! table that loses keys gets a new name at the change's cutover, see
+//! `admin/change.rs`): the backend answers 1146 and the executor hands it
+//! back as `ProxyError::StaleRoute` before anything reached the client.
+//!
+//! ```text
+//!  StaleRoute ─┬─ in a transaction ─► ROLLBACK, answer 1412 (retry the transaction)
+//!              └─ autocommit ─► await a newer dictionary ─┬─ newer ─► plan and run again
+//!                                                          ├─ no change in cutover ─► answer the 1146
+//!                                                          └─ cutover not done in time ─► 1205 naming it
+//! ```
+//! A transaction opened by the failing statement itself (a deferred BEGIN)
+//! is rolled back and opened again with the retry.
+
+use bytes::Bytes;
+use hscale_sql::Pins;
+use hscale_wire::consts::code;
+use hscale_wire::response::ErrPacket;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::Session;
+use crate::admin::{await_newer_dictionary, Fence};
+use crate::error::ProxyError;
+
+/// Attempts of one statement before its error is answered.
+const MAX_ATTEMPTS: u32 = 8;
+
+/// What to do after a stale route.
+pub(super) enum Next {
+    Retry,
+    Answered,
+}
+
+/// The session's state before a statement ran, as the fence needs it.
+pub(super) struct FencePoint {
+    /// The stored dictionary version the statement was planned with.
+    planned: u64,
+    /// A transaction was open before the statement.
+    was_in_transaction: bool,
+    /// The deferred BEGIN the statement was going to open.
+    pending_begin: Option<Bytes>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    pub(super) fn fence_point(&self) -> FencePoint {
+        FencePoint {
+            planned: self.b.ctx.partitioning.stored_version(),
+            was_in_transaction: self.b.pins.contains(Pins::TRANSACTION),
+            pending_begin: self.b.pending_begin.clone(),
+        }
+    }
+
+    /// Decide what a statement that ran into a missing table does next.
+    pub(super) async fn after_stale_route(
+        &mut self,
+        err: ErrPacket,
+        before: FencePoint,
+        attempts: &mut u32,
+    ) -> Result<Next, ProxyError> {
+        *attempts += 1;
+        let ctx = self.b.ctx.clone();
+        if before.was_in_transaction {
+            let fence = await_newer_dictionary(&ctx, self.b.worker, before.planned).await;
+            if matches!(fence, Fence::Newer) {
+                self.b.rollback().await?;
+                tracing::info!(
+                    connection_id = self.b.connection_id,
+                    "transaction rolled back: its partitions changed"
+                );
+                let msg = format!(
+                    "Table definition has changed, please retry transaction (hscale: partitions changed under this transaction, which was rolled back: {})",
+                    err.message
+                );
+                self.write_error_packet(code::ER_TABLE_DEF_CHANGED, b"HY000", &msg)
+                    .await?;
+                return Ok(Next::Answered);
+            }
+            self.write_server_error(1, &err).await?;
+            return Ok(Next::Answered);
+        }
+        if let Some(begin) = before.pending_begin {
+            // The statement opened the transaction: undo it, open it again
+            // with the retry.
+            self.b.rollback().await?;
+            self.b.pending_begin = Some(begin);
+        }
+        if *attempts > MAX_ATTEMPTS {
+            self.write_server_error(1, &err).await?;
+            return Ok(Next::Answered);
+        }
+        match await_newer_dictionary(&ctx, self.b.worker, before.planned).await {
+            Fence::Newer => Ok(Next::Retry),
+            Fence::Unchanged => {
+                self.write_server_error(1, &err).await?;
+                Ok(Next::Answered)
+            }
+            Fence::Timeout(what) => {
+                let msg = format!(
+                    "Lock wait timeout exceeded; try restarting transaction (hscale: {what} did not finish its cutover within {} ms)",
+                    ctx.config.proxy.fence_wait_ms
+                );
+                self.write_error_packet(code::ER_LOCK_WAIT_TIMEOUT, b"HY000", &msg)
+                    .await?;
+                Ok(Next::Answered)
+            }
+        }
+    }
+}
