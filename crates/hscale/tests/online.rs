@@ -4,7 +4,7 @@
 //! Writers insert, update and delete rows of an `acct`-shaped table
 //! (`id BIGINT PRIMARY KEY, k INT, v BIGINT, note`, partitioned by
 //! `MOD(k, 8)`) through one or more `hscale serve` processes, by text and
-//! binary protocol, while ADD_PARTITION and DROP_PARTITION run through one
+//! binary protocol, while ADD_PARTITION, MOVE_PARTITION and DROP_PARTITION run through one
 //! of them. Every acknowledged operation is recorded in a model; afterwards
 //! one call, [`assert_invariants`], checks through every proxy and on the
 //! backends themselves that each acknowledged row is where the dictionary
@@ -180,12 +180,21 @@ struct Outcome {
     acked: u64,
     /// Acknowledged operations per proxy port.
     per_proxy: BTreeMap<u16, u64>,
+    /// Every operation: id, ms since the test process started, what.
+    history: Vec<(i64, u128, String)>,
+}
+
+/// Milliseconds since the first call in this test process.
+fn now_ms() -> u128 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis()
 }
 
 impl Outcome {
     fn merge(&mut self, o: Outcome) {
         self.model.ids.extend(o.model.ids);
         self.errors.extend(o.errors);
+        self.history.extend(o.history);
         self.anomalies.extend(o.anomalies);
         self.admin.extend(o.admin);
         self.acked += o.acked;
@@ -342,6 +351,9 @@ impl Writer {
     ) {
         let port = self.ports[p];
         let what = format!("writer {} via :{port}: {what}", self.w);
+        self.out
+            .history
+            .push((id, now_ms(), format!("{what} -> {r:?}")));
         match r {
             Ok(1) => {
                 self.out.model.ack(id, after);
@@ -482,6 +494,8 @@ enum Change {
     Add(&'static str, &'static str, usize),
     /// DROP_PARTITION(partition)
     Drop(&'static str),
+    /// MOVE_PARTITION(partition, backend index)
+    Move(&'static str, usize),
 }
 
 impl Change {
@@ -492,6 +506,9 @@ impl Change {
                 format!("HSCALE ADD_PARTITION('{db}.{t}', '{p}', '{v}', 'shard{b}')")
             }
             Change::Drop(p) => format!("HSCALE DROP_PARTITION('{db}.{t}', '{p}')"),
+            Change::Move(p, b) => {
+                format!("HSCALE MOVE_PARTITION('{db}.{t}', '{p}', 'shard{b}')")
+            }
         }
     }
 }
@@ -516,7 +533,7 @@ async fn run_changes(
         let r = c.query_drop(&sql).await;
         let ms = t.elapsed().as_millis();
         match r {
-            Ok(()) => eprintln!("  {sql}: {ms} ms"),
+            Ok(()) => eprintln!("  {sql}: {ms} ms, done at {} ms", now_ms()),
             Err(e) => {
                 eprintln!("  {sql}: FAILED after {ms} ms: {}", describe(&e));
                 failed.push(format!("{sql}: {}", describe(&e)));
@@ -1031,6 +1048,12 @@ async fn assert_invariants(test: &str, scene: Scene, proxies: &[u16], out: &Outc
     check_backends(scene, &out.model, &mut rep).await;
     let summary = rep.summary();
     eprintln!("{test}:\n{summary}");
+    // The history of every id a violation names, to place it among the changes.
+    for (id, ms, what) in &out.history {
+        if summary.contains(&format!("id {id}:")) {
+            eprintln!("{test}: history of {id}: at {ms} ms: {what}");
+        }
+    }
     assert!(
         rep.violations.is_empty(),
         "{test}: {} kinds of violation:\n{summary}",
@@ -1069,8 +1092,10 @@ async fn writers_through_three_proxies_lose_nothing_while_partitions_change() {
         Change::Add("p3", "3", 2),
         Change::Add("p4", "4", 1),
         Change::Add("p4", "6", 1),
+        Change::Move("p1", 2),
         Change::Drop("p2"),
         Change::Add("p5", "5", 2),
+        Change::Move("p4", 0),
         Change::Drop("p3"),
         Change::Drop("p4"),
         Change::Add("p3", "3", 1),
@@ -1163,7 +1188,7 @@ async fn a_paused_proxy_cannot_write_to_a_moved_partition() {
     let mut failures = run_changes(
         admin.port,
         scene,
-        vec![Change::Add("p3", "3", 1)],
+        vec![Change::Add("p3", "3", 1), Change::Move("p3", 2)],
         rng.fork(),
         (0, 0),
     )

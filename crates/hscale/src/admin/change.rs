@@ -244,7 +244,7 @@ struct Running<'m> {
     into: String,
     /// The source's current name (it changes at the cutover).
     src_name: String,
-    /// The last changelog entry replayed.
+    /// Changelog entries replayed so far.
     replayed: u64,
 }
 
@@ -300,10 +300,18 @@ impl Running<'_> {
                 self.pk_list(&format!("{row}."))
             )
         };
+        // A trigger left behind by a change that died must never break the
+        // application's writes: a missing changelog is ignored (while a
+        // change runs, its changelog exists from before its triggers until
+        // after them).
+        let guard = "DECLARE CONTINUE HANDLER FOR 1146 BEGIN END";
         for (event, body) in [
-            ("ai", format!("BEGIN {}; END", log("NEW"))),
-            ("au", format!("BEGIN {}; {}; END", log("OLD"), log("NEW"))),
-            ("ad", format!("BEGIN {}; END", log("OLD"))),
+            ("ai", format!("BEGIN {guard}; {}; END", log("NEW"))),
+            (
+                "au",
+                format!("BEGIN {guard}; {}; {}; END", log("OLD"), log("NEW")),
+            ),
+            ("ad", format!("BEGIN {guard}; {}; END", log("OLD"))),
         ] {
             let what = match event {
                 "ai" => "INSERT",
@@ -320,27 +328,37 @@ impl Running<'_> {
 
     /// Replay up to [`REPLAY_BATCH`] captured keys: re-read those rows from
     /// the source, replace them on the destination (or delete them there
-    /// when they left the moving set). Returns how many were replayed.
+    /// when they left the moving set), then delete exactly the changelog
+    /// entries read. Entries are never skipped by sequence number: writers
+    /// commit out of sequence order, so an entry with a smaller number can
+    /// become visible after a larger one was replayed. Returns how many
+    /// entries were replayed.
     async fn replay(&mut self) -> Result<usize, ProxyError> {
         let sql = format!(
-            "SELECT seq, {} FROM {} WHERE seq > {} ORDER BY seq LIMIT {REPLAY_BATCH}",
+            "SELECT seq, {} FROM {} ORDER BY seq LIMIT {REPLAY_BATCH}",
             self.pk_list(""),
-            self.changelog(),
-            self.replayed
+            self.changelog()
         );
         let r = self
             .src
             .query_rows(&sql)
             .await?
             .map_err(|e| server_error(&self.src, &sql, e))?;
-        let Some(last) = r.rows.last() else {
+        if r.rows.is_empty() {
             return Ok(0);
-        };
-        let last_seq: u64 = last[0]
-            .as_deref()
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| wrong("unreadable changelog sequence"))?;
+        }
+        let seqs: Vec<String> = r
+            .rows
+            .iter()
+            .map(|row| {
+                row[0]
+                    .as_deref()
+                    .and_then(|b| std::str::from_utf8(b).ok())
+                    .filter(|s| s.bytes().all(|c| c.is_ascii_digit()))
+                    .map(str::to_string)
+                    .ok_or_else(|| wrong("unreadable changelog sequence"))
+            })
+            .collect::<Result<_, _>>()?;
         let cols: &[ColumnInfo] = &r.columns[1..];
         let mut keys: Vec<String> = r
             .rows
@@ -373,8 +391,14 @@ impl Running<'_> {
         );
         stream_rows(&mut self.src, &select, &mut self.dst, &into_q, true).await?;
         exec(&mut self.dst, &["COMMIT".to_string()]).await?;
-        self.replayed = last_seq;
-        Ok(r.rows.len())
+        let done = format!(
+            "DELETE FROM {} WHERE seq IN ({})",
+            self.changelog(),
+            seqs.join(", ")
+        );
+        exec(&mut self.src, &[done]).await?;
+        self.replayed += seqs.len() as u64;
+        Ok(seqs.len())
     }
 
     /// Rename the source to its name after the cutover, waiting at most
@@ -420,15 +444,37 @@ impl Running<'_> {
         })
     }
 
-    /// Triggers, changelog and staging table gone (best effort).
+    /// Triggers, changelog and staging table gone. The changelog goes only
+    /// once every trigger is gone; a trigger that cannot be dropped now
+    /// (long transactions on the table) is retried for a while, and left
+    /// (harmless, see `capture`) with a warning after that.
     async fn clean_up(&mut self) {
-        let mut statements: Vec<String> = ["ai", "au", "ad"]
-            .iter()
-            .map(|e| format!("DROP TRIGGER IF EXISTS {}", self.trigger(e)))
-            .collect();
-        statements.push(format!("DROP TABLE IF EXISTS {}", self.changelog()));
-        for s in statements {
-            let _ = exec(&mut self.src, &[s]).await;
+        let _ = exec(
+            &mut self.src,
+            &["SET SESSION lock_wait_timeout = 5".to_string()],
+        )
+        .await;
+        let mut is_clean = true;
+        for e in ["ai", "au", "ad"] {
+            let sql = format!("DROP TRIGGER IF EXISTS {}", self.trigger(e));
+            let mut dropped = false;
+            for attempt in 0..6u32 {
+                match exec(&mut self.src, std::slice::from_ref(&sql)).await {
+                    Ok(()) => {
+                        dropped = true;
+                        break;
+                    }
+                    Err(err) => {
+                        tracing::warn!(operation = self.id, attempt, error = %err, "cannot drop a capture trigger yet");
+                        tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
+                    }
+                }
+            }
+            is_clean &= dropped;
+        }
+        if is_clean {
+            let sql = format!("DROP TABLE IF EXISTS {}", self.changelog());
+            let _ = exec(&mut self.src, &[sql]).await;
         }
         if self.m.is_dst_live {
             let _ = exec(

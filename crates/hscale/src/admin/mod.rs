@@ -165,8 +165,12 @@ pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, Pro
             .is_schema_ready
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    let d = store::load(&mut c, &backend_names(ctx)).await?;
+    let (d, cutovers) = store::load_with_cutovers(&mut c, &backend_names(ctx)).await?;
     ctx.partitioning.replace(d);
+    *ctx.partitioning
+        .cutovers
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = cutovers;
     ctx.partitioning
         .is_loaded
         .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -217,12 +221,13 @@ pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) 
             }
             if g.last_reload.is_none_or(|t| t.elapsed() >= every) {
                 g.last_reload = Some(std::time::Instant::now());
-                let found = async {
-                    reload(ctx, worker).await?;
-                    let mut c = conn(ctx, worker, 0).await?;
-                    store::cutovers(&mut c).await
-                }
-                .await;
+                let found = reload(ctx, worker).await.map(|_| {
+                    ctx.partitioning
+                        .cutovers
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clone()
+                });
                 match found {
                     Ok(c) => g.cutovers = c,
                     Err(e) => {

@@ -49,6 +49,9 @@ pub struct Bindings {
     pub handle: Arc<SessionHandle>,
     /// The client asked for CLIENT_FOUND_ROWS.
     pub is_found_rows: bool,
+    /// The stored dictionary version the last statement was planned with
+    /// (the fence waits for a newer one after a stale route).
+    pub planned_version: u64,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;

@@ -30,6 +30,9 @@ pub struct Partitioning {
     pub global_write_lock: tokio::sync::Mutex<()>,
     /// Whether the dictionary has been read from the main backend.
     pub is_loaded: std::sync::atomic::AtomicBool,
+    /// Operations in their cutover at the last reload, read in the same
+    /// snapshot as the dictionary.
+    pub cutovers: std::sync::Mutex<Vec<String>>,
     /// One fence reload at a time on this proxy (`admin::await_newer_dictionary`).
     pub fence_gate: tokio::sync::Mutex<FenceState>,
     /// Whether this process made sure the dictionary's tables exist.
@@ -51,6 +54,7 @@ impl Default for Partitioning {
             is_loaded: std::sync::atomic::AtomicBool::new(false),
             is_schema_ready: std::sync::atomic::AtomicBool::new(false),
             fence_gate: tokio::sync::Mutex::new(FenceState::default()),
+            cutovers: std::sync::Mutex::new(Vec::new()),
             last_attempt_ms: std::sync::atomic::AtomicU64::new(0),
             epoch: std::time::Instant::now(),
             generation: std::sync::atomic::AtomicU64::new(0),

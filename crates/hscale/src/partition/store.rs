@@ -128,6 +128,16 @@ pub async fn exec(conn: &mut BackendConn, statements: &[String]) -> Result<(), P
 
 /// Read the dictionary, in one consistent snapshot.
 pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionary, ProxyError> {
+    load_with_cutovers(conn, backends).await.map(|(d, _)| d)
+}
+
+/// Read the dictionary and the operations in their cutover, in one
+/// consistent snapshot: a change that committed in between shows as its
+/// new version, never as neither.
+pub async fn load_with_cutovers(
+    conn: &mut BackendConn,
+    backends: &[&str],
+) -> Result<(Dictionary, Vec<String>), ProxyError> {
     exec(
         conn,
         &[
@@ -136,7 +146,12 @@ pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionar
         ],
     )
     .await?;
-    let d = load_in_snapshot(conn, backends).await;
+    let d = async {
+        let d = load_in_snapshot(conn, backends).await?;
+        let c = cutovers(conn).await?;
+        Ok((d, c))
+    }
+    .await;
     // Never reuse a connection whose snapshot may still be open.
     if d.is_err() || exec(conn, &["COMMIT".to_string()]).await.is_err() {
         conn.is_broken = true;

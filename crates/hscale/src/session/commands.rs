@@ -141,6 +141,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(s) = self.statements.get_mut(id) {
             s.long_data.clear();
         }
+        // Fenced: an execution that ran into a table a partition change
+        // renamed runs again with the new dictionary (`fence.rs`).
+        let mut attempts = 0;
+        loop {
+            let before = self.fence_point();
+            match self.execute_routed(id, &mut st, &exec, &types).await {
+                Err(ProxyError::StaleRoute { err }) => {
+                    match self.after_stale_route(err, before, &mut attempts).await? {
+                        super::fence::Next::Retry => continue,
+                        super::fence::Next::Answered => return Ok(()),
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// One attempt at an execution: routed by the current dictionary.
+    async fn execute_routed(
+        &mut self,
+        id: u32,
+        st: &mut ClientStatement,
+        exec: &Execute<'_>,
+        types: &[u8],
+    ) -> Result<(), ProxyError> {
+        self.b.planned_version = self.b.ctx.partitioning.stored_version();
         // The dictionary changed since PREPARE (a partition added, a table
         // partitioned or made global): route by the current one.
         let version = self.b.ctx.partitioning.version();
@@ -161,14 +187,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             ..Effects::default()
         };
         let execution = Execution {
-            exec: &exec,
-            types: &types,
+            exec,
+            types,
             long_data: &st.long_data,
             uses_last_insert_id: st.uses_last_insert_id,
         };
         let Some(routing) = st.routing.clone() else {
-            return self
-                .exec()
+            let mut run = self.exec();
+            run.is_fenced = true;
+            return run
                 .run_single(0, &st.sql, Command::Execute(&execution), effects)
                 .await;
         };
@@ -182,7 +209,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 let mut target: Option<Target> = None;
                 for &i in key_params {
                     let v =
-                        params::key_value(&exec, &types, i, &long).map_err(ProxyError::Refused)?;
+                        params::key_value(exec, types, i, &long).map_err(ProxyError::Refused)?;
                     let shown = v.to_string();
                     let t = routing
                         .table
@@ -231,8 +258,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 "a prepared statement over several partitions inside a transaction or with a cursor is not supported yet".into(),
             ));
         }
-        self.exec()
-            .run_prepared(routing.kind, &parts, &execution, effects)
+        let mut run = self.exec();
+        run.is_fenced = true;
+        run.run_prepared(routing.kind, &parts, &execution, effects)
             .await
     }
 
@@ -252,9 +280,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Plan::Passthrough => Ok(None),
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
             Plan::Targets { kind, parts } => {
+                // The table whose partition the first part names, in the
+                // database the rewritten statement names.
+                let (first, first_sql) = &parts[0];
                 let table = dict
                     .tables()
-                    .find(|t| t.all_targets().contains(&parts[0].0))
+                    .find(|t| {
+                        t.all_targets().contains(first)
+                            && first_sql.contains(&crate::partition::qualified(
+                                &t.name.db,
+                                &first.physical_table,
+                            ))
+                    })
                     .cloned()
                     .ok_or_else(|| ProxyError::Refused("the dictionary changed".into()))?;
                 let key_params = match kind {

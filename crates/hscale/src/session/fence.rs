@@ -60,6 +60,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<Next, ProxyError> {
         *attempts += 1;
         let ctx = self.b.ctx.clone();
+        // The version the statement was really planned with (the snapshot
+        // may have moved on between the fence point and the plan).
+        let before = FencePoint {
+            planned: before.planned.max(self.b.planned_version),
+            ..before
+        };
         if before.was_in_transaction {
             let fence = await_newer_dictionary(&ctx, self.b.worker, before.planned).await;
             if matches!(fence, Fence::Newer) {

@@ -93,6 +93,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             pending_begin: None,
             handle: Arc::new(SessionHandle::new(&info.user)),
             is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
+            planned_version: 0,
         },
         client,
         statements: Statements::default(),
@@ -405,8 +406,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<(), ProxyError> {
         let sql_bytes = &payload[1..];
         let sql = std::str::from_utf8(sql_bytes).unwrap_or("<not UTF-8>");
+        self.b.planned_version = self.b.ctx.partitioning.stored_version();
         if !self.b.ctx.partitioning.is_empty() {
             let dict = self.b.ctx.partitioning.dictionary();
+            self.b.planned_version = dict.stored_version;
             if std::str::from_utf8(sql_bytes).is_err() {
                 if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
                     return Err(ProxyError::Refused(why));
