@@ -96,6 +96,16 @@ pub(super) fn report_output(r: &Report, info: &str) -> super::AdminOutput {
     }
 }
 
+/// Whether a server error is a statement's failure to write a change's
+/// changelog: a statement prepared before the change's triggers existed runs
+/// with the tables it locked then, and MariaDB answers 1146 for the
+/// changelog the new trigger writes. Nothing of the statement was applied;
+/// it must run again, prepared anew.
+pub fn is_capture_error(err: &hscale_wire::response::ErrPacket) -> bool {
+    err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE
+        && err.message.contains("'hscale.changes_")
+}
+
 /// Who runs a change, for the journal.
 fn owner(ctx: &Context) -> String {
     format!("pid {} on {}", std::process::id(), ctx.config.proxy.listen)
@@ -155,6 +165,17 @@ pub(super) fn end_sql(id: u64, state: &str, report: Option<&Report>) -> String {
         "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3), rows_copied = GREATEST(rows_copied, {rows}), longest_pause_ms = {pause} WHERE id = {id}",
         quote_str(state)
     )
+}
+
+/// Operation `id` enters its cutover: statements that run into a renamed
+/// table wait for the new dictionary from now on (`admin::await_newer_dictionary`).
+pub(super) async fn mark_cutover(ctx: &Context, worker: usize, id: u64) -> Result<(), ProxyError> {
+    journal(
+        ctx,
+        worker,
+        format!("UPDATE `hscale`.`operations` SET state = 'cutover' WHERE id = {id}"),
+    )
+    .await
 }
 
 async fn journal(ctx: &Context, worker: usize, sql: String) -> Result<(), ProxyError> {
@@ -300,18 +321,16 @@ impl Running<'_> {
                 self.pk_list(&format!("{row}."))
             )
         };
-        // A trigger left behind by a change that died must never break the
-        // application's writes: a missing changelog is ignored (while a
-        // change runs, its changelog exists from before its triggers until
-        // after them).
-        let guard = "DECLARE CONTINUE HANDLER FOR 1146 BEGIN END";
+        // No error handler in the triggers: a statement prepared before
+        // they existed can run with its old list of tables to lock, and
+        // then fails with 1146 on the changelog instead of writing without
+        // capture. The proxy runs such a statement again on a fresh
+        // connection (`is_capture_error`). For the same reason a changelog
+        // is only dropped once its triggers are gone (`clean_up`).
         for (event, body) in [
-            ("ai", format!("BEGIN {guard}; {}; END", log("NEW"))),
-            (
-                "au",
-                format!("BEGIN {guard}; {}; {}; END", log("OLD"), log("NEW")),
-            ),
-            ("ad", format!("BEGIN {guard}; {}; END", log("OLD"))),
+            ("ai", format!("BEGIN {}; END", log("NEW"))),
+            ("au", format!("BEGIN {}; {}; END", log("OLD"), log("NEW"))),
+            ("ad", format!("BEGIN {}; END", log("OLD"))),
         ] {
             let what = match event {
                 "ai" => "INSERT",
@@ -398,6 +417,7 @@ impl Running<'_> {
         );
         exec(&mut self.src, &[done]).await?;
         self.replayed += seqs.len() as u64;
+        tracing::debug!(operation = self.id, entries = seqs.len(), keys = %keys.join(","), "replayed");
         Ok(seqs.len())
     }
 
@@ -550,8 +570,16 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         r.moving(&quote_ident(&m.key_column))
     );
     let mut reader = conn(ctx, worker, m.src.0).await?;
+    if let Ok(Ok(r)) = reader
+        .query_rows("SELECT @@in_transaction, CONNECTION_ID()")
+        .await
+    {
+        tracing::debug!(operation = 0u64, in_transaction = ?r.strings(), "reader state");
+    }
     let into_q = qualified(&m.db, &r.into);
+    tracing::debug!(operation = r.id, "copy starts");
     let rows = stream_rows(&mut reader, &select, &mut r.dst, &into_q, true).await?;
+    tracing::debug!(operation = r.id, rows, "copy done");
     drop(reader);
     journal(
         ctx,
@@ -599,17 +627,12 @@ async fn cut_over(
 ) -> Result<Report, ProxyError> {
     let m = r.m;
     let id = r.id;
-    if let Err(e) = journal(
-        ctx,
-        worker,
-        format!("UPDATE `hscale`.`operations` SET state = 'cutover' WHERE id = {id}"),
-    )
-    .await
-    {
+    if let Err(e) = mark_cutover(ctx, worker, id).await {
         abandon(ctx, worker, r, &e).await;
         return Err(e);
     }
     let pause = std::time::Instant::now();
+    tracing::debug!(operation = id, "rename");
     if let Err(e) = r.rename_source().await {
         abandon(ctx, worker, r, &e).await;
         return Err(e);

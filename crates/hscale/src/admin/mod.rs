@@ -28,9 +28,10 @@ use hscale_route::router::Plan;
 
 use crate::backend::PooledConn;
 use crate::error::ProxyError;
-use crate::partition::{copy, ddl, store};
+use crate::partition::{ddl, store};
 use crate::runtime::Context;
 
+pub use change::is_capture_error;
 pub use schema::{drop_global, drop_table, rename_table, show_create, show_tables};
 
 /// What an admin command answers.
@@ -304,25 +305,4 @@ async fn create_like(
     let mut s = conn(ctx, worker, src_b).await?;
     let mut d = conn(ctx, worker, dst_b).await?;
     ddl::create_like(&mut s, db, src, &mut d, dst).await
-}
-
-/// Move the rows of `db`.`src` matching `filter` to `db`.`dst`
-/// (`partition::copy::move_rows`).
-async fn move_rows(
-    ctx: &Context,
-    worker: usize,
-    db: &str,
-    (src_b, src): (usize, &str),
-    (dst_b, dst): (usize, &str),
-    filter: &str,
-) -> Result<u64, ProxyError> {
-    copy::move_rows(
-        ctx.pool(worker, src_b),
-        ctx.pool(worker, dst_b),
-        db,
-        src,
-        dst,
-        filter,
-    )
-    .await
 }

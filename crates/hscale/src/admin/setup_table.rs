@@ -5,9 +5,10 @@
 use hscale_route::HashingFunction;
 
 use hscale_route::admin::BackendRef;
-use hscale_route::dictionary::TableName;
+use hscale_route::dictionary::{generation_name, TableName};
 
-use super::{backend_names, commit, conn, create_like, move_rows, reload, wrong, AdminOutput};
+use super::change::{self, Move};
+use super::{backend_names, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::partition::store::{self, exec};
 use crate::partition::{ddl, qualified};
@@ -26,6 +27,7 @@ pub(super) async fn run(
     let names = backend_names(ctx);
     let b = backend.resolve(&names).map_err(wrong)?;
     let mut d = (*reload(ctx, worker).await?).clone();
+    // Checked against a copy first: nothing starts for a refused change.
     d.setup_table(name.clone(), column, default_table, b, function.clone())
         .map_err(wrong)?;
     let key_type = {
@@ -39,7 +41,6 @@ pub(super) async fn run(
             .await?
             .ok_or_else(|| wrong(format!("table {name} has no column {column:?}")))?
     };
-    d.set_key_type(&name, &key_type);
     {
         let mut target = conn(ctx, worker, b).await?;
         if ddl::table_exists(&mut target, &name.db, default_table).await? {
@@ -49,38 +50,67 @@ pub(super) async fn run(
             )));
         }
     }
-    if b == 0 {
-        let mut main = conn(ctx, worker, 0).await?;
-        exec(
-            &mut main,
-            &[format!(
-                "RENAME TABLE {} TO {}",
-                qualified(&name.db, &name.table),
-                qualified(&name.db, default_table)
-            )],
-        )
-        .await?;
-    } else {
-        create_like(ctx, worker, (0, &name.table), &name.db, (b, default_table)).await?;
-        move_rows(
-            ctx,
-            worker,
-            &name.db,
-            (0, &name.table),
-            (b, default_table),
-            "1 = 1",
-        )
-        .await?;
-        let mut main = conn(ctx, worker, 0).await?;
-        exec(
-            &mut main,
-            &[format!("DROP TABLE {}", qualified(&name.db, &name.table))],
-        )
-        .await?;
-    }
+    let command = format!(
+        "SETUP_TABLE('{name}', '{column}', '{default_table}', '{}', '{function}')",
+        names[b]
+    );
+    let op = change::begin(ctx, worker, &name, &command).await?;
     let row = store::insert_table_sql(&name, column, &function, default_table, names[b], &key_type);
-    commit(ctx, worker, d, &[row]).await?;
-    Ok(AdminOutput::Ok {
-        info: format!("{name} is partitioned by {column} with {function}; default partition {default_table} on {}", names[b]),
-    })
+    let apply = |d: &mut hscale_route::dictionary::Dictionary| {
+        d.setup_table(name.clone(), column, default_table, b, function.clone())
+            .map_err(wrong)?;
+        d.set_key_type(&name, &key_type);
+        Ok(vec![row.clone()])
+    };
+    let report = if b == 0 {
+        // In place: the table's new name is its default partition. Other
+        // proxies that still route `t` as a plain table run into the rename
+        // and wait for the new dictionary (the journal says 'cutover').
+        let started = std::time::Instant::now();
+        let renamed = async {
+            change::mark_cutover(ctx, worker, op).await?;
+            let mut main = conn(ctx, worker, 0).await?;
+            exec(
+                &mut main,
+                &[format!(
+                    "RENAME TABLE {} TO {}",
+                    qualified(&name.db, &name.table),
+                    qualified(&name.db, default_table)
+                )],
+            )
+            .await
+        }
+        .await;
+        if let Err(e) = renamed {
+            change::fail(ctx, worker, op, &e).await;
+            return Err(e);
+        }
+        let mut report = change::Report {
+            rows: 0,
+            seconds: 0.0,
+            longest_pause_ms: 0,
+        };
+        report.longest_pause_ms = started.elapsed().as_millis() as u64;
+        change::commit_with_journal(ctx, worker, op, &report, apply).await?;
+        report.seconds = started.elapsed().as_secs_f64();
+        report
+    } else {
+        let m = Move {
+            db: name.db.clone(),
+            src: (0, name.table.clone()),
+            filter: None,
+            dst: (b, default_table.to_string()),
+            is_dst_live: false,
+            src_after: generation_name(&format!("{}_retired", name.table), op),
+            key_column: column.to_string(),
+        };
+        change::run(ctx, worker, op, &m, apply).await?
+    };
+    Ok(change::report_output(
+        &report,
+        &format!(
+            "{name} is partitioned by {column} with {function}; default partition {default_table} on {}",
+            names[b]
+        ),
+    ))
 }

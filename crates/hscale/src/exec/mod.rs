@@ -192,6 +192,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         match r {
             Ok(mut outcome) => {
                 let held = outcome.held.take();
+                if held.as_ref().is_some_and(crate::admin::is_capture_error) {
+                    // Its prepared statements lock the tables of older
+                    // triggers: never reuse this connection.
+                    conn.is_broken = true;
+                }
                 self.b.finish(conn, outcome, effects);
                 match held {
                     Some(err) => Err(ProxyError::StaleRoute { err }),

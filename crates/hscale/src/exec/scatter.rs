@@ -268,6 +268,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok((mut outcome, next)) => {
                 let is_err = outcome.is_err;
                 let held = outcome.held.take();
+                if held.as_ref().is_some_and(crate::admin::is_capture_error) {
+                    conn.is_broken = true;
+                }
                 self.b.finish(conn, outcome, &Effects::default());
                 if let Some(err) = held {
                     return Err(ProxyError::StaleRoute { err });

@@ -9,13 +9,10 @@
 //! `X'..'`, which neither `sql_mode` nor the connection's character set
 //! changes.
 
-use std::sync::Arc;
-
 use hscale_wire::resultset::ColumnInfo;
 
-use super::qualified;
 use super::store::{exec, server_error};
-use crate::backend::{BackendConn, Pool};
+use crate::backend::BackendConn;
 use crate::error::ProxyError;
 
 /// Rows per `INSERT` at most.
@@ -173,50 +170,6 @@ pub async fn stream_rows(
         exec(dst, &[sql]).await?;
     }
     Ok(copied)
-}
-
-/// Move the rows of `db`.`src` matching `filter` on `src_pool`'s backend
-/// into `db`.`dst` on `dst_pool`'s. On one backend this is `INSERT ...
-/// SELECT` and `DELETE` in one transaction; across backends a streamed
-/// copy, then the `DELETE`. Not crash-safe across backends: a failure
-/// between the two leaves the rows in both places.
-pub async fn move_rows(
-    src_pool: &Arc<Pool>,
-    dst_pool: &Arc<Pool>,
-    db: &str,
-    src: &str,
-    dst: &str,
-    filter: &str,
-) -> Result<u64, ProxyError> {
-    let (src_q, dst_q) = (qualified(db, src), qualified(db, dst));
-    let mut c = src_pool.get(false).await?;
-    if src_pool.backend_index == dst_pool.backend_index {
-        let moved = format!("INSERT INTO {dst_q} SELECT * FROM {src_q} WHERE {filter}");
-        exec(&mut c, &["BEGIN".into()]).await?;
-        let n = match c.command(&BackendConn::payload_for_query(&moved)).await? {
-            Ok(ok) => ok.affected_rows,
-            Err(e) => {
-                c.is_broken = true;
-                return Err(server_error(&c, &moved, e));
-            }
-        };
-        exec(
-            &mut c,
-            &[
-                format!("DELETE FROM {src_q} WHERE {filter}"),
-                "COMMIT".into(),
-            ],
-        )
-        .await?;
-        return Ok(n);
-    }
-    let mut d = dst_pool.get(false).await?;
-    let select = format!("SELECT * FROM {src_q} WHERE {filter}");
-    let n = copy_rows(&mut c, &select, &mut d, &dst_q).await?;
-    drop(c);
-    let mut c = src_pool.get(false).await?;
-    exec(&mut c, &[format!("DELETE FROM {src_q} WHERE {filter}")]).await?;
-    Ok(n)
 }
 
 #[cfg(test)]

@@ -67,7 +67,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             ..before
         };
         if before.was_in_transaction {
-            let fence = await_newer_dictionary(&ctx, self.b.worker, before.planned).await;
+            let is_capture = crate::admin::is_capture_error(&err);
+            let fence = if is_capture {
+                Fence::Newer
+            } else {
+                await_newer_dictionary(&ctx, self.b.worker, before.planned).await
+            };
             if matches!(fence, Fence::Newer) {
                 self.b.rollback().await?;
                 tracing::info!(
@@ -94,6 +99,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if *attempts > MAX_ATTEMPTS {
             self.write_server_error(1, &err).await?;
             return Ok(Next::Answered);
+        }
+        if crate::admin::is_capture_error(&err) {
+            // A statement prepared before a change's capture triggers:
+            // nothing ran; run it again on a fresh connection at once.
+            tracing::info!(connection_id = self.b.connection_id, error = %err.message, "statement prepared before a change's capture: running it again");
+            return Ok(Next::Retry);
         }
         match await_newer_dictionary(&ctx, self.b.worker, before.planned).await {
             Fence::Newer => Ok(Next::Retry),

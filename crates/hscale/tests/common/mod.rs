@@ -160,7 +160,10 @@ impl ProxyProcess {
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_hscale"))
             .args(["serve", "--config"])
             .arg(&path)
-            .env("RUST_LOG", "warn")
+            .env(
+                "RUST_LOG",
+                std::env::var("HSCALE_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("start hscale serve");
