@@ -21,6 +21,8 @@
 //! list and clauses, `group` builds partial-group fragments, `having`
 //! parses HAVING, `ship` describes tables copied next to the fragments.
 
+use std::collections::HashMap;
+
 use hscale_sql::{Token, TokenKind};
 
 use super::{is_name, physical_name, unquote, Plan, TableRef};
@@ -53,13 +55,20 @@ pub(super) struct What {
 /// The statement with every reference of `slot` renamed.
 pub(super) fn rewrite_slot(sql: &str, tokens: &[Token], slot: &Slot<'_>) -> String {
     let mut refs: Vec<&(&TableRef, Target)> = slot.refs.iter().collect();
-    refs.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
-    let mut out = sql.to_string();
+    refs.sort_by_key(|(r, _)| r.start);
+    let mut out = String::with_capacity(sql.len() + 32 * refs.len());
+    let mut at = 0;
     for (r, t) in refs {
         let a = tokens[r.start].start as usize;
         let b = tokens[r.end - 1].end as usize;
-        out.replace_range(a..b, &physical_name(r, t, true));
+        if a < at {
+            continue;
+        }
+        out.push_str(&sql[at..a]);
+        out.push_str(&physical_name(r, t, true));
+        at = b;
     }
+    out.push_str(&sql[at..]);
     out
 }
 
@@ -155,6 +164,10 @@ pub struct OrderKey {
     pub desc: bool,
 }
 
+/// How many times its statement's size a fragment's select list may grow
+/// by repeating select items (see `Select::check_growth`).
+const MAX_GROWTH: usize = 16;
+
 fn refuse(what: &What, n: usize, why: &str) -> Plan {
     Plan::Refuse(format!(
         "{why}, over {n} partitions of {} ({})",
@@ -171,6 +184,13 @@ struct Select<'a> {
     what: &'a What,
     c: Clauses,
     items: Vec<Item<'a>>,
+    /// Each item's expression as `norm` writes it, and whether it calls an
+    /// aggregate.
+    item_norms: Vec<String>,
+    item_aggregates: Vec<bool>,
+    /// The first item with each alias (lowercase) and with each `norm`.
+    by_alias: HashMap<String, usize>,
+    by_norm: HashMap<String, usize>,
     /// Aggregates or GROUP BY.
     grouped: bool,
     /// ORDER BY items other than NULL, and whether each is DESC.
@@ -199,6 +219,17 @@ impl<'a> Select<'a> {
         if items.iter().any(|i| i.expr.is_empty()) {
             return Err("an empty select item".into());
         }
+        let item_norms: Vec<String> = items.iter().map(|i| norm(sql, i.expr)).collect();
+        let item_aggregates: Vec<bool> =
+            items.iter().map(|i| calls_aggregate(sql, i.expr)).collect();
+        let mut by_alias = HashMap::new();
+        let mut by_norm = HashMap::new();
+        for (n, item) in items.iter().enumerate() {
+            if let Some(a) = &item.alias {
+                by_alias.entry(a.to_ascii_lowercase()).or_insert(n);
+            }
+            by_norm.entry(item_norms[n].clone()).or_insert(n);
+        }
         let (offset, limit) = match c.limit {
             Some((a, b)) => match limit_values(sql, &tokens[a..b]) {
                 Some((o, l)) => (o, Some(l)),
@@ -206,7 +237,7 @@ impl<'a> Select<'a> {
             },
             None => (0, None),
         };
-        let grouped = c.group.is_some() || items.iter().any(|i| calls_aggregate(sql, i.expr));
+        let grouped = c.group.is_some() || item_aggregates.contains(&true);
         if c.having.is_some() && !grouped {
             return Err("HAVING without GROUP BY or aggregates".into());
         }
@@ -243,6 +274,10 @@ impl<'a> Select<'a> {
             what,
             c,
             items,
+            item_norms,
+            item_aggregates,
+            by_alias,
+            by_norm,
             grouped,
             order_items,
             order_by_null,
@@ -251,9 +286,11 @@ impl<'a> Select<'a> {
         };
         // Positions must name a select item, and cannot count through a `*`.
         let by_position = |o: &[Token]| matches!(o, [x] if x.kind == TokenKind::Number);
-        if s.order_items.iter().any(|(o, _)| {
-            by_position(o) && (s.items.iter().any(|i| s.is_star(i)) || s.find_item(o).is_none())
-        }) {
+        let has_star = s.items.iter().any(|i| s.is_star(i));
+        if s.order_items
+            .iter()
+            .any(|(o, _)| by_position(o) && (has_star || s.find_item(o).is_none()))
+        {
             return Err("ORDER BY a position that is not a plain select item".into());
         }
         Ok(s)
@@ -261,6 +298,16 @@ impl<'a> Select<'a> {
 
     fn refuse(&self, why: &str) -> Plan {
         refuse(self.what, self.slots.len(), why)
+    }
+
+    /// Refuse fragments that would repeat select items (`ORDER BY 1, 1,
+    /// ...`) into text of `grown` bytes, more than `MAX_GROWTH` times the
+    /// statement plus 64 KiB: planning stays linear in the statement's size.
+    fn check_growth(&self, grown: usize) -> Result<(), String> {
+        if grown > MAX_GROWTH * self.sql.len() + 65536 {
+            return Err("ORDER BY or GROUP BY that repeats select items this often".into());
+        }
+        Ok(())
     }
 
     fn is_star(&self, i: &Item) -> bool {
@@ -286,25 +333,29 @@ impl<'a> Select<'a> {
     /// The select item an ORDER BY / GROUP BY item names: by position,
     /// alias or identical expression.
     fn find_item(&self, t: &[Token]) -> Option<usize> {
-        let (sql, items) = (self.sql, &self.items);
+        let sql = self.sql;
         if let [x] = t {
             if x.kind == TokenKind::Number {
                 let p: usize = x.text(sql).parse().ok()?;
-                return (1..=items.len()).contains(&p).then(|| p - 1);
+                return (1..=self.items.len()).contains(&p).then(|| p - 1);
             }
             if is_name(x) {
-                let name = unquote(x, sql);
-                if let Some(i) = items.iter().position(|i| {
-                    i.alias
-                        .as_deref()
-                        .is_some_and(|a| a.eq_ignore_ascii_case(&name))
-                }) {
+                if let Some(i) = self.item_by_alias(&unquote(x, sql)) {
                     return Some(i);
                 }
             }
         }
-        let want = norm(sql, t);
-        items.iter().position(|i| norm(sql, i.expr) == want)
+        self.item_by_norm(&norm(sql, t))
+    }
+
+    /// The first select item with alias `name` (ignoring ASCII case).
+    fn item_by_alias(&self, name: &str) -> Option<usize> {
+        self.by_alias.get(&name.to_ascii_lowercase()).copied()
+    }
+
+    /// The first select item whose expression is `norm`.
+    fn item_by_norm(&self, norm: &str) -> Option<usize> {
+        self.by_norm.get(norm).copied()
     }
 
     /// ORDER BY / LIMIT: a k-way merge of the partitions' sorted rows.
@@ -313,6 +364,7 @@ impl<'a> Select<'a> {
         let (offset, limit) = (self.offset, self.limit);
         let mut hidden: Vec<String> = Vec::new();
         let mut order = Vec::new();
+        let mut grown = 0usize;
         for (o, desc) in &self.order_items {
             let expr = match self.find_item(o) {
                 Some(i) if self.is_star(&items[i]) => {
@@ -321,6 +373,10 @@ impl<'a> Select<'a> {
                 Some(i) => text(sql, items[i].expr).to_string(),
                 None => text(sql, o).to_string(),
             };
+            grown += 3 * expr.len();
+            if let Err(why) = self.check_growth(grown) {
+                return self.refuse(&why);
+            }
             hidden.push(expr.clone());
             let col = hidden.len() - 1;
             let weight = push_weights(&mut hidden, &expr);

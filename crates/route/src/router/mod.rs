@@ -22,6 +22,7 @@ mod explain;
 mod global;
 mod insert;
 mod join;
+mod levels;
 mod merge;
 mod prune;
 mod refs;
@@ -40,8 +41,29 @@ pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
 pub use single::key_placeholder;
 use single::plan_filtered;
-use syntax::{conjuncts, is_name, literal, unescape, unquote, where_clause};
+use syntax::{conjuncts, is_any_word, is_name, is_named, literal, unescape, unquote, where_clause};
 use union::plan_union;
+
+/// The deepest nesting the planner follows in a client's statement where
+/// it has to keep a stack for it: the parentheses, NOTs and unary minuses
+/// around any part of a HAVING condition, and the depth of the `Having`
+/// tree it becomes (OR and AND chains become balanced trees). Deeper
+/// statements are refused with a reason that says so (a plain read may
+/// still run on one server with copies of its tables, `ship_to_main`),
+/// never followed into a stack overflow. Walks over WHERE and ON
+/// conditions and over select lists keep their own stacks or none.
+pub const MAX_DEPTH: usize = 200;
+
+/// The most tables MariaDB joins in one SELECT. The join planner, whose
+/// work per table is linear in the statement's conditions, refuses joins
+/// of more; a read is not shipped to the main backend with more partitioned
+/// references than this (one temporary copy each).
+const MAX_TABLES: usize = 61;
+
+/// How deep the planner plans statements inside statements (a UNION's
+/// branches, each of which may be a UNION in parentheses), each level on
+/// the thread's stack; deeper ones are refused.
+const MAX_NESTED_STATEMENTS: usize = 8;
 
 /// What to do with a statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,7 +171,27 @@ pub(crate) fn plan_tokens(
     prepared: bool,
     hint: &mut Option<PointHint>,
 ) -> Plan {
-    match plan_statement(sql, tokens, session_db, dict, prepared, hint) {
+    plan_nested(sql, tokens, session_db, dict, prepared, hint, 0)
+}
+
+/// `plan_tokens` for a statement inside `depth` others (UNION branches,
+/// the statement with `db.` qualifiers dropped), refused past
+/// `MAX_NESTED_STATEMENTS`.
+fn plan_nested(
+    sql: &str,
+    tokens: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+    prepared: bool,
+    hint: &mut Option<PointHint>,
+    depth: usize,
+) -> Plan {
+    if depth > MAX_NESTED_STATEMENTS {
+        return Plan::Refuse(format!(
+            "statements nested more than {MAX_NESTED_STATEMENTS} levels deep (UNION ALL inside UNION ALL) are not supported"
+        ));
+    }
+    match plan_statement(sql, tokens, session_db, dict, prepared, hint, depth) {
         // A read hscale cannot split: one server answers it, with copies of
         // the partitioned tables it reads.
         Plan::Refuse(why) if !prepared && is_plain_read(sql, tokens) => {
@@ -191,7 +233,7 @@ fn ship_to_main(
     dict: &Dictionary,
 ) -> Option<Plan> {
     let (refs, _) = table_refs(sql, tokens, session_db, dict);
-    if refs.is_empty() {
+    if refs.is_empty() || refs.len() > MAX_TABLES {
         return None;
     }
     let mut ship = Vec::new();
@@ -232,6 +274,7 @@ fn plan_statement(
     dict: &Dictionary,
     prepared: bool,
     hint: &mut Option<PointHint>,
+    depth: usize,
 ) -> Plan {
     // `db.T.col`: once T is renamed `db.T_p AS T`, only `T.col` names the
     // column; plan the statement with the database prefixes dropped.
@@ -239,7 +282,15 @@ fn plan_statement(
         let Ok(t2) = hscale_sql::tokenize(&stripped) else {
             return Plan::Passthrough;
         };
-        return plan_tokens(&stripped, &t2, session_db, dict, prepared, &mut None);
+        return plan_nested(
+            &stripped,
+            &t2,
+            session_db,
+            dict,
+            prepared,
+            &mut None,
+            depth + 1,
+        );
     }
     if let Some(p) = plan_show_tables(sql, tokens, session_db, dict) {
         return p;
@@ -253,12 +304,21 @@ fn plan_statement(
     if mentions == 0 {
         return global::plan_global(sql, tokens, session_db, dict);
     }
-    let word = |w: &str| tokens.iter().any(|t| t.is_word(sql, w));
-    let selects = tokens.iter().filter(|t| t.is_word(sql, "SELECT")).count();
+    // The keywords looked for below, in one pass.
+    let (mut has_join, mut has_union, mut has_semicolon, mut selects) = (false, false, false, 0);
+    for t in tokens {
+        if t.kind == TokenKind::Semicolon {
+            has_semicolon = true;
+        } else if t.kind == TokenKind::Word {
+            let w = t.text(sql);
+            has_join |= w.eq_ignore_ascii_case("JOIN") || w.eq_ignore_ascii_case("STRAIGHT_JOIN");
+            has_union |= w.eq_ignore_ascii_case("UNION");
+            selects += usize::from(w.eq_ignore_ascii_case("SELECT"));
+        }
+    }
     let is_select = tokens.first().is_some_and(|t| t.is_word(sql, "SELECT"));
     let joins_tables = refs.len() > 1
-        || word("JOIN")
-        || word("STRAIGHT_JOIN")
+        || has_join
         || refs.first().is_some_and(|r| {
             let after = r.end
                 + usize::from(r.alias.is_some())
@@ -273,15 +333,10 @@ fn plan_statement(
         .iter()
         .find(|t| !t.is_punct(sql, "("))
         .is_some_and(|t| t.is_word(sql, "SELECT"));
-    if starts_select && word("UNION") && !tokens.iter().any(|t| t.kind == TokenKind::Semicolon) {
-        return plan_union(sql, tokens, session_db, dict, prepared);
+    if starts_select && has_union && !has_semicolon {
+        return plan_union(sql, tokens, session_db, dict, prepared, depth);
     }
-    if is_select
-        && selects == 1
-        && joins_tables
-        && !word("UNION")
-        && !tokens.iter().any(|t| t.kind == TokenKind::Semicolon)
-    {
+    if is_select && selects == 1 && joins_tables && !has_union && !has_semicolon {
         return join::plan_join(sql, tokens, &refs, session_db, dict);
     }
     if refs.len() != 1 {
@@ -289,11 +344,7 @@ fn plan_statement(
             "statements that name a partitioned table more than once (joins, self-joins) are not supported yet".into(),
         );
     }
-    if word("JOIN")
-        || word("UNION")
-        || word("STRAIGHT_JOIN")
-        || tokens.iter().any(|t| t.kind == TokenKind::Semicolon)
-    {
+    if has_join || has_union || has_semicolon {
         return Plan::Refuse(
             "joins, unions and multi-statements with partitioned tables are not supported yet"
                 .into(),
@@ -365,23 +416,21 @@ fn plan_statement(
 /// Whether a SELECT over several partitions needs their rows merged
 /// (ordering, limits, grouping, aggregates) rather than concatenated.
 fn needs_merge(sql: &str, tokens: &[Token]) -> bool {
-    merge::calls_aggregate(sql, tokens)
-        || [
-            "ORDER",
-            "GROUP",
-            "LIMIT",
-            "HAVING",
-            "DISTINCT",
-            "DISTINCTROW",
-            "SQL_CALC_FOUND_ROWS",
-            "INTO",
-            "OFFSET",
-            "WINDOW",
-            "OVER",
-            "FETCH",
-        ]
-        .iter()
-        .any(|w| tokens.iter().any(|t| t.is_word(sql, w)))
+    const WORDS: &[&str] = &[
+        "ORDER",
+        "GROUP",
+        "LIMIT",
+        "HAVING",
+        "DISTINCT",
+        "DISTINCTROW",
+        "SQL_CALC_FOUND_ROWS",
+        "INTO",
+        "OFFSET",
+        "WINDOW",
+        "OVER",
+        "FETCH",
+    ];
+    merge::calls_aggregate(sql, tokens) || tokens.iter().any(|t| is_any_word(t, sql, WORDS))
 }
 
 #[cfg(test)]

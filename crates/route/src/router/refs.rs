@@ -1,10 +1,13 @@
 //! Finding references to partitioned tables in a statement, and writing
 //! the physical name of a partition in their place.
 
+use std::borrow::Cow;
+use std::collections::HashSet;
+
 use hscale_sql::{Token, TokenKind};
 
 use super::{is_name, unquote};
-use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
+use crate::dictionary::{Dictionary, TableName, Target};
 
 /// A reference to a partitioned table in the statement.
 pub(super) struct TableRef {
@@ -95,11 +98,18 @@ pub(super) fn table_refs(
 ) -> (Vec<TableRef>, usize) {
     let mut refs: Vec<TableRef> = Vec::new();
     let mut mentions = 0;
+    // Most names are not partitioned tables: rule them out without
+    // allocating or hashing.
+    let table_names: HashSet<&str> = dict.tables().map(|p| p.name.table.as_str()).collect();
     for (i, t) in tokens.iter().enumerate() {
-        if !is_name(t) {
+        let name = match t.kind {
+            TokenKind::Word => Cow::Borrowed(t.text(sql)),
+            TokenKind::QuotedIdent => Cow::Owned(unquote(t, sql)),
+            _ => continue,
+        };
+        if !table_names.contains(name.as_ref()) {
             continue;
         }
-        let name = unquote(t, sql);
         let qualified_db = (i >= 2 && tokens[i - 1].is_punct(sql, ".") && is_name(&tokens[i - 2]))
             .then(|| unquote(&tokens[i - 2], sql));
         let db = match (&qualified_db, session_db) {
@@ -107,11 +117,7 @@ pub(super) fn table_refs(
             (None, Some(d)) => d.to_string(),
             (None, None) => continue,
         };
-        let candidates: Vec<&PartitionedTable> = dict
-            .tables()
-            .filter(|p| p.name.table == name && p.name.db == db)
-            .collect();
-        let Some(table) = candidates.first() else {
+        let Some(table) = dict.table(&TableName::new(&db, &name)) else {
             continue;
         };
         mentions += 1;

@@ -5,8 +5,8 @@
 use hscale_sql::{Token, TokenKind};
 
 use super::{
-    conjuncts, is_name, literal, merge, needs_merge, prune, rewrite, unquote, where_clause, Plan,
-    PointHint, StatementKind, TableRef,
+    conjuncts, is_name, is_named, literal, merge, needs_merge, prune, rewrite, unquote,
+    where_clause, Plan, PointHint, StatementKind, TableRef,
 };
 use crate::dictionary::{PartitionedTable, Target};
 
@@ -25,7 +25,7 @@ pub(super) fn plan_filtered(
         .collect();
     let is_key = |t: &[Token]| -> bool {
         match t {
-            [c] => is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&table.column),
+            [c] => is_named(c, sql, &table.column),
             [q, dot, c] => {
                 is_name(q)
                     && dot.is_punct(sql, ".")
@@ -134,10 +134,7 @@ pub(super) fn point_hint(
     is_key: &dyn Fn(&[Token]) -> bool,
 ) -> Option<usize> {
     let w = where_clause(sql, tokens)?;
-    let mentions = w
-        .iter()
-        .filter(|t| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(column))
-        .count();
+    let mentions = w.iter().filter(|t| is_named(t, sql, column)).count();
     if mentions != 1 {
         return None;
     }

@@ -20,27 +20,42 @@ pub(super) fn is_name(t: &Token) -> bool {
 
 /// The tokens of the WHERE clause, up to the next clause.
 pub(super) fn where_clause<'t>(sql: &str, tokens: &'t [Token]) -> Option<&'t [Token]> {
+    const ENDS: &[&str] = &[
+        "GROUP",
+        "ORDER",
+        "LIMIT",
+        "HAVING",
+        "FOR",
+        "LOCK",
+        "INTO",
+        "WINDOW",
+        "PROCEDURE",
+        "RETURNING",
+    ];
     let w = tokens.iter().position(|t| t.is_word(sql, "WHERE"))?;
     let end = tokens[w + 1..]
         .iter()
-        .position(|t| {
-            [
-                "GROUP",
-                "ORDER",
-                "LIMIT",
-                "HAVING",
-                "FOR",
-                "LOCK",
-                "INTO",
-                "WINDOW",
-                "PROCEDURE",
-                "RETURNING",
-            ]
-            .iter()
-            .any(|k| t.is_word(sql, k))
-        })
+        .position(|t| is_any_word(t, sql, ENDS))
         .map_or(tokens.len(), |p| w + 1 + p);
     Some(&tokens[w + 1..end])
+}
+
+/// Whether `t` is a name (bare or quoted) equal to `name` ignoring ASCII
+/// case, compared without allocating for bare names.
+pub(super) fn is_named(t: &Token, sql: &str, name: &str) -> bool {
+    match t.kind {
+        TokenKind::Word => t.text(sql).eq_ignore_ascii_case(name),
+        TokenKind::QuotedIdent => unquote(t, sql).eq_ignore_ascii_case(name),
+        _ => false,
+    }
+}
+
+/// Whether `t` is one of the keywords `words` (in any case).
+pub(super) fn is_any_word(t: &Token, sql: &str, words: &[&str]) -> bool {
+    t.kind == TokenKind::Word && {
+        let text = t.text(sql);
+        words.iter().any(|w| text.eq_ignore_ascii_case(w))
+    }
 }
 
 /// A condition split at its top-level ANDs; `None` if it has a top-level

@@ -400,3 +400,26 @@ fn review_findings_stay_fixed() {
         .apply(&crate::KeyValue::Str("24-01-15".into()))
         .is_err());
 }
+
+#[test]
+fn like_matches_as_the_recursive_definition() {
+    fn reference(p: &[char], s: &[char]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some('%') => (0..=s.len()).any(|k| reference(&p[1..], &s[k..])),
+            Some('_') => !s.is_empty() && reference(&p[1..], &s[1..]),
+            Some('\\') if p.len() > 1 => s.first() == Some(&p[1]) && reference(&p[2..], &s[1..]),
+            Some(c) => s.first() == Some(c) && reference(&p[1..], &s[1..]),
+        }
+    }
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    runner
+        .run(&("[ab%_\\\\]{0,8}", "[ab%_\\\\]{0,6}"), |(p, s)| {
+            let (pc, sc): (Vec<char>, Vec<char>) = (p.chars().collect(), s.chars().collect());
+            proptest::prop_assert_eq!(like_matches(&p, &s), reference(&pc, &sc), "{} {}", p, s);
+            Ok(())
+        })
+        .unwrap();
+    // A long pattern of `%` is linear, not exponential, and recursion-free.
+    assert!(!like_matches(&"%".repeat(100_000).replace("%%", "%a"), "b"));
+}

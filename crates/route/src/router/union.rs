@@ -2,7 +2,7 @@
 
 use hscale_sql::Token;
 
-use super::{plan_tokens, MergePlan, Mode, Plan, StatementKind};
+use super::{plan_nested, MergePlan, Mode, Plan, StatementKind};
 use crate::dictionary::{Dictionary, Target};
 
 /// `SELECT ... UNION ALL SELECT ...` with partitioned tables: every
@@ -14,6 +14,7 @@ pub(super) fn plan_union(
     session_db: Option<&str>,
     dict: &Dictionary,
     prepared: bool,
+    nesting: usize,
 ) -> Plan {
     let refuse = |why: &str| {
         Plan::Refuse(format!(
@@ -74,7 +75,15 @@ pub(super) fn plan_union(
         if tail_clause && n + 1 == branches.len() && !tokens[tokens.len() - 1].is_punct(sql, ")") {
             return refuse("ORDER BY or LIMIT after the last branch");
         }
-        match plan_tokens(text, &bt, session_db, dict, prepared, &mut None) {
+        match plan_nested(
+            text,
+            &bt,
+            session_db,
+            dict,
+            prepared,
+            &mut None,
+            nesting + 1,
+        ) {
             Plan::Passthrough => parts.push((
                 Target {
                     backend: 0,

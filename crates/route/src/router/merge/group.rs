@@ -2,6 +2,8 @@
 //! fragment returns partial groups (`Output` says how each column
 //! combines), the proxy combines them, applies HAVING, sorts and cuts.
 
+use std::collections::HashMap;
+
 use hscale_sql::{Token, TokenKind};
 
 use super::select::{aggregate_call, calls_aggregate, norm, split_commas, text, Item, UNMERGEABLE};
@@ -79,11 +81,14 @@ struct Key {
 
 /// The fragment's select list and the group plan's outputs, as they are
 /// built from the select items and HAVING.
-struct Fragment {
-    cols: Vec<String>,
+pub(super) struct Fragment {
+    pub(super) cols: Vec<String>,
     keys: Vec<Val>,
-    key_norms: Vec<String>,
+    /// The first grouping key with each `norm`.
+    key_at: HashMap<String, usize>,
     outputs: Vec<Output>,
+    /// The first output of each grouping key.
+    key_out: HashMap<usize, usize>,
     /// The one expression of COUNT(DISTINCT ...), added to the fragments'
     /// GROUP BY: (text, match form, columns).
     distinct_by: Option<(String, String, Val)>,
@@ -100,16 +105,21 @@ pub(super) fn plan_grouped(s: &Select<'_>) -> Plan {
 }
 
 fn grouped(s: &Select<'_>) -> Result<Plan, String> {
-    let (sql, tokens, c) = (s.sql, s.tokens, &s.c);
+    let (tokens, c) = (s.tokens, &s.c);
     if s.items.iter().any(|i| s.is_star(i)) {
         return Err("SELECT * with GROUP BY or DISTINCT".into());
     }
     let group_keys = group_keys(s)?;
+    let mut key_at = HashMap::new();
+    for (k, key) in group_keys.iter().enumerate() {
+        key_at.entry(key.norm.clone()).or_insert(k);
+    }
     let mut f = Fragment {
         cols: Vec::new(),
         keys: Vec::new(),
-        key_norms: group_keys.iter().map(|k| k.norm.clone()).collect(),
+        key_at,
         outputs: Vec::new(),
+        key_out: HashMap::new(),
         distinct_by: None,
         separators: Vec::new(),
         max_len_col: None,
@@ -123,16 +133,12 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
             weight: Some(weight),
         });
     }
-    for item in &s.items {
-        f.push_item(s, item)?;
+    for n in 0..s.items.len() {
+        f.push_item(s, n)?;
     }
     let visible = f.outputs.len();
     let having = match c.having {
-        Some((a, b)) => {
-            let t = &tokens[a..b];
-            let parsed = having::parse(sql, t, &s.items, &f.key_norms, &mut f.outputs, &mut f.cols);
-            Some(parsed?)
-        }
+        Some((a, b)) => Some(having::parse(s, &mut f, &tokens[a..b])?),
         None => None,
     };
     let order = f.order(s)?;
@@ -205,6 +211,8 @@ fn meta(s: &Select<'_>) -> (Target, String) {
 fn group_keys(s: &Select<'_>) -> Result<Vec<Key>, String> {
     let (sql, tokens, c, items) = (s.sql, s.tokens, &s.c, &s.items);
     let mut group_keys: Vec<Key> = Vec::new();
+    // GROUP BY 1, 1, ... repeats item 1's text in the fragment each time.
+    let mut grown = 0usize;
     match c.group {
         Some((a, b)) => {
             for g in split_commas(sql, &tokens[a..b]) {
@@ -216,33 +224,33 @@ fn group_keys(s: &Select<'_>) -> Result<Vec<Key>, String> {
                 if calls_aggregate(sql, g) {
                     return Err("GROUP BY an aggregate".into());
                 }
-                let item = s.find_item(g).map(|i| &items[i]);
+                let item = s.find_item(g);
                 let key = match (g, item) {
                     // GROUP BY 2: the item's expression.
-                    ([x], Some(item)) if x.kind == TokenKind::Number => {
-                        if calls_aggregate(sql, item.expr) {
+                    ([x], Some(i)) if x.kind == TokenKind::Number => {
+                        if s.item_aggregates[i] {
                             return Err("GROUP BY an aggregate".into());
                         }
-                        let e = text(sql, item.expr).to_string();
+                        let e = text(sql, items[i].expr).to_string();
                         Key {
                             select: e.clone(),
                             expr: e.clone(),
                             group_by: e,
-                            norm: norm(sql, item.expr),
+                            norm: s.item_norms[i].clone(),
                         }
                     }
                     // GROUP BY alias: resolved by the server as in the
                     // statement; the fragment defines the alias too.
-                    ([x], Some(item)) if is_name(x) && item.alias.is_some() => {
-                        if calls_aggregate(sql, item.expr) {
+                    ([x], Some(i)) if is_name(x) && items[i].alias.is_some() => {
+                        if s.item_aggregates[i] {
                             return Err("GROUP BY an aggregate".into());
                         }
-                        let e = text(sql, item.expr).to_string();
+                        let e = text(sql, items[i].expr).to_string();
                         Key {
                             select: format!("{e} AS {}", x.text(sql)),
                             expr: e,
                             group_by: x.text(sql).to_string(),
-                            norm: norm(sql, item.expr),
+                            norm: s.item_norms[i].clone(),
                         }
                     }
                     _ => {
@@ -255,18 +263,20 @@ fn group_keys(s: &Select<'_>) -> Result<Vec<Key>, String> {
                         }
                     }
                 };
+                grown += key.select.len() + 3 * key.expr.len();
+                s.check_growth(grown)?;
                 group_keys.push(key);
             }
         }
         // DISTINCT without aggregates groups by every item.
-        None if c.distinct && !items.iter().any(|i| calls_aggregate(sql, i.expr)) => {
-            for item in items {
+        None if c.distinct && !s.item_aggregates.contains(&true) => {
+            for (i, item) in items.iter().enumerate() {
                 let e = text(sql, item.expr).to_string();
                 group_keys.push(Key {
                     select: e.clone(),
                     expr: e.clone(),
                     group_by: e,
-                    norm: norm(sql, item.expr),
+                    norm: s.item_norms[i].clone(),
                 });
             }
         }
@@ -280,9 +290,33 @@ fn group_keys(s: &Select<'_>) -> Result<Vec<Key>, String> {
 }
 
 impl Fragment {
+    /// Add an output; its index.
+    pub(super) fn push_output(&mut self, o: Output) -> usize {
+        let n = self.outputs.len();
+        if let Output::Key(k) = o {
+            self.key_out.entry(k).or_insert(n);
+        }
+        self.outputs.push(o);
+        n
+    }
+
+    /// The grouping key whose expression is `norm`.
+    pub(super) fn key_of(&self, norm: &str) -> Option<usize> {
+        self.key_at.get(norm).copied()
+    }
+
+    /// The first output of grouping key `k`, added if there is none.
+    pub(super) fn key_output(&mut self, k: usize) -> usize {
+        match self.key_out.get(&k) {
+            Some(&i) => i,
+            None => self.push_output(Output::Key(k)),
+        }
+    }
+
     /// The output of one select item: a grouping key or an aggregate.
-    fn push_item(&mut self, s: &Select<'_>, item: &Item<'_>) -> Result<(), String> {
+    fn push_item(&mut self, s: &Select<'_>, n: usize) -> Result<(), String> {
         let sql = s.sql;
+        let item = &s.items[n];
         // GROUP_CONCAT(x [SEPARATOR 's']), in no particular order.
         if let [f, open, args @ .., close] = item.expr {
             if f.is_word(sql, "GROUP_CONCAT") && open.is_punct(sql, "(") && close.is_punct(sql, ")")
@@ -297,8 +331,8 @@ impl Fragment {
             if args.is_empty() || calls_aggregate(sql, args) {
                 return Err(format!("this {f}(...)"));
             }
-            self.outputs
-                .push(push_aggregate(&mut self.cols, &f, text(sql, args)));
+            let o = push_aggregate(&mut self.cols, &f, text(sql, args));
+            self.push_output(o);
             return Ok(());
         }
         if let Some(f) = item.expr.windows(2).find_map(|w| {
@@ -307,18 +341,16 @@ impl Fragment {
         }) {
             return Err(format!("{f}() is not supported yet"));
         }
-        if calls_aggregate(sql, item.expr) {
+        if s.item_aggregates[n] {
             return Err(
                 "expressions over aggregates (other than a single aggregate call) are not supported yet"
                     .into(),
             );
         }
-        match self
-            .key_norms
-            .iter()
-            .position(|k| *k == norm(sql, item.expr))
-        {
-            Some(k) => self.outputs.push(Output::Key(k)),
+        match self.key_of(&s.item_norms[n]) {
+            Some(k) => {
+                self.push_output(Output::Key(k));
+            }
             None => {
                 return Err(format!(
                     "the select item {} is neither grouped nor an aggregate",
@@ -374,7 +406,7 @@ impl Fragment {
             }
         };
         self.separators.push(sep);
-        self.outputs.push(Output::GroupConcat {
+        self.push_output(Output::GroupConcat {
             col,
             sep: self.separators.len() - 1,
             max_len,
@@ -417,7 +449,7 @@ impl Fragment {
                 v
             }
         };
-        self.outputs.push(Output::CountDistinct(v));
+        self.push_output(Output::CountDistinct(v));
         Ok(())
     }
 
@@ -431,10 +463,8 @@ impl Fragment {
                 None => {
                     let want = norm(s.sql, o);
                     match self
-                        .key_norms
-                        .iter()
-                        .position(|k| *k == want)
-                        .and_then(|k| self.outputs.iter().position(|x| *x == Output::Key(k)))
+                        .key_of(&want)
+                        .and_then(|k| self.key_out.get(&k).copied())
                     {
                         Some(i) => i,
                         None => {
@@ -458,17 +488,10 @@ impl Fragment {
             });
         }
         if order.is_empty() && s.c.group.is_some() && !s.order_by_null {
-            for (k, key) in self.keys.iter().enumerate() {
-                let out = match self.outputs.iter().position(|o| *o == Output::Key(k)) {
-                    Some(i) => i,
-                    None => {
-                        self.outputs.push(Output::Key(k));
-                        self.outputs.len() - 1
-                    }
-                };
+            for k in 0..self.keys.len() {
                 order.push(OrderKey {
-                    col: out,
-                    weight: key.weight,
+                    col: self.key_output(k),
+                    weight: self.keys[k].weight,
                     desc: false,
                 });
             }

@@ -188,6 +188,7 @@ pub(super) struct Clauses {
 pub(super) fn clauses(sql: &str, t: &[Token]) -> Result<Clauses, String> {
     let mut depth = 0i32;
     let mut at: Vec<(usize, &'static str)> = Vec::new();
+    let mut seen_from = false;
     for (i, x) in t.iter().enumerate() {
         if x.is_punct(sql, "(") {
             depth += 1;
@@ -202,7 +203,10 @@ pub(super) fn clauses(sql: &str, t: &[Token]) -> Result<Clauses, String> {
         }
         let next_by = t.get(i + 1).is_some_and(|n| n.is_word(sql, "BY"));
         let k = match x.text(sql).to_ascii_uppercase().as_str() {
-            "FROM" if !at.iter().any(|a| a.1 == "FROM") => "FROM",
+            "FROM" if !seen_from => {
+                seen_from = true;
+                "FROM"
+            }
             "GROUP" if next_by => "GROUP",
             "ORDER" if next_by => "ORDER",
             "HAVING" => "HAVING",
