@@ -735,7 +735,11 @@ mod tests {
         let n = 100_000;
         let statements = [
             format!("SELECT {}1{}", "(".repeat(n), ")".repeat(n)),
-            format!("SELECT * FROM t WHERE a IN ({}1{})", "(1,".repeat(n), ")".repeat(n)),
+            format!(
+                "SELECT * FROM t WHERE a IN ({}1{})",
+                "(1,".repeat(n),
+                ")".repeat(n)
+            ),
             format!("SELECT {}1", "NOT ".repeat(n)),
             format!("SET @a = {}1{}", "(".repeat(n), ")".repeat(n)),
             format!("INSERT INTO t VALUES (1){}", ",(1)".repeat(n)),

@@ -232,7 +232,7 @@ fn ship_to_main(
     session_db: Option<&str>,
     dict: &Dictionary,
 ) -> Option<Plan> {
-    let (refs, _) = table_refs(sql, tokens, session_db, dict);
+    let refs = table_refs(sql, tokens, session_db, dict);
     if refs.is_empty() || refs.len() > MAX_TABLES {
         return None;
     }
@@ -300,8 +300,8 @@ fn plan_statement(
             return p;
         }
     }
-    let (refs, mentions) = table_refs(sql, tokens, session_db, dict);
-    if mentions == 0 {
+    let refs = table_refs(sql, tokens, session_db, dict);
+    if refs.is_empty() {
         return global::plan_global(sql, tokens, session_db, dict);
     }
     // The keywords looked for below, in one pass.
