@@ -728,6 +728,37 @@ mod tests {
         assert_eq!(f.change, Some(SessionChange::Use("my`db".into())));
     }
 
+    /// Statement analysis and fingerprints walk tokens in loops: deep
+    /// nesting needs no stack and time linear in the statement's size.
+    #[test]
+    fn deep_nesting_on_a_small_stack() {
+        let n = 100_000;
+        let statements = [
+            format!("SELECT {}1{}", "(".repeat(n), ")".repeat(n)),
+            format!(
+                "SELECT * FROM t WHERE a IN ({}1{})",
+                "(1,".repeat(n),
+                ")".repeat(n)
+            ),
+            format!("SELECT {}1", "NOT ".repeat(n)),
+            format!("SET @a = {}1{}", "(".repeat(n), ")".repeat(n)),
+            format!("INSERT INTO t VALUES (1){}", ",(1)".repeat(n)),
+            format!("{}SELECT 1", "/*!40101 ".repeat(n)),
+            ")(".repeat(n),
+        ];
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                for s in &statements {
+                    let _ = analyze(s);
+                    let _ = crate::fingerprint(s);
+                }
+            })
+            .expect("spawn")
+            .join()
+            .expect("no overflow");
+    }
+
     proptest::proptest! {
         #[test]
         fn analyze_never_panics(s in "\\PC{0,80}") {

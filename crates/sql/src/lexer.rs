@@ -33,14 +33,17 @@ pub struct Token {
 }
 
 impl Token {
+    #[inline]
     pub fn text<'a>(&self, sql: &'a str) -> &'a str {
         sql.get(self.start as usize..self.end as usize)
             .unwrap_or("")
     }
     /// Case-insensitive keyword comparison (for `Word` tokens).
+    #[inline]
     pub fn is_word(&self, sql: &str, word: &str) -> bool {
         self.kind == TokenKind::Word && self.text(sql).eq_ignore_ascii_case(word)
     }
+    #[inline]
     pub fn is_punct(&self, sql: &str, p: &str) -> bool {
         self.kind == TokenKind::Punct && self.text(sql) == p
     }

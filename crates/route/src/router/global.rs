@@ -6,6 +6,7 @@
 
 use hscale_sql::Token;
 
+use super::refs::table_starts;
 use super::{is_name, unquote, Plan};
 use crate::dictionary::{Dictionary, TableName};
 
@@ -43,7 +44,8 @@ const NONDETERMINISTIC: &[&str] = &[
     "SETVAL",
 ];
 
-/// The global tables a statement names as tables (not `g.col` qualifiers).
+/// The global tables a statement names where tables go (`table_starts`),
+/// not columns, aliases or `g.col` qualifiers spelled like one.
 fn globals_named(
     sql: &str,
     tokens: &[Token],
@@ -51,16 +53,14 @@ fn globals_named(
     dict: &Dictionary,
 ) -> Vec<TableName> {
     let mut out: Vec<TableName> = Vec::new();
-    for (i, t) in tokens.iter().enumerate() {
-        if !is_name(t) || tokens.get(i + 1).is_some_and(|n| n.is_punct(sql, ".")) {
-            continue;
-        }
-        let qualified = i >= 2 && tokens[i - 1].is_punct(sql, ".") && is_name(&tokens[i - 2]);
-        let db = if qualified {
-            unquote(&tokens[i - 2], sql)
+    for start in table_starts(sql, tokens) {
+        let qualified = tokens.get(start + 1).is_some_and(|d| d.is_punct(sql, "."))
+            && tokens.get(start + 2).is_some_and(is_name);
+        let (db, t) = if qualified {
+            (unquote(&tokens[start], sql), &tokens[start + 2])
         } else {
             match session_db {
-                Some(d) => d.to_string(),
+                Some(d) => (d.to_string(), &tokens[start]),
                 None => continue,
             }
         };

@@ -197,6 +197,8 @@ pub fn insert_key_placeholders(sql: &str, column: &str) -> Option<Vec<usize>> {
     }
     let mut out = Vec::new();
     let mut i = values + 1;
+    // Placeholders before token `i`, counted as `i` moves on.
+    let (mut counted, mut counted_to) = (0, 0);
     while tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
         let mut depth = 0;
         let end = i + tokens[i..].iter().position(|t| {
@@ -223,12 +225,15 @@ pub fn insert_key_placeholders(sql: &str, column: &str) -> Option<Vec<usize>> {
         }
         fields.push(&row[start..]);
         match fields.get(key_pos)? {
-            [p] if p.kind == TokenKind::Placeholder => out.push(
-                tokens
+            [p] if p.kind == TokenKind::Placeholder => {
+                let at = counted_to + tokens[counted_to..].iter().position(|t| t == p)?;
+                counted += tokens[counted_to..at]
                     .iter()
-                    .filter(|t| t.kind == TokenKind::Placeholder && t.start < p.start)
-                    .count(),
-            ),
+                    .filter(|t| t.kind == TokenKind::Placeholder)
+                    .count();
+                counted_to = at;
+                out.push(counted);
+            }
             _ => return None,
         }
         i = end + 1;

@@ -18,12 +18,12 @@
 //! carry key values from one table to another: `a.k = b.k AND a.k = 5`
 //! limits `b` to `b.k = 5`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use hscale_sql::{Token, TokenKind};
 
 use super::merge::{Ship, Slot, What};
-use super::{is_name, prune, unquote, where_clause, Plan, StatementKind, TableRef};
+use super::{is_name, prune, unquote, where_clause, Plan, StatementKind, TableRef, MAX_TABLES};
 use crate::dictionary::{Dictionary, PartitionedTable, Target};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,6 +214,11 @@ pub(super) fn plan_join(
         Ok(items) => items,
         Err(why) => return refuse(why),
     };
+    if items.len() > MAX_TABLES {
+        return refuse(format!(
+            "a join of more than {MAX_TABLES} tables (MariaDB's limit)"
+        ));
+    }
     let where_cond = where_clause(sql, t);
     let inner_ons: Vec<&[Token]> = items
         .iter()
@@ -667,7 +672,8 @@ fn key_class(
     let key = table.column.to_ascii_lowercase();
     let mut class: BTreeSet<(String, String)> =
         [(item.qualifier.clone(), key.clone()), (String::new(), key)].into();
-    let mut pairs = Vec::new();
+    // Column references joined by `x = y` conjuncts, both ways.
+    let mut equal: HashMap<(String, String), Vec<(String, String)>> = HashMap::new();
     for cond in conds {
         let Some(conjuncts) = super::conjuncts(sql, cond) else {
             continue;
@@ -677,22 +683,19 @@ fn key_class(
                 continue;
             };
             if let (Some(a), Some(b)) = (column_ref(sql, &c[..eq]), column_ref(sql, &c[eq + 1..])) {
-                pairs.push((a, b));
+                equal.entry(a.clone()).or_default().push(b.clone());
+                equal.entry(b).or_default().push(a);
             }
         }
     }
-    loop {
-        let before = class.len();
-        for (a, b) in &pairs {
-            if class.contains(a) {
-                class.insert(b.clone());
+    // Everything reachable from the key, each reference visited once.
+    let mut todo: Vec<(String, String)> = class.iter().cloned().collect();
+    while let Some(x) = todo.pop() {
+        for y in equal.remove(&x).unwrap_or_default() {
+            if class.insert(y.clone()) {
+                todo.push(y);
             }
-            if class.contains(b) {
-                class.insert(a.clone());
-            }
-        }
-        if class.len() == before {
-            return class;
         }
     }
+    class
 }

@@ -7,28 +7,63 @@
 //! `IN (...)` with literals, for keys whose comparison is exact (integers,
 //! binary strings); for any other key every partition is scanned, which is
 //! always correct.
+//!
+//! Here: the `Plan` type, the entry points and the refusals of statements
+//! hscale does not split. Table references are found by `refs`,
+//! single-table SELECT/UPDATE/DELETE planned by `single`, UNION ALL by
+//! `union`; `syntax` holds the token readers they share.
 
 use hscale_sql::{Token, TokenKind};
 
-use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
-use crate::KeyValue;
+use crate::dictionary::{Dictionary, TableName, Target};
 
 mod cache;
 mod explain;
 mod global;
 mod insert;
 mod join;
+mod levels;
 mod merge;
 mod prune;
+mod refs;
 mod schema;
+mod single;
+mod syntax;
+mod union;
 
 pub use cache::{CacheStats, PlanCache};
 pub use explain::ExplainRow;
 pub use insert::insert_key_placeholders;
 use insert::plan_insert;
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
+use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
 pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
+pub use single::key_placeholder;
+use single::plan_filtered;
+use syntax::{conjuncts, is_any_word, is_name, is_named, literal, unescape, unquote, where_clause};
+use union::plan_union;
+
+/// The deepest nesting the planner follows in a client's statement where
+/// it has to keep a stack for it: the parentheses, NOTs and unary minuses
+/// around any part of a HAVING condition, and the depth of the `Having`
+/// tree it becomes (OR and AND chains become balanced trees). Deeper
+/// statements are refused with a reason that says so (a plain read may
+/// still run on one server with copies of its tables, `ship_to_main`),
+/// never followed into a stack overflow. Walks over WHERE and ON
+/// conditions and over select lists keep their own stacks or none.
+pub const MAX_DEPTH: usize = 200;
+
+/// The most tables MariaDB joins in one SELECT. The join planner, whose
+/// work per table is linear in the statement's conditions, refuses joins
+/// of more; a read is not shipped to the main backend with more partitioned
+/// references than this (one temporary copy each).
+const MAX_TABLES: usize = 61;
+
+/// How deep the planner plans statements inside statements (a UNION's
+/// branches, each of which may be a UNION in parentheses), each level on
+/// the thread's stack; deeper ones are refused.
+const MAX_NESTED_STATEMENTS: usize = 8;
 
 /// What to do with a statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,60 +121,6 @@ pub enum StatementKind {
     Schema,
 }
 
-/// A reference to a partitioned table in the statement.
-struct TableRef {
-    /// Token range of `[db .] table`.
-    start: usize,
-    end: usize,
-    name: TableName,
-    /// The alias, if the statement gives one.
-    alias: Option<String>,
-}
-
-fn unquote(t: &Token, sql: &str) -> String {
-    let s = t.text(sql);
-    if t.kind == TokenKind::QuotedIdent {
-        s[1..s.len() - 1].replace("``", "`")
-    } else {
-        s.to_string()
-    }
-}
-
-fn is_name(t: &Token) -> bool {
-    matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent)
-}
-
-const CLAUSE_WORDS: &[&str] = &[
-    "WHERE",
-    "GROUP",
-    "ORDER",
-    "LIMIT",
-    "HAVING",
-    "FOR",
-    "LOCK",
-    "SET",
-    "VALUES",
-    "VALUE",
-    "ON",
-    "JOIN",
-    "INNER",
-    "LEFT",
-    "RIGHT",
-    "CROSS",
-    "NATURAL",
-    "STRAIGHT_JOIN",
-    "UNION",
-    "INTO",
-    "PROCEDURE",
-    "WINDOW",
-    "USE",
-    "IGNORE",
-    "FORCE",
-    "PARTITION",
-    "SELECT",
-    "RETURNING",
-];
-
 /// Plan a statement.
 pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
     if dict.is_empty() {
@@ -190,7 +171,27 @@ pub(crate) fn plan_tokens(
     prepared: bool,
     hint: &mut Option<PointHint>,
 ) -> Plan {
-    match plan_statement(sql, tokens, session_db, dict, prepared, hint) {
+    plan_nested(sql, tokens, session_db, dict, prepared, hint, 0)
+}
+
+/// `plan_tokens` for a statement inside `depth` others (UNION branches,
+/// the statement with `db.` qualifiers dropped), refused past
+/// `MAX_NESTED_STATEMENTS`.
+fn plan_nested(
+    sql: &str,
+    tokens: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+    prepared: bool,
+    hint: &mut Option<PointHint>,
+    depth: usize,
+) -> Plan {
+    if depth > MAX_NESTED_STATEMENTS {
+        return Plan::Refuse(format!(
+            "statements nested more than {MAX_NESTED_STATEMENTS} levels deep (UNION ALL inside UNION ALL) are not supported"
+        ));
+    }
+    match plan_statement(sql, tokens, session_db, dict, prepared, hint, depth) {
         // A read hscale cannot split: one server answers it, with copies of
         // the partitioned tables it reads.
         Plan::Refuse(why) if !prepared && is_plain_read(sql, tokens) => {
@@ -231,8 +232,8 @@ fn ship_to_main(
     session_db: Option<&str>,
     dict: &Dictionary,
 ) -> Option<Plan> {
-    let (refs, _) = table_refs(sql, tokens, session_db, dict);
-    if refs.is_empty() {
+    let refs = table_refs(sql, tokens, session_db, dict);
+    if refs.is_empty() || refs.len() > MAX_TABLES {
         return None;
     }
     let mut ship = Vec::new();
@@ -273,6 +274,7 @@ fn plan_statement(
     dict: &Dictionary,
     prepared: bool,
     hint: &mut Option<PointHint>,
+    depth: usize,
 ) -> Plan {
     // `db.T.col`: once T is renamed `db.T_p AS T`, only `T.col` names the
     // column; plan the statement with the database prefixes dropped.
@@ -280,7 +282,15 @@ fn plan_statement(
         let Ok(t2) = hscale_sql::tokenize(&stripped) else {
             return Plan::Passthrough;
         };
-        return plan_tokens(&stripped, &t2, session_db, dict, prepared, &mut None);
+        return plan_nested(
+            &stripped,
+            &t2,
+            session_db,
+            dict,
+            prepared,
+            &mut None,
+            depth + 1,
+        );
     }
     if let Some(p) = plan_show_tables(sql, tokens, session_db, dict) {
         return p;
@@ -290,16 +300,25 @@ fn plan_statement(
             return p;
         }
     }
-    let (refs, mentions) = table_refs(sql, tokens, session_db, dict);
-    if mentions == 0 {
+    let refs = table_refs(sql, tokens, session_db, dict);
+    if refs.is_empty() {
         return global::plan_global(sql, tokens, session_db, dict);
     }
-    let word = |w: &str| tokens.iter().any(|t| t.is_word(sql, w));
-    let selects = tokens.iter().filter(|t| t.is_word(sql, "SELECT")).count();
+    // The keywords looked for below, in one pass.
+    let (mut has_join, mut has_union, mut has_semicolon, mut selects) = (false, false, false, 0);
+    for t in tokens {
+        if t.kind == TokenKind::Semicolon {
+            has_semicolon = true;
+        } else if t.kind == TokenKind::Word {
+            let w = t.text(sql);
+            has_join |= w.eq_ignore_ascii_case("JOIN") || w.eq_ignore_ascii_case("STRAIGHT_JOIN");
+            has_union |= w.eq_ignore_ascii_case("UNION");
+            selects += usize::from(w.eq_ignore_ascii_case("SELECT"));
+        }
+    }
     let is_select = tokens.first().is_some_and(|t| t.is_word(sql, "SELECT"));
     let joins_tables = refs.len() > 1
-        || word("JOIN")
-        || word("STRAIGHT_JOIN")
+        || has_join
         || refs.first().is_some_and(|r| {
             let after = r.end
                 + usize::from(r.alias.is_some())
@@ -314,15 +333,10 @@ fn plan_statement(
         .iter()
         .find(|t| !t.is_punct(sql, "("))
         .is_some_and(|t| t.is_word(sql, "SELECT"));
-    if starts_select && word("UNION") && !tokens.iter().any(|t| t.kind == TokenKind::Semicolon) {
-        return plan_union(sql, tokens, session_db, dict, prepared);
+    if starts_select && has_union && !has_semicolon {
+        return plan_union(sql, tokens, session_db, dict, prepared, depth);
     }
-    if is_select
-        && selects == 1
-        && joins_tables
-        && !word("UNION")
-        && !tokens.iter().any(|t| t.kind == TokenKind::Semicolon)
-    {
+    if is_select && selects == 1 && joins_tables && !has_union && !has_semicolon {
         return join::plan_join(sql, tokens, &refs, session_db, dict);
     }
     if refs.len() != 1 {
@@ -330,11 +344,7 @@ fn plan_statement(
             "statements that name a partitioned table more than once (joins, self-joins) are not supported yet".into(),
         );
     }
-    if word("JOIN")
-        || word("UNION")
-        || word("STRAIGHT_JOIN")
-        || tokens.iter().any(|t| t.kind == TokenKind::Semicolon)
-    {
+    if has_join || has_union || has_semicolon {
         return Plan::Refuse(
             "joins, unions and multi-statements with partitioned tables are not supported yet"
                 .into(),
@@ -403,545 +413,24 @@ fn plan_statement(
     }
 }
 
-/// The statement without the `db.` of column references `db.T.col` to a
-/// partitioned table T; `None` when there are none.
-fn strip_db_qualifiers(sql: &str, tokens: &[Token], dict: &Dictionary) -> Option<String> {
-    let mut cuts: Vec<(usize, usize)> = Vec::new();
-    for i in 0..tokens.len().saturating_sub(4) {
-        let [db, d1, t, d2, col] = &tokens[i..i + 5] else {
-            continue;
-        };
-        if is_name(db)
-            && d1.is_punct(sql, ".")
-            && is_name(t)
-            && d2.is_punct(sql, ".")
-            && (is_name(col) || col.is_punct(sql, "*"))
-            && dict
-                .table(&TableName::new(&unquote(db, sql), &unquote(t, sql)))
-                .is_some()
-        {
-            cuts.push((db.start as usize, t.start as usize));
-        }
-    }
-    if cuts.is_empty() {
-        return None;
-    }
-    let mut out = String::with_capacity(sql.len());
-    let mut at = 0;
-    for (a, b) in cuts {
-        out.push_str(&sql[at..a]);
-        at = b;
-    }
-    out.push_str(&sql[at..]);
-    Some(out)
-}
-
-/// `SELECT ... UNION ALL SELECT ...` with partitioned tables: every
-/// branch planned on its own (one or several partitions, concatenated, or
-/// the main backend), the branches' rows concatenated in order.
-fn plan_union(
-    sql: &str,
-    tokens: &[Token],
-    session_db: Option<&str>,
-    dict: &Dictionary,
-    prepared: bool,
-) -> Plan {
-    let refuse = |why: &str| {
-        Plan::Refuse(format!(
-            "{why} in a UNION with partitioned tables is not supported yet"
-        ))
-    };
-    // Branches at depth-0 UNION ALL.
-    let mut branches: Vec<&[Token]> = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    let mut i = 0;
-    while i < tokens.len() {
-        let t = &tokens[i];
-        if t.is_punct(sql, "(") {
-            depth += 1;
-        } else if t.is_punct(sql, ")") {
-            depth -= 1;
-        } else if depth == 0 && t.is_word(sql, "UNION") {
-            if !tokens.get(i + 1).is_some_and(|n| n.is_word(sql, "ALL")) {
-                return refuse("UNION without ALL (removing duplicates)");
-            }
-            branches.push(&tokens[start..i]);
-            start = i + 2;
-            i += 2;
-            continue;
-        }
-        i += 1;
-    }
-    branches.push(&tokens[start..]);
-    if branches.len() == 1 {
-        // The UNION is inside a subquery or derived table.
-        return refuse("a UNION inside a subquery");
-    }
-    let mut parts: Vec<(Target, String)> = Vec::new();
-    let mut touches_partitions = false;
-    for (n, b) in branches.iter().enumerate() {
-        let mut b: &[Token] = b;
-        // `( SELECT ... )`
-        while b.len() >= 2 && b[0].is_punct(sql, "(") && b[b.len() - 1].is_punct(sql, ")") {
-            b = &b[1..b.len() - 1];
-        }
-        let (Some(first), Some(last)) = (b.first(), b.last()) else {
-            return refuse("an empty branch");
-        };
-        let text = &sql[first.start as usize..last.end as usize];
-        let Ok(bt) = hscale_sql::tokenize(text) else {
-            return refuse("an unreadable branch");
-        };
-        let mut depth = 0i32;
-        let tail_clause = bt.iter().any(|t| {
-            if t.is_punct(text, "(") {
-                depth += 1;
-            } else if t.is_punct(text, ")") {
-                depth -= 1;
-            }
-            depth == 0 && (t.is_word(text, "ORDER") || t.is_word(text, "LIMIT"))
-        });
-        if tail_clause && n + 1 == branches.len() && !tokens[tokens.len() - 1].is_punct(sql, ")") {
-            return refuse("ORDER BY or LIMIT after the last branch");
-        }
-        match plan_tokens(text, &bt, session_db, dict, prepared, &mut None) {
-            Plan::Passthrough => parts.push((
-                Target {
-                    backend: 0,
-                    physical_table: "(main backend)".into(),
-                },
-                text.to_string(),
-            )),
-            Plan::Targets {
-                kind: StatementKind::Select,
-                parts: p,
-            } => {
-                touches_partitions = true;
-                parts.extend(p);
-            }
-            Plan::Refuse(why) => return Plan::Refuse(why),
-            _ => return refuse("a branch that needs its partitions merged"),
-        }
-    }
-    if !touches_partitions {
-        return Plan::Passthrough;
-    }
-    Plan::Merge(MergePlan {
-        parts,
-        mode: Mode::Sort { hidden: 0 },
-        order: Vec::new(),
-        offset: 0,
-        limit: None,
-        ship: Vec::new(),
-        fallback: None,
-    })
-}
-
-/// Every reference to a partitioned table (table positions, not `t.col`
-/// qualifiers), and how often any partitioned table's name is mentioned.
-/// Names are case-sensitive, as table names are on Linux.
-fn table_refs(
-    sql: &str,
-    tokens: &[Token],
-    session_db: Option<&str>,
-    dict: &Dictionary,
-) -> (Vec<TableRef>, usize) {
-    let mut refs: Vec<TableRef> = Vec::new();
-    let mut mentions = 0;
-    for (i, t) in tokens.iter().enumerate() {
-        if !is_name(t) {
-            continue;
-        }
-        let name = unquote(t, sql);
-        let qualified_db = (i >= 2 && tokens[i - 1].is_punct(sql, ".") && is_name(&tokens[i - 2]))
-            .then(|| unquote(&tokens[i - 2], sql));
-        let db = match (&qualified_db, session_db) {
-            (Some(d), _) => d.clone(),
-            (None, Some(d)) => d.to_string(),
-            (None, None) => continue,
-        };
-        let candidates: Vec<&PartitionedTable> = dict
-            .tables()
-            .filter(|p| p.name.table == name && p.name.db == db)
-            .collect();
-        let Some(table) = candidates.first() else {
-            continue;
-        };
-        mentions += 1;
-        // `t.col`: a column qualifier, not a table reference.
-        if tokens.get(i + 1).is_some_and(|n| n.is_punct(sql, ".")) {
-            continue;
-        }
-        let start = if qualified_db.is_some() { i - 2 } else { i };
-        let mut alias = None;
-        let mut j = i + 1;
-        if tokens.get(j).is_some_and(|n| n.is_word(sql, "AS")) {
-            j += 1;
-        }
-        if let Some(a) = tokens.get(j) {
-            let is_clause = a.kind == TokenKind::Word
-                && CLAUSE_WORDS
-                    .iter()
-                    .any(|w| a.text(sql).eq_ignore_ascii_case(w));
-            if is_name(a) && !is_clause {
-                alias = Some(unquote(a, sql));
-            }
-        }
-        refs.push(TableRef {
-            start,
-            end: i + 1,
-            name: table.name.clone(),
-            alias,
-        });
-    }
-    (refs, mentions)
-}
-
 /// Whether a SELECT over several partitions needs their rows merged
 /// (ordering, limits, grouping, aggregates) rather than concatenated.
 fn needs_merge(sql: &str, tokens: &[Token]) -> bool {
-    merge::calls_aggregate(sql, tokens)
-        || [
-            "ORDER",
-            "GROUP",
-            "LIMIT",
-            "HAVING",
-            "DISTINCT",
-            "DISTINCTROW",
-            "SQL_CALC_FOUND_ROWS",
-            "INTO",
-            "OFFSET",
-            "WINDOW",
-            "OVER",
-            "FETCH",
-        ]
-        .iter()
-        .any(|w| tokens.iter().any(|t| t.is_word(sql, w)))
-}
-
-/// The physical name for one target: `` `db`.`T_p` `` and, where the
-/// statement gave no alias, `` AS `T` `` so qualified columns still work.
-fn physical_name(r: &TableRef, target: &Target, keep_name_as_alias: bool) -> String {
-    let mut physical = format!(
-        "`{}`.`{}`",
-        r.name.db.replace('`', "``"),
-        target.physical_table.replace('`', "``")
-    );
-    if keep_name_as_alias && r.alias.is_none() {
-        physical.push_str(&format!(" AS `{}`", r.name.table.replace('`', "``")));
-    }
-    physical
-}
-
-/// `text` with the reference's span replaced by its physical name.
-fn rewrite(
-    text: &str,
-    tokens: &[Token],
-    r: &TableRef,
-    target: &Target,
-    keep_name_as_alias: bool,
-) -> String {
-    let a = tokens[r.start].start as usize;
-    let b = tokens[r.end - 1].end as usize;
-    format!(
-        "{}{}{}",
-        &text[..a],
-        physical_name(r, target, keep_name_as_alias),
-        &text[b..]
-    )
-}
-
-/// SELECT, UPDATE, DELETE: prune by the WHERE clause.
-fn plan_filtered(
-    sql: &str,
-    tokens: &[Token],
-    r: &TableRef,
-    table: &PartitionedTable,
-    kind: StatementKind,
-    hint: &mut Option<PointHint>,
-) -> Plan {
-    let qualifiers: Vec<&str> = [Some(r.name.table.as_str()), r.alias.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect();
-    let is_key = |t: &[Token]| -> bool {
-        match t {
-            [c] => is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&table.column),
-            [q, dot, c] => {
-                is_name(q)
-                    && dot.is_punct(sql, ".")
-                    && is_name(c)
-                    && qualifiers
-                        .iter()
-                        .any(|x| unquote(q, sql).eq_ignore_ascii_case(x))
-                    && unquote(c, sql).eq_ignore_ascii_case(&table.column)
-            }
-            _ => false,
-        }
-    };
-    if kind == StatementKind::Update {
-        // SET key = ...: the row could belong to another partition afterwards.
-        if let Some(set) = tokens.iter().position(|t| t.is_word(sql, "SET")) {
-            let end = tokens
-                .iter()
-                .position(|t| t.is_word(sql, "WHERE"))
-                .unwrap_or(tokens.len());
-            for (i, t) in tokens[set..end].iter().enumerate() {
-                let at = set + i;
-                if t.is_punct(sql, "=") || t.is_punct(sql, ":=") {
-                    let lhs_start = (set + 1).max(at.saturating_sub(3));
-                    let lhs = &tokens[lhs_start..at];
-                    let lhs = lhs
-                        .iter()
-                        .rposition(|x| x.is_punct(sql, ",") || x.is_word(sql, "SET"))
-                        .map_or(lhs, |p| &lhs[p + 1..]);
-                    if is_key(lhs) {
-                        return Plan::Refuse(format!(
-                            "UPDATE of the partition key {} of {} is not supported (the row could move to another partition)",
-                            table.column, table.name
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    let mut targets: Vec<Target> =
-        match where_clause(sql, tokens).and_then(|w| prune::targets(sql, w, &is_key, table)) {
-            Some(set) => set.into_iter().collect(),
-            None => table.all_targets(),
-        };
-    targets.sort();
-    targets.dedup();
-    if targets.is_empty() {
-        targets.push(table.default_target());
-    }
-    if targets.len() > 1 {
-        let needs = needs_merge(sql, tokens);
-        if needs && kind == StatementKind::Select {
-            let slots: Vec<merge::Slot> = targets
-                .iter()
-                .map(|t| merge::Slot {
-                    target: t.clone(),
-                    refs: vec![(r, t.clone())],
-                })
-                .collect();
-            let what = merge::What {
-                table: table.name.to_string(),
-                hint: format!(
-                    "restrict it to one partition with {} = <value>",
-                    table.column
-                ),
-            };
-            return merge::plan_merge(sql, tokens, &slots, &what);
-        }
-        if needs {
-            return Plan::Refuse(format!(
-                "this statement needs {} partitions of {} merged (ORDER BY or LIMIT in an UPDATE or DELETE over several partitions is not supported); restrict it to one partition with {} = <value>",
-                targets.len(),
-                table.name,
-                table.column
-            ));
-        }
-    }
-    let keep_alias = kind != StatementKind::Delete;
-    if targets.len() == 1 {
-        *hint = point_hint(sql, tokens, &table.column, &is_key).map(|key_token| PointHint {
-            table: table.name.clone(),
-            kind,
-            ref_start: r.start,
-            ref_end: r.end,
-            has_alias: r.alias.is_some(),
-            keep_alias,
-            key_token,
-        });
-    }
-    let parts = targets
-        .into_iter()
-        .map(|t| {
-            let s = rewrite(sql, tokens, r, &t, keep_alias);
-            (t, s)
-        })
-        .collect();
-    Plan::Targets { kind, parts }
-}
-
-/// The token index of the literal in the WHERE clause's only mention of
-/// the key, when that mention is a top-level `key = literal` conjunct: then
-/// the literal alone decides the partition.
-fn point_hint(
-    sql: &str,
-    tokens: &[Token],
-    column: &str,
-    is_key: &dyn Fn(&[Token]) -> bool,
-) -> Option<usize> {
-    let w = where_clause(sql, tokens)?;
-    let mentions = w
-        .iter()
-        .filter(|t| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(column))
-        .count();
-    if mentions != 1 {
-        return None;
-    }
-    for c in conjuncts(sql, w)? {
-        let Some(eq) = c.iter().position(|t| t.is_punct(sql, "=")) else {
-            continue;
-        };
-        let (l, r) = (&c[..eq], &c[eq + 1..]);
-        let lit = if is_key(l) {
-            r
-        } else if is_key(r) {
-            l
-        } else {
-            continue;
-        };
-        literal(sql, lit)?;
-        let last = lit.last()?;
-        if !matches!(last.kind, TokenKind::Str | TokenKind::Number) {
-            return None;
-        }
-        return tokens.iter().position(|t| t.start == last.start);
-    }
-    None
-}
-
-/// For a prepared statement: the ordinal of the `?` in a top-level
-/// `key = ?` (or `? = key`) conjunct of the WHERE clause, whose value then
-/// picks the partition at each execution.
-pub fn key_placeholder(sql: &str, column: &str) -> Option<usize> {
-    let tokens = hscale_sql::tokenize(sql).ok()?;
-    // Only single-table statements: in a join or subquery `x.k = ?` may
-    // name another table's column.
-    let selects = tokens.iter().filter(|t| t.is_word(sql, "SELECT")).count();
-    let from = tokens.iter().position(|t| t.is_word(sql, "FROM"));
-    let wh = tokens.iter().position(|t| t.is_word(sql, "WHERE"));
-    let comma_join = match (from, wh) {
-        (Some(f), Some(w)) if f < w => tokens[f..w].iter().any(|t| t.is_punct(sql, ",")),
-        _ => false,
-    };
-    if selects > 1
-        || comma_join
-        || tokens
-            .iter()
-            .any(|t| t.is_word(sql, "JOIN") || t.is_word(sql, "STRAIGHT_JOIN"))
-    {
-        return None;
-    }
-    let is_col = |t: &Token| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(column);
-    let is_eq = |t: &Token| t.is_punct(sql, "=");
-    let is_p = |t: &Token| t.kind == TokenKind::Placeholder;
-    for c in conjuncts(sql, where_clause(sql, &tokens)?)? {
-        let p = match c {
-            [k, eq, p] if is_col(k) && is_eq(eq) && is_p(p) => p,
-            [_, dot, k, eq, p] if dot.is_punct(sql, ".") && is_col(k) && is_eq(eq) && is_p(p) => p,
-            [p, eq, k] if is_col(k) && is_eq(eq) && is_p(p) => p,
-            _ => continue,
-        };
-        return Some(
-            tokens
-                .iter()
-                .filter(|t| is_p(t) && t.start < p.start)
-                .count(),
-        );
-    }
-    None
-}
-
-/// The tokens of the WHERE clause, up to the next clause.
-fn where_clause<'t>(sql: &str, tokens: &'t [Token]) -> Option<&'t [Token]> {
-    let w = tokens.iter().position(|t| t.is_word(sql, "WHERE"))?;
-    let end = tokens[w + 1..]
-        .iter()
-        .position(|t| {
-            [
-                "GROUP",
-                "ORDER",
-                "LIMIT",
-                "HAVING",
-                "FOR",
-                "LOCK",
-                "INTO",
-                "WINDOW",
-                "PROCEDURE",
-                "RETURNING",
-            ]
-            .iter()
-            .any(|k| t.is_word(sql, k))
-        })
-        .map_or(tokens.len(), |p| w + 1 + p);
-    Some(&tokens[w + 1..end])
-}
-
-/// A condition split at its top-level ANDs; `None` if it has a top-level
-/// OR / XOR (then no conjunct alone limits the rows).
-fn conjuncts<'t>(sql: &str, cond: &'t [Token]) -> Option<Vec<&'t [Token]>> {
-    let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, t) in cond.iter().enumerate() {
-        if t.is_punct(sql, "(") {
-            depth += 1;
-        } else if t.is_punct(sql, ")") {
-            depth -= 1;
-        } else if depth == 0 {
-            if t.is_word(sql, "OR") || t.is_word(sql, "XOR") || t.is_punct(sql, "||") {
-                return None;
-            }
-            if t.is_word(sql, "AND") || t.is_punct(sql, "&&") {
-                out.push(&cond[start..i]);
-                start = i + 1;
-            }
-        }
-    }
-    out.push(&cond[start..]);
-    Some(out)
-}
-
-fn literal(sql: &str, t: &[Token]) -> Option<KeyValue> {
-    match t {
-        [l] if l.kind == TokenKind::Str => Some(KeyValue::Str(unescape(l.text(sql)))),
-        [l] if l.kind == TokenKind::Number => number(l.text(sql), false),
-        [m, l] if m.is_punct(sql, "-") && l.kind == TokenKind::Number => number(l.text(sql), true),
-        [l] if l.is_word(sql, "NULL") => Some(KeyValue::Null),
-        _ => None,
-    }
-}
-
-fn number(text: &str, negative: bool) -> Option<KeyValue> {
-    // Only plain integers; decimals, exponents and hex are not pruned.
-    if !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let v: i128 = text.parse().ok()?;
-    Some(KeyValue::Int(if negative { -v } else { v }))
-}
-
-/// The text of a quoted string literal.
-fn unescape(q: &str) -> String {
-    let quote = q.chars().next().unwrap_or('\'');
-    let inner = &q[1..q.len().saturating_sub(1).max(1)];
-    let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some('r') => out.push('\r'),
-                Some('0') => out.push('\0'),
-                Some('Z') => out.push('\x1a'),
-                Some('b') => out.push('\x08'),
-                Some(other) => out.push(other),
-                None => {}
-            }
-        } else if c == quote && chars.peek() == Some(&quote) {
-            chars.next();
-            out.push(quote);
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    const WORDS: &[&str] = &[
+        "ORDER",
+        "GROUP",
+        "LIMIT",
+        "HAVING",
+        "DISTINCT",
+        "DISTINCTROW",
+        "SQL_CALC_FOUND_ROWS",
+        "INTO",
+        "OFFSET",
+        "WINDOW",
+        "OVER",
+        "FETCH",
+    ];
+    merge::calls_aggregate(sql, tokens) || tokens.iter().any(|t| is_any_word(t, sql, WORDS))
 }
 
 #[cfg(test)]

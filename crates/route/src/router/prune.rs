@@ -10,11 +10,16 @@
 //! included unless every partition value in the range is in the dictionary.
 //! Anything else limits nothing, which is always correct: the answer is a
 //! superset of the partitions that hold matching rows.
+//!
+//! The walk keeps its own stack (no recursion, so no nesting depth can
+//! overflow a thread's stack) and takes the condition apart level by level
+//! with `Levels`, so its work grows linearly with the condition's length.
 
 use std::collections::BTreeSet;
 
 use hscale_sql::{Token, TokenKind};
 
+use super::levels::Levels;
 use super::literal;
 use crate::dictionary::{PartitionedTable, Target};
 use crate::hashing::HashingFunction;
@@ -32,8 +37,18 @@ pub(super) fn targets(
     is_key: IsKey<'_>,
     table: &PartitionedTable,
 ) -> Option<BTreeSet<Target>> {
-    let p = Pruner { sql, is_key, table };
-    p.cond(cond)
+    let p = Pruner {
+        sql,
+        cond,
+        levels: Levels::new(sql, cond),
+        is_key,
+        table,
+    };
+    match p.walk(0, cond.len()) {
+        Atom::Targets(t) => Some(t),
+        Atom::Range(r) => p.range_targets(&r),
+        Atom::All => None,
+    }
 }
 
 /// A partition value, ordered as the function's results order.
@@ -57,6 +72,8 @@ enum Atom {
 
 struct Pruner<'a> {
     sql: &'a str,
+    cond: &'a [Token],
+    levels: Levels,
     is_key: IsKey<'a>,
     table: &'a PartitionedTable,
 }
@@ -67,67 +84,159 @@ enum Domain {
     Str,
 }
 
+/// One step of the walk over the token range of a condition.
+enum Step {
+    /// What the range allows.
+    Done(Atom),
+    /// The range is an OR (or an AND) of these ranges.
+    Or(Vec<(usize, usize)>),
+    And(Vec<(usize, usize)>),
+}
+
+/// An OR or AND whose parts are being walked: the parts not yet walked and
+/// what those walked allow.
+enum Frame {
+    Or {
+        parts: std::vec::IntoIter<(usize, usize)>,
+        out: BTreeSet<Target>,
+    },
+    And {
+        parts: std::vec::IntoIter<(usize, usize)>,
+        sets: Option<BTreeSet<Target>>,
+        range: Option<Range>,
+    },
+}
+
 impl Pruner<'_> {
-    fn cond(&self, cond: &[Token]) -> Option<BTreeSet<Target>> {
-        match self.expr(cond) {
-            Atom::Targets(t) => Some(t),
-            Atom::Range(r) => self.range_targets(&r),
-            Atom::All => None,
+    /// What the condition in tokens `a..b` allows: the union of its OR
+    /// parts (all partitions as soon as one part allows all), the
+    /// intersection of its AND parts, or an atom.
+    fn walk(&self, a: usize, b: usize) -> Atom {
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut part = (a, b);
+        loop {
+            let mut atom = match self.step(part.0, part.1) {
+                Step::Done(atom) => atom,
+                Step::Or(parts) => {
+                    let mut parts = parts.into_iter();
+                    part = parts.next().unwrap_or((a, a));
+                    stack.push(Frame::Or {
+                        parts,
+                        out: BTreeSet::new(),
+                    });
+                    continue;
+                }
+                Step::And(parts) => {
+                    let mut parts = parts.into_iter();
+                    part = parts.next().unwrap_or((a, a));
+                    stack.push(Frame::And {
+                        parts,
+                        sets: None,
+                        range: None,
+                    });
+                    continue;
+                }
+            };
+            // Hand the part's answer up until a frame has another part.
+            loop {
+                let Some(frame) = stack.last_mut() else {
+                    return atom;
+                };
+                match frame {
+                    Frame::Or { parts, out } => {
+                        let t = match atom {
+                            Atom::Targets(t) => Some(t),
+                            Atom::Range(r) => self.range_targets(&r),
+                            Atom::All => None,
+                        };
+                        let Some(t) = t else {
+                            stack.pop();
+                            atom = Atom::All;
+                            continue;
+                        };
+                        out.extend(t);
+                        if let Some(p) = parts.next() {
+                            part = p;
+                            break;
+                        }
+                        atom = Atom::Targets(std::mem::take(out));
+                    }
+                    Frame::And { parts, sets, range } => {
+                        match atom {
+                            Atom::Targets(t) => *sets = Some(intersect_sets(sets.take(), t)),
+                            Atom::Range(r) => *range = Some(intersect(range.take(), r)),
+                            Atom::All => {}
+                        }
+                        if let Some(p) = parts.next() {
+                            part = p;
+                            break;
+                        }
+                        let mut all = sets.take();
+                        if let Some(r) = range.take() {
+                            if let Some(t) = self.range_targets(&r) {
+                                all = Some(intersect_sets(all, t));
+                            }
+                        }
+                        atom = all.map_or(Atom::All, Atom::Targets);
+                    }
+                }
+                stack.pop();
+            }
         }
     }
 
-    fn expr(&self, cond: &[Token]) -> Atom {
-        let sql = self.sql;
-        let cond = strip_parens(sql, cond);
-        if cond.is_empty() {
-            return Atom::All;
+    /// Tokens `a..b` without their enclosing parentheses, taken apart at
+    /// their own level.
+    fn step(&self, mut a: usize, mut b: usize) -> Step {
+        let (sql, c) = (self.sql, self.cond);
+        while b >= a + 2
+            && c[a].is_punct(sql, "(")
+            && c[b - 1].is_punct(sql, ")")
+            && self.levels.encloses(a, b)
+        {
+            a += 1;
+            b -= 1;
+        }
+        if a >= b {
+            return Step::Done(Atom::All);
         }
         // Constructs whose keywords hide the structure: no pruning.
-        if depth0(sql, cond)
-            .any(|t| t.is_word(sql, "CASE") || t.is_word(sql, "XOR") || t.is_punct(sql, "||"))
-        {
-            return Atom::All;
+        if self.levels.top(a, b).any(|i| {
+            c[i].is_word(sql, "CASE") || c[i].is_word(sql, "XOR") || c[i].is_punct(sql, "||")
+        }) {
+            return Step::Done(Atom::All);
         }
-        let disjuncts = split(sql, cond, |t| t.is_word(sql, "OR"));
+        let disjuncts = self.split(a, b, |t| t.is_word(sql, "OR"));
         if disjuncts.len() > 1 {
-            let mut out = BTreeSet::new();
-            for d in disjuncts {
-                match self.cond(d) {
-                    Some(t) => out.extend(t),
-                    None => return Atom::All,
-                }
-            }
-            return Atom::Targets(out);
+            return Step::Or(disjuncts);
         }
-        let conjuncts = split(sql, cond, |t| {
-            t.is_word(sql, "AND") || t.is_punct(sql, "&&")
-        });
+        let conjuncts = self.split(a, b, |t| t.is_word(sql, "AND") || t.is_punct(sql, "&&"));
         if conjuncts.len() > 1 {
-            let mut sets: Option<BTreeSet<Target>> = None;
-            let mut range: Option<Range> = None;
-            for c in conjuncts {
-                match self.expr(c) {
-                    Atom::Targets(t) => {
-                        sets = Some(match sets {
-                            None => t,
-                            Some(prev) => prev.intersection(&t).cloned().collect(),
-                        })
-                    }
-                    Atom::Range(r) => range = Some(intersect(range, r)),
-                    Atom::All => {}
-                }
-            }
-            if let Some(r) = range {
-                if let Some(t) = self.range_targets(&r) {
-                    sets = Some(match sets {
-                        None => t,
-                        Some(prev) => prev.intersection(&t).cloned().collect(),
-                    });
-                }
-            }
-            return sets.map_or(Atom::All, Atom::Targets);
+            return Step::And(conjuncts);
         }
-        self.atom(cond)
+        Step::Done(self.atom(&c[a..b]))
+    }
+
+    /// `a..b` split at separators of its own level; the `AND` of a
+    /// `BETWEEN ... AND` is not one.
+    fn split(&self, a: usize, b: usize, is_sep: impl Fn(&Token) -> bool) -> Vec<(usize, usize)> {
+        let (sql, c) = (self.sql, self.cond);
+        let mut out = Vec::new();
+        let mut start = a;
+        let mut in_between = false;
+        for i in self.levels.top(a, b) {
+            let t = &c[i];
+            if t.is_word(sql, "BETWEEN") {
+                in_between = true;
+            } else if in_between && t.is_word(sql, "AND") {
+                in_between = false;
+            } else if is_sep(t) {
+                out.push((start, i));
+                start = i + 1;
+            }
+        }
+        out.push((start, b));
+        out
     }
 
     fn atom(&self, c: &[Token]) -> Atom {
@@ -332,6 +441,13 @@ impl Pruner<'_> {
     }
 }
 
+fn intersect_sets(a: Option<BTreeSet<Target>>, b: BTreeSet<Target>) -> BTreeSet<Target> {
+    match a {
+        None => b,
+        Some(prev) => prev.intersection(&b).cloned().collect(),
+    }
+}
+
 fn intersect(a: Option<Range>, b: Range) -> Range {
     let Some(a) = a else { return b };
     Range {
@@ -356,66 +472,4 @@ fn is_ordered_date_pattern(p: &str) -> bool {
         .collect();
     let order = ['Y', 'm', 'd', 'H'];
     !specs.is_empty() && specs.len() <= order.len() && specs.iter().zip(order).all(|(a, b)| *a == b)
-}
-
-/// `( cond )` → `cond`, repeatedly, when the parentheses enclose it all.
-fn strip_parens<'t>(sql: &str, mut c: &'t [Token]) -> &'t [Token] {
-    while c.len() >= 2 && c[0].is_punct(sql, "(") && c[c.len() - 1].is_punct(sql, ")") {
-        let mut depth = 0;
-        let closes_at_end = c.iter().enumerate().all(|(i, t)| {
-            if t.is_punct(sql, "(") {
-                depth += 1;
-            } else if t.is_punct(sql, ")") {
-                depth -= 1;
-            }
-            depth > 0 || i == c.len() - 1
-        });
-        if !closes_at_end {
-            break;
-        }
-        c = &c[1..c.len() - 1];
-    }
-    c
-}
-
-/// The tokens at parenthesis depth 0.
-fn depth0<'t>(sql: &'t str, c: &'t [Token]) -> impl Iterator<Item = &'t Token> + 't {
-    let mut depth = 0i32;
-    c.iter().filter(move |t| {
-        if t.is_punct(sql, "(") {
-            depth += 1;
-            false
-        } else if t.is_punct(sql, ")") {
-            depth -= 1;
-            false
-        } else {
-            depth == 0
-        }
-    })
-}
-
-/// Split at depth-0 separators; the `AND` of a `BETWEEN ... AND` is not one.
-fn split<'t>(sql: &str, c: &'t [Token], is_sep: impl Fn(&Token) -> bool) -> Vec<&'t [Token]> {
-    let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    let mut in_between = false;
-    for (i, t) in c.iter().enumerate() {
-        if t.is_punct(sql, "(") {
-            depth += 1;
-        } else if t.is_punct(sql, ")") {
-            depth -= 1;
-        } else if depth == 0 {
-            if t.is_word(sql, "BETWEEN") {
-                in_between = true;
-            } else if in_between && t.is_word(sql, "AND") {
-                in_between = false;
-            } else if is_sep(t) {
-                out.push(&c[start..i]);
-                start = i + 1;
-            }
-        }
-    }
-    out.push(&c[start..]);
-    out
 }

@@ -1,8 +1,10 @@
 //! Schema statements on partitioned tables and `SHOW TABLES`.
 
+use std::collections::HashSet;
+
 use hscale_sql::{Token, TokenKind};
 
-use super::{is_name, rewrite, unescape, unquote, Plan, StatementKind, TableRef};
+use super::{is_name, is_named, rewrite, unescape, unquote, Plan, StatementKind, TableRef};
 use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 
 /// `SHOW [FULL] TABLES [FROM | IN db] [LIKE 'pattern']` where `db` has
@@ -65,13 +67,13 @@ pub(super) fn plan_information_schema(
         .filter(|t| t.kind == TokenKind::Str)
         .map(|t| (t, unescape(t.text(sql))))
         .collect();
+    let lowercase: HashSet<String> = literals
+        .iter()
+        .map(|(_, v)| v.to_ascii_lowercase())
+        .collect();
     let named: Vec<&PartitionedTable> = dict
         .tables()
-        .filter(|p| {
-            literals
-                .iter()
-                .any(|(_, v)| p.name.table.eq_ignore_ascii_case(v))
-        })
+        .filter(|p| lowercase.contains(&p.name.table.to_ascii_lowercase()))
         .collect();
     // The schema must be named too: by a literal, or by DATABASE() when
     // the session's database is T's.
@@ -140,20 +142,50 @@ pub(super) fn plan_information_schema(
 }
 
 /// SQL `LIKE` with `%` and `_` (and `\` escapes), case-sensitive as table
-/// names are on Linux.
+/// names are on Linux. The pattern is the client's: matched in
+/// `pattern × name` steps with no recursion and no backtracking.
 pub fn like_matches(pattern: &str, s: &str) -> bool {
-    fn go(p: &[char], s: &[char]) -> bool {
-        match p.first() {
-            None => s.is_empty(),
-            Some('%') => (0..=s.len()).any(|k| go(&p[1..], &s[k..])),
-            Some('_') => !s.is_empty() && go(&p[1..], &s[1..]),
-            Some('\\') if p.len() > 1 => s.first() == Some(&p[1]) && go(&p[2..], &s[1..]),
-            Some(c) => s.first() == Some(c) && go(&p[1..], &s[1..]),
-        }
+    enum El {
+        Any,
+        One,
+        Lit(char),
     }
-    let p: Vec<char> = pattern.chars().collect();
+    let mut els = Vec::new();
+    let mut p = pattern.chars();
+    while let Some(c) = p.next() {
+        els.push(match c {
+            '%' => El::Any,
+            '_' => El::One,
+            '\\' => El::Lit(p.next().unwrap_or('\\')),
+            c => El::Lit(c),
+        });
+    }
     let s: Vec<char> = s.chars().collect();
-    go(&p, &s)
+    // `reach[k]`: the pattern so far can match exactly `s[..k]`.
+    let mut reach = vec![false; s.len() + 1];
+    reach[0] = true;
+    for el in &els {
+        let mut next = vec![false; s.len() + 1];
+        match el {
+            El::Any => {
+                let mut on = false;
+                for (k, r) in reach.iter().enumerate() {
+                    on |= *r;
+                    next[k] = on;
+                }
+            }
+            El::One => {
+                next[1..].copy_from_slice(&reach[..s.len()]);
+            }
+            El::Lit(c) => {
+                for k in 0..s.len() {
+                    next[k + 1] = reach[k] && s[k] == *c;
+                }
+            }
+        }
+        reach = next;
+    }
+    reach[s.len()]
 }
 
 /// Schema statements on a partitioned table: descriptions answered by the
@@ -187,9 +219,7 @@ pub(super) fn plan_schema(
             .collect();
         Some(Plan::Targets { kind, parts })
     };
-    let mentions_key = tokens
-        .iter()
-        .any(|t| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(&table.column));
+    let mentions_key = tokens.iter().any(|t| is_named(t, sql, &table.column));
     // `... T {TO | AS} [db.]U` ending the statement: the new name.
     let new_name = || -> Option<TableName> {
         let rest = &tokens[r.end..];

@@ -1,0 +1,203 @@
+//! Single-table SELECT, UPDATE and DELETE: the partitions the WHERE clause
+//! can match, the statement rewritten for each, and the point shapes the
+//! plan cache and prepared statements reuse.
+
+use hscale_sql::{Token, TokenKind};
+
+use super::{
+    conjuncts, is_name, is_named, literal, merge, needs_merge, prune, rewrite, unquote,
+    where_clause, Plan, PointHint, StatementKind, TableRef,
+};
+use crate::dictionary::{PartitionedTable, Target};
+
+/// SELECT, UPDATE, DELETE: prune by the WHERE clause.
+pub(super) fn plan_filtered(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+    kind: StatementKind,
+    hint: &mut Option<PointHint>,
+) -> Plan {
+    let qualifiers: Vec<&str> = [Some(r.name.table.as_str()), r.alias.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let is_key = |t: &[Token]| -> bool {
+        match t {
+            [c] => is_named(c, sql, &table.column),
+            [q, dot, c] => {
+                is_name(q)
+                    && dot.is_punct(sql, ".")
+                    && is_name(c)
+                    && qualifiers
+                        .iter()
+                        .any(|x| unquote(q, sql).eq_ignore_ascii_case(x))
+                    && unquote(c, sql).eq_ignore_ascii_case(&table.column)
+            }
+            _ => false,
+        }
+    };
+    if kind == StatementKind::Update {
+        // SET key = ...: the row could belong to another partition afterwards.
+        if let Some(set) = tokens.iter().position(|t| t.is_word(sql, "SET")) {
+            let end = tokens
+                .iter()
+                .position(|t| t.is_word(sql, "WHERE"))
+                .unwrap_or(tokens.len());
+            for (i, t) in tokens[set..end].iter().enumerate() {
+                let at = set + i;
+                if t.is_punct(sql, "=") || t.is_punct(sql, ":=") {
+                    let lhs_start = (set + 1).max(at.saturating_sub(3));
+                    let lhs = &tokens[lhs_start..at];
+                    let lhs = lhs
+                        .iter()
+                        .rposition(|x| x.is_punct(sql, ",") || x.is_word(sql, "SET"))
+                        .map_or(lhs, |p| &lhs[p + 1..]);
+                    if is_key(lhs) {
+                        return Plan::Refuse(format!(
+                            "UPDATE of the partition key {} of {} is not supported (the row could move to another partition)",
+                            table.column, table.name
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let mut targets: Vec<Target> =
+        match where_clause(sql, tokens).and_then(|w| prune::targets(sql, w, &is_key, table)) {
+            Some(set) => set.into_iter().collect(),
+            None => table.all_targets(),
+        };
+    targets.sort();
+    targets.dedup();
+    if targets.is_empty() {
+        targets.push(table.default_target());
+    }
+    if targets.len() > 1 {
+        let needs = needs_merge(sql, tokens);
+        if needs && kind == StatementKind::Select {
+            let slots: Vec<merge::Slot> = targets
+                .iter()
+                .map(|t| merge::Slot {
+                    target: t.clone(),
+                    refs: vec![(r, t.clone())],
+                })
+                .collect();
+            let what = merge::What {
+                table: table.name.to_string(),
+                hint: format!(
+                    "restrict it to one partition with {} = <value>",
+                    table.column
+                ),
+            };
+            return merge::plan_merge(sql, tokens, &slots, &what);
+        }
+        if needs {
+            return Plan::Refuse(format!(
+                "this statement needs {} partitions of {} merged (ORDER BY or LIMIT in an UPDATE or DELETE over several partitions is not supported); restrict it to one partition with {} = <value>",
+                targets.len(),
+                table.name,
+                table.column
+            ));
+        }
+    }
+    let keep_alias = kind != StatementKind::Delete;
+    if targets.len() == 1 {
+        *hint = point_hint(sql, tokens, &table.column, &is_key).map(|key_token| PointHint {
+            table: table.name.clone(),
+            kind,
+            ref_start: r.start,
+            ref_end: r.end,
+            has_alias: r.alias.is_some(),
+            keep_alias,
+            key_token,
+        });
+    }
+    let parts = targets
+        .into_iter()
+        .map(|t| {
+            let s = rewrite(sql, tokens, r, &t, keep_alias);
+            (t, s)
+        })
+        .collect();
+    Plan::Targets { kind, parts }
+}
+
+/// The token index of the literal in the WHERE clause's only mention of
+/// the key, when that mention is a top-level `key = literal` conjunct: then
+/// the literal alone decides the partition.
+pub(super) fn point_hint(
+    sql: &str,
+    tokens: &[Token],
+    column: &str,
+    is_key: &dyn Fn(&[Token]) -> bool,
+) -> Option<usize> {
+    let w = where_clause(sql, tokens)?;
+    let mentions = w.iter().filter(|t| is_named(t, sql, column)).count();
+    if mentions != 1 {
+        return None;
+    }
+    for c in conjuncts(sql, w)? {
+        let Some(eq) = c.iter().position(|t| t.is_punct(sql, "=")) else {
+            continue;
+        };
+        let (l, r) = (&c[..eq], &c[eq + 1..]);
+        let lit = if is_key(l) {
+            r
+        } else if is_key(r) {
+            l
+        } else {
+            continue;
+        };
+        literal(sql, lit)?;
+        let last = lit.last()?;
+        if !matches!(last.kind, TokenKind::Str | TokenKind::Number) {
+            return None;
+        }
+        return tokens.iter().position(|t| t.start == last.start);
+    }
+    None
+}
+
+/// For a prepared statement: the ordinal of the `?` in a top-level
+/// `key = ?` (or `? = key`) conjunct of the WHERE clause, whose value then
+/// picks the partition at each execution.
+pub fn key_placeholder(sql: &str, column: &str) -> Option<usize> {
+    let tokens = hscale_sql::tokenize(sql).ok()?;
+    // Only single-table statements: in a join or subquery `x.k = ?` may
+    // name another table's column.
+    let selects = tokens.iter().filter(|t| t.is_word(sql, "SELECT")).count();
+    let from = tokens.iter().position(|t| t.is_word(sql, "FROM"));
+    let wh = tokens.iter().position(|t| t.is_word(sql, "WHERE"));
+    let comma_join = match (from, wh) {
+        (Some(f), Some(w)) if f < w => tokens[f..w].iter().any(|t| t.is_punct(sql, ",")),
+        _ => false,
+    };
+    if selects > 1
+        || comma_join
+        || tokens
+            .iter()
+            .any(|t| t.is_word(sql, "JOIN") || t.is_word(sql, "STRAIGHT_JOIN"))
+    {
+        return None;
+    }
+    let is_col = |t: &Token| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(column);
+    let is_eq = |t: &Token| t.is_punct(sql, "=");
+    let is_p = |t: &Token| t.kind == TokenKind::Placeholder;
+    for c in conjuncts(sql, where_clause(sql, &tokens)?)? {
+        let p = match c {
+            [k, eq, p] if is_col(k) && is_eq(eq) && is_p(p) => p,
+            [_, dot, k, eq, p] if dot.is_punct(sql, ".") && is_col(k) && is_eq(eq) && is_p(p) => p,
+            [p, eq, k] if is_col(k) && is_eq(eq) && is_p(p) => p,
+            _ => continue,
+        };
+        return Some(
+            tokens
+                .iter()
+                .filter(|t| is_p(t) && t.start < p.start)
+                .count(),
+        );
+    }
+    None
+}
