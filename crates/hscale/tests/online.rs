@@ -1298,3 +1298,76 @@ async fn the_checker_finds_nothing_wrong_without_partition_changes() {
     );
     assert_invariants(TEST, scene, &ports, &out).await;
 }
+
+/// Two proxies changing the same table at once: one change runs, the other
+/// is refused with the running operation named; SHOW OPERATIONS shows the
+/// finished change; the table is intact.
+#[tokio::test]
+async fn two_proxies_cannot_change_one_table_at_once() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_twice",
+        table: "acct_twice",
+    };
+    setup_acct(scene).await;
+    let (a, b) = (serve(1_000), serve(1_000));
+    let mut ca = Conn::new(proxy_opts(a.port, Some(scene.db))).await.unwrap();
+    let mut cb = Conn::new(proxy_opts(b.port, Some(scene.db))).await.unwrap();
+    ca.query_drop("HSCALE ADD_PARTITION('online_twice.acct_twice', 'p1', '1', 'shard1')")
+        .await
+        .unwrap();
+    // 50,000 rows of value 1, written on the partition's backend directly.
+    let p1 = physical("online_twice.acct_twice", Some("p1")).await;
+    let mut direct = backend_conn(1, Some(scene.db)).await;
+    direct
+        .query_drop(format!(
+            "INSERT INTO {p1} (id, k, v, note) SELECT seq, seq * 8 + 1, 0, 'x' FROM seq_1_to_50000"
+        ))
+        .await
+        .unwrap();
+    direct.disconnect().await.unwrap();
+    let first = tokio::spawn(async move {
+        let r: Result<Vec<mysql_async::Row>, _> = ca
+            .query("HSCALE MOVE_PARTITION('online_twice.acct_twice', 'p1', 'shard2')")
+            .await;
+        (ca, r)
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let refused = cb
+        .query_drop("HSCALE ADD_PARTITION('online_twice.acct_twice', 'p2', '2', 'shard1')")
+        .await
+        .expect_err("a second change of the same table while the first runs");
+    let (mut ca, r) = first.await.unwrap();
+    let moved = r.expect("the first change runs");
+    let moved: u64 = moved[0].get(0).unwrap();
+    assert_eq!(moved, 50_000);
+    let refused = refused.to_string();
+    assert!(
+        refused.contains("is changing online_twice.acct_twice")
+            && refused.contains("MOVE_PARTITION"),
+        "{refused}"
+    );
+    let ops: Vec<mysql_async::Row> = cb.query("HSCALE SHOW OPERATIONS").await.unwrap();
+    let done: Vec<(String, String, String)> = ops
+        .iter()
+        .map(|r| (r.get(1).unwrap(), r.get(2).unwrap(), r.get(3).unwrap()))
+        .filter(|o: &(String, String, String)| {
+            o.0 == "online_twice.acct_twice" && o.1.starts_with("MOVE_PARTITION")
+        })
+        .collect();
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert_eq!(done[0].2, "done");
+    let n: Option<i64> = ca
+        .query_first("SELECT COUNT(*) FROM acct_twice WHERE k MOD 8 = 1")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(50_000));
+    let parts = physical_tables("online_twice.acct_twice").await;
+    assert_eq!(parts["p1"].0, 2, "p1 moved to shard2: {parts:?}");
+    // The second change runs once the first is done.
+    cb.query_drop("HSCALE ADD_PARTITION('online_twice.acct_twice', 'p2', '2', 'shard1')")
+        .await
+        .unwrap();
+    ca.disconnect().await.unwrap();
+    cb.disconnect().await.unwrap();
+}

@@ -106,7 +106,7 @@ pub async fn execute(
             let name = table_name(&table, session_db)?;
             setup_global_table::run(ctx, worker, name).await
         }
-        AdminCommand::ShowTables => Ok(show::tables(ctx)),
+        AdminCommand::ShowTables => show::tables(ctx, worker).await,
         AdminCommand::ShowPartitions { table } => {
             let only = table.map(|t| table_name(&t, session_db)).transpose()?;
             show::partitions(ctx, worker, only).await

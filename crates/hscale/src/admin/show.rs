@@ -8,7 +8,9 @@ use crate::partition::quote_str;
 use crate::runtime::Context;
 
 /// Every partitioned and global table with its key, function and default partition.
-pub(super) fn tables(ctx: &Context) -> AdminOutput {
+pub(super) async fn tables(ctx: &Context, worker: usize) -> Result<AdminOutput, ProxyError> {
+    // What the main backend holds now, not this proxy's last reload.
+    super::reload(ctx, worker).await?;
     let names = backend_names(ctx);
     let d = ctx.partitioning.dictionary();
     let mut rows: Vec<Vec<Option<String>>> = d
@@ -33,10 +35,10 @@ pub(super) fn tables(ctx: &Context) -> AdminOutput {
         }))
         .collect();
     rows.sort();
-    AdminOutput::Rows {
+    Ok(AdminOutput::Rows {
         columns: cols(&["table", "column", "function", "default_table", "backend"]),
         rows,
-    }
+    })
 }
 
 /// Every partition (of one table, or of all): value, backend, physical
@@ -47,7 +49,7 @@ pub(super) async fn partitions(
     only: Option<TableName>,
 ) -> Result<AdminOutput, ProxyError> {
     let names = backend_names(ctx);
-    let d = ctx.partitioning.dictionary();
+    let d = super::reload(ctx, worker).await?;
     let mut rows = Vec::new();
     let mut tables: Vec<_> = d
         .tables()
