@@ -43,6 +43,9 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
                 if let Err(e) = crate::admin::reload_if_idle(&ctx, worker).await {
                     tracing::debug!(error = %e, "dictionary reload failed");
                 }
+                if let Err(e) = crate::admin::take_over(&ctx, worker).await {
+                    tracing::debug!(error = %e, "taking over partition changes failed");
+                }
             }
         });
     }

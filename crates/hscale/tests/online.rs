@@ -1371,3 +1371,107 @@ async fn two_proxies_cannot_change_one_table_at_once() {
     ca.disconnect().await.unwrap();
     cb.disconnect().await.unwrap();
 }
+
+/// The owner of a change is killed (SIGKILL) during its copy: another proxy
+/// sees its owner lock free and rolls the change back within seconds
+/// (triggers, changelog and the copy's table gone, the journal says
+/// 'failed'); the table is as before, and the change can run again.
+#[tokio::test]
+async fn a_change_whose_owner_dies_before_its_cutover_is_rolled_back() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_owner",
+        table: "acct_owner",
+    };
+    setup_acct(scene).await;
+    let owner = serve(1_000);
+    let other = serve(200);
+    let default = physical("online_owner.acct_owner", None).await;
+    let mut direct = backend_conn(0, Some(scene.db)).await;
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} (id, k, v, note) SELECT seq, seq * 8 + 1, 0, 'x' FROM seq_1_to_300000"
+        ))
+        .await
+        .unwrap();
+    let port = owner.port;
+    let change = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some("online_owner")))
+            .await
+            .unwrap();
+        c.query_drop("HSCALE ADD_PARTITION('online_owner.acct_owner', 'p1', '1', 'shard1')")
+            .await
+    });
+    // Kill the owner once its capture is in place (the copy runs then).
+    let triggers =
+        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'online_owner'";
+    let mut seen = false;
+    for _ in 0..400 {
+        let n: Option<i64> = direct.query_first(triggers).await.unwrap();
+        if n.unwrap_or(0) == 3 {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(seen, "the change installed its capture triggers");
+    signal(&owner, libc::SIGKILL);
+    assert!(
+        change.await.unwrap().is_err(),
+        "the killed owner's client got an error"
+    );
+    // Another proxy rolls it back.
+    let mut o = Conn::new(proxy_opts(other.port, Some(scene.db)))
+        .await
+        .unwrap();
+    let mut state = String::new();
+    let mut op = 0u64;
+    for _ in 0..300 {
+        let s: Option<(u64, String)> = direct
+            .query_first("SELECT id, state FROM hscale.operations WHERE db = 'online_owner' AND command LIKE 'ADD_PARTITION%' ORDER BY id DESC LIMIT 1")
+            .await
+            .unwrap();
+        (op, state) = s.unwrap_or_default();
+        if state == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(state, "failed", "rolled back within 30 s");
+    let n: Option<i64> = direct.query_first(triggers).await.unwrap();
+    assert_eq!(n, Some(0), "capture triggers dropped");
+    for b in 0..3 {
+        let mut c = backend_conn(b, None).await;
+        let left: Vec<String> = c
+            .query(format!("SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES WHERE (TABLE_SCHEMA = 'hscale' AND TABLE_NAME = 'changes_{op}') OR (TABLE_SCHEMA = 'online_owner' AND TABLE_NAME <> 'acct_owner_default')"))
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "backend {b} keeps {left:?}");
+        c.disconnect().await.unwrap();
+    }
+    // The table is as before, through the surviving proxy, and writable.
+    let parts = physical_tables("online_owner.acct_owner").await;
+    assert_eq!(parts.len(), 1, "{parts:?}");
+    let count: Option<i64> = o
+        .query_first("SELECT COUNT(*) FROM acct_owner")
+        .await
+        .unwrap();
+    assert_eq!(count, Some(300_000));
+    o.query_drop("INSERT INTO acct_owner (id, k, v, note) VALUES (400001, 9, 0, 'after')")
+        .await
+        .unwrap();
+    // The change runs again, to its end.
+    o.query_drop("HSCALE ADD_PARTITION('online_owner.acct_owner', 'p1', '1', 'shard1')")
+        .await
+        .unwrap();
+    let p1 = physical("online_owner.acct_owner", Some("p1")).await;
+    let mut b1 = backend_conn(1, Some(scene.db)).await;
+    let moved: Option<i64> = b1
+        .query_first(format!("SELECT COUNT(*) FROM {p1}"))
+        .await
+        .unwrap();
+    assert_eq!(moved, Some(300_001));
+    b1.disconnect().await.unwrap();
+    direct.disconnect().await.unwrap();
+    o.disconnect().await.unwrap();
+}

@@ -40,7 +40,7 @@ pub(super) async fn run(
         "ADD_PARTITION('{name}', '{partition}', '{value}', '{}')",
         names[b]
     );
-    let op = change::begin(ctx, worker, &name, &command).await?;
+    let (op, _owner) = change::begin(ctx, worker, &name, &command).await?;
     let (dst, is_dst_live) = match t.partitions.get(partition) {
         Some(p) if !is_new => (p.physical.clone(), true),
         _ => (

@@ -111,15 +111,58 @@ fn owner(ctx: &Context) -> String {
     format!("pid {} on {}", std::process::id(), ctx.config.proxy.listen)
 }
 
-/// Start an operation on `name`: its journal row. Fails when another
-/// operation on the table is running.
+/// The named lock on the main backend that a change's owner holds for the
+/// whole change (on a connection of its own, closed when the change ends or
+/// the owner dies). Another proxy that can take it knows the owner is gone.
+fn owner_lock(name: &TableName) -> String {
+    // FNV-1a: stable across processes, and lock names are at most 64 bytes.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.to_string().bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    quote_str(&format!("hscale_op_{h:016x}"))
+}
+
+/// Holds the owner lock of a running change; dropping it (or the owner's
+/// death) releases the lock.
+pub(super) struct Owner {
+    _conn: PooledConn,
+}
+
+/// Take `name`'s owner lock on a connection of its own; `None` when another
+/// proxy holds it.
+async fn lock_owner(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+) -> Result<Option<Owner>, ProxyError> {
+    let mut c = conn(ctx, worker, 0).await?;
+    c.is_broken = true; // closed, never pooled: closing releases the lock
+    let sql = format!("SELECT GET_LOCK({}, 0)", owner_lock(name));
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| server_error(&c, &sql, e))?;
+    let got = r.strings().first().and_then(|r| r[0].clone()) == Some("1".into());
+    Ok(got.then_some(Owner { _conn: c }))
+}
+
+/// Start an operation on `name`: its owner lock, then its journal row.
+/// Fails when another operation on the table is running.
 pub(super) async fn begin(
     ctx: &Context,
     worker: usize,
     name: &TableName,
     command: &str,
-) -> Result<u64, ProxyError> {
+) -> Result<(u64, Owner), ProxyError> {
     let mut main = conn(ctx, worker, 0).await?;
+    let Some(owner_lock) = lock_owner(ctx, worker, name).await? else {
+        let running = running_description(&mut main, name).await?;
+        return Err(wrong(format!(
+            "{running} is changing {name}; wait for it to end (HSCALE SHOW OPERATIONS)"
+        )));
+    };
     let sql = format!(
         "INSERT INTO `hscale`.`operations` (db, tbl, command, state, active, owner, started_at) VALUES ({}, {}, {}, 'copying', {}, {}, NOW(3))",
         quote_str(&name.db),
@@ -129,33 +172,41 @@ pub(super) async fn begin(
         quote_str(&owner(ctx))
     );
     match main.command(&BackendConn::payload_for_query(&sql)).await? {
-        Ok(ok) => Ok(ok.last_insert_id),
+        Ok(ok) => Ok((ok.last_insert_id, owner_lock)),
         Err(e) if e.code == 1062 => {
-            let q = format!(
-                "SELECT id, command, state, owner FROM `hscale`.`operations` WHERE active = {}",
-                quote_str(&name.to_string())
-            );
-            let running = main
-                .query_rows(&q)
-                .await?
-                .ok()
-                .and_then(|r| r.strings().into_iter().next())
-                .map(|r| {
-                    format!(
-                        "operation {} ({}, {} by {})",
-                        r[0].clone().unwrap_or_default(),
-                        r[1].clone().unwrap_or_default(),
-                        r[2].clone().unwrap_or_default(),
-                        r[3].clone().unwrap_or_default()
-                    )
-                })
-                .unwrap_or_else(|| "another operation".into());
+            let running = running_description(&mut main, name).await?;
             Err(wrong(format!(
                 "{running} is changing {name}; wait for it to end (HSCALE SHOW OPERATIONS)"
             )))
         }
         Err(e) => Err(server_error(&main, &sql, e)),
     }
+}
+
+/// The running operation on `name`, described for an error message.
+async fn running_description(
+    main: &mut BackendConn,
+    name: &TableName,
+) -> Result<String, ProxyError> {
+    let q = format!(
+        "SELECT id, command, state, owner FROM `hscale`.`operations` WHERE active = {}",
+        quote_str(&name.to_string())
+    );
+    Ok(main
+        .query_rows(&q)
+        .await?
+        .ok()
+        .and_then(|r| r.strings().into_iter().next())
+        .map(|r| {
+            format!(
+                "operation {} ({}, {} by {})",
+                r[0].clone().unwrap_or_default(),
+                r[1].clone().unwrap_or_default(),
+                r[2].clone().unwrap_or_default(),
+                r[3].clone().unwrap_or_default()
+            )
+        })
+        .unwrap_or_else(|| "another proxy (a change starting, or a take-over)".into()))
 }
 
 /// The journal statement that ends operation `id` in `state`.
@@ -170,12 +221,17 @@ pub(super) fn end_sql(id: u64, state: &str, report: Option<&Report>) -> String {
 /// Operation `id` enters its cutover: statements that run into a renamed
 /// table wait for the new dictionary from now on (`admin::await_newer_dictionary`).
 pub(super) async fn mark_cutover(ctx: &Context, worker: usize, id: u64) -> Result<(), ProxyError> {
-    journal(
-        ctx,
-        worker,
-        format!("UPDATE `hscale`.`operations` SET state = 'cutover' WHERE id = {id}"),
-    )
-    .await
+    let sql = format!(
+        "UPDATE `hscale`.`operations` SET state = 'cutover' WHERE id = {id} AND state = 'copying' AND active IS NOT NULL"
+    );
+    let mut main = conn(ctx, worker, 0).await?;
+    match main.command(&BackendConn::payload_for_query(&sql)).await? {
+        Ok(ok) if ok.affected_rows == 1 => Ok(()),
+        Ok(_) => Err(wrong(format!(
+            "operation {id} was rolled back by another proxy (its owner looked gone)"
+        ))),
+        Err(e) => Err(server_error(&main, &sql, e)),
+    }
 }
 
 async fn journal(ctx: &Context, worker: usize, sql: String) -> Result<(), ProxyError> {
@@ -207,10 +263,15 @@ pub(super) async fn commit_with_journal(
 ) -> Result<(), ProxyError> {
     for _ in 0..10 {
         let mut d = (*reload(ctx, worker).await?).clone();
-        let mut statements = apply(&mut d)?;
-        statements.push(end_sql(id, "done", Some(report)));
+        let statements = apply(&mut d)?;
+        // Only a change still in its cutover commits: one another proxy
+        // rolled back (its owner looked gone) does not.
+        let guard = format!(
+            "{} AND state = 'cutover'",
+            end_sql(id, "done", Some(report))
+        );
         let mut main = conn(ctx, worker, 0).await?;
-        match store::commit_change(&mut main, d.stored_version, &statements).await {
+        match store::commit_change_guarded(&mut main, d.stored_version, &guard, &statements).await {
             Ok(v) => {
                 d.stored_version = v;
                 ctx.partitioning.replace(d);
@@ -536,6 +597,10 @@ pub(super) async fn run(
     } else {
         m.dst.1.clone()
     };
+    if let Err(e) = record_spec(ctx, worker, id, m, &into).await {
+        fail(ctx, worker, id, &e).await;
+        return Err(e);
+    }
     let mut r = Running {
         m,
         id,
@@ -696,4 +761,159 @@ async fn cut_over(
         "partition change done"
     );
     Ok(report)
+}
+
+/// What another proxy needs to undo a change whose owner died before its
+/// cutover; kept in the journal row's `detail`.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Spec {
+    db: String,
+    src_backend: String,
+    dst_backend: String,
+    /// The table the copy writes: the destination, or its staging table.
+    into: String,
+    is_dst_live: bool,
+}
+
+/// Record how to undo operation `id` before anything is created.
+async fn record_spec(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    m: &Move,
+    into: &str,
+) -> Result<(), ProxyError> {
+    let names: Vec<&str> = ctx
+        .config
+        .backends
+        .iter()
+        .map(|b| b.name.as_str())
+        .collect();
+    let spec = Spec {
+        db: m.db.clone(),
+        src_backend: names[m.src.0].to_string(),
+        dst_backend: names[m.dst.0].to_string(),
+        into: into.to_string(),
+        is_dst_live: m.is_dst_live,
+    };
+    let text = toml::to_string(&spec).map_err(|e| wrong(e.to_string()))?;
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET detail = {} WHERE id = {id}",
+            quote_str(&text)
+        ),
+    )
+    .await
+}
+
+/// Take over the changes whose owner is gone (its owner lock is free): one
+/// that died before its cutover is rolled back (triggers, changelog and the
+/// copy's table dropped, the journal says 'failed'), so the table is as
+/// before and can be changed again. Run by every proxy every reload
+/// interval; the owner lock makes one proxy do it. A change that died in its
+/// cutover is reported, not yet finished.
+pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
+    let sql = "SELECT id, db, tbl FROM `hscale`.`operations` WHERE active IS NOT NULL";
+    let running = {
+        let mut main = conn(ctx, worker, 0).await?;
+        main.query_rows(sql)
+            .await?
+            .map_err(|e| server_error(&main, sql, e))?
+            .strings()
+    };
+    for r in running {
+        let f = |i: usize| r[i].clone().unwrap_or_default();
+        let (id, name) = (f(0), TableName::new(&f(1), &f(2)));
+        let Ok(id) = id.parse::<u64>() else { continue };
+        let Some(_owner) = lock_owner(ctx, worker, &name).await? else {
+            continue; // its owner lives (or another proxy takes it over)
+        };
+        // Read it again under the lock: it may have ended meanwhile.
+        let q = format!(
+            "SELECT state, IFNULL(detail, '') FROM `hscale`.`operations` WHERE id = {id} AND active IS NOT NULL"
+        );
+        let row = {
+            let mut main = conn(ctx, worker, 0).await?;
+            main.query_rows(&q)
+                .await?
+                .map_err(|e| server_error(&main, &q, e))?
+                .strings()
+                .into_iter()
+                .next()
+        };
+        let Some(row) = row else { continue };
+        let state = row[0].clone().unwrap_or_default();
+        let detail = row[1].clone().unwrap_or_default();
+        if state != "copying" {
+            tracing::warn!(operation = id, table = %name, state, "a partition change's owner is gone during its cutover; finishing it is not automatic yet");
+            continue;
+        }
+        tracing::warn!(operation = id, table = %name, "a partition change's owner is gone before its cutover: rolling it back");
+        roll_back(ctx, worker, id, &name, &detail).await?;
+    }
+    Ok(())
+}
+
+/// Undo operation `id` (before its cutover) and end it as 'failed'.
+async fn roll_back(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    name: &TableName,
+    detail: &str,
+) -> Result<(), ProxyError> {
+    let spec: Option<Spec> = toml::from_str(detail).ok();
+    let index = |b: &str| ctx.config.backends.iter().position(|x| x.name == b);
+    // Without a spec (the owner died right after starting) every backend
+    // is cleaned: the names are the operation's own.
+    let all: Vec<usize> = (0..ctx.config.backends.len()).collect();
+    let srcs = match spec.as_ref().and_then(|s| index(&s.src_backend)) {
+        Some(b) => vec![b],
+        None => all.clone(),
+    };
+    let triggers: Vec<String> = ["ai", "au", "ad"]
+        .iter()
+        .map(|e| {
+            format!(
+                "DROP TRIGGER IF EXISTS {}",
+                qualified(&name.db, &format!("hscale_{id}_{e}"))
+            )
+        })
+        .collect();
+    for b in srcs {
+        let mut c = conn(ctx, worker, b).await?;
+        c.is_broken = true;
+        let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
+        statements.extend(triggers.iter().cloned());
+        // The changelog only once the triggers are gone (see `capture`).
+        statements.push(format!(
+            "DROP TABLE IF EXISTS {}",
+            qualified("hscale", &format!("changes_{id}"))
+        ));
+        exec(&mut c, &statements).await?;
+    }
+    if let Some(s) = &spec {
+        if let Some(b) = index(&s.dst_backend) {
+            let mut c = conn(ctx, worker, b).await?;
+            exec(
+                &mut c,
+                &[format!(
+                    "DROP TABLE IF EXISTS {}",
+                    qualified(&s.db, &s.into)
+                )],
+            )
+            .await?;
+        }
+    }
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET state = 'failed', active = NULL, ended_at = NOW(3), detail = CONCAT('rolled back by ', {}, ': its owner was gone before the cutover; ', IFNULL(detail, '')) WHERE id = {id} AND active IS NOT NULL",
+            quote_str(&owner(ctx))
+        ),
+    )
+    .await
 }

@@ -27,7 +27,7 @@ pub(super) async fn run(
         .get(partition)
         .cloned()
         .ok_or_else(|| wrong(format!("table {name} has no partition {partition:?}")))?;
-    let op = change::begin(
+    let (op, _owner) = change::begin(
         ctx,
         worker,
         &name,

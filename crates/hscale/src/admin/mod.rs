@@ -31,7 +31,7 @@ use crate::error::ProxyError;
 use crate::partition::{ddl, store};
 use crate::runtime::Context;
 
-pub use change::is_capture_error;
+pub use change::{is_capture_error, take_over};
 pub use schema::{drop_global, drop_table, rename_table, show_create, show_tables};
 
 /// What an admin command answers.

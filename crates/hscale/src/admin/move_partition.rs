@@ -37,7 +37,7 @@ pub(super) async fn run(
             names[b]
         )));
     }
-    let op = change::begin(
+    let (op, _owner) = change::begin(
         ctx,
         worker,
         &name,

@@ -54,7 +54,7 @@ pub(super) async fn run(
         "SETUP_TABLE('{name}', '{column}', '{default_table}', '{}', '{function}')",
         names[b]
     );
-    let op = change::begin(ctx, worker, &name, &command).await?;
+    let (op, _owner) = change::begin(ctx, worker, &name, &command).await?;
     let row = store::insert_table_sql(&name, column, &function, default_table, names[b], &key_type);
     let apply = |d: &mut hscale_route::dictionary::Dictionary| {
         d.setup_table(name.clone(), column, default_table, b, function.clone())

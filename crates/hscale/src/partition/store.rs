@@ -77,6 +77,26 @@ pub async fn commit_change(
     expected: u64,
     statements: &[String],
 ) -> Result<u64, ProxyError> {
+    commit_change_inner(conn, expected, None, statements).await
+}
+
+/// [`commit_change`], committing only if `guard` (an UPDATE, run first in
+/// the transaction) changes exactly one row.
+pub async fn commit_change_guarded(
+    conn: &mut BackendConn,
+    expected: u64,
+    guard: &str,
+    statements: &[String],
+) -> Result<u64, ProxyError> {
+    commit_change_inner(conn, expected, Some(guard), statements).await
+}
+
+async fn commit_change_inner(
+    conn: &mut BackendConn,
+    expected: u64,
+    guard: Option<&str>,
+    statements: &[String],
+) -> Result<u64, ProxyError> {
     exec(conn, &["START TRANSACTION".to_string()]).await?;
     let cas = format!(
         "UPDATE `hscale`.`dictionary_version` SET version = version + 1 WHERE id = 1 AND version = {expected}"
@@ -93,6 +113,21 @@ pub async fn commit_change(
         return Err(ProxyError::Wrong(
             "the partition dictionary was changed by another proxy while this command ran; nothing was changed, run it again".into(),
         ));
+    }
+    if let Some(guard) = guard {
+        match conn.command(&BackendConn::payload_for_query(guard)).await? {
+            Ok(ok) if ok.affected_rows == 1 => {}
+            Ok(_) => {
+                conn.is_broken = true;
+                return Err(ProxyError::Refused(
+                    "this partition change was rolled back by another proxy (its owner looked gone); nothing was committed".into(),
+                ));
+            }
+            Err(e) => {
+                conn.is_broken = true;
+                return Err(server_error(conn, guard, e));
+            }
+        }
     }
     let mut all = statements.to_vec();
     all.push("COMMIT".to_string());
