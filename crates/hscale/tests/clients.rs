@@ -140,11 +140,14 @@ fn sysbench_read_write_both_ps_modes() {
             .unwrap_or_else(|| panic!("no transaction count in:\n{out}"));
         let n: u64 = tx.split_whitespace().nth(1).unwrap().parse().unwrap();
         assert!(n > 50, "too few transactions in ps mode {mode}: {tx}");
+        // Only deadlocks are ignored (see above); they stay rare.
         let errors = out.lines().find(|l| l.contains("ignored errors:")).unwrap();
-        assert!(
-            errors.split_whitespace().nth(2) == Some("0"),
-            "mode {mode}: {errors}"
-        );
+        let ignored: u64 = errors
+            .split_whitespace()
+            .nth(2)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(u64::MAX);
+        assert!(ignored * 100 <= n, "mode {mode}: {errors} ({tx})");
     }
 }
 

@@ -1475,3 +1475,108 @@ async fn a_change_whose_owner_dies_before_its_cutover_is_rolled_back() {
     direct.disconnect().await.unwrap();
     o.disconnect().await.unwrap();
 }
+
+/// The owner of a change is killed (SIGKILL) in its cutover, after the
+/// source was renamed: another proxy finishes the cutover (last replays,
+/// moved rows, dictionary, clean-up); reads of the moving keys through it
+/// wait for that and then find every row in its new home.
+#[tokio::test]
+async fn a_change_whose_owner_dies_in_its_cutover_is_finished() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_cut",
+        table: "acct_cut",
+    };
+    setup_acct(scene).await;
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 1_000;
+    let owner =
+        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_RENAME_MS", "20000")]);
+    let other = serve(200);
+    let default = physical("online_cut.acct_cut", None).await;
+    let mut direct = backend_conn(0, Some(scene.db)).await;
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} (id, k, v, note) SELECT seq, seq, 0, 'x' FROM seq_1_to_8000"
+        ))
+        .await
+        .unwrap();
+    let port = owner.port;
+    let change = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some("online_cut")))
+            .await
+            .unwrap();
+        c.query_drop("HSCALE ADD_PARTITION('online_cut.acct_cut', 'p3', '3', 'shard2')")
+            .await
+    });
+    // Wait for the rename: the default partition's old name is gone.
+    let mut renamed = false;
+    for _ in 0..500 {
+        let n: Option<i64> = direct
+            .query_first(format!("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'online_cut' AND TABLE_NAME = '{default}'"))
+            .await
+            .unwrap();
+        if n == Some(0) {
+            renamed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(renamed, "the cutover renamed the default partition");
+    signal(&owner, libc::SIGKILL);
+    assert!(
+        change.await.unwrap().is_err(),
+        "the killed owner's client got an error"
+    );
+    // Through another proxy: the moving keys wait for the take-over, then
+    // every row is there (k = 3, 11, 19, ... are the moving keys).
+    let mut o = Conn::new(proxy_opts(other.port, Some(scene.db)))
+        .await
+        .unwrap();
+    let moving: Vec<(i64, i64)> = o
+        .query("SELECT id, k FROM acct_cut WHERE k = 11")
+        .await
+        .unwrap();
+    assert_eq!(moving, vec![(11, 11)]);
+    let n: Option<i64> = o
+        .query_first("SELECT COUNT(*) FROM acct_cut")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(8000));
+    let state: Option<String> = direct
+        .query_first("SELECT state FROM hscale.operations WHERE db = 'online_cut' AND command LIKE 'ADD_PARTITION%' ORDER BY id DESC LIMIT 1")
+        .await
+        .unwrap();
+    assert_eq!(state.as_deref(), Some("done"));
+    let parts = physical_tables("online_cut.acct_cut").await;
+    let (b, p3) = parts["p3"].clone();
+    assert_eq!(b, 2);
+    let mut b2 = backend_conn(2, Some(scene.db)).await;
+    let n: Option<i64> = b2
+        .query_first(format!("SELECT COUNT(*) FROM {p3}"))
+        .await
+        .unwrap();
+    assert_eq!(n, Some(1000), "every row of value 3 in its new home");
+    b2.disconnect().await.unwrap();
+    let (_, new_default) = parts[""].clone();
+    let stayed: Option<i64> = direct
+        .query_first(format!(
+            "SELECT COUNT(*) FROM {new_default} WHERE k MOD 8 = 3"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(stayed, Some(0), "moved rows left the default partition");
+    let triggers: Option<i64> = direct
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'online_cut'",
+        )
+        .await
+        .unwrap();
+    assert_eq!(triggers, Some(0));
+    // The table works through the other proxy.
+    o.query_drop("UPDATE acct_cut SET v = v + 1 WHERE id = 11 AND k = 11")
+        .await
+        .unwrap();
+    direct.disconnect().await.unwrap();
+    o.disconnect().await.unwrap();
+}

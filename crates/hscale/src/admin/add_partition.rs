@@ -58,22 +58,23 @@ pub(super) async fn run(
             return Err(e);
         }
     }
-    let function = t.function.clone();
-    let moving = value.clone();
+    let rows = vec![
+        store::insert_partition_sql(&name, &value, partition, names[b], &dst),
+        store::set_default_table_sql(&name, &src_after),
+    ];
     let m = Move {
         db: name.db.clone(),
         src: (t.default_backend, t.default_table.clone()),
-        filter: Some(Box::new(move |col: &str| {
-            format!(
-                "BINARY CAST({} AS CHAR) = {}",
-                function_of(&function, col),
-                quote_str(&moving)
-            )
-        })),
+        filter: Some(format!(
+            "BINARY CAST({} AS CHAR) = {}",
+            function_of(&t.function, change::KEY),
+            quote_str(&value)
+        )),
         dst: (b, dst.clone()),
         is_dst_live,
         src_after: src_after.clone(),
         key_column: t.column.clone(),
+        dictionary: rows.clone(),
     };
     let report = change::run(ctx, worker, op, &m, |d| {
         let is_new = d
@@ -83,10 +84,7 @@ pub(super) async fn run(
             d.move_partition(&name, partition, b, &dst).map_err(wrong)?;
         }
         d.set_default_table(&name, &src_after).map_err(wrong)?;
-        Ok(vec![
-            store::insert_partition_sql(&name, &value, partition, names[b], &dst),
-            store::set_default_table_sql(&name, &src_after),
-        ])
+        Ok(rows.clone())
     })
     .await?;
     Ok(change::report_output(

@@ -51,18 +51,18 @@ const CUTOVER_BACKLOG: usize = 200;
 /// transactions that hold it.
 const RENAME_ATTEMPTS: u32 = 10;
 
-/// The moving rows' condition, written for a column expression.
-pub(super) type Filter = Box<dyn Fn(&str) -> String + Send + Sync>;
+/// Where the key column's expression goes in a [`Move::filter`].
+pub(super) const KEY: &str = "\u{1}key\u{1}";
 
 /// One row move of a change.
 pub(super) struct Move {
     pub db: String,
     /// The source: backend and physical table.
     pub src: (usize, String),
-    /// Which rows of the source move: an SQL condition over a row, written
-    /// for a column expression (`col` in a table, `NEW.col` in a trigger).
+    /// Which rows of the source move: an SQL condition with [`KEY`] where
+    /// the key column goes (`col` in a table, `NEW.col` in a trigger).
     /// `None`: every row (the source retires).
-    pub filter: Option<Filter>,
+    pub filter: Option<String>,
     /// The destination: backend and physical table.
     pub dst: (usize, String),
     /// The destination is in the dictionary already (it gains keys): rows
@@ -74,6 +74,9 @@ pub(super) struct Move {
     pub src_after: String,
     /// The partition key column (for the filter).
     pub key_column: String,
+    /// The dictionary's rows for the change, committed at the cutover (a
+    /// proxy that takes over a dead owner's cutover commits exactly these).
+    pub dictionary: Vec<String>,
 }
 
 /// What a change did.
@@ -104,6 +107,14 @@ pub(super) fn report_output(r: &Report, info: &str) -> super::AdminOutput {
 pub fn is_capture_error(err: &hscale_wire::response::ErrPacket) -> bool {
     err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE
         && err.message.contains("'hscale.changes_")
+}
+
+/// `HSCALE_TEST_PAUSE_AFTER_RENAME_MS`: a pause right after the cutover's
+/// rename, so tests can kill an owner in its cutover. Unset in production.
+fn test_pause_after_rename() -> Option<u64> {
+    std::env::var("HSCALE_TEST_PAUSE_AFTER_RENAME_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
 }
 
 /// Who runs a change, for the journal.
@@ -272,9 +283,10 @@ pub(super) async fn commit_with_journal(
         );
         let mut main = conn(ctx, worker, 0).await?;
         match store::commit_change_guarded(&mut main, d.stored_version, &guard, &statements).await {
-            Ok(v) => {
-                d.stored_version = v;
-                ctx.partitioning.replace(d);
+            Ok(_) => {
+                // What was committed, read back (a take-over commits rows
+                // it did not apply to `d`).
+                reload(ctx, worker).await?;
                 return Ok(());
             }
             Err(ProxyError::Wrong(_)) => continue, // the version moved on: apply again
@@ -342,7 +354,7 @@ impl Running<'_> {
     /// The moving rows' condition for a column expression (`None`: all).
     fn moving(&self, column: &str) -> String {
         match &self.m.filter {
-            Some(f) => f(column),
+            Some(f) => f.replace(KEY, column),
             None => "1 = 1".to_string(),
         }
     }
@@ -702,6 +714,10 @@ async fn cut_over(
         abandon(ctx, worker, r, &e).await;
         return Err(e);
     }
+    if let Some(ms) = test_pause_after_rename() {
+        // Tests kill the owner here: the cutover is finished by another proxy.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
     // From here on writes to the source wait for the new dictionary: roll
     // forward. A failure leaves the journal in 'cutover' for an operator.
     loop {
@@ -709,22 +725,7 @@ async fn cut_over(
             break;
         }
     }
-    if m.filter.is_some() {
-        let sql = format!(
-            "DELETE FROM {} WHERE {}",
-            qualified(&m.db, &r.src_name),
-            r.moving(&quote_ident(&m.key_column))
-        );
-        exec(&mut r.src, &[sql]).await?;
-    }
-    if m.is_dst_live {
-        let sql = format!(
-            "INSERT INTO {} SELECT * FROM {}",
-            qualified(&m.db, &m.dst.1),
-            qualified(&m.db, &r.into)
-        );
-        exec(&mut r.dst, &[sql]).await?;
-    }
+    finish_rows(r).await?;
     let mut report = Report {
         rows,
         seconds: 0.0,
@@ -773,6 +774,12 @@ struct Spec {
     /// The table the copy writes: the destination, or its staging table.
     into: String,
     is_dst_live: bool,
+    src_table: String,
+    src_after: String,
+    dst_table: String,
+    key_column: String,
+    filter: Option<String>,
+    dictionary: Vec<String>,
 }
 
 /// Record how to undo operation `id` before anything is created.
@@ -795,6 +802,12 @@ async fn record_spec(
         dst_backend: names[m.dst.0].to_string(),
         into: into.to_string(),
         is_dst_live: m.is_dst_live,
+        src_table: m.src.1.clone(),
+        src_after: m.src_after.clone(),
+        dst_table: m.dst.1.clone(),
+        key_column: m.key_column.clone(),
+        filter: m.filter.clone(),
+        dictionary: m.dictionary.clone(),
     };
     let text = toml::to_string(&spec).map_err(|e| wrong(e.to_string()))?;
     journal(
@@ -846,12 +859,109 @@ pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
         let Some(row) = row else { continue };
         let state = row[0].clone().unwrap_or_default();
         let detail = row[1].clone().unwrap_or_default();
-        if state != "copying" {
-            tracing::warn!(operation = id, table = %name, state, "a partition change's owner is gone during its cutover; finishing it is not automatic yet");
+        if state == "cutover" {
+            tracing::warn!(operation = id, table = %name, "a partition change's owner is gone in its cutover: finishing it");
+            finish_cutover(ctx, worker, id, &name, &detail).await?;
             continue;
         }
         tracing::warn!(operation = id, table = %name, "a partition change's owner is gone before its cutover: rolling it back");
         roll_back(ctx, worker, id, &name, &detail).await?;
+    }
+    Ok(())
+}
+
+/// Finish the cutover of operation `id` whose owner is gone. If the source
+/// was not renamed yet, nothing is fenced: the change is rolled back. Else
+/// every step is repeated (each is idempotent): the last replays, the moved
+/// rows deleted from what stays, the staging table merged, the dictionary
+/// committed, the capture removed.
+async fn finish_cutover(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    name: &TableName,
+    detail: &str,
+) -> Result<(), ProxyError> {
+    let Ok(spec) = toml::from_str::<Spec>(detail) else {
+        return roll_back(ctx, worker, id, name, detail).await;
+    };
+    let index = |b: &str| {
+        ctx.config
+            .backends
+            .iter()
+            .position(|x| x.name == b)
+            .ok_or_else(|| {
+                wrong(format!(
+                    "operation {id} names backend {b:?}, not in the config"
+                ))
+            })
+    };
+    let (src_b, dst_b) = (index(&spec.src_backend)?, index(&spec.dst_backend)?);
+    let mut src = conn(ctx, worker, src_b).await?;
+    src.is_broken = true;
+    if ddl::table_exists(&mut src, &spec.db, &spec.src_table).await? {
+        return roll_back(ctx, worker, id, name, detail).await;
+    }
+    let pk = primary_key(&mut src, &spec.db, &spec.src_after).await?;
+    let mut dst = conn(ctx, worker, dst_b).await?;
+    dst.is_broken = true;
+    let m = Move {
+        db: spec.db.clone(),
+        src: (src_b, spec.src_table.clone()),
+        filter: spec.filter.clone(),
+        dst: (dst_b, spec.dst_table.clone()),
+        is_dst_live: spec.is_dst_live,
+        src_after: spec.src_after.clone(),
+        key_column: spec.key_column.clone(),
+        dictionary: spec.dictionary.clone(),
+    };
+    let mut r = Running {
+        m: &m,
+        id,
+        src,
+        dst,
+        pk,
+        into: spec.into.clone(),
+        src_name: spec.src_after.clone(),
+        replayed: 0,
+    };
+    while r.replay().await? > 0 {}
+    finish_rows(&mut r).await?;
+    let report = Report {
+        rows: 0,
+        seconds: 0.0,
+        longest_pause_ms: 0,
+    };
+    let rows = spec.dictionary.clone();
+    commit_with_journal(ctx, worker, id, &report, |_| Ok(rows.clone())).await?;
+    r.clean_up().await;
+    if m.filter.is_none() {
+        let sql = format!("DROP TABLE IF EXISTS {}", qualified(&m.db, &m.src_after));
+        let _ = exec(&mut r.src, &[sql]).await;
+    }
+    tracing::info!(operation = id, table = %name, "partition change finished by a take-over");
+    Ok(())
+}
+
+/// After the last replay: the moved rows leave what stays of the source,
+/// and the staging table joins the destination (both can run again).
+async fn finish_rows(r: &mut Running<'_>) -> Result<(), ProxyError> {
+    let m = r.m;
+    if m.filter.is_some() {
+        let sql = format!(
+            "DELETE FROM {} WHERE {}",
+            qualified(&m.db, &r.src_name),
+            r.moving(&quote_ident(&m.key_column))
+        );
+        exec(&mut r.src, &[sql]).await?;
+    }
+    if m.is_dst_live {
+        let sql = format!(
+            "REPLACE INTO {} SELECT * FROM {}",
+            qualified(&m.db, &m.dst.1),
+            qualified(&m.db, &r.into)
+        );
+        exec(&mut r.dst, &[sql]).await?;
     }
     Ok(())
 }

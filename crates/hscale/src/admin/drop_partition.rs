@@ -42,10 +42,11 @@ pub(super) async fn run(
         is_dst_live: true,
         src_after: generation_name(&format!("{}_retired", p.physical), op),
         key_column: t.column.clone(),
+        dictionary: vec![store::delete_partition_sql(&name, partition)],
     };
     let report = change::run(ctx, worker, op, &m, |d| {
         d.drop_partition(&name, partition).map_err(wrong)?;
-        Ok(vec![store::delete_partition_sql(&name, partition)])
+        Ok(m.dictionary.clone())
     })
     .await?;
     Ok(change::report_output(

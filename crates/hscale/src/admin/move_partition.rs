@@ -53,12 +53,11 @@ pub(super) async fn run(
         is_dst_live: false,
         src_after: generation_name(&format!("{}_retired", p.physical), op),
         key_column: t.column.clone(),
+        dictionary: vec![store::move_partition_sql(&name, partition, names[b], &dst)],
     };
     let report = change::run(ctx, worker, op, &m, |d| {
         d.move_partition(&name, partition, b, &dst).map_err(wrong)?;
-        Ok(vec![store::move_partition_sql(
-            &name, partition, names[b], &dst,
-        )])
+        Ok(m.dictionary.clone())
     })
     .await?;
     Ok(change::report_output(

@@ -103,6 +103,7 @@ pub(super) async fn run(
             is_dst_live: false,
             src_after: generation_name(&format!("{}_retired", name.table), op),
             key_column: column.to_string(),
+            dictionary: vec![row.clone()],
         };
         change::run(ctx, worker, op, &m, apply).await?
     };

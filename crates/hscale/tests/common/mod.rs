@@ -152,7 +152,12 @@ pub struct ProxyProcess {
 }
 
 impl ProxyProcess {
-    pub fn start(mut config: hscale::Config) -> ProxyProcess {
+    pub fn start(config: hscale::Config) -> ProxyProcess {
+        Self::start_with_env(config, &[])
+    }
+
+    /// [`ProxyProcess::start`] with extra environment variables.
+    pub fn start_with_env(mut config: hscale::Config, env: &[(&str, &str)]) -> ProxyProcess {
         let port = hscale::playground::mariadb::free_port().unwrap();
         config.proxy.listen = format!("127.0.0.1:{port}");
         let path = std::env::temp_dir().join(format!("hscale-test-{port}.toml"));
@@ -164,6 +169,7 @@ impl ProxyProcess {
                 "RUST_LOG",
                 std::env::var("HSCALE_TEST_LOG").unwrap_or_else(|_| "warn".into()),
             )
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("start hscale serve");
