@@ -29,8 +29,9 @@
 //! A replay re-reads the rows by key from the source and replaces or
 //! deletes them on the destination, so copy and replay are idempotent.
 //!
-//! Not yet: taking over the change of a proxy that died (its journal row
-//! stays `copying` or `cutover`), cancelling, checksums before cutover.
+//! The owner holds a named lock for the whole change; when it dies another
+//! proxy rolls the change back or finishes its cutover (`takeover.rs`).
+//! Not yet: cancelling, checksums before the cutover.
 
 use hscale_route::dictionary::{Dictionary, TableName};
 use hscale_wire::resultset::ColumnInfo;
@@ -118,7 +119,7 @@ fn test_pause_after_rename() -> Option<u64> {
 }
 
 /// Who runs a change, for the journal.
-fn owner(ctx: &Context) -> String {
+pub(super) fn owner(ctx: &Context) -> String {
     format!("pid {} on {}", std::process::id(), ctx.config.proxy.listen)
 }
 
@@ -143,7 +144,7 @@ pub(super) struct Owner {
 
 /// Take `name`'s owner lock on a connection of its own; `None` when another
 /// proxy holds it.
-async fn lock_owner(
+pub(super) async fn lock_owner(
     ctx: &Context,
     worker: usize,
     name: &TableName,
@@ -245,7 +246,7 @@ pub(super) async fn mark_cutover(ctx: &Context, worker: usize, id: u64) -> Resul
     }
 }
 
-async fn journal(ctx: &Context, worker: usize, sql: String) -> Result<(), ProxyError> {
+pub(super) async fn journal(ctx: &Context, worker: usize, sql: String) -> Result<(), ProxyError> {
     let mut main = conn(ctx, worker, 0).await?;
     exec(&mut main, &[sql]).await
 }
@@ -300,7 +301,7 @@ pub(super) async fn commit_with_journal(
 
 /// The primary key columns of `db`.`table` (name and column type), in
 /// index order.
-async fn primary_key(
+pub(super) async fn primary_key(
     c: &mut BackendConn,
     db: &str,
     table: &str,
@@ -326,20 +327,20 @@ async fn primary_key(
 }
 
 /// Everything a running change holds.
-struct Running<'m> {
-    m: &'m Move,
-    id: u64,
+pub(super) struct Running<'m> {
+    pub(super) m: &'m Move,
+    pub(super) id: u64,
     /// Connection to the source's backend (its result charset is raw bytes).
-    src: PooledConn,
+    pub(super) src: PooledConn,
     /// Connection to the destination's backend.
-    dst: PooledConn,
-    pk: Vec<(String, String)>,
+    pub(super) dst: PooledConn,
+    pub(super) pk: Vec<(String, String)>,
     /// Where copied rows go: the destination, or its staging table.
-    into: String,
+    pub(super) into: String,
     /// The source's current name (it changes at the cutover).
-    src_name: String,
+    pub(super) src_name: String,
     /// Changelog entries replayed so far.
-    replayed: u64,
+    pub(super) replayed: u64,
 }
 
 impl Running<'_> {
@@ -425,7 +426,7 @@ impl Running<'_> {
     /// commit out of sequence order, so an entry with a smaller number can
     /// become visible after a larger one was replayed. Returns how many
     /// entries were replayed.
-    async fn replay(&mut self) -> Result<usize, ProxyError> {
+    pub(super) async fn replay(&mut self) -> Result<usize, ProxyError> {
         let sql = format!(
             "SELECT seq, {} FROM {} ORDER BY seq LIMIT {REPLAY_BATCH}",
             self.pk_list(""),
@@ -541,7 +542,7 @@ impl Running<'_> {
     /// once every trigger is gone; a trigger that cannot be dropped now
     /// (long transactions on the table) is retried for a while, and left
     /// (harmless, see `capture`) with a warning after that.
-    async fn clean_up(&mut self) {
+    pub(super) async fn clean_up(&mut self) {
         let _ = exec(
             &mut self.src,
             &["SET SESSION lock_wait_timeout = 5".to_string()],
@@ -764,26 +765,8 @@ async fn cut_over(
     Ok(report)
 }
 
-/// What another proxy needs to undo a change whose owner died before its
-/// cutover; kept in the journal row's `detail`.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct Spec {
-    db: String,
-    src_backend: String,
-    dst_backend: String,
-    /// The table the copy writes: the destination, or its staging table.
-    into: String,
-    is_dst_live: bool,
-    src_table: String,
-    src_after: String,
-    dst_table: String,
-    key_column: String,
-    filter: Option<String>,
-    dictionary: Vec<String>,
-}
-
 /// Record how to undo operation `id` before anything is created.
-async fn record_spec(
+pub(super) async fn record_spec(
     ctx: &Context,
     worker: usize,
     id: u64,
@@ -796,7 +779,7 @@ async fn record_spec(
         .iter()
         .map(|b| b.name.as_str())
         .collect();
-    let spec = Spec {
+    let spec = super::takeover::Spec {
         db: m.db.clone(),
         src_backend: names[m.src.0].to_string(),
         dst_backend: names[m.dst.0].to_string(),
@@ -821,131 +804,9 @@ async fn record_spec(
     .await
 }
 
-/// Take over the changes whose owner is gone (its owner lock is free): one
-/// that died before its cutover is rolled back (triggers, changelog and the
-/// copy's table dropped, the journal says 'failed'), so the table is as
-/// before and can be changed again. Run by every proxy every reload
-/// interval; the owner lock makes one proxy do it. A change that died in its
-/// cutover is reported, not yet finished.
-pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
-    let sql = "SELECT id, db, tbl FROM `hscale`.`operations` WHERE active IS NOT NULL";
-    let running = {
-        let mut main = conn(ctx, worker, 0).await?;
-        main.query_rows(sql)
-            .await?
-            .map_err(|e| server_error(&main, sql, e))?
-            .strings()
-    };
-    for r in running {
-        let f = |i: usize| r[i].clone().unwrap_or_default();
-        let (id, name) = (f(0), TableName::new(&f(1), &f(2)));
-        let Ok(id) = id.parse::<u64>() else { continue };
-        let Some(_owner) = lock_owner(ctx, worker, &name).await? else {
-            continue; // its owner lives (or another proxy takes it over)
-        };
-        // Read it again under the lock: it may have ended meanwhile.
-        let q = format!(
-            "SELECT state, IFNULL(detail, '') FROM `hscale`.`operations` WHERE id = {id} AND active IS NOT NULL"
-        );
-        let row = {
-            let mut main = conn(ctx, worker, 0).await?;
-            main.query_rows(&q)
-                .await?
-                .map_err(|e| server_error(&main, &q, e))?
-                .strings()
-                .into_iter()
-                .next()
-        };
-        let Some(row) = row else { continue };
-        let state = row[0].clone().unwrap_or_default();
-        let detail = row[1].clone().unwrap_or_default();
-        if state == "cutover" {
-            tracing::warn!(operation = id, table = %name, "a partition change's owner is gone in its cutover: finishing it");
-            finish_cutover(ctx, worker, id, &name, &detail).await?;
-            continue;
-        }
-        tracing::warn!(operation = id, table = %name, "a partition change's owner is gone before its cutover: rolling it back");
-        roll_back(ctx, worker, id, &name, &detail).await?;
-    }
-    Ok(())
-}
-
-/// Finish the cutover of operation `id` whose owner is gone. If the source
-/// was not renamed yet, nothing is fenced: the change is rolled back. Else
-/// every step is repeated (each is idempotent): the last replays, the moved
-/// rows deleted from what stays, the staging table merged, the dictionary
-/// committed, the capture removed.
-async fn finish_cutover(
-    ctx: &Context,
-    worker: usize,
-    id: u64,
-    name: &TableName,
-    detail: &str,
-) -> Result<(), ProxyError> {
-    let Ok(spec) = toml::from_str::<Spec>(detail) else {
-        return roll_back(ctx, worker, id, name, detail).await;
-    };
-    let index = |b: &str| {
-        ctx.config
-            .backends
-            .iter()
-            .position(|x| x.name == b)
-            .ok_or_else(|| {
-                wrong(format!(
-                    "operation {id} names backend {b:?}, not in the config"
-                ))
-            })
-    };
-    let (src_b, dst_b) = (index(&spec.src_backend)?, index(&spec.dst_backend)?);
-    let mut src = conn(ctx, worker, src_b).await?;
-    src.is_broken = true;
-    if ddl::table_exists(&mut src, &spec.db, &spec.src_table).await? {
-        return roll_back(ctx, worker, id, name, detail).await;
-    }
-    let pk = primary_key(&mut src, &spec.db, &spec.src_after).await?;
-    let mut dst = conn(ctx, worker, dst_b).await?;
-    dst.is_broken = true;
-    let m = Move {
-        db: spec.db.clone(),
-        src: (src_b, spec.src_table.clone()),
-        filter: spec.filter.clone(),
-        dst: (dst_b, spec.dst_table.clone()),
-        is_dst_live: spec.is_dst_live,
-        src_after: spec.src_after.clone(),
-        key_column: spec.key_column.clone(),
-        dictionary: spec.dictionary.clone(),
-    };
-    let mut r = Running {
-        m: &m,
-        id,
-        src,
-        dst,
-        pk,
-        into: spec.into.clone(),
-        src_name: spec.src_after.clone(),
-        replayed: 0,
-    };
-    while r.replay().await? > 0 {}
-    finish_rows(&mut r).await?;
-    let report = Report {
-        rows: 0,
-        seconds: 0.0,
-        longest_pause_ms: 0,
-    };
-    let rows = spec.dictionary.clone();
-    commit_with_journal(ctx, worker, id, &report, |_| Ok(rows.clone())).await?;
-    r.clean_up().await;
-    if m.filter.is_none() {
-        let sql = format!("DROP TABLE IF EXISTS {}", qualified(&m.db, &m.src_after));
-        let _ = exec(&mut r.src, &[sql]).await;
-    }
-    tracing::info!(operation = id, table = %name, "partition change finished by a take-over");
-    Ok(())
-}
-
 /// After the last replay: the moved rows leave what stays of the source,
 /// and the staging table joins the destination (both can run again).
-async fn finish_rows(r: &mut Running<'_>) -> Result<(), ProxyError> {
+pub(super) async fn finish_rows(r: &mut Running<'_>) -> Result<(), ProxyError> {
     let m = r.m;
     if m.filter.is_some() {
         let sql = format!(
@@ -964,66 +825,4 @@ async fn finish_rows(r: &mut Running<'_>) -> Result<(), ProxyError> {
         exec(&mut r.dst, &[sql]).await?;
     }
     Ok(())
-}
-
-/// Undo operation `id` (before its cutover) and end it as 'failed'.
-async fn roll_back(
-    ctx: &Context,
-    worker: usize,
-    id: u64,
-    name: &TableName,
-    detail: &str,
-) -> Result<(), ProxyError> {
-    let spec: Option<Spec> = toml::from_str(detail).ok();
-    let index = |b: &str| ctx.config.backends.iter().position(|x| x.name == b);
-    // Without a spec (the owner died right after starting) every backend
-    // is cleaned: the names are the operation's own.
-    let all: Vec<usize> = (0..ctx.config.backends.len()).collect();
-    let srcs = match spec.as_ref().and_then(|s| index(&s.src_backend)) {
-        Some(b) => vec![b],
-        None => all.clone(),
-    };
-    let triggers: Vec<String> = ["ai", "au", "ad"]
-        .iter()
-        .map(|e| {
-            format!(
-                "DROP TRIGGER IF EXISTS {}",
-                qualified(&name.db, &format!("hscale_{id}_{e}"))
-            )
-        })
-        .collect();
-    for b in srcs {
-        let mut c = conn(ctx, worker, b).await?;
-        c.is_broken = true;
-        let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
-        statements.extend(triggers.iter().cloned());
-        // The changelog only once the triggers are gone (see `capture`).
-        statements.push(format!(
-            "DROP TABLE IF EXISTS {}",
-            qualified("hscale", &format!("changes_{id}"))
-        ));
-        exec(&mut c, &statements).await?;
-    }
-    if let Some(s) = &spec {
-        if let Some(b) = index(&s.dst_backend) {
-            let mut c = conn(ctx, worker, b).await?;
-            exec(
-                &mut c,
-                &[format!(
-                    "DROP TABLE IF EXISTS {}",
-                    qualified(&s.db, &s.into)
-                )],
-            )
-            .await?;
-        }
-    }
-    journal(
-        ctx,
-        worker,
-        format!(
-            "UPDATE `hscale`.`operations` SET state = 'failed', active = NULL, ended_at = NOW(3), detail = CONCAT('rolled back by ', {}, ': its owner was gone before the cutover; ', IFNULL(detail, '')) WHERE id = {id} AND active IS NOT NULL",
-            quote_str(&owner(ctx))
-        ),
-    )
-    .await
 }

@@ -19,6 +19,7 @@ mod schema;
 mod setup_global_table;
 mod setup_table;
 mod show;
+mod takeover;
 
 use std::sync::Arc;
 
@@ -31,8 +32,9 @@ use crate::error::ProxyError;
 use crate::partition::{ddl, store};
 use crate::runtime::Context;
 
-pub use change::{is_capture_error, take_over};
+pub use change::is_capture_error;
 pub use schema::{drop_global, drop_table, rename_table, show_create, show_tables};
+pub use takeover::take_over;
 
 /// What an admin command answers.
 pub enum AdminOutput {

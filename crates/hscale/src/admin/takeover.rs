@@ -1,0 +1,231 @@
+//! Taking over a partition change whose owner is gone (issue 12 item 4).
+//!
+//! The owner of a change holds a named lock on the main backend for the
+//! whole change, on a connection of its own (`change::begin`); the kernel
+//! closes that connection when the owner's process dies, and the server
+//! frees the lock. Every proxy looks at the running changes every reload
+//! interval ([`take_over`]); one that can take a change's lock knows its
+//! owner is gone:
+//! - before the cutover (`copying`, or `cutover` with the source not yet
+//!   renamed) nothing is fenced yet: the change is rolled back ([`roll_back`]:
+//!   triggers, changelog and the copy's table dropped, journal `failed`);
+//! - after the rename the change is finished ([`finish_cutover`]): every
+//!   cutover step is idempotent and repeated from the journal's record.
+//!
+//! A paused owner keeps its lock, so nobody takes its change over. Known
+//! gap: an owner alive whose lock connection alone was lost may, if it goes
+//! on, replay stale rows into a fresh destination after a take-over
+//! committed it; renaming the destination on take-over would fence it.
+
+use hscale_route::dictionary::TableName;
+
+use super::change::{
+    commit_with_journal, finish_rows, lock_owner, owner, primary_key, Move, Report, Running,
+};
+use super::{conn, wrong};
+use crate::error::ProxyError;
+use crate::partition::store::{exec, server_error};
+use crate::partition::{ddl, qualified, quote_str};
+use crate::runtime::Context;
+
+/// What another proxy needs to undo a change whose owner died before its
+/// cutover; kept in the journal row's `detail`.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(super) struct Spec {
+    pub(super) db: String,
+    pub(super) src_backend: String,
+    pub(super) dst_backend: String,
+    /// The table the copy writes: the destination, or its staging table.
+    pub(super) into: String,
+    pub(super) is_dst_live: bool,
+    pub(super) src_table: String,
+    pub(super) src_after: String,
+    pub(super) dst_table: String,
+    pub(super) key_column: String,
+    pub(super) filter: Option<String>,
+    pub(super) dictionary: Vec<String>,
+}
+
+/// Take over the changes whose owner is gone (its owner lock is free): one
+/// that died before its cutover is rolled back (triggers, changelog and the
+/// copy's table dropped, the journal says 'failed'), so the table is as
+/// before and can be changed again. Run by every proxy every reload
+/// interval; the owner lock makes one proxy do it. A change that died in its
+/// cutover is reported, not yet finished.
+pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
+    let sql = "SELECT id, db, tbl FROM `hscale`.`operations` WHERE active IS NOT NULL";
+    let running = {
+        let mut main = conn(ctx, worker, 0).await?;
+        main.query_rows(sql)
+            .await?
+            .map_err(|e| server_error(&main, sql, e))?
+            .strings()
+    };
+    for r in running {
+        let f = |i: usize| r[i].clone().unwrap_or_default();
+        let (id, name) = (f(0), TableName::new(&f(1), &f(2)));
+        let Ok(id) = id.parse::<u64>() else { continue };
+        let Some(_owner) = lock_owner(ctx, worker, &name).await? else {
+            continue; // its owner lives (or another proxy takes it over)
+        };
+        // Read it again under the lock: it may have ended meanwhile.
+        let q = format!(
+            "SELECT state, IFNULL(detail, '') FROM `hscale`.`operations` WHERE id = {id} AND active IS NOT NULL"
+        );
+        let row = {
+            let mut main = conn(ctx, worker, 0).await?;
+            main.query_rows(&q)
+                .await?
+                .map_err(|e| server_error(&main, &q, e))?
+                .strings()
+                .into_iter()
+                .next()
+        };
+        let Some(row) = row else { continue };
+        let state = row[0].clone().unwrap_or_default();
+        let detail = row[1].clone().unwrap_or_default();
+        if state == "cutover" {
+            tracing::warn!(operation = id, table = %name, "a partition change's owner is gone in its cutover: finishing it");
+            finish_cutover(ctx, worker, id, &name, &detail).await?;
+            continue;
+        }
+        tracing::warn!(operation = id, table = %name, "a partition change's owner is gone before its cutover: rolling it back");
+        roll_back(ctx, worker, id, &name, &detail).await?;
+    }
+    Ok(())
+}
+
+/// Finish the cutover of operation `id` whose owner is gone. If the source
+/// was not renamed yet, nothing is fenced: the change is rolled back. Else
+/// every step is repeated (each is idempotent): the last replays, the moved
+/// rows deleted from what stays, the staging table merged, the dictionary
+/// committed, the capture removed.
+async fn finish_cutover(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    name: &TableName,
+    detail: &str,
+) -> Result<(), ProxyError> {
+    let Ok(spec) = toml::from_str::<Spec>(detail) else {
+        return roll_back(ctx, worker, id, name, detail).await;
+    };
+    let index = |b: &str| {
+        ctx.config
+            .backends
+            .iter()
+            .position(|x| x.name == b)
+            .ok_or_else(|| {
+                wrong(format!(
+                    "operation {id} names backend {b:?}, not in the config"
+                ))
+            })
+    };
+    let (src_b, dst_b) = (index(&spec.src_backend)?, index(&spec.dst_backend)?);
+    let mut src = conn(ctx, worker, src_b).await?;
+    src.is_broken = true;
+    if ddl::table_exists(&mut src, &spec.db, &spec.src_table).await? {
+        return roll_back(ctx, worker, id, name, detail).await;
+    }
+    let pk = primary_key(&mut src, &spec.db, &spec.src_after).await?;
+    let mut dst = conn(ctx, worker, dst_b).await?;
+    dst.is_broken = true;
+    let m = Move {
+        db: spec.db.clone(),
+        src: (src_b, spec.src_table.clone()),
+        filter: spec.filter.clone(),
+        dst: (dst_b, spec.dst_table.clone()),
+        is_dst_live: spec.is_dst_live,
+        src_after: spec.src_after.clone(),
+        key_column: spec.key_column.clone(),
+        dictionary: spec.dictionary.clone(),
+    };
+    let mut r = Running {
+        m: &m,
+        id,
+        src,
+        dst,
+        pk,
+        into: spec.into.clone(),
+        src_name: spec.src_after.clone(),
+        replayed: 0,
+    };
+    while r.replay().await? > 0 {}
+    finish_rows(&mut r).await?;
+    let report = Report {
+        rows: 0,
+        seconds: 0.0,
+        longest_pause_ms: 0,
+    };
+    let rows = spec.dictionary.clone();
+    commit_with_journal(ctx, worker, id, &report, |_| Ok(rows.clone())).await?;
+    r.clean_up().await;
+    if m.filter.is_none() {
+        let sql = format!("DROP TABLE IF EXISTS {}", qualified(&m.db, &m.src_after));
+        let _ = exec(&mut r.src, &[sql]).await;
+    }
+    tracing::info!(operation = id, table = %name, "partition change finished by a take-over");
+    Ok(())
+}
+
+/// Undo operation `id` (before its cutover) and end it as 'failed'.
+async fn roll_back(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    name: &TableName,
+    detail: &str,
+) -> Result<(), ProxyError> {
+    let spec: Option<Spec> = toml::from_str(detail).ok();
+    let index = |b: &str| ctx.config.backends.iter().position(|x| x.name == b);
+    // Without a spec (the owner died right after starting) every backend
+    // is cleaned: the names are the operation's own.
+    let all: Vec<usize> = (0..ctx.config.backends.len()).collect();
+    let srcs = match spec.as_ref().and_then(|s| index(&s.src_backend)) {
+        Some(b) => vec![b],
+        None => all.clone(),
+    };
+    let triggers: Vec<String> = ["ai", "au", "ad"]
+        .iter()
+        .map(|e| {
+            format!(
+                "DROP TRIGGER IF EXISTS {}",
+                qualified(&name.db, &format!("hscale_{id}_{e}"))
+            )
+        })
+        .collect();
+    for b in srcs {
+        let mut c = conn(ctx, worker, b).await?;
+        c.is_broken = true;
+        let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
+        statements.extend(triggers.iter().cloned());
+        // The changelog only once the triggers are gone (see `capture`).
+        statements.push(format!(
+            "DROP TABLE IF EXISTS {}",
+            qualified("hscale", &format!("changes_{id}"))
+        ));
+        exec(&mut c, &statements).await?;
+    }
+    if let Some(s) = &spec {
+        if let Some(b) = index(&s.dst_backend) {
+            let mut c = conn(ctx, worker, b).await?;
+            exec(
+                &mut c,
+                &[format!(
+                    "DROP TABLE IF EXISTS {}",
+                    qualified(&s.db, &s.into)
+                )],
+            )
+            .await?;
+        }
+    }
+    super::change::journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET state = 'failed', active = NULL, ended_at = NOW(3), detail = CONCAT('rolled back by ', {}, ': its owner was gone before the cutover; ', IFNULL(detail, '')) WHERE id = {id} AND active IS NOT NULL",
+            quote_str(&owner(ctx))
+        ),
+    )
+    .await
+}
