@@ -46,7 +46,9 @@ use crate::runtime::Context;
 
 /// Captured keys replayed per round; the cutover starts once a round finds
 /// fewer than [`CUTOVER_BACKLOG`].
-const REPLAY_BATCH: usize = 1000;
+const REPLAY_BATCH: usize = 5000;
+/// How long a change catches up with writers before its cutover at most.
+const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 const CUTOVER_BACKLOG: usize = 200;
 /// Attempts at renaming the source, each waiting at most 2 s for the
 /// transactions that hold it.
@@ -116,6 +118,16 @@ fn test_pause_after_rename() -> Option<u64> {
     std::env::var("HSCALE_TEST_PAUSE_AFTER_RENAME_MS")
         .ok()
         .and_then(|v| v.parse().ok())
+}
+
+/// The session every connection of a copy runs in, whatever a client left
+/// on it: TIMESTAMPs read and written in one time zone, and a 0 written to
+/// an AUTO_INCREMENT column stays 0.
+pub(super) fn copy_session() -> Vec<String> {
+    vec![
+        "SET SESSION time_zone = '+00:00'".to_string(),
+        "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'".to_string(),
+    ]
 }
 
 /// Who runs a change, for the journal.
@@ -341,6 +353,9 @@ pub(super) struct Running<'m> {
     pub(super) src_name: String,
     /// Changelog entries replayed so far.
     pub(super) replayed: u64,
+    /// How rows are read so their text writes the same values back
+    /// (`ddl::exact_select_list`).
+    pub(super) columns: String,
 }
 
 impl Running<'_> {
@@ -478,7 +493,8 @@ impl Running<'_> {
         )
         .await?;
         let select = format!(
-            "SELECT * FROM {} WHERE {in_list} AND {}",
+            "SELECT {} FROM {} WHERE {in_list} AND {}",
+            self.columns,
             qualified(&self.m.db, &self.src_name),
             self.moving(&quote_ident(&self.m.key_column))
         );
@@ -605,6 +621,9 @@ pub(super) async fn run(
     }
     let mut dst = conn(ctx, worker, m.dst.0).await?;
     dst.is_broken = true;
+    exec(&mut src, &copy_session()).await?;
+    exec(&mut dst, &copy_session()).await?;
+    let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
     let into = if m.is_dst_live {
         format!("{}_stage{id}", m.dst.1)
     } else {
@@ -623,6 +642,7 @@ pub(super) async fn run(
         into,
         src_name: m.src.1.clone(),
         replayed: 0,
+        columns,
     };
     let prepared = prepare(ctx, worker, &mut r).await;
     if let Err(e) = prepared {
@@ -643,11 +663,14 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     }
     r.capture().await?;
     let select = format!(
-        "SELECT * FROM {} WHERE {}",
+        "SELECT {} FROM {} WHERE {}",
+        r.columns,
         qualified(&m.db, &r.src_name),
         r.moving(&quote_ident(&m.key_column))
     );
     let mut reader = conn(ctx, worker, m.src.0).await?;
+    reader.is_broken = true;
+    exec(&mut reader, &copy_session()).await?;
     if let Ok(Ok(r)) = reader
         .query_rows("SELECT @@in_transaction, CONNECTION_ID()")
         .await
@@ -668,10 +691,22 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         ),
     )
     .await?;
-    // Replay until the backlog is small, so the cutover's replay is short.
-    for _ in 0..50 {
+    // Replay until the backlog is small, so the cutover's replay (during
+    // which writes to the moving rows wait) is short. Writers faster than
+    // the replays keep it going; after CATCH_UP_LIMIT the cutover starts
+    // anyway, with a longer pause.
+    let catching_up = std::time::Instant::now();
+    loop {
         let n = r.replay().await?;
         if n < CUTOVER_BACKLOG {
+            break;
+        }
+        if catching_up.elapsed() > CATCH_UP_LIMIT {
+            tracing::warn!(
+                operation = r.id,
+                backlog = n,
+                "writers outpace the change's replays; cutting over with a backlog"
+            );
             break;
         }
     }

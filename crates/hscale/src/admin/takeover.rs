@@ -128,8 +128,11 @@ async fn finish_cutover(
         return roll_back(ctx, worker, id, name, detail).await;
     }
     let pk = primary_key(&mut src, &spec.db, &spec.src_after).await?;
+    let columns = ddl::exact_select_list(&mut src, &spec.db, &spec.src_after).await?;
     let mut dst = conn(ctx, worker, dst_b).await?;
     dst.is_broken = true;
+    exec(&mut src, &super::change::copy_session()).await?;
+    exec(&mut dst, &super::change::copy_session()).await?;
     let m = Move {
         db: spec.db.clone(),
         src: (src_b, spec.src_table.clone()),
@@ -149,6 +152,7 @@ async fn finish_cutover(
         into: spec.into.clone(),
         src_name: spec.src_after.clone(),
         replayed: 0,
+        columns,
     };
     while r.replay().await? > 0 {}
     finish_rows(&mut r).await?;

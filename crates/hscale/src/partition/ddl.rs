@@ -92,3 +92,41 @@ pub async fn create_like(
     )
     .await
 }
+
+/// The select list that reads every column of `db`.`table` so that its
+/// text writes the same value back: FLOAT columns as DOUBLE (a FLOAT's own
+/// text has 6 significant digits and loses the value; every FLOAT is a
+/// DOUBLE exactly, and the DOUBLE's text rounds back to it). In the
+/// table's column order.
+pub async fn exact_select_list(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+) -> Result<String, ProxyError> {
+    let sql = format!(
+        "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
+        quote_str(db),
+        quote_str(table)
+    );
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| server_error(c, &sql, e))?;
+    let items: Vec<String> = r
+        .strings()
+        .into_iter()
+        .map(|row| {
+            let name = quote_ident(&row[0].clone().unwrap_or_default());
+            match row[1].as_deref() {
+                Some(t) if t.eq_ignore_ascii_case("float") => {
+                    format!("CAST({name} AS DOUBLE) AS {name}")
+                }
+                _ => name,
+            }
+        })
+        .collect();
+    if items.is_empty() {
+        return Err(ProxyError::Wrong(format!("{db}.{table} has no columns")));
+    }
+    Ok(items.join(", "))
+}
