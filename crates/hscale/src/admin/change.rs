@@ -130,6 +130,23 @@ pub(super) fn copy_session() -> Vec<String> {
     ]
 }
 
+/// The server's estimate of a table's rows (0 if unknown).
+async fn table_rows(c: &mut BackendConn, db: &str, table: &str) -> u64 {
+    let sql = format!(
+        "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+        quote_str(db),
+        quote_str(table)
+    );
+    match c.query_rows(&sql).await {
+        Ok(Ok(r)) => r
+            .strings()
+            .first()
+            .and_then(|row| row[0].as_deref().and_then(|v| v.parse().ok()))
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Who runs a change, for the journal.
 pub(super) fn owner(ctx: &Context) -> String {
     format!("pid {} on {}", std::process::id(), ctx.config.proxy.listen)
@@ -671,12 +688,18 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     let mut reader = conn(ctx, worker, m.src.0).await?;
     reader.is_broken = true;
     exec(&mut reader, &copy_session()).await?;
-    if let Ok(Ok(r)) = reader
-        .query_rows("SELECT @@in_transaction, CONNECTION_ID()")
-        .await
-    {
-        tracing::debug!(operation = 0u64, in_transaction = ?r.strings(), "reader state");
-    }
+    // The journal's estimate of the rows to copy: the source's statistics
+    // (all its rows; the moving share is unknown without a scan).
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET rows_estimate = {} WHERE id = {}",
+            table_rows(&mut reader, &m.db, &r.src_name).await,
+            r.id
+        ),
+    )
+    .await?;
     let into_q = qualified(&m.db, &r.into);
     tracing::debug!(operation = r.id, "copy starts");
     let rows = stream_rows(&mut reader, &select, &mut r.dst, &into_q, true).await?;
@@ -698,6 +721,15 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     let catching_up = std::time::Instant::now();
     loop {
         let n = r.replay().await?;
+        journal(
+            ctx,
+            worker,
+            format!(
+                "UPDATE `hscale`.`operations` SET backlog = {n} WHERE id = {}",
+                r.id
+            ),
+        )
+        .await?;
         if n < CUTOVER_BACKLOG {
             break;
         }
