@@ -1337,6 +1337,25 @@ async fn two_proxies_cannot_change_one_table_at_once() {
         .query_drop("HSCALE ADD_PARTITION('online_twice.acct_twice', 'p2', '2', 'shard1')")
         .await
         .expect_err("a second change of the same table while the first runs");
+    // The same command through a third proxy waits for the running one and
+    // reports it done.
+    let c3 = serve(1_000);
+    let mut cc = Conn::new(proxy_opts(c3.port, Some(scene.db)))
+        .await
+        .unwrap();
+    cc.query_drop("HSCALE MOVE_PARTITION('online_twice.acct_twice', 'p1', 'shard2')")
+        .await
+        .unwrap();
+    assert!(
+        cc.info().contains("already done by operation"),
+        "{}",
+        cc.info()
+    );
+    assert!(
+        first.is_finished(),
+        "the twin waited for the running change"
+    );
+    cc.disconnect().await.unwrap();
     let (mut ca, r) = first.await.unwrap();
     let moved = r.expect("the first change runs");
     let moved: u64 = moved[0].get(0).unwrap();

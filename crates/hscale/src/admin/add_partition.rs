@@ -40,7 +40,16 @@ pub(super) async fn run(
         "ADD_PARTITION('{name}', '{partition}', '{value}', '{}')",
         names[b]
     );
-    let (op, _owner) = change::begin(ctx, worker, &name, &command).await?;
+    let (op, _owner) = match change::begin(ctx, worker, &name, &command).await? {
+        change::Began::Started(op, owner) => (op, owner),
+        change::Began::AlreadyDone(id) => {
+            return Ok(AdminOutput::Ok {
+                info: format!(
+                    "already done by operation {id} (the same command, through another proxy)"
+                ),
+            })
+        }
+    };
     let (dst, is_dst_live) = match t.partitions.get(partition) {
         Some(p) if !is_new => (p.physical.clone(), true),
         _ => (

@@ -189,39 +189,96 @@ pub(super) async fn lock_owner(
     Ok(got.then_some(Owner { _conn: c }))
 }
 
-/// Start an operation on `name`: its owner lock, then its journal row.
-/// Fails when another operation on the table is running.
+/// What starting a change found.
+pub(super) enum Began {
+    /// This proxy runs operation `.0`, holding the owner lock.
+    Started(u64, Box<Owner>),
+    /// The same command, run through another proxy, was running and is
+    /// done now (operation `.0`): nothing to do.
+    AlreadyDone(u64),
+}
+
+/// How long the same command waits for a running twin at most.
+const TWIN_WAIT: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// Start an operation on `name`: its owner lock, then its journal row. The
+/// same command already running (through any proxy) is waited for, and
+/// reported done if it succeeded; another change of the table is refused.
 pub(super) async fn begin(
     ctx: &Context,
     worker: usize,
     name: &TableName,
     command: &str,
-) -> Result<(u64, Owner), ProxyError> {
-    let mut main = conn(ctx, worker, 0).await?;
-    let Some(owner_lock) = lock_owner(ctx, worker, name).await? else {
-        let running = running_description(&mut main, name).await?;
-        return Err(wrong(format!(
-            "{running} is changing {name}; wait for it to end (HSCALE SHOW OPERATIONS)"
-        )));
-    };
-    let sql = format!(
-        "INSERT INTO `hscale`.`operations` (db, tbl, command, state, active, owner, started_at) VALUES ({}, {}, {}, 'copying', {}, {}, NOW(3))",
-        quote_str(&name.db),
-        quote_str(&name.table),
-        quote_str(command),
-        quote_str(&name.to_string()),
-        quote_str(&owner(ctx))
-    );
-    match main.command(&BackendConn::payload_for_query(&sql)).await? {
-        Ok(ok) => Ok((ok.last_insert_id, owner_lock)),
-        Err(e) if e.code == 1062 => {
-            let running = running_description(&mut main, name).await?;
-            Err(wrong(format!(
-                "{running} is changing {name}; wait for it to end (HSCALE SHOW OPERATIONS)"
-            )))
+) -> Result<Began, ProxyError> {
+    let started = std::time::Instant::now();
+    let mut twin: Option<u64> = None;
+    loop {
+        let mut main = conn(ctx, worker, 0).await?;
+        if let Some(owner_lock) = lock_owner(ctx, worker, name).await? {
+            if let Some(id) = twin {
+                let q = format!("SELECT state FROM `hscale`.`operations` WHERE id = {id}");
+                let state = main
+                    .query_rows(&q)
+                    .await?
+                    .map_err(|e| server_error(&main, &q, e))?
+                    .strings()
+                    .first()
+                    .and_then(|r| r[0].clone());
+                if state.as_deref() == Some("done") {
+                    return Ok(Began::AlreadyDone(id));
+                }
+            }
+            let sql = format!(
+                "INSERT INTO `hscale`.`operations` (db, tbl, command, state, active, owner, started_at) VALUES ({}, {}, {}, 'copying', {}, {}, NOW(3))",
+                quote_str(&name.db),
+                quote_str(&name.table),
+                quote_str(command),
+                quote_str(&name.to_string()),
+                quote_str(&owner(ctx))
+            );
+            match main.command(&BackendConn::payload_for_query(&sql)).await? {
+                Ok(ok) => return Ok(Began::Started(ok.last_insert_id, Box::new(owner_lock))),
+                Err(e) if e.code == 1062 => {}
+                Err(e) => return Err(server_error(&main, &sql, e)),
+            }
         }
-        Err(e) => Err(server_error(&main, &sql, e)),
+        // Busy: wait for the same command, refuse another.
+        match running_op(&mut main, name).await? {
+            Some((id, running)) if running == command && started.elapsed() < TWIN_WAIT => {
+                twin = Some(id);
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            None if started.elapsed() < std::time::Duration::from_secs(2) => {
+                // Between a change's lock and its journal row: look again.
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            _ => {
+                let running = running_description(&mut main, name).await?;
+                return Err(wrong(format!(
+                    "{running} is changing {name}; wait for it to end (HSCALE SHOW OPERATIONS)"
+                )));
+            }
+        }
     }
+}
+
+/// The running operation on `name`: its id and command.
+async fn running_op(
+    main: &mut BackendConn,
+    name: &TableName,
+) -> Result<Option<(u64, String)>, ProxyError> {
+    let q = format!(
+        "SELECT id, command FROM `hscale`.`operations` WHERE active = {}",
+        quote_str(&name.to_string())
+    );
+    Ok(main
+        .query_rows(&q)
+        .await?
+        .map_err(|e| server_error(main, &q, e))?
+        .strings()
+        .into_iter()
+        .next()
+        .and_then(|r| Some((r[0].as_deref()?.parse().ok()?, r[1].clone()?))))
 }
 
 /// The running operation on `name`, described for an error message.

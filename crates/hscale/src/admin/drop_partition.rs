@@ -27,13 +27,23 @@ pub(super) async fn run(
         .get(partition)
         .cloned()
         .ok_or_else(|| wrong(format!("table {name} has no partition {partition:?}")))?;
-    let (op, _owner) = change::begin(
+    let (op, _owner) = match change::begin(
         ctx,
         worker,
         &name,
         &format!("DROP_PARTITION('{name}', '{partition}')"),
     )
-    .await?;
+    .await?
+    {
+        change::Began::Started(op, owner) => (op, owner),
+        change::Began::AlreadyDone(id) => {
+            return Ok(AdminOutput::Ok {
+                info: format!(
+                    "already done by operation {id} (the same command, through another proxy)"
+                ),
+            })
+        }
+    };
     let m = Move {
         db: name.db.clone(),
         src: (p.backend, p.physical.clone()),

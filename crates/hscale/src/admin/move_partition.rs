@@ -37,13 +37,23 @@ pub(super) async fn run(
             names[b]
         )));
     }
-    let (op, _owner) = change::begin(
+    let (op, _owner) = match change::begin(
         ctx,
         worker,
         &name,
         &format!("MOVE_PARTITION('{name}', '{partition}', '{}')", names[b]),
     )
-    .await?;
+    .await?
+    {
+        change::Began::Started(op, owner) => (op, owner),
+        change::Began::AlreadyDone(id) => {
+            return Ok(AdminOutput::Ok {
+                info: format!(
+                    "already done by operation {id} (the same command, through another proxy)"
+                ),
+            })
+        }
+    };
     let dst = generation_name(&p.physical, op);
     let m = Move {
         db: name.db.clone(),
