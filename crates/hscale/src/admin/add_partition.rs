@@ -26,10 +26,7 @@ pub(super) async fn run(
     let names = backend_names(ctx);
     let b = backend.resolve(&names).map_err(wrong)?;
     let before = reload(ctx, worker).await?;
-    let t = before
-        .table(&name)
-        .cloned()
-        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
+    let t = super::partitioned(&before, &name)?;
     let value = t.partition_value(value).map_err(wrong)?;
     // Check it against a copy first: nothing starts for a refused change.
     let is_new = (*before)
@@ -40,15 +37,9 @@ pub(super) async fn run(
         "ADD_PARTITION('{name}', '{partition}', '{value}', '{}')",
         names[b]
     );
-    let (op, _owner) = match change::begin(ctx, worker, &name, &command).await? {
-        change::Began::Started(op, owner) => (op, owner),
-        change::Began::AlreadyDone(id) => {
-            return Ok(AdminOutput::Ok {
-                info: format!(
-                    "already done by operation {id} (the same command, through another proxy)"
-                ),
-            })
-        }
+    let (op, _owner) = match change::start(ctx, worker, &name, &command).await? {
+        Ok(started) => started,
+        Err(done) => return Ok(done),
     };
     let (dst, is_dst_live) = match t.partitions.get(partition) {
         Some(p) if !is_new => (p.physical.clone(), true),

@@ -198,6 +198,24 @@ pub(super) enum Began {
     AlreadyDone(u64),
 }
 
+/// [`begin`] for a command: `Err(answer)` when the same command, run
+/// through another proxy, already did the work.
+pub(super) async fn start(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    command: &str,
+) -> Result<Result<(u64, Box<Owner>), super::AdminOutput>, ProxyError> {
+    Ok(match begin(ctx, worker, name, command).await? {
+        Began::Started(op, owner) => Ok((op, owner)),
+        Began::AlreadyDone(id) => Err(super::AdminOutput::Ok {
+            info: format!(
+                "already done by operation {id} (the same command, through another proxy)"
+            ),
+        }),
+    })
+}
+
 /// How long the same command waits for a running twin at most.
 const TWIN_WAIT: std::time::Duration = std::time::Duration::from_secs(1800);
 

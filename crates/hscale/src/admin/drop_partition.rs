@@ -18,16 +18,9 @@ pub(super) async fn run(
 ) -> Result<AdminOutput, ProxyError> {
     let _g = ctx.partitioning.admin_lock.lock().await;
     let before = reload(ctx, worker).await?;
-    let t = before
-        .table(&name)
-        .cloned()
-        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
-    let p = t
-        .partitions
-        .get(partition)
-        .cloned()
-        .ok_or_else(|| wrong(format!("table {name} has no partition {partition:?}")))?;
-    let (op, _owner) = match change::begin(
+    let t = super::partitioned(&before, &name)?;
+    let p = super::partition_of(&t, partition)?;
+    let (op, _owner) = match change::start(
         ctx,
         worker,
         &name,
@@ -35,14 +28,8 @@ pub(super) async fn run(
     )
     .await?
     {
-        change::Began::Started(op, owner) => (op, owner),
-        change::Began::AlreadyDone(id) => {
-            return Ok(AdminOutput::Ok {
-                info: format!(
-                    "already done by operation {id} (the same command, through another proxy)"
-                ),
-            })
-        }
+        Ok(started) => started,
+        Err(done) => return Ok(done),
     };
     let m = Move {
         db: name.db.clone(),

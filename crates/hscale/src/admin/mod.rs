@@ -24,7 +24,7 @@ mod takeover;
 use std::sync::Arc;
 
 use hscale_route::admin::AdminCommand;
-use hscale_route::dictionary::{Dictionary, TableName};
+use hscale_route::dictionary::{Dictionary, Partition, PartitionedTable, TableName};
 use hscale_route::router::Plan;
 
 use crate::backend::PooledConn;
@@ -280,6 +280,21 @@ fn backend_names(ctx: &Context) -> Vec<&str> {
         .iter()
         .map(|b| b.name.as_str())
         .collect()
+}
+
+/// `name`'s entry in `d`, or the error that says it is not partitioned.
+fn partitioned(d: &Dictionary, name: &TableName) -> Result<PartitionedTable, ProxyError> {
+    d.table(name)
+        .cloned()
+        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))
+}
+
+/// Partition `partition` of `t`, or the error that says it has none.
+fn partition_of(t: &PartitionedTable, partition: &str) -> Result<Partition, ProxyError> {
+    t.partitions
+        .get(partition)
+        .cloned()
+        .ok_or_else(|| wrong(format!("table {} has no partition {partition:?}", t.name)))
 }
 
 fn table_name(arg: &str, session_db: Option<&str>) -> Result<TableName, ProxyError> {

@@ -22,22 +22,15 @@ pub(super) async fn run(
     let names = backend_names(ctx);
     let b = backend.resolve(&names).map_err(wrong)?;
     let before = reload(ctx, worker).await?;
-    let t = before
-        .table(&name)
-        .cloned()
-        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
-    let p = t
-        .partitions
-        .get(partition)
-        .cloned()
-        .ok_or_else(|| wrong(format!("table {name} has no partition {partition:?}")))?;
+    let t = super::partitioned(&before, &name)?;
+    let p = super::partition_of(&t, partition)?;
     if p.backend == b {
         return Err(wrong(format!(
             "partition {partition} of {name} is on backend {} already",
             names[b]
         )));
     }
-    let (op, _owner) = match change::begin(
+    let (op, _owner) = match change::start(
         ctx,
         worker,
         &name,
@@ -45,14 +38,8 @@ pub(super) async fn run(
     )
     .await?
     {
-        change::Began::Started(op, owner) => (op, owner),
-        change::Began::AlreadyDone(id) => {
-            return Ok(AdminOutput::Ok {
-                info: format!(
-                    "already done by operation {id} (the same command, through another proxy)"
-                ),
-            })
-        }
+        Ok(started) => started,
+        Err(done) => return Ok(done),
     };
     let dst = generation_name(&p.physical, op);
     let m = Move {

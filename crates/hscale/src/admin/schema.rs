@@ -19,10 +19,7 @@ pub async fn drop_table(
 ) -> Result<AdminOutput, ProxyError> {
     let _g = ctx.partitioning.admin_lock.lock().await;
     let mut d = (*reload(ctx, worker).await?).clone();
-    let table = d
-        .table(name)
-        .cloned()
-        .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
+    let table = super::partitioned(&d, name)?;
     for t in table.all_targets() {
         let mut c = conn(ctx, worker, t.backend).await?;
         exec(
@@ -50,10 +47,7 @@ pub async fn rename_table(
 ) -> Result<AdminOutput, ProxyError> {
     let _g = ctx.partitioning.admin_lock.lock().await;
     let mut d = (*reload(ctx, worker).await?).clone();
-    let table = d
-        .table(from)
-        .cloned()
-        .ok_or_else(|| wrong(format!("table {from} is not a partitioned table")))?;
+    let table = super::partitioned(&d, from)?;
     let renamed = {
         let mut copy = d.clone();
         copy.rename_table(from, to).map_err(wrong)?

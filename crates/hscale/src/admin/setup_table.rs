@@ -54,15 +54,9 @@ pub(super) async fn run(
         "SETUP_TABLE('{name}', '{column}', '{default_table}', '{}', '{function}')",
         names[b]
     );
-    let (op, _owner) = match change::begin(ctx, worker, &name, &command).await? {
-        change::Began::Started(op, owner) => (op, owner),
-        change::Began::AlreadyDone(id) => {
-            return Ok(AdminOutput::Ok {
-                info: format!(
-                    "already done by operation {id} (the same command, through another proxy)"
-                ),
-            })
-        }
+    let (op, _owner) = match change::start(ctx, worker, &name, &command).await? {
+        Ok(started) => started,
+        Err(done) => return Ok(done),
     };
     let row = store::insert_table_sql(&name, column, &function, default_table, names[b], &key_type);
     let apply = |d: &mut hscale_route::dictionary::Dictionary| {

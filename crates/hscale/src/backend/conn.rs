@@ -77,6 +77,9 @@ pub struct BackendConn {
     /// Set when the connection can no longer be trusted; it is then closed
     /// instead of returning to the pool.
     pub is_broken: bool,
+    /// `is_broken` before a streamed read began (`query_stream`): restored
+    /// when the read ends, so a caller's mark survives the read.
+    was_broken: bool,
     pub db: Option<String>,
     pub vars: Arc<SessionVars>,
     pub is_multi_statements: bool,
@@ -159,6 +162,7 @@ impl BackendConn {
             server_version: hs.server_version,
             is_found_rows,
             is_broken: false,
+            was_broken: false,
             db: None,
             vars: Arc::default(),
             is_multi_statements: true,
@@ -293,42 +297,21 @@ impl BackendConn {
         &mut self,
         sql: &str,
     ) -> Result<Result<TextResult, ErrPacket>, ProxyError> {
-        let name = self.backend.clone();
-        let proto = |e: WireError| ProxyError::BackendProtocol {
-            backend: name.to_string(),
-            reason: e.to_string(),
+        let columns = match self.query_stream(sql).await? {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
         };
-        self.stream
-            .send_command(&Self::payload_for_query(sql))
-            .await
-            .map_err(|e| lost(&name, e))?;
-        let first = self.read().await?;
-        match first.first() {
-            Some(0xff) => return Ok(Err(ErrPacket::decode(&first.payload).map_err(proto)?)),
-            Some(0x00) => return Ok(Ok(TextResult::default())),
-            _ => {}
-        }
-        let n = hscale_wire::buf::Reader::new(&first.payload)
-            .lenenc()
-            .map_err(proto)? as usize;
-        let mut out = TextResult::default();
-        for _ in 0..n {
-            let p = self.read().await?;
-            out.columns
-                .push(ColumnInfo::decode(&p.payload).map_err(proto)?);
-        }
-        self.read().await?; // EOF after the definitions
-        loop {
-            let p = self.read().await?;
-            if is_eof(&p.payload) {
-                return Ok(Ok(out));
+        let mut out = TextResult {
+            columns,
+            rows: Vec::new(),
+        };
+        while let Some(row) = self.next_row(out.columns.len()).await? {
+            match row {
+                Ok(r) => out.rows.push(r),
+                Err(e) => return Ok(Err(e)),
             }
-            if p.first() == Some(0xff) {
-                return Ok(Err(ErrPacket::decode(&p.payload).map_err(proto)?));
-            }
-            out.rows
-                .push(hscale_wire::resultset::decode_row(&p.payload, n).map_err(proto)?);
         }
+        Ok(Ok(out))
     }
 
     /// Send a query whose text result the proxy reads row by row
@@ -339,6 +322,7 @@ impl BackendConn {
         &mut self,
         sql: &str,
     ) -> Result<Result<Vec<ColumnInfo>, ErrPacket>, ProxyError> {
+        self.was_broken = self.is_broken;
         self.is_broken = true; // until the result is read to its end
         let name = self.backend.clone();
         let proto = |e: WireError| ProxyError::BackendProtocol {
@@ -352,10 +336,14 @@ impl BackendConn {
         let first = self.read().await?;
         match first.first() {
             Some(0xff) => {
-                self.is_broken = false;
+                self.is_broken = self.was_broken;
                 return Ok(Err(ErrPacket::decode(&first.payload).map_err(proto)?));
             }
-            Some(0x00) => return Err(proto(WireError::Malformed("expected a result set"))),
+            Some(0x00) => {
+                // No result set: no columns, no rows.
+                self.is_broken = self.was_broken;
+                return Ok(Ok(Vec::new()));
+            }
             _ => {}
         }
         let n = hscale_wire::buf::Reader::new(&first.payload)
@@ -376,6 +364,9 @@ impl BackendConn {
         &mut self,
         n: usize,
     ) -> Result<Option<Result<Vec<Option<Vec<u8>>>, ErrPacket>>, ProxyError> {
+        if n == 0 {
+            return Ok(None); // an OK, not a result set (see `query_stream`)
+        }
         let name = self.backend.clone();
         let proto = |e: WireError| ProxyError::BackendProtocol {
             backend: name.to_string(),
@@ -383,11 +374,11 @@ impl BackendConn {
         };
         let p = self.read().await?;
         if is_eof(&p.payload) {
-            self.is_broken = false;
+            self.is_broken = self.was_broken;
             return Ok(None);
         }
         if p.first() == Some(0xff) {
-            self.is_broken = false;
+            self.is_broken = self.was_broken;
             return Ok(Some(Err(ErrPacket::decode(&p.payload).map_err(proto)?)));
         }
         let row = hscale_wire::resultset::decode_row(&p.payload, n).map_err(proto)?;

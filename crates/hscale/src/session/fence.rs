@@ -34,8 +34,6 @@ pub(super) enum Next {
 
 /// The session's state before a statement ran, as the fence needs it.
 pub(super) struct FencePoint {
-    /// The stored dictionary version the statement was planned with.
-    planned: u64,
     /// A transaction was open before the statement.
     was_in_transaction: bool,
     /// The deferred BEGIN the statement was going to open.
@@ -45,7 +43,6 @@ pub(super) struct FencePoint {
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) fn fence_point(&self) -> FencePoint {
         FencePoint {
-            planned: self.b.ctx.partitioning.stored_version(),
             was_in_transaction: self.b.pins.contains(Pins::TRANSACTION),
             pending_begin: self.b.pending_begin.clone(),
         }
@@ -60,18 +57,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<Next, ProxyError> {
         *attempts += 1;
         let ctx = self.b.ctx.clone();
-        // The version the statement was really planned with (the snapshot
-        // may have moved on between the fence point and the plan).
-        let before = FencePoint {
-            planned: before.planned.max(self.b.planned_version),
-            ..before
-        };
+        // The stored dictionary version the statement was planned with.
+        let planned = self.b.planned_version;
         if before.was_in_transaction {
             let is_capture = crate::admin::is_capture_error(&err);
             let fence = if is_capture {
                 Fence::Newer
             } else {
-                await_newer_dictionary(&ctx, self.b.worker, before.planned).await
+                await_newer_dictionary(&ctx, self.b.worker, planned).await
             };
             if matches!(fence, Fence::Newer) {
                 self.b.rollback().await?;
@@ -106,7 +99,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             tracing::info!(connection_id = self.b.connection_id, error = %err.message, "statement prepared before a change's capture: running it again");
             return Ok(Next::Retry);
         }
-        match await_newer_dictionary(&ctx, self.b.worker, before.planned).await {
+        match await_newer_dictionary(&ctx, self.b.worker, planned).await {
             Fence::Newer => Ok(Next::Retry),
             Fence::Unchanged => {
                 self.write_server_error(1, &err).await?;
