@@ -1667,3 +1667,75 @@ async fn every_column_type_survives_moves_exactly() {
     direct.disconnect().await.unwrap();
     c.disconnect().await.unwrap();
 }
+
+/// Inside a transaction a statement routed by an older dictionary is not
+/// retried: the proxy rolls the whole transaction back and answers 1412,
+/// which drivers retry; nothing of the transaction stays, and the retried
+/// transaction commits with the new layout.
+#[tokio::test]
+async fn a_transaction_that_meets_a_moved_partition_is_rolled_back_with_1412() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_txn",
+        table: "acct_txn",
+    };
+    setup_acct(scene).await;
+    let stale = serve(3_600_000);
+    let mut s = Conn::new(proxy_opts(stale.port, Some(scene.db)))
+        .await
+        .unwrap();
+    s.query_drop("CREATE TABLE side (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    s.query_drop("INSERT INTO acct_txn (id, k, v, note) VALUES (1, 3, 0, 'x')")
+        .await
+        .unwrap();
+    // Another proxy moves value 3 to its own partition (on the same backend,
+    // so the retried transaction stays on one backend); `stale` does not
+    // reload by itself.
+    let mut admin = proxy_conn(Some(scene.db)).await;
+    admin
+        .query_drop("HSCALE ADD_PARTITION('online_txn.acct_txn', 'p3', '3', 'shard0')")
+        .await
+        .unwrap();
+    s.query_drop("BEGIN").await.unwrap();
+    s.query_drop("INSERT INTO side VALUES (1)").await.unwrap();
+    let e = s
+        .query_drop("UPDATE acct_txn SET v = v + 1 WHERE id = 1 AND k = 3")
+        .await
+        .expect_err("a stale route inside a transaction");
+    assert_eq!(code(&e), 1412, "{e}");
+    // Nothing of the transaction stays, and the session is out of it.
+    let side: Option<i64> = admin
+        .query_first("SELECT COUNT(*) FROM side")
+        .await
+        .unwrap();
+    assert_eq!(side, Some(0));
+    let v: Option<i64> = s
+        .query_first("SELECT v FROM acct_txn WHERE id = 1 AND k = 3")
+        .await
+        .unwrap();
+    assert_eq!(v, Some(0));
+    // The retried transaction commits, with the row in its new home.
+    s.query_drop("BEGIN").await.unwrap();
+    s.query_drop("INSERT INTO side VALUES (1)").await.unwrap();
+    s.query_drop("UPDATE acct_txn SET v = v + 1 WHERE id = 1 AND k = 3")
+        .await
+        .unwrap();
+    s.query_drop("COMMIT").await.unwrap();
+    let p3 = physical("online_txn.acct_txn", Some("p3")).await;
+    let mut b1 = backend_conn(0, Some(scene.db)).await;
+    let v: Option<i64> = b1
+        .query_first(format!("SELECT v FROM {p3} WHERE id = 1"))
+        .await
+        .unwrap();
+    assert_eq!(v, Some(1));
+    let side: Option<i64> = admin
+        .query_first("SELECT COUNT(*) FROM side")
+        .await
+        .unwrap();
+    assert_eq!(side, Some(1));
+    b1.disconnect().await.unwrap();
+    s.disconnect().await.unwrap();
+    admin.disconnect().await.unwrap();
+}
