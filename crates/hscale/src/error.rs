@@ -70,6 +70,8 @@ pub enum ProxyError {
         "Access denied for user '{user}': HSCALE commands need admin = true in hscale's [[users]]"
     )]
     AdminDenied { user: String },
+    #[error("hscale: operation {0} was cancelled (HSCALE CANCEL_OPERATION); the table is as it was before it")]
+    Cancelled(u64),
 }
 
 impl ProxyError {
@@ -134,6 +136,7 @@ impl ProxyError {
             ProxyError::NoSuchThread(_) => (code::ER_NO_SUCH_THREAD, b"HY000", msg),
             ProxyError::KillDenied(_) => (code::ER_KILL_DENIED_ERROR, b"HY000", msg),
             ProxyError::AdminDenied { .. } => (code::ER_SPECIFIC_ACCESS_DENIED, b"42000", msg),
+            ProxyError::Cancelled(_) => (code::ER_QUERY_INTERRUPTED, b"70100", msg),
         }
     }
 }

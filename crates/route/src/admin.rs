@@ -4,6 +4,8 @@
 //! HSCALE SETUP_TABLE('table', 'column', 'default_table', 'backend', 'FUNCTION')
 //! HSCALE ADD_PARTITION('table', 'partition', 'value', 'backend')
 //! HSCALE DROP_PARTITION('table', 'partition')
+//! HSCALE MOVE_PARTITION('table', 'partition', 'backend')
+//! HSCALE CANCEL_OPERATION(id)
 //! HSCALE SETUP_GLOBAL_TABLE('table')
 //! HSCALE SHOW PARTITIONS [('table')] | SHOW TABLES | SHOW BACKENDS
 //! HSCALE EXPLAIN <statement>
@@ -70,6 +72,10 @@ pub enum AdminCommand {
     ShowBackends,
     /// The operations journal: running and recent partition changes.
     ShowOperations,
+    /// Stop a partition change that has not reached its cutover and undo it.
+    CancelOperation {
+        id: u64,
+    },
     Explain {
         statement: String,
     },
@@ -78,7 +84,7 @@ pub enum AdminCommand {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdminError {
-    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, EXPLAIN and RELOAD")]
+    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, EXPLAIN and RELOAD")]
     UnknownCommand(String),
     #[error("HSCALE {command} takes {expected}, got {got} argument(s)")]
     Arguments {
@@ -256,6 +262,15 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 backend: backend_ref(&a[2]),
             })
         }
+        "CANCEL_OPERATION" => {
+            let a = parse_args("CANCEL_OPERATION", after)?;
+            count("CANCEL_OPERATION", "1 argument (operation id)", &a, 1)?;
+            let id = a[0].trim().parse().map_err(|_| AdminError::Syntax {
+                command: "CANCEL_OPERATION".into(),
+                problem: format!("{:?} is not an operation id", a[0]),
+            })?;
+            Ok(AdminCommand::CancelOperation { id })
+        }
         "SETUP_GLOBAL_TABLE" => {
             let a = parse_args("SETUP_GLOBAL_TABLE", after)?;
             count("SETUP_GLOBAL_TABLE", "1 argument ('table')", &a, 1)?;
@@ -338,6 +353,16 @@ mod tests {
             AdminCommand::ShowBackends
         );
         assert_eq!(parse("HSCALE RELOAD").unwrap(), AdminCommand::Reload);
+        assert_eq!(
+            parse("HSCALE CANCEL_OPERATION(12)").unwrap(),
+            AdminCommand::CancelOperation { id: 12 }
+        );
+        assert_eq!(
+            parse("hscale cancel_operation('7');").unwrap(),
+            AdminCommand::CancelOperation { id: 7 }
+        );
+        assert!(parse("HSCALE CANCEL_OPERATION('x')").is_err());
+        assert!(parse("HSCALE CANCEL_OPERATION(1, 2)").is_err());
         assert_eq!(
             parse("HSCALE MOVE_PARTITION('db.t', 'p1', 'shard2')").unwrap(),
             AdminCommand::MovePartition {

@@ -31,7 +31,10 @@
 //!
 //! The owner holds a named lock for the whole change; when it dies another
 //! proxy rolls the change back or finishes its cutover (`takeover.rs`).
-//! Not yet: cancelling, checksums before the cutover.
+//! `HSCALE CANCEL_OPERATION` (`cancel.rs`) moves a change from 'copying' to
+//! 'cancelling' by compare-and-set, as `mark_cutover` moves it to 'cutover':
+//! one of the two wins. The owner sees the cancel within [`CANCEL_POLL`] and
+//! undoes the change; a dead owner's change is undone by a take-over.
 
 use hscale_route::dictionary::{Dictionary, TableName};
 use hscale_wire::resultset::ColumnInfo;
@@ -46,7 +49,11 @@ use crate::runtime::Context;
 
 /// Captured keys replayed per round; the cutover starts once a round finds
 /// fewer than [`CUTOVER_BACKLOG`].
-const REPLAY_BATCH: usize = 5000;
+pub(super) const REPLAY_BATCH: usize = 5000;
+/// Keys per `IN (...)` list of a replay: MariaDB turns longer lists into a
+/// join with a temporary table (`in_predicate_conversion_threshold`, 1000),
+/// which scans the whole table here instead of looking the keys up.
+const IN_LIST: usize = 900;
 /// How long a change catches up with writers before its cutover at most.
 const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 const CUTOVER_BACKLOG: usize = 200;
@@ -112,12 +119,12 @@ pub fn is_capture_error(err: &hscale_wire::response::ErrPacket) -> bool {
         && err.message.contains("'hscale.changes_")
 }
 
-/// `HSCALE_TEST_PAUSE_AFTER_RENAME_MS`: a pause right after the cutover's
-/// rename, so tests can kill an owner in its cutover. Unset in production.
-fn test_pause_after_rename() -> Option<u64> {
-    std::env::var("HSCALE_TEST_PAUSE_AFTER_RENAME_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
+/// A pause for tests, in ms, from the environment variable `name`
+/// (`HSCALE_TEST_PAUSE_AFTER_RENAME_MS`: right after the cutover's rename,
+/// so tests can kill an owner in its cutover; `..._AFTER_COPY_MS`: after the
+/// copy, so tests can damage it). Unset in production.
+fn test_pause(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
 /// The session every connection of a copy runs in, whatever a client left
@@ -343,9 +350,22 @@ pub(super) async fn mark_cutover(ctx: &Context, worker: usize, id: u64) -> Resul
     let mut main = conn(ctx, worker, 0).await?;
     match main.command(&BackendConn::payload_for_query(&sql)).await? {
         Ok(ok) if ok.affected_rows == 1 => Ok(()),
-        Ok(_) => Err(wrong(format!(
-            "operation {id} was rolled back by another proxy (its owner looked gone)"
-        ))),
+        Ok(_) => {
+            let q = format!("SELECT state FROM `hscale`.`operations` WHERE id = {id}");
+            let state = main
+                .query_rows(&q)
+                .await?
+                .ok()
+                .and_then(|r| r.strings().into_iter().next())
+                .and_then(|r| r[0].clone());
+            Err(if state.as_deref() == Some("cancelling") {
+                ProxyError::Cancelled(id)
+            } else {
+                wrong(format!(
+                    "operation {id} was rolled back by another proxy (its owner looked gone)"
+                ))
+            })
+        }
         Err(e) => Err(server_error(&main, &sql, e)),
     }
 }
@@ -355,11 +375,15 @@ pub(super) async fn journal(ctx: &Context, worker: usize, sql: String) -> Result
     exec(&mut main, &[sql]).await
 }
 
-/// Mark operation `id` failed (best effort: the error that failed it is
-/// what the client sees).
+/// The journal state of a change undone before its cutover: 'cancelled'
+/// when asked to stop, 'failed' otherwise.
+pub(super) const UNDONE_STATE: &str = "IF(state = 'cancelling', 'cancelled', 'failed')";
+
+/// Mark operation `id` failed, or cancelled (best effort: the error that
+/// failed it is what the client sees).
 pub(super) async fn fail(ctx: &Context, worker: usize, id: u64, why: &ProxyError) {
     let sql = format!(
-        "UPDATE `hscale`.`operations` SET state = 'failed', active = NULL, ended_at = NOW(3), detail = {} WHERE id = {id}",
+        "UPDATE `hscale`.`operations` SET state = {UNDONE_STATE}, active = NULL, ended_at = NOW(3), detail = {} WHERE id = {id}",
         quote_str(&why.to_string())
     );
     if let Err(e) = journal(ctx, worker, sql).await {
@@ -451,7 +475,7 @@ pub(super) struct Running<'m> {
 }
 
 impl Running<'_> {
-    fn changelog(&self) -> String {
+    pub(super) fn changelog(&self) -> String {
         qualified("hscale", &format!("changes_{}", self.id))
     }
 
@@ -460,14 +484,14 @@ impl Running<'_> {
     }
 
     /// The moving rows' condition for a column expression (`None`: all).
-    fn moving(&self, column: &str) -> String {
+    pub(super) fn moving(&self, column: &str) -> String {
         match &self.m.filter {
             Some(f) => f.replace(KEY, column),
             None => "1 = 1".to_string(),
         }
     }
 
-    fn pk_list(&self, prefix: &str) -> String {
+    pub(super) fn pk_list(&self, prefix: &str) -> String {
         self.pk
             .iter()
             .map(|(c, _)| format!("{prefix}{}", quote_ident(c)))
@@ -539,68 +563,59 @@ impl Running<'_> {
             self.pk_list(""),
             self.changelog()
         );
-        let r = self
-            .src
-            .query_rows(&sql)
-            .await?
-            .map_err(|e| server_error(&self.src, &sql, e))?;
-        if r.rows.is_empty() {
-            return Ok(0);
+        let (seqs, keys) = entries(&mut self.src, &sql).await?;
+        self.apply(&seqs, keys).await?;
+        Ok(seqs.len())
+    }
+
+    /// Replay the changelog entries `seqs`, which name the primary keys
+    /// `keys` (literals, one per entry): the rows are read again from the
+    /// source and replace those keys on the destination in one transaction,
+    /// then exactly these entries are deleted.
+    pub(super) async fn apply(
+        &mut self,
+        seqs: &[String],
+        mut keys: Vec<String>,
+    ) -> Result<(), ProxyError> {
+        if seqs.is_empty() {
+            return Ok(());
         }
-        let seqs: Vec<String> = r
-            .rows
-            .iter()
-            .map(|row| {
-                row[0]
-                    .as_deref()
-                    .and_then(|b| std::str::from_utf8(b).ok())
-                    .filter(|s| s.bytes().all(|c| c.is_ascii_digit()))
-                    .map(str::to_string)
-                    .ok_or_else(|| wrong("unreadable changelog sequence"))
-            })
-            .collect::<Result<_, _>>()?;
-        let cols: &[ColumnInfo] = &r.columns[1..];
-        let mut keys: Vec<String> = r
-            .rows
-            .iter()
-            .map(|row| {
-                let vals: Vec<String> = row[1..]
-                    .iter()
-                    .zip(cols)
-                    .map(|(v, c)| value_literal(v.as_deref(), c))
-                    .collect();
-                format!("({})", vals.join(", "))
-            })
-            .collect();
         keys.sort();
         keys.dedup();
-        let in_list = format!("({}) IN ({})", self.pk_list(""), keys.join(", "));
         let into_q = qualified(&self.m.db, &self.into);
-        exec(
-            &mut self.dst,
-            &[
-                "BEGIN".to_string(),
-                format!("DELETE FROM {into_q} WHERE {in_list}"),
-            ],
-        )
-        .await?;
-        let select = format!(
-            "SELECT {} FROM {} WHERE {in_list} AND {}",
-            self.columns,
-            qualified(&self.m.db, &self.src_name),
-            self.moving(&quote_ident(&self.m.key_column))
-        );
-        stream_rows(&mut self.src, &select, &mut self.dst, &into_q, true).await?;
+        exec(&mut self.dst, &["BEGIN".to_string()]).await?;
+        for chunk in keys.chunks(IN_LIST) {
+            let in_list = format!("({}) IN ({})", self.pk_list(""), chunk.join(", "));
+            exec(
+                &mut self.dst,
+                &[format!("DELETE FROM {into_q} WHERE {in_list}")],
+            )
+            .await?;
+            let select = format!(
+                "SELECT {} FROM {} WHERE {in_list} AND {}",
+                self.columns,
+                qualified(&self.m.db, &self.src_name),
+                self.moving(&quote_ident(&self.m.key_column))
+            );
+            stream_rows(&mut self.src, &select, &mut self.dst, &into_q, true).await?;
+        }
         exec(&mut self.dst, &["COMMIT".to_string()]).await?;
-        let done = format!(
-            "DELETE FROM {} WHERE seq IN ({})",
-            self.changelog(),
-            seqs.join(", ")
-        );
-        exec(&mut self.src, &[done]).await?;
+        for chunk in seqs.chunks(IN_LIST) {
+            let done = format!(
+                "DELETE FROM {} WHERE seq IN ({})",
+                self.changelog(),
+                chunk.join(", ")
+            );
+            exec(&mut self.src, &[done]).await?;
+        }
         self.replayed += seqs.len() as u64;
-        tracing::debug!(operation = self.id, entries = seqs.len(), keys = %keys.join(","), "replayed");
-        Ok(seqs.len())
+        tracing::debug!(
+            operation = self.id,
+            entries = seqs.len(),
+            keys = keys.len(),
+            "replayed"
+        );
+        Ok(())
     }
 
     /// Rename the source to its name after the cutover, waiting at most
@@ -691,6 +706,48 @@ impl Running<'_> {
     }
 }
 
+/// Changelog entries read by `sql` (`seq`, then the primary key columns):
+/// their sequence numbers and their keys as SQL row literals.
+pub(super) async fn entries(
+    c: &mut BackendConn,
+    sql: &str,
+) -> Result<(Vec<String>, Vec<String>), ProxyError> {
+    let r = c
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(c, sql, e))?;
+    let seqs: Vec<String> = r
+        .rows
+        .iter()
+        .map(|row| {
+            row[0]
+                .as_deref()
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .filter(|s| s.bytes().all(|c| c.is_ascii_digit()))
+                .map(str::to_string)
+                .ok_or_else(|| wrong("unreadable changelog sequence"))
+        })
+        .collect::<Result<_, _>>()?;
+    let keys = key_literals(&r.columns[1..], r.rows.iter().map(|row| &row[1..]));
+    Ok((seqs, keys))
+}
+
+/// Primary keys read from a backend as SQL row literals `(v1, v2)`.
+pub(super) fn key_literals<'a>(
+    cols: &[ColumnInfo],
+    rows: impl Iterator<Item = &'a [Option<Vec<u8>>]>,
+) -> Vec<String> {
+    rows.map(|row| {
+        let vals: Vec<String> = row
+            .iter()
+            .zip(cols)
+            .map(|(v, c)| value_literal(v.as_deref(), c))
+            .collect();
+        format!("({})", vals.join(", "))
+    })
+    .collect()
+}
+
 /// Carry out `m` as operation `id` and commit `apply`'s dictionary change
 /// at its cutover. On an error before the cutover everything is undone
 /// and the journal says 'failed'.
@@ -736,13 +793,50 @@ pub(super) async fn run(
         replayed: 0,
         columns,
     };
-    let prepared = prepare(ctx, worker, &mut r).await;
+    // A cancel (HSCALE CANCEL_OPERATION, through any proxy) is seen within
+    // CANCEL_POLL; the copy or replay it interrupts is dropped mid-way, so
+    // the undo runs on fresh connections.
+    let prepared = tokio::select! {
+        p = prepare(ctx, worker, &mut r) => Some(p),
+        () = cancel_requested(ctx, worker, id) => None,
+    };
+    let prepared = match prepared {
+        Some(p) => p,
+        None => {
+            r.src = conn(ctx, worker, m.src.0).await?;
+            r.src.is_broken = true;
+            r.dst = conn(ctx, worker, m.dst.0).await?;
+            r.dst.is_broken = true;
+            Err(ProxyError::Cancelled(id))
+        }
+    };
     if let Err(e) = prepared {
         abandon(ctx, worker, &mut r, &e).await;
         return Err(e);
     }
     let rows = prepared.unwrap_or(0);
     cut_over(ctx, worker, &mut r, rows, started, apply).await
+}
+
+/// How often a change's owner looks for a cancel in the journal.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Returns once operation `id` is asked to stop (its journal state is
+/// 'cancelling'); errors reading the journal are ignored (the next look
+/// may succeed; the cutover's guard catches a cancel anyway).
+async fn cancel_requested(ctx: &Context, worker: usize, id: u64) {
+    let q = format!("SELECT state FROM `hscale`.`operations` WHERE id = {id}");
+    loop {
+        tokio::time::sleep(CANCEL_POLL).await;
+        if let Ok(mut main) = conn(ctx, worker, 0).await {
+            if let Ok(Ok(r)) = main.query_rows(&q).await {
+                if r.strings().first().and_then(|r| r[0].as_deref()) == Some("cancelling") {
+                    tracing::info!(operation = id, "cancelled: undoing the change");
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// Before the cutover: destination, capture, copy, replays. Returns the
@@ -789,10 +883,32 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         ),
     )
     .await?;
-    // Replay until the backlog is small, so the cutover's replay (during
-    // which writes to the moving rows wait) is short. Writers faster than
-    // the replays keep it going; after CATCH_UP_LIMIT the cutover starts
-    // anyway, with a longer pause.
+    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_COPY_MS") {
+        // Tests damage the copy here: the verification must repair it.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    catch_up(ctx, worker, r).await?;
+    let v = super::verify::verify(ctx, worker, r).await?;
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET ranges_verified = {}, ranges_recopied = {} WHERE id = {}",
+            v.ranges, v.recopied, r.id
+        ),
+    )
+    .await?;
+    if v.recopied > 0 {
+        catch_up(ctx, worker, r).await?;
+    }
+    Ok(rows)
+}
+
+/// Replay until the backlog is small, so the cutover's replay (during
+/// which writes to the moving rows wait) is short. Writers faster than the
+/// replays keep it going; after CATCH_UP_LIMIT the cutover starts anyway,
+/// with a longer pause.
+async fn catch_up(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<(), ProxyError> {
     let catching_up = std::time::Instant::now();
     loop {
         let n = r.replay().await?;
@@ -817,7 +933,7 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
             break;
         }
     }
-    Ok(rows)
+    Ok(())
 }
 
 /// Undo a change that failed before its cutover.
@@ -857,7 +973,7 @@ async fn cut_over(
         abandon(ctx, worker, r, &e).await;
         return Err(e);
     }
-    if let Some(ms) = test_pause_after_rename() {
+    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_RENAME_MS") {
         // Tests kill the owner here: the cutover is finished by another proxy.
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }

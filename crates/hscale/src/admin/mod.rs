@@ -11,6 +11,7 @@
 //! user's admin flag and writes the answer.
 
 mod add_partition;
+mod cancel;
 mod change;
 mod drop_partition;
 mod explain;
@@ -20,6 +21,7 @@ mod setup_global_table;
 mod setup_table;
 mod show;
 mod takeover;
+mod verify;
 
 use std::sync::Arc;
 
@@ -104,6 +106,7 @@ pub async fn execute(
             move_partition::run(ctx, worker, name, &partition, &backend).await
         }
         AdminCommand::ShowOperations => show::operations(ctx, worker).await,
+        AdminCommand::CancelOperation { id } => cancel::run(ctx, worker, id).await,
         AdminCommand::SetupGlobalTable { table } => {
             let name = table_name(&table, session_db)?;
             setup_global_table::run(ctx, worker, name).await

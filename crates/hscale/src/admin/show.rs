@@ -143,7 +143,8 @@ pub(super) fn backends(ctx: &Context) -> AdminOutput {
 pub(super) async fn operations(ctx: &Context, worker: usize) -> Result<AdminOutput, ProxyError> {
     let sql =
         "SELECT id, CONCAT(db, '.', tbl), command, state, rows_copied, rows_estimate, backlog, \
-               DATE_FORMAT(started_at, '%Y-%m-%d %H:%i:%s.%f'), longest_pause_ms, owner, detail \
+               DATE_FORMAT(started_at, '%Y-%m-%d %H:%i:%s.%f'), longest_pause_ms, \
+               ranges_verified, ranges_recopied, owner, detail \
                FROM `hscale`.`operations` ORDER BY active IS NULL, id DESC LIMIT 50";
     let mut c = conn(ctx, worker, 0).await?;
     let r = c
@@ -161,6 +162,8 @@ pub(super) async fn operations(ctx: &Context, worker: usize) -> Result<AdminOutp
             "backlog",
             "started_at",
             "longest_pause_ms",
+            "ranges_verified",
+            "ranges_recopied",
             "owner",
             "detail",
         ]),

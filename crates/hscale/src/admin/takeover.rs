@@ -227,7 +227,8 @@ async fn roll_back(
         ctx,
         worker,
         format!(
-            "UPDATE `hscale`.`operations` SET state = 'failed', active = NULL, ended_at = NOW(3), detail = CONCAT('rolled back by ', {}, ': its owner was gone before the cutover; ', IFNULL(detail, '')) WHERE id = {id} AND active IS NOT NULL",
+            "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3), detail = CONCAT('rolled back by ', {}, ': its owner was gone before the cutover; ', IFNULL(detail, '')) WHERE id = {id} AND active IS NOT NULL",
+            super::change::UNDONE_STATE,
             quote_str(&owner(ctx))
         ),
     )

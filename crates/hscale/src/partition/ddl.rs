@@ -103,6 +103,40 @@ pub async fn exact_select_list(
     db: &str,
     table: &str,
 ) -> Result<String, ProxyError> {
+    let items: Vec<String> = exact_expressions(c, db, table)
+        .await?
+        .into_iter()
+        .map(|(name, expr)| {
+            if expr == name {
+                name
+            } else {
+                format!("{expr} AS {name}")
+            }
+        })
+        .collect();
+    Ok(items.join(", "))
+}
+
+/// One text per row of `db`.`table` that differs whenever a column's value
+/// differs (NULL included: `QUOTE` gives the bare word NULL for it and a
+/// quoted string for the text 'NULL'), for checksums of rows compared
+/// across backends in one time zone.
+pub async fn row_text(c: &mut BackendConn, db: &str, table: &str) -> Result<String, ProxyError> {
+    let items: Vec<String> = exact_expressions(c, db, table)
+        .await?
+        .into_iter()
+        .map(|(_, expr)| format!("QUOTE({expr})"))
+        .collect();
+    Ok(format!("CONCAT_WS(',', {})", items.join(", ")))
+}
+
+/// Each column of `db`.`table`: its quoted name and the expression that
+/// reads its value exactly (FLOAT as DOUBLE: its text has only 6 digits).
+async fn exact_expressions(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+) -> Result<Vec<(String, String)>, ProxyError> {
     let sql = format!(
         "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
         quote_str(db),
@@ -112,21 +146,20 @@ pub async fn exact_select_list(
         .query_rows(&sql)
         .await?
         .map_err(|e| server_error(c, &sql, e))?;
-    let items: Vec<String> = r
+    let items: Vec<(String, String)> = r
         .strings()
         .into_iter()
         .map(|row| {
             let name = quote_ident(&row[0].clone().unwrap_or_default());
-            match row[1].as_deref() {
-                Some(t) if t.eq_ignore_ascii_case("float") => {
-                    format!("CAST({name} AS DOUBLE) AS {name}")
-                }
-                _ => name,
-            }
+            let expr = match row[1].as_deref() {
+                Some(t) if t.eq_ignore_ascii_case("float") => format!("CAST({name} AS DOUBLE)"),
+                _ => name.clone(),
+            };
+            (name, expr)
         })
         .collect();
     if items.is_empty() {
         return Err(ProxyError::Wrong(format!("{db}.{table} has no columns")));
     }
-    Ok(items.join(", "))
+    Ok(items)
 }

@@ -46,6 +46,10 @@ const SCHEMA: &[&str] = &[
        rows_copied BIGINT UNSIGNED NOT NULL DEFAULT 0, rows_estimate BIGINT UNSIGNED NOT NULL DEFAULT 0, \
        backlog BIGINT UNSIGNED NOT NULL DEFAULT 0, longest_pause_ms BIGINT UNSIGNED NOT NULL DEFAULT 0, \
        detail TEXT NULL) ENGINE=InnoDB",
+    // Verification before the cutover (`admin/verify.rs`): ranges compared
+    // and ranges that differed and were copied again.
+    "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS ranges_verified INT UNSIGNED NOT NULL DEFAULT 0, \
+       ADD COLUMN IF NOT EXISTS ranges_recopied INT UNSIGNED NOT NULL DEFAULT 0",
 ];
 
 /// Operations in their cutover now, described for an error message: a
