@@ -54,6 +54,9 @@ pub(super) const REPLAY_BATCH: usize = 5000;
 /// join with a temporary table (`in_predicate_conversion_threshold`, 1000),
 /// which scans the whole table here instead of looking the keys up.
 const IN_LIST: usize = 900;
+/// Connection pairs that replay at once: writers on many connections
+/// otherwise get most of the servers' time, and the backlog drains slowly.
+const REPLAY_LANES: usize = 3;
 /// How long a change catches up with writers before its cutover at most.
 const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 const CUTOVER_BACKLOG: usize = 200;
@@ -135,6 +138,14 @@ pub(super) fn copy_session() -> Vec<String> {
         "SET SESSION time_zone = '+00:00'".to_string(),
         "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'".to_string(),
     ]
+}
+
+/// [`copy_session`] for connections that write the destination: READ
+/// COMMITTED, so the replay lanes' deletes of absent keys lock no gaps.
+pub(super) fn dst_session() -> Vec<String> {
+    let mut s = copy_session();
+    s.push("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string());
+    s
 }
 
 /// The server's estimate of a table's rows (0 if unknown).
@@ -469,6 +480,9 @@ pub(super) struct Running<'m> {
     pub(super) src_name: String,
     /// Changelog entries replayed so far.
     pub(super) replayed: u64,
+    /// More (source, destination) connections that replay keys beside
+    /// `src` and `dst` (`apply`).
+    pub(super) lanes: Vec<(PooledConn, PooledConn)>,
     /// How rows are read so their text writes the same values back
     /// (`ddl::exact_select_list`).
     pub(super) columns: String,
@@ -517,15 +531,27 @@ impl Running<'_> {
             ),
             "SET SESSION lock_wait_timeout = 5".to_string(),
         ];
-        let log = |row: &str| {
+        let insert = |row: &str| {
             format!(
-                "IF {} THEN INSERT INTO {} ({}) VALUES ({}); END IF",
-                self.moving(&format!("{row}.{key}")),
+                "INSERT INTO {} ({}) VALUES ({})",
                 self.changelog(),
                 self.pk_list(""),
                 self.pk_list(&format!("{row}."))
             )
         };
+        let log = |row: &str| {
+            format!(
+                "IF {} THEN {}; END IF",
+                self.moving(&format!("{row}.{key}")),
+                insert(row)
+            )
+        };
+        let same = self
+            .pk
+            .iter()
+            .map(|(c, _)| format!("OLD.{0} <=> NEW.{0}", quote_ident(c)))
+            .collect::<Vec<_>>()
+            .join(" AND ");
         // No error handler in the triggers: a statement prepared before
         // they existed can run with its old list of tables to lock, and
         // then fails with 1146 on the changelog instead of writing without
@@ -534,7 +560,18 @@ impl Running<'_> {
         // is only dropped once its triggers are gone (`clean_up`).
         for (event, body) in [
             ("ai", format!("BEGIN {}; END", log("NEW"))),
-            ("au", format!("BEGIN {}; {}; END", log("OLD"), log("NEW"))),
+            // An update that keeps the key logs it once.
+            (
+                "au",
+                format!(
+                    "BEGIN IF {same} THEN IF {} OR {} THEN {}; END IF; ELSE {}; {}; END IF; END",
+                    self.moving(&format!("OLD.{key}")),
+                    self.moving(&format!("NEW.{key}")),
+                    insert("NEW"),
+                    log("OLD"),
+                    log("NEW")
+                ),
+            ),
             ("ad", format!("BEGIN {}; END", log("OLD"))),
         ] {
             let what = match event {
@@ -582,24 +619,57 @@ impl Running<'_> {
         }
         keys.sort();
         keys.dedup();
-        let into_q = qualified(&self.m.db, &self.into);
-        exec(&mut self.dst, &["BEGIN".to_string()]).await?;
-        for chunk in keys.chunks(IN_LIST) {
-            let in_list = format!("({}) IN ({})", self.pk_list(""), chunk.join(", "));
-            exec(
-                &mut self.dst,
-                &[format!("DELETE FROM {into_q} WHERE {in_list}")],
-            )
-            .await?;
-            let select = format!(
-                "SELECT {} FROM {} WHERE {in_list} AND {}",
-                self.columns,
-                qualified(&self.m.db, &self.src_name),
-                self.moving(&quote_ident(&self.m.key_column))
-            );
-            stream_rows(&mut self.src, &select, &mut self.dst, &into_q, true).await?;
-        }
-        exec(&mut self.dst, &["COMMIT".to_string()]).await?;
+        let into_q = &qualified(&self.m.db, &self.into);
+        let pk = &self.pk_list("");
+        let from = &format!(
+            "{} FROM {}",
+            self.columns,
+            qualified(&self.m.db, &self.src_name)
+        );
+        let moving = &self.moving(&quote_ident(&self.m.key_column));
+        // The keys' chunks are dealt to the lanes, each a (source,
+        // destination) pair of connections with its own transaction on the
+        // destination: the copy is not visible before the cutover, and each
+        // key is replayed whole by one lane.
+        let chunks: Vec<&[String]> = keys.chunks(IN_LIST).collect();
+        let mut pairs = vec![(&mut self.src, &mut self.dst)];
+        pairs.extend(self.lanes.iter_mut().map(|(s, d)| (s, d)));
+        let n = pairs.len();
+        let lanes = pairs.into_iter().enumerate().map(|(i, (src, dst))| {
+            let mine: Vec<&[String]> = chunks.iter().skip(i).step_by(n).copied().collect();
+            async move {
+                if mine.is_empty() {
+                    return Ok::<(), ProxyError>(());
+                }
+                // Lanes write disjoint keys, but InnoDB's locks on the gaps
+                // between them can still deadlock two lanes: the loser's
+                // transaction was rolled back whole, and runs again.
+                let mut attempt = 0;
+                loop {
+                    let run = async {
+                        exec(dst, &["BEGIN".to_string()]).await?;
+                        for chunk in &mine {
+                            let in_list = format!("({pk}) IN ({})", chunk.join(", "));
+                            exec(dst, &[format!("DELETE FROM {into_q} WHERE {in_list}")]).await?;
+                            let select = format!("SELECT {from} WHERE {in_list} AND {moving}");
+                            stream_rows(src, &select, dst, into_q, true).await?;
+                        }
+                        exec(dst, &["COMMIT".to_string()]).await
+                    };
+                    match run.await {
+                        Err(ProxyError::Backend { err, .. })
+                            if matches!(err.code, 1205 | 1213) && attempt < 5 =>
+                        {
+                            attempt += 1;
+                            tracing::debug!(code = err.code, attempt, "a replay lane runs again");
+                            exec(dst, &["ROLLBACK".to_string()]).await?;
+                        }
+                        other => return other,
+                    }
+                }
+            }
+        });
+        futures_util::future::try_join_all(lanes).await?;
         for chunk in seqs.chunks(IN_LIST) {
             let done = format!(
                 "DELETE FROM {} WHERE seq IN ({})",
@@ -771,7 +841,7 @@ pub(super) async fn run(
     let mut dst = conn(ctx, worker, m.dst.0).await?;
     dst.is_broken = true;
     exec(&mut src, &copy_session()).await?;
-    exec(&mut dst, &copy_session()).await?;
+    exec(&mut dst, &dst_session()).await?;
     let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
     let into = if m.is_dst_live {
         format!("{}_stage{id}", m.dst.1)
@@ -791,8 +861,20 @@ pub(super) async fn run(
         into,
         src_name: m.src.1.clone(),
         replayed: 0,
+        lanes: Vec::new(),
         columns,
     };
+    for _ in 1..REPLAY_LANES {
+        let mut lane = (
+            conn(ctx, worker, m.src.0).await?,
+            conn(ctx, worker, m.dst.0).await?,
+        );
+        lane.0.is_broken = true;
+        lane.1.is_broken = true;
+        exec(&mut lane.0, &copy_session()).await?;
+        exec(&mut lane.1, &dst_session()).await?;
+        r.lanes.push(lane);
+    }
     // A cancel (HSCALE CANCEL_OPERATION, through any proxy) is seen within
     // CANCEL_POLL; the copy or replay it interrupts is dropped mid-way, so
     // the undo runs on fresh connections.
@@ -898,9 +980,8 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         ),
     )
     .await?;
-    if v.recopied > 0 {
-        catch_up(ctx, worker, r).await?;
-    }
+    // The backlog that grew while the ranges were summed.
+    catch_up(ctx, worker, r).await?;
     Ok(rows)
 }
 

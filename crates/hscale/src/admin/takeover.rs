@@ -152,6 +152,7 @@ async fn finish_cutover(
         into: spec.into.clone(),
         src_name: spec.src_after.clone(),
         replayed: 0,
+        lanes: Vec::new(),
         columns,
     };
     while r.replay().await? > 0 {}

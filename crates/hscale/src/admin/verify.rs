@@ -5,7 +5,7 @@
 //! Ranges are buckets of the primary key's hash (`CRC32` of its text, modulo
 //! [`RANGES`]): both backends compute them alike for any key type, and no
 //! key boundaries need to be read first. A range's checksum is its row
-//! count with the sum and the XOR of the rows' `CRC32` (`ddl::row_text`).
+//! count with the sum of the rows' `CRC32` (`ddl::row_text`).
 //!
 //! The source is written while it is verified, so the two sides are compared
 //! at matching points:
@@ -16,8 +16,10 @@
 //! 3. the keys of the entries left in the changelog (committed after S,
 //!    so possibly replayed with later values in step 2) are excluded on
 //!    both sides;
-//! 4. the destination (written by nothing but the change) and the source's
-//!    snapshot S are summed per range, concurrently, and compared.
+//! 4. a snapshot of the destination (written by nothing but the change) is
+//!    taken before any other replay, and it and the source's snapshot S are
+//!    summed per range, concurrently, and compared; the replays go on
+//!    meanwhile.
 //!
 //! A range that differs is copied again like the first copy (delete the
 //! range on the destination, insert the source's rows, in one transaction):
@@ -32,6 +34,7 @@ use crate::partition::store::{exec, server_error};
 use crate::partition::{ddl, qualified, quote_ident};
 use crate::runtime::Context;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Ranges a change's rows are verified in.
 pub(super) const RANGES: u32 = 256;
@@ -52,8 +55,8 @@ pub(super) struct Verified {
     pub rows: u64,
 }
 
-/// A range's checksum: rows, sum and XOR of their CRC32.
-type Sums = BTreeMap<u32, (u64, u64, u64)>;
+/// A range's checksum: rows and the sum of their CRC32.
+type Sums = BTreeMap<u32, (u64, u64)>;
 
 /// Verify the moving rows of change `r` and copy again the ranges that
 /// differ (see the module's comment).
@@ -110,22 +113,47 @@ pub(super) async fn verify(
     } else {
         format!(" AND ({}) NOT IN ({})", r.pk_list(""), excluded.join(", "))
     };
-    // 4: both sides summed per range, at once.
+    // 4: both sides summed per range, at once: the source in its snapshot,
+    // the destination in a snapshot taken now, before any other replay. The
+    // replays go on meanwhile (they change neither snapshot).
+    let mut dst_snap = conn(ctx, worker, m.dst.0).await?;
+    dst_snap.is_broken = true;
+    let mut statements = copy_session();
+    statements.extend([
+        "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
+        "START TRANSACTION WITH CONSISTENT SNAPSHOT".to_string(),
+    ]);
+    exec(&mut dst_snap, &statements).await?;
     let sums = |table: &str, filter: &str| {
         format!(
-            "SELECT {bucket}, COUNT(*), SUM(CRC32({text})), BIT_XOR(CRC32({text})) FROM {} WHERE {filter}{except} GROUP BY 1",
+            "SELECT {bucket}, COUNT(*), SUM(CRC32({text})) FROM {} WHERE {filter}{except} GROUP BY 1",
             qualified(&m.db, table)
         )
     };
     let src_sql = sums(&r.src_name, &r.moving(&quote_ident(&m.key_column)));
     let dst_sql = sums(&r.into, "1 = 1");
-    let (src_sums, dst_sums) = tokio::join!(
-        read_sums(&mut snap, &src_sql),
-        read_sums(&mut r.dst, &dst_sql)
-    );
-    let (src_sums, dst_sums) = (src_sums?, dst_sums?);
-    exec(&mut snap, &["COMMIT".to_string()]).await?;
+    let scanned = AtomicBool::new(false);
+    let scans = async {
+        let sums = tokio::try_join!(
+            read_sums(&mut snap, &src_sql),
+            read_sums(&mut dst_snap, &dst_sql)
+        );
+        scanned.store(true, Ordering::Release);
+        sums
+    };
+    let replays = async {
+        while !scanned.load(Ordering::Acquire) {
+            if r.replay().await? == 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+        Ok::<(), ProxyError>(())
+    };
+    let (sums, replayed_meanwhile) = tokio::join!(scans, replays);
+    replayed_meanwhile?;
+    let (src_sums, dst_sums) = sums?;
     drop(snap);
+    drop(dst_snap);
     let differing: Vec<u32> = (0..RANGES)
         .filter(|b| src_sums.get(b) != dst_sums.get(b))
         .collect();
@@ -174,7 +202,7 @@ pub(super) async fn verify(
     Ok(v)
 }
 
-/// Per-range checksums read by `sql` (range, rows, sum, XOR).
+/// Per-range checksums read by `sql` (range, rows, sum).
 async fn read_sums(c: &mut crate::backend::BackendConn, sql: &str) -> Result<Sums, ProxyError> {
     let r = c
         .query_rows(sql)
@@ -189,7 +217,7 @@ async fn read_sums(c: &mut crate::backend::BackendConn, sql: &str) -> Result<Sum
                 .parse()
                 .map_err(|_| wrong(format!("unreadable checksum {:?}", row[i])))
         };
-        out.insert(n(0)? as u32, (n(1)?, n(2)?, n(3)?));
+        out.insert(n(0)? as u32, (n(1)?, n(2)?));
     }
     Ok(out)
 }

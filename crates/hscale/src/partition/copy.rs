@@ -139,7 +139,9 @@ pub async fn copy_rows(
 
 /// Stream the rows of `select` on `src` into `dst_q` on `dst` as bounded
 /// `INSERT` (or, `is_replace`, `REPLACE`) statements, each committed by
-/// itself unless the caller opened a transaction on `dst`.
+/// itself unless the caller opened a transaction on `dst`. The next
+/// statement is read while `dst` runs the last one (at most
+/// [`READ_AHEAD`] statements wait between them).
 pub async fn stream_rows(
     src: &mut BackendConn,
     select: &str,
@@ -153,24 +155,46 @@ pub async fn stream_rows(
         .await?
         .map_err(|e| server_error(src, select, e))?;
     src.is_broken = true;
-    let mut batcher = InsertBatcher::new(dst_q, &columns);
-    if is_replace {
-        batcher = batcher.replacing();
-    }
-    let mut copied = 0u64;
-    while let Some(row) = src.next_row(columns.len()).await? {
-        let row = row.map_err(|e| server_error(src, select, e))?;
-        copied += 1;
-        if let Some(sql) = batcher.push(&row) {
-            exec(dst, &[sql]).await?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(READ_AHEAD);
+    let read = async {
+        let mut batcher = InsertBatcher::new(dst_q, &columns);
+        if is_replace {
+            batcher = batcher.replacing();
         }
-    }
+        let mut copied = 0u64;
+        let mut is_writing = true;
+        while let Some(row) = src.next_row(columns.len()).await? {
+            let row = row.map_err(|e| server_error(src, select, e))?;
+            copied += 1;
+            if let Some(sql) = batcher.push(&row) {
+                // A failed writer dropped its end: read the rest, so `src`
+                // can be used again (a caller may retry after a deadlock).
+                is_writing = is_writing && tx.send(sql).await.is_ok();
+            }
+        }
+        if let Some(sql) = batcher.finish() {
+            let _ = tx.send(sql).await;
+        }
+        drop(tx);
+        Ok::<u64, ProxyError>(copied)
+    };
+    let write = async {
+        while let Some(sql) = rx.recv().await {
+            if let Err(e) = exec(dst, &[sql]).await {
+                rx.close();
+                return Err(e);
+            }
+        }
+        Ok(())
+    };
+    let (copied, written) = tokio::join!(read, write);
     src.is_broken = true;
-    if let Some(sql) = batcher.finish() {
-        exec(dst, &[sql]).await?;
-    }
-    Ok(copied)
+    written?;
+    copied
 }
+
+/// Statements read ahead of the one the destination runs.
+const READ_AHEAD: usize = 2;
 
 #[cfg(test)]
 mod tests {
