@@ -33,6 +33,10 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         }
     }
     if worker == 0 {
+        tokio::spawn(crate::admin::auto_partition::serve(
+            Arc::downgrade(ctx),
+            worker,
+        ));
         // Changes made through other proxies arrive within reload_interval.
         let every = Duration::from_millis(ctx.config.proxy.reload_interval_ms.max(50));
         let ctx = Arc::downgrade(ctx);

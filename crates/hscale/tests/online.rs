@@ -1990,3 +1990,88 @@ async fn a_damaged_copy_is_repaired_before_the_cutover() {
         c.disconnect().await.unwrap();
     }
 }
+
+/// Auto-partitioning: with `HSCALE AUTO_PARTITION(..., 'ROUND_ROBIN')`, six
+/// writers through three proxies write every value of `MOD(8)` at once, so
+/// the proxies race to create the same partitions. Each value gets exactly
+/// one partition (named from the value, on the backends in turn), every
+/// creation is one journal operation that ended 'done', no write failed or
+/// waited for another value's creation beyond the default partition's
+/// cutover, and every acknowledged row is where the dictionary says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_partitioning_races_from_three_proxies_create_each_partition_once() {
+    const TEST: &str = "auto_partitioning";
+    cluster(3);
+    let mut rng = test_seed(TEST);
+    let scene = Scene {
+        db: "online_auto",
+        table: "acct_auto",
+    };
+    setup_acct(scene).await;
+    let proxies = [serve(300), serve(300), serve(300)];
+    let ports: Vec<u16> = proxies.iter().map(|p| p.port).collect();
+    let mut c = Conn::new(proxy_opts(ports[0], Some(scene.db)))
+        .await
+        .unwrap();
+    let r = c
+        .query_drop("HSCALE AUTO_PARTITION('online_auto.acct_auto', 'fewest')")
+        .await;
+    assert!(r.is_err(), "an unknown placement is refused");
+    c.query_drop("HSCALE AUTO_PARTITION('online_auto.acct_auto', 'ROUND_ROBIN')")
+        .await
+        .unwrap();
+    // Let every proxy learn of it before the writers start.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (ws, _acked) = writers(6, scene, &ports, &mut rng, any_key, 300, (60, 20)).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let hs = spawn_writers(ws, &stop);
+    let mut parts = BTreeMap::new();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(90) {
+        parts = physical_tables("online_auto.acct_auto")
+            .await
+            .into_iter()
+            .collect();
+        if parts.len() == 9 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!(
+        "{TEST}: {} partitions after {} ms: {parts:?}",
+        parts.len(),
+        t.elapsed().as_millis()
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let out = join_writers(hs).await;
+    assert!(out.acked > 300, "writers barely ran: {}", out.acked);
+    assert_invariants(TEST, scene, &ports, &out).await;
+    // One partition per value, named from it, on the backends in turn.
+    assert_eq!(parts.len(), 9, "the default and 8 partitions: {parts:?}");
+    let mut per_backend = [0usize; 3];
+    for v in 0..8 {
+        let p = parts
+            .get(&format!("auto_{v}"))
+            .unwrap_or_else(|| panic!("no partition auto_{v}: {parts:?}"));
+        per_backend[p.0] += 1;
+    }
+    assert!(
+        per_backend.iter().all(|&n| n >= 2),
+        "placement {per_backend:?}"
+    );
+    let mut direct = backend_conn(0, None).await;
+    let ops: Vec<(String, String)> = direct
+        .query("SELECT command, state FROM hscale.operations WHERE db = 'online_auto' AND command LIKE 'ADD_PARTITION%' ORDER BY id")
+        .await
+        .unwrap();
+    let done = ops.iter().filter(|o| o.1 == "done").count();
+    assert_eq!(done, 8, "one creation per value: {ops:?}");
+    assert!(ops.iter().all(|o| o.1 == "done"), "{ops:?}");
+    // Off: a new value stays in the default partition.
+    c.query_drop("HSCALE AUTO_PARTITION('online_auto.acct_auto', 'OFF')")
+        .await
+        .unwrap();
+    direct.disconnect().await.unwrap();
+    c.disconnect().await.unwrap();
+}

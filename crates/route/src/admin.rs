@@ -6,6 +6,7 @@
 //! HSCALE DROP_PARTITION('table', 'partition')
 //! HSCALE MOVE_PARTITION('table', 'partition', 'backend')
 //! HSCALE CANCEL_OPERATION(id)
+//! HSCALE AUTO_PARTITION('table', 'ROUND_ROBIN' | 'FEWEST_ROWS' | 'OFF')
 //! HSCALE SETUP_GLOBAL_TABLE('table')
 //! HSCALE SHOW PARTITIONS [('table')] | SHOW TABLES | SHOW BACKENDS
 //! HSCALE EXPLAIN <statement>
@@ -72,6 +73,11 @@ pub enum AdminCommand {
     ShowBackends,
     /// The operations journal: running and recent partition changes.
     ShowOperations,
+    /// Auto-partitioning on (with a placement rule) or off (`None`).
+    AutoPartition {
+        table: String,
+        placement: Option<crate::dictionary::Placement>,
+    },
     /// Stop a partition change that has not reached its cutover and undo it.
     CancelOperation {
         id: u64,
@@ -84,7 +90,7 @@ pub enum AdminCommand {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdminError {
-    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, EXPLAIN and RELOAD")]
+    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, EXPLAIN and RELOAD")]
     UnknownCommand(String),
     #[error("HSCALE {command} takes {expected}, got {got} argument(s)")]
     Arguments {
@@ -262,6 +268,32 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 backend: backend_ref(&a[2]),
             })
         }
+        "AUTO_PARTITION" => {
+            let a = parse_args("AUTO_PARTITION", after)?;
+            count(
+                "AUTO_PARTITION",
+                "2 arguments ('table', 'ROUND_ROBIN' | 'FEWEST_ROWS' | 'OFF')",
+                &a,
+                2,
+            )?;
+            let placement = if a[1].trim().eq_ignore_ascii_case("OFF") {
+                None
+            } else {
+                Some(crate::dictionary::Placement::parse(&a[1]).ok_or_else(|| {
+                    AdminError::Syntax {
+                        command: "AUTO_PARTITION".into(),
+                        problem: format!(
+                            "placement {:?} is not ROUND_ROBIN, FEWEST_ROWS or OFF",
+                            a[1]
+                        ),
+                    }
+                })?)
+            };
+            Ok(AdminCommand::AutoPartition {
+                table: a[0].clone(),
+                placement,
+            })
+        }
         "CANCEL_OPERATION" => {
             let a = parse_args("CANCEL_OPERATION", after)?;
             count("CANCEL_OPERATION", "1 argument (operation id)", &a, 1)?;
@@ -362,6 +394,21 @@ mod tests {
             AdminCommand::CancelOperation { id: 7 }
         );
         assert!(parse("HSCALE CANCEL_OPERATION('x')").is_err());
+        assert_eq!(
+            parse("HSCALE AUTO_PARTITION('t', 'round_robin')").unwrap(),
+            AdminCommand::AutoPartition {
+                table: "t".into(),
+                placement: Some(crate::dictionary::Placement::RoundRobin)
+            }
+        );
+        assert_eq!(
+            parse("HSCALE AUTO_PARTITION('db.t', 'OFF')").unwrap(),
+            AdminCommand::AutoPartition {
+                table: "db.t".into(),
+                placement: None
+            }
+        );
+        assert!(parse("HSCALE AUTO_PARTITION('t', 'random')").is_err());
         assert!(parse("HSCALE CANCEL_OPERATION(1, 2)").is_err());
         assert_eq!(
             parse("HSCALE MOVE_PARTITION('db.t', 'p1', 'shard2')").unwrap(),

@@ -86,6 +86,65 @@ pub struct PartitionedTable {
     /// The key column is an ENUM: values are stored as one of its members,
     /// so a key is routed by the member it names.
     pub key_enum: Option<EnumKey>,
+    /// Auto-partitioning: a write of a partition value without a partition
+    /// makes the proxy create one, on a backend this rule picks.
+    pub auto: Option<Placement>,
+}
+
+/// Where auto-partitioning puts a new partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// The backends in turn: the next after the table's partition count
+    /// (the same on every proxy holding the same dictionary).
+    RoundRobin,
+    /// The backend holding the fewest rows of the table.
+    FewestRows,
+}
+
+impl Placement {
+    /// `ROUND_ROBIN` or `FEWEST_ROWS`, in any case.
+    pub fn parse(s: &str) -> Option<Placement> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "ROUND_ROBIN" => Some(Placement::RoundRobin),
+            "FEWEST_ROWS" => Some(Placement::FewestRows),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Placement::RoundRobin => "ROUND_ROBIN",
+            Placement::FewestRows => "FEWEST_ROWS",
+        })
+    }
+}
+
+/// The partition name auto-partitioning gives `value`: `auto_` and the
+/// value's letters, digits and underscores, with a hash of the value when
+/// anything else was dropped or it is long (the same on every proxy).
+pub fn auto_partition_name(value: &str) -> String {
+    let clean: String = value
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(24)
+        .collect();
+    if clean == value {
+        return format!("auto_{clean}");
+    }
+    let mut h: u32 = 0x811c_9dc5;
+    for b in value.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    format!("auto_{clean}_{h:08x}")
 }
 
 /// The members of an ENUM key and how its collation compares them.
@@ -331,6 +390,28 @@ impl Dictionary {
         self.tables.is_empty() && self.globals.is_empty()
     }
 
+    /// Turn auto-partitioning of `name` on (`Some`) or off.
+    pub fn set_auto(&mut self, name: &TableName, auto: Option<Placement>) -> Result<(), DictError> {
+        let t = self
+            .tables
+            .get_mut(name)
+            .ok_or_else(|| DictError::NotPartitioned(name.clone()))?;
+        t.auto = auto;
+        self.version += 1;
+        Ok(())
+    }
+
+    /// Whether `target` is the default partition of a table with
+    /// auto-partitioning: a write there may name a value that needs a
+    /// partition (`router::unplaced_values`).
+    pub fn is_auto_default(&self, target: &Target) -> bool {
+        self.tables.values().any(|t| {
+            t.auto.is_some()
+                && t.default_backend == target.backend
+                && t.default_table == target.physical_table
+        })
+    }
+
     pub fn is_global(&self, name: &TableName) -> bool {
         self.globals.contains(name)
     }
@@ -380,6 +461,7 @@ impl Dictionary {
                 is_key_exact: false,
                 is_key_integer: false,
                 key_enum: None,
+                auto: None,
             },
         );
         self.version += 1;
@@ -601,6 +683,19 @@ mod tests {
         )
         .unwrap();
         (d, t)
+    }
+
+    #[test]
+    fn auto_partition_names_are_stable_and_distinct() {
+        assert_eq!(auto_partition_name("3"), "auto_3");
+        assert_eq!(auto_partition_name("2024_01"), "auto_2024_01");
+        let a = auto_partition_name("2024-01");
+        let b = auto_partition_name("2024_01");
+        assert!(a.starts_with("auto_2024_01_") && a != b, "{a} {b}");
+        assert_eq!(a, auto_partition_name("2024-01"));
+        assert!(auto_partition_name(&"x".repeat(200)).len() < 40);
+        assert_eq!(auto_partition_name("-5"), auto_partition_name("-5"));
+        assert_ne!(auto_partition_name("-5"), auto_partition_name("_5"));
     }
 
     #[test]

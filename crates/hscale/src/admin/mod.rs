@@ -11,6 +11,7 @@
 //! user's admin flag and writes the answer.
 
 mod add_partition;
+pub mod auto_partition;
 mod cancel;
 mod change;
 mod drop_partition;
@@ -107,6 +108,10 @@ pub async fn execute(
         }
         AdminCommand::ShowOperations => show::operations(ctx, worker).await,
         AdminCommand::CancelOperation { id } => cancel::run(ctx, worker, id).await,
+        AdminCommand::AutoPartition { table, placement } => {
+            let name = table_name(&table, session_db)?;
+            auto_partition::set(ctx, worker, name, placement).await
+        }
         AdminCommand::SetupGlobalTable { table } => {
             let name = table_name(&table, session_db)?;
             setup_global_table::run(ctx, worker, name).await

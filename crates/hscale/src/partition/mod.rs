@@ -17,7 +17,7 @@ pub mod store;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use hscale_route::dictionary::Dictionary;
+use hscale_route::dictionary::{Dictionary, TableName};
 use hscale_route::HashingFunction;
 
 /// The current dictionary, swapped whole when it changes.
@@ -43,11 +43,20 @@ pub struct Partitioning {
     epoch: std::time::Instant,
     /// Numbers the snapshots: plan caches key their entries by it.
     generation: std::sync::atomic::AtomicU64,
+    /// Partition values that writes named without a partition, for
+    /// auto-partitioning (`admin::auto_partition`): sent without waiting
+    /// (dropped when full: the next write of the value sends it again).
+    pub auto_requests: tokio::sync::mpsc::Sender<(TableName, String)>,
+    /// The receiving end, taken by the proxy's auto-partitioning task.
+    pub auto_receiver: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<(TableName, String)>>>,
 }
 
 impl Default for Partitioning {
     fn default() -> Self {
+        let (auto_requests, receiver) = tokio::sync::mpsc::channel(1024);
         Partitioning {
+            auto_requests,
+            auto_receiver: std::sync::Mutex::new(Some(receiver)),
             snapshot: ArcSwap::from_pointee(Dictionary::default()),
             admin_lock: tokio::sync::Mutex::new(()),
             global_write_lock: tokio::sync::Mutex::new(()),

@@ -8,7 +8,7 @@
 //! the same version, and a reader sees every change or none
 //! ([`load`] reads in one consistent snapshot).
 
-use hscale_route::dictionary::{Dictionary, TableName};
+use hscale_route::dictionary::{Dictionary, Placement, TableName};
 use hscale_route::HashingFunction;
 
 use super::{qualified, quote_str};
@@ -46,6 +46,8 @@ const SCHEMA: &[&str] = &[
        rows_copied BIGINT UNSIGNED NOT NULL DEFAULT 0, rows_estimate BIGINT UNSIGNED NOT NULL DEFAULT 0, \
        backlog BIGINT UNSIGNED NOT NULL DEFAULT 0, longest_pause_ms BIGINT UNSIGNED NOT NULL DEFAULT 0, \
        detail TEXT NULL) ENGINE=InnoDB",
+    // Auto-partitioning's placement rule (`Placement`); NULL: off.
+    "ALTER TABLE `hscale`.`partitioned_tables` ADD COLUMN IF NOT EXISTS auto_partition VARCHAR(32) NULL",
     // Verification before the cutover (`admin/verify.rs`): ranges compared
     // and ranges that differed and were copied again.
     "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS ranges_verified INT UNSIGNED NOT NULL DEFAULT 0, \
@@ -220,7 +222,7 @@ async fn load_in_snapshot(
         .and_then(|r| r[0].as_deref().and_then(|v| v.parse().ok()))
         .unwrap_or(0);
     let tables = conn
-        .query_rows("SELECT db, tbl, key_column, hashing_function, default_table, default_backend, key_type FROM `hscale`.`partitioned_tables`")
+        .query_rows("SELECT db, tbl, key_column, hashing_function, default_table, default_backend, key_type, auto_partition FROM `hscale`.`partitioned_tables`")
         .await?
         .map_err(|e| server_error(conn, "reading the dictionary", e))?;
     for r in tables.strings() {
@@ -231,6 +233,10 @@ async fn load_in_snapshot(
         d.setup_table(name.clone(), &f(2), &f(4), backend_index(&f(5))?, function)
             .map_err(|e| ProxyError::Wrong(e.to_string()))?;
         d.set_key_type(&name, &f(6));
+        if let Some(p) = r[7].as_deref().and_then(Placement::parse) {
+            d.set_auto(&name, Some(p))
+                .map_err(|e| ProxyError::Wrong(e.to_string()))?;
+        }
     }
     let parts = conn
         .query_rows("SELECT db, tbl, partition_value, partition_name, backend, IFNULL(physical_table, CONCAT(tbl, '_', partition_name)) FROM `hscale`.`partitions` ORDER BY db, tbl, partition_name, partition_value")
@@ -284,7 +290,7 @@ pub fn insert_table_sql(
     key_type: &str,
 ) -> String {
     format!(
-        "INSERT INTO {} VALUES ({}, {}, {}, {}, {}, {}, {})",
+        "INSERT INTO {} (db, tbl, key_column, hashing_function, default_table, default_backend, key_type) VALUES ({}, {}, {}, {}, {}, {}, {})",
         qualified("hscale", "partitioned_tables"),
         quote_str(&name.db),
         quote_str(&name.table),

@@ -37,7 +37,7 @@ use crate::exec::forward::{Expect, Outcome};
 use crate::exec::{send, write_error, Bindings, Effects, Exec};
 use crate::runtime::{Context, SessionHandle};
 use auth::ClientInfo;
-use hscale_route::router::Plan;
+use hscale_route::router::{Plan, StatementKind};
 use prepared::Statements;
 
 pub struct Session<S> {
@@ -442,10 +442,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return self.write_admin_output(out).await;
                 }
                 plan => {
+                    // A write into the default partition of a table with
+                    // auto-partitioning may name a value to create a
+                    // partition for (`admin::auto_partition`).
+                    let is_auto = matches!(&plan, Plan::Targets { kind: StatementKind::Insert, parts }
+                        if parts.iter().any(|(t, _)| dict.is_auto_default(t)));
                     drop(dict);
                     let mut exec = self.exec();
                     exec.is_fenced = true;
-                    return exec.run(plan, effects).await;
+                    let done = exec.run(plan, effects).await;
+                    if is_auto && done.is_ok() {
+                        crate::admin::auto_partition::notice(
+                            &self.b.ctx.partitioning,
+                            sql,
+                            self.b.state.db.as_deref(),
+                        );
+                    }
+                    return done;
                 }
             }
         }

@@ -3,24 +3,33 @@
 use hscale_sql::{Token, TokenKind};
 
 use super::{is_name, literal, rewrite, unquote, Plan, StatementKind, TableRef};
-use crate::dictionary::{PartitionedTable, Target};
+use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 
-/// INSERT / REPLACE ... VALUES: split the rows by partition.
-pub(super) fn plan_insert(
+/// An INSERT's VALUES rows, as token ranges.
+struct InsertRows {
+    columns: usize,
+    key_pos: usize,
+    /// Each row's `(` and `)` token indexes.
+    rows: Vec<(usize, usize)>,
+    /// The first token after the rows.
+    tail_start: usize,
+}
+
+/// Read an INSERT's column list and VALUES rows; `Err` says why it cannot
+/// be planned.
+fn insert_rows(
     sql: &str,
     tokens: &[Token],
     r: &TableRef,
     table: &PartitionedTable,
-    prepared: bool,
-) -> Plan {
-    let refuse = |why: &str| Plan::Refuse(format!("{why} (partitioned table {})", table.name));
+) -> Result<InsertRows, String> {
     let mut i = r.end;
     if !tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
-        return refuse("INSERT must list its columns, including the partition key");
+        return Err("INSERT must list its columns, including the partition key".into());
     }
     let close = match tokens[i..].iter().position(|t| t.is_punct(sql, ")")) {
         Some(p) => i + p,
-        None => return refuse("unreadable column list"),
+        None => return Err("unreadable column list".into()),
     };
     let columns: Vec<String> = tokens[i + 1..close]
         .split(|t| t.is_punct(sql, ","))
@@ -30,7 +39,7 @@ pub(super) fn plan_insert(
         .iter()
         .position(|c| c.eq_ignore_ascii_case(&table.column))
     else {
-        return refuse(&format!(
+        return Err(format!(
             "INSERT without the partition key column {}",
             table.column
         ));
@@ -40,14 +49,14 @@ pub(super) fn plan_insert(
         .get(i)
         .is_some_and(|t| t.is_word(sql, "VALUES") || t.is_word(sql, "VALUE"))
     {
-        return refuse("only INSERT ... VALUES is supported");
+        return Err("only INSERT ... VALUES is supported".into());
     }
     i += 1;
     // Each row: ( ... ) at depth 1, separated by commas.
     let mut rows: Vec<(usize, usize)> = Vec::new();
     loop {
         if !tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
-            return refuse("unreadable VALUES row");
+            return Err("unreadable VALUES row".into());
         }
         let mut depth = 0;
         let mut end = None;
@@ -63,7 +72,7 @@ pub(super) fn plan_insert(
             }
         }
         let Some(end) = end else {
-            return refuse("unreadable VALUES row");
+            return Err("unreadable VALUES row".into());
         };
         rows.push((i, end));
         i = end + 1;
@@ -73,7 +82,68 @@ pub(super) fn plan_insert(
         }
         break;
     }
-    let tail_start = i;
+    Ok(InsertRows {
+        columns: columns.len(),
+        key_pos,
+        rows,
+        tail_start: i,
+    })
+}
+
+/// For an INSERT into a table with auto-partitioning: the partition values
+/// of its rows that have no partition (each once), to create partitions
+/// for. Empty for anything else.
+pub fn unplaced_values(
+    sql: &str,
+    session_db: Option<&str>,
+    dict: &Dictionary,
+) -> Option<(TableName, Vec<String>)> {
+    let tokens = hscale_sql::tokenize(sql).ok()?;
+    let first = tokens.first()?.text(sql).to_ascii_uppercase();
+    if first != "INSERT" && first != "REPLACE" {
+        return None;
+    }
+    let refs = super::refs::table_refs(sql, &tokens, session_db, dict);
+    let r = refs.first()?;
+    let table = dict.table(&r.name).filter(|t| t.auto.is_some())?;
+    let parsed = insert_rows(sql, &tokens, r, table).ok()?;
+    let mut out: Vec<String> = Vec::new();
+    for (a, b) in parsed.rows {
+        let values: Vec<&[Token]> = tokens[a + 1..b].split(|t| t.is_punct(sql, ",")).collect();
+        let Some(key) = values
+            .get(parsed.key_pos)
+            .and_then(|v| literal(sql, v))
+            .and_then(|k| table.stored_key(k))
+        else {
+            continue;
+        };
+        if let Ok(Some(v)) = table.function.apply(&key) {
+            if !table.values.contains_key(&v) && !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+    (!out.is_empty()).then(|| (r.name.clone(), out))
+}
+
+/// INSERT / REPLACE ... VALUES: split the rows by partition.
+pub(super) fn plan_insert(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+    prepared: bool,
+) -> Plan {
+    let refuse = |why: &str| Plan::Refuse(format!("{why} (partitioned table {})", table.name));
+    let InsertRows {
+        columns,
+        key_pos,
+        rows,
+        tail_start,
+    } = match insert_rows(sql, tokens, r, table) {
+        Ok(p) => p,
+        Err(why) => return refuse(&why),
+    };
     if tokens[tail_start..]
         .iter()
         .any(|t| t.is_word(sql, "SELECT") || t.is_word(sql, "RETURNING"))
@@ -130,7 +200,7 @@ pub(super) fn plan_insert(
     let mut groups: Vec<(Target, Vec<(usize, usize)>)> = Vec::new();
     for (a, b) in rows {
         let values: Vec<&[Token]> = tokens[a + 1..b].split(|t| t.is_punct(sql, ",")).collect();
-        if values.len() != columns.len() {
+        if values.len() != columns {
             return refuse("a VALUES row has a different number of values than columns");
         }
         let Some(given) = literal(sql, values[key_pos]) else {

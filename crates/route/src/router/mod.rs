@@ -33,8 +33,8 @@ mod union;
 
 pub use cache::{CacheStats, PlanCache};
 pub use explain::ExplainRow;
-pub use insert::insert_key_placeholders;
 use insert::plan_insert;
+pub use insert::{insert_key_placeholders, unplaced_values};
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
 pub use schema::like_matches;
