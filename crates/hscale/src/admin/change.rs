@@ -734,8 +734,9 @@ impl Running<'_> {
     /// Triggers, changelog and staging table gone. The changelog goes only
     /// once every trigger is gone; a trigger that cannot be dropped now
     /// (long transactions on the table) is retried for a while, and left
-    /// (harmless, see `capture`) with a warning after that.
-    pub(super) async fn clean_up(&mut self) {
+    /// (harmless, see `capture`) with a warning after that. Returns whether
+    /// everything is gone.
+    pub(super) async fn clean_up(&mut self) -> bool {
         let _ = exec(
             &mut self.src,
             &["SET SESSION lock_wait_timeout = 5".to_string()],
@@ -753,6 +754,9 @@ impl Running<'_> {
                     }
                     Err(err) => {
                         tracing::warn!(operation = self.id, attempt, error = %err, "cannot drop a capture trigger yet");
+                        if !matches!(&err, ProxyError::Backend { err, .. } if err.code == 1205) {
+                            break; // not a lock wait: the backend is gone
+                        }
                         tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
                     }
                 }
@@ -761,18 +765,20 @@ impl Running<'_> {
         }
         if is_clean {
             let sql = format!("DROP TABLE IF EXISTS {}", self.changelog());
-            let _ = exec(&mut self.src, &[sql]).await;
+            is_clean &= exec(&mut self.src, &[sql]).await.is_ok();
         }
         if self.m.is_dst_live {
-            let _ = exec(
+            is_clean &= exec(
                 &mut self.dst,
                 &[format!(
                     "DROP TABLE IF EXISTS {}",
                     qualified(&self.m.db, &self.into)
                 )],
             )
-            .await;
+            .await
+            .is_ok();
         }
+        is_clean
     }
 }
 
@@ -876,22 +882,13 @@ pub(super) async fn run(
         r.lanes.push(lane);
     }
     // A cancel (HSCALE CANCEL_OPERATION, through any proxy) is seen within
-    // CANCEL_POLL; the copy or replay it interrupts is dropped mid-way, so
-    // the undo runs on fresh connections.
+    // CANCEL_POLL; the copy or replay it interrupts is dropped mid-way (the
+    // undo, `abandon`, runs on fresh connections).
     let prepared = tokio::select! {
         p = prepare(ctx, worker, &mut r) => Some(p),
         () = cancel_requested(ctx, worker, id) => None,
     };
-    let prepared = match prepared {
-        Some(p) => p,
-        None => {
-            r.src = conn(ctx, worker, m.src.0).await?;
-            r.src.is_broken = true;
-            r.dst = conn(ctx, worker, m.dst.0).await?;
-            r.dst.is_broken = true;
-            Err(ProxyError::Cancelled(id))
-        }
-    };
+    let prepared = prepared.unwrap_or(Err(ProxyError::Cancelled(id)));
     if let Err(e) = prepared {
         abandon(ctx, worker, &mut r, &e).await;
         return Err(e);
@@ -1018,20 +1015,47 @@ async fn catch_up(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<(
 }
 
 /// Undo a change that failed before its cutover.
+/// Undo a change that failed before its cutover. What cannot be undone now
+/// (a backend is down) is left to the take-over: the journal row stays
+/// active, in 'rolling_back' (or 'cancelling'), and every proxy tries
+/// again each reload interval (`takeover::roll_back`) until the backend is
+/// back; the table cannot be changed meanwhile.
 async fn abandon(ctx: &Context, worker: usize, r: &mut Running<'_>, why: &ProxyError) {
     tracing::warn!(operation = r.id, error = %why, "partition change failed before its cutover; undoing it");
-    r.clean_up().await;
+    // Fresh connections: the failure may have broken the change's own.
+    for (b, c) in [(r.m.src.0, &mut r.src), (r.m.dst.0, &mut r.dst)] {
+        if let Ok(fresh) = conn(ctx, worker, b).await {
+            *c = fresh;
+            c.is_broken = true;
+        }
+    }
+    let mut is_clean = r.clean_up().await;
     if !r.m.is_dst_live {
-        let _ = exec(
+        is_clean &= exec(
             &mut r.dst,
             &[format!(
                 "DROP TABLE IF EXISTS {}",
                 qualified(&r.m.db, &r.into)
             )],
         )
-        .await;
+        .await
+        .is_ok();
     }
-    fail(ctx, worker, r.id, why).await;
+    if is_clean {
+        fail(ctx, worker, r.id, why).await;
+        return;
+    }
+    tracing::warn!(
+        operation = r.id,
+        "a backend is unreachable: the change's tables are dropped by a take-over once it is back"
+    );
+    let sql = format!(
+        "UPDATE `hscale`.`operations` SET state = IF(state = 'cancelling', 'cancelling', 'rolling_back') WHERE id = {} AND active IS NOT NULL",
+        r.id
+    );
+    if let Err(e) = journal(ctx, worker, sql).await {
+        tracing::warn!(operation = r.id, error = %e, "cannot mark the operation for a take-over");
+    }
 }
 
 async fn cut_over(
