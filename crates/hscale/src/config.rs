@@ -28,8 +28,22 @@ pub struct ProxyConfig {
     pub socket: Option<String>,
     /// Worker threads; 0 means one per core.
     pub workers: usize,
-    /// Client connections accepted at once; more get error 1040.
+    /// Logged-in client connections at once; a client that logs in beyond
+    /// it gets error 1040. A connection takes its slot only after it
+    /// authenticated.
     pub max_connections: usize,
+    /// Connections still in the handshake (not yet logged in) at once,
+    /// apart from `max_connections`. When a new connection would exceed
+    /// it, the oldest one still in the handshake is closed, so idle
+    /// half-open connections cannot keep real clients out.
+    pub max_handshakes: usize,
+    /// Time a new connection has to complete its handshake and log in, in
+    /// milliseconds (MariaDB's connect_timeout).
+    pub handshake_timeout_ms: u64,
+    /// Time a logged-in client may stay silent between commands before
+    /// its connection is closed, in milliseconds (MariaDB's wait_timeout;
+    /// a session's `SET wait_timeout = <seconds>` overrides it).
+    pub wait_timeout_ms: u64,
     /// Largest client command accepted, in bytes.
     pub max_allowed_packet: usize,
     /// Authentication plugin announced in the handshake:
@@ -66,6 +80,9 @@ impl Default for ProxyConfig {
             socket: None,
             workers: 0,
             max_connections: 10_000,
+            max_handshakes: 1024,
+            handshake_timeout_ms: 10_000,
+            wait_timeout_ms: 28_800_000,
             max_allowed_packet: 64 * 1024 * 1024,
             auth_plugin: hscale_wire::auth::NATIVE_PASSWORD.into(),
             connect_timeout_ms: 3_000,
@@ -197,6 +214,12 @@ impl Config {
         }
         if self.proxy.max_connections == 0 {
             out.push("[proxy] max_connections must be at least 1".into());
+        }
+        if self.proxy.max_handshakes == 0 {
+            out.push("[proxy] max_handshakes must be at least 1".into());
+        }
+        if self.proxy.handshake_timeout_ms == 0 || self.proxy.wait_timeout_ms == 0 {
+            out.push("[proxy] handshake_timeout_ms and wait_timeout_ms must be at least 1".into());
         }
         if self.proxy.max_allowed_packet < 1024 || self.proxy.max_allowed_packet > 1 << 30 {
             out.push(format!(

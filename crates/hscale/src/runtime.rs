@@ -4,8 +4,8 @@
 //! `exec/`, `admin/` and `server` use it; it imports only `backend/`,
 //! `partition/` and `config`.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -22,6 +22,11 @@ pub struct Context {
     pub(crate) server_version: OnceLock<String>,
     next_connection_id: AtomicU32,
     clients: AtomicUsize,
+    /// Connections in the handshake, oldest first: `(ticket, eviction
+    /// signal)`. Locked when a connection arrives and when its handshake
+    /// ends, never per statement.
+    handshakes: Mutex<VecDeque<(u64, Arc<tokio::sync::Notify>)>>,
+    next_handshake: AtomicU64,
     /// Live sessions by connection id, for KILL. Locked when a session
     /// starts or ends and by KILL, never per statement.
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
@@ -89,6 +94,35 @@ impl Drop for ClientSlot {
     }
 }
 
+/// One connection's place among those still in the handshake; dropping
+/// it (handshake over, or connection gone) gives the place back.
+pub struct HandshakeTicket {
+    ctx: Arc<Context>,
+    id: u64,
+    evicted: Arc<tokio::sync::Notify>,
+}
+
+impl HandshakeTicket {
+    /// Resolves when a newer connection took this one's place
+    /// (`[proxy] max_handshakes` reached): the connection is to be closed.
+    pub async fn evicted(&self) {
+        self.evicted.notified().await;
+    }
+}
+
+impl Drop for HandshakeTicket {
+    fn drop(&mut self) {
+        let mut q = self
+            .ctx
+            .handshakes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = q.iter().position(|(id, _)| *id == self.id) {
+            q.remove(i);
+        }
+    }
+}
+
 /// Announced to clients until the main backend has told us its own version.
 const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-hscale";
 
@@ -125,6 +159,8 @@ impl Context {
             server_version: OnceLock::new(),
             next_connection_id: AtomicU32::new(1),
             clients: AtomicUsize::new(0),
+            handshakes: Mutex::new(VecDeque::new()),
+            next_handshake: AtomicU64::new(0),
             sessions: Mutex::new(HashMap::new()),
             partitioning: crate::partition::Partitioning::default(),
         })
@@ -175,6 +211,35 @@ impl Context {
         self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// A place among the connections in the handshake; when all
+    /// `max_handshakes` are taken, the oldest holder is told to leave.
+    pub fn handshake_ticket(self: &Arc<Self>) -> HandshakeTicket {
+        let id = self.next_handshake.fetch_add(1, Ordering::Relaxed);
+        let evicted = Arc::new(tokio::sync::Notify::new());
+        let mut q = self.handshakes.lock().unwrap_or_else(|p| p.into_inner());
+        while q.len() >= self.config.proxy.max_handshakes.max(1) {
+            if let Some((_, oldest)) = q.pop_front() {
+                oldest.notify_one();
+            }
+        }
+        q.push_back((id, evicted.clone()));
+        drop(q);
+        HandshakeTicket {
+            ctx: self.clone(),
+            id,
+            evicted,
+        }
+    }
+
+    /// Connections in the handshake now.
+    pub fn handshakes(&self) -> usize {
+        self.handshakes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+
+    /// One of `max_connections` slots for a client that logged in.
     pub fn client_slot(self: &Arc<Self>) -> Option<ClientSlot> {
         let n = self.clients.fetch_add(1, Ordering::Relaxed);
         let slot = ClientSlot(self.clone());
