@@ -40,6 +40,14 @@ pub struct ProxyConfig {
     /// Time a new connection has to complete its handshake and log in, in
     /// milliseconds (MariaDB's connect_timeout).
     pub handshake_timeout_ms: u64,
+    /// Failed logins from one client address after which its logins are
+    /// answered late (like MariaDB's connection_control); 0 turns the
+    /// throttle off. A successful login clears the address's count.
+    pub failed_login_threshold: u32,
+    /// Delay added per failed login beyond the threshold, in milliseconds.
+    pub failed_login_delay_ms: u64,
+    /// Longest delay a login is answered with, in milliseconds.
+    pub failed_login_max_delay_ms: u64,
     /// Time a logged-in client may stay silent between commands before
     /// its connection is closed, in milliseconds (MariaDB's wait_timeout;
     /// a session's `SET wait_timeout = <seconds>` overrides it).
@@ -83,6 +91,9 @@ impl Default for ProxyConfig {
             max_handshakes: 1024,
             handshake_timeout_ms: 10_000,
             wait_timeout_ms: 28_800_000,
+            failed_login_threshold: 0,
+            failed_login_delay_ms: 1_000,
+            failed_login_max_delay_ms: 30_000,
             max_allowed_packet: 64 * 1024 * 1024,
             auth_plugin: hscale_wire::auth::NATIVE_PASSWORD.into(),
             connect_timeout_ms: 3_000,

@@ -27,6 +27,9 @@ pub struct Context {
     /// ends, never per statement.
     handshakes: Mutex<VecDeque<(u64, Arc<tokio::sync::Notify>)>>,
     next_handshake: AtomicU64,
+    /// Failed logins per client address, for `failed_login_threshold`
+    /// (empty while it is 0). Locked once per login, never per statement.
+    failed_logins: Mutex<HashMap<std::net::IpAddr, u32>>,
     /// Live sessions by connection id, for KILL. Locked when a session
     /// starts or ends and by KILL, never per statement.
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
@@ -123,6 +126,9 @@ impl Drop for HandshakeTicket {
     }
 }
 
+/// Client addresses whose failed logins are counted at once.
+const MAX_THROTTLED_ADDRESSES: usize = 100_000;
+
 /// Announced to clients until the main backend has told us its own version.
 const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-hscale";
 
@@ -161,6 +167,7 @@ impl Context {
             clients: AtomicUsize::new(0),
             handshakes: Mutex::new(VecDeque::new()),
             next_handshake: AtomicU64::new(0),
+            failed_logins: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
             partitioning: crate::partition::Partitioning::default(),
         })
@@ -229,6 +236,36 @@ impl Context {
             id,
             evicted,
         }
+    }
+
+    /// Record a login from `addr` (`is_ok`: it succeeded) and return how
+    /// long to hold its answer back: nothing until the address has more
+    /// than `failed_login_threshold` failures, then `failed_login_delay_ms`
+    /// per failure beyond it, at most `failed_login_max_delay_ms`.
+    pub fn login_delay(&self, addr: Option<std::net::IpAddr>, is_ok: bool) -> Duration {
+        let proxy = &self.config.proxy;
+        let (Some(addr), threshold @ 1..) = (addr, proxy.failed_login_threshold) else {
+            return Duration::ZERO;
+        };
+        let mut failed = self.failed_logins.lock().unwrap_or_else(|p| p.into_inner());
+        let n = if is_ok {
+            failed.remove(&addr).unwrap_or(0)
+        } else {
+            if failed.len() >= MAX_THROTTLED_ADDRESSES && !failed.contains_key(&addr) {
+                // Bounded: forget every count rather than grow without end.
+                tracing::warn!("failed-login throttle: too many addresses, counts reset");
+                failed.clear();
+            }
+            let n = failed.entry(addr).or_insert(0);
+            *n = n.saturating_add(1);
+            *n
+        };
+        let beyond = u64::from(n.saturating_sub(threshold));
+        Duration::from_millis(
+            beyond
+                .saturating_mul(proxy.failed_login_delay_ms)
+                .min(proxy.failed_login_max_delay_ms),
+        )
     }
 
     /// Connections in the handshake now.

@@ -289,3 +289,54 @@ async fn long_data_is_limited_per_statement() {
     let n = i32::from_le_bytes(row[2..6].try_into().unwrap());
     assert_eq!(n, 800 * 1024);
 }
+
+/// The failed-login throttle: past the threshold, each failed login from
+/// an address is answered later; a successful one (answered late too)
+/// clears the count.
+#[tokio::test]
+async fn failed_logins_are_throttled_per_address() {
+    let proxy = proxy_with(|c| {
+        c.proxy.failed_login_threshold = 2;
+        c.proxy.failed_login_delay_ms = 400;
+        c.proxy.failed_login_max_delay_ms = 800;
+    });
+    let port = proxy.addr.port();
+    let attempt = |password: &'static str| async move {
+        let start = Instant::now();
+        let (_, p) = Raw::login(port, "app", password, CLIENT_CAPS).await;
+        (p.first(), start.elapsed())
+    };
+    let fast = Duration::from_millis(300);
+    for _ in 0..2 {
+        let (first, took) = attempt("wrong").await;
+        assert_eq!(first, Some(0xff));
+        assert!(took < fast, "failure within the threshold took {took:?}");
+    }
+    let (_, took) = attempt("wrong").await;
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_millis(800),
+        "{took:?}"
+    );
+    let (_, took) = attempt("wrong").await;
+    assert!(took >= Duration::from_millis(800), "{took:?}");
+    let (_, took) = attempt("wrong").await;
+    assert!(
+        took >= Duration::from_millis(800) && took < Duration::from_millis(1200),
+        "capped: {took:?}"
+    );
+    // The right password still logs in, late, and clears the count.
+    let (first, took) = attempt("secret").await;
+    assert_eq!(first, Some(0));
+    assert!(took >= Duration::from_millis(800), "{took:?}");
+    let (first, took) = attempt("wrong").await;
+    assert_eq!(first, Some(0xff));
+    assert!(took < fast, "count not cleared: {took:?}");
+    // Off by default: another proxy answers at once.
+    let plain = proxy_with(|_| {});
+    for _ in 0..5 {
+        let start = Instant::now();
+        let (_, p) = Raw::login(plain.addr.port(), "app", "wrong", CLIENT_CAPS).await;
+        assert_eq!(p.first(), Some(0xff));
+        assert!(start.elapsed() < fast);
+    }
+}

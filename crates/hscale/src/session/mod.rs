@@ -63,8 +63,23 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     // slot, and has `handshake_timeout_ms` to finish.
     let ticket = ctx.handshake_ticket();
     let limit = std::time::Duration::from_millis(ctx.config.proxy.handshake_timeout_ms);
+    let addr = peer.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
     let login = tokio::select! {
-        r = tokio::time::timeout(limit, auth::handshake(&mut client, &ctx.config, &version, connection_id)) => r.ok(),
+        r = async {
+            let r = tokio::time::timeout(limit, auth::handshake(&mut client, &ctx.config, &version, connection_id)).await.ok()?;
+            // The failed-login throttle: the answer waits, still holding
+            // its handshake place.
+            let delay = match &r {
+                Ok(_) => ctx.login_delay(addr, true),
+                Err((ProxyError::AccessDenied { .. }, _)) => ctx.login_delay(addr, false),
+                Err(_) => std::time::Duration::ZERO,
+            };
+            if !delay.is_zero() {
+                tracing::info!(peer, connection_id, delay_ms = delay.as_millis() as u64, "failed-login throttle: answering late");
+                tokio::time::sleep(delay).await;
+            }
+            Some(r)
+        } => r,
         _ = ticket.evicted() => None,
     };
     drop(ticket);
