@@ -63,6 +63,14 @@ pub struct ProxyConfig {
     pub acquire_timeout_ms: u64,
     /// Interval of backend health checks, in milliseconds.
     pub health_check_interval_ms: u64,
+    /// Time a health-check ping gets before its backend counts as frozen,
+    /// in milliseconds: statements to a frozen backend fail at once and
+    /// reads waiting on it give up, until a probe gets an answer again.
+    pub backend_ping_timeout_ms: u64,
+    /// Longest wait for the next bytes of a backend's reply to a
+    /// statement, in milliseconds; 0 (the default) waits as long as the
+    /// statement runs (a frozen backend is still caught by the pings).
+    pub backend_read_timeout_ms: u64,
     /// Prepared statements kept per backend connection (LRU beyond).
     pub backend_statement_cache: usize,
     /// How often the partition dictionary is reread from the main backend,
@@ -99,6 +107,8 @@ impl Default for ProxyConfig {
             connect_timeout_ms: 3_000,
             acquire_timeout_ms: 10_000,
             health_check_interval_ms: 5_000,
+            backend_ping_timeout_ms: 3_000,
+            backend_read_timeout_ms: 0,
             backend_statement_cache: 128,
             reload_interval_ms: 1_000,
             fence_wait_ms: 5_000,

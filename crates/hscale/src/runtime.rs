@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::backend::Pool;
+use crate::backend::{BackendWatch, Pool};
 use crate::config::{BackendConfig, Config};
 
 /// Shared by all sessions; nothing in it is locked on the statement path.
@@ -142,6 +142,16 @@ impl Context {
         let workers = config.worker_threads();
         let connect = Duration::from_millis(config.proxy.connect_timeout_ms);
         let acquire = Duration::from_millis(config.proxy.acquire_timeout_ms);
+        let read_timeout = match config.proxy.backend_read_timeout_ms {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        };
+        let ping_timeout = Duration::from_millis(config.proxy.backend_ping_timeout_ms);
+        let watches: Vec<Arc<BackendWatch>> = config
+            .backends
+            .iter()
+            .map(|_| Arc::new(BackendWatch::new(read_timeout, ping_timeout)))
+            .collect();
         let pools = (0..workers)
             .map(|w| {
                 config
@@ -154,7 +164,7 @@ impl Context {
                             max_connections: share(b.max_connections, workers, w).max(1),
                             ..b.clone()
                         };
-                        Pool::new(cfg, i, connect, acquire)
+                        Pool::new(cfg, i, connect, acquire, watches[i].clone())
                     })
                     .collect()
             })
