@@ -217,6 +217,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.flush().await
     }
 
+    /// Close the sending side (after an error was flushed) and read and
+    /// drop what the peer still sends, up to `max_bytes` or its own close:
+    /// closing with unread input would reset the connection and could
+    /// destroy the error before the peer reads it. Costs no memory; the
+    /// caller bounds the time.
+    pub async fn linger(&mut self, max_bytes: usize) {
+        let _ = self.flush().await;
+        let _ = self.stream.shutdown().await;
+        let mut dropped = self.rbuf.len();
+        self.rbuf.clear();
+        let mut scratch = [0u8; 8192];
+        while dropped < max_bytes {
+            match self.stream.read(&mut scratch).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => dropped += n,
+            }
+        }
+    }
+
     pub async fn shutdown(&mut self) {
         let _ = self.flush().await;
         let _ = self.stream.shutdown().await;

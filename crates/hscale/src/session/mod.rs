@@ -282,6 +282,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Err(e) => {
                     tracing::info!(connection_id = self.b.connection_id, error = %e, "closing: bad packet from client");
                     write_error(&mut self.client, 1, &ProxyError::ClientProtocol(e)).await;
+                    // A packet refused from its header is still arriving:
+                    // let the client read the error before the close.
+                    let linger = self.client.linger(hscale_wire::MAX_PAYLOAD + 4);
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), linger).await;
                     return;
                 }
             };
