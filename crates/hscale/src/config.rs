@@ -83,6 +83,11 @@ pub struct ProxyConfig {
     /// values, buffered sorted rows); past it the statement fails with an
     /// error instead of growing the proxy's memory.
     pub merge_max_rows: usize,
+    /// How long the server of a partition sent ahead in a scan over
+    /// several partitions waits for hscale to read its rows (its
+    /// net_write_timeout while the earlier partitions reach a slow
+    /// client), in milliseconds.
+    pub scatter_write_timeout_ms: u64,
     /// Rows a statement may copy between backends (joins that are not
     /// co-partitioned, and reads answered by one server with copies of the
     /// partitioned tables); past it the statement fails with an error.
@@ -114,6 +119,7 @@ impl Default for ProxyConfig {
             fence_wait_ms: 5_000,
             merge_max_rows: 1_000_000,
             ship_max_rows: 100_000,
+            scatter_write_timeout_ms: 3_600_000,
         }
     }
 }
