@@ -28,8 +28,30 @@ pub struct ProxyConfig {
     pub socket: Option<String>,
     /// Worker threads; 0 means one per core.
     pub workers: usize,
-    /// Client connections accepted at once; more get error 1040.
+    /// Logged-in client connections at once; a client that logs in beyond
+    /// it gets error 1040. A connection takes its slot only after it
+    /// authenticated.
     pub max_connections: usize,
+    /// Connections still in the handshake (not yet logged in) at once,
+    /// apart from `max_connections`. When a new connection would exceed
+    /// it, the oldest one still in the handshake is closed, so idle
+    /// half-open connections cannot keep real clients out.
+    pub max_handshakes: usize,
+    /// Time a new connection has to complete its handshake and log in, in
+    /// milliseconds (MariaDB's connect_timeout).
+    pub handshake_timeout_ms: u64,
+    /// Failed logins from one client address after which its logins are
+    /// answered late (like MariaDB's connection_control); 0 turns the
+    /// throttle off. A successful login clears the address's count.
+    pub failed_login_threshold: u32,
+    /// Delay added per failed login beyond the threshold, in milliseconds.
+    pub failed_login_delay_ms: u64,
+    /// Longest delay a login is answered with, in milliseconds.
+    pub failed_login_max_delay_ms: u64,
+    /// Time a logged-in client may stay silent between commands before
+    /// its connection is closed, in milliseconds (MariaDB's wait_timeout;
+    /// a session's `SET wait_timeout = <seconds>` overrides it).
+    pub wait_timeout_ms: u64,
     /// Largest client command accepted, in bytes.
     pub max_allowed_packet: usize,
     /// Authentication plugin announced in the handshake:
@@ -41,6 +63,14 @@ pub struct ProxyConfig {
     pub acquire_timeout_ms: u64,
     /// Interval of backend health checks, in milliseconds.
     pub health_check_interval_ms: u64,
+    /// Time a health-check ping gets before its backend counts as frozen,
+    /// in milliseconds: statements to a frozen backend fail at once and
+    /// reads waiting on it give up, until a probe gets an answer again.
+    pub backend_ping_timeout_ms: u64,
+    /// Longest wait for the next bytes of a backend's reply to a
+    /// statement, in milliseconds; 0 (the default) waits as long as the
+    /// statement runs (a frozen backend is still caught by the pings).
+    pub backend_read_timeout_ms: u64,
     /// Prepared statements kept per backend connection (LRU beyond).
     pub backend_statement_cache: usize,
     /// How often the partition dictionary is reread from the main backend,
@@ -53,6 +83,11 @@ pub struct ProxyConfig {
     /// values, buffered sorted rows); past it the statement fails with an
     /// error instead of growing the proxy's memory.
     pub merge_max_rows: usize,
+    /// How long the server of a partition sent ahead in a scan over
+    /// several partitions waits for hscale to read its rows (its
+    /// net_write_timeout while the earlier partitions reach a slow
+    /// client), in milliseconds.
+    pub scatter_write_timeout_ms: u64,
     /// Rows a statement may copy between backends (joins that are not
     /// co-partitioned, and reads answered by one server with copies of the
     /// partitioned tables); past it the statement fails with an error.
@@ -66,16 +101,25 @@ impl Default for ProxyConfig {
             socket: None,
             workers: 0,
             max_connections: 10_000,
+            max_handshakes: 1024,
+            handshake_timeout_ms: 10_000,
+            wait_timeout_ms: 28_800_000,
+            failed_login_threshold: 0,
+            failed_login_delay_ms: 1_000,
+            failed_login_max_delay_ms: 30_000,
             max_allowed_packet: 64 * 1024 * 1024,
             auth_plugin: hscale_wire::auth::NATIVE_PASSWORD.into(),
             connect_timeout_ms: 3_000,
             acquire_timeout_ms: 10_000,
             health_check_interval_ms: 5_000,
+            backend_ping_timeout_ms: 3_000,
+            backend_read_timeout_ms: 0,
             backend_statement_cache: 128,
             reload_interval_ms: 1_000,
             fence_wait_ms: 5_000,
             merge_max_rows: 1_000_000,
             ship_max_rows: 100_000,
+            scatter_write_timeout_ms: 3_600_000,
         }
     }
 }
@@ -197,6 +241,12 @@ impl Config {
         }
         if self.proxy.max_connections == 0 {
             out.push("[proxy] max_connections must be at least 1".into());
+        }
+        if self.proxy.max_handshakes == 0 {
+            out.push("[proxy] max_handshakes must be at least 1".into());
+        }
+        if self.proxy.handshake_timeout_ms == 0 || self.proxy.wait_timeout_ms == 0 {
+            out.push("[proxy] handshake_timeout_ms and wait_timeout_ms must be at least 1".into());
         }
         if self.proxy.max_allowed_packet < 1024 || self.proxy.max_allowed_packet > 1 << 30 {
             out.push(format!(

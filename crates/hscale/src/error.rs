@@ -58,6 +58,10 @@ pub enum ProxyError {
     /// A statement would copy more rows between backends than allowed.
     #[error("hscale: this statement needs more than {limit} rows copied between backends to run ([proxy] ship_max_rows)")]
     ShipLimit { limit: usize },
+    /// COM_STMT_SEND_LONG_DATA went past max_allowed_packet for one
+    /// statement (the server's own error and message).
+    #[error("Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_allowed_packet' bytes")]
+    LongDataTooLarge,
     #[error("Unknown prepared statement handler ({id}) given to {command}")]
     UnknownStatement { id: u32, command: &'static str },
     #[error("hscale: {0}")]
@@ -129,6 +133,7 @@ impl ProxyError {
                 (code::ER_NOT_SUPPORTED_YET, b"42000", msg)
             }
             ProxyError::UnknownStatement { .. } => (code::ER_UNKNOWN_STMT_HANDLER, b"HY000", msg),
+            ProxyError::LongDataTooLarge => (code::ER_UNKNOWN_ERROR, b"HY000", msg),
             ProxyError::MergeLimit { .. } | ProxyError::ShipLimit { .. } => {
                 (code::ER_OUT_OF_SORTMEMORY, b"HY001", msg)
             }

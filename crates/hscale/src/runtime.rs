@@ -4,12 +4,12 @@
 //! `exec/`, `admin/` and `server` use it; it imports only `backend/`,
 //! `partition/` and `config`.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::backend::Pool;
+use crate::backend::{BackendWatch, Pool};
 use crate::config::{BackendConfig, Config};
 
 /// Shared by all sessions; nothing in it is locked on the statement path.
@@ -22,6 +22,14 @@ pub struct Context {
     pub(crate) server_version: OnceLock<String>,
     next_connection_id: AtomicU32,
     clients: AtomicUsize,
+    /// Connections in the handshake, oldest first: `(ticket, eviction
+    /// signal)`. Locked when a connection arrives and when its handshake
+    /// ends, never per statement.
+    handshakes: Mutex<VecDeque<(u64, Arc<tokio::sync::Notify>)>>,
+    next_handshake: AtomicU64,
+    /// Failed logins per client address, for `failed_login_threshold`
+    /// (empty while it is 0). Locked once per login, never per statement.
+    failed_logins: Mutex<HashMap<std::net::IpAddr, u32>>,
     /// Live sessions by connection id, for KILL. Locked when a session
     /// starts or ends and by KILL, never per statement.
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
@@ -89,6 +97,38 @@ impl Drop for ClientSlot {
     }
 }
 
+/// One connection's place among those still in the handshake; dropping
+/// it (handshake over, or connection gone) gives the place back.
+pub struct HandshakeTicket {
+    ctx: Arc<Context>,
+    id: u64,
+    evicted: Arc<tokio::sync::Notify>,
+}
+
+impl HandshakeTicket {
+    /// Resolves when a newer connection took this one's place
+    /// (`[proxy] max_handshakes` reached): the connection is to be closed.
+    pub async fn evicted(&self) {
+        self.evicted.notified().await;
+    }
+}
+
+impl Drop for HandshakeTicket {
+    fn drop(&mut self) {
+        let mut q = self
+            .ctx
+            .handshakes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = q.iter().position(|(id, _)| *id == self.id) {
+            q.remove(i);
+        }
+    }
+}
+
+/// Client addresses whose failed logins are counted at once.
+const MAX_THROTTLED_ADDRESSES: usize = 100_000;
+
 /// Announced to clients until the main backend has told us its own version.
 const FALLBACK_VERSION: &str = "5.5.5-10.11.0-MariaDB-hscale";
 
@@ -102,6 +142,16 @@ impl Context {
         let workers = config.worker_threads();
         let connect = Duration::from_millis(config.proxy.connect_timeout_ms);
         let acquire = Duration::from_millis(config.proxy.acquire_timeout_ms);
+        let read_timeout = match config.proxy.backend_read_timeout_ms {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        };
+        let ping_timeout = Duration::from_millis(config.proxy.backend_ping_timeout_ms);
+        let watches: Vec<Arc<BackendWatch>> = config
+            .backends
+            .iter()
+            .map(|_| Arc::new(BackendWatch::new(read_timeout, ping_timeout)))
+            .collect();
         let pools = (0..workers)
             .map(|w| {
                 config
@@ -114,7 +164,7 @@ impl Context {
                             max_connections: share(b.max_connections, workers, w).max(1),
                             ..b.clone()
                         };
-                        Pool::new(cfg, i, connect, acquire)
+                        Pool::new(cfg, i, connect, acquire, watches[i].clone())
                     })
                     .collect()
             })
@@ -125,6 +175,9 @@ impl Context {
             server_version: OnceLock::new(),
             next_connection_id: AtomicU32::new(1),
             clients: AtomicUsize::new(0),
+            handshakes: Mutex::new(VecDeque::new()),
+            next_handshake: AtomicU64::new(0),
+            failed_logins: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
             partitioning: crate::partition::Partitioning::default(),
         })
@@ -175,6 +228,65 @@ impl Context {
         self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// A place among the connections in the handshake; when all
+    /// `max_handshakes` are taken, the oldest holder is told to leave.
+    pub fn handshake_ticket(self: &Arc<Self>) -> HandshakeTicket {
+        let id = self.next_handshake.fetch_add(1, Ordering::Relaxed);
+        let evicted = Arc::new(tokio::sync::Notify::new());
+        let mut q = self.handshakes.lock().unwrap_or_else(|p| p.into_inner());
+        while q.len() >= self.config.proxy.max_handshakes.max(1) {
+            if let Some((_, oldest)) = q.pop_front() {
+                oldest.notify_one();
+            }
+        }
+        q.push_back((id, evicted.clone()));
+        drop(q);
+        HandshakeTicket {
+            ctx: self.clone(),
+            id,
+            evicted,
+        }
+    }
+
+    /// Record a login from `addr` (`is_ok`: it succeeded) and return how
+    /// long to hold its answer back: nothing until the address has more
+    /// than `failed_login_threshold` failures, then `failed_login_delay_ms`
+    /// per failure beyond it, at most `failed_login_max_delay_ms`.
+    pub fn login_delay(&self, addr: Option<std::net::IpAddr>, is_ok: bool) -> Duration {
+        let proxy = &self.config.proxy;
+        let (Some(addr), threshold @ 1..) = (addr, proxy.failed_login_threshold) else {
+            return Duration::ZERO;
+        };
+        let mut failed = self.failed_logins.lock().unwrap_or_else(|p| p.into_inner());
+        let n = if is_ok {
+            failed.remove(&addr).unwrap_or(0)
+        } else {
+            if failed.len() >= MAX_THROTTLED_ADDRESSES && !failed.contains_key(&addr) {
+                // Bounded: forget every count rather than grow without end.
+                tracing::warn!("failed-login throttle: too many addresses, counts reset");
+                failed.clear();
+            }
+            let n = failed.entry(addr).or_insert(0);
+            *n = n.saturating_add(1);
+            *n
+        };
+        let beyond = u64::from(n.saturating_sub(threshold));
+        Duration::from_millis(
+            beyond
+                .saturating_mul(proxy.failed_login_delay_ms)
+                .min(proxy.failed_login_max_delay_ms),
+        )
+    }
+
+    /// Connections in the handshake now.
+    pub fn handshakes(&self) -> usize {
+        self.handshakes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+
+    /// One of `max_connections` slots for a client that logged in.
     pub fn client_slot(self: &Arc<Self>) -> Option<ClientSlot> {
         let n = self.clients.fetch_add(1, Ordering::Relaxed);
         let slot = ClientSlot(self.clone());

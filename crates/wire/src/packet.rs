@@ -15,6 +15,10 @@ pub const MAX_PAYLOAD: usize = 0xff_ffff;
 /// Flush the write buffer once it holds this many bytes.
 const FLUSH_THRESHOLD: usize = 64 * 1024;
 
+/// The read buffer grows towards an announced packet by at most this much
+/// (or by what it already holds, whichever is more) per read.
+const GROW_STEP: usize = 64 * 1024;
+
 /// One physical packet.
 #[derive(Debug, Clone)]
 pub struct Packet {
@@ -53,6 +57,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         &self.stream
     }
 
+    /// The socket itself, for writing bytes outside the framing (tests).
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
     /// True when a complete packet is already buffered, so reading it will not wait.
     pub fn has_buffered_packet(&self) -> bool {
         if self.rbuf.len() < 4 {
@@ -62,19 +71,41 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.rbuf.len() >= 4 + len
     }
 
+    /// Bytes the read buffer holds room for now (buffered or not): what
+    /// reading costs in memory, for tests.
+    pub fn read_capacity(&self) -> usize {
+        self.rbuf.capacity()
+    }
+
     /// Read one physical packet.
     pub async fn read_packet(&mut self) -> Result<Packet, WireError> {
+        self.read_packet_within(usize::MAX).await
+    }
+
+    /// Read one physical packet whose payload is at most `max` bytes. A
+    /// header announcing more fails at once, before its payload is read;
+    /// otherwise the buffer grows as bytes arrive (by at most what is
+    /// already buffered, or 64 KiB), so a peer that announces a large
+    /// packet and sends nothing costs nothing.
+    async fn read_packet_within(&mut self, max: usize) -> Result<Packet, WireError> {
         loop {
             if self.rbuf.len() >= 4 {
                 let len =
                     u32::from_le_bytes([self.rbuf[0], self.rbuf[1], self.rbuf[2], 0]) as usize;
+                if len > max {
+                    return Err(WireError::TooLarge { size: len, max });
+                }
                 if self.rbuf.len() >= 4 + len {
                     let seq = self.rbuf[3];
                     self.rbuf.advance(4);
                     let payload = self.rbuf.split_to(len).freeze();
                     return Ok(Packet { seq, payload });
                 }
-                self.rbuf.reserve(4 + len - self.rbuf.len());
+                let missing = 4 + len - self.rbuf.len();
+                if self.rbuf.capacity() - self.rbuf.len() < missing.min(4096) {
+                    self.rbuf
+                        .reserve(missing.min(self.rbuf.len().max(GROW_STEP)));
+                }
             } else if self.rbuf.capacity() - self.rbuf.len() < 4096 {
                 self.rbuf.reserve(16 * 1024);
             }
@@ -87,13 +118,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 
     /// Read a logical payload (joining continuation packets), checking that
     /// sequence ids follow `expected_seq` and that it stays within `max`
-    /// bytes. Returns the payload and the sequence id of its last packet.
+    /// bytes (checked against each packet's header, before its payload is
+    /// read). Returns the payload and the sequence id of its last packet.
     pub async fn read_payload(
         &mut self,
         expected_seq: u8,
         max: usize,
     ) -> Result<(Bytes, u8), WireError> {
-        let first = self.read_packet().await?;
+        let first = self.read_packet_within(max).await?;
         if first.seq != expected_seq {
             return Err(WireError::Sequence {
                 got: first.seq,
@@ -101,18 +133,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             });
         }
         if !first.is_continued() {
-            if first.payload.len() > max {
-                return Err(WireError::TooLarge {
-                    size: first.payload.len(),
-                    max,
-                });
-            }
             return Ok((first.payload, first.seq));
         }
         let mut joined = BytesMut::from(&first.payload[..]);
         let mut seq = first.seq;
         loop {
-            let p = self.read_packet().await?;
+            let p = self
+                .read_packet_within(max - joined.len())
+                .await
+                .map_err(|e| match e {
+                    WireError::TooLarge { size, max } => WireError::TooLarge {
+                        size: size + joined.len(),
+                        max: max + joined.len(),
+                    },
+                    e => e,
+                })?;
             let want = seq.wrapping_add(1);
             if p.seq != want {
                 return Err(WireError::Sequence {
@@ -121,12 +156,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
                 });
             }
             seq = p.seq;
-            if joined.len() + p.payload.len() > max {
-                return Err(WireError::TooLarge {
-                    size: joined.len() + p.payload.len(),
-                    max,
-                });
-            }
             joined.extend_from_slice(&p.payload);
             if !p.is_continued() {
                 return Ok((joined.freeze(), seq));
@@ -188,6 +217,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.flush().await
     }
 
+    /// Close the sending side (after an error was flushed) and read and
+    /// drop what the peer still sends, up to `max_bytes` or its own close:
+    /// closing with unread input would reset the connection and could
+    /// destroy the error before the peer reads it. Costs no memory; the
+    /// caller bounds the time.
+    pub async fn linger(&mut self, max_bytes: usize) {
+        let _ = self.flush().await;
+        let _ = self.stream.shutdown().await;
+        let mut dropped = self.rbuf.len();
+        self.rbuf.clear();
+        let mut scratch = [0u8; 8192];
+        while dropped < max_bytes {
+            match self.stream.read(&mut scratch).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => dropped += n,
+            }
+        }
+    }
+
     pub async fn shutdown(&mut self) {
         let _ = self.flush().await;
         let _ = self.stream.shutdown().await;
@@ -238,18 +286,72 @@ mod tests {
         let (a, b) = tokio::io::duplex(1024);
         let mut w = PacketStream::new(a);
         let mut r = PacketStream::new(b);
-        w.write_payload(0, &[1u8; 100]);
         w.write_payload(5, &[1u8; 10]);
+        w.write_payload(0, &[1u8; 100]);
         w.flush().await.unwrap();
         assert!(matches!(
             r.read_payload(0, 50).await,
-            Err(WireError::TooLarge { .. })
+            Err(WireError::Sequence { got: 5, .. })
         ));
+        // Refused from its header; the connection is not read further.
+        assert!(matches!(
+            r.read_payload(0, 50).await,
+            Err(WireError::TooLarge { size: 100, .. })
+        ));
+        drop(w);
+        let (a, b) = tokio::io::duplex(1024);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        w.write_payload(5, &[1u8; 10]);
+        w.flush().await.unwrap();
         assert!(matches!(
             r.read_payload(0, 50).await,
             Err(WireError::Sequence { got: 5, .. })
         ));
         drop(w);
         assert!(matches!(r.read_packet().await, Err(WireError::Closed)));
+    }
+
+    /// A peer that announces a 16 MiB packet and sends ten bytes of it
+    /// makes the reader hold about what arrived, not 16 MiB; over the
+    /// limit, the header alone is refused.
+    #[tokio::test]
+    async fn announced_size_is_not_reserved() {
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        w.stream.write_all(&[0xff, 0xff, 0xff, 0]).await.unwrap();
+        w.stream.write_all(&[b'x'; 10]).await.unwrap();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_millis(100),
+            r.read_payload(0, 64 * 1024 * 1024),
+        )
+        .await;
+        assert!(read.is_err(), "no whole packet arrived");
+        assert!(r.read_capacity() < 256 * 1024, "{}", r.read_capacity());
+        // The rest arrives: the packet is read whole.
+        let writer = tokio::spawn(async move {
+            let rest = vec![b'y'; MAX_PAYLOAD - 10];
+            w.stream.write_all(&rest).await.unwrap();
+            w.write_payload(1, b"");
+            w.flush().await.unwrap();
+            w
+        });
+        let (p, seq) = r.read_payload(0, 64 * 1024 * 1024).await.unwrap();
+        assert_eq!((p.len(), seq), (MAX_PAYLOAD, 1));
+        drop(writer.await.unwrap());
+        // Over the limit: refused from the header.
+        let (a, b) = tokio::io::duplex(1024);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        w.stream.write_all(&[0xff, 0xff, 0xff, 0]).await.unwrap();
+        assert!(matches!(
+            r.read_payload(0, 64 * 1024).await,
+            Err(WireError::TooLarge {
+                size: MAX_PAYLOAD,
+                max: 65536
+            })
+        ));
+        drop(w);
     }
 }

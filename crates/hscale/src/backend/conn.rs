@@ -18,6 +18,7 @@ use hscale_wire::{PacketStream, WireError};
 use tokio::net::TcpStream;
 
 use crate::backend::state::SessionVars;
+use crate::backend::stream::{BackendStream, BackendWatch};
 use crate::config::BackendConfig;
 use crate::error::ProxyError;
 
@@ -66,7 +67,7 @@ pub struct BackendStatement {
 }
 
 pub struct BackendConn {
-    pub stream: PacketStream<TcpStream>,
+    pub stream: PacketStream<BackendStream>,
     /// The backend's name in the config.
     pub backend: Arc<str>,
     /// The server's id for this connection (for KILL and logs).
@@ -98,34 +99,46 @@ fn lost(backend: &str, e: impl std::fmt::Display) -> ProxyError {
 }
 
 impl BackendConn {
-    /// Connect and authenticate.
+    /// Connect and authenticate. Reads on the connection then follow
+    /// `watch` (read timeout, frozen backend); a connect that times out
+    /// marks the backend frozen.
     pub async fn connect(
         cfg: &BackendConfig,
         is_found_rows: bool,
         timeout: Duration,
+        watch: &Arc<BackendWatch>,
     ) -> Result<BackendConn, ProxyError> {
         let fail = |reason: String| ProxyError::BackendConnect {
             backend: cfg.name.clone(),
             address: cfg.address.clone(),
             reason,
         };
-        let fut = Self::connect_inner(cfg, is_found_rows);
+        let fut = Self::connect_inner(cfg, is_found_rows, watch);
         match tokio::time::timeout(timeout, fut).await {
-            Ok(Ok(c)) => Ok(c),
+            Ok(Ok(mut c)) => {
+                c.stream.get_mut().watch();
+                Ok(c)
+            }
             Ok(Err(reason)) => Err(fail(reason)),
-            Err(_) => Err(fail(format!("timed out after {} ms", timeout.as_millis()))),
+            Err(_) => {
+                if watch.set_frozen(true) {
+                    tracing::warn!(backend = %cfg.name, "backend is frozen: no handshake within the connect timeout");
+                }
+                Err(fail(format!("timed out after {} ms", timeout.as_millis())))
+            }
         }
     }
 
     async fn connect_inner(
         cfg: &BackendConfig,
         is_found_rows: bool,
+        watch: &Arc<BackendWatch>,
     ) -> Result<BackendConn, String> {
         let tcp = TcpStream::connect(&cfg.address)
             .await
             .map_err(|e| e.to_string())?;
         let _ = tcp.set_nodelay(true);
-        let mut stream = PacketStream::new(tcp);
+        let mut stream = PacketStream::new(BackendStream::new(tcp, watch.clone()));
         let first = stream.read_packet().await.map_err(|e| e.to_string())?;
         if first.first() == Some(0xff) {
             let e = ErrPacket::decode(&first.payload).map_err(|e| e.to_string())?;
@@ -178,7 +191,7 @@ impl BackendConn {
     /// peer shows as EOF, and a server going down may have sent an error.
     pub fn is_alive_quick(&self) -> bool {
         let mut b = [0u8; 1];
-        match self.stream.get_ref().try_read(&mut b) {
+        match self.stream.get_ref().tcp().try_read(&mut b) {
             Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
             Ok(_) => false,
         }
@@ -589,7 +602,7 @@ fn scramble_for(plugin: &str, password: &[u8], scramble: &[u8]) -> Vec<u8> {
 /// The rest of the authentication exchange after the handshake response (or
 /// COM_CHANGE_USER): auth switches, caching_sha2 fast and full auth.
 async fn authenticate(
-    stream: &mut PacketStream<TcpStream>,
+    stream: &mut PacketStream<BackendStream>,
     password: &[u8],
     mut plugin: &str,
     mut scramble: [u8; 20],

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crossbeam_queue::ArrayQueue;
 use tokio::sync::Notify;
 
-use crate::backend::BackendConn;
+use crate::backend::{BackendConn, BackendWatch};
 use crate::config::BackendConfig;
 use crate::error::ProxyError;
 
@@ -36,6 +36,8 @@ pub struct Pool {
     released: Notify,
     open: AtomicUsize,
     is_up: AtomicBool,
+    /// Shared with every connection to this backend, on every worker.
+    pub watch: Arc<BackendWatch>,
     connect_timeout: Duration,
     acquire_timeout: Duration,
     connects: AtomicU64,
@@ -58,6 +60,7 @@ impl Pool {
         backend_index: usize,
         connect_timeout: Duration,
         acquire_timeout: Duration,
+        watch: Arc<BackendWatch>,
     ) -> Arc<Pool> {
         let max = cfg.max_connections.max(1);
         Arc::new(Pool {
@@ -67,6 +70,7 @@ impl Pool {
             released: Notify::new(),
             open: AtomicUsize::new(0),
             is_up: AtomicBool::new(true),
+            watch,
             connect_timeout,
             acquire_timeout,
             connects: AtomicU64::new(0),
@@ -84,7 +88,7 @@ impl Pool {
         PoolStats {
             open: self.open.load(Ordering::Relaxed),
             idle: self.idle[0].len() + self.idle[1].len(),
-            is_up: self.is_up.load(Ordering::Relaxed),
+            is_up: self.is_up.load(Ordering::Relaxed) && !self.watch.is_frozen(),
             connects: self.connects.load(Ordering::Relaxed),
             connect_failures: self.connect_failures.load(Ordering::Relaxed),
         }
@@ -147,6 +151,17 @@ impl Pool {
 
     /// Borrow a connection, waiting up to the acquire timeout for one to be free.
     pub async fn get(self: &Arc<Self>, is_found_rows: bool) -> Result<PooledConn, ProxyError> {
+        if self.watch.is_frozen() {
+            // Fail at once: the health check probes it and lifts this.
+            return Err(ProxyError::BackendConnect {
+                backend: self.cfg.name.clone(),
+                address: self.cfg.address.clone(),
+                reason: format!(
+                    "the backend is not answering (no reply to a health check within {} ms)",
+                    self.watch.ping_timeout.as_millis()
+                ),
+            });
+        }
         self.take().await?;
         let slot = Slot(self.clone());
         let variant = usize::from(is_found_rows);
@@ -175,7 +190,9 @@ impl Pool {
 
     async fn connect(&self, is_found_rows: bool) -> Result<BackendConn, ProxyError> {
         self.open.fetch_add(1, Ordering::Relaxed);
-        match BackendConn::connect(&self.cfg, is_found_rows, self.connect_timeout).await {
+        match BackendConn::connect(&self.cfg, is_found_rows, self.connect_timeout, &self.watch)
+            .await
+        {
             Ok(c) => {
                 self.connects.fetch_add(1, Ordering::Relaxed);
                 if !self.is_up.swap(true, Ordering::Relaxed) {
@@ -207,27 +224,64 @@ impl Pool {
     }
 
     /// One round of health checks: ping connections idle for longer than
-    /// `idle_for`, then open connections up to `min_connections`.
+    /// `idle_for` (at least one idle connection each round), each within
+    /// the ping timeout; open connections up to `min_connections`. A ping
+    /// that times out marks the backend frozen: statements to it fail at
+    /// once, and reads waiting on it give up. When no connection could be
+    /// pinged while statements run on the backend, or while it is frozen,
+    /// a probe connection (with the ping timeout) tells instead.
     pub async fn check(self: &Arc<Self>, idle_for: Duration) {
-        for variant in 0..2 {
-            let n = self.idle[variant].len();
-            for _ in 0..n {
-                let Some(mut conn) = self.idle[variant].pop() else {
-                    break;
-                };
-                if conn.last_used.elapsed() >= idle_for {
-                    if let Err(e) = conn.ping().await {
-                        tracing::info!(backend = %self.cfg.name, error = %e, "closing a dead idle connection");
-                        self.is_up.store(false, Ordering::Relaxed);
+        let mut is_pinged = false;
+        if !self.watch.is_frozen() {
+            for variant in 0..2 {
+                let n = self.idle[variant].len();
+                for _ in 0..n {
+                    let Some(mut conn) = self.idle[variant].pop() else {
+                        break;
+                    };
+                    if !is_pinged || conn.last_used.elapsed() >= idle_for {
+                        is_pinged = true;
+                        self.ping(&mut conn).await;
                     }
+                    self.put_back(conn);
                 }
-                self.put_back(conn);
             }
         }
-        while self.open.load(Ordering::Relaxed) < self.cfg.min_connections {
+        let is_busy = self.checked_out.load(Ordering::Relaxed) > 0;
+        if !is_pinged && (is_busy || self.watch.is_frozen()) {
+            let probe =
+                BackendConn::connect(&self.cfg, false, self.watch.ping_timeout, &self.watch).await;
+            if probe.is_ok() && self.watch.set_frozen(false) {
+                tracing::info!(backend = %self.cfg.name, "backend answers again");
+            }
+        }
+        while self.open.load(Ordering::Relaxed) < self.cfg.min_connections
+            && !self.watch.is_frozen()
+        {
             match self.connect(false).await {
                 Ok(c) => self.put_back(c),
                 Err(_) => break,
+            }
+        }
+    }
+
+    /// Ping one idle connection within the ping timeout.
+    async fn ping(&self, conn: &mut BackendConn) {
+        match tokio::time::timeout(self.watch.ping_timeout, conn.ping()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::info!(backend = %self.cfg.name, error = %e, "closing a dead idle connection");
+                self.is_up.store(false, Ordering::Relaxed);
+            }
+            Err(_) => {
+                conn.is_broken = true;
+                if self.watch.set_frozen(true) {
+                    tracing::warn!(
+                        backend = %self.cfg.name,
+                        ms = self.watch.ping_timeout.as_millis() as u64,
+                        "backend is frozen: no reply to a ping"
+                    );
+                }
             }
         }
     }

@@ -4,6 +4,9 @@
 //! SELECT rows concatenated into one result set in partition order, and the
 //! affected rows of INSERT/UPDATE/DELETE added up into one OK.
 //!
+//! A part sent ahead gets a long net_write_timeout on its connection
+//! (`hold_open`), so a client that reads slowly still gets every row.
+//!
 //! Sending ahead is bounded: at most `MAX_IN_FLIGHT` parts at once, and on
 //! one backend at most half of this worker's pool for it, so a scan over
 //! many partitions on one backend cannot wait on connections it holds.
@@ -79,6 +82,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             let Some(mut conn) = self.connect_part(target.backend, seq, cmd).await? else {
                 return Ok(false);
             };
+            if !must {
+                match self.hold_open(&mut conn).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(err)) => {
+                        self.b.finish(conn, Outcome::default(), &Effects::default());
+                        self.write_server_error(seq, &err).await?;
+                        return Ok(false);
+                    }
+                    Err(e) => {
+                        let err = self.b.backend_lost(conn, e.to_string());
+                        write_error(&mut *self.client, seq, &err).await;
+                        return Ok(false);
+                    }
+                }
+            }
             match self.send_part(&mut conn, sql.as_ref(), cmd).await {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => {
@@ -97,6 +115,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             *next_send += 1;
         }
         Ok(true)
+    }
+
+    /// A part sent ahead waits while the parts before it reach the client,
+    /// at the client's pace: its server must not give up writing after its
+    /// net_write_timeout (60 s by default), so the connection gets
+    /// `[proxy] scatter_write_timeout_ms` instead. Its replayable state
+    /// records the change, so the next statement on it sets it back.
+    async fn hold_open(
+        &mut self,
+        conn: &mut PooledConn,
+    ) -> Result<Result<(), hscale_wire::response::ErrPacket>, ProxyError> {
+        let secs = (self.b.ctx.config.proxy.scatter_write_timeout_ms / 1000).max(1);
+        let assign = format!("@@session.net_write_timeout = {secs}");
+        let sql = format!("SET {assign}");
+        if let Err(err) = conn.command(&BackendConn::payload_for_query(&sql)).await? {
+            return Ok(Err(err));
+        }
+        let mut vars = (*conn.vars).clone();
+        vars.apply(&[hscale_sql::SetItem {
+            key: "net_write_timeout".into(),
+            assign,
+            is_standalone: false,
+        }]);
+        conn.vars = std::sync::Arc::new(vars);
+        Ok(Ok(()))
     }
 
     /// The connection of the next part to read.

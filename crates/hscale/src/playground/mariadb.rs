@@ -194,6 +194,11 @@ impl MariaDb {
         lines[lines.len().saturating_sub(15)..].join("\n")
     }
 
+    /// The server's process id while it runs (for tests that SIGSTOP it).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// Kill the server at once (for fault tests).
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {

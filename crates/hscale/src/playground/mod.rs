@@ -141,9 +141,10 @@ impl Cluster {
             .build()
             .map_err(|e| e.to_string())?;
         rt.block_on(async move {
-            let mut conn = BackendConn::connect(&cfg, false, Duration::from_secs(10))
-                .await
-                .map_err(|e| e.to_string())?;
+            let mut conn =
+                BackendConn::connect(&cfg, false, Duration::from_secs(10), &Default::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
             for stmt in split_script(sql) {
                 if let Err(e) = conn
                     .command(&BackendConn::payload_for_query(&stmt))

@@ -100,6 +100,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             uses_last_insert_id: facts.uses_last_insert_id,
             param_types: None,
             long_data: Vec::new(),
+            long_data_bytes: 0,
+            is_long_data_refused: false,
             routing,
             dict_version,
         });
@@ -125,6 +127,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 command: "mysqld_stmt_execute",
             });
         };
+        if st.is_long_data_refused {
+            return Err(ProxyError::LongDataTooLarge);
+        }
         let exec =
             Execute::decode(payload, st.num_params as usize).map_err(ProxyError::ClientProtocol)?;
         if let Some(types) = exec.types {
@@ -139,7 +144,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let mut st = st.clone();
         if let Some(s) = self.statements.get_mut(id) {
-            s.long_data.clear();
+            s.clear_long_data();
         }
         // Fenced: an execution that ran into a table a partition change
         // renamed runs again with the new dictionary (`fence.rs`).
@@ -340,8 +345,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return;
         };
         let param = u16::from_le_bytes([payload[5], payload[6]]);
+        let max = self.b.ctx.config.proxy.max_allowed_packet;
         if let Some(st) = self.statements.get_mut(id) {
-            st.long_data.push((param, payload.slice(7..)));
+            let data = payload.slice(7..);
+            if st.is_long_data_refused {
+                return;
+            }
+            if st.long_data_bytes + data.len() > max {
+                // As the server: the next execute fails, nothing is kept.
+                st.clear_long_data();
+                st.is_long_data_refused = true;
+                return;
+            }
+            st.long_data_bytes += data.len();
+            st.long_data.push((param, data));
         }
     }
 
@@ -360,7 +377,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 command: "mysqld_stmt_reset",
             });
         };
-        st.long_data.clear();
+        st.clear_long_data();
+        st.is_long_data_refused = false;
         let sql = st.sql.clone();
         // An open cursor lives on the pinned connection: reset it there.
         if self.b.pins.contains(Pins::CURSOR) {

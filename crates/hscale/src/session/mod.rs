@@ -58,21 +58,50 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
 ) {
     let connection_id = ctx.next_connection_id();
     let mut client = PacketStream::new(stream);
-    let Some(_slot) = ctx.client_slot() else {
-        tracing::warn!(peer, "refusing connection: max_connections reached");
-        write_error(&mut client, 0, &ProxyError::TooManyConnections).await;
-        return;
-    };
     let version = ctx.server_version();
-    let info = match auth::handshake(&mut client, &ctx.config, &version, connection_id).await {
-        Ok(info) => info,
-        Err((e, seq)) => {
+    // The handshake holds a place among `max_handshakes`, not a client
+    // slot, and has `handshake_timeout_ms` to finish.
+    let ticket = ctx.handshake_ticket();
+    let limit = std::time::Duration::from_millis(ctx.config.proxy.handshake_timeout_ms);
+    let addr = peer.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
+    let login = tokio::select! {
+        r = async {
+            let r = tokio::time::timeout(limit, auth::handshake(&mut client, &ctx.config, &version, connection_id)).await.ok()?;
+            // The failed-login throttle: the answer waits, still holding
+            // its handshake place.
+            let delay = match &r {
+                Ok(_) => ctx.login_delay(addr, true),
+                Err((ProxyError::AccessDenied { .. }, _)) => ctx.login_delay(addr, false),
+                Err(_) => std::time::Duration::ZERO,
+            };
+            if !delay.is_zero() {
+                tracing::info!(peer, connection_id, delay_ms = delay.as_millis() as u64, "failed-login throttle: answering late");
+                tokio::time::sleep(delay).await;
+            }
+            Some(r)
+        } => r,
+        _ = ticket.evicted() => None,
+    };
+    drop(ticket);
+    let info = match login {
+        Some(Ok(info)) => info,
+        Some(Err((e, seq))) => {
             tracing::info!(peer, connection_id, error = %e, "login failed");
             if !matches!(e, ProxyError::ClientGone) {
                 write_error(&mut client, seq, &e).await;
             }
             return;
         }
+        None => {
+            // As MariaDB at connect_timeout: the connection is closed.
+            tracing::debug!(peer, connection_id, "closing: no login within the handshake timeout, or too many connections in the handshake");
+            return;
+        }
+    };
+    let Some(_slot) = ctx.client_slot() else {
+        tracing::warn!(peer, "refusing connection: max_connections reached");
+        write_error(&mut client, info.next_seq, &ProxyError::TooManyConnections).await;
+        return;
     };
     tracing::info!(peer, connection_id, user = %info.user, db = ?info.database, "client connected");
     let base_vars = Arc::new(vars_for_collation(info.collation));
@@ -201,16 +230,51 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         Exec::new(&mut self.client, &mut self.b, deprecated)
     }
 
+    /// The session's wait_timeout: its own `SET wait_timeout = <seconds>`,
+    /// else `[proxy] wait_timeout_ms`.
+    fn wait_timeout(&self) -> std::time::Duration {
+        let set = self.b.state.vars.items().iter().rev().find_map(|i| {
+            let value = i.assign.split_once('=')?.1.trim();
+            (i.key == "wait_timeout").then(|| value.parse::<u64>().ok())
+        });
+        match set {
+            Some(Some(secs)) => std::time::Duration::from_secs(secs.clamp(1, 31_536_000)),
+            _ => std::time::Duration::from_millis(self.b.ctx.config.proxy.wait_timeout_ms),
+        }
+    }
+
     async fn run(&mut self) {
         let max = self.b.ctx.config.proxy.max_allowed_packet;
+        // The idle timer is armed once and moved on only when it fires
+        // early, so a command costs one clock read, not a timer update.
+        let mut wait = self.wait_timeout();
+        let mut wait_vars = self.b.state.vars.clone();
+        let mut last = tokio::time::Instant::now();
+        let idle = tokio::time::sleep(wait);
+        tokio::pin!(idle);
         loop {
             if self.b.handle.is_killed() {
                 tracing::info!(connection_id = self.b.connection_id, "killed");
                 return;
             }
+            if !Arc::ptr_eq(&wait_vars, &self.b.state.vars) {
+                wait_vars = self.b.state.vars.clone();
+                wait = self.wait_timeout();
+                idle.as_mut().reset(last + wait);
+            }
             let read = tokio::select! {
                 r = self.client.read_payload(0, max) => r,
                 _ = self.b.handle.killed.notified() => continue,
+                _ = &mut idle => {
+                    let due = last + wait;
+                    if tokio::time::Instant::now() >= due {
+                        // As MariaDB at wait_timeout: the connection is closed.
+                        tracing::info!(connection_id = self.b.connection_id, "closing: idle longer than wait_timeout");
+                        return;
+                    }
+                    idle.as_mut().reset(due);
+                    continue;
+                }
             };
             let payload = match read {
                 Ok((p, _)) => p,
@@ -218,10 +282,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Err(e) => {
                     tracing::info!(connection_id = self.b.connection_id, error = %e, "closing: bad packet from client");
                     write_error(&mut self.client, 1, &ProxyError::ClientProtocol(e)).await;
+                    // A packet refused from its header is still arriving:
+                    // let the client read the error before the close.
+                    let linger = self.client.linger(hscale_wire::MAX_PAYLOAD + 4);
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), linger).await;
                     return;
                 }
             };
-            match self.dispatch(payload).await {
+            let answered = self.dispatch(payload).await;
+            last = tokio::time::Instant::now();
+            match answered {
                 Ok(true) => {}
                 Ok(false) => return,
                 Err(ProxyError::ClientGone) => return,

@@ -23,6 +23,11 @@ pub struct ClientStatement {
     pub param_types: Option<Bytes>,
     /// COM_STMT_SEND_LONG_DATA chunks since the last execute: (param, data).
     pub long_data: Vec<(u16, Bytes)>,
+    /// Bytes in `long_data`; at most `[proxy] max_allowed_packet`.
+    pub long_data_bytes: usize,
+    /// Long data went past the limit: executions fail with the server's
+    /// error and long data is ignored until COM_STMT_RESET.
+    pub is_long_data_refused: bool,
     /// Set when the statement names a partitioned table.
     pub routing: Option<Arc<PreparedRouting>>,
     /// The dictionary version `routing` was planned with: a statement is
@@ -47,6 +52,14 @@ pub struct PreparedRouting {
 pub struct Statements {
     next_id: u32,
     map: HashMap<u32, ClientStatement>,
+}
+
+impl ClientStatement {
+    /// Forget the long data sent since the last execute.
+    pub fn clear_long_data(&mut self) {
+        self.long_data.clear();
+        self.long_data_bytes = 0;
+    }
 }
 
 impl Statements {

@@ -1,0 +1,229 @@
+//! The socket of one backend connection, whose reads give up: after
+//! `[proxy] backend_read_timeout_ms` without a byte (when set), and as soon
+//! as the health check found the backend frozen ([`BackendWatch`]), so a
+//! statement on a server that stopped answering fails instead of waiting
+//! for ever.
+//!
+//! No timer is touched per read: one timer per connection is armed when a
+//! read first waits and moved only when it fires, so a read that waits
+//! costs a clock read and an atomic load.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
+
+/// What every connection to one backend (over all workers) watches.
+#[derive(Debug)]
+pub struct BackendWatch {
+    is_frozen: AtomicBool,
+    /// Longest wait for the next bytes of a response; `None`: no limit.
+    pub read_timeout: Option<Duration>,
+    /// Time a health-check ping (or probe connect) gets; also how often a
+    /// waiting read looks at `is_frozen`.
+    pub ping_timeout: Duration,
+}
+
+impl BackendWatch {
+    pub fn new(read_timeout: Option<Duration>, ping_timeout: Duration) -> BackendWatch {
+        BackendWatch {
+            is_frozen: AtomicBool::new(false),
+            read_timeout,
+            ping_timeout: ping_timeout.max(Duration::from_millis(10)),
+        }
+    }
+
+    /// The backend did not answer a health check in time.
+    pub fn is_frozen(&self) -> bool {
+        self.is_frozen.load(Ordering::Relaxed)
+    }
+
+    /// Record whether the backend answers; true when that changed.
+    pub fn set_frozen(&self, is_frozen: bool) -> bool {
+        self.is_frozen.swap(is_frozen, Ordering::Relaxed) != is_frozen
+    }
+}
+
+impl Default for BackendWatch {
+    fn default() -> Self {
+        BackendWatch::new(None, Duration::from_secs(3))
+    }
+}
+
+/// A backend socket with read deadlines (see the module docs).
+pub struct BackendStream {
+    tcp: TcpStream,
+    watch: Arc<BackendWatch>,
+    /// Off while the connection authenticates: a probe of a frozen backend
+    /// must be able to succeed.
+    is_watched: bool,
+    /// When the current read began to wait.
+    waiting_since: Option<Instant>,
+    timer: Pin<Box<Sleep>>,
+    is_armed: bool,
+}
+
+impl BackendStream {
+    pub fn new(tcp: TcpStream, watch: Arc<BackendWatch>) -> BackendStream {
+        BackendStream {
+            tcp,
+            watch,
+            is_watched: false,
+            waiting_since: None,
+            timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            is_armed: false,
+        }
+    }
+
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
+    /// Start applying the watch (after authentication).
+    pub fn watch(&mut self) {
+        self.is_watched = true;
+    }
+
+    /// Why a read that has waited since `since` must give up now, if it must.
+    fn give_up(&self, since: Instant, now: Instant) -> Option<io::Error> {
+        if self.watch.is_frozen() {
+            return Some(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the backend stopped answering (a health check got no reply within {} ms)",
+                    self.watch.ping_timeout.as_millis()
+                ),
+            ));
+        }
+        let limit = self.watch.read_timeout?;
+        (now >= since + limit).then(|| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no reply within {} ms ([proxy] backend_read_timeout_ms)",
+                    limit.as_millis()
+                ),
+            )
+        })
+    }
+}
+
+impl AsyncRead for BackendStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Poll::Ready(r) = Pin::new(&mut this.tcp).poll_read(cx, buf) {
+            this.waiting_since = None;
+            return Poll::Ready(r);
+        }
+        if !this.is_watched {
+            return Poll::Pending;
+        }
+        let now = Instant::now();
+        let since = *this.waiting_since.get_or_insert(now);
+        if let Some(e) = this.give_up(since, now) {
+            this.waiting_since = None;
+            return Poll::Ready(Err(e));
+        }
+        loop {
+            if !this.is_armed {
+                let mut due = Instant::now() + this.watch.ping_timeout;
+                if let Some(limit) = this.watch.read_timeout {
+                    due = due.min(since + limit);
+                }
+                this.timer.as_mut().reset(due);
+                this.is_armed = true;
+            }
+            if this.timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            // Fired (perhaps armed during an earlier wait): look again.
+            this.is_armed = false;
+            if let Some(e) = this.give_up(since, Instant::now()) {
+                this.waiting_since = None;
+                return Poll::Ready(Err(e));
+            }
+        }
+    }
+}
+
+impl AsyncWrite for BackendStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn pair(watch: Arc<BackendWatch>) -> (BackendStream, TcpStream) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        let mut b = BackendStream::new(c, watch);
+        b.watch();
+        (b, s)
+    }
+
+    #[tokio::test]
+    async fn a_read_gives_up_after_the_read_timeout() {
+        let watch = Arc::new(BackendWatch::new(
+            Some(Duration::from_millis(200)),
+            Duration::from_secs(5),
+        ));
+        let (mut b, mut peer) = pair(watch).await;
+        let mut buf = [0u8; 4];
+        peer.write_all(b"ab").await.unwrap();
+        assert_eq!(b.read(&mut buf).await.unwrap(), 2);
+        let start = std::time::Instant::now();
+        let e = b.read(&mut buf).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(190) && took < Duration::from_secs(2),
+            "{took:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_waiting_read_notices_a_frozen_backend() {
+        let watch = Arc::new(BackendWatch::new(None, Duration::from_millis(100)));
+        let (mut b, _peer) = pair(watch.clone()).await;
+        let w = watch.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            w.set_frozen(true);
+        });
+        let start = std::time::Instant::now();
+        let mut buf = [0u8; 4];
+        let e = b.read(&mut buf).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(290) && took < Duration::from_secs(2),
+            "{took:?}"
+        );
+    }
+}

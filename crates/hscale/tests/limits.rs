@@ -1,0 +1,342 @@
+#![allow(clippy::unwrap_used)]
+//! What one client may cost the proxy before and after it logs in:
+//! connection slots taken only after authentication, the handshake
+//! allowance and timeout, wait_timeout, packet buffers that grow only as
+//! bytes arrive, and the limit on prepared-statement long data. Each test
+//! runs a proxy of its own with the limits it checks.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::raw::{err_code, Raw, CLIENT_CAPS};
+use common::*;
+use hscale_wire::consts::com;
+use mysql_async::prelude::*;
+use tokio::io::AsyncWriteExt;
+
+fn proxy_with(tweak: impl FnOnce(&mut hscale::Config)) -> hscale::RunningProxy {
+    cluster(1);
+    let mut config = cluster_config();
+    tweak(&mut config);
+    hscale::RunningProxy::start(config, "127.0.0.1:0").unwrap()
+}
+
+async fn select_one(port: u16) -> Result<Option<i32>, mysql_async::Error> {
+    let mut c = mysql_async::Conn::new(proxy_opts(port, None)).await?;
+    let one = c.query_first("SELECT 1").await?;
+    c.disconnect().await?;
+    Ok(one)
+}
+
+/// A hundred connections that open and never log in take no client slot
+/// and hold at most `max_handshakes` places: a real client still logs in
+/// and runs a statement, and `max_connections` counts logged-in clients.
+#[tokio::test]
+async fn half_open_connections_do_not_lock_out_clients() {
+    let proxy = proxy_with(|c| {
+        c.proxy.max_connections = 3;
+        c.proxy.max_handshakes = 20;
+        c.proxy.handshake_timeout_ms = 60_000;
+    });
+    let port = proxy.addr.port();
+    let mut idle = Vec::new();
+    for _ in 0..100 {
+        idle.push(Raw::open(port).await);
+    }
+    assert!(proxy.context.handshakes() <= 20);
+    assert_eq!(select_one(port).await.unwrap(), Some(1));
+    // Three clients logged in fill max_connections; the fourth gets 1040
+    // once it authenticated.
+    let mut logged_in = Vec::new();
+    for _ in 0..3 {
+        let (r, ok) = Raw::login(port, "root", "", CLIENT_CAPS).await;
+        assert_eq!(ok.first(), Some(0));
+        logged_in.push(r);
+    }
+    let (_, p) = Raw::login(port, "root", "", CLIENT_CAPS).await;
+    assert_eq!(err_code(&p.payload), Some(1040));
+    drop(logged_in);
+    drop(idle);
+}
+
+/// A connection that sends nothing after the handshake is closed when the
+/// handshake timeout passes.
+#[tokio::test]
+async fn silent_connection_is_closed_after_the_handshake_timeout() {
+    let proxy = proxy_with(|c| c.proxy.handshake_timeout_ms = 500);
+    let start = Instant::now();
+    let mut r = Raw::open(proxy.addr.port()).await;
+    assert!(r.is_closed().await, "still open after 10 s");
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_secs(5),
+        "closed after {took:?}"
+    );
+    assert_eq!(proxy.context.handshakes(), 0);
+    assert_eq!(select_one(proxy.addr.port()).await.unwrap(), Some(1));
+}
+
+/// A logged-in client silent for longer than wait_timeout is disconnected:
+/// `[proxy] wait_timeout_ms`, or the session's own `SET wait_timeout`. A
+/// client that keeps talking is not.
+#[tokio::test]
+async fn idle_sessions_end_at_wait_timeout() {
+    let proxy = proxy_with(|c| c.proxy.wait_timeout_ms = 1_000);
+    let port = proxy.addr.port();
+    let start = Instant::now();
+    let (mut idle, ok) = Raw::login(port, "root", "", CLIENT_CAPS).await;
+    assert_eq!(ok.first(), Some(0));
+    let mut busy = mysql_async::Conn::new(proxy_opts(port, None))
+        .await
+        .unwrap();
+    for _ in 0..8 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        busy.query_drop("DO 1").await.unwrap();
+    }
+    assert!(idle.is_closed().await);
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(5), "closed after {took:?}");
+    busy.disconnect().await.unwrap();
+
+    let proxy = proxy_with(|_| {});
+    let mut c = mysql_async::Conn::new(proxy_opts(proxy.addr.port(), None))
+        .await
+        .unwrap();
+    c.query_drop("SET wait_timeout = 1").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert!(
+        c.query_drop("DO 1").await.is_err(),
+        "session outlived its wait_timeout"
+    );
+    let mut c = mysql_async::Conn::new(proxy_opts(proxy.addr.port(), None))
+        .await
+        .unwrap();
+    c.query_drop("SET wait_timeout = 1").await.unwrap();
+    c.query_drop("SET wait_timeout = DEFAULT").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    c.query_drop("DO 1").await.unwrap();
+    c.disconnect().await.unwrap();
+}
+
+/// Bytes allocated and not yet freed in this test process (the proxy
+/// runs in it): a reservation counts here even while its pages are
+/// untouched, unlike in the resident set.
+struct Counting;
+
+static LIVE: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
+
+#[allow(unsafe_code)]
+// SAFETY: every call is passed on to the system allocator unchanged; only
+// a counter is updated besides.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, std::sync::atomic::Ordering::Relaxed);
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE.fetch_sub(layout.size() as isize, std::sync::atomic::Ordering::Relaxed);
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new as isize - layout.size() as isize,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        unsafe { std::alloc::System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live_mib() -> isize {
+    LIVE.load(std::sync::atomic::Ordering::Relaxed) >> 20
+}
+
+/// Clients that announce 16 MiB packets and send ten bytes of each make
+/// the proxy hold about what arrived, not 16 MiB each (counted by this
+/// process's allocator); before login such a header is refused at once.
+#[tokio::test]
+async fn announced_packets_are_not_reserved() {
+    let proxy = proxy_with(|_| {});
+    let port = proxy.addr.port();
+    let mut clients = Vec::new();
+    for _ in 0..64 {
+        let (r, ok) = Raw::login(port, "root", "", CLIENT_CAPS).await;
+        assert_eq!(ok.first(), Some(0));
+        clients.push(r);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = live_mib();
+    for r in &mut clients {
+        let s = r.s.get_mut();
+        s.write_all(&[0xff, 0xff, 0xff, 0]).await.unwrap();
+        s.write_all(&[com::QUERY; 10]).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = live_mib();
+    eprintln!("{before} MiB allocated, {after} MiB after 64 announced 16 MiB packets");
+    assert!(
+        after < before + 128,
+        "64 announced packets grew the allocations from {before} MiB to {after} MiB"
+    );
+    drop(clients);
+
+    // Before login the limit is small: the header alone is refused.
+    let mut r = Raw::open(port).await;
+    r.s.get_mut()
+        .write_all(&[0xff, 0xff, 0xff, 1])
+        .await
+        .unwrap();
+    let p = r.read().await.expect("an error packet");
+    assert_eq!(err_code(&p.payload), Some(1153));
+    assert!(r.is_closed().await);
+}
+
+/// Read one prepare answer: the statement id.
+async fn prepare(r: &mut Raw, sql: &str) -> u32 {
+    let mut p = vec![com::STMT_PREPARE];
+    p.extend_from_slice(sql.as_bytes());
+    r.send(0, &p).await;
+    let ok = r.read().await.unwrap();
+    assert_eq!(
+        ok.first(),
+        Some(0),
+        "{:?}",
+        String::from_utf8_lossy(&ok.payload)
+    );
+    let id = u32::from_le_bytes(ok.payload[1..5].try_into().unwrap());
+    let columns = u16::from_le_bytes([ok.payload[5], ok.payload[6]]) as usize;
+    let params = u16::from_le_bytes([ok.payload[7], ok.payload[8]]) as usize;
+    let mut rest = 0;
+    for n in [params, columns] {
+        if n > 0 {
+            rest += n + 1;
+        }
+    }
+    for _ in 0..rest {
+        r.read().await.unwrap();
+    }
+    id
+}
+
+fn long_data(id: u32, chunk: &[u8]) -> Vec<u8> {
+    let mut p = vec![com::STMT_SEND_LONG_DATA];
+    p.extend_from_slice(&id.to_le_bytes());
+    p.extend_from_slice(&0u16.to_le_bytes());
+    p.extend_from_slice(chunk);
+    p
+}
+
+/// COM_STMT_EXECUTE of one BLOB parameter sent as long data.
+fn execute(id: u32) -> Vec<u8> {
+    let mut p = vec![com::STMT_EXECUTE];
+    p.extend_from_slice(&id.to_le_bytes());
+    p.push(0);
+    p.extend_from_slice(&1u32.to_le_bytes());
+    p.extend_from_slice(&[0, 1, 0xfc, 0]);
+    p
+}
+
+/// Long data past max_allowed_packet for one statement is dropped, and
+/// executions fail with the server's error until COM_STMT_RESET.
+#[tokio::test]
+async fn long_data_is_limited_per_statement() {
+    let proxy = proxy_with(|c| c.proxy.max_allowed_packet = 1024 * 1024);
+    let (mut r, ok) = Raw::login(proxy.addr.port(), "root", "", CLIENT_CAPS).await;
+    assert_eq!(ok.first(), Some(0));
+    let id = prepare(&mut r, "SELECT LENGTH(?)").await;
+    let chunk = vec![b'x'; 400 * 1024];
+    for _ in 0..3 {
+        r.send(0, &long_data(id, &chunk)).await;
+    }
+    for _ in 0..2 {
+        r.send(0, &execute(id)).await;
+        let p = r.read().await.unwrap();
+        assert_eq!(err_code(&p.payload), Some(1105));
+        assert!(
+            String::from_utf8_lossy(&p.payload).contains("longer than 'max_allowed_packet'"),
+            "{:?}",
+            String::from_utf8_lossy(&p.payload)
+        );
+    }
+    let mut reset = vec![com::STMT_RESET];
+    reset.extend_from_slice(&id.to_le_bytes());
+    r.send(0, &reset).await;
+    assert_eq!(r.read().await.unwrap().first(), Some(0));
+    // Within the limit: the value arrives whole.
+    r.send(0, &long_data(id, &chunk)).await;
+    r.send(0, &long_data(id, &chunk)).await;
+    r.send(0, &execute(id)).await;
+    let mut packets = Vec::new();
+    loop {
+        let p = r.read().await.unwrap();
+        assert_ne!(
+            p.first(),
+            Some(0xff),
+            "{:?}",
+            String::from_utf8_lossy(&p.payload)
+        );
+        let is_eof = p.first() == Some(0xfe) && p.payload.len() < 9;
+        packets.push(p);
+        if is_eof && packets.len() > 3 {
+            break;
+        }
+    }
+    // Binary row: header, null bitmap, then LENGTH() as an INT.
+    let row = &packets[3].payload;
+    let n = i32::from_le_bytes(row[2..6].try_into().unwrap());
+    assert_eq!(n, 800 * 1024);
+}
+
+/// The failed-login throttle: past the threshold, each failed login from
+/// an address is answered later; a successful one (answered late too)
+/// clears the count.
+#[tokio::test]
+async fn failed_logins_are_throttled_per_address() {
+    let proxy = proxy_with(|c| {
+        c.proxy.failed_login_threshold = 2;
+        c.proxy.failed_login_delay_ms = 400;
+        c.proxy.failed_login_max_delay_ms = 800;
+    });
+    let port = proxy.addr.port();
+    let attempt = |password: &'static str| async move {
+        let start = Instant::now();
+        let (_, p) = Raw::login(port, "app", password, CLIENT_CAPS).await;
+        (p.first(), start.elapsed())
+    };
+    let fast = Duration::from_millis(300);
+    for _ in 0..2 {
+        let (first, took) = attempt("wrong").await;
+        assert_eq!(first, Some(0xff));
+        assert!(took < fast, "failure within the threshold took {took:?}");
+    }
+    let (_, took) = attempt("wrong").await;
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_millis(800),
+        "{took:?}"
+    );
+    let (_, took) = attempt("wrong").await;
+    assert!(took >= Duration::from_millis(800), "{took:?}");
+    let (_, took) = attempt("wrong").await;
+    assert!(
+        took >= Duration::from_millis(800) && took < Duration::from_millis(1200),
+        "capped: {took:?}"
+    );
+    // The right password still logs in, late, and clears the count.
+    let (first, took) = attempt("secret").await;
+    assert_eq!(first, Some(0));
+    assert!(took >= Duration::from_millis(800), "{took:?}");
+    let (first, took) = attempt("wrong").await;
+    assert_eq!(first, Some(0xff));
+    assert!(took < fast, "count not cleared: {took:?}");
+    // Off by default: another proxy answers at once.
+    let plain = proxy_with(|_| {});
+    for _ in 0..5 {
+        let start = Instant::now();
+        let (_, p) = Raw::login(plain.addr.port(), "app", "wrong", CLIENT_CAPS).await;
+        assert_eq!(p.first(), Some(0xff));
+        assert!(start.elapsed() < fast);
+    }
+}
