@@ -29,7 +29,7 @@ pub(super) async fn run(
     let t = super::partitioned(&before, &name)?;
     let value = t.partition_value(value).map_err(wrong)?;
     // Check it against a copy first: nothing starts for a refused change.
-    let is_new = (*before)
+    (*before)
         .clone()
         .add_partition(&name, partition, &value, b)
         .map_err(wrong)?;
@@ -40,6 +40,25 @@ pub(super) async fn run(
     let (op, _owner) = match change::start(ctx, worker, &name, &command).await? {
         Ok(started) => started,
         Err(done) => return Ok(done),
+    };
+    let Some((t, is_new)) = change::recheck(ctx, worker, op, |d| {
+        let t = super::partitioned(d, &name)?;
+        let placed = t.values.get(&value).is_some_and(|p| p == partition)
+            && t.partitions.get(partition).is_some_and(|p| p.backend == b);
+        if placed {
+            return Ok(None);
+        }
+        let is_new = d
+            .clone()
+            .add_partition(&name, partition, &value, b)
+            .map_err(wrong)?;
+        Ok(Some((t, is_new)))
+    })
+    .await?
+    else {
+        return Ok(AdminOutput::Ok {
+            info: format!("value {value:?} of {name} is in partition {partition} already"),
+        });
     };
     let (dst, is_dst_live) = match t.partitions.get(partition) {
         Some(p) if !is_new => (p.physical.clone(), true),

@@ -234,6 +234,29 @@ pub(super) async fn start(
     })
 }
 
+/// After [`start`], under the owner lock: derive the change from the
+/// dictionary as it is now (the command may have waited for another change
+/// of the table, which `f` must see). `Ok(None)`: nothing to do any more;
+/// the operation is discarded from the journal, as on an error of `f`.
+pub(super) async fn recheck<T>(
+    ctx: &Context,
+    worker: usize,
+    op: u64,
+    f: impl FnOnce(&Dictionary) -> Result<Option<T>, ProxyError>,
+) -> Result<Option<T>, ProxyError> {
+    let checked = match reload(ctx, worker).await {
+        Ok(d) => f(&d),
+        Err(e) => Err(e),
+    };
+    if !matches!(checked, Ok(Some(_))) {
+        let sql = format!("DELETE FROM `hscale`.`operations` WHERE id = {op}");
+        if let Err(e) = journal(ctx, worker, sql).await {
+            tracing::warn!(operation = op, error = %e, "cannot discard the operation");
+        }
+    }
+    checked
+}
+
 /// How long the same command waits for a running twin at most.
 const TWIN_WAIT: std::time::Duration = std::time::Duration::from_secs(1800);
 
@@ -835,20 +858,32 @@ pub(super) async fn run(
     apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
 ) -> Result<Report, ProxyError> {
     let started = std::time::Instant::now();
-    let mut src = conn(ctx, worker, m.src.0).await?;
-    src.is_broken = true; // session settings change below: never pooled again
-    let pk = primary_key(&mut src, &m.db, &m.src.1).await?;
-    if pk.is_empty() {
-        return Err(wrong(format!(
-            "{}.{} has no primary key: rows cannot be moved while it is written",
-            m.db, m.src.1
-        )));
-    }
-    let mut dst = conn(ctx, worker, m.dst.0).await?;
-    dst.is_broken = true;
-    exec(&mut src, &copy_session()).await?;
-    exec(&mut dst, &dst_session()).await?;
-    let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
+    // Nothing is created before the spec is recorded: an error here only
+    // ends the operation.
+    let set_up = async {
+        let mut src = conn(ctx, worker, m.src.0).await?;
+        src.is_broken = true; // session settings change below: never pooled again
+        let pk = primary_key(&mut src, &m.db, &m.src.1).await?;
+        if pk.is_empty() {
+            return Err(wrong(format!(
+                "{}.{} has no primary key: rows cannot be moved while it is written",
+                m.db, m.src.1
+            )));
+        }
+        let mut dst = conn(ctx, worker, m.dst.0).await?;
+        dst.is_broken = true;
+        exec(&mut src, &copy_session()).await?;
+        exec(&mut dst, &dst_session()).await?;
+        let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
+        Ok((src, dst, pk, columns))
+    };
+    let (src, dst, pk, columns) = match set_up.await {
+        Ok(x) => x,
+        Err(e) => {
+            fail(ctx, worker, id, &e).await;
+            return Err(e);
+        }
+    };
     let into = if m.is_dst_live {
         format!("{}_stage{id}", m.dst.1)
     } else {

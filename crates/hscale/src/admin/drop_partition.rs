@@ -19,7 +19,7 @@ pub(super) async fn run(
     let _g = ctx.partitioning.admin_lock.lock().await;
     let before = reload(ctx, worker).await?;
     let t = super::partitioned(&before, &name)?;
-    let p = super::partition_of(&t, partition)?;
+    super::partition_of(&t, partition)?;
     let (op, _owner) = match change::start(
         ctx,
         worker,
@@ -30,6 +30,17 @@ pub(super) async fn run(
     {
         Ok(started) => started,
         Err(done) => return Ok(done),
+    };
+    let Some((t, p)) = change::recheck(ctx, worker, op, |d| {
+        let t = super::partitioned(d, &name)?;
+        let p = super::partition_of(&t, partition)?;
+        Ok(Some((t, p)))
+    })
+    .await?
+    else {
+        return Ok(AdminOutput::Ok {
+            info: String::new(),
+        });
     };
     let m = Move {
         db: name.db.clone(),

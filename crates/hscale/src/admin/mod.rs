@@ -204,6 +204,7 @@ async fn commit(
 }
 
 /// What a statement that ran into a missing table finds after waiting.
+#[derive(Debug)]
 pub enum Fence {
     /// A newer dictionary: plan the statement again.
     Newer,
@@ -219,7 +220,8 @@ pub enum Fence {
 /// as long as a change is in its cutover, at most `[proxy] fence_wait_ms`.
 pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) -> Fence {
     let wait = std::time::Duration::from_millis(ctx.config.proxy.fence_wait_ms);
-    let deadline = std::time::Instant::now() + wait;
+    let since = std::time::Instant::now();
+    let deadline = since + wait;
     let every = std::time::Duration::from_millis(20);
     loop {
         if ctx.partitioning.stored_version() > planned {
@@ -250,7 +252,10 @@ pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) 
             if ctx.partitioning.stored_version() > planned {
                 return Fence::Newer;
             }
-            if g.cutovers.is_empty() {
+            // Only a reload that began after the statement failed can say
+            // no change is in its cutover: an earlier one (another session's,
+            // within `every`) may predate the rename the statement met.
+            if g.cutovers.is_empty() && g.last_reload.is_some_and(|t| t >= since) {
                 return Fence::Unchanged;
             }
             if std::time::Instant::now() >= deadline {

@@ -41,6 +41,20 @@ pub(super) async fn run(
         Ok(started) => started,
         Err(done) => return Ok(done),
     };
+    let Some((t, p)) = change::recheck(ctx, worker, op, |d| {
+        let t = super::partitioned(d, &name)?;
+        let p = super::partition_of(&t, partition)?;
+        Ok((p.backend != b).then_some((t, p)))
+    })
+    .await?
+    else {
+        return Ok(AdminOutput::Ok {
+            info: format!(
+                "partition {partition} of {name} is on backend {} already",
+                names[b]
+            ),
+        });
+    };
     let dst = generation_name(&p.physical, op);
     let m = Move {
         db: name.db.clone(),

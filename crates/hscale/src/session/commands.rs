@@ -32,6 +32,44 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
+        // Fenced like statements: a partition's table renamed by a change
+        // answers 1146; with a newer dictionary the statement is prepared
+        // again on its new table (`fence.rs`).
+        let mut attempts = 0;
+        loop {
+            let planned = self.b.ctx.partitioning.stored_version();
+            match self.prepare_routed(payload, &facts, &sql).await? {
+                Some(err) => {
+                    attempts += 1;
+                    if attempts <= 8
+                        && matches!(
+                            crate::admin::await_newer_dictionary(
+                                &self.b.ctx,
+                                self.b.worker,
+                                planned
+                            )
+                            .await,
+                            crate::admin::Fence::Newer
+                        )
+                    {
+                        continue;
+                    }
+                    return self.write_server_error(1, &err).await;
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// One attempt at a PREPARE, routed by the current dictionary: `Some`
+    /// is a 1146 from the backend for a partitioned table's statement, not
+    /// answered yet.
+    async fn prepare_routed(
+        &mut self,
+        payload: &Bytes,
+        facts: &hscale_sql::Facts,
+        sql: &Arc<[u8]>,
+    ) -> Result<Option<ErrPacket>, ProxyError> {
         let dict_version = self.b.ctx.partitioning.version();
         let routing = self.prepared_routing(&payload[1..])?;
         // The metadata comes from the first target (a partition has T's columns).
@@ -46,7 +84,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut conn = self.b.acquire(backend).await?;
         if let Some(err) = self.b.sync(&mut conn, false).await? {
             self.b.finish(conn, Outcome::default(), &Effects::default());
-            return self.write_server_error(1, &err).await;
+            self.write_server_error(1, &err).await?;
+            return Ok(None);
         }
         if let Err(e) = conn.stream.send_command(payload).await {
             return Err(self.b.backend_lost(conn, e.to_string()));
@@ -87,13 +126,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 backend: self.b.ctx.pool(self.b.worker, 0).name().to_string(),
                 reason: e.to_string(),
             })?;
-            return self.write_server_error(1, &err).await;
+            if routing.is_some() && err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE {
+                return Ok(Some(err));
+            }
+            self.write_server_error(1, &err).await?;
+            return Ok(None);
         };
         let cache = self.b.ctx.config.proxy.backend_statement_cache;
         conn.remember_statement(&backend_sql, ok, cache).await?;
         self.b.finish(conn, Outcome::default(), &Effects::default());
         let id = self.statements.add(ClientStatement {
-            sql,
+            sql: sql.clone(),
             num_params: ok.num_params,
             num_columns: ok.num_columns,
             pins: facts.pins,
@@ -114,7 +157,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         for p in &packets {
             reply.def(p);
         }
-        send(reply.finish()).await
+        send(reply.finish()).await?;
+        Ok(None)
     }
 
     /// COM_STMT_EXECUTE: prepare on the borrowed connection if needed, send

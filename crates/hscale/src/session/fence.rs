@@ -99,7 +99,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             tracing::info!(connection_id = self.b.connection_id, error = %err.message, "statement prepared before a change's capture: running it again");
             return Ok(Next::Retry);
         }
-        match await_newer_dictionary(&ctx, self.b.worker, planned).await {
+        let fence = await_newer_dictionary(&ctx, self.b.worker, planned).await;
+        tracing::debug!(connection_id = self.b.connection_id, planned, attempts = *attempts, error = %err.message, fence = ?fence, "statement met a missing table");
+        match fence {
             Fence::Newer => Ok(Next::Retry),
             Fence::Unchanged => {
                 self.write_server_error(1, &err).await?;
