@@ -79,6 +79,10 @@ pub struct ProxyConfig {
     /// How long a statement that ran into a table renamed by a partition
     /// change waits for the change's new dictionary before it fails.
     pub fence_wait_ms: u64,
+    /// Where tables retired by partition changes go: empty (the default)
+    /// drops them; a database name keeps them there, on the backend that
+    /// held them, under their retired name (`<table>_retired_g<op>`).
+    pub keep_retired_db: String,
     /// Rows a merge across partitions may hold at once (groups, DISTINCT
     /// values, buffered sorted rows); past it the statement fails with an
     /// error instead of growing the proxy's memory.
@@ -117,6 +121,7 @@ impl Default for ProxyConfig {
             backend_statement_cache: 128,
             reload_interval_ms: 1_000,
             fence_wait_ms: 5_000,
+            keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
             ship_max_rows: 100_000,
             scatter_write_timeout_ms: 3_600_000,

@@ -2075,3 +2075,118 @@ async fn auto_partitioning_races_from_three_proxies_create_each_partition_once()
     direct.disconnect().await.unwrap();
     c.disconnect().await.unwrap();
 }
+
+/// `[proxy] keep_retired_db`: the table a MOVE_PARTITION retires is moved
+/// to that database on its backend, rows and all, instead of dropped; the
+/// application's database keeps only the tables the dictionary names.
+#[tokio::test]
+async fn retired_tables_can_be_kept_in_another_database() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_keep",
+        table: "acct_keep",
+    };
+    setup_acct(scene).await;
+    let mut config = cluster_config();
+    config.proxy.keep_retired_db = "hscale_retired_keep".into();
+    let proxy = ProxyProcess::start(config);
+    let mut c = Conn::new(proxy_opts(proxy.port, Some(scene.db)))
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('online_keep.acct_keep', 'p2', '2', 'shard1')")
+        .await
+        .unwrap();
+    c.query_drop(
+        "INSERT INTO acct_keep (id, k, v, note) VALUES (1, 2, 10, 'a'), (2, 10, 20, 'b'), (3, 3, 30, 'c')",
+    )
+    .await
+    .unwrap();
+    let before = physical("online_keep.acct_keep", Some("p2")).await;
+    c.query_drop("HSCALE MOVE_PARTITION('online_keep.acct_keep', 'p2', 'shard2')")
+        .await
+        .unwrap();
+    let after = physical_tables("online_keep.acct_keep").await;
+    assert_eq!(after["p2"].0, 2, "{after:?}");
+    let mut b1 = backend_conn(1, None).await;
+    let kept: Vec<String> = b1
+        .query("SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ('online_keep', 'hscale_retired_keep')")
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(
+        kept[0].starts_with(&format!("hscale_retired_keep.{before}_retired_g")),
+        "{kept:?}"
+    );
+    let rows: Option<i64> = b1
+        .query_first(format!("SELECT SUM(v) FROM {}", kept[0]))
+        .await
+        .unwrap();
+    assert_eq!(rows, Some(30), "the retired table keeps its rows");
+    let sum: Option<i64> = c
+        .query_first("SELECT SUM(v) FROM acct_keep WHERE k IN (2, 10)")
+        .await
+        .unwrap();
+    assert_eq!(sum, Some(30));
+    b1.disconnect().await.unwrap();
+    c.disconnect().await.unwrap();
+}
+
+/// Auto-partitioning by FEWEST_ROWS from a prepared INSERT (binary
+/// protocol): the new value's partition goes to a backend that holds none
+/// of the table's rows, and the row is found in it.
+#[tokio::test]
+async fn a_prepared_insert_creates_its_partition_on_the_emptiest_backend() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_auto2",
+        table: "acct_auto2",
+    };
+    setup_acct(scene).await;
+    let default = physical("online_auto2.acct_auto2", None).await;
+    let mut b0 = backend_conn(0, Some(scene.db)).await;
+    b0.query_drop(format!(
+        "INSERT INTO {default} (id, k, v, note) SELECT seq, 3, 0, 'x' FROM seq_1_to_2000"
+    ))
+    .await
+    .unwrap();
+    b0.query_drop(format!("ANALYZE TABLE {default}"))
+        .await
+        .unwrap();
+    let proxy = serve(300);
+    let mut c = Conn::new(proxy_opts(proxy.port, Some(scene.db)))
+        .await
+        .unwrap();
+    c.query_drop("HSCALE AUTO_PARTITION('acct_auto2', 'FEWEST_ROWS')")
+        .await
+        .unwrap();
+    c.exec_drop(
+        "INSERT INTO acct_auto2 (id, k, v, note) VALUES (?, ?, ?, ?)",
+        (5000, 5, 7, "prepared"),
+    )
+    .await
+    .unwrap();
+    let t = Instant::now();
+    let parts = loop {
+        let parts = physical_tables("online_auto2.acct_auto2").await;
+        if parts.contains_key("auto_5") || t.elapsed() > Duration::from_secs(20) {
+            break parts;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let p = parts.get("auto_5").unwrap_or_else(|| panic!("{parts:?}"));
+    assert_ne!(p.0, 0, "shard0 holds the table's rows: {parts:?}");
+    let mut b = backend_conn(p.0, Some(scene.db)).await;
+    let v: Option<i64> = b
+        .query_first(format!("SELECT v FROM {} WHERE id = 5000", p.1))
+        .await
+        .unwrap();
+    assert_eq!(v, Some(7));
+    let v: Option<i64> = c
+        .exec_first("SELECT v FROM acct_auto2 WHERE k = ? AND id = ?", (5, 5000))
+        .await
+        .unwrap();
+    assert_eq!(v, Some(7));
+    for c in [b0, b, c] {
+        c.disconnect().await.unwrap();
+    }
+}

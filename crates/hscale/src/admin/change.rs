@@ -1135,14 +1135,7 @@ async fn cut_over(
     report.longest_pause_ms = pause.elapsed().as_millis() as u64;
     r.clean_up().await;
     if m.filter.is_none() {
-        let _ = exec(
-            &mut r.src,
-            &[format!(
-                "DROP TABLE IF EXISTS {}",
-                qualified(&m.db, &r.src_name)
-            )],
-        )
-        .await;
+        let _ = exec(&mut r.src, &retire_sql(ctx, &m.db, &r.src_name)).await;
     }
     report.seconds = started.elapsed().as_secs_f64();
     let _ = journal(
@@ -1161,6 +1154,23 @@ async fn cut_over(
         "partition change done"
     );
     Ok(report)
+}
+
+/// Retire `db`.`table` (a source every key left): dropped, or moved to
+/// `[proxy] keep_retired_db` under the same (never reused) name.
+pub(super) fn retire_sql(ctx: &Context, db: &str, table: &str) -> Vec<String> {
+    let keep = &ctx.config.proxy.keep_retired_db;
+    if keep.is_empty() {
+        return vec![format!("DROP TABLE IF EXISTS {}", qualified(db, table))];
+    }
+    vec![
+        format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(keep)),
+        format!(
+            "RENAME TABLE {} TO {}",
+            qualified(db, table),
+            qualified(keep, table)
+        ),
+    ]
 }
 
 /// Record how to undo operation `id` before anything is created.

@@ -166,8 +166,11 @@ async fn finish_cutover(
     commit_with_journal(ctx, worker, id, &report, |_| Ok(rows.clone())).await?;
     r.clean_up().await;
     if m.filter.is_none() {
-        let sql = format!("DROP TABLE IF EXISTS {}", qualified(&m.db, &m.src_after));
-        let _ = exec(&mut r.src, &[sql]).await;
+        let _ = exec(
+            &mut r.src,
+            &super::change::retire_sql(ctx, &m.db, &m.src_after),
+        )
+        .await;
     }
     tracing::info!(operation = id, table = %name, "partition change finished by a take-over");
     Ok(())

@@ -307,10 +307,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 "a prepared statement over several partitions inside a transaction or with a cursor is not supported yet".into(),
             ));
         }
+        // A row for the default partition of a table with auto-partitioning
+        // may name a value to create a partition for (`admin::auto_partition`).
+        let auto_value = match routing.key_params.as_slice() {
+            [i] if is_insert
+                && routing.table.auto.is_some()
+                && parts.len() == 1
+                && parts[0].0 == routing.table.default_target() =>
+            {
+                let long: Vec<u16> = st.long_data.iter().map(|(p, _)| *p).collect();
+                params::key_value(exec, types, *i, &long)
+                    .ok()
+                    .and_then(|v| routing.table.stored_key(v))
+                    .and_then(|v| routing.table.function.apply(&v).ok().flatten())
+            }
+            _ => None,
+        };
         let mut run = self.exec();
         run.is_fenced = true;
-        run.run_prepared(routing.kind, &parts, &execution, effects)
-            .await
+        let done = run
+            .run_prepared(routing.kind, &parts, &execution, effects)
+            .await;
+        if let (Some(v), true) = (auto_value, done.is_ok()) {
+            let _ = self
+                .b
+                .ctx
+                .partitioning
+                .auto_requests
+                .try_send((routing.table.name.clone(), v));
+        }
+        done
     }
 
     /// How a statement being prepared reaches partitioned tables, if it does.
