@@ -61,7 +61,7 @@ build:
 	$(CARGO) build --release --locked
 
 demo: deps build
-	exec ./target/release/hscale playground --demo
+	exec ./target/release/hscale playground --demo --shards 4
 
 test: deps
 	$(CARGO) fmt --all -- --check

@@ -69,6 +69,21 @@ fn playground_prints_ready_answers_and_cleans_up() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // A failed assertion must not leave the playground running (it would
+    // keep its servers, and any lock file the test runner holds, forever).
+    struct KillOnPanic(u32);
+    impl Drop for KillOnPanic {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                #[allow(unsafe_code)]
+                // SAFETY: kill(2) on our own child.
+                unsafe {
+                    libc::kill(self.0 as i32, libc::SIGTERM);
+                }
+            }
+        }
+    }
+    let _guard = KillOnPanic(child.id());
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -104,6 +119,37 @@ fn playground_prints_ready_answers_and_cleans_up() {
         String::from_utf8_lossy(&out.stdout),
         "1\n1\nCOUNT(*)\n100\n"
     );
+    // The demo is sharded: visits by month, products global.
+    let out = Command::new("mariadb")
+        .args([
+            "-h127.0.0.1",
+            &format!("-P{port}"),
+            "-uroot",
+            "--batch",
+            "--skip-ssl",
+            "-N",
+            "-e",
+        ])
+        .arg("HSCALE SHOW PARTITIONS('demo.visits'); SELECT COUNT(*) FROM demo.visits WHERE visited_on >= '2024-09-01'; HSCALE SHOW TABLES")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("demo.visits\tm0") && l.contains("\t2024-0"))
+            .count(),
+        3,
+        "{text}"
+    );
+    assert!(lines.contains(&"960"), "{text}");
+    assert!(text.contains("demo.products"), "{text}");
     // SIGTERM stops the servers and removes the temporary directory.
     let mut stderr = String::new();
     #[allow(unsafe_code)]

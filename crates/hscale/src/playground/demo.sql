@@ -3,7 +3,7 @@
 CREATE DATABASE IF NOT EXISTS demo CHARACTER SET utf8mb4;
 USE demo;
 
-DROP TABLE IF EXISTS orders, products, customers;
+DROP TABLE IF EXISTS orders, products, customers, visits;
 
 CREATE TABLE customers (
   id INT NOT NULL PRIMARY KEY,
@@ -113,3 +113,17 @@ INSERT INTO orders (id, customer_id, product_id, quantity, ordered_at) VALUES
   (95, 9, 9, 2, '2024-09-12 14:48:00'), (96, 2, 2, 3, '2024-09-13 08:56:00'),
   (97, 9, 1, 1, '2024-09-14 14:50:00'), (98, 5, 5, 1, '2024-09-15 14:36:00'),
   (99, 18, 7, 2, '2024-09-16 21:45:00'), (100, 4, 2, 3, '2024-09-16 23:24:00');
+
+-- Page visits, one row per visit: 3,000 rows over July to September 2024
+-- (partitioned by month in the demo).
+CREATE TABLE visits (
+  id BIGINT NOT NULL PRIMARY KEY,
+  customer_id INT NOT NULL,
+  page VARCHAR(50) NOT NULL,
+  visited_on DATE NOT NULL
+);
+
+INSERT INTO visits (id, customer_id, page, visited_on)
+  SELECT seq, 1 + seq MOD 20, ELT(1 + seq MOD 4, '/home', '/cart', '/product', '/checkout'),
+         '2024-07-01' + INTERVAL (seq MOD 92) DAY
+  FROM seq_1_to_3000;

@@ -158,6 +158,35 @@ impl Cluster {
         })
     }
 
+    /// Run SQL statements (separated by `;` at line ends) through the
+    /// proxy, as its admin user.
+    pub fn run_sql_through_proxy(&self, sql: &str) -> Result<(), String> {
+        let cfg = BackendConfig {
+            name: "hscale".into(),
+            address: self.proxy.addr.to_string(),
+            user: "root".into(),
+            password: String::new(),
+            min_connections: 1,
+            max_connections: 1,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(async move {
+            let mut conn =
+                BackendConn::connect(&cfg, false, Duration::from_secs(10), &Default::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            for stmt in split_script(sql) {
+                if let Err(e) = conn.query_rows(&stmt).await.map_err(|e| e.to_string())? {
+                    return Err(format!("{stmt}: {}: {}", e.code, e.message));
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Stop the proxy and the servers; remove a temporary directory.
     pub fn stop(&mut self) {
         self.proxy.stop();
@@ -175,6 +204,56 @@ impl Drop for Cluster {
         self.stop();
     }
 }
+
+/// How the demo partitions its tables, run through the proxy once the demo
+/// schema is loaded on the main backend: `orders` by `MOD(4)` of the
+/// customer, `customers` by the first letter of their country (`PREFIX`),
+/// `visits` by month (`DATE`), and `products` copied to every backend
+/// (global). Partitions go to the backends in turn.
+pub fn demo_sharding(shards: usize) -> String {
+    let b = |i: usize| format!("shard{}", i % shards.max(1));
+    let mut s = String::new();
+    s.push_str(
+        "HSCALE SETUP_TABLE('demo.orders', 'customer_id', 'orders_default', 'shard0', 'MOD(4)');\n",
+    );
+    for v in 0..4 {
+        s.push_str(&format!(
+            "HSCALE ADD_PARTITION('demo.orders', 'p{v}', '{v}', '{}');\n",
+            b(v)
+        ));
+    }
+    s.push_str(
+        "HSCALE SETUP_TABLE('demo.customers', 'country', 'customers_default', 'shard0', 'PREFIX(1)');\n",
+    );
+    for (i, letter) in ["B", "C", "I", "M"].iter().enumerate() {
+        s.push_str(&format!(
+            "HSCALE ADD_PARTITION('demo.customers', '{}', '{letter}', '{}');\n",
+            letter.to_ascii_lowercase(),
+            b(i + 1)
+        ));
+    }
+    s.push_str(
+        "HSCALE SETUP_TABLE('demo.visits', 'visited_on', 'visits_default', 'shard0', 'DATE(''%Y-%m'')');\n",
+    );
+    for (i, month) in ["07", "08", "09"].iter().enumerate() {
+        s.push_str(&format!(
+            "HSCALE ADD_PARTITION('demo.visits', 'm{month}', '2024-{month}', '{}');\n",
+            b(i + 1)
+        ));
+    }
+    s.push_str("HSCALE SETUP_GLOBAL_TABLE('demo.products');\n");
+    s
+}
+
+/// Five statements to try on the demo, printed by `hscale playground --demo`.
+pub const DEMO_TRY: &str = concat!(
+    "  USE demo;\n",
+    "  SELECT * FROM orders WHERE customer_id = 7;  -- one partition\n",
+    "  HSCALE EXPLAIN SELECT page, COUNT(*) FROM visits GROUP BY page;  -- every month, merged\n",
+    "  SELECT visited_on, COUNT(*) FROM visits WHERE visited_on BETWEEN '2024-08-30' AND '2024-09-02' GROUP BY visited_on;\n",
+    "  HSCALE MOVE_PARTITION('demo.visits', 'm07', 'shard0');  -- online, while you write\n",
+    "  HSCALE SHOW OPERATIONS;"
+);
 
 /// Split a script into statements at `;` ending a line (enough for our own
 /// demo and test scripts, which keep semicolons out of strings).
@@ -218,6 +297,7 @@ pub fn run_playground(
     })?;
     if demo {
         cluster.run_sql_on_backend(0, DEMO_SQL)?;
+        cluster.run_sql_through_proxy(&demo_sharding(cluster.servers.len()))?;
     }
     let addr = cluster.proxy.addr;
     eprintln!(
@@ -232,6 +312,13 @@ pub fn run_playground(
         cluster.dir.display(),
         cluster.dir.join("hscale.toml").display()
     );
+    if demo {
+        eprintln!(
+            "playground: demo database `demo`: orders (MOD(4) on customer_id), customers \
+             (PREFIX(1) on country), visits (DATE('%Y-%m') on visited_on) partitioned over \
+             the backends, products global. Try:\n{DEMO_TRY}"
+        );
+    }
     println!("ready: mariadb -h{} -P{} -uroot", addr.ip(), addr.port());
     use std::io::Write;
     let _ = std::io::stdout().flush();
