@@ -21,6 +21,8 @@ pub struct Context {
     pools: Vec<Vec<Arc<Pool>>>,
     pub(crate) server_version: OnceLock<String>,
     next_connection_id: AtomicU32,
+    /// Numbers transactions across backends (part of their XA ids).
+    next_txn_seq: AtomicU64,
     clients: AtomicUsize,
     /// Connections in the handshake, oldest first: `(ticket, eviction
     /// signal)`. Locked when a connection arrives and when its handshake
@@ -174,6 +176,7 @@ impl Context {
             pools,
             server_version: OnceLock::new(),
             next_connection_id: AtomicU32::new(1),
+            next_txn_seq: AtomicU64::new(1),
             clients: AtomicUsize::new(0),
             handshakes: Mutex::new(VecDeque::new()),
             next_handshake: AtomicU64::new(0),
@@ -226,6 +229,11 @@ impl Context {
 
     pub fn next_connection_id(&self) -> u32 {
         self.next_connection_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A number for a new transaction across backends.
+    pub fn next_txn_seq(&self) -> u64 {
+        self.next_txn_seq.fetch_add(1, Ordering::Relaxed)
     }
 
     /// A place among the connections in the handshake; when all

@@ -31,6 +31,9 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         if let Err(e) = crate::admin::reload(ctx, worker).await {
             tracing::warn!(error = %e, "cannot read the partition dictionary yet");
         }
+        if let Err(e) = crate::exec::txn::ensure_decisions(ctx, worker).await {
+            tracing::warn!(error = %e, "cannot create hscale.decisions yet");
+        }
     }
     if worker == 0 {
         tokio::spawn(crate::admin::auto_partition::serve(
@@ -41,6 +44,9 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         let every = Duration::from_millis(ctx.config.proxy.reload_interval_ms.max(50));
         let ctx = Arc::downgrade(ctx);
         tokio::spawn(async move {
+            // Transactions across backends record their decisions in
+            // hscale.decisions on each backend; recovery runs every round.
+            let mut has_decisions = false;
             loop {
                 tokio::time::sleep(every).await;
                 let Some(ctx) = ctx.upgrade() else { return };
@@ -49,6 +55,15 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
                 }
                 if let Err(e) = crate::admin::take_over(&ctx, worker).await {
                     tracing::debug!(error = %e, "taking over partition changes failed");
+                }
+                if !has_decisions {
+                    match crate::exec::txn::ensure_decisions(&ctx, worker).await {
+                        Ok(()) => has_decisions = true,
+                        Err(e) => tracing::debug!(error = %e, "cannot create hscale.decisions yet"),
+                    }
+                }
+                if let Err(e) = crate::exec::txn::resolve(&ctx, worker).await {
+                    tracing::debug!(error = %e, "recovering prepared transaction branches failed");
                 }
             }
         });

@@ -13,6 +13,9 @@
 //!                        pins non-empty: keep as pinned ◄──────────────────┤
 //!                        pins empty: drop the guard (back to the pool) ◄───┘
 //! ```
+//! A transaction that reaches a second backend gets a branch there
+//! (`txn.rs`): `lease` of that backend returns the branch, `finish` puts it
+//! back; the pinned connection stays the transaction's home branch.
 
 use std::sync::Arc;
 
@@ -52,6 +55,13 @@ pub struct Bindings {
     /// The stored dictionary version the last statement was planned with
     /// (the fence waits for a newer one after a stale route).
     pub planned_version: u64,
+    /// The branches of a transaction that reached more than one backend
+    /// (the home branch is `pinned`).
+    pub txn: Option<super::txn::Txn>,
+    /// A statement that may write ran in the home branch's transaction.
+    pub home_written: bool,
+    /// The open transaction was started READ ONLY.
+    pub is_read_only_txn: bool,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -111,8 +121,10 @@ impl Bindings {
     }
 
     /// Borrow the connection for a statement on `backend`: the pinned one,
-    /// or one from this worker's pool. A session bound to one backend (by a
-    /// transaction or connection state) cannot run a statement on another.
+    /// the transaction's branch there (opened now if needed), or one from
+    /// this worker's pool. A session bound to one backend by connection
+    /// state (temporary tables, locks, user variables, ...) cannot run a
+    /// statement on another.
     pub async fn acquire(&mut self, backend: usize) -> Result<PooledConn, ProxyError> {
         if let Some(c) = self.pinned.take() {
             if c.pool().backend_index == backend {
@@ -120,10 +132,18 @@ impl Bindings {
             }
             let bound = c.pool().name().to_string();
             self.pinned = Some(c);
+            if let Some(conn) = self.txn.as_mut().and_then(|t| t.take(backend)) {
+                return Ok(conn);
+            }
+            if self.is_branchable() {
+                return self.join(backend).await;
+            }
+            let pins: Vec<&str> = self.pins.names().collect();
             return Err(ProxyError::Unsupported {
                 what: format!(
-                    "a statement on backend '{}' while the session is bound to backend '{bound}' by a transaction or connection state (transactions across backends)",
-                    self.ctx.config.backends[backend].name
+                    "a statement on backend '{}' while the session is bound to backend '{bound}' by connection state ({})",
+                    self.ctx.config.backends[backend].name,
+                    pins.join(", ")
                 ),
             });
         }
@@ -193,16 +213,25 @@ impl Bindings {
                 return Ok(Some(e));
             }
             self.pins.insert(Pins::TRANSACTION);
+            self.is_read_only_txn = super::txn::is_read_only_begin(&begin);
         }
         Ok(None)
     }
 
     /// The backend connection failed mid-statement: close it; whatever was
     /// pinned to it (a transaction, temporary tables) is gone.
+    /// A transaction with branches loses all of them (and its home).
     pub fn backend_lost(&mut self, mut conn: PooledConn, reason: String) -> ProxyError {
         conn.is_broken = true;
         let backend = conn.backend.to_string();
         drop(conn);
+        if self.txn.is_some() {
+            self.abandon_branches();
+            if let Some(mut home) = self.pinned.take() {
+                home.is_broken = true;
+            }
+            self.home_written = false;
+        }
         if !self.pins.is_empty() {
             tracing::warn!(connection_id = self.connection_id, backend, pins = ?self.pins.names().collect::<Vec<_>>(), "pinned backend connection lost");
         }
@@ -235,7 +264,10 @@ impl Bindings {
             self.pins.insert(effects.pins);
             self.pins.remove(effects.unpins);
         }
-        if let Some(st) = outcome.status {
+        // The home branch's flags are the session's; a branch's are its own.
+        let backend = conn.pool().backend_index;
+        let is_branch = self.txn.as_ref().is_some_and(|t| t.home != backend);
+        if let Some(st) = outcome.status.filter(|_| !is_branch) {
             for (bit, set) in [
                 (Pins::TRANSACTION, st & status::IN_TRANS != 0),
                 (Pins::AUTOCOMMIT_OFF, st & status::AUTOCOMMIT == 0),
@@ -253,7 +285,22 @@ impl Bindings {
                 conn.last_insert_id = ok.last_insert_id;
             }
         }
-        if self.pins.is_empty() {
+        let may_write = !effects.is_read_only && (outcome.status.is_some() || outcome.is_err);
+        if let Some(txn) = self.txn.as_mut() {
+            if let Some(branch) = txn.slot(conn.pool().backend_index) {
+                branch.is_written |= may_write;
+                branch.conn = Some(conn);
+                return;
+            }
+        }
+        match outcome.status {
+            Some(st) if st & status::IN_TRANS == 0 => {
+                self.home_written = false;
+                self.is_read_only_txn = false;
+            }
+            _ => self.home_written |= may_write,
+        }
+        if self.pins.is_empty() && self.txn.is_none() {
             drop(conn);
         } else {
             self.pinned = Some(conn);
@@ -264,6 +311,8 @@ impl Bindings {
     /// temporary tables, so it is reset (COM_CHANGE_USER) in the background
     /// first; no I/O happens in the caller.
     pub fn release_pinned(&mut self) {
+        self.abandon_branches();
+        self.home_written = false;
         if let Some(mut conn) = self.pinned.take() {
             tokio::spawn(async move {
                 let cfg = conn.pool().cfg.clone();
@@ -277,6 +326,16 @@ impl Bindings {
     /// Roll back the transaction on the pinned connection (if any) and
     /// record the state the server reports after it.
     pub async fn rollback(&mut self) -> Result<(), ProxyError> {
+        if self.txn.is_some() {
+            return match self.rollback_all().await? {
+                None => Ok(()),
+                Some(err) => Err(ProxyError::Backend {
+                    backend: self.ctx.config.backends[0].name.clone(),
+                    during: "hscale: ROLLBACK after a partition change".into(),
+                    err,
+                }),
+            };
+        }
         let Some(mut conn) = self.pinned.take() else {
             self.pins.remove(Pins::TRANSACTION);
             return Ok(());

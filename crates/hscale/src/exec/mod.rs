@@ -10,6 +10,7 @@
 //! | `scatter.rs` | one statement over several partitions in parallel: rows concatenated or affected rows added up; writes to global tables |
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
 //! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
+//! | `txn.rs` | transactions across backends: branches, the commit protocol (XA), recovery |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 
 pub mod bindings;
@@ -17,6 +18,7 @@ pub mod forward;
 mod merge;
 pub mod prepared;
 mod scatter;
+pub mod txn;
 
 use hscale_route::router::Plan;
 use hscale_sql::{Pins, SessionChange};
@@ -38,6 +40,9 @@ pub struct Effects<'a> {
     pub unpins: Pins,
     pub change: Option<&'a SessionChange>,
     pub uses_last_insert_id: bool,
+    /// The statement only reads (a SELECT or SHOW): a transaction branch
+    /// it ran on needs no commit of its own.
+    pub is_read_only: bool,
 }
 
 /// One statement being run for a session: the client stream its answer

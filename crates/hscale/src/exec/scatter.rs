@@ -33,6 +33,10 @@ const MAX_IN_FLIGHT: usize = 16;
 struct InFlight {
     conns: VecDeque<PooledConn>,
     per_backend: Vec<usize>,
+    /// Inside a transaction (decided before the first part opened it):
+    /// each part runs on the transaction's branch of its backend, one
+    /// part at a time.
+    is_serial: bool,
 }
 
 impl InFlight {
@@ -74,7 +78,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .max(1);
             let must = *next_send == i;
             if !must
-                && (flight.conns.len() >= MAX_IN_FLIGHT
+                && (flight.is_serial
+                    || flight.conns.len() >= MAX_IN_FLIGHT
                     || flight.per_backend[target.backend] >= limit)
             {
                 break;
@@ -176,9 +181,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         parts: &[(Target, P)],
         cmd: Command<'_>,
     ) -> Result<(), ProxyError> {
-        if self.b.pinned.is_some() {
+        if self.b.pinned.is_some() && !self.b.is_branchable() {
             return Err(ProxyError::Unsupported {
-                what: "a statement over several partitions inside a transaction or with connection-bound state".into(),
+                what: "a statement over several partitions with connection-bound state (temporary tables, locks, user variables, ...)".into(),
             });
         }
         match kind {
@@ -198,6 +203,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut flight = InFlight {
             conns: VecDeque::new(),
             per_backend: vec![0; self.b.ctx.config.backends.len()],
+            is_serial: self.b.is_in_transaction(),
         };
         let mut next_send = 0;
         for i in 0..parts.len() {
@@ -228,8 +234,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 
     /// INSERT / UPDATE / DELETE over several partitions, in parallel: one
-    /// OK with the sum. Not atomic across partitions: an error on one leaves
-    /// the others changed (transactions across backends are a later issue).
+    /// OK with the sum. In autocommit not atomic across partitions: an
+    /// error on one leaves the others changed (inside a transaction the
+    /// parts run on its branches, and COMMIT makes them atomic).
     async fn add_up<P: AsRef<[u8]>>(
         &mut self,
         parts: &[(Target, P)],
@@ -239,6 +246,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut flight = InFlight {
             conns: VecDeque::new(),
             per_backend: vec![0; self.b.ctx.config.backends.len()],
+            is_serial: self.b.is_in_transaction(),
         };
         let mut next_send = 0;
         for i in 0..parts.len() {
@@ -402,11 +410,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         table: &hscale_route::dictionary::TableName,
         sql: &str,
     ) -> Result<(), ProxyError> {
-        if self.b.pinned.is_some() || self.b.pending_begin.is_some() {
+        if self.b.is_in_transaction() {
             return Err(ProxyError::Unsupported {
-                what: format!(
-                    "a write to global table {table} inside a transaction (transactions across backends)"
-                ),
+                what: format!("a write to global table {table} inside a transaction (not yet)"),
             });
         }
         let ctx = self.b.ctx.clone();

@@ -302,9 +302,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
             }
         };
-        if parts.len() > 1 && (self.b.pinned.is_some() || exec.flags & CURSOR_TYPE_READ_ONLY != 0) {
+        if parts.len() > 1
+            && ((self.b.pinned.is_some() && !self.b.is_branchable())
+                || exec.flags & CURSOR_TYPE_READ_ONLY != 0)
+        {
             return Err(ProxyError::Refused(
-                "a prepared statement over several partitions inside a transaction or with a cursor is not supported yet".into(),
+                "a prepared statement over several partitions with connection-bound state or a cursor is not supported yet".into(),
             ));
         }
         // A row for the default partition of a table with auto-partitioning

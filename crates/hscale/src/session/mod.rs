@@ -20,6 +20,7 @@ mod fence;
 mod kill;
 mod params;
 pub mod prepared;
+mod txn;
 
 use std::sync::Arc;
 
@@ -120,6 +121,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             pinned: None,
             pins: Pins::NONE,
             pending_begin: None,
+            txn: None,
+            home_written: false,
+            is_read_only_txn: false,
             handle: Arc::new(SessionHandle::new(&info.user)),
             is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
             planned_version: 0,
@@ -424,6 +428,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 };
             }
             hscale_sql::Kind::Admin => return self.admin(sql).await,
+            _ if facts.pins.contains(Pins::XA) => {
+                return Err(ProxyError::Unsupported {
+                    what: "XA statements from clients (hscale makes transactions across backends atomic itself: use BEGIN ... COMMIT)".into(),
+                });
+            }
+            _ if self.b.txn.is_some() && self.in_distributed_transaction(&facts, sql).await? => {
+                return Ok(());
+            }
+            _ => {}
+        }
+        match facts.kind {
             hscale_sql::Kind::Begin
                 if facts.statements == 1 && self.b.pinned.is_none() && self.b.pins.is_empty() =>
             {
@@ -444,6 +459,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             unpins: facts.unpins,
             change: facts.change.as_ref(),
             uses_last_insert_id: facts.uses_last_insert_id,
+            is_read_only: facts.statements == 1
+                && matches!(
+                    facts.kind,
+                    hscale_sql::Kind::Select | hscale_sql::Kind::Show
+                ),
         };
         if self.b.ctx.partitioning.should_try_loading() {
             // Right after start: read the dictionary before routing anything.
@@ -488,20 +508,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let plan =
                 PLAN_CACHE.with(|c| c.borrow_mut().plan(sql, self.b.state.db.as_deref(), &dict));
             // A statement spread over several connections cannot carry what
-            // binds a session to one: a transaction being opened, user
-            // variables, locks, temporary tables, LAST_INSERT_ID().
+            // binds a session to one: user variables, locks, temporary
+            // tables, LAST_INSERT_ID(). (Inside a transaction its parts run
+            // one at a time on the transaction's branches.)
             let spread = match &plan {
                 Plan::Targets { parts, .. } => parts.len() > 1,
                 Plan::Merge(_) | Plan::GlobalWrite { .. } => true,
                 _ => false,
             };
-            if spread
-                && (self.b.pending_begin.is_some()
-                    || !facts.pins.is_empty()
-                    || facts.uses_last_insert_id)
-            {
+            if spread && (!facts.pins.is_empty() || facts.uses_last_insert_id) {
                 return Err(ProxyError::Unsupported {
-                    what: "a statement over several partitions or backends inside a transaction, with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID()".into(),
+                    what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID()".into(),
                 });
             }
             match plan {

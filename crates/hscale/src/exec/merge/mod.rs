@@ -206,9 +206,9 @@ impl Part {
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     pub(crate) async fn run_merge(&mut self, plan: MergePlan) -> Result<(), ProxyError> {
-        if self.b.pinned.is_some() {
+        if self.b.is_in_transaction() {
             return Err(ProxyError::Unsupported {
-                what: "a statement over several partitions inside a transaction or with connection-bound state".into(),
+                what: "a merged read over several partitions (ORDER BY, GROUP BY, aggregates, joins of partitions) inside a transaction or with connection-bound state (not yet: run it outside the transaction)".into(),
             });
         }
         self.ship_setup = std::sync::Arc::new(Vec::new());

@@ -1,0 +1,119 @@
+//! The session side of transactions across backends (`exec/txn.rs` owns
+//! the branches and the commit protocol): which statements end such a
+//! transaction, and the ones it cannot run yet.
+//!
+//! ```text
+//!  in a transaction with branches ─┬─ COMMIT / ROLLBACK ─► Bindings::commit_all / rollback_all
+//!                                  ├─ BEGIN, DDL, LOCK/UNLOCK, SET autocommit=1 ─► commit_all, then the statement
+//!                                  ├─ savepoints, COMMIT AND CHAIN, several statements in one query ─► refused (1235)
+//!                                  └─ anything else ─► planned and run on the branches
+//! ```
+
+use hscale_sql::{Facts, Kind, SessionChange};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{is_plain_end, Session};
+use crate::error::ProxyError;
+
+/// MariaDB commits the open transaction before these statements.
+fn is_implicit_commit(facts: &Facts, sql: &str) -> bool {
+    let mut words = sql.split_whitespace().map(str::to_ascii_uppercase);
+    let first = words.next().unwrap_or_default();
+    let is_temporary = words.take(2).any(|w| w == "TEMPORARY");
+    match facts.kind {
+        Kind::Begin | Kind::Lock | Kind::Unlock => true,
+        Kind::Set => {
+            matches!(&facts.change, Some(SessionChange::Set(items)) if items.iter().any(|i| {
+                i.key == "autocommit"
+                    && i.assign
+                        .rsplit('=')
+                        .next()
+                        .is_some_and(|v| matches!(v.trim().to_ascii_uppercase().as_str(), "1" | "ON" | "TRUE"))
+            }))
+        }
+        Kind::Other => {
+            matches!(
+                first.as_str(),
+                "CREATE" | "ALTER" | "DROP" | "RENAME" | "TRUNCATE" | "GRANT" | "REVOKE"
+            ) && !is_temporary
+        }
+        _ => false,
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// A statement while the session's transaction has branches on several
+    /// backends. `Ok(true)`: answered here.
+    pub(super) async fn in_distributed_transaction(
+        &mut self,
+        facts: &Facts,
+        sql: &str,
+    ) -> Result<bool, ProxyError> {
+        let refuse = |what: &str| {
+            Err(ProxyError::Unsupported {
+                what: format!("{what} in a transaction over several backends"),
+            })
+        };
+        match facts.kind {
+            Kind::Commit | Kind::Rollback if facts.statements == 1 && is_plain_end(sql) => {
+                let r = if facts.kind == Kind::Commit {
+                    self.b.commit_all().await?
+                } else {
+                    self.b.rollback_all().await?
+                };
+                match r {
+                    None => self.write_ok(1).await?,
+                    Some(err) => self.write_server_error(1, &err).await?,
+                }
+                Ok(true)
+            }
+            _ if facts.statements > 1 => refuse("several statements in one query"),
+            Kind::Commit | Kind::Rollback => {
+                refuse("COMMIT or ROLLBACK with AND CHAIN, RELEASE or TO SAVEPOINT")
+            }
+            _ if is_implicit_commit(facts, sql) => {
+                // The commit MariaDB makes before such a statement, made
+                // across every branch; then the statement runs as usual.
+                if let Some(err) = self.b.commit_all().await? {
+                    self.write_server_error(1, &err).await?;
+                    return Ok(true);
+                }
+                Ok(false)
+            }
+            Kind::Other => {
+                let first = sql
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_ascii_uppercase();
+                if first == "SAVEPOINT" || first == "RELEASE" {
+                    return refuse("savepoints");
+                }
+                Ok(false)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn implicit_commits() {
+        let f = |s: &str| is_implicit_commit(&hscale_sql::analyze(s), s);
+        assert!(f("BEGIN"));
+        assert!(f("START TRANSACTION"));
+        assert!(f("SET autocommit=1"));
+        assert!(f("set autocommit = ON"));
+        assert!(!f("SET autocommit=0"));
+        assert!(f("CREATE TABLE t (a INT)"));
+        assert!(f("drop table t"));
+        assert!(!f("CREATE TEMPORARY TABLE t (a INT)"));
+        assert!(!f("DROP TEMPORARY TABLE t"));
+        assert!(f("LOCK TABLES t WRITE"));
+        assert!(!f("SELECT 1"));
+        assert!(!f("UPDATE t SET a = 1"));
+    }
+}

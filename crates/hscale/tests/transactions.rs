@@ -1,0 +1,338 @@
+#![allow(clippy::unwrap_used)]
+//! Transactions across backends (`crates/hscale/src/exec/txn.rs`): one
+//! branch per backend, XA two-phase commit when several backends wrote,
+//! the decision in `hscale.decisions`, recovery of prepared branches.
+//!
+//! `accounts` is partitioned by `id` with MOD(2): even ids on shard0, odd
+//! ids on shard1, so a transfer between 1 and 2 spans both backends.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use mysql_async::prelude::*;
+
+const TOTAL: i64 = 100 * 20;
+
+/// A database `db` with `accounts` 1..=20 holding 100 each, on both backends.
+async fn accounts(db: &str) -> mysql_async::Conn {
+    cluster(2);
+    let mut c = proxy_conn(None).await;
+    c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+        .await
+        .unwrap();
+    c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+    c.query_drop(format!("USE {db}")).await.unwrap();
+    c.query_drop("CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance INT NOT NULL)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('accounts', 'id', 'accounts_even', 'shard0', 'MOD(2)')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('accounts', 'odd', '1', 'shard1')")
+        .await
+        .unwrap();
+    let values: Vec<String> = (1..=20).map(|i| format!("({i}, 100)")).collect();
+    c.query_drop(format!(
+        "INSERT INTO accounts (id, balance) VALUES {}",
+        values.join(", ")
+    ))
+    .await
+    .unwrap();
+    c
+}
+
+async fn balance(c: &mut mysql_async::Conn, id: i64) -> i64 {
+    c.query_first(format!("SELECT balance FROM accounts WHERE id = {id}"))
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// The sum of every account, read on the backends themselves.
+async fn total_on_backends(db: &str) -> i64 {
+    let mut sum = 0;
+    for (b, part) in [(0, None), (1, Some("odd"))] {
+        let table = physical(&format!("{db}.accounts"), part).await;
+        let mut bc = backend_conn(b, Some(db)).await;
+        let s: Option<i64> = bc
+            .query_first(format!("SELECT CAST(SUM(balance) AS SIGNED) FROM {table}"))
+            .await
+            .unwrap();
+        sum += s.unwrap_or(0);
+        bc.disconnect().await.unwrap();
+    }
+    sum
+}
+
+/// hscale's prepared branches on every backend.
+async fn prepared_branches() -> usize {
+    let mut n = 0;
+    for b in 0..2 {
+        let mut bc = backend_conn(b, None).await;
+        let rows: Vec<mysql_async::Row> = bc.query("XA RECOVER").await.unwrap();
+        n += rows.len();
+        bc.disconnect().await.unwrap();
+    }
+    n
+}
+
+/// A transfer between accounts on two backends commits both rows or
+/// neither; inside the transaction it reads its own writes on both, and
+/// another connection sees neither before COMMIT.
+#[tokio::test]
+async fn transfer_across_backends_commits_atomically() {
+    let mut c = accounts("txn_transfer").await;
+    let mut other = proxy_conn(Some("txn_transfer")).await;
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 30 WHERE id = 1")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 30 WHERE id = 2")
+        .await
+        .unwrap();
+    assert_eq!(balance(&mut c, 1).await, 70);
+    assert_eq!(balance(&mut c, 2).await, 130);
+    // A read over both partitions inside the transaction uses its branches.
+    let both: Vec<(i64, i64)> = c
+        .query("SELECT id, balance FROM accounts WHERE id IN (1, 2)")
+        .await
+        .unwrap();
+    let mut both = both;
+    both.sort();
+    assert_eq!(both, vec![(1, 70), (2, 130)]);
+    assert_eq!(balance(&mut other, 1).await, 100);
+    assert_eq!(balance(&mut other, 2).await, 100);
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(balance(&mut other, 1).await, 70);
+    assert_eq!(balance(&mut other, 2).await, 130);
+    assert_eq!(total_on_backends("txn_transfer").await, TOTAL);
+
+    // ROLLBACK undoes both sides.
+    c.query_drop("START TRANSACTION").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 5 WHERE id = 3")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 5 WHERE id = 4")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK").await.unwrap();
+    assert_eq!(balance(&mut other, 3).await, 100);
+    assert_eq!(balance(&mut other, 4).await, 100);
+
+    // A write over every partition inside a transaction, rolled back.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 1")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 20);
+    c.query_drop("ROLLBACK").await.unwrap();
+    assert_eq!(total_on_backends("txn_transfer").await, TOTAL);
+    assert_eq!(prepared_branches().await, 0);
+    // The session is usable afterwards, in autocommit.
+    c.query_drop("UPDATE accounts SET balance = balance WHERE id = 1")
+        .await
+        .unwrap();
+}
+
+/// An ORM-style session: `SET autocommit=0`, statements on both backends,
+/// COMMIT, then more statements and ROLLBACK.
+#[tokio::test]
+async fn autocommit_off_session_spans_backends() {
+    let mut c = accounts("txn_orm").await;
+    let mut other = proxy_conn(Some("txn_orm")).await;
+    c.query_drop("SET autocommit=0").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 7 WHERE id = 5")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 7 WHERE id = 6")
+        .await
+        .unwrap();
+    assert_eq!(balance(&mut other, 5).await, 100);
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(balance(&mut other, 5).await, 93);
+    assert_eq!(balance(&mut other, 6).await, 107);
+    c.query_drop("UPDATE accounts SET balance = 0 WHERE id = 7")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = 0 WHERE id = 8")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK").await.unwrap();
+    assert_eq!(balance(&mut other, 7).await, 100);
+    assert_eq!(balance(&mut other, 8).await, 100);
+    // SET autocommit=1 commits the open transaction on every backend.
+    c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 9")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 1 WHERE id = 10")
+        .await
+        .unwrap();
+    c.query_drop("SET autocommit=1").await.unwrap();
+    assert_eq!(balance(&mut other, 9).await, 99);
+    assert_eq!(balance(&mut other, 10).await, 101);
+    assert_eq!(total_on_backends("txn_orm").await, TOTAL);
+    assert_eq!(prepared_branches().await, 0);
+}
+
+/// Client XA statements and savepoints over several backends are refused
+/// with 1235; the transaction stays usable.
+#[tokio::test]
+async fn refusals() {
+    let mut c = accounts("txn_refuse").await;
+    let e = c.query_drop("XA START 'mine'").await.unwrap_err();
+    assert_eq!(code(&e), 1235);
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 1 WHERE id = 11")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 12")
+        .await
+        .unwrap();
+    let e = c.query_drop("SAVEPOINT s1").await.unwrap_err();
+    assert_eq!(code(&e), 1235);
+    let e = c
+        .query_drop("SELECT COUNT(*) FROM accounts")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(total_on_backends("txn_refuse").await, TOTAL);
+}
+
+/// Transfers between random accounts from several clients at once: the
+/// total never changes, through the proxy and on the backends, and nothing
+/// stays prepared.
+#[tokio::test]
+async fn concurrent_transfers_keep_the_total() {
+    let mut c = accounts("txn_concurrent").await;
+    let mut tasks = Vec::new();
+    for client in 0..6u64 {
+        tasks.push(tokio::spawn(async move {
+            let mut c = proxy_conn(Some("txn_concurrent")).await;
+            // A deadlock across backends is seen by neither backend: it
+            // ends at the lock wait timeout, replayed onto every branch.
+            c.query_drop("SET SESSION innodb_lock_wait_timeout = 2")
+                .await
+                .unwrap();
+            let mut seed = client * 7919 + 17;
+            let mut next = |n: u64| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (seed >> 33) % n
+            };
+            let mut committed = 0;
+            for _ in 0..25 {
+                let from = next(20) as i64 + 1;
+                let mut to = next(20) as i64 + 1;
+                if to == from {
+                    to = from % 20 + 1;
+                }
+                let amount = next(10) as i64 + 1;
+                let r: Result<(), mysql_async::Error> = async {
+                    c.query_drop("BEGIN").await?;
+                    c.query_drop(format!(
+                        "UPDATE accounts SET balance = balance - {amount} WHERE id = {from}"
+                    ))
+                    .await?;
+                    c.query_drop(format!(
+                        "UPDATE accounts SET balance = balance + {amount} WHERE id = {to}"
+                    ))
+                    .await?;
+                    if next(4) == 0 {
+                        c.query_drop("ROLLBACK").await
+                    } else {
+                        c.query_drop("COMMIT").await
+                    }
+                }
+                .await;
+                match r {
+                    Ok(()) => committed += 1,
+                    // Deadlocks and lock waits end the transaction.
+                    Err(e) if [1213, 1205].contains(&code(&e)) => {
+                        let _ = c.query_drop("ROLLBACK").await;
+                    }
+                    Err(e) => panic!("transfer failed: {e}"),
+                }
+            }
+            committed
+        }));
+    }
+    let mut committed = 0;
+    for t in tasks {
+        committed += t.await.unwrap();
+    }
+    assert!(committed > 50, "only {committed} transfers went through");
+    let sum: Option<i64> = c
+        .query_first("SELECT CAST(SUM(balance) AS SIGNED) FROM accounts")
+        .await
+        .unwrap();
+    assert_eq!(sum, Some(TOTAL));
+    assert_eq!(total_on_backends("txn_concurrent").await, TOTAL);
+    assert_eq!(prepared_branches().await, 0);
+}
+
+/// A proxy SIGKILLed after the decision committed and before its branches
+/// did: the other proxy's recovery commits the prepared branch.
+#[test]
+fn recovery_commits_after_the_owner_died() {
+    let rt = rt();
+    rt.block_on(async {
+        let c = accounts("txn_kill").await;
+        c.disconnect().await.unwrap();
+    });
+    let doomed = ProxyProcess::start_with_env(
+        cluster_config(),
+        &[("HSCALE_TEST_PAUSE_AFTER_DECISION_MS", "60000")],
+    );
+    let port = doomed.port;
+    let mut doomed = doomed;
+    rt.block_on(async move {
+        let mut c = mysql_async::Conn::new(proxy_opts(port, Some("txn_kill")))
+            .await
+            .unwrap();
+        // The home branch is shard1 (id 13 first), the XA branch shard0.
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("UPDATE accounts SET balance = balance - 50 WHERE id = 13")
+            .await
+            .unwrap();
+        c.query_drop("UPDATE accounts SET balance = balance + 50 WHERE id = 14")
+            .await
+            .unwrap();
+        let commit = tokio::spawn(async move { c.query_drop("COMMIT").await });
+        // Wait for the decision row on the home backend (shard1).
+        let start = Instant::now();
+        loop {
+            let mut bc = backend_conn(1, None).await;
+            let n: Option<i64> = bc
+                .query_first("SELECT COUNT(*) FROM hscale.decisions WHERE state = 'committed'")
+                .await
+                .unwrap();
+            bc.disconnect().await.unwrap();
+            if n.unwrap_or(0) > 0 {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "no decision");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(prepared_branches().await, 1);
+        doomed.child.kill().unwrap();
+        doomed.child.wait().unwrap();
+        assert!(commit.await.unwrap().is_err());
+        // The shared cluster's proxy recovers it within a few reload rounds.
+        let start = Instant::now();
+        while prepared_branches().await > 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the prepared branch was not recovered"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let mut other = proxy_conn(Some("txn_kill")).await;
+        assert_eq!(balance(&mut other, 13).await, 50);
+        assert_eq!(balance(&mut other, 14).await, 150);
+        assert_eq!(total_on_backends("txn_kill").await, TOTAL);
+    });
+}
