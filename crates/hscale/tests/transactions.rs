@@ -67,6 +67,11 @@ async fn total_on_backends(db: &str) -> i64 {
 }
 
 /// hscale's prepared branches on every backend.
+/// The tests of this file run one at a time: they count every prepared
+/// XA branch on the backends (`XA RECOVER`), which another test's commit in
+/// flight (or its kill point) would add to.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn prepared_branches() -> usize {
     let mut n = 0;
     for b in 0..2 {
@@ -83,6 +88,7 @@ async fn prepared_branches() -> usize {
 /// another connection sees neither before COMMIT.
 #[tokio::test]
 async fn transfer_across_backends_commits_atomically() {
+    let _serial = SERIAL.lock().await;
     let mut c = accounts("txn_transfer").await;
     let mut other = proxy_conn(Some("txn_transfer")).await;
     c.query_drop("BEGIN").await.unwrap();
@@ -140,6 +146,7 @@ async fn transfer_across_backends_commits_atomically() {
 /// COMMIT, then more statements and ROLLBACK.
 #[tokio::test]
 async fn autocommit_off_session_spans_backends() {
+    let _serial = SERIAL.lock().await;
     let mut c = accounts("txn_orm").await;
     let mut other = proxy_conn(Some("txn_orm")).await;
     c.query_drop("SET autocommit=0").await.unwrap();
@@ -180,6 +187,7 @@ async fn autocommit_off_session_spans_backends() {
 /// with 1235; the transaction stays usable.
 #[tokio::test]
 async fn refusals() {
+    let _serial = SERIAL.lock().await;
     let mut c = accounts("txn_refuse").await;
     let e = c.query_drop("XA START 'mine'").await.unwrap_err();
     assert_eq!(code(&e), 1235);
@@ -206,6 +214,7 @@ async fn refusals() {
 /// stays prepared.
 #[tokio::test]
 async fn concurrent_transfers_keep_the_total() {
+    let _serial = SERIAL.lock().await;
     let mut c = accounts("txn_concurrent").await;
     let mut tasks = Vec::new();
     for client in 0..6u64 {
@@ -279,6 +288,7 @@ async fn concurrent_transfers_keep_the_total() {
 #[test]
 fn recovery_commits_after_the_owner_died() {
     let rt = rt();
+    let _serial = rt.block_on(SERIAL.lock());
     rt.block_on(async {
         let c = accounts("txn_kill").await;
         c.disconnect().await.unwrap();
