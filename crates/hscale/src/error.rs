@@ -66,6 +66,10 @@ pub enum ProxyError {
     UnknownStatement { id: u32, command: &'static str },
     #[error("hscale: {0}")]
     Wrong(String),
+    /// A handshake or COM_CHANGE_USER naming a character set no client may
+    /// use (ucs2, utf16, utf16le, utf32), refused as the server refuses it.
+    #[error("Variable 'character_set_client' can't be set to the value of '{0}'")]
+    ClientCharset(String),
     #[error("Unknown thread id: {0}")]
     NoSuchThread(u64),
     #[error("You are not owner of thread {0}")]
@@ -138,6 +142,7 @@ impl ProxyError {
                 (code::ER_OUT_OF_SORTMEMORY, b"HY001", msg)
             }
             ProxyError::Wrong(_) => (code::ER_WRONG_ARGUMENTS, b"HY000", msg),
+            ProxyError::ClientCharset(_) => (code::ER_WRONG_VALUE_FOR_VAR, b"42000", msg),
             ProxyError::NoSuchThread(_) => (code::ER_NO_SUCH_THREAD, b"HY000", msg),
             ProxyError::KillDenied(_) => (code::ER_KILL_DENIED_ERROR, b"HY000", msg),
             ProxyError::AdminDenied { .. } => (code::ER_SPECIFIC_ACCESS_DENIED, b"42000", msg),

@@ -20,6 +20,10 @@ pub struct Context {
     /// main backend.
     pools: Vec<Vec<Arc<Pool>>>,
     pub(crate) server_version: OnceLock<String>,
+    /// The main backend's collation table (`information_schema.COLLATIONS`),
+    /// read at start; [`Context::collations`] answers with a short built-in
+    /// table until then.
+    collations: OnceLock<hscale_wire::charset::Collations>,
     next_connection_id: AtomicU32,
     /// Numbers transactions across backends (part of their XA ids).
     next_txn_seq: AtomicU64,
@@ -175,6 +179,7 @@ impl Context {
             config: Arc::new(config),
             pools,
             server_version: OnceLock::new(),
+            collations: OnceLock::new(),
             next_connection_id: AtomicU32::new(1),
             next_txn_seq: AtomicU64::new(1),
             clients: AtomicUsize::new(0),
@@ -303,6 +308,49 @@ impl Context {
 
     pub fn clients(&self) -> usize {
         self.clients.load(Ordering::Relaxed)
+    }
+
+    /// The collation table clients' handshakes and COM_CHANGE_USER are
+    /// resolved with: the main backend's once read, else the built-in one.
+    pub fn collations(&self) -> &hscale_wire::charset::Collations {
+        static BUILTIN: OnceLock<hscale_wire::charset::Collations> = OnceLock::new();
+        self.collations
+            .get()
+            .unwrap_or_else(|| BUILTIN.get_or_init(hscale_wire::charset::Collations::builtin))
+    }
+
+    pub fn has_collations(&self) -> bool {
+        self.collations.get().is_some()
+    }
+
+    /// Learn what clients see of the main backend, on a connection to it:
+    /// its version string and its collation table (each once).
+    pub async fn learn_main_backend(&self, conn: &mut crate::backend::BackendConn) {
+        let _ = self.server_version.set(conn.server_version.clone());
+        if self.collations.get().is_some() {
+            return;
+        }
+        let sql = "SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL";
+        match conn.query_rows(sql).await {
+            Ok(Ok(r)) => {
+                let rows = r.strings().into_iter().filter_map(|row| match &row[..] {
+                    [Some(id), Some(cs), Some(coll)] => {
+                        Some((id.parse::<u16>().ok()?, cs.clone(), coll.clone()))
+                    }
+                    _ => None,
+                });
+                let table = hscale_wire::charset::Collations::from_rows(rows);
+                tracing::debug!(
+                    collations = table.len(),
+                    "read the main backend's collations"
+                );
+                let _ = self.collations.set(table);
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e.message, "cannot read the main backend's collations")
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the main backend's collations"),
+        }
     }
 
     /// The main backend's version string, which clients see as the server's.

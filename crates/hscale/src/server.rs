@@ -19,11 +19,9 @@ use crate::runtime::Context;
 /// On worker `worker`: learn the main backend's version, then run the
 /// health checks of this worker's pools.
 async fn start_backends(ctx: &Arc<Context>, worker: usize) {
-    if ctx.server_version.get().is_none() {
+    if ctx.server_version.get().is_none() || !ctx.has_collations() {
         match ctx.pool(worker, 0).get(false).await {
-            Ok(conn) => {
-                let _ = ctx.server_version.set(conn.server_version.clone());
-            }
+            Ok(mut conn) => ctx.learn_main_backend(&mut conn).await,
             Err(e) => tracing::warn!(error = %e, "main backend unreachable at start"),
         }
     }
@@ -84,9 +82,11 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
                 if worker == 0 && !is_loaded && Arc::ptr_eq(&pool, ctx.pool(worker, 0)) {
                     let _ = crate::admin::reload(&ctx, worker).await;
                 }
-                if ctx.server_version.get().is_none() && Arc::ptr_eq(&pool, ctx.pool(worker, 0)) {
-                    if let Ok(conn) = pool.get(false).await {
-                        let _ = ctx.server_version.set(conn.server_version.clone());
+                if (ctx.server_version.get().is_none() || !ctx.has_collations())
+                    && Arc::ptr_eq(&pool, ctx.pool(worker, 0))
+                {
+                    if let Ok(mut conn) = pool.get(false).await {
+                        ctx.learn_main_backend(&mut conn).await;
                     }
                 }
             }

@@ -10,6 +10,7 @@
 pub mod facts;
 pub mod fingerprint;
 pub mod lexer;
+pub mod rewrite;
 
 pub use facts::{
     analyze, analyze_bytes, parse_kill, Facts, KillStatement, Kind, Pins, SessionChange, SetItem,

@@ -79,6 +79,7 @@ pub mod code {
     pub const ER_UNKNOWN_ERROR: u16 = 1105;
     pub const ER_MALFORMED_PACKET: u16 = 1835;
     pub const ER_WRONG_ARGUMENTS: u16 = 1210;
+    pub const ER_WRONG_VALUE_FOR_VAR: u16 = 1231;
     pub const ER_SERVER_SHUTDOWN: u16 = 1053;
     pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
     pub const ER_LOCK_DEADLOCK: u16 = 1213;

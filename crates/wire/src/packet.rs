@@ -2,6 +2,12 @@
 //! Payloads of 16 MiB - 1 or more are split over several packets; the reader
 //! can hand out the physical packets one by one (for streaming) or join them
 //! into one logical payload (for commands the proxy must look at).
+//!
+//! Sequence ids restart at 0 with each command, and the reply goes on from
+//! the command's last packet. A client command of several packets
+//! ([`PacketStream::read_command`]) moves every later id of its exchange
+//! on by its extra packets, in the stream itself: code above it numbers a
+//! reply as if the command were one packet (the reply starts at 1).
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -42,6 +48,10 @@ pub struct PacketStream<S> {
     stream: S,
     rbuf: BytesMut,
     wbuf: BytesMut,
+    /// Continuation packets of the current command (see
+    /// [`PacketStream::read_command`]): added to every sequence id written
+    /// and taken from every one read until the next command.
+    seq_shift: u8,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
@@ -50,6 +60,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             stream,
             rbuf: BytesMut::with_capacity(16 * 1024),
             wbuf: BytesMut::with_capacity(16 * 1024),
+            seq_shift: 0,
         }
     }
 
@@ -82,6 +93,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.read_packet_within(usize::MAX).await
     }
 
+    /// Read the next command from a client: a logical payload at sequence
+    /// id 0 of at most `max` bytes. A command of several packets shifts the
+    /// sequence ids of the rest of its exchange, written and read, by its
+    /// continuation packets, so its reply still starts at 1 for the caller.
+    pub async fn read_command(&mut self, max: usize) -> Result<Bytes, WireError> {
+        self.seq_shift = 0;
+        let (payload, last) = self.read_payload(0, max).await?;
+        self.seq_shift = last;
+        Ok(payload)
+    }
+
     /// Read one physical packet whose payload is at most `max` bytes. A
     /// header announcing more fails at once, before its payload is read;
     /// otherwise the buffer grows as bytes arrive (by at most what is
@@ -96,7 +118,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
                     return Err(WireError::TooLarge { size: len, max });
                 }
                 if self.rbuf.len() >= 4 + len {
-                    let seq = self.rbuf[3];
+                    let seq = self.rbuf[3].wrapping_sub(self.seq_shift);
                     self.rbuf.advance(4);
                     let payload = self.rbuf.split_to(len).freeze();
                     return Ok(Packet { seq, payload });
@@ -171,7 +193,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             let n = rest.len().min(MAX_PAYLOAD);
             self.wbuf.reserve(4 + n);
             self.wbuf.put_uint_le(n as u64, 3);
-            self.wbuf.put_u8(seq);
+            self.wbuf.put_u8(seq.wrapping_add(self.seq_shift));
             self.wbuf.put_slice(&rest[..n]);
             seq = seq.wrapping_add(1);
             rest = &rest[n..];
@@ -186,7 +208,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     pub fn write_packet(&mut self, seq: u8, payload: &[u8]) {
         self.wbuf.reserve(4 + payload.len());
         self.wbuf.put_uint_le(payload.len() as u64, 3);
-        self.wbuf.put_u8(seq);
+        self.wbuf.put_u8(seq.wrapping_add(self.seq_shift));
         self.wbuf.put_slice(payload);
     }
 
@@ -213,6 +235,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 
     /// Queue a payload starting at sequence 0 and flush.
     pub async fn send_command(&mut self, payload: &[u8]) -> Result<(), WireError> {
+        self.seq_shift = 0;
         self.write_payload(0, payload);
         self.flush().await
     }
@@ -263,6 +286,38 @@ mod tests {
         assert_eq!(last_seq, 2);
         assert_eq!(got.len(), payload.len());
         assert!(got[..] == payload[..]);
+    }
+
+    /// A command of three packets (ids 0-2): the reply written from id 1
+    /// goes out from id 3, and packets read back are numbered from 1 again;
+    /// the next command starts afresh.
+    #[tokio::test]
+    async fn reply_follows_a_split_command() {
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let mut client = PacketStream::new(a);
+        let mut server = PacketStream::new(b);
+        let command = vec![3u8; MAX_PAYLOAD * 2 + 1];
+        let writer = tokio::spawn(async move {
+            client.write_payload(0, &command);
+            client.flush().await.unwrap();
+            client
+        });
+        let got = server.read_command(usize::MAX).await.unwrap();
+        assert_eq!(got.len(), MAX_PAYLOAD * 2 + 1);
+        let mut client = writer.await.unwrap();
+        assert_eq!(server.write_payload(1, b"reply"), 2);
+        server.flush().await.unwrap();
+        let p = client.read_packet().await.unwrap();
+        assert_eq!((p.seq, &p.payload[..]), (3, &b"reply"[..]));
+        client.write_payload(4, b"more");
+        client.write_payload(0, b"next");
+        client.flush().await.unwrap();
+        let (p, seq) = server.read_payload(2, 100).await.unwrap();
+        assert_eq!((seq, &p[..]), (2, &b"more"[..]));
+        assert_eq!(&server.read_command(100).await.unwrap()[..], b"next");
+        server.write_payload(1, b"ok");
+        server.flush().await.unwrap();
+        assert_eq!(client.read_packet().await.unwrap().seq, 1);
     }
 
     #[tokio::test]

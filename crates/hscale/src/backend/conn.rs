@@ -439,16 +439,21 @@ impl BackendConn {
             self.is_broken = true;
             return Err(lost(&name, e));
         }
+        // The server keeps the client's options (COM_SET_OPTION's
+        // multi-statements) across COM_CHANGE_USER: `is_multi_statements`
+        // stays as it was. Session variables start again from the globals
+        // and the character set from the collation sent above.
         self.db = None;
         self.vars = Arc::default();
-        self.is_multi_statements = true;
         self.last_insert_id = 0;
         self.statements.clear();
         Ok(())
     }
 
     /// `COM_RESET_CONNECTION`: rolls back, drops temporary tables, releases
-    /// locks, clears user variables and prepared statements; keeps the database.
+    /// locks, clears user variables and prepared statements; keeps the
+    /// database and the multi-statements option, and gives back the
+    /// character set of the handshake (utf8mb4_general_ci).
     pub async fn reset(&mut self) -> Result<(), ProxyError> {
         match self.command(&[com::RESET_CONNECTION]).await? {
             Ok(_) => {

@@ -550,9 +550,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         *self.b.handle.user.lock().unwrap_or_else(|p| p.into_inner()) = user.name.clone();
         self.info.is_admin = user.admin;
         if let Some(c) = cu.collation {
-            self.info.collation = c;
-            self.b.base_vars = Arc::new(vars_for_collation(c));
-            self.b.state.vars = self.b.base_vars.clone();
+            super::learn_collations(&self.b.ctx, self.b.worker, c).await;
+            match vars_for_collation(&self.b.ctx, c) {
+                Ok(vars) => {
+                    self.info.collation = c;
+                    self.b.base_vars = Arc::new(vars);
+                    self.b.state.vars = self.b.base_vars.clone();
+                }
+                Err(e) => {
+                    write_error(&mut self.client, next, &e).await;
+                    return Ok(false);
+                }
+            }
         }
         self.b.state.db = None;
         if let Some(db) = &cu.database {

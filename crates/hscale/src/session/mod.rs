@@ -105,7 +105,15 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         return;
     };
     tracing::info!(peer, connection_id, user = %info.user, db = ?info.database, "client connected");
-    let base_vars = Arc::new(vars_for_collation(info.collation));
+    learn_collations(&ctx, worker, info.collation).await;
+    let base_vars = match vars_for_collation(&ctx, info.collation) {
+        Ok(v) => Arc::new(v),
+        Err(e) => {
+            tracing::info!(peer, connection_id, error = %e, "login refused");
+            write_error(&mut client, info.next_seq, &e).await;
+            return;
+        }
+    };
     let mut session = Session {
         b: Bindings {
             state: SessionState {
@@ -161,21 +169,46 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     tracing::info!(connection_id, "client disconnected");
 }
 
-/// The `SET NAMES` a handshake collation implies, relative to the backend
-/// connections' own utf8mb4_general_ci.
-fn vars_for_collation(collation: u8) -> SessionVars {
-    let mut v = SessionVars::default();
-    if collation != hscale_wire::charset::BACKEND_COLLATION {
-        let (cs, coll) = hscale_wire::charset::collation(collation);
-        if coll != "utf8mb4_general_ci" {
-            v.apply(&[SetItem {
-                key: "names".into(),
-                assign: format!("NAMES {cs} COLLATE {coll}"),
-                is_standalone: false,
-            }]);
+/// The session variables a handshake (or COM_CHANGE_USER) collation id
+/// implies, relative to the backend connections' own utf8mb4_general_ci,
+/// as the server would set them (`hscale_wire::charset::ClientCharset`):
+/// the named collation, the server's defaults for an id it does not know,
+/// or an error for a character set no client may use.
+fn vars_for_collation(ctx: &Context, collation: u8) -> Result<SessionVars, ProxyError> {
+    use hscale_wire::charset::{ClientCharset, BACKEND_NAMES};
+    let assign = match ctx.collations().for_client(u16::from(collation)) {
+        ClientCharset::Named { charset, collation } if (charset, collation) == BACKEND_NAMES => {
+            return Ok(SessionVars::default());
         }
+        ClientCharset::Named { charset, collation } => {
+            format!("NAMES {charset} COLLATE {collation}")
+        }
+        ClientCharset::ServerDefault => "@@session.character_set_client = DEFAULT, \
+             @@session.collation_connection = DEFAULT, \
+             @@session.character_set_results = DEFAULT"
+            .to_string(),
+        ClientCharset::Refused { charset } => {
+            return Err(ProxyError::ClientCharset(charset.to_string()))
+        }
+    };
+    let mut v = SessionVars::default();
+    v.apply(&[SetItem {
+        key: "names".into(),
+        assign,
+        is_standalone: false,
+    }]);
+    Ok(v)
+}
+
+/// Read the main backend's collation table now if a client names an id
+/// the built-in table does not know before it was read at start.
+async fn learn_collations(ctx: &Context, worker: usize, collation: u8) {
+    if ctx.has_collations() || ctx.collations().get(u16::from(collation)).is_some() {
+        return;
     }
-    v
+    if let Ok(mut conn) = ctx.pool(worker, 0).get(false).await {
+        ctx.learn_main_backend(&mut conn).await;
+    }
 }
 
 /// A statement that reads or writes no table, so any backend can run it.
@@ -267,7 +300,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 idle.as_mut().reset(last + wait);
             }
             let read = tokio::select! {
-                r = self.client.read_payload(0, max) => r,
+                r = self.client.read_command(max) => r,
                 _ = self.b.handle.killed.notified() => continue,
                 _ = &mut idle => {
                     let due = last + wait;
@@ -281,7 +314,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
             };
             let payload = match read {
-                Ok((p, _)) => p,
+                Ok(p) => p,
                 Err(e) if e.is_disconnect() => return,
                 Err(e) => {
                     tracing::info!(connection_id = self.b.connection_id, error = %e, "closing: bad packet from client");
@@ -407,7 +440,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         send(self.reply(seq).ok(OkParts::new(st, 0))).await
     }
 
+    /// A SELECT reading `@@max_allowed_packet` gets the limit hscale
+    /// enforces on commands (`[proxy] max_allowed_packet`), not the
+    /// backend's (`hscale_sql::rewrite`).
+    fn proxy_variables(&self, payload: &Bytes) -> Option<Bytes> {
+        let sql = std::str::from_utf8(&payload[1..]).ok()?;
+        let limit = self.b.ctx.config.proxy.max_allowed_packet as u64;
+        let sql = hscale_sql::rewrite::replace_sysvar(sql, "max_allowed_packet", limit)?;
+        Some(crate::backend::BackendConn::payload_for_query(&sql))
+    }
+
     async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+        let rewritten = self.proxy_variables(payload);
+        let payload = rewritten.as_ref().unwrap_or(payload);
         let sql_bytes = &payload[1..];
         let facts = hscale_sql::analyze_bytes(sql_bytes);
         let sql = std::str::from_utf8(sql_bytes).unwrap_or("<not UTF-8>");
