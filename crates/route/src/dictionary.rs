@@ -374,6 +374,9 @@ pub struct Dictionary {
     tables: HashMap<TableName, PartitionedTable>,
     /// Global tables: a full copy on every backend.
     globals: std::collections::BTreeSet<TableName>,
+    /// Some table has auto-partitioning: only then does an INSERT look for
+    /// values without a partition (`is_auto_default`, on the statement path).
+    has_auto: bool,
 }
 
 impl Dictionary {
@@ -397,6 +400,7 @@ impl Dictionary {
             .get_mut(name)
             .ok_or_else(|| DictError::NotPartitioned(name.clone()))?;
         t.auto = auto;
+        self.has_auto = self.tables.values().any(|t| t.auto.is_some());
         self.version += 1;
         Ok(())
     }
@@ -405,11 +409,12 @@ impl Dictionary {
     /// auto-partitioning: a write there may name a value that needs a
     /// partition (`router::unplaced_values`).
     pub fn is_auto_default(&self, target: &Target) -> bool {
-        self.tables.values().any(|t| {
-            t.auto.is_some()
-                && t.default_backend == target.backend
-                && t.default_table == target.physical_table
-        })
+        self.has_auto
+            && self.tables.values().any(|t| {
+                t.auto.is_some()
+                    && t.default_backend == target.backend
+                    && t.default_table == target.physical_table
+            })
     }
 
     pub fn is_global(&self, name: &TableName) -> bool {

@@ -87,22 +87,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             let Some(mut conn) = self.connect_part(target.backend, seq, cmd).await? else {
                 return Ok(false);
             };
-            if !must {
-                match self.hold_open(&mut conn).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(err)) => {
-                        self.b.finish(conn, Outcome::default(), &Effects::default());
-                        self.write_server_error(seq, &err).await?;
-                        return Ok(false);
-                    }
-                    Err(e) => {
-                        let err = self.b.backend_lost(conn, e.to_string());
-                        write_error(&mut *self.client, seq, &err).await;
-                        return Ok(false);
-                    }
-                }
-            }
-            match self.send_part(&mut conn, sql.as_ref(), cmd).await {
+            // A part sent ahead is held open first; a failure of either
+            // step ends the scatter the same way.
+            let held = if must {
+                Ok(Ok(()))
+            } else {
+                self.hold_open(&mut conn).await
+            };
+            let sent = match held {
+                Ok(Ok(())) => self.send_part(&mut conn, sql.as_ref(), cmd).await,
+                failed => failed,
+            };
+            match sent {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => {
                     self.b.finish(conn, Outcome::default(), &Effects::default());

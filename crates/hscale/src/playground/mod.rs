@@ -135,27 +135,7 @@ impl Cluster {
     /// Run SQL statements (separated by `;` at line ends) on backend `i`
     /// directly, as the backend user.
     pub fn run_sql_on_backend(&self, i: usize, sql: &str) -> Result<(), String> {
-        let cfg = self.config.backends[i].clone();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
-        rt.block_on(async move {
-            let mut conn =
-                BackendConn::connect(&cfg, false, Duration::from_secs(10), &Default::default())
-                    .await
-                    .map_err(|e| e.to_string())?;
-            for stmt in split_script(sql) {
-                if let Err(e) = conn
-                    .command(&BackendConn::payload_for_query(&stmt))
-                    .await
-                    .map_err(|e| e.to_string())?
-                {
-                    return Err(format!("{}: {}", e.code, e.message));
-                }
-            }
-            Ok(())
-        })
+        run_script(&self.config.backends[i], sql)
     }
 
     /// Run SQL statements (separated by `;` at line ends) through the
@@ -169,22 +149,7 @@ impl Cluster {
             min_connections: 1,
             max_connections: 1,
         };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
-        rt.block_on(async move {
-            let mut conn =
-                BackendConn::connect(&cfg, false, Duration::from_secs(10), &Default::default())
-                    .await
-                    .map_err(|e| e.to_string())?;
-            for stmt in split_script(sql) {
-                if let Err(e) = conn.query_rows(&stmt).await.map_err(|e| e.to_string())? {
-                    return Err(format!("{stmt}: {}: {}", e.code, e.message));
-                }
-            }
-            Ok(())
-        })
+        run_script(&cfg, sql)
     }
 
     /// Stop the proxy and the servers; remove a temporary directory.
@@ -203,6 +168,27 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Run a script's statements one by one on a server `cfg` names (a backend,
+/// or the proxy itself); the first error stops it.
+fn run_script(cfg: &BackendConfig, sql: &str) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let mut conn =
+            BackendConn::connect(cfg, false, Duration::from_secs(10), &Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+        for stmt in split_script(sql) {
+            if let Err(e) = conn.query_rows(&stmt).await.map_err(|e| e.to_string())? {
+                return Err(format!("{stmt}: {}: {}", e.code, e.message));
+            }
+        }
+        Ok(())
+    })
 }
 
 /// How the demo partitions its tables, run through the proxy once the demo
