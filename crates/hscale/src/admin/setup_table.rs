@@ -2,6 +2,7 @@
 //! make `t` a partitioned table whose rows all start in its default
 //! partition (renamed in place on the main backend, or moved to another).
 
+use hscale_route::BackendId;
 use hscale_route::HashingFunction;
 
 use hscale_route::admin::BackendRef;
@@ -31,7 +32,7 @@ pub(super) async fn run(
     d.setup_table(name.clone(), column, default_table, b, function.clone())
         .map_err(wrong)?;
     let key_type = {
-        let mut main = conn(ctx, worker, 0).await?;
+        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
         if !ddl::table_exists(&mut main, &name.db, &name.table).await? {
             return Err(wrong(format!(
                 "table {name} does not exist on the main backend"
@@ -46,33 +47,41 @@ pub(super) async fn run(
         if ddl::table_exists(&mut target, &name.db, default_table).await? {
             return Err(wrong(format!(
                 "table {}.{default_table} already exists on backend {:?}",
-                name.db, names[b]
+                name.db,
+                names[b.index()]
             )));
         }
     }
     let command = format!(
         "SETUP_TABLE('{name}', '{column}', '{default_table}', '{}', '{function}')",
-        names[b]
+        names[b.index()]
     );
     let (op, _owner) = match change::start(ctx, worker, &name, &command).await? {
         Ok(started) => started,
         Err(done) => return Ok(done),
     };
-    let row = store::insert_table_sql(&name, column, &function, default_table, names[b], &key_type);
+    let row = store::insert_table_sql(
+        &name,
+        column,
+        &function,
+        default_table,
+        names[b.index()],
+        &key_type,
+    );
     let apply = |d: &mut hscale_route::dictionary::Dictionary| {
         d.setup_table(name.clone(), column, default_table, b, function.clone())
             .map_err(wrong)?;
         d.set_key_type(&name, &key_type);
         Ok(vec![row.clone()])
     };
-    let report = if b == 0 {
+    let report = if b.is_main() {
         // In place: the table's new name is its default partition. Other
         // proxies that still route `t` as a plain table run into the rename
         // and wait for the new dictionary (the journal says 'cutover').
         let started = std::time::Instant::now();
         let renamed = async {
             change::mark_cutover(ctx, worker, op).await?;
-            let mut main = conn(ctx, worker, 0).await?;
+            let mut main = conn(ctx, worker, BackendId::MAIN).await?;
             exec(
                 &mut main,
                 &[format!(
@@ -100,7 +109,7 @@ pub(super) async fn run(
     } else {
         let m = Move {
             db: name.db.clone(),
-            src: (0, name.table.clone()),
+            src: (BackendId::MAIN, name.table.clone()),
             filter: None,
             dst: (b, default_table.to_string()),
             is_dst_live: false,
@@ -114,7 +123,7 @@ pub(super) async fn run(
         &report,
         &format!(
             "{name} is partitioned by {column} with {function}; default partition {default_table} on {}",
-            names[b]
+            names[b.index()]
         ),
     ))
 }

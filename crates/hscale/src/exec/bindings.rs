@@ -17,6 +17,7 @@
 //! (`txn.rs`): `lease` of that backend returns the branch, `finish` puts it
 //! back; the pinned connection stays the transaction's home branch.
 
+use hscale_route::BackendId;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -68,7 +69,7 @@ pub struct Bindings {
 /// unregistered when dropped.
 pub struct Running {
     handle: Arc<SessionHandle>,
-    key: (usize, u32),
+    key: (BackendId, u32),
 }
 
 impl Drop for Running {
@@ -93,7 +94,7 @@ impl Bindings {
     }
 
     /// Register `conn` for KILL QUERY until the returned guard is dropped.
-    pub fn running(&self, conn: &BackendConn, backend: usize) -> Running {
+    pub fn running(&self, conn: &BackendConn, backend: BackendId) -> Running {
         let key = (backend, conn.thread_id);
         self.handle.add_running(key);
         Running {
@@ -107,7 +108,7 @@ impl Bindings {
     /// gone); that error is the statement's answer.
     pub async fn lease(
         &mut self,
-        backend: usize,
+        backend: BackendId,
         uses_last_insert_id: bool,
     ) -> Result<Result<PooledConn, ErrPacket>, ProxyError> {
         let mut conn = self.acquire(backend).await?;
@@ -125,9 +126,9 @@ impl Bindings {
     /// this worker's pool. A session bound to one backend by connection
     /// state (temporary tables, locks, user variables, ...) cannot run a
     /// statement on another.
-    pub async fn acquire(&mut self, backend: usize) -> Result<PooledConn, ProxyError> {
+    pub async fn acquire(&mut self, backend: BackendId) -> Result<PooledConn, ProxyError> {
         if let Some(c) = self.pinned.take() {
-            if c.pool().backend_index == backend {
+            if c.pool().backend_id == backend {
                 return Ok(c);
             }
             let bound = c.pool().name().to_string();
@@ -142,7 +143,7 @@ impl Bindings {
             return Err(ProxyError::Unsupported {
                 what: format!(
                     "a statement on backend '{}' while the session is bound to backend '{bound}' by connection state ({})",
-                    self.ctx.config.backends[backend].name,
+                    self.ctx.config.backends[backend.index()].name,
                     pins.join(", ")
                 ),
             });
@@ -265,7 +266,7 @@ impl Bindings {
             self.pins.remove(effects.unpins);
         }
         // The home branch's flags are the session's; a branch's are its own.
-        let backend = conn.pool().backend_index;
+        let backend = conn.pool().backend_id;
         let is_branch = self.txn.as_ref().is_some_and(|t| t.home != backend);
         if let Some(st) = outcome.status.filter(|_| !is_branch) {
             for (bit, set) in [
@@ -287,7 +288,7 @@ impl Bindings {
         }
         let may_write = !effects.is_read_only && (outcome.status.is_some() || outcome.is_err);
         if let Some(txn) = self.txn.as_mut() {
-            if let Some(branch) = txn.slot(conn.pool().backend_index) {
+            if let Some(branch) = txn.slot(conn.pool().backend_id) {
                 branch.is_written |= may_write;
                 branch.conn = Some(conn);
                 return;

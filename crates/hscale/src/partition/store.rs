@@ -9,6 +9,7 @@
 //! ([`load`] reads in one consistent snapshot).
 
 use hscale_route::dictionary::{Dictionary, Placement, TableName};
+use hscale_route::BackendId;
 use hscale_route::HashingFunction;
 
 use super::{qualified, quote_str};
@@ -205,11 +206,15 @@ async fn load_in_snapshot(
     backends: &[&str],
 ) -> Result<Dictionary, ProxyError> {
     let backend_index = |name: &str| {
-        backends.iter().position(|b| *b == name).ok_or_else(|| {
-            ProxyError::Wrong(format!(
-                "the dictionary names backend {name:?}, which is not in the config"
-            ))
-        })
+        backends
+            .iter()
+            .position(|b| *b == name)
+            .map(BackendId::new)
+            .ok_or_else(|| {
+                ProxyError::Wrong(format!(
+                    "the dictionary names backend {name:?}, which is not in the config"
+                ))
+            })
     };
     let mut d = Dictionary::default();
     let version = conn

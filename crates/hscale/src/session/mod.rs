@@ -18,10 +18,10 @@ pub mod auth;
 mod commands;
 mod fence;
 mod kill;
-mod params;
 pub mod prepared;
 mod txn;
 
+use hscale_route::BackendId;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -206,7 +206,7 @@ async fn learn_collations(ctx: &Context, worker: usize, collation: u8) {
     if ctx.has_collations() || ctx.collations().get(u16::from(collation)).is_some() {
         return;
     }
-    if let Ok(mut conn) = ctx.pool(worker, 0).get(false).await {
+    if let Ok(mut conn) = ctx.pool(worker, BackendId::MAIN).get(false).await {
         ctx.learn_main_backend(&mut conn).await;
     }
 }
@@ -362,18 +362,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     ..Effects::default()
                 };
                 self.exec()
-                    .execute_on_backend(0, &payload, Expect::Single, effects)
+                    .execute_on_backend(BackendId::MAIN, &payload, Expect::Single, effects)
                     .await?;
             }
             com::PING => self.write_ok(1).await?,
             com::FIELD_LIST => {
                 self.exec()
-                    .execute_on_backend(0, &payload, Expect::FieldList, Effects::default())
+                    .execute_on_backend(
+                        BackendId::MAIN,
+                        &payload,
+                        Expect::FieldList,
+                        Effects::default(),
+                    )
                     .await?
             }
             com::STATISTICS => {
                 self.exec()
-                    .execute_on_backend(0, &payload, Expect::Single, Effects::default())
+                    .execute_on_backend(
+                        BackendId::MAIN,
+                        &payload,
+                        Expect::Single,
+                        Effects::default(),
+                    )
                     .await?
             }
             com::SET_OPTION => self.set_option(&payload).await?,
@@ -597,8 +607,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
         // on the backend the session is bound to; the rest on the main one.
         let backend = match &self.b.pinned {
-            Some(c) if is_table_free(facts, sql) => c.pool().backend_index,
-            _ => 0,
+            Some(c) if is_table_free(facts, sql) => c.pool().backend_id,
+            _ => BackendId::MAIN,
         };
         let mut exec = self.exec();
         exec.is_fenced = true;
@@ -608,7 +618,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// `USE db` at login or change user: check it exists on the main backend.
     async fn use_database(&mut self, db: &str) -> Result<Option<ErrPacket>, ProxyError> {
-        let mut conn = self.b.acquire(0).await?;
+        let mut conn = self.b.acquire(BackendId::MAIN).await?;
         let mut p = BytesMut::with_capacity(1 + db.len());
         p.put_u8(com::INIT_DB);
         p.put_slice(db.as_bytes());

@@ -16,6 +16,7 @@
 use hscale_sql::{Token, TokenKind};
 
 use crate::dictionary::{Dictionary, TableName, Target};
+use crate::BackendId;
 
 mod cache;
 mod explain;
@@ -244,13 +245,13 @@ fn ship_to_main(
         let temp = shipped.temp.clone();
         ship.push(shipped);
         targets.push(Target {
-            backend: 0,
+            backend: BackendId::MAIN,
             physical_table: temp,
         });
     }
     let slot = merge::Slot {
         target: Target {
-            backend: 0,
+            backend: BackendId::MAIN,
             physical_table: "whole statement on copies".into(),
         },
         refs: refs.iter().zip(targets).collect(),
