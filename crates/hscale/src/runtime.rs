@@ -42,6 +42,8 @@ pub struct Context {
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
     /// The partition dictionary.
     pub partitioning: crate::partition::Partitioning,
+    /// This proxy's blocks of ids of every table with a sequence.
+    pub sequences: crate::seq::Sequences,
 }
 
 /// What KILL needs to know about a session. Its lock is taken when a
@@ -189,6 +191,7 @@ impl Context {
             failed_logins: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
             partitioning: crate::partition::Partitioning::default(),
+            sequences: crate::seq::Sequences::default(),
         })
     }
 

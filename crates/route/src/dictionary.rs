@@ -89,6 +89,13 @@ pub struct PartitionedTable {
     /// Auto-partitioning: a write of a partition value without a partition
     /// makes the proxy create one, on a backend this rule picks.
     pub auto: Option<Placement>,
+    /// The AUTO_INCREMENT column, served by the table's sequence
+    /// (`hscale.sequences`): the proxy fills its ids in before routing.
+    pub auto_column: Option<String>,
+    /// The sequence's generation (the operation that set the table up):
+    /// blocks a proxy reserved for an older table of the same name are
+    /// never used for this one.
+    pub sequence_generation: u64,
 }
 
 /// Where auto-partitioning puts a new partition.
@@ -377,6 +384,9 @@ pub struct Dictionary {
     /// Some table has auto-partitioning: only then does an INSERT look for
     /// values without a partition (`is_auto_default`, on the statement path).
     has_auto: bool,
+    /// Some table has a sequence: only then does an INSERT look for ids to
+    /// fill in (`router::sequence`, on the statement path).
+    has_sequences: bool,
 }
 
 impl Dictionary {
@@ -467,6 +477,8 @@ impl Dictionary {
                 is_key_integer: false,
                 key_enum: None,
                 auto: None,
+                auto_column: None,
+                sequence_generation: 0,
             },
         );
         self.version += 1;
@@ -510,6 +522,22 @@ impl Dictionary {
             self.version += 1;
         }
         t
+    }
+
+    /// The AUTO_INCREMENT column served by `name`'s sequence (`None`: the
+    /// table has none).
+    pub fn set_auto_column(&mut self, name: &TableName, column: Option<&str>, generation: u64) {
+        if let Some(t) = self.tables.get_mut(name) {
+            t.auto_column = column.map(str::to_string);
+            t.sequence_generation = generation;
+        }
+        self.has_sequences = self.tables.values().any(|t| t.auto_column.is_some());
+    }
+
+    /// Whether some table's ids come from a sequence: only then does an
+    /// INSERT need a look for ids to fill in.
+    pub fn has_sequences(&self) -> bool {
+        self.has_sequences
     }
 
     pub fn set_key_exact(&mut self, name: &TableName, is_exact: bool) {

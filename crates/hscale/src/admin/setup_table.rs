@@ -31,16 +31,18 @@ pub(super) async fn run(
     // Checked against a copy first: nothing starts for a refused change.
     d.setup_table(name.clone(), column, default_table, b, function.clone())
         .map_err(wrong)?;
-    let key_type = {
+    let (key_type, auto_column) = {
         let mut main = conn(ctx, worker, BackendId::MAIN).await?;
         if !ddl::table_exists(&mut main, &name.db, &name.table).await? {
             return Err(wrong(format!(
                 "table {name} does not exist on the main backend"
             )));
         }
-        ddl::column_type(&mut main, &name.db, &name.table, column)
+        let key_type = ddl::column_type(&mut main, &name.db, &name.table, column)
             .await?
-            .ok_or_else(|| wrong(format!("table {name} has no column {column:?}")))?
+            .ok_or_else(|| wrong(format!("table {name} has no column {column:?}")))?;
+        let auto = ddl::auto_increment_column(&mut main, &name.db, &name.table).await?;
+        (key_type, auto)
     };
     {
         let mut target = conn(ctx, worker, b).await?;
@@ -60,6 +62,7 @@ pub(super) async fn run(
         Ok(started) => started,
         Err(done) => return Ok(done),
     };
+    let sequence = auto_column.as_deref().map(|c| (c, op));
     let row = store::insert_table_sql(
         &name,
         column,
@@ -67,12 +70,27 @@ pub(super) async fn run(
         default_table,
         names[b.index()],
         &key_type,
+        sequence,
     );
+    // The sequence starts above every id of the table as it is after its
+    // rename (in place: the default partition; moved: the retired source,
+    // which stays on the main backend until the commit): no write reaches
+    // it any more, so no id slips in between.
+    let after_rename = if b.is_main() {
+        default_table.to_string()
+    } else {
+        generation_name(&format!("{}_retired", name.table), op)
+    };
+    let mut rows = vec![row];
+    if let Some(c) = auto_column.as_deref() {
+        rows.push(store::start_sequence_sql(&name, op, c, &after_rename));
+    }
     let apply = |d: &mut hscale_route::dictionary::Dictionary| {
         d.setup_table(name.clone(), column, default_table, b, function.clone())
             .map_err(wrong)?;
         d.set_key_type(&name, &key_type);
-        Ok(vec![row.clone()])
+        d.set_auto_column(&name, auto_column.as_deref(), op);
+        Ok(rows.clone())
     };
     let report = if b.is_main() {
         // In place: the table's new name is its default partition. Other
@@ -113,9 +131,9 @@ pub(super) async fn run(
             filter: None,
             dst: (b, default_table.to_string()),
             is_dst_live: false,
-            src_after: generation_name(&format!("{}_retired", name.table), op),
+            src_after: after_rename.clone(),
             key_column: column.to_string(),
-            dictionary: vec![row.clone()],
+            dictionary: rows.clone(),
         };
         change::run(ctx, worker, op, &m, apply).await?
     };

@@ -63,6 +63,11 @@ pub struct Bindings {
     pub home_written: bool,
     /// The open transaction was started READ ONLY.
     pub is_read_only_txn: bool,
+    /// For an INSERT into a table with a sequence (`session/sequence.rs`):
+    /// the first id generated for it, which its OK packet reports and which
+    /// becomes the session's LAST_INSERT_ID() once it succeeds; `Some(0)`
+    /// when it gave every id itself (LAST_INSERT_ID() stays).
+    pub generated_id: Option<u64>,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -280,7 +285,14 @@ impl Bindings {
                 }
             }
         }
-        if let Some(ok) = outcome.ok {
+        if let Some(id) = self.generated_id {
+            // The ids reached the backend as explicit values: its own
+            // LAST_INSERT_ID() did not change; the session's did if the
+            // statement generated one.
+            if outcome.ok.is_some() && id != 0 {
+                self.state.last_insert_id = id;
+            }
+        } else if let Some(ok) = outcome.ok {
             if ok.last_insert_id != 0 {
                 self.state.last_insert_id = ok.last_insert_id;
                 conn.last_insert_id = ok.last_insert_id;

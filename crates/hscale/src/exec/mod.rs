@@ -188,7 +188,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         let deprecated = self.is_eof_deprecated();
         let backend = conn.pool().backend_id;
         let running = self.b.running(&conn, backend);
-        let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max);
+        let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
+            .insert_id(self.b.generated_id.filter(|id| *id != 0));
         if let Some((from, to)) = relabel {
             f = f.relabel(from, to);
         }

@@ -459,9 +459,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     /// The one OK of a write over several partitions; its insert id is the
     /// first partition's, as a multi-row INSERT reports its first row's.
-    pub(crate) async fn write_total(&mut self, total: OkPacket) -> Result<(), ProxyError> {
-        if total.last_insert_id != 0 {
-            self.b.state.last_insert_id = total.last_insert_id;
+    pub(crate) async fn write_total(&mut self, mut total: OkPacket) -> Result<(), ProxyError> {
+        match self.b.generated_id {
+            Some(0) => {}
+            Some(id) => {
+                total.last_insert_id = id;
+                self.b.state.last_insert_id = id;
+            }
+            None if total.last_insert_id != 0 => {
+                self.b.state.last_insert_id = total.last_insert_id;
+            }
+            None => {}
         }
         // The last part's flags, with the session's autocommit and
         // transaction state (each part ran on its own connection).

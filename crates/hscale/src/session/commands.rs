@@ -29,6 +29,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// metadata, answer with hscale's own statement id.
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
+        self.refuse_prepared_into_sequence(&payload[1..])?;
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
         // Fenced like statements: a partition's table renamed by a change
         // answers 1146; with a newer dictionary the statement is prepared
@@ -223,6 +224,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // partitioned or made global): route by the current one.
         let version = self.b.ctx.partitioning.version();
         if st.dict_version != version {
+            self.refuse_prepared_into_sequence(&st.sql)?;
             st.routing = self.prepared_routing(&st.sql)?;
             st.dict_version = version;
             if let Some(s) = self.statements.get_mut(id) {

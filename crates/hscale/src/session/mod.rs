@@ -19,6 +19,7 @@ mod commands;
 mod fence;
 mod kill;
 pub mod prepared;
+mod sequence;
 mod txn;
 
 use hscale_route::BackendId;
@@ -135,6 +136,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             handle: Arc::new(SessionHandle::new(&info.user)),
             is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
             planned_version: 0,
+            generated_id: None,
         },
         client,
         statements: Statements::default(),
@@ -351,6 +353,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 hscale_wire::WireError::Malformed("empty command packet"),
             ));
         };
+        // Set only by the statement that generated ids (`sequence.rs`).
+        self.b.generated_id = None;
         match cmd {
             com::QUIT => return Ok(false),
             com::QUERY => self.query(&payload).await?,
@@ -527,7 +531,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
         let mut attempts = 0;
+        let mut filled = None;
         loop {
+            // Ids from a sequence are filled in before planning (the id may
+            // be the partition key). A retry after the fence keeps them, or
+            // looks again: the newer dictionary may give the table a sequence.
+            if filled.is_none() && self.b.generated_id.is_none() {
+                filled = self.fill_ids(sql).await?;
+            }
+            let payload = filled.as_ref().unwrap_or(payload);
             let before = self.fence_point();
             match self.plan_and_run(payload, &facts, effects).await {
                 Err(ProxyError::StaleRoute { err }) => {
