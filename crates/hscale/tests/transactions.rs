@@ -183,8 +183,7 @@ async fn autocommit_off_session_spans_backends() {
     assert_eq!(prepared_branches().await, 0);
 }
 
-/// Client XA statements and savepoints over several backends are refused
-/// with 1235; the transaction stays usable.
+/// Client XA statements are refused with 1235; the transaction stays usable.
 #[tokio::test]
 async fn refusals() {
     let _serial = SERIAL.lock().await;
@@ -198,8 +197,6 @@ async fn refusals() {
     c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 12")
         .await
         .unwrap();
-    let e = c.query_drop("SAVEPOINT s1").await.unwrap_err();
-    assert_eq!(code(&e), 1235);
     let e = c
         .query_drop("SELECT COUNT(*) FROM accounts")
         .await
@@ -207,6 +204,88 @@ async fn refusals() {
     assert_eq!(code(&e), 1235);
     c.query_drop("COMMIT").await.unwrap();
     assert_eq!(total_on_backends("txn_refuse").await, TOTAL);
+}
+
+/// Savepoints hold on every branch: one set before a branch joined is set
+/// on it too, ROLLBACK TO undoes the later writes on every backend (a
+/// branch that joined after the savepoint is left with nothing to commit),
+/// RELEASE drops it and the later ones, unknown names answer 1305 and the
+/// transaction goes on.
+#[tokio::test]
+async fn savepoints_span_every_branch() {
+    let _serial = SERIAL.lock().await;
+    let mut c = accounts("txn_savepoint").await;
+    let mut other = proxy_conn(Some("txn_savepoint")).await;
+    c.query_drop("BEGIN").await.unwrap();
+    // The home branch is shard1 (odd ids); `a` is set there alone.
+    c.query_drop("UPDATE accounts SET balance = balance - 10 WHERE id = 1")
+        .await
+        .unwrap();
+    c.query_drop("SAVEPOINT a").await.unwrap();
+    // shard0 joins after `a`.
+    c.query_drop("UPDATE accounts SET balance = balance + 10 WHERE id = 2")
+        .await
+        .unwrap();
+    c.query_drop("SAVEPOINT `b`").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 5 WHERE id = 1")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 5 WHERE id = 4")
+        .await
+        .unwrap();
+    assert_eq!(balance(&mut c, 1).await, 85);
+    assert_eq!(balance(&mut c, 4).await, 105);
+    c.query_drop("ROLLBACK TO SAVEPOINT B").await.unwrap();
+    assert_eq!(balance(&mut c, 1).await, 90);
+    assert_eq!(balance(&mut c, 2).await, 110);
+    assert_eq!(balance(&mut c, 4).await, 100);
+    let e = c.query_drop("ROLLBACK TO nope").await.unwrap_err();
+    assert_eq!(code(&e), 1305);
+    // Rolling back to `a` empties the branch that joined after it.
+    c.query_drop("ROLLBACK WORK TO a").await.unwrap();
+    assert_eq!(balance(&mut c, 2).await, 100);
+    assert_eq!(balance(&mut c, 1).await, 90);
+    // `b` went with the rollback to `a`.
+    let e = c.query_drop("ROLLBACK TO b").await.unwrap_err();
+    assert_eq!(code(&e), 1305);
+    c.query_drop("UPDATE accounts SET balance = balance + 10 WHERE id = 6")
+        .await
+        .unwrap();
+    c.query_drop("SAVEPOINT c").await.unwrap();
+    // Rolling back to a savepoint set after shard0 joined keeps what
+    // shard0 wrote before it.
+    c.query_drop("UPDATE accounts SET balance = balance + 1 WHERE id = 6")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK TO c").await.unwrap();
+    c.query_drop("RELEASE SAVEPOINT a").await.unwrap();
+    let e = c.query_drop("ROLLBACK TO c").await.unwrap_err();
+    assert_eq!(code(&e), 1305);
+    assert_eq!(balance(&mut other, 1).await, 100);
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(balance(&mut other, 1).await, 90);
+    assert_eq!(balance(&mut other, 2).await, 100);
+    assert_eq!(balance(&mut other, 4).await, 100);
+    assert_eq!(balance(&mut other, 6).await, 110);
+    assert_eq!(total_on_backends("txn_savepoint").await, TOTAL);
+    assert_eq!(prepared_branches().await, 0);
+
+    // A savepoint of a transaction that stayed on one backend, then a
+    // branch: the branch has it too.
+    c.query_drop("SET autocommit=0").await.unwrap();
+    c.query_drop("SAVEPOINT s").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 8")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 1 WHERE id = 9")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK TO SAVEPOINT s").await.unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    c.query_drop("SET autocommit=1").await.unwrap();
+    assert_eq!(balance(&mut other, 8).await, 100);
+    assert_eq!(balance(&mut other, 9).await, 100);
+    assert_eq!(prepared_branches().await, 0);
 }
 
 /// Transfers between random accounts from several clients at once: the

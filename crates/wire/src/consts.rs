@@ -86,5 +86,7 @@ pub mod code {
     pub const ER_LOCK_DEADLOCK: u16 = 1213;
     pub const ER_QUERY_INTERRUPTED: u16 = 1317;
     pub const ER_TABLE_DEF_CHANGED: u16 = 1412;
+    /// XA_RBROLLBACK (SQLSTATE XA100): the transaction branch was rolled back.
+    pub const ER_XA_RBROLLBACK: u16 = 1402;
     pub const ER_NO_SUCH_TABLE: u16 = 1146;
 }

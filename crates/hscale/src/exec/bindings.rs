@@ -68,6 +68,9 @@ pub struct Bindings {
     /// becomes the session's LAST_INSERT_ID() once it succeeds; `Some(0)`
     /// when it gave every id itself (LAST_INSERT_ID() stays).
     pub generated_id: Option<u64>,
+    /// The open transaction's savepoints (`savepoint.rs`), set again on
+    /// every branch that joins it.
+    pub savepoints: super::savepoint::Savepoints,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -270,6 +273,9 @@ impl Bindings {
             self.pins.insert(effects.pins);
             self.pins.remove(effects.unpins);
         }
+        if let (Some(op), false, Some(_)) = (effects.savepoint, outcome.is_err, outcome.ok) {
+            self.savepoints.apply(op);
+        }
         // The home branch's flags are the session's; a branch's are its own.
         let backend = conn.pool().backend_id;
         let is_branch = self.txn.as_ref().is_some_and(|t| t.home != backend);
@@ -310,6 +316,12 @@ impl Bindings {
             Some(st) if st & status::IN_TRANS == 0 => {
                 self.home_written = false;
                 self.is_read_only_txn = false;
+                // Outside a transaction with autocommit on no savepoint
+                // lives; with autocommit off one set before the first
+                // statement lives on (COMMIT and ROLLBACK clear them).
+                if st & status::AUTOCOMMIT != 0 {
+                    self.savepoints.clear();
+                }
             }
             _ => self.home_written |= may_write,
         }
@@ -326,6 +338,7 @@ impl Bindings {
     pub fn release_pinned(&mut self) {
         self.abandon_branches();
         self.home_written = false;
+        self.savepoints.clear();
         if let Some(mut conn) = self.pinned.take() {
             tokio::spawn(async move {
                 let cfg = conn.pool().cfg.clone();

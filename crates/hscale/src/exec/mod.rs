@@ -19,6 +19,7 @@ mod merge;
 mod params;
 pub mod prepared;
 pub mod prepared_routing;
+pub mod savepoint;
 mod scatter;
 pub mod txn;
 
@@ -46,6 +47,9 @@ pub struct Effects<'a> {
     /// The statement only reads (a SELECT or SHOW): a transaction branch
     /// it ran on needs no commit of its own.
     pub is_read_only: bool,
+    /// A savepoint statement: applied to the session's savepoints once the
+    /// home backend accepted it.
+    pub savepoint: Option<&'a savepoint::SavepointOp>,
 }
 
 /// One statement being run for a session: the client stream its answer

@@ -74,6 +74,10 @@ pub struct Branch {
     /// `None` while a statement runs on it.
     pub conn: Option<PooledConn>,
     pub is_written: bool,
+    /// The session's savepoints when the branch joined (`Savepoints::mark`;
+    /// set on it then, over no work): rolling back to one of those empties
+    /// the branch.
+    pub savepoints_mark: u64,
 }
 
 impl Txn {
@@ -223,6 +227,14 @@ impl Bindings {
             });
         }
         run(&mut conn, &start, "opening a transaction branch").await?;
+        for sql in self.savepoints.replay() {
+            run(
+                &mut conn,
+                &sql,
+                "setting the transaction's savepoints on a new branch",
+            )
+            .await?;
+        }
         tracing::debug!(
             connection_id = self.connection_id,
             backend = %backend,
@@ -234,6 +246,7 @@ impl Bindings {
                 backend,
                 conn: None,
                 is_written: false,
+                savepoints_mark: self.savepoints.mark(),
             });
         }
         Ok(conn)
@@ -258,6 +271,7 @@ impl Bindings {
         let Some(mut txn) = self.txn.take() else {
             return Ok(None);
         };
+        self.savepoints.clear();
         let Some(home) = self.pinned.take() else {
             self.txn = Some(txn);
             self.abandon_branches();
@@ -491,6 +505,7 @@ impl Bindings {
         let Some(mut txn) = self.txn.take() else {
             return Ok(None);
         };
+        self.savepoints.clear();
         let branches = std::mem::take(&mut txn.branches);
         for b in branches {
             let Some(mut c) = b.conn else { continue };

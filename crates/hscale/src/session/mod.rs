@@ -137,6 +137,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
             planned_version: 0,
             generated_id: None,
+            savepoints: Default::default(),
         },
         client,
         statements: Statements::default(),
@@ -513,6 +514,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             _ => {}
         }
+        let savepoint = txn::savepoint_op(&facts, sql);
         let effects = Effects {
             pins: facts.pins,
             unpins: facts.unpins,
@@ -523,6 +525,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     facts.kind,
                     hscale_sql::Kind::Select | hscale_sql::Kind::Show
                 ),
+            savepoint: savepoint.as_ref(),
         };
         if self.b.ctx.partitioning.should_try_loading() {
             // Right after start: read the dictionary before routing anything.

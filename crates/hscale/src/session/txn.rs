@@ -4,8 +4,9 @@
 //!
 //! ```text
 //!  in a transaction with branches ─┬─ COMMIT / ROLLBACK ─► Bindings::commit_all / rollback_all
+//!                                  ├─ SAVEPOINT, ROLLBACK TO, RELEASE ─► Bindings::savepoint_all (every branch)
 //!                                  ├─ BEGIN, DDL, LOCK/UNLOCK, SET autocommit=1 ─► commit_all, then the statement
-//!                                  ├─ savepoints, COMMIT AND CHAIN, several statements in one query ─► refused (1235)
+//!                                  ├─ COMMIT AND CHAIN, RELEASE, several statements in one query ─► refused (1235)
 //!                                  └─ anything else ─► planned and run on the branches
 //! ```
 
@@ -14,6 +15,25 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{is_plain_end, Session};
 use crate::error::ProxyError;
+use crate::exec::savepoint::SavepointOp;
+
+/// A savepoint statement (one statement that may be one, checked cheaply
+/// first): the change it makes to the session's savepoints.
+pub(super) fn savepoint_op(facts: &Facts, sql: &str) -> Option<SavepointOp> {
+    if matches!(facts.kind, Kind::Commit | Kind::Rollback) && is_plain_end(sql) {
+        return Some(SavepointOp::Clear);
+    }
+    let may_be = facts.statements == 1
+        && match facts.kind {
+            Kind::Rollback => true,
+            Kind::Other => sql
+                .trim_start()
+                .get(..4)
+                .is_some_and(|w| w.eq_ignore_ascii_case("SAVE") || w.eq_ignore_ascii_case("RELE")),
+            _ => false,
+        };
+    may_be.then(|| SavepointOp::parse(sql)).flatten()
+}
 
 /// MariaDB commits the open transaction before these statements.
 fn is_implicit_commit(facts: &Facts, sql: &str) -> bool {
@@ -68,26 +88,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Ok(true)
             }
             _ if facts.statements > 1 => refuse("several statements in one query"),
-            Kind::Commit | Kind::Rollback => {
-                refuse("COMMIT or ROLLBACK with AND CHAIN, RELEASE or TO SAVEPOINT")
+            _ if SavepointOp::parse(sql).is_some() => {
+                let Some(op) = SavepointOp::parse(sql) else {
+                    return Ok(false);
+                };
+                match self.b.savepoint_all(sql, &op).await? {
+                    None => self.write_ok(1).await?,
+                    Some(err) => self.write_server_error(1, &err).await?,
+                }
+                Ok(true)
             }
+            Kind::Commit | Kind::Rollback => refuse("COMMIT or ROLLBACK with AND CHAIN or RELEASE"),
             _ if is_implicit_commit(facts, sql) => {
                 // The commit MariaDB makes before such a statement, made
                 // across every branch; then the statement runs as usual.
                 if let Some(err) = self.b.commit_all().await? {
                     self.write_server_error(1, &err).await?;
                     return Ok(true);
-                }
-                Ok(false)
-            }
-            Kind::Other => {
-                let first = sql
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or_default()
-                    .to_ascii_uppercase();
-                if first == "SAVEPOINT" || first == "RELEASE" {
-                    return refuse("savepoints");
                 }
                 Ok(false)
             }
