@@ -79,6 +79,12 @@ pub struct ProxyConfig {
     /// How long a statement that ran into a table renamed by a partition
     /// change waits for the change's new dictionary before it fails.
     pub fence_wait_ms: u64,
+    /// How old the heartbeat of a running partition change may grow before
+    /// another proxy takes the change over although its owner still holds
+    /// its lock (the owner is stopped or cut off): it fences the owner
+    /// (kills its backend connections) and rolls the change back or
+    /// finishes it. In milliseconds.
+    pub takeover_after_ms: u64,
     /// Where tables retired by partition changes go: empty (the default)
     /// drops them; a database name keeps them there, on the backend that
     /// held them, under their retired name (`<table>_retired_g<op>`).
@@ -121,6 +127,7 @@ impl Default for ProxyConfig {
             backend_statement_cache: 128,
             reload_interval_ms: 1_000,
             fence_wait_ms: 5_000,
+            takeover_after_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
             ship_max_rows: 100_000,

@@ -1070,6 +1070,10 @@ async fn assert_invariants(test: &str, scene: Scene, proxies: &[u16], out: &Outc
 // ---------------------------------------------------------------------------
 // The tests
 
+/// A stopped (SIGSTOP) owner of a change, fenced by a take-over.
+#[path = "online/paused_owner.rs"]
+mod paused_owner;
+
 /// Three `hscale serve` processes on one dictionary, six writers each
 /// sending every operation through a random proxy, while partitions are
 /// added, dropped and added again (same and other backends, a second value

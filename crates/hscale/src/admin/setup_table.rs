@@ -98,8 +98,11 @@ pub(super) async fn run(
         // and wait for the new dictionary (the journal says 'cutover').
         let started = std::time::Instant::now();
         let renamed = async {
-            change::mark_cutover(ctx, worker, op).await?;
+            change::mark_cutover(ctx, worker, op, change::FIRST_EPOCH).await?;
             let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+            main.is_broken = true;
+            // A take-over kills it: a stopped owner cannot rename later.
+            change::register(ctx, worker, op, change::FIRST_EPOCH, BackendId::MAIN, &main).await?;
             exec(
                 &mut main,
                 &[format!(
@@ -121,7 +124,7 @@ pub(super) async fn run(
             longest_pause_ms: 0,
         };
         report.longest_pause_ms = started.elapsed().as_millis() as u64;
-        change::commit_with_journal(ctx, worker, op, &report, apply).await?;
+        change::commit_with_journal(ctx, worker, op, change::FIRST_EPOCH, &report, apply).await?;
         report.seconds = started.elapsed().as_secs_f64();
         report
     } else {

@@ -12,16 +12,22 @@
 //! - after the rename the change is finished ([`finish_cutover`]): every
 //!   cutover step is idempotent and repeated from the journal's record.
 //!
-//! A paused owner keeps its lock, so nobody takes its change over. Known
-//! gap: an owner alive whose lock connection alone was lost may, if it goes
-//! on, replay stale rows into a fresh destination after a take-over
-//! committed it; renaming the destination on take-over would fence it.
+//! A stopped owner (SIGSTOP, a frozen host) keeps its lock; its heartbeat
+//! stops, and once it is older than `[proxy] takeover_after_ms` a proxy
+//! takes the change over anyway. Every take-over first fences the old owner
+//! (`change/fence.rs`): it raises the journal row's epoch by
+//! compare-and-set, kills every backend connection the owner registered
+//! (its lock's too) and waits until they are gone. Only then does it roll
+//! back or finish, on connections registered under its own epoch, with its
+//! own heartbeat; so a woken owner can no longer write anything, and a
+//! stopped taker is taken over the same way.
 
 use hscale_route::dictionary::TableName;
 use hscale_route::BackendId;
 
 use super::change::{
-    commit_with_journal, finish_rows, lock_owner, owner, primary_key, Move, Report, Running,
+    commit_with_journal, finish_rows, flip, kill_registered, lock_owner, owner, primary_key,
+    register, Move, Report, Running,
 };
 use super::{conn, wrong};
 use crate::error::ProxyError;
@@ -54,21 +60,53 @@ pub(super) struct Spec {
 /// interval; the owner lock makes one proxy do it. A change that died in its
 /// cutover is reported, not yet finished.
 pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
-    let sql = "SELECT id, db, tbl FROM `hscale`.`operations` WHERE active IS NOT NULL";
+    // Stale: a heartbeat older than the bound, by the main backend's clock
+    // (rows of proxies without heartbeats count as live while locked).
+    let sql = format!(
+        "SELECT id, db, tbl, epoch, heartbeat < NOW(6) - INTERVAL {} MICROSECOND FROM `hscale`.`operations` WHERE active IS NOT NULL",
+        ctx.config.proxy.takeover_after_ms.saturating_mul(1000)
+    );
     let running = {
         let mut main = conn(ctx, worker, BackendId::MAIN).await?;
-        main.query_rows(sql)
+        main.query_rows(&sql)
             .await?
-            .map_err(|e| server_error(&main, sql, e))?
+            .map_err(|e| server_error(&main, &sql, e))?
             .strings()
     };
     for r in running {
         let f = |i: usize| r[i].clone().unwrap_or_default();
         let (id, name) = (f(0), TableName::new(&f(1), &f(2)));
-        let Ok(id) = id.parse::<u64>() else { continue };
-        let Some(_owner) = lock_owner(ctx, worker, &name).await? else {
-            continue; // its owner lives (or another proxy takes it over)
+        let (Ok(id), Ok(epoch)) = (id.parse::<u64>(), f(3).parse::<u64>()) else {
+            continue;
         };
+        let is_stale = f(4) == "1";
+        let mut owner_lock = match lock_owner(ctx, worker, &name, 0).await? {
+            // The owner is gone (or only its lock's connection is): fence
+            // whatever else of it may live.
+            Some(l) => {
+                if !flip(ctx, worker, id, epoch).await? {
+                    continue; // another proxy takes it over, or it ended
+                }
+                kill_registered(ctx, worker, id, epoch + 1).await?;
+                l
+            }
+            None if is_stale => {
+                // The owner holds its lock but stopped beating: fence it;
+                // killing its lock's connection frees the lock.
+                if !flip(ctx, worker, id, epoch).await? {
+                    continue;
+                }
+                tracing::warn!(operation = id, table = %name, "a partition change's owner stopped (no heartbeat): fencing it");
+                kill_registered(ctx, worker, id, epoch + 1).await?;
+                match lock_owner(ctx, worker, &name, 10).await? {
+                    Some(l) => l,
+                    None => continue,
+                }
+            }
+            None => continue, // its owner lives (or another proxy takes it over)
+        };
+        let epoch = epoch + 1;
+        owner_lock.beat(ctx, worker, id, epoch).await?;
         // Read it again under the lock: it may have ended meanwhile.
         let q = format!(
             "SELECT state, IFNULL(detail, '') FROM `hscale`.`operations` WHERE id = {id} AND active IS NOT NULL"
@@ -87,11 +125,11 @@ pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
         let detail = row[1].clone().unwrap_or_default();
         if state == "cutover" {
             tracing::warn!(operation = id, table = %name, "a partition change's owner is gone in its cutover: finishing it");
-            finish_cutover(ctx, worker, id, &name, &detail).await?;
+            finish_cutover(ctx, worker, id, epoch, &name, &detail).await?;
             continue;
         }
         tracing::warn!(operation = id, table = %name, "a partition change's owner is gone before its cutover: rolling it back");
-        roll_back(ctx, worker, id, &name, &detail).await?;
+        roll_back(ctx, worker, id, epoch, &name, &detail).await?;
     }
     Ok(())
 }
@@ -105,11 +143,12 @@ async fn finish_cutover(
     ctx: &Context,
     worker: usize,
     id: u64,
+    epoch: u64,
     name: &TableName,
     detail: &str,
 ) -> Result<(), ProxyError> {
     let Ok(spec) = toml::from_str::<Spec>(detail) else {
-        return roll_back(ctx, worker, id, name, detail).await;
+        return roll_back(ctx, worker, id, epoch, name, detail).await;
     };
     let index = |b: &str| {
         ctx.backend_named(b).ok_or_else(|| {
@@ -122,12 +161,14 @@ async fn finish_cutover(
     let mut src = conn(ctx, worker, src_b).await?;
     src.is_broken = true;
     if ddl::table_exists(&mut src, &spec.db, &spec.src_table).await? {
-        return roll_back(ctx, worker, id, name, detail).await;
+        return roll_back(ctx, worker, id, epoch, name, detail).await;
     }
+    register(ctx, worker, id, epoch, src_b, &src).await?;
     let pk = primary_key(&mut src, &spec.db, &spec.src_after).await?;
     let columns = ddl::exact_select_list(&mut src, &spec.db, &spec.src_after).await?;
     let mut dst = conn(ctx, worker, dst_b).await?;
     dst.is_broken = true;
+    register(ctx, worker, id, epoch, dst_b, &dst).await?;
     exec(&mut src, &super::change::copy_session()).await?;
     exec(&mut dst, &super::change::copy_session()).await?;
     let m = Move {
@@ -143,6 +184,7 @@ async fn finish_cutover(
     let mut r = Running {
         m: &m,
         id,
+        epoch,
         src,
         dst,
         pk,
@@ -160,7 +202,7 @@ async fn finish_cutover(
         longest_pause_ms: 0,
     };
     let rows = spec.dictionary.clone();
-    commit_with_journal(ctx, worker, id, &report, |_| Ok(rows.clone())).await?;
+    commit_with_journal(ctx, worker, id, epoch, &report, |_| Ok(rows.clone())).await?;
     r.clean_up().await;
     if m.filter.is_none() {
         let _ = exec(
@@ -178,6 +220,7 @@ async fn roll_back(
     ctx: &Context,
     worker: usize,
     id: u64,
+    epoch: u64,
     name: &TableName,
     detail: &str,
 ) -> Result<(), ProxyError> {
@@ -202,6 +245,7 @@ async fn roll_back(
     for b in srcs {
         let mut c = conn(ctx, worker, b).await?;
         c.is_broken = true;
+        register(ctx, worker, id, epoch, b, &c).await?;
         let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
         statements.extend(triggers.iter().cloned());
         // The changelog only once the triggers are gone (see `capture`).
@@ -214,6 +258,8 @@ async fn roll_back(
     if let Some(s) = &spec {
         if let Some(b) = index(&s.dst_backend) {
             let mut c = conn(ctx, worker, b).await?;
+            c.is_broken = true;
+            register(ctx, worker, id, epoch, b, &c).await?;
             exec(
                 &mut c,
                 &[format!(
@@ -228,7 +274,7 @@ async fn roll_back(
         ctx,
         worker,
         format!(
-            "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3), detail = CONCAT('rolled back by ', {}, ': its owner was gone before the cutover; ', IFNULL(detail, '')) WHERE id = {id} AND active IS NOT NULL",
+            "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3), detail = CONCAT('rolled back by ', {}, ': its owner was gone before the cutover; ', IFNULL(detail, '')) WHERE id = {id} AND epoch = {epoch} AND active IS NOT NULL",
             super::change::UNDONE_STATE,
             quote_str(&owner(ctx))
         ),

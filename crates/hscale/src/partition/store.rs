@@ -53,6 +53,12 @@ const SCHEMA: &[&str] = &[
     // and ranges that differed and were copied again.
     "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS ranges_verified INT UNSIGNED NOT NULL DEFAULT 0, \
        ADD COLUMN IF NOT EXISTS ranges_recopied INT UNSIGNED NOT NULL DEFAULT 0",
+    // The owner fence (`admin/change/fence.rs`): the owner's heartbeat, the
+    // epoch a take-over raises by compare-and-set, and the backend
+    // connections the owners registered (`epoch/backend/thread id;`).
+    "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS heartbeat TIMESTAMP(6) NULL DEFAULT NULL, \
+       ADD COLUMN IF NOT EXISTS epoch BIGINT UNSIGNED NOT NULL DEFAULT 0, \
+       ADD COLUMN IF NOT EXISTS fence TEXT NULL",
     // Sequences (`crate::seq`): the AUTO_INCREMENT column a table's
     // sequence serves, and the sequence's generation (the SETUP_TABLE's
     // operation id); NULL / 0: no sequence.

@@ -6,9 +6,10 @@
 use hscale_route::dictionary::{Dictionary, TableName};
 use hscale_route::BackendId;
 
+use super::fence::{Owner, FIRST_EPOCH};
 use super::Report;
 use crate::admin::{conn, reload, wrong};
-use crate::backend::{BackendConn, PooledConn};
+use crate::backend::BackendConn;
 use crate::error::ProxyError;
 use crate::partition::quote_str;
 use crate::partition::store::{self, exec, server_error};
@@ -32,28 +33,23 @@ fn owner_lock(name: &TableName) -> String {
     quote_str(&format!("hscale_op_{h:016x}"))
 }
 
-/// Holds the owner lock of a running change; dropping it (or the owner's
-/// death) releases the lock.
-pub(in crate::admin) struct Owner {
-    _conn: PooledConn,
-}
-
-/// Take `name`'s owner lock on a connection of its own; `None` when another
-/// proxy holds it.
+/// Take `name`'s owner lock on a connection of its own, waiting at most
+/// `wait_s` seconds; `None` when another proxy holds it.
 pub(in crate::admin) async fn lock_owner(
     ctx: &Context,
     worker: usize,
     name: &TableName,
+    wait_s: u32,
 ) -> Result<Option<Owner>, ProxyError> {
     let mut c = conn(ctx, worker, BackendId::MAIN).await?;
     c.is_broken = true; // closed, never pooled: closing releases the lock
-    let sql = format!("SELECT GET_LOCK({}, 0)", owner_lock(name));
+    let sql = format!("SELECT GET_LOCK({}, {wait_s})", owner_lock(name));
     let r = c
         .query_rows(&sql)
         .await?
         .map_err(|e| server_error(&c, &sql, e))?;
     let got = r.strings().first().and_then(|r| r[0].clone()) == Some("1".into());
-    Ok(got.then_some(Owner { _conn: c }))
+    Ok(got.then(|| Owner::new(c)))
 }
 
 /// What starting a change found.
@@ -122,7 +118,7 @@ pub(in crate::admin) async fn begin(
     let mut twin: Option<u64> = None;
     loop {
         let mut main = conn(ctx, worker, BackendId::MAIN).await?;
-        if let Some(owner_lock) = lock_owner(ctx, worker, name).await? {
+        if let Some(mut owner_lock) = lock_owner(ctx, worker, name, 0).await? {
             if let Some(id) = twin {
                 let q = format!("SELECT state FROM `hscale`.`operations` WHERE id = {id}");
                 let state = main
@@ -137,7 +133,7 @@ pub(in crate::admin) async fn begin(
                 }
             }
             let sql = format!(
-                "INSERT INTO `hscale`.`operations` (db, tbl, command, state, active, owner, started_at) VALUES ({}, {}, {}, 'copying', {}, {}, NOW(3))",
+                "INSERT INTO `hscale`.`operations` (db, tbl, command, state, active, owner, started_at, heartbeat, epoch) VALUES ({}, {}, {}, 'copying', {}, {}, NOW(3), NOW(6), {FIRST_EPOCH})",
                 quote_str(&name.db),
                 quote_str(&name.table),
                 quote_str(command),
@@ -145,7 +141,11 @@ pub(in crate::admin) async fn begin(
                 quote_str(&owner(ctx))
             );
             match main.command(&BackendConn::payload_for_query(&sql)).await? {
-                Ok(ok) => return Ok(Began::Started(ok.last_insert_id, Box::new(owner_lock))),
+                Ok(ok) => {
+                    let id = ok.last_insert_id;
+                    owner_lock.beat(ctx, worker, id, FIRST_EPOCH).await?;
+                    return Ok(Began::Started(id, Box::new(owner_lock)));
+                }
                 Err(e) if e.code == 1062 => {}
                 Err(e) => return Err(server_error(&main, &sql, e)),
             }
@@ -226,13 +226,15 @@ pub(in crate::admin) fn end_sql(id: u64, state: &str, report: Option<&Report>) -
 
 /// Operation `id` enters its cutover: statements that run into a renamed
 /// table wait for the new dictionary from now on (`admin::await_newer_dictionary`).
+/// Only its owner at `epoch` moves it (a take-over raised the epoch).
 pub(in crate::admin) async fn mark_cutover(
     ctx: &Context,
     worker: usize,
     id: u64,
+    epoch: u64,
 ) -> Result<(), ProxyError> {
     let sql = format!(
-        "UPDATE `hscale`.`operations` SET state = 'cutover' WHERE id = {id} AND state = 'copying' AND active IS NOT NULL"
+        "UPDATE `hscale`.`operations` SET state = 'cutover' WHERE id = {id} AND state = 'copying' AND epoch = {epoch} AND active IS NOT NULL"
     );
     let mut main = conn(ctx, worker, BackendId::MAIN).await?;
     match main.command(&BackendConn::payload_for_query(&sql)).await? {
@@ -271,10 +273,11 @@ pub(in crate::admin) async fn journal(
 pub(in crate::admin) const UNDONE_STATE: &str = "IF(state = 'cancelling', 'cancelled', 'failed')";
 
 /// Mark operation `id` failed, or cancelled (best effort: the error that
-/// failed it is what the client sees).
+/// failed it is what the client sees). Only its first owner calls this; a
+/// change taken over (a later epoch) is ended by the take-over.
 pub(in crate::admin) async fn fail(ctx: &Context, worker: usize, id: u64, why: &ProxyError) {
     let sql = format!(
-        "UPDATE `hscale`.`operations` SET state = {UNDONE_STATE}, active = NULL, ended_at = NOW(3), detail = {} WHERE id = {id}",
+        "UPDATE `hscale`.`operations` SET state = {UNDONE_STATE}, active = NULL, ended_at = NOW(3), detail = {} WHERE id = {id} AND epoch = {FIRST_EPOCH}",
         quote_str(&why.to_string())
     );
     if let Err(e) = journal(ctx, worker, sql).await {
@@ -284,11 +287,13 @@ pub(in crate::admin) async fn fail(ctx: &Context, worker: usize, id: u64, why: &
 
 /// Commit the dictionary change `apply` makes, with the journal's end of
 /// operation `id`, by compare-and-set; another proxy's change to another
-/// table in between makes it reload and apply again.
+/// table in between makes it reload and apply again. Only the change's
+/// owner at `epoch` commits.
 pub(in crate::admin) async fn commit_with_journal(
     ctx: &Context,
     worker: usize,
     id: u64,
+    epoch: u64,
     report: &Report,
     mut apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
 ) -> Result<(), ProxyError> {
@@ -298,7 +303,7 @@ pub(in crate::admin) async fn commit_with_journal(
         // Only a change still in its cutover commits: one another proxy
         // rolled back (its owner looked gone) does not.
         let guard = format!(
-            "{} AND state = 'cutover'",
+            "{} AND state = 'cutover' AND epoch = {epoch}",
             end_sql(id, "done", Some(report))
         );
         let mut main = conn(ctx, worker, BackendId::MAIN).await?;

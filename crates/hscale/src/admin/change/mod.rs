@@ -47,9 +47,11 @@ use crate::partition::store::exec;
 use crate::partition::{ddl, qualified, quote_ident, quote_str};
 use crate::runtime::Context;
 
+mod fence;
 mod journal;
 mod running;
 
+pub(super) use fence::*;
 pub(super) use journal::*;
 pub(super) use running::*;
 
@@ -208,6 +210,10 @@ pub(super) async fn run(
             return Err(e);
         }
     };
+    // Registered before the first write on them (`fence.rs`): a take-over
+    // kills them. A failure here means the change was taken over already.
+    register(ctx, worker, id, FIRST_EPOCH, m.src.0, &src).await?;
+    register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &dst).await?;
     let into = if m.is_dst_live {
         format!("{}_stage{id}", m.dst.1)
     } else {
@@ -220,6 +226,7 @@ pub(super) async fn run(
     let mut r = Running {
         m,
         id,
+        epoch: FIRST_EPOCH,
         src,
         dst,
         pk,
@@ -236,6 +243,8 @@ pub(super) async fn run(
         );
         lane.0.is_broken = true;
         lane.1.is_broken = true;
+        register(ctx, worker, id, FIRST_EPOCH, m.src.0, &lane.0).await?;
+        register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &lane.1).await?;
         exec(&mut lane.0, &copy_session()).await?;
         exec(&mut lane.1, &dst_session()).await?;
         r.lanes.push(lane);
@@ -382,10 +391,15 @@ async fn catch_up(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<(
 async fn abandon(ctx: &Context, worker: usize, r: &mut Running<'_>, why: &ProxyError) {
     tracing::warn!(operation = r.id, error = %why, "partition change failed before its cutover; undoing it");
     // Fresh connections: the failure may have broken the change's own.
+    // Registered first: a change taken over is undone by the take-over.
     for (b, c) in [(r.m.src.0, &mut r.src), (r.m.dst.0, &mut r.dst)] {
-        if let Ok(fresh) = conn(ctx, worker, b).await {
+        if let Ok(mut fresh) = conn(ctx, worker, b).await {
+            fresh.is_broken = true;
+            if let Err(e) = register(ctx, worker, r.id, r.epoch, b, &fresh).await {
+                tracing::warn!(operation = r.id, error = %e, "not undoing the change");
+                return;
+            }
             *c = fresh;
-            c.is_broken = true;
         }
     }
     let mut is_clean = r.clean_up().await;
@@ -427,7 +441,7 @@ async fn cut_over(
 ) -> Result<Report, ProxyError> {
     let m = r.m;
     let id = r.id;
-    if let Err(e) = mark_cutover(ctx, worker, id).await {
+    if let Err(e) = mark_cutover(ctx, worker, id, r.epoch).await {
         abandon(ctx, worker, r, &e).await;
         return Err(e);
     }
@@ -455,7 +469,7 @@ async fn cut_over(
         longest_pause_ms: 0,
     };
     report.longest_pause_ms = pause.elapsed().as_millis() as u64;
-    commit_with_journal(ctx, worker, id, &report, apply).await?;
+    commit_with_journal(ctx, worker, id, r.epoch, &report, apply).await?;
     report.longest_pause_ms = pause.elapsed().as_millis() as u64;
     r.clean_up().await;
     if m.filter.is_none() {
@@ -529,7 +543,7 @@ pub(super) async fn record_spec(
         ctx,
         worker,
         format!(
-            "UPDATE `hscale`.`operations` SET detail = {} WHERE id = {id}",
+            "UPDATE `hscale`.`operations` SET detail = {} WHERE id = {id} AND epoch = {FIRST_EPOCH}",
             quote_str(&text)
         ),
     )

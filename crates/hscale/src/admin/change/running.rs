@@ -43,6 +43,9 @@ pub(in crate::admin) async fn primary_key(
 pub(in crate::admin) struct Running<'m> {
     pub(in crate::admin) m: &'m Move,
     pub(in crate::admin) id: u64,
+    /// The epoch its owner runs it at (`fence.rs`): every connection below
+    /// is registered under it before its first write.
+    pub(in crate::admin) epoch: u64,
     /// Connection to the source's backend (its result charset is raw bytes).
     pub(in crate::admin) src: PooledConn,
     /// Connection to the destination's backend.
