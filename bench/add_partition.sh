@@ -36,7 +36,7 @@ proxy() { mariadb -h127.0.0.1 -P"$PORT" -uroot --skip-ssl "$@"; }
 backend() { local b=$1; shift; mariadb -h127.0.0.1 -P"${BACKEND_PORTS[$b]}" -uhscale -phscale --skip-ssl "$@"; }
 
 # About 100 bytes a row: 8 + 4 + 65 (a) + 8 + 5 (c) plus InnoDB's overhead.
-TABLE="(id BIGINT NOT NULL PRIMARY KEY, k INT NOT NULL, a VARCHAR(100) NOT NULL, b DOUBLE NOT NULL, c DATETIME NOT NULL)"
+TABLE="(id BIGINT NOT NULL, k INT NOT NULL, a VARCHAR(100) NOT NULL, b DOUBLE NOT NULL, c DATETIME NOT NULL, PRIMARY KEY (id, k))"
 select_rows() {
   echo "SELECT seq, seq * $MODULUS + $VALUE, CONCAT(MD5(seq), '-', LEFT(SHA1(seq), 32)), seq / 7, TIMESTAMP'2024-01-01 00:00:00' + INTERVAL seq SECOND FROM seq_1_to_$1"
 }

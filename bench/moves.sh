@@ -64,7 +64,7 @@ start_playground 2 moves
 proxy() { mariadb -h127.0.0.1 -P"$PORT" -uroot --skip-ssl "$@"; }
 backend() { local b=$1; shift; mariadb -h127.0.0.1 -P"${BACKEND_PORTS[$b]}" -uhscale -phscale --skip-ssl "$@"; }
 
-TABLE="(id BIGINT NOT NULL PRIMARY KEY, k INT NOT NULL, payload VARCHAR(100) NOT NULL, v BIGINT NOT NULL)"
+TABLE="(id BIGINT NOT NULL, k INT NOT NULL, payload VARCHAR(100) NOT NULL, v BIGINT NOT NULL, PRIMARY KEY (id, k))"
 log "creating mv.t, MOD(4) on k: p1, p3 on shard0; p0, p2 on shard1"
 proxy -e "CREATE DATABASE mv; CREATE TABLE mv.t $TABLE"
 proxy -e "HSCALE SETUP_TABLE('mv.t', 'k', 't_default', 'shard0', 'MOD(4)')" >/dev/null

@@ -28,7 +28,7 @@ MAIN_PORT=${BACKEND_PORTS[0]}
 proxy() { mariadb -h127.0.0.1 -P"$PORT" -uroot --skip-ssl "$@"; }
 direct() { mariadb -h127.0.0.1 -P"$MAIN_PORT" -uhscale -phscale --skip-ssl "$@"; }
 
-TABLE="CREATE TABLE small (id INT UNSIGNED NOT NULL, category ENUM('books', 'hardware', 'software') NOT NULL, PRIMARY KEY(id)) ENGINE=HEAP"
+TABLE="CREATE TABLE small (id INT UNSIGNED NOT NULL, category ENUM('books', 'hardware', 'software') NOT NULL, PRIMARY KEY(id, category)) ENGINE=HEAP"
 ROWS="INSERT INTO small (id, category) VALUES (1, 'books'), (2, 'hardware'), (3, 'software')"
 for db in slap slap_part; do
   direct -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db; USE $db; $TABLE; $ROWS"

@@ -26,7 +26,7 @@ start_playground 4 scatter
 proxy() { mariadb -h127.0.0.1 -P"$PORT" -uroot --skip-ssl "$@"; }
 backend() { local b=$1; shift; mariadb -h127.0.0.1 -P"${BACKEND_PORTS[$b]}" -uhscale -phscale --skip-ssl "$@"; }
 
-TABLE="(id INT NOT NULL PRIMARY KEY, k INT NOT NULL, grp INT NOT NULL, v INT NOT NULL, pad CHAR(20) NOT NULL)"
+TABLE="(id INT NOT NULL, k INT NOT NULL, grp INT NOT NULL, v INT NOT NULL, pad CHAR(20) NOT NULL, PRIMARY KEY (id, k))"
 SELECT_ROWS="SELECT seq, seq, seq % 50, (seq * 7919) % 100000, 'pad' FROM seq_1_to_$ROWS"
 
 log "loading $ROWS rows into the reference database"

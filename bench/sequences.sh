@@ -4,7 +4,9 @@
 # plain AUTO_INCREMENT table directly on MariaDB, in one run. mariadb-slap
 # sends single-row INSERTs without an id (keys spread over 8 values; the
 # table is partitioned on them with MOD(8): 4 partitions on each of two
-# backends). Markdown on stdout, progress on stderr.
+# backends). Two more columns split the ratio: the same inserts through
+# hscale into the table unpartitioned, and into a partitioned table without
+# AUTO_INCREMENT. Markdown on stdout, progress on stderr.
 #
 # Environment: QUERIES (default 20000), CONCURRENCY (default "1 8 32"),
 # REPEAT (runs per cell, the median is shown; default 3),
@@ -29,12 +31,19 @@ proxy() { mariadb -h127.0.0.1 -P"$PORT" -uroot --skip-ssl "$@"; }
 direct() { mariadb -h127.0.0.1 -P"$MAIN_PORT" -uhscale -phscale --skip-ssl "$@"; }
 
 TABLE="CREATE TABLE t (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, v VARCHAR(20) NOT NULL)"
-for db in seq_direct seq_part; do
+# The same table without AUTO_INCREMENT (each backend makes the id with
+# UUID_SHORT()), partitioned the same way: what partitioning costs without
+# the sequence.
+NOSEQ="CREATE TABLE t (id BIGINT UNSIGNED NOT NULL DEFAULT (UUID_SHORT()), k INT NOT NULL, v VARCHAR(20) NOT NULL, PRIMARY KEY (id, k))"
+for db in seq_direct seq_part seq_plain; do
   direct -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db; USE $db; $TABLE"
 done
-proxy -e "HSCALE SETUP_TABLE('seq_part.t', 'k', 't_default', 'shard0', 'MOD(8)')"
-for v in 1 2 3 4 5 6 7; do
-  proxy -e "HSCALE ADD_PARTITION('seq_part.t', 'p$v', '$v', 'shard$((v % 2))')"
+direct -e "DROP DATABASE IF EXISTS seq_noseq; CREATE DATABASE seq_noseq; USE seq_noseq; $NOSEQ"
+for db in seq_part seq_noseq; do
+  proxy -e "HSCALE SETUP_TABLE('$db.t', 'k', 't_default', 'shard0', 'MOD(8)')" >&2
+  for v in 1 2 3 4 5 6 7; do
+    proxy -e "HSCALE ADD_PARTITION('$db.t', 'p$v', '$v', 'shard$((v % 2))')" >&2
+  done
 done
 
 QUERY_FILE=$(mktemp)
@@ -64,8 +73,10 @@ for c in $CONCURRENCY; do
   log "concurrency $c"
   d=$(slap "$c" "$MAIN_PORT" hscale seq_direct)
   h=$(slap "$c" "$PORT" root seq_part)
+  p=$(slap "$c" "$PORT" root seq_plain)
+  n=$(slap "$c" "$PORT" root seq_noseq)
   ratio=$(python3 -c "print(f'{$h / $d:.2f}')")
-  rows+=("| $c | $d | $h | $ratio |")
+  rows+=("| $c | $d | $h | $ratio | $p | $n |")
 done
 seq_rows=$(direct -N -e "SELECT COUNT(*) FROM hscale.sequences WHERE db = 'seq_part'")
 [[ "$seq_rows" == 1 ]] || die "no sequence row for seq_part.t"
@@ -76,6 +87,8 @@ echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), nproc: $(nproc), $(grep -m1 '
 echo "- $QUERIES single-row INSERTs without an id per run, median of $REPEAT runs"
 echo "- direct: one AUTO_INCREMENT table on one MariaDB; hscale: the same table partitioned with MOD(8) over two backends, ids from its sequence"
 echo
-echo "| concurrency | MariaDB inserts/s | hscale inserts/s | ratio |"
-echo "|---:|---:|---:|---:|"
+echo "- to split the ratio: hscale plain = the AUTO_INCREMENT table not partitioned, through hscale (the proxy hop alone; the backend generates ids); hscale no seq = a table without AUTO_INCREMENT partitioned the same way (routing without the sequence)"
+echo
+echo "| concurrency | MariaDB inserts/s | hscale inserts/s | ratio | hscale plain | hscale no seq |"
+echo "|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"

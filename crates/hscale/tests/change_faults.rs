@@ -25,7 +25,7 @@ async fn a_destination_killed_during_the_copy_is_cleaned_up_when_it_returns() {
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE fault").await.unwrap();
     c.query_drop(
-        "CREATE TABLE fault.t (id BIGINT PRIMARY KEY, k INT NOT NULL, v VARCHAR(100) NOT NULL)",
+        "CREATE TABLE fault.t (id BIGINT NOT NULL, k INT NOT NULL, v VARCHAR(100) NOT NULL, PRIMARY KEY (id, k))",
     )
     .await
     .unwrap();

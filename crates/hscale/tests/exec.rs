@@ -19,7 +19,7 @@ async fn kill_query_stops_every_part_of_a_merge() {
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE exec_kill").await.unwrap();
     c.query_drop("USE exec_kill").await.unwrap();
-    c.query_drop("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)")
+    c.query_drop("CREATE TABLE t (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))")
         .await
         .unwrap();
     c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard0', 'MOD(4)')")
@@ -112,7 +112,7 @@ async fn prepared_statements_scatter_in_parallel() {
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE exec_prep").await.unwrap();
     c.query_drop("USE exec_prep").await.unwrap();
-    c.query_drop("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)")
+    c.query_drop("CREATE TABLE t (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))")
         .await
         .unwrap();
     c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard0', 'MOD(4)')")
@@ -235,7 +235,7 @@ async fn server_errors_in_proxy_work_keep_their_code() {
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE exec_codes").await.unwrap();
     c.query_drop("USE exec_codes").await.unwrap();
-    c.query_drop("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)")
+    c.query_drop("CREATE TABLE t (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))")
         .await
         .unwrap();
     c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard1', 'MOD(4)')")

@@ -17,7 +17,7 @@ async fn setup() {
     c.query_drop("CREATE DATABASE mm").await.unwrap();
     c.query_drop("USE mm").await.unwrap();
     c.query_drop(
-        "CREATE TABLE big (id BIGINT NOT NULL PRIMARY KEY, k INT NOT NULL, pad CHAR(12) NOT NULL)",
+        "CREATE TABLE big (id BIGINT NOT NULL, k INT NOT NULL, pad CHAR(12) NOT NULL, PRIMARY KEY (id, k))",
     )
     .await
     .unwrap();

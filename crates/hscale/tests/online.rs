@@ -2,7 +2,7 @@
 //! Issue 12: partition changes while clients write lose nothing.
 //!
 //! Writers insert, update and delete rows of an `acct`-shaped table
-//! (`id BIGINT PRIMARY KEY, k INT, v BIGINT, note`, partitioned by
+//! (`id BIGINT, k INT, v BIGINT, note, PRIMARY KEY (id, k)`, partitioned by
 //! `MOD(k, 8)`) through one or more `hscale serve` processes, by text and
 //! binary protocol, while ADD_PARTITION, MOVE_PARTITION and DROP_PARTITION run through one
 //! of them. Every acknowledged operation is recorded in a model; afterwards
@@ -557,8 +557,8 @@ async fn setup_acct(s: Scene) {
     let mut c = proxy_conn(None).await;
     c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
     c.query_drop(format!(
-        "CREATE TABLE {db}.{t} (id BIGINT PRIMARY KEY, k INT NOT NULL, \
-         v BIGINT NOT NULL, note VARCHAR(40))"
+        "CREATE TABLE {db}.{t} (id BIGINT NOT NULL, k INT NOT NULL, \
+         v BIGINT NOT NULL, note VARCHAR(40), PRIMARY KEY (id, k))"
     ))
     .await
     .unwrap();

@@ -32,7 +32,7 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
     c.query_drop("CREATE DATABASE part_db").await.unwrap();
     c.query_drop("USE part_db").await.unwrap();
     c.query_drop(
-        "CREATE TABLE small (id INT UNSIGNED NOT NULL PRIMARY KEY, category VARCHAR(20) NOT NULL)",
+        "CREATE TABLE small (id INT UNSIGNED NOT NULL, category VARCHAR(20) NOT NULL, PRIMARY KEY (id, category))",
     )
     .await
     .unwrap();
@@ -348,7 +348,7 @@ async fn routed_statements_match_one_server() {
     c.query_drop("USE part_route").await.unwrap();
     for t in ["orders", "ref_orders"] {
         c.query_drop(format!(
-            "CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, customer_id INT NOT NULL, amount INT NOT NULL, note VARCHAR(20) NULL)"
+            "CREATE TABLE {t} (id INT NOT NULL, customer_id INT NOT NULL, amount INT NOT NULL, note VARCHAR(20) NULL, PRIMARY KEY (id, customer_id))"
         ))
         .await
         .unwrap();
@@ -826,7 +826,7 @@ async fn every_hashing_function_routes_like_one_server() {
         let reference = format!("{table}_ref");
         for t in [table, reference.as_str()] {
             c.query_drop(format!(
-                "CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k {ty} NOT NULL, v INT NOT NULL)"
+                "CREATE TABLE {t} (id INT NOT NULL, k {ty} NOT NULL, v INT NOT NULL, PRIMARY KEY (id, k))"
             ))
             .await
             .unwrap();
@@ -959,7 +959,7 @@ async fn schema_statements_apply_to_every_partition() {
     c.query_drop("USE part_ddl").await.unwrap();
     for t in ["s", "s_ref"] {
         c.query_drop(format!(
-            "CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, v VARCHAR(10))"
+            "CREATE TABLE {t} (id INT NOT NULL, k INT NOT NULL, v VARCHAR(10), PRIMARY KEY (id, k))"
         ))
         .await
         .unwrap();
@@ -1141,7 +1141,7 @@ async fn joins_on_one_backend_match_one_server() {
     c.query_drop("USE part_join").await.unwrap();
     for t in ["a", "b", "a_ref", "b_ref"] {
         c.query_drop(format!(
-            "CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, v INT NULL)"
+            "CREATE TABLE {t} (id INT NOT NULL, k INT NOT NULL, v INT NULL, PRIMARY KEY (id, k))"
         ))
         .await
         .unwrap();
@@ -1286,7 +1286,7 @@ async fn partitions_of_a_scan_run_in_parallel() {
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE part_par").await.unwrap();
     c.query_drop("USE part_par").await.unwrap();
-    c.query_drop("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)")
+    c.query_drop("CREATE TABLE t (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))")
         .await
         .unwrap();
     c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard0', 'MOD(3)')")
@@ -1456,7 +1456,7 @@ async fn prepared_statements_follow_database_and_dictionary() {
     }
     // Prepared before ADD_PARTITION, executed after: the new partition.
     c.query_drop("USE prep_a").await.unwrap();
-    c.query_drop("CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL)")
+    c.query_drop("CREATE TABLE t (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))")
         .await
         .unwrap();
     c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard0', 'MOD(3)')")

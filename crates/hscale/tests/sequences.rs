@@ -480,3 +480,65 @@ async fn setup_table_starts_above_every_id_written_while_it_runs() {
         assert!(counter > top, "{db}: counter {counter}, largest id {top}");
     }
 }
+
+/// A PRIMARY or UNIQUE key without the partition column could only be
+/// unique within each partition: SETUP_TABLE refuses it with 1503 (as
+/// MySQL's own partitioning does), naming the key and the column, and
+/// accepts it once the key holds the column. The AUTO_INCREMENT primary
+/// key served by the sequence is the exception ([`setup`]).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_table_refuses_a_unique_key_without_the_partition_column() {
+    const DB: &str = "seq_unique";
+    cluster(2);
+    fresh_db(DB).await;
+    let mut b = backend_conn(0, Some(DB)).await;
+    b.query_drop(
+        "CREATE TABLE c (id BIGINT NOT NULL, customer_id INT NOT NULL, email VARCHAR(50) NOT NULL, \
+         PRIMARY KEY (id, customer_id), UNIQUE KEY u_email (email))",
+    )
+    .await
+    .unwrap();
+    b.query_drop("CREATE TABLE p (id BIGINT NOT NULL PRIMARY KEY, customer_id INT NOT NULL)")
+        .await
+        .unwrap();
+    let mut p = proxy_conn(None).await;
+    let setup = |t: &str| {
+        format!("HSCALE SETUP_TABLE('{DB}.{t}', 'customer_id', '{t}_default', 'shard0', 'MOD(4)')")
+    };
+    let e = p.query_drop(setup("c")).await.unwrap_err();
+    assert_eq!(code(&e), 1503, "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("UNIQUE INDEX `u_email` (email)"), "{msg}");
+    assert!(msg.contains("customer_id"), "{msg}");
+    let e = p.query_drop(setup("p")).await.unwrap_err();
+    assert_eq!(code(&e), 1503, "{e}");
+    assert!(e.to_string().contains("PRIMARY KEY (id)"), "{e}");
+    // Nothing changed: the tables are still plain tables on the main backend.
+    let tables: Vec<(String, String, String, String, String)> =
+        p.query("HSCALE SHOW TABLES").await.unwrap();
+    assert!(
+        !tables.iter().any(|t| t.0.starts_with(&format!("{DB}."))),
+        "{tables:?}"
+    );
+    let names: Vec<String> = b.query("SHOW TABLES").await.unwrap();
+    assert_eq!(names, vec!["c".to_string(), "p".to_string()]);
+    // With the partition column in the key, the same table is accepted.
+    b.query_drop("ALTER TABLE c DROP INDEX u_email, ADD UNIQUE KEY u_email (customer_id, email)")
+        .await
+        .unwrap();
+    p.query_drop(setup("c")).await.unwrap();
+    p.query_drop(format!(
+        "INSERT INTO {DB}.c (id, customer_id, email) VALUES (1, 1, 'a@x'), (2, 2, 'a@x')"
+    ))
+    .await
+    .unwrap();
+    let e = p
+        .query_drop(format!(
+            "INSERT INTO {DB}.c (id, customer_id, email) VALUES (3, 1, 'a@x')"
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1062, "{e}");
+    p.disconnect().await.unwrap();
+    b.disconnect().await.unwrap();
+}

@@ -42,6 +42,8 @@ pub(super) async fn run(
             .await?
             .ok_or_else(|| wrong(format!("table {name} has no column {column:?}")))?;
         let auto = ddl::auto_increment_column(&mut main, &name.db, &name.table).await?;
+        let keys = ddl::unique_keys(&mut main, &name.db, &name.table).await?;
+        check_unique_keys(&name, column, auto.as_deref(), &keys)?;
         (key_type, auto)
     };
     {
@@ -147,4 +149,72 @@ pub(super) async fn run(
             names[b.index()]
         ),
     ))
+}
+
+/// Refuse a PRIMARY or UNIQUE key no backend can enforce once the table is
+/// partitioned by `column`: one without the partition column, unless it
+/// holds the AUTO_INCREMENT column the table's sequence serves (generated
+/// ids are unique across partitions; see the README for explicit ids).
+fn check_unique_keys(
+    name: &TableName,
+    column: &str,
+    auto_column: Option<&str>,
+    keys: &[(String, Vec<String>)],
+) -> Result<(), ProxyError> {
+    let has = |cols: &[String], c: &str| cols.iter().any(|k| k.eq_ignore_ascii_case(c));
+    for (key, cols) in keys {
+        if has(cols, column) || auto_column.is_some_and(|a| has(cols, a)) {
+            continue;
+        }
+        return Err(ProxyError::UniqueKeyNeedsPartitionColumn {
+            table: name.to_string(),
+            column: column.to_string(),
+            key: if key == "PRIMARY" {
+                "PRIMARY KEY".to_string()
+            } else {
+                format!("UNIQUE INDEX `{key}`")
+            },
+            columns: cols.join(", "),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_keys_need_the_partition_column_or_the_sequence() {
+        let name = TableName::new("db", "t");
+        let keys = |k: &[(&str, &[&str])]| -> Vec<(String, Vec<String>)> {
+            k.iter()
+                .map(|(n, c)| (n.to_string(), c.iter().map(|c| c.to_string()).collect()))
+                .collect()
+        };
+        let with_key = keys(&[("PRIMARY", &["id"]), ("u", &["Tenant", "email"])]);
+        assert!(check_unique_keys(
+            &name,
+            "tenant",
+            None,
+            &keys(&[("PRIMARY", &["tenant", "id"])])
+        )
+        .is_ok());
+        // The AUTO_INCREMENT primary key is served by the sequence.
+        assert!(check_unique_keys(&name, "tenant", Some("id"), &with_key).is_ok());
+        let e = check_unique_keys(&name, "tenant", None, &with_key).unwrap_err();
+        assert_eq!(e.to_mysql().0, 1503);
+        assert!(e.to_string().contains("PRIMARY KEY"), "{e}");
+        let e = check_unique_keys(
+            &name,
+            "tenant",
+            Some("id"),
+            &keys(&[("PRIMARY", &["id"]), ("u_email", &["email"])]),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("UNIQUE INDEX `u_email` (email)"),
+            "{e}"
+        );
+    }
 }

@@ -6,10 +6,11 @@ USE demo;
 DROP TABLE IF EXISTS orders, products, customers, visits;
 
 CREATE TABLE customers (
-  id INT NOT NULL PRIMARY KEY,
+  id INT NOT NULL,
   name VARCHAR(100) NOT NULL,
   country CHAR(2) NOT NULL,
-  created_at DATETIME NOT NULL
+  created_at DATETIME NOT NULL,
+  PRIMARY KEY (id, country)
 );
 
 CREATE TABLE products (
@@ -20,11 +21,12 @@ CREATE TABLE products (
 );
 
 CREATE TABLE orders (
-  id INT NOT NULL PRIMARY KEY,
+  id INT NOT NULL,
   customer_id INT NOT NULL,
   product_id INT NOT NULL,
   quantity INT NOT NULL,
   ordered_at DATETIME NOT NULL,
+  PRIMARY KEY (id, customer_id),
   KEY idx_orders_customer (customer_id)
 );
 
@@ -117,10 +119,11 @@ INSERT INTO orders (id, customer_id, product_id, quantity, ordered_at) VALUES
 -- Page visits, one row per visit: 3,000 rows over July to September 2024
 -- (partitioned by month in the demo).
 CREATE TABLE visits (
-  id BIGINT NOT NULL PRIMARY KEY,
+  id BIGINT NOT NULL,
   customer_id INT NOT NULL,
   page VARCHAR(50) NOT NULL,
-  visited_on DATE NOT NULL
+  visited_on DATE NOT NULL,
+  PRIMARY KEY (id, visited_on)
 );
 
 INSERT INTO visits (id, customer_id, page, visited_on)
