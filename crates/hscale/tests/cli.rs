@@ -88,7 +88,13 @@ fn playground_prints_ready_answers_and_cleans_up() {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    assert!(line.starts_with("ready: mariadb -h127.0.0.1 -P"), "{line}");
+    if !line.starts_with("ready: mariadb -h127.0.0.1 -P") {
+        // Say why the playground did not come up (it exited, or wrote to stderr).
+        let _ = child.kill();
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+        panic!("no ready line: {line:?}; stderr: {err}");
+    }
     let port = line
         .trim()
         .rsplit("-P")

@@ -288,6 +288,152 @@ async fn savepoints_span_every_branch() {
     assert_eq!(prepared_branches().await, 0);
 }
 
+/// An autocommit write over partitions on both backends is one statement:
+/// when a part fails (a CHECK on one backend, a duplicate key in a
+/// multi-row INSERT) nothing of it stays, on either backend; when every
+/// part succeeds it is committed before the OK, with the sum of affected
+/// rows, and another connection sees it at once.
+#[tokio::test]
+async fn autocommit_writes_over_backends_are_atomic() {
+    let _serial = SERIAL.lock().await;
+    let db = "txn_atomic";
+    let mut c = accounts(db).await;
+    c.query_drop("ALTER TABLE accounts ADD CONSTRAINT nonneg CHECK (balance >= 0)")
+        .await
+        .ok();
+    // The CHECK on the backends themselves (ALTER through hscale may
+    // refuse or not reach every partition: set it on each table).
+    for (b, part) in [(0, None), (1, Some("odd"))] {
+        let table = physical(&format!("{db}.accounts"), part).await;
+        let mut bc = backend_conn(b, Some(db)).await;
+        bc.query_drop(format!(
+            "ALTER TABLE {table} DROP CONSTRAINT IF EXISTS nonneg, ADD CONSTRAINT nonneg CHECK (balance >= 0)"
+        ))
+        .await
+        .unwrap();
+        bc.disconnect().await.unwrap();
+    }
+    let mut other = proxy_conn(Some(db)).await;
+    // Account 3 (odd, the last part) cannot pay 50: the even part, which
+    // ran first, must be undone.
+    c.query_drop("UPDATE accounts SET balance = 10 WHERE id = 3")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = 190 WHERE id = 5")
+        .await
+        .unwrap();
+    let e = c
+        .query_drop("UPDATE accounts SET balance = balance - 50")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 4025, "{e}");
+    assert_eq!(balance(&mut other, 2).await, 100);
+    assert_eq!(balance(&mut other, 1).await, 100);
+    assert_eq!(total_on_backends(db).await, TOTAL);
+    // A multi-row INSERT with a duplicate on one backend: no row stays.
+    let e = c
+        .query_drop("INSERT INTO accounts (id, balance) VALUES (22, 1), (24, 1), (1, 1)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1062, "{e}");
+    let n: Option<i64> = other
+        .query_first("SELECT COUNT(*) FROM accounts WHERE id IN (22, 24)")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(0));
+    // Every part succeeds: committed before the OK, affected rows summed.
+    c.query_drop("UPDATE accounts SET balance = balance + 1 WHERE id IN (1, 2, 3, 4)")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 4);
+    assert_eq!(balance(&mut other, 1).await, 101);
+    assert_eq!(balance(&mut other, 4).await, 101);
+    c.query_drop("INSERT INTO accounts (id, balance) VALUES (21, 0), (22, 0)")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    let n: Option<i64> = other
+        .query_first("SELECT COUNT(*) FROM accounts WHERE id IN (21, 22)")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(2));
+    // The session is still in autocommit, outside any transaction.
+    let in_txn: Option<i64> = c.query_first("SELECT @@in_transaction").await.unwrap();
+    assert_eq!(in_txn, Some(0));
+    assert_eq!(total_on_backends(db).await, TOTAL + 4);
+    assert_eq!(prepared_branches().await, 0);
+}
+
+/// Writes to a global table change every copy or none: in autocommit a
+/// copy that refuses the write undoes the main copy's change; inside a
+/// transaction the copies change with the rest of it, on COMMIT or not
+/// at all on ROLLBACK.
+#[tokio::test]
+async fn global_table_writes_change_every_copy_or_none() {
+    let _serial = SERIAL.lock().await;
+    let db = "txn_global";
+    let mut c = accounts(db).await;
+    c.query_drop("CREATE TABLE rates (code CHAR(3) NOT NULL PRIMARY KEY, rate INT NOT NULL)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO rates VALUES ('EUR', 100), ('USD', 90)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_GLOBAL_TABLE('rates')")
+        .await
+        .unwrap();
+    let copies = || async {
+        let mut out = Vec::new();
+        for b in 0..2 {
+            let mut bc = backend_conn(b, Some(db)).await;
+            let rows: Vec<(String, i64)> = bc
+                .query("SELECT code, rate FROM rates ORDER BY code")
+                .await
+                .unwrap();
+            bc.disconnect().await.unwrap();
+            out.push(rows);
+        }
+        out
+    };
+    // shard1's copy refuses rates above 1000; the main copy does not.
+    let mut bc = backend_conn(1, Some(db)).await;
+    bc.query_drop("ALTER TABLE rates ADD CONSTRAINT cap CHECK (rate <= 1000)")
+        .await
+        .unwrap();
+    bc.disconnect().await.unwrap();
+    let e = c
+        .query_drop("UPDATE rates SET rate = 5000 WHERE code = 'EUR'")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 4025, "{e}");
+    let before = vec![("EUR".to_string(), 100), ("USD".to_string(), 90)];
+    assert_eq!(copies().await, vec![before.clone(), before.clone()]);
+    // Inside a transaction with partitioned writes: ROLLBACK undoes every copy.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 1")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE rates SET rate = rate + 1")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    c.query_drop("ROLLBACK").await.unwrap();
+    assert_eq!(copies().await, vec![before.clone(), before.clone()]);
+    // ... and COMMIT changes every copy with the rest.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE rates SET rate = rate + 1")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 2")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    let after = vec![("EUR".to_string(), 101), ("USD".to_string(), 91)];
+    assert_eq!(copies().await, vec![after.clone(), after]);
+    assert_eq!(balance(&mut c, 2).await, 99);
+    assert_eq!(prepared_branches().await, 0);
+}
+
 /// Transfers between random accounts from several clients at once: the
 /// total never changes, through the proxy and on the backends, and nothing
 /// stays prepared.

@@ -15,6 +15,7 @@
 
 pub mod bindings;
 pub mod forward;
+mod implicit;
 mod merge;
 mod params;
 pub mod prepared;

@@ -183,9 +183,46 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 what: "a statement over several partitions with connection-bound state (temporary tables, locks, user variables, ...)".into(),
             });
         }
-        match kind {
-            StatementKind::Select => self.concatenate(parts, cmd).await,
-            _ => self.add_up(parts, cmd).await,
+        if kind == StatementKind::Select {
+            return self.concatenate(parts, cmd).await;
+        }
+        // In autocommit the write is one statement: all parts or none
+        // (`implicit.rs`).
+        let is_implicit = self.b.needs_implicit_txn();
+        if is_implicit {
+            self.b.begin_implicit();
+        }
+        let total = self.add_up(parts, cmd).await;
+        self.finish_write(total, is_implicit).await
+    }
+
+    /// Answer a write over several parts: commit its own transaction
+    /// first, if it has one (a failed part's error was written already).
+    async fn finish_write(
+        &mut self,
+        total: Result<Option<OkPacket>, ProxyError>,
+        is_implicit: bool,
+    ) -> Result<(), ProxyError> {
+        if !is_implicit {
+            return match total? {
+                Some(total) => self.write_total(total).await,
+                None => Ok(()),
+            };
+        }
+        match total {
+            Ok(Some(total)) => match self.b.end_implicit(true).await? {
+                None => self.write_total(total).await,
+                Some(err) => self.write_server_error(1, &err).await,
+            },
+            Ok(None) => self.b.end_implicit(false).await.map(|_| ()),
+            Err(e) => {
+                // Nothing of the statement may stay: a stale route is run
+                // again whole by the fence.
+                if let Err(rollback) = self.b.end_implicit(false).await {
+                    tracing::info!(connection_id = self.b.connection_id, error = %rollback, "rolling back a write over several partitions failed");
+                }
+                Err(e)
+            }
         }
     }
 
@@ -230,15 +267,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         Ok(())
     }
 
-    /// INSERT / UPDATE / DELETE over several partitions, in parallel: one
-    /// OK with the sum. In autocommit not atomic across partitions: an
-    /// error on one leaves the others changed (inside a transaction the
-    /// parts run on its branches, and COMMIT makes them atomic).
+    /// INSERT / UPDATE / DELETE over several partitions: the sum of their
+    /// OKs, `None` when a part's error was written to the client. Parts
+    /// run in parallel outside a transaction, one at a time on its
+    /// branches inside one (`scatter` opens one for an autocommit write).
     async fn add_up<P: AsRef<[u8]>>(
         &mut self,
         parts: &[(Target, P)],
         cmd: Command<'_>,
-    ) -> Result<(), ProxyError> {
+    ) -> Result<Option<OkPacket>, ProxyError> {
         let mut total = OkPacket::default();
         let mut flight = InFlight {
             conns: VecDeque::new(),
@@ -252,21 +289,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 .await?
             {
                 flight.abandon();
-                return Ok(());
+                return Ok(None);
             }
             let Some(conn) = self.next_in_flight(&mut flight) else {
                 flight.abandon();
-                return Ok(());
+                return Ok(None);
             };
             match self.read_part_ok(conn, &mut total).await {
                 Ok(true) => {}
                 other => {
                     flight.abandon();
-                    return other.map(|_| ());
+                    return other.map(|_| None);
                 }
             }
         }
-        self.write_total(total).await
+        Ok(Some(total))
     }
 
     /// A connection on `backend` synced to the session, or `None` when an
@@ -399,39 +436,59 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 
     /// A write to a global table: on the main backend's copy, then on every
-    /// other copy; the client gets the main backend's answer. Writes to
-    /// global tables are serialized per proxy so every copy sees them in
-    /// the same order. Not atomic across backends (that needs XA).
+    /// other copy; the client gets the main backend's answer. In autocommit
+    /// the copies change in one transaction of the statement's own
+    /// (`implicit.rs`: all or none), serialized per proxy so every copy
+    /// sees the writes in the same order; inside a transaction they run on
+    /// its branches, and a copy that fails after the main one changed ends
+    /// the transaction (rolled back) so the copies cannot differ.
     pub(crate) async fn run_global_write(
         &mut self,
         table: &hscale_route::dictionary::TableName,
         sql: &str,
     ) -> Result<(), ProxyError> {
-        if self.b.is_in_transaction() {
-            return Err(ProxyError::Unsupported {
-                what: format!("a write to global table {table} inside a transaction (not yet)"),
-            });
-        }
         let ctx = self.b.ctx.clone();
-        let _serial = ctx.partitioning.global_write_lock.lock().await;
+        let is_implicit = self.b.needs_implicit_txn();
+        let _serial = if is_implicit {
+            Some(ctx.partitioning.global_write_lock.lock().await)
+        } else {
+            None
+        };
+        if is_implicit {
+            self.b.begin_implicit();
+        }
+        let total = self.global_copies(table, sql, is_implicit).await;
+        self.finish_write(total, is_implicit).await
+    }
+
+    /// Write every copy of a global table: the sum of the main copy's OK,
+    /// `None` when an error was written to the client.
+    async fn global_copies(
+        &mut self,
+        table: &hscale_route::dictionary::TableName,
+        sql: &str,
+        is_implicit: bool,
+    ) -> Result<Option<OkPacket>, ProxyError> {
         let command = BackendConn::payload_for_query(sql);
         let mut total = OkPacket::default();
         let Some(conn) = self
             .connect_part(BackendId::MAIN, 1, Command::Query)
             .await?
         else {
-            return Ok(());
+            return Ok(None);
         };
         if !self.add_part(conn, &command, &mut total).await? {
-            return Ok(());
+            return Ok(None);
         }
         for b in self.b.ctx.backend_ids().skip(1) {
             let mut conn = self.b.acquire(b).await?;
             if let Some(err) = self.b.sync(&mut conn, false).await? {
                 self.b.finish(conn, Outcome::default(), &Effects::default());
-                return self.write_server_error(1, &err).await;
+                return self.copy_failed(table, b, err, is_implicit).await;
             }
+            let running = self.b.running(&conn, b);
             let r = conn.command(&command).await;
+            drop(running);
             match r {
                 Ok(Ok(ok)) => {
                     let outcome = Outcome {
@@ -443,18 +500,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     };
                     self.b.finish(conn, outcome, &Effects::default());
                 }
-                Ok(Err(e)) => {
+                Ok(Err(err)) => {
                     self.b.finish(conn, Outcome::default(), &Effects::default());
-                    let name = self.b.ctx.config.backends[b.index()].name.clone();
-                    return Err(ProxyError::Wrong(format!(
-                        "the copy of global table {table} on backend '{name}' failed ({}: {}) after the main copy changed; the copies differ until this is repaired",
-                        e.code, e.message
-                    )));
+                    return self.copy_failed(table, b, err, is_implicit).await;
                 }
                 Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
             }
         }
-        self.write_total(total).await
+        Ok(Some(total))
+    }
+
+    /// A copy of a global table refused a write the main copy took: the
+    /// backend's error goes to the client, and inside a transaction the
+    /// transaction ends (rolled back), since committing it would leave the
+    /// copies different. (The statement's own transaction is rolled back
+    /// by the caller.)
+    async fn copy_failed(
+        &mut self,
+        table: &hscale_route::dictionary::TableName,
+        b: BackendId,
+        err: hscale_wire::response::ErrPacket,
+        is_implicit: bool,
+    ) -> Result<Option<OkPacket>, ProxyError> {
+        let name = self.b.ctx.config.backends[b.index()].name.clone();
+        tracing::info!(connection_id = self.b.connection_id, %table, backend = %name, code = err.code, "a copy of a global table refused a write: rolled back");
+        if !is_implicit {
+            self.b.rollback().await?;
+        }
+        self.write_server_error(1, &err).await?;
+        Ok(None)
     }
 
     /// The one OK of a write over several partitions; its insert id is the

@@ -431,7 +431,7 @@ impl Bindings {
 
     /// End the home branch with `sql` (COMMIT or ROLLBACK) and keep or
     /// return its connection.
-    async fn end_home(
+    pub(super) async fn end_home(
         &mut self,
         mut home: PooledConn,
         sql: &str,
