@@ -107,7 +107,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 Err(e) => {
                     let err = self.b.backend_lost(conn, e.to_string());
-                    write_error(&mut *self.client, seq, &err).await;
+                    if !self.b.is_bound_lost {
+                        write_error(&mut *self.client, seq, &err).await;
+                    }
                     return Ok(false);
                 }
             }
@@ -327,7 +329,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Err(f) => match f.error {
                 ForwardError::Backend(e) => {
                     let err = self.b.backend_lost(conn, e.to_string());
-                    write_error(&mut *self.client, f.next_seq, &err).await;
+                    if !self.b.is_bound_lost {
+                        write_error(&mut *self.client, f.next_seq, &err).await;
+                    }
                     Ok(None)
                 }
                 ForwardError::Client(_) => {
@@ -384,6 +388,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     is_err: false,
                     packets: 0,
                     held: None,
+                    is_conn_ending: false,
                 };
                 self.b.finish(conn, outcome, &Effects::default());
                 Ok(true)
@@ -436,6 +441,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                         is_err: false,
                         packets: 0,
                         held: None,
+                        is_conn_ending: false,
                     };
                     self.b.finish(conn, outcome, &Effects::default());
                 }
