@@ -78,6 +78,16 @@ pub enum ProxyError {
         "Access denied for user '{user}': HSCALE commands need admin = true in hscale's [[users]]"
     )]
     AdminDenied { user: String },
+    /// A PRIMARY or UNIQUE key no backend can enforce: it does not
+    /// contain the partition column (MySQL's own partitioning refuses such
+    /// keys with the same error).
+    #[error("A {key} must include all columns in the table's partitioning function: hscale partitions {table} by {column}, so {key} ({columns}) could only be unique within each partition; add {column} to it or drop it")]
+    UniqueKeyNeedsPartitionColumn {
+        table: String,
+        column: String,
+        key: String,
+        columns: String,
+    },
     #[error("hscale: operation {0} was cancelled (HSCALE CANCEL_OPERATION); the table is as it was before it")]
     Cancelled(u64),
 }
@@ -147,6 +157,9 @@ impl ProxyError {
             ProxyError::KillDenied(_) => (code::ER_KILL_DENIED_ERROR, b"HY000", msg),
             ProxyError::AdminDenied { .. } => (code::ER_SPECIFIC_ACCESS_DENIED, b"42000", msg),
             ProxyError::Cancelled(_) => (code::ER_QUERY_INTERRUPTED, b"70100", msg),
+            ProxyError::UniqueKeyNeedsPartitionColumn { .. } => {
+                (code::ER_UNIQUE_KEY_NEED_ALL_FIELDS_IN_PF, b"HY000", msg)
+            }
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod logging;
 pub mod partition;
 pub mod playground;
 pub mod runtime;
+pub mod seq;
 pub mod server;
 pub mod session;
 

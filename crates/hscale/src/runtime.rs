@@ -4,6 +4,7 @@
 //! `exec/`, `admin/` and `server` use it; it imports only `backend/`,
 //! `partition/` and `config`.
 
+use hscale_route::BackendId;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -41,6 +42,8 @@ pub struct Context {
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
     /// The partition dictionary.
     pub partitioning: crate::partition::Partitioning,
+    /// This proxy's blocks of ids of every table with a sequence.
+    pub sequences: crate::seq::Sequences,
 }
 
 /// What KILL needs to know about a session. Its lock is taken when a
@@ -50,7 +53,7 @@ pub struct SessionHandle {
     pub user: Mutex<String>,
     /// `(backend, backend thread id)` of every connection a statement of
     /// this session runs on now (several for a statement over partitions).
-    running: Mutex<Vec<(usize, u32)>>,
+    running: Mutex<Vec<(BackendId, u32)>>,
     is_killed: AtomicBool,
     pub killed: tokio::sync::Notify,
 }
@@ -64,13 +67,13 @@ impl SessionHandle {
             killed: tokio::sync::Notify::new(),
         }
     }
-    fn running_list(&self) -> std::sync::MutexGuard<'_, Vec<(usize, u32)>> {
+    fn running_list(&self) -> std::sync::MutexGuard<'_, Vec<(BackendId, u32)>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
-    pub fn add_running(&self, key: (usize, u32)) {
+    pub fn add_running(&self, key: (BackendId, u32)) {
         self.running_list().push(key);
     }
-    pub fn remove_running(&self, key: (usize, u32)) {
+    pub fn remove_running(&self, key: (BackendId, u32)) {
         let mut list = self.running_list();
         if let Some(i) = list.iter().position(|k| *k == key) {
             list.swap_remove(i);
@@ -78,11 +81,11 @@ impl SessionHandle {
     }
     /// The backend index and thread id of every connection running a
     /// statement of this session now.
-    pub fn running(&self) -> Vec<(usize, u32)> {
+    pub fn running(&self) -> Vec<(BackendId, u32)> {
         self.running_list().clone()
     }
     /// Whether `key` still runs a statement of this session.
-    pub fn is_running(&self, key: (usize, u32)) -> bool {
+    pub fn is_running(&self, key: (BackendId, u32)) -> bool {
         self.running_list().contains(&key)
     }
     pub fn kill(&self) {
@@ -170,7 +173,7 @@ impl Context {
                             max_connections: share(b.max_connections, workers, w).max(1),
                             ..b.clone()
                         };
-                        Pool::new(cfg, i, connect, acquire, watches[i].clone())
+                        Pool::new(cfg, BackendId::new(i), connect, acquire, watches[i].clone())
                     })
                     .collect()
             })
@@ -188,6 +191,7 @@ impl Context {
             failed_logins: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
             partitioning: crate::partition::Partitioning::default(),
+            sequences: crate::seq::Sequences::default(),
         })
     }
 
@@ -214,8 +218,22 @@ impl Context {
     }
 
     /// Worker `worker`'s pool for backend `backend`.
-    pub fn pool(&self, worker: usize, backend: usize) -> &Arc<Pool> {
-        &self.pools[worker][backend]
+    pub fn pool(&self, worker: usize, backend: BackendId) -> &Arc<Pool> {
+        &self.pools[worker][backend.index()]
+    }
+
+    /// The backend the config names `name`.
+    pub fn backend_named(&self, name: &str) -> Option<BackendId> {
+        self.config
+            .backends
+            .iter()
+            .position(|b| b.name == name)
+            .map(BackendId::new)
+    }
+
+    /// Every backend the config lists, the main backend first.
+    pub fn backend_ids(&self) -> impl DoubleEndedIterator<Item = BackendId> + Clone {
+        BackendId::all(self.config.backends.len())
     }
 
     /// Worker `worker`'s pools, one per backend.
@@ -224,8 +242,8 @@ impl Context {
     }
 
     /// All pools of one backend, over all workers.
-    pub fn backend_pools(&self, backend: usize) -> impl Iterator<Item = &Arc<Pool>> {
-        self.pools.iter().map(move |w| &w[backend])
+    pub fn backend_pools(&self, backend: BackendId) -> impl Iterator<Item = &Arc<Pool>> {
+        self.pools.iter().map(move |w| &w[backend.index()])
     }
 
     pub fn workers(&self) -> usize {

@@ -8,6 +8,7 @@
 //! shared multi-threaded runtime cost about 25% more CPU per statement
 //! (see bench/RESULTS.md).
 
+use hscale_route::BackendId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +21,7 @@ use crate::runtime::Context;
 /// health checks of this worker's pools.
 async fn start_backends(ctx: &Arc<Context>, worker: usize) {
     if ctx.server_version.get().is_none() || !ctx.has_collations() {
-        match ctx.pool(worker, 0).get(false).await {
+        match ctx.pool(worker, BackendId::MAIN).get(false).await {
             Ok(mut conn) => ctx.learn_main_backend(&mut conn).await,
             Err(e) => tracing::warn!(error = %e, "main backend unreachable at start"),
         }
@@ -79,11 +80,14 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
                     .partitioning
                     .is_loaded
                     .load(std::sync::atomic::Ordering::Relaxed);
-                if worker == 0 && !is_loaded && Arc::ptr_eq(&pool, ctx.pool(worker, 0)) {
+                if worker == 0
+                    && !is_loaded
+                    && Arc::ptr_eq(&pool, ctx.pool(worker, BackendId::MAIN))
+                {
                     let _ = crate::admin::reload(&ctx, worker).await;
                 }
                 if (ctx.server_version.get().is_none() || !ctx.has_collations())
-                    && Arc::ptr_eq(&pool, ctx.pool(worker, 0))
+                    && Arc::ptr_eq(&pool, ctx.pool(worker, BackendId::MAIN))
                 {
                     if let Ok(mut conn) = pool.get(false).await {
                         ctx.learn_main_backend(&mut conn).await;

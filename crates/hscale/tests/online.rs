@@ -651,8 +651,14 @@ fn columns(r: &mysql_async::Row) -> Columns {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let v: Option<Option<String>> = r.get(i);
-            (c.name_str().to_string(), v.flatten().unwrap_or_default())
+            // Text for every column (numbers too: the binary protocol
+            // sends them as numbers).
+            let v = match r.as_ref(i) {
+                Some(mysql_async::Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
+                Some(mysql_async::Value::NULL) | None => String::new(),
+                Some(other) => other.as_sql(true),
+            };
+            (c.name_str().to_string(), v)
         })
         .collect()
 }

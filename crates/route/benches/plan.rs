@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use hscale_route::dictionary::{Dictionary, TableName};
 use hscale_route::router::plan;
-use hscale_route::HashingFunction;
+use hscale_route::{BackendId, HashingFunction};
 
 fn dict() -> Dictionary {
     let mut d = Dictionary::default();
@@ -19,12 +19,12 @@ fn dict() -> Dictionary {
         t.clone(),
         "id",
         "sbtest1_default",
-        0,
+        BackendId::MAIN,
         HashingFunction::Mod(4),
     )
     .unwrap();
     for (p, v, b) in [("p1", "1", 1), ("p2", "2", 2), ("p3", "3", 2)] {
-        d.add_partition(&t, p, v, b).unwrap();
+        d.add_partition(&t, p, v, BackendId::new(b)).unwrap();
     }
     d.set_key_type(&t, "int(10) unsigned");
     let t = TableName::new("sbtest", "sbtest2");
@@ -32,12 +32,12 @@ fn dict() -> Dictionary {
         t.clone(),
         "id",
         "sbtest2_default",
-        0,
+        BackendId::MAIN,
         HashingFunction::Mod(4),
     )
     .unwrap();
     for (p, v, b) in [("p1", "1", 1), ("p2", "2", 2), ("p3", "3", 2)] {
-        d.add_partition(&t, p, v, b).unwrap();
+        d.add_partition(&t, p, v, BackendId::new(b)).unwrap();
     }
     d.set_key_type(&t, "int(10) unsigned");
     d

@@ -15,7 +15,7 @@
 //! Backends are named as in the config; a number is the backend's position
 //! (1-based, as in the original HSCALE).
 
-use crate::HashingFunction;
+use crate::{BackendId, HashingFunction};
 
 /// A backend as written in a command: a name, or a 1-based position.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,13 +26,14 @@ pub enum BackendRef {
 
 impl BackendRef {
     /// Resolve against the configured backend names to an index.
-    pub fn resolve(&self, names: &[&str]) -> Result<usize, AdminError> {
+    pub fn resolve(&self, names: &[&str]) -> Result<BackendId, AdminError> {
         match self {
             BackendRef::Name(n) => names
                 .iter()
                 .position(|b| b == n)
+                .map(BackendId::new)
                 .ok_or_else(|| AdminError::UnknownBackend(n.clone())),
-            BackendRef::Position(p) if *p >= 1 && *p <= names.len() => Ok(p - 1),
+            BackendRef::Position(p) if *p >= 1 && *p <= names.len() => Ok(BackendId::new(p - 1)),
             BackendRef::Position(p) => Err(AdminError::UnknownBackend(p.to_string())),
         }
     }
@@ -466,7 +467,7 @@ mod tests {
             BackendRef::Position(2)
                 .resolve(&["main", "shard1"])
                 .unwrap(),
-            1
+            BackendId::new(1)
         );
         assert!(BackendRef::Position(3)
             .resolve(&["main", "shard1"])

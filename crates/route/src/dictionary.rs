@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::{HashError, HashingFunction, KeyValue};
+use crate::{BackendId, HashError, HashingFunction, KeyValue};
 
 /// `db.table`, as the application names it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,7 +39,7 @@ impl std::fmt::Display for TableName {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partition {
     pub name: String,
-    pub backend: usize,
+    pub backend: BackendId,
     pub physical: String,
 }
 
@@ -71,7 +71,7 @@ pub struct PartitionedTable {
     pub column: String,
     pub function: HashingFunction,
     pub default_table: String,
-    pub default_backend: usize,
+    pub default_backend: BackendId,
     /// Partitions by name.
     pub partitions: BTreeMap<String, Partition>,
     /// Partition value to partition name.
@@ -89,6 +89,13 @@ pub struct PartitionedTable {
     /// Auto-partitioning: a write of a partition value without a partition
     /// makes the proxy create one, on a backend this rule picks.
     pub auto: Option<Placement>,
+    /// The AUTO_INCREMENT column, served by the table's sequence
+    /// (`hscale.sequences`): the proxy fills its ids in before routing.
+    pub auto_column: Option<String>,
+    /// The sequence's generation (the operation that set the table up):
+    /// blocks a proxy reserved for an older table of the same name are
+    /// never used for this one.
+    pub sequence_generation: u64,
 }
 
 /// Where auto-partitioning puts a new partition.
@@ -242,7 +249,7 @@ pub fn renamed_default(default_table: &str, from: &str, to: &str) -> String {
 /// Where a row or statement goes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Target {
-    pub backend: usize,
+    pub backend: BackendId,
     pub physical_table: String,
 }
 
@@ -260,12 +267,12 @@ pub enum DictError {
         value: String,
         partition: String,
     },
-    #[error("partition {partition:?} of {table} is on backend #{existing}, not #{requested}")]
+    #[error("partition {partition:?} of {table} is on backend {existing}, not {requested}")]
     PartitionElsewhere {
         table: TableName,
         partition: String,
-        existing: usize,
-        requested: usize,
+        existing: BackendId,
+        requested: BackendId,
     },
     #[error("{function} can never produce the partition value {value:?}: {why}")]
     ImpossibleValue {
@@ -377,6 +384,9 @@ pub struct Dictionary {
     /// Some table has auto-partitioning: only then does an INSERT look for
     /// values without a partition (`is_auto_default`, on the statement path).
     has_auto: bool,
+    /// Some table has a sequence: only then does an INSERT look for ids to
+    /// fill in (`router::sequence`, on the statement path).
+    has_sequences: bool,
 }
 
 impl Dictionary {
@@ -447,7 +457,7 @@ impl Dictionary {
         name: TableName,
         column: &str,
         default_table: &str,
-        default_backend: usize,
+        default_backend: BackendId,
         function: HashingFunction,
     ) -> Result<(), DictError> {
         if self.tables.contains_key(&name) || self.globals.contains(&name) {
@@ -467,6 +477,8 @@ impl Dictionary {
                 is_key_integer: false,
                 key_enum: None,
                 auto: None,
+                auto_column: None,
+                sequence_generation: 0,
             },
         );
         self.version += 1;
@@ -512,6 +524,22 @@ impl Dictionary {
         t
     }
 
+    /// The AUTO_INCREMENT column served by `name`'s sequence (`None`: the
+    /// table has none).
+    pub fn set_auto_column(&mut self, name: &TableName, column: Option<&str>, generation: u64) {
+        if let Some(t) = self.tables.get_mut(name) {
+            t.auto_column = column.map(str::to_string);
+            t.sequence_generation = generation;
+        }
+        self.has_sequences = self.tables.values().any(|t| t.auto_column.is_some());
+    }
+
+    /// Whether some table's ids come from a sequence: only then does an
+    /// INSERT need a look for ids to fill in.
+    pub fn has_sequences(&self) -> bool {
+        self.has_sequences
+    }
+
     pub fn set_key_exact(&mut self, name: &TableName, is_exact: bool) {
         if let Some(t) = self.tables.get_mut(name) {
             t.is_key_exact = is_exact;
@@ -549,7 +577,7 @@ impl Dictionary {
         name: &TableName,
         partition: &str,
         value: &str,
-        backend: usize,
+        backend: BackendId,
     ) -> Result<bool, DictError> {
         if partition.is_empty()
             || !partition
@@ -581,8 +609,8 @@ impl Dictionary {
                 return Err(DictError::PartitionElsewhere {
                     table: name.clone(),
                     partition: partition.to_string(),
-                    existing: p.backend + 1,
-                    requested: backend + 1,
+                    existing: p.backend,
+                    requested: backend,
                 })
             }
             Some(_) => false,
@@ -609,7 +637,7 @@ impl Dictionary {
         &mut self,
         name: &TableName,
         partition: &str,
-        backend: usize,
+        backend: BackendId,
         physical: &str,
     ) -> Result<(), DictError> {
         let t = self
@@ -683,7 +711,7 @@ mod tests {
             t.clone(),
             "category",
             "small_default",
-            0,
+            BackendId::MAIN,
             HashingFunction::None,
         )
         .unwrap();
@@ -706,28 +734,32 @@ mod tests {
     #[test]
     fn values_route_to_partitions_and_the_rest_to_default() {
         let (mut d, t) = dict();
-        assert!(d.add_partition(&t, "books", "books", 1).unwrap());
-        assert!(!d.add_partition(&t, "books", "magazines", 1).unwrap());
+        assert!(d
+            .add_partition(&t, "books", "books", BackendId::new(1))
+            .unwrap());
+        assert!(!d
+            .add_partition(&t, "books", "magazines", BackendId::new(1))
+            .unwrap());
         let table = d.table(&t).unwrap();
         let go = |v: &str| table.route(&KeyValue::Str(v.into())).unwrap();
         assert_eq!(
             go("books"),
             Target {
-                backend: 1,
+                backend: BackendId::new(1),
                 physical_table: "small_books".into()
             }
         );
         assert_eq!(
             go("magazines"),
             Target {
-                backend: 1,
+                backend: BackendId::new(1),
                 physical_table: "small_books".into()
             }
         );
         assert_eq!(
             go("hardware"),
             Target {
-                backend: 0,
+                backend: BackendId::new(0),
                 physical_table: "small_default".into()
             }
         );
@@ -742,46 +774,66 @@ mod tests {
     #[test]
     fn inconsistent_changes_are_refused() {
         let (mut d, t) = dict();
-        d.add_partition(&t, "b", "books", 1).unwrap();
-        let e = d.add_partition(&t, "c", "books", 1).unwrap_err();
+        d.add_partition(&t, "b", "books", BackendId::new(1))
+            .unwrap();
+        let e = d
+            .add_partition(&t, "c", "books", BackendId::new(1))
+            .unwrap_err();
         assert!(
             e.to_string().contains("already mapped to partition \"b\""),
             "{e}"
         );
-        let e = d.add_partition(&t, "b", "comics", 2).unwrap_err();
+        let e = d
+            .add_partition(&t, "b", "comics", BackendId::new(2))
+            .unwrap_err();
         assert!(e.to_string().contains("is on backend #2, not #3"), "{e}");
         let e = d
-            .setup_table(t.clone(), "x", "y", 0, HashingFunction::Mod(3))
+            .setup_table(
+                t.clone(),
+                "x",
+                "y",
+                BackendId::MAIN,
+                HashingFunction::Mod(3),
+            )
             .unwrap_err();
         assert!(matches!(e, DictError::AlreadySetUp(_)));
         let e = d
-            .add_partition(&TableName::new("app", "nope"), "p", "v", 0)
+            .add_partition(&TableName::new("app", "nope"), "p", "v", BackendId::new(0))
             .unwrap_err();
         assert!(matches!(e, DictError::NotPartitioned(_)));
         assert!(matches!(
-            d.add_partition(&t, "bad-name", "x", 0),
+            d.add_partition(&t, "bad-name", "x", BackendId::new(0)),
             Err(DictError::BadName(_))
         ));
         let mut m = Dictionary::default();
         let mt = TableName::new("app", "m");
-        m.setup_table(mt.clone(), "id", "m_default", 0, HashingFunction::Mod(4))
-            .unwrap();
-        let e = m.add_partition(&mt, "p", "abc", 0).unwrap_err().to_string();
+        m.setup_table(
+            mt.clone(),
+            "id",
+            "m_default",
+            BackendId::MAIN,
+            HashingFunction::Mod(4),
+        )
+        .unwrap();
+        let e = m
+            .add_partition(&mt, "p", "abc", BackendId::new(0))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("MOD(4) can never produce the partition value \"abc\""),
             "{e}"
         );
-        assert!(m.add_partition(&mt, "p", "4", 0).is_err());
-        assert!(m.add_partition(&mt, "p", "-3", 0).is_ok());
+        assert!(m.add_partition(&mt, "p", "4", BackendId::new(0)).is_err());
+        assert!(m.add_partition(&mt, "p", "-3", BackendId::new(0)).is_ok());
         let p = d.drop_partition(&t, "b").unwrap();
-        assert_eq!(p.backend, 1);
+        assert_eq!(p.backend, BackendId::new(1));
         assert_eq!(
             d.table(&t)
                 .unwrap()
                 .route(&KeyValue::Str("books".into()))
                 .unwrap()
                 .backend,
-            0
+            BackendId::MAIN
         );
         assert!(d.drop_partition(&t, "b").is_err());
     }

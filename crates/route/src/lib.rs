@@ -8,11 +8,13 @@
 //! MariaDB expressions it promises to equal in the integration tests.
 
 pub mod admin;
+pub mod backend_id;
 pub mod dictionary;
 pub mod hashing;
 pub mod key;
 pub mod router;
 pub mod value;
 
+pub use backend_id::BackendId;
 pub use hashing::{HashError, HashingFunction};
 pub use key::KeyValue;

@@ -13,7 +13,7 @@ use hscale_route::router::{
     insert_key_placeholders, key_placeholder, like_matches, plan_prepared, Plan, PlanCache,
     MAX_DEPTH,
 };
-use hscale_route::HashingFunction;
+use hscale_route::{BackendId, HashingFunction};
 use proptest::prelude::*;
 
 /// Nesting depths (or chain lengths) of the ladder.
@@ -35,12 +35,14 @@ fn dictionary() -> Dictionary {
             t.clone(),
             "customer_id",
             &format!("{name}_default"),
-            0,
+            BackendId::MAIN,
             HashingFunction::Mod(4),
         )
         .expect("setup_table");
-        d.add_partition(&t, "p1", "1", 1).expect("add_partition");
-        d.add_partition(&t, "p2", "2", 2).expect("add_partition");
+        d.add_partition(&t, "p1", "1", BackendId::new(1))
+            .expect("add_partition");
+        d.add_partition(&t, "p2", "2", BackendId::new(2))
+            .expect("add_partition");
         d.set_key_type(&t, "int");
     }
     d.add_global(TableName::new("app", "countries"))

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use hscale_route::dictionary::{Dictionary, TableName};
 use hscale_route::router::{plan, plan_prepared};
-use hscale_route::HashingFunction;
+use hscale_route::{BackendId, HashingFunction};
 
 const BACKENDS: &[&str] = &["main", "shard1", "shard2", "shard3"];
 
@@ -180,13 +180,19 @@ fn dictionary() -> Dictionary {
     for (db, table, key, function, key_type, partitions) in TABLES {
         let t = TableName::new(db, table);
         let f = HashingFunction::parse(function).expect("hashing function");
-        d.setup_table(t.clone(), key, &format!("{table}_default"), 0, f)
-            .expect("setup_table");
+        d.setup_table(
+            t.clone(),
+            key,
+            &format!("{table}_default"),
+            BackendId::MAIN,
+            f,
+        )
+        .expect("setup_table");
         if !key_type.is_empty() {
             d.set_key_type(&t, key_type);
         }
         for (name, value, backend) in *partitions {
-            d.add_partition(&t, name, value, *backend)
+            d.add_partition(&t, name, value, BackendId::new(*backend))
                 .expect("add_partition");
         }
     }

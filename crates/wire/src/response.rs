@@ -37,6 +37,22 @@ impl OkPacket {
     }
 }
 
+/// The OK packet `payload` with its insert id replaced by `id`; everything
+/// after it (status, warnings, info, session state) is kept byte for byte.
+pub fn with_insert_id(payload: &[u8], id: u64) -> Result<BytesMut, WireError> {
+    let mut r = Reader::new(payload);
+    let header = r.u8()?;
+    let affected_rows = r.lenenc()?;
+    r.lenenc()?;
+    let rest = &payload[payload.len() - r.remaining()..];
+    let mut b = BytesMut::with_capacity(payload.len() + 8);
+    b.put_u8(header);
+    put_lenenc(&mut b, affected_rows);
+    put_lenenc(&mut b, id);
+    b.put_slice(rest);
+    Ok(b)
+}
+
 /// Encode an OK packet; `header` is `0x00`, or `0xFE` for a result-set terminator.
 pub fn encode_ok(header: u8, ok: &OkPacket, info: &str) -> BytesMut {
     let mut b = BytesMut::with_capacity(16 + info.len());

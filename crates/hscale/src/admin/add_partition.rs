@@ -35,7 +35,7 @@ pub(super) async fn run(
         .map_err(wrong)?;
     let command = format!(
         "ADD_PARTITION('{name}', '{partition}', '{value}', '{}')",
-        names[b]
+        names[b.index()]
     );
     let (op, _owner) = match change::start(ctx, worker, &name, &command).await? {
         Ok(started) => started,
@@ -78,7 +78,7 @@ pub(super) async fn run(
         }
     }
     let rows = vec![
-        store::insert_partition_sql(&name, &value, partition, names[b], &dst),
+        store::insert_partition_sql(&name, &value, partition, names[b.index()], &dst),
         store::set_default_table_sql(&name, &src_after),
     ];
     let m = Move {
@@ -110,7 +110,7 @@ pub(super) async fn run(
         &report,
         &format!(
             "value {value:?} of {name} is in partition {partition} ({dst} on {})",
-            names[b]
+            names[b.index()]
         ),
     ))
 }

@@ -21,6 +21,7 @@
 
 use hscale_route::admin::BackendRef;
 use hscale_route::dictionary::{auto_partition_name, Placement, TableName};
+use hscale_route::BackendId;
 
 use super::{backend_names, commit, conn, partitioned, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
@@ -108,18 +109,18 @@ async fn create(
     }
     let names = backend_names(ctx);
     let backend = match placement {
-        Placement::RoundRobin => t.partitions.len() % names.len(),
+        Placement::RoundRobin => BackendId::new(t.partitions.len() % names.len()),
         Placement::FewestRows => fewest_rows(ctx, worker, &t).await?,
     };
     let partition = auto_partition_name(value);
-    tracing::info!(table = %name, value = %value.escape_debug(), partition, backend = names[backend], "creating a partition for a new value");
+    tracing::info!(table = %name, value = %value.escape_debug(), partition, backend = names[backend.index()], "creating a partition for a new value");
     let done = super::add_partition::run(
         ctx,
         worker,
         name.clone(),
         &partition,
         value,
-        &BackendRef::Position(backend + 1),
+        &BackendRef::Position(backend.number()),
     )
     .await;
     if let Err(e) = done {
@@ -139,9 +140,9 @@ async fn fewest_rows(
     ctx: &Context,
     worker: usize,
     t: &hscale_route::dictionary::PartitionedTable,
-) -> Result<usize, ProxyError> {
-    let mut best = (u64::MAX, 0);
-    for b in 0..ctx.config.backends.len() {
+) -> Result<BackendId, ProxyError> {
+    let mut best = (u64::MAX, BackendId::MAIN);
+    for b in ctx.backend_ids() {
         let tables: Vec<String> = t
             .all_targets()
             .into_iter()

@@ -13,6 +13,7 @@ use crate::backend::BackendConn;
 use crate::error::ProxyError;
 use crate::partition::store::server_error;
 use crate::runtime::Context;
+use hscale_route::BackendId;
 
 /// How long the command waits for the owner (or a take-over) to undo the
 /// change: a take-over may need a reload interval and a rollback.
@@ -25,7 +26,7 @@ async fn state_of(
     id: u64,
 ) -> Result<Option<(String, bool)>, ProxyError> {
     let q = format!("SELECT state, active IS NOT NULL FROM `hscale`.`operations` WHERE id = {id}");
-    let mut main = conn(ctx, worker, 0).await?;
+    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
     Ok(main
         .query_rows(&q)
         .await?
@@ -47,7 +48,7 @@ pub(super) async fn run(ctx: &Context, worker: usize, id: u64) -> Result<AdminOu
     );
     // Whether this command (or another cancel, still waiting) asked it.
     let mut asked = {
-        let mut main = conn(ctx, worker, 0).await?;
+        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
         match main.command(&BackendConn::payload_for_query(&sql)).await? {
             Ok(ok) => ok.affected_rows == 1,
             Err(e) => return Err(server_error(&main, &sql, e)),

@@ -24,6 +24,7 @@ mod show;
 mod takeover;
 mod verify;
 
+use hscale_route::BackendId;
 use std::sync::Arc;
 
 use hscale_route::admin::AdminCommand;
@@ -165,7 +166,7 @@ pub async fn run_plan(ctx: &Context, worker: usize, plan: Plan) -> Result<AdminO
 
 /// Read the dictionary from the main backend and make it current.
 pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, ProxyError> {
-    let mut c = conn(ctx, worker, 0).await?;
+    let mut c = conn(ctx, worker, BackendId::MAIN).await?;
     if !ctx
         .partitioning
         .is_schema_ready
@@ -197,7 +198,7 @@ async fn commit(
     mut d: Dictionary,
     statements: &[String],
 ) -> Result<(), ProxyError> {
-    let mut main = conn(ctx, worker, 0).await?;
+    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
     d.stored_version = store::commit_change(&mut main, d.stored_version, statements).await?;
     ctx.partitioning.replace(d);
     Ok(())
@@ -283,7 +284,7 @@ fn wrong(e: impl std::fmt::Display) -> ProxyError {
     ProxyError::Wrong(e.to_string())
 }
 
-async fn conn(ctx: &Context, worker: usize, backend: usize) -> Result<PooledConn, ProxyError> {
+async fn conn(ctx: &Context, worker: usize, backend: BackendId) -> Result<PooledConn, ProxyError> {
     ctx.pool(worker, backend).get(false).await
 }
 
@@ -328,9 +329,9 @@ fn table_name(arg: &str, session_db: Option<&str>) -> Result<TableName, ProxyErr
 async fn create_like(
     ctx: &Context,
     worker: usize,
-    (src_b, src): (usize, &str),
+    (src_b, src): (BackendId, &str),
     db: &str,
-    (dst_b, dst): (usize, &str),
+    (dst_b, dst): (BackendId, &str),
 ) -> Result<(), ProxyError> {
     let mut s = conn(ctx, worker, src_b).await?;
     let mut d = conn(ctx, worker, dst_b).await?;

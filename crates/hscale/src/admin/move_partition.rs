@@ -27,14 +27,17 @@ pub(super) async fn run(
     if p.backend == b {
         return Err(wrong(format!(
             "partition {partition} of {name} is on backend {} already",
-            names[b]
+            names[b.index()]
         )));
     }
     let (op, _owner) = match change::start(
         ctx,
         worker,
         &name,
-        &format!("MOVE_PARTITION('{name}', '{partition}', '{}')", names[b]),
+        &format!(
+            "MOVE_PARTITION('{name}', '{partition}', '{}')",
+            names[b.index()]
+        ),
     )
     .await?
     {
@@ -51,7 +54,7 @@ pub(super) async fn run(
         return Ok(AdminOutput::Ok {
             info: format!(
                 "partition {partition} of {name} is on backend {} already",
-                names[b]
+                names[b.index()]
             ),
         });
     };
@@ -64,7 +67,12 @@ pub(super) async fn run(
         is_dst_live: false,
         src_after: generation_name(&format!("{}_retired", p.physical), op),
         key_column: t.column.clone(),
-        dictionary: vec![store::move_partition_sql(&name, partition, names[b], &dst)],
+        dictionary: vec![store::move_partition_sql(
+            &name,
+            partition,
+            names[b.index()],
+            &dst,
+        )],
     };
     let report = change::run(ctx, worker, op, &m, |d| {
         d.move_partition(&name, partition, b, &dst).map_err(wrong)?;
@@ -73,6 +81,9 @@ pub(super) async fn run(
     .await?;
     Ok(change::report_output(
         &report,
-        &format!("partition {partition} of {name} is {dst} on {}", names[b]),
+        &format!(
+            "partition {partition} of {name} is {dst} on {}",
+            names[b.index()]
+        ),
     ))
 }

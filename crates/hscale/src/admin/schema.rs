@@ -3,6 +3,7 @@
 //! `SHOW CREATE TABLE` (planned by `hscale_route::router::schema`).
 
 use hscale_route::dictionary::TableName;
+use hscale_route::BackendId;
 
 use super::{cols, commit, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
@@ -57,7 +58,7 @@ pub async fn rename_table(
         .into_iter()
         .zip(renamed.all_targets())
         .collect();
-    let mut main = conn(ctx, worker, 0).await?;
+    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
     if ddl::table_exists(&mut main, &to.db, &to.table).await? {
         return Err(wrong(format!("table {to} already exists")));
     }
@@ -69,7 +70,9 @@ pub async fn rename_table(
         {
             return Err(wrong(format!(
                 "table {}.{} already exists on backend {}",
-                to.db, new.physical_table, ctx.config.backends[new.backend].name
+                to.db,
+                new.physical_table,
+                ctx.config.backends[new.backend.index()].name
             )));
         }
     }
@@ -94,7 +97,7 @@ pub async fn rename_table(
         rows.push(store::move_partition_sql(
             to,
             &p.name,
-            names[p.backend],
+            names[p.backend.index()],
             &p.physical,
         ));
     }
@@ -114,7 +117,7 @@ pub async fn drop_global(
     if !d.remove_global(name) {
         return Err(wrong(format!("table {name} is not a global table")));
     }
-    for b in 0..ctx.config.backends.len() {
+    for b in ctx.backend_ids() {
         let mut c = conn(ctx, worker, b).await?;
         exec(
             &mut c,
@@ -148,7 +151,7 @@ pub async fn show_tables(
         }
         logical.push(t.name.table.clone());
     }
-    let mut c = conn(ctx, worker, 0).await?;
+    let mut c = conn(ctx, worker, BackendId::MAIN).await?;
     let full = if is_full { "FULL " } else { "" };
     let sql = format!("SHOW {full}TABLES FROM {}", quote_ident(db));
     let r = c

@@ -2,6 +2,7 @@
 //! every other backend and record it as global.
 
 use hscale_route::dictionary::TableName;
+use hscale_route::BackendId;
 
 use super::{backend_names, commit, conn, create_like, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
@@ -19,7 +20,7 @@ pub(super) async fn run(
     let mut d = (*reload(ctx, worker).await?).clone();
     d.add_global(name.clone()).map_err(wrong)?;
     {
-        let mut main = conn(ctx, worker, 0).await?;
+        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
         if !ddl::table_exists(&mut main, &name.db, &name.table).await? {
             return Err(wrong(format!(
                 "table {name} does not exist on the main backend"
@@ -27,7 +28,7 @@ pub(super) async fn run(
         }
     }
     // A copy on every other backend, replacing whatever is there.
-    for b in 1..names.len() {
+    for b in BackendId::all(names.len()).skip(1) {
         let mut c = conn(ctx, worker, b).await?;
         exec(
             &mut c,
@@ -38,9 +39,16 @@ pub(super) async fn run(
         )
         .await?;
         drop(c);
-        create_like(ctx, worker, (0, &name.table), &name.db, (b, &name.table)).await?;
+        create_like(
+            ctx,
+            worker,
+            (BackendId::MAIN, &name.table),
+            &name.db,
+            (b, &name.table),
+        )
+        .await?;
         let table_q = qualified(&name.db, &name.table);
-        let mut src = conn(ctx, worker, 0).await?;
+        let mut src = conn(ctx, worker, BackendId::MAIN).await?;
         let mut dst = conn(ctx, worker, b).await?;
         copy::copy_rows(
             &mut src,

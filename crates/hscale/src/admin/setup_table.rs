@@ -2,6 +2,7 @@
 //! make `t` a partitioned table whose rows all start in its default
 //! partition (renamed in place on the main backend, or moved to another).
 
+use hscale_route::BackendId;
 use hscale_route::HashingFunction;
 
 use hscale_route::admin::BackendRef;
@@ -30,49 +31,75 @@ pub(super) async fn run(
     // Checked against a copy first: nothing starts for a refused change.
     d.setup_table(name.clone(), column, default_table, b, function.clone())
         .map_err(wrong)?;
-    let key_type = {
-        let mut main = conn(ctx, worker, 0).await?;
+    let (key_type, auto_column) = {
+        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
         if !ddl::table_exists(&mut main, &name.db, &name.table).await? {
             return Err(wrong(format!(
                 "table {name} does not exist on the main backend"
             )));
         }
-        ddl::column_type(&mut main, &name.db, &name.table, column)
+        let key_type = ddl::column_type(&mut main, &name.db, &name.table, column)
             .await?
-            .ok_or_else(|| wrong(format!("table {name} has no column {column:?}")))?
+            .ok_or_else(|| wrong(format!("table {name} has no column {column:?}")))?;
+        let auto = ddl::auto_increment_column(&mut main, &name.db, &name.table).await?;
+        (key_type, auto)
     };
     {
         let mut target = conn(ctx, worker, b).await?;
         if ddl::table_exists(&mut target, &name.db, default_table).await? {
             return Err(wrong(format!(
                 "table {}.{default_table} already exists on backend {:?}",
-                name.db, names[b]
+                name.db,
+                names[b.index()]
             )));
         }
     }
     let command = format!(
         "SETUP_TABLE('{name}', '{column}', '{default_table}', '{}', '{function}')",
-        names[b]
+        names[b.index()]
     );
     let (op, _owner) = match change::start(ctx, worker, &name, &command).await? {
         Ok(started) => started,
         Err(done) => return Ok(done),
     };
-    let row = store::insert_table_sql(&name, column, &function, default_table, names[b], &key_type);
+    let sequence = auto_column.as_deref().map(|c| (c, op));
+    let row = store::insert_table_sql(
+        &name,
+        column,
+        &function,
+        default_table,
+        names[b.index()],
+        &key_type,
+        sequence,
+    );
+    // The sequence starts above every id of the table as it is after its
+    // rename (in place: the default partition; moved: the retired source,
+    // which stays on the main backend until the commit): no write reaches
+    // it any more, so no id slips in between.
+    let after_rename = if b.is_main() {
+        default_table.to_string()
+    } else {
+        generation_name(&format!("{}_retired", name.table), op)
+    };
+    let mut rows = vec![row];
+    if let Some(c) = auto_column.as_deref() {
+        rows.push(store::start_sequence_sql(&name, op, c, &after_rename));
+    }
     let apply = |d: &mut hscale_route::dictionary::Dictionary| {
         d.setup_table(name.clone(), column, default_table, b, function.clone())
             .map_err(wrong)?;
         d.set_key_type(&name, &key_type);
-        Ok(vec![row.clone()])
+        d.set_auto_column(&name, auto_column.as_deref(), op);
+        Ok(rows.clone())
     };
-    let report = if b == 0 {
+    let report = if b.is_main() {
         // In place: the table's new name is its default partition. Other
         // proxies that still route `t` as a plain table run into the rename
         // and wait for the new dictionary (the journal says 'cutover').
         let started = std::time::Instant::now();
         let renamed = async {
             change::mark_cutover(ctx, worker, op).await?;
-            let mut main = conn(ctx, worker, 0).await?;
+            let mut main = conn(ctx, worker, BackendId::MAIN).await?;
             exec(
                 &mut main,
                 &[format!(
@@ -100,13 +127,13 @@ pub(super) async fn run(
     } else {
         let m = Move {
             db: name.db.clone(),
-            src: (0, name.table.clone()),
+            src: (BackendId::MAIN, name.table.clone()),
             filter: None,
             dst: (b, default_table.to_string()),
             is_dst_live: false,
-            src_after: generation_name(&format!("{}_retired", name.table), op),
+            src_after: after_rename.clone(),
             key_column: column.to_string(),
-            dictionary: vec![row.clone()],
+            dictionary: rows.clone(),
         };
         change::run(ctx, worker, op, &m, apply).await?
     };
@@ -114,7 +141,7 @@ pub(super) async fn run(
         &report,
         &format!(
             "{name} is partitioned by {column} with {function}; default partition {default_table} on {}",
-            names[b]
+            names[b.index()]
         ),
     ))
 }

@@ -1,6 +1,7 @@
 //! `HSCALE SHOW TABLES`, `HSCALE SHOW PARTITIONS ['t']`, `HSCALE SHOW BACKENDS`.
 
 use hscale_route::dictionary::TableName;
+use hscale_route::BackendId;
 
 use super::{backend_names, cols, conn, wrong, AdminOutput};
 use crate::error::ProxyError;
@@ -21,7 +22,7 @@ pub(super) async fn tables(ctx: &Context, worker: usize) -> Result<AdminOutput, 
                 Some(t.column.clone()),
                 Some(t.function.to_string()),
                 Some(t.default_table.clone()),
-                Some(names[t.default_backend].to_string()),
+                Some(names[t.default_backend.index()].to_string()),
             ]
         })
         .chain(d.globals().map(|g| {
@@ -89,7 +90,7 @@ pub(super) async fn partitions(
                 Some(t.name.to_string()),
                 pname,
                 value,
-                Some(names[backend].to_string()),
+                Some(names[backend.index()].to_string()),
                 Some(physical),
                 estimate,
             ]);
@@ -117,7 +118,7 @@ pub(super) fn backends(ctx: &Context) -> AdminOutput {
         .enumerate()
         .map(|(i, b)| {
             let (mut open, mut idle, mut up) = (0, 0, true);
-            for p in ctx.backend_pools(i) {
+            for p in ctx.backend_pools(BackendId::new(i)) {
                 let s = p.stats();
                 open += s.open;
                 idle += s.idle;
@@ -146,7 +147,7 @@ pub(super) async fn operations(ctx: &Context, worker: usize) -> Result<AdminOutp
                DATE_FORMAT(started_at, '%Y-%m-%d %H:%i:%s.%f'), longest_pause_ms, \
                ranges_verified, ranges_recopied, owner, detail \
                FROM `hscale`.`operations` ORDER BY active IS NULL, id DESC LIMIT 50";
-    let mut c = conn(ctx, worker, 0).await?;
+    let mut c = conn(ctx, worker, BackendId::MAIN).await?;
     let r = c
         .query_rows(sql)
         .await?

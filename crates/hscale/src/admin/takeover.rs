@@ -18,6 +18,7 @@
 //! committed it; renaming the destination on take-over would fence it.
 
 use hscale_route::dictionary::TableName;
+use hscale_route::BackendId;
 
 use super::change::{
     commit_with_journal, finish_rows, lock_owner, owner, primary_key, Move, Report, Running,
@@ -55,7 +56,7 @@ pub(super) struct Spec {
 pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
     let sql = "SELECT id, db, tbl FROM `hscale`.`operations` WHERE active IS NOT NULL";
     let running = {
-        let mut main = conn(ctx, worker, 0).await?;
+        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
         main.query_rows(sql)
             .await?
             .map_err(|e| server_error(&main, sql, e))?
@@ -73,7 +74,7 @@ pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
             "SELECT state, IFNULL(detail, '') FROM `hscale`.`operations` WHERE id = {id} AND active IS NOT NULL"
         );
         let row = {
-            let mut main = conn(ctx, worker, 0).await?;
+            let mut main = conn(ctx, worker, BackendId::MAIN).await?;
             main.query_rows(&q)
                 .await?
                 .map_err(|e| server_error(&main, &q, e))?
@@ -111,15 +112,11 @@ async fn finish_cutover(
         return roll_back(ctx, worker, id, name, detail).await;
     };
     let index = |b: &str| {
-        ctx.config
-            .backends
-            .iter()
-            .position(|x| x.name == b)
-            .ok_or_else(|| {
-                wrong(format!(
-                    "operation {id} names backend {b:?}, not in the config"
-                ))
-            })
+        ctx.backend_named(b).ok_or_else(|| {
+            wrong(format!(
+                "operation {id} names backend {b:?}, not in the config"
+            ))
+        })
     };
     let (src_b, dst_b) = (index(&spec.src_backend)?, index(&spec.dst_backend)?);
     let mut src = conn(ctx, worker, src_b).await?;
@@ -185,10 +182,10 @@ async fn roll_back(
     detail: &str,
 ) -> Result<(), ProxyError> {
     let spec: Option<Spec> = toml::from_str(detail).ok();
-    let index = |b: &str| ctx.config.backends.iter().position(|x| x.name == b);
+    let index = |b: &str| ctx.backend_named(b);
     // Without a spec (the owner died right after starting) every backend
     // is cleaned: the names are the operation's own.
-    let all: Vec<usize> = (0..ctx.config.backends.len()).collect();
+    let all: Vec<BackendId> = ctx.backend_ids().collect();
     let srcs = match spec.as_ref().and_then(|s| index(&s.src_backend)) {
         Some(b) => vec![b],
         None => all.clone(),

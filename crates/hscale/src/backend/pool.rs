@@ -7,6 +7,7 @@
 //! I/O; broken connections are closed instead. A health-check task pings
 //! idle connections and keeps `min_connections` open.
 
+use hscale_route::BackendId;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use crate::error::ProxyError;
 pub struct Pool {
     pub cfg: BackendConfig,
     /// Position of the backend in the config.
-    pub backend_index: usize,
+    pub backend_id: BackendId,
     /// Idle connections, without and with `CLIENT_FOUND_ROWS`.
     idle: [ArrayQueue<BackendConn>; 2],
     /// Connections handed out; at most `max_connections`. Taking and
@@ -54,7 +55,7 @@ pub struct PoolStats {
 impl Pool {
     pub fn new(
         cfg: BackendConfig,
-        backend_index: usize,
+        backend_id: BackendId,
         connect_timeout: Duration,
         acquire_timeout: Duration,
         watch: Arc<BackendWatch>,
@@ -72,7 +73,7 @@ impl Pool {
             acquire_timeout,
             connects: AtomicU64::new(0),
             connect_failures: AtomicU64::new(0),
-            backend_index,
+            backend_id,
             cfg,
         })
     }

@@ -17,6 +17,7 @@
 //! (`txn.rs`): `lease` of that backend returns the branch, `finish` puts it
 //! back; the pinned connection stays the transaction's home branch.
 
+use hscale_route::BackendId;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -67,13 +68,18 @@ pub struct Bindings {
     /// closed without an answer, as a server's would be, so the client
     /// sees 2013 and its pool discards the connection.
     pub is_bound_lost: bool,
+    /// For an INSERT into a table with a sequence (`session/sequence.rs`):
+    /// the first id generated for it, which its OK packet reports and which
+    /// becomes the session's LAST_INSERT_ID() once it succeeds; `Some(0)`
+    /// when it gave every id itself (LAST_INSERT_ID() stays).
+    pub generated_id: Option<u64>,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
 /// unregistered when dropped.
 pub struct Running {
     handle: Arc<SessionHandle>,
-    key: (usize, u32),
+    key: (BackendId, u32),
 }
 
 impl Drop for Running {
@@ -98,7 +104,7 @@ impl Bindings {
     }
 
     /// Register `conn` for KILL QUERY until the returned guard is dropped.
-    pub fn running(&self, conn: &BackendConn, backend: usize) -> Running {
+    pub fn running(&self, conn: &BackendConn, backend: BackendId) -> Running {
         let key = (backend, conn.thread_id);
         self.handle.add_running(key);
         Running {
@@ -112,7 +118,7 @@ impl Bindings {
     /// gone); that error is the statement's answer.
     pub async fn lease(
         &mut self,
-        backend: usize,
+        backend: BackendId,
         uses_last_insert_id: bool,
     ) -> Result<Result<PooledConn, ErrPacket>, ProxyError> {
         let mut conn = self.acquire(backend).await?;
@@ -130,9 +136,9 @@ impl Bindings {
     /// this worker's pool. A session bound to one backend by connection
     /// state (temporary tables, locks, user variables, ...) cannot run a
     /// statement on another.
-    pub async fn acquire(&mut self, backend: usize) -> Result<PooledConn, ProxyError> {
+    pub async fn acquire(&mut self, backend: BackendId) -> Result<PooledConn, ProxyError> {
         if let Some(c) = self.pinned.take() {
-            if c.pool().backend_index == backend {
+            if c.pool().backend_id == backend {
                 return Ok(c);
             }
             let bound = c.pool().name().to_string();
@@ -147,7 +153,7 @@ impl Bindings {
             return Err(ProxyError::Unsupported {
                 what: format!(
                     "a statement on backend '{}' while the session is bound to backend '{bound}' by connection state ({})",
-                    self.ctx.config.backends[backend].name,
+                    self.ctx.config.backends[backend.index()].name,
                     pins.join(", ")
                 ),
             });
@@ -272,7 +278,7 @@ impl Bindings {
             self.pins.remove(effects.unpins);
         }
         // The home branch's flags are the session's; a branch's are its own.
-        let backend = conn.pool().backend_index;
+        let backend = conn.pool().backend_id;
         let is_branch = self.txn.as_ref().is_some_and(|t| t.home != backend);
         if let Some(st) = outcome.status.filter(|_| !is_branch) {
             for (bit, set) in [
@@ -286,7 +292,14 @@ impl Bindings {
                 }
             }
         }
-        if let Some(ok) = outcome.ok {
+        if let Some(id) = self.generated_id {
+            // The ids reached the backend as explicit values: its own
+            // LAST_INSERT_ID() did not change; the session's did if the
+            // statement generated one.
+            if outcome.ok.is_some() && id != 0 {
+                self.state.last_insert_id = id;
+            }
+        } else if let Some(ok) = outcome.ok {
             if ok.last_insert_id != 0 {
                 self.state.last_insert_id = ok.last_insert_id;
                 conn.last_insert_id = ok.last_insert_id;
@@ -294,7 +307,7 @@ impl Bindings {
         }
         let may_write = !effects.is_read_only && (outcome.status.is_some() || outcome.is_err);
         if let Some(txn) = self.txn.as_mut() {
-            if let Some(branch) = txn.slot(conn.pool().backend_index) {
+            if let Some(branch) = txn.slot(conn.pool().backend_id) {
                 branch.is_written |= may_write;
                 branch.conn = Some(conn);
                 return;

@@ -79,6 +79,9 @@ pub struct Forwarder<'a, B, C> {
     columns: usize,
     /// Hold back a first packet that is error 1146.
     is_holding_missing_tables: bool,
+    /// OK packets carry this insert id (the first id a sequence generated
+    /// for the statement) instead of the backend's.
+    insert_id: Option<u64>,
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -101,7 +104,14 @@ where
             relabel: None,
             columns: 0,
             is_holding_missing_tables: false,
+            insert_id: None,
         }
+    }
+
+    /// Report `id` as the statement's insert id in its OK packet.
+    pub fn insert_id(mut self, id: Option<u64>) -> Self {
+        self.insert_id = id;
+        self
     }
 
     /// Do not send a response that is only error 1146 (no such table):
@@ -360,7 +370,14 @@ where
                     let ok = OkPacket::decode(&p.payload).map_err(ForwardError::Backend)?;
                     self.outcome.status = Some(ok.status);
                     self.outcome.ok = Some(ok);
-                    self.send(&p.payload).await?;
+                    match self.insert_id {
+                        Some(id) => {
+                            let rewritten = hscale_wire::response::with_insert_id(&p.payload, id)
+                                .map_err(ForwardError::Backend)?;
+                            self.send(&rewritten).await?;
+                        }
+                        None => self.send(&p.payload).await?,
+                    }
                     if ok.status & status::MORE_RESULTS_EXISTS == 0 {
                         return Ok(());
                     }

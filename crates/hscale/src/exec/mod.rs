@@ -16,11 +16,14 @@
 pub mod bindings;
 pub mod forward;
 mod merge;
+mod params;
 pub mod prepared;
+pub mod prepared_routing;
 mod scatter;
 pub mod txn;
 
 use hscale_route::router::Plan;
+use hscale_route::BackendId;
 use hscale_sql::{Pins, SessionChange};
 use hscale_wire::reply::Reply;
 use hscale_wire::response::ErrPacket;
@@ -160,7 +163,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     /// Run one command on a backend connection and stream its response.
     pub async fn execute_on_backend(
         &mut self,
-        backend: usize,
+        backend: BackendId,
         payload: &[u8],
         expect: Expect,
         effects: Effects<'_>,
@@ -193,7 +196,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
 
     async fn execute_once(
         &mut self,
-        backend: usize,
+        backend: BackendId,
         payload: &[u8],
         expect: Expect,
         effects: &Effects<'_>,
@@ -229,9 +232,10 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     ) -> Result<(), ProxyError> {
         let max = self.b.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
-        let backend = conn.pool().backend_index;
+        let backend = conn.pool().backend_id;
         let running = self.b.running(&conn, backend);
-        let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max);
+        let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
+            .insert_id(self.b.generated_id.filter(|id| *id != 0));
         if let Some((from, to)) = relabel {
             f = f.relabel(from, to);
         }

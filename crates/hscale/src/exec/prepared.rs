@@ -8,6 +8,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
+use hscale_route::BackendId;
 use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::com;
 use hscale_wire::response::ErrPacket;
@@ -118,7 +119,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// One statement on one backend, its answer streamed straight through.
     pub(crate) async fn run_single(
         &mut self,
-        backend: usize,
+        backend: BackendId,
         sql: &[u8],
         cmd: Command<'_>,
         effects: Effects<'_>,

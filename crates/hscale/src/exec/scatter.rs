@@ -13,6 +13,7 @@
 
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
+use hscale_route::BackendId;
 use hscale_wire::consts::status;
 use hscale_wire::reply::OkParts;
 use hscale_wire::response::OkPacket;
@@ -80,7 +81,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             if !must
                 && (flight.is_serial
                     || flight.conns.len() >= MAX_IN_FLIGHT
-                    || flight.per_backend[target.backend] >= limit)
+                    || flight.per_backend[target.backend.index()] >= limit)
             {
                 break;
             }
@@ -114,7 +115,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             }
             flight.conns.push_back(conn);
-            flight.per_backend[target.backend] += 1;
+            flight.per_backend[target.backend.index()] += 1;
             *next_send += 1;
         }
         Ok(true)
@@ -148,7 +149,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// The connection of the next part to read.
     fn next_in_flight(&self, flight: &mut InFlight) -> Option<PooledConn> {
         let conn = flight.conns.pop_front()?;
-        flight.per_backend[conn.pool().backend_index] -= 1;
+        flight.per_backend[conn.pool().backend_id.index()] -= 1;
         Some(conn)
     }
 
@@ -274,7 +275,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// error was written to the client (at `seq`).
     pub(crate) async fn connect_part(
         &mut self,
-        backend: usize,
+        backend: BackendId,
         seq: u8,
         cmd: Command<'_>,
     ) -> Result<Option<PooledConn>, ProxyError> {
@@ -305,7 +306,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     ) -> Result<Option<u8>, ProxyError> {
         let max = self.b.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
-        let running = self.b.running(&conn, conn.pool().backend_index);
+        let running = self.b.running(&conn, conn.pool().backend_id);
         let mut f =
             Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max).starting_at(seq);
         if self.is_fenced {
@@ -350,7 +351,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         command: &[u8],
         total: &mut OkPacket,
     ) -> Result<bool, ProxyError> {
-        let running = self.b.running(&conn, conn.pool().backend_index);
+        let running = self.b.running(&conn, conn.pool().backend_id);
         let r = conn.command(command).await;
         drop(running);
         self.add_ok(conn, r, total).await
@@ -362,7 +363,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         mut conn: PooledConn,
         total: &mut OkPacket,
     ) -> Result<bool, ProxyError> {
-        let running = self.b.running(&conn, conn.pool().backend_index);
+        let running = self.b.running(&conn, conn.pool().backend_id);
         let r = conn.read_response().await;
         drop(running);
         self.add_ok(conn, r, total).await
@@ -420,13 +421,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let _serial = ctx.partitioning.global_write_lock.lock().await;
         let command = BackendConn::payload_for_query(sql);
         let mut total = OkPacket::default();
-        let Some(conn) = self.connect_part(0, 1, Command::Query).await? else {
+        let Some(conn) = self
+            .connect_part(BackendId::MAIN, 1, Command::Query)
+            .await?
+        else {
             return Ok(());
         };
         if !self.add_part(conn, &command, &mut total).await? {
             return Ok(());
         }
-        for b in 1..self.b.ctx.config.backends.len() {
+        for b in self.b.ctx.backend_ids().skip(1) {
             let mut conn = self.b.acquire(b).await?;
             if let Some(err) = self.b.sync(&mut conn, false).await? {
                 self.b.finish(conn, Outcome::default(), &Effects::default());
@@ -447,7 +451,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 Ok(Err(e)) => {
                     self.b.finish(conn, Outcome::default(), &Effects::default());
-                    let name = self.b.ctx.config.backends[b].name.clone();
+                    let name = self.b.ctx.config.backends[b.index()].name.clone();
                     return Err(ProxyError::Wrong(format!(
                         "the copy of global table {table} on backend '{name}' failed ({}: {}) after the main copy changed; the copies differ until this is repaired",
                         e.code, e.message
@@ -461,9 +465,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     /// The one OK of a write over several partitions; its insert id is the
     /// first partition's, as a multi-row INSERT reports its first row's.
-    pub(crate) async fn write_total(&mut self, total: OkPacket) -> Result<(), ProxyError> {
-        if total.last_insert_id != 0 {
-            self.b.state.last_insert_id = total.last_insert_id;
+    pub(crate) async fn write_total(&mut self, mut total: OkPacket) -> Result<(), ProxyError> {
+        match self.b.generated_id {
+            Some(0) => {}
+            Some(id) => {
+                total.last_insert_id = id;
+                self.b.state.last_insert_id = id;
+            }
+            None if total.last_insert_id != 0 => {
+                self.b.state.last_insert_id = total.last_insert_id;
+            }
+            None => {}
         }
         // The last part's flags, with the session's autocommit and
         // transaction state (each part ran on its own connection).

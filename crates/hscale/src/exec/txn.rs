@@ -29,6 +29,7 @@
 //! exists on the home backend (checked first, so no decision can appear
 //! after the check: only that connection could have written it).
 
+use hscale_route::BackendId;
 use std::sync::Arc;
 
 use hscale_wire::response::ErrPacket;
@@ -61,7 +62,7 @@ const PAUSE_AFTER_DECISION_ENV: &str = "HSCALE_TEST_PAUSE_AFTER_DECISION_MS";
 pub struct Txn {
     /// Global transaction id: `hscale:<home backend>:<home thread id>:<unix secs>:<seq>`.
     pub gtrid: String,
-    pub home: usize,
+    pub home: BackendId,
     /// Started READ ONLY: every branch is a plain read-only transaction.
     pub is_read_only: bool,
     pub branches: Vec<Branch>,
@@ -69,7 +70,7 @@ pub struct Txn {
 
 /// A branch on a backend other than the home's.
 pub struct Branch {
-    pub backend: usize,
+    pub backend: BackendId,
     /// `None` while a statement runs on it.
     pub conn: Option<PooledConn>,
     pub is_written: bool,
@@ -77,12 +78,12 @@ pub struct Branch {
 
 impl Txn {
     /// The XA id of the branch on `backend`.
-    fn xid(&self, backend: usize) -> String {
+    fn xid(&self, backend: BackendId) -> String {
         xid(&self.gtrid, &backend.to_string())
     }
 
     /// The branch on `backend`, if the transaction has one and it is free.
-    pub fn take(&mut self, backend: usize) -> Option<PooledConn> {
+    pub fn take(&mut self, backend: BackendId) -> Option<PooledConn> {
         self.branches
             .iter_mut()
             .find(|b| b.backend == backend)
@@ -90,7 +91,7 @@ impl Txn {
     }
 
     /// The branch on `backend` whose connection is out, to put it back.
-    pub fn slot(&mut self, backend: usize) -> Option<&mut Branch> {
+    pub fn slot(&mut self, backend: BackendId) -> Option<&mut Branch> {
         self.branches
             .iter_mut()
             .find(|b| b.backend == backend && b.conn.is_none())
@@ -104,7 +105,7 @@ fn xid(gtrid: &str, bqual: &str) -> String {
 /// The parts of an hscale gtrid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gtrid {
-    pub home: usize,
+    pub home: BackendId,
     pub thread: u32,
     pub created: u64,
 }
@@ -114,7 +115,7 @@ pub fn parse_gtrid(s: &str) -> Option<Gtrid> {
     if it.next()? != "hscale" {
         return None;
     }
-    let home = it.next()?.parse().ok()?;
+    let home = BackendId::new(usize::from(it.next()?.parse::<u16>().ok()?));
     let thread = it.next()?.parse().ok()?;
     let created = it.next()?.parse().ok()?;
     it.next()?.parse::<u64>().ok()?;
@@ -182,19 +183,23 @@ impl Bindings {
     /// Open a branch of the session's transaction on `backend`: a pooled
     /// connection brought to the session's state, then `XA START` (or a
     /// plain read-only transaction when the transaction is READ ONLY).
-    pub(super) async fn join(&mut self, backend: usize) -> Result<PooledConn, ProxyError> {
+    pub(super) async fn join(&mut self, backend: BackendId) -> Result<PooledConn, ProxyError> {
         let Some(home) = self.pinned.as_ref() else {
             return Err(ProxyError::Wrong(
                 "internal: a transaction branch without a home connection".into(),
             ));
         };
-        let (home_backend, thread) = (home.pool().backend_index, home.thread_id);
+        let (home_backend, thread) = (home.pool().backend_id, home.thread_id);
         let is_read_only = self.is_read_only_txn;
         let ctx = self.ctx.clone();
         let txn = self.txn.get_or_insert_with(|| {
             let seq = ctx.next_txn_seq();
             Txn {
-                gtrid: format!("hscale:{home_backend}:{thread}:{}:{seq}", unix_secs()),
+                gtrid: format!(
+                    "hscale:{}:{thread}:{}:{seq}",
+                    home_backend.index(),
+                    unix_secs()
+                ),
                 home: home_backend,
                 is_read_only,
                 branches: Vec::new(),
@@ -220,7 +225,7 @@ impl Bindings {
         run(&mut conn, &start, "opening a transaction branch").await?;
         tracing::debug!(
             connection_id = self.connection_id,
-            backend,
+            backend = %backend,
             sql = start,
             "transaction branch opened"
         );
@@ -309,8 +314,8 @@ impl Bindings {
             match r {
                 Ok(()) => prepared.push((backend, c)),
                 Err(e) => {
-                    tracing::info!(connection_id = self.connection_id, backend, error = %e, "transaction branch failed to prepare: rolling back");
-                    let mut rest: Vec<(usize, PooledConn, bool)> =
+                    tracing::info!(connection_id = self.connection_id, backend = %backend, error = %e, "transaction branch failed to prepare: rolling back");
+                    let mut rest: Vec<(BackendId, PooledConn, bool)> =
                         prepared.into_iter().map(|(b, c)| (b, c, true)).collect();
                     rest.push((backend, c, false));
                     rest.extend(writers.map(|(b, c)| (b, c, false)));
@@ -366,7 +371,7 @@ impl Bindings {
             let x = txn.xid(backend);
             if let Err(e) = run(&mut c, &format!("XA COMMIT {x}"), "XA COMMIT").await {
                 // Recovery commits it from the decision.
-                tracing::warn!(connection_id = self.connection_id, gtrid = txn.gtrid, backend, error = %e, "branch not committed yet: left to recovery");
+                tracing::warn!(connection_id = self.connection_id, gtrid = txn.gtrid, backend = %backend, error = %e, "branch not committed yet: left to recovery");
                 c.is_broken = true;
                 is_done = false;
             }
@@ -390,7 +395,7 @@ impl Bindings {
         &mut self,
         home: PooledConn,
         txn: &Txn,
-        mut writers: Vec<(usize, PooledConn)>,
+        mut writers: Vec<(BackendId, PooledConn)>,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         if let Some((backend, mut c)) = writers.pop() {
             let x = txn.xid(backend);
@@ -445,7 +450,7 @@ impl Bindings {
         &mut self,
         home: PooledConn,
         txn: &Txn,
-        branches: Vec<(usize, PooledConn, bool)>,
+        branches: Vec<(BackendId, PooledConn, bool)>,
     ) -> Result<(), ProxyError> {
         let mut is_left = false;
         for (backend, mut c, is_prepared) in branches {
@@ -463,7 +468,7 @@ impl Bindings {
                 Err(e) => {
                     c.is_broken = true;
                     if is_prepared {
-                        tracing::warn!(gtrid = txn.gtrid, backend, error = %e, "prepared branch not rolled back: left to recovery");
+                        tracing::warn!(gtrid = txn.gtrid, backend = %backend, error = %e, "prepared branch not rolled back: left to recovery");
                         is_left = true;
                     }
                 }
@@ -515,7 +520,7 @@ const ER_XAER_NOTA: u16 = 1397;
 
 /// Delete a decision whose branches all committed, on a pooled connection
 /// in the background: the client's COMMIT does not wait for it.
-fn forget_decision(ctx: Arc<Context>, worker: usize, home: usize, gtrid: String) {
+fn forget_decision(ctx: Arc<Context>, worker: usize, home: BackendId, gtrid: String) {
     tokio::spawn(async move {
         let sql = format!("DELETE FROM {DECISIONS} WHERE xid = '{gtrid}'");
         if let Ok(mut c) = ctx.pool(worker, home).get(false).await {
@@ -537,7 +542,7 @@ pub const DECISIONS_DDL: [&str; 2] = [
 
 /// Create the decisions table on every backend (idempotent).
 pub async fn ensure_decisions(ctx: &Arc<Context>, worker: usize) -> Result<(), ProxyError> {
-    for backend in 0..ctx.config.backends.len() {
+    for backend in ctx.backend_ids() {
         let mut c = ctx.pool(worker, backend).get(false).await?;
         for sql in DECISIONS_DDL {
             run(&mut c, sql, "creating hscale.decisions").await?;
@@ -548,7 +553,7 @@ pub async fn ensure_decisions(ctx: &Arc<Context>, worker: usize) -> Result<(), P
 
 /// One prepared branch found by `XA RECOVER`.
 struct Found {
-    backend: usize,
+    backend: BackendId,
     gtrid: String,
     bqual: String,
     parts: Gtrid,
@@ -563,11 +568,11 @@ pub async fn resolve(ctx: &Arc<Context>, worker: usize) -> Result<(), ProxyError
     let n = ctx.config.backends.len();
     let mut found = Vec::new();
     let mut is_complete = true;
-    for backend in 0..n {
+    for backend in BackendId::all(n) {
         match recover(ctx, worker, backend).await {
             Ok(mut f) => found.append(&mut f),
             Err(e) => {
-                tracing::debug!(backend, error = %e, "XA RECOVER failed");
+                tracing::debug!(backend = %backend, error = %e, "XA RECOVER failed");
                 is_complete = false;
             }
         }
@@ -577,7 +582,7 @@ pub async fn resolve(ctx: &Arc<Context>, worker: usize) -> Result<(), ProxyError
     gtrids.sort_by(|a, b| a.0.cmp(&b.0));
     gtrids.dedup_by(|a, b| a.0 == b.0);
     for (gtrid, parts) in &gtrids {
-        if parts.home >= n {
+        if parts.home.index() >= n {
             continue;
         }
         // Liveness first, then the decision: once the home connection is
@@ -605,19 +610,19 @@ pub async fn resolve(ctx: &Arc<Context>, worker: usize) -> Result<(), ProxyError
                 Ok(()) => {
                     tracing::info!(
                         gtrid,
-                        backend = f.backend,
+                        backend = %f.backend,
                         verb,
                         "recovered a prepared branch"
                     )
                 }
                 Err(e) => {
-                    tracing::debug!(gtrid, backend = f.backend, error = %e, "prepared branch not recovered yet (still attached to a connection?)")
+                    tracing::debug!(gtrid, backend = %f.backend, error = %e, "prepared branch not recovered yet (still attached to a connection?)")
                 }
             }
         }
     }
     if is_complete {
-        for backend in 0..n {
+        for backend in BackendId::all(n) {
             let _ = forget_old_decisions(ctx, worker, backend, &gtrids).await;
         }
     }
@@ -628,7 +633,7 @@ pub async fn resolve(ctx: &Arc<Context>, worker: usize) -> Result<(), ProxyError
 async fn recover(
     ctx: &Arc<Context>,
     worker: usize,
-    backend: usize,
+    backend: BackendId,
 ) -> Result<Vec<Found>, ProxyError> {
     let mut c = ctx.pool(worker, backend).get(false).await?;
     let rows = match c.query_rows("XA RECOVER").await? {
@@ -699,7 +704,7 @@ async fn home_alive(ctx: &Arc<Context>, worker: usize, g: Gtrid) -> Result<bool,
 async fn decision_of(
     ctx: &Arc<Context>,
     worker: usize,
-    home: usize,
+    home: BackendId,
     gtrid: &str,
 ) -> Result<Option<String>, ProxyError> {
     let mut c = ctx.pool(worker, home).get(false).await?;
@@ -722,7 +727,7 @@ async fn decision_of(
 async fn forget_old_decisions(
     ctx: &Arc<Context>,
     worker: usize,
-    backend: usize,
+    backend: BackendId,
     prepared: &[(String, Gtrid)],
 ) -> Result<(), ProxyError> {
     let mut c = ctx.pool(worker, backend).get(false).await?;
@@ -761,7 +766,7 @@ mod tests {
         assert_eq!(
             parse_gtrid(g),
             Some(Gtrid {
-                home: 1,
+                home: BackendId::new(1),
                 thread: u32::MAX,
                 created: 1_750_000_000
             })

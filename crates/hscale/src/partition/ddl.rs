@@ -46,6 +46,48 @@ pub async fn column_type(
     scalar(c, &sql).await
 }
 
+/// The table's AUTO_INCREMENT column, if it has one.
+pub async fn auto_increment_column(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+) -> Result<Option<String>, ProxyError> {
+    let sql = format!(
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND EXTRA LIKE '%auto_increment%'",
+        quote_str(db),
+        quote_str(table)
+    );
+    scalar(c, &sql).await
+}
+
+/// The table's PRIMARY and UNIQUE keys: (name, columns).
+pub async fn unique_keys(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+) -> Result<Vec<(String, Vec<String>)>, ProxyError> {
+    let sql = format!(
+        "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND NON_UNIQUE = 0 ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+        quote_str(db),
+        quote_str(table)
+    );
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| server_error(c, &sql, e))?;
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for row in r.strings() {
+        let (Some(index), Some(column)) = (row[0].clone(), row[1].clone()) else {
+            continue;
+        };
+        match out.last_mut() {
+            Some((name, cols)) if *name == index => cols.push(column),
+            _ => out.push((index, vec![column])),
+        }
+    }
+    Ok(out)
+}
+
 /// `SHOW CREATE TABLE db.table`: the statement, starting with
 /// ``CREATE TABLE `table` ``.
 pub async fn show_create(c: &mut BackendConn, db: &str, table: &str) -> Result<String, ProxyError> {

@@ -237,7 +237,7 @@ mod tests {
             hscale_route::dictionary::TableName::new("app", "small"),
             "category",
             "small_default",
-            0,
+            hscale_route::BackendId::MAIN,
             HashingFunction::None,
         )
         .unwrap();

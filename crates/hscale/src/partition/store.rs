@@ -9,6 +9,7 @@
 //! ([`load`] reads in one consistent snapshot).
 
 use hscale_route::dictionary::{Dictionary, Placement, TableName};
+use hscale_route::BackendId;
 use hscale_route::HashingFunction;
 
 use super::{qualified, quote_str};
@@ -52,6 +53,16 @@ const SCHEMA: &[&str] = &[
     // and ranges that differed and were copied again.
     "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS ranges_verified INT UNSIGNED NOT NULL DEFAULT 0, \
        ADD COLUMN IF NOT EXISTS ranges_recopied INT UNSIGNED NOT NULL DEFAULT 0",
+    // Sequences (`crate::seq`): the AUTO_INCREMENT column a table's
+    // sequence serves, and the sequence's generation (the SETUP_TABLE's
+    // operation id); NULL / 0: no sequence.
+    "ALTER TABLE `hscale`.`partitioned_tables` ADD COLUMN IF NOT EXISTS auto_column VARCHAR(64) NULL, \
+       ADD COLUMN IF NOT EXISTS sequence_generation BIGINT UNSIGNED NOT NULL DEFAULT 0",
+    // One counter per table with a sequence: the next id no proxy holds.
+    // Proxies reserve blocks with `next_id = LAST_INSERT_ID(next_id + n)`.
+    "CREATE TABLE IF NOT EXISTS `hscale`.`sequences` (\
+       db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, generation BIGINT UNSIGNED NOT NULL, \
+       next_id BIGINT UNSIGNED NOT NULL, PRIMARY KEY (db, tbl)) ENGINE=InnoDB",
 ];
 
 /// Operations in their cutover now, described for an error message: a
@@ -205,11 +216,15 @@ async fn load_in_snapshot(
     backends: &[&str],
 ) -> Result<Dictionary, ProxyError> {
     let backend_index = |name: &str| {
-        backends.iter().position(|b| *b == name).ok_or_else(|| {
-            ProxyError::Wrong(format!(
-                "the dictionary names backend {name:?}, which is not in the config"
-            ))
-        })
+        backends
+            .iter()
+            .position(|b| *b == name)
+            .map(BackendId::new)
+            .ok_or_else(|| {
+                ProxyError::Wrong(format!(
+                    "the dictionary names backend {name:?}, which is not in the config"
+                ))
+            })
     };
     let mut d = Dictionary::default();
     let version = conn
@@ -222,7 +237,7 @@ async fn load_in_snapshot(
         .and_then(|r| r[0].as_deref().and_then(|v| v.parse().ok()))
         .unwrap_or(0);
     let tables = conn
-        .query_rows("SELECT db, tbl, key_column, hashing_function, default_table, default_backend, key_type, auto_partition FROM `hscale`.`partitioned_tables`")
+        .query_rows("SELECT db, tbl, key_column, hashing_function, default_table, default_backend, key_type, auto_partition, auto_column, sequence_generation FROM `hscale`.`partitioned_tables`")
         .await?
         .map_err(|e| server_error(conn, "reading the dictionary", e))?;
     for r in tables.strings() {
@@ -236,6 +251,10 @@ async fn load_in_snapshot(
         if let Some(p) = r[7].as_deref().and_then(Placement::parse) {
             d.set_auto(&name, Some(p))
                 .map_err(|e| ProxyError::Wrong(e.to_string()))?;
+        }
+        if let Some(column) = r[8].as_deref() {
+            let generation = r[9].as_deref().and_then(|g| g.parse().ok()).unwrap_or(0);
+            d.set_auto_column(&name, Some(column), generation);
         }
     }
     let parts = conn
@@ -281,6 +300,8 @@ pub fn delete_global_sql(name: &TableName) -> String {
     )
 }
 
+/// A table's dictionary row; `sequence`: the AUTO_INCREMENT column its
+/// sequence serves and the sequence's generation.
 pub fn insert_table_sql(
     name: &TableName,
     column: &str,
@@ -288,9 +309,10 @@ pub fn insert_table_sql(
     default_table: &str,
     backend: &str,
     key_type: &str,
+    sequence: Option<(&str, u64)>,
 ) -> String {
     format!(
-        "INSERT INTO {} (db, tbl, key_column, hashing_function, default_table, default_backend, key_type) VALUES ({}, {}, {}, {}, {}, {}, {})",
+        "INSERT INTO {} (db, tbl, key_column, hashing_function, default_table, default_backend, key_type, auto_column, sequence_generation) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, {})",
         qualified("hscale", "partitioned_tables"),
         quote_str(&name.db),
         quote_str(&name.table),
@@ -298,7 +320,35 @@ pub fn insert_table_sql(
         quote_str(&function.to_string()),
         quote_str(default_table),
         quote_str(backend),
-        quote_str(key_type)
+        quote_str(key_type),
+        sequence.map_or("NULL".to_string(), |(c, _)| quote_str(c)),
+        sequence.map_or(0, |(_, g)| g)
+    )
+}
+
+/// Start the sequence of `name` (generation `generation`) above every id
+/// `column` holds in `db`.`physical` and above that table's own
+/// AUTO_INCREMENT counter. Run inside the dictionary's commit, after the
+/// table was renamed (no write reaches it any more): no id slips in
+/// between the read and the counter.
+pub fn start_sequence_sql(
+    name: &TableName,
+    generation: u64,
+    column: &str,
+    physical: &str,
+) -> String {
+    format!(
+        "INSERT INTO {seq} (db, tbl, generation, next_id) \
+         SELECT {db}, {tbl}, {generation}, GREATEST(1, IFNULL(MAX({col}), 0) + 1, \
+           IFNULL((SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {phys}), 1)) \
+         FROM {table} \
+         ON DUPLICATE KEY UPDATE generation = VALUES(generation), next_id = VALUES(next_id)",
+        seq = qualified("hscale", "sequences"),
+        db = quote_str(&name.db),
+        tbl = quote_str(&name.table),
+        col = super::quote_ident(column),
+        phys = quote_str(physical),
+        table = qualified(&name.db, physical),
     )
 }
 
@@ -352,7 +402,7 @@ pub fn set_default_table_sql(name: &TableName, physical: &str) -> String {
 
 /// Remove a table and its partitions from the dictionary.
 pub fn delete_table_sql(name: &TableName) -> Vec<String> {
-    ["partitions", "partitioned_tables"]
+    ["partitions", "partitioned_tables", "sequences"]
         .iter()
         .map(|t| {
             format!(
@@ -383,6 +433,19 @@ pub fn rename_table_sql(from: &TableName, to: &TableName, default_table: &str) -
         format!(
             "UPDATE {} SET tbl = {} {filter}",
             qualified("hscale", "partitions"),
+            quote_str(&to.table)
+        ),
+        // The sequence follows the table (with its generation, so blocks
+        // proxies reserved under the old name stay valid).
+        format!(
+            "DELETE FROM {} WHERE db = {} AND tbl = {}",
+            qualified("hscale", "sequences"),
+            quote_str(&to.db),
+            quote_str(&to.table)
+        ),
+        format!(
+            "UPDATE {} SET tbl = {} {filter}",
+            qualified("hscale", "sequences"),
             quote_str(&to.table)
         ),
     ]

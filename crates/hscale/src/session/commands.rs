@@ -1,5 +1,6 @@
 //! Prepared-statement commands and COM_CHANGE_USER.
 
+use hscale_route::BackendId;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -12,16 +13,13 @@ use hscale_wire::response::{is_eof, ErrPacket};
 use hscale_wire::stmt::{self, Execute, PrepareOk};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::params;
 use super::prepared::ClientStatement;
-use super::prepared::PreparedRouting;
 use super::{vars_for_collation, Session};
 use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
 use crate::exec::prepared::{Command, Execution};
+use crate::exec::prepared_routing::PreparedRouting;
 use crate::exec::{send, write_error, Effects};
-use hscale_route::dictionary::Target;
-use hscale_route::router::{Plan, StatementKind};
 
 /// Cursor flags of COM_STMT_EXECUTE.
 const CURSOR_TYPE_READ_ONLY: u8 = 1;
@@ -31,6 +29,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// metadata, answer with hscale's own statement id.
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
+        self.refuse_prepared_into_sequence(&payload[1..])?;
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
         // Fenced like statements: a partition's table renamed by a change
         // answers 1146; with a newer dictionary the statement is prepared
@@ -75,7 +74,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // The metadata comes from the first target (a partition has T's columns).
         let (backend, backend_sql) = match &routing {
             Some(r) => (r.parts[0].0.backend, r.parts[0].1.clone()),
-            None => (0, sql.clone()),
+            None => (BackendId::MAIN, sql.clone()),
         };
         let mut prepare_payload = BytesMut::with_capacity(1 + backend_sql.len());
         prepare_payload.put_u8(com::STMT_PREPARE);
@@ -123,7 +122,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let Some(ok) = ok else {
             self.b.finish(conn, Outcome::default(), &Effects::default());
             let err = ErrPacket::decode(&packets[0]).map_err(|e| ProxyError::BackendProtocol {
-                backend: self.b.ctx.pool(self.b.worker, 0).name().to_string(),
+                backend: self
+                    .b
+                    .ctx
+                    .pool(self.b.worker, BackendId::MAIN)
+                    .name()
+                    .to_string(),
                 reason: e.to_string(),
             })?;
             if routing.is_some() && err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE {
@@ -220,6 +224,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // partitioned or made global): route by the current one.
         let version = self.b.ctx.partitioning.version();
         if st.dict_version != version {
+            self.refuse_prepared_into_sequence(&st.sql)?;
             st.routing = self.prepared_routing(&st.sql)?;
             st.dict_version = version;
             if let Some(s) = self.statements.get_mut(id) {
@@ -245,63 +250,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let mut run = self.exec();
             run.is_fenced = true;
             return run
-                .run_single(0, &st.sql, Command::Execute(&execution), effects)
+                .run_single(
+                    BackendId::MAIN,
+                    &st.sql,
+                    Command::Execute(&execution),
+                    effects,
+                )
                 .await;
         };
         // A partitioned table: the key parameter picks the partition, or
         // every partition runs it.
-        let is_insert = routing.kind == StatementKind::Insert;
-        let parts: Vec<(Target, Arc<[u8]>)> = match routing.key_params.as_slice() {
-            [] => routing.parts.clone(),
-            key_params => {
-                let long: Vec<u16> = st.long_data.iter().map(|(p, _)| *p).collect();
-                let mut target: Option<Target> = None;
-                for &i in key_params {
-                    let v =
-                        params::key_value(exec, types, i, &long).map_err(ProxyError::Refused)?;
-                    let shown = v.to_string();
-                    let t = routing
-                        .table
-                        .stored_key(v)
-                        .and_then(|v| routing.table.route(&v).ok());
-                    match (t, &target) {
-                        (Some(t), Some(prev)) if t != *prev => {
-                            return Err(ProxyError::Refused(format!(
-                                "the rows of this prepared INSERT belong to different partitions of {} (run one row per execution)",
-                                routing.table.name
-                            )))
-                        }
-                        (Some(t), _) => target = Some(t),
-                        (None, _) if is_insert => {
-                            return Err(ProxyError::Refused(format!(
-                                "the partition key value {shown} cannot be placed in {} (key {})",
-                                routing.table.name, routing.table.column
-                            )))
-                        }
-                        // A value that cannot be placed ('abc' for an
-                        // integer key) matches no key exactly: every
-                        // partition answers.
-                        (None, _) => {
-                            target = None;
-                            break;
-                        }
-                    }
-                }
-                let chosen: Vec<_> = routing
-                    .parts
-                    .iter()
-                    .filter(|(t, _)| target.as_ref().is_none_or(|target| t == target))
-                    .cloned()
-                    .collect();
-                if chosen.is_empty() {
-                    // A literal key already excluded this partition: the
-                    // predicates contradict, any one partition answers (empty).
-                    routing.parts[..1].to_vec()
-                } else {
-                    chosen
-                }
-            }
-        };
+        let long: Vec<u16> = st.long_data.iter().map(|(p, _)| *p).collect();
+        let parts = routing.parts_for(exec, types, &long)?;
         if parts.len() > 1
             && ((self.b.pinned.is_some() && !self.b.is_branchable())
                 || exec.flags & CURSOR_TYPE_READ_ONLY != 0)
@@ -312,20 +272,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         // A row for the default partition of a table with auto-partitioning
         // may name a value to create a partition for (`admin::auto_partition`).
-        let auto_value = match routing.key_params.as_slice() {
-            [i] if is_insert
-                && routing.table.auto.is_some()
-                && parts.len() == 1
-                && parts[0].0 == routing.table.default_target() =>
-            {
-                let long: Vec<u16> = st.long_data.iter().map(|(p, _)| *p).collect();
-                params::key_value(exec, types, *i, &long)
-                    .ok()
-                    .and_then(|v| routing.table.stored_key(v))
-                    .and_then(|v| routing.table.function.apply(&v).ok().flatten())
-            }
-            _ => None,
-        };
+        let auto_value = routing.auto_value(exec, types, &long, &parts);
         let mut run = self.exec();
         run.is_fenced = true;
         let done = run
@@ -344,69 +291,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// How a statement being prepared reaches partitioned tables, if it does.
     fn prepared_routing(&self, sql: &[u8]) -> Result<Option<Arc<PreparedRouting>>, ProxyError> {
-        if self.b.ctx.partitioning.is_empty() {
-            return Ok(None);
-        }
-        let Ok(text) = std::str::from_utf8(sql) else {
-            return match self.b.ctx.partitioning.refusal(sql) {
-                Some(why) => Err(ProxyError::Refused(why)),
-                None => Ok(None),
-            };
-        };
-        let dict = self.b.ctx.partitioning.dictionary();
-        match hscale_route::router::plan_prepared(text, self.b.state.db.as_deref(), &dict) {
-            Plan::Passthrough => Ok(None),
-            Plan::Refuse(why) => Err(ProxyError::Refused(why)),
-            Plan::Targets { kind, parts } => {
-                // The table whose partition the first part names, in the
-                // database the rewritten statement names.
-                let (first, first_sql) = &parts[0];
-                let table = dict
-                    .tables()
-                    .find(|t| {
-                        t.all_targets().contains(first)
-                            && first_sql.contains(&crate::partition::qualified(
-                                &t.name.db,
-                                &first.physical_table,
-                            ))
-                    })
-                    .cloned()
-                    .ok_or_else(|| ProxyError::Refused("the dictionary changed".into()))?;
-                let key_params = match kind {
-                    StatementKind::Insert => {
-                        hscale_route::router::insert_key_placeholders(text, &table.column)
-                            .unwrap_or_default()
-                    }
-                    _ if table.is_key_exact => {
-                        hscale_route::router::key_placeholder(text, &table.column)
-                            .into_iter()
-                            .collect()
-                    }
-                    _ => Vec::new(),
-                };
-                if kind == StatementKind::Insert && key_params.is_empty() && parts.len() > 1 {
-                    return Err(ProxyError::Refused(format!(
-                        "a prepared INSERT whose rows go to different partitions of {} (use a parameter for the key, or one statement per partition)",
-                        table.name
-                    )));
-                }
-                // With a key parameter, `parts` lists every partition and
-                // each execution picks its own; otherwise it runs on them all.
-                Ok(Some(Arc::new(PreparedRouting {
-                    kind,
-                    parts: parts
-                        .into_iter()
-                        .map(|(t, s)| (t, Arc::from(s.as_bytes())))
-                        .collect(),
-                    key_params,
-                    table,
-                })))
-            }
-            _ => Err(ProxyError::Refused(
-                "this statement on a partitioned table cannot be prepared (run it as a query)"
-                    .into(),
-            )),
-        }
+        PreparedRouting::plan(sql, self.b.state.db.as_deref(), &self.b.ctx.partitioning)
     }
 
     pub(super) fn long_data(&mut self, payload: &Bytes) {

@@ -1,7 +1,7 @@
 //! The fence, session side. A statement routed by this proxy's dictionary
 //! snapshot can run into a table that a partition change renamed (every
 //! table that loses keys gets a new name at the change's cutover, see
-//! `admin/change.rs`): the backend answers 1146 and the executor hands it
+//! `admin/change/`): the backend answers 1146 and the executor hands it
 //! back as `ProxyError::StaleRoute` before anything reached the client.
 //!
 //! ```text

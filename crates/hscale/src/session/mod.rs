@@ -18,10 +18,11 @@ pub mod auth;
 mod commands;
 mod fence;
 mod kill;
-mod params;
 pub mod prepared;
+mod sequence;
 mod txn;
 
+use hscale_route::BackendId;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -138,6 +139,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             handle: Arc::new(SessionHandle::new(&info.user)),
             is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
             planned_version: 0,
+            generated_id: None,
         },
         client,
         statements: Statements::default(),
@@ -209,7 +211,7 @@ async fn learn_collations(ctx: &Context, worker: usize, collation: u8) {
     if ctx.has_collations() || ctx.collations().get(u16::from(collation)).is_some() {
         return;
     }
-    if let Ok(mut conn) = ctx.pool(worker, 0).get(false).await {
+    if let Ok(mut conn) = ctx.pool(worker, BackendId::MAIN).get(false).await {
         ctx.learn_main_backend(&mut conn).await;
     }
 }
@@ -362,6 +364,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 hscale_wire::WireError::Malformed("empty command packet"),
             ));
         };
+        // Set only by the statement that generated ids (`sequence.rs`).
+        self.b.generated_id = None;
         match cmd {
             com::QUIT => return Ok(false),
             com::QUERY => self.query(&payload).await?,
@@ -373,18 +377,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     ..Effects::default()
                 };
                 self.exec()
-                    .execute_on_backend(0, &payload, Expect::Single, effects)
+                    .execute_on_backend(BackendId::MAIN, &payload, Expect::Single, effects)
                     .await?;
             }
             com::PING => self.write_ok(1).await?,
             com::FIELD_LIST => {
                 self.exec()
-                    .execute_on_backend(0, &payload, Expect::FieldList, Effects::default())
+                    .execute_on_backend(
+                        BackendId::MAIN,
+                        &payload,
+                        Expect::FieldList,
+                        Effects::default(),
+                    )
                     .await?
             }
             com::STATISTICS => {
                 self.exec()
-                    .execute_on_backend(0, &payload, Expect::Single, Effects::default())
+                    .execute_on_backend(
+                        BackendId::MAIN,
+                        &payload,
+                        Expect::Single,
+                        Effects::default(),
+                    )
                     .await?
             }
             com::SET_OPTION => self.set_option(&payload).await?,
@@ -541,7 +555,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
         let mut attempts = 0;
+        let mut filled = None;
         loop {
+            // Ids from a sequence are filled in before planning (the id may
+            // be the partition key). A retry after the fence keeps them, or
+            // looks again: the newer dictionary may give the table a sequence.
+            if filled.is_none() && self.b.generated_id.is_none() {
+                filled = self.fill_ids(sql).await?;
+            }
+            let payload = filled.as_ref().unwrap_or(payload);
             let before = self.fence_point();
             match self.plan_and_run(payload, &facts, effects).await {
                 Err(ProxyError::StaleRoute { err }) => {
@@ -621,8 +643,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
         // on the backend the session is bound to; the rest on the main one.
         let backend = match &self.b.pinned {
-            Some(c) if is_table_free(facts, sql) => c.pool().backend_index,
-            _ => 0,
+            Some(c) if is_table_free(facts, sql) => c.pool().backend_id,
+            _ => BackendId::MAIN,
         };
         let mut exec = self.exec();
         exec.is_fenced = true;
@@ -632,7 +654,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// `USE db` at login or change user: check it exists on the main backend.
     async fn use_database(&mut self, db: &str) -> Result<Option<ErrPacket>, ProxyError> {
-        let mut conn = self.b.acquire(0).await?;
+        let mut conn = self.b.acquire(BackendId::MAIN).await?;
         let mut p = BytesMut::with_capacity(1 + db.len());
         p.put_u8(com::INIT_DB);
         p.put_slice(db.as_bytes());

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use hscale_sql::Pins;
 
+use crate::exec::prepared_routing::PreparedRouting;
+
 /// One statement the client prepared.
 #[derive(Debug, Clone)]
 pub struct ClientStatement {
@@ -33,18 +35,6 @@ pub struct ClientStatement {
     /// The dictionary version `routing` was planned with: a statement is
     /// planned again when the dictionary changed since.
     pub dict_version: u64,
-}
-
-/// Where a prepared statement on a partitioned table runs.
-#[derive(Debug)]
-pub struct PreparedRouting {
-    pub kind: hscale_route::router::StatementKind,
-    /// Each target with the statement rewritten for it.
-    pub parts: Vec<(hscale_route::dictionary::Target, Arc<[u8]>)>,
-    /// The `?`s holding the key (one per INSERT row; at most one otherwise):
-    /// each execution runs on the partition of their values.
-    pub key_params: Vec<usize>,
-    pub table: hscale_route::dictionary::PartitionedTable,
 }
 
 /// The statements of one session.

@@ -5,6 +5,7 @@
 //! names; nothing here looks at a backend.
 
 use super::{MergePlan, Mode, Output, Plan, StatementKind};
+use crate::BackendId;
 
 /// One row of a described plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,12 +35,12 @@ impl Plan {
     pub fn describe(&self, statement: &str, backend_names: &[&str]) -> Vec<ExplainRow> {
         // A backend the names do not cover (never, for a dictionary the
         // proxy loaded) is shown by number, as dictionary errors do.
-        let name = |b: usize| -> String {
+        let name = |b: BackendId| -> String {
             backend_names
-                .get(b)
-                .map_or_else(|| format!("backend #{}", b + 1), |n| n.to_string())
+                .get(b.index())
+                .map_or_else(|| format!("backend {b}"), |n| n.to_string())
         };
-        let main = name(0);
+        let main = name(BackendId::MAIN);
         let one = |operation: String| vec![ExplainRow::new(&main, operation, statement)];
         match self {
             Plan::Passthrough => one("passthrough".to_string()),
@@ -50,7 +51,7 @@ impl Plan {
             Plan::ShowTables { db, .. } => one(format!(
                 "tables of {db} with partitioned tables shown as one"
             )),
-            Plan::GlobalWrite { table, sql } => (0..backend_names.len())
+            Plan::GlobalWrite { table, sql } => BackendId::all(backend_names.len())
                 .map(|b| {
                     ExplainRow::new(
                         &name(b),
@@ -103,7 +104,7 @@ impl Plan {
 
 /// A merge: the column definitions query (grouping), the shipped tables'
 /// reads, the fragments, then the proxy's step.
-fn describe_merge(m: &MergePlan, name: &dyn Fn(usize) -> String) -> Vec<ExplainRow> {
+fn describe_merge(m: &MergePlan, name: &dyn Fn(BackendId) -> String) -> Vec<ExplainRow> {
     let mut rows = Vec::new();
     if let Mode::Group(g) = &m.mode {
         rows.push(ExplainRow::new(

@@ -25,6 +25,7 @@ use hscale_sql::{Token, TokenKind};
 use super::merge::{Ship, Slot, What};
 use super::{is_name, prune, unquote, where_clause, Plan, StatementKind, TableRef, MAX_TABLES};
 use crate::dictionary::{Dictionary, PartitionedTable, Target};
+use crate::BackendId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Join {
@@ -332,7 +333,7 @@ pub(super) fn plan_join(
     // main backend, the general path below ships tables instead.)
     let single = single.filter(|targets| {
         let backend = targets[0].backend;
-        targets.iter().all(|t| t.backend == backend) && !(has_plain && backend != 0)
+        targets.iter().all(|t| t.backend == backend) && (!has_plain || backend.is_main())
     });
     if let Some(targets) = single {
         let backend = targets[0].backend;
@@ -538,14 +539,14 @@ fn main_backend_join(
         refs.push((
             r,
             Target {
-                backend: 0,
+                backend: BackendId::MAIN,
                 physical_table: temp,
             },
         ));
     }
     let slot = Slot {
         target: Target {
-            backend: 0,
+            backend: BackendId::MAIN,
             physical_table: refs
                 .iter()
                 .map(|(_, t)| t.physical_table.as_str())

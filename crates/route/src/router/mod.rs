@@ -16,6 +16,7 @@
 use hscale_sql::{Token, TokenKind};
 
 use crate::dictionary::{Dictionary, TableName, Target};
+use crate::BackendId;
 
 mod cache;
 mod explain;
@@ -27,6 +28,7 @@ mod merge;
 mod prune;
 mod refs;
 mod schema;
+mod sequence;
 mod single;
 mod syntax;
 mod union;
@@ -39,6 +41,7 @@ pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Ou
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
 pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
+pub use sequence::{auto_insert, AutoInsert};
 pub use single::key_placeholder;
 use single::plan_filtered;
 use syntax::{conjuncts, is_any_word, is_name, is_named, literal, unescape, unquote, where_clause};
@@ -244,13 +247,13 @@ fn ship_to_main(
         let temp = shipped.temp.clone();
         ship.push(shipped);
         targets.push(Target {
-            backend: 0,
+            backend: BackendId::MAIN,
             physical_table: temp,
         });
     }
     let slot = merge::Slot {
         target: Target {
-            backend: 0,
+            backend: BackendId::MAIN,
             physical_table: "whole statement on copies".into(),
         },
         refs: refs.iter().zip(targets).collect(),

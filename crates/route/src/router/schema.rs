@@ -110,7 +110,7 @@ pub(super) fn plan_information_schema(
     let about_only_t = literals
         .iter()
         .all(|(_, v)| table.name.table.eq_ignore_ascii_case(v) || table.name.db == *v);
-    if table.default_backend != 0 && !about_only_t {
+    if !table.default_backend.is_main() && !about_only_t {
         return Some(Plan::Refuse(format!(
             "information_schema queries about partitioned table {} together with other objects are not supported (its definition is on another backend)",
             table.name

@@ -11,19 +11,22 @@ fn dict() -> Dictionary {
         t.clone(),
         "customer_id",
         "orders_default",
-        0,
+        BackendId::MAIN,
         HashingFunction::Mod(4),
     )
     .unwrap();
-    d.add_partition(&t, "p1", "1", 1).unwrap();
-    d.add_partition(&t, "p2", "2", 2).unwrap();
+    d.add_partition(&t, "p1", "1", BackendId::new(1)).unwrap();
+    d.add_partition(&t, "p2", "2", BackendId::new(2)).unwrap();
     d.set_key_exact(&t, true);
     d
 }
 
 fn parts(p: Plan) -> Vec<(usize, String)> {
     match p {
-        Plan::Targets { parts, .. } => parts.into_iter().map(|(t, s)| (t.backend, s)).collect(),
+        Plan::Targets { parts, .. } => parts
+            .into_iter()
+            .map(|(t, s)| (t.backend.index(), s))
+            .collect(),
         other => panic!("expected targets, got {other:?}"),
     }
 }
@@ -82,10 +85,16 @@ fn backends(p: Plan) -> Vec<usize> {
 fn ranged() -> Dictionary {
     let mut d = Dictionary::default();
     let t = TableName::new("app", "r");
-    d.setup_table(t.clone(), "k", "r_default", 0, HashingFunction::Div(100))
-        .unwrap();
+    d.setup_table(
+        t.clone(),
+        "k",
+        "r_default",
+        BackendId::MAIN,
+        HashingFunction::Div(100),
+    )
+    .unwrap();
     for (p, v, b) in [("a", "0", 1), ("a", "1", 1), ("b", "2", 2), ("c", "3", 3)] {
-        d.add_partition(&t, p, v, b).unwrap();
+        d.add_partition(&t, p, v, BackendId::new(b)).unwrap();
     }
     d.set_key_type(&t, "int");
     let t = TableName::new("app", "ev");
@@ -93,18 +102,27 @@ fn ranged() -> Dictionary {
         t.clone(),
         "day",
         "ev_default",
-        0,
+        BackendId::MAIN,
         HashingFunction::parse("DATE('%Y-%m')").unwrap(),
     )
     .unwrap();
-    d.add_partition(&t, "m03", "2024-03", 1).unwrap();
-    d.add_partition(&t, "m04", "2024-04", 2).unwrap();
-    d.add_partition(&t, "m05", "2024-05", 3).unwrap();
+    d.add_partition(&t, "m03", "2024-03", BackendId::new(1))
+        .unwrap();
+    d.add_partition(&t, "m04", "2024-04", BackendId::new(2))
+        .unwrap();
+    d.add_partition(&t, "m05", "2024-05", BackendId::new(3))
+        .unwrap();
     d.set_key_type(&t, "date");
     let t = TableName::new("app", "s");
-    d.setup_table(t.clone(), "name", "s_default", 0, HashingFunction::None)
-        .unwrap();
-    d.add_partition(&t, "x", "x", 1).unwrap();
+    d.setup_table(
+        t.clone(),
+        "name",
+        "s_default",
+        BackendId::MAIN,
+        HashingFunction::None,
+    )
+    .unwrap();
+    d.add_partition(&t, "x", "x", BackendId::new(1)).unwrap();
     d.set_key_type(&t, "varchar");
     d
 }
@@ -116,12 +134,12 @@ fn copartitioned() -> Dictionary {
         t.clone(),
         "customer_id",
         "items_default",
-        0,
+        BackendId::MAIN,
         HashingFunction::Mod(4),
     )
     .unwrap();
-    d.add_partition(&t, "p1", "1", 1).unwrap();
-    d.add_partition(&t, "p2", "2", 2).unwrap();
+    d.add_partition(&t, "p1", "1", BackendId::new(1)).unwrap();
+    d.add_partition(&t, "p2", "2", BackendId::new(2)).unwrap();
     d.set_key_exact(&t, true);
     d
 }
@@ -149,7 +167,7 @@ fn enum_keys_name_members() {
         t.clone(),
         "category",
         "small_default",
-        0,
+        BackendId::MAIN,
         HashingFunction::None,
     )
     .unwrap();
@@ -172,12 +190,13 @@ fn cached_plans_equal_fresh_plans() {
         t.clone(),
         "category",
         "small_default",
-        0,
+        BackendId::MAIN,
         HashingFunction::None,
     )
     .unwrap();
     d.set_key_type(&t, "enum('books','music') COLLATE utf8mb4_general_ci");
-    d.add_partition(&t, "b", "books", 1).unwrap();
+    d.add_partition(&t, "b", "books", BackendId::new(1))
+        .unwrap();
     let mut cache = PlanCache::new();
     let templates = [
         "SELECT * FROM r WHERE k = {v}",
@@ -213,7 +232,7 @@ fn cached_plans_equal_fresh_plans() {
     assert!(cache.stats.hits > 300, "{:?}", cache.stats);
     // A new dictionary version is never served an old plan.
     let mut d2 = d.clone();
-    d2.add_partition(&TableName::new("app", "r"), "e", "50", 2)
+    d2.add_partition(&TableName::new("app", "r"), "e", "50", BackendId::new(2))
         .unwrap();
     let sql = "SELECT * FROM r WHERE k = 5000";
     assert_eq!(
@@ -329,11 +348,11 @@ fn shipped_tables_are_created_like_their_source() {
     };
     assert_eq!(
         like("SELECT * FROM orders o JOIN items i ON i.id = o.id WHERE o.customer_id = 5"),
-        vec![(0, "items_default".to_string())]
+        vec![(BackendId::MAIN, "items_default".to_string())]
     );
     assert_eq!(
         like("SELECT * FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.customer_id = 5"),
-        vec![(0, "customers".to_string())]
+        vec![(BackendId::MAIN, "customers".to_string())]
     );
 }
 
@@ -433,7 +452,7 @@ fn table_references_are_where_tables_go() {
             t.clone(),
             "k",
             &format!("{name}_default"),
-            0,
+            BackendId::MAIN,
             HashingFunction::Mod(2),
         )
         .unwrap();

@@ -4,6 +4,7 @@ use hscale_sql::Token;
 
 use super::{plan_nested, MergePlan, Mode, Plan, StatementKind};
 use crate::dictionary::{Dictionary, Target};
+use crate::BackendId;
 
 /// `SELECT ... UNION ALL SELECT ...` with partitioned tables: every
 /// branch planned on its own (one or several partitions, concatenated, or
@@ -86,7 +87,7 @@ pub(super) fn plan_union(
         ) {
             Plan::Passthrough => parts.push((
                 Target {
-                    backend: 0,
+                    backend: BackendId::MAIN,
                     physical_table: "(main backend)".into(),
                 },
                 text.to_string(),

@@ -3,6 +3,7 @@
 
 use hscale_route::dictionary::Target;
 use hscale_route::router::{GroupPlan, Having, Output, Val};
+use hscale_route::BackendId;
 use hscale_wire::resultset::ColumnInfo;
 
 use super::Row;
@@ -56,7 +57,7 @@ pub fn plan(keys: Vec<Val>, outputs: Vec<Output>, having: Option<Having>) -> Gro
         separators: vec![",".into(), "--".into()],
         meta: (
             Target {
-                backend: 0,
+                backend: BackendId::MAIN,
                 physical_table: "t_0".into(),
             },
             String::new(),

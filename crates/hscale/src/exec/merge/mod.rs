@@ -36,6 +36,7 @@ use bytes::Bytes;
 use hscale_route::dictionary::Target;
 use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Ship};
 use hscale_route::value::Kind;
+use hscale_route::BackendId;
 use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::reply::{Reply, Rows};
 use hscale_wire::response::{decode_eof, is_eof, ErrPacket};
@@ -387,13 +388,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     fn concurrent_parts(&self, parts: &[(Target, String)]) -> bool {
         let mut per_backend = vec![0usize; self.b.ctx.config.backends.len()];
         for (t, _) in parts {
-            per_backend[t.backend] += 1;
+            per_backend[t.backend.index()] += 1;
         }
-        per_backend
-            .iter()
-            .enumerate()
-            .all(|(b, n)| *n <= (self.b.ctx.pool(self.b.worker, b).cfg.max_connections / 2).max(1))
-            && parts.len() <= 64
+        per_backend.iter().enumerate().all(|(b, n)| {
+            *n <= (self
+                .b
+                .ctx
+                .pool(self.b.worker, BackendId::new(b))
+                .cfg
+                .max_connections
+                / 2)
+            .max(1)
+        }) && parts.len() <= 64
     }
 
     /// ORDER BY / LIMIT: a k-way merge of sorted partition streams.

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::dictionary::{PartitionedTable, TableName, Target};
+use crate::BackendId;
 
 /// A table shipped to every part: its rows (read from `sources`) are
 /// inserted into the temporary table `temp` (in database `db`), created
@@ -13,7 +14,7 @@ use crate::dictionary::{PartitionedTable, TableName, Target};
 pub struct Ship {
     pub db: String,
     pub temp: String,
-    pub like: (usize, String),
+    pub like: (BackendId, String),
     pub sources: Vec<(Target, String)>,
 }
 
@@ -50,10 +51,10 @@ impl Ship {
         Ship {
             db: name.db.clone(),
             temp: format!("hscale_ship_{n}"),
-            like: (0, name.table.clone()),
+            like: (BackendId::MAIN, name.table.clone()),
             sources: vec![(
                 Target {
-                    backend: 0,
+                    backend: BackendId::MAIN,
                     physical_table: name.table.clone(),
                 },
                 select_all(&name.db, &name.table),

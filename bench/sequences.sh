@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Inserts into a partitioned AUTO_INCREMENT table through hscale (ids from
+# its sequence, filled in by the proxy) against the same inserts into one
+# plain AUTO_INCREMENT table directly on MariaDB, in one run. mariadb-slap
+# sends single-row INSERTs without an id (keys spread over 8 values; the
+# table is partitioned on them with MOD(8): 4 partitions on each of two
+# backends). Markdown on stdout, progress on stderr.
+#
+# Environment: QUERIES (default 20000), CONCURRENCY (default "1 8 32"),
+# REPEAT (runs per cell, the median is shown; default 3),
+# HSCALE (binary, default ./target/release/hscale).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$PATH:/usr/sbin"
+
+QUERIES=${QUERIES:-20000}
+CONCURRENCY=${CONCURRENCY:-1 8 32}
+HSCALE=${HSCALE:-./target/release/hscale}
+REPEAT=${REPEAT:-3}
+
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+require mariadb mariadb-slap python3
+start_playground 2 seqbench
+MAIN_PORT=${BACKEND_PORTS[0]}
+
+proxy() { mariadb -h127.0.0.1 -P"$PORT" -uroot --skip-ssl "$@"; }
+direct() { mariadb -h127.0.0.1 -P"$MAIN_PORT" -uhscale -phscale --skip-ssl "$@"; }
+
+TABLE="CREATE TABLE t (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, v VARCHAR(20) NOT NULL)"
+for db in seq_direct seq_part; do
+  direct -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db; USE $db; $TABLE"
+done
+proxy -e "HSCALE SETUP_TABLE('seq_part.t', 'k', 't_default', 'shard0', 'MOD(8)')"
+for v in 1 2 3 4 5 6 7; do
+  proxy -e "HSCALE ADD_PARTITION('seq_part.t', 'p$v', '$v', 'shard$((v % 2))')"
+done
+
+QUERY_FILE=$(mktemp)
+trap 'rm -f "$QUERY_FILE"; cleanup_playground' EXIT
+for i in $(seq 0 999); do
+  echo "INSERT INTO t (k, v) VALUES ($((i % 8)), 'row $i');"
+done >"$QUERY_FILE"
+
+slap() {
+  local runs=()
+  for _ in $(seq 1 "$REPEAT"); do runs+=("$(slap1 "$@")"); done
+  printf '%s\n' "${runs[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+
+# Inserts per second for QUERIES inserts at concurrency $1 against port $2 as user $3 in db $4.
+slap1() {
+  local c=$1 port=$2 user=$3 db=$4 pass=() out
+  [[ "$user" == hscale ]] && pass=(-phscale)
+  out=$(mariadb-slap -h127.0.0.1 -P"$port" -u"$user" "${pass[@]}" --create-schema="$db" --no-drop \
+    --query="$QUERY_FILE" --delimiter=";" --concurrency="$c" --number-of-queries="$QUERIES" --iterations=1 2>&1) \
+    || die "mariadb-slap failed: $out"
+  awk -v q="$QUERIES" '/Average number of seconds to run all queries/ {printf "%d", q / $9}' <<<"$out"
+}
+
+rows=()
+for c in $CONCURRENCY; do
+  log "concurrency $c"
+  d=$(slap "$c" "$MAIN_PORT" hscale seq_direct)
+  h=$(slap "$c" "$PORT" root seq_part)
+  ratio=$(python3 -c "print(f'{$h / $d:.2f}')")
+  rows+=("| $c | $d | $h | $ratio |")
+done
+seq_rows=$(direct -N -e "SELECT COUNT(*) FROM hscale.sequences WHERE db = 'seq_part'")
+[[ "$seq_rows" == 1 ]] || die "no sequence row for seq_part.t"
+
+echo "## Sequences (bench/sequences.sh)"
+echo
+echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), nproc: $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "- $QUERIES single-row INSERTs without an id per run, median of $REPEAT runs"
+echo "- direct: one AUTO_INCREMENT table on one MariaDB; hscale: the same table partitioned with MOD(8) over two backends, ids from its sequence"
+echo
+echo "| concurrency | MariaDB inserts/s | hscale inserts/s | ratio |"
+echo "|---:|---:|---:|---:|"
+printf '%s\n' "${rows[@]}"

@@ -1,0 +1,319 @@
+//! The operations journal and the owner lock of a change: starting a
+//! change (or finding its twin running or done), the guarded journal
+//! transitions (`mark_cutover`, `fail`) and the commit of the dictionary
+//! with the journal's 'done' in one compare-and-set transaction.
+
+use hscale_route::dictionary::{Dictionary, TableName};
+use hscale_route::BackendId;
+
+use super::Report;
+use crate::admin::{conn, reload, wrong};
+use crate::backend::{BackendConn, PooledConn};
+use crate::error::ProxyError;
+use crate::partition::quote_str;
+use crate::partition::store::{self, exec, server_error};
+use crate::runtime::Context;
+
+/// Who runs a change, for the journal.
+pub(in crate::admin) fn owner(ctx: &Context) -> String {
+    format!("pid {} on {}", std::process::id(), ctx.config.proxy.listen)
+}
+
+/// The named lock on the main backend that a change's owner holds for the
+/// whole change (on a connection of its own, closed when the change ends or
+/// the owner dies). Another proxy that can take it knows the owner is gone.
+fn owner_lock(name: &TableName) -> String {
+    // FNV-1a: stable across processes, and lock names are at most 64 bytes.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.to_string().bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    quote_str(&format!("hscale_op_{h:016x}"))
+}
+
+/// Holds the owner lock of a running change; dropping it (or the owner's
+/// death) releases the lock.
+pub(in crate::admin) struct Owner {
+    _conn: PooledConn,
+}
+
+/// Take `name`'s owner lock on a connection of its own; `None` when another
+/// proxy holds it.
+pub(in crate::admin) async fn lock_owner(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+) -> Result<Option<Owner>, ProxyError> {
+    let mut c = conn(ctx, worker, BackendId::MAIN).await?;
+    c.is_broken = true; // closed, never pooled: closing releases the lock
+    let sql = format!("SELECT GET_LOCK({}, 0)", owner_lock(name));
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| server_error(&c, &sql, e))?;
+    let got = r.strings().first().and_then(|r| r[0].clone()) == Some("1".into());
+    Ok(got.then_some(Owner { _conn: c }))
+}
+
+/// What starting a change found.
+pub(in crate::admin) enum Began {
+    /// This proxy runs operation `.0`, holding the owner lock.
+    Started(u64, Box<Owner>),
+    /// The same command, run through another proxy, was running and is
+    /// done now (operation `.0`): nothing to do.
+    AlreadyDone(u64),
+}
+
+/// [`begin`] for a command: `Err(answer)` when the same command, run
+/// through another proxy, already did the work.
+pub(in crate::admin) async fn start(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    command: &str,
+) -> Result<Result<(u64, Box<Owner>), crate::admin::AdminOutput>, ProxyError> {
+    Ok(match begin(ctx, worker, name, command).await? {
+        Began::Started(op, owner) => Ok((op, owner)),
+        Began::AlreadyDone(id) => Err(crate::admin::AdminOutput::Ok {
+            info: format!(
+                "already done by operation {id} (the same command, through another proxy)"
+            ),
+        }),
+    })
+}
+
+/// After [`start`], under the owner lock: derive the change from the
+/// dictionary as it is now (the command may have waited for another change
+/// of the table, which `f` must see). `Ok(None)`: nothing to do any more;
+/// the operation is discarded from the journal, as on an error of `f`.
+pub(in crate::admin) async fn recheck<T>(
+    ctx: &Context,
+    worker: usize,
+    op: u64,
+    f: impl FnOnce(&Dictionary) -> Result<Option<T>, ProxyError>,
+) -> Result<Option<T>, ProxyError> {
+    let checked = match reload(ctx, worker).await {
+        Ok(d) => f(&d),
+        Err(e) => Err(e),
+    };
+    if !matches!(checked, Ok(Some(_))) {
+        let sql = format!("DELETE FROM `hscale`.`operations` WHERE id = {op}");
+        if let Err(e) = journal(ctx, worker, sql).await {
+            tracing::warn!(operation = op, error = %e, "cannot discard the operation");
+        }
+    }
+    checked
+}
+
+/// How long the same command waits for a running twin at most.
+const TWIN_WAIT: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// Start an operation on `name`: its owner lock, then its journal row. The
+/// same command already running (through any proxy) is waited for, and
+/// reported done if it succeeded; another change of the table is refused.
+pub(in crate::admin) async fn begin(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    command: &str,
+) -> Result<Began, ProxyError> {
+    let started = std::time::Instant::now();
+    let mut twin: Option<u64> = None;
+    loop {
+        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+        if let Some(owner_lock) = lock_owner(ctx, worker, name).await? {
+            if let Some(id) = twin {
+                let q = format!("SELECT state FROM `hscale`.`operations` WHERE id = {id}");
+                let state = main
+                    .query_rows(&q)
+                    .await?
+                    .map_err(|e| server_error(&main, &q, e))?
+                    .strings()
+                    .first()
+                    .and_then(|r| r[0].clone());
+                if state.as_deref() == Some("done") {
+                    return Ok(Began::AlreadyDone(id));
+                }
+            }
+            let sql = format!(
+                "INSERT INTO `hscale`.`operations` (db, tbl, command, state, active, owner, started_at) VALUES ({}, {}, {}, 'copying', {}, {}, NOW(3))",
+                quote_str(&name.db),
+                quote_str(&name.table),
+                quote_str(command),
+                quote_str(&name.to_string()),
+                quote_str(&owner(ctx))
+            );
+            match main.command(&BackendConn::payload_for_query(&sql)).await? {
+                Ok(ok) => return Ok(Began::Started(ok.last_insert_id, Box::new(owner_lock))),
+                Err(e) if e.code == 1062 => {}
+                Err(e) => return Err(server_error(&main, &sql, e)),
+            }
+        }
+        // Busy: wait for the same command, refuse another.
+        match running_op(&mut main, name).await? {
+            Some((id, running)) if running == command && started.elapsed() < TWIN_WAIT => {
+                twin = Some(id);
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            None if started.elapsed() < std::time::Duration::from_secs(2) => {
+                // Between a change's lock and its journal row: look again.
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            _ => {
+                let running = running_description(&mut main, name).await?;
+                return Err(wrong(format!(
+                    "{running} is changing {name}; wait for it to end (HSCALE SHOW OPERATIONS)"
+                )));
+            }
+        }
+    }
+}
+
+/// The running operation on `name`: its id and command.
+async fn running_op(
+    main: &mut BackendConn,
+    name: &TableName,
+) -> Result<Option<(u64, String)>, ProxyError> {
+    let q = format!(
+        "SELECT id, command FROM `hscale`.`operations` WHERE active = {}",
+        quote_str(&name.to_string())
+    );
+    Ok(main
+        .query_rows(&q)
+        .await?
+        .map_err(|e| server_error(main, &q, e))?
+        .strings()
+        .into_iter()
+        .next()
+        .and_then(|r| Some((r[0].as_deref()?.parse().ok()?, r[1].clone()?))))
+}
+
+/// The running operation on `name`, described for an error message.
+async fn running_description(
+    main: &mut BackendConn,
+    name: &TableName,
+) -> Result<String, ProxyError> {
+    let q = format!(
+        "SELECT id, command, state, owner FROM `hscale`.`operations` WHERE active = {}",
+        quote_str(&name.to_string())
+    );
+    Ok(main
+        .query_rows(&q)
+        .await?
+        .ok()
+        .and_then(|r| r.strings().into_iter().next())
+        .map(|r| {
+            format!(
+                "operation {} ({}, {} by {})",
+                r[0].clone().unwrap_or_default(),
+                r[1].clone().unwrap_or_default(),
+                r[2].clone().unwrap_or_default(),
+                r[3].clone().unwrap_or_default()
+            )
+        })
+        .unwrap_or_else(|| "another proxy (a change starting, or a take-over)".into()))
+}
+
+/// The journal statement that ends operation `id` in `state`.
+pub(in crate::admin) fn end_sql(id: u64, state: &str, report: Option<&Report>) -> String {
+    let (rows, pause) = report.map_or((0, 0), |r| (r.rows, r.longest_pause_ms));
+    format!(
+        "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3), rows_copied = GREATEST(rows_copied, {rows}), longest_pause_ms = {pause} WHERE id = {id}",
+        quote_str(state)
+    )
+}
+
+/// Operation `id` enters its cutover: statements that run into a renamed
+/// table wait for the new dictionary from now on (`admin::await_newer_dictionary`).
+pub(in crate::admin) async fn mark_cutover(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+) -> Result<(), ProxyError> {
+    let sql = format!(
+        "UPDATE `hscale`.`operations` SET state = 'cutover' WHERE id = {id} AND state = 'copying' AND active IS NOT NULL"
+    );
+    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+    match main.command(&BackendConn::payload_for_query(&sql)).await? {
+        Ok(ok) if ok.affected_rows == 1 => Ok(()),
+        Ok(_) => {
+            let q = format!("SELECT state FROM `hscale`.`operations` WHERE id = {id}");
+            let state = main
+                .query_rows(&q)
+                .await?
+                .ok()
+                .and_then(|r| r.strings().into_iter().next())
+                .and_then(|r| r[0].clone());
+            Err(if state.as_deref() == Some("cancelling") {
+                ProxyError::Cancelled(id)
+            } else {
+                wrong(format!(
+                    "operation {id} was rolled back by another proxy (its owner looked gone)"
+                ))
+            })
+        }
+        Err(e) => Err(server_error(&main, &sql, e)),
+    }
+}
+
+pub(in crate::admin) async fn journal(
+    ctx: &Context,
+    worker: usize,
+    sql: String,
+) -> Result<(), ProxyError> {
+    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+    exec(&mut main, &[sql]).await
+}
+
+/// The journal state of a change undone before its cutover: 'cancelled'
+/// when asked to stop, 'failed' otherwise.
+pub(in crate::admin) const UNDONE_STATE: &str = "IF(state = 'cancelling', 'cancelled', 'failed')";
+
+/// Mark operation `id` failed, or cancelled (best effort: the error that
+/// failed it is what the client sees).
+pub(in crate::admin) async fn fail(ctx: &Context, worker: usize, id: u64, why: &ProxyError) {
+    let sql = format!(
+        "UPDATE `hscale`.`operations` SET state = {UNDONE_STATE}, active = NULL, ended_at = NOW(3), detail = {} WHERE id = {id}",
+        quote_str(&why.to_string())
+    );
+    if let Err(e) = journal(ctx, worker, sql).await {
+        tracing::warn!(operation = id, error = %e, "cannot end the operation in the journal");
+    }
+}
+
+/// Commit the dictionary change `apply` makes, with the journal's end of
+/// operation `id`, by compare-and-set; another proxy's change to another
+/// table in between makes it reload and apply again.
+pub(in crate::admin) async fn commit_with_journal(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    report: &Report,
+    mut apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<(), ProxyError> {
+    for _ in 0..10 {
+        let mut d = (*reload(ctx, worker).await?).clone();
+        let statements = apply(&mut d)?;
+        // Only a change still in its cutover commits: one another proxy
+        // rolled back (its owner looked gone) does not.
+        let guard = format!(
+            "{} AND state = 'cutover'",
+            end_sql(id, "done", Some(report))
+        );
+        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+        match store::commit_change_guarded(&mut main, d.stored_version, &guard, &statements).await {
+            Ok(_) => {
+                // What was committed, read back (a take-over commits rows
+                // it did not apply to `d`).
+                reload(ctx, worker).await?;
+                return Ok(());
+            }
+            Err(ProxyError::Wrong(_)) => continue, // the version moved on: apply again
+            Err(e) => return Err(e),
+        }
+    }
+    Err(wrong(
+        "the dictionary kept changing; the operation's commit did not go through",
+    ))
+}

@@ -1,0 +1,560 @@
+//! Partition changes that lose no row, whatever other proxies do: the
+//! engine behind SETUP_TABLE (to another backend), ADD_PARTITION,
+//! DROP_PARTITION and MOVE_PARTITION.
+//!
+//! **The fence.** A physical table that loses keys in a change is renamed
+//! at the change's cutover, to a name never used before (`_g<operation id>`),
+//! after its writes drained and before the new dictionary commits. MariaDB's
+//! `RENAME TABLE` waits for every transaction holding the table, and
+//! statements that reach the old name afterwards fail with 1146. So a proxy
+//! holding any older dictionary can never read or write a key in a table
+//! that is no longer the key's home: it gets 1146, reloads, and runs the
+//! statement again (`session/fence.rs`). No clock, lease or count of proxies
+//! is involved.
+//!
+//! **A change**, one per table at a time (the journal's `active` key):
+//! ```text
+//!  journal 'copying' ─► destination table (fresh, or a staging table when the
+//!  destination already holds keys) ─► capture triggers on the source ─► copy
+//!  in bounded REPLACE batches ─► replay captured keys until few are left
+//!  ─► journal 'cutover' ─► RENAME source ─► replay the rest ─► delete the
+//!  moved rows from what stays / merge the staging table ─► commit the new
+//!  dictionary with the journal's 'done' (one CAS transaction) ─► drop
+//!  triggers, changelog and retired tables
+//! ```
+//! Writes pause only between the rename and the commit. The triggers
+//! record the primary key of every row of the moving set that changes
+//! (old and new key of an update) in `hscale.changes_<operation>` on the
+//! source's backend, in the writer's own transaction, so no change escapes.
+//! A replay re-reads the rows by key from the source and replaces or
+//! deletes them on the destination, so copy and replay are idempotent.
+//!
+//! The owner holds a named lock for the whole change; when it dies another
+//! proxy rolls the change back or finishes its cutover (`takeover.rs`).
+//! `HSCALE CANCEL_OPERATION` (`cancel.rs`) moves a change from 'copying' to
+//! 'cancelling' by compare-and-set, as `mark_cutover` moves it to 'cutover':
+//! one of the two wins. The owner sees the cancel within [`CANCEL_POLL`] and
+//! undoes the change; a dead owner's change is undone by a take-over.
+
+use hscale_route::dictionary::Dictionary;
+use hscale_route::BackendId;
+
+use super::{conn, wrong};
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+use crate::partition::copy::stream_rows;
+use crate::partition::store::exec;
+use crate::partition::{ddl, qualified, quote_ident, quote_str};
+use crate::runtime::Context;
+
+mod journal;
+mod running;
+
+pub(super) use journal::*;
+pub(super) use running::*;
+
+/// Captured keys replayed per round; the cutover starts once a round finds
+/// fewer than [`CUTOVER_BACKLOG`].
+pub(super) const REPLAY_BATCH: usize = 5000;
+/// Keys per `IN (...)` list of a replay: MariaDB turns longer lists into a
+/// join with a temporary table (`in_predicate_conversion_threshold`, 1000),
+/// which scans the whole table here instead of looking the keys up.
+const IN_LIST: usize = 900;
+/// Connection pairs that replay at once: writers on many connections
+/// otherwise get most of the servers' time, and the backlog drains slowly.
+const REPLAY_LANES: usize = 3;
+/// How long a change catches up with writers before its cutover at most.
+const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+const CUTOVER_BACKLOG: usize = 200;
+/// Attempts at renaming the source, each waiting at most 2 s for the
+/// transactions that hold it.
+const RENAME_ATTEMPTS: u32 = 10;
+
+/// Where the key column's expression goes in a [`Move::filter`].
+pub(super) const KEY: &str = "\u{1}key\u{1}";
+
+/// One row move of a change.
+pub(super) struct Move {
+    pub db: String,
+    /// The source: backend and physical table.
+    pub src: (BackendId, String),
+    /// Which rows of the source move: an SQL condition with [`KEY`] where
+    /// the key column goes (`col` in a table, `NEW.col` in a trigger).
+    /// `None`: every row (the source retires).
+    pub filter: Option<String>,
+    /// The destination: backend and physical table.
+    pub dst: (BackendId, String),
+    /// The destination is in the dictionary already (it gains keys): rows
+    /// are staged beside it and merged at the cutover, so no reader sees
+    /// them twice before.
+    pub is_dst_live: bool,
+    /// The source's name after the cutover: its next generation when it
+    /// keeps other keys, a retired name (dropped afterwards) when not.
+    pub src_after: String,
+    /// The partition key column (for the filter).
+    pub key_column: String,
+    /// The dictionary's rows for the change, committed at the cutover (a
+    /// proxy that takes over a dead owner's cutover commits exactly these).
+    pub dictionary: Vec<String>,
+}
+
+/// What a change did.
+pub(super) struct Report {
+    pub rows: u64,
+    pub seconds: f64,
+    pub longest_pause_ms: u64,
+}
+
+/// The row that answers a change: rows moved, seconds, longest write pause.
+pub(super) fn report_output(r: &Report, info: &str) -> super::AdminOutput {
+    super::AdminOutput::Rows {
+        columns: super::cols(&["rows_moved", "seconds", "longest_write_pause_ms", "info"]),
+        rows: vec![vec![
+            Some(r.rows.to_string()),
+            Some(format!("{:.3}", r.seconds)),
+            Some(r.longest_pause_ms.to_string()),
+            Some(info.to_string()),
+        ]],
+    }
+}
+
+/// Whether a server error is a statement's failure to write a change's
+/// changelog: a statement prepared before the change's triggers existed runs
+/// with the tables it locked then, and MariaDB answers 1146 for the
+/// changelog the new trigger writes. Nothing of the statement was applied;
+/// it must run again, prepared anew.
+pub fn is_capture_error(err: &hscale_wire::response::ErrPacket) -> bool {
+    err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE
+        && err.message.contains("'hscale.changes_")
+}
+
+/// A pause for tests, in ms, from the environment variable `name`
+/// (`HSCALE_TEST_PAUSE_AFTER_RENAME_MS`: right after the cutover's rename,
+/// so tests can kill an owner in its cutover; `..._AFTER_COPY_MS`: after the
+/// copy, so tests can damage it). Unset in production.
+fn test_pause(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// The session every connection of a copy runs in, whatever a client left
+/// on it: TIMESTAMPs read and written in one time zone, and a 0 written to
+/// an AUTO_INCREMENT column stays 0.
+pub(super) fn copy_session() -> Vec<String> {
+    vec![
+        "SET SESSION time_zone = '+00:00'".to_string(),
+        "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'".to_string(),
+    ]
+}
+
+/// [`copy_session`] for connections that write the destination: READ
+/// COMMITTED, so the replay lanes' deletes of absent keys lock no gaps.
+pub(super) fn dst_session() -> Vec<String> {
+    let mut s = copy_session();
+    s.push("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string());
+    s
+}
+
+/// The server's estimate of a table's rows (0 if unknown).
+async fn table_rows(c: &mut BackendConn, db: &str, table: &str) -> u64 {
+    let sql = format!(
+        "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+        quote_str(db),
+        quote_str(table)
+    );
+    match c.query_rows(&sql).await {
+        Ok(Ok(r)) => r
+            .strings()
+            .first()
+            .and_then(|row| row[0].as_deref().and_then(|v| v.parse().ok()))
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Carry out `m` as operation `id` and commit `apply`'s dictionary change
+/// at its cutover. On an error before the cutover everything is undone
+/// and the journal says 'failed'.
+pub(super) async fn run(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    m: &Move,
+    apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<Report, ProxyError> {
+    let started = std::time::Instant::now();
+    // Nothing is created before the spec is recorded: an error here only
+    // ends the operation.
+    let set_up = async {
+        let mut src = conn(ctx, worker, m.src.0).await?;
+        src.is_broken = true; // session settings change below: never pooled again
+        let pk = primary_key(&mut src, &m.db, &m.src.1).await?;
+        if pk.is_empty() {
+            return Err(wrong(format!(
+                "{}.{} has no primary key: rows cannot be moved while it is written",
+                m.db, m.src.1
+            )));
+        }
+        let mut dst = conn(ctx, worker, m.dst.0).await?;
+        dst.is_broken = true;
+        exec(&mut src, &copy_session()).await?;
+        exec(&mut dst, &dst_session()).await?;
+        let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
+        Ok((src, dst, pk, columns))
+    };
+    let (src, dst, pk, columns) = match set_up.await {
+        Ok(x) => x,
+        Err(e) => {
+            fail(ctx, worker, id, &e).await;
+            return Err(e);
+        }
+    };
+    let into = if m.is_dst_live {
+        format!("{}_stage{id}", m.dst.1)
+    } else {
+        m.dst.1.clone()
+    };
+    if let Err(e) = record_spec(ctx, worker, id, m, &into).await {
+        fail(ctx, worker, id, &e).await;
+        return Err(e);
+    }
+    let mut r = Running {
+        m,
+        id,
+        src,
+        dst,
+        pk,
+        into,
+        src_name: m.src.1.clone(),
+        replayed: 0,
+        lanes: Vec::new(),
+        columns,
+    };
+    for _ in 1..REPLAY_LANES {
+        let mut lane = (
+            conn(ctx, worker, m.src.0).await?,
+            conn(ctx, worker, m.dst.0).await?,
+        );
+        lane.0.is_broken = true;
+        lane.1.is_broken = true;
+        exec(&mut lane.0, &copy_session()).await?;
+        exec(&mut lane.1, &dst_session()).await?;
+        r.lanes.push(lane);
+    }
+    // A cancel (HSCALE CANCEL_OPERATION, through any proxy) is seen within
+    // CANCEL_POLL; the copy or replay it interrupts is dropped mid-way (the
+    // undo, `abandon`, runs on fresh connections).
+    let prepared = tokio::select! {
+        p = prepare(ctx, worker, &mut r) => Some(p),
+        () = cancel_requested(ctx, worker, id) => None,
+    };
+    let prepared = prepared.unwrap_or(Err(ProxyError::Cancelled(id)));
+    if let Err(e) = prepared {
+        abandon(ctx, worker, &mut r, &e).await;
+        return Err(e);
+    }
+    let rows = prepared.unwrap_or(0);
+    cut_over(ctx, worker, &mut r, rows, started, apply).await
+}
+
+/// How often a change's owner looks for a cancel in the journal.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Returns once operation `id` is asked to stop (its journal state is
+/// 'cancelling'); errors reading the journal are ignored (the next look
+/// may succeed; the cutover's guard catches a cancel anyway).
+async fn cancel_requested(ctx: &Context, worker: usize, id: u64) {
+    let q = format!("SELECT state FROM `hscale`.`operations` WHERE id = {id}");
+    loop {
+        tokio::time::sleep(CANCEL_POLL).await;
+        if let Ok(mut main) = conn(ctx, worker, BackendId::MAIN).await {
+            if let Ok(Ok(r)) = main.query_rows(&q).await {
+                if r.strings().first().and_then(|r| r[0].as_deref()) == Some("cancelling") {
+                    tracing::info!(operation = id, "cancelled: undoing the change");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Before the cutover: destination, capture, copy, replays. Returns the
+/// rows copied.
+async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u64, ProxyError> {
+    let m = r.m;
+    {
+        let mut like = conn(ctx, worker, m.src.0).await?;
+        ddl::create_like(&mut like, &m.db, &m.src.1, &mut r.dst, &r.into).await?;
+    }
+    r.capture().await?;
+    let select = format!(
+        "SELECT {} FROM {} WHERE {}",
+        r.columns,
+        qualified(&m.db, &r.src_name),
+        r.moving(&quote_ident(&m.key_column))
+    );
+    let mut reader = conn(ctx, worker, m.src.0).await?;
+    reader.is_broken = true;
+    exec(&mut reader, &copy_session()).await?;
+    // The journal's estimate of the rows to copy: the source's statistics
+    // (all its rows; the moving share is unknown without a scan).
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET rows_estimate = {} WHERE id = {}",
+            table_rows(&mut reader, &m.db, &r.src_name).await,
+            r.id
+        ),
+    )
+    .await?;
+    let into_q = qualified(&m.db, &r.into);
+    tracing::debug!(operation = r.id, "copy starts");
+    let rows = stream_rows(&mut reader, &select, &mut r.dst, &into_q, true).await?;
+    tracing::debug!(operation = r.id, rows, "copy done");
+    drop(reader);
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET rows_copied = {rows} WHERE id = {}",
+            r.id
+        ),
+    )
+    .await?;
+    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_COPY_MS") {
+        // Tests damage the copy here: the verification must repair it.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    catch_up(ctx, worker, r).await?;
+    let v = super::verify::verify(ctx, worker, r).await?;
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET ranges_verified = {}, ranges_recopied = {} WHERE id = {}",
+            v.ranges, v.recopied, r.id
+        ),
+    )
+    .await?;
+    // The backlog that grew while the ranges were summed.
+    catch_up(ctx, worker, r).await?;
+    Ok(rows)
+}
+
+/// Replay until the backlog is small, so the cutover's replay (during
+/// which writes to the moving rows wait) is short. Writers faster than the
+/// replays keep it going; after CATCH_UP_LIMIT the cutover starts anyway,
+/// with a longer pause.
+async fn catch_up(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<(), ProxyError> {
+    let catching_up = std::time::Instant::now();
+    loop {
+        let n = r.replay().await?;
+        journal(
+            ctx,
+            worker,
+            format!(
+                "UPDATE `hscale`.`operations` SET backlog = {n} WHERE id = {}",
+                r.id
+            ),
+        )
+        .await?;
+        if n < CUTOVER_BACKLOG {
+            break;
+        }
+        if catching_up.elapsed() > CATCH_UP_LIMIT {
+            tracing::warn!(
+                operation = r.id,
+                backlog = n,
+                "writers outpace the change's replays; cutting over with a backlog"
+            );
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Undo a change that failed before its cutover.
+/// Undo a change that failed before its cutover. What cannot be undone now
+/// (a backend is down) is left to the take-over: the journal row stays
+/// active, in 'rolling_back' (or 'cancelling'), and every proxy tries
+/// again each reload interval (`takeover::roll_back`) until the backend is
+/// back; the table cannot be changed meanwhile.
+async fn abandon(ctx: &Context, worker: usize, r: &mut Running<'_>, why: &ProxyError) {
+    tracing::warn!(operation = r.id, error = %why, "partition change failed before its cutover; undoing it");
+    // Fresh connections: the failure may have broken the change's own.
+    for (b, c) in [(r.m.src.0, &mut r.src), (r.m.dst.0, &mut r.dst)] {
+        if let Ok(fresh) = conn(ctx, worker, b).await {
+            *c = fresh;
+            c.is_broken = true;
+        }
+    }
+    let mut is_clean = r.clean_up().await;
+    if !r.m.is_dst_live {
+        is_clean &= exec(
+            &mut r.dst,
+            &[format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified(&r.m.db, &r.into)
+            )],
+        )
+        .await
+        .is_ok();
+    }
+    if is_clean {
+        fail(ctx, worker, r.id, why).await;
+        return;
+    }
+    tracing::warn!(
+        operation = r.id,
+        "a backend is unreachable: the change's tables are dropped by a take-over once it is back"
+    );
+    let sql = format!(
+        "UPDATE `hscale`.`operations` SET state = IF(state = 'cancelling', 'cancelling', 'rolling_back') WHERE id = {} AND active IS NOT NULL",
+        r.id
+    );
+    if let Err(e) = journal(ctx, worker, sql).await {
+        tracing::warn!(operation = r.id, error = %e, "cannot mark the operation for a take-over");
+    }
+}
+
+async fn cut_over(
+    ctx: &Context,
+    worker: usize,
+    r: &mut Running<'_>,
+    rows: u64,
+    started: std::time::Instant,
+    apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<Report, ProxyError> {
+    let m = r.m;
+    let id = r.id;
+    if let Err(e) = mark_cutover(ctx, worker, id).await {
+        abandon(ctx, worker, r, &e).await;
+        return Err(e);
+    }
+    let pause = std::time::Instant::now();
+    tracing::debug!(operation = id, "rename");
+    if let Err(e) = r.rename_source().await {
+        abandon(ctx, worker, r, &e).await;
+        return Err(e);
+    }
+    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_RENAME_MS") {
+        // Tests kill the owner here: the cutover is finished by another proxy.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    // From here on writes to the source wait for the new dictionary: roll
+    // forward. A failure leaves the journal in 'cutover' for an operator.
+    loop {
+        if r.replay().await? == 0 {
+            break;
+        }
+    }
+    finish_rows(r).await?;
+    let mut report = Report {
+        rows,
+        seconds: 0.0,
+        longest_pause_ms: 0,
+    };
+    report.longest_pause_ms = pause.elapsed().as_millis() as u64;
+    commit_with_journal(ctx, worker, id, &report, apply).await?;
+    report.longest_pause_ms = pause.elapsed().as_millis() as u64;
+    r.clean_up().await;
+    if m.filter.is_none() {
+        let _ = exec(&mut r.src, &retire_sql(ctx, &m.db, &r.src_name)).await;
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    let _ = journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET longest_pause_ms = {} WHERE id = {id}",
+            report.longest_pause_ms
+        ),
+    )
+    .await;
+    tracing::info!(
+        operation = id,
+        rows,
+        pause_ms = report.longest_pause_ms,
+        "partition change done"
+    );
+    Ok(report)
+}
+
+/// Retire `db`.`table` (a source every key left): dropped, or moved to
+/// `[proxy] keep_retired_db` under the same (never reused) name.
+pub(super) fn retire_sql(ctx: &Context, db: &str, table: &str) -> Vec<String> {
+    let keep = &ctx.config.proxy.keep_retired_db;
+    if keep.is_empty() {
+        return vec![format!("DROP TABLE IF EXISTS {}", qualified(db, table))];
+    }
+    vec![
+        format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(keep)),
+        format!(
+            "RENAME TABLE {} TO {}",
+            qualified(db, table),
+            qualified(keep, table)
+        ),
+    ]
+}
+
+/// Record how to undo operation `id` before anything is created.
+pub(super) async fn record_spec(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    m: &Move,
+    into: &str,
+) -> Result<(), ProxyError> {
+    let names: Vec<&str> = ctx
+        .config
+        .backends
+        .iter()
+        .map(|b| b.name.as_str())
+        .collect();
+    let spec = super::takeover::Spec {
+        db: m.db.clone(),
+        src_backend: names[m.src.0.index()].to_string(),
+        dst_backend: names[m.dst.0.index()].to_string(),
+        into: into.to_string(),
+        is_dst_live: m.is_dst_live,
+        src_table: m.src.1.clone(),
+        src_after: m.src_after.clone(),
+        dst_table: m.dst.1.clone(),
+        key_column: m.key_column.clone(),
+        filter: m.filter.clone(),
+        dictionary: m.dictionary.clone(),
+    };
+    let text = toml::to_string(&spec).map_err(|e| wrong(e.to_string()))?;
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET detail = {} WHERE id = {id}",
+            quote_str(&text)
+        ),
+    )
+    .await
+}
+
+/// After the last replay: the moved rows leave what stays of the source,
+/// and the staging table joins the destination (both can run again).
+pub(super) async fn finish_rows(r: &mut Running<'_>) -> Result<(), ProxyError> {
+    let m = r.m;
+    if m.filter.is_some() {
+        let sql = format!(
+            "DELETE FROM {} WHERE {}",
+            qualified(&m.db, &r.src_name),
+            r.moving(&quote_ident(&m.key_column))
+        );
+        exec(&mut r.src, &[sql]).await?;
+    }
+    if m.is_dst_live {
+        let sql = format!(
+            "REPLACE INTO {} SELECT * FROM {}",
+            qualified(&m.db, &m.dst.1),
+            qualified(&m.db, &r.into)
+        );
+        exec(&mut r.dst, &[sql]).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,399 @@
+//! A running change's connections and its row work: capture triggers,
+//! the changelog, replays of captured keys in lanes, and the moved rows'
+//! deletion. `mod.rs` sequences these steps; `takeover.rs` repeats some.
+
+use hscale_wire::resultset::ColumnInfo;
+
+use super::{Move, IN_LIST, KEY, RENAME_ATTEMPTS, REPLAY_BATCH};
+use crate::admin::wrong;
+use crate::backend::{BackendConn, PooledConn};
+use crate::error::ProxyError;
+use crate::partition::copy::{stream_rows, value_literal};
+use crate::partition::store::{exec, server_error};
+use crate::partition::{qualified, quote_ident, quote_str};
+
+/// The primary key columns of `db`.`table` (name and column type), in
+/// index order.
+pub(in crate::admin) async fn primary_key(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+) -> Result<Vec<(String, String)>, ProxyError> {
+    let sql = format!(
+        "SELECT s.COLUMN_NAME, c.COLUMN_TYPE FROM information_schema.STATISTICS s JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME WHERE s.TABLE_SCHEMA = {} AND s.TABLE_NAME = {} AND s.INDEX_NAME = 'PRIMARY' ORDER BY s.SEQ_IN_INDEX",
+        quote_str(db),
+        quote_str(table)
+    );
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| server_error(c, &sql, e))?;
+    Ok(r.strings()
+        .into_iter()
+        .map(|r| {
+            (
+                r[0].clone().unwrap_or_default(),
+                r[1].clone().unwrap_or_default(),
+            )
+        })
+        .collect())
+}
+
+/// Everything a running change holds.
+pub(in crate::admin) struct Running<'m> {
+    pub(in crate::admin) m: &'m Move,
+    pub(in crate::admin) id: u64,
+    /// Connection to the source's backend (its result charset is raw bytes).
+    pub(in crate::admin) src: PooledConn,
+    /// Connection to the destination's backend.
+    pub(in crate::admin) dst: PooledConn,
+    pub(in crate::admin) pk: Vec<(String, String)>,
+    /// Where copied rows go: the destination, or its staging table.
+    pub(in crate::admin) into: String,
+    /// The source's current name (it changes at the cutover).
+    pub(in crate::admin) src_name: String,
+    /// Changelog entries replayed so far.
+    pub(in crate::admin) replayed: u64,
+    /// More (source, destination) connections that replay keys beside
+    /// `src` and `dst` (`apply`).
+    pub(in crate::admin) lanes: Vec<(PooledConn, PooledConn)>,
+    /// How rows are read so their text writes the same values back
+    /// (`ddl::exact_select_list`).
+    pub(in crate::admin) columns: String,
+}
+
+impl Running<'_> {
+    pub(in crate::admin) fn changelog(&self) -> String {
+        qualified("hscale", &format!("changes_{}", self.id))
+    }
+
+    fn trigger(&self, event: &str) -> String {
+        qualified(&self.m.db, &format!("hscale_{}_{event}", self.id))
+    }
+
+    /// The moving rows' condition for a column expression (`None`: all).
+    pub(in crate::admin) fn moving(&self, column: &str) -> String {
+        match &self.m.filter {
+            Some(f) => f.replace(KEY, column),
+            None => "1 = 1".to_string(),
+        }
+    }
+
+    pub(in crate::admin) fn pk_list(&self, prefix: &str) -> String {
+        self.pk
+            .iter()
+            .map(|(c, _)| format!("{prefix}{}", quote_ident(c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Changelog table and triggers on the source.
+    pub(in crate::admin) async fn capture(&mut self) -> Result<(), ProxyError> {
+        let cols: Vec<String> = self
+            .pk
+            .iter()
+            .map(|(c, t)| format!("{} {t} NULL", quote_ident(c)))
+            .collect();
+        let src_q = qualified(&self.m.db, &self.src_name);
+        let key = quote_ident(&self.m.key_column);
+        let mut statements = vec![
+            "CREATE DATABASE IF NOT EXISTS `hscale`".to_string(),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {} (seq BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, {}) ENGINE=InnoDB",
+                self.changelog(),
+                cols.join(", ")
+            ),
+            "SET SESSION lock_wait_timeout = 5".to_string(),
+        ];
+        let insert = |row: &str| {
+            format!(
+                "INSERT INTO {} ({}) VALUES ({})",
+                self.changelog(),
+                self.pk_list(""),
+                self.pk_list(&format!("{row}."))
+            )
+        };
+        let log = |row: &str| {
+            format!(
+                "IF {} THEN {}; END IF",
+                self.moving(&format!("{row}.{key}")),
+                insert(row)
+            )
+        };
+        let same = self
+            .pk
+            .iter()
+            .map(|(c, _)| format!("OLD.{0} <=> NEW.{0}", quote_ident(c)))
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        // No error handler in the triggers: a statement prepared before
+        // they existed can run with its old list of tables to lock, and
+        // then fails with 1146 on the changelog instead of writing without
+        // capture. The proxy runs such a statement again on a fresh
+        // connection (`is_capture_error`). For the same reason a changelog
+        // is only dropped once its triggers are gone (`clean_up`).
+        for (event, body) in [
+            ("ai", format!("BEGIN {}; END", log("NEW"))),
+            // An update that keeps the key logs it once.
+            (
+                "au",
+                format!(
+                    "BEGIN IF {same} THEN IF {} OR {} THEN {}; END IF; ELSE {}; {}; END IF; END",
+                    self.moving(&format!("OLD.{key}")),
+                    self.moving(&format!("NEW.{key}")),
+                    insert("NEW"),
+                    log("OLD"),
+                    log("NEW")
+                ),
+            ),
+            ("ad", format!("BEGIN {}; END", log("OLD"))),
+        ] {
+            let what = match event {
+                "ai" => "INSERT",
+                "au" => "UPDATE",
+                _ => "DELETE",
+            };
+            statements.push(format!(
+                "CREATE TRIGGER IF NOT EXISTS {} AFTER {what} ON {src_q} FOR EACH ROW {body}",
+                self.trigger(event)
+            ));
+        }
+        exec(&mut self.src, &statements).await
+    }
+
+    /// Replay up to [`REPLAY_BATCH`] captured keys: re-read those rows from
+    /// the source, replace them on the destination (or delete them there
+    /// when they left the moving set), then delete exactly the changelog
+    /// entries read. Entries are never skipped by sequence number: writers
+    /// commit out of sequence order, so an entry with a smaller number can
+    /// become visible after a larger one was replayed. Returns how many
+    /// entries were replayed.
+    pub(in crate::admin) async fn replay(&mut self) -> Result<usize, ProxyError> {
+        let sql = format!(
+            "SELECT seq, {} FROM {} ORDER BY seq LIMIT {REPLAY_BATCH}",
+            self.pk_list(""),
+            self.changelog()
+        );
+        let (seqs, keys) = entries(&mut self.src, &sql).await?;
+        self.apply(&seqs, keys).await?;
+        Ok(seqs.len())
+    }
+
+    /// Replay the changelog entries `seqs`, which name the primary keys
+    /// `keys` (literals, one per entry): the rows are read again from the
+    /// source and replace those keys on the destination in one transaction,
+    /// then exactly these entries are deleted.
+    pub(in crate::admin) async fn apply(
+        &mut self,
+        seqs: &[String],
+        mut keys: Vec<String>,
+    ) -> Result<(), ProxyError> {
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        keys.sort();
+        keys.dedup();
+        let into_q = &qualified(&self.m.db, &self.into);
+        let pk = &self.pk_list("");
+        let from = &format!(
+            "{} FROM {}",
+            self.columns,
+            qualified(&self.m.db, &self.src_name)
+        );
+        let moving = &self.moving(&quote_ident(&self.m.key_column));
+        // The keys' chunks are dealt to the lanes, each a (source,
+        // destination) pair of connections with its own transaction on the
+        // destination: the copy is not visible before the cutover, and each
+        // key is replayed whole by one lane.
+        let chunks: Vec<&[String]> = keys.chunks(IN_LIST).collect();
+        let mut pairs = vec![(&mut self.src, &mut self.dst)];
+        pairs.extend(self.lanes.iter_mut().map(|(s, d)| (s, d)));
+        let n = pairs.len();
+        let lanes = pairs.into_iter().enumerate().map(|(i, (src, dst))| {
+            let mine: Vec<&[String]> = chunks.iter().skip(i).step_by(n).copied().collect();
+            async move {
+                if mine.is_empty() {
+                    return Ok::<(), ProxyError>(());
+                }
+                // Lanes write disjoint keys, but InnoDB's locks on the gaps
+                // between them can still deadlock two lanes: the loser's
+                // transaction was rolled back whole, and runs again.
+                let mut attempt = 0;
+                loop {
+                    let run = async {
+                        exec(dst, &["BEGIN".to_string()]).await?;
+                        for chunk in &mine {
+                            let in_list = format!("({pk}) IN ({})", chunk.join(", "));
+                            exec(dst, &[format!("DELETE FROM {into_q} WHERE {in_list}")]).await?;
+                            let select = format!("SELECT {from} WHERE {in_list} AND {moving}");
+                            stream_rows(src, &select, dst, into_q, true).await?;
+                        }
+                        exec(dst, &["COMMIT".to_string()]).await
+                    };
+                    match run.await {
+                        Err(ProxyError::Backend { err, .. })
+                            if matches!(err.code, 1205 | 1213) && attempt < 5 =>
+                        {
+                            attempt += 1;
+                            tracing::debug!(code = err.code, attempt, "a replay lane runs again");
+                            exec(dst, &["ROLLBACK".to_string()]).await?;
+                        }
+                        other => return other,
+                    }
+                }
+            }
+        });
+        futures_util::future::try_join_all(lanes).await?;
+        for chunk in seqs.chunks(IN_LIST) {
+            let done = format!(
+                "DELETE FROM {} WHERE seq IN ({})",
+                self.changelog(),
+                chunk.join(", ")
+            );
+            exec(&mut self.src, &[done]).await?;
+        }
+        self.replayed += seqs.len() as u64;
+        tracing::debug!(
+            operation = self.id,
+            entries = seqs.len(),
+            keys = keys.len(),
+            "replayed"
+        );
+        Ok(())
+    }
+
+    /// Rename the source to its name after the cutover, waiting at most
+    /// 2 s per attempt for the transactions that hold it.
+    pub(in crate::admin) async fn rename_source(&mut self) -> Result<(), ProxyError> {
+        let sql = format!(
+            "RENAME TABLE {} TO {}",
+            qualified(&self.m.db, &self.src_name),
+            qualified(&self.m.db, &self.m.src_after)
+        );
+        exec(
+            &mut self.src,
+            &["SET SESSION lock_wait_timeout = 2".to_string()],
+        )
+        .await?;
+        let mut last = None;
+        for attempt in 0..RENAME_ATTEMPTS {
+            match self
+                .src
+                .command(&BackendConn::payload_for_query(&sql))
+                .await?
+            {
+                Ok(_) => {
+                    self.src_name = self.m.src_after.clone();
+                    return Ok(());
+                }
+                Err(e) if e.code == 1205 => {
+                    tracing::info!(
+                        operation = self.id,
+                        attempt,
+                        "rename waits for long transactions"
+                    );
+                    last = Some(e);
+                    tokio::time::sleep(std::time::Duration::from_millis(100 << attempt.min(4)))
+                        .await;
+                }
+                Err(e) => return Err(server_error(&self.src, &sql, e)),
+            }
+        }
+        Err(match last {
+            Some(e) => server_error(&self.src, &sql, e),
+            None => wrong("the source table could not be renamed"),
+        })
+    }
+
+    /// Triggers, changelog and staging table gone. The changelog goes only
+    /// once every trigger is gone; a trigger that cannot be dropped now
+    /// (long transactions on the table) is retried for a while, and left
+    /// (harmless, see `capture`) with a warning after that. Returns whether
+    /// everything is gone.
+    pub(in crate::admin) async fn clean_up(&mut self) -> bool {
+        let _ = exec(
+            &mut self.src,
+            &["SET SESSION lock_wait_timeout = 5".to_string()],
+        )
+        .await;
+        let mut is_clean = true;
+        for e in ["ai", "au", "ad"] {
+            let sql = format!("DROP TRIGGER IF EXISTS {}", self.trigger(e));
+            let mut dropped = false;
+            for attempt in 0..6u32 {
+                match exec(&mut self.src, std::slice::from_ref(&sql)).await {
+                    Ok(()) => {
+                        dropped = true;
+                        break;
+                    }
+                    Err(err) => {
+                        tracing::warn!(operation = self.id, attempt, error = %err, "cannot drop a capture trigger yet");
+                        if !matches!(&err, ProxyError::Backend { err, .. } if err.code == 1205) {
+                            break; // not a lock wait: the backend is gone
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
+                    }
+                }
+            }
+            is_clean &= dropped;
+        }
+        if is_clean {
+            let sql = format!("DROP TABLE IF EXISTS {}", self.changelog());
+            is_clean &= exec(&mut self.src, &[sql]).await.is_ok();
+        }
+        if self.m.is_dst_live {
+            is_clean &= exec(
+                &mut self.dst,
+                &[format!(
+                    "DROP TABLE IF EXISTS {}",
+                    qualified(&self.m.db, &self.into)
+                )],
+            )
+            .await
+            .is_ok();
+        }
+        is_clean
+    }
+}
+
+/// Changelog entries read by `sql` (`seq`, then the primary key columns):
+/// their sequence numbers and their keys as SQL row literals.
+pub(in crate::admin) async fn entries(
+    c: &mut BackendConn,
+    sql: &str,
+) -> Result<(Vec<String>, Vec<String>), ProxyError> {
+    let r = c
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(c, sql, e))?;
+    let seqs: Vec<String> = r
+        .rows
+        .iter()
+        .map(|row| {
+            row[0]
+                .as_deref()
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .filter(|s| s.bytes().all(|c| c.is_ascii_digit()))
+                .map(str::to_string)
+                .ok_or_else(|| wrong("unreadable changelog sequence"))
+        })
+        .collect::<Result<_, _>>()?;
+    let keys = key_literals(&r.columns[1..], r.rows.iter().map(|row| &row[1..]));
+    Ok((seqs, keys))
+}
+
+/// Primary keys read from a backend as SQL row literals `(v1, v2)`.
+pub(in crate::admin) fn key_literals<'a>(
+    cols: &[ColumnInfo],
+    rows: impl Iterator<Item = &'a [Option<Vec<u8>>]>,
+) -> Vec<String> {
+    rows.map(|row| {
+        let vals: Vec<String> = row
+            .iter()
+            .zip(cols)
+            .map(|(v, c)| value_literal(v.as_deref(), c))
+            .collect();
+        format!("({})", vals.join(", "))
+    })
+    .collect()
+}

@@ -1,0 +1,184 @@
+//! Where a client's prepared statement on a partitioned table runs: the
+//! routing planned at PREPARE (again when the dictionary changed), and
+//! the parts each execution picks from its key parameters.
+
+use std::sync::Arc;
+
+use hscale_route::dictionary::{PartitionedTable, Target};
+use hscale_route::router::{Plan, StatementKind};
+use hscale_wire::stmt::Execute;
+
+use super::params;
+use crate::error::ProxyError;
+use crate::partition::Partitioning;
+
+/// One part: a target and the statement rewritten for it.
+pub type Part = (Target, Arc<[u8]>);
+
+/// Where a prepared statement on a partitioned table runs.
+#[derive(Debug)]
+pub struct PreparedRouting {
+    pub kind: StatementKind,
+    /// Each target with the statement rewritten for it.
+    pub parts: Vec<Part>,
+    /// The `?`s holding the key (one per INSERT row; at most one otherwise):
+    /// each execution runs on the partition of their values.
+    pub key_params: Vec<usize>,
+    pub table: PartitionedTable,
+}
+
+impl PreparedRouting {
+    /// How statement `sql`, prepared in database `db`, reaches partitioned
+    /// tables: `None` when it names none.
+    pub fn plan(
+        sql: &[u8],
+        db: Option<&str>,
+        partitioning: &Partitioning,
+    ) -> Result<Option<Arc<PreparedRouting>>, ProxyError> {
+        if partitioning.is_empty() {
+            return Ok(None);
+        }
+        let Ok(text) = std::str::from_utf8(sql) else {
+            return match partitioning.refusal(sql) {
+                Some(why) => Err(ProxyError::Refused(why)),
+                None => Ok(None),
+            };
+        };
+        let dict = partitioning.dictionary();
+        match hscale_route::router::plan_prepared(text, db, &dict) {
+            Plan::Passthrough => Ok(None),
+            Plan::Refuse(why) => Err(ProxyError::Refused(why)),
+            Plan::Targets { kind, parts } => {
+                // The table whose partition the first part names, in the
+                // database the rewritten statement names.
+                let (first, first_sql) = &parts[0];
+                let table = dict
+                    .tables()
+                    .find(|t| {
+                        t.all_targets().contains(first)
+                            && first_sql.contains(&crate::partition::qualified(
+                                &t.name.db,
+                                &first.physical_table,
+                            ))
+                    })
+                    .cloned()
+                    .ok_or_else(|| ProxyError::Refused("the dictionary changed".into()))?;
+                let key_params = match kind {
+                    StatementKind::Insert => {
+                        hscale_route::router::insert_key_placeholders(text, &table.column)
+                            .unwrap_or_default()
+                    }
+                    _ if table.is_key_exact => {
+                        hscale_route::router::key_placeholder(text, &table.column)
+                            .into_iter()
+                            .collect()
+                    }
+                    _ => Vec::new(),
+                };
+                if kind == StatementKind::Insert && key_params.is_empty() && parts.len() > 1 {
+                    return Err(ProxyError::Refused(format!(
+                        "a prepared INSERT whose rows go to different partitions of {} (use a parameter for the key, or one statement per partition)",
+                        table.name
+                    )));
+                }
+                // With a key parameter, `parts` lists every partition and
+                // each execution picks its own; otherwise it runs on them all.
+                Ok(Some(Arc::new(PreparedRouting {
+                    kind,
+                    parts: parts
+                        .into_iter()
+                        .map(|(t, s)| (t, Arc::from(s.as_bytes())))
+                        .collect(),
+                    key_params,
+                    table,
+                })))
+            }
+            _ => Err(ProxyError::Refused(
+                "this statement on a partitioned table cannot be prepared (run it as a query)"
+                    .into(),
+            )),
+        }
+    }
+
+    /// The parts one execution runs on: the partition its key parameters
+    /// name, or every part. `long` lists the parameters sent as long data.
+    pub fn parts_for(
+        &self,
+        exec: &Execute<'_>,
+        types: &[u8],
+        long: &[u16],
+    ) -> Result<Vec<Part>, ProxyError> {
+        let is_insert = self.kind == StatementKind::Insert;
+        if self.key_params.is_empty() {
+            return Ok(self.parts.clone());
+        }
+        let mut target: Option<Target> = None;
+        for &i in &self.key_params {
+            let v = params::key_value(exec, types, i, long).map_err(ProxyError::Refused)?;
+            let shown = v.to_string();
+            let t = self
+                .table
+                .stored_key(v)
+                .and_then(|v| self.table.route(&v).ok());
+            match (t, &target) {
+                (Some(t), Some(prev)) if t != *prev => {
+                    return Err(ProxyError::Refused(format!(
+                        "the rows of this prepared INSERT belong to different partitions of {} (run one row per execution)",
+                        self.table.name
+                    )))
+                }
+                (Some(t), _) => target = Some(t),
+                (None, _) if is_insert => {
+                    return Err(ProxyError::Refused(format!(
+                        "the partition key value {shown} cannot be placed in {} (key {})",
+                        self.table.name, self.table.column
+                    )))
+                }
+                // A value that cannot be placed ('abc' for an integer key)
+                // matches no key exactly: every partition answers.
+                (None, _) => {
+                    target = None;
+                    break;
+                }
+            }
+        }
+        let chosen: Vec<_> = self
+            .parts
+            .iter()
+            .filter(|(t, _)| target.as_ref().is_none_or(|target| t == target))
+            .cloned()
+            .collect();
+        Ok(if chosen.is_empty() {
+            // A literal key already excluded this partition: the predicates
+            // contradict, any one partition answers (empty).
+            self.parts[..1].to_vec()
+        } else {
+            chosen
+        })
+    }
+
+    /// The partition value an INSERT into the default partition of a table
+    /// with auto-partitioning names (`admin::auto_partition` creates its
+    /// partition), when `parts` is that one default partition.
+    pub fn auto_value(
+        &self,
+        exec: &Execute<'_>,
+        types: &[u8],
+        long: &[u16],
+        parts: &[Part],
+    ) -> Option<String> {
+        match self.key_params.as_slice() {
+            [i] if self.kind == StatementKind::Insert
+                && self.table.auto.is_some()
+                && parts.len() == 1
+                && parts[0].0 == self.table.default_target() =>
+            {
+                params::key_value(exec, types, *i, long)
+                    .ok()
+                    .and_then(|v| self.table.stored_key(v))
+                    .and_then(|v| self.table.function.apply(&v).ok().flatten())
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! Sequences: AUTO_INCREMENT ids for partitioned tables, unique across
+//! partitions, proxies and restarts.
+//!
+//! One counter row per table in `hscale.sequences` on the main backend
+//! holds the next id no proxy holds. A proxy reserves a block of ids in
+//! one round trip (`UPDATE ... SET next_id = LAST_INSERT_ID(next_id + n)`:
+//! the OK packet carries the new value) and hands ids out of it; the block
+//! grows while ids go fast and shrinks when they go slowly (bounded both
+//! ways). A block dies with its proxy: ids are never reused, gaps are
+//! normal, and ids from different proxies interleave (unique, not
+//! monotonic).
+//!
+//! ```text
+//!  INSERT ──► router::auto_insert (which values to generate)
+//!         ──► Sequences::take (the proxy's block; refilled on the main backend)
+//!         ──► Sequences::pass (an explicit id at or above the counter moves it)
+//!         ──► the statement with its ids filled in is planned and routed
+//! ```
+//!
+//! Blocks live per proxy per table (and per sequence generation, so a table
+//! set up again never gets ids reserved for an older one), each behind its
+//! own async lock; tables without a sequence never look here.
+
+use hscale_route::BackendId;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use hscale_route::dictionary::TableName;
+
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+use crate::partition::{qualified, quote_str};
+use crate::runtime::Context;
+
+/// The smallest and largest block a proxy reserves.
+const MIN_BLOCK: u64 = 8;
+const MAX_BLOCK: u64 = 65_536;
+/// A block used up faster than this makes the next one twice as large;
+/// one that lasted longer than [`SLOW`] makes it half as large.
+const FAST: Duration = Duration::from_secs(1);
+const SLOW: Duration = Duration::from_secs(30);
+/// How long a reservation retries while the main backend is unreachable
+/// (e.g. restarting) before the statement fails.
+const RETRY_FOR: Duration = Duration::from_secs(10);
+
+/// The proxy's blocks, by table and sequence generation.
+#[derive(Default)]
+pub struct Sequences {
+    tables: RwLock<HashMap<(TableName, u64), Arc<Sequence>>>,
+}
+
+/// One table's block in this proxy.
+#[derive(Default)]
+struct Sequence {
+    block: tokio::sync::Mutex<Block>,
+}
+
+#[derive(Default)]
+struct Block {
+    /// The next id to hand out; `next == end`: empty.
+    next: u64,
+    end: u64,
+    /// The size of the next reservation.
+    size: u64,
+    refilled_at: Option<Instant>,
+    /// The largest counter value this proxy has seen: the counter is at
+    /// least this, so an explicit id below it needs no round trip.
+    counter_floor: u64,
+}
+
+impl Sequences {
+    fn sequence(&self, table: &TableName, generation: u64) -> Arc<Sequence> {
+        let key = (table.clone(), generation);
+        if let Some(s) = self.tables.read().ok().and_then(|t| t.get(&key).cloned()) {
+            return s;
+        }
+        let mut t = match self.tables.write() {
+            Ok(t) => t,
+            Err(p) => p.into_inner(),
+        };
+        // A table set up again: blocks of its older generations are dead.
+        t.retain(|(name, _), _| name != table);
+        t.entry(key).or_default().clone()
+    }
+
+    /// `n` new ids for `table`, in order (not necessarily consecutive).
+    pub async fn take(
+        &self,
+        ctx: &Context,
+        worker: usize,
+        table: &TableName,
+        generation: u64,
+        n: usize,
+    ) -> Result<Vec<u64>, ProxyError> {
+        let seq = self.sequence(table, generation);
+        let mut b = seq.block.lock().await;
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            if b.next < b.end {
+                let take = (b.end - b.next).min((n - out.len()) as u64);
+                out.extend(b.next..b.next + take);
+                b.next += take;
+                continue;
+            }
+            let want = (n - out.len()) as u64;
+            let size = b.next_size().max(want.min(MAX_BLOCK));
+            let end = reserve(ctx, worker, table, generation, size).await?;
+            b.next = end - size;
+            b.end = end;
+            b.size = size;
+            b.refilled_at = Some(Instant::now());
+            b.counter_floor = b.counter_floor.max(end);
+        }
+        Ok(out)
+    }
+
+    /// An explicit id `id` was given: make sure no id this or any proxy
+    /// generates from now on is `id` (the counter moves past it when it is
+    /// at or above it; this proxy's block skips it).
+    pub async fn pass(
+        &self,
+        ctx: &Context,
+        worker: usize,
+        table: &TableName,
+        generation: u64,
+        id: u64,
+    ) -> Result<(), ProxyError> {
+        let seq = self.sequence(table, generation);
+        let mut b = seq.block.lock().await;
+        if id >= b.next && id < b.end {
+            b.next = id + 1;
+        }
+        if id < b.counter_floor {
+            return Ok(());
+        }
+        let next = id.saturating_add(1);
+        let sql = format!(
+            "UPDATE {} SET next_id = GREATEST(next_id, {next}) WHERE db = {} AND tbl = {} AND generation = {generation}",
+            qualified("hscale", "sequences"),
+            quote_str(&table.db),
+            quote_str(&table.table),
+        );
+        run_on_main(ctx, worker, table, &sql).await?;
+        b.counter_floor = b.counter_floor.max(next);
+        Ok(())
+    }
+}
+
+impl Block {
+    /// The next reservation's size: doubled when the last block went in
+    /// under [`FAST`], halved when it lasted over [`SLOW`].
+    fn next_size(&self) -> u64 {
+        let size = if self.size == 0 { MIN_BLOCK } else { self.size };
+        match self.refilled_at.map(|t| t.elapsed()) {
+            Some(e) if e < FAST => (size * 2).min(MAX_BLOCK),
+            Some(e) if e > SLOW => (size / 2).max(MIN_BLOCK),
+            _ => size,
+        }
+    }
+}
+
+/// Reserve `size` ids of `table`'s sequence: returns the end of the block
+/// (the ids are `end - size .. end`).
+async fn reserve(
+    ctx: &Context,
+    worker: usize,
+    table: &TableName,
+    generation: u64,
+    size: u64,
+) -> Result<u64, ProxyError> {
+    let sql = format!(
+        "UPDATE {} SET next_id = LAST_INSERT_ID(next_id + {size}) WHERE db = {} AND tbl = {} AND generation = {generation}",
+        qualified("hscale", "sequences"),
+        quote_str(&table.db),
+        quote_str(&table.table),
+    );
+    let end = run_on_main(ctx, worker, table, &sql).await?;
+    if end < size {
+        return Err(ProxyError::Wrong(format!(
+            "the sequence of {table} returned {end} for a block of {size}"
+        )));
+    }
+    Ok(end)
+}
+
+/// Run `sql` (an UPDATE of one counter row) on the main backend, retrying
+/// while the backend is unreachable. Returns the OK packet's insert id.
+/// A reservation whose answer was lost is simply never used: a gap.
+async fn run_on_main(
+    ctx: &Context,
+    worker: usize,
+    table: &TableName,
+    sql: &str,
+) -> Result<u64, ProxyError> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(20);
+    loop {
+        let r = async {
+            // CLIENT_FOUND_ROWS: a GREATEST that changes nothing still
+            // counts its row.
+            let mut conn = ctx.pool(worker, BackendId::MAIN).get(true).await?;
+            match conn.command(&BackendConn::payload_for_query(sql)).await {
+                Ok(Ok(ok)) => {
+                    conn.last_insert_id = ok.last_insert_id;
+                    Ok(Ok(ok))
+                }
+                Ok(Err(e)) => Ok(Err(crate::partition::store::server_error(&conn, sql, e))),
+                Err(e) => {
+                    conn.is_broken = true;
+                    Err(e)
+                }
+            }
+        }
+        .await;
+        match r {
+            Ok(Ok(ok)) if ok.affected_rows == 1 => return Ok(ok.last_insert_id),
+            Ok(Ok(_)) => {
+                return Err(ProxyError::Refused(format!(
+                    "table {table} has no sequence row in hscale.sequences (it was set up again, renamed or dropped by another proxy): run the statement again"
+                )))
+            }
+            Ok(Err(e)) | Err(e) if !e.is_retryable() || started.elapsed() > RETRY_FOR => {
+                return Err(e)
+            }
+            Ok(Err(_)) | Err(_) => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+}
