@@ -469,21 +469,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// gets the limit hscale enforces (`[proxy] max_allowed_packet` on
     /// commands, `[proxy] max_connections` on clients), not the backend's
     /// (`hscale_sql::rewrite`).
+    /// `CONNECTION_ID()` is the session's hscale id (the one in the
+    /// handshake and in KILL), the same for the whole session whichever
+    /// backend connection runs the statement.
     fn proxy_variables(&self, payload: &Bytes) -> Option<Bytes> {
         let sql = std::str::from_utf8(&payload[1..]).ok()?;
-        if !sql.contains("@@") {
-            return None;
-        }
-        let proxy = &self.b.ctx.config.proxy;
         let mut out: Option<String> = None;
-        for (name, limit) in [
-            ("max_allowed_packet", proxy.max_allowed_packet),
-            ("max_connections", proxy.max_connections),
-        ] {
-            let current = out.as_deref().unwrap_or(sql);
-            if let Some(s) = hscale_sql::rewrite::replace_sysvar(current, name, limit as u64) {
-                out = Some(s);
+        if sql.contains("@@") {
+            let proxy = &self.b.ctx.config.proxy;
+            for (name, limit) in [
+                ("max_allowed_packet", proxy.max_allowed_packet),
+                ("max_connections", proxy.max_connections),
+            ] {
+                let current = out.as_deref().unwrap_or(sql);
+                if let Some(s) = hscale_sql::rewrite::replace_sysvar(current, name, limit as u64) {
+                    out = Some(s);
+                }
             }
+        }
+        let current = out.as_deref().unwrap_or(sql);
+        let id = u64::from(self.b.connection_id);
+        if let Some(s) = hscale_sql::rewrite::replace_connection_id(current, id) {
+            out = Some(s);
         }
         Some(crate::backend::BackendConn::payload_for_query(&out?))
     }
