@@ -267,7 +267,11 @@ pub enum DictError {
         value: String,
         partition: String,
     },
-    #[error("partition {partition:?} of {table} is on backend {existing}, not {requested}")]
+    #[error(
+        "partition {partition:?} of {table} is on backend #{}, not #{}",
+        existing.number(),
+        requested.number()
+    )]
     PartitionElsewhere {
         table: TableName,
         partition: String,

@@ -79,7 +79,7 @@ pub struct Branch {
 impl Txn {
     /// The XA id of the branch on `backend`.
     fn xid(&self, backend: BackendId) -> String {
-        xid(&self.gtrid, &backend.to_string())
+        xid(&self.gtrid, &backend.index().to_string())
     }
 
     /// The branch on `backend`, if the transaction has one and it is free.

@@ -38,7 +38,7 @@ impl Plan {
         let name = |b: BackendId| -> String {
             backend_names
                 .get(b.index())
-                .map_or_else(|| format!("backend {b}"), |n| n.to_string())
+                .map_or_else(|| format!("backend #{}", b.number()), |n| n.to_string())
         };
         let main = name(BackendId::MAIN);
         let one = |operation: String| vec![ExplainRow::new(&main, operation, statement)];
