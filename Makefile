@@ -51,6 +51,16 @@ deps:
 	    $${sudo[@]+"$${sudo[@]}"} update-rc.d mariadb disable >/dev/null 2>&1 || true
 	  fi
 	fi
+	# tests/go_driver.rs runs go-sql-driver/mysql's test suite (the module
+	# comes from the Go module proxy on first use and is cached).
+	if ! command -v go >/dev/null 2>&1; then
+	  echo "deps: installing golang-go"
+	  sudo=()
+	  if [ "$$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+	  $${sudo[@]+"$${sudo[@]}"} apt-get update -qq
+	  $${sudo[@]+"$${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends golang-go
+	fi
 	if ! python3 -c 'import pymysql' >/dev/null 2>&1; then
 	  echo "deps: installing pymysql for $$(command -v python3)"
 	  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check pymysql

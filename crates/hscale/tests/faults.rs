@@ -189,6 +189,11 @@ async fn unreachable_backend_is_named() {
     still_serving(info.proxy_port).await;
 }
 
+/// The backend thread of a session inside a transaction is killed while
+/// a statement runs: the client finds its connection closed, as a
+/// server's would be (its transaction is gone), never error 1158 on a
+/// connection that stays open; the statement does not run again; other
+/// clients are unaffected.
 #[tokio::test]
 async fn backend_connection_killed_mid_query() {
     let info = sha2_cluster();
@@ -196,17 +201,18 @@ async fn backend_connection_killed_mid_query() {
         .await
         .unwrap();
     c.query_drop("BEGIN").await.unwrap();
-    let backend_id: u64 = c
-        .query_first("SELECT CONNECTION_ID()")
-        .await
-        .unwrap()
-        .unwrap();
     let port = info.backend_ports[0];
     let killer = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
         let mut k = mysql_async::Conn::new(backend_opts(port, None))
             .await
             .unwrap();
+        let sql = "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(10)'";
+        let backend_id = loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if let Some(id) = k.query_first::<u64, _>(sql).await.unwrap() {
+                break id;
+            }
+        };
         k.query_drop(format!("KILL CONNECTION {backend_id}"))
             .await
             .unwrap();
@@ -214,21 +220,17 @@ async fn backend_connection_killed_mid_query() {
     });
     let e = c.query_drop("SELECT SLEEP(10)").await.unwrap_err();
     killer.await.unwrap();
-    let msg = e.to_string();
-    assert!(
-        msg.contains("shard0") || code(&e) == 1927 || code(&e) == 2013,
-        "{msg}"
-    );
-    // The session is usable again, on another backend connection.
-    let one: Option<i32> = c.query_first("SELECT 1").await.unwrap();
-    assert_eq!(one, Some(1));
-    let other: u64 = c
-        .query_first("SELECT CONNECTION_ID()")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_ne!(other, backend_id);
-    c.disconnect().await.unwrap();
+    // MariaDB closes a connection killed in SLEEP() without a word (the
+    // client sees 2013); in other statements it may send 1927 first.
+    if !matches!(e, mysql_async::Error::Io(_)) {
+        assert_eq!(code(&e), 1927, "{e}");
+        let e = c.query_drop("SELECT 1").await.unwrap_err();
+        assert!(
+            matches!(e, mysql_async::Error::Io(_)),
+            "the client connection stays open: {e:?}"
+        );
+    }
+    still_serving(info.proxy_port).await;
 }
 
 /// COM_STMT_SEND_LONG_DATA chunks are buffered by hscale and replayed on

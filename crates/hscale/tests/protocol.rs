@@ -132,12 +132,12 @@ async fn transactions_pin_and_isolate() {
     let mut other = proxy_conn(Some("p_tx")).await;
 
     c.query_drop("BEGIN").await.unwrap();
-    let id1: Option<u64> = c.query_first("SELECT CONNECTION_ID()").await.unwrap();
+    let id1: Option<u64> = c.query_first("SELECT @@pseudo_thread_id").await.unwrap();
     c.query_drop("INSERT INTO t VALUES (1)").await.unwrap();
     for _ in 0..5 {
         let n: Option<i64> = other.query_first("SELECT COUNT(*) FROM t").await.unwrap();
         assert_eq!(n, Some(0), "uncommitted row visible to another session");
-        let id: Option<u64> = c.query_first("SELECT CONNECTION_ID()").await.unwrap();
+        let id: Option<u64> = c.query_first("SELECT @@pseudo_thread_id").await.unwrap();
         assert_eq!(id, id1, "transaction moved to another backend connection");
     }
     c.query_drop("ROLLBACK").await.unwrap();
@@ -327,6 +327,22 @@ async fn large_result_streams_completely() {
 async fn kill_query_and_connection_use_hscale_ids() {
     let mut victim = proxy_conn(None).await;
     let victim_id = victim.id();
+    // CONNECTION_ID() is the handshake's id for the whole session, also
+    // inside a transaction and after it, on whichever backend connection.
+    for sql in [
+        "SELECT CONNECTION_ID()",
+        "BEGIN",
+        "SELECT CONNECTION_ID()",
+        "COMMIT",
+        "SELECT connection_id() + 0",
+    ] {
+        if sql.starts_with("SELECT") {
+            let id: Option<u64> = victim.query_first(sql).await.unwrap();
+            assert_eq!(id, Some(u64::from(victim_id)), "{sql}");
+        } else {
+            victim.query_drop(sql).await.unwrap();
+        }
+    }
     let mut killer = proxy_conn(None).await;
     let sleeper = tokio::spawn(async move {
         let started = std::time::Instant::now();

@@ -1,6 +1,7 @@
 //! Statement rewrites made before planning: system variables whose value
 //! through the proxy is the proxy's own, not the backend's
-//! (`@@max_allowed_packet` is the limit hscale enforces on commands).
+//! (`@@max_allowed_packet` is the limit hscale enforces on commands), and
+//! `CONNECTION_ID()`, which is hscale's id of the client connection.
 
 use std::fmt::Write;
 
@@ -61,6 +62,77 @@ pub fn replace_sysvar(sql: &str, name: &str, value: u64) -> Option<String> {
     Some(out)
 }
 
+/// Statements whose `CONNECTION_ID()` is evaluated now (not stored in a
+/// routine or view body).
+const RUNS_NOW: &[&str] = &[
+    "SELECT", "DO", "SET", "INSERT", "REPLACE", "UPDATE", "DELETE", "WITH",
+];
+
+/// `sql` with every call of `CONNECTION_ID()` replaced by the unsigned
+/// integer `id` (hscale's id of the client connection, the one KILL takes),
+/// in statements that run now; `None` when there is none. A call that is a
+/// whole select item keeps its column name.
+pub fn replace_connection_id(sql: &str, id: u64) -> Option<String> {
+    let bytes = sql.as_bytes();
+    if !bytes
+        .windows(13)
+        .any(|w| w.eq_ignore_ascii_case(b"CONNECTION_ID"))
+    {
+        return None;
+    }
+    let tokens = tokenize(sql).ok()?;
+    let first = tokens.first()?;
+    if !RUNS_NOW.iter().any(|w| first.is_word(sql, w)) {
+        return None;
+    }
+    let mut out = String::with_capacity(sql.len() + 32);
+    let mut copied = 0;
+    let mut depth = 0i32;
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = tokens[i];
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+        }
+        let is_call = t.is_word(sql, "CONNECTION_ID")
+            && tokens.get(i + 1).is_some_and(|n| n.is_punct(sql, "("))
+            && tokens.get(i + 2).is_some_and(|n| n.is_punct(sql, ")"))
+            && !(i > 0 && tokens[i - 1].is_punct(sql, "."));
+        if !is_call {
+            i += 1;
+            continue;
+        }
+        let close = tokens[i + 2];
+        let starts_item = i > 0 && {
+            let p = tokens[i - 1];
+            p.is_word(sql, "SELECT") || p.is_punct(sql, ",")
+        };
+        let ends_item = match tokens.get(i + 3) {
+            None => true,
+            Some(n) => {
+                n.kind == TokenKind::Semicolon
+                    || n.is_punct(sql, ",")
+                    || ITEM_END.iter().any(|w| n.is_word(sql, w))
+            }
+        };
+        out.push_str(&sql[copied..t.start as usize]);
+        let _ = write!(out, "CAST({id} AS UNSIGNED)");
+        if depth == 0 && starts_item && ends_item && first.is_word(sql, "SELECT") {
+            let text = &sql[t.start as usize..close.end as usize];
+            let _ = write!(out, " AS `{}`", text.replace('`', "``"));
+        }
+        copied = close.end as usize;
+        i += 3;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&sql[copied..]);
+    Some(out)
+}
+
 /// `@@name`, `@@session.name`, `@@local.name` or `@@global.name`.
 fn is_variable(text: &str, name: &str) -> bool {
     let var = text.trim_start_matches('@');
@@ -100,5 +172,29 @@ mod tests {
         assert_eq!(r("SET @@max_allowed_packet = 5"), None);
         assert_eq!(r("SELECT '@@max_allowed_packet'"), None);
         assert_eq!(r("SELECT 1"), None);
+    }
+
+    #[test]
+    fn replaces_connection_id_calls() {
+        let r = |sql| replace_connection_id(sql, 7);
+        assert_eq!(
+            r("SELECT CONNECTION_ID()").as_deref(),
+            Some("SELECT CAST(7 AS UNSIGNED) AS `CONNECTION_ID()`")
+        );
+        assert_eq!(
+            r("select connection_id() AS id, 1").as_deref(),
+            Some("select CAST(7 AS UNSIGNED) AS id, 1")
+        );
+        assert_eq!(
+            r("INSERT INTO t VALUES (CONNECTION_ID())").as_deref(),
+            Some("INSERT INTO t VALUES (CAST(7 AS UNSIGNED))")
+        );
+        assert_eq!(
+            r("SELECT * FROM p WHERE ID <> CONNECTION_ID ( )").as_deref(),
+            Some("SELECT * FROM p WHERE ID <> CAST(7 AS UNSIGNED)")
+        );
+        assert_eq!(r("SELECT 'CONNECTION_ID()'"), None);
+        assert_eq!(r("CREATE VIEW v AS SELECT CONNECTION_ID()"), None);
+        assert_eq!(r("SELECT connection_id"), None);
     }
 }

@@ -65,6 +65,8 @@ pub mod code {
     pub const ER_CON_COUNT_ERROR: u16 = 1040;
     pub const ER_HANDSHAKE_ERROR: u16 = 1043;
     pub const ER_NO_SUCH_THREAD: u16 = 1094;
+    /// MariaDB: the connection was killed while a statement ran.
+    pub const ER_CONNECTION_KILLED: u16 = 1927;
     pub const ER_KILL_DENIED_ERROR: u16 = 1095;
     pub const ER_ACCESS_DENIED_ERROR: u16 = 1045;
     pub const ER_UNKNOWN_COM_ERROR: u16 = 1047;

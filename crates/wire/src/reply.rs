@@ -147,6 +147,19 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin> Reply<'a, S> {
         self.out.err(code, sql_state, message)
     }
 
+    /// An error without the SQLSTATE marker, as a server sends the errors
+    /// it answers before it reads the client's capabilities ("Too many
+    /// connections"): drivers show it as `Error 1040: ...` and some match
+    /// that text.
+    pub fn err_without_state(mut self, code: u16, message: &str) -> Done<'a, S> {
+        let mut b = Vec::with_capacity(3 + message.len());
+        b.push(0xff);
+        b.extend_from_slice(&code.to_le_bytes());
+        b.extend_from_slice(message.as_bytes());
+        self.out.put(&b);
+        self.out.done()
+    }
+
     /// A bare end-of-data answer, as a server sends for `COM_SET_OPTION`:
     /// an EOF, or an OK `0xFE` for `CLIENT_DEPRECATE_EOF` clients.
     pub fn eof(mut self, status: u16, warnings: u16) -> Done<'a, S> {

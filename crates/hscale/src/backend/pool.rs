@@ -20,9 +20,6 @@ use crate::backend::{BackendConn, BackendWatch};
 use crate::config::BackendConfig;
 use crate::error::ProxyError;
 
-/// Idle for less than this, a connection is handed out without a liveness check.
-const RECENTLY_USED: Duration = Duration::from_secs(1);
-
 pub struct Pool {
     pub cfg: BackendConfig,
     /// Position of the backend in the config.
@@ -167,9 +164,11 @@ impl Pool {
         let slot = Slot(self.clone());
         let variant = usize::from(is_found_rows);
         while let Some(conn) = self.idle[variant].pop() {
-            // A connection used within the last second is trusted without a
-            // syscall; older ones get a non-blocking read to spot a closed peer.
-            if conn.last_used.elapsed() < RECENTLY_USED || conn.is_alive_quick() {
+            // A non-blocking read spots a peer that closed the connection
+            // while it was idle (wait_timeout, KILL, a restart): one
+            // syscall, so a statement is never sent to a closed connection
+            // when it could have gone to a live one.
+            if conn.is_alive_quick() {
                 return Ok(PooledConn {
                     conn: Some(conn),
                     slot,

@@ -63,6 +63,11 @@ pub struct Bindings {
     pub home_written: bool,
     /// The open transaction was started READ ONLY.
     pub is_read_only_txn: bool,
+    /// A backend connection holding session state (pinned: a transaction,
+    /// temporary tables, locks, ...) was lost: the client connection is
+    /// closed without an answer, as a server's would be, so the client
+    /// sees 2013 and its pool discards the connection.
+    pub is_bound_lost: bool,
     /// For an INSERT into a table with a sequence (`session/sequence.rs`):
     /// the first id generated for it, which its OK packet reports and which
     /// becomes the session's LAST_INSERT_ID() once it succeeds; `Some(0)`
@@ -235,14 +240,16 @@ impl Bindings {
         let backend = conn.backend.to_string();
         drop(conn);
         if self.txn.is_some() {
+            self.is_bound_lost = true;
             self.abandon_branches();
             if let Some(mut home) = self.pinned.take() {
                 home.is_broken = true;
             }
             self.home_written = false;
         }
-        if !self.pins.is_empty() {
-            tracing::warn!(connection_id = self.connection_id, backend, pins = ?self.pins.names().collect::<Vec<_>>(), "pinned backend connection lost");
+        if !self.pins.is_empty() || self.is_bound_lost {
+            tracing::warn!(connection_id = self.connection_id, backend, pins = ?self.pins.names().collect::<Vec<_>>(), "pinned backend connection lost: closing the client connection");
+            self.is_bound_lost = true;
         }
         self.pins = Pins::NONE;
         ProxyError::BackendLost { backend, reason }

@@ -44,6 +44,9 @@ pub struct Outcome {
     /// routed by an older dictionary (see [`Forwarder::holding_missing_tables`]).
     pub held: Option<hscale_wire::response::ErrPacket>,
     pub is_err: bool,
+    /// The error says the server is ending the connection (it was killed,
+    /// or the server shuts down): it is not used again.
+    pub is_conn_ending: bool,
     /// Packets sent to the client.
     pub packets: u64,
 }
@@ -117,6 +120,19 @@ where
     pub fn holding_missing_tables(mut self) -> Self {
         self.is_holding_missing_tables = true;
         self
+    }
+
+    /// Record an error packet of the response.
+    fn note_err(&mut self, payload: &[u8]) {
+        use hscale_wire::consts::code;
+        self.outcome.is_err = true;
+        let c = payload.get(1..3).map(|b| u16::from_le_bytes([b[0], b[1]]));
+        if matches!(
+            c,
+            Some(code::ER_CONNECTION_KILLED | code::ER_SERVER_SHUTDOWN)
+        ) {
+            self.outcome.is_conn_ending = true;
+        }
     }
 
     /// Whether `p`, the first packet of a response, is held back.
@@ -257,7 +273,7 @@ where
         }
         match p.first() {
             Some(0xff) => {
-                self.outcome.is_err = true;
+                self.note_err(&p.payload);
                 return self.send(&p.payload).await;
             }
             Some(0x00) => {
@@ -284,7 +300,7 @@ where
                 break;
             }
             if d.first() == Some(0xff) {
-                self.outcome.is_err = true;
+                self.note_err(&d.payload);
                 return self.send(&d.payload).await;
             }
             if is_first {
@@ -302,7 +318,7 @@ where
                 return Ok(());
             }
             if row.first() == Some(0xff) {
-                self.outcome.is_err = true;
+                self.note_err(&row.payload);
                 return self.send(&row.payload).await;
             }
             self.send_whole(row).await?;
@@ -367,7 +383,7 @@ where
                     }
                 }
                 Some(0xff) => {
-                    self.outcome.is_err = true;
+                    self.note_err(&p.payload);
                     self.send(&p.payload).await?;
                     return Ok(());
                 }
@@ -406,7 +422,7 @@ where
                 break;
             }
             if p.first() == Some(0xff) {
-                self.outcome.is_err = true;
+                self.note_err(&p.payload);
                 self.send(&p.payload).await?;
                 return Ok(false);
             }
@@ -425,7 +441,7 @@ where
                 return Ok(st & status::MORE_RESULTS_EXISTS != 0);
             }
             if p.first() == Some(0xff) {
-                self.outcome.is_err = true;
+                self.note_err(&p.payload);
                 self.send(&p.payload).await?;
                 return Ok(false);
             }
@@ -448,7 +464,7 @@ where
                 return self.send_terminator(&p.payload).await;
             }
             if p.first() == Some(0xff) {
-                self.outcome.is_err = true;
+                self.note_err(&p.payload);
                 return self.send(&p.payload).await;
             }
             self.send_whole(p).await?;

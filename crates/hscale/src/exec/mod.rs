@@ -66,6 +66,18 @@ pub struct Exec<'a, S> {
     /// instead of reaching the client, so the session can reload the
     /// dictionary and run the statement again (the fence, `session/fence.rs`).
     pub is_fenced: bool,
+    /// A backend that closes the connection before any answer gives
+    /// `Err(BackendLost)` back instead of an error to the client: the
+    /// statement runs again on another pooled connection.
+    retry_unanswered: bool,
+}
+
+/// Tries of a statement whose pooled connection turned out closed.
+const MAX_ATTEMPTS: u32 = 3;
+
+/// The backend reset the connection (it answered our bytes with RST).
+fn is_reset(e: &hscale_wire::WireError) -> bool {
+    matches!(e, hscale_wire::WireError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionReset)
 }
 
 /// Flush a finished reply to the client.
@@ -104,6 +116,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             is_eof_deprecated,
             ship_setup: std::sync::Arc::new(Vec::new()),
             is_fenced: false,
+            retry_unanswered: false,
         }
     }
 
@@ -160,6 +173,39 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         expect: Expect,
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
+        let mut attempt = 1;
+        loop {
+            // A connection from the pool that the server closed while it
+            // was idle (wait_timeout, KILL, a restart) fails before the
+            // statement runs: take another. A pinned one holds state that
+            // is gone with it.
+            let is_pooled = self.b.pinned.is_none() && self.b.txn.is_none();
+            let begin = self.b.pending_begin.clone();
+            self.retry_unanswered = is_pooled && attempt < MAX_ATTEMPTS;
+            let r = self.execute_once(backend, payload, expect, &effects).await;
+            self.retry_unanswered = false;
+            match r {
+                Err(ProxyError::BackendLost { reason, .. })
+                    if is_pooled && attempt < MAX_ATTEMPTS =>
+                {
+                    tracing::debug!(connection_id = self.b.connection_id, attempt, reason, "pooled backend connection was closed before the statement ran: retrying on another");
+                    self.b.pending_begin = begin;
+                    self.b.pins = hscale_sql::Pins::NONE;
+                    self.b.is_bound_lost = false;
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    async fn execute_once(
+        &mut self,
+        backend: BackendId,
+        payload: &[u8],
+        expect: Expect,
+        effects: &Effects<'_>,
+    ) -> Result<(), ProxyError> {
         let mut conn = self.b.acquire(backend).await?;
         if let Some(err) = self.b.sync(&mut conn, effects.uses_last_insert_id).await? {
             self.b.finish(conn, Outcome::default(), &Effects::default());
@@ -168,7 +214,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         if let Err(e) = conn.stream.send_command(payload).await {
             return Err(self.b.backend_lost(conn, e.to_string()));
         }
-        self.forward(conn, expect, &effects).await
+        self.forward(conn, expect, effects).await
     }
 
     /// Stream the response of a command already sent on `conn`.
@@ -211,6 +257,15 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                     // triggers: never reuse this connection.
                     conn.is_broken = true;
                 }
+                if outcome.is_conn_ending {
+                    // The server answered and closes the connection (it was
+                    // killed): the error reached the client; what the
+                    // connection held is gone.
+                    let _ = self
+                        .b
+                        .backend_lost(conn, "the server ended the connection".into());
+                    return Ok(());
+                }
                 self.b.finish(conn, outcome, effects);
                 match held {
                     Some(err) => Err(ProxyError::StaleRoute { err }),
@@ -220,7 +275,15 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Err(f) => match f.error {
                 ForwardError::Backend(e) => {
                     let err = self.b.backend_lost(conn, e.to_string());
-                    write_error(&mut *self.client, f.next_seq, &err).await;
+                    if self.retry_unanswered && f.next_seq == 1 && is_reset(&e) {
+                        // Reset before any answer: the server's socket was
+                        // closed before the command arrived (a plain close
+                        // could come after it ran). The caller retries.
+                        return Err(err);
+                    }
+                    if !self.b.is_bound_lost {
+                        write_error(&mut *self.client, f.next_seq, &err).await;
+                    }
                     Ok(())
                 }
                 ForwardError::Client(_) => {

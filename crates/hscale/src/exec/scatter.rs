@@ -108,7 +108,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 Err(e) => {
                     let err = self.b.backend_lost(conn, e.to_string());
-                    write_error(&mut *self.client, seq, &err).await;
+                    if !self.b.is_bound_lost {
+                        write_error(&mut *self.client, seq, &err).await;
+                    }
                     return Ok(false);
                 }
             }
@@ -365,7 +367,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Err(f) => match f.error {
                 ForwardError::Backend(e) => {
                     let err = self.b.backend_lost(conn, e.to_string());
-                    write_error(&mut *self.client, f.next_seq, &err).await;
+                    if !self.b.is_bound_lost {
+                        write_error(&mut *self.client, f.next_seq, &err).await;
+                    }
                     Ok(None)
                 }
                 ForwardError::Client(_) => {
@@ -422,6 +426,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     is_err: false,
                     packets: 0,
                     held: None,
+                    is_conn_ending: false,
                 };
                 self.b.finish(conn, outcome, &Effects::default());
                 Ok(true)
@@ -497,6 +502,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                         is_err: false,
                         packets: 0,
                         held: None,
+                        is_conn_ending: false,
                     };
                     self.b.finish(conn, outcome, &Effects::default());
                 }

@@ -102,7 +102,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     };
     let Some(_slot) = ctx.client_slot() else {
         tracing::warn!(peer, "refusing connection: max_connections reached");
-        write_error(&mut client, info.next_seq, &ProxyError::TooManyConnections).await;
+        let (code, _, message) = ProxyError::TooManyConnections.to_mysql();
+        let refusal = Reply::new(&mut client, info.next_seq, false);
+        let _ = refusal.err_without_state(code, &message).flush().await;
         return;
     };
     tracing::info!(peer, connection_id, user = %info.user, db = ?info.database, "client connected");
@@ -133,6 +135,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             txn: None,
             home_written: false,
             is_read_only_txn: false,
+            is_bound_lost: false,
             handle: Arc::new(SessionHandle::new(&info.user)),
             is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
             planned_version: 0,
@@ -331,6 +334,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             };
             let answered = self.dispatch(payload).await;
             last = tokio::time::Instant::now();
+            if self.b.is_bound_lost {
+                // As a server's connection: closed, no answer (2013).
+                tracing::info!(
+                    connection_id = self.b.connection_id,
+                    "closing: the backend connection holding the session's state was lost"
+                );
+                return;
+            }
             match answered {
                 Ok(true) => {}
                 Ok(false) => return,
@@ -455,14 +466,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         send(self.reply(seq).ok(OkParts::new(st, 0))).await
     }
 
-    /// A SELECT reading `@@max_allowed_packet` gets the limit hscale
-    /// enforces on commands (`[proxy] max_allowed_packet`), not the
-    /// backend's (`hscale_sql::rewrite`).
+    /// A SELECT reading `@@max_allowed_packet` or `@@max_connections`
+    /// gets the limit hscale enforces (`[proxy] max_allowed_packet` on
+    /// commands, `[proxy] max_connections` on clients), not the backend's
+    /// (`hscale_sql::rewrite`).
+    /// `CONNECTION_ID()` is the session's hscale id (the one in the
+    /// handshake and in KILL), the same for the whole session whichever
+    /// backend connection runs the statement.
     fn proxy_variables(&self, payload: &Bytes) -> Option<Bytes> {
         let sql = std::str::from_utf8(&payload[1..]).ok()?;
-        let limit = self.b.ctx.config.proxy.max_allowed_packet as u64;
-        let sql = hscale_sql::rewrite::replace_sysvar(sql, "max_allowed_packet", limit)?;
-        Some(crate::backend::BackendConn::payload_for_query(&sql))
+        let mut out: Option<String> = None;
+        if sql.contains("@@") {
+            let proxy = &self.b.ctx.config.proxy;
+            for (name, limit) in [
+                ("max_allowed_packet", proxy.max_allowed_packet),
+                ("max_connections", proxy.max_connections),
+            ] {
+                let current = out.as_deref().unwrap_or(sql);
+                if let Some(s) = hscale_sql::rewrite::replace_sysvar(current, name, limit as u64) {
+                    out = Some(s);
+                }
+            }
+        }
+        let current = out.as_deref().unwrap_or(sql);
+        let id = u64::from(self.b.connection_id);
+        if let Some(s) = hscale_sql::rewrite::replace_connection_id(current, id) {
+            out = Some(s);
+        }
+        Some(crate::backend::BackendConn::payload_for_query(&out?))
     }
 
     async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
