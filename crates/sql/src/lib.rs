@@ -11,6 +11,7 @@ pub mod facts;
 pub mod fingerprint;
 pub mod lexer;
 pub mod rewrite;
+pub mod transaction;
 
 pub use facts::{
     analyze, analyze_bytes, parse_kill, Facts, KillStatement, Kind, Pins, SessionChange, SetItem,

@@ -14,6 +14,7 @@
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 
 pub mod bindings;
+pub mod fence;
 pub mod forward;
 mod implicit;
 mod merge;
@@ -22,6 +23,7 @@ pub mod prepared;
 pub mod prepared_routing;
 pub mod savepoint;
 mod scatter;
+mod sequence;
 pub mod txn;
 
 use hscale_route::router::Plan;

@@ -29,7 +29,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// metadata, answer with hscale's own statement id.
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
-        self.refuse_prepared_into_sequence(&payload[1..])?;
+        self.b.refuse_prepared_into_sequence(&payload[1..])?;
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
         // Fenced like statements: a partition's table renamed by a change
         // answers 1146; with a newer dictionary the statement is prepared
@@ -198,12 +198,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // renamed runs again with the new dictionary (`fence.rs`).
         let mut attempts = 0;
         loop {
-            let before = self.fence_point();
+            let before = self.b.fence_point();
             match self.execute_routed(id, &mut st, &exec, &types).await {
                 Err(ProxyError::StaleRoute { err }) => {
-                    match self.after_stale_route(err, before, &mut attempts).await? {
-                        super::fence::Next::Retry => continue,
-                        super::fence::Next::Answered => return Ok(()),
+                    match self.b.after_stale_route(err, before, &mut attempts).await? {
+                        crate::exec::fence::Next::Retry => continue,
+                        crate::exec::fence::Next::Answer(err) => {
+                            return self.write_server_error(1, &err).await
+                        }
                     }
                 }
                 r => return r,
@@ -224,7 +226,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // partitioned or made global): route by the current one.
         let version = self.b.ctx.partitioning.version();
         if st.dict_version != version {
-            self.refuse_prepared_into_sequence(&st.sql)?;
+            self.b.refuse_prepared_into_sequence(&st.sql)?;
             st.routing = self.prepared_routing(&st.sql)?;
             st.dict_version = version;
             if let Some(s) = self.statements.get_mut(id) {

@@ -16,10 +16,8 @@
 mod admin;
 pub mod auth;
 mod commands;
-mod fence;
 mod kill;
 pub mod prepared;
-mod sequence;
 mod txn;
 
 use hscale_route::BackendId;
@@ -445,16 +443,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         Reply::new(&mut self.client, seq, deprecated)
     }
 
-    /// An error the proxy answers itself, at sequence id 1.
-    async fn write_error_packet(
-        &mut self,
-        code: u16,
-        state: &[u8; 5],
-        msg: &str,
-    ) -> Result<(), ProxyError> {
-        send(self.reply(1).err(code, state, msg)).await
-    }
-
     /// Forward a backend's error packet as the answer (at `seq`).
     async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
@@ -571,15 +559,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // be the partition key). A retry after the fence keeps them, or
             // looks again: the newer dictionary may give the table a sequence.
             if filled.is_none() && self.b.generated_id.is_none() {
-                filled = self.fill_ids(sql).await?;
+                filled = self.b.fill_ids(sql).await?;
             }
             let payload = filled.as_ref().unwrap_or(payload);
-            let before = self.fence_point();
+            let before = self.b.fence_point();
             match self.plan_and_run(payload, &facts, effects).await {
                 Err(ProxyError::StaleRoute { err }) => {
-                    match self.after_stale_route(err, before, &mut attempts).await? {
-                        fence::Next::Retry => continue,
-                        fence::Next::Answered => return Ok(()),
+                    match self.b.after_stale_route(err, before, &mut attempts).await? {
+                        crate::exec::fence::Next::Retry => continue,
+                        crate::exec::fence::Next::Answer(err) => {
+                            return self.write_server_error(1, &err).await
+                        }
                     }
                 }
                 r => return r,

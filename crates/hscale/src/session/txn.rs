@@ -10,7 +10,8 @@
 //!                                  └─ anything else ─► planned and run on the branches
 //! ```
 
-use hscale_sql::{Facts, Kind, SessionChange};
+use hscale_sql::transaction::is_implicit_commit;
+use hscale_sql::{Facts, Kind};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{is_plain_end, Session};
@@ -33,32 +34,6 @@ pub(super) fn savepoint_op(facts: &Facts, sql: &str) -> Option<SavepointOp> {
             _ => false,
         };
     may_be.then(|| SavepointOp::parse(sql)).flatten()
-}
-
-/// MariaDB commits the open transaction before these statements.
-fn is_implicit_commit(facts: &Facts, sql: &str) -> bool {
-    let mut words = sql.split_whitespace().map(str::to_ascii_uppercase);
-    let first = words.next().unwrap_or_default();
-    let is_temporary = words.take(2).any(|w| w == "TEMPORARY");
-    match facts.kind {
-        Kind::Begin | Kind::Lock | Kind::Unlock => true,
-        Kind::Set => {
-            matches!(&facts.change, Some(SessionChange::Set(items)) if items.iter().any(|i| {
-                i.key == "autocommit"
-                    && i.assign
-                        .rsplit('=')
-                        .next()
-                        .is_some_and(|v| matches!(v.trim().to_ascii_uppercase().as_str(), "1" | "ON" | "TRUE"))
-            }))
-        }
-        Kind::Other => {
-            matches!(
-                first.as_str(),
-                "CREATE" | "ALTER" | "DROP" | "RENAME" | "TRUNCATE" | "GRANT" | "REVOKE"
-            ) && !is_temporary
-        }
-        _ => false,
-    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -110,27 +85,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             _ => Ok(false),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn implicit_commits() {
-        let f = |s: &str| is_implicit_commit(&hscale_sql::analyze(s), s);
-        assert!(f("BEGIN"));
-        assert!(f("START TRANSACTION"));
-        assert!(f("SET autocommit=1"));
-        assert!(f("set autocommit = ON"));
-        assert!(!f("SET autocommit=0"));
-        assert!(f("CREATE TABLE t (a INT)"));
-        assert!(f("drop table t"));
-        assert!(!f("CREATE TEMPORARY TABLE t (a INT)"));
-        assert!(!f("DROP TEMPORARY TABLE t"));
-        assert!(f("LOCK TABLES t WRITE"));
-        assert!(!f("SELECT 1"));
-        assert!(!f("UPDATE t SET a = 1"));
     }
 }

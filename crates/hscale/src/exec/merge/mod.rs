@@ -207,9 +207,12 @@ impl Part {
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     pub(crate) async fn run_merge(&mut self, plan: MergePlan) -> Result<(), ProxyError> {
-        if self.b.is_in_transaction() {
+        // Inside a transaction the parts run on its branches, one at a time
+        // and each read to its end (one connection per backend); shipped
+        // tables would need temporary tables on those branches.
+        if self.b.is_in_transaction() && !plan.ship.is_empty() {
             return Err(ProxyError::Unsupported {
-                what: "a merged read over several partitions (ORDER BY, GROUP BY, aggregates, joins of partitions) inside a transaction or with connection-bound state (not yet: run it outside the transaction)".into(),
+                what: "a read that ships a table between partitions (a join of tables partitioned differently, or a subquery over another partitioned table) inside a transaction (not yet: run it outside the transaction)".into(),
             });
         }
         self.ship_setup = std::sync::Arc::new(Vec::new());
@@ -384,8 +387,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         Ok(out)
     }
 
-    /// How many parts of this plan may run at once.
+    /// Whether every part of this plan may run at once (never inside a
+    /// transaction: its parts share the transaction's branches).
     fn concurrent_parts(&self, parts: &[(Target, String)]) -> bool {
+        if self.b.is_in_transaction() {
+            return false;
+        }
         let mut per_backend = vec![0usize; self.b.ctx.config.backends.len()];
         for (t, _) in parts {
             per_backend[t.backend.index()] += 1;
@@ -406,7 +413,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     async fn merge_sorted(&mut self, plan: &MergePlan, hidden: usize) -> Result<(), Stop> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
         let streaming = self.concurrent_parts(&plan.parts);
-        if !streaming {
+        if !streaming && !self.b.is_in_transaction() {
             let per_part = plan.limit.map(|l| l.saturating_add(plan.offset) as usize);
             match per_part {
                 Some(n) if n.saturating_mul(plan.parts.len()) <= max_rows => {}
@@ -488,6 +495,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     /// Run the parts one after the other, every row read into memory.
     async fn read_buffered(&mut self, plan: &MergePlan) -> Result<(Sorted, Option<Defs>), Stop> {
+        let max_rows = self.b.ctx.config.proxy.merge_max_rows;
         let mut buffered: Vec<Row> = Vec::new();
         let mut unified: Option<Unified> = None;
         for (t, sql) in &plan.parts {
@@ -499,6 +507,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }
             while let Some(r) = p.row().await? {
                 buffered.push(r);
+                if buffered.len() > max_rows {
+                    return Err(Stop::Proxy(ProxyError::MergeLimit { limit: max_rows }));
+                }
             }
             self.end_part(p);
         }
@@ -580,8 +591,13 @@ fn end_part(b: &mut Bindings, mut part: Part) {
         status: part.status,
         ..Outcome::default()
     };
+    // A merge only reads: a transaction branch it ran on needs no commit.
+    let read_only = Effects {
+        is_read_only: true,
+        ..Effects::default()
+    };
     if let Some(conn) = part.conn.take() {
-        b.finish(conn, outcome, &Effects::default());
+        b.finish(conn, outcome, &read_only);
     }
 }
 

@@ -1,4 +1,4 @@
-//! The fence, session side. A statement routed by this proxy's dictionary
+//! The fence, proxy side. A statement routed by this proxy's dictionary
 //! snapshot can run into a table that a partition change renamed (every
 //! table that loses keys gets a new name at the change's cutover, see
 //! `admin/change/`): the backend answers 1146 and the executor hands it
@@ -17,9 +17,8 @@ use bytes::Bytes;
 use hscale_sql::Pins;
 use hscale_wire::consts::code;
 use hscale_wire::response::ErrPacket;
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
+use super::Bindings;
 use crate::admin::{await_newer_dictionary, Fence};
 use crate::error::ProxyError;
 
@@ -27,94 +26,95 @@ use crate::error::ProxyError;
 const MAX_ATTEMPTS: u32 = 8;
 
 /// What to do after a stale route.
-pub(super) enum Next {
+pub enum Next {
+    /// Plan and run the statement again.
     Retry,
-    Answered,
+    /// Answer the statement with this error.
+    Answer(ErrPacket),
+}
+
+fn answer(code: u16, message: String) -> Next {
+    Next::Answer(ErrPacket {
+        code,
+        sql_state: *b"HY000",
+        message,
+    })
 }
 
 /// The session's state before a statement ran, as the fence needs it.
-pub(super) struct FencePoint {
+pub struct FencePoint {
     /// A transaction was open before the statement.
     was_in_transaction: bool,
     /// The deferred BEGIN the statement was going to open.
     pending_begin: Option<Bytes>,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    pub(super) fn fence_point(&self) -> FencePoint {
+impl Bindings {
+    pub fn fence_point(&self) -> FencePoint {
         FencePoint {
-            was_in_transaction: self.b.pins.contains(Pins::TRANSACTION),
-            pending_begin: self.b.pending_begin.clone(),
+            was_in_transaction: self.pins.contains(Pins::TRANSACTION),
+            pending_begin: self.pending_begin.clone(),
         }
     }
 
     /// Decide what a statement that ran into a missing table does next.
-    pub(super) async fn after_stale_route(
+    pub async fn after_stale_route(
         &mut self,
         err: ErrPacket,
         before: FencePoint,
         attempts: &mut u32,
     ) -> Result<Next, ProxyError> {
         *attempts += 1;
-        let ctx = self.b.ctx.clone();
+        let ctx = self.ctx.clone();
         // The stored dictionary version the statement was planned with.
-        let planned = self.b.planned_version;
+        let planned = self.planned_version;
         if before.was_in_transaction {
             let is_capture = crate::admin::is_capture_error(&err);
             let fence = if is_capture {
                 Fence::Newer
             } else {
-                await_newer_dictionary(&ctx, self.b.worker, planned).await
+                await_newer_dictionary(&ctx, self.worker, planned).await
             };
             if matches!(fence, Fence::Newer) {
-                self.b.rollback().await?;
+                self.rollback().await?;
                 tracing::info!(
-                    connection_id = self.b.connection_id,
+                    connection_id = self.connection_id,
                     "transaction rolled back: its partitions changed"
                 );
                 let msg = format!(
                     "Table definition has changed, please retry transaction (hscale: partitions changed under this transaction, which was rolled back: {})",
                     err.message
                 );
-                self.write_error_packet(code::ER_TABLE_DEF_CHANGED, b"HY000", &msg)
-                    .await?;
-                return Ok(Next::Answered);
+                return Ok(answer(code::ER_TABLE_DEF_CHANGED, msg));
             }
-            self.write_server_error(1, &err).await?;
-            return Ok(Next::Answered);
+            return Ok(Next::Answer(err));
         }
         if let Some(begin) = before.pending_begin {
             // The statement opened the transaction: undo it, open it again
             // with the retry.
-            self.b.rollback().await?;
-            self.b.pending_begin = Some(begin);
+            self.rollback().await?;
+            self.pending_begin = Some(begin);
         }
         if *attempts > MAX_ATTEMPTS {
-            self.write_server_error(1, &err).await?;
-            return Ok(Next::Answered);
+            return Ok(Next::Answer(err));
         }
         if crate::admin::is_capture_error(&err) {
             // A statement prepared before a change's capture triggers:
             // nothing ran; run it again on a fresh connection at once.
-            tracing::info!(connection_id = self.b.connection_id, error = %err.message, "statement prepared before a change's capture: running it again");
+            tracing::info!(connection_id = self.connection_id, error = %err.message, "statement prepared before a change's capture: running it again");
             return Ok(Next::Retry);
         }
-        let fence = await_newer_dictionary(&ctx, self.b.worker, planned).await;
-        tracing::debug!(connection_id = self.b.connection_id, planned, attempts = *attempts, error = %err.message, fence = ?fence, "statement met a missing table");
+        let fence = await_newer_dictionary(&ctx, self.worker, planned).await;
+        tracing::debug!(connection_id = self.connection_id, planned, attempts = *attempts, error = %err.message, fence = ?fence, "statement met a missing table");
         match fence {
             Fence::Newer => Ok(Next::Retry),
-            Fence::Unchanged => {
-                self.write_server_error(1, &err).await?;
-                Ok(Next::Answered)
-            }
+            Fence::Unchanged => Ok(Next::Answer(err)),
             Fence::Timeout(what) => {
                 let msg = format!(
                     "Lock wait timeout exceeded; try restarting transaction (hscale: {what} did not finish its cutover within {} ms)",
                     ctx.config.proxy.fence_wait_ms
                 );
-                self.write_error_packet(code::ER_LOCK_WAIT_TIMEOUT, b"HY000", &msg)
-                    .await?;
-                Ok(Next::Answered)
+                Ok(answer(code::ER_LOCK_WAIT_TIMEOUT, msg))
             }
         }
     }

@@ -6,25 +6,24 @@
 //! scatter's total and `Bindings::finish`).
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
+use super::Bindings;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl Bindings {
     /// For an INSERT or REPLACE into a table with a sequence: the statement
     /// with its ids filled in (`None`: run it as it is). An explicit id at
     /// or above the counter moves the counter past it first.
-    pub(super) async fn fill_ids(&mut self, sql: &str) -> Result<Option<Bytes>, ProxyError> {
-        let dict = self.b.ctx.partitioning.dictionary();
+    pub async fn fill_ids(&mut self, sql: &str) -> Result<Option<Bytes>, ProxyError> {
+        let dict = self.ctx.partitioning.dictionary();
         if !dict.has_sequences() {
             return Ok(None);
         }
         let is_zero_kept = self.is_zero_kept();
         let auto = match hscale_route::router::auto_insert(
             sql,
-            self.b.state.db.as_deref(),
+            self.state.db.as_deref(),
             &dict,
             is_zero_kept,
         ) {
@@ -36,7 +35,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return Ok(None);
         };
         drop(dict);
-        let (ctx, worker) = (self.b.ctx.clone(), self.b.worker);
+        let (ctx, worker) = (self.ctx.clone(), self.worker);
         if let Some(id) = auto.max_explicit {
             ctx.sequences
                 .pass(&ctx, worker, &auto.table, generation, id)
@@ -44,14 +43,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         if auto.needed == 0 {
             // Explicit ids only: LAST_INSERT_ID() stays as it was.
-            self.b.generated_id = Some(0);
+            self.generated_id = Some(0);
             return Ok(None);
         }
         let ids = ctx
             .sequences
             .take(&ctx, worker, &auto.table, generation, auto.needed)
             .await?;
-        self.b.generated_id = ids.first().copied();
+        self.generated_id = ids.first().copied();
         let filled = auto.fill(sql, &ids);
         Ok(Some(BackendConn::payload_for_query(&filled)))
     }
@@ -59,7 +58,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Whether the session's sql_mode has NO_AUTO_VALUE_ON_ZERO (0 is then
     /// stored as given instead of generating an id).
     fn is_zero_kept(&self) -> bool {
-        self.b.state.vars.items().iter().any(|i| {
+        self.state.vars.items().iter().any(|i| {
             i.key == "sql_mode"
                 && i.assign
                     .to_ascii_uppercase()
@@ -70,15 +69,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Prepared INSERTs into a table with a sequence are not filled in yet:
     /// refused (1235) at PREPARE and EXECUTE rather than letting each
     /// backend generate ids of its own (duplicates across partitions).
-    pub(super) fn refuse_prepared_into_sequence(&self, sql: &[u8]) -> Result<(), ProxyError> {
-        let dict = self.b.ctx.partitioning.dictionary();
+    pub fn refuse_prepared_into_sequence(&self, sql: &[u8]) -> Result<(), ProxyError> {
+        let dict = self.ctx.partitioning.dictionary();
         if !dict.has_sequences() {
             return Ok(());
         }
         let Ok(sql) = std::str::from_utf8(sql) else {
             return Ok(());
         };
-        match hscale_route::router::auto_insert(sql, self.b.state.db.as_deref(), &dict, false) {
+        match hscale_route::router::auto_insert(sql, self.state.db.as_deref(), &dict, false) {
             Some(Ok(a)) => Err(ProxyError::Unsupported {
                 what: format!(
                     "a prepared INSERT or REPLACE into {}, whose AUTO_INCREMENT column hscale fills from a sequence (send it as a text statement)",
