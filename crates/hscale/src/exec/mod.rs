@@ -22,6 +22,8 @@ pub mod prepared_routing;
 pub mod savepoint;
 mod scatter;
 pub mod txn;
+pub mod txn_hooks;
+pub mod txn_show;
 
 use hscale_route::router::Plan;
 use hscale_route::BackendId;
