@@ -56,6 +56,8 @@ pub struct SessionHandle {
     running: Mutex<Vec<(BackendId, u32)>>,
     is_killed: AtomicBool,
     pub killed: tokio::sync::Notify,
+    /// The session's transaction across backends, as of its last statement.
+    pub txn: crate::exec::txn_show::Published,
 }
 
 impl SessionHandle {
@@ -65,6 +67,7 @@ impl SessionHandle {
             running: Mutex::new(Vec::new()),
             is_killed: AtomicBool::new(false),
             killed: tokio::sync::Notify::new(),
+            txn: Default::default(),
         }
     }
     fn running_list(&self) -> std::sync::MutexGuard<'_, Vec<(BackendId, u32)>> {
@@ -207,6 +210,16 @@ impl Context {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
+    }
+
+    /// Every live session, by connection id.
+    pub fn sessions(&self) -> Vec<(u32, Arc<SessionHandle>)> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(id, h)| (*id, h.clone()))
+            .collect()
     }
 
     pub fn session(&self, id: u32) -> Option<Arc<SessionHandle>> {

@@ -169,26 +169,39 @@ fn pymysql() {
     assert!(out.contains("pymysql ok"), "{out}");
 }
 
+/// Download Connector/J and compile the JDBC programs, once per test
+/// process (the JDBC tests share `target/`).
+fn jdbc_build() -> &'static str {
+    static BUILT: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/jdbc");
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if !*built {
+        run(Command::new("mvn").current_dir(dir).args([
+            "-q",
+            "-B",
+            "dependency:copy-dependencies",
+            "-DoutputDirectory=target/lib",
+        ]));
+        std::fs::create_dir_all(format!("{dir}/target/classes")).unwrap();
+        run(Command::new("javac").current_dir(dir).args([
+            "-d",
+            "target/classes",
+            "-cp",
+            "target/lib/*",
+            "src/main/java/JdbcCheck.java",
+            "src/main/java/JdbcTransfers.java",
+        ]));
+        *built = true;
+    }
+    dir
+}
+
 /// MySQL Connector/J: server-side and client-side prepared statements,
 /// batches, generated keys, transactions, isolation level as session state,
 /// cursor fetch (COM_STMT_FETCH) and concurrent connections.
 #[test]
 fn jdbc_connector_j() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/jdbc");
-    run(Command::new("mvn").current_dir(dir).args([
-        "-q",
-        "-B",
-        "dependency:copy-dependencies",
-        "-DoutputDirectory=target/lib",
-    ]));
-    std::fs::create_dir_all(format!("{dir}/target/classes")).unwrap();
-    run(Command::new("javac").current_dir(dir).args([
-        "-d",
-        "target/classes",
-        "-cp",
-        "target/lib/*",
-        "src/main/java/JdbcCheck.java",
-    ]));
+    let dir = jdbc_build();
     run(&mut mariadb(&[
         "-e",
         "CREATE DATABASE IF NOT EXISTS jdbc_db",
@@ -202,4 +215,50 @@ fn jdbc_connector_j() {
         "jdbc_db",
     ]));
     assert!(out.contains("jdbc ok"), "{out}");
+}
+
+/// An ORM-style PyMySQL session (autocommit off, PyMySQL's default):
+/// transfers between accounts on two backends, commit() and rollback(),
+/// read-your-writes, an error inside a transaction; the total never changes.
+#[test]
+fn pymysql_transfers_across_backends() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/pymysql_transfers.py"
+    );
+    run(&mut mariadb(&[
+        "-e",
+        "DROP DATABASE IF EXISTS py_txn; CREATE DATABASE py_txn",
+    ]));
+    let out = run(Command::new("python3").args([
+        script,
+        "127.0.0.1",
+        &port().to_string(),
+        "root",
+        "",
+        "py_txn",
+    ]));
+    assert!(out.contains("pymysql transfers ok"), "{out}");
+}
+
+/// A Java pool session (`setAutoCommit(false)`) with server-side and
+/// client-side prepared statements: transfers across two backends, commit,
+/// rollback, a savepoint, `setAutoCommit(true)` committing; the total never
+/// changes.
+#[test]
+fn jdbc_transfers_across_backends() {
+    let dir = jdbc_build();
+    run(&mut mariadb(&[
+        "-e",
+        "DROP DATABASE IF EXISTS jdbc_txn; CREATE DATABASE jdbc_txn",
+    ]));
+    let out = run(Command::new("java").current_dir(dir).args([
+        "-cp",
+        "target/classes:target/lib/*",
+        "JdbcTransfers",
+        "127.0.0.1",
+        &port().to_string(),
+        "jdbc_txn",
+    ]));
+    assert!(out.contains("jdbc transfers ok"), "{out}");
 }

@@ -74,6 +74,9 @@ pub enum AdminCommand {
     ShowBackends,
     /// The operations journal: running and recent partition changes.
     ShowOperations,
+    /// Open transactions across backends, prepared branches in doubt and
+    /// commit decisions awaiting cleanup.
+    ShowTransactions,
     /// Auto-partitioning on (with a placement rule) or off (`None`).
     AutoPartition {
         table: String,
@@ -334,6 +337,7 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 "TABLES" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTables),
                 "BACKENDS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowBackends),
                 "OPERATIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowOperations),
+                "TRANSACTIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTransactions),
                 _ => Err(AdminError::UnknownCommand(format!("SHOW {}", after.trim()))),
             }
         }
@@ -422,6 +426,10 @@ mod tests {
         assert_eq!(
             parse("HSCALE SHOW OPERATIONS").unwrap(),
             AdminCommand::ShowOperations
+        );
+        assert_eq!(
+            parse("hscale show transactions").unwrap(),
+            AdminCommand::ShowTransactions
         );
         assert_eq!(
             parse("HSCALE EXPLAIN SELECT * FROM t WHERE a = 1").unwrap(),

@@ -108,6 +108,7 @@ pub async fn execute(
             move_partition::run(ctx, worker, name, &partition, &backend).await
         }
         AdminCommand::ShowOperations => show::operations(ctx, worker).await,
+        AdminCommand::ShowTransactions => crate::exec::txn_show::show(ctx, worker).await,
         AdminCommand::CancelOperation { id } => cancel::run(ctx, worker, id).await,
         AdminCommand::AutoPartition { table, placement } => {
             let name = table_name(&table, session_db)?;

@@ -25,6 +25,8 @@ pub mod savepoint;
 mod scatter;
 mod sequence;
 pub mod txn;
+pub mod txn_hooks;
+pub mod txn_show;
 
 use hscale_route::router::Plan;
 use hscale_route::BackendId;

@@ -44,7 +44,7 @@ use crate::runtime::Context;
 pub const FORMAT_ID: u32 = 0x6873_636c;
 
 /// The table that holds commit decisions, on every backend.
-const DECISIONS: &str = "`hscale`.`decisions`";
+pub(crate) const DECISIONS: &str = "`hscale`.`decisions`";
 
 /// Decision rows older than this, with no branch prepared anywhere, are
 /// deleted by the resolver (their owner died before deleting them).
@@ -338,6 +338,7 @@ impl Bindings {
                 }
             }
         }
+        super::txn_hooks::pause(super::txn_hooks::PAUSE_AFTER_PREPARE_ENV).await;
         // The decision commits with the home branch, or not at all.
         let mut home = home;
         let decide = format!(
@@ -381,7 +382,10 @@ impl Bindings {
         }
         // Phase two: the decision is durable; every branch commits.
         let mut is_done = true;
-        for (backend, mut c) in prepared {
+        for (i, (backend, mut c)) in prepared.into_iter().enumerate() {
+            if i > 0 {
+                super::txn_hooks::pause(super::txn_hooks::PAUSE_BETWEEN_COMMITS_ENV).await;
+            }
             let x = txn.xid(backend);
             if let Err(e) = run(&mut c, &format!("XA COMMIT {x}"), "XA COMMIT").await {
                 // Recovery commits it from the decision.
@@ -567,11 +571,11 @@ pub async fn ensure_decisions(ctx: &Arc<Context>, worker: usize) -> Result<(), P
 }
 
 /// One prepared branch found by `XA RECOVER`.
-struct Found {
-    backend: BackendId,
-    gtrid: String,
-    bqual: String,
-    parts: Gtrid,
+pub(crate) struct Found {
+    pub backend: BackendId,
+    pub gtrid: String,
+    pub bqual: String,
+    pub parts: Gtrid,
 }
 
 /// Recovery, one pass: commit or roll back the prepared branches of
@@ -645,8 +649,8 @@ pub async fn resolve(ctx: &Arc<Context>, worker: usize) -> Result<(), ProxyError
 }
 
 /// hscale's prepared branches on `backend`.
-async fn recover(
-    ctx: &Arc<Context>,
+pub(crate) async fn recover(
+    ctx: &Context,
     worker: usize,
     backend: BackendId,
 ) -> Result<Vec<Found>, ProxyError> {
@@ -716,8 +720,8 @@ async fn home_alive(ctx: &Arc<Context>, worker: usize, g: Gtrid) -> Result<bool,
     Ok(count > 0 && uptime + CLOCK_SLACK_SECS >= age)
 }
 
-async fn decision_of(
-    ctx: &Arc<Context>,
+pub(crate) async fn decision_of(
+    ctx: &Context,
     worker: usize,
     home: BackendId,
     gtrid: &str,

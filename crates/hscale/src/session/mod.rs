@@ -298,6 +298,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 tracing::info!(connection_id = self.b.connection_id, "killed");
                 return;
             }
+            // For HSCALE SHOW TRANSACTIONS (a no-op outside transactions across backends).
+            self.b.publish_txn();
             if !Arc::ptr_eq(&wait_vars, &self.b.state.vars) {
                 wait_vars = self.b.state.vars.clone();
                 wait = self.wait_timeout();
