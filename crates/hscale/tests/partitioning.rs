@@ -183,14 +183,16 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
             (
                 "part_db.small".into(),
                 Some("books".into()),
-                Some("books".into()),
+                // Partition values are the collation's weights
+                // (utf8mb4_general_ci: upper case).
+                Some("BOOKS".into()),
                 "shard2".into(),
                 books.clone()
             ),
             (
                 "part_db.small".into(),
                 Some("books".into()),
-                Some("hardware".into()),
+                Some("HARDWARE".into()),
                 "shard2".into(),
                 books.clone()
             ),

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::key_compare::KeyCompare;
 use crate::{BackendId, HashError, HashingFunction, KeyValue};
 
 /// `db.table`, as the application names it.
@@ -96,6 +97,10 @@ pub struct PartitionedTable {
     /// blocks a proxy reserved for an older table of the same name are
     /// never used for this one.
     pub sequence_generation: u64,
+    /// How the key column compares (`key_compare.rs`): keys are normalised
+    /// before the hashing function applies. `None`: raw values (tables set
+    /// up before hscale knew, and keys that need nothing).
+    pub key_compare: Option<KeyCompare>,
 }
 
 /// Where auto-partitioning puts a new partition.
@@ -291,8 +296,17 @@ pub enum DictError {
 impl PartitionedTable {
     /// The partition (or the default table) holding `key`.
     pub fn route(&self, key: &KeyValue) -> Result<Target, HashError> {
-        let value = self.function.apply(key)?;
+        let value = self.partition_value_of(key)?;
         Ok(self.target_of_value(value.as_deref()))
+    }
+
+    /// The partition value of a key: the hashing function applied to the
+    /// key as the column compares it.
+    pub fn partition_value_of(&self, key: &KeyValue) -> Result<Option<String>, HashError> {
+        match &self.key_compare {
+            Some(c) => self.function.apply(&c.normalise(key)),
+            None => self.function.apply(key),
+        }
     }
 
     /// The target of a partition value (`None`: NULL, the default partition).
@@ -346,6 +360,15 @@ impl PartitionedTable {
             }
         }
         match (&self.function, &self.key_enum) {
+            (HashingFunction::None | HashingFunction::Prefix(_), None)
+                if self.key_compare.is_some() =>
+            {
+                let is_prefix = matches!(self.function, HashingFunction::Prefix(_));
+                Ok(self.key_compare.as_ref().map_or_else(
+                    || value.to_string(),
+                    |c| c.partition_value(is_prefix, value),
+                ))
+            }
             (HashingFunction::None, Some(e)) => {
                 e.member(value)
                     .map(str::to_string)
@@ -483,6 +506,7 @@ impl Dictionary {
                 auto: None,
                 auto_column: None,
                 sequence_generation: 0,
+                key_compare: None,
             },
         );
         self.version += 1;
@@ -571,6 +595,13 @@ impl Dictionary {
             t.is_key_exact = t.is_key_integer
                 || t.key_enum.is_some()
                 || (is_date && matches!(t.function, HashingFunction::Date(_)));
+        }
+    }
+
+    /// How the key column compares (`None`: raw values, as before).
+    pub fn set_key_compare(&mut self, name: &TableName, compare: Option<KeyCompare>) {
+        if let Some(t) = self.tables.get_mut(name) {
+            t.key_compare = compare;
         }
     }
 

@@ -9,9 +9,11 @@
 
 pub mod admin;
 pub mod backend_id;
+mod collation_tables;
 pub mod dictionary;
 pub mod hashing;
 pub mod key;
+pub mod key_compare;
 pub mod router;
 pub mod value;
 

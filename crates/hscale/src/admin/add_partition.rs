@@ -86,7 +86,12 @@ pub(super) async fn run(
         src: (t.default_backend, t.default_table.clone()),
         filter: Some(format!(
             "BINARY CAST({} AS CHAR) = {}",
-            function_of(&t.function, change::KEY),
+            function_of(
+                &t.function,
+                &t.key_compare
+                    .as_ref()
+                    .map_or_else(|| change::KEY.to_string(), |c| c.sql(change::KEY))
+            ),
             quote_str(&value)
         )),
         dst: (b, dst.clone()),

@@ -7,6 +7,7 @@ use hscale_route::HashingFunction;
 
 use hscale_route::admin::BackendRef;
 use hscale_route::dictionary::{generation_name, TableName};
+use hscale_route::key_compare::{KeyCompare, UnsupportedCollation};
 
 use super::change::{self, Move};
 use super::{backend_names, conn, reload, wrong, AdminOutput};
@@ -31,7 +32,7 @@ pub(super) async fn run(
     // Checked against a copy first: nothing starts for a refused change.
     d.setup_table(name.clone(), column, default_table, b, function.clone())
         .map_err(wrong)?;
-    let (key_type, auto_column) = {
+    let (key_type, key_compare, auto_column) = {
         let mut main = conn(ctx, worker, BackendId::MAIN).await?;
         if !ddl::table_exists(&mut main, &name.db, &name.table).await? {
             return Err(wrong(format!(
@@ -41,10 +42,14 @@ pub(super) async fn run(
         let key_type = ddl::column_type(&mut main, &name.db, &name.table, column)
             .await?
             .ok_or_else(|| wrong(format!("table {name} has no column {column:?}")))?;
+        let key_compare = key_compare_for(
+            &function,
+            ddl::key_compare(&mut main, &name.db, &name.table, column).await?,
+        )?;
         let auto = ddl::auto_increment_column(&mut main, &name.db, &name.table).await?;
         let keys = ddl::unique_keys(&mut main, &name.db, &name.table).await?;
         check_unique_keys(&name, column, auto.as_deref(), &keys)?;
-        (key_type, auto)
+        (key_type, key_compare, auto)
     };
     {
         let mut target = conn(ctx, worker, b).await?;
@@ -71,7 +76,7 @@ pub(super) async fn run(
         &function,
         default_table,
         names[b.index()],
-        &key_type,
+        (&key_type, key_compare.as_ref()),
         sequence,
     );
     // The sequence starts above every id of the table as it is after its
@@ -91,6 +96,7 @@ pub(super) async fn run(
         d.setup_table(name.clone(), column, default_table, b, function.clone())
             .map_err(wrong)?;
         d.set_key_type(&name, &key_type);
+        d.set_key_compare(&name, key_compare.clone());
         d.set_auto_column(&name, auto_column.as_deref(), op);
         Ok(rows.clone())
     };
@@ -149,6 +155,28 @@ pub(super) async fn run(
             names[b.index()]
         ),
     ))
+}
+
+/// How the key's column compares, for the dictionary. A string key under
+/// a collation hscale cannot reproduce is refused for the functions that
+/// read the string (NONE, PREFIX, HASH): values the column calls equal
+/// could land in different partitions. MOD, DIV and DATE read numbers and
+/// dates, which no supported collation makes equal in another spelling.
+fn key_compare_for(
+    function: &HashingFunction,
+    compare: Option<Result<Option<KeyCompare>, UnsupportedCollation>>,
+) -> Result<Option<KeyCompare>, ProxyError> {
+    let reads_string = matches!(
+        function,
+        HashingFunction::None | HashingFunction::Prefix(_) | HashingFunction::Hash(_)
+    );
+    match compare {
+        Some(Ok(c)) => Ok(c),
+        Some(Err(e)) if reads_string => Err(ProxyError::Unsupported {
+            what: e.to_string(),
+        }),
+        Some(Err(_)) | None => Ok(None),
+    }
 }
 
 /// Refuse a PRIMARY or UNIQUE key no backend can enforce once the table is

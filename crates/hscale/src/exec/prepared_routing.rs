@@ -176,7 +176,7 @@ impl PreparedRouting {
                 params::key_value(exec, types, *i, long)
                     .ok()
                     .and_then(|v| self.table.stored_key(v))
-                    .and_then(|v| self.table.function.apply(&v).ok().flatten())
+                    .and_then(|v| self.table.partition_value_of(&v).ok().flatten())
             }
             _ => None,
         }

@@ -7,6 +7,7 @@ use super::store::{exec, server_error};
 use super::{qualified, quote_ident, quote_str};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
+use hscale_route::key_compare::{KeyCompare, UnsupportedCollation};
 
 /// The first value of the first row of `sql`'s result.
 async fn scalar(c: &mut BackendConn, sql: &str) -> Result<Option<String>, ProxyError> {
@@ -44,6 +45,30 @@ pub async fn column_type(
         quote_str(column)
     );
     scalar(c, &sql).await
+}
+
+/// How the column compares, from DATA_TYPE, COLLATION_NAME and
+/// NUMERIC_SCALE (`None`: no such column).
+pub async fn key_compare(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+    column: &str,
+) -> Result<Option<Result<Option<KeyCompare>, UnsupportedCollation>>, ProxyError> {
+    let sql = format!(
+        "SELECT DATA_TYPE, COLLATION_NAME, NUMERIC_SCALE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND COLUMN_NAME = {}",
+        quote_str(db),
+        quote_str(table),
+        quote_str(column)
+    );
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| server_error(c, &sql, e))?;
+    Ok(r.strings().first().map(|r| {
+        let scale = r[2].as_deref().and_then(|s| s.parse().ok());
+        KeyCompare::of_column(r[0].as_deref().unwrap_or_default(), r[1].as_deref(), scale)
+    }))
 }
 
 /// The table's AUTO_INCREMENT column, if it has one.

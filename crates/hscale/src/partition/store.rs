@@ -9,6 +9,7 @@
 //! ([`load`] reads in one consistent snapshot).
 
 use hscale_route::dictionary::{Dictionary, Placement, TableName};
+use hscale_route::key_compare::KeyCompare;
 use hscale_route::BackendId;
 use hscale_route::HashingFunction;
 
@@ -69,6 +70,9 @@ const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS `hscale`.`sequences` (\
        db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, generation BIGINT UNSIGNED NOT NULL, \
        next_id BIGINT UNSIGNED NOT NULL, PRIMARY KEY (db, tbl)) ENGINE=InnoDB",
+    // How the key column compares (`hscale_route::key_compare`): keys are
+    // normalised before hashing. NULL in tables set up before: raw keys.
+    "ALTER TABLE `hscale`.`partitioned_tables` ADD COLUMN IF NOT EXISTS key_compare VARCHAR(100) NULL",
 ];
 
 /// Operations in their cutover now, described for an error message: a
@@ -243,7 +247,7 @@ async fn load_in_snapshot(
         .and_then(|r| r[0].as_deref().and_then(|v| v.parse().ok()))
         .unwrap_or(0);
     let tables = conn
-        .query_rows("SELECT db, tbl, key_column, hashing_function, default_table, default_backend, key_type, auto_partition, auto_column, sequence_generation FROM `hscale`.`partitioned_tables`")
+        .query_rows("SELECT db, tbl, key_column, hashing_function, default_table, default_backend, key_type, auto_partition, auto_column, sequence_generation, key_compare FROM `hscale`.`partitioned_tables`")
         .await?
         .map_err(|e| server_error(conn, "reading the dictionary", e))?;
     for r in tables.strings() {
@@ -254,6 +258,14 @@ async fn load_in_snapshot(
         d.setup_table(name.clone(), &f(2), &f(4), backend_index(&f(5))?, function)
             .map_err(|e| ProxyError::Wrong(e.to_string()))?;
         d.set_key_type(&name, &f(6));
+        if let Some(c) = r[10].as_deref() {
+            let compare = KeyCompare::parse(c).ok_or_else(|| {
+                ProxyError::Wrong(format!(
+                    "the dictionary names an unknown key comparison {c:?} for {name}"
+                ))
+            })?;
+            d.set_key_compare(&name, Some(compare));
+        }
         if let Some(p) = r[7].as_deref().and_then(Placement::parse) {
             d.set_auto(&name, Some(p))
                 .map_err(|e| ProxyError::Wrong(e.to_string()))?;
@@ -306,7 +318,8 @@ pub fn delete_global_sql(name: &TableName) -> String {
     )
 }
 
-/// A table's dictionary row; `sequence`: the AUTO_INCREMENT column its
+/// A table's dictionary row, with the key column's type and how it
+/// compares; `sequence`: the AUTO_INCREMENT column its
 /// sequence serves and the sequence's generation.
 pub fn insert_table_sql(
     name: &TableName,
@@ -314,11 +327,11 @@ pub fn insert_table_sql(
     function: &HashingFunction,
     default_table: &str,
     backend: &str,
-    key_type: &str,
+    (key_type, key_compare): (&str, Option<&KeyCompare>),
     sequence: Option<(&str, u64)>,
 ) -> String {
     format!(
-        "INSERT INTO {} (db, tbl, key_column, hashing_function, default_table, default_backend, key_type, auto_column, sequence_generation) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, {})",
+        "INSERT INTO {} (db, tbl, key_column, hashing_function, default_table, default_backend, key_type, key_compare, auto_column, sequence_generation) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
         qualified("hscale", "partitioned_tables"),
         quote_str(&name.db),
         quote_str(&name.table),
@@ -327,6 +340,7 @@ pub fn insert_table_sql(
         quote_str(default_table),
         quote_str(backend),
         quote_str(key_type),
+        key_compare.map_or("NULL".to_string(), |c| quote_str(&c.to_string())),
         sequence.map_or("NULL".to_string(), |(c, _)| quote_str(c)),
         sequence.map_or(0, |(_, g)| g)
     )

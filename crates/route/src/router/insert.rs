@@ -117,7 +117,7 @@ pub fn unplaced_values(
         else {
             continue;
         };
-        if let Ok(Some(v)) = table.function.apply(&key) {
+        if let Ok(Some(v)) = table.partition_value_of(&key) {
             if !table.values.contains_key(&v) && !out.contains(&v) {
                 out.push(v);
             }

@@ -361,7 +361,7 @@ impl Pruner<'_> {
     }
 
     fn pv(&self, domain: Domain, v: &KeyValue) -> Option<Pv> {
-        let s = self.table.function.apply(v).ok()??;
+        let s = self.table.partition_value_of(v).ok()??;
         match domain {
             Domain::Int => s.parse().ok().map(Pv::Int),
             Domain::Str => Some(Pv::Str(s)),

@@ -1,0 +1,351 @@
+#![allow(clippy::unwrap_used)]
+//! Keys the column calls equal go to one partition: random pairs of strings
+//! and DECIMALs that a real MariaDB calls equal (or not) get the same
+//! partition value under HASH, PREFIX and NONE (or different NONE values),
+//! for every collation hscale reproduces; the backend's SQL form of the
+//! normalisation (used when ADD_PARTITION copies rows) equals hscale's.
+//! Seeded: `HSCALE_SEED=n` repeats a run.
+
+mod common;
+
+use common::*;
+use hscale_route::dictionary::{Dictionary, TableName};
+use hscale_route::key_compare::{Collation, KeyCompare};
+use hscale_route::{BackendId, HashingFunction, KeyValue};
+use mysql_async::prelude::*;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const COLLATIONS: &[&str] = &[
+    "utf8mb4_general_ci",
+    "utf8mb4_general_nopad_ci",
+    "utf8mb4_bin",
+    "utf8mb4_nopad_bin",
+    "latin1_swedish_ci",
+    "latin1_swedish_nopad_ci",
+    "latin1_general_ci",
+    "latin1_general_cs",
+    "latin1_german1_ci",
+    "latin1_danish_ci",
+    "latin1_spanish_ci",
+    "latin1_bin",
+    "latin1_nopad_bin",
+];
+
+const ALPHABET: &[&str] = &[
+    "a", "A", "b", "B", "e", "E", "é", "É", "è", "s", "S", "ß", "ss", "y", "Y", "ü", "Ü", "ä", "Ä",
+    "æ", "Æ", "o", "ö", "Ø", "ñ", "Ñ", " ", "\t", "-", "1", "µ", "€", "😀", "?",
+];
+
+fn random_string(r: &mut Rng) -> String {
+    (0..r.below(6))
+        .map(|_| ALPHABET[r.below(ALPHABET.len())])
+        .collect()
+}
+
+/// A variant of `s` that is often equal under case- and accent-insensitive
+/// collations: letters swapped for their case or accent twins, trailing
+/// spaces added or removed.
+fn variant(r: &mut Rng, s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            let twins: &[char] = match c {
+                'a' | 'A' | 'ä' | 'Ä' | 'æ' | 'Æ' => &['a', 'A', 'ä', 'Ä', 'æ', 'Æ'],
+                'e' | 'E' | 'é' | 'É' | 'è' => &['e', 'E', 'é', 'É', 'è'],
+                's' | 'S' | 'ß' => &['s', 'S', 'ß'],
+                'y' | 'Y' | 'ü' | 'Ü' => &['y', 'Y', 'ü', 'Ü'],
+                'o' | 'ö' | 'Ø' => &['o', 'O', 'ö', 'Ø'],
+                '😀' | '?' => &['😀', '?'],
+                _ => &[],
+            };
+            if twins.is_empty() || r.below(2) == 0 {
+                c
+            } else {
+                twins[r.below(twins.len())]
+            }
+        })
+        .collect();
+    match r.below(3) {
+        0 => out.push_str(&" ".repeat(1 + r.below(3))),
+        1 => out = out.trim_end_matches(' ').to_string(),
+        _ => {}
+    }
+    out
+}
+
+fn table(
+    compare: KeyCompare,
+    function: HashingFunction,
+) -> hscale_route::dictionary::PartitionedTable {
+    let mut d = Dictionary::default();
+    let name = TableName::new("d", "t");
+    d.setup_table(name.clone(), "k", "t_default", BackendId::MAIN, function)
+        .unwrap();
+    d.set_key_compare(&name, Some(compare));
+    d.table(&name).unwrap().clone()
+}
+
+fn seed() -> u64 {
+    let s = std::env::var("HSCALE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    println!("collations: HSCALE_SEED={s}");
+    s
+}
+
+#[tokio::test]
+async fn keys_the_backend_calls_equal_share_a_partition() {
+    let seed = seed();
+    let mut r = Rng(seed);
+    let mut b = backend_conn(0, None).await;
+    b.query_drop("SET NAMES utf8mb4").await.unwrap();
+    b.query_drop("CREATE DATABASE IF NOT EXISTS coll_prop")
+        .await
+        .unwrap();
+    b.query_drop("DROP TABLE IF EXISTS coll_prop.pairs")
+        .await
+        .unwrap();
+    b.query_drop("CREATE TABLE coll_prop.pairs (i INT PRIMARY KEY, a VARCHAR(100) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, b VARCHAR(100) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)")
+        .await
+        .unwrap();
+    let mut pairs = Vec::new();
+    for i in 0..400 {
+        let a = random_string(&mut r);
+        let b = if i % 4 == 0 {
+            random_string(&mut r)
+        } else {
+            variant(&mut r, &a)
+        };
+        pairs.push((i, a, b));
+    }
+    b.exec_batch(
+        "INSERT INTO coll_prop.pairs VALUES (?, ?, ?)",
+        pairs.iter().map(|(i, a, b)| (*i, a.as_str(), b.as_str())),
+    )
+    .await
+    .unwrap();
+    for name in COLLATIONS {
+        let cs = name.split('_').next().unwrap();
+        let compare = KeyCompare::Collated(Collation::parse(name).unwrap());
+        let col = |c: &str| format!("CONVERT({c} USING {cs}) COLLATE {name}");
+        let sql = format!(
+            "SELECT i, {} = {}, CAST({} AS CHAR CHARACTER SET utf8mb4), CAST({} AS CHAR CHARACTER SET utf8mb4) FROM coll_prop.pairs ORDER BY i",
+            col("a"),
+            col("b"),
+            compare.sql(&col("a")),
+            compare.sql(&col("b")),
+        );
+        let rows: Vec<(i32, i64, String, String)> = b.query(sql).await.unwrap();
+        let mut equal = 0;
+        for (i, is_equal, sql_a, sql_b) in rows {
+            let (_, a, bb) = &pairs[i as usize];
+            let ka = KeyValue::Str(a.clone());
+            let kb = KeyValue::Str(bb.clone());
+            let ctx = format!("seed {seed}, {name}: {a:?} vs {bb:?}");
+            for (f, sql_side) in [("NONE()", true), ("PREFIX(3)", false), ("HASH(16)", false)] {
+                let t = table(compare.clone(), HashingFunction::parse(f).unwrap());
+                let pa = t.partition_value_of(&ka).unwrap();
+                let pb = t.partition_value_of(&kb).unwrap();
+                if is_equal == 1 {
+                    assert_eq!(pa, pb, "{f} {ctx}");
+                } else if sql_side {
+                    assert_ne!(pa, pb, "NONE() of unequal keys, {ctx}");
+                }
+                if sql_side {
+                    assert_eq!(pa.as_deref(), Some(sql_a.as_str()), "backend's SQL, {ctx}");
+                    assert_eq!(pb.as_deref(), Some(sql_b.as_str()), "backend's SQL, {ctx}");
+                }
+            }
+            equal += is_equal;
+        }
+        assert!(equal > 50, "{name}: only {equal} equal pairs");
+    }
+
+    // DECIMAL(20,2): values the column calls equal (rounded to its scale,
+    // as a non-strict server stores them).
+    b.query_drop("SET sql_mode = ''").await.unwrap();
+    b.query_drop("DROP TABLE IF EXISTS coll_prop.decimals")
+        .await
+        .unwrap();
+    b.query_drop("CREATE TABLE coll_prop.decimals (i INT PRIMARY KEY, a VARCHAR(40), b VARCHAR(40), da DECIMAL(20,2), db DECIMAL(20,2))")
+        .await
+        .unwrap();
+    let mut pairs = Vec::new();
+    for i in 0..400 {
+        let whole = r.below(2000) as i64 - 1000;
+        let frac = r.below(100);
+        let neg = if whole == 0 && r.below(2) == 0 {
+            "-"
+        } else {
+            ""
+        };
+        let a = format!("{neg}{whole}.{frac:02}");
+        let b = match r.below(4) {
+            0 => format!(
+                "{neg}{}{whole}.{frac:02}{}",
+                "0".repeat(r.below(2)),
+                "0".repeat(r.below(3))
+            ),
+            1 => format!("{whole}.{frac:02}"),
+            2 => format!("{}.{}", whole, r.below(100)),
+            _ => format!("{whole}.{frac:02}{}", r.below(10)),
+        };
+        pairs.push((i, a, b));
+    }
+    b.exec_batch(
+        "INSERT INTO coll_prop.decimals VALUES (?, ?, ?, ?, ?)",
+        pairs
+            .iter()
+            .map(|(i, a, b)| (*i, a.as_str(), b.as_str(), a.as_str(), b.as_str())),
+    )
+    .await
+    .unwrap();
+    let rows: Vec<(i32, i64, String)> = b
+        .query("SELECT i, da = db, CAST(da AS CHAR) FROM coll_prop.decimals ORDER BY i")
+        .await
+        .unwrap();
+    let compare = KeyCompare::Decimal { scale: 2 };
+    let mut equal = 0;
+    for (i, is_equal, stored) in rows {
+        let (_, a, bb) = &pairs[i as usize];
+        let ctx = format!("seed {seed}, DECIMAL(20,2): {a:?} vs {bb:?}");
+        for f in ["NONE()", "PREFIX(3)", "HASH(16)"] {
+            let t = table(compare.clone(), HashingFunction::parse(f).unwrap());
+            let pa = t.partition_value_of(&KeyValue::Str(a.clone())).unwrap();
+            let pb = t.partition_value_of(&KeyValue::Str(bb.clone())).unwrap();
+            if is_equal == 1 {
+                assert_eq!(pa, pb, "{f} {ctx}");
+            } else if f == "NONE()" {
+                assert_ne!(pa, pb, "{ctx}");
+            }
+            if f == "NONE()" {
+                assert_eq!(pa.as_deref(), Some(stored.as_str()), "as stored, {ctx}");
+            }
+        }
+        equal += is_equal;
+    }
+    assert!(equal > 50, "only {equal} equal decimal pairs");
+    b.query_drop("DROP DATABASE coll_prop").await.unwrap();
+}
+
+async fn count(backend: usize, sql: &str) -> i64 {
+    let mut b = backend_conn(backend, None).await;
+    let n: Option<i64> = b.query_first(sql).await.unwrap();
+    n.unwrap()
+}
+
+#[tokio::test]
+async fn a_case_insensitive_key_is_one_key_across_partitions() {
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE coll_db").await.unwrap();
+    c.query_drop("USE coll_db").await.unwrap();
+    c.query_drop("SET NAMES utf8mb4").await.unwrap();
+
+    // A unique case-insensitive key, hashed over four partitions.
+    c.query_drop("CREATE TABLE u (k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL PRIMARY KEY, n INT)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('u', 'k', 'u_default', 'shard0', 'HASH(4)')")
+        .await
+        .unwrap();
+    for (p, backend) in [
+        ("0", "shard0"),
+        ("1", "shard1"),
+        ("2", "shard1"),
+        ("3", "shard0"),
+    ] {
+        c.query_drop(format!(
+            "HSCALE ADD_PARTITION('u', 'h{p}', '{p}', '{backend}')"
+        ))
+        .await
+        .unwrap();
+    }
+    let keys = ["abc", "hello", "World", "straße", "Zoë", "x y"];
+    for (i, k) in keys.iter().enumerate() {
+        c.exec_drop("INSERT INTO u (k, n) VALUES (?, ?)", (k, i))
+            .await
+            .unwrap();
+    }
+    for (k, twin) in [
+        ("abc", "ABC"),
+        ("hello", "HeLLo "),
+        ("World", "world"),
+        ("straße", "STRASE"),
+        ("Zoë", "zoe"),
+        ("x y", "X Y  "),
+    ] {
+        let n: Option<i64> = c
+            .exec_first("SELECT n FROM u WHERE k = ?", (twin,))
+            .await
+            .unwrap();
+        assert!(n.is_some(), "{twin:?} finds {k:?}");
+        let e = c
+            .exec_drop("INSERT INTO u (k, n) VALUES (?, 99)", (twin,))
+            .await
+            .unwrap_err();
+        assert_eq!(code(&e), 1062, "{twin:?} duplicates {k:?}");
+    }
+
+    // ADD_PARTITION moves every row the collation calls equal, and new
+    // rows follow.
+    c.query_drop("CREATE TABLE v (id INT NOT NULL, k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL, PRIMARY KEY (id, k))")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO v (id, k) VALUES (1, 'abc'), (2, 'ABC'), (3, 'abc '), (4, 'Äbc'), (5, 'abd'), (6, 'ab')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('v', 'k', 'v_default', 'shard0', 'NONE()')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('v', 'p', 'aBc  ', 'shard1')")
+        .await
+        .unwrap();
+    let physical: String = backend_conn(1, None)
+        .await
+        .query_first("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'coll_db' AND TABLE_NAME LIKE 'v\\_p%'")
+        .await
+        .unwrap()
+        .unwrap();
+    let on_p = format!("SELECT COUNT(*) FROM coll_db.{physical}");
+    assert_eq!(count(1, &on_p).await, 4);
+    c.query_drop("INSERT INTO v (id, k) VALUES (7, 'ABC   ')")
+        .await
+        .unwrap();
+    assert_eq!(count(1, &on_p).await, 5);
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM v WHERE k = 'abc'")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(5));
+
+    // A collation hscale cannot reproduce is refused where it matters.
+    c.query_drop("CREATE TABLE w (k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL PRIMARY KEY)")
+        .await
+        .unwrap();
+    let e = c
+        .query_drop("HSCALE SETUP_TABLE('w', 'k', 'w_default', 'shard0', 'HASH(4)')")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    assert!(e.to_string().contains("utf8mb4_unicode_ci"), "{e}");
+}
