@@ -1,4 +1,5 @@
-//! The TOML configuration: `[proxy]`, `[log]`, `[[users]]`, `[[backends]]`.
+//! The TOML configuration: `[proxy]`, `[log]`, `[tls]`, `[[users]]`,
+//! `[[backends]]`.
 //! Loaded once at start into an immutable [`Config`] shared by `Arc`.
 
 use std::net::SocketAddr;
@@ -13,6 +14,8 @@ pub struct Config {
     pub proxy: ProxyConfig,
     #[serde(default)]
     pub log: LogConfig,
+    #[serde(default)]
+    pub tls: TlsConfig,
     #[serde(default)]
     pub users: Vec<UserConfig>,
     #[serde(default)]
@@ -134,6 +137,21 @@ impl Default for ProxyConfig {
             scatter_write_timeout_ms: 3_600_000,
         }
     }
+}
+
+/// TLS to clients: with `cert` and `key` set the handshake offers
+/// CLIENT_SSL and a client that sends an SSLRequest continues over TLS.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsConfig {
+    /// PEM file with the certificate chain, the proxy's own first.
+    pub cert: Option<String>,
+    /// PEM file with the private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<String>,
+    /// Refuse TCP clients that do not ask for TLS (as MariaDB's
+    /// require_secure_transport: error 3159 after the login). The unix
+    /// socket counts as secure.
+    pub require: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -274,6 +292,12 @@ impl Config {
                 self.proxy.auth_plugin
             ));
         }
+        if self.tls.cert.is_some() != self.tls.key.is_some() {
+            out.push("[tls] cert and key go together: set both or neither".into());
+        }
+        if self.tls.require && self.tls.cert.is_none() {
+            out.push("[tls] require = true needs cert and key".into());
+        }
         if self.users.is_empty() {
             out.push("no [[users]]: no client could log in".into());
         }
@@ -366,6 +390,17 @@ mod tests {
         assert!(p.contains("listen = \"nowhere\""), "{p}");
         assert!(p.contains("defined twice"), "{p}");
         assert!(p.contains("min_connections (9) is larger"), "{p}");
+    }
+
+    #[test]
+    fn tls_needs_cert_and_key() {
+        let cfg = Config::parse("[tls]\ncert = \"c.pem\"\nrequire = true\n").unwrap();
+        let p = cfg.problems().join("\n");
+        assert!(p.contains("[tls] cert and key go together"), "{p}");
+        let cfg = Config::parse("[tls]\nrequire = true\n").unwrap();
+        let p = cfg.problems().join("\n");
+        assert!(p.contains("[tls] require = true needs cert and key"), "{p}");
+        assert!(Config::parse("[tls]\nca = \"x\"\n").is_err());
     }
 
     #[test]

@@ -18,6 +18,15 @@ pub enum ProxyError {
     AccessDenied { user: String },
     #[error("Too many connections")]
     TooManyConnections,
+    /// `[tls] require` and a TCP client that did not ask for TLS.
+    #[error(
+        "Connections using insecure transport are prohibited while --require_secure_transport=ON."
+    )]
+    SecureTransportRequired,
+    /// An SSLRequest when `[tls]` has no certificate, or a failed TLS
+    /// handshake (nothing can be answered over the broken stream).
+    #[error("hscale: TLS: {0}")]
+    Tls(String),
     #[error("hscale: can't connect to backend '{backend}' ({address}): {reason}")]
     BackendConnect {
         backend: String,
@@ -138,6 +147,10 @@ impl ProxyError {
             ProxyError::ClientGone => (code::ER_NET_READ_ERROR, b"08S01", msg),
             ProxyError::AccessDenied { .. } => (code::ER_ACCESS_DENIED_ERROR, b"28000", msg),
             ProxyError::TooManyConnections => (code::ER_CON_COUNT_ERROR, b"08004", msg),
+            ProxyError::SecureTransportRequired => {
+                (code::ER_SECURE_TRANSPORT_REQUIRED, b"HY000", msg)
+            }
+            ProxyError::Tls(_) => (code::ER_NOT_SUPPORTED_YET, b"08S01", msg),
             ProxyError::BackendConnect { .. } | ProxyError::PoolTimeout { .. } => {
                 (code::ER_CONNECT_TO_FOREIGN_DATA_SOURCE, b"HY000", msg)
             }

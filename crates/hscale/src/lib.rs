@@ -19,6 +19,7 @@ pub mod runtime;
 pub mod seq;
 pub mod server;
 pub mod session;
+pub mod tls;
 
 pub use config::Config;
 pub use server::RunningProxy;

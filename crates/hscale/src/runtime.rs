@@ -44,6 +44,8 @@ pub struct Context {
     pub partitioning: crate::partition::Partitioning,
     /// This proxy's blocks of ids of every table with a sequence.
     pub sequences: crate::seq::Sequences,
+    /// TLS to clients (`[tls]`), when a certificate is configured.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// What KILL needs to know about a session. Its lock is taken when a
@@ -150,7 +152,7 @@ fn share(n: usize, workers: usize, i: usize) -> usize {
 }
 
 impl Context {
-    pub fn new(config: Config) -> Arc<Context> {
+    pub fn new(config: Config, tls: Option<tokio_rustls::TlsAcceptor>) -> Arc<Context> {
         let workers = config.worker_threads();
         let connect = Duration::from_millis(config.proxy.connect_timeout_ms);
         let acquire = Duration::from_millis(config.proxy.acquire_timeout_ms);
@@ -195,6 +197,7 @@ impl Context {
             sessions: Mutex::new(HashMap::new()),
             partitioning: crate::partition::Partitioning::default(),
             sequences: crate::seq::Sequences::default(),
+            tls,
         })
     }
 

@@ -140,6 +140,7 @@ async fn worker_loop(
                                 ctx.clone(),
                                 worker,
                                 path.clone(),
+                                true,
                             ));
                         }
                         Err(e) => {
@@ -157,7 +158,7 @@ async fn worker_loop(
             r = listener.accept() => match r {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    tokio::spawn(crate::session::serve(stream, ctx.clone(), worker, peer.to_string()));
+                    tokio::spawn(crate::session::serve(stream, ctx.clone(), worker, peer.to_string(), false));
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off, keep serving.
@@ -198,7 +199,8 @@ impl RunningProxy {
     pub fn start(config: Config, listen: &str) -> std::io::Result<RunningProxy> {
         let listener = bind(listen)?;
         let addr = listener.local_addr()?;
-        let ctx = Context::new(config);
+        let tls = crate::tls::acceptor(&config.tls)?;
+        let ctx = Context::new(config, tls);
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
         let mut threads = Vec::new();
         for worker in 0..ctx.workers() {

@@ -76,6 +76,7 @@ pub mod code {
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
     pub const ER_SPECIFIC_ACCESS_DENIED: u16 = 1227;
     pub const ER_NOT_SUPPORTED_YET: u16 = 1235;
+    pub const ER_SECURE_TRANSPORT_REQUIRED: u16 = 3159;
     pub const ER_UNIQUE_KEY_NEED_ALL_FIELDS_IN_PF: u16 = 1503;
     pub const ER_OUT_OF_SORTMEMORY: u16 = 1038;
     pub const ER_CONNECT_TO_FOREIGN_DATA_SOURCE: u16 = 1429;

@@ -73,6 +73,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         &mut self.stream
     }
 
+    /// The socket, dropping whatever is buffered.
+    pub fn into_inner(self) -> S {
+        self.stream
+    }
+
+    /// Take the bytes read from the socket but not yet handed out as
+    /// packets: what a client sent after its SSLRequest (its TLS hello).
+    pub fn take_buffered(&mut self) -> Bytes {
+        self.rbuf.split().freeze()
+    }
+
     /// True when a complete packet is already buffered, so reading it will not wait.
     pub fn has_buffered_packet(&self) -> bool {
         if self.rbuf.len() < 4 {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::backend::BackendConn;
-use crate::config::{BackendConfig, Config, LogConfig, ProxyConfig, UserConfig};
+use crate::config::{BackendConfig, Config, LogConfig, ProxyConfig, TlsConfig, UserConfig};
 use crate::server::RunningProxy;
 pub use mariadb::MariaDb;
 
@@ -59,6 +59,9 @@ impl Cluster {
         let is_temporary = opts.data_dir.is_none();
         let dir = opts.data_dir.clone().unwrap_or_else(temp_dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+        // A self-signed certificate, so `mariadb --ssl` and the drivers'
+        // TLS modes work with no set-up (without verifying the server).
+        let (cert, key) = crate::tls::self_signed(&dir).map_err(|e| e.to_string())?;
         let dirs: Vec<PathBuf> = (0..opts.shards.max(1))
             .map(|i| dir.join(format!("shard{i}")))
             .collect();
@@ -95,6 +98,11 @@ impl Cluster {
                 ..ProxyConfig::default()
             },
             log: LogConfig::default(),
+            tls: TlsConfig {
+                cert: Some(cert.display().to_string()),
+                key: Some(key.display().to_string()),
+                require: false,
+            },
             users: vec![UserConfig {
                 name: "root".into(),
                 password: String::new(),

@@ -1,7 +1,12 @@
 //! The connection phase with a client: send the handshake, read the
 //! response, check the password (mysql_native_password or
 //! caching_sha2_password's fast path, switching plugins when the client
-//! offers another one).
+//! offers another one). With `[tls]` the greeting offers CLIENT_SSL and an
+//! SSLRequest (the first 32 bytes of a response, alone, at seq 1) turns
+//! the socket into TLS before the real response (seq 2).
+//!
+//! caching_sha2_password never needs its full exchange here: the proxy
+//! knows each password, so the scrambled fast path always decides.
 
 use hscale_wire::auth::{self, CACHING_SHA2, NATIVE_PASSWORD};
 use hscale_wire::consts::{cap, status};
@@ -11,8 +16,9 @@ use hscale_wire::handshake::{
 use hscale_wire::{PacketStream, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::config::Config;
 use crate::error::ProxyError;
+use crate::runtime::Context;
+use crate::tls::ClientStream;
 
 /// Capabilities hscale offers clients.
 pub const SERVER_CAPS: u32 = cap::LONG_PASSWORD
@@ -59,37 +65,52 @@ fn protocol(e: WireError) -> ProxyError {
 }
 
 /// Run the connection phase up to (not including) the final OK.
+/// `is_local`: the unix socket, secure without TLS.
 pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut PacketStream<S>,
-    config: &Config,
+    stream: &mut PacketStream<ClientStream<S>>,
+    ctx: &Context,
+    is_local: bool,
     server_version: &str,
     connection_id: u32,
 ) -> Result<ClientInfo, (ProxyError, u8)> {
+    let config = &ctx.config;
     let scramble = auth::new_scramble();
+    let capabilities = match ctx.tls {
+        Some(_) => SERVER_CAPS | cap::SSL,
+        None => SERVER_CAPS,
+    };
     let hs = InitialHandshake {
         server_version: server_version.to_string(),
         connection_id,
         scramble,
-        capabilities: SERVER_CAPS,
+        capabilities,
         collation: hscale_wire::charset::BACKEND_COLLATION,
         status: status::AUTOCOMMIT,
         auth_plugin: config.proxy.auth_plugin.clone(),
     };
     stream.write_payload(0, &hs.encode());
     stream.flush().await.map_err(|e| (protocol(e), 1))?;
-    let (payload, seq) = stream
+    let (mut payload, mut seq) = stream
         .read_payload(1, 64 * 1024)
         .await
         .map_err(|e| (protocol(e), 2))?;
-    let next = seq.wrapping_add(1);
     if payload.len() == SSL_REQUEST_LEN {
-        return Err((
-            ProxyError::Unsupported {
-                what: "TLS (connect without SSL)".into(),
-            },
-            next,
-        ));
+        let Some(acceptor) = &ctx.tls else {
+            let e = ProxyError::Tls("no certificate configured ([tls] cert, key)".into());
+            return Err((e, seq.wrapping_add(1)));
+        };
+        let early = stream.take_buffered();
+        if let Err(e) = stream.get_mut().upgrade(acceptor, early).await {
+            // Nothing can be answered: the client speaks TLS records now.
+            tracing::debug!(connection_id, error = %e, "TLS handshake with a client failed");
+            return Err((ProxyError::ClientGone, 0));
+        }
+        (payload, seq) = stream
+            .read_payload(seq.wrapping_add(1), 64 * 1024)
+            .await
+            .map_err(|e| (protocol(e), seq.wrapping_add(2)))?;
     }
+    let next = seq.wrapping_add(1);
     let resp = HandshakeResponse::decode(&payload).map_err(|e| (protocol(e), next))?;
     let denied = || ProxyError::AccessDenied {
         user: resp.user.clone(),
@@ -97,7 +118,7 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     let mut info = ClientInfo {
         user: resp.user.clone(),
         is_admin: false,
-        capabilities: resp.capabilities & SERVER_CAPS,
+        capabilities: resp.capabilities & capabilities,
         collation: resp.collation,
         database: resp.database.clone(),
         scramble,
@@ -125,6 +146,10 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         user.is_some() && auth::verify(&plugin, password, &scramble, response).unwrap_or(false);
     if !ok {
         return Err((denied(), info.next_seq));
+    }
+    // As MariaDB's require_secure_transport: checked once the user is known.
+    if config.tls.require && !is_local && !stream.get_ref().is_tls() {
+        return Err((ProxyError::SecureTransportRequired, info.next_seq));
     }
     if plugin == CACHING_SHA2 {
         // caching_sha2_password fast path: "fast auth success", then OK.

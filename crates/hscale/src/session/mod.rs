@@ -36,6 +36,7 @@ use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
 use crate::exec::{send, write_error, Bindings, Effects, Exec};
 use crate::runtime::{Context, SessionHandle};
+use crate::tls::ClientStream;
 use auth::ClientInfo;
 use hscale_route::router::{Plan, StatementKind};
 use prepared::Statements;
@@ -49,15 +50,17 @@ pub struct Session<S> {
     statements: Statements,
 }
 
-/// Serve one client connection until it quits or fails.
+/// Serve one client connection until it quits or fails. `is_local` for
+/// the unix socket, which `[tls] require` counts as secure.
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     stream: S,
     ctx: Arc<Context>,
     worker: usize,
     peer: String,
+    is_local: bool,
 ) {
     let connection_id = ctx.next_connection_id();
-    let mut client = PacketStream::new(stream);
+    let mut client = PacketStream::new(ClientStream::Plain(stream));
     let version = ctx.server_version();
     // The handshake holds a place among `max_handshakes`, not a client
     // slot, and has `handshake_timeout_ms` to finish.
@@ -66,7 +69,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     let addr = peer.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
     let login = tokio::select! {
         r = async {
-            let r = tokio::time::timeout(limit, auth::handshake(&mut client, &ctx.config, &version, connection_id)).await.ok()?;
+            let r = tokio::time::timeout(limit, auth::handshake(&mut client, &ctx, is_local, &version, connection_id)).await.ok()?;
             // The failed-login throttle: the answer waits, still holding
             // its handshake place.
             let delay = match &r {
@@ -105,7 +108,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         let _ = refusal.err_without_state(code, &message).flush().await;
         return;
     };
-    tracing::info!(peer, connection_id, user = %info.user, db = ?info.database, "client connected");
+    let is_tls = client.get_ref().is_tls();
+    tracing::info!(peer, connection_id, user = %info.user, db = ?info.database, is_tls, "client connected");
     learn_collations(&ctx, worker, info.collation).await;
     let base_vars = match vars_for_collation(&ctx, info.collation) {
         Ok(v) => Arc::new(v),

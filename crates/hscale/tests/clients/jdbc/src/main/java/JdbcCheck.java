@@ -1,5 +1,6 @@
 // Exercises hscale through MySQL Connector/J, the driver HSCALE's users ran.
-// Usage: java JdbcCheck HOST PORT DB ; prints "jdbc ok" or exits 1 naming the mismatch.
+// Usage: java JdbcCheck HOST PORT DB [tls] ; prints "jdbc ok" (or "jdbc tls ok")
+// or exits 1 naming the mismatch.
 import java.math.BigDecimal;
 import java.sql.*;
 import java.util.*;
@@ -14,6 +15,11 @@ public class JdbcCheck {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 3 && args[3].equals("tls")) {
+            tls("jdbc:mysql://" + args[0] + ":" + args[1] + "/" + args[2]
+                + "?user=root&password=&sslMode=REQUIRED&allowPublicKeyRetrieval=true");
+            return;
+        }
         String base = "jdbc:mysql://" + args[0] + ":" + args[1] + "/" + args[2]
             + "?user=root&password=&sslMode=DISABLED&allowPublicKeyRetrieval=true";
         for (String mode : new String[] {"&useServerPrepStmts=true&cachePrepStmts=true", "&useServerPrepStmts=false"}) {
@@ -22,6 +28,20 @@ public class JdbcCheck {
         cursorFetch(base + "&useServerPrepStmts=true&useCursorFetch=true");
         concurrency(base + "&useServerPrepStmts=true");
         System.out.println("jdbc ok");
+    }
+
+    /** sslMode=REQUIRED: TLS without verifying the server's certificate. */
+    static void tls(String url) throws Exception {
+        for (String mode : new String[] {"&useServerPrepStmts=true", "&useServerPrepStmts=false"}) {
+            try (Connection c = DriverManager.getConnection(url + mode);
+                 PreparedStatement p = c.prepareStatement("SELECT ? + 1")) {
+                p.setInt(1, 41);
+                try (ResultSet rs = p.executeQuery()) {
+                    check(rs.next() && rs.getInt(1) == 42, "SELECT ? + 1 over TLS" + mode);
+                }
+            }
+        }
+        System.out.println("jdbc tls ok");
     }
 
     static void run(String url, String mode) throws Exception {
