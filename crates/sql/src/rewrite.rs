@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::lexer::{tokenize, TokenKind};
+use crate::lexer::{tokenize, Token, TokenKind};
 
 /// Words that may end a select item.
 const ITEM_END: &[&str] = &[
@@ -36,21 +36,10 @@ pub fn replace_sysvar(sql: &str, name: &str, value: u64) -> Option<String> {
         if t.kind != TokenKind::SysVar || !is_variable(t.text(sql), name) {
             continue;
         }
-        let starts_item = i > 0 && {
-            let p = tokens[i - 1];
-            p.is_word(sql, "SELECT") || p.is_punct(sql, ",")
-        };
-        let ends_item = match tokens.get(i + 1) {
-            None => true,
-            Some(n) => {
-                n.kind == TokenKind::Semicolon
-                    || n.is_punct(sql, ",")
-                    || ITEM_END.iter().any(|w| n.is_word(sql, w))
-            }
-        };
+        let is_item = is_whole_item(&tokens, sql, i, i + 1);
         out.push_str(&sql[copied..t.start as usize]);
         let _ = write!(out, "CAST({value} AS UNSIGNED)");
-        if depth == 0 && starts_item && ends_item {
+        if depth == 0 && is_item {
             let _ = write!(out, " AS `{}`", t.text(sql).replace('`', "``"));
         }
         copied = t.end as usize;
@@ -105,21 +94,10 @@ pub fn replace_connection_id(sql: &str, id: u64) -> Option<String> {
             continue;
         }
         let close = tokens[i + 2];
-        let starts_item = i > 0 && {
-            let p = tokens[i - 1];
-            p.is_word(sql, "SELECT") || p.is_punct(sql, ",")
-        };
-        let ends_item = match tokens.get(i + 3) {
-            None => true,
-            Some(n) => {
-                n.kind == TokenKind::Semicolon
-                    || n.is_punct(sql, ",")
-                    || ITEM_END.iter().any(|w| n.is_word(sql, w))
-            }
-        };
+        let is_item = is_whole_item(&tokens, sql, i, i + 3);
         out.push_str(&sql[copied..t.start as usize]);
         let _ = write!(out, "CAST({id} AS UNSIGNED)");
-        if depth == 0 && starts_item && ends_item && first.is_word(sql, "SELECT") {
+        if depth == 0 && is_item && first.is_word(sql, "SELECT") {
             let text = &sql[t.start as usize..close.end as usize];
             let _ = write!(out, " AS `{}`", text.replace('`', "``"));
         }
@@ -147,6 +125,25 @@ fn is_variable(text: &str, name: &str) -> bool {
         _ => var,
     };
     var.trim_matches('`').eq_ignore_ascii_case(name)
+}
+
+/// Whether the expression from token `first` up to (not including) token
+/// `next` is a whole select-list item: it follows SELECT or a comma, and
+/// the statement, a comma or a clause keyword comes after it.
+fn is_whole_item(tokens: &[Token], sql: &str, first: usize, next: usize) -> bool {
+    let starts = first > 0 && {
+        let p = tokens[first - 1];
+        p.is_word(sql, "SELECT") || p.is_punct(sql, ",")
+    };
+    let ends = match tokens.get(next) {
+        None => true,
+        Some(n) => {
+            n.kind == TokenKind::Semicolon
+                || n.is_punct(sql, ",")
+                || ITEM_END.iter().any(|w| n.is_word(sql, w))
+        }
+    };
+    starts && ends
 }
 
 #[cfg(test)]

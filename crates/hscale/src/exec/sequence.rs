@@ -16,6 +16,11 @@ impl Bindings {
     /// with its ids filled in (`None`: run it as it is). An explicit id at
     /// or above the counter moves the counter past it first.
     pub async fn fill_ids(&mut self, sql: &str) -> Result<Option<Bytes>, ProxyError> {
+        // Every statement passes here: no shared reference count touched
+        // unless some table has a sequence.
+        if !self.ctx.partitioning.has_sequences() {
+            return Ok(None);
+        }
         let dict = self.ctx.partitioning.dictionary();
         if !dict.has_sequences() {
             return Ok(None);
@@ -70,6 +75,9 @@ impl Bindings {
     /// refused (1235) at PREPARE and EXECUTE rather than letting each
     /// backend generate ids of its own (duplicates across partitions).
     pub fn refuse_prepared_into_sequence(&self, sql: &[u8]) -> Result<(), ProxyError> {
+        if !self.ctx.partitioning.has_sequences() {
+            return Ok(());
+        }
         let dict = self.ctx.partitioning.dictionary();
         if !dict.has_sequences() {
             return Ok(());

@@ -111,6 +111,12 @@ impl Partitioning {
         self.snapshot.load().version
     }
 
+    /// Some table's ids come from a sequence, checked on every statement
+    /// without touching a shared reference count.
+    pub fn has_sequences(&self) -> bool {
+        self.snapshot.load().has_sequences()
+    }
+
     /// No partitioned table: the common case, checked on every statement
     /// without touching a shared reference count.
     pub fn is_empty(&self) -> bool {
