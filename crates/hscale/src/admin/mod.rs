@@ -21,6 +21,7 @@ mod schema;
 mod setup_global_table;
 mod setup_table;
 mod show;
+mod table_ddl;
 mod takeover;
 mod verify;
 
@@ -37,7 +38,8 @@ use crate::partition::{ddl, store};
 use crate::runtime::Context;
 
 pub use change::is_capture_error;
-pub use schema::{drop_global, drop_table, rename_table, show_create, show_tables};
+pub use schema::{drop_global, show_create, show_tables};
+pub use table_ddl::{drop_table, forget_database, rename_table};
 pub use takeover::take_over;
 
 /// What an admin command answers.
@@ -143,6 +145,7 @@ pub fn is_dictionary_plan(plan: &Plan) -> bool {
     matches!(
         plan,
         Plan::DropTable(_)
+            | Plan::SchemaChange { .. }
             | Plan::DropGlobal(_)
             | Plan::RenameTable { .. }
             | Plan::ShowTables { .. }
@@ -151,10 +154,20 @@ pub fn is_dictionary_plan(plan: &Plan) -> bool {
 }
 
 /// Carry out a plan the dictionary answers: DROP / RENAME TABLE of a
-/// partitioned or global table, SHOW TABLES, SHOW CREATE TABLE.
-pub async fn run_plan(ctx: &Context, worker: usize, plan: Plan) -> Result<AdminOutput, ProxyError> {
+/// partitioned or global table, DDL on every partition (`sql`, planned
+/// again under the table's owner lock), SHOW TABLES, SHOW CREATE TABLE.
+pub async fn run_plan(
+    ctx: &Context,
+    worker: usize,
+    plan: Plan,
+    sql: &str,
+    session_db: Option<&str>,
+) -> Result<AdminOutput, ProxyError> {
     match plan {
         Plan::DropTable(name) => drop_table(ctx, worker, &name).await,
+        Plan::SchemaChange { table, .. } => {
+            table_ddl::schema_change(ctx, worker, &table, sql, session_db).await
+        }
         Plan::DropGlobal(name) => drop_global(ctx, worker, &name).await,
         Plan::RenameTable { from, to } => rename_table(ctx, worker, &from, &to).await,
         Plan::ShowTables { db, is_full, like } => {

@@ -1,6 +1,7 @@
 //! Statements on partitioned and global tables that the dictionary itself
-//! answers or changes: `DROP TABLE`, `RENAME TABLE`, `SHOW [FULL] TABLES`,
-//! `SHOW CREATE TABLE` (planned by `hscale_route::router::schema`).
+//! answers or changes: `DROP TABLE` of a global table, `SHOW [FULL]
+//! TABLES`, `SHOW CREATE TABLE` (planned by `hscale_route::router::schema`).
+//! DDL of partitioned tables is in `table_ddl.rs`.
 
 use hscale_route::dictionary::TableName;
 use hscale_route::BackendId;
@@ -10,101 +11,6 @@ use crate::error::ProxyError;
 use crate::partition::store::{self, exec, server_error};
 use crate::partition::{ddl, qualified, quote_ident};
 use crate::runtime::Context;
-
-/// `DROP TABLE T` for a partitioned table: every physical table, then the
-/// dictionary entry.
-pub async fn drop_table(
-    ctx: &Context,
-    worker: usize,
-    name: &TableName,
-) -> Result<AdminOutput, ProxyError> {
-    let _g = ctx.partitioning.admin_lock.lock().await;
-    let mut d = (*reload(ctx, worker).await?).clone();
-    let table = super::partitioned(&d, name)?;
-    for t in table.all_targets() {
-        let mut c = conn(ctx, worker, t.backend).await?;
-        exec(
-            &mut c,
-            &[format!(
-                "DROP TABLE IF EXISTS {}",
-                qualified(&name.db, &t.physical_table)
-            )],
-        )
-        .await?;
-    }
-    d.remove_table(name);
-    commit(ctx, worker, d, &store::delete_table_sql(name)).await?;
-    Ok(AdminOutput::done())
-}
-
-/// `RENAME TABLE T TO U`: every physical table `T_p` becomes `U_p` (and a
-/// default table `T_x` becomes `U_x`), then the dictionary follows. All
-/// new names are checked free first.
-pub async fn rename_table(
-    ctx: &Context,
-    worker: usize,
-    from: &TableName,
-    to: &TableName,
-) -> Result<AdminOutput, ProxyError> {
-    let _g = ctx.partitioning.admin_lock.lock().await;
-    let mut d = (*reload(ctx, worker).await?).clone();
-    let table = super::partitioned(&d, from)?;
-    let renamed = {
-        let mut copy = d.clone();
-        copy.rename_table(from, to).map_err(wrong)?
-    };
-    let pairs: Vec<_> = table
-        .all_targets()
-        .into_iter()
-        .zip(renamed.all_targets())
-        .collect();
-    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
-    if ddl::table_exists(&mut main, &to.db, &to.table).await? {
-        return Err(wrong(format!("table {to} already exists")));
-    }
-    drop(main);
-    for (old, new) in &pairs {
-        let mut c = conn(ctx, worker, new.backend).await?;
-        if old.physical_table != new.physical_table
-            && ddl::table_exists(&mut c, &to.db, &new.physical_table).await?
-        {
-            return Err(wrong(format!(
-                "table {}.{} already exists on backend {}",
-                to.db,
-                new.physical_table,
-                ctx.config.backends[new.backend.index()].name
-            )));
-        }
-    }
-    for (old, new) in &pairs {
-        if old.physical_table == new.physical_table {
-            continue;
-        }
-        let mut c = conn(ctx, worker, old.backend).await?;
-        exec(
-            &mut c,
-            &[format!(
-                "RENAME TABLE {} TO {}",
-                qualified(&from.db, &old.physical_table),
-                qualified(&to.db, &new.physical_table)
-            )],
-        )
-        .await?;
-    }
-    let mut rows = store::rename_table_sql(from, to, &renamed.default_table);
-    let names = super::backend_names(ctx);
-    for p in renamed.partitions.values() {
-        rows.push(store::move_partition_sql(
-            to,
-            &p.name,
-            names[p.backend.index()],
-            &p.physical,
-        ));
-    }
-    d.rename_table(from, to).map_err(wrong)?;
-    commit(ctx, worker, d, &rows).await?;
-    Ok(AdminOutput::done())
-}
 
 /// `DROP TABLE G` for a global table: every copy, then its entry.
 pub async fn drop_global(

@@ -123,6 +123,11 @@ pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
         let Some(row) = row else { continue };
         let state = row[0].clone().unwrap_or_default();
         let detail = row[1].clone().unwrap_or_default();
+        if let Some(spec) = super::table_ddl::spec_of(&detail) {
+            tracing::warn!(operation = id, table = %name, state, "a DDL operation's owner is gone: finishing it");
+            super::table_ddl::take_over(ctx, worker, id, epoch, &state, spec).await?;
+            continue;
+        }
         if state == "cutover" {
             tracing::warn!(operation = id, table = %name, "a partition change's owner is gone in its cutover: finishing it");
             finish_cutover(ctx, worker, id, epoch, &name, &detail).await?;

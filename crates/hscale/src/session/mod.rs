@@ -619,10 +619,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 });
             }
             match plan {
-                Plan::Passthrough => {}
+                Plan::Passthrough => {
+                    // DROP DATABASE drops its partitioned and global tables
+                    // through the journal first (every backend, the
+                    // dictionary); the statement itself then runs below.
+                    if let Some(hscale_sql::SessionChange::DropDatabase(db)) = &facts.change {
+                        if dict.tables().any(|t| t.name.db == *db)
+                            || dict.globals().any(|g| g.db == *db)
+                        {
+                            drop(dict);
+                            crate::admin::forget_database(&self.b.ctx, self.b.worker, db).await?;
+                        }
+                    }
+                }
                 plan if crate::admin::is_dictionary_plan(&plan) => {
                     drop(dict);
-                    let out = crate::admin::run_plan(&self.b.ctx, self.b.worker, plan).await?;
+                    let db = self.b.state.db.clone();
+                    let out = crate::admin::run_plan(
+                        &self.b.ctx,
+                        self.b.worker,
+                        plan,
+                        sql,
+                        db.as_deref(),
+                    )
+                    .await?;
                     return self.write_admin_output(out).await;
                 }
                 plan => {

@@ -80,6 +80,16 @@ impl Plan {
                 "rename every partition of {from} to {to} and its dictionary entry"
             )),
             Plan::ShowCreate(t) => one(format!("definition of {t} from its default partition")),
+            Plan::SchemaChange { parts, .. } => parts
+                .iter()
+                .map(|(t, sql)| {
+                    ExplainRow::new(
+                        &name(t.backend),
+                        format!("on every partition: {}", t.physical_table),
+                        sql.as_str(),
+                    )
+                })
+                .collect(),
             Plan::Targets { kind, parts } => {
                 let how = match (kind, parts.len()) {
                     (_, 1) => "single partition",

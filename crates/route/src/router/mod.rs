@@ -83,6 +83,13 @@ pub enum Plan {
     Refuse(String),
     /// `DROP TABLE T`: every physical table and the dictionary entry.
     DropTable(TableName),
+    /// DDL on every partition of `table` (ALTER TABLE, CREATE / DROP
+    /// INDEX, TRUNCATE): one operation of the journal, `sql` on each target
+    /// in turn.
+    SchemaChange {
+        table: TableName,
+        parts: Vec<(Target, String)>,
+    },
     /// `SHOW CREATE TABLE T`: the default partition's definition, named T.
     ShowCreate(TableName),
     /// Run `sql` on `target` and show every result value equal to `from`

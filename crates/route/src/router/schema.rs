@@ -209,15 +209,26 @@ pub(super) fn plan_schema(
             r.name
         )))
     };
-    let on = |targets: Vec<Target>, kind: StatementKind| {
-        let parts = targets
+    let parts = |targets: Vec<Target>| -> Vec<(Target, String)> {
+        targets
             .into_iter()
             .map(|t| {
                 let s = rewrite(sql, tokens, r, &t, false);
                 (t, s)
             })
-            .collect();
-        Some(Plan::Targets { kind, parts })
+            .collect()
+    };
+    let on = |targets: Vec<Target>, kind: StatementKind| {
+        Some(Plan::Targets {
+            kind,
+            parts: parts(targets),
+        })
+    };
+    let change = || {
+        Some(Plan::SchemaChange {
+            table: r.name.clone(),
+            parts: parts(table.all_targets()),
+        })
     };
     let mentions_key = tokens.iter().any(|t| is_named(t, sql, &table.column));
     // `... T {TO | AS} [db.]U` ending the statement: the new name.
@@ -317,28 +328,24 @@ pub(super) fn plan_schema(
                 refuse("this SHOW statement")
             }
         }
-        "TRUNCATE" if r.start == 1 || before.as_deref() == Some("TABLE") => {
-            on(table.all_targets(), StatementKind::Schema)
-        }
+        "TRUNCATE" if r.start == 1 || before.as_deref() == Some("TABLE") => change(),
         "ALTER" if before.as_deref() == Some("TABLE") => {
             if word("PARTITION") || mentions_key {
                 refuse("ALTER TABLE that uses PARTITION or touches the partition key")
             } else if word("UNIQUE") || word("PRIMARY") {
                 refuse("a UNIQUE or PRIMARY KEY added by ALTER TABLE (it would only be unique within each partition)")
             } else {
-                on(table.all_targets(), StatementKind::Schema)
+                change()
             }
         }
         "CREATE" if word("INDEX") && before.as_deref() == Some("ON") => {
             if word("UNIQUE") {
                 refuse("a UNIQUE index (it would only be unique within each partition)")
             } else {
-                on(table.all_targets(), StatementKind::Schema)
+                change()
             }
         }
-        "DROP" if word("INDEX") && before.as_deref() == Some("ON") => {
-            on(table.all_targets(), StatementKind::Schema)
-        }
+        "DROP" if word("INDEX") && before.as_deref() == Some("ON") => change(),
         "SELECT" | "INSERT" | "REPLACE" | "UPDATE" | "DELETE" => None,
         _ => refuse(&format!("{first} statements")),
     }

@@ -134,7 +134,7 @@ pub fn is_capture_error(err: &hscale_wire::response::ErrPacket) -> bool {
 /// (`HSCALE_TEST_PAUSE_AFTER_RENAME_MS`: right after the cutover's rename,
 /// so tests can kill an owner in its cutover; `..._AFTER_COPY_MS`: after the
 /// copy, so tests can damage it). Unset in production.
-fn test_pause(name: &str) -> Option<u64> {
+pub(super) fn test_pause(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 

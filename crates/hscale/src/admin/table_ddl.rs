@@ -1,0 +1,443 @@
+//! DDL of partitioned tables as operations of the journal: `DROP TABLE`,
+//! `RENAME TABLE` (and `ALTER TABLE ... RENAME`), and the statements run on
+//! every partition (`ALTER TABLE`, `CREATE` / `DROP INDEX`, `TRUNCATE`),
+//! through any proxy while others write. `DROP DATABASE` drops the
+//! database's partitioned and global tables this way first.
+//!
+//! Each is one change of the table (`change::begin`: the journal's one
+//! active change per table, so DDL never runs under a partition move, nor a
+//! move under DDL), planned against the dictionary read under the owner
+//! lock, recorded in the journal row (`detail`: the steps, one physical
+//! table each, and the dictionary rows to commit), then run in the
+//! operation's `cutover` state and committed with the journal's `done`
+//! by compare-and-set. Every step can run again: a take-over
+//! ([`take_over`]) repeats the steps not recorded done and commits, so a
+//! dead or stopped owner's DDL is always finished, never left half-way.
+//!
+//! **The fence.** A rename gives every physical table a name never used
+//! before (`<new name>_..._g<operation>`), and a drop removes them: a proxy
+//! holding an older dictionary reaches a missing table (1146), waits while
+//! the operation is in its cutover (`admin::await_newer_dictionary`), and
+//! plans again with the new dictionary, where the old name is no
+//! partitioned table. So no stale write lands in a table the dictionary
+//! does not name. An ALTER keeps the names: statements prepared before it
+//! are prepared again by the backends themselves (MariaDB re-prepares a
+//! statement whose tables changed).
+
+use hscale_route::dictionary::{generation_name, renamed_default, Dictionary, TableName};
+use hscale_route::router::Plan;
+use hscale_route::BackendId;
+
+use super::change::{self, register, FIRST_EPOCH};
+use super::{backend_names, conn, wrong, AdminOutput};
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+use crate::partition::store::{self, server_error};
+use crate::partition::{ddl, qualified, quote_str};
+use crate::runtime::Context;
+
+/// What another proxy needs to finish a DDL operation; kept in the journal
+/// row's `detail` (told from a partition change's spec by `ddl_steps`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(super) struct DdlSpec {
+    pub(super) ddl_steps: Vec<Step>,
+    /// The dictionary rows committed with the journal's `done`.
+    pub(super) dictionary: Vec<String>,
+}
+
+/// One physical table's part of a DDL operation; each can run again.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(super) struct Step {
+    pub(super) backend: String,
+    pub(super) db: String,
+    /// `rename` (`table` to `to`), `drop` (`table`) or `run` (`sql`).
+    pub(super) op: String,
+    pub(super) table: String,
+    #[serde(default)]
+    pub(super) to: String,
+    #[serde(default)]
+    pub(super) sql: String,
+}
+
+/// Server errors that say a step that runs again was applied already:
+/// duplicate column (1060) or key (1061), nothing to drop (1091), unknown
+/// column (1054, a column renamed already), multiple primary keys (1068).
+const ALREADY_APPLIED: &[u16] = &[1054, 1060, 1061, 1068, 1091];
+
+/// `DROP TABLE T` for a partitioned table: every physical table, then the
+/// dictionary entry.
+pub async fn drop_table(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let command = format!("DROP TABLE {name}");
+    run(ctx, worker, name, &command, |d, _| {
+        let table = super::partitioned(d, name)?;
+        let names = backend_names(ctx);
+        let steps = table
+            .all_targets()
+            .into_iter()
+            .map(|t| Step {
+                backend: names[t.backend.index()].to_string(),
+                db: name.db.clone(),
+                op: "drop".into(),
+                table: t.physical_table,
+                to: String::new(),
+                sql: String::new(),
+            })
+            .collect();
+        Ok(DdlSpec {
+            ddl_steps: steps,
+            dictionary: store::delete_table_sql(name),
+        })
+    })
+    .await
+}
+
+/// `RENAME TABLE T TO U`: every physical table gets a name never used
+/// before (`U_p` becomes `U_p_g<operation>`; a default table `T_x`
+/// becomes `U_x_g<operation>`), then the dictionary follows. The new
+/// names are checked free first.
+pub async fn rename_table(
+    ctx: &Context,
+    worker: usize,
+    from: &TableName,
+    to: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let command = format!("RENAME TABLE {from} TO {to}");
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let (op, owner) = match change::start(ctx, worker, from, &command).await? {
+        Ok(started) => started,
+        Err(done) => return Ok(done),
+    };
+    let spec = change::recheck(ctx, worker, op, |d| {
+        rename_spec(ctx, d, from, to, op).map(Some)
+    })
+    .await?;
+    let Some(spec) = spec else {
+        return Ok(AdminOutput::done());
+    };
+    // The new names must be free (checked under the owner lock).
+    let check = async {
+        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+        if ddl::table_exists(&mut main, &to.db, &to.table).await? {
+            return Err(wrong(format!("table {to} already exists")));
+        }
+        for s in &spec.ddl_steps {
+            let b = backend(ctx, op, &s.backend)?;
+            let mut c = conn(ctx, worker, b).await?;
+            if ddl::table_exists(&mut c, &s.db, &s.to).await? {
+                return Err(wrong(format!(
+                    "table {}.{} already exists on backend {}",
+                    s.db, s.to, s.backend
+                )));
+            }
+        }
+        Ok(())
+    };
+    if let Err(e) = check.await {
+        change::fail(ctx, worker, op, &e).await;
+        return Err(e);
+    }
+    carry_out(ctx, worker, op, owner, spec).await
+}
+
+/// The steps and dictionary rows of renaming `from` to `to` as operation
+/// `op`.
+fn rename_spec(
+    ctx: &Context,
+    d: &Dictionary,
+    from: &TableName,
+    to: &TableName,
+    op: u64,
+) -> Result<DdlSpec, ProxyError> {
+    let table = super::partitioned(d, from)?;
+    if d.table(to).is_some() || d.is_global(to) {
+        return Err(wrong(format!("table {to} already exists")));
+    }
+    let names = backend_names(ctx);
+    let fresh =
+        |physical: &str| generation_name(&renamed_default(physical, &from.table, &to.table), op);
+    let default = fresh(&table.default_table);
+    let mut rows = store::rename_table_sql(from, to, &default);
+    let mut steps = vec![Step {
+        backend: names[table.default_backend.index()].to_string(),
+        db: from.db.clone(),
+        op: "rename".into(),
+        table: table.default_table.clone(),
+        to: default,
+        sql: String::new(),
+    }];
+    for p in table.partitions.values() {
+        let physical = fresh(&p.physical);
+        rows.push(store::move_partition_sql(
+            to,
+            &p.name,
+            names[p.backend.index()],
+            &physical,
+        ));
+        steps.push(Step {
+            backend: names[p.backend.index()].to_string(),
+            db: from.db.clone(),
+            op: "rename".into(),
+            table: p.physical.clone(),
+            to: physical,
+            sql: String::new(),
+        });
+    }
+    Ok(DdlSpec {
+        ddl_steps: steps,
+        dictionary: rows,
+    })
+}
+
+/// DDL on every partition (`Plan::SchemaChange`): `sql` is planned again
+/// under the owner lock, with the dictionary as it is then, so a partition
+/// added meanwhile gets it too.
+pub async fn schema_change(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    sql: &str,
+    session_db: Option<&str>,
+) -> Result<AdminOutput, ProxyError> {
+    let command = sql.trim().to_string();
+    run(ctx, worker, name, &command, |d, _| {
+        let parts = match hscale_route::router::plan(sql, session_db, d) {
+            Plan::SchemaChange { table, parts } if table == *name => parts,
+            Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
+            _ => {
+                return Err(wrong(format!(
+                    "{name} changed while the statement waited; run it again"
+                )))
+            }
+        };
+        let names = backend_names(ctx);
+        Ok(DdlSpec {
+            ddl_steps: parts
+                .into_iter()
+                .map(|(t, sql)| Step {
+                    backend: names[t.backend.index()].to_string(),
+                    db: name.db.clone(),
+                    op: "run".into(),
+                    table: t.physical_table,
+                    to: String::new(),
+                    sql,
+                })
+                .collect(),
+            dictionary: Vec::new(),
+        })
+    })
+    .await
+}
+
+/// `DROP DATABASE db` through hscale: its partitioned and global tables
+/// are dropped as DDL operations (every backend, the dictionary) before
+/// the statement itself goes to the main backend.
+pub async fn forget_database(ctx: &Context, worker: usize, db: &str) -> Result<(), ProxyError> {
+    let d = super::reload(ctx, worker).await?;
+    let tables: Vec<TableName> = d
+        .tables()
+        .filter(|t| t.name.db == db)
+        .map(|t| t.name.clone())
+        .collect();
+    let globals: Vec<TableName> = d.globals().filter(|g| g.db == db).cloned().collect();
+    drop(d);
+    for t in &tables {
+        drop_table(ctx, worker, t).await?;
+    }
+    for g in &globals {
+        super::drop_global(ctx, worker, g).await?;
+    }
+    Ok(())
+}
+
+/// Start operation `command` on `name`, derive its spec under the owner
+/// lock (`plan` sees the dictionary as it is then, and the operation id),
+/// and carry it out.
+async fn run(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    command: &str,
+    plan: impl FnOnce(&Dictionary, u64) -> Result<DdlSpec, ProxyError>,
+) -> Result<AdminOutput, ProxyError> {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let (op, owner) = match change::start(ctx, worker, name, command).await? {
+        Ok(started) => started,
+        Err(done) => return Ok(done),
+    };
+    let spec = change::recheck(ctx, worker, op, |d| plan(d, op).map(Some)).await?;
+    let Some(spec) = spec else {
+        return Ok(AdminOutput::done());
+    };
+    carry_out(ctx, worker, op, owner, spec).await
+}
+
+/// Record `spec`, enter the cutover, run every step and commit. A failure
+/// of the first step (the statement is wrong, nothing changed) ends the
+/// operation `failed`; later failures too, naming the steps done.
+async fn carry_out(
+    ctx: &Context,
+    worker: usize,
+    op: u64,
+    _owner: Box<change::Owner>,
+    spec: DdlSpec,
+) -> Result<AdminOutput, ProxyError> {
+    let started = std::time::Instant::now();
+    let text = toml::to_string(&spec).map_err(|e| wrong(e.to_string()))?;
+    let recorded = async {
+        change::journal(
+            ctx,
+            worker,
+            format!(
+                "UPDATE `hscale`.`operations` SET detail = {}, rows_estimate = {} WHERE id = {op} AND epoch = {FIRST_EPOCH}",
+                quote_str(&text),
+                spec.ddl_steps.len()
+            ),
+        )
+        .await?;
+        change::mark_cutover(ctx, worker, op, FIRST_EPOCH).await
+    };
+    if let Err(e) = recorded.await {
+        change::fail(ctx, worker, op, &e).await;
+        return Err(e);
+    }
+    if let Err(e) = steps(ctx, worker, op, FIRST_EPOCH, &spec, None).await {
+        change::fail(ctx, worker, op, &e).await;
+        return Err(e);
+    }
+    let report = change::Report {
+        rows: spec.ddl_steps.len() as u64,
+        seconds: started.elapsed().as_secs_f64(),
+        longest_pause_ms: 0,
+    };
+    let rows = spec.dictionary.clone();
+    change::commit_with_journal(ctx, worker, op, FIRST_EPOCH, &report, |_| Ok(rows.clone()))
+        .await?;
+    Ok(AdminOutput::done())
+}
+
+fn backend(ctx: &Context, op: u64, name: &str) -> Result<BackendId, ProxyError> {
+    ctx.backend_named(name).ok_or_else(|| {
+        wrong(format!(
+            "operation {op} names backend {name:?}, not in the config"
+        ))
+    })
+}
+
+/// Run the steps of `spec`, as operation `op`'s owner at `epoch`, recording
+/// each done (`rows_copied` counts the steps done). A take-over passes
+/// `Some(steps recorded done)`: the first it runs may be applied already.
+async fn steps(
+    ctx: &Context,
+    worker: usize,
+    op: u64,
+    epoch: u64,
+    spec: &DdlSpec,
+    taken_over_at: Option<usize>,
+) -> Result<(), ProxyError> {
+    let from = taken_over_at.unwrap_or(0);
+    for (i, s) in spec.ddl_steps.iter().enumerate().skip(from) {
+        let b = backend(ctx, op, &s.backend)?;
+        let mut c = conn(ctx, worker, b).await?;
+        c.is_broken = true; // killed by a take-over; never pooled again
+        register(ctx, worker, op, epoch, b, &c).await?;
+        step(&mut c, s, taken_over_at == Some(i)).await?;
+        change::journal(
+            ctx,
+            worker,
+            format!(
+                "UPDATE `hscale`.`operations` SET rows_copied = {} WHERE id = {op} AND epoch = {epoch}",
+                i + 1
+            ),
+        )
+        .await?;
+        if i == 0 {
+            if let Some(ms) = change::test_pause("HSCALE_TEST_PAUSE_IN_DDL_MS") {
+                // Tests kill the owner here: a take-over must finish.
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One step, idempotent: a rename already done is skipped, a drop is `IF
+/// EXISTS`, and a statement run again (`is_again`) may find itself
+/// applied.
+async fn step(c: &mut BackendConn, s: &Step, is_again: bool) -> Result<(), ProxyError> {
+    let sql = match s.op.as_str() {
+        "rename" => {
+            if !ddl::table_exists(c, &s.db, &s.table).await? {
+                if ddl::table_exists(c, &s.db, &s.to).await? {
+                    return Ok(());
+                }
+                return Err(wrong(format!(
+                    "neither {}.{} nor {}.{} exists on backend {}",
+                    s.db, s.table, s.db, s.to, s.backend
+                )));
+            }
+            format!(
+                "RENAME TABLE {} TO {}",
+                qualified(&s.db, &s.table),
+                qualified(&s.db, &s.to)
+            )
+        }
+        "drop" => format!("DROP TABLE IF EXISTS {}", qualified(&s.db, &s.table)),
+        _ => s.sql.clone(),
+    };
+    match c.command(&BackendConn::payload_for_query(&sql)).await? {
+        Ok(_) => Ok(()),
+        Err(e) if is_again && ALREADY_APPLIED.contains(&e.code) => Ok(()),
+        Err(e) => Err(server_error(c, &sql, e)),
+    }
+}
+
+/// Whether a journal row's `detail` is a DDL operation's spec.
+pub(super) fn spec_of(detail: &str) -> Option<DdlSpec> {
+    toml::from_str(detail).ok()
+}
+
+/// Finish DDL operation `id` whose owner is gone (called by
+/// `takeover::take_over` at `epoch`, holding the owner lock): in its
+/// cutover, the steps not recorded done run, and the dictionary commits;
+/// before it, nothing was changed and the operation ends `failed`.
+pub(super) async fn take_over(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    epoch: u64,
+    state: &str,
+    spec: DdlSpec,
+) -> Result<(), ProxyError> {
+    if state != "cutover" {
+        let sql = format!(
+            "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3) WHERE id = {id} AND epoch = {epoch} AND active IS NOT NULL",
+            change::UNDONE_STATE
+        );
+        return change::journal(ctx, worker, sql).await;
+    }
+    let q = format!("SELECT rows_copied FROM `hscale`.`operations` WHERE id = {id}");
+    let done: usize = {
+        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+        main.query_rows(&q)
+            .await?
+            .map_err(|e| server_error(&main, &q, e))?
+            .strings()
+            .first()
+            .and_then(|r| r[0].as_deref().and_then(|v| v.parse().ok()))
+            .unwrap_or(0)
+    };
+    steps(ctx, worker, id, epoch, &spec, Some(done)).await?;
+    let report = change::Report {
+        rows: spec.ddl_steps.len() as u64,
+        seconds: 0.0,
+        longest_pause_ms: 0,
+    };
+    let rows = spec.dictionary.clone();
+    change::commit_with_journal(ctx, worker, id, epoch, &report, |_| Ok(rows.clone())).await?;
+    tracing::info!(operation = id, "DDL finished by a take-over");
+    Ok(())
+}
