@@ -9,8 +9,9 @@
 //! move under DDL), planned against the dictionary read under the owner
 //! lock, recorded in the journal row (`detail`: the steps, one physical
 //! table each, and the dictionary rows to commit), then run in the
-//! operation's `cutover` state and committed with the journal's `done`
-//! by compare-and-set. Every step can run again: a take-over
+//! operation's `cutover` state (`altering` for statements on every
+//! partition) and committed with the journal's `done` by compare-and-set
+//! (which raises the dictionary's version, so plans are made again). Every step can run again: a take-over
 //! ([`take_over`]) repeats the steps not recorded done and commits, so a
 //! dead or stopped owner's DDL is always finished, never left half-way.
 //!
@@ -298,13 +299,20 @@ async fn carry_out(
             ),
         )
         .await?;
-        change::mark_cutover(ctx, worker, op, FIRST_EPOCH).await
+        enter(ctx, worker, op, FIRST_EPOCH, "copying", first_state(&spec)).await
     };
     if let Err(e) = recorded.await {
         change::fail(ctx, worker, op, &e).await;
         return Err(e);
     }
-    if let Err(e) = steps(ctx, worker, op, FIRST_EPOCH, &spec, None).await {
+    let done = async {
+        steps(ctx, worker, op, FIRST_EPOCH, &spec, None).await?;
+        if first_state(&spec) == ALTERING {
+            enter(ctx, worker, op, FIRST_EPOCH, ALTERING, "cutover").await?;
+        }
+        Ok(())
+    };
+    if let Err(e) = done.await {
         change::fail(ctx, worker, op, &e).await;
         return Err(e);
     }
@@ -317,6 +325,59 @@ async fn carry_out(
     change::commit_with_journal(ctx, worker, op, FIRST_EPOCH, &report, |_| Ok(rows.clone()))
         .await?;
     Ok(AdminOutput::done())
+}
+
+/// The journal state of a DDL operation whose statements run on every
+/// partition: not `cutover`, which makes every statement that meets a
+/// missing table wait (`admin::await_newer_dictionary`) and would do so
+/// for as long as an ALTER runs. A take-over finishes it all the same.
+const ALTERING: &str = "altering";
+
+/// The state a DDL operation runs its steps in: `cutover` for renames and
+/// drops (statements that meet the old tables wait for the new
+/// dictionary), [`ALTERING`] for statements on every partition.
+fn first_state(spec: &DdlSpec) -> &'static str {
+    if spec.ddl_steps.iter().any(|s| s.op == "run") {
+        ALTERING
+    } else {
+        "cutover"
+    }
+}
+
+/// Move operation `id` from state `from` to `to`, as its owner at `epoch`
+/// (compare-and-set); a cancelled or taken-over operation is not moved.
+async fn enter(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    epoch: u64,
+    from: &str,
+    to: &str,
+) -> Result<(), ProxyError> {
+    let sql = format!(
+        "UPDATE `hscale`.`operations` SET state = {} WHERE id = {id} AND state = {} AND epoch = {epoch} AND active IS NOT NULL",
+        quote_str(to),
+        quote_str(from)
+    );
+    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+    match main.command(&BackendConn::payload_for_query(&sql)).await? {
+        Ok(ok) if ok.affected_rows == 1 => Ok(()),
+        Ok(_) => {
+            let q = format!("SELECT state FROM `hscale`.`operations` WHERE id = {id}");
+            let state = main
+                .query_rows(&q)
+                .await?
+                .ok()
+                .and_then(|r| r.strings().into_iter().next())
+                .and_then(|r| r[0].clone());
+            Err(if state.as_deref() == Some("cancelling") {
+                ProxyError::Cancelled(id)
+            } else {
+                change::taken_over(id)
+            })
+        }
+        Err(e) => Err(server_error(&main, &sql, e)),
+    }
 }
 
 fn backend(ctx: &Context, op: u64, name: &str) -> Result<BackendId, ProxyError> {
@@ -401,9 +462,10 @@ pub(super) fn spec_of(detail: &str) -> Option<DdlSpec> {
 }
 
 /// Finish DDL operation `id` whose owner is gone (called by
-/// `takeover::take_over` at `epoch`, holding the owner lock): in its
-/// cutover, the steps not recorded done run, and the dictionary commits;
-/// before it, nothing was changed and the operation ends `failed`.
+/// `takeover::take_over` at `epoch`, holding the owner lock): once its
+/// steps began (`cutover`, `altering`), the steps not recorded done run,
+/// and the dictionary commits; before, nothing was changed and the
+/// operation ends `failed`.
 pub(super) async fn take_over(
     ctx: &Context,
     worker: usize,
@@ -412,7 +474,7 @@ pub(super) async fn take_over(
     state: &str,
     spec: DdlSpec,
 ) -> Result<(), ProxyError> {
-    if state != "cutover" {
+    if state != "cutover" && state != ALTERING {
         let sql = format!(
             "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3) WHERE id = {id} AND epoch = {epoch} AND active IS NOT NULL",
             change::UNDONE_STATE
@@ -431,6 +493,9 @@ pub(super) async fn take_over(
             .unwrap_or(0)
     };
     steps(ctx, worker, id, epoch, &spec, Some(done)).await?;
+    if state == ALTERING {
+        enter(ctx, worker, id, epoch, ALTERING, "cutover").await?;
+    }
     let report = change::Report {
         rows: spec.ddl_steps.len() as u64,
         seconds: 0.0,

@@ -435,6 +435,8 @@ async fn ddl_waits_its_turn_behind_a_running_change() {
 /// The owner of a RENAME TABLE is killed (SIGKILL) after its first
 /// physical table was renamed: another proxy finishes the rename within
 /// 30 s; every row is read under the new name, nothing stays under the old.
+/// Then the owner of an ALTER TABLE is killed after its first partition:
+/// another proxy finishes it on every partition.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rename_whose_owner_dies_is_finished_by_another_proxy() {
     cluster(3);
@@ -505,5 +507,60 @@ async fn a_rename_whose_owner_dies_is_finished_by_another_proxy() {
     for (b, table) in tables_in(db).await {
         assert!(table.starts_with(&format!("{t}2")), "shard{b}.{table} left");
     }
+
+    // The same for an ALTER, killed after its first partition.
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 1_000;
+    let owner = ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_IN_DDL_MS", "30000")]);
+    let port = owner.port;
+    let alter = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
+        c.query_drop(format!(
+            "ALTER TABLE {t}2 ADD COLUMN extra INT NOT NULL DEFAULT 7"
+        ))
+        .await
+    });
+    let mut started = false;
+    for _ in 0..1_000 {
+        let mut any = false;
+        for (b, table) in tables_in(db).await {
+            any |= has_column(b, db, &table, "extra").await;
+        }
+        if any {
+            started = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(started, "the ALTER began");
+    signal(&owner, libc::SIGKILL);
+    assert!(
+        alter.await.unwrap().is_err(),
+        "the killed owner's client got an error"
+    );
+    let killed = Instant::now();
+    let mut state = Vec::new();
+    while killed.elapsed() < Duration::from_secs(30) {
+        state = operations(db, "ALTER TABLE").await;
+        if state.first().is_some_and(|o| o.1 == "done" && !o.2) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        state.first().is_some_and(|o| o.1 == "done" && !o.2),
+        "the ALTER was finished within 30 s: {state:?}"
+    );
+    for (b, table) in tables_in(db).await {
+        assert!(
+            has_column(b, db, &table, "extra").await,
+            "shard{b}.{table} lacks the new column"
+        );
+    }
+    let extra: Vec<i64> = c
+        .query(format!("SELECT extra FROM {t}2 WHERE k = 2"))
+        .await
+        .unwrap();
+    assert_eq!(extra, vec![7]);
     c.disconnect().await.unwrap();
 }
