@@ -233,6 +233,8 @@ struct Writer {
     acked: Arc<AtomicU64>,
     /// Percent of inserts, updates (deletes are the rest).
     mix: (u64, u64),
+    /// Percent of operations sent as prepared statements.
+    prepared_percent: u64,
 }
 
 impl Writer {
@@ -249,6 +251,7 @@ impl Writer {
             out: Outcome::default(),
             acked: Arc::new(AtomicU64::new(0)),
             mix: (40, 45),
+            prepared_percent: 50,
         }
     }
 
@@ -289,7 +292,7 @@ impl Writer {
     async fn run(mut self, stop: Arc<AtomicBool>) -> Outcome {
         while !stop.load(Ordering::Relaxed) {
             let p = self.rng.below(self.ports.len() as u64) as usize;
-            let prepared = self.rng.chance(50);
+            let prepared = self.rng.chance(self.prepared_percent);
             let roll = self.rng.below(100);
             if self.live.len() < 20 || roll < self.mix.0 {
                 self.insert(p, prepared).await;
@@ -1077,6 +1080,10 @@ mod paused_owner;
 /// ALTER, RENAME and DROP of partitioned tables under writers.
 #[path = "online/ddl.rs"]
 mod ddl;
+
+/// SETUP_GLOBAL_TABLE under writers.
+#[path = "online/global.rs"]
+mod global;
 
 /// Three `hscale serve` processes on one dictionary, six writers each
 /// sending every operation through a random proxy, while partitions are

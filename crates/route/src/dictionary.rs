@@ -564,6 +564,11 @@ impl Dictionary {
 
     /// Whether some table's ids come from a sequence: only then does an
     /// INSERT need a look for ids to fill in.
+    /// Whether any table is global.
+    pub fn has_globals(&self) -> bool {
+        !self.globals.is_empty()
+    }
+
     pub fn has_sequences(&self) -> bool {
         self.has_sequences
     }

@@ -34,7 +34,7 @@ use hscale_route::router::Plan;
 
 use crate::backend::PooledConn;
 use crate::error::ProxyError;
-use crate::partition::{ddl, store};
+use crate::partition::store;
 use crate::runtime::Context;
 
 pub use change::is_capture_error;
@@ -336,18 +336,4 @@ fn table_name(arg: &str, session_db: Option<&str>) -> Result<TableName, ProxyErr
                 ))
             }),
     }
-}
-
-/// Create `db`.`dst` on backend `dst_b` with the definition of `db`.`src`
-/// on `src_b` (if it does not exist yet).
-async fn create_like(
-    ctx: &Context,
-    worker: usize,
-    (src_b, src): (BackendId, &str),
-    db: &str,
-    (dst_b, dst): (BackendId, &str),
-) -> Result<(), ProxyError> {
-    let mut s = conn(ctx, worker, src_b).await?;
-    let mut d = conn(ctx, worker, dst_b).await?;
-    ddl::create_like(&mut s, db, src, &mut d, dst).await
 }

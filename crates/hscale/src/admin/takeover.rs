@@ -128,6 +128,11 @@ pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
             super::table_ddl::take_over(ctx, worker, id, epoch, &state, spec).await?;
             continue;
         }
+        if let Some(spec) = super::setup_global_table::spec_of(&detail) {
+            tracing::warn!(operation = id, table = %name, "a SETUP_GLOBAL_TABLE's owner is gone: rolling it back");
+            super::setup_global_table::take_over(ctx, worker, id, epoch, spec).await?;
+            continue;
+        }
         if state == "cutover" {
             tracing::warn!(operation = id, table = %name, "a partition change's owner is gone in its cutover: finishing it");
             finish_cutover(ctx, worker, id, epoch, &name, &detail).await?;

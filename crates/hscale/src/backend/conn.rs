@@ -85,6 +85,10 @@ pub struct BackendConn {
     pub vars: Arc<SessionVars>,
     pub is_multi_statements: bool,
     pub last_insert_id: u64,
+    /// The dictionary version in the connection's
+    /// `@hscale_dictionary_version` (0: unset), which global tables' fence
+    /// triggers check (`Bindings::sync`).
+    pub marked_version: u64,
     pub last_used: Instant,
     scramble: [u8; 20],
     statements: HashMap<Arc<[u8]>, BackendStatement>,
@@ -180,6 +184,7 @@ impl BackendConn {
             vars: Arc::default(),
             is_multi_statements: true,
             last_insert_id: 0,
+            marked_version: 0,
             last_used: Instant::now(),
             scramble: hs.scramble,
             statements: HashMap::new(),
@@ -446,6 +451,7 @@ impl BackendConn {
         self.db = None;
         self.vars = Arc::default();
         self.last_insert_id = 0;
+        self.marked_version = 0;
         self.statements.clear();
         Ok(())
     }
@@ -459,6 +465,7 @@ impl BackendConn {
             Ok(_) => {
                 self.vars = Arc::default();
                 self.last_insert_id = 0;
+                self.marked_version = 0;
                 self.statements.clear();
                 Ok(())
             }

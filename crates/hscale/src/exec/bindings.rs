@@ -213,6 +213,20 @@ impl Bindings {
             }
             conn.is_multi_statements = self.state.is_multi_statements;
         }
+        // The main copies of global tables refuse writes planned with a
+        // dictionary older than the one that made them global
+        // (`admin/setup_global_table.rs`): tell the backend which one
+        // planned this statement, once per connection and version.
+        if conn.marked_version != self.planned_version
+            && conn.pool().backend_id.is_main()
+            && self.ctx.partitioning.has_globals()
+        {
+            let sql = format!("SET @hscale_dictionary_version = {}", self.planned_version);
+            if let Err(e) = conn.command(&BackendConn::payload_for_query(&sql)).await? {
+                return Ok(Some(e));
+            }
+            conn.marked_version = self.planned_version;
+        }
         if uses_last_insert_id && conn.last_insert_id != self.state.last_insert_id {
             let sql = format!("DO LAST_INSERT_ID({})", self.state.last_insert_id);
             if let Err(e) = conn.command(&BackendConn::payload_for_query(&sql)).await? {

@@ -117,6 +117,12 @@ impl Partitioning {
         self.snapshot.load().has_sequences()
     }
 
+    /// Whether any table is global (through the snapshot guard, as
+    /// [`Self::has_sequences`]).
+    pub fn has_globals(&self) -> bool {
+        self.snapshot.load().has_globals()
+    }
+
     /// No partitioned table: the common case, checked on every statement
     /// without touching a shared reference count.
     pub fn is_empty(&self) -> bool {

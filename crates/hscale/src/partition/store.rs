@@ -73,6 +73,10 @@ const SCHEMA: &[&str] = &[
     // How the key column compares (`hscale_route::key_compare`): keys are
     // normalised before hashing. NULL in tables set up before: raw keys.
     "ALTER TABLE `hscale`.`partitioned_tables` ADD COLUMN IF NOT EXISTS key_compare VARCHAR(100) NULL",
+    // The dictionary version that made a global table global: its main
+    // copy's fence triggers refuse writes planned with an older one
+    // (`admin/setup_global_table.rs`). NULL: set up before the triggers.
+    "ALTER TABLE `hscale`.`global_tables` ADD COLUMN IF NOT EXISTS since_version BIGINT UNSIGNED NULL",
 ];
 
 /// Operations in their cutover now, described for an error message: a
