@@ -593,3 +593,119 @@ fn recovery_commits_after_the_owner_died() {
         assert_eq!(total_on_backends("txn_kill").await, TOTAL);
     });
 }
+
+/// A deadlock between backends is seen by neither server: it ends by the
+/// branches' lock wait, `[proxy] cross_backend_lock_wait_ms` (1 s here,
+/// where the servers' own default is 50 s), with 1205 to one of the two
+/// transactions; the other then commits, the total holds, and sessions
+/// after the transaction see the server's own lock wait again.
+#[test]
+fn a_deadlock_between_backends_ends_at_the_configured_lock_wait() {
+    let rt = rt();
+    let _serial = rt.block_on(SERIAL.lock());
+    rt.block_on(async {
+        let c = accounts("txn_deadlock").await;
+        c.disconnect().await.unwrap();
+    });
+    let mut config = cluster_config();
+    config.proxy.cross_backend_lock_wait_ms = 1000;
+    let proxy = ProxyProcess::start(config);
+    let port = proxy.port;
+    rt.block_on(async move {
+        let conn = || async move {
+            mysql_async::Conn::new(proxy_opts(port, Some("txn_deadlock")))
+                .await
+                .unwrap()
+        };
+        let mut bc = backend_conn(0, None).await;
+        let server_wait: i64 = bc
+            .query_first("SELECT @@global.innodb_lock_wait_timeout")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(server_wait > 20, "the servers' own lock wait: {server_wait}");
+        // Even ids live on shard0, odd ids on shard1.
+        let (mut a, mut b) = (conn().await, conn().await);
+        a.query_drop("BEGIN").await.unwrap();
+        a.query_drop("UPDATE accounts SET balance = balance - 10 WHERE id = 2")
+            .await
+            .unwrap();
+        b.query_drop("BEGIN").await.unwrap();
+        b.query_drop("UPDATE accounts SET balance = balance - 10 WHERE id = 1")
+            .await
+            .unwrap();
+        let start = Instant::now();
+        let a_waits = tokio::spawn(async move {
+            let r = a
+                .query_drop("UPDATE accounts SET balance = balance + 10 WHERE id = 1")
+                .await;
+            (a, r)
+        });
+        let b_waits = tokio::spawn(async move {
+            let r = b
+                .query_drop("UPDATE accounts SET balance = balance + 10 WHERE id = 2")
+                .await;
+            (b, r)
+        });
+        // Whichever times out first rolls back; the other then gets its lock.
+        let (mut a_waits, mut b_waits) = (a_waits, b_waits);
+        let (first, other) = tokio::select! {
+            r = &mut a_waits => (r.unwrap(), b_waits),
+            r = &mut b_waits => (r.unwrap(), a_waits),
+        };
+        let waited = start.elapsed();
+        let (mut loser, result) = first;
+        let err = result.expect_err("a deadlock between backends must end with an error");
+        assert_eq!(code(&err), 1205, "{err}");
+        assert!(
+            waited < Duration::from_secs(20),
+            "the deadlock lasted {waited:?}: the servers' own {server_wait} s wait, not the configured 1 s"
+        );
+        loser.query_drop("ROLLBACK").await.unwrap();
+        let (mut winner, result) = other.await.unwrap();
+        if let Err(e) = result {
+            // Both may time out at about the same moment.
+            assert_eq!(code(&e), 1205, "{e}");
+            winner.query_drop("ROLLBACK").await.unwrap();
+        } else {
+            winner.query_drop("COMMIT").await.unwrap();
+        }
+        // A session's own lock wait wins inside a transaction across backends.
+        winner.query_drop("SET SESSION innodb_lock_wait_timeout = 7").await.unwrap();
+        winner.query_drop("BEGIN").await.unwrap();
+        winner
+            .query_drop("UPDATE accounts SET balance = balance WHERE id IN (3, 4)")
+            .await
+            .unwrap();
+        let own: i64 = winner
+            .query_first("SELECT @@innodb_lock_wait_timeout")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(own, 7);
+        winner.query_drop("COMMIT").await.unwrap();
+        winner.disconnect().await.unwrap();
+        loser.disconnect().await.unwrap();
+        // After the transactions, pooled connections carry the servers' own
+        // lock wait again.
+        for _ in 0..4 {
+            let mut fresh = conn().await;
+            for id in [5, 6] {
+                fresh
+                    .query_drop(format!("SELECT balance FROM accounts WHERE id = {id}"))
+                    .await
+                    .unwrap();
+            }
+            let seen: i64 = fresh
+                .query_first("SELECT @@innodb_lock_wait_timeout")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(seen, server_wait);
+            fresh.disconnect().await.unwrap();
+        }
+        assert_eq!(total_on_backends("txn_deadlock").await, TOTAL);
+        assert_eq!(prepared_branches().await, 0);
+    });
+    drop(proxy);
+}
