@@ -709,3 +709,77 @@ fn a_deadlock_between_backends_ends_at_the_configured_lock_wait() {
     });
     drop(proxy);
 }
+
+/// A backend that cannot take part in two-phase commit (here: hscale's
+/// backend user lacks PROCESS, without which recovery cannot tell a live
+/// home connection from a dead one) refuses transactions across backends
+/// with 1235 and the reason; transactions on one backend still work.
+#[test]
+fn backends_without_what_recovery_needs_refuse_transactions_across_them() {
+    let rt = rt();
+    let _serial = rt.block_on(SERIAL.lock());
+    rt.block_on(async {
+        let c = accounts("txn_noproc").await;
+        c.disconnect().await.unwrap();
+        for b in 0..2 {
+            let mut bc = backend_conn(b, None).await;
+            for sql in [
+                "DROP USER IF EXISTS 'xa_noproc'@'%'",
+                "CREATE USER 'xa_noproc'@'%' IDENTIFIED BY 'noproc'",
+                "GRANT ALL ON txn_noproc.* TO 'xa_noproc'@'%'",
+                "GRANT ALL ON hscale.* TO 'xa_noproc'@'%'",
+            ] {
+                bc.query_drop(sql).await.unwrap();
+            }
+        }
+    });
+    let mut config = cluster_config();
+    for b in &mut config.backends {
+        b.user = "xa_noproc".into();
+        b.password = "noproc".into();
+    }
+    let proxy = ProxyProcess::start(config);
+    let port = proxy.port;
+    rt.block_on(async move {
+        let mut c = mysql_async::Conn::new(proxy_opts(port, Some("txn_noproc")))
+            .await
+            .unwrap();
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("UPDATE accounts SET balance = balance - 5 WHERE id = 2")
+            .await
+            .unwrap();
+        let err = c
+            .query_drop("UPDATE accounts SET balance = balance + 5 WHERE id = 1")
+            .await
+            .unwrap_err();
+        assert_eq!(code(&err), 1235, "{err}");
+        assert!(err.to_string().contains("PROCESS"), "{err}");
+        c.query_drop("ROLLBACK").await.unwrap();
+        // One backend: a plain transaction, as without hscale.
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("UPDATE accounts SET balance = balance - 5 WHERE id = 2")
+            .await
+            .unwrap();
+        c.query_drop("UPDATE accounts SET balance = balance + 5 WHERE id = 4")
+            .await
+            .unwrap();
+        c.query_drop("COMMIT").await.unwrap();
+        // Reads over both backends in a READ ONLY transaction need no XA.
+        c.query_drop("START TRANSACTION READ ONLY").await.unwrap();
+        let sum: i64 = c
+            .query_first("SELECT SUM(balance) FROM accounts")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(sum, TOTAL);
+        c.query_drop("COMMIT").await.unwrap();
+        c.disconnect().await.unwrap();
+        assert_eq!(total_on_backends("txn_noproc").await, TOTAL);
+        assert_eq!(prepared_branches().await, 0);
+        for b in 0..2 {
+            let mut bc = backend_conn(b, None).await;
+            bc.query_drop("DROP USER 'xa_noproc'@'%'").await.unwrap();
+        }
+    });
+    drop(proxy);
+}

@@ -236,6 +236,17 @@ impl Bindings {
             ));
         };
         let (home_backend, thread) = (home.pool().backend_id, home.thread_id);
+        // Read-only branches are plain transactions: they need no XA.
+        for b in [home_backend, backend]
+            .into_iter()
+            .filter(|_| !self.is_read_only_txn)
+        {
+            if let Some(why) = super::txn_checks::refusal(&self.ctx, self.worker, b).await? {
+                return Err(ProxyError::Refused(format!(
+                    "a transaction across backends cannot use {why}"
+                )));
+            }
+        }
         let is_read_only = self.is_read_only_txn;
         let ctx = self.ctx.clone();
         let txn = self.txn.get_or_insert_with(|| {
