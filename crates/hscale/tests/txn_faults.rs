@@ -226,6 +226,18 @@ enum KillPoint {
 /// `point`, SIGKILL it there, and check that the shared cluster's proxy
 /// resolves every prepared branch within 30 s the way the decision says.
 fn kill_proxy_at(db: &str, point: KillPoint) {
+    kill_proxy_during(db, point, false)
+}
+
+/// The transfer of [`transfer`] as one autocommit statement over three
+/// backends: hscale runs it in a transaction of its own (`exec/implicit.rs`)
+/// that commits through the same protocol.
+const AUTOCOMMIT_TRANSFER: &str =
+    "UPDATE accounts SET balance = balance + CASE id WHEN 1 THEN -60 ELSE 30 END WHERE id IN (1, 2, 3)";
+
+/// [`kill_proxy_at`] for a transfer in a transaction (`is_autocommit`
+/// false: BEGIN, three UPDATEs, COMMIT) or in one autocommit statement.
+fn kill_proxy_during(db: &str, point: KillPoint, is_autocommit: bool) {
     let rt = rt();
     let _serial = rt.block_on(SERIAL.lock());
     rt.block_on(accounts(db));
@@ -242,13 +254,17 @@ fn kill_proxy_at(db: &str, point: KillPoint) {
         let mut c = mysql_async::Conn::new(proxy_opts(port, Some(&db)))
             .await
             .unwrap();
-        transfer(&mut c).await.unwrap();
-        let commit = tokio::spawn(async move { c.query_drop("COMMIT").await });
+        let commit = if is_autocommit {
+            tokio::spawn(async move { c.query_drop(AUTOCOMMIT_TRANSFER).await })
+        } else {
+            transfer(&mut c).await.unwrap();
+            tokio::spawn(async move { c.query_drop("COMMIT").await })
+        };
         // Wait for the kill point, seen from the backends.
         let gtrid = until(&format!("{point:?}"), 30, || async {
             let p = prepared().await;
             let g = p.first()?.1.clone();
-            let d = decision(1, &g).await;
+            let d = decision(home_of(&g), &g).await;
             let is_there = match point {
                 KillPoint::AfterPrepare => p.len() == 2 && d.is_none(),
                 KillPoint::AfterDecision => p.len() == 2 && d.is_some(),
@@ -257,7 +273,12 @@ fn kill_proxy_at(db: &str, point: KillPoint) {
             is_there.then_some(g)
         })
         .await;
-        assert!(gtrid.starts_with("hscale:1:"), "{gtrid}");
+        // A transaction's home is its first statement's backend (shard1);
+        // an autocommit statement's is its first part's.
+        let home = home_of(&gtrid);
+        if !is_autocommit {
+            assert_eq!(home, 1, "{gtrid}");
+        }
         // Still there a moment later: the proxy is paused, not passing by.
         tokio::time::sleep(Duration::from_millis(300)).await;
         let n = prepared().await.len();
@@ -300,13 +321,32 @@ fn kill_proxy_at(db: &str, point: KillPoint) {
         let took = start.elapsed();
         let is_committed = !matches!(point, KillPoint::AfterPrepare);
         assert_eq!(
-            decision(1, &gtrid).await.as_deref() == Some("committed"),
+            decision(home, &gtrid).await.as_deref() == Some("committed"),
             is_committed
         );
         assert_eq!(balances(&db).await, after(is_committed), "{point:?}");
         assert_eq!(total_on_backends(&db).await, TOTAL);
         eprintln!("{point:?}: recovered in {took:?}");
     });
+}
+
+/// The backend index in an hscale gtrid (`hscale:<home>:...`).
+fn home_of(gtrid: &str) -> usize {
+    gtrid
+        .split(':')
+        .nth(1)
+        .and_then(|h| h.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn autocommit_write_killed_after_prepare_rolls_back() {
+    kill_proxy_during("txnf_auto_prepare", KillPoint::AfterPrepare, true);
+}
+
+#[test]
+fn autocommit_write_killed_between_branch_commits_commits() {
+    kill_proxy_during("txnf_auto_between", KillPoint::BetweenCommits, true);
 }
 
 #[test]
