@@ -203,6 +203,11 @@ async fn finish_cutover(
     };
     let rows = spec.dictionary.clone();
     commit_with_journal(ctx, worker, id, epoch, &report, |_| Ok(rows.clone())).await?;
+    if let Some(ms) = super::change::test_pause("HSCALE_TEST_PAUSE_TAKEOVER_AFTER_COMMIT_MS") {
+        // Tests wake the old owner here: its staging table, changelog and
+        // triggers still exist, and it must write nothing.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
     r.clean_up().await;
     if m.filter.is_none() {
         let _ = exec(

@@ -133,8 +133,10 @@ pub fn is_capture_error(err: &hscale_wire::response::ErrPacket) -> bool {
 /// A pause for tests, in ms, from the environment variable `name`
 /// (`HSCALE_TEST_PAUSE_AFTER_RENAME_MS`: right after the cutover's rename,
 /// so tests can kill an owner in its cutover; `..._AFTER_COPY_MS`: after the
-/// copy, so tests can damage it). Unset in production.
-fn test_pause(name: &str) -> Option<u64> {
+/// copy, so tests can damage it; `..._TAKEOVER_AFTER_COMMIT_MS`: a
+/// take-over between its commit and its clean-up, so tests can wake the
+/// old owner there). Unset in production.
+pub(super) fn test_pause(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
