@@ -110,7 +110,7 @@ pub(super) async fn run(
             let mut main = conn(ctx, worker, BackendId::MAIN).await?;
             main.is_broken = true;
             // A take-over kills it: a stopped owner cannot rename later.
-            change::register(ctx, worker, op, change::FIRST_EPOCH, BackendId::MAIN, &main).await?;
+            change::register(ctx, worker, op, change::FIRST_EPOCH, BackendId::MAIN, &mut main).await?;
             exec(
                 &mut main,
                 &[format!(

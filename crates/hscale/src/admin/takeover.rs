@@ -163,12 +163,12 @@ async fn finish_cutover(
     if ddl::table_exists(&mut src, &spec.db, &spec.src_table).await? {
         return roll_back(ctx, worker, id, epoch, name, detail).await;
     }
-    register(ctx, worker, id, epoch, src_b, &src).await?;
+    register(ctx, worker, id, epoch, src_b, &mut src).await?;
     let pk = primary_key(&mut src, &spec.db, &spec.src_after).await?;
     let columns = ddl::exact_select_list(&mut src, &spec.db, &spec.src_after).await?;
     let mut dst = conn(ctx, worker, dst_b).await?;
     dst.is_broken = true;
-    register(ctx, worker, id, epoch, dst_b, &dst).await?;
+    register(ctx, worker, id, epoch, dst_b, &mut dst).await?;
     exec(&mut src, &super::change::copy_session()).await?;
     exec(&mut dst, &super::change::copy_session()).await?;
     let m = Move {
@@ -250,7 +250,7 @@ async fn roll_back(
     for b in srcs {
         let mut c = conn(ctx, worker, b).await?;
         c.is_broken = true;
-        register(ctx, worker, id, epoch, b, &c).await?;
+        register(ctx, worker, id, epoch, b, &mut c).await?;
         let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
         statements.extend(triggers.iter().cloned());
         // The changelog only once the triggers are gone (see `capture`).
@@ -264,7 +264,7 @@ async fn roll_back(
         if let Some(b) = index(&s.dst_backend) {
             let mut c = conn(ctx, worker, b).await?;
             c.is_broken = true;
-            register(ctx, worker, id, epoch, b, &c).await?;
+            register(ctx, worker, id, epoch, b, &mut c).await?;
             exec(
                 &mut c,
                 &[format!(

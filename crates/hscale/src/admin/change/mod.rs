@@ -205,7 +205,7 @@ pub(super) async fn run(
         let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
         Ok((src, dst, pk, columns))
     };
-    let (src, dst, pk, columns) = match set_up.await {
+    let (mut src, mut dst, pk, columns) = match set_up.await {
         Ok(x) => x,
         Err(e) => {
             fail(ctx, worker, id, &e).await;
@@ -214,8 +214,8 @@ pub(super) async fn run(
     };
     // Registered before the first write on them (`fence.rs`): a take-over
     // kills them. A failure here means the change was taken over already.
-    register(ctx, worker, id, FIRST_EPOCH, m.src.0, &src).await?;
-    register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &dst).await?;
+    register(ctx, worker, id, FIRST_EPOCH, m.src.0, &mut src).await?;
+    register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &mut dst).await?;
     let into = if m.is_dst_live {
         format!("{}_stage{id}", m.dst.1)
     } else {
@@ -245,8 +245,8 @@ pub(super) async fn run(
         );
         lane.0.is_broken = true;
         lane.1.is_broken = true;
-        register(ctx, worker, id, FIRST_EPOCH, m.src.0, &lane.0).await?;
-        register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &lane.1).await?;
+        register(ctx, worker, id, FIRST_EPOCH, m.src.0, &mut lane.0).await?;
+        register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &mut lane.1).await?;
         exec(&mut lane.0, &copy_session()).await?;
         exec(&mut lane.1, &dst_session()).await?;
         r.lanes.push(lane);
@@ -397,7 +397,7 @@ async fn abandon(ctx: &Context, worker: usize, r: &mut Running<'_>, why: &ProxyE
     for (b, c) in [(r.m.src.0, &mut r.src), (r.m.dst.0, &mut r.dst)] {
         if let Ok(mut fresh) = conn(ctx, worker, b).await {
             fresh.is_broken = true;
-            if let Err(e) = register(ctx, worker, r.id, r.epoch, b, &fresh).await {
+            if let Err(e) = register(ctx, worker, r.id, r.epoch, b, &mut fresh).await {
                 tracing::warn!(operation = r.id, error = %e, "not undoing the change");
                 return;
             }
