@@ -1074,6 +1074,10 @@ async fn assert_invariants(test: &str, scene: Scene, proxies: &[u16], out: &Outc
 #[path = "online/paused_owner.rs"]
 mod paused_owner;
 
+/// An in-place SETUP_TABLE whose owner is killed before and after its rename.
+#[path = "online/setup_kill.rs"]
+mod setup_kill;
+
 /// Three `hscale serve` processes on one dictionary, six writers each
 /// sending every operation through a random proxy, while partitions are
 /// added, dropped and added again (same and other backends, a second value

@@ -221,7 +221,7 @@ pub(super) async fn run(
     } else {
         m.dst.1.clone()
     };
-    if let Err(e) = record_spec(ctx, worker, id, m, &into).await {
+    if let Err(e) = record_spec(ctx, worker, id, m, &into, false).await {
         fail(ctx, worker, id, &e).await;
         return Err(e);
     }
@@ -513,13 +513,15 @@ pub(super) fn retire_sql(ctx: &Context, db: &str, table: &str) -> Vec<String> {
     ]
 }
 
-/// Record how to undo operation `id` before anything is created.
+/// Record how to undo or finish operation `id` before anything is created
+/// (`in_place`: an in-place SETUP_TABLE, see `takeover::Spec`).
 pub(super) async fn record_spec(
     ctx: &Context,
     worker: usize,
     id: u64,
     m: &Move,
     into: &str,
+    in_place: bool,
 ) -> Result<(), ProxyError> {
     let names: Vec<&str> = ctx
         .config
@@ -539,6 +541,7 @@ pub(super) async fn record_spec(
         key_column: m.key_column.clone(),
         filter: m.filter.clone(),
         dictionary: m.dictionary.clone(),
+        in_place,
     };
     let text = toml::to_string(&spec).map_err(|e| wrong(e.to_string()))?;
     journal(
