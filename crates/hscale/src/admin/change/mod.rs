@@ -337,6 +337,7 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
     catch_up(ctx, worker, r).await?;
+    tracing::debug!(operation = r.id, "verification starts");
     let v = super::verify::verify(ctx, worker, r).await?;
     journal(
         ctx,
