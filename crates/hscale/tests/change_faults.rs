@@ -150,7 +150,10 @@ async fn a_destination_killed_during_the_copy_is_cleaned_up_when_it_returns() {
     for mut b in bystanders {
         let id = b.id();
         let alive = b.query_drop("SELECT 1").await;
-        assert!(alive.is_ok(), "bystander connection {id} was killed: {alive:?}");
+        assert!(
+            alive.is_ok(),
+            "bystander connection {id} was killed: {alive:?}"
+        );
         let _ = b.disconnect().await;
     }
     hold.disconnect().await.unwrap();

@@ -123,7 +123,15 @@ pub(super) async fn run(
             let mut main = conn(ctx, worker, BackendId::MAIN).await?;
             main.is_broken = true;
             // A take-over kills it: a stopped owner cannot rename later.
-            change::register(ctx, worker, op, change::FIRST_EPOCH, BackendId::MAIN, &mut main).await?;
+            change::register(
+                ctx,
+                worker,
+                op,
+                change::FIRST_EPOCH,
+                BackendId::MAIN,
+                &mut main,
+            )
+            .await?;
             if let Some(ms) = change::test_pause("HSCALE_TEST_PAUSE_BEFORE_RENAME_MS") {
                 // Tests kill the owner here: the take-over rolls back.
                 tokio::time::sleep(std::time::Duration::from_millis(ms)).await;

@@ -143,8 +143,14 @@ pub(super) async fn verify(
         )
     };
     let moving = r.moving(&quote_ident(&m.key_column));
-    let (src_total, dst_total) = (sums(false, &r.src_name, &moving), sums(false, &r.into, "1 = 1"));
-    let (src_sql, dst_sql) = (sums(true, &r.src_name, &moving), sums(true, &r.into, "1 = 1"));
+    let (src_total, dst_total) = (
+        sums(false, &r.src_name, &moving),
+        sums(false, &r.into, "1 = 1"),
+    );
+    let (src_sql, dst_sql) = (
+        sums(true, &r.src_name, &moving),
+        sums(true, &r.into, "1 = 1"),
+    );
     let scanned = AtomicBool::new(false);
     let scans = async {
         let totals = tokio::try_join!(

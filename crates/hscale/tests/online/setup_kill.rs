@@ -48,7 +48,8 @@ async fn killed_setup(test: &'static str, step: Step, scene: Scene) {
     let (ws, _acked) = writers(6, scene, &ports, &mut rng, any_key, 200, (40, 45)).await;
     let stop = Arc::new(AtomicBool::new(false));
     let hs = spawn_writers(ws, &stop);
-    let setup = format!("HSCALE SETUP_TABLE('{db}.{t}', 'k', '{t}_default', 'shard0', 'MOD({MODULUS})')");
+    let setup =
+        format!("HSCALE SETUP_TABLE('{db}.{t}', 'k', '{t}_default', 'shard0', 'MOD({MODULUS})')");
     let port = owner.port;
     let sql = setup.clone();
     let change = tokio::spawn(async move {
@@ -68,9 +69,7 @@ async fn killed_setup(test: &'static str, step: Step, scene: Scene) {
         let row: Option<(String, bool)> = direct.query_first(&journal).await.unwrap();
         let plain: Option<i64> = direct.query_first(exists(t.to_string())).await.unwrap();
         reached = match step {
-            Step::BeforeRename => {
-                row.is_some_and(|(s, _)| s == "cutover") && plain == Some(1)
-            }
+            Step::BeforeRename => row.is_some_and(|(s, _)| s == "cutover") && plain == Some(1),
             Step::AfterRename => plain == Some(0),
         };
         if reached {
@@ -93,7 +92,10 @@ async fn killed_setup(test: &'static str, step: Step, scene: Scene) {
     let killed = Instant::now();
     let mut row = None;
     while killed.elapsed() < Duration::from_secs(30) {
-        row = direct.query_first::<(String, bool), _>(&journal).await.unwrap();
+        row = direct
+            .query_first::<(String, bool), _>(&journal)
+            .await
+            .unwrap();
         if row.as_ref().is_some_and(|(s, active)| !active && s == want) {
             break;
         }

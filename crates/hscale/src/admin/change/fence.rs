@@ -198,8 +198,7 @@ pub(in crate::admin) async fn kill_registered(
             .unwrap_or_default()
     };
     // Backend -> (server start, thread id) of every older registration.
-    let mut by_backend: std::collections::BTreeMap<BackendId, Vec<(u64, u32)>> =
-        Default::default();
+    let mut by_backend: std::collections::BTreeMap<BackendId, Vec<(u64, u32)>> = Default::default();
     for entry in fence.split(';').filter(|e| !e.is_empty()) {
         let mut parts = entry.splitn(4, '/');
         let (Some(e), Some(b), Some(t), Some(start)) =
