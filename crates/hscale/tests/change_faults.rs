@@ -7,6 +7,10 @@
 //! writes go on as before), and the journal keeps it active in
 //! 'rolling_back' until the destination is back, when a take-over drops the
 //! copy's table and ends it 'failed'. Then the change runs again.
+//!
+//! The take-over kills the connections the change's owner registered; the
+//! restarted destination hands their thread ids out again, and a take-over
+//! must not kill the unrelated connections that now hold them.
 
 mod common;
 
@@ -81,10 +85,54 @@ async fn a_destination_killed_during_the_copy_is_cleaned_up_when_it_returns() {
         .await
         .unwrap_err();
     assert!(refused.to_string().contains("rolling_back"), "{refused}");
+    // The owner's registered connections on the destination (thread ids of
+    // the server's run that was killed).
+    let (op, fence): (u64, String) = b0
+        .query_first("SELECT id, IFNULL(fence, '') FROM hscale.operations WHERE db = 'fault' ORDER BY id DESC LIMIT 1")
+        .await
+        .unwrap()
+        .unwrap();
+    let registered: Vec<u32> = fence
+        .split(';')
+        .filter_map(|e| {
+            let p: Vec<&str> = e.split('/').collect();
+            (p.len() >= 3 && p[1] == "shard1").then(|| p[2].parse().unwrap())
+        })
+        .collect();
+    assert!(!registered.is_empty(), "registered on shard1: {fence}");
+    // Hold the take-over back (its compare-and-set of the epoch waits for
+    // this row lock) until unrelated connections hold those ids again.
+    let mut hold = backend_conn(0, None).await;
+    hold.query_drop("BEGIN").await.unwrap();
+    hold.query_drop(format!(
+        "SELECT id FROM hscale.operations WHERE id = {op} FOR UPDATE"
+    ))
+    .await
+    .unwrap();
     tokio::task::spawn_blocking(|| with_cluster(|cl| cl.servers[1].restart()))
         .await
         .unwrap()
         .expect("restart");
+    let highest = *registered.iter().max().unwrap();
+    let mut bystanders = Vec::new();
+    while bystanders.len() < 140 {
+        let b = backend_conn(1, None).await;
+        let id = b.id();
+        bystanders.push(b);
+        if id > highest {
+            break;
+        }
+    }
+    let reused: Vec<u32> = bystanders
+        .iter()
+        .map(|b| b.id())
+        .filter(|id| registered.contains(id))
+        .collect();
+    eprintln!(
+        "registered on shard1 before its restart: {registered:?}; reused by bystanders: {reused:?}"
+    );
+    assert!(!reused.is_empty(), "no bystander got a registered id");
+    hold.query_drop("COMMIT").await.unwrap();
     let t = Instant::now();
     loop {
         let (state, active): (String, bool) = b0.query_first(journal).await.unwrap().unwrap();
@@ -98,6 +146,17 @@ async fn a_destination_killed_during_the_copy_is_cleaned_up_when_it_returns() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // The take-over killed nothing of the new run of shard1.
+    for mut b in bystanders {
+        let id = b.id();
+        let alive = b.query_drop("SELECT 1").await;
+        assert!(
+            alive.is_ok(),
+            "bystander connection {id} was killed: {alive:?}"
+        );
+        let _ = b.disconnect().await;
+    }
+    hold.disconnect().await.unwrap();
     let mut b1 = backend_conn(1, None).await;
     let left: Vec<String> = b1
         .query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'fault'")

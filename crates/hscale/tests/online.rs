@@ -1085,6 +1085,10 @@ mod ddl;
 #[path = "online/global.rs"]
 mod global;
 
+/// An in-place SETUP_TABLE whose owner is killed before and after its rename.
+#[path = "online/setup_kill.rs"]
+mod setup_kill;
+
 /// Three `hscale serve` processes on one dictionary, six writers each
 /// sending every operation through a random proxy, while partitions are
 /// added, dropped and added again (same and other backends, a second value

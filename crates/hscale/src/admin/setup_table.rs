@@ -100,17 +100,42 @@ pub(super) async fn run(
         d.set_auto_column(&name, auto_column.as_deref(), op);
         Ok(rows.clone())
     };
+    let m = Move {
+        db: name.db.clone(),
+        src: (BackendId::MAIN, name.table.clone()),
+        filter: None,
+        dst: (b, default_table.to_string()),
+        is_dst_live: false,
+        src_after: after_rename.clone(),
+        key_column: column.to_string(),
+        dictionary: rows.clone(),
+    };
     let report = if b.is_main() {
         // In place: the table's new name is its default partition. Other
         // proxies that still route `t` as a plain table run into the rename
         // and wait for the new dictionary (the journal says 'cutover').
+        // The journal records the plan first: a take-over finishes the
+        // change once the table was renamed, and undoes it before.
         let started = std::time::Instant::now();
         let renamed = async {
+            change::record_spec(ctx, worker, op, &m, default_table, true).await?;
             change::mark_cutover(ctx, worker, op, change::FIRST_EPOCH).await?;
             let mut main = conn(ctx, worker, BackendId::MAIN).await?;
             main.is_broken = true;
             // A take-over kills it: a stopped owner cannot rename later.
-            change::register(ctx, worker, op, change::FIRST_EPOCH, BackendId::MAIN, &main).await?;
+            change::register(
+                ctx,
+                worker,
+                op,
+                change::FIRST_EPOCH,
+                BackendId::MAIN,
+                &mut main,
+            )
+            .await?;
+            if let Some(ms) = change::test_pause("HSCALE_TEST_PAUSE_BEFORE_RENAME_MS") {
+                // Tests kill the owner here: the take-over rolls back.
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            }
             exec(
                 &mut main,
                 &[format!(
@@ -126,6 +151,10 @@ pub(super) async fn run(
             change::fail(ctx, worker, op, &e).await;
             return Err(e);
         }
+        if let Some(ms) = change::test_pause("HSCALE_TEST_PAUSE_AFTER_RENAME_MS") {
+            // Tests kill the owner here: the take-over commits.
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
         let mut report = change::Report {
             rows: 0,
             seconds: 0.0,
@@ -136,16 +165,6 @@ pub(super) async fn run(
         report.seconds = started.elapsed().as_secs_f64();
         report
     } else {
-        let m = Move {
-            db: name.db.clone(),
-            src: (BackendId::MAIN, name.table.clone()),
-            filter: None,
-            dst: (b, default_table.to_string()),
-            is_dst_live: false,
-            src_after: after_rename.clone(),
-            key_column: column.to_string(),
-            dictionary: rows.clone(),
-        };
         change::run(ctx, worker, op, &m, apply).await?
     };
     Ok(change::report_output(

@@ -51,6 +51,12 @@ pub(super) struct Spec {
     pub(super) key_column: String,
     pub(super) filter: Option<String>,
     pub(super) dictionary: Vec<String>,
+    /// An in-place SETUP_TABLE: no rows move; the table is renamed to its
+    /// default partition (`src_table` to `src_after`, on the main backend),
+    /// then the dictionary commits. Finished when the rename happened,
+    /// else rolled back; the destination is never dropped.
+    #[serde(default)]
+    pub(super) in_place: bool,
 }
 
 /// Take over the changes whose owner is gone (its owner lock is free): one
@@ -173,12 +179,28 @@ async fn finish_cutover(
     if ddl::table_exists(&mut src, &spec.db, &spec.src_table).await? {
         return roll_back(ctx, worker, id, epoch, name, detail).await;
     }
-    register(ctx, worker, id, epoch, src_b, &src).await?;
+    if spec.in_place {
+        // Renamed (the old owner's connections are dead, so it stays so):
+        // only the dictionary is left to commit.
+        if !ddl::table_exists(&mut src, &spec.db, &spec.src_after).await? {
+            return roll_back(ctx, worker, id, epoch, name, detail).await;
+        }
+        let report = Report {
+            rows: 0,
+            seconds: 0.0,
+            longest_pause_ms: 0,
+        };
+        let rows = spec.dictionary.clone();
+        commit_with_journal(ctx, worker, id, epoch, &report, |_| Ok(rows.clone())).await?;
+        tracing::info!(operation = id, table = %name, "in-place SETUP_TABLE finished by a take-over");
+        return Ok(());
+    }
+    register(ctx, worker, id, epoch, src_b, &mut src).await?;
     let pk = primary_key(&mut src, &spec.db, &spec.src_after).await?;
     let columns = ddl::exact_select_list(&mut src, &spec.db, &spec.src_after).await?;
     let mut dst = conn(ctx, worker, dst_b).await?;
     dst.is_broken = true;
-    register(ctx, worker, id, epoch, dst_b, &dst).await?;
+    register(ctx, worker, id, epoch, dst_b, &mut dst).await?;
     exec(&mut src, &super::change::copy_session()).await?;
     exec(&mut dst, &super::change::copy_session()).await?;
     let m = Move {
@@ -213,6 +235,11 @@ async fn finish_cutover(
     };
     let rows = spec.dictionary.clone();
     commit_with_journal(ctx, worker, id, epoch, &report, |_| Ok(rows.clone())).await?;
+    if let Some(ms) = super::change::test_pause("HSCALE_TEST_PAUSE_TAKEOVER_AFTER_COMMIT_MS") {
+        // Tests wake the old owner here: its staging table, changelog and
+        // triggers still exist, and it must write nothing.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
     r.clean_up().await;
     if m.filter.is_none() {
         let _ = exec(
@@ -255,7 +282,7 @@ async fn roll_back(
     for b in srcs {
         let mut c = conn(ctx, worker, b).await?;
         c.is_broken = true;
-        register(ctx, worker, id, epoch, b, &c).await?;
+        register(ctx, worker, id, epoch, b, &mut c).await?;
         let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
         statements.extend(triggers.iter().cloned());
         // The changelog only once the triggers are gone (see `capture`).
@@ -265,11 +292,12 @@ async fn roll_back(
         ));
         exec(&mut c, &statements).await?;
     }
-    if let Some(s) = &spec {
+    // An in-place change's destination is its renamed source: kept.
+    if let Some(s) = spec.as_ref().filter(|s| !s.in_place) {
         if let Some(b) = index(&s.dst_backend) {
             let mut c = conn(ctx, worker, b).await?;
             c.is_broken = true;
-            register(ctx, worker, id, epoch, b, &c).await?;
+            register(ctx, worker, id, epoch, b, &mut c).await?;
             exec(
                 &mut c,
                 &[format!(

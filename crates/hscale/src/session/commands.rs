@@ -32,8 +32,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.refuse_prepared_into_sequence(&payload[1..])?;
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
         // Fenced like statements: a partition's table renamed by a change
-        // answers 1146; with a newer dictionary the statement is prepared
-        // again on its new table (`fence.rs`).
+        // (or a plain table by an in-place SETUP_TABLE) answers 1146; with
+        // a newer dictionary the statement is prepared again on its new
+        // table (`fence.rs`).
         let mut attempts = 0;
         loop {
             let planned = self.b.ctx.partitioning.stored_version();
@@ -61,8 +62,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// One attempt at a PREPARE, routed by the current dictionary: `Some`
-    /// is a 1146 from the backend for a partitioned table's statement, not
-    /// answered yet.
+    /// is a 1146 from the backend, not answered yet.
     async fn prepare_routed(
         &mut self,
         payload: &Bytes,
@@ -130,7 +130,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     .to_string(),
                 reason: e.to_string(),
             })?;
-            if routing.is_some() && err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE {
+            // A plain table's too: an in-place SETUP_TABLE renames it.
+            if err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE {
                 return Ok(Some(err));
             }
             self.write_server_error(1, &err).await?;

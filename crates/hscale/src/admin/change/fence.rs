@@ -8,7 +8,7 @@
 //!   (server clock of the main backend, one clock) lets any proxy take the
 //!   change over although its lock is held (`takeover.rs`).
 //! - **Registration.** Before its first write on a backend connection, the
-//!   owner records `epoch/backend/thread id` in the row's `fence`, by an
+//!   owner records `epoch/backend/thread id/server start` in the row's `fence`, by an
 //!   UPDATE guarded by its epoch ([`register`]); it fails once the change
 //!   was taken over, and the owner stops.
 //! - **Take-over.** The taker raises the epoch by compare-and-set ([`flip`]),
@@ -75,7 +75,7 @@ impl Owner {
         let Some(mut c) = self.conn.take() else {
             return Ok(());
         };
-        register(ctx, worker, id, epoch, BackendId::MAIN, &c).await?;
+        register(ctx, worker, id, epoch, BackendId::MAIN, &mut c).await?;
         let sql = format!(
             "UPDATE `hscale`.`operations` SET heartbeat = NOW(6) WHERE id = {id} AND epoch = {epoch}"
         );
@@ -107,17 +107,21 @@ impl Owner {
 
 /// Record that operation `id`'s owner at `epoch` writes on `c` (a
 /// connection to backend `b`), before it does. Fails when the change was
-/// taken over: the owner must stop.
+/// taken over: the owner must stop. The entry names the server's start
+/// ([`server_start`], read on `c` itself): thread ids start again after a
+/// backend restarts, and a take-over must not kill a connection of a later
+/// start that reuses one.
 pub(in crate::admin) async fn register(
     ctx: &Context,
     worker: usize,
     id: u64,
     epoch: u64,
     b: BackendId,
-    c: &BackendConn,
+    c: &mut BackendConn,
 ) -> Result<(), ProxyError> {
     let name = &ctx.config.backends[b.index()].name;
-    let entry = format!("{epoch}/{name}/{};", c.thread_id);
+    let start = server_start(c).await?;
+    let entry = format!("{epoch}/{name}/{}/{start};", c.thread_id);
     let sql = format!(
         "UPDATE `hscale`.`operations` SET fence = CONCAT(IFNULL(fence, ''), {}) WHERE id = {id} AND epoch = {epoch}",
         quote_str(&entry)
@@ -128,6 +132,22 @@ pub(in crate::admin) async fn register(
         Ok(_) => Err(taken_over(id)),
         Err(e) => Err(server_error(&main, &sql, e)),
     }
+}
+
+/// When the server `c` is connected to started (Unix seconds): the one
+/// statement's start time less the server's `Uptime`, both whole seconds
+/// of the same clock reading, so every connection to one run of a server
+/// reads the same value, and a restarted server (at least a second later)
+/// another. Thread ids are unique within one such run.
+async fn server_start(c: &mut BackendConn) -> Result<u64, ProxyError> {
+    let q = "SELECT UNIX_TIMESTAMP() - VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'";
+    c.query_rows(q)
+        .await?
+        .map_err(|e| server_error(c, q, e))?
+        .strings()
+        .first()
+        .and_then(|r| r[0].as_deref()?.parse().ok())
+        .ok_or_else(|| wrong(format!("no server start time from {q}")))
 }
 
 /// The error of an owner whose change another proxy took over.
@@ -177,24 +197,46 @@ pub(in crate::admin) async fn kill_registered(
             .and_then(|r| r[0].clone())
             .unwrap_or_default()
     };
-    let mut by_backend: std::collections::BTreeMap<BackendId, Vec<u32>> = Default::default();
+    // Backend -> (server start, thread id) of every older registration.
+    let mut by_backend: std::collections::BTreeMap<BackendId, Vec<(u64, u32)>> = Default::default();
     for entry in fence.split(';').filter(|e| !e.is_empty()) {
-        let mut parts = entry.splitn(3, '/');
-        let (Some(e), Some(b), Some(t)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
-        let (Ok(e), Some(b), Ok(t)) = (e.parse::<u64>(), ctx.backend_named(b), t.parse::<u32>())
+        let mut parts = entry.splitn(4, '/');
+        let (Some(e), Some(b), Some(t), Some(start)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             continue;
         };
+        let (Ok(e), Some(b), Ok(t), Ok(start)) = (
+            e.parse::<u64>(),
+            ctx.backend_named(b),
+            t.parse::<u32>(),
+            start.parse::<u64>(),
+        ) else {
+            continue;
+        };
         if e < epoch {
-            by_backend.entry(b).or_default().push(t);
+            by_backend.entry(b).or_default().push((start, t));
         }
     }
-    for (b, mut ids) in by_backend {
+    for (b, registered) in by_backend {
+        // The server start is read on the connection that kills: if the
+        // backend restarts after this read, that connection is gone too
+        // and nothing is killed on the new run.
+        let mut c = conn(ctx, worker, b).await?;
+        let start = server_start(&mut c).await?;
+        let mut ids: Vec<u32> = registered
+            .iter()
+            .filter(|(s, _)| *s == start)
+            .map(|(_, t)| *t)
+            .collect();
         ids.sort_unstable();
         ids.dedup();
-        let mut c = conn(ctx, worker, b).await?;
+        if ids.len() < registered.len() {
+            tracing::info!(operation = id, backend = %ctx.config.backends[b.index()].name, "the backend restarted since some of the old owner's connections were registered: those are gone already");
+        }
+        if ids.is_empty() {
+            continue;
+        }
         for t in &ids {
             let sql = format!("KILL CONNECTION {t}");
             match c.command(&BackendConn::payload_for_query(&sql)).await? {

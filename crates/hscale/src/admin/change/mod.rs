@@ -133,7 +133,9 @@ pub fn is_capture_error(err: &hscale_wire::response::ErrPacket) -> bool {
 /// A pause for tests, in ms, from the environment variable `name`
 /// (`HSCALE_TEST_PAUSE_AFTER_RENAME_MS`: right after the cutover's rename,
 /// so tests can kill an owner in its cutover; `..._AFTER_COPY_MS`: after the
-/// copy, so tests can damage it). Unset in production.
+/// copy, so tests can damage it; `..._TAKEOVER_AFTER_COMMIT_MS`: a
+/// take-over between its commit and its clean-up, so tests can wake the
+/// old owner there). Unset in production.
 pub(super) fn test_pause(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
@@ -203,7 +205,7 @@ pub(super) async fn run(
         let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
         Ok((src, dst, pk, columns))
     };
-    let (src, dst, pk, columns) = match set_up.await {
+    let (mut src, mut dst, pk, columns) = match set_up.await {
         Ok(x) => x,
         Err(e) => {
             fail(ctx, worker, id, &e).await;
@@ -212,14 +214,14 @@ pub(super) async fn run(
     };
     // Registered before the first write on them (`fence.rs`): a take-over
     // kills them. A failure here means the change was taken over already.
-    register(ctx, worker, id, FIRST_EPOCH, m.src.0, &src).await?;
-    register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &dst).await?;
+    register(ctx, worker, id, FIRST_EPOCH, m.src.0, &mut src).await?;
+    register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &mut dst).await?;
     let into = if m.is_dst_live {
         format!("{}_stage{id}", m.dst.1)
     } else {
         m.dst.1.clone()
     };
-    if let Err(e) = record_spec(ctx, worker, id, m, &into).await {
+    if let Err(e) = record_spec(ctx, worker, id, m, &into, false).await {
         fail(ctx, worker, id, &e).await;
         return Err(e);
     }
@@ -243,8 +245,8 @@ pub(super) async fn run(
         );
         lane.0.is_broken = true;
         lane.1.is_broken = true;
-        register(ctx, worker, id, FIRST_EPOCH, m.src.0, &lane.0).await?;
-        register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &lane.1).await?;
+        register(ctx, worker, id, FIRST_EPOCH, m.src.0, &mut lane.0).await?;
+        register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &mut lane.1).await?;
         exec(&mut lane.0, &copy_session()).await?;
         exec(&mut lane.1, &dst_session()).await?;
         r.lanes.push(lane);
@@ -335,6 +337,7 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
     catch_up(ctx, worker, r).await?;
+    tracing::debug!(operation = r.id, "verification starts");
     let v = super::verify::verify(ctx, worker, r).await?;
     journal(
         ctx,
@@ -395,7 +398,7 @@ async fn abandon(ctx: &Context, worker: usize, r: &mut Running<'_>, why: &ProxyE
     for (b, c) in [(r.m.src.0, &mut r.src), (r.m.dst.0, &mut r.dst)] {
         if let Ok(mut fresh) = conn(ctx, worker, b).await {
             fresh.is_broken = true;
-            if let Err(e) = register(ctx, worker, r.id, r.epoch, b, &fresh).await {
+            if let Err(e) = register(ctx, worker, r.id, r.epoch, b, &mut fresh).await {
                 tracing::warn!(operation = r.id, error = %e, "not undoing the change");
                 return;
             }
@@ -511,13 +514,15 @@ pub(super) fn retire_sql(ctx: &Context, db: &str, table: &str) -> Vec<String> {
     ]
 }
 
-/// Record how to undo operation `id` before anything is created.
+/// Record how to undo or finish operation `id` before anything is created
+/// (`in_place`: an in-place SETUP_TABLE, see `takeover::Spec`).
 pub(super) async fn record_spec(
     ctx: &Context,
     worker: usize,
     id: u64,
     m: &Move,
     into: &str,
+    in_place: bool,
 ) -> Result<(), ProxyError> {
     let names: Vec<&str> = ctx
         .config
@@ -537,6 +542,7 @@ pub(super) async fn record_spec(
         key_column: m.key_column.clone(),
         filter: m.filter.clone(),
         dictionary: m.dictionary.clone(),
+        in_place,
     };
     let text = toml::to_string(&spec).map_err(|e| wrong(e.to_string()))?;
     journal(
