@@ -13,6 +13,7 @@
 //! is set: in a transaction or with autocommit off (read from the server's
 //! status flags), and after statements whose state cannot be replayed.
 
+mod access;
 mod admin;
 pub mod auth;
 mod commands;
@@ -109,6 +110,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         return;
     };
     let is_tls = client.get_ref().is_tls();
+    let mut info = info;
+    info.host = match peer.parse::<std::net::SocketAddr>() {
+        Ok(a) => a.ip().to_string(),
+        Err(_) => "localhost".into(),
+    };
     tracing::info!(peer, connection_id, user = %info.user, db = ?info.database, is_tls, "client connected");
     learn_collations(&ctx, worker, info.collation).await;
     let base_vars = match vars_for_collation(&ctx, info.collation) {
@@ -128,6 +134,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
                 last_insert_id: 0,
             },
             base_vars,
+            identity: ctx.config.identity(&info.user),
             ctx,
             worker,
             connection_id,
@@ -376,6 +383,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             com::QUERY => self.query(&payload).await?,
             com::INIT_DB => {
                 let db = String::from_utf8_lossy(&payload[1..]).into_owned();
+                self.check_db(&db)?;
                 let change = SessionChange::Use(db);
                 let effects = Effects {
                     change: Some(&change),
@@ -466,7 +474,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// (`hscale_sql::rewrite`).
     /// `CONNECTION_ID()` is the session's hscale id (the one in the
     /// handshake and in KILL), the same for the whole session whichever
-    /// backend connection runs the statement.
+    /// backend connection runs the statement. `CURRENT_USER()`, `USER()`
+    /// and the like are the proxy user, not its backend account.
     fn proxy_variables(&self, payload: &Bytes) -> Option<Bytes> {
         let sql = std::str::from_utf8(&payload[1..]).ok()?;
         let mut out: Option<String> = None;
@@ -487,6 +496,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(s) = hscale_sql::rewrite::replace_connection_id(current, id) {
             out = Some(s);
         }
+        let current = out.as_deref().unwrap_or(sql);
+        let user = format!("{}@{}", self.info.user, self.info.host);
+        let account = format!("{}@%", self.info.user);
+        if let Some(s) = hscale_sql::rewrite::replace_user_functions(current, &user, &account) {
+            out = Some(s);
+        }
         Some(crate::backend::BackendConn::payload_for_query(&out?))
     }
 
@@ -501,6 +516,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             sql = crate::logging::loggable(sql),
             "query"
         );
+        self.check_reach(&String::from_utf8_lossy(sql_bytes))?;
+        if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
+            return Ok(());
+        }
         match facts.kind {
             hscale_sql::Kind::Kill => {
                 return match hscale_sql::parse_kill(sql) {
@@ -660,6 +679,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// `USE db` at login or change user: check it exists on the main backend.
     async fn use_database(&mut self, db: &str) -> Result<Option<ErrPacket>, ProxyError> {
+        self.check_db(db)?;
         let mut conn = self.b.acquire(BackendId::MAIN).await?;
         let mut p = BytesMut::with_capacity(1 + db.len());
         p.put_u8(com::INIT_DB);
