@@ -28,7 +28,7 @@ async fn make_accounts_once() {
             "CREATE USER hs_writer@'%' IDENTIFIED BY 'writer-backend-pw'",
             "CREATE DATABASE IF NOT EXISTS priv_db",
             "GRANT SELECT ON priv_db.* TO hs_reader@'%'",
-            "GRANT SELECT ON priv_db.* TO hs_writer@'%'",
+            "GRANT SELECT, INSERT, UPDATE ON priv_db.* TO hs_writer@'%'",
             // Even a backend account allowed everything on hscale.* must not
             // reach it through the proxy.
             "GRANT ALL ON hscale.* TO hs_writer@'%'",
@@ -139,6 +139,21 @@ async fn a_mapped_user_meets_its_backend_accounts_grants() {
         .unwrap_err();
     assert_eq!(code(&e), 1142, "{e}");
     reader.query_drop("ROLLBACK").await.unwrap();
+    // A transaction across both backends as a mapped account: its home
+    // branch records the decision in hscale.decisions (the account's grant
+    // there is what the README asks for), the client never names it.
+    let mut writer = login(port, "writer", "writer-pw").await;
+    writer.query_drop("BEGIN").await.unwrap();
+    writer
+        .query_drop("UPDATE priv_db.t SET v = 21 WHERE id = 2")
+        .await
+        .unwrap();
+    writer
+        .query_drop("UPDATE priv_db.t SET v = 12 WHERE id = 1")
+        .await
+        .unwrap();
+    writer.query_drop("COMMIT").await.unwrap();
+    writer.disconnect().await.unwrap();
     // An unmapped user still runs as the proxy's own account.
     let mut app = login(port, "app", "secret").await;
     app.query_drop("UPDATE priv_db.t SET v = 11 WHERE id = 1")
@@ -148,7 +163,7 @@ async fn a_mapped_user_meets_its_backend_accounts_grants() {
         .query("SELECT id, v FROM priv_db.t ORDER BY id")
         .await
         .unwrap();
-    assert_eq!(rows, vec![(1, 11), (2, 20)]);
+    assert_eq!(rows, vec![(1, 11), (2, 21)]);
     for c in [reader, app, admin] {
         c.disconnect().await.unwrap();
     }
