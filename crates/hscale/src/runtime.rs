@@ -257,6 +257,21 @@ impl Context {
         &self.pools[worker][identity * self.config.backends.len() + backend.index()]
     }
 
+    /// The backend for statements any backend can answer (session-only
+    /// statements: SET, SELECT @@version, ...): the main backend, or, while
+    /// the health check finds it frozen, the first backend that answers,
+    /// so a frozen main backend does not hold up new connections to
+    /// tables on healthy backends.
+    pub fn answering_backend(&self) -> BackendId {
+        let is_frozen = |b: BackendId| self.pools[0][b.index()].watch.is_frozen();
+        if !is_frozen(BackendId::MAIN) {
+            return BackendId::MAIN;
+        }
+        self.backend_ids()
+            .find(|b| !is_frozen(*b))
+            .unwrap_or(BackendId::MAIN)
+    }
+
     /// The backend the config names `name`.
     pub fn backend_named(&self, name: &str) -> Option<BackendId> {
         self.config

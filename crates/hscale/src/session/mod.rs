@@ -61,6 +61,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     is_local: bool,
 ) {
     let connection_id = ctx.next_connection_id();
+    let write_limit = match ctx.config.proxy.client_write_timeout_ms {
+        0 => None,
+        ms => Some(std::time::Duration::from_millis(ms)),
+    };
+    let stream = crate::write_timeout::WriteTimeout::new(stream, write_limit);
     let mut client = PacketStream::new(ClientStream::Plain(stream));
     let version = ctx.server_version();
     // The handshake holds a place among `max_handshakes`, not a client
@@ -667,9 +672,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
         // on the backend the session is bound to; the rest on the main one.
+        // While the main backend is frozen, those go to one that answers.
         let backend = match &self.b.pinned {
             Some(c) if is_table_free(facts, sql) => c.pool().backend_id,
-            _ => BackendId::MAIN,
+            Some(_) => BackendId::MAIN,
+            None => match self.b.ctx.answering_backend() {
+                BackendId::MAIN => BackendId::MAIN,
+                other if is_table_free(facts, sql) => other,
+                _ => BackendId::MAIN,
+            },
         };
         let mut exec = self.exec();
         exec.is_fenced = true;
@@ -677,10 +688,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .await
     }
 
-    /// `USE db` at login or change user: check it exists on the main backend.
+    /// `USE db` at login or change user: check it exists on the main
+    /// backend (on one that answers while the main backend is frozen).
     async fn use_database(&mut self, db: &str) -> Result<Option<ErrPacket>, ProxyError> {
         self.check_db(db)?;
-        let mut conn = self.b.acquire(BackendId::MAIN).await?;
+        let backend = match &self.b.pinned {
+            Some(_) => BackendId::MAIN,
+            None => self.b.ctx.answering_backend(),
+        };
+        let mut conn = self.b.acquire(backend).await?;
         let mut p = BytesMut::with_capacity(1 + db.len());
         p.put_u8(com::INIT_DB);
         p.put_slice(db.as_bytes());
