@@ -57,6 +57,11 @@ pub struct ProxyConfig {
     pub wait_timeout_ms: u64,
     /// Largest client command accepted, in bytes.
     pub max_allowed_packet: usize,
+    /// Time a write to a client may wait for the client to read before
+    /// its connection is closed, in milliseconds (MariaDB's
+    /// net_write_timeout); 0 waits for ever. A client that stops reading a
+    /// large result holds its backend connection no longer than this.
+    pub client_write_timeout_ms: u64,
     /// Authentication plugin announced in the handshake:
     /// `mysql_native_password` or `caching_sha2_password`.
     pub auth_plugin: String,
@@ -121,6 +126,7 @@ impl Default for ProxyConfig {
             failed_login_delay_ms: 1_000,
             failed_login_max_delay_ms: 30_000,
             max_allowed_packet: 64 * 1024 * 1024,
+            client_write_timeout_ms: 60_000,
             auth_plugin: hscale_wire::auth::NATIVE_PASSWORD.into(),
             connect_timeout_ms: 3_000,
             acquire_timeout_ms: 10_000,
