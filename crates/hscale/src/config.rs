@@ -57,6 +57,11 @@ pub struct ProxyConfig {
     pub wait_timeout_ms: u64,
     /// Largest client command accepted, in bytes.
     pub max_allowed_packet: usize,
+    /// Time a write to a client may wait for the client to read before
+    /// its connection is closed, in milliseconds (MariaDB's
+    /// net_write_timeout); 0 waits for ever. A client that stops reading a
+    /// large result holds its backend connection no longer than this.
+    pub client_write_timeout_ms: u64,
     /// Authentication plugin announced in the handshake:
     /// `mysql_native_password` or `caching_sha2_password`.
     pub auth_plugin: String,
@@ -127,6 +132,7 @@ impl Default for ProxyConfig {
             failed_login_delay_ms: 1_000,
             failed_login_max_delay_ms: 30_000,
             max_allowed_packet: 64 * 1024 * 1024,
+            client_write_timeout_ms: 60_000,
             auth_plugin: hscale_wire::auth::NATIVE_PASSWORD.into(),
             connect_timeout_ms: 3_000,
             acquire_timeout_ms: 10_000,
@@ -177,7 +183,7 @@ impl Default for LogConfig {
     }
 }
 
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UserConfig {
     pub name: String,
@@ -185,6 +191,14 @@ pub struct UserConfig {
     pub password: String,
     #[serde(default)]
     pub admin: bool,
+    /// The backend account this user's statements run as, on every
+    /// backend, so the backends' own grants apply to it. Several users
+    /// (a role) may share one. Unset: the backend's own `user` of
+    /// `[[backends]]` (the proxy's account).
+    #[serde(default)]
+    pub backend_user: Option<String>,
+    #[serde(default)]
+    pub backend_password: String,
 }
 
 impl std::fmt::Debug for UserConfig {
@@ -193,6 +207,8 @@ impl std::fmt::Debug for UserConfig {
             .field("name", &self.name)
             .field("password", &"<redacted>")
             .field("admin", &self.admin)
+            .field("backend_user", &self.backend_user)
+            .field("backend_password", &"<redacted>")
             .finish()
     }
 }
@@ -319,6 +335,15 @@ impl Config {
                     u.name
                 ));
             }
+            if u.backend_user.as_deref() == Some("") {
+                out.push(format!("[[users]] #{}: backend_user is empty", i + 1));
+            }
+            if u.backend_user.is_none() && !u.backend_password.is_empty() {
+                out.push(format!(
+                    "[[users]] #{}: backend_password without backend_user",
+                    i + 1
+                ));
+            }
         }
         if self.backends.is_empty() {
             out.push(
@@ -367,6 +392,36 @@ impl Config {
 
     pub fn user(&self, name: &str) -> Option<&UserConfig> {
         self.users.iter().find(|u| u.name == name)
+    }
+
+    /// The distinct backend accounts of `[[users]]` (`backend_user`,
+    /// `backend_password`), in order of first use: identity `i + 1` in
+    /// [`Config::identity`]; identity 0 is the proxy's own account.
+    pub fn backend_identities(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for u in &self.users {
+            if let Some(name) = &u.backend_user {
+                let id = (name.clone(), u.backend_password.clone());
+                if !out.contains(&id) {
+                    out.push(id);
+                }
+            }
+        }
+        out
+    }
+
+    /// The backend identity user `name`'s statements run as: 0 for the
+    /// proxy's own account, else one plus its place in
+    /// [`Config::backend_identities`].
+    pub fn identity(&self, name: &str) -> usize {
+        let Some(u) = self.user(name) else { return 0 };
+        let Some(backend_user) = &u.backend_user else {
+            return 0;
+        };
+        self.backend_identities()
+            .iter()
+            .position(|(n, p)| n == backend_user && *p == u.backend_password)
+            .map_or(0, |i| i + 1)
     }
 }
 
@@ -424,5 +479,24 @@ mod tests {
         .unwrap();
         let s = format!("{cfg:?}");
         assert!(!s.contains("topsecret") && !s.contains("alsosecret"));
+    }
+
+    #[test]
+    fn users_share_backend_identities() {
+        let cfg = Config::parse(
+            "[[users]]\nname='a'\nbackend_user='ro'\nbackend_password='x'\n[[users]]\nname='b'\n[[users]]\nname='c'\nbackend_user='ro'\nbackend_password='x'\n[[users]]\nname='d'\nbackend_user='rw'\nbackend_password='hidden'\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.identity("a"), 1);
+        assert_eq!(cfg.identity("b"), 0);
+        assert_eq!(cfg.identity("c"), 1);
+        assert_eq!(cfg.identity("d"), 2);
+        assert_eq!(cfg.identity("nobody"), 0);
+        assert!(!format!("{cfg:?}").contains("hidden"));
+        let bad = Config::parse("[[users]]\nname='a'\nbackend_password='x'\n").unwrap();
+        assert!(bad
+            .problems()
+            .join("\n")
+            .contains("backend_password without backend_user"));
     }
 }

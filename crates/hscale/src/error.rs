@@ -97,6 +97,24 @@ pub enum ProxyError {
         key: String,
         columns: String,
     },
+    /// A statement that names hscale's own schema (only HSCALE commands
+    /// reach it), refused as the server refuses a table without grants.
+    #[error("{command} command denied to user '{user}'@'{host}' for table `{db}`.`{table}`")]
+    TableAccessDenied {
+        command: String,
+        user: String,
+        host: String,
+        db: String,
+        table: String,
+    },
+    /// `USE`, COM_INIT_DB or a statement naming hscale's own schema as a
+    /// database; also SHOW GRANTS for another account.
+    #[error("Access denied for user '{user}'@'{host}' to database '{db}'")]
+    DbAccessDenied {
+        user: String,
+        host: String,
+        db: String,
+    },
     #[error("hscale: operation {0} was cancelled (HSCALE CANCEL_OPERATION); the table is as it was before it")]
     Cancelled(u64),
 }
@@ -170,6 +188,10 @@ impl ProxyError {
             ProxyError::KillDenied(_) => (code::ER_KILL_DENIED_ERROR, b"HY000", msg),
             ProxyError::AdminDenied { .. } => (code::ER_SPECIFIC_ACCESS_DENIED, b"42000", msg),
             ProxyError::Cancelled(_) => (code::ER_QUERY_INTERRUPTED, b"70100", msg),
+            ProxyError::TableAccessDenied { .. } => {
+                (code::ER_TABLEACCESS_DENIED_ERROR, b"42000", msg)
+            }
+            ProxyError::DbAccessDenied { .. } => (code::ER_DBACCESS_DENIED_ERROR, b"42000", msg),
             ProxyError::UniqueKeyNeedsPartitionColumn { .. } => {
                 (code::ER_UNIQUE_KEY_NEED_ALL_FIELDS_IN_PF, b"HY000", msg)
             }

@@ -20,6 +20,7 @@ pub mod seq;
 pub mod server;
 pub mod session;
 pub mod tls;
+pub mod write_timeout;
 
 pub use config::Config;
 pub use server::RunningProxy;

@@ -16,9 +16,12 @@ use crate::config::{BackendConfig, Config};
 /// Shared by all sessions; nothing in it is locked on the statement path.
 pub struct Context {
     pub config: Arc<Config>,
-    /// `pools[worker][backend]`: each worker has a pool per backend, with
-    /// its share of the backend's min and max connections. Backend 0 is the
-    /// main backend.
+    /// `pools[worker][identity * backends + backend]`: each worker has a
+    /// pool per backend and backend identity, with its share of the
+    /// backend's min and max connections. Identity 0 is the proxy's own
+    /// account (`[[backends]] user`), the others the `backend_user`s of
+    /// `[[users]]` (`Config::backend_identities`), opened on demand.
+    /// Backend 0 is the main backend.
     pools: Vec<Vec<Arc<Pool>>>,
     pub(crate) server_version: OnceLock<String>,
     /// The main backend's collation table (`information_schema.COLLATIONS`),
@@ -168,21 +171,29 @@ impl Context {
             .iter()
             .map(|_| Arc::new(BackendWatch::new(read_timeout, ping_timeout)))
             .collect();
+        let identities = config.backend_identities();
         let pools = (0..workers)
             .map(|w| {
-                config
-                    .backends
-                    .iter()
-                    .enumerate()
-                    .map(|(i, b)| {
-                        let cfg = BackendConfig {
+                let mut pools = Vec::new();
+                for identity in 0..=identities.len() {
+                    for (i, b) in config.backends.iter().enumerate() {
+                        let mut cfg = BackendConfig {
                             min_connections: share(b.min_connections, workers, w),
                             max_connections: share(b.max_connections, workers, w).max(1),
                             ..b.clone()
                         };
-                        Pool::new(cfg, BackendId::new(i), connect, acquire, watches[i].clone())
-                    })
-                    .collect()
+                        if let Some((user, password)) =
+                            identity.checked_sub(1).map(|k| &identities[k])
+                        {
+                            cfg.user = user.clone();
+                            cfg.password = password.clone();
+                            cfg.min_connections = 0;
+                        }
+                        let watch = watches[i].clone();
+                        pools.push(Pool::new(cfg, BackendId::new(i), connect, acquire, watch));
+                    }
+                }
+                pools
             })
             .collect();
         let xa_checks = crate::exec::txn_checks::XaChecks::new(config.backends.len());
@@ -237,9 +248,32 @@ impl Context {
             .cloned()
     }
 
-    /// Worker `worker`'s pool for backend `backend`.
+    /// Worker `worker`'s pool for backend `backend`, as the proxy's own
+    /// account (dictionary, journal, sequences, recovery, KILL).
     pub fn pool(&self, worker: usize, backend: BackendId) -> &Arc<Pool> {
         &self.pools[worker][backend.index()]
+    }
+
+    /// Worker `worker`'s pool for backend `backend` as backend identity
+    /// `identity` (`Config::identity` of a client's user): where a client's
+    /// statements run, so the backend's grants for that account apply.
+    pub fn pool_as(&self, worker: usize, backend: BackendId, identity: usize) -> &Arc<Pool> {
+        &self.pools[worker][identity * self.config.backends.len() + backend.index()]
+    }
+
+    /// The backend for statements any backend can answer (session-only
+    /// statements: SET, SELECT @@version, ...): the main backend, or, while
+    /// the health check finds it frozen, the first backend that answers,
+    /// so a frozen main backend does not hold up new connections to
+    /// tables on healthy backends.
+    pub fn answering_backend(&self) -> BackendId {
+        let is_frozen = |b: BackendId| self.pools[0][b.index()].watch.is_frozen();
+        if !is_frozen(BackendId::MAIN) {
+            return BackendId::MAIN;
+        }
+        self.backend_ids()
+            .find(|b| !is_frozen(*b))
+            .unwrap_or(BackendId::MAIN)
     }
 
     /// The backend the config names `name`.
@@ -256,12 +290,12 @@ impl Context {
         BackendId::all(self.config.backends.len())
     }
 
-    /// Worker `worker`'s pools, one per backend.
+    /// Worker `worker`'s pools, one per backend and identity.
     pub fn worker_pools(&self, worker: usize) -> &[Arc<Pool>] {
         &self.pools[worker]
     }
 
-    /// All pools of one backend, over all workers.
+    /// All pools of one backend as the proxy's own account, over all workers.
     pub fn backend_pools(&self, backend: BackendId) -> impl Iterator<Item = &Arc<Pool>> {
         self.pools.iter().map(move |w| &w[backend.index()])
     }

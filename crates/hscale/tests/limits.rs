@@ -340,3 +340,51 @@ async fn failed_logins_are_throttled_per_address() {
         assert!(start.elapsed() < fast);
     }
 }
+
+/// A client that asks for a large result and stops reading holds its
+/// backend connection no longer than `client_write_timeout_ms`: with a
+/// pool of one connection per backend, another client is served once the
+/// stalled one is cut off, and the stalled client's connection is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_frees_its_backend_connection() {
+    let proxy = proxy_with(|c| {
+        c.proxy.workers = 1;
+        c.proxy.client_write_timeout_ms = 1_000;
+        c.proxy.acquire_timeout_ms = 60_000;
+        for b in &mut c.backends {
+            b.min_connections = 0;
+            b.max_connections = 1;
+        }
+    });
+    let port = proxy.addr.port();
+    let (mut stalled, ok) = Raw::login(port, "root", "", CLIENT_CAPS).await;
+    assert_eq!(ok.payload[0], 0, "login");
+    // About 100 MB of rows (over 300 x 300 collations), far beyond what
+    // socket buffers hold; the client reads the first packet, then nothing.
+    let mut q = vec![com::QUERY];
+    q.extend_from_slice(b"SELECT a.ID, REPEAT('x', 1000) FROM information_schema.COLLATIONS a, information_schema.COLLATIONS b");
+    stalled.send(0, &q).await;
+    let first = stalled.read().await.expect("an answer");
+    assert_ne!(first.payload[0], 0xff, "the query failed");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The only backend connection is streaming to the stalled client; this
+    // one needs it. (The timeout is a hang guard, not a measurement.)
+    let served = tokio::time::timeout(Duration::from_secs(45), select_one(port))
+        .await
+        .expect("a second client waited for the stalled one's backend connection");
+    assert_eq!(served.unwrap(), Some(1));
+    // The stalled client was cut off: after what was buffered, the stream ends.
+    let drained = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut bytes = 0usize;
+        while let Ok(p) = stalled.s.read_packet().await {
+            bytes += p.payload.len();
+        }
+        bytes
+    })
+    .await
+    .expect("the stalled client's connection stays open");
+    assert!(
+        drained < 100_000 * 1000,
+        "the whole result arrived ({drained} bytes)"
+    );
+}

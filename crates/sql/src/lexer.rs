@@ -73,6 +73,19 @@ fn is_ident_byte(b: u8) -> bool {
 
 /// Split a statement into tokens.
 pub fn tokenize(sql: &str) -> Result<Vec<Token>, LexError> {
+    tokenize_as(sql, true)
+}
+
+/// Split a statement into tokens as the server does under the sql_mode
+/// NO_BACKSLASH_ESCAPES (a backslash in a string is an ordinary
+/// character). A client may set that mode, so checks that must not be
+/// evaded look at the statement both ways (`guard.rs`).
+pub fn tokenize_without_escapes(sql: &str) -> Result<Vec<Token>, LexError> {
+    tokenize_as(sql, false)
+}
+
+#[inline(always)]
+fn tokenize_as(sql: &str, is_escaping: bool) -> Result<Vec<Token>, LexError> {
     let b = sql.as_bytes();
     let n = b.len();
     let mut out = Vec::with_capacity(16);
@@ -132,12 +145,14 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>, LexError> {
             }
             b'\'' | b'"' => {
                 let s = i;
-                i = skip_quoted(b, i, c).ok_or(LexError::UnterminatedString(s as u32))?;
+                i = skip_quoted(b, i, c, is_escaping)
+                    .ok_or(LexError::UnterminatedString(s as u32))?;
                 push(&mut out, TokenKind::Str, s, i);
             }
             b'`' => {
                 let s = i;
-                i = skip_quoted(b, i, c).ok_or(LexError::UnterminatedString(s as u32))?;
+                i = skip_quoted(b, i, c, is_escaping)
+                    .ok_or(LexError::UnterminatedString(s as u32))?;
                 push(&mut out, TokenKind::QuotedIdent, s, i);
             }
             b'@' => {
@@ -149,14 +164,14 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>, LexError> {
                     }
                     // @@`quoted` is rare; treat the quoted part as part of the name.
                     if i < n && b[i] == b'`' {
-                        i = skip_quoted(b, i, b'`')
+                        i = skip_quoted(b, i, b'`', is_escaping)
                             .ok_or(LexError::UnterminatedString(s as u32))?;
                     }
                     push(&mut out, TokenKind::SysVar, s, i);
                 } else {
                     i += 1;
                     if i < n && (b[i] == b'\'' || b[i] == b'"' || b[i] == b'`') {
-                        i = skip_quoted(b, i, b[i])
+                        i = skip_quoted(b, i, b[i], is_escaping)
                             .ok_or(LexError::UnterminatedString(s as u32))?;
                     } else {
                         while i < n && (is_ident_byte(b[i]) || b[i] == b'.') {
@@ -248,12 +263,13 @@ fn prev_is_name(out: &[Token], prev_end: usize, i: usize) -> bool {
 }
 
 /// Skip a quoted string starting at `i` (the opening quote); returns the
-/// index after the closing quote. Backslash escapes and doubled quotes.
-fn skip_quoted(b: &[u8], mut i: usize, q: u8) -> Option<usize> {
+/// index after the closing quote. Backslash escapes (unless
+/// `is_escaping` is off) and doubled quotes.
+fn skip_quoted(b: &[u8], mut i: usize, q: u8, is_escaping: bool) -> Option<usize> {
     i += 1;
     while i < b.len() {
         let c = b[i];
-        if c == b'\\' && q != b'`' {
+        if c == b'\\' && q != b'`' && is_escaping {
             i += 2;
             continue;
         }

@@ -9,6 +9,7 @@
 
 pub mod facts;
 pub mod fingerprint;
+pub mod guard;
 pub mod lexer;
 pub mod rewrite;
 pub mod transaction;

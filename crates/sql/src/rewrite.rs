@@ -62,11 +62,41 @@ const RUNS_NOW: &[&str] = &[
 /// in statements that run now; `None` when there is none. A call that is a
 /// whole select item keeps its column name.
 pub fn replace_connection_id(sql: &str, id: u64) -> Option<String> {
+    replace_calls(sql, &[("CONNECTION_ID", format!("CAST({id} AS UNSIGNED)"))])
+}
+
+/// `sql` with `CURRENT_USER()` (and `CURRENT_USER` without parentheses)
+/// replaced by the string `current` and `USER()`, `SESSION_USER()` and
+/// `SYSTEM_USER()` by `user`, in statements that run now: through the proxy
+/// the account is the proxy user, never the backend account it runs as.
+pub fn replace_user_functions(sql: &str, user: &str, current: &str) -> Option<String> {
     let bytes = sql.as_bytes();
-    if !bytes
-        .windows(13)
-        .any(|w| w.eq_ignore_ascii_case(b"CONNECTION_ID"))
-    {
+    if !bytes.windows(4).any(|w| w.eq_ignore_ascii_case(b"USER")) {
+        return None;
+    }
+    let quote = |s: &str| format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"));
+    replace_calls(
+        sql,
+        &[
+            ("CURRENT_USER", quote(current)),
+            ("USER", quote(user)),
+            ("SESSION_USER", quote(user)),
+            ("SYSTEM_USER", quote(user)),
+        ],
+    )
+}
+
+/// Replace every call `NAME()` of the functions in `calls` by its
+/// replacement (`CURRENT_USER` also without parentheses), in statements
+/// that run now; a call that is a whole select item keeps its column name.
+fn replace_calls(sql: &str, calls: &[(&str, String)]) -> Option<String> {
+    let bytes = sql.as_bytes();
+    let is_named = calls.iter().any(|(name, _)| {
+        bytes
+            .windows(name.len())
+            .any(|w| w.eq_ignore_ascii_case(name.as_bytes()))
+    });
+    if !is_named {
         return None;
     }
     let tokens = tokenize(sql).ok()?;
@@ -85,24 +115,35 @@ pub fn replace_connection_id(sql: &str, id: u64) -> Option<String> {
         } else if t.is_punct(sql, ")") {
             depth -= 1;
         }
-        let is_call = t.is_word(sql, "CONNECTION_ID")
-            && tokens.get(i + 1).is_some_and(|n| n.is_punct(sql, "("))
-            && tokens.get(i + 2).is_some_and(|n| n.is_punct(sql, ")"))
-            && !(i > 0 && tokens[i - 1].is_punct(sql, "."));
-        if !is_call {
+        let is_qualified = i > 0 && tokens[i - 1].is_punct(sql, ".");
+        let has_parens = tokens.get(i + 1).is_some_and(|n| n.is_punct(sql, "("))
+            && tokens.get(i + 2).is_some_and(|n| n.is_punct(sql, ")"));
+        let call = calls.iter().find(|(name, _)| t.is_word(sql, name));
+        let len = match call {
+            Some(_) if is_qualified => 0,
+            Some(_) if has_parens => 3,
+            Some((name, _))
+                if name.eq_ignore_ascii_case("CURRENT_USER")
+                    && !tokens.get(i + 1).is_some_and(|n| n.is_punct(sql, "(")) =>
+            {
+                1
+            }
+            _ => 0,
+        };
+        let Some((_, replacement)) = call.filter(|_| len > 0) else {
             i += 1;
             continue;
-        }
-        let close = tokens[i + 2];
-        let is_item = is_whole_item(&tokens, sql, i, i + 3);
+        };
+        let last = tokens[i + len - 1];
+        let is_item = is_whole_item(&tokens, sql, i, i + len);
         out.push_str(&sql[copied..t.start as usize]);
-        let _ = write!(out, "CAST({id} AS UNSIGNED)");
+        out.push_str(replacement);
         if depth == 0 && is_item && first.is_word(sql, "SELECT") {
-            let text = &sql[t.start as usize..close.end as usize];
+            let text = &sql[t.start as usize..last.end as usize];
             let _ = write!(out, " AS `{}`", text.replace('`', "``"));
         }
-        copied = close.end as usize;
-        i += 3;
+        copied = last.end as usize;
+        i += len;
     }
     if copied == 0 {
         return None;
@@ -193,5 +234,25 @@ mod tests {
         assert_eq!(r("SELECT 'CONNECTION_ID()'"), None);
         assert_eq!(r("CREATE VIEW v AS SELECT CONNECTION_ID()"), None);
         assert_eq!(r("SELECT connection_id"), None);
+    }
+
+    #[test]
+    fn replaces_user_functions() {
+        let r = |sql| replace_user_functions(sql, "al'ice@10.0.0.1", "al'ice@%");
+        assert_eq!(
+            r("SELECT CURRENT_USER(), user()").as_deref(),
+            Some("SELECT 'al''ice@%' AS `CURRENT_USER()`, 'al''ice@10.0.0.1' AS `user()`")
+        );
+        assert_eq!(
+            r("select current_user").as_deref(),
+            Some("select 'al''ice@%' AS `current_user`")
+        );
+        assert_eq!(
+            r("INSERT INTO log VALUES (SESSION_USER(), SYSTEM_USER())").as_deref(),
+            Some("INSERT INTO log VALUES ('al''ice@10.0.0.1', 'al''ice@10.0.0.1')")
+        );
+        assert_eq!(r("SELECT user FROM t"), None);
+        assert_eq!(r("SELECT t.user() FROM t"), None);
+        assert_eq!(r("SHOW GRANTS FOR CURRENT_USER"), None);
     }
 }

@@ -75,6 +75,8 @@ pub mod code {
     pub const ER_NET_PACKETS_OUT_OF_ORDER: u16 = 1156;
     pub const ER_UNKNOWN_STMT_HANDLER: u16 = 1243;
     pub const ER_SPECIFIC_ACCESS_DENIED: u16 = 1227;
+    pub const ER_DBACCESS_DENIED_ERROR: u16 = 1044;
+    pub const ER_TABLEACCESS_DENIED_ERROR: u16 = 1142;
     pub const ER_NOT_SUPPORTED_YET: u16 = 1235;
     pub const ER_SECURE_TRANSPORT_REQUIRED: u16 = 3159;
     pub const ER_UNIQUE_KEY_NEED_ALL_FIELDS_IN_PF: u16 = 1503;

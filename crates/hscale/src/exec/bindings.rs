@@ -38,6 +38,9 @@ pub struct Bindings {
     pub ctx: Arc<Context>,
     /// The worker thread this session runs on; it borrows from that worker's pools.
     pub worker: usize,
+    /// The backend account the session's statements run as
+    /// (`Config::identity` of its user; `Context::pool_as`).
+    pub identity: usize,
     pub connection_id: u32,
     pub state: SessionState,
     /// Session variables right after login (the handshake character set).
@@ -162,7 +165,7 @@ impl Bindings {
             });
         }
         self.ctx
-            .pool(self.worker, backend)
+            .pool_as(self.worker, backend, self.identity)
             .get(self.is_found_rows)
             .await
     }

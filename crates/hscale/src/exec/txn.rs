@@ -270,7 +270,7 @@ impl Bindings {
         };
         let mut conn = self
             .ctx
-            .pool(self.worker, backend)
+            .pool_as(self.worker, backend, self.identity)
             .get(self.is_found_rows)
             .await?;
         if let Some(err) = self.sync(&mut conn, false).await? {

@@ -107,6 +107,7 @@ impl Cluster {
                 name: "root".into(),
                 password: String::new(),
                 admin: true,
+                ..Default::default()
             }],
             backends: servers
                 .iter()

@@ -46,6 +46,9 @@ pub const SERVER_CAPS: u32 = cap::LONG_PASSWORD
 #[derive(Debug, Clone)]
 pub struct ClientInfo {
     pub user: String,
+    /// The client's address as MariaDB names a client host in errors
+    /// (its IP, or `localhost` on the unix socket); set after login.
+    pub host: String,
     pub is_admin: bool,
     pub capabilities: u32,
     pub collation: u8,
@@ -117,6 +120,7 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let mut info = ClientInfo {
         user: resp.user.clone(),
+        host: String::new(),
         is_admin: false,
         capabilities: resp.capabilities & capabilities,
         collation: resp.collation,

@@ -28,6 +28,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// COM_STMT_PREPARE: prepare on a backend connection to learn the
     /// metadata, answer with hscale's own statement id.
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+        self.check_reach(&String::from_utf8_lossy(&payload[1..]))?;
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
         self.b.refuse_prepared_into_sequence(&payload[1..])?;
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
@@ -435,6 +436,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         self.reset_session();
         self.info.user = user.name.clone();
+        self.b.identity = self.b.ctx.config.identity(&user.name);
         *self.b.handle.user.lock().unwrap_or_else(|p| p.into_inner()) = user.name.clone();
         self.info.is_admin = user.admin;
         if let Some(c) = cu.collation {

@@ -13,6 +13,7 @@
 //! is set: in a transaction or with autocommit off (read from the server's
 //! status flags), and after statements whose state cannot be replayed.
 
+mod access;
 mod admin;
 pub mod auth;
 mod commands;
@@ -60,6 +61,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     is_local: bool,
 ) {
     let connection_id = ctx.next_connection_id();
+    let write_limit = match ctx.config.proxy.client_write_timeout_ms {
+        0 => None,
+        ms => Some(std::time::Duration::from_millis(ms)),
+    };
+    let stream = crate::write_timeout::WriteTimeout::new(stream, write_limit);
     let mut client = PacketStream::new(ClientStream::Plain(stream));
     let version = ctx.server_version();
     // The handshake holds a place among `max_handshakes`, not a client
@@ -109,6 +115,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         return;
     };
     let is_tls = client.get_ref().is_tls();
+    let mut info = info;
+    info.host = match peer.parse::<std::net::SocketAddr>() {
+        Ok(a) => a.ip().to_string(),
+        Err(_) => "localhost".into(),
+    };
     tracing::info!(peer, connection_id, user = %info.user, db = ?info.database, is_tls, "client connected");
     learn_collations(&ctx, worker, info.collation).await;
     let base_vars = match vars_for_collation(&ctx, info.collation) {
@@ -128,6 +139,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
                 last_insert_id: 0,
             },
             base_vars,
+            identity: ctx.config.identity(&info.user),
             ctx,
             worker,
             connection_id,
@@ -376,6 +388,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             com::QUERY => self.query(&payload).await?,
             com::INIT_DB => {
                 let db = String::from_utf8_lossy(&payload[1..]).into_owned();
+                self.check_db(&db)?;
                 let change = SessionChange::Use(db);
                 let effects = Effects {
                     change: Some(&change),
@@ -466,7 +479,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// (`hscale_sql::rewrite`).
     /// `CONNECTION_ID()` is the session's hscale id (the one in the
     /// handshake and in KILL), the same for the whole session whichever
-    /// backend connection runs the statement.
+    /// backend connection runs the statement. `CURRENT_USER()`, `USER()`
+    /// and the like are the proxy user, not its backend account.
     fn proxy_variables(&self, payload: &Bytes) -> Option<Bytes> {
         let sql = std::str::from_utf8(&payload[1..]).ok()?;
         let mut out: Option<String> = None;
@@ -487,6 +501,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(s) = hscale_sql::rewrite::replace_connection_id(current, id) {
             out = Some(s);
         }
+        let current = out.as_deref().unwrap_or(sql);
+        let user = format!("{}@{}", self.info.user, self.info.host);
+        let account = format!("{}@%", self.info.user);
+        if let Some(s) = hscale_sql::rewrite::replace_user_functions(current, &user, &account) {
+            out = Some(s);
+        }
         Some(crate::backend::BackendConn::payload_for_query(&out?))
     }
 
@@ -501,6 +521,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             sql = crate::logging::loggable(sql),
             "query"
         );
+        self.check_reach(&String::from_utf8_lossy(sql_bytes))?;
+        if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
+            return Ok(());
+        }
         match facts.kind {
             hscale_sql::Kind::Kill => {
                 return match hscale_sql::parse_kill(sql) {
@@ -668,9 +692,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
         // on the backend the session is bound to; the rest on the main one.
+        // While the main backend is frozen, those go to one that answers.
         let backend = match &self.b.pinned {
             Some(c) if is_table_free(facts, sql) => c.pool().backend_id,
-            _ => BackendId::MAIN,
+            Some(_) => BackendId::MAIN,
+            None => match self.b.ctx.answering_backend() {
+                BackendId::MAIN => BackendId::MAIN,
+                other if is_table_free(facts, sql) => other,
+                _ => BackendId::MAIN,
+            },
         };
         let mut exec = self.exec();
         exec.is_fenced = true;
@@ -678,9 +708,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .await
     }
 
-    /// `USE db` at login or change user: check it exists on the main backend.
+    /// `USE db` at login or change user: check it exists on the main
+    /// backend (on one that answers while the main backend is frozen).
     async fn use_database(&mut self, db: &str) -> Result<Option<ErrPacket>, ProxyError> {
-        let mut conn = self.b.acquire(BackendId::MAIN).await?;
+        self.check_db(db)?;
+        let backend = match &self.b.pinned {
+            Some(_) => BackendId::MAIN,
+            None => self.b.ctx.answering_backend(),
+        };
+        let mut conn = self.b.acquire(backend).await?;
         let mut p = BytesMut::with_capacity(1 + db.len());
         p.put_u8(com::INIT_DB);
         p.put_slice(db.as_bytes());

@@ -43,6 +43,7 @@ pub fn add_app_user(c: &mut hscale::Config) {
         name: "app".into(),
         password: "secret".into(),
         admin: false,
+        ..Default::default()
     });
 }
 
