@@ -11,6 +11,7 @@ pub mod facts;
 pub mod fingerprint;
 pub mod lexer;
 pub mod rewrite;
+pub mod show;
 pub mod transaction;
 
 pub use facts::{

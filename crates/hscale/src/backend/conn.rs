@@ -86,6 +86,9 @@ pub struct BackendConn {
     pub is_multi_statements: bool,
     pub last_insert_id: u64,
     pub last_used: Instant,
+    /// `BackendWatch::defaults` when this connection's session variables
+    /// were last taken from the server's globals (connect or reset).
+    pub defaults: u64,
     scramble: [u8; 20],
     statements: HashMap<Arc<[u8]>, BackendStatement>,
     statement_tick: u64,
@@ -181,6 +184,7 @@ impl BackendConn {
             is_multi_statements: true,
             last_insert_id: 0,
             last_used: Instant::now(),
+            defaults: 0,
             scramble: hs.scramble,
             statements: HashMap::new(),
             statement_tick: 0,
