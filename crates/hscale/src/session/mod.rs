@@ -176,6 +176,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         .flush()
         .await;
     if login_ok.is_ok() {
+        if session.info.capabilities & cap::COMPRESS != 0 {
+            session.client.get_mut().compress();
+        }
         let ctx = session.b.ctx.clone();
         let db = session.b.state.db.as_deref();
         session.b.handle.end(std::time::Instant::now(), db);
