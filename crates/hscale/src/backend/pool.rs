@@ -305,9 +305,22 @@ impl Pool {
                     .into_iter()
                     .next()
                     .and_then(|mut row| row.pop().flatten()),
-                _ => None,
+                Ok(_) => None,
+                Err(_) => {
+                    // Cut off mid-answer: not reusable.
+                    conn.is_broken = true;
+                    None
+                }
             };
         let Some(digest) = digest else { return };
+        // A pooled connection may keep a session's autocommit=0, under
+        // which the SELECT opened a transaction: end it, or the next XA
+        // START on this connection fails (XAER_OUTSIDE).
+        let rollback = BackendConn::payload_for_query("ROLLBACK");
+        if !matches!(conn.command(&rollback).await, Ok(Ok(_))) {
+            conn.is_broken = true;
+            return;
+        }
         if seen.as_ref().is_some_and(|s| *s != digest) {
             tracing::info!(backend = %self.cfg.name, "global session defaults changed: pooled connections are reset before their next use");
             self.watch.defaults_changed();
