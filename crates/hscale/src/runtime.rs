@@ -58,6 +58,12 @@ pub struct Context {
 /// never shared with another session's statements.
 pub struct SessionHandle {
     pub user: Mutex<String>,
+    /// The client's address as PROCESSLIST shows it (`ip:port`, or
+    /// `localhost` for the unix socket).
+    pub host: String,
+    /// What the session does now (PROCESSLIST); locked when a command
+    /// starts and ends and by PROCESSLIST.
+    activity: Mutex<Activity>,
     /// `(backend, backend thread id)` of every connection a statement of
     /// this session runs on now (several for a statement over partitions).
     running: Mutex<Vec<(BackendId, u32)>>,
@@ -68,9 +74,16 @@ pub struct SessionHandle {
 }
 
 impl SessionHandle {
-    pub fn new(user: &str) -> SessionHandle {
+    pub fn new(user: &str, host: String) -> SessionHandle {
         SessionHandle {
             user: Mutex::new(user.to_string()),
+            host,
+            activity: Mutex::new(Activity {
+                command: "Sleep",
+                since: std::time::Instant::now(),
+                info: None,
+                db: None,
+            }),
             running: Mutex::new(Vec::new()),
             is_killed: AtomicBool::new(false),
             killed: tokio::sync::Notify::new(),
@@ -98,12 +111,66 @@ impl SessionHandle {
     pub fn is_running(&self, key: (BackendId, u32)) -> bool {
         self.running_list().contains(&key)
     }
+    fn activity_lock(&self) -> std::sync::MutexGuard<'_, Activity> {
+        self.activity.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// A command starts: `command` as a server names it, `info` the
+    /// statement it runs.
+    pub fn begin(&self, command: &'static str, info: Option<Info>) {
+        let mut a = self.activity_lock();
+        a.command = command;
+        a.since = std::time::Instant::now();
+        a.info = info;
+    }
+    /// The command ended at `now`; `db` is the session's database after it.
+    pub fn end(&self, now: std::time::Instant, db: Option<&str>) {
+        let mut a = self.activity_lock();
+        a.command = "Sleep";
+        a.since = now;
+        a.info = None;
+        if a.db.as_deref() != db {
+            a.db = db.map(str::to_string);
+        }
+    }
+    /// What the session does now.
+    pub fn activity(&self) -> Activity {
+        self.activity_lock().clone()
+    }
     pub fn kill(&self) {
         self.is_killed.store(true, Ordering::Relaxed);
         self.killed.notify_one();
     }
     pub fn is_killed(&self) -> bool {
         self.is_killed.load(Ordering::Relaxed)
+    }
+}
+
+/// What a session does now, as PROCESSLIST shows it.
+#[derive(Clone)]
+pub struct Activity {
+    /// `Sleep` between commands, else the command's name (`Query`,
+    /// `Execute`, ...).
+    pub command: &'static str,
+    /// When the command started (or, in `Sleep`, the last one ended).
+    pub since: std::time::Instant,
+    /// The statement the command runs.
+    pub info: Option<Info>,
+    pub db: Option<String>,
+}
+
+/// A statement's text, shared with the command that runs it (no copy).
+#[derive(Clone)]
+pub enum Info {
+    Text(bytes::Bytes),
+    Prepared(Arc<[u8]>),
+}
+
+impl Info {
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Info::Text(b) => b,
+            Info::Prepared(b) => b,
+        }
     }
 }
 
@@ -246,6 +313,17 @@ impl Context {
             .unwrap_or_else(|p| p.into_inner())
             .get(&id)
             .cloned()
+    }
+
+    /// A statement may have changed the global defaults of session
+    /// variables (`SET GLOBAL`): every backend's pooled connections are
+    /// reset before their next use (`BackendWatch::defaults_changed`).
+    pub fn session_defaults_changed(&self) {
+        if let Some(pools) = self.pools.first() {
+            for pool in pools {
+                pool.watch.defaults_changed();
+            }
+        }
     }
 
     /// Worker `worker`'s pool for backend `backend`, as the proxy's own

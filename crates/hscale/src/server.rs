@@ -73,8 +73,14 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         let pool = pool.clone();
         let ctx = Arc::downgrade(ctx);
         tokio::spawn(async move {
+            // Worker 0 looks for global defaults changed outside this proxy
+            // (every worker's pools share the backend's `BackendWatch`).
+            let mut defaults = None;
             loop {
                 pool.check(interval).await;
+                if worker == 0 {
+                    pool.check_defaults(&mut defaults).await;
+                }
                 tokio::time::sleep(interval).await;
                 let Some(ctx) = ctx.upgrade() else { return };
                 let is_loaded = ctx

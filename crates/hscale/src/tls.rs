@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
+use hscale_wire::compress::Compressed;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -97,13 +98,27 @@ pub fn self_signed(dir: &Path) -> Result<(PathBuf, PathBuf), TlsError> {
 pub enum ClientStream<S> {
     Plain(S),
     Tls(Box<TlsStream<Prefixed<S>>>),
+    /// The compressed protocol (`CLIENT_COMPRESS`) over a plain or TLS
+    /// stream, from the packet after the login OK on.
+    Compressed(Box<Compressed<ClientStream<S>>>),
     /// Only while [`ClientStream::upgrade`] runs (or after it failed).
     Upgrading,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> ClientStream<S> {
     pub fn is_tls(&self) -> bool {
-        matches!(self, ClientStream::Tls(_))
+        match self {
+            ClientStream::Tls(_) => true,
+            ClientStream::Compressed(c) => c.get_ref().is_tls(),
+            _ => false,
+        }
+    }
+
+    /// Speak the compressed protocol from now on (the client asked for
+    /// `CLIENT_COMPRESS` and its login OK went out).
+    pub fn compress(&mut self) {
+        let inner = std::mem::replace(self, ClientStream::Upgrading);
+        *self = ClientStream::Compressed(Box::new(Compressed::new(inner)));
     }
 
     /// Run the TLS server handshake on the plain stream. `early` holds the
@@ -132,6 +147,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for ClientStream<S> {
         match self.get_mut() {
             ClientStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            ClientStream::Compressed(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
             ClientStream::Upgrading => Poll::Ready(Err(upgrading())),
         }
     }
@@ -146,6 +162,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for ClientStream<S> {
         match self.get_mut() {
             ClientStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            ClientStream::Compressed(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
             ClientStream::Upgrading => Poll::Ready(Err(upgrading())),
         }
     }
@@ -158,6 +175,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for ClientStream<S> {
         match self.get_mut() {
             ClientStream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+            ClientStream::Compressed(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
             ClientStream::Upgrading => Poll::Ready(Err(upgrading())),
         }
     }
@@ -166,6 +184,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for ClientStream<S> {
         match self {
             ClientStream::Plain(s) => s.is_write_vectored(),
             ClientStream::Tls(s) => s.is_write_vectored(),
+            ClientStream::Compressed(s) => s.is_write_vectored(),
             ClientStream::Upgrading => false,
         }
     }
@@ -174,6 +193,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for ClientStream<S> {
         match self.get_mut() {
             ClientStream::Plain(s) => Pin::new(s).poll_flush(cx),
             ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            ClientStream::Compressed(s) => Pin::new(s.as_mut()).poll_flush(cx),
             ClientStream::Upgrading => Poll::Ready(Err(upgrading())),
         }
     }
@@ -182,6 +202,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for ClientStream<S> {
         match self.get_mut() {
             ClientStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            ClientStream::Compressed(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
             ClientStream::Upgrading => Poll::Ready(Ok(())),
         }
     }

@@ -304,3 +304,72 @@ fn replies_to_split_commands_continue_the_sequence() {
         assert_eq!(r.query("SELECT 1").await, Ok(vec![vec![Some("1".into())]]));
     });
 }
+
+/// A global default changed after the pool's one backend connection was
+/// opened reaches every later session, as on a server: at once when the
+/// change goes through hscale, within a health-check round when it is made
+/// on the backend itself; a session's own SET still wins over it.
+#[test]
+fn global_defaults_reach_pooled_connections() {
+    use mysql_async::prelude::*;
+    let info = info();
+    let _serial = serial();
+    rt().block_on(async {
+        let proxy = || async {
+            mysql_async::Conn::new(common::proxy_opts(info.proxy_port, None))
+                .await
+                .unwrap()
+        };
+        let read = |sql: &'static str| async move {
+            let mut c = mysql_async::Conn::new(common::proxy_opts(info.proxy_port, None))
+                .await
+                .unwrap();
+            let v: u64 = c.query_first(sql).await.unwrap().unwrap();
+            c.disconnect().await.unwrap();
+            v
+        };
+        // The pool's connection exists and has the old defaults.
+        let old = read("SELECT @@div_precision_increment").await;
+        assert_eq!(old, 4);
+        let mut own = proxy().await;
+        own.query_drop("SET SESSION div_precision_increment = 7")
+            .await
+            .unwrap();
+        let mut admin = proxy().await;
+        admin
+            .query_drop("SET GLOBAL div_precision_increment = 9, GLOBAL wait_timeout = 2")
+            .await
+            .unwrap();
+        assert_eq!(read("SELECT @@div_precision_increment").await, 9);
+        assert_eq!(read("SELECT @@session.wait_timeout").await, 2);
+        let third: String = own.query_first("SELECT 1/3").await.unwrap().unwrap();
+        assert_eq!(third, "0.3333333", "the session's own SET is kept");
+        admin
+            .query_drop("SET GLOBAL wait_timeout = DEFAULT")
+            .await
+            .unwrap();
+        // Changed on the backend, not through hscale.
+        let mut direct = mysql_async::Conn::new(common::backend_opts(info.backend_ports[0], None))
+            .await
+            .unwrap();
+        direct
+            .query_drop("SET GLOBAL div_precision_increment = 11")
+            .await
+            .unwrap();
+        let mut polls = 0;
+        while read("SELECT @@div_precision_increment").await != 11 {
+            polls += 1;
+            assert!(
+                polls < 600,
+                "a change on the backend never reached the pool"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        direct
+            .query_drop("SET GLOBAL div_precision_increment = DEFAULT")
+            .await
+            .unwrap();
+        let third: String = own.query_first("SELECT 1/3").await.unwrap().unwrap();
+        assert_eq!(third, "0.3333333");
+    });
+}

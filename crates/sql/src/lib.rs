@@ -12,6 +12,7 @@ pub mod fingerprint;
 pub mod guard;
 pub mod lexer;
 pub mod rewrite;
+pub mod show;
 pub mod transaction;
 
 pub use facts::{

@@ -11,6 +11,7 @@
 pub mod auth;
 pub mod buf;
 pub mod charset;
+pub mod compress;
 pub mod consts;
 pub mod error;
 pub mod handshake;

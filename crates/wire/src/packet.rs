@@ -240,6 +240,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         if !self.wbuf.is_empty() {
             self.stream.write_all(&self.wbuf).await?;
             self.wbuf.clear();
+            // A no-op on a socket; the compressed protocol
+            // (`compress::Compressed`) makes its frames here.
+            self.stream.flush().await?;
         }
         Ok(())
     }

@@ -90,6 +90,9 @@ pub struct BackendConn {
     /// triggers check (`Bindings::sync`).
     pub marked_version: u64,
     pub last_used: Instant,
+    /// `BackendWatch::defaults` when this connection's session variables
+    /// were last taken from the server's globals (connect or reset).
+    pub defaults: u64,
     scramble: [u8; 20],
     statements: HashMap<Arc<[u8]>, BackendStatement>,
     statement_tick: u64,
@@ -186,6 +189,7 @@ impl BackendConn {
             last_insert_id: 0,
             marked_version: 0,
             last_used: Instant::now(),
+            defaults: 0,
             scramble: hs.scramble,
             statements: HashMap::new(),
             statement_tick: 0,

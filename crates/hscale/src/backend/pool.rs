@@ -168,13 +168,27 @@ impl Pool {
             // while it was idle (wait_timeout, KILL, a restart): one
             // syscall, so a statement is never sent to a closed connection
             // when it could have gone to a live one.
-            if conn.is_alive_quick() {
-                return Ok(PooledConn {
-                    conn: Some(conn),
-                    slot,
-                });
+            if !conn.is_alive_quick() {
+                self.open.fetch_sub(1, Ordering::Relaxed);
+                continue;
             }
-            self.open.fetch_sub(1, Ordering::Relaxed);
+            // The backend's global defaults of session variables changed
+            // since this connection took them: COM_RESET_CONNECTION takes
+            // them again, as a new session on the server would (the
+            // session's own SET items are replayed by the next sync).
+            let defaults = self.watch.defaults();
+            let mut conn = conn;
+            if conn.defaults != defaults {
+                if conn.reset().await.is_err() {
+                    self.open.fetch_sub(1, Ordering::Relaxed);
+                    continue;
+                }
+                conn.defaults = defaults;
+            }
+            return Ok(PooledConn {
+                conn: Some(conn),
+                slot,
+            });
         }
         // Make room: an idle connection of the other kind is closed so that
         // open connections never exceed max_connections.
@@ -190,10 +204,13 @@ impl Pool {
 
     async fn connect(&self, is_found_rows: bool) -> Result<BackendConn, ProxyError> {
         self.open.fetch_add(1, Ordering::Relaxed);
+        // Read before connecting: a change during the connect resets it.
+        let defaults = self.watch.defaults();
         match BackendConn::connect(&self.cfg, is_found_rows, self.connect_timeout, &self.watch)
             .await
         {
-            Ok(c) => {
+            Ok(mut c) => {
+                c.defaults = defaults;
                 self.connects.fetch_add(1, Ordering::Relaxed);
                 if !self.is_up.swap(true, Ordering::Relaxed) {
                     tracing::info!(backend = %self.cfg.name, "backend is reachable again");
@@ -263,6 +280,52 @@ impl Pool {
                 Err(_) => break,
             }
         }
+    }
+
+    /// Look whether the backend's global defaults of session variables
+    /// changed since the last look (`seen`: a digest of them), by a change
+    /// that did not come through this proxy (another proxy, a client on
+    /// the backend); if so, every pooled connection is reset before its
+    /// next use. One small query (about 1.5 ms on the server), run for
+    /// each backend by one worker per health-check round.
+    pub async fn check_defaults(self: &Arc<Self>, seen: &mut Option<Vec<u8>>) {
+        const DIGEST: &str = "SELECT MD5(GROUP_CONCAT(VARIABLE_NAME, '=', GLOBAL_VALUE \
+             ORDER BY VARIABLE_NAME SEPARATOR '\\n')) FROM information_schema.SYSTEM_VARIABLES \
+             WHERE VARIABLE_SCOPE = 'SESSION'";
+        if self.watch.is_frozen() {
+            return;
+        }
+        let Ok(mut conn) = self.get(false).await else {
+            return;
+        };
+        let digest =
+            match tokio::time::timeout(self.watch.ping_timeout, conn.query_rows(DIGEST)).await {
+                Ok(Ok(Ok(r))) => r
+                    .rows
+                    .into_iter()
+                    .next()
+                    .and_then(|mut row| row.pop().flatten()),
+                Ok(_) => None,
+                Err(_) => {
+                    // Cut off mid-answer: not reusable.
+                    conn.is_broken = true;
+                    None
+                }
+            };
+        let Some(digest) = digest else { return };
+        // A pooled connection may keep a session's autocommit=0, under
+        // which the SELECT opened a transaction: end it, or the next XA
+        // START on this connection fails (XAER_OUTSIDE).
+        let rollback = BackendConn::payload_for_query("ROLLBACK");
+        if !matches!(conn.command(&rollback).await, Ok(Ok(_))) {
+            conn.is_broken = true;
+            return;
+        }
+        if seen.as_ref().is_some_and(|s| *s != digest) {
+            tracing::info!(backend = %self.cfg.name, "global session defaults changed: pooled connections are reset before their next use");
+            self.watch.defaults_changed();
+        }
+        *seen = Some(digest);
     }
 
     /// Ping one idle connection within the ping timeout.

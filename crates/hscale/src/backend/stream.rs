@@ -11,7 +11,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -29,6 +29,11 @@ pub struct BackendWatch {
     /// Time a health-check ping (or probe connect) gets; also how often a
     /// waiting read looks at `is_frozen`.
     pub ping_timeout: Duration,
+    /// Raised whenever the backend's global defaults of session variables
+    /// may have changed (`SET GLOBAL` through the proxy, or a change the
+    /// health check saw); a pooled connection opened or reset under an
+    /// older value is reset at its next checkout (`Pool::get`).
+    defaults: AtomicU64,
 }
 
 impl BackendWatch {
@@ -37,7 +42,19 @@ impl BackendWatch {
             is_frozen: AtomicBool::new(false),
             read_timeout,
             ping_timeout: ping_timeout.max(Duration::from_millis(10)),
+            defaults: AtomicU64::new(0),
         }
+    }
+
+    /// The generation of the backend's global session defaults.
+    pub fn defaults(&self) -> u64 {
+        self.defaults.load(Ordering::Acquire)
+    }
+
+    /// The global session defaults may have changed: every pooled
+    /// connection is reset before its next use.
+    pub fn defaults_changed(&self) {
+        self.defaults.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The backend did not answer a health check in time.

@@ -40,7 +40,8 @@ pub const SERVER_CAPS: u32 = cap::LONG_PASSWORD
     | cap::PLUGIN_AUTH
     | cap::CONNECT_ATTRS
     | cap::PLUGIN_AUTH_LENENC_CLIENT_DATA
-    | cap::DEPRECATE_EOF;
+    | cap::DEPRECATE_EOF
+    | cap::COMPRESS;
 
 /// Who logged in, and what was negotiated.
 #[derive(Debug, Clone)]

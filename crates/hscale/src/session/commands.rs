@@ -29,6 +29,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// metadata, answer with hscale's own statement id.
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         self.check_reach(&String::from_utf8_lossy(&payload[1..]))?;
+        // CONNECTION_ID() and hscale's limits do not change during a
+        // session: rewritten once, at PREPARE (`rewrite.rs`).
+        let rewritten = std::str::from_utf8(&payload[1..])
+            .ok()
+            .and_then(|sql| self.proxy_values(sql))
+            .map(|sql| {
+                let mut b = BytesMut::with_capacity(1 + sql.len());
+                b.put_u8(com::STMT_PREPARE);
+                b.put_slice(sql.as_bytes());
+                b.freeze()
+            });
+        let payload = rewritten.as_ref().unwrap_or(payload);
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
         self.b.refuse_prepared_into_sequence(&payload[1..])?;
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);

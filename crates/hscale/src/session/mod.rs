@@ -19,6 +19,8 @@ pub mod auth;
 mod commands;
 mod kill;
 pub mod prepared;
+mod processlist;
+mod rewrite;
 mod txn;
 
 use hscale_route::BackendId;
@@ -130,6 +132,12 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             return;
         }
     };
+    // As a server shows it in PROCESSLIST.
+    let host = if is_local {
+        "localhost".to_string()
+    } else {
+        peer.clone()
+    };
     let mut session = Session {
         b: Bindings {
             state: SessionState {
@@ -150,7 +158,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             home_written: false,
             is_read_only_txn: false,
             is_bound_lost: false,
-            handle: Arc::new(SessionHandle::new(&info.user)),
+            handle: Arc::new(SessionHandle::new(&info.user, host)),
             is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
             planned_version: 0,
             generated_id: None,
@@ -180,7 +188,12 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         .flush()
         .await;
     if login_ok.is_ok() {
+        if session.info.capabilities & cap::COMPRESS != 0 {
+            session.client.get_mut().compress();
+        }
         let ctx = session.b.ctx.clone();
+        let db = session.b.state.db.as_deref();
+        session.b.handle.end(std::time::Instant::now(), db);
         ctx.register_session(connection_id, session.b.handle.clone());
         session.run().await;
         ctx.unregister_session(connection_id);
@@ -348,8 +361,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return;
                 }
             };
+            self.begin_command(&payload);
             let answered = self.dispatch(payload).await;
             last = tokio::time::Instant::now();
+            let db = self.b.state.db.as_deref();
+            self.b.handle.end(last.into_std(), db);
             if self.b.is_bound_lost {
                 // As a server's connection: closed, no answer (2013).
                 tracing::info!(
@@ -473,45 +489,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         send(self.reply(seq).ok(OkParts::new(st, 0))).await
     }
 
-    /// A SELECT reading `@@max_allowed_packet` or `@@max_connections`
-    /// gets the limit hscale enforces (`[proxy] max_allowed_packet` on
-    /// commands, `[proxy] max_connections` on clients), not the backend's
-    /// (`hscale_sql::rewrite`).
-    /// `CONNECTION_ID()` is the session's hscale id (the one in the
-    /// handshake and in KILL), the same for the whole session whichever
-    /// backend connection runs the statement. `CURRENT_USER()`, `USER()`
-    /// and the like are the proxy user, not its backend account.
-    fn proxy_variables(&self, payload: &Bytes) -> Option<Bytes> {
-        let sql = std::str::from_utf8(&payload[1..]).ok()?;
-        let mut out: Option<String> = None;
-        if sql.contains("@@") {
-            let proxy = &self.b.ctx.config.proxy;
-            for (name, limit) in [
-                ("max_allowed_packet", proxy.max_allowed_packet),
-                ("max_connections", proxy.max_connections),
-            ] {
-                let current = out.as_deref().unwrap_or(sql);
-                if let Some(s) = hscale_sql::rewrite::replace_sysvar(current, name, limit as u64) {
-                    out = Some(s);
-                }
-            }
-        }
-        let current = out.as_deref().unwrap_or(sql);
-        let id = u64::from(self.b.connection_id);
-        if let Some(s) = hscale_sql::rewrite::replace_connection_id(current, id) {
-            out = Some(s);
-        }
-        let current = out.as_deref().unwrap_or(sql);
-        let user = format!("{}@{}", self.info.user, self.info.host);
-        let account = format!("{}@%", self.info.user);
-        if let Some(s) = hscale_sql::rewrite::replace_user_functions(current, &user, &account) {
-            out = Some(s);
-        }
-        Some(crate::backend::BackendConn::payload_for_query(&out?))
-    }
-
     async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
-        let rewritten = self.proxy_variables(payload);
+        let rewritten = self.proxy_answers(payload);
         let payload = rewritten.as_ref().unwrap_or(payload);
         let sql_bytes = &payload[1..];
         let facts = hscale_sql::analyze_bytes(sql_bytes);
@@ -582,6 +561,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 tracing::warn!(error = %e, "partition dictionary not readable");
             }
         }
+        // `SET GLOBAL` (or PERSIST) may change the defaults later sessions
+        // start with: pooled connections take them again (a reset) before
+        // their next use. Raised before the statement runs and again after,
+        // so no connection reset in between keeps the old defaults.
+        let is_set_global = facts.kind == hscale_sql::Kind::Set
+            && (rewrite::mentions(sql_bytes, b"GLOBAL")
+                || rewrite::mentions(sql_bytes, b"PERSIST"));
+        if is_set_global {
+            self.b.ctx.session_defaults_changed();
+        }
+        let done = self.run_fenced(payload, &facts, effects, sql).await;
+        if is_set_global {
+            self.b.ctx.session_defaults_changed();
+        }
+        done
+    }
+
+    /// Fill sequence ids, plan and run, again after a stale route.
+    async fn run_fenced(
+        &mut self,
+        payload: &Bytes,
+        facts: &hscale_sql::Facts,
+        effects: Effects<'_>,
+        sql: &str,
+    ) -> Result<(), ProxyError> {
         let mut attempts = 0;
         let mut filled = None;
         loop {
@@ -593,7 +597,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             let payload = filled.as_ref().unwrap_or(payload);
             let before = self.b.fence_point();
-            match self.plan_and_run(payload, &facts, effects).await {
+            match self.plan_and_run(payload, facts, effects).await {
                 Err(ProxyError::StaleRoute { err }) => {
                     match self.b.after_stale_route(err, before, &mut attempts).await? {
                         crate::exec::fence::Next::Retry => continue,

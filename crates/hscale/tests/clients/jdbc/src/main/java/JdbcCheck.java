@@ -1,5 +1,5 @@
 // Exercises hscale through MySQL Connector/J, the driver HSCALE's users ran.
-// Usage: java JdbcCheck HOST PORT DB [tls] ; prints "jdbc ok" (or "jdbc tls ok")
+// Usage: java JdbcCheck HOST PORT DB [tls|compress] ; prints "jdbc ok" (or "jdbc tls ok", "jdbc compress ok")
 // or exits 1 naming the mismatch.
 import java.math.BigDecimal;
 import java.sql.*;
@@ -18,6 +18,11 @@ public class JdbcCheck {
         if (args.length > 3 && args[3].equals("tls")) {
             tls("jdbc:mysql://" + args[0] + ":" + args[1] + "/" + args[2]
                 + "?user=root&password=&sslMode=REQUIRED&allowPublicKeyRetrieval=true");
+            return;
+        }
+        if (args.length > 3 && args[3].equals("compress")) {
+            compress("jdbc:mysql://" + args[0] + ":" + args[1] + "/" + args[2]
+                + "?user=root&password=&sslMode=DISABLED&allowPublicKeyRetrieval=true&useCompression=true");
             return;
         }
         String base = "jdbc:mysql://" + args[0] + ":" + args[1] + "/" + args[2]
@@ -42,6 +47,28 @@ public class JdbcCheck {
             }
         }
         System.out.println("jdbc tls ok");
+    }
+
+    /** useCompression=true: a 4 MB result and a 1 MB parameter, both prepare modes. */
+    static void compress(String url) throws Exception {
+        for (String mode : new String[] {"&useServerPrepStmts=true", "&useServerPrepStmts=false"}) {
+            try (Connection c = DriverManager.getConnection(url + mode)) {
+                try (Statement s = c.createStatement();
+                     ResultSet rs = s.executeQuery("SELECT REPEAT('a', 4000000)")) {
+                    check(rs.next() && rs.getString(1).length() == 4000000, "a 4 MB result compressed" + mode);
+                }
+                char[] big = new char[1000000];
+                Arrays.fill(big, 'q');
+                try (PreparedStatement p = c.prepareStatement("SELECT LENGTH(?), ? + 1")) {
+                    p.setString(1, new String(big));
+                    p.setInt(2, 41);
+                    try (ResultSet rs = p.executeQuery()) {
+                        check(rs.next() && rs.getLong(1) == 1000000 && rs.getInt(2) == 42, "a 1 MB parameter compressed" + mode);
+                    }
+                }
+            }
+        }
+        System.out.println("jdbc compress ok");
     }
 
     static void run(String url, String mode) throws Exception {

@@ -1,0 +1,134 @@
+//! Statements whose answer through hscale is hscale's own, rewritten
+//! before they are analyzed and planned (text statements, and prepared
+//! ones where the answer cannot change between executions):
+//!
+//! - `@@max_allowed_packet` / `@@max_connections` in a SELECT, and the
+//!   same variables in `SHOW VARIABLES`: the limits hscale enforces
+//!   (`[proxy] max_allowed_packet` on commands, `max_connections` on
+//!   clients), not the backend's;
+//! - `CONNECTION_ID()`: the session's hscale id (the one in the handshake
+//!   and in KILL), the same for the whole session whichever backend
+//!   connection runs the statement;
+//! - `SHOW [FULL] PROCESSLIST` and `information_schema.PROCESSLIST`:
+//!   hscale's client sessions (`processlist.rs`).
+//!
+//! Each is a rewrite into SQL the backend evaluates, so filters,
+//! expressions and column types work as on a server.
+
+use std::fmt::Write;
+
+use bytes::Bytes;
+use hscale_sql::show::{classify, replace_table, Show};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::Session;
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// The `COM_QUERY` payload to run instead of `payload`, when the
+    /// statement reads something whose answer is hscale's own.
+    pub(super) fn proxy_answers(&self, payload: &Bytes) -> Option<Bytes> {
+        let sql = std::str::from_utf8(&payload[1..]).ok()?;
+        let mut out = match classify(sql) {
+            Some(Show::Processlist { is_full }) => Some(self.show_processlist(is_full)),
+            Some(Show::Variables { is_global, filter }) => {
+                Some(self.show_variables(is_global, filter))
+            }
+            None => None,
+        };
+        if out.is_none() && mentions(sql.as_bytes(), b"PROCESSLIST") {
+            out = replace_table(
+                sql,
+                "information_schema",
+                "PROCESSLIST",
+                &self.processlist_table(),
+            );
+        }
+        if let Some(s) = self.proxy_values(out.as_deref().unwrap_or(sql)) {
+            out = Some(s);
+        }
+        Some(crate::backend::BackendConn::payload_for_query(&out?))
+    }
+
+    /// `sql` with hscale's values for `@@max_allowed_packet`,
+    /// `@@max_connections` and `CONNECTION_ID()`; `None` when it reads
+    /// none of them. Also applied at PREPARE: these values do not change
+    /// during a session.
+    pub(super) fn proxy_values(&self, sql: &str) -> Option<String> {
+        let mut out: Option<String> = None;
+        if sql.contains("@@") {
+            for (name, limit) in self.proxy_limits() {
+                let current = out.as_deref().unwrap_or(sql);
+                if let Some(s) = hscale_sql::rewrite::replace_sysvar(current, name, limit) {
+                    out = Some(s);
+                }
+            }
+        }
+        let current = out.as_deref().unwrap_or(sql);
+        let id = u64::from(self.b.connection_id);
+        if let Some(s) = hscale_sql::rewrite::replace_connection_id(current, id) {
+            out = Some(s);
+        }
+        // `CURRENT_USER()`, `USER()` and the like are the proxy user, not
+        // its backend account.
+        let current = out.as_deref().unwrap_or(sql);
+        let user = format!("{}@{}", self.info.user, self.info.host);
+        let account = format!("{}@%", self.info.user);
+        if let Some(s) = hscale_sql::rewrite::replace_user_functions(current, &user, &account) {
+            out = Some(s);
+        }
+        out
+    }
+
+    /// The system variables whose value through hscale is hscale's limit.
+    fn proxy_limits(&self) -> [(&'static str, u64); 2] {
+        let proxy = &self.b.ctx.config.proxy;
+        [
+            ("max_allowed_packet", proxy.max_allowed_packet as u64),
+            ("max_connections", proxy.max_connections as u64),
+        ]
+    }
+
+    /// `SHOW [GLOBAL | SESSION] VARIABLES [filter]` as a SELECT over
+    /// information_schema with hscale's limits in place of the backend's
+    /// values; same columns, same order (by name, bytewise).
+    fn show_variables(&self, is_global: bool, filter: &str) -> String {
+        let table = if is_global {
+            "GLOBAL_VARIABLES"
+        } else {
+            "SESSION_VARIABLES"
+        };
+        let mut sql = String::from(
+            "SELECT Variable_name, Value FROM (SELECT LOWER(VARIABLE_NAME) AS Variable_name, \
+             CASE VARIABLE_NAME",
+        );
+        for (name, limit) in self.proxy_limits() {
+            let _ = write!(sql, " WHEN '{}' THEN '{limit}'", name.to_ascii_uppercase());
+        }
+        let _ = write!(
+            sql,
+            " ELSE VARIABLE_VALUE END AS Value FROM information_schema.{table}) AS v"
+        );
+        if let Some(pattern) = strip_word(filter, "LIKE") {
+            let _ = write!(sql, " WHERE Variable_name LIKE {pattern}");
+        } else if !filter.is_empty() {
+            let _ = write!(sql, " {filter}");
+        }
+        sql.push_str(" ORDER BY BINARY Variable_name");
+        sql
+    }
+}
+
+/// `text` after its first word when that word is `word` (any case).
+fn strip_word<'a>(text: &'a str, word: &str) -> Option<&'a str> {
+    let head = text.get(..word.len())?;
+    let rest = text.get(word.len()..)?;
+    (head.eq_ignore_ascii_case(word) && rest.starts_with(|c: char| c.is_whitespace() || c == '\''))
+        .then_some(rest)
+}
+
+/// Whether `haystack` contains `needle` (ASCII, any case).
+pub(super) fn mentions(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
+}

@@ -1,0 +1,210 @@
+//! Statements about the server whose answer through the proxy is the
+//! proxy's own: `SHOW [FULL] PROCESSLIST` and reads of
+//! `information_schema.PROCESSLIST` (hscale's client sessions and ids, not
+//! the backend's threads), and `SHOW VARIABLES` (the limits hscale
+//! enforces). The proxy answers them by rewriting: the rows it knows go
+//! into a derived table the backend evaluates the client's statement on,
+//! so every WHERE, ORDER BY or expression works as on a server.
+
+use crate::lexer::{tokenize, Token, TokenKind};
+
+/// A SHOW statement the proxy rewrites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Show<'a> {
+    /// `SHOW [FULL] PROCESSLIST`.
+    Processlist { is_full: bool },
+    /// `SHOW [GLOBAL | SESSION | LOCAL] VARIABLES [LIKE ... | WHERE ...]`:
+    /// `filter` is the text after `VARIABLES` (trailing `;` removed).
+    Variables { is_global: bool, filter: &'a str },
+}
+
+/// `sql` as one of the SHOW statements of [`Show`], or `None`.
+pub fn classify(sql: &str) -> Option<Show<'_>> {
+    let head = sql.trim_start();
+    if head.len() < 4 || !head.as_bytes()[..4].eq_ignore_ascii_case(b"SHOW") {
+        return None;
+    }
+    let tokens = tokenize(sql).ok()?;
+    let mut end = tokens.len();
+    while end > 0 && tokens[end - 1].kind == TokenKind::Semicolon {
+        end -= 1;
+    }
+    let t = &tokens[..end];
+    if t.iter().any(|x| x.kind == TokenKind::Semicolon) || !t.first()?.is_word(sql, "SHOW") {
+        return None;
+    }
+    let words: Vec<&Token> = t.iter().skip(1).take(2).collect();
+    match words.as_slice() {
+        [p] if p.is_word(sql, "PROCESSLIST") && t.len() == 2 => {
+            return Some(Show::Processlist { is_full: false })
+        }
+        [f, p] if f.is_word(sql, "FULL") && p.is_word(sql, "PROCESSLIST") && t.len() == 3 => {
+            return Some(Show::Processlist { is_full: true })
+        }
+        _ => {}
+    }
+    let (is_global, at) = match t.get(1) {
+        Some(w) if w.is_word(sql, "GLOBAL") => (true, 2),
+        Some(w) if w.is_word(sql, "SESSION") || w.is_word(sql, "LOCAL") => (false, 2),
+        _ => (false, 1),
+    };
+    let v = t.get(at)?;
+    if !v.is_word(sql, "VARIABLES") {
+        return None;
+    }
+    let filter = match t.get(at + 1) {
+        None => "",
+        Some(n) if n.is_word(sql, "LIKE") || n.is_word(sql, "WHERE") => {
+            &sql[n.start as usize..t[end - 1].end as usize]
+        }
+        Some(_) => return None,
+    };
+    Some(Show::Variables { is_global, filter })
+}
+
+/// Words after a table reference that are not its alias.
+const NOT_ALIAS: &[&str] = &[
+    "WHERE",
+    "ORDER",
+    "GROUP",
+    "HAVING",
+    "LIMIT",
+    "JOIN",
+    "INNER",
+    "LEFT",
+    "RIGHT",
+    "CROSS",
+    "NATURAL",
+    "STRAIGHT_JOIN",
+    "ON",
+    "USING",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "FOR",
+    "LOCK",
+    "INTO",
+    "WINDOW",
+    "PROCEDURE",
+];
+
+/// Whether token `t` names `name` (a bare or `backquoted` identifier,
+/// case-insensitive).
+fn is_ident(t: &Token, sql: &str, name: &str) -> bool {
+    match t.kind {
+        TokenKind::Word => t.text(sql).eq_ignore_ascii_case(name),
+        TokenKind::QuotedIdent => t.text(sql).trim_matches('`').eq_ignore_ascii_case(name),
+        _ => false,
+    }
+}
+
+/// `sql` with every table reference `schema.table` (after FROM, JOIN or a
+/// comma) replaced by the derived table `(derived)`, aliased `table`
+/// unless the reference has an alias of its own; `None` when there is
+/// none.
+pub fn replace_table(sql: &str, schema: &str, table: &str, derived: &str) -> Option<String> {
+    let tokens = tokenize(sql).ok()?;
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut i = 1;
+    while i + 2 < tokens.len() {
+        let is_ref = is_ident(&tokens[i], sql, schema)
+            && tokens.get(i + 1).is_some_and(|d| d.is_punct(sql, "."))
+            && tokens.get(i + 2).is_some_and(|n| is_ident(n, sql, table))
+            && {
+                let p = tokens[i - 1];
+                p.is_word(sql, "FROM") || p.is_word(sql, "JOIN") || p.is_punct(sql, ",")
+            }
+            && !tokens.get(i + 3).is_some_and(|n| n.is_punct(sql, "."));
+        if !is_ref {
+            i += 1;
+            continue;
+        }
+        let has_alias = tokens.get(i + 3).is_some_and(|n| {
+            n.is_word(sql, "AS")
+                || n.kind == TokenKind::QuotedIdent
+                || (n.kind == TokenKind::Word && !NOT_ALIAS.iter().any(|w| n.is_word(sql, w)))
+        });
+        out.push_str(&sql[copied..tokens[i].start as usize]);
+        out.push('(');
+        out.push_str(derived);
+        out.push(')');
+        if !has_alias {
+            out.push_str(" AS `");
+            out.push_str(&table.replace('`', "``"));
+            out.push('`');
+        }
+        copied = tokens[i + 2].end as usize;
+        i += 3;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&sql[copied..]);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_the_show_statements_the_proxy_answers() {
+        assert_eq!(
+            classify("SHOW PROCESSLIST"),
+            Some(Show::Processlist { is_full: false })
+        );
+        assert_eq!(
+            classify(" show full processlist ;"),
+            Some(Show::Processlist { is_full: true })
+        );
+        assert_eq!(classify("SHOW PROCESSLIST; SELECT 1"), None);
+        assert_eq!(
+            classify("SHOW VARIABLES LIKE 'max_allowed_packet'"),
+            Some(Show::Variables {
+                is_global: false,
+                filter: "LIKE 'max_allowed_packet'"
+            })
+        );
+        assert_eq!(
+            classify("show global variables where Variable_name = 'x';"),
+            Some(Show::Variables {
+                is_global: true,
+                filter: "where Variable_name = 'x'"
+            })
+        );
+        assert_eq!(
+            classify("SHOW SESSION VARIABLES"),
+            Some(Show::Variables {
+                is_global: false,
+                filter: ""
+            })
+        );
+        assert_eq!(classify("SHOW STATUS"), None);
+        assert_eq!(classify("SHOW TABLES"), None);
+        assert_eq!(classify("SELECT 1"), None);
+    }
+
+    #[test]
+    fn replaces_table_references_and_keeps_aliases() {
+        let r = |sql| replace_table(sql, "information_schema", "PROCESSLIST", "D");
+        assert_eq!(
+            r("SELECT * FROM information_schema.PROCESSLIST").as_deref(),
+            Some("SELECT * FROM (D) AS `PROCESSLIST`")
+        );
+        assert_eq!(
+            r("select id from INFORMATION_SCHEMA.`processlist` p where p.id = 1").as_deref(),
+            Some("select id from (D) p where p.id = 1")
+        );
+        assert_eq!(
+            r("SELECT COUNT(*) FROM information_schema.processlist WHERE 1").as_deref(),
+            Some("SELECT COUNT(*) FROM (D) AS `PROCESSLIST` WHERE 1")
+        );
+        assert_eq!(
+            r("SELECT a.x FROM t a JOIN information_schema.PROCESSLIST AS q ON 1").as_deref(),
+            Some("SELECT a.x FROM t a JOIN (D) AS q ON 1")
+        );
+        assert_eq!(r("SELECT 'information_schema.PROCESSLIST'"), None);
+        assert_eq!(r("SELECT * FROM information_schema.TABLES"), None);
+    }
+}
