@@ -35,6 +35,7 @@ use crate::backend::state::{SessionState, SessionVars};
 use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
 use crate::exec::{send, write_error, Bindings, Effects, Exec};
+use crate::metrics::{PlanKind, StatementNote};
 use crate::runtime::{Context, SessionHandle};
 use crate::tls::ClientStream;
 use auth::ClientInfo;
@@ -59,13 +60,15 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     peer: String,
     is_local: bool,
 ) {
+    // Counted until this connection ends: a graceful shutdown waits for it.
+    let _open = ctx.open_session();
     let connection_id = ctx.next_connection_id();
     let mut client = PacketStream::new(ClientStream::Plain(stream));
     let version = ctx.server_version();
     // The handshake holds a place among `max_handshakes`, not a client
     // slot, and has `handshake_timeout_ms` to finish.
     let ticket = ctx.handshake_ticket();
-    let limit = std::time::Duration::from_millis(ctx.config.proxy.handshake_timeout_ms);
+    let limit = std::time::Duration::from_millis(ctx.live().proxy.handshake_timeout_ms);
     let addr = peer.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
     let login = tokio::select! {
         r = async {
@@ -143,6 +146,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             planned_version: 0,
             generated_id: None,
             savepoints: Default::default(),
+            note: Default::default(),
         },
         client,
         statements: Statements::default(),
@@ -284,7 +288,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         });
         match set {
             Some(Some(secs)) => std::time::Duration::from_secs(secs.clamp(1, 31_536_000)),
-            _ => std::time::Duration::from_millis(self.b.ctx.config.proxy.wait_timeout_ms),
+            _ => std::time::Duration::from_millis(self.b.ctx.live().proxy.wait_timeout_ms),
         }
     }
 
@@ -300,6 +304,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         loop {
             if self.b.handle.is_killed() {
                 tracing::info!(connection_id = self.b.connection_id, "killed");
+                return;
+            }
+            if self.b.ctx.is_draining() {
+                // SIGTERM: the statement (if any) is answered; close.
+                tracing::info!(
+                    connection_id = self.b.connection_id,
+                    "closing: the proxy is shutting down"
+                );
                 return;
             }
             // For HSCALE SHOW TRANSACTIONS (a no-op outside transactions across backends).
@@ -373,7 +385,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.generated_id = None;
         match cmd {
             com::QUIT => return Ok(false),
-            com::QUERY => self.query(&payload).await?,
+            com::QUERY | com::STMT_EXECUTE => self.statement(cmd, &payload).await?,
             com::INIT_DB => {
                 let db = String::from_utf8_lossy(&payload[1..]).into_owned();
                 let change = SessionChange::Use(db);
@@ -413,7 +425,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             com::CHANGE_USER => return self.change_user(&payload).await,
             com::STMT_PREPARE => self.prepare(&payload).await?,
-            com::STMT_EXECUTE => self.execute(&payload).await?,
             com::STMT_SEND_LONG_DATA => self.long_data(&payload),
             com::STMT_CLOSE => self.close_statement(&payload),
             com::STMT_RESET => self.reset_statement(&payload).await?,
@@ -436,6 +447,69 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         Ok(true)
     }
 
+    /// Run one COM_QUERY or COM_STMT_EXECUTE and count it: metrics, the
+    /// query digests and the slow-statement log (`crate::metrics`).
+    async fn statement(&mut self, cmd: u8, payload: &Bytes) -> Result<(), ProxyError> {
+        let start = std::time::Instant::now();
+        self.b.note = StatementNote::default();
+        let r = if cmd == com::QUERY {
+            self.query(payload).await
+        } else {
+            self.b.note.kind = PlanKind::Passthrough;
+            self.b.note.parts = 1;
+            self.execute(payload).await
+        };
+        if let Err(e) = &r {
+            if matches!(
+                e,
+                ProxyError::Refused(_) | ProxyError::Unsupported { .. }
+            ) {
+                self.b.note.kind = PlanKind::Refused;
+            }
+            if !matches!(e, ProxyError::ClientGone) {
+                self.b.note.error(e.to_mysql().0);
+            }
+        }
+        let now = std::time::Instant::now();
+        let took = now.saturating_duration_since(start);
+        let sql: &[u8] = if cmd == com::QUERY {
+            &payload[1..]
+        } else {
+            hscale_wire::stmt::statement_id(payload)
+                .ok()
+                .and_then(|id| self.statements.get(id))
+                .map(|st| &st.sql[..])
+                .unwrap_or_default()
+        };
+        let sql = std::str::from_utf8(sql).ok();
+        let metrics = &self.b.ctx.metrics;
+        metrics.record(self.b.worker, &self.b.note, took, now, sql);
+        let slow = self.b.ctx.slow_statement_ms();
+        if slow > 0 && took >= std::time::Duration::from_millis(slow) {
+            metrics.worker(self.b.worker).slow_statement();
+            let user = self
+                .b
+                .handle
+                .user
+                .lock()
+                .map(|u| u.clone())
+                .unwrap_or_default();
+            tracing::warn!(
+                target: "hscale::slow",
+                connection_id = self.b.connection_id,
+                user,
+                ms = took.as_millis() as u64,
+                plan = self.b.note.kind.as_str(),
+                parts = self.b.note.parts,
+                rows = self.b.note.rows,
+                error = self.b.note.error,
+                sql = crate::logging::loggable(sql.unwrap_or("<not UTF-8>")),
+                "slow statement"
+            );
+        }
+        r
+    }
+
     async fn flush(&mut self) -> Result<(), ProxyError> {
         self.client
             .flush()
@@ -451,6 +525,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// Forward a backend's error packet as the answer (at `seq`).
     async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
+        self.b.note.error(err.code);
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
@@ -474,7 +549,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let proxy = &self.b.ctx.config.proxy;
             for (name, limit) in [
                 ("max_allowed_packet", proxy.max_allowed_packet),
-                ("max_connections", proxy.max_connections),
+                ("max_connections", self.b.ctx.live().proxy.max_connections),
             ] {
                 let current = out.as_deref().unwrap_or(sql);
                 if let Some(s) = hscale_sql::rewrite::replace_sysvar(current, name, limit as u64) {
@@ -512,7 +587,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     }),
                 };
             }
-            hscale_sql::Kind::Admin => return self.admin(sql).await,
+            hscale_sql::Kind::Admin => {
+                self.b.note.kind = PlanKind::Admin;
+                return self.admin(sql).await;
+            }
             _ if facts.pins.contains(Pins::XA) => {
                 return Err(ProxyError::Unsupported {
                     what: "XA statements from clients (hscale makes transactions across backends atomic itself: use BEGIN ... COMMIT)".into(),
@@ -602,8 +680,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(ProxyError::Refused(why));
                 }
             }
-            let plan =
-                PLAN_CACHE.with(|c| c.borrow_mut().plan(sql, self.b.state.db.as_deref(), &dict));
+            let plan = PLAN_CACHE.with(|c| {
+                let mut c = c.borrow_mut();
+                let plan = c.plan(sql, self.b.state.db.as_deref(), &dict);
+                self.b
+                    .ctx
+                    .metrics
+                    .worker(self.b.worker)
+                    .plan_cache(c.stats.hits, c.stats.misses);
+                plan
+            });
             // A statement spread over several connections cannot carry what
             // binds a session to one: user variables, locks, temporary
             // tables, LAST_INSERT_ID(). (Inside a transaction its parts run
@@ -622,6 +708,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Plan::Passthrough => {}
                 plan if crate::admin::is_dictionary_plan(&plan) => {
                     drop(dict);
+                    self.b.note.kind = PlanKind::Dictionary;
                     let out = crate::admin::run_plan(&self.b.ctx, self.b.worker, plan).await?;
                     return self.write_admin_output(out).await;
                 }
@@ -652,6 +739,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Some(c) if is_table_free(facts, sql) => c.pool().backend_id,
             _ => BackendId::MAIN,
         };
+        self.b.note.kind = PlanKind::Passthrough;
+        self.b.note.parts = 1;
         let mut exec = self.exec();
         exec.is_fenced = true;
         exec.execute_on_backend(backend, payload, Expect::Query, effects)
