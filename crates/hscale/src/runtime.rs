@@ -473,8 +473,14 @@ impl Context {
         if old.proxy.max_allowed_packet != new.proxy.max_allowed_packet {
             ignored.push("[proxy] max_allowed_packet");
         }
-        if old.metrics.listen != new.metrics.listen {
-            ignored.push("[metrics] listen");
+        if old.metrics.listen != new.metrics.listen
+            || old.metrics.max_digests != new.metrics.max_digests
+        {
+            ignored.push("[metrics]");
+        }
+        let tls = |t: &crate::config::TlsConfig| (t.cert.clone(), t.key.clone(), t.require);
+        if tls(&old.tls) != tls(&new.tls) {
+            ignored.push("[tls]");
         }
         ignored
     }
