@@ -18,6 +18,7 @@ pub mod auth;
 mod commands;
 mod kill;
 pub mod prepared;
+mod statement;
 mod txn;
 
 use hscale_route::BackendId;
@@ -35,7 +36,7 @@ use crate::backend::state::{SessionState, SessionVars};
 use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
 use crate::exec::{send, write_error, Bindings, Effects, Exec};
-use crate::metrics::{PlanKind, StatementNote};
+use crate::metrics::PlanKind;
 use crate::runtime::{Context, SessionHandle};
 use crate::tls::ClientStream;
 use auth::ClientInfo;
@@ -445,69 +446,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
         Ok(true)
-    }
-
-    /// Run one COM_QUERY or COM_STMT_EXECUTE and count it: metrics, the
-    /// query digests and the slow-statement log (`crate::metrics`).
-    async fn statement(&mut self, cmd: u8, payload: &Bytes) -> Result<(), ProxyError> {
-        let start = std::time::Instant::now();
-        self.b.note = StatementNote::default();
-        let r = if cmd == com::QUERY {
-            self.query(payload).await
-        } else {
-            self.b.note.kind = PlanKind::Passthrough;
-            self.b.note.parts = 1;
-            self.execute(payload).await
-        };
-        if let Err(e) = &r {
-            if matches!(
-                e,
-                ProxyError::Refused(_) | ProxyError::Unsupported { .. }
-            ) {
-                self.b.note.kind = PlanKind::Refused;
-            }
-            if !matches!(e, ProxyError::ClientGone) {
-                self.b.note.error(e.to_mysql().0);
-            }
-        }
-        let now = std::time::Instant::now();
-        let took = now.saturating_duration_since(start);
-        let sql: &[u8] = if cmd == com::QUERY {
-            &payload[1..]
-        } else {
-            hscale_wire::stmt::statement_id(payload)
-                .ok()
-                .and_then(|id| self.statements.get(id))
-                .map(|st| &st.sql[..])
-                .unwrap_or_default()
-        };
-        let sql = std::str::from_utf8(sql).ok();
-        let metrics = &self.b.ctx.metrics;
-        metrics.record(self.b.worker, &self.b.note, took, now, sql);
-        let slow = self.b.ctx.slow_statement_ms();
-        if slow > 0 && took >= std::time::Duration::from_millis(slow) {
-            metrics.worker(self.b.worker).slow_statement();
-            let user = self
-                .b
-                .handle
-                .user
-                .lock()
-                .map(|u| u.clone())
-                .unwrap_or_default();
-            tracing::warn!(
-                target: "hscale::slow",
-                connection_id = self.b.connection_id,
-                user,
-                ms = took.as_millis() as u64,
-                plan = self.b.note.kind.as_str(),
-                parts = self.b.note.parts,
-                rows = self.b.note.rows,
-                error = self.b.note.error,
-                sql = crate::logging::loggable(sql.unwrap_or("<not UTF-8>")),
-                "slow statement"
-            );
-        }
-        r
     }
 
     async fn flush(&mut self) -> Result<(), ProxyError> {
