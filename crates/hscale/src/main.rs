@@ -105,8 +105,7 @@ fn serve(cfg: hscale::Config, path: &std::path::Path) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let mut hup =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
         loop {
             match hscale::server::next_signal(&mut hup).await {
                 Signal::Stop => break,

@@ -95,7 +95,11 @@ async fn metrics_endpoint_counts_what_clients_and_changes_do() {
     }
     let all: Vec<String> = c.query("SELECT v FROM t").await.unwrap();
     assert_eq!(all.len(), 20);
-    let n: u64 = c.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
+    let n: u64 = c
+        .query_first("SELECT COUNT(*) FROM t")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(n, 20);
     let e = c
         .query_drop("SELECT no_such_column FROM t WHERE k = 1")
@@ -108,10 +112,19 @@ async fn metrics_endpoint_counts_what_clients_and_changes_do() {
     let after = scrape(addr);
 
     let d = |k: &str| delta(&before, &after, k);
-    assert!(d("hscale_statements_total{kind=\"single\"}") >= 40.0, "single");
-    assert!(d("hscale_statements_total{kind=\"scatter\"}") >= 1.0, "scatter");
+    assert!(
+        d("hscale_statements_total{kind=\"single\"}") >= 40.0,
+        "single"
+    );
+    assert!(
+        d("hscale_statements_total{kind=\"scatter\"}") >= 1.0,
+        "scatter"
+    );
     assert!(d("hscale_statements_total{kind=\"merge\"}") >= 1.0, "merge");
-    assert!(d("hscale_statements_total{kind=\"refused\"}") >= 1.0, "refused");
+    assert!(
+        d("hscale_statements_total{kind=\"refused\"}") >= 1.0,
+        "refused"
+    );
     assert!(d("hscale_statements_total{kind=\"admin\"}") >= 2.0, "admin");
     assert!(
         d("hscale_statement_seconds_count{kind=\"single\"}") >= 40.0,
@@ -263,7 +276,10 @@ impl Served {
             .expect("start hscale serve");
         let start = std::time::Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(start.elapsed().as_secs() < 30, "hscale serve did not listen");
+            assert!(
+                start.elapsed().as_secs() < 30,
+                "hscale serve did not listen"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         Served {
@@ -336,13 +352,19 @@ async fn slow_statements_are_logged_past_the_threshold() {
     let mut config = cluster_config();
     config.log.slow_statement_ms = 300;
     let served = Served::start(config);
-    let mut c = mysql_async::Conn::new(served.opts("root", "")).await.unwrap();
+    let mut c = mysql_async::Conn::new(served.opts("root", ""))
+        .await
+        .unwrap();
     c.query_drop("SELECT 'fast one'").await.unwrap();
     c.query_drop("SELECT SLEEP(0.5), 'slow one'").await.unwrap();
     c.disconnect().await.unwrap();
     let start = std::time::Instant::now();
     while !served.log().contains("slow one") {
-        assert!(start.elapsed().as_secs() < 20, "no slow log: {}", served.log());
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "no slow log: {}",
+            served.log()
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let log = served.log();
@@ -374,7 +396,10 @@ async fn sigterm_lets_running_statements_finish_and_exits_zero() {
     // New connections are refused while the statement still runs.
     let start = std::time::Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", served.port)).is_ok() {
-        assert!(start.elapsed().as_secs() < 20, "still accepting after SIGTERM");
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "still accepting after SIGTERM"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert_eq!(running_on_backend(0, "SELECT SLEEP(4)").await, 1);

@@ -201,10 +201,7 @@ pub(super) fn digests(ctx: &Context) -> AdminOutput {
                 Some(d.errors.to_string()),
                 Some(d.refusals.to_string()),
                 Some(d.kind.as_str().to_string()),
-                Some(format!(
-                    "{:.1}",
-                    d.parts as f64 / d.count.max(1) as f64
-                )),
+                Some(format!("{:.1}", d.parts as f64 / d.count.max(1) as f64)),
                 Some(d.max_parts.to_string()),
                 Some(time(d.first_seen)),
                 Some(time(d.last_seen)),

@@ -226,7 +226,20 @@ mod tests {
     #[test]
     fn slots_are_ordered_and_bounded() {
         let mut last = 0;
-        for us in [0u64, 1, 15, 16, 17, 31, 32, 100, 1000, 123_456, 1 << 39, u64::MAX] {
+        for us in [
+            0u64,
+            1,
+            15,
+            16,
+            17,
+            31,
+            32,
+            100,
+            1000,
+            123_456,
+            1 << 39,
+            u64::MAX,
+        ] {
             let s = slot(us);
             assert!(s >= last && s < HIST, "{us}: {s}");
             assert!(slot_upper(s) >= us.min(slot_upper(HIST - 1)), "{us}");
@@ -246,7 +259,13 @@ mod tests {
         };
         for i in 0..100u64 {
             let sql = format!("SELECT c FROM t WHERE id = {i}");
-            d.record((i % 2) as usize, &sql, &note, if i == 99 { 10_000 } else { 100 }, at);
+            d.record(
+                (i % 2) as usize,
+                &sql,
+                &note,
+                if i == 99 { 10_000 } else { 100 },
+                at,
+            );
         }
         let refused = StatementNote {
             kind: PlanKind::Refused,
@@ -277,6 +296,9 @@ mod tests {
         }
         let s = d.snapshot();
         assert_eq!(s.len(), 3);
-        assert!(s.iter().any(|x| x.text == "<other>" && x.count == 2), "{s:?}");
+        assert!(
+            s.iter().any(|x| x.text == "<other>" && x.count == 2),
+            "{s:?}"
+        );
     }
 }

@@ -301,8 +301,14 @@ mod tests {
         assert_eq!(m.sum(|w| &w.rows_sent), 9);
         assert_eq!(m.sum(|w| &w.errors[146]), 1);
         let text = render(&m, &[]);
-        assert!(text.contains("hscale_statements_total{kind=\"single\"} 3"), "{text}");
-        assert!(text.contains("hscale_errors_total{code=\"1146\"} 1"), "{text}");
+        assert!(
+            text.contains("hscale_statements_total{kind=\"single\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("hscale_errors_total{code=\"1146\"} 1"),
+            "{text}"
+        );
         assert!(
             text.contains("hscale_statement_seconds_bucket{kind=\"single\",le=\"0.0001\"} 2"),
             "{text}"

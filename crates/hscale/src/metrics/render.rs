@@ -48,7 +48,11 @@ pub fn render(m: &Metrics, pools: &[PoolSample]) -> String {
     );
     for k in PlanKind::ALL {
         let n = m.sum(|w| &w.statements[k.index()]);
-        let _ = writeln!(out, "hscale_statements_total{{kind=\"{}\"}} {n}", k.as_str());
+        let _ = writeln!(
+            out,
+            "hscale_statements_total{{kind=\"{}\"}} {n}",
+            k.as_str()
+        );
     }
     head(
         &mut out,

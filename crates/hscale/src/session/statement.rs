@@ -25,10 +25,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             self.execute(payload).await
         };
         if let Err(e) = &r {
-            if matches!(
-                e,
-                ProxyError::Refused(_) | ProxyError::Unsupported { .. }
-            ) {
+            if matches!(e, ProxyError::Refused(_) | ProxyError::Unsupported { .. }) {
                 self.b.note.kind = PlanKind::Refused;
             }
             if !matches!(e, ProxyError::ClientGone) {
