@@ -71,6 +71,8 @@ pub struct Context {
     pub sequences: crate::seq::Sequences,
     /// TLS to clients (`[tls]`), when a certificate is configured.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Which backends may take part in transactions across backends.
+    pub xa_checks: crate::exec::txn_checks::XaChecks,
     /// Counters for Prometheus and the query digests.
     pub metrics: crate::metrics::Metrics,
     /// Users and client limits, replaced by SIGHUP.
@@ -229,7 +231,9 @@ impl Context {
             })
             .collect();
         let metrics = crate::metrics::Metrics::new(workers, config.metrics.max_digests);
+        let xa_checks = crate::exec::txn_checks::XaChecks::new(config.backends.len());
         Arc::new(Context {
+            xa_checks,
             metrics,
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
             slow_statement_ms: AtomicU64::new(config.log.slow_statement_ms),
