@@ -20,6 +20,14 @@ pub struct PoolSample {
     pub is_up: bool,
 }
 
+/// A per-backend pool metric: name, type, help, and its value in a sample.
+type PoolMetric = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&PoolSample) -> u64,
+);
+
 fn head(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
@@ -212,7 +220,7 @@ pub fn render(m: &Metrics, pools: &[PoolSample]) -> String {
         "Blocks of AUTO_INCREMENT ids reserved from hscale.sequences.",
         load(&s.sequence_blocks),
     );
-    let gauges: [(&str, &str, &str, fn(&PoolSample) -> u64); 8] = [
+    let gauges: [PoolMetric; 8] = [
         (
             "hscale_pool_connections_open",
             "gauge",
