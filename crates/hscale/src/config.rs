@@ -1,6 +1,7 @@
-//! The TOML configuration: `[proxy]`, `[log]`, `[tls]`, `[[users]]`,
-//! `[[backends]]`.
-//! Loaded once at start into an immutable [`Config`] shared by `Arc`.
+//! The TOML configuration: `[proxy]`, `[log]`, `[tls]`, `[metrics]`,
+//! `[[users]]`, `[[backends]]`.
+//! Loaded at start into an immutable [`Config`] shared by `Arc`; SIGHUP
+//! reloads `[[users]]` and the client limits (`runtime::Live`).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -16,6 +17,8 @@ pub struct Config {
     pub log: LogConfig,
     #[serde(default)]
     pub tls: TlsConfig,
+    #[serde(default)]
+    pub metrics: MetricsConfig,
     #[serde(default)]
     pub users: Vec<UserConfig>,
     #[serde(default)]
@@ -116,6 +119,10 @@ pub struct ProxyConfig {
     /// co-partitioned, and reads answered by one server with copies of the
     /// partitioned tables); past it the statement fails with an error.
     pub ship_max_rows: usize,
+    /// After SIGTERM: how long running statements may take to finish
+    /// before the proxy exits anyway, in milliseconds. Idle sessions are
+    /// closed at once; new connections are refused from the start.
+    pub shutdown_timeout_ms: u64,
 }
 
 impl Default for ProxyConfig {
@@ -148,6 +155,7 @@ impl Default for ProxyConfig {
             merge_max_rows: 1_000_000,
             ship_max_rows: 100_000,
             scatter_write_timeout_ms: 3_600_000,
+            shutdown_timeout_ms: 30_000,
         }
     }
 }
@@ -173,12 +181,40 @@ pub struct LogConfig {
     /// A `tracing` filter such as `info` or `info,hscale::session=debug`;
     /// `RUST_LOG` overrides it.
     pub filter: String,
+    /// Statements that take at least this long are logged (target
+    /// `hscale::slow`, level warn) with their time, rows and text, in
+    /// milliseconds; 0 (the default) logs none.
+    pub slow_statement_ms: u64,
 }
 
 impl Default for LogConfig {
     fn default() -> Self {
         LogConfig {
             filter: "info".into(),
+            slow_statement_ms: 0,
+        }
+    }
+}
+
+/// Prometheus metrics and query digests.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Address of the HTTP endpoint that serves `/metrics` in Prometheus's
+    /// text format, such as `"127.0.0.1:9104"`; empty (the default) serves
+    /// none. The counters are kept either way.
+    pub listen: String,
+    /// Statement fingerprints `HSCALE SHOW DIGESTS` keeps per proxy; the
+    /// statements of fingerprints beyond it are counted under one
+    /// `<other>` digest.
+    pub max_digests: usize,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            listen: String::new(),
+            max_digests: 5_000,
         }
     }
 }
@@ -313,6 +349,12 @@ impl Config {
             out.push(format!(
                 "[proxy] auth_plugin = {:?}: use \"mysql_native_password\" or \"caching_sha2_password\"",
                 self.proxy.auth_plugin
+            ));
+        }
+        if !self.metrics.listen.is_empty() && self.metrics.listen.parse::<SocketAddr>().is_err() {
+            out.push(format!(
+                "[metrics] listen = {:?} is not an address such as \"127.0.0.1:9104\"",
+                self.metrics.listen
             ));
         }
         if self.tls.cert.is_some() != self.tls.key.is_some() {

@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod logging;
+pub mod metrics;
 pub mod partition;
 pub mod playground;
 pub mod runtime;

@@ -68,7 +68,7 @@ fn main() -> std::process::ExitCode {
                 }
             };
             hscale::logging::init(&cfg.log.filter);
-            match serve(cfg) {
+            match serve(cfg, &config) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("hscale: {e}");
@@ -94,14 +94,48 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn serve(cfg: hscale::Config) -> anyhow::Result<()> {
+/// Serve until SIGTERM (graceful: `[proxy] shutdown_timeout_ms`); SIGHUP
+/// reloads users and limits from `path`.
+fn serve(cfg: hscale::Config, path: &std::path::Path) -> anyhow::Result<()> {
+    use hscale::server::Signal;
     let listen = cfg.proxy.listen.clone();
+    let timeout = std::time::Duration::from_millis(cfg.proxy.shutdown_timeout_ms);
     let mut proxy = hscale::RunningProxy::start(cfg, &listen)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(hscale::server::shutdown_signal());
-    tracing::info!("stopping");
-    proxy.stop();
+    runtime.block_on(async {
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        loop {
+            match hscale::server::next_signal(&mut hup).await {
+                Signal::Stop => break,
+                Signal::Reload => match hscale::Config::load(path) {
+                    Ok(new) => {
+                        let ignored = proxy.context.reload(&new);
+                        tracing::info!(
+                            users = new.users.len(),
+                            "SIGHUP: reloaded users and limits"
+                        );
+                        if !ignored.is_empty() {
+                            tracing::warn!(
+                                settings = ignored.join(", "),
+                                "SIGHUP: these changed settings take effect only after a restart"
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "SIGHUP: config not reloaded")
+                    }
+                },
+            }
+        }
+    });
+    tracing::info!(
+        sessions = proxy.context.open_sessions(),
+        timeout_ms = timeout.as_millis() as u64,
+        "stopping: no new connections, running statements may finish"
+    );
+    proxy.shutdown(timeout);
+    tracing::info!("stopped");
     Ok(())
 }

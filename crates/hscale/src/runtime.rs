@@ -11,7 +11,32 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::backend::{BackendWatch, Pool};
-use crate::config::{BackendConfig, Config};
+use crate::config::{BackendConfig, Config, ProxyConfig, UserConfig};
+
+/// What SIGHUP reloads from the config file (`Context::reload`): the
+/// users and the client limits. Read at login and when a session starts,
+/// never per statement.
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub users: Vec<UserConfig>,
+    /// `[proxy]` as last loaded; of it only `max_connections`,
+    /// `max_handshakes`, `handshake_timeout_ms`, `wait_timeout_ms` and the
+    /// `failed_login_*` settings are read from here.
+    pub proxy: ProxyConfig,
+}
+
+impl Live {
+    fn of(config: &Config) -> Live {
+        Live {
+            users: config.users.clone(),
+            proxy: config.proxy.clone(),
+        }
+    }
+
+    pub fn user(&self, name: &str) -> Option<&UserConfig> {
+        self.users.iter().find(|u| u.name == name)
+    }
+}
 
 /// Shared by all sessions; nothing in it is locked on the statement path.
 pub struct Context {
@@ -51,6 +76,26 @@ pub struct Context {
     pub tls: Option<tokio_rustls::TlsAcceptor>,
     /// Which backends may take part in transactions across backends.
     pub xa_checks: crate::exec::txn_checks::XaChecks,
+    /// Counters for Prometheus and the query digests.
+    pub metrics: crate::metrics::Metrics,
+    /// Users and client limits, replaced by SIGHUP.
+    live: arc_swap::ArcSwap<Live>,
+    /// `[log] slow_statement_ms`, replaced by SIGHUP (read per statement).
+    slow_statement_ms: AtomicU64,
+    /// Set by SIGTERM: sessions close once their statement is done, idle
+    /// ones at once (`Context::begin_drain`).
+    is_draining: AtomicBool,
+    /// Client connections being served (in the handshake or logged in).
+    open_sessions: AtomicUsize,
+}
+
+/// Counts one client connection among `Context::open_sessions` while it lives.
+pub struct OpenSession(Arc<Context>);
+
+impl Drop for OpenSession {
+    fn drop(&mut self) {
+        self.0.open_sessions.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// What KILL needs to know about a session. Its lock is taken when a
@@ -263,9 +308,15 @@ impl Context {
                 pools
             })
             .collect();
+        let metrics = crate::metrics::Metrics::new(workers, config.metrics.max_digests);
         let xa_checks = crate::exec::txn_checks::XaChecks::new(config.backends.len());
         Arc::new(Context {
             xa_checks,
+            metrics,
+            live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
+            slow_statement_ms: AtomicU64::new(config.log.slow_statement_ms),
+            is_draining: AtomicBool::new(false),
+            open_sessions: AtomicUsize::new(0),
             config: Arc::new(config),
             pools,
             server_version: OnceLock::new(),
@@ -397,7 +448,8 @@ impl Context {
         let id = self.next_handshake.fetch_add(1, Ordering::Relaxed);
         let evicted = Arc::new(tokio::sync::Notify::new());
         let mut q = self.handshakes.lock().unwrap_or_else(|p| p.into_inner());
-        while q.len() >= self.config.proxy.max_handshakes.max(1) {
+        let max = self.live().proxy.max_handshakes.max(1);
+        while q.len() >= max {
             if let Some((_, oldest)) = q.pop_front() {
                 oldest.notify_one();
             }
@@ -416,7 +468,8 @@ impl Context {
     /// than `failed_login_threshold` failures, then `failed_login_delay_ms`
     /// per failure beyond it, at most `failed_login_max_delay_ms`.
     pub fn login_delay(&self, addr: Option<std::net::IpAddr>, is_ok: bool) -> Duration {
-        let proxy = &self.config.proxy;
+        let live = self.live();
+        let proxy = &live.proxy;
         let (Some(addr), threshold @ 1..) = (addr, proxy.failed_login_threshold) else {
             return Duration::ZERO;
         };
@@ -453,7 +506,7 @@ impl Context {
     pub fn client_slot(self: &Arc<Self>) -> Option<ClientSlot> {
         let n = self.clients.fetch_add(1, Ordering::Relaxed);
         let slot = ClientSlot(self.clone());
-        (n < self.config.proxy.max_connections).then_some(slot)
+        (n < self.live().proxy.max_connections).then_some(slot)
     }
 
     pub fn clients(&self) -> usize {
@@ -501,6 +554,99 @@ impl Context {
             }
             Err(e) => tracing::warn!(error = %e, "cannot read the main backend's collations"),
         }
+    }
+
+    /// The users and client limits in force (`[[users]]`, `[proxy]`).
+    pub fn live(&self) -> arc_swap::Guard<Arc<Live>> {
+        self.live.load()
+    }
+
+    pub fn slow_statement_ms(&self) -> u64 {
+        self.slow_statement_ms.load(Ordering::Relaxed)
+    }
+
+    /// SIGHUP: take the users, the client limits and the slow-statement
+    /// threshold from `config` (already validated); sessions stay. Returns
+    /// the settings that changed but need a restart.
+    pub fn reload(&self, config: &Config) -> Vec<&'static str> {
+        self.live.store(Arc::new(Live::of(config)));
+        self.slow_statement_ms
+            .store(config.log.slow_statement_ms, Ordering::Relaxed);
+        let (old, new) = (&*self.config, config);
+        let mut ignored = Vec::new();
+        if old.backends.len() != new.backends.len()
+            || old
+                .backends
+                .iter()
+                .zip(&new.backends)
+                .any(|(a, b)| (&a.name, &a.address, &a.user) != (&b.name, &b.address, &b.user))
+        {
+            ignored.push("[[backends]]");
+        }
+        if old.proxy.listen != new.proxy.listen || old.proxy.workers != new.proxy.workers {
+            ignored.push("[proxy] listen and workers");
+        }
+        if old.proxy.max_allowed_packet != new.proxy.max_allowed_packet {
+            ignored.push("[proxy] max_allowed_packet");
+        }
+        if old.metrics.listen != new.metrics.listen
+            || old.metrics.max_digests != new.metrics.max_digests
+        {
+            ignored.push("[metrics]");
+        }
+        let tls = |t: &crate::config::TlsConfig| (t.cert.clone(), t.key.clone(), t.require);
+        if tls(&old.tls) != tls(&new.tls) {
+            ignored.push("[tls]");
+        }
+        ignored
+    }
+
+    /// Count a client connection while the returned guard lives.
+    pub fn open_session(self: &Arc<Self>) -> OpenSession {
+        self.open_sessions.fetch_add(1, Ordering::Relaxed);
+        OpenSession(self.clone())
+    }
+
+    pub fn open_sessions(&self) -> usize {
+        self.open_sessions.load(Ordering::Relaxed)
+    }
+
+    /// SIGTERM: every session closes when its running statement is done;
+    /// idle ones are woken to close now.
+    pub fn begin_drain(&self) {
+        self.is_draining.store(true, Ordering::SeqCst);
+        for (_, h) in self.sessions() {
+            h.killed.notify_one();
+        }
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.is_draining.load(Ordering::Relaxed)
+    }
+
+    /// Every backend pool's numbers, summed over the workers, for `/metrics`.
+    pub fn pool_samples(&self) -> Vec<crate::metrics::render::PoolSample> {
+        self.backend_ids()
+            .map(|b| {
+                let mut s = crate::metrics::render::PoolSample {
+                    backend: self.config.backends[b.index()].name.clone(),
+                    is_up: true,
+                    ..Default::default()
+                };
+                for p in self.backend_pools(b) {
+                    let st = p.stats();
+                    s.open += st.open as u64;
+                    s.idle += st.idle as u64;
+                    s.in_use += st.in_use as u64;
+                    s.waiting += st.waiting as u64;
+                    s.waits += st.waits;
+                    s.connects += st.connects;
+                    s.connect_failures += st.connect_failures;
+                    s.is_up &= st.is_up;
+                }
+                s
+            })
+            .collect()
     }
 
     /// The main backend's version string, which clients see as the server's.

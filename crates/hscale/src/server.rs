@@ -123,12 +123,17 @@ pub fn bind(addr: &str) -> std::io::Result<std::net::TcpListener> {
     Ok(socket.into())
 }
 
-/// One worker: accept clients and serve them on this thread until `stop`.
+/// Sent to the workers: `Some(deadline)` stops accepting; sessions still
+/// open may finish until the deadline.
+type Stop = Option<std::time::Instant>;
+
+/// One worker: accept clients and serve them on this thread until `stop`,
+/// then wait (up to the stop's deadline) for the proxy's sessions to end.
 async fn worker_loop(
     ctx: Arc<Context>,
     worker: usize,
     listener: std::net::TcpListener,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    mut stop: tokio::sync::watch::Receiver<Stop>,
 ) -> std::io::Result<()> {
     let listener = TcpListener::from_std(listener)?;
     start_backends(&ctx, worker).await;
@@ -140,7 +145,11 @@ async fn worker_loop(
             let ctx = ctx.clone();
             tokio::spawn(async move {
                 loop {
-                    match unix.accept().await {
+                    let accepted = unix.accept().await;
+                    if ctx.is_draining() {
+                        return;
+                    }
+                    match accepted {
                         Ok((stream, _)) => {
                             tokio::spawn(crate::session::serve(
                                 stream,
@@ -175,7 +184,34 @@ async fn worker_loop(
             }
         }
     }
+    // Stop accepting: this worker's copy of the listening socket closes.
+    drop(listener);
+    let deadline = (*stop.borrow()).unwrap_or_else(std::time::Instant::now);
+    while ctx.open_sessions() > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     Ok(())
+}
+
+/// What `hscale serve` was told to do by a signal.
+pub enum Signal {
+    /// SIGTERM or Ctrl-C: shut down gracefully.
+    Stop,
+    /// SIGHUP: reload users and limits from the config file.
+    Reload,
+}
+
+/// Wait for SIGTERM, Ctrl-C or SIGHUP (`hscale serve`).
+pub async fn next_signal(hup: &mut Option<tokio::signal::unix::Signal>) -> Signal {
+    tokio::select! {
+        _ = shutdown_signal() => Signal::Stop,
+        _ = async {
+            match hup.as_mut() {
+                Some(h) => { h.recv().await; }
+                None => std::future::pending::<()>().await,
+            }
+        } => Signal::Reload,
+    }
 }
 
 /// Wait for Ctrl-C or SIGTERM.
@@ -196,8 +232,10 @@ pub async fn shutdown_signal() {
 /// `hscale serve`, the playground and the tests.
 pub struct RunningProxy {
     pub addr: std::net::SocketAddr,
+    /// Where `/metrics` is served (`[metrics] listen`), if anywhere.
+    pub metrics_addr: Option<std::net::SocketAddr>,
     pub context: Arc<Context>,
-    stop: tokio::sync::watch::Sender<bool>,
+    stop: tokio::sync::watch::Sender<Stop>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -208,8 +246,24 @@ impl RunningProxy {
         let addr = listener.local_addr()?;
         let tls = crate::tls::acceptor(&config.tls)?;
         let ctx = Context::new(config, tls);
-        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let (stop, stop_rx) = tokio::sync::watch::channel(None);
         let mut threads = Vec::new();
+        let mut metrics_addr = None;
+        if !ctx.config.metrics.listen.is_empty() {
+            let listener = std::net::TcpListener::bind(&ctx.config.metrics.listen)?;
+            listener.set_nonblocking(true)?;
+            metrics_addr = Some(listener.local_addr()?);
+            let weak = Arc::downgrade(&ctx);
+            let scrape = Arc::new(move || match weak.upgrade() {
+                Some(ctx) => crate::metrics::render(&ctx.metrics, &ctx.pool_samples()),
+                None => String::new(),
+            });
+            threads.push(crate::metrics::http::spawn(
+                listener,
+                scrape,
+                stop_rx.clone(),
+            )?);
+        }
         for worker in 0..ctx.workers() {
             let listener = listener.try_clone()?;
             let ctx = ctx.clone();
@@ -231,16 +285,31 @@ impl RunningProxy {
             );
         }
         tracing::info!(listen = %addr, workers = threads.len(), backends = ctx.config.backends.len(), "hscale is serving");
+        if let Some(m) = metrics_addr {
+            tracing::info!(metrics = %m, "serving /metrics");
+        }
         Ok(RunningProxy {
             addr,
+            metrics_addr,
             context: ctx,
             stop,
             threads,
         })
     }
 
+    /// Stop at once: open sessions end with the worker threads.
     pub fn stop(&mut self) {
-        let _ = self.stop.send(true);
+        self.shutdown(Duration::ZERO);
+    }
+
+    /// Stop gracefully (SIGTERM): stop accepting, close idle sessions, let
+    /// running statements finish for up to `timeout`, then stop.
+    pub fn shutdown(&mut self, timeout: Duration) {
+        if self.threads.is_empty() {
+            return;
+        }
+        let _ = self.stop.send(Some(std::time::Instant::now() + timeout));
+        self.context.begin_drain();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

@@ -9,6 +9,7 @@
 //! HSCALE AUTO_PARTITION('table', 'ROUND_ROBIN' | 'FEWEST_ROWS' | 'OFF')
 //! HSCALE SETUP_GLOBAL_TABLE('table')
 //! HSCALE SHOW PARTITIONS [('table')] | SHOW TABLES | SHOW BACKENDS
+//! HSCALE SHOW DIGESTS | RESET DIGESTS
 //! HSCALE EXPLAIN <statement>
 //! HSCALE RELOAD
 //! ```
@@ -77,6 +78,9 @@ pub enum AdminCommand {
     /// Open transactions across backends, prepared branches in doubt and
     /// commit decisions awaiting cleanup.
     ShowTransactions,
+    /// This proxy's query digests, and forgetting them.
+    ShowDigests,
+    ResetDigests,
     /// Auto-partitioning on (with a placement rule) or off (`None`).
     AutoPartition {
         table: String,
@@ -94,7 +98,7 @@ pub enum AdminCommand {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdminError {
-    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, EXPLAIN and RELOAD")]
+    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, RESET DIGESTS, EXPLAIN and RELOAD")]
     UnknownCommand(String),
     #[error("HSCALE {command} takes {expected}, got {got} argument(s)")]
     Arguments {
@@ -338,6 +342,7 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 "BACKENDS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowBackends),
                 "OPERATIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowOperations),
                 "TRANSACTIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTransactions),
+                "DIGESTS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowDigests),
                 _ => Err(AdminError::UnknownCommand(format!("SHOW {}", after.trim()))),
             }
         }
@@ -345,6 +350,7 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
             statement: after.to_string(),
         }),
         "RELOAD" if after.is_empty() => Ok(AdminCommand::Reload),
+        "RESET" if after.eq_ignore_ascii_case("DIGESTS") => Ok(AdminCommand::ResetDigests),
         _ => Err(AdminError::UnknownCommand(rest.to_string())),
     }
 }
@@ -423,6 +429,19 @@ mod tests {
                 backend: BackendRef::Name("shard2".into()),
             }
         );
+        assert_eq!(
+            parse("HSCALE SHOW OPERATIONS").unwrap(),
+            AdminCommand::ShowOperations
+        );
+        assert_eq!(
+            parse("HSCALE SHOW DIGESTS").unwrap(),
+            AdminCommand::ShowDigests
+        );
+        assert_eq!(
+            parse("hscale reset digests").unwrap(),
+            AdminCommand::ResetDigests
+        );
+        assert!(parse("HSCALE RESET").is_err());
         assert_eq!(
             parse("HSCALE SHOW OPERATIONS").unwrap(),
             AdminCommand::ShowOperations

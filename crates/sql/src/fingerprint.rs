@@ -52,6 +52,25 @@ pub fn fingerprint(sql: &str) -> Result<Fingerprint, LexError> {
 
 /// Fingerprint already-lexed tokens.
 pub fn fingerprint_tokens(sql: &str, tokens: &[Token]) -> Fingerprint {
+    let (h, literals, collapsed) = normalize(sql, tokens);
+    Fingerprint {
+        hash: xxh3_64(&h),
+        literals,
+        collapsed,
+    }
+}
+
+/// The fingerprint's hash and its normalized text (`SELECT c FROM t WHERE
+/// id = ?`), for query digests: the same hash as [`fingerprint`].
+pub fn normalized(sql: &str) -> Result<(u64, Vec<u8>), LexError> {
+    let tokens = tokenize(sql)?;
+    let (h, _, _) = normalize(sql, &tokens);
+    Ok((xxh3_64(&h), h))
+}
+
+/// The normalized text (each token followed by one space), the literals,
+/// and whether a list of literals was collapsed.
+fn normalize(sql: &str, tokens: &[Token]) -> (Vec<u8>, Vec<Literal>, bool) {
     // The normalized text, hashed at once (faster than streaming updates).
     let mut h: Vec<u8> = Vec::with_capacity(sql.len() + 16);
     let mut literals = Vec::new();
@@ -122,11 +141,7 @@ pub fn fingerprint_tokens(sql: &str, tokens: &[Token]) -> Fingerprint {
         h.extend_from_slice(b" ");
         i += 1;
     }
-    Fingerprint {
-        hash: xxh3_64(&h),
-        literals,
-        collapsed,
-    }
+    (h, literals, collapsed)
 }
 
 /// The literals of a collapsed list, with their unary minus signs.

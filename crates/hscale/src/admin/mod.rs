@@ -126,6 +126,13 @@ pub async fn execute(
             show::partitions(ctx, worker, only).await
         }
         AdminCommand::ShowBackends => Ok(show::backends(ctx)),
+        AdminCommand::ShowDigests => Ok(show::digests(ctx)),
+        AdminCommand::ResetDigests => {
+            ctx.metrics.digests.reset();
+            Ok(AdminOutput::Ok {
+                info: "query digests reset".into(),
+            })
+        }
         AdminCommand::Reload => {
             let d = reload(ctx, worker).await?;
             Ok(AdminOutput::Ok {

@@ -89,7 +89,7 @@ pub(super) async fn run(
         change::mark_cutover(ctx, worker, op, FIRST_EPOCH).await?;
         let mut main = conn(ctx, worker, BackendId::MAIN).await?;
         main.is_broken = true;
-        register(ctx, worker, op, FIRST_EPOCH, BackendId::MAIN, &main).await?;
+        register(ctx, worker, op, FIRST_EPOCH, BackendId::MAIN, &mut main).await?;
         exec(&mut main, &fence_triggers(&name)).await?;
         for b in BackendId::all(names.len()).skip(1) {
             copy_to(ctx, worker, op, &name, b).await?;
@@ -137,7 +137,7 @@ async fn copy_to(
     src.is_broken = true;
     let mut dst = conn(ctx, worker, b).await?;
     dst.is_broken = true;
-    register(ctx, worker, op, FIRST_EPOCH, b, &dst).await?;
+    register(ctx, worker, op, FIRST_EPOCH, b, &mut dst).await?;
     exec(&mut dst, &[format!("DROP TABLE IF EXISTS {table_q}")]).await?;
     ddl::create_like(&mut src, &name.db, &name.table, &mut dst, &name.table).await?;
     exec(&mut src, &change::copy_session()).await?;
@@ -216,7 +216,7 @@ async fn undo(ctx: &Context, worker: usize, op: u64, epoch: u64, name: &TableNam
         for b in ctx.backend_ids() {
             let mut c = conn(ctx, worker, b).await?;
             c.is_broken = true;
-            register(ctx, worker, op, epoch, b, &c).await?;
+            register(ctx, worker, op, epoch, b, &mut c).await?;
             let sql = if b.is_main() {
                 trigger_names(name)
                     .iter()

@@ -171,3 +171,98 @@ pub(super) async fn operations(ctx: &Context, worker: usize) -> Result<AdminOutp
         rows: r.strings(),
     })
 }
+
+/// `HSCALE SHOW DIGESTS`: this proxy's statements by fingerprint, the
+/// most total time first (`crate::metrics::digest`).
+pub(super) fn digests(ctx: &Context) -> AdminOutput {
+    let m = &ctx.metrics;
+    let time = |at: std::time::Instant| {
+        let t = m.wall_time(at);
+        let ms = t
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        format_utc_ms(ms)
+    };
+    let us = |v: u64| Some(format!("{:.3}", v as f64 / 1000.0));
+    let rows = m
+        .digests
+        .snapshot()
+        .into_iter()
+        .map(|d| {
+            vec![
+                Some(d.text.clone()),
+                Some(d.count.to_string()),
+                us(d.total_us),
+                us(d.avg_us()),
+                us(d.quantile_us(0.99)),
+                us(d.max_us),
+                Some(d.rows.to_string()),
+                Some(d.errors.to_string()),
+                Some(d.refusals.to_string()),
+                Some(d.kind.as_str().to_string()),
+                Some(format!("{:.1}", d.parts as f64 / d.count.max(1) as f64)),
+                Some(d.max_parts.to_string()),
+                Some(time(d.first_seen)),
+                Some(time(d.last_seen)),
+            ]
+        })
+        .collect();
+    AdminOutput::Rows {
+        columns: cols(&[
+            "digest_text",
+            "count",
+            "total_ms",
+            "avg_ms",
+            "p99_ms",
+            "max_ms",
+            "rows_sent",
+            "errors",
+            "refusals",
+            "plan",
+            "avg_partitions",
+            "max_partitions",
+            "first_seen",
+            "last_seen",
+        ]),
+        rows,
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS.mmm` (UTC) of milliseconds since the epoch.
+fn format_utc_ms(ms: i64) -> String {
+    let (secs, milli) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{milli:03}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_times() {
+        assert_eq!(super::format_utc_ms(0), "1970-01-01 00:00:00.000");
+        assert_eq!(
+            super::format_utc_ms(1_795_996_800_123),
+            "2026-11-30 00:00:00.123"
+        );
+        assert_eq!(
+            super::format_utc_ms(951_782_400_000),
+            "2000-02-29 00:00:00.000"
+        );
+    }
+}

@@ -404,7 +404,7 @@ async fn steps(
         let b = backend(ctx, op, &s.backend)?;
         let mut c = conn(ctx, worker, b).await?;
         c.is_broken = true; // killed by a take-over; never pooled again
-        register(ctx, worker, op, epoch, b, &c).await?;
+        register(ctx, worker, op, epoch, b, &mut c).await?;
         step(&mut c, s, taken_over_at == Some(i)).await?;
         change::journal(
             ctx,

@@ -40,6 +40,8 @@ pub struct Pool {
     acquire_timeout: Duration,
     connects: AtomicU64,
     connect_failures: AtomicU64,
+    /// Times a checkout found the pool exhausted and waited.
+    waits: AtomicU64,
 }
 
 /// Counters shown by `HSCALE SHOW BACKENDS` and tests.
@@ -50,6 +52,11 @@ pub struct PoolStats {
     pub is_up: bool,
     pub connects: u64,
     pub connect_failures: u64,
+    /// Connections lent out now.
+    pub in_use: usize,
+    /// Checkouts waiting now, and the waits so far.
+    pub waiting: usize,
+    pub waits: u64,
 }
 
 impl Pool {
@@ -73,6 +80,7 @@ impl Pool {
             acquire_timeout,
             connects: AtomicU64::new(0),
             connect_failures: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
             backend_id,
             cfg,
         })
@@ -89,6 +97,9 @@ impl Pool {
             is_up: self.is_up.load(Ordering::Relaxed) && !self.watch.is_frozen(),
             connects: self.connects.load(Ordering::Relaxed),
             connect_failures: self.connect_failures.load(Ordering::Relaxed),
+            in_use: self.checked_out.load(Ordering::Relaxed),
+            waiting: self.waiting.load(Ordering::Relaxed),
+            waits: self.waits.load(Ordering::Relaxed),
         }
     }
 
@@ -116,6 +127,7 @@ impl Pool {
         if self.try_take() {
             return Ok(());
         }
+        self.waits.fetch_add(1, Ordering::Relaxed);
         let wait = async {
             loop {
                 let notified = self.released.notified();
@@ -229,7 +241,11 @@ impl Pool {
     }
 
     fn put_back(&self, mut conn: BackendConn) {
-        if conn.is_broken {
+        // A branch of a transaction across backends, synced to a session
+        // with autocommit off, comes back holding it: closed rather than
+        // handed to someone who expects autocommit (the proxy's own
+        // queries run on pooled connections without a sync).
+        if conn.is_broken || conn.vars.holds_autocommit_off() {
             self.open.fetch_sub(1, Ordering::Relaxed);
             return;
         }

@@ -30,6 +30,19 @@ impl SessionVars {
         &self.items
     }
 
+    /// The session turned autocommit off: a connection holding that must
+    /// not serve the proxy's own queries (a SELECT there would open a
+    /// transaction that a later XA START meets as XAER_OUTSIDE).
+    pub fn holds_autocommit_off(&self) -> bool {
+        self.items.iter().any(|i| {
+            i.key == "autocommit"
+                && i.assign.rsplit('=').next().is_some_and(|v| {
+                    let v = v.trim();
+                    v == "0" || v.eq_ignore_ascii_case("OFF") || v.eq_ignore_ascii_case("FALSE")
+                })
+        })
+    }
+
     /// Record assignments that succeeded.
     pub fn apply(&mut self, items: &[SetItem]) {
         for item in items {

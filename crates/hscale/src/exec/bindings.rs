@@ -79,6 +79,9 @@ pub struct Bindings {
     /// The open transaction's savepoints (`savepoint.rs`), set again on
     /// every branch that joins it.
     pub savepoints: super::savepoint::Savepoints,
+    /// What the current statement did, for metrics and digests: the
+    /// session sets its plan kind, `finish` adds rows and errors.
+    pub note: crate::metrics::StatementNote,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -282,6 +285,10 @@ impl Bindings {
 
     /// Record what a finished statement did, then keep or return the connection.
     pub fn finish(&mut self, mut conn: PooledConn, outcome: Outcome, effects: &Effects<'_>) {
+        self.note.rows += outcome.rows;
+        if outcome.err_code != 0 {
+            self.note.error(outcome.err_code);
+        }
         if !outcome.is_err && outcome.status.is_some() {
             match effects.change {
                 Some(SessionChange::Use(db)) => {

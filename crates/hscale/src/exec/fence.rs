@@ -102,12 +102,16 @@ impl Bindings {
             // A statement prepared before a change's capture triggers:
             // nothing ran; run it again on a fresh connection at once.
             tracing::info!(connection_id = self.connection_id, error = %err.message, "statement prepared before a change's capture: running it again");
+            ctx.metrics.worker(self.worker).stale_route_retry();
             return Ok(Next::Retry);
         }
         let fence = await_newer_dictionary(&ctx, self.worker, planned).await;
         tracing::debug!(connection_id = self.connection_id, planned, attempts = *attempts, error = %err.message, fence = ?fence, "statement met a missing table");
         match fence {
-            Fence::Newer => Ok(Next::Retry),
+            Fence::Newer => {
+                ctx.metrics.worker(self.worker).stale_route_retry();
+                Ok(Next::Retry)
+            }
             Fence::Unchanged => Ok(Next::Answer(err)),
             Fence::Timeout(what) => {
                 let msg = format!(

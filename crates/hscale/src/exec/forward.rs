@@ -49,6 +49,10 @@ pub struct Outcome {
     pub is_conn_ending: bool,
     /// Packets sent to the client.
     pub packets: u64,
+    /// Row packets sent to the client (for metrics and digests).
+    pub rows: u64,
+    /// The code of the error packet forwarded, if any.
+    pub err_code: u16,
 }
 
 /// Which side failed.
@@ -127,6 +131,9 @@ where
         use hscale_wire::consts::code;
         self.outcome.is_err = true;
         let c = payload.get(1..3).map(|b| u16::from_le_bytes([b[0], b[1]]));
+        if self.outcome.err_code == 0 {
+            self.outcome.err_code = c.unwrap_or(0);
+        }
         if matches!(
             c,
             Some(code::ER_CONNECTION_KILLED | code::ER_SERVER_SHUTDOWN)
@@ -321,6 +328,7 @@ where
                 self.note_err(&row.payload);
                 return self.send(&row.payload).await;
             }
+            self.outcome.rows += 1;
             self.send_whole(row).await?;
         }
     }
@@ -445,6 +453,7 @@ where
                 self.send(&p.payload).await?;
                 return Ok(false);
             }
+            self.outcome.rows += 1;
             if self.relabel.is_some() && !p.is_continued() {
                 if let Some(row) = self.relabeled(&p.payload) {
                     self.out.payload(&row);

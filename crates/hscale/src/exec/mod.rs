@@ -136,12 +136,25 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
 
     /// Forward a backend's error packet as the answer (at `seq`).
     pub async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
+        self.b.note.error(err.code);
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
     /// Run a plan that reads or writes partitions or global tables (the
     /// dictionary's own statements are answered by `crate::admin`).
     pub async fn run(&mut self, plan: Plan, effects: Effects<'_>) -> Result<(), ProxyError> {
+        use crate::metrics::PlanKind;
+        let (kind, parts) = match &plan {
+            Plan::Targets { parts, .. } if parts.len() == 1 => (PlanKind::Single, 1),
+            Plan::Targets { parts, .. } => (PlanKind::Scatter, parts.len()),
+            Plan::Merge(m) => (PlanKind::Merge, m.parts.len()),
+            Plan::GlobalWrite { .. } => (PlanKind::GlobalWrite, self.b.ctx.config.backends.len()),
+            Plan::Relabeled { .. } => (PlanKind::Single, 1),
+            Plan::Refuse(_) => (PlanKind::Refused, 0),
+            _ => (PlanKind::Dictionary, 0),
+        };
+        self.b.note.kind = kind;
+        self.b.note.parts = parts as u32;
         match plan {
             Plan::Targets { kind, parts } => self.run_routed(kind, parts, effects).await,
             Plan::GlobalWrite { table, sql } => self.run_global_write(&table, &sql).await,

@@ -427,6 +427,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     packets: 0,
                     held: None,
                     is_conn_ending: false,
+                    ..Outcome::default()
                 };
                 self.b.finish(conn, outcome, &Effects::default());
                 Ok(true)
@@ -503,6 +504,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                         packets: 0,
                         held: None,
                         is_conn_ending: false,
+                        ..Outcome::default()
                     };
                     self.b.finish(conn, outcome, &Effects::default());
                 }

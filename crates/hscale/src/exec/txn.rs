@@ -654,6 +654,10 @@ pub async fn resolve(ctx: &Arc<Context>, worker: usize) -> Result<(), ProxyError
         found.iter().map(|f| (f.gtrid.clone(), f.parts)).collect();
     gtrids.sort_by(|a, b| a.0.cmp(&b.0));
     gtrids.dedup_by(|a, b| a.0 == b.0);
+    // Prepared branches this round leaves waiting (the metric
+    // hscale_transactions_in_doubt).
+    let mut in_doubt = found.len() as u64;
+    let shared = &ctx.metrics.shared;
     for (gtrid, parts) in &gtrids {
         if parts.home.index() >= n {
             continue;
@@ -681,6 +685,13 @@ pub async fn resolve(ctx: &Arc<Context>, worker: usize) -> Result<(), ProxyError
             };
             match run(&mut c, &sql, "recovering a prepared branch").await {
                 Ok(()) => {
+                    in_doubt -= 1;
+                    let n = if verb == "COMMIT" {
+                        &shared.txn_resolved_commit
+                    } else {
+                        &shared.txn_resolved_rollback
+                    };
+                    n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     tracing::info!(
                         gtrid,
                         backend = %f.backend,
@@ -694,6 +705,9 @@ pub async fn resolve(ctx: &Arc<Context>, worker: usize) -> Result<(), ProxyError
             }
         }
     }
+    shared
+        .txn_in_doubt
+        .store(in_doubt, std::sync::atomic::Ordering::Relaxed);
     if is_complete {
         for backend in BackendId::all(n) {
             let _ = forget_old_decisions(ctx, worker, backend, &gtrids).await;

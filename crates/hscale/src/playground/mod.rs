@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::backend::BackendConn;
-use crate::config::{BackendConfig, Config, LogConfig, ProxyConfig, TlsConfig, UserConfig};
+use crate::config::{
+    BackendConfig, Config, LogConfig, MetricsConfig, ProxyConfig, TlsConfig, UserConfig,
+};
 use crate::server::RunningProxy;
 pub use mariadb::MariaDb;
 
@@ -98,6 +100,11 @@ impl Cluster {
                 ..ProxyConfig::default()
             },
             log: LogConfig::default(),
+            // Prometheus metrics on a free loopback port.
+            metrics: MetricsConfig {
+                listen: "127.0.0.1:0".into(),
+                ..MetricsConfig::default()
+            },
             tls: TlsConfig {
                 cert: Some(cert.display().to_string()),
                 key: Some(key.display().to_string()),
@@ -125,6 +132,8 @@ impl Cluster {
         (opts.tweak)(&mut config);
         let proxy = RunningProxy::start(config.clone(), &opts.listen)
             .map_err(|e| format!("proxy cannot listen on {}: {e}", opts.listen))?;
+        // `[metrics] listen` stays port 0: copies of this config (more
+        // proxies in tests) each pick a free port (`RunningProxy::metrics_addr`).
         config.proxy.listen = proxy.addr.to_string();
         let text = toml::to_string_pretty(&config).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("hscale.toml"), text).map_err(|e| e.to_string())?;
@@ -313,6 +322,9 @@ pub fn run_playground(
              (PREFIX(1) on country), visits (DATE('%Y-%m') on visited_on) partitioned over \
              the backends, products global. Try:\n{DEMO_TRY}"
         );
+    }
+    if let Some(m) = cluster.proxy.metrics_addr {
+        eprintln!("playground: Prometheus metrics at http://{m}/metrics");
     }
     println!("ready: mariadb -h{} -P{} -uroot", addr.ip(), addr.port());
     use std::io::Write;

@@ -176,6 +176,10 @@ async fn reserve(
         quote_str(&table.table),
     );
     let end = run_on_main(ctx, worker, table, &sql).await?;
+    ctx.metrics
+        .shared
+        .sequence_blocks
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if end < size {
         return Err(ProxyError::Wrong(format!(
             "the sequence of {table} returned {end} for a block of {size}"

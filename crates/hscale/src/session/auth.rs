@@ -144,7 +144,9 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         info.next_seq = seq.wrapping_add(1);
         (want, data.to_vec())
     };
-    let user = config.user(&resp.user);
+    // Users as SIGHUP last loaded them.
+    let live = ctx.live();
+    let user = live.user(&resp.user);
     let password = user.map(|u| u.password.as_bytes()).unwrap_or_default();
     let response: &[u8] = if response == [0] { &[] } else { &response };
     let ok =

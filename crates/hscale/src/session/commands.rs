@@ -289,6 +289,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // A row for the default partition of a table with auto-partitioning
         // may name a value to create a partition for (`admin::auto_partition`).
         let auto_value = routing.auto_value(exec, types, &long, &parts);
+        self.b.note.kind = if parts.len() > 1 {
+            crate::metrics::PlanKind::Scatter
+        } else {
+            crate::metrics::PlanKind::Single
+        };
+        self.b.note.parts = parts.len() as u32;
         let mut run = self.exec();
         run.is_fenced = true;
         let done = run
@@ -430,7 +436,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         })?;
         let next = seq.wrapping_add(1);
-        let user = self.b.ctx.config.user(&cu.user).cloned();
+        let user = self.b.ctx.live().user(&cu.user).cloned();
         let response: &[u8] = if response[..] == [0] { &[] } else { &response };
         let ok = user.as_ref().is_some_and(|u| {
             auth::verify(NATIVE_PASSWORD, u.password.as_bytes(), &scramble, response)

@@ -21,6 +21,7 @@ mod kill;
 pub mod prepared;
 mod processlist;
 mod rewrite;
+mod statement;
 mod txn;
 
 use hscale_route::BackendId;
@@ -38,6 +39,7 @@ use crate::backend::state::{SessionState, SessionVars};
 use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
 use crate::exec::{send, write_error, Bindings, Effects, Exec};
+use crate::metrics::PlanKind;
 use crate::runtime::{Context, SessionHandle};
 use crate::tls::ClientStream;
 use auth::ClientInfo;
@@ -62,6 +64,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     peer: String,
     is_local: bool,
 ) {
+    // Counted until this connection ends: a graceful shutdown waits for it.
+    let _open = ctx.open_session();
     let connection_id = ctx.next_connection_id();
     let write_limit = match ctx.config.proxy.client_write_timeout_ms {
         0 => None,
@@ -73,7 +77,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     // The handshake holds a place among `max_handshakes`, not a client
     // slot, and has `handshake_timeout_ms` to finish.
     let ticket = ctx.handshake_ticket();
-    let limit = std::time::Duration::from_millis(ctx.config.proxy.handshake_timeout_ms);
+    let limit = std::time::Duration::from_millis(ctx.live().proxy.handshake_timeout_ms);
     let addr = peer.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
     let login = tokio::select! {
         r = async {
@@ -163,6 +167,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             planned_version: 0,
             generated_id: None,
             savepoints: Default::default(),
+            note: Default::default(),
         },
         client,
         statements: Statements::default(),
@@ -309,7 +314,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         });
         match set {
             Some(Some(secs)) => std::time::Duration::from_secs(secs.clamp(1, 31_536_000)),
-            _ => std::time::Duration::from_millis(self.b.ctx.config.proxy.wait_timeout_ms),
+            _ => std::time::Duration::from_millis(self.b.ctx.live().proxy.wait_timeout_ms),
         }
     }
 
@@ -325,6 +330,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         loop {
             if self.b.handle.is_killed() {
                 tracing::info!(connection_id = self.b.connection_id, "killed");
+                return;
+            }
+            if self.b.ctx.is_draining() {
+                // SIGTERM: the statement (if any) is answered; close.
+                tracing::info!(
+                    connection_id = self.b.connection_id,
+                    "closing: the proxy is shutting down"
+                );
                 return;
             }
             // For HSCALE SHOW TRANSACTIONS (a no-op outside transactions across backends).
@@ -401,7 +414,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.generated_id = None;
         match cmd {
             com::QUIT => return Ok(false),
-            com::QUERY => self.query(&payload).await?,
+            com::QUERY | com::STMT_EXECUTE => self.statement(cmd, &payload).await?,
             com::INIT_DB => {
                 let db = String::from_utf8_lossy(&payload[1..]).into_owned();
                 self.check_db(&db)?;
@@ -442,7 +455,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             com::CHANGE_USER => return self.change_user(&payload).await,
             com::STMT_PREPARE => self.prepare(&payload).await?,
-            com::STMT_EXECUTE => self.execute(&payload).await?,
             com::STMT_SEND_LONG_DATA => self.long_data(&payload),
             com::STMT_CLOSE => self.close_statement(&payload),
             com::STMT_RESET => self.reset_statement(&payload).await?,
@@ -480,6 +492,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// Forward a backend's error packet as the answer (at `seq`).
     async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
+        self.b.note.error(err.code);
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
@@ -515,7 +528,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     }),
                 };
             }
-            hscale_sql::Kind::Admin => return self.admin(sql).await,
+            hscale_sql::Kind::Admin => {
+                self.b.note.kind = PlanKind::Admin;
+                return self.admin(sql).await;
+            }
             _ if facts.pins.contains(Pins::XA) => {
                 return Err(ProxyError::Unsupported {
                     what: "XA statements from clients (hscale makes transactions across backends atomic itself: use BEGIN ... COMMIT)".into(),
@@ -630,8 +646,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(ProxyError::Refused(why));
                 }
             }
-            let plan =
-                PLAN_CACHE.with(|c| c.borrow_mut().plan(sql, self.b.state.db.as_deref(), &dict));
+            let plan = PLAN_CACHE.with(|c| {
+                let mut c = c.borrow_mut();
+                let plan = c.plan(sql, self.b.state.db.as_deref(), &dict);
+                self.b
+                    .ctx
+                    .metrics
+                    .worker(self.b.worker)
+                    .plan_cache(c.stats.hits, c.stats.misses);
+                plan
+            });
             // A statement spread over several connections cannot carry what
             // binds a session to one: user variables, locks, temporary
             // tables, LAST_INSERT_ID(). (Inside a transaction its parts run
@@ -706,6 +730,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 _ => BackendId::MAIN,
             },
         };
+        self.b.note.kind = PlanKind::Passthrough;
+        self.b.note.parts = 1;
         let mut exec = self.exec();
         exec.is_fenced = true;
         exec.execute_on_backend(backend, payload, Expect::Query, effects)

@@ -58,6 +58,9 @@ impl Statements {
         self.map.insert(self.next_id, stmt);
         self.next_id
     }
+    pub fn get(&self, id: u32) -> Option<&ClientStatement> {
+        self.map.get(&id)
+    }
     pub fn get_mut(&mut self, id: u32) -> Option<&mut ClientStatement> {
         self.map.get_mut(&id)
     }

@@ -20,6 +20,8 @@ pub struct Info {
     pub proxy_port: u16,
     pub backend_ports: Vec<u16>,
     pub dir: std::path::PathBuf,
+    /// The proxy's `/metrics` endpoint.
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 extern "C" fn stop_cluster() {
@@ -61,6 +63,7 @@ pub fn cluster_with(shards: usize, tweak: fn(&mut hscale::Config)) -> Info {
             proxy_port: c.proxy_port(),
             backend_ports: c.servers.iter().map(|s| s.port).collect(),
             dir: c.dir.clone(),
+            metrics_addr: c.proxy.metrics_addr,
         };
         let _ = CLUSTER.set(Mutex::new(Some(c)));
         #[allow(unsafe_code)]

@@ -46,6 +46,7 @@ use crate::partition::copy::stream_rows;
 use crate::partition::store::exec;
 use crate::partition::{ddl, qualified, quote_ident, quote_str};
 use crate::runtime::Context;
+use std::sync::atomic::Ordering;
 
 mod fence;
 mod journal;
@@ -179,6 +180,25 @@ async fn table_rows(c: &mut BackendConn, db: &str, table: &str) -> u64 {
 /// at its cutover. On an error before the cutover everything is undone
 /// and the journal says 'failed'.
 pub(super) async fn run(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    m: &Move,
+    apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<Report, ProxyError> {
+    let shared = &ctx.metrics.shared;
+    shared.changes_started.fetch_add(1, Ordering::Relaxed);
+    let r = run_change(ctx, worker, id, m, apply).await;
+    let done = if r.is_ok() {
+        &shared.changes_done
+    } else {
+        &shared.changes_failed
+    };
+    done.fetch_add(1, Ordering::Relaxed);
+    r
+}
+
+async fn run_change(
     ctx: &Context,
     worker: usize,
     id: u64,
@@ -474,6 +494,11 @@ async fn cut_over(
     report.longest_pause_ms = pause.elapsed().as_millis() as u64;
     commit_with_journal(ctx, worker, id, r.epoch, &report, apply).await?;
     report.longest_pause_ms = pause.elapsed().as_millis() as u64;
+    let shared = &ctx.metrics.shared;
+    shared.cutover_pauses.fetch_add(1, Ordering::Relaxed);
+    shared
+        .cutover_pause_us
+        .fetch_add(pause.elapsed().as_micros() as u64, Ordering::Relaxed);
     r.clean_up().await;
     if m.filter.is_none() {
         let _ = exec(&mut r.src, &retire_sql(ctx, &m.db, &r.src_name)).await;

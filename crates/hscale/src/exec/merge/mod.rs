@@ -465,7 +465,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 r
             }
         };
-        end_rows(rows, r, st).await
+        end_rows(rows, r, st, &mut self.b.note).await
     }
 
     /// Start every part, read the column definitions and every part's
@@ -577,7 +577,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 break;
             }
         }
-        end_rows(rows, r, st).await
+        end_rows(rows, r, st, &mut self.b.note).await
     }
 }
 
@@ -619,15 +619,21 @@ async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
     rows: Rows<'_, S>,
     r: Result<(), Stop>,
     status: u16,
+    note: &mut crate::metrics::StatementNote,
 ) -> Result<(), Stop> {
+    note.rows += rows.count();
     let done = match r {
         Ok(()) => rows.finish(status, 0),
-        Err(Stop::Server(e)) => rows.err(e.code, &e.sql_state, &e.message),
+        Err(Stop::Server(e)) => {
+            note.error(e.code);
+            rows.err(e.code, &e.sql_state, &e.message)
+        }
         Err(Stop::Proxy(ProxyError::ClientGone)) => {
             return Err(Stop::Proxy(ProxyError::ClientGone))
         }
         Err(Stop::Proxy(e)) => {
             let (code, state, msg) = e.to_mysql();
+            note.error(code);
             rows.err(code, &state, &msg)
         }
     };

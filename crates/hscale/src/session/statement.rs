@@ -1,0 +1,74 @@
+//! Every COM_QUERY and COM_STMT_EXECUTE passes here: timed, then counted
+//! in the metrics and the query digests (`crate::metrics`) with what
+//! `Bindings::note` gathered while it ran, and logged when slower than
+//! `[log] slow_statement_ms`.
+
+use bytes::Bytes;
+use hscale_wire::consts::com;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::Session;
+use crate::error::ProxyError;
+use crate::metrics::{PlanKind, StatementNote};
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Run one COM_QUERY or COM_STMT_EXECUTE and count it: metrics, the
+    /// query digests and the slow-statement log (`crate::metrics`).
+    pub(super) async fn statement(&mut self, cmd: u8, payload: &Bytes) -> Result<(), ProxyError> {
+        let start = std::time::Instant::now();
+        self.b.note = StatementNote::default();
+        let r = if cmd == com::QUERY {
+            self.query(payload).await
+        } else {
+            self.b.note.kind = PlanKind::Passthrough;
+            self.b.note.parts = 1;
+            self.execute(payload).await
+        };
+        if let Err(e) = &r {
+            if matches!(e, ProxyError::Refused(_) | ProxyError::Unsupported { .. }) {
+                self.b.note.kind = PlanKind::Refused;
+            }
+            if !matches!(e, ProxyError::ClientGone) {
+                self.b.note.error(e.to_mysql().0);
+            }
+        }
+        let now = std::time::Instant::now();
+        let took = now.saturating_duration_since(start);
+        let sql: &[u8] = if cmd == com::QUERY {
+            &payload[1..]
+        } else {
+            hscale_wire::stmt::statement_id(payload)
+                .ok()
+                .and_then(|id| self.statements.get(id))
+                .map(|st| &st.sql[..])
+                .unwrap_or_default()
+        };
+        let sql = std::str::from_utf8(sql).ok();
+        let metrics = &self.b.ctx.metrics;
+        metrics.record(self.b.worker, &self.b.note, took, now, sql);
+        let slow = self.b.ctx.slow_statement_ms();
+        if slow > 0 && took >= std::time::Duration::from_millis(slow) {
+            metrics.worker(self.b.worker).slow_statement();
+            let user = self
+                .b
+                .handle
+                .user
+                .lock()
+                .map(|u| u.clone())
+                .unwrap_or_default();
+            tracing::warn!(
+                target: "hscale::slow",
+                connection_id = self.b.connection_id,
+                user,
+                ms = took.as_millis() as u64,
+                plan = self.b.note.kind.as_str(),
+                parts = self.b.note.parts,
+                rows = self.b.note.rows,
+                error = self.b.note.error,
+                sql = crate::logging::loggable(sql.unwrap_or("<not UTF-8>")),
+                "slow statement"
+            );
+        }
+        r
+    }
+}
