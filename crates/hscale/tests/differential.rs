@@ -8,6 +8,8 @@
 //! big); a different answer fails the test. The counts are printed.
 
 mod common;
+#[path = "differential/random.rs"]
+mod random;
 
 use common::*;
 use mysql_async::prelude::*;
