@@ -284,6 +284,11 @@ const HAND: &[(&str, bool)] = &[
     ("(SELECT id FROM orders WHERE customer_id = 5) UNION ALL (SELECT id FROM events WHERE day = '2024-03-03')", false),
     ("SELECT cat FROM orders UNION SELECT kind FROM events", false),
     ("SELECT id FROM orders UNION ALL SELECT id FROM items ORDER BY id LIMIT 3", true),
+    // Subqueries in the select list keep their own text as label.
+    ("SELECT id, (SELECT MAX(price) FROM items) FROM orders WHERE qty = 3 ORDER BY id", true),
+    ("SELECT (SELECT COUNT(*) FROM items i WHERE i.customer_id = 3), (SELECT  MIN(day)  FROM events) FROM cust WHERE customer_id < 2", false),
+    ("SELECT o.id, (SELECT COUNT(*) FROM items i WHERE i.order_id = o.id) FROM orders o WHERE o.qty = 5 ORDER BY o.id", true),
+    ("SELECT o.id, 1 + (SELECT MAX(k) FROM ranges) AS top, (SELECT MIN(k) FROM ranges) FROM orders o WHERE o.qty = 9 ORDER BY o.id", true),
 ];
 
 /// A generated query and whether its order is fixed.
