@@ -8,6 +8,8 @@
 //! big); a different answer fails the test. The counts are printed.
 
 mod common;
+#[path = "differential/random.rs"]
+mod random;
 
 use common::*;
 use mysql_async::prelude::*;
@@ -282,6 +284,11 @@ const HAND: &[(&str, bool)] = &[
     ("(SELECT id FROM orders WHERE customer_id = 5) UNION ALL (SELECT id FROM events WHERE day = '2024-03-03')", false),
     ("SELECT cat FROM orders UNION SELECT kind FROM events", false),
     ("SELECT id FROM orders UNION ALL SELECT id FROM items ORDER BY id LIMIT 3", true),
+    // Subqueries in the select list keep their own text as label.
+    ("SELECT id, (SELECT MAX(price) FROM items) FROM orders WHERE qty = 3 ORDER BY id", true),
+    ("SELECT (SELECT COUNT(*) FROM items i WHERE i.customer_id = 3), (SELECT  MIN(day)  FROM events) FROM cust WHERE customer_id < 2", false),
+    ("SELECT o.id, (SELECT COUNT(*) FROM items i WHERE i.order_id = o.id) FROM orders o WHERE o.qty = 5 ORDER BY o.id", true),
+    ("SELECT o.id, 1 + (SELECT MAX(k) FROM ranges) AS top, (SELECT MIN(k) FROM ranges) FROM orders o WHERE o.qty = 9 ORDER BY o.id", true),
 ];
 
 /// A generated query and whether its order is fixed.
@@ -577,4 +584,95 @@ async fn queries_match_one_server() {
     assert!(tally.identical >= 300, "{tally:?}");
     p.disconnect().await.unwrap();
     r.disconnect().await.unwrap();
+}
+
+/// Writes to a global table whose values one server would compute
+/// differently from another (UUID(), RAND(), NOW(6), @@port, ...): each
+/// is refused with 1235 naming the function or variable, or computed once
+/// (CONNECTION_ID() is the session's hscale id); the copies on the four
+/// backends stay identical.
+#[tokio::test]
+async fn global_writes_keep_copies_identical() {
+    let info = cluster(4);
+    let mut c = proxy_conn(None).await;
+    for s in [
+        "CREATE DATABASE diff_global",
+        "USE diff_global",
+        "CREATE TABLE g (id INT NOT NULL PRIMARY KEY, v VARCHAR(200) NULL)",
+        "HSCALE SETUP_GLOBAL_TABLE('g')",
+        "INSERT INTO g (id, v) VALUES (1, 'same everywhere')",
+    ] {
+        c.query_drop(s).await.unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+    let writes: &[(&str, &str)] = &[
+        ("INSERT INTO g (id, v) VALUES (2, UUID())", "UUID"),
+        ("INSERT INTO g (id, v) VALUES (3, `UUID`())", "UUID"),
+        (
+            "INSERT INTO g (id, v) VALUES (4, uuid_short())",
+            "UUID_SHORT",
+        ),
+        ("INSERT INTO g (id, v) VALUES (5, RAND())", "RAND"),
+        ("INSERT INTO g (id, v) VALUES (6, NOW(6))", "NOW"),
+        ("INSERT INTO g (id, v) VALUES (7, SYSDATE(6))", "SYSDATE"),
+        (
+            "INSERT INTO g (id, v) VALUES (8, UNIX_TIMESTAMP(CURRENT_TIMESTAMP(6)))",
+            "UNIX_TIMESTAMP",
+        ),
+        ("INSERT INTO g (id, v) VALUES (9, @@hostname)", "@@hostname"),
+        ("INSERT INTO g (id, v) VALUES (10, @@port)", "@@port"),
+        (
+            "INSERT INTO g (id, v) VALUES (11, @@server_id)",
+            "@@server_id",
+        ),
+        (
+            "INSERT INTO g (id, v) VALUES (12, @@global.port)",
+            "@@global.port",
+        ),
+        (
+            "INSERT INTO g (id, v) VALUES (13, @@session.pseudo_thread_id)",
+            "@@session.pseudo_thread_id",
+        ),
+        ("INSERT INTO g (id, v) VALUES (14, @@datadir)", "@@datadir"),
+        (
+            "INSERT INTO g (id, v) VALUES (15, /*! UUID() */ 'x')",
+            "UUID",
+        ),
+        (
+            "INSERT INTO g (id, v) VALUES (16, /*M!100000 @@port */ 'x')",
+            "@@port",
+        ),
+        ("UPDATE g SET v = @@port WHERE id = 1", "@@port"),
+        ("UPDATE g SET v = CONCAT(v, RAND()) WHERE id = 1", "RAND"),
+        ("INSERT INTO g (id, v) VALUES (17, CONNECTION_ID())", ""),
+    ];
+    let mut refused = 0;
+    for (sql, name) in writes {
+        match c.query_drop(*sql).await {
+            Ok(()) => assert!(name.is_empty(), "{sql} was accepted"),
+            Err(e) => {
+                assert_eq!(code(&e), 1235, "{sql}: {e}");
+                assert!(
+                    !name.is_empty() && e.to_string().contains(name),
+                    "{sql}: the refusal does not name {name}: {e}"
+                );
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(refused, writes.len() - 1);
+    let mut copies = Vec::new();
+    for port in &info.backend_ports {
+        let mut b = mysql_async::Conn::new(backend_opts(*port, Some("diff_global")))
+            .await
+            .unwrap();
+        let rows: Vec<(i32, Option<String>)> =
+            b.query("SELECT id, v FROM g ORDER BY id").await.unwrap();
+        b.disconnect().await.unwrap();
+        copies.push(rows);
+    }
+    assert_eq!(copies[0].len(), 2, "{:?}", copies[0]);
+    for (i, copy) in copies.iter().enumerate() {
+        assert_eq!(copy, &copies[0], "the copy on backend {i} differs");
+    }
+    c.disconnect().await.unwrap();
 }

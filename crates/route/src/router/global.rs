@@ -2,9 +2,9 @@
 //! partitioned table. Reads go to the main backend's copy; writes go to
 //! every copy (`Plan::GlobalWrite`), which only works when they do exactly
 //! the same on each: no subqueries or other tables, no values that differ
-//! from one server to the next (NOW(), RAND(), UUID(), ...).
+//! from one server to the next (NOW(), RAND(), UUID(), @@port, ...).
 
-use hscale_sql::Token;
+use hscale_sql::{Token, TokenKind};
 
 use super::refs::table_starts;
 use super::{is_name, unquote, Plan};
@@ -146,12 +146,22 @@ pub(super) fn plan_global(
     if table_list.iter().any(|t| t.is_punct(sql, ",")) {
         return refuse("a write naming several tables");
     }
+    // `UUID()` and `` `UUID`() `` call the same function.
     if let Some(f) = tokens.windows(2).find_map(|w| {
-        (w[1].is_punct(sql, "(") && NONDETERMINISTIC.iter().any(|f| w[0].is_word(sql, f)))
-            .then(|| w[0].text(sql).to_ascii_uppercase())
+        let name = is_name(&w[0]).then(|| unquote(&w[0], sql).to_ascii_uppercase())?;
+        (w[1].is_punct(sql, "(") && NONDETERMINISTIC.contains(&name.as_str())).then_some(name)
     }) {
         return refuse(&format!(
             "a write using {f}(), whose value differs between servers,"
+        ));
+    }
+    // A system variable (@@port, @@hostname, @@server_id,
+    // @@pseudo_thread_id, @@datadir, ...) is read on each backend, and
+    // many differ from one server to the next.
+    if let Some(v) = tokens.iter().find(|t| t.kind == TokenKind::SysVar) {
+        return refuse(&format!(
+            "a write reading {}, whose value may differ between servers,",
+            v.text(sql)
         ));
     }
     if word("CURRENT_TIMESTAMP") || word("LOCALTIMESTAMP") || word("CURRENT_DATE") {

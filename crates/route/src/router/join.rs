@@ -589,7 +589,7 @@ fn one_or_merged(
         .map(|slot| {
             (
                 slot.target.clone(),
-                super::merge::rewrite_slot(sql, t, slot),
+                super::merge::rewrite_slot_labelled(sql, t, slot),
             )
         })
         .collect();

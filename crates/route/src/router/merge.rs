@@ -54,21 +54,85 @@ pub(super) struct What {
 
 /// The statement with every reference of `slot` renamed.
 pub(super) fn rewrite_slot(sql: &str, tokens: &[Token], slot: &Slot<'_>) -> String {
+    rewrite(sql, tokens, slot, false)
+}
+
+/// [`rewrite_slot`] for a statement whose column labels the client sees:
+/// a select item without an alias that contains a renamed reference (a
+/// subquery) gets its own text as alias, the label one server gives it,
+/// not the physical or temporary table's name.
+pub(super) fn rewrite_slot_labelled(sql: &str, tokens: &[Token], slot: &Slot<'_>) -> String {
+    rewrite(sql, tokens, slot, true)
+}
+
+fn rewrite(sql: &str, tokens: &[Token], slot: &Slot<'_>, labelled: bool) -> String {
     let mut refs: Vec<&(&TableRef, Target)> = slot.refs.iter().collect();
     refs.sort_by_key(|(r, _)| r.start);
-    let mut out = String::with_capacity(sql.len() + 32 * refs.len());
-    let mut at = 0;
+    // (byte start, byte end, replacement), in statement order.
+    let mut edits: Vec<(usize, usize, String)> = Vec::with_capacity(refs.len() + 2);
     for (r, t) in refs {
         let a = tokens[r.start].start as usize;
         let b = tokens[r.end - 1].end as usize;
+        edits.push((a, b, physical_name(r, t, true)));
+    }
+    let labels = if labelled {
+        labels_to_keep(sql, tokens, &slot.refs)
+    } else {
+        Vec::new()
+    };
+    for (at, label) in labels {
+        edits.push((at, at, format!(" AS `{}`", label.replace('`', "``"))));
+    }
+    edits.sort_by_key(|e| (e.0, e.1));
+    let mut out = String::with_capacity(sql.len() + 32 * edits.len());
+    let mut at = 0;
+    for (a, b, with) in edits {
         if a < at {
             continue;
         }
         out.push_str(&sql[at..a]);
-        out.push_str(&physical_name(r, t, true));
+        out.push_str(&with);
         at = b;
     }
     out.push_str(&sql[at..]);
+    out
+}
+
+/// The longest label MariaDB derives from an item's text (in characters).
+const MAX_LABEL_CHARS: usize = 256;
+
+/// The select items of the statement's first SELECT that have no alias and
+/// contain one of `refs`: where each item ends (a byte offset) and the
+/// label one server shows for it (its text).
+fn labels_to_keep(
+    sql: &str,
+    tokens: &[Token],
+    refs: &[(&TableRef, Target)],
+) -> Vec<(usize, String)> {
+    if !tokens.first().is_some_and(|t| t.is_word(sql, "SELECT")) {
+        return Vec::new();
+    }
+    let Ok(c) = clauses(sql, tokens) else {
+        return Vec::new();
+    };
+    let (from, to) = c.items;
+    if from >= to {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut first = from;
+    for part in split_commas(sql, &tokens[from..to]) {
+        let range = first..first + part.len();
+        first += part.len() + 1;
+        let item = parse_item(sql, part);
+        if item.alias.is_some() || part.is_empty() {
+            continue;
+        }
+        if refs.iter().any(|(r, _)| range.contains(&r.start)) {
+            let label: String = text(sql, part).chars().take(MAX_LABEL_CHARS).collect();
+            out.push((part[part.len() - 1].end as usize, label));
+        }
+    }
     out
 }
 

@@ -266,7 +266,10 @@ fn ship_to_main(
         refs: refs.iter().zip(targets).collect(),
     };
     Some(Plan::Merge(MergePlan {
-        parts: vec![(slot.target.clone(), merge::rewrite_slot(sql, tokens, &slot))],
+        parts: vec![(
+            slot.target.clone(),
+            merge::rewrite_slot_labelled(sql, tokens, &slot),
+        )],
         mode: Mode::Sort { hidden: 0 },
         order: Vec::new(),
         offset: 0,

@@ -277,7 +277,7 @@ fn merges_push_fragments_down() {
     assert_eq!(m.parts.len(), 3);
     assert_eq!(
         m.parts[1].1,
-        "SELECT id, note, note, WEIGHT_STRING(note), WEIGHT_STRING(LEFT(CONCAT(' ', note), 1)), id, WEIGHT_STRING(id), WEIGHT_STRING(LEFT(CONCAT(' ', id), 1)) FROM `app`.`orders_p1` AS `orders` WHERE x > 1 ORDER BY note DESC, id LIMIT 15"
+        "SELECT id, note, note, WEIGHT_STRING(note), WEIGHT_STRING(IF(CONCAT(LEFT(note, 0), ' ') = LEFT(note, 0), LEFT(CONCAT(' ', note), 1), LEFT(note, 0))), id, WEIGHT_STRING(id), WEIGHT_STRING(IF(CONCAT(LEFT(id, 0), ' ') = LEFT(id, 0), LEFT(CONCAT(' ', id), 1), LEFT(id, 0))) FROM `app`.`orders_p1` AS `orders` WHERE x > 1 ORDER BY note DESC, id LIMIT 15"
     );
     assert_eq!(m.mode, Mode::Sort { hidden: 6 });
     assert_eq!((m.offset, m.limit), (5, Some(10)));
@@ -301,7 +301,7 @@ fn merges_push_fragments_down() {
     );
     assert_eq!(
         m.parts[0].1,
-        "SELECT customer_id AS c, WEIGHT_STRING(customer_id), WEIGHT_STRING(LEFT(CONCAT(' ', customer_id), 1)), COUNT(*), SUM(amount), SUM(amount), COUNT(amount), MAX(note), WEIGHT_STRING(MAX(note)), WEIGHT_STRING(LEFT(CONCAT(' ', MAX(note)), 1)) FROM `app`.`orders_default` AS `orders` GROUP BY c"
+        "SELECT customer_id AS c, WEIGHT_STRING(customer_id), WEIGHT_STRING(IF(CONCAT(LEFT(customer_id, 0), ' ') = LEFT(customer_id, 0), LEFT(CONCAT(' ', customer_id), 1), LEFT(customer_id, 0))), COUNT(*), SUM(amount), SUM(amount), COUNT(amount), MAX(note), WEIGHT_STRING(MAX(note)), WEIGHT_STRING(IF(CONCAT(LEFT(MAX(note), 0), ' ') = LEFT(MAX(note), 0), LEFT(CONCAT(' ', MAX(note)), 1), LEFT(MAX(note), 0))) FROM `app`.`orders_default` AS `orders` GROUP BY c"
     );
     let Mode::Group(g) = &m.mode else { panic!() };
     assert_eq!(
@@ -332,7 +332,7 @@ fn merges_push_fragments_down() {
     let m = merge_plan("SELECT DISTINCT note FROM orders");
     assert_eq!(
         m.parts[2].1,
-        "SELECT note, WEIGHT_STRING(note), WEIGHT_STRING(LEFT(CONCAT(' ', note), 1)) FROM `app`.`orders_p2` AS `orders` GROUP BY note"
+        "SELECT note, WEIGHT_STRING(note), WEIGHT_STRING(IF(CONCAT(LEFT(note, 0), ' ') = LEFT(note, 0), LEFT(CONCAT(' ', note), 1), LEFT(note, 0))) FROM `app`.`orders_p2` AS `orders` GROUP BY note"
     );
 }
 

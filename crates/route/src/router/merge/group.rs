@@ -8,7 +8,7 @@ use hscale_sql::{Token, TokenKind};
 
 use super::select::{aggregate_call, calls_aggregate, norm, split_commas, text, Item, UNMERGEABLE};
 use super::{
-    having, rewrite_slot, GroupPlan, MergePlan, Mode, OrderKey, Output, Plan, Select, Val,
+    having, rewrite_slot_labelled, GroupPlan, MergePlan, Mode, OrderKey, Output, Plan, Select, Val,
 };
 use crate::dictionary::Target;
 use crate::router::{is_name, unescape};
@@ -35,7 +35,13 @@ fn per_backend(parts: Vec<(Target, String)>) -> Vec<(Target, String)> {
 /// The weight columns of a string-capable value `expr`, appended to `cols`.
 pub(super) fn push_weights(cols: &mut Vec<String>, expr: &str) -> (usize, usize) {
     cols.push(format!("WEIGHT_STRING({expr})"));
-    cols.push(format!("WEIGHT_STRING(LEFT(CONCAT(' ', {expr}), 1))"));
+    // The weight of a space in the value's collation, or an empty weight
+    // when the collation does not pad (NO PAD: utf8mb4_bin's `_nopad_`
+    // twins, binary strings), which result metadata does not tell: there
+    // ' ' and '' differ.
+    cols.push(format!(
+        "WEIGHT_STRING(IF(CONCAT(LEFT({expr}, 0), ' ') = LEFT({expr}, 0), LEFT(CONCAT(' ', {expr}), 1), LEFT({expr}, 0)))"
+    ));
     (cols.len() - 2, cols.len() - 1)
 }
 
@@ -194,7 +200,7 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
 fn meta(s: &Select<'_>) -> (Target, String) {
     let (sql, tokens, c, slots) = (s.sql, s.tokens, &s.c, s.slots);
     let meta_target = slots[0].target.clone();
-    let whole = rewrite_slot(sql, tokens, &slots[0]);
+    let whole = rewrite_slot_labelled(sql, tokens, &slots[0]);
     let delta = whole.len() as isize - sql.len() as isize;
     let cut = match c.limit {
         Some(_) => {
