@@ -118,6 +118,48 @@ fn statements() -> Vec<String> {
             100 + i
         ));
     }
+    // Partition keys given as expressions: evaluated once, in the
+    // session's state, before routing.
+    let exprs = [
+        "1 + 2",
+        "CAST('3' AS SIGNED)",
+        "-(4)",
+        "2 * 3",
+        "(2 * 3) + 1 - 0",
+        "ABS(-7)",
+        "CAST(11 AS UNSIGNED)",
+        "LENGTH('abcde')",
+        "FLOOR(9.7)",
+        "IF(1 > 0, 2, 3)",
+        "GREATEST(3, 5)",
+        "COALESCE(NULL, 14)",
+    ];
+    for (i, e) in exprs.iter().enumerate() {
+        out.push(format!(
+            "INSERT INTO t1 (id, k, s) VALUES ({}, {e}, 'expr')",
+            8000 + i
+        ));
+        out.push(format!(
+            "INSERT INTO t1 (k, id, s) VALUES ({e}, {}, 'expr2'), (1, {}, 'literal'), ({e} + 1, {}, 'expr3')",
+            8100 + i,
+            8200 + i,
+            8300 + i
+        ));
+        out.push(format!(
+            "INSERT INTO t1 SET id = {}, k = {e}, s = 'set expr'",
+            8400 + i
+        ));
+        out.push(format!("INSERT INTO seq (k, who) VALUES ({e}, 'seq expr')"));
+    }
+    out.push("INSERT INTO ev (id, day, note) VALUES (9000, DATE('2024-02-03') + INTERVAL 1 DAY, 'date expr')".into());
+    out.push(
+        "INSERT INTO ev (id, day, note) VALUES (9001, CAST('2024-03-09 10:00:00' AS DATE), 'cast')"
+            .into(),
+    );
+    out.push(
+        "INSERT INTO ev (id, day, note) VALUES (9002, LAST_DAY('2024-01-05'), 'last day')".into(),
+    );
+    out.push("INSERT INTO ev (id, day, note) VALUES (9003, CURDATE() - INTERVAL (TO_DAYS(CURDATE()) - TO_DAYS('2024-02-10')) DAY, 'curdate')".into());
     // REPLACE with a column list over several partitions.
     out.push("REPLACE INTO t1 (id, k, s) VALUES (0, -5, 'r1'), (1, -1, 'r2'), (2, 0, 'r3'), (3, 1, 'r4'), (4, 2, 'r5')".into());
     // Sequences: ids filled by the proxy, in every form.

@@ -87,6 +87,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                             return Ok(Normal::Answered);
                         }
                         Selected::Rows(rows) => {
+                            let rows: Vec<String> =
+                                rows.iter().map(|r| format!("({})", r.join(", "))).collect();
                             let s = format!("{head} VALUES {} {tail}", rows.join(", "))
                                 .trim_end()
                                 .to_string();
@@ -95,6 +97,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                             }
                             s
                         }
+                    }
+                }
+                InsertForm::EvaluateKeys { select, keys } => {
+                    match self.select_rows(&select).await? {
+                        Selected::Error(err) if err.code == 1054 => {
+                            return Err(ProxyError::Refused(
+                                "a partition key computed from other columns of its row".into(),
+                            ))
+                        }
+                        Selected::Error(err) => {
+                            self.write_server_error(1, &err).await?;
+                            return Ok(Normal::Answered);
+                        }
+                        Selected::Rows(rows) => match rows.first() {
+                            Some(values) if rows.len() == 1 => {
+                                router::with_keys(&current, &keys, values)
+                            }
+                            _ => {
+                                return Err(ProxyError::Wrong(
+                                    "internal: partition keys evaluated to no row".into(),
+                                ))
+                            }
+                        },
                     }
                 }
             };
@@ -196,7 +221,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
 /// The SELECT's answer.
 enum Selected {
-    Rows(Vec<String>),
+    /// Each row's values as literals.
+    Rows(Vec<Vec<String>>),
     Error(ErrPacket),
 }
 
@@ -294,15 +320,13 @@ fn literal_rows(
             return Err(ProxyError::ShipLimit { limit: max_rows });
         }
         let row = hscale_wire::resultset::decode_row(p, n).map_err(|_| bad())?;
-        let mut text = String::from("(");
-        for (i, (v, c)) in row.iter().zip(&columns).enumerate() {
-            if i > 0 {
-                text.push_str(", ");
-            }
+        let mut values = Vec::with_capacity(n);
+        for (v, c) in row.iter().zip(&columns) {
+            let mut text = String::new();
             push_literal(&mut text, v.as_deref(), c, charset)?;
+            values.push(text);
         }
-        text.push(')');
-        out.push(text);
+        out.push(values);
     }
     Ok(Selected::Rows(out))
 }
@@ -338,6 +362,18 @@ fn push_literal(
         && b.iter().all(|x| x.is_ascii_digit() || b"+-.eE".contains(x))
     {
         out.push_str(std::str::from_utf8(b).unwrap_or("0"));
+        return Ok(());
+    }
+    // Printable ASCII without quotes or backslashes reads the same in
+    // every character set and sql_mode: quoted, so the router can read a
+    // partition key in it.
+    if c.charset != 63
+        && b.iter()
+            .all(|x| (b' '..=b'~').contains(x) && !b"'\\".contains(x))
+    {
+        out.push('\'');
+        out.push_str(std::str::from_utf8(b).unwrap_or_default());
+        out.push('\'');
         return Ok(());
     }
     let cs = if c.charset == 63 {

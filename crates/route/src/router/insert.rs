@@ -322,7 +322,7 @@ pub fn insert_key_placeholders(sql: &str, column: &str) -> Option<Vec<usize>> {
 }
 
 /// A row's values: its tokens split at the commas outside parentheses.
-fn top_level_items<'t>(sql: &str, row: &'t [Token]) -> Vec<&'t [Token]> {
+pub(super) fn top_level_items<'t>(sql: &str, row: &'t [Token]) -> Vec<&'t [Token]> {
     let mut out = Vec::new();
     let (mut depth, mut start) = (0usize, 0);
     for (k, t) in row.iter().enumerate() {

@@ -39,6 +39,13 @@ pub enum InsertForm {
         select: String,
         tail: String,
     },
+    /// Partition keys given as expressions (`NOW()`, `1 + 2`, `CAST(..)`,
+    /// `@k`): `select` evaluates them all at once, in the session's state,
+    /// and its values replace the byte ranges `keys` of the statement.
+    EvaluateKeys {
+        select: String,
+        keys: Vec<(usize, usize)>,
+    },
 }
 
 /// Where an INSERT's target table is: the token range of `[db .] name`.
@@ -180,6 +187,9 @@ pub fn insert_form(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Op
     if next.is_word(sql, "SET") && !has_columns {
         return set_form(sql, &tokens, i).map(InsertForm::Rewritten);
     }
+    if has_columns && (next.is_word(sql, "VALUES") || next.is_word(sql, "VALUE")) {
+        return key_expressions(sql, &tokens, columns_at, i + 1, &table.column);
+    }
     if !has_columns && (next.is_word(sql, "VALUES") || next.is_word(sql, "VALUE")) {
         return Some(InsertForm::NeedsColumns {
             table: table.name.clone(),
@@ -188,6 +198,73 @@ pub fn insert_form(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Op
         });
     }
     None
+}
+
+/// The rows' partition keys that are expressions, if any: the column
+/// list's `(` is at `open`, the first row's `(` at `rows`.
+fn key_expressions(
+    sql: &str,
+    tokens: &[Token],
+    open: usize,
+    rows: usize,
+    column: &str,
+) -> Option<InsertForm> {
+    let close = closing(sql, tokens, open)?;
+    let key_pos = super::insert::top_level_items(sql, &tokens[open + 1..close])
+        .iter()
+        .position(|c| {
+            c.last()
+                .is_some_and(|t| is_name(t) && unquote(t, sql).eq_ignore_ascii_case(column))
+        })?;
+    let mut keys = Vec::new();
+    let mut i = rows;
+    while tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
+        let end = closing(sql, tokens, i)?;
+        let items = super::insert::top_level_items(sql, &tokens[i + 1..end]);
+        if let Some(k) = items.get(key_pos) {
+            let is_plain = super::literal(sql, k).is_some()
+                || matches!(k, [t] if t.kind == TokenKind::Placeholder || t.is_word(sql, "DEFAULT"))
+                || k.is_empty()
+                // Another column's value, or a subquery: not evaluated alone.
+                || k.iter().any(|t| {
+                    t.is_word(sql, "SELECT") || t.is_word(sql, "VALUES") || t.is_word(sql, "DEFAULT")
+                })
+                || k.iter().enumerate().any(|(n, t)| {
+                    is_name(t)
+                        && t.kind == TokenKind::QuotedIdent
+                        && !k.get(n + 1).is_some_and(|x| x.is_punct(sql, "("))
+                });
+            if !is_plain {
+                let (a, b) = (k.first()?, k.last()?);
+                keys.push((a.start as usize, b.end as usize));
+            }
+        }
+        i = end + 1;
+        if tokens.get(i).is_some_and(|t| t.is_punct(sql, ",")) {
+            i += 1;
+        }
+    }
+    if keys.is_empty() {
+        return None;
+    }
+    let exprs: Vec<&str> = keys.iter().map(|&(a, b)| &sql[a..b]).collect();
+    Some(InsertForm::EvaluateKeys {
+        select: format!("SELECT {}", exprs.join(", ")),
+        keys,
+    })
+}
+
+/// The statement with the byte ranges `keys` replaced by `values`.
+pub fn with_keys(sql: &str, keys: &[(usize, usize)], values: &[String]) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut at = 0;
+    for (&(a, b), v) in keys.iter().zip(values) {
+        out.push_str(&sql[at..a]);
+        out.push_str(v);
+        at = b;
+    }
+    out.push_str(&sql[at..]);
+    out
 }
 
 /// `... t SET a = x, b = y [tail]` as `... t (a, b) VALUES (x, y) [tail]`;
@@ -281,6 +358,21 @@ mod tests {
             Some(InsertForm::Rewritten(
                 "INSERT INTO orders (`id`, `customer_id`, `note`) VALUES (1, (2 + 3), 'a,b') ON DUPLICATE KEY UPDATE note = 'x'".into()
             ))
+        );
+    }
+
+    #[test]
+    fn key_expressions_are_evaluated() {
+        let d = orders_dict();
+        let sql = "INSERT INTO orders (id, customer_id) VALUES (1, 1 + 2), (2, 5), (3, CAST('7' AS SIGNED))";
+        let Some(InsertForm::EvaluateKeys { select, keys }) = insert_form(sql, Some("shop"), &d)
+        else {
+            panic!("not evaluated");
+        };
+        assert_eq!(select, "SELECT 1 + 2, CAST('7' AS SIGNED)");
+        assert_eq!(
+            with_keys(sql, &keys, &["3".into(), "7".into()]),
+            "INSERT INTO orders (id, customer_id) VALUES (1, 3), (2, 5), (3, 7)"
         );
     }
 

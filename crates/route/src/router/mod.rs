@@ -38,7 +38,7 @@ pub use cache::{CacheStats, PlanCache};
 pub use explain::ExplainRow;
 use insert::plan_insert;
 pub use insert::{insert_key_placeholders, unplaced_values};
-pub use insert_form::{insert_form, with_columns, InsertForm};
+pub use insert_form::{insert_form, with_columns, with_keys, InsertForm};
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
 pub use schema::like_matches;
