@@ -88,6 +88,12 @@ pub struct ProxyConfig {
     /// (kills its backend connections) and rolls the change back or
     /// finishes it. In milliseconds.
     pub takeover_after_ms: u64,
+    /// How long a statement of a transaction that spans backends waits for
+    /// a row lock (the branches' `innodb_lock_wait_timeout`, rounded up to
+    /// whole seconds) unless the session set its own: a deadlock between
+    /// backends is seen by neither server and ends only by this wait, with
+    /// error 1205. 0 leaves the servers' own setting (50 s by default).
+    pub cross_backend_lock_wait_ms: u64,
     /// Where tables retired by partition changes go: empty (the default)
     /// drops them; a database name keeps them there, on the backend that
     /// held them, under their retired name (`<table>_retired_g<op>`).
@@ -131,6 +137,7 @@ impl Default for ProxyConfig {
             reload_interval_ms: 1_000,
             fence_wait_ms: 5_000,
             takeover_after_ms: 10_000,
+            cross_backend_lock_wait_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
             ship_max_rows: 100_000,

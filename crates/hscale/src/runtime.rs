@@ -46,6 +46,8 @@ pub struct Context {
     pub sequences: crate::seq::Sequences,
     /// TLS to clients (`[tls]`), when a certificate is configured.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Which backends may take part in transactions across backends.
+    pub xa_checks: crate::exec::txn_checks::XaChecks,
 }
 
 /// What KILL needs to know about a session. Its lock is taken when a
@@ -183,7 +185,9 @@ impl Context {
                     .collect()
             })
             .collect();
+        let xa_checks = crate::exec::txn_checks::XaChecks::new(config.backends.len());
         Arc::new(Context {
+            xa_checks,
             config: Arc::new(config),
             pools,
             server_version: OnceLock::new(),

@@ -33,6 +33,7 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         if let Err(e) = crate::exec::txn::ensure_decisions(ctx, worker).await {
             tracing::warn!(error = %e, "cannot create hscale.decisions yet");
         }
+        crate::exec::txn_checks::check_all(ctx, worker).await;
     }
     if worker == 0 {
         tokio::spawn(crate::admin::auto_partition::serve(

@@ -593,3 +593,265 @@ fn recovery_commits_after_the_owner_died() {
         assert_eq!(total_on_backends("txn_kill").await, TOTAL);
     });
 }
+
+/// A deadlock between backends is seen by neither server: it ends by the
+/// branches' lock wait, `[proxy] cross_backend_lock_wait_ms` (1 s here,
+/// where the servers' own default is 50 s), with 1205 to one of the two
+/// transactions; the other then commits, the total holds, and sessions
+/// after the transaction see the server's own lock wait again.
+#[test]
+fn a_deadlock_between_backends_ends_at_the_configured_lock_wait() {
+    let rt = rt();
+    let _serial = rt.block_on(SERIAL.lock());
+    rt.block_on(async {
+        let c = accounts("txn_deadlock").await;
+        c.disconnect().await.unwrap();
+    });
+    let mut config = cluster_config();
+    config.proxy.cross_backend_lock_wait_ms = 1000;
+    let proxy = ProxyProcess::start(config);
+    let port = proxy.port;
+    rt.block_on(async move {
+        let conn = || async move {
+            mysql_async::Conn::new(proxy_opts(port, Some("txn_deadlock")))
+                .await
+                .unwrap()
+        };
+        let mut bc = backend_conn(0, None).await;
+        let server_wait: i64 = bc
+            .query_first("SELECT @@global.innodb_lock_wait_timeout")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(server_wait > 20, "the servers' own lock wait: {server_wait}");
+        // Even ids live on shard0, odd ids on shard1.
+        let (mut a, mut b) = (conn().await, conn().await);
+        a.query_drop("BEGIN").await.unwrap();
+        a.query_drop("UPDATE accounts SET balance = balance - 10 WHERE id = 2")
+            .await
+            .unwrap();
+        b.query_drop("BEGIN").await.unwrap();
+        b.query_drop("UPDATE accounts SET balance = balance - 10 WHERE id = 1")
+            .await
+            .unwrap();
+        let start = Instant::now();
+        let a_waits = tokio::spawn(async move {
+            let r = a
+                .query_drop("UPDATE accounts SET balance = balance + 10 WHERE id = 1")
+                .await;
+            (a, r)
+        });
+        let b_waits = tokio::spawn(async move {
+            let r = b
+                .query_drop("UPDATE accounts SET balance = balance + 10 WHERE id = 2")
+                .await;
+            (b, r)
+        });
+        // Whichever times out first rolls back; the other then gets its lock.
+        let (mut a_waits, mut b_waits) = (a_waits, b_waits);
+        let (first, other) = tokio::select! {
+            r = &mut a_waits => (r.unwrap(), b_waits),
+            r = &mut b_waits => (r.unwrap(), a_waits),
+        };
+        let waited = start.elapsed();
+        let (mut loser, result) = first;
+        let err = result.expect_err("a deadlock between backends must end with an error");
+        assert_eq!(code(&err), 1205, "{err}");
+        assert!(
+            waited < Duration::from_secs(20),
+            "the deadlock lasted {waited:?}: the servers' own {server_wait} s wait, not the configured 1 s"
+        );
+        loser.query_drop("ROLLBACK").await.unwrap();
+        let (mut winner, result) = other.await.unwrap();
+        if let Err(e) = result {
+            // Both may time out at about the same moment.
+            assert_eq!(code(&e), 1205, "{e}");
+            winner.query_drop("ROLLBACK").await.unwrap();
+        } else {
+            winner.query_drop("COMMIT").await.unwrap();
+        }
+        // A session's own lock wait wins inside a transaction across backends.
+        winner.query_drop("SET SESSION innodb_lock_wait_timeout = 7").await.unwrap();
+        winner.query_drop("BEGIN").await.unwrap();
+        winner
+            .query_drop("UPDATE accounts SET balance = balance WHERE id IN (3, 4)")
+            .await
+            .unwrap();
+        let own: i64 = winner
+            .query_first("SELECT @@innodb_lock_wait_timeout")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(own, 7);
+        winner.query_drop("COMMIT").await.unwrap();
+        winner.disconnect().await.unwrap();
+        loser.disconnect().await.unwrap();
+        // After the transactions, pooled connections carry the servers' own
+        // lock wait again.
+        for _ in 0..4 {
+            let mut fresh = conn().await;
+            for id in [5, 6] {
+                fresh
+                    .query_drop(format!("SELECT balance FROM accounts WHERE id = {id}"))
+                    .await
+                    .unwrap();
+            }
+            let seen: i64 = fresh
+                .query_first("SELECT @@innodb_lock_wait_timeout")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(seen, server_wait);
+            fresh.disconnect().await.unwrap();
+        }
+        assert_eq!(total_on_backends("txn_deadlock").await, TOTAL);
+        assert_eq!(prepared_branches().await, 0);
+    });
+    drop(proxy);
+}
+
+/// A backend that cannot take part in two-phase commit (here: hscale's
+/// backend user lacks PROCESS, without which recovery cannot tell a live
+/// home connection from a dead one) refuses transactions across backends
+/// with 1235 and the reason; transactions on one backend still work.
+#[test]
+fn backends_without_what_recovery_needs_refuse_transactions_across_them() {
+    let rt = rt();
+    let _serial = rt.block_on(SERIAL.lock());
+    rt.block_on(async {
+        let c = accounts("txn_noproc").await;
+        c.disconnect().await.unwrap();
+        for b in 0..2 {
+            let mut bc = backend_conn(b, None).await;
+            for sql in [
+                "DROP USER IF EXISTS 'xa_noproc'@'%'",
+                "CREATE USER 'xa_noproc'@'%' IDENTIFIED BY 'noproc'",
+                "GRANT ALL ON txn_noproc.* TO 'xa_noproc'@'%'",
+                "GRANT ALL ON hscale.* TO 'xa_noproc'@'%'",
+            ] {
+                bc.query_drop(sql).await.unwrap();
+            }
+        }
+    });
+    let mut config = cluster_config();
+    for b in &mut config.backends {
+        b.user = "xa_noproc".into();
+        b.password = "noproc".into();
+    }
+    let proxy = ProxyProcess::start(config);
+    let port = proxy.port;
+    rt.block_on(async move {
+        let mut c = mysql_async::Conn::new(proxy_opts(port, Some("txn_noproc")))
+            .await
+            .unwrap();
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("UPDATE accounts SET balance = balance - 5 WHERE id = 2")
+            .await
+            .unwrap();
+        let err = c
+            .query_drop("UPDATE accounts SET balance = balance + 5 WHERE id = 1")
+            .await
+            .unwrap_err();
+        assert_eq!(code(&err), 1235, "{err}");
+        assert!(err.to_string().contains("PROCESS"), "{err}");
+        c.query_drop("ROLLBACK").await.unwrap();
+        // One backend: a plain transaction, as without hscale.
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("UPDATE accounts SET balance = balance - 5 WHERE id = 2")
+            .await
+            .unwrap();
+        c.query_drop("UPDATE accounts SET balance = balance + 5 WHERE id = 4")
+            .await
+            .unwrap();
+        c.query_drop("COMMIT").await.unwrap();
+        // Reads over both backends in a READ ONLY transaction need no XA.
+        c.query_drop("START TRANSACTION READ ONLY").await.unwrap();
+        let sum: i64 = c
+            .query_first("SELECT SUM(balance) FROM accounts")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(sum, TOTAL);
+        c.query_drop("COMMIT").await.unwrap();
+        c.disconnect().await.unwrap();
+        assert_eq!(total_on_backends("txn_noproc").await, TOTAL);
+        assert_eq!(prepared_branches().await, 0);
+        for b in 0..2 {
+            let mut bc = backend_conn(b, None).await;
+            bc.query_drop("DROP USER 'xa_noproc'@'%'").await.unwrap();
+        }
+    });
+    drop(proxy);
+}
+
+/// `COMMIT AND CHAIN` / `ROLLBACK AND CHAIN` end a transaction across
+/// backends and begin the next at once, as one server does; `COMMIT
+/// RELEASE` commits and closes the connection.
+#[tokio::test]
+async fn chained_and_released_ends_across_backends() {
+    let _serial = SERIAL.lock().await;
+    let mut c = accounts("txn_chain").await;
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 10 WHERE id = 1")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 10 WHERE id = 2")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT AND CHAIN").await.unwrap();
+    // The chained transaction is open: its writes roll back together.
+    c.query_drop("UPDATE accounts SET balance = balance - 50 WHERE id = 3")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 50 WHERE id = 4")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK AND CHAIN").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 7 WHERE id = 5")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 7 WHERE id = 6")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK").await.unwrap();
+    // On one backend the server chains by itself; hscale keeps the session
+    // on that transaction.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 8")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT AND CHAIN").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 1000 WHERE id = 10")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK").await.unwrap();
+    for (id, want) in [
+        (1, 90),
+        (2, 110),
+        (3, 100),
+        (4, 100),
+        (5, 100),
+        (6, 100),
+        (8, 99),
+        (10, 100),
+    ] {
+        assert_eq!(balance(&mut c, id).await, want, "account {id}");
+    }
+    // COMMIT RELEASE: committed, then the server side closes.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 11")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance + 2 WHERE id = 12")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT RELEASE").await.unwrap();
+    assert!(
+        c.query_drop("SELECT 1").await.is_err(),
+        "the connection stayed open"
+    );
+    let mut c = proxy_conn(Some("txn_chain")).await;
+    assert_eq!(balance(&mut c, 11).await, 99);
+    assert_eq!(balance(&mut c, 12).await, 102);
+    assert_eq!(prepared_branches().await, 0);
+}

@@ -195,8 +195,16 @@ impl Bindings {
                 }
             }
         }
-        if !Arc::ptr_eq(&conn.vars, &self.state.vars) {
-            for sql in self.state.vars.sync_sql(&conn.vars) {
+        // Only a transaction across backends wants more than the session's
+        // own variables; the common path compares one pointer.
+        let txn_vars = if self.txn.is_some() {
+            self.wanted_vars()
+        } else {
+            None
+        };
+        let want = txn_vars.as_ref().unwrap_or(&self.state.vars);
+        if !Arc::ptr_eq(&conn.vars, want) {
+            for sql in want.sync_sql(&conn.vars) {
                 tracing::debug!(
                     connection_id = self.connection_id,
                     sql = crate::logging::loggable(&sql),
@@ -206,7 +214,7 @@ impl Bindings {
                     return Ok(Some(e));
                 }
             }
-            conn.vars = self.state.vars.clone();
+            conn.vars = want.clone();
         }
         if conn.is_multi_statements != self.state.is_multi_statements {
             let option: u16 = if self.state.is_multi_statements { 0 } else { 1 };
@@ -269,7 +277,15 @@ impl Bindings {
                 }
                 Some(SessionChange::Set(items)) => {
                     Arc::make_mut(&mut self.state.vars).apply(items);
-                    conn.vars = self.state.vars.clone();
+                    if self.txn.is_some() {
+                        // The connection also holds the transaction's lock
+                        // wait (`wanted_vars`): record exactly what it holds.
+                        let mut held = (*conn.vars).clone();
+                        held.apply(items);
+                        conn.vars = Arc::new(held);
+                    } else {
+                        conn.vars = self.state.vars.clone();
+                    }
                 }
                 Some(SessionChange::DropDatabase(db)) => {
                     if self.state.db.as_ref() == Some(db) {

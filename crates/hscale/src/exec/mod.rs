@@ -25,6 +25,7 @@ pub mod savepoint;
 mod scatter;
 mod sequence;
 pub mod txn;
+pub mod txn_checks;
 pub mod txn_hooks;
 pub mod txn_show;
 

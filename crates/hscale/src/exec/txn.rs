@@ -36,6 +36,7 @@ use hscale_wire::response::ErrPacket;
 
 use super::forward::Outcome;
 use super::{Bindings, Effects};
+use crate::backend::state::SessionVars;
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 use crate::runtime::Context;
@@ -66,6 +67,10 @@ pub struct Txn {
     /// Started READ ONLY: every branch is a plain read-only transaction.
     pub is_read_only: bool,
     pub branches: Vec<Branch>,
+    /// The session's variables as every branch runs them while the
+    /// transaction spans backends: `(what the session set, that plus the
+    /// cross-backend lock wait)`, rebuilt when the session sets something.
+    pub lock_vars: Option<(Arc<SessionVars>, Arc<SessionVars>)>,
 }
 
 /// A branch on a backend other than the home's.
@@ -184,6 +189,43 @@ impl Bindings {
         self.pending_begin.is_some() || self.pinned.is_some() || self.txn.is_some()
     }
 
+    /// The variables a connection of this session must hold: the session's
+    /// own, and inside a transaction that spans backends also the
+    /// cross-backend lock wait (`[proxy] cross_backend_lock_wait_ms`),
+    /// unless the session set `innodb_lock_wait_timeout` itself. Neither
+    /// server sees a deadlock between backends; this wait ends it with 1205.
+    /// The branches and the home are synced to it at their next statement;
+    /// the connections go back to the pool marked with it, so the next
+    /// session's sync sets it back.
+    pub(super) fn wanted_vars(&mut self) -> Option<Arc<SessionVars>> {
+        const LOCK_WAIT: &str = "innodb_lock_wait_timeout";
+        let ms = self.ctx.config.proxy.cross_backend_lock_wait_ms;
+        let txn = self.txn.as_mut()?;
+        if ms == 0 {
+            return None;
+        }
+        if let Some((base, full)) = &txn.lock_vars {
+            if Arc::ptr_eq(base, &self.state.vars) {
+                return Some(full.clone());
+            }
+        }
+        let base = self.state.vars.clone();
+        let full = if base.items().iter().any(|i| i.key == LOCK_WAIT) {
+            base.clone()
+        } else {
+            let secs = ms.div_ceil(1000).max(1);
+            let mut vars = (*base).clone();
+            vars.apply(&[hscale_sql::SetItem {
+                key: LOCK_WAIT.into(),
+                assign: format!("@@session.{LOCK_WAIT} = {secs}"),
+                is_standalone: false,
+            }]);
+            Arc::new(vars)
+        };
+        txn.lock_vars = Some((base, full.clone()));
+        Some(full)
+    }
+
     /// Open a branch of the session's transaction on `backend`: a pooled
     /// connection brought to the session's state, then `XA START` (or a
     /// plain read-only transaction when the transaction is READ ONLY).
@@ -194,6 +236,17 @@ impl Bindings {
             ));
         };
         let (home_backend, thread) = (home.pool().backend_id, home.thread_id);
+        // Read-only branches are plain transactions: they need no XA.
+        for b in [home_backend, backend]
+            .into_iter()
+            .filter(|_| !self.is_read_only_txn)
+        {
+            if let Some(why) = super::txn_checks::refusal(&self.ctx, self.worker, b).await? {
+                return Err(ProxyError::Refused(format!(
+                    "a transaction across backends cannot use {why}"
+                )));
+            }
+        }
         let is_read_only = self.is_read_only_txn;
         let ctx = self.ctx.clone();
         let txn = self.txn.get_or_insert_with(|| {
@@ -207,6 +260,7 @@ impl Bindings {
                 home: home_backend,
                 is_read_only,
                 branches: Vec::new(),
+                lock_vars: None,
             }
         });
         let start = if txn.is_read_only {

@@ -6,7 +6,7 @@
 //!  in a transaction with branches ─┬─ COMMIT / ROLLBACK ─► Bindings::commit_all / rollback_all
 //!                                  ├─ SAVEPOINT, ROLLBACK TO, RELEASE ─► Bindings::savepoint_all (every branch)
 //!                                  ├─ BEGIN, DDL, LOCK/UNLOCK, SET autocommit=1 ─► commit_all, then the statement
-//!                                  ├─ COMMIT AND CHAIN, RELEASE, several statements in one query ─► refused (1235)
+//!                                  ├─ several statements in one query ─► refused (1235)
 //!                                  └─ anything else ─► planned and run on the branches
 //! ```
 
@@ -50,15 +50,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             })
         };
         match facts.kind {
-            Kind::Commit | Kind::Rollback if facts.statements == 1 && is_plain_end(sql) => {
+            Kind::Commit | Kind::Rollback if facts.statements == 1 && end_of(sql).is_some() => {
+                let Some(end) = end_of(sql) else {
+                    return Ok(false);
+                };
+                let was_read_only = self.b.is_read_only_txn;
                 let r = if facts.kind == Kind::Commit {
                     self.b.commit_all().await?
                 } else {
                     self.b.rollback_all().await?
                 };
-                match r {
-                    None => self.write_ok(1).await?,
-                    Some(err) => self.write_server_error(1, &err).await?,
+                if let Some(err) = r {
+                    self.write_server_error(1, &err).await?;
+                    return Ok(true);
+                }
+                if end.is_chain {
+                    // The next transaction, with the same access mode,
+                    // begins at once (deferred to its first statement, as
+                    // BEGIN is); the OK says the session is in it.
+                    let begin = if was_read_only {
+                        "START TRANSACTION READ ONLY"
+                    } else {
+                        "START TRANSACTION"
+                    };
+                    self.b.pending_begin =
+                        Some(crate::backend::BackendConn::payload_for_query(begin));
+                }
+                self.write_ok(1).await?;
+                if end.is_release {
+                    // As the server does: the connection ends after the OK.
+                    return Err(ProxyError::ClientGone);
                 }
                 Ok(true)
             }
@@ -73,7 +94,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 Ok(true)
             }
-            Kind::Commit | Kind::Rollback => refuse("COMMIT or ROLLBACK with AND CHAIN or RELEASE"),
             _ if is_implicit_commit(facts, sql) => {
                 // The commit MariaDB makes before such a statement, made
                 // across every branch; then the statement runs as usual.
@@ -85,5 +105,73 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             _ => Ok(false),
         }
+    }
+}
+
+/// `COMMIT` / `ROLLBACK` `[WORK] [AND [NO] CHAIN] [[NO] RELEASE]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct End {
+    pub is_chain: bool,
+    pub is_release: bool,
+}
+
+/// The end of a transaction a COMMIT or ROLLBACK statement asks for;
+/// `None` for anything else (ROLLBACK TO SAVEPOINT, CHAIN with RELEASE,
+/// which the server refuses too).
+pub(super) fn end_of(sql: &str) -> Option<End> {
+    let upper = sql.trim().trim_end_matches(';').to_ascii_uppercase();
+    let words: Vec<&str> = upper.split_whitespace().collect();
+    let mut rest = match words.split_first() {
+        Some((&("COMMIT" | "ROLLBACK"), rest)) => rest,
+        _ => return None,
+    };
+    if let Some((&"WORK", r)) = rest.split_first() {
+        rest = r;
+    }
+    let mut end = End {
+        is_chain: false,
+        is_release: false,
+    };
+    match rest {
+        ["AND", "CHAIN", r @ ..] => {
+            end.is_chain = true;
+            rest = r;
+        }
+        ["AND", "NO", "CHAIN", r @ ..] => rest = r,
+        _ => {}
+    }
+    match rest {
+        [] => {}
+        ["RELEASE"] => end.is_release = true,
+        ["NO", "RELEASE"] => {}
+        _ => return None,
+    }
+    (!(end.is_chain && end.is_release)).then_some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{end_of, End};
+
+    #[test]
+    fn ends() {
+        let e = |c, r| {
+            Some(End {
+                is_chain: c,
+                is_release: r,
+            })
+        };
+        assert_eq!(end_of("COMMIT"), e(false, false));
+        assert_eq!(end_of("rollback work;"), e(false, false));
+        assert_eq!(end_of("COMMIT AND CHAIN"), e(true, false));
+        assert_eq!(
+            end_of("COMMIT WORK AND NO CHAIN NO RELEASE"),
+            e(false, false)
+        );
+        assert_eq!(end_of("ROLLBACK RELEASE"), e(false, true));
+        assert_eq!(end_of("COMMIT AND NO CHAIN RELEASE"), e(false, true));
+        assert_eq!(end_of("COMMIT AND CHAIN RELEASE"), None);
+        assert_eq!(end_of("ROLLBACK TO SAVEPOINT a"), None);
+        assert_eq!(end_of("COMMIT CHAIN"), None);
     }
 }
