@@ -401,12 +401,30 @@ async fn last_insert_id_and_zero_follow_mysql() {
         .await
         .unwrap();
     assert_eq!(who.as_deref(), Some("null"));
-    // Refused, naming the construct.
-    for sql in [
-        "INSERT INTO t (k, who) SELECT k, who FROM t WHERE id = 1",
-        "INSERT INTO t (id, k) VALUES (1 + 1, 2)",
-        "INSERT INTO t SET k = 1",
+    // INSERT ... SELECT and INSERT ... SET are written as VALUES first
+    // (`session/insert_form.rs`): their ids come from the sequence too.
+    let k1: Option<i64> = c.query_first("SELECT k FROM t WHERE id = 1").await.unwrap();
+    for (sql, k_new) in [
+        (
+            "INSERT INTO t (k, who) SELECT k, who FROM t WHERE id = 1",
+            k1,
+        ),
+        ("INSERT INTO t SET k = 1", Some(1)),
     ] {
+        c.query_drop(sql).await.unwrap();
+        let last: u64 = c
+            .query_first("SELECT LAST_INSERT_ID()")
+            .await
+            .unwrap()
+            .unwrap();
+        let k: Option<i64> = c
+            .query_first(format!("SELECT k FROM t WHERE id = {last}"))
+            .await
+            .unwrap();
+        assert_eq!(k, k_new, "{sql}");
+    }
+    // Refused, naming the construct.
+    for sql in ["INSERT INTO t (id, k) VALUES (1 + 1, 2)"] {
         let e = c.query_drop(sql).await.unwrap_err();
         assert_eq!(code(&e), 1235, "{sql}: {e}");
     }
@@ -418,7 +436,7 @@ async fn last_insert_id_and_zero_follow_mysql() {
     assert_eq!(code(&e), 1235, "{e}");
     c.disconnect().await.unwrap();
     let rows = rows_on_backends(DB).await;
-    assert_eq!(rows.len(), 5 + 1 + 1 + 4 + 2);
+    assert_eq!(rows.len(), 5 + 1 + 1 + 4 + 2 + 2);
 }
 
 /// SETUP_TABLE while a writer inserts through another proxy (the table is

@@ -73,6 +73,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin> Out<'a, S> {
             last_insert_id: ok.last_insert_id,
             status,
             warnings: ok.warnings,
+            info: Default::default(),
         };
         self.put(&encode_ok(0, &p, ok.info));
     }
@@ -97,6 +98,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin> Out<'a, S> {
                 last_insert_id: 0,
                 status,
                 warnings,
+                info: Default::default(),
             };
             self.put(&encode_ok(0xfe, &ok, ""));
         } else {
@@ -581,6 +583,7 @@ mod tests {
             last_insert_id: 300,
             status: AUTOCOMMIT,
             warnings: 2,
+            info: Default::default(),
         };
         assert_eq!(OkPacket::decode(&p[0].1).unwrap(), expect);
         assert!(p[0].1.ends_with(b"\x0fRows matched: 5"));

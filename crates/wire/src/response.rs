@@ -15,6 +15,126 @@ pub struct OkPacket {
     pub last_insert_id: u64,
     pub status: u16,
     pub warnings: u16,
+    /// The counts of its info text, which a proxy adds up over parts.
+    pub info: OkInfo,
+}
+
+/// The counts an OK's info text carries, as the server writes them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OkInfo {
+    /// No info, or one that cannot be added up.
+    #[default]
+    None,
+    /// `Records: 3  Duplicates: 1  Warnings: 0` (INSERT of several rows,
+    /// INSERT ... SELECT, LOAD DATA, ALTER TABLE).
+    Records {
+        records: u64,
+        duplicates: u64,
+        warnings: u64,
+    },
+    /// `Rows matched: 2  Changed: 1  Warnings: 0` (UPDATE).
+    Matched {
+        matched: u64,
+        changed: u64,
+        warnings: u64,
+    },
+}
+
+impl OkInfo {
+    /// Read an info text (`None` for any other).
+    pub fn parse(text: &[u8]) -> OkInfo {
+        let Ok(text) = std::str::from_utf8(text) else {
+            return OkInfo::None;
+        };
+        let numbers = |labels: [&str; 3]| -> Option<[u64; 3]> {
+            let mut rest = text;
+            let mut out = [0u64; 3];
+            for (i, l) in labels.iter().enumerate() {
+                rest = rest.trim_start().strip_prefix(l)?.trim_start();
+                let end = rest
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(rest.len());
+                out[i] = rest[..end].parse().ok()?;
+                rest = &rest[end..];
+            }
+            rest.trim().is_empty().then_some(out)
+        };
+        if let Some([records, duplicates, warnings]) =
+            numbers(["Records:", "Duplicates:", "Warnings:"])
+        {
+            return OkInfo::Records {
+                records,
+                duplicates,
+                warnings,
+            };
+        }
+        if let Some([matched, changed, warnings]) =
+            numbers(["Rows matched:", "Changed:", "Warnings:"])
+        {
+            return OkInfo::Matched {
+                matched,
+                changed,
+                warnings,
+            };
+        }
+        OkInfo::None
+    }
+
+    /// The sum of two parts' counts, when both are of one kind.
+    pub fn plus(self, other: OkInfo) -> OkInfo {
+        match (self, other) {
+            (
+                OkInfo::Records {
+                    records: a,
+                    duplicates: b,
+                    warnings: c,
+                },
+                OkInfo::Records {
+                    records: x,
+                    duplicates: y,
+                    warnings: z,
+                },
+            ) => OkInfo::Records {
+                records: a + x,
+                duplicates: b + y,
+                warnings: c + z,
+            },
+            (
+                OkInfo::Matched {
+                    matched: a,
+                    changed: b,
+                    warnings: c,
+                },
+                OkInfo::Matched {
+                    matched: x,
+                    changed: y,
+                    warnings: z,
+                },
+            ) => OkInfo::Matched {
+                matched: a + x,
+                changed: b + y,
+                warnings: c + z,
+            },
+            _ => OkInfo::None,
+        }
+    }
+
+    /// The info text, as the server writes it.
+    pub fn text(&self) -> String {
+        match self {
+            OkInfo::None => String::new(),
+            OkInfo::Records {
+                records,
+                duplicates,
+                warnings,
+            } => format!("Records: {records}  Duplicates: {duplicates}  Warnings: {warnings}"),
+            OkInfo::Matched {
+                matched,
+                changed,
+                warnings,
+            } => format!("Rows matched: {matched}  Changed: {changed}  Warnings: {warnings}"),
+        }
+    }
 }
 
 impl OkPacket {
@@ -28,11 +148,19 @@ impl OkPacket {
         let last_insert_id = r.lenenc()?;
         let status = r.u16()?;
         let warnings = r.u16()?;
+        // The info: a string to the end (no CLIENT_SESSION_TRACK), or
+        // length-encoded; only the counts are kept.
+        let rest = &payload[payload.len() - r.remaining()..];
+        let info = match rest.split_first() {
+            Some((&n, text)) if usize::from(n) == text.len() => OkInfo::parse(text),
+            _ => OkInfo::parse(rest),
+        };
         Ok(OkPacket {
             affected_rows,
             last_insert_id,
             status,
             warnings,
+            info,
         })
     }
 }
@@ -154,8 +282,16 @@ mod tests {
             last_insert_id: 1 << 40,
             status: 3,
             warnings: 1,
+            info: OkInfo::None,
         };
         assert_eq!(OkPacket::decode(&encode_ok(0, &ok, "info")).unwrap(), ok);
+        let info = "Records: 3  Duplicates: 1  Warnings: 0";
+        let d = OkPacket::decode(&encode_ok(0, &ok, info)).unwrap();
+        assert_eq!(d.info.text(), info);
+        assert_eq!(
+            d.info.plus(d.info).text(),
+            "Records: 6  Duplicates: 2  Warnings: 0"
+        );
         assert_eq!(OkPacket::decode(&encode_ok(0xfe, &ok, "")).unwrap(), ok);
     }
 

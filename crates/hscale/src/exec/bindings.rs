@@ -76,6 +76,10 @@ pub struct Bindings {
     /// becomes the session's LAST_INSERT_ID() once it succeeds; `Some(0)`
     /// when it gave every id itself (LAST_INSERT_ID() stays).
     pub generated_id: Option<u64>,
+    /// An INSERT ... SELECT that found one row, run as `VALUES (row)`
+    /// (`session/insert_form.rs`): its text. Its OK gets the info one
+    /// server gives INSERT ... SELECT (`Records: 1  Duplicates: ..`).
+    pub one_row_select: Option<String>,
     /// The open transaction's savepoints (`savepoint.rs`), set again on
     /// every branch that joins it.
     pub savepoints: super::savepoint::Savepoints,

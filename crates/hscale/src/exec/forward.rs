@@ -15,7 +15,7 @@
 
 use hscale_wire::consts::status;
 use hscale_wire::reply::Relay;
-use hscale_wire::response::{decode_eof, is_eof, OkPacket};
+use hscale_wire::response::{decode_eof, is_eof, OkInfo, OkPacket};
 use hscale_wire::{PacketStream, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -86,6 +86,9 @@ pub struct Forwarder<'a, B, C> {
     /// OK packets carry this insert id (the first id a sequence generated
     /// for the statement) instead of the backend's.
     insert_id: Option<u64>,
+    /// An INSERT ... SELECT of one row run as VALUES: its OK gets the
+    /// info text one server writes (`scatter::part_info`).
+    one_row_select: Option<&'a str>,
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -109,7 +112,14 @@ where
             columns: 0,
             is_holding_missing_tables: false,
             insert_id: None,
+            one_row_select: None,
         }
+    }
+
+    /// `sql` is an INSERT ... SELECT of one row run as VALUES.
+    pub fn one_row_select(mut self, sql: Option<&'a str>) -> Self {
+        self.one_row_select = sql;
+        self
     }
 
     /// Report `id` as the statement's insert id in its OK packet.
@@ -379,6 +389,20 @@ where
                     self.outcome.status = Some(ok.status);
                     self.outcome.ok = Some(ok);
                     match self.insert_id {
+                        _ if self.one_row_select.is_some() && ok.info == OkInfo::None => {
+                            let info = super::scatter::part_info(
+                                self.one_row_select.unwrap_or_default().as_bytes(),
+                                ok.info,
+                                ok.affected_rows,
+                                ok.warnings,
+                            );
+                            let ok = OkPacket {
+                                last_insert_id: self.insert_id.unwrap_or(ok.last_insert_id),
+                                ..ok
+                            };
+                            let p = hscale_wire::response::encode_ok(0, &ok, &info.text());
+                            self.send(&p).await?;
+                        }
                         Some(id) => {
                             let rewritten = hscale_wire::response::with_insert_id(&p.payload, id)
                                 .map_err(ForwardError::Backend)?;

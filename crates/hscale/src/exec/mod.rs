@@ -258,7 +258,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         let backend = conn.pool().backend_id;
         let running = self.b.running(&conn, backend);
         let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
-            .insert_id(self.b.generated_id.filter(|id| *id != 0));
+            .insert_id(self.b.generated_id.filter(|id| *id != 0))
+            .one_row_select(self.b.one_row_select.as_deref());
         if let Some((from, to)) = relabel {
             f = f.relabel(from, to);
         }

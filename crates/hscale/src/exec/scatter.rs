@@ -16,7 +16,7 @@ use hscale_route::router::StatementKind;
 use hscale_route::BackendId;
 use hscale_wire::consts::status;
 use hscale_wire::reply::OkParts;
-use hscale_wire::response::OkPacket;
+use hscale_wire::response::{OkInfo, OkPacket};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use std::collections::VecDeque;
@@ -285,6 +285,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             is_serial: self.b.is_in_transaction(),
         };
         let mut next_send = 0;
+        let mut info: Option<OkInfo> = None;
         for i in 0..parts.len() {
             if !self
                 .send_ahead(parts, cmd, i, &mut next_send, &mut flight, 1)
@@ -297,6 +298,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 flight.abandon();
                 return Ok(None);
             };
+            let (affected, warnings) = (total.affected_rows, total.warnings);
             match self.read_part_ok(conn, &mut total).await {
                 Ok(true) => {}
                 other => {
@@ -304,7 +306,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     return other.map(|_| None);
                 }
             }
+            let part = part_info(
+                parts[i].1.as_ref(),
+                total.info,
+                total.affected_rows - affected,
+                total.warnings - warnings,
+            );
+            info = Some(info.map_or(part, |i| i.plus(part)));
         }
+        total.info = info.unwrap_or_default();
         Ok(Some(total))
     }
 
@@ -417,6 +427,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 total.affected_rows += ok.affected_rows;
                 total.warnings = total.warnings.saturating_add(ok.warnings);
                 total.status = ok.status;
+                // This part's counts; `add_up` adds them up.
+                total.info = ok.info;
                 if total.last_insert_id == 0 {
                     total.last_insert_id = ok.last_insert_id;
                 }
@@ -561,8 +573,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             last_insert_id: total.last_insert_id,
             status: st,
             warnings: total.warnings,
-            info: "",
+            info: &total.info.text(),
         }))
         .await
+    }
+}
+
+/// The counts of one part's OK, as one server would have counted its rows
+/// in the whole statement: an INSERT of one row has no info text, but in a
+/// statement of several rows it counts one record, and a duplicate when
+/// REPLACE replaced it (2 affected), IGNORE skipped it (0 affected) or ON
+/// DUPLICATE KEY UPDATE changed it (2 affected).
+pub(super) fn part_info(sql: &[u8], info: OkInfo, affected: u64, warnings: u16) -> OkInfo {
+    if info != OkInfo::None {
+        return info;
+    }
+    let text = String::from_utf8_lossy(sql.get(..sql.len().min(64)).unwrap_or(sql));
+    let head = text.trim_start().to_ascii_uppercase();
+    let is_replace = head.starts_with("REPLACE");
+    if !is_replace && !head.starts_with("INSERT") {
+        return OkInfo::None;
+    }
+    let upper = String::from_utf8_lossy(sql).to_ascii_uppercase();
+    let is_odku = upper.contains("ON DUPLICATE");
+    let is_ignore = head.split_whitespace().take(3).any(|w| w == "IGNORE");
+    let duplicates = if is_replace {
+        affected.saturating_sub(1)
+    } else if is_odku {
+        u64::from(affected == 2)
+    } else if is_ignore {
+        1u64.saturating_sub(affected)
+    } else {
+        0
+    };
+    OkInfo::Records {
+        records: 1,
+        duplicates,
+        warnings: u64::from(warnings),
     }
 }

@@ -17,6 +17,7 @@ mod access;
 mod admin;
 pub mod auth;
 mod commands;
+mod insert_form;
 mod kill;
 pub mod prepared;
 mod processlist;
@@ -166,6 +167,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
             planned_version: 0,
             generated_id: None,
+            one_row_select: None,
             savepoints: Default::default(),
             note: Default::default(),
         },
@@ -412,6 +414,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         // Set only by the statement that generated ids (`sequence.rs`).
         self.b.generated_id = None;
+        self.b.one_row_select = None;
         match cmd {
             com::QUIT => return Ok(false),
             com::QUERY | com::STMT_EXECUTE => self.statement(cmd, &payload).await?,
@@ -604,15 +607,41 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<(), ProxyError> {
         let mut attempts = 0;
         let mut filled = None;
+        let mut normal = None;
+        let is_insert = matches!(
+            facts.kind,
+            hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
+        ) && facts.statements == 1
+            && !self.b.ctx.partitioning.is_empty();
         loop {
+            let before = self.b.fence_point();
+            // INSERT ... SET, without a column list, ... SELECT: into the
+            // `(columns) VALUES` form first (`insert_form.rs`).
+            if is_insert && normal.is_none() && filled.is_none() {
+                match self.insert_form(sql).await {
+                    Ok(insert_form::Normal::Answered) => return Ok(()),
+                    Ok(insert_form::Normal::Payload(p)) => normal = Some(p),
+                    Ok(insert_form::Normal::AsIs) => {}
+                    Err(ProxyError::StaleRoute { err }) => {
+                        match self.b.after_stale_route(err, before, &mut attempts).await? {
+                            crate::exec::fence::Next::Retry => continue,
+                            crate::exec::fence::Next::Answer(err) => {
+                                return self.write_server_error(1, &err).await
+                            }
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let base = normal.as_ref().unwrap_or(payload);
+            let base_sql = std::str::from_utf8(&base[1..]).unwrap_or(sql);
             // Ids from a sequence are filled in before planning (the id may
             // be the partition key). A retry after the fence keeps them, or
             // looks again: the newer dictionary may give the table a sequence.
             if filled.is_none() && self.b.generated_id.is_none() {
-                filled = self.b.fill_ids(sql).await?;
+                filled = self.b.fill_ids(base_sql).await?;
             }
-            let payload = filled.as_ref().unwrap_or(payload);
-            let before = self.b.fence_point();
+            let payload = filled.as_ref().unwrap_or(base);
             match self.plan_and_run(payload, facts, effects).await {
                 Err(ProxyError::StaleRoute { err }) => {
                     match self.b.after_stale_route(err, before, &mut attempts).await? {

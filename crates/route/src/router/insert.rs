@@ -109,7 +109,7 @@ pub fn unplaced_values(
     let parsed = insert_rows(sql, &tokens, r, table).ok()?;
     let mut out: Vec<String> = Vec::new();
     for (a, b) in parsed.rows {
-        let values: Vec<&[Token]> = tokens[a + 1..b].split(|t| t.is_punct(sql, ",")).collect();
+        let values = top_level_items(sql, &tokens[a + 1..b]);
         let Some(key) = values
             .get(parsed.key_pos)
             .and_then(|v| literal(sql, v))
@@ -176,8 +176,8 @@ pub(super) fn plan_insert(
     let key_tokens: Vec<&[Token]> = rows
         .iter()
         .filter_map(|&(a, b)| {
-            tokens[a + 1..b]
-                .split(|t| t.is_punct(sql, ","))
+            top_level_items(sql, &tokens[a + 1..b])
+                .into_iter()
                 .nth(key_pos)
         })
         .collect();
@@ -199,9 +199,16 @@ pub(super) fn plan_insert(
     // Group rows by target, keeping their order.
     let mut groups: Vec<(Target, Vec<(usize, usize)>)> = Vec::new();
     for (a, b) in rows {
-        let values: Vec<&[Token]> = tokens[a + 1..b].split(|t| t.is_punct(sql, ",")).collect();
+        let values = top_level_items(sql, &tokens[a + 1..b]);
         if values.len() != columns {
-            return refuse("a VALUES row has a different number of values than columns");
+            // The server answers it (1136, naming the row) before it
+            // writes anything: send it whole to one partition.
+            let t = table.default_target();
+            let s = rewrite(sql, tokens, r, &t, false);
+            return Plan::Targets {
+                kind: StatementKind::Insert,
+                parts: vec![(t, s)],
+            };
         }
         let Some(given) = literal(sql, values[key_pos]) else {
             return refuse("the partition key value must be a literal");
@@ -312,6 +319,24 @@ pub fn insert_key_placeholders(sql: &str, column: &str) -> Option<Vec<usize>> {
         }
     }
     (!out.is_empty()).then_some(out)
+}
+
+/// A row's values: its tokens split at the commas outside parentheses.
+pub(super) fn top_level_items<'t>(sql: &str, row: &'t [Token]) -> Vec<&'t [Token]> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (k, t) in row.iter().enumerate() {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth = depth.saturating_sub(1);
+        } else if depth == 0 && t.is_punct(sql, ",") {
+            out.push(&row[start..k]);
+            start = k + 1;
+        }
+    }
+    out.push(&row[start..]);
+    out
 }
 
 /// Index of the first VALUES row's `(`.

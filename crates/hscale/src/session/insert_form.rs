@@ -1,0 +1,395 @@
+//! INSERT and REPLACE in the forms the router takes only as
+//! `(columns) VALUES` (`hscale_route::router::insert_form`): `SET a = x`,
+//! no column list, and `INSERT ... SELECT` that reads or writes partitioned
+//! tables. Each is turned into the VALUES form here, before ids are filled
+//! in and the rows routed.
+//!
+//! ```text
+//!  INSERT ... SET ─────────► (columns) VALUES (...)              pure
+//!  INSERT INTO t VALUES ───► t's columns from its default partition
+//!  INSERT ... SELECT ──────► the SELECT planned and run like any read,
+//!                            its answer caught in memory (`Caught`),
+//!                            rows written back as literal VALUES
+//! ```
+//!
+//! The SELECT runs through the same `Exec::run` as a client's SELECT
+//! (merges, shipped joins, the fence), into an in-memory client instead of
+//! the socket; so INSERT ... SELECT sees exactly what the SELECT alone
+//! would show. The rows are bounded by `[proxy] ship_max_rows` and
+//! `INSERT_SELECT_MAX_BYTES`.
+
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+use bytes::Bytes;
+use hscale_route::router::{self, InsertForm, Plan};
+use hscale_route::value::Kind;
+use hscale_route::BackendId;
+use hscale_wire::reply::OkParts;
+use hscale_wire::response::ErrPacket;
+use hscale_wire::resultset::ColumnInfo;
+use hscale_wire::PacketStream;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::Session;
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+use crate::exec::forward::Expect;
+use crate::exec::{send, Effects, Exec};
+use crate::partition::quote_str;
+
+/// The most bytes of rows an INSERT ... SELECT holds at the proxy (the
+/// statement written from them must fit the backends' max_allowed_packet).
+pub const INSERT_SELECT_MAX_BYTES: usize = 8 << 20;
+
+/// What became of an INSERT before planning.
+pub(super) enum Normal {
+    /// Plan it as it is.
+    AsIs,
+    /// Plan this statement instead.
+    Payload(Bytes),
+    /// The client has its answer (the SELECT's error, or the OK of an
+    /// INSERT ... SELECT that found no rows).
+    Answered,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// The statement in the form the router splits (see the module).
+    pub(super) async fn insert_form(&mut self, sql: &str) -> Result<Normal, ProxyError> {
+        let mut current = sql.to_string();
+        let mut changed = false;
+        // SELECT → VALUES without columns → VALUES with them: at most three.
+        for _ in 0..3 {
+            let form = {
+                let dict = self.b.ctx.partitioning.dictionary();
+                router::insert_form(&current, self.b.state.db.as_deref(), &dict)
+            };
+            let Some(form) = form else { break };
+            current = match form {
+                InsertForm::Rewritten(s) => s,
+                InsertForm::NeedsColumns { table, target, at } => {
+                    let columns = self.columns_of(&table.db, &target).await?;
+                    router::with_columns(&current, at, &columns)
+                }
+                InsertForm::Select { head, select, tail } => {
+                    match self.select_rows(&select).await? {
+                        Selected::Error(err) => {
+                            self.write_server_error(1, &err).await?;
+                            return Ok(Normal::Answered);
+                        }
+                        Selected::Rows(rows) if rows.is_empty() => {
+                            let st = self.b.status();
+                            let ok = OkParts {
+                                info: "Records: 0  Duplicates: 0  Warnings: 0",
+                                ..OkParts::new(st, 0)
+                            };
+                            send(self.reply(1).ok(ok)).await?;
+                            return Ok(Normal::Answered);
+                        }
+                        Selected::Rows(rows) => {
+                            let rows: Vec<String> =
+                                rows.iter().map(|r| format!("({})", r.join(", "))).collect();
+                            let s = format!("{head} VALUES {} {tail}", rows.join(", "))
+                                .trim_end()
+                                .to_string();
+                            if rows.len() == 1 {
+                                self.b.one_row_select = Some(s.clone());
+                            }
+                            s
+                        }
+                    }
+                }
+                InsertForm::EvaluateKeys { select, keys } => {
+                    match self.select_rows(&select).await? {
+                        Selected::Error(err) if err.code == 1054 => {
+                            return Err(ProxyError::Refused(
+                                "a partition key computed from other columns of its row".into(),
+                            ))
+                        }
+                        Selected::Error(err) => {
+                            self.write_server_error(1, &err).await?;
+                            return Ok(Normal::Answered);
+                        }
+                        Selected::Rows(rows) => match rows.first() {
+                            Some(values) if rows.len() == 1 => {
+                                router::with_keys(&current, &keys, values)
+                            }
+                            _ => {
+                                return Err(ProxyError::Wrong(
+                                    "internal: partition keys evaluated to no row".into(),
+                                ))
+                            }
+                        },
+                    }
+                }
+            };
+            changed = true;
+        }
+        Ok(if changed {
+            Normal::Payload(BackendConn::payload_for_query(&current))
+        } else {
+            Normal::AsIs
+        })
+    }
+
+    /// The columns an INSERT without a column list fills, in order: those
+    /// of the table's default partition, without INVISIBLE ones.
+    async fn columns_of(
+        &mut self,
+        db: &str,
+        target: &hscale_route::dictionary::Target,
+    ) -> Result<Vec<String>, ProxyError> {
+        let sql = format!(
+            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND EXTRA NOT LIKE '%INVISIBLE%' ORDER BY ORDINAL_POSITION",
+            quote_str(db),
+            quote_str(&target.physical_table)
+        );
+        let mut c = self
+            .b
+            .ctx
+            .pool(self.b.worker, target.backend)
+            .get(false)
+            .await?;
+        let rows = c.query_rows(&sql).await?.map_err(|e| {
+            ProxyError::Wrong(format!(
+                "reading the columns of {}: {}",
+                target.physical_table, e.message
+            ))
+        })?;
+        Ok(rows
+            .strings()
+            .into_iter()
+            .filter_map(|r| r.into_iter().next().flatten())
+            .collect())
+    }
+
+    /// Run `select` as the client's read (planned, merged, fenced) and
+    /// keep its rows as `(literal, ...)` row texts.
+    async fn select_rows(&mut self, select: &str) -> Result<Selected, ProxyError> {
+        let facts = hscale_sql::analyze_bytes(select.as_bytes());
+        let plan = {
+            let dict = self.b.ctx.partitioning.dictionary();
+            router::plan(select, self.b.state.db.as_deref(), &dict)
+        };
+        let spread = match &plan {
+            Plan::Targets { parts, .. } => parts.len() > 1,
+            Plan::Merge(_) => true,
+            _ => false,
+        };
+        if spread && (!facts.pins.is_empty() || facts.uses_last_insert_id) {
+            return Err(ProxyError::Unsupported {
+                what: "INSERT ... SELECT over several partitions with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID()".into(),
+            });
+        }
+        let effects = Effects {
+            uses_last_insert_id: facts.uses_last_insert_id,
+            is_read_only: true,
+            ..Effects::default()
+        };
+        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
+        let mut caught = PacketStream::new(Caught::default());
+        {
+            let mut exec = Exec::new(&mut caught, &mut self.b, false);
+            exec.is_fenced = true;
+            match plan {
+                Plan::Passthrough => {
+                    let payload = BackendConn::payload_for_query(select);
+                    exec.execute_on_backend(BackendId::MAIN, &payload, Expect::Query, effects)
+                        .await?
+                }
+                Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
+                plan @ (Plan::Targets { .. } | Plan::Merge(_)) => exec.run(plan, effects).await?,
+                _ => {
+                    return Err(ProxyError::Unsupported {
+                        what: "INSERT ... SELECT from this statement".into(),
+                    })
+                }
+            }
+        }
+        let caught = caught.into_inner();
+        if caught.is_over {
+            return Err(ProxyError::Refused(format!(
+                "INSERT ... SELECT of more than {INSERT_SELECT_MAX_BYTES} bytes of rows through hscale"
+            )));
+        }
+        let collations = self.b.ctx.collations();
+        literal_rows(&caught.bytes, max_rows, &|id| {
+            collations.get(id).map(|(cs, _)| cs.to_string())
+        })
+    }
+}
+
+/// The SELECT's answer.
+enum Selected {
+    /// Each row's values as literals.
+    Rows(Vec<Vec<String>>),
+    Error(ErrPacket),
+}
+
+/// An in-memory client: keeps what is written (up to
+/// `INSERT_SELECT_MAX_BYTES`), reads nothing.
+#[derive(Default)]
+struct Caught {
+    bytes: Vec<u8>,
+    is_over: bool,
+}
+
+impl AsyncWrite for Caught {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut TaskContext<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        if self.bytes.len() + buf.len() > INSERT_SELECT_MAX_BYTES + 4096 {
+            self.is_over = true;
+        } else {
+            self.bytes.extend_from_slice(buf);
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncRead for Caught {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut TaskContext<'_>,
+        _: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// The packets of a text result (classic EOF), as row texts of literals.
+fn literal_rows(
+    bytes: &[u8],
+    max_rows: usize,
+    charset: &dyn Fn(u16) -> Option<String>,
+) -> Result<Selected, ProxyError> {
+    let bad = || ProxyError::Wrong("internal: unreadable result of INSERT ... SELECT".into());
+    let mut packets = Vec::new();
+    let mut at = 0;
+    while at + 4 <= bytes.len() {
+        let len = usize::from(bytes[at])
+            | usize::from(bytes[at + 1]) << 8
+            | usize::from(bytes[at + 2]) << 16;
+        let body = bytes.get(at + 4..at + 4 + len).ok_or_else(bad)?;
+        packets.push(body);
+        at += 4 + len;
+    }
+    let first = packets.first().ok_or_else(bad)?;
+    match first.first() {
+        Some(0xff) => {
+            return Ok(Selected::Error(
+                ErrPacket::decode(first).map_err(|_| bad())?,
+            ))
+        }
+        Some(0x00) => return Ok(Selected::Rows(Vec::new())),
+        _ => {}
+    }
+    let n = hscale_wire::buf::Reader::new(first)
+        .lenenc()
+        .map_err(|_| bad())? as usize;
+    let columns: Vec<ColumnInfo> = packets
+        .get(1..1 + n)
+        .ok_or_else(bad)?
+        .iter()
+        .map(|p| ColumnInfo::decode(p).map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    if let Some(c) = columns.iter().find(|c| c.column_type == 0x04) {
+        return Err(ProxyError::Refused(format!(
+            "INSERT ... SELECT of FLOAT column {} through hscale (its text form is rounded)",
+            c.name
+        )));
+    }
+    let mut out = Vec::new();
+    // After the definitions: their EOF, the rows, then EOF or an error.
+    for p in packets.iter().skip(2 + n) {
+        if p.first() == Some(&0xfe) && p.len() < 9 {
+            break;
+        }
+        if p.first() == Some(&0xff) {
+            return Ok(Selected::Error(ErrPacket::decode(p).map_err(|_| bad())?));
+        }
+        if out.len() >= max_rows {
+            return Err(ProxyError::ShipLimit { limit: max_rows });
+        }
+        let row = hscale_wire::resultset::decode_row(p, n).map_err(|_| bad())?;
+        let mut values = Vec::with_capacity(n);
+        for (v, c) in row.iter().zip(&columns) {
+            let mut text = String::new();
+            push_literal(&mut text, v.as_deref(), c, charset)?;
+            values.push(text);
+        }
+        out.push(values);
+    }
+    Ok(Selected::Rows(out))
+}
+
+/// A result value as a literal one server would have used in its place:
+/// numbers as written; anything else as a string of the result's
+/// character set, `_charset X'..'` (which neither sql_mode nor the
+/// connection's character set changes), converted to the column it goes
+/// into as the server converts the SELECT's value.
+fn push_literal(
+    out: &mut String,
+    v: Option<&[u8]>,
+    c: &ColumnInfo,
+    charset: &dyn Fn(u16) -> Option<String>,
+) -> Result<(), ProxyError> {
+    use std::fmt::Write;
+    let Some(b) = v else {
+        out.push_str("NULL");
+        return Ok(());
+    };
+    let kind = Kind::of(c.column_type, c.charset, c.flags);
+    if matches!(kind, Kind::Temporal | Kind::Time)
+        && b.iter().all(|x| x.is_ascii_digit() || b"-:. ".contains(x))
+    {
+        out.push('\'');
+        out.push_str(std::str::from_utf8(b).unwrap_or_default());
+        out.push('\'');
+        return Ok(());
+    }
+    if kind.is_number()
+        && c.column_type != 0x10
+        && !b.is_empty()
+        && b.iter().all(|x| x.is_ascii_digit() || b"+-.eE".contains(x))
+    {
+        out.push_str(std::str::from_utf8(b).unwrap_or("0"));
+        return Ok(());
+    }
+    // Printable ASCII without quotes or backslashes reads the same in
+    // every character set and sql_mode: quoted, so the router can read a
+    // partition key in it.
+    if c.charset != 63
+        && b.iter()
+            .all(|x| (b' '..=b'~').contains(x) && !b"'\\".contains(x))
+    {
+        out.push('\'');
+        out.push_str(std::str::from_utf8(b).unwrap_or_default());
+        out.push('\'');
+        return Ok(());
+    }
+    let cs = if c.charset == 63 {
+        "binary".to_string()
+    } else {
+        charset(c.charset).ok_or_else(|| {
+            ProxyError::Refused(format!(
+                "INSERT ... SELECT of column {} in character set number {}",
+                c.name, c.charset
+            ))
+        })?
+    };
+    let _ = write!(out, "_{cs} X'");
+    for x in b {
+        let _ = write!(out, "{x:02X}");
+    }
+    out.push('\'');
+    Ok(())
+}
