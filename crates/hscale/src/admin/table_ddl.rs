@@ -299,7 +299,7 @@ async fn carry_out(
             ),
         )
         .await?;
-        enter(ctx, worker, op, FIRST_EPOCH, "copying", first_state(&spec)).await
+        change::enter(ctx, worker, op, FIRST_EPOCH, "copying", first_state(&spec)).await
     };
     if let Err(e) = recorded.await {
         change::fail(ctx, worker, op, &e).await;
@@ -308,7 +308,7 @@ async fn carry_out(
     let done = async {
         steps(ctx, worker, op, FIRST_EPOCH, &spec, None).await?;
         if first_state(&spec) == ALTERING {
-            enter(ctx, worker, op, FIRST_EPOCH, ALTERING, "cutover").await?;
+            change::enter(ctx, worker, op, FIRST_EPOCH, ALTERING, "cutover").await?;
         }
         Ok(())
     };
@@ -341,42 +341,6 @@ fn first_state(spec: &DdlSpec) -> &'static str {
         ALTERING
     } else {
         "cutover"
-    }
-}
-
-/// Move operation `id` from state `from` to `to`, as its owner at `epoch`
-/// (compare-and-set); a cancelled or taken-over operation is not moved.
-async fn enter(
-    ctx: &Context,
-    worker: usize,
-    id: u64,
-    epoch: u64,
-    from: &str,
-    to: &str,
-) -> Result<(), ProxyError> {
-    let sql = format!(
-        "UPDATE `hscale`.`operations` SET state = {} WHERE id = {id} AND state = {} AND epoch = {epoch} AND active IS NOT NULL",
-        quote_str(to),
-        quote_str(from)
-    );
-    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
-    match main.command(&BackendConn::payload_for_query(&sql)).await? {
-        Ok(ok) if ok.affected_rows == 1 => Ok(()),
-        Ok(_) => {
-            let q = format!("SELECT state FROM `hscale`.`operations` WHERE id = {id}");
-            let state = main
-                .query_rows(&q)
-                .await?
-                .ok()
-                .and_then(|r| r.strings().into_iter().next())
-                .and_then(|r| r[0].clone());
-            Err(if state.as_deref() == Some("cancelling") {
-                ProxyError::Cancelled(id)
-            } else {
-                change::taken_over(id)
-            })
-        }
-        Err(e) => Err(server_error(&main, &sql, e)),
     }
 }
 
@@ -494,7 +458,7 @@ pub(super) async fn take_over(
     };
     steps(ctx, worker, id, epoch, &spec, Some(done)).await?;
     if state == ALTERING {
-        enter(ctx, worker, id, epoch, ALTERING, "cutover").await?;
+        change::enter(ctx, worker, id, epoch, ALTERING, "cutover").await?;
     }
     let report = change::Report {
         rows: spec.ddl_steps.len() as u64,

@@ -233,8 +233,24 @@ pub(in crate::admin) async fn mark_cutover(
     id: u64,
     epoch: u64,
 ) -> Result<(), ProxyError> {
+    enter(ctx, worker, id, epoch, "copying", "cutover").await
+}
+
+/// Move operation `id` from state `from` to `to`, as its owner at `epoch`
+/// (compare-and-set): a cancelled operation answers [`ProxyError::Cancelled`],
+/// one another proxy took over (epoch raised, or rolled back) is not moved.
+pub(in crate::admin) async fn enter(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    epoch: u64,
+    from: &str,
+    to: &str,
+) -> Result<(), ProxyError> {
     let sql = format!(
-        "UPDATE `hscale`.`operations` SET state = 'cutover' WHERE id = {id} AND state = 'copying' AND epoch = {epoch} AND active IS NOT NULL"
+        "UPDATE `hscale`.`operations` SET state = {} WHERE id = {id} AND state = {} AND epoch = {epoch} AND active IS NOT NULL",
+        crate::partition::quote_str(to),
+        crate::partition::quote_str(from)
     );
     let mut main = conn(ctx, worker, BackendId::MAIN).await?;
     match main.command(&BackendConn::payload_for_query(&sql)).await? {
@@ -250,9 +266,7 @@ pub(in crate::admin) async fn mark_cutover(
             Err(if state.as_deref() == Some("cancelling") {
                 ProxyError::Cancelled(id)
             } else {
-                wrong(format!(
-                    "operation {id} was rolled back by another proxy (its owner looked gone)"
-                ))
+                super::taken_over(id)
             })
         }
         Err(e) => Err(server_error(&main, &sql, e)),
