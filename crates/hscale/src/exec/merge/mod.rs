@@ -38,6 +38,7 @@ use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Ship};
 use hscale_route::value::Kind;
 use hscale_route::BackendId;
 use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
+use hscale_wire::consts::status;
 use hscale_wire::reply::{Reply, Rows};
 use hscale_wire::response::{decode_eof, is_eof, ErrPacket};
 use hscale_wire::resultset::{decode_row, ColumnInfo};
@@ -95,6 +96,8 @@ struct Part {
     defs: Vec<Bytes>,
     columns: Vec<ColumnInfo>,
     status: Option<u16>,
+    /// The warning count of the part's terminator.
+    warnings: u16,
 }
 
 impl Drop for Part {
@@ -113,6 +116,7 @@ impl Part {
             defs: Vec::new(),
             columns: Vec::new(),
             status: None,
+            warnings: 0,
         }
     }
 
@@ -184,8 +188,9 @@ impl Part {
         }
         let p = self.packet().await?;
         if is_eof(&p.payload) {
-            let (_, st) = decode_eof(&p.payload).map_err(|e| self.lost(e))?;
+            let (warnings, st) = decode_eof(&p.payload).map_err(|e| self.lost(e))?;
             self.status = Some(st);
+            self.warnings = warnings;
             return Ok(None);
         }
         if p.first() == Some(0xff) {
@@ -584,6 +589,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 /// Give a part's connection back once its result was read to the end.
 fn end_part(b: &mut Bindings, mut part: Part) {
     part.running = None;
+    let merged = &mut b.note.merged;
+    merged.0 = merged.0.saturating_add(part.warnings);
+    merged.1 |= part.status.unwrap_or(0) & status::INDEX_FLAGS;
     if part.status.is_none() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
         return; // dropped: closes the connection
     }
@@ -622,8 +630,9 @@ async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
     note: &mut crate::metrics::StatementNote,
 ) -> Result<(), Stop> {
     note.rows += rows.count();
+    let (warnings, flags) = note.merged;
     let done = match r {
-        Ok(()) => rows.finish(status, 0),
+        Ok(()) => rows.finish(status | flags, warnings),
         Err(Stop::Server(e)) => {
             note.error(e.code);
             rows.err(e.code, &e.sql_state, &e.message)
