@@ -243,7 +243,10 @@ fn zstd_is_offered_as_the_server_offers_it() {
     const ZSTD: u32 = 1 << 26;
     let info = cluster(1);
     rt().block_on(async {
-        let backend = Raw::open(info.backend_ports[0]).await.handshake.capabilities;
+        let backend = Raw::open(info.backend_ports[0])
+            .await
+            .handshake
+            .capabilities;
         let proxy = Raw::open(info.proxy_port).await.handshake.capabilities;
         assert_eq!(backend & ZSTD, 0, "the backend offers zstd: {backend:#x}");
         assert_eq!(proxy & ZSTD, backend & ZSTD, "hscale {proxy:#x}");

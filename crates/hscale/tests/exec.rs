@@ -333,7 +333,31 @@ async fn results_over_partitions_carry_their_parts_warnings_and_index_flags() {
         let (w, st) = terminator(&mut r, &partitioned).await;
         let (plain_w, plain_st) = terminator(&mut r, &plain).await;
         assert_eq!(w, plain_w, "{partitioned}");
+        assert_ne!(plain_st & INDEX_FLAGS, 0, "a full scan: {plain}");
         assert_eq!(st & INDEX_FLAGS, plain_st & INDEX_FLAGS, "{partitioned}");
     }
+    // A write over partitions: one OK with every part's warnings and flags.
+    let write = "UPDATE {t} SET id = id WHERE CAST(CONCAT(id, 'x') AS SIGNED) > 0";
+    let partitioned = ok_of(&mut r, &write.replace("{t}", "t")).await;
+    let plain = ok_of(&mut r, &write.replace("{t}", "plain")).await;
+    assert_eq!(plain.0, 12, "{write}");
+    assert_ne!(plain.1 & INDEX_FLAGS, 0, "a full scan: {write}");
+    assert_eq!(partitioned.0, plain.0, "{write}");
+    assert_eq!(
+        partitioned.1 & INDEX_FLAGS,
+        plain.1 & INDEX_FLAGS,
+        "{write}"
+    );
     c.query_drop("DROP DATABASE exec_warn").await.unwrap();
+}
+
+/// The warning count and status flags of the OK that answers `sql`.
+async fn ok_of(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {
+    let mut payload = vec![hscale_wire::consts::com::QUERY];
+    payload.extend_from_slice(sql.as_bytes());
+    r.send(0, &payload).await;
+    let p = r.read().await.expect("an answer");
+    assert_eq!(p.payload[0], 0, "{sql}: {:?}", p.payload);
+    let ok = hscale_wire::response::OkPacket::decode(&p.payload).unwrap();
+    (ok.warnings, ok.status)
 }

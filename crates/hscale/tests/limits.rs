@@ -399,8 +399,8 @@ async fn sum_v(c: &mut mysql_async::Conn) -> Option<i64> {
 /// Planning has a budget: a statement of `plan_offload_bytes` or more is
 /// planned on a thread of its own, and refused with 1969 (SQLSTATE 70100)
 /// when planning takes longer than `plan_timeout_ms`, before any part of
-/// it ran; shorter statements plan on the worker as before. With room in
-/// the budget the same statement runs.
+/// it ran (text statements and PREPARE); shorter statements plan on the
+/// worker as before. With room in the budget the same statements run.
 #[tokio::test]
 async fn planning_past_its_budget_is_refused() {
     let tight = proxy_with(|c| c.proxy.plan_timeout_ms = 1);
@@ -425,6 +425,13 @@ async fn planning_past_its_budget_is_refused() {
     let err = c.query_drop(&big).await.unwrap_err();
     assert_eq!(code(&err), 1969, "{err}");
     assert_eq!(sum_v(&mut c).await, Some(0), "nothing of it ran");
+    // Being prepared, too.
+    let select = format!(
+        "SELECT id FROM plan_budget.t WHERE id IN ({}) AND v >= ?",
+        ids.join(",")
+    );
+    let err = c.prep(&select).await.unwrap_err();
+    assert_eq!(code(&err), 1969, "{err}");
     // Short statements plan on the worker, whatever the budget.
     c.query_drop("UPDATE plan_budget.t SET v = v + 1 WHERE id IN (1, 2)")
         .await
@@ -442,6 +449,9 @@ async fn planning_past_its_budget_is_refused() {
         .unwrap();
     c.query_drop(&big).await.unwrap();
     assert_eq!(sum_v(&mut c).await, Some(6));
+    let mut rows: Vec<i64> = c.exec(&select, (0,)).await.unwrap();
+    rows.sort();
+    assert_eq!(rows, vec![1, 2, 3, 4]);
     c.query_drop("DROP DATABASE plan_budget").await.unwrap();
     c.disconnect().await.unwrap();
 }

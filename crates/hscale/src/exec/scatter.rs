@@ -433,7 +433,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok(Ok(ok)) => {
                 total.affected_rows += ok.affected_rows;
                 total.warnings = total.warnings.saturating_add(ok.warnings);
-                total.status = ok.status;
+                // The last part's flags, and every part's index flags.
+                total.status = ok.status | (total.status & status::INDEX_FLAGS);
                 // This part's counts; `add_up` adds them up.
                 total.info = ok.info;
                 if total.last_insert_id == 0 {

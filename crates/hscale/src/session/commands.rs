@@ -41,8 +41,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .filter(|(_, is_live)| *is_live)
             .map(|_| Arc::<[u8]>::from(&payload[1..]));
         let rewritten = rewritten.map(|(sql, _)| {
-                let mut b = BytesMut::with_capacity(1 + sql.len());
-                b.put_u8(com::STMT_PREPARE);
+            let mut b = BytesMut::with_capacity(1 + sql.len());
+            b.put_u8(com::STMT_PREPARE);
             b.put_slice(sql.as_bytes());
             b.freeze()
         });
@@ -90,7 +90,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         live: &Option<Arc<[u8]>>,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         let dict_version = self.b.ctx.partitioning.version();
-        let routing = self.prepared_routing(&payload[1..])?;
+        let routing = self.prepared_routing(&payload[1..]).await?;
         // The metadata comes from the first target (a partition has T's columns).
         let (backend, backend_sql) = match &routing {
             Some(r) => (r.parts[0].0.backend, r.parts[0].1.clone()),
@@ -252,7 +252,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let version = self.b.ctx.partitioning.version();
         if st.dict_version != version {
             self.b.refuse_prepared_into_sequence(&st.sql)?;
-            st.routing = self.prepared_routing(&st.sql)?;
+            st.routing = self.prepared_routing(&st.sql).await?;
             st.dict_version = version;
             if let Some(s) = self.statements.get_mut(id) {
                 s.routing = st.routing.clone();
@@ -334,9 +334,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         done
     }
 
-    /// How a statement being prepared reaches partitioned tables, if it does.
-    fn prepared_routing(&self, sql: &[u8]) -> Result<Option<Arc<PreparedRouting>>, ProxyError> {
-        PreparedRouting::plan(sql, self.b.state.db.as_deref(), &self.b.ctx.partitioning)
+    /// How a statement being prepared reaches partitioned tables, if it
+    /// does; a long one planned on a thread of its own within the planning
+    /// budget (`planning.rs`).
+    async fn prepared_routing(
+        &mut self,
+        sql: &[u8],
+    ) -> Result<Option<Arc<PreparedRouting>>, ProxyError> {
+        let proxy = &self.b.ctx.config.proxy;
+        if sql.len() < proxy.plan_offload_bytes {
+            return PreparedRouting::plan(
+                sql,
+                self.b.state.db.as_deref(),
+                &self.b.ctx.partitioning,
+            );
+        }
+        let (sql, db, ctx) = (sql.to_vec(), self.b.state.db.clone(), self.b.ctx.clone());
+        super::planning::apart(proxy.plan_timeout_ms, move || {
+            PreparedRouting::plan(&sql, db.as_deref(), &ctx.partitioning)
+        })
+        .await?
     }
 
     pub(super) fn long_data(&mut self, payload: &Bytes) {

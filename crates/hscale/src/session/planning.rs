@@ -1,6 +1,7 @@
 //! Planning a text statement: on the worker through its plan cache, or,
 //! for a statement of `[proxy] plan_offload_bytes` or more, on a blocking
-//! thread within `plan_timeout_ms`. Planning is linear in the statement's
+//! thread within `plan_timeout_ms` (statements being prepared likewise,
+//! through [`apart`], in `commands.rs`). Planning is linear in the statement's
 //! size (`hscale_route::router`), so a long statement costs time in
 //! proportion; planned on its own thread it does not hold up the other
 //! sessions of its worker, and one that takes longer than the budget is
@@ -55,23 +56,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 }
 
-/// Plan COM_QUERY `payload` on a blocking thread, waiting at most
-/// `timeout_ms`. A planning that runs past it is left to end on its thread
-/// (linear in a statement of at most `max_allowed_packet` bytes) and its
-/// plan dropped.
+/// Plan COM_QUERY `payload` on a blocking thread, within `timeout_ms`.
 async fn plan_apart(
     payload: Bytes,
     db: Option<String>,
     dict: Arc<Dictionary>,
     timeout_ms: u64,
 ) -> Result<Plan, ProxyError> {
-    let planning = tokio::task::spawn_blocking(move || {
+    apart(timeout_ms, move || {
         let sql = std::str::from_utf8(&payload[1..]).unwrap_or("<not UTF-8>");
         hscale_route::router::plan(sql, db.as_deref(), &dict)
-    });
+    })
+    .await
+}
+
+/// Run `planning` on a blocking thread, waiting at most `timeout_ms` for
+/// it. A planning that runs past it is left to end on its thread (linear
+/// in a statement of at most `max_allowed_packet` bytes) and its result
+/// dropped; the statement is refused with 1969.
+pub(super) async fn apart<T: Send + 'static>(
+    timeout_ms: u64,
+    planning: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ProxyError> {
+    let planning = tokio::task::spawn_blocking(planning);
     let limit = std::time::Duration::from_millis(timeout_ms);
     match tokio::time::timeout(limit, planning).await {
-        Ok(Ok(plan)) => Ok(plan),
+        Ok(Ok(planned)) => Ok(planned),
         Ok(Err(e)) => Err(ProxyError::Refused(format!(
             "planning this statement failed: {e}"
         ))),
