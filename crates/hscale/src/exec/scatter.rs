@@ -126,7 +126,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// net_write_timeout (60 s by default), so the connection gets
     /// `[proxy] scatter_write_timeout_ms` instead. Its replayable state
     /// records the change, so the next statement on it sets it back.
-    async fn hold_open(
+    pub(super) async fn hold_open(
         &mut self,
         conn: &mut PooledConn,
     ) -> Result<Result<(), hscale_wire::response::ErrPacket>, ProxyError> {

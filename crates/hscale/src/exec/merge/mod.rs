@@ -86,6 +86,10 @@ fn bad_value(what: &str) -> Stop {
     )))
 }
 
+/// A streamed merge sending more rows than this holds every part's
+/// connection open at the client's pace (`Exec::hold_open`).
+const HELD_ABOVE_ROWS: u64 = 1000;
+
 /// One partition's result, read row by row. A part dropped before its
 /// result was read to the end closes its connection (a connection with an
 /// unread response must never return to the pool).
@@ -263,10 +267,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// after the statements that set up shipped tables (such a connection
     /// is closed after use, which drops its temporary tables).
     async fn start_part(&mut self, target: &Target, sql: &str) -> Result<Part, Stop> {
+        self.start_part_held(target, sql, false).await
+    }
+
+    /// [`Self::start_part`]; `is_held`: the part is one of several streams
+    /// read at the client's pace, so its server must wait for its turn
+    /// longer than its net_write_timeout (`Exec::hold_open`).
+    async fn start_part_held(
+        &mut self,
+        target: &Target,
+        sql: &str,
+        is_held: bool,
+    ) -> Result<Part, Stop> {
         let mut conn = self.b.acquire(target.backend).await?;
         if let Some(err) = self.b.sync(&mut conn, false).await? {
             self.b.finish(conn, Outcome::default(), &Effects::default());
             return Err(Stop::Server(err));
+        }
+        if is_held {
+            if let Err(err) = self.hold_open(&mut conn).await? {
+                self.b.finish(conn, Outcome::default(), &Effects::default());
+                return Err(Stop::Server(err));
+            }
         }
         let setup = self.ship_setup.clone();
         for statement in setup.iter() {
@@ -477,8 +499,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// first row.
     async fn open_streams(&mut self, plan: &MergePlan) -> Result<(Sorted, Option<Defs>), Stop> {
         let mut held: Vec<Part> = Vec::new();
+        // Every part waits while the others reach the client, at its
+        // pace; not worth a round trip per part when a small LIMIT bounds
+        // what the client is sent (the parts are then drained at once).
+        let is_held = plan.parts.len() > 1
+            && plan
+                .limit
+                .is_none_or(|l| l.saturating_add(plan.offset) > HELD_ABOVE_ROWS);
         for (t, sql) in &plan.parts {
-            held.push(self.start_part(t, sql).await?);
+            held.push(self.start_part_held(t, sql, is_held).await?);
         }
         for p in held.iter_mut() {
             p.open().await?;
