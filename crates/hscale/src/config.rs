@@ -123,6 +123,17 @@ pub struct ProxyConfig {
     /// before the proxy exits anyway, in milliseconds. Idle sessions are
     /// closed at once; new connections are refused from the start.
     pub shutdown_timeout_ms: u64,
+    /// How often this proxy writes its heartbeat (and the dictionary
+    /// version it holds) to `hscale.proxies` on the main backend, in
+    /// milliseconds (`HSCALE SHOW PROXIES`).
+    pub heartbeat_interval_ms: u64,
+    /// A proxy whose last heartbeat is older than this (by the main
+    /// backend's clock) is shown `stale` by `HSCALE SHOW PROXIES`, in
+    /// milliseconds.
+    pub proxy_stale_after_ms: u64,
+    /// The row of a proxy silent for this long is deleted from
+    /// `hscale.proxies` (by any proxy's heartbeat), in milliseconds.
+    pub proxy_forget_after_ms: u64,
 }
 
 impl Default for ProxyConfig {
@@ -156,6 +167,9 @@ impl Default for ProxyConfig {
             ship_max_rows: 100_000,
             scatter_write_timeout_ms: 3_600_000,
             shutdown_timeout_ms: 30_000,
+            heartbeat_interval_ms: 1_000,
+            proxy_stale_after_ms: 10_000,
+            proxy_forget_after_ms: 3_600_000,
         }
     }
 }

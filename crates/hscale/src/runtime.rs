@@ -78,6 +78,8 @@ pub struct Context {
     pub xa_checks: crate::exec::txn_checks::XaChecks,
     /// Counters for Prometheus and the query digests.
     pub metrics: crate::metrics::Metrics,
+    /// This proxy in `hscale.proxies` (`crate::fleet`).
+    pub fleet: crate::fleet::Member,
     /// Users and client limits, replaced by SIGHUP.
     live: arc_swap::ArcSwap<Live>,
     /// `[log] slow_statement_ms`, replaced by SIGHUP (read per statement).
@@ -313,6 +315,7 @@ impl Context {
         Arc::new(Context {
             xa_checks,
             metrics,
+            fleet: crate::fleet::Member::new(),
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
             slow_statement_ms: AtomicU64::new(config.log.slow_statement_ms),
             is_draining: AtomicBool::new(false),
