@@ -271,7 +271,12 @@ fn share(n: usize, workers: usize, i: usize) -> usize {
 }
 
 impl Context {
-    pub fn new(config: Config, tls: Option<tokio_rustls::TlsAcceptor>) -> Arc<Context> {
+    /// `backend_tls`: one entry per backend (`backend::tls::connectors`).
+    pub fn new(
+        config: Config,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        backend_tls: Vec<Option<Arc<crate::backend::tls::BackendTls>>>,
+    ) -> Arc<Context> {
         let workers = config.worker_threads();
         let connect = Duration::from_millis(config.proxy.connect_timeout_ms);
         let acquire = Duration::from_millis(config.proxy.acquire_timeout_ms);
@@ -304,7 +309,15 @@ impl Context {
                             cfg.min_connections = 0;
                         }
                         let watch = watches[i].clone();
-                        pools.push(Pool::new(cfg, BackendId::new(i), connect, acquire, watch));
+                        let tls = backend_tls.get(i).cloned().flatten();
+                        pools.push(Pool::new(
+                            cfg,
+                            BackendId::new(i),
+                            connect,
+                            acquire,
+                            watch,
+                            tls,
+                        ));
                     }
                 }
                 pools

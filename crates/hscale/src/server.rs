@@ -249,7 +249,8 @@ impl RunningProxy {
         let listener = bind(listen)?;
         let addr = listener.local_addr()?;
         let tls = crate::tls::acceptor(&config.tls)?;
-        let ctx = Context::new(config, tls);
+        let backend_tls = crate::backend::tls::connectors(&config.backends)?;
+        let ctx = Context::new(config, tls, backend_tls);
         ctx.fleet.set_address(addr);
         let (stop, stop_rx) = tokio::sync::watch::channel(None);
         let mut threads = Vec::new();

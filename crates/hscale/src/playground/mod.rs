@@ -126,6 +126,7 @@ impl Cluster {
                     password: mariadb::BACKEND_PASSWORD.into(),
                     min_connections: 1,
                     max_connections: 64,
+                    ..BackendConfig::default()
                 })
                 .collect(),
         };
@@ -166,6 +167,7 @@ impl Cluster {
             password: String::new(),
             min_connections: 1,
             max_connections: 1,
+            ..BackendConfig::default()
         };
         run_script(&cfg, sql)
     }
@@ -197,7 +199,7 @@ fn run_script(cfg: &BackendConfig, sql: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     rt.block_on(async move {
         let mut conn =
-            BackendConn::connect(cfg, false, Duration::from_secs(10), &Default::default())
+            BackendConn::connect(cfg, None, false, Duration::from_secs(10), &Default::default())
                 .await
                 .map_err(|e| e.to_string())?;
         for stmt in split_script(sql) {
