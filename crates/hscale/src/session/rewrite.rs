@@ -10,7 +10,10 @@
 //!   and in KILL), the same for the whole session whichever backend
 //!   connection runs the statement;
 //! - `SHOW [FULL] PROCESSLIST` and `information_schema.PROCESSLIST`:
-//!   hscale's client sessions (`processlist.rs`).
+//!   hscale's client sessions (`processlist.rs`);
+//! - `SHOW [SESSION] STATUS`: `Ssl_version` and `Ssl_cipher` of the
+//!   client's own TLS session with hscale (empty without TLS), not of the
+//!   backend connection that runs the statement.
 //!
 //! Each is a rewrite into SQL the backend evaluates, so filters,
 //! expressions and column types work as on a server.
@@ -33,6 +36,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Some(Show::Variables { is_global, filter }) => {
                 Some(self.show_variables(is_global, filter))
             }
+            Some(Show::Status { filter }) => Some(self.show_status(filter)),
             None => None,
         };
         if out.is_none() && mentions(sql.as_bytes(), b"PROCESSLIST") {
@@ -114,6 +118,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let _ = write!(sql, " {filter}");
         }
         sql.push_str(" ORDER BY BINARY Variable_name");
+        sql
+    }
+
+    /// `SHOW [SESSION] STATUS [filter]` as a SELECT over
+    /// information_schema.SESSION_STATUS with the client's TLS session in
+    /// `Ssl_version` and `Ssl_cipher`; the names as SHOW prints them (the
+    /// first letter upper case, `wsrep*` all lower case) in the server's
+    /// own order (SHOW STATUS is not sorted: no ORDER BY).
+    fn show_status(&self, filter: &str) -> String {
+        let (version, cipher) = match &self.info.tls {
+            Some(t) => (t.version.as_str(), t.cipher.as_str()),
+            None => ("", ""),
+        };
+        let mut sql = format!(
+            "SELECT Variable_name, Value FROM (SELECT IF(VARIABLE_NAME LIKE 'WSREP%', \
+             LOWER(VARIABLE_NAME), CONCAT(UPPER(LEFT(VARIABLE_NAME, 1)), \
+             LOWER(SUBSTRING(VARIABLE_NAME, 2)))) AS Variable_name, CASE VARIABLE_NAME \
+             WHEN 'SSL_VERSION' THEN '{}' WHEN 'SSL_CIPHER' THEN '{}' \
+             ELSE VARIABLE_VALUE END AS Value FROM information_schema.SESSION_STATUS) AS v",
+            version.replace('\'', "''"),
+            cipher.replace('\'', "''"),
+        );
+        if let Some(pattern) = strip_word(filter, "LIKE") {
+            let _ = write!(sql, " WHERE Variable_name LIKE {pattern}");
+        } else if !filter.is_empty() {
+            let _ = write!(sql, " {filter}");
+        }
         sql
     }
 }
