@@ -33,6 +33,10 @@ pub struct Member {
     /// `host:port` clients reach this proxy at; set once the listening
     /// socket is bound ([`Member::set_address`]).
     address: OnceLock<String>,
+    /// Held by a heartbeat while it writes and by [`leave`]; true once the
+    /// proxy left, so a heartbeat under way cannot write the row back
+    /// after the graceful stop deleted it.
+    has_left: tokio::sync::Mutex<bool>,
 }
 
 impl Member {
@@ -51,6 +55,7 @@ impl Member {
             id: bytes.iter().map(|b| format!("{b:02x}")).collect(),
             started: Instant::now(),
             address: OnceLock::new(),
+            has_left: tokio::sync::Mutex::new(false),
         }
     }
 
@@ -116,6 +121,10 @@ pub async fn beat(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
             "DELETE FROM `hscale`.`proxies` WHERE heartbeat < NOW(6) - INTERVAL {forget_us} MICROSECOND"
         ),
     ];
+    let has_left = me.has_left.lock().await;
+    if *has_left {
+        return Ok(());
+    }
     let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
     exec(&mut c, &statements).await
 }
@@ -127,6 +136,8 @@ pub async fn leave(ctx: &Context, worker: usize, within: Duration) {
         quote_str(&ctx.fleet.id)
     );
     let run = async {
+        let mut has_left = ctx.fleet.has_left.lock().await;
+        *has_left = true;
         let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
         exec(&mut c, &[sql]).await
     };

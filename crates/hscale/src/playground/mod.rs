@@ -197,11 +197,17 @@ fn run_script(cfg: &BackendConfig, sql: &str) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let tls = crate::backend::tls::connector(cfg).map_err(|e| e.to_string())?;
     rt.block_on(async move {
-        let mut conn =
-            BackendConn::connect(cfg, None, false, Duration::from_secs(10), &Default::default())
-                .await
-                .map_err(|e| e.to_string())?;
+        let mut conn = BackendConn::connect(
+            cfg,
+            tls.as_ref(),
+            false,
+            Duration::from_secs(10),
+            &Default::default(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         for stmt in split_script(sql) {
             if let Err(e) = conn.query_rows(&stmt).await.map_err(|e| e.to_string())? {
                 return Err(format!("{stmt}: {}: {}", e.code, e.message));
