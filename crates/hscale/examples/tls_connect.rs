@@ -136,7 +136,11 @@ fn main() {
     let t = tls_proxy.addr.port();
     let runs = rt.block_on(async {
         // One warm-up second each, so pools and caches are filled.
-        for (port, user, pw, tls) in [(d, BACKEND_USER, BACKEND_PASSWORD, true), (p, "root", "", true), (t, "root", "", true)] {
+        for (port, user, pw, tls) in [
+            (d, BACKEND_USER, BACKEND_PASSWORD, true),
+            (p, "root", "", true),
+            (t, "root", "", true),
+        ] {
             measure(opts(port, user, pw, tls), clients, 1).await;
         }
         let mut out = Vec::new();
@@ -154,7 +158,9 @@ fn main() {
         out
     });
     let (plain, tls) = (runs[0].1, runs[2].1);
-    println!("| configuration | connect + SELECT 1 + quit per second | of direct (same TLS mode) |");
+    println!(
+        "| configuration | connect + SELECT 1 + quit per second | of direct (same TLS mode) |"
+    );
     println!("|---|---|---|");
     for (label, rate) in &runs {
         let base = if label.contains("TLS") { tls } else { plain };

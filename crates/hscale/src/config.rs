@@ -482,7 +482,9 @@ impl Config {
                 out.push(format!("{at}: ca, cert and server_name need tls = true"));
             }
             if b.cert.is_some() != b.key.is_some() {
-                out.push(format!("{at}: cert and key go together: set both or neither"));
+                out.push(format!(
+                    "{at}: cert and key go together: set both or neither"
+                ));
             }
         }
         out

@@ -120,10 +120,12 @@ impl TlsSession {
             C::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => "ECDHE-RSA-AES128-GCM-SHA256",
             C::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => "ECDHE-RSA-AES256-GCM-SHA384",
             C::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-RSA-CHACHA20-POLY1305",
-            other => return Some(TlsSession {
-                version,
-                cipher: format!("{other:?}"),
-            }),
+            other => {
+                return Some(TlsSession {
+                    version,
+                    cipher: format!("{other:?}"),
+                })
+            }
         };
         Some(TlsSession {
             version,

@@ -225,7 +225,11 @@ async fn every_backend_connection_is_verified_tls_with_a_client_certificate() {
     // The right CA, a name the certificate does not carry: refused.
     let wrong_name = |b: &mut BackendConfig| b.server_name = Some("db.example".into());
     for (what, tweak, expect) in [
-        ("wrong CA", &wrong_ca as &dyn Fn(&mut BackendConfig), "UnknownIssuer"),
+        (
+            "wrong CA",
+            &wrong_ca as &dyn Fn(&mut BackendConfig),
+            "UnknownIssuer",
+        ),
         ("wrong name", &wrong_name, "not valid for name"),
     ] {
         let mut bad = hscale::RunningProxy::start(config(&pki, &servers, tweak), "127.0.0.1:0")

@@ -128,9 +128,9 @@ async fn three_proxies_see_each_other_and_a_killed_one_goes_stale_then_away() {
     pa.disconnect().await.unwrap();
     let version = stored_version().await;
     until(b, "every proxy on the new dictionary", |rows| {
-        ports.iter().all(|p| {
-            row_of(rows, *p).is_some_and(|r| r["dictionary_version"] == version)
-        })
+        ports
+            .iter()
+            .all(|p| row_of(rows, *p).is_some_and(|r| r["dictionary_version"] == version))
     })
     .await;
 

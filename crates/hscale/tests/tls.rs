@@ -161,13 +161,18 @@ fn ssl_status_is_the_clients_own_session() {
             .await
             .unwrap();
         let plain = status(p.query("SHOW LOCAL STATUS LIKE 'ssl_c%'").await.unwrap());
-        assert_eq!(plain.get("Ssl_cipher").map(String::as_str), Some(""), "{plain:?}");
+        assert_eq!(
+            plain.get("Ssl_cipher").map(String::as_str),
+            Some(""),
+            "{plain:?}"
+        );
         p.disconnect().await.unwrap();
 
         let mut d = backend_conn(0, None).await;
         let direct: Vec<(String, String)> = d.query("SHOW SESSION STATUS").await.unwrap();
         d.disconnect().await.unwrap();
-        let names = |rows: &[(String, String)]| rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>();
+        let names =
+            |rows: &[(String, String)]| rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>();
         assert_eq!(names(&through), names(&direct));
     });
 }

@@ -53,7 +53,7 @@ pub fn classify(sql: &str) -> Option<Show<'_>> {
     };
     let v = t.get(at)?;
     let is_status = v.is_word(sql, "STATUS");
-    if !v.is_word(sql, "VARIABLES") && !(is_status && !is_global) {
+    if (is_global || !is_status) && !v.is_word(sql, "VARIABLES") {
         return None;
     }
     let filter = match t.get(at + 1) {

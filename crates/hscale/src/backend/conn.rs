@@ -162,7 +162,9 @@ impl BackendConn {
         let mut seq = first.seq.wrapping_add(1);
         if let Some(tls) = tls {
             if hs.capabilities & cap::SSL == 0 {
-                return Err("tls = true, but the server does not offer TLS (no ssl_cert/ssl_key?)".into());
+                return Err(
+                    "tls = true, but the server does not offer TLS (no ssl_cert/ssl_key?)".into(),
+                );
             }
             caps |= cap::SSL;
             // The SSLRequest: the handshake response's first 32 bytes.

@@ -223,8 +223,14 @@ impl Pool {
         self.open.fetch_add(1, Ordering::Relaxed);
         // Read before connecting: a change during the connect resets it.
         let defaults = self.watch.defaults();
-        match BackendConn::connect(&self.cfg, self.tls.as_deref(), is_found_rows, self.connect_timeout, &self.watch)
-            .await
+        match BackendConn::connect(
+            &self.cfg,
+            self.tls.as_deref(),
+            is_found_rows,
+            self.connect_timeout,
+            &self.watch,
+        )
+        .await
         {
             Ok(mut c) => {
                 c.defaults = defaults;
@@ -287,8 +293,7 @@ impl Pool {
         }
         let is_busy = self.checked_out.load(Ordering::Relaxed) > 0;
         if !is_pinged && (is_busy || self.watch.is_frozen()) {
-            let probe =
-                BackendConn::connect(
+            let probe = BackendConn::connect(
                 &self.cfg,
                 self.tls.as_deref(),
                 false,

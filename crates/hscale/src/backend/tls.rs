@@ -76,10 +76,9 @@ pub fn connector(b: &BackendConfig) -> Result<Option<BackendTls>, BackendTlsErro
         path: path.to_string(),
         reason,
     };
-    let ca = b
-        .ca
-        .as_deref()
-        .ok_or_else(|| settings("tls = true needs ca = \"<PEM file of the CA>\"".into()))?;
+    let ca =
+        b.ca.as_deref()
+            .ok_or_else(|| settings("tls = true needs ca = \"<PEM file of the CA>\"".into()))?;
     let mut roots = rustls::RootCertStore::empty();
     let cas = CertificateDer::pem_file_iter(ca)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
