@@ -131,6 +131,17 @@ pub struct ProxyConfig {
     /// before the proxy exits anyway, in milliseconds. Idle sessions are
     /// closed at once; new connections are refused from the start.
     pub shutdown_timeout_ms: u64,
+    /// How often this proxy writes its heartbeat (and the dictionary
+    /// version it holds) to `hscale.proxies` on the main backend, in
+    /// milliseconds (`HSCALE SHOW PROXIES`).
+    pub heartbeat_interval_ms: u64,
+    /// A proxy whose last heartbeat is older than this (by the main
+    /// backend's clock) is shown `stale` by `HSCALE SHOW PROXIES`, in
+    /// milliseconds.
+    pub proxy_stale_after_ms: u64,
+    /// The row of a proxy silent for this long is deleted from
+    /// `hscale.proxies` (by any proxy's heartbeat), in milliseconds.
+    pub proxy_forget_after_ms: u64,
 }
 
 impl Default for ProxyConfig {
@@ -166,6 +177,9 @@ impl Default for ProxyConfig {
             shutdown_timeout_ms: 30_000,
             plan_offload_bytes: 64 * 1024,
             plan_timeout_ms: 5_000,
+            heartbeat_interval_ms: 1_000,
+            proxy_stale_after_ms: 10_000,
+            proxy_forget_after_ms: 3_600_000,
         }
     }
 }
@@ -271,6 +285,42 @@ pub struct BackendConfig {
     pub min_connections: usize,
     #[serde(default = "default_max")]
     pub max_connections: usize,
+    /// Reach this backend over TLS, verifying its certificate against `ca`
+    /// (`backend/tls.rs`).
+    #[serde(default)]
+    pub tls: bool,
+    /// PEM file of the CA certificate(s) the backend's certificate must
+    /// chain to; required with `tls`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
+    /// A client certificate (PEM chain) and its key, for backend accounts
+    /// that `REQUIRE X509`; both or neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The name the backend's certificate must carry; unset: the host of
+    /// `address` (an IP address is matched against the IP SANs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+}
+
+impl Default for BackendConfig {
+    fn default() -> Self {
+        BackendConfig {
+            name: String::new(),
+            address: String::new(),
+            user: String::new(),
+            password: String::new(),
+            min_connections: default_min(),
+            max_connections: default_max(),
+            tls: false,
+            ca: None,
+            cert: None,
+            key: None,
+            server_name: None,
+        }
+    }
 }
 
 fn default_min() -> usize {
@@ -289,6 +339,11 @@ impl std::fmt::Debug for BackendConfig {
             .field("password", &"<redacted>")
             .field("min_connections", &self.min_connections)
             .field("max_connections", &self.max_connections)
+            .field("tls", &self.tls)
+            .field("ca", &self.ca)
+            .field("cert", &self.cert)
+            .field("key", &self.key)
+            .field("server_name", &self.server_name)
             .finish()
     }
 }
@@ -429,6 +484,19 @@ impl Config {
                 out.push(format!(
                     "{at}: min_connections ({}) is larger than max_connections ({})",
                     b.min_connections, b.max_connections
+                ));
+            }
+            if b.tls && b.ca.is_none() {
+                out.push(format!(
+                    "{at}: tls = true needs ca = \"<PEM file of the CA that signed the server's certificate>\""
+                ));
+            }
+            if !b.tls && (b.ca.is_some() || b.cert.is_some() || b.server_name.is_some()) {
+                out.push(format!("{at}: ca, cert and server_name need tls = true"));
+            }
+            if b.cert.is_some() != b.key.is_some() {
+                out.push(format!(
+                    "{at}: cert and key go together: set both or neither"
                 ));
             }
         }

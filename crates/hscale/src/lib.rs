@@ -12,6 +12,7 @@ pub mod backend;
 pub mod config;
 pub mod error;
 pub mod exec;
+pub mod fleet;
 pub mod logging;
 pub mod metrics;
 pub mod partition;

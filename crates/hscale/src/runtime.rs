@@ -78,6 +78,8 @@ pub struct Context {
     pub xa_checks: crate::exec::txn_checks::XaChecks,
     /// Counters for Prometheus and the query digests.
     pub metrics: crate::metrics::Metrics,
+    /// This proxy in `hscale.proxies` (`crate::fleet`).
+    pub fleet: crate::fleet::Member,
     /// Users and client limits, replaced by SIGHUP.
     live: arc_swap::ArcSwap<Live>,
     /// `[log] slow_statement_ms`, replaced by SIGHUP (read per statement).
@@ -269,7 +271,12 @@ fn share(n: usize, workers: usize, i: usize) -> usize {
 }
 
 impl Context {
-    pub fn new(config: Config, tls: Option<tokio_rustls::TlsAcceptor>) -> Arc<Context> {
+    /// `backend_tls`: one entry per backend (`backend::tls::connectors`).
+    pub fn new(
+        config: Config,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        backend_tls: Vec<Option<Arc<crate::backend::tls::BackendTls>>>,
+    ) -> Arc<Context> {
         let workers = config.worker_threads();
         let connect = Duration::from_millis(config.proxy.connect_timeout_ms);
         let acquire = Duration::from_millis(config.proxy.acquire_timeout_ms);
@@ -302,7 +309,15 @@ impl Context {
                             cfg.min_connections = 0;
                         }
                         let watch = watches[i].clone();
-                        pools.push(Pool::new(cfg, BackendId::new(i), connect, acquire, watch));
+                        let tls = backend_tls.get(i).cloned().flatten();
+                        pools.push(Pool::new(
+                            cfg,
+                            BackendId::new(i),
+                            connect,
+                            acquire,
+                            watch,
+                            tls,
+                        ));
                     }
                 }
                 pools
@@ -313,6 +328,7 @@ impl Context {
         Arc::new(Context {
             xa_checks,
             metrics,
+            fleet: crate::fleet::Member::new(),
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
             slow_statement_ms: AtomicU64::new(config.log.slow_statement_ms),
             is_draining: AtomicBool::new(false),

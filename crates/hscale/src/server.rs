@@ -36,6 +36,7 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         crate::exec::txn_checks::check_all(ctx, worker).await;
     }
     if worker == 0 {
+        tokio::spawn(crate::fleet::serve(Arc::downgrade(ctx), worker));
         tokio::spawn(crate::admin::auto_partition::serve(
             Arc::downgrade(ctx),
             worker,
@@ -190,6 +191,9 @@ async fn worker_loop(
     while ctx.open_sessions() > 0 && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    if worker == 0 {
+        crate::fleet::leave(&ctx, worker, Duration::from_secs(1)).await;
+    }
     Ok(())
 }
 
@@ -245,7 +249,9 @@ impl RunningProxy {
         let listener = bind(listen)?;
         let addr = listener.local_addr()?;
         let tls = crate::tls::acceptor(&config.tls)?;
-        let ctx = Context::new(config, tls);
+        let backend_tls = crate::backend::tls::connectors(&config.backends)?;
+        let ctx = Context::new(config, tls, backend_tls);
+        ctx.fleet.set_address(addr);
         let (stop, stop_rx) = tokio::sync::watch::channel(None);
         let mut threads = Vec::new();
         let mut metrics_addr = None;

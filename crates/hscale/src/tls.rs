@@ -94,6 +94,46 @@ pub fn self_signed(dir: &Path) -> Result<(PathBuf, PathBuf), TlsError> {
     Ok((cert, key))
 }
 
+/// A client's TLS session as MariaDB's `Ssl_version` and `Ssl_cipher`
+/// name it (OpenSSL's names), for `SHOW STATUS` (`session/rewrite.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSession {
+    pub version: String,
+    pub cipher: String,
+}
+
+impl TlsSession {
+    fn of(c: &rustls::ServerConnection) -> Option<TlsSession> {
+        use rustls::{CipherSuite as C, ProtocolVersion as V};
+        let version = match c.protocol_version()? {
+            V::TLSv1_2 => "TLSv1.2".to_string(),
+            V::TLSv1_3 => "TLSv1.3".to_string(),
+            other => format!("{other:?}"),
+        };
+        let cipher = match c.negotiated_cipher_suite()?.suite() {
+            C::TLS13_AES_128_GCM_SHA256 => "TLS_AES_128_GCM_SHA256",
+            C::TLS13_AES_256_GCM_SHA384 => "TLS_AES_256_GCM_SHA384",
+            C::TLS13_CHACHA20_POLY1305_SHA256 => "TLS_CHACHA20_POLY1305_SHA256",
+            C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 => "ECDHE-ECDSA-AES128-GCM-SHA256",
+            C::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 => "ECDHE-ECDSA-AES256-GCM-SHA384",
+            C::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-ECDSA-CHACHA20-POLY1305",
+            C::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => "ECDHE-RSA-AES128-GCM-SHA256",
+            C::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => "ECDHE-RSA-AES256-GCM-SHA384",
+            C::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-RSA-CHACHA20-POLY1305",
+            other => {
+                return Some(TlsSession {
+                    version,
+                    cipher: format!("{other:?}"),
+                })
+            }
+        };
+        Some(TlsSession {
+            version,
+            cipher: cipher.to_string(),
+        })
+    }
+}
+
 /// A client connection: plain until the client asks for TLS.
 pub enum ClientStream<S> {
     Plain(S),
@@ -111,6 +151,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ClientStream<S> {
             ClientStream::Tls(_) => true,
             ClientStream::Compressed(c) => c.get_ref().is_tls(),
             _ => false,
+        }
+    }
+
+    /// The TLS session, when the client asked for TLS.
+    pub fn tls_session(&self) -> Option<TlsSession> {
+        match self {
+            ClientStream::Tls(s) => TlsSession::of(s.get_ref().1),
+            ClientStream::Compressed(c) => c.get_ref().tls_session(),
+            _ => None,
         }
     }
 

@@ -41,12 +41,6 @@ const SKIPPED: &[(&str, &str)] = &[
         "TestIssue1567",
         "needs TLS on the server it runs against; the harness' servers have none",
     ),
-    (
-        "TestTLS",
-        "checks SHOW STATUS LIKE 'Ssl_cipher', which hscale passes to its (plain) backend \
-         connection; directly it skips (the harness' servers have no TLS). \
-         tests/tls.rs covers TLS to hscale",
-    ),
 ];
 
 /// Fetch the module (once) and compile its tests (once per version).

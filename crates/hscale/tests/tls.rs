@@ -128,6 +128,55 @@ fn mysql_async_over_tls() {
     });
 }
 
+/// `SHOW STATUS` answers `Ssl_version` and `Ssl_cipher` from the client's
+/// own TLS session with hscale (empty for a plain client), whatever the
+/// backend connection is; every other status row is the backend's, under
+/// the names a server prints (compared with the backend directly).
+#[test]
+fn ssl_status_is_the_clients_own_session() {
+    let info = cluster(2);
+    rt().block_on(async {
+        let status = |rows: Vec<(String, String)>| -> std::collections::BTreeMap<String, String> {
+            rows.into_iter().collect()
+        };
+        let mut t = mysql_async::Conn::new(tls_opts(info.proxy_port))
+            .await
+            .unwrap();
+        let ssl = status(t.query("SHOW STATUS LIKE 'Ssl_%'").await.unwrap());
+        assert_eq!(ssl["Ssl_version"], "TLSv1.3", "{ssl:?}");
+        assert!(
+            ssl["Ssl_cipher"].starts_with("TLS_") && ssl["Ssl_cipher"].len() > 10,
+            "{ssl:?}"
+        );
+        let one: Vec<(String, String)> = t
+            .query("SHOW SESSION STATUS WHERE Variable_name = 'Ssl_cipher'")
+            .await
+            .unwrap();
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].1, ssl["Ssl_cipher"]);
+        let through: Vec<(String, String)> = t.query("SHOW STATUS").await.unwrap();
+        t.disconnect().await.unwrap();
+
+        let mut p = mysql_async::Conn::new(proxy_opts(info.proxy_port, None))
+            .await
+            .unwrap();
+        let plain = status(p.query("SHOW LOCAL STATUS LIKE 'ssl_c%'").await.unwrap());
+        assert_eq!(
+            plain.get("Ssl_cipher").map(String::as_str),
+            Some(""),
+            "{plain:?}"
+        );
+        p.disconnect().await.unwrap();
+
+        let mut d = backend_conn(0, None).await;
+        let direct: Vec<(String, String)> = d.query("SHOW SESSION STATUS").await.unwrap();
+        d.disconnect().await.unwrap();
+        let names =
+            |rows: &[(String, String)]| rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&through), names(&direct));
+    });
+}
+
 /// `mariadb --ssl`: the client's own status line names the cipher.
 #[test]
 fn mariadb_cli_with_ssl() {

@@ -81,6 +81,9 @@ pub enum AdminCommand {
     /// This proxy's query digests, and forgetting them.
     ShowDigests,
     ResetDigests,
+    /// Every proxy registered on the main backend (the fleet), with its
+    /// heartbeat.
+    ShowProxies,
     /// Auto-partitioning on (with a placement rule) or off (`None`).
     AutoPartition {
         table: String,
@@ -343,6 +346,7 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 "OPERATIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowOperations),
                 "TRANSACTIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTransactions),
                 "DIGESTS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowDigests),
+                "PROXIES" if args_text.trim().is_empty() => Ok(AdminCommand::ShowProxies),
                 _ => Err(AdminError::UnknownCommand(format!("SHOW {}", after.trim()))),
             }
         }
@@ -436,6 +440,10 @@ mod tests {
         assert_eq!(
             parse("HSCALE SHOW DIGESTS").unwrap(),
             AdminCommand::ShowDigests
+        );
+        assert_eq!(
+            parse("hscale show proxies").unwrap(),
+            AdminCommand::ShowProxies
         );
         assert_eq!(
             parse("hscale reset digests").unwrap(),

@@ -1,8 +1,9 @@
 //! Statements about the server whose answer through the proxy is the
 //! proxy's own: `SHOW [FULL] PROCESSLIST` and reads of
 //! `information_schema.PROCESSLIST` (hscale's client sessions and ids, not
-//! the backend's threads), and `SHOW VARIABLES` (the limits hscale
-//! enforces). The proxy answers them by rewriting: the rows it knows go
+//! the backend's threads), `SHOW VARIABLES` (the limits hscale
+//! enforces) and `SHOW [SESSION] STATUS` (`Ssl_cipher` / `Ssl_version` of
+//! the client's own TLS session). The proxy answers them by rewriting: the rows it knows go
 //! into a derived table the backend evaluates the client's statement on,
 //! so every WHERE, ORDER BY or expression works as on a server.
 
@@ -16,6 +17,8 @@ pub enum Show<'a> {
     /// `SHOW [GLOBAL | SESSION | LOCAL] VARIABLES [LIKE ... | WHERE ...]`:
     /// `filter` is the text after `VARIABLES` (trailing `;` removed).
     Variables { is_global: bool, filter: &'a str },
+    /// `SHOW [SESSION | LOCAL] STATUS [LIKE ... | WHERE ...]` (not GLOBAL).
+    Status { filter: &'a str },
 }
 
 /// `sql` as one of the SHOW statements of [`Show`], or `None`.
@@ -49,7 +52,8 @@ pub fn classify(sql: &str) -> Option<Show<'_>> {
         _ => (false, 1),
     };
     let v = t.get(at)?;
-    if !v.is_word(sql, "VARIABLES") {
+    let is_status = v.is_word(sql, "STATUS");
+    if (is_global || !is_status) && !v.is_word(sql, "VARIABLES") {
         return None;
     }
     let filter = match t.get(at + 1) {
@@ -59,6 +63,9 @@ pub fn classify(sql: &str) -> Option<Show<'_>> {
         }
         Some(_) => return None,
     };
+    if is_status {
+        return Some(Show::Status { filter });
+    }
     Some(Show::Variables { is_global, filter })
 }
 
@@ -180,7 +187,21 @@ mod tests {
                 filter: ""
             })
         );
-        assert_eq!(classify("SHOW STATUS"), None);
+        assert_eq!(classify("SHOW STATUS"), Some(Show::Status { filter: "" }));
+        assert_eq!(
+            classify("show session status like 'Ssl_%';"),
+            Some(Show::Status {
+                filter: "like 'Ssl_%'"
+            })
+        );
+        assert_eq!(
+            classify("SHOW LOCAL STATUS WHERE Variable_name = 'x'"),
+            Some(Show::Status {
+                filter: "WHERE Variable_name = 'x'"
+            })
+        );
+        assert_eq!(classify("SHOW GLOBAL STATUS"), None);
+        assert_eq!(classify("SHOW SLAVE STATUS"), None);
         assert_eq!(classify("SHOW TABLES"), None);
         assert_eq!(classify("SELECT 1"), None);
     }

@@ -127,6 +127,10 @@ pub async fn execute(
         }
         AdminCommand::ShowBackends => Ok(show::backends(ctx)),
         AdminCommand::ShowDigests => Ok(show::digests(ctx)),
+        AdminCommand::ShowProxies => {
+            let (columns, rows) = crate::fleet::list(ctx, worker).await?;
+            Ok(AdminOutput::Rows { columns, rows })
+        }
         AdminCommand::ResetDigests => {
             ctx.metrics.digests.reset();
             Ok(AdminOutput::Ok {

@@ -19,6 +19,7 @@ use tokio::net::TcpStream;
 
 use crate::backend::state::SessionVars;
 use crate::backend::stream::{BackendStream, BackendWatch};
+use crate::backend::tls::BackendTls;
 use crate::config::BackendConfig;
 use crate::error::ProxyError;
 
@@ -111,6 +112,7 @@ impl BackendConn {
     /// marks the backend frozen.
     pub async fn connect(
         cfg: &BackendConfig,
+        tls: Option<&BackendTls>,
         is_found_rows: bool,
         timeout: Duration,
         watch: &Arc<BackendWatch>,
@@ -120,7 +122,7 @@ impl BackendConn {
             address: cfg.address.clone(),
             reason,
         };
-        let fut = Self::connect_inner(cfg, is_found_rows, watch);
+        let fut = Self::connect_inner(cfg, tls, is_found_rows, watch);
         match tokio::time::timeout(timeout, fut).await {
             Ok(Ok(mut c)) => {
                 c.stream.get_mut().watch();
@@ -138,6 +140,7 @@ impl BackendConn {
 
     async fn connect_inner(
         cfg: &BackendConfig,
+        tls: Option<&BackendTls>,
         is_found_rows: bool,
         watch: &Arc<BackendWatch>,
     ) -> Result<BackendConn, String> {
@@ -156,6 +159,30 @@ impl BackendConn {
         if is_found_rows {
             caps |= cap::FOUND_ROWS;
         }
+        let mut seq = first.seq.wrapping_add(1);
+        if let Some(tls) = tls {
+            if hs.capabilities & cap::SSL == 0 {
+                return Err(
+                    "tls = true, but the server does not offer TLS (no ssl_cert/ssl_key?)".into(),
+                );
+            }
+            caps |= cap::SSL;
+            // The SSLRequest: the handshake response's first 32 bytes.
+            let mut req = Vec::with_capacity(hscale_wire::handshake::SSL_REQUEST_LEN);
+            req.extend_from_slice(&caps.to_le_bytes());
+            req.extend_from_slice(&(1u32 << 30).to_le_bytes());
+            req.push(BACKEND_COLLATION);
+            req.resize(hscale_wire::handshake::SSL_REQUEST_LEN, 0);
+            stream.write_payload(seq, &req);
+            stream.flush().await.map_err(|e| e.to_string())?;
+            seq = seq.wrapping_add(1);
+            let plain = stream.into_inner();
+            let upgraded = plain
+                .upgrade(tls)
+                .await
+                .map_err(|e| format!("TLS handshake: {e}"))?;
+            stream = PacketStream::new(upgraded);
+        }
         let plugin = if hs.auth_plugin == CACHING_SHA2 {
             CACHING_SHA2
         } else {
@@ -170,7 +197,7 @@ impl BackendConn {
             database: None,
             auth_plugin: Some(plugin.to_string()),
         };
-        stream.write_payload(first.seq.wrapping_add(1), &resp.encode());
+        stream.write_payload(seq, &resp.encode());
         stream.flush().await.map_err(|e| e.to_string())?;
         authenticate(&mut stream, cfg.password.as_bytes(), plugin, hs.scramble)
             .await
@@ -199,11 +226,7 @@ impl BackendConn {
     /// Cheap liveness check before handing out an idle connection: a dead
     /// peer shows as EOF, and a server going down may have sent an error.
     pub fn is_alive_quick(&self) -> bool {
-        let mut b = [0u8; 1];
-        match self.stream.get_ref().tcp().try_read(&mut b) {
-            Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
-            Ok(_) => false,
-        }
+        self.stream.get_ref().is_alive_quick()
     }
 
     /// Send a command and read a simple response: OK, EOF or ERR; result

@@ -1,12 +1,13 @@
 //! The backend side: connections to MariaDB/MySQL servers ([`conn`]) and a
 //! pool per backend ([`pool`]) from which sessions borrow a connection for
 //! each statement (or keep one while pinned); [`stream`] the sockets whose
-//! reads give up on a frozen backend.
+//! reads give up on a frozen backend; [`tls`] TLS to backends.
 
 pub mod conn;
 pub mod pool;
 pub mod state;
 pub mod stream;
+pub mod tls;
 
 pub use conn::BackendConn;
 pub use pool::{Pool, PooledConn};

@@ -16,12 +16,15 @@ use std::time::{Duration, Instant};
 use crossbeam_queue::ArrayQueue;
 use tokio::sync::Notify;
 
+use crate::backend::tls::BackendTls;
 use crate::backend::{BackendConn, BackendWatch};
 use crate::config::BackendConfig;
 use crate::error::ProxyError;
 
 pub struct Pool {
     pub cfg: BackendConfig,
+    /// TLS to this backend (`[[backends]] tls`), shared by every pool of it.
+    tls: Option<Arc<BackendTls>>,
     /// Position of the backend in the config.
     pub backend_id: BackendId,
     /// Idle connections, without and with `CLIENT_FOUND_ROWS`.
@@ -66,6 +69,7 @@ impl Pool {
         connect_timeout: Duration,
         acquire_timeout: Duration,
         watch: Arc<BackendWatch>,
+        tls: Option<Arc<BackendTls>>,
     ) -> Arc<Pool> {
         let max = cfg.max_connections.max(1);
         Arc::new(Pool {
@@ -83,6 +87,7 @@ impl Pool {
             waits: AtomicU64::new(0),
             backend_id,
             cfg,
+            tls,
         })
     }
 
@@ -218,8 +223,14 @@ impl Pool {
         self.open.fetch_add(1, Ordering::Relaxed);
         // Read before connecting: a change during the connect resets it.
         let defaults = self.watch.defaults();
-        match BackendConn::connect(&self.cfg, is_found_rows, self.connect_timeout, &self.watch)
-            .await
+        match BackendConn::connect(
+            &self.cfg,
+            self.tls.as_deref(),
+            is_found_rows,
+            self.connect_timeout,
+            &self.watch,
+        )
+        .await
         {
             Ok(mut c) => {
                 c.defaults = defaults;
@@ -282,8 +293,14 @@ impl Pool {
         }
         let is_busy = self.checked_out.load(Ordering::Relaxed) > 0;
         if !is_pinged && (is_busy || self.watch.is_frozen()) {
-            let probe =
-                BackendConn::connect(&self.cfg, false, self.watch.ping_timeout, &self.watch).await;
+            let probe = BackendConn::connect(
+                &self.cfg,
+                self.tls.as_deref(),
+                false,
+                self.watch.ping_timeout,
+                &self.watch,
+            )
+            .await;
             if probe.is_ok() && self.watch.set_frozen(false) {
                 tracing::info!(backend = %self.cfg.name, "backend answers again");
             }

@@ -7,6 +7,10 @@
 //! No timer is touched per read: one timer per connection is armed when a
 //! read first waits and moved only when it fires, so a read that waits
 //! costs a clock read and an atomic load.
+//!
+//! The socket is plain TCP or TLS (`backend/tls.rs`, upgraded once during
+//! the handshake by [`BackendStream::upgrade`]): one enum, so a plain
+//! connection pays one `match` per read or write.
 
 use std::future::Future;
 use std::io;
@@ -74,9 +78,15 @@ impl Default for BackendWatch {
     }
 }
 
+/// The socket under a [`BackendStream`].
+enum Socket {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
 /// A backend socket with read deadlines (see the module docs).
 pub struct BackendStream {
-    tcp: TcpStream,
+    socket: Socket,
     watch: Arc<BackendWatch>,
     /// Off while the connection authenticates: a probe of a frozen backend
     /// must be able to succeed.
@@ -90,7 +100,7 @@ pub struct BackendStream {
 impl BackendStream {
     pub fn new(tcp: TcpStream, watch: Arc<BackendWatch>) -> BackendStream {
         BackendStream {
-            tcp,
+            socket: Socket::Plain(tcp),
             watch,
             is_watched: false,
             waiting_since: None,
@@ -100,7 +110,45 @@ impl BackendStream {
     }
 
     pub fn tcp(&self) -> &TcpStream {
-        &self.tcp
+        match &self.socket {
+            Socket::Plain(t) => t,
+            Socket::Tls(t) => t.get_ref().0,
+        }
+    }
+
+    pub fn is_tls(&self) -> bool {
+        matches!(self.socket, Socket::Tls(_))
+    }
+
+    /// Cheap liveness check of an idle connection: a dead peer shows as
+    /// EOF, and a server going down may have sent something (an error, a
+    /// TLS alert). Never consumes bytes of a TLS stream (it peeks).
+    pub fn is_alive_quick(&self) -> bool {
+        let mut b = [0u8; 1];
+        let r = match &self.socket {
+            Socket::Plain(t) => t.try_read(&mut b),
+            Socket::Tls(t) => {
+                let mut p = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+                socket2::SockRef::from(t.get_ref().0).peek(&mut p)
+            }
+        };
+        match r {
+            Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+            Ok(_) => false,
+        }
+    }
+
+    /// Run the TLS client handshake on the plain socket (after the
+    /// SSLRequest went out).
+    pub async fn upgrade(self, tls: &crate::backend::tls::BackendTls) -> io::Result<BackendStream> {
+        let Socket::Plain(tcp) = self.socket else {
+            return Err(io::Error::other("TLS requested twice"));
+        };
+        let s = tls.connector.connect(tls.server_name.clone(), tcp).await?;
+        Ok(BackendStream {
+            socket: Socket::Tls(Box::new(s)),
+            ..self
+        })
     }
 
     /// Start applying the watch (after authentication).
@@ -139,7 +187,11 @@ impl AsyncRead for BackendStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if let Poll::Ready(r) = Pin::new(&mut this.tcp).poll_read(cx, buf) {
+        let read = match &mut this.socket {
+            Socket::Plain(t) => Pin::new(t).poll_read(cx, buf),
+            Socket::Tls(t) => Pin::new(t.as_mut()).poll_read(cx, buf),
+        };
+        if let Poll::Ready(r) = read {
             this.waiting_since = None;
             return Poll::Ready(r);
         }
@@ -180,13 +232,22 @@ impl AsyncWrite for BackendStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
+        match &mut self.get_mut().socket {
+            Socket::Plain(t) => Pin::new(t).poll_write(cx, buf),
+            Socket::Tls(t) => Pin::new(t.as_mut()).poll_write(cx, buf),
+        }
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+        match &mut self.get_mut().socket {
+            Socket::Plain(t) => Pin::new(t).poll_flush(cx),
+            Socket::Tls(t) => Pin::new(t.as_mut()).poll_flush(cx),
+        }
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+        match &mut self.get_mut().socket {
+            Socket::Plain(t) => Pin::new(t).poll_shutdown(cx),
+            Socket::Tls(t) => Pin::new(t.as_mut()).poll_shutdown(cx),
+        }
     }
 }
 

@@ -199,6 +199,8 @@ pub struct Shared {
     pub txn_resolved_rollback: AtomicU64,
     /// Blocks of ids reserved from `hscale.sequences`.
     pub sequence_blocks: AtomicU64,
+    /// Fleet heartbeats (`hscale.proxies`) that failed.
+    pub heartbeat_failures: AtomicU64,
 }
 
 /// All of a proxy's metrics.

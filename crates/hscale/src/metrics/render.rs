@@ -220,6 +220,13 @@ pub fn render(m: &Metrics, pools: &[PoolSample]) -> String {
         "Blocks of AUTO_INCREMENT ids reserved from hscale.sequences.",
         load(&s.sequence_blocks),
     );
+    single(
+        &mut out,
+        "hscale_fleet_heartbeat_failures_total",
+        "counter",
+        "Heartbeats this proxy could not write to hscale.proxies on the main backend.",
+        load(&s.heartbeat_failures),
+    );
     let gauges: [PoolMetric; 8] = [
         (
             "hscale_pool_connections_open",

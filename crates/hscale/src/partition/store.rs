@@ -77,6 +77,13 @@ const SCHEMA: &[&str] = &[
     // copy's fence triggers refuse writes planned with an older one
     // (`admin/setup_global_table.rs`). NULL: set up before the triggers.
     "ALTER TABLE `hscale`.`global_tables` ADD COLUMN IF NOT EXISTS since_version BIGINT UNSIGNED NULL",
+    // The fleet (`crate::fleet`): one row per running proxy, refreshed by
+    // its heartbeat; times are the main backend's clock.
+    "CREATE TABLE IF NOT EXISTS `hscale`.`proxies` (\
+       id VARCHAR(32) NOT NULL PRIMARY KEY, address VARCHAR(255) NOT NULL, \
+       version VARCHAR(64) NOT NULL, pid INT UNSIGNED NOT NULL, \
+       dictionary_version BIGINT UNSIGNED NOT NULL, started_at TIMESTAMP(6) NOT NULL, \
+       heartbeat TIMESTAMP(6) NOT NULL) ENGINE=InnoDB",
 ];
 
 /// Operations in their cutover now, described for an error message: a

@@ -15,6 +15,9 @@ pub struct MariaDb {
     pub port: u16,
     pub dir: PathBuf,
     child: Option<Child>,
+    /// Server options beyond the harness's own (`start_with`), kept for
+    /// `restart`.
+    extra: Vec<String>,
 }
 
 fn search_path() -> Vec<PathBuf> {
@@ -134,6 +137,11 @@ FLUSH PRIVILEGES;
 impl MariaDb {
     /// Initialize `dir` if needed and start a server on a free port.
     pub fn start(dir: &Path) -> Result<MariaDb, String> {
+        MariaDb::start_with(dir, &[])
+    }
+
+    /// [`MariaDb::start`] with extra server options (`--ssl-cert=...`).
+    pub fn start_with(dir: &Path, extra: &[String]) -> Result<MariaDb, String> {
         if !dir.join("mysql").is_dir() {
             let t = template()?;
             std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
@@ -153,7 +161,7 @@ impl MariaDb {
         let init = dir.join("hscale-init.sql");
         std::fs::write(&init, INIT_SQL).map_err(|e| format!("write {}: {e}", init.display()))?;
         let port = free_port().map_err(|e| e.to_string())?;
-        MariaDb::start_on(dir, port)
+        MariaDb::start_on(dir, port, extra)
     }
 
     pub fn address(&self) -> String {
@@ -230,12 +238,12 @@ impl MariaDb {
     /// Start again on the same port and data directory (after `kill`/`stop`).
     pub fn restart(&mut self) -> Result<(), String> {
         self.stop();
-        let fresh = MariaDb::start_on(&self.dir, self.port)?;
+        let fresh = MariaDb::start_on(&self.dir, self.port, &self.extra)?;
         *self = fresh;
         Ok(())
     }
 
-    fn start_on(dir: &Path, port: u16) -> Result<MariaDb, String> {
+    fn start_on(dir: &Path, port: u16, extra: &[String]) -> Result<MariaDb, String> {
         let server = server_binary()?;
         let init = dir.join("hscale-init.sql");
         let mut cmd = Command::new(server);
@@ -260,7 +268,8 @@ impl MariaDb {
                 "--character-set-server=utf8mb4",
                 "--collation-server=utf8mb4_general_ci",
                 "--table-open-cache=1000",
-            ]);
+            ])
+            .args(extra);
         if is_root() {
             cmd.arg("--user=root");
         }
@@ -274,6 +283,7 @@ impl MariaDb {
             port,
             dir: dir.to_path_buf(),
             child: Some(child),
+            extra: extra.to_vec(),
         };
         db.wait_ready(Duration::from_secs(60))?;
         Ok(db)

@@ -126,6 +126,7 @@ impl Cluster {
                     password: mariadb::BACKEND_PASSWORD.into(),
                     min_connections: 1,
                     max_connections: 64,
+                    ..BackendConfig::default()
                 })
                 .collect(),
         };
@@ -166,6 +167,7 @@ impl Cluster {
             password: String::new(),
             min_connections: 1,
             max_connections: 1,
+            ..BackendConfig::default()
         };
         run_script(&cfg, sql)
     }
@@ -195,11 +197,17 @@ fn run_script(cfg: &BackendConfig, sql: &str) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let tls = crate::backend::tls::connector(cfg).map_err(|e| e.to_string())?;
     rt.block_on(async move {
-        let mut conn =
-            BackendConn::connect(cfg, false, Duration::from_secs(10), &Default::default())
-                .await
-                .map_err(|e| e.to_string())?;
+        let mut conn = BackendConn::connect(
+            cfg,
+            tls.as_ref(),
+            false,
+            Duration::from_secs(10),
+            &Default::default(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         for stmt in split_script(sql) {
             if let Err(e) = conn.query_rows(&stmt).await.map_err(|e| e.to_string())? {
                 return Err(format!("{stmt}: {}: {}", e.code, e.message));

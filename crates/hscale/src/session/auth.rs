@@ -58,6 +58,8 @@ pub struct ClientInfo {
     pub scramble: [u8; 20],
     /// Sequence id for the final OK (or ERR) of the connection phase.
     pub next_seq: u8,
+    /// The client's TLS session, when it asked for TLS (set after login).
+    pub tls: Option<crate::tls::TlsSession>,
 }
 
 fn protocol(e: WireError) -> ProxyError {
@@ -128,6 +130,7 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         database: resp.database.clone(),
         scramble,
         next_seq: next,
+        tls: None,
     };
     let plugin = resp.auth_plugin.as_deref().unwrap_or(NATIVE_PASSWORD);
     let (plugin, response) = if plugin == NATIVE_PASSWORD || plugin == CACHING_SHA2 {

@@ -124,6 +124,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     };
     let is_tls = client.get_ref().is_tls();
     let mut info = info;
+    info.tls = client.get_ref().tls_session();
     info.host = match peer.parse::<std::net::SocketAddr>() {
         Ok(a) => a.ip().to_string(),
         Err(_) => "localhost".into(),

@@ -12,7 +12,10 @@
 //! - `SHOW [FULL] PROCESSLIST` and `information_schema.PROCESSLIST`:
 //!   hscale's client sessions (`processlist.rs`); in a prepared
 //!   statement rewritten again at every execution, since the sessions
-//!   change.
+//!   change;
+//! - `SHOW [SESSION] STATUS`: `Ssl_version` and `Ssl_cipher` of the
+//!   client's own TLS session with hscale (empty without TLS), not of the
+//!   backend connection that runs the statement.
 //!
 //! Each is a rewrite into SQL the backend evaluates, so filters,
 //! expressions and column types work as on a server.
@@ -44,6 +47,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Some(Show::Variables { is_global, filter }) => {
                 (Some(self.show_variables(is_global, filter)), false)
             }
+            Some(Show::Status { filter }) => (Some(self.show_status(filter)), false),
             None => (None, false),
         };
         if out.is_none() && mentions(sql.as_bytes(), b"PROCESSLIST") {
@@ -126,6 +130,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let _ = write!(sql, " {filter}");
         }
         sql.push_str(" ORDER BY BINARY Variable_name");
+        sql
+    }
+
+    /// `SHOW [SESSION] STATUS [filter]` as a SELECT over
+    /// information_schema.SESSION_STATUS with the client's TLS session in
+    /// `Ssl_version` and `Ssl_cipher`; the names as SHOW prints them (the
+    /// first letter upper case, `wsrep*` all lower case) in the server's
+    /// own order (SHOW STATUS is not sorted: no ORDER BY).
+    fn show_status(&self, filter: &str) -> String {
+        let (version, cipher) = match &self.info.tls {
+            Some(t) => (t.version.as_str(), t.cipher.as_str()),
+            None => ("", ""),
+        };
+        let mut sql = format!(
+            "SELECT Variable_name, Value FROM (SELECT IF(VARIABLE_NAME LIKE 'WSREP%', \
+             LOWER(VARIABLE_NAME), CONCAT(UPPER(LEFT(VARIABLE_NAME, 1)), \
+             LOWER(SUBSTRING(VARIABLE_NAME, 2)))) AS Variable_name, CASE VARIABLE_NAME \
+             WHEN 'SSL_VERSION' THEN '{}' WHEN 'SSL_CIPHER' THEN '{}' \
+             ELSE VARIABLE_VALUE END AS Value FROM information_schema.SESSION_STATUS) AS v",
+            version.replace('\'', "''"),
+            cipher.replace('\'', "''"),
+        );
+        if let Some(pattern) = strip_word(filter, "LIKE") {
+            let _ = write!(sql, " WHERE Variable_name LIKE {pattern}");
+        } else if !filter.is_empty() {
+            let _ = write!(sql, " {filter}");
+        }
         sql
     }
 }
