@@ -62,7 +62,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                                 planned
                             )
                             .await,
-                            crate::admin::Fence::Newer
+                            crate::admin::Fence::Newer | crate::admin::Fence::Ended
                         )
                     {
                         continue;
