@@ -1085,6 +1085,11 @@ mod ddl;
 #[path = "online/global.rs"]
 mod global;
 
+/// SETUP_GLOBAL_TABLE and DROP of a global table whose owner is killed or
+/// stopped; the proxy's fence variable out of clients' reach.
+#[path = "online/global_faults.rs"]
+mod global_faults;
+
 /// An in-place SETUP_TABLE whose owner is killed before and after its rename.
 #[path = "online/setup_kill.rs"]
 mod setup_kill;

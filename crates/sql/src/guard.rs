@@ -97,7 +97,12 @@ fn check(sql: &str, schema: &str, depth: usize) -> Option<Reach> {
 fn reserved_variable(b: &[u8], schema: &str) -> bool {
     let mut prefix = schema.as_bytes().to_vec();
     prefix.push(b'_');
-    let is_noise = |c: u8| matches!(c, b'@' | b' ' | b'\t' | b'\n' | b'\r' | b'`' | b'\'' | b'"' | b'\\');
+    let is_noise = |c: u8| {
+        matches!(
+            c,
+            b'@' | b' ' | b'\t' | b'\n' | b'\r' | b'`' | b'\'' | b'"' | b'\\'
+        )
+    };
     let mut i = 0;
     while let Some(at) = b[i..].iter().position(|&c| c == b'@') {
         let mut j = i + at + 1;

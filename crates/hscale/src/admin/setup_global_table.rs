@@ -253,23 +253,23 @@ async fn undo(
     epoch: u64,
     name: &TableName,
 ) -> Result<(), ProxyError> {
-        for b in ctx.backend_ids() {
-            let mut c = conn(ctx, worker, b).await?;
-            c.is_broken = true;
-            register(ctx, worker, op, epoch, b, &mut c).await?;
-            let sql = if b.is_main() {
-                trigger_names(name)
-                    .iter()
-                    .map(|t| format!("DROP TRIGGER IF EXISTS {}", qualified(&name.db, t)))
-                    .collect()
-            } else {
-                vec![format!(
-                    "DROP TABLE IF EXISTS {}",
-                    qualified(&name.db, &name.table)
-                )]
-            };
-            exec(&mut c, &sql).await?;
-        }
+    for b in ctx.backend_ids() {
+        let mut c = conn(ctx, worker, b).await?;
+        c.is_broken = true;
+        register(ctx, worker, op, epoch, b, &mut c).await?;
+        let sql = if b.is_main() {
+            trigger_names(name)
+                .iter()
+                .map(|t| format!("DROP TRIGGER IF EXISTS {}", qualified(&name.db, t)))
+                .collect()
+        } else {
+            vec![format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified(&name.db, &name.table)
+            )]
+        };
+        exec(&mut c, &sql).await?;
+    }
     Ok(())
 }
 

@@ -93,6 +93,11 @@ impl PreparedRouting {
                     table,
                 })))
             }
+            // Every copy or none, fenced: only the text path does that yet
+            // (`Exec::run_global_write`).
+            Plan::GlobalWrite { table, .. } => Err(ProxyError::Refused(format!(
+                "prepared (binary protocol) writes to global table {table} are not supported yet; send them as text statements"
+            ))),
             _ => Err(ProxyError::Refused(
                 "this statement on a partitioned table cannot be prepared (run it as a query)"
                     .into(),

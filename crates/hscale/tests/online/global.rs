@@ -147,7 +147,7 @@ async fn setup_global_table_under_writers_through_three_proxies() {
 }
 
 /// [`checksum`] of every backend's copy.
-async fn copy_sums(db: &str, t: &str) -> Vec<(i64, i64)> {
+pub(super) async fn copy_sums(db: &str, t: &str) -> Vec<(i64, i64)> {
     let mut sums = Vec::new();
     for b in 0..3 {
         sums.push(checksum(b, db, t).await);
