@@ -13,7 +13,8 @@
 //!
 //! DROP TABLE of a global table whose owner dies after dropping the main
 //! copy is finished by another proxy. A client cannot set the variable the
-//! global fence trusts.
+//! global fence trusts. Prepared (binary protocol) writes to a global table
+//! change every copy or none, fenced like text ones.
 
 use super::global::copy_sums;
 use super::*;
@@ -123,11 +124,8 @@ async fn interrupted_global_setup(test: &'static str, sig: libc::c_int, scene: S
     );
     let others: Vec<ProxyProcess> = (0..2).map(|_| ProxyProcess::start(fenced(200))).collect();
     let ports = vec![others[0].port, others[1].port];
-    let (mut ws, _acked) = writers(6, scene, &ports, &mut rng, any_key, 200, (40, 45)).await;
-    for w in &mut ws {
-        // Prepared writes to global tables are refused.
-        w.prepared_percent = 0;
-    }
+    // Half the writes prepared (binary protocol), half text.
+    let (ws, _acked) = writers(6, scene, &ports, &mut rng, any_key, 200, (40, 45)).await;
     let stop = Arc::new(AtomicBool::new(false));
     let hs = spawn_writers(ws, &stop);
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -442,13 +440,89 @@ async fn a_client_cannot_set_the_global_fence_variable() {
         c.disconnect().await.unwrap();
         assert_eq!(rows, vec![(1, 2), (2, 2)], "shard{b}'s copy");
     }
-    // A prepared write to the global table is refused with 1235, at
-    // PREPARE, and names the table.
-    let e = s
-        .exec_drop(format!("UPDATE {t} SET v = ? WHERE id = 1"), (3,))
-        .await
-        .expect_err("prepared write to a global table");
-    assert_eq!(code(&e), 1235, "{e}");
-    assert!(e.to_string().contains(&format!("{db}.{t}")), "{e}");
     s.disconnect().await.unwrap();
+}
+
+/// Prepared (binary protocol) writes to a global table, through a proxy
+/// that knew the table was global at PREPARE and through one that
+/// prepared them before (a plain table then): every copy changes, the
+/// answer is the main copy's; a write one copy refuses changes none, and
+/// inside a transaction the copies change at its commit, or not at all at
+/// its rollback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_writes_to_a_global_table_change_every_copy_or_none() {
+    cluster(3);
+    let (db, t) = ("online_global_prepared", "gp");
+    let mut c = proxy_conn(None).await;
+    c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+    c.query_drop(format!(
+        "CREATE TABLE {db}.{t} (id BIGINT PRIMARY KEY, v INT NOT NULL, u INT, UNIQUE KEY (u))"
+    ))
+    .await
+    .unwrap();
+    let stale = serve(3_600_000);
+    let mut s = Conn::new(proxy_opts(stale.port, Some(db))).await.unwrap();
+    let before = s
+        .prep(format!("INSERT INTO {t} (id, v) VALUES (?, ?)"))
+        .await
+        .unwrap();
+    s.exec_drop(&before, (1, 1)).await.unwrap();
+    c.query_drop(format!("HSCALE SETUP_GLOBAL_TABLE('{db}.{t}')"))
+        .await
+        .unwrap();
+    c.query_drop(format!("USE {db}")).await.unwrap();
+    // Prepared before the table was global, executed after (fenced).
+    s.exec_drop(&before, (2, 2)).await.unwrap();
+    assert_eq!(s.affected_rows(), 1);
+    // Prepared knowing it.
+    c.exec_drop(format!("INSERT INTO {t} (id, v) VALUES (?, ?)"), (3, 3))
+        .await
+        .unwrap();
+    c.exec_drop(format!("UPDATE {t} SET v = v + ? WHERE id <= ?"), (10, 2))
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 2, "the main copy's count");
+    c.exec_drop(format!("DELETE FROM {t} WHERE id = ?"), (3,))
+        .await
+        .unwrap();
+    // A copy refuses a duplicate the main copy takes: nothing changes.
+    let mut b1 = backend_conn(1, Some(db)).await;
+    b1.query_drop(format!("UPDATE {t} SET u = 7 WHERE id = 1"))
+        .await
+        .unwrap();
+    let e = c
+        .exec_drop(format!("UPDATE {t} SET u = ? WHERE id = ?"), (7, 2))
+        .await
+        .expect_err("the copy on shard1 refuses");
+    assert_eq!(code(&e), 1062, "{e}");
+    b1.query_drop(format!("UPDATE {t} SET u = NULL WHERE id = 1"))
+        .await
+        .unwrap();
+    b1.disconnect().await.unwrap();
+    // In a transaction: at its commit, or not at all.
+    c.query_drop("BEGIN").await.unwrap();
+    c.exec_drop(format!("INSERT INTO {t} (id, v) VALUES (?, ?)"), (4, 4))
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK").await.unwrap();
+    c.query_drop("BEGIN").await.unwrap();
+    c.exec_drop(format!("INSERT INTO {t} (id, v) VALUES (?, ?)"), (5, 5))
+        .await
+        .unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    for b in 0..3 {
+        let mut c = backend_conn(b, Some(db)).await;
+        let rows: Vec<(i64, i64, Option<i64>)> = c
+            .query(format!("SELECT id, v, u FROM {t} ORDER BY id"))
+            .await
+            .unwrap();
+        c.disconnect().await.unwrap();
+        assert_eq!(
+            rows,
+            vec![(1, 11, None), (2, 12, None), (5, 5, None)],
+            "shard{b}'s copy"
+        );
+    }
+    s.disconnect().await.unwrap();
+    c.disconnect().await.unwrap();
 }
