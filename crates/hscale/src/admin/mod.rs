@@ -96,7 +96,8 @@ pub async fn execute(
             backend,
         } => {
             let name = table_name(&table, session_db)?;
-            add_partition::run(ctx, worker, name, &partition, &value, &backend).await
+            let wait = std::time::Duration::from_millis(ctx.config.proxy.change_wait_ms);
+            add_partition::run(ctx, worker, name, &partition, &value, &backend, wait).await
         }
         AdminCommand::DropPartition { table, partition } => {
             let name = table_name(&table, session_db)?;

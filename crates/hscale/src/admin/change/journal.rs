@@ -69,14 +69,30 @@ pub(in crate::admin) async fn start(
     name: &TableName,
     command: &str,
 ) -> Result<Result<(u64, Box<Owner>), crate::admin::AdminOutput>, ProxyError> {
-    Ok(match begin(ctx, worker, name, command).await? {
-        Began::Started(op, owner) => Ok((op, owner)),
-        Began::AlreadyDone(id) => Err(crate::admin::AdminOutput::Ok {
-            info: format!(
-                "already done by operation {id} (the same command, through another proxy)"
-            ),
-        }),
-    })
+    let wait = std::time::Duration::from_millis(ctx.config.proxy.change_wait_ms);
+    start_within(ctx, worker, name, command, wait).await
+}
+
+/// [`start`], waiting at most `change_wait` for another change of the
+/// table (auto-partitioning waits for none: its placement was read before,
+/// and the next write of the value asks again).
+pub(in crate::admin) async fn start_within(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    command: &str,
+    change_wait: std::time::Duration,
+) -> Result<Result<(u64, Box<Owner>), crate::admin::AdminOutput>, ProxyError> {
+    Ok(
+        match begin(ctx, worker, name, command, change_wait).await? {
+            Began::Started(op, owner) => Ok((op, owner)),
+            Began::AlreadyDone(id) => Err(crate::admin::AdminOutput::Ok {
+                info: format!(
+                    "already done by operation {id} (the same command, through another proxy)"
+                ),
+            }),
+        },
+    )
 }
 
 /// After [`start`], under the owner lock: derive the change from the
@@ -116,9 +132,9 @@ pub(in crate::admin) async fn begin(
     worker: usize,
     name: &TableName,
     command: &str,
+    change_wait: std::time::Duration,
 ) -> Result<Began, ProxyError> {
     let started = std::time::Instant::now();
-    let change_wait = std::time::Duration::from_millis(ctx.config.proxy.change_wait_ms);
     let mut twin: Option<u64> = None;
     loop {
         let mut main = conn(ctx, worker, BackendId::MAIN).await?;
@@ -166,7 +182,7 @@ pub(in crate::admin) async fn begin(
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
             _ if started.elapsed() < change_wait => {
-                twin = None;
+                // (A twin seen before stays: done, it answers for this one.)
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
             _ => {
