@@ -95,8 +95,7 @@ fn check(sql: &str, schema: &str, depth: usize) -> Option<Reach> {
 /// backslashes left out. Over-approximates on purpose: the server's lexer
 /// reads `@ name`, `@/* c */name`, `@'name'` and escapes in quoted names.
 fn reserved_variable(b: &[u8], schema: &str) -> bool {
-    let mut prefix = schema.as_bytes().to_vec();
-    prefix.push(b'_');
+    let prefix = schema.as_bytes().iter().chain(b"_");
     let is_noise = |c: u8| {
         matches!(
             c,
@@ -135,7 +134,7 @@ fn reserved_variable(b: &[u8], schema: &str) -> bool {
             .iter()
             .filter(|&&c| !matches!(c, b'`' | b'\'' | b'"' | b'\\'));
         if prefix
-            .iter()
+            .clone()
             .all(|p| name.next().is_some_and(|c| c.eq_ignore_ascii_case(p)))
         {
             return true;

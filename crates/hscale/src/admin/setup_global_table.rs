@@ -129,10 +129,16 @@ pub(super) async fn run(
             .await
     {
         // A commit whose answer was lost may have happened: then the
-        // copies are the table's, and stay.
-        if change::state_of(ctx, worker, op).await.as_deref() != Some("done") {
-            give_up(ctx, worker, op, &name, &e).await;
-            return Err(e);
+        // copies are the table's, and stay. Not known (the main backend
+        // did not answer): left to a take-over, which undoes only an
+        // operation still active.
+        match change::state_of(ctx, worker, op).await.as_deref() {
+            Some("done") => {}
+            Some(_) => {
+                give_up(ctx, worker, op, &name, &e).await;
+                return Err(e);
+            }
+            None => return Err(e),
         }
     }
     Ok(AdminOutput::Ok {
