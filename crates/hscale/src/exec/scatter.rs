@@ -404,11 +404,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     async fn add_ok(
         &mut self,
-        conn: PooledConn,
+        mut conn: PooledConn,
         r: Result<Result<OkPacket, hscale_wire::response::ErrPacket>, ProxyError>,
         total: &mut OkPacket,
     ) -> Result<bool, ProxyError> {
         match r {
+            // A part that ran into a renamed table (a stale route): nothing
+            // reached the client yet, so the fence runs the statement again
+            // whole (its own transaction is rolled back by `finish_write`).
+            Ok(Err(err))
+                if self.is_fenced && err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE =>
+            {
+                if crate::admin::is_capture_error(&err) {
+                    // Its prepared statements lock older triggers' tables.
+                    conn.is_broken = true;
+                }
+                self.b.finish(conn, Outcome::default(), &Effects::default());
+                Err(ProxyError::StaleRoute { err })
+            }
             Ok(Ok(ok)) => {
                 total.affected_rows += ok.affected_rows;
                 total.warnings = total.warnings.saturating_add(ok.warnings);
