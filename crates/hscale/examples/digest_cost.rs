@@ -21,7 +21,7 @@ fn main() {
         kind: PlanKind::Passthrough,
         parts: 1,
         rows: 1,
-        error: 0,
+        ..StatementNote::default()
     };
     for (label, with_digest) in [("counters only", false), ("counters + digest", true)] {
         let m = Metrics::new(1, 5_000);

@@ -124,6 +124,14 @@ pub struct ProxyConfig {
     /// co-partitioned, and reads answered by one server with copies of the
     /// partitioned tables); past it the statement fails with an error.
     pub ship_max_rows: usize,
+    /// Statements at least this long, in bytes, are planned on a thread
+    /// of their own, so the other sessions of their worker go on
+    /// meanwhile (planning is linear in the statement's size).
+    pub plan_offload_bytes: usize,
+    /// Longest a statement planned on its own thread may take to plan, in
+    /// milliseconds; past it the statement is refused (1969, as MariaDB's
+    /// max_statement_time) and nothing of it runs.
+    pub plan_timeout_ms: u64,
     /// After SIGTERM: how long running statements may take to finish
     /// before the proxy exits anyway, in milliseconds. Idle sessions are
     /// closed at once; new connections are refused from the start.
@@ -162,6 +170,8 @@ impl Default for ProxyConfig {
             ship_max_rows: 100_000,
             scatter_write_timeout_ms: 3_600_000,
             shutdown_timeout_ms: 30_000,
+            plan_offload_bytes: 64 * 1024,
+            plan_timeout_ms: 5_000,
         }
     }
 }
@@ -342,6 +352,9 @@ impl Config {
         }
         if self.proxy.handshake_timeout_ms == 0 || self.proxy.wait_timeout_ms == 0 {
             out.push("[proxy] handshake_timeout_ms and wait_timeout_ms must be at least 1".into());
+        }
+        if self.proxy.plan_timeout_ms == 0 {
+            out.push("[proxy] plan_timeout_ms must be at least 1".into());
         }
         if self.proxy.max_allowed_packet < 1024 || self.proxy.max_allowed_packet > 1 << 30 {
             out.push(format!(

@@ -124,6 +124,9 @@ pub enum ProxyError {
     },
     #[error("hscale: operation {0} was cancelled (HSCALE CANCEL_OPERATION); the table is as it was before it")]
     Cancelled(u64),
+    /// Planning took longer than `[proxy] plan_timeout_ms`.
+    #[error("Query execution was interrupted (hscale: planning this statement took more than plan_timeout_ms = {ms})")]
+    PlanTimeout { ms: u64 },
 }
 
 impl ProxyError {
@@ -196,6 +199,7 @@ impl ProxyError {
             ProxyError::KillDenied(_) => (code::ER_KILL_DENIED_ERROR, b"HY000", msg),
             ProxyError::AdminDenied { .. } => (code::ER_SPECIFIC_ACCESS_DENIED, b"42000", msg),
             ProxyError::Cancelled(_) => (code::ER_QUERY_INTERRUPTED, b"70100", msg),
+            ProxyError::PlanTimeout { .. } => (code::ER_STATEMENT_TIMEOUT, b"70100", msg),
             ProxyError::TableAccessDenied { .. } => {
                 (code::ER_TABLEACCESS_DENIED_ERROR, b"42000", msg)
             }

@@ -13,7 +13,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use common::raw::{Raw, CLIENT_CAPS};
 use common::*;
+use hscale_wire::consts::cap;
 use mysql_async::prelude::*;
 
 fn port() -> u16 {
@@ -229,4 +231,56 @@ fn jdbc_use_compression() {
         "{} bytes: not compressed",
         relay.bytes()
     );
+}
+
+/// zstd (`CLIENT_ZSTD_COMPRESSION_ALGORITHM`, MySQL 8's bit 26) is offered
+/// exactly as the backend offers it: MariaDB does not, so neither does
+/// hscale. A client that asks for zstd alone, as a MySQL 8 client with
+/// `--compression-algorithms=zstd` does, logs in as with the server and is
+/// answered uncompressed; one that asks for both gets zlib.
+#[test]
+fn zstd_is_offered_as_the_server_offers_it() {
+    const ZSTD: u32 = 1 << 26;
+    let info = cluster(1);
+    rt().block_on(async {
+        let backend = Raw::open(info.backend_ports[0])
+            .await
+            .handshake
+            .capabilities;
+        let proxy = Raw::open(info.proxy_port).await.handshake.capabilities;
+        assert_eq!(backend & ZSTD, 0, "the backend offers zstd: {backend:#x}");
+        assert_eq!(proxy & ZSTD, backend & ZSTD, "hscale {proxy:#x}");
+        assert_ne!(proxy & cap::COMPRESS, 0, "zlib offered");
+        // zstd alone: the plain protocol, on the backend and through hscale.
+        for (port, user, password) in [
+            (info.backend_ports[0], "hscale", "hscale"),
+            (info.proxy_port, "root", ""),
+        ] {
+            let (mut c, ok) = Raw::login(port, user, password, CLIENT_CAPS | ZSTD).await;
+            assert_eq!(ok.first(), Some(0), "login on port {port}");
+            let rows = c.query("SELECT REPEAT('z', 1000)").await.unwrap();
+            assert_eq!(rows[0][0].as_deref(), Some("z".repeat(1000).as_str()));
+        }
+    });
+    // zstd and zlib: zlib, as with --compress alone.
+    let relay = Relay::start(info.proxy_port);
+    rt().block_on(async {
+        let (c, ok) = Raw::login(relay.port, "root", "", CLIENT_CAPS | ZSTD | cap::COMPRESS).await;
+        assert_eq!(ok.first(), Some(0));
+        let before = relay.bytes();
+        let mut z = hscale_wire::PacketStream::new(hscale_wire::compress::Compressed::new(
+            c.s.into_inner(),
+        ));
+        z.write_payload(0, b"\x03SELECT REPEAT('z', 100000)");
+        z.flush().await.unwrap();
+        // Column count, definition, EOF, the row, EOF.
+        let mut packets = Vec::new();
+        for _ in 0..5 {
+            packets.push(z.read_packet().await.unwrap().payload);
+        }
+        let row = hscale_wire::resultset::decode_row(&packets[3], 1).unwrap();
+        assert_eq!(row[0].as_deref(), Some("z".repeat(100_000).as_bytes()));
+        let sent = relay.bytes() - before;
+        assert!(sent < 10_000, "{sent} bytes for 100 KB: not compressed");
+    });
 }

@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used)]
 //! The executor seam (`crates/hscale/src/exec/`): KILL QUERY reaches every
-//! part of a statement spread over partitions, and server errors met while
-//! the proxy works for itself keep their code.
+//! part of a statement spread over partitions, replies the proxy builds
+//! carry the session's status and their parts' warnings and index flags,
+//! and server errors met while the proxy works for itself keep their code.
 
 mod common;
 
@@ -253,4 +254,110 @@ async fn server_errors_in_proxy_work_keep_their_code() {
     assert_eq!(code(&err), 1146, "{err:?}");
     assert!(err.to_string().contains("shard1"), "{err}");
     c.disconnect().await.unwrap();
+}
+
+/// The status flags and warning count at the end of a result the proxy
+/// puts together from partitions: read with a raw client (EOF packets).
+async fn terminator(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {
+    use hscale_wire::response::{decode_eof, is_eof};
+    let mut payload = vec![hscale_wire::consts::com::QUERY];
+    payload.extend_from_slice(sql.as_bytes());
+    r.send(0, &payload).await;
+    let first = r.read().await.expect("column count");
+    assert_ne!(first.payload[0], 0xff, "{sql}: {:?}", first.payload);
+    let mut eofs = 0;
+    loop {
+        let p = r.read().await.expect("a packet");
+        assert_ne!(p.payload[0], 0xff, "{sql}: {:?}", p.payload);
+        if is_eof(&p.payload) {
+            eofs += 1;
+            if eofs == 2 {
+                return decode_eof(&p.payload).unwrap();
+            }
+        }
+    }
+}
+
+/// A result put together from several partitions (rows concatenated,
+/// sorted, or grouped) ends as one server's would: with the warnings of
+/// every part added up and the index flags (no index used) of its parts,
+/// the same as the same rows in one table answer.
+#[tokio::test]
+async fn results_over_partitions_carry_their_parts_warnings_and_index_flags() {
+    use hscale_wire::consts::status::INDEX_FLAGS;
+    let info = cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE exec_warn").await.unwrap();
+    c.query_drop("USE exec_warn").await.unwrap();
+    for t in ["t", "plain"] {
+        c.query_drop(format!(
+            "CREATE TABLE {t} (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))"
+        ))
+        .await
+        .unwrap();
+    }
+    c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard0', 'MOD(4)')")
+        .await
+        .unwrap();
+    for (p, v, b) in [("one", 1, 1), ("two", 2, 2), ("three", 3, 2)] {
+        c.query_drop(format!(
+            "HSCALE ADD_PARTITION('t', '{p}', '{v}', 'shard{b}')"
+        ))
+        .await
+        .unwrap();
+    }
+    for t in ["t", "plain"] {
+        c.query_drop(format!(
+            "INSERT INTO {t} (id, k) SELECT seq, seq % 4 FROM seq_1_to_12"
+        ))
+        .await
+        .unwrap();
+    }
+    let (mut r, ok) =
+        common::raw::Raw::login(info.proxy_port, "root", "", common::raw::CLIENT_CAPS).await;
+    assert_eq!(ok.payload[0], 0, "logged in");
+    r.query("USE exec_warn").await.unwrap();
+    // Each row warns once (a truncated INTEGER value): 12 in all.
+    for shape in [
+        "SELECT id, CAST(CONCAT(id, 'x') AS SIGNED) AS v FROM {t}",
+        "SELECT id, CAST(CONCAT(id, 'x') AS SIGNED) AS v FROM {t} ORDER BY id",
+        "SELECT k, SUM(CAST(CONCAT(id, 'x') AS SIGNED)) AS v FROM {t} GROUP BY k",
+    ] {
+        let partitioned = shape.replace("{t}", "t");
+        let plain = shape.replace("{t}", "plain");
+        c.query_drop(&plain).await.unwrap();
+        let want = c.get_warnings();
+        assert_eq!(want, 12, "{plain}");
+        c.query_drop(&partitioned).await.unwrap();
+        assert_eq!(c.get_warnings(), want, "{partitioned}");
+        let (w, st) = terminator(&mut r, &partitioned).await;
+        let (plain_w, plain_st) = terminator(&mut r, &plain).await;
+        assert_eq!(w, plain_w, "{partitioned}");
+        assert_ne!(plain_st & INDEX_FLAGS, 0, "a full scan: {plain}");
+        assert_eq!(st & INDEX_FLAGS, plain_st & INDEX_FLAGS, "{partitioned}");
+    }
+    // A write over partitions: one OK with every part's warnings and flags.
+    let write = "UPDATE {t} SET id = id WHERE CAST(CONCAT(id, 'x') AS SIGNED) > 0";
+    let partitioned = ok_of(&mut r, &write.replace("{t}", "t")).await;
+    let plain = ok_of(&mut r, &write.replace("{t}", "plain")).await;
+    assert_eq!(plain.0, 12, "{write}");
+    assert_ne!(plain.1 & INDEX_FLAGS, 0, "a full scan: {write}");
+    assert_eq!(partitioned.0, plain.0, "{write}");
+    assert_eq!(
+        partitioned.1 & INDEX_FLAGS,
+        plain.1 & INDEX_FLAGS,
+        "{write}"
+    );
+    c.query_drop("DROP DATABASE exec_warn").await.unwrap();
+}
+
+/// The warning count and status flags of the OK that answers `sql`.
+async fn ok_of(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {
+    let mut payload = vec![hscale_wire::consts::com::QUERY];
+    payload.extend_from_slice(sql.as_bytes());
+    r.send(0, &payload).await;
+    let p = r.read().await.expect("an answer");
+    assert_eq!(p.payload[0], 0, "{sql}: {:?}", p.payload);
+    let ok = hscale_wire::response::OkPacket::decode(&p.payload).unwrap();
+    (ok.warnings, ok.status)
 }

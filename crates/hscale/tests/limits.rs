@@ -2,8 +2,9 @@
 //! What one client may cost the proxy before and after it logs in:
 //! connection slots taken only after authentication, the handshake
 //! allowance and timeout, wait_timeout, packet buffers that grow only as
-//! bytes arrive, and the limit on prepared-statement long data. Each test
-//! runs a proxy of its own with the limits it checks.
+//! bytes arrive, the limit on prepared-statement long data, the
+//! failed-login throttle, the client write timeout and the planning
+//! budget. Each test runs a proxy of its own with the limits it checks.
 
 mod common;
 
@@ -387,4 +388,70 @@ async fn a_client_that_stops_reading_frees_its_backend_connection() {
         drained < 100_000 * 1000,
         "the whole result arrived ({drained} bytes)"
     );
+}
+
+async fn sum_v(c: &mut mysql_async::Conn) -> Option<i64> {
+    c.query_first("SELECT CAST(SUM(v) AS SIGNED) FROM plan_budget.t")
+        .await
+        .unwrap()
+}
+
+/// Planning has a budget: a statement of `plan_offload_bytes` or more is
+/// planned on a thread of its own, and refused with 1969 (SQLSTATE 70100)
+/// when planning takes longer than `plan_timeout_ms`, before any part of
+/// it ran (text statements and PREPARE); shorter statements plan on the
+/// worker as before. With room in the budget the same statements run.
+#[tokio::test]
+async fn planning_past_its_budget_is_refused() {
+    let tight = proxy_with(|c| c.proxy.plan_timeout_ms = 1);
+    let mut c = mysql_async::Conn::new(proxy_opts(tight.addr.port(), None))
+        .await
+        .unwrap();
+    for sql in [
+        "CREATE DATABASE plan_budget",
+        "CREATE TABLE plan_budget.t (id INT PRIMARY KEY, v INT NOT NULL)",
+        "HSCALE SETUP_TABLE('plan_budget.t', 'id', 't_default', 'shard0', 'MOD(2)')",
+        "HSCALE ADD_PARTITION('plan_budget.t', 'odd', '1', 'shard0')",
+        "INSERT INTO plan_budget.t VALUES (1, 0), (2, 0), (3, 0), (4, 0)",
+    ] {
+        c.query_drop(sql).await.unwrap();
+    }
+    // About 2 MB: planning it takes far longer than 1 ms.
+    let ids: Vec<String> = (1..=300_000).map(|i| i.to_string()).collect();
+    let big = format!(
+        "UPDATE plan_budget.t SET v = v + 1 WHERE id IN ({})",
+        ids.join(",")
+    );
+    let err = c.query_drop(&big).await.unwrap_err();
+    assert_eq!(code(&err), 1969, "{err}");
+    assert_eq!(sum_v(&mut c).await, Some(0), "nothing of it ran");
+    // Being prepared, too.
+    let select = format!(
+        "SELECT id FROM plan_budget.t WHERE id IN ({}) AND v >= ?",
+        ids.join(",")
+    );
+    let err = c.prep(&select).await.unwrap_err();
+    assert_eq!(code(&err), 1969, "{err}");
+    // Short statements plan on the worker, whatever the budget.
+    c.query_drop("UPDATE plan_budget.t SET v = v + 1 WHERE id IN (1, 2)")
+        .await
+        .unwrap();
+    assert_eq!(sum_v(&mut c).await, Some(2));
+    c.disconnect().await.unwrap();
+    // With room in the budget: planned on its own thread, and run.
+    let roomy = proxy_with(|c| c.proxy.plan_timeout_ms = 600_000);
+    let mut c = mysql_async::Conn::new(proxy_opts(roomy.addr.port(), None))
+        .await
+        .unwrap();
+    // Read the dictionary now (the proxy reloads it at start, in the background).
+    c.query_drop("HSCALE SHOW PARTITIONS('plan_budget.t')")
+        .await
+        .unwrap();
+    c.query_drop(&big).await.unwrap();
+    assert_eq!(sum_v(&mut c).await, Some(6));
+    let mut rows: Vec<i64> = c.exec(&select, (0,)).await.unwrap();
+    rows.sort();
+    assert_eq!(rows, vec![1, 2, 3, 4]);
+    c.query_drop("DROP DATABASE plan_budget").await.unwrap();
+    c.disconnect().await.unwrap();
 }

@@ -1094,6 +1094,10 @@ mod global_faults;
 #[path = "online/setup_kill.rs"]
 mod setup_kill;
 
+/// What a change's replays read on the destination.
+#[path = "online/replay_cost.rs"]
+mod replay_cost;
+
 /// Three `hscale serve` processes on one dictionary, six writers each
 /// sending every operation through a random proxy, while partitions are
 /// added, dropped and added again (same and other backends, a second value

@@ -191,6 +191,75 @@ fn processlist_shows_hscale_sessions_under_their_ids() {
     });
 }
 
+/// The ids of `SHOW FULL PROCESSLIST` as a prepared statement.
+async fn prepared_show_ids(c: &mut Conn) -> Vec<u64> {
+    let rows: Vec<Row> = c.exec("SHOW FULL PROCESSLIST", ()).await.unwrap();
+    rows.into_iter()
+        .map(|mut r| {
+            assert_eq!(r.len(), 9, "a server's nine columns");
+            r.take::<u64, _>("Id").unwrap()
+        })
+        .collect()
+}
+
+/// PROCESSLIST read through statements prepared with COM_STMT_PREPARE
+/// (mysql_async prepares once per connection and executes that statement
+/// again): hscale's ids, users and statements as in text, filtered by
+/// user, and at each execution the sessions of that moment.
+#[test]
+fn prepared_statements_read_processlist_under_hscale_ids() {
+    rt().block_on(async {
+        let mut c = root().await;
+        let me = u64::from(c.id());
+        let sql = "SELECT ID, USER, COMMAND, INFO FROM information_schema.PROCESSLIST \
+                   WHERE ID IN (?, ?) ORDER BY ID";
+        type Seen = Vec<(u64, String, String, Option<String>)>;
+        let rows: Seen = c.exec(sql, (me, 0)).await.unwrap();
+        assert_eq!(
+            rows,
+            vec![(me, "root".into(), "Execute".into(), Some(sql.into()))]
+        );
+        // A session opened after the PREPARE is seen by the next execution.
+        let mut other = app().await;
+        let other_id = u64::from(other.id());
+        let rows: Seen = c.exec(sql, (me, other_id)).await.unwrap();
+        let ids: Vec<(u64, &str, &str)> = rows
+            .iter()
+            .map(|r| (r.0, r.1.as_str(), r.2.as_str()))
+            .collect();
+        let mut want = vec![(me, "root", "Execute"), (other_id, "app", "Sleep")];
+        want.sort();
+        assert_eq!(ids, want);
+        // SHOW FULL PROCESSLIST prepared: a server's nine columns.
+        let ids = prepared_show_ids(&mut c).await;
+        assert!(ids.contains(&me) && ids.contains(&other_id), "{ids:?}");
+        // Without the admin right: only its own user's sessions.
+        let seen: Vec<(u64, String)> = other
+            .exec("SELECT ID, USER FROM information_schema.PROCESSLIST", ())
+            .await
+            .unwrap();
+        assert!(seen.iter().any(|(id, _)| *id == other_id), "{seen:?}");
+        assert!(seen.iter().all(|(_, u)| u == "app"), "{seen:?}");
+        // Gone from the next execution once its session ended.
+        other.disconnect().await.unwrap();
+        let mut polls = 0;
+        while prepared_show_ids(&mut c).await.contains(&other_id) {
+            polls += 1;
+            assert!(polls < 1000, "the ended session stays in PROCESSLIST");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // SHOW VARIABLES prepared: hscale's limits, as in text.
+        let v: Vec<(String, String)> = c
+            .exec("SHOW VARIABLES LIKE 'max_allowed_packet'", ())
+            .await
+            .unwrap();
+        assert_eq!(
+            v,
+            vec![("max_allowed_packet".into(), MAX_ALLOWED_PACKET.to_string())]
+        );
+    });
+}
+
 /// Without the admin right (a server's PROCESS and SUPER), a client sees
 /// only its own user's sessions and can KILL only those.
 #[test]

@@ -55,6 +55,11 @@ pub mod status {
     pub const IN_TRANS: u16 = 1;
     pub const AUTOCOMMIT: u16 = 2;
     pub const MORE_RESULTS_EXISTS: u16 = 8;
+    pub const NO_GOOD_INDEX_USED: u16 = 0x10;
+    pub const NO_INDEX_USED: u16 = 0x20;
+    /// What a statement's parts say about the indexes they used: a result
+    /// merged from several parts carries the union.
+    pub const INDEX_FLAGS: u16 = NO_GOOD_INDEX_USED | NO_INDEX_USED;
     pub const CURSOR_EXISTS: u16 = 0x40;
     pub const LAST_ROW_SENT: u16 = 0x80;
     pub const IN_TRANS_READONLY: u16 = 0x2000;
@@ -90,6 +95,8 @@ pub mod code {
     pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
     pub const ER_LOCK_DEADLOCK: u16 = 1213;
     pub const ER_QUERY_INTERRUPTED: u16 = 1317;
+    /// MariaDB's max_statement_time exceeded.
+    pub const ER_STATEMENT_TIMEOUT: u16 = 1969;
     pub const ER_TABLE_DEF_CHANGED: u16 = 1412;
     /// XA_RBROLLBACK (SQLSTATE XA100): the transaction branch was rolled back.
     pub const ER_XA_RBROLLBACK: u16 = 1402;

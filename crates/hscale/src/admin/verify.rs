@@ -8,32 +8,32 @@
 //! count with the sum of the rows' `CRC32` (`ddl::row_text`).
 //!
 //! The source is written while it is verified, so the two sides are compared
-//! at matching points:
-//! 1. a consistent snapshot S on the source reads the changelog entries
-//!    committed before S;
-//! 2. exactly those are replayed: every key not changed after S now holds
-//!    on the destination what it held at S;
-//! 3. the keys of the entries left in the changelog (committed after S,
-//!    so possibly replayed with later values in step 2) are excluded on
-//!    both sides;
-//! 4. a snapshot of the destination (written by nothing but the change) is
-//!    taken before any other replay, and it and the source's snapshot S are
-//!    summed per range, concurrently, and compared; the replays go on
-//!    meanwhile.
+//! at one point, the copy's own: the copy reads the source in a consistent
+//! snapshot S that stays open after it (`change::prepare`), and the
+//! destination's snapshot D is taken right after the copy, before any
+//! replay writes it. D holds exactly the rows the copy wrote, so S and D
+//! must agree on every key, with nothing excluded. The replays of what
+//! writers changed since S go on while the sides are summed (they change
+//! neither snapshot).
 //!
-//! Both sides are first summed as a whole (one scan each, no grouping);
-//! only when those totals differ are they summed per range, in the same
-//! snapshots, to find the ranges to copy again.
+//! Both sides are first summed as a whole: the source as it sends the copy
+//! (the copy's select ends with each row's `CRC32`, which the proxy adds
+//! up instead of copying, so the source is scanned once), the destination
+//! by one scan without grouping. Only when those totals differ are both
+//! summed per range, in the same snapshots, to find the ranges to copy
+//! again.
 //!
 //! A range that differs is copied again like the first copy (delete the
-//! range on the destination, insert the source's rows, in one transaction):
-//! entries for later writes are still in the changelog and replayed after
-//! it, so the copy is as safe as the first one.
+//! range on the destination, insert the source's current rows, in one
+//! transaction, after the replays that ran meanwhile): entries for later
+//! writes are still in the changelog and replayed after it, so the copy is
+//! as safe as the first one.
 
-use super::change::{copy_session, entries, key_literals, Running};
+use super::change::{copy_session, register, Running};
 use super::{conn, wrong};
+use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use crate::partition::copy::stream_rows;
+use crate::partition::copy::{stream_rows, Copied};
 use crate::partition::store::{exec, server_error};
 use crate::partition::{ddl, qualified, quote_ident};
 use crate::runtime::Context;
@@ -43,15 +43,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Ranges a change's rows are verified in.
 pub(super) const RANGES: u32 = 256;
 
-/// At most this many keys changed during the verification are excluded
-/// from it; with more (writers far faster than the replays) the change is
-/// not verified, and says so in its log.
-const MAX_EXCLUDED: usize = 20_000;
-
 /// What a verification found.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Verified {
-    /// Ranges compared (0: not verified).
+    /// Ranges compared.
     pub ranges: u64,
     /// Ranges that differed and were copied again.
     pub recopied: u64,
@@ -62,66 +57,27 @@ pub(super) struct Verified {
 /// A range's checksum: rows and the sum of their CRC32.
 type Sums = BTreeMap<u32, (u64, u64)>;
 
-/// Verify the moving rows of change `r` and copy again the ranges that
-/// differ (see the module's comment).
+/// Verify the moving rows of change `r`, copied from `snap` (a source
+/// connection still in the copy's snapshot) as `copied` says (rows, and
+/// the sum of their checksums the source computed as it sent them), and
+/// copy again the ranges that differ (see the module's comment). Replays
+/// run meanwhile.
 pub(super) async fn verify(
     ctx: &Context,
     worker: usize,
     r: &mut Running<'_>,
+    snap: &mut BackendConn,
+    copied: Copied,
 ) -> Result<Verified, ProxyError> {
     let m = r.m;
     let text = ddl::row_text(&mut r.src, &m.db, &r.src_name).await?;
     let bucket = format!("CRC32(CONCAT_WS(',', {})) % {RANGES}", r.pk_list(""));
-    let mut snap = conn(ctx, worker, m.src.0).await?;
-    snap.is_broken = true; // its session is changed below
-    let mut statements = copy_session();
-    statements.extend([
-        // Keys read as raw bytes, as the replays read them.
-        "SET character_set_results = NULL".to_string(),
-        "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
-        "START TRANSACTION WITH CONSISTENT SNAPSHOT".to_string(),
-    ]);
-    exec(&mut snap, &statements).await?;
-    // 1, 2: the entries committed before the snapshot, replayed.
-    let sql = format!(
-        "SELECT seq, {} FROM {} ORDER BY seq",
-        r.pk_list(""),
-        r.changelog()
-    );
-    let (seqs, keys) = entries(&mut snap, &sql).await?;
-    let replayed = seqs.len();
-    for (s, k) in seqs
-        .chunks(super::change::REPLAY_BATCH)
-        .zip(keys.chunks(super::change::REPLAY_BATCH))
-    {
-        r.apply(s, k.to_vec()).await?;
-    }
-    // 3: the keys changed since, excluded.
-    let sql = format!("SELECT DISTINCT {} FROM {}", r.pk_list(""), r.changelog());
-    let later = r
-        .src
-        .query_rows(&sql)
-        .await?
-        .map_err(|e| server_error(&r.src, &sql, e))?;
-    if later.rows.len() > MAX_EXCLUDED {
-        tracing::warn!(
-            operation = r.id,
-            changed = later.rows.len(),
-            "writers change too many rows to verify the copy; cutting over unverified"
-        );
-        return Ok(Verified::default());
-    }
-    let excluded = key_literals(&later.columns, later.rows.iter().map(Vec::as_slice));
-    let except = if excluded.is_empty() {
-        String::new()
-    } else {
-        format!(" AND ({}) NOT IN ({})", r.pk_list(""), excluded.join(", "))
-    };
-    // 4: both sides summed per range, at once: the source in its snapshot,
-    // the destination in a snapshot taken now, before any other replay. The
-    // replays go on meanwhile (they change neither snapshot).
+    // The destination as the copy left it: a snapshot taken before any
+    // replay writes it (the caller runs none before this).
     let mut dst_snap = conn(ctx, worker, m.dst.0).await?;
     dst_snap.is_broken = true;
+    // Its transaction holds the copy's metadata lock: a take-over kills it.
+    register(ctx, worker, r.id, r.epoch, m.dst.0, &mut dst_snap).await?;
     let mut statements = copy_session();
     statements.extend([
         "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
@@ -138,29 +94,29 @@ pub(super) async fn verify(
             ("0", "")
         };
         format!(
-            "SELECT {range}, COUNT(*), SUM(CRC32({text})) FROM {} WHERE {filter}{except}{group}",
+            "SELECT {range}, COUNT(*), SUM(CRC32({text})) FROM {} WHERE {filter}{group}",
             qualified(&m.db, table)
         )
     };
     let moving = r.moving(&quote_ident(&m.key_column));
-    let (src_total, dst_total) = (
-        sums(false, &r.src_name, &moving),
-        sums(false, &r.into, "1 = 1"),
-    );
+    let dst_total = sums(false, &r.into, "1 = 1");
     let (src_sql, dst_sql) = (
         sums(true, &r.src_name, &moving),
         sums(true, &r.into, "1 = 1"),
     );
     let scanned = AtomicBool::new(false);
+    // The source's total came with the copy: the same sum over the same
+    // snapshot (an empty copy sums to nothing, as SUM of no rows is NULL).
+    let src_total: Sums = [(0, (copied.rows, copied.checksum))]
+        .into_iter()
+        .filter(|(_, (n, _))| *n > 0)
+        .collect();
     let scans = async {
-        let totals = tokio::try_join!(
-            read_sums(&mut snap, &src_total),
-            read_sums(&mut dst_snap, &dst_total)
-        );
+        let totals = read_sums(&mut dst_snap, &dst_total).await;
         let sums = match totals {
-            Ok((s, d)) if s == d => Ok(None),
+            Ok(d) if normalized(&d) == src_total => Ok(None),
             Ok(_) => tokio::try_join!(
-                read_sums(&mut snap, &src_sql),
+                read_sums(snap, &src_sql),
                 read_sums(&mut dst_snap, &dst_sql)
             )
             .map(Some),
@@ -180,7 +136,7 @@ pub(super) async fn verify(
     let (sums, replayed_meanwhile) = tokio::join!(scans, replays);
     replayed_meanwhile?;
     let sums = sums?;
-    drop(snap);
+    exec(&mut dst_snap, &["ROLLBACK".to_string()]).await?;
     drop(dst_snap);
     let differing: Vec<u32> = match &sums {
         None => Vec::new(),
@@ -193,13 +149,7 @@ pub(super) async fn verify(
         recopied: differing.len() as u64,
         rows: 0,
     };
-    tracing::debug!(
-        operation = r.id,
-        replayed,
-        excluded = excluded.len(),
-        differing = differing.len(),
-        "verified"
-    );
+    tracing::debug!(operation = r.id, differing = differing.len(), "verified");
     if differing.is_empty() {
         return Ok(v);
     }
@@ -233,8 +183,17 @@ pub(super) async fn verify(
     Ok(v)
 }
 
+/// `sums` without its ranges of no rows (a total over no rows reads as
+/// one range of 0 rows).
+fn normalized(sums: &Sums) -> Sums {
+    sums.iter()
+        .filter(|(_, (n, _))| *n > 0)
+        .map(|(b, v)| (*b, *v))
+        .collect()
+}
+
 /// Per-range checksums read by `sql` (range, rows, sum).
-async fn read_sums(c: &mut crate::backend::BackendConn, sql: &str) -> Result<Sums, ProxyError> {
+async fn read_sums(c: &mut BackendConn, sql: &str) -> Result<Sums, ProxyError> {
     let r = c
         .query_rows(sql)
         .await?

@@ -53,6 +53,8 @@ pub struct Outcome {
     pub rows: u64,
     /// The code of the error packet forwarded, if any.
     pub err_code: u16,
+    /// The warning count of the terminator read (OK or EOF).
+    pub warnings: u16,
 }
 
 /// Which side failed.
@@ -89,6 +91,9 @@ pub struct Forwarder<'a, B, C> {
     /// An INSERT ... SELECT of one row run as VALUES: its OK gets the
     /// info text one server writes (`scatter::part_info`).
     one_row_select: Option<&'a str>,
+    /// Earlier parts of a concatenated result: their warnings, added to
+    /// the terminator's, and their index flags, or-ed into its status.
+    earlier: (u16, u16),
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -113,6 +118,7 @@ where
             is_holding_missing_tables: false,
             insert_id: None,
             one_row_select: None,
+            earlier: (0, 0),
         }
     }
 
@@ -250,7 +256,9 @@ where
     async fn send_terminator(&mut self, eof: &[u8]) -> Result<(), ForwardError> {
         let (warnings, st) = decode_eof(eof).map_err(ForwardError::Backend)?;
         self.outcome.status = Some(st);
-        self.out.terminator(st, warnings);
+        self.outcome.warnings = warnings;
+        let (w, flags) = self.earlier;
+        self.out.terminator(st | flags, warnings.saturating_add(w));
         self.outcome.packets += 1;
         self.maybe_flush().await
     }
@@ -258,6 +266,13 @@ where
     /// Continue a response whose earlier packets used sequence ids below `seq`.
     pub fn starting_at(mut self, seq: u8) -> Self {
         self.out.resume_at(seq);
+        self
+    }
+
+    /// Earlier parts of a concatenated result reported `warnings` and the
+    /// index flags in `flags`: the last part's terminator carries them.
+    pub fn after_parts(mut self, warnings: u16, flags: u16) -> Self {
+        self.earlier = (warnings, flags & status::INDEX_FLAGS);
         self
     }
 
@@ -297,6 +312,7 @@ where
                 // No result set (should not happen for a SELECT): no rows.
                 let ok = OkPacket::decode(&p.payload).map_err(ForwardError::Backend)?;
                 self.outcome.status = Some(ok.status);
+                self.outcome.warnings = ok.warnings;
                 if is_last {
                     let eof = hscale_wire::response::encode_eof(ok.warnings, ok.status);
                     return self.send_terminator(&eof).await;
@@ -330,8 +346,9 @@ where
                 if is_last {
                     return self.send_terminator(&row.payload).await;
                 }
-                let (_, st) = decode_eof(&row.payload).map_err(ForwardError::Backend)?;
+                let (warnings, st) = decode_eof(&row.payload).map_err(ForwardError::Backend)?;
                 self.outcome.status = Some(st);
+                self.outcome.warnings = warnings;
                 return Ok(());
             }
             if row.first() == Some(0xff) {

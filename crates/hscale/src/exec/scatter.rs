@@ -126,7 +126,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// net_write_timeout (60 s by default), so the connection gets
     /// `[proxy] scatter_write_timeout_ms` instead. Its replayable state
     /// records the change, so the next statement on it sets it back.
-    async fn hold_open(
+    pub(super) async fn hold_open(
         &mut self,
         conn: &mut PooledConn,
     ) -> Result<Result<(), hscale_wire::response::ErrPacket>, ProxyError> {
@@ -242,6 +242,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             is_serial: self.b.is_in_transaction(),
         };
         let mut next_send = 0;
+        // What the parts read so far said: warnings, index flags.
+        let mut earlier = (0u16, 0u16);
         for i in 0..parts.len() {
             // An error while sending ahead ends the result where it is.
             if !self
@@ -256,7 +258,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 return Ok(());
             };
             match self
-                .receive_part(conn, seq, i == 0, i + 1 == parts.len())
+                .receive_part(conn, seq, (i == 0, i + 1 == parts.len()), &mut earlier)
                 .await
             {
                 Ok(Some(next)) => seq = next,
@@ -342,20 +344,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 
     /// Stream the response of a part already sent on `conn` as one part of
-    /// a concatenated result set. Returns the next sequence id, or `None`
+    /// a concatenated result set (`(is_first, is_last)`); `earlier` holds
+    /// the warnings and index flags of the parts before it, which the last
+    /// part's terminator carries. Returns the next sequence id, or `None`
     /// when the response already ended (with an error).
     async fn receive_part(
         &mut self,
         mut conn: PooledConn,
         seq: u8,
-        is_first: bool,
-        is_last: bool,
+        (is_first, is_last): (bool, bool),
+        earlier: &mut (u16, u16),
     ) -> Result<Option<u8>, ProxyError> {
         let max = self.b.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
         let running = self.b.running(&conn, conn.pool().backend_id);
-        let mut f =
-            Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max).starting_at(seq);
+        let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
+            .starting_at(seq)
+            .after_parts(earlier.0, earlier.1);
         if self.is_fenced {
             f = f.holding_missing_tables();
         }
@@ -364,6 +369,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         match r {
             Ok((mut outcome, next)) => {
                 let is_err = outcome.is_err;
+                earlier.0 = earlier.0.saturating_add(outcome.warnings);
+                earlier.1 |= outcome.status.unwrap_or(0) & status::INDEX_FLAGS;
                 let held = outcome.held.take();
                 if held.as_ref().is_some_and(crate::admin::is_capture_error) {
                     conn.is_broken = true;
@@ -425,7 +432,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok(Ok(ok)) => {
                 total.affected_rows += ok.affected_rows;
                 total.warnings = total.warnings.saturating_add(ok.warnings);
-                total.status = ok.status;
+                // The last part's flags, and every part's index flags.
+                total.status = ok.status | (total.status & status::INDEX_FLAGS);
                 // This part's counts; `add_up` adds them up.
                 total.info = ok.info;
                 if total.last_insert_id == 0 {

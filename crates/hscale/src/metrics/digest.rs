@@ -255,7 +255,7 @@ mod tests {
             kind: PlanKind::Single,
             parts: 1,
             rows: 1,
-            error: 0,
+            ..StatementNote::default()
         };
         for i in 0..100u64 {
             let sql = format!("SELECT c FROM t WHERE id = {i}");

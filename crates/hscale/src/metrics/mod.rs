@@ -93,6 +93,9 @@ pub struct StatementNote {
     pub rows: u64,
     /// The error code the client got, 0 for none.
     pub error: u16,
+    /// Warnings the parts of a merge reported (summed) and their index
+    /// flags (or-ed): the merged result's terminator carries both.
+    pub merged: (u16, u16),
 }
 
 impl StatementNote {
@@ -284,7 +287,7 @@ mod tests {
             kind: PlanKind::Single,
             parts: 1,
             rows: 3,
-            error: 0,
+            ..StatementNote::default()
         };
         m.record(0, &note, Duration::from_micros(50), at, None);
         m.record(1, &note, Duration::from_micros(5_000), at, None);

@@ -152,48 +152,109 @@ pub async fn stream_rows(
     dst_q: &str,
     is_replace: bool,
 ) -> Result<u64, ProxyError> {
+    let copied = stream_rows_to(src, select, vec![dst], dst_q, is_replace, false).await?;
+    Ok(copied.rows)
+}
+
+/// What [`stream_rows_to`] copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Copied {
+    pub rows: u64,
+    /// The sum of the select's last column over its rows, when it is a
+    /// checksum (`has_checksum`), else 0.
+    pub checksum: u64,
+}
+
+/// [`stream_rows`] into several connections to the destination's backend:
+/// each statement runs on whichever is free, so the destination inserts
+/// batches on several threads at once while the source is read once.
+/// Statements commit out of order: only for autocommitted, idempotent
+/// copies of disjoint rows (a `REPLACE` copy). With `has_checksum`, the
+/// select's last column is a number the source computed per row (a
+/// checksum), summed instead of copied.
+pub async fn stream_rows_to(
+    src: &mut BackendConn,
+    select: &str,
+    dsts: Vec<&mut BackendConn>,
+    dst_q: &str,
+    is_replace: bool,
+    has_checksum: bool,
+) -> Result<Copied, ProxyError> {
     exec(src, &["SET character_set_results = NULL".to_string()]).await?;
     let columns = src
         .query_stream(select)
         .await?
         .map_err(|e| server_error(src, select, e))?;
     src.is_broken = true;
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(READ_AHEAD);
+    let width = columns.len();
+    let copied_width = width - usize::from(has_checksum && width > 1);
+    let started = std::time::Instant::now();
+    let (tx, rx) = tokio::sync::mpsc::channel::<String>(READ_AHEAD + dsts.len());
+    // Shared by the writers; taken per statement, not per row.
+    let rx = tokio::sync::Mutex::new(rx);
     let read = async {
-        let mut batcher = InsertBatcher::new(dst_q, &columns);
+        let mut batcher = InsertBatcher::new(dst_q, &columns[..copied_width]);
         if is_replace {
             batcher = batcher.replacing();
         }
-        let mut copied = 0u64;
+        let mut copied = Copied {
+            rows: 0,
+            checksum: 0,
+        };
         let mut is_writing = true;
-        while let Some(row) = src.next_row(columns.len()).await? {
+        // Time the reader waited for a writer: the destination is the
+        // slower side.
+        let mut waited = std::time::Duration::ZERO;
+        while let Some(row) = src.next_row(width).await? {
             let row = row.map_err(|e| server_error(src, select, e))?;
-            copied += 1;
-            if let Some(sql) = batcher.push(&row) {
+            copied.rows += 1;
+            if let Some(sum) = row.get(copied_width..).and_then(|r| r.first()) {
+                let n = sum
+                    .as_deref()
+                    .and_then(|b| std::str::from_utf8(b).ok())
+                    .and_then(|t| t.parse::<u64>().ok())
+                    .ok_or_else(|| ProxyError::Wrong("unreadable row checksum".into()))?;
+                copied.checksum = copied.checksum.wrapping_add(n);
+            }
+            if let Some(sql) = batcher.push(&row[..copied_width]) {
                 // A failed writer dropped its end: read the rest, so `src`
                 // can be used again (a caller may retry after a deadlock).
+                let t = std::time::Instant::now();
                 is_writing = is_writing && tx.send(sql).await.is_ok();
+                waited += t.elapsed();
             }
         }
         if let Some(sql) = batcher.finish() {
             let _ = tx.send(sql).await;
         }
         drop(tx);
-        Ok::<u64, ProxyError>(copied)
+        Ok::<_, ProxyError>((copied, waited))
     };
-    let write = async {
-        while let Some(sql) = rx.recv().await {
-            if let Err(e) = exec(dst, &[sql]).await {
-                rx.close();
-                return Err(e);
+    let writers = dsts.into_iter().map(|dst| {
+        let rx = &rx;
+        async move {
+            loop {
+                let Some(sql) = rx.lock().await.recv().await else {
+                    return Ok(());
+                };
+                if let Err(e) = exec(dst, &[sql]).await {
+                    rx.lock().await.close();
+                    return Err(e);
+                }
             }
         }
-        Ok(())
-    };
-    let (copied, written) = tokio::join!(read, write);
+    });
+    let (read, written) = tokio::join!(read, futures_util::future::try_join_all(writers));
     src.is_broken = true;
     written?;
-    copied
+    let (copied, waited) = read?;
+    tracing::debug!(
+        rows = copied.rows,
+        ms = started.elapsed().as_millis() as u64,
+        reader_waited_ms = waited.as_millis() as u64,
+        "rows streamed"
+    );
+    Ok(copied)
 }
 
 /// Statements read ahead of the one the destination runs.

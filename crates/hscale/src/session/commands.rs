@@ -30,16 +30,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn prepare(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         self.check_reach(&String::from_utf8_lossy(&payload[1..]))?;
         // CONNECTION_ID() and hscale's limits do not change during a
-        // session: rewritten once, at PREPARE (`rewrite.rs`).
+        // session: rewritten once, at PREPARE; PROCESSLIST's sessions do,
+        // so a statement reading them keeps its text (`live`) to be
+        // rewritten again at every execution (`rewrite.rs`).
         let rewritten = std::str::from_utf8(&payload[1..])
             .ok()
-            .and_then(|sql| self.proxy_values(sql))
-            .map(|sql| {
-                let mut b = BytesMut::with_capacity(1 + sql.len());
-                b.put_u8(com::STMT_PREPARE);
-                b.put_slice(sql.as_bytes());
-                b.freeze()
-            });
+            .and_then(|sql| self.proxy_sql(sql));
+        let live = rewritten
+            .as_ref()
+            .filter(|(_, is_live)| *is_live)
+            .map(|_| Arc::<[u8]>::from(&payload[1..]));
+        let rewritten = rewritten.map(|(sql, _)| {
+            let mut b = BytesMut::with_capacity(1 + sql.len());
+            b.put_u8(com::STMT_PREPARE);
+            b.put_slice(sql.as_bytes());
+            b.freeze()
+        });
         let payload = rewritten.as_ref().unwrap_or(payload);
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
         self.b.refuse_prepared_into_sequence(&payload[1..])?;
@@ -51,7 +57,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut attempts = 0;
         loop {
             let planned = self.b.ctx.partitioning.stored_version();
-            match self.prepare_routed(payload, &facts, &sql).await? {
+            match self.prepare_routed(payload, &facts, &sql, &live).await? {
                 Some(err) => {
                     attempts += 1;
                     if attempts <= 8
@@ -81,9 +87,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         payload: &Bytes,
         facts: &hscale_sql::Facts,
         sql: &Arc<[u8]>,
+        live: &Option<Arc<[u8]>>,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         let dict_version = self.b.ctx.partitioning.version();
-        let routing = self.prepared_routing(&payload[1..])?;
+        let routing = self.prepared_routing(&payload[1..]).await?;
         // The metadata comes from the first target (a partition has T's columns).
         let (backend, backend_sql) = match &routing {
             Some(r) => (r.parts[0].0.backend, r.parts[0].1.clone()),
@@ -163,6 +170,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             long_data: Vec::new(),
             long_data_bytes: 0,
             is_long_data_refused: false,
+            // Rewritten again per execution only on the main backend's
+            // path; joined with a partitioned table it keeps the sessions
+            // of its PREPARE.
+            live: live.clone().filter(|_| routing.is_none()),
             routing,
             dict_version,
         });
@@ -241,7 +252,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let version = self.b.ctx.partitioning.version();
         if st.dict_version != version {
             self.b.refuse_prepared_into_sequence(&st.sql)?;
-            st.routing = self.prepared_routing(&st.sql)?;
+            st.routing = self.prepared_routing(&st.sql).await?;
             st.dict_version = version;
             if let Some(s) = self.statements.get_mut(id) {
                 s.routing = st.routing.clone();
@@ -263,6 +274,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             uses_last_insert_id: st.uses_last_insert_id,
         };
         let Some(routing) = st.routing.clone() else {
+            // PROCESSLIST: this moment's sessions, kept as the statement's
+            // text (a cursor's COM_STMT_FETCH finds it by that).
+            let fresh = st.live.as_deref().and_then(|text| {
+                let (sql, _) = self.proxy_sql(std::str::from_utf8(text).ok()?)?;
+                Some(Arc::<[u8]>::from(sql.as_bytes()))
+            });
+            if let Some(fresh) = fresh {
+                st.sql = fresh.clone();
+                if let Some(s) = self.statements.get_mut(id) {
+                    s.sql = fresh;
+                }
+            }
             let mut run = self.exec();
             run.is_fenced = true;
             return run
@@ -320,9 +343,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         done
     }
 
-    /// How a statement being prepared reaches partitioned tables, if it does.
-    fn prepared_routing(&self, sql: &[u8]) -> Result<Option<Arc<PreparedRouting>>, ProxyError> {
-        PreparedRouting::plan(sql, self.b.state.db.as_deref(), &self.b.ctx.partitioning)
+    /// How a statement being prepared reaches partitioned tables, if it
+    /// does; a long one planned on a thread of its own within the planning
+    /// budget (`planning.rs`).
+    async fn prepared_routing(
+        &mut self,
+        sql: &[u8],
+    ) -> Result<Option<Arc<PreparedRouting>>, ProxyError> {
+        let proxy = &self.b.ctx.config.proxy;
+        if sql.len() < proxy.plan_offload_bytes {
+            return PreparedRouting::plan(
+                sql,
+                self.b.state.db.as_deref(),
+                &self.b.ctx.partitioning,
+            );
+        }
+        let (sql, db, ctx) = (sql.to_vec(), self.b.state.db.clone(), self.b.ctx.clone());
+        super::planning::apart(proxy.plan_timeout_ms, move || {
+            PreparedRouting::plan(&sql, db.as_deref(), &ctx.partitioning)
+        })
+        .await?
     }
 
     pub(super) fn long_data(&mut self, payload: &Bytes) {

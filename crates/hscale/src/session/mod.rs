@@ -19,6 +19,7 @@ pub mod auth;
 mod commands;
 mod insert_form;
 mod kill;
+mod planning;
 pub mod prepared;
 mod processlist;
 mod rewrite;
@@ -287,13 +288,6 @@ fn is_plain_end(sql: &str) -> bool {
             .as_slice(),
         ["COMMIT"] | ["ROLLBACK"] | ["COMMIT", "WORK"] | ["ROLLBACK", "WORK"]
     )
-}
-
-thread_local! {
-    /// This worker thread's plan cache (`hscale_route::router::PlanCache`):
-    /// sessions on one worker share it without a lock.
-    static PLAN_CACHE: std::cell::RefCell<hscale_route::router::PlanCache> =
-        std::cell::RefCell::new(hscale_route::router::PlanCache::new());
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -675,16 +669,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(ProxyError::Refused(why));
                 }
             }
-            let plan = PLAN_CACHE.with(|c| {
-                let mut c = c.borrow_mut();
-                let plan = c.plan(sql, self.b.state.db.as_deref(), &dict);
-                self.b
-                    .ctx
-                    .metrics
-                    .worker(self.b.worker)
-                    .plan_cache(c.stats.hits, c.stats.misses);
-                plan
-            });
+            let plan = self.plan(payload, sql, &dict).await?;
             // A statement spread over several connections cannot carry what
             // binds a session to one: user variables, locks, temporary
             // tables, LAST_INSERT_ID(). (Inside a transaction its parts run

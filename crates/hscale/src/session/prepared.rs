@@ -14,7 +14,8 @@ use crate::exec::prepared_routing::PreparedRouting;
 /// One statement the client prepared.
 #[derive(Debug, Clone)]
 pub struct ClientStatement {
-    /// The statement text, byte for byte as the client sent it.
+    /// The statement text as the backends prepare it: the client's, with
+    /// hscale's own answers in place (`rewrite.rs`).
     pub sql: Arc<[u8]>,
     pub num_params: u16,
     pub num_columns: u16,
@@ -30,6 +31,10 @@ pub struct ClientStatement {
     /// Long data went past the limit: executions fail with the server's
     /// error and long data is ignored until COM_STMT_RESET.
     pub is_long_data_refused: bool,
+    /// The client's text of a statement that reads PROCESSLIST, rewritten
+    /// with the sessions of the moment at every execution (`sql` holds
+    /// those of its PREPARE).
+    pub live: Option<Arc<[u8]>>,
     /// Set when the statement names a partitioned table.
     pub routing: Option<Arc<PreparedRouting>>,
     /// The dictionary version `routing` was planned with: a statement is

@@ -55,7 +55,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             com::STMT_EXECUTE => hscale_wire::stmt::statement_id(payload)
                 .ok()
                 .and_then(|id| self.statements.get_mut(id))
-                .map(|s| Info::Prepared(s.sql.clone())),
+                .map(|s| Info::Prepared(s.live.clone().unwrap_or_else(|| s.sql.clone()))),
             _ => None,
         };
         self.b.handle.begin(command_name(cmd), info);

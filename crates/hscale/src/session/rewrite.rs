@@ -10,7 +10,9 @@
 //!   and in KILL), the same for the whole session whichever backend
 //!   connection runs the statement;
 //! - `SHOW [FULL] PROCESSLIST` and `information_schema.PROCESSLIST`:
-//!   hscale's client sessions (`processlist.rs`).
+//!   hscale's client sessions (`processlist.rs`); in a prepared
+//!   statement rewritten again at every execution, since the sessions
+//!   change.
 //!
 //! Each is a rewrite into SQL the backend evaluates, so filters,
 //! expressions and column types work as on a server.
@@ -28,12 +30,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// statement reads something whose answer is hscale's own.
     pub(super) fn proxy_answers(&self, payload: &Bytes) -> Option<Bytes> {
         let sql = std::str::from_utf8(&payload[1..]).ok()?;
-        let mut out = match classify(sql) {
-            Some(Show::Processlist { is_full }) => Some(self.show_processlist(is_full)),
+        let (out, _) = self.proxy_sql(sql)?;
+        Some(crate::backend::BackendConn::payload_for_query(&out))
+    }
+
+    /// `sql` with hscale's own answers in place, and whether they hold
+    /// this moment's sessions (PROCESSLIST): such a prepared statement is
+    /// rewritten again at every execution (`commands.rs`). `None` when
+    /// the statement reads nothing whose answer is hscale's.
+    pub(super) fn proxy_sql(&self, sql: &str) -> Option<(String, bool)> {
+        let (mut out, mut is_live) = match classify(sql) {
+            Some(Show::Processlist { is_full }) => (Some(self.show_processlist(is_full)), true),
             Some(Show::Variables { is_global, filter }) => {
-                Some(self.show_variables(is_global, filter))
+                (Some(self.show_variables(is_global, filter)), false)
             }
-            None => None,
+            None => (None, false),
         };
         if out.is_none() && mentions(sql.as_bytes(), b"PROCESSLIST") {
             out = replace_table(
@@ -42,11 +53,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 "PROCESSLIST",
                 &self.processlist_table(),
             );
+            is_live = out.is_some();
         }
         if let Some(s) = self.proxy_values(out.as_deref().unwrap_or(sql)) {
             out = Some(s);
         }
-        Some(crate::backend::BackendConn::payload_for_query(&out?))
+        Some((out?, is_live))
     }
 
     /// `sql` with hscale's values for `@@max_allowed_packet`,

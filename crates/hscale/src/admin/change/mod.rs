@@ -42,7 +42,7 @@ use hscale_route::BackendId;
 use super::{conn, wrong};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use crate::partition::copy::stream_rows;
+use crate::partition::copy::stream_rows_to;
 use crate::partition::store::exec;
 use crate::partition::{ddl, qualified, quote_ident, quote_str};
 use crate::runtime::Context;
@@ -317,8 +317,11 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         ddl::create_like(&mut like, &m.db, &m.src.1, &mut r.dst, &r.into).await?;
     }
     r.capture().await?;
+    // The source sums what it sends (the verification's checksum of each
+    // row, `verify.rs`) in the same pass.
+    let text = ddl::row_text(&mut r.src, &m.db, &r.src_name).await?;
     let select = format!(
-        "SELECT {} FROM {} WHERE {}",
+        "SELECT {}, CRC32({text}) FROM {} WHERE {}",
         r.columns,
         qualified(&m.db, &r.src_name),
         r.moving(&quote_ident(&m.key_column))
@@ -339,10 +342,28 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     )
     .await?;
     let into_q = qualified(&m.db, &r.into);
+    // The copy reads one snapshot, kept open after it: the verification
+    // sums the source in exactly the state the copy read. Its transaction
+    // holds the source's metadata lock until then, so the connection is
+    // registered: a take-over kills it, or the undo's DROP TRIGGER would
+    // wait for a stopped owner.
+    register(ctx, worker, r.id, r.epoch, m.src.0, &mut reader).await?;
+    exec(
+        &mut reader,
+        &[
+            "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
+            "START TRANSACTION WITH CONSISTENT SNAPSHOT".to_string(),
+        ],
+    )
+    .await?;
     tracing::debug!(operation = r.id, "copy starts");
-    let rows = stream_rows(&mut reader, &select, &mut r.dst, &into_q, true).await?;
+    // The source is read once; the destination inserts on the replay
+    // lanes' connections too (it is the slower side of the copy).
+    let mut dsts = vec![&mut *r.dst];
+    dsts.extend(r.lanes.iter_mut().map(|(_, d)| &mut **d));
+    let copied = stream_rows_to(&mut reader, &select, dsts, &into_q, true, true).await?;
+    let rows = copied.rows;
     tracing::debug!(operation = r.id, rows, "copy done");
-    drop(reader);
     journal(
         ctx,
         worker,
@@ -356,9 +377,14 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         // Tests damage the copy here: the verification must repair it.
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-    catch_up(ctx, worker, r).await?;
+    // No replay before the verification: it compares the destination as
+    // the copy left it with the copy's snapshot, and replays meanwhile.
     tracing::debug!(operation = r.id, "verification starts");
-    let v = super::verify::verify(ctx, worker, r).await?;
+    let v = super::verify::verify(ctx, worker, r, &mut reader, copied).await?;
+    // Its metadata lock released now, not when the server notices the
+    // closed connection: the cutover renames the source.
+    exec(&mut reader, &["ROLLBACK".to_string()]).await?;
+    drop(reader);
     journal(
         ctx,
         worker,
@@ -368,7 +394,7 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         ),
     )
     .await?;
-    // The backlog that grew while the ranges were summed.
+    // The backlog that the replays during the verification left.
     catch_up(ctx, worker, r).await?;
     Ok(rows)
 }

@@ -226,7 +226,7 @@ impl Running<'_> {
                     let run = async {
                         exec(dst, &["BEGIN".to_string()]).await?;
                         for chunk in &mine {
-                            let in_list = format!("({pk}) IN ({})", chunk.join(", "));
+                            let in_list = key_in_list(pk, chunk);
                             exec(dst, &[format!("DELETE FROM {into_q} WHERE {in_list}")]).await?;
                             let select = format!("SELECT {from} WHERE {in_list} AND {moving}");
                             stream_rows(src, &select, dst, into_q, true).await?;
@@ -383,6 +383,18 @@ pub(in crate::admin) async fn entries(
         .collect::<Result<_, _>>()?;
     let keys = key_literals(&r.columns[1..], r.rows.iter().map(|row| &row[1..]));
     Ok((seqs, keys))
+}
+
+/// `(columns) IN (keys)` for the row literals `keys`. A single key is
+/// named twice: MariaDB 10.11 plans `DELETE ... WHERE (a, b) IN ((1, 2))`
+/// as a scan of the whole table (a one-row list of row constructors gets
+/// no range), so a replay of one key read every row of the destination,
+/// for seconds, while two equal keys are a one-row range.
+pub(in crate::admin) fn key_in_list(columns: &str, keys: &[String]) -> String {
+    match keys {
+        [one] => format!("({columns}) IN ({one}, {one})"),
+        _ => format!("({columns}) IN ({})", keys.join(", ")),
+    }
 }
 
 /// Primary keys read from a backend as SQL row literals `(v1, v2)`.

@@ -38,6 +38,7 @@ use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Ship};
 use hscale_route::value::Kind;
 use hscale_route::BackendId;
 use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
+use hscale_wire::consts::status;
 use hscale_wire::reply::{Reply, Rows};
 use hscale_wire::response::{decode_eof, is_eof, ErrPacket};
 use hscale_wire::resultset::{decode_row, ColumnInfo};
@@ -85,6 +86,10 @@ fn bad_value(what: &str) -> Stop {
     )))
 }
 
+/// A streamed merge sending more rows than this holds every part's
+/// connection open at the client's pace (`Exec::hold_open`).
+const HELD_ABOVE_ROWS: u64 = 1000;
+
 /// One partition's result, read row by row. A part dropped before its
 /// result was read to the end closes its connection (a connection with an
 /// unread response must never return to the pool).
@@ -95,6 +100,8 @@ struct Part {
     defs: Vec<Bytes>,
     columns: Vec<ColumnInfo>,
     status: Option<u16>,
+    /// The warning count of the part's terminator.
+    warnings: u16,
 }
 
 impl Drop for Part {
@@ -113,6 +120,7 @@ impl Part {
             defs: Vec::new(),
             columns: Vec::new(),
             status: None,
+            warnings: 0,
         }
     }
 
@@ -184,8 +192,9 @@ impl Part {
         }
         let p = self.packet().await?;
         if is_eof(&p.payload) {
-            let (_, st) = decode_eof(&p.payload).map_err(|e| self.lost(e))?;
+            let (warnings, st) = decode_eof(&p.payload).map_err(|e| self.lost(e))?;
             self.status = Some(st);
+            self.warnings = warnings;
             return Ok(None);
         }
         if p.first() == Some(0xff) {
@@ -258,10 +267,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// after the statements that set up shipped tables (such a connection
     /// is closed after use, which drops its temporary tables).
     async fn start_part(&mut self, target: &Target, sql: &str) -> Result<Part, Stop> {
+        self.start_part_held(target, sql, false).await
+    }
+
+    /// [`Self::start_part`]; `is_held`: the part is one of several streams
+    /// read at the client's pace, so its server must wait for its turn
+    /// longer than its net_write_timeout (`Exec::hold_open`).
+    async fn start_part_held(
+        &mut self,
+        target: &Target,
+        sql: &str,
+        is_held: bool,
+    ) -> Result<Part, Stop> {
         let mut conn = self.b.acquire(target.backend).await?;
         if let Some(err) = self.b.sync(&mut conn, false).await? {
             self.b.finish(conn, Outcome::default(), &Effects::default());
             return Err(Stop::Server(err));
+        }
+        if is_held {
+            if let Err(err) = self.hold_open(&mut conn).await? {
+                self.b.finish(conn, Outcome::default(), &Effects::default());
+                return Err(Stop::Server(err));
+            }
         }
         let setup = self.ship_setup.clone();
         for statement in setup.iter() {
@@ -472,8 +499,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// first row.
     async fn open_streams(&mut self, plan: &MergePlan) -> Result<(Sorted, Option<Defs>), Stop> {
         let mut held: Vec<Part> = Vec::new();
+        // Every part waits while the others reach the client, at its
+        // pace; not worth a round trip per part when a small LIMIT bounds
+        // what the client is sent (the parts are then drained at once).
+        let is_held = plan.parts.len() > 1
+            && plan
+                .limit
+                .is_none_or(|l| l.saturating_add(plan.offset) > HELD_ABOVE_ROWS);
         for (t, sql) in &plan.parts {
-            held.push(self.start_part(t, sql).await?);
+            held.push(self.start_part_held(t, sql, is_held).await?);
         }
         for p in held.iter_mut() {
             p.open().await?;
@@ -584,6 +618,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 /// Give a part's connection back once its result was read to the end.
 fn end_part(b: &mut Bindings, mut part: Part) {
     part.running = None;
+    let merged = &mut b.note.merged;
+    merged.0 = merged.0.saturating_add(part.warnings);
+    merged.1 |= part.status.unwrap_or(0) & status::INDEX_FLAGS;
     if part.status.is_none() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
         return; // dropped: closes the connection
     }
@@ -622,8 +659,9 @@ async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
     note: &mut crate::metrics::StatementNote,
 ) -> Result<(), Stop> {
     note.rows += rows.count();
+    let (warnings, flags) = note.merged;
     let done = match r {
-        Ok(()) => rows.finish(status, 0),
+        Ok(()) => rows.finish(status | flags, warnings),
         Err(Stop::Server(e)) => {
             note.error(e.code);
             rows.err(e.code, &e.sql_state, &e.message)
