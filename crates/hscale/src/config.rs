@@ -96,6 +96,11 @@ pub struct ProxyConfig {
     /// (kills its backend connections) and rolls the change back or
     /// finishes it. In milliseconds.
     pub takeover_after_ms: u64,
+    /// How long an HSCALE command or DDL statement waits for another
+    /// change of its table (through any proxy) to end before it fails with
+    /// 1205 naming the running operation, in milliseconds. The same
+    /// command issued again waits for its twin whatever this says.
+    pub change_wait_ms: u64,
     /// How long a statement of a transaction that spans backends waits for
     /// a row lock (the branches' `innodb_lock_wait_timeout`, rounded up to
     /// whole seconds) unless the session set its own: a deadlock between
@@ -169,6 +174,7 @@ impl Default for ProxyConfig {
             reload_interval_ms: 1_000,
             fence_wait_ms: 5_000,
             takeover_after_ms: 10_000,
+            change_wait_ms: 60_000,
             cross_backend_lock_wait_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,

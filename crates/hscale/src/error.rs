@@ -58,6 +58,13 @@ pub enum ProxyError {
     BackendProtocol { backend: String, reason: String },
     #[error("hscale: {what} is not supported")]
     Unsupported { what: String },
+    /// Another change of the table ran longer than `[proxy] change_wait_ms`.
+    #[error("Lock wait timeout exceeded; try restarting transaction (hscale: {running} is changing {table}; waited {ms} ms, [proxy] change_wait_ms; see HSCALE SHOW OPERATIONS)")]
+    ChangeBusy {
+        running: String,
+        table: String,
+        ms: u64,
+    },
     /// A statement hscale will not run, with the whole reason.
     #[error("hscale: {0}")]
     Refused(String),
@@ -186,6 +193,7 @@ impl ProxyError {
                 (code::ER_OUT_OF_SORTMEMORY, b"HY001", msg)
             }
             ProxyError::Wrong(_) => (code::ER_WRONG_ARGUMENTS, b"HY000", msg),
+            ProxyError::ChangeBusy { .. } => (code::ER_LOCK_WAIT_TIMEOUT, b"HY000", msg),
             ProxyError::ClientCharset(_) => (code::ER_WRONG_VALUE_FOR_VAR, b"42000", msg),
             ProxyError::NoSuchThread(_) => (code::ER_NO_SUCH_THREAD, b"HY000", msg),
             ProxyError::KillDenied(_) => (code::ER_KILL_DENIED_ERROR, b"HY000", msg),

@@ -19,13 +19,20 @@ use std::time::{Duration, Instant};
 use common::*;
 use mysql_async::prelude::*;
 
+/// The cluster's proxy waits only briefly for another change of a table
+/// (`change_wait_ms`), so the change refused below answers at once.
+fn short_change_wait(c: &mut hscale::Config) {
+    add_app_user(c);
+    c.proxy.change_wait_ms = 300;
+}
+
 async fn count(c: &mut mysql_async::Conn, sql: &str) -> i64 {
     c.query_first::<i64, _>(sql).await.unwrap().unwrap_or(-1)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_destination_killed_during_the_copy_is_cleaned_up_when_it_returns() {
-    cluster(2);
+    cluster_with(2, short_change_wait);
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE fault").await.unwrap();
     c.query_drop(
@@ -85,6 +92,7 @@ async fn a_destination_killed_during_the_copy_is_cleaned_up_when_it_returns() {
         .await
         .unwrap_err();
     assert!(refused.to_string().contains("rolling_back"), "{refused}");
+    assert_eq!(code(&refused), 1205, "{refused}");
     // The owner's registered connections on the destination (thread ids of
     // the server's run that was killed).
     let (op, fence): (u64, String) = b0

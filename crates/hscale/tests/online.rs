@@ -1085,6 +1085,11 @@ mod ddl;
 #[path = "online/global.rs"]
 mod global;
 
+/// SETUP_GLOBAL_TABLE and DROP of a global table whose owner is killed or
+/// stopped; the proxy's fence variable out of clients' reach.
+#[path = "online/global_faults.rs"]
+mod global_faults;
+
 /// An in-place SETUP_TABLE whose owner is killed before and after its rename.
 #[path = "online/setup_kill.rs"]
 mod setup_kill;
@@ -1328,9 +1333,12 @@ async fn the_checker_finds_nothing_wrong_without_partition_changes() {
     assert_invariants(TEST, scene, &ports, &out).await;
 }
 
-/// Two proxies changing the same table at once: one change runs, the other
-/// is refused with the running operation named; SHOW OPERATIONS shows the
-/// finished change; the table is intact.
+/// Two proxies changing the same table at once: one change runs; another
+/// change through a proxy with a short `change_wait_ms` is refused with
+/// 1205 naming the running operation, and through one with the default
+/// wait runs once the first is done; the same command again reports the
+/// first done; SHOW OPERATIONS shows the finished change; the table is
+/// intact.
 #[tokio::test]
 async fn two_proxies_cannot_change_one_table_at_once() {
     cluster(3);
@@ -1339,7 +1347,12 @@ async fn two_proxies_cannot_change_one_table_at_once() {
         table: "acct_twice",
     };
     setup_acct(scene).await;
-    let (a, b) = (serve(1_000), serve(1_000));
+    let a = serve(1_000);
+    let b = ProxyProcess::start({
+        let mut c = cluster_config();
+        c.proxy.change_wait_ms = 100;
+        c
+    });
     let mut ca = Conn::new(proxy_opts(a.port, Some(scene.db))).await.unwrap();
     let mut cb = Conn::new(proxy_opts(b.port, Some(scene.db))).await.unwrap();
     ca.query_drop("HSCALE ADD_PARTITION('online_twice.acct_twice', 'p1', '1', 'shard1')")
@@ -1366,6 +1379,20 @@ async fn two_proxies_cannot_change_one_table_at_once() {
         .query_drop("HSCALE ADD_PARTITION('online_twice.acct_twice', 'p2', '2', 'shard1')")
         .await
         .expect_err("a second change of the same table while the first runs");
+    assert_eq!(code(&refused), 1205, "{refused}");
+    // Through a proxy with the default wait, it waits its turn.
+    let w = serve(1_000);
+    let waiter = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(w.port, Some("online_twice")))
+            .await
+            .unwrap();
+        let r = c
+            .query_drop("HSCALE ADD_PARTITION('online_twice.acct_twice', 'p2', '2', 'shard1')")
+            .await;
+        let _ = c.disconnect().await;
+        drop(w);
+        r
+    });
     // The same command through a third proxy waits for the running one and
     // reports it done.
     let c3 = serve(1_000);
@@ -1412,10 +1439,10 @@ async fn two_proxies_cannot_change_one_table_at_once() {
     assert_eq!(n, Some(50_000));
     let parts = physical_tables("online_twice.acct_twice").await;
     assert_eq!(parts["p1"].0, 2, "p1 moved to shard2: {parts:?}");
-    // The second change runs once the first is done.
-    cb.query_drop("HSCALE ADD_PARTITION('online_twice.acct_twice', 'p2', '2', 'shard1')")
-        .await
-        .unwrap();
+    // The waiting change ran once the first was done.
+    waiter.await.unwrap().unwrap();
+    let parts = physical_tables("online_twice.acct_twice").await;
+    assert_eq!(parts["p2"].0, 1, "p2 added on shard1: {parts:?}");
     ca.disconnect().await.unwrap();
     cb.disconnect().await.unwrap();
 }

@@ -16,6 +16,14 @@
 //! qualified name regardless of quoting. Anything found by any of them is
 //! refused; a false refusal is possible only for text that names the
 //! database itself.
+//!
+//! User variables named `@<schema>_...` (`@hscale_dictionary_version`,
+//! which the fence triggers of global tables read) belong to the proxy:
+//! a statement that names one in any spelling (`@x`, `@'x'`, `@`x``,
+//! `@"x"`, spaces or comments after the `@`, backslash escapes in a quoted
+//! name or in dynamic SQL) is refused, whether it reads, assigns (`SET`,
+//! `:=`, `INTO`) or passes it to a procedure. The scan is over bytes,
+//! quoting aside, so text that merely contains `@hscale_` is refused too.
 
 use crate::lexer::{tokenize, tokenize_without_escapes, Token, TokenKind};
 
@@ -29,6 +37,8 @@ pub enum Reach {
     Database,
     /// Dynamic SQL from an expression: its text is not known.
     Dynamic,
+    /// A user variable reserved for the proxy (`@<schema>_...`).
+    Variable,
 }
 
 /// Nesting of dynamic SQL literals checked (the server allows none).
@@ -54,8 +64,15 @@ fn contains_ci(hay: &[u8], needle: &str) -> bool {
 
 fn check(sql: &str, schema: &str, depth: usize) -> Option<Reach> {
     let b = sql.as_bytes();
+    let names_schema = contains_ci(b, schema);
+    // A reserved variable's name is spelled out, or hidden behind
+    // backslash escapes (`@'hsc\ale_x'`).
+    let may_name_variable = names_schema || (b.contains(&b'@') && b.contains(&b'\\'));
+    if may_name_variable && reserved_variable(b, schema) {
+        return Some(Reach::Variable);
+    }
     let is_dynamic = contains_ci(b, "PREPARE") || contains_ci(b, "IMMEDIATE");
-    if !is_dynamic && !contains_ci(b, schema) {
+    if !is_dynamic && !names_schema {
         return None;
     }
     for lex in [tokenize, tokenize_without_escapes] {
@@ -69,6 +86,62 @@ fn check(sql: &str, schema: &str, depth: usize) -> Option<Reach> {
         return raw_qualified(sql, schema);
     }
     None
+}
+
+/// Whether a user variable whose name starts with `<schema>_` follows an
+/// `@` anywhere in `b`: after the `@`, more `@`s, spaces, quotes,
+/// backslashes and comments are skipped (an executable comment's marker
+/// only: its text is code), then the name is compared with quotes and
+/// backslashes left out. Over-approximates on purpose: the server's lexer
+/// reads `@ name`, `@/* c */name`, `@'name'` and escapes in quoted names.
+fn reserved_variable(b: &[u8], schema: &str) -> bool {
+    let prefix = schema.as_bytes().iter().chain(b"_");
+    let is_noise = |c: u8| {
+        matches!(
+            c,
+            b'@' | b' ' | b'\t' | b'\n' | b'\r' | b'`' | b'\'' | b'"' | b'\\'
+        )
+    };
+    let mut i = 0;
+    while let Some(at) = b[i..].iter().position(|&c| c == b'@') {
+        let mut j = i + at + 1;
+        loop {
+            let rest = &b[j.min(b.len())..];
+            if rest.first().is_some_and(|&c| is_noise(c)) {
+                j += 1;
+            } else if rest.starts_with(b"/*!") || rest.starts_with(b"/*M!") {
+                j += if rest[2] == b'!' { 3 } else { 4 };
+                while b.get(j).is_some_and(u8::is_ascii_digit) {
+                    j += 1;
+                }
+            } else if rest.starts_with(b"/*") {
+                match rest[2..].windows(2).position(|w| w == b"*/") {
+                    Some(k) => j += k + 4,
+                    None => break,
+                }
+            } else if rest.starts_with(b"*/") {
+                j += 2;
+            } else if rest.starts_with(b"#") || rest.starts_with(b"--") {
+                match rest.iter().position(|&c| c == b'\n') {
+                    Some(k) => j += k + 1,
+                    None => break,
+                }
+            } else {
+                break;
+            }
+        }
+        let mut name = b[j.min(b.len())..]
+            .iter()
+            .filter(|&&c| !matches!(c, b'`' | b'\'' | b'"' | b'\\'));
+        if prefix
+            .clone()
+            .all(|p| name.next().is_some_and(|c| c.eq_ignore_ascii_case(p)))
+        {
+            return true;
+        }
+        i += at + 1;
+    }
+    false
 }
 
 /// A name token's text without its quotes (backquotes, or double quotes
@@ -338,6 +411,42 @@ mod tests {
         // GBK: 0xbf 0x5c is one character, so the quote after it ends the string.
         let sql = "SELECT '\u{bf}\\' , x FROM hscale . operations -- '";
         assert!(reach(sql).is_some());
+    }
+
+    #[test]
+    fn reserved_variables_in_any_spelling() {
+        for sql in [
+            "SET @hscale_dictionary_version = 99",
+            "SET @a = 1, @HSCALE_dictionary_version := 99",
+            "SELECT @hscale_dictionary_version := 99",
+            "SELECT 99 INTO @hscale_dictionary_version",
+            "SET @`hscale_dictionary_version` = 99",
+            "SET @'hscale_dictionary_version' = 99",
+            "SET @\"hscale_dictionary_version\" = 99",
+            r"SET @'hsc\ale_dictionary_version' = 99",
+            "SET @ hscale_dictionary_version = 99",
+            "SET @/* c */hscale_dictionary_version = 99",
+            "SET @/*!hscale_dictionary_version*/ = 99",
+            "SET @/*!100000 hscale_dictionary_version*/ = 99",
+            "SET @-- c\nhscale_dictionary_version = 99",
+            "CALL p(@hscale_dictionary_version)",
+            "PREPARE s FROM 'SET @hscale_dictionary_version = 99'",
+            r"PREPARE s FROM 'SET @hsc\ale_dictionary_version = 99'",
+            "PREPARE s FROM 'SET @''hscale_dictionary_version'' = 99'",
+            "EXECUTE IMMEDIATE 'SELECT 1 INTO @hscale_x'",
+            "CREATE TRIGGER t BEFORE INSERT ON x FOR EACH ROW SET @hscale_dictionary_version = 99",
+        ] {
+            assert_eq!(reach(sql), Some(Reach::Variable), "{sql}");
+        }
+        for sql in [
+            "SET @hscale = 1",
+            "SET @my_hscale_x = 1",
+            "SELECT @@autocommit, @a",
+            r"SELECT 'a\b' FROM t WHERE x = @y",
+            "SET @hscalex = 1",
+        ] {
+            assert_eq!(reach(sql), None, "{sql}");
+        }
     }
 
     #[test]

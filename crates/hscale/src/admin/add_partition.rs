@@ -21,6 +21,7 @@ pub(super) async fn run(
     partition: &str,
     value: &str,
     backend: &BackendRef,
+    change_wait: std::time::Duration,
 ) -> Result<AdminOutput, ProxyError> {
     let _g = ctx.partitioning.admin_lock.lock().await;
     let names = backend_names(ctx);
@@ -37,7 +38,8 @@ pub(super) async fn run(
         "ADD_PARTITION('{name}', '{partition}', '{value}', '{}')",
         names[b.index()]
     );
-    let (op, _owner) = match change::start(ctx, worker, &name, &command).await? {
+    let (op, _owner) = match change::start_within(ctx, worker, &name, &command, change_wait).await?
+    {
         Ok(started) => started,
         Err(done) => return Ok(done),
     };

@@ -121,6 +121,7 @@ async fn create(
         &partition,
         value,
         &BackendRef::Position(backend.number()),
+        std::time::Duration::ZERO,
     )
     .await;
     if let Err(e) = done {

@@ -38,7 +38,8 @@ use crate::partition::store;
 use crate::runtime::Context;
 
 pub use change::is_capture_error;
-pub use schema::{drop_global, show_create, show_tables};
+pub use schema::{show_create, show_tables};
+pub use table_ddl::drop_global;
 pub use table_ddl::{drop_table, forget_database, rename_table};
 pub use takeover::take_over;
 
@@ -95,7 +96,8 @@ pub async fn execute(
             backend,
         } => {
             let name = table_name(&table, session_db)?;
-            add_partition::run(ctx, worker, name, &partition, &value, &backend).await
+            let wait = std::time::Duration::from_millis(ctx.config.proxy.change_wait_ms);
+            add_partition::run(ctx, worker, name, &partition, &value, &backend, wait).await
         }
         AdminCommand::DropPartition { table, partition } => {
             let name = table_name(&table, session_db)?;
@@ -237,6 +239,10 @@ pub enum Fence {
     /// The same dictionary and no change in its cutover: the table is
     /// really missing.
     Unchanged,
+    /// The same dictionary, and the changes seen in their cutover while
+    /// waiting ended without one (rolled back, e.g. a SETUP_GLOBAL_TABLE
+    /// whose owner died: its fence triggers are gone): run it again.
+    Ended,
     /// Changes still in their cutover after `[proxy] fence_wait_ms`.
     Timeout(String),
 }
@@ -249,6 +255,7 @@ pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) 
     let since = std::time::Instant::now();
     let deadline = since + wait;
     let every = std::time::Duration::from_millis(20);
+    let mut saw_cutover = false;
     loop {
         if ctx.partitioning.stored_version() > planned {
             return Fence::Newer;
@@ -281,8 +288,16 @@ pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) 
             // Only a reload that began after the statement failed can say
             // no change is in its cutover: an earlier one (another session's,
             // within `every`) may predate the rename the statement met.
-            if g.cutovers.is_empty() && g.last_reload.is_some_and(|t| t >= since) {
-                return Fence::Unchanged;
+            let is_fresh = g.last_reload.is_some_and(|t| t >= since);
+            if is_fresh && !g.cutovers.is_empty() {
+                saw_cutover = true;
+            }
+            if g.cutovers.is_empty() && is_fresh {
+                return if saw_cutover {
+                    Fence::Ended
+                } else {
+                    Fence::Unchanged
+                };
             }
             if std::time::Instant::now() >= deadline {
                 return Fence::Timeout(g.cutovers.join(", "));

@@ -1,42 +1,16 @@
 //! Statements on partitioned and global tables that the dictionary itself
-//! answers or changes: `DROP TABLE` of a global table, `SHOW [FULL]
-//! TABLES`, `SHOW CREATE TABLE` (planned by `hscale_route::router::schema`).
-//! DDL of partitioned tables is in `table_ddl.rs`.
+//! answers: `SHOW [FULL] TABLES`, `SHOW CREATE TABLE` (planned by
+//! `hscale_route::router::schema`). DDL of partitioned tables and `DROP
+//! TABLE` of a global table are journal operations, in `table_ddl.rs`.
 
 use hscale_route::dictionary::TableName;
 use hscale_route::BackendId;
 
-use super::{cols, commit, conn, reload, wrong, AdminOutput};
+use super::{cols, conn, wrong, AdminOutput};
 use crate::error::ProxyError;
-use crate::partition::store::{self, exec, server_error};
-use crate::partition::{ddl, qualified, quote_ident};
+use crate::partition::store::server_error;
+use crate::partition::{ddl, quote_ident};
 use crate::runtime::Context;
-
-/// `DROP TABLE G` for a global table: every copy, then its entry.
-pub async fn drop_global(
-    ctx: &Context,
-    worker: usize,
-    name: &TableName,
-) -> Result<AdminOutput, ProxyError> {
-    let _g = ctx.partitioning.admin_lock.lock().await;
-    let mut d = (*reload(ctx, worker).await?).clone();
-    if !d.remove_global(name) {
-        return Err(wrong(format!("table {name} is not a global table")));
-    }
-    for b in ctx.backend_ids() {
-        let mut c = conn(ctx, worker, b).await?;
-        exec(
-            &mut c,
-            &[format!(
-                "DROP TABLE IF EXISTS {}",
-                qualified(&name.db, &name.table)
-            )],
-        )
-        .await?;
-    }
-    commit(ctx, worker, d, &[store::delete_global_sql(name)]).await?;
-    Ok(AdminOutput::done())
-}
 
 /// `SHOW [FULL] TABLES` in a database with partitioned tables: the main
 /// backend's tables without the physical tables of partitioned ones, plus

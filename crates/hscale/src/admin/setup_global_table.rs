@@ -91,14 +91,31 @@ pub(super) async fn run(
         main.is_broken = true;
         register(ctx, worker, op, FIRST_EPOCH, BackendId::MAIN, &mut main).await?;
         exec(&mut main, &fence_triggers(&name)).await?;
-        for b in BackendId::all(names.len()).skip(1) {
+        for (i, b) in BackendId::all(names.len()).skip(1).enumerate() {
             copy_to(ctx, worker, op, &name, b).await?;
+            // Progress (SHOW OPERATIONS' rows copied counts the copies),
+            // guarded by the epoch: a taken-over owner stops here.
+            change::journal(
+                ctx,
+                worker,
+                format!(
+                    "UPDATE `hscale`.`operations` SET rows_copied = {} WHERE id = {op} AND epoch = {FIRST_EPOCH} AND state = 'cutover'",
+                    i + 1
+                ),
+            )
+            .await?;
+            if i == 0 {
+                if let Some(ms) = change::test_pause("HSCALE_TEST_PAUSE_IN_GLOBAL_SETUP_MS") {
+                    // Tests kill or stop the owner here: one copy made,
+                    // the fence triggers on.
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                }
+            }
         }
         Ok(())
     };
     if let Err(e) = set_up.await {
-        change::fail(ctx, worker, op, &e).await;
-        undo(ctx, worker, op, FIRST_EPOCH, &name).await;
+        give_up(ctx, worker, op, &name, &e).await;
         return Err(e);
     }
     let report = change::Report {
@@ -111,9 +128,18 @@ pub(super) async fn run(
         change::commit_with_journal(ctx, worker, op, FIRST_EPOCH, &report, |_| Ok(rows.clone()))
             .await
     {
-        change::fail(ctx, worker, op, &e).await;
-        undo(ctx, worker, op, FIRST_EPOCH, &name).await;
-        return Err(e);
+        // A commit whose answer was lost may have happened: then the
+        // copies are the table's, and stay. Not known (the main backend
+        // did not answer): left to a take-over, which undoes only an
+        // operation still active.
+        match change::state_of(ctx, worker, op).await.as_deref() {
+            Some("done") => {}
+            Some(_) => {
+                give_up(ctx, worker, op, &name, &e).await;
+                return Err(e);
+            }
+            None => return Err(e),
+        }
     }
     Ok(AdminOutput::Ok {
         info: format!(
@@ -209,32 +235,48 @@ fn fence_triggers(name: &TableName) -> Vec<String> {
     sql
 }
 
-/// Undo a setup that did not commit (best effort; a take-over repeats
-/// it): the fence triggers and the copies go.
-async fn undo(ctx: &Context, worker: usize, op: u64, epoch: u64, name: &TableName) {
-    let r = async {
-        for b in ctx.backend_ids() {
-            let mut c = conn(ctx, worker, b).await?;
-            c.is_broken = true;
-            register(ctx, worker, op, epoch, b, &mut c).await?;
-            let sql = if b.is_main() {
-                trigger_names(name)
-                    .iter()
-                    .map(|t| format!("DROP TRIGGER IF EXISTS {}", qualified(&name.db, t)))
-                    .collect()
-            } else {
-                vec![format!(
-                    "DROP TABLE IF EXISTS {}",
-                    qualified(&name.db, &name.table)
-                )]
-            };
-            exec(&mut c, &sql).await?;
+/// End a setup that failed as its owner: undo it, then end the operation
+/// `failed`. In that order: a write that met the fence triggers waits while
+/// the operation is in its cutover and runs again once it ended
+/// (`admin::Fence::Ended`), so the triggers must be gone by then. What
+/// cannot be undone now (a backend lost, or the setup taken over) stays
+/// active in the journal for a take-over, which undoes it again.
+async fn give_up(ctx: &Context, worker: usize, op: u64, name: &TableName, why: &ProxyError) {
+    match undo(ctx, worker, op, FIRST_EPOCH, name).await {
+        Ok(()) => change::fail(ctx, worker, op, why).await,
+        Err(e) => {
+            tracing::warn!(operation = op, error = %e, "cannot undo SETUP_GLOBAL_TABLE: left to a take-over");
         }
-        Ok::<(), ProxyError>(())
-    };
-    if let Err(e) = r.await {
-        tracing::warn!(operation = op, error = %e, "cannot undo SETUP_GLOBAL_TABLE");
     }
+}
+
+/// Undo a setup that did not commit, as operation `op`'s owner at `epoch`
+/// (each step can run again): the fence triggers and the copies go.
+async fn undo(
+    ctx: &Context,
+    worker: usize,
+    op: u64,
+    epoch: u64,
+    name: &TableName,
+) -> Result<(), ProxyError> {
+    for b in ctx.backend_ids() {
+        let mut c = conn(ctx, worker, b).await?;
+        c.is_broken = true;
+        register(ctx, worker, op, epoch, b, &mut c).await?;
+        let sql = if b.is_main() {
+            trigger_names(name)
+                .iter()
+                .map(|t| format!("DROP TRIGGER IF EXISTS {}", qualified(&name.db, t)))
+                .collect()
+        } else {
+            vec![format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified(&name.db, &name.table)
+            )]
+        };
+        exec(&mut c, &sql).await?;
+    }
+    Ok(())
 }
 
 /// Whether a journal row's `detail` is a global setup's spec.
@@ -253,7 +295,9 @@ pub(super) async fn take_over(
     spec: GlobalSpec,
 ) -> Result<(), ProxyError> {
     let name = TableName::new(&spec.global_db, &spec.global_table);
-    undo(ctx, worker, id, epoch, &name).await;
+    // Not undone (a backend down): the operation stays active, and the
+    // next round tries again.
+    undo(ctx, worker, id, epoch, &name).await?;
     change::journal(
         ctx,
         worker,

@@ -1,8 +1,9 @@
 //! DDL of partitioned tables as operations of the journal: `DROP TABLE`,
 //! `RENAME TABLE` (and `ALTER TABLE ... RENAME`), and the statements run on
 //! every partition (`ALTER TABLE`, `CREATE` / `DROP INDEX`, `TRUNCATE`),
-//! through any proxy while others write. `DROP DATABASE` drops the
-//! database's partitioned and global tables this way first.
+//! and `DROP TABLE` of a global table (every copy), through any proxy
+//! while others write. `DROP DATABASE` drops the database's partitioned
+//! and global tables this way first.
 //!
 //! Each is one change of the table (`change::begin`: the journal's one
 //! active change per table, so DDL never runs under a partition move, nor a
@@ -91,6 +92,41 @@ pub async fn drop_table(
         Ok(DdlSpec {
             ddl_steps: steps,
             dictionary: store::delete_table_sql(name),
+        })
+    })
+    .await
+}
+
+/// `DROP TABLE G` for a global table: every copy (the main one first, so
+/// reads fail from the start; its fence triggers go with it), then its
+/// entry. A proxy that has not heard of the drop writes every copy, meets
+/// a missing one, waits while the operation is in its cutover and then
+/// fails with 1146, as on a server; a dead owner's drop is finished by a
+/// take-over.
+pub async fn drop_global(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let command = format!("DROP TABLE {name}");
+    run(ctx, worker, name, &command, |d, _| {
+        if !d.is_global(name) {
+            return Err(wrong(format!("table {name} is not a global table")));
+        }
+        let steps = backend_names(ctx)
+            .into_iter()
+            .map(|b| Step {
+                backend: b.to_string(),
+                db: name.db.clone(),
+                op: "drop".into(),
+                table: name.table.clone(),
+                to: String::new(),
+                sql: String::new(),
+            })
+            .collect();
+        Ok(DdlSpec {
+            ddl_steps: steps,
+            dictionary: vec![store::delete_global_sql(name)],
         })
     })
     .await
@@ -249,7 +285,7 @@ pub async fn forget_database(ctx: &Context, worker: usize, db: &str) -> Result<(
         drop_table(ctx, worker, t).await?;
     }
     for g in &globals {
-        super::drop_global(ctx, worker, g).await?;
+        drop_global(ctx, worker, g).await?;
     }
     Ok(())
 }

@@ -75,7 +75,7 @@ impl Bindings {
             } else {
                 await_newer_dictionary(&ctx, self.worker, planned).await
             };
-            if matches!(fence, Fence::Newer) {
+            if matches!(fence, Fence::Newer | Fence::Ended) {
                 self.rollback().await?;
                 tracing::info!(
                     connection_id = self.connection_id,
@@ -108,7 +108,7 @@ impl Bindings {
         let fence = await_newer_dictionary(&ctx, self.worker, planned).await;
         tracing::debug!(connection_id = self.connection_id, planned, attempts = *attempts, error = %err.message, fence = ?fence, "statement met a missing table");
         match fence {
-            Fence::Newer => {
+            Fence::Newer | Fence::Ended => {
                 ctx.metrics.worker(self.worker).stale_route_retry();
                 Ok(Next::Retry)
             }

@@ -1,10 +1,11 @@
 //! Where a client's prepared statement on a partitioned table runs: the
 //! routing planned at PREPARE (again when the dictionary changed), and
-//! the parts each execution picks from its key parameters.
+//! the parts each execution picks from its key parameters. A write to a
+//! global table runs on every copy (`Exec::run_prepared_global`).
 
 use std::sync::Arc;
 
-use hscale_route::dictionary::{PartitionedTable, Target};
+use hscale_route::dictionary::{PartitionedTable, TableName, Target};
 use hscale_route::router::{Plan, StatementKind};
 use hscale_wire::stmt::Execute;
 
@@ -24,7 +25,11 @@ pub struct PreparedRouting {
     /// The `?`s holding the key (one per INSERT row; at most one otherwise):
     /// each execution runs on the partition of their values.
     pub key_params: Vec<usize>,
-    pub table: PartitionedTable,
+    /// The partitioned table (`None` for a write to a global table).
+    pub table: Option<PartitionedTable>,
+    /// A write to this global table: every copy, as the text path writes
+    /// it (`parts` is the main copy, where it is prepared for its metadata).
+    pub global: Option<TableName>,
 }
 
 impl PreparedRouting {
@@ -90,9 +95,23 @@ impl PreparedRouting {
                         .map(|(t, s)| (t, Arc::from(s.as_bytes())))
                         .collect(),
                     key_params,
-                    table,
+                    table: Some(table),
+                    global: None,
                 })))
             }
+            Plan::GlobalWrite { table, sql } => Ok(Some(Arc::new(PreparedRouting {
+                kind: StatementKind::Update,
+                parts: vec![(
+                    Target {
+                        backend: hscale_route::BackendId::MAIN,
+                        physical_table: table.table.clone(),
+                    },
+                    Arc::from(sql.as_bytes()),
+                )],
+                key_params: Vec::new(),
+                table: None,
+                global: Some(table),
+            }))),
             _ => Err(ProxyError::Refused(
                 "this statement on a partitioned table cannot be prepared (run it as a query)"
                     .into(),
@@ -109,29 +128,26 @@ impl PreparedRouting {
         long: &[u16],
     ) -> Result<Vec<Part>, ProxyError> {
         let is_insert = self.kind == StatementKind::Insert;
-        if self.key_params.is_empty() {
+        let Some(table) = self.table.as_ref().filter(|_| !self.key_params.is_empty()) else {
             return Ok(self.parts.clone());
-        }
+        };
         let mut target: Option<Target> = None;
         for &i in &self.key_params {
             let v = params::key_value(exec, types, i, long).map_err(ProxyError::Refused)?;
             let shown = v.to_string();
-            let t = self
-                .table
-                .stored_key(v)
-                .and_then(|v| self.table.route(&v).ok());
+            let t = table.stored_key(v).and_then(|v| table.route(&v).ok());
             match (t, &target) {
                 (Some(t), Some(prev)) if t != *prev => {
                     return Err(ProxyError::Refused(format!(
                         "the rows of this prepared INSERT belong to different partitions of {} (run one row per execution)",
-                        self.table.name
+                        table.name
                     )))
                 }
                 (Some(t), _) => target = Some(t),
                 (None, _) if is_insert => {
                     return Err(ProxyError::Refused(format!(
                         "the partition key value {shown} cannot be placed in {} (key {})",
-                        self.table.name, self.table.column
+                        table.name, table.column
                     )))
                 }
                 // A value that cannot be placed ('abc' for an integer key)
@@ -167,16 +183,17 @@ impl PreparedRouting {
         long: &[u16],
         parts: &[Part],
     ) -> Option<String> {
+        let table = self.table.as_ref()?;
         match self.key_params.as_slice() {
             [i] if self.kind == StatementKind::Insert
-                && self.table.auto.is_some()
+                && table.auto.is_some()
                 && parts.len() == 1
-                && parts[0].0 == self.table.default_target() =>
+                && parts[0].0 == table.default_target() =>
             {
                 params::key_value(exec, types, *i, long)
                     .ok()
-                    .and_then(|v| self.table.stored_key(v))
-                    .and_then(|v| self.table.partition_value_of(&v).ok().flatten())
+                    .and_then(|v| table.stored_key(v))
+                    .and_then(|v| table.partition_value_of(&v).ok().flatten())
             }
             _ => None,
         }

@@ -397,20 +397,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
     }
 
-    /// Run one partition's write and add its OK into `total`. Returns
-    /// `false` when its error was written to the client instead.
-    pub(crate) async fn add_part(
-        &mut self,
-        mut conn: PooledConn,
-        command: &[u8],
-        total: &mut OkPacket,
-    ) -> Result<bool, ProxyError> {
-        let running = self.b.running(&conn, conn.pool().backend_id);
-        let r = conn.command(command).await;
-        drop(running);
-        self.add_ok(conn, r, total).await
-    }
-
     /// Read the OK of a write already sent on `conn` into `total`.
     async fn read_part_ok(
         &mut self,
@@ -425,11 +411,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     async fn add_ok(
         &mut self,
-        conn: PooledConn,
+        mut conn: PooledConn,
         r: Result<Result<OkPacket, hscale_wire::response::ErrPacket>, ProxyError>,
         total: &mut OkPacket,
     ) -> Result<bool, ProxyError> {
         match r {
+            // A part that ran into a renamed table (a stale route): nothing
+            // reached the client yet, so the fence runs the statement again
+            // whole (its own transaction is rolled back by `finish_write`).
+            Ok(Err(err))
+                if self.is_fenced && err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE =>
+            {
+                if crate::admin::is_capture_error(&err) {
+                    // Its prepared statements lock older triggers' tables.
+                    conn.is_broken = true;
+                }
+                self.b.finish(conn, Outcome::default(), &Effects::default());
+                Err(ProxyError::StaleRoute { err })
+            }
             Ok(Ok(ok)) => {
                 total.affected_rows += ok.affected_rows;
                 total.warnings = total.warnings.saturating_add(ok.warnings);
@@ -483,7 +482,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if is_implicit {
             self.b.begin_implicit();
         }
-        let total = self.global_copies(table, sql, is_implicit).await;
+        let total = self
+            .global_copies(table, sql.as_bytes(), Command::Query, is_implicit)
+            .await;
+        self.finish_write(total, is_implicit).await
+    }
+
+    /// [`Self::run_global_write`] for an execution of a prepared statement
+    /// (`sql`, prepared on each copy's connection): every copy or none,
+    /// in the same order, fenced the same way.
+    pub(crate) async fn run_prepared_global(
+        &mut self,
+        table: &hscale_route::dictionary::TableName,
+        sql: &[u8],
+        execution: &super::prepared::Execution<'_>,
+    ) -> Result<(), ProxyError> {
+        let ctx = self.b.ctx.clone();
+        let is_implicit = self.b.needs_implicit_txn();
+        let _serial = if is_implicit {
+            Some(ctx.partitioning.global_write_lock.lock().await)
+        } else {
+            None
+        };
+        if is_implicit {
+            self.b.begin_implicit();
+        }
+        let total = self
+            .global_copies(table, sql, Command::Execute(execution), is_implicit)
+            .await;
         self.finish_write(total, is_implicit).await
     }
 
@@ -492,19 +518,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     async fn global_copies(
         &mut self,
         table: &hscale_route::dictionary::TableName,
-        sql: &str,
+        sql: &[u8],
+        cmd: Command<'_>,
         is_implicit: bool,
     ) -> Result<Option<OkPacket>, ProxyError> {
-        let command = BackendConn::payload_for_query(sql);
         let mut total = OkPacket::default();
-        let Some(conn) = self
-            .connect_part(BackendId::MAIN, 1, Command::Query)
-            .await?
-        else {
+        let Some(mut conn) = self.connect_part(BackendId::MAIN, 1, cmd).await? else {
             return Ok(None);
         };
-        if !self.add_part(conn, &command, &mut total).await? {
-            return Ok(None);
+        match self.send_part(&mut conn, sql, cmd).await {
+            Ok(Ok(())) => {
+                if !self.read_part_ok(conn, &mut total).await? {
+                    return Ok(None);
+                }
+            }
+            Ok(Err(err)) => {
+                self.b.finish(conn, Outcome::default(), &Effects::default());
+                self.write_server_error(1, &err).await?;
+                return Ok(None);
+            }
+            Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
         }
         for b in self.b.ctx.backend_ids().skip(1) {
             let mut conn = self.b.acquire(b).await?;
@@ -513,7 +546,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 return self.copy_failed(table, b, err, is_implicit).await;
             }
             let running = self.b.running(&conn, b);
-            let r = conn.command(&command).await;
+            let r = match self.send_part(&mut conn, sql, cmd).await {
+                Ok(Ok(())) => conn.read_response().await,
+                Ok(Err(err)) => Ok(Err(err)),
+                Err(e) => Err(e),
+            };
             drop(running);
             match r {
                 Ok(Ok(ok)) => {

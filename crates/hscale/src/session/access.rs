@@ -23,8 +23,9 @@ pub const RESERVED_SCHEMA: &str = "hscale";
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Refuse a statement that reaches hscale's own schema, as the server
-    /// refuses a table or database without grants (1142, 1044), or dynamic
-    /// SQL whose text the proxy cannot check (1235).
+    /// refuses a table or database without grants (1142, 1044), dynamic
+    /// SQL whose text the proxy cannot check, or a user variable the
+    /// proxy reserves (1235).
     pub(super) fn check_reach(&self, sql: &str) -> Result<(), ProxyError> {
         match guard::reserved_reach(sql, RESERVED_SCHEMA) {
             None => Ok(()),
@@ -38,6 +39,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Some(Reach::Database) => Err(self.db_denied(RESERVED_SCHEMA)),
             Some(Reach::Dynamic) => Err(ProxyError::Unsupported {
                 what: "PREPARE ... FROM or EXECUTE IMMEDIATE with anything but string literals through hscale".into(),
+            }),
+            // `@hscale_dictionary_version` is what global tables' fence
+            // triggers trust (`admin/setup_global_table.rs`).
+            Some(Reach::Variable) => Err(ProxyError::Unsupported {
+                what: format!("naming a user variable @{RESERVED_SCHEMA}_... (reserved for the proxy's fences)"),
             }),
         }
     }

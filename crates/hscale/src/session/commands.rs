@@ -68,7 +68,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                                 planned
                             )
                             .await,
-                            crate::admin::Fence::Newer
+                            crate::admin::Fence::Newer | crate::admin::Fence::Ended
                         )
                     {
                         continue;
@@ -297,6 +297,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 )
                 .await;
         };
+        if let Some(table) = &routing.global {
+            // A write to a global table: every copy, as a text write.
+            self.b.note.kind = crate::metrics::PlanKind::GlobalWrite;
+            self.b.note.parts = self.b.ctx.config.backends.len() as u32;
+            return self
+                .exec()
+                .run_prepared_global(table, &routing.parts[0].1, &execution)
+                .await;
+        }
         // A partitioned table: the key parameter picks the partition, or
         // every partition runs it.
         let long: Vec<u16> = st.long_data.iter().map(|(p, _)| *p).collect();
@@ -323,13 +332,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let done = run
             .run_prepared(routing.kind, &parts, &execution, effects)
             .await;
-        if let (Some(v), true) = (auto_value, done.is_ok()) {
+        if let (Some(v), Some(table), true) = (auto_value, &routing.table, done.is_ok()) {
             let _ = self
                 .b
                 .ctx
                 .partitioning
                 .auto_requests
-                .try_send((routing.table.name.clone(), v));
+                .try_send((table.name.clone(), v));
         }
         done
     }

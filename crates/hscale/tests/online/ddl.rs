@@ -339,11 +339,11 @@ async fn drop_under_writers_through_three_proxies_leaves_nothing() {
     admin.disconnect().await.unwrap();
 }
 
-/// While a MOVE_PARTITION runs (paused after its copy), ALTER, RENAME and
-/// DROP of the table through another proxy are refused with the running
-/// operation named; the ALTER, retried, runs once the move is done, and
-/// reaches the moved partition's new table too. Writers on three proxies
-/// throughout; every invariant holds.
+/// While an ADD_PARTITION runs (paused after its copy), RENAME and DROP of
+/// the table through a proxy whose `change_wait_ms` is short fail with
+/// 1205 naming the running operation; an ALTER through another proxy waits
+/// for the change to end, then runs, and reaches the new partition's table
+/// too. Writers on three proxies throughout; every invariant holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ddl_waits_its_turn_behind_a_running_change() {
     const TEST: &str = "ddl_behind_change";
@@ -394,30 +394,56 @@ async fn ddl_waits_its_turn_behind_a_running_change() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(copying, "the change reached its copy");
-    let mut admin = Conn::new(proxy_opts(others[0].port, Some(db)))
+    let impatient = ProxyProcess::start({
+        let mut c = cluster_config();
+        c.proxy.change_wait_ms = 200;
+        c
+    });
+    let mut short = Conn::new(proxy_opts(impatient.port, Some(db)))
         .await
         .unwrap();
     for sql in [
         format!("RENAME TABLE {t} TO {t}_x"),
         format!("DROP TABLE {t}"),
-        format!("ALTER TABLE {t} ADD COLUMN extra INT NOT NULL DEFAULT 7"),
     ] {
-        let e = admin
+        let e = short
             .query_drop(&sql)
             .await
-            .expect_err("refused while the change runs");
+            .expect_err("refused after change_wait_ms while the change runs");
+        assert_eq!(code(&e), 1205, "{sql}: {e}");
         assert!(
             e.to_string().contains("ADD_PARTITION") && e.to_string().contains("is changing"),
             "{sql}: {e}"
         );
     }
-    change.await.unwrap().unwrap();
+    short.disconnect().await.unwrap();
+    let mut admin = Conn::new(proxy_opts(others[0].port, Some(db)))
+        .await
+        .unwrap();
+    // Waits for the change (default change_wait_ms), then runs.
+    assert!(!change.is_finished(), "the change still runs (paused 3 s)");
     admin
         .query_drop(format!(
             "ALTER TABLE {t} ADD COLUMN extra INT NOT NULL DEFAULT 7"
         ))
         .await
         .unwrap();
+    let ops: Vec<(String, String)> = direct
+        .exec(
+            "SELECT IF(command LIKE 'ADD_PARTITION%', 'ADD_PARTITION', 'ALTER'), state FROM hscale.operations WHERE db = ? AND active IS NULL AND (command LIKE 'ADD_PARTITION%' OR command LIKE 'ALTER%') ORDER BY ended_at, id",
+            (db,),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        ops,
+        vec![
+            ("ADD_PARTITION".to_string(), "done".to_string()),
+            ("ALTER".to_string(), "done".to_string())
+        ],
+        "the ALTER ran after the change"
+    );
+    change.await.unwrap().unwrap();
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     stop.store(true, Ordering::Relaxed);
     let out = join_writers(hs).await;

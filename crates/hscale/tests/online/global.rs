@@ -49,11 +49,8 @@ async fn setup_global_table_under_writers_through_three_proxies() {
         .await
         .unwrap();
 
-    let (mut ws, _acked) = writers(6, scene, &ports, &mut rng, any_key, 300, (40, 45)).await;
-    for w in &mut ws {
-        // Prepared writes to global tables are refused (not yet supported).
-        w.prepared_percent = 0;
-    }
+    // Half the writes prepared (binary protocol), half text.
+    let (ws, _acked) = writers(6, scene, &ports, &mut rng, any_key, 300, (40, 45)).await;
     let stop = Arc::new(AtomicBool::new(false));
     let hs = spawn_writers(ws, &stop);
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -147,7 +144,7 @@ async fn setup_global_table_under_writers_through_three_proxies() {
 }
 
 /// [`checksum`] of every backend's copy.
-async fn copy_sums(db: &str, t: &str) -> Vec<(i64, i64)> {
+pub(super) async fn copy_sums(db: &str, t: &str) -> Vec<(i64, i64)> {
     let mut sums = Vec::new();
     for b in 0..3 {
         sums.push(checksum(b, db, t).await);

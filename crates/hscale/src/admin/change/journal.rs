@@ -69,14 +69,30 @@ pub(in crate::admin) async fn start(
     name: &TableName,
     command: &str,
 ) -> Result<Result<(u64, Box<Owner>), crate::admin::AdminOutput>, ProxyError> {
-    Ok(match begin(ctx, worker, name, command).await? {
-        Began::Started(op, owner) => Ok((op, owner)),
-        Began::AlreadyDone(id) => Err(crate::admin::AdminOutput::Ok {
-            info: format!(
-                "already done by operation {id} (the same command, through another proxy)"
-            ),
-        }),
-    })
+    let wait = std::time::Duration::from_millis(ctx.config.proxy.change_wait_ms);
+    start_within(ctx, worker, name, command, wait).await
+}
+
+/// [`start`], waiting at most `change_wait` for another change of the
+/// table (auto-partitioning waits for none: its placement was read before,
+/// and the next write of the value asks again).
+pub(in crate::admin) async fn start_within(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    command: &str,
+    change_wait: std::time::Duration,
+) -> Result<Result<(u64, Box<Owner>), crate::admin::AdminOutput>, ProxyError> {
+    Ok(
+        match begin(ctx, worker, name, command, change_wait).await? {
+            Began::Started(op, owner) => Ok((op, owner)),
+            Began::AlreadyDone(id) => Err(crate::admin::AdminOutput::Ok {
+                info: format!(
+                    "already done by operation {id} (the same command, through another proxy)"
+                ),
+            }),
+        },
+    )
 }
 
 /// After [`start`], under the owner lock: derive the change from the
@@ -107,12 +123,16 @@ const TWIN_WAIT: std::time::Duration = std::time::Duration::from_secs(1800);
 
 /// Start an operation on `name`: its owner lock, then its journal row. The
 /// same command already running (through any proxy) is waited for, and
-/// reported done if it succeeded; another change of the table is refused.
+/// reported done if it succeeded; another change of the table is waited
+/// for up to `[proxy] change_wait_ms`, then refused with 1205 naming it.
+/// (This proxy's admin lock is held meanwhile: its other HSCALE commands
+/// wait too, and the periodic reload skips; the fence keeps routes safe.)
 pub(in crate::admin) async fn begin(
     ctx: &Context,
     worker: usize,
     name: &TableName,
     command: &str,
+    change_wait: std::time::Duration,
 ) -> Result<Began, ProxyError> {
     let started = std::time::Instant::now();
     let mut twin: Option<u64> = None;
@@ -150,7 +170,8 @@ pub(in crate::admin) async fn begin(
                 Err(e) => return Err(server_error(&main, &sql, e)),
             }
         }
-        // Busy: wait for the same command, refuse another.
+        // Busy: wait for the same command, and for another one at most
+        // `change_wait_ms`.
         match running_op(&mut main, name).await? {
             Some((id, running)) if running == command && started.elapsed() < TWIN_WAIT => {
                 twin = Some(id);
@@ -160,11 +181,16 @@ pub(in crate::admin) async fn begin(
                 // Between a change's lock and its journal row: look again.
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
+            _ if started.elapsed() < change_wait => {
+                // (A twin seen before stays: done, it answers for this one.)
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
             _ => {
-                let running = running_description(&mut main, name).await?;
-                return Err(wrong(format!(
-                    "{running} is changing {name}; wait for it to end (HSCALE SHOW OPERATIONS)"
-                )));
+                return Err(ProxyError::ChangeBusy {
+                    running: running_description(&mut main, name).await?,
+                    table: name.to_string(),
+                    ms: started.elapsed().as_millis() as u64,
+                });
             }
         }
     }
@@ -213,6 +239,20 @@ async fn running_description(
             )
         })
         .unwrap_or_else(|| "another proxy (a change starting, or a take-over)".into()))
+}
+
+/// Operation `id`'s state in the journal (`None`: no such row, or the
+/// main backend did not answer).
+pub(in crate::admin) async fn state_of(ctx: &Context, worker: usize, id: u64) -> Option<String> {
+    let q = format!("SELECT state FROM `hscale`.`operations` WHERE id = {id}");
+    let mut main = conn(ctx, worker, BackendId::MAIN).await.ok()?;
+    main.query_rows(&q)
+        .await
+        .ok()?
+        .ok()?
+        .strings()
+        .first()
+        .and_then(|r| r[0].clone())
 }
 
 /// The journal statement that ends operation `id` in `state`.
