@@ -463,6 +463,7 @@ async fn global_table_writes_change_every_copy_or_none() {
 async fn concurrent_transfers_keep_the_total() {
     let _serial = SERIAL.lock().await;
     let mut c = accounts("txn_concurrent").await;
+    let decisions_before = decisions().await;
     let mut tasks = Vec::new();
     for client in 0..6u64 {
         tasks.push(tokio::spawn(async move {
@@ -528,6 +529,31 @@ async fn concurrent_transfers_keep_the_total() {
     assert_eq!(sum, Some(TOTAL));
     assert_eq!(total_on_backends("txn_concurrent").await, TOTAL);
     assert_eq!(prepared_branches().await, 0);
+    // Every finished transaction's decision is deleted soon after.
+    let start = Instant::now();
+    while decisions().await > decisions_before {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "decisions left behind: {} (before: {decisions_before})",
+            decisions().await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Commit decisions on every backend.
+async fn decisions() -> i64 {
+    let mut n = 0;
+    for b in 0..2 {
+        let mut bc = backend_conn(b, None).await;
+        let k: Option<i64> = bc
+            .query_first("SELECT COUNT(*) FROM hscale.decisions")
+            .await
+            .unwrap();
+        n += k.unwrap_or(0);
+        bc.disconnect().await.unwrap();
+    }
+    n
 }
 
 /// A proxy SIGKILLed after the decision committed and before its branches

@@ -140,12 +140,14 @@ impl Bindings {
         };
         self.savepoints.clear();
         let Some(home) = self.pinned.take() else {
+            // The home's connection was closed by an earlier error: its
+            // server rolled it back, and closing the branches rolls them back.
+            let lost = self.ctx.config.backends[txn.home.index()].name.clone();
             self.txn = Some(txn);
             self.abandon_branches();
             self.pins = hscale_sql::Pins::NONE;
-            return Err(ProxyError::Wrong(
-                "internal: a transaction without its home connection".into(),
-            ));
+            self.home_written = false;
+            return Ok(Some(branch_lost(&lost)));
         };
         let branches = std::mem::take(&mut txn.branches);
         // A branch whose connection was closed (an error left it with an
@@ -422,6 +424,9 @@ impl Bindings {
             }
         }
         drop(legs);
+        // The home first: it may hold the decision row uncommitted, which
+        // the 'aborted' row below would wait for.
+        let ended = self.end_home(home, "ROLLBACK").await;
         if is_left {
             let sql = format!(
                 "INSERT IGNORE INTO {DECISIONS} (xid, state) VALUES ('{}', 'aborted')",
@@ -431,7 +436,7 @@ impl Bindings {
                 let _ = c.command(&BackendConn::payload_for_query(&sql)).await;
             }
         }
-        self.end_home(home, "ROLLBACK").await.map(|_| ())
+        ended.map(|_| ())
     }
 
     /// ROLLBACK a transaction with branches: every branch at once, then the home.
@@ -469,15 +474,60 @@ impl Bindings {
     }
 }
 
-/// Delete a decision whose branches all committed, on a pooled connection
-/// in the background: the client's COMMIT does not wait for it.
+/// How long finished decisions gather before one statement deletes them.
+const FORGET_GATHER_MS: u64 = 5;
+
+/// At most this many decisions per DELETE.
+const FORGET_BATCH: usize = 256;
+
+/// Delete a decision whose branches all committed, in the background: the
+/// client's COMMIT does not wait for it. The worker's finished decisions
+/// gather for a few milliseconds and go in one DELETE per home backend,
+/// on a pooled connection; one that is not deleted (an error, a stopped
+/// proxy) is deleted by recovery once it is old (`txn_recovery.rs`).
 fn forget_decision(ctx: Arc<Context>, worker: usize, home: BackendId, gtrid: String) {
-    tokio::spawn(async move {
-        let sql = format!("DELETE FROM {DECISIONS} WHERE xid = '{gtrid}'");
-        if let Ok(mut c) = ctx.pool(worker, home).get(false).await {
-            if let Err(e) = run(&mut c, &sql, "deleting a commit decision").await {
-                tracing::debug!(error = %e, "decision not deleted: recovery deletes it later");
+    let Some(slot) = ctx.finished_decisions.get(worker) else {
+        return;
+    };
+    let is_started = {
+        let mut f = slot.lock().unwrap_or_else(|p| p.into_inner());
+        f.pending.push((home, gtrid));
+        std::mem::replace(&mut f.is_deleting, true)
+    };
+    if !is_started {
+        tokio::spawn(forget_finished(ctx, worker));
+    }
+}
+
+/// Delete the worker's finished decisions until none is left.
+async fn forget_finished(ctx: Arc<Context>, worker: usize) {
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(FORGET_GATHER_MS)).await;
+        let mut batch = {
+            let Some(slot) = ctx.finished_decisions.get(worker) else {
+                return;
+            };
+            let mut f = slot.lock().unwrap_or_else(|p| p.into_inner());
+            if f.pending.is_empty() {
+                f.is_deleting = false;
+                return;
+            }
+            std::mem::take(&mut f.pending)
+        };
+        batch.sort_unstable();
+        for chunk in batch.chunk_by(|a, b| a.0 == b.0) {
+            for part in chunk.chunks(FORGET_BATCH) {
+                let xids: Vec<String> = part.iter().map(|(_, g)| format!("'{g}'")).collect();
+                let sql = format!(
+                    "DELETE FROM {DECISIONS} WHERE xid IN ({})",
+                    xids.join(",")
+                );
+                if let Ok(mut c) = ctx.pool(worker, part[0].0).get(false).await {
+                    if let Err(e) = run(&mut c, &sql, "deleting commit decisions").await {
+                        tracing::debug!(error = %e, "decisions not deleted: recovery deletes them later");
+                    }
+                }
             }
         }
-    });
+    }
 }

@@ -136,3 +136,42 @@ async fn release_closes_the_connection_on_one_backend_and_none() {
 async fn is_closed(c: &mut mysql_async::Conn) -> bool {
     c.query_drop("SELECT 1").await.is_err()
 }
+
+/// A merge that fails inside a transaction across backends (an unknown
+/// column: the first part's error ends the statement, and the connection
+/// of that part is closed, which rolls its branch back on its server)
+/// leaves a transaction that cannot commit: COMMIT answers an error and
+/// nothing of it stays on any backend, whichever backend was the home.
+#[tokio::test]
+async fn a_branch_closed_by_an_error_rolls_the_whole_transaction_back() {
+    let _serial = SERIAL.lock().await;
+    let db = "txn_lost_branch";
+    let mut c = accounts(db).await;
+    for (first, second) in [(1, 2), (2, 1)] {
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop(format!(
+            "UPDATE accounts SET balance = balance - 10 WHERE id = {first}"
+        ))
+        .await
+        .unwrap();
+        c.query_drop(format!(
+            "UPDATE accounts SET balance = balance + 10 WHERE id = {second}"
+        ))
+        .await
+        .unwrap();
+        let e = c
+            .query_drop("SELECT id, no_such_column FROM accounts ORDER BY id")
+            .await
+            .unwrap_err();
+        assert_eq!(code(&e), 1054, "{e}");
+        let e = c.query_drop("COMMIT").await.unwrap_err();
+        assert_eq!(code(&e), 1402, "{e}");
+        let mut other = proxy_conn(Some(db)).await;
+        assert_eq!(balance(&mut other, 1).await, 100, "home {first}");
+        assert_eq!(balance(&mut other, 2).await, 100, "home {first}");
+        // The session goes on.
+        assert_eq!(balance(&mut c, 1).await, 100);
+    }
+    assert_eq!(total_on_backends(db).await, TOTAL);
+    assert_eq!(prepared_branches().await, 0);
+}
