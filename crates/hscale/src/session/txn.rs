@@ -127,8 +127,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         facts: &Facts,
         sql: &str,
     ) -> Result<bool, ProxyError> {
+        // A plain COMMIT (the single-backend path) costs a short scan, no
+        // allocation.
         let is_release = matches!(facts.kind, Kind::Commit | Kind::Rollback)
             && facts.statements == 1
+            && sql
+                .as_bytes()
+                .windows(7)
+                .any(|w| w.eq_ignore_ascii_case(b"RELEASE"))
             && end_of(sql).is_some_and(|e| e.is_release);
         if !is_release {
             return Ok(false);

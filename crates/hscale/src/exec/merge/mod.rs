@@ -281,7 +281,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 .await
             {
                 Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Err(Stop::Server(e)),
+                Ok(Err(e)) => {
+                    // Closed, with its temporary tables (inside a
+                    // transaction the branch is lost: COMMIT answers 1402).
+                    conn.is_broken = true;
+                    return Err(Stop::Server(e));
+                }
                 Err(e) => return Err(Stop::Proxy(e)),
             }
         }
