@@ -381,12 +381,20 @@ fn home_of(gtrid: &str) -> usize {
 
 #[test]
 fn autocommit_write_killed_after_prepare_rolls_back() {
-    kill_proxy_during("txnf_auto_prepare", KillPoint::AfterPrepare, Work::Autocommit);
+    kill_proxy_during(
+        "txnf_auto_prepare",
+        KillPoint::AfterPrepare,
+        Work::Autocommit,
+    );
 }
 
 #[test]
 fn autocommit_write_killed_between_branch_commits_commits() {
-    kill_proxy_during("txnf_auto_between", KillPoint::BetweenCommits, Work::Autocommit);
+    kill_proxy_during(
+        "txnf_auto_between",
+        KillPoint::BetweenCommits,
+        Work::Autocommit,
+    );
 }
 
 #[test]
@@ -414,7 +422,11 @@ fn savepoint_transfer_killed_after_prepare_rolls_back() {
 
 #[test]
 fn savepoint_transfer_killed_after_decision_commits() {
-    kill_proxy_during("txnf_sp_decision", KillPoint::AfterDecision, Work::Savepoint);
+    kill_proxy_during(
+        "txnf_sp_decision",
+        KillPoint::AfterDecision,
+        Work::Savepoint,
+    );
 }
 
 /// A proxy SIGKILLed right after ROLLBACK TO SAVEPOINT, its transaction

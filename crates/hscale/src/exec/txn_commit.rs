@@ -154,7 +154,12 @@ impl Bindings {
         // unread answer) was rolled back by its server: commit nothing.
         if let Some(b) = branches.iter().find(|b| b.conn.is_none()) {
             let lost = self.ctx.config.backends[b.backend.index()].name.clone();
-            tracing::warn!(connection_id = self.connection_id, gtrid = txn.gtrid, backend = lost, "a branch was lost before COMMIT: rolling back");
+            tracing::warn!(
+                connection_id = self.connection_id,
+                gtrid = txn.gtrid,
+                backend = lost,
+                "a branch was lost before COMMIT: rolling back"
+            );
             let rest = branches
                 .into_iter()
                 .filter_map(|b| Some((b.backend, b.conn?, false)))
@@ -215,7 +220,8 @@ impl Bindings {
         legs.extend(writer);
         round_trip(&mut legs).await;
         let failed = if has_writer {
-            legs.last_mut().and_then(|w| w.failure("XA COMMIT ONE PHASE"))
+            legs.last_mut()
+                .and_then(|w| w.failure("XA COMMIT ONE PHASE"))
         } else {
             None
         };
@@ -278,7 +284,9 @@ impl Bindings {
             }
         }
         let Some(mut home_leg) = legs.next() else {
-            return Err(ProxyError::Wrong("internal: the home left the commit".into()));
+            return Err(ProxyError::Wrong(
+                "internal: the home left the commit".into(),
+            ));
         };
         let decision_failed = home_leg.failure("recording a commit decision");
         release(legs.collect());
@@ -412,8 +420,7 @@ impl Bindings {
         round_trip(&mut legs).await;
         let mut is_left = false;
         for (leg, is_prepared) in legs.iter_mut().zip(prepared) {
-            let is_rolled_back = leg.lost.is_none()
-                && matches!(leg.replies.last(), Some(Ok(())))
+            let is_rolled_back = leg.lost.is_none() && matches!(leg.replies.last(), Some(Ok(())))
                 || matches!(leg.replies.last(), Some(Err(e)) if e.code == ER_XAER_NOTA);
             if !is_rolled_back {
                 leg.conn.is_broken = true;
@@ -518,10 +525,7 @@ async fn forget_finished(ctx: Arc<Context>, worker: usize) {
         for chunk in batch.chunk_by(|a, b| a.0 == b.0) {
             for part in chunk.chunks(FORGET_BATCH) {
                 let xids: Vec<String> = part.iter().map(|(_, g)| format!("'{g}'")).collect();
-                let sql = format!(
-                    "DELETE FROM {DECISIONS} WHERE xid IN ({})",
-                    xids.join(",")
-                );
+                let sql = format!("DELETE FROM {DECISIONS} WHERE xid IN ({})", xids.join(","));
                 if let Ok(mut c) = ctx.pool(worker, part[0].0).get(false).await {
                     if let Err(e) = run(&mut c, &sql, "deleting commit decisions").await {
                         tracing::debug!(error = %e, "decisions not deleted: recovery deletes them later");

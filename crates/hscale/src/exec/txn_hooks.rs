@@ -25,13 +25,9 @@ const HOOKS: [&str; 3] = [
 /// The milliseconds the hook `env` pauses for, if its variable is set.
 pub fn millis(env: &str) -> Option<u64> {
     static SET: OnceLock<[Option<u64>; 3]> = OnceLock::new();
-    let set = SET.get_or_init(|| {
-        HOOKS.map(|h| std::env::var(h).ok().and_then(|v| v.parse::<u64>().ok()))
-    });
-    HOOKS
-        .iter()
-        .position(|h| *h == env)
-        .and_then(|i| set[i])
+    let set = SET
+        .get_or_init(|| HOOKS.map(|h| std::env::var(h).ok().and_then(|v| v.parse::<u64>().ok())));
+    HOOKS.iter().position(|h| *h == env).and_then(|i| set[i])
 }
 
 /// Sleep for the milliseconds the environment variable `env` names, if set.

@@ -102,14 +102,19 @@ async fn release_closes_the_connection_on_one_backend_and_none() {
     c.query_drop("UPDATE accounts SET balance = balance - 1000 WHERE id = 5")
         .await
         .unwrap();
-    c.query_drop("ROLLBACK WORK AND NO CHAIN RELEASE").await.unwrap();
+    c.query_drop("ROLLBACK WORK AND NO CHAIN RELEASE")
+        .await
+        .unwrap();
     assert!(is_closed(&mut c).await, "open after ROLLBACK RELEASE");
     let mut c = proxy_conn(Some(db)).await;
     assert_eq!(balance(&mut c, 5).await, 100);
     // No backend yet.
     c.query_drop("BEGIN").await.unwrap();
     c.query_drop("COMMIT RELEASE").await.unwrap();
-    assert!(is_closed(&mut c).await, "open after an empty COMMIT RELEASE");
+    assert!(
+        is_closed(&mut c).await,
+        "open after an empty COMMIT RELEASE"
+    );
     // Autocommit off (an ORM's session).
     let mut c = proxy_conn(Some(db)).await;
     c.query_drop("SET autocommit = 0").await.unwrap();
@@ -117,11 +122,17 @@ async fn release_closes_the_connection_on_one_backend_and_none() {
         .await
         .unwrap();
     c.query_drop("COMMIT RELEASE").await.unwrap();
-    assert!(is_closed(&mut c).await, "open after COMMIT RELEASE, autocommit off");
+    assert!(
+        is_closed(&mut c).await,
+        "open after COMMIT RELEASE, autocommit off"
+    );
     // No transaction at all.
     let mut c = proxy_conn(Some(db)).await;
     c.query_drop("ROLLBACK RELEASE").await.unwrap();
-    assert!(is_closed(&mut c).await, "open after ROLLBACK RELEASE in autocommit");
+    assert!(
+        is_closed(&mut c).await,
+        "open after ROLLBACK RELEASE in autocommit"
+    );
     let mut c = proxy_conn(Some(db)).await;
     assert_eq!(balance(&mut c, 7).await, 101);
     // Not a release: the connection stays.

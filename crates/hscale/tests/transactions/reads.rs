@@ -36,12 +36,11 @@ async fn shipped_reads_see_the_transactions_writes() {
     let db = "txn_ship";
     let mut c = accounts(db).await;
     owners(&mut c).await;
-    let plan: Vec<(String, String, String)> = c
-        .query(format!("HSCALE EXPLAIN {RICH}"))
-        .await
-        .unwrap();
+    let plan: Vec<(String, String, String)> =
+        c.query(format!("HSCALE EXPLAIN {RICH}")).await.unwrap();
     assert!(
-        plan.iter().any(|r| r.1.starts_with("ship into temporary table")),
+        plan.iter()
+            .any(|r| r.1.starts_with("ship into temporary table")),
         "{plan:?}"
     );
     let mut other = proxy_conn(Some(db)).await;
@@ -126,7 +125,9 @@ async fn multi_statement_queries_run_in_the_transaction() {
     c.query_drop("CREATE TABLE ledger (id INT NOT NULL PRIMARY KEY, n INT NOT NULL)")
         .await
         .unwrap();
-    c.query_drop("INSERT INTO ledger VALUES (1, 0)").await.unwrap();
+    c.query_drop("INSERT INTO ledger VALUES (1, 0)")
+        .await
+        .unwrap();
     let mut other = proxy_conn(Some(db)).await;
     for commit in [false, true] {
         c.query_drop("BEGIN").await.unwrap();

@@ -139,7 +139,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok(c) => c,
             Err(err) => return Err(Stop::Server(err)),
         };
-        let r = match c.command(&BackendConn::payload_for_query(SAVE_AND_RAW)).await {
+        let r = match c
+            .command(&BackendConn::payload_for_query(SAVE_AND_RAW))
+            .await
+        {
             Ok(Ok(_)) => copy.rows(&mut c, read).await,
             Ok(Err(e)) => Err(Stop::Server(e)),
             Err(e) => Err(Stop::Proxy(e)),
