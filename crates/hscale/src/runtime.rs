@@ -38,6 +38,14 @@ impl Live {
     }
 }
 
+/// Commit decisions waiting to be deleted (see `Context::finished_decisions`).
+#[derive(Default)]
+pub(crate) struct FinishedDecisions {
+    /// `(home backend, gtrid)`.
+    pub pending: Vec<(BackendId, String)>,
+    pub is_deleting: bool,
+}
+
 /// Shared by all sessions; nothing in it is locked on the statement path.
 pub struct Context {
     pub config: Arc<Config>,
@@ -56,6 +64,11 @@ pub struct Context {
     next_connection_id: AtomicU32,
     /// Numbers transactions across backends (part of their XA ids).
     next_txn_seq: AtomicU64,
+    /// Per worker: commit decisions whose transactions finished, waiting to
+    /// be deleted in one statement (`exec/txn_commit.rs::forget_decision`),
+    /// and whether a task is deleting them. Locked once per commit across
+    /// backends by its own worker, never per statement.
+    pub(crate) finished_decisions: Vec<Mutex<FinishedDecisions>>,
     clients: AtomicUsize,
     /// Connections in the handshake, oldest first: `(ticket, eviction
     /// signal)`. Locked when a connection arrives and when its handshake
@@ -339,6 +352,7 @@ impl Context {
             collations: OnceLock::new(),
             next_connection_id: AtomicU32::new(1),
             next_txn_seq: AtomicU64::new(1),
+            finished_decisions: (0..workers).map(|_| Mutex::default()).collect(),
             clients: AtomicUsize::new(0),
             handshakes: Mutex::new(VecDeque::new()),
             next_handshake: AtomicU64::new(0),

@@ -463,6 +463,7 @@ async fn global_table_writes_change_every_copy_or_none() {
 async fn concurrent_transfers_keep_the_total() {
     let _serial = SERIAL.lock().await;
     let mut c = accounts("txn_concurrent").await;
+    let decisions_before = decisions().await;
     let mut tasks = Vec::new();
     for client in 0..6u64 {
         tasks.push(tokio::spawn(async move {
@@ -528,6 +529,31 @@ async fn concurrent_transfers_keep_the_total() {
     assert_eq!(sum, Some(TOTAL));
     assert_eq!(total_on_backends("txn_concurrent").await, TOTAL);
     assert_eq!(prepared_branches().await, 0);
+    // Every finished transaction's decision is deleted soon after.
+    let start = Instant::now();
+    while decisions().await > decisions_before {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "decisions left behind: {} (before: {decisions_before})",
+            decisions().await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Commit decisions on every backend.
+async fn decisions() -> i64 {
+    let mut n = 0;
+    for b in 0..2 {
+        let mut bc = backend_conn(b, None).await;
+        let k: Option<i64> = bc
+            .query_first("SELECT COUNT(*) FROM hscale.decisions")
+            .await
+            .unwrap();
+        n += k.unwrap_or(0);
+        bc.disconnect().await.unwrap();
+    }
+    n
 }
 
 /// A proxy SIGKILLed after the decision committed and before its branches
@@ -784,74 +810,10 @@ fn backends_without_what_recovery_needs_refuse_transactions_across_them() {
     drop(proxy);
 }
 
-/// `COMMIT AND CHAIN` / `ROLLBACK AND CHAIN` end a transaction across
-/// backends and begin the next at once, as one server does; `COMMIT
-/// RELEASE` commits and closes the connection.
-#[tokio::test]
-async fn chained_and_released_ends_across_backends() {
-    let _serial = SERIAL.lock().await;
-    let mut c = accounts("txn_chain").await;
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("UPDATE accounts SET balance = balance - 10 WHERE id = 1")
-        .await
-        .unwrap();
-    c.query_drop("UPDATE accounts SET balance = balance + 10 WHERE id = 2")
-        .await
-        .unwrap();
-    c.query_drop("COMMIT AND CHAIN").await.unwrap();
-    // The chained transaction is open: its writes roll back together.
-    c.query_drop("UPDATE accounts SET balance = balance - 50 WHERE id = 3")
-        .await
-        .unwrap();
-    c.query_drop("UPDATE accounts SET balance = balance + 50 WHERE id = 4")
-        .await
-        .unwrap();
-    c.query_drop("ROLLBACK AND CHAIN").await.unwrap();
-    c.query_drop("UPDATE accounts SET balance = balance - 7 WHERE id = 5")
-        .await
-        .unwrap();
-    c.query_drop("UPDATE accounts SET balance = balance + 7 WHERE id = 6")
-        .await
-        .unwrap();
-    c.query_drop("ROLLBACK").await.unwrap();
-    // On one backend the server chains by itself; hscale keeps the session
-    // on that transaction.
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 8")
-        .await
-        .unwrap();
-    c.query_drop("COMMIT AND CHAIN").await.unwrap();
-    c.query_drop("UPDATE accounts SET balance = balance + 1000 WHERE id = 10")
-        .await
-        .unwrap();
-    c.query_drop("ROLLBACK").await.unwrap();
-    for (id, want) in [
-        (1, 90),
-        (2, 110),
-        (3, 100),
-        (4, 100),
-        (5, 100),
-        (6, 100),
-        (8, 99),
-        (10, 100),
-    ] {
-        assert_eq!(balance(&mut c, id).await, want, "account {id}");
-    }
-    // COMMIT RELEASE: committed, then the server side closes.
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 11")
-        .await
-        .unwrap();
-    c.query_drop("UPDATE accounts SET balance = balance + 2 WHERE id = 12")
-        .await
-        .unwrap();
-    c.query_drop("COMMIT RELEASE").await.unwrap();
-    assert!(
-        c.query_drop("SELECT 1").await.is_err(),
-        "the connection stayed open"
-    );
-    let mut c = proxy_conn(Some("txn_chain")).await;
-    assert_eq!(balance(&mut c, 11).await, 99);
-    assert_eq!(balance(&mut c, 12).await, 102);
-    assert_eq!(prepared_branches().await, 0);
-}
+/// COMMIT / ROLLBACK with CHAIN and RELEASE, on several backends, one and none.
+#[path = "transactions/ends.rs"]
+mod ends;
+
+/// Shipped reads and multi-statement queries inside transactions across backends.
+#[path = "transactions/reads.rs"]
+mod reads;

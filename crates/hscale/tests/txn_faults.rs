@@ -201,6 +201,38 @@ async fn transfer(c: &mut mysql_async::Conn) -> Result<(), mysql_async::Error> {
         .await
 }
 
+/// [`transfer`] with a savepoint rolled back to in the middle: shard2
+/// joins before the savepoint, shard0 after it; ROLLBACK TO undoes writes
+/// on the home and shard2 and empties shard0's branch, which is written
+/// again after. Committed, it leaves what [`transfer`] leaves.
+async fn transfer_with_savepoint(c: &mut mysql_async::Conn) -> Result<(), mysql_async::Error> {
+    for sql in [
+        "BEGIN",
+        "UPDATE accounts SET balance = balance - 60 WHERE id = 1",
+        "UPDATE accounts SET balance = balance + 30 WHERE id = 2",
+        "SAVEPOINT s",
+        "UPDATE accounts SET balance = balance + 500 WHERE id = 3",
+        "UPDATE accounts SET balance = balance + 500 WHERE id = 2",
+        "UPDATE accounts SET balance = balance - 1000 WHERE id = 1",
+        "ROLLBACK TO SAVEPOINT s",
+        "UPDATE accounts SET balance = balance + 30 WHERE id = 3",
+    ] {
+        c.query_drop(sql).await?;
+    }
+    Ok(())
+}
+
+/// What a kill test runs through the doomed proxy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Work {
+    /// [`transfer`], then COMMIT.
+    Transfer,
+    /// [`AUTOCOMMIT_TRANSFER`], one statement.
+    Autocommit,
+    /// [`transfer_with_savepoint`], then COMMIT.
+    Savepoint,
+}
+
 fn after(is_committed: bool) -> Vec<(i64, i64)> {
     (1..=ACCOUNTS)
         .map(|i| match (i, is_committed) {
@@ -226,7 +258,7 @@ enum KillPoint {
 /// `point`, SIGKILL it there, and check that the shared cluster's proxy
 /// resolves every prepared branch within 30 s the way the decision says.
 fn kill_proxy_at(db: &str, point: KillPoint) {
-    kill_proxy_during(db, point, false)
+    kill_proxy_during(db, point, Work::Transfer)
 }
 
 /// The transfer of [`transfer`] as one autocommit statement over three
@@ -235,9 +267,10 @@ fn kill_proxy_at(db: &str, point: KillPoint) {
 const AUTOCOMMIT_TRANSFER: &str =
     "UPDATE accounts SET balance = balance + CASE id WHEN 1 THEN -60 ELSE 30 END WHERE id IN (1, 2, 3)";
 
-/// [`kill_proxy_at`] for a transfer in a transaction (`is_autocommit`
-/// false: BEGIN, three UPDATEs, COMMIT) or in one autocommit statement.
-fn kill_proxy_during(db: &str, point: KillPoint, is_autocommit: bool) {
+/// [`kill_proxy_at`] for a transfer in a transaction (BEGIN, three
+/// UPDATEs, COMMIT; or with a savepoint rolled back to) or in one
+/// autocommit statement.
+fn kill_proxy_during(db: &str, point: KillPoint, work: Work) {
     let rt = rt();
     let _serial = rt.block_on(SERIAL.lock());
     rt.block_on(accounts(db));
@@ -254,11 +287,18 @@ fn kill_proxy_during(db: &str, point: KillPoint, is_autocommit: bool) {
         let mut c = mysql_async::Conn::new(proxy_opts(port, Some(&db)))
             .await
             .unwrap();
-        let commit = if is_autocommit {
-            tokio::spawn(async move { c.query_drop(AUTOCOMMIT_TRANSFER).await })
-        } else {
-            transfer(&mut c).await.unwrap();
-            tokio::spawn(async move { c.query_drop("COMMIT").await })
+        let commit = match work {
+            Work::Autocommit => {
+                tokio::spawn(async move { c.query_drop(AUTOCOMMIT_TRANSFER).await })
+            }
+            Work::Transfer | Work::Savepoint => {
+                if work == Work::Savepoint {
+                    transfer_with_savepoint(&mut c).await.unwrap();
+                } else {
+                    transfer(&mut c).await.unwrap();
+                }
+                tokio::spawn(async move { c.query_drop("COMMIT").await })
+            }
         };
         // Wait for the kill point, seen from the backends.
         let gtrid = until(&format!("{point:?}"), 30, || async {
@@ -276,7 +316,7 @@ fn kill_proxy_during(db: &str, point: KillPoint, is_autocommit: bool) {
         // A transaction's home is its first statement's backend (shard1);
         // an autocommit statement's is its first part's.
         let home = home_of(&gtrid);
-        if !is_autocommit {
+        if work != Work::Autocommit {
             assert_eq!(home, 1, "{gtrid}");
         }
         // Still there a moment later: the proxy is paused, not passing by.
@@ -341,12 +381,20 @@ fn home_of(gtrid: &str) -> usize {
 
 #[test]
 fn autocommit_write_killed_after_prepare_rolls_back() {
-    kill_proxy_during("txnf_auto_prepare", KillPoint::AfterPrepare, true);
+    kill_proxy_during(
+        "txnf_auto_prepare",
+        KillPoint::AfterPrepare,
+        Work::Autocommit,
+    );
 }
 
 #[test]
 fn autocommit_write_killed_between_branch_commits_commits() {
-    kill_proxy_during("txnf_auto_between", KillPoint::BetweenCommits, true);
+    kill_proxy_during(
+        "txnf_auto_between",
+        KillPoint::BetweenCommits,
+        Work::Autocommit,
+    );
 }
 
 #[test]
@@ -362,6 +410,59 @@ fn proxy_killed_after_decision_commits() {
 #[test]
 fn proxy_killed_between_branch_commits_commits() {
     kill_proxy_at("txnf_between", KillPoint::BetweenCommits);
+}
+
+/// The commit of a transaction that rolled back to a savepoint, killed
+/// after prepare (rolled back) and after the decision (committed): the
+/// rolled-back writes never appear, the total holds, nothing stays prepared.
+#[test]
+fn savepoint_transfer_killed_after_prepare_rolls_back() {
+    kill_proxy_during("txnf_sp_prepare", KillPoint::AfterPrepare, Work::Savepoint);
+}
+
+#[test]
+fn savepoint_transfer_killed_after_decision_commits() {
+    kill_proxy_during(
+        "txnf_sp_decision",
+        KillPoint::AfterDecision,
+        Work::Savepoint,
+    );
+}
+
+/// A proxy SIGKILLed right after ROLLBACK TO SAVEPOINT, its transaction
+/// open on three backends: nothing of it commits, nothing is prepared, its
+/// rows are free again (a transfer over the same rows commits through the
+/// other proxy), and the total holds.
+#[test]
+fn proxy_killed_after_rollback_to_savepoint_leaves_nothing() {
+    let rt = rt();
+    let _serial = rt.block_on(SERIAL.lock());
+    let db = "txnf_sp_open";
+    rt.block_on(accounts(db));
+    let mut doomed = ProxyProcess::start(cluster_config());
+    let port = doomed.port;
+    rt.block_on(async move {
+        let mut c = mysql_async::Conn::new(proxy_opts(port, Some(db)))
+            .await
+            .unwrap();
+        transfer_with_savepoint(&mut c).await.unwrap();
+        // Open on all three: another connection sees none of it.
+        assert_eq!(balances(db).await, after(false));
+        doomed.child.kill().unwrap();
+        doomed.child.wait().unwrap();
+        assert!(prepared().await.is_empty());
+        // The rows are free again once the backends saw the connections go.
+        let mut other = shared_proxy(Some(db)).await;
+        other
+            .query_drop("SET SESSION innodb_lock_wait_timeout = 30")
+            .await
+            .unwrap();
+        transfer(&mut other).await.unwrap();
+        other.query_drop("COMMIT").await.unwrap();
+        assert_eq!(balances(db).await, after(true));
+        assert_eq!(total_on_backends(db).await, TOTAL);
+        assert!(prepared().await.is_empty());
+    });
 }
 
 /// A backend with an XA branch SIGKILLed mid-transaction, then restarted:

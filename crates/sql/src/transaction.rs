@@ -1,7 +1,8 @@
 //! Transaction facts about a statement: whether MariaDB commits the open
 //! transaction before running it.
 
-use crate::facts::{Facts, Kind, SessionChange};
+use crate::facts::{analyze, Facts, Kind, Pins, SessionChange};
+use crate::lexer::{tokenize, TokenKind};
 
 /// MariaDB commits the open transaction before these statements.
 pub fn is_implicit_commit(facts: &Facts, sql: &str) -> bool {
@@ -29,9 +30,68 @@ pub fn is_implicit_commit(facts: &Facts, sql: &str) -> bool {
     }
 }
 
+/// Whether a statement of a query text (one or several separated by `;`)
+/// begins, ends or changes the open transaction: BEGIN, COMMIT, ROLLBACK
+/// (TO SAVEPOINT too), SAVEPOINT, RELEASE SAVEPOINT, XA, LOCK and UNLOCK,
+/// `SET autocommit` and statements that commit implicitly. Text that does
+/// not lex counts as one.
+pub fn touches_transaction(sql: &str) -> bool {
+    let Ok(tokens) = tokenize(sql) else {
+        return true;
+    };
+    tokens
+        .split(|t| t.kind == TokenKind::Semicolon)
+        .filter_map(|stmt| {
+            let (first, last) = (stmt.first()?, stmt.last()?);
+            sql.get(first.start as usize..last.end as usize)
+        })
+        .any(|one| {
+            let facts = analyze(one);
+            let first = one
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_ascii_uppercase();
+            let txn = Pins(Pins::TRANSACTION.0 | Pins::AUTOCOMMIT_OFF.0 | Pins::XA.0);
+            matches!(
+                facts.kind,
+                Kind::Begin | Kind::Commit | Kind::Rollback | Kind::Lock | Kind::Unlock
+            ) || matches!(first.as_str(), "SAVEPOINT" | "RELEASE" | "XA")
+                || facts.pins.intersects(txn)
+                || facts.unpins.intersects(txn)
+                || is_implicit_commit(&facts, one)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statements_that_touch_the_transaction() {
+        for yes in [
+            "UPDATE t SET a = 1; COMMIT",
+            "SELECT 1; rollback to savepoint s",
+            "savepoint s; SELECT 1",
+            "SELECT 1; RELEASE SAVEPOINT s",
+            "SELECT 1;BEGIN",
+            "SET autocommit = 0; SELECT 1",
+            "SELECT 1; CREATE TABLE t (a INT)",
+            "SELECT 1; XA END 'x'",
+            "LOCK TABLES t WRITE; SELECT 1",
+        ] {
+            assert!(touches_transaction(yes), "{yes}");
+        }
+        for no in [
+            "SELECT 1; SELECT 2",
+            "UPDATE t SET a = 1; SELECT a FROM t",
+            "SELECT 'COMMIT'; SELECT 2",
+            "INSERT INTO t VALUES (1); /* ROLLBACK */ SELECT 1",
+            "CREATE TEMPORARY TABLE x (a INT); SELECT 1",
+        ] {
+            assert!(!touches_transaction(no), "{no}");
+        }
+    }
 
     #[test]
     fn implicit_commits() {

@@ -249,9 +249,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 
     /// Queue a payload starting at sequence 0 and flush.
     pub async fn send_command(&mut self, payload: &[u8]) -> Result<(), WireError> {
+        self.queue_command(payload);
+        self.flush().await
+    }
+
+    /// Queue a command (a payload starting at sequence 0) without flushing:
+    /// several commands queued and flushed together are pipelined, and the
+    /// server answers them one after the other, in order.
+    pub fn queue_command(&mut self, payload: &[u8]) {
         self.seq_shift = 0;
         self.write_payload(0, payload);
-        self.flush().await
     }
 
     /// Close the sending side (after an error was flushed) and read and

@@ -254,6 +254,21 @@ impl BackendConn {
         self.read_response_inner().await
     }
 
+    /// Send several queries in one write, without waiting for their
+    /// replies (pipelined): read them after with [`Self::read_response`],
+    /// one per query, in order. A server runs them one after the other,
+    /// as if each had been sent after the previous reply.
+    pub async fn send_queries(&mut self, sqls: &[String]) -> Result<(), ProxyError> {
+        for sql in sqls {
+            self.stream.queue_command(&Self::payload_for_query(sql));
+        }
+        if let Err(e) = self.stream.flush().await {
+            self.is_broken = true;
+            return Err(lost(&self.backend, e));
+        }
+        Ok(())
+    }
+
     /// The OK or ERR answering a command already sent (see `command`).
     pub async fn read_response(&mut self) -> Result<Result<OkPacket, ErrPacket>, ProxyError> {
         let r = self.read_response_inner().await;

@@ -10,7 +10,7 @@
 //! | `scatter.rs` | one statement over several partitions in parallel: rows concatenated or affected rows added up; writes to global tables |
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
 //! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
-//! | `txn.rs` | transactions across backends: branches, the commit protocol (XA), recovery |
+//! | `txn.rs` | transactions across backends: branches; `txn_commit.rs` the commit protocol (XA), `txn_recovery.rs` recovery |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 
 pub mod bindings;
@@ -26,7 +26,9 @@ mod scatter;
 mod sequence;
 pub mod txn;
 pub mod txn_checks;
+mod txn_commit;
 pub mod txn_hooks;
+pub mod txn_recovery;
 pub mod txn_show;
 
 use hscale_route::router::Plan;
@@ -67,6 +69,9 @@ pub struct Exec<'a, S> {
     /// Statements that set up shipped tables on every part of the merge
     /// being run (`merge.rs`).
     ship_setup: std::sync::Arc<Vec<String>>,
+    /// Inside a transaction: the statement that drops those tables from a
+    /// part's connection (a branch) after its rows were read.
+    ship_cleanup: Option<String>,
     /// A first answer that is error 1146 becomes `ProxyError::StaleRoute`
     /// instead of reaching the client, so the session can reload the
     /// dictionary and run the statement again (the fence, `session/fence.rs`).
@@ -120,6 +125,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             b,
             is_eof_deprecated,
             ship_setup: std::sync::Arc::new(Vec::new()),
+            ship_cleanup: None,
             is_fenced: false,
             retry_unanswered: false,
         }

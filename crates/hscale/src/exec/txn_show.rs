@@ -21,7 +21,8 @@ use std::sync::Mutex;
 
 use hscale_route::BackendId;
 
-use super::txn::{decision_of, parse_gtrid, recover, DECISIONS};
+use super::txn::{parse_gtrid, DECISIONS};
+use super::txn_recovery::{decision_of, recover};
 use super::Bindings;
 use crate::admin::AdminOutput;
 use crate::error::ProxyError;

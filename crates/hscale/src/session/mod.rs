@@ -538,6 +538,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             _ if self.b.txn.is_some() && self.in_distributed_transaction(&facts, sql).await? => {
                 return Ok(());
             }
+            hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
+                if self.b.txn.is_none() && self.end_and_release(&facts, sql).await? =>
+            {
+                return Ok(());
+            }
             _ => {}
         }
         match facts.kind {

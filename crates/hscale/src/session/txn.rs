@@ -6,11 +6,13 @@
 //!  in a transaction with branches ─┬─ COMMIT / ROLLBACK ─► Bindings::commit_all / rollback_all
 //!                                  ├─ SAVEPOINT, ROLLBACK TO, RELEASE ─► Bindings::savepoint_all (every branch)
 //!                                  ├─ BEGIN, DDL, LOCK/UNLOCK, SET autocommit=1 ─► commit_all, then the statement
-//!                                  ├─ several statements in one query ─► refused (1235)
+//!                                  ├─ several statements in one query ending or changing
+//!                                  │  the transaction ─► refused (1235); other ones run
 //!                                  └─ anything else ─► planned and run on the branches
+//!  no branches ── COMMIT / ROLLBACK ... RELEASE ─► end_and_release: COMMIT or ROLLBACK, OK, close
 //! ```
 
-use hscale_sql::transaction::is_implicit_commit;
+use hscale_sql::transaction::{is_implicit_commit, touches_transaction};
 use hscale_sql::{Facts, Kind};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -83,7 +85,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 Ok(true)
             }
-            _ if facts.statements > 1 => refuse("several statements in one query"),
+            // Several statements run where they would outside the
+            // transaction (on its branches), unless one of them ends or
+            // changes the transaction: that would reach one branch only.
+            _ if facts.statements > 1 && touches_transaction(sql) => refuse(
+                "several statements in one query, one of which begins, ends or changes the transaction (COMMIT, ROLLBACK, SAVEPOINT, SET autocommit, statements that commit implicitly)",
+            ),
+            _ if facts.statements > 1 => Ok(false),
             _ if SavepointOp::parse(sql).is_some() => {
                 let Some(op) = SavepointOp::parse(sql) else {
                     return Ok(false);
@@ -105,6 +113,48 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             _ => Ok(false),
         }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// `COMMIT RELEASE` / `ROLLBACK RELEASE` when the transaction has no
+    /// branches (one backend, or none yet): end it with a plain COMMIT or
+    /// ROLLBACK on its connection (which stays usable for the pool), answer
+    /// OK, then close the client connection, as a server does. `Ok(false)`:
+    /// not such a statement.
+    pub(super) async fn end_and_release(
+        &mut self,
+        facts: &Facts,
+        sql: &str,
+    ) -> Result<bool, ProxyError> {
+        // A plain COMMIT (the single-backend path) costs a short scan, no
+        // allocation.
+        let is_release = matches!(facts.kind, Kind::Commit | Kind::Rollback)
+            && facts.statements == 1
+            && sql
+                .as_bytes()
+                .windows(7)
+                .any(|w| w.eq_ignore_ascii_case(b"RELEASE"))
+            && end_of(sql).is_some_and(|e| e.is_release);
+        if !is_release {
+            return Ok(false);
+        }
+        // Nothing ran yet: nothing to end.
+        self.b.pending_begin = None;
+        let end = if facts.kind == Kind::Commit {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        if let Some(conn) = self.b.pinned.take() {
+            if let Some(err) = self.b.end_home(conn, end).await? {
+                // As a server: a failed COMMIT keeps the connection.
+                self.write_server_error(1, &err).await?;
+                return Ok(true);
+            }
+        }
+        self.write_ok(1).await?;
+        Err(ProxyError::ClientGone)
     }
 }
 

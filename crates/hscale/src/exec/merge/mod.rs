@@ -30,11 +30,12 @@ mod columns;
 mod fixtures;
 mod group;
 mod having;
+mod ship;
 mod sort;
 
 use bytes::Bytes;
 use hscale_route::dictionary::Target;
-use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Ship};
+use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey};
 use hscale_route::value::Kind;
 use hscale_route::BackendId;
 use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
@@ -49,9 +50,8 @@ use super::forward::Outcome;
 use super::{send, write_error, Bindings, Effects, Exec};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
-use crate::partition::copy::InsertBatcher;
 use aggregate::Aggregate;
-use columns::{kind_of, Unified};
+use columns::Unified;
 use sort::{order_rows, smallest, sort_keys};
 
 type Row = Vec<Option<Vec<u8>>>;
@@ -102,6 +102,9 @@ struct Part {
     status: Option<u16>,
     /// The warning count of the part's terminator.
     warnings: u16,
+    /// Drops the temporary tables of shipped tables from a transaction's
+    /// branch once the part's rows were read (`ship.rs`).
+    cleanup: Option<String>,
 }
 
 impl Drop for Part {
@@ -121,6 +124,7 @@ impl Part {
             columns: Vec::new(),
             status: None,
             warnings: 0,
+            cleanup: None,
         }
     }
 
@@ -216,15 +220,16 @@ impl Part {
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     pub(crate) async fn run_merge(&mut self, plan: MergePlan) -> Result<(), ProxyError> {
-        // Inside a transaction the parts run on its branches, one at a time
-        // and each read to its end (one connection per backend); shipped
-        // tables would need temporary tables on those branches.
-        if self.b.is_in_transaction() && !plan.ship.is_empty() {
+        // Inside a transaction the parts run on its branches, one at a
+        // time and each read to its end (one connection per backend), and
+        // shipped tables are copied from the branches (`ship.rs`).
+        self.ship_setup = std::sync::Arc::new(Vec::new());
+        self.ship_cleanup = None;
+        if !plan.ship.is_empty() && self.b.is_read_only_transaction() {
             return Err(ProxyError::Unsupported {
-                what: "a read that ships a table between partitions (a join of tables partitioned differently, or a subquery over another partitioned table) inside a transaction (not yet: run it outside the transaction)".into(),
+                what: "a read that ships a table between partitions (a join of tables partitioned differently, or a subquery over another partitioned table) inside a READ ONLY transaction (MariaDB refuses the temporary tables it needs there: run it in a READ WRITE transaction or outside one)".into(),
             });
         }
-        self.ship_setup = std::sync::Arc::new(Vec::new());
         if !plan.ship.is_empty() {
             match self.ship_statements(&plan.ship).await {
                 Ok(s) => self.ship_setup = std::sync::Arc::new(s),
@@ -237,6 +242,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     write_error(&mut *self.client, 1, &e).await;
                     return Ok(());
                 }
+            }
+            if self.b.is_in_transaction() {
+                self.ship_cleanup = Some(ship::cleanup(&plan.ship));
             }
         }
         // Parts still reading when this returns close their connections.
@@ -292,13 +300,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let setup = self.ship_setup.clone();
         for statement in setup.iter() {
-            conn.is_broken = true; // never reused: it holds temporary tables
+            // Never reused (it holds temporary tables), unless it is a
+            // transaction's branch: it drops them after the part.
+            conn.is_broken |= self.ship_cleanup.is_none();
             match conn
                 .command(&BackendConn::payload_for_query(statement))
                 .await
             {
                 Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Err(Stop::Server(e)),
+                Ok(Err(e)) => {
+                    // Closed, with its temporary tables (inside a
+                    // transaction the branch is lost: COMMIT answers 1402).
+                    conn.is_broken = true;
+                    return Err(Stop::Server(e));
+                }
                 Err(e) => return Err(Stop::Proxy(e)),
             }
         }
@@ -314,104 +329,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }));
         }
         let running = self.b.running(&conn, target.backend);
-        Ok(Part::started(conn, running))
+        let mut part = Part::started(conn, running);
+        if !setup.is_empty() {
+            part.cleanup = self.ship_cleanup.clone();
+        }
+        Ok(part)
     }
 
     /// Give a part's connection back once its result was read to the end.
-    fn end_part(&mut self, part: Part) {
-        end_part(self.b, part);
-    }
-
-    /// The definition of a shipped table's temporary copy: `SHOW CREATE
-    /// TABLE` of its model, after `CREATE TABLE name`.
-    async fn ship_body(&mut self, ship: &Ship) -> Result<String, Stop> {
-        let ddl = {
-            let mut c = self.b.acquire(ship.like.0).await?;
-            let r = c
-                .query_rows(&format!(
-                    "SHOW CREATE TABLE {}",
-                    crate::partition::qualified(&ship.db, &ship.like.1)
-                ))
-                .await?;
-            let r = r.map_err(Stop::Server)?;
-            r.strings()
-                .first()
-                .and_then(|row| row.get(1).cloned().flatten())
-                .ok_or_else(|| {
-                    Stop::Proxy(ProxyError::Wrong(
-                        "SHOW CREATE TABLE returned nothing".into(),
-                    ))
-                })?
-        };
-        let head = format!(
-            "CREATE TABLE {}",
-            crate::partition::quote_ident(&ship.like.1)
-        );
-        ddl.strip_prefix(&head).map(str::to_string).ok_or_else(|| {
-            Stop::Proxy(ProxyError::Wrong(format!(
-                "unexpected SHOW CREATE TABLE output for {}",
-                ship.like.1
-            )))
-        })
-    }
-
-    /// The statements that create and fill the temporary tables of shipped
-    /// tables on a part's connection: rows read from every source
-    /// (bounded by `ship_max_rows`), inserted in batches.
-    async fn ship_statements(&mut self, ships: &[Ship]) -> Result<Vec<String>, Stop> {
-        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let mut held = 0usize;
-        let mut out = Vec::new();
-        for ship in ships {
-            let temp = crate::partition::qualified(&ship.db, &ship.temp);
-            let body = self.ship_body(ship).await?;
-            out.push(format!("DROP TEMPORARY TABLE IF EXISTS {temp}"));
-            out.push(format!("CREATE TEMPORARY TABLE {temp}{body}"));
-            for (target, sql) in &ship.sources {
-                // Read in the session's state (time zone, ...) with results
-                // in the columns' own bytes; the connection is closed after.
-                let mut c = self.b.acquire(target.backend).await?;
-                if let Some(err) = self.b.sync(&mut c, false).await? {
-                    c.is_broken = true;
-                    return Err(Stop::Server(err));
-                }
-                c.is_broken = true;
-                if let Ok(Err(e)) = c
-                    .command(&BackendConn::payload_for_query(
-                        "SET character_set_results = NULL",
-                    ))
-                    .await
-                {
-                    return Err(Stop::Server(e));
-                }
-                // Never read more than the bound allows.
-                let cap = max_rows.saturating_sub(held) + 1;
-                let columns = c
-                    .query_stream(&format!("{sql} LIMIT {cap}"))
-                    .await?
-                    .map_err(Stop::Server)?;
-                if let Some(c) = columns
-                    .iter()
-                    .find(|c| kind_of(c) == Kind::Float && c.column_type == 0x04)
-                {
-                    return Err(Stop::Proxy(ProxyError::Refused(format!(
-                        "copying FLOAT column {} between servers would change its values",
-                        c.name
-                    ))));
-                }
-                let mut batcher = InsertBatcher::new(&temp, &columns);
-                while let Some(row) = c.next_row(columns.len()).await? {
-                    let row = row.map_err(Stop::Server)?;
-                    held += 1;
-                    if held > max_rows {
-                        return Err(Stop::Proxy(ProxyError::ShipLimit { limit: max_rows }));
-                    }
-                    out.extend(batcher.push(&row));
-                }
-                out.extend(batcher.finish());
-            }
-        }
-        Ok(out)
+    async fn end_part(&mut self, part: Part) {
+        end_part(self.b, part).await;
     }
 
     /// Whether every part of this plan may run at once (never inside a
@@ -545,7 +472,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     return Err(Stop::Proxy(ProxyError::MergeLimit { limit: max_rows }));
                 }
             }
-            self.end_part(p);
+            self.end_part(p).await;
         }
         let defs = match unified {
             Some(u) => Some(u.finish()?),
@@ -562,7 +489,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         meta.open().await?;
         meta.drain().await?;
         let (out_defs, out_cols) = (meta.defs.clone(), meta.columns.clone());
-        self.end_part(meta);
+        self.end_part(meta).await;
         if out_cols.len() != g.visible {
             return Err(Stop::Proxy(ProxyError::Wrong(format!(
                 "the statement has {} columns, the merge computes {}",
@@ -588,7 +515,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 while let Some(row) = p.row().await? {
                     groups.add(row)?;
                 }
-                self.end_part(p);
+                self.end_part(p).await;
             }
         }
         let merged = groups.finish(&out_cols, &plan.order)?;
@@ -615,14 +542,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 }
 
-/// Give a part's connection back once its result was read to the end.
-fn end_part(b: &mut Bindings, mut part: Part) {
+/// Give a part's connection back once its result was read to the end
+/// (inside a transaction, after dropping the temporary tables of shipped
+/// tables from it).
+async fn end_part(b: &mut Bindings, mut part: Part) {
     part.running = None;
     let merged = &mut b.note.merged;
     merged.0 = merged.0.saturating_add(part.warnings);
     merged.1 |= part.status.unwrap_or(0) & status::INDEX_FLAGS;
     if part.status.is_none() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
         return; // dropped: closes the connection
+    }
+    if let (Some(sql), Some(c)) = (part.cleanup.take(), part.conn.as_mut()) {
+        if !matches!(
+            c.command(&BackendConn::payload_for_query(&sql)).await,
+            Ok(Ok(_))
+        ) {
+            return; // dropped: closes the connection
+        }
     }
     let outcome = Outcome {
         status: part.status,
@@ -707,7 +644,7 @@ async fn send_streams<S: AsyncRead + AsyncWrite + Unpin>(
     }
     for mut p in held.drain(..) {
         p.drain().await?;
-        end_part(b, p);
+        end_part(b, p).await;
     }
     Ok(())
 }

@@ -1,0 +1,224 @@
+//! Shipped tables of a merge (`MergePlan::ship`: a join of tables
+//! partitioned differently, a subquery over another partitioned table):
+//! the rows of the shipped table are read from its partitions and copied
+//! into a temporary table on every part's connection before the part runs.
+//!
+//! Outside a transaction the rows are read on pooled connections and every
+//! part's connection is closed after use, which drops its temporary
+//! tables. Inside one, the rows are read on the transaction's branches, so
+//! the copy holds the transaction's own writes (read-your-writes), and
+//! each part drops its temporary tables once its rows were read
+//! (`Part::cleanup`), so the branch goes on as before the statement.
+
+use hscale_route::dictionary::Target;
+use hscale_route::router::Ship;
+use hscale_route::value::Kind;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::columns::kind_of;
+use super::{Exec, Stop};
+use crate::backend::{BackendConn, PooledConn};
+use crate::error::ProxyError;
+use crate::exec::forward::Outcome;
+use crate::exec::Effects;
+use crate::partition::copy::InsertBatcher;
+
+/// Read with results in the columns' own bytes (saving the session's
+/// setting inside a transaction, whose branch is used again after).
+const RAW_RESULTS: &str = "SET character_set_results = NULL";
+const SAVE_AND_RAW: &str =
+    "SET @hscale_results = @@character_set_results, character_set_results = NULL";
+const RESTORE: &str = "SET character_set_results = @hscale_results, @hscale_results = NULL";
+
+/// The statement that drops a statement's temporary copies from a part's
+/// connection, inside a transaction.
+pub(super) fn cleanup(ships: &[Ship]) -> String {
+    let temps: Vec<String> = ships
+        .iter()
+        .map(|s| crate::partition::qualified(&s.db, &s.temp))
+        .collect();
+    format!("DROP TEMPORARY TABLE IF EXISTS {}", temps.join(", "))
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
+    /// The definition of a shipped table's temporary copy: `SHOW CREATE
+    /// TABLE` of its model, after `CREATE TABLE name`, read on a pooled
+    /// connection (never a transaction's branch: it is only a definition).
+    async fn ship_body(&mut self, ship: &Ship) -> Result<String, Stop> {
+        let ddl = {
+            let mut c = self
+                .b
+                .ctx
+                .pool_as(self.b.worker, ship.like.0, self.b.identity)
+                .get(self.b.is_found_rows)
+                .await?;
+            let r = c
+                .query_rows(&format!(
+                    "SHOW CREATE TABLE {}",
+                    crate::partition::qualified(&ship.db, &ship.like.1)
+                ))
+                .await?;
+            let r = r.map_err(Stop::Server)?;
+            r.strings()
+                .first()
+                .and_then(|row| row.get(1).cloned().flatten())
+                .ok_or_else(|| {
+                    Stop::Proxy(ProxyError::Wrong(
+                        "SHOW CREATE TABLE returned nothing".into(),
+                    ))
+                })?
+        };
+        let head = format!(
+            "CREATE TABLE {}",
+            crate::partition::quote_ident(&ship.like.1)
+        );
+        ddl.strip_prefix(&head).map(str::to_string).ok_or_else(|| {
+            Stop::Proxy(ProxyError::Wrong(format!(
+                "unexpected SHOW CREATE TABLE output for {}",
+                ship.like.1
+            )))
+        })
+    }
+
+    /// The statements that create and fill the temporary tables of shipped
+    /// tables on a part's connection: rows read from every source
+    /// (bounded by `ship_max_rows`), inserted in batches.
+    pub(super) async fn ship_statements(&mut self, ships: &[Ship]) -> Result<Vec<String>, Stop> {
+        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
+        let mut held = 0usize;
+        let mut out = Vec::new();
+        for ship in ships {
+            let temp = crate::partition::qualified(&ship.db, &ship.temp);
+            let body = self.ship_body(ship).await?;
+            out.push(format!("DROP TEMPORARY TABLE IF EXISTS {temp}"));
+            out.push(format!("CREATE TEMPORARY TABLE {temp}{body}"));
+            for (target, sql) in &ship.sources {
+                // Never read more than the bound allows.
+                let cap = max_rows.saturating_sub(held) + 1;
+                let read = format!("{sql} LIMIT {cap}");
+                let mut copy = Copy {
+                    columns: 0,
+                    temp: &temp,
+                    held: &mut held,
+                    max_rows,
+                    out: &mut out,
+                };
+                if self.b.is_in_transaction() {
+                    self.copy_in_transaction(target, &read, &mut copy).await?;
+                } else {
+                    // Read in the session's state (time zone, ...); the
+                    // connection is closed after.
+                    let mut c = self.b.acquire(target.backend).await?;
+                    if let Some(err) = self.b.sync(&mut c, false).await? {
+                        c.is_broken = true;
+                        return Err(Stop::Server(err));
+                    }
+                    c.is_broken = true;
+                    if let Ok(Err(e)) = c
+                        .command(&BackendConn::payload_for_query(RAW_RESULTS))
+                        .await
+                    {
+                        return Err(Stop::Server(e));
+                    }
+                    copy.rows(&mut c, &read).await?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Read a source on the transaction's branch on its backend (opened
+    /// now if needed), which then goes back to the transaction as it was.
+    async fn copy_in_transaction(
+        &mut self,
+        target: &Target,
+        read: &str,
+        copy: &mut Copy<'_>,
+    ) -> Result<(), Stop> {
+        let mut c = match self.b.lease(target.backend, false).await? {
+            Ok(c) => c,
+            Err(err) => return Err(Stop::Server(err)),
+        };
+        let r = match c
+            .command(&BackendConn::payload_for_query(SAVE_AND_RAW))
+            .await
+        {
+            Ok(Ok(_)) => copy.rows(&mut c, read).await,
+            Ok(Err(e)) => Err(Stop::Server(e)),
+            Err(e) => Err(Stop::Proxy(e)),
+        };
+        if r.is_err() && copy.columns > 0 {
+            // Read what is left of the result, so the branch can go on.
+            while let Ok(Some(Ok(_))) = c.next_row(copy.columns).await {}
+        }
+        if !c.is_broken
+            && !matches!(
+                c.command(&BackendConn::payload_for_query(RESTORE)).await,
+                Ok(Ok(_))
+            )
+        {
+            c.is_broken = true;
+        }
+        if c.is_broken {
+            // The branch is lost: the transaction cannot commit
+            // (`Bindings::commit_all` answers 1402).
+            return Err(r.err().unwrap_or_else(|| {
+                Stop::Proxy(ProxyError::BackendLost {
+                    backend: c.backend.to_string(),
+                    reason: "while copying rows of a shipped table".into(),
+                })
+            }));
+        }
+        // A read: the branch needs no commit for it.
+        let read_only = Effects {
+            is_read_only: true,
+            ..Effects::default()
+        };
+        self.b.finish(c, Outcome::default(), &read_only);
+        r
+    }
+}
+
+/// Where a source's rows go: INSERT batches for the temporary copy.
+struct Copy<'a> {
+    /// The columns of the result being read (0: none open).
+    columns: usize,
+    temp: &'a str,
+    held: &'a mut usize,
+    max_rows: usize,
+    out: &'a mut Vec<String>,
+}
+
+impl Copy<'_> {
+    /// Run `read` on `c` and turn its rows into INSERT batches.
+    async fn rows(&mut self, c: &mut PooledConn, read: &str) -> Result<(), Stop> {
+        let columns = c.query_stream(read).await?.map_err(Stop::Server)?;
+        self.columns = columns.len();
+        if let Some(col) = columns
+            .iter()
+            .find(|col| kind_of(col) == Kind::Float && col.column_type == 0x04)
+        {
+            return Err(Stop::Proxy(ProxyError::Refused(format!(
+                "copying FLOAT column {} between servers would change its values",
+                col.name
+            ))));
+        }
+        let mut batcher = InsertBatcher::new(self.temp, &columns);
+        while let Some(row) = c.next_row(columns.len()).await? {
+            let row = row.map_err(|e| {
+                self.columns = 0; // an error ends the result
+                Stop::Server(e)
+            })?;
+            *self.held += 1;
+            if *self.held > self.max_rows {
+                return Err(Stop::Proxy(ProxyError::ShipLimit {
+                    limit: self.max_rows,
+                }));
+            }
+            self.out.extend(batcher.push(&row));
+        }
+        self.out.extend(batcher.finish());
+        self.columns = 0;
+        Ok(())
+    }
+}
