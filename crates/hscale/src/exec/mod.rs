@@ -23,7 +23,7 @@ pub mod prepared;
 pub mod prepared_routing;
 pub mod savepoint;
 mod scatter;
-mod sequence;
+pub mod sequence;
 pub mod txn;
 pub mod txn_checks;
 pub mod txn_hooks;

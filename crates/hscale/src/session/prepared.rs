@@ -32,6 +32,9 @@ pub struct ClientStatement {
     pub is_long_data_refused: bool,
     /// Set when the statement names a partitioned table.
     pub routing: Option<Arc<PreparedRouting>>,
+    /// An INSERT into a table with a sequence: its backends run
+    /// `ids.sql`, whose parameters each execution fills in.
+    pub ids: Option<Arc<hscale_route::router::PreparedIds>>,
     /// The dictionary version `routing` was planned with: a statement is
     /// planned again when the dictionary changed since.
     pub dict_version: u64,
