@@ -84,7 +84,9 @@ impl Sequences {
         t.entry(key).or_default().clone()
     }
 
-    /// `n` new ids for `table`, in order (not necessarily consecutive).
+    /// `n` new ids for `table`: consecutive, as MySQL gives a multi-row
+    /// INSERT (drivers compute the generated keys of a batch from the
+    /// first). When the block holds fewer, its rest is dropped (a gap).
     pub async fn take(
         &self,
         ctx: &Context,
@@ -95,24 +97,19 @@ impl Sequences {
     ) -> Result<Vec<u64>, ProxyError> {
         let seq = self.sequence(table, generation);
         let mut b = seq.block.lock().await;
-        let mut out = Vec::with_capacity(n);
-        while out.len() < n {
-            if b.next < b.end {
-                let take = (b.end - b.next).min((n - out.len()) as u64);
-                out.extend(b.next..b.next + take);
-                b.next += take;
-                continue;
-            }
-            let want = (n - out.len()) as u64;
-            let size = b.next_size().max(want.min(MAX_BLOCK));
+        let n = n as u64;
+        if b.end - b.next < n {
+            let size = b.next_size().max(n);
             let end = reserve(ctx, worker, table, generation, size).await?;
             b.next = end - size;
             b.end = end;
-            b.size = size;
+            b.size = size.min(MAX_BLOCK);
             b.refilled_at = Some(Instant::now());
             b.counter_floor = b.counter_floor.max(end);
         }
-        Ok(out)
+        let first = b.next;
+        b.next += n;
+        Ok((first..first + n).collect())
     }
 
     /// An explicit id `id` was given: make sure no id this or any proxy
