@@ -70,6 +70,27 @@ impl Bindings {
         Ok(Some(BackendConn::payload_for_query(&filled)))
     }
 
+    /// After a statement that called `LAST_INSERT_ID(expr)` on `conn`
+    /// (and generated no id): the value the server now holds becomes the
+    /// session's. A result set does not carry it, and an OK packet
+    /// carries 0 for `LAST_INSERT_ID(0)`: it is read back.
+    pub async fn read_back_last_insert_id(
+        &mut self,
+        conn: &mut crate::backend::PooledConn,
+    ) -> Result<(), ProxyError> {
+        let r = conn.query_rows("SELECT LAST_INSERT_ID()").await?;
+        let value = r
+            .ok()
+            .and_then(|t| t.rows.into_iter().next())
+            .and_then(|row| row.into_iter().next().flatten())
+            .and_then(|v| std::str::from_utf8(&v).ok()?.parse::<u64>().ok());
+        if let Some(v) = value {
+            self.state.last_insert_id = v;
+            conn.last_insert_id = v;
+        }
+        Ok(())
+    }
+
     /// Whether the session's sql_mode has NO_AUTO_VALUE_ON_ZERO (0 is then
     /// stored as given instead of generating an id).
     fn is_zero_kept(&self) -> bool {

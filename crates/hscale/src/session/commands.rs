@@ -176,6 +176,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             num_columns: ok.num_columns,
             pins: facts.pins,
             uses_last_insert_id: facts.uses_last_insert_id,
+            sets_last_insert_id: facts.sets_last_insert_id,
             param_types: None,
             long_data: Vec::new(),
             long_data_bytes: 0,
@@ -282,6 +283,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let effects = Effects {
             pins,
+            uses_last_insert_id: st.uses_last_insert_id,
+            sets_last_insert_id: st.sets_last_insert_id,
             ..Effects::default()
         };
         let execution = Execution {

@@ -21,6 +21,8 @@ pub struct ClientStatement {
     /// Pins running this statement adds (GET_LOCK, user variables, ...).
     pub pins: Pins,
     pub uses_last_insert_id: bool,
+    /// It calls `LAST_INSERT_ID(expr)`.
+    pub sets_last_insert_id: bool,
     /// Parameter types from the last execute that bound them.
     pub param_types: Option<Bytes>,
     /// COM_STMT_SEND_LONG_DATA chunks since the last execute: (param, data).

@@ -259,7 +259,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// is closed after use, which drops its temporary tables).
     async fn start_part(&mut self, target: &Target, sql: &str) -> Result<Part, Stop> {
         let mut conn = self.b.acquire(target.backend).await?;
-        if let Some(err) = self.b.sync(&mut conn, false).await? {
+        if let Some(err) = self.b.sync(&mut conn, self.uses_last_insert_id).await? {
             self.b.finish(conn, Outcome::default(), &Effects::default());
             return Err(Stop::Server(err));
         }
@@ -344,7 +344,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 // Read in the session's state (time zone, ...) with results
                 // in the columns' own bytes; the connection is closed after.
                 let mut c = self.b.acquire(target.backend).await?;
-                if let Some(err) = self.b.sync(&mut c, false).await? {
+                if let Some(err) = self.b.sync(&mut c, self.uses_last_insert_id).await? {
                     c.is_broken = true;
                     return Err(Stop::Server(err));
                 }
