@@ -703,3 +703,30 @@ async fn last_id(c: &mut mysql_async::Conn) -> u64 {
         .unwrap()
         .unwrap()
 }
+
+/// SHOW CREATE TABLE names the sequence's next value as the table's
+/// AUTO_INCREMENT, not the default partition's own counter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_create_table_shows_the_sequences_next_value() {
+    const DB: &str = "seq_show";
+    cluster(2);
+    setup(DB, 5).await;
+    let mut c = proxy_conn(Some(DB)).await;
+    // Rows on shard1's partitions only: the default partition's counter
+    // stays where the preloaded rows left it.
+    c.query_drop("INSERT INTO t (k, who) VALUES (1, 'a'), (3, 'b'), (1, 'c')")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO t (id, k, who) VALUES (700, 1, 'high')")
+        .await
+        .unwrap();
+    let next = next_id(DB).await;
+    assert!(next > 700, "{next}");
+    let (_, ddl): (String, String) = c
+        .query_first("SHOW CREATE TABLE t")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(ddl.contains(&format!(" AUTO_INCREMENT={next} ")), "{ddl}");
+    c.disconnect().await.unwrap();
+}
