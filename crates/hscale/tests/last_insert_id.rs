@@ -92,12 +92,21 @@ async fn last_insert_id_follows_one_server() {
         // on a partition of the other backend, in a point read and over
         // every partition.
         ("SELECT LAST_INSERT_ID(42)", false),
-        ("SELECT id, LAST_INSERT_ID() FROM t WHERE k = 1 ORDER BY id", false),
+        (
+            "SELECT id, LAST_INSERT_ID() FROM t WHERE k = 1 ORDER BY id",
+            false,
+        ),
         ("SELECT id, n, LAST_INSERT_ID() FROM t ORDER BY id", false),
         ("SELECT COUNT(*) FROM t WHERE n < LAST_INSERT_ID()", false),
         // Set by a write over several partitions that touches one row.
-        ("UPDATE t SET n = LAST_INSERT_ID(n + 100) WHERE id = 4", false),
-        ("SELECT id, n FROM t WHERE n = LAST_INSERT_ID() ORDER BY id", false),
+        (
+            "UPDATE t SET n = LAST_INSERT_ID(n + 100) WHERE id = 4",
+            false,
+        ),
+        (
+            "SELECT id, n FROM t WHERE n = LAST_INSERT_ID() ORDER BY id",
+            false,
+        ),
         // A write that evaluates nothing leaves it alone.
         ("UPDATE t SET n = LAST_INSERT_ID(7) WHERE id = 999", false),
         // Read by writes over several partitions.
@@ -105,15 +114,24 @@ async fn last_insert_id_follows_one_server() {
             "INSERT INTO t (id, k, n) VALUES (50, 2, LAST_INSERT_ID()), (51, 3, LAST_INSERT_ID())",
             false,
         ),
-        ("UPDATE t SET n = LAST_INSERT_ID() + id WHERE k IN (1, 2)", false),
+        (
+            "UPDATE t SET n = LAST_INSERT_ID() + id WHERE k IN (1, 2)",
+            false,
+        ),
         ("SELECT id, k, n FROM t ORDER BY id, k", false),
         ("DELETE FROM t WHERE n > LAST_INSERT_ID() + 50", false),
         ("SELECT id, k, n FROM t ORDER BY id, k", false),
         // DO, zero, and prepared statements.
         ("DO LAST_INSERT_ID(0)", false),
-        ("SELECT id FROM t WHERE k = 3 AND LAST_INSERT_ID() = 0 ORDER BY id", false),
+        (
+            "SELECT id FROM t WHERE k = 3 AND LAST_INSERT_ID() = 0 ORDER BY id",
+            false,
+        ),
         ("SELECT LAST_INSERT_ID(77)", true),
-        ("SELECT id, LAST_INSERT_ID() FROM t WHERE k = 3 ORDER BY id", true),
+        (
+            "SELECT id, LAST_INSERT_ID() FROM t WHERE k = 3 ORDER BY id",
+            true,
+        ),
         ("UPDATE t SET n = LAST_INSERT_ID(n) WHERE id = 2", true),
         ("SELECT LAST_INSERT_ID(LAST_INSERT_ID() + 1)", false),
     ];

@@ -567,7 +567,10 @@ async fn prepared_inserts_take_ids_from_the_sequence() {
     cluster(2);
     setup(DB, 5).await;
     let mut c = proxy_conn(Some(DB)).await;
-    let one = c.prep("INSERT INTO t (k, who) VALUES (?, ?)").await.unwrap();
+    let one = c
+        .prep("INSERT INTO t (k, who) VALUES (?, ?)")
+        .await
+        .unwrap();
     assert_eq!(one.num_params(), 2, "the client sees its own parameters");
     let mut seen = Vec::new();
     for i in 0..8 {
@@ -677,10 +680,7 @@ async fn prepared_inserts_take_ids_from_the_sequence() {
     c.disconnect().await.unwrap();
     for (name, (backend, table)) in physical_tables(&format!("{DB}.u")).await {
         let mut b = backend_conn(backend, Some(DB)).await;
-        let on: Vec<u64> = b
-            .query(format!("SELECT id FROM `{table}`"))
-            .await
-            .unwrap();
+        let on: Vec<u64> = b.query(format!("SELECT id FROM `{table}`")).await.unwrap();
         for id in on {
             let want = match id % 4 {
                 1 => "p1",
@@ -722,11 +722,7 @@ async fn show_create_table_shows_the_sequences_next_value() {
         .unwrap();
     let next = next_id(DB).await;
     assert!(next > 700, "{next}");
-    let (_, ddl): (String, String) = c
-        .query_first("SHOW CREATE TABLE t")
-        .await
-        .unwrap()
-        .unwrap();
+    let (_, ddl): (String, String) = c.query_first("SHOW CREATE TABLE t").await.unwrap().unwrap();
     assert!(ddl.contains(&format!(" AUTO_INCREMENT={next} ")), "{ddl}");
     c.disconnect().await.unwrap();
 }

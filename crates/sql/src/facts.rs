@@ -681,8 +681,8 @@ mod tests {
             .is_empty());
         assert!(analyze("XA START 'x'").pins.contains(Pins::XA));
         assert!(analyze("select LAST_INSERT_ID()").uses_last_insert_id);
-    assert!(!analyze("select LAST_INSERT_ID()").sets_last_insert_id);
-    assert!(analyze("update t set n = last_insert_id(n + 1)").sets_last_insert_id);
+        assert!(!analyze("select LAST_INSERT_ID()").sets_last_insert_id);
+        assert!(analyze("update t set n = last_insert_id(n + 1)").sets_last_insert_id);
     }
 
     #[test]

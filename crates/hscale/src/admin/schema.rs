@@ -120,7 +120,10 @@ pub async fn show_create(
     };
     // The partition's own AUTO_INCREMENT is not the table's: its sequence
     // hands out the ids.
-    let sequence = table.auto_column.is_some().then_some(table.sequence_generation);
+    let sequence = table
+        .auto_column
+        .is_some()
+        .then_some(table.sequence_generation);
     drop(d);
     let ddl = match sequence {
         Some(generation) => match crate::seq::next_value(ctx, worker, name, generation).await? {

@@ -174,7 +174,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                 to,
             } => {
                 let payload = BackendConn::payload_for_query(&sql);
-                let mut conn = match self.b.lease(target.backend, effects.uses_last_insert_id).await? {
+                let mut conn = match self
+                    .b
+                    .lease(target.backend, effects.uses_last_insert_id)
+                    .await?
+                {
                     Ok(c) => c,
                     Err(err) => return self.write_server_error(1, &err).await,
                 };

@@ -173,11 +173,14 @@ pub async fn next_value(
         quote_str(&table.table),
     );
     let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
-    let rows = c.query_rows(&sql).await?.map_err(|err| ProxyError::Backend {
-        backend: ctx.config.backends[BackendId::MAIN.index()].name.clone(),
-        during: "reading a sequence".into(),
-        err,
-    })?;
+    let rows = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|err| ProxyError::Backend {
+            backend: ctx.config.backends[BackendId::MAIN.index()].name.clone(),
+            during: "reading a sequence".into(),
+            err,
+        })?;
     Ok(rows
         .rows
         .first()
@@ -194,18 +197,13 @@ pub fn with_auto_increment(ddl: &str, next: u64) -> String {
     let tail = &ddl[options..];
     if let Some(at) = tail.find(" AUTO_INCREMENT=") {
         let start = options + at + " AUTO_INCREMENT=".len();
-        let digits = ddl[start..]
-            .bytes()
-            .take_while(u8::is_ascii_digit)
-            .count();
+        let digits = ddl[start..].bytes().take_while(u8::is_ascii_digit).count();
         return format!("{}{next}{}", &ddl[..start], &ddl[start + digits..]);
     }
     match tail.find(" ENGINE=") {
         Some(at) => {
             let start = options + at + " ENGINE=".len();
-            let word = ddl[start..]
-                .find(' ')
-                .map_or(ddl.len(), |n| start + n);
+            let word = ddl[start..].find(' ').map_or(ddl.len(), |n| start + n);
             format!("{} AUTO_INCREMENT={next}{}", &ddl[..word], &ddl[word..])
         }
         None => ddl.to_string(),

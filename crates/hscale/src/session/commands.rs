@@ -86,7 +86,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // An INSERT into a table with a sequence: its backends prepare it
         // with a `?` wherever an id may be generated (`exec/sequence.rs`).
         let ids = self.b.prepared_ids(&payload[1..])?;
-        let routing = self.prepared_routing(ids.as_ref().map_or(&payload[1..], |i| i.sql.as_bytes()))?;
+        let routing =
+            self.prepared_routing(ids.as_ref().map_or(&payload[1..], |i| i.sql.as_bytes()))?;
         // The metadata comes from the first target (a partition has T's columns).
         let (backend, backend_sql) = match &routing {
             Some(r) => (r.parts[0].0.backend, r.parts[0].1.clone()),

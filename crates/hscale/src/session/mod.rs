@@ -701,7 +701,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let last_insert_id = match &plan {
                 Plan::GlobalWrite { .. } => facts.uses_last_insert_id,
                 Plan::Targets { kind, .. } => {
-                    facts.sets_last_insert_id && *kind == hscale_route::router::StatementKind::Select
+                    facts.sets_last_insert_id
+                        && *kind == hscale_route::router::StatementKind::Select
                 }
                 _ => facts.sets_last_insert_id,
             };

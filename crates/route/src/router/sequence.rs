@@ -167,9 +167,7 @@ pub fn prepared_ids(
     for row in &read.rows {
         match row {
             RowId::Missing { at } => edits.push((*at, *at, ", ?", Some(IdParam::New))),
-            RowId::Generate { range } => {
-                edits.push((range.0, range.1, "?", Some(IdParam::New)))
-            }
+            RowId::Generate { range } => edits.push((range.0, range.1, "?", Some(IdParam::New))),
             RowId::Zero { range } => edits.push((range.0, range.1, "?", Some(IdParam::Zero))),
             RowId::Explicit(n) => note_explicit(&mut max_explicit, *n),
             RowId::Param(i) => id_params.push(*i),
@@ -215,11 +213,17 @@ pub fn prepared_ids(
 /// The id column's value in one VALUES row.
 enum RowId {
     /// Not in the column list: added before the row's `)`, at this byte.
-    Missing { at: usize },
+    Missing {
+        at: usize,
+    },
     /// NULL or DEFAULT, at these bytes.
-    Generate { range: (usize, usize) },
+    Generate {
+        range: (usize, usize),
+    },
     /// A literal 0, at these bytes.
-    Zero { range: (usize, usize) },
+    Zero {
+        range: (usize, usize),
+    },
     Explicit(i128),
     /// The client's parameter of this index.
     Param(u16),
@@ -517,8 +521,10 @@ mod tests {
             "INSERT INTO t (k, v, `id`) VALUES (?, ?, ?), (?, 'x', ?)"
         );
         assert_eq!(a.params, [Client(0), Client(1), New, Client(2), New]);
-        let a = p("INSERT INTO t (id, k) VALUES (?, ?), (NULL, ?), (0, 1), (9, ?) \
-             ON DUPLICATE KEY UPDATE v = ?");
+        let a = p(
+            "INSERT INTO t (id, k) VALUES (?, ?), (NULL, ?), (0, 1), (9, ?) \
+             ON DUPLICATE KEY UPDATE v = ?",
+        );
         assert_eq!(
             a.sql,
             "INSERT INTO t (id, k) VALUES (?, ?), (?, ?), (?, 1), (9, ?) \
@@ -526,7 +532,15 @@ mod tests {
         );
         assert_eq!(
             a.params,
-            [ClientId(0), Client(1), New, Client(2), Zero, Client(3), Client(4)]
+            [
+                ClientId(0),
+                Client(1),
+                New,
+                Client(2),
+                Zero,
+                Client(3),
+                Client(4)
+            ]
         );
         assert_eq!(a.max_explicit, Some(9));
         // The key may be the id itself.
