@@ -712,10 +712,10 @@ async fn routed_statements_match_one_server() {
         .await
         .unwrap();
     c.query_drop("ROLLBACK").await.unwrap();
-    // LAST_INSERT_ID() over several partitions (each part runs on its own
+    // A user variable over several partitions (each part runs on its own
     // connection): refused, nothing changed.
     let e = c
-        .query_drop("UPDATE orders SET amount = amount + 1 WHERE id = LAST_INSERT_ID()")
+        .query_drop("UPDATE orders SET amount = amount + 1 WHERE id = @no_such_id")
         .await
         .unwrap_err();
     assert_eq!(code(&e), 1235);

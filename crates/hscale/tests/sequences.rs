@@ -428,12 +428,6 @@ async fn last_insert_id_and_zero_follow_mysql() {
         let e = c.query_drop(sql).await.unwrap_err();
         assert_eq!(code(&e), 1235, "{sql}: {e}");
     }
-    // Prepared INSERTs are not filled in yet: refused, never duplicated.
-    let e = c
-        .exec_drop("INSERT INTO t (k, who) VALUES (?, ?)", (1, "prepared"))
-        .await
-        .unwrap_err();
-    assert_eq!(code(&e), 1235, "{e}");
     c.disconnect().await.unwrap();
     let rows = rows_on_backends(DB).await;
     assert_eq!(rows.len(), 5 + 1 + 1 + 4 + 2 + 2);
@@ -559,4 +553,176 @@ async fn setup_table_refuses_a_unique_key_without_the_partition_column() {
     assert_eq!(code(&e), 1062, "{e}");
     p.disconnect().await.unwrap();
     b.disconnect().await.unwrap();
+}
+
+/// Prepared INSERTs (COM_STMT_PREPARE / EXECUTE, mysql_async's binary
+/// protocol) take their ids from the sequence as text ones do: single and
+/// multi-row, the id missing, NULL, 0 or bound as a parameter, explicit
+/// ids moving the counter, the OK packet's insert id and LAST_INSERT_ID()
+/// naming the first generated row; and into a table partitioned by the
+/// id itself, each row lands in its id's partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_inserts_take_ids_from_the_sequence() {
+    const DB: &str = "seq_prepared";
+    cluster(2);
+    setup(DB, 5).await;
+    let mut c = proxy_conn(Some(DB)).await;
+    let one = c
+        .prep("INSERT INTO t (k, who) VALUES (?, ?)")
+        .await
+        .unwrap();
+    assert_eq!(one.num_params(), 2, "the client sees its own parameters");
+    let mut seen = Vec::new();
+    for i in 0..8 {
+        c.exec_drop(&one, (i % 4, format!("one{i}"))).await.unwrap();
+        let id = c.last_insert_id().unwrap();
+        assert!(id > 5, "above the preloaded rows: {id}");
+        assert_eq!(last_id(&mut c).await, id);
+        seen.push((id, format!("one{i}")));
+    }
+    // Several rows: the first generated id is reported.
+    c.exec_drop(
+        "INSERT INTO t (k, who) VALUES (?, ?), (?, ?)",
+        (2, "multi_a", 6, "multi_b"),
+    )
+    .await
+    .unwrap();
+    let multi = c.last_insert_id().unwrap();
+    assert_eq!(last_id(&mut c).await, multi);
+    // Consecutive, as MySQL gives one statement's rows (drivers compute
+    // the later keys from the first).
+    seen.push((multi, "multi_a".into()));
+    seen.push((multi + 1, "multi_b".into()));
+    // The id bound as a parameter: NULL and 0 generate, a value is kept.
+    let by_param = c
+        .prep("INSERT INTO t (id, k, who) VALUES (?, ?, ?)")
+        .await
+        .unwrap();
+    c.exec_drop(&by_param, (None::<u64>, 1, "null"))
+        .await
+        .unwrap();
+    let null_id = c.last_insert_id().unwrap();
+    seen.push((null_id, "null".into()));
+    c.exec_drop(&by_param, (0, 3, "zero")).await.unwrap();
+    let zero_id = c.last_insert_id().unwrap();
+    assert!(zero_id > null_id, "0 generates: {zero_id}");
+    seen.push((zero_id, "zero".into()));
+    c.exec_drop(&by_param, (5000, 1, "explicit")).await.unwrap();
+    assert_eq!(
+        last_id(&mut c).await,
+        zero_id,
+        "an explicit id leaves LAST_INSERT_ID() alone"
+    );
+    assert!(next_id(DB).await > 5000, "explicit 5000 moved the counter");
+    seen.push((5000, "explicit".into()));
+    // Literal NULL, DEFAULT and 0 in a prepared row, with a parameter
+    // after them and ON DUPLICATE KEY UPDATE's own parameter.
+    c.exec_drop(
+        "INSERT INTO t (id, k, who) VALUES (NULL, ?, ?), (DEFAULT, ?, ?), (0, ?, 'lit0') \
+         ON DUPLICATE KEY UPDATE n = ?",
+        (2, "lit_null", 2, "lit_default", 2, 7),
+    )
+    .await
+    .unwrap();
+    let lit = c.last_insert_id().unwrap();
+    // The proxy's block still holds ids below the explicit one: unique,
+    // not monotonic.
+    assert!(lit != 5000 && lit > zero_id, "{lit}");
+    seen.push((lit, "lit_null".into()));
+    // NO_AUTO_VALUE_ON_ZERO, set after PREPARE: 0 is stored as given.
+    c.query_drop("SET sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
+        .await
+        .unwrap();
+    c.exec_drop(&by_param, (0, 2, "kept0")).await.unwrap();
+    assert_eq!(last_id(&mut c).await, lit);
+    seen.push((0, "kept0".into()));
+    c.query_drop("SET sql_mode = DEFAULT").await.unwrap();
+    let rows = rows_on_backends(DB).await;
+    for (id, who) in &seen {
+        assert_eq!(
+            rows.get(&(*id as i64)).and_then(|r| r.0.as_deref()),
+            Some(who.as_str()),
+            "row {id}"
+        );
+    }
+    assert_eq!(rows.len(), 5 + 8 + 2 + 3 + 3 + 1);
+
+    // A table partitioned by its id: the ids decide the partitions.
+    let mut b = backend_conn(0, Some(DB)).await;
+    b.query_drop("CREATE TABLE u (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, who VARCHAR(20))")
+        .await
+        .unwrap();
+    b.disconnect().await.unwrap();
+    c.query_drop(format!(
+        "HSCALE SETUP_TABLE('{DB}.u', 'id', 'u_default', 'shard0', 'MOD(4)')"
+    ))
+    .await
+    .unwrap();
+    for (part, v) in [("p1", 1), ("p3", 3)] {
+        c.query_drop(format!(
+            "HSCALE ADD_PARTITION('{DB}.u', '{part}', '{v}', 'shard1')"
+        ))
+        .await
+        .unwrap();
+    }
+    let ins = c.prep("INSERT INTO u (who) VALUES (?)").await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        c.exec_drop(&ins, (format!("u{i}"),)).await.unwrap();
+        let id = c.last_insert_id().unwrap();
+        let who: Option<String> = c
+            .exec_first("SELECT who FROM u WHERE id = ?", (id,))
+            .await
+            .unwrap();
+        assert_eq!(who, Some(format!("u{i}")), "id {id}");
+        ids.push(id);
+    }
+    c.disconnect().await.unwrap();
+    for (name, (backend, table)) in physical_tables(&format!("{DB}.u")).await {
+        let mut b = backend_conn(backend, Some(DB)).await;
+        let on: Vec<u64> = b.query(format!("SELECT id FROM `{table}`")).await.unwrap();
+        for id in on {
+            let want = match id % 4 {
+                1 => "p1",
+                3 => "p3",
+                _ => "default",
+            };
+            assert!(
+                name == want || (want == "default" && name != "p1" && name != "p3"),
+                "id {id} in partition {name}"
+            );
+            assert!(ids.contains(&id));
+        }
+        b.disconnect().await.unwrap();
+    }
+}
+
+async fn last_id(c: &mut mysql_async::Conn) -> u64 {
+    c.query_first("SELECT LAST_INSERT_ID()")
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// SHOW CREATE TABLE names the sequence's next value as the table's
+/// AUTO_INCREMENT, not the default partition's own counter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_create_table_shows_the_sequences_next_value() {
+    const DB: &str = "seq_show";
+    cluster(2);
+    setup(DB, 5).await;
+    let mut c = proxy_conn(Some(DB)).await;
+    // Rows on shard1's partitions only: the default partition's counter
+    // stays where the preloaded rows left it.
+    c.query_drop("INSERT INTO t (k, who) VALUES (1, 'a'), (3, 'b'), (1, 'c')")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO t (id, k, who) VALUES (700, 1, 'high')")
+        .await
+        .unwrap();
+    let next = next_id(DB).await;
+    assert!(next > 700, "{next}");
+    let (_, ddl): (String, String) = c.query_first("SHOW CREATE TABLE t").await.unwrap().unwrap();
+    assert!(ddl.contains(&format!(" AUTO_INCREMENT={next} ")), "{ddl}");
+    c.disconnect().await.unwrap();
 }

@@ -144,6 +144,8 @@ pub struct Facts {
     pub change: Option<SessionChange>,
     /// Mentions `LAST_INSERT_ID()`, whose value lives in the connection.
     pub uses_last_insert_id: bool,
+    /// Calls `LAST_INSERT_ID(expr)`, which sets that value.
+    pub sets_last_insert_id: bool,
     /// The text did not lex (the server will report the syntax error).
     pub is_unlexable: bool,
 }
@@ -176,6 +178,7 @@ pub fn analyze(sql: &str) -> Facts {
                 unpins: Pins::NONE,
                 change: None,
                 uses_last_insert_id: false,
+                sets_last_insert_id: false,
                 is_unlexable: true,
             }
         }
@@ -187,6 +190,7 @@ pub fn analyze(sql: &str) -> Facts {
         unpins: Pins::NONE,
         change: None,
         uses_last_insert_id: false,
+        sets_last_insert_id: false,
         is_unlexable: false,
     };
     let mut changes = 0;
@@ -202,6 +206,7 @@ pub fn analyze(sql: &str) -> Facts {
         facts.pins.insert(one.pins);
         facts.unpins.insert(one.unpins);
         facts.uses_last_insert_id |= one.uses_last_insert_id;
+        facts.sets_last_insert_id |= one.sets_last_insert_id;
         if one.change.is_some() || one.kind == Kind::Set {
             changes += 1;
             facts.change = one.change;
@@ -220,6 +225,7 @@ struct One {
     unpins: Pins,
     change: Option<SessionChange>,
     uses_last_insert_id: bool,
+    sets_last_insert_id: bool,
 }
 
 fn analyze_one(sql: &str, t: &[Token]) -> One {
@@ -267,6 +273,7 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
     let mut pins = Pins::NONE;
     let mut unpins = Pins::NONE;
     let mut uses_last_insert_id = false;
+    let mut sets_last_insert_id = false;
     for (i, tok) in t.iter().enumerate() {
         match tok.kind {
             TokenKind::UserVar => pins.insert(Pins::USER_VARIABLE),
@@ -277,6 +284,7 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
                     pins.insert(Pins::USER_LOCK);
                 } else if next_is_paren && text.eq_ignore_ascii_case("LAST_INSERT_ID") {
                     uses_last_insert_id = true;
+                    sets_last_insert_id |= t.get(i + 2).is_some_and(|x| !x.is_punct(sql, ")"));
                 } else if text.eq_ignore_ascii_case("SQL_CALC_FOUND_ROWS") {
                     pins.insert(Pins::FOUND_ROWS);
                 }
@@ -341,6 +349,7 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
         unpins,
         change,
         uses_last_insert_id,
+        sets_last_insert_id,
     }
 }
 
@@ -672,6 +681,8 @@ mod tests {
             .is_empty());
         assert!(analyze("XA START 'x'").pins.contains(Pins::XA));
         assert!(analyze("select LAST_INSERT_ID()").uses_last_insert_id);
+        assert!(!analyze("select LAST_INSERT_ID()").sets_last_insert_id);
+        assert!(analyze("update t set n = last_insert_id(n + 1)").sets_last_insert_id);
     }
 
     #[test]

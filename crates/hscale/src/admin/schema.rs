@@ -92,6 +92,20 @@ pub async fn show_create(
         Some(body) => format!("CREATE TABLE {}{body}", quote_ident(&name.table)),
         None => ddl,
     };
+    // The partition's own AUTO_INCREMENT is not the table's: its sequence
+    // hands out the ids.
+    let sequence = table
+        .auto_column
+        .is_some()
+        .then_some(table.sequence_generation);
+    drop(d);
+    let ddl = match sequence {
+        Some(generation) => match crate::seq::next_value(ctx, worker, name, generation).await? {
+            Some(next) => crate::seq::with_auto_increment(&ddl, next),
+            None => ddl,
+        },
+        None => ddl,
+    };
     Ok(AdminOutput::Rows {
         columns: cols(&["Table", "Create Table"]),
         rows: vec![vec![Some(name.table.clone()), Some(ddl)]],

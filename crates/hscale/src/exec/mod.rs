@@ -23,7 +23,7 @@ pub mod prepared;
 pub mod prepared_routing;
 pub mod savepoint;
 mod scatter;
-mod sequence;
+pub mod sequence;
 pub mod txn;
 pub mod txn_checks;
 mod txn_commit;
@@ -52,6 +52,9 @@ pub struct Effects<'a> {
     pub unpins: Pins,
     pub change: Option<&'a SessionChange>,
     pub uses_last_insert_id: bool,
+    /// It calls `LAST_INSERT_ID(expr)`: the value the backend holds after
+    /// it becomes the session's.
+    pub sets_last_insert_id: bool,
     /// The statement only reads (a SELECT or SHOW): a transaction branch
     /// it ran on needs no commit of its own.
     pub is_read_only: bool,
@@ -80,6 +83,9 @@ pub struct Exec<'a, S> {
     /// `Err(BackendLost)` back instead of an error to the client: the
     /// statement runs again on another pooled connection.
     retry_unanswered: bool,
+    /// The statement reads LAST_INSERT_ID(): every connection it runs on
+    /// is synced to the session's value (parts of scatters and merges).
+    uses_last_insert_id: bool,
 }
 
 /// Tries of a statement whose pooled connection turned out closed.
@@ -128,6 +134,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             ship_cleanup: None,
             is_fenced: false,
             retry_unanswered: false,
+            uses_last_insert_id: false,
         }
     }
 
@@ -161,6 +168,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         };
         self.b.note.kind = kind;
         self.b.note.parts = parts as u32;
+        self.uses_last_insert_id = effects.uses_last_insert_id;
         match plan {
             Plan::Targets { kind, parts } => self.run_routed(kind, parts, effects).await,
             Plan::GlobalWrite { table, sql } => self.run_global_write(&table, &sql).await,
@@ -172,7 +180,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                 to,
             } => {
                 let payload = BackendConn::payload_for_query(&sql);
-                let mut conn = match self.b.lease(target.backend, false).await? {
+                let mut conn = match self
+                    .b
+                    .lease(target.backend, effects.uses_last_insert_id)
+                    .await?
+                {
                     Ok(c) => c,
                     Err(err) => return self.write_server_error(1, &err).await,
                 };
@@ -290,6 +302,13 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                         .b
                         .backend_lost(conn, "the server ended the connection".into());
                     return Ok(());
+                }
+                if effects.sets_last_insert_id
+                    && self.b.generated_id.is_none()
+                    && !outcome.is_err
+                    && held.is_none()
+                {
+                    self.b.read_back_last_insert_id(&mut conn).await?;
                 }
                 self.b.finish(conn, outcome, effects);
                 match held {

@@ -101,6 +101,59 @@ pub fn key_value(
     Err("no such parameter".into())
 }
 
+/// One parameter of an execute packet, as bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound<'a> {
+    Null,
+    /// Sent by COM_STMT_SEND_LONG_DATA (no bytes in the packet).
+    Long,
+    /// Its bytes in the packet, length prefix included.
+    Value(&'a [u8]),
+}
+
+/// Every parameter of `exec` (`n` of them), in order.
+pub fn split<'a>(
+    exec: &Execute<'a>,
+    types: &[u8],
+    n: usize,
+    long_data: &[u16],
+) -> Result<Vec<Bound<'a>>, String> {
+    let bad = |_| "malformed parameter values".to_string();
+    let mut r = Reader::new(exec.values);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        if exec
+            .null_bitmap
+            .get(i / 8)
+            .is_some_and(|b| b & (1 << (i % 8)) != 0)
+        {
+            out.push(Bound::Null);
+            continue;
+        }
+        if long_data.contains(&(i as u16)) {
+            out.push(Bound::Long);
+            continue;
+        }
+        let at = r.pos();
+        match *types.get(2 * i).ok_or("missing parameter type")? {
+            0x06 => {}
+            0x01 => r.skip(1).map_err(bad)?,
+            0x02 | 0x0d => r.skip(2).map_err(bad)?,
+            0x03 | 0x09 | 0x04 => r.skip(4).map_err(bad)?,
+            0x05 | 0x08 => r.skip(8).map_err(bad)?,
+            0x07 | 0x0a | 0x0b | 0x0c => {
+                let len = r.u8().map_err(bad)? as usize;
+                r.skip(len).map_err(bad)?;
+            }
+            _ => {
+                r.lenenc_bytes().map_err(bad)?;
+            }
+        }
+        out.push(Bound::Value(&exec.values[at..r.pos()]));
+    }
+    Ok(out)
+}
+
 /// A binary DATE/DATETIME/TIMESTAMP as `YYYY-MM-DD[ HH:MM:SS]`.
 fn date_value(d: &[u8]) -> Result<KeyValue, String> {
     if d.len() < 4 {
@@ -135,5 +188,17 @@ mod tests {
             Ok(KeyValue::Str("abc".into()))
         );
         assert!(key_value(&e, &types, 2, &[2]).is_err());
+        assert_eq!(
+            split(&e, &types, 3, &[2]),
+            Ok(vec![
+                Bound::Null,
+                Bound::Value(&42i64.to_le_bytes()),
+                Bound::Long
+            ])
+        );
+        assert_eq!(
+            split(&e, &types, 3, &[]).unwrap()[2],
+            Bound::Value(b"\x03abc")
+        );
     }
 }

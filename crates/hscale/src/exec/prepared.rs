@@ -124,7 +124,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         cmd: Command<'_>,
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
-        let mut conn = match self.b.lease(backend, cmd.uses_last_insert_id()).await? {
+        let uses_last_insert_id = cmd.uses_last_insert_id() || effects.uses_last_insert_id;
+        let mut conn = match self.b.lease(backend, uses_last_insert_id).await? {
             Ok(c) => c,
             Err(err) => return self.write_server_error(1, &err).await,
         };

@@ -335,7 +335,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 return Ok(None);
             }
         };
-        if let Some(err) = self.b.sync(&mut conn, cmd.uses_last_insert_id()).await? {
+        let uses_last_insert_id = cmd.uses_last_insert_id() || self.uses_last_insert_id;
+        if let Some(err) = self.b.sync(&mut conn, uses_last_insert_id).await? {
             self.b.finish(conn, Outcome::default(), &Effects::default());
             self.write_server_error(seq, &err).await?;
             return Ok(None);

@@ -3,10 +3,20 @@
 //! The statement then runs with its ids as explicit values; its OK packet
 //! reports the first generated id, which becomes the session's
 //! LAST_INSERT_ID() (`Bindings::generated_id`, read by the forwarder, the
-//! scatter's total and `Bindings::finish`).
+//! scatter's total and `Bindings::finish`). Prepared INSERTs are read at
+//! PREPARE (`PreparedIds`: the backends prepare the statement with a `?`
+//! wherever an id may be generated) and filled at each execution, by
+//! rewriting the execute packet.
 
-use bytes::Bytes;
+use std::sync::Arc;
 
+use bytes::{BufMut, Bytes, BytesMut};
+use hscale_route::router::{IdParam, PreparedIds};
+use hscale_route::KeyValue;
+use hscale_wire::consts::com;
+use hscale_wire::stmt::Execute;
+
+use super::params::{self, Bound};
 use super::Bindings;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
@@ -60,6 +70,27 @@ impl Bindings {
         Ok(Some(BackendConn::payload_for_query(&filled)))
     }
 
+    /// After a statement that called `LAST_INSERT_ID(expr)` on `conn`
+    /// (and generated no id): the value the server now holds becomes the
+    /// session's. A result set does not carry it, and an OK packet
+    /// carries 0 for `LAST_INSERT_ID(0)`: it is read back.
+    pub async fn read_back_last_insert_id(
+        &mut self,
+        conn: &mut crate::backend::PooledConn,
+    ) -> Result<(), ProxyError> {
+        let r = conn.query_rows("SELECT LAST_INSERT_ID()").await?;
+        let value = r
+            .ok()
+            .and_then(|t| t.rows.into_iter().next())
+            .and_then(|row| row.into_iter().next().flatten())
+            .and_then(|v| std::str::from_utf8(&v).ok()?.parse::<u64>().ok());
+        if let Some(v) = value {
+            self.state.last_insert_id = v;
+            conn.last_insert_id = v;
+        }
+        Ok(())
+    }
+
     /// Whether the session's sql_mode has NO_AUTO_VALUE_ON_ZERO (0 is then
     /// stored as given instead of generating an id).
     fn is_zero_kept(&self) -> bool {
@@ -71,31 +102,179 @@ impl Bindings {
         })
     }
 
-    /// Prepared INSERTs into a table with a sequence are not filled in yet:
-    /// refused (1235) at PREPARE and EXECUTE rather than letting each
-    /// backend generate ids of its own (duplicates across partitions).
-    pub fn refuse_prepared_into_sequence(&self, sql: &[u8]) -> Result<(), ProxyError> {
+    /// For a statement being prepared: how each execution fills in its
+    /// ids when it inserts into a table with a sequence (`None`: it does
+    /// not). The backends prepare [`PreparedIds::sql`].
+    pub fn prepared_ids(&self, sql: &[u8]) -> Result<Option<Arc<PreparedIds>>, ProxyError> {
         if !self.ctx.partitioning.has_sequences() {
-            return Ok(());
+            return Ok(None);
         }
         let dict = self.ctx.partitioning.dictionary();
         if !dict.has_sequences() {
-            return Ok(());
+            return Ok(None);
         }
         let Ok(sql) = std::str::from_utf8(sql) else {
-            return Ok(());
+            return Ok(None);
         };
-        match hscale_route::router::auto_insert(sql, self.state.db.as_deref(), &dict, false) {
-            Some(Ok(a)) => Err(ProxyError::Unsupported {
-                what: format!(
-                    "a prepared INSERT or REPLACE into {}, whose AUTO_INCREMENT column hscale fills from a sequence (send it as a text statement)",
-                    a.table
-                ),
-            }),
+        match hscale_route::router::prepared_ids(sql, self.state.db.as_deref(), &dict) {
+            Some(Ok(ids)) => Ok(Some(Arc::new(ids))),
             Some(Err(what)) => Err(ProxyError::Unsupported {
                 what: format!("a prepared statement: {what}"),
             }),
-            None => Ok(()),
+            None => Ok(None),
         }
+    }
+
+    /// One execution of a prepared INSERT into a table with a sequence:
+    /// the ids taken (an explicit id at or above the counter moves it
+    /// first) and the execute packet for the backends' statement, with
+    /// the client's parameters in their places and the ids in theirs.
+    /// `num_params`: the client's parameters.
+    pub async fn fill_prepared_ids(
+        &mut self,
+        ids: &PreparedIds,
+        exec: &Execute<'_>,
+        types: &[u8],
+        num_params: usize,
+        long_data: &[(u16, Bytes)],
+    ) -> Result<FilledExecute, ProxyError> {
+        enum Src {
+            Client(usize),
+            New,
+            Zero,
+        }
+        let long: Vec<u16> = long_data.iter().map(|(p, _)| *p).collect();
+        let bound = params::split(exec, types, num_params, &long).map_err(ProxyError::Refused)?;
+        let is_zero_kept = self.is_zero_kept();
+        let mut max_explicit = ids.max_explicit;
+        let mut needed = 0;
+        let mut srcs = Vec::with_capacity(ids.params.len());
+        for p in &ids.params {
+            let src = match *p {
+                IdParam::Client(i) => Src::Client(i as usize),
+                IdParam::New => Src::New,
+                IdParam::Zero if is_zero_kept => Src::Zero,
+                IdParam::Zero => Src::New,
+                IdParam::ClientId(i) => {
+                    let i = i as usize;
+                    let n = match params::key_value(exec, types, i, &long) {
+                        Ok(KeyValue::Null) => None,
+                        Ok(KeyValue::Int(n)) => Some(n),
+                        Ok(KeyValue::Str(s)) => match s.trim().parse::<i128>() {
+                            Ok(n) => Some(n),
+                            Err(_) => return Err(refusal(ids, "a value that is not an integer")),
+                        },
+                        Err(e) => return Err(refusal(ids, &e)),
+                    };
+                    match n {
+                        None => Src::New,
+                        Some(0) if !is_zero_kept => Src::New,
+                        Some(n) => {
+                            if n > 0 {
+                                let n = u64::try_from(n).unwrap_or(u64::MAX);
+                                max_explicit = Some(max_explicit.map_or(n, |m| m.max(n)));
+                            }
+                            Src::Client(i)
+                        }
+                    }
+                }
+            };
+            needed += usize::from(matches!(src, Src::New));
+            srcs.push(src);
+        }
+        let generation = {
+            let dict = self.ctx.partitioning.dictionary();
+            dict.table(&ids.table).map(|t| t.sequence_generation)
+        };
+        let Some(generation) = generation else {
+            return Err(ProxyError::Refused(format!(
+                "{} is no longer partitioned",
+                ids.table
+            )));
+        };
+        let (ctx, worker) = (self.ctx.clone(), self.worker);
+        if let Some(id) = max_explicit {
+            ctx.sequences
+                .pass(&ctx, worker, &ids.table, generation, id)
+                .await?;
+        }
+        let fresh = if needed == 0 {
+            Vec::new()
+        } else {
+            ctx.sequences
+                .take(&ctx, worker, &ids.table, generation, needed)
+                .await?
+        };
+        // Explicit ids only: LAST_INSERT_ID() stays as it was.
+        self.generated_id = Some(fresh.first().copied().unwrap_or(0));
+        let n = srcs.len();
+        let mut nulls = vec![0u8; n.div_ceil(8)];
+        let mut new_types = Vec::with_capacity(2 * n);
+        let mut values = BytesMut::with_capacity(exec.values.len() + 8 * needed);
+        let mut out_long = Vec::new();
+        let mut fresh = fresh.into_iter();
+        for (j, src) in srcs.iter().enumerate() {
+            let id = match src {
+                Src::Client(i) => {
+                    new_types.extend_from_slice(&types[2 * i..2 * i + 2]);
+                    match bound[*i] {
+                        Bound::Null => nulls[j / 8] |= 1 << (j % 8),
+                        Bound::Long => out_long.extend(
+                            long_data
+                                .iter()
+                                .filter(|(p, _)| *p as usize == *i)
+                                .map(|(_, d)| (j as u16, d.clone())),
+                        ),
+                        Bound::Value(b) => values.put_slice(b),
+                    }
+                    continue;
+                }
+                Src::New => fresh.next().unwrap_or(0),
+                Src::Zero => 0,
+            };
+            // BIGINT UNSIGNED.
+            new_types.extend_from_slice(&[0x08, 0x80]);
+            values.put_u64_le(id);
+        }
+        let mut packet = BytesMut::with_capacity(11 + nulls.len() + 2 * n + values.len());
+        packet.put_u8(com::STMT_EXECUTE);
+        packet.put_u32_le(exec.statement_id);
+        packet.put_u8(exec.flags);
+        packet.put_u32_le(1);
+        if n > 0 {
+            packet.put_slice(&nulls);
+            packet.put_u8(1);
+            packet.put_slice(&new_types);
+        }
+        packet.put_slice(&values);
+        Ok(FilledExecute {
+            packet: packet.freeze(),
+            num_params: n,
+            long_data: out_long,
+        })
+    }
+}
+
+/// An execute packet with a prepared INSERT's ids filled in.
+pub struct FilledExecute {
+    /// For the backends' statement ([`PreparedIds::sql`]).
+    pub packet: Bytes,
+    pub num_params: usize,
+    /// The client's long data, renumbered for the backends' statement.
+    pub long_data: Vec<(u16, Bytes)>,
+}
+
+impl FilledExecute {
+    pub fn execute(&self) -> Result<Execute<'_>, ProxyError> {
+        Execute::decode(&self.packet, self.num_params).map_err(ProxyError::ClientProtocol)
+    }
+}
+
+fn refusal(ids: &PreparedIds, what: &str) -> ProxyError {
+    ProxyError::Unsupported {
+        what: format!(
+            "an AUTO_INCREMENT parameter bound as {what} in a prepared INSERT into {}, whose ids hscale fills from a sequence",
+            ids.table
+        ),
     }
 }

@@ -84,7 +84,9 @@ impl Sequences {
         t.entry(key).or_default().clone()
     }
 
-    /// `n` new ids for `table`, in order (not necessarily consecutive).
+    /// `n` new ids for `table`: consecutive, as MySQL gives a multi-row
+    /// INSERT (drivers compute the generated keys of a batch from the
+    /// first). When the block holds fewer, its rest is dropped (a gap).
     pub async fn take(
         &self,
         ctx: &Context,
@@ -95,24 +97,19 @@ impl Sequences {
     ) -> Result<Vec<u64>, ProxyError> {
         let seq = self.sequence(table, generation);
         let mut b = seq.block.lock().await;
-        let mut out = Vec::with_capacity(n);
-        while out.len() < n {
-            if b.next < b.end {
-                let take = (b.end - b.next).min((n - out.len()) as u64);
-                out.extend(b.next..b.next + take);
-                b.next += take;
-                continue;
-            }
-            let want = (n - out.len()) as u64;
-            let size = b.next_size().max(want.min(MAX_BLOCK));
+        let n = n as u64;
+        if b.end - b.next < n {
+            let size = b.next_size().max(n);
             let end = reserve(ctx, worker, table, generation, size).await?;
             b.next = end - size;
             b.end = end;
-            b.size = size;
+            b.size = size.min(MAX_BLOCK);
             b.refilled_at = Some(Instant::now());
             b.counter_floor = b.counter_floor.max(end);
         }
-        Ok(out)
+        let first = b.next;
+        b.next += n;
+        Ok((first..first + n).collect())
     }
 
     /// An explicit id `id` was given: make sure no id this or any proxy
@@ -157,6 +154,59 @@ impl Block {
             Some(e) if e > SLOW => (size / 2).max(MIN_BLOCK),
             _ => size,
         }
+    }
+}
+
+/// The sequence's counter: every id handed out so far is below it (ids
+/// in proxies' blocks too), so it is the table's logical AUTO_INCREMENT
+/// (`SHOW CREATE TABLE`). `None`: the table has no sequence row.
+pub async fn next_value(
+    ctx: &Context,
+    worker: usize,
+    table: &TableName,
+    generation: u64,
+) -> Result<Option<u64>, ProxyError> {
+    let sql = format!(
+        "SELECT next_id FROM {} WHERE db = {} AND tbl = {} AND generation = {generation}",
+        qualified("hscale", "sequences"),
+        quote_str(&table.db),
+        quote_str(&table.table),
+    );
+    let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
+    let rows = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|err| ProxyError::Backend {
+            backend: ctx.config.backends[BackendId::MAIN.index()].name.clone(),
+            during: "reading a sequence".into(),
+            err,
+        })?;
+    Ok(rows
+        .rows
+        .first()
+        .and_then(|r| r.first().cloned().flatten())
+        .and_then(|v| String::from_utf8(v).ok()?.parse().ok()))
+}
+
+/// `ddl` (SHOW CREATE TABLE's text) with its table option
+/// `AUTO_INCREMENT=` set to `next`, added after `ENGINE=` when absent.
+pub fn with_auto_increment(ddl: &str, next: u64) -> String {
+    let Some(options) = ddl.rfind("\n)") else {
+        return ddl.to_string();
+    };
+    let tail = &ddl[options..];
+    if let Some(at) = tail.find(" AUTO_INCREMENT=") {
+        let start = options + at + " AUTO_INCREMENT=".len();
+        let digits = ddl[start..].bytes().take_while(u8::is_ascii_digit).count();
+        return format!("{}{next}{}", &ddl[..start], &ddl[start + digits..]);
+    }
+    match tail.find(" ENGINE=") {
+        Some(at) => {
+            let start = options + at + " ENGINE=".len();
+            let word = ddl[start..].find(' ').map_or(ddl.len(), |n| start + n);
+            format!("{} AUTO_INCREMENT={next}{}", &ddl[..word], &ddl[word..])
+        }
+        None => ddl.to_string(),
     }
 }
 
@@ -232,5 +282,24 @@ async fn run_on_main(
                 pause = (pause * 2).min(Duration::from_millis(500));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_auto_increment;
+
+    #[test]
+    fn auto_increment_option_is_set_or_added() {
+        let with = "CREATE TABLE `t` (\n  `id` bigint(20) NOT NULL AUTO_INCREMENT,\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB AUTO_INCREMENT=6 DEFAULT CHARSET=latin1";
+        assert_eq!(
+            with_auto_increment(with, 1234),
+            with.replace("AUTO_INCREMENT=6", "AUTO_INCREMENT=1234")
+        );
+        let without = "CREATE TABLE `t` (\n  `id` bigint(20) NOT NULL AUTO_INCREMENT,\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=latin1";
+        assert_eq!(
+            with_auto_increment(without, 9),
+            with.replace("AUTO_INCREMENT=6", "AUTO_INCREMENT=9")
+        );
     }
 }

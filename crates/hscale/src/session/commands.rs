@@ -20,6 +20,7 @@ use crate::exec::forward::{Expect, Outcome};
 use crate::exec::prepared::{Command, Execution};
 use crate::exec::prepared_routing::PreparedRouting;
 use crate::exec::{send, write_error, Effects};
+use hscale_route::router::IdParam;
 
 /// Cursor flags of COM_STMT_EXECUTE.
 const CURSOR_TYPE_READ_ONLY: u8 = 1;
@@ -48,7 +49,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         });
         let payload = rewritten.as_ref().unwrap_or(payload);
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
-        self.b.refuse_prepared_into_sequence(&payload[1..])?;
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
         // Fenced like statements: a partition's table renamed by a change
         // (or a plain table by an in-place SETUP_TABLE) answers 1146; with
@@ -90,7 +90,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         live: &Option<Arc<[u8]>>,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         let dict_version = self.b.ctx.partitioning.version();
-        let routing = self.prepared_routing(&payload[1..]).await?;
+        // An INSERT into a table with a sequence: its backends prepare it
+        // with a `?` wherever an id may be generated (`exec/sequence.rs`).
+        let ids = self.b.prepared_ids(&payload[1..])?;
+        let routing =
+            self
+            .prepared_routing(ids.as_ref().map_or(&payload[1..], |i| i.sql.as_bytes()))
+            .await?;
         // The metadata comes from the first target (a partition has T's columns).
         let (backend, backend_sql) = match &routing {
             Some(r) => (r.parts[0].0.backend, r.parts[0].1.clone()),
@@ -160,12 +166,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let cache = self.b.ctx.config.proxy.backend_statement_cache;
         conn.remember_statement(&backend_sql, ok, cache).await?;
         self.b.finish(conn, Outcome::default(), &Effects::default());
+        // The client sees its own parameters only, not the ids'.
+        let mut num_params = ok.num_params;
+        if let Some(ids) = &ids {
+            let (params, columns) = packets.split_at(usize::from(ok.num_params).min(packets.len()));
+            let mut kept: Vec<Bytes> = params
+                .iter()
+                .zip(&ids.params)
+                .filter(|(_, p)| matches!(p, IdParam::Client(_) | IdParam::ClientId(_)))
+                .map(|(d, _)| d.clone())
+                .collect();
+            num_params = kept.len() as u16;
+            kept.extend_from_slice(columns);
+            packets = kept;
+        }
         let id = self.statements.add(ClientStatement {
             sql: sql.clone(),
-            num_params: ok.num_params,
+            num_params,
             num_columns: ok.num_columns,
             pins: facts.pins,
             uses_last_insert_id: facts.uses_last_insert_id,
+            sets_last_insert_id: facts.sets_last_insert_id,
             param_types: None,
             long_data: Vec::new(),
             long_data_bytes: 0,
@@ -175,10 +196,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // of its PREPARE.
             live: live.clone().filter(|_| routing.is_none()),
             routing,
+            ids,
             dict_version,
         });
         let answer = PrepareOk {
             statement_id: id,
+            num_params,
             ..ok
         };
         let st = self.b.status();
@@ -251,11 +274,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // partitioned or made global): route by the current one.
         let version = self.b.ctx.partitioning.version();
         if st.dict_version != version {
-            self.b.refuse_prepared_into_sequence(&st.sql)?;
-            st.routing = self.prepared_routing(&st.sql).await?;
+            let ids = self.b.prepared_ids(&st.sql)?;
+            if ids.as_ref().map(|i| &i.params) != st.ids.as_ref().map(|i| &i.params) {
+                // The client's parameters would no longer be the backends'.
+                return Err(ProxyError::Refused(
+                    "the table's AUTO_INCREMENT handling changed since PREPARE: prepare the statement again".into(),
+                ));
+            }
+            st.routing =
+                self
+                .prepared_routing(ids.as_ref().map_or(&st.sql[..], |i| i.sql.as_bytes()))
+                .await?;
+            st.ids = ids;
             st.dict_version = version;
             if let Some(s) = self.statements.get_mut(id) {
                 s.routing = st.routing.clone();
+                s.ids = st.ids.clone();
                 s.dict_version = version;
             }
         }
@@ -265,6 +299,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let effects = Effects {
             pins,
+            uses_last_insert_id: st.uses_last_insert_id,
+            sets_last_insert_id: st.sets_last_insert_id,
             ..Effects::default()
         };
         let execution = Execution {
@@ -297,6 +333,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 )
                 .await;
         };
+        // Ids from the table's sequence, filled in before routing (the id
+        // may be the partition key).
+        let filled = match &st.ids {
+            Some(ids) => Some(
+                self.b
+                    .fill_prepared_ids(ids, exec, types, st.num_params as usize, &st.long_data)
+                    .await?,
+            ),
+            None => None,
+        };
+        let filled_exec = filled.as_ref().map(|f| f.execute()).transpose()?;
+        let (exec, types, long_data) = match (&filled, &filled_exec) {
+            (Some(f), Some(e)) => (e, e.types.unwrap_or_default(), &f.long_data[..]),
+            _ => (exec, types, &st.long_data[..]),
+        };
+        let execution = Execution {
+            exec,
+            types,
+            long_data,
+            uses_last_insert_id: st.uses_last_insert_id,
+        };
         if let Some(table) = &routing.global {
             // A write to a global table: every copy, as a text write.
             self.b.note.kind = crate::metrics::PlanKind::GlobalWrite;
@@ -308,7 +365,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         // A partitioned table: the key parameter picks the partition, or
         // every partition runs it.
-        let long: Vec<u16> = st.long_data.iter().map(|(p, _)| *p).collect();
+        let long: Vec<u16> = long_data.iter().map(|(p, _)| *p).collect();
         let parts = routing.parts_for(exec, types, &long)?;
         if parts.len() > 1
             && ((self.b.pinned.is_some() && !self.b.is_branchable())

@@ -176,9 +176,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Plan::Merge(_) => true,
             _ => false,
         };
-        if spread && (!facts.pins.is_empty() || facts.uses_last_insert_id) {
+        if spread && (!facts.pins.is_empty() || facts.sets_last_insert_id) {
             return Err(ProxyError::Unsupported {
-                what: "INSERT ... SELECT over several partitions with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID()".into(),
+                what: "INSERT ... SELECT over several partitions with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID(expr)".into(),
             });
         }
         let effects = Effects {

@@ -567,6 +567,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             unpins: facts.unpins,
             change: facts.change.as_ref(),
             uses_last_insert_id: facts.uses_last_insert_id,
+            sets_last_insert_id: facts.sets_last_insert_id,
             is_read_only: facts.statements == 1
                 && matches!(
                     facts.kind,
@@ -678,16 +679,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let plan = self.plan(payload, sql, &dict).await?;
             // A statement spread over several connections cannot carry what
             // binds a session to one: user variables, locks, temporary
-            // tables, LAST_INSERT_ID(). (Inside a transaction its parts run
-            // one at a time on the transaction's branches.)
+            // tables. (Inside a transaction its parts run one at a time on
+            // the transaction's branches.) LAST_INSERT_ID() is synced on
+            // every part; LAST_INSERT_ID(expr) is learnt from a write's
+            // OKs, not from a read over several parts, and a global
+            // table's copies would each evaluate it.
             let spread = match &plan {
                 Plan::Targets { parts, .. } => parts.len() > 1,
                 Plan::Merge(_) | Plan::GlobalWrite { .. } => true,
                 _ => false,
             };
-            if spread && (!facts.pins.is_empty() || facts.uses_last_insert_id) {
+            let last_insert_id = match &plan {
+                Plan::GlobalWrite { .. } => facts.uses_last_insert_id,
+                Plan::Targets { kind, .. } => {
+                    facts.sets_last_insert_id
+                        && *kind == hscale_route::router::StatementKind::Select
+                }
+                _ => facts.sets_last_insert_id,
+            };
+            if spread && (!facts.pins.is_empty() || last_insert_id) {
                 return Err(ProxyError::Unsupported {
-                    what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID()".into(),
+                    what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables), a read over several partitions calling LAST_INSERT_ID(expr), or LAST_INSERT_ID() in a write to a global table".into(),
                 });
             }
             match plan {

@@ -22,6 +22,8 @@ pub struct ClientStatement {
     /// Pins running this statement adds (GET_LOCK, user variables, ...).
     pub pins: Pins,
     pub uses_last_insert_id: bool,
+    /// It calls `LAST_INSERT_ID(expr)`.
+    pub sets_last_insert_id: bool,
     /// Parameter types from the last execute that bound them.
     pub param_types: Option<Bytes>,
     /// COM_STMT_SEND_LONG_DATA chunks since the last execute: (param, data).
@@ -37,6 +39,9 @@ pub struct ClientStatement {
     pub live: Option<Arc<[u8]>>,
     /// Set when the statement names a partitioned table.
     pub routing: Option<Arc<PreparedRouting>>,
+    /// An INSERT into a table with a sequence: its backends run
+    /// `ids.sql`, whose parameters each execution fills in.
+    pub ids: Option<Arc<hscale_route::router::PreparedIds>>,
     /// The dictionary version `routing` was planned with: a statement is
     /// planned again when the dictionary changed since.
     pub dict_version: u64,

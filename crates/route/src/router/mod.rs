@@ -43,7 +43,7 @@ pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Ou
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
 pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
-pub use sequence::{auto_insert, AutoInsert};
+pub use sequence::{auto_insert, prepared_ids, AutoInsert, IdParam, PreparedIds};
 pub use single::key_placeholder;
 use single::plan_filtered;
 use syntax::{conjuncts, is_any_word, is_name, is_named, literal, unescape, unquote, where_clause};

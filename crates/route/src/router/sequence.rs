@@ -11,7 +11,7 @@
 //! SELECT, INSERT ... SET, an id computed by an expression) is refused with
 //! the construct named, rather than risking a duplicate.
 
-use hscale_sql::Token;
+use hscale_sql::{Token, TokenKind};
 
 use super::{literal, refs::table_refs, unquote};
 use crate::dictionary::{Dictionary, TableName};
@@ -74,6 +74,190 @@ pub fn auto_insert(
     dict: &Dictionary,
     is_zero_kept: bool,
 ) -> Option<Result<AutoInsert, String>> {
+    let read = match read_insert(sql, session_db, dict)? {
+        Ok(r) => r,
+        Err(e) => return Some(Err(e)),
+    };
+    let mut out = AutoInsert {
+        table: read.table.clone(),
+        needed: 0,
+        max_explicit: None,
+        edits: Vec::new(),
+    };
+    if let Some(at) = read.add_column_at {
+        out.edits.push((at, at, Fill::Text(read.column_text())));
+    }
+    for row in &read.rows {
+        match row {
+            RowId::Missing { at } => {
+                out.edits.push((*at, *at, Fill::CommaId));
+                out.needed += 1;
+            }
+            RowId::Generate { range } => {
+                out.edits.push((range.0, range.1, Fill::Id));
+                out.needed += 1;
+            }
+            RowId::Zero { range } if !is_zero_kept => {
+                out.edits.push((range.0, range.1, Fill::Id));
+                out.needed += 1;
+            }
+            RowId::Zero { .. } => {}
+            RowId::Explicit(n) => note_explicit(&mut out.max_explicit, *n),
+            RowId::Param(_) => {
+                return Some(Err(read.refusal(
+                    "an AUTO_INCREMENT value given by an expression or parameter",
+                )))
+            }
+        }
+    }
+    Some(Ok(out))
+}
+
+/// Where each `?` of a prepared INSERT's backend statement takes its value
+/// from ([`PreparedIds::params`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdParam {
+    /// The client's parameter of this index, as bound.
+    Client(u16),
+    /// The client's parameter of this index holds the id: NULL generates,
+    /// 0 generates unless NO_AUTO_VALUE_ON_ZERO, any other value is an
+    /// explicit id.
+    ClientId(u16),
+    /// A generated id (the row named no id, NULL or DEFAULT).
+    New,
+    /// A literal 0: generated unless NO_AUTO_VALUE_ON_ZERO (decided at
+    /// each execution: the session's sql_mode may change after PREPARE).
+    Zero,
+}
+
+/// A prepared INSERT or REPLACE into a table whose AUTO_INCREMENT column a
+/// sequence serves, read at PREPARE: the statement the backends prepare
+/// (a `?` wherever an id may be generated) and where each of its
+/// parameters comes from. Each execution fills in the ids and runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedIds {
+    pub table: TableName,
+    /// The statement with `?` for the ids.
+    pub sql: String,
+    /// One per `?` of [`PreparedIds::sql`], in order.
+    pub params: Vec<IdParam>,
+    /// The largest literal explicit id (the sequence moves past it).
+    pub max_explicit: Option<u64>,
+}
+
+/// [`auto_insert`] for a statement being prepared: `?` may stand for an
+/// id, and literal ids that may generate become parameters.
+pub fn prepared_ids(
+    sql: &str,
+    session_db: Option<&str>,
+    dict: &Dictionary,
+) -> Option<Result<PreparedIds, String>> {
+    let read = match read_insert(sql, session_db, dict)? {
+        Ok(r) => r,
+        Err(e) => return Some(Err(e)),
+    };
+    // Edits at byte positions: (from, to, text, the parameter it adds).
+    let mut edits: Vec<(usize, usize, &str, Option<IdParam>)> = Vec::new();
+    let column = read.column_text();
+    if let Some(at) = read.add_column_at {
+        edits.push((at, at, &column, None));
+    }
+    let mut max_explicit = None;
+    let mut id_params = Vec::new();
+    for row in &read.rows {
+        match row {
+            RowId::Missing { at } => edits.push((*at, *at, ", ?", Some(IdParam::New))),
+            RowId::Generate { range } => edits.push((range.0, range.1, "?", Some(IdParam::New))),
+            RowId::Zero { range } => edits.push((range.0, range.1, "?", Some(IdParam::Zero))),
+            RowId::Explicit(n) => note_explicit(&mut max_explicit, *n),
+            RowId::Param(i) => id_params.push(*i),
+        }
+    }
+    // The client's `?`s, in order, between the edits.
+    let mut client = read
+        .placeholders
+        .iter()
+        .enumerate()
+        .map(|(i, at)| {
+            let i = i as u16;
+            let p = if id_params.contains(&i) {
+                IdParam::ClientId(i)
+            } else {
+                IdParam::Client(i)
+            };
+            (*at, p)
+        })
+        .peekable();
+    let mut out = String::with_capacity(sql.len() + 8 * read.rows.len() + column.len());
+    let mut params = Vec::with_capacity(read.placeholders.len() + read.rows.len());
+    let mut at = 0;
+    for (a, b, text, param) in edits {
+        while let Some((_, p)) = client.next_if(|(pos, _)| *pos < a) {
+            params.push(p);
+        }
+        out.push_str(&sql[at..a]);
+        out.push_str(text);
+        params.extend(param);
+        at = b;
+    }
+    params.extend(client.map(|(_, p)| p));
+    out.push_str(&sql[at..]);
+    Some(Ok(PreparedIds {
+        table: read.table,
+        sql: out,
+        params,
+        max_explicit,
+    }))
+}
+
+/// The id column's value in one VALUES row.
+enum RowId {
+    /// Not in the column list: added before the row's `)`, at this byte.
+    Missing {
+        at: usize,
+    },
+    /// NULL or DEFAULT, at these bytes.
+    Generate {
+        range: (usize, usize),
+    },
+    /// A literal 0, at these bytes.
+    Zero {
+        range: (usize, usize),
+    },
+    Explicit(i128),
+    /// The client's parameter of this index.
+    Param(u16),
+}
+
+/// An INSERT into a sequence table, read.
+struct ReadInsert {
+    table: TableName,
+    column: String,
+    /// The column list lacks the id column: added before its `)`, here.
+    add_column_at: Option<usize>,
+    rows: Vec<RowId>,
+    /// Byte offsets of the statement's `?`s.
+    placeholders: Vec<usize>,
+}
+
+impl ReadInsert {
+    fn column_text(&self) -> String {
+        format!(", `{}`", self.column.replace('`', "``"))
+    }
+
+    fn refusal(&self, what: &str) -> String {
+        format!(
+            "{what} into {}, whose AUTO_INCREMENT column {} hscale fills from a sequence",
+            self.table, self.column
+        )
+    }
+}
+
+fn read_insert(
+    sql: &str,
+    session_db: Option<&str>,
+    dict: &Dictionary,
+) -> Option<Result<ReadInsert, String>> {
     if !dict.has_sequences() {
         return None;
     }
@@ -94,12 +278,18 @@ pub fn auto_insert(
     let r = refs.first()?;
     let table = dict.table(&r.name)?;
     let column = table.auto_column.as_deref()?;
-    let refuse = |what: &str| {
-        Some(Err(format!(
-            "{what} into {}, whose AUTO_INCREMENT column {column} hscale fills from a sequence",
-            table.name
-        )))
+    let mut out = ReadInsert {
+        table: table.name.clone(),
+        column: column.to_string(),
+        add_column_at: None,
+        rows: Vec::new(),
+        placeholders: tokens
+            .iter()
+            .filter(|t| t.kind == TokenKind::Placeholder)
+            .map(|t| t.start as usize)
+            .collect(),
     };
+    let refuse = |what: &str| Some(Err(out.refusal(what)));
     if refs.len() > 1 {
         return refuse("INSERT ... SELECT or a statement naming other tables");
     }
@@ -132,20 +322,8 @@ pub fn auto_insert(
         return refuse("INSERT ... SELECT");
     }
     i += 1;
-    let mut out = AutoInsert {
-        table: table.name.clone(),
-        needed: 0,
-        max_explicit: None,
-        edits: Vec::new(),
-    };
-    if pos.is_none() {
-        let at = tokens[close].start as usize;
-        out.edits.push((
-            at,
-            at,
-            Fill::Text(format!(", `{}`", column.replace('`', "``"))),
-        ));
-    }
+    let add_column_at = pos.is_none().then(|| tokens[close].start as usize);
+    let mut rows = Vec::new();
     loop {
         if !tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
             return refuse("an unreadable VALUES row");
@@ -177,32 +355,37 @@ pub fn auto_insert(
         if values.len() != columns.len() {
             return refuse("a VALUES row with a different number of values than columns");
         }
-        match pos {
-            None => {
-                let at = tokens[end].start as usize;
-                out.edits.push((at, at, Fill::CommaId));
-                out.needed += 1;
-            }
+        let row = match pos {
+            None => RowId::Missing {
+                at: tokens[end].start as usize,
+            },
             Some(p) => {
                 let (a, b) = values[p];
                 let v = &tokens[a..b];
-                let generate = match v {
-                    [t] if t.is_word(sql, "DEFAULT") => true,
+                let range = || {
+                    (
+                        tokens[a].start as usize,
+                        tokens[b.max(a + 1) - 1].end as usize,
+                    )
+                };
+                let int = |n: i128| {
+                    if n == 0 {
+                        RowId::Zero { range: range() }
+                    } else {
+                        RowId::Explicit(n)
+                    }
+                };
+                match v {
+                    [t] if t.is_word(sql, "DEFAULT") => RowId::Generate { range: range() },
+                    [t] if t.kind == TokenKind::Placeholder => {
+                        let n = out.placeholders.partition_point(|p| *p < t.start as usize);
+                        RowId::Param(n as u16)
+                    }
                     _ => match literal(sql, v) {
-                        Some(KeyValue::Null) => true,
-                        Some(KeyValue::Int(n)) => {
-                            n == 0 && !is_zero_kept || {
-                                note_explicit(&mut out, n);
-                                false
-                            }
-                        }
+                        Some(KeyValue::Null) => RowId::Generate { range: range() },
+                        Some(KeyValue::Int(n)) => int(n),
                         Some(KeyValue::Str(s)) => match s.trim().parse::<i128>() {
-                            Ok(n) => {
-                                n == 0 && !is_zero_kept || {
-                                    note_explicit(&mut out, n);
-                                    false
-                                }
-                            }
+                            Ok(n) => int(n),
                             Err(_) => {
                                 return refuse("an AUTO_INCREMENT value that is not an integer")
                             }
@@ -213,14 +396,10 @@ pub fn auto_insert(
                             )
                         }
                     },
-                };
-                if generate {
-                    let range = (tokens[a].start as usize, tokens[b - 1].end as usize);
-                    out.edits.push((range.0, range.1, Fill::Id));
-                    out.needed += 1;
                 }
             }
-        }
+        };
+        rows.push(row);
         i = end + 1;
         if tokens.get(i).is_some_and(|t| t.is_punct(sql, ",")) {
             i += 1;
@@ -236,13 +415,15 @@ pub fn auto_insert(
             return refuse("an INSERT followed by more statements in one query");
         }
     }
+    out.rows = rows;
+    out.add_column_at = add_column_at;
     Some(Ok(out))
 }
 
-fn note_explicit(out: &mut AutoInsert, n: i128) {
+fn note_explicit(max: &mut Option<u64>, n: i128) {
     if n > 0 {
         let n = u64::try_from(n).unwrap_or(u64::MAX);
-        out.max_explicit = Some(out.max_explicit.map_or(n, |m| m.max(n)));
+        *max = Some(max.map_or(n, |m| m.max(n)));
     }
 }
 
@@ -327,6 +508,52 @@ mod tests {
             let e = fill(sql, false).unwrap_err();
             assert!(e.contains(what), "{sql}: {e}");
         }
+    }
+
+    #[test]
+    fn prepared_ids_become_parameters() {
+        use IdParam::*;
+        let d = dict("k");
+        let p = |sql: &str| prepared_ids(sql, Some("db"), &d).unwrap().unwrap();
+        let a = p("INSERT INTO t (k, v) VALUES (?, ?), (?, 'x')");
+        assert_eq!(
+            a.sql,
+            "INSERT INTO t (k, v, `id`) VALUES (?, ?, ?), (?, 'x', ?)"
+        );
+        assert_eq!(a.params, [Client(0), Client(1), New, Client(2), New]);
+        let a = p(
+            "INSERT INTO t (id, k) VALUES (?, ?), (NULL, ?), (0, 1), (9, ?) \
+             ON DUPLICATE KEY UPDATE v = ?",
+        );
+        assert_eq!(
+            a.sql,
+            "INSERT INTO t (id, k) VALUES (?, ?), (?, ?), (?, 1), (9, ?) \
+             ON DUPLICATE KEY UPDATE v = ?"
+        );
+        assert_eq!(
+            a.params,
+            [
+                ClientId(0),
+                Client(1),
+                New,
+                Client(2),
+                Zero,
+                Client(3),
+                Client(4)
+            ]
+        );
+        assert_eq!(a.max_explicit, Some(9));
+        // The key may be the id itself.
+        let d = dict("id");
+        let a = prepared_ids("INSERT INTO t (v) VALUES (?)", Some("db"), &d)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.sql, "INSERT INTO t (v, `id`) VALUES (?, ?)");
+        assert_eq!(a.params, [Client(0), New]);
+        let e = prepared_ids("INSERT INTO t (id, k) VALUES (? + 1, ?)", Some("db"), &d)
+            .unwrap()
+            .unwrap_err();
+        assert!(e.contains("expression"), "{e}");
     }
 
     #[test]

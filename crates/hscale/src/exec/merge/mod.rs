@@ -288,7 +288,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         is_held: bool,
     ) -> Result<Part, Stop> {
         let mut conn = self.b.acquire(target.backend).await?;
-        if let Some(err) = self.b.sync(&mut conn, false).await? {
+        if let Some(err) = self.b.sync(&mut conn, self.uses_last_insert_id).await? {
             self.b.finish(conn, Outcome::default(), &Effects::default());
             return Err(Stop::Server(err));
         }

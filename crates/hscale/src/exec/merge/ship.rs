@@ -109,7 +109,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     // Read in the session's state (time zone, ...); the
                     // connection is closed after.
                     let mut c = self.b.acquire(target.backend).await?;
-                    if let Some(err) = self.b.sync(&mut c, false).await? {
+                    if let Some(err) = self.b.sync(&mut c, self.uses_last_insert_id).await? {
                         c.is_broken = true;
                         return Err(Stop::Server(err));
                     }

@@ -27,12 +27,86 @@ public class JdbcCheck {
         }
         String base = "jdbc:mysql://" + args[0] + ":" + args[1] + "/" + args[2]
             + "?user=root&password=&sslMode=DISABLED&allowPublicKeyRetrieval=true";
+        int m = 0;
         for (String mode : new String[] {"&useServerPrepStmts=true&cachePrepStmts=true", "&useServerPrepStmts=false"}) {
             run(base + mode, mode);
+            sequence(base + mode, mode, "j_seq" + m++);
         }
         cursorFetch(base + "&useServerPrepStmts=true&useCursorFetch=true");
         concurrency(base + "&useServerPrepStmts=true");
         System.out.println("jdbc ok");
+    }
+
+    /**
+     * A partitioned table whose AUTO_INCREMENT ids come from hscale's
+     * sequence: generated keys of single inserts, batches and a multi-row
+     * INSERT (Connector/J computes the later keys from the first, so the
+     * ids of one statement must be consecutive), each naming its own row.
+     */
+    static void sequence(String url, String mode, String table) throws Exception {
+        try (Connection c = DriverManager.getConnection(url)) {
+            try (Statement s = c.createStatement()) {
+                s.execute("DROP TABLE IF EXISTS " + table);
+                s.execute("CREATE TABLE " + table + " (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, name VARCHAR(20))");
+                String db = c.getCatalog();
+                s.execute("HSCALE SETUP_TABLE('" + db + "." + table + "', 'k', '" + table + "_default', 'shard0', 'MOD(2)')");
+                s.execute("HSCALE ADD_PARTITION('" + db + "." + table + "', 'p1', '1', 'shard1')");
+            }
+            Map<Long, String> want = new HashMap<>();
+            try (PreparedStatement p = c.prepareStatement(
+                    "INSERT INTO " + table + " (k, name) VALUES (?, ?)", Statement.RETURN_GENERATED_KEYS)) {
+                for (int i = 0; i < 6; i++) {
+                    p.setInt(1, i % 2);
+                    p.setString(2, "one" + i);
+                    check(p.executeUpdate() == 1, "sequence insert" + mode);
+                    try (ResultSet rs = p.getGeneratedKeys()) {
+                        check(rs.next(), "a generated key" + mode);
+                        want.put(rs.getLong(1), "one" + i);
+                    }
+                    try (Statement s = c.createStatement();
+                         ResultSet rs = s.executeQuery("SELECT LAST_INSERT_ID()")) {
+                        check(rs.next() && want.get(rs.getLong(1)) != null
+                            && want.get(rs.getLong(1)).equals("one" + i), "LAST_INSERT_ID() after a prepared insert" + mode);
+                    }
+                }
+                for (int i = 0; i < 4; i++) {
+                    p.setInt(1, i % 2);
+                    p.setString(2, "batch" + i);
+                    p.addBatch();
+                }
+                p.executeBatch();
+                try (ResultSet rs = p.getGeneratedKeys()) {
+                    for (int i = 0; i < 4; i++) {
+                        check(rs.next(), "a batch's generated key" + mode);
+                        want.put(rs.getLong(1), "batch" + i);
+                    }
+                }
+            }
+            try (PreparedStatement p = c.prepareStatement(
+                    "INSERT INTO " + table + " (k, name) VALUES (?, ?), (?, ?), (?, ?)", Statement.RETURN_GENERATED_KEYS)) {
+                for (int i = 0; i < 3; i++) {
+                    p.setInt(2 * i + 1, 0);
+                    p.setString(2 * i + 2, "multi" + i);
+                }
+                check(p.executeUpdate() == 3, "multi-row sequence insert" + mode);
+                try (ResultSet rs = p.getGeneratedKeys()) {
+                    for (int i = 0; i < 3; i++) {
+                        check(rs.next(), "a multi-row generated key" + mode);
+                        want.put(rs.getLong(1), "multi" + i);
+                    }
+                }
+            }
+            check(want.size() == 13, "13 distinct generated keys" + mode + ": " + want);
+            try (PreparedStatement p = c.prepareStatement("SELECT name FROM " + table + " WHERE id = ?")) {
+                for (Map.Entry<Long, String> e : want.entrySet()) {
+                    p.setLong(1, e.getKey());
+                    try (ResultSet rs = p.executeQuery()) {
+                        check(rs.next() && rs.getString(1).equals(e.getValue()),
+                            "generated key " + e.getKey() + " names " + e.getValue() + mode);
+                    }
+                }
+            }
+        }
     }
 
     /** sslMode=REQUIRED: TLS without verifying the server's certificate. */
