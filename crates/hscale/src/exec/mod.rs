@@ -17,6 +17,7 @@ pub mod bindings;
 pub mod fence;
 pub mod forward;
 mod implicit;
+pub mod interpolate;
 mod merge;
 mod params;
 pub mod prepared;
@@ -75,6 +76,9 @@ pub struct Exec<'a, S> {
     /// `Err(BackendLost)` back instead of an error to the client: the
     /// statement runs again on another pooled connection.
     retry_unanswered: bool,
+    /// Rows the proxy builds go out in the binary format: the answer to a
+    /// COM_STMT_EXECUTE merged across partitions (`merge/prepared.rs`).
+    is_binary: bool,
 }
 
 /// Tries of a statement whose pooled connection turned out closed.
@@ -122,6 +126,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             ship_setup: std::sync::Arc::new(Vec::new()),
             is_fenced: false,
             retry_unanswered: false,
+            is_binary: false,
         }
     }
 

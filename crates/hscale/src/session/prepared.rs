@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use hscale_sql::Pins;
 
-use crate::exec::prepared_routing::PreparedRouting;
+use crate::exec::prepared_routing::Routed;
 
 /// One statement the client prepared.
 #[derive(Debug, Clone)]
@@ -30,8 +30,8 @@ pub struct ClientStatement {
     /// Long data went past the limit: executions fail with the server's
     /// error and long data is ignored until COM_STMT_RESET.
     pub is_long_data_refused: bool,
-    /// Set when the statement names a partitioned table.
-    pub routing: Option<Arc<PreparedRouting>>,
+    /// How it reaches partitioned tables (`Plain` when it names none).
+    pub routing: Routed,
     /// The dictionary version `routing` was planned with: a statement is
     /// planned again when the dictionary changed since.
     pub dict_version: u64,
