@@ -8,6 +8,8 @@
 //! big); a different answer fails the test. The counts are printed.
 
 mod common;
+#[path = "differential/prepared.rs"]
+mod prepared;
 #[path = "differential/random.rs"]
 mod random;
 
@@ -489,9 +491,43 @@ fn folded(t: &Table) -> Table {
     (t.0.clone(), rows)
 }
 
-async fn check(p: &mut Conn, r: &mut Conn, sql: &str, ordered: bool, t: &mut Tally) {
+/// `true` when hscale refused the query.
+async fn check(p: &mut Conn, r: &mut Conn, sql: &str, ordered: bool, t: &mut Tally) -> bool {
     let want = run(r, sql).await;
     let got = run(p, sql).await;
+    judge(sql, ordered, got, want, t)
+}
+
+/// The query prepared with its literals as parameters (the binary
+/// protocol), through hscale and on one server: refused only where the
+/// query is.
+async fn check_prepared(
+    p: &mut Conn,
+    r: &mut Conn,
+    (sql, ordered): (&str, bool),
+    salt: u64,
+    is_query_refused: bool,
+    t: &mut Tally,
+) {
+    let (sql, params) = prepared::parametrize(sql, salt);
+    let table = |a: prepared::Answer| -> Table { (a.0.into_iter().map(|m| m.0).collect(), a.1) };
+    let want = prepared::exec(r, &sql, &params).await.map(table);
+    let got = prepared::exec(p, &sql, &params).await.map(table);
+    let label = format!("{sql} -- prepared, parameters {params:?}");
+    if judge(&label, ordered, got, want, t) && !is_query_refused {
+        t.wrong
+            .push(format!("{label}\n  refused, but answered as a query"));
+    }
+}
+
+/// Compare hscale's answer with one server's; `true` when hscale refused.
+fn judge(
+    sql: &str,
+    ordered: bool,
+    got: Result<Table, mysql_async::Error>,
+    want: Result<Table, mysql_async::Error>,
+    t: &mut Tally,
+) -> bool {
     match (got, want) {
         (Ok(mut g), Ok(mut w)) => {
             if !ordered {
@@ -515,6 +551,7 @@ async fn check(p: &mut Conn, r: &mut Conn, sql: &str, ordered: bool, t: &mut Tal
         (Err(e), Ok(_)) if [1235, 1038].contains(&code(&e)) => {
             t.refused += 1;
             println!("refused: {sql}\n  {e}");
+            return true;
         }
         (Err(e), Err(f)) if code(&e) == code(&f) => t.identical += 1,
         (g, w) => t.wrong.push(format!(
@@ -523,6 +560,7 @@ async fn check(p: &mut Conn, r: &mut Conn, sql: &str, ordered: bool, t: &mut Tal
             w.map(|x| x.1.len())
         )),
     }
+    false
 }
 
 #[tokio::test]
@@ -556,8 +594,17 @@ async fn queries_match_one_server() {
     let mut p = proxy_conn(Some(DB)).await;
     let mut r = proxy_conn(Some(REF)).await;
     let mut tally = Tally::default();
-    for (sql, ordered) in HAND {
-        check(&mut p, &mut r, sql, *ordered, &mut tally).await;
+    for (i, (sql, ordered)) in HAND.iter().enumerate() {
+        let is_refused = check(&mut p, &mut r, sql, *ordered, &mut tally).await;
+        check_prepared(
+            &mut p,
+            &mut r,
+            (sql, *ordered),
+            i as u64,
+            is_refused,
+            &mut tally,
+        )
+        .await;
     }
     let hand = tally.identical + tally.equal_under_collation + tally.refused + tally.wrong.len();
     let mut rng = Rng(2026);

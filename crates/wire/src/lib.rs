@@ -9,6 +9,7 @@
 //! the client side and on the backend side alike.
 
 pub mod auth;
+pub mod binary_row;
 pub mod buf;
 pub mod charset;
 pub mod compress;

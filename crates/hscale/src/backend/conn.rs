@@ -579,6 +579,32 @@ impl BackendConn {
         Ok(Ok(self.remember_statement(sql, ok, cache_size).await?))
     }
 
+    /// Read the answer to a COM_STMT_PREPARE sent on this connection: its
+    /// OK and the parameter and column definitions, or the server's error.
+    pub async fn read_prepare(
+        &mut self,
+    ) -> Result<Result<(PrepareOk, Vec<Bytes>), ErrPacket>, WireError> {
+        let first = self.stream.read_packet().await?;
+        if first.first() == Some(0xff) {
+            return Ok(Err(ErrPacket::decode(&first.payload)?));
+        }
+        let ok = PrepareOk::decode(&first.payload)?;
+        let mut defs = Vec::new();
+        for n in [ok.num_params, ok.num_columns] {
+            if n == 0 {
+                continue;
+            }
+            for _ in 0..n {
+                defs.push(self.stream.read_packet().await?.payload);
+            }
+            let eof = self.stream.read_packet().await?;
+            if !hscale_wire::response::is_eof(&eof.payload) {
+                return Err(WireError::Malformed("expected EOF after metadata"));
+            }
+        }
+        Ok(Ok((ok, defs)))
+    }
+
     /// Record a statement prepared on this connection (evicting if full).
     pub async fn remember_statement(
         &mut self,

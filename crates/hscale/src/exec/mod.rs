@@ -17,6 +17,7 @@ pub mod bindings;
 pub mod fence;
 pub mod forward;
 mod implicit;
+pub mod interpolate;
 mod merge;
 mod params;
 pub mod prepared;
@@ -86,6 +87,9 @@ pub struct Exec<'a, S> {
     /// The statement reads LAST_INSERT_ID(): every connection it runs on
     /// is synced to the session's value (parts of scatters and merges).
     uses_last_insert_id: bool,
+    /// Rows the proxy builds go out in the binary format: the answer to a
+    /// COM_STMT_EXECUTE merged across partitions (`merge/prepared.rs`).
+    is_binary: bool,
 }
 
 /// Tries of a statement whose pooled connection turned out closed.
@@ -135,6 +139,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             is_fenced: false,
             retry_unanswered: false,
             uses_last_insert_id: false,
+            is_binary: false,
         }
     }
 

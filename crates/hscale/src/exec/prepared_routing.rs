@@ -6,12 +6,46 @@
 use std::sync::Arc;
 
 use hscale_route::dictionary::{PartitionedTable, TableName, Target};
-use hscale_route::router::{Plan, StatementKind};
+use hscale_route::router::{MergePlan, Plan, StatementKind};
 use hscale_wire::stmt::Execute;
 
 use super::params;
 use crate::error::ProxyError;
 use crate::partition::Partitioning;
+
+/// How a prepared statement runs.
+#[derive(Debug, Clone)]
+pub enum Routed {
+    /// It names no partitioned table: on the main backend as it is.
+    Plain,
+    /// On the parts, each execution picking its own.
+    Parts(Arc<PreparedRouting>),
+    /// A read that needs the proxy's merge (ORDER BY, LIMIT, aggregates,
+    /// GROUP BY, DISTINCT, joins or subqueries across partitions): each
+    /// execution runs as the text statement with its parameters written
+    /// in (`merge/prepared.rs`); the plan here only prepares it, on
+    /// copies of its tables, for the metadata.
+    Merged(Arc<MergedRead>),
+}
+
+/// A prepared read run as its text statement at each execution.
+#[derive(Debug)]
+pub struct MergedRead {
+    /// The statement on copies of its tables, prepared for the metadata.
+    pub copies: MergePlan,
+    /// Byte offsets of the `?` placeholders, in order.
+    pub placeholders: Vec<u32>,
+}
+
+impl Routed {
+    /// The routing over parts, if any.
+    pub fn parts(&self) -> Option<Arc<PreparedRouting>> {
+        match self {
+            Routed::Parts(r) => Some(r.clone()),
+            _ => None,
+        }
+    }
+}
 
 /// One part: a target and the statement rewritten for it.
 pub type Part = (Target, Arc<[u8]>);
@@ -39,20 +73,41 @@ impl PreparedRouting {
         sql: &[u8],
         db: Option<&str>,
         partitioning: &Partitioning,
-    ) -> Result<Option<Arc<PreparedRouting>>, ProxyError> {
+    ) -> Result<Routed, ProxyError> {
         if partitioning.is_empty() {
-            return Ok(None);
+            return Ok(Routed::Plain);
         }
         let Ok(text) = std::str::from_utf8(sql) else {
             return match partitioning.refusal(sql) {
                 Some(why) => Err(ProxyError::Refused(why)),
-                None => Ok(None),
+                None => Ok(Routed::Plain),
             };
         };
         let dict = partitioning.dictionary();
+        let merged = || -> Option<Routed> {
+            let copies = hscale_route::router::prepared_on_copies(text, db, &dict)?;
+            let placeholders = hscale_sql::tokenize(text)
+                .ok()?
+                .iter()
+                .filter(|t| t.kind == hscale_sql::TokenKind::Placeholder)
+                .map(|t| t.start)
+                .collect();
+            Some(Routed::Merged(Arc::new(MergedRead {
+                copies,
+                placeholders,
+            })))
+        };
         match hscale_route::router::plan_prepared(text, db, &dict) {
-            Plan::Passthrough => Ok(None),
-            Plan::Refuse(why) => Err(ProxyError::Refused(why)),
+            Plan::Passthrough => Ok(Routed::Plain),
+            plan @ (Plan::Merge(_) | Plan::Refuse(_)) => match merged() {
+                Some(m) => Ok(m),
+                None => match plan {
+                    Plan::Refuse(why) => Err(ProxyError::Refused(why)),
+                    _ => Err(ProxyError::Refused(
+                        "this statement on a partitioned table cannot be prepared (run it as a query)".into(),
+                    )),
+                },
+            },
             Plan::Targets { kind, parts } => {
                 // The table whose partition the first part names, in the
                 // database the rewritten statement names.
@@ -66,8 +121,14 @@ impl PreparedRouting {
                                 &first.physical_table,
                             ))
                     })
-                    .cloned()
-                    .ok_or_else(|| ProxyError::Refused("the dictionary changed".into()))?;
+                    .cloned();
+                let Some(table) = table else {
+                    // Parts that are no one table's partitions (a join of
+                    // co-partitioned tables): run like the query.
+                    return merged().ok_or_else(|| {
+                        ProxyError::Refused("the dictionary changed".into())
+                    });
+                };
                 let key_params = match kind {
                     StatementKind::Insert => {
                         hscale_route::router::insert_key_placeholders(text, &table.column)
@@ -88,7 +149,7 @@ impl PreparedRouting {
                 }
                 // With a key parameter, `parts` lists every partition and
                 // each execution picks its own; otherwise it runs on them all.
-                Ok(Some(Arc::new(PreparedRouting {
+                Ok(Routed::Parts(Arc::new(PreparedRouting {
                     kind,
                     parts: parts
                         .into_iter()
@@ -99,7 +160,7 @@ impl PreparedRouting {
                     global: None,
                 })))
             }
-            Plan::GlobalWrite { table, sql } => Ok(Some(Arc::new(PreparedRouting {
+            Plan::GlobalWrite { table, sql } => Ok(Routed::Parts(Arc::new(PreparedRouting {
                 kind: StatementKind::Update,
                 parts: vec![(
                     Target {

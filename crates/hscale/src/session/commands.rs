@@ -9,7 +9,7 @@ use hscale_wire::auth::{self, NATIVE_PASSWORD};
 use hscale_wire::consts::com;
 use hscale_wire::handshake::{encode_auth_switch, ChangeUser};
 use hscale_wire::reply::OkParts;
-use hscale_wire::response::{is_eof, ErrPacket};
+use hscale_wire::response::ErrPacket;
 use hscale_wire::stmt::{self, Execute, PrepareOk};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -17,8 +17,9 @@ use super::prepared::ClientStatement;
 use super::{vars_for_collation, Session};
 use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
+use crate::exec::interpolate;
 use crate::exec::prepared::{Command, Execution};
-use crate::exec::prepared_routing::PreparedRouting;
+use crate::exec::prepared_routing::{MergedRead, PreparedRouting, Routed};
 use crate::exec::{send, write_error, Effects};
 use hscale_route::router::IdParam;
 
@@ -93,79 +94,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // An INSERT into a table with a sequence: its backends prepare it
         // with a `?` wherever an id may be generated (`exec/sequence.rs`).
         let ids = self.b.prepared_ids(&payload[1..])?;
-        let routing =
-            self
+        let routing = self
             .prepared_routing(ids.as_ref().map_or(&payload[1..], |i| i.sql.as_bytes()))
             .await?;
-        // The metadata comes from the first target (a partition has T's columns).
-        let (backend, backend_sql) = match &routing {
-            Some(r) => (r.parts[0].0.backend, r.parts[0].1.clone()),
-            None => (BackendId::MAIN, sql.clone()),
+        let answer = match &routing {
+            Routed::Merged(m) => {
+                let copies = &m.copies;
+                let answer = self.exec().prepare_on_copies(copies).await?;
+                if let Ok((ok, _)) = &answer {
+                    if usize::from(ok.num_params) != m.placeholders.len() {
+                        return Err(ProxyError::Refused(
+                            "a prepared statement with placeholders hscale cannot place (inside comments)".into(),
+                        ));
+                    }
+                }
+                answer
+            }
+            _ => self.prepare_direct(&routing, sql).await?,
         };
-        let mut prepare_payload = BytesMut::with_capacity(1 + backend_sql.len());
-        prepare_payload.put_u8(com::STMT_PREPARE);
-        prepare_payload.put_slice(&backend_sql);
-        let payload = &prepare_payload;
-        let mut conn = self.b.acquire(backend).await?;
-        if let Some(err) = self.b.sync(&mut conn, false).await? {
-            self.b.finish(conn, Outcome::default(), &Effects::default());
-            self.write_server_error(1, &err).await?;
-            return Ok(None);
-        }
-        if let Err(e) = conn.stream.send_command(payload).await {
-            return Err(self.b.backend_lost(conn, e.to_string()));
-        }
-        // Read the whole (small) response, then answer.
-        let mut packets: Vec<Bytes> = Vec::new();
-        let read: Result<Option<PrepareOk>, hscale_wire::WireError> = async {
-            let first = conn.stream.read_packet().await?;
-            if first.first() == Some(0xff) {
-                packets.push(first.payload);
+        let (ok, mut packets) = match answer {
+            Ok(a) => a,
+            // A plain table's too: an in-place SETUP_TABLE renames it.
+            Err(err) if err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE => {
+                return Ok(Some(err))
+            }
+            Err(err) => {
+                self.write_server_error(1, &err).await?;
                 return Ok(None);
             }
-            let ok = PrepareOk::decode(&first.payload)?;
-            for n in [ok.num_params, ok.num_columns] {
-                if n == 0 {
-                    continue;
-                }
-                for _ in 0..n {
-                    packets.push(conn.stream.read_packet().await?.payload);
-                }
-                let eof = conn.stream.read_packet().await?;
-                if !is_eof(&eof.payload) {
-                    return Err(hscale_wire::WireError::Malformed(
-                        "expected EOF after metadata",
-                    ));
-                }
-            }
-            Ok(Some(ok))
-        }
-        .await;
-        let ok = match read {
-            Ok(ok) => ok,
-            Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
         };
-        let Some(ok) = ok else {
-            self.b.finish(conn, Outcome::default(), &Effects::default());
-            let err = ErrPacket::decode(&packets[0]).map_err(|e| ProxyError::BackendProtocol {
-                backend: self
-                    .b
-                    .ctx
-                    .pool(self.b.worker, BackendId::MAIN)
-                    .name()
-                    .to_string(),
-                reason: e.to_string(),
-            })?;
-            // A plain table's too: an in-place SETUP_TABLE renames it.
-            if err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE {
-                return Ok(Some(err));
-            }
-            self.write_server_error(1, &err).await?;
-            return Ok(None);
-        };
-        let cache = self.b.ctx.config.proxy.backend_statement_cache;
-        conn.remember_statement(&backend_sql, ok, cache).await?;
-        self.b.finish(conn, Outcome::default(), &Effects::default());
         // The client sees its own parameters only, not the ids'.
         let mut num_params = ok.num_params;
         if let Some(ids) = &ids {
@@ -194,7 +151,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // Rewritten again per execution only on the main backend's
             // path; joined with a partitioned table it keeps the sessions
             // of its PREPARE.
-            live: live.clone().filter(|_| routing.is_none()),
+            live: live.clone().filter(|_| matches!(routing, Routed::Plain)),
             routing,
             ids,
             dict_version,
@@ -211,6 +168,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         send(reply.finish()).await?;
         Ok(None)
+    }
+
+    /// Prepare on the backend the statement runs on (its first part, or
+    /// the main backend), kept in that connection's statement cache.
+    async fn prepare_direct(
+        &mut self,
+        routing: &Routed,
+        sql: &Arc<[u8]>,
+    ) -> Result<Result<(PrepareOk, Vec<Bytes>), ErrPacket>, ProxyError> {
+        // The metadata comes from the first target (a partition has T's columns).
+        let (backend, backend_sql) = match routing.parts() {
+            Some(r) => (r.parts[0].0.backend, r.parts[0].1.clone()),
+            None => (BackendId::MAIN, sql.clone()),
+        };
+        let mut prepare_payload = BytesMut::with_capacity(1 + backend_sql.len());
+        prepare_payload.put_u8(com::STMT_PREPARE);
+        prepare_payload.put_slice(&backend_sql);
+        let mut conn = self.b.acquire(backend).await?;
+        if let Some(err) = self.b.sync(&mut conn, false).await? {
+            self.b.finish(conn, Outcome::default(), &Effects::default());
+            return Ok(Err(err));
+        }
+        if let Err(e) = conn.stream.send_command(&prepare_payload).await {
+            return Err(self.b.backend_lost(conn, e.to_string()));
+        }
+        // Read the whole (small) response, then answer.
+        let answer = match conn.read_prepare().await {
+            Ok(a) => a,
+            Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
+        };
+        if let Ok((ok, _)) = &answer {
+            let cache = self.b.ctx.config.proxy.backend_statement_cache;
+            conn.remember_statement(&backend_sql, *ok, cache).await?;
+        }
+        self.b.finish(conn, Outcome::default(), &Effects::default());
+        Ok(answer)
     }
 
     /// COM_STMT_EXECUTE: prepare on the borrowed connection if needed, send
@@ -281,8 +274,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     "the table's AUTO_INCREMENT handling changed since PREPARE: prepare the statement again".into(),
                 ));
             }
-            st.routing =
-                self
+            st.routing = self
                 .prepared_routing(ids.as_ref().map_or(&st.sql[..], |i| i.sql.as_bytes()))
                 .await?;
             st.ids = ids;
@@ -309,29 +301,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             long_data: &st.long_data,
             uses_last_insert_id: st.uses_last_insert_id,
         };
-        let Some(routing) = st.routing.clone() else {
-            // PROCESSLIST: this moment's sessions, kept as the statement's
-            // text (a cursor's COM_STMT_FETCH finds it by that).
-            let fresh = st.live.as_deref().and_then(|text| {
-                let (sql, _) = self.proxy_sql(std::str::from_utf8(text).ok()?)?;
-                Some(Arc::<[u8]>::from(sql.as_bytes()))
-            });
-            if let Some(fresh) = fresh {
-                st.sql = fresh.clone();
-                if let Some(s) = self.statements.get_mut(id) {
-                    s.sql = fresh;
+        let routing = match st.routing.clone() {
+            Routed::Plain => {
+                // PROCESSLIST: this moment's sessions, kept as the statement's
+                // text (a cursor's COM_STMT_FETCH finds it by that).
+                let fresh = st.live.as_deref().and_then(|text| {
+                    let (sql, _) = self.proxy_sql(std::str::from_utf8(text).ok()?)?;
+                    Some(Arc::<[u8]>::from(sql.as_bytes()))
+                });
+                if let Some(fresh) = fresh {
+                    st.sql = fresh.clone();
+                    if let Some(s) = self.statements.get_mut(id) {
+                        s.sql = fresh;
+                    }
                 }
+                let mut run = self.exec();
+                run.is_fenced = true;
+                return run
+                    .run_single(
+                        BackendId::MAIN,
+                        &st.sql,
+                        Command::Execute(&execution),
+                        effects,
+                    )
+                    .await;
             }
-            let mut run = self.exec();
-            run.is_fenced = true;
-            return run
-                .run_single(
-                    BackendId::MAIN,
-                    &st.sql,
-                    Command::Execute(&execution),
-                    effects,
-                )
-                .await;
+            Routed::Merged(m) => return self.execute_merged(st, &m, exec, types).await,
+            Routed::Parts(r) => r,
         };
         // Ids from the table's sequence, filled in before routing (the id
         // may be the partition key).
@@ -400,13 +396,79 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         done
     }
 
+    /// An execution of a read merged across partitions: its parameters
+    /// written into the text, run like the query (`exec/merge/prepared.rs`).
+    async fn execute_merged(
+        &mut self,
+        st: &ClientStatement,
+        m: &MergedRead,
+        exec: &Execute<'_>,
+        types: &[u8],
+    ) -> Result<(), ProxyError> {
+        if exec.flags & CURSOR_TYPE_READ_ONLY != 0 {
+            return Err(ProxyError::Refused(
+                "a cursor over a prepared read merged across partitions is not supported yet"
+                    .into(),
+            ));
+        }
+        // As for the text statement: what binds a session to one
+        // connection cannot be spread.
+        if !st.pins.is_empty() || st.uses_last_insert_id {
+            return Err(ProxyError::Unsupported {
+                what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID()".into(),
+            });
+        }
+        let literals = interpolate::literals(exec, types, m.placeholders.len(), &st.long_data)?;
+        let no_backslash_escapes = if literals.iter().any(|l| l.needs_mode()) {
+            self.is_no_backslash_escapes().await?
+        } else {
+            false
+        };
+        let sql = interpolate::render(&st.sql, &m.placeholders, &literals, no_backslash_escapes)?;
+        let mut run = self.exec();
+        run.is_fenced = true;
+        run.run_merged(&sql).await
+    }
+
+    /// Whether the session's sql_mode has NO_BACKSLASH_ESCAPES (asked of
+    /// the main backend in the session's state).
+    async fn is_no_backslash_escapes(&mut self) -> Result<bool, ProxyError> {
+        // A deferred BEGIN waits for the session's first statement.
+        let begin = self.b.pending_begin.take();
+        let leased = self.b.lease(BackendId::MAIN, false).await;
+        self.b.pending_begin = begin;
+        let mut conn = match leased? {
+            Ok(c) => c,
+            Err(err) => {
+                return Err(ProxyError::Backend {
+                    backend: "main".into(),
+                    during: "reading the session's sql_mode".into(),
+                    err,
+                })
+            }
+        };
+        let r = conn.query_rows("SELECT @@sql_mode").await;
+        let mode = match &r {
+            Ok(Ok(rows)) => rows
+                .strings()
+                .first()
+                .and_then(|row| row.first().cloned().flatten())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        self.b.finish(conn, Outcome::default(), &Effects::default());
+        r?.map_err(|err| ProxyError::Backend {
+            backend: "main".into(),
+            during: "reading the session's sql_mode".into(),
+            err,
+        })?;
+        Ok(mode.split(',').any(|m| m == "NO_BACKSLASH_ESCAPES"))
+    }
+
     /// How a statement being prepared reaches partitioned tables, if it
     /// does; a long one planned on a thread of its own within the planning
     /// budget (`planning.rs`).
-    async fn prepared_routing(
-        &mut self,
-        sql: &[u8],
-    ) -> Result<Option<Arc<PreparedRouting>>, ProxyError> {
+    async fn prepared_routing(&mut self, sql: &[u8]) -> Result<Routed, ProxyError> {
         let proxy = &self.b.ctx.config.proxy;
         if sql.len() < proxy.plan_offload_bytes {
             return PreparedRouting::plan(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use hscale_sql::Pins;
 
-use crate::exec::prepared_routing::PreparedRouting;
+use crate::exec::prepared_routing::Routed;
 
 /// One statement the client prepared.
 #[derive(Debug, Clone)]
@@ -37,8 +37,8 @@ pub struct ClientStatement {
     /// with the sessions of the moment at every execution (`sql` holds
     /// those of its PREPARE).
     pub live: Option<Arc<[u8]>>,
-    /// Set when the statement names a partitioned table.
-    pub routing: Option<Arc<PreparedRouting>>,
+    /// How it reaches partitioned tables (`Plain` when it names none).
+    pub routing: Routed,
     /// An INSERT into a table with a sequence: its backends run
     /// `ids.sql`, whose parameters each execution fills in.
     pub ids: Option<Arc<hscale_route::router::PreparedIds>>,

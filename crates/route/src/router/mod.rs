@@ -157,6 +157,28 @@ pub fn plan_prepared(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> 
     plan_tokens(sql, &tokens, session_db, dict, true, &mut None)
 }
 
+/// For a prepared read that [`plan_prepared`] cannot run on its
+/// partitions as it is (it needs a merge, a shipped table, or is
+/// refused): the whole statement on copies of its partitioned tables on
+/// the main backend (the plan a text read falls back to). Preparing it
+/// there gives the statement's parameters and columns as one server
+/// would; each execution then runs as the text statement with its
+/// parameters written in. `None` for statements that are not plain reads.
+pub fn prepared_on_copies(
+    sql: &str,
+    session_db: Option<&str>,
+    dict: &Dictionary,
+) -> Option<MergePlan> {
+    let tokens = hscale_sql::tokenize(sql).ok()?;
+    if !is_plain_read(sql, &tokens) {
+        return None;
+    }
+    match ship_to_main(sql, &tokens, session_db, dict)? {
+        Plan::Merge(m) => Some(m),
+        _ => None,
+    }
+}
+
 /// What makes a single-partition plan reusable for the same statement with
 /// other literals (see `cache`): the table reference and the one literal
 /// that picks the partition.
@@ -210,7 +232,10 @@ fn plan_nested(
             *hint = None;
             ship_to_main(sql, tokens, session_db, dict).unwrap_or(Plan::Refuse(why))
         }
-        Plan::Merge(mut m) if !prepared && m.ship.is_empty() && is_plain_read(sql, tokens) => {
+        // Values the merge cannot combine exactly (floating-point sums,
+        // ENUM and SET values, which order by member) make it fall back to
+        // the whole statement on copies, joins that ship a table too.
+        Plan::Merge(mut m) if !prepared && is_plain_read(sql, tokens) => {
             if let Some(Plan::Merge(f)) = ship_to_main(sql, tokens, session_db, dict) {
                 m.fallback = Some(Box::new(f));
             }

@@ -30,6 +30,7 @@ mod columns;
 mod fixtures;
 mod group;
 mod having;
+pub mod prepared;
 mod ship;
 mod sort;
 
@@ -247,6 +248,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 self.ship_cleanup = Some(ship::cleanup(&plan.ship));
             }
         }
+        // One server answers the whole statement: a prepared execution
+        // gets its binary rows as they are (`prepared.rs`).
+        if self.is_binary && prepared::is_whole(&plan) {
+            return self.run_whole_binary(&plan).await;
+        }
         // Parts still reading when this returns close their connections.
         let r = match &plan.mode {
             Mode::Sort { hidden } => self.merge_sorted(&plan, *hidden).await,
@@ -399,9 +405,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             header.column_def(d);
         }
         let mut rows = header.rows(st);
+        let binary = self.is_binary.then_some(&columns[..visible]);
         let r = match source {
             Sorted::Streams(held, heads) => {
-                send_streams(self.b, &mut rows, plan, held, heads, &keys, visible).await
+                let order = Order {
+                    keys: &keys,
+                    visible,
+                    binary,
+                };
+                send_streams(self.b, &mut rows, plan, held, heads, order).await
             }
             Sorted::Buffered(mut buffered) => {
                 buffered.sort_by(|a, b| order_rows(a, b, &keys, visible));
@@ -411,7 +423,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     .skip(plan.offset as usize)
                     .take(plan.limit.unwrap_or(u64::MAX) as usize)
                 {
-                    r = write_row(&mut rows, &row[..visible]).await;
+                    r = write_row(&mut rows, &row[..visible], binary).await;
                     if r.is_err() {
                         break;
                     }
@@ -527,13 +539,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let mut rows = header.rows(st);
         let n = g.visible;
+        let binary = self.is_binary.then_some(&out_cols[..]);
         let mut r = Ok(());
         for row in merged
             .iter()
             .skip(plan.offset as usize)
             .take(plan.limit.unwrap_or(u64::MAX) as usize)
         {
-            r = write_row(&mut rows, &row[..n]).await;
+            r = write_row(&mut rows, &row[..n], binary).await;
             if r.is_err() {
                 break;
             }
@@ -575,13 +588,25 @@ async fn end_part(b: &mut Bindings, mut part: Part) {
     }
 }
 
-/// Send a merged row.
+/// Send a merged row: a text row, or for a prepared statement's
+/// execution (`binary`: the answer's columns) a binary one.
 async fn write_row<S: AsyncRead + AsyncWrite + Unpin>(
     rows: &mut Rows<'_, S>,
     row: &[Option<Vec<u8>>],
+    binary: Option<&[ColumnInfo]>,
 ) -> Result<(), Stop> {
     let cells: Vec<Option<&[u8]>> = row.iter().map(|c| c.as_deref()).collect();
-    rows.text_row(&cells);
+    match binary {
+        None => rows.text_row(&cells),
+        Some(columns) => {
+            let b = hscale_wire::binary_row::encode_binary_row(columns, &cells).map_err(|e| {
+                Stop::Proxy(ProxyError::Wrong(format!(
+                    "a merged row in the binary format: {e}"
+                )))
+            })?;
+            rows.row(&b);
+        }
+    }
     rows.maybe_flush()
         .await
         .map_err(|_| Stop::Proxy(ProxyError::ClientGone))
@@ -615,17 +640,29 @@ async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
     send(done).await.map_err(Stop::Proxy)
 }
 
+/// How a sort merge orders and writes its rows: order keys are offsets
+/// from `visible`; `binary` as for [`write_row`].
+struct Order<'a> {
+    keys: &'a [(OrderKey, Kind)],
+    visible: usize,
+    binary: Option<&'a [ColumnInfo]>,
+}
+
 /// The k-way merge: send the smallest head row until the limit, then
-/// read every part to its end. Order keys are offsets from `visible`.
+/// read every part to its end.
 async fn send_streams<S: AsyncRead + AsyncWrite + Unpin>(
     b: &mut Bindings,
     rows: &mut Rows<'_, S>,
     plan: &MergePlan,
     mut held: Vec<Part>,
     mut heads: Vec<Option<Row>>,
-    keys: &[(OrderKey, Kind)],
-    visible: usize,
+    order: Order<'_>,
 ) -> Result<(), Stop> {
+    let Order {
+        keys,
+        visible,
+        binary,
+    } = order;
     let mut skip = plan.offset;
     let mut left = plan.limit.unwrap_or(u64::MAX);
     while left > 0 {
@@ -639,7 +676,7 @@ async fn send_streams<S: AsyncRead + AsyncWrite + Unpin>(
             skip -= 1;
             continue;
         }
-        write_row(rows, &row[..visible]).await?;
+        write_row(rows, &row[..visible], binary).await?;
         left -= 1;
     }
     for mut p in held.drain(..) {

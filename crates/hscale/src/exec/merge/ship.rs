@@ -44,7 +44,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// The definition of a shipped table's temporary copy: `SHOW CREATE
     /// TABLE` of its model, after `CREATE TABLE name`, read on a pooled
     /// connection (never a transaction's branch: it is only a definition).
-    async fn ship_body(&mut self, ship: &Ship) -> Result<String, Stop> {
+    pub(super) async fn ship_body(&mut self, ship: &Ship) -> Result<String, Stop> {
         let ddl = {
             let mut c = self
                 .b

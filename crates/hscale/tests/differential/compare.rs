@@ -1,0 +1,268 @@
+//! Comparing the random differential's answers (`random.rs`): hscale's
+//! with one server's, column metadata, rows (as multisets where the order
+//! is not fixed), strings up to their collation's weight; and the same
+//! queries prepared with their literals as parameters (`prepared.rs`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::common::*;
+use mysql_async::prelude::*;
+use mysql_async::{Conn, Row, Value};
+
+use super::Query;
+
+/// Column metadata compared: name, type, character set (collation id).
+type Meta = Vec<(String, u8, u16)>;
+type Rows = Vec<Vec<Option<String>>>;
+
+#[derive(Debug, PartialEq)]
+struct Answer {
+    meta: Meta,
+    rows: Rows,
+    warnings: u16,
+}
+
+fn cell(v: &Value) -> Option<String> {
+    match v {
+        Value::NULL => None,
+        Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        other => Some(other.as_sql(true)),
+    }
+}
+
+async fn run(c: &mut Conn, sql: &str) -> Result<Answer, mysql_async::Error> {
+    let mut res = c.query_iter(sql).await?;
+    let meta = res
+        .columns()
+        .map(|cols| {
+            cols.iter()
+                .map(|c| {
+                    (
+                        c.name_str().into_owned(),
+                        c.column_type() as u8,
+                        c.character_set(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let rows: Vec<Row> = res.collect().await?;
+    drop(res);
+    let rows = rows
+        .iter()
+        .map(|r| (0..r.len()).map(|i| cell(r.as_ref(i).unwrap())).collect())
+        .collect();
+    Ok(Answer {
+        meta,
+        rows,
+        warnings: c.get_warnings(),
+    })
+}
+
+/// Weights of string values under a collation, asked of the reference
+/// server once per (collation, value): which of several equal values MIN,
+/// MAX, GROUP BY or DISTINCT shows is not defined.
+#[derive(Default)]
+pub(super) struct Weights {
+    names: HashMap<u16, Option<String>>,
+    weights: HashMap<(u16, String), String>,
+}
+
+impl Weights {
+    async fn fold(&mut self, c: &mut Conn, meta: &Meta, rows: &Rows) -> Rows {
+        let mut out = rows.clone();
+        for (i, (_, ty, cs)) in meta.iter().enumerate() {
+            // Strings only (VARCHAR, STRING, VAR_STRING, BLOB types), not binary.
+            if *cs == 63 || ![15u8, 253, 254, 252].contains(ty) {
+                continue;
+            }
+            if !self.names.contains_key(cs) {
+                let name: Option<String> = c
+                    .query_first(format!(
+                        "SELECT COLLATION_NAME FROM information_schema.COLLATIONS WHERE ID = {cs}"
+                    ))
+                    .await
+                    .unwrap();
+                self.names.insert(*cs, name);
+            }
+            let Some(Some(coll)) = self.names.get(cs).cloned() else {
+                continue;
+            };
+            let charset = coll.split('_').next().unwrap_or("utf8mb4").to_string();
+            let pads = !coll.contains("nopad");
+            for row in out.iter_mut() {
+                let Some(v) = row[i].clone() else { continue };
+                // WEIGHT_STRING keeps trailing spaces; PAD SPACE ignores them.
+                let v = if pads {
+                    v.trim_end_matches(' ').to_string()
+                } else {
+                    v
+                };
+                let key = (*cs, v.clone());
+                if !self.weights.contains_key(&key) {
+                    let w: Option<String> = c
+                        .exec_first(
+                            format!(
+                                "SELECT HEX(WEIGHT_STRING(CONVERT(? USING {charset}) COLLATE {coll}))"
+                            ),
+                            (v.clone(),),
+                        )
+                        .await
+                        .unwrap();
+                    self.weights.insert(key.clone(), w.unwrap_or_default());
+                }
+                row[i] = Some(format!("w:{}", self.weights[&key]));
+            }
+        }
+        out
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Tally {
+    pub(super) identical: usize,
+    pub(super) equal_under_collation: usize,
+    pub(super) both_failed: usize,
+    /// Answers equal but for the warning count (not counted as wrong yet:
+    /// see the report).
+    pub(super) warnings_differ: usize,
+    pub(super) refused: BTreeMap<String, usize>,
+    pub(super) wrong: Vec<String>,
+    /// Queries also run as prepared statements (`prepared.rs`).
+    pub(super) prepared: usize,
+}
+
+/// The construct a refusal names: its message without numbers and quotes.
+fn construct(msg: &str) -> String {
+    let m: String = msg
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+        .collect();
+    m.chars().take(90).collect()
+}
+
+/// Run `q` through hscale and on one server; `true` when hscale refused it.
+pub(super) async fn check(
+    p: &mut Conn,
+    r: &mut Conn,
+    w: &mut Weights,
+    q: &Query,
+    t: &mut Tally,
+) -> bool {
+    let want = run(r, &q.sql).await;
+    let got = run(p, &q.sql).await;
+    judge(r, w, q, got, want, t).await
+}
+
+/// The same query prepared, with its literals as parameters, executed
+/// through hscale and on one server (the binary protocol). Refused only
+/// where the query is (`is_query_refused`).
+pub(super) async fn check_prepared(
+    p: &mut Conn,
+    r: &mut Conn,
+    w: &mut Weights,
+    q: &Query,
+    salt: u64,
+    is_query_refused: bool,
+    t: &mut Tally,
+) {
+    let (sql, params) = crate::prepared::parametrize(&q.sql, salt);
+    let answer = |a: crate::prepared::Answer| Answer {
+        meta: a.0,
+        rows: a.1,
+        warnings: a.2,
+    };
+    let want = crate::prepared::exec(r, &sql, &params).await.map(answer);
+    let got = crate::prepared::exec(p, &sql, &params).await.map(answer);
+    t.prepared += 1;
+    let q = Query {
+        sql: format!("{sql} -- prepared, parameters {params:?}"),
+        ordered: q.ordered,
+    };
+    if judge(r, w, &q, got, want, t).await && !is_query_refused {
+        t.wrong
+            .push(format!("{}\n  refused, but answered as a query", q.sql));
+    }
+}
+
+/// Compare hscale's answer to a query with one server's; `true` when
+/// hscale refused it.
+async fn judge(
+    r: &mut Conn,
+    w: &mut Weights,
+    q: &Query,
+    got: Result<Answer, mysql_async::Error>,
+    want: Result<Answer, mysql_async::Error>,
+    t: &mut Tally,
+) -> bool {
+    let (mut g, mut x) = match (got, want) {
+        (Ok(g), Ok(x)) => (g, x),
+        (Err(mysql_async::Error::Server(e)), Ok(_)) if e.code == 1235 => {
+            *t.refused.entry(construct(&e.message)).or_default() += 1;
+            return true;
+        }
+        (Err(e), Err(f)) if code(&e) == code(&f) => {
+            t.both_failed += 1;
+            return false;
+        }
+        (g, x) => {
+            t.wrong.push(format!(
+                "{}\n  hscale:    {:?}\n  reference: {:?}",
+                q.sql,
+                g.map(|a| a.rows.len()),
+                x.map(|a| a.rows.len())
+            ));
+            return false;
+        }
+    };
+    if !q.ordered {
+        g.rows.sort();
+        x.rows.sort();
+    }
+    if g.warnings != x.warnings {
+        t.warnings_differ += 1;
+        if t.warnings_differ <= 3 {
+            println!(
+                "warning count differs ({} through hscale, {} on one server): {}",
+                g.warnings, x.warnings, q.sql
+            );
+        }
+        g.warnings = x.warnings;
+    }
+    if g == x {
+        t.identical += 1;
+        return false;
+    }
+    if g.meta == x.meta && g.rows.len() == x.rows.len() {
+        let mut fg = w.fold(r, &g.meta, &g.rows).await;
+        let mut fx = w.fold(r, &x.meta, &x.rows).await;
+        if !q.ordered {
+            fg.sort();
+            fx.sort();
+        }
+        if fg == fx {
+            t.equal_under_collation += 1;
+            return false;
+        }
+    }
+    let at = g
+        .rows
+        .iter()
+        .zip(&x.rows)
+        .position(|(a, b)| a != b)
+        .unwrap_or(0);
+    let first = |a: &Answer| a.rows.iter().skip(at).take(4).cloned().collect::<Vec<_>>();
+    t.wrong.push(format!(
+        "{}\n  hscale:    {:?} warnings {} rows {} from row {at}: {:?}\n  reference: {:?} warnings {} rows {} {:?}",
+        q.sql,
+        g.meta,
+        g.warnings,
+        g.rows.len(),
+        first(&g),
+        x.meta,
+        x.warnings,
+        x.rows.len(),
+        first(&x)
+    ));
+    false
+}
