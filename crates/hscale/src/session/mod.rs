@@ -16,15 +16,18 @@
 mod access;
 mod admin;
 pub mod auth;
+mod batch;
 mod commands;
 mod insert_form;
 mod kill;
+mod ordered_write;
 mod planning;
 pub mod prepared;
 mod processlist;
 mod rewrite;
 mod statement;
 mod txn;
+mod user_vars;
 
 use hscale_route::BackendId;
 use std::sync::Arc;
@@ -167,6 +170,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             is_bound_lost: false,
             handle: Arc::new(SessionHandle::new(&info.user, host)),
             is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
+            may_borrow_beside: false,
             planned_version: 0,
             generated_id: None,
             one_row_select: None,
@@ -410,9 +414,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // Set only by the statement that generated ids (`sequence.rs`).
         self.b.generated_id = None;
         self.b.one_row_select = None;
+        self.b.may_borrow_beside = false;
         match cmd {
             com::QUIT => return Ok(false),
-            com::QUERY | com::STMT_EXECUTE => self.statement(cmd, &payload).await?,
+            com::QUERY => match self.batch_of(&payload) {
+                Some(statements) => self.run_batch(statements).await?,
+                None => self.statement(cmd, &payload).await?,
+            },
+            com::STMT_EXECUTE => self.statement(cmd, &payload).await?,
             com::INIT_DB => {
                 let db = String::from_utf8_lossy(&payload[1..]).into_owned();
                 self.check_db(&db)?;
@@ -676,7 +685,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(ProxyError::Refused(why));
                 }
             }
-            let plan = self.plan(payload, sql, &dict).await?;
+            let mut plan = self.plan(payload, sql, &dict).await?;
             // A statement spread over several connections cannot carry what
             // binds a session to one: user variables, locks, temporary
             // tables. (Inside a transaction its parts run one at a time on
@@ -686,7 +695,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // table's copies would each evaluate it.
             let spread = match &plan {
                 Plan::Targets { parts, .. } => parts.len() > 1,
-                Plan::Merge(_) | Plan::GlobalWrite { .. } => true,
+                Plan::Merge(_) | Plan::GlobalWrite { .. } | Plan::OrderedWrite(_) => true,
                 _ => false,
             };
             let last_insert_id = match &plan {
@@ -697,7 +706,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 _ => facts.sets_last_insert_id,
             };
-            if spread && (!facts.pins.is_empty() || last_insert_id) {
+            // A session pinned only by user variables runs reads, and
+            // writes on one partition, that use none on other backends too
+            // (a write over several needs the statement's own transaction,
+            // which a pinned session does not get).
+            self.b.may_borrow_beside = facts.pins.is_empty()
+                && facts.unpins.is_empty()
+                && (facts.kind == hscale_sql::Kind::Select
+                    || matches!(&plan, Plan::Targets { parts, .. } if parts.len() == 1));
+            let mut is_on_copies = false;
+            let pinned_at = self.b.pinned.as_ref().map(|c| c.pool().backend_id);
+            let is_elsewhere = matches!(&plan, Plan::Targets { parts, .. }
+                if pinned_at.is_some_and(|b| parts.iter().any(|(t, _)| t.backend != b)));
+            if (spread || is_elsewhere || matches!(plan, Plan::Refuse(_)))
+                && facts.pins == Pins::USER_VARIABLE
+                && !last_insert_id
+            {
+                // A read with user variables: one server runs it whole,
+                // on the connection holding the variables (`user_vars.rs`).
+                if let Some(p) = self.on_copies_with_variables(sql, &dict).await? {
+                    plan = p;
+                    is_on_copies = true;
+                }
+            }
+            if spread && !is_on_copies && (!facts.pins.is_empty() || last_insert_id) {
                 return Err(ProxyError::Unsupported {
                     what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables), a read over several partitions calling LAST_INSERT_ID(expr), or LAST_INSERT_ID() in a write to a global table".into(),
                 });
@@ -715,6 +747,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                             crate::admin::forget_database(&self.b.ctx, self.b.worker, db).await?;
                         }
                     }
+                }
+                Plan::OrderedWrite(w) => {
+                    drop(dict);
+                    return self.run_ordered_write(w, sql, effects).await;
                 }
                 plan if crate::admin::is_dictionary_plan(&plan) => {
                     drop(dict);
