@@ -18,9 +18,9 @@
 //! one server answers is counted by construct and fails the test unless
 //! the module expects it.
 
-mod common;
 #[path = "differential/batches.rs"]
 mod batches;
+mod common;
 #[path = "differential/ctes.rs"]
 mod ctes;
 #[path = "differential/ordered_writes.rs"]
@@ -37,10 +37,10 @@ use mysql_async::prelude::*;
 use mysql_async::{Conn, Row, Value};
 
 /// A deterministic generator (an LCG): the same statements on every run.
-pub struct Rng(pub u64);
+struct Rng(u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    fn next(&mut self) -> u64 {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)

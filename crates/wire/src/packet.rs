@@ -395,7 +395,12 @@ mod tests {
         assert_eq!(w.end_relayed(true), RelayEnd::Done);
         // A result set: column count, a definition, classic EOF, a row, EOF.
         let mut seq = 1;
-        for p in [&[1u8][..], &[3, b'd', b'e', b'f'], &[0xfe, 0, 0, 2, 0], &[1, b'x']] {
+        for p in [
+            &[1u8][..],
+            &[3, b'd', b'e', b'f'],
+            &[0xfe, 0, 0, 2, 0],
+            &[1, b'x'],
+        ] {
             seq = w.write_payload(seq, p);
         }
         w.write_payload(seq, &[0xfe, 0, 0, 2, 0]);

@@ -83,31 +83,6 @@ pub(super) fn split(sql: &str) -> Option<Vec<&str>> {
     (out.len() > 1).then_some(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::split;
-
-    #[test]
-    fn splits_at_top_level_semicolons() {
-        assert_eq!(
-            split("SELECT 1; UPDATE t SET v = ';' WHERE k = 2 ;SELECT REPEAT('x', 2);"),
-            Some(vec![
-                "SELECT 1",
-                "UPDATE t SET v = ';' WHERE k = 2",
-                "SELECT REPEAT('x', 2)"
-            ])
-        );
-        assert_eq!(split("SELECT 1;"), None);
-        assert_eq!(split("SELECT 1"), None);
-        assert_eq!(split("BEGIN; SELECT 1; COMMIT"), Some(vec!["BEGIN", "SELECT 1", "COMMIT"]));
-        assert_eq!(split("BEGIN NOT ATOMIC SELECT 1; SELECT 2; END"), None);
-        assert_eq!(
-            split("CREATE PROCEDURE p() BEGIN SELECT 1; END; CALL p()"),
-            None
-        );
-    }
-}
-
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// The statements to run one by one when `payload` is a COM_QUERY of
     /// several statements naming partitioned or global tables, on a
@@ -150,5 +125,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .await
             .map_err(|_| ProxyError::ClientGone)?;
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn splits_at_top_level_semicolons() {
+        assert_eq!(
+            split("SELECT 1; UPDATE t SET v = ';' WHERE k = 2 ;SELECT REPEAT('x', 2);"),
+            Some(vec![
+                "SELECT 1",
+                "UPDATE t SET v = ';' WHERE k = 2",
+                "SELECT REPEAT('x', 2)"
+            ])
+        );
+        assert_eq!(split("SELECT 1;"), None);
+        assert_eq!(split("SELECT 1"), None);
+        assert_eq!(
+            split("BEGIN; SELECT 1; COMMIT"),
+            Some(vec!["BEGIN", "SELECT 1", "COMMIT"])
+        );
+        assert_eq!(split("BEGIN NOT ATOMIC SELECT 1; SELECT 2; END"), None);
+        assert_eq!(
+            split("CREATE PROCEDURE p() BEGIN SELECT 1; END; CALL p()"),
+            None
+        );
     }
 }

@@ -301,11 +301,7 @@ pub(super) fn decode_result(bytes: &[u8], max_rows: usize) -> Result<Decoded, Pr
     }
     let first = packets.first().ok_or_else(bad)?;
     match first.first() {
-        Some(0xff) => {
-            return Ok(Decoded::Error(
-                ErrPacket::decode(first).map_err(|_| bad())?,
-            ))
-        }
+        Some(0xff) => return Ok(Decoded::Error(ErrPacket::decode(first).map_err(|_| bad())?)),
         Some(0x00) => return Ok(Decoded::Ok),
         _ => {}
     }

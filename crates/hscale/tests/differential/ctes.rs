@@ -20,12 +20,27 @@ const BODIES: &[&str] = &[
 /// Outer queries over `c`.
 const OUTERS: &[(&str, bool)] = &[
     ("SELECT COUNT(*), SUM(n), MIN(id), MAX(s) FROM c", true),
-    ("SELECT k, COUNT(*) AS cnt, SUM(n) AS total FROM c GROUP BY k ORDER BY k", true),
+    (
+        "SELECT k, COUNT(*) AS cnt, SUM(n) AS total FROM c GROUP BY k ORDER BY k",
+        true,
+    ),
     ("SELECT id, n FROM c ORDER BY n DESC, id LIMIT 5", true),
-    ("SELECT c.id, c.n FROM c JOIN t ON t.id = c.id AND t.k = c.k WHERE c.id < 40 ORDER BY c.id", true),
-    ("SELECT id, ROW_NUMBER() OVER (ORDER BY n, id) AS rn FROM c ORDER BY id LIMIT 20", true),
-    ("SELECT id FROM c WHERE n = (SELECT MAX(n) FROM c) ORDER BY id", true),
-    ("SELECT s, COUNT(*) FROM c GROUP BY s HAVING COUNT(*) > 2 ORDER BY s", true),
+    (
+        "SELECT c.id, c.n FROM c JOIN t ON t.id = c.id AND t.k = c.k WHERE c.id < 40 ORDER BY c.id",
+        true,
+    ),
+    (
+        "SELECT id, ROW_NUMBER() OVER (ORDER BY n, id) AS rn FROM c ORDER BY id LIMIT 20",
+        true,
+    ),
+    (
+        "SELECT id FROM c WHERE n = (SELECT MAX(n) FROM c) ORDER BY id",
+        true,
+    ),
+    (
+        "SELECT s, COUNT(*) FROM c GROUP BY s HAVING COUNT(*) > 2 ORDER BY s",
+        true,
+    ),
 ];
 
 const WINDOWS: &[&str] = &[

@@ -59,11 +59,10 @@ pub async fn run(h: &mut Harness) {
         .query("SELECT COUNT(*), SUM(n) FROM t WHERE k = 2 OR s = 's4'")
         .await
         .unwrap();
-    let want: Vec<(i64, Option<String>)> = h
-        .r
-        .query("SELECT COUNT(*), CAST(SUM(n) AS CHAR) FROM t WHERE k = 2 OR s = 's4'")
-        .await
-        .unwrap();
+    let want: Vec<(i64, Option<String>)> =
+        h.r.query("SELECT COUNT(*), CAST(SUM(n) AS CHAR) FROM t WHERE k = 2 OR s = 's4'")
+            .await
+            .unwrap();
     assert_eq!(rows[0][0].as_deref(), Some(want[0].0.to_string().as_str()));
     assert_eq!(rows[0][1], want[0].1);
 }

@@ -171,9 +171,9 @@ pub fn ordered_write_parts(
                 Some(v) => v,
                 None => {
                     return Plan::Refuse(format!(
-                        "internal: the partition key value {s:?} read back from {} cannot be placed",
-                        table.name
-                    ))
+                    "internal: the partition key value {s:?} read back from {} cannot be placed",
+                    table.name
+                ))
                 }
             },
         };
