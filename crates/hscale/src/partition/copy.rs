@@ -231,7 +231,9 @@ pub async fn stream_rows_to(
                     // Paced: the rows read so far are due no sooner than
                     // at the limit's rate from the start.
                     let due = started
-                        + std::time::Duration::from_secs_f64(copied.rows as f64 / rows_per_s as f64);
+                        + std::time::Duration::from_secs_f64(
+                            copied.rows as f64 / rows_per_s as f64,
+                        );
                     tokio::time::sleep_until(due.into()).await;
                 }
             }

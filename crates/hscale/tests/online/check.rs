@@ -169,7 +169,12 @@ impl Report {
 }
 
 /// Compare rows found somewhere (id -> every copy found) with the model.
-pub(super) fn compare(place: &str, found: &BTreeMap<i64, Vec<Acct>>, model: &Model, rep: &mut Report) {
+pub(super) fn compare(
+    place: &str,
+    found: &BTreeMap<i64, Vec<Acct>>,
+    model: &Model,
+    rep: &mut Report,
+) {
     for (id, copies) in found {
         if copies.len() > 1 {
             rep.add(
