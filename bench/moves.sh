@@ -361,6 +361,9 @@ def phases():
         r = re.search(r"copy done.* rows=(\d+)", line)
         if r:
             marks["rows"] = int(r.group(1))
+        c = re.search(r"cutover steps.* rename_ms=([\d.]+) replay_ms=([\d.]+).* commit_ms=([\d.]+)", line)
+        if c:
+            marks["steps"] = tuple(float(x) for x in c.groups())
     if not all(k in marks for k in ("copy", "copied", "rename", "done")):
         return None
     ts = {k: datetime.datetime.fromisoformat(v.rstrip("Z")[:26]) for k, v in marks.items()
@@ -371,7 +374,8 @@ def phases():
             for k, v in ts.items()}
     return {"setup": sec("start", "copy"), "copy": sec("copy", "copied"),
             "catch-up": sec("copied", "rename"), "cutover": sec("rename", "done"),
-            "rows": marks.get("rows", 0), "entries": entries, "mono": mono}
+            "rows": marks.get("rows", 0), "entries": entries, "mono": mono,
+            "steps": marks.get("steps")}
 
 
 try:
@@ -459,6 +463,12 @@ if ph:
     print(f"| phases (proxy log): setup / copy / catch-up replays / cutover | {ph['setup']:.1f} / {ph['copy']:.1f} / {ph['catch-up']:.1f} / {ph['cutover']:.2f} s | | |")
     print(f"| copy phase alone | {copy_rate:,.0f} rows/s | | |")
     print(f"| changelog entries replayed: catch-up / during the cutover | {ph['entries']['catch-up']} / {ph['entries']['cutover']} | | |")
+    if "verify" in ph["mono"] and "verified" in ph["mono"]:
+        mk = ph["mono"]
+        print(f"| verification (destination's scan, replays beside it) | {(mk['verified'] - mk['verify']) / 1e9:.1f} s | | |")
+    if ph["steps"]:
+        print("| the pause's steps (proxy log): rename / last replay / commit and reload | "
+              + " / ".join(f"{x:.1f}" for x in ph["steps"]) + " ms | | |")
 print(f"| writes/s before the move | {tp_before:,.0f} | | |")
 if ph:
     # Where the throughput goes: writes/s in each phase over the BEFORE
