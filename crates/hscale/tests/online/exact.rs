@@ -394,3 +394,101 @@ async fn a_damaged_copy_is_repaired_before_the_cutover() {
         c.disconnect().await.unwrap();
     }
 }
+
+/// The verification's row text takes a `NOT NULL` CHAR or VARCHAR column as
+/// its length and its bytes (`ddl::row_text`), not `QUOTE`'s escaped copy:
+/// the copy of such columns is damaged on the destination while the change
+/// pauses after its copy (a trailing space added; `a4`, `b,c` made `a4,b`,
+/// `c`, which read the same joined by commas; a CHAR shortened; a letter's
+/// case changed under a case-insensitive collation), and the change copies
+/// those ranges again, so the partition holds exactly the source's bytes.
+#[tokio::test]
+async fn damaged_text_columns_are_found_by_the_verification() {
+    cluster(3);
+    let (db, t) = ("online_vtext", "vt");
+    let mut c = proxy_conn(None).await;
+    c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+    c.query_drop(format!(
+        "CREATE TABLE {db}.{t} (id BIGINT NOT NULL, k INT NOT NULL, a VARCHAR(20) NOT NULL, \
+         b VARCHAR(20) NOT NULL, code CHAR(4) NOT NULL, PRIMARY KEY (id, k))"
+    ))
+    .await
+    .unwrap();
+    c.query_drop(format!(
+        "HSCALE SETUP_TABLE('{db}.{t}', 'k', '{t}_default', 'shard0', 'MOD({MODULUS})')"
+    ))
+    .await
+    .unwrap();
+    let default = physical("online_vtext.vt", None).await;
+    let mut direct = backend_conn(0, Some(db)).await;
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} SELECT seq, seq * 8 + 1, CONCAT('a', seq), 'b,c', 'Code' FROM seq_1_to_2000"
+        ))
+        .await
+        .unwrap();
+    let rows = "SELECT id, k, HEX(a), HEX(b), HEX(code) FROM {t} ORDER BY id";
+    type Row = (i64, i64, String, String, String);
+    let before: Vec<Row> = direct.query(rows.replace("{t}", &default)).await.unwrap();
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 1_000;
+    let proxy =
+        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "2000")]);
+    let port = proxy.port;
+    let change = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some("online_vtext")))
+            .await
+            .unwrap();
+        c.query_drop("HSCALE ADD_PARTITION('online_vtext.vt', 'p1', '1', 'shard1')")
+            .await
+    });
+    let mut b1 = backend_conn(1, None).await;
+    let mut copy = None;
+    for _ in 0..500 {
+        let found: Option<String> = b1
+            .query_first("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'online_vtext'")
+            .await
+            .unwrap();
+        if let Some(name) = found.map(|n| format!("online_vtext.{n}")) {
+            let n: Option<i64> = b1
+                .query_first(format!("SELECT COUNT(*) FROM {name}"))
+                .await
+                .unwrap_or(None);
+            if n == Some(2_000) {
+                copy = Some(name);
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let copy = copy.expect("the copy reached shard1");
+    b1.query_drop(format!(
+        "UPDATE {copy} SET a = CONCAT(a, ' ') WHERE id = 3; \
+         UPDATE {copy} SET a = CONCAT(a, ',b'), b = 'c' WHERE id = 4; \
+         UPDATE {copy} SET code = 'Cod' WHERE id = 5; \
+         UPDATE {copy} SET code = 'CODE' WHERE id = 6"
+    ))
+    .await
+    .unwrap();
+    let r = change.await.unwrap();
+    assert!(r.is_ok(), "ADD_PARTITION: {r:?}");
+    let p1 = physical("online_vtext.vt", Some("p1")).await;
+    let after: Vec<Row> = b1
+        .query(rows.replace("{t}", &format!("online_vtext.{p1}")))
+        .await
+        .unwrap();
+    assert!(
+        after == before,
+        "the partition holds other bytes than the source had"
+    );
+    let journal = "SELECT ranges_verified, ranges_recopied FROM hscale.operations WHERE db = 'online_vtext' ORDER BY id DESC LIMIT 1";
+    let (verified, recopied): (u32, u32) = direct.query_first(journal).await.unwrap().unwrap();
+    assert_eq!(verified, 256);
+    assert!(
+        (1..=4).contains(&recopied),
+        "{recopied} ranges copied again"
+    );
+    for c in [direct, b1, c] {
+        c.disconnect().await.unwrap();
+    }
+}
