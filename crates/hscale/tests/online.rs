@@ -614,6 +614,10 @@ mod exact;
 #[path = "online/auto.rs"]
 mod auto;
 
+/// `[proxy] change_copy_rows_per_s`.
+#[path = "online/copy_pace.rs"]
+mod copy_pace;
+
 /// A stopped (SIGSTOP) owner of a change, fenced by a take-over.
 #[path = "online/paused_owner.rs"]
 mod paused_owner;
