@@ -706,29 +706,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 _ => facts.sets_last_insert_id,
             };
-            // A session pinned only by user variables runs reads, and
-            // writes on one partition, that use none on other backends too
-            // (a write over several needs the statement's own transaction,
-            // which a pinned session does not get).
-            self.b.may_borrow_beside = facts.pins.is_empty()
-                && facts.unpins.is_empty()
-                && (facts.kind == hscale_sql::Kind::Select
-                    || matches!(&plan, Plan::Targets { parts, .. } if parts.len() == 1));
-            let mut is_on_copies = false;
-            let pinned_at = self.b.pinned.as_ref().map(|c| c.pool().backend_id);
-            let is_elsewhere = matches!(&plan, Plan::Targets { parts, .. }
-                if pinned_at.is_some_and(|b| parts.iter().any(|(t, _)| t.backend != b)));
-            if (spread || is_elsewhere || matches!(plan, Plan::Refuse(_)))
-                && facts.pins == Pins::USER_VARIABLE
-                && !last_insert_id
-            {
-                // A read with user variables: one server runs it whole,
-                // on the connection holding the variables (`user_vars.rs`).
-                if let Some(p) = self.on_copies_with_variables(sql, &dict).await? {
-                    plan = p;
-                    is_on_copies = true;
-                }
-            }
+            let is_on_copies = self
+                .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
+                .await?;
             if spread && !is_on_copies && (!facts.pins.is_empty() || last_insert_id) {
                 return Err(ProxyError::Unsupported {
                     what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables), a read over several partitions calling LAST_INSERT_ID(expr), or LAST_INSERT_ID() in a write to a global table".into(),
