@@ -521,6 +521,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             "query"
         );
         self.check_reach(&String::from_utf8_lossy(sql_bytes))?;
+        // Non-ASCII text from a client that does not send UTF-8 (latin1,
+        // cp1251, ...) would be planned as other strings than the server
+        // reads: refused where it names partitioned or global tables.
+        if !sql_bytes.is_ascii() && !self.b.state.vars.is_client_utf8() {
+            if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
+                return Err(ProxyError::Refused(why));
+            }
+        }
         if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
             return Ok(());
         }

@@ -54,6 +54,14 @@ pub async fn run(h: &mut Harness) {
     assert_eq!(err_code(&answer.payload), Some(1235));
     let message = String::from_utf8_lossy(&answer.payload).into_owned();
     assert!(message.contains("not UTF-8"), "{message}");
+    // Latin1 bytes that happen to be valid UTF-8 ('\xc3\xa9' is "Ã©" to
+    // the server, "é" as UTF-8) are refused too: routed as UTF-8 text they
+    // would be placed by another string than the one the server stores.
+    let mut payload = vec![hscale_wire::consts::com::QUERY];
+    payload.extend_from_slice(b"UPDATE t SET n = n WHERE s = 'caf\xc3\xa9'");
+    raw.send(0, &payload).await;
+    let answer = raw.read().await.unwrap();
+    assert_eq!(err_code(&answer.payload), Some(1235));
     // ASCII statements on the same latin1 connection work.
     let rows = raw
         .query("SELECT COUNT(*), SUM(n) FROM t WHERE k = 2 OR s = 's4'")
