@@ -32,7 +32,9 @@ impl Rng {
 /// expansions such as 'ß' = 'ss' and 'ü' = 'ue', contractions such as
 /// Czech 'ch', ignorables, spaces and what pads like one).
 const GROUPS: &[&[&str]] = &[
-    &["a", "A", "ä", "Ä", "á", "å", "Å", "aa", "ae", "æ", "Æ", "a\u{301}"],
+    &[
+        "a", "A", "ä", "Ä", "á", "å", "Å", "aa", "ae", "æ", "Æ", "a\u{301}",
+    ],
     &["e", "E", "é", "É", "è", "e\u{301}"],
     &["s", "S", "ß", "ss", "SS", "ſ"],
     &["y", "Y", "ü", "Ü", "ue", "u"],
@@ -117,10 +119,10 @@ async fn collations(b: &mut mysql_async::Conn) -> Vec<(String, KeyCompare)> {
                     .await
                     .unwrap()
                     .unwrap();
-                let row: Vec<Option<String>> = (0..row.len()).map(|i| row.get(i).unwrap()).collect();
+                let row: Vec<Option<String>> =
+                    (0..row.len()).map(|i| row.get(i).unwrap()).collect();
                 KeyCompare::Weighed(
-                    Weighed::learn(&name, &row)
-                        .unwrap_or_else(|| panic!("{name}: {row:?}")),
+                    Weighed::learn(&name, &row).unwrap_or_else(|| panic!("{name}: {row:?}")),
                 )
             }
         };
@@ -244,7 +246,10 @@ async fn keys_the_backend_calls_equal_share_a_partition() {
         }
         assert!(equal > 20, "{name}: only {equal} equal pairs");
     }
-    println!("collations: {} checked, {weighed} weighed by the backend", all.len());
+    println!(
+        "collations: {} checked, {weighed} weighed by the backend",
+        all.len()
+    );
     assert!(weighed > 0);
 
     // DECIMAL(20,2): values the column calls equal (rounded to its scale,
@@ -407,8 +412,18 @@ async fn a_case_insensitive_key_is_one_key_across_partitions() {
     // Equality on a case-insensitive key reads one partition, and answers
     // as one table would (the same rows in one plain table on a backend).
     let probes = [
-        "'abc'", "'ABC '", "'HeLLo'", "'world'", "'STRASE'", "'zoe'", "'x y'", "'nothing'",
-        "''", "'abc' COLLATE utf8mb4_bin", "5", "'Äbc'",
+        "'abc'",
+        "'ABC '",
+        "'HeLLo'",
+        "'world'",
+        "'STRASE'",
+        "'zoe'",
+        "'x y'",
+        "'nothing'",
+        "''",
+        "'abc' COLLATE utf8mb4_bin",
+        "5",
+        "'Äbc'",
     ];
     let mut plain = backend_conn(1, None).await;
     plain.query_drop("SET NAMES utf8mb4").await.unwrap();
@@ -439,7 +454,12 @@ async fn a_case_insensitive_key_is_one_key_across_partitions() {
             .unwrap();
         assert_eq!(via, direct, "{q}");
     }
-    for (probe, expected) in [("'HELLO '", 1), ("'abc'", 1), ("5", 5), ("'abc' COLLATE utf8mb4_bin", 5)] {
+    for (probe, expected) in [
+        ("'HELLO '", 1),
+        ("'abc'", 1),
+        ("5", 5),
+        ("'abc' COLLATE utf8mb4_bin", 5),
+    ] {
         let plan: Vec<(String, String, String)> = c
             .query(format!("HSCALE EXPLAIN SELECT n FROM u WHERE k = {probe}"))
             .await
@@ -455,10 +475,17 @@ async fn a_case_insensitive_key_is_one_key_across_partitions() {
     c.query_drop("HSCALE SETUP_TABLE('w', 'k', 'w_default', 'shard0', 'HASH(4)')")
         .await
         .unwrap();
-    for (p, backend) in [("0", "shard0"), ("1", "shard1"), ("2", "shard1"), ("3", "shard0")] {
-        c.query_drop(format!("HSCALE ADD_PARTITION('w', 'h{p}', '{p}', '{backend}')"))
-            .await
-            .unwrap();
+    for (p, backend) in [
+        ("0", "shard0"),
+        ("1", "shard1"),
+        ("2", "shard1"),
+        ("3", "shard0"),
+    ] {
+        c.query_drop(format!(
+            "HSCALE ADD_PARTITION('w', 'h{p}', '{p}', '{backend}')"
+        ))
+        .await
+        .unwrap();
     }
     c.query_drop("INSERT INTO w (k, n) VALUES ('straße', 1), ('ﬁle', 2), ('Åsa', 3), ('cote', 4)")
         .await
@@ -512,9 +539,11 @@ async fn a_case_insensitive_key_is_one_key_across_partitions() {
     c.query_drop("CREATE TABLE x (id INT NOT NULL, k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_uca1400_as_ci NOT NULL, PRIMARY KEY (id, k))")
         .await
         .unwrap();
-    c.query_drop("INSERT INTO x (id, k) VALUES (1, 'abc'), (2, 'ABC'), (3, 'abc '), (4, 'ábc'), (5, 'abd')")
-        .await
-        .unwrap();
+    c.query_drop(
+        "INSERT INTO x (id, k) VALUES (1, 'abc'), (2, 'ABC'), (3, 'abc '), (4, 'ábc'), (5, 'abd')",
+    )
+    .await
+    .unwrap();
     c.query_drop("HSCALE SETUP_TABLE('x', 'k', 'x_default', 'shard0', 'NONE()')")
         .await
         .unwrap();

@@ -367,7 +367,9 @@ impl PartitionedTable {
             {
                 let is_prefix = matches!(self.function, HashingFunction::Prefix(_));
                 match &self.key_compare {
-                    Some(c) => c.partition_value(is_prefix, value).map_err(DictError::Weight),
+                    Some(c) => c
+                        .partition_value(is_prefix, value)
+                        .map_err(DictError::Weight),
                     None => Ok(value.to_string()),
                 }
             }

@@ -504,9 +504,8 @@ mod tests {
     /// answers `Weighed::learn_sql`), kept in the dictionary and computed.
     #[test]
     fn weighed_collations() {
-        let row = |r: &[&str]| -> Vec<Option<String>> {
-            r.iter().map(|s| Some(s.to_string())).collect()
-        };
+        let row =
+            |r: &[&str]| -> Vec<Option<String>> { r.iter().map(|s| Some(s.to_string())).collect() };
         let unicode = Weighed::learn("utf8mb4_unicode_ci", &row(&["1", "0209"])).unwrap();
         assert_eq!(unicode.pad.as_deref(), Some("0209"));
         let nopad = Weighed::learn("utf8mb4_unicode_nopad_ci", &row(&["0", "0209"])).unwrap();

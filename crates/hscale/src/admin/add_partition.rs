@@ -11,8 +11,8 @@ use hscale_route::BackendId;
 use super::change::{self, Move};
 use super::{backend_names, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
-use crate::partition::{store, weights};
 use crate::partition::{function_of, quote_str};
+use crate::partition::{store, weights};
 use crate::runtime::Context;
 
 pub(super) async fn run(
