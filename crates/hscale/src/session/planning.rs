@@ -46,13 +46,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             if unweighed.is_empty() || round > 2 {
                 return Ok(plan);
             }
-            let mut main = self
+            let pool = self
                 .b
                 .ctx
-                .pool(self.b.worker, hscale_route::BackendId::MAIN)
-                .get(false)
-                .await?;
-            weighed.extend(crate::partition::weights::fetch(&mut main, unweighed).await?);
+                .pool(self.b.worker, hscale_route::BackendId::MAIN);
+            let asked = match pool.get(false).await {
+                Ok(mut main) => crate::partition::weights::fetch(&mut main, unweighed).await,
+                Err(e) => Err(e),
+            };
+            match asked {
+                Ok(w) => weighed.extend(w),
+                // A read planned without the weights reads every
+                // partition: right, only slower. Anything else fails.
+                Err(_) if !matches!(plan, Plan::Refuse(_)) => return Ok(plan),
+                Err(e) => return Err(e),
+            }
         }
     }
 
