@@ -454,6 +454,24 @@ async fn a_case_insensitive_key_is_one_key_across_partitions() {
             .unwrap();
         assert_eq!(via, direct, "{q}");
     }
+    // Prepared: a string parameter picks one partition, a number reads
+    // them all (it compares as a number).
+    // (No ORDER BY: the parameter itself picks the parts; rows sorted here.)
+    let q = |db: &str| format!("SELECT k, n FROM {db}u WHERE k = ?");
+    for probe in ["abc", "ABC ", "HeLLo", "STRASE", "zoe", "nothing", ""] {
+        let mut via: Vec<(String, i32)> = c.exec(q(""), (probe,)).await.unwrap();
+        let mut direct: Vec<(String, i32)> = plain.exec(q("coll_plain."), (probe,)).await.unwrap();
+        via.sort_by_key(|r| r.1);
+        direct.sort_by_key(|r| r.1);
+        assert_eq!(via, direct, "prepared {probe:?}");
+    }
+    for probe in [0, 5] {
+        let mut via: Vec<(String, i32)> = c.exec(q(""), (probe,)).await.unwrap();
+        let mut direct: Vec<(String, i32)> = plain.exec(q("coll_plain."), (probe,)).await.unwrap();
+        via.sort_by_key(|r| r.1);
+        direct.sort_by_key(|r| r.1);
+        assert_eq!(via, direct, "prepared {probe}");
+    }
     for (probe, expected) in [
         ("'HELLO '", 1),
         ("'abc'", 1),
