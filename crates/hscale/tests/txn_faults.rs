@@ -250,19 +250,8 @@ enum KillPoint {
     AfterPrepare,
     /// The decision committed, both branches still prepared.
     AfterDecision,
-    /// The decision committed, the client answered OK, both branches
-    /// still prepared (they commit after the answer).
-    AfterAnswer,
-    /// The decision committed, the client answered OK, one branch
-    /// committed, one prepared.
+    /// The decision committed, one branch committed, one prepared.
     BetweenCommits,
-}
-
-impl KillPoint {
-    /// The client has its OK when the proxy stops here.
-    fn is_answered(self) -> bool {
-        matches!(self, KillPoint::AfterAnswer | KillPoint::BetweenCommits)
-    }
 }
 
 /// Run the transfer through a proxy process of its own that pauses at
@@ -288,7 +277,6 @@ fn kill_proxy_during(db: &str, point: KillPoint, work: Work) {
     let env = match point {
         KillPoint::AfterPrepare => "HSCALE_TEST_PAUSE_AFTER_PREPARE_MS",
         KillPoint::AfterDecision => "HSCALE_TEST_PAUSE_AFTER_DECISION_MS",
-        KillPoint::AfterAnswer => "HSCALE_TEST_PAUSE_AFTER_ANSWER_MS",
         KillPoint::BetweenCommits => "HSCALE_TEST_PAUSE_BETWEEN_COMMITS_MS",
     };
     let mut doomed = ProxyProcess::start_with_env(cluster_config(), &[(env, "60000")]);
@@ -319,8 +307,7 @@ fn kill_proxy_during(db: &str, point: KillPoint, work: Work) {
             let d = decision(home_of(&g), &g).await;
             let is_there = match point {
                 KillPoint::AfterPrepare => p.len() == 2 && d.is_none(),
-                KillPoint::AfterDecision => p.len() == 2 && d.is_some() && !commit.is_finished(),
-                KillPoint::AfterAnswer => p.len() == 2 && d.is_some() && commit.is_finished(),
+                KillPoint::AfterDecision => p.len() == 2 && d.is_some(),
                 KillPoint::BetweenCommits => p.len() == 1 && d.is_some(),
             };
             is_there.then_some(g)
@@ -362,13 +349,10 @@ fn kill_proxy_during(db: &str, point: KillPoint, work: Work) {
         assert_eq!(decisions, usize::from(decided), "{shown:?}");
         doomed.child.kill().unwrap();
         doomed.child.wait().unwrap();
-        let answered = commit.await.unwrap();
-        if point.is_answered() {
-            // The branches commit after the answer: the client had its OK.
-            answered.unwrap();
-        } else {
-            assert!(answered.is_err(), "COMMIT answered after the kill");
-        }
+        assert!(
+            commit.await.unwrap().is_err(),
+            "COMMIT answered after the kill"
+        );
         let start = Instant::now();
         until("recovery of every prepared branch", 30, || async {
             prepared().await.is_empty().then_some(())
@@ -421,12 +405,6 @@ fn proxy_killed_after_prepare_rolls_back() {
 #[test]
 fn proxy_killed_after_decision_commits() {
     kill_proxy_at("txnf_decision", KillPoint::AfterDecision);
-}
-
-/// The client has its OK, no branch committed yet: recovery commits both.
-#[test]
-fn proxy_killed_after_the_answer_commits() {
-    kill_proxy_at("txnf_answer", KillPoint::AfterAnswer);
 }
 
 #[test]
@@ -766,7 +744,3 @@ fn transfers_survive_repeated_proxy_and_backend_kills() {
     });
     drop(proxies);
 }
-
-/// The window between the client's OK and the branches' commits.
-#[path = "txn_faults/answer.rs"]
-mod answer;

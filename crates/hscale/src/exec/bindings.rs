@@ -65,10 +65,6 @@ pub struct Bindings {
     pub txn: Option<super::txn::Txn>,
     /// A statement that may write ran in the home branch's transaction.
     pub home_written: bool,
-    /// The branch commits of the last transaction across backends, sent
-    /// after the answer to its COMMIT (`txn_commit.rs`): the session's
-    /// next command waits for them (`Bindings::settle`).
-    pub committing: Option<tokio::task::JoinHandle<()>>,
     /// The open transaction was started READ ONLY.
     pub is_read_only_txn: bool,
     /// A backend connection holding session state (pinned: a transaction,

@@ -16,9 +16,7 @@
 //!                              written, not yet committed)
 //!                          ─► trip 2 (every prepare answered OK): the home's COMMIT,
 //!                              the commit point: decision and home's writes durable at once
-//!                          ─► the client's OK; then, in the background, trip 3:
-//!                              XA COMMIT every prepared branch (the session's next
-//!                              command waits for it, `Bindings::settle`)
+//!                          ─► trip 3: XA COMMIT every prepared branch
 //!                          ─► the decision deleted in the background
 //! ```
 //!
@@ -40,8 +38,7 @@ use hscale_wire::response::ErrPacket;
 use super::forward::Outcome;
 use super::txn::{run, server_error, Txn, DECISIONS};
 use super::txn_hooks::{
-    self, PAUSE_AFTER_ANSWER_ENV, PAUSE_AFTER_DECISION_ENV, PAUSE_AFTER_PREPARE_ENV,
-    PAUSE_BETWEEN_COMMITS_ENV,
+    self, PAUSE_AFTER_DECISION_ENV, PAUSE_AFTER_PREPARE_ENV, PAUSE_BETWEEN_COMMITS_ENV,
 };
 use super::{Bindings, Effects};
 use crate::backend::{BackendConn, PooledConn};
@@ -347,6 +344,14 @@ impl Bindings {
             }
         };
         txn_hooks::pause(PAUSE_AFTER_DECISION_ENV).await;
+        // Trip 3: the decision is durable; every branch commits.
+        let mut is_done = true;
+        if txn_hooks::millis(PAUSE_BETWEEN_COMMITS_ENV).is_some() && prepared.len() > 1 {
+            let first = prepared.remove(0);
+            is_done &= self.commit_prepared(&txn, vec![first]).await;
+            txn_hooks::pause(PAUSE_BETWEEN_COMMITS_ENV).await;
+        }
+        is_done &= self.commit_prepared(&txn, prepared).await;
         let outcome = Outcome {
             status: Some(ok.status),
             ok: Some(ok),
@@ -354,29 +359,32 @@ impl Bindings {
         };
         self.finish(home, outcome, &Effects::default());
         self.home_written = false;
-        // Trip 3 goes on after the client's answer: the decision is
-        // durable, so the transaction is committed whatever happens next
-        // (recovery commits a branch this misses). The session's next
-        // command waits for it first (`Bindings::settle`), so the client
-        // reads its own writes; another connection may see a branch's old
-        // rows until its XA COMMIT lands.
-        let task = commit_branches(
-            self.ctx.clone(),
-            self.worker,
-            self.connection_id,
-            txn,
-            prepared,
-        );
-        self.committing = Some(tokio::spawn(task));
+        if is_done {
+            forget_decision(self.ctx.clone(), self.worker, txn.home, txn.gtrid);
+        }
         Ok(None)
     }
 
-    /// Wait until the branches of the session's last transaction committed
-    /// (trip 3 runs after the answer to its COMMIT).
-    pub async fn settle(&mut self) {
-        if let Some(task) = self.committing.take() {
-            let _ = task.await;
+    /// XA COMMIT prepared branches, all at once. `false`: some are left to
+    /// recovery, which commits them from the decision.
+    async fn commit_prepared(&self, txn: &Txn, prepared: Vec<(BackendId, PooledConn)>) -> bool {
+        let mut legs: Vec<Leg> = prepared
+            .into_iter()
+            .map(|(backend, c)| {
+                let x = txn.xid(backend);
+                Leg::new(backend, c, vec![format!("XA COMMIT {x}")])
+            })
+            .collect();
+        round_trip(&mut legs).await;
+        let mut is_done = true;
+        for leg in &mut legs {
+            if let Some(e) = leg.failure("XA COMMIT") {
+                tracing::warn!(connection_id = self.connection_id, gtrid = txn.gtrid, backend = %leg.backend, error = %e, "branch not committed yet: left to recovery");
+                leg.conn.is_broken = true;
+                is_done = false;
+            }
         }
+        is_done
     }
 
     /// End the home branch with `sql` (COMMIT or ROLLBACK) and keep or
@@ -491,54 +499,6 @@ impl Bindings {
             None => Ok(None),
         }
     }
-}
-
-/// Trip 3 of a commit across backends: XA COMMIT on every prepared
-/// branch at once, then the decision is forgotten.
-async fn commit_branches(
-    ctx: Arc<Context>,
-    worker: usize,
-    connection_id: u32,
-    txn: Txn,
-    mut prepared: Vec<(BackendId, PooledConn)>,
-) {
-    txn_hooks::pause(PAUSE_AFTER_ANSWER_ENV).await;
-    let mut is_done = true;
-    if txn_hooks::millis(PAUSE_BETWEEN_COMMITS_ENV).is_some() && prepared.len() > 1 {
-        let first = prepared.remove(0);
-        is_done &= commit_prepared(connection_id, &txn, vec![first]).await;
-        txn_hooks::pause(PAUSE_BETWEEN_COMMITS_ENV).await;
-    }
-    is_done &= commit_prepared(connection_id, &txn, prepared).await;
-    if is_done {
-        forget_decision(ctx, worker, txn.home, txn.gtrid);
-    }
-}
-
-/// XA COMMIT prepared branches, all at once. `false`: some are left to
-/// recovery, which commits them from the decision.
-async fn commit_prepared(
-    connection_id: u32,
-    txn: &Txn,
-    prepared: Vec<(BackendId, PooledConn)>,
-) -> bool {
-    let mut legs: Vec<Leg> = prepared
-        .into_iter()
-        .map(|(backend, c)| {
-            let x = txn.xid(backend);
-            Leg::new(backend, c, vec![format!("XA COMMIT {x}")])
-        })
-        .collect();
-    round_trip(&mut legs).await;
-    let mut is_done = true;
-    for leg in &mut legs {
-        if let Some(e) = leg.failure("XA COMMIT") {
-            tracing::warn!(connection_id, gtrid = txn.gtrid, backend = %leg.backend, error = %e, "branch not committed yet: left to recovery");
-            leg.conn.is_broken = true;
-            is_done = false;
-        }
-    }
-    is_done
 }
 
 /// How long finished decisions gather before one statement deletes them.

@@ -16,20 +16,15 @@ pub const PAUSE_AFTER_DECISION_ENV: &str = "HSCALE_TEST_PAUSE_AFTER_DECISION_MS"
 /// first branch commits alone; unset, every branch commits at once).
 pub const PAUSE_BETWEEN_COMMITS_ENV: &str = "HSCALE_TEST_PAUSE_BETWEEN_COMMITS_MS";
 
-/// After the client's answer, before any branch commits (the branches
-/// commit in the background, `txn_commit.rs::commit_branches`).
-pub const PAUSE_AFTER_ANSWER_ENV: &str = "HSCALE_TEST_PAUSE_AFTER_ANSWER_MS";
-
-const HOOKS: [&str; 4] = [
+const HOOKS: [&str; 3] = [
     PAUSE_AFTER_PREPARE_ENV,
     PAUSE_AFTER_DECISION_ENV,
     PAUSE_BETWEEN_COMMITS_ENV,
-    PAUSE_AFTER_ANSWER_ENV,
 ];
 
 /// The milliseconds the hook `env` pauses for, if its variable is set.
 pub fn millis(env: &str) -> Option<u64> {
-    static SET: OnceLock<[Option<u64>; 4]> = OnceLock::new();
+    static SET: OnceLock<[Option<u64>; 3]> = OnceLock::new();
     let set = SET
         .get_or_init(|| HOOKS.map(|h| std::env::var(h).ok().and_then(|v| v.parse::<u64>().ok())));
     HOOKS.iter().position(|h| *h == env).and_then(|i| set[i])

@@ -163,7 +163,6 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             pending_begin: None,
             txn: None,
             home_written: false,
-            committing: None,
             is_read_only_txn: false,
             is_bound_lost: false,
             handle: Arc::new(SessionHandle::new(&info.user, host)),
@@ -408,11 +407,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 hscale_wire::WireError::Malformed("empty command packet"),
             ));
         };
-        // The branches of the last transaction commit after its answer:
-        // this command sees them committed (read your writes).
-        if self.b.committing.is_some() {
-            self.b.settle().await;
-        }
         // Set only by the statement that generated ids (`sequence.rs`).
         self.b.generated_id = None;
         self.b.one_row_select = None;

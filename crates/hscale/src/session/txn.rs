@@ -109,8 +109,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     self.write_server_error(1, &err).await?;
                     return Ok(true);
                 }
-                // The statement sees the branches committed.
-                self.b.settle().await;
                 Ok(false)
             }
             _ => Ok(false),
