@@ -289,8 +289,9 @@ impl BackendConn {
                 reason,
             };
             match p.first() {
-                Some(0x00) => Ok(Ok(OkPacket::decode(&p.payload)
-                    .map_err(|e| proto(e.to_string()))?)),
+                Some(0x00) => Ok(Ok(
+                    OkPacket::decode(&p.payload).map_err(|e| proto(e.to_string()))?
+                )),
                 Some(0xff) => Ok(Err(
                     ErrPacket::decode(&p.payload).map_err(|e| proto(e.to_string()))?
                 )),

@@ -148,7 +148,10 @@ impl Bindings {
         mut lead: Option<&mut LeadIn>,
     ) -> Result<Result<PooledConn, ErrPacket>, ProxyError> {
         let mut conn = self.acquire_holding(backend, lead.as_deref_mut()).await?;
-        match self.sync_holding(&mut conn, uses_last_insert_id, lead).await? {
+        match self
+            .sync_holding(&mut conn, uses_last_insert_id, lead)
+            .await?
+        {
             None => Ok(Ok(conn)),
             Some(err) => {
                 self.finish(conn, Outcome::default(), &Effects::default());

@@ -138,16 +138,24 @@ impl Bindings {
         mut conn: PooledConn,
         lead: LeadIn,
     ) -> Result<Result<PooledConn, ErrPacket>, ProxyError> {
+        // The server may hold the lead-in's OKs until the statement behind
+        // it ends: KILL QUERY must reach the connection meanwhile.
+        let running = self.running(&conn, conn.pool().backend_id);
         for _ in 0..lead.count {
             match conn.read_one_reply().await {
                 Ok(Ok(_)) => {}
                 Ok(Err(err)) => {
+                    drop(running);
                     self.lead_in_refused(conn, lead);
                     return Ok(Err(err));
                 }
-                Err(e) => return Err(self.backend_lost(conn, e.to_string())),
+                Err(e) => {
+                    drop(running);
+                    return Err(self.backend_lost(conn, e.to_string()));
+                }
             }
         }
+        drop(running);
         if let Some(begin) = lead.begin {
             self.pins.insert(Pins::TRANSACTION);
             self.is_read_only_txn = super::txn::is_read_only_begin(&begin);
@@ -189,7 +197,10 @@ mod tests {
         };
         assert_eq!(p("BEGIN"), Some("BEGIN"));
         assert_eq!(p("  begin  work\n"), Some("BEGIN WORK"));
-        assert_eq!(p("start transaction read only"), Some("START TRANSACTION READ ONLY"));
+        assert_eq!(
+            p("start transaction read only"),
+            Some("START TRANSACTION READ ONLY")
+        );
         assert_eq!(p("BEGIN;"), None);
         assert_eq!(p("BEGIN -- x"), None);
         assert_eq!(p("BEGIN /* x */"), None);

@@ -271,7 +271,10 @@ impl Bindings {
         let decides_with_commit = home.is_multi_statements;
         let mut home = Some(home);
         if !decides_with_commit {
-            legs.extend(home.take().map(|h| Leg::new(txn.home, h, vec![decide.clone()])));
+            legs.extend(
+                home.take()
+                    .map(|h| Leg::new(txn.home, h, vec![decide.clone()])),
+            );
         }
         let with_home = usize::from(home.is_none());
         legs.extend(readers);
@@ -318,10 +321,7 @@ impl Bindings {
         } else {
             "COMMIT".to_string()
         };
-        let ok = match home
-            .command(&BackendConn::payload_for_query(&commit))
-            .await
-        {
+        let ok = match home.command(&BackendConn::payload_for_query(&commit)).await {
             Ok(Ok(ok)) => ok,
             Ok(Err(err)) => {
                 // Refused (the INSERT or the COMMIT): nothing committed.

@@ -72,13 +72,15 @@ async fn a_transfer_opens_and_commits_each_branch_in_few_queries() {
         "{home:?}"
     );
     assert!(
-        home.iter().any(|q| starts(&q, "INSERT INTO `HSCALE`.`DECISIONS`")
-            && q.to_ascii_uppercase().ends_with(";COMMIT")),
+        home.iter()
+            .any(|q| starts(&q, "INSERT INTO `HSCALE`.`DECISIONS`")
+                && q.to_ascii_uppercase().ends_with(";COMMIT")),
         "{home:?}"
     );
     assert!(
-        !home.iter().any(|q| q.eq_ignore_ascii_case("BEGIN")
-            || q.eq_ignore_ascii_case("COMMIT")),
+        !home
+            .iter()
+            .any(|q| q.eq_ignore_ascii_case("BEGIN") || q.eq_ignore_ascii_case("COMMIT")),
         "{home:?}"
     );
     // The branch (shard0, account 2): XA START with the UPDATE, XA END
@@ -100,4 +102,35 @@ async fn a_transfer_opens_and_commits_each_branch_in_few_queries() {
     assert!(starts(&xa[2], "XA COMMIT"), "{branch:?}");
     assert_eq!(total_on_backends("txn_trips").await, TOTAL);
     assert_eq!(prepared_branches().await, 0);
+}
+
+/// What the lead-in relies on, asked of the server itself: a statement
+/// that opens a transaction and is refused stops its query, so the
+/// statement sent behind it never runs (here BEGIN and XA START refused
+/// inside an active XA transaction, 1399).
+#[tokio::test]
+async fn a_refused_begin_or_xa_start_stops_the_statement_behind_it() {
+    let _serial = SERIAL.lock().await;
+    let db = "txn_lead_refused";
+    drop(accounts(db).await);
+    let table = physical(&format!("{db}.accounts"), None).await;
+    let mut bc = backend_conn(0, Some(db)).await;
+    bc.query_drop("XA START 'hscale-test-lead'").await.unwrap();
+    for lead in ["BEGIN", "XA START 'hscale-test-other'"] {
+        let e = bc
+            .query_drop(format!(
+                "{lead};UPDATE {table} SET balance = balance + 1000 WHERE id = 2"
+            ))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("1399"), "{lead}: {e}");
+    }
+    bc.query_drop("XA END 'hscale-test-lead'").await.unwrap();
+    bc.query_drop("XA COMMIT 'hscale-test-lead' ONE PHASE")
+        .await
+        .unwrap();
+    bc.disconnect().await.unwrap();
+    let mut c = proxy_conn(Some(db)).await;
+    assert_eq!(balance(&mut c, 2).await, 100);
+    assert_eq!(total_on_backends(db).await, TOTAL);
 }
