@@ -41,9 +41,10 @@ proxy -D txn_bench -e "INSERT INTO accounts (id, balance) VALUES $(values)"
 direct "$SECOND_PORT" -e "DROP DATABASE IF EXISTS txn_direct1; CREATE DATABASE txn_direct1; USE txn_direct1; $TABLE; INSERT INTO accounts (id, balance) VALUES $(values)"
 
 # The servers' pids, by the port each listens on.
-server_pid() { grep -l -- "--port=$1" /proc/[0-9]*/cmdline 2>/dev/null | grep -o '[0-9]*' | head -1; }
+server_pid() { pgrep -f -- "mariadbd .*--port=$1( |\$)" | head -1; }
 PID0=$(server_pid "$MAIN_PORT")
 PID1=$(server_pid "$SECOND_PORT")
+[[ -n "$PID0" && -n "$PID1" ]] || die "the servers' processes were not found"
 # utime + stime of a process and its threads, in clock ticks.
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 idle() { awk '/^cpu / {print $5 + $6}' /proc/stat; }
