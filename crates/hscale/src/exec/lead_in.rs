@@ -20,7 +20,9 @@
 //! (`SessionState::is_multi_statements`): with it off, the lead-in runs as
 //! its own query. A BEGIN is held only in the plain forms below, whose text
 //! cannot end in a comment or an empty statement that would swallow or
-//! break the statement appended to it.
+//! break the statement appended to it. Tests: `tests/transactions/round_trips.rs`
+//! (the queries each backend logs; the server's stop at a refused BEGIN or
+//! XA START).
 
 use hscale_route::BackendId;
 use hscale_sql::Pins;

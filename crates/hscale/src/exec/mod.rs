@@ -11,6 +11,7 @@
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
 //! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
 //! | `txn.rs` | transactions across backends: branches; `txn_commit.rs` the commit protocol (XA), `txn_recovery.rs` recovery |
+//! | `lead_in.rs` | a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 
 pub mod bindings;
