@@ -17,6 +17,7 @@ mod access;
 mod admin;
 pub mod auth;
 mod commands;
+mod diagnostics;
 mod insert_form;
 mod kill;
 mod planning;
@@ -55,6 +56,9 @@ pub struct Session<S> {
     /// onto them.
     b: Bindings,
     statements: Statements,
+    /// What the previous statement left for `ROW_COUNT()` and
+    /// `FOUND_ROWS()`.
+    last: diagnostics::LastStatement,
 }
 
 /// Serve one client connection until it quits or fails. `is_local` for
@@ -175,6 +179,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         },
         client,
         statements: Statements::default(),
+        last: Default::default(),
         info,
     };
     let seq = session.info.next_seq;
