@@ -54,13 +54,34 @@ fn check_names_every_problem() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn playground_prints_ready_answers_and_cleans_up() {
+/// A playground child, SIGTERMed if the test panics (it would keep its
+/// servers, and any lock file the test runner holds, forever).
+struct Playground {
+    child: std::process::Child,
+    port: String,
+}
+
+impl Drop for Playground {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            #[allow(unsafe_code)]
+            // SAFETY: kill(2) on our own child.
+            unsafe {
+                libc::kill(self.child.id() as i32, libc::SIGTERM);
+            }
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `hscale playground --demo` with this many backends, once it printed
+/// `ready:`.
+fn playground(shards: &str) -> Playground {
     let mut child = Command::new(BIN)
         .args([
             "playground",
             "--shards",
-            "1",
+            shards,
             "--listen",
             "127.0.0.1:0",
             "--demo",
@@ -69,21 +90,6 @@ fn playground_prints_ready_answers_and_cleans_up() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // A failed assertion must not leave the playground running (it would
-    // keep its servers, and any lock file the test runner holds, forever).
-    struct KillOnPanic(u32);
-    impl Drop for KillOnPanic {
-        fn drop(&mut self) {
-            if std::thread::panicking() {
-                #[allow(unsafe_code)]
-                // SAFETY: kill(2) on our own child.
-                unsafe {
-                    libc::kill(self.0 as i32, libc::SIGTERM);
-                }
-            }
-        }
-    }
-    let _guard = KillOnPanic(child.id());
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -104,6 +110,87 @@ fn playground_prints_ready_answers_and_cleans_up() {
         .next()
         .unwrap()
         .to_string();
+    Playground { child, port }
+}
+
+/// SIGTERM: the playground stops its servers and exits 0; its stderr.
+fn stop(mut p: Playground) -> String {
+    let mut stderr = String::new();
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(p.child.id() as i32, libc::SIGTERM);
+    }
+    let status = p.child.wait().unwrap();
+    std::io::Read::read_to_string(&mut p.child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{stderr}");
+    stderr
+}
+
+#[test]
+fn the_demos_printed_statements_work_as_printed() {
+    let p = playground("4");
+    // Exactly what `make demo` prints, through the mariadb CLI.
+    let mut cli = Command::new("mariadb")
+        .args([
+            "-h127.0.0.1",
+            &format!("-P{}", p.port),
+            "-uroot",
+            "--batch",
+            "--skip-ssl",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut cli.stdin.take().unwrap(),
+        hscale::playground::DEMO_TRY.as_bytes(),
+    )
+    .unwrap();
+    let out = cli.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The move ended, and the operations list shows it done.
+    let moved = text
+        .lines()
+        .find(|l| l.contains("MOVE_PARTITION") && l.contains("demo.visits"));
+    assert!(
+        moved.is_some_and(|l| l.to_ascii_lowercase().contains("done")),
+        "{text}"
+    );
+    // The partition sits on shard0 now.
+    let out = Command::new("mariadb")
+        .args([
+            "-h127.0.0.1",
+            &format!("-P{}", p.port),
+            "-uroot",
+            "--batch",
+            "--skip-ssl",
+            "-N",
+            "-e",
+            "HSCALE SHOW PARTITIONS('demo.visits')",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("demo.visits\tm07\t") && l.contains("\tshard0\t")),
+        "{text}"
+    );
+    stop(p);
+}
+
+#[test]
+fn playground_prints_ready_answers_and_cleans_up() {
+    let p = playground("1");
+    let port = p.port.clone();
     let out = Command::new("mariadb")
         .args([
             "-h127.0.0.1",
@@ -157,15 +244,7 @@ fn playground_prints_ready_answers_and_cleans_up() {
     assert!(lines.contains(&"960"), "{text}");
     assert!(text.contains("demo.products"), "{text}");
     // SIGTERM stops the servers and removes the temporary directory.
-    let mut stderr = String::new();
-    #[allow(unsafe_code)]
-    // SAFETY: kill(2) on our own child.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let status = child.wait().unwrap();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(status.success(), "{stderr}");
+    let stderr = stop(p);
     let dir = stderr
         .split("data in ")
         .nth(1)

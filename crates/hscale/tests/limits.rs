@@ -298,8 +298,8 @@ async fn long_data_is_limited_per_statement() {
 async fn failed_logins_are_throttled_per_address() {
     let proxy = proxy_with(|c| {
         c.proxy.failed_login_threshold = 2;
-        c.proxy.failed_login_delay_ms = 400;
-        c.proxy.failed_login_max_delay_ms = 800;
+        c.proxy.failed_login_delay_ms = 1_500;
+        c.proxy.failed_login_max_delay_ms = 3_000;
     });
     let port = proxy.addr.port();
     let attempt = |password: &'static str| async move {
@@ -307,7 +307,9 @@ async fn failed_logins_are_throttled_per_address() {
         let (_, p) = Raw::login(port, "app", password, CLIENT_CAPS).await;
         (p.first(), start.elapsed())
     };
-    let fast = Duration::from_millis(300);
+    // Bounds far apart, so a loaded machine's slow login is never mistaken
+    // for a delay: undelayed logins take well under a second here.
+    let fast = Duration::from_millis(1_000);
     for _ in 0..2 {
         let (first, took) = attempt("wrong").await;
         assert_eq!(first, Some(0xff));
@@ -315,20 +317,20 @@ async fn failed_logins_are_throttled_per_address() {
     }
     let (_, took) = attempt("wrong").await;
     assert!(
-        took >= Duration::from_millis(400) && took < Duration::from_millis(800),
+        took >= Duration::from_millis(1_500) && took < Duration::from_millis(3_000),
         "{took:?}"
     );
     let (_, took) = attempt("wrong").await;
-    assert!(took >= Duration::from_millis(800), "{took:?}");
+    assert!(took >= Duration::from_millis(3_000), "{took:?}");
     let (_, took) = attempt("wrong").await;
     assert!(
-        took >= Duration::from_millis(800) && took < Duration::from_millis(1200),
-        "capped: {took:?}"
+        took >= Duration::from_millis(3_000) && took < Duration::from_millis(4_500),
+        "capped (uncapped would be 6 s): {took:?}"
     );
     // The right password still logs in, late, and clears the count.
     let (first, took) = attempt("secret").await;
     assert_eq!(first, Some(0));
-    assert!(took >= Duration::from_millis(800), "{took:?}");
+    assert!(took >= Duration::from_millis(3_000), "{took:?}");
     let (first, took) = attempt("wrong").await;
     assert_eq!(first, Some(0xff));
     assert!(took < fast, "count not cleared: {took:?}");

@@ -59,6 +59,8 @@ pub fn touches_transaction(sql: &str) -> bool {
             ) || matches!(first.as_str(), "SAVEPOINT" | "RELEASE" | "XA")
                 || facts.pins.intersects(txn)
                 || facts.unpins.intersects(txn)
+                || matches!(&facts.change, Some(SessionChange::Set(items))
+                    if items.iter().any(|i| i.key == "autocommit"))
                 || is_implicit_commit(&facts, one)
         })
 }

@@ -15,9 +15,16 @@ use crate::partition::quote_str;
 use crate::partition::store::{self, exec, server_error};
 use crate::runtime::Context;
 
-/// Who runs a change, for the journal.
+/// Who runs a change, for the journal: the address clients reach this
+/// proxy at once it is bound (the configured one may name port 0).
 pub(in crate::admin) fn owner(ctx: &Context) -> String {
-    format!("pid {} on {}", std::process::id(), ctx.config.proxy.listen)
+    let bound = ctx.fleet.address();
+    let at = if bound.is_empty() {
+        ctx.config.proxy.listen.as_str()
+    } else {
+        bound
+    };
+    format!("pid {} on {at}", std::process::id())
 }
 
 /// The named lock on the main backend that a change's owner holds for the
