@@ -199,9 +199,35 @@ fn strip_word<'a>(text: &'a str, word: &str) -> Option<&'a str> {
         .then_some(rest)
 }
 
-/// Whether `haystack` contains `needle` (ASCII, any case).
+/// Whether `haystack` contains `needle` (ASCII, any case). Every
+/// statement is scanned for a few words, so a byte that cannot start the
+/// needle costs one comparison.
 pub(super) fn mentions(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle))
+    let Some((first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    let Some(last) = haystack.len().checked_sub(needle.len()) else {
+        return false;
+    };
+    haystack[..=last].iter().enumerate().any(|(i, &b)| {
+        (b == lower || b == upper) && haystack[i + 1..i + needle.len()].eq_ignore_ascii_case(rest)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mentions;
+
+    #[test]
+    fn mentions_in_any_case() {
+        assert!(mentions(b"select row_count()", b"ROW"));
+        assert!(mentions(
+            b"FROM Information_Schema.TABLES",
+            b"INFORMATION_SCHEMA"
+        ));
+        assert!(mentions(b"ROW", b"ROW"));
+        assert!(!mentions(b"RO", b"ROW"));
+        assert!(!mentions(b"SELECT 1", b"ROW"));
+    }
 }

@@ -484,6 +484,29 @@ fn routing(out: &mut Vec<Case>) {
     }
 }
 
+/// Multi-row INSERTs into the DATE-partitioned table with rows for the
+/// default partition among rows for others.
+fn default_rows(out: &mut Vec<Case>) {
+    for rows in [
+        "('2024-01-05 00:00:00', 11), ('2025-06-01', 12), ('2024-02-03', 13)",
+        "('2031-01-05', 11), ('2024-02-01 10:00', 12)",
+        "('1999-12-31 23:59:59', 11), ('2024-03-02', 12), ('2030-01-01', 13), ('2024-01-02', 14)",
+    ] {
+        for form in ["INSERT INTO tk (dt, v) VALUES", "INSERT INTO tk VALUES"] {
+            out.push(session(
+                "multi-row INSERT with default rows",
+                vec![
+                    format!("{form} {rows}"),
+                    "SELECT dt, v FROM tk ORDER BY v".into(),
+                    "SELECT v FROM tk WHERE dt >= '2025-01-01' ORDER BY v".into(),
+                    "DELETE FROM tk WHERE v > 10".into(),
+                ],
+                false,
+            ));
+        }
+    }
+}
+
 /// information_schema and SHOW over a database with partitioned tables.
 fn schema(out: &mut Vec<Case>) {
     for filter in [
@@ -543,6 +566,7 @@ pub fn all() -> Vec<Case> {
     numbers(&mut out);
     diagnostics(&mut out);
     routing(&mut out);
+    default_rows(&mut out);
     schema(&mut out);
     out
 }
