@@ -34,8 +34,10 @@ start_playground() {
   trap cleanup_playground EXIT INT TERM
   PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   log "starting a playground with $shards backends on port $PORT"
+  # PLAYGROUND_ARGS: more options of `hscale playground` (word-split).
+  # shellcheck disable=SC2086
   "$HSCALE" playground --shards "$shards" --listen "127.0.0.1:$PORT" --data-dir "$TMP/pg" \
-    >"$TMP/pg.out" 2>"$TMP/pg.err" &
+    ${PLAYGROUND_ARGS:-} >"$TMP/pg.out" 2>"$TMP/pg.err" &
   PG_PID=$!
   for _ in $(seq 1 600); do
     grep -q '^ready:' "$TMP/pg.out" 2>/dev/null && break

@@ -34,18 +34,19 @@
 # fails; the aims (pause < 100 ms, >= 50,000 rows/s, throughput >= 0.7 of
 # before, RSS flat) are reported, not enforced.
 #
-# Environment: ROWS (default 1000000), OTHER_ROWS (default 100000), WRITERS
+# Environment: COPY_RATE (the proxy's `[proxy] change_copy_rows_per_s`,
+# default 0: no limit), ROWS (default 1000000), OTHER_ROWS (default 100000), WRITERS
 # (default 16), WARMUP (default 3, at least the reference move), BEFORE
 # (default 10), AFTER (default 5), HSCALE (binary, default
 # ./target/release/hscale), KEEP_LOG (a file to copy the proxy's log to),
-# RUST_LOG (default info,hscale::admin::change=debug: the phases of the
+# RUST_LOG (default: debug for admin::change, admin::verify and partition::copy; the phases of the
 # move, copy, catch-up replays and cutover, are read from the log).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PATH:/usr/sbin"
 # The phases of a move (copy, catch-up, cutover) are read from the proxy's log.
-export RUST_LOG=${RUST_LOG:-info,hscale::admin::change=debug}
+export RUST_LOG=${RUST_LOG:-info,hscale::admin::change=debug,hscale::admin::verify=debug,hscale::partition::copy=debug}
 
 ROWS=${ROWS:-1000000}
 OTHER_ROWS=${OTHER_ROWS:-100000}
@@ -54,6 +55,8 @@ WARMUP=${WARMUP:-3}
 BEFORE=${BEFORE:-10}
 AFTER=${AFTER:-5}
 HSCALE=${HSCALE:-./target/release/hscale}
+COPY_RATE=${COPY_RATE:-0}
+if [[ $COPY_RATE != 0 ]]; then PLAYGROUND_ARGS="--copy-rows-per-s $COPY_RATE"; fi
 
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
@@ -234,6 +237,7 @@ def sample():
 
 sampler = threading.Thread(target=sample)
 t_move = time.monotonic_ns()
+wall_move = time.time()  # the same instant on the wall clock (the proxy log's)
 log(f"move starts at {time.strftime('%H:%M:%S', time.gmtime())}.{int(time.time() * 1000) % 1000:03d} UTC")
 sampler.start()
 cur = admin.cursor()
@@ -345,8 +349,9 @@ def phases():
             op = m.group(1)
         if op is None or not m or m.group(1) != op:
             continue
-        for what, key in (("copy starts", "copy"), ("copy done", "copied"), (" rename ", "rename"),
-                          ("partition change done", "done")):
+        for what, key in (("copy starts", "copy"), ("copy done", "copied"),
+                          ("verification starts", "verify"), (" verified ", "verified"),
+                          (" rename ", "rename"), ("partition change done", "done")):
             if what in line:
                 marks[key] = line.split()[0]
                 phase = {"copied": "catch-up", "rename": "cutover", "done": None}.get(key, phase)
@@ -356,14 +361,21 @@ def phases():
         r = re.search(r"copy done.* rows=(\d+)", line)
         if r:
             marks["rows"] = int(r.group(1))
+        c = re.search(r"cutover steps.* rename_ms=([\d.]+) replay_ms=([\d.]+).* commit_ms=([\d.]+)", line)
+        if c:
+            marks["steps"] = tuple(float(x) for x in c.groups())
     if not all(k in marks for k in ("copy", "copied", "rename", "done")):
         return None
     ts = {k: datetime.datetime.fromisoformat(v.rstrip("Z")[:26]) for k, v in marks.items()
-          if k in ("start", "copy", "copied", "rename", "done")}
+          if k in ("start", "copy", "copied", "verify", "verified", "rename", "done")}
     sec = lambda a, b: (ts[b] - ts[a]).total_seconds()
+    # Monotonic ns of each mark, through the wall clock at the move's start.
+    mono = {k: t_move + int((v.replace(tzinfo=datetime.timezone.utc).timestamp() - wall_move) * 1e9)
+            for k, v in ts.items()}
     return {"setup": sec("start", "copy"), "copy": sec("copy", "copied"),
             "catch-up": sec("copied", "rename"), "cutover": sec("rename", "done"),
-            "rows": marks.get("rows", 0), "entries": entries}
+            "rows": marks.get("rows", 0), "entries": entries, "mono": mono,
+            "steps": marks.get("steps")}
 
 
 try:
@@ -435,6 +447,7 @@ print()
 print(f"- date: {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, nproc: {os.cpu_count()}, {cpu}, {ram:.0f} GB RAM")
 print(f"- 2 backends (one machine); `mv.t` MOD(4) on k; p1 ({rows} rows, `{old_p1}` on shard0) moves to shard1; p0, p2 on shard1 and p3 on shard0 hold {other_rows} rows each")
 print(f"- {writers} writer processes (PyMySQL, autocommit, text protocol) through the proxy: 70% `UPDATE t SET v = v + 1 WHERE k = ? AND id = ?` of a random row, 30% INSERT of a new row, value 0-3 at random (a quarter of the writes hit p1)")
+print(f"- copy rate limit (`[proxy] change_copy_rows_per_s`): {os.environ.get('COPY_RATE', '0')} (0: none)")
 print(f"- {warmup} s warm-up, {before} s measured before the move, {after} s after it; latency = one statement's round trip seen by its client")
 print(f"- MOVE answered: rows_moved {rows_moved}, seconds {seconds:.3f}, longest_write_pause_ms {pause_ms}, info `{info}`")
 print(f"- checked on the backends: every partition's COUNT(*) = loaded + client-acknowledged inserts and SUM(v) = client-acknowledged updates; p1 is `{new_p1}` on shard1; no `t_p1_*` table is left on shard0, no trigger or changelog on either backend: {'ok' if not failures else 'FAILED'}")
@@ -450,7 +463,29 @@ if ph:
     print(f"| phases (proxy log): setup / copy / catch-up replays / cutover | {ph['setup']:.1f} / {ph['copy']:.1f} / {ph['catch-up']:.1f} / {ph['cutover']:.2f} s | | |")
     print(f"| copy phase alone | {copy_rate:,.0f} rows/s | | |")
     print(f"| changelog entries replayed: catch-up / during the cutover | {ph['entries']['catch-up']} / {ph['entries']['cutover']} | | |")
+    if "verify" in ph["mono"] and "verified" in ph["mono"]:
+        mk = ph["mono"]
+        print(f"| verification (destination's scan, replays beside it) | {(mk['verified'] - mk['verify']) / 1e9:.1f} s | | |")
+    if ph["steps"]:
+        print("| the pause's steps (proxy log): rename / last replay / commit and reload | "
+              + " / ".join(f"{x:.1f}" for x in ph["steps"]) + " ms | | |")
 print(f"| writes/s before the move | {tp_before:,.0f} | | |")
+if ph:
+    # Where the throughput goes: writes/s in each phase over the BEFORE
+    # window's, all partitions and the moving one (p1) apart.
+    def rate_of(a, b, only_p1):
+        n = sum(1 for e, w in zip(ends, what) if a <= e < b and (w % 4 == 1) == only_p1)
+        return n / ((b - a) / 1e9) if b > a else 0.0
+    before_p1, before_rest = rate_of(t_before, t_move, True), rate_of(t_before, t_move, False)
+    mk = ph["mono"]
+    spans = [("copy", "copy", "copied"), ("verification (replays beside it)", "verify", "verified"),
+             ("catch-up after it", "verified", "rename"), ("cutover", "rename", "done")]
+    for name, a, b in spans:
+        if a in mk and b in mk and mk[b] > mk[a]:
+            p1, rest = rate_of(mk[a], mk[b], True), rate_of(mk[a], mk[b], False)
+            print(f"| writes/s during the {name} ({(mk[b] - mk[a]) / 1e9:.1f} s): p1 / other partitions | "
+                  f"{p1:,.0f} / {rest:,.0f} ({p1 / before_p1 if before_p1 else 0:.2f} / "
+                  f"{rest / before_rest if before_rest else 0:.2f} of before) | | |")
 print(f"| writes/s during the move | {tp_move:,.0f} ({ratio:.2f} of before) | >= 0.7 of before | {yes(ratio >= 0.7)} |")
 print(f"| writes/s after the move | {tp_after:,.0f} ({tp_after / tp_before if tp_before else 0:.2f} of before) | | |")
 print(f"| longest write latency, clients, during the move | {long_move:.1f} ms (began {long_at:.1f} s into the move) | < 100 ms | {yes(long_move < 100)} |")

@@ -101,6 +101,11 @@ pub struct ProxyConfig {
     /// 1205 naming the running operation, in milliseconds. The same
     /// command issued again waits for its twin whatever this says.
     pub change_wait_ms: u64,
+    /// The most rows per second a partition change copies (0, the
+    /// default: as fast as the backends go). A lower rate leaves the
+    /// servers more room for the clients' writes during the copy, and
+    /// makes the change last longer.
+    pub change_copy_rows_per_s: u64,
     /// How long a statement of a transaction that spans backends waits for
     /// a row lock (the branches' `innodb_lock_wait_timeout`, rounded up to
     /// whole seconds) unless the session set its own: a deadlock between
@@ -175,6 +180,7 @@ impl Default for ProxyConfig {
             fence_wait_ms: 5_000,
             takeover_after_ms: 10_000,
             change_wait_ms: 60_000,
+            change_copy_rows_per_s: 0,
             cross_backend_lock_wait_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,

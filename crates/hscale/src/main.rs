@@ -37,6 +37,9 @@ enum Command {
         /// Load a small demo schema with data.
         #[arg(long)]
         demo: bool,
+        /// `[proxy] change_copy_rows_per_s` of the playground's proxy.
+        #[arg(long, default_value_t = 0)]
+        copy_rows_per_s: u64,
     },
 }
 
@@ -81,9 +84,16 @@ fn main() -> std::process::ExitCode {
             listen,
             data_dir,
             demo,
+            copy_rows_per_s,
         } => {
             hscale::logging::init("warn");
-            match hscale::playground::run_playground(shards, &listen, data_dir.as_deref(), demo) {
+            match hscale::playground::run_playground(
+                shards,
+                &listen,
+                data_dir.as_deref(),
+                demo,
+                copy_rows_per_s,
+            ) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("hscale playground: {e}");

@@ -303,7 +303,18 @@ pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) 
                 return Fence::Timeout(g.cutovers.join(", "));
             }
         }
-        tokio::time::sleep(every).await;
+        // The next poll, or at once when this proxy makes a new dictionary
+        // current (the change's owner commits and reloads it).
+        let replaced = ctx.partitioning.replaced.notified();
+        tokio::pin!(replaced);
+        replaced.as_mut().enable();
+        if ctx.partitioning.stored_version() > planned {
+            return Fence::Newer;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = replaced => {}
+        }
     }
 }
 

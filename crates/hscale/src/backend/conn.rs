@@ -86,6 +86,9 @@ pub struct BackendConn {
     pub vars: Arc<SessionVars>,
     pub is_multi_statements: bool,
     pub last_insert_id: u64,
+    /// `character_set_results = NULL` was set on this connection (row
+    /// copies, `partition/copy.rs`): results come as the columns' bytes.
+    pub is_results_raw: bool,
     /// The dictionary version in the connection's
     /// `@hscale_dictionary_version` (0: unset), which global tables' fence
     /// triggers check (`Bindings::sync`).
@@ -214,6 +217,7 @@ impl BackendConn {
             vars: Arc::default(),
             is_multi_statements: true,
             last_insert_id: 0,
+            is_results_raw: false,
             marked_version: 0,
             last_used: Instant::now(),
             defaults: 0,
@@ -493,6 +497,7 @@ impl BackendConn {
         self.db = None;
         self.vars = Arc::default();
         self.last_insert_id = 0;
+        self.is_results_raw = false;
         self.marked_version = 0;
         self.statements.clear();
         Ok(())
@@ -507,6 +512,7 @@ impl BackendConn {
             Ok(_) => {
                 self.vars = Arc::default();
                 self.last_insert_id = 0;
+                self.is_results_raw = false;
                 self.marked_version = 0;
                 self.statements.clear();
                 Ok(())

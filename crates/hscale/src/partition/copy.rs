@@ -152,7 +152,7 @@ pub async fn stream_rows(
     dst_q: &str,
     is_replace: bool,
 ) -> Result<u64, ProxyError> {
-    let copied = stream_rows_to(src, select, vec![dst], dst_q, is_replace, false).await?;
+    let copied = stream_rows_to(src, select, vec![dst], dst_q, is_replace, false, 0).await?;
     Ok(copied.rows)
 }
 
@@ -171,7 +171,8 @@ pub struct Copied {
 /// Statements commit out of order: only for autocommitted, idempotent
 /// copies of disjoint rows (a `REPLACE` copy). With `has_checksum`, the
 /// select's last column is a number the source computed per row (a
-/// checksum), summed instead of copied.
+/// checksum), summed instead of copied. With `rows_per_s` (0: no limit)
+/// the source is read no faster than that, a statement at a time.
 pub async fn stream_rows_to(
     src: &mut BackendConn,
     select: &str,
@@ -179,8 +180,12 @@ pub async fn stream_rows_to(
     dst_q: &str,
     is_replace: bool,
     has_checksum: bool,
+    rows_per_s: u64,
 ) -> Result<Copied, ProxyError> {
-    exec(src, &["SET character_set_results = NULL".to_string()]).await?;
+    if !src.is_results_raw {
+        exec(src, &["SET character_set_results = NULL".to_string()]).await?;
+        src.is_results_raw = true;
+    }
     let columns = src
         .query_stream(select)
         .await?
@@ -222,6 +227,15 @@ pub async fn stream_rows_to(
                 let t = std::time::Instant::now();
                 is_writing = is_writing && tx.send(sql).await.is_ok();
                 waited += t.elapsed();
+                if rows_per_s > 0 {
+                    // Paced: the rows read so far are due no sooner than
+                    // at the limit's rate from the start.
+                    let due = started
+                        + std::time::Duration::from_secs_f64(
+                            copied.rows as f64 / rows_per_s as f64,
+                        );
+                    tokio::time::sleep_until(due.into()).await;
+                }
             }
         }
         if let Some(sql) = batcher.finish() {

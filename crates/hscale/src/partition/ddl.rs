@@ -173,7 +173,7 @@ pub async fn exact_select_list(
     let items: Vec<String> = exact_expressions(c, db, table)
         .await?
         .into_iter()
-        .map(|(name, expr)| {
+        .map(|(name, expr, _)| {
             if expr == name {
                 name
             } else {
@@ -187,25 +187,38 @@ pub async fn exact_select_list(
 /// One text per row of `db`.`table` that differs whenever a column's value
 /// differs (NULL included: `QUOTE` gives the bare word NULL for it and a
 /// quoted string for the text 'NULL'), for checksums of rows compared
-/// across backends in one time zone.
+/// across backends in one time zone. A `NOT NULL` CHAR or VARCHAR column
+/// is its length and its bytes instead of `QUOTE`'s escaped copy: as
+/// exact (the length keeps a comma inside a value from reading as the next
+/// column), and cheaper. Summing the 1,000,000 rows of `bench/moves.sh`'s
+/// table on an idle server took 1.39-1.47 s with `QUOTE`, 0.85-1.03 s so,
+/// 0.31 s to count them (the copy's source and the verification's
+/// destination each compute it once per row).
 pub async fn row_text(c: &mut BackendConn, db: &str, table: &str) -> Result<String, ProxyError> {
     let items: Vec<String> = exact_expressions(c, db, table)
         .await?
         .into_iter()
-        .map(|(_, expr)| format!("QUOTE({expr})"))
+        .map(|(_, expr, is_plain_text)| {
+            if is_plain_text {
+                format!("LENGTH({expr}), {expr}")
+            } else {
+                format!("QUOTE({expr})")
+            }
+        })
         .collect();
     Ok(format!("CONCAT_WS(',', {})", items.join(", ")))
 }
 
-/// Each column of `db`.`table`: its quoted name and the expression that
-/// reads its value exactly (FLOAT as DOUBLE: its text has only 6 digits).
+/// Each column of `db`.`table`: its quoted name, the expression that
+/// reads its value exactly (FLOAT as DOUBLE: its text has only 6 digits),
+/// and whether it is a `NOT NULL` CHAR or VARCHAR.
 async fn exact_expressions(
     c: &mut BackendConn,
     db: &str,
     table: &str,
-) -> Result<Vec<(String, String)>, ProxyError> {
+) -> Result<Vec<(String, String, bool)>, ProxyError> {
     let sql = format!(
-        "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
+        "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
         quote_str(db),
         quote_str(table)
     );
@@ -213,7 +226,7 @@ async fn exact_expressions(
         .query_rows(&sql)
         .await?
         .map_err(|e| server_error(c, &sql, e))?;
-    let items: Vec<(String, String)> = r
+    let items: Vec<(String, String, bool)> = r
         .strings()
         .into_iter()
         .map(|row| {
@@ -222,7 +235,11 @@ async fn exact_expressions(
                 Some(t) if t.eq_ignore_ascii_case("float") => format!("CAST({name} AS DOUBLE)"),
                 _ => name.clone(),
             };
-            (name, expr)
+            let is_text = row[1].as_deref().is_some_and(|t| {
+                t.eq_ignore_ascii_case("char") || t.eq_ignore_ascii_case("varchar")
+            });
+            let is_plain_text = is_text && row[2].as_deref() == Some("NO");
+            (name, expr, is_plain_text)
         })
         .collect();
     if items.is_empty() {

@@ -35,6 +35,9 @@ pub struct Partitioning {
     pub cutovers: std::sync::Mutex<Vec<String>>,
     /// One fence reload at a time on this proxy (`admin::await_newer_dictionary`).
     pub fence_gate: tokio::sync::Mutex<FenceState>,
+    /// Woken when a new snapshot is made current (`replace`): statements
+    /// waiting at the fence run again at once, not at their next poll.
+    pub replaced: tokio::sync::Notify,
     /// Whether this process made sure the dictionary's tables exist.
     pub is_schema_ready: std::sync::atomic::AtomicBool,
     /// When a session last tried to read it (ms since `epoch`), so that an
@@ -63,6 +66,7 @@ impl Default for Partitioning {
             is_loaded: std::sync::atomic::AtomicBool::new(false),
             is_schema_ready: std::sync::atomic::AtomicBool::new(false),
             fence_gate: tokio::sync::Mutex::new(FenceState::default()),
+            replaced: tokio::sync::Notify::new(),
             cutovers: std::sync::Mutex::new(Vec::new()),
             last_attempt_ms: std::sync::atomic::AtomicU64::new(0),
             epoch: std::time::Instant::now(),
@@ -141,6 +145,7 @@ impl Partitioning {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
         self.snapshot.store(Arc::new(d));
+        self.replaced.notify_waiters();
     }
 
     /// If the statement names a partitioned table, the error to answer with.

@@ -36,6 +36,8 @@ pub struct ClusterOptions {
     pub data_dir: Option<PathBuf>,
     /// Applied to the generated config before the proxy starts.
     pub tweak: fn(&mut Config),
+    /// `[proxy] change_copy_rows_per_s` (`hscale playground --copy-rows-per-s`).
+    pub copy_rows_per_s: u64,
 }
 
 impl Default for ClusterOptions {
@@ -45,6 +47,7 @@ impl Default for ClusterOptions {
             listen: "127.0.0.1:0".into(),
             data_dir: None,
             tweak: |_| {},
+            copy_rows_per_s: 0,
         }
     }
 }
@@ -97,6 +100,7 @@ impl Cluster {
         let mut config = Config {
             proxy: ProxyConfig {
                 listen: opts.listen.clone(),
+                change_copy_rows_per_s: opts.copy_rows_per_s,
                 ..ProxyConfig::default()
             },
             log: LogConfig::default(),
@@ -299,12 +303,14 @@ pub fn run_playground(
     listen: &str,
     data_dir: Option<&Path>,
     demo: bool,
+    copy_rows_per_s: u64,
 ) -> Result<(), String> {
     mariadb::server_binary()?;
     let mut cluster = Cluster::start(ClusterOptions {
         shards,
         listen: listen.to_string(),
         data_dir: data_dir.map(Path::to_path_buf),
+        copy_rows_per_s,
         ..ClusterOptions::default()
     })?;
     if demo {

@@ -356,11 +356,43 @@ pub(in crate::admin) async fn commit_with_journal(
     id: u64,
     epoch: u64,
     report: &Report,
+    apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<(), ProxyError> {
+    commit_prepared_with_journal(ctx, worker, id, epoch, report, None, apply).await
+}
+
+/// `apply` to the dictionary as stored now: the version it was read at and
+/// the statements that store the change ([`commit_prepared_with_journal`]'s
+/// first attempt, made before a cutover's writes wait).
+pub(in crate::admin) async fn prepare_commit(
+    ctx: &Context,
+    worker: usize,
+    apply: &mut impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<(u64, Vec<String>), ProxyError> {
+    let mut d = (*reload(ctx, worker).await?).clone();
+    let statements = apply(&mut d)?;
+    Ok((d.stored_version, statements))
+}
+
+/// [`commit_with_journal`], trying `first` (from [`prepare_commit`]) before
+/// reading the dictionary again: a cutover prepares its dictionary before
+/// its rename, so writes wait for one round of commits, not a reload too.
+/// Should the version have moved on meanwhile, the compare-and-set fails
+/// and `apply` runs again on the dictionary read anew.
+pub(in crate::admin) async fn commit_prepared_with_journal(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    epoch: u64,
+    report: &Report,
+    mut first: Option<(u64, Vec<String>)>,
     mut apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
 ) -> Result<(), ProxyError> {
     for _ in 0..10 {
-        let mut d = (*reload(ctx, worker).await?).clone();
-        let statements = apply(&mut d)?;
+        let (version, statements) = match first.take() {
+            Some(f) => f,
+            None => prepare_commit(ctx, worker, &mut apply).await?,
+        };
         // Only a change still in its cutover commits: one another proxy
         // rolled back (its owner looked gone) does not.
         let guard = format!(
@@ -368,7 +400,7 @@ pub(in crate::admin) async fn commit_with_journal(
             end_sql(id, "done", Some(report))
         );
         let mut main = conn(ctx, worker, BackendId::MAIN).await?;
-        match store::commit_change_guarded(&mut main, d.stored_version, &guard, &statements).await {
+        match store::commit_change_guarded(&mut main, version, &guard, &statements).await {
             Ok(_) => {
                 // What was committed, read back (a take-over commits rows
                 // it did not apply to `d`).

@@ -22,7 +22,10 @@
 //!  dictionary with the journal's 'done' (one CAS transaction) ─► drop
 //!  triggers, changelog and retired tables
 //! ```
-//! Writes pause only between the rename and the commit. The triggers
+//! Writes pause only between the rename and the commit, so what can be
+//! done before is: the new dictionary's rows are computed (and the
+//! rename's lock wait set) before the rename, and the changelog, complete
+//! once the rename has waited out every writer, is read once. The triggers
 //! record the primary key of every row of the moving set that changes
 //! (old and new key of an update) in `hscale.changes_<operation>` on the
 //! source's backend, in the writer's own transaction, so no change escapes.
@@ -361,7 +364,8 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     // lanes' connections too (it is the slower side of the copy).
     let mut dsts = vec![&mut *r.dst];
     dsts.extend(r.lanes.iter_mut().map(|(_, d)| &mut **d));
-    let copied = stream_rows_to(&mut reader, &select, dsts, &into_q, true, true).await?;
+    let rate = ctx.config.proxy.change_copy_rows_per_s;
+    let copied = stream_rows_to(&mut reader, &select, dsts, &into_q, true, true, rate).await?;
     let rows = copied.rows;
     tracing::debug!(operation = r.id, rows, "copy done");
     journal(
@@ -490,6 +494,21 @@ async fn cut_over(
 ) -> Result<Report, ProxyError> {
     let m = r.m;
     let id = r.id;
+    // Everything that can be done before writes wait is done first: the
+    // new dictionary's rows (committed after the rename unless another
+    // change moved the version on meanwhile).
+    let mut apply = apply;
+    let prepared = match r.prepare_rename().await {
+        Ok(()) => prepare_commit(ctx, worker, &mut apply).await,
+        Err(e) => Err(e),
+    };
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            abandon(ctx, worker, r, &e).await;
+            return Err(e);
+        }
+    };
     if let Err(e) = mark_cutover(ctx, worker, id, r.epoch).await {
         abandon(ctx, worker, r, &e).await;
         return Err(e);
@@ -500,26 +519,35 @@ async fn cut_over(
         abandon(ctx, worker, r, &e).await;
         return Err(e);
     }
+    let renamed = pause.elapsed();
     if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_RENAME_MS") {
         // Tests kill the owner here: the cutover is finished by another proxy.
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
     // From here on writes to the source wait for the new dictionary: roll
     // forward. A failure leaves the journal in 'cutover' for an operator.
-    loop {
-        if r.replay().await? == 0 {
-            break;
-        }
-    }
+    let entries = r.replay_final().await?;
+    let replayed = pause.elapsed();
     finish_rows(r).await?;
+    let finished = pause.elapsed();
     let mut report = Report {
         rows,
         seconds: 0.0,
         longest_pause_ms: 0,
     };
     report.longest_pause_ms = pause.elapsed().as_millis() as u64;
-    commit_with_journal(ctx, worker, id, r.epoch, &report, apply).await?;
+    commit_prepared_with_journal(ctx, worker, id, r.epoch, &report, Some(prepared), apply).await?;
     report.longest_pause_ms = pause.elapsed().as_millis() as u64;
+    // Where the pause went (bench/moves.sh reads it).
+    tracing::debug!(
+        operation = id,
+        rename_ms = ms(renamed),
+        replay_ms = ms(replayed - renamed),
+        entries,
+        finish_ms = ms(finished - replayed),
+        commit_ms = ms(pause.elapsed() - finished),
+        "cutover steps"
+    );
     let shared = &ctx.metrics.shared;
     shared.cutover_pauses.fetch_add(1, Ordering::Relaxed);
     shared
@@ -546,6 +574,11 @@ async fn cut_over(
         "partition change done"
     );
     Ok(report)
+}
+
+/// Milliseconds with a fraction, for logs.
+fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e4).round() / 10.0
 }
 
 /// Retire `db`.`table` (a source every key left): dropped, or moved to

@@ -182,6 +182,37 @@ impl Running<'_> {
         Ok(seqs.len())
     }
 
+    /// The cutover's replay, after the source's rename: every transaction
+    /// that wrote the source (and so its changelog) has ended, and none
+    /// can write it again, so the changelog is complete. It is read once
+    /// in sequence order, in batches, and its entries are left for
+    /// `clean_up` to drop with it (one round trip less while writes wait;
+    /// a take-over that finishes this cutover replays them again, which
+    /// changes nothing). Returns how many entries were replayed.
+    pub(in crate::admin) async fn replay_final(&mut self) -> Result<u64, ProxyError> {
+        let mut after = String::from("0");
+        let mut n = 0;
+        loop {
+            let sql = format!(
+                "SELECT seq, {} FROM {} WHERE seq > {after} ORDER BY seq LIMIT {REPLAY_BATCH}",
+                self.pk_list(""),
+                self.changelog()
+            );
+            let (seqs, keys) = entries(&mut self.src, &sql).await?;
+            let Some(last) = seqs.last() else {
+                return Ok(n);
+            };
+            after = last.clone();
+            n += seqs.len() as u64;
+            let full = seqs.len() == REPLAY_BATCH;
+            self.replay_keys(keys).await?;
+            self.replayed += seqs.len() as u64;
+            if !full {
+                return Ok(n);
+            }
+        }
+    }
+
     /// Replay the changelog entries `seqs`, which name the primary keys
     /// `keys` (literals, one per entry): the rows are read again from the
     /// source and replace those keys on the destination in one transaction,
@@ -189,11 +220,34 @@ impl Running<'_> {
     pub(in crate::admin) async fn apply(
         &mut self,
         seqs: &[String],
-        mut keys: Vec<String>,
+        keys: Vec<String>,
     ) -> Result<(), ProxyError> {
         if seqs.is_empty() {
             return Ok(());
         }
+        let n = self.replay_keys(keys).await?;
+        for chunk in seqs.chunks(IN_LIST) {
+            let done = format!(
+                "DELETE FROM {} WHERE seq IN ({})",
+                self.changelog(),
+                chunk.join(", ")
+            );
+            exec(&mut self.src, &[done]).await?;
+        }
+        self.replayed += seqs.len() as u64;
+        tracing::debug!(
+            operation = self.id,
+            entries = seqs.len(),
+            keys = n,
+            "replayed"
+        );
+        Ok(())
+    }
+
+    /// Re-read the rows of `keys` (primary keys as row literals) from the
+    /// source and replace them on the destination, in lanes (see
+    /// [`Running::apply`]). Returns how many distinct keys there were.
+    async fn replay_keys(&mut self, mut keys: Vec<String>) -> Result<usize, ProxyError> {
         keys.sort();
         keys.dedup();
         let into_q = &qualified(&self.m.db, &self.into);
@@ -247,37 +301,28 @@ impl Running<'_> {
             }
         });
         futures_util::future::try_join_all(lanes).await?;
-        for chunk in seqs.chunks(IN_LIST) {
-            let done = format!(
-                "DELETE FROM {} WHERE seq IN ({})",
-                self.changelog(),
-                chunk.join(", ")
-            );
-            exec(&mut self.src, &[done]).await?;
-        }
-        self.replayed += seqs.len() as u64;
-        tracing::debug!(
-            operation = self.id,
-            entries = seqs.len(),
-            keys = keys.len(),
-            "replayed"
-        );
-        Ok(())
+        Ok(keys.len())
     }
 
-    /// Rename the source to its name after the cutover, waiting at most
-    /// 2 s per attempt for the transactions that hold it.
+    /// Before [`Running::rename_source`], and before writes wait: each
+    /// attempt at the rename waits at most 2 s for the transactions that
+    /// hold the source.
+    pub(in crate::admin) async fn prepare_rename(&mut self) -> Result<(), ProxyError> {
+        exec(
+            &mut self.src,
+            &["SET SESSION lock_wait_timeout = 2".to_string()],
+        )
+        .await
+    }
+
+    /// Rename the source to its name after the cutover (after
+    /// [`Running::prepare_rename`]), again while transactions hold it.
     pub(in crate::admin) async fn rename_source(&mut self) -> Result<(), ProxyError> {
         let sql = format!(
             "RENAME TABLE {} TO {}",
             qualified(&self.m.db, &self.src_name),
             qualified(&self.m.db, &self.m.src_after)
         );
-        exec(
-            &mut self.src,
-            &["SET SESSION lock_wait_timeout = 2".to_string()],
-        )
-        .await?;
         let mut last = None;
         for attempt in 0..RENAME_ATTEMPTS {
             match self

@@ -1,0 +1,494 @@
+//! What a move keeps exactly: every column type, a transaction that meets
+//! a moved partition (1412), a cancelled change, a damaged copy repaired
+//! by the verification.
+
+use super::*;
+
+/// Every column type survives a move exactly: FLOAT (whose own text loses
+/// digits), DOUBLE, DECIMAL, BIT, BLOB, JSON, spatial, zero dates,
+/// TIMESTAMP, ENUM, an AUTO_INCREMENT 0 and NULLs, through ADD_PARTITION to
+/// another backend and MOVE_PARTITION to a third, compared row by row on
+/// the backends.
+#[tokio::test]
+async fn every_column_type_survives_moves_exactly() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE online_types").await.unwrap();
+    c.query_drop(
+        "CREATE TABLE online_types.t (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, \
+         f FLOAT NULL, d DOUBLE NULL, dec1 DECIMAL(30,10) NULL, b BIT(12) NULL, bl BLOB NULL, \
+         j JSON NULL, dt DATE NULL, ts TIMESTAMP(6) NULL, tm TIME(3) NULL, \
+         e ENUM('a','b','c') NULL, g POINT NULL, s VARCHAR(20) CHARACTER SET latin1 NULL)",
+    )
+    .await
+    .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('online_types.t', 'k', 't_default', 'shard0', 'MOD(2)')")
+        .await
+        .unwrap();
+    let default = physical("online_types.t", None).await;
+    let mut direct = backend_conn(0, Some("online_types")).await;
+    direct
+        .query_drop("SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO', time_zone = '+05:30'")
+        .await
+        .unwrap();
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} VALUES \
+             (0, 1, 1.2345678, 1.2345678901234567, 12345678901234567890.0123456789, b'101010101010', X'00FF27', '{{\"a\": [1, 2.5, null]}}', '0000-00-00', '2024-02-29 23:59:59.123456', '-838:59:59.000', 'b', ST_GeomFromText('POINT(1.5 -2.25)'), X'E9'), \
+             (1, 3, 16777217, 0.1, -0.0000000001, b'1', '', '[]', '1999-12-31', '1970-01-01 05:30:01.000001', '00:00:00.001', 'c', NULL, ''), \
+             (2, 5, -3.4e38, 1e-300, 0, b'0', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), \
+             (3, 7, NULL, NULL, NULL, NULL, X'', 'null', '2000-01-01', '2038-01-19 03:14:07', '12:34:56', 'a', ST_GeomFromText('POINT(0 0)'), 'x')"
+        ))
+        .await
+        .unwrap();
+    let digest = "SELECT id, CONCAT_WS('|', k, CAST(f AS DOUBLE), d, dec1, HEX(b), HEX(bl), j, dt, ts, tm, e, HEX(ST_AsBinary(g)), HEX(s), \
+                  ISNULL(f), ISNULL(d), ISNULL(dec1), ISNULL(b), ISNULL(bl), ISNULL(j), ISNULL(dt), ISNULL(ts), ISNULL(tm), ISNULL(e), ISNULL(g), ISNULL(s)) FROM ";
+    let before: Vec<(i64, String)> = direct
+        .query(format!("{digest} {default} ORDER BY id"))
+        .await
+        .unwrap();
+    assert_eq!(before.len(), 4);
+    c.query_drop("HSCALE ADD_PARTITION('online_types.t', 'odd', '1', 'shard1')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE MOVE_PARTITION('online_types.t', 'odd', 'shard2')")
+        .await
+        .unwrap();
+    let odd = physical("online_types.t", Some("odd")).await;
+    let mut b2 = backend_conn(2, Some("online_types")).await;
+    b2.query_drop("SET SESSION time_zone = '+05:30'")
+        .await
+        .unwrap();
+    let after: Vec<(i64, String)> = b2
+        .query(format!("{digest} {odd} ORDER BY id"))
+        .await
+        .unwrap();
+    assert_eq!(
+        after, before,
+        "every value after ADD_PARTITION and MOVE_PARTITION"
+    );
+    b2.disconnect().await.unwrap();
+    direct.disconnect().await.unwrap();
+    c.disconnect().await.unwrap();
+}
+
+/// Inside a transaction a statement routed by an older dictionary is not
+/// retried: the proxy rolls the whole transaction back and answers 1412,
+/// which drivers retry; nothing of the transaction stays, and the retried
+/// transaction commits with the new layout.
+#[tokio::test]
+async fn a_transaction_that_meets_a_moved_partition_is_rolled_back_with_1412() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_txn",
+        table: "acct_txn",
+    };
+    setup_acct(scene).await;
+    let stale = serve(3_600_000);
+    let mut s = Conn::new(proxy_opts(stale.port, Some(scene.db)))
+        .await
+        .unwrap();
+    s.query_drop("CREATE TABLE side (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    s.query_drop("INSERT INTO acct_txn (id, k, v, note) VALUES (1, 3, 0, 'x')")
+        .await
+        .unwrap();
+    // Another proxy moves value 3 to its own partition (on the same backend,
+    // so the retried transaction stays on one backend); `stale` does not
+    // reload by itself.
+    let mut admin = proxy_conn(Some(scene.db)).await;
+    admin
+        .query_drop("HSCALE ADD_PARTITION('online_txn.acct_txn', 'p3', '3', 'shard0')")
+        .await
+        .unwrap();
+    s.query_drop("BEGIN").await.unwrap();
+    s.query_drop("INSERT INTO side VALUES (1)").await.unwrap();
+    let e = s
+        .query_drop("UPDATE acct_txn SET v = v + 1 WHERE id = 1 AND k = 3")
+        .await
+        .expect_err("a stale route inside a transaction");
+    assert_eq!(code(&e), 1412, "{e}");
+    // Nothing of the transaction stays, and the session is out of it.
+    let side: Option<i64> = admin
+        .query_first("SELECT COUNT(*) FROM side")
+        .await
+        .unwrap();
+    assert_eq!(side, Some(0));
+    let v: Option<i64> = s
+        .query_first("SELECT v FROM acct_txn WHERE id = 1 AND k = 3")
+        .await
+        .unwrap();
+    assert_eq!(v, Some(0));
+    // The retried transaction commits, with the row in its new home.
+    s.query_drop("BEGIN").await.unwrap();
+    s.query_drop("INSERT INTO side VALUES (1)").await.unwrap();
+    s.query_drop("UPDATE acct_txn SET v = v + 1 WHERE id = 1 AND k = 3")
+        .await
+        .unwrap();
+    s.query_drop("COMMIT").await.unwrap();
+    let p3 = physical("online_txn.acct_txn", Some("p3")).await;
+    let mut b1 = backend_conn(0, Some(scene.db)).await;
+    let v: Option<i64> = b1
+        .query_first(format!("SELECT v FROM {p3} WHERE id = 1"))
+        .await
+        .unwrap();
+    assert_eq!(v, Some(1));
+    let side: Option<i64> = admin
+        .query_first("SELECT COUNT(*) FROM side")
+        .await
+        .unwrap();
+    assert_eq!(side, Some(1));
+    b1.disconnect().await.unwrap();
+    s.disconnect().await.unwrap();
+    admin.disconnect().await.unwrap();
+}
+
+/// `HSCALE CANCEL_OPERATION`, through another proxy than the change's
+/// owner, stops an ADD_PARTITION in its copy while writers go on through
+/// both proxies: the change's client gets 1317, the journal says
+/// 'cancelled', no trigger, changelog or copy is left on any backend, the
+/// dictionary is as before, and every acknowledged write is where it was.
+/// A cancel of an operation that ended, or of none, is refused; the change
+/// then runs again to its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_change_leaves_everything_as_before() {
+    const TEST: &str = "cancel_operation";
+    cluster(3);
+    let mut rng = test_seed(TEST);
+    let scene = Scene {
+        db: "online_cancel",
+        table: "acct_cancel",
+    };
+    setup_acct(scene).await;
+    let owner = serve(1_000);
+    let other = serve(200);
+    let ports = [owner.port, other.port];
+    // Bulk rows of value 1 (ids below every writer's) make the copy long
+    // enough to be cancelled in; they are removed before the check.
+    let default = physical("online_cancel.acct_cancel", None).await;
+    let mut direct = backend_conn(0, Some(scene.db)).await;
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} (id, k, v, note) SELECT seq, seq * 8 + 1, 0, 'bulk' FROM seq_1_to_300000"
+        ))
+        .await
+        .unwrap();
+    let (ws, _acked) = writers(4, scene, &ports, &mut rng, any_key, 2_000, (70, 20)).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let hs = spawn_writers(ws, &stop);
+    let port = owner.port;
+    let change = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some("online_cancel")))
+            .await
+            .unwrap();
+        c.query_drop("HSCALE ADD_PARTITION('online_cancel.acct_cancel', 'p1', '1', 'shard1')")
+            .await
+    });
+    let triggers =
+        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'online_cancel'";
+    let mut seen = false;
+    for _ in 0..400 {
+        let n: Option<i64> = direct.query_first(triggers).await.unwrap();
+        if n.unwrap_or(0) == 3 {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(seen, "the change installed its capture triggers");
+    let op: u64 = direct
+        .query_first(
+            "SELECT id FROM hscale.operations WHERE db = 'online_cancel' AND active IS NOT NULL",
+        )
+        .await
+        .unwrap()
+        .expect("the running operation");
+    let mut o = Conn::new(proxy_opts(other.port, Some(scene.db)))
+        .await
+        .unwrap();
+    let t = Instant::now();
+    let info = o
+        .query_iter(format!("HSCALE CANCEL_OPERATION({op})"))
+        .await
+        .map(|r| r.info().to_string());
+    let ms = t.elapsed().as_millis();
+    eprintln!("{TEST}: CANCEL_OPERATION({op}): {info:?} after {ms} ms");
+    assert!(info.is_ok(), "cancel answered {info:?}");
+    assert!(ms < 10_000, "the cancel took {ms} ms");
+    match change.await.unwrap() {
+        Err(mysql_async::Error::Server(e)) => assert_eq!(e.code, 1317, "{e:?}"),
+        other => panic!("the cancelled change answered {other:?}"),
+    }
+    let state: Option<String> = direct
+        .query_first(format!(
+            "SELECT state FROM hscale.operations WHERE id = {op}"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(state.as_deref(), Some("cancelled"));
+    let n: Option<i64> = direct.query_first(triggers).await.unwrap();
+    assert_eq!(n, Some(0), "capture triggers dropped");
+    for b in 0..3 {
+        let mut c = backend_conn(b, None).await;
+        let left: Vec<String> = c
+            .query(format!("SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES WHERE (TABLE_SCHEMA = 'hscale' AND TABLE_NAME = 'changes_{op}') OR (TABLE_SCHEMA = 'online_cancel' AND TABLE_NAME <> '{default}')"))
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "backend {b} keeps {left:?}");
+        c.disconnect().await.unwrap();
+    }
+    let parts = physical_tables("online_cancel.acct_cancel").await;
+    assert_eq!(parts.len(), 1, "only the default partition: {parts:?}");
+    // Writers go on a little after the cancel, then every write is checked.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let out = join_writers(hs).await;
+    let bulk: Option<i64> = direct
+        .query_first(format!("SELECT COUNT(*) FROM {default} WHERE id <= 300000"))
+        .await
+        .unwrap();
+    assert_eq!(
+        bulk,
+        Some(300_000),
+        "every bulk row still in the default partition"
+    );
+    direct
+        .query_drop(format!("DELETE FROM {default} WHERE id <= 300000"))
+        .await
+        .unwrap();
+    assert!(out.acked > 200, "writers barely ran: {}", out.acked);
+    assert_invariants(TEST, scene, &ports, &out).await;
+    // Nothing to cancel: an ended operation, an unknown one.
+    for id in [op, 999_999_999] {
+        let r = o.query_drop(format!("HSCALE CANCEL_OPERATION({id})")).await;
+        assert!(
+            matches!(&r, Err(mysql_async::Error::Server(e)) if e.code == 1210),
+            "cancel of {id}: {r:?}"
+        );
+    }
+    // The change runs again, to its end.
+    o.query_drop("HSCALE ADD_PARTITION('online_cancel.acct_cancel', 'p1', '1', 'shard1')")
+        .await
+        .unwrap();
+    assert_eq!(physical_tables("online_cancel.acct_cancel").await.len(), 2);
+    direct.disconnect().await.unwrap();
+    o.disconnect().await.unwrap();
+}
+
+/// Verification before the cutover: the copy of an ADD_PARTITION is
+/// damaged on the destination while the change pauses after its copy (a
+/// row deleted, values changed, NULL made the text 'NULL', a row that is
+/// not in the source added), with writers going on. The change finds the
+/// ranges that differ and copies them again, so the partition holds exactly
+/// the source's rows; the journal counts the ranges. A move of the same
+/// partition under the same writers then finds nothing to repair.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_copy_is_repaired_before_the_cutover() {
+    const TEST: &str = "verify_copy";
+    cluster(3);
+    let mut rng = test_seed(TEST);
+    let scene = Scene {
+        db: "online_verify",
+        table: "acct_verify",
+    };
+    setup_acct(scene).await;
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 1_000;
+    let proxy =
+        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "3000")]);
+    let ports = [proxy.port];
+    let default = physical("online_verify.acct_verify", None).await;
+    let mut direct = backend_conn(0, Some(scene.db)).await;
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} (id, k, v, note) SELECT seq, seq * 8 + 1, seq, IF(seq = 8, NULL, 'x') FROM seq_1_to_20000"
+        ))
+        .await
+        .unwrap();
+    let bulk = "SELECT id, k, v, note FROM {t} WHERE id <= 30000 ORDER BY id";
+    let before: Vec<(i64, i64, i64, Option<String>)> =
+        direct.query(bulk.replace("{t}", &default)).await.unwrap();
+    let (ws, _acked) = writers(2, scene, &ports, &mut rng, any_key, 1_000, (70, 20)).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let hs = spawn_writers(ws, &stop);
+    let port = proxy.port;
+    let change = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some("online_verify")))
+            .await
+            .unwrap();
+        c.query_drop("HSCALE ADD_PARTITION('online_verify.acct_verify', 'p1', '1', 'shard1')")
+            .await
+    });
+    // The copy's table on shard1, once it holds every bulk row.
+    let mut b1 = backend_conn(1, None).await;
+    let mut copy = None;
+    for _ in 0..500 {
+        let t: Option<String> = b1
+            .query_first("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'online_verify'")
+            .await
+            .unwrap();
+        if let Some(t) = t.map(|t| format!("online_verify.{t}")) {
+            let n: Option<i64> = b1
+                .query_first(format!("SELECT COUNT(*) FROM {t} WHERE id <= 20000"))
+                .await
+                .unwrap_or(None);
+            if n == Some(20_000) {
+                copy = Some(t);
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let copy = copy.expect("the copy reached shard1");
+    b1.query_drop(format!(
+        "DELETE FROM {copy} WHERE id = 5; UPDATE {copy} SET v = v + 100 WHERE id = 6; \
+         UPDATE {copy} SET note = NULL WHERE id = 7; UPDATE {copy} SET note = 'NULL' WHERE id = 8; \
+         INSERT INTO {copy} (id, k, v, note) VALUES (20001, 1, 0, 'not in the source')"
+    ))
+    .await
+    .unwrap();
+    let r = change.await.unwrap();
+    assert!(r.is_ok(), "ADD_PARTITION: {r:?}");
+    let p1 = physical("online_verify.acct_verify", Some("p1")).await;
+    let after: Vec<(i64, i64, i64, Option<String>)> = b1
+        .query(bulk.replace("{t}", &format!("online_verify.{p1}")))
+        .await
+        .unwrap();
+    assert!(
+        after == before,
+        "the partition holds other rows than the source had"
+    );
+    let journal = "SELECT ranges_verified, ranges_recopied FROM hscale.operations WHERE db = 'online_verify' ORDER BY id DESC LIMIT 1";
+    let (verified, recopied): (u32, u32) = direct.query_first(journal).await.unwrap().unwrap();
+    eprintln!("{TEST}: damaged copy: {verified} ranges verified, {recopied} copied again");
+    assert_eq!(verified, 256);
+    assert!(
+        (1..=5).contains(&recopied),
+        "{recopied} ranges copied again"
+    );
+    // A move under the same writers: nothing differs.
+    let mut c = Conn::new(proxy_opts(proxy.port, Some(scene.db)))
+        .await
+        .unwrap();
+    c.query_drop("HSCALE MOVE_PARTITION('online_verify.acct_verify', 'p1', 'shard2')")
+        .await
+        .unwrap();
+    let (verified, recopied): (u32, u32) = direct.query_first(journal).await.unwrap().unwrap();
+    assert_eq!(
+        (verified, recopied),
+        (256, 0),
+        "a clean move copies nothing again"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    let out = join_writers(hs).await;
+    let p1 = physical("online_verify.acct_verify", Some("p1")).await;
+    let mut b2 = backend_conn(2, None).await;
+    b2.query_drop(format!("DELETE FROM online_verify.{p1} WHERE id <= 30000"))
+        .await
+        .unwrap();
+    assert!(out.acked > 100, "writers barely ran: {}", out.acked);
+    assert_invariants(TEST, scene, &ports, &out).await;
+    for c in [direct, b1, b2, c] {
+        c.disconnect().await.unwrap();
+    }
+}
+
+/// The verification's row text takes a `NOT NULL` CHAR or VARCHAR column as
+/// its length and its bytes (`ddl::row_text`), not `QUOTE`'s escaped copy:
+/// the copy of such columns is damaged on the destination while the change
+/// pauses after its copy (a trailing space added; `a4`, `b,c` made `a4,b`,
+/// `c`, which read the same joined by commas; a CHAR shortened; a letter's
+/// case changed under a case-insensitive collation), and the change copies
+/// those ranges again, so the partition holds exactly the source's bytes.
+#[tokio::test]
+async fn damaged_text_columns_are_found_by_the_verification() {
+    cluster(3);
+    let (db, t) = ("online_vtext", "vt");
+    let mut c = proxy_conn(None).await;
+    c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+    c.query_drop(format!(
+        "CREATE TABLE {db}.{t} (id BIGINT NOT NULL, k INT NOT NULL, a VARCHAR(20) NOT NULL, \
+         b VARCHAR(20) NOT NULL, code CHAR(4) NOT NULL, PRIMARY KEY (id, k))"
+    ))
+    .await
+    .unwrap();
+    c.query_drop(format!(
+        "HSCALE SETUP_TABLE('{db}.{t}', 'k', '{t}_default', 'shard0', 'MOD({MODULUS})')"
+    ))
+    .await
+    .unwrap();
+    let default = physical("online_vtext.vt", None).await;
+    let mut direct = backend_conn(0, Some(db)).await;
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} SELECT seq, seq * 8 + 1, CONCAT('a', seq), 'b,c', 'Code' FROM seq_1_to_2000"
+        ))
+        .await
+        .unwrap();
+    let rows = "SELECT id, k, HEX(a), HEX(b), HEX(code) FROM {t} ORDER BY id";
+    type Row = (i64, i64, String, String, String);
+    let before: Vec<Row> = direct.query(rows.replace("{t}", &default)).await.unwrap();
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 1_000;
+    let proxy =
+        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "2000")]);
+    let port = proxy.port;
+    let change = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some("online_vtext")))
+            .await
+            .unwrap();
+        c.query_drop("HSCALE ADD_PARTITION('online_vtext.vt', 'p1', '1', 'shard1')")
+            .await
+    });
+    let mut b1 = backend_conn(1, None).await;
+    let mut copy = None;
+    for _ in 0..500 {
+        let found: Option<String> = b1
+            .query_first("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'online_vtext'")
+            .await
+            .unwrap();
+        if let Some(name) = found.map(|n| format!("online_vtext.{n}")) {
+            let n: Option<i64> = b1
+                .query_first(format!("SELECT COUNT(*) FROM {name}"))
+                .await
+                .unwrap_or(None);
+            if n == Some(2_000) {
+                copy = Some(name);
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let copy = copy.expect("the copy reached shard1");
+    b1.query_drop(format!(
+        "UPDATE {copy} SET a = CONCAT(a, ' ') WHERE id = 3; \
+         UPDATE {copy} SET a = CONCAT(a, ',b'), b = 'c' WHERE id = 4; \
+         UPDATE {copy} SET code = 'Cod' WHERE id = 5; \
+         UPDATE {copy} SET code = 'CODE' WHERE id = 6"
+    ))
+    .await
+    .unwrap();
+    let r = change.await.unwrap();
+    assert!(r.is_ok(), "ADD_PARTITION: {r:?}");
+    let p1 = physical("online_vtext.vt", Some("p1")).await;
+    let after: Vec<Row> = b1
+        .query(rows.replace("{t}", &format!("online_vtext.{p1}")))
+        .await
+        .unwrap();
+    assert!(
+        after == before,
+        "the partition holds other bytes than the source had"
+    );
+    let journal = "SELECT ranges_verified, ranges_recopied FROM hscale.operations WHERE db = 'online_vtext' ORDER BY id DESC LIMIT 1";
+    let (verified, recopied): (u32, u32) = direct.query_first(journal).await.unwrap().unwrap();
+    assert_eq!(verified, 256);
+    assert!(
+        (1..=4).contains(&recopied),
+        "{recopied} ranges copied again"
+    );
+    for c in [direct, b1, c] {
+        c.disconnect().await.unwrap();
+    }
+}
