@@ -52,6 +52,23 @@ pub struct PacketStream<S> {
     /// [`PacketStream::read_command`]): added to every sequence id written
     /// and taken from every one read until the next command.
     seq_shift: u8,
+    /// While the replies of several statements are joined into one reply
+    /// (a multi-statement query the proxy runs statement by statement):
+    /// where the last packet queued starts in `wbuf`. `flush` holds that
+    /// packet back until [`PacketStream::end_relayed`] knows whether more
+    /// results follow it.
+    relay: Option<usize>,
+    /// The sequence id after the last packet queued (as sent).
+    next_seq: u8,
+}
+
+/// How one statement's reply ended within a relay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelayEnd {
+    /// An OK or EOF: another statement's reply may follow.
+    Done,
+    /// An error (or nothing): the statements after it do not run.
+    Failed,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
@@ -61,6 +78,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             rbuf: BytesMut::with_capacity(16 * 1024),
             wbuf: BytesMut::with_capacity(16 * 1024),
             seq_shift: 0,
+            relay: None,
+            next_seq: 0,
         }
     }
 
@@ -202,11 +221,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         let mut rest = payload;
         loop {
             let n = rest.len().min(MAX_PAYLOAD);
+            if let Some(at) = self.relay.as_mut() {
+                *at = self.wbuf.len();
+            }
             self.wbuf.reserve(4 + n);
             self.wbuf.put_uint_le(n as u64, 3);
             self.wbuf.put_u8(seq.wrapping_add(self.seq_shift));
             self.wbuf.put_slice(&rest[..n]);
             seq = seq.wrapping_add(1);
+            self.next_seq = seq.wrapping_add(self.seq_shift);
             rest = &rest[n..];
             if n < MAX_PAYLOAD {
                 return seq;
@@ -217,10 +240,48 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// Queue one physical packet as it is (used when forwarding packets that
     /// may be parts of a split payload).
     pub fn write_packet(&mut self, seq: u8, payload: &[u8]) {
+        if let Some(at) = self.relay.as_mut() {
+            *at = self.wbuf.len();
+        }
         self.wbuf.reserve(4 + payload.len());
         self.wbuf.put_uint_le(payload.len() as u64, 3);
         self.wbuf.put_u8(seq.wrapping_add(self.seq_shift));
         self.wbuf.put_slice(payload);
+        self.next_seq = seq.wrapping_add(self.seq_shift).wrapping_add(1);
+    }
+
+    /// Start joining the replies of several statements into the reply to
+    /// one command: each statement's reply is written as if it were the
+    /// whole reply (from sequence id 1), and [`PacketStream::end_relayed`]
+    /// after each one numbers the next on from it and marks its last
+    /// packet with SERVER_MORE_RESULTS_EXISTS when another follows.
+    pub fn begin_relay(&mut self) {
+        self.relay = Some(self.wbuf.len());
+    }
+
+    /// End one statement's reply within a relay (`more`: another
+    /// statement's reply follows). An error ends the relay's replies.
+    pub fn end_relayed(&mut self, more: bool) -> RelayEnd {
+        let Some(at) = self.relay else {
+            return RelayEnd::Failed;
+        };
+        let Some(payload) = self.wbuf.get_mut(at + 4..) else {
+            return RelayEnd::Failed;
+        };
+        let Some(status_at) = terminator_status(payload) else {
+            return RelayEnd::Failed;
+        };
+        if more {
+            payload[status_at] |= crate::consts::status::MORE_RESULTS_EXISTS as u8;
+        }
+        // The next reply starts at 1: shift it to follow this one's end.
+        self.seq_shift = self.next_seq.wrapping_sub(1);
+        RelayEnd::Done
+    }
+
+    /// Stop joining replies; the packet held back goes out at the next flush.
+    pub fn end_relay(&mut self) {
+        self.relay = None;
     }
 
     /// Bytes queued and not yet flushed.
@@ -237,9 +298,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     }
 
     pub async fn flush(&mut self) -> Result<(), WireError> {
-        if !self.wbuf.is_empty() {
-            self.stream.write_all(&self.wbuf).await?;
-            self.wbuf.clear();
+        // In a relay the last packet queued waits (see `relay`).
+        let n = self.relay.unwrap_or(self.wbuf.len());
+        if n > 0 {
+            self.stream.write_all(&self.wbuf[..n]).await?;
+            if n == self.wbuf.len() {
+                self.wbuf.clear();
+            } else {
+                self.wbuf.advance(n);
+            }
+            if let Some(at) = self.relay.as_mut() {
+                *at = 0;
+            }
             // A no-op on a socket; the compressed protocol
             // (`compress::Compressed`) makes its frames here.
             self.stream.flush().await?;
@@ -286,9 +356,75 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     }
 }
 
+/// Where the low byte of the status flags is in a reply's last packet
+/// (an OK, an OK sent as EOF, or a classic EOF); `None` for an error or
+/// anything else.
+fn terminator_status(p: &[u8]) -> Option<usize> {
+    match p.first()? {
+        0xfe if p.len() == 5 => Some(3),
+        0x00 | 0xfe => {
+            let mut r = crate::buf::Reader::new(p);
+            r.skip(1).ok()?;
+            r.lenenc().ok()?;
+            r.lenenc().ok()?;
+            (r.pos() + 2 <= p.len()).then_some(r.pos())
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two replies joined by a relay: the second is numbered on from the
+    /// first, the first's terminators carry MORE_RESULTS_EXISTS (an OK, a
+    /// classic EOF, an OK sent as EOF), the last's does not; the last
+    /// packet waits for the end of the relay, an error ends it.
+    #[tokio::test]
+    async fn relay_joins_replies() {
+        use crate::consts::status::MORE_RESULTS_EXISTS as MORE;
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        w.begin_relay();
+        // An OK: affected 1, insert id 0, status 2, warnings 0.
+        w.write_payload(1, &[0x00, 1, 0, 2, 0, 0, 0]);
+        w.flush().await.unwrap();
+        assert_eq!(w.pending(), 11, "the last packet is held back");
+        assert_eq!(w.end_relayed(true), RelayEnd::Done);
+        // A result set: column count, a definition, classic EOF, a row, EOF.
+        let mut seq = 1;
+        for p in [
+            &[1u8][..],
+            &[3, b'd', b'e', b'f'],
+            &[0xfe, 0, 0, 2, 0],
+            &[1, b'x'],
+        ] {
+            seq = w.write_payload(seq, p);
+        }
+        w.write_payload(seq, &[0xfe, 0, 0, 2, 0]);
+        assert_eq!(w.end_relayed(true), RelayEnd::Done);
+        // An OK sent as EOF (7 bytes), the last reply.
+        w.write_payload(1, &[0xfe, 0, 0, 2, 0, 0, 0]);
+        assert_eq!(w.end_relayed(false), RelayEnd::Done);
+        w.write_payload(1, &[0xff, 0x10, 0x04]);
+        assert_eq!(w.end_relayed(true), RelayEnd::Failed);
+        w.end_relay();
+        w.flush().await.unwrap();
+        let mut got = Vec::new();
+        for _ in 0..8 {
+            let p = r.read_packet().await.unwrap();
+            got.push((p.seq, p.payload.to_vec()));
+        }
+        let seqs: Vec<u8> = got.iter().map(|g| g.0).collect();
+        assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(got[0].1[3], 2 | MORE as u8);
+        assert_eq!(got[3].1[3], 2, "an EOF inside a result set is left alone");
+        assert_eq!(got[5].1[3], 2 | MORE as u8);
+        assert_eq!(got[6].1[3], 2);
+        assert_eq!(got[7].1[0], 0xff);
+    }
 
     #[tokio::test]
     async fn split_and_join_large_payload() {

@@ -69,6 +69,45 @@ impl SessionVars {
         }
     }
 
+    /// Whether the client sends UTF-8 (or ASCII, or bytes as they are):
+    /// the character set of the last `SET NAMES`, `SET CHARACTER SET` or
+    /// `character_set_client` the session applied is utf8mb4, utf8mb3,
+    /// ascii, binary or the server's default. A latin1 client's non-ASCII
+    /// bytes read as UTF-8 would be another string than the server reads.
+    pub fn is_client_utf8(&self) -> bool {
+        let Some(item) = self
+            .items
+            .iter()
+            .rev()
+            .find(|i| i.key == "names" || i.key == "character_set_client")
+        else {
+            return true;
+        };
+        let a = item.assign.as_str();
+        let name = match a.to_ascii_lowercase().find("character_set_client") {
+            // `@@session.character_set_client = x[, ...]`.
+            Some(at) => a[at..]
+                .split_once('=')
+                .map(|(_, v)| v.split(',').next().unwrap_or_default().trim())
+                .unwrap_or_default(),
+            // `NAMES x [COLLATE y]`, `CHARSET x`, `CHARACTER SET x`.
+            None => {
+                let mut words = a.split_whitespace();
+                if words
+                    .next()
+                    .is_some_and(|w| w.eq_ignore_ascii_case("CHARACTER"))
+                {
+                    words.next();
+                }
+                words.next().unwrap_or_default()
+            }
+        };
+        let name = name
+            .trim_matches(|c| c == '\'' || c == '"' || c == '`')
+            .to_ascii_lowercase();
+        name.starts_with("utf8") || matches!(name.as_str(), "" | "ascii" | "binary" | "default")
+    }
+
     /// Record assignments that succeeded.
     pub fn apply(&mut self, items: &[SetItem]) {
         for item in items {
@@ -170,6 +209,46 @@ mod tests {
             fresh.sync_sql(&tx),
             vec!["SET @@session.tx_isolation = DEFAULT"]
         );
+    }
+
+    #[test]
+    fn client_character_sets() {
+        let after = |items: &[(&str, &str)]| {
+            let mut v = SessionVars::default();
+            for (k, a) in items {
+                v.apply(&[item(k, a)]);
+            }
+            v.is_client_utf8()
+        };
+        assert!(after(&[]));
+        assert!(after(&[("names", "NAMES utf8mb4 COLLATE utf8mb4_bin")]));
+        assert!(after(&[("names", "NAMES 'utf8'")]));
+        assert!(!after(&[("names", "NAMES latin1")]));
+        assert!(!after(&[("names", "CHARACTER SET cp1251")]));
+        assert!(!after(&[("names", "CHARSET latin2")]));
+        assert!(!after(&[(
+            "character_set_client",
+            "@@session.character_set_client = latin1"
+        )]));
+        assert!(after(&[
+            ("names", "NAMES latin1"),
+            (
+                "character_set_client",
+                "@@session.character_set_client = utf8mb4"
+            ),
+        ]));
+        assert!(!after(&[
+            (
+                "character_set_client",
+                "@@session.character_set_client = utf8mb4"
+            ),
+            ("names", "NAMES latin1"),
+        ]));
+        // The handshake's "server default" (`session::vars_for_collation`).
+        assert!(after(&[(
+            "names",
+            "@@session.character_set_client = DEFAULT, @@session.collation_connection = DEFAULT"
+        )]));
     }
 
     #[test]

@@ -56,6 +56,11 @@ pub struct Bindings {
     pub handle: Arc<SessionHandle>,
     /// The client asked for CLIENT_FOUND_ROWS.
     pub is_found_rows: bool,
+    /// The statement running neither reads nor sets session-bound state:
+    /// while the session is pinned only by its user variables, its parts
+    /// on other backends may borrow pooled connections beside the pinned
+    /// one (set per statement by the session, false otherwise).
+    pub may_borrow_beside: bool,
     /// The stored dictionary version the last statement was planned with
     /// (the fence waits for a newer one after a stale route).
     pub planned_version: u64,
@@ -161,6 +166,15 @@ impl Bindings {
             }
             if self.is_branchable() {
                 return self.join(backend).await;
+            }
+            if self.may_borrow_beside && self.pins == Pins::USER_VARIABLE {
+                // The variables stay on the pinned connection; this
+                // statement does not use them. `finish` gives it back.
+                return self
+                    .ctx
+                    .pool_as(self.worker, backend, self.identity)
+                    .get(self.is_found_rows)
+                    .await;
             }
             let pins: Vec<&str> = self.pins.names().collect();
             return Err(ProxyError::Unsupported {
@@ -381,7 +395,9 @@ impl Bindings {
             }
             _ => self.home_written |= may_write,
         }
-        if self.pins.is_empty() && self.txn.is_none() {
+        if (self.pins.is_empty() && self.txn.is_none()) || self.pinned.is_some() {
+            // Unpinned, or borrowed beside the pinned connection
+            // (`may_borrow_beside`): back to the pool.
             drop(conn);
         } else {
             self.pinned = Some(conn);

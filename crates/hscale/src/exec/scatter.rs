@@ -180,7 +180,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         parts: &[(Target, P)],
         cmd: Command<'_>,
     ) -> Result<(), ProxyError> {
-        if self.b.pinned.is_some() && !self.b.is_branchable() {
+        // A read that uses none of the variables a session is pinned by
+        // runs beside its pinned connection (`Bindings::may_borrow_beside`).
+        let is_beside = kind == StatementKind::Select
+            && self.b.may_borrow_beside
+            && self.b.pins == hscale_sql::Pins::USER_VARIABLE;
+        if self.b.pinned.is_some() && !self.b.is_branchable() && !is_beside {
             return Err(ProxyError::Unsupported {
                 what: "a statement over several partitions with connection-bound state (temporary tables, locks, user variables, ...)".into(),
             });

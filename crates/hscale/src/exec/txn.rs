@@ -165,6 +165,15 @@ impl Bindings {
         self.pending_begin.is_some() || self.pinned.is_some() || self.txn.is_some()
     }
 
+    /// A transaction is open or pending (not merely a connection pinned
+    /// by user variables, temporary tables, ...).
+    pub fn holds_transaction(&self) -> bool {
+        self.pending_begin.is_some()
+            || self.txn.is_some()
+            || self.pins.contains(hscale_sql::Pins::TRANSACTION)
+            || self.pins.contains(hscale_sql::Pins::AUTOCOMMIT_OFF)
+    }
+
     /// The open (or pending) transaction was started READ ONLY.
     pub fn is_read_only_transaction(&self) -> bool {
         self.is_read_only_txn

@@ -167,7 +167,10 @@ impl Partitioning {
                 ) && s.eq_ignore_ascii_case(&t.name.table)
             });
             if hit {
-                return Some(format!("table {} is partitioned", t.name));
+                return Some(format!(
+                    "a statement that is not UTF-8 (non-ASCII text in a connection character set such as latin1) naming partitioned table {} is not supported",
+                    t.name
+                ));
             }
         }
         for g in d.globals() {

@@ -362,7 +362,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // A partitioned table: the key parameter picks the partition, or
         // every partition runs it.
         let long: Vec<u16> = long_data.iter().map(|(p, _)| *p).collect();
-        let parts = routing.parts_for(exec, types, &long)?;
+        let parts = routing.parts_for(exec, types, &long, self.b.state.vars.is_client_utf8())?;
         if parts.len() > 1
             && ((self.b.pinned.is_some() && !self.b.is_branchable())
                 || exec.flags & CURSOR_TYPE_READ_ONLY != 0)

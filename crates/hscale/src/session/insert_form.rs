@@ -166,6 +166,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Run `select` as the client's read (planned, merged, fenced) and
     /// keep its rows as `(literal, ...)` row texts.
     async fn select_rows(&mut self, select: &str) -> Result<Selected, ProxyError> {
+        let bytes = self.select_caught(select, "INSERT ... SELECT").await?;
+        let collations = self.b.ctx.collations();
+        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
+        literal_rows(&bytes, max_rows, &|id| {
+            collations.get(id).map(|(cs, _)| cs.to_string())
+        })
+    }
+
+    /// Run `select` as the client's read (planned, merged, fenced) into
+    /// memory: the packets of its answer (text protocol, classic EOF).
+    /// `what` names the statement that needs it, in refusals.
+    pub(super) async fn select_caught(
+        &mut self,
+        select: &str,
+        what: &str,
+    ) -> Result<Vec<u8>, ProxyError> {
         let facts = hscale_sql::analyze_bytes(select.as_bytes());
         let plan = {
             let dict = self.b.ctx.partitioning.dictionary();
@@ -178,7 +194,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         if spread && (!facts.pins.is_empty() || facts.sets_last_insert_id) {
             return Err(ProxyError::Unsupported {
-                what: "INSERT ... SELECT over several partitions with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID(expr)".into(),
+                what: format!("{what} over several partitions with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID(expr)"),
             });
         }
         let effects = Effects {
@@ -186,7 +202,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             is_read_only: true,
             ..Effects::default()
         };
-        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         let mut caught = PacketStream::new(Caught::default());
         {
             let mut exec = Exec::new(&mut caught, &mut self.b, false);
@@ -201,7 +216,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 plan @ (Plan::Targets { .. } | Plan::Merge(_)) => exec.run(plan, effects).await?,
                 _ => {
                     return Err(ProxyError::Unsupported {
-                        what: "INSERT ... SELECT from this statement".into(),
+                        what: format!("{what} from this statement"),
                     })
                 }
             }
@@ -209,13 +224,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let caught = caught.into_inner();
         if caught.is_over {
             return Err(ProxyError::Refused(format!(
-                "INSERT ... SELECT of more than {INSERT_SELECT_MAX_BYTES} bytes of rows through hscale"
+                "{what} of more than {INSERT_SELECT_MAX_BYTES} bytes of rows through hscale"
             )));
         }
-        let collations = self.b.ctx.collations();
-        literal_rows(&caught.bytes, max_rows, &|id| {
-            collations.get(id).map(|(cs, _)| cs.to_string())
-        })
+        Ok(caught.bytes)
     }
 }
 
@@ -265,13 +277,18 @@ impl AsyncRead for Caught {
     }
 }
 
-/// The packets of a text result (classic EOF), as row texts of literals.
-fn literal_rows(
-    bytes: &[u8],
-    max_rows: usize,
-    charset: &dyn Fn(u16) -> Option<String>,
-) -> Result<Selected, ProxyError> {
-    let bad = || ProxyError::Wrong("internal: unreadable result of INSERT ... SELECT".into());
+/// A text result read back from memory.
+pub(super) enum Decoded {
+    Error(ErrPacket),
+    /// An OK (no result set).
+    Ok,
+    Rows(Vec<ColumnInfo>, Vec<Vec<Option<Vec<u8>>>>),
+}
+
+/// The packets of a text result (classic EOF): its columns and rows, at
+/// most `max_rows` of them.
+pub(super) fn decode_result(bytes: &[u8], max_rows: usize) -> Result<Decoded, ProxyError> {
+    let bad = || ProxyError::Wrong("internal: unreadable result of a read in memory".into());
     let mut packets = Vec::new();
     let mut at = 0;
     while at + 4 <= bytes.len() {
@@ -284,12 +301,8 @@ fn literal_rows(
     }
     let first = packets.first().ok_or_else(bad)?;
     match first.first() {
-        Some(0xff) => {
-            return Ok(Selected::Error(
-                ErrPacket::decode(first).map_err(|_| bad())?,
-            ))
-        }
-        Some(0x00) => return Ok(Selected::Rows(Vec::new())),
+        Some(0xff) => return Ok(Decoded::Error(ErrPacket::decode(first).map_err(|_| bad())?)),
+        Some(0x00) => return Ok(Decoded::Ok),
         _ => {}
     }
     let n = hscale_wire::buf::Reader::new(first)
@@ -301,12 +314,6 @@ fn literal_rows(
         .iter()
         .map(|p| ColumnInfo::decode(p).map_err(|_| bad()))
         .collect::<Result<_, _>>()?;
-    if let Some(c) = columns.iter().find(|c| c.column_type == 0x04) {
-        return Err(ProxyError::Refused(format!(
-            "INSERT ... SELECT of FLOAT column {} through hscale (its text form is rounded)",
-            c.name
-        )));
-    }
     let mut out = Vec::new();
     // After the definitions: their EOF, the rows, then EOF or an error.
     for p in packets.iter().skip(2 + n) {
@@ -314,13 +321,36 @@ fn literal_rows(
             break;
         }
         if p.first() == Some(&0xff) {
-            return Ok(Selected::Error(ErrPacket::decode(p).map_err(|_| bad())?));
+            return Ok(Decoded::Error(ErrPacket::decode(p).map_err(|_| bad())?));
         }
         if out.len() >= max_rows {
             return Err(ProxyError::ShipLimit { limit: max_rows });
         }
-        let row = hscale_wire::resultset::decode_row(p, n).map_err(|_| bad())?;
-        let mut values = Vec::with_capacity(n);
+        out.push(hscale_wire::resultset::decode_row(p, n).map_err(|_| bad())?);
+    }
+    Ok(Decoded::Rows(columns, out))
+}
+
+/// The packets of a text result (classic EOF), as row texts of literals.
+fn literal_rows(
+    bytes: &[u8],
+    max_rows: usize,
+    charset: &dyn Fn(u16) -> Option<String>,
+) -> Result<Selected, ProxyError> {
+    let (columns, rows) = match decode_result(bytes, max_rows)? {
+        Decoded::Error(e) => return Ok(Selected::Error(e)),
+        Decoded::Ok => return Ok(Selected::Rows(Vec::new())),
+        Decoded::Rows(c, r) => (c, r),
+    };
+    if let Some(c) = columns.iter().find(|c| c.column_type == 0x04) {
+        return Err(ProxyError::Refused(format!(
+            "INSERT ... SELECT of FLOAT column {} through hscale (its text form is rounded)",
+            c.name
+        )));
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut values = Vec::with_capacity(columns.len());
         for (v, c) in row.iter().zip(&columns) {
             let mut text = String::new();
             push_literal(&mut text, v.as_deref(), c, charset)?;

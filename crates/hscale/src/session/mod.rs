@@ -16,16 +16,19 @@
 mod access;
 mod admin;
 pub mod auth;
+mod batch;
 mod commands;
 mod diagnostics;
 mod insert_form;
 mod kill;
+mod ordered_write;
 mod planning;
 pub mod prepared;
 mod processlist;
 mod rewrite;
 mod statement;
 mod txn;
+mod user_vars;
 
 use hscale_route::BackendId;
 use std::sync::Arc;
@@ -171,6 +174,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             is_bound_lost: false,
             handle: Arc::new(SessionHandle::new(&info.user, host)),
             is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
+            may_borrow_beside: false,
             planned_version: 0,
             generated_id: None,
             one_row_select: None,
@@ -415,9 +419,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // Set only by the statement that generated ids (`sequence.rs`).
         self.b.generated_id = None;
         self.b.one_row_select = None;
+        self.b.may_borrow_beside = false;
         match cmd {
             com::QUIT => return Ok(false),
-            com::QUERY | com::STMT_EXECUTE => self.statement(cmd, &payload).await?,
+            com::QUERY => match self.batch_of(&payload) {
+                Some(statements) => self.run_batch(statements).await?,
+                None => self.statement(cmd, &payload).await?,
+            },
+            com::STMT_EXECUTE => self.statement(cmd, &payload).await?,
             com::INIT_DB => {
                 let db = String::from_utf8_lossy(&payload[1..]).into_owned();
                 self.check_db(&db)?;
@@ -517,6 +526,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             "query"
         );
         self.check_reach(&String::from_utf8_lossy(sql_bytes))?;
+        // Non-ASCII text from a client that does not send UTF-8 (latin1,
+        // cp1251, ...) would be planned as other strings than the server
+        // reads: refused where it names partitioned or global tables.
+        if !sql_bytes.is_ascii() && !self.b.state.vars.is_client_utf8() {
+            if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
+                return Err(ProxyError::Refused(why));
+            }
+        }
         if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
             return Ok(());
         }
@@ -681,7 +698,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(ProxyError::Refused(why));
                 }
             }
-            let plan = self.plan(payload, sql, &dict).await?;
+            let mut plan = self.plan(payload, sql, &dict).await?;
             // A statement spread over several connections cannot carry what
             // binds a session to one: user variables, locks, temporary
             // tables. (Inside a transaction its parts run one at a time on
@@ -691,7 +708,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // table's copies would each evaluate it.
             let spread = match &plan {
                 Plan::Targets { parts, .. } => parts.len() > 1,
-                Plan::Merge(_) | Plan::GlobalWrite { .. } => true,
+                Plan::Merge(_) | Plan::GlobalWrite { .. } | Plan::OrderedWrite(_) => true,
                 _ => false,
             };
             let last_insert_id = match &plan {
@@ -702,7 +719,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 _ => facts.sets_last_insert_id,
             };
-            if spread && (!facts.pins.is_empty() || last_insert_id) {
+            let is_on_copies = self
+                .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
+                .await?;
+            if spread && !is_on_copies && (!facts.pins.is_empty() || last_insert_id) {
                 return Err(ProxyError::Unsupported {
                     what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables), a read over several partitions calling LAST_INSERT_ID(expr), or LAST_INSERT_ID() in a write to a global table".into(),
                 });
@@ -720,6 +740,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                             crate::admin::forget_database(&self.b.ctx, self.b.worker, db).await?;
                         }
                     }
+                }
+                Plan::OrderedWrite(w) => {
+                    drop(dict);
+                    return self.run_ordered_write(w, sql, effects).await;
                 }
                 plan if crate::admin::is_dictionary_plan(&plan) => {
                     drop(dict);

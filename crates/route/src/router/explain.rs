@@ -66,6 +66,21 @@ impl Plan {
                 statement,
             )],
             Plan::Merge(m) => describe_merge(m, &name),
+            Plan::OrderedWrite(w) => vec![
+                ExplainRow::new(
+                    "proxy",
+                    "read the keys of the rows to write, merged",
+                    w.select.as_str(),
+                ),
+                ExplainRow::new(
+                    "proxy",
+                    format!(
+                        "then on each partition of {} holding some: the statement with LIMIT its share of {}",
+                        w.table, w.limit
+                    ),
+                    statement,
+                ),
+            ],
             Plan::Relabeled {
                 target,
                 sql,

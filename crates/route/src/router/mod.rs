@@ -28,6 +28,7 @@ mod insert_form;
 mod join;
 mod levels;
 mod merge;
+mod ordered_write;
 mod prune;
 mod refs;
 mod schema;
@@ -42,6 +43,7 @@ use insert::plan_insert;
 pub use insert::{insert_key_placeholders, unplaced_values};
 pub use insert_form::{insert_form, with_columns, with_keys, InsertForm};
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
+pub use ordered_write::{ordered_write_parts, OrderedWrite};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
 pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
@@ -108,6 +110,10 @@ pub enum Plan {
     /// A SELECT over several partitions whose rows the proxy merges
     /// (ORDER BY, LIMIT, aggregates, GROUP BY, DISTINCT).
     Merge(MergePlan),
+    /// An UPDATE or DELETE over several partitions with ORDER BY ...
+    /// LIMIT: the keys of the rows it writes are read first
+    /// (`ordered_write`).
+    OrderedWrite(OrderedWrite),
     /// A write to a global table: run on every backend, answered with the
     /// main backend's result.
     GlobalWrite { table: TableName, sql: String },
@@ -247,12 +253,14 @@ fn plan_nested(
     }
 }
 
-/// A SELECT that only reads: no INTO, locking clause or several statements.
+/// A SELECT that only reads: no INTO, locking clause or several
+/// statements. A SELECT with a WITH clause is one too (its common table
+/// expressions are read like derived tables).
 fn is_plain_read(sql: &str, tokens: &[Token]) -> bool {
     tokens
         .iter()
         .find(|t| !t.is_punct(sql, "("))
-        .is_some_and(|t| t.is_word(sql, "SELECT"))
+        .is_some_and(|t| t.is_word(sql, "SELECT") || with_select(sql, tokens))
         && !tokens.iter().any(|t| {
             t.kind == TokenKind::Semicolon
                 || t.is_word(sql, "INTO")
@@ -260,6 +268,76 @@ fn is_plain_read(sql: &str, tokens: &[Token]) -> bool {
                 || t.is_word(sql, "LOCK")
                 || t.is_punct(sql, ":=")
         })
+}
+
+/// Whether the statement is `WITH [RECURSIVE] cte, ... SELECT ...`: the
+/// statement after its common table expressions is a SELECT (not an
+/// UPDATE or DELETE).
+fn with_select(sql: &str, tokens: &[Token]) -> bool {
+    let Some(first) = tokens.first() else {
+        return false;
+    };
+    if !first.is_word(sql, "WITH") {
+        return false;
+    }
+    let mut depth = 0i32;
+    for t in &tokens[1..] {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth == 0 && t.kind == TokenKind::Word {
+            let w = t.text(sql);
+            if ["SELECT", "UPDATE", "DELETE", "INSERT", "REPLACE"]
+                .iter()
+                .any(|k| w.eq_ignore_ascii_case(k))
+            {
+                return w.eq_ignore_ascii_case("SELECT");
+            }
+        }
+    }
+    false
+}
+
+/// The names of a WITH clause's common table expressions.
+fn cte_names(sql: &str, tokens: &[Token]) -> Vec<String> {
+    let mut out = Vec::new();
+    if !tokens.first().is_some_and(|t| t.is_word(sql, "WITH")) {
+        return out;
+    }
+    let mut i = 1 + usize::from(tokens.get(1).is_some_and(|t| t.is_word(sql, "RECURSIVE")));
+    // name [(columns)] AS (body) [, ...]
+    let skip_parens = |mut i: usize| -> usize {
+        let mut depth = 0i32;
+        while let Some(t) = tokens.get(i) {
+            if t.is_punct(sql, "(") {
+                depth += 1;
+            } else if t.is_punct(sql, ")") {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            i += 1;
+        }
+        i
+    };
+    while let Some(name) = tokens.get(i).filter(|t| is_name(t)) {
+        out.push(unquote(name, sql));
+        i += 1;
+        if tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
+            i = skip_parens(i);
+        }
+        if !tokens.get(i).is_some_and(|t| t.is_word(sql, "AS")) {
+            break;
+        }
+        i = skip_parens(i + 1);
+        if !tokens.get(i).is_some_and(|t| t.is_punct(sql, ",")) {
+            break;
+        }
+        i += 1;
+    }
+    out
 }
 
 /// The whole statement on the main backend, every reference to a
@@ -271,9 +349,61 @@ fn ship_to_main(
     session_db: Option<&str>,
     dict: &Dictionary,
 ) -> Option<Plan> {
+    ship_to(sql, tokens, session_db, dict, BackendId::MAIN)
+}
+
+/// A read that assigns user variables (`@n := @n + 1`) over partitioned
+/// tables: the whole statement on `backend` (the one whose connection
+/// holds the session's variables) with copies of the tables, so one
+/// server evaluates the assignments in its own row order. `None` for
+/// anything but a read (INTO, locking clauses, several statements).
+pub fn on_copies_at(
+    sql: &str,
+    session_db: Option<&str>,
+    dict: &Dictionary,
+    backend: BackendId,
+) -> Option<Plan> {
+    let tokens = hscale_sql::tokenize(sql).ok()?;
+    let is_read = tokens
+        .iter()
+        .find(|t| !t.is_punct(sql, "("))
+        .is_some_and(|t| t.is_word(sql, "SELECT") || with_select(sql, &tokens))
+        && !tokens.iter().any(|t| {
+            t.kind == TokenKind::Semicolon
+                || t.is_word(sql, "INTO")
+                || t.is_word(sql, "FOR")
+                || t.is_word(sql, "LOCK")
+        });
+    if !is_read {
+        return None;
+    }
+    ship_to(sql, &tokens, session_db, dict, backend)
+}
+
+/// `ship_to_main` on `backend`.
+fn ship_to(
+    sql: &str,
+    tokens: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+    backend: BackendId,
+) -> Option<Plan> {
     let refs = table_refs(sql, tokens, session_db, dict);
     if refs.is_empty() || refs.len() > MAX_TABLES {
         return None;
+    }
+    // A common table expression named like a partitioned table hides it
+    // where the statement names it: which references are the table is not
+    // told here.
+    let ctes = cte_names(sql, tokens);
+    if let Some(r) = refs
+        .iter()
+        .find(|r| ctes.iter().any(|c| c.eq_ignore_ascii_case(&r.name.table)))
+    {
+        return Some(Plan::Refuse(format!(
+            "a WITH clause whose common table expression is named like partitioned table {}",
+            r.name
+        )));
     }
     let mut ship = Vec::new();
     let mut targets = Vec::new();
@@ -283,13 +413,13 @@ fn ship_to_main(
         let temp = shipped.temp.clone();
         ship.push(shipped);
         targets.push(Target {
-            backend: BackendId::MAIN,
+            backend,
             physical_table: temp,
         });
     }
     let slot = merge::Slot {
         target: Target {
-            backend: BackendId::MAIN,
+            backend,
             physical_table: "whole statement on copies".into(),
         },
         refs: refs.iter().zip(targets).collect(),
@@ -408,6 +538,18 @@ fn plan_statement(
         "INSERT" | "REPLACE" => StatementKind::Insert,
         "UPDATE" => StatementKind::Update,
         "DELETE" => StatementKind::Delete,
+        "CREATE" if tokens.iter().any(|t| t.is_word(sql, "VIEW")) => {
+            return Plan::Refuse(format!(
+                "CREATE VIEW over partitioned table {} is not supported (a view on one backend cannot read the other partitions)",
+                r.name
+            ))
+        }
+        "LOAD" => {
+            return Plan::Refuse(format!(
+                "LOAD DATA or LOAD XML into partitioned table {} is not supported (its rows would not be routed by key; use INSERT)",
+                r.name
+            ))
+        }
         _ => {
             return Plan::Refuse(format!(
                 "{first} statements on partitioned table {} are not supported yet",

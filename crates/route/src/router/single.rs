@@ -94,6 +94,9 @@ pub(super) fn plan_filtered(
             return merge::plan_merge(sql, tokens, &slots, &what);
         }
         if needs {
+            if let Some(p) = super::ordered_write::plan(sql, tokens, r, table, kind) {
+                return p;
+            }
             return Plan::Refuse(format!(
                 "this statement needs {} partitions of {} merged (ORDER BY or LIMIT in an UPDATE or DELETE over several partitions is not supported); restrict it to one partition with {} = <value>",
                 targets.len(),

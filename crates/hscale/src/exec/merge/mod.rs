@@ -261,7 +261,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     return Ok(());
                 }
             }
-            if self.b.is_in_transaction() {
+            // A connection that stays with the session (a transaction's
+            // branch, or pinned by user variables, ...) drops the copies
+            // after the part instead of being closed.
+            if self.b.is_in_transaction() || self.b.pinned.is_some() {
                 self.ship_cleanup = Some(ship::cleanup(&plan.ship));
             }
         }

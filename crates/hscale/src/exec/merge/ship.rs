@@ -104,12 +104,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     max_rows,
                     out: &mut out,
                 };
-                if self.b.is_in_transaction() {
+                if self.b.holds_transaction() {
                     self.copy_in_transaction(target, &read, &mut copy).await?;
                 } else {
                     // Read in the session's state (time zone, ...); the
-                    // connection is closed after.
-                    let mut c = self.b.acquire(target.backend).await?;
+                    // connection is closed after. A pooled one, never the
+                    // session's pinned connection (which holds its user
+                    // variables, ...) nor refused for being elsewhere.
+                    let mut c = self
+                        .b
+                        .ctx
+                        .pool_as(self.b.worker, target.backend, self.b.identity)
+                        .get(self.b.is_found_rows)
+                        .await?;
                     if let Some(err) = self.b.sync(&mut c, self.uses_last_insert_id).await? {
                         c.is_broken = true;
                         return Err(Stop::Server(err));

@@ -1,0 +1,58 @@
+//! UPDATE and DELETE with `ORDER BY ... LIMIT n` over several partitions
+//! (`hscale_route::router::OrderedWrite`): the keys of the first n rows are
+//! read by the merged read the router wrote, run like a client's SELECT
+//! into memory (`insert_form.rs::select_caught`); then the statement runs
+//! on each partition that holds some of them with LIMIT its share, through
+//! `Exec::run` like any write over several partitions (in autocommit, in a
+//! transaction of its own: atomic).
+//!
+//! The read and the write are two statements: a row another client commits
+//! between them can change which rows are first (one server would lock the
+//! rows as it reads them). Inside a transaction both run on its branches.
+
+use hscale_route::router::{self, OrderedWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::insert_form::{decode_result, Decoded};
+use super::Session;
+use crate::error::ProxyError;
+use crate::exec::Effects;
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Run an ordered write (see the module) for the client's `sql`.
+    pub(super) async fn run_ordered_write(
+        &mut self,
+        w: OrderedWrite,
+        sql: &str,
+        effects: Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        let what = "UPDATE or DELETE with ORDER BY ... LIMIT";
+        let bytes = self.select_caught(&w.select, what).await?;
+        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
+        let rows = match decode_result(&bytes, max_rows)? {
+            Decoded::Error(err) => return self.write_server_error(1, &err).await,
+            Decoded::Ok => Vec::new(),
+            Decoded::Rows(_, rows) => rows,
+        };
+        let mut keys = Vec::with_capacity(rows.len());
+        for row in rows {
+            let key = match row.into_iter().next().flatten() {
+                None => None,
+                Some(b) => Some(String::from_utf8(b).map_err(|_| {
+                    ProxyError::Refused(format!(
+                        "{what} over several partitions of {} whose partition keys are not UTF-8 in the connection's character set",
+                        w.table
+                    ))
+                })?),
+            };
+            keys.push(key);
+        }
+        let plan = {
+            let dict = self.b.ctx.partitioning.dictionary();
+            router::ordered_write_parts(sql, self.b.state.db.as_deref(), &dict, &keys)
+        };
+        let mut exec = self.exec();
+        exec.is_fenced = true;
+        exec.run(plan, effects).await
+    }
+}
