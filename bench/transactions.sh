@@ -8,10 +8,15 @@
 #            (plain COMMIT, no XA)
 #   direct1  single-backend transfers directly on that backend, for the
 #            single/direct1 ratio (the cost of the proxy alone)
+#   base     with BASE_HSCALE set: the single transfers through that binary
+#            (an earlier build, "before"), a second proxy on the same
+#            backends and dictionary, for single/base (item 8: single-backend
+#            transactions unchanged)
 # Aim: cross >= 0.5 x direct. Markdown on stdout, progress on stderr.
 #
 # Environment: THREADS (default 8), TIME (seconds per run, default 20),
-# ACCOUNTS (default 10000), HSCALE (binary, default ./target/release/hscale).
+# ACCOUNTS (default 10000), HSCALE (binary, default ./target/release/hscale),
+# BASE_HSCALE (optional, the binary to compare single-backend runs with).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -44,6 +49,20 @@ proxy -D txn_bench -e "INSERT INTO accounts (id, balance) VALUES $(values)"
 # shard1's own copy for direct1 (odd ids only matter).
 direct "$SECOND_PORT" -e "DROP DATABASE IF EXISTS txn_direct1; CREATE DATABASE txn_direct1; USE txn_direct1; $TABLE; INSERT INTO accounts (id, balance) VALUES $(values)"
 
+BASE_PID=""
+if [[ -n "${BASE_HSCALE:-}" ]]; then
+  BASE_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  sed "s/^listen = \"127.0.0.1:$PORT\"/listen = \"127.0.0.1:$BASE_PORT\"/" "$TMP/pg/hscale.toml" >"$TMP/base.toml"
+  grep -q "127.0.0.1:$BASE_PORT" "$TMP/base.toml" || die "no proxy listen line in $TMP/pg/hscale.toml"
+  "$BASE_HSCALE" serve --config "$TMP/base.toml" >"$TMP/base.out" 2>&1 &
+  BASE_PID=$!
+  trap '[[ -n "$BASE_PID" ]] && kill "$BASE_PID" 2>/dev/null; cleanup_playground' EXIT
+  for _ in $(seq 1 100); do
+    mariadb -h127.0.0.1 -P"$BASE_PORT" -uroot --skip-ssl -e "SELECT 1" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+fi
+
 # Transactions per second: $1 mode, $2 port, $3 user, $4 password, $5 db.
 run() {
   local out
@@ -58,6 +77,9 @@ log "direct"; d=$(run cross "$MAIN_PORT" hscale hscale txn_direct)
 log "cross";  x=$(run cross "$PORT" root "" txn_bench)
 log "single"; s=$(run single "$PORT" root "" txn_bench)
 log "direct1"; d1=$(run single "$SECOND_PORT" hscale hscale txn_direct1)
+if [[ -n "$BASE_PID" ]]; then
+  log "base"; b=$(run single "$BASE_PORT" root "" txn_bench)
+fi
 sum=$(proxy -N -D txn_bench -e "SELECT CAST(SUM(balance) AS SIGNED) FROM accounts")
 [[ "$sum" == "$((ACCOUNTS * 1000))" ]] || die "the total changed through hscale: $sum"
 prepared=$( (direct "$MAIN_PORT" -N -e "XA RECOVER"; direct "$SECOND_PORT" -N -e "XA RECOVER") | wc -l)
@@ -76,5 +98,11 @@ echo "| direct: one MariaDB, both rows in it | $d | 1.00 |"
 echo "| hscale: rows on two backends (XA, decision row) | $x | $(ratio "$x" "$d") |"
 echo "| hscale: both rows on one backend (plain COMMIT) | $s | $(ratio "$s" "$d") |"
 echo "| direct on that backend (single-backend baseline) | $d1 | $(ratio "$d1" "$d") |"
+if [[ -n "$BASE_PID" ]]; then
+  echo "| $BASE_HSCALE: both rows on one backend (before) | $b | $(ratio "$b" "$d") |"
+fi
 echo
 echo "- single-backend transactions through hscale vs directly: $(ratio "$s" "$d1")"
+if [[ -n "$BASE_PID" ]]; then
+  echo "- single-backend transactions through hscale, after vs before: $(ratio "$s" "$b")"
+fi

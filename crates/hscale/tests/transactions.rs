@@ -817,3 +817,7 @@ mod ends;
 /// Shipped reads and multi-statement queries inside transactions across backends.
 #[path = "transactions/reads.rs"]
 mod reads;
+
+/// The queries a transfer sends each backend.
+#[path = "transactions/round_trips.rs"]
+mod round_trips;

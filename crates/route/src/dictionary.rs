@@ -260,6 +260,8 @@ pub struct Target {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DictError {
+    #[error(transparent)]
+    Weight(crate::HashError),
     #[error("table {0} is already set up as a partitioned table")]
     AlreadySetUp(TableName),
     #[error("table {0} is not a partitioned table")]
@@ -304,7 +306,7 @@ impl PartitionedTable {
     /// key as the column compares it.
     pub fn partition_value_of(&self, key: &KeyValue) -> Result<Option<String>, HashError> {
         match &self.key_compare {
-            Some(c) => self.function.apply(&c.normalise(key)),
+            Some(c) => self.function.apply(&c.normalise(key)?),
             None => self.function.apply(key),
         }
     }
@@ -365,10 +367,12 @@ impl PartitionedTable {
                 if self.key_compare.is_some() =>
             {
                 let is_prefix = matches!(self.function, HashingFunction::Prefix(_));
-                Ok(self.key_compare.as_ref().map_or_else(
-                    || value.to_string(),
-                    |c| c.partition_value(is_prefix, value),
-                ))
+                match &self.key_compare {
+                    Some(c) => c
+                        .partition_value(is_prefix, value)
+                        .map_err(DictError::Weight),
+                    None => Ok(value.to_string()),
+                }
             }
             (HashingFunction::None, Some(e)) => {
                 e.member(value)
@@ -415,6 +419,10 @@ pub struct Dictionary {
     /// Some table has a sequence: only then does an INSERT look for ids to
     /// fill in (`router::sequence`, on the statement path).
     has_sequences: bool,
+    /// Some table's key is weighed by the backend (`key_compare::Weighed`):
+    /// only then does the proxy look for keys without a weight after
+    /// routing (`weights.rs`).
+    has_weighed_keys: bool,
 }
 
 impl Dictionary {
@@ -574,6 +582,11 @@ impl Dictionary {
         self.has_sequences
     }
 
+    /// Whether some table's key is weighed by the backend.
+    pub fn has_weighed_keys(&self) -> bool {
+        self.has_weighed_keys
+    }
+
     pub fn set_key_exact(&mut self, name: &TableName, is_exact: bool) {
         if let Some(t) = self.tables.get_mut(name) {
             t.is_key_exact = is_exact;
@@ -609,6 +622,10 @@ impl Dictionary {
         if let Some(t) = self.tables.get_mut(name) {
             t.key_compare = compare;
         }
+        self.has_weighed_keys = self
+            .tables
+            .values()
+            .any(|t| matches!(t.key_compare, Some(KeyCompare::Weighed(_))));
     }
 
     /// Map `value` to `partition` (created on `backend` if new). Returns

@@ -9,9 +9,15 @@
 //! DECIMAL(10,2) is `'1.00'`, as the column stores it). The backend computes
 //! the same with [`KeyCompare::sql`] when rows are copied between
 //! partitions. Only collations whose weight is one character per character
-//! are reproduced (tables in `collation_tables.rs`); SETUP_TABLE refuses
-//! string keys under any other collation for the functions that read the
-//! string (NONE, PREFIX, HASH).
+//! are reproduced (tables in `collation_tables.rs`). Every other collation
+//! (the UCA ones: utf8mb4_unicode_ci, unicode_520_ci, the language
+//! variants, uca1400_*, latin1_german2_ci, ...) is [`Weighed`]: the
+//! backend's `WEIGHT_STRING` of the key, level by level, written in hex,
+//! each level's trailing space weights dropped under PAD SPACE
+//! ([`Weighed::sql`]). The proxy asks the backend once per key and keeps
+//! the answer in its worker's cache (`weights.rs`); routing, the copy
+//! filter and SHOW PARTITIONS all see the same text, as the backend
+//! computes it.
 //!
 //! Tables set up before this existed have no [`KeyCompare`] and keep their
 //! placement: raw values, as before.
@@ -20,7 +26,7 @@ use std::fmt;
 
 use crate::collation_tables as tables;
 use crate::value::Decimal;
-use crate::KeyValue;
+use crate::{HashError, KeyValue};
 
 /// A collation hscale reproduces exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,19 +44,100 @@ pub enum Collation {
     },
 }
 
+/// A collation without a table in hscale: the backend weighs its keys,
+/// by their primary weights (`WEIGHT_STRING(.. LEVEL 1)`). Values the
+/// collation calls equal have equal primary weights; the other levels
+/// (accents and case under `_as_`, `_cs`, thai_520_w2) are left out, so
+/// keys that differ only there share a partition, which is always
+/// correct. MariaDB's `WEIGHT_STRING` at level 3 keeps weights its own
+/// comparison skips (`utf8mb4_uca1400_*_ai_cs`: 'è' has one more than
+/// 'e', yet they are equal), so nothing beyond level 1 is used.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Weighed {
+    /// The collation (`utf8mb4_unicode_ci`).
+    pub name: String,
+    /// Its character set (`utf8mb4`).
+    pub charset: String,
+    /// PAD SPACE: the primary weight of one space (hex), dropped from the
+    /// end of a key's. `None`: NO PAD.
+    pub pad: Option<String>,
+}
+
 /// How the key column compares (`None` in the dictionary: raw values).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum KeyCompare {
     /// A string under a collation.
     Collated(Collation),
+    /// A string under a collation the backend weighs.
+    Weighed(Weighed),
     /// A DECIMAL with this many fraction digits.
     Decimal { scale: u32 },
 }
 
-/// The key's column compares in a way hscale cannot reproduce.
+/// The key's column compares under a collation hscale has no table for:
+/// its keys are [`Weighed`] by the backend (SETUP_TABLE learns how, with
+/// [`Weighed::learn_sql`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("partitioning a string key under collation {0} with NONE, PREFIX or HASH (hscale places keys exactly as utf8mb4_general_ci, utf8mb4_general_nopad_ci, utf8mb4_bin, utf8mb4_nopad_bin, latin1_swedish_ci, latin1_swedish_nopad_ci, latin1_general_ci, latin1_general_cs, latin1_german1_ci, latin1_danish_ci, latin1_spanish_ci, latin1_bin and latin1_nopad_bin compare them)")]
+#[error("partitioning a string key under collation {0} with NONE, PREFIX or HASH (hscale could not read how the backend weighs it)")]
 pub struct UnsupportedCollation(pub String);
+
+impl Weighed {
+    /// The collation's character set: the name up to its first `_`.
+    pub fn charset_of(collation: &str) -> &str {
+        collation.split('_').next().unwrap_or(collation)
+    }
+
+    /// A query answering, in one row, whether `collation` pads with spaces
+    /// and the hex primary weight of one space ([`Weighed::learn`]).
+    pub fn learn_sql(collation: &str) -> String {
+        let cs = Weighed::charset_of(collation);
+        let conv = |hex: &str| format!("CONVERT(_utf8mb4 X'{hex}' USING {cs}) COLLATE {collation}");
+        format!(
+            "SELECT {} = {}, HEX(WEIGHT_STRING({} LEVEL 1))",
+            conv("61"),
+            conv("6120"),
+            conv("20")
+        )
+    }
+
+    /// How `collation` weighs, from the row of [`Weighed::learn_sql`]. A
+    /// space must weigh one unit (so that trailing ones can be dropped).
+    pub fn learn(collation: &str, row: &[Option<String>]) -> Option<Weighed> {
+        let is_pad = row.first()?.as_deref()? == "1";
+        let space = row.get(1)?.clone()?;
+        if space.is_empty() || !space.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        Some(Weighed {
+            name: collation.to_ascii_lowercase(),
+            charset: Weighed::charset_of(collation).to_ascii_lowercase(),
+            pad: is_pad.then(|| space.to_ascii_uppercase()),
+        })
+    }
+
+    /// The SQL expression of the weight of `expr` (a column, or a string
+    /// in another character set): the hex primary weight, under PAD SPACE
+    /// without its trailing space weights (a space weighs one unit, so a
+    /// match anchored at the end is aligned). NULL stays NULL.
+    pub fn sql(&self, expr: &str) -> String {
+        let w = format!(
+            "HEX(WEIGHT_STRING(CONVERT({expr} USING {}) COLLATE {} LEVEL 1))",
+            self.charset, self.name
+        );
+        match &self.pad {
+            Some(space) => format!("REGEXP_REPLACE({w}, '({space})+$', '')"),
+            None => w,
+        }
+    }
+
+    /// The weight of `value` when known to this worker (`weights.rs`);
+    /// otherwise the value is noted for the proxy to ask the backend.
+    fn weight(&self, value: &str) -> Result<String, HashError> {
+        crate::weights::lookup(self, value).ok_or_else(|| HashError::WeightUnknown {
+            collation: self.name.clone(),
+        })
+    }
+}
 
 impl Collation {
     pub fn parse(name: &str) -> Option<Collation> {
@@ -196,14 +283,33 @@ impl KeyCompare {
                 .parse()
                 .ok()
                 .map(|scale| KeyCompare::Decimal { scale }),
+            "weights" => {
+                let mut words = arg.split_whitespace();
+                let name = words.next()?.to_string();
+                let pad = match words.next()? {
+                    "nopad" => None,
+                    space => Some(space.strip_prefix("pad:")?.to_string()),
+                };
+                Some(KeyCompare::Weighed(Weighed {
+                    charset: Weighed::charset_of(&name).to_string(),
+                    name,
+                    pad,
+                }))
+            }
             _ => None,
         }
     }
 
-    /// The key value as the column compares it.
-    pub fn normalise(&self, v: &KeyValue) -> KeyValue {
-        match (self, v) {
+    /// The key value as the column compares it. A [`Weighed`] key whose
+    /// weight this worker does not know yet is an error
+    /// ([`HashError::WeightUnknown`]), never a guess.
+    pub fn normalise(&self, v: &KeyValue) -> Result<KeyValue, HashError> {
+        Ok(match (self, v) {
             (_, KeyValue::Null) => KeyValue::Null,
+            (KeyCompare::Weighed(w), v) => match v.string_form() {
+                Some(s) => KeyValue::Str(w.weight(&s)?),
+                None => v.clone(),
+            },
             (KeyCompare::Collated(c), v) => match v.string_form() {
                 Some(s) => KeyValue::Str(c.weight(&s)),
                 None => v.clone(),
@@ -227,21 +333,41 @@ impl KeyCompare {
                     None => v.clone(),
                 }
             }
-        }
+        })
     }
 
     /// A partition value given to ADD_PARTITION, normalised as the hashing
     /// function produces it: NONE's values are whole keys; PREFIX's are
     /// beginnings of weights, whose trailing spaces count.
-    pub fn partition_value(&self, is_prefix: bool, value: &str) -> String {
-        match self {
+    pub fn partition_value(&self, is_prefix: bool, value: &str) -> Result<String, HashError> {
+        Ok(match self {
+            KeyCompare::Weighed(w) => w.weight(value)?,
             KeyCompare::Collated(c) if is_prefix => c.weigh_all(value),
             KeyCompare::Collated(c) => c.weight(value),
             KeyCompare::Decimal { .. } if is_prefix => value.to_string(),
-            KeyCompare::Decimal { .. } => match self.normalise(&KeyValue::Str(value.into())) {
+            KeyCompare::Decimal { .. } => match self.normalise(&KeyValue::Str(value.into()))? {
                 KeyValue::Str(s) => s,
                 _ => value.to_string(),
             },
+        })
+    }
+
+    /// Whether `key = 'value'` (a string literal) matches only rows whose
+    /// key normalises as `value` does: string keys whose column's
+    /// collation decides the comparison (the column's collation wins over
+    /// a literal's). A literal a latin1 column cannot hold is compared in
+    /// utf8mb4 instead, so it is not pruned on.
+    pub fn prunes_equality(&self, value: &str) -> bool {
+        let is_latin1 = |s: &str| s.chars().all(|c| latin1_byte(c).is_some());
+        match self {
+            KeyCompare::Collated(Collation::Latin1 { .. }) => is_latin1(value),
+            KeyCompare::Collated(_) => true,
+            KeyCompare::Weighed(w) => match w.charset.as_str() {
+                "utf8mb4" => true,
+                "latin1" => is_latin1(value),
+                _ => false,
+            },
+            KeyCompare::Decimal { .. } => false,
         }
     }
 
@@ -251,6 +377,7 @@ impl KeyCompare {
         let (weight, pad) = match self {
             // The column's text is already at its scale.
             KeyCompare::Decimal { .. } => return expr.to_string(),
+            KeyCompare::Weighed(w) => return w.sql(expr),
             KeyCompare::Collated(c) => {
                 let w = match c {
                     Collation::GeneralCi { .. } => {
@@ -280,6 +407,10 @@ impl fmt::Display for KeyCompare {
         match self {
             KeyCompare::Collated(c) => write!(f, "collation {}", c.name()),
             KeyCompare::Decimal { scale } => write!(f, "decimal {scale}"),
+            KeyCompare::Weighed(w) => match &w.pad {
+                Some(space) => write!(f, "weights {} pad:{space}", w.name),
+                None => write!(f, "weights {} nopad", w.name),
+            },
         }
     }
 }
@@ -323,17 +454,20 @@ mod tests {
     #[test]
     fn golden_decimals() {
         let d = KeyCompare::Decimal { scale: 2 };
-        let n = |s: &str| d.normalise(&KeyValue::Str(s.into()));
+        let n = |s: &str| d.normalise(&KeyValue::Str(s.into())).unwrap();
         assert_eq!(n("1.0"), KeyValue::Str("1.00".into()));
         assert_eq!(n("01.000"), KeyValue::Str("1.00".into()));
         assert_eq!(n("-0"), KeyValue::Str("0.00".into()));
         assert_eq!(n("-0.001"), KeyValue::Str("0.00".into()));
         assert_eq!(n("1.005"), KeyValue::Str("1.01".into()));
         assert_eq!(n("-1.005"), KeyValue::Str("-1.01".into()));
-        assert_eq!(d.normalise(&KeyValue::Int(7)), KeyValue::Str("7.00".into()));
+        assert_eq!(
+            d.normalise(&KeyValue::Int(7)).unwrap(),
+            KeyValue::Str("7.00".into())
+        );
         let z = KeyCompare::Decimal { scale: 0 };
         assert_eq!(
-            z.normalise(&KeyValue::Str("12.0".into())),
+            z.normalise(&KeyValue::Str("12.0".into())).unwrap(),
             KeyValue::Str("12".into())
         );
     }
@@ -360,11 +494,49 @@ mod tests {
             "{e}"
         );
         let p = KeyCompare::Collated(Collation::GeneralCi { pad_space: true });
-        assert_eq!(p.partition_value(true, "ab "), "AB ");
-        assert_eq!(p.partition_value(false, "ab "), "AB");
+        assert_eq!(p.partition_value(true, "ab ").unwrap(), "AB ");
+        assert_eq!(p.partition_value(false, "ab ").unwrap(), "AB");
         assert_eq!(
             p.sql("`k`"),
             "TRIM(TRAILING ' ' FROM CONVERT(CONVERT(WEIGHT_STRING(`k`) USING ucs2) USING utf8mb4))"
         );
+    }
+
+    /// How a collation the backend weighs is learnt (rows as MariaDB 10.11
+    /// answers `Weighed::learn_sql`), kept in the dictionary and computed.
+    #[test]
+    fn weighed_collations() {
+        let row =
+            |r: &[&str]| -> Vec<Option<String>> { r.iter().map(|s| Some(s.to_string())).collect() };
+        let unicode = Weighed::learn("utf8mb4_unicode_ci", &row(&["1", "0209"])).unwrap();
+        assert_eq!(unicode.pad.as_deref(), Some("0209"));
+        let nopad = Weighed::learn("utf8mb4_unicode_nopad_ci", &row(&["0", "0209"])).unwrap();
+        assert_eq!(nopad.pad, None);
+        assert!(Weighed::learn("x_y", &row(&["1", ""])).is_none());
+        for w in [unicode, nopad] {
+            let c = KeyCompare::Weighed(w);
+            assert_eq!(KeyCompare::parse(&c.to_string()), Some(c.clone()), "{c}");
+        }
+        let c = KeyCompare::parse("weights utf8mb4_uca1400_ai_cs pad:0209").unwrap();
+        assert_eq!(
+            c.sql("`k`"),
+            "REGEXP_REPLACE(HEX(WEIGHT_STRING(CONVERT(`k` USING utf8mb4) COLLATE utf8mb4_uca1400_ai_cs LEVEL 1)), '(0209)+$', '')"
+        );
+        // Unknown weights are an error, never a guess.
+        assert!(matches!(
+            c.normalise(&KeyValue::Str("abc".into())),
+            Err(HashError::WeightUnknown { .. })
+        ));
+        crate::weights::take_misses();
+    }
+
+    #[test]
+    fn equality_prunes_on_strings_the_column_holds() {
+        let latin1 = KeyCompare::parse("collation latin1_swedish_ci").unwrap();
+        assert!(latin1.prunes_equality("Åsa"));
+        assert!(!latin1.prunes_equality("Ā"));
+        let general = KeyCompare::parse("collation utf8mb4_general_ci").unwrap();
+        assert!(general.prunes_equality("Ā😀"));
+        assert!(!KeyCompare::Decimal { scale: 2 }.prunes_equality("1.0"));
     }
 }

@@ -5,13 +5,14 @@
 //! its table gets a new name at the cutover.
 
 use hscale_route::admin::BackendRef;
-use hscale_route::dictionary::{generation_name, TableName};
+use hscale_route::dictionary::{generation_name, DictError, TableName};
+use hscale_route::BackendId;
 
 use super::change::{self, Move};
-use super::{backend_names, reload, wrong, AdminOutput};
+use super::{backend_names, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
-use crate::partition::store;
 use crate::partition::{function_of, quote_str};
+use crate::partition::{store, weights};
 use crate::runtime::Context;
 
 pub(super) async fn run(
@@ -28,7 +29,17 @@ pub(super) async fn run(
     let b = backend.resolve(&names).map_err(wrong)?;
     let before = reload(ctx, worker).await?;
     let t = super::partitioned(&before, &name)?;
-    let value = t.partition_value(value).map_err(wrong)?;
+    let value = match t.partition_value(value) {
+        // A key the backend weighs: ask it, then place the value.
+        Err(DictError::Weight(_)) => {
+            let keys = hscale_route::weights::take_misses();
+            let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+            weights::fetch(&mut main, keys).await?;
+            t.partition_value(value)
+        }
+        other => other,
+    }
+    .map_err(wrong)?;
     // Check it against a copy first: nothing starts for a refused change.
     (*before)
         .clone()

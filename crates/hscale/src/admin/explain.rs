@@ -8,14 +8,23 @@ use super::{backend_names, cols, AdminOutput};
 use crate::error::ProxyError;
 use crate::runtime::Context;
 
-pub(super) fn run(
+pub(super) async fn run(
     ctx: &Context,
+    worker: usize,
     session_db: Option<&str>,
     statement: &str,
 ) -> Result<AdminOutput, ProxyError> {
     let names = backend_names(ctx);
     let d = ctx.partitioning.dictionary();
-    let plan = hscale_route::router::plan(statement, session_db, &d);
+    let mut plan = hscale_route::router::plan(statement, session_db, &d);
+    // Keys the backend weighs, met for the first time: as a statement
+    // would, ask for their weights and plan again.
+    if d.has_weighed_keys() && hscale_route::weights::has_misses() {
+        let keys = hscale_route::weights::take_misses();
+        let mut main = super::conn(ctx, worker, hscale_route::BackendId::MAIN).await?;
+        crate::partition::weights::fetch(&mut main, keys).await?;
+        plan = hscale_route::router::plan(statement, session_db, &d);
+    }
     if let Plan::Refuse(why) = plan {
         return Err(ProxyError::Refused(why));
     }

@@ -148,7 +148,9 @@ pub async fn execute(
                 ),
             })
         }
-        AdminCommand::Explain { statement } => explain::run(ctx, session_db, &statement),
+        AdminCommand::Explain { statement } => {
+            explain::run(ctx, worker, session_db, &statement).await
+        }
     }
 }
 

@@ -177,9 +177,10 @@ pub(super) async fn run(
 }
 
 /// How the key's column compares, for the dictionary. A string key under
-/// a collation hscale cannot reproduce is refused for the functions that
-/// read the string (NONE, PREFIX, HASH): values the column calls equal
-/// could land in different partitions. MOD, DIV and DATE read numbers and
+/// a collation whose weights hscale could not read from the backend is
+/// refused for the functions that read the string (NONE, PREFIX, HASH):
+/// values the column calls equal could land in different partitions; so is
+/// PREFIX under a collation the backend weighs. MOD, DIV and DATE read numbers and
 /// dates, which no supported collation makes equal in another spelling.
 fn key_compare_for(
     function: &HashingFunction,
@@ -190,6 +191,18 @@ fn key_compare_for(
         HashingFunction::None | HashingFunction::Prefix(_) | HashingFunction::Hash(_)
     );
     match compare {
+        // PREFIX(n) reads characters, which a collation that expands or
+        // contracts them ('ß' = 'ss') does not keep apart.
+        Some(Ok(Some(KeyCompare::Weighed(w)))) if matches!(function, HashingFunction::Prefix(_)) => {
+            Err(ProxyError::Unsupported {
+                what: format!(
+                    "PREFIX on a string key under collation {} (hscale takes its weights from the backend: use NONE() or HASH(n))",
+                    w.name
+                ),
+            })
+        }
+        // MOD, DIV and DATE read the raw number or date, as before.
+        Some(Ok(Some(KeyCompare::Weighed(_)))) if !reads_string => Ok(None),
         Some(Ok(c)) => Ok(c),
         Some(Err(e)) if reads_string => Err(ProxyError::Unsupported {
             what: e.to_string(),

@@ -282,6 +282,35 @@ impl BackendConn {
         r
     }
 
+    /// The answer of one statement of a multi-statement query: exactly one
+    /// OK or ERR packet (after an ERR the server runs nothing more of the
+    /// query). Anything else is a protocol error.
+    pub async fn read_one_reply(&mut self) -> Result<Result<OkPacket, ErrPacket>, ProxyError> {
+        let r = async {
+            let p = self.read().await?;
+            let proto = |reason: String| ProxyError::BackendProtocol {
+                backend: self.backend.to_string(),
+                reason,
+            };
+            match p.first() {
+                Some(0x00) => Ok(Ok(
+                    OkPacket::decode(&p.payload).map_err(|e| proto(e.to_string()))?
+                )),
+                Some(0xff) => Ok(Err(
+                    ErrPacket::decode(&p.payload).map_err(|e| proto(e.to_string()))?
+                )),
+                _ => Err(proto(
+                    "expected the OK of a statement that opens a transaction".into(),
+                )),
+            }
+        }
+        .await;
+        if r.is_err() {
+            self.is_broken = true;
+        }
+        r
+    }
+
     async fn read_response_inner(&mut self) -> Result<Result<OkPacket, ErrPacket>, ProxyError> {
         let name = self.backend.clone();
         loop {

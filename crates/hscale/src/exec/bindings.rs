@@ -26,6 +26,7 @@ use hscale_wire::consts::{com, status};
 use hscale_wire::response::ErrPacket;
 
 use super::forward::Outcome;
+use super::lead_in::LeadIn;
 use super::Effects;
 use crate::backend::state::{SessionState, SessionVars};
 use crate::backend::{BackendConn, PooledConn};
@@ -139,8 +140,23 @@ impl Bindings {
         backend: BackendId,
         uses_last_insert_id: bool,
     ) -> Result<Result<PooledConn, ErrPacket>, ProxyError> {
-        let mut conn = self.acquire(backend).await?;
-        match self.sync(&mut conn, uses_last_insert_id).await? {
+        self.lease_holding(backend, uses_last_insert_id, None).await
+    }
+
+    /// `lease`, leaving in `lead` (when given) the statements that open a
+    /// transaction on the connection, to be sent with the next query
+    /// (`lead_in.rs`).
+    pub async fn lease_holding(
+        &mut self,
+        backend: BackendId,
+        uses_last_insert_id: bool,
+        mut lead: Option<&mut LeadIn>,
+    ) -> Result<Result<PooledConn, ErrPacket>, ProxyError> {
+        let mut conn = self.acquire_holding(backend, lead.as_deref_mut()).await?;
+        match self
+            .sync_holding(&mut conn, uses_last_insert_id, lead)
+            .await?
+        {
             None => Ok(Ok(conn)),
             Some(err) => {
                 self.finish(conn, Outcome::default(), &Effects::default());
@@ -155,6 +171,15 @@ impl Bindings {
     /// state (temporary tables, locks, user variables, ...) cannot run a
     /// statement on another.
     pub async fn acquire(&mut self, backend: BackendId) -> Result<PooledConn, ProxyError> {
+        self.acquire_holding(backend, None).await
+    }
+
+    /// `acquire`; a new branch's XA START may be left in `lead`.
+    pub async fn acquire_holding(
+        &mut self,
+        backend: BackendId,
+        lead: Option<&mut LeadIn>,
+    ) -> Result<PooledConn, ProxyError> {
         if let Some(c) = self.pinned.take() {
             if c.pool().backend_id == backend {
                 return Ok(c);
@@ -165,7 +190,7 @@ impl Bindings {
                 return Ok(conn);
             }
             if self.is_branchable() {
-                return self.join(backend).await;
+                return self.join(backend, lead).await;
             }
             if self.may_borrow_beside && self.pins == Pins::USER_VARIABLE {
                 // The variables stay on the pinned connection; this
@@ -197,6 +222,16 @@ impl Bindings {
         &mut self,
         conn: &mut PooledConn,
         uses_last_insert_id: bool,
+    ) -> Result<Option<ErrPacket>, ProxyError> {
+        self.sync_holding(conn, uses_last_insert_id, None).await
+    }
+
+    /// `sync`; a deferred BEGIN may be left in `lead` (`lead_in.rs`).
+    pub async fn sync_holding(
+        &mut self,
+        conn: &mut PooledConn,
+        uses_last_insert_id: bool,
+        lead: Option<&mut LeadIn>,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         if conn.db != self.state.db {
             match self.state.db.clone() {
@@ -269,6 +304,11 @@ impl Bindings {
         // A deferred BEGIN starts the transaction on the backend of the
         // first statement that needs one.
         if let Some(begin) = self.pending_begin.take() {
+            if lead.is_some_and(|l| l.hold_begin(conn, &begin)) {
+                // Sent with the statement; the session is in the
+                // transaction once it answers (`Bindings::after_lead_in`).
+                return Ok(None);
+            }
             if let Err(e) = conn.command(&begin).await? {
                 return Ok(Some(e));
             }

@@ -11,6 +11,7 @@
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
 //! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
 //! | `txn.rs` | transactions across backends: branches; `txn_commit.rs` the commit protocol (XA), `txn_recovery.rs` recovery |
+//! | `lead_in.rs` | a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 
 pub mod bindings;
@@ -18,6 +19,7 @@ pub mod fence;
 pub mod forward;
 mod implicit;
 pub mod interpolate;
+pub mod lead_in;
 mod merge;
 mod params;
 pub mod prepared;
@@ -41,7 +43,7 @@ use hscale_wire::PacketStream;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use bindings::Bindings;
-use forward::{Expect, ForwardError, Forwarder, Outcome};
+use forward::{Expect, ForwardError, Forwarder};
 
 use crate::backend::state::SelectLimit;
 use crate::backend::{BackendConn, PooledConn};
@@ -261,15 +263,51 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         expect: Expect,
         effects: &Effects<'_>,
     ) -> Result<(), ProxyError> {
-        let mut conn = self.b.acquire(backend).await?;
-        if let Some(err) = self.b.sync(&mut conn, effects.uses_last_insert_id).await? {
-            self.b.finish(conn, Outcome::default(), &Effects::default());
-            return self.write_server_error(1, &err).await;
-        }
-        if let Err(e) = conn.stream.send_command(payload).await {
+        // A text statement carries the BEGIN or XA START it needs (`lead_in.rs`).
+        let mut lead = match payload.first() {
+            Some(&hscale_wire::consts::com::QUERY) => lead_in::LeadIn::allowed(),
+            _ => lead_in::LeadIn::default(),
+        };
+        let conn = match self
+            .b
+            .lease_holding(backend, effects.uses_last_insert_id, Some(&mut lead))
+            .await?
+        {
+            Ok(c) => c,
+            Err(err) => return self.write_server_error(1, &err).await,
+        };
+        let conn = if lead.is_empty() {
+            let mut conn = conn;
+            if let Err(e) = conn.stream.send_command(payload).await {
+                return Err(self.b.backend_lost(conn, e.to_string()));
+            }
+            conn
+        } else {
+            match self
+                .send_behind(conn, payload.get(1..).unwrap_or_default(), lead)
+                .await?
+            {
+                Ok(c) => c,
+                Err(err) => return self.write_server_error(1, &err).await,
+            }
+        };
+        self.forward(conn, expect, effects).await
+    }
+
+    /// Send the text statement `sql` on a leased connection behind its
+    /// lead-in, in one query, and read the lead-in's answers. `Ok(Err(err))`:
+    /// the lead-in was refused, the statement did not run and the
+    /// connection was given back.
+    pub(crate) async fn send_behind(
+        &mut self,
+        mut conn: PooledConn,
+        sql: &[u8],
+        lead: lead_in::LeadIn,
+    ) -> Result<Result<PooledConn, ErrPacket>, ProxyError> {
+        if let Err(e) = conn.stream.send_command(&lead.query_with(sql)).await {
             return Err(self.b.backend_lost(conn, e.to_string()));
         }
-        self.forward(conn, expect, effects).await
+        self.b.after_lead_in(conn, lead).await
     }
 
     /// Stream the response of a command already sent on `conn`.

@@ -16,6 +16,7 @@ use hscale_wire::stmt::Execute;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::forward::Expect;
+use super::lead_in::LeadIn;
 use super::{Effects, Exec};
 use crate::backend::state::SelectLimit;
 use crate::backend::PooledConn;
@@ -134,10 +135,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
         let uses_last_insert_id = cmd.uses_last_insert_id() || effects.uses_last_insert_id;
-        let mut conn = match self.b.lease(backend, uses_last_insert_id).await? {
+        // A text statement carries the BEGIN or XA START it needs (`lead_in.rs`).
+        let mut lead = match cmd {
+            Command::Query => LeadIn::allowed(),
+            Command::Execute(_) => LeadIn::default(),
+        };
+        let mut conn = match self
+            .b
+            .lease_holding(backend, uses_last_insert_id, Some(&mut lead))
+            .await?
+        {
             Ok(c) => c,
             Err(err) => return self.write_server_error(1, &err).await,
         };
+        if !lead.is_empty() {
+            return match self.send_behind(conn, sql, lead).await? {
+                Ok(conn) => self.forward(conn, Expect::Query, &effects).await,
+                Err(err) => self.write_server_error(1, &err).await,
+            };
+        }
         match self.send_part(&mut conn, sql, cmd).await {
             Ok(Ok(())) => self.forward(conn, Expect::Query, &effects).await,
             Ok(Err(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {

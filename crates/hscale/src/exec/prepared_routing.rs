@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use hscale_route::dictionary::{PartitionedTable, TableName, Target};
+use hscale_route::key_compare::KeyCompare;
 use hscale_route::router::{MergePlan, Plan, StatementKind};
+use hscale_route::KeyValue;
 use hscale_wire::stmt::Execute;
 
 use super::params;
@@ -134,7 +136,9 @@ impl PreparedRouting {
                         hscale_route::router::insert_key_placeholders(text, &table.column)
                             .unwrap_or_default()
                     }
-                    _ if table.is_key_exact => {
+                    // A string key under a collation: `key = ?` picks the
+                    // partition of a string parameter's weight.
+                    _ if table.is_key_exact || is_collated_string(&table) => {
                         hscale_route::router::key_placeholder(text, &table.column)
                             .into_iter()
                             .collect()
@@ -204,8 +208,22 @@ impl PreparedRouting {
                     table.name
                 )));
             }
+            // A read on a string key under a collation: only a string
+            // parameter compares as the column does (a number compares
+            // as a number: '05' = 5); anything else reads every partition.
+            if !is_insert && !table.is_key_exact && !is_string_param(table, types, i, &v) {
+                target = None;
+                break;
+            }
             let shown = v.to_string();
-            let t = table.stored_key(v).and_then(|v| table.route(&v).ok());
+            let t = match table.stored_key(v).map(|v| table.route(&v)) {
+                // A key the backend weighs, met for the first time: the
+                // caller asks for its weight and picks again.
+                Some(Err(e @ hscale_route::HashError::WeightUnknown { .. })) => {
+                    return Err(ProxyError::Refused(e.to_string()))
+                }
+                t => t.and_then(Result::ok),
+            };
             match (t, &target) {
                 (Some(t), Some(prev)) if t != *prev => {
                     return Err(ProxyError::Refused(format!(
@@ -267,5 +285,25 @@ impl PreparedRouting {
             }
             _ => None,
         }
+    }
+}
+
+/// A string key under a collation (not a DECIMAL's scale).
+fn is_collated_string(table: &PartitionedTable) -> bool {
+    matches!(
+        table.key_compare,
+        Some(KeyCompare::Collated(_) | KeyCompare::Weighed(_))
+    )
+}
+
+/// Whether parameter `i`, of value `v`, is a string (VARCHAR, VAR_STRING,
+/// STRING or a BLOB type) whose weight names the one partition of the rows
+/// `key = ?` matches.
+fn is_string_param(table: &PartitionedTable, types: &[u8], i: usize, v: &KeyValue) -> bool {
+    let is_string = matches!(types.get(2 * i), Some(0x0f | 0xf9..=0xfe));
+    match (v, &table.key_compare) {
+        (KeyValue::Str(s), Some(c)) if is_string => c.prunes_equality(s),
+        (KeyValue::Null, Some(_)) => true,
+        _ => false,
     }
 }

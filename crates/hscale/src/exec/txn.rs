@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use hscale_wire::response::ErrPacket;
 
+use super::lead_in::LeadIn;
 use super::Bindings;
 use crate::backend::state::SessionVars;
 use crate::backend::{BackendConn, PooledConn};
@@ -223,7 +224,15 @@ impl Bindings {
     /// Open a branch of the session's transaction on `backend`: a pooled
     /// connection brought to the session's state, then `XA START` (or a
     /// plain read-only transaction when the transaction is READ ONLY).
-    pub(super) async fn join(&mut self, backend: BackendId) -> Result<PooledConn, ProxyError> {
+    /// With `lead` (and the connection's multi-statement option on), the
+    /// XA START and the savepoints are left there, to go in front of the
+    /// branch's first statement (`lead_in.rs`); the branch is recorded now
+    /// and forgotten if its XA START is refused.
+    pub(super) async fn join(
+        &mut self,
+        backend: BackendId,
+        lead: Option<&mut LeadIn>,
+    ) -> Result<PooledConn, ProxyError> {
         let Some(home) = self.pinned.as_ref() else {
             return Err(ProxyError::Wrong(
                 "internal: a transaction branch without a home connection".into(),
@@ -274,14 +283,25 @@ impl Bindings {
                 err,
             });
         }
-        run(&mut conn, &start, "opening a transaction branch").await?;
-        for sql in self.savepoints.replay() {
-            run(
-                &mut conn,
-                &sql,
-                "setting the transaction's savepoints on a new branch",
-            )
-            .await?;
+        match lead.filter(|l| l.may_hold(&conn)) {
+            Some(lead) => {
+                lead.push(&start);
+                for sql in self.savepoints.replay() {
+                    lead.push(&sql);
+                }
+                lead.hold_branch(backend);
+            }
+            None => {
+                run(&mut conn, &start, "opening a transaction branch").await?;
+                for sql in self.savepoints.replay() {
+                    run(
+                        &mut conn,
+                        &sql,
+                        "setting the transaction's savepoints on a new branch",
+                    )
+                    .await?;
+                }
+            }
         }
         tracing::debug!(
             connection_id = self.connection_id,

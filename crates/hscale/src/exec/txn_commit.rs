@@ -210,11 +210,12 @@ impl Bindings {
         let mut legs = readers;
         let writer = writers.pop().map(|(backend, c)| {
             let x = txn.xid(backend);
-            Leg::new(
-                backend,
-                c,
-                vec![format!("XA END {x}"), format!("XA COMMIT {x} ONE PHASE")],
-            )
+            let sql = if c.is_multi_statements {
+                vec![format!("XA END {x};XA COMMIT {x} ONE PHASE")]
+            } else {
+                vec![format!("XA END {x}"), format!("XA COMMIT {x} ONE PHASE")]
+            };
+            Leg::new(backend, c, sql)
         });
         let has_writer = writer.is_some();
         legs.extend(writer);
@@ -244,25 +245,38 @@ impl Bindings {
         writers: Vec<(BackendId, PooledConn)>,
         readers: Vec<Leg>,
     ) -> Result<Option<ErrPacket>, ProxyError> {
-        // Trip 1: every writer prepared, the decision written in the
-        // home's transaction, the readers released.
+        // Trip 1: every writer prepared (XA END and XA PREPARE in one
+        // query where the connection takes several), the readers released,
+        // and the decision written in the home's transaction, unless it
+        // goes with the COMMIT in trip 2.
         let n = writers.len();
         let mut legs: Vec<Leg> = writers
             .into_iter()
             .map(|(backend, c)| {
                 let x = txn.xid(backend);
-                Leg::new(
-                    backend,
-                    c,
-                    vec![format!("XA END {x}"), format!("XA PREPARE {x}")],
-                )
+                let sql = if c.is_multi_statements {
+                    vec![format!("XA END {x};XA PREPARE {x}")]
+                } else {
+                    vec![format!("XA END {x}"), format!("XA PREPARE {x}")]
+                };
+                Leg::new(backend, c, sql)
             })
             .collect();
         let decide = format!(
             "INSERT INTO {DECISIONS} (xid, state) VALUES ('{}', 'committed')",
             txn.gtrid
         );
-        legs.push(Leg::new(txn.home, home, vec![decide]));
+        // The decision and the COMMIT in one query: the server stops at a
+        // refused INSERT, so the COMMIT never runs without its decision.
+        let decides_with_commit = home.is_multi_statements;
+        let mut home = Some(home);
+        if !decides_with_commit {
+            legs.extend(
+                home.take()
+                    .map(|h| Leg::new(txn.home, h, vec![decide.clone()])),
+            );
+        }
+        let with_home = usize::from(home.is_none());
         legs.extend(readers);
         round_trip(&mut legs).await;
         let mut legs = legs.into_iter();
@@ -283,28 +297,34 @@ impl Bindings {
                 }
             }
         }
-        let Some(mut home_leg) = legs.next() else {
+        let mut decision_failed = None;
+        for mut home_leg in legs.by_ref().take(with_home) {
+            decision_failed = home_leg.failure("recording a commit decision");
+            home = Some(home_leg.conn);
+        }
+        release(legs.collect());
+        let Some(mut home) = home else {
             return Err(ProxyError::Wrong(
                 "internal: the home left the commit".into(),
             ));
         };
-        let decision_failed = home_leg.failure("recording a commit decision");
-        release(legs.collect());
         if let Some(e) = failed.or(decision_failed) {
             let mut rest: Vec<_> = prepared.into_iter().map(|(b, c)| (b, c, true)).collect();
             rest.extend(unprepared);
-            self.abort(home_leg.conn, &txn, rest).await?;
+            self.abort(home, &txn, rest).await?;
             return server_error(e).map(Some);
         }
         txn_hooks::pause(PAUSE_AFTER_PREPARE_ENV).await;
         // Trip 2: the commit point.
-        let mut home = home_leg.conn;
-        let ok = match home
-            .command(&BackendConn::payload_for_query("COMMIT"))
-            .await
-        {
+        let commit = if decides_with_commit {
+            format!("{decide};COMMIT")
+        } else {
+            "COMMIT".to_string()
+        };
+        let ok = match home.command(&BackendConn::payload_for_query(&commit)).await {
             Ok(Ok(ok)) => ok,
             Ok(Err(err)) => {
+                // Refused (the INSERT or the COMMIT): nothing committed.
                 let rest = prepared.into_iter().map(|(b, c)| (b, c, true)).collect();
                 self.abort(home, &txn, rest).await?;
                 return Ok(Some(err));
@@ -482,7 +502,7 @@ impl Bindings {
 }
 
 /// How long finished decisions gather before one statement deletes them.
-const FORGET_GATHER_MS: u64 = 5;
+const FORGET_GATHER_MS: u64 = 50;
 
 /// At most this many decisions per DELETE.
 const FORGET_BATCH: usize = 256;

@@ -7,7 +7,7 @@ use super::store::{exec, server_error};
 use super::{qualified, quote_ident, quote_str};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use hscale_route::key_compare::{KeyCompare, UnsupportedCollation};
+use hscale_route::key_compare::{KeyCompare, UnsupportedCollation, Weighed};
 
 /// The first value of the first row of `sql`'s result.
 async fn scalar(c: &mut BackendConn, sql: &str) -> Result<Option<String>, ProxyError> {
@@ -65,10 +65,27 @@ pub async fn key_compare(
         .query_rows(&sql)
         .await?
         .map_err(|e| server_error(c, &sql, e))?;
-    Ok(r.strings().first().map(|r| {
-        let scale = r[2].as_deref().and_then(|s| s.parse().ok());
-        KeyCompare::of_column(r[0].as_deref().unwrap_or_default(), r[1].as_deref(), scale)
-    }))
+    let Some(r) = r.strings().into_iter().next() else {
+        return Ok(None);
+    };
+    let scale = r[2].as_deref().and_then(|s| s.parse().ok());
+    match KeyCompare::of_column(r[0].as_deref().unwrap_or_default(), r[1].as_deref(), scale) {
+        // A collation without a table in hscale: the backend weighs it.
+        Err(UnsupportedCollation(name)) => {
+            let sql = Weighed::learn_sql(&name);
+            let row = c
+                .query_rows(&sql)
+                .await?
+                .map_err(|e| server_error(c, &sql, e))?;
+            let row = row.strings().into_iter().next().unwrap_or_default();
+            Ok(Some(
+                Weighed::learn(&name, &row)
+                    .map(|w| Some(KeyCompare::Weighed(w)))
+                    .ok_or(UnsupportedCollation(name)),
+            ))
+        }
+        known => Ok(Some(known)),
+    }
 }
 
 /// The table's AUTO_INCREMENT column, if it has one.

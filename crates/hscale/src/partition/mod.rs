@@ -1,7 +1,8 @@
 //! Partitioning at run time: the dictionary snapshot every session reads
 //! without locking ([`Partitioning`]), its storage in the main backend's
 //! `hscale` database ([`store`]), schema questions and DDL on one backend
-//! ([`ddl`]) and streamed row copies between backends ([`copy`]). The
+//! ([`ddl`]), streamed row copies between backends ([`copy`]) and the
+//! weights of keys under collations the backend weighs ([`weights`]). The
 //! admin commands that use them live in `crate::admin`; this module imports
 //! nothing above `backend/`.
 //!
@@ -13,6 +14,7 @@
 pub mod copy;
 pub mod ddl;
 pub mod store;
+pub mod weights;
 
 use std::sync::Arc;
 

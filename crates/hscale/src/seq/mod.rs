@@ -21,6 +21,8 @@
 //! set up again never gets ids reserved for an older one), each behind its
 //! own async lock; tables without a sequence never look here.
 
+pub mod logical;
+
 use hscale_route::BackendId;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

@@ -362,7 +362,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // A partitioned table: the key parameter picks the partition, or
         // every partition runs it.
         let long: Vec<u16> = long_data.iter().map(|(p, _)| *p).collect();
-        let parts = routing.parts_for(exec, types, &long, self.b.state.vars.is_client_utf8())?;
+        let is_client_utf8 = self.b.state.vars.is_client_utf8();
+        let parts = match routing.parts_for(exec, types, &long, is_client_utf8) {
+            // A key parameter the backend weighs, met for the first time:
+            // ask for its weight and pick again.
+            Err(_) if hscale_route::weights::has_misses() => {
+                let keys = hscale_route::weights::take_misses();
+                let mut main = self
+                    .b
+                    .ctx
+                    .pool(self.b.worker, hscale_route::BackendId::MAIN)
+                    .get(false)
+                    .await?;
+                crate::partition::weights::fetch(&mut main, keys).await?;
+                routing.parts_for(exec, types, &long, is_client_utf8)?
+            }
+            parts => parts?,
+        };
         if parts.len() > 1
             && ((self.b.pinned.is_some() && !self.b.is_branchable())
                 || exec.flags & CURSOR_TYPE_READ_ONLY != 0)

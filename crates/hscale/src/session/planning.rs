@@ -12,11 +12,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use hscale_route::dictionary::Dictionary;
+use hscale_route::key_compare::Weighed;
 use hscale_route::router::Plan;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
 use crate::error::ProxyError;
+use crate::partition::weights::Weight;
 
 thread_local! {
     /// This worker thread's plan cache (`hscale_route::router::PlanCache`):
@@ -33,6 +35,45 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         sql: &str,
         dict: &Arc<Dictionary>,
     ) -> Result<Plan, ProxyError> {
+        let mut weighed = Vec::new();
+        let mut round = 0;
+        loop {
+            let (plan, unweighed) = self.plan_once(payload, sql, dict, &weighed).await?;
+            round += 1;
+            // Keys the backend weighs, met for the first time: ask for
+            // their weights (every key of the statement in one query) and
+            // plan again.
+            if unweighed.is_empty() || round > 2 {
+                return Ok(plan);
+            }
+            let pool = self
+                .b
+                .ctx
+                .pool(self.b.worker, hscale_route::BackendId::MAIN);
+            let asked = match pool.get(false).await {
+                Ok(mut main) => crate::partition::weights::fetch(&mut main, unweighed).await,
+                Err(e) => Err(e),
+            };
+            match asked {
+                Ok(w) => weighed.extend(w),
+                // A read planned without the weights reads every
+                // partition: right, only slower. Anything else fails.
+                Err(_) if !matches!(plan, Plan::Refuse(_)) => return Ok(plan),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One planning, with the keys it met without a weight when the
+    /// dictionary has keys the backend weighs (`weighed`: weights already
+    /// asked for this statement, for a planning thread of its own).
+    async fn plan_once(
+        &mut self,
+        payload: &Bytes,
+        sql: &str,
+        dict: &Arc<Dictionary>,
+        weighed: &[Weight],
+    ) -> Result<(Plan, Vec<(Weighed, String)>), ProxyError> {
         let proxy = &self.b.ctx.config.proxy;
         if sql.len() >= proxy.plan_offload_bytes {
             return plan_apart(
@@ -40,10 +81,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.b.state.db.clone(),
                 dict.clone(),
                 proxy.plan_timeout_ms,
+                weighed.to_vec(),
             )
             .await;
         }
-        Ok(PLAN_CACHE.with(|c| {
+        let plan = PLAN_CACHE.with(|c| {
             let mut c = c.borrow_mut();
             let plan = c.plan(sql, self.b.state.db.as_deref(), dict);
             self.b
@@ -52,7 +94,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .worker(self.b.worker)
                 .plan_cache(c.stats.hits, c.stats.misses);
             plan
-        }))
+        });
+        Ok((plan, unweighed(dict)))
+    }
+}
+
+/// The keys the last planning on this thread met without a weight (none
+/// looked for unless the dictionary has keys the backend weighs).
+fn unweighed(dict: &Dictionary) -> Vec<(Weighed, String)> {
+    if dict.has_weighed_keys() {
+        hscale_route::weights::take_misses()
+    } else {
+        Vec::new()
     }
 }
 
@@ -62,10 +115,13 @@ async fn plan_apart(
     db: Option<String>,
     dict: Arc<Dictionary>,
     timeout_ms: u64,
-) -> Result<Plan, ProxyError> {
+    weighed: Vec<Weight>,
+) -> Result<(Plan, Vec<(Weighed, String)>), ProxyError> {
     apart(timeout_ms, move || {
         let sql = std::str::from_utf8(&payload[1..]).unwrap_or("<not UTF-8>");
-        hscale_route::router::plan(sql, db.as_deref(), &dict)
+        crate::partition::weights::preset(&weighed);
+        let plan = hscale_route::router::plan(sql, db.as_deref(), &dict);
+        (plan, unweighed(&dict))
     })
     .await
 }

@@ -192,6 +192,14 @@ fn bind(
     } else {
         literal(sql, &tokens[at..=at])?
     };
+    // A string key under a collation is pruned on string literals only
+    // (`prune.rs`); anything else is planned afresh.
+    if let Some(c) = table.key_compare.as_ref().filter(|_| !table.is_key_exact) {
+        match &value {
+            KeyValue::Str(s) if c.prunes_equality(s) => {}
+            _ => return None,
+        }
+    }
     let target = table.route(&table.stored_key(value)?).ok()?;
     let mut out = String::with_capacity(sql.len() + 2 * p.table.table.len() + 24);
     out.push_str(&sql[..a]);

@@ -198,6 +198,7 @@ pub(super) fn plan_insert(
     }
     // Group rows by target, keeping their order.
     let mut groups: Vec<(Target, Vec<(usize, usize)>)> = Vec::new();
+    let mut unweighed = None;
     for (a, b) in rows {
         let values = top_level_items(sql, &tokens[a + 1..b]);
         if values.len() != columns {
@@ -224,12 +225,21 @@ pub(super) fn plan_insert(
         };
         let target = match table.route(&v) {
             Ok(t) => t,
+            // Noted for the proxy (`weights.rs`): the other rows' keys are
+            // noted too, so one round trip finds them all.
+            Err(e @ crate::HashError::WeightUnknown { .. }) => {
+                unweighed = Some(e);
+                continue;
+            }
             Err(e) => return Plan::Refuse(e.to_string()),
         };
         match groups.iter_mut().find(|g| g.0 == target) {
             Some(g) => g.1.push((a, b)),
             None => groups.push((target, vec![(a, b)])),
         }
+    }
+    if let Some(e) = unweighed {
+        return Plan::Refuse(e.to_string());
     }
     let head_end = tokens[rows_first_start(tokens, sql, r)].start as usize;
     let tail = tokens

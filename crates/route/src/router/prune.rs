@@ -326,7 +326,20 @@ impl Pruner<'_> {
     }
 
     fn values(&self, values: &[KeyValue]) -> Atom {
-        if !self.table.is_key_exact {
+        // A string key under a collation: `k = 'abc'` compares under the
+        // column's collation, so the key's weight names the one partition
+        // of every row it matches (string literals only: a number
+        // compares as a number, '05' = 5).
+        let is_weighed_equality = || {
+            self.table.key_compare.as_ref().is_some_and(|c| {
+                values.iter().all(|v| match v {
+                    KeyValue::Str(s) => c.prunes_equality(s),
+                    KeyValue::Null => true,
+                    _ => false,
+                })
+            })
+        };
+        if !self.table.is_key_exact && !is_weighed_equality() {
             return Atom::All;
         }
         let mut out = BTreeSet::new();

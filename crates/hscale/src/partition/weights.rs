@@ -1,0 +1,81 @@
+//! Weights of keys under collations hscale has no table for
+//! (`hscale_route::key_compare::Weighed`), asked of a backend: routing
+//! notes the keys it has no weight for (`hscale_route::weights`), the
+//! statement's session asks here in one query, and routes again. The
+//! answers go to the worker's cache; the backend computes them with the
+//! same expression as the copy filter of a partition change
+//! (`Weighed::sql`), so a key is placed as its rows are moved.
+
+use hscale_route::key_compare::Weighed;
+
+use super::store::server_error;
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+
+/// Keys per query.
+const CHUNK: usize = 256;
+
+/// A weight the backend gave: the collation, the key, its weight.
+pub type Weight = (Weighed, String, String);
+
+/// Ask `c` for the weights of `keys`, keep them in this worker's cache and
+/// return them (for a planning thread of its own, [`preset`]).
+pub async fn fetch(
+    c: &mut BackendConn,
+    keys: Vec<(Weighed, String)>,
+) -> Result<Vec<Weight>, ProxyError> {
+    let mut out = Vec::with_capacity(keys.len());
+    for chunk in keys.chunks(CHUNK) {
+        let items: Vec<String> = chunk
+            .iter()
+            .map(|(w, key)| w.sql(&hex_literal(key)))
+            .collect();
+        let sql = format!("SELECT {}", items.join(", "));
+        let rows = c
+            .query_rows(&sql)
+            .await?
+            .map_err(|e| server_error(c, &sql, e))?;
+        let row = rows.strings().into_iter().next().unwrap_or_default();
+        for ((w, key), weight) in chunk.iter().zip(row) {
+            let Some(weight) = weight else {
+                return Err(ProxyError::Refused(format!(
+                    "the backend gave no weight under {} for a key",
+                    w.name
+                )));
+            };
+            hscale_route::weights::insert(w, key.clone(), weight.clone());
+            out.push((w.clone(), key.clone(), weight));
+        }
+    }
+    Ok(out)
+}
+
+/// Keep weights asked for on another thread in this thread's cache.
+pub fn preset(weights: &[Weight]) {
+    for (w, key, weight) in weights {
+        hscale_route::weights::insert(w, key.clone(), weight.clone());
+    }
+}
+
+/// `key` as a utf8mb4 string literal that means the same under any
+/// `sql_mode` and connection character set.
+fn hex_literal(key: &str) -> String {
+    let mut out = String::with_capacity(2 * key.len() + 12);
+    out.push_str("_utf8mb4 X'");
+    for b in key.bytes() {
+        out.push_str(&format!("{b:02X}"));
+    }
+    out.push('\'');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_hex_literals() {
+        assert_eq!(hex_literal("a'é"), "_utf8mb4 X'6127C3A9'");
+        assert_eq!(hex_literal(""), "_utf8mb4 X''");
+    }
+}
