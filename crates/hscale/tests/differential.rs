@@ -7,6 +7,8 @@
 //! otherwise) or a clear error from hscale (1235 unsupported, 1038 too
 //! big); a different answer fails the test. The counts are printed.
 
+#[path = "differential/classes.rs"]
+mod classes;
 mod common;
 #[path = "differential/prepared.rs"]
 mod prepared;

@@ -683,14 +683,24 @@ async fn routed_statements_match_one_server() {
         r[0] = Some("orders".into());
     }
     assert_eq!(cells(&got), want);
-    // Without its schema, a question naming T could mean another schema's T.
-    let e = c
-        .query_drop(
-            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 'orders'",
+    // Without its schema, a question naming T is about every schema's T:
+    // the partitioned one shows its columns once, under its name.
+    let got: Vec<(String, String)> = c
+        .query(
+            "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 'orders' AND TABLE_SCHEMA = DATABASE() ORDER BY ORDINAL_POSITION",
         )
         .await
-        .unwrap_err();
-    assert_eq!(code(&e), 1235);
+        .unwrap();
+    let without_schema: Vec<(String, String)> = c
+        .query(
+            "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_NAME = 'orders' ORDER BY TABLE_SCHEMA = DATABASE() DESC, ORDINAL_POSITION",
+        )
+        .await
+        .unwrap();
+    assert!(
+        !got.is_empty() && without_schema.starts_with(&got),
+        "{without_schema:?}"
+    );
     // SHOW TABLES lists the partitioned table once and hides its physical tables.
     let tables: Vec<String> = c.query("SHOW TABLES").await.unwrap();
     assert_eq!(tables, vec!["orders".to_string(), "ref_orders".to_string()]);

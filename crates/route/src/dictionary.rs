@@ -338,9 +338,10 @@ impl PartitionedTable {
     pub fn stored_key(&self, v: KeyValue) -> Option<KeyValue> {
         match (v, &self.key_enum) {
             (KeyValue::Null, _) => Some(KeyValue::Null),
-            (KeyValue::Str(s), _) if self.is_key_integer => {
-                s.trim().parse::<i128>().ok().map(KeyValue::Int)
-            }
+            (KeyValue::Str(s), _) if self.is_key_integer => crate::key::trim_server_space(&s)
+                .parse::<i128>()
+                .ok()
+                .map(KeyValue::Int),
             (KeyValue::Str(s), Some(e)) => e.member(&s).map(|m| KeyValue::Str(m.to_string())),
             // A number names an ENUM member by position; leave it alone.
             (KeyValue::Int(_), Some(_)) => None,

@@ -141,6 +141,12 @@ impl HashingFunction {
             }
             HashingFunction::Date(pattern) => {
                 let s = v.string_form().unwrap_or_default();
+                if may_round_across(pattern, &s) {
+                    return Err(bad(
+                        "DATE",
+                        "its fractional seconds may round into the next hour or day (sql_mode TIME_ROUND_FRACTIONAL, or a column of fewer fraction digits)",
+                    ));
+                }
                 format_date(pattern, &s).ok_or_else(|| {
                     bad(
                         "DATE",
@@ -248,6 +254,34 @@ fn check_date_pattern(p: &str) -> Result<(), HashError> {
     Ok(())
 }
 
+/// Whether the server may store `value` in another period of `pattern`
+/// than its text says: a time of `HH:59:59` with a non-zero fraction is
+/// truncated by default but rounded up under sql_mode
+/// TIME_ROUND_FRACTIONAL (and seven or more fraction digits are rounded
+/// to six), which carries into the next hour (or day, month, year). The
+/// proxy does not know the session's sql_mode or the column's precision
+/// here, so such a key has no single partition: a read asks every
+/// candidate, a write is refused.
+fn may_round_across(pattern: &str, value: &str) -> bool {
+    let Some((_, time)) = value.trim().split_once([' ', 'T']) else {
+        return false;
+    };
+    let Some((hms, frac)) = time.split_once('.') else {
+        return false;
+    };
+    if !frac.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        return false;
+    }
+    let mut parts = hms.split(':').map(|p| p.trim().parse::<u32>().ok());
+    let (h, m, s) = (
+        parts.next().flatten(),
+        parts.next().flatten(),
+        parts.next().flatten(),
+    );
+    let is_hour_end = m == Some(59) && s == Some(59);
+    is_hour_end && (pattern.contains("%H") || h == Some(23))
+}
+
 /// `DATE_FORMAT(value, pattern)` for `%Y %m %d %H`, on a DATE, DATETIME or
 /// TIMESTAMP literal (`YYYY-MM-DD[ HH[:MM[:SS[.frac]]]]`).
 fn format_date(pattern: &str, value: &str) -> Option<String> {
@@ -307,6 +341,21 @@ mod tests {
             .apply(&v)
             .unwrap()
             .unwrap()
+    }
+
+    #[test]
+    fn fractions_that_may_round_into_the_next_period_have_no_partition() {
+        let f = HashingFunction::parse("DATE('%Y-%m')").unwrap();
+        let v = |s: &str| f.apply(&KeyValue::Str(s.into()));
+        assert!(v("2024-01-31 23:59:59.5").is_err());
+        assert!(v("2024-01-31 23:59:59.0000001").is_err());
+        assert_eq!(v("2024-01-31 23:59:59.000").unwrap().unwrap(), "2024-01");
+        assert_eq!(v("2024-01-31 23:59:58.9").unwrap().unwrap(), "2024-01");
+        assert_eq!(v("2024-01-31 22:59:59.9").unwrap().unwrap(), "2024-01");
+        let h = HashingFunction::parse("DATE('%Y-%m-%d %H')").unwrap();
+        assert!(h
+            .apply(&KeyValue::Str("2024-01-31 22:59:59.9".into()))
+            .is_err());
     }
 
     /// Golden vectors. Each was checked against MariaDB 10.11 with the

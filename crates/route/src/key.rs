@@ -12,6 +12,13 @@ pub enum KeyValue {
     Null,
 }
 
+/// `s` without the white space the server skips around a number it reads
+/// from a string: ASCII only. A string led or ended by another space
+/// (U+3000, U+00A0, ...) is not that number to it (`'\u{3000}2'` is 0).
+pub fn trim_server_space(s: &str) -> &str {
+    s.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c'))
+}
+
 impl KeyValue {
     /// The value's string form, as `CONCAT(v)` would give it.
     pub fn string_form(&self) -> Option<std::borrow::Cow<'_, str>> {
@@ -28,7 +35,7 @@ impl KeyValue {
         match self {
             KeyValue::Int(i) => Some(*i),
             KeyValue::Str(s) => {
-                let t = s.trim();
+                let t = trim_server_space(s);
                 if t.is_empty() || t.len() > 38 {
                     return None;
                 }
@@ -46,5 +53,18 @@ impl fmt::Display for KeyValue {
             KeyValue::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
             KeyValue::Null => f.write_str("NULL"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeyValue;
+
+    #[test]
+    fn only_ascii_white_space_surrounds_an_integer() {
+        let v = |s: &str| KeyValue::Str(s.into()).as_int();
+        assert_eq!(v(" 2\t"), Some(2));
+        assert_eq!(v("\u{3000}2"), None);
+        assert_eq!(v("2\u{a0}"), None);
     }
 }

@@ -326,7 +326,9 @@ impl KeyCompare {
                 }
             }
             (KeyCompare::Decimal { scale }, KeyValue::Str(s)) => {
-                match Decimal::parse(s.trim().as_bytes()).and_then(|d| d.to_text(*scale)) {
+                match Decimal::parse(crate::key::trim_server_space(s).as_bytes())
+                    .and_then(|d| d.to_text(*scale))
+                {
                     Some(t) => KeyValue::Str(t),
                     None => v.clone(),
                 }

@@ -65,6 +65,24 @@ pub fn replace_connection_id(sql: &str, id: u64) -> Option<String> {
     replace_calls(sql, &[("CONNECTION_ID", format!("CAST({id} AS UNSIGNED)"))])
 }
 
+/// `sql` with `ROW_COUNT()` and `FOUND_ROWS()` replaced by what the
+/// session's previous statement left (`found_rows`: `None` leaves it to
+/// the backend, which holds it after SQL_CALC_FOUND_ROWS), in statements
+/// that run now; `None` when there is none.
+pub fn replace_last_statement(
+    sql: &str,
+    row_count: i64,
+    found_rows: Option<u64>,
+) -> Option<String> {
+    // BIGINT as the functions are (a small CAST would be INT).
+    let bigint = |n: String| format!("COALESCE({n}, 9223372036854775807)");
+    let mut calls = vec![("ROW_COUNT", bigint(row_count.to_string()))];
+    if let Some(n) = found_rows {
+        calls.push(("FOUND_ROWS", bigint(n.to_string())));
+    }
+    replace_calls(sql, &calls)
+}
+
 /// `sql` with `CURRENT_USER()` (and `CURRENT_USER` without parentheses)
 /// replaced by the string `current` and `USER()`, `SESSION_USER()` and
 /// `SYSTEM_USER()` by `user`, in statements that run now: through the proxy

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crossbeam_queue::ArrayQueue;
 use tokio::sync::Notify;
 
+use crate::backend::state::SelectLimit;
 use crate::backend::tls::BackendTls;
 use crate::backend::{BackendConn, BackendWatch};
 use crate::config::BackendConfig;
@@ -255,8 +256,13 @@ impl Pool {
         // A branch of a transaction across backends, synced to a session
         // with autocommit off, comes back holding it: closed rather than
         // handed to someone who expects autocommit (the proxy's own
-        // queries run on pooled connections without a sync).
-        if conn.is_broken || conn.vars.holds_autocommit_off() {
+        // queries run on pooled connections without a sync). So is one
+        // holding a session's sql_select_limit, which would cut the
+        // proxy's own reads short (the dictionary, sequences).
+        if conn.is_broken
+            || conn.vars.holds_autocommit_off()
+            || conn.vars.select_limit() != SelectLimit::Unset
+        {
             self.open.fetch_sub(1, Ordering::Relaxed);
             return;
         }

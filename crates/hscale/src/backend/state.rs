@@ -15,6 +15,16 @@ use std::sync::Arc;
 
 use hscale_sql::SetItem;
 
+/// A session's `sql_select_limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelectLimit {
+    /// Not set, DEFAULT, or its maximum.
+    Unset,
+    Rows(u64),
+    /// Set to an expression the proxy does not evaluate.
+    Expression,
+}
+
 /// Replayable SET items of a session, in last-applied order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionVars {
@@ -41,6 +51,22 @@ impl SessionVars {
                     v == "0" || v.eq_ignore_ascii_case("OFF") || v.eq_ignore_ascii_case("FALSE")
                 })
         })
+    }
+
+    /// The session's `sql_select_limit`.
+    pub fn select_limit(&self) -> SelectLimit {
+        let Some(item) = self.items.iter().find(|i| i.key == "sql_select_limit") else {
+            return SelectLimit::Unset;
+        };
+        let value = item.assign.rsplit('=').next().unwrap_or("").trim();
+        if value.eq_ignore_ascii_case("DEFAULT") {
+            return SelectLimit::Unset;
+        }
+        match value.parse::<u64>() {
+            Ok(u64::MAX) => SelectLimit::Unset,
+            Ok(n) => SelectLimit::Rows(n),
+            Err(_) => SelectLimit::Expression,
+        }
     }
 
     /// Whether the client sends UTF-8 (or ASCII, or bytes as they are):

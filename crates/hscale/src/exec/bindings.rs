@@ -344,6 +344,11 @@ impl Bindings {
     /// Record what a finished statement did, then keep or return the connection.
     pub fn finish(&mut self, mut conn: PooledConn, outcome: Outcome, effects: &Effects<'_>) {
         self.note.rows += outcome.rows;
+        match &outcome.ok {
+            Some(ok) => self.note.affected = Some(ok.affected_rows),
+            None if outcome.status.is_some() && !outcome.is_err => self.note.is_result = true,
+            None => {}
+        }
         if outcome.err_code != 0 {
             self.note.error(outcome.err_code);
         }

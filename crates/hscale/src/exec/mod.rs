@@ -34,7 +34,7 @@ pub mod txn_hooks;
 pub mod txn_recovery;
 pub mod txn_show;
 
-use hscale_route::router::Plan;
+use hscale_route::router::{MergePlan, Plan, StatementKind};
 use hscale_route::BackendId;
 use hscale_sql::{Pins, SessionChange};
 use hscale_wire::reply::Reply;
@@ -45,6 +45,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 pub use bindings::Bindings;
 use forward::{Expect, ForwardError, Forwarder};
 
+use crate::backend::state::SelectLimit;
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 
@@ -92,6 +93,9 @@ pub struct Exec<'a, S> {
     /// Rows the proxy builds go out in the binary format: the answer to a
     /// COM_STMT_EXECUTE merged across partitions (`merge/prepared.rs`).
     is_binary: bool,
+    /// The session's sql_select_limit applies to the merged result, so
+    /// the parts of the merge being run read every row (`merge/mod.rs`).
+    is_unlimited: bool,
 }
 
 /// Tries of a statement whose pooled connection turned out closed.
@@ -142,6 +146,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             retry_unanswered: false,
             uses_last_insert_id: false,
             is_binary: false,
+            is_unlimited: false,
         }
     }
 
@@ -177,6 +182,15 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         self.b.note.parts = parts as u32;
         self.uses_last_insert_id = effects.uses_last_insert_id;
         match plan {
+            // Under sql_select_limit a read over several partitions is
+            // limited as a whole: the merge concatenates and limits.
+            Plan::Targets { kind, parts }
+                if kind == StatementKind::Select
+                    && parts.len() > 1
+                    && self.b.state.vars.select_limit() != SelectLimit::Unset =>
+            {
+                self.run_merge(MergePlan::concatenation(parts)).await
+            }
             Plan::Targets { kind, parts } => self.run_routed(kind, parts, effects).await,
             Plan::GlobalWrite { table, sql } => self.run_global_write(&table, &sql).await,
             Plan::Merge(m) => self.run_merge(m).await,

@@ -18,6 +18,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::forward::Expect;
 use super::lead_in::LeadIn;
 use super::{Effects, Exec};
+use crate::backend::state::SelectLimit;
 use crate::backend::PooledConn;
 use crate::error::ProxyError;
 
@@ -113,6 +114,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let cmd = Command::Execute(execution);
         match parts {
             [(target, sql)] => self.run_single(target.backend, sql, cmd, effects).await,
+            // Each part would apply the limit on its own.
+            _ if kind == StatementKind::Select
+                && self.b.state.vars.select_limit() != SelectLimit::Unset =>
+            {
+                Err(ProxyError::Unsupported {
+                    what: "a prepared SELECT without ORDER BY over several partitions while sql_select_limit is set".into(),
+                })
+            }
             _ => self.scatter(kind, parts, cmd).await,
         }
     }

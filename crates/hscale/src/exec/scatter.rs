@@ -605,6 +605,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// The one OK of a write over several partitions; its insert id is the
     /// first partition's, as a multi-row INSERT reports its first row's.
     pub(crate) async fn write_total(&mut self, mut total: OkPacket) -> Result<(), ProxyError> {
+        self.b.note.affected = Some(total.affected_rows);
         match self.b.generated_id {
             Some(0) => {}
             Some(id) => {

@@ -96,6 +96,11 @@ pub struct StatementNote {
     /// Warnings the parts of a merge reported (summed) and their index
     /// flags (or-ed): the merged result's terminator carries both.
     pub merged: (u16, u16),
+    /// The client got a result set (for `ROW_COUNT()` and `FOUND_ROWS()`
+    /// of the next statement, `session/diagnostics.rs`).
+    pub is_result: bool,
+    /// The affected rows of the OK packet the client got, if it got one.
+    pub affected: Option<u64>,
 }
 
 impl StatementNote {

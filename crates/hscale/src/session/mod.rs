@@ -18,6 +18,7 @@ mod admin;
 pub mod auth;
 mod batch;
 mod commands;
+mod diagnostics;
 mod insert_form;
 mod kill;
 mod ordered_write;
@@ -58,6 +59,9 @@ pub struct Session<S> {
     /// onto them.
     b: Bindings,
     statements: Statements,
+    /// What the previous statement left for `ROW_COUNT()` and
+    /// `FOUND_ROWS()`.
+    last: diagnostics::LastStatement,
 }
 
 /// Serve one client connection until it quits or fails. `is_local` for
@@ -179,6 +183,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         },
         client,
         statements: Statements::default(),
+        last: Default::default(),
         info,
     };
     let seq = session.info.next_seq;

@@ -13,6 +13,13 @@
 //!   hscale's client sessions (`processlist.rs`); in a prepared
 //!   statement rewritten again at every execution, since the sessions
 //!   change;
+//! - information_schema's TABLES, COLUMNS, STATISTICS and
+//!   KEY_COLUMN_USAGE: each partitioned table once, under its name
+//!   (`hscale_route::router::logical_views`), rewritten again at every
+//!   execution of a prepared statement, since the dictionary changes;
+//! - `ROW_COUNT()` and `FOUND_ROWS()`: what the session's previous
+//!   statement left (`diagnostics.rs`), whichever backends it ran on;
+//!   rewritten again at every execution of a prepared statement;
 //! - `SHOW [SESSION] STATUS`: `Ssl_version` and `Ssl_cipher` of the
 //!   client's own TLS session with hscale (empty without TLS), not of the
 //!   backend connection that runs the statement.
@@ -58,6 +65,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 &self.processlist_table(),
             );
             is_live = out.is_some();
+        }
+        // information_schema's tables with the logical tables in place of
+        // their partitions; rewritten again at every execution, since
+        // the dictionary changes.
+        if mentions(sql.as_bytes(), b"INFORMATION_SCHEMA") {
+            let dict = self.b.ctx.partitioning.dictionary();
+            let current = out.as_deref().unwrap_or(sql);
+            if let Some(s) = hscale_route::router::logical_views(current, &dict) {
+                out = Some(s);
+                is_live = true;
+            }
+        }
+        // ROW_COUNT() and FOUND_ROWS(): the session's previous statement,
+        // whichever backends it ran on (`diagnostics.rs`).
+        if mentions(sql.as_bytes(), b"ROW") {
+            let current = out.as_deref().unwrap_or(sql);
+            let (row_count, found_rows) = (self.last.row_count, self.last.found_rows);
+            if let Some(s) =
+                hscale_sql::rewrite::replace_last_statement(current, row_count, found_rows)
+            {
+                out = Some(s);
+                is_live = true;
+            }
         }
         if let Some(s) = self.proxy_values(out.as_deref().unwrap_or(sql)) {
             out = Some(s);
@@ -169,9 +199,35 @@ fn strip_word<'a>(text: &'a str, word: &str) -> Option<&'a str> {
         .then_some(rest)
 }
 
-/// Whether `haystack` contains `needle` (ASCII, any case).
+/// Whether `haystack` contains `needle` (ASCII, any case). Every
+/// statement is scanned for a few words, so a byte that cannot start the
+/// needle costs one comparison.
 pub(super) fn mentions(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle))
+    let Some((first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    let Some(last) = haystack.len().checked_sub(needle.len()) else {
+        return false;
+    };
+    haystack[..=last].iter().enumerate().any(|(i, &b)| {
+        (b == lower || b == upper) && haystack[i + 1..i + needle.len()].eq_ignore_ascii_case(rest)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mentions;
+
+    #[test]
+    fn mentions_in_any_case() {
+        assert!(mentions(b"select row_count()", b"ROW"));
+        assert!(mentions(
+            b"FROM Information_Schema.TABLES",
+            b"INFORMATION_SCHEMA"
+        ));
+        assert!(mentions(b"ROW", b"ROW"));
+        assert!(!mentions(b"RO", b"ROW"));
+        assert!(!mentions(b"SELECT 1", b"ROW"));
+    }
 }

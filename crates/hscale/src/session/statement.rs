@@ -32,6 +32,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.b.note.error(e.to_mysql().0);
             }
         }
+        self.last.record(
+            &self.b.note,
+            self.b.pins.contains(hscale_sql::Pins::FOUND_ROWS),
+        );
         let now = std::time::Instant::now();
         let took = now.saturating_duration_since(start);
         let sql: &[u8] = if cmd == com::QUERY {

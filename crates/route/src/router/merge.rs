@@ -155,6 +155,23 @@ pub struct MergePlan {
     pub fallback: Option<Box<MergePlan>>,
 }
 
+impl MergePlan {
+    /// The parts' rows one part after another, in no particular order
+    /// (a read over several partitions that the proxy must limit as a
+    /// whole).
+    pub fn concatenation(parts: Vec<(Target, String)>) -> MergePlan {
+        MergePlan {
+            parts,
+            mode: Mode::Sort { hidden: 0 },
+            order: Vec::new(),
+            offset: 0,
+            limit: None,
+            ship: Vec::new(),
+            fallback: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
     /// Partition rows are the client's rows plus `hidden` trailing columns

@@ -21,6 +21,8 @@ use crate::BackendId;
 mod cache;
 mod explain;
 mod global;
+mod info_schema;
+pub use info_schema::logical_views;
 mod insert;
 mod insert_form;
 mod join;

@@ -62,6 +62,9 @@ pub(super) fn plan_information_schema(
     session_db: Option<&str>,
     dict: &Dictionary,
 ) -> Option<Plan> {
+    if sql.contains(super::info_schema::MARK) {
+        return None;
+    }
     let literals: Vec<(&Token, String)> = tokens
         .iter()
         .filter(|t| t.kind == TokenKind::Str)

@@ -384,12 +384,14 @@ fn read_insert(
                     _ => match literal(sql, v) {
                         Some(KeyValue::Null) => RowId::Generate { range: range() },
                         Some(KeyValue::Int(n)) => int(n),
-                        Some(KeyValue::Str(s)) => match s.trim().parse::<i128>() {
-                            Ok(n) => int(n),
-                            Err(_) => {
-                                return refuse("an AUTO_INCREMENT value that is not an integer")
+                        Some(KeyValue::Str(s)) => {
+                            match crate::key::trim_server_space(&s).parse::<i128>() {
+                                Ok(n) => int(n),
+                                Err(_) => {
+                                    return refuse("an AUTO_INCREMENT value that is not an integer")
+                                }
                             }
-                        },
+                        }
                         _ => {
                             return refuse(
                                 "an AUTO_INCREMENT value given by an expression or parameter",

@@ -26,6 +26,7 @@
 
 mod aggregate;
 mod columns;
+mod errors;
 #[cfg(test)]
 mod fixtures;
 mod group;
@@ -49,6 +50,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::bindings::Running;
 use super::forward::Outcome;
 use super::{send, write_error, Bindings, Effects, Exec};
+use crate::backend::state::SelectLimit;
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 use aggregate::Aggregate;
@@ -220,7 +222,22 @@ impl Part {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
-    pub(crate) async fn run_merge(&mut self, plan: MergePlan) -> Result<(), ProxyError> {
+    pub(crate) async fn run_merge(&mut self, mut plan: MergePlan) -> Result<(), ProxyError> {
+        // sql_select_limit limits what the client gets, as one server
+        // limits the statement's outermost SELECT without LIMIT; every
+        // part reads its rows in full.
+        match self.b.state.vars.select_limit() {
+            SelectLimit::Unset => self.is_unlimited = false,
+            SelectLimit::Rows(n) => {
+                self.is_unlimited = true;
+                plan.limit = plan.limit.or(Some(n));
+            }
+            SelectLimit::Expression => {
+                return Err(ProxyError::Unsupported {
+                    what: "a statement over several partitions while sql_select_limit is set to an expression".into(),
+                })
+            }
+        }
         // Inside a transaction the parts run on its branches, one at a
         // time and each read to its end (one connection per backend), and
         // shipped tables are copied from the branches (`ship.rs`).
@@ -271,7 +288,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
                 Err(ProxyError::StaleRoute { err })
             }
-            Err(Stop::Server(e)) => self.write_server_error(1, &e).await,
+            Err(Stop::Server(e)) => {
+                let e = match (&plan.mode, plan.parts.first()) {
+                    (Mode::Sort { hidden }, Some((_, fragment))) => {
+                        errors::as_client_sees(e, fragment, *hidden)
+                    }
+                    _ => e,
+                };
+                self.write_server_error(1, &e).await
+            }
             Err(Stop::Proxy(ProxyError::ClientGone)) => Err(ProxyError::ClientGone),
             Err(Stop::Proxy(e)) => {
                 write_error(&mut *self.client, 1, &e).await;
@@ -326,6 +351,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 Err(e) => return Err(Stop::Proxy(e)),
             }
         }
+        let unlimited;
+        let sql = if self.is_unlimited {
+            unlimited = format!("SET STATEMENT sql_select_limit = DEFAULT FOR {sql}");
+            &unlimited
+        } else {
+            sql
+        };
         if let Err(e) = conn
             .stream
             .send_command(&BackendConn::payload_for_query(sql))
@@ -624,6 +656,7 @@ async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
     note: &mut crate::metrics::StatementNote,
 ) -> Result<(), Stop> {
     note.rows += rows.count();
+    note.is_result = true;
     let (warnings, flags) = note.merged;
     let done = match r {
         Ok(()) => rows.finish(status | flags, warnings),

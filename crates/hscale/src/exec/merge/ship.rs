@@ -25,10 +25,11 @@ use crate::partition::copy::InsertBatcher;
 
 /// Read with results in the columns' own bytes (saving the session's
 /// setting inside a transaction, whose branch is used again after).
-const RAW_RESULTS: &str = "SET character_set_results = NULL";
+/// Every row, whatever the session's sql_select_limit.
+const RAW_RESULTS: &str = "SET character_set_results = NULL, sql_select_limit = DEFAULT";
 const SAVE_AND_RAW: &str =
-    "SET @hscale_results = @@character_set_results, character_set_results = NULL";
-const RESTORE: &str = "SET character_set_results = @hscale_results, @hscale_results = NULL";
+    "SET @hscale_results = @@character_set_results, character_set_results = NULL, @hscale_limit = @@sql_select_limit, sql_select_limit = DEFAULT";
+const RESTORE: &str = "SET character_set_results = @hscale_results, @hscale_results = NULL, sql_select_limit = @hscale_limit, @hscale_limit = NULL";
 
 /// The statement that drops a statement's temporary copies from a part's
 /// connection, inside a transaction.
