@@ -106,7 +106,10 @@ async fn metrics_endpoint_counts_what_clients_and_changes_do() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), 1054);
-    let e = c.query_drop("CREATE VIEW v_a AS SELECT v FROM t").await.unwrap_err();
+    let e = c
+        .query_drop("CREATE VIEW v_a AS SELECT v FROM t")
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), 1235);
     c.disconnect().await.unwrap();
     let after = scrape(addr);
@@ -195,7 +198,10 @@ async fn digests_group_statements_by_fingerprint() {
             .unwrap_err();
         assert_eq!(code(&e), 1054);
     }
-    let e = c.query_drop("CREATE VIEW v_dg AS SELECT v FROM t").await.unwrap_err();
+    let e = c
+        .query_drop("CREATE VIEW v_dg AS SELECT v FROM t")
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), 1235);
 
     let d = digests(&mut c).await;
