@@ -246,9 +246,16 @@ impl MariaDb {
     fn start_on(dir: &Path, port: u16, extra: &[String]) -> Result<MariaDb, String> {
         let server = server_binary()?;
         let init = dir.join("hscale-init.sql");
+        // A tmpdir of its own beside the data directory: a starting server
+        // deletes every `#sql*` file in its tmpdir, which in a shared /tmp
+        // are the temporary tables of the other servers running there
+        // ("Error on delete of '/tmp/#sql-temptable-...'").
+        let tmp = PathBuf::from(format!("{}.tmp", dir.display()));
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
         let mut cmd = Command::new(server);
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", dir.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--port={port}"))
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--socket={}", dir.join("mysqld.sock").display()))
