@@ -101,9 +101,55 @@ pub async fn cutovers(conn: &mut BackendConn) -> Result<Vec<String>, ProxyError>
 }
 
 /// Create the dictionary's tables where missing (once per process).
+///
+/// An `ALTER TABLE ... ADD COLUMN IF NOT EXISTS` whose columns all exist is
+/// not sent: a proxy starting while others write must not run DDL on the
+/// dictionary's tables, which the global tables' fence triggers read.
 pub async fn ensure_schema(conn: &mut BackendConn) -> Result<(), ProxyError> {
-    let schema: Vec<String> = SCHEMA.iter().map(|s| s.to_string()).collect();
+    let have = conn
+        .query_rows(
+            "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = 'hscale'",
+        )
+        .await?
+        .map_err(|e| server_error(conn, "reading the dictionary's columns", e))?;
+    let have: std::collections::HashSet<(String, String)> = have
+        .strings()
+        .into_iter()
+        .map(|r| {
+            let f = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
+            (f(0).to_ascii_lowercase(), f(1).to_ascii_lowercase())
+        })
+        .collect();
+    let schema: Vec<String> = SCHEMA
+        .iter()
+        .filter(|s| !adds_only_existing_columns(s, &have))
+        .map(|s| s.to_string())
+        .collect();
     exec(conn, &schema).await
+}
+
+/// `ALTER TABLE `hscale`.`t` ADD COLUMN IF NOT EXISTS c ...[, ADD COLUMN IF
+/// NOT EXISTS d ...]` whose every column is in `have`.
+fn adds_only_existing_columns(
+    sql: &str,
+    have: &std::collections::HashSet<(String, String)>,
+) -> bool {
+    const ADD: &str = "ADD COLUMN IF NOT EXISTS ";
+    let Some(rest) = sql.strip_prefix("ALTER TABLE `hscale`.`") else {
+        return false;
+    };
+    let Some((table, _)) = rest.split_once('`') else {
+        return false;
+    };
+    let columns: Vec<&str> = sql
+        .match_indices(ADD)
+        .filter_map(|(at, _)| sql[at + ADD.len()..].split_whitespace().next())
+        .collect();
+    !columns.is_empty()
+        && columns
+            .iter()
+            .all(|c| have.contains(&(table.to_ascii_lowercase(), c.to_ascii_lowercase())))
 }
 
 /// Commit a change of the dictionary: `statements` and the version raised
@@ -490,4 +536,33 @@ pub fn delete_partition_sql(name: &TableName, partition: &str) -> String {
         quote_str(&name.table),
         quote_str(partition)
     )
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::*;
+
+    #[test]
+    fn alters_of_existing_columns_are_skipped() {
+        let have: std::collections::HashSet<(String, String)> = [
+            ("global_tables", "since_version"),
+            ("operations", "ranges_verified"),
+        ]
+        .iter()
+        .map(|(t, c)| (t.to_string(), c.to_string()))
+        .collect();
+        let global = SCHEMA
+            .iter()
+            .find(|s| s.contains("`global_tables` ADD COLUMN"))
+            .unwrap();
+        assert!(adds_only_existing_columns(global, &have));
+        // Several columns: skipped only when every one exists.
+        let ops = SCHEMA
+            .iter()
+            .find(|s| s.contains("ADD COLUMN IF NOT EXISTS ranges_verified"))
+            .unwrap();
+        assert!(!adds_only_existing_columns(ops, &have));
+        assert!(!adds_only_existing_columns(SCHEMA[0], &have));
+        assert!(!adds_only_existing_columns(global, &Default::default()));
+    }
 }
