@@ -37,7 +37,7 @@ use crate::error::ProxyError;
 use crate::partition::store;
 use crate::runtime::Context;
 
-pub use change::is_capture_error;
+pub use change::is_stale_trigger_error;
 pub use schema::{show_create, show_tables};
 pub use table_ddl::drop_global;
 pub use table_ddl::{drop_table, forget_database, rename_table};

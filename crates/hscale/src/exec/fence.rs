@@ -69,8 +69,8 @@ impl Bindings {
         // The stored dictionary version the statement was planned with.
         let planned = self.planned_version;
         if before.was_in_transaction {
-            let is_capture = crate::admin::is_capture_error(&err);
-            let fence = if is_capture {
+            let is_stale_trigger = crate::admin::is_stale_trigger_error(&err);
+            let fence = if is_stale_trigger {
                 Fence::Newer
             } else {
                 await_newer_dictionary(&ctx, self.worker, planned).await
@@ -98,10 +98,11 @@ impl Bindings {
         if *attempts > MAX_ATTEMPTS {
             return Ok(Next::Answer(err));
         }
-        if crate::admin::is_capture_error(&err) {
-            // A statement prepared before a change's capture triggers:
-            // nothing ran; run it again on a fresh connection at once.
-            tracing::info!(connection_id = self.connection_id, error = %err.message, "statement prepared before a change's capture: running it again");
+        if crate::admin::is_stale_trigger_error(&err) {
+            // A statement prepared before the triggers on its table changed
+            // (a change's capture, a global table's fence): nothing ran;
+            // run it again, prepared anew on a fresh connection, at once.
+            tracing::info!(connection_id = self.connection_id, error = %err.message, "statement prepared before its table's triggers changed: running it again");
             ctx.metrics.worker(self.worker).stale_route_retry();
             return Ok(Next::Retry);
         }

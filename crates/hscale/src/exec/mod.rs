@@ -346,7 +346,10 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         match r {
             Ok(mut outcome) => {
                 let held = outcome.held.take();
-                if held.as_ref().is_some_and(crate::admin::is_capture_error) {
+                if held
+                    .as_ref()
+                    .is_some_and(crate::admin::is_stale_trigger_error)
+                {
                     // Its prepared statements lock the tables of older
                     // triggers: never reuse this connection.
                     conn.is_broken = true;

@@ -378,7 +378,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 earlier.0 = earlier.0.saturating_add(outcome.warnings);
                 earlier.1 |= outcome.status.unwrap_or(0) & status::INDEX_FLAGS;
                 let held = outcome.held.take();
-                if held.as_ref().is_some_and(crate::admin::is_capture_error) {
+                if held
+                    .as_ref()
+                    .is_some_and(crate::admin::is_stale_trigger_error)
+                {
                     conn.is_broken = true;
                 }
                 self.b.finish(conn, outcome, &Effects::default());
@@ -428,7 +431,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok(Err(err))
                 if self.is_fenced && err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE =>
             {
-                if crate::admin::is_capture_error(&err) {
+                if crate::admin::is_stale_trigger_error(&err) {
                     // Its prepared statements lock older triggers' tables.
                     conn.is_broken = true;
                 }

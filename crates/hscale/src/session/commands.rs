@@ -61,6 +61,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             match self.prepare_routed(payload, &facts, &sql, &live).await? {
                 Some(err) => {
                     attempts += 1;
+                    if attempts <= 8 && crate::admin::is_stale_trigger_error(&err) {
+                        // Triggers on the table changed under the prepare
+                        // (`is_stale_trigger_error`): prepare it again.
+                        continue;
+                    }
                     if attempts <= 8
                         && matches!(
                             crate::admin::await_newer_dictionary(

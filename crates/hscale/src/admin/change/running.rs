@@ -133,7 +133,7 @@ impl Running<'_> {
         // they existed can run with its old list of tables to lock, and
         // then fails with 1146 on the changelog instead of writing without
         // capture. The proxy runs such a statement again on a fresh
-        // connection (`is_capture_error`). For the same reason a changelog
+        // connection (`is_stale_trigger_error`). For the same reason a changelog
         // is only dropped once its triggers are gone (`clean_up`).
         for (event, body) in [
             ("ai", format!("BEGIN {}; END", log("NEW"))),
