@@ -821,3 +821,8 @@ mod reads;
 /// The queries a transfer sends each backend.
 #[path = "transactions/round_trips.rs"]
 mod round_trips;
+
+/// Connections of branches and of sessions with state the pool cannot keep
+/// are reset and pooled again.
+#[path = "transactions/pooling.rs"]
+mod pooling;

@@ -79,6 +79,11 @@ pub struct BackendConn {
     /// Set when the connection can no longer be trusted; it is then closed
     /// instead of returning to the pool.
     pub is_broken: bool,
+    /// An XA branch was started here and its end (XA COMMIT or XA
+    /// ROLLBACK) not confirmed: the pool closes such a connection instead
+    /// of keeping or resetting it (`exec/txn.rs` sets it, `txn_commit.rs`
+    /// clears it).
+    pub is_xa_branch: bool,
     /// `is_broken` before a streamed read began (`query_stream`): restored
     /// when the read ends, so a caller's mark survives the read.
     was_broken: bool,
@@ -212,6 +217,7 @@ impl BackendConn {
             server_version: hs.server_version,
             is_found_rows,
             is_broken: false,
+            is_xa_branch: false,
             was_broken: false,
             db: None,
             vars: Arc::default(),

@@ -4,7 +4,8 @@
 //! compare-and-swap (a session waits only when the pool is exhausted) and a
 //! pop from a lock-free queue.
 //! The [`PooledConn`] guard returns the connection on drop without doing
-//! I/O; broken connections are closed instead. A health-check task pings
+//! I/O; broken connections are closed instead, and one holding session
+//! state the pool cannot keep is reset in a task of its own first. A health-check task pings
 //! idle connections and keeps `min_connections` open.
 
 use hscale_route::BackendId;
@@ -179,7 +180,11 @@ impl Pool {
             });
         }
         self.take().await?;
-        let slot = Slot(self.clone());
+        // Given back if this checkout fails or is dropped half-way.
+        let slot = Slot {
+            pool: self.clone(),
+            is_held: true,
+        };
         let variant = usize::from(is_found_rows);
         while let Some(conn) = self.idle[variant].pop() {
             // A non-blocking read spots a peer that closed the connection
@@ -252,17 +257,14 @@ impl Pool {
         }
     }
 
+    /// Keep `conn` idle, or close it: broken, or still an XA branch (a
+    /// branch whose end was not confirmed: closing rolls an active one
+    /// back and leaves a prepared one to recovery; a reset could end a
+    /// prepared branch's connection in a state later XA STARTs fail in).
+    /// A connection holding session state the proxy's own queries must
+    /// not meet never gets here: `PooledConn`'s drop resets it first.
     fn put_back(&self, mut conn: BackendConn) {
-        // A branch of a transaction across backends, synced to a session
-        // with autocommit off, comes back holding it: closed rather than
-        // handed to someone who expects autocommit (the proxy's own
-        // queries run on pooled connections without a sync). So is one
-        // holding a session's sql_select_limit, which would cut the
-        // proxy's own reads short (the dictionary, sequences).
-        if conn.is_broken
-            || conn.vars.holds_autocommit_off()
-            || conn.vars.select_limit() != SelectLimit::Unset
-        {
+        if conn.is_broken || conn.is_xa_branch || holds_unpoolable_state(&conn) {
             self.open.fetch_sub(1, Ordering::Relaxed);
             return;
         }
@@ -352,14 +354,6 @@ impl Pool {
                 }
             };
         let Some(digest) = digest else { return };
-        // A pooled connection may keep a session's autocommit=0, under
-        // which the SELECT opened a transaction: end it, or the next XA
-        // START on this connection fails (XAER_OUTSIDE).
-        let rollback = BackendConn::payload_for_query("ROLLBACK");
-        if !matches!(conn.command(&rollback).await, Ok(Ok(_))) {
-            conn.is_broken = true;
-            return;
-        }
         if seen.as_ref().is_some_and(|s| *s != digest) {
             tracing::info!(backend = %self.cfg.name, "global session defaults changed: pooled connections are reset before their next use");
             self.watch.defaults_changed();
@@ -389,12 +383,42 @@ impl Pool {
     }
 }
 
-/// One of a pool's `max_connections` slots; returned on drop.
-struct Slot(Arc<Pool>);
+/// A connection given back still holding a session's `autocommit=0` (a
+/// branch of a transaction across backends, synced to an ORM-style
+/// session) or `sql_select_limit`: the proxy's own queries run on pooled
+/// connections without a sync, and there a SELECT would open a
+/// transaction that a later XA START meets as XAER_OUTSIDE, or a read of
+/// the dictionary or the sequences would be cut short. Such a connection
+/// is reset before it is pooled again. Other session variables are synced
+/// back by the next session that borrows the connection.
+fn holds_unpoolable_state(conn: &BackendConn) -> bool {
+    !conn.vars.is_empty()
+        && (conn.vars.holds_autocommit_off() || conn.vars.select_limit() != SelectLimit::Unset)
+}
+
+/// One of a pool's `max_connections` slots; returned on drop unless it
+/// was handed on (`hand_on`).
+struct Slot {
+    pool: Arc<Pool>,
+    is_held: bool,
+}
+
+impl Slot {
+    /// This slot as a new value, leaving `self` empty: a connection being
+    /// reset keeps its slot until it is pooled.
+    fn hand_on(&mut self) -> Slot {
+        Slot {
+            pool: self.pool.clone(),
+            is_held: std::mem::replace(&mut self.is_held, false),
+        }
+    }
+}
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.give_back();
+        if self.is_held {
+            self.pool.give_back();
+        }
     }
 }
 
@@ -406,7 +430,7 @@ pub struct PooledConn {
 
 impl PooledConn {
     pub fn pool(&self) -> &Arc<Pool> {
-        &self.slot.0
+        &self.slot.pool
     }
 }
 
@@ -425,9 +449,35 @@ impl DerefMut for PooledConn {
 }
 
 impl Drop for PooledConn {
+    /// Back to the pool without I/O here. A connection holding state the
+    /// pool cannot keep (`holds_unpoolable_state`) is reset with
+    /// COM_RESET_CONNECTION in a task of its own, keeping its slot, then
+    /// pooled (closed if the reset fails or the task never runs).
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            self.slot.0.put_back(conn);
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let needs_reset = !conn.is_broken && !conn.is_xa_branch && holds_unpoolable_state(&conn);
+        let runtime = tokio::runtime::Handle::try_current();
+        match runtime {
+            Ok(rt) if needs_reset => {
+                // Closed, not reset again, if dropped before the reset ends.
+                conn.is_broken = true;
+                let mut held = PooledConn {
+                    conn: Some(conn),
+                    slot: self.slot.hand_on(),
+                };
+                rt.spawn(async move {
+                    let defaults = held.pool().watch.defaults();
+                    if held.reset().await.is_ok() {
+                        // The server took the globals again (`conn.rs`
+                        // says what a reset leaves).
+                        held.defaults = defaults;
+                        held.is_broken = false;
+                    }
+                });
+            }
+            _ => self.slot.pool.put_back(conn),
         }
     }
 }

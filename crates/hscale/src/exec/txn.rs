@@ -266,10 +266,11 @@ impl Bindings {
                 lock_vars: None,
             }
         });
-        let start = if txn.is_read_only {
-            "START TRANSACTION READ ONLY".to_string()
-        } else {
+        let is_xa = !txn.is_read_only;
+        let start = if is_xa {
             format!("XA START {}", txn.xid(backend))
+        } else {
+            "START TRANSACTION READ ONLY".to_string()
         };
         let mut conn = self
             .ctx
@@ -283,6 +284,9 @@ impl Bindings {
                 err,
             });
         }
+        // From here until its end is confirmed (`txn_commit.rs`), the pool
+        // closes this connection rather than keep or reset it.
+        conn.is_xa_branch = is_xa;
         match lead.filter(|l| l.may_hold(&conn)) {
             Some(lead) => {
                 lead.push(&start);

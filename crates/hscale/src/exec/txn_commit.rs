@@ -59,9 +59,13 @@ struct Leg {
     /// The connection failed (and is marked broken): what was sent may or
     /// may not have run.
     lost: Option<ProxyError>,
+    /// The last statement ends the connection's XA branch (XA COMMIT or
+    /// XA ROLLBACK): once it answers OK the pool may keep the connection.
+    ends_branch: bool,
 }
 
 impl Leg {
+    /// A leg whose last statement ends the branch on `conn`.
     fn new(backend: BackendId, conn: PooledConn, sql: Vec<String>) -> Leg {
         Leg {
             backend,
@@ -69,6 +73,16 @@ impl Leg {
             sql,
             replies: Vec::new(),
             lost: None,
+            ends_branch: true,
+        }
+    }
+
+    /// A leg that leaves the branch on `conn` (prepared) or has none (the
+    /// home's decision).
+    fn keeping(backend: BackendId, conn: PooledConn, sql: Vec<String>) -> Leg {
+        Leg {
+            ends_branch: false,
+            ..Leg::new(backend, conn, sql)
         }
     }
 
@@ -103,6 +117,9 @@ async fn round_trip(legs: &mut [Leg]) {
                     break;
                 }
             }
+        }
+        if leg.ends_branch && matches!(leg.replies.last(), Some(Ok(()))) {
+            leg.conn.is_xa_branch = false;
         }
     }
 }
@@ -259,7 +276,7 @@ impl Bindings {
                 } else {
                     vec![format!("XA END {x}"), format!("XA PREPARE {x}")]
                 };
-                Leg::new(backend, c, sql)
+                Leg::keeping(backend, c, sql)
             })
             .collect();
         let decide = format!(
@@ -273,7 +290,7 @@ impl Bindings {
         if !decides_with_commit {
             legs.extend(
                 home.take()
-                    .map(|h| Leg::new(txn.home, h, vec![decide.clone()])),
+                    .map(|h| Leg::keeping(txn.home, h, vec![decide.clone()])),
             );
         }
         let with_home = usize::from(home.is_none());
@@ -442,7 +459,10 @@ impl Bindings {
         for (leg, is_prepared) in legs.iter_mut().zip(prepared) {
             let is_rolled_back = leg.lost.is_none() && matches!(leg.replies.last(), Some(Ok(())))
                 || matches!(leg.replies.last(), Some(Err(e)) if e.code == ER_XAER_NOTA);
-            if !is_rolled_back {
+            if is_rolled_back {
+                // XAER_NOTA: no such branch (any more) on this connection.
+                leg.conn.is_xa_branch = false;
+            } else {
                 leg.conn.is_broken = true;
                 if is_prepared {
                     tracing::warn!(gtrid = txn.gtrid, backend = %leg.backend, "prepared branch not rolled back: left to recovery");
