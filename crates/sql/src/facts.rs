@@ -7,6 +7,7 @@
 //! session to its backend connection. [`analyze`] finds both from tokens.
 
 use crate::lexer::{tokenize, Token, TokenKind};
+pub use crate::mentions::Mentions;
 
 /// The statement's leading keyword, as far as the proxy cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +149,8 @@ pub struct Facts {
     pub sets_last_insert_id: bool,
     /// The text did not lex (the server will report the syntax error).
     pub is_unlexable: bool,
+    /// Names the proxy answers itself (every bit when the text did not lex).
+    pub mentions: Mentions,
 }
 
 /// Classify query bytes as sent by the client. Text that is not UTF-8 (a
@@ -180,6 +183,7 @@ pub fn analyze(sql: &str) -> Facts {
                 uses_last_insert_id: false,
                 sets_last_insert_id: false,
                 is_unlexable: true,
+                mentions: Mentions::ALL,
             }
         }
     };
@@ -192,6 +196,7 @@ pub fn analyze(sql: &str) -> Facts {
         uses_last_insert_id: false,
         sets_last_insert_id: false,
         is_unlexable: false,
+        mentions: Mentions::NONE,
     };
     let mut changes = 0;
     for stmt in tokens.split(|t| t.kind == TokenKind::Semicolon) {
@@ -207,6 +212,7 @@ pub fn analyze(sql: &str) -> Facts {
         facts.unpins.insert(one.unpins);
         facts.uses_last_insert_id |= one.uses_last_insert_id;
         facts.sets_last_insert_id |= one.sets_last_insert_id;
+        facts.mentions.insert(one.mentions);
         if one.change.is_some() || one.kind == Kind::Set {
             changes += 1;
             facts.change = one.change;
@@ -226,6 +232,7 @@ struct One {
     change: Option<SessionChange>,
     uses_last_insert_id: bool,
     sets_last_insert_id: bool,
+    mentions: Mentions,
 }
 
 fn analyze_one(sql: &str, t: &[Token]) -> One {
@@ -274,9 +281,11 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
     let mut unpins = Pins::NONE;
     let mut uses_last_insert_id = false;
     let mut sets_last_insert_id = false;
+    let mut mentions = Mentions::NONE;
     for (i, tok) in t.iter().enumerate() {
         match tok.kind {
             TokenKind::UserVar => pins.insert(Pins::USER_VARIABLE),
+            TokenKind::SysVar => mentions.insert(Mentions::SYSTEM_VARIABLE),
             TokenKind::Word => {
                 let next_is_paren = t.get(i + 1).is_some_and(|x| x.is_punct(sql, "("));
                 let text = tok.text(sql);
@@ -287,6 +296,15 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
                     sets_last_insert_id |= t.get(i + 2).is_some_and(|x| !x.is_punct(sql, ")"));
                 } else if text.eq_ignore_ascii_case("SQL_CALC_FOUND_ROWS") {
                     pins.insert(Pins::FOUND_ROWS);
+                } else {
+                    mentions.insert(Mentions::of_word(text, next_is_paren));
+                }
+            }
+            TokenKind::QuotedIdent => {
+                let text = tok.text(sql);
+                let inner = text.get(1..text.len().saturating_sub(1)).unwrap_or("");
+                if !inner.contains('`') {
+                    mentions.insert(Mentions::of_word(inner, false));
                 }
             }
             _ => {}
@@ -350,6 +368,7 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
         change,
         uses_last_insert_id,
         sets_last_insert_id,
+        mentions,
     }
 }
 

@@ -11,12 +11,14 @@ pub mod facts;
 pub mod fingerprint;
 pub mod guard;
 pub mod lexer;
+pub mod mentions;
 pub mod rewrite;
 pub mod show;
 pub mod transaction;
 
 pub use facts::{
-    analyze, analyze_bytes, parse_kill, Facts, KillStatement, Kind, Pins, SessionChange, SetItem,
+    analyze, analyze_bytes, parse_kill, Facts, KillStatement, Kind, Mentions, Pins, SessionChange,
+    SetItem,
 };
 pub use fingerprint::{fingerprint, Fingerprint, Literal};
 pub use lexer::{tokenize, LexError, Token, TokenKind};

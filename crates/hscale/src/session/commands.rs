@@ -35,9 +35,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // session: rewritten once, at PREPARE; PROCESSLIST's sessions do,
         // so a statement reading them keeps its text (`live`) to be
         // rewritten again at every execution (`rewrite.rs`).
+        let facts = hscale_sql::analyze_bytes(&payload[1..]);
         let rewritten = std::str::from_utf8(&payload[1..])
             .ok()
-            .and_then(|sql| self.proxy_sql(sql));
+            .and_then(|sql| self.proxy_sql(sql, facts.mentions));
         let live = rewritten
             .as_ref()
             .filter(|(_, is_live)| *is_live)
@@ -48,8 +49,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             b.put_slice(sql.as_bytes());
             b.freeze()
         });
+        let facts = match &rewritten {
+            Some(r) => hscale_sql::analyze_bytes(&r[1..]),
+            None => facts,
+        };
         let payload = rewritten.as_ref().unwrap_or(payload);
-        let facts = hscale_sql::analyze_bytes(&payload[1..]);
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
         // Fenced like statements: a partition's table renamed by a change
         // (or a plain table by an in-place SETUP_TABLE) answers 1146; with
@@ -311,7 +315,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 // PROCESSLIST: this moment's sessions, kept as the statement's
                 // text (a cursor's COM_STMT_FETCH finds it by that).
                 let fresh = st.live.as_deref().and_then(|text| {
-                    let (sql, _) = self.proxy_sql(std::str::from_utf8(text).ok()?)?;
+                    let text = std::str::from_utf8(text).ok()?;
+                    let (sql, _) = self.proxy_sql(text, hscale_sql::Mentions::ALL)?;
                     Some(Arc::<[u8]>::from(sql.as_bytes()))
                 });
                 if let Some(fresh) = fresh {

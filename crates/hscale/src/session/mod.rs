@@ -515,10 +515,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
-        let rewritten = self.proxy_answers(payload);
+        let facts = hscale_sql::analyze_bytes(&payload[1..]);
+        // What the statement mentions comes from that one lex; the rare
+        // statement rewritten with hscale's own answers is analyzed again.
+        let rewritten = self.proxy_answers(payload, facts.mentions);
+        let facts = match &rewritten {
+            Some(r) => hscale_sql::analyze_bytes(&r[1..]),
+            None => facts,
+        };
         let payload = rewritten.as_ref().unwrap_or(payload);
         let sql_bytes = &payload[1..];
-        let facts = hscale_sql::analyze_bytes(sql_bytes);
         let sql = std::str::from_utf8(sql_bytes).unwrap_or("<not UTF-8>");
         tracing::debug!(
             connection_id = self.b.connection_id,

@@ -31,24 +31,29 @@ use std::fmt::Write;
 
 use bytes::Bytes;
 use hscale_sql::show::{classify, replace_table, Show};
+use hscale_sql::Mentions;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// The `COM_QUERY` payload to run instead of `payload`, when the
-    /// statement reads something whose answer is hscale's own.
-    pub(super) fn proxy_answers(&self, payload: &Bytes) -> Option<Bytes> {
+    /// statement reads something whose answer is hscale's own
+    /// (`mentions`: what the statement's analysis found).
+    pub(super) fn proxy_answers(&self, payload: &Bytes, mentions: Mentions) -> Option<Bytes> {
         let sql = std::str::from_utf8(&payload[1..]).ok()?;
-        let (out, _) = self.proxy_sql(sql)?;
+        let (out, _) = self.proxy_sql(sql, mentions)?;
         Some(crate::backend::BackendConn::payload_for_query(&out))
     }
 
     /// `sql` with hscale's own answers in place, and whether they hold
     /// this moment's sessions (PROCESSLIST): such a prepared statement is
     /// rewritten again at every execution (`commands.rs`). `None` when
-    /// the statement reads nothing whose answer is hscale's.
-    pub(super) fn proxy_sql(&self, sql: &str) -> Option<(String, bool)> {
+    /// the statement reads nothing whose answer is hscale's. `mentions`
+    /// (`hscale_sql::Facts::mentions`, from the lex the statement gets
+    /// anyway) says which rewrites may apply: a statement that mentions
+    /// none is not scanned again.
+    pub(super) fn proxy_sql(&self, sql: &str, mentions: Mentions) -> Option<(String, bool)> {
         let (mut out, mut is_live) = match classify(sql) {
             Some(Show::Processlist { is_full }) => (Some(self.show_processlist(is_full)), true),
             Some(Show::Variables { is_global, filter }) => {
@@ -57,7 +62,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Some(Show::Status { filter }) => (Some(self.show_status(filter)), false),
             None => (None, false),
         };
-        if out.is_none() && mentions(sql.as_bytes(), b"PROCESSLIST") {
+        if out.is_none() && mentions.contains(Mentions::PROCESSLIST) {
             out = replace_table(
                 sql,
                 "information_schema",
@@ -69,7 +74,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // information_schema's tables with the logical tables in place of
         // their partitions; rewritten again at every execution, since
         // the dictionary changes.
-        if mentions(sql.as_bytes(), b"INFORMATION_SCHEMA") {
+        if mentions.contains(Mentions::INFORMATION_SCHEMA) {
             let dict = self.b.ctx.partitioning.dictionary();
             let current = out.as_deref().unwrap_or(sql);
             if let Some(s) = hscale_route::router::logical_views(current, &dict) {
@@ -79,7 +84,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         // ROW_COUNT() and FOUND_ROWS(): the session's previous statement,
         // whichever backends it ran on (`diagnostics.rs`).
-        if mentions(sql.as_bytes(), b"ROW") {
+        if mentions.contains(Mentions::LAST_STATEMENT) {
             let current = out.as_deref().unwrap_or(sql);
             let (row_count, found_rows) = (self.last.row_count, self.last.found_rows);
             if let Some(s) =
@@ -89,8 +94,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 is_live = true;
             }
         }
-        if let Some(s) = self.proxy_values(out.as_deref().unwrap_or(sql)) {
-            out = Some(s);
+        let values = Mentions(
+            Mentions::SYSTEM_VARIABLE.0 | Mentions::CONNECTION_ID.0 | Mentions::USER_FUNCTION.0,
+        );
+        if mentions.intersects(values) {
+            if let Some(s) = self.proxy_values(out.as_deref().unwrap_or(sql)) {
+                out = Some(s);
+            }
         }
         Some((out?, is_live))
     }
