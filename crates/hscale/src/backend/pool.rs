@@ -264,8 +264,8 @@ impl Pool {
     /// A connection holding session state the proxy's own queries must
     /// not meet never gets here: `PooledConn`'s drop resets it first.
     fn put_back(&self, mut conn: BackendConn) {
-        if conn.is_broken || conn.is_xa_branch || holds_unpoolable_state(&conn) {
-            self.open.fetch_sub(1, Ordering::Relaxed);
+        if conn.is_broken || conn.is_xa_branch {
+            self.close(conn);
             return;
         }
         conn.last_used = Instant::now();
@@ -273,6 +273,11 @@ impl Pool {
         if self.idle[variant].push(conn).is_err() {
             self.open.fetch_sub(1, Ordering::Relaxed);
         }
+    }
+
+    fn close(&self, conn: BackendConn) {
+        drop(conn);
+        self.open.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// One round of health checks: ping connections idle for longer than
@@ -458,9 +463,11 @@ impl Drop for PooledConn {
             return;
         };
         let needs_reset = !conn.is_broken && !conn.is_xa_branch && holds_unpoolable_state(&conn);
-        let runtime = tokio::runtime::Handle::try_current();
+        let runtime = needs_reset
+            .then(tokio::runtime::Handle::try_current)
+            .and_then(Result::ok);
         match runtime {
-            Ok(rt) if needs_reset => {
+            Some(rt) => {
                 // Closed, not reset again, if dropped before the reset ends.
                 conn.is_broken = true;
                 let mut held = PooledConn {
@@ -477,7 +484,9 @@ impl Drop for PooledConn {
                     }
                 });
             }
-            _ => self.slot.pool.put_back(conn),
+            // No runtime to reset it on: closed.
+            None if needs_reset => self.slot.pool.close(conn),
+            None => self.slot.pool.put_back(conn),
         }
     }
 }
