@@ -94,10 +94,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 is_live = true;
             }
         }
+        // On the text as rewritten so far, which may name them too.
         let values = Mentions(
             Mentions::SYSTEM_VARIABLE.0 | Mentions::CONNECTION_ID.0 | Mentions::USER_FUNCTION.0,
         );
-        if mentions.intersects(values) {
+        if out.is_some() || mentions.intersects(values) {
             if let Some(s) = self.proxy_values(out.as_deref().unwrap_or(sql)) {
                 out = Some(s);
             }
