@@ -54,10 +54,10 @@ start_base() {
   return 1
 }
 BASE_PID=""
-trap '[[ -n "$BASE_PID" ]] && kill "$BASE_PID" 2>/dev/null; cleanup_playground' EXIT
+trap '[[ -n "$BASE_PID" ]] && kill "$BASE_PID" 2>/dev/null || true; cleanup_playground' EXIT
 for _ in $(seq 1 20); do
   start_base && break
-  unknown=$(grep -o 'unknown field `[a-z_]*`' "$TMP/base.out" | head -n 1 | tr -d '`' | awk '{print $3}')
+  unknown=$(grep -o 'unknown field `[a-z_]*`' "$TMP/base.out" | head -n 1 | tr -d '`' | awk '{print $3}' || true)
   [[ -n "$unknown" ]] || die "the before proxy did not start: $(tail -n 5 "$TMP/base.out")"
   log "the before binary does not know $unknown: left out of its config"
   sed -i "/^$unknown *=/d" "$TMP/base.toml"
