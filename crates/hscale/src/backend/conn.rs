@@ -451,6 +451,56 @@ impl BackendConn {
         Ok(Ok(columns))
     }
 
+    /// Run a query that lists no rows (`SHOW WARNINGS LIMIT 0`) and return
+    /// its column definitions as the server sent them, for a result the
+    /// proxy answers itself with the server's exact metadata.
+    pub async fn query_defs(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<Vec<Bytes>, ErrPacket>, ProxyError> {
+        let r = async {
+            self.stream
+                .send_command(&Self::payload_for_query(sql))
+                .await
+                .map_err(|e| lost(&self.backend, e))?;
+            let name = self.backend.clone();
+            let proto = |reason: String| ProxyError::BackendProtocol {
+                backend: name.to_string(),
+                reason,
+            };
+            let first = self.read().await?;
+            match first.first() {
+                Some(0xff) => {
+                    return Ok(Err(
+                        ErrPacket::decode(&first.payload).map_err(|e| proto(e.to_string()))?
+                    ))
+                }
+                Some(0x00) => return Ok(Ok(Vec::new())),
+                _ => {}
+            }
+            let n = hscale_wire::buf::Reader::new(&first.payload)
+                .lenenc()
+                .map_err(|e| proto(e.to_string()))? as usize;
+            let mut defs = Vec::with_capacity(n);
+            for _ in 0..n {
+                defs.push(self.read().await?.payload);
+            }
+            // The EOF after the definitions, then rows (none) to the EOF.
+            let mut eofs = 0;
+            while eofs < 2 {
+                if is_eof(&self.read().await?.payload) {
+                    eofs += 1;
+                }
+            }
+            Ok(Ok(defs))
+        }
+        .await;
+        if r.is_err() {
+            self.is_broken = true;
+        }
+        r
+    }
+
     /// The next row of a [`BackendConn::query_stream`] result with `n`
     /// columns; `Ok(None)` at its end.
     pub async fn next_row(

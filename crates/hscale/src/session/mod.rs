@@ -18,6 +18,7 @@ mod admin;
 pub mod auth;
 mod batch;
 mod commands;
+mod conditions;
 mod diagnostics;
 mod insert_form;
 mod kill;
@@ -62,6 +63,8 @@ pub struct Session<S> {
     /// What the previous statement left for `ROW_COUNT()` and
     /// `FOUND_ROWS()`.
     last: diagnostics::LastStatement,
+    /// The conditions of the last statement that raised any (`conditions.rs`).
+    conditions: conditions::Conditions,
 }
 
 /// Serve one client connection until it quits or fails. `is_local` for
@@ -180,10 +183,12 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             one_row_select: None,
             savepoints: Default::default(),
             note: Default::default(),
+            gathered: Default::default(),
         },
         client,
         statements: Statements::default(),
         last: Default::default(),
+        conditions: Default::default(),
         info,
     };
     let seq = session.info.next_seq;
@@ -505,6 +510,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Forward a backend's error packet as the answer (at `seq`).
     async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
         self.b.note.error(err.code);
+        self.b.gathered.error(err.code, &err.message);
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
@@ -536,6 +542,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
             return Ok(());
+        }
+        if facts.kind == hscale_sql::Kind::Show {
+            let read = hscale_sql::diagnostics::classify_condition_read(sql);
+            if let Some(read) = read {
+                if self.answer_conditions(read).await? {
+                    return Ok(());
+                }
+            }
+        }
+        if facts.statements > 1 {
+            // Run on one connection, which alone knows their conditions.
+            self.b.gathered.missed = true;
         }
         match facts.kind {
             hscale_sql::Kind::Kill => {

@@ -89,6 +89,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 is_live = true;
             }
         }
+        // The diagnostics area: the session's own list (`conditions.rs`).
+        if let Some(counts) = self.conditions.counts() {
+            if out.is_none() {
+                if let Some(hscale_sql::diagnostics::ConditionRead::Count { is_errors }) =
+                    hscale_sql::diagnostics::classify_condition_read(sql)
+                {
+                    out = Some(super::conditions::count_sql(is_errors, counts));
+                    is_live = true;
+                }
+            }
+            if sql.contains("@@") {
+                let current = out.as_deref().unwrap_or(sql);
+                if let Some(s) = super::conditions::replace_counts(current, counts) {
+                    out = Some(s);
+                    is_live = true;
+                }
+            }
+        }
         if let Some(s) = self.proxy_values(out.as_deref().unwrap_or(sql)) {
             out = Some(s);
         }

@@ -351,6 +351,67 @@ fn diagnostics(out: &mut Vec<Case>) {
     }
 }
 
+/// SHOW WARNINGS, SHOW ERRORS and the counts after statements whose
+/// conditions come from several partitions (concatenated, merged, written,
+/// an error), from one partition on another backend, and after the
+/// statements between that leave the list (no tables) or empty it.
+fn conditions(out: &mut Vec<Case>) {
+    let raising = [
+        "SELECT CAST(b AS INT) FROM t",
+        "SELECT CAST(b AS INT) FROM t WHERE k IN (1, 2)",
+        "SELECT COUNT(*) FROM t WHERE CAST(b AS INT) = 0",
+        "SELECT k, COUNT(*) FROM t WHERE CAST(np AS INT) = 0 GROUP BY k ORDER BY k",
+        "SELECT CAST('x' AS INT) FROM t",
+        "UPDATE c SET t = t WHERE CAST(name AS INT) = 0",
+        "SELECT nosuch FROM t",
+        "SELECT CAST(b AS INT) FROM t WHERE k = 3",
+    ];
+    let between = [
+        None,
+        Some("SELECT 1"),
+        Some("SET @x = 1"),
+        Some("SELECT id FROM t WHERE k = 1"),
+        Some("SELECT COUNT(*) FROM t"),
+        Some("SELECT id FROM pl"),
+    ];
+    let readers = [
+        "SHOW WARNINGS",
+        "SHOW ERRORS",
+        "SHOW COUNT(*) WARNINGS",
+        "SHOW COUNT(*) ERRORS",
+        "SELECT @@warning_count, @@session.error_count",
+    ];
+    for r in raising {
+        for b in between {
+            for reader in readers {
+                let mut statements = vec![r.to_string()];
+                statements.extend(b.map(str::to_string));
+                statements.push(reader.to_string());
+                out.push(session("conditions over partitions", statements, false));
+            }
+        }
+    }
+    // The list is bounded by max_error_count, the count is not; LIMIT.
+    for reader in [
+        "SHOW WARNINGS",
+        "SHOW WARNINGS LIMIT 2",
+        "SHOW WARNINGS LIMIT 1, 2",
+        "SHOW COUNT(*) WARNINGS",
+    ] {
+        for limit in ["3", "DEFAULT"] {
+            out.push(session(
+                "conditions over partitions",
+                vec![
+                    format!("SET max_error_count = {limit}"),
+                    "SELECT CAST('x' AS INT) FROM t".into(),
+                    reader.to_string(),
+                ],
+                false,
+            ));
+        }
+    }
+}
+
 /// Routing by literal: the server's comparison decides which partitions
 /// hold the rows, under strict and non-strict sql_modes.
 fn routing(out: &mut Vec<Case>) {
@@ -565,6 +626,7 @@ pub fn all() -> Vec<Case> {
     enums(&mut out);
     numbers(&mut out);
     diagnostics(&mut out);
+    conditions(&mut out);
     routing(&mut out);
     default_rows(&mut out);
     schema(&mut out);

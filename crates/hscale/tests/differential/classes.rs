@@ -137,18 +137,6 @@ const KNOWN: &[(&str, &str)] = &[
         "SHOW INDEX FROM",
         "Cardinality is the default partition's, not summed over partitions",
     ),
-    (
-        "WARNINGS",
-        "SHOW WARNINGS and the warning count read the backend connection the statement runs on, not every part of the last statement",
-    ),
-    (
-        "SHOW ERRORS",
-        "SHOW ERRORS reads the backend connection the statement runs on",
-    ),
-    (
-        "@@warning_count",
-        "the warning count reads the backend connection the statement runs on",
-    ),
 ];
 
 #[derive(Default)]
