@@ -361,3 +361,65 @@ async fn ok_of(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {
     let ok = hscale_wire::response::OkPacket::decode(&p.payload).unwrap();
     (ok.warnings, ok.status)
 }
+
+/// A partitioned table whose default partition is not on the main backend
+/// shows in information_schema once, under its name, as one server shows
+/// it (an ORM listing the schema's tables finds it): through a partition
+/// on the main backend when it has one, or as a row of TABLES of its own.
+#[tokio::test]
+async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE exec_away").await.unwrap();
+    c.query_drop("USE exec_away").await.unwrap();
+    for t in ["near", "far"] {
+        c.query_drop(format!(
+            "CREATE TABLE {t} (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))"
+        ))
+        .await
+        .unwrap();
+    }
+    for s in [
+        "HSCALE SETUP_TABLE('near', 'k', 'near_default', 'shard1', 'MOD(2)')",
+        "HSCALE ADD_PARTITION('near', 'odd', '1', 'shard0')",
+        "HSCALE SETUP_TABLE('far', 'k', 'far_default', 'shard1', 'MOD(2)')",
+        "HSCALE ADD_PARTITION('far', 'odd', '1', 'shard2')",
+    ] {
+        c.query_drop(s).await.unwrap();
+    }
+    let tables: Vec<(String, String)> = c
+        .query(
+            "SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1",
+        )
+        .await
+        .unwrap();
+    let base = |t: &str| (t.to_string(), "BASE TABLE".to_string());
+    assert_eq!(tables, vec![base("far"), base("near")]);
+    let n: i64 = c
+        .query_first("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'exec_away'")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 2);
+    // `near` has its columns and indexes from its partition on the main
+    // backend; `far` has none there.
+    let columns: Vec<(String, String)> = c
+        .query(
+            "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1, ORDINAL_POSITION",
+        )
+        .await
+        .unwrap();
+    let col = |t: &str, c: &str| (t.to_string(), c.to_string());
+    assert_eq!(columns, vec![col("near", "id"), col("near", "k")]);
+    let keys: Vec<(String, String)> = c
+        .query(
+            "SELECT TABLE_NAME, INDEX_NAME FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA = DATABASE() AND SEQ_IN_INDEX = 1",
+        )
+        .await
+        .unwrap();
+    assert_eq!(keys, vec![col("near", "PRIMARY")]);
+    c.disconnect().await.unwrap();
+}

@@ -6,7 +6,8 @@ use super::Case;
 
 /// `t` (MOD on a BIGINT: every type the merges treat apart), `c` (MOD, its
 /// columns named like the partitioned tables), `sk` (NONE on a string),
-/// `tk` (DATE on a DATETIME), `gl` (global) and `pl` (plain).
+/// `tk` (DATE on a DATETIME), `gl` (global), `pl` (plain) and `rd` (MOD,
+/// its default partition away from the main backend, one partition on it).
 pub const SCHEMA: &[&str] = &[
     "CREATE TABLE t (id INT NOT NULL, k BIGINT NOT NULL, b VARCHAR(12) COLLATE utf8mb4_bin NULL, np VARCHAR(12) COLLATE utf8mb4_general_nopad_ci NULL, e ENUM('zeta','alpha','mid') NULL, st SET('x','a','m') NULL, u BIGINT UNSIGNED NULL, d DECIMAL(20,4) NULL, f DOUBLE NULL, dt DATETIME(6) NULL, PRIMARY KEY (id, k), KEY kb (b))",
     "CREATE TABLE c (k BIGINT NOT NULL PRIMARY KEY, name VARCHAR(20) NOT NULL, t INT NULL, tk INT NULL)",
@@ -14,6 +15,7 @@ pub const SCHEMA: &[&str] = &[
     "CREATE TABLE tk (dt DATETIME NOT NULL PRIMARY KEY, v INT NOT NULL)",
     "CREATE TABLE gl (id INT NOT NULL PRIMARY KEY, label VARCHAR(10) NOT NULL)",
     "CREATE TABLE pl (id INT NOT NULL PRIMARY KEY, k BIGINT NOT NULL, note VARCHAR(10) NOT NULL)",
+    "CREATE TABLE rd (k BIGINT NOT NULL PRIMARY KEY, v INT NULL, KEY kv (v))",
 ];
 
 pub const PARTITIONING: &[&str] = &[
@@ -38,6 +40,8 @@ pub const PARTITIONING: &[&str] = &[
     "HSCALE ADD_PARTITION('tk', 'jan', '2024-01', 'shard1')",
     "HSCALE ADD_PARTITION('tk', 'feb', '2024-02', 'shard2')",
     "HSCALE ADD_PARTITION('tk', 'mar', '2024-03', 'shard3')",
+    "HSCALE SETUP_TABLE('rd', 'k', 'rd_default', 'shard1', 'MOD(2)')",
+    "HSCALE ADD_PARTITION('rd', 'm1', '1', 'shard0')",
 ];
 
 const BS: &[&str] = &["a", "A", "b", "B", "ab", "", "z", "Zz"];
