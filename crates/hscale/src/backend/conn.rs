@@ -38,6 +38,9 @@ const BACKEND_CAPS: u32 = cap::LONG_PASSWORD
     | cap::PLUGIN_AUTH_LENENC_CLIENT_DATA
     | cap::LOCAL_FILES;
 
+/// Column definitions as the server sent them, and text rows.
+pub type RawResult = (Vec<Bytes>, Vec<Vec<Option<Vec<u8>>>>);
+
 /// A whole text result read by the proxy for itself.
 #[derive(Debug, Clone, Default)]
 pub struct TextResult {
@@ -458,6 +461,13 @@ impl BackendConn {
         &mut self,
         sql: &str,
     ) -> Result<Result<Vec<Bytes>, ErrPacket>, ProxyError> {
+        Ok(self.query_raw(sql).await?.map(|(defs, _)| defs))
+    }
+
+    /// Run a query with a small text result and return its column
+    /// definitions as the server sent them and its rows, for an answer
+    /// the proxy writes itself with the server's metadata (values changed).
+    pub async fn query_raw(&mut self, sql: &str) -> Result<Result<RawResult, ErrPacket>, ProxyError> {
         let r = async {
             self.stream
                 .send_command(&Self::payload_for_query(sql))
@@ -475,7 +485,7 @@ impl BackendConn {
                         ErrPacket::decode(&first.payload).map_err(|e| proto(e.to_string()))?
                     ))
                 }
-                Some(0x00) => return Ok(Ok(Vec::new())),
+                Some(0x00) => return Ok(Ok((Vec::new(), Vec::new()))),
                 _ => {}
             }
             let n = hscale_wire::buf::Reader::new(&first.payload)
@@ -485,14 +495,24 @@ impl BackendConn {
             for _ in 0..n {
                 defs.push(self.read().await?.payload);
             }
-            // The EOF after the definitions, then rows (none) to the EOF.
-            let mut eofs = 0;
-            while eofs < 2 {
-                if is_eof(&self.read().await?.payload) {
-                    eofs += 1;
+            self.read().await?; // EOF after the definitions
+            let mut rows = Vec::new();
+            loop {
+                let p = self.read().await?;
+                if is_eof(&p.payload) {
+                    break;
                 }
+                if p.first() == Some(0xff) {
+                    return Ok(Err(
+                        ErrPacket::decode(&p.payload).map_err(|e| proto(e.to_string()))?
+                    ));
+                }
+                rows.push(
+                    hscale_wire::resultset::decode_row(&p.payload, n)
+                        .map_err(|e| proto(e.to_string()))?,
+                );
             }
-            Ok(Ok(defs))
+            Ok(Ok((defs, rows)))
         }
         .await;
         if r.is_err() {

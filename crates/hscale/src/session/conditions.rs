@@ -198,9 +198,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
         };
         let st = self.b.status();
-        let deprecated = self.is_eof_deprecated();
-        let mut header =
-            hscale_wire::reply::Reply::new(&mut self.client, 1, deprecated).columns(defs.len());
+        let mut header = self.reply(1).columns(defs.len());
         for d in &defs {
             header.column_def(d);
         }
@@ -214,9 +212,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         for c in listed {
             rows.text_row(&[Some(&c[0][..]), Some(&c[1][..]), Some(&c[2][..])]);
         }
-        self.b.note.rows += rows.count();
-        self.b.note.is_result = true;
+        let n = rows.count();
         send(rows.finish(st, 0)).await?;
+        self.b.note.rows += n;
+        self.b.note.is_result = true;
         Ok(true)
     }
 }

@@ -20,6 +20,7 @@ mod batch;
 mod commands;
 mod conditions;
 mod diagnostics;
+mod figures;
 mod insert_form;
 mod kill;
 mod ordered_write;
@@ -521,6 +522,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+        let figured = match self.show_figures(payload).await? {
+            figures::Figured::Answered => return Ok(()),
+            figures::Figured::Rewritten(p) => Some(p),
+            figures::Figured::No => None,
+        };
+        let payload = figured.as_ref().unwrap_or(payload);
         let rewritten = self.proxy_answers(payload);
         let payload = rewritten.as_ref().unwrap_or(payload);
         let sql_bytes = &payload[1..];

@@ -131,11 +131,11 @@ pub struct Case {
 const KNOWN: &[(&str, &str)] = &[
     (
         "SHOW TABLE STATUS",
-        "the figures (Rows, lengths, times) are the default partition's, not summed over partitions",
+        "the figures (Rows, lengths, times) are estimates summed over partitions, one server's estimate differs",
     ),
     (
         "SHOW INDEX FROM",
-        "Cardinality is the default partition's, not summed over partitions",
+        "Cardinality is summed over partitions: a value held in several partitions counts in each",
     ),
 ];
 

@@ -151,6 +151,16 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
                         "TABLE_NAME" => logical.clone(),
                         "TABLE_TYPE" => "'BASE TABLE'".to_string(),
                         "TEMPORARY" => "'N'".to_string(),
+                        "TABLE_COMMENT" => "''".to_string(),
+                        // Typed, so the union keeps the view's column types.
+                        "CREATE_TIME" | "UPDATE_TIME" | "CHECK_TIME" => {
+                            "CAST(NULL AS DATETIME)".to_string()
+                        }
+                        "VERSION" | "TABLE_ROWS" | "AVG_ROW_LENGTH" | "DATA_LENGTH"
+                        | "MAX_DATA_LENGTH" | "INDEX_LENGTH" | "DATA_FREE"
+                        | "AUTO_INCREMENT" | "CHECKSUM" | "MAX_INDEX_LENGTH" => {
+                            "CAST(NULL AS UNSIGNED)".to_string()
+                        }
                         _ => "NULL".to_string(),
                     })
                     .collect();
