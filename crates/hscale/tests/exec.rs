@@ -397,7 +397,9 @@ async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
     let base = |t: &str| (t.to_string(), "BASE TABLE".to_string());
     assert_eq!(tables, vec![base("far"), base("near")]);
     let n: i64 = c
-        .query_first("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'exec_away'")
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'exec_away'",
+        )
         .await
         .unwrap()
         .unwrap();
@@ -423,7 +425,10 @@ async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
     assert_eq!(keys, vec![col("near", "PRIMARY")]);
     // The row of `far` keeps the view's column types.
     let types = |r: &mysql_async::Row| -> Vec<u8> {
-        r.columns_ref().iter().map(|c| c.column_type() as u8).collect()
+        r.columns_ref()
+            .iter()
+            .map(|c| c.column_type() as u8)
+            .collect()
     };
     let sql = "SELECT * FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()";
     let through: Vec<mysql_async::Row> = c.query(sql).await.unwrap();
@@ -464,9 +469,12 @@ async fn table_status_and_index_figures_cover_every_partition() {
                 format!("({id}, {}, REPEAT('x', {}))", id % 7, id % 40)
             })
             .collect();
-        c.query_drop(format!("INSERT INTO t (id, k, v) VALUES {}", values.join(", ")))
-            .await
-            .unwrap();
+        c.query_drop(format!(
+            "INSERT INTO t (id, k, v) VALUES {}",
+            values.join(", ")
+        ))
+        .await
+        .unwrap();
     }
     // What the backends say of their physical tables, after ANALYZE.
     let (mut rows, mut data, mut index) = (0u64, 0u64, 0u64);
@@ -479,7 +487,9 @@ async fn table_status_and_index_figures_cover_every_partition() {
             .await
             .unwrap();
         assert_eq!(names.len(), 1, "one physical table per backend: {names:?}");
-        d.query_drop(format!("ANALYZE TABLE `{}`", names[0])).await.unwrap();
+        d.query_drop(format!("ANALYZE TABLE `{}`", names[0]))
+            .await
+            .unwrap();
         if b == 0 {
             main_physical = names[0].clone();
         }

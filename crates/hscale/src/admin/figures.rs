@@ -33,10 +33,13 @@ impl Figures {
     }
 }
 
-/// The physical tables of `tables`, by backend: (schema, physical, index
-/// of the logical table in `tables`).
-fn by_backend(tables: &[&PartitionedTable]) -> Vec<(BackendId, Vec<(String, String, usize)>)> {
-    let mut out: Vec<(BackendId, Vec<(String, String, usize)>)> = Vec::new();
+/// A physical table: its schema, its name, and the index of its logical
+/// table in the list asked about.
+type Physical = (String, String, usize);
+
+/// The physical tables of `tables`, by backend.
+fn by_backend(tables: &[&PartitionedTable]) -> Vec<(BackendId, Vec<Physical>)> {
+    let mut out: Vec<(BackendId, Vec<Physical>)> = Vec::new();
     for (i, t) in tables.iter().enumerate() {
         for target in t.all_targets() {
             let entry = (t.name.db.clone(), target.physical_table, i);
@@ -50,7 +53,7 @@ fn by_backend(tables: &[&PartitionedTable]) -> Vec<(BackendId, Vec<(String, Stri
 }
 
 /// `(TABLE_SCHEMA, TABLE_NAME) IN (...)` for `list`.
-fn names_in(list: &[(String, String, usize)]) -> String {
+fn names_in(list: &[Physical]) -> String {
     let names: Vec<String> = list
         .iter()
         .map(|(db, t, _)| format!("({}, {})", quote_str(db), quote_str(t)))

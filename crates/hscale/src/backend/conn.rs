@@ -467,7 +467,10 @@ impl BackendConn {
     /// Run a query with a small text result and return its column
     /// definitions as the server sent them and its rows, for an answer
     /// the proxy writes itself with the server's metadata (values changed).
-    pub async fn query_raw(&mut self, sql: &str) -> Result<Result<RawResult, ErrPacket>, ProxyError> {
+    pub async fn query_raw(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<RawResult, ErrPacket>, ProxyError> {
         let r = async {
             self.stream
                 .send_command(&Self::payload_for_query(sql))

@@ -365,7 +365,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                         .backend_lost(conn, "the server ended the connection".into());
                     return Ok(());
                 }
-                if held.is_none() {
+                if outcome.warnings > 0 && held.is_none() {
                     self.b.gather(&mut conn, outcome.warnings).await;
                 }
                 if effects.sets_last_insert_id

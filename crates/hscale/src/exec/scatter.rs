@@ -384,7 +384,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 {
                     conn.is_broken = true;
                 }
-                if held.is_none() {
+                if outcome.warnings > 0 && held.is_none() {
                     self.b.gather(&mut conn, outcome.warnings).await;
                 }
                 self.b.finish(conn, outcome, &Effects::default());

@@ -69,7 +69,13 @@ impl Conditions {
     /// After a statement: what it raised (`g`), the error code the client
     /// got (0: none), the session's `max_error_count` if it set one, and
     /// the statement's text (read only when the list would change by it).
-    pub fn record(&mut self, g: Gathered, error: u16, max_error_count: Option<usize>, sql: &[u8]) {
+    pub fn record(
+        &mut self,
+        g: Gathered,
+        error: u16,
+        max_error_count: impl FnOnce() -> Option<usize>,
+        sql: &[u8],
+    ) {
         if g.missed || g.reported > g.count {
             self.own = None;
             return;
@@ -91,7 +97,7 @@ impl Conditions {
             }
         }
         if count > 0 || !rows.is_empty() {
-            rows.truncate(g.cap.or(max_error_count).unwrap_or(MAX_ERROR_COUNT));
+            rows.truncate(g.cap.or_else(max_error_count).unwrap_or(MAX_ERROR_COUNT));
             let errors = rows.iter().filter(|c| is_error(c)).count() as u64;
             self.own = Some(Own {
                 warnings: count.max(rows.len() as u64),
@@ -152,6 +158,27 @@ pub(super) fn count_sql(is_errors: bool, (warnings, errors): (u64, u64)) -> Stri
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Before a text statement runs: `SHOW WARNINGS` / `SHOW ERRORS`
+    /// answered from the session's list (`Ok(true)`); several statements
+    /// in one query run on one connection, which alone knows their
+    /// conditions.
+    pub(super) async fn answered_conditions(
+        &mut self,
+        facts: &hscale_sql::Facts,
+        sql: &str,
+    ) -> Result<bool, ProxyError> {
+        if facts.statements > 1 {
+            self.b.gathered.missed = true;
+        }
+        if facts.kind != hscale_sql::Kind::Show {
+            return Ok(false);
+        }
+        match hscale_sql::diagnostics::classify_condition_read(sql) {
+            Some(read) => self.answer_conditions(read).await,
+            None => Ok(false),
+        }
+    }
+
     /// Answer `SHOW WARNINGS` / `SHOW ERRORS` from the session's list.
     /// `Ok(false)`: hscale does not know the list; the backend answers.
     pub(super) async fn answer_conditions(
@@ -237,24 +264,24 @@ mod tests {
             reported: 2,
             ..Default::default()
         };
-        c.record(g, 0, None, b"SELECT CAST(b AS INT) FROM t");
+        c.record(g, 0, || None, b"SELECT CAST(b AS INT) FROM t");
         assert_eq!(c.counts(), Some((2, 0)));
-        c.record(Gathered::default(), 0, None, b"SELECT 1");
+        c.record(Gathered::default(), 0, || None, b"SELECT 1");
         assert_eq!(c.counts(), Some((2, 0)));
-        c.record(Gathered::default(), 0, None, b"SHOW WARNINGS");
+        c.record(Gathered::default(), 0, || None, b"SHOW WARNINGS");
         assert_eq!(c.counts(), Some((2, 0)));
-        c.record(Gathered::default(), 0, None, b"SELECT id FROM t");
+        c.record(Gathered::default(), 0, || None, b"SELECT id FROM t");
         assert_eq!(c.counts(), Some((0, 0)));
         let mut g = Gathered::default();
         g.error(1054, "Unknown column");
-        c.record(g, 1054, None, b"SELECT nosuch FROM t");
+        c.record(g, 1054, || None, b"SELECT nosuch FROM t");
         assert_eq!(c.counts(), Some((1, 1)));
         // An error whose text hscale did not see: the backend answers.
-        c.record(Gathered::default(), 1054, None, b"SELECT nosuch FROM t");
+        c.record(Gathered::default(), 1054, || None, b"SELECT nosuch FROM t");
         assert_eq!(c.counts(), None);
-        c.record(Gathered::default(), 0, None, b"SELECT 1");
+        c.record(Gathered::default(), 0, || None, b"SELECT 1");
         assert_eq!(c.counts(), None);
-        c.record(Gathered::default(), 0, None, b"SELECT id FROM t");
+        c.record(Gathered::default(), 0, || None, b"SELECT id FROM t");
         assert_eq!(c.counts(), Some((0, 0)));
         // max_error_count bounds the list, not the count.
         let g = Gathered {
@@ -264,7 +291,7 @@ mod tests {
             cap: Some(3),
             ..Default::default()
         };
-        c.record(g, 0, None, b"SELECT CAST(b AS INT) FROM t");
+        c.record(g, 0, || None, b"SELECT CAST(b AS INT) FROM t");
         assert_eq!(c.counts(), Some((9, 0)));
         assert_eq!(c.own.as_ref().map(|o| o.rows.len()), Some(3));
     }

@@ -143,9 +143,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         dict.table(&name)
             .or_else(|| {
-                dict.tables().find(|p| {
-                    p.name.db == db && p.name.table.eq_ignore_ascii_case(table)
-                })
+                dict.tables()
+                    .find(|p| p.name.db == db && p.name.table.eq_ignore_ascii_case(table))
             })
             .cloned()
     }

@@ -550,17 +550,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
             return Ok(());
         }
-        if facts.kind == hscale_sql::Kind::Show {
-            let read = hscale_sql::diagnostics::classify_condition_read(sql);
-            if let Some(read) = read {
-                if self.answer_conditions(read).await? {
-                    return Ok(());
-                }
-            }
-        }
-        if facts.statements > 1 {
-            // Run on one connection, which alone knows their conditions.
-            self.b.gathered.missed = true;
+        if self.answered_conditions(&facts, sql).await? {
+            return Ok(());
         }
         match facts.kind {
             hscale_sql::Kind::Kill => {
@@ -864,5 +855,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     fn reset_session(&mut self) {
         self.b.reset();
         self.statements.clear();
+        self.conditions = Default::default();
     }
 }

@@ -51,9 +51,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .unwrap_or_default()
         };
         let gathered = std::mem::take(&mut self.b.gathered);
-        let max_error_count = self.b.state.vars.max_error_count();
+        let vars = &self.b.state.vars;
         self.conditions
-            .record(gathered, self.b.note.error, max_error_count, sql);
+            .record(gathered, self.b.note.error, || vars.max_error_count(), sql);
         let sql = std::str::from_utf8(sql).ok();
         let metrics = &self.b.ctx.metrics;
         metrics.record(self.b.worker, &self.b.note, took, now, sql);

@@ -92,11 +92,9 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
                 .map(|p| p.physical.as_str())
         };
         match shown {
-            Some(physical) => renamed.push((
-                db.clone(),
-                quote(physical),
-                hidden_literal(&t.name.table),
-            )),
+            Some(physical) => {
+                renamed.push((db.clone(), quote(physical), hidden_literal(&t.name.table)))
+            }
             None => absent.push((db.clone(), hidden_literal(&t.name.table))),
         }
         for p in t.partitions.values() {
@@ -157,10 +155,8 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
                             "CAST(NULL AS DATETIME)".to_string()
                         }
                         "VERSION" | "TABLE_ROWS" | "AVG_ROW_LENGTH" | "DATA_LENGTH"
-                        | "MAX_DATA_LENGTH" | "INDEX_LENGTH" | "DATA_FREE"
-                        | "AUTO_INCREMENT" | "CHECKSUM" | "MAX_INDEX_LENGTH" => {
-                            "CAST(NULL AS UNSIGNED)".to_string()
-                        }
+                        | "MAX_DATA_LENGTH" | "INDEX_LENGTH" | "DATA_FREE" | "AUTO_INCREMENT"
+                        | "CHECKSUM" | "MAX_INDEX_LENGTH" => "CAST(NULL AS UNSIGNED)".to_string(),
                         _ => "NULL".to_string(),
                     })
                     .collect();
