@@ -248,7 +248,7 @@ fn scans_for(max_connections: usize) -> usize {
 /// Whether a `COLUMN_TYPE` is an integer type (`bigint(20) unsigned`).
 fn is_integer_type(column_type: &str) -> bool {
     let name = column_type
-        .split(|c: char| c == '(' || c == ' ')
+        .split(['(', ' '])
         .next()
         .unwrap_or("");
     ["tinyint", "smallint", "mediumint", "int", "bigint"]
@@ -381,14 +381,26 @@ mod tests {
         ] {
             let t = tiling("c", least, greatest, n);
             let span = greatest - least + 1;
-            assert_eq!(t.len() as i128, (n as i128).min(span), "{least}..={greatest}");
+            assert_eq!(
+                t.len() as i128,
+                (n as i128).min(span),
+                "{least}..={greatest}"
+            );
             if t.len() == 1 {
                 assert_eq!(t, ["1 = 1"]);
                 continue;
             }
-            for v in [least - 1_000, least - 1, least, least + 1, greatest - 1, greatest, greatest + 1]
-                .into_iter()
-                .chain((0..50).map(|i| least + span * i / 50))
+            for v in [
+                least - 1_000,
+                least - 1,
+                least,
+                least + 1,
+                greatest - 1,
+                greatest,
+                greatest + 1,
+            ]
+            .into_iter()
+            .chain((0..50).map(|i| least + span * i / 50))
             {
                 assert_eq!(holding(&t, v), 1, "{v} in {t:?}");
             }
@@ -406,10 +418,25 @@ mod tests {
 
     #[test]
     fn integer_column_types() {
-        for t in ["int(11)", "bigint(20) unsigned", "TINYINT(1)", "mediumint(9)", "smallint(6) zerofill", "bigint"] {
+        for t in [
+            "int(11)",
+            "bigint(20) unsigned",
+            "TINYINT(1)",
+            "mediumint(9)",
+            "smallint(6) zerofill",
+            "bigint",
+        ] {
             assert!(is_integer_type(t), "{t}");
         }
-        for t in ["varchar(20)", "decimal(10,0)", "double", "date", "point", "integer_like", "binary(16)"] {
+        for t in [
+            "varchar(20)",
+            "decimal(10,0)",
+            "double",
+            "date",
+            "point",
+            "integer_like",
+            "binary(16)",
+        ] {
             assert!(!is_integer_type(t), "{t}");
         }
         assert_eq!(scans_for(64), SCANS);

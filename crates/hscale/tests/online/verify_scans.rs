@@ -88,7 +88,8 @@ async fn the_destination_is_summed_in_several_scans_and_damage_is_found_in_each(
     ))
     .await
     .unwrap();
-    let damaged = "SELECT 5 AS a, 41 AS b UNION ALL SELECT 12000, 96001 UNION ALL SELECT 25000, 200001 \
+    let damaged =
+        "SELECT 5 AS a, 41 AS b UNION ALL SELECT 12000, 96001 UNION ALL SELECT 25000, 200001 \
                    UNION ALL SELECT 39999, 319993 UNION ALL SELECT -3, 1 UNION ALL SELECT 40500, 1";
     // Later writes, replayed while the destination is summed.
     let mut c = Conn::new(proxy_opts(proxy.port, Some(scene.db)))
@@ -126,7 +127,9 @@ async fn the_destination_is_summed_in_several_scans_and_damage_is_found_in_each(
         .unwrap();
     let journal = "SELECT ranges_verified, ranges_recopied FROM hscale.operations WHERE db = 'online_vscans' ORDER BY id DESC LIMIT 1";
     let (verified, recopied): (u32, u32) = direct.query_first(journal).await.unwrap().unwrap();
-    eprintln!("verify_scans: {verified} ranges verified, {recopied} copied again, {buckets:?} damaged");
+    eprintln!(
+        "verify_scans: {verified} ranges verified, {recopied} copied again, {buckets:?} damaged"
+    );
     assert_eq!(verified, 256);
     assert_eq!(Some(recopied), buckets, "ranges copied again");
     // The destination's whole-side sums: one per scan, each on its own
