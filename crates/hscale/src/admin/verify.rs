@@ -89,7 +89,12 @@ pub(super) async fn verify(
     // below start once every snapshot is open).
     let mut dst_snaps = vec![dst_snapshot(ctx, worker, r).await?];
     let into_q = qualified(&m.db, &r.into);
-    let scans = scans_for(ctx.config.backends[m.dst.0.index()].max_connections);
+    // `HSCALE_TEST_VERIFY_SCANS` sets the number for benchmarks
+    // (`bench/moves.sh`: one scan against several in one binary).
+    let scans = match super::change::test_pause("HSCALE_TEST_VERIFY_SCANS") {
+        Some(n) => (n as usize).clamp(1, 16),
+        None => scans_for(ctx.config.backends[m.dst.0.index()].max_connections),
+    };
     let key_ranges = match r.pk.first() {
         Some((column, column_type))
             if scans > 1 && copied.rows >= SPLIT_ROWS && is_integer_type(column_type) =>

@@ -30,7 +30,7 @@ async fn the_destination_is_summed_in_several_scans_and_damage_is_found_in_each(
     let mut config = cluster_config();
     config.proxy.reload_interval_ms = 1_000;
     let proxy =
-        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "3000")]);
+        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "4000")]);
     let default = physical("online_vscans.acct_vscans", None).await;
     let mut direct = backend_conn(0, Some(scene.db)).await;
     direct
