@@ -39,9 +39,6 @@
 # (default 16), WARMUP (default 3, at least the reference move), BEFORE
 # (default 10), AFTER (default 5), HSCALE (binary, default
 # ./target/release/hscale), KEEP_LOG (a file to copy the proxy's log to),
-# HSCALE_TEST_VERIFY_SCANS (scans the verification sums the destination in:
-# unset, the proxy's choice, 4 here; 1 is the single scan of before, for a
-# comparison within one binary),
 # RUST_LOG (default: debug for admin::change, admin::verify and partition::copy; the phases of the
 # move, copy, catch-up replays and cutover, are read from the log).
 set -euo pipefail
@@ -451,7 +448,6 @@ print(f"- date: {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, nproc: 
 print(f"- 2 backends (one machine); `mv.t` MOD(4) on k; p1 ({rows} rows, `{old_p1}` on shard0) moves to shard1; p0, p2 on shard1 and p3 on shard0 hold {other_rows} rows each")
 print(f"- {writers} writer processes (PyMySQL, autocommit, text protocol) through the proxy: 70% `UPDATE t SET v = v + 1 WHERE k = ? AND id = ?` of a random row, 30% INSERT of a new row, value 0-3 at random (a quarter of the writes hit p1)")
 print(f"- copy rate limit (`[proxy] change_copy_rows_per_s`): {os.environ.get('COPY_RATE', '0')} (0: none)")
-print(f"- verification scans of the destination (`HSCALE_TEST_VERIFY_SCANS`): {os.environ.get('HSCALE_TEST_VERIFY_SCANS', 'unset (4)')}")
 print(f"- {warmup} s warm-up, {before} s measured before the move, {after} s after it; latency = one statement's round trip seen by its client")
 print(f"- MOVE answered: rows_moved {rows_moved}, seconds {seconds:.3f}, longest_write_pause_ms {pause_ms}, info `{info}`")
 print(f"- checked on the backends: every partition's COUNT(*) = loaded + client-acknowledged inserts and SUM(v) = client-acknowledged updates; p1 is `{new_p1}` on shard1; no `t_p1_*` table is left on shard0, no trigger or changelog on either backend: {'ok' if not failures else 'FAILED'}")

@@ -642,7 +642,3 @@ mod setup_kill;
 /// What a change's replays read on the destination.
 #[path = "online/replay_cost.rs"]
 mod replay_cost;
-
-/// The verification's scans of the destination, split, and damage in each.
-#[path = "online/verify_scans.rs"]
-mod verify_scans;
