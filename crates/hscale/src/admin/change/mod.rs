@@ -16,11 +16,12 @@
 //! ```text
 //!  journal 'copying' ─► destination table (fresh, or a staging table when the
 //!  destination already holds keys) ─► capture triggers on the source ─► copy
-//!  in bounded REPLACE batches ─► replay captured keys until few are left
-//!  ─► journal 'cutover' ─► RENAME source ─► replay the rest ─► delete the
-//!  moved rows from what stays / merge the staging table ─► commit the new
-//!  dictionary with the journal's 'done' (one CAS transaction) ─► drop
-//!  triggers, changelog and retired tables
+//!  in bounded INSERT batches (each returns its rows' checksums) ─► verify
+//!  ─► replay captured keys until few are left ─► journal 'cutover' ─►
+//!  RENAME source ─► replay the rest ─► delete the moved rows from what
+//!  stays / merge the staging table ─► commit the new dictionary with the
+//!  journal's 'done' (one CAS transaction) ─► drop triggers, changelog and
+//!  retired tables
 //! ```
 //! Writes pause only between the rename and the commit, so what can be
 //! done before is: the new dictionary's rows are computed (and the
