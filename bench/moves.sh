@@ -465,7 +465,7 @@ if ph:
     print(f"| changelog entries replayed: catch-up / during the cutover | {ph['entries']['catch-up']} / {ph['entries']['cutover']} | | |")
     if "verify" in ph["mono"] and "verified" in ph["mono"]:
         mk = ph["mono"]
-        print(f"| verification (the destination summed as it stored the copy, or by a scan; replays beside it) | {(mk['verified'] - mk['verify']) / 1e9:.1f} s | | |")
+        print(f"| verification (destination's scan, replays beside it) | {(mk['verified'] - mk['verify']) / 1e9:.1f} s | | |")
     if ph["steps"]:
         print("| the pause's steps (proxy log): rename / last replay / commit and reload | "
               + " / ".join(f"{x:.1f}" for x in ph["steps"]) + " ms | | |")

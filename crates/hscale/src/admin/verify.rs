@@ -16,22 +16,12 @@
 //! writers changed since S go on while the sides are summed (they change
 //! neither snapshot).
 //!
-//! Both sides are first summed as a whole, as the copy runs: the source as
-//! it sends the copy (the copy's select ends with each row's `CRC32`, which
-//! the proxy adds up instead of copying, so the source is scanned once),
-//! the destination as it stores it (each `INSERT ... RETURNING` returns the
-//! `CRC32` of every row it wrote, computed by the destination from the row
-//! as stored, converted to the column's type, which is what a later read
-//! would give). That sum is D's: the destination table was empty before the
-//! copy (checked; otherwise the copy replaces and D is summed by a scan), an
-//! `INSERT` never removes a row (a key written twice is an error that fails
-//! the change), and nothing but the copy writes the table before the first
-//! replay. So a clean copy is verified without reading the destination
-//! again: the scan it replaces took about 40% of a move under load, and
-//! was not short of CPU (four scans over key ranges at once took as long
-//! as one): it read back a copy larger than the buffer pool, just written.
-//! Only when the totals differ are both sides summed per range, in the
-//! snapshots S and D, to find the ranges to copy again.
+//! Both sides are first summed as a whole: the source as it sends the copy
+//! (the copy's select ends with each row's `CRC32`, which the proxy adds
+//! up instead of copying, so the source is scanned once), the destination
+//! by one scan without grouping. Only when those totals differ are both
+//! summed per range, in the same snapshots, to find the ranges to copy
+//! again.
 //!
 //! A range that differs is copied again like the first copy (delete the
 //! range on the destination, insert the source's current rows, in one
@@ -122,11 +112,7 @@ pub(super) async fn verify(
         .filter(|(_, (n, _))| *n > 0)
         .collect();
     let scans = async {
-        let totals = match copied.returned {
-            // The copy's INSERTs returned D's sum (see the module's comment).
-            Some((n, sum)) => Ok([(0, (n, sum))].into_iter().collect()),
-            None => read_sums(&mut dst_snap, &dst_total).await,
-        };
+        let totals = read_sums(&mut dst_snap, &dst_total).await;
         let sums = match totals {
             Ok(d) if normalized(&d) == src_total => Ok(None),
             Ok(_) => tokio::try_join!(

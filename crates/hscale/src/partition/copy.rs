@@ -152,28 +152,8 @@ pub async fn stream_rows(
     dst_q: &str,
     is_replace: bool,
 ) -> Result<u64, ProxyError> {
-    let mode = CopyMode {
-        is_replace,
-        ..CopyMode::default()
-    };
-    let copied = stream_rows_to(src, select, vec![dst], dst_q, &mode).await?;
+    let copied = stream_rows_to(src, select, vec![dst], dst_q, is_replace, false, 0).await?;
     Ok(copied.rows)
-}
-
-/// How [`stream_rows_to`] writes, and what it sums.
-#[derive(Debug, Default, Clone)]
-pub struct CopyMode {
-    /// `REPLACE` instead of `INSERT`.
-    pub is_replace: bool,
-    /// The select's last column is a number the source computed per row (a
-    /// checksum), summed instead of copied.
-    pub has_checksum: bool,
-    /// Rows read per second at most (0: no limit).
-    pub rows_per_s: u64,
-    /// An expression over the destination's columns that each statement
-    /// returns for every row it wrote (`INSERT ... RETURNING`), a number:
-    /// the rows returned and the sum of their numbers are counted.
-    pub returning: Option<String>,
 }
 
 /// What [`stream_rows_to`] copied.
@@ -183,29 +163,25 @@ pub struct Copied {
     /// The sum of the select's last column over its rows, when it is a
     /// checksum (`has_checksum`), else 0.
     pub checksum: u64,
-    /// With [`CopyMode::returning`]: the rows the destination returned and
-    /// the sum of the numbers it returned for them.
-    pub returned: Option<(u64, u64)>,
 }
 
 /// [`stream_rows`] into several connections to the destination's backend:
 /// each statement runs on whichever is free, so the destination inserts
 /// batches on several threads at once while the source is read once.
-/// Statements commit out of order: only for autocommitted copies of
-/// disjoint rows. `mode` says how rows are written and what is summed: a
-/// checksum the source computed per row, one the destination returns for
-/// every row it wrote, and the pace (the source is read no faster than
-/// `rows_per_s`, a statement at a time).
+/// Statements commit out of order: only for autocommitted, idempotent
+/// copies of disjoint rows (a `REPLACE` copy). With `has_checksum`, the
+/// select's last column is a number the source computed per row (a
+/// checksum), summed instead of copied. With `rows_per_s` (0: no limit)
+/// the source is read no faster than that, a statement at a time.
 pub async fn stream_rows_to(
     src: &mut BackendConn,
     select: &str,
     dsts: Vec<&mut BackendConn>,
     dst_q: &str,
-    mode: &CopyMode,
+    is_replace: bool,
+    has_checksum: bool,
+    rows_per_s: u64,
 ) -> Result<Copied, ProxyError> {
-    let (is_replace, has_checksum, rows_per_s) =
-        (mode.is_replace, mode.has_checksum, mode.rows_per_s);
-    let returning = mode.returning.as_deref().map(|e| format!(" RETURNING {e}"));
     if !src.is_results_raw {
         exec(src, &["SET character_set_results = NULL".to_string()]).await?;
         src.is_results_raw = true;
@@ -229,7 +205,6 @@ pub async fn stream_rows_to(
         let mut copied = Copied {
             rows: 0,
             checksum: 0,
-            returned: None,
         };
         let mut is_writing = true;
         // Time the reader waited for a writer: the destination is the
@@ -270,24 +245,13 @@ pub async fn stream_rows_to(
         Ok::<_, ProxyError>((copied, waited))
     };
     let writers = dsts.into_iter().map(|dst| {
-        let (rx, returning) = (&rx, &returning);
+        let rx = &rx;
         async move {
-            let mut returned = (0u64, 0u64);
             loop {
-                let Some(mut sql) = rx.lock().await.recv().await else {
-                    return Ok(returned);
+                let Some(sql) = rx.lock().await.recv().await else {
+                    return Ok(());
                 };
-                let written = match returning {
-                    None => exec(dst, &[sql]).await,
-                    Some(clause) => {
-                        sql.push_str(clause);
-                        summed(dst, &sql).await.map(|(n, sum)| {
-                            returned.0 += n;
-                            returned.1 = returned.1.wrapping_add(sum);
-                        })
-                    }
-                };
-                if let Err(e) = written {
+                if let Err(e) = exec(dst, &[sql]).await {
                     rx.lock().await.close();
                     return Err(e);
                 }
@@ -296,13 +260,8 @@ pub async fn stream_rows_to(
     });
     let (read, written) = tokio::join!(read, futures_util::future::try_join_all(writers));
     src.is_broken = true;
-    let written = written?;
-    let (mut copied, waited) = read?;
-    if returning.is_some() {
-        copied.returned = Some(written.iter().fold((0, 0), |(n, sum), (m, s)| {
-            (n + m, u64::wrapping_add(sum, *s))
-        }));
-    }
+    written?;
+    let (copied, waited) = read?;
     tracing::debug!(
         rows = copied.rows,
         ms = started.elapsed().as_millis() as u64,
@@ -310,27 +269,6 @@ pub async fn stream_rows_to(
         "rows streamed"
     );
     Ok(copied)
-}
-
-/// Run `sql`, a statement that returns one number per row it wrote, on
-/// `dst`: the rows returned and the sum of their numbers.
-async fn summed(dst: &mut BackendConn, sql: &str) -> Result<(u64, u64), ProxyError> {
-    let r = dst
-        .query_rows(sql)
-        .await?
-        .map_err(|e| server_error(dst, sql, e))?;
-    let mut out = (0u64, 0u64);
-    for row in &r.rows {
-        let n = row
-            .first()
-            .and_then(|v| v.as_deref())
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .and_then(|t| t.parse::<u64>().ok())
-            .ok_or_else(|| ProxyError::Wrong("unreadable returned checksum".into()))?;
-        out.0 += 1;
-        out.1 = out.1.wrapping_add(n);
-    }
-    Ok(out)
 }
 
 /// Statements read ahead of the one the destination runs.

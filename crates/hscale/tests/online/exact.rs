@@ -48,20 +48,12 @@ async fn every_column_type_survives_moves_exactly() {
         .await
         .unwrap();
     assert_eq!(before.len(), 4);
-    // The destination's sums of what it stored (returned by the copy's
-    // INSERTs) agree with the source's for every type: nothing is copied
-    // again.
-    let recopied = "SELECT ranges_recopied FROM hscale.operations WHERE db = 'online_types' ORDER BY id DESC LIMIT 1";
     c.query_drop("HSCALE ADD_PARTITION('online_types.t', 'odd', '1', 'shard1')")
         .await
         .unwrap();
-    let n: Option<u32> = direct.query_first(recopied).await.unwrap();
-    assert_eq!(n, Some(0), "ranges copied again by ADD_PARTITION");
     c.query_drop("HSCALE MOVE_PARTITION('online_types.t', 'odd', 'shard2')")
         .await
         .unwrap();
-    let n: Option<u32> = direct.query_first(recopied).await.unwrap();
-    assert_eq!(n, Some(0), "ranges copied again by MOVE_PARTITION");
     let odd = physical("online_types.t", Some("odd")).await;
     let mut b2 = backend_conn(2, Some("online_types")).await;
     b2.query_drop("SET SESSION time_zone = '+05:30'")
@@ -284,14 +276,13 @@ async fn a_cancelled_change_leaves_everything_as_before() {
     o.disconnect().await.unwrap();
 }
 
-/// Verification before the cutover: the destination of an ADD_PARTITION
-/// stores other rows than it is sent ([`damage_while_copied`]: values
-/// changed, NULL made the text 'NULL', a row stored under another key, so
-/// one row is missing and one is not in the source), with writers going
-/// on. The change finds the ranges that differ and copies them again, so
-/// the partition holds exactly the source's rows; the journal counts the
-/// ranges. A move of the same partition under the same writers then finds
-/// nothing to repair.
+/// Verification before the cutover: the copy of an ADD_PARTITION is
+/// damaged on the destination while the change pauses after its copy (a
+/// row deleted, values changed, NULL made the text 'NULL', a row that is
+/// not in the source added), with writers going on. The change finds the
+/// ranges that differ and copies them again, so the partition holds exactly
+/// the source's rows; the journal counts the ranges. A move of the same
+/// partition under the same writers then finds nothing to repair.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_copy_is_repaired_before_the_cutover() {
     const TEST: &str = "verify_copy";
@@ -304,7 +295,8 @@ async fn a_damaged_copy_is_repaired_before_the_cutover() {
     setup_acct(scene).await;
     let mut config = cluster_config();
     config.proxy.reload_interval_ms = 1_000;
-    let proxy = ProxyProcess::start_with_env(config, &PAUSES);
+    let proxy =
+        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "3000")]);
     let ports = [proxy.port];
     let default = physical("online_verify.acct_verify", None).await;
     let mut direct = backend_conn(0, Some(scene.db)).await;
@@ -328,17 +320,34 @@ async fn a_damaged_copy_is_repaired_before_the_cutover() {
         c.query_drop("HSCALE ADD_PARTITION('online_verify.acct_verify', 'p1', '1', 'shard1')")
             .await
     });
+    // The copy's table on shard1, once it holds every bulk row.
     let mut b1 = backend_conn(1, None).await;
-    damage_while_copied(
-        &mut b1,
-        "online_verify",
-        20_000,
-        "IF NEW.id = 5 THEN SET NEW.k = NEW.k + 8000000; END IF; \
-         IF NEW.id = 6 THEN SET NEW.v = NEW.v + 100; END IF; \
-         IF NEW.id = 7 THEN SET NEW.note = NULL; END IF; \
-         IF NEW.id = 8 THEN SET NEW.note = 'NULL'; END IF;",
-    )
-    .await;
+    let mut copy = None;
+    for _ in 0..500 {
+        let t: Option<String> = b1
+            .query_first("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'online_verify'")
+            .await
+            .unwrap();
+        if let Some(t) = t.map(|t| format!("online_verify.{t}")) {
+            let n: Option<i64> = b1
+                .query_first(format!("SELECT COUNT(*) FROM {t} WHERE id <= 20000"))
+                .await
+                .unwrap_or(None);
+            if n == Some(20_000) {
+                copy = Some(t);
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let copy = copy.expect("the copy reached shard1");
+    b1.query_drop(format!(
+        "DELETE FROM {copy} WHERE id = 5; UPDATE {copy} SET v = v + 100 WHERE id = 6; \
+         UPDATE {copy} SET note = NULL WHERE id = 7; UPDATE {copy} SET note = 'NULL' WHERE id = 8; \
+         INSERT INTO {copy} (id, k, v, note) VALUES (20001, 1, 0, 'not in the source')"
+    ))
+    .await
+    .unwrap();
     let r = change.await.unwrap();
     assert!(r.is_ok(), "ADD_PARTITION: {r:?}");
     let p1 = physical("online_verify.acct_verify", Some("p1")).await;
@@ -388,11 +397,11 @@ async fn a_damaged_copy_is_repaired_before_the_cutover() {
 
 /// The verification's row text takes a `NOT NULL` CHAR or VARCHAR column as
 /// its length and its bytes (`ddl::row_text`), not `QUOTE`'s escaped copy:
-/// the destination stores such columns damaged ([`damage_while_copied`]: a
-/// trailing space added; `a4`, `b,c` made `a4,b`, `c`, which read the same
-/// joined by commas; a CHAR shortened; a letter's case changed under a
-/// case-insensitive collation), and the change copies those ranges again,
-/// so the partition holds exactly the source's bytes.
+/// the copy of such columns is damaged on the destination while the change
+/// pauses after its copy (a trailing space added; `a4`, `b,c` made `a4,b`,
+/// `c`, which read the same joined by commas; a CHAR shortened; a letter's
+/// case changed under a case-insensitive collation), and the change copies
+/// those ranges again, so the partition holds exactly the source's bytes.
 #[tokio::test]
 async fn damaged_text_columns_are_found_by_the_verification() {
     cluster(3);
@@ -423,7 +432,8 @@ async fn damaged_text_columns_are_found_by_the_verification() {
     let before: Vec<Row> = direct.query(rows.replace("{t}", &default)).await.unwrap();
     let mut config = cluster_config();
     config.proxy.reload_interval_ms = 1_000;
-    let proxy = ProxyProcess::start_with_env(config, &PAUSES);
+    let proxy =
+        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "2000")]);
     let port = proxy.port;
     let change = tokio::spawn(async move {
         let mut c = Conn::new(proxy_opts(port, Some("online_vtext")))
@@ -433,16 +443,33 @@ async fn damaged_text_columns_are_found_by_the_verification() {
             .await
     });
     let mut b1 = backend_conn(1, None).await;
-    damage_while_copied(
-        &mut b1,
-        "online_vtext",
-        2_000,
-        "IF NEW.id = 3 THEN SET NEW.a = CONCAT(NEW.a, ' '); END IF; \
-         IF NEW.id = 4 THEN SET NEW.a = CONCAT(NEW.a, ',b'), NEW.b = 'c'; END IF; \
-         IF NEW.id = 5 THEN SET NEW.code = 'Cod'; END IF; \
-         IF NEW.id = 6 THEN SET NEW.code = 'CODE'; END IF;",
-    )
-    .await;
+    let mut copy = None;
+    for _ in 0..500 {
+        let found: Option<String> = b1
+            .query_first("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'online_vtext'")
+            .await
+            .unwrap();
+        if let Some(name) = found.map(|n| format!("online_vtext.{n}")) {
+            let n: Option<i64> = b1
+                .query_first(format!("SELECT COUNT(*) FROM {name}"))
+                .await
+                .unwrap_or(None);
+            if n == Some(2_000) {
+                copy = Some(name);
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let copy = copy.expect("the copy reached shard1");
+    b1.query_drop(format!(
+        "UPDATE {copy} SET a = CONCAT(a, ' ') WHERE id = 3; \
+         UPDATE {copy} SET a = CONCAT(a, ',b'), b = 'c' WHERE id = 4; \
+         UPDATE {copy} SET code = 'Cod' WHERE id = 5; \
+         UPDATE {copy} SET code = 'CODE' WHERE id = 6"
+    ))
+    .await
+    .unwrap();
     let r = change.await.unwrap();
     assert!(r.is_ok(), "ADD_PARTITION: {r:?}");
     let p1 = physical("online_vtext.vt", Some("p1")).await;
@@ -464,59 +491,4 @@ async fn damaged_text_columns_are_found_by_the_verification() {
     for c in [direct, b1, c] {
         c.disconnect().await.unwrap();
     }
-}
-
-/// Pauses of a change for [`damage_while_copied`]: before its copy and
-/// after it.
-const PAUSES: [(&str, &str); 2] = [
-    ("HSCALE_TEST_PAUSE_BEFORE_COPY_MS", "3000"),
-    ("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "3000"),
-];
-
-/// Make the destination of the change copying into database `db` on
-/// backend 1 store other rows than it is sent, as a faulty copy would: a
-/// `BEFORE INSERT` trigger with `body` on the copy's table while the change
-/// pauses before its copy, dropped once the copy holds its `rows` rows of
-/// id 1 to `rows` (while the change pauses after it), so the ranges copied
-/// again are stored as sent. Returns the copy's table.
-async fn damage_while_copied(b1: &mut Conn, db: &str, rows: i64, body: &str) -> String {
-    let mut copy = None;
-    for _ in 0..500 {
-        let t: Option<String> = b1
-            .query_first(format!(
-                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}'"
-            ))
-            .await
-            .unwrap();
-        if let Some(t) = t {
-            copy = Some(format!("{db}.{t}"));
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let copy = copy.expect("the copy's table on shard1");
-    b1.query_drop(format!(
-        "CREATE TRIGGER {db}.damage BEFORE INSERT ON {copy} FOR EACH ROW BEGIN {body} END"
-    ))
-    .await
-    .unwrap();
-    let mut is_copied = false;
-    for _ in 0..1000 {
-        let n: Option<i64> = b1
-            .query_first(format!(
-                "SELECT COUNT(*) FROM {copy} WHERE id BETWEEN 1 AND {rows}"
-            ))
-            .await
-            .unwrap_or(None);
-        if n == Some(rows) {
-            is_copied = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(is_copied, "the copy reached shard1");
-    b1.query_drop(format!("DROP TRIGGER {db}.damage"))
-        .await
-        .unwrap();
-    copy
 }

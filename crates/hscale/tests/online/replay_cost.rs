@@ -1,7 +1,5 @@
-//! Issue 12 item 9: what a change's verification and replays cost the
-//! destination. The verification reads none of the copy (its sum comes
-//! back from the copy's INSERTs). A replay of one captured key must read
-//! that key, not the whole copy:
+//! Issue 12 item 9: what a change's replays cost the destination. A
+//! replay of one captured key must read that key, not the whole copy:
 //! MariaDB 10.11 plans `DELETE ... WHERE (a, b) IN ((1, 2))` as a full
 //! scan, which made each one-key replay (the tail of every catch-up, and
 //! the cutover's) read every copied row while writes waited.
@@ -25,11 +23,10 @@ async fn rows_read(c: &mut Conn, db: &str, table: &str) -> i64 {
 
 /// ADD_PARTITION copies 20,000 rows to shard1 and pauses; one row of the
 /// moving set is updated meanwhile, so the catch-up replays exactly one
-/// key. From the end of the copy to the end of the change, the destination
-/// reads the replayed key and nothing else: the verification's sum of the
-/// destination came back from the copy's own INSERTs (`admin/verify.rs`),
-/// where a scan for it read every row again, and a replay that scans reads
-/// every row too.
+/// key. From the end of the copy to the end of the change, the
+/// destination's copy is read once as a whole (the verification's sum)
+/// plus the replayed key: fewer than 1.5 times its rows, where a replay
+/// that scans reads it twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_key_replay_reads_one_row_of_the_destination() {
     const ROWS: i64 = 20_000;
@@ -95,8 +92,8 @@ async fn a_one_key_replay_reads_one_row_of_the_destination() {
     b1.query_drop("SET GLOBAL userstat = 0").await.unwrap();
     eprintln!("replay_cost: the destination read {read} rows of {ROWS} after the copy");
     assert!(
-        read < 1_000,
-        "the destination read {read} rows of a {ROWS}-row copy after it: the verification or a replay scanned it"
+        read < ROWS * 3 / 2,
+        "the destination read {read} rows of a {ROWS}-row copy after it: a replay scanned it"
     );
     // The replayed row arrived.
     let p1 = physical("online_replay_cost.acct_replay", Some("p1")).await;

@@ -16,12 +16,11 @@
 //! ```text
 //!  journal 'copying' ─► destination table (fresh, or a staging table when the
 //!  destination already holds keys) ─► capture triggers on the source ─► copy
-//!  in bounded INSERT batches (each returns its rows' checksums) ─► verify
-//!  ─► replay captured keys until few are left ─► journal 'cutover' ─►
-//!  RENAME source ─► replay the rest ─► delete the moved rows from what
-//!  stays / merge the staging table ─► commit the new dictionary with the
-//!  journal's 'done' (one CAS transaction) ─► drop triggers, changelog and
-//!  retired tables
+//!  in bounded REPLACE batches ─► replay captured keys until few are left
+//!  ─► journal 'cutover' ─► RENAME source ─► replay the rest ─► delete the
+//!  moved rows from what stays / merge the staging table ─► commit the new
+//!  dictionary with the journal's 'done' (one CAS transaction) ─► drop
+//!  triggers, changelog and retired tables
 //! ```
 //! Writes pause only between the rename and the commit, so what can be
 //! done before is: the new dictionary's rows are computed (and the
@@ -46,7 +45,7 @@ use hscale_route::BackendId;
 use super::{conn, wrong};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use crate::partition::copy::{stream_rows_to, CopyMode};
+use crate::partition::copy::stream_rows_to;
 use crate::partition::store::exec;
 use crate::partition::{ddl, qualified, quote_ident, quote_str};
 use crate::runtime::Context;
@@ -143,10 +142,8 @@ pub fn is_stale_trigger_error(err: &hscale_wire::response::ErrPacket) -> bool {
 
 /// A pause for tests, in ms, from the environment variable `name`
 /// (`HSCALE_TEST_PAUSE_AFTER_RENAME_MS`: right after the cutover's rename,
-/// so tests can kill an owner in its cutover; `..._BEFORE_COPY_MS`: once
-/// the destination table exists, so tests can make it store other values
-/// (a trigger); `..._AFTER_COPY_MS`: after the copy, so tests can damage
-/// it or undo that; `..._TAKEOVER_AFTER_COMMIT_MS`: a
+/// so tests can kill an owner in its cutover; `..._AFTER_COPY_MS`: after the
+/// copy, so tests can damage it; `..._TAKEOVER_AFTER_COMMIT_MS`: a
 /// take-over between its commit and its clean-up, so tests can wake the
 /// old owner there). Unset in production.
 pub(super) fn test_pause(name: &str) -> Option<u64> {
@@ -169,16 +166,6 @@ pub(super) fn dst_session() -> Vec<String> {
     let mut s = copy_session();
     s.push("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string());
     s
-}
-
-/// Whether `table_q` holds no row.
-async fn is_empty(c: &mut BackendConn, table_q: &str) -> Result<bool, ProxyError> {
-    let sql = format!("SELECT 1 FROM {table_q} LIMIT 1");
-    let r = c
-        .query_rows(&sql)
-        .await?
-        .map_err(|e| crate::partition::store::server_error(c, &sql, e))?;
-    Ok(r.rows.is_empty())
 }
 
 /// The server's estimate of a table's rows (0 if unknown).
@@ -339,18 +326,9 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         ddl::create_like(&mut like, &m.db, &m.src.1, &mut r.dst, &r.into).await?;
     }
     r.capture().await?;
-    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_BEFORE_COPY_MS") {
-        // Tests make the destination store other values than it is sent
-        // here (a trigger): the verification must repair the copy.
-        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-    }
     // The source sums what it sends (the verification's checksum of each
-    // row, `verify.rs`) in the same pass, and the destination what it
-    // stores, returned by each INSERT: unless the destination holds rows
-    // already, then the copy replaces and the verification scans it.
+    // row, `verify.rs`) in the same pass.
     let text = ddl::row_text(&mut r.src, &m.db, &r.src_name).await?;
-    let into_q = qualified(&m.db, &r.into);
-    let is_fresh = is_empty(&mut r.dst, &into_q).await?;
     let select = format!(
         "SELECT {}, CRC32({text}) FROM {} WHERE {}",
         r.columns,
@@ -372,6 +350,7 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         ),
     )
     .await?;
+    let into_q = qualified(&m.db, &r.into);
     // The copy reads one snapshot, kept open after it: the verification
     // sums the source in exactly the state the copy read. Its transaction
     // holds the source's metadata lock until then, so the connection is
@@ -391,13 +370,8 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     // lanes' connections too (it is the slower side of the copy).
     let mut dsts = vec![&mut *r.dst];
     dsts.extend(r.lanes.iter_mut().map(|(_, d)| &mut **d));
-    let mode = CopyMode {
-        is_replace: !is_fresh,
-        has_checksum: true,
-        rows_per_s: ctx.config.proxy.change_copy_rows_per_s,
-        returning: is_fresh.then(|| format!("CRC32({text})")),
-    };
-    let copied = stream_rows_to(&mut reader, &select, dsts, &into_q, &mode).await?;
+    let rate = ctx.config.proxy.change_copy_rows_per_s;
+    let copied = stream_rows_to(&mut reader, &select, dsts, &into_q, true, true, rate).await?;
     let rows = copied.rows;
     tracing::debug!(operation = r.id, rows, "copy done");
     journal(
