@@ -35,9 +35,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // session: rewritten once, at PREPARE; PROCESSLIST's sessions do,
         // so a statement reading them keeps its text (`live`) to be
         // rewritten again at every execution (`rewrite.rs`).
-        let rewritten = std::str::from_utf8(&payload[1..])
-            .ok()
-            .and_then(|sql| self.proxy_sql(sql));
+        let rewritten = match std::str::from_utf8(&payload[1..]) {
+            Ok(sql) => self.proxy_sql(sql).await?,
+            Err(_) => None,
+        };
         let live = rewritten
             .as_ref()
             .filter(|(_, is_live)| *is_live)
@@ -310,10 +311,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Routed::Plain => {
                 // PROCESSLIST: this moment's sessions, kept as the statement's
                 // text (a cursor's COM_STMT_FETCH finds it by that).
-                let fresh = st.live.as_deref().and_then(|text| {
-                    let (sql, _) = self.proxy_sql(std::str::from_utf8(text).ok()?)?;
-                    Some(Arc::<[u8]>::from(sql.as_bytes()))
-                });
+                let fresh = match st.live.as_deref().map(std::str::from_utf8) {
+                    Some(Ok(text)) => self
+                        .proxy_sql(text)
+                        .await?
+                        .map(|(sql, _)| Arc::<[u8]>::from(sql.as_bytes())),
+                    _ => None,
+                };
                 if let Some(fresh) = fresh {
                     st.sql = fresh.clone();
                     if let Some(s) = self.statements.get_mut(id) {

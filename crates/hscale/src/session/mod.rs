@@ -515,7 +515,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
-        let rewritten = self.proxy_answers(payload);
+        let rewritten = self.proxy_answers(payload).await?;
         let payload = rewritten.as_ref().unwrap_or(payload);
         let sql_bytes = &payload[1..];
         let facts = hscale_sql::analyze_bytes(sql_bytes);

@@ -5,7 +5,10 @@
 //! derived table where a partitioned table's default partition is named
 //! as the table and its other partitions are left out; it then runs on
 //! the main backend. The figures of such a row (TABLE_ROWS, DATA_LENGTH,
-//! CARDINALITY, ...) are its default partition's. A partitioned table
+//! CARDINALITY, ...) are its default partition's, except TABLES'
+//! AUTO_INCREMENT of a table with a sequence: the sequence's next value,
+//! which the proxy reads and passes in (`auto_increments`; the partitions'
+//! own counters are not the table's). A partitioned table
 //! whose default partition is on another backend is missing from these
 //! views; a statement naming it in a literal is answered from that
 //! backend instead (`schema::plan_information_schema`).
@@ -13,7 +16,7 @@
 use hscale_sql::show::replace_table;
 use hscale_sql::TokenKind;
 
-use crate::dictionary::Dictionary;
+use crate::dictionary::{Dictionary, TableName};
 use crate::BackendId;
 
 /// Each view, its columns (MariaDB 10.x) and the columns that name a table.
@@ -51,15 +54,35 @@ fn hidden_literal(s: &str) -> String {
     format!("CONVERT(X'{hex}' USING utf8mb3)")
 }
 
+/// TABLES' AUTO_INCREMENT with each `(schema, physical, next)` of
+/// `counters` as `next`: BIGINT UNSIGNED as the server's column (a bare
+/// integer literal would make the column DECIMAL).
+fn auto_increment(counters: &[(String, String, u64)]) -> String {
+    let mut case = String::from("CASE");
+    for (db, physical, next) in counters {
+        case.push_str(&format!(
+            " WHEN TABLE_SCHEMA = {db} AND TABLE_NAME = {physical} THEN CAST({next} AS UNSIGNED)"
+        ));
+    }
+    case.push_str(" ELSE AUTO_INCREMENT END AS AUTO_INCREMENT");
+    case
+}
+
 /// Marks a statement rewritten here: the planner leaves its literals
 /// alone (`schema::plan_information_schema`).
 pub(super) const MARK: &str = "/* hscale: logical tables */";
 
-/// `sql` with the views above showing logical table names; `None` when
-/// it reads none of them, there is no partitioned table, or a string
-/// literal names a partitioned table whose default partition is on
-/// another backend (the planner answers that from there).
-pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
+/// `sql` with the views above showing logical table names, and TABLES'
+/// AUTO_INCREMENT of the tables in `auto_increments` (a sequence's next
+/// value, by logical table) as that value; `None` when it reads none of
+/// them, there is no partitioned table, or a string literal names a
+/// partitioned table whose default partition is on another backend (the
+/// planner answers that from there).
+pub fn logical_views(
+    sql: &str,
+    dict: &Dictionary,
+    auto_increments: &[(TableName, u64)],
+) -> Option<String> {
     dict.tables().next()?;
     let tokens = hscale_sql::tokenize(sql).ok()?;
     let names_remote = tokens.iter().filter(|t| t.kind == TokenKind::Str).any(|t| {
@@ -73,6 +96,8 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
     // (schema, physical) → logical name; physical tables left out.
     let mut renamed = Vec::new();
     let mut hidden = Vec::new();
+    // (schema, physical) → the sequence's next value.
+    let mut counters = Vec::new();
     for t in dict.tables() {
         let db = quote(&t.name.db);
         if t.default_backend == BackendId::MAIN {
@@ -81,6 +106,9 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
                 quote(&t.default_table),
                 hidden_literal(&t.name.table),
             ));
+            if let Some((_, next)) = auto_increments.iter().find(|(n, _)| *n == t.name) {
+                counters.push((db.clone(), quote(&t.default_table), *next));
+            }
         }
         for p in t.partitions.values() {
             hidden.push(format!("({db}, {})", quote(&p.physical)));
@@ -99,6 +127,9 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
         let select: Vec<String> = columns
             .split(", ")
             .map(|c| {
+                if *view == "TABLES" && c == "AUTO_INCREMENT" && !counters.is_empty() {
+                    return auto_increment(&counters);
+                }
                 if !named.contains(&c) || renamed.is_empty() {
                     return c.to_string();
                 }
@@ -127,4 +158,40 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HashingFunction;
+
+    #[test]
+    fn tables_auto_increment_is_the_sequences_value() {
+        let mut d = Dictionary::default();
+        let t = TableName::new("app", "orders");
+        d.setup_table(
+            t.clone(),
+            "k",
+            "orders_default",
+            BackendId::MAIN,
+            HashingFunction::Mod(4),
+        )
+        .unwrap();
+        d.set_auto_column(&t, Some("id"), 1);
+        let sql = "SELECT AUTO_INCREMENT FROM information_schema.TABLES";
+        let out = logical_views(sql, &d, &[(t.clone(), 42)]).unwrap();
+        assert!(
+            out.contains(
+                "CASE WHEN TABLE_SCHEMA = 'app' AND TABLE_NAME = 'orders_default' THEN CAST(42 AS UNSIGNED) ELSE AUTO_INCREMENT END AS AUTO_INCREMENT"
+            ),
+            "{out}"
+        );
+        // Without a value, and in the other views, the server's column.
+        let plain = logical_views(sql, &d, &[]).unwrap();
+        assert!(!plain.contains("CAST("), "{plain}");
+        let columns = "SELECT COLUMN_NAME FROM information_schema.COLUMNS";
+        assert!(!logical_views(columns, &d, &[(t, 42)])
+            .unwrap()
+            .contains("CAST("));
+    }
 }
