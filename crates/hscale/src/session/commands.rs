@@ -377,13 +377,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // ask for its weight and pick again.
             Err(_) if hscale_route::weights::has_misses() => {
                 let keys = hscale_route::weights::take_misses();
-                let mut main = self
+                let main = self
                     .b
                     .ctx
-                    .pool(self.b.worker, hscale_route::BackendId::MAIN)
-                    .get(false)
-                    .await?;
-                crate::partition::weights::fetch(&mut main, keys).await?;
+                    .pool(self.b.worker, hscale_route::BackendId::MAIN);
+                crate::partition::weights::fetch_from(main, keys).await?;
                 routing.parts_for(exec, types, &long, is_client_utf8)?
             }
             parts => parts?,
