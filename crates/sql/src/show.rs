@@ -24,7 +24,10 @@ pub enum Show<'a> {
     Status { filter: &'a str },
     /// `SHOW TABLE STATUS [FROM | IN db] [LIKE ... | WHERE ...]`: `db` as
     /// written (see [`ident`]).
-    TableStatus { db: Option<&'a str>, filter: &'a str },
+    TableStatus {
+        db: Option<&'a str>,
+        filter: &'a str,
+    },
 }
 
 /// `sql` as one of the SHOW statements of [`Show`], or `None`.

@@ -19,7 +19,11 @@ async fn shown(c: &mut mysql_async::Conn, db: &str, table: &str) -> Vec<Option<u
     let mut out = Vec::new();
     let row: Row = c.query_first(&tables).await.unwrap().expect("a TABLES row");
     out.push(row.get::<Option<u64>, _>(0).unwrap());
-    let row: Row = c.exec_first(&tables, ()).await.unwrap().expect("a TABLES row");
+    let row: Row = c
+        .exec_first(&tables, ())
+        .await
+        .unwrap()
+        .expect("a TABLES row");
     out.push(row.get::<Option<u64>, _>(0).unwrap());
     let row: Row = c
         .exec_first(
@@ -106,7 +110,11 @@ async fn every_view_shows_the_sequences_next_value() {
     assert_eq!(max, 900);
     let counter = next_id(DB).await;
     let views = shown(&mut c, DB, "t").await;
-    assert_eq!(views, vec![Some(counter); views.len()], "TABLES x3, STATUS x2, CREATE");
+    assert_eq!(
+        views,
+        vec![Some(counter); views.len()],
+        "TABLES x3, STATUS x2, CREATE"
+    );
     assert!(counter > max, "{counter} <= {max}");
     c.query_drop("INSERT INTO t (k, who) VALUES (2, 'next')")
         .await
