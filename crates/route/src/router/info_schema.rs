@@ -85,10 +85,22 @@ pub fn logical_views(
 ) -> Option<String> {
     dict.tables().next()?;
     let tokens = hscale_sql::tokenize(sql).ok()?;
-    let names_remote = tokens.iter().filter(|t| t.kind == TokenKind::Str).any(|t| {
-        let v = super::unescape(t.text(sql));
-        dict.tables()
-            .any(|p| p.name.table.eq_ignore_ascii_case(&v) && p.default_backend != BackendId::MAIN)
+    // A remote table counts when its schema may be meant too: named by a
+    // literal, or the current database (not known here).
+    let literals: Vec<String> = tokens
+        .iter()
+        .filter(|t| t.kind == TokenKind::Str)
+        .map(|t| super::unescape(t.text(sql)))
+        .collect();
+    let uses_current_db = tokens.windows(2).any(|w| {
+        (w[0].is_word(sql, "DATABASE") || w[0].is_word(sql, "SCHEMA")) && w[1].is_punct(sql, "(")
+    });
+    let names_remote = dict.tables().any(|p| {
+        p.default_backend != BackendId::MAIN
+            && literals
+                .iter()
+                .any(|v| p.name.table.eq_ignore_ascii_case(v))
+            && (uses_current_db || literals.iter().any(|v| *v == p.name.db))
     });
     if names_remote {
         return None;
@@ -189,6 +201,23 @@ mod tests {
         // Without a value, and in the other views, the server's column.
         let plain = logical_views(sql, &d, &[]).unwrap();
         assert!(!plain.contains("CAST("), "{plain}");
+        // A table of that name elsewhere, its default partition away from
+        // the main backend, is another schema's: the views stay logical.
+        let far = TableName::new("other", "orders");
+        d.setup_table(
+            far,
+            "k",
+            "orders_default",
+            BackendId::new(1),
+            HashingFunction::Mod(4),
+        )
+        .unwrap();
+        let named = "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = 'orders'";
+        assert!(logical_views(named, &d, &[]).is_some());
+        let far = named.replace("'app'", "'other'");
+        assert!(logical_views(&far, &d, &[]).is_none());
+        let current = named.replace("'app'", "DATABASE()");
+        assert!(logical_views(&current, &d, &[]).is_none());
         let columns = "SELECT COLUMN_NAME FROM information_schema.COLUMNS";
         assert!(!logical_views(columns, &d, &[(t, 42)])
             .unwrap()
