@@ -100,7 +100,7 @@ pub fn logical_views(
             && literals
                 .iter()
                 .any(|v| p.name.table.eq_ignore_ascii_case(v))
-            && (uses_current_db || literals.iter().any(|v| *v == p.name.db))
+            && (uses_current_db || literals.contains(&p.name.db))
     });
     if names_remote {
         return None;
