@@ -108,7 +108,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Vec::new()
             };
             let current = out.as_deref().unwrap_or(sql);
-            if let Some(s) = hscale_route::router::logical_views(current, &dict, &counters) {
+            if let Some(s) = hscale_route::router::logical_views(current, &dict, &counters)
+                .or_else(|| hscale_route::router::remote_auto_increments(current, &dict, &counters))
+            {
                 out = Some(s);
                 is_live = true;
             }

@@ -148,3 +148,62 @@ async fn every_view_shows_the_sequences_next_value() {
     direct.disconnect().await.unwrap();
     c.disconnect().await.unwrap();
 }
+
+/// A table whose default partition is on another backend than the main
+/// one: a question naming it is asked of that backend, and TABLES'
+/// AUTO_INCREMENT is still the sequence's next value, not that
+/// partition's own counter (text only: such a question cannot be
+/// prepared yet).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_partition_elsewhere_shows_the_sequences_next_value() {
+    const DB: &str = "seq_views_far";
+    cluster(2);
+    fresh_db(DB).await;
+    let mut b = backend_conn(0, Some(DB)).await;
+    b.query_drop(
+        "CREATE TABLE r (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, who VARCHAR(20) NULL)",
+    )
+    .await
+    .unwrap();
+    b.disconnect().await.unwrap();
+    let mut c = proxy_conn(Some(DB)).await;
+    c.query_drop(format!(
+        "HSCALE SETUP_TABLE('{DB}.r', 'k', 'r_default', 'shard1', 'MOD(4)')"
+    ))
+    .await
+    .unwrap();
+    c.query_drop(format!(
+        "HSCALE ADD_PARTITION('{DB}.r', 'p1', '1', 'shard0')"
+    ))
+    .await
+    .unwrap();
+    // Rows in the partition on shard0 only, one with a high explicit id.
+    c.query_drop("INSERT INTO r (k, who) VALUES (1, 'a'), (1, 'b')")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO r (id, k, who) VALUES (800, 1, 'high')")
+        .await
+        .unwrap();
+    let mut main = backend_conn(0, None).await;
+    let counter: u64 = main
+        .query_first(format!(
+            "SELECT next_id FROM hscale.sequences WHERE db = '{DB}' AND tbl = 'r'"
+        ))
+        .await
+        .unwrap()
+        .expect("a sequence row");
+    main.disconnect().await.unwrap();
+    assert!(counter > 800, "{counter}");
+    for sql in [
+        format!("SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{DB}' AND TABLE_NAME = 'r'"),
+        format!("SELECT TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_NAME = 'r' AND TABLE_SCHEMA = '{DB}'"),
+    ] {
+        let row: Row = c.query_first(&sql).await.unwrap().expect("a row");
+        let shown: Option<u64> = row.get(row.len() - 1).unwrap();
+        assert_eq!(shown, Some(counter), "{sql}");
+        if row.len() == 2 {
+            assert_eq!(row.get::<String, _>(0).unwrap(), "r");
+        }
+    }
+    c.disconnect().await.unwrap();
+}

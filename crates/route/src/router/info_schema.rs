@@ -54,6 +54,47 @@ fn hidden_literal(s: &str) -> String {
     format!("CONVERT(X'{hex}' USING utf8mb3)")
 }
 
+/// `sql` with TABLES' AUTO_INCREMENT of the tables in `auto_increments`
+/// whose default partition is on another backend as that value, for a
+/// statement [`logical_views`] leaves to the planner (a literal names
+/// such a table: it is asked of that backend, `schema::plan_information_schema`,
+/// which renames the literal and relabels the answer). Physical names
+/// are written with no string literal ([`char_codes`]), so the planner
+/// takes the statement as before. `None` when there is nothing to change.
+pub fn remote_auto_increments(
+    sql: &str,
+    dict: &Dictionary,
+    auto_increments: &[(TableName, u64)],
+) -> Option<String> {
+    let counters: Vec<(String, String, u64)> = dict
+        .tables()
+        .filter(|t| t.default_backend != BackendId::MAIN)
+        .filter_map(|t| {
+            let (_, next) = auto_increments.iter().find(|(n, _)| *n == t.name)?;
+            Some((quote(&t.name.db), char_codes(&t.default_table), *next))
+        })
+        .collect();
+    if counters.is_empty() {
+        return None;
+    }
+    let (_, columns, _) = VIEWS.iter().find(|(v, _, _)| *v == "TABLES")?;
+    let select: Vec<String> = columns
+        .split(", ")
+        .map(|c| {
+            if c == "AUTO_INCREMENT" {
+                auto_increment(&counters)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    let derived = format!(
+        "SELECT {} FROM information_schema.TABLES",
+        select.join(", ")
+    );
+    replace_table(sql, "information_schema", "TABLES", &derived)
+}
+
 /// TABLES' AUTO_INCREMENT with each `(schema, physical, next)` of
 /// `counters` as `next`: BIGINT UNSIGNED as the server's column (a bare
 /// integer literal would make the column DECIMAL).
@@ -66,6 +107,13 @@ fn auto_increment(counters: &[(String, String, u64)]) -> String {
     }
     case.push_str(" ELSE AUTO_INCREMENT END AS AUTO_INCREMENT");
     case
+}
+
+/// `s` as an expression with no string literal in it (the planner reads
+/// every string literal as a name): `CHAR(byte, ... USING utf8mb3)`.
+fn char_codes(s: &str) -> String {
+    let codes: Vec<String> = s.bytes().map(|b| b.to_string()).collect();
+    format!("CHAR({} USING utf8mb3)", codes.join(", "))
 }
 
 /// Marks a statement rewritten here: the planner leaves its literals
@@ -218,6 +266,17 @@ mod tests {
         assert!(logical_views(&far, &d, &[]).is_none());
         let current = named.replace("'app'", "DATABASE()");
         assert!(logical_views(&current, &d, &[]).is_none());
+        // Asked of the far table's backend: its AUTO_INCREMENT written
+        // in, its name as no string literal.
+        d.set_auto_column(&TableName::new("other", "orders"), Some("id"), 1);
+        let far_named = named.replace("'app'", "'other'");
+        let out = remote_auto_increments(&far_named, &d, &[(TableName::new("other", "orders"), 7)])
+            .unwrap();
+        assert!(
+            out.contains("AND TABLE_NAME = CHAR(111, 114, 100, 101, 114, 115, 95, 100, 101, 102, 97, 117, 108, 116 USING utf8mb3) THEN CAST(7 AS UNSIGNED)"),
+            "{out}"
+        );
+        assert!(remote_auto_increments(&far_named, &d, &[(t.clone(), 7)]).is_none());
         let columns = "SELECT COLUMN_NAME FROM information_schema.COLUMNS";
         assert!(!logical_views(columns, &d, &[(t, 42)])
             .unwrap()
