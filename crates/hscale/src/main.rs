@@ -40,6 +40,9 @@ enum Command {
         /// `[proxy] change_copy_rows_per_s` of the playground's proxy.
         #[arg(long, default_value_t = 0)]
         copy_rows_per_s: u64,
+        /// The servers' InnoDB buffer pool in MiB (default 64).
+        #[arg(long)]
+        buffer_pool_mb: Option<u64>,
     },
 }
 
@@ -85,6 +88,7 @@ fn main() -> std::process::ExitCode {
             data_dir,
             demo,
             copy_rows_per_s,
+            buffer_pool_mb,
         } => {
             hscale::logging::init("warn");
             match hscale::playground::run_playground(
@@ -93,6 +97,7 @@ fn main() -> std::process::ExitCode {
                 data_dir.as_deref(),
                 demo,
                 copy_rows_per_s,
+                buffer_pool_mb,
             ) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(e) => {

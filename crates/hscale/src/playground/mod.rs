@@ -38,6 +38,10 @@ pub struct ClusterOptions {
     pub tweak: fn(&mut Config),
     /// `[proxy] change_copy_rows_per_s` (`hscale playground --copy-rows-per-s`).
     pub copy_rows_per_s: u64,
+    /// The servers' InnoDB buffer pool in MiB; `None` keeps the harness's
+    /// 64 MiB (`hscale playground --buffer-pool-mb`, for benchmarks whose
+    /// data should fit in memory as on a server sized for it).
+    pub buffer_pool_mb: Option<u64>,
 }
 
 impl Default for ClusterOptions {
@@ -48,6 +52,7 @@ impl Default for ClusterOptions {
             data_dir: None,
             tweak: |_| {},
             copy_rows_per_s: 0,
+            buffer_pool_mb: None,
         }
     }
 }
@@ -71,10 +76,16 @@ impl Cluster {
             .map(|i| dir.join(format!("shard{i}")))
             .collect();
         // Start the servers in parallel: each takes a second or two.
+        let server_options: Vec<String> = opts
+            .buffer_pool_mb
+            .map(|mb| format!("--innodb-buffer-pool-size={mb}M"))
+            .into_iter()
+            .collect();
         let started: Vec<Result<MariaDb, String>> = std::thread::scope(|s| {
+            let server_options = &server_options;
             let handles: Vec<_> = dirs
                 .iter()
-                .map(|d| s.spawn(move || MariaDb::start(d)))
+                .map(|d| s.spawn(move || MariaDb::start_with(d, server_options)))
                 .collect();
             handles
                 .into_iter()
@@ -304,6 +315,7 @@ pub fn run_playground(
     data_dir: Option<&Path>,
     demo: bool,
     copy_rows_per_s: u64,
+    buffer_pool_mb: Option<u64>,
 ) -> Result<(), String> {
     mariadb::server_binary()?;
     let mut cluster = Cluster::start(ClusterOptions {
@@ -311,6 +323,7 @@ pub fn run_playground(
         listen: listen.to_string(),
         data_dir: data_dir.map(Path::to_path_buf),
         copy_rows_per_s,
+        buffer_pool_mb,
         ..ClusterOptions::default()
     })?;
     if demo {
