@@ -66,12 +66,25 @@ pub fn remote_auto_increments(
     dict: &Dictionary,
     auto_increments: &[(TableName, u64)],
 ) -> Option<String> {
+    let tokens = hscale_sql::tokenize(sql).ok()?;
+    let literals: Vec<String> = tokens
+        .iter()
+        .filter(|t| t.kind == TokenKind::Str)
+        .map(|t| super::unescape(t.text(sql)))
+        .collect();
+    // Only the tables the statement names (the planner refuses a
+    // question naming others), with no literal of their own.
     let counters: Vec<(String, String, u64)> = dict
         .tables()
-        .filter(|t| t.default_backend != BackendId::MAIN)
+        .filter(|t| {
+            t.default_backend != BackendId::MAIN
+                && literals
+                    .iter()
+                    .any(|v| t.name.table.eq_ignore_ascii_case(v))
+        })
         .filter_map(|t| {
             let (_, next) = auto_increments.iter().find(|(n, _)| *n == t.name)?;
-            Some((quote(&t.name.db), char_codes(&t.default_table), *next))
+            Some((char_codes(&t.name.db), char_codes(&t.default_table), *next))
         })
         .collect();
     if counters.is_empty() {
@@ -273,10 +286,13 @@ mod tests {
         let out = remote_auto_increments(&far_named, &d, &[(TableName::new("other", "orders"), 7)])
             .unwrap();
         assert!(
-            out.contains("AND TABLE_NAME = CHAR(111, 114, 100, 101, 114, 115, 95, 100, 101, 102, 97, 117, 108, 116 USING utf8mb3) THEN CAST(7 AS UNSIGNED)"),
+            out.contains("WHEN TABLE_SCHEMA = CHAR(111, 116, 104, 101, 114 USING utf8mb3) AND TABLE_NAME = CHAR(111, 114, 100, 101, 114, 115, 95, 100, 101, 102, 97, 117, 108, 116 USING utf8mb3) THEN CAST(7 AS UNSIGNED)"),
             "{out}"
         );
         assert!(remote_auto_increments(&far_named, &d, &[(t.clone(), 7)]).is_none());
+        let unnamed = far_named.replace("'orders'", "'items'");
+        let far_counter = [(TableName::new("other", "orders"), 7)];
+        assert!(remote_auto_increments(&unnamed, &d, &far_counter).is_none());
         let columns = "SELECT COLUMN_NAME FROM information_schema.COLUMNS";
         assert!(!logical_views(columns, &d, &[(t, 42)])
             .unwrap()
