@@ -38,7 +38,9 @@ async fn session_state_follows_the_session_across_backend_connections() {
         let mut seen = HashSet::new();
         for _ in 0..30 {
             let (got_tz, got_mode, got_wait, cs, id): (String, String, u64, String, u64) = c
-                .query_first("SELECT @@time_zone, @@sql_mode, @@wait_timeout, @@character_set_client, @@pseudo_thread_id")
+                // The backend connection's own thread id (`@@pseudo_thread_id`
+                // and CONNECTION_ID() through hscale are the session's id).
+                .query_first("SELECT @@time_zone, @@sql_mode, @@wait_timeout, @@character_set_client, (SELECT CAST(VARIABLE_VALUE AS UNSIGNED) FROM information_schema.SESSION_VARIABLES WHERE VARIABLE_NAME = 'PSEUDO_THREAD_ID')")
                 .await
                 .unwrap()
                 .unwrap();

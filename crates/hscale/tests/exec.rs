@@ -361,3 +361,199 @@ async fn ok_of(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {
     let ok = hscale_wire::response::OkPacket::decode(&p.payload).unwrap();
     (ok.warnings, ok.status)
 }
+
+/// A partitioned table whose default partition is not on the main backend
+/// shows in information_schema once, under its name, as one server shows
+/// it (an ORM listing the schema's tables finds it): through a partition
+/// on the main backend when it has one, or as a row of TABLES of its own.
+#[tokio::test]
+async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE exec_away").await.unwrap();
+    c.query_drop("USE exec_away").await.unwrap();
+    for t in ["near", "far"] {
+        c.query_drop(format!(
+            "CREATE TABLE {t} (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))"
+        ))
+        .await
+        .unwrap();
+    }
+    for s in [
+        "HSCALE SETUP_TABLE('near', 'k', 'near_default', 'shard1', 'MOD(2)')",
+        "HSCALE ADD_PARTITION('near', 'odd', '1', 'shard0')",
+        "HSCALE SETUP_TABLE('far', 'k', 'far_default', 'shard1', 'MOD(2)')",
+        "HSCALE ADD_PARTITION('far', 'odd', '1', 'shard2')",
+    ] {
+        c.query_drop(s).await.unwrap();
+    }
+    let tables: Vec<(String, String)> = c
+        .query(
+            "SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1",
+        )
+        .await
+        .unwrap();
+    let base = |t: &str| (t.to_string(), "BASE TABLE".to_string());
+    assert_eq!(tables, vec![base("far"), base("near")]);
+    let n: i64 = c
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'exec_away'",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 2);
+    // `near` has its columns and indexes from its partition on the main
+    // backend; `far` has none there.
+    let columns: Vec<(String, String)> = c
+        .query(
+            "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1, ORDINAL_POSITION",
+        )
+        .await
+        .unwrap();
+    let col = |t: &str, c: &str| (t.to_string(), c.to_string());
+    assert_eq!(columns, vec![col("near", "id"), col("near", "k")]);
+    let keys: Vec<(String, String)> = c
+        .query(
+            "SELECT TABLE_NAME, INDEX_NAME FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA = DATABASE() AND SEQ_IN_INDEX = 1",
+        )
+        .await
+        .unwrap();
+    assert_eq!(keys, vec![col("near", "PRIMARY")]);
+    // The row of `far` keeps the view's column types.
+    let types = |r: &mysql_async::Row| -> Vec<u8> {
+        r.columns_ref()
+            .iter()
+            .map(|c| c.column_type() as u8)
+            .collect()
+    };
+    let sql = "SELECT * FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()";
+    let through: Vec<mysql_async::Row> = c.query(sql).await.unwrap();
+    let mut d = backend_conn(0, Some("exec_away")).await;
+    let direct: Vec<mysql_async::Row> = d.query(sql).await.unwrap();
+    d.disconnect().await.unwrap();
+    assert_eq!(types(&through[0]), types(&direct[0]));
+    c.disconnect().await.unwrap();
+}
+
+/// SHOW TABLE STATUS and SHOW INDEX of a partitioned table show figures
+/// that cover every partition's rows: after ANALYZE TABLE of each physical
+/// table, Rows, Data_length and Index_length are the sums of what the
+/// backends themselves say of their physical tables (Avg_row_length
+/// their quotient), and each index's Cardinality the sum of theirs; the
+/// columns are SHOW's own (names and types as a server sends them).
+#[tokio::test]
+async fn table_status_and_index_figures_cover_every_partition() {
+    use mysql_async::Row;
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE exec_figures").await.unwrap();
+    c.query_drop("USE exec_figures").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT NOT NULL, k INT NOT NULL, v VARCHAR(40) NOT NULL, PRIMARY KEY (id, k), KEY kv (v))")
+        .await
+        .unwrap();
+    for s in [
+        "HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard0', 'MOD(3)')",
+        "HSCALE ADD_PARTITION('t', 'one', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('t', 'two', '2', 'shard2')",
+    ] {
+        c.query_drop(s).await.unwrap();
+    }
+    for chunk in 0..6 {
+        let values: Vec<String> = (0..100)
+            .map(|i| {
+                let id = chunk * 100 + i;
+                format!("({id}, {}, REPEAT('x', {}))", id % 7, id % 40)
+            })
+            .collect();
+        c.query_drop(format!(
+            "INSERT INTO t (id, k, v) VALUES {}",
+            values.join(", ")
+        ))
+        .await
+        .unwrap();
+    }
+    // What the backends say of their physical tables, after ANALYZE.
+    let (mut rows, mut data, mut index) = (0u64, 0u64, 0u64);
+    let mut cardinality = std::collections::HashMap::<(String, u64), u64>::new();
+    let mut main_physical = String::new();
+    for b in 0..3 {
+        let mut d = backend_conn(b, Some("exec_figures")).await;
+        let names: Vec<String> = d
+            .query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'exec_figures'")
+            .await
+            .unwrap();
+        assert_eq!(names.len(), 1, "one physical table per backend: {names:?}");
+        d.query_drop(format!("ANALYZE TABLE `{}`", names[0]))
+            .await
+            .unwrap();
+        if b == 0 {
+            main_physical = names[0].clone();
+        }
+        let (r, dl, il): (u64, u64, u64) = d
+            .query_first("SELECT TABLE_ROWS, DATA_LENGTH, INDEX_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'exec_figures'")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(r > 0, "backend {b} holds rows");
+        (rows, data, index) = (rows + r, data + dl, index + il);
+        let stats: Vec<(String, u64, u64)> = d
+            .query("SELECT INDEX_NAME, SEQ_IN_INDEX, CARDINALITY FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = 'exec_figures'")
+            .await
+            .unwrap();
+        for (name, seq, n) in stats {
+            *cardinality.entry((name, seq)).or_default() += n;
+        }
+        d.disconnect().await.unwrap();
+    }
+    let status: Vec<Row> = c.query("SHOW TABLE STATUS LIKE 't'").await.unwrap();
+    assert_eq!(status.len(), 1);
+    let s = &status[0];
+    assert_eq!(s.get::<String, _>("Name").unwrap(), "t");
+    assert_eq!(s.get::<u64, _>("Rows").unwrap(), rows);
+    assert_eq!(s.get::<u64, _>("Data_length").unwrap(), data);
+    assert_eq!(s.get::<u64, _>("Index_length").unwrap(), index);
+    assert_eq!(s.get::<u64, _>("Avg_row_length").unwrap(), data / rows);
+    let all: Vec<Row> = c.query("SHOW TABLE STATUS").await.unwrap();
+    let names: Vec<String> = all.iter().map(|r| r.get("Name").unwrap()).collect();
+    assert_eq!(names, vec!["t".to_string()]);
+    let filtered: Vec<Row> = c
+        .query(format!("SHOW TABLE STATUS WHERE `Rows` = {rows}"))
+        .await
+        .unwrap();
+    assert_eq!(filtered.len(), 1);
+    // The columns are SHOW TABLE STATUS's, as a server sends them.
+    let meta = |r: &Row| -> Vec<(String, u8)> {
+        r.columns_ref()
+            .iter()
+            .map(|c| (c.name_str().into_owned(), c.column_type() as u8))
+            .collect()
+    };
+    let mut d = backend_conn(0, Some("exec_figures")).await;
+    let direct: Vec<Row> = d.query("SHOW TABLE STATUS").await.unwrap();
+    assert_eq!(meta(s), meta(&direct[0]));
+    let direct_index: Vec<Row> = d
+        .query(format!("SHOW INDEX FROM `{main_physical}`"))
+        .await
+        .unwrap();
+    d.disconnect().await.unwrap();
+    let shown: Vec<Row> = c.query("SHOW INDEX FROM t").await.unwrap();
+    assert_eq!(shown.len(), direct_index.len());
+    assert_eq!(meta(&shown[0]), meta(&direct_index[0]));
+    for r in &shown {
+        assert_eq!(r.get::<String, _>("Table").unwrap(), "t");
+        let key = (
+            r.get::<String, _>("Key_name").unwrap(),
+            r.get::<u64, _>("Seq_in_index").unwrap(),
+        );
+        assert_eq!(
+            r.get::<Option<u64>, _>("Cardinality").unwrap(),
+            Some(cardinality[&key]),
+            "{key:?}"
+        );
+    }
+    c.disconnect().await.unwrap();
+}

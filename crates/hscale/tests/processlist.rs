@@ -81,8 +81,8 @@ async fn show_processlist(c: &mut Conn, full: bool) -> Vec<Process> {
 
 /// Three sessions: one runs a statement that waits on a lock another
 /// holds, one lists. Every id PROCESSLIST shows is the session's hscale
-/// id (its handshake's, `CONNECTION_ID()`'s in text and prepared
-/// statements), with the session's command, statement and database; the
+/// id (its handshake's, `CONNECTION_ID()`'s and `@@pseudo_thread_id`'s in
+/// text and prepared statements), with the session's command, statement and database; the
 /// id read there is the one KILL takes.
 #[test]
 fn processlist_shows_hscale_sessions_under_their_ids() {
@@ -103,6 +103,18 @@ fn processlist_shows_hscale_sessions_under_their_ids() {
                 let text: u64 = c.query_first("SELECT CONNECTION_ID()").await.unwrap().unwrap();
                 let prepared: u64 = c
                     .exec_first("SELECT CONNECTION_ID() + ?", (0,))
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert_eq!((text, prepared), (handshake, handshake));
+                // @@pseudo_thread_id is the same id, text and prepared.
+                let text: u64 = c
+                    .query_first("SELECT @@pseudo_thread_id")
+                    .await
+                    .unwrap()
+                    .unwrap();
+                let prepared: u64 = c
+                    .exec_first("SELECT @@session.pseudo_thread_id + ?", (0,))
                     .await
                     .unwrap()
                     .unwrap();

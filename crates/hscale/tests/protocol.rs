@@ -122,6 +122,11 @@ async fn multi_statements_and_multiple_results() {
     c.disconnect().await.unwrap();
 }
 
+/// The thread id of the backend connection that runs the statement
+/// (`@@pseudo_thread_id` and `CONNECTION_ID()` through hscale are the
+/// client session's id).
+const BACKEND_THREAD: &str = "SELECT CAST(VARIABLE_VALUE AS UNSIGNED) FROM information_schema.SESSION_VARIABLES WHERE VARIABLE_NAME = 'PSEUDO_THREAD_ID'";
+
 #[tokio::test]
 async fn transactions_pin_and_isolate() {
     fresh_db("p_tx").await;
@@ -132,12 +137,12 @@ async fn transactions_pin_and_isolate() {
     let mut other = proxy_conn(Some("p_tx")).await;
 
     c.query_drop("BEGIN").await.unwrap();
-    let id1: Option<u64> = c.query_first("SELECT @@pseudo_thread_id").await.unwrap();
+    let id1: Option<u64> = c.query_first(BACKEND_THREAD).await.unwrap();
     c.query_drop("INSERT INTO t VALUES (1)").await.unwrap();
     for _ in 0..5 {
         let n: Option<i64> = other.query_first("SELECT COUNT(*) FROM t").await.unwrap();
         assert_eq!(n, Some(0), "uncommitted row visible to another session");
-        let id: Option<u64> = c.query_first("SELECT @@pseudo_thread_id").await.unwrap();
+        let id: Option<u64> = c.query_first(BACKEND_THREAD).await.unwrap();
         assert_eq!(id, id1, "transaction moved to another backend connection");
     }
     c.query_drop("ROLLBACK").await.unwrap();

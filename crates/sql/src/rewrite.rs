@@ -17,6 +17,13 @@ const ITEM_END: &[&str] = &[
 /// statement reads no such variable. A variable that is a whole select
 /// item keeps its column name (`AS` the text as written).
 pub fn replace_sysvar(sql: &str, name: &str, value: u64) -> Option<String> {
+    replace_sysvar_with(sql, name, &format!("CAST({value} AS UNSIGNED)"))
+}
+
+/// `sql` with every read of `@@[session.|local.|global.]name` replaced by
+/// the expression `expr` (in parentheses), in SELECT statements, as
+/// [`replace_sysvar`] does.
+pub fn replace_sysvar_with(sql: &str, name: &str, expr: &str) -> Option<String> {
     if !sql.as_bytes().windows(2).any(|w| w == b"@@") {
         return None;
     }
@@ -38,7 +45,7 @@ pub fn replace_sysvar(sql: &str, name: &str, value: u64) -> Option<String> {
         }
         let is_item = is_whole_item(&tokens, sql, i, i + 1);
         out.push_str(&sql[copied..t.start as usize]);
-        let _ = write!(out, "CAST({value} AS UNSIGNED)");
+        out.push_str(expr);
         if depth == 0 && is_item {
             let _ = write!(out, " AS `{}`", t.text(sql).replace('`', "``"));
         }

@@ -16,6 +16,7 @@ mod cancel;
 mod change;
 mod drop_partition;
 mod explain;
+pub mod figures;
 mod move_partition;
 mod schema;
 mod setup_global_table;

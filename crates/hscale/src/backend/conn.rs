@@ -38,6 +38,9 @@ const BACKEND_CAPS: u32 = cap::LONG_PASSWORD
     | cap::PLUGIN_AUTH_LENENC_CLIENT_DATA
     | cap::LOCAL_FILES;
 
+/// Column definitions as the server sent them, and text rows.
+pub type RawResult = (Vec<Bytes>, Vec<Vec<Option<Vec<u8>>>>);
+
 /// A whole text result read by the proxy for itself.
 #[derive(Debug, Clone, Default)]
 pub struct TextResult {
@@ -449,6 +452,76 @@ impl BackendConn {
         }
         self.read().await?; // EOF after the definitions
         Ok(Ok(columns))
+    }
+
+    /// Run a query that lists no rows (`SHOW WARNINGS LIMIT 0`) and return
+    /// its column definitions as the server sent them, for a result the
+    /// proxy answers itself with the server's exact metadata.
+    pub async fn query_defs(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<Vec<Bytes>, ErrPacket>, ProxyError> {
+        Ok(self.query_raw(sql).await?.map(|(defs, _)| defs))
+    }
+
+    /// Run a query with a small text result and return its column
+    /// definitions as the server sent them and its rows, for an answer
+    /// the proxy writes itself with the server's metadata (values changed).
+    pub async fn query_raw(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<RawResult, ErrPacket>, ProxyError> {
+        let r = async {
+            self.stream
+                .send_command(&Self::payload_for_query(sql))
+                .await
+                .map_err(|e| lost(&self.backend, e))?;
+            let name = self.backend.clone();
+            let proto = |reason: String| ProxyError::BackendProtocol {
+                backend: name.to_string(),
+                reason,
+            };
+            let first = self.read().await?;
+            match first.first() {
+                Some(0xff) => {
+                    return Ok(Err(
+                        ErrPacket::decode(&first.payload).map_err(|e| proto(e.to_string()))?
+                    ))
+                }
+                Some(0x00) => return Ok(Ok((Vec::new(), Vec::new()))),
+                _ => {}
+            }
+            let n = hscale_wire::buf::Reader::new(&first.payload)
+                .lenenc()
+                .map_err(|e| proto(e.to_string()))? as usize;
+            let mut defs = Vec::with_capacity(n);
+            for _ in 0..n {
+                defs.push(self.read().await?.payload);
+            }
+            self.read().await?; // EOF after the definitions
+            let mut rows = Vec::new();
+            loop {
+                let p = self.read().await?;
+                if is_eof(&p.payload) {
+                    break;
+                }
+                if p.first() == Some(0xff) {
+                    return Ok(Err(
+                        ErrPacket::decode(&p.payload).map_err(|e| proto(e.to_string()))?
+                    ));
+                }
+                rows.push(
+                    hscale_wire::resultset::decode_row(&p.payload, n)
+                        .map_err(|e| proto(e.to_string()))?,
+                );
+            }
+            Ok(Ok((defs, rows)))
+        }
+        .await;
+        if r.is_err() {
+            self.is_broken = true;
+        }
+        r
     }
 
     /// The next row of a [`BackendConn::query_stream`] result with `n`

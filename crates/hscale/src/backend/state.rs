@@ -69,6 +69,12 @@ impl SessionVars {
         }
     }
 
+    /// The session's `max_error_count`, when it set a number.
+    pub fn max_error_count(&self) -> Option<usize> {
+        let item = self.items.iter().find(|i| i.key == "max_error_count")?;
+        item.assign.rsplit('=').next()?.trim().parse().ok()
+    }
+
     /// Whether the client sends UTF-8 (or ASCII, or bytes as they are):
     /// the character set of the last `SET NAMES`, `SET CHARACTER SET` or
     /// `character_set_client` the session applied is utf8mb4, utf8mb3,

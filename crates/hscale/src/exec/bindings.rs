@@ -92,6 +92,9 @@ pub struct Bindings {
     /// What the current statement did, for metrics and digests: the
     /// session sets its plan kind, `finish` adds rows and errors.
     pub note: crate::metrics::StatementNote,
+    /// The conditions the current statement raised on every connection
+    /// it ran on (`conditions.rs`), for the session's SHOW WARNINGS.
+    pub gathered: super::conditions::Gathered,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -351,6 +354,10 @@ impl Bindings {
         }
         if outcome.err_code != 0 {
             self.note.error(outcome.err_code);
+        }
+        self.gathered.reported += u64::from(outcome.warnings);
+        if let Some(err) = &outcome.err {
+            self.gathered.error_packet(err);
         }
         if !outcome.is_err && outcome.status.is_some() {
             match effects.change {

@@ -65,6 +65,8 @@ impl Bindings {
         attempts: &mut u32,
     ) -> Result<Next, ProxyError> {
         *attempts += 1;
+        // The statement runs again whole: what its parts raised goes.
+        self.gathered = Default::default();
         let ctx = self.ctx.clone();
         // The stored dictionary version the statement was planned with.
         let planned = self.planned_version;

@@ -55,6 +55,8 @@ pub struct Outcome {
     pub err_code: u16,
     /// The warning count of the terminator read (OK or EOF).
     pub warnings: u16,
+    /// The first error packet forwarded (its payload), for SHOW WARNINGS.
+    pub err: Option<Vec<u8>>,
 }
 
 /// Which side failed.
@@ -149,6 +151,7 @@ where
         let c = payload.get(1..3).map(|b| u16::from_le_bytes([b[0], b[1]]));
         if self.outcome.err_code == 0 {
             self.outcome.err_code = c.unwrap_or(0);
+            self.outcome.err = Some(payload.to_vec());
         }
         if matches!(
             c,

@@ -15,6 +15,7 @@
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 
 pub mod bindings;
+pub mod conditions;
 pub mod fence;
 pub mod forward;
 mod implicit;
@@ -162,6 +163,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     /// Forward a backend's error packet as the answer (at `seq`).
     pub async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
         self.b.note.error(err.code);
+        self.b.gathered.error(err.code, &err.message);
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
@@ -362,6 +364,9 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                         .b
                         .backend_lost(conn, "the server ended the connection".into());
                     return Ok(());
+                }
+                if outcome.warnings > 0 && held.is_none() {
+                    self.b.gather(&mut conn, outcome.warnings).await;
                 }
                 if effects.sets_last_insert_id
                     && self.b.generated_id.is_none()

@@ -384,6 +384,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 {
                     conn.is_broken = true;
                 }
+                if outcome.warnings > 0 && held.is_none() {
+                    self.b.gather(&mut conn, outcome.warnings).await;
+                }
                 self.b.finish(conn, outcome, &Effects::default());
                 if let Some(err) = held {
                     return Err(ProxyError::StaleRoute { err });
@@ -448,6 +451,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 if total.last_insert_id == 0 {
                     total.last_insert_id = ok.last_insert_id;
                 }
+                self.b.gather(&mut conn, ok.warnings).await;
                 let outcome = Outcome {
                     status: Some(ok.status),
                     ok: Some(ok),

@@ -18,7 +18,9 @@ mod admin;
 pub mod auth;
 mod batch;
 mod commands;
+mod conditions;
 mod diagnostics;
+mod figures;
 mod insert_form;
 mod kill;
 mod ordered_write;
@@ -62,6 +64,8 @@ pub struct Session<S> {
     /// What the previous statement left for `ROW_COUNT()` and
     /// `FOUND_ROWS()`.
     last: diagnostics::LastStatement,
+    /// The conditions of the last statement that raised any (`conditions.rs`).
+    conditions: conditions::Conditions,
 }
 
 /// Serve one client connection until it quits or fails. `is_local` for
@@ -180,10 +184,12 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             one_row_select: None,
             savepoints: Default::default(),
             note: Default::default(),
+            gathered: Default::default(),
         },
         client,
         statements: Statements::default(),
         last: Default::default(),
+        conditions: Default::default(),
         info,
     };
     let seq = session.info.next_seq;
@@ -505,6 +511,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Forward a backend's error packet as the answer (at `seq`).
     async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
         self.b.note.error(err.code);
+        self.b.gathered.error(err.code, &err.message);
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
@@ -515,6 +522,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+        let figured = match self.show_figures(payload).await? {
+            figures::Figured::Answered => return Ok(()),
+            figures::Figured::Rewritten(p) => Some(p),
+            figures::Figured::No => None,
+        };
+        let payload = figured.as_ref().unwrap_or(payload);
         let rewritten = self.proxy_answers(payload).await?;
         let payload = rewritten.as_ref().unwrap_or(payload);
         let sql_bytes = &payload[1..];
@@ -535,6 +548,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
         if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
+            return Ok(());
+        }
+        if self.answered_conditions(&facts, sql).await? {
             return Ok(());
         }
         match facts.kind {
@@ -839,5 +855,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     fn reset_session(&mut self) {
         self.b.reset();
         self.statements.clear();
+        self.conditions = Default::default();
     }
 }

@@ -8,7 +8,10 @@
 //!   clients), not the backend's;
 //! - `CONNECTION_ID()`: the session's hscale id (the one in the handshake
 //!   and in KILL), the same for the whole session whichever backend
-//!   connection runs the statement;
+//!   connection runs the statement; `@@pseudo_thread_id` too, unless the
+//!   session set it;
+//! - `@@warning_count`, `@@error_count` and `SHOW COUNT(*) WARNINGS |
+//!   ERRORS`: the session's list of conditions (`conditions.rs`);
 //! - `SHOW [FULL] PROCESSLIST` and `information_schema.PROCESSLIST`:
 //!   hscale's client sessions (`processlist.rs`); in a prepared
 //!   statement rewritten again at every execution, since the sessions
@@ -127,6 +130,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 is_live = true;
             }
         }
+        // The diagnostics area: the session's own list (`conditions.rs`).
+        if let Some(counts) = self.conditions.counts() {
+            if out.is_none() {
+                if let Some(hscale_sql::diagnostics::ConditionRead::Count { is_errors }) =
+                    hscale_sql::diagnostics::classify_condition_read(sql)
+                {
+                    out = Some(super::conditions::count_sql(is_errors, counts));
+                    is_live = true;
+                }
+            }
+            if sql.contains("@@") {
+                let current = out.as_deref().unwrap_or(sql);
+                if let Some(s) = super::conditions::replace_counts(current, counts) {
+                    out = Some(s);
+                    is_live = true;
+                }
+            }
+        }
         if let Some(s) = self.proxy_values(out.as_deref().unwrap_or(sql)) {
             out = Some(s);
         }
@@ -151,6 +172,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let id = u64::from(self.b.connection_id);
         if let Some(s) = hscale_sql::rewrite::replace_connection_id(current, id) {
             out = Some(s);
+        }
+        // `@@pseudo_thread_id` is the connection id too, unless the
+        // session set it (the value keeps the variable's column type).
+        let current = out.as_deref().unwrap_or(sql);
+        if current.contains("@@")
+            && mentions(current.as_bytes(), b"PSEUDO_THREAD_ID")
+            && !self
+                .b
+                .state
+                .vars
+                .items()
+                .iter()
+                .any(|i| i.key == "pseudo_thread_id")
+        {
+            let expr = format!("(CAST({id} AS UNSIGNED) | @@session.pseudo_thread_id & 0)");
+            if let Some(s) =
+                hscale_sql::rewrite::replace_sysvar_with(current, "pseudo_thread_id", &expr)
+            {
+                out = Some(s);
+            }
         }
         // `CURRENT_USER()`, `USER()` and the like are the proxy user, not
         // its backend account.

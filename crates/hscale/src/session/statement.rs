@@ -17,6 +17,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn statement(&mut self, cmd: u8, payload: &Bytes) -> Result<(), ProxyError> {
         let start = std::time::Instant::now();
         self.b.note = StatementNote::default();
+        self.b.gathered = Default::default();
         let r = if cmd == com::QUERY {
             self.query(payload).await
         } else {
@@ -29,7 +30,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.b.note.kind = PlanKind::Refused;
             }
             if !matches!(e, ProxyError::ClientGone) {
-                self.b.note.error(e.to_mysql().0);
+                let (code, _, message) = e.to_mysql();
+                self.b.note.error(code);
+                self.b.gathered.error(code, &message);
             }
         }
         self.last.record(
@@ -47,6 +50,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .map(|st| &st.sql[..])
                 .unwrap_or_default()
         };
+        let gathered = std::mem::take(&mut self.b.gathered);
+        let vars = &self.b.state.vars;
+        self.conditions
+            .record(gathered, self.b.note.error, || vars.max_error_count(), sql);
         let sql = std::str::from_utf8(sql).ok();
         let metrics = &self.b.ctx.metrics;
         metrics.record(self.b.worker, &self.b.note, took, now, sql);

@@ -6,7 +6,8 @@ use super::Case;
 
 /// `t` (MOD on a BIGINT: every type the merges treat apart), `c` (MOD, its
 /// columns named like the partitioned tables), `sk` (NONE on a string),
-/// `tk` (DATE on a DATETIME), `gl` (global) and `pl` (plain).
+/// `tk` (DATE on a DATETIME), `gl` (global), `pl` (plain) and `rd` (MOD,
+/// its default partition away from the main backend, one partition on it).
 pub const SCHEMA: &[&str] = &[
     "CREATE TABLE t (id INT NOT NULL, k BIGINT NOT NULL, b VARCHAR(12) COLLATE utf8mb4_bin NULL, np VARCHAR(12) COLLATE utf8mb4_general_nopad_ci NULL, e ENUM('zeta','alpha','mid') NULL, st SET('x','a','m') NULL, u BIGINT UNSIGNED NULL, d DECIMAL(20,4) NULL, f DOUBLE NULL, dt DATETIME(6) NULL, PRIMARY KEY (id, k), KEY kb (b))",
     "CREATE TABLE c (k BIGINT NOT NULL PRIMARY KEY, name VARCHAR(20) NOT NULL, t INT NULL, tk INT NULL)",
@@ -14,6 +15,7 @@ pub const SCHEMA: &[&str] = &[
     "CREATE TABLE tk (dt DATETIME NOT NULL PRIMARY KEY, v INT NOT NULL)",
     "CREATE TABLE gl (id INT NOT NULL PRIMARY KEY, label VARCHAR(10) NOT NULL)",
     "CREATE TABLE pl (id INT NOT NULL PRIMARY KEY, k BIGINT NOT NULL, note VARCHAR(10) NOT NULL)",
+    "CREATE TABLE rd (k BIGINT NOT NULL PRIMARY KEY, v INT NULL, KEY kv (v))",
 ];
 
 pub const PARTITIONING: &[&str] = &[
@@ -38,6 +40,8 @@ pub const PARTITIONING: &[&str] = &[
     "HSCALE ADD_PARTITION('tk', 'jan', '2024-01', 'shard1')",
     "HSCALE ADD_PARTITION('tk', 'feb', '2024-02', 'shard2')",
     "HSCALE ADD_PARTITION('tk', 'mar', '2024-03', 'shard3')",
+    "HSCALE SETUP_TABLE('rd', 'k', 'rd_default', 'shard1', 'MOD(2)')",
+    "HSCALE ADD_PARTITION('rd', 'm1', '1', 'shard0')",
 ];
 
 const BS: &[&str] = &["a", "A", "b", "B", "ab", "", "z", "Zz"];
@@ -351,6 +355,67 @@ fn diagnostics(out: &mut Vec<Case>) {
     }
 }
 
+/// SHOW WARNINGS, SHOW ERRORS and the counts after statements whose
+/// conditions come from several partitions (concatenated, merged, written,
+/// an error), from one partition on another backend, and after the
+/// statements between that leave the list (no tables) or empty it.
+fn conditions(out: &mut Vec<Case>) {
+    let raising = [
+        "SELECT CAST(b AS INT) FROM t",
+        "SELECT CAST(b AS INT) FROM t WHERE k IN (1, 2)",
+        "SELECT COUNT(*) FROM t WHERE CAST(b AS INT) = 0",
+        "SELECT k, COUNT(*) FROM t WHERE CAST(np AS INT) = 0 GROUP BY k ORDER BY k",
+        "SELECT CAST('x' AS INT) FROM t",
+        "UPDATE c SET t = t WHERE CAST(name AS INT) = 0",
+        "SELECT nosuch FROM t",
+        "SELECT CAST(b AS INT) FROM t WHERE k = 3",
+    ];
+    let between = [
+        None,
+        Some("SELECT 1"),
+        Some("SET @x = 1"),
+        Some("SELECT id FROM t WHERE k = 1"),
+        Some("SELECT COUNT(*) FROM t"),
+        Some("SELECT id FROM pl"),
+    ];
+    let readers = [
+        "SHOW WARNINGS",
+        "SHOW ERRORS",
+        "SHOW COUNT(*) WARNINGS",
+        "SHOW COUNT(*) ERRORS",
+        "SELECT @@warning_count, @@session.error_count",
+    ];
+    for r in raising {
+        for b in between {
+            for reader in readers {
+                let mut statements = vec![r.to_string()];
+                statements.extend(b.map(str::to_string));
+                statements.push(reader.to_string());
+                out.push(session("conditions over partitions", statements, false));
+            }
+        }
+    }
+    // The list is bounded by max_error_count, the count is not; LIMIT.
+    for reader in [
+        "SHOW WARNINGS",
+        "SHOW WARNINGS LIMIT 2",
+        "SHOW WARNINGS LIMIT 1, 2",
+        "SHOW COUNT(*) WARNINGS",
+    ] {
+        for limit in ["3", "DEFAULT"] {
+            out.push(session(
+                "conditions over partitions",
+                vec![
+                    format!("SET max_error_count = {limit}"),
+                    "SELECT CAST('x' AS INT) FROM t".into(),
+                    reader.to_string(),
+                ],
+                false,
+            ));
+        }
+    }
+}
+
 /// Routing by literal: the server's comparison decides which partitions
 /// hold the rows, under strict and non-strict sql_modes.
 fn routing(out: &mut Vec<Case>) {
@@ -565,6 +630,7 @@ pub fn all() -> Vec<Case> {
     enums(&mut out);
     numbers(&mut out);
     diagnostics(&mut out);
+    conditions(&mut out);
     routing(&mut out);
     default_rows(&mut out);
     schema(&mut out);

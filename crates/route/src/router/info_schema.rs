@@ -2,16 +2,21 @@
 //! as one server with the logical tables would show them: a statement
 //! that reads them is rewritten before it is planned (text and prepared,
 //! by `session/rewrite.rs`) with each of those tables replaced by a
-//! derived table where a partitioned table's default partition is named
-//! as the table and its other partitions are left out; it then runs on
-//! the main backend. The figures of such a row (TABLE_ROWS, DATA_LENGTH,
-//! CARDINALITY, ...) are its default partition's, except TABLES'
+//! derived table where one physical table of each partitioned table is
+//! named as the table and its other partitions are left out; it then runs
+//! on the main backend. That table is the default partition, or when the
+//! default partition is on another backend, a partition on the main
+//! backend (every partition has the table's columns and indexes). A
+//! partitioned table with no partition on the main backend gets a row of
+//! its own in TABLES (its name and type; the engine and figures NULL) and
+//! is missing from the other views. The figures of a row (TABLE_ROWS,
+//! DATA_LENGTH, CARDINALITY, ...) are that one partition's, except TABLES'
 //! AUTO_INCREMENT of a table with a sequence: the sequence's next value,
 //! which the proxy reads and passes in (`auto_increments`; the partitions'
-//! own counters are not the table's). A partitioned table
-//! whose default partition is on another backend is missing from these
-//! views; a statement naming it in a literal is answered from that
-//! backend instead (`schema::plan_information_schema`).
+//! own counters are not the table's). A statement
+//! naming a table whose default partition is on another backend in a
+//! literal is answered from that backend instead
+//! (`schema::plan_information_schema`).
 
 use hscale_sql::show::replace_table;
 use hscale_sql::TokenKind;
@@ -169,22 +174,39 @@ pub fn logical_views(
     // (schema, physical) → logical name; physical tables left out.
     let mut renamed = Vec::new();
     let mut hidden = Vec::new();
-    // (schema, physical) → the sequence's next value.
+    // Tables with no partition on the main backend: (schema, logical,
+    // the sequence's next value).
+    let mut absent = Vec::new();
+    // (schema, physical) -> the sequence's next value.
     let mut counters = Vec::new();
     for t in dict.tables() {
         let db = quote(&t.name.db);
-        if t.default_backend == BackendId::MAIN {
-            renamed.push((
-                db.clone(),
-                quote(&t.default_table),
-                hidden_literal(&t.name.table),
-            ));
-            if let Some((_, next)) = auto_increments.iter().find(|(n, _)| *n == t.name) {
-                counters.push((db.clone(), quote(&t.default_table), *next));
+        // The physical table on the main backend that stands for T.
+        let shown = if t.default_backend == BackendId::MAIN {
+            Some(t.default_table.as_str())
+        } else {
+            t.partitions
+                .values()
+                .find(|p| p.backend == BackendId::MAIN)
+                .map(|p| p.physical.as_str())
+        };
+        let next = auto_increments
+            .iter()
+            .find(|(n, _)| *n == t.name)
+            .map(|(_, next)| *next);
+        match shown {
+            Some(physical) => {
+                renamed.push((db.clone(), quote(physical), hidden_literal(&t.name.table)));
+                if let Some(next) = next {
+                    counters.push((db.clone(), quote(physical), next));
+                }
             }
+            None => absent.push((db.clone(), hidden_literal(&t.name.table), next)),
         }
         for p in t.partitions.values() {
-            hidden.push(format!("({db}, {})", quote(&p.physical)));
+            if Some(p.physical.as_str()) != shown {
+                hidden.push(format!("({db}, {})", quote(&p.physical)));
+            }
         }
     }
     let mut out: Option<String> = None;
@@ -225,6 +247,34 @@ pub fn logical_views(
                 " WHERE (TABLE_SCHEMA, TABLE_NAME) NOT IN ({})",
                 hidden.join(", ")
             ));
+        }
+        if *view == "TABLES" {
+            for (db, logical, next) in &absent {
+                let row: Vec<String> = columns
+                    .split(", ")
+                    .map(|c| match c {
+                        "TABLE_CATALOG" => "'def'".to_string(),
+                        "TABLE_SCHEMA" => db.clone(),
+                        "TABLE_NAME" => logical.clone(),
+                        "TABLE_TYPE" => "'BASE TABLE'".to_string(),
+                        "TEMPORARY" => "'N'".to_string(),
+                        "TABLE_COMMENT" => "''".to_string(),
+                        // Typed, so the union keeps the view's column types.
+                        "CREATE_TIME" | "UPDATE_TIME" | "CHECK_TIME" => {
+                            "CAST(NULL AS DATETIME)".to_string()
+                        }
+                        "AUTO_INCREMENT" => match next {
+                            Some(n) => format!("CAST({n} AS UNSIGNED)"),
+                            None => "CAST(NULL AS UNSIGNED)".to_string(),
+                        },
+                        "VERSION" | "TABLE_ROWS" | "AVG_ROW_LENGTH" | "DATA_LENGTH"
+                        | "MAX_DATA_LENGTH" | "INDEX_LENGTH" | "DATA_FREE" | "CHECKSUM"
+                        | "MAX_INDEX_LENGTH" => "CAST(NULL AS UNSIGNED)".to_string(),
+                        _ => "NULL".to_string(),
+                    })
+                    .collect();
+                derived.push_str(&format!(" UNION ALL SELECT {}", row.join(", ")));
+            }
         }
         if let Some(s) = replace_table(current, "information_schema", view, &derived) {
             out = Some(s);

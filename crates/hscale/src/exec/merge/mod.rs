@@ -609,6 +609,9 @@ async fn end_part(b: &mut Bindings, mut part: Part) {
             return; // dropped: closes the connection
         }
     }
+    if let Some(c) = part.conn.as_mut() {
+        b.gather(c, part.warnings).await;
+    }
     let outcome = Outcome {
         status: part.status,
         ..Outcome::default()

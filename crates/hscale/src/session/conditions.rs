@@ -1,0 +1,316 @@
+//! The session's diagnostics area: the conditions (warnings, notes,
+//! errors) of its last statement that raised any, as one server holding
+//! all the data would list them. A statement through hscale may run on
+//! several backend connections (a merge, a scatter, a write over several
+//! partitions) or on a pooled one another statement uses next, so each
+//! connection's own list is not the session's: the executor reads the
+//! list of every part that counted conditions (`exec/conditions.rs`) and
+//! the session keeps the statement's whole list here. From it hscale
+//! answers `SHOW WARNINGS [LIMIT]`, `SHOW ERRORS [LIMIT]`, `SHOW COUNT(*)
+//! WARNINGS | ERRORS` and `@@warning_count` / `@@error_count` (text and
+//! prepared).
+//!
+//! MariaDB's rules, kept here (`hscale_sql::diagnostics`): a statement that
+//! raises conditions replaces the list with its own (at most
+//! `max_error_count` of them; the counts go on); one that uses tables and
+//! raises none empties it; one without tables that raises none (`SELECT
+//! 1`, `SET`, `USE`, `BEGIN`, the reads above) leaves it. Across parts the
+//! order of the list is the parts' order; one server's would be its scan
+//! order, which is not defined either.
+//!
+//! When hscale cannot know the list (a part's list could not be read,
+//! several statements in one query ran on one connection, an error whose
+//! text it did not see), it stops answering until the next statement that
+//! uses tables, and the backend connection answers as before.
+
+use hscale_route::BackendId;
+use hscale_sql::diagnostics::{uses_tables, ConditionRead};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{send, Session};
+use crate::error::ProxyError;
+use crate::exec::conditions::{Condition, Gathered};
+use crate::exec::forward::Outcome;
+use crate::exec::Effects;
+
+/// The server's default `max_error_count`.
+const MAX_ERROR_COUNT: usize = 64;
+
+/// The session's list of conditions; `None`: the backend connection
+/// answers (hscale does not know the list).
+#[derive(Debug)]
+pub(super) struct Conditions {
+    own: Option<Own>,
+}
+
+impl Default for Conditions {
+    /// A new session's list is empty.
+    fn default() -> Self {
+        Conditions {
+            own: Some(Own::default()),
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Own {
+    rows: Vec<Condition>,
+    /// `@@warning_count`: every condition counted, listed or not.
+    warnings: u64,
+    /// `@@error_count`.
+    errors: u64,
+}
+
+fn is_error(c: &Condition) -> bool {
+    c[0].eq_ignore_ascii_case(b"Error")
+}
+
+impl Conditions {
+    /// After a statement: what it raised (`g`), the error code the client
+    /// got (0: none), the session's `max_error_count` if it set one, and
+    /// the statement's text (read only when the list would change by it).
+    pub fn record(
+        &mut self,
+        g: Gathered,
+        error: u16,
+        max_error_count: impl FnOnce() -> Option<usize>,
+        sql: &[u8],
+    ) {
+        if g.missed || g.reported > g.count {
+            self.own = None;
+            return;
+        }
+        let (mut rows, mut count) = (g.rows, g.count);
+        if error != 0 {
+            match g.error {
+                Some((code, message)) if code == error => {
+                    let code = code.to_string().into_bytes();
+                    if !rows.iter().any(|c| is_error(c) && c[1] == code) {
+                        rows.push([b"Error".to_vec(), code, message.into_bytes()]);
+                        count += 1;
+                    }
+                }
+                _ => {
+                    self.own = None;
+                    return;
+                }
+            }
+        }
+        if count > 0 || !rows.is_empty() {
+            rows.truncate(g.cap.or_else(max_error_count).unwrap_or(MAX_ERROR_COUNT));
+            let errors = rows.iter().filter(|c| is_error(c)).count() as u64;
+            self.own = Some(Own {
+                warnings: count.max(rows.len() as u64),
+                errors,
+                rows,
+            });
+            return;
+        }
+        let is_empty = self
+            .own
+            .as_ref()
+            .is_some_and(|o| o.rows.is_empty() && o.warnings == 0);
+        if !is_empty && uses_tables(&String::from_utf8_lossy(sql)) {
+            self.own = Some(Own::default());
+        }
+    }
+
+    /// The counts `@@warning_count` and `@@error_count` read, when hscale
+    /// knows them.
+    pub fn counts(&self) -> Option<(u64, u64)> {
+        self.own.as_ref().map(|o| (o.warnings, o.errors))
+    }
+}
+
+/// `sql` with `@@warning_count` and `@@error_count` read from the session's
+/// list (`counts`); `None` when it reads neither. A statement that uses
+/// tables starts with an empty list, so it reads 0. The value keeps the
+/// variables' column type (BIGINT UNSIGNED, nullable): a bitwise OR with
+/// the variable itself times nothing.
+pub(super) fn replace_counts(sql: &str, (warnings, errors): (u64, u64)) -> Option<String> {
+    if !super::rewrite::mentions(sql.as_bytes(), b"_COUNT") {
+        return None;
+    }
+    let (warnings, errors) = if uses_tables(sql) {
+        (0, 0)
+    } else {
+        (warnings, errors)
+    };
+    let mut out: Option<String> = None;
+    for (name, n) in [("warning_count", warnings), ("error_count", errors)] {
+        let current = out.as_deref().unwrap_or(sql);
+        let expr = format!("(CAST({n} AS UNSIGNED) | @@session.{name} & 0)");
+        if let Some(s) = hscale_sql::rewrite::replace_sysvar_with(current, name, &expr) {
+            out = Some(s);
+        }
+    }
+    out
+}
+
+/// `SHOW COUNT(*) WARNINGS | ERRORS` as the SELECT the server runs for it.
+pub(super) fn count_sql(is_errors: bool, (warnings, errors): (u64, u64)) -> String {
+    let (name, n) = if is_errors {
+        ("error_count", errors)
+    } else {
+        ("warning_count", warnings)
+    };
+    format!("SELECT (CAST({n} AS UNSIGNED) | @@session.{name} & 0) AS `@@session.{name}`")
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Before a text statement runs: `SHOW WARNINGS` / `SHOW ERRORS`
+    /// answered from the session's list (`Ok(true)`); several statements
+    /// in one query run on one connection, which alone knows their
+    /// conditions.
+    pub(super) async fn answered_conditions(
+        &mut self,
+        facts: &hscale_sql::Facts,
+        sql: &str,
+    ) -> Result<bool, ProxyError> {
+        if facts.statements > 1 {
+            self.b.gathered.missed = true;
+        }
+        if facts.kind != hscale_sql::Kind::Show {
+            return Ok(false);
+        }
+        match hscale_sql::diagnostics::classify_condition_read(sql) {
+            Some(read) => self.answer_conditions(read).await,
+            None => Ok(false),
+        }
+    }
+
+    /// Answer `SHOW WARNINGS` / `SHOW ERRORS` from the session's list.
+    /// `Ok(false)`: hscale does not know the list; the backend answers.
+    pub(super) async fn answer_conditions(
+        &mut self,
+        read: ConditionRead,
+    ) -> Result<bool, ProxyError> {
+        let ConditionRead::List {
+            is_errors,
+            offset,
+            limit,
+        } = read
+        else {
+            return Ok(false);
+        };
+        let Some(own) = self.conditions.own.clone() else {
+            return Ok(false);
+        };
+        // The column definitions exactly as the server sends them to this
+        // session (its character set): the same statement listing nothing.
+        let backend = self
+            .b
+            .pinned
+            .as_ref()
+            .map_or(BackendId::MAIN, |c| c.pool().backend_id);
+        let mut conn = match self.b.lease(backend, false).await? {
+            Ok(c) => c,
+            Err(err) => {
+                self.write_server_error(1, &err).await?;
+                return Ok(true);
+            }
+        };
+        let which = if is_errors { "ERRORS" } else { "WARNINGS" };
+        let defs = conn.query_defs(&format!("SHOW {which} LIMIT 0")).await;
+        let defs = match defs {
+            Ok(Ok(d)) => {
+                self.b.finish(conn, Outcome::default(), &Effects::default());
+                d
+            }
+            Ok(Err(err)) => {
+                self.b.finish(conn, Outcome::default(), &Effects::default());
+                self.write_server_error(1, &err).await?;
+                return Ok(true);
+            }
+            Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
+        };
+        let st = self.b.status();
+        let mut header = self.reply(1).columns(defs.len());
+        for d in &defs {
+            header.column_def(d);
+        }
+        let mut rows = header.rows(st);
+        let listed = own
+            .rows
+            .iter()
+            .filter(|c| !is_errors || is_error(c))
+            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+            .take(limit.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)));
+        for c in listed {
+            rows.text_row(&[Some(&c[0][..]), Some(&c[1][..]), Some(&c[2][..])]);
+        }
+        let n = rows.count();
+        send(rows.finish(st, 0)).await?;
+        self.b.note.rows += n;
+        self.b.note.is_result = true;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warning(n: u8) -> Condition {
+        [b"Warning".to_vec(), b"1292".to_vec(), vec![b'a' + n]]
+    }
+
+    #[test]
+    fn a_statement_replaces_empties_or_leaves_the_list() {
+        let mut c = Conditions::default();
+        let g = Gathered {
+            rows: vec![warning(0), warning(1)],
+            count: 2,
+            reported: 2,
+            ..Default::default()
+        };
+        c.record(g, 0, || None, b"SELECT CAST(b AS INT) FROM t");
+        assert_eq!(c.counts(), Some((2, 0)));
+        c.record(Gathered::default(), 0, || None, b"SELECT 1");
+        assert_eq!(c.counts(), Some((2, 0)));
+        c.record(Gathered::default(), 0, || None, b"SHOW WARNINGS");
+        assert_eq!(c.counts(), Some((2, 0)));
+        c.record(Gathered::default(), 0, || None, b"SELECT id FROM t");
+        assert_eq!(c.counts(), Some((0, 0)));
+        let mut g = Gathered::default();
+        g.error(1054, "Unknown column");
+        c.record(g, 1054, || None, b"SELECT nosuch FROM t");
+        assert_eq!(c.counts(), Some((1, 1)));
+        // An error whose text hscale did not see: the backend answers.
+        c.record(Gathered::default(), 1054, || None, b"SELECT nosuch FROM t");
+        assert_eq!(c.counts(), None);
+        c.record(Gathered::default(), 0, || None, b"SELECT 1");
+        assert_eq!(c.counts(), None);
+        c.record(Gathered::default(), 0, || None, b"SELECT id FROM t");
+        assert_eq!(c.counts(), Some((0, 0)));
+        // max_error_count bounds the list, not the count.
+        let g = Gathered {
+            rows: (0..5).map(warning).collect(),
+            count: 9,
+            reported: 9,
+            cap: Some(3),
+            ..Default::default()
+        };
+        c.record(g, 0, || None, b"SELECT CAST(b AS INT) FROM t");
+        assert_eq!(c.counts(), Some((9, 0)));
+        assert_eq!(c.own.as_ref().map(|o| o.rows.len()), Some(3));
+    }
+
+    #[test]
+    fn counts_keep_their_column_names() {
+        assert_eq!(
+            replace_counts("SELECT @@warning_count, @@session.error_count", (3, 1)).as_deref(),
+            Some(
+                "SELECT (CAST(3 AS UNSIGNED) | @@session.warning_count & 0) AS `@@warning_count`, \
+                 (CAST(1 AS UNSIGNED) | @@session.error_count & 0) AS `@@session.error_count`"
+            )
+        );
+        assert_eq!(
+            replace_counts("SELECT @@warning_count FROM t", (3, 1))
+                .as_deref()
+                .map(|s| s.contains("CAST(0 ")),
+            Some(true)
+        );
+        assert_eq!(replace_counts("SELECT 1", (3, 1)), None);
+    }
+}

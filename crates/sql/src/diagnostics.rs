@@ -1,0 +1,190 @@
+//! The statements that read a session's diagnostics area (its list of
+//! conditions: warnings, notes, errors) and which statements reset it,
+//! as MariaDB decides.
+//!
+//! Through hscale a statement may run on several backend connections, so
+//! the proxy keeps the list itself (`hscale` crate, `session/conditions.rs`)
+//! and answers these reads from it:
+//!
+//! - `SHOW WARNINGS [LIMIT [offset,] n]`, `SHOW ERRORS [LIMIT ...]`;
+//! - `SHOW COUNT(*) WARNINGS`, `SHOW COUNT(*) ERRORS`;
+//! - `@@warning_count` and `@@error_count` in a SELECT (`rewrite.rs`).
+//!
+//! None of them resets the list. Another statement resets it when it
+//! raises a condition (the list is then that statement's) or when it uses
+//! tables (MariaDB's `mysql_execute_command` clears it for a statement
+//! with tables); a statement without tables and without conditions
+//! (`SELECT 1`, `SET @x = 1`, `USE db`, `BEGIN`) leaves it.
+
+use crate::lexer::{tokenize, Token, TokenKind};
+
+/// A read of the diagnostics area.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConditionRead {
+    /// `SHOW WARNINGS` (`is_errors: false`: every level) or `SHOW ERRORS`
+    /// (errors only), with its LIMIT: rows skipped, rows at most.
+    List {
+        is_errors: bool,
+        offset: u64,
+        limit: Option<u64>,
+    },
+    /// `SHOW COUNT(*) WARNINGS` / `SHOW COUNT(*) ERRORS`.
+    Count { is_errors: bool },
+}
+
+/// `sql` as a read of the diagnostics area, or `None`.
+pub fn classify_condition_read(sql: &str) -> Option<ConditionRead> {
+    let head = sql.trim_start();
+    if head.len() < 4 || !head.as_bytes()[..4].eq_ignore_ascii_case(b"SHOW") {
+        return None;
+    }
+    let tokens = tokenize(sql).ok()?;
+    let mut end = tokens.len();
+    while end > 0 && tokens[end - 1].kind == TokenKind::Semicolon {
+        end -= 1;
+    }
+    let t = &tokens[..end];
+    if !t.first()?.is_word(sql, "SHOW") {
+        return None;
+    }
+    let kind = |tok: &Token| {
+        if tok.is_word(sql, "WARNINGS") {
+            Some(false)
+        } else if tok.is_word(sql, "ERRORS") {
+            Some(true)
+        } else {
+            None
+        }
+    };
+    if t.get(1)?.is_word(sql, "COUNT") {
+        // COUNT ( * ) WARNINGS, however the lexer splits the parentheses.
+        let last = t.len().checked_sub(1)?;
+        let inner: String = t[2..last]
+            .iter()
+            .map(|x| x.text(sql))
+            .collect::<Vec<_>>()
+            .concat();
+        if inner != "(*)" {
+            return None;
+        }
+        return kind(&t[last]).map(|is_errors| ConditionRead::Count { is_errors });
+    }
+    let is_errors = kind(t.get(1)?)?;
+    let (offset, limit) = match &t[2..] {
+        [] => (0, None),
+        [l, n] if l.is_word(sql, "LIMIT") => (0, Some(number(n, sql)?)),
+        [l, o, c, n] if l.is_word(sql, "LIMIT") && c.is_punct(sql, ",") => {
+            (number(o, sql)?, Some(number(n, sql)?))
+        }
+        [l, n, w, o] if l.is_word(sql, "LIMIT") && w.is_word(sql, "OFFSET") => {
+            (number(o, sql)?, Some(number(n, sql)?))
+        }
+        _ => return None,
+    };
+    Some(ConditionRead::List {
+        is_errors,
+        offset,
+        limit,
+    })
+}
+
+fn number(t: &Token, sql: &str) -> Option<u64> {
+    (t.kind == TokenKind::Number)
+        .then(|| t.text(sql).parse().ok())
+        .flatten()
+}
+
+/// Statements that use tables whatever they say.
+const WITH_TABLES: &[&str] = &[
+    "INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME",
+    "LOAD", "ANALYZE", "OPTIMIZE", "CHECK", "CHECKSUM", "REPAIR", "LOCK", "HANDLER", "DESCRIBE",
+    "DESC", "EXPLAIN", "SHOW", "TABLE",
+];
+
+/// Whether `sql` uses tables, so that running it resets the diagnostics
+/// area: a statement that always names tables, or a SELECT / SET / DO /
+/// WITH with a `FROM` that names something other than `DUAL`. A read of
+/// the diagnostics area itself never resets it. Unknown text counts as
+/// using tables (the list is then reset, as the server's would be for
+/// nearly every statement that fails to lex).
+pub fn uses_tables(sql: &str) -> bool {
+    let Ok(tokens) = tokenize(sql) else {
+        return true;
+    };
+    let Some(first) = tokens.iter().find(|t| t.kind == TokenKind::Word) else {
+        return false;
+    };
+    if first.is_word(sql, "SHOW") {
+        return classify_condition_read(sql).is_none();
+    }
+    if WITH_TABLES.iter().any(|w| first.is_word(sql, w)) {
+        return true;
+    }
+    tokens.windows(2).any(|w| {
+        w[0].is_word(sql, "FROM")
+            && !w[1].is_word(sql, "DUAL")
+            && (matches!(w[1].kind, TokenKind::Word | TokenKind::QuotedIdent)
+                || w[1].is_punct(sql, "("))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_of_the_diagnostics_area() {
+        let list = |is_errors, offset, limit| {
+            Some(ConditionRead::List {
+                is_errors,
+                offset,
+                limit,
+            })
+        };
+        let c = classify_condition_read;
+        assert_eq!(c("SHOW WARNINGS"), list(false, 0, None));
+        assert_eq!(c(" show errors;"), list(true, 0, None));
+        assert_eq!(c("SHOW WARNINGS LIMIT 2"), list(false, 0, Some(2)));
+        assert_eq!(c("SHOW WARNINGS LIMIT 1, 2"), list(false, 1, Some(2)));
+        assert_eq!(c("SHOW ERRORS LIMIT 2 OFFSET 3"), list(true, 3, Some(2)));
+        assert_eq!(
+            c("SHOW COUNT(*) WARNINGS"),
+            Some(ConditionRead::Count { is_errors: false })
+        );
+        assert_eq!(
+            c("show count ( * ) errors"),
+            Some(ConditionRead::Count { is_errors: true })
+        );
+        assert_eq!(c("SHOW WARNINGS LIMIT ?"), None);
+        assert_eq!(c("SHOW TABLES"), None);
+        assert_eq!(c("SHOW COUNT(x) WARNINGS"), None);
+        assert_eq!(c("SELECT 1"), None);
+    }
+
+    #[test]
+    fn which_statements_use_tables() {
+        for sql in [
+            "SELECT a FROM t",
+            "select (select a from t)",
+            "INSERT INTO t VALUES (1)",
+            "SET @x = (SELECT a FROM t)",
+            "SHOW TABLES",
+            "SELECT * FROM (SELECT 1) AS d",
+        ] {
+            assert!(uses_tables(sql), "{sql}");
+        }
+        for sql in [
+            "SELECT 1",
+            "SELECT 1 FROM DUAL",
+            "SELECT @@warning_count",
+            "SET @x = 1",
+            "USE d",
+            "BEGIN",
+            "SHOW WARNINGS",
+            "SHOW COUNT(*) ERRORS",
+            "SELECT TRIM(LEADING 'a' FROM 'ab')",
+        ] {
+            assert!(!uses_tables(sql), "{sql}");
+        }
+    }
+}
