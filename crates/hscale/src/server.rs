@@ -281,6 +281,9 @@ impl RunningProxy {
                 std::thread::Builder::new()
                     .name(format!("hscale-worker-{worker}"))
                     .spawn(move || {
+                        hscale_route::weights::count_into(
+                            ctx.metrics.worker(worker).weight_counters(),
+                        );
                         if let Err(e) =
                             runtime.block_on(worker_loop(ctx, worker, listener, stop_rx))
                         {

@@ -39,6 +39,11 @@ async fn a_frozen_main_backend_does_not_stop_new_connections() {
         "HSCALE SETUP_TABLE('frozen_main.t', 'id', 't_default', 'shard0', 'NONE()')",
         "HSCALE ADD_PARTITION('frozen_main.t', 'p2', '2', 'shard1')",
         "INSERT INTO frozen_main.t (id, v) VALUES (1, 10), (2, 20)",
+        // Keys the main backend weighs, every partition on shard1.
+        "CREATE TABLE frozen_main.w (k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL PRIMARY KEY, n INT)",
+        "HSCALE SETUP_TABLE('frozen_main.w', 'k', 'w_default', 'shard1', 'HASH(2)')",
+        "HSCALE ADD_PARTITION('frozen_main.w', 'h1', '1', 'shard1')",
+        "INSERT INTO frozen_main.w (k, n) VALUES ('straße', 1)",
     ] {
         setup.query_drop(sql).await.unwrap();
     }
@@ -48,6 +53,7 @@ async fn a_frozen_main_backend_does_not_stop_new_connections() {
     config.proxy.health_check_interval_ms = 300;
     config.proxy.backend_ping_timeout_ms = 1_000;
     config.proxy.workers = 1;
+    config.metrics.listen = "127.0.0.1:0".into();
     let proxy = hscale::RunningProxy::start(config, "127.0.0.1:0").unwrap();
     let port = proxy.addr.port();
     let mut admin = mysql_async::Conn::new(proxy_opts(port, None))
@@ -108,6 +114,37 @@ async fn a_frozen_main_backend_does_not_stop_new_connections() {
     tokio::time::timeout(Duration::from_secs(60), work)
         .await
         .expect("new connections wait on the frozen main backend");
+
+    // A key met for the first time needs its weight from the frozen main
+    // backend: the fetch fails (counted in /metrics) and the read asks
+    // every partition instead, all on shard1.
+    let errors = || {
+        let addr = proxy.metrics_addr.expect("metrics served");
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.1\r\nHost: h\r\n\r\n").unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut s, &mut text).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("hscale_weight_fetch_errors_total "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .expect("the counter is rendered")
+    };
+    let before = errors();
+    let read = async {
+        let mut c = mysql_async::Conn::new(proxy_opts(port, Some("frozen_main")))
+            .await
+            .unwrap();
+        let n: Option<i32> = c
+            .query_first("SELECT n FROM w WHERE k = 'STRASSE'")
+            .await
+            .unwrap();
+        assert_eq!(n, Some(1));
+        c.disconnect().await.unwrap();
+    };
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("the read waits on the frozen main backend");
+    assert!(errors() > before, "a failed weight fetch is counted");
     drop(resume);
     drop(admin);
 }

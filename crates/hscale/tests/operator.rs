@@ -157,6 +157,59 @@ async fn metrics_endpoint_counts_what_clients_and_changes_do() {
     assert!(after.contains_key("hscale_stale_route_retries_total"));
 }
 
+/// The workers' caches of key weights (keys under a collation the backend
+/// weighs, here utf8mb4_unicode_ci) count in /metrics: a key met for the
+/// first time is a miss and a fetch from the main backend, the same key
+/// again (text or prepared) a hit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weight_cache_counts_in_metrics() {
+    let info = cluster(2);
+    let addr = info.metrics_addr.expect("the playground serves /metrics");
+    fresh_db("ops_weights").await;
+    let mut c = proxy_conn(Some("ops_weights")).await;
+    c.query_drop("CREATE TABLE w (k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL PRIMARY KEY, n INT)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('ops_weights.w', 'k', 'w_default', 'shard0', 'HASH(2)')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('ops_weights.w', 'h1', '1', 'shard1')")
+        .await
+        .unwrap();
+    let before = scrape(addr);
+    c.query_drop("INSERT INTO w (k, n) VALUES ('straße-ops', 1), ('noël-ops', 2)")
+        .await
+        .unwrap();
+    for _ in 0..5 {
+        let n: Option<i32> = c
+            .query_first("SELECT n FROM w WHERE k = 'STRASSE-ops'")
+            .await
+            .unwrap();
+        assert_eq!(n, Some(1));
+        let n: Option<i32> = c
+            .exec_first("SELECT n FROM w WHERE k = ?", ("NOEL-OPS",))
+            .await
+            .unwrap();
+        assert_eq!(n, Some(2));
+    }
+    let after = scrape(addr);
+    let d = |k: &str| delta(&before, &after, k);
+    // 'straße-ops' and 'noël-ops' at the INSERT, their twins at the
+    // first reads: at least those four missed and were fetched.
+    assert!(d("hscale_weight_cache_misses_total") >= 4.0, "misses");
+    assert!(d("hscale_weight_fetches_total") >= 3.0, "fetches");
+    // Each of the ten reads routes its key again from the cache.
+    assert!(d("hscale_weight_cache_hits_total") >= 8.0, "hits");
+    assert!(after["hscale_weight_cache_entries"] >= 4.0, "entries");
+    for k in [
+        "hscale_weight_fetch_errors_total",
+        "hscale_weight_cache_evictions_total",
+    ] {
+        assert!(after.contains_key(k), "{k}");
+    }
+    c.disconnect().await.unwrap();
+}
+
 /// `HSCALE SHOW DIGESTS` rows by digest text: column name → value.
 async fn digests(c: &mut mysql_async::Conn) -> HashMap<String, HashMap<String, String>> {
     let rows: Vec<mysql_async::Row> = c.query("HSCALE SHOW DIGESTS").await.unwrap();

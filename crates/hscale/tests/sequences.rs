@@ -4,6 +4,8 @@
 //! Every check reads the backends themselves.
 
 mod common;
+#[path = "sequences/views.rs"]
+mod views;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};

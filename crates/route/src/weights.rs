@@ -11,9 +11,16 @@
 //! ```
 //!
 //! Bounded: a full cache starts over (as the plan cache does).
+//!
+//! Observable: a worker thread hands its [`WeightCounters`] to
+//! [`count_into`] once; lookups, fetches and evictions on that thread
+//! then count there (a load and a store: only this thread writes them),
+//! and the proxy's metrics read them at scrape time.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::key_compare::Weighed;
 
@@ -32,12 +39,42 @@ pub struct WeightStats {
     pub entries: u64,
 }
 
+/// One worker thread's counters, for the proxy's metrics: written only
+/// by the thread they were handed to ([`count_into`]), read by any.
+#[derive(Debug, Default)]
+pub struct WeightCounters {
+    /// Keys routed by a weight this worker kept.
+    pub hits: AtomicU64,
+    /// Keys routed without one (each then asked of the backend).
+    pub misses: AtomicU64,
+    /// Queries that asked the backend for weights, and those that failed.
+    pub fetches: AtomicU64,
+    pub fetch_errors: AtomicU64,
+    /// Times the full cache started over, and the weights it holds.
+    pub evictions: AtomicU64,
+    pub entries: AtomicU64,
+}
+
+/// Add `n` to a counter only this thread writes.
+fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
 #[derive(Default)]
 struct Cache {
     /// By collation name, then key.
     weights: HashMap<String, HashMap<String, String>>,
     misses: Vec<(Weighed, String)>,
     stats: WeightStats,
+    counters: Option<Arc<WeightCounters>>,
+}
+
+impl Cache {
+    fn count(&self, counter: impl Fn(&WeightCounters) -> &AtomicU64, n: u64) {
+        if let Some(c) = &self.counters {
+            bump(counter(c), n);
+        }
+    }
 }
 
 thread_local! {
@@ -57,10 +94,12 @@ pub(crate) fn lookup(collation: &Weighed, value: &str) -> Option<String> {
         match found {
             Some(w) => {
                 c.stats.hits += 1;
+                c.count(|c| &c.hits, 1);
                 Some(w)
             }
             None => {
                 c.stats.misses += 1;
+                c.count(|c| &c.misses, 1);
                 if c.misses.len() < MAX_MISSES {
                     c.misses.push((collation.clone(), value.to_string()));
                 }
@@ -93,6 +132,7 @@ pub fn insert(collation: &Weighed, value: String, weight: String) {
             c.weights.clear();
             c.stats.entries = 0;
             c.stats.evictions += 1;
+            c.count(|c| &c.evictions, 1);
         }
         let is_new = c
             .weights
@@ -102,6 +142,26 @@ pub fn insert(collation: &Weighed, value: String, weight: String) {
             .is_none();
         if is_new {
             c.stats.entries += 1;
+        }
+        if let Some(counters) = &c.counters {
+            counters.entries.store(c.stats.entries, Ordering::Relaxed);
+        }
+    })
+}
+
+/// Count this thread's lookups, fetches and evictions in `counters` from
+/// now on (a worker thread, once, before it routes).
+pub fn count_into(counters: Arc<WeightCounters>) {
+    CACHE.with(|c| c.borrow_mut().counters = Some(counters));
+}
+
+/// A query that asked the backend for weights, and whether it failed.
+pub fn note_fetch(is_failed: bool) {
+    CACHE.with(|c| {
+        let c = c.borrow();
+        c.count(|c| &c.fetches, 1);
+        if is_failed {
+            c.count(|c| &c.fetch_errors, 1);
         }
     })
 }
@@ -136,6 +196,34 @@ mod tests {
         assert_eq!(lookup(&u, "abc").as_deref(), Some("0E330E4A0E60"));
         let s = stats();
         assert_eq!((s.hits, s.misses, s.entries), (1, 2, 1));
+    }
+
+    #[test]
+    fn counters_count_on_their_thread() {
+        let counters = Arc::new(WeightCounters::default());
+        let seen = counters.clone();
+        std::thread::spawn(move || {
+            let u = unicode();
+            count_into(counters);
+            assert_eq!(lookup(&u, "x"), None);
+            note_fetch(false);
+            insert(&u, "x".into(), "0E".into());
+            assert!(lookup(&u, "x").is_some());
+            note_fetch(true);
+        })
+        .join()
+        .unwrap();
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        assert_eq!(
+            (
+                n(&seen.hits),
+                n(&seen.misses),
+                n(&seen.fetches),
+                n(&seen.fetch_errors),
+                n(&seen.entries)
+            ),
+            (1, 1, 2, 1, 1)
+        );
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //! the client's own TLS session). The proxy answers them by rewriting: the rows it knows go
 //! into a derived table the backend evaluates the client's statement on,
 //! so every WHERE, ORDER BY or expression works as on a server.
+//! `SHOW TABLE STATUS` of a database with partitioned tables becomes the
+//! SELECT over information_schema.TABLES it is on a server
+//! ([`table_status_sql`]), which the proxy then shows with logical tables.
 
 use crate::lexer::{tokenize, Token, TokenKind};
 
@@ -19,6 +22,12 @@ pub enum Show<'a> {
     Variables { is_global: bool, filter: &'a str },
     /// `SHOW [SESSION | LOCAL] STATUS [LIKE ... | WHERE ...]` (not GLOBAL).
     Status { filter: &'a str },
+    /// `SHOW TABLE STATUS [FROM | IN db] [LIKE ... | WHERE ...]`: `db` as
+    /// written (see [`ident`]).
+    TableStatus {
+        db: Option<&'a str>,
+        filter: &'a str,
+    },
 }
 
 /// `sql` as one of the SHOW statements of [`Show`], or `None`.
@@ -46,6 +55,29 @@ pub fn classify(sql: &str) -> Option<Show<'_>> {
         }
         _ => {}
     }
+    if t.get(1).is_some_and(|w| w.is_word(sql, "TABLE"))
+        && t.get(2).is_some_and(|w| w.is_word(sql, "STATUS"))
+    {
+        let mut at = 3;
+        let mut db = None;
+        if t.get(at)
+            .is_some_and(|w| w.is_word(sql, "FROM") || w.is_word(sql, "IN"))
+        {
+            let name = t
+                .get(at + 1)
+                .filter(|n| matches!(n.kind, TokenKind::Word | TokenKind::QuotedIdent))?;
+            db = Some(name.text(sql));
+            at += 2;
+        }
+        let filter = match t.get(at) {
+            None => "",
+            Some(n) if n.is_word(sql, "LIKE") || n.is_word(sql, "WHERE") => {
+                &sql[n.start as usize..t[end - 1].end as usize]
+            }
+            Some(_) => return None,
+        };
+        return Some(Show::TableStatus { db, filter });
+    }
     let (is_global, at) = match t.get(1) {
         Some(w) if w.is_word(sql, "GLOBAL") => (true, 2),
         Some(w) if w.is_word(sql, "SESSION") || w.is_word(sql, "LOCAL") => (false, 2),
@@ -67,6 +99,72 @@ pub fn classify(sql: &str) -> Option<Show<'_>> {
         return Some(Show::Status { filter });
     }
     Some(Show::Variables { is_global, filter })
+}
+
+/// An identifier as written (bare or `backquoted`) as the name it means.
+pub fn ident(raw: &str) -> String {
+    match raw.strip_prefix('`').and_then(|r| r.strip_suffix('`')) {
+        Some(inner) => inner.replace("``", "`"),
+        None => raw.to_string(),
+    }
+}
+
+/// SHOW TABLE STATUS's columns: information_schema.TABLES' column and the
+/// name SHOW gives it (MariaDB 10.x), in SHOW's order.
+const TABLE_STATUS: &[(&str, &str)] = &[
+    ("TABLE_NAME", "Name"),
+    ("ENGINE", "Engine"),
+    ("VERSION", "Version"),
+    ("ROW_FORMAT", "Row_format"),
+    ("TABLE_ROWS", "Rows"),
+    ("AVG_ROW_LENGTH", "Avg_row_length"),
+    ("DATA_LENGTH", "Data_length"),
+    ("MAX_DATA_LENGTH", "Max_data_length"),
+    ("INDEX_LENGTH", "Index_length"),
+    ("DATA_FREE", "Data_free"),
+    ("AUTO_INCREMENT", "Auto_increment"),
+    ("CREATE_TIME", "Create_time"),
+    ("UPDATE_TIME", "Update_time"),
+    ("CHECK_TIME", "Check_time"),
+    ("TABLE_COLLATION", "Collation"),
+    ("CHECKSUM", "Checksum"),
+    ("CREATE_OPTIONS", "Create_options"),
+    ("TABLE_COMMENT", "Comment"),
+    ("MAX_INDEX_LENGTH", "Max_index_length"),
+    ("TEMPORARY", "Temporary"),
+];
+
+/// `SHOW TABLE STATUS` of database `db` with `filter` (`LIKE 'pattern'`,
+/// `WHERE ...` or empty) as the SELECT over information_schema.TABLES
+/// that answers it on a server: the same columns, names and types, the
+/// rows in the server's order (bytewise by name), a LIKE pattern matched
+/// as the server matches table names (case-sensitive unless
+/// `lower_case_table_names` is set).
+pub fn table_status_sql(db: &str, filter: &str) -> String {
+    let columns: Vec<String> = TABLE_STATUS
+        .iter()
+        .map(|(column, name)| format!("{column} AS `{name}`"))
+        .collect();
+    let mut sql = format!(
+        "SELECT * FROM (SELECT {} FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{}') AS `TABLES`",
+        columns.join(", "),
+        db.replace('\\', "\\\\").replace('\'', "''")
+    );
+    let like = filter
+        .get(..4)
+        .filter(|w| w.eq_ignore_ascii_case("LIKE"))
+        .and_then(|_| filter.get(4..))
+        .filter(|rest| rest.starts_with(|c: char| c.is_whitespace() || c == '\''));
+    if let Some(pattern) = like {
+        sql.push_str(&format!(
+            " WHERE (`Name` COLLATE utf8mb3_bin LIKE {pattern} OR @@lower_case_table_names <> 0 AND `Name` LIKE {pattern})"
+        ));
+    } else if !filter.is_empty() {
+        sql.push(' ');
+        sql.push_str(filter);
+    }
+    sql.push_str(" ORDER BY BINARY `Name`");
+    sql
 }
 
 /// Words after a table reference that are not its alias.
@@ -204,6 +302,30 @@ mod tests {
         assert_eq!(classify("SHOW SLAVE STATUS"), None);
         assert_eq!(classify("SHOW TABLES"), None);
         assert_eq!(classify("SELECT 1"), None);
+        assert_eq!(
+            classify("SHOW TABLE STATUS"),
+            Some(Show::TableStatus {
+                db: None,
+                filter: ""
+            })
+        );
+        assert_eq!(
+            classify("show table status from `my db` like 't%';"),
+            Some(Show::TableStatus {
+                db: Some("`my db`"),
+                filter: "like 't%'"
+            })
+        );
+        assert_eq!(
+            classify("SHOW TABLE STATUS IN d WHERE Name = 't'"),
+            Some(Show::TableStatus {
+                db: Some("d"),
+                filter: "WHERE Name = 't'"
+            })
+        );
+        assert_eq!(classify("SHOW TABLE STATUS FROM"), None);
+        assert_eq!(ident("`my ``db`"), "my `db");
+        assert_eq!(ident("d"), "d");
     }
 
     #[test]

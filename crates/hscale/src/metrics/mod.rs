@@ -13,7 +13,9 @@
 //! COM_QUERY and COM_STMT_EXECUTE and calls [`Metrics::record`] with the
 //! statement's [`StatementNote`] (plan kind from `session::plan_and_run`,
 //! rows and forwarded errors from `Bindings::finish`); the plan cache's
-//! counters are copied after each lookup; `exec/fence.rs` counts stale-route
+//! counters are copied after each lookup; the key-weight cache counts into
+//! its worker's counters itself (`hscale_route::weights::count_into`,
+//! registered by `server.rs`); `exec/fence.rs` counts stale-route
 //! retries; `backend/pool.rs` counts waits; the pools' gauges are read at
 //! scrape time.
 
@@ -152,6 +154,9 @@ pub struct WorkerMetrics {
     plan_cache_hits: AtomicU64,
     plan_cache_misses: AtomicU64,
     slow_statements: AtomicU64,
+    /// The worker's cache of key weights (`hscale_route::weights`), which
+    /// counts into these itself on the worker's thread.
+    weights: std::sync::Arc<hscale_route::weights::WeightCounters>,
 }
 
 impl WorkerMetrics {
@@ -167,7 +172,14 @@ impl WorkerMetrics {
             plan_cache_hits: AtomicU64::new(0),
             plan_cache_misses: AtomicU64::new(0),
             slow_statements: AtomicU64::new(0),
+            weights: Default::default(),
         }
+    }
+
+    /// The counters the worker's thread hands to
+    /// `hscale_route::weights::count_into` before it serves.
+    pub fn weight_counters(&self) -> std::sync::Arc<hscale_route::weights::WeightCounters> {
+        self.weights.clone()
     }
 
     /// A statement run into a table a partition change renamed, run again.

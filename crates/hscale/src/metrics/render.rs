@@ -142,6 +142,46 @@ pub fn render(m: &Metrics, pools: &[PoolSample]) -> String {
         "Statements the router planned (plan cache misses).",
         m.sum(|w| &w.plan_cache_misses),
     );
+    for (name, kind, help, value) in [
+        (
+            "hscale_weight_cache_hits_total",
+            "counter",
+            "Keys under a collation the backend weighs, routed by a weight the worker's cache held.",
+            m.sum(|w| &w.weights.hits),
+        ),
+        (
+            "hscale_weight_cache_misses_total",
+            "counter",
+            "Keys under a collation the backend weighs, met without a weight in the worker's cache (then fetched).",
+            m.sum(|w| &w.weights.misses),
+        ),
+        (
+            "hscale_weight_fetches_total",
+            "counter",
+            "Queries that asked the main backend for key weights.",
+            m.sum(|w| &w.weights.fetches),
+        ),
+        (
+            "hscale_weight_fetch_errors_total",
+            "counter",
+            "Weight fetches that failed (no connection, an error, or no weight given).",
+            m.sum(|w| &w.weights.fetch_errors),
+        ),
+        (
+            "hscale_weight_cache_evictions_total",
+            "counter",
+            "Times a worker's full weight cache started over.",
+            m.sum(|w| &w.weights.evictions),
+        ),
+        (
+            "hscale_weight_cache_entries",
+            "gauge",
+            "Key weights held by the workers' caches.",
+            m.sum(|w| &w.weights.entries),
+        ),
+    ] {
+        single(&mut out, name, kind, help, value);
+    }
     single(
         &mut out,
         "hscale_stale_route_retries_total",

@@ -4,11 +4,17 @@
 //! statement's session asks here in one query, and routes again. The
 //! answers go to the worker's cache; the backend computes them with the
 //! same expression as the copy filter of a partition change
-//! (`Weighed::sql`), so a key is placed as its rows are moved.
+//! (`Weighed::sql`), so a key is placed as its rows are moved. Every
+//! query, and every one that failed (a connection that could not be had
+//! included), is counted in the worker's metrics
+//! (`hscale_route::weights::note_fetch`).
+
+use std::sync::Arc;
 
 use hscale_route::key_compare::Weighed;
 
 use super::store::server_error;
+use crate::backend::pool::Pool;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
 
@@ -17,6 +23,20 @@ const CHUNK: usize = 256;
 
 /// A weight the backend gave: the collation, the key, its weight.
 pub type Weight = (Weighed, String, String);
+
+/// [`fetch`] on a connection of `pool` (the main backend's).
+pub async fn fetch_from(
+    pool: &Arc<Pool>,
+    keys: Vec<(Weighed, String)>,
+) -> Result<Vec<Weight>, ProxyError> {
+    match pool.get(false).await {
+        Ok(mut c) => fetch(&mut c, keys).await,
+        Err(e) => {
+            hscale_route::weights::note_fetch(true);
+            Err(e)
+        }
+    }
+}
 
 /// Ask `c` for the weights of `keys`, keep them in this worker's cache and
 /// return them (for a planning thread of its own, [`preset`]).
@@ -31,11 +51,20 @@ pub async fn fetch(
             .map(|(w, key)| w.sql(&hex_literal(key)))
             .collect();
         let sql = format!("SELECT {}", items.join(", "));
-        let rows = c
-            .query_rows(&sql)
-            .await?
-            .map_err(|e| server_error(c, &sql, e))?;
+        let rows = match c.query_rows(&sql).await {
+            Ok(Ok(rows)) => rows,
+            Ok(Err(e)) => {
+                hscale_route::weights::note_fetch(true);
+                return Err(server_error(c, &sql, e));
+            }
+            Err(e) => {
+                hscale_route::weights::note_fetch(true);
+                return Err(e);
+            }
+        };
         let row = rows.strings().into_iter().next().unwrap_or_default();
+        let is_complete = row.len() == chunk.len() && row.iter().all(Option::is_some);
+        hscale_route::weights::note_fetch(!is_complete);
         for ((w, key), weight) in chunk.iter().zip(row) {
             let Some(weight) = weight else {
                 return Err(ProxyError::Refused(format!(

@@ -2,8 +2,9 @@
 //! the rows hscale shows for them in `information_schema.TABLES` and
 //! `SHOW TABLE STATUS` (each partition's own counter is not the table's:
 //! the sequence hands out the ids). `SHOW CREATE TABLE` uses
-//! [`super::next_value`] for one table; these read every table in one
-//! query and write the value into the SQL that answers those rows.
+//! [`super::next_value`] for one table; this reads every table in one
+//! query, and `hscale_route::router::logical_views` writes the values into
+//! the SQL that answers those rows (`session/rewrite.rs`).
 
 use hscale_route::dictionary::{Dictionary, TableName};
 use hscale_route::BackendId;
@@ -58,50 +59,4 @@ pub async fn auto_increments(
             _ => None,
         })
         .collect())
-}
-
-/// The SQL value of the AUTO_INCREMENT column of a row naming the table
-/// `schema`.`table` (column expressions of the query that answers the
-/// rows): the sequence's next value for the tables in `values`, `own`
-/// (the backend's column) for any other.
-pub fn auto_increment_sql(
-    values: &[(TableName, u64)],
-    schema: &str,
-    table: &str,
-    own: &str,
-) -> String {
-    if values.is_empty() {
-        return own.to_string();
-    }
-    let mut out = String::from("CASE");
-    for (t, next) in values {
-        out.push_str(&format!(
-            " WHEN {schema} = {} AND {table} = {} THEN {next}",
-            quote_str(&t.db),
-            quote_str(&t.table)
-        ));
-    }
-    out.push_str(&format!(" ELSE {own} END"));
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_sequence_answers_for_its_table() {
-        let v = vec![
-            (TableName::new("d", "t"), 42),
-            (TableName::new("d", "o'k"), 7),
-        ];
-        assert_eq!(
-            auto_increment_sql(&v, "TABLE_SCHEMA", "TABLE_NAME", "AUTO_INCREMENT"),
-            "CASE WHEN TABLE_SCHEMA = 'd' AND TABLE_NAME = 't' THEN 42 WHEN TABLE_SCHEMA = 'd' AND TABLE_NAME = 'o''k' THEN 7 ELSE AUTO_INCREMENT END"
-        );
-        assert_eq!(
-            auto_increment_sql(&[], "s", "t", "AUTO_INCREMENT"),
-            "AUTO_INCREMENT"
-        );
-    }
 }

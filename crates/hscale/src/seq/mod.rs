@@ -116,7 +116,10 @@ impl Sequences {
 
     /// An explicit id `id` was given: make sure no id this or any proxy
     /// generates from now on is `id` (the counter moves past it when it is
-    /// at or above it; this proxy's block skips it).
+    /// at or above it). This proxy's block goes on above it, as one server
+    /// would: the ids of its block up to `id` are dropped (a gap), all of
+    /// them when `id` is past its end, so the next id this proxy generates
+    /// is above `id` and above the table's AUTO_INCREMENT shown then.
     pub async fn pass(
         &self,
         ctx: &Context,
@@ -127,8 +130,8 @@ impl Sequences {
     ) -> Result<(), ProxyError> {
         let seq = self.sequence(table, generation);
         let mut b = seq.block.lock().await;
-        if id >= b.next && id < b.end {
-            b.next = id + 1;
+        if id >= b.next {
+            b.next = id.saturating_add(1).min(b.end);
         }
         if id < b.counter_floor {
             return Ok(());

@@ -36,9 +36,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // so a statement reading them keeps its text (`live`) to be
         // rewritten again at every execution (`rewrite.rs`).
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
-        let rewritten = std::str::from_utf8(&payload[1..])
-            .ok()
-            .and_then(|sql| self.proxy_sql(sql, facts.mentions));
+        let rewritten = match std::str::from_utf8(&payload[1..]) {
+            Ok(sql) => self.proxy_sql(sql, facts.mentions).await?,
+            Err(_) => None,
+        };
         let live = rewritten
             .as_ref()
             .filter(|(_, is_live)| *is_live)
@@ -314,11 +315,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Routed::Plain => {
                 // PROCESSLIST: this moment's sessions, kept as the statement's
                 // text (a cursor's COM_STMT_FETCH finds it by that).
-                let fresh = st.live.as_deref().and_then(|text| {
-                    let text = std::str::from_utf8(text).ok()?;
-                    let (sql, _) = self.proxy_sql(text, hscale_sql::Mentions::ALL)?;
-                    Some(Arc::<[u8]>::from(sql.as_bytes()))
-                });
+                let fresh = match st.live.as_deref().map(std::str::from_utf8) {
+                    Some(Ok(text)) => self
+                        .proxy_sql(text, hscale_sql::Mentions::ALL)
+                        .await?
+                        .map(|(sql, _)| Arc::<[u8]>::from(sql.as_bytes())),
+                    _ => None,
+                };
                 if let Some(fresh) = fresh {
                     st.sql = fresh.clone();
                     if let Some(s) = self.statements.get_mut(id) {
@@ -378,13 +381,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // ask for its weight and pick again.
             Err(_) if hscale_route::weights::has_misses() => {
                 let keys = hscale_route::weights::take_misses();
-                let mut main = self
+                let main = self
                     .b
                     .ctx
-                    .pool(self.b.worker, hscale_route::BackendId::MAIN)
-                    .get(false)
-                    .await?;
-                crate::partition::weights::fetch(&mut main, keys).await?;
+                    .pool(self.b.worker, hscale_route::BackendId::MAIN);
+                crate::partition::weights::fetch_from(main, keys).await?;
                 routing.parts_for(exec, types, &long, is_client_utf8)?
             }
             parts => parts?,

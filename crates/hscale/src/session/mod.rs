@@ -531,7 +531,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
         // What the statement mentions comes from that one lex; the rare
         // statement rewritten with hscale's own answers is analyzed again.
-        let rewritten = self.proxy_answers(payload, facts.mentions);
+        let rewritten = self.proxy_answers(payload, facts.mentions).await?;
         let facts = match &rewritten {
             Some(r) => hscale_sql::analyze_bytes(&r[1..]),
             None => facts,

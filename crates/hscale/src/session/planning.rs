@@ -50,10 +50,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .b
                 .ctx
                 .pool(self.b.worker, hscale_route::BackendId::MAIN);
-            let asked = match pool.get(false).await {
-                Ok(mut main) => crate::partition::weights::fetch(&mut main, unweighed).await,
-                Err(e) => Err(e),
-            };
+            let asked = crate::partition::weights::fetch_from(pool, unweighed).await;
             match asked {
                 Ok(w) => weighed.extend(w),
                 // A read planned without the weights reads every

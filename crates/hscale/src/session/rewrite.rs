@@ -20,6 +20,12 @@
 //!   KEY_COLUMN_USAGE: each partitioned table once, under its name
 //!   (`hscale_route::router::logical_views`), rewritten again at every
 //!   execution of a prepared statement, since the dictionary changes;
+//!   TABLES' AUTO_INCREMENT of a table with a sequence is the sequence's
+//!   next value (`seq::logical`, read from the main backend for a
+//!   statement that names TABLES when some table has a sequence);
+//! - `SHOW TABLE STATUS` of a database with partitioned tables: the
+//!   SELECT over information_schema.TABLES it is on a server
+//!   (`hscale_sql::show::table_status_sql`), then shown as above;
 //! - `ROW_COUNT()` and `FOUND_ROWS()`: what the session's previous
 //!   statement left (`diagnostics.rs`), whichever backends it ran on;
 //!   rewritten again at every execution of a prepared statement;
@@ -33,20 +39,29 @@
 use std::fmt::Write;
 
 use bytes::Bytes;
-use hscale_sql::show::{classify, replace_table, Show};
+use hscale_sql::show::{classify, ident, replace_table, table_status_sql, Show};
 use hscale_sql::Mentions;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
+use crate::error::ProxyError;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// The `COM_QUERY` payload to run instead of `payload`, when the
     /// statement reads something whose answer is hscale's own
     /// (`mentions`: what the statement's analysis found).
-    pub(super) fn proxy_answers(&self, payload: &Bytes, mentions: Mentions) -> Option<Bytes> {
-        let sql = std::str::from_utf8(&payload[1..]).ok()?;
-        let (out, _) = self.proxy_sql(sql, mentions)?;
-        Some(crate::backend::BackendConn::payload_for_query(&out))
+    pub(super) async fn proxy_answers(
+        &mut self,
+        payload: &Bytes,
+        mentions: Mentions,
+    ) -> Result<Option<Bytes>, ProxyError> {
+        let Ok(sql) = std::str::from_utf8(&payload[1..]) else {
+            return Ok(None);
+        };
+        Ok(self
+            .proxy_sql(sql, mentions)
+            .await?
+            .map(|(out, _)| crate::backend::BackendConn::payload_for_query(&out)))
     }
 
     /// `sql` with hscale's own answers in place, and whether they hold
@@ -56,13 +71,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// (`hscale_sql::Facts::mentions`, from the lex the statement gets
     /// anyway) says which rewrites may apply: a statement that mentions
     /// none is not scanned again.
-    pub(super) fn proxy_sql(&self, sql: &str, mentions: Mentions) -> Option<(String, bool)> {
+    pub(super) async fn proxy_sql(
+        &mut self,
+        sql: &str,
+        mentions: Mentions,
+    ) -> Result<Option<(String, bool)>, ProxyError> {
         let (mut out, mut is_live) = match classify(sql) {
             Some(Show::Processlist { is_full }) => (Some(self.show_processlist(is_full)), true),
             Some(Show::Variables { is_global, filter }) => {
                 (Some(self.show_variables(is_global, filter)), false)
             }
             Some(Show::Status { filter }) => (Some(self.show_status(filter)), false),
+            // A database with partitioned tables: as information_schema
+            // shows it (below), with logical tables.
+            Some(Show::TableStatus { db, filter }) => {
+                let db = db.map(ident).or_else(|| self.b.state.db.clone());
+                let dict = self.b.ctx.partitioning.dictionary();
+                match db {
+                    Some(db) if dict.tables().any(|t| t.name.db == db) => {
+                        (Some(table_status_sql(&db, filter)), false)
+                    }
+                    _ => (None, false),
+                }
+            }
             None => (None, false),
         };
         if out.is_none() && mentions.contains(Mentions::PROCESSLIST) {
@@ -75,12 +106,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             is_live = out.is_some();
         }
         // information_schema's tables with the logical tables in place of
-        // their partitions; rewritten again at every execution, since
-        // the dictionary changes.
-        if mentions.contains(Mentions::INFORMATION_SCHEMA) {
+        // their partitions, and the sequences' next values as TABLES'
+        // AUTO_INCREMENT; rewritten again at every execution, since the
+        // dictionary and the sequences change. A SHOW TABLE STATUS
+        // rewritten above reads information_schema too.
+        let current = out.as_deref().unwrap_or(sql);
+        if mentions.contains(Mentions::INFORMATION_SCHEMA)
+            || (out.is_some() && self::mentions(current.as_bytes(), b"INFORMATION_SCHEMA"))
+        {
             let dict = self.b.ctx.partitioning.dictionary();
+            let counters = if dict.has_sequences() && self::mentions(current.as_bytes(), b"TABLES")
+            {
+                crate::seq::logical::auto_increments(&self.b.ctx, self.b.worker, &dict).await?
+            } else {
+                Vec::new()
+            };
             let current = out.as_deref().unwrap_or(sql);
-            if let Some(s) = hscale_route::router::logical_views(current, &dict) {
+            if let Some(s) = hscale_route::router::logical_views(current, &dict, &counters)
+                .or_else(|| hscale_route::router::remote_auto_increments(current, &dict, &counters))
+            {
                 out = Some(s);
                 is_live = true;
             }
@@ -124,7 +168,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 out = Some(s);
             }
         }
-        Some((out?, is_live))
+        Ok(out.map(|out| (out, is_live)))
     }
 
     /// `sql` with hscale's values for `@@max_allowed_packet`,

@@ -10,7 +10,10 @@
 //! partitioned table with no partition on the main backend gets a row of
 //! its own in TABLES (its name and type; the engine and figures NULL) and
 //! is missing from the other views. The figures of a row (TABLE_ROWS,
-//! DATA_LENGTH, CARDINALITY, ...) are that one partition's. A statement
+//! DATA_LENGTH, CARDINALITY, ...) are that one partition's, except TABLES'
+//! AUTO_INCREMENT of a table with a sequence: the sequence's next value,
+//! which the proxy reads and passes in (`auto_increments`; the partitions'
+//! own counters are not the table's). A statement
 //! naming a table whose default partition is on another backend in a
 //! literal is answered from that backend instead
 //! (`schema::plan_information_schema`).
@@ -18,7 +21,7 @@
 use hscale_sql::show::replace_table;
 use hscale_sql::TokenKind;
 
-use crate::dictionary::Dictionary;
+use crate::dictionary::{Dictionary, TableName};
 use crate::BackendId;
 
 /// Each view, its columns (MariaDB 10.x) and the columns that name a table.
@@ -56,21 +59,114 @@ fn hidden_literal(s: &str) -> String {
     format!("CONVERT(X'{hex}' USING utf8mb3)")
 }
 
+/// `sql` with TABLES' AUTO_INCREMENT of the tables in `auto_increments`
+/// whose default partition is on another backend as that value, for a
+/// statement [`logical_views`] leaves to the planner (a literal names
+/// such a table: it is asked of that backend, `schema::plan_information_schema`,
+/// which renames the literal and relabels the answer). Physical names
+/// are written with no string literal ([`char_codes`]), so the planner
+/// takes the statement as before. `None` when there is nothing to change.
+pub fn remote_auto_increments(
+    sql: &str,
+    dict: &Dictionary,
+    auto_increments: &[(TableName, u64)],
+) -> Option<String> {
+    let tokens = hscale_sql::tokenize(sql).ok()?;
+    let literals: Vec<String> = tokens
+        .iter()
+        .filter(|t| t.kind == TokenKind::Str)
+        .map(|t| super::unescape(t.text(sql)))
+        .collect();
+    // Only the tables the statement names (the planner refuses a
+    // question naming others), with no literal of their own.
+    let counters: Vec<(String, String, u64)> = dict
+        .tables()
+        .filter(|t| {
+            t.default_backend != BackendId::MAIN
+                && literals
+                    .iter()
+                    .any(|v| t.name.table.eq_ignore_ascii_case(v))
+        })
+        .filter_map(|t| {
+            let (_, next) = auto_increments.iter().find(|(n, _)| *n == t.name)?;
+            Some((char_codes(&t.name.db), char_codes(&t.default_table), *next))
+        })
+        .collect();
+    if counters.is_empty() {
+        return None;
+    }
+    let (_, columns, _) = VIEWS.iter().find(|(v, _, _)| *v == "TABLES")?;
+    let select: Vec<String> = columns
+        .split(", ")
+        .map(|c| {
+            if c == "AUTO_INCREMENT" {
+                auto_increment(&counters)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    let derived = format!(
+        "SELECT {} FROM information_schema.TABLES",
+        select.join(", ")
+    );
+    replace_table(sql, "information_schema", "TABLES", &derived)
+}
+
+/// TABLES' AUTO_INCREMENT with each `(schema, physical, next)` of
+/// `counters` as `next`: BIGINT UNSIGNED as the server's column (a bare
+/// integer literal would make the column DECIMAL).
+fn auto_increment(counters: &[(String, String, u64)]) -> String {
+    let mut case = String::from("CASE");
+    for (db, physical, next) in counters {
+        case.push_str(&format!(
+            " WHEN TABLE_SCHEMA = {db} AND TABLE_NAME = {physical} THEN CAST({next} AS UNSIGNED)"
+        ));
+    }
+    case.push_str(" ELSE AUTO_INCREMENT END AS AUTO_INCREMENT");
+    case
+}
+
+/// `s` as an expression with no string literal in it (the planner reads
+/// every string literal as a name): `CHAR(byte, ... USING utf8mb3)`.
+fn char_codes(s: &str) -> String {
+    let codes: Vec<String> = s.bytes().map(|b| b.to_string()).collect();
+    format!("CHAR({} USING utf8mb3)", codes.join(", "))
+}
+
 /// Marks a statement rewritten here: the planner leaves its literals
 /// alone (`schema::plan_information_schema`).
 pub(super) const MARK: &str = "/* hscale: logical tables */";
 
-/// `sql` with the views above showing logical table names; `None` when
-/// it reads none of them, there is no partitioned table, or a string
-/// literal names a partitioned table whose default partition is on
-/// another backend (the planner answers that from there).
-pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
+/// `sql` with the views above showing logical table names, and TABLES'
+/// AUTO_INCREMENT of the tables in `auto_increments` (a sequence's next
+/// value, by logical table) as that value; `None` when it reads none of
+/// them, there is no partitioned table, or a string literal names a
+/// partitioned table whose default partition is on another backend (the
+/// planner answers that from there).
+pub fn logical_views(
+    sql: &str,
+    dict: &Dictionary,
+    auto_increments: &[(TableName, u64)],
+) -> Option<String> {
     dict.tables().next()?;
     let tokens = hscale_sql::tokenize(sql).ok()?;
-    let names_remote = tokens.iter().filter(|t| t.kind == TokenKind::Str).any(|t| {
-        let v = super::unescape(t.text(sql));
-        dict.tables()
-            .any(|p| p.name.table.eq_ignore_ascii_case(&v) && p.default_backend != BackendId::MAIN)
+    // A remote table counts when its schema may be meant too: named by a
+    // literal, or the current database (not known here).
+    let literals: Vec<String> = tokens
+        .iter()
+        .filter(|t| t.kind == TokenKind::Str)
+        .map(|t| super::unescape(t.text(sql)))
+        .collect();
+    let uses_current_db = tokens.windows(2).any(|w| {
+        (w[0].is_word(sql, "DATABASE") || w[0].is_word(sql, "SCHEMA")) && w[1].is_punct(sql, "(")
+    });
+    let names_remote = dict.tables().any(|p| {
+        p.default_backend != BackendId::MAIN
+            && literals
+                .iter()
+                .any(|v| p.name.table.eq_ignore_ascii_case(v))
+            && (uses_current_db || literals.contains(&p.name.db))
     });
     if names_remote {
         return None;
@@ -78,8 +174,11 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
     // (schema, physical) → logical name; physical tables left out.
     let mut renamed = Vec::new();
     let mut hidden = Vec::new();
-    // Tables with no partition on the main backend: (schema, logical).
+    // Tables with no partition on the main backend: (schema, logical,
+    // the sequence's next value).
     let mut absent = Vec::new();
+    // (schema, physical) -> the sequence's next value.
+    let mut counters = Vec::new();
     for t in dict.tables() {
         let db = quote(&t.name.db);
         // The physical table on the main backend that stands for T.
@@ -91,11 +190,18 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
                 .find(|p| p.backend == BackendId::MAIN)
                 .map(|p| p.physical.as_str())
         };
+        let next = auto_increments
+            .iter()
+            .find(|(n, _)| *n == t.name)
+            .map(|(_, next)| *next);
         match shown {
             Some(physical) => {
-                renamed.push((db.clone(), quote(physical), hidden_literal(&t.name.table)))
+                renamed.push((db.clone(), quote(physical), hidden_literal(&t.name.table)));
+                if let Some(next) = next {
+                    counters.push((db.clone(), quote(physical), next));
+                }
             }
-            None => absent.push((db.clone(), hidden_literal(&t.name.table))),
+            None => absent.push((db.clone(), hidden_literal(&t.name.table), next)),
         }
         for p in t.partitions.values() {
             if Some(p.physical.as_str()) != shown {
@@ -116,6 +222,9 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
         let select: Vec<String> = columns
             .split(", ")
             .map(|c| {
+                if *view == "TABLES" && c == "AUTO_INCREMENT" && !counters.is_empty() {
+                    return auto_increment(&counters);
+                }
                 if !named.contains(&c) || renamed.is_empty() {
                     return c.to_string();
                 }
@@ -140,7 +249,7 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
             ));
         }
         if *view == "TABLES" {
-            for (db, logical) in &absent {
+            for (db, logical, next) in &absent {
                 let row: Vec<String> = columns
                     .split(", ")
                     .map(|c| match c {
@@ -154,9 +263,13 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
                         "CREATE_TIME" | "UPDATE_TIME" | "CHECK_TIME" => {
                             "CAST(NULL AS DATETIME)".to_string()
                         }
+                        "AUTO_INCREMENT" => match next {
+                            Some(n) => format!("CAST({n} AS UNSIGNED)"),
+                            None => "CAST(NULL AS UNSIGNED)".to_string(),
+                        },
                         "VERSION" | "TABLE_ROWS" | "AVG_ROW_LENGTH" | "DATA_LENGTH"
-                        | "MAX_DATA_LENGTH" | "INDEX_LENGTH" | "DATA_FREE" | "AUTO_INCREMENT"
-                        | "CHECKSUM" | "MAX_INDEX_LENGTH" => "CAST(NULL AS UNSIGNED)".to_string(),
+                        | "MAX_DATA_LENGTH" | "INDEX_LENGTH" | "DATA_FREE" | "CHECKSUM"
+                        | "MAX_INDEX_LENGTH" => "CAST(NULL AS UNSIGNED)".to_string(),
                         _ => "NULL".to_string(),
                     })
                     .collect();
@@ -168,4 +281,71 @@ pub fn logical_views(sql: &str, dict: &Dictionary) -> Option<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HashingFunction;
+
+    #[test]
+    fn tables_auto_increment_is_the_sequences_value() {
+        let mut d = Dictionary::default();
+        let t = TableName::new("app", "orders");
+        d.setup_table(
+            t.clone(),
+            "k",
+            "orders_default",
+            BackendId::MAIN,
+            HashingFunction::Mod(4),
+        )
+        .unwrap();
+        d.set_auto_column(&t, Some("id"), 1);
+        let sql = "SELECT AUTO_INCREMENT FROM information_schema.TABLES";
+        let out = logical_views(sql, &d, &[(t.clone(), 42)]).unwrap();
+        assert!(
+            out.contains(
+                "CASE WHEN TABLE_SCHEMA = 'app' AND TABLE_NAME = 'orders_default' THEN CAST(42 AS UNSIGNED) ELSE AUTO_INCREMENT END AS AUTO_INCREMENT"
+            ),
+            "{out}"
+        );
+        // Without a value, and in the other views, the server's column.
+        let plain = logical_views(sql, &d, &[]).unwrap();
+        assert!(!plain.contains("CAST("), "{plain}");
+        // A table of that name elsewhere, its default partition away from
+        // the main backend, is another schema's: the views stay logical.
+        let far = TableName::new("other", "orders");
+        d.setup_table(
+            far,
+            "k",
+            "orders_default",
+            BackendId::new(1),
+            HashingFunction::Mod(4),
+        )
+        .unwrap();
+        let named = "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = 'orders'";
+        assert!(logical_views(named, &d, &[]).is_some());
+        let far = named.replace("'app'", "'other'");
+        assert!(logical_views(&far, &d, &[]).is_none());
+        let current = named.replace("'app'", "DATABASE()");
+        assert!(logical_views(&current, &d, &[]).is_none());
+        // Asked of the far table's backend: its AUTO_INCREMENT written
+        // in, its name as no string literal.
+        d.set_auto_column(&TableName::new("other", "orders"), Some("id"), 1);
+        let far_named = named.replace("'app'", "'other'");
+        let out = remote_auto_increments(&far_named, &d, &[(TableName::new("other", "orders"), 7)])
+            .unwrap();
+        assert!(
+            out.contains("WHEN TABLE_SCHEMA = CHAR(111, 116, 104, 101, 114 USING utf8mb3) AND TABLE_NAME = CHAR(111, 114, 100, 101, 114, 115, 95, 100, 101, 102, 97, 117, 108, 116 USING utf8mb3) THEN CAST(7 AS UNSIGNED)"),
+            "{out}"
+        );
+        assert!(remote_auto_increments(&far_named, &d, &[(t.clone(), 7)]).is_none());
+        let unnamed = far_named.replace("'orders'", "'items'");
+        let far_counter = [(TableName::new("other", "orders"), 7)];
+        assert!(remote_auto_increments(&unnamed, &d, &far_counter).is_none());
+        let columns = "SELECT COLUMN_NAME FROM information_schema.COLUMNS";
+        assert!(!logical_views(columns, &d, &[(t, 42)])
+            .unwrap()
+            .contains("CAST("));
+    }
 }

@@ -22,7 +22,7 @@ mod cache;
 mod explain;
 mod global;
 mod info_schema;
-pub use info_schema::logical_views;
+pub use info_schema::{logical_views, remote_auto_increments};
 mod insert;
 mod insert_form;
 mod join;
