@@ -1,0 +1,329 @@
+//! COM_QUERY: a statement's way from its text to its answer (`query`):
+//! hscale's own answers (figures, conditions, rewrites), session-only
+//! statements, KILL and USE, then the fenced plan-and-run loop
+//! (`run_fenced`, `plan_and_run`): sequence ids filled in, planned with the
+//! current dictionary, run, and planned again after a stale route.
+
+use super::*;
+
+/// A statement that reads or writes no table, so any backend can run it.
+fn is_table_free(facts: &hscale_sql::Facts, sql: &str) -> bool {
+    use hscale_sql::Kind;
+    let first = sql.split_whitespace().next().unwrap_or("");
+    let is_kind = matches!(
+        facts.kind,
+        Kind::Commit | Kind::Rollback | Kind::Set | Kind::Begin | Kind::Select
+    ) || ["SAVEPOINT", "RELEASE", "DO"]
+        .iter()
+        .any(|w| first.eq_ignore_ascii_case(w));
+    is_kind
+        && hscale_sql::tokenize(sql).is_ok_and(|t| {
+            !t.iter().any(|x| {
+                ["FROM", "INTO", "TABLE", "JOIN", "UPDATE"]
+                    .iter()
+                    .any(|w| x.is_word(sql, w))
+            })
+        })
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    pub(super) async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+        let figured = match self.show_figures(payload).await? {
+            figures::Figured::Answered => return Ok(()),
+            figures::Figured::Rewritten(p) => Some(p),
+            figures::Figured::No => None,
+        };
+        let payload = figured.as_ref().unwrap_or(payload);
+        let facts = hscale_sql::analyze_bytes(&payload[1..]);
+        // What the statement mentions comes from that one lex; the rare
+        // statement rewritten with hscale's own answers is analyzed again.
+        let rewritten = self.proxy_answers(payload, facts.mentions).await?;
+        let facts = match &rewritten {
+            Some(r) => hscale_sql::analyze_bytes(&r[1..]),
+            None => facts,
+        };
+        let payload = rewritten.as_ref().unwrap_or(payload);
+        let sql_bytes = &payload[1..];
+        let sql = std::str::from_utf8(sql_bytes).unwrap_or("<not UTF-8>");
+        tracing::debug!(
+            connection_id = self.b.connection_id,
+            sql = crate::logging::loggable(sql),
+            "query"
+        );
+        self.check_reach(&String::from_utf8_lossy(sql_bytes))?;
+        // Non-ASCII text from a client that does not send UTF-8 (latin1,
+        // cp1251, ...) would be planned as other strings than the server
+        // reads: refused where it names partitioned or global tables.
+        if !sql_bytes.is_ascii() && !self.b.state.vars.is_client_utf8() {
+            if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
+                return Err(ProxyError::Refused(why));
+            }
+        }
+        if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
+            return Ok(());
+        }
+        if self.answered_conditions(&facts, sql).await? {
+            return Ok(());
+        }
+        match facts.kind {
+            hscale_sql::Kind::Kill => {
+                return match hscale_sql::parse_kill(sql) {
+                    Some(k) => self.kill(k).await,
+                    None => Err(ProxyError::Unsupported {
+                        what:
+                            "this form of KILL through hscale (use KILL [CONNECTION | QUERY] <id>)"
+                                .into(),
+                    }),
+                };
+            }
+            hscale_sql::Kind::Admin => {
+                self.b.note.kind = PlanKind::Admin;
+                return self.admin(sql).await;
+            }
+            _ if facts.pins.contains(Pins::XA) => {
+                return Err(ProxyError::Unsupported {
+                    what: "XA statements from clients (hscale makes transactions across backends atomic itself: use BEGIN ... COMMIT)".into(),
+                });
+            }
+            _ if self.b.txn.is_some() && self.in_distributed_transaction(&facts, sql).await? => {
+                return Ok(());
+            }
+            hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
+                if self.b.txn.is_none() && self.end_and_release(&facts, sql).await? =>
+            {
+                return Ok(());
+            }
+            _ => {}
+        }
+        match facts.kind {
+            hscale_sql::Kind::Begin
+                if facts.statements == 1 && self.b.pinned.is_none() && self.b.pins.is_empty() =>
+            {
+                self.b.pending_begin = Some(payload.clone());
+                return self.write_ok(1).await;
+            }
+            hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
+                if self.b.pending_begin.is_some() && is_plain_end(sql) =>
+            {
+                // Nothing ran in the transaction: nothing to commit or roll back.
+                self.b.pending_begin = None;
+                return self.write_ok(1).await;
+            }
+            _ => {}
+        }
+        let savepoint = txn::savepoint_op(&facts, sql);
+        let effects = Effects {
+            pins: facts.pins,
+            unpins: facts.unpins,
+            change: facts.change.as_ref(),
+            uses_last_insert_id: facts.uses_last_insert_id,
+            sets_last_insert_id: facts.sets_last_insert_id,
+            is_read_only: facts.statements == 1
+                && matches!(
+                    facts.kind,
+                    hscale_sql::Kind::Select | hscale_sql::Kind::Show
+                ),
+            savepoint: savepoint.as_ref(),
+        };
+        if self.b.ctx.partitioning.should_try_loading() {
+            // Right after start: read the dictionary before routing anything.
+            if let Err(e) = crate::admin::reload(&self.b.ctx, self.b.worker).await {
+                tracing::warn!(error = %e, "partition dictionary not readable");
+            }
+        }
+        // `SET GLOBAL` (or PERSIST) may change the defaults later sessions
+        // start with: pooled connections take them again (a reset) before
+        // their next use. Raised before the statement runs and again after,
+        // so no connection reset in between keeps the old defaults.
+        let is_set_global = facts.kind == hscale_sql::Kind::Set
+            && (rewrite::mentions(sql_bytes, b"GLOBAL")
+                || rewrite::mentions(sql_bytes, b"PERSIST"));
+        if is_set_global {
+            self.b.ctx.session_defaults_changed();
+        }
+        let done = self.run_fenced(payload, &facts, effects, sql).await;
+        if is_set_global {
+            self.b.ctx.session_defaults_changed();
+        }
+        done
+    }
+
+    /// Fill sequence ids, plan and run, again after a stale route.
+    async fn run_fenced(
+        &mut self,
+        payload: &Bytes,
+        facts: &hscale_sql::Facts,
+        effects: Effects<'_>,
+        sql: &str,
+    ) -> Result<(), ProxyError> {
+        let mut attempts = 0;
+        let mut filled = None;
+        let mut normal = None;
+        let is_insert = matches!(
+            facts.kind,
+            hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
+        ) && facts.statements == 1
+            && !self.b.ctx.partitioning.is_empty();
+        loop {
+            let before = self.b.fence_point();
+            // INSERT ... SET, without a column list, ... SELECT: into the
+            // `(columns) VALUES` form first (`insert_form.rs`).
+            if is_insert && normal.is_none() && filled.is_none() {
+                match self.insert_form(sql).await {
+                    Ok(insert_form::Normal::Answered) => return Ok(()),
+                    Ok(insert_form::Normal::Payload(p)) => normal = Some(p),
+                    Ok(insert_form::Normal::AsIs) => {}
+                    Err(ProxyError::StaleRoute { err }) => {
+                        match self.b.after_stale_route(err, before, &mut attempts).await? {
+                            crate::exec::fence::Next::Retry => continue,
+                            crate::exec::fence::Next::Answer(err) => {
+                                return self.write_server_error(1, &err).await
+                            }
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let base = normal.as_ref().unwrap_or(payload);
+            let base_sql = std::str::from_utf8(&base[1..]).unwrap_or(sql);
+            // Ids from a sequence are filled in before planning (the id may
+            // be the partition key). A retry after the fence keeps them, or
+            // looks again: the newer dictionary may give the table a sequence.
+            if filled.is_none() && self.b.generated_id.is_none() {
+                filled = self.b.fill_ids(base_sql).await?;
+            }
+            let payload = filled.as_ref().unwrap_or(base);
+            match self.plan_and_run(payload, facts, effects).await {
+                Err(ProxyError::StaleRoute { err }) => {
+                    match self.b.after_stale_route(err, before, &mut attempts).await? {
+                        crate::exec::fence::Next::Retry => continue,
+                        crate::exec::fence::Next::Answer(err) => {
+                            return self.write_server_error(1, &err).await
+                        }
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Plan a statement with the current dictionary and run it (fenced: an
+    /// answer that is only error 1146 comes back as `StaleRoute`).
+    async fn plan_and_run(
+        &mut self,
+        payload: &Bytes,
+        facts: &hscale_sql::Facts,
+        effects: Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        let sql_bytes = &payload[1..];
+        let sql = std::str::from_utf8(sql_bytes).unwrap_or("<not UTF-8>");
+        self.b.planned_version = self.b.ctx.partitioning.stored_version();
+        if !self.b.ctx.partitioning.is_empty() {
+            let dict = self.b.ctx.partitioning.dictionary();
+            self.b.planned_version = dict.stored_version;
+            if std::str::from_utf8(sql_bytes).is_err() {
+                if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
+                    return Err(ProxyError::Refused(why));
+                }
+            }
+            let mut plan = self.plan(payload, sql, &dict).await?;
+            // A statement spread over several connections cannot carry what
+            // binds a session to one: user variables, locks, temporary
+            // tables. (Inside a transaction its parts run one at a time on
+            // the transaction's branches.) LAST_INSERT_ID() is synced on
+            // every part; LAST_INSERT_ID(expr) is learnt from a write's
+            // OKs, not from a read over several parts, and a global
+            // table's copies would each evaluate it.
+            let spread = match &plan {
+                Plan::Targets { parts, .. } => parts.len() > 1,
+                Plan::Merge(_) | Plan::GlobalWrite { .. } | Plan::OrderedWrite(_) => true,
+                _ => false,
+            };
+            let last_insert_id = match &plan {
+                Plan::GlobalWrite { .. } => facts.uses_last_insert_id,
+                Plan::Targets { kind, .. } => {
+                    facts.sets_last_insert_id
+                        && *kind == hscale_route::router::StatementKind::Select
+                }
+                _ => facts.sets_last_insert_id,
+            };
+            let is_on_copies = self
+                .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
+                .await?;
+            if spread && !is_on_copies && (!facts.pins.is_empty() || last_insert_id) {
+                return Err(ProxyError::Unsupported {
+                    what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables), a read over several partitions calling LAST_INSERT_ID(expr), or LAST_INSERT_ID() in a write to a global table".into(),
+                });
+            }
+            match plan {
+                Plan::Passthrough => {
+                    // DROP DATABASE drops its partitioned and global tables
+                    // through the journal first (every backend, the
+                    // dictionary); the statement itself then runs below.
+                    if let Some(hscale_sql::SessionChange::DropDatabase(db)) = &facts.change {
+                        if dict.tables().any(|t| t.name.db == *db)
+                            || dict.globals().any(|g| g.db == *db)
+                        {
+                            drop(dict);
+                            crate::admin::forget_database(&self.b.ctx, self.b.worker, db).await?;
+                        }
+                    }
+                }
+                Plan::OrderedWrite(w) => {
+                    drop(dict);
+                    return self.run_ordered_write(w, sql, effects).await;
+                }
+                plan if crate::admin::is_dictionary_plan(&plan) => {
+                    drop(dict);
+                    let db = self.b.state.db.clone();
+                    let out = crate::admin::run_plan(
+                        &self.b.ctx,
+                        self.b.worker,
+                        plan,
+                        sql,
+                        db.as_deref(),
+                    )
+                    .await?;
+                    return self.write_admin_output(out).await;
+                }
+                plan => {
+                    // A write into the default partition of a table with
+                    // auto-partitioning may name a value to create a
+                    // partition for (`admin::auto_partition`).
+                    let is_auto = matches!(&plan, Plan::Targets { kind: StatementKind::Insert, parts }
+                        if parts.iter().any(|(t, _)| dict.is_auto_default(t)));
+                    drop(dict);
+                    let mut exec = self.exec();
+                    exec.is_fenced = true;
+                    let done = exec.run(plan, effects).await;
+                    if is_auto && done.is_ok() {
+                        crate::admin::auto_partition::notice(
+                            &self.b.ctx.partitioning,
+                            sql,
+                            self.b.state.db.as_deref(),
+                        );
+                    }
+                    return done;
+                }
+            }
+        }
+        // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
+        // on the backend the session is bound to; the rest on the main one.
+        // While the main backend is frozen, those go to one that answers.
+        let backend = match &self.b.pinned {
+            Some(c) if is_table_free(facts, sql) => c.pool().backend_id,
+            Some(_) => BackendId::MAIN,
+            None => match self.b.ctx.answering_backend() {
+                BackendId::MAIN => BackendId::MAIN,
+                other if is_table_free(facts, sql) => other,
+                _ => BackendId::MAIN,
+            },
+        };
+        self.b.note.kind = PlanKind::Passthrough;
+        self.b.note.parts = 1;
+        let mut exec = self.exec();
+        exec.is_fenced = true;
+        exec.execute_on_backend(backend, payload, Expect::Query, effects)
+            .await
+    }
+}
