@@ -82,6 +82,11 @@ pub enum ProxyError {
     UnknownStatement { id: u32, command: &'static str },
     #[error("hscale: {0}")]
     Wrong(String),
+    /// The dictionary's compare-and-set found another version: another
+    /// change committed while this one was prepared (`store::commit_change`);
+    /// nothing was written, and the change can be applied again.
+    #[error("hscale: the partition dictionary was changed by another proxy while this command ran; nothing was changed, run it again")]
+    DictionaryMoved,
     /// A handshake or COM_CHANGE_USER naming a character set no client may
     /// use (ucs2, utf16, utf16le, utf32), refused as the server refuses it.
     #[error("Variable 'character_set_client' can't be set to the value of '{0}'")]
@@ -192,7 +197,9 @@ impl ProxyError {
             ProxyError::MergeLimit { .. } | ProxyError::ShipLimit { .. } => {
                 (code::ER_OUT_OF_SORTMEMORY, b"HY001", msg)
             }
-            ProxyError::Wrong(_) => (code::ER_WRONG_ARGUMENTS, b"HY000", msg),
+            ProxyError::Wrong(_) | ProxyError::DictionaryMoved => {
+                (code::ER_WRONG_ARGUMENTS, b"HY000", msg)
+            }
             ProxyError::ChangeBusy { .. } => (code::ER_LOCK_WAIT_TIMEOUT, b"HY000", msg),
             ProxyError::ClientCharset(_) => (code::ER_WRONG_VALUE_FOR_VAR, b"42000", msg),
             ProxyError::NoSuchThread(_) => (code::ER_NO_SUCH_THREAD, b"HY000", msg),

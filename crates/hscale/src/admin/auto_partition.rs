@@ -37,15 +37,32 @@ pub(super) async fn set(
     placement: Option<Placement>,
 ) -> Result<AdminOutput, ProxyError> {
     let _g = ctx.partitioning.admin_lock.lock().await;
-    let mut d = (*reload(ctx, worker).await?).clone();
-    d.set_auto(&name, placement).map_err(wrong)?;
     let rule = placement.map_or("NULL".to_string(), |p| quote_str(&p.to_string()));
     let sql = format!(
         "UPDATE `hscale`.`partitioned_tables` SET auto_partition = {rule} WHERE db = {} AND tbl = {}",
         quote_str(&name.db),
         quote_str(&name.table)
     );
-    commit(ctx, worker, d, &[sql]).await?;
+    // Another proxy's change of any table between the reload and the
+    // commit moves the version on: apply the rule again to the dictionary
+    // read anew (as journaled changes do, `commit_prepared_with_journal`),
+    // after a short random pause so that two proxies doing the same do not
+    // stay in step.
+    let mut attempts: u64 = 0;
+    loop {
+        let mut d = (*reload(ctx, worker).await?).clone();
+        d.set_auto(&name, placement).map_err(wrong)?;
+        match commit(ctx, worker, d, std::slice::from_ref(&sql)).await {
+            Err(ProxyError::DictionaryMoved) if attempts < 50 => {
+                attempts += 1;
+                let mut b = [0u8; 1];
+                let _ = getrandom::fill(&mut b);
+                let ms = u64::from(b[0]) % (2 * attempts.min(10));
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            }
+            r => break r?,
+        }
+    }
     Ok(AdminOutput::Ok {
         info: match placement {
             Some(p) => format!("{name}: a write of a value without a partition creates one ({p})"),

@@ -194,9 +194,7 @@ async fn commit_change_inner(
     };
     if ok.affected_rows != 1 {
         conn.is_broken = true;
-        return Err(ProxyError::Wrong(
-            "the partition dictionary was changed by another proxy while this command ran; nothing was changed, run it again".into(),
-        ));
+        return Err(ProxyError::DictionaryMoved);
     }
     if let Some(guard) = guard {
         match conn.command(&BackendConn::payload_for_query(guard)).await? {

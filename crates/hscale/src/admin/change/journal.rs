@@ -407,7 +407,7 @@ pub(in crate::admin) async fn commit_prepared_with_journal(
                 reload(ctx, worker).await?;
                 return Ok(());
             }
-            Err(ProxyError::Wrong(_)) => continue, // the version moved on: apply again
+            Err(ProxyError::DictionaryMoved) => continue, // the version moved on: apply again
             Err(e) => return Err(e),
         }
     }
