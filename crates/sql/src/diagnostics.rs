@@ -34,19 +34,8 @@ pub enum ConditionRead {
 
 /// `sql` as a read of the diagnostics area, or `None`.
 pub fn classify_condition_read(sql: &str) -> Option<ConditionRead> {
-    let head = sql.trim_start();
-    if head.len() < 4 || !head.as_bytes()[..4].eq_ignore_ascii_case(b"SHOW") {
-        return None;
-    }
-    let tokens = tokenize(sql).ok()?;
-    let mut end = tokens.len();
-    while end > 0 && tokens[end - 1].kind == TokenKind::Semicolon {
-        end -= 1;
-    }
-    let t = &tokens[..end];
-    if !t.first()?.is_word(sql, "SHOW") {
-        return None;
-    }
+    let tokens = crate::show::show_tokens(sql)?;
+    let t = &tokens[..];
     let kind = |tok: &Token| {
         if tok.is_word(sql, "WARNINGS") {
             Some(false)

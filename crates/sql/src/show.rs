@@ -30,21 +30,33 @@ pub enum Show<'a> {
     },
 }
 
-/// `sql` as one of the SHOW statements of [`Show`], or `None`.
-pub fn classify(sql: &str) -> Option<Show<'_>> {
+/// The tokens of `sql` when it is one SHOW statement (trailing `;`
+/// dropped); `None` for anything else (another statement, several, text
+/// the lexer refuses). Cheap for the rest: a look at the first word.
+pub fn show_tokens(sql: &str) -> Option<Vec<Token>> {
     let head = sql.trim_start();
     if head.len() < 4 || !head.as_bytes()[..4].eq_ignore_ascii_case(b"SHOW") {
         return None;
     }
-    let tokens = tokenize(sql).ok()?;
-    let mut end = tokens.len();
-    while end > 0 && tokens[end - 1].kind == TokenKind::Semicolon {
-        end -= 1;
+    let mut tokens = tokenize(sql).ok()?;
+    while tokens
+        .last()
+        .is_some_and(|t| t.kind == TokenKind::Semicolon)
+    {
+        tokens.pop();
     }
-    let t = &tokens[..end];
-    if t.iter().any(|x| x.kind == TokenKind::Semicolon) || !t.first()?.is_word(sql, "SHOW") {
+    if tokens.iter().any(|x| x.kind == TokenKind::Semicolon)
+        || !tokens.first()?.is_word(sql, "SHOW")
+    {
         return None;
     }
+    Some(tokens)
+}
+
+/// `sql` as one of the SHOW statements of [`Show`], or `None`.
+pub fn classify(sql: &str) -> Option<Show<'_>> {
+    let tokens = show_tokens(sql)?;
+    let t = &tokens[..];
     let words: Vec<&Token> = t.iter().skip(1).take(2).collect();
     match words.as_slice() {
         [p] if p.is_word(sql, "PROCESSLIST") && t.len() == 2 => {
@@ -72,7 +84,7 @@ pub fn classify(sql: &str) -> Option<Show<'_>> {
         let filter = match t.get(at) {
             None => "",
             Some(n) if n.is_word(sql, "LIKE") || n.is_word(sql, "WHERE") => {
-                &sql[n.start as usize..t[end - 1].end as usize]
+                &sql[n.start as usize..t[t.len() - 1].end as usize]
             }
             Some(_) => return None,
         };
@@ -91,7 +103,7 @@ pub fn classify(sql: &str) -> Option<Show<'_>> {
     let filter = match t.get(at + 1) {
         None => "",
         Some(n) if n.is_word(sql, "LIKE") || n.is_word(sql, "WHERE") => {
-            &sql[n.start as usize..t[end - 1].end as usize]
+            &sql[n.start as usize..t[t.len() - 1].end as usize]
         }
         Some(_) => return None,
     };

@@ -19,7 +19,7 @@
 
 use bytes::Bytes;
 use hscale_route::dictionary::{PartitionedTable, TableName};
-use hscale_sql::{tokenize, Token, TokenKind};
+use hscale_sql::{Token, TokenKind};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{send, Session};
@@ -110,17 +110,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let Ok(sql) = std::str::from_utf8(&payload[1..]) else {
             return Ok(Figured::No);
         };
-        let Ok(tokens) = tokenize(sql) else {
+        let Some(tokens) = hscale_sql::show::show_tokens(sql) else {
             return Ok(Figured::No);
         };
-        let mut end = tokens.len();
-        while end > 0 && tokens[end - 1].kind == TokenKind::Semicolon {
-            end -= 1;
-        }
-        let t = &tokens[..end];
-        if t.iter().any(|x| x.kind == TokenKind::Semicolon) {
-            return Ok(Figured::No);
-        }
+        let t = &tokens[..];
         let word = |i: usize, w: &str| t.get(i).is_some_and(|x| x.is_word(sql, w));
         if word(1, "TABLE") && word(2, "STATUS") {
             return self.table_status(sql, &t[3..]).await;
