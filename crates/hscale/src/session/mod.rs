@@ -354,6 +354,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     continue;
                 }
             };
+            // A KILL may have landed while the command was arriving (the
+            // killer's OK can reach its client before this task runs): a
+            // killed session answers nothing more, as a server's thread.
+            if self.b.handle.is_killed() {
+                tracing::info!(connection_id = self.b.connection_id, "killed");
+                return;
+            }
             let payload = match read {
                 Ok(p) => p,
                 Err(e) if e.is_disconnect() => return,
