@@ -132,6 +132,9 @@ pub enum ProxyError {
     /// Planning took longer than `[proxy] plan_timeout_ms`.
     #[error("Query execution was interrupted (hscale: planning this statement took more than plan_timeout_ms = {ms})")]
     PlanTimeout { ms: u64 },
+    /// A statement on a view hscale keeps that one server refuses too.
+    #[error(transparent)]
+    View(#[from] hscale_route::view::ViewError),
 }
 
 impl ProxyError {
@@ -211,6 +214,10 @@ impl ProxyError {
                 (code::ER_TABLEACCESS_DENIED_ERROR, b"42000", msg)
             }
             ProxyError::DbAccessDenied { .. } => (code::ER_DBACCESS_DENIED_ERROR, b"42000", msg),
+            ProxyError::View(e) => {
+                let (code, state) = e.code();
+                (code, state, msg)
+            }
             ProxyError::UniqueKeyNeedsPartitionColumn { .. } => {
                 (code::ER_UNIQUE_KEY_NEED_ALL_FIELDS_IN_PF, b"HY000", msg)
             }

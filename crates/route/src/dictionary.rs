@@ -423,9 +423,40 @@ pub struct Dictionary {
     /// only then does the proxy look for keys without a weight after
     /// routing (`weights.rs`).
     has_weighed_keys: bool,
+    /// Views hscale keeps (`crate::view`): those that read partitioned or
+    /// global tables.
+    views: std::collections::BTreeMap<TableName, crate::view::View>,
 }
 
 impl Dictionary {
+    pub fn view(&self, name: &TableName) -> Option<&crate::view::View> {
+        self.views.get(name)
+    }
+
+    pub fn views(&self) -> impl Iterator<Item = &crate::view::View> {
+        self.views.values()
+    }
+
+    /// Whether hscale keeps any view: only then does the planner look for
+    /// view names in a statement.
+    pub fn has_views(&self) -> bool {
+        !self.views.is_empty()
+    }
+
+    /// Add or replace a view.
+    pub fn put_view(&mut self, view: crate::view::View) {
+        self.views.insert(view.name.clone(), view);
+        self.version += 1;
+    }
+
+    pub fn remove_view(&mut self, name: &TableName) -> bool {
+        let removed = self.views.remove(name).is_some();
+        if removed {
+            self.version += 1;
+        }
+        removed
+    }
+
     pub fn table(&self, name: &TableName) -> Option<&PartitionedTable> {
         self.tables.get(name)
     }
@@ -434,9 +465,10 @@ impl Dictionary {
         self.tables.values()
     }
 
-    /// No partitioned and no global table: every statement passes through.
+    /// No partitioned table, global table or view: every statement passes
+    /// through.
     pub fn is_empty(&self) -> bool {
-        self.tables.is_empty() && self.globals.is_empty()
+        self.tables.is_empty() && self.globals.is_empty() && self.views.is_empty()
     }
 
     /// Turn auto-partitioning of `name` on (`Some`) or off.
@@ -551,6 +583,7 @@ impl Dictionary {
         self.stored_version == other.stored_version
             && self.tables == other.tables
             && self.globals == other.globals
+            && self.views == other.views
     }
 
     pub fn remove_table(&mut self, name: &TableName) -> Option<PartitionedTable> {

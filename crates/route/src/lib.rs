@@ -16,6 +16,7 @@ pub mod key;
 pub mod key_compare;
 pub mod router;
 pub mod value;
+pub mod view;
 pub mod weights;
 
 pub use backend_id::BackendId;

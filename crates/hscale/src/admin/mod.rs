@@ -25,6 +25,7 @@ mod show;
 mod table_ddl;
 mod takeover;
 mod verify;
+pub mod views;
 
 use hscale_route::BackendId;
 use std::sync::Arc;
@@ -166,6 +167,8 @@ pub fn is_dictionary_plan(plan: &Plan) -> bool {
             | Plan::RenameTable { .. }
             | Plan::ShowTables { .. }
             | Plan::ShowCreate(_)
+            | Plan::DropViews { .. }
+            | Plan::ShowCreateView(_)
     )
 }
 
@@ -190,6 +193,8 @@ pub async fn run_plan(
             show_tables(ctx, worker, &db, is_full, like.as_deref()).await
         }
         Plan::ShowCreate(name) => show_create(ctx, worker, &name).await,
+        Plan::DropViews { names, if_exists } => views::drop(ctx, worker, &names, if_exists).await,
+        Plan::ShowCreateView(name) => views::show_create(ctx, &name).await,
         _ => Err(wrong("internal: not a dictionary statement")),
     }
 }

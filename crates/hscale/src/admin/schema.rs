@@ -29,8 +29,12 @@ pub async fn show_tables(
         for target in t.all_targets() {
             hidden.insert(target.physical_table);
         }
-        logical.push(t.name.table.clone());
+        logical.push((t.name.table.clone(), "BASE TABLE"));
     }
+    for v in d.views().filter(|v| v.name.db == db) {
+        logical.push((v.name.table.clone(), "VIEW"));
+    }
+    drop(d);
     let mut c = conn(ctx, worker, BackendId::MAIN).await?;
     let full = if is_full { "FULL " } else { "" };
     let sql = format!("SHOW {full}TABLES FROM {}", quote_ident(db));
@@ -48,10 +52,10 @@ pub async fn show_tables(
                 .is_some_and(|n| !hidden.contains(&n))
         })
         .collect();
-    for name in logical {
+    for (name, kind) in logical {
         let mut row = vec![Some(name)];
         if is_full {
-            row.push(Some("BASE TABLE".to_string()));
+            row.push(Some(kind.to_string()));
         }
         rows.push(row);
     }

@@ -218,6 +218,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                     .await
             }
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
+            Plan::ViewError(e) => Err(ProxyError::View(e)),
             _ => Err(ProxyError::Wrong(
                 "internal: a plan the dictionary answers reached the executor".into(),
             )),

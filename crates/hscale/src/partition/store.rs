@@ -10,6 +10,7 @@
 
 use hscale_route::dictionary::{Dictionary, Placement, TableName};
 use hscale_route::key_compare::KeyCompare;
+use hscale_route::view::{self, View};
 use hscale_route::BackendId;
 use hscale_route::HashingFunction;
 
@@ -84,6 +85,13 @@ const SCHEMA: &[&str] = &[
        version VARCHAR(64) NOT NULL, pid INT UNSIGNED NOT NULL, \
        dictionary_version BIGINT UNSIGNED NOT NULL, started_at TIMESTAMP(6) NOT NULL, \
        heartbeat TIMESTAMP(6) NOT NULL) ENGINE=InnoDB",
+    // Views over partitioned or global tables (`hscale_route::view`): the
+    // SELECT with its table names qualified; lists as quoted identifiers.
+    "CREATE TABLE IF NOT EXISTS `hscale`.`views` (\
+       db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, select_sql MEDIUMTEXT NOT NULL, \
+       column_list TEXT NULL, inner_columns TEXT NOT NULL, algorithm VARCHAR(16) NOT NULL, \
+       definer VARCHAR(400) NOT NULL, security VARCHAR(16) NOT NULL, check_option VARCHAR(16) NULL, \
+       reads_tables TEXT NOT NULL, PRIMARY KEY (db, tbl)) ENGINE=InnoDB",
 ];
 
 /// Operations in their cutover now, described for an error message: a
@@ -352,7 +360,56 @@ async fn load_in_snapshot(
         d.add_global(TableName::new(&f(0), &f(1)))
             .map_err(|e| ProxyError::Wrong(e.to_string()))?;
     }
+    let views = conn
+        .query_rows("SELECT db, tbl, select_sql, column_list, inner_columns, algorithm, definer, security, check_option, reads_tables FROM `hscale`.`views`")
+        .await?
+        .map_err(|e| server_error(conn, "reading the dictionary", e))?;
+    for r in views.strings() {
+        let f = |i: usize| r[i].clone().unwrap_or_default();
+        d.put_view(View {
+            name: TableName::new(&f(0), &f(1)),
+            select: f(2),
+            columns: r[3].as_deref().map(view::decode_names),
+            inner: view::decode_names(&f(4)),
+            algorithm: f(5),
+            definer: f(6),
+            security: f(7),
+            check_option: r[8].clone(),
+            reads: view::decode_tables(&f(9)),
+        });
+    }
     Ok(d)
+}
+
+/// Store `v`, replacing the view of its name.
+pub fn put_view_sql(v: &View) -> Vec<String> {
+    let opt = |s: Option<String>| s.map_or("NULL".to_string(), |s| quote_str(&s));
+    vec![
+        delete_view_sql(&v.name),
+        format!(
+            "INSERT INTO {} (db, tbl, select_sql, column_list, inner_columns, algorithm, definer, security, check_option, reads_tables) VALUES ({}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
+            qualified("hscale", "views"),
+            quote_str(&v.name.db),
+            quote_str(&v.name.table),
+            quote_str(&v.select),
+            opt(v.columns.as_deref().map(view::encode_names)),
+            quote_str(&view::encode_names(&v.inner)),
+            quote_str(&v.algorithm),
+            quote_str(&v.definer),
+            quote_str(&v.security),
+            opt(v.check_option.clone()),
+            quote_str(&view::encode_tables(&v.reads)),
+        ),
+    ]
+}
+
+pub fn delete_view_sql(name: &TableName) -> String {
+    format!(
+        "DELETE FROM {} WHERE db = {} AND tbl = {}",
+        qualified("hscale", "views"),
+        quote_str(&name.db),
+        quote_str(&name.table)
+    )
 }
 
 pub fn insert_global_sql(name: &TableName) -> String {

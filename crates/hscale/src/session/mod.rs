@@ -32,6 +32,7 @@ mod rewrite;
 mod statement;
 mod txn;
 mod user_vars;
+mod views;
 
 use hscale_route::BackendId;
 use std::sync::Arc;

@@ -273,6 +273,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     drop(dict);
                     return self.run_ordered_write(w, sql, effects).await;
                 }
+                Plan::CreateView(ddl) => {
+                    drop(dict);
+                    return self.create_view(*ddl).await;
+                }
                 plan if crate::admin::is_dictionary_plan(&plan) => {
                     drop(dict);
                     let db = self.b.state.db.clone();

@@ -95,6 +95,20 @@ impl Plan {
                 "rename every partition of {from} to {to} and its dictionary entry"
             )),
             Plan::ShowCreate(t) => one(format!("definition of {t} from its default partition")),
+            Plan::CreateView(v) => one(format!(
+                "store view {} in the dictionary",
+                v.view.name
+            )),
+            Plan::DropViews { names, .. } => one(format!(
+                "drop view(s) {} from the dictionary",
+                names
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            Plan::ShowCreateView(t) => one(format!("definition of view {t} from the dictionary")),
+            Plan::ViewError(e) => vec![ExplainRow::new(&main, "refused", e.to_string())],
             Plan::SchemaChange { parts, .. } => parts
                 .iter()
                 .map(|(t, sql)| {

@@ -149,7 +149,9 @@ pub fn logical_views(
     dict: &Dictionary,
     auto_increments: &[(TableName, u64)],
 ) -> Option<String> {
-    dict.tables().next()?;
+    if dict.tables().next().is_none() && !dict.has_views() {
+        return None;
+    }
     let tokens = hscale_sql::tokenize(sql).ok()?;
     // A remote table counts when its schema may be meant too: named by a
     // literal, or the current database (not known here).
@@ -201,13 +203,17 @@ pub fn logical_views(
                     counters.push((db.clone(), quote(physical), next));
                 }
             }
-            None => absent.push((db.clone(), hidden_literal(&t.name.table), next)),
+            None => absent.push((db.clone(), hidden_literal(&t.name.table), next, false)),
         }
         for p in t.partitions.values() {
             if Some(p.physical.as_str()) != shown {
                 hidden.push(format!("({db}, {})", quote(&p.physical)));
             }
         }
+    }
+    // The views hscale keeps: rows of their own in TABLES.
+    for v in dict.views() {
+        absent.push((quote(&v.name.db), hidden_literal(&v.name.table), None, true));
     }
     let mut out: Option<String> = None;
     for (view, columns, named) in VIEWS {
@@ -249,16 +255,21 @@ pub fn logical_views(
             ));
         }
         if *view == "TABLES" {
-            for (db, logical, next) in &absent {
+            for (db, logical, next, is_view) in &absent {
+                let (kind, comment) = if *is_view {
+                    ("'VIEW'", "'VIEW'")
+                } else {
+                    ("'BASE TABLE'", "''")
+                };
                 let row: Vec<String> = columns
                     .split(", ")
                     .map(|c| match c {
                         "TABLE_CATALOG" => "'def'".to_string(),
                         "TABLE_SCHEMA" => db.clone(),
                         "TABLE_NAME" => logical.clone(),
-                        "TABLE_TYPE" => "'BASE TABLE'".to_string(),
-                        "TEMPORARY" => "'N'".to_string(),
-                        "TABLE_COMMENT" => "''".to_string(),
+                        "TABLE_TYPE" => kind.to_string(),
+                        "TEMPORARY" if !*is_view => "'N'".to_string(),
+                        "TABLE_COMMENT" => comment.to_string(),
                         // Typed, so the union keeps the view's column types.
                         "CREATE_TIME" | "UPDATE_TIME" | "CHECK_TIME" => {
                             "CAST(NULL AS DATETIME)".to_string()
@@ -280,7 +291,38 @@ pub fn logical_views(
             out = Some(s);
         }
     }
+    if dict.has_views() {
+        let current = out.as_deref().unwrap_or(sql);
+        if let Some(s) = replace_table(current, "information_schema", "VIEWS", &views_table(dict)) {
+            out = Some(s);
+        }
+    }
     out
+}
+
+/// information_schema.VIEWS with a row for each view hscale keeps.
+fn views_table(dict: &Dictionary) -> String {
+    let text = |s: &str| {
+        let hex: String = s.bytes().map(|b| format!("{b:02X}")).collect();
+        format!("CONVERT(X'{hex}' USING utf8mb4)")
+    };
+    let mut derived = format!(
+        "SELECT {MARK} TABLE_CATALOG, TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION, CHECK_OPTION, IS_UPDATABLE, DEFINER, SECURITY_TYPE, CHARACTER_SET_CLIENT, COLLATION_CONNECTION, ALGORITHM FROM information_schema.VIEWS"
+    );
+    for v in dict.views() {
+        let definer = v.definer.replace('`', "");
+        derived.push_str(&format!(
+            " UNION ALL SELECT 'def', {}, {}, {}, {}, 'NO', {}, {}, 'utf8mb4', 'utf8mb4_general_ci', {}",
+            text(&v.name.db),
+            text(&v.name.table),
+            text(&v.select),
+            text(v.check_option.as_deref().unwrap_or("NONE")),
+            text(&definer),
+            text(&v.security),
+            text(&v.algorithm),
+        ));
+    }
+    derived
 }
 
 #[cfg(test)]

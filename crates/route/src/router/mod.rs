@@ -36,6 +36,8 @@ mod sequence;
 mod single;
 mod syntax;
 mod union;
+mod views;
+pub use views::{view_probe, ViewDdl};
 
 pub use cache::{CacheStats, PlanCache};
 pub use explain::ExplainRow;
@@ -129,6 +131,19 @@ pub enum Plan {
         is_full: bool,
         like: Option<String>,
     },
+    /// `CREATE [OR REPLACE] VIEW` / `ALTER VIEW` of a view hscale keeps
+    /// (`crate::view`): stored in the dictionary.
+    CreateView(Box<ViewDdl>),
+    /// `DROP VIEW [IF EXISTS] ...` naming a view hscale keeps or a
+    /// partitioned or global table.
+    DropViews {
+        names: Vec<TableName>,
+        if_exists: bool,
+    },
+    /// `SHOW CREATE VIEW V` (or `SHOW CREATE TABLE V`) of a kept view.
+    ShowCreateView(TableName),
+    /// A statement on a view that one server refuses too, with its error.
+    ViewError(crate::view::ViewError),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +192,8 @@ pub fn prepared_on_copies(
     session_db: Option<&str>,
     dict: &Dictionary,
 ) -> Option<MergePlan> {
+    let expanded = views::expanded(sql, session_db, dict);
+    let sql = expanded.as_deref().unwrap_or(sql);
     let tokens = hscale_sql::tokenize(sql).ok()?;
     if !is_plain_read(sql, &tokens) {
         return None;
@@ -213,6 +230,10 @@ pub(crate) fn plan_tokens(
     prepared: bool,
     hint: &mut Option<PointHint>,
 ) -> Plan {
+    if let Some(p) = views::plan_view_statement(sql, tokens, session_db, dict, prepared) {
+        *hint = None;
+        return p;
+    }
     plan_nested(sql, tokens, session_db, dict, prepared, hint, 0)
 }
 
@@ -363,6 +384,8 @@ pub fn on_copies_at(
     dict: &Dictionary,
     backend: BackendId,
 ) -> Option<Plan> {
+    let expanded = views::expanded(sql, session_db, dict);
+    let sql = expanded.as_deref().unwrap_or(sql);
     let tokens = hscale_sql::tokenize(sql).ok()?;
     let is_read = tokens
         .iter()

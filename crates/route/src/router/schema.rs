@@ -35,7 +35,7 @@ pub(super) fn plan_show_tables(
         i += 2;
     }
     let db = db?;
-    if !dict.tables().any(|p| p.name.db == db) {
+    if !dict.tables().any(|p| p.name.db == db) && !dict.views().any(|v| v.name.db == db) {
         return None;
     }
     let mut like = None;

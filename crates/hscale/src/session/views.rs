@@ -1,0 +1,80 @@
+//! CREATE [OR REPLACE] VIEW and ALTER VIEW of a view hscale keeps
+//! (`hscale_route::view`, stored by `admin/views.rs`): the SELECT is
+//! checked, and its column names read, by a question that reads no rows
+//! (`router::view_probe`: its tables' default partitions on one backend,
+//! or the planned SELECT with LIMIT 0 when no one backend holds them), so
+//! a view over an unknown column or table is refused with the server's
+//! error, as one server refuses it.
+
+use super::*;
+
+use hscale_route::router::{self, ViewDdl};
+use hscale_route::view::{quote, ViewError};
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    pub(super) async fn create_view(&mut self, mut ddl: ViewDdl) -> Result<(), ProxyError> {
+        let columns = self.view_columns(&ddl.view.select).await?;
+        if let Some(list) = &ddl.view.columns {
+            if list.len() != columns.len() {
+                return Err(ViewError::ColumnCount.into());
+            }
+            ddl.view.inner = columns;
+        }
+        if ddl.view.definer.is_empty() {
+            let user = self
+                .b
+                .handle
+                .user
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            ddl.view.definer = format!("{}@{}", quote(&user), quote("%"));
+        }
+        let out = crate::admin::views::create(&self.b.ctx, self.b.worker, ddl).await?;
+        self.write_admin_output(out).await
+    }
+
+    /// The column names of `select`'s answer (an error: the server's).
+    async fn view_columns(&mut self, select: &str) -> Result<Vec<String>, ProxyError> {
+        let probe = {
+            let dict = self.b.ctx.partitioning.dictionary();
+            router::view_probe(select, &dict)
+        };
+        let columns = match probe {
+            Some((backend, sql)) => {
+                let mut c = self
+                    .b
+                    .ctx
+                    .pool_as(self.b.worker, backend, self.b.identity)
+                    .get(false)
+                    .await?;
+                match c.query_rows(&sql).await? {
+                    Ok(r) => r.columns,
+                    Err(err) => {
+                        return Err(ProxyError::Backend {
+                            backend: c.backend.to_string(),
+                            during: "hscale: checking the view's SELECT".into(),
+                            err,
+                        })
+                    }
+                }
+            }
+            None => {
+                let sql = format!("SELECT * FROM ({select}) AS `hscale_view_probe` LIMIT 0");
+                let bytes = self.select_caught(&sql, "CREATE VIEW").await?;
+                match insert_form::decode_result(&bytes, 0)? {
+                    insert_form::Decoded::Rows(columns, _) => columns,
+                    insert_form::Decoded::Error(err) => {
+                        return Err(ProxyError::Backend {
+                            backend: "main".into(),
+                            during: "hscale: checking the view's SELECT".into(),
+                            err,
+                        })
+                    }
+                    insert_form::Decoded::Ok => Vec::new(),
+                }
+            }
+        };
+        Ok(columns.into_iter().map(|c| c.name).collect())
+    }
+}
