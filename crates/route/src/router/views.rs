@@ -474,11 +474,11 @@ fn plan_ddl(
     let body = &sql[tokens[i].start as usize..tokens[end - 1].end as usize];
     let body_tokens = hscale_sql::tokenize(body).ok()?;
     let reads = reads_of(body, &body_tokens, &name.db, dict);
-    let is_ours = dict.view(&name).is_some() || !reads.is_empty();
-    if !is_ours {
+    let is_table = dict.table(&name).is_some() || dict.is_global(&name);
+    if !is_table && dict.view(&name).is_none() && reads.is_empty() {
         return None;
     }
-    if reads.contains(&name) {
+    if !is_table && reads.contains(&name) {
         // One server: a view cannot name itself.
         return Some(Plan::ViewError(ViewError::NoTable(name)));
     }
