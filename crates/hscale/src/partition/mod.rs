@@ -175,6 +175,21 @@ impl Partitioning {
                 ));
             }
         }
+        for v in d.views() {
+            let hit = tokens.iter().any(|tok| {
+                let s = tok.text(&text).trim_matches('`');
+                matches!(
+                    tok.kind,
+                    hscale_sql::TokenKind::Word | hscale_sql::TokenKind::QuotedIdent
+                ) && s.eq_ignore_ascii_case(&v.name.table)
+            });
+            if hit {
+                return Some(format!(
+                    "a statement that is not UTF-8 naming view {} (kept by hscale) is not supported",
+                    v.name
+                ));
+            }
+        }
         for g in d.globals() {
             let hit = tokens.iter().any(|tok| {
                 let s = tok.text(&text).trim_matches('`');

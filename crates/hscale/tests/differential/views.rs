@@ -96,6 +96,25 @@ pub async fn run(h: &mut Harness) {
             .await;
         }
     }
+    // The same reads prepared (binary protocol), a parameter in WHERE.
+    for q in QUERIED {
+        let (view, a, _, _) = *q;
+        for sql in [
+            format!("SELECT * FROM {view} WHERE {a} = ?"),
+            format!("SELECT COUNT(*) FROM {view} WHERE {a} > ?"),
+            format!("SELECT * FROM {view} ORDER BY {a} DESC LIMIT ?"),
+        ] {
+            let got = prepared(&mut h.p, &sql).await;
+            let want = prepared(&mut h.r, &sql).await;
+            if got == want {
+                h.identical += 1;
+            } else {
+                h.wrong.push(format!(
+                    "prepared {sql}\n  hscale:    {got:?}\n  reference: {want:?}"
+                ));
+            }
+        }
+    }
     for e in ERRORS {
         h.check(e, true).await;
     }
@@ -182,4 +201,20 @@ async fn query_code(c: &mut mysql_async::Conn, sql: &str) -> Option<(u16, String
         Err(mysql_async::Error::Server(e)) => Some((e.code, e.message)),
         Err(e) => Some((0, e.to_string())),
     }
+}
+
+/// Column names and sorted rows of `sql` prepared and executed with 5 as
+/// its parameter, or the error code.
+async fn prepared(c: &mut mysql_async::Conn, sql: &str) -> Result<(Vec<String>, Vec<String>), u16> {
+    use mysql_async::prelude::*;
+    let st = c.prep(sql).await.map_err(|e| super::code(&e))?;
+    let columns = st.columns().iter().map(|c| c.name_str().into_owned()).collect();
+    let rows: Vec<mysql_async::Row> = c.exec(&st, (5,)).await.map_err(|e| super::code(&e))?;
+    let mut rows: Vec<String> = rows
+        .into_iter()
+        .map(|r| format!("{:?}", r.unwrap()))
+        .collect();
+    rows.sort();
+    c.close(st).await.map_err(|e| super::code(&e))?;
+    Ok((columns, rows))
 }
