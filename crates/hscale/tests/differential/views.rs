@@ -79,10 +79,7 @@ pub async fn run(h: &mut Harness) {
     for q in QUERIED {
         let (view, a, b, filters) = *q;
         for o in OUTERS {
-            let sql = o
-                .replace("{V}", view)
-                .replace("{A}", a)
-                .replace("{B}", b);
+            let sql = o.replace("{V}", view).replace("{A}", a).replace("{B}", b);
             // Rows without ORDER BY compared as multisets.
             h.check(&sql, sql.contains("ORDER BY")).await;
         }
@@ -176,8 +173,9 @@ pub async fn run(h: &mut Harness) {
     if got == want && got.as_ref().is_ok_and(|r| !r.is_empty()) {
         h.identical += 1;
     } else {
-        h.wrong
-            .push(format!("{sql}\n  hscale:    {got:?}\n  reference: {want:?}"));
+        h.wrong.push(format!(
+            "{sql}\n  hscale:    {got:?}\n  reference: {want:?}"
+        ));
     }
     for d in ["DROP VIEW v_vv", "DROP VIEW IF EXISTS v_ev"] {
         h.check(d, true).await;
@@ -208,7 +206,11 @@ async fn query_code(c: &mut mysql_async::Conn, sql: &str) -> Option<(u16, String
 async fn prepared(c: &mut mysql_async::Conn, sql: &str) -> Result<(Vec<String>, Vec<String>), u16> {
     use mysql_async::prelude::*;
     let st = c.prep(sql).await.map_err(|e| super::code(&e))?;
-    let columns = st.columns().iter().map(|c| c.name_str().into_owned()).collect();
+    let columns = st
+        .columns()
+        .iter()
+        .map(|c| c.name_str().into_owned())
+        .collect();
     let rows: Vec<mysql_async::Row> = c.exec(&st, (5,)).await.map_err(|e| super::code(&e))?;
     let mut rows: Vec<String> = rows
         .into_iter()

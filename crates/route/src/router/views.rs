@@ -70,7 +70,8 @@ pub(super) fn plan_view_statement(
         Ok(Some(expanded)) => Some(plan_expanded(
             sql, tokens, &expanded, session_db, dict, prepared,
         )),
-        Err(plan) => Some(plan),
+        Err(Stop::Refuse(why)) => Some(Plan::Refuse(why)),
+        Err(Stop::View(e)) => Some(Plan::ViewError(e)),
     }
 }
 
@@ -100,9 +101,8 @@ pub fn view_probe(select: &str, dict: &Dictionary) -> Option<(BackendId, String)
         let Some((n, _)) = read_name(sql, &tokens, s, Some("")) else {
             return false;
         };
-        !refs.iter().any(|r| r.start == s)
-            && !dict.is_global(&n)
-            && !(n.db.is_empty() && ctes.iter().any(|c| c.eq_ignore_ascii_case(&n.table)))
+        let is_cte = n.db.is_empty() && ctes.iter().any(|c| c.eq_ignore_ascii_case(&n.table));
+        !(refs.iter().any(|r| r.start == s) || dict.is_global(&n) || is_cte)
     });
     let mut backend = None;
     for r in &refs {
@@ -173,7 +173,7 @@ fn expand(
     tokens: &[Token],
     session_db: Option<&str>,
     dict: &Dictionary,
-) -> Result<Option<String>, Plan> {
+) -> Result<Option<String>, Stop> {
     let mut current: Option<String> = None;
     for depth in 0..=MAX_VIEW_DEPTH {
         let text = current.as_deref().unwrap_or(sql);
@@ -182,7 +182,7 @@ fn expand(
             None => tokens,
             Some(c) => {
                 lexed = hscale_sql::tokenize(c).map_err(|_| {
-                    Plan::Refuse("a statement on a view that hscale cannot read".into())
+                    Stop::Refuse("a statement on a view that hscale cannot read".into())
                 })?;
                 &lexed[..]
             }
@@ -192,7 +192,7 @@ fn expand(
             return Ok(current);
         }
         if depth == MAX_VIEW_DEPTH {
-            return Err(Plan::Refuse(format!(
+            return Err(Stop::Refuse(format!(
                 "views nested more than {MAX_VIEW_DEPTH} deep"
             )));
         }
@@ -203,13 +203,14 @@ fn expand(
         let mut at = 0;
         for r in &refs {
             let view = dict.view(&r.name).ok_or_else(|| {
-                Plan::Refuse("internal: a view left the dictionary while planning".into())
+                Stop::Refuse("internal: a view left the dictionary while planning".into())
             })?;
-            if let Some(gone) = view.reads.iter().find(|t| {
-                dict.table(t).is_none() && !dict.is_global(t) && dict.view(t).is_none()
-            }) {
-                let _ = gone;
-                return Err(Plan::ViewError(ViewError::Invalid(view.name.clone())));
+            if view
+                .reads
+                .iter()
+                .any(|t| dict.table(t).is_none() && !dict.is_global(t) && dict.view(t).is_none())
+            {
+                return Err(Stop::View(ViewError::Invalid(view.name.clone())));
             }
             out.push_str(&text[at..toks[r.start].start as usize]);
             out.push_str(&view.derived_table());
@@ -223,6 +224,13 @@ fn expand(
         current = Some(out);
     }
     Ok(current)
+}
+
+/// Why a statement naming views is not planned.
+#[derive(Debug)]
+enum Stop {
+    Refuse(String),
+    View(ViewError),
 }
 
 /// A reference to a kept view: its token range and whether an alias
@@ -285,7 +293,7 @@ fn view_refs(
 
 /// Views are read-only through hscale: a statement that writes to one, or
 /// does anything but read it (DESCRIBE, LOCK TABLES, ...), is refused.
-fn check_statement(sql: &str, tokens: &[Token], refs: &[ViewRef]) -> Result<(), Plan> {
+fn check_statement(sql: &str, tokens: &[Token], refs: &[ViewRef]) -> Result<(), Stop> {
     let Some(first) = tokens.iter().find(|t| !t.is_punct(sql, "(")) else {
         return Ok(());
     };
@@ -297,14 +305,14 @@ fn check_statement(sql: &str, tokens: &[Token], refs: &[ViewRef]) -> Result<(), 
             // The table written is the statement's first table reference.
             let first_table = table_starts(sql, tokens).first().copied();
             if first_table == Some(refs[0].start) {
-                Err(Plan::Refuse(format!(
+                Err(Stop::Refuse(format!(
                     "{word} through view {view} (a view of partitioned tables is read-only through hscale; write to its tables)"
                 )))
             } else {
                 Ok(())
             }
         }
-        _ => Err(Plan::Refuse(format!(
+        _ => Err(Stop::Refuse(format!(
             "{word} on view {view} (hscale keeps this view: it is read by SELECT only)"
         ))),
     }
@@ -361,9 +369,9 @@ fn plan_drop(
     if i != tokens.len() {
         return None;
     }
-    let ours = names.iter().any(|n| {
-        dict.view(n).is_some() || dict.table(n).is_some() || dict.is_global(n)
-    });
+    let ours = names
+        .iter()
+        .any(|n| dict.view(n).is_some() || dict.table(n).is_some() || dict.is_global(n));
     ours.then_some(Plan::DropViews { names, if_exists })
 }
 
@@ -396,7 +404,10 @@ fn plan_ddl(
         } else if t.is_word(sql, "DEFINER") && tokens.get(i + 1)?.is_punct(sql, "=") {
             let from = tokens.get(i + 2)?.start as usize;
             let mut j = i + 2;
-            while j < tokens.len() && !tokens[j].is_word(sql, "SQL") && !tokens[j].is_word(sql, "VIEW") {
+            while j < tokens.len()
+                && !tokens[j].is_word(sql, "SQL")
+                && !tokens[j].is_word(sql, "VIEW")
+            {
                 j += 1;
             }
             definer = normalize_definer(sql[from..tokens.get(j - 1)?.end as usize].trim());
@@ -418,7 +429,6 @@ fn plan_ddl(
     if if_not_exists {
         i += 3;
     }
-    let name_at = i;
     let (name, next) = match read_name(sql, tokens, i, session_db) {
         Some(n) => n,
         None => {
@@ -427,7 +437,6 @@ fn plan_ddl(
             return (!reads.is_empty()).then_some(Plan::ViewError(ViewError::NoDatabase));
         }
     };
-    let _ = name_at;
     i = next;
     let mut columns = None;
     if tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
@@ -553,7 +562,11 @@ fn qualified(sql: &str, tokens: &[Token], db: &str) -> String {
     for start in table_starts(sql, tokens) {
         let is_qualified = tokens.get(start + 1).is_some_and(|d| d.is_punct(sql, "."));
         let t = &tokens[start];
-        if is_qualified || ctes.iter().any(|c| c.eq_ignore_ascii_case(&unquote(t, sql))) {
+        if is_qualified
+            || ctes
+                .iter()
+                .any(|c| c.eq_ignore_ascii_case(&unquote(t, sql)))
+        {
             continue;
         }
         out.push_str(&sql[at..t.start as usize]);
