@@ -23,6 +23,8 @@ mod batches;
 mod common;
 #[path = "differential/ctes.rs"]
 mod ctes;
+#[path = "differential/latin1.rs"]
+mod latin1;
 #[path = "differential/ordered_writes.rs"]
 mod ordered_writes;
 #[path = "differential/refused.rs"]
@@ -452,6 +454,11 @@ async fn a_view_made_through_one_proxy_is_read_through_another_at_once() {
     assert_eq!(code(&e), 1356, "{e}");
     let e = a.query_drop("SELECT * FROM v2").await.unwrap_err();
     assert_eq!(code(&e), 1356, "{e}");
+}
+
+#[tokio::test]
+async fn latin1_clients_route_non_ascii_keys_as_the_column_holds_them() {
+    latin1::run().await;
 }
 
 #[tokio::test]

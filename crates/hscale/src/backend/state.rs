@@ -81,13 +81,27 @@ impl SessionVars {
     /// ascii, binary or the server's default. A latin1 client's non-ASCII
     /// bytes read as UTF-8 would be another string than the server reads.
     pub fn is_client_utf8(&self) -> bool {
+        let name = self.client_charset();
+        name.starts_with("utf8") || matches!(name.as_str(), "" | "ascii" | "binary" | "default")
+    }
+
+    /// Whether the client sends latin1 (`SET NAMES latin1`, a latin1
+    /// handshake collation, ...).
+    pub fn is_client_latin1(&self) -> bool {
+        self.client_charset() == "latin1"
+    }
+
+    /// The character set of the last `SET NAMES`, `SET CHARACTER SET` or
+    /// `character_set_client` the session applied, lowercased; empty when
+    /// none (the server's default).
+    fn client_charset(&self) -> String {
         let Some(item) = self
             .items
             .iter()
             .rev()
             .find(|i| i.key == "names" || i.key == "character_set_client")
         else {
-            return true;
+            return String::new();
         };
         let a = item.assign.as_str();
         let name = match a.to_ascii_lowercase().find("character_set_client") {
@@ -108,10 +122,23 @@ impl SessionVars {
                 words.next().unwrap_or_default()
             }
         };
-        let name = name
-            .trim_matches(|c| c == '\'' || c == '"' || c == '`')
-            .to_ascii_lowercase();
-        name.starts_with("utf8") || matches!(name.as_str(), "" | "ascii" | "binary" | "default")
+        name.trim_matches(|c| c == '\'' || c == '"' || c == '`')
+            .to_ascii_lowercase()
+    }
+
+    /// These variables with `character_set_client` utf8mb4 on top: what a
+    /// connection holds while it runs a latin1 client's statement that the
+    /// proxy read as UTF-8 (`Bindings::is_text_utf8`); the server then
+    /// converts its literals to the connection's character set as it would
+    /// have converted the latin1 bytes.
+    pub fn with_utf8_client(&self) -> SessionVars {
+        let mut v = self.clone();
+        v.apply(&[SetItem {
+            key: "character_set_client".into(),
+            assign: "@@session.character_set_client = utf8mb4".into(),
+            is_standalone: false,
+        }]);
+        v
     }
 
     /// Record assignments that succeeded.

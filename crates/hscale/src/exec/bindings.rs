@@ -95,6 +95,12 @@ pub struct Bindings {
     /// The conditions the current statement raised on every connection
     /// it ran on (`conditions.rs`), for the session's SHOW WARNINGS.
     pub gathered: super::conditions::Gathered,
+    /// The current statement is a latin1 client's text the proxy read as
+    /// UTF-8 (`session/query.rs`): the connections it runs on hold
+    /// `character_set_client` utf8mb4 while it runs
+    /// (`SessionVars::with_utf8_client`); the next statement's sync sets
+    /// the session's back.
+    pub is_text_utf8: bool,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -261,6 +267,13 @@ impl Bindings {
             None
         };
         let want = txn_vars.as_ref().unwrap_or(&self.state.vars);
+        let utf8_vars;
+        let want = if self.is_text_utf8 {
+            utf8_vars = Arc::new(want.with_utf8_client());
+            &utf8_vars
+        } else {
+            want
+        };
         if !Arc::ptr_eq(&conn.vars, want) {
             for sql in want.sync_sql(&conn.vars) {
                 tracing::debug!(
@@ -373,6 +386,8 @@ impl Bindings {
                         let mut held = (*conn.vars).clone();
                         held.apply(items);
                         conn.vars = Arc::new(held);
+                    } else if self.is_text_utf8 {
+                        conn.vars = Arc::new(self.state.vars.with_utf8_client());
                     } else {
                         conn.vars = self.state.vars.clone();
                     }

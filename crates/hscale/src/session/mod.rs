@@ -184,6 +184,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             planned_version: 0,
             generated_id: None,
             one_row_select: None,
+            is_text_utf8: false,
             savepoints: Default::default(),
             note: Default::default(),
             gathered: Default::default(),
