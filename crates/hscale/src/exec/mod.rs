@@ -23,6 +23,7 @@ pub mod interpolate;
 pub mod lead_in;
 mod merge;
 mod params;
+pub use params::ClientText;
 pub mod prepared;
 pub mod prepared_routing;
 pub mod savepoint;

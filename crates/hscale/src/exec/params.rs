@@ -5,6 +5,17 @@ use hscale_route::KeyValue;
 use hscale_wire::buf::Reader;
 use hscale_wire::stmt::Execute;
 
+/// How the client's string parameters read as text: its character set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientText {
+    /// UTF-8 (or ASCII, binary, the server's default).
+    Utf8,
+    /// latin1: each byte one character, as the server reads it.
+    Latin1,
+    /// Another character set: non-ASCII strings cannot be read.
+    Other,
+}
+
 /// The value of parameter `index`. `long_data` lists the parameters whose
 /// values came by COM_STMT_SEND_LONG_DATA (absent from the packet).
 pub fn key_value(
@@ -12,6 +23,17 @@ pub fn key_value(
     types: &[u8],
     index: usize,
     long_data: &[u16],
+) -> Result<KeyValue, String> {
+    key_value_as(exec, types, index, long_data, ClientText::Utf8)
+}
+
+/// [`key_value`], string parameters read as `text`.
+pub fn key_value_as(
+    exec: &Execute,
+    types: &[u8],
+    index: usize,
+    long_data: &[u16],
+    text: ClientText,
 ) -> Result<KeyValue, String> {
     let is_null = |i: usize| {
         exec.null_bitmap
@@ -86,7 +108,11 @@ pub fn key_value(
                 KeyValue::Null
             }
             _ => {
-                KeyValue::Str(String::from_utf8_lossy(r.lenenc_bytes().map_err(bad)?).into_owned())
+                let bytes = r.lenenc_bytes().map_err(bad)?;
+                KeyValue::Str(match text {
+                    ClientText::Latin1 => hscale_route::key_compare::latin1_text(bytes),
+                    _ => String::from_utf8_lossy(bytes).into_owned(),
+                })
             }
         };
         if i == index {

@@ -191,7 +191,7 @@ impl PreparedRouting {
         exec: &Execute<'_>,
         types: &[u8],
         long: &[u16],
-        is_client_utf8: bool,
+        client: params::ClientText,
     ) -> Result<Vec<Part>, ProxyError> {
         let is_insert = self.kind == StatementKind::Insert;
         let Some(table) = self.table.as_ref().filter(|_| !self.key_params.is_empty()) else {
@@ -199,10 +199,14 @@ impl PreparedRouting {
         };
         let mut target: Option<Target> = None;
         for &i in &self.key_params {
-            let v = params::key_value(exec, types, i, long).map_err(ProxyError::Refused)?;
-            if !is_client_utf8 && matches!(&v, hscale_route::KeyValue::Str(s) if !s.is_ascii()) {
-                // Its bytes are in the client's character set (latin1, ...),
-                // not the UTF-8 text a string key is placed by.
+            let v = params::key_value_as(exec, types, i, long, client)
+                .map_err(ProxyError::Refused)?;
+            if client == params::ClientText::Other
+                && matches!(&v, hscale_route::KeyValue::Str(s) if !s.is_ascii())
+            {
+                // Its bytes are in the client's character set (cp1251, ...),
+                // not the UTF-8 text a string key is placed by (latin1's are
+                // read as the server reads them).
                 return Err(ProxyError::Refused(format!(
                     "a non-ASCII string partition key of {} on a connection whose character set is not UTF-8",
                     table.name

@@ -375,8 +375,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // A partitioned table: the key parameter picks the partition, or
         // every partition runs it.
         let long: Vec<u16> = long_data.iter().map(|(p, _)| *p).collect();
-        let is_client_utf8 = self.b.state.vars.is_client_utf8();
-        let parts = match routing.parts_for(exec, types, &long, is_client_utf8) {
+        let client = if self.b.state.vars.is_client_utf8() {
+            crate::exec::ClientText::Utf8
+        } else if self.b.state.vars.is_client_latin1() {
+            crate::exec::ClientText::Latin1
+        } else {
+            crate::exec::ClientText::Other
+        };
+        let parts = match routing.parts_for(exec, types, &long, client) {
             // A key parameter the backend weighs, met for the first time:
             // ask for its weight and pick again.
             Err(_) if hscale_route::weights::has_misses() => {
@@ -386,7 +392,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     .ctx
                     .pool(self.b.worker, hscale_route::BackendId::MAIN);
                 crate::partition::weights::fetch_from(main, keys).await?;
-                routing.parts_for(exec, types, &long, is_client_utf8)?
+                routing.parts_for(exec, types, &long, client)?
             }
             parts => parts?,
         };
