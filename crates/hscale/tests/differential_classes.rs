@@ -6,7 +6,9 @@
 //! partitioned tables (`differential/batches.rs`), WITH, derived tables and
 //! window functions (`differential/ctes.rs`), user variables
 //! (`differential/user_vars.rs`), and the constructs still refused, each
-//! with 1235 naming it (`differential/refused.rs`).
+//! with 1235 naming it (`differential/refused.rs`); views over partitioned
+//! tables (`differential/views.rs`) and a latin1 client's non-ASCII keys
+//! (`differential/latin1.rs`).
 //!
 //! Each test has its own pair of databases with the same rows: one
 //! partitioned through hscale over four backends, one plain (the

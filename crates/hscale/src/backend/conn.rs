@@ -381,6 +381,28 @@ impl BackendConn {
         }
     }
 
+    /// Give the connection the character set of its handshake again
+    /// (utf8mb4) when a session left another on it (a pooled connection
+    /// keeps a session's `SET NAMES latin1` until the next session's
+    /// sync): the proxy's own queries read and write UTF-8 text, and a
+    /// dictionary read in latin1 would route by mangled partition values.
+    pub async fn ensure_utf8(&mut self) -> Result<(), ProxyError> {
+        let Some(vars) = self.vars.without_charset() else {
+            return Ok(());
+        };
+        let sql = "SET NAMES utf8mb4 COLLATE utf8mb4_general_ci";
+        if let Err(err) = self.command(&Self::payload_for_query(sql)).await? {
+            self.is_broken = true;
+            return Err(ProxyError::Backend {
+                backend: self.backend.to_string(),
+                during: format!("hscale: {sql}"),
+                err,
+            });
+        }
+        self.vars = Arc::new(vars);
+        Ok(())
+    }
+
     /// Run a query and read its whole (small) text result: column
     /// definitions and rows. For the proxy's own queries (dictionary,
     /// admin commands), never for client statements.
@@ -388,6 +410,7 @@ impl BackendConn {
         &mut self,
         sql: &str,
     ) -> Result<Result<TextResult, ErrPacket>, ProxyError> {
+        self.ensure_utf8().await?;
         let r = self.query_rows_inner(sql).await;
         if r.is_err() {
             self.is_broken = true;

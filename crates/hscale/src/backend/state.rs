@@ -141,6 +141,18 @@ impl SessionVars {
         v
     }
 
+    /// These variables without the character set a session set (`SET
+    /// NAMES`, `character_set_*`); `None` when they name none.
+    pub fn without_charset(&self) -> Option<SessionVars> {
+        let is_charset = |i: &SetItem| i.key == "names" || i.key.starts_with("character_set");
+        if !self.items.iter().any(is_charset) {
+            return None;
+        }
+        let mut v = self.clone();
+        v.items.retain(|i| !is_charset(i));
+        Some(v)
+    }
+
     /// Record assignments that succeeded.
     pub fn apply(&mut self, items: &[SetItem]) {
         for item in items {

@@ -241,6 +241,7 @@ pub fn server_error(conn: &BackendConn, sql: &str, err: ErrPacket) -> ProxyError
 
 /// Run statements on `conn`, failing on the first server error.
 pub async fn exec(conn: &mut BackendConn, statements: &[String]) -> Result<(), ProxyError> {
+    conn.ensure_utf8().await?;
     for sql in statements {
         if let Err(e) = conn.command(&BackendConn::payload_for_query(sql)).await? {
             // It may be inside a transaction now: never reuse it.
