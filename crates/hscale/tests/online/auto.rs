@@ -10,6 +10,14 @@ use super::*;
 /// creation is one journal operation that ended 'done', no write failed or
 /// waited for another value's creation beyond the default partition's
 /// cutover, and every acknowledged row is where the dictionary says.
+///
+/// Meanwhile a fourth proxy toggles auto-partitioning of another table as
+/// fast as it can ([`churn_dictionary`]), so the one dictionary version
+/// moves on while the default partition is in its cutover: a write that
+/// met the renamed default used to plan again on any newer version, meet
+/// the same missing table, and give up with 1146 after eight tries (2 of 2
+/// runs failed so); the fence now waits for a dictionary that no longer
+/// names the table (`admin::await_newer_dictionary`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_partitioning_races_from_three_proxies_create_each_partition_once() {
     const TEST: &str = "auto_partitioning";
@@ -36,6 +44,7 @@ async fn auto_partitioning_races_from_three_proxies_create_each_partition_once()
     tokio::time::sleep(Duration::from_millis(700)).await;
     let (ws, _acked) = writers(6, scene, &ports, &mut rng, any_key, 300, (60, 20)).await;
     let stop = Arc::new(AtomicBool::new(false));
+    let churn = churn_dictionary(&stop).await;
     let hs = spawn_writers(ws, &stop);
     let mut parts = BTreeMap::new();
     let t = Instant::now();
@@ -57,6 +66,8 @@ async fn auto_partitioning_races_from_three_proxies_create_each_partition_once()
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::Relaxed);
     let out = join_writers(hs).await;
+    let churned = churn.await.unwrap();
+    assert!(churned > 20, "the dictionary barely churned: {churned}");
     assert!(out.acked > 300, "writers barely ran: {}", out.acked);
     assert_invariants(TEST, scene, &ports, &out).await;
     // One partition per value, named from it, on the backends in turn.
@@ -201,4 +212,45 @@ async fn a_prepared_insert_creates_its_partition_on_the_emptiest_backend() {
     for c in [b0, b, c] {
         c.disconnect().await.unwrap();
     }
+}
+
+/// Toggle auto-partitioning of a table of its own through a proxy of its
+/// own until `stop`: every toggle commits a new dictionary version. Returns
+/// how many went through.
+async fn churn_dictionary(stop: &Arc<AtomicBool>) -> tokio::task::JoinHandle<u32> {
+    let (db, t) = ("online_auto_churn", "churn");
+    let mut c = proxy_conn(None).await;
+    c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+    c.query_drop(format!(
+        "CREATE TABLE {db}.{t} (id BIGINT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))"
+    ))
+    .await
+    .unwrap();
+    c.query_drop(format!(
+        "HSCALE SETUP_TABLE('{db}.{t}', 'k', '{t}_default', 'shard0', 'MOD(8)')"
+    ))
+    .await
+    .unwrap();
+    c.disconnect().await.unwrap();
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        let proxy = serve(300);
+        let mut c = Conn::new(proxy_opts(proxy.port, Some(db))).await.unwrap();
+        let mut done = 0u32;
+        while !stop.load(Ordering::Relaxed) {
+            let rule = if done.is_multiple_of(2) {
+                "ROUND_ROBIN"
+            } else {
+                "OFF"
+            };
+            if c.query_drop(format!("HSCALE AUTO_PARTITION('{db}.{t}', '{rule}')"))
+                .await
+                .is_ok()
+            {
+                done += 1;
+            }
+        }
+        c.disconnect().await.unwrap();
+        done
+    })
 }
