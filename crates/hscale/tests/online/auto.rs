@@ -218,20 +218,16 @@ async fn a_prepared_insert_creates_its_partition_on_the_emptiest_backend() {
 /// own until `stop`: every toggle commits a new dictionary version. Returns
 /// how many went through.
 async fn churn_dictionary(stop: &Arc<AtomicBool>) -> tokio::task::JoinHandle<u32> {
-    let (db, t) = ("online_auto_churn", "churn");
-    let mut c = proxy_conn(None).await;
-    c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
-    c.query_drop(format!(
-        "CREATE TABLE {db}.{t} (id BIGINT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))"
-    ))
-    .await
-    .unwrap();
-    c.query_drop(format!(
-        "HSCALE SETUP_TABLE('{db}.{t}', 'k', '{t}_default', 'shard0', 'MOD(8)')"
-    ))
-    .await
-    .unwrap();
-    c.disconnect().await.unwrap();
+    churn_dictionary_of("online_auto_churn", stop).await
+}
+
+/// [`churn_dictionary`] on a table of database `db`.
+async fn churn_dictionary_of(
+    db: &'static str,
+    stop: &Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<u32> {
+    let t = "churn";
+    setup_acct(Scene { db, table: t }).await;
     let stop = stop.clone();
     tokio::spawn(async move {
         let proxy = serve(300);
@@ -253,4 +249,77 @@ async fn churn_dictionary(stop: &Arc<AtomicBool>) -> tokio::task::JoinHandle<u32
         c.disconnect().await.unwrap();
         done
     })
+}
+
+/// Every row written to a value without a partition is found by key, text
+/// and prepared, through the proxy that wrote it and through another one,
+/// at once after its partition exists, while another proxy churns the
+/// dictionary (`churn_dictionary`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_of_new_partitions_are_found_at_once_through_every_proxy() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_auto3",
+        table: "acct_auto3",
+    };
+    setup_acct(scene).await;
+    let proxies = [serve(300), serve(300)];
+    let mut a = Conn::new(proxy_opts(proxies[0].port, Some(scene.db)))
+        .await
+        .unwrap();
+    let mut b = Conn::new(proxy_opts(proxies[1].port, Some(scene.db)))
+        .await
+        .unwrap();
+    a.query_drop("HSCALE AUTO_PARTITION('acct_auto3', 'FEWEST_ROWS')")
+        .await
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = churn_dictionary_of("online_auto3_churn", &stop).await;
+    let mut missing = Vec::new();
+    for k in 8..40i64 {
+        // MOD(8): values 0..7; keys 8.. name each value once more, so the
+        // first 8 create partitions and the rest land in existing ones.
+        let id = 9000 + k;
+        a.exec_drop(
+            "INSERT INTO acct_auto3 (id, k, v, note) VALUES (?, ?, ?, ?)",
+            (id, k, k, "new"),
+        )
+        .await
+        .unwrap();
+        let value = format!("auto_{}", k % 8);
+        let t = Instant::now();
+        while !physical_tables("online_auto3.acct_auto3")
+            .await
+            .contains_key(&value)
+        {
+            assert!(t.elapsed() < Duration::from_secs(20), "no {value}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for (via, c) in [("a", &mut a), ("b", &mut b)] {
+            let prepared: Option<i64> = c
+                .exec_first("SELECT v FROM acct_auto3 WHERE k = ? AND id = ?", (k, id))
+                .await
+                .unwrap();
+            let text: Option<i64> = c
+                .query_first(format!(
+                    "SELECT v FROM acct_auto3 WHERE k = {k} AND id = {id}"
+                ))
+                .await
+                .unwrap();
+            if prepared != Some(k) || text != Some(k) {
+                missing.push(format!(
+                    "k={k} via {via}: prepared {prepared:?}, text {text:?}"
+                ));
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let churned = churn.await.unwrap();
+    assert!(
+        missing.is_empty(),
+        "rows not found ({churned} churns): {missing:?}"
+    );
+    for c in [a, b] {
+        c.disconnect().await.unwrap();
+    }
 }
