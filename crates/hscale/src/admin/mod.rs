@@ -283,8 +283,8 @@ pub async fn await_newer_dictionary(
     // table. Progress is a dictionary that no longer routes to the table
     // the backend says is gone: one that no longer names a partition's
     // table, or, for a plain table's name (an in-place SETUP_TABLE renamed
-    // it to its default partition), one that has made it partitioned or
-    // global.
+    // it to its default partition), one that has made it partitioned,
+    // global or a view hscale keeps (made through another proxy).
     let gone = missing_table(gone);
     let is_newer = || {
         let d = ctx.partitioning.dictionary();
@@ -298,7 +298,10 @@ pub async fn await_newer_dictionary(
             return false;
         }
         let name = TableName::new(db, t);
-        ctx.partitioning.was_retired(db, t) || d.table(&name).is_some() || d.is_global(&name)
+        ctx.partitioning.was_retired(db, t)
+            || d.table(&name).is_some()
+            || d.is_global(&name)
+            || d.view(&name).is_some()
     };
     let wait = std::time::Duration::from_millis(ctx.config.proxy.fence_wait_ms);
     let since = std::time::Instant::now();
