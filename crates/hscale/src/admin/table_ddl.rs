@@ -280,12 +280,21 @@ pub async fn forget_database(ctx: &Context, worker: usize, db: &str) -> Result<(
         .map(|t| t.name.clone())
         .collect();
     let globals: Vec<TableName> = d.globals().filter(|g| g.db == db).cloned().collect();
+    let views: Vec<TableName> = d
+        .views()
+        .filter(|v| v.name.db == db)
+        .map(|v| v.name.clone())
+        .collect();
     drop(d);
     for t in &tables {
         drop_table(ctx, worker, t).await?;
     }
     for g in &globals {
         drop_global(ctx, worker, g).await?;
+    }
+    // The views hscale keeps in it go with the database, as one server's.
+    if !views.is_empty() {
+        super::views::drop(ctx, worker, &views, true).await?;
     }
     Ok(())
 }

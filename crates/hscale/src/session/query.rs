@@ -289,6 +289,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     if let Some(hscale_sql::SessionChange::DropDatabase(db)) = &facts.change {
                         if dict.tables().any(|t| t.name.db == *db)
                             || dict.globals().any(|g| g.db == *db)
+                            || dict.views().any(|v| v.name.db == *db)
                         {
                             drop(dict);
                             crate::admin::forget_database(&self.b.ctx, self.b.worker, db).await?;
