@@ -459,7 +459,9 @@ async fn a_view_made_through_one_proxy_is_read_through_another_at_once() {
     // DROP DATABASE takes the views hscale keeps in it along.
     let part = h.part.clone();
     a.query_drop(format!("DROP DATABASE {part}")).await.unwrap();
-    a.query_drop(format!("CREATE DATABASE {part}")).await.unwrap();
+    a.query_drop(format!("CREATE DATABASE {part}"))
+        .await
+        .unwrap();
     a.query_drop(format!("USE {part}")).await.unwrap();
     let tables: Vec<(String, String)> = a.query("SHOW FULL TABLES").await.unwrap();
     assert!(tables.is_empty(), "{tables:?}");

@@ -199,8 +199,8 @@ impl PreparedRouting {
         };
         let mut target: Option<Target> = None;
         for &i in &self.key_params {
-            let v = params::key_value_as(exec, types, i, long, client)
-                .map_err(ProxyError::Refused)?;
+            let v =
+                params::key_value_as(exec, types, i, long, client).map_err(ProxyError::Refused)?;
             if client == params::ClientText::Other
                 && matches!(&v, hscale_route::KeyValue::Str(s) if !s.is_ascii())
             {

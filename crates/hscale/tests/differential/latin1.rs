@@ -50,7 +50,10 @@ pub async fn run() {
     let (part, reference) = ("dc_latin1_p", "dc_latin1_r");
     let mut setup = proxy_conn(None).await;
     for db in [part, reference] {
-        setup.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+        setup
+            .query_drop(format!("CREATE DATABASE {db}"))
+            .await
+            .unwrap();
         for (t, cs) in TABLES {
             setup
                 .query_drop(format!(
@@ -67,7 +70,10 @@ pub async fn run() {
             format!("HSCALE ADD_PARTITION('{t}', 'pm', 'M', 'shard1')"),
             format!("HSCALE ADD_PARTITION('{t}', 'pae', 'Æ', 'shard2')"),
         ] {
-            setup.query_drop(&s).await.unwrap_or_else(|e| panic!("{s}: {e}"));
+            setup
+                .query_drop(&s)
+                .await
+                .unwrap_or_else(|e| panic!("{s}: {e}"));
         }
     }
     setup.disconnect().await.unwrap();
@@ -80,21 +86,70 @@ pub async fn run() {
     for (t, _) in TABLES {
         let t = t.as_bytes();
         let statements: Vec<(Vec<u8>, bool)> = vec![
-            (sql(&[b"INSERT INTO ", t, b" VALUES ('", MULLER, b"', 1), ('", AERO, b"', 2), ('Zed', 3)"]), true),
-            (sql(&[b"INSERT INTO ", t, b" (name, v) VALUES ('", AERO, b"x', 4)"]), true),
+            (
+                sql(&[
+                    b"INSERT INTO ",
+                    t,
+                    b" VALUES ('",
+                    MULLER,
+                    b"', 1), ('",
+                    AERO,
+                    b"', 2), ('Zed', 3)",
+                ]),
+                true,
+            ),
+            (
+                sql(&[b"INSERT INTO ", t, b" (name, v) VALUES ('", AERO, b"x', 4)"]),
+                true,
+            ),
             (sql(&[b"SELECT name, v FROM ", t, b" ORDER BY v"]), false),
-            (sql(&[b"SELECT v FROM ", t, b" WHERE name = '", MULLER, b"'"]), false),
-            (sql(&[b"SELECT v, name FROM ", t, b" WHERE name IN ('", AERO, b"', 'Zed') ORDER BY v"]), false),
-            (sql(&[b"UPDATE ", t, b" SET v = v + 10 WHERE name = '", MULLER, b"'"]), true),
-            (sql(&[b"SELECT name, v, LENGTH(name), HEX(name) FROM ", t, b" WHERE v > 10"]), false),
-            (sql(&[b"DELETE FROM ", t, b" WHERE name = '", AERO, b"x'"]), true),
+            (
+                sql(&[b"SELECT v FROM ", t, b" WHERE name = '", MULLER, b"'"]),
+                false,
+            ),
+            (
+                sql(&[
+                    b"SELECT v, name FROM ",
+                    t,
+                    b" WHERE name IN ('",
+                    AERO,
+                    b"', 'Zed') ORDER BY v",
+                ]),
+                false,
+            ),
+            (
+                sql(&[
+                    b"UPDATE ",
+                    t,
+                    b" SET v = v + 10 WHERE name = '",
+                    MULLER,
+                    b"'",
+                ]),
+                true,
+            ),
+            (
+                sql(&[
+                    b"SELECT name, v, LENGTH(name), HEX(name) FROM ",
+                    t,
+                    b" WHERE v > 10",
+                ]),
+                false,
+            ),
+            (
+                sql(&[b"DELETE FROM ", t, b" WHERE name = '", AERO, b"x'"]),
+                true,
+            ),
             (sql(&[b"SELECT COUNT(*), MAX(name) FROM ", t]), false),
         ];
         for (q, is_write) in statements {
             let (got, want) = if is_write {
                 (
-                    affected(&mut p, &q).await.map(|n| vec![vec![Some(n.to_string().into_bytes())]]),
-                    affected(&mut r, &q).await.map(|n| vec![vec![Some(n.to_string().into_bytes())]]),
+                    affected(&mut p, &q)
+                        .await
+                        .map(|n| vec![vec![Some(n.to_string().into_bytes())]]),
+                    affected(&mut r, &q)
+                        .await
+                        .map(|n| vec![vec![Some(n.to_string().into_bytes())]]),
                 )
             } else {
                 (rows(&mut p, &q).await, rows(&mut r, &q).await)
@@ -120,12 +175,18 @@ pub async fn run() {
             let got: Result<Vec<Row>, _> = p.exec(&sel, (Value::Bytes(key.to_vec()),)).await;
             let want: Result<Vec<Row>, _> = r.exec(&sel, (Value::Bytes(key.to_vec()),)).await;
             let show = |x: Result<Vec<Row>, mysql_async::Error>| {
-                x.map(|rows| rows.into_iter().map(|r| format!("{:?}", r.unwrap())).collect::<Vec<_>>())
-                    .map_err(|e| code(&e))
+                x.map(|rows| {
+                    rows.into_iter()
+                        .map(|r| format!("{:?}", r.unwrap()))
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|e| code(&e))
             };
             let (got, want) = (show(got), show(want));
             if got != want || got.as_ref().map_or(true, |g| g.is_empty()) {
-                wrong.push(format!("{sel} {key:?}\n  hscale:    {got:?}\n  reference: {want:?}"));
+                wrong.push(format!(
+                    "{sel} {key:?}\n  hscale:    {got:?}\n  reference: {want:?}"
+                ));
             }
         }
     }
@@ -134,7 +195,12 @@ pub async fn run() {
     // the backends themselves.
     for (t, _) in TABLES {
         let tables = physical_tables(&format!("{part}.{t}")).await;
-        for (partition, key) in [("pm", "Müller"), ("pm", "Möller"), ("pae", "Ærø"), ("", "Zed")] {
+        for (partition, key) in [
+            ("pm", "Müller"),
+            ("pm", "Möller"),
+            ("pae", "Ærø"),
+            ("", "Zed"),
+        ] {
             let mut total = 0;
             for (name, (backend, physical)) in &tables {
                 let mut c = backend_conn(*backend, Some(part)).await;
@@ -148,7 +214,10 @@ pub async fn run() {
                 c.disconnect().await.unwrap();
                 let n = n.unwrap_or(0);
                 if name == partition {
-                    assert_eq!(n, 1, "{key} not in {t}'s partition {partition:?} ({physical})");
+                    assert_eq!(
+                        n, 1,
+                        "{key} not in {t}'s partition {partition:?} ({physical})"
+                    );
                 }
                 total += n;
             }

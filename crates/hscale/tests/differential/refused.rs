@@ -14,15 +14,24 @@ pub async fn run(h: &mut Harness) {
     let cases: &[(&str, &str)] = &[
         // Writes through a view of partitioned tables (one server writes
         // through updatable views).
-        ("INSERT INTO v1 (id, k, n) VALUES (900, 1, 1)", "through view"),
+        (
+            "INSERT INTO v1 (id, k, n) VALUES (900, 1, 1)",
+            "through view",
+        ),
         ("UPDATE v1 SET n = 0 WHERE k = 2", "through view"),
         ("DELETE FROM v1 WHERE id = 3", "through view"),
         (
             "LOAD DATA LOCAL INFILE '/nonexistent/rows.tsv' INTO TABLE t",
             "LOAD DATA",
         ),
-        ("LOAD DATA INFILE '/nonexistent/rows.tsv' INTO TABLE ev", "LOAD DATA"),
-        ("LOAD XML LOCAL INFILE '/nonexistent/rows.xml' INTO TABLE t", "LOAD DATA or LOAD XML"),
+        (
+            "LOAD DATA INFILE '/nonexistent/rows.tsv' INTO TABLE ev",
+            "LOAD DATA",
+        ),
+        (
+            "LOAD XML LOCAL INFILE '/nonexistent/rows.xml' INTO TABLE t",
+            "LOAD DATA or LOAD XML",
+        ),
     ];
     for c in [&mut h.p, &mut h.r] {
         c.query_drop("CREATE VIEW v1 AS SELECT id, k, n FROM t")
