@@ -456,6 +456,8 @@ async fn a_view_made_through_one_proxy_is_read_through_another_at_once() {
     assert_eq!(code(&e), 1356, "{e}");
     let e = a.query_drop("SELECT * FROM v2").await.unwrap_err();
     assert_eq!(code(&e), 1356, "{e}");
+    let e = a.prep("SELECT * FROM v2 WHERE key_ = ?").await.unwrap_err();
+    assert_eq!(code(&e), 1356, "prepared: {e}");
     // DROP DATABASE takes the views hscale keeps in it along.
     let part = h.part.clone();
     a.query_drop(format!("DROP DATABASE {part}")).await.unwrap();

@@ -177,6 +177,8 @@ impl PreparedRouting {
                 table: None,
                 global: Some(table),
             }))),
+            // A view whose table is gone, as one server answers at PREPARE.
+            Plan::ViewError(e) => Err(ProxyError::View(e)),
             _ => Err(ProxyError::Refused(
                 "this statement on a partitioned table cannot be prepared (run it as a query)"
                     .into(),
