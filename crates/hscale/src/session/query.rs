@@ -28,32 +28,13 @@ fn is_table_free(facts: &hscale_sql::Facts, sql: &str) -> bool {
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
-        // A latin1 client's non-ASCII statement naming partitioned or
-        // global tables (or kept views): read as the text the server reads,
-        // lexed and routed as UTF-8, and run with `character_set_client`
-        // utf8mb4 on its connections (`Bindings::is_text_utf8`), so its keys
-        // route as their column holds them and the server converts its
-        // literals as it would have converted the latin1 bytes.
-        let sql_bytes = &payload[1..];
-        if !self.b.is_text_utf8
-            && !sql_bytes.is_ascii()
-            && self.b.state.vars.is_client_latin1()
-            && self.b.ctx.partitioning.refusal(sql_bytes).is_some()
-        {
-            let text = hscale_route::key_compare::latin1_text(sql_bytes);
-            let mut p = BytesMut::with_capacity(1 + text.len());
-            p.put_u8(payload[0]);
-            p.put_slice(text.as_bytes());
-            let p = p.freeze();
-            self.b.is_text_utf8 = true;
-            let done = self.query_text(&p).await;
-            self.b.is_text_utf8 = false;
-            return done;
-        }
-        self.query_text(payload).await
+        let done = self.query_text(payload).await;
+        self.b.is_text_utf8 = false;
+        done
     }
 
     async fn query_text(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+        let original = payload;
         let figured = match self.show_figures(payload).await? {
             figures::Figured::Answered => return Ok(()),
             figures::Figured::Rewritten(p) => Some(p),
@@ -77,12 +58,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             "query"
         );
         self.check_reach(&String::from_utf8_lossy(sql_bytes))?;
-        // Non-ASCII text from a client that does not send UTF-8 (latin1,
-        // cp1251, ...) would be planned as other strings than the server
-        // reads: refused where it names partitioned or global tables.
-        if !sql_bytes.is_ascii() && !self.b.state.vars.is_client_utf8() && !self.b.is_text_utf8 {
+        // Non-ASCII text from a client that does not send UTF-8 (cp1251,
+        // ...) would be planned as other strings than the server reads:
+        // refused where it names partitioned or global tables (or kept
+        // views). A latin1 client's statement is read as the text the
+        // server reads and handled from the start as UTF-8 text, run with
+        // `character_set_client` utf8mb4 on its connections
+        // (`Bindings::is_text_utf8`, cleared by `query`): its keys route as
+        // their column holds them, and the server converts its literals as
+        // it would have converted the latin1 bytes.
+        if !sql_bytes.is_ascii() && !self.b.is_text_utf8 && !self.b.state.vars.is_client_utf8() {
             if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
-                return Err(ProxyError::Refused(why));
+                if !self.b.state.vars.is_client_latin1() {
+                    return Err(ProxyError::Refused(why));
+                }
+                let text = hscale_route::key_compare::latin1_text(&original[1..]);
+                let mut p = BytesMut::with_capacity(1 + text.len());
+                p.put_u8(original[0]);
+                p.put_slice(text.as_bytes());
+                let p = p.freeze();
+                self.b.is_text_utf8 = true;
+                return Box::pin(self.query_text(&p)).await;
             }
         }
         if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
