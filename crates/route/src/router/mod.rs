@@ -563,7 +563,7 @@ fn plan_statement(
         "DELETE" => StatementKind::Delete,
         "CREATE" if tokens.iter().any(|t| t.is_word(sql, "VIEW")) => {
             return Plan::Refuse(format!(
-                "CREATE VIEW over partitioned table {} is not supported (a view on one backend cannot read the other partitions)",
+                "this form of CREATE VIEW over partitioned table {} (hscale keeps views of the form CREATE [OR REPLACE] [ALGORITHM = ..] [DEFINER = ..] [SQL SECURITY ..] VIEW v [(columns)] AS SELECT ..)",
                 r.name
             ))
         }
