@@ -15,6 +15,7 @@
 
 mod access;
 mod admin;
+mod answer;
 pub mod auth;
 mod batch;
 mod commands;
@@ -28,6 +29,7 @@ mod planning;
 pub mod prepared;
 mod processlist;
 mod query;
+mod remote_views;
 mod rewrite;
 mod statement;
 mod txn;
