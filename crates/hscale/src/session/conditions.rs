@@ -232,6 +232,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
+    /// COM_STMT_PREPARE; one that fails leaves its error as the session's
+    /// list, as on a server (one that succeeds leaves the list).
+    pub(super) async fn prepare_noting_errors(
+        &mut self,
+        payload: &bytes::Bytes,
+    ) -> Result<(), ProxyError> {
+        self.b.gathered = Default::default();
+        self.b.note.error = 0;
+        let r = self.prepare(payload).await;
+        match &r {
+            Err(ProxyError::ClientGone) => return r,
+            Err(e) => {
+                let (code, _, message) = e.to_mysql();
+                self.b.note.error(code);
+                self.b.gathered.error(code, &message);
+            }
+            Ok(()) => {}
+        }
+        let error = self.b.note.error;
+        if error != 0 {
+            let gathered = std::mem::take(&mut self.b.gathered);
+            let vars = &self.b.state.vars;
+            self.conditions
+                .record(gathered, error, || vars.max_error_count(), &payload[1..]);
+        }
+        r
+    }
+
     /// Answer `SHOW WARNINGS` / `SHOW ERRORS` from the session's list, in
     /// the binary format when `is_binary` (a prepared one's execution).
     /// `Ok(false)`: hscale does not know the list; the backend answers.

@@ -21,22 +21,23 @@ const UNSIGNED_FLAG: u16 = 0x20;
 
 /// A text value of column `c` as the typed cell `logical_views` writes.
 fn cell(c: &ColumnInfo, v: Option<Vec<u8>>) -> Cell {
-    let Some(v) = v else { return Cell::Null };
-    let text = std::str::from_utf8(&v).ok();
+    let text = v.as_deref().and_then(|v| std::str::from_utf8(v).ok());
     match c.column_type {
         // TINY, SHORT, LONG, LONGLONG, INT24, YEAR
         0x01 | 0x02 | 0x03 | 0x08 | 0x09 | 0x0d => {
-            let n = if c.flags & UNSIGNED_FLAG != 0 {
-                text.and_then(|t| t.parse().ok()).map(Cell::Unsigned)
-            } else {
-                text.and_then(|t| t.parse().ok()).map(Cell::Signed)
-            };
-            n.unwrap_or(Cell::Text(v))
+            let is_unsigned = c.flags & UNSIGNED_FLAG != 0;
+            match (is_unsigned, text) {
+                (true, None) => Cell::Unsigned(None),
+                (false, None) => Cell::Signed(None),
+                (true, Some(t)) => t.parse().map_or(Cell::Text(v), |n| Cell::Unsigned(Some(n))),
+                (false, Some(t)) => t.parse().map_or(Cell::Text(v), |n| Cell::Signed(Some(n))),
+            }
         }
         // DATETIME, TIMESTAMP
-        0x07 | 0x0c => match text {
-            Some(t) => Cell::DateTime(t.to_string()),
-            None => Cell::Text(v),
+        0x07 | 0x0c => match (&v, text) {
+            (None, _) => Cell::DateTime(None),
+            (Some(_), Some(t)) => Cell::DateTime(Some(t.to_string())),
+            (Some(_), None) => Cell::Text(v),
         },
         _ => Cell::Text(v),
     }

@@ -83,26 +83,32 @@ pub fn absent_tables(dict: &Dictionary) -> Vec<(TableName, BackendId, String)> {
 /// A value of an information_schema row, typed as its column is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cell {
-    Null,
-    Text(Vec<u8>),
-    Unsigned(u64),
-    Signed(i64),
+    Text(Option<Vec<u8>>),
+    Unsigned(Option<u64>),
+    Signed(Option<i64>),
     /// A DATETIME, as the server prints it.
-    DateTime(String),
+    DateTime(Option<String>),
 }
 
 impl Cell {
     /// The value as an expression of the column's type and character set
-    /// (information_schema's utf8mb3), with no string literal in it.
+    /// (information_schema's utf8mb3), with no string literal in it. A
+    /// NULL is typed too: a bare NULL would make an integer column of the
+    /// union DECIMAL.
     fn sql(&self) -> String {
         match self {
-            Cell::Null => "NULL".into(),
-            Cell::Text(b) => hidden_bytes(b),
-            Cell::Unsigned(n) => format!("CAST({n} AS UNSIGNED)"),
-            Cell::Signed(n) => format!("CAST({n} AS SIGNED)"),
-            Cell::DateTime(s) => format!("CAST({} AS DATETIME)", hidden_literal(s)),
+            Cell::Text(None) => "NULL".into(),
+            Cell::Text(Some(b)) => hidden_bytes(b),
+            Cell::Unsigned(n) => format!("CAST({} AS UNSIGNED)", number(n)),
+            Cell::Signed(n) => format!("CAST({} AS SIGNED)", number(n)),
+            Cell::DateTime(None) => "CAST(NULL AS DATETIME)".into(),
+            Cell::DateTime(Some(s)) => format!("CAST({} AS DATETIME)", hidden_literal(s)),
         }
     }
+}
+
+fn number<N: std::fmt::Display>(n: &Option<N>) -> String {
+    n.as_ref().map_or("NULL".into(), |n| n.to_string())
 }
 
 /// The rows view `view` has of a partitioned table with no partition on
@@ -454,11 +460,12 @@ mod tests {
             vec![(t.clone(), BackendId::new(1), "far_default".to_string())]
         );
         let columns = view_columns("COLUMNS").unwrap().split(", ").count();
-        let mut row = vec![Cell::Null; columns];
-        row[1] = Cell::Text(b"app".to_vec());
-        row[2] = Cell::Text(b"far_default".to_vec());
-        row[3] = Cell::Text(b"k".to_vec());
-        row[4] = Cell::Unsigned(1);
+        let mut row = vec![Cell::Text(None); columns];
+        row[1] = Cell::Text(Some(b"app".to_vec()));
+        row[2] = Cell::Text(Some(b"far_default".to_vec()));
+        row[3] = Cell::Text(Some(b"k".to_vec()));
+        row[4] = Cell::Unsigned(Some(1));
+        row[8] = Cell::Unsigned(None);
         let remote = [RemoteRows {
             table: t.clone(),
             view: "COLUMNS",
@@ -467,7 +474,7 @@ mod tests {
         let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'app'";
         let out = logical_views(sql, &d, &[], &remote).unwrap();
         assert!(
-            out.contains(" UNION ALL SELECT NULL, CONVERT(X'617070' USING utf8mb3), CONVERT(X'666172' USING utf8mb3), CONVERT(X'6B' USING utf8mb3), CAST(1 AS UNSIGNED), NULL"),
+            out.contains(" UNION ALL SELECT NULL, CONVERT(X'617070' USING utf8mb3), CONVERT(X'666172' USING utf8mb3), CONVERT(X'6B' USING utf8mb3), CAST(1 AS UNSIGNED), NULL, NULL, NULL, CAST(NULL AS UNSIGNED)"),
             "{out}"
         );
         // Without rows read, TABLES still names it; the others do not.
