@@ -583,7 +583,10 @@ async fn table_status_and_index_figures_cover_every_partition() {
         let (sum, max) = (cardinality[&key], largest[&key]);
         let one = one_cardinality[&key].unwrap();
         println!("{key:?}: hscale {got}, one server {one}, partitions' sum {sum}, largest {max}");
-        assert!(max <= got && got <= sum, "{key:?}: {got} within {max}..={sum}");
+        assert!(
+            max <= got && got <= sum,
+            "{key:?}: {got} within {max}..={sum}"
+        );
         if key.0 == "PRIMARY" {
             // Unique values (seq 1), the partition column (seq 2): summed.
             assert_eq!(got, sum, "{key:?}");
@@ -611,9 +614,15 @@ async fn table_status_and_index_figures_cover_every_partition() {
     let prepared: Vec<Row> = c.exec("SHOW INDEX FROM t", ()).await.unwrap();
     assert_eq!(index_of(&prepared), index_of(&shown));
     assert_eq!(meta(&prepared[0]), meta(&shown[0]));
-    let prepared: Vec<Row> = c.exec("SHOW KEYS IN t FROM exec_figures", ()).await.unwrap();
+    let prepared: Vec<Row> = c
+        .exec("SHOW KEYS IN t FROM exec_figures", ())
+        .await
+        .unwrap();
     assert_eq!(index_of(&prepared), index_of(&shown));
-    for sql in ["SHOW TABLE STATUS LIKE 't'", "SHOW TABLE STATUS FROM exec_figures WHERE `Name` = 't'"] {
+    for sql in [
+        "SHOW TABLE STATUS LIKE 't'",
+        "SHOW TABLE STATUS FROM exec_figures WHERE `Name` = 't'",
+    ] {
         let prepared: Vec<Row> = c.exec(sql, ()).await.unwrap();
         assert_eq!(prepared.len(), 1, "{sql}");
         let p = &prepared[0];
@@ -621,7 +630,11 @@ async fn table_status_and_index_figures_cover_every_partition() {
         assert_eq!(p.get::<u64, _>("Rows").unwrap(), rows, "{sql}");
         assert_eq!(p.get::<u64, _>("Data_length").unwrap(), data, "{sql}");
         assert_eq!(p.get::<u64, _>("Index_length").unwrap(), index, "{sql}");
-        assert_eq!(p.get::<u64, _>("Avg_row_length").unwrap(), data / rows, "{sql}");
+        assert_eq!(
+            p.get::<u64, _>("Avg_row_length").unwrap(),
+            data / rows,
+            "{sql}"
+        );
         assert_eq!(meta(p), meta(&direct[0]), "{sql}");
     }
     // A LIKE that matches no table, as the server matches names.

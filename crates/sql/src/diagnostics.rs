@@ -128,11 +128,26 @@ pub fn compared_literals(sql: &str) -> Vec<String> {
 }
 
 /// Statements that use tables whatever they say (their first word).
-pub(crate) const WITH_TABLES: &[&str] = &[
+const WITH_TABLES: &[&str] = &[
     "INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME",
     "LOAD", "ANALYZE", "OPTIMIZE", "CHECK", "CHECKSUM", "REPAIR", "LOCK", "HANDLER", "DESCRIBE",
     "DESC", "EXPLAIN", "SHOW", "TABLE",
 ];
+
+/// Whether the statement of tokens `t` (from its first word on), of kind
+/// `kind`, uses tables ([`uses_tables`]); `reads_from`: a FROM in it
+/// names a table or a derived table (not DUAL).
+pub(crate) fn resets(sql: &str, t: &[Token], kind: crate::Kind, reads_from: bool) -> bool {
+    use crate::Kind;
+    let first = t.first().map_or("", |x| x.text(sql));
+    match kind {
+        Kind::Show => condition_read_of(sql, t).is_none(),
+        Kind::Insert | Kind::Update | Kind::Delete | Kind::Replace | Kind::Lock => true,
+        Kind::Select => reads_from || first.eq_ignore_ascii_case("TABLE"),
+        Kind::Other => reads_from || WITH_TABLES.iter().any(|w| first.eq_ignore_ascii_case(w)),
+        _ => reads_from,
+    }
+}
 
 /// Whether `sql` uses tables, so that running it resets the diagnostics
 /// area: a statement that always names tables, or a SELECT / SET / DO /
@@ -155,7 +170,9 @@ mod tests {
             compared_literals("SELECT id FROM t WHERE k = '1x' AND 'b' <=> t.`n` AND c IN ('z')"),
             vec!["1x".to_string(), "b".to_string()]
         );
-        assert!(compared_literals("SELECT CAST('x' AS INT), f(a) = 'y', 'u' = 'v' FROM t").is_empty());
+        assert!(
+            compared_literals("SELECT CAST('x' AS INT), f(a) = 'y', 'u' = 'v' FROM t").is_empty()
+        );
         assert!(compared_literals("SELECT id FROM t WHERE k BETWEEN '1x' AND '2y'").is_empty());
     }
 

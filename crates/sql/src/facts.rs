@@ -378,19 +378,7 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
         }
         _ => {}
     }
-    // What resets the diagnostics area (`diagnostics::uses_tables`).
-    let uses_tables = match kind {
-        Kind::Show => crate::diagnostics::condition_read_of(sql, &t[lead..]).is_none(),
-        Kind::Insert | Kind::Update | Kind::Delete | Kind::Replace | Kind::Lock => true,
-        Kind::Other => {
-            reads_from
-                || crate::diagnostics::WITH_TABLES
-                    .iter()
-                    .any(|w| first.eq_ignore_ascii_case(w))
-        }
-        Kind::Select if kw("TABLE") => true,
-        _ => reads_from,
-    };
+    let uses_tables = crate::diagnostics::resets(sql, &t[lead..], kind, reads_from);
     One {
         kind,
         pins,

@@ -431,8 +431,14 @@ mod tests {
         };
         let sql = table_status_sql("d", "LIKE 't\\_%'", &[summed]).unwrap_or_default();
         assert!(sql.contains("WHEN TABLE_NAME = CONVERT(X'74' USING utf8mb3) THEN CAST(600 AS UNSIGNED) ELSE TABLE_ROWS END AS `Rows`"), "{sql}");
-        assert!(sql.contains("TABLE_SCHEMA = CONVERT(X'64' USING utf8mb3)"), "{sql}");
-        assert!(sql.contains("LIKE CONVERT(X'745C5F25' USING utf8mb3)"), "{sql}");
+        assert!(
+            sql.contains("TABLE_SCHEMA = CONVERT(X'64' USING utf8mb3)"),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("LIKE CONVERT(X'745C5F25' USING utf8mb3)"),
+            "{sql}"
+        );
         assert_eq!(table_status_sql("d", "LIKE 'a' 'b'", &[]), None);
         assert_eq!(ident("`my ``db`"), "my `db");
         assert_eq!(ident("d"), "d");

@@ -250,10 +250,16 @@ mod tests {
     #[test]
     fn cardinality_over_partitions() {
         // With the partition column: values never repeat across partitions.
-        assert_eq!(estimate(&[(200, 200), (171, 171), (229, 229)], true, 600), 600);
+        assert_eq!(
+            estimate(&[(200, 200), (171, 171), (229, 229)], true, 600),
+            600
+        );
         assert_eq!(estimate(&[(200, 40), (171, 40)], true, 371), 80);
         // Unique in each partition: unique overall, as far as one can tell.
-        assert_eq!(estimate(&[(257, 257), (171, 171), (172, 172)], false, 600), 600);
+        assert_eq!(
+            estimate(&[(257, 257), (171, 171), (172, 172)], false, 600),
+            600
+        );
         // Forty values repeated in every partition: forty.
         assert_eq!(estimate(&[(257, 40), (171, 40), (172, 40)], false, 600), 40);
         // Two values: two.

@@ -128,14 +128,17 @@ impl Conditions {
     }
 }
 
-/// Conditions one server raises once per statement, raised by each part
-/// it ran on: a conversion warning (1292) naming a string literal that
-/// `sql` compares with a column in a simple comparison
+/// Conditions one server raises per statement, raised by each part it
+/// ran on: a conversion warning (1292) naming a string literal that `sql`
+/// compares with a column in a simple comparison
 /// (`hscale_sql::diagnostics::compared_literals`), which a server converts
-/// once, when it sets the comparison up. Such a message that no part
-/// lists twice keeps its first listing only (per-row conditions, which a
-/// part lists once per row, and others' are left). `part_ends`: where each
-/// part's list ends in `rows`. Returns how many were dropped.
+/// when it sets the statement up (once, or once more where it analyzes an
+/// index range with it; measured on MariaDB 10.11), never per row. Such a
+/// message is kept as listed by the part that lists it most often (the
+/// part whose plan used the literal most, as one server's holding all the
+/// rows would), the other parts' listings dropped; other messages are
+/// left. `part_ends`: where each part's list ends in `rows`. Returns how
+/// many were dropped.
 fn once_per_statement(rows: &mut Vec<Condition>, part_ends: &[usize], sql: &[u8]) -> u64 {
     let Ok(sql) = std::str::from_utf8(sql) else {
         return 0;
@@ -144,7 +147,7 @@ fn once_per_statement(rows: &mut Vec<Condition>, part_ends: &[usize], sql: &[u8]
     if literals.is_empty() {
         return 0;
     }
-    let is_once = |c: &Condition| {
+    let is_candidate = |c: &Condition| {
         c[1] == b"1292"
             && literals.iter().any(|l| {
                 let tail = format!("value: '{l}'");
@@ -152,27 +155,37 @@ fn once_per_statement(rows: &mut Vec<Condition>, part_ends: &[usize], sql: &[u8]
             })
     };
     let part_of = |i: usize| part_ends.iter().position(|end| i < *end).unwrap_or(0);
-    let mut drop = vec![false; rows.len()];
+    let mut dropped = vec![false; rows.len()];
     for (i, c) in rows.iter().enumerate() {
-        if drop[i] || !is_once(c) {
+        // Each message once, from its first listing.
+        if !is_candidate(c) || rows[..i].contains(c) {
             continue;
         }
         let same: Vec<usize> = (i..rows.len()).filter(|j| rows[*j] == *c).collect();
-        let mut parts: Vec<usize> = same.iter().map(|j| part_of(*j)).collect();
-        parts.dedup();
-        // Once in each part that raised it: one server's once.
-        if parts.len() == same.len() {
-            for j in &same[1..] {
-                drop[*j] = true;
+        // How often each part that lists it does.
+        let mut per_part: Vec<(usize, usize)> = Vec::new();
+        for j in &same {
+            match per_part.last_mut() {
+                Some((p, n)) if *p == part_of(*j) => *n += 1,
+                _ => per_part.push((part_of(*j), 1)),
             }
+        }
+        // The first part that lists it most often.
+        let kept = per_part
+            .iter()
+            .rev()
+            .max_by_key(|(_, n)| *n)
+            .map_or(0, |(p, _)| *p);
+        for j in same.iter().filter(|j| part_of(**j) != kept) {
+            dropped[*j] = true;
         }
     }
     let mut at = 0;
     rows.retain(|_| {
         at += 1;
-        !drop[at - 1]
+        !dropped[at - 1]
     });
-    drop.iter().filter(|d| **d).count() as u64
+    dropped.iter().filter(|d| **d).count() as u64
 }
 
 /// `sql` with `@@warning_count` and `@@error_count` read from the session's
@@ -356,16 +369,26 @@ mod tests {
         };
         c.record(g, 0, || None, b"SELECT id FROM t WHERE k = '1x'");
         assert_eq!(c.counts(), Some((1, 0)));
-        // Per row: a part lists it once per row.
+        // Parts whose plans used it unequally often: the most.
         let g = Gathered {
             rows: vec![w("1x"), w("1x"), w("1x")],
             count: 3,
             reported: 3,
-            part_ends: vec![2, 3],
+            part_ends: vec![1, 3],
             ..Default::default()
         };
-        c.record(g, 0, || None, b"SELECT id FROM t WHERE k = '1x'");
-        assert_eq!(c.counts(), Some((3, 0)));
+        c.record(g, 0, || None, b"SELECT id FROM t WHERE k > '1x'");
+        assert_eq!(c.counts(), Some((2, 0)));
+        // Twice in each part (a range analyzed, then compared): twice.
+        let g = Gathered {
+            rows: vec![w("4z"), w("4z"), w("4z"), w("4z")],
+            count: 4,
+            reported: 4,
+            part_ends: vec![2, 4],
+            ..Default::default()
+        };
+        c.record(g, 0, || None, b"SELECT id FROM t WHERE id >= '4z'");
+        assert_eq!(c.counts(), Some((2, 0)));
         // A literal not compared with a column: per row.
         let g = Gathered {
             rows: vec![w("x"), w("x")],

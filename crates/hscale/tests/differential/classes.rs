@@ -135,7 +135,7 @@ const KNOWN: &[(&str, &str)] = &[
     ),
     (
         "SHOW INDEX FROM",
-        "Cardinality is summed over partitions: a value held in several partitions counts in each",
+        "Cardinality is estimated over partitions (a value may be in several), one server's own estimate differs",
     ),
 ];
 

@@ -321,9 +321,7 @@ pub fn logical_views(
             ));
         }
         for (name, logical, next) in &absent {
-            let read = remote
-                .iter()
-                .find(|r| r.view == *view && r.table == *name);
+            let read = remote.iter().find(|r| r.view == *view && r.table == *name);
             if let Some(read) = read {
                 // Its default partition's rows, under its name.
                 for row in &read.rows {
@@ -479,7 +477,11 @@ mod tests {
         );
         // Without rows read, TABLES still names it; the others do not.
         let tables = "SELECT TABLE_NAME FROM information_schema.TABLES";
-        assert!(logical_views(tables, &d, &[], &[]).unwrap().contains("UNION ALL"));
-        assert!(!logical_views(sql, &d, &[], &[]).unwrap().contains("UNION ALL"));
+        assert!(logical_views(tables, &d, &[], &[])
+            .unwrap()
+            .contains("UNION ALL"));
+        assert!(!logical_views(sql, &d, &[], &[])
+            .unwrap()
+            .contains("UNION ALL"));
     }
 }

@@ -23,7 +23,8 @@ mod explain;
 mod global;
 mod info_schema;
 pub use info_schema::{
-    absent_tables, logical_views, remote_auto_increments, view_columns, Cell, RemoteRows, LOGICAL_VIEWS,
+    absent_tables, logical_views, remote_auto_increments, view_columns, Cell, RemoteRows,
+    LOGICAL_VIEWS,
 };
 mod insert;
 mod insert_form;
