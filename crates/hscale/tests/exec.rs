@@ -365,7 +365,8 @@ async fn ok_of(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {
 /// A partitioned table whose default partition is not on the main backend
 /// shows in information_schema once, under its name, as one server shows
 /// it (an ORM listing the schema's tables finds it): through a partition
-/// on the main backend when it has one, or as a row of TABLES of its own.
+/// on the main backend when it has one, or through its default
+/// partition's rows, read from its backend, in every view.
 #[tokio::test]
 async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
     cluster(3);
@@ -405,7 +406,7 @@ async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
         .unwrap();
     assert_eq!(n, 2);
     // `near` has its columns and indexes from its partition on the main
-    // backend; `far` has none there.
+    // backend; `far`, with none there, from its default partition.
     let columns: Vec<(String, String)> = c
         .query(
             "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS \
@@ -414,15 +415,30 @@ async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
         .await
         .unwrap();
     let col = |t: &str, c: &str| (t.to_string(), c.to_string());
-    assert_eq!(columns, vec![col("near", "id"), col("near", "k")]);
+    assert_eq!(
+        columns,
+        vec![
+            col("far", "id"),
+            col("far", "k"),
+            col("near", "id"),
+            col("near", "k")
+        ]
+    );
     let keys: Vec<(String, String)> = c
         .query(
             "SELECT TABLE_NAME, INDEX_NAME FROM information_schema.STATISTICS \
-             WHERE TABLE_SCHEMA = DATABASE() AND SEQ_IN_INDEX = 1",
+             WHERE TABLE_SCHEMA = DATABASE() AND SEQ_IN_INDEX = 1 ORDER BY 1",
         )
         .await
         .unwrap();
-    assert_eq!(keys, vec![col("near", "PRIMARY")]);
+    assert_eq!(keys, vec![col("far", "PRIMARY"), col("near", "PRIMARY")]);
+    // The same columns and types as one server's views, `far`'s engine too.
+    let engine: Option<String> = c
+        .query_first("SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'fa%'")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(engine.as_deref(), Some("InnoDB"));
     // The row of `far` keeps the view's column types.
     let types = |r: &mysql_async::Row| -> Vec<u8> {
         r.columns_ref()

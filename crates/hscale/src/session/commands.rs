@@ -113,11 +113,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // An INSERT into a table with a sequence: its backends prepare it
         // with a `?` wherever an id may be generated (`exec/sequence.rs`).
         let ids = self.b.prepared_ids(&payload[1..])?;
-        let routing = match own {
-            // Prepared on its default partition for the metadata; hscale
-            // answers its executions.
-            Some(OwnRead::Index(table)) => index_routing(table),
-            _ => {
+        // SHOW INDEX of a partitioned table: prepared on its default
+        // partition for the metadata; hscale answers its executions.
+        let index = match own {
+            Some(OwnRead::Index(name)) => self.b.ctx.partitioning.dictionary().table(name).cloned(),
+            _ => None,
+        };
+        let routing = match &index {
+            Some(table) => index_routing(table),
+            None => {
                 self.prepared_routing(ids.as_ref().map_or(&payload[1..], |i| i.sql.as_bytes()))
                     .await?
             }
@@ -207,7 +211,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         match hscale_sql::diagnostics::classify_condition_read(sql) {
             Some(read @ ConditionRead::List { .. }) => Some(OwnRead::Conditions(read)),
             Some(ConditionRead::Count { .. }) => None,
-            None => self.index_table(sql).map(OwnRead::Index),
+            None => self.index_table(sql).map(|t| OwnRead::Index(t.name)),
         }
     }
 
@@ -278,26 +282,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         self.b.gathered.uses_tables = Some(st.uses_tables);
         // Answered as the text statement is, in the binary format.
-        match st.own.take() {
-            Some(OwnRead::Conditions(read)) => {
-                if self.answer_conditions(read, true).await? {
-                    return Ok(());
-                }
-            }
-            Some(OwnRead::Index(table)) => {
+        let answered = match st.own.take() {
+            Some(OwnRead::Conditions(read)) => self.answer_conditions(read, true).await?,
+            Some(OwnRead::Index(name)) => {
                 // The table as the dictionary has it now.
-                let table = self
-                    .b
-                    .ctx
-                    .partitioning
-                    .dictionary()
-                    .table(&table.name)
-                    .cloned();
-                if let Some(table) = table {
-                    return self.answer_index(&table, true).await;
+                let table = self.b.ctx.partitioning.dictionary().table(&name).cloned();
+                match table {
+                    Some(table) => self.answer_index(&table, true).await.map(|()| true)?,
+                    None => false,
                 }
             }
-            None => {}
+            None => false,
+        };
+        if answered {
+            return Ok(());
         }
         // Fenced: an execution that ran into a table a partition change
         // renamed runs again with the new dictionary (`fence.rs`).

@@ -59,8 +59,8 @@ pub enum OwnRead {
     /// `SHOW WARNINGS` / `SHOW ERRORS`: the session's list
     /// (`conditions.rs`), when hscale knows it.
     Conditions(hscale_sql::diagnostics::ConditionRead),
-    /// `SHOW INDEX` of a partitioned table (`figures.rs`).
-    Index(hscale_route::dictionary::PartitionedTable),
+    /// `SHOW INDEX` of this partitioned table (`figures.rs`).
+    Index(hscale_route::dictionary::TableName),
 }
 
 /// The statements of one session.
