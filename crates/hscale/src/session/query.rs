@@ -35,13 +35,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     async fn query_text(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let original = payload;
-        let figured = match self.show_figures(payload).await? {
-            figures::Figured::Answered => return Ok(()),
-            figures::Figured::Rewritten(p) => Some(p),
-            figures::Figured::No => None,
-        };
-        let payload = figured.as_ref().unwrap_or(payload);
+        if self.answered_index(payload).await? {
+            return Ok(());
+        }
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
+        // Whether it resets the session's diagnostics area (`conditions.rs`).
+        self.b.gathered.uses_tables = Some(facts.uses_tables);
         // What the statement mentions comes from that one lex; the rare
         // statement rewritten with hscale's own answers is analyzed again.
         let rewritten = self.proxy_answers(payload, facts.mentions).await?;
