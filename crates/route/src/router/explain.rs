@@ -48,6 +48,20 @@ impl Plan {
             Plan::DropTable(t) => one(format!(
                 "drop every partition of {t} and its dictionary entry"
             )),
+            Plan::LoadData(l) => l
+                .parts
+                .iter()
+                .map(|(t, sql)| {
+                    ExplainRow::new(
+                        &name(t.backend),
+                        format!(
+                            "load the rows of the client's file whose key is in {}",
+                            t.physical_table
+                        ),
+                        sql.as_str(),
+                    )
+                })
+                .collect(),
             Plan::ShowTables { db, .. } => one(format!(
                 "tables of {db} with partitioned tables shown as one"
             )),
