@@ -19,6 +19,7 @@ pub mod conditions;
 pub mod fence;
 pub mod forward;
 mod implicit;
+mod load_data;
 pub mod interpolate;
 pub mod lead_in;
 mod merge;
@@ -97,6 +98,9 @@ pub struct Exec<'a, S> {
     /// The session's sql_select_limit applies to the merged result, so
     /// the parts of the merge being run read every row (`merge/mod.rs`).
     is_unlimited: bool,
+    /// The client offered to send files (CLIENT_LOCAL_FILES): LOAD DATA
+    /// LOCAL INFILE may ask it for one.
+    pub is_local_files: bool,
 }
 
 /// Tries of a statement whose pooled connection turned out closed.
@@ -148,6 +152,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             uses_last_insert_id: false,
             is_binary: false,
             is_unlimited: false,
+            is_local_files: false,
         }
     }
 
@@ -178,6 +183,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Plan::GlobalWrite { .. } => (PlanKind::GlobalWrite, self.b.ctx.config.backends.len()),
             Plan::Relabeled { .. } => (PlanKind::Single, 1),
             Plan::Refuse(_) => (PlanKind::Refused, 0),
+            Plan::LoadData(l) => (PlanKind::Scatter, l.parts.len()),
             _ => (PlanKind::Dictionary, 0),
         };
         self.b.note.kind = kind;
@@ -217,6 +223,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                 self.forward_with(conn, Expect::Query, &effects, Some((&from, &to)))
                     .await
             }
+            Plan::LoadData(load) => self.run_load_data(&load).await,
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
             _ => Err(ProxyError::Wrong(
                 "internal: a plan the dictionary answers reached the executor".into(),
