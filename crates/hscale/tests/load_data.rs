@@ -257,7 +257,84 @@ async fn loads_the_proxy_cannot_place_are_refused_whole() {
         let n: u64 = c.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
         assert_eq!(n, 0, "{sql} loaded rows");
     }
+    // Then a load the proxy places goes through on the same connection.
+    let good = format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)", short.display());
+    let e = c.query_drop(&good).await.unwrap_err();
+    assert_eq!(code(&e), 1235, "{e}");
+    let fine = file("fine", b"1\t1\n2\t2\n3\t0\n");
+    let mut c2 = Conn::new(with_files(
+        proxy_opts(info.proxy_port, Some("ld_refuse")),
+        std::slice::from_ref(&fine),
+    ))
+    .await
+    .unwrap();
+    c2.query_drop(format!(
+        "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)",
+        fine.display()
+    ))
+    .await
+    .unwrap();
+    assert_eq!(c2.affected_rows(), 3);
+    let n: u64 = c.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
+    assert_eq!(n, 3);
     c.disconnect().await.unwrap();
+    c2.disconnect().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_load_that_fails_on_one_partition_loads_nothing_as_on_one_server() {
+    let info = cluster(3);
+    let (db, reference) = ("ld_atomic", "ld_atomic_ref");
+    fresh_db(db).await;
+    fresh_db(reference).await;
+    let mut c = proxy_conn(Some(db)).await;
+    c.query_drop(SCHEMA).await.unwrap();
+    for s in PARTITIONING {
+        c.query_drop(*s).await.unwrap();
+    }
+    // A trigger that fails the row 'boom': on one server's table, and on
+    // the physical table of partition m2 only.
+    let trigger = |table: &str| {
+        format!(
+            "CREATE TRIGGER boom BEFORE INSERT ON {table} FOR EACH ROW IF NEW.s = 'boom' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'boom'; END IF"
+        )
+    };
+    let mut r = backend_conn(0, Some(reference)).await;
+    r.query_drop(SCHEMA).await.unwrap();
+    r.query_drop(trigger("t")).await.unwrap();
+    let (backend, m2) = physical_tables(&format!("{db}.t")).await["m2"].clone();
+    let mut b = backend_conn(backend, Some(db)).await;
+    b.query_drop(trigger(&m2)).await.unwrap();
+    b.disconnect().await.unwrap();
+    // Rows for every partition first, the failing one last.
+    let f = file("atomic", b"1\t1\ta\n2\t3\tb\n3\t0\tc\n4\t-1\td\n5\t2\te\n6\t6\tboom\n");
+    let sql = format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k, s)", f.display());
+    let files = std::slice::from_ref(&f);
+    let mut p = Conn::new(with_files(proxy_opts(info.proxy_port, Some(db)), files))
+        .await
+        .unwrap();
+    let mut r = Conn::new(with_files(backend_opts(info.backend_ports[0], Some(reference)), files))
+        .await
+        .unwrap();
+    let want = run(&mut r, &sql).await;
+    let got = run(&mut p, &sql).await;
+    assert_eq!(want, Answer::Err(1644));
+    assert_eq!(got, want);
+    for conn in [&mut p, &mut r] {
+        let n: u64 = conn.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
+        assert_eq!(n, 0);
+    }
+    // Inside a transaction the load is one statement of it.
+    p.query_drop("BEGIN").await.unwrap();
+    let ok = format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k, s) SET s = 'x'", f.display());
+    p.query_drop(&ok).await.unwrap();
+    assert_eq!(p.affected_rows(), 6);
+    p.query_drop("ROLLBACK").await.unwrap();
+    let n: u64 = p.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
+    assert_eq!(n, 0);
+    c.disconnect().await.unwrap();
+    p.disconnect().await.unwrap();
+    r.disconnect().await.unwrap();
 }
 
 /// The mariadb client, `--local-infile=<on>`, running `sql` on `port`.
