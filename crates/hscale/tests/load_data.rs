@@ -392,3 +392,56 @@ async fn the_mariadb_client_loads_and_a_client_without_local_files_gets_the_serv
     assert_eq!(got[4], (5, -1, "e".to_string()));
     c.disconnect().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_load_into_a_global_table_reaches_every_copy_as_on_one_server() {
+    let info = cluster(3);
+    let (db, reference) = ("ld_global", "ld_global_ref");
+    fresh_db(db).await;
+    fresh_db(reference).await;
+    let g = "CREATE TABLE g (id INT NOT NULL PRIMARY KEY, name VARCHAR(10) NULL, n INT NULL)";
+    let mut c = proxy_conn(Some(db)).await;
+    c.query_drop(g).await.unwrap();
+    c.query_drop("HSCALE SETUP_GLOBAL_TABLE('g')").await.unwrap();
+    let mut r = backend_conn(0, Some(reference)).await;
+    r.query_drop(g).await.unwrap();
+    r.query_drop("INSERT INTO g VALUES (1, 'old', 0)").await.unwrap();
+    c.query_drop("INSERT INTO g VALUES (1, 'old', 0)").await.unwrap();
+    let f = file(
+        "global",
+        b"id,name,n\n1,dup,1\n2,\"b,c\",x\n3,longer than ten,3\n4,d\n",
+    );
+    let sql = format!(
+        "LOAD DATA LOCAL INFILE '{}' INTO TABLE g FIELDS TERMINATED BY ',' ENCLOSED BY '\"' IGNORE 1 LINES",
+        f.display()
+    );
+    let files = std::slice::from_ref(&f);
+    let mut p = Conn::new(with_files(proxy_opts(info.proxy_port, Some(db)), files))
+        .await
+        .unwrap();
+    let mut r = Conn::new(with_files(
+        backend_opts(info.backend_ports[0], Some(reference)),
+        files,
+    ))
+    .await
+    .unwrap();
+    let want = run(&mut r, &sql).await;
+    assert!(matches!(want, Answer::Ok(3, 4, ..)), "{want:?}");
+    assert_eq!(run(&mut p, &sql).await, want);
+    let read = "SELECT id, name, n FROM g ORDER BY id";
+    let want: Vec<(i64, Option<String>, Option<i64>)> = r.query(read).await.unwrap();
+    for b in 0..3 {
+        let mut copy = backend_conn(b, Some(db)).await;
+        let got: Vec<(i64, Option<String>, Option<i64>)> = copy.query(read).await.unwrap();
+        assert_eq!(got, want, "copy on backend {b}");
+        copy.disconnect().await.unwrap();
+    }
+    let e = p
+        .query_drop(format!("LOAD DATA INFILE '{}' INTO TABLE g", f.display()))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235);
+    c.disconnect().await.unwrap();
+    p.disconnect().await.unwrap();
+    r.disconnect().await.unwrap();
+}

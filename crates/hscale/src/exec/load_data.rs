@@ -35,6 +35,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::forward::Outcome;
 use super::prepared::Command;
 use super::{Effects, Exec};
+use crate::backend::PooledConn;
 use crate::error::ProxyError;
 use crate::partition::quote_str;
 
@@ -61,6 +62,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // A partition's 1146 reaches the client: the file cannot be asked
         // for again to run the statement on a newer dictionary.
         self.is_fenced = false;
+        if load.is_global {
+            return self.run_global_load(load).await;
+        }
         let table = {
             let dict = self.b.ctx.partitioning.dictionary();
             dict.table(&load.table).cloned()
@@ -279,7 +283,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 
     /// Load one partition: its statement, then `prefix` and `rows` as the
-    /// file the server asks for. `Ok(false)`: an error went to the client.
+    /// file the server asks for, its OK added to `total`. `Ok(false)`: an
+    /// error went to the client.
     async fn load_part<'f>(
         &mut self,
         backend: BackendId,
@@ -288,15 +293,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         rows: impl Iterator<Item = &'f [u8]>,
         total: &mut OkPacket,
     ) -> Result<bool, ProxyError> {
+        match self.send_load(backend, sql, prefix, rows).await? {
+            Some((conn, answer)) => self.add_ok(conn, answer, total).await,
+            None => Ok(false),
+        }
+    }
+
+    /// Run the load `sql` on `backend` with `prefix` and `rows` as its
+    /// file: the connection and the server's answer, or `None` when an
+    /// error went to the client.
+    async fn send_load<'f>(
+        &mut self,
+        backend: BackendId,
+        sql: &str,
+        prefix: &'f [u8],
+        rows: impl Iterator<Item = &'f [u8]>,
+    ) -> Result<Option<(PooledConn, Answer)>, ProxyError> {
         let Some(mut conn) = self.connect_part(backend, 1, Command::Query).await? else {
-            return Ok(false);
+            return Ok(None);
         };
         match self.send_part(&mut conn, sql.as_bytes(), Command::Query).await {
             Ok(Ok(())) => {}
             Ok(Err(err)) => {
                 self.b.finish(conn, Outcome::default(), &Effects::default());
                 self.write_server_error(1, &err).await?;
-                return Ok(false);
+                return Ok(None);
             }
             Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
         }
@@ -318,7 +339,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     Some(0xff) => ErrPacket::decode(&p.payload).map(Err).map_err(proto),
                     _ => OkPacket::decode(&p.payload).map(Ok).map_err(proto),
                 };
-                return self.add_ok(conn, r, total).await;
+                return Ok(Some((conn, r)));
             }
             Err(e) => Err(e),
         };
@@ -328,9 +349,70 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let r = conn.read_response().await;
         drop(running);
-        self.add_ok(conn, r, total).await
+        Ok(Some((conn, r)))
+    }
+
+    /// LOAD DATA LOCAL INFILE into a global table: the whole file loaded
+    /// into every copy, the main backend's first, answered with its OK;
+    /// in autocommit in one transaction of the statement's own and in the
+    /// same order on every copy as other writes (`run_global_write`).
+    async fn run_global_load(&mut self, load: &LoadData) -> Result<(), ProxyError> {
+        let Some((_, sql)) = load.parts.first() else {
+            return Err(ProxyError::Wrong("internal: a load without its statement".into()));
+        };
+        let file = self.read_client_file(&load.file_name).await?;
+        let ctx = self.b.ctx.clone();
+        let is_implicit = self.b.needs_implicit_txn();
+        let _serial = if is_implicit {
+            Some(ctx.partitioning.global_write_lock.lock().await)
+        } else {
+            None
+        };
+        if is_implicit {
+            self.b.begin_implicit();
+        }
+        let total = self.global_load_copies(load, sql, &file, is_implicit).await;
+        self.finish_write(total, is_implicit).await
+    }
+
+    async fn global_load_copies(
+        &mut self,
+        load: &LoadData,
+        sql: &str,
+        file: &[u8],
+        is_implicit: bool,
+    ) -> Result<Option<OkPacket>, ProxyError> {
+        let mut total = OkPacket::default();
+        if !self
+            .load_part(BackendId::MAIN, sql, file, std::iter::empty(), &mut total)
+            .await?
+        {
+            return Ok(None);
+        }
+        for b in self.b.ctx.backend_ids().skip(1) {
+            match self.send_load(b, sql, file, std::iter::empty()).await? {
+                None => return Ok(None),
+                Some((conn, Ok(Ok(ok)))) => {
+                    let outcome = Outcome {
+                        status: Some(ok.status),
+                        ok: Some(ok),
+                        ..Outcome::default()
+                    };
+                    self.b.finish(conn, outcome, &Effects::default());
+                }
+                Some((conn, Ok(Err(err)))) => {
+                    self.b.finish(conn, Outcome::default(), &Effects::default());
+                    return self.copy_failed(&load.table, b, err, is_implicit).await;
+                }
+                Some((conn, Err(e))) => return Err(self.b.backend_lost(conn, e.to_string())),
+            }
+        }
+        Ok(Some(total))
     }
 }
+
+/// A backend's answer to a load.
+type Answer = Result<Result<OkPacket, ErrPacket>, ProxyError>;
 
 /// The file a backend asked for (its request at `seq`): `prefix`, then
 /// each row, in packets of about `CHUNK` bytes, then the empty packet.

@@ -593,7 +593,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// transaction ends (rolled back), since committing it would leave the
     /// copies different. (The statement's own transaction is rolled back
     /// by the caller.)
-    async fn copy_failed(
+    pub(super) async fn copy_failed(
         &mut self,
         table: &hscale_route::dictionary::TableName,
         b: BackendId,

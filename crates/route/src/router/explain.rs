@@ -48,6 +48,11 @@ impl Plan {
             Plan::DropTable(t) => one(format!(
                 "drop every partition of {t} and its dictionary entry"
             )),
+            Plan::LoadData(l) if l.is_global => vec![ExplainRow::new(
+                "every backend",
+                format!("load the client's file into every copy of global table {}", l.table),
+                statement,
+            )],
             Plan::LoadData(l) => l
                 .parts
                 .iter()

@@ -37,6 +37,9 @@ pub struct LoadData {
     /// The fields each row is read into: a column's name or `None` for a
     /// user variable. `None`: the table's columns, in order.
     pub fields: Option<Vec<Option<String>>>,
+    /// A global table: the whole file goes to every copy (`parts` holds
+    /// the statement once, as the client sent it).
+    pub is_global: bool,
 }
 
 impl LoadData {
@@ -407,7 +410,49 @@ fn parse(
         charset,
         ignore_lines,
         fields,
+        is_global: false,
     }))
+}
+
+/// `LOAD DATA LOCAL INFILE` into global table `table`: the file as it is
+/// to every copy. `Err` says why it is refused.
+pub(super) fn plan_global_load(
+    sql: &str,
+    tokens: &[Token],
+    table: &TableName,
+) -> Result<LoadData, String> {
+    let word = |i: usize, w: &str| tokens.get(i).is_some_and(|t| t.is_word(sql, w));
+    if !word(1, "DATA") {
+        return Err("LOAD XML".into());
+    }
+    let local = if word(2, "LOW_PRIORITY") || word(2, "CONCURRENT") {
+        3
+    } else {
+        2
+    };
+    if !word(local, "LOCAL") {
+        return Err("LOAD DATA INFILE without LOCAL (a file on one backend's disk)".into());
+    }
+    let name = tokens
+        .get(local + 2)
+        .filter(|t| word(local + 1, "INFILE") && t.kind == TokenKind::Str)
+        .ok_or("a LOAD DATA whose file name is not a string literal")?;
+    Ok(LoadData {
+        table: table.clone(),
+        file_name: unescape(name.text(sql)),
+        parts: vec![(
+            Target {
+                backend: crate::BackendId::MAIN,
+                physical_table: table.table.clone(),
+            },
+            sql.to_string(),
+        )],
+        format: LoadFormat::default(),
+        charset: None,
+        ignore_lines: 0,
+        fields: None,
+        is_global: true,
+    })
 }
 
 /// The formats whose rows the proxy cuts exactly as the server does.
