@@ -479,3 +479,107 @@ fn check_format(f: &LoadFormat, charset: Option<&str>) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dictionary::Dictionary;
+    use crate::{BackendId, HashingFunction};
+
+    fn dict() -> Dictionary {
+        let mut d = Dictionary::default();
+        let t = TableName::new("app", "orders");
+        d.setup_table(
+            t.clone(),
+            "customer_id",
+            "orders_default",
+            BackendId::MAIN,
+            HashingFunction::Mod(4),
+        )
+        .unwrap();
+        d.add_partition(&t, "p1", "1", BackendId::new(1)).unwrap();
+        d
+    }
+
+    fn load(sql: &str) -> Result<LoadData, String> {
+        match super::super::plan(sql, Some("app"), &dict()) {
+            Plan::LoadData(l) => Ok(*l),
+            Plan::Refuse(why) => Err(why),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    #[test]
+    fn every_clause_is_read_and_each_partition_gets_the_statement() {
+        let l = load("LOAD DATA LOCAL INFILE '/tmp/f\\'s.csv' REPLACE INTO TABLE orders CHARACTER SET utf8mb4 FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '' LINES STARTING BY 'x' TERMINATED BY '\\r\\n' IGNORE 2 ROWS (@a, customer_id, `c`) SET d = @a").unwrap();
+        assert_eq!(l.file_name, "/tmp/f's.csv");
+        assert_eq!(l.charset.as_deref(), Some("utf8mb4"));
+        assert_eq!(l.ignore_lines, 2);
+        assert_eq!(
+            l.format,
+            LoadFormat {
+                field_term: b",".to_vec(),
+                enclosed: Some(b'"'),
+                escape: None,
+                is_escape_given: true,
+                line_start: b"x".to_vec(),
+                line_term: b"\r\n".to_vec(),
+            }
+        );
+        assert_eq!(
+            l.fields,
+            Some(vec![None, Some("customer_id".into()), Some("c".into())])
+        );
+        assert_eq!(l.key_field("customer_id", &[]), Some((1, 3)));
+        let table = dict().table(&TableName::new("app", "orders")).cloned().unwrap();
+        assert_eq!(l.parts.len(), table.all_targets().len());
+        for (t, sql) in &l.parts {
+            assert!(sql.contains(&t.physical_table), "{sql}");
+            assert!(sql.starts_with("LOAD DATA LOCAL INFILE"), "{sql}");
+        }
+    }
+
+    #[test]
+    fn what_the_proxy_cannot_cut_or_place_is_refused() {
+        for (sql, why) in [
+            ("LOAD DATA INFILE 'f' INTO TABLE orders", "without LOCAL"),
+            ("LOAD XML LOCAL INFILE 'f' INTO TABLE orders", "LOAD XML"),
+            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders (a, b)", "does not read partition key"),
+            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders (a, @k) SET customer_id = @k", "assigns partition key"),
+            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders PARTITION (p)", "PARTITION"),
+            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders FIELDS TERMINATED BY ''", "fixed-width"),
+            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders CHARACTER SET sjis", "sjis"),
+            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders FIELDS TERMINATED BY X'2C'", "quoted string"),
+        ] {
+            let e = load(sql).unwrap_err();
+            assert!(e.contains(why), "{sql}: {e}");
+        }
+        // The server refuses it before asking for the file: sent as it is.
+        assert!(matches!(
+            super::super::plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders FIELDS ENCLOSED BY 'ab'", Some("app"), &dict()),
+            Plan::Targets { .. }
+        ));
+    }
+
+    #[test]
+    fn keys_are_read_as_the_column_stores_them_or_refused() {
+        let d = dict();
+        let mut table = d.table(&TableName::new("app", "orders")).cloned().unwrap();
+        table.is_key_integer = true;
+        let int = LoadKeyColumn::from_schema("int", "int(11)", false, None, None);
+        let p1 = table.route(&KeyValue::Int(5)).unwrap();
+        assert_eq!(load_key(&table, &int, true, KeyField::Text(b" 5 ")), Ok(p1));
+        for bad in [&b"5abc"[..], b"5.0", b"", b"99999999999", "５".as_bytes()] {
+            assert!(load_key(&table, &int, true, KeyField::Text(bad)).is_err(), "{bad:?}");
+        }
+        assert!(load_key(&table, &int, true, KeyField::Null).is_err());
+        assert!(load_key(&table, &int, true, KeyField::Missing).is_err());
+        let nullable = LoadKeyColumn { is_nullable: true, ..int };
+        assert_eq!(
+            load_key(&table, &nullable, true, KeyField::Null),
+            Ok(table.default_target())
+        );
+        let small = LoadKeyColumn::from_schema("tinyint", "tinyint(3) unsigned", false, None, None);
+        assert_eq!(small.int_range, Some((0, 255)));
+    }
+}
