@@ -156,13 +156,19 @@ async fn loads_match_one_server() {
             .query_drop(format!("DROP DATABASE IF EXISTS {db}"))
             .await
             .unwrap();
-        setup.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+        setup
+            .query_drop(format!("CREATE DATABASE {db}"))
+            .await
+            .unwrap();
         setup.query_drop(format!("USE {db}")).await.unwrap();
         setup.query_drop(SCHEMA).await.unwrap();
     }
     setup.query_drop(format!("USE {DB}")).await.unwrap();
     for s in PARTITIONING {
-        setup.query_drop(*s).await.unwrap_or_else(|e| panic!("{s}: {e}"));
+        setup
+            .query_drop(*s)
+            .await
+            .unwrap_or_else(|e| panic!("{s}: {e}"));
     }
     setup.disconnect().await.unwrap();
     let loads = loads();
@@ -194,17 +200,18 @@ async fn loads_match_one_server() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    let n: u64 = p.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
+    let n: u64 = p
+        .query_first("SELECT COUNT(*) FROM t")
+        .await
+        .unwrap()
+        .unwrap();
     assert!(n > 20_000, "{n}");
     // Every row in the physical table the dictionary names for its key.
     let partitions = physical_tables(&format!("{DB}.t")).await;
     let mut seen = 0;
     for (partition, (backend, physical)) in &partitions {
         let mut b = backend_conn(*backend, Some(DB)).await;
-        let keys: Vec<i64> = b
-            .query(format!("SELECT k FROM {physical}"))
-            .await
-            .unwrap();
+        let keys: Vec<i64> = b.query(format!("SELECT k FROM {physical}")).await.unwrap();
         for k in &keys {
             let want = match k % 4 {
                 1 | -1 => "m1",
@@ -236,17 +243,43 @@ async fn loads_the_proxy_cannot_place_are_refused_whole() {
     let null_key = file("null_key", b"1\t1\n2\t\\N\n");
     let short = file("short", b"1\t1\n2\n");
     let huge_key = file("huge_key", b"1\t1\n2\t99999999999\n");
-    let paths = [bad_key.clone(), null_key.clone(), short.clone(), huge_key.clone()];
-    let mut c = Conn::new(with_files(proxy_opts(info.proxy_port, Some("ld_refuse")), &paths))
-        .await
-        .unwrap();
+    let paths = [
+        bad_key.clone(),
+        null_key.clone(),
+        short.clone(),
+        huge_key.clone(),
+    ];
+    let mut c = Conn::new(with_files(
+        proxy_opts(info.proxy_port, Some("ld_refuse")),
+        &paths,
+    ))
+    .await
+    .unwrap();
     let cases = [
-        format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)", bad_key.display()),
-        format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)", null_key.display()),
-        format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)", short.display()),
-        format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)", huge_key.display()),
-        format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, @k) SET k = @k", bad_key.display()),
-        format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, s)", bad_key.display()),
+        format!(
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)",
+            bad_key.display()
+        ),
+        format!(
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)",
+            null_key.display()
+        ),
+        format!(
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)",
+            short.display()
+        ),
+        format!(
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)",
+            huge_key.display()
+        ),
+        format!(
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, @k) SET k = @k",
+            bad_key.display()
+        ),
+        format!(
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, s)",
+            bad_key.display()
+        ),
         format!("LOAD DATA INFILE '{}' INTO TABLE t", bad_key.display()),
         format!("LOAD XML LOCAL INFILE '{}' INTO TABLE t", bad_key.display()),
     ];
@@ -254,11 +287,18 @@ async fn loads_the_proxy_cannot_place_are_refused_whole() {
         let e = c.query_drop(sql).await.unwrap_err();
         assert_eq!(code(&e), 1235, "{sql}: {e}");
         // The connection goes on: the file (if asked for) was read whole.
-        let n: u64 = c.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
+        let n: u64 = c
+            .query_first("SELECT COUNT(*) FROM t")
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(n, 0, "{sql} loaded rows");
     }
     // Then a load the proxy places goes through on the same connection.
-    let good = format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)", short.display());
+    let good = format!(
+        "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)",
+        short.display()
+    );
     let e = c.query_drop(&good).await.unwrap_err();
     assert_eq!(code(&e), 1235, "{e}");
     let fine = file("fine", b"1\t1\n2\t2\n3\t0\n");
@@ -275,7 +315,11 @@ async fn loads_the_proxy_cannot_place_are_refused_whole() {
     .await
     .unwrap();
     assert_eq!(c2.affected_rows(), 3);
-    let n: u64 = c.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
+    let n: u64 = c
+        .query_first("SELECT COUNT(*) FROM t")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(n, 3);
     c.disconnect().await.unwrap();
     c2.disconnect().await.unwrap();
@@ -307,30 +351,50 @@ async fn a_load_that_fails_on_one_partition_loads_nothing_as_on_one_server() {
     b.query_drop(trigger(&m2)).await.unwrap();
     b.disconnect().await.unwrap();
     // Rows for every partition first, the failing one last.
-    let f = file("atomic", b"1\t1\ta\n2\t3\tb\n3\t0\tc\n4\t-1\td\n5\t2\te\n6\t6\tboom\n");
-    let sql = format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k, s)", f.display());
+    let f = file(
+        "atomic",
+        b"1\t1\ta\n2\t3\tb\n3\t0\tc\n4\t-1\td\n5\t2\te\n6\t6\tboom\n",
+    );
+    let sql = format!(
+        "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k, s)",
+        f.display()
+    );
     let files = std::slice::from_ref(&f);
     let mut p = Conn::new(with_files(proxy_opts(info.proxy_port, Some(db)), files))
         .await
         .unwrap();
-    let mut r = Conn::new(with_files(backend_opts(info.backend_ports[0], Some(reference)), files))
-        .await
-        .unwrap();
+    let mut r = Conn::new(with_files(
+        backend_opts(info.backend_ports[0], Some(reference)),
+        files,
+    ))
+    .await
+    .unwrap();
     let want = run(&mut r, &sql).await;
     let got = run(&mut p, &sql).await;
     assert_eq!(want, Answer::Err(1644));
     assert_eq!(got, want);
     for conn in [&mut p, &mut r] {
-        let n: u64 = conn.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
+        let n: u64 = conn
+            .query_first("SELECT COUNT(*) FROM t")
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(n, 0);
     }
     // Inside a transaction the load is one statement of it.
     p.query_drop("BEGIN").await.unwrap();
-    let ok = format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k, s) SET s = 'x'", f.display());
+    let ok = format!(
+        "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k, s) SET s = 'x'",
+        f.display()
+    );
     p.query_drop(&ok).await.unwrap();
     assert_eq!(p.affected_rows(), 6);
     p.query_drop("ROLLBACK").await.unwrap();
-    let n: u64 = p.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
+    let n: u64 = p
+        .query_first("SELECT COUNT(*) FROM t")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(n, 0);
     c.disconnect().await.unwrap();
     p.disconnect().await.unwrap();
@@ -380,14 +444,15 @@ async fn the_mariadb_client_loads_and_a_client_without_local_files_gets_the_serv
     let head = |s: &str| s.split(':').next().unwrap_or("").trim().to_string();
     assert_eq!(head(&through), head(&direct), "{through} / {direct}");
     assert!(through.contains("4166"), "{through}");
-    let n: u64 = c.query_first("SELECT COUNT(*) FROM t").await.unwrap().unwrap();
+    let n: u64 = c
+        .query_first("SELECT COUNT(*) FROM t")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(n, 0);
     let (ok, err) = mariadb(info.proxy_port, "root", "", true, &sql);
     assert!(ok, "{err}");
-    let got: Vec<(i64, i64, String)> = c
-        .query("SELECT id, k, s FROM t ORDER BY id")
-        .await
-        .unwrap();
+    let got: Vec<(i64, i64, String)> = c.query("SELECT id, k, s FROM t ORDER BY id").await.unwrap();
     assert_eq!(got.len(), 5, "{got:?}");
     assert_eq!(got[4], (5, -1, "e".to_string()));
     c.disconnect().await.unwrap();
@@ -402,11 +467,17 @@ async fn a_load_into_a_global_table_reaches_every_copy_as_on_one_server() {
     let g = "CREATE TABLE g (id INT NOT NULL PRIMARY KEY, name VARCHAR(10) NULL, n INT NULL)";
     let mut c = proxy_conn(Some(db)).await;
     c.query_drop(g).await.unwrap();
-    c.query_drop("HSCALE SETUP_GLOBAL_TABLE('g')").await.unwrap();
+    c.query_drop("HSCALE SETUP_GLOBAL_TABLE('g')")
+        .await
+        .unwrap();
     let mut r = backend_conn(0, Some(reference)).await;
     r.query_drop(g).await.unwrap();
-    r.query_drop("INSERT INTO g VALUES (1, 'old', 0)").await.unwrap();
-    c.query_drop("INSERT INTO g VALUES (1, 'old', 0)").await.unwrap();
+    r.query_drop("INSERT INTO g VALUES (1, 'old', 0)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO g VALUES (1, 'old', 0)")
+        .await
+        .unwrap();
     let f = file(
         "global",
         b"id,name,n\n1,dup,1\n2,\"b,c\",x\n3,longer than ten,3\n4,d\n",

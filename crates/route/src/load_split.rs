@@ -377,7 +377,13 @@ mod tests {
     use super::*;
 
     /// Each row's bytes and its key field, as `split` found them.
-    fn rows(file: &[u8], f: &LoadFormat, fields: usize, key: usize, ignore: u64) -> Vec<(String, String)> {
+    fn rows(
+        file: &[u8],
+        f: &LoadFormat,
+        fields: usize,
+        key: usize,
+        ignore: u64,
+    ) -> Vec<(String, String)> {
         let mut keys = Vec::new();
         let s = split(file, f, fields, key, ignore, &mut |k| {
             keys.push(match k {

@@ -76,7 +76,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             )));
         };
         let default = table.default_target();
-        let facts = match self.table_facts(&load.table.db, &default, &table.column).await? {
+        let facts = match self
+            .table_facts(&load.table.db, &default, &table.column)
+            .await?
+        {
             Ok(f) => f,
             Err(err) => return self.write_server_error(1, &err).await,
         };
@@ -151,7 +154,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut done = Ok(Some(()));
         for (i, target) in targets.iter().enumerate() {
             let Some(sql) = load.statement_for(target) else {
-                done = Err(ProxyError::Wrong("internal: a partition without its statement".into()));
+                done = Err(ProxyError::Wrong(
+                    "internal: a partition without its statement".into(),
+                ));
                 break;
             };
             let rows = split
@@ -159,7 +164,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 .iter()
                 .filter(|r| r.2 == i)
                 .map(|&(a, b, _)| &file[a..b]);
-            match self.load_part(target.backend, sql, prefix, rows, &mut total).await {
+            match self
+                .load_part(target.backend, sql, prefix, rows, &mut total)
+                .await
+            {
                 Ok(true) => {
                     let part = total.info;
                     info = Some(info.map_or(part, |i: OkInfo| i.plus(part)));
@@ -188,7 +196,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         key: &str,
     ) -> Result<Result<TableFacts, ErrPacket>, ProxyError> {
         let Some(mut conn) = self.connect_part(target.backend, 1, Command::Query).await? else {
-            return Err(ProxyError::Wrong("internal: no connection for LOAD DATA".into()));
+            return Err(ProxyError::Wrong(
+                "internal: no connection for LOAD DATA".into(),
+            ));
         };
         let columns_sql = format!(
             "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_MAXIMUM_LENGTH, CHARACTER_SET_NAME, EXTRA FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
@@ -251,7 +261,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         request.push(0xfb);
         request.extend_from_slice(name.as_bytes());
         self.client.write_packet(1, &request);
-        self.client.flush().await.map_err(|_| ProxyError::ClientGone)?;
+        self.client
+            .flush()
+            .await
+            .map_err(|_| ProxyError::ClientGone)?;
         let limit = self.b.ctx.config.proxy.load_data_max_bytes;
         let mut file = Vec::new();
         let mut is_over = false;
@@ -312,7 +325,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let Some(mut conn) = self.connect_part(backend, 1, Command::Query).await? else {
             return Ok(None);
         };
-        match self.send_part(&mut conn, sql.as_bytes(), Command::Query).await {
+        match self
+            .send_part(&mut conn, sql.as_bytes(), Command::Query)
+            .await
+        {
             Ok(Ok(())) => {}
             Ok(Err(err)) => {
                 self.b.finish(conn, Outcome::default(), &Effects::default());
@@ -358,7 +374,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// same order on every copy as other writes (`run_global_write`).
     async fn run_global_load(&mut self, load: &LoadData) -> Result<(), ProxyError> {
         let Some((_, sql)) = load.parts.first() else {
-            return Err(ProxyError::Wrong("internal: a load without its statement".into()));
+            return Err(ProxyError::Wrong(
+                "internal: a load without its statement".into(),
+            ));
         };
         let file = self.read_client_file(&load.file_name).await?;
         let ctx = self.b.ctx.clone();

@@ -153,8 +153,8 @@ pub fn load_key(
         }
         KeyField::Null => {
             return Err(format!(
-                "NULL for partition key {key}, which is NOT NULL (the server would store its default)"
-            ))
+            "NULL for partition key {key}, which is NOT NULL (the server would store its default)"
+        ))
         }
         KeyField::Text(t) => t,
     };
@@ -162,8 +162,8 @@ pub fn load_key(
         Ok(s) if s.is_ascii() || (is_file_utf8 && column.is_utf8) => s,
         _ => {
             return Err(format!(
-                "partition key {key} holds non-ASCII text in a character set the proxy does not read"
-            ))
+            "partition key {key} holds non-ASCII text in a character set the proxy does not read"
+        ))
         }
     };
     let stored = table.stored_key(KeyValue::Str(text.to_string()));
@@ -174,7 +174,13 @@ pub fn load_key(
                 "partition key {key} value {text:?} is not an integer the column holds as written"
             ))
         }
-        (Some(v), None) if column.max_chars.is_none_or(|m| text.chars().count() as u64 <= m) => v,
+        (Some(v), None)
+            if column
+                .max_chars
+                .is_none_or(|m| text.chars().count() as u64 <= m) =>
+        {
+            v
+        }
         _ => {
             return Err(format!(
                 "partition key {key} value {text:?} is not a value the column holds as written"
@@ -192,7 +198,7 @@ pub(super) fn plan_load(
     table: &PartitionedTable,
 ) -> Plan {
     match parse(sql, tokens, r, table) {
-        Ok(Parsed::Load(load)) => Plan::LoadData(Box::new(load)),
+        Ok(Parsed::Load(load)) => Plan::LoadData(load),
         // The server answers it with its error before asking for a file.
         Ok(Parsed::ServerRefuses) => {
             let t = table.default_target();
@@ -207,7 +213,7 @@ pub(super) fn plan_load(
 }
 
 enum Parsed {
-    Load(LoadData),
+    Load(Box<LoadData>),
     ServerRefuses,
 }
 
@@ -258,7 +264,9 @@ fn parse(
     let string = |i: usize| -> Result<Vec<u8>, String> {
         match tokens.get(i) {
             Some(t) if t.kind == TokenKind::Str => Ok(unescape(t.text(sql)).into_bytes()),
-            _ => Err("LOAD DATA with a terminator that is not a quoted string is not supported".into()),
+            _ => Err(
+                "LOAD DATA with a terminator that is not a quoted string is not supported".into(),
+            ),
         }
     };
     let charset_at = if word(i, "CHARACTER") && word(i + 1, "SET") {
@@ -353,14 +361,12 @@ fn parse(
         i = close + 1;
     }
     if word(i, "SET") {
-        let assigns_key = tokens[i + 1..]
-            .split(|t| t.is_punct(sql, ","))
-            .any(|a| {
-                a.iter()
-                    .position(|t| t.is_punct(sql, "="))
-                    .and_then(|eq| a[..eq].last())
-                    .is_some_and(|c| is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&table.column))
-            });
+        let assigns_key = tokens[i + 1..].split(|t| t.is_punct(sql, ",")).any(|a| {
+            a.iter()
+                .position(|t| t.is_punct(sql, "="))
+                .and_then(|eq| a[..eq].last())
+                .is_some_and(|c| is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&table.column))
+        });
         if assigns_key {
             return Err(format!(
                 "LOAD DATA whose SET clause assigns partition key {}",
@@ -377,9 +383,10 @@ fn parse(
         return Ok(Parsed::ServerRefuses);
     }
     if let Some(f) = &fields {
-        let listed = f
-            .iter()
-            .any(|c| c.as_deref().is_some_and(|c| c.eq_ignore_ascii_case(&table.column)));
+        let listed = f.iter().any(|c| {
+            c.as_deref()
+                .is_some_and(|c| c.eq_ignore_ascii_case(&table.column))
+        });
         if !listed {
             return Err(format!(
                 "LOAD DATA whose column list does not read partition key {} from the file",
@@ -402,7 +409,7 @@ fn parse(
             (t, s)
         })
         .collect();
-    Ok(Parsed::Load(LoadData {
+    Ok(Parsed::Load(Box::new(LoadData {
         table: table.name.clone(),
         file_name,
         parts,
@@ -411,7 +418,7 @@ fn parse(
         ignore_lines,
         fields,
         is_global: false,
-    }))
+    })))
 }
 
 /// `LOAD DATA LOCAL INFILE` into global table `table`: the file as it is
@@ -461,7 +468,9 @@ fn check_format(f: &LoadFormat, charset: Option<&str>) -> Result<(), String> {
         return Err("LOAD DATA with an empty FIELDS or LINES TERMINATED BY (fixed-width rows) is not supported".into());
     }
     if f.field_term == f.line_term {
-        return Err("LOAD DATA whose fields and lines end with the same terminator is not supported".into());
+        return Err(
+            "LOAD DATA whose fields and lines end with the same terminator is not supported".into(),
+        );
     }
     let all = [&f.field_term, &f.line_term, &f.line_start];
     let ascii = all.iter().all(|t| t.is_ascii())
@@ -531,7 +540,10 @@ mod tests {
             Some(vec![None, Some("customer_id".into()), Some("c".into())])
         );
         assert_eq!(l.key_field("customer_id", &[]), Some((1, 3)));
-        let table = dict().table(&TableName::new("app", "orders")).cloned().unwrap();
+        let table = dict()
+            .table(&TableName::new("app", "orders"))
+            .cloned()
+            .unwrap();
         assert_eq!(l.parts.len(), table.all_targets().len());
         for (t, sql) in &l.parts {
             assert!(sql.contains(&t.physical_table), "{sql}");
@@ -544,19 +556,41 @@ mod tests {
         for (sql, why) in [
             ("LOAD DATA INFILE 'f' INTO TABLE orders", "without LOCAL"),
             ("LOAD XML LOCAL INFILE 'f' INTO TABLE orders", "LOAD XML"),
-            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders (a, b)", "does not read partition key"),
-            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders (a, @k) SET customer_id = @k", "assigns partition key"),
-            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders PARTITION (p)", "PARTITION"),
-            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders FIELDS TERMINATED BY ''", "fixed-width"),
-            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders CHARACTER SET sjis", "sjis"),
-            ("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders FIELDS TERMINATED BY X'2C'", "quoted string"),
+            (
+                "LOAD DATA LOCAL INFILE 'f' INTO TABLE orders (a, b)",
+                "does not read partition key",
+            ),
+            (
+                "LOAD DATA LOCAL INFILE 'f' INTO TABLE orders (a, @k) SET customer_id = @k",
+                "assigns partition key",
+            ),
+            (
+                "LOAD DATA LOCAL INFILE 'f' INTO TABLE orders PARTITION (p)",
+                "PARTITION",
+            ),
+            (
+                "LOAD DATA LOCAL INFILE 'f' INTO TABLE orders FIELDS TERMINATED BY ''",
+                "fixed-width",
+            ),
+            (
+                "LOAD DATA LOCAL INFILE 'f' INTO TABLE orders CHARACTER SET sjis",
+                "sjis",
+            ),
+            (
+                "LOAD DATA LOCAL INFILE 'f' INTO TABLE orders FIELDS TERMINATED BY X'2C'",
+                "quoted string",
+            ),
         ] {
             let e = load(sql).unwrap_err();
             assert!(e.contains(why), "{sql}: {e}");
         }
         // The server refuses it before asking for the file: sent as it is.
         assert!(matches!(
-            super::super::plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE orders FIELDS ENCLOSED BY 'ab'", Some("app"), &dict()),
+            super::super::plan(
+                "LOAD DATA LOCAL INFILE 'f' INTO TABLE orders FIELDS ENCLOSED BY 'ab'",
+                Some("app"),
+                &dict()
+            ),
             Plan::Targets { .. }
         ));
     }
@@ -570,11 +604,17 @@ mod tests {
         let p1 = table.route(&KeyValue::Int(5)).unwrap();
         assert_eq!(load_key(&table, &int, true, KeyField::Text(b" 5 ")), Ok(p1));
         for bad in [&b"5abc"[..], b"5.0", b"", b"99999999999", "５".as_bytes()] {
-            assert!(load_key(&table, &int, true, KeyField::Text(bad)).is_err(), "{bad:?}");
+            assert!(
+                load_key(&table, &int, true, KeyField::Text(bad)).is_err(),
+                "{bad:?}"
+            );
         }
         assert!(load_key(&table, &int, true, KeyField::Null).is_err());
         assert!(load_key(&table, &int, true, KeyField::Missing).is_err());
-        let nullable = LoadKeyColumn { is_nullable: true, ..int };
+        let nullable = LoadKeyColumn {
+            is_nullable: true,
+            ..int
+        };
         assert_eq!(
             load_key(&table, &nullable, true, KeyField::Null),
             Ok(table.default_target())
