@@ -516,3 +516,72 @@ async fn a_load_into_a_global_table_reaches_every_copy_as_on_one_server() {
     p.disconnect().await.unwrap();
     r.disconnect().await.unwrap();
 }
+
+#[tokio::test]
+async fn string_keys_the_backend_weighs_land_where_reads_find_them() {
+    let info = cluster(3);
+    let (db, reference) = ("ld_weighed", "ld_weighed_ref");
+    fresh_db(db).await;
+    fresh_db(reference).await;
+    let w = "CREATE TABLE w (k VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL PRIMARY KEY, n INT)";
+    let mut c = proxy_conn(Some(db)).await;
+    c.query_drop(w).await.unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('w', 'k', 'w_default', 'shard0', 'HASH(4)')")
+        .await
+        .unwrap();
+    for (p, backend) in [
+        ("0", "shard0"),
+        ("1", "shard1"),
+        ("2", "shard2"),
+        ("3", "shard1"),
+    ] {
+        c.query_drop(format!(
+            "HSCALE ADD_PARTITION('w', 'h{p}', '{p}', '{backend}')"
+        ))
+        .await
+        .unwrap();
+    }
+    let mut r = backend_conn(0, Some(reference)).await;
+    r.query_drop(w).await.unwrap();
+    let f = file(
+        "weighed",
+        "straße\t1\nﬁle\t2\nÅsa\t3\nSTRASSE\t4\ncote\t5\nnoël\t6\nFILE \t7\n".as_bytes(),
+    );
+    let sql = format!(
+        "LOAD DATA LOCAL INFILE '{}' INTO TABLE w CHARACTER SET utf8mb4",
+        f.display()
+    );
+    let files = std::slice::from_ref(&f);
+    let mut p = Conn::new(with_files(proxy_opts(info.proxy_port, Some(db)), files))
+        .await
+        .unwrap();
+    let mut r = Conn::new(with_files(
+        backend_opts(info.backend_ports[0], Some(reference)),
+        files,
+    ))
+    .await
+    .unwrap();
+    let want = run(&mut r, &sql).await;
+    assert!(matches!(want, Answer::Ok(5, 2, ..)), "{want:?}");
+    assert_eq!(run(&mut p, &sql).await, want);
+    let read = "SELECT k, n FROM w ORDER BY n";
+    let got: Vec<(String, i64)> = p.query(read).await.unwrap();
+    let want: Vec<(String, i64)> = r.query(read).await.unwrap();
+    assert_eq!(got, want);
+    for (twin, n) in [
+        ("STRASSE", 1),
+        ("FILE", 2),
+        ("asa", 3),
+        ("CÔTE", 5),
+        ("NOEL", 6),
+    ] {
+        let found: Option<i64> = p
+            .exec_first("SELECT n FROM w WHERE k = ?", (twin,))
+            .await
+            .unwrap();
+        assert_eq!(found, Some(n), "{twin}");
+    }
+    c.disconnect().await.unwrap();
+    p.disconnect().await.unwrap();
+    r.disconnect().await.unwrap();
+}

@@ -25,9 +25,10 @@
 //! Inside a client's transaction the partitions load on its branches, and
 //! one that fails leaves the earlier ones' rows in the transaction.
 
+use hscale_route::dictionary::PartitionedTable;
 use hscale_route::dictionary::Target;
-use hscale_route::load_split::{self, KeyField};
-use hscale_route::router::{self, LoadData, LoadKeyColumn};
+use hscale_route::load_split::{self, KeyField, Split};
+use hscale_route::router::{self, LoadData, LoadKeyColumn, LoadKeyError};
 use hscale_route::BackendId;
 use hscale_wire::response::{ErrPacket, OkInfo, OkPacket};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -41,6 +42,10 @@ use crate::partition::quote_str;
 
 /// Bytes of the file in one packet to a backend.
 const CHUNK: usize = 64 * 1024;
+
+/// Times a file is read again after asking the backend for the weights
+/// of keys met without one (each time up to the cache's noted misses).
+const MAX_WEIGHT_ROUNDS: usize = 64;
 
 /// What the default partition's backend says about the table and session.
 struct TableFacts {
@@ -89,12 +94,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 load.table
             )));
         }
-        let Some((key, fields)) = load.key_field(&table.column, &facts.columns) else {
-            return Err(ProxyError::Wrong(format!(
-                "internal: partition key {} is not a column of {}",
-                table.column, load.table
-            )));
-        };
         let charset = load
             .charset
             .clone()
@@ -106,35 +105,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             )));
         }
         let file = self.read_client_file(&load.file_name).await?;
-        let format = load.format.escape_for(&facts.sql_mode);
         let is_utf8 = router::is_utf8_charset(&charset);
-        let mut targets: Vec<Target> = Vec::new();
-        let split = load_split::split(
-            &file,
-            &format,
-            fields,
-            key,
-            load.ignore_lines,
-            &mut |field: KeyField<'_>| {
-                let t = router::load_key(&table, &facts.key, is_utf8, field)?;
-                Ok(match targets.iter().position(|x| *x == t) {
-                    Some(i) => i,
-                    None => {
-                        targets.push(t);
-                        targets.len() - 1
-                    }
-                })
-            },
-        );
-        let split = match split {
-            Ok(s) => s,
-            Err(e) => {
-                return Err(ProxyError::Refused(format!(
-                    "LOAD DATA into partitioned table {}: row {} of the file cannot be placed: {}",
-                    load.table, e.row, e.why
-                )))
-            }
-        };
+        let (split, mut targets) = self
+            .route_rows(load, &table, &facts, &file, is_utf8)
+            .await?;
         if targets.is_empty() {
             // No rows: the server's answer to the ignored lines alone.
             targets.push(default);
@@ -185,6 +159,73 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         total.info = info.unwrap_or_default();
         let total = done.map(|d| d.map(|()| total));
         self.finish_write(total, is_implicit).await
+    }
+
+    /// Cut `file` into rows and pick each row's partition: the rows and
+    /// the partitions (the rows' group numbers index them). Keys whose
+    /// weight the backend gives (`partition/weights.rs`) are asked for in
+    /// one query per round and the file read again.
+    async fn route_rows(
+        &mut self,
+        load: &LoadData,
+        table: &PartitionedTable,
+        facts: &TableFacts,
+        file: &[u8],
+        is_utf8: bool,
+    ) -> Result<(Split, Vec<Target>), ProxyError> {
+        let format = load.format.escape_for(&facts.sql_mode);
+        let (key, fields) = load
+            .key_field(&table.column, &facts.columns)
+            .ok_or_else(|| {
+                ProxyError::Wrong(format!(
+                    "internal: partition key {} is not a column of {}",
+                    table.column, load.table
+                ))
+            })?;
+        for _ in 0..MAX_WEIGHT_ROUNDS {
+            let mut targets: Vec<Target> = Vec::new();
+            let mut is_unweighed = false;
+            let split = load_split::split(
+                file,
+                &format,
+                fields,
+                key,
+                load.ignore_lines,
+                &mut |field: KeyField<'_>| {
+                    let t = match router::load_key(table, &facts.key, is_utf8, field) {
+                        Ok(t) => t,
+                        Err(LoadKeyError::Unweighed) => {
+                            is_unweighed = true;
+                            return Ok(usize::MAX);
+                        }
+                        Err(LoadKeyError::Unsure(why)) => return Err(why),
+                    };
+                    Ok(match targets.iter().position(|x| *x == t) {
+                        Some(i) => i,
+                        None => {
+                            targets.push(t);
+                            targets.len() - 1
+                        }
+                    })
+                },
+            );
+            let split = split.map_err(|e| {
+                ProxyError::Refused(format!(
+                    "LOAD DATA into partitioned table {}: row {} of the file cannot be placed: {}",
+                    load.table, e.row, e.why
+                ))
+            })?;
+            if !is_unweighed {
+                return Ok((split, targets));
+            }
+            let keys = hscale_route::weights::take_misses();
+            let pool = self.b.ctx.pool(self.b.worker, BackendId::MAIN);
+            crate::partition::weights::fetch_from(pool, keys).await?;
+        }
+        Err(ProxyError::Refused(format!(
+            "LOAD DATA into partitioned table {} of a file with more keys than {MAX_WEIGHT_ROUNDS} rounds of weights asked of the backend",
+            load.table
+        )))
     }
 
     /// The key column and the session facts the load needs, read on the

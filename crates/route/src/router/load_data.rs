@@ -133,6 +133,23 @@ impl LoadKeyColumn {
     }
 }
 
+/// Why a row's key does not give its partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadKeyError {
+    /// The proxy cannot be sure where the row goes.
+    Unsure(String),
+    /// The key's weight under the column's collation is not known yet
+    /// (noted in `crate::weights`): ask the backend, then read again.
+    Unweighed,
+}
+
+fn routed(r: Result<Target, crate::HashError>) -> Result<Target, LoadKeyError> {
+    r.map_err(|e| match e {
+        crate::HashError::WeightUnknown { .. } => LoadKeyError::Unweighed,
+        e => LoadKeyError::Unsure(e.to_string()),
+    })
+}
+
 /// The partition of a row whose key field is `field`, read as the column
 /// stores it; `Err` says why the proxy cannot be sure where the row goes.
 pub fn load_key(
@@ -140,39 +157,33 @@ pub fn load_key(
     column: &LoadKeyColumn,
     is_file_utf8: bool,
     field: KeyField<'_>,
-) -> Result<Target, String> {
+) -> Result<Target, LoadKeyError> {
     let key = &table.column;
     let text = match field {
         KeyField::Missing => {
-            return Err(format!(
+            return Err(LoadKeyError::Unsure(format!(
                 "the row has no field for partition key {key} (it would take the column's default)"
-            ))
+            )))
         }
-        KeyField::Null if column.is_nullable => {
-            return table.route(&KeyValue::Null).map_err(|e| e.to_string())
-        }
-        KeyField::Null => {
-            return Err(format!(
+        KeyField::Null if column.is_nullable => return routed(table.route(&KeyValue::Null)),
+        KeyField::Null => return Err(LoadKeyError::Unsure(format!(
             "NULL for partition key {key}, which is NOT NULL (the server would store its default)"
-        ))
-        }
+        ))),
         KeyField::Text(t) => t,
     };
     let text = match std::str::from_utf8(text) {
         Ok(s) if s.is_ascii() || (is_file_utf8 && column.is_utf8) => s,
-        _ => {
-            return Err(format!(
+        _ => return Err(LoadKeyError::Unsure(format!(
             "partition key {key} holds non-ASCII text in a character set the proxy does not read"
-        ))
-        }
+        ))),
     };
     let stored = table.stored_key(KeyValue::Str(text.to_string()));
     let stored = match (stored, column.int_range) {
         (Some(KeyValue::Int(i)), Some((lo, hi))) if (lo..=hi).contains(&i) => KeyValue::Int(i),
         (_, Some(_)) => {
-            return Err(format!(
+            return Err(LoadKeyError::Unsure(format!(
                 "partition key {key} value {text:?} is not an integer the column holds as written"
-            ))
+            )))
         }
         (Some(v), None)
             if column
@@ -182,12 +193,12 @@ pub fn load_key(
             v
         }
         _ => {
-            return Err(format!(
+            return Err(LoadKeyError::Unsure(format!(
                 "partition key {key} value {text:?} is not a value the column holds as written"
-            ))
+            )))
         }
     };
-    table.route(&stored).map_err(|e| e.to_string())
+    routed(table.route(&stored))
 }
 
 /// Plan `LOAD ...` into partitioned table `table` (referenced at `r`).

@@ -43,7 +43,9 @@ pub use explain::ExplainRow;
 use insert::plan_insert;
 pub use insert::{insert_key_placeholders, unplaced_values};
 pub use insert_form::{insert_form, with_columns, with_keys, InsertForm};
-pub use load_data::{is_splittable_charset, is_utf8_charset, load_key, LoadData, LoadKeyColumn};
+pub use load_data::{
+    is_splittable_charset, is_utf8_charset, load_key, LoadData, LoadKeyColumn, LoadKeyError,
+};
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
 pub use ordered_write::{ordered_write_parts, OrderedWrite};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
