@@ -10,6 +10,7 @@ mod views;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::*;
 use mysql_async::prelude::*;
@@ -727,4 +728,117 @@ async fn show_create_table_shows_the_sequences_next_value() {
     let (_, ddl): (String, String) = c.query_first("SHOW CREATE TABLE t").await.unwrap().unwrap();
     assert!(ddl.contains(&format!(" AUTO_INCREMENT={next} ")), "{ddl}");
     c.disconnect().await.unwrap();
+}
+
+/// Inserts with generated ids through two proxy processes while partitions
+/// are added (carved out of the default), moved and dropped (merged back):
+/// every insert is acknowledged (the fence runs it again, unseen), no id
+/// is handed out twice, every acknowledged row is on the backends once,
+/// with its id, in the table its partition names, and found by its id
+/// through both proxies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_ids_survive_partition_changes() {
+    const DB: &str = "seq_changes";
+    cluster(2);
+    setup(DB, 0).await;
+    let procs: Vec<ProxyProcess> = (0..2).map(|_| serve()).collect();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for (p, proc_) in procs.iter().enumerate() {
+        for s in 0..2 {
+            let (port, stop) = (proc_.port, stop.clone());
+            let who = format!("p{p}s{s}");
+            tasks.push(tokio::spawn(async move {
+                let mut c = mysql_async::Conn::new(proxy_opts(port, Some(DB)))
+                    .await
+                    .unwrap();
+                let mut mine: Vec<(u64, i32)> = Vec::new();
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let sql = format!("INSERT INTO t (k, who, n) VALUES ({}, '{who}', {i})", i % 4);
+                    if i % 2 == 0 {
+                        c.query_drop(&sql)
+                            .await
+                            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+                    } else {
+                        c.exec_drop(
+                            "INSERT INTO t (k, who, n) VALUES (?, ?, ?)",
+                            (i % 4, &who, i),
+                        )
+                        .await
+                        .unwrap_or_else(|e| panic!("prepared {sql}: {e}"));
+                    }
+                    mine.push((c.last_insert_id().unwrap(), i));
+                    i += 1;
+                }
+                c.disconnect().await.unwrap();
+                (who, mine)
+            }));
+        }
+    }
+    let mut admin = proxy_conn(Some(DB)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for change in [
+        "HSCALE ADD_PARTITION('t', 'p2', '2', 'shard1')",
+        "HSCALE MOVE_PARTITION('t', 'p1', 'shard0')",
+        "HSCALE DROP_PARTITION('t', 'p3')",
+    ] {
+        admin.query_drop(change).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut acked: BTreeMap<u64, (String, i32)> = BTreeMap::new();
+    for t in tasks {
+        let (who, mine) = t.await.unwrap();
+        for (id, n) in mine {
+            if let Some(other) = acked.insert(id, (who.clone(), n)) {
+                panic!("id {id} acknowledged to {who} and to {other:?}");
+            }
+        }
+    }
+    assert!(acked.len() > 100, "inserts barely ran: {}", acked.len());
+    let rows = rows_on_backends(DB).await;
+    assert_eq!(rows.len(), acked.len(), "rows on the backends");
+    for (id, (who, n)) in &acked {
+        assert_eq!(
+            rows.get(&(*id as i64)),
+            Some(&(Some(who.clone()), Some(*n))),
+            "row {id}"
+        );
+    }
+    // Placement: k's partition after the changes (p3 merged back).
+    for (name, (backend, table)) in physical_tables(&format!("{DB}.t")).await {
+        let mut c = backend_conn(backend, Some(DB)).await;
+        let ks: Vec<i32> = c
+            .query(format!("SELECT DISTINCT k FROM `{table}` ORDER BY k"))
+            .await
+            .unwrap();
+        let want: &[i32] = match name.as_str() {
+            "" => &[0, 3],
+            "p1" => &[1],
+            "p2" => &[2],
+            other => panic!("partition {other}"),
+        };
+        assert_eq!(ks, want, "{table} on shard{backend}");
+        c.disconnect().await.unwrap();
+    }
+    for p in &procs {
+        let mut c = mysql_async::Conn::new(proxy_opts(p.port, Some(DB)))
+            .await
+            .unwrap();
+        for (id, (who, n)) in acked.iter().step_by(7) {
+            let back: Option<(String, i32)> = c
+                .exec_first("SELECT who, n FROM t WHERE id = ?", (id,))
+                .await
+                .unwrap();
+            assert_eq!(
+                back,
+                Some((who.clone(), *n)),
+                "row {id} through :{}",
+                p.port
+            );
+        }
+        c.disconnect().await.unwrap();
+    }
+    admin.disconnect().await.unwrap();
 }

@@ -826,3 +826,7 @@ mod round_trips;
 /// are reset and pooled again.
 #[path = "transactions/pooling.rs"]
 mod pooling;
+
+/// Transfers across backends while their partitions move.
+#[path = "transactions/moves.rs"]
+mod moves;

@@ -463,6 +463,16 @@ impl Dictionary {
             })
     }
 
+    /// Whether some partition (or default partition) of a table in `db` is
+    /// physical table `table`: the fence waits for a dictionary that no
+    /// longer names a table the backend says is gone.
+    pub fn names_physical(&self, db: &str, table: &str) -> bool {
+        self.tables.values().any(|t| {
+            t.name.db == db
+                && (t.default_table == table || t.partitions.values().any(|p| p.physical == table))
+        })
+    }
+
     pub fn is_global(&self, name: &TableName) -> bool {
         self.globals.contains(name)
     }

@@ -48,17 +48,14 @@ pub(super) async fn set(
     // read anew (as journaled changes do, `commit_prepared_with_journal`),
     // after a short random pause so that two proxies doing the same do not
     // stay in step.
-    let mut attempts: u64 = 0;
+    let mut attempts: u32 = 0;
     loop {
         let mut d = (*reload(ctx, worker).await?).clone();
         d.set_auto(&name, placement).map_err(wrong)?;
         match commit(ctx, worker, d, std::slice::from_ref(&sql)).await {
             Err(ProxyError::DictionaryMoved) if attempts < 50 => {
                 attempts += 1;
-                let mut b = [0u8; 1];
-                let _ = getrandom::fill(&mut b);
-                let ms = u64::from(b[0]) % (2 * attempts.min(10));
-                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                super::moved_pause(attempts).await;
             }
             r => break r?,
         }

@@ -37,6 +37,7 @@ use crate::backend::PooledConn;
 use crate::error::ProxyError;
 use crate::partition::store;
 use crate::runtime::Context;
+use hscale_wire::response::ErrPacket;
 
 pub use change::is_stale_trigger_error;
 pub use schema::{show_create, show_tables};
@@ -234,6 +235,17 @@ async fn commit(
     Ok(())
 }
 
+/// A short random pause before applying a change again to a dictionary
+/// another proxy moved on (`ProxyError::DictionaryMoved`), growing with
+/// `attempts` (up to 20 ms), so that two proxies doing the same do not stay
+/// in step.
+pub(crate) async fn moved_pause(attempts: u32) {
+    let mut b = [0u8; 1];
+    let _ = getrandom::fill(&mut b);
+    let ms = u64::from(b[0]) % (2 * u64::from(attempts.clamp(1, 10)));
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+}
+
 /// What a statement that ran into a missing table finds after waiting.
 #[derive(Debug)]
 pub enum Fence {
@@ -250,22 +262,38 @@ pub enum Fence {
     Timeout(String),
 }
 
-/// The fence: wait until the stored dictionary is newer than `planned`,
+/// The fence: wait until the stored dictionary is newer than `planned` and
+/// no longer names the table `gone` says is missing,
 /// reloading it (one reload at a time per proxy, at most every 20 ms) for
 /// as long as a change is in its cutover, at most `[proxy] fence_wait_ms`.
-pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) -> Fence {
+pub async fn await_newer_dictionary(
+    ctx: &Context,
+    worker: usize,
+    planned: u64,
+    gone: &ErrPacket,
+) -> Fence {
+    // Newer is not enough: another table's change (or a change of this
+    // table's rule) moves the one version on while this table's cutover is
+    // still under way, and planning again would meet the same missing
+    // table. A dictionary that still names the table the backend says is
+    // gone is no progress.
+    let gone = missing_table(gone);
+    let is_newer = || {
+        let d = ctx.partitioning.dictionary();
+        d.stored_version > planned && gone.as_ref().is_none_or(|(db, t)| !d.names_physical(db, t))
+    };
     let wait = std::time::Duration::from_millis(ctx.config.proxy.fence_wait_ms);
     let since = std::time::Instant::now();
     let deadline = since + wait;
     let every = std::time::Duration::from_millis(20);
     let mut saw_cutover = false;
     loop {
-        if ctx.partitioning.stored_version() > planned {
+        if is_newer() {
             return Fence::Newer;
         }
         {
             let mut g = ctx.partitioning.fence_gate.lock().await;
-            if ctx.partitioning.stored_version() > planned {
+            if is_newer() {
                 return Fence::Newer;
             }
             if g.last_reload.is_none_or(|t| t.elapsed() >= every) {
@@ -285,7 +313,7 @@ pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) 
                     }
                 }
             }
-            if ctx.partitioning.stored_version() > planned {
+            if is_newer() {
                 return Fence::Newer;
             }
             // Only a reload that began after the statement failed can say
@@ -311,7 +339,7 @@ pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) 
         let replaced = ctx.partitioning.replaced.notified();
         tokio::pin!(replaced);
         replaced.as_mut().enable();
-        if ctx.partitioning.stored_version() > planned {
+        if is_newer() {
             return Fence::Newer;
         }
         tokio::select! {
@@ -319,6 +347,15 @@ pub async fn await_newer_dictionary(ctx: &Context, worker: usize, planned: u64) 
             () = replaced => {}
         }
     }
+}
+
+/// The database and table of a 1146 (`Table 'db.t' doesn't exist`), as
+/// the backend names it.
+pub fn missing_table(err: &ErrPacket) -> Option<(String, String)> {
+    let rest = err.message.strip_prefix("Table '")?;
+    let name = &rest[..rest.find("' doesn't exist")?];
+    let (db, table) = name.split_once('.')?;
+    Some((db.to_string(), table.to_string()))
 }
 
 /// The periodic reload: skipped while an admin command on this proxy is

@@ -23,7 +23,7 @@ use crate::admin::{await_newer_dictionary, Fence};
 use crate::error::ProxyError;
 
 /// Attempts of one statement before its error is answered.
-const MAX_ATTEMPTS: u32 = 8;
+const MAX_ATTEMPTS: u32 = 16;
 
 /// What to do after a stale route.
 pub enum Next {
@@ -75,7 +75,7 @@ impl Bindings {
             let fence = if is_stale_trigger {
                 Fence::Newer
             } else {
-                await_newer_dictionary(&ctx, self.worker, planned).await
+                await_newer_dictionary(&ctx, self.worker, planned, &err).await
             };
             if matches!(fence, Fence::Newer | Fence::Ended) {
                 self.rollback().await?;
@@ -108,7 +108,7 @@ impl Bindings {
             ctx.metrics.worker(self.worker).stale_route_retry();
             return Ok(Next::Retry);
         }
-        let fence = await_newer_dictionary(&ctx, self.worker, planned).await;
+        let fence = await_newer_dictionary(&ctx, self.worker, planned, &err).await;
         tracing::debug!(connection_id = self.connection_id, planned, attempts = *attempts, error = %err.message, fence = ?fence, "statement met a missing table");
         match fence {
             Fence::Newer | Fence::Ended => {

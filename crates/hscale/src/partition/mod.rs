@@ -138,15 +138,28 @@ impl Partitioning {
     /// Make `d` current, unless it holds what the current one does (the
     /// periodic reload): a new snapshot gets a new version, which
     /// invalidates every cached plan.
+    ///
+    /// Never an older stored version than the current one: reloads run
+    /// concurrently (the periodic one, the fence's, an admin command's), and
+    /// one that read the dictionary before another proxy's change committed
+    /// may finish after one that read it after.
     pub fn replace(&self, mut d: Dictionary) {
-        if self.snapshot.load().same_tables(&d) {
-            return;
-        }
         d.version = self
             .generation
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
-        self.snapshot.store(Arc::new(d));
+        let d = Arc::new(d);
+        let mut current = self.snapshot.load_full();
+        loop {
+            if current.same_tables(&d) || current.stored_version > d.stored_version {
+                return;
+            }
+            let seen = self.snapshot.compare_and_swap(&current, d.clone());
+            if Arc::ptr_eq(&seen, &current) {
+                break;
+            }
+            current = arc_swap::Guard::into_inner(seen);
+        }
         self.replaced.notify_waiters();
     }
 

@@ -76,7 +76,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                             crate::admin::await_newer_dictionary(
                                 &self.b.ctx,
                                 self.b.worker,
-                                planned
+                                planned,
+                                &err,
                             )
                             .await,
                             crate::admin::Fence::Newer | crate::admin::Fence::Ended

@@ -10,6 +10,14 @@ use super::*;
 /// creation is one journal operation that ended 'done', no write failed or
 /// waited for another value's creation beyond the default partition's
 /// cutover, and every acknowledged row is where the dictionary says.
+///
+/// Meanwhile a fourth proxy toggles auto-partitioning of another table as
+/// fast as it can ([`churn_dictionary`]), so the one dictionary version
+/// moves on while the default partition is in its cutover: a write that
+/// met the renamed default used to plan again on any newer version, meet
+/// the same missing table, and give up with 1146 after eight tries (2 of 2
+/// runs failed so); the fence now waits for a dictionary that no longer
+/// names the table (`admin::await_newer_dictionary`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_partitioning_races_from_three_proxies_create_each_partition_once() {
     const TEST: &str = "auto_partitioning";
@@ -36,6 +44,7 @@ async fn auto_partitioning_races_from_three_proxies_create_each_partition_once()
     tokio::time::sleep(Duration::from_millis(700)).await;
     let (ws, _acked) = writers(6, scene, &ports, &mut rng, any_key, 300, (60, 20)).await;
     let stop = Arc::new(AtomicBool::new(false));
+    let churn = churn_dictionary(&stop).await;
     let hs = spawn_writers(ws, &stop);
     let mut parts = BTreeMap::new();
     let t = Instant::now();
@@ -57,6 +66,8 @@ async fn auto_partitioning_races_from_three_proxies_create_each_partition_once()
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::Relaxed);
     let out = join_writers(hs).await;
+    let churned = churn.await.unwrap();
+    assert!(churned > 20, "the dictionary barely churned: {churned}");
     assert!(out.acked > 300, "writers barely ran: {}", out.acked);
     assert_invariants(TEST, scene, &ports, &out).await;
     // One partition per value, named from it, on the backends in turn.
@@ -199,6 +210,116 @@ async fn a_prepared_insert_creates_its_partition_on_the_emptiest_backend() {
         .unwrap();
     assert_eq!(v, Some(7));
     for c in [b0, b, c] {
+        c.disconnect().await.unwrap();
+    }
+}
+
+/// Toggle auto-partitioning of a table of its own through a proxy of its
+/// own until `stop`: every toggle commits a new dictionary version. Returns
+/// how many went through.
+async fn churn_dictionary(stop: &Arc<AtomicBool>) -> tokio::task::JoinHandle<u32> {
+    churn_dictionary_of("online_auto_churn", stop).await
+}
+
+/// [`churn_dictionary`] on a table of database `db`.
+async fn churn_dictionary_of(
+    db: &'static str,
+    stop: &Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<u32> {
+    let t = "churn";
+    setup_acct(Scene { db, table: t }).await;
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        let proxy = serve(300);
+        let mut c = Conn::new(proxy_opts(proxy.port, Some(db))).await.unwrap();
+        let mut done = 0u32;
+        while !stop.load(Ordering::Relaxed) {
+            let rule = if done.is_multiple_of(2) {
+                "ROUND_ROBIN"
+            } else {
+                "OFF"
+            };
+            if c.query_drop(format!("HSCALE AUTO_PARTITION('{db}.{t}', '{rule}')"))
+                .await
+                .is_ok()
+            {
+                done += 1;
+            }
+        }
+        c.disconnect().await.unwrap();
+        done
+    })
+}
+
+/// Every row written to a value without a partition is found by key, text
+/// and prepared, through the proxy that wrote it and through another one,
+/// at once after its partition exists, while another proxy churns the
+/// dictionary (`churn_dictionary`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_of_new_partitions_are_found_at_once_through_every_proxy() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_auto3",
+        table: "acct_auto3",
+    };
+    setup_acct(scene).await;
+    let proxies = [serve(300), serve(300)];
+    let mut a = Conn::new(proxy_opts(proxies[0].port, Some(scene.db)))
+        .await
+        .unwrap();
+    let mut b = Conn::new(proxy_opts(proxies[1].port, Some(scene.db)))
+        .await
+        .unwrap();
+    a.query_drop("HSCALE AUTO_PARTITION('acct_auto3', 'FEWEST_ROWS')")
+        .await
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = churn_dictionary_of("online_auto3_churn", &stop).await;
+    let mut missing = Vec::new();
+    for k in 8..40i64 {
+        // MOD(8): values 0..7; keys 8.. name each value once more, so the
+        // first 8 create partitions and the rest land in existing ones.
+        let id = 9000 + k;
+        a.exec_drop(
+            "INSERT INTO acct_auto3 (id, k, v, note) VALUES (?, ?, ?, ?)",
+            (id, k, k, "new"),
+        )
+        .await
+        .unwrap();
+        let value = format!("auto_{}", k % 8);
+        let t = Instant::now();
+        while !physical_tables("online_auto3.acct_auto3")
+            .await
+            .contains_key(&value)
+        {
+            assert!(t.elapsed() < Duration::from_secs(20), "no {value}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for (via, c) in [("a", &mut a), ("b", &mut b)] {
+            let prepared: Option<i64> = c
+                .exec_first("SELECT v FROM acct_auto3 WHERE k = ? AND id = ?", (k, id))
+                .await
+                .unwrap();
+            let text: Option<i64> = c
+                .query_first(format!(
+                    "SELECT v FROM acct_auto3 WHERE k = {k} AND id = {id}"
+                ))
+                .await
+                .unwrap();
+            if prepared != Some(k) || text != Some(k) {
+                missing.push(format!(
+                    "k={k} via {via}: prepared {prepared:?}, text {text:?}"
+                ));
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let churned = churn.await.unwrap();
+    assert!(
+        missing.is_empty(),
+        "rows not found ({churned} churns): {missing:?}"
+    );
+    for c in [a, b] {
         c.disconnect().await.unwrap();
     }
 }

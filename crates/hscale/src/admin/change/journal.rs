@@ -388,7 +388,13 @@ pub(in crate::admin) async fn commit_prepared_with_journal(
     mut first: Option<(u64, Vec<String>)>,
     mut apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
 ) -> Result<(), ProxyError> {
-    for _ in 0..10 {
+    // A change in its cutover has to commit: another proxy's changes (of
+    // any table, e.g. AUTO_PARTITION toggled in a loop) move the one
+    // version on, so apply it again, after a short random pause, many times.
+    for attempt in 0..200 {
+        if attempt > 0 {
+            crate::admin::moved_pause(attempt).await;
+        }
         let (version, statements) = match first.take() {
             Some(f) => f,
             None => prepare_commit(ctx, worker, &mut apply).await?,
