@@ -16,6 +16,7 @@ use mysql_async::prelude::*;
 #[tokio::test]
 async fn session_state_follows_the_session_across_backend_connections() {
     cluster(1);
+    backend_thread_probe().await;
     let mut config = cluster_config();
     config.backends[0].max_connections = 4;
     config.backends[0].min_connections = 4;
@@ -40,7 +41,7 @@ async fn session_state_follows_the_session_across_backend_connections() {
             let (got_tz, got_mode, got_wait, cs, id): (String, String, u64, String, u64) = c
                 // The backend connection's own thread id (`@@pseudo_thread_id`
                 // and CONNECTION_ID() through hscale are the session's id).
-                .query_first("SELECT @@time_zone, @@sql_mode, @@wait_timeout, @@character_set_client, (SELECT CAST(VARIABLE_VALUE AS UNSIGNED) FROM information_schema.SESSION_VARIABLES WHERE VARIABLE_NAME = 'PSEUDO_THREAD_ID')")
+                .query_first("SELECT @@time_zone, @@sql_mode, @@wait_timeout, @@character_set_client, backend_probe.backend_thread()")
                 .await
                 .unwrap()
                 .unwrap();

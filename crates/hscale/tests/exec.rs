@@ -365,7 +365,8 @@ async fn ok_of(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {
 /// A partitioned table whose default partition is not on the main backend
 /// shows in information_schema once, under its name, as one server shows
 /// it (an ORM listing the schema's tables finds it): through a partition
-/// on the main backend when it has one, or as a row of TABLES of its own.
+/// on the main backend when it has one, or through its default
+/// partition's rows, read from its backend, in every view.
 #[tokio::test]
 async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
     cluster(3);
@@ -405,7 +406,7 @@ async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
         .unwrap();
     assert_eq!(n, 2);
     // `near` has its columns and indexes from its partition on the main
-    // backend; `far` has none there.
+    // backend; `far`, with none there, from its default partition.
     let columns: Vec<(String, String)> = c
         .query(
             "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS \
@@ -414,15 +415,30 @@ async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
         .await
         .unwrap();
     let col = |t: &str, c: &str| (t.to_string(), c.to_string());
-    assert_eq!(columns, vec![col("near", "id"), col("near", "k")]);
+    assert_eq!(
+        columns,
+        vec![
+            col("far", "id"),
+            col("far", "k"),
+            col("near", "id"),
+            col("near", "k")
+        ]
+    );
     let keys: Vec<(String, String)> = c
         .query(
             "SELECT TABLE_NAME, INDEX_NAME FROM information_schema.STATISTICS \
-             WHERE TABLE_SCHEMA = DATABASE() AND SEQ_IN_INDEX = 1",
+             WHERE TABLE_SCHEMA = DATABASE() AND SEQ_IN_INDEX = 1 ORDER BY 1",
         )
         .await
         .unwrap();
-    assert_eq!(keys, vec![col("near", "PRIMARY")]);
+    assert_eq!(keys, vec![col("far", "PRIMARY"), col("near", "PRIMARY")]);
+    // The same columns and types as one server's views, `far`'s engine too.
+    let engine: Option<String> = c
+        .query_first("SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'fa%'")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(engine.as_deref(), Some("InnoDB"));
     // The row of `far` keeps the view's column types.
     let types = |r: &mysql_async::Row| -> Vec<u8> {
         r.columns_ref()
@@ -443,8 +459,11 @@ async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
 /// that cover every partition's rows: after ANALYZE TABLE of each physical
 /// table, Rows, Data_length and Index_length are the sums of what the
 /// backends themselves say of their physical tables (Avg_row_length
-/// their quotient), and each index's Cardinality the sum of theirs; the
-/// columns are SHOW's own (names and types as a server sends them).
+/// their quotient), and each index's Cardinality what one server holding
+/// the same rows estimates (the sum over partitions for a key with the
+/// partition column or of unique values, not for values every partition
+/// holds); the columns are SHOW's own (names and types as a server sends
+/// them). Prepared, both answer the same rows in the binary format.
 #[tokio::test]
 async fn table_status_and_index_figures_cover_every_partition() {
     use mysql_async::Row;
@@ -462,6 +481,15 @@ async fn table_status_and_index_figures_cover_every_partition() {
     ] {
         c.query_drop(s).await.unwrap();
     }
+    // The same rows in one table of one server.
+    let mut one = backend_conn(0, None).await;
+    one.query_drop("CREATE DATABASE exec_figures_one")
+        .await
+        .unwrap();
+    one.query_drop("USE exec_figures_one").await.unwrap();
+    one.query_drop("CREATE TABLE t (id INT NOT NULL, k INT NOT NULL, v VARCHAR(40) NOT NULL, PRIMARY KEY (id, k), KEY kv (v))")
+        .await
+        .unwrap();
     for chunk in 0..6 {
         let values: Vec<String> = (0..100)
             .map(|i| {
@@ -469,16 +497,32 @@ async fn table_status_and_index_figures_cover_every_partition() {
                 format!("({id}, {}, REPEAT('x', {}))", id % 7, id % 40)
             })
             .collect();
-        c.query_drop(format!(
-            "INSERT INTO t (id, k, v) VALUES {}",
-            values.join(", ")
-        ))
+        let insert = format!("INSERT INTO t (id, k, v) VALUES {}", values.join(", "));
+        c.query_drop(&insert).await.unwrap();
+        one.query_drop(&insert).await.unwrap();
+    }
+    one.query_drop("ANALYZE TABLE t").await.unwrap();
+    let one_index: Vec<Row> = one.query("SHOW INDEX FROM t").await.unwrap();
+    let one_cardinality: std::collections::HashMap<(String, u64), Option<u64>> = one_index
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r.get::<String, _>("Key_name").unwrap(),
+                    r.get::<u64, _>("Seq_in_index").unwrap(),
+                ),
+                r.get::<Option<u64>, _>("Cardinality").unwrap(),
+            )
+        })
+        .collect();
+    one.query_drop("DROP DATABASE exec_figures_one")
         .await
         .unwrap();
-    }
+    one.disconnect().await.unwrap();
     // What the backends say of their physical tables, after ANALYZE.
     let (mut rows, mut data, mut index) = (0u64, 0u64, 0u64);
     let mut cardinality = std::collections::HashMap::<(String, u64), u64>::new();
+    let mut largest = std::collections::HashMap::<(String, u64), u64>::new();
     let mut main_physical = String::new();
     for b in 0..3 {
         let mut d = backend_conn(b, Some("exec_figures")).await;
@@ -505,7 +549,9 @@ async fn table_status_and_index_figures_cover_every_partition() {
             .await
             .unwrap();
         for (name, seq, n) in stats {
-            *cardinality.entry((name, seq)).or_default() += n;
+            *cardinality.entry((name.clone(), seq)).or_default() += n;
+            let m = largest.entry((name, seq)).or_default();
+            *m = (*m).max(n);
         }
         d.disconnect().await.unwrap();
     }
@@ -549,11 +595,68 @@ async fn table_status_and_index_figures_cover_every_partition() {
             r.get::<String, _>("Key_name").unwrap(),
             r.get::<u64, _>("Seq_in_index").unwrap(),
         );
-        assert_eq!(
-            r.get::<Option<u64>, _>("Cardinality").unwrap(),
-            Some(cardinality[&key]),
-            "{key:?}"
+        let got = r.get::<Option<u64>, _>("Cardinality").unwrap().unwrap();
+        let (sum, max) = (cardinality[&key], largest[&key]);
+        let one = one_cardinality[&key].unwrap();
+        println!("{key:?}: hscale {got}, one server {one}, partitions' sum {sum}, largest {max}");
+        assert!(
+            max <= got && got <= sum,
+            "{key:?}: {got} within {max}..={sum}"
         );
+        if key.0 == "PRIMARY" {
+            // Unique values (seq 1), the partition column (seq 2): summed.
+            assert_eq!(got, sum, "{key:?}");
+        } else {
+            // kv's forty values are in every partition: not counted once
+            // per partition, nearer one server's estimate than the sum.
+            assert!(got < sum, "{key:?}");
+            assert!(got.abs_diff(one) < sum.abs_diff(one), "{key:?}");
+        }
     }
+    // Prepared: the same answers, in the binary format.
+    let index_of = |rows: &[Row]| -> Vec<(String, String, u64, String, Option<u64>)> {
+        rows.iter()
+            .map(|r| {
+                (
+                    r.get("Table").unwrap(),
+                    r.get("Key_name").unwrap(),
+                    r.get("Seq_in_index").unwrap(),
+                    r.get("Column_name").unwrap(),
+                    r.get("Cardinality").unwrap(),
+                )
+            })
+            .collect()
+    };
+    let prepared: Vec<Row> = c.exec("SHOW INDEX FROM t", ()).await.unwrap();
+    assert_eq!(index_of(&prepared), index_of(&shown));
+    assert_eq!(meta(&prepared[0]), meta(&shown[0]));
+    let prepared: Vec<Row> = c
+        .exec("SHOW KEYS IN t FROM exec_figures", ())
+        .await
+        .unwrap();
+    assert_eq!(index_of(&prepared), index_of(&shown));
+    for sql in [
+        "SHOW TABLE STATUS LIKE 't'",
+        "SHOW TABLE STATUS FROM exec_figures WHERE `Name` = 't'",
+    ] {
+        let prepared: Vec<Row> = c.exec(sql, ()).await.unwrap();
+        assert_eq!(prepared.len(), 1, "{sql}");
+        let p = &prepared[0];
+        assert_eq!(p.get::<String, _>("Name").unwrap(), "t");
+        assert_eq!(p.get::<u64, _>("Rows").unwrap(), rows, "{sql}");
+        assert_eq!(p.get::<u64, _>("Data_length").unwrap(), data, "{sql}");
+        assert_eq!(p.get::<u64, _>("Index_length").unwrap(), index, "{sql}");
+        assert_eq!(
+            p.get::<u64, _>("Avg_row_length").unwrap(),
+            data / rows,
+            "{sql}"
+        );
+        assert_eq!(meta(p), meta(&direct[0]), "{sql}");
+    }
+    // A LIKE that matches no table, as the server matches names.
+    let none: Vec<Row> = c.exec("SHOW TABLE STATUS LIKE 'T'", ()).await.unwrap();
+    assert!(none.is_empty());
+    let none: Vec<Row> = c.query("SHOW TABLE STATUS LIKE 'T'").await.unwrap();
+    assert!(none.is_empty());
     c.disconnect().await.unwrap();
 }

@@ -122,14 +122,10 @@ async fn multi_statements_and_multiple_results() {
     c.disconnect().await.unwrap();
 }
 
-/// The thread id of the backend connection that runs the statement
-/// (`@@pseudo_thread_id` and `CONNECTION_ID()` through hscale are the
-/// client session's id).
-const BACKEND_THREAD: &str = "SELECT CAST(VARIABLE_VALUE AS UNSIGNED) FROM information_schema.SESSION_VARIABLES WHERE VARIABLE_NAME = 'PSEUDO_THREAD_ID'";
-
 #[tokio::test]
 async fn transactions_pin_and_isolate() {
     fresh_db("p_tx").await;
+    backend_thread_probe().await;
     let mut c = proxy_conn(Some("p_tx")).await;
     c.query_drop("CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB")
         .await

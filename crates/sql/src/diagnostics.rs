@@ -16,7 +16,7 @@
 //! with tables); a statement without tables and without conditions
 //! (`SELECT 1`, `SET @x = 1`, `USE db`, `BEGIN`) leaves it.
 
-use crate::lexer::{tokenize, Token, TokenKind};
+use crate::lexer::{Token, TokenKind};
 
 /// A read of the diagnostics area.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +34,12 @@ pub enum ConditionRead {
 
 /// `sql` as a read of the diagnostics area, or `None`.
 pub fn classify_condition_read(sql: &str) -> Option<ConditionRead> {
-    let tokens = crate::show::show_tokens(sql)?;
-    let t = &tokens[..];
+    condition_read_of(sql, &crate::show::show_tokens(sql)?)
+}
+
+/// The tokens `t` of one SHOW statement of `sql` as a read of the
+/// diagnostics area, or `None`.
+pub(crate) fn condition_read_of(sql: &str, t: &[Token]) -> Option<ConditionRead> {
     let kind = |tok: &Token| {
         if tok.is_word(sql, "WARNINGS") {
             Some(false)
@@ -83,43 +87,94 @@ fn number(t: &Token, sql: &str) -> Option<u64> {
         .flatten()
 }
 
-/// Statements that use tables whatever they say.
+/// The values of the string literals `sql` compares with a column in a
+/// simple comparison (`col = 'v'`, `'v' <> t.col`, any of `= <> != < >
+/// <= >= <=>`). The server converts such a literal once per statement
+/// (when the comparison is set up), so a conversion warning naming it
+/// comes once from each server the statement runs on, however many rows
+/// it reads; a literal in IN, BETWEEN or an expression is converted per
+/// row, and is not listed.
+pub fn compared_literals(sql: &str) -> Vec<String> {
+    let Ok(t) = crate::lexer::tokenize(sql) else {
+        return Vec::new();
+    };
+    let is_op = |i: usize| {
+        t.get(i).is_some_and(|x| {
+            x.kind == TokenKind::Punct
+                && ["=", "<>", "!=", "<", ">", "<=", ">=", "<=>"].contains(&x.text(sql))
+        })
+    };
+    let is_column = |i: usize| {
+        t.get(i).is_some_and(|x| {
+            matches!(x.kind, TokenKind::Word | TokenKind::QuotedIdent)
+                && !t.get(i + 1).is_some_and(|n| n.is_punct(sql, "("))
+        })
+    };
+    let mut out = Vec::new();
+    for (i, tok) in t.iter().enumerate() {
+        if tok.kind != TokenKind::Str {
+            continue;
+        }
+        let before = i >= 2 && is_op(i - 1) && is_column(i - 2);
+        // `'v' = col`, `'v' = t.col`.
+        let after = is_op(i + 1) && is_column(i + 2);
+        if before || after {
+            if let Some(v) = crate::show::string_value(tok.text(sql)) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// Statements that use tables whatever they say (their first word).
 const WITH_TABLES: &[&str] = &[
     "INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME",
     "LOAD", "ANALYZE", "OPTIMIZE", "CHECK", "CHECKSUM", "REPAIR", "LOCK", "HANDLER", "DESCRIBE",
     "DESC", "EXPLAIN", "SHOW", "TABLE",
 ];
 
+/// Whether the statement of tokens `t` (from its first word on), of kind
+/// `kind`, uses tables ([`uses_tables`]); `reads_from`: a FROM in it
+/// names a table or a derived table (not DUAL).
+pub(crate) fn resets(sql: &str, t: &[Token], kind: crate::Kind, reads_from: bool) -> bool {
+    use crate::Kind;
+    let first = t.first().map_or("", |x| x.text(sql));
+    match kind {
+        Kind::Show => condition_read_of(sql, t).is_none(),
+        Kind::Insert | Kind::Update | Kind::Delete | Kind::Replace | Kind::Lock => true,
+        Kind::Select => reads_from || first.eq_ignore_ascii_case("TABLE"),
+        Kind::Other => reads_from || WITH_TABLES.iter().any(|w| first.eq_ignore_ascii_case(w)),
+        _ => reads_from,
+    }
+}
+
 /// Whether `sql` uses tables, so that running it resets the diagnostics
 /// area: a statement that always names tables, or a SELECT / SET / DO /
 /// WITH with a `FROM` that names something other than `DUAL`. A read of
 /// the diagnostics area itself never resets it. Unknown text counts as
 /// using tables (the list is then reset, as the server's would be for
-/// nearly every statement that fails to lex).
+/// nearly every statement that fails to lex). The statement's
+/// [`crate::Facts::uses_tables`], from the lex every statement gets.
 pub fn uses_tables(sql: &str) -> bool {
-    let Ok(tokens) = tokenize(sql) else {
-        return true;
-    };
-    let Some(first) = tokens.iter().find(|t| t.kind == TokenKind::Word) else {
-        return false;
-    };
-    if first.is_word(sql, "SHOW") {
-        return classify_condition_read(sql).is_none();
-    }
-    if WITH_TABLES.iter().any(|w| first.is_word(sql, w)) {
-        return true;
-    }
-    tokens.windows(2).any(|w| {
-        w[0].is_word(sql, "FROM")
-            && !w[1].is_word(sql, "DUAL")
-            && (matches!(w[1].kind, TokenKind::Word | TokenKind::QuotedIdent)
-                || w[1].is_punct(sql, "("))
-    })
+    crate::analyze(sql).uses_tables
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literals_compared_with_a_column() {
+        assert_eq!(
+            compared_literals("SELECT id FROM t WHERE k = '1x' AND 'b' <=> t.`n` AND c IN ('z')"),
+            vec!["1x".to_string(), "b".to_string()]
+        );
+        assert!(
+            compared_literals("SELECT CAST('x' AS INT), f(a) = 'y', 'u' = 'v' FROM t").is_empty()
+        );
+        assert!(compared_literals("SELECT id FROM t WHERE k BETWEEN '1x' AND '2y'").is_empty());
+    }
 
     #[test]
     fn reads_of_the_diagnostics_area() {

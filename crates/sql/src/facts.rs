@@ -151,6 +151,10 @@ pub struct Facts {
     pub is_unlexable: bool,
     /// Names the proxy answers itself (every bit when the text did not lex).
     pub mentions: Mentions,
+    /// A statement uses tables, so running it resets the session's
+    /// diagnostics area (`diagnostics::uses_tables`); true when the text
+    /// did not lex.
+    pub uses_tables: bool,
 }
 
 /// Classify query bytes as sent by the client. Text that is not UTF-8 (a
@@ -184,6 +188,7 @@ pub fn analyze(sql: &str) -> Facts {
                 sets_last_insert_id: false,
                 is_unlexable: true,
                 mentions: Mentions::ALL,
+                uses_tables: true,
             }
         }
     };
@@ -197,6 +202,7 @@ pub fn analyze(sql: &str) -> Facts {
         sets_last_insert_id: false,
         is_unlexable: false,
         mentions: Mentions::NONE,
+        uses_tables: false,
     };
     let mut changes = 0;
     for stmt in tokens.split(|t| t.kind == TokenKind::Semicolon) {
@@ -213,6 +219,7 @@ pub fn analyze(sql: &str) -> Facts {
         facts.uses_last_insert_id |= one.uses_last_insert_id;
         facts.sets_last_insert_id |= one.sets_last_insert_id;
         facts.mentions.insert(one.mentions);
+        facts.uses_tables |= one.uses_tables;
         if one.change.is_some() || one.kind == Kind::Set {
             changes += 1;
             facts.change = one.change;
@@ -233,6 +240,7 @@ struct One {
     uses_last_insert_id: bool,
     sets_last_insert_id: bool,
     mentions: Mentions,
+    uses_tables: bool,
 }
 
 fn analyze_one(sql: &str, t: &[Token]) -> One {
@@ -282,6 +290,8 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
     let mut uses_last_insert_id = false;
     let mut sets_last_insert_id = false;
     let mut mentions = Mentions::NONE;
+    // A FROM naming a table (not DUAL) or a derived table.
+    let mut reads_from = false;
     for (i, tok) in t.iter().enumerate() {
         match tok.kind {
             TokenKind::UserVar => pins.insert(Pins::USER_VARIABLE),
@@ -289,6 +299,13 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
             TokenKind::Word => {
                 let next_is_paren = t.get(i + 1).is_some_and(|x| x.is_punct(sql, "("));
                 let text = tok.text(sql);
+                if text.len() == 4 && text.eq_ignore_ascii_case("FROM") {
+                    reads_from |= t.get(i + 1).is_some_and(|n| {
+                        next_is_paren
+                            || n.kind == TokenKind::QuotedIdent
+                            || (n.kind == TokenKind::Word && !n.is_word(sql, "DUAL"))
+                    });
+                }
                 if next_is_paren && text.eq_ignore_ascii_case("GET_LOCK") {
                     pins.insert(Pins::USER_LOCK);
                 } else if next_is_paren && text.eq_ignore_ascii_case("LAST_INSERT_ID") {
@@ -361,6 +378,7 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
         }
         _ => {}
     }
+    let uses_tables = crate::diagnostics::resets(sql, &t[lead..], kind, reads_from);
     One {
         kind,
         pins,
@@ -369,6 +387,7 @@ fn analyze_one(sql: &str, t: &[Token]) -> One {
         uses_last_insert_id,
         sets_last_insert_id,
         mentions,
+        uses_tables,
     }
 }
 

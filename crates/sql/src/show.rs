@@ -146,28 +146,113 @@ const TABLE_STATUS: &[(&str, &str)] = &[
     ("TEMPORARY", "Temporary"),
 ];
 
+/// A string the planner does not read as a literal naming a table (it
+/// reads every string literal of a statement about information_schema as
+/// a possible table name): `CONVERT(X'...' USING utf8mb3)`, of
+/// information_schema's own character set.
+pub fn hidden_literal(s: &str) -> String {
+    let hex: String = s.bytes().map(|b| format!("{b:02X}")).collect();
+    format!("CONVERT(X'{hex}' USING utf8mb3)")
+}
+
+/// A string literal token's value (`'it''s'`, `"a\\b"`).
+pub(crate) fn string_value(raw: &str) -> Option<String> {
+    let q = raw.chars().next()?;
+    let inner = raw.get(1..raw.len().checked_sub(1)?)?;
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next()? {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'r' => out.push('\r'),
+                '0' => out.push('\0'),
+                // `\%` and `\_` stay escaped: LIKE reads them.
+                c @ ('%' | '_') => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c => out.push(c),
+            },
+            c if c == q && chars.peek() == Some(&q) => {
+                chars.next();
+                out.push(q);
+            }
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// A partitioned table's figures summed over its partitions, shown by
+/// [`table_status_sql`] in place of one physical table's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summed {
+    /// The logical table's name.
+    pub table: String,
+    pub rows: u64,
+    pub avg_row_length: u64,
+    pub data_length: u64,
+    pub index_length: u64,
+    pub data_free: u64,
+}
+
 /// `SHOW TABLE STATUS` of database `db` with `filter` (`LIKE 'pattern'`,
 /// `WHERE ...` or empty) as the SELECT over information_schema.TABLES
 /// that answers it on a server: the same columns, names and types, the
 /// rows in the server's order (bytewise by name), a LIKE pattern matched
 /// as the server matches table names (case-sensitive unless
-/// `lower_case_table_names` is set).
-pub fn table_status_sql(db: &str, filter: &str) -> String {
+/// `lower_case_table_names` is set), and the figures of `summed` tables
+/// in place of the row's own. Names are written as [`hidden_literal`]s.
+/// `None` for a LIKE without one string.
+pub fn table_status_sql(db: &str, filter: &str, summed: &[Summed]) -> Option<String> {
+    let case = |pick: fn(&Summed) -> u64, column: &str| {
+        if summed.is_empty() {
+            return column.to_string();
+        }
+        let mut s = String::from("CASE");
+        for t in summed {
+            s.push_str(&format!(
+                " WHEN TABLE_NAME = {} THEN CAST({} AS UNSIGNED)",
+                hidden_literal(&t.table),
+                pick(t)
+            ));
+        }
+        format!("{s} ELSE {column} END")
+    };
     let columns: Vec<String> = TABLE_STATUS
         .iter()
-        .map(|(column, name)| format!("{column} AS `{name}`"))
+        .map(|(column, name)| {
+            let expr = match *column {
+                "TABLE_ROWS" => case(|t| t.rows, column),
+                "AVG_ROW_LENGTH" => case(|t| t.avg_row_length, column),
+                "DATA_LENGTH" => case(|t| t.data_length, column),
+                "INDEX_LENGTH" => case(|t| t.index_length, column),
+                "DATA_FREE" => case(|t| t.data_free, column),
+                _ => column.to_string(),
+            };
+            format!("{expr} AS `{name}`")
+        })
         .collect();
     let mut sql = format!(
-        "SELECT * FROM (SELECT {} FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{}') AS `TABLES`",
+        "SELECT * FROM (SELECT {} FROM information_schema.TABLES WHERE TABLE_SCHEMA = {}) AS `TABLES`",
         columns.join(", "),
-        db.replace('\\', "\\\\").replace('\'', "''")
+        hidden_literal(db)
     );
-    let like = filter
+    let is_like = filter
         .get(..4)
-        .filter(|w| w.eq_ignore_ascii_case("LIKE"))
-        .and_then(|_| filter.get(4..))
-        .filter(|rest| rest.starts_with(|c: char| c.is_whitespace() || c == '\''));
-    if let Some(pattern) = like {
+        .is_some_and(|w| w.eq_ignore_ascii_case("LIKE"))
+        && filter[4..].starts_with(|c: char| c.is_whitespace() || c == '\'');
+    if is_like {
+        let tokens = tokenize(filter).ok()?;
+        let [_, p] = &tokens[..] else {
+            return None;
+        };
+        if p.kind != TokenKind::Str {
+            return None;
+        }
+        let pattern = hidden_literal(&string_value(p.text(filter))?);
         sql.push_str(&format!(
             " WHERE (`Name` COLLATE utf8mb3_bin LIKE {pattern} OR @@lower_case_table_names <> 0 AND `Name` LIKE {pattern})"
         ));
@@ -176,7 +261,7 @@ pub fn table_status_sql(db: &str, filter: &str) -> String {
         sql.push_str(filter);
     }
     sql.push_str(" ORDER BY BINARY `Name`");
-    sql
+    Some(sql)
 }
 
 /// Words after a table reference that are not its alias.
@@ -336,6 +421,25 @@ mod tests {
             })
         );
         assert_eq!(classify("SHOW TABLE STATUS FROM"), None);
+        let summed = Summed {
+            table: "t".into(),
+            rows: 600,
+            avg_row_length: 27,
+            data_length: 16384,
+            index_length: 0,
+            data_free: 0,
+        };
+        let sql = table_status_sql("d", "LIKE 't\\_%'", &[summed]).unwrap_or_default();
+        assert!(sql.contains("WHEN TABLE_NAME = CONVERT(X'74' USING utf8mb3) THEN CAST(600 AS UNSIGNED) ELSE TABLE_ROWS END AS `Rows`"), "{sql}");
+        assert!(
+            sql.contains("TABLE_SCHEMA = CONVERT(X'64' USING utf8mb3)"),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("LIKE CONVERT(X'745C5F25' USING utf8mb3)"),
+            "{sql}"
+        );
+        assert_eq!(table_status_sql("d", "LIKE 'a' 'b'", &[]), None);
         assert_eq!(ident("`my ``db`"), "my `db");
         assert_eq!(ident("d"), "d");
     }

@@ -275,12 +275,25 @@ pub async fn await_newer_dictionary(
     // Newer is not enough: another table's change (or a change of this
     // table's rule) moves the one version on while this table's cutover is
     // still under way, and planning again would meet the same missing
-    // table. A dictionary that still names the table the backend says is
-    // gone is no progress.
+    // table. Progress is a dictionary that no longer routes to the table
+    // the backend says is gone: one that no longer names a partition's
+    // table, or, for a plain table's name (an in-place SETUP_TABLE renamed
+    // it to its default partition), one that has made it partitioned or
+    // global.
     let gone = missing_table(gone);
     let is_newer = || {
         let d = ctx.partitioning.dictionary();
-        d.stored_version > planned && gone.as_ref().is_none_or(|(db, t)| !d.names_physical(db, t))
+        if d.stored_version <= planned {
+            return false;
+        }
+        let Some((db, t)) = &gone else {
+            return true;
+        };
+        if d.names_physical(db, t) {
+            return false;
+        }
+        let name = TableName::new(db, t);
+        ctx.partitioning.was_retired(db, t) || d.table(&name).is_some() || d.is_global(&name)
     };
     let wait = std::time::Duration::from_millis(ctx.config.proxy.fence_wait_ms);
     let since = std::time::Instant::now();

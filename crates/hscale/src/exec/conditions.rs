@@ -35,6 +35,12 @@ pub struct Gathered {
     /// The error the client was answered with (code, message), when it
     /// came from a part's error packet or from hscale.
     pub error: Option<(u16, String)>,
+    /// Where each part's list ends in `rows`, one entry per part that
+    /// listed some.
+    pub part_ends: Vec<usize>,
+    /// Whether the statement uses tables (`hscale_sql::Facts::uses_tables`,
+    /// noted when it was analyzed); `None` counts as using them.
+    pub uses_tables: Option<bool>,
 }
 
 impl Gathered {
@@ -81,6 +87,7 @@ impl Bindings {
                     };
                     self.gathered.rows.push([level, code, message]);
                 }
+                self.gathered.part_ends.push(self.gathered.rows.len());
             }
             _ => self.gathered.missed = true,
         }

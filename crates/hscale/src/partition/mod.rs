@@ -54,7 +54,14 @@ pub struct Partitioning {
     pub auto_requests: tokio::sync::mpsc::Sender<(TableName, String)>,
     /// The receiving end, taken by the proxy's auto-partitioning task.
     pub auto_receiver: std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<(TableName, String)>>>,
+    /// Physical tables (database, table) that earlier snapshots named and
+    /// later ones do not, newest last, at most [`RETIRED_KEPT`]: the fence
+    /// tells a partition's retired table from a plain table by it.
+    retired: std::sync::Mutex<std::collections::VecDeque<(String, String)>>,
 }
+
+/// Retired physical tables remembered ([`Partitioning::was_retired`]).
+const RETIRED_KEPT: usize = 4096;
 
 impl Default for Partitioning {
     fn default() -> Self {
@@ -73,6 +80,7 @@ impl Default for Partitioning {
             last_attempt_ms: std::sync::atomic::AtomicU64::new(0),
             epoch: std::time::Instant::now(),
             generation: std::sync::atomic::AtomicU64::new(0),
+            retired: Default::default(),
         }
     }
 }
@@ -160,7 +168,33 @@ impl Partitioning {
             }
             current = arc_swap::Guard::into_inner(seen);
         }
+        self.note_retired(&current, &d);
         self.replaced.notify_waiters();
+    }
+
+    /// Remember the physical tables `old` names and `new` does not.
+    fn note_retired(&self, old: &Dictionary, new: &Dictionary) {
+        let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        for t in old.tables() {
+            for target in t.all_targets() {
+                if !new.names_physical(&t.name.db, &target.physical_table) {
+                    retired.push_back((t.name.db.clone(), target.physical_table));
+                }
+            }
+        }
+        while retired.len() > RETIRED_KEPT {
+            retired.pop_front();
+        }
+    }
+
+    /// Whether an earlier snapshot named `db`.`table` as a partition's
+    /// physical table that the current one no longer names.
+    pub fn was_retired(&self, db: &str, table: &str) -> bool {
+        self.retired
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|(d, t)| d == db && t == table)
     }
 
     /// If the statement names a partitioned table, the error to answer with.
@@ -280,5 +314,36 @@ mod tests {
         assert!(p.refusal(b"SELECT * FROM `Small` WHERE id = 1").is_some());
         assert!(p.refusal(b"SELECT 'small' FROM other").is_none());
         assert!(p.refusal(b"SELECT * FROM other").is_none());
+    }
+
+    /// A snapshot never goes back to an older stored version, and the
+    /// tables a newer one stops naming are remembered as retired.
+    #[test]
+    fn snapshots_only_move_forward_and_remember_retired_tables() {
+        use hscale_route::dictionary::TableName;
+        let p = Partitioning::default();
+        let name = TableName::new("app", "t");
+        let at = |version: u64, default: &str| {
+            let mut d = Dictionary::default();
+            d.setup_table(
+                name.clone(),
+                "k",
+                default,
+                hscale_route::BackendId::MAIN,
+                HashingFunction::Mod(4),
+            )
+            .unwrap();
+            d.stored_version = version;
+            d
+        };
+        p.replace(at(5, "t_default_g5"));
+        p.replace(at(6, "t_default_g6"));
+        assert!(p.was_retired("app", "t_default_g5"));
+        assert!(!p.was_retired("app", "t_default_g6"));
+        assert!(!p.was_retired("other", "t_default_g5"));
+        // A reload that read before the change, finishing after it.
+        p.replace(at(5, "t_default_g5"));
+        assert_eq!(p.stored_version(), 6);
+        assert!(p.dictionary().names_physical("app", "t_default_g6"));
     }
 }

@@ -13,7 +13,7 @@ use hscale_wire::response::ErrPacket;
 use hscale_wire::stmt::{self, Execute, PrepareOk};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::prepared::ClientStatement;
+use super::prepared::{ClientStatement, OwnRead};
 use super::{vars_for_collation, Session};
 use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
@@ -21,7 +21,8 @@ use crate::exec::interpolate;
 use crate::exec::prepared::{Command, Execution};
 use crate::exec::prepared_routing::{MergedRead, PreparedRouting, Routed};
 use crate::exec::{send, write_error, Effects};
-use hscale_route::router::IdParam;
+use hscale_route::router::{IdParam, StatementKind};
+use hscale_sql::diagnostics::ConditionRead;
 
 /// Cursor flags of COM_STMT_EXECUTE.
 const CURSOR_TYPE_READ_ONLY: u8 = 1;
@@ -36,6 +37,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // so a statement reading them keeps its text (`live`) to be
         // rewritten again at every execution (`rewrite.rs`).
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
+        let uses_tables = facts.uses_tables;
         let rewritten = match std::str::from_utf8(&payload[1..]) {
             Ok(sql) => self.proxy_sql(sql, facts.mentions).await?,
             Err(_) => None,
@@ -56,6 +58,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let payload = rewritten.as_ref().unwrap_or(payload);
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
+        let own = self.own_read(&facts, &payload[1..]);
         // Fenced like statements: a partition's table renamed by a change
         // (or a plain table by an in-place SETUP_TABLE) answers 1146; with
         // a newer dictionary the statement is prepared again on its new
@@ -63,7 +66,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut attempts = 0;
         loop {
             let planned = self.b.ctx.partitioning.stored_version();
-            match self.prepare_routed(payload, &facts, &sql, &live).await? {
+            match self
+                .prepare_routed(payload, &facts, &sql, &live, &own, uses_tables)
+                .await?
+            {
                 Some(err) => {
                     attempts += 1;
                     if attempts <= 8 && crate::admin::is_stale_trigger_error(&err) {
@@ -100,14 +106,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         facts: &hscale_sql::Facts,
         sql: &Arc<[u8]>,
         live: &Option<Arc<[u8]>>,
+        own: &Option<OwnRead>,
+        uses_tables: bool,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         let dict_version = self.b.ctx.partitioning.version();
         // An INSERT into a table with a sequence: its backends prepare it
         // with a `?` wherever an id may be generated (`exec/sequence.rs`).
         let ids = self.b.prepared_ids(&payload[1..])?;
-        let routing = self
-            .prepared_routing(ids.as_ref().map_or(&payload[1..], |i| i.sql.as_bytes()))
-            .await?;
+        // SHOW INDEX of a partitioned table: prepared on its default
+        // partition for the metadata; hscale answers its executions.
+        let index = match own {
+            Some(OwnRead::Index(name)) => self.b.ctx.partitioning.dictionary().table(name).cloned(),
+            _ => None,
+        };
+        let routing = match &index {
+            Some(table) => index_routing(table),
+            None => {
+                self.prepared_routing(ids.as_ref().map_or(&payload[1..], |i| i.sql.as_bytes()))
+                    .await?
+            }
+        };
         let answer = match &routing {
             Routed::Merged(m) => {
                 let copies = &m.copies;
@@ -166,6 +184,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             routing,
             ids,
             dict_version,
+            own: own.clone(),
+            uses_tables,
         });
         let answer = PrepareOk {
             statement_id: id,
@@ -179,6 +199,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         send(reply.finish()).await?;
         Ok(None)
+    }
+
+    /// What hscale answers itself of a statement being prepared, as it
+    /// does the text statement.
+    fn own_read(&self, facts: &hscale_sql::Facts, sql: &[u8]) -> Option<OwnRead> {
+        if facts.kind != hscale_sql::Kind::Show || facts.statements != 1 {
+            return None;
+        }
+        let sql = std::str::from_utf8(sql).ok()?;
+        match hscale_sql::diagnostics::classify_condition_read(sql) {
+            Some(read @ ConditionRead::List { .. }) => Some(OwnRead::Conditions(read)),
+            Some(ConditionRead::Count { .. }) => None,
+            None => self.index_table(sql).map(|t| OwnRead::Index(t.name)),
+        }
     }
 
     /// Prepare on the backend the statement runs on (its first part, or
@@ -245,6 +279,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut st = st.clone();
         if let Some(s) = self.statements.get_mut(id) {
             s.clear_long_data();
+        }
+        self.b.gathered.uses_tables = Some(st.uses_tables);
+        // Answered as the text statement is, in the binary format.
+        let answered = match st.own.take() {
+            Some(OwnRead::Conditions(read)) => self.answer_conditions(read, true).await?,
+            Some(OwnRead::Index(name)) => {
+                // The table as the dictionary has it now.
+                let table = self.b.ctx.partitioning.dictionary().table(&name).cloned();
+                match table {
+                    Some(table) => self.answer_index(&table, true).await.map(|()| true)?,
+                    None => false,
+                }
+            }
+            None => false,
+        };
+        if answered {
+            return Ok(());
         }
         // Fenced: an execution that ran into a table a partition change
         // renamed runs again with the new dictionary (`fence.rs`).
@@ -679,4 +730,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         send(self.reply(next).ok(OkParts::new(st, 0))).await?;
         Ok(true)
     }
+}
+
+/// `SHOW INDEX` of `table` on its default partition, where it is
+/// prepared for its metadata.
+fn index_routing(table: &hscale_route::dictionary::PartitionedTable) -> Routed {
+    let target = table.default_target();
+    let sql = format!(
+        "SHOW INDEX FROM {}.{}",
+        crate::partition::quote_ident(&table.name.db),
+        crate::partition::quote_ident(&target.physical_table)
+    );
+    Routed::Parts(Arc::new(PreparedRouting {
+        kind: StatementKind::Select,
+        parts: vec![(target, Arc::from(sql.as_bytes()))],
+        key_params: Vec::new(),
+        table: Some(table.clone()),
+        global: None,
+    }))
 }

@@ -8,7 +8,8 @@
 //! the session keeps the statement's whole list here. From it hscale
 //! answers `SHOW WARNINGS [LIMIT]`, `SHOW ERRORS [LIMIT]`, `SHOW COUNT(*)
 //! WARNINGS | ERRORS` and `@@warning_count` / `@@error_count` (text and
-//! prepared).
+//! prepared: an execution of a prepared SHOW WARNINGS is answered from
+//! the list in the binary format, `commands.rs`).
 //!
 //! MariaDB's rules, kept here (`hscale_sql::diagnostics`): a statement that
 //! raises conditions replaces the list with its own (at most
@@ -27,7 +28,8 @@ use hscale_route::BackendId;
 use hscale_sql::diagnostics::{uses_tables, ConditionRead};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{send, Session};
+use super::answer::TextRows;
+use super::Session;
 use crate::error::ProxyError;
 use crate::exec::conditions::{Condition, Gathered};
 use crate::exec::forward::Outcome;
@@ -68,10 +70,11 @@ fn is_error(c: &Condition) -> bool {
 impl Conditions {
     /// After a statement: what it raised (`g`), the error code the client
     /// got (0: none), the session's `max_error_count` if it set one, and
-    /// the statement's text (read only when the list would change by it).
+    /// the statement's text (read only when several parts listed
+    /// conditions, [`once_per_statement`]).
     pub fn record(
         &mut self,
-        g: Gathered,
+        mut g: Gathered,
         error: u16,
         max_error_count: impl FnOnce() -> Option<usize>,
         sql: &[u8],
@@ -79,6 +82,9 @@ impl Conditions {
         if g.missed || g.reported > g.count {
             self.own = None;
             return;
+        }
+        if g.part_ends.len() > 1 && g.cap.is_none() {
+            g.count -= once_per_statement(&mut g.rows, &g.part_ends, sql);
         }
         let (mut rows, mut count) = (g.rows, g.count);
         if error != 0 {
@@ -110,7 +116,7 @@ impl Conditions {
             .own
             .as_ref()
             .is_some_and(|o| o.rows.is_empty() && o.warnings == 0);
-        if !is_empty && uses_tables(&String::from_utf8_lossy(sql)) {
+        if !is_empty && g.uses_tables.unwrap_or(true) {
             self.own = Some(Own::default());
         }
     }
@@ -120,6 +126,66 @@ impl Conditions {
     pub fn counts(&self) -> Option<(u64, u64)> {
         self.own.as_ref().map(|o| (o.warnings, o.errors))
     }
+}
+
+/// Conditions one server raises per statement, raised by each part it
+/// ran on: a conversion warning (1292) naming a string literal that `sql`
+/// compares with a column in a simple comparison
+/// (`hscale_sql::diagnostics::compared_literals`), which a server converts
+/// when it sets the statement up (once, or once more where it analyzes an
+/// index range with it; measured on MariaDB 10.11), never per row. Such a
+/// message is kept as listed by the part that lists it most often (the
+/// part whose plan used the literal most, as one server's holding all the
+/// rows would), the other parts' listings dropped; other messages are
+/// left. `part_ends`: where each part's list ends in `rows`. Returns how
+/// many were dropped.
+fn once_per_statement(rows: &mut Vec<Condition>, part_ends: &[usize], sql: &[u8]) -> u64 {
+    let Ok(sql) = std::str::from_utf8(sql) else {
+        return 0;
+    };
+    let literals = hscale_sql::diagnostics::compared_literals(sql);
+    if literals.is_empty() {
+        return 0;
+    }
+    let is_candidate = |c: &Condition| {
+        c[1] == b"1292"
+            && literals.iter().any(|l| {
+                let tail = format!("value: '{l}'");
+                c[2].ends_with(tail.as_bytes())
+            })
+    };
+    let part_of = |i: usize| part_ends.iter().position(|end| i < *end).unwrap_or(0);
+    let mut dropped = vec![false; rows.len()];
+    for (i, c) in rows.iter().enumerate() {
+        // Each message once, from its first listing.
+        if !is_candidate(c) || rows[..i].contains(c) {
+            continue;
+        }
+        let same: Vec<usize> = (i..rows.len()).filter(|j| rows[*j] == *c).collect();
+        // How often each part that lists it does.
+        let mut per_part: Vec<(usize, usize)> = Vec::new();
+        for j in &same {
+            match per_part.last_mut() {
+                Some((p, n)) if *p == part_of(*j) => *n += 1,
+                _ => per_part.push((part_of(*j), 1)),
+            }
+        }
+        // The first part that lists it most often.
+        let kept = per_part
+            .iter()
+            .rev()
+            .max_by_key(|(_, n)| *n)
+            .map_or(0, |(p, _)| *p);
+        for j in same.iter().filter(|j| part_of(**j) != kept) {
+            dropped[*j] = true;
+        }
+    }
+    let mut at = 0;
+    rows.retain(|_| {
+        at += 1;
+        !dropped[at - 1]
+    });
+    dropped.iter().filter(|d| **d).count() as u64
 }
 
 /// `sql` with `@@warning_count` and `@@error_count` read from the session's
@@ -174,16 +240,46 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return Ok(false);
         }
         match hscale_sql::diagnostics::classify_condition_read(sql) {
-            Some(read) => self.answer_conditions(read).await,
+            Some(read) => self.answer_conditions(read, false).await,
             None => Ok(false),
         }
     }
 
-    /// Answer `SHOW WARNINGS` / `SHOW ERRORS` from the session's list.
+    /// COM_STMT_PREPARE; one that fails leaves its error as the session's
+    /// list, as on a server (one that succeeds leaves the list).
+    pub(super) async fn prepare_noting_errors(
+        &mut self,
+        payload: &bytes::Bytes,
+    ) -> Result<(), ProxyError> {
+        self.b.gathered = Default::default();
+        self.b.note.error = 0;
+        let r = self.prepare(payload).await;
+        match &r {
+            Err(ProxyError::ClientGone) => return r,
+            Err(e) => {
+                let (code, _, message) = e.to_mysql();
+                self.b.note.error(code);
+                self.b.gathered.error(code, &message);
+            }
+            Ok(()) => {}
+        }
+        let error = self.b.note.error;
+        if error != 0 {
+            let gathered = std::mem::take(&mut self.b.gathered);
+            let vars = &self.b.state.vars;
+            self.conditions
+                .record(gathered, error, || vars.max_error_count(), &payload[1..]);
+        }
+        r
+    }
+
+    /// Answer `SHOW WARNINGS` / `SHOW ERRORS` from the session's list, in
+    /// the binary format when `is_binary` (a prepared one's execution).
     /// `Ok(false)`: hscale does not know the list; the backend answers.
     pub(super) async fn answer_conditions(
         &mut self,
         read: ConditionRead,
+        is_binary: bool,
     ) -> Result<bool, ProxyError> {
         let ConditionRead::List {
             is_errors,
@@ -193,9 +289,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         else {
             return Ok(false);
         };
-        let Some(own) = self.conditions.own.clone() else {
+        let Some(own) = self.conditions.own.as_ref() else {
             return Ok(false);
         };
+        let rows: TextRows = own
+            .rows
+            .iter()
+            .filter(|c| !is_errors || is_error(c))
+            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+            .take(limit.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)))
+            .map(|c| c.iter().cloned().map(Some).collect())
+            .collect();
         // The column definitions exactly as the server sends them to this
         // session (its character set): the same statement listing nothing.
         let backend = self
@@ -224,25 +328,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
         };
-        let st = self.b.status();
-        let mut header = self.reply(1).columns(defs.len());
-        for d in &defs {
-            header.column_def(d);
-        }
-        let mut rows = header.rows(st);
-        let listed = own
-            .rows
-            .iter()
-            .filter(|c| !is_errors || is_error(c))
-            .skip(usize::try_from(offset).unwrap_or(usize::MAX))
-            .take(limit.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX)));
-        for c in listed {
-            rows.text_row(&[Some(&c[0][..]), Some(&c[1][..]), Some(&c[2][..])]);
-        }
-        let n = rows.count();
-        send(rows.finish(st, 0)).await?;
-        self.b.note.rows += n;
-        self.b.note.is_result = true;
+        self.write_result(&defs, &rows, is_binary).await?;
         Ok(true)
     }
 }
@@ -253,6 +339,66 @@ mod tests {
 
     fn warning(n: u8) -> Condition {
         [b"Warning".to_vec(), b"1292".to_vec(), vec![b'a' + n]]
+    }
+
+    /// Nothing raised by a statement that uses tables or not.
+    fn used(uses_tables: bool) -> Gathered {
+        Gathered {
+            uses_tables: Some(uses_tables),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_literals_conversion_counts_once_a_rows_per_row() {
+        let w = |v: &str| -> Condition {
+            [
+                b"Warning".to_vec(),
+                b"1292".to_vec(),
+                format!("Truncated incorrect DECIMAL value: '{v}'").into_bytes(),
+            ]
+        };
+        // Four parts each converted `k = '1x'` once: one server's once.
+        let mut c = Conditions::default();
+        let g = Gathered {
+            rows: vec![w("1x"), w("1x"), w("1x"), w("1x")],
+            count: 4,
+            reported: 4,
+            part_ends: vec![1, 2, 3, 4],
+            ..Default::default()
+        };
+        c.record(g, 0, || None, b"SELECT id FROM t WHERE k = '1x'");
+        assert_eq!(c.counts(), Some((1, 0)));
+        // Parts whose plans used it unequally often: the most.
+        let g = Gathered {
+            rows: vec![w("1x"), w("1x"), w("1x")],
+            count: 3,
+            reported: 3,
+            part_ends: vec![1, 3],
+            ..Default::default()
+        };
+        c.record(g, 0, || None, b"SELECT id FROM t WHERE k > '1x'");
+        assert_eq!(c.counts(), Some((2, 0)));
+        // Twice in each part (a range analyzed, then compared): twice.
+        let g = Gathered {
+            rows: vec![w("4z"), w("4z"), w("4z"), w("4z")],
+            count: 4,
+            reported: 4,
+            part_ends: vec![2, 4],
+            ..Default::default()
+        };
+        c.record(g, 0, || None, b"SELECT id FROM t WHERE id >= '4z'");
+        assert_eq!(c.counts(), Some((2, 0)));
+        // A literal not compared with a column: per row.
+        let g = Gathered {
+            rows: vec![w("x"), w("x")],
+            count: 2,
+            reported: 2,
+            part_ends: vec![1, 2],
+            ..Default::default()
+        };
+        c.record(g, 0, || None, b"SELECT CAST('x' AS DECIMAL) FROM t");
+        assert_eq!(c.counts(), Some((2, 0)));
     }
 
     #[test]
@@ -266,11 +412,11 @@ mod tests {
         };
         c.record(g, 0, || None, b"SELECT CAST(b AS INT) FROM t");
         assert_eq!(c.counts(), Some((2, 0)));
-        c.record(Gathered::default(), 0, || None, b"SELECT 1");
+        c.record(used(false), 0, || None, b"SELECT 1");
         assert_eq!(c.counts(), Some((2, 0)));
-        c.record(Gathered::default(), 0, || None, b"SHOW WARNINGS");
+        c.record(used(false), 0, || None, b"SHOW WARNINGS");
         assert_eq!(c.counts(), Some((2, 0)));
-        c.record(Gathered::default(), 0, || None, b"SELECT id FROM t");
+        c.record(used(true), 0, || None, b"SELECT id FROM t");
         assert_eq!(c.counts(), Some((0, 0)));
         let mut g = Gathered::default();
         g.error(1054, "Unknown column");
@@ -279,7 +425,7 @@ mod tests {
         // An error whose text hscale did not see: the backend answers.
         c.record(Gathered::default(), 1054, || None, b"SELECT nosuch FROM t");
         assert_eq!(c.counts(), None);
-        c.record(Gathered::default(), 0, || None, b"SELECT 1");
+        c.record(used(false), 0, || None, b"SELECT 1");
         assert_eq!(c.counts(), None);
         c.record(Gathered::default(), 0, || None, b"SELECT id FROM t");
         assert_eq!(c.counts(), Some((0, 0)));

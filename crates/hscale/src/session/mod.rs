@@ -15,6 +15,7 @@
 
 mod access;
 mod admin;
+mod answer;
 pub mod auth;
 mod batch;
 mod commands;
@@ -28,6 +29,7 @@ mod planning;
 pub mod prepared;
 mod processlist;
 mod query;
+mod remote_views;
 mod rewrite;
 mod statement;
 mod txn;
@@ -463,7 +465,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.write_ok(1).await?;
             }
             com::CHANGE_USER => return self.change_user(&payload).await,
-            com::STMT_PREPARE => self.prepare(&payload).await?,
+            com::STMT_PREPARE => self.prepare_noting_errors(&payload).await?,
             com::STMT_SEND_LONG_DATA => self.long_data(&payload),
             com::STMT_CLOSE => self.close_statement(&payload),
             com::STMT_RESET => self.reset_statement(&payload).await?,

@@ -45,6 +45,22 @@ pub struct ClientStatement {
     /// The dictionary version `routing` was planned with: a statement is
     /// planned again when the dictionary changed since.
     pub dict_version: u64,
+    /// Its executions are answered by hscale, as the text statement is.
+    pub own: Option<OwnRead>,
+    /// It uses tables: an execution resets the diagnostics area
+    /// (`hscale_sql::Facts::uses_tables`).
+    pub uses_tables: bool,
+}
+
+/// A prepared statement whose executions hscale answers itself, as it
+/// answers the text statement (binary rows, `session/answer.rs`).
+#[derive(Debug, Clone)]
+pub enum OwnRead {
+    /// `SHOW WARNINGS` / `SHOW ERRORS`: the session's list
+    /// (`conditions.rs`), when hscale knows it.
+    Conditions(hscale_sql::diagnostics::ConditionRead),
+    /// `SHOW INDEX` of this partitioned table (`figures.rs`).
+    Index(hscale_route::dictionary::TableName),
 }
 
 /// The statements of one session.

@@ -28,13 +28,12 @@ fn is_table_free(facts: &hscale_sql::Facts, sql: &str) -> bool {
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
-        let figured = match self.show_figures(payload).await? {
-            figures::Figured::Answered => return Ok(()),
-            figures::Figured::Rewritten(p) => Some(p),
-            figures::Figured::No => None,
-        };
-        let payload = figured.as_ref().unwrap_or(payload);
+        if self.answered_index(payload).await? {
+            return Ok(());
+        }
         let facts = hscale_sql::analyze_bytes(&payload[1..]);
+        // Whether it resets the session's diagnostics area (`conditions.rs`).
+        self.b.gathered.uses_tables = Some(facts.uses_tables);
         // What the statement mentions comes from that one lex; the rare
         // statement rewritten with hscale's own answers is analyzed again.
         let rewritten = self.proxy_answers(payload, facts.mentions).await?;

@@ -8,8 +8,9 @@
 //!   clients), not the backend's;
 //! - `CONNECTION_ID()`: the session's hscale id (the one in the handshake
 //!   and in KILL), the same for the whole session whichever backend
-//!   connection runs the statement; `@@pseudo_thread_id` too, unless the
-//!   session set it;
+//!   connection runs the statement; `@@pseudo_thread_id` too (and its
+//!   row in information_schema.SESSION_VARIABLES and SHOW VARIABLES),
+//!   unless the session set it;
 //! - `@@warning_count`, `@@error_count` and `SHOW COUNT(*) WARNINGS |
 //!   ERRORS`: the session's list of conditions (`conditions.rs`);
 //! - `SHOW [FULL] PROCESSLIST` and `information_schema.PROCESSLIST`:
@@ -25,7 +26,9 @@
 //!   statement that names TABLES when some table has a sequence);
 //! - `SHOW TABLE STATUS` of a database with partitioned tables: the
 //!   SELECT over information_schema.TABLES it is on a server
-//!   (`hscale_sql::show::table_status_sql`), then shown as above;
+//!   (`hscale_sql::show::table_status_sql`) with the partitioned tables'
+//!   figures summed over their partitions (`figures.rs`), then shown as
+//!   above; in a prepared statement rewritten again at every execution;
 //! - `ROW_COUNT()` and `FOUND_ROWS()`: what the session's previous
 //!   statement left (`diagnostics.rs`), whichever backends it ran on;
 //!   rewritten again at every execution of a prepared statement;
@@ -84,14 +87,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Some(Show::Status { filter }) => (Some(self.show_status(filter)), false),
             // A database with partitioned tables: as information_schema
             // shows it (below), with logical tables.
+            // with logical tables and their figures summed over their
+            // partitions (`figures.rs`), read again at every execution.
             Some(Show::TableStatus { db, filter }) => {
-                let db = db.map(ident).or_else(|| self.b.state.db.clone());
-                let dict = self.b.ctx.partitioning.dictionary();
-                match db {
-                    Some(db) if dict.tables().any(|t| t.name.db == db) => {
-                        (Some(table_status_sql(&db, filter)), false)
+                match db.map(ident).or_else(|| self.b.state.db.clone()) {
+                    Some(db) => {
+                        let summed = self.summed_figures(&db).await?;
+                        if summed.is_empty() {
+                            (None, false)
+                        } else {
+                            (table_status_sql(&db, filter, &summed), true)
+                        }
                     }
-                    _ => (None, false),
+                    None => (None, false),
                 }
             }
             None => (None, false),
@@ -122,11 +130,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Vec::new()
             };
             let current = out.as_deref().unwrap_or(sql);
-            if let Some(s) = hscale_route::router::logical_views(current, &dict, &counters)
+            let remote = self.remote_view_rows(current, &dict).await?;
+            let current = out.as_deref().unwrap_or(sql);
+            if let Some(s) = hscale_route::router::logical_views(current, &dict, &counters, &remote)
                 .or_else(|| hscale_route::router::remote_auto_increments(current, &dict, &counters))
             {
                 out = Some(s);
                 is_live = true;
+            }
+        }
+        // System variables as information_schema lists them: hscale's
+        // limits and the session's pseudo_thread_id (SHOW VARIABLES,
+        // rewritten above, reads them there too).
+        let current = out.as_deref().unwrap_or(sql);
+        if (mentions.contains(Mentions::INFORMATION_SCHEMA) || out.is_some())
+            && self::mentions(current.as_bytes(), b"_VARIABLES")
+        {
+            for (view, is_global) in [("GLOBAL_VARIABLES", true), ("SESSION_VARIABLES", false)] {
+                let current = out.as_deref().unwrap_or(sql);
+                let derived = self.variables_table(is_global);
+                if let Some(s) = replace_table(current, "information_schema", view, &derived) {
+                    out = Some(s);
+                }
             }
         }
         // ROW_COUNT() and FOUND_ROWS(): the session's previous statement,
@@ -193,21 +218,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // `@@pseudo_thread_id` is the connection id too, unless the
         // session set it (the value keeps the variable's column type).
         let current = out.as_deref().unwrap_or(sql);
-        if current.contains("@@")
-            && mentions(current.as_bytes(), b"PSEUDO_THREAD_ID")
-            && !self
-                .b
-                .state
-                .vars
-                .items()
-                .iter()
-                .any(|i| i.key == "pseudo_thread_id")
-        {
-            let expr = format!("(CAST({id} AS UNSIGNED) | @@session.pseudo_thread_id & 0)");
-            if let Some(s) =
-                hscale_sql::rewrite::replace_sysvar_with(current, "pseudo_thread_id", &expr)
-            {
-                out = Some(s);
+        if current.contains("@@") && mentions(current.as_bytes(), b"PSEUDO_THREAD_ID") {
+            if let Some(id) = self.pseudo_thread_id() {
+                let expr = format!("(CAST({id} AS UNSIGNED) | @@session.pseudo_thread_id & 0)");
+                if let Some(s) =
+                    hscale_sql::rewrite::replace_sysvar_with(current, "pseudo_thread_id", &expr)
+                {
+                    out = Some(s);
+                }
             }
         }
         // `CURRENT_USER()`, `USER()` and the like are the proxy user, not
@@ -239,16 +257,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         } else {
             "SESSION_VARIABLES"
         };
-        let mut sql = String::from(
+        // hscale's values come in with information_schema's table
+        // (`variables_table`), as for a client reading it.
+        let mut sql = format!(
             "SELECT Variable_name, Value FROM (SELECT LOWER(VARIABLE_NAME) AS Variable_name, \
-             CASE VARIABLE_NAME",
-        );
-        for (name, limit) in self.proxy_limits() {
-            let _ = write!(sql, " WHEN '{}' THEN '{limit}'", name.to_ascii_uppercase());
-        }
-        let _ = write!(
-            sql,
-            " ELSE VARIABLE_VALUE END AS Value FROM information_schema.{table}) AS v"
+             VARIABLE_VALUE AS Value FROM information_schema.{table}) AS v"
         );
         if let Some(pattern) = strip_word(filter, "LIKE") {
             let _ = write!(sql, " WHERE Variable_name LIKE {pattern}");
@@ -257,6 +270,44 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         sql.push_str(" ORDER BY BINARY Variable_name");
         sql
+    }
+
+    /// information_schema's `GLOBAL_VARIABLES` (`is_global`) or
+    /// `SESSION_VARIABLES` with hscale's values: its limits, and the
+    /// session's `pseudo_thread_id` ([`Self::pseudo_thread_id`]); the same
+    /// columns and types.
+    fn variables_table(&self, is_global: bool) -> String {
+        let mut values: Vec<(&str, u64)> = self.proxy_limits().to_vec();
+        if let Some(id) = self.pseudo_thread_id().filter(|_| !is_global) {
+            values.push(("pseudo_thread_id", id));
+        }
+        let mut sql = String::from("SELECT VARIABLE_NAME, CASE VARIABLE_NAME");
+        for (name, value) in values {
+            let _ = write!(sql, " WHEN '{}' THEN '{value}'", name.to_ascii_uppercase());
+        }
+        let table = if is_global {
+            "GLOBAL_VARIABLES"
+        } else {
+            "SESSION_VARIABLES"
+        };
+        let _ = write!(
+            sql,
+            " ELSE VARIABLE_VALUE END AS VARIABLE_VALUE FROM information_schema.{table}"
+        );
+        sql
+    }
+
+    /// `@@pseudo_thread_id` through hscale: the session's hscale id (as
+    /// `CONNECTION_ID()`), unless the session set the variable itself.
+    fn pseudo_thread_id(&self) -> Option<u64> {
+        let is_set = self
+            .b
+            .state
+            .vars
+            .items()
+            .iter()
+            .any(|i| i.key == "pseudo_thread_id");
+        (!is_set).then_some(u64::from(self.b.connection_id))
     }
 
     /// `SHOW [SESSION] STATUS [filter]` as a SELECT over

@@ -119,6 +119,32 @@ pub async fn backend_conn(i: usize, db: Option<&str>) -> mysql_async::Conn {
         .expect("connect to backend")
 }
 
+/// A read of the thread id of the backend connection that runs it, which
+/// a client of hscale otherwise never sees (`CONNECTION_ID()`,
+/// `@@pseudo_thread_id` and information_schema's SESSION_VARIABLES answer
+/// the client session's id): a stored function's body, which hscale does
+/// not rewrite. [`backend_thread_probe`] creates it.
+pub const BACKEND_THREAD: &str = "SELECT backend_probe.backend_thread()";
+
+/// Create the function [`BACKEND_THREAD`] calls on every backend.
+pub async fn backend_thread_probe() {
+    let info = cluster(1);
+    for port in &info.backend_ports {
+        let mut c = mysql_async::Conn::new(backend_opts(*port, None))
+            .await
+            .expect("connect to backend");
+        c.query_drop("CREATE DATABASE IF NOT EXISTS backend_probe")
+            .await
+            .unwrap();
+        c.query_drop(
+            "CREATE FUNCTION IF NOT EXISTS backend_probe.backend_thread() RETURNS BIGINT UNSIGNED NO SQL RETURN CONNECTION_ID()",
+        )
+        .await
+        .unwrap();
+        c.disconnect().await.unwrap();
+    }
+}
+
 /// Create a fresh database for one test, directly on the main backend.
 pub async fn fresh_db(name: &str) {
     let mut c = backend_conn(0, None).await;

@@ -214,43 +214,6 @@ async fn a_prepared_insert_creates_its_partition_on_the_emptiest_backend() {
     }
 }
 
-/// Toggle auto-partitioning of a table of its own through a proxy of its
-/// own until `stop`: every toggle commits a new dictionary version. Returns
-/// how many went through.
-async fn churn_dictionary(stop: &Arc<AtomicBool>) -> tokio::task::JoinHandle<u32> {
-    churn_dictionary_of("online_auto_churn", stop).await
-}
-
-/// [`churn_dictionary`] on a table of database `db`.
-async fn churn_dictionary_of(
-    db: &'static str,
-    stop: &Arc<AtomicBool>,
-) -> tokio::task::JoinHandle<u32> {
-    let t = "churn";
-    setup_acct(Scene { db, table: t }).await;
-    let stop = stop.clone();
-    tokio::spawn(async move {
-        let proxy = serve(300);
-        let mut c = Conn::new(proxy_opts(proxy.port, Some(db))).await.unwrap();
-        let mut done = 0u32;
-        while !stop.load(Ordering::Relaxed) {
-            let rule = if done.is_multiple_of(2) {
-                "ROUND_ROBIN"
-            } else {
-                "OFF"
-            };
-            if c.query_drop(format!("HSCALE AUTO_PARTITION('{db}.{t}', '{rule}')"))
-                .await
-                .is_ok()
-            {
-                done += 1;
-            }
-        }
-        c.disconnect().await.unwrap();
-        done
-    })
-}
-
 /// Every row written to a value without a partition is found by key, text
 /// and prepared, through the proxy that wrote it and through another one,
 /// at once after its partition exists, while another proxy churns the

@@ -4,7 +4,8 @@
 //! writers go on through two other proxies. The journal holds the plan: a
 //! take-over rolls the change back before the rename (the table stays a
 //! plain table, and SETUP_TABLE runs again) and commits it after (the
-//! renamed table is the default partition). Every invariant holds.
+//! renamed table is the default partition). Every invariant holds, with
+//! another proxy changing the dictionary all along.
 
 use super::*;
 
@@ -47,6 +48,15 @@ async fn killed_setup(test: &'static str, step: Step, scene: Scene) {
     let ports = vec![others[0].port, others[1].port];
     let (ws, _acked) = writers(6, scene, &ports, &mut rng, any_key, 200, (40, 45)).await;
     let stop = Arc::new(AtomicBool::new(false));
+    // Another proxy moves the one dictionary version on all along: a
+    // writer that met the renamed table must wait for the SETUP_TABLE's
+    // commit, not for any newer version (it gave up with 1146 after its
+    // tries when it did).
+    let churn_db = match step {
+        Step::BeforeRename => "online_setup_before_churn",
+        Step::AfterRename => "online_setup_after_churn",
+    };
+    let churn = churn_dictionary_of(churn_db, &stop).await;
     let hs = spawn_writers(ws, &stop);
     let setup =
         format!("HSCALE SETUP_TABLE('{db}.{t}', 'k', '{t}_default', 'shard0', 'MOD({MODULUS})')");
@@ -131,6 +141,11 @@ async fn killed_setup(test: &'static str, step: Step, scene: Scene) {
     tokio::time::sleep(Duration::from_secs(1)).await;
     stop.store(true, Ordering::Relaxed);
     let mut out = join_writers(hs).await;
+    let churned = churn.await.unwrap();
+    assert!(
+        churned > 20,
+        "{test}: the dictionary barely churned: {churned}"
+    );
     out.admin = admin;
     direct.disconnect().await.unwrap();
     assert_invariants(test, scene, &ports, &out).await;

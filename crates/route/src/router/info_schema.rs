@@ -7,9 +7,11 @@
 //! on the main backend. That table is the default partition, or when the
 //! default partition is on another backend, a partition on the main
 //! backend (every partition has the table's columns and indexes). A
-//! partitioned table with no partition on the main backend gets a row of
-//! its own in TABLES (its name and type; the engine and figures NULL) and
-//! is missing from the other views. The figures of a row (TABLE_ROWS,
+//! partitioned table with no partition on the main backend gets rows of
+//! its own, under its name: the rows its default partition has in each
+//! view, which the proxy reads from that partition's backend and passes
+//! in ([`RemoteRows`]; without them, TABLES shows its name and type with
+//! NULL figures). The figures of a row (TABLE_ROWS,
 //! DATA_LENGTH, CARDINALITY, ...) are that one partition's, except TABLES'
 //! AUTO_INCREMENT of a table with a sequence: the sequence's next value,
 //! which the proxy reads and passes in (`auto_increments`; the partitions'
@@ -52,10 +54,79 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
 }
 
-/// A logical table's name as a string that is no string literal, so the
-/// planner does not take the rewritten statement for one about the table.
+/// The columns of information_schema view `view` that [`logical_views`]
+/// rewrites (`TABLES`, `COLUMNS`, `STATISTICS`, `KEY_COLUMN_USAGE`), in
+/// their order; `None` for another view.
+pub fn view_columns(view: &str) -> Option<&'static str> {
+    VIEWS
+        .iter()
+        .find(|(v, _, _)| *v == view)
+        .map(|(_, columns, _)| *columns)
+}
+
+/// The views of [`view_columns`].
+pub const LOGICAL_VIEWS: [&str; 4] = ["TABLES", "COLUMNS", "STATISTICS", "KEY_COLUMN_USAGE"];
+
+/// The partitioned tables with no partition on the main backend, which
+/// the main backend's information_schema does not know: each with its
+/// default partition's backend and physical table, where they are read.
+pub fn absent_tables(dict: &Dictionary) -> Vec<(TableName, BackendId, String)> {
+    dict.tables()
+        .filter(|t| {
+            t.default_backend != BackendId::MAIN
+                && t.partitions.values().all(|p| p.backend != BackendId::MAIN)
+        })
+        .map(|t| (t.name.clone(), t.default_backend, t.default_table.clone()))
+        .collect()
+}
+
+/// A value of an information_schema row, typed as its column is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cell {
+    Text(Option<Vec<u8>>),
+    Unsigned(Option<u64>),
+    Signed(Option<i64>),
+    /// A DATETIME, as the server prints it.
+    DateTime(Option<String>),
+}
+
+impl Cell {
+    /// The value as an expression of the column's type and character set
+    /// (information_schema's utf8mb3), with no string literal in it. A
+    /// NULL is typed too: a bare NULL would make an integer column of the
+    /// union DECIMAL.
+    fn sql(&self) -> String {
+        match self {
+            Cell::Text(None) => "NULL".into(),
+            Cell::Text(Some(b)) => hidden_bytes(b),
+            Cell::Unsigned(n) => format!("CAST({} AS UNSIGNED)", number(n)),
+            Cell::Signed(n) => format!("CAST({} AS SIGNED)", number(n)),
+            Cell::DateTime(None) => "CAST(NULL AS DATETIME)".into(),
+            Cell::DateTime(Some(s)) => format!("CAST({} AS DATETIME)", hidden_literal(s)),
+        }
+    }
+}
+
+fn number<N: std::fmt::Display>(n: &Option<N>) -> String {
+    n.as_ref().map_or("NULL".into(), |n| n.to_string())
+}
+
+/// The rows view `view` has of a partitioned table with no partition on
+/// the main backend ([`absent_tables`]): every column of [`view_columns`],
+/// read from its default partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteRows {
+    pub table: TableName,
+    pub view: &'static str,
+    pub rows: Vec<Vec<Cell>>,
+}
+
 fn hidden_literal(s: &str) -> String {
-    let hex: String = s.bytes().map(|b| format!("{b:02X}")).collect();
+    hscale_sql::show::hidden_literal(s)
+}
+
+fn hidden_bytes(b: &[u8]) -> String {
+    let hex: String = b.iter().map(|b| format!("{b:02X}")).collect();
     format!("CONVERT(X'{hex}' USING utf8mb3)")
 }
 
@@ -148,6 +219,7 @@ pub fn logical_views(
     sql: &str,
     dict: &Dictionary,
     auto_increments: &[(TableName, u64)],
+    remote: &[RemoteRows],
 ) -> Option<String> {
     dict.tables().next()?;
     let tokens = hscale_sql::tokenize(sql).ok()?;
@@ -201,7 +273,7 @@ pub fn logical_views(
                     counters.push((db.clone(), quote(physical), next));
                 }
             }
-            None => absent.push((db.clone(), hidden_literal(&t.name.table), next)),
+            None => absent.push((t.name.clone(), hidden_literal(&t.name.table), next)),
         }
         for p in t.partitions.values() {
             if Some(p.physical.as_str()) != shown {
@@ -248,8 +320,28 @@ pub fn logical_views(
                 hidden.join(", ")
             ));
         }
-        if *view == "TABLES" {
-            for (db, logical, next) in &absent {
+        for (name, logical, next) in &absent {
+            let read = remote.iter().find(|r| r.view == *view && r.table == *name);
+            if let Some(read) = read {
+                // Its default partition's rows, under its name.
+                for row in &read.rows {
+                    let cells: Vec<String> = columns
+                        .split(", ")
+                        .zip(row)
+                        .map(|(c, v)| match (c, next) {
+                            ("TABLE_NAME", _) => logical.clone(),
+                            ("AUTO_INCREMENT", Some(n)) if *view == "TABLES" => {
+                                format!("CAST({n} AS UNSIGNED)")
+                            }
+                            _ => v.sql(),
+                        })
+                        .collect();
+                    derived.push_str(&format!(" UNION ALL SELECT {}", cells.join(", ")));
+                }
+                continue;
+            }
+            if *view == "TABLES" {
+                let db = quote(&name.db);
                 let row: Vec<String> = columns
                     .split(", ")
                     .map(|c| match c {
@@ -302,7 +394,7 @@ mod tests {
         .unwrap();
         d.set_auto_column(&t, Some("id"), 1);
         let sql = "SELECT AUTO_INCREMENT FROM information_schema.TABLES";
-        let out = logical_views(sql, &d, &[(t.clone(), 42)]).unwrap();
+        let out = logical_views(sql, &d, &[(t.clone(), 42)], &[]).unwrap();
         assert!(
             out.contains(
                 "CASE WHEN TABLE_SCHEMA = 'app' AND TABLE_NAME = 'orders_default' THEN CAST(42 AS UNSIGNED) ELSE AUTO_INCREMENT END AS AUTO_INCREMENT"
@@ -310,7 +402,7 @@ mod tests {
             "{out}"
         );
         // Without a value, and in the other views, the server's column.
-        let plain = logical_views(sql, &d, &[]).unwrap();
+        let plain = logical_views(sql, &d, &[], &[]).unwrap();
         assert!(!plain.contains("CAST("), "{plain}");
         // A table of that name elsewhere, its default partition away from
         // the main backend, is another schema's: the views stay logical.
@@ -324,11 +416,11 @@ mod tests {
         )
         .unwrap();
         let named = "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = 'orders'";
-        assert!(logical_views(named, &d, &[]).is_some());
+        assert!(logical_views(named, &d, &[], &[]).is_some());
         let far = named.replace("'app'", "'other'");
-        assert!(logical_views(&far, &d, &[]).is_none());
+        assert!(logical_views(&far, &d, &[], &[]).is_none());
         let current = named.replace("'app'", "DATABASE()");
-        assert!(logical_views(&current, &d, &[]).is_none());
+        assert!(logical_views(&current, &d, &[], &[]).is_none());
         // Asked of the far table's backend: its AUTO_INCREMENT written
         // in, its name as no string literal.
         d.set_auto_column(&TableName::new("other", "orders"), Some("id"), 1);
@@ -344,8 +436,52 @@ mod tests {
         let far_counter = [(TableName::new("other", "orders"), 7)];
         assert!(remote_auto_increments(&unnamed, &d, &far_counter).is_none());
         let columns = "SELECT COLUMN_NAME FROM information_schema.COLUMNS";
-        assert!(!logical_views(columns, &d, &[(t, 42)])
+        assert!(!logical_views(columns, &d, &[(t, 42)], &[])
             .unwrap()
             .contains("CAST("));
+    }
+
+    #[test]
+    fn a_table_with_no_partition_on_main_shows_its_default_partitions_rows() {
+        let mut d = Dictionary::default();
+        let t = TableName::new("app", "far");
+        d.setup_table(
+            t.clone(),
+            "k",
+            "far_default",
+            BackendId::new(1),
+            HashingFunction::Mod(2),
+        )
+        .unwrap();
+        assert_eq!(
+            absent_tables(&d),
+            vec![(t.clone(), BackendId::new(1), "far_default".to_string())]
+        );
+        let columns = view_columns("COLUMNS").unwrap().split(", ").count();
+        let mut row = vec![Cell::Text(None); columns];
+        row[1] = Cell::Text(Some(b"app".to_vec()));
+        row[2] = Cell::Text(Some(b"far_default".to_vec()));
+        row[3] = Cell::Text(Some(b"k".to_vec()));
+        row[4] = Cell::Unsigned(Some(1));
+        row[8] = Cell::Unsigned(None);
+        let remote = [RemoteRows {
+            table: t.clone(),
+            view: "COLUMNS",
+            rows: vec![row],
+        }];
+        let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'app'";
+        let out = logical_views(sql, &d, &[], &remote).unwrap();
+        assert!(
+            out.contains(" UNION ALL SELECT NULL, CONVERT(X'617070' USING utf8mb3), CONVERT(X'666172' USING utf8mb3), CONVERT(X'6B' USING utf8mb3), CAST(1 AS UNSIGNED), NULL, NULL, NULL, CAST(NULL AS UNSIGNED)"),
+            "{out}"
+        );
+        // Without rows read, TABLES still names it; the others do not.
+        let tables = "SELECT TABLE_NAME FROM information_schema.TABLES";
+        assert!(logical_views(tables, &d, &[], &[])
+            .unwrap()
+            .contains("UNION ALL"));
+        assert!(!logical_views(sql, &d, &[], &[])
+            .unwrap()
+            .contains("UNION ALL"));
     }
 }

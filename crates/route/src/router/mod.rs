@@ -22,7 +22,10 @@ mod cache;
 mod explain;
 mod global;
 mod info_schema;
-pub use info_schema::{logical_views, remote_auto_increments};
+pub use info_schema::{
+    absent_tables, logical_views, remote_auto_increments, view_columns, Cell, RemoteRows,
+    LOGICAL_VIEWS,
+};
 mod insert;
 mod insert_form;
 mod join;

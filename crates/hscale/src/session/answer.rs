@@ -1,0 +1,71 @@
+//! Result sets hscale writes itself with a server's column definitions
+//! (SHOW WARNINGS / SHOW ERRORS from the session's list, `conditions.rs`;
+//! SHOW INDEX of a partitioned table, `figures.rs`): text rows for a
+//! COM_QUERY, binary rows (`hscale_wire::binary_row`) for a
+//! COM_STMT_EXECUTE, so a prepared statement answers what the text one
+//! does.
+
+use bytes::Bytes;
+use hscale_wire::resultset::ColumnInfo;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::{send, Session};
+use crate::error::ProxyError;
+
+/// Rows as the text protocol carries them (`None`: NULL).
+pub(super) type TextRows = Vec<Vec<Option<Vec<u8>>>>;
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Answer with columns `defs` and `rows`, in the binary format when
+    /// `is_binary` (an execution of a prepared statement).
+    pub(super) async fn write_result(
+        &mut self,
+        defs: &[Bytes],
+        rows: &TextRows,
+        is_binary: bool,
+    ) -> Result<(), ProxyError> {
+        let wrong = |e: hscale_wire::WireError| {
+            ProxyError::Wrong(format!("a row hscale answers in the binary format: {e}"))
+        };
+        // Every row encoded before the first packet: an error is still
+        // the whole answer.
+        let binary = if is_binary {
+            let columns = defs
+                .iter()
+                .map(|d| ColumnInfo::decode(d))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(wrong)?;
+            let encoded = rows
+                .iter()
+                .map(|row| {
+                    let cells: Vec<Option<&[u8]>> = row.iter().map(|c| c.as_deref()).collect();
+                    hscale_wire::binary_row::encode_binary_row(&columns, &cells)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(wrong)?;
+            Some(encoded)
+        } else {
+            None
+        };
+        let st = self.b.status();
+        let mut header = self.reply(1).columns(defs.len());
+        for d in defs {
+            header.column_def(d);
+        }
+        let mut out = header.rows(st);
+        match &binary {
+            Some(encoded) => encoded.iter().for_each(|b| out.row(b)),
+            None => {
+                for row in rows {
+                    let cells: Vec<Option<&[u8]>> = row.iter().map(|c| c.as_deref()).collect();
+                    out.text_row(&cells);
+                }
+            }
+        }
+        let n = out.count();
+        send(out.finish(st, 0)).await?;
+        self.b.note.rows += n;
+        self.b.note.is_result = true;
+        Ok(())
+    }
+}
