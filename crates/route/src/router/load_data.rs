@@ -166,16 +166,20 @@ pub fn load_key(
             )))
         }
         KeyField::Null if column.is_nullable => return routed(table.route(&KeyValue::Null)),
-        KeyField::Null => return Err(LoadKeyError::Unsure(format!(
+        KeyField::Null => {
+            return Err(LoadKeyError::Unsure(format!(
             "NULL for partition key {key}, which is NOT NULL (the server would store its default)"
-        ))),
+        )))
+        }
         KeyField::Text(t) => t,
     };
     let text = match std::str::from_utf8(text) {
         Ok(s) if s.is_ascii() || (is_file_utf8 && column.is_utf8) => s,
-        _ => return Err(LoadKeyError::Unsure(format!(
+        _ => {
+            return Err(LoadKeyError::Unsure(format!(
             "partition key {key} holds non-ASCII text in a character set the proxy does not read"
-        ))),
+        )))
+        }
     };
     let stored = table.stored_key(KeyValue::Str(text.to_string()));
     let stored = match (stored, column.int_range) {
