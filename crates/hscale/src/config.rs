@@ -129,6 +129,11 @@ pub struct ProxyConfig {
     /// co-partitioned, and reads answered by one server with copies of the
     /// partitioned tables); past it the statement fails with an error.
     pub ship_max_rows: usize,
+    /// The largest file a `LOAD DATA LOCAL INFILE` into a partitioned
+    /// table may send, in bytes: the proxy holds the file while it cuts it
+    /// into rows for the partitions; past it the statement fails (1235)
+    /// and nothing is loaded.
+    pub load_data_max_bytes: usize,
     /// Statements at least this long, in bytes, are planned on a thread
     /// of their own, so the other sessions of their worker go on
     /// meanwhile (planning is linear in the statement's size).
@@ -185,6 +190,7 @@ impl Default for ProxyConfig {
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
             ship_max_rows: 100_000,
+            load_data_max_bytes: 256 << 20,
             scatter_write_timeout_ms: 3_600_000,
             shutdown_timeout_ms: 30_000,
             plan_offload_bytes: 64 * 1024,

@@ -65,6 +65,10 @@ pub enum ProxyError {
         table: String,
         ms: u64,
     },
+    /// LOAD DATA LOCAL INFILE from a client that did not offer to send
+    /// files (no CLIENT_LOCAL_FILES): the server's own error and message.
+    #[error("The used command is not allowed because the MariaDB server or client has disabled the local infile capability")]
+    LocalInfileDisabled,
     /// A statement hscale will not run, with the whole reason.
     #[error("hscale: {0}")]
     Refused(String),
@@ -197,6 +201,9 @@ impl ProxyError {
             }
             ProxyError::UnknownStatement { .. } => (code::ER_UNKNOWN_STMT_HANDLER, b"HY000", msg),
             ProxyError::LongDataTooLarge => (code::ER_UNKNOWN_ERROR, b"HY000", msg),
+            ProxyError::LocalInfileDisabled => {
+                (code::ER_LOAD_INFILE_CAPABILITY_DISABLED, b"HY000", msg)
+            }
             ProxyError::MergeLimit { .. } | ProxyError::ShipLimit { .. } => {
                 (code::ER_OUT_OF_SORTMEMORY, b"HY001", msg)
             }

@@ -14,6 +14,7 @@ pub mod dictionary;
 pub mod hashing;
 pub mod key;
 pub mod key_compare;
+pub mod load_split;
 pub mod router;
 pub mod value;
 pub mod view;

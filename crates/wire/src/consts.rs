@@ -83,6 +83,8 @@ pub mod code {
     pub const ER_DBACCESS_DENIED_ERROR: u16 = 1044;
     pub const ER_TABLEACCESS_DENIED_ERROR: u16 = 1142;
     pub const ER_NOT_SUPPORTED_YET: u16 = 1235;
+    /// LOAD DATA LOCAL from a client without CLIENT_LOCAL_FILES (MariaDB).
+    pub const ER_LOAD_INFILE_CAPABILITY_DISABLED: u16 = 4166;
     pub const ER_SECURE_TRANSPORT_REQUIRED: u16 = 3159;
     pub const ER_UNIQUE_KEY_NEED_ALL_FIELDS_IN_PF: u16 = 1503;
     pub const ER_OUT_OF_SORTMEMORY: u16 = 1038;

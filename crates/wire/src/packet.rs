@@ -250,6 +250,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.next_seq = seq.wrapping_add(self.seq_shift).wrapping_add(1);
     }
 
+    /// The peer sent packets within the reply (the file of `LOAD DATA
+    /// LOCAL INFILE`), the last at `seq` as read: the rest of the reply,
+    /// written from sequence id 1, follows it.
+    pub fn continue_after(&mut self, seq: u8) {
+        self.seq_shift = self.seq_shift.wrapping_add(seq);
+    }
+
     /// Start joining the replies of several statements into the reply to
     /// one command: each statement's reply is written as if it were the
     /// whole reply (from sequence id 1), and [`PacketStream::end_relayed`]

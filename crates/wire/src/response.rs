@@ -32,6 +32,13 @@ pub enum OkInfo {
         duplicates: u64,
         warnings: u64,
     },
+    /// `Records: 3  Deleted: 0  Skipped: 1  Warnings: 1` (LOAD DATA).
+    Loaded {
+        records: u64,
+        deleted: u64,
+        skipped: u64,
+        warnings: u64,
+    },
     /// `Rows matched: 2  Changed: 1  Warnings: 0` (UPDATE).
     Matched {
         matched: u64,
@@ -67,6 +74,30 @@ impl OkInfo {
                 duplicates,
                 warnings,
             };
+        }
+        if let Some(rest) = text.strip_prefix("Records:") {
+            let mut n = [0u64; 4];
+            let mut it = rest.split("  ");
+            let labels = ["", "Deleted:", "Skipped:", "Warnings:"];
+            let mut ok = true;
+            for (i, l) in labels.iter().enumerate() {
+                match it
+                    .next()
+                    .and_then(|p| p.trim().strip_prefix(l))
+                    .and_then(|v| v.trim().parse().ok())
+                {
+                    Some(v) => n[i] = v,
+                    None => ok = false,
+                }
+            }
+            if ok && it.next().is_none() {
+                return OkInfo::Loaded {
+                    records: n[0],
+                    deleted: n[1],
+                    skipped: n[2],
+                    warnings: n[3],
+                };
+            }
         }
         if let Some([matched, changed, warnings]) =
             numbers(["Rows matched:", "Changed:", "Warnings:"])
@@ -115,6 +146,25 @@ impl OkInfo {
                 changed: b + y,
                 warnings: c + z,
             },
+            (
+                OkInfo::Loaded {
+                    records: a,
+                    deleted: b,
+                    skipped: c,
+                    warnings: d,
+                },
+                OkInfo::Loaded {
+                    records: w,
+                    deleted: x,
+                    skipped: y,
+                    warnings: z,
+                },
+            ) => OkInfo::Loaded {
+                records: a + w,
+                deleted: b + x,
+                skipped: c + y,
+                warnings: d + z,
+            },
             _ => OkInfo::None,
         }
     }
@@ -133,6 +183,14 @@ impl OkInfo {
                 changed,
                 warnings,
             } => format!("Rows matched: {matched}  Changed: {changed}  Warnings: {warnings}"),
+            OkInfo::Loaded {
+                records,
+                deleted,
+                skipped,
+                warnings,
+            } => format!(
+                "Records: {records}  Deleted: {deleted}  Skipped: {skipped}  Warnings: {warnings}"
+            ),
         }
     }
 }
@@ -274,6 +332,17 @@ pub fn is_ok(payload: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn load_data_counts_add_up() {
+        let a = OkInfo::parse(b"Records: 3  Deleted: 1  Skipped: 0  Warnings: 2");
+        let b = OkInfo::parse(b"Records: 2  Deleted: 0  Skipped: 1  Warnings: 1");
+        assert_eq!(
+            a.plus(b).text(),
+            "Records: 5  Deleted: 1  Skipped: 1  Warnings: 3"
+        );
+        assert_eq!(OkInfo::parse(b"Records: 1  Deleted: x"), OkInfo::None);
+    }
 
     #[test]
     fn ok_round_trip() {

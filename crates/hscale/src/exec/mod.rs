@@ -21,6 +21,7 @@ pub mod forward;
 mod implicit;
 pub mod interpolate;
 pub mod lead_in;
+mod load_data;
 mod merge;
 mod params;
 pub use params::ClientText;
@@ -98,6 +99,9 @@ pub struct Exec<'a, S> {
     /// The session's sql_select_limit applies to the merged result, so
     /// the parts of the merge being run read every row (`merge/mod.rs`).
     is_unlimited: bool,
+    /// The client offered to send files (CLIENT_LOCAL_FILES): LOAD DATA
+    /// LOCAL INFILE may ask it for one.
+    pub is_local_files: bool,
 }
 
 /// Tries of a statement whose pooled connection turned out closed.
@@ -149,6 +153,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             uses_last_insert_id: false,
             is_binary: false,
             is_unlimited: false,
+            is_local_files: false,
         }
     }
 
@@ -179,6 +184,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Plan::GlobalWrite { .. } => (PlanKind::GlobalWrite, self.b.ctx.config.backends.len()),
             Plan::Relabeled { .. } => (PlanKind::Single, 1),
             Plan::Refuse(_) => (PlanKind::Refused, 0),
+            Plan::LoadData(l) => (PlanKind::Scatter, l.parts.len()),
             _ => (PlanKind::Dictionary, 0),
         };
         self.b.note.kind = kind;
@@ -218,6 +224,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                 self.forward_with(conn, Expect::Query, &effects, Some((&from, &to)))
                     .await
             }
+            Plan::LoadData(load) => self.run_load_data(&load).await,
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
             Plan::ViewError(e) => Err(ProxyError::View(e)),
             _ => Err(ProxyError::Wrong(

@@ -205,7 +205,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     /// Answer a write over several parts: commit its own transaction
     /// first, if it has one (a failed part's error was written already).
-    async fn finish_write(
+    pub(super) async fn finish_write(
         &mut self,
         total: Result<Option<OkPacket>, ProxyError>,
         is_implicit: bool,
@@ -421,7 +421,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         self.add_ok(conn, r, total).await
     }
 
-    async fn add_ok(
+    pub(super) async fn add_ok(
         &mut self,
         mut conn: PooledConn,
         r: Result<Result<OkPacket, hscale_wire::response::ErrPacket>, ProxyError>,
@@ -593,7 +593,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// transaction ends (rolled back), since committing it would leave the
     /// copies different. (The statement's own transaction is rolled back
     /// by the caller.)
-    async fn copy_failed(
+    pub(super) async fn copy_failed(
         &mut self,
         table: &hscale_route::dictionary::TableName,
         b: BackendId,

@@ -299,7 +299,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// The executor for one statement of this session.
     fn exec(&mut self) -> Exec<'_, S> {
         let deprecated = self.is_eof_deprecated();
-        Exec::new(&mut self.client, &mut self.b, deprecated)
+        let is_local_files = self.info.capabilities & cap::LOCAL_FILES != 0;
+        let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
+        exec.is_local_files = is_local_files;
+        exec
     }
 
     /// The session's wait_timeout: its own `SET wait_timeout = <seconds>`,

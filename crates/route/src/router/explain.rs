@@ -48,6 +48,25 @@ impl Plan {
             Plan::DropTable(t) => one(format!(
                 "drop every partition of {t} and its dictionary entry"
             )),
+            Plan::LoadData(l) if l.is_global => vec![ExplainRow::new(
+                "every backend",
+                format!("load the client's file into every copy of global table {}", l.table),
+                statement,
+            )],
+            Plan::LoadData(l) => l
+                .parts
+                .iter()
+                .map(|(t, sql)| {
+                    ExplainRow::new(
+                        &name(t.backend),
+                        format!(
+                            "load the rows of the client's file whose key is in {}",
+                            t.physical_table
+                        ),
+                        sql.as_str(),
+                    )
+                })
+                .collect(),
             Plan::ShowTables { db, .. } => one(format!(
                 "tables of {db} with partitioned tables shown as one"
             )),

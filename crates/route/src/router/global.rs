@@ -114,9 +114,6 @@ pub(super) fn plan_global(
     if first == "RENAME" || (first == "ALTER" && word("RENAME")) {
         return refuse("renaming");
     }
-    if first == "LOAD" {
-        return refuse("LOAD DATA");
-    }
     if matches!(first.as_str(), "OPTIMIZE" | "ANALYZE" | "REPAIR")
         || word("RETURNING")
         || word("TEMPORARY")
@@ -166,6 +163,12 @@ pub(super) fn plan_global(
     }
     if word("CURRENT_TIMESTAMP") || word("LOCALTIMESTAMP") || word("CURRENT_DATE") {
         return refuse("a write using the current time,");
+    }
+    if first == "LOAD" {
+        return match super::load_data::plan_global_load(sql, tokens, first_global) {
+            Ok(load) => Plan::LoadData(Box::new(load)),
+            Err(why) => refuse(&why),
+        };
     }
     Plan::GlobalWrite {
         table: first_global.clone(),

@@ -30,6 +30,7 @@ mod insert;
 mod insert_form;
 mod join;
 mod levels;
+mod load_data;
 mod merge;
 mod ordered_write;
 mod prune;
@@ -47,6 +48,9 @@ pub use explain::ExplainRow;
 use insert::plan_insert;
 pub use insert::{insert_key_placeholders, unplaced_values};
 pub use insert_form::{insert_form, with_columns, with_keys, InsertForm};
+pub use load_data::{
+    is_splittable_charset, is_utf8_charset, load_key, LoadData, LoadKeyColumn, LoadKeyError,
+};
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
 pub use ordered_write::{ordered_write_parts, OrderedWrite};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
@@ -147,6 +151,9 @@ pub enum Plan {
     ShowCreateView(TableName),
     /// A statement on a view that one server refuses too, with its error.
     ViewError(crate::view::ViewError),
+    /// `LOAD DATA LOCAL INFILE` into a partitioned table: the proxy reads
+    /// the file and sends each partition its rows (`load_data`).
+    LoadData(Box<LoadData>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -570,12 +577,7 @@ fn plan_statement(
                 r.name
             ))
         }
-        "LOAD" => {
-            return Plan::Refuse(format!(
-                "LOAD DATA or LOAD XML into partitioned table {} is not supported (its rows would not be routed by key; use INSERT)",
-                r.name
-            ))
-        }
+        "LOAD" => return load_data::plan_load(sql, tokens, r, table),
         _ => {
             return Plan::Refuse(format!(
                 "{first} statements on partitioned table {} are not supported yet",
