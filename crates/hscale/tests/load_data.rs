@@ -585,3 +585,102 @@ async fn string_keys_the_backend_weighs_land_where_reads_find_them() {
     p.disconnect().await.unwrap();
     r.disconnect().await.unwrap();
 }
+
+/// Loads through one proxy process while partitions move and the default
+/// partition is carved up through another: the fence runs a load that met
+/// a renamed table again from the file it holds, so every load is answered
+/// with all its rows, and every row sits once in the table its partition
+/// names on the backends themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loads_while_partitions_move_lose_nothing() {
+    const MOVES_DB: &str = "ld_moves";
+    const FILES: i64 = 400;
+    const ROWS: i64 = 300;
+    cluster(3);
+    let mut admin = proxy_conn(None).await;
+    admin
+        .query_drop(format!("CREATE DATABASE {MOVES_DB}"))
+        .await
+        .unwrap();
+    admin.query_drop(format!("USE {MOVES_DB}")).await.unwrap();
+    admin.query_drop(SCHEMA).await.unwrap();
+    for s in &PARTITIONING[..4] {
+        admin.query_drop(*s).await.unwrap();
+    }
+    let paths: Vec<PathBuf> = (0..FILES)
+        .map(|f| {
+            let rows: Vec<u8> = (0..ROWS)
+                .flat_map(|i| format!("{},{},f{f}\n", f * 1000 + i, i % 8).into_bytes())
+                .collect();
+            file(&format!("moves_{f}"), &rows)
+        })
+        .collect();
+    let loader_proxy = ProxyProcess::start(cluster_config());
+    let opts = with_files(proxy_opts(loader_proxy.port, Some(MOVES_DB)), &paths);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let loader = tokio::spawn({
+        let (paths, stop) = (paths.clone(), stop.clone());
+        async move {
+            let mut c = Conn::new(opts).await.unwrap();
+            let mut loaded = 0;
+            for p in &paths {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let sql = format!(
+                    "LOAD DATA LOCAL INFILE '{}' INTO TABLE t FIELDS TERMINATED BY ',' (id, k, s)",
+                    p.display()
+                );
+                c.query_drop(&sql)
+                    .await
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+                assert_eq!(c.affected_rows(), ROWS as u64, "{sql}");
+                loaded += 1;
+            }
+            c.disconnect().await.unwrap();
+            loaded
+        }
+    });
+    // A carve of the default partition and three moves, each renaming the
+    // tables it takes keys from, while the loads go on.
+    for change in [
+        "HSCALE MOVE_PARTITION('t', 'm1', 'shard2')",
+        "HSCALE ADD_PARTITION('t', 'm0', '0', 'shard1')",
+        "HSCALE MOVE_PARTITION('t', 'm2', 'shard0')",
+        "HSCALE MOVE_PARTITION('t', 'm1', 'shard1')",
+    ] {
+        admin.query_drop(change).await.unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let loaded = loader.await.unwrap();
+    assert!(loaded < FILES, "the loads ran out before the changes ended");
+    let count: Option<i64> = admin.query_first("SELECT COUNT(*) FROM t").await.unwrap();
+    assert_eq!(count, Some(loaded * ROWS));
+    let mut ids = Vec::new();
+    for (name, (backend, table)) in physical_tables(&format!("{MOVES_DB}.t")).await {
+        let mut b = backend_conn(backend, Some(MOVES_DB)).await;
+        let rows: Vec<(i64, i64)> = b
+            .query(format!("SELECT id, k FROM `{table}`"))
+            .await
+            .unwrap();
+        for (id, k) in rows {
+            let home = match (k % 4, name.as_str()) {
+                (0, "m0") | (1, "m1") | (2, "m2") | (3, "m3") => true,
+                (v, "") => v != 0 && !(1..=3).contains(&v),
+                _ => false,
+            };
+            assert!(
+                home,
+                "id {id} k {k} in {table} on shard{backend} (partition {name:?})"
+            );
+            ids.push(id);
+        }
+        b.disconnect().await.unwrap();
+    }
+    ids.sort_unstable();
+    let want: Vec<i64> = (0..loaded)
+        .flat_map(|f| (0..ROWS).map(move |i| f * 1000 + i))
+        .collect();
+    assert_eq!(ids, want);
+    admin.disconnect().await.unwrap();
+}

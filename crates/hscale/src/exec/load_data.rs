@@ -58,21 +58,90 @@ struct TableFacts {
     database_charset: String,
 }
 
+/// A load's table and what the checks before its file found.
+struct LoadSetup {
+    table: PartitionedTable,
+    facts: TableFacts,
+    /// The file's character set is UTF-8.
+    is_utf8: bool,
+    /// The statement planned again on the table's current dictionary, when
+    /// it changed since the statement was planned.
+    plan: Option<Box<LoadData>>,
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Run a LOAD DATA LOCAL INFILE into a partitioned table.
     pub(crate) async fn run_load_data(&mut self, load: &LoadData) -> Result<(), ProxyError> {
         if !self.is_local_files {
             return Err(ProxyError::LocalInfileDisabled);
         }
-        // A partition's 1146 reaches the client: the file cannot be asked
-        // for again to run the statement on a newer dictionary.
-        self.is_fenced = false;
         if load.is_global {
+            // A global table's copies keep their names (their fence is the
+            // triggers of a SETUP_GLOBAL_TABLE); the file cannot be asked
+            // for again, so a 1146 reaches the client.
+            self.is_fenced = false;
             return self.run_global_load(load).await;
         }
-        let table = {
+        let Some(mut setup) = self.load_setup(load).await? else {
+            return Ok(());
+        };
+        let file = self.read_client_file(&load.file_name).await?;
+        // The fence: a partition's table renamed by a change (1146) makes
+        // the statement run again on a newer dictionary, from the file held
+        // here (the client cannot be asked for it twice); in autocommit the
+        // statement's own transaction rolled back what the other partitions
+        // had loaded, inside a transaction the transaction is rolled back
+        // and answered 1412 (`fence.rs`).
+        self.is_fenced = true;
+        let mut attempts = 0;
+        loop {
+            let before = self.b.fence_point();
+            let err = match self.load_file(load, &setup, &file).await {
+                Err(ProxyError::StaleRoute { err }) => err,
+                r => return r,
+            };
+            match self.b.after_stale_route(err, before, &mut attempts).await? {
+                super::fence::Next::Retry => {}
+                super::fence::Next::Answer(e) => return self.write_server_error(1, &e).await,
+            }
+            setup = match self.load_setup(load).await? {
+                Some(s) => s,
+                None => return Ok(()),
+            };
+        }
+    }
+
+    /// The table and what its default partition's backend says of it, with
+    /// the checks made before the file is asked for; `None`: an error went
+    /// to the client.
+    async fn load_setup(&mut self, load: &LoadData) -> Result<Option<LoadSetup>, ProxyError> {
+        // The table and its statements from one dictionary: a change since
+        // the plan (or since the last attempt) plans the statement again.
+        let (table, plan) = {
             let dict = self.b.ctx.partitioning.dictionary();
-            dict.table(&load.table).cloned()
+            let table = dict.table(&load.table).cloned();
+            let is_current = table.as_ref().is_some_and(|t| {
+                let mut now = t.all_targets();
+                let mut planned: Vec<Target> = load.parts.iter().map(|(t, _)| t.clone()).collect();
+                now.sort();
+                planned.sort();
+                now == planned
+            });
+            let plan = if is_current {
+                None
+            } else {
+                match hscale_route::router::plan(&load.statement, self.b.state.db.as_deref(), &dict)
+                {
+                    hscale_route::router::Plan::LoadData(l) if !l.is_global => Some(l),
+                    _ => {
+                        return Err(ProxyError::Refused(format!(
+                            "LOAD DATA: {} changed while the statement ran; run it again",
+                            load.table
+                        )))
+                    }
+                }
+            };
+            (table, plan)
         };
         let Some(table) = table else {
             return Err(ProxyError::Wrong(format!(
@@ -86,7 +155,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .await?
         {
             Ok(f) => f,
-            Err(err) => return self.write_server_error(1, &err).await,
+            Err(err) => {
+                self.write_server_error(1, &err).await?;
+                return Ok(None);
+            }
         };
         if load.fields.is_none() && facts.has_hidden {
             return Err(ProxyError::Refused(format!(
@@ -104,11 +176,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 load.table
             )));
         }
-        let file = self.read_client_file(&load.file_name).await?;
         let is_utf8 = router::is_utf8_charset(&charset);
-        let (split, mut targets) = self
-            .route_rows(load, &table, &facts, &file, is_utf8)
-            .await?;
+        Ok(Some(LoadSetup {
+            table,
+            facts,
+            is_utf8,
+            plan,
+        }))
+    }
+
+    /// Route the held file's rows by the plan `load` and load each
+    /// partition its rows; the answer, or `ProxyError::StaleRoute` with
+    /// nothing of the statement left.
+    async fn load_file(
+        &mut self,
+        load: &LoadData,
+        setup: &LoadSetup,
+        file: &[u8],
+    ) -> Result<(), ProxyError> {
+        let LoadSetup {
+            table,
+            facts,
+            is_utf8,
+            plan,
+        } = setup;
+        let load = plan.as_deref().unwrap_or(load);
+        let default = table.default_target();
+        let (split, mut targets) = self.route_rows(load, table, facts, file, *is_utf8).await?;
         if targets.is_empty() {
             // No rows: the server's answer to the ignored lines alone.
             targets.push(default);

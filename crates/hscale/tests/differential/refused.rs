@@ -24,7 +24,10 @@ pub async fn run(h: &mut Harness) {
             "LOAD DATA INFILE '/nonexistent/rows.tsv' INTO TABLE ev",
             "LOAD DATA INFILE without LOCAL",
         ),
-        ("LOAD XML LOCAL INFILE '/nonexistent/rows.xml' INTO TABLE t", "LOAD XML"),
+        (
+            "LOAD XML LOCAL INFILE '/nonexistent/rows.xml' INTO TABLE t",
+            "LOAD XML",
+        ),
     ];
     for c in [&mut h.p, &mut h.r] {
         c.query_drop("CREATE VIEW v1 AS SELECT id, k, n FROM t")

@@ -25,6 +25,9 @@ use crate::KeyValue;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadData {
     pub table: TableName,
+    /// The client's statement, planned again when a partition change
+    /// renamed a partition's table under it (the fence).
+    pub statement: String,
     /// The file name as the statement names it: the client is asked for it.
     pub file_name: String,
     /// The statement for each partition (every target: the ones that get
@@ -426,6 +429,7 @@ fn parse(
         .collect();
     Ok(Parsed::Load(Box::new(LoadData {
         table: table.name.clone(),
+        statement: sql.to_string(),
         file_name,
         parts,
         format,
@@ -461,6 +465,7 @@ pub(super) fn plan_global_load(
         .ok_or("a LOAD DATA whose file name is not a string literal")?;
     Ok(LoadData {
         table: table.clone(),
+        statement: sql.to_string(),
         file_name: unescape(name.text(sql)),
         parts: vec![(
             Target {
