@@ -594,7 +594,9 @@ async fn string_keys_the_backend_weighs_land_where_reads_find_them() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn loads_while_partitions_move_lose_nothing() {
     const MOVES_DB: &str = "ld_moves";
-    const FILES: i64 = 400;
+    // Files are written just before their load, so the loads cannot run
+    // out before the changes end on a slow machine.
+    const FILES: i64 = 100_000;
     const ROWS: i64 = 300;
     cluster(3);
     let mut admin = proxy_conn(None).await;
@@ -607,13 +609,10 @@ async fn loads_while_partitions_move_lose_nothing() {
     for s in &PARTITIONING[..4] {
         admin.query_drop(*s).await.unwrap();
     }
+    let dir = cluster(3).dir.join("load_data");
+    std::fs::create_dir_all(&dir).unwrap();
     let paths: Vec<PathBuf> = (0..FILES)
-        .map(|f| {
-            let rows: Vec<u8> = (0..ROWS)
-                .flat_map(|i| format!("{},{},f{f}\n", f * 1000 + i, i % 8).into_bytes())
-                .collect();
-            file(&format!("moves_{f}"), &rows)
-        })
+        .map(|f| dir.join(format!("moves_{f}.txt")))
         .collect();
     let loader_proxy = ProxyProcess::start(cluster_config());
     let opts = with_files(proxy_opts(loader_proxy.port, Some(MOVES_DB)), &paths);
@@ -623,10 +622,14 @@ async fn loads_while_partitions_move_lose_nothing() {
         async move {
             let mut c = Conn::new(opts).await.unwrap();
             let mut loaded = 0;
-            for p in &paths {
+            for (f, p) in (0i64..).zip(&paths) {
                 if stop.load(std::sync::atomic::Ordering::Relaxed) {
                     break;
                 }
+                let rows: Vec<u8> = (0..ROWS)
+                    .flat_map(|i| format!("{},{},f{f}\n", f * 1000 + i, i % 8).into_bytes())
+                    .collect();
+                std::fs::write(p, rows).unwrap();
                 let sql = format!(
                     "LOAD DATA LOCAL INFILE '{}' INTO TABLE t FIELDS TERMINATED BY ',' (id, k, s)",
                     p.display()
