@@ -7,8 +7,9 @@
 //! window functions (`differential/ctes.rs`), user variables
 //! (`differential/user_vars.rs`), and the constructs still refused, each
 //! with 1235 naming it (`differential/refused.rs`); views over partitioned
-//! tables (`differential/views.rs`) and a latin1 client's non-ASCII keys
-//! (`differential/latin1.rs`).
+//! tables (`differential/views.rs`), a latin1 client's non-ASCII keys
+//! (`differential/latin1.rs`) and those of clients in the other
+//! single-byte character sets (`differential/single_byte.rs`).
 //!
 //! Each test has its own pair of databases with the same rows: one
 //! partitioned through hscale over four backends, one plain (the
@@ -31,6 +32,8 @@ mod latin1;
 mod ordered_writes;
 #[path = "differential/refused.rs"]
 mod refused;
+#[path = "differential/single_byte.rs"]
+mod single_byte;
 #[path = "differential/user_vars.rs"]
 mod user_vars;
 #[path = "differential/views.rs"]
@@ -474,6 +477,21 @@ async fn a_view_made_through_one_proxy_is_read_through_another_at_once() {
 #[tokio::test]
 async fn latin1_clients_route_non_ascii_keys_as_the_column_holds_them() {
     latin1::run().await;
+}
+
+#[tokio::test]
+async fn single_byte_clients_route_non_ascii_keys_as_the_column_holds_them() {
+    single_byte::run().await;
+}
+
+#[tokio::test]
+async fn single_byte_tables_are_the_servers() {
+    single_byte::tables_are_the_servers().await;
+}
+
+#[tokio::test]
+async fn single_byte_bytes_without_a_character_are_refused() {
+    single_byte::unreadable_bytes_are_refused().await;
 }
 
 #[tokio::test]

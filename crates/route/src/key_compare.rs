@@ -234,17 +234,6 @@ impl Collation {
     }
 }
 
-/// A latin1 client's bytes as the server reads them (MariaDB's latin1 is
-/// cp1252, with the five bytes cp1252 leaves undefined read as U+0081,
-/// U+008D, U+008F, U+0090 and U+009D): every byte is one character, so
-/// the text holds the same characters the server sees.
-pub fn latin1_text(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .map(|&b| char::from_u32(u32::from(tables::LATIN1[usize::from(b)])).unwrap_or('?'))
-        .collect()
-}
-
 fn latin1_byte(c: char) -> Option<u8> {
     let cp = c as u32;
     if cp < 0x80 {

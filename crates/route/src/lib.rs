@@ -16,6 +16,7 @@ pub mod key;
 pub mod key_compare;
 pub mod load_split;
 pub mod router;
+pub mod single_byte;
 pub mod value;
 pub mod view;
 pub mod weights;

@@ -75,20 +75,22 @@ impl SessionVars {
         item.assign.rsplit('=').next()?.trim().parse().ok()
     }
 
-    /// Whether the client sends UTF-8 (or ASCII, or bytes as they are):
-    /// the character set of the last `SET NAMES`, `SET CHARACTER SET` or
+    /// Whether the client sends UTF-8 (or bytes as they are): the
+    /// character set of the last `SET NAMES`, `SET CHARACTER SET` or
     /// `character_set_client` the session applied is utf8mb4, utf8mb3,
-    /// ascii, binary or the server's default. A latin1 client's non-ASCII
-    /// bytes read as UTF-8 would be another string than the server reads.
+    /// binary or the server's default. A latin1 client's non-ASCII bytes
+    /// read as UTF-8 would be another string than the server reads (and an
+    /// ascii client's are `?` to the server).
     pub fn is_client_utf8(&self) -> bool {
         let name = self.client_charset();
-        name.starts_with("utf8") || matches!(name.as_str(), "" | "ascii" | "binary" | "default")
+        name.starts_with("utf8") || matches!(name.as_str(), "" | "binary" | "default")
     }
 
-    /// Whether the client sends latin1 (`SET NAMES latin1`, a latin1
-    /// handshake collation, ...).
-    pub fn is_client_latin1(&self) -> bool {
-        self.client_charset() == "latin1"
+    /// The client's character set when it is a single-byte one (`SET NAMES
+    /// latin1`, a cp1251 handshake collation, ...): its text is read byte
+    /// by byte as the server reads it.
+    pub fn client_single_byte(&self) -> Option<&'static hscale_route::single_byte::SingleByte> {
+        hscale_route::single_byte::SingleByte::by_name(&self.client_charset())
     }
 
     /// The character set of the last `SET NAMES`, `SET CHARACTER SET` or

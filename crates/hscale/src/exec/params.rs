@@ -10,8 +10,9 @@ use hscale_wire::stmt::Execute;
 pub enum ClientText {
     /// UTF-8 (or ASCII, binary, the server's default).
     Utf8,
-    /// latin1: each byte one character, as the server reads it.
-    Latin1,
+    /// A single-byte character set (latin1, cp1251, ...): each byte one
+    /// character, as the server reads it.
+    SingleByte(&'static hscale_route::single_byte::SingleByte),
     /// Another character set: non-ASCII strings cannot be read.
     Other,
 }
@@ -110,7 +111,14 @@ pub fn key_value_as(
             _ => {
                 let bytes = r.lenenc_bytes().map_err(bad)?;
                 KeyValue::Str(match text {
-                    ClientText::Latin1 => hscale_route::key_compare::latin1_text(bytes),
+                    ClientText::SingleByte(cs) if i == index => {
+                        cs.decode(bytes).ok_or_else(|| {
+                            format!(
+                                "a string partition key parameter with a byte that character set {} reads as no character of its own",
+                                cs.name
+                            )
+                        })?
+                    }
                     _ => String::from_utf8_lossy(bytes).into_owned(),
                 })
             }

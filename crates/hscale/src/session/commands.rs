@@ -429,8 +429,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let long: Vec<u16> = long_data.iter().map(|(p, _)| *p).collect();
         let client = if self.b.state.vars.is_client_utf8() {
             crate::exec::ClientText::Utf8
-        } else if self.b.state.vars.is_client_latin1() {
-            crate::exec::ClientText::Latin1
+        } else if let Some(cs) = self.b.state.vars.client_single_byte() {
+            crate::exec::ClientText::SingleByte(cs)
         } else {
             crate::exec::ClientText::Other
         };

@@ -66,12 +66,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // (`Bindings::is_text_utf8`, cleared by `query`): its keys route as
         // their column holds them, and the server converts its literals as
         // it would have converted the latin1 bytes.
-        if !sql_bytes.is_ascii() && !self.b.is_text_utf8 && !self.b.state.vars.is_client_utf8() {
+        let single_byte = self.b.state.vars.client_single_byte();
+        let is_foreign = match single_byte {
+            Some(cs) => cs.is_foreign(sql_bytes),
+            None => !sql_bytes.is_ascii(),
+        };
+        if is_foreign && !self.b.is_text_utf8 && !self.b.state.vars.is_client_utf8() {
             if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
-                if !self.b.state.vars.is_client_latin1() {
-                    return Err(ProxyError::Refused(why));
-                }
-                let text = hscale_route::key_compare::latin1_text(&original[1..]);
+                let Some(text) = single_byte.and_then(|cs| cs.decode(&original[1..])) else {
+                    return Err(ProxyError::Refused(match single_byte {
+                        Some(cs) => format!(
+                            "{why}: a byte that character set {} reads as no character of its own",
+                            cs.name
+                        ),
+                        None => why,
+                    }));
+                };
                 let mut p = BytesMut::with_capacity(1 + text.len());
                 p.put_u8(original[0]);
                 p.put_slice(text.as_bytes());
