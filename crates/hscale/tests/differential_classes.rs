@@ -28,6 +28,8 @@ mod common;
 mod ctes;
 #[path = "differential/latin1.rs"]
 mod latin1;
+#[path = "differential/locking.rs"]
+mod locking;
 #[path = "differential/ordered_writes.rs"]
 mod ordered_writes;
 #[path = "differential/refused.rs"]
@@ -492,6 +494,16 @@ async fn single_byte_tables_are_the_servers() {
 #[tokio::test]
 async fn single_byte_bytes_without_a_character_are_refused() {
     single_byte::unreadable_bytes_are_refused().await;
+}
+
+#[tokio::test]
+async fn locking_reads_over_partitions_match_one_server() {
+    locking::run().await;
+}
+
+#[tokio::test]
+async fn a_failed_merge_in_a_transaction_keeps_its_writes() {
+    locking::failed_merge_keeps_the_transaction().await;
 }
 
 #[tokio::test]

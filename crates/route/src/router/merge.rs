@@ -322,6 +322,9 @@ impl<'a> Select<'a> {
         if c.having.is_some() && !grouped {
             return Err("HAVING without GROUP BY or aggregates".into());
         }
+        if c.lock.is_some() {
+            check_lock(grouped || c.distinct, limit.is_some(), slots)?;
+        }
         let order_items: Vec<(&[Token], bool)> = match c.order {
             Some((a, b)) => split_commas(sql, &tokens[a..b])
                 .into_iter()
@@ -479,6 +482,7 @@ impl<'a> Select<'a> {
             (None, Some(l)) => format!(" LIMIT {}", offset.saturating_add(l)),
             (None, None) => String::new(),
         };
+        let lock = c.lock.map(|at| text(sql, &tokens[at..]));
         let modifiers = text(sql, &tokens[1..c.items.0]);
         let parts = self
             .slots
@@ -497,6 +501,10 @@ impl<'a> Select<'a> {
                 s.push(' ');
                 s.push_str(&self.body(slot));
                 s.push_str(&tail);
+                if let Some(lock) = lock {
+                    s.push(' ');
+                    s.push_str(lock);
+                }
                 (slot.target.clone(), s)
             })
             .collect();
@@ -512,6 +520,34 @@ impl<'a> Select<'a> {
             fallback: None,
         })
     }
+}
+
+/// Whether a locking read (`FOR UPDATE ...`, `LOCK IN SHARE MODE ...`)
+/// can run over several partitions: each part locks the rows it reads, in
+/// the statement's transaction (on its branch of each backend), and
+/// without a LIMIT the parts read, and lock, the rows one server would
+/// (SKIP LOCKED, NOWAIT and WAIT n alike). With a LIMIT each part would
+/// read and lock up to offset + count rows of its own before the merge
+/// cuts them: rows one server leaves unlocked, which another session's
+/// SKIP LOCKED read would then skip (a different answer, measured) or its
+/// NOWAIT read fail on; refused. Groups and DISTINCT merge partial rows
+/// (refused as well), and shipped tables are copies that lock nothing.
+fn check_lock(is_grouped: bool, has_limit: bool, slots: &[Slot<'_>]) -> Result<(), String> {
+    if is_grouped {
+        return Err("locking reads (FOR UPDATE, LOCK IN SHARE MODE) with GROUP BY, DISTINCT or aggregates over several partitions".into());
+    }
+    if has_limit {
+        return Err("locking reads (FOR UPDATE, LOCK IN SHARE MODE) with LIMIT over several partitions (each partition would lock rows beyond the ones returned)".into());
+    }
+    let ships = slots.iter().any(|s| {
+        s.refs
+            .iter()
+            .any(|(_, t)| t.physical_table.starts_with("hscale_ship_"))
+    });
+    if ships {
+        return Err("locking reads of tables shipped between partitions".into());
+    }
+    Ok(())
 }
 
 /// Plan a SELECT on one partitioned table that reads several partitions

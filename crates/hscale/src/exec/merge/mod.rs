@@ -103,6 +103,9 @@ struct Part {
     defs: Vec<Bytes>,
     columns: Vec<ColumnInfo>,
     status: Option<u16>,
+    /// The part's answer ended with an error packet: read to its end, the
+    /// connection serves again.
+    is_err: bool,
     /// The warning count of the part's terminator.
     warnings: u16,
     /// Drops the temporary tables of shipped tables from a transaction's
@@ -126,6 +129,7 @@ impl Part {
             defs: Vec::new(),
             columns: Vec::new(),
             status: None,
+            is_err: false,
             warnings: 0,
             cleanup: None,
         }
@@ -169,6 +173,7 @@ impl Part {
         match first.first() {
             Some(0xff) => {
                 let e = ErrPacket::decode(&first.payload).map_err(|e| part.lost(e))?;
+                part.is_err = true;
                 return Err(Stop::Server(e));
             }
             Some(0x00) => {
@@ -194,7 +199,7 @@ impl Part {
 
     /// The next row, or `None` at the end.
     async fn row(&mut self) -> Result<Option<Row>, Stop> {
-        if self.status.is_some() {
+        if self.is_done() {
             return Ok(None);
         }
         let p = self.packet().await?;
@@ -206,12 +211,17 @@ impl Part {
         }
         if p.first() == Some(0xff) {
             let e = ErrPacket::decode(&p.payload).map_err(|e| self.lost(e))?;
-            self.status = Some(0);
+            self.is_err = true;
             return Err(Stop::Server(e));
         }
         decode_row(&p.payload, self.columns.len())
             .map(Some)
             .map_err(|e| self.lost(e))
+    }
+
+    /// Whether the part's answer was read to its end (its EOF or error).
+    fn is_done(&self) -> bool {
+        self.status.is_some() || self.is_err
     }
 
     /// Read what is left, so the connection can serve again.
@@ -382,6 +392,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         end_part(self.b, part).await;
     }
 
+    /// After `e` stopped the statement while reading part `p`: read the
+    /// rest of its answer if the connection still serves (an error packet
+    /// ends it; a proxy-side stop such as the merge's row limit leaves rows
+    /// to read), and give the connection back. Inside a transaction it is
+    /// a branch that holds the transaction's writes: closing it would roll
+    /// them back on its server while the other branches commit. Returns `e`.
+    async fn end_failed_part(&mut self, mut p: Part, e: Stop) -> Stop {
+        let is_lost = matches!(
+            e,
+            Stop::Proxy(ProxyError::BackendLost { .. } | ProxyError::ClientGone)
+        );
+        if !is_lost && !p.is_done() && p.conn.as_ref().is_some_and(|c| !c.is_broken) {
+            let _ = p.drain().await;
+        }
+        self.end_part(p).await;
+        e
+    }
+
     /// Whether every part of this plan may run at once (never inside a
     /// transaction: its parts share the transaction's branches).
     fn concurrent_parts(&self, parts: &[(Target, String)]) -> bool {
@@ -508,16 +536,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut unified: Option<Unified> = None;
         for (t, sql) in &plan.parts {
             let mut p = self.start_part(t, sql).await?;
-            p.open().await?;
-            match unified.as_mut() {
-                None => unified = Some(Unified::new(&p.defs, &p.columns)),
-                Some(u) => u.add(&p.columns)?,
-            }
-            while let Some(r) = p.row().await? {
-                buffered.push(r);
-                if buffered.len() > max_rows {
-                    return Err(Stop::Proxy(ProxyError::MergeLimit { limit: max_rows }));
+            let read = async {
+                p.open().await?;
+                match unified.as_mut() {
+                    None => unified = Some(Unified::new(&p.defs, &p.columns)),
+                    Some(u) => u.add(&p.columns)?,
                 }
+                while let Some(r) = p.row().await? {
+                    buffered.push(r);
+                    if buffered.len() > max_rows {
+                        return Err(Stop::Proxy(ProxyError::MergeLimit { limit: max_rows }));
+                    }
+                }
+                Ok(())
+            }
+            .await;
+            if let Err(e) = read {
+                return Err(self.end_failed_part(p, e).await);
             }
             self.end_part(p).await;
         }
@@ -533,8 +568,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
         // The client's column definitions.
         let mut meta = self.start_part(&g.meta.0, &g.meta.1).await?;
-        meta.open().await?;
-        meta.drain().await?;
+        let read = async {
+            meta.open().await?;
+            meta.drain().await
+        }
+        .await;
+        if let Err(e) = read {
+            return Err(self.end_failed_part(meta, e).await);
+        }
         let (out_defs, out_cols) = (meta.defs.clone(), meta.columns.clone());
         self.end_part(meta).await;
         if out_cols.len() != g.visible {
@@ -556,11 +597,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             for (t, sql) in chunk {
                 started.push(self.start_part(t, sql).await?);
             }
-            for mut p in started.drain(..) {
-                p.open().await?;
-                groups.columns(&p.columns)?;
-                while let Some(row) = p.row().await? {
-                    groups.add(row)?;
+            for mut p in started {
+                let read = async {
+                    p.open().await?;
+                    groups.columns(&p.columns)?;
+                    while let Some(row) = p.row().await? {
+                        groups.add(row)?;
+                    }
+                    Ok(())
+                }
+                .await;
+                if let Err(e) = read {
+                    // The parts started after it were sent ahead (outside
+                    // a transaction only): closed unread.
+                    return Err(self.end_failed_part(p, e).await);
                 }
                 self.end_part(p).await;
             }
@@ -598,7 +648,7 @@ async fn end_part(b: &mut Bindings, mut part: Part) {
     let merged = &mut b.note.merged;
     merged.0 = merged.0.saturating_add(part.warnings);
     merged.1 |= part.status.unwrap_or(0) & status::INDEX_FLAGS;
-    if part.status.is_none() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
+    if !part.is_done() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
         return; // dropped: closes the connection
     }
     if let (Some(sql), Some(c)) = (part.cleanup.take(), part.conn.as_mut()) {
@@ -612,8 +662,10 @@ async fn end_part(b: &mut Bindings, mut part: Part) {
     if let Some(c) = part.conn.as_mut() {
         b.gather(c, part.warnings).await;
     }
+    // An error packet carries no status flags: the session's stay.
     let outcome = Outcome {
         status: part.status,
+        is_err: part.is_err,
         ..Outcome::default()
     };
     // A merge only reads: a transaction branch it ran on needs no commit.

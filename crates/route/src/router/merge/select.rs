@@ -183,6 +183,9 @@ pub(super) struct Clauses {
     pub(super) having: Option<(usize, usize)>,
     pub(super) order: Option<(usize, usize)>,
     pub(super) limit: Option<(usize, usize)>,
+    /// A locking clause at the end (`FOR UPDATE [NOWAIT | WAIT n | SKIP
+    /// LOCKED]`, `LOCK IN SHARE MODE [...]`): where it starts.
+    pub(super) lock: Option<usize>,
 }
 
 pub(super) fn clauses(sql: &str, t: &[Token]) -> Result<Clauses, String> {
@@ -201,7 +204,8 @@ pub(super) fn clauses(sql: &str, t: &[Token]) -> Result<Clauses, String> {
         if depth != 0 || x.kind != TokenKind::Word {
             continue;
         }
-        let next_by = t.get(i + 1).is_some_and(|n| n.is_word(sql, "BY"));
+        let next_is = |i: usize, w: &str| t.get(i + 1).is_some_and(|n| n.is_word(sql, w));
+        let next_by = next_is(i, "BY");
         let k = match x.text(sql).to_ascii_uppercase().as_str() {
             "FROM" if !seen_from => {
                 seen_from = true;
@@ -213,6 +217,9 @@ pub(super) fn clauses(sql: &str, t: &[Token]) -> Result<Clauses, String> {
             "LIMIT" => "LIMIT",
             "WITH" => return Err("WITH ROLLUP".into()),
             "INTO" => return Err("SELECT ... INTO".into()),
+            // A locking clause ends the statement: the parts keep it.
+            "FOR" if next_is(i, "UPDATE") => "LOCK",
+            "LOCK" if next_is(i, "IN") => "LOCK",
             "FOR" | "LOCK" => return Err("locking reads (FOR UPDATE, LOCK IN SHARE MODE)".into()),
             "WINDOW" | "OVER" => return Err("window functions".into()),
             "PROCEDURE" => return Err("PROCEDURE".into()),
@@ -229,6 +236,9 @@ pub(super) fn clauses(sql: &str, t: &[Token]) -> Result<Clauses, String> {
             _ => continue,
         };
         at.push((i, k));
+        if k == "LOCK" {
+            break;
+        }
     }
     let Some(from) = at.iter().find(|a| a.1 == "FROM").map(|a| a.0) else {
         return Err("a SELECT without FROM".into());
@@ -268,6 +278,7 @@ pub(super) fn clauses(sql: &str, t: &[Token]) -> Result<Clauses, String> {
         having: range_of("HAVING"),
         order: range_of("ORDER"),
         limit: range_of("LIMIT"),
+        lock: at.iter().find(|a| a.1 == "LOCK").map(|a| a.0),
     })
 }
 
