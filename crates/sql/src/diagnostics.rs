@@ -87,14 +87,36 @@ fn number(t: &Token, sql: &str) -> Option<u64> {
         .flatten()
 }
 
-/// The values of the string literals `sql` compares with a column in a
-/// simple comparison (`col = 'v'`, `'v' <> t.col`, any of `= <> != < >
-/// <= >= <=>`). The server converts such a literal once per statement
-/// (when the comparison is set up), so a conversion warning naming it
-/// comes once from each server the statement runs on, however many rows
-/// it reads; a literal in IN, BETWEEN or an expression is converted per
-/// row, and is not listed.
-pub fn compared_literals(sql: &str) -> Vec<String> {
+/// A value a statement names that one server converts once per
+/// statement, not per row ([`statement_constants`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Constant {
+    /// A string literal's value.
+    Str(String),
+    /// The value of parameter `n` (the `n`th `?`, from 0).
+    Param(usize),
+}
+
+/// The string literals (and parameters) one server converts once per
+/// statement, so that a conversion warning naming one comes once from
+/// each server the statement runs on, however many rows it reads
+/// (measured on MariaDB 10.11):
+///
+/// - compared with a column in a simple comparison (`col = 'v'`, `'v' <>
+///   t.col`, any of `= <> != < > <= >= <=>`): converted when the
+///   comparison is set up (once, or once more where an index range is
+///   analyzed with it);
+/// - in an IN list of string literals only (`col [NOT] IN ('a', 'b')`):
+///   the list is converted once (a list that mixes strings and numbers
+///   compares per row, and is not listed);
+/// - a whole operand of WHERE, AND, OR, XOR or NOT (`WHERE k = 1 OR 'a'`):
+///   a constant condition, evaluated while the statement is optimized (a
+///   fixed number of times per server, never per row).
+///
+/// A literal in BETWEEN or another expression may be converted per row,
+/// and is not listed. Parameters count where a literal would, except in
+/// IN lists (whose parameters' types decide).
+pub fn statement_constants(sql: &str) -> Vec<Constant> {
     let Ok(t) = crate::lexer::tokenize(sql) else {
         return Vec::new();
     };
@@ -110,18 +132,94 @@ pub fn compared_literals(sql: &str) -> Vec<String> {
                 && !t.get(i + 1).is_some_and(|n| n.is_punct(sql, "("))
         })
     };
+    let is_word_in = |i: usize, words: &[&str]| {
+        t.get(i)
+            .is_some_and(|x| words.iter().any(|w| x.is_word(sql, w)))
+    };
+    // The AND of each BETWEEN ... AND, which joins no conditions.
+    let mut between_ands = Vec::new();
+    let mut depth = 0i32;
+    let mut open: Vec<i32> = Vec::new();
+    for (i, x) in t.iter().enumerate() {
+        if x.is_punct(sql, "(") {
+            depth += 1;
+        } else if x.is_punct(sql, ")") {
+            depth -= 1;
+        } else if x.is_word(sql, "BETWEEN") {
+            open.push(depth);
+        } else if x.is_word(sql, "AND") && open.last() == Some(&depth) {
+            open.pop();
+            between_ands.push(i);
+        }
+    }
+    let is_condition_start = |i: usize| {
+        i >= 1
+            && is_word_in(i - 1, &["WHERE", "AND", "OR", "XOR", "NOT"])
+            && !between_ands.contains(&(i - 1))
+    };
+    let is_condition_end = |i: usize| {
+        t.get(i).is_none_or(|x| {
+            x.kind == TokenKind::Semicolon
+                || x.is_punct(sql, ")")
+                || [
+                    "AND", "OR", "XOR", "ORDER", "GROUP", "LIMIT", "HAVING", "WINDOW", "UNION",
+                ]
+                .iter()
+                .any(|w| x.is_word(sql, w))
+        })
+    };
+    let mut params = 0usize;
     let mut out = Vec::new();
     for (i, tok) in t.iter().enumerate() {
-        if tok.kind != TokenKind::Str {
+        let value = match tok.kind {
+            TokenKind::Str => match crate::show::string_value(tok.text(sql)) {
+                Some(v) => Constant::Str(v),
+                None => continue,
+            },
+            TokenKind::Placeholder => {
+                params += 1;
+                Constant::Param(params - 1)
+            }
+            _ => continue,
+        };
+        let compared =
+            i >= 2 && is_op(i - 1) && is_column(i - 2) || is_op(i + 1) && is_column(i + 2);
+        let condition = is_condition_start(i) && is_condition_end(i + 1);
+        if compared || condition {
+            out.push(value);
+        }
+    }
+    // IN lists of string literals only.
+    for (i, tok) in t.iter().enumerate() {
+        if !tok.is_word(sql, "IN") || !t.get(i + 1).is_some_and(|x| x.is_punct(sql, "(")) {
             continue;
         }
-        let before = i >= 2 && is_op(i - 1) && is_column(i - 2);
-        // `'v' = col`, `'v' = t.col`.
-        let after = is_op(i + 1) && is_column(i + 2);
-        if before || after {
-            if let Some(v) = crate::show::string_value(tok.text(sql)) {
-                out.push(v);
+        let before = if is_word_in(i.wrapping_sub(1), &["NOT"]) {
+            i.wrapping_sub(2)
+        } else {
+            i.wrapping_sub(1)
+        };
+        if !is_column(before) {
+            continue;
+        }
+        let mut values = Vec::new();
+        let mut j = i + 2;
+        let is_list = loop {
+            let Some(v) = t.get(j).filter(|x| x.kind == TokenKind::Str) else {
+                break false;
+            };
+            match crate::show::string_value(v.text(sql)) {
+                Some(v) => values.push(Constant::Str(v)),
+                None => break false,
             }
+            match t.get(j + 1) {
+                Some(x) if x.is_punct(sql, ",") => j += 2,
+                Some(x) if x.is_punct(sql, ")") => break true,
+                _ => break false,
+            }
+        };
+        if is_list {
+            out.extend(values);
         }
     }
     out
@@ -165,15 +263,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn literals_compared_with_a_column() {
+    fn constants_converted_once_per_statement() {
+        let strs = |sql: &str| -> Vec<String> {
+            statement_constants(sql)
+                .into_iter()
+                .map(|c| match c {
+                    Constant::Str(s) => s,
+                    Constant::Param(n) => format!("?{n}"),
+                })
+                .collect()
+        };
         assert_eq!(
-            compared_literals("SELECT id FROM t WHERE k = '1x' AND 'b' <=> t.`n` AND c IN ('z')"),
-            vec!["1x".to_string(), "b".to_string()]
+            strs("SELECT id FROM t WHERE k = '1x' AND 'b' <=> t.`n` AND c IN ('z')"),
+            ["1x", "b", "z"]
         );
-        assert!(
-            compared_literals("SELECT CAST('x' AS INT), f(a) = 'y', 'u' = 'v' FROM t").is_empty()
+        assert!(strs("SELECT CAST('x' AS INT), f(a) = 'y', 'u' = 'v' FROM t").is_empty());
+        assert!(strs("SELECT id FROM t WHERE k BETWEEN '1x' AND '2y'").is_empty());
+        assert!(strs("SELECT id FROM t WHERE k BETWEEN 1 AND '2y' ORDER BY id").is_empty());
+        // IN lists of strings only; a mixed list compares per row.
+        assert_eq!(
+            strs("SELECT k FROM c WHERE k NOT IN ('1x', '2y') OR t.v IN ('3z')"),
+            ["1x", "2y", "3z"]
         );
-        assert!(compared_literals("SELECT id FROM t WHERE k BETWEEN '1x' AND '2y'").is_empty());
+        assert!(strs("SELECT k FROM c WHERE k IN ('2x', 3) OR f(k) IN ('a', 'b')").is_empty());
+        assert!(strs("SELECT k FROM c WHERE k IN ('2x', ?)").is_empty());
+        // Whole conditions.
+        assert_eq!(
+            strs("SELECT s FROM sk WHERE s = 'ab' OR 'a' ORDER BY v"),
+            ["ab", "a"]
+        );
+        assert_eq!(
+            strs("SELECT k FROM c WHERE k > 3 AND (t = 1 OR 'a') AND NOT 'b'"),
+            ["a", "b"]
+        );
+        assert!(strs("SELECT 'a' FROM t WHERE CONCAT(b, 'a') OR 'x' + b").is_empty());
+        // Parameters where literals would be.
+        assert_eq!(
+            strs("SELECT k FROM c WHERE t = ? AND k IN (?, ?) AND 'a' < k OR ?"),
+            ["?0", "a", "?3"]
+        );
     }
 
     #[test]

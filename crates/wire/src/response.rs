@@ -48,6 +48,40 @@ pub enum OkInfo {
 }
 
 impl OkInfo {
+    /// The same counts with the warning count `warnings` (`None` stays).
+    pub fn with_warnings(self, warnings: u64) -> OkInfo {
+        match self {
+            OkInfo::None => OkInfo::None,
+            OkInfo::Records {
+                records,
+                duplicates,
+                ..
+            } => OkInfo::Records {
+                records,
+                duplicates,
+                warnings,
+            },
+            OkInfo::Loaded {
+                records,
+                deleted,
+                skipped,
+                ..
+            } => OkInfo::Loaded {
+                records,
+                deleted,
+                skipped,
+                warnings,
+            },
+            OkInfo::Matched {
+                matched, changed, ..
+            } => OkInfo::Matched {
+                matched,
+                changed,
+                warnings,
+            },
+        }
+    }
+
     /// Read an info text (`None` for any other).
     pub fn parse(text: &[u8]) -> OkInfo {
         let Ok(text) = std::str::from_utf8(text) else {

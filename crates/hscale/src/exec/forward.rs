@@ -93,9 +93,6 @@ pub struct Forwarder<'a, B, C> {
     /// An INSERT ... SELECT of one row run as VALUES: its OK gets the
     /// info text one server writes (`scatter::part_info`).
     one_row_select: Option<&'a str>,
-    /// Earlier parts of a concatenated result: their warnings, added to
-    /// the terminator's, and their index flags, or-ed into its status.
-    earlier: (u16, u16),
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -120,7 +117,6 @@ where
             is_holding_missing_tables: false,
             insert_id: None,
             one_row_select: None,
-            earlier: (0, 0),
         }
     }
 
@@ -260,8 +256,7 @@ where
         let (warnings, st) = decode_eof(eof).map_err(ForwardError::Backend)?;
         self.outcome.status = Some(st);
         self.outcome.warnings = warnings;
-        let (w, flags) = self.earlier;
-        self.out.terminator(st | flags, warnings.saturating_add(w));
+        self.out.terminator(st, warnings);
         self.outcome.packets += 1;
         self.maybe_flush().await
     }
@@ -272,23 +267,14 @@ where
         self
     }
 
-    /// Earlier parts of a concatenated result reported `warnings` and the
-    /// index flags in `flags`: the last part's terminator carries them.
-    pub fn after_parts(mut self, warnings: u16, flags: u16) -> Self {
-        self.earlier = (warnings, flags & status::INDEX_FLAGS);
-        self
-    }
-
     /// Stream one backend's result as a part of a concatenated result:
-    /// the first part sends the column definitions, later parts only rows,
-    /// and only the last part ends the result set. Returns the outcome and
-    /// the next sequence id.
-    pub async fn run_part(
-        mut self,
-        is_first: bool,
-        is_last: bool,
-    ) -> Result<(Outcome, u8), ForwardFailure> {
-        let r = match self.part(is_first, is_last).await {
+    /// the first part sends the column definitions, every part its rows,
+    /// none the terminator (its status and warning count are in the
+    /// outcome): the caller ends the result set once every part's
+    /// conditions are known (`scatter.rs`). Returns the outcome and the
+    /// next sequence id.
+    pub async fn run_part(mut self, is_first: bool) -> Result<(Outcome, u8), ForwardFailure> {
+        let r = match self.part(is_first).await {
             Ok(()) => self.flush().await,
             Err(e) => Err(e),
         };
@@ -301,7 +287,7 @@ where
         }
     }
 
-    async fn part(&mut self, is_first: bool, is_last: bool) -> Result<(), ForwardError> {
+    async fn part(&mut self, is_first: bool) -> Result<(), ForwardError> {
         let p = self.next().await?;
         if is_first && self.hold(&p) {
             return Ok(());
@@ -316,10 +302,6 @@ where
                 let ok = OkPacket::decode(&p.payload).map_err(ForwardError::Backend)?;
                 self.outcome.status = Some(ok.status);
                 self.outcome.warnings = ok.warnings;
-                if is_last {
-                    let eof = hscale_wire::response::encode_eof(ok.warnings, ok.status);
-                    return self.send_terminator(&eof).await;
-                }
                 return Ok(());
             }
             _ => {}
@@ -346,9 +328,6 @@ where
         loop {
             let row = self.next().await?;
             if is_eof(&row.payload) {
-                if is_last {
-                    return self.send_terminator(&row.payload).await;
-                }
                 let (warnings, st) = decode_eof(&row.payload).map_err(ForwardError::Backend)?;
                 self.outcome.status = Some(st);
                 self.outcome.warnings = warnings;

@@ -30,6 +30,24 @@ use crate::error::ProxyError;
 /// Parts of one statement running at once.
 const MAX_IN_FLIGHT: usize = 16;
 
+/// What the terminators of a concatenated result's parts said: their
+/// warnings added up, their index flags, the last one's status.
+#[derive(Default)]
+struct PartsSum {
+    warnings: u16,
+    flags: u16,
+    status: u16,
+}
+
+/// The string values of the constants of a part's statement `sql` run as
+/// `cmd` (`exec/conditions.rs`).
+fn constants(sql: &[u8], cmd: Command<'_>) -> Vec<String> {
+    match cmd {
+        Command::Query => super::conditions::text_constants(sql),
+        Command::Execute(e) => super::conditions::execution_constants(sql, e),
+    }
+}
+
 /// Parts sent ahead and not read yet.
 struct InFlight {
     conns: VecDeque<PooledConn>,
@@ -234,7 +252,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 
     /// SELECT over several partitions: one result set, rows in partition
-    /// order, the partitions running in parallel.
+    /// order, the partitions running in parallel. The terminator is
+    /// written after the last part, once every part's conditions were
+    /// gathered: its warning count is one server's (`Gathered::settle`).
     async fn concatenate<P: AsRef<[u8]>>(
         &mut self,
         parts: &[(Target, P)],
@@ -247,8 +267,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             is_serial: self.b.is_in_transaction(),
         };
         let mut next_send = 0;
-        // What the parts read so far said: warnings, index flags.
-        let mut earlier = (0u16, 0u16);
+        // What the parts read so far said.
+        let mut sum = PartsSum::default();
         for i in 0..parts.len() {
             // An error while sending ahead ends the result where it is.
             if !self
@@ -262,8 +282,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 flight.abandon();
                 return Ok(());
             };
+            let branches = super::conditions::union_branches(&parts[i].0);
             match self
-                .receive_part(conn, seq, (i == 0, i + 1 == parts.len()), &mut earlier)
+                .receive_part(conn, seq, (i == 0, branches), &mut sum)
                 .await
             {
                 Ok(Some(next)) => seq = next,
@@ -273,7 +294,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             }
         }
-        Ok(())
+        let sql = parts.first().map_or(&[][..], |(_, sql)| sql.as_ref());
+        let warnings = self
+            .b
+            .gathered
+            .settled_count(sum.warnings, || constants(sql, cmd));
+        let deprecated = self.is_eof_deprecated();
+        let mut end = hscale_wire::reply::Relay::new(&mut *self.client, seq, deprecated);
+        end.terminator(sum.status | sum.flags, warnings);
+        end.stream()
+            .flush()
+            .await
+            .map_err(|_| ProxyError::ClientGone)
     }
 
     /// INSERT / UPDATE / DELETE over several partitions: the sum of their
@@ -321,7 +353,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             );
             info = Some(info.map_or(part, |i| i.plus(part)));
         }
-        total.info = info.unwrap_or_default();
+        // One server's count: a conversion it raises once per statement
+        // counted once (`Gathered::settle`), in the info text too.
+        let sql = parts.first().map_or(&[][..], |(_, sql)| sql.as_ref());
+        let warnings = self
+            .b
+            .gathered
+            .settled_count(total.warnings, || constants(sql, cmd));
+        total.warnings = warnings;
+        total.info = info.unwrap_or_default().with_warnings(u64::from(warnings));
         Ok(Some(total))
     }
 
@@ -350,33 +390,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 
     /// Stream the response of a part already sent on `conn` as one part of
-    /// a concatenated result set (`(is_first, is_last)`); `earlier` holds
-    /// the warnings and index flags of the parts before it, which the last
-    /// part's terminator carries. Returns the next sequence id, or `None`
-    /// when the response already ended (with an error).
+    /// a concatenated result set (`is_first`: with the column
+    /// definitions; `branches`: the partitions' statements it joins,
+    /// `conditions::union_branches`), adding what its terminator said to
+    /// `sum`. Returns
+    /// the next sequence id, or `None` when the response already ended
+    /// (with an error).
     async fn receive_part(
         &mut self,
         mut conn: PooledConn,
         seq: u8,
-        (is_first, is_last): (bool, bool),
-        earlier: &mut (u16, u16),
+        (is_first, branches): (bool, u32),
+        sum: &mut PartsSum,
     ) -> Result<Option<u8>, ProxyError> {
         let max = self.b.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
         let running = self.b.running(&conn, conn.pool().backend_id);
-        let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
-            .starting_at(seq)
-            .after_parts(earlier.0, earlier.1);
+        let mut f =
+            Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max).starting_at(seq);
         if self.is_fenced {
             f = f.holding_missing_tables();
         }
-        let r = f.run_part(is_first, is_last).await;
+        let r = f.run_part(is_first).await;
         drop(running);
         match r {
             Ok((mut outcome, next)) => {
                 let is_err = outcome.is_err;
-                earlier.0 = earlier.0.saturating_add(outcome.warnings);
-                earlier.1 |= outcome.status.unwrap_or(0) & status::INDEX_FLAGS;
+                sum.warnings = sum.warnings.saturating_add(outcome.warnings);
+                let st = outcome.status.unwrap_or(0);
+                sum.flags |= st & status::INDEX_FLAGS;
+                sum.status = st;
                 let held = outcome.held.take();
                 if held
                     .as_ref()
@@ -385,7 +428,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     conn.is_broken = true;
                 }
                 if outcome.warnings > 0 && held.is_none() {
-                    self.b.gather(&mut conn, outcome.warnings).await;
+                    self.b
+                        .gather_branches(&mut conn, outcome.warnings, branches)
+                        .await;
                 }
                 self.b.finish(conn, outcome, &Effects::default());
                 if let Some(err) = held {

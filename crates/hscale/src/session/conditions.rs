@@ -71,7 +71,8 @@ impl Conditions {
     /// After a statement: what it raised (`g`), the error code the client
     /// got (0: none), the session's `max_error_count` if it set one, and
     /// the statement's text (read only when several parts listed
-    /// conditions, [`once_per_statement`]).
+    /// conditions and the statement did not settle its list,
+    /// `Gathered::settle`).
     pub fn record(
         &mut self,
         mut g: Gathered,
@@ -83,9 +84,9 @@ impl Conditions {
             self.own = None;
             return;
         }
-        if g.part_ends.len() > 1 && g.cap.is_none() {
-            g.count -= once_per_statement(&mut g.rows, &g.part_ends, sql);
-        }
+        // Most statements over several parts settled their list before
+        // writing their terminator; the others' text is the client's.
+        g.settle(|| crate::exec::conditions::text_constants(sql));
         let (mut rows, mut count) = (g.rows, g.count);
         if error != 0 {
             match g.error {
@@ -126,66 +127,6 @@ impl Conditions {
     pub fn counts(&self) -> Option<(u64, u64)> {
         self.own.as_ref().map(|o| (o.warnings, o.errors))
     }
-}
-
-/// Conditions one server raises per statement, raised by each part it
-/// ran on: a conversion warning (1292) naming a string literal that `sql`
-/// compares with a column in a simple comparison
-/// (`hscale_sql::diagnostics::compared_literals`), which a server converts
-/// when it sets the statement up (once, or once more where it analyzes an
-/// index range with it; measured on MariaDB 10.11), never per row. Such a
-/// message is kept as listed by the part that lists it most often (the
-/// part whose plan used the literal most, as one server's holding all the
-/// rows would), the other parts' listings dropped; other messages are
-/// left. `part_ends`: where each part's list ends in `rows`. Returns how
-/// many were dropped.
-fn once_per_statement(rows: &mut Vec<Condition>, part_ends: &[usize], sql: &[u8]) -> u64 {
-    let Ok(sql) = std::str::from_utf8(sql) else {
-        return 0;
-    };
-    let literals = hscale_sql::diagnostics::compared_literals(sql);
-    if literals.is_empty() {
-        return 0;
-    }
-    let is_candidate = |c: &Condition| {
-        c[1] == b"1292"
-            && literals.iter().any(|l| {
-                let tail = format!("value: '{l}'");
-                c[2].ends_with(tail.as_bytes())
-            })
-    };
-    let part_of = |i: usize| part_ends.iter().position(|end| i < *end).unwrap_or(0);
-    let mut dropped = vec![false; rows.len()];
-    for (i, c) in rows.iter().enumerate() {
-        // Each message once, from its first listing.
-        if !is_candidate(c) || rows[..i].contains(c) {
-            continue;
-        }
-        let same: Vec<usize> = (i..rows.len()).filter(|j| rows[*j] == *c).collect();
-        // How often each part that lists it does.
-        let mut per_part: Vec<(usize, usize)> = Vec::new();
-        for j in &same {
-            match per_part.last_mut() {
-                Some((p, n)) if *p == part_of(*j) => *n += 1,
-                _ => per_part.push((part_of(*j), 1)),
-            }
-        }
-        // The first part that lists it most often.
-        let kept = per_part
-            .iter()
-            .rev()
-            .max_by_key(|(_, n)| *n)
-            .map_or(0, |(p, _)| *p);
-        for j in same.iter().filter(|j| part_of(**j) != kept) {
-            dropped[*j] = true;
-        }
-    }
-    let mut at = 0;
-    rows.retain(|_| {
-        at += 1;
-        !dropped[at - 1]
-    });
-    dropped.iter().filter(|d| **d).count() as u64
 }
 
 /// `sql` with `@@warning_count` and `@@error_count` read from the session's

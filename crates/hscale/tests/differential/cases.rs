@@ -408,6 +408,33 @@ fn conditions(out: &mut Vec<Case>) {
             }
         }
     }
+    // The warning count of the result itself (its EOF or OK), as one
+    // server's, over several partitions: concatenated, merged (sorted,
+    // grouped, DISTINCT), written; literals compared once per statement,
+    // IN lists of strings, constant conditions, conversions per row.
+    let counted = [
+        "SELECT id FROM t WHERE k IN ('1x', '2y')",
+        "SELECT id FROM t WHERE k NOT IN ('1x', '2y', '0z')",
+        "SELECT id FROM t WHERE id IN ('3y', '40z') ORDER BY id LIMIT 3",
+        "SELECT id FROM t WHERE id > '30w' ORDER BY id DESC LIMIT 2, 4",
+        "SELECT k, COUNT(*) FROM t WHERE id <> '7w' GROUP BY k ORDER BY k",
+        "SELECT DISTINCT k FROM t WHERE id >= '20v' ORDER BY k",
+        "SELECT COUNT(*), SUM(k) FROM t WHERE k = 1 OR 'a'",
+        "SELECT id FROM t WHERE k = 1 OR k = '2x' ORDER BY id",
+        "SELECT k, CAST(b AS INT) FROM t WHERE id < '9q' ORDER BY id",
+        "UPDATE c SET t = t WHERE k IN ('1x', '2y', '3z')",
+        "UPDATE c SET t = t WHERE k > '0q'",
+        "DELETE FROM c WHERE k IN ('100x', '101y')",
+    ];
+    for sql in counted {
+        for reader in ["SHOW WARNINGS", "SHOW COUNT(*) WARNINGS"] {
+            out.push(session(
+                "conditions over partitions",
+                vec![sql.to_string(), reader.to_string()],
+                true,
+            ));
+        }
+    }
     // The list is bounded by max_error_count, the count is not; LIMIT.
     for reader in [
         "SHOW WARNINGS",

@@ -123,9 +123,10 @@ pub(super) struct Tally {
     pub(super) identical: usize,
     pub(super) equal_under_collation: usize,
     pub(super) both_failed: usize,
-    /// Answers equal but for the warning count (not counted as wrong yet:
-    /// see the report).
-    pub(super) warnings_differ: usize,
+    /// Answers that differ in the warning count of their terminator
+    /// only: printed, every one, and counted; not failing the run yet
+    /// (issue 15: the causes left are in the README's "Guarantees").
+    pub(super) warning_counts: Vec<String>,
     pub(super) refused: BTreeMap<String, usize>,
     pub(super) wrong: Vec<String>,
     /// Queries also run as prepared statements (`prepared.rs`).
@@ -220,13 +221,10 @@ async fn judge(
         x.rows.sort();
     }
     if g.warnings != x.warnings {
-        t.warnings_differ += 1;
-        if t.warnings_differ <= 3 {
-            println!(
-                "warning count differs ({} through hscale, {} on one server): {}",
-                g.warnings, x.warnings, q.sql
-            );
-        }
+        t.warning_counts.push(format!(
+            "{} through hscale, {} on one server: {}",
+            g.warnings, x.warnings, q.sql
+        ));
         g.warnings = x.warnings;
     }
     if g == x {

@@ -108,6 +108,9 @@ struct Part {
     is_err: bool,
     /// The warning count of the part's terminator.
     warnings: u16,
+    /// The partitions' statements it joins with UNION ALL
+    /// (`conditions::union_branches`).
+    branches: u32,
     /// Drops the temporary tables of shipped tables from a transaction's
     /// branch once the part's rows were read (`ship.rs`).
     cleanup: Option<String>,
@@ -131,6 +134,7 @@ impl Part {
             status: None,
             is_err: false,
             warnings: 0,
+            branches: 1,
             cleanup: None,
         }
     }
@@ -381,6 +385,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let running = self.b.running(&conn, target.backend);
         let mut part = Part::started(conn, running);
+        part.branches = super::conditions::union_branches(target);
         if !setup.is_empty() {
             part.cleanup = self.ship_cleanup.clone();
         }
@@ -494,7 +499,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 r
             }
         };
-        end_rows(rows, r, st, &mut self.b.note).await
+        end_rows(rows, r, st, self.b, plan).await
     }
 
     /// Start every part, read the column definitions and every part's
@@ -636,7 +641,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 break;
             }
         }
-        end_rows(rows, r, st, &mut self.b.note).await
+        end_rows(rows, r, st, self.b, plan).await
     }
 }
 
@@ -660,7 +665,7 @@ async fn end_part(b: &mut Bindings, mut part: Part) {
         }
     }
     if let Some(c) = part.conn.as_mut() {
-        b.gather(c, part.warnings).await;
+        b.gather_branches(c, part.warnings, part.branches).await;
     }
     // An error packet carries no status flags: the session's stay.
     let outcome = Outcome {
@@ -703,20 +708,30 @@ async fn write_row<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// End a result set whose rows were (partly) sent: the terminator, or the
-/// error that stopped it.
+/// error that stopped it. The terminator's warning count is the parts',
+/// less the repeated listings of conditions one server raises once per
+/// statement (`Gathered::settle`; every part was gathered by now).
 async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
     rows: Rows<'_, S>,
     r: Result<(), Stop>,
     status: u16,
-    note: &mut crate::metrics::StatementNote,
+    b: &mut Bindings,
+    plan: &MergePlan,
 ) -> Result<(), Stop> {
+    let note = &mut b.note;
     note.rows += rows.count();
     note.is_result = true;
     let (warnings, flags) = note.merged;
     let done = match r {
-        Ok(()) => rows.finish(status | flags, warnings),
+        Ok(()) => {
+            let fragment = plan.parts.first().map_or("", |(_, sql)| sql.as_str());
+            let warnings = b.gathered.settled_count(warnings, || {
+                super::conditions::text_constants(fragment.as_bytes())
+            });
+            rows.finish(status | flags, warnings)
+        }
         Err(Stop::Server(e)) => {
-            note.error(e.code);
+            b.note.error(e.code);
             rows.err(e.code, &e.sql_state, &e.message)
         }
         Err(Stop::Proxy(ProxyError::ClientGone)) => {
@@ -724,7 +739,7 @@ async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
         }
         Err(Stop::Proxy(e)) => {
             let (code, state, msg) = e.to_mysql();
-            note.error(code);
+            b.note.error(code);
             rows.err(code, &state, &msg)
         }
     };
