@@ -507,6 +507,11 @@ async fn a_failed_merge_in_a_transaction_keeps_its_writes() {
 }
 
 #[tokio::test]
+async fn a_lost_part_of_a_merge_ends_its_transaction() {
+    locking::lost_part_ends_the_transaction().await;
+}
+
+#[tokio::test]
 async fn still_refused_constructs_are_named() {
     let mut h = Harness::new("dc_refused").await;
     refused::run(&mut h).await;

@@ -263,3 +263,88 @@ pub async fn failed_merge_keeps_the_transaction() {
         c.disconnect().await.unwrap();
     }
 }
+
+/// A merged read inside a transaction whose part on the transaction's own
+/// connection is lost (its backend connection killed mid-read) ends the
+/// transaction as a lost connection does on one server: nothing the
+/// transaction wrote is committed, on any backend. Before, the session
+/// went on with a fresh connection to that backend and COMMIT answered OK
+/// for the other backends' writes while the lost one's were rolled back.
+pub async fn lost_part_ends_the_transaction() {
+    cluster(4);
+    let db = "dc_lock_lost";
+    let mut setup = proxy_conn(None).await;
+    setup
+        .query_drop(format!("CREATE DATABASE {db}"))
+        .await
+        .unwrap();
+    setup.query_drop(format!("USE {db}")).await.unwrap();
+    setup.query_drop(SCHEMA).await.unwrap();
+    for s in [
+        "HSCALE SETUP_TABLE('jobs', 'id', 'jobs_default', 'shard0', 'MOD(4)')",
+        "HSCALE ADD_PARTITION('jobs', 'm1', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('jobs', 'm2', '2', 'shard2')",
+        "HSCALE ADD_PARTITION('jobs', 'm3', '3', 'shard3')",
+    ] {
+        setup.query_drop(s).await.unwrap();
+    }
+    let rows: Vec<String> = (1..=8).map(|i| format!("({i}, 'new', {i})")).collect();
+    setup
+        .query_drop(format!("INSERT INTO jobs VALUES {}", rows.join(", ")))
+        .await
+        .unwrap();
+    // The part lost on the home (shard1, written first) and on a branch
+    // (shard3).
+    for (killed, marker) in [(1usize, "SLEEP(1.5)"), (3, "SLEEP(1.6)")] {
+        let mut c = proxy_conn(Some(db)).await;
+        c.query_drop("BEGIN").await.unwrap();
+        for id in [1, 3] {
+            c.query_drop(format!("UPDATE jobs SET state = 'taken' WHERE id = {id}"))
+                .await
+                .unwrap();
+        }
+        let kill = tokio::spawn(async move {
+            let mut k = backend_conn(killed, None).await;
+            for _ in 0..100 {
+                let ids: Vec<u64> = k
+                    .query(format!(
+                        "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{marker}%' AND INFO NOT LIKE '%PROCESSLIST%'"
+                    ))
+                    .await
+                    .unwrap();
+                if let Some(id) = ids.first() {
+                    k.query_drop(format!("KILL CONNECTION {id}")).await.unwrap();
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            panic!("the part never ran on shard{killed}");
+        });
+        let q = format!("SELECT id, {marker} FROM jobs WHERE id IN ({killed}, 2) ORDER BY id");
+        assert!(c.query_drop(&q).await.is_err(), "{q}");
+        kill.await.unwrap();
+        // The session cannot go on as if the transaction were whole: its
+        // next statements or its COMMIT fail (or the connection is gone).
+        let later = async {
+            c.query_drop("UPDATE jobs SET state = 'taken' WHERE id = 2")
+                .await?;
+            c.query_drop("COMMIT").await
+        }
+        .await;
+        assert!(
+            later.is_err(),
+            "killed on shard{killed}: the transaction went on"
+        );
+        let _ = c.disconnect().await;
+        let taken: Vec<i32> = setup
+            .query("SELECT id FROM jobs WHERE state = 'taken' ORDER BY id")
+            .await
+            .unwrap();
+        assert_eq!(
+            taken,
+            Vec::<i32>::new(),
+            "killed on shard{killed}: half committed"
+        );
+    }
+    setup.disconnect().await.unwrap();
+}

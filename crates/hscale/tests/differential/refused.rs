@@ -46,29 +46,30 @@ pub async fn run(h: &mut Harness) {
     }
     h.reset().await;
 
-    // A cp1251 connection sending a non-ASCII key: refused naming the
-    // character set; ASCII statements on the same connection work.
-    // (latin1 clients' keys are read as latin1: `latin1.rs`.)
+    // An sjis connection (a multi-byte set other than UTF-8) sending a
+    // non-ASCII key: refused naming the character set; ASCII statements
+    // on the same connection work. (Single-byte sets' keys are read as the
+    // server reads them: `latin1.rs`, `single_byte.rs`.)
     let info = cluster(4);
-    let (mut raw, ok) = Raw::login_as(info.proxy_port, "root", "", CLIENT_CAPS, 51).await;
-    assert_eq!(ok.first(), Some(0x00), "login as cp1251");
+    let (mut raw, ok) = Raw::login_as(info.proxy_port, "root", "", CLIENT_CAPS, 13).await;
+    assert_eq!(ok.first(), Some(0x00), "login as sjis");
     assert!(raw.query(&format!("USE {db}")).await.is_ok());
     let mut payload = vec![hscale_wire::consts::com::QUERY];
-    payload.extend_from_slice(b"UPDATE t SET s = 'caf\xe9' WHERE k = 2");
+    payload.extend_from_slice(b"UPDATE t SET s = 'caf\x83\x4a' WHERE k = 2");
     raw.send(0, &payload).await;
     let answer = raw.read().await.unwrap();
     assert_eq!(err_code(&answer.payload), Some(1235));
     let message = String::from_utf8_lossy(&answer.payload).into_owned();
     assert!(message.contains("not UTF-8"), "{message}");
-    // cp1251 bytes that happen to be valid UTF-8 ('\xc3\xa9' is "Г©" to
-    // the server, "é" as UTF-8) are refused too: routed as UTF-8 text they
+    // sjis bytes that happen to be valid UTF-8 ('\xc3\xa9' are two
+    // half-width katakana to the server, "é" as UTF-8) are refused too: routed as UTF-8 text they
     // would be placed by another string than the one the server stores.
     let mut payload = vec![hscale_wire::consts::com::QUERY];
     payload.extend_from_slice(b"UPDATE t SET n = n WHERE s = 'caf\xc3\xa9'");
     raw.send(0, &payload).await;
     let answer = raw.read().await.unwrap();
     assert_eq!(err_code(&answer.payload), Some(1235));
-    // ASCII statements on the same latin1 connection work.
+    // ASCII statements on the same connection work.
     let rows = raw
         .query("SELECT COUNT(*), SUM(n) FROM t WHERE k = 2 OR s = 's4'")
         .await

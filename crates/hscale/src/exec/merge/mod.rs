@@ -358,11 +358,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => {
                     // Closed, with its temporary tables (inside a
-                    // transaction the branch is lost: COMMIT answers 1402).
-                    conn.is_broken = true;
+                    // transaction the transaction is lost with it).
+                    self.b
+                        .close(conn, "setting up shipped tables failed".into());
                     return Err(Stop::Server(e));
                 }
-                Err(e) => return Err(Stop::Proxy(e)),
+                Err(e) => {
+                    self.b.close(conn, e.to_string());
+                    return Err(Stop::Proxy(e));
+                }
             }
         }
         let unlimited;
@@ -377,9 +381,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .send_command(&BackendConn::payload_for_query(sql))
             .await
         {
-            conn.is_broken = true;
+            let backend = conn.backend.to_string();
+            self.b.close(conn, e.to_string());
             return Err(Stop::Proxy(ProxyError::BackendLost {
-                backend: conn.backend.to_string(),
+                backend,
                 reason: e.to_string(),
             }));
         }
@@ -654,14 +659,20 @@ async fn end_part(b: &mut Bindings, mut part: Part) {
     merged.0 = merged.0.saturating_add(part.warnings);
     merged.1 |= part.status.unwrap_or(0) & status::INDEX_FLAGS;
     if !part.is_done() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
-        return; // dropped: closes the connection
+        if let Some(conn) = part.conn.take() {
+            b.close(conn, "a part of a merged read ended early".into());
+        }
+        return;
     }
     if let (Some(sql), Some(c)) = (part.cleanup.take(), part.conn.as_mut()) {
         if !matches!(
             c.command(&BackendConn::payload_for_query(&sql)).await,
             Ok(Ok(_))
         ) {
-            return; // dropped: closes the connection
+            if let Some(conn) = part.conn.take() {
+                b.close(conn, "dropping shipped tables failed".into());
+            }
+            return;
         }
     }
     if let Some(c) = part.conn.as_mut() {
