@@ -18,7 +18,15 @@ async fn two_proxies_cannot_change_one_table_at_once() {
         table: "acct_twice",
     };
     setup_acct(scene).await;
-    let a = serve(1_000);
+    // The first change copies at most 20,000 rows/s (50,000 rows: at
+    // least 2.5 s), so the others surely meet it running, however fast
+    // the machine.
+    let a = ProxyProcess::start({
+        let mut c = cluster_config();
+        c.proxy.reload_interval_ms = 1_000;
+        c.proxy.change_copy_rows_per_s = 20_000;
+        c
+    });
     let b = ProxyProcess::start({
         let mut c = cluster_config();
         c.proxy.change_wait_ms = 100;
@@ -45,7 +53,20 @@ async fn two_proxies_cannot_change_one_table_at_once() {
             .await;
         (ca, r)
     });
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Until the journal shows it running (a fixed pause raced the
+    // owner's start on a quiet machine).
+    for _ in 0..200 {
+        let ops: Vec<mysql_async::Row> = cb.query("HSCALE SHOW OPERATIONS").await.unwrap();
+        let running = ops.iter().any(|r| {
+            let table: String = r.get(1).unwrap();
+            let state: String = r.get(3).unwrap();
+            table == "online_twice.acct_twice" && state != "done" && state != "failed"
+        });
+        if running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let refused = cb
         .query_drop("HSCALE ADD_PARTITION('online_twice.acct_twice', 'p2', '2', 'shard1')")
         .await
