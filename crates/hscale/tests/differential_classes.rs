@@ -512,6 +512,11 @@ async fn a_lost_part_of_a_merge_ends_its_transaction() {
 }
 
 #[tokio::test]
+async fn a_failed_write_over_partitions_in_a_transaction_is_undone_whole() {
+    locking::failed_write_is_undone_whole().await;
+}
+
+#[tokio::test]
 async fn still_refused_constructs_are_named() {
     let mut h = Harness::new("dc_refused").await;
     refused::run(&mut h).await;

@@ -189,19 +189,6 @@ impl Bindings {
         backend: BackendId,
         lead: Option<&mut LeadIn>,
     ) -> Result<PooledConn, ProxyError> {
-        if self.pinned.is_none() && self.is_home_lost(backend) {
-            // The connection holding the session's transaction was closed
-            // by a path that could not tell the session: nothing may run
-            // on a fresh one as if the transaction were whole.
-            let backend = self.ctx.config.backends[backend.index()].name.clone();
-            self.is_bound_lost = true;
-            self.abandon_branches();
-            self.pins = Pins::NONE;
-            return Err(ProxyError::BackendLost {
-                backend,
-                reason: "the connection holding the session's transaction was closed".into(),
-            });
-        }
         if let Some(c) = self.pinned.take() {
             if c.pool().backend_id == backend {
                 return Ok(c);
@@ -368,21 +355,6 @@ impl Bindings {
         }
         self.pins = Pins::NONE;
         ProxyError::BackendLost { backend, reason }
-    }
-
-    /// Whether the session's own connection to `backend` is gone while it
-    /// holds a transaction there (asked when no connection is pinned): the
-    /// home of a transaction with branches, or the connection a
-    /// transaction or `autocommit=0` pins. Between statements, and between
-    /// the serial parts of one inside a transaction, that connection is
-    /// always back in place.
-    fn is_home_lost(&self, backend: BackendId) -> bool {
-        match &self.txn {
-            Some(t) => t.home == backend,
-            None => self
-                .pins
-                .intersects(Pins(Pins::TRANSACTION.0 | Pins::AUTOCOMMIT_OFF.0)),
-        }
     }
 
     /// Close `conn`, which the statement cannot give back (its answer was

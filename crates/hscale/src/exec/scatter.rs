@@ -23,12 +23,30 @@ use std::collections::VecDeque;
 
 use super::forward::{ForwardError, Forwarder, Outcome};
 use super::prepared::Command;
+use super::savepoint::SavepointOp;
 use super::{send, write_error, Effects, Exec};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 
 /// Parts of one statement running at once.
 const MAX_IN_FLIGHT: usize = 16;
+
+/// The savepoint a write over several parts inside a transaction sets on
+/// every branch, and releases after it.
+const STATEMENT_SAVEPOINT: &str = "hscale_statement";
+
+/// How a write over several parts inside the session's transaction is
+/// undone when one of its parts fails.
+enum StatementUndo {
+    /// Nothing to undo here (its own transaction, `implicit.rs`, or no
+    /// transaction).
+    None,
+    /// Roll back to [`STATEMENT_SAVEPOINT`].
+    Savepoint,
+    /// The transaction's first statement (its BEGIN deferred): roll the
+    /// transaction back and open it again with this BEGIN.
+    FirstStatement(bytes::Bytes),
+}
 
 /// What the terminators of a concatenated result's parts said: their
 /// warnings added up, their index flags, the last one's status.
@@ -217,8 +235,112 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if is_implicit {
             self.b.begin_implicit();
         }
+        // Inside the session's transaction too: a part that fails undoes
+        // the parts that ran, as one server rolls back a failed statement
+        // whole (`StatementUndo`).
+        let undo = if is_implicit {
+            StatementUndo::None
+        } else {
+            match self.statement_undo().await? {
+                Some(undo) => undo,
+                None => return Ok(()),
+            }
+        };
         let total = self.add_up(parts, cmd).await;
+        let total = self.end_statement(undo, total).await?;
         self.finish_write(total, is_implicit).await
+    }
+
+    /// Ready a write over several parts inside the session's transaction
+    /// to be undone: a savepoint on every branch (new branches replay it
+    /// when they join), or, when nothing ran in the transaction yet, the
+    /// BEGIN to open it again. `None`: the savepoint was refused, and its
+    /// error written.
+    async fn statement_undo(&mut self) -> Result<Option<StatementUndo>, ProxyError> {
+        if let (Some(begin), None) = (&self.b.pending_begin, &self.b.pinned) {
+            return Ok(Some(StatementUndo::FirstStatement(begin.clone())));
+        }
+        // Not yet in `autocommit=0` sessions: there a branch's savepoint
+        // went missing before the statement's RELEASE (1305), which the
+        // next session picks up (README: what is still open).
+        if self.b.pinned.is_none()
+            || !self.b.holds_transaction()
+            || self.b.pins.contains(hscale_sql::Pins::AUTOCOMMIT_OFF)
+        {
+            return Ok(Some(StatementUndo::None));
+        }
+        let sql = format!("SAVEPOINT {STATEMENT_SAVEPOINT}");
+        let Some(op) = SavepointOp::parse(&sql) else {
+            return Ok(Some(StatementUndo::None));
+        };
+        match self.b.savepoint_all(&sql, &op).await? {
+            None => Ok(Some(StatementUndo::Savepoint)),
+            Some(err) => {
+                self.write_server_error(1, &err).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// After the parts of a write inside the session's transaction: drop
+    /// the statement's savepoint, or, when a part failed (its error was
+    /// written: `Ok(None)`), undo what the other parts did first. If the
+    /// undo itself fails the transaction cannot go on as the client
+    /// believes it is: the client connection is closed.
+    async fn end_statement(
+        &mut self,
+        undo: StatementUndo,
+        total: Result<Option<OkPacket>, ProxyError>,
+    ) -> Result<Result<Option<OkPacket>, ProxyError>, ProxyError> {
+        let is_failed = match &total {
+            Ok(Some(_)) => false,
+            Ok(None) => true,
+            // A stale route rolls the transaction back (the fence); a lost
+            // connection or client ends the session.
+            Err(
+                ProxyError::StaleRoute { .. }
+                | ProxyError::BackendLost { .. }
+                | ProxyError::ClientGone,
+            ) => return Ok(total),
+            Err(_) => true,
+        };
+        match undo {
+            StatementUndo::None => Ok(total),
+            StatementUndo::FirstStatement(begin) => {
+                if is_failed && !self.b.is_bound_lost {
+                    // Nothing else ran in the transaction: roll it all
+                    // back and open it again.
+                    self.b.rollback().await?;
+                    self.b.pending_begin = Some(begin);
+                }
+                Ok(total)
+            }
+            StatementUndo::Savepoint => {
+                if self.b.is_bound_lost {
+                    return Ok(total);
+                }
+                let mut steps = Vec::new();
+                if is_failed {
+                    steps.push(format!("ROLLBACK TO SAVEPOINT {STATEMENT_SAVEPOINT}"));
+                }
+                steps.push(format!("RELEASE SAVEPOINT {STATEMENT_SAVEPOINT}"));
+                for sql in steps {
+                    let Some(op) = SavepointOp::parse(&sql) else {
+                        continue;
+                    };
+                    if let Some(err) = self.b.savepoint_all(&sql, &op).await? {
+                        // `savepoint_all` rolled the transaction back.
+                        if is_failed {
+                            self.b.is_bound_lost = true;
+                            return Ok(total);
+                        }
+                        self.write_server_error(1, &err).await?;
+                        return Ok(Ok(None));
+                    }
+                }
+                Ok(total)
+            }
+        }
     }
 
     /// Answer a write over several parts: commit its own transaction
