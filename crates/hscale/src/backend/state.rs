@@ -165,7 +165,12 @@ impl SessionVars {
 
     /// The `SET` statements that turn a connection holding `have` into one
     /// holding `self` (none if they are equal): one combined statement, plus
-    /// one per standalone item (`SET SESSION TRANSACTION ...`).
+    /// one per standalone item (`SET SESSION TRANSACTION ...`). A variable
+    /// `self` assigns is not reset first: its assignment replaces it, and a
+    /// reset could act on its own (`autocommit = DEFAULT` commits the
+    /// transaction the connection holds, before `autocommit = 0` is set
+    /// again: an `autocommit=0` session's work on its home was committed
+    /// by the next statement's sync whenever another variable changed).
     pub fn sync_sql(&self, have: &SessionVars) -> Vec<String> {
         if self == have {
             return Vec::new();
@@ -173,6 +178,7 @@ impl SessionVars {
         let mut parts: Vec<String> = have
             .items
             .iter()
+            .filter(|i| !self.items.iter().any(|w| w.key == i.key))
             .map(|i| reset_assignment(&i.key))
             .collect();
         let mut standalone = Vec::new();
@@ -296,6 +302,33 @@ mod tests {
             "names",
             "@@session.character_set_client = DEFAULT, @@session.collation_connection = DEFAULT"
         )]));
+    }
+
+    #[test]
+    fn a_variable_assigned_again_is_not_reset_first() {
+        // `autocommit = DEFAULT` would commit the connection's transaction.
+        let mut have = SessionVars::default();
+        have.apply(&[
+            item("names", "NAMES utf8mb3 COLLATE utf8mb3_general_ci"),
+            item("autocommit", "@@session.autocommit = 0"),
+        ]);
+        let mut want = have.clone();
+        want.apply(&[item(
+            "innodb_lock_wait_timeout",
+            "@@session.innodb_lock_wait_timeout = 10",
+        )]);
+        want.apply(&[item("names", "NAMES utf8mb3 COLLATE utf8mb3_general_ci")]);
+        let sql = want.sync_sql(&have);
+        assert_eq!(sql.len(), 1, "{sql:?}");
+        assert!(!sql[0].contains("autocommit = DEFAULT"), "{sql:?}");
+        assert!(sql[0].contains("@@session.autocommit = 0"), "{sql:?}");
+        // Back to a session without the lock wait: that one is reset.
+        let sql = have.sync_sql(&want);
+        assert!(
+            sql[0].contains("innodb_lock_wait_timeout = DEFAULT"),
+            "{sql:?}"
+        );
+        assert!(!sql[0].contains("autocommit = DEFAULT"), "{sql:?}");
     }
 
     #[test]

@@ -187,6 +187,12 @@ impl Bindings {
         op: &SavepointOp,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         let payload = BackendConn::payload_for_query(sql);
+        tracing::debug!(
+            connection_id = self.connection_id,
+            sql,
+            branches = self.txn.as_ref().map_or(0, |t| t.branches.len()),
+            "savepoint on every branch"
+        );
         let Some(home) = self.pinned.as_mut() else {
             return Err(ProxyError::Wrong(
                 "internal: a transaction branch without a home connection".into(),
@@ -225,6 +231,13 @@ impl Bindings {
                         }
                     }
                     Ok(Err(err)) => {
+                        tracing::debug!(
+                            connection_id = self.connection_id,
+                            backend = %branch.backend,
+                            sql,
+                            error = err.message,
+                            "a branch refused a savepoint statement"
+                        );
                         failed = Some(err);
                         break;
                     }

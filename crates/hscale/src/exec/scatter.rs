@@ -260,13 +260,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if let (Some(begin), None) = (&self.b.pending_begin, &self.b.pinned) {
             return Ok(Some(StatementUndo::FirstStatement(begin.clone())));
         }
-        // Not yet in `autocommit=0` sessions: there a branch's savepoint
-        // went missing before the statement's RELEASE (1305), which the
-        // next session picks up (README: what is still open).
-        if self.b.pinned.is_none()
-            || !self.b.holds_transaction()
-            || self.b.pins.contains(hscale_sql::Pins::AUTOCOMMIT_OFF)
-        {
+        if self.b.pinned.is_none() || !self.b.holds_transaction() {
             return Ok(Some(StatementUndo::None));
         }
         let sql = format!("SAVEPOINT {STATEMENT_SAVEPOINT}");

@@ -352,8 +352,8 @@ pub async fn lost_part_ends_the_transaction() {
 /// A write over several partitions that fails on one of them inside a
 /// transaction is undone whole, as one server rolls back a failed
 /// statement, and the transaction goes on: as its first statement (BEGIN
-/// deferred) and after others, in a transaction opened by BEGIN, against
-/// one server with the same rows (`autocommit=0` sessions: still open). Before, the parts that ran
+/// deferred) and after others, opened by BEGIN or by `autocommit=0`,
+/// against one server with the same rows. Before, the parts that ran
 /// stayed in the transaction and COMMIT made them durable (v of row 5:
 /// 99 through hscale, 102 on one server).
 pub async fn failed_write_is_undone_whole() {
@@ -401,6 +401,29 @@ pub async fn failed_write_is_undone_whole() {
             "ROLLBACK TO SAVEPOINT a",
             "UPDATE jobs SET state = 'done' WHERE id IN (1, 6)",
             "COMMIT",
+        ],
+        &[
+            "SET autocommit = 0",
+            "UPDATE jobs SET v = v - 3 WHERE id IN (1, 2, 3, 4, 5, 6)",
+            "UPDATE jobs SET v = v + 10 WHERE id IN (3, 4)",
+            "INSERT INTO jobs VALUES (20, 'new', 1), (21, 'new', 1), (22, 'new', 1)",
+            "INSERT INTO jobs VALUES (30, 'new', 1), (31, 'new', 1), (5, 'dup', 1)",
+            "COMMIT",
+            "SET autocommit = 1",
+        ],
+        // An ORM's session: its work across partitions rolled back whole
+        // (the sync of a changed variable ran `autocommit = DEFAULT` on
+        // the home first, committing what it held: row 4 kept its +3).
+        &[
+            "SET autocommit = 0",
+            "UPDATE jobs SET v = v + 3 WHERE id IN (1, 2, 3, 4, 5, 6)",
+            "UPDATE jobs SET v = v + 10 WHERE id IN (3, 4)",
+            "ROLLBACK",
+            "UPDATE jobs SET v = v + 1 WHERE id IN (4, 7)",
+            "SET innodb_lock_wait_timeout = 7",
+            "UPDATE jobs SET v = v + 1 WHERE id IN (4, 5, 8)",
+            "ROLLBACK",
+            "SET autocommit = 1",
         ],
     ];
     let mut wrong = Vec::new();
