@@ -168,11 +168,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             c.is_broken = true;
         }
         if c.is_broken {
-            // The branch is lost: the transaction cannot commit
-            // (`Bindings::commit_all` answers 1402).
+            // The branch (or the home) is lost: the transaction cannot go
+            // on (`Bindings::close`: the session ends, nothing commits).
+            let backend = c.backend.to_string();
+            self.b
+                .close(c, "while copying rows of a shipped table".into());
             return Err(r.err().unwrap_or_else(|| {
                 Stop::Proxy(ProxyError::BackendLost {
-                    backend: c.backend.to_string(),
+                    backend,
                     reason: "while copying rows of a shipped table".into(),
                 })
             }));
