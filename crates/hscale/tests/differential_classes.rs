@@ -517,6 +517,11 @@ async fn a_failed_write_over_partitions_in_a_transaction_is_undone_whole() {
 }
 
 #[tokio::test]
+async fn a_failed_prepared_write_over_partitions_in_a_transaction_is_undone_whole() {
+    locking::failed_prepared_write_is_undone_whole().await;
+}
+
+#[tokio::test]
 async fn still_refused_constructs_are_named() {
     let mut h = Harness::new("dc_refused").await;
     refused::run(&mut h).await;

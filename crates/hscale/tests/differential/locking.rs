@@ -349,16 +349,9 @@ pub async fn lost_part_ends_the_transaction() {
     setup.disconnect().await.unwrap();
 }
 
-/// A write over several partitions that fails on one of them inside a
-/// transaction is undone whole, as one server rolls back a failed
-/// statement, and the transaction goes on: as its first statement (BEGIN
-/// deferred) and after others, opened by BEGIN or by `autocommit=0`,
-/// against one server with the same rows. Before, the parts that ran
-/// stayed in the transaction and COMMIT made them durable (v of row 5:
-/// 99 through hscale, 102 on one server).
-pub async fn failed_write_is_undone_whole() {
-    cluster(4);
-    let (part, reference) = ("dc_stmt_p", "dc_stmt_r");
+/// A partitioned `jobs` (MOD(4) over four backends, v UNSIGNED) in
+/// `part` and the same plain table in `reference`.
+async fn jobs_databases(part: &str, reference: &str) {
     let mut setup = proxy_conn(None).await;
     for db in [part, reference] {
         setup
@@ -381,6 +374,19 @@ pub async fn failed_write_is_undone_whole() {
         setup.query_drop(s).await.unwrap();
     }
     setup.disconnect().await.unwrap();
+}
+
+/// A write over several partitions that fails on one of them inside a
+/// transaction is undone whole, as one server rolls back a failed
+/// statement, and the transaction goes on: as its first statement (BEGIN
+/// deferred) and after others, opened by BEGIN or by `autocommit=0`,
+/// against one server with the same rows. Before, the parts that ran
+/// stayed in the transaction and COMMIT made them durable (v of row 5:
+/// 99 through hscale, 102 on one server).
+pub async fn failed_write_is_undone_whole() {
+    cluster(4);
+    let (part, reference) = ("dc_stmt_p", "dc_stmt_r");
+    jobs_databases(part, reference).await;
     // Row 2 has v = 2: `v - 3` fails there (1690), after the parts of the
     // other partitions ran (or before, by partition order).
     let scripts: &[&[&str]] = &[
@@ -451,6 +457,63 @@ pub async fn failed_write_is_undone_whole() {
         if got != want {
             wrong.push(format!(
                 "after {script:?}\n  hscale:    {got:?}\n  reference: {want:?}"
+            ));
+        }
+        let _ = p.disconnect().await;
+        let _ = r.disconnect().await;
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// [`failed_write_is_undone_whole`] through prepared statements (the
+/// binary protocol): the parts run the execution on each partition, and a
+/// failed one undoes the others, against one server.
+pub async fn failed_prepared_write_is_undone_whole() {
+    cluster(4);
+    let (part, reference) = ("dc_pstmt_p", "dc_pstmt_r");
+    jobs_databases(part, reference).await;
+    let mut wrong = Vec::new();
+    for open in ["BEGIN", "SET autocommit = 0"] {
+        let mut p = proxy_conn(Some(part)).await;
+        let mut r = proxy_conn(Some(reference)).await;
+        for c in [&mut p, &mut r] {
+            c.query_drop("DELETE FROM jobs").await.unwrap();
+            let rows: Vec<String> = (1..=8).map(|i| format!("({i}, 'new', {i})")).collect();
+            c.query_drop(format!("INSERT INTO jobs VALUES {}", rows.join(", ")))
+                .await
+                .unwrap();
+            c.query_drop(open).await.unwrap();
+            c.exec_drop("UPDATE jobs SET v = v + ? WHERE id = ?", (100, 5))
+                .await
+                .unwrap();
+            let e = c
+                .exec_drop(
+                    "UPDATE jobs SET v = v - ? WHERE id IN (?, ?, ?)",
+                    (3, 5, 2, 3),
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(code(&e), 1690, "{open}: {e}");
+            let e = c
+                .exec_drop(
+                    "DELETE FROM jobs WHERE id IN (?, ?, ?) AND v - ? < 0",
+                    (1, 6, 7, 1),
+                )
+                .await;
+            assert!(e.is_ok() || code(&e.unwrap_err()) == 1690, "{open}");
+            c.exec_drop(
+                "UPDATE jobs SET state = ? WHERE id IN (?, ?)",
+                ("done", 1, 6),
+            )
+            .await
+            .unwrap();
+            c.query_drop("COMMIT").await.unwrap();
+        }
+        let all = "SELECT id, state, v FROM jobs ORDER BY id";
+        let (got, want) = (answer(&mut p, all).await, answer(&mut r, all).await);
+        if got != want {
+            wrong.push(format!(
+                "{open}\n  hscale:    {got:?}\n  reference: {want:?}"
             ));
         }
         let _ = p.disconnect().await;
