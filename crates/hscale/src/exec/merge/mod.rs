@@ -413,7 +413,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             e,
             Stop::Proxy(ProxyError::BackendLost { .. } | ProxyError::ClientGone)
         );
-        if !is_lost && !p.is_done() && p.conn.as_ref().is_some_and(|c| !c.is_broken) {
+        // Only the session's own connection is worth reading out (a part
+        // past the merge's row limit may have millions of rows left): a
+        // pooled one is simply closed.
+        let is_own = self.b.is_in_transaction() || !self.b.pins.is_empty();
+        if is_own && !is_lost && !p.is_done() && p.conn.as_ref().is_some_and(|c| !c.is_broken) {
             let _ = p.drain().await;
         }
         self.end_part(p).await;
