@@ -522,6 +522,11 @@ async fn a_failed_prepared_write_over_partitions_in_a_transaction_is_undone_whol
 }
 
 #[tokio::test]
+async fn prepared_keys_read_as_doubles_ask_every_partition() {
+    locking::unreadable_key_parameters_ask_every_partition().await;
+}
+
+#[tokio::test]
 async fn still_refused_constructs_are_named() {
     let mut h = Harness::new("dc_refused").await;
     refused::run(&mut h).await;

@@ -201,8 +201,19 @@ impl PreparedRouting {
         };
         let mut target: Option<Target> = None;
         for &i in &self.key_params {
-            let v =
-                params::key_value_as(exec, types, i, long, client).map_err(ProxyError::Refused)?;
+            let v = match params::key_value_as(exec, types, i, long, client) {
+                Ok(v) => v,
+                // A key parameter that cannot be read as the column's value
+                // (sent as a DOUBLE, a byte the client's character set has
+                // no character for, ...): a read or a write of existing rows
+                // asks every partition, as its text form would; an INSERT
+                // needs the key to place its row.
+                Err(_) if !is_insert => {
+                    target = None;
+                    break;
+                }
+                Err(why) => return Err(ProxyError::Refused(why)),
+            };
             if client == params::ClientText::Other
                 && matches!(&v, hscale_route::KeyValue::Str(s) if !s.is_ascii())
             {
