@@ -26,10 +26,12 @@ pub struct SingleByte {
 }
 
 impl SingleByte {
-    /// The character set named `name` (lowercase, as `SET NAMES` gives it),
-    /// if it is one of the server's single-byte sets other than binary.
+    /// The character set named `name` (in any case), if it is one of the
+    /// server's single-byte sets other than binary.
     pub fn by_name(name: &str) -> Option<&'static SingleByte> {
-        tables::ALL.iter().find(|s| s.name == name)
+        tables::ALL
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
     }
 
     /// Every single-byte character set, for the tests.

@@ -83,30 +83,40 @@ impl SessionVars {
     /// ascii client's are `?` to the server).
     pub fn is_client_utf8(&self) -> bool {
         let name = self.client_charset();
-        name.starts_with("utf8") || matches!(name.as_str(), "" | "binary" | "default")
+        name.get(..4)
+            .is_some_and(|p| p.eq_ignore_ascii_case("utf8"))
+            || ["", "binary", "default"]
+                .iter()
+                .any(|n| name.eq_ignore_ascii_case(n))
     }
 
     /// The client's character set when it is a single-byte one (`SET NAMES
     /// latin1`, a cp1251 handshake collation, ...): its text is read byte
     /// by byte as the server reads it.
     pub fn client_single_byte(&self) -> Option<&'static hscale_route::single_byte::SingleByte> {
-        hscale_route::single_byte::SingleByte::by_name(&self.client_charset())
+        hscale_route::single_byte::SingleByte::by_name(self.client_charset())
     }
 
     /// The character set of the last `SET NAMES`, `SET CHARACTER SET` or
-    /// `character_set_client` the session applied, lowercased; empty when
-    /// none (the server's default).
-    fn client_charset(&self) -> String {
+    /// `character_set_client` the session applied, as written (compare it
+    /// without case); empty when none (the server's default). Asked for
+    /// every statement: it allocates nothing.
+    fn client_charset(&self) -> &str {
         let Some(item) = self
             .items
             .iter()
             .rev()
             .find(|i| i.key == "names" || i.key == "character_set_client")
         else {
-            return String::new();
+            return "";
         };
         let a = item.assign.as_str();
-        let name = match a.to_ascii_lowercase().find("character_set_client") {
+        const VAR: &str = "character_set_client";
+        let at = a
+            .as_bytes()
+            .windows(VAR.len())
+            .position(|w| w.eq_ignore_ascii_case(VAR.as_bytes()));
+        let name = match at {
             // `@@session.character_set_client = x[, ...]`.
             Some(at) => a[at..]
                 .split_once('=')
@@ -125,7 +135,6 @@ impl SessionVars {
             }
         };
         name.trim_matches(|c| c == '\'' || c == '"' || c == '`')
-            .to_ascii_lowercase()
     }
 
     /// These variables with `character_set_client` utf8mb4 on top: what a

@@ -66,7 +66,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // (`Bindings::is_text_utf8`, cleared by `query`): its keys route as
         // their column holds them, and the server converts its literals as
         // it would have converted the latin1 bytes.
-        let single_byte = self.b.state.vars.client_single_byte();
+        // UTF-8 clients (nearly all) stop at the first check, which
+        // allocates nothing.
+        let vars = &self.b.state.vars;
+        let single_byte = (!self.b.is_text_utf8 && !vars.is_client_utf8())
+            .then(|| vars.client_single_byte())
+            .flatten();
         let is_foreign = match single_byte {
             Some(cs) => cs.is_foreign(sql_bytes),
             None => !sql_bytes.is_ascii(),

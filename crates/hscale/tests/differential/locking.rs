@@ -22,6 +22,7 @@
 //! ranges are followed by reads that do not meet those rows.
 
 use mysql_async::prelude::*;
+use mysql_async::Conn;
 
 use super::common::*;
 use super::{answer, Res};
@@ -163,13 +164,7 @@ pub async fn run() {
             wrong.push(format!("{sql}\n  hscale: {got:?}, not refused"));
         }
     }
-    let all = "SELECT id, state, v FROM jobs ORDER BY id";
-    let (got, want) = (answer(&mut pa, all).await, answer(&mut ra, all).await);
-    if got != want {
-        wrong.push(format!(
-            "{all}\n  hscale:    {got:?}\n  reference: {want:?}"
-        ));
-    }
+    same_jobs(&mut pa, &mut ra, "every row after", &mut wrong).await;
     // Nothing left held: a locking read of every row through a third
     // session answers at once.
     let mut c = proxy_conn(Some(part)).await;
@@ -225,10 +220,7 @@ pub async fn failed_merge_keeps_the_transaction() {
     ] {
         let mut c = proxy_conn(Some(db)).await;
         c.query_drop("DELETE FROM jobs").await.unwrap();
-        let rows: Vec<String> = (1..=8).map(|i| format!("({i}, 'new', {i})")).collect();
-        c.query_drop(format!("INSERT INTO jobs VALUES {}", rows.join(", ")))
-            .await
-            .unwrap();
+        fill_jobs(&mut c).await;
         // Row `failing` gets v = 0, so `v - 1` as UNSIGNED fails there.
         c.query_drop(format!("UPDATE jobs SET v = 0 WHERE id = {failing}"))
             .await
@@ -349,6 +341,25 @@ pub async fn lost_part_ends_the_transaction() {
     setup.disconnect().await.unwrap();
 }
 
+/// Rows 1-8 of `jobs`, state 'new', v = id.
+async fn fill_jobs(c: &mut Conn) {
+    let rows: Vec<String> = (1..=8).map(|i| format!("({i}, 'new', {i})")).collect();
+    c.query_drop(format!("INSERT INTO jobs VALUES {}", rows.join(", ")))
+        .await
+        .unwrap();
+}
+
+/// Every row of `jobs` the same on both sides, else a line in `wrong`.
+async fn same_jobs(p: &mut Conn, r: &mut Conn, label: &str, wrong: &mut Vec<String>) {
+    let all = "SELECT id, state, v FROM jobs ORDER BY id";
+    let (got, want) = (answer(p, all).await, answer(r, all).await);
+    if got != want {
+        wrong.push(format!(
+            "{label}\n  hscale:    {got:?}\n  reference: {want:?}"
+        ));
+    }
+}
+
 /// A partitioned `jobs` (MOD(4) over four backends, v UNSIGNED) in
 /// `part` and the same plain table in `reference`.
 async fn jobs_databases(part: &str, reference: &str) {
@@ -438,10 +449,7 @@ pub async fn failed_write_is_undone_whole() {
         let mut r = proxy_conn(Some(reference)).await;
         for c in [&mut p, &mut r] {
             c.query_drop("DELETE FROM jobs").await.unwrap();
-            let rows: Vec<String> = (1..=8).map(|i| format!("({i}, 'new', {i})")).collect();
-            c.query_drop(format!("INSERT INTO jobs VALUES {}", rows.join(", ")))
-                .await
-                .unwrap();
+            fill_jobs(c).await;
         }
         for sql in script.iter() {
             let want = answer(&mut r, sql).await;
@@ -452,13 +460,7 @@ pub async fn failed_write_is_undone_whole() {
                 ));
             }
         }
-        let all = "SELECT id, state, v FROM jobs ORDER BY id";
-        let (got, want) = (answer(&mut p, all).await, answer(&mut r, all).await);
-        if got != want {
-            wrong.push(format!(
-                "after {script:?}\n  hscale:    {got:?}\n  reference: {want:?}"
-            ));
-        }
+        same_jobs(&mut p, &mut r, &format!("after {script:?}"), &mut wrong).await;
         let _ = p.disconnect().await;
         let _ = r.disconnect().await;
     }
@@ -478,10 +480,7 @@ pub async fn failed_prepared_write_is_undone_whole() {
         let mut r = proxy_conn(Some(reference)).await;
         for c in [&mut p, &mut r] {
             c.query_drop("DELETE FROM jobs").await.unwrap();
-            let rows: Vec<String> = (1..=8).map(|i| format!("({i}, 'new', {i})")).collect();
-            c.query_drop(format!("INSERT INTO jobs VALUES {}", rows.join(", ")))
-                .await
-                .unwrap();
+            fill_jobs(c).await;
             c.query_drop(open).await.unwrap();
             c.exec_drop("UPDATE jobs SET v = v + ? WHERE id = ?", (100, 5))
                 .await
@@ -509,13 +508,7 @@ pub async fn failed_prepared_write_is_undone_whole() {
             .unwrap();
             c.query_drop("COMMIT").await.unwrap();
         }
-        let all = "SELECT id, state, v FROM jobs ORDER BY id";
-        let (got, want) = (answer(&mut p, all).await, answer(&mut r, all).await);
-        if got != want {
-            wrong.push(format!(
-                "{open}\n  hscale:    {got:?}\n  reference: {want:?}"
-            ));
-        }
+        same_jobs(&mut p, &mut r, open, &mut wrong).await;
         let _ = p.disconnect().await;
         let _ = r.disconnect().await;
     }
@@ -534,10 +527,7 @@ pub async fn unreadable_key_parameters_ask_every_partition() {
     let mut p = proxy_conn(Some(part)).await;
     let mut r = proxy_conn(Some(reference)).await;
     for c in [&mut p, &mut r] {
-        let rows: Vec<String> = (1..=8).map(|i| format!("({i}, 'new', {i})")).collect();
-        c.query_drop(format!("INSERT INTO jobs VALUES {}", rows.join(", ")))
-            .await
-            .unwrap();
+        fill_jobs(c).await;
     }
     let mut wrong = Vec::new();
     for (sql, key) in [
@@ -564,13 +554,7 @@ pub async fn unreadable_key_parameters_ask_every_partition() {
             ));
         }
     }
-    let all = "SELECT id, state, v FROM jobs ORDER BY id";
-    let (got, want) = (answer(&mut p, all).await, answer(&mut r, all).await);
-    if got != want {
-        wrong.push(format!(
-            "{all}\n  hscale:    {got:?}\n  reference: {want:?}"
-        ));
-    }
+    same_jobs(&mut p, &mut r, "every row after", &mut wrong).await;
     let e = p
         .exec_drop("INSERT INTO jobs VALUES (?, 'new', 1)", (9.0,))
         .await
