@@ -73,6 +73,30 @@ async fn rows(c: &mut Conn) -> Vec<(i64, i64, Option<String>, Option<i64>, Optio
         .unwrap()
 }
 
+/// Check that every row of `db.t` sits in the physical table the
+/// dictionary names for its key, on the backends themselves; the rows
+/// seen.
+async fn placed_rows(db: &str) -> u64 {
+    let partitions = physical_tables(&format!("{db}.t")).await;
+    let mut seen = 0;
+    for (partition, (backend, physical)) in &partitions {
+        let mut b = backend_conn(*backend, Some(db)).await;
+        let keys: Vec<i64> = b.query(format!("SELECT k FROM {physical}")).await.unwrap();
+        for k in &keys {
+            let want = match k % 4 {
+                1 | -1 => "m1",
+                2 => "m2",
+                3 => "m3",
+                _ => "",
+            };
+            assert_eq!(partition, want, "key {k} in {physical}");
+        }
+        seen += keys.len() as u64;
+        b.disconnect().await.unwrap();
+    }
+    seen
+}
+
 /// The loads, as (file name, contents, statement with `{f}` for the file).
 fn loads() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     let mut tab = Vec::new();
@@ -206,25 +230,7 @@ async fn loads_match_one_server() {
         .unwrap()
         .unwrap();
     assert!(n > 20_000, "{n}");
-    // Every row in the physical table the dictionary names for its key.
-    let partitions = physical_tables(&format!("{DB}.t")).await;
-    let mut seen = 0;
-    for (partition, (backend, physical)) in &partitions {
-        let mut b = backend_conn(*backend, Some(DB)).await;
-        let keys: Vec<i64> = b.query(format!("SELECT k FROM {physical}")).await.unwrap();
-        for k in &keys {
-            let want = match k % 4 {
-                1 | -1 => "m1",
-                2 => "m2",
-                3 => "m3",
-                _ => "",
-            };
-            assert_eq!(partition, want, "key {k} in {physical}");
-        }
-        seen += keys.len() as u64;
-        b.disconnect().await.unwrap();
-    }
-    assert_eq!(seen, n);
+    assert_eq!(placed_rows(DB).await, n);
     p.disconnect().await.unwrap();
     r.disconnect().await.unwrap();
 }
@@ -396,6 +402,54 @@ async fn a_load_that_fails_on_one_partition_loads_nothing_as_on_one_server() {
         .unwrap()
         .unwrap();
     assert_eq!(n, 0);
+    // A load that fails inside a transaction is undone whole, as one
+    // server rolls back a failed statement, and the transaction goes on:
+    // as its first statement and after another write, opened by BEGIN or
+    // by autocommit=0. Before, the partitions loaded before the failing
+    // one kept their rows, and COMMIT made them durable.
+    let scripts: &[&[&str]] = &[
+        &[
+            "BEGIN",
+            "LOAD",
+            "INSERT INTO t VALUES (100, 1, 'after', NULL, NULL)",
+            "COMMIT",
+        ],
+        &[
+            "BEGIN",
+            "INSERT INTO t VALUES (101, 2, 'before', NULL, NULL)",
+            "LOAD",
+            "INSERT INTO t VALUES (102, 3, 'after', NULL, NULL)",
+            "COMMIT",
+        ],
+        &[
+            "SET autocommit = 0",
+            "INSERT INTO t VALUES (103, 0, 'before', NULL, NULL)",
+            "LOAD",
+            "COMMIT",
+            "SET autocommit = 1",
+        ],
+        &[
+            "SET autocommit = 0",
+            "LOAD",
+            "INSERT INTO t VALUES (104, -1, 'after', NULL, NULL)",
+            "COMMIT",
+            "SET autocommit = 1",
+        ],
+    ];
+    for script in scripts {
+        for conn in [&mut p, &mut r] {
+            for step in script.iter() {
+                if *step == "LOAD" {
+                    assert_eq!(run(conn, &sql).await, Answer::Err(1644), "{script:?}");
+                } else {
+                    conn.query_drop(*step).await.unwrap();
+                }
+            }
+        }
+        assert_eq!(rows(&mut p).await, rows(&mut r).await, "{script:?}");
+    }
+    assert_eq!(rows(&mut p).await.len(), 5);
+    assert_eq!(placed_rows(db).await, 5);
     c.disconnect().await.unwrap();
     p.disconnect().await.unwrap();
     r.disconnect().await.unwrap();

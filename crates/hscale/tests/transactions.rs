@@ -451,8 +451,53 @@ async fn global_table_writes_change_every_copy_or_none() {
         .unwrap();
     c.query_drop("COMMIT").await.unwrap();
     let after = vec![("EUR".to_string(), 101), ("USD".to_string(), 91)];
-    assert_eq!(copies().await, vec![after.clone(), after]);
+    assert_eq!(copies().await, vec![after.clone(), after.clone()]);
     assert_eq!(balance(&mut c, 2).await, 99);
+    // A copy that refuses a write inside a transaction fails that
+    // statement alone, as one server fails a statement: the main copy's
+    // change is undone and the transaction goes on. Before, the whole
+    // transaction was rolled back under the client, and its next
+    // statements ran in autocommit.
+    for (open, end) in [
+        ("BEGIN", "COMMIT"),
+        ("BEGIN", "ROLLBACK"),
+        ("SET autocommit = 0", "COMMIT"),
+        ("SET autocommit = 0", "ROLLBACK"),
+    ] {
+        for is_first in [true, false] {
+            let b = [balance(&mut c, 3).await, balance(&mut c, 4).await];
+            c.query_drop(open).await.unwrap();
+            if !is_first {
+                c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 3")
+                    .await
+                    .unwrap();
+            }
+            let e = c
+                .query_drop("UPDATE rates SET rate = 5000 WHERE code = 'USD'")
+                .await
+                .unwrap_err();
+            assert_eq!(code(&e), 4025, "{open} {end} first {is_first}: {e}");
+            c.query_drop("UPDATE accounts SET balance = balance - 1 WHERE id = 4")
+                .await
+                .unwrap();
+            c.query_drop(end).await.unwrap();
+            if open.starts_with("SET") {
+                c.query_drop("SET autocommit = 1").await.unwrap();
+            }
+            let change = i64::from(end == "COMMIT");
+            let want = [b[0] - if is_first { 0 } else { change }, b[1] - change];
+            let got = [balance(&mut c, 3).await, balance(&mut c, 4).await];
+            assert_eq!(
+                got, want,
+                "{open} ... {end}, global write first: {is_first}"
+            );
+            assert_eq!(
+                copies().await,
+                vec![after.clone(), after.clone()],
+                "{open} ... {end}, global write first: {is_first}"
+            );
+        }
+    }
     assert_eq!(prepared_branches().await, 0);
 }
 

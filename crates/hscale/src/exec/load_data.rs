@@ -213,10 +213,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             });
         }
         let prefix = &file[..split.prefix_end];
-        let is_implicit = targets.len() > 1 && self.b.needs_implicit_txn();
-        if is_implicit {
-            self.b.begin_implicit();
-        }
+        // Over several partitions, one statement: all or none
+        // (`statement.rs`).
+        let scope = if targets.len() > 1 {
+            let is_implicit = self.b.needs_implicit_txn();
+            match self.open_write(is_implicit).await? {
+                Some(scope) => Some(scope),
+                None => return Ok(()),
+            }
+        } else {
+            None
+        };
         let mut total = OkPacket::default();
         let mut info = None;
         let mut done = Ok(Some(()));
@@ -252,7 +259,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         total.info = info.unwrap_or_default();
         let total = done.map(|d| d.map(|()| total));
-        self.finish_write(total, is_implicit).await
+        match scope {
+            Some(scope) => self.close_write(scope, total).await,
+            None => self.finish_write(total, false).await,
+        }
     }
 
     /// Cut `file` into rows and pick each row's partition: the rows and
@@ -521,11 +531,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         } else {
             None
         };
-        if is_implicit {
-            self.b.begin_implicit();
-        }
-        let total = self.global_load_copies(load, sql, &file, is_implicit).await;
-        self.finish_write(total, is_implicit).await
+        let Some(scope) = self.open_write(is_implicit).await? else {
+            return Ok(());
+        };
+        let total = self
+            .global_load_copies(load, sql, &file, scope.undoes_parts())
+            .await;
+        self.close_write(scope, total).await
     }
 
     async fn global_load_copies(
@@ -533,7 +545,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         load: &LoadData,
         sql: &str,
         file: &[u8],
-        is_implicit: bool,
+        is_undone: bool,
     ) -> Result<Option<OkPacket>, ProxyError> {
         let mut total = OkPacket::default();
         if !self
@@ -555,7 +567,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 Some((conn, Ok(Err(err)))) => {
                     self.b.finish(conn, Outcome::default(), &Effects::default());
-                    return self.copy_failed(&load.table, b, err, is_implicit).await;
+                    return self.copy_failed(&load.table, b, err, is_undone).await;
                 }
                 Some((conn, Err(e))) => return Err(self.b.backend_lost(conn, e.to_string())),
             }

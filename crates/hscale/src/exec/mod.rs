@@ -30,6 +30,7 @@ pub mod prepared_routing;
 pub mod savepoint;
 mod scatter;
 pub mod sequence;
+mod statement;
 pub mod txn;
 pub mod txn_checks;
 mod txn_commit;

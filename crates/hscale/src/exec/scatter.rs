@@ -23,30 +23,12 @@ use std::collections::VecDeque;
 
 use super::forward::{ForwardError, Forwarder, Outcome};
 use super::prepared::Command;
-use super::savepoint::SavepointOp;
 use super::{send, write_error, Effects, Exec};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 
 /// Parts of one statement running at once.
 const MAX_IN_FLIGHT: usize = 16;
-
-/// The savepoint a write over several parts inside a transaction sets on
-/// every branch, and releases after it.
-const STATEMENT_SAVEPOINT: &str = "hscale_statement";
-
-/// How a write over several parts inside the session's transaction is
-/// undone when one of its parts fails.
-enum StatementUndo {
-    /// Nothing to undo here (its own transaction, `implicit.rs`, or no
-    /// transaction).
-    None,
-    /// Roll back to [`STATEMENT_SAVEPOINT`].
-    Savepoint,
-    /// The transaction's first statement (its BEGIN deferred): roll the
-    /// transaction back and open it again with this BEGIN.
-    FirstStatement(bytes::Bytes),
-}
 
 /// What the terminators of a concatenated result's parts said: their
 /// warnings added up, their index flags, the last one's status.
@@ -229,142 +211,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if kind == StatementKind::Select {
             return self.concatenate(parts, cmd).await;
         }
-        // In autocommit the write is one statement: all parts or none
-        // (`implicit.rs`).
+        // One statement: all parts or none (`statement.rs`).
         let is_implicit = self.b.needs_implicit_txn();
-        if is_implicit {
-            self.b.begin_implicit();
-        }
-        // Inside the session's transaction too: a part that fails undoes
-        // the parts that ran, as one server rolls back a failed statement
-        // whole (`StatementUndo`).
-        let undo = if is_implicit {
-            StatementUndo::None
-        } else {
-            match self.statement_undo().await? {
-                Some(undo) => undo,
-                None => return Ok(()),
-            }
+        let Some(scope) = self.open_write(is_implicit).await? else {
+            return Ok(());
         };
         let total = self.add_up(parts, cmd).await;
-        let total = self.end_statement(undo, total).await?;
-        self.finish_write(total, is_implicit).await
-    }
-
-    /// Ready a write over several parts inside the session's transaction
-    /// to be undone: a savepoint on every branch (new branches replay it
-    /// when they join), or, when nothing ran in the transaction yet, the
-    /// BEGIN to open it again. `None`: the savepoint was refused, and its
-    /// error written.
-    async fn statement_undo(&mut self) -> Result<Option<StatementUndo>, ProxyError> {
-        if let (Some(begin), None) = (&self.b.pending_begin, &self.b.pinned) {
-            return Ok(Some(StatementUndo::FirstStatement(begin.clone())));
-        }
-        if self.b.pinned.is_none() || !self.b.holds_transaction() {
-            return Ok(Some(StatementUndo::None));
-        }
-        let sql = format!("SAVEPOINT {STATEMENT_SAVEPOINT}");
-        let Some(op) = SavepointOp::parse(&sql) else {
-            return Ok(Some(StatementUndo::None));
-        };
-        match self.b.savepoint_all(&sql, &op).await? {
-            None => Ok(Some(StatementUndo::Savepoint)),
-            Some(err) => {
-                self.write_server_error(1, &err).await?;
-                Ok(None)
-            }
-        }
-    }
-
-    /// After the parts of a write inside the session's transaction: drop
-    /// the statement's savepoint, or, when a part failed (its error was
-    /// written: `Ok(None)`), undo what the other parts did first. If the
-    /// undo itself fails the transaction cannot go on as the client
-    /// believes it is: the client connection is closed.
-    async fn end_statement(
-        &mut self,
-        undo: StatementUndo,
-        total: Result<Option<OkPacket>, ProxyError>,
-    ) -> Result<Result<Option<OkPacket>, ProxyError>, ProxyError> {
-        let is_failed = match &total {
-            Ok(Some(_)) => false,
-            Ok(None) => true,
-            // A stale route rolls the transaction back (the fence); a lost
-            // connection or client ends the session.
-            Err(
-                ProxyError::StaleRoute { .. }
-                | ProxyError::BackendLost { .. }
-                | ProxyError::ClientGone,
-            ) => return Ok(total),
-            Err(_) => true,
-        };
-        match undo {
-            StatementUndo::None => Ok(total),
-            StatementUndo::FirstStatement(begin) => {
-                if is_failed && !self.b.is_bound_lost {
-                    // Nothing else ran in the transaction: roll it all
-                    // back and open it again.
-                    self.b.rollback().await?;
-                    self.b.pending_begin = Some(begin);
-                }
-                Ok(total)
-            }
-            StatementUndo::Savepoint => {
-                if self.b.is_bound_lost {
-                    return Ok(total);
-                }
-                let mut steps = Vec::new();
-                if is_failed {
-                    steps.push(format!("ROLLBACK TO SAVEPOINT {STATEMENT_SAVEPOINT}"));
-                }
-                steps.push(format!("RELEASE SAVEPOINT {STATEMENT_SAVEPOINT}"));
-                for sql in steps {
-                    let Some(op) = SavepointOp::parse(&sql) else {
-                        continue;
-                    };
-                    if let Some(err) = self.b.savepoint_all(&sql, &op).await? {
-                        // `savepoint_all` rolled the transaction back.
-                        if is_failed {
-                            self.b.is_bound_lost = true;
-                            return Ok(total);
-                        }
-                        self.write_server_error(1, &err).await?;
-                        return Ok(Ok(None));
-                    }
-                }
-                Ok(total)
-            }
-        }
-    }
-
-    /// Answer a write over several parts: commit its own transaction
-    /// first, if it has one (a failed part's error was written already).
-    pub(super) async fn finish_write(
-        &mut self,
-        total: Result<Option<OkPacket>, ProxyError>,
-        is_implicit: bool,
-    ) -> Result<(), ProxyError> {
-        if !is_implicit {
-            return match total? {
-                Some(total) => self.write_total(total).await,
-                None => Ok(()),
-            };
-        }
-        match total {
-            Ok(Some(total)) => match self.b.end_implicit(true).await? {
-                None => self.write_total(total).await,
-                Some(err) => self.write_server_error(1, &err).await,
-            },
-            Ok(None) => self.b.end_implicit(false).await.map(|_| ()),
-            Err(e) => {
-                // Nothing of the statement may stay: a stale route is run
-                // again whole by the fence.
-                if let Err(rollback) = self.b.end_implicit(false).await {
-                    tracing::info!(connection_id = self.b.connection_id, error = %rollback, "rolling back a write over several partitions failed");
-                }
-                Err(e)
-            }
-        }
+        self.close_write(scope, total).await
     }
 
     /// SELECT over several partitions: one result set, rows in partition
@@ -639,8 +492,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// the copies change in one transaction of the statement's own
     /// (`implicit.rs`: all or none), serialized per proxy so every copy
     /// sees the writes in the same order; inside a transaction they run on
-    /// its branches, and a copy that fails after the main one changed ends
-    /// the transaction (rolled back) so the copies cannot differ.
+    /// its branches, and a copy that fails after the main one changed
+    /// undoes the statement on every copy (`statement.rs`), so the copies
+    /// cannot differ and the transaction goes on.
     pub(crate) async fn run_global_write(
         &mut self,
         table: &hscale_route::dictionary::TableName,
@@ -653,13 +507,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         } else {
             None
         };
-        if is_implicit {
-            self.b.begin_implicit();
-        }
+        let Some(scope) = self.open_write(is_implicit).await? else {
+            return Ok(());
+        };
         let total = self
-            .global_copies(table, sql.as_bytes(), Command::Query, is_implicit)
+            .global_copies(table, sql.as_bytes(), Command::Query, scope.undoes_parts())
             .await;
-        self.finish_write(total, is_implicit).await
+        self.close_write(scope, total).await
     }
 
     /// [`Self::run_global_write`] for an execution of a prepared statement
@@ -678,13 +532,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         } else {
             None
         };
-        if is_implicit {
-            self.b.begin_implicit();
-        }
+        let Some(scope) = self.open_write(is_implicit).await? else {
+            return Ok(());
+        };
         let total = self
-            .global_copies(table, sql, Command::Execute(execution), is_implicit)
+            .global_copies(
+                table,
+                sql,
+                Command::Execute(execution),
+                scope.undoes_parts(),
+            )
             .await;
-        self.finish_write(total, is_implicit).await
+        self.close_write(scope, total).await
     }
 
     /// Write every copy of a global table: the sum of the main copy's OK,
@@ -694,7 +553,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         table: &hscale_route::dictionary::TableName,
         sql: &[u8],
         cmd: Command<'_>,
-        is_implicit: bool,
+        is_undone: bool,
     ) -> Result<Option<OkPacket>, ProxyError> {
         let mut total = OkPacket::default();
         let Some(mut conn) = self.connect_part(BackendId::MAIN, 1, cmd).await? else {
@@ -717,7 +576,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             let mut conn = self.b.acquire(b).await?;
             if let Some(err) = self.b.sync(&mut conn, false).await? {
                 self.b.finish(conn, Outcome::default(), &Effects::default());
-                return self.copy_failed(table, b, err, is_implicit).await;
+                return self.copy_failed(table, b, err, is_undone).await;
             }
             let running = self.b.running(&conn, b);
             let r = match self.send_part(&mut conn, sql, cmd).await {
@@ -741,7 +600,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 Ok(Err(err)) => {
                     self.b.finish(conn, Outcome::default(), &Effects::default());
-                    return self.copy_failed(table, b, err, is_implicit).await;
+                    return self.copy_failed(table, b, err, is_undone).await;
                 }
                 Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
             }
@@ -750,20 +609,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 
     /// A copy of a global table refused a write the main copy took: the
-    /// backend's error goes to the client, and inside a transaction the
-    /// transaction ends (rolled back), since committing it would leave the
-    /// copies different. (The statement's own transaction is rolled back
-    /// by the caller.)
+    /// backend's error goes to the client. The write's scope undoes the
+    /// copies that changed (`is_undone`, `statement.rs`); when it cannot,
+    /// the session's transaction ends (rolled back), since committing it
+    /// would leave the copies different.
     pub(super) async fn copy_failed(
         &mut self,
         table: &hscale_route::dictionary::TableName,
         b: BackendId,
         err: hscale_wire::response::ErrPacket,
-        is_implicit: bool,
+        is_undone: bool,
     ) -> Result<Option<OkPacket>, ProxyError> {
         let name = self.b.ctx.config.backends[b.index()].name.clone();
         tracing::info!(connection_id = self.b.connection_id, %table, backend = %name, code = err.code, "a copy of a global table refused a write: rolled back");
-        if !is_implicit {
+        if !is_undone {
             self.b.rollback().await?;
         }
         self.write_server_error(1, &err).await?;
