@@ -46,4 +46,16 @@ start_playground() {
   done
   grep -q '^ready:' "$TMP/pg.out" || die "playground not ready"
   mapfile -t BACKEND_PORTS < <(grep '^address = ' "$TMP/pg/hscale.toml" | sed 's/.*:\([0-9]*\)"/\1/')
+  # FLUSH_AT_COMMIT: the backends' innodb_flush_log_at_trx_commit (the
+  # playground's servers run with 2, no fsync per commit; MariaDB's
+  # default, 1, makes every commit durable on disk before its OK).
+  if [[ -n "${FLUSH_AT_COMMIT:-}" ]]; then
+    local p
+    for p in "${BACKEND_PORTS[@]}"; do
+      mariadb -h127.0.0.1 -P"$p" -uhscale -phscale --skip-ssl \
+        -e "SET GLOBAL innodb_flush_log_at_trx_commit = $FLUSH_AT_COMMIT" ||
+        die "setting innodb_flush_log_at_trx_commit on port $p"
+    done
+    log "backends: innodb_flush_log_at_trx_commit = $FLUSH_AT_COMMIT"
+  fi
 }

@@ -10,7 +10,8 @@
 #
 # Environment: QUERIES (default 20000), CONCURRENCY (default "1 8 32"),
 # REPEAT (runs per cell, the median is shown; default 3),
-# HSCALE (binary, default ./target/release/hscale).
+# HSCALE (binary, default ./target/release/hscale), FLUSH_AT_COMMIT
+# (the backends' innodb_flush_log_at_trx_commit, bench/lib.sh).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -87,6 +88,7 @@ seq_rows=$(direct -N -e "SELECT COUNT(*) FROM hscale.sequences WHERE db = 'seq_p
 echo "## Sequences (bench/sequences.sh)"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), nproc: $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "- backends' innodb_flush_log_at_trx_commit: ${FLUSH_AT_COMMIT:-2, as the playground starts them}"
 echo "- $QUERIES single-row INSERTs without an id per run, median of $REPEAT runs"
 echo "- direct: one AUTO_INCREMENT table on one MariaDB; hscale: the same table partitioned with MOD(8) over two backends, ids from its sequence"
 echo

@@ -16,7 +16,8 @@
 #
 # Environment: THREADS (default 8), TIME (seconds per run, default 20),
 # ACCOUNTS (default 10000), HSCALE (binary, default ./target/release/hscale),
-# BASE_HSCALE (optional, the binary to compare single-backend runs with).
+# BASE_HSCALE (optional, the binary to compare single-backend runs with),
+# FLUSH_AT_COMMIT (the backends' innodb_flush_log_at_trx_commit, bench/lib.sh).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -90,6 +91,7 @@ echo "## Transactions across backends (bench/transactions.sh, issue 13)"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), nproc: $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "- sysbench bench/transactions.lua, $THREADS threads, ${TIME}s per run, $ACCOUNTS accounts; a transaction is BEGIN, two single-row UPDATEs, COMMIT"
+echo "- backends' innodb_flush_log_at_trx_commit: ${FLUSH_AT_COMMIT:-2, as the playground starts them}"
 echo "- afterwards: total unchanged through hscale, nothing prepared on either backend"
 echo
 echo "| run | transactions/s | ratio |"

@@ -102,6 +102,26 @@ pub struct Context {
     is_draining: AtomicBool,
     /// Client connections being served (in the handshake or logged in).
     open_sessions: AtomicUsize,
+    /// Client connections each worker serves, for spreading new ones
+    /// over the workers (`server.rs`, `Context::least_loaded_worker`).
+    worker_load: Box<[AtomicUsize]>,
+}
+
+/// Counts one client connection among its worker's (`Context::worker_load`)
+/// while it lives.
+pub struct WorkerSlot(Arc<Context>, usize);
+
+impl WorkerSlot {
+    /// The worker this connection is served on.
+    pub fn worker(&self) -> usize {
+        self.1
+    }
+}
+
+impl Drop for WorkerSlot {
+    fn drop(&mut self) {
+        self.0.worker_load[self.1].fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Counts one client connection among `Context::open_sessions` while it lives.
@@ -346,6 +366,7 @@ impl Context {
             slow_statement_ms: AtomicU64::new(config.log.slow_statement_ms),
             is_draining: AtomicBool::new(false),
             open_sessions: AtomicUsize::new(0),
+            worker_load: (0..workers).map(|_| AtomicUsize::new(0)).collect(),
             config: Arc::new(config),
             pools,
             server_version: OnceLock::new(),
@@ -639,6 +660,34 @@ impl Context {
 
     pub fn open_sessions(&self) -> usize {
         self.open_sessions.load(Ordering::Relaxed)
+    }
+
+    /// Where a connection `worker` accepted is served: the worker serving
+    /// the fewest connections, `worker` itself unless another serves
+    /// fewer. Counted there while the returned slot lives.
+    pub fn place_connection(self: &Arc<Self>, worker: usize) -> WorkerSlot {
+        let load = |w: usize| self.worker_load[w].load(Ordering::Relaxed);
+        let mut best = worker;
+        for w in 0..self.worker_load.len() {
+            if load(w) < load(best) {
+                best = w;
+            }
+        }
+        self.worker_slot(best)
+    }
+
+    /// Client connections each worker serves.
+    pub fn worker_loads(&self) -> Vec<usize> {
+        self.worker_load
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Count a client connection on `worker` while the returned slot lives.
+    pub fn worker_slot(self: &Arc<Self>, worker: usize) -> WorkerSlot {
+        self.worker_load[worker].fetch_add(1, Ordering::Relaxed);
+        WorkerSlot(self.clone(), worker)
     }
 
     /// SIGTERM: every session closes when its running statement is done;

@@ -7,6 +7,12 @@
 //! woken across threads on the statement path. Measured on two cores, the
 //! shared multi-threaded runtime cost about 25% more CPU per statement
 //! (see bench/RESULTS.md).
+//!
+//! Whichever worker wakes first takes a connection from the shared
+//! socket, so a burst of connects would land on one worker and leave the
+//! others idle; a worker that accepts a connection while another serves
+//! fewer hands it over (`Context::place_connection`, the worker's
+//! inbox). That is the only time a connection crosses threads.
 
 use hscale_route::BackendId;
 use std::sync::Arc;
@@ -128,12 +134,69 @@ pub fn bind(addr: &str) -> std::io::Result<std::net::TcpListener> {
 /// open may finish until the deadline.
 type Stop = Option<std::time::Instant>;
 
+/// A connection another worker accepted, handed to this one to serve.
+type Handoff = (
+    std::net::TcpStream,
+    std::net::SocketAddr,
+    crate::runtime::WorkerSlot,
+);
+
+/// Every worker's inbox of connections handed over.
+type Inboxes = Arc<[tokio::sync::mpsc::UnboundedSender<Handoff>]>;
+
+/// Serve a TCP client on this worker, counted in its `slot`.
+fn serve_tcp(
+    ctx: &Arc<Context>,
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    slot: crate::runtime::WorkerSlot,
+) {
+    let _ = stream.set_nodelay(true);
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        let worker = slot.worker();
+        crate::session::serve(stream, ctx, worker, peer.to_string(), false).await;
+        drop(slot);
+    });
+}
+
+/// A connection this worker accepted: served here, or handed to the
+/// worker serving the fewest.
+fn place(
+    ctx: &Arc<Context>,
+    worker: usize,
+    inboxes: &Inboxes,
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+) {
+    let slot = ctx.place_connection(worker);
+    if slot.worker() == worker {
+        return serve_tcp(ctx, stream, peer, slot);
+    }
+    let target = slot.worker();
+    match stream.into_std() {
+        Ok(std) => {
+            if let Err(tokio::sync::mpsc::error::SendError((std, peer, _))) =
+                inboxes[target].send((std, peer, slot))
+            {
+                // That worker has stopped: serve it here.
+                match tokio::net::TcpStream::from_std(std) {
+                    Ok(stream) => serve_tcp(ctx, stream, peer, ctx.worker_slot(worker)),
+                    Err(e) => tracing::warn!(error = %e, "taking back a connection failed"),
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "handing over a connection failed"),
+    }
+}
+
 /// One worker: accept clients and serve them on this thread until `stop`,
 /// then wait (up to the stop's deadline) for the proxy's sessions to end.
 async fn worker_loop(
     ctx: Arc<Context>,
     worker: usize,
     listener: std::net::TcpListener,
+    (inboxes, mut inbox): (Inboxes, tokio::sync::mpsc::UnboundedReceiver<Handoff>),
     mut stop: tokio::sync::watch::Receiver<Stop>,
 ) -> std::io::Result<()> {
     let listener = TcpListener::from_std(listener)?;
@@ -172,11 +235,12 @@ async fn worker_loop(
     loop {
         tokio::select! {
             _ = stop.changed() => break,
+            Some((std, peer, slot)) = inbox.recv() => match tokio::net::TcpStream::from_std(std) {
+                Ok(stream) => serve_tcp(&ctx, stream, peer, slot),
+                Err(e) => tracing::warn!(error = %e, "taking a connection handed over failed"),
+            },
             r = listener.accept() => match r {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    tokio::spawn(crate::session::serve(stream, ctx.clone(), worker, peer.to_string(), false));
-                }
+                Ok((stream, peer)) => place(&ctx, worker, &inboxes, stream, peer),
                 Err(e) => {
                     // Out of file descriptors and the like: back off, keep serving.
                     tracing::warn!(error = %e, "accept failed");
@@ -261,7 +325,9 @@ impl RunningProxy {
             metrics_addr = Some(listener.local_addr()?);
             let weak = Arc::downgrade(&ctx);
             let scrape = Arc::new(move || match weak.upgrade() {
-                Some(ctx) => crate::metrics::render(&ctx.metrics, &ctx.pool_samples()),
+                Some(ctx) => {
+                    crate::metrics::render(&ctx.metrics, &ctx.pool_samples(), &ctx.worker_loads())
+                }
                 None => String::new(),
             });
             threads.push(crate::metrics::http::spawn(
@@ -270,8 +336,13 @@ impl RunningProxy {
                 stop_rx.clone(),
             )?);
         }
+        let (senders, mut receivers): (Vec<_>, Vec<_>) = (0..ctx.workers())
+            .map(|_| tokio::sync::mpsc::unbounded_channel())
+            .unzip();
+        let inboxes: Inboxes = senders.into();
         for worker in 0..ctx.workers() {
             let listener = listener.try_clone()?;
+            let inbox = (inboxes.clone(), receivers.remove(0));
             let ctx = ctx.clone();
             let stop_rx = stop_rx.clone();
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -285,7 +356,7 @@ impl RunningProxy {
                             ctx.metrics.worker(worker).weight_counters(),
                         );
                         if let Err(e) =
-                            runtime.block_on(worker_loop(ctx, worker, listener, stop_rx))
+                            runtime.block_on(worker_loop(ctx, worker, listener, inbox, stop_rx))
                         {
                             tracing::error!(worker, error = %e, "worker stopped");
                         }

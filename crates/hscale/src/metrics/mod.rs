@@ -322,7 +322,7 @@ mod tests {
         );
         assert_eq!(m.sum(|w| &w.rows_sent), 9);
         assert_eq!(m.sum(|w| &w.errors[146]), 1);
-        let text = render(&m, &[]);
+        let text = render(&m, &[], &[]);
         assert!(
             text.contains("hscale_statements_total{kind=\"single\"} 3"),
             "{text}"

@@ -46,7 +46,7 @@ fn label(v: &str) -> String {
 }
 
 /// The whole scrape.
-pub fn render(m: &Metrics, pools: &[PoolSample]) -> String {
+pub fn render(m: &Metrics, pools: &[PoolSample], workers: &[usize]) -> String {
     let mut out = String::with_capacity(8 * 1024);
     head(
         &mut out,
@@ -267,6 +267,15 @@ pub fn render(m: &Metrics, pools: &[PoolSample]) -> String {
         "Heartbeats this proxy could not write to hscale.proxies on the main backend.",
         load(&s.heartbeat_failures),
     );
+    head(
+        &mut out,
+        "hscale_worker_connections",
+        "gauge",
+        "Client connections each worker thread serves.",
+    );
+    for (w, n) in workers.iter().enumerate() {
+        let _ = writeln!(out, "hscale_worker_connections{{worker=\"{w}\"}} {n}");
+    }
     let gauges: [PoolMetric; 8] = [
         (
             "hscale_pool_connections_open",
