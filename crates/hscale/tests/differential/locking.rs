@@ -428,6 +428,22 @@ pub async fn failed_write_is_undone_whole() {
             "COMMIT",
             "SET autocommit = 1",
         ],
+        // Ordered writes (UPDATE/DELETE ... ORDER BY ... LIMIT over
+        // several partitions): row 2 fails after rows 8, 4 and 5 changed.
+        &[
+            "BEGIN",
+            "UPDATE jobs SET state = 'x' WHERE id = 1",
+            "UPDATE jobs SET v = v - 3 ORDER BY id DESC LIMIT 7",
+            "DELETE FROM jobs ORDER BY id DESC LIMIT 2",
+            "COMMIT",
+        ],
+        &[
+            "SET autocommit = 0",
+            "UPDATE jobs SET v = v - 3 ORDER BY id DESC LIMIT 7",
+            "UPDATE jobs SET v = v + 1 ORDER BY id LIMIT 5",
+            "COMMIT",
+            "SET autocommit = 1",
+        ],
         // An ORM's session: its work across partitions rolled back whole
         // (the sync of a changed variable ran `autocommit = DEFAULT` on
         // the home first, committing what it held: row 4 kept its +3).
