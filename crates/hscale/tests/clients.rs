@@ -239,6 +239,29 @@ fn pymysql_transfers_across_backends() {
         "py_txn",
     ]));
     assert!(out.contains("pymysql transfers ok"), "{out}");
+    // The total on the backends themselves: nothing of a rolled-back or
+    // failed statement stayed in either partition's table.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let total = rt.block_on(async {
+        use mysql_async::prelude::*;
+        let mut total = 0i64;
+        for (backend, table) in physical_tables("py_txn.accounts").await.into_values() {
+            let mut c = backend_conn(backend, Some("py_txn")).await;
+            let sum: Option<i64> = c
+                .query_first(format!(
+                    "SELECT CAST(COALESCE(SUM(balance), 0) AS SIGNED) FROM {table}"
+                ))
+                .await
+                .unwrap();
+            total += sum.unwrap_or(0);
+            c.disconnect().await.unwrap();
+        }
+        total
+    });
+    assert_eq!(total, 1000);
 }
 
 /// A Java pool session (`setAutoCommit(false)`) with server-side and

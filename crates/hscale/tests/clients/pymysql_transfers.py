@@ -124,6 +124,33 @@ def main(argv):
         check(committed > 20, f"only {committed} transfers committed")
         check(total(a) == TOTAL, f"total changed: {total(a)}")
 
+    # Statements over both partitions in the ORM's transaction: rolled back
+    # whole; one that fails on one partition is undone alone and the
+    # transaction goes on to commit the rest.
+    with admin.cursor() as a:
+        before = {i: balance(a, i) for i in (1, 2, 3, 4)}
+        cur.execute("UPDATE accounts SET balance = balance + 5 WHERE id IN (1, 2, 3, 4)")
+        check(cur.rowcount == 4, f"affected {cur.rowcount}")
+        cur.execute("UPDATE accounts SET balance = balance - 7 WHERE id IN (3, 4)")
+        orm.rollback()
+        after = {i: balance(a, i) for i in (1, 2, 3, 4)}
+        check(after == before, f"rollback over both partitions left a change: {after} != {before}")
+        transfer(cur, 1, 2, 3)
+        try:
+            cur.execute(
+                "UPDATE accounts SET balance = IF(id = 4, NULL, balance + 1000) WHERE id IN (1, 2, 3, 4)"
+            )
+            raise CheckFailed("NULL into a NOT NULL column accepted")
+        except pymysql.err.IntegrityError as e:
+            check(e.args[0] == 1048, f"expected 1048, got {e.args!r}")
+        mine = {i: balance(cur, i) for i in (1, 2, 3, 4)}
+        want = {1: before[1] - 3, 2: before[2] + 3, 3: before[3], 4: before[4]}
+        check(mine == want, f"a failed statement left part of itself: {mine} != {want}")
+        orm.commit()
+        after = {i: balance(a, i) for i in (1, 2, 3, 4)}
+        check(after == want, f"commit after a failed statement: {after} != {want}")
+        check(total(a) == TOTAL, f"total changed: {total(a)}")
+
     # begin() on the same connection works the same way.
     orm.begin()
     transfer(cur, 9, 10, 1)

@@ -89,6 +89,42 @@ public class JdbcTransfers {
                 c.commit();
                 check(total(other) == TOTAL, mode + ": total changed after a savepoint: " + total(other));
 
+                // Prepared statements over both partitions: rolled back
+                // whole; one that fails on one partition (NULL into a NOT
+                // NULL column) undone alone, the transaction goes on.
+                long[] before = new long[5];
+                for (int i = 1; i <= 4; i++) {
+                    before[i] = balance(other, i);
+                }
+                PreparedStatement spread = c.prepareStatement(
+                    "UPDATE accounts SET balance = IF(id = ?, NULL, balance + ?) WHERE id IN (?, ?, ?, ?)");
+                spread.setInt(1, 0);
+                spread.setInt(2, 5);
+                for (int i = 1; i <= 4; i++) {
+                    spread.setInt(2 + i, i);
+                }
+                check(spread.executeUpdate() == 4, mode + ": update over both partitions");
+                c.rollback();
+                for (int i = 1; i <= 4; i++) {
+                    check(balance(other, i) == before[i], mode + ": rollback over both partitions left a change on " + i);
+                }
+                transfer(move, 1, 2, 3);
+                spread.setInt(1, 4);
+                spread.setInt(2, 1000);
+                try {
+                    spread.executeUpdate();
+                    check(false, mode + ": NULL into a NOT NULL column accepted");
+                } catch (SQLException e) {
+                    check(e.getErrorCode() == 1048, mode + ": expected 1048, got " + e.getErrorCode());
+                }
+                c.commit();
+                long[] want = {0, before[1] - 3, before[2] + 3, before[3], before[4]};
+                for (int i = 1; i <= 4; i++) {
+                    check(balance(other, i) == want[i], mode + ": a failed statement left part of itself on " + i
+                        + ": " + balance(other, i) + " != " + want[i]);
+                }
+                spread.close();
+
                 Random rng = new Random(13);
                 int committed = 0;
                 for (int i = 0; i < 60; i++) {
