@@ -162,6 +162,11 @@ impl Savepoints {
         self.list.len()
     }
 
+    /// A savepoint `name` (compared without case) is set.
+    pub fn has(&self, name: &str) -> bool {
+        self.list.iter().any(|s| s.key.eq_ignore_ascii_case(name))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }

@@ -25,16 +25,29 @@ use super::Exec;
 use crate::error::ProxyError;
 
 /// The savepoint a write over several parts inside a transaction sets on
-/// every branch, and releases after it.
+/// every branch, and releases after it; with a number after it when the
+/// client set a savepoint of that name (`statement_savepoint`).
 const STATEMENT_SAVEPOINT: &str = "hscale_statement";
+
+/// A name for the statement savepoint that none of the client's
+/// savepoints has: setting it must not move or drop one of theirs.
+fn statement_savepoint(taken: &super::savepoint::Savepoints) -> String {
+    let mut name = STATEMENT_SAVEPOINT.to_string();
+    let mut n = 0u32;
+    while taken.has(&name) {
+        n += 1;
+        name = format!("{STATEMENT_SAVEPOINT}_{n}");
+    }
+    name
+}
 
 /// How a write over several parts inside the session's transaction is
 /// undone when one of its parts fails.
 enum StatementUndo {
     /// Nothing to undo here (its own transaction, or no transaction).
     None,
-    /// Roll back to [`STATEMENT_SAVEPOINT`].
-    Savepoint,
+    /// Roll back to this savepoint (`statement_savepoint`).
+    Savepoint(String),
     /// The transaction's first statement (its BEGIN deferred): roll the
     /// transaction back and open it again with this BEGIN.
     FirstStatement(bytes::Bytes),
@@ -103,12 +116,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if self.b.pinned.is_none() || !self.b.holds_transaction() {
             return Ok(Some(StatementUndo::None));
         }
-        let sql = format!("SAVEPOINT {STATEMENT_SAVEPOINT}");
+        let name = statement_savepoint(&self.b.savepoints);
+        let sql = format!("SAVEPOINT {name}");
         let Some(op) = SavepointOp::parse(&sql) else {
             return Ok(Some(StatementUndo::None));
         };
         match self.b.savepoint_all(&sql, &op).await? {
-            None => Ok(Some(StatementUndo::Savepoint)),
+            None => Ok(Some(StatementUndo::Savepoint(name))),
             Some(err) => {
                 self.write_server_error(1, &err).await?;
                 Ok(None)
@@ -149,15 +163,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 Ok(total)
             }
-            StatementUndo::Savepoint => {
+            StatementUndo::Savepoint(name) => {
                 if self.b.is_bound_lost {
                     return Ok(total);
                 }
                 let mut steps = Vec::new();
                 if is_failed {
-                    steps.push(format!("ROLLBACK TO SAVEPOINT {STATEMENT_SAVEPOINT}"));
+                    steps.push(format!("ROLLBACK TO SAVEPOINT {name}"));
                 }
-                steps.push(format!("RELEASE SAVEPOINT {STATEMENT_SAVEPOINT}"));
+                steps.push(format!("RELEASE SAVEPOINT {name}"));
                 for sql in steps {
                     let Some(op) = SavepointOp::parse(&sql) else {
                         continue;

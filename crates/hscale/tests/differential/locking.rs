@@ -428,6 +428,24 @@ pub async fn failed_write_is_undone_whole() {
             "COMMIT",
             "SET autocommit = 1",
         ],
+        // The client's own savepoint named like hscale's statement
+        // savepoint is neither moved nor dropped by the writes over
+        // several partitions after it (before: ROLLBACK TO it failed with
+        // 1305, hscale had released it).
+        &[
+            "BEGIN",
+            "UPDATE jobs SET v = v + 1 WHERE id = 8",
+            "SAVEPOINT hscale_statement",
+            "UPDATE jobs SET v = v + 1 WHERE id IN (1, 2, 3)",
+            "UPDATE jobs SET v = v - 3 WHERE id IN (5, 2, 3)",
+            "SAVEPOINT HSCALE_STATEMENT_1",
+            "UPDATE jobs SET v = v + 5 WHERE id IN (6, 7)",
+            "ROLLBACK TO SAVEPOINT hscale_statement_1",
+            "UPDATE jobs SET v = v + 2 WHERE id IN (6, 7)",
+            "ROLLBACK TO SAVEPOINT hscale_statement",
+            "UPDATE jobs SET v = v + 3 WHERE id IN (4, 5)",
+            "COMMIT",
+        ],
         // Ordered writes (UPDATE/DELETE ... ORDER BY ... LIMIT over
         // several partitions): row 2 fails after rows 8, 4 and 5 changed.
         &[
