@@ -677,6 +677,72 @@ fn schema(out: &mut Vec<Case>) {
     }
 }
 
+/// Key IN lists over several partitions: each part gets only its own
+/// keys (`hscale_route` `in_lists.rs`); the answers must not change,
+/// whatever surrounds the list (NOT, IS NULL, a comparison, a function,
+/// OR, NULL items, a subquery whose `k` is another table's).
+fn in_lists(out: &mut Vec<Case>) {
+    let lists = [
+        "k IN (1, 2, 5, -3)",
+        "k IN (1, NULL, 6)",
+        "k IN (NULL)",
+        "k IN (7, 11)",
+        "k IN ('1', '2', '03')",
+        "k IN (1, '2')",
+        "t.k IN (9223372036854775807, -9223372036854775808, 0, 4)",
+        "x.k IN (1, 2, 3)",
+    ];
+    let shapes = [
+        "SELECT id, k FROM t {a} WHERE {l}",
+        "SELECT id, k FROM t {a} WHERE NOT ({l})",
+        "SELECT id, k FROM t {a} WHERE ({l}) IS NULL",
+        "SELECT id, k FROM t {a} WHERE {l} IS NOT TRUE",
+        "SELECT id, k FROM t {a} WHERE {l} = 0",
+        "SELECT id, k FROM t {a} WHERE IF({l}, 1, 0) = 1",
+        "SELECT id, k FROM t {a} WHERE COALESCE({l}, 7) = 7",
+        "SELECT id, k FROM t {a} WHERE id > 2 AND {l} OR k = 2",
+        "SELECT id, k, {l} AS hit FROM t {a} WHERE {l} OR id < 3",
+        "SELECT id, k FROM t {a} WHERE {l} AND id IN (SELECT id FROM pl WHERE k IN (1, 2))",
+        "SELECT id, k FROM t {a} WHERE {l} AND EXISTS (SELECT 1 FROM pl WHERE pl.k IN (1, -1) AND pl.id = id)",
+        "SELECT id, k FROM t {a} WHERE k NOT IN (1, 2) AND {l}",
+    ];
+    for l in lists {
+        let alias = if l.starts_with("x.") { "AS x" } else { "" };
+        for shape in shapes {
+            let sql = shape.replace("{l}", l).replace("{a}", alias);
+            out.push(one("key IN lists per partition", sql));
+        }
+    }
+    for sql in [
+        "SELECT s, v FROM sk WHERE s IN ('a', 'b', 'A', 'zz', '1', '10')",
+        "SELECT s, v FROM sk WHERE NOT (s IN ('a', 'B', NULL))",
+        "SELECT s, v FROM sk WHERE s IN ('a ', '1', ' 1')",
+        "SELECT dt, v FROM tk WHERE dt IN ('2024-01-31 23:59:59', '2024-02-01 00:00:00', '2024-04-01')",
+        "SELECT dt, v FROM tk WHERE (dt IN ('2024-01-15 12:00:00', '2024-03-01 00:00:00')) = 0",
+        "SELECT k, name FROM c WHERE k IN (1, 2, 3, 4, 5, 6, 7, 8) AND name <> ''",
+    ] {
+        out.push(one("key IN lists per partition", sql.to_string()));
+    }
+    for l in [
+        "k IN (1, 2, 3, 5)",
+        "k IN (1, NULL)",
+        "NOT (k IN (2, 3, NULL))",
+    ] {
+        out.push(session(
+            "key IN lists per partition",
+            vec![
+                format!("UPDATE t SET f = f + 1 WHERE {l}"),
+                "SELECT ROW_COUNT()".into(),
+                "SELECT id, k, f FROM t ORDER BY id, k".into(),
+                format!("DELETE FROM t WHERE {l} AND id > 5"),
+                "SELECT ROW_COUNT()".into(),
+                "SELECT id, k FROM t ORDER BY id, k".into(),
+            ],
+            false,
+        ));
+    }
+}
+
 pub fn all() -> Vec<Case> {
     let mut out = Vec::new();
     names(&mut out);
@@ -689,5 +755,6 @@ pub fn all() -> Vec<Case> {
     routing(&mut out);
     default_rows(&mut out);
     schema(&mut out);
+    in_lists(&mut out);
     out
 }

@@ -26,6 +26,7 @@ pub use info_schema::{
     absent_tables, logical_views, remote_auto_increments, view_columns, Cell, RemoteRows,
     LOGICAL_VIEWS,
 };
+mod in_lists;
 mod insert;
 mod insert_form;
 mod join;

@@ -51,6 +51,41 @@ pub(super) fn targets(
     }
 }
 
+/// The partitions of the rows whose key equals one of `values` (stored
+/// as the column holds them); `None` when they cannot be told.
+fn equal_targets(table: &PartitionedTable, values: &[KeyValue]) -> Option<BTreeSet<Target>> {
+    // A string key under a collation: `k = 'abc'` compares under the
+    // column's collation, so the key's weight names the one partition
+    // of every row it matches (string literals only: a number
+    // compares as a number, '05' = 5).
+    let is_weighed_equality = || {
+        table.key_compare.as_ref().is_some_and(|c| {
+            values.iter().all(|v| match v {
+                KeyValue::Str(s) => c.prunes_equality(s),
+                KeyValue::Null => true,
+                _ => false,
+            })
+        })
+    };
+    if !table.is_key_exact && !is_weighed_equality() {
+        return None;
+    }
+    let mut out = BTreeSet::new();
+    for v in values {
+        // A value the function cannot take (e.g. 'abc' for MOD): `None`.
+        out.insert(table.route(v).ok()?);
+    }
+    Some(out)
+}
+
+/// The partition of the rows whose key equals `v` (not NULL), if it can
+/// be told (`in_lists.rs`).
+pub(super) fn value_target(table: &PartitionedTable, v: KeyValue) -> Option<Target> {
+    equal_targets(table, std::slice::from_ref(&v))?
+        .into_iter()
+        .next()
+}
+
 /// A partition value, ordered as the function's results order.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Pv {
@@ -326,33 +361,7 @@ impl Pruner<'_> {
     }
 
     fn values(&self, values: &[KeyValue]) -> Atom {
-        // A string key under a collation: `k = 'abc'` compares under the
-        // column's collation, so the key's weight names the one partition
-        // of every row it matches (string literals only: a number
-        // compares as a number, '05' = 5).
-        let is_weighed_equality = || {
-            self.table.key_compare.as_ref().is_some_and(|c| {
-                values.iter().all(|v| match v {
-                    KeyValue::Str(s) => c.prunes_equality(s),
-                    KeyValue::Null => true,
-                    _ => false,
-                })
-            })
-        };
-        if !self.table.is_key_exact && !is_weighed_equality() {
-            return Atom::All;
-        }
-        let mut out = BTreeSet::new();
-        for v in values {
-            match self.table.route(v) {
-                Ok(t) => {
-                    out.insert(t);
-                }
-                // A value the function cannot take (e.g. 'abc' for MOD).
-                Err(_) => return Atom::All,
-            }
-        }
-        Atom::Targets(out)
+        equal_targets(self.table, values).map_or(Atom::All, Atom::Targets)
     }
 
     fn domain(&self) -> Option<Domain> {

@@ -117,14 +117,44 @@ pub(super) fn plan_filtered(
             key_token,
         });
     }
+    // Over several partitions, each part gets only its own keys of the
+    // key IN lists (`in_lists.rs`).
+    let lists = match where_span(sql, tokens) {
+        Some(span) if targets.len() > 1 => {
+            super::in_lists::key_lists(sql, tokens, span, &is_key, table)
+        }
+        _ => Vec::new(),
+    };
     let parts = targets
         .into_iter()
         .map(|t| {
-            let s = rewrite(sql, tokens, r, &t, keep_alias);
+            let s = if lists.is_empty() {
+                rewrite(sql, tokens, r, &t, keep_alias)
+            } else {
+                let span = (
+                    tokens[r.start].start as usize,
+                    tokens[r.end - 1].end as usize,
+                );
+                let name = super::refs::physical_name(r, &t, keep_alias);
+                super::in_lists::rewrite(sql, span, &name, &lists, &t)
+            };
             (t, s)
         })
         .collect();
     Plan::Targets { kind, parts }
+}
+
+/// The token range of the WHERE clause of the statement's own level (not
+/// a subquery's): after its `WHERE`, to the clause that ends it.
+fn where_span(sql: &str, tokens: &[Token]) -> Option<(usize, usize)> {
+    let clause = where_clause(sql, tokens)?;
+    // `where_clause` starts after the first WHERE.
+    let w = tokens.iter().position(|t| t.is_word(sql, "WHERE"))?;
+    let depth: i32 = tokens[..w]
+        .iter()
+        .map(|t| i32::from(t.is_punct(sql, "(")) - i32::from(t.is_punct(sql, ")")))
+        .sum();
+    (depth == 0).then_some((w + 1, w + 1 + clause.len()))
 }
 
 /// The token index of the literal in the WHERE clause's only mention of
