@@ -705,6 +705,11 @@ fn in_lists(out: &mut Vec<Case>) {
         "SELECT id, k FROM t {a} WHERE {l} AND id IN (SELECT id FROM pl WHERE k IN (1, 2))",
         "SELECT id, k FROM t {a} WHERE {l} AND EXISTS (SELECT 1 FROM pl WHERE pl.k IN (1, -1) AND pl.id = id)",
         "SELECT id, k FROM t {a} WHERE k NOT IN (1, 2) AND {l}",
+        // Merged over the partitions.
+        "SELECT id, k FROM t {a} WHERE {l} ORDER BY id DESC, k LIMIT 3",
+        "SELECT k, COUNT(*) FROM t {a} WHERE {l} GROUP BY k ORDER BY k",
+        "SELECT COUNT(*), SUM(id) FROM t {a} WHERE NOT ({l})",
+        "SELECT DISTINCT k FROM t {a} WHERE ({l}) IS NOT FALSE ORDER BY k",
     ];
     for l in lists {
         let alias = if l.starts_with("x.") { "AS x" } else { "" };

@@ -13,9 +13,13 @@
 //!
 //! - NULL items stay in every part (`k IN (1, NULL)` is NULL, not FALSE,
 //!   for k = 2, and a NOT around it tells the two apart).
-//! - A part none of whose items routes to it keeps the list's first item:
-//!   no row of the partition equals it, so the list is FALSE (or NULL for
-//!   a NULL key) there, as it was.
+//! - A part keeps at least two items when the list had two or more,
+//!   taking others' items (none of the partition's rows equals them, so
+//!   they change no answer): MariaDB reads `k IN (a)` as `k = a`, whose
+//!   plan can give a result other column types (MIN of an ENUM grouped
+//!   by the key). A part none of whose items routes to it keeps others'
+//!   items only: the list is FALSE (or NULL for a NULL key) there, as it
+//!   was.
 //! - Only lists whose every item is a literal the pruner places, all
 //!   strings or all numbers (a mixed list compares differently once
 //!   items are gone), with the bare key column (or `table.key`) as the
@@ -180,18 +184,30 @@ fn is_plain_integer(sql: &str, item: &[Token]) -> bool {
 }
 
 impl KeyList {
-    /// The list's text for the part of `target`.
-    fn text_for<'s>(&self, sql: &'s str, target: &Target) -> String {
+    /// The edit that cuts this list for `target`: (byte start, byte end,
+    /// text).
+    pub(super) fn edit_for(&self, sql: &str, target: &Target) -> (usize, usize, String) {
+        (self.inner.0, self.inner.1, self.text_for(sql, target))
+    }
+
+    /// The list's text for the part of `target`: its items and NULLs, and
+    /// other items to make two when the list had two or more (MariaDB
+    /// reads `k IN (a)` as `k = a`, and the other plan can change a
+    /// result's column types: MIN of an ENUM grouped by the key).
+    fn text_for(&self, sql: &str, target: &Target) -> String {
         let item = |&((a, b), _): &((usize, usize), Option<Target>)| &sql[a..b];
-        let mut kept: Vec<&'s str> = self
-            .items
-            .iter()
-            .filter(|(_, t)| t.as_ref().is_none_or(|t| t == target))
-            .map(item)
-            .collect();
-        if kept.is_empty() {
-            if let Some(first) = self.items.first() {
-                kept.push(item(first));
+        let is_kept = |t: &Option<Target>| t.as_ref().is_none_or(|t| t == target);
+        let mut kept: Vec<&str> = Vec::with_capacity(self.items.len());
+        let mut others = self.items.iter().filter(|(_, t)| !is_kept(t));
+        for i in &self.items {
+            if is_kept(&i.1) {
+                kept.push(item(i));
+            }
+        }
+        while kept.len() < self.items.len().min(2) {
+            match others.next() {
+                Some(i) => kept.push(item(i)),
+                None => break,
             }
         }
         kept.join(", ")

@@ -347,6 +347,7 @@ pub(super) fn plan_join(
                     .join(" + "),
             },
             refs: resolved.iter().map(|x| x.r).zip(targets).collect(),
+            lists: &[],
         };
         return one_or_merged(
             sql,
@@ -470,6 +471,7 @@ pub(super) fn plan_join(
                     .join(" + "),
             },
             refs,
+            lists: &[],
         });
     }
     if slots.is_empty() {
@@ -503,6 +505,7 @@ pub(super) fn plan_join(
         slots.push(Slot {
             target: driver[0].clone(),
             refs,
+            lists: &[],
         });
     }
     let plan = one_or_merged(
@@ -554,6 +557,7 @@ fn main_backend_join(
                 .join(" + "),
         },
         refs,
+        lists: &[],
     };
     match one_or_merged(sql, t, vec![slot], "", first, true) {
         Plan::Merge(mut m) => {

@@ -44,6 +44,9 @@ pub use ship::Ship;
 pub(super) struct Slot<'a> {
     pub target: Target,
     pub refs: Vec<(&'a TableRef, Target)>,
+    /// Key IN lists cut to `target`'s keys (`in_lists.rs`; single-table
+    /// statements only).
+    pub lists: &'a [super::in_lists::KeyList],
 }
 
 /// What the statement reads, for refusals.
@@ -82,6 +85,9 @@ fn rewrite(sql: &str, tokens: &[Token], slot: &Slot<'_>, labelled: bool) -> Stri
     };
     for (at, label) in labels {
         edits.push((at, at, format!(" AS `{}`", label.replace('`', "``"))));
+    }
+    for l in slot.lists {
+        edits.push(l.edit_for(sql, &slot.target));
     }
     edits.sort_by_key(|e| (e.0, e.1));
     let mut out = String::with_capacity(sql.len() + 32 * edits.len());

@@ -457,6 +457,7 @@ fn ship_to(
             physical_table: "whole statement on copies".into(),
         },
         refs: refs.iter().zip(targets).collect(),
+        lists: &[],
     };
     Some(Plan::Merge(MergePlan {
         parts: vec![(

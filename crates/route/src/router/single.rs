@@ -74,6 +74,14 @@ pub(super) fn plan_filtered(
     if targets.is_empty() {
         targets.push(table.default_target());
     }
+    // Over several partitions, each part gets only its own keys of the
+    // key IN lists (`in_lists.rs`).
+    let lists = match where_span(sql, tokens) {
+        Some(span) if targets.len() > 1 => {
+            super::in_lists::key_lists(sql, tokens, span, &is_key, table)
+        }
+        _ => Vec::new(),
+    };
     if targets.len() > 1 {
         let needs = needs_merge(sql, tokens);
         if needs && kind == StatementKind::Select {
@@ -82,6 +90,7 @@ pub(super) fn plan_filtered(
                 .map(|t| merge::Slot {
                     target: t.clone(),
                     refs: vec![(r, t.clone())],
+                    lists: &lists,
                 })
                 .collect();
             let what = merge::What {
@@ -117,14 +126,6 @@ pub(super) fn plan_filtered(
             key_token,
         });
     }
-    // Over several partitions, each part gets only its own keys of the
-    // key IN lists (`in_lists.rs`).
-    let lists = match where_span(sql, tokens) {
-        Some(span) if targets.len() > 1 => {
-            super::in_lists::key_lists(sql, tokens, span, &is_key, table)
-        }
-        _ => Vec::new(),
-    };
     let parts = targets
         .into_iter()
         .map(|t| {
