@@ -138,37 +138,27 @@ async fn transfers_across_backends_survive_partition_moves() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     for (partition, backend) in [("p1", "shard0"), ("p2", "shard1"), ("p1", "shard1")] {
         let sql = format!("HSCALE MOVE_PARTITION('accounts', '{partition}', '{backend}')");
-        // A move's capture triggers wait at most 5 s for the table's
-        // metadata lock. Transfers that deadlock across the two backends
-        // (neither server sees the cycle) hold it until the cross-backend
-        // lock wait ends them (10 s): caught in the act, both shards'
-        // UPDATEs in LOCK WAIT for 5 s, nothing prepared. The trigger
-        // creation then fails (1205, 3 of ~10 runs), the move is undone,
-        // and it runs again, as an operator would.
-        for attempt in 1.. {
-            match admin.query_drop(&sql).await {
-                Ok(()) => break,
-                Err(e) if code(&e) == 1205 && attempt < 5 => {
-                    // What held the table: printed for the record.
-                    for b in 0..2 {
-                        let mut d = backend_conn(b, None).await;
-                        let trx: Vec<mysql_async::Row> = d
-                            .query("SELECT trx_state, trx_started, trx_mysql_thread_id, trx_query FROM information_schema.INNODB_TRX")
-                            .await
-                            .unwrap_or_default();
-                        let xa: Vec<mysql_async::Row> =
-                            d.query("XA RECOVER").await.unwrap_or_default();
-                        let procs: Vec<mysql_async::Row> = d
-                            .query("SELECT ID, COMMAND, TIME, STATE, LEFT(INFO, 80) FROM information_schema.PROCESSLIST WHERE COMMAND <> 'Sleep'")
-                            .await
-                            .unwrap_or_default();
-                        eprintln!("shard{b}: trx {trx:?}\n  xa {xa:?}\n  busy {procs:?}");
-                        let _ = d.disconnect().await;
-                    }
-                    eprintln!("{sql}: {e}; again");
-                }
-                Err(e) => panic!("{sql}: {e}"),
+        // Transfers that deadlock across the two backends (neither
+        // server sees the cycle) hold the table until the cross-backend
+        // lock wait ends them (10 s). The capture triggers wait for it,
+        // 1 s at a time, for about 45 s (`Running::create_trigger`):
+        // before, one 5 s wait failed the move with 1205 in 3 of ~10 runs.
+        if let Err(e) = admin.query_drop(&sql).await {
+            // What held the table: printed for the record.
+            for b in 0..2 {
+                let mut d = backend_conn(b, None).await;
+                let trx: Vec<mysql_async::Row> = d
+                    .query("SELECT trx_state, trx_started, trx_mysql_thread_id, trx_query FROM information_schema.INNODB_TRX")
+                    .await
+                    .unwrap_or_default();
+                let procs: Vec<mysql_async::Row> = d
+                    .query("SELECT ID, COMMAND, TIME, STATE, LEFT(INFO, 80) FROM information_schema.PROCESSLIST WHERE COMMAND <> 'Sleep'")
+                    .await
+                    .unwrap_or_default();
+                eprintln!("shard{b}: trx {trx:?}\n  busy {procs:?}");
+                let _ = d.disconnect().await;
             }
+            panic!("{sql}: {e}");
         }
     }
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -5,6 +5,10 @@
 use hscale_wire::resultset::ColumnInfo;
 
 use super::{Move, IN_LIST, KEY, RENAME_ATTEMPTS, REPLAY_BATCH};
+
+/// Attempts at one capture trigger (`Running::create_trigger`): about
+/// 45 s of waits and pauses in all.
+const TRIGGER_ATTEMPTS: u32 = 20;
 use crate::admin::wrong;
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
@@ -99,14 +103,17 @@ impl Running<'_> {
             .collect();
         let src_q = qualified(&self.m.db, &self.src_name);
         let key = quote_ident(&self.m.key_column);
-        let mut statements = vec![
+        let statements = vec![
             "CREATE DATABASE IF NOT EXISTS `hscale`".to_string(),
             format!(
                 "CREATE TABLE IF NOT EXISTS {} (seq BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, {}) ENGINE=InnoDB",
                 self.changelog(),
                 cols.join(", ")
             ),
-            "SET SESSION lock_wait_timeout = 5".to_string(),
+            // Each attempt at a trigger waits at most 1 s for the
+            // transactions holding the source (writers queue behind the
+            // pending lock meanwhile), then lets them run before the next.
+            "SET SESSION lock_wait_timeout = 1".to_string(),
         ];
         let insert = |row: &str| {
             format!(
@@ -135,6 +142,7 @@ impl Running<'_> {
         // capture. The proxy runs such a statement again on a fresh
         // connection (`is_stale_trigger_error`). For the same reason a changelog
         // is only dropped once its triggers are gone (`clean_up`).
+        let mut triggers = Vec::with_capacity(3);
         for (event, body) in [
             ("ai", format!("BEGIN {}; END", log("NEW"))),
             // An update that keeps the key logs it once.
@@ -156,12 +164,53 @@ impl Running<'_> {
                 "au" => "UPDATE",
                 _ => "DELETE",
             };
-            statements.push(format!(
+            triggers.push(format!(
                 "CREATE TRIGGER IF NOT EXISTS {} AFTER {what} ON {src_q} FOR EACH ROW {body}",
                 self.trigger(event)
             ));
         }
-        exec(&mut self.src, &statements).await
+        exec(&mut self.src, &statements).await?;
+        for sql in &triggers {
+            self.create_trigger(sql).await?;
+        }
+        exec(
+            &mut self.src,
+            &["SET SESSION lock_wait_timeout = 5".to_string()],
+        )
+        .await
+    }
+
+    /// `CREATE TRIGGER IF NOT EXISTS` on the source, again while
+    /// transactions hold the table past the lock wait (1205): a
+    /// transaction across backends waiting on a deadlock holds its locks
+    /// up to `cross_backend_lock_wait_ms` (10 s by default), longer than
+    /// one attempt waits.
+    async fn create_trigger(&mut self, sql: &str) -> Result<(), ProxyError> {
+        let mut last = None;
+        for attempt in 0..TRIGGER_ATTEMPTS {
+            match self
+                .src
+                .command(&BackendConn::payload_for_query(sql))
+                .await?
+            {
+                Ok(_) => return Ok(()),
+                Err(e) if e.code == 1205 => {
+                    tracing::info!(
+                        operation = self.id,
+                        attempt,
+                        "a capture trigger waits for long transactions"
+                    );
+                    last = Some(e);
+                    tokio::time::sleep(std::time::Duration::from_millis(100 << attempt.min(4)))
+                        .await;
+                }
+                Err(e) => return Err(server_error(&self.src, sql, e)),
+            }
+        }
+        Err(match last {
+            Some(e) => server_error(&self.src, sql, e),
+            None => wrong("a capture trigger could not be created"),
+        })
     }
 
     /// Replay up to [`REPLAY_BATCH`] captured keys: re-read those rows from
