@@ -64,6 +64,10 @@ pub struct PoolStats {
     pub waits: u64,
 }
 
+/// How long `Pool::get` waits for a connection out for a ping before it
+/// opens another (ms).
+const MAX_WAIT_FOR_PINGED_MS: u32 = 50;
+
 impl Pool {
     pub fn new(
         cfg: BackendConfig,
@@ -186,6 +190,18 @@ impl Pool {
             is_held: true,
         };
         let variant = usize::from(is_found_rows);
+        // A connection out of the idle queue for a health check's ping
+        // comes back in a moment: wait for it (a few ms at most) rather
+        // than open one past `max_connections`.
+        let max = self.cfg.max_connections.max(1);
+        let mut waited = 0;
+        while self.idle[variant].is_empty()
+            && self.open.load(Ordering::Relaxed) >= max
+            && waited < MAX_WAIT_FOR_PINGED_MS
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            waited += 1;
+        }
         while let Some(conn) = self.idle[variant].pop() {
             // A non-blocking read spots a peer that closed the connection
             // while it was idle (wait_timeout, KILL, a restart): one
