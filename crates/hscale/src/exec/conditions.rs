@@ -54,6 +54,21 @@ pub struct Gathered {
     pub uses_tables: Option<bool>,
     /// The listings dropped by [`Gathered::settle`], once it ran.
     pub settled: Option<u64>,
+    /// What a server raises for the statement of its first part before
+    /// reading a row ([`Bindings::measure`]), when it was asked.
+    pub measured: Option<Measured>,
+}
+
+/// The conditions `EXPLAIN` of a statement's first part raised: those a
+/// server raises once for the statement (setting it up, analyzing its
+/// index ranges), not per row it reads.
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    pub conditions: Vec<Condition>,
+    /// The first part's UNION ALL branches ([`union_branches`]).
+    pub branches: u32,
+    /// The values of its string literals.
+    pub literals: Vec<String>,
 }
 
 impl Gathered {
@@ -75,6 +90,44 @@ impl Gathered {
     }
 }
 
+/// Where a statement's gathered conditions stood ([`Gathered::mark`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    rows: usize,
+    parts: usize,
+    count: u64,
+    reported: u64,
+    cap: Option<usize>,
+    missed: bool,
+}
+
+impl Gathered {
+    /// Where the gathered conditions stand now, for [`Gathered::rewind`].
+    pub fn mark(&self) -> Mark {
+        Mark {
+            rows: self.rows.len(),
+            parts: self.part_ends.len(),
+            count: self.count,
+            reported: self.reported,
+            cap: self.cap,
+            missed: self.missed,
+        }
+    }
+
+    /// Forget what was gathered since `m`: the parts of an attempt given
+    /// up before anything reached the client (a merge that falls back to
+    /// another plan), whose conditions one server never raises.
+    pub fn rewind(&mut self, m: Mark) {
+        self.rows.truncate(m.rows);
+        self.part_ends.truncate(m.parts);
+        self.part_branches.truncate(m.parts);
+        self.count = m.count;
+        self.reported = m.reported;
+        self.cap = m.cap;
+        self.missed = m.missed;
+    }
+}
+
 impl Gathered {
     /// Drop the repeated listings of conditions one server raises once
     /// per statement ([`once_per_statement`]), once the statement's parts
@@ -87,10 +140,15 @@ impl Gathered {
         if let Some(n) = self.settled {
             return n;
         }
-        let is_spread = self.part_ends.len() > 1 || self.part_branches.iter().any(|b| *b > 1);
-        let n = if is_spread && self.cap.is_none() && !self.missed {
+        let n = if self.is_spread() && self.cap.is_none() && !self.missed {
+            let values = values();
+            let mut n = 0;
+            if let Some(m) = self.measured.take() {
+                let parts = (&mut self.part_ends, &self.part_branches[..]);
+                n += measured_once(&mut self.rows, parts, &m, &values);
+            }
             let parts = (&self.part_ends[..], &self.part_branches[..]);
-            once_per_statement(&mut self.rows, parts, &values())
+            n + once_per_statement(&mut self.rows, parts, &values)
         } else {
             0
         };
@@ -98,6 +156,11 @@ impl Gathered {
         self.reported = self.reported.saturating_sub(n);
         self.settled = Some(n);
         n
+    }
+
+    /// Whether several parts (or UNION ALL branches) listed conditions.
+    fn is_spread(&self) -> bool {
+        self.part_ends.len() > 1 || self.part_branches.iter().any(|b| *b > 1)
     }
 
     /// A terminator's warning count: the parts' `sum`, less the listings
@@ -181,13 +244,7 @@ fn once_per_statement(
     if values.is_empty() {
         return 0;
     }
-    let is_candidate = |c: &Condition| {
-        c[1] == b"1292"
-            && values.iter().any(|l| {
-                let tail = format!("value: '{l}'");
-                c[2].ends_with(tail.as_bytes())
-            })
-    };
+    let is_candidate = |c: &Condition| names(c, values);
     let part_of = |i: usize| part_ends.iter().position(|end| i < *end).unwrap_or(0);
     let mut dropped = vec![false; rows.len()];
     for (i, c) in rows.iter().enumerate() {
@@ -232,6 +289,66 @@ fn once_per_statement(
     dropped.iter().filter(|d| **d).count() as u64
 }
 
+/// Whether condition `c` is a conversion warning naming one of `values`.
+fn names(c: &Condition, values: &[String]) -> bool {
+    c[1] == b"1292"
+        && values.iter().any(|l| {
+            let tail = format!("value: '{l}'");
+            c[2].ends_with(tail.as_bytes())
+        })
+}
+
+/// Conversion warnings naming a string literal of the statement that
+/// [`once_per_statement`] does not know (a literal in BETWEEN or in an IN
+/// list that mixes strings and numbers, `values` being the ones it
+/// knows): a server raises such a warning either once for the statement
+/// (converting the literal when it sets the statement up or analyzes an
+/// index range with it: `EXPLAIN` raises it too, `m`) or once per row it
+/// compares (`EXPLAIN` does not). Each part raised the statement's share
+/// once per UNION ALL branch, plus its rows' share: the statement's share
+/// is kept once, as one server raises it, and every part's rows' share.
+/// `part_ends` are brought in line with what is left. Returns how many
+/// listings were dropped.
+fn measured_once(
+    rows: &mut Vec<Condition>,
+    (part_ends, branches): (&mut Vec<usize>, &[u32]),
+    m: &Measured,
+    values: &[String],
+) -> u64 {
+    let part_of = |i: usize| part_ends.iter().position(|end| i < *end).unwrap_or(0);
+    let mut dropped = vec![false; rows.len()];
+    for (i, c) in rows.iter().enumerate() {
+        if !names(c, &m.literals) || names(c, values) || rows[..i].contains(c) {
+            continue;
+        }
+        let explained = m.conditions.iter().filter(|x| *x == c).count();
+        if explained == 0 {
+            continue; // raised per row: every listing counts
+        }
+        let once = explained.div_ceil(m.branches.max(1) as usize);
+        // Listings so far per part; the first part listing it keeps the
+        // statement's share.
+        let mut listed = vec![0usize; part_ends.len().max(1)];
+        let first = part_of(i);
+        for j in (i..rows.len()).filter(|j| rows[*j] == *c) {
+            let p = part_of(j);
+            listed[p] += 1;
+            let share = once * branches.get(p).map_or(1, |b| (*b).max(1) as usize);
+            let is_kept = p == first && listed[p] <= once;
+            dropped[j] = listed[p] <= share && !is_kept;
+        }
+    }
+    let mut at = 0;
+    rows.retain(|_| {
+        at += 1;
+        !dropped[at - 1]
+    });
+    for end in part_ends.iter_mut() {
+        *end -= dropped[..*end].iter().filter(|d| **d).count();
+    }
+    dropped.iter().filter(|d| **d).count() as u64
+}
+
 /// How many partitions' fragments `target`'s statement joins with UNION
 /// ALL (the router's merges give one backend's partitions one statement,
 /// naming them all in `physical_table`, comma-separated).
@@ -240,6 +357,64 @@ pub fn union_branches(target: &hscale_route::dictionary::Target) -> u32 {
 }
 
 impl Bindings {
+    /// Before the terminator of a statement that ran over several parts,
+    /// several of which listed conversion warnings naming a string
+    /// literal of `sql` (the first part's statement, on `target`) that
+    /// [`Gathered::settle`] cannot tell raised once per statement from
+    /// once per row: EXPLAIN `sql` on a pooled connection of the same
+    /// backend (synced to the session; never a transaction's branch) and
+    /// keep the conditions it raised ([`Measured`]). One more round trip,
+    /// only then; nothing is measured when it fails.
+    pub async fn measure(&mut self, target: &hscale_route::dictionary::Target, sql: &str) {
+        let g = &self.gathered;
+        if !g.is_spread() || g.cap.is_some() || g.missed || g.measured.is_some() {
+            return;
+        }
+        let literals = hscale_sql::diagnostics::string_literals(sql);
+        if !g.rows.iter().any(|c| names(c, &literals)) {
+            return;
+        }
+        let values = text_constants(sql.as_bytes());
+        if !g
+            .rows
+            .iter()
+            .any(|c| names(c, &literals) && !names(c, &values))
+        {
+            return;
+        }
+        let pool = self.ctx.pool_as(self.worker, target.backend, self.identity);
+        let Ok(mut conn) = pool.get(self.is_found_rows).await else {
+            return;
+        };
+        // The session's variables and database only: a deferred BEGIN
+        // waits for the statement that needs it.
+        let begin = self.pending_begin.take();
+        let synced = self.sync(&mut conn, false).await;
+        self.pending_begin = begin;
+        if !matches!(synced, Ok(None)) {
+            conn.is_broken = true;
+            return;
+        }
+        if !matches!(conn.query_rows(&format!("EXPLAIN {sql}")).await, Ok(Ok(_))) {
+            return;
+        }
+        if let Ok(Ok(list)) = conn.query_rows("SHOW WARNINGS").await {
+            let conditions = list
+                .rows
+                .into_iter()
+                .filter_map(|row| {
+                    let mut cells = row.into_iter().map(Option::unwrap_or_default);
+                    Some([cells.next()?, cells.next()?, cells.next()?])
+                })
+                .collect();
+            self.gathered.measured = Some(Measured {
+                conditions,
+                branches: union_branches(target),
+                literals,
+            });
+        }
+    }
+
     /// After a part's terminator counted `warnings` conditions: read its
     /// list on `conn` (synced to the session, so the session's
     /// `max_error_count` bounds it) before the connection is given back.
@@ -307,5 +482,37 @@ mod tests {
         assert_eq!(g.rows, vec![w("5 "), w("9 "), w("9 "), w("9 ")]);
         // Settled once: the session's record leaves it.
         assert_eq!(g.settle(|| unreachable!()), 2);
+    }
+
+    #[test]
+    fn what_explain_raises_counts_once_and_rows_add_up() {
+        // Three parts (the second joining two partitions): '7 ' of BETWEEN
+        // over a BIGINT is converted as the statement is set up (EXPLAIN
+        // raises it), once per branch; '3 ' of a mixed IN list once per
+        // row compared (EXPLAIN does not).
+        let mut g = Gathered {
+            rows: vec![
+                w("7 "),
+                w("3 "),
+                w("3 "),
+                w("7 "),
+                w("7 "),
+                w("3 "),
+                w("7 "),
+            ],
+            count: 7,
+            reported: 7,
+            part_ends: vec![3, 6, 7],
+            part_branches: vec![1, 2, 1],
+            measured: Some(Measured {
+                conditions: vec![w("7 ")],
+                branches: 1,
+                literals: vec!["7 ".into(), "3 ".into()],
+            }),
+            ..Default::default()
+        };
+        assert_eq!(g.settled_count(7, Vec::new), 4);
+        assert_eq!(g.rows, vec![w("7 "), w("3 "), w("3 "), w("3 ")]);
+        assert_eq!(g.part_ends, vec![3, 4, 4]);
     }
 }

@@ -411,6 +411,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }
         }
         let sql = parts.first().map_or(&[][..], |(_, sql)| sql.as_ref());
+        if let (Command::Query, Some((target, _)), Ok(text)) =
+            (cmd, parts.first(), std::str::from_utf8(sql))
+        {
+            self.b.measure(target, text).await;
+        }
         let warnings = self
             .b
             .gathered

@@ -43,8 +43,14 @@ pub(super) fn targets(
         levels: Levels::new(sql, cond),
         is_key,
         table,
+        is_per_row: std::cell::Cell::new(false),
     };
-    match p.walk(0, cond.len()) {
+    let atom = p.walk(0, cond.len());
+    // Rows a server converts a literal for may be in any partition.
+    if p.is_per_row.get() {
+        return None;
+    }
+    match atom {
         Atom::Targets(t) => Some(t),
         Atom::Range(r) => p.range_targets(&r),
         Atom::All => None,
@@ -76,6 +82,9 @@ struct Pruner<'a> {
     levels: Levels,
     is_key: IsKey<'a>,
     table: &'a PartitionedTable,
+    /// An atom converts a literal per row compared
+    /// ([`Pruner::is_converted_per_row`]): nothing is pruned.
+    is_per_row: std::cell::Cell<bool>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -257,7 +266,11 @@ impl Pruner<'_> {
             let Some(and) = rest.iter().position(|t| t.is_word(sql, "AND")) else {
                 return Atom::All;
             };
-            let (Some(lo), Some(hi)) = (self.key(&rest[..and]), self.key(&rest[and + 1..])) else {
+            let (lo, hi) = (&rest[..and], &rest[and + 1..]);
+            if self.is_converted_per_row(&[lo, hi], false) {
+                return Atom::All;
+            }
+            let (Some(lo), Some(hi)) = (self.key(lo), self.key(hi)) else {
                 return Atom::All;
             };
             return self.range(Some((lo, true)), Some((hi, true)));
@@ -274,8 +287,14 @@ impl Pruner<'_> {
             {
                 return Atom::All;
             }
+            let items: Vec<&[Token]> = list[1..list.len() - 1]
+                .split(|t| t.is_punct(sql, ","))
+                .collect();
+            if self.is_converted_per_row(&items, true) {
+                return Atom::All;
+            }
             let mut values = Vec::new();
-            for item in list[1..list.len() - 1].split(|t| t.is_punct(sql, ",")) {
+            for item in items {
                 match self.key(item) {
                     Some(v) => values.push(v),
                     None => return Atom::All,
@@ -316,6 +335,39 @@ impl Pruner<'_> {
             ">" => self.range(Some((v, false)), None),
             _ => self.range(Some((v, true)), None),
         }
+    }
+
+    /// Whether a server may convert a string literal of `items` (the
+    /// operands of BETWEEN, or an IN list: `is_list`) with a warning for
+    /// every row it compares: a string that is not a plain integer
+    /// (`'5 '`, `'x'`) compared with an integer key, in BETWEEN (per row
+    /// unless the key is a BIGINT) or in an IN list that also holds a
+    /// number (an IN list of strings only, or a comparison, converts it
+    /// once). One server compares the rows of every partition, so the
+    /// statement is not pruned at all (whatever else its condition says)
+    /// and its warnings are those of every row
+    /// (the executor counts one server's: `exec/conditions.rs`).
+    fn is_converted_per_row(&self, items: &[&[Token]], is_list: bool) -> bool {
+        if !self.table.is_key_integer {
+            return false;
+        }
+        let sql = self.sql;
+        let is_plain_integer = |v: &str| {
+            let digits = v.strip_prefix(['-', '+']).unwrap_or(v);
+            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+        };
+        let has_warning_string = items.iter().any(|t| match literal(sql, t) {
+            Some(KeyValue::Str(v)) => !is_plain_integer(&v),
+            _ => false,
+        });
+        let has_number = items
+            .iter()
+            .any(|t| t.last().is_some_and(|x| x.kind == TokenKind::Number));
+        let is_per_row = has_warning_string && (!is_list || has_number);
+        if is_per_row {
+            self.is_per_row.set(true);
+        }
+        is_per_row
     }
 
     /// A literal as the key's column holds it (`stored_key`): integer keys
