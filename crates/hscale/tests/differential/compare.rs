@@ -118,17 +118,33 @@ impl Weights {
     }
 }
 
+/// Queries whose answer may differ from one server's in the warning
+/// count alone (rows and columns still must match), by a fragment of
+/// their text, and why. Printed every time; the goal is an empty list.
+const KNOWN: &[(&str, &str)] = &[
+    (
+        "u = '0 ' AND dt >= '1000-01-01' AND d BETWEEN '0 ' AND 0",
+        "one literal ('0 ') both compared with a column (converted once per statement) and in BETWEEN over a DECIMAL (converted per row, as 'Truncated incorrect DOUBLE value'): Gathered::settle keeps once-per-statement conversions by the literal's value, so it counts the per-row listings of another message naming it as one server's once-per-statement ones",
+    ),
+    (
+        "FROM r_mod2 a JOIN r_mod b ON b.dt = a.dt WHERE a.k IN (",
+        "a join that ships a table: the parts run on temporary copies only their own connections hold, so Bindings::measure cannot EXPLAIN the statement elsewhere, and a literal of a mixed IN list is not known to be converted once (the prepared form's 236 against 233 is the same)",
+    ),
+    (
+        "OR t1.k = 3 OR t1.k IN (5, '2047 ', 3) GROUP BY t1.np",
+        "a part raised more conditions than max_error_count (64) lists: its list is cut, so hscale cannot tell which listings repeat once-per-statement conversions ('9223372036854775807 ') and keeps every part's",
+    ),
+];
+
 #[derive(Default)]
 pub(super) struct Tally {
     pub(super) identical: usize,
     pub(super) equal_under_collation: usize,
     pub(super) both_failed: usize,
-    /// Answers that differ in the warning count of their terminator
-    /// only: printed, every one, and counted; not failing the run yet
-    /// (issue 15: the causes left are in the README's "Guarantees").
-    pub(super) warning_counts: Vec<String>,
     pub(super) refused: BTreeMap<String, usize>,
     pub(super) wrong: Vec<String>,
+    /// Answers whose warning count alone differs, listed in `KNOWN`.
+    pub(super) known: Vec<String>,
     /// Queries also run as prepared statements (`prepared.rs`).
     pub(super) prepared: usize,
 }
@@ -220,18 +236,20 @@ async fn judge(
         g.rows.sort();
         x.rows.sort();
     }
-    if g.warnings != x.warnings {
-        t.warning_counts.push(format!(
-            "{} through hscale, {} on one server: {}",
-            g.warnings, x.warnings, q.sql
-        ));
-        g.warnings = x.warnings;
+    if g != x && g.meta == x.meta && g.rows == x.rows {
+        if let Some((_, why)) = KNOWN.iter().find(|(frag, _)| q.sql.contains(frag)) {
+            t.known.push(format!(
+                "{} warnings through hscale, {} on one server: {}\n  known: {why}",
+                g.warnings, x.warnings, q.sql
+            ));
+            return false;
+        }
     }
     if g == x {
         t.identical += 1;
         return false;
     }
-    if g.meta == x.meta && g.rows.len() == x.rows.len() {
+    if g.meta == x.meta && g.rows.len() == x.rows.len() && g.warnings == x.warnings {
         let mut fg = w.fold(r, &g.meta, &g.rows).await;
         let mut fx = w.fold(r, &x.meta, &x.rows).await;
         if !q.ordered {
