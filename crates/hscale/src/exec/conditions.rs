@@ -135,12 +135,16 @@ impl Gathered {
     /// gives the statement's constants (`hscale_sql::diagnostics::
     /// statement_constants`), asked only when several parts listed
     /// conditions. Runs once per statement; returns how many listings it
-    /// dropped, which the terminator's warning count leaves out.
+    /// dropped, which the terminator's warning count leaves out. A part
+    /// whose list `max_error_count` cut lists what it raised first, which
+    /// is where conversions raised once per statement are (before any
+    /// row is read): those it shows are settled, and the hidden ones,
+    /// raised per row, stay counted.
     pub fn settle(&mut self, values: impl FnOnce() -> Vec<String>) -> u64 {
         if let Some(n) = self.settled {
             return n;
         }
-        let n = if self.is_spread() && self.cap.is_none() && !self.missed {
+        let n = if self.is_spread() && !self.missed {
             let values = values();
             let mut n = 0;
             if let Some(m) = self.measured.take() {
@@ -364,24 +368,15 @@ impl Bindings {
     /// once per row: EXPLAIN `sql` on a pooled connection of the same
     /// backend (synced to the session; never a transaction's branch) and
     /// keep the conditions it raised ([`Measured`]). One more round trip,
-    /// only then; nothing is measured when it fails.
+    /// only then; nothing is measured when it fails (a part may have
+    /// measured already, [`Bindings::measure_part`]).
     pub async fn measure(&mut self, target: &hscale_route::dictionary::Target, sql: &str) {
-        let g = &self.gathered;
-        if !g.is_spread() || g.cap.is_some() || g.missed || g.measured.is_some() {
+        if !self.gathered.is_spread() {
             return;
         }
-        let literals = hscale_sql::diagnostics::string_literals(sql);
-        if !g.rows.iter().any(|c| names(c, &literals)) {
+        let Some(literals) = self.unsure(sql, 0) else {
             return;
-        }
-        let values = text_constants(sql.as_bytes());
-        if !g
-            .rows
-            .iter()
-            .any(|c| names(c, &literals) && !names(c, &values))
-        {
-            return;
-        }
+        };
         let pool = self.ctx.pool_as(self.worker, target.backend, self.identity);
         let Ok(mut conn) = pool.get(self.is_found_rows).await else {
             return;
@@ -395,6 +390,55 @@ impl Bindings {
             conn.is_broken = true;
             return;
         }
+        self.explain(&mut conn, sql, literals, union_branches(target))
+            .await;
+    }
+
+    /// [`Bindings::measure`] on the connection a part's statement `sql`
+    /// (joining `branches` partitions' statements) just ran on, once its
+    /// list was gathered from `from` on: the statement is EXPLAINed there
+    /// when that list names such a literal (the connection may hold
+    /// temporary copies of shipped tables no other connection has).
+    pub async fn measure_part(
+        &mut self,
+        conn: &mut PooledConn,
+        sql: &str,
+        branches: u32,
+        from: usize,
+    ) {
+        if let Some(literals) = self.unsure(sql, from) {
+            self.explain(conn, sql, literals, branches).await;
+        }
+    }
+
+    /// The values of `sql`'s string literals when the gathered list (from
+    /// `from` on) holds a conversion warning naming one that
+    /// [`Gathered::settle`] does not know to be raised once per statement,
+    /// and nothing was measured yet.
+    fn unsure(&self, sql: &str, from: usize) -> Option<Vec<String>> {
+        let g = &self.gathered;
+        if g.missed || g.measured.is_some() {
+            return None;
+        }
+        let rows = g.rows.get(from..)?;
+        let literals = hscale_sql::diagnostics::string_literals(sql);
+        if !rows.iter().any(|c| names(c, &literals)) {
+            return None;
+        }
+        let values = text_constants(sql.as_bytes());
+        rows.iter()
+            .any(|c| names(c, &literals) && !names(c, &values))
+            .then_some(literals)
+    }
+
+    /// EXPLAIN `sql` on `conn` and keep the conditions it raised.
+    async fn explain(
+        &mut self,
+        conn: &mut PooledConn,
+        sql: &str,
+        literals: Vec<String>,
+        branches: u32,
+    ) {
         if !matches!(conn.query_rows(&format!("EXPLAIN {sql}")).await, Ok(Ok(_))) {
             return;
         }
@@ -409,7 +453,7 @@ impl Bindings {
                 .collect();
             self.gathered.measured = Some(Measured {
                 conditions,
-                branches: union_branches(target),
+                branches,
                 literals,
             });
         }

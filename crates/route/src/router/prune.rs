@@ -259,15 +259,13 @@ impl Pruner<'_> {
         }
         // key BETWEEN lit AND lit
         if let Some(b) = c.iter().position(|t| t.is_word(sql, "BETWEEN")) {
-            if !is_key(&c[..b]) {
-                return Atom::All;
-            }
             let rest = &c[b + 1..];
             let Some(and) = rest.iter().position(|t| t.is_word(sql, "AND")) else {
                 return Atom::All;
             };
             let (lo, hi) = (&rest[..and], &rest[and + 1..]);
-            if self.is_converted_per_row(&[lo, hi], false) {
+            let is_key_between = is_key(&c[..b]);
+            if self.is_converted_per_row(&[lo, hi], false, is_key_between) || !is_key_between {
                 return Atom::All;
             }
             let (Some(lo), Some(hi)) = (self.key(lo), self.key(hi)) else {
@@ -277,9 +275,6 @@ impl Pruner<'_> {
         }
         // key IN (lit, ...)
         if let Some(in_at) = c.iter().position(|t| t.is_word(sql, "IN")) {
-            if !is_key(&c[..in_at]) {
-                return Atom::All;
-            }
             let list = &c[in_at + 1..];
             if list.len() < 3
                 || !list[0].is_punct(sql, "(")
@@ -290,7 +285,8 @@ impl Pruner<'_> {
             let items: Vec<&[Token]> = list[1..list.len() - 1]
                 .split(|t| t.is_punct(sql, ","))
                 .collect();
-            if self.is_converted_per_row(&items, true) {
+            let is_key_list = is_key(&c[..in_at]);
+            if self.is_converted_per_row(&items, true, is_key_list) || !is_key_list {
                 return Atom::All;
             }
             let mut values = Vec::new();
@@ -339,25 +335,41 @@ impl Pruner<'_> {
 
     /// Whether a server may convert a string literal of `items` (the
     /// operands of BETWEEN, or an IN list: `is_list`) with a warning for
-    /// every row it compares: a string that is not a plain integer
-    /// (`'5 '`, `'x'`) compared with an integer key, in BETWEEN (per row
-    /// unless the key is a BIGINT) or in an IN list that also holds a
-    /// number (an IN list of strings only, or a comparison, converts it
-    /// once). One server compares the rows of every partition, so the
-    /// statement is not pruned at all (whatever else its condition says)
-    /// and its warnings are those of every row
-    /// (the executor counts one server's: `exec/conditions.rs`).
-    fn is_converted_per_row(&self, items: &[&[Token]], is_list: bool) -> bool {
-        if !self.table.is_key_integer {
-            return false;
-        }
+    /// every row it compares: in BETWEEN (per row unless the column is a
+    /// BIGINT), or in an IN list that also holds a number (an IN list of
+    /// strings only, or a comparison, converts it once), a string that is
+    /// not a plain integer (`'5 '`, `'x'`) compared with an integer key
+    /// (`is_key`), or one that reads as a number and is not a plain one
+    /// (`'5 '`, `'1.5x'`; not a date or time) compared with another
+    /// column, whose type the router does not know. One server compares the rows of every
+    /// partition, so the statement is not pruned at all (whatever else
+    /// its condition says) and its warnings are those of every row (the
+    /// executor counts one server's: `exec/conditions.rs`).
+    fn is_converted_per_row(&self, items: &[&[Token]], is_list: bool, is_key: bool) -> bool {
         let sql = self.sql;
-        let is_plain_integer = |v: &str| {
-            let digits = v.strip_prefix(['-', '+']).unwrap_or(v);
-            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+        let is_integer = is_key && self.table.is_key_integer;
+        let is_digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+        let warns = |v: &str| {
+            let unsigned = v.strip_prefix(['-', '+']).unwrap_or(v);
+            if is_integer {
+                return !is_digits(unsigned);
+            }
+            let (whole, fraction) = match unsigned.split_once('.') {
+                Some((w, f)) => (w, Some(f)),
+                None => (unsigned, None),
+            };
+            let reads_as_number = v
+                .trim_start()
+                .trim_start_matches(['-', '+'])
+                .starts_with(|c: char| c.is_ascii_digit() || c == '.');
+            let is_plain = is_digits(whole) && fraction.is_none_or(is_digits);
+            // '2024-01-31', '10:30': a date or time, which such a column
+            // more likely holds.
+            let is_temporal = v.contains(['-', ':', '/']) && !v.trim().starts_with('-');
+            reads_as_number && !is_plain && !is_temporal
         };
         let has_warning_string = items.iter().any(|t| match literal(sql, t) {
-            Some(KeyValue::Str(v)) => !is_plain_integer(&v),
+            Some(KeyValue::Str(v)) => warns(&v),
             _ => false,
         });
         let has_number = items

@@ -117,6 +117,10 @@ struct Part {
     /// Its connection holds temporary copies of shipped tables and is
     /// closed after use (marked broken for that, not because it failed).
     holds_copies: bool,
+    /// The statement it runs, EXPLAINed on its connection when its
+    /// conditions need it (`Bindings::measure_part`); `None` for the
+    /// `LIMIT 0` of the column definitions.
+    fragment: Option<String>,
 }
 
 impl Drop for Part {
@@ -140,6 +144,7 @@ impl Part {
             branches: 1,
             cleanup: None,
             holds_copies: false,
+            fragment: None,
         }
     }
 
@@ -378,6 +383,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             }
         }
+        let fragment = sql.to_string();
         let unlimited;
         let sql = if self.is_unlimited {
             unlimited = format!("SET STATEMENT sql_select_limit = DEFAULT FOR {sql}");
@@ -400,6 +406,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let running = self.b.running(&conn, target.backend);
         let mut part = Part::started(conn, running);
         part.branches = super::conditions::union_branches(target);
+        part.fragment = Some(fragment);
         if !setup.is_empty() {
             part.cleanup = self.ship_cleanup.clone();
             part.holds_copies = self.ship_cleanup.is_none();
@@ -592,6 +599,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
         // The client's column definitions.
         let mut meta = self.start_part(&g.meta.0, &g.meta.1).await?;
+        meta.fragment = None; // EXPLAIN of LIMIT 0 analyzes nothing
         let read = async {
             meta.open().await?;
             meta.drain().await
@@ -678,7 +686,11 @@ async fn end_part(b: &mut Bindings, mut part: Part) {
     let holds_copies = part.holds_copies;
     if let Some(c) = part.conn.as_mut() {
         if part.status.is_some() && (!c.is_broken || holds_copies) {
+            let from = b.gathered.rows.len();
             b.gather_branches(c, part.warnings, part.branches).await;
+            if let Some(sql) = part.fragment.as_deref() {
+                b.measure_part(c, sql, part.branches, from).await;
+            }
         }
     }
     if !part.is_done() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
