@@ -147,12 +147,21 @@ impl Gathered {
         let n = if self.is_spread() && !self.missed {
             let values = values();
             let mut n = 0;
+            let mut per_row = Vec::new();
             if let Some(m) = self.measured.take() {
                 let parts = (&mut self.part_ends, &self.part_branches[..]);
                 n += measured_once(&mut self.rows, parts, &m, &values);
+                // A conversion of a compared literal is raised at most
+                // once per branch (on the first row compared) unless
+                // EXPLAIN raises it: listed more often, it is per row.
+                per_row = self
+                    .repeated(&self.whole_parts(), &values)
+                    .into_iter()
+                    .filter(|c| names(c, &values) && !m.conditions.contains(c))
+                    .collect();
             }
             let parts = (&self.part_ends[..], &self.part_branches[..]);
-            n + once_per_statement(&mut self.rows, parts, &values)
+            n + once_per_statement(&mut self.rows, parts, &values, &per_row)
         } else {
             0
         };
@@ -162,8 +171,52 @@ impl Gathered {
         n
     }
 
+    /// Each part's listings (where they are in `rows`) and branches.
+    fn whole_parts(&self) -> Vec<(std::ops::Range<usize>, u32)> {
+        let mut from = 0;
+        self.part_ends
+            .iter()
+            .zip(&self.part_branches)
+            .map(|(end, b)| {
+                let r = from..*end;
+                from = *end;
+                (r, *b)
+            })
+            .collect()
+    }
+
+    /// The conditions some part of `parts` lists more often per UNION ALL
+    /// branch than the statement's constants (`values`, as often as they
+    /// stand in it) name their value: more than once per comparison.
+    fn repeated(
+        &self,
+        parts: &[(std::ops::Range<usize>, u32)],
+        values: &[String],
+    ) -> Vec<Condition> {
+        let mut out: Vec<Condition> = Vec::new();
+        for (range, branches) in parts {
+            let Some(rows) = self.rows.get(range.clone()) else {
+                continue;
+            };
+            for (i, c) in rows.iter().enumerate() {
+                if out.contains(c) || rows[..i].contains(c) {
+                    continue;
+                }
+                let n = rows[i..].iter().filter(|x| *x == c).count();
+                let named = values
+                    .iter()
+                    .filter(|v| names(c, std::slice::from_ref(v)))
+                    .count();
+                if n > named.max(1) * (*branches).max(1) as usize {
+                    out.push(c.clone());
+                }
+            }
+        }
+        out
+    }
+
     /// Whether several parts (or UNION ALL branches) listed conditions.
-    fn is_spread(&self) -> bool {
+    pub fn is_spread(&self) -> bool {
         self.part_ends.len() > 1 || self.part_branches.iter().any(|b| *b > 1)
     }
 
@@ -226,6 +279,25 @@ pub fn execution_constants(sql: &[u8], e: &super::prepared::Execution<'_>) -> Ve
         .collect()
 }
 
+/// The prepared statement `sql` as the text of one execution `e`, its
+/// parameters written in as literals (`interpolate.rs`), for EXPLAIN
+/// ([`Bindings::measure`]); `None` when that cannot be done without
+/// knowing the session's sql_mode (a string holding a backslash).
+pub fn execution_text(sql: &[u8], e: &super::prepared::Execution<'_>) -> Option<String> {
+    let text = std::str::from_utf8(sql).ok()?;
+    let at: Vec<u32> = hscale_sql::tokenize(text)
+        .ok()?
+        .iter()
+        .filter(|t| t.kind == hscale_sql::TokenKind::Placeholder)
+        .map(|t| t.start)
+        .collect();
+    let literals = super::interpolate::literals(e.exec, e.types, at.len(), e.long_data).ok()?;
+    if literals.iter().any(|l| l.needs_mode()) {
+        return None;
+    }
+    super::interpolate::render(sql, &at, &literals, false).ok()
+}
+
 /// Conditions one server raises per statement, raised by each part it
 /// ran on: a conversion warning (1292) naming a value of `values` (the
 /// statement's constants, `hscale_sql::diagnostics::statement_constants`:
@@ -239,16 +311,21 @@ pub fn execution_constants(sql: &[u8], e: &super::prepared::Execution<'_>) -> Ve
 /// statement up once per branch): as one server's holding all the rows
 /// would; its other listings are dropped, other messages left.
 /// `part_ends`: where each part's list ends in `rows`; `branches`: each
-/// part's branches (1 when absent). Returns how many were dropped.
+/// part's branches (1 when absent); `per_row`: messages naming such a
+/// value that are raised per row all the same (a part lists them more
+/// than once per branch and EXPLAIN does not raise them: another
+/// comparison with the same literal), left. Returns how many were
+/// dropped.
 fn once_per_statement(
     rows: &mut Vec<Condition>,
     (part_ends, branches): (&[usize], &[u32]),
     values: &[String],
+    per_row: &[Condition],
 ) -> u64 {
     if values.is_empty() {
         return 0;
     }
-    let is_candidate = |c: &Condition| names(c, values);
+    let is_candidate = |c: &Condition| names(c, values) && !per_row.contains(c);
     let part_of = |i: usize| part_ends.iter().position(|end| i < *end).unwrap_or(0);
     let mut dropped = vec![false; rows.len()];
     for (i, c) in rows.iter().enumerate() {
@@ -374,7 +451,8 @@ impl Bindings {
         if !self.gathered.is_spread() {
             return;
         }
-        let Some(literals) = self.unsure(sql, 0) else {
+        let parts = self.gathered.whole_parts();
+        let Some(literals) = self.unsure(sql, &parts) else {
             return;
         };
         let pool = self.ctx.pool_as(self.worker, target.backend, self.identity);
@@ -406,29 +484,34 @@ impl Bindings {
         branches: u32,
         from: usize,
     ) {
-        if let Some(literals) = self.unsure(sql, from) {
+        let part = [(from..self.gathered.rows.len(), branches)];
+        if let Some(literals) = self.unsure(sql, &part) {
             self.explain(conn, sql, literals, branches).await;
         }
     }
 
-    /// The values of `sql`'s string literals when the gathered list (from
-    /// `from` on) holds a conversion warning naming one that
+    /// The values of `sql`'s string literals when the gathered list (of
+    /// `parts`) holds a conversion warning naming one that
     /// [`Gathered::settle`] does not know to be raised once per statement,
-    /// and nothing was measured yet.
-    fn unsure(&self, sql: &str, from: usize) -> Option<Vec<String>> {
+    /// or one it takes for such that a part lists more than once per
+    /// branch, and nothing was measured yet.
+    fn unsure(&self, sql: &str, parts: &[(std::ops::Range<usize>, u32)]) -> Option<Vec<String>> {
         let g = &self.gathered;
         if g.missed || g.measured.is_some() {
             return None;
         }
+        let from = parts.first().map_or(0, |p| p.0.start);
         let rows = g.rows.get(from..)?;
         let literals = hscale_sql::diagnostics::string_literals(sql);
         if !rows.iter().any(|c| names(c, &literals)) {
             return None;
         }
         let values = text_constants(sql.as_bytes());
-        rows.iter()
-            .any(|c| names(c, &literals) && !names(c, &values))
-            .then_some(literals)
+        let is_unknown = rows
+            .iter()
+            .any(|c| names(c, &literals) && !names(c, &values));
+        let is_repeated = || g.repeated(parts, &values).iter().any(|c| names(c, &values));
+        (is_unknown || is_repeated()).then_some(literals)
     }
 
     /// EXPLAIN `sql` on `conn` and keep the conditions it raised.
@@ -526,6 +609,32 @@ mod tests {
         assert_eq!(g.rows, vec![w("5 "), w("9 "), w("9 "), w("9 ")]);
         // Settled once: the session's record leaves it.
         assert_eq!(g.settle(|| unreachable!()), 2);
+    }
+
+    #[test]
+    fn a_compared_literal_converted_per_row_elsewhere_adds_up() {
+        // '0 ' compared with a BIGINT column (once: EXPLAIN raises it)
+        // and in BETWEEN over a DECIMAL (per row, as a DOUBLE).
+        let dbl = |v: &str| {
+            let mut c = w(v);
+            c[2] = format!("Truncated incorrect DOUBLE value: '{v}'").into_bytes();
+            c
+        };
+        let mut g = Gathered {
+            rows: vec![w("0 "), dbl("0 "), dbl("0 "), w("0 "), dbl("0 ")],
+            count: 5,
+            reported: 5,
+            part_ends: vec![3, 5],
+            part_branches: vec![1, 1],
+            measured: Some(Measured {
+                conditions: vec![w("0 ")],
+                branches: 1,
+                literals: vec!["0 ".into()],
+            }),
+            ..Default::default()
+        };
+        assert_eq!(g.settled_count(5, || vec!["0 ".into()]), 4);
+        assert_eq!(g.rows, vec![w("0 "), dbl("0 "), dbl("0 "), dbl("0 ")]);
     }
 
     #[test]
