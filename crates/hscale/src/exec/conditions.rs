@@ -15,6 +15,13 @@
 //! terminator is written, so the warning count the client gets in the
 //! EOF or OK that hscale writes over several parts, `SHOW WARNINGS` and
 //! `@@warning_count` all say what one server would.
+//!
+//! A conversion of a literal in BETWEEN or in an IN list that mixes
+//! strings and numbers is raised once per statement or once per row
+//! compared, by the column's type, which hscale does not know: the
+//! server tells ([`Bindings::measure`]: EXPLAIN of a part's statement
+//! raises the once-per-statement ones and no per-row one), and
+//! [`Gathered::settle`] keeps that share once and every part's rows'.
 
 use super::bindings::Bindings;
 use crate::backend::PooledConn;

@@ -9,7 +9,11 @@
 //! mapped to the partition values they span. The default partition is
 //! included unless every partition value in the range is in the dictionary.
 //! Anything else limits nothing, which is always correct: the answer is a
-//! superset of the partitions that hold matching rows.
+//! superset of the partitions that hold matching rows. A literal a server
+//! may convert (with a warning) for every row it compares, in BETWEEN or
+//! in an IN list mixing strings and numbers, prunes nothing at all, so
+//! every row one server compares is compared
+//! (`Pruner::is_converted_per_row`).
 //!
 //! The walk keeps its own stack (no recursion, so no nesting depth can
 //! overflow a thread's stack) and takes the condition apart level by level
