@@ -269,7 +269,9 @@ impl Pruner<'_> {
             };
             let (lo, hi) = (&rest[..and], &rest[and + 1..]);
             let is_key_between = is_key(&c[..b]);
-            if self.is_converted_per_row(&[lo, hi], false, is_key_between) || !is_key_between {
+            if self.is_converted_per_row([lo, hi].into_iter(), false, is_key_between)
+                || !is_key_between
+            {
                 return Atom::All;
             }
             let (Some(lo), Some(hi)) = (self.key(lo), self.key(hi)) else {
@@ -286,11 +288,9 @@ impl Pruner<'_> {
             {
                 return Atom::All;
             }
-            let items: Vec<&[Token]> = list[1..list.len() - 1]
-                .split(|t| t.is_punct(sql, ","))
-                .collect();
+            let items = list[1..list.len() - 1].split(|t| t.is_punct(sql, ","));
             let is_key_list = is_key(&c[..in_at]);
-            if self.is_converted_per_row(&items, true, is_key_list) || !is_key_list {
+            if self.is_converted_per_row(items.clone(), true, is_key_list) || !is_key_list {
                 return Atom::All;
             }
             let mut values = Vec::new();
@@ -349,7 +349,12 @@ impl Pruner<'_> {
     /// partition, so the statement is not pruned at all (whatever else
     /// its condition says) and its warnings are those of every row (the
     /// executor counts one server's: `exec/conditions.rs`).
-    fn is_converted_per_row(&self, items: &[&[Token]], is_list: bool, is_key: bool) -> bool {
+    fn is_converted_per_row<'t>(
+        &self,
+        items: impl Iterator<Item = &'t [Token]> + Clone,
+        is_list: bool,
+        is_key: bool,
+    ) -> bool {
         let sql = self.sql;
         let is_integer = is_key && self.table.is_key_integer;
         let is_digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
@@ -372,12 +377,17 @@ impl Pruner<'_> {
             let is_temporal = v.contains(['-', ':', '/']) && !v.trim().starts_with('-');
             reads_as_number && !is_plain && !is_temporal
         };
-        let has_warning_string = items.iter().any(|t| match literal(sql, t) {
-            Some(KeyValue::Str(v)) => warns(&v),
+        // The string's text between its quotes: escapes do not matter to
+        // whether it reads as a number (and nothing is allocated).
+        let has_warning_string = items.clone().any(|t| match t {
+            [x] if x.kind == TokenKind::Str => {
+                let q = x.text(sql);
+                warns(q.get(1..q.len().saturating_sub(1)).unwrap_or(""))
+            }
             _ => false,
         });
         let has_number = items
-            .iter()
+            .clone()
             .any(|t| t.last().is_some_and(|x| x.kind == TokenKind::Number));
         let is_per_row = has_warning_string && (!is_list || has_number);
         if is_per_row {
