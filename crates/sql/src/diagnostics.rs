@@ -225,6 +225,20 @@ pub fn statement_constants(sql: &str) -> Vec<Constant> {
     out
 }
 
+/// The values of every string literal of `sql`, wherever it stands: the
+/// values a conversion warning (1292) of the statement may name, once
+/// per statement or once per row compared (which, a server's EXPLAIN of
+/// it tells: `hscale` crate, `exec/conditions.rs`).
+pub fn string_literals(sql: &str) -> Vec<String> {
+    let Ok(t) = crate::lexer::tokenize(sql) else {
+        return Vec::new();
+    };
+    t.iter()
+        .filter(|x| x.kind == TokenKind::Str)
+        .filter_map(|x| crate::show::string_value(x.text(sql)))
+        .collect()
+}
+
 /// Statements that use tables whatever they say (their first word).
 const WITH_TABLES: &[&str] = &[
     "INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME",
@@ -279,6 +293,10 @@ mod tests {
         );
         assert!(strs("SELECT CAST('x' AS INT), f(a) = 'y', 'u' = 'v' FROM t").is_empty());
         assert!(strs("SELECT id FROM t WHERE k BETWEEN '1x' AND '2y'").is_empty());
+        assert_eq!(
+            string_literals("SELECT 'a' FROM t WHERE k BETWEEN '1x' AND 2 OR k IN (3, 'it''s')"),
+            ["a", "1x", "it's"]
+        );
         assert!(strs("SELECT id FROM t WHERE k BETWEEN 1 AND '2y' ORDER BY id").is_empty());
         // IN lists of strings only; a mixed list compares per row.
         assert_eq!(

@@ -15,6 +15,13 @@
 //! terminator is written, so the warning count the client gets in the
 //! EOF or OK that hscale writes over several parts, `SHOW WARNINGS` and
 //! `@@warning_count` all say what one server would.
+//!
+//! A conversion of a literal in BETWEEN or in an IN list that mixes
+//! strings and numbers is raised once per statement or once per row
+//! compared, by the column's type, which hscale does not know: the
+//! server tells ([`Bindings::measure`]: EXPLAIN of a part's statement
+//! raises the once-per-statement ones and no per-row one), and
+//! [`Gathered::settle`] keeps that share once and every part's rows'.
 
 use super::bindings::Bindings;
 use crate::backend::PooledConn;
@@ -54,6 +61,21 @@ pub struct Gathered {
     pub uses_tables: Option<bool>,
     /// The listings dropped by [`Gathered::settle`], once it ran.
     pub settled: Option<u64>,
+    /// What a server raises for the statement of its first part before
+    /// reading a row ([`Bindings::measure`]), when it was asked.
+    pub measured: Option<Measured>,
+}
+
+/// The conditions `EXPLAIN` of a statement's first part raised: those a
+/// server raises once for the statement (setting it up, analyzing its
+/// index ranges), not per row it reads.
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    pub conditions: Vec<Condition>,
+    /// The first part's UNION ALL branches ([`union_branches`]).
+    pub branches: u32,
+    /// The values of its string literals.
+    pub literals: Vec<String>,
 }
 
 impl Gathered {
@@ -75,6 +97,44 @@ impl Gathered {
     }
 }
 
+/// Where a statement's gathered conditions stood ([`Gathered::mark`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    rows: usize,
+    parts: usize,
+    count: u64,
+    reported: u64,
+    cap: Option<usize>,
+    missed: bool,
+}
+
+impl Gathered {
+    /// Where the gathered conditions stand now, for [`Gathered::rewind`].
+    pub fn mark(&self) -> Mark {
+        Mark {
+            rows: self.rows.len(),
+            parts: self.part_ends.len(),
+            count: self.count,
+            reported: self.reported,
+            cap: self.cap,
+            missed: self.missed,
+        }
+    }
+
+    /// Forget what was gathered since `m`: the parts of an attempt given
+    /// up before anything reached the client (a merge that falls back to
+    /// another plan), whose conditions one server never raises.
+    pub fn rewind(&mut self, m: Mark) {
+        self.rows.truncate(m.rows);
+        self.part_ends.truncate(m.parts);
+        self.part_branches.truncate(m.parts);
+        self.count = m.count;
+        self.reported = m.reported;
+        self.cap = m.cap;
+        self.missed = m.missed;
+    }
+}
+
 impl Gathered {
     /// Drop the repeated listings of conditions one server raises once
     /// per statement ([`once_per_statement`]), once the statement's parts
@@ -82,15 +142,33 @@ impl Gathered {
     /// gives the statement's constants (`hscale_sql::diagnostics::
     /// statement_constants`), asked only when several parts listed
     /// conditions. Runs once per statement; returns how many listings it
-    /// dropped, which the terminator's warning count leaves out.
+    /// dropped, which the terminator's warning count leaves out. A part
+    /// whose list `max_error_count` cut lists what it raised first, which
+    /// is where conversions raised once per statement are (before any
+    /// row is read): those it shows are settled, and the hidden ones,
+    /// raised per row, stay counted.
     pub fn settle(&mut self, values: impl FnOnce() -> Vec<String>) -> u64 {
         if let Some(n) = self.settled {
             return n;
         }
-        let is_spread = self.part_ends.len() > 1 || self.part_branches.iter().any(|b| *b > 1);
-        let n = if is_spread && self.cap.is_none() && !self.missed {
+        let n = if self.is_spread() && !self.missed {
+            let values = values();
+            let mut n = 0;
+            let mut per_row = Vec::new();
+            if let Some(m) = self.measured.take() {
+                let parts = (&mut self.part_ends, &self.part_branches[..]);
+                n += measured_once(&mut self.rows, parts, &m, &values);
+                // A conversion of a compared literal is raised at most
+                // once per branch (on the first row compared) unless
+                // EXPLAIN raises it: listed more often, it is per row.
+                per_row = self
+                    .repeated(&self.whole_parts(), &values)
+                    .into_iter()
+                    .filter(|c| names(c, &values) && !m.conditions.contains(c))
+                    .collect();
+            }
             let parts = (&self.part_ends[..], &self.part_branches[..]);
-            once_per_statement(&mut self.rows, parts, &values())
+            n + once_per_statement(&mut self.rows, parts, &values, &per_row)
         } else {
             0
         };
@@ -98,6 +176,55 @@ impl Gathered {
         self.reported = self.reported.saturating_sub(n);
         self.settled = Some(n);
         n
+    }
+
+    /// Each part's listings (where they are in `rows`) and branches.
+    fn whole_parts(&self) -> Vec<(std::ops::Range<usize>, u32)> {
+        let mut from = 0;
+        self.part_ends
+            .iter()
+            .zip(&self.part_branches)
+            .map(|(end, b)| {
+                let r = from..*end;
+                from = *end;
+                (r, *b)
+            })
+            .collect()
+    }
+
+    /// The conditions some part of `parts` lists more often per UNION ALL
+    /// branch than the statement's constants (`values`, as often as they
+    /// stand in it) name their value: more than once per comparison.
+    fn repeated(
+        &self,
+        parts: &[(std::ops::Range<usize>, u32)],
+        values: &[String],
+    ) -> Vec<Condition> {
+        let mut out: Vec<Condition> = Vec::new();
+        for (range, branches) in parts {
+            let Some(rows) = self.rows.get(range.clone()) else {
+                continue;
+            };
+            for (i, c) in rows.iter().enumerate() {
+                if out.contains(c) || rows[..i].contains(c) {
+                    continue;
+                }
+                let n = rows[i..].iter().filter(|x| *x == c).count();
+                let named = values
+                    .iter()
+                    .filter(|v| names(c, std::slice::from_ref(v)))
+                    .count();
+                if n > named.max(1) * (*branches).max(1) as usize {
+                    out.push(c.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether several parts (or UNION ALL branches) listed conditions.
+    pub fn is_spread(&self) -> bool {
+        self.part_ends.len() > 1 || self.part_branches.iter().any(|b| *b > 1)
     }
 
     /// A terminator's warning count: the parts' `sum`, less the listings
@@ -159,6 +286,25 @@ pub fn execution_constants(sql: &[u8], e: &super::prepared::Execution<'_>) -> Ve
         .collect()
 }
 
+/// The prepared statement `sql` as the text of one execution `e`, its
+/// parameters written in as literals (`interpolate.rs`), for EXPLAIN
+/// ([`Bindings::measure`]); `None` when that cannot be done without
+/// knowing the session's sql_mode (a string holding a backslash).
+pub fn execution_text(sql: &[u8], e: &super::prepared::Execution<'_>) -> Option<String> {
+    let text = std::str::from_utf8(sql).ok()?;
+    let at: Vec<u32> = hscale_sql::tokenize(text)
+        .ok()?
+        .iter()
+        .filter(|t| t.kind == hscale_sql::TokenKind::Placeholder)
+        .map(|t| t.start)
+        .collect();
+    let literals = super::interpolate::literals(e.exec, e.types, at.len(), e.long_data).ok()?;
+    if literals.iter().any(|l| l.needs_mode()) {
+        return None;
+    }
+    super::interpolate::render(sql, &at, &literals, false).ok()
+}
+
 /// Conditions one server raises per statement, raised by each part it
 /// ran on: a conversion warning (1292) naming a value of `values` (the
 /// statement's constants, `hscale_sql::diagnostics::statement_constants`:
@@ -172,22 +318,21 @@ pub fn execution_constants(sql: &[u8], e: &super::prepared::Execution<'_>) -> Ve
 /// statement up once per branch): as one server's holding all the rows
 /// would; its other listings are dropped, other messages left.
 /// `part_ends`: where each part's list ends in `rows`; `branches`: each
-/// part's branches (1 when absent). Returns how many were dropped.
+/// part's branches (1 when absent); `per_row`: messages naming such a
+/// value that are raised per row all the same (a part lists them more
+/// than once per branch and EXPLAIN does not raise them: another
+/// comparison with the same literal), left. Returns how many were
+/// dropped.
 fn once_per_statement(
     rows: &mut Vec<Condition>,
     (part_ends, branches): (&[usize], &[u32]),
     values: &[String],
+    per_row: &[Condition],
 ) -> u64 {
     if values.is_empty() {
         return 0;
     }
-    let is_candidate = |c: &Condition| {
-        c[1] == b"1292"
-            && values.iter().any(|l| {
-                let tail = format!("value: '{l}'");
-                c[2].ends_with(tail.as_bytes())
-            })
-    };
+    let is_candidate = |c: &Condition| names(c, values) && !per_row.contains(c);
     let part_of = |i: usize| part_ends.iter().position(|end| i < *end).unwrap_or(0);
     let mut dropped = vec![false; rows.len()];
     for (i, c) in rows.iter().enumerate() {
@@ -232,6 +377,66 @@ fn once_per_statement(
     dropped.iter().filter(|d| **d).count() as u64
 }
 
+/// Whether condition `c` is a conversion warning naming one of `values`.
+fn names(c: &Condition, values: &[String]) -> bool {
+    c[1] == b"1292"
+        && values.iter().any(|l| {
+            let tail = format!("value: '{l}'");
+            c[2].ends_with(tail.as_bytes())
+        })
+}
+
+/// Conversion warnings naming a string literal of the statement that
+/// [`once_per_statement`] does not know (a literal in BETWEEN or in an IN
+/// list that mixes strings and numbers, `values` being the ones it
+/// knows): a server raises such a warning either once for the statement
+/// (converting the literal when it sets the statement up or analyzes an
+/// index range with it: `EXPLAIN` raises it too, `m`) or once per row it
+/// compares (`EXPLAIN` does not). Each part raised the statement's share
+/// once per UNION ALL branch, plus its rows' share: the statement's share
+/// is kept once, as one server raises it, and every part's rows' share.
+/// `part_ends` are brought in line with what is left. Returns how many
+/// listings were dropped.
+fn measured_once(
+    rows: &mut Vec<Condition>,
+    (part_ends, branches): (&mut Vec<usize>, &[u32]),
+    m: &Measured,
+    values: &[String],
+) -> u64 {
+    let part_of = |i: usize| part_ends.iter().position(|end| i < *end).unwrap_or(0);
+    let mut dropped = vec![false; rows.len()];
+    for (i, c) in rows.iter().enumerate() {
+        if !names(c, &m.literals) || names(c, values) || rows[..i].contains(c) {
+            continue;
+        }
+        let explained = m.conditions.iter().filter(|x| *x == c).count();
+        if explained == 0 {
+            continue; // raised per row: every listing counts
+        }
+        let once = explained.div_ceil(m.branches.max(1) as usize);
+        // Listings so far per part; the first part listing it keeps the
+        // statement's share.
+        let mut listed = vec![0usize; part_ends.len().max(1)];
+        let first = part_of(i);
+        for j in (i..rows.len()).filter(|j| rows[*j] == *c) {
+            let p = part_of(j);
+            listed[p] += 1;
+            let share = once * branches.get(p).map_or(1, |b| (*b).max(1) as usize);
+            let is_kept = p == first && listed[p] <= once;
+            dropped[j] = listed[p] <= share && !is_kept;
+        }
+    }
+    let mut at = 0;
+    rows.retain(|_| {
+        at += 1;
+        !dropped[at - 1]
+    });
+    for end in part_ends.iter_mut() {
+        *end -= dropped[..*end].iter().filter(|d| **d).count();
+    }
+    dropped.iter().filter(|d| **d).count() as u64
+}
+
 /// How many partitions' fragments `target`'s statement joins with UNION
 /// ALL (the router's merges give one backend's partitions one statement,
 /// naming them all in `physical_table`, comma-separated).
@@ -240,6 +445,110 @@ pub fn union_branches(target: &hscale_route::dictionary::Target) -> u32 {
 }
 
 impl Bindings {
+    /// Before the terminator of a statement that ran over several parts,
+    /// several of which listed conversion warnings naming a string
+    /// literal of `sql` (the first part's statement, on `target`) that
+    /// [`Gathered::settle`] cannot tell raised once per statement from
+    /// once per row: EXPLAIN `sql` on a pooled connection of the same
+    /// backend (synced to the session; never a transaction's branch) and
+    /// keep the conditions it raised ([`Measured`]). One more round trip,
+    /// only then; nothing is measured when it fails (a part may have
+    /// measured already, [`Bindings::measure_part`]).
+    pub async fn measure(&mut self, target: &hscale_route::dictionary::Target, sql: &str) {
+        if !self.gathered.is_spread() {
+            return;
+        }
+        let parts = self.gathered.whole_parts();
+        let Some(literals) = self.unsure(sql, &parts) else {
+            return;
+        };
+        let pool = self.ctx.pool_as(self.worker, target.backend, self.identity);
+        let Ok(mut conn) = pool.get(self.is_found_rows).await else {
+            return;
+        };
+        // The session's variables and database only: a deferred BEGIN
+        // waits for the statement that needs it.
+        let begin = self.pending_begin.take();
+        let synced = self.sync(&mut conn, false).await;
+        self.pending_begin = begin;
+        if !matches!(synced, Ok(None)) {
+            conn.is_broken = true;
+            return;
+        }
+        self.explain(&mut conn, sql, literals, union_branches(target))
+            .await;
+    }
+
+    /// [`Bindings::measure`] on the connection a part's statement `sql`
+    /// (joining `branches` partitions' statements) just ran on, once its
+    /// list was gathered from `from` on: the statement is EXPLAINed there
+    /// when that list names such a literal (the connection may hold
+    /// temporary copies of shipped tables no other connection has).
+    pub async fn measure_part(
+        &mut self,
+        conn: &mut PooledConn,
+        sql: &str,
+        branches: u32,
+        from: usize,
+    ) {
+        let part = [(from..self.gathered.rows.len(), branches)];
+        if let Some(literals) = self.unsure(sql, &part) {
+            self.explain(conn, sql, literals, branches).await;
+        }
+    }
+
+    /// The values of `sql`'s string literals when the gathered list (of
+    /// `parts`) holds a conversion warning naming one that
+    /// [`Gathered::settle`] does not know to be raised once per statement,
+    /// or one it takes for such that a part lists more than once per
+    /// branch, and nothing was measured yet.
+    fn unsure(&self, sql: &str, parts: &[(std::ops::Range<usize>, u32)]) -> Option<Vec<String>> {
+        let g = &self.gathered;
+        if g.missed || g.measured.is_some() {
+            return None;
+        }
+        let from = parts.first().map_or(0, |p| p.0.start);
+        let rows = g.rows.get(from..)?;
+        let literals = hscale_sql::diagnostics::string_literals(sql);
+        if !rows.iter().any(|c| names(c, &literals)) {
+            return None;
+        }
+        let values = text_constants(sql.as_bytes());
+        let is_unknown = rows
+            .iter()
+            .any(|c| names(c, &literals) && !names(c, &values));
+        let is_repeated = || g.repeated(parts, &values).iter().any(|c| names(c, &values));
+        (is_unknown || is_repeated()).then_some(literals)
+    }
+
+    /// EXPLAIN `sql` on `conn` and keep the conditions it raised.
+    async fn explain(
+        &mut self,
+        conn: &mut PooledConn,
+        sql: &str,
+        literals: Vec<String>,
+        branches: u32,
+    ) {
+        if !matches!(conn.query_rows(&format!("EXPLAIN {sql}")).await, Ok(Ok(_))) {
+            return;
+        }
+        if let Ok(Ok(list)) = conn.query_rows("SHOW WARNINGS").await {
+            let conditions = list
+                .rows
+                .into_iter()
+                .filter_map(|row| {
+                    let mut cells = row.into_iter().map(Option::unwrap_or_default);
+                    Some([cells.next()?, cells.next()?, cells.next()?])
+                })
+                .collect();
+            self.gathered.measured = Some(Measured {
+                conditions,
+                branches,
+                literals,
+            });
+        }
+    }
+
     /// After a part's terminator counted `warnings` conditions: read its
     /// list on `conn` (synced to the session, so the session's
     /// `max_error_count` bounds it) before the connection is given back.
@@ -307,5 +616,63 @@ mod tests {
         assert_eq!(g.rows, vec![w("5 "), w("9 "), w("9 "), w("9 ")]);
         // Settled once: the session's record leaves it.
         assert_eq!(g.settle(|| unreachable!()), 2);
+    }
+
+    #[test]
+    fn a_compared_literal_converted_per_row_elsewhere_adds_up() {
+        // '0 ' compared with a BIGINT column (once: EXPLAIN raises it)
+        // and in BETWEEN over a DECIMAL (per row, as a DOUBLE).
+        let dbl = |v: &str| {
+            let mut c = w(v);
+            c[2] = format!("Truncated incorrect DOUBLE value: '{v}'").into_bytes();
+            c
+        };
+        let mut g = Gathered {
+            rows: vec![w("0 "), dbl("0 "), dbl("0 "), w("0 "), dbl("0 ")],
+            count: 5,
+            reported: 5,
+            part_ends: vec![3, 5],
+            part_branches: vec![1, 1],
+            measured: Some(Measured {
+                conditions: vec![w("0 ")],
+                branches: 1,
+                literals: vec!["0 ".into()],
+            }),
+            ..Default::default()
+        };
+        assert_eq!(g.settled_count(5, || vec!["0 ".into()]), 4);
+        assert_eq!(g.rows, vec![w("0 "), dbl("0 "), dbl("0 "), dbl("0 ")]);
+    }
+
+    #[test]
+    fn what_explain_raises_counts_once_and_rows_add_up() {
+        // Three parts (the second joining two partitions): '7 ' of BETWEEN
+        // over a BIGINT is converted as the statement is set up (EXPLAIN
+        // raises it), once per branch; '3 ' of a mixed IN list once per
+        // row compared (EXPLAIN does not).
+        let mut g = Gathered {
+            rows: vec![
+                w("7 "),
+                w("3 "),
+                w("3 "),
+                w("7 "),
+                w("7 "),
+                w("3 "),
+                w("7 "),
+            ],
+            count: 7,
+            reported: 7,
+            part_ends: vec![3, 6, 7],
+            part_branches: vec![1, 2, 1],
+            measured: Some(Measured {
+                conditions: vec![w("7 ")],
+                branches: 1,
+                literals: vec!["7 ".into(), "3 ".into()],
+            }),
+            ..Default::default()
+        };
+        assert_eq!(g.settled_count(7, Vec::new), 4);
+        assert_eq!(g.rows, vec![w("7 "), w("3 "), w("3 "), w("3 ")]);
+        assert_eq!(g.part_ends, vec![3, 4, 4]);
     }
 }

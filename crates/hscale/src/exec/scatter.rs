@@ -264,10 +264,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }
         }
         let sql = parts.first().map_or(&[][..], |(_, sql)| sql.as_ref());
-        let warnings = self
-            .b
-            .gathered
-            .settled_count(sum.warnings, || constants(sql, cmd));
+        // An execution's text, its parameters written in, says which of
+        // its literals compare how, as the statement's does.
+        let mut text = None;
+        if let (Some((target, _)), true) = (parts.first(), self.b.gathered.is_spread()) {
+            text = match cmd {
+                Command::Query => std::str::from_utf8(sql).ok().map(str::to_string),
+                Command::Execute(e) => super::conditions::execution_text(sql, e),
+            };
+            if let Some(text) = &text {
+                self.b.measure(target, text).await;
+            }
+        }
+        let warnings = self.b.gathered.settled_count(sum.warnings, || match &text {
+            Some(text) => super::conditions::text_constants(text.as_bytes()),
+            None => constants(sql, cmd),
+        });
         let deprecated = self.is_eof_deprecated();
         let mut end = hscale_wire::reply::Relay::new(&mut *self.client, seq, deprecated);
         end.terminator(sum.status | sum.flags, warnings);

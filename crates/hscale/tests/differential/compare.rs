@@ -20,6 +20,10 @@ struct Answer {
     meta: Meta,
     rows: Rows,
     warnings: u16,
+    /// SHOW WARNINGS right after, as a multiset (which of several
+    /// conditions comes first is the scan order); empty past the 64 that
+    /// `max_error_count` lists, whose choice is the scan order too.
+    list: Vec<Vec<Option<String>>>,
 }
 
 fn cell(v: &Value) -> Option<String> {
@@ -52,10 +56,21 @@ async fn run(c: &mut Conn, sql: &str) -> Result<Answer, mysql_async::Error> {
         .iter()
         .map(|r| (0..r.len()).map(|i| cell(r.as_ref(i).unwrap())).collect())
         .collect();
+    let warnings = c.get_warnings();
+    let mut list: Vec<Vec<Option<String>>> = Vec::new();
+    if warnings <= 64 {
+        let shown: Vec<Row> = c.query("SHOW WARNINGS").await?;
+        list = shown
+            .iter()
+            .map(|r| (0..r.len()).map(|i| cell(r.as_ref(i).unwrap())).collect())
+            .collect();
+        list.sort();
+    }
     Ok(Answer {
         meta,
         rows,
-        warnings: c.get_warnings(),
+        warnings,
+        list,
     })
 }
 
@@ -118,17 +133,37 @@ impl Weights {
     }
 }
 
+/// Why a per-row conversion under ORDER BY ... LIMIT is counted differently.
+const LIMITED: &str = "a literal converted per row compared (a mixed IN list, BETWEEN), under ORDER BY ... LIMIT: one server reading the table in key order stops at its LIMIT-th match, each partition at its own, so the partitions together compare (and warn for) more rows; which rows one server compares is its plan's, which hscale cannot reproduce without running the statement on one server";
+
+/// Queries whose answer may differ from one server's in the warning
+/// count alone (rows and columns still must match), by a fragment of
+/// their text, and why; found by the seeds named. Printed every time;
+/// the goal is an empty list.
+const KNOWN: &[(&str, &str)] = &[
+    // HSCALE_DIFF_SEED=7
+    (
+        "FROM g a JOIN r_mod b ON b.dt = a.dt WHERE a.k IN (100, '2 ', 1000)",
+        "a global table joined with a partitioned one, with a literal of a mixed IN list on the global table converted per row: every part reads the global table's copy on its backend, so its rows are compared (and warn) once per part, under LIMIT too",
+    ),
+    ("OR np IS NOT NULL ORDER BY 1, id DESC LIMIT 3, 11", LIMITED),
+    // HSCALE_DIFF_SEED=8
+    ("WHERE d BETWEEN '-7.1250 ' AND 1.5 AND (d = 2.25 OR d = 0) AND np <> 'À' ORDER BY id LIMIT 3", LIMITED),
+    ("OR n IN (-2147483648, 49, '49 ') OR k <> 1 ORDER BY id DESC LIMIT 6", LIMITED),
+    // HSCALE_DIFF_SEED=9
+    ("FROM r_mod AS t1 WHERE t1.s IS NOT NULL AND t1.k IN (", LIMITED),
+    ("WHERE k < -9223372036854775807 OR k IN (5, '999 ', 2047) ORDER BY id LIMIT 7", LIMITED),
+];
+
 #[derive(Default)]
 pub(super) struct Tally {
     pub(super) identical: usize,
     pub(super) equal_under_collation: usize,
     pub(super) both_failed: usize,
-    /// Answers that differ in the warning count of their terminator
-    /// only: printed, every one, and counted; not failing the run yet
-    /// (issue 15: the causes left are in the README's "Guarantees").
-    pub(super) warning_counts: Vec<String>,
     pub(super) refused: BTreeMap<String, usize>,
     pub(super) wrong: Vec<String>,
+    /// Answers whose warning count alone differs, listed in `KNOWN`.
+    pub(super) known: Vec<String>,
     /// Queries also run as prepared statements (`prepared.rs`).
     pub(super) prepared: usize,
 }
@@ -172,6 +207,7 @@ pub(super) async fn check_prepared(
         meta: a.0,
         rows: a.1,
         warnings: a.2,
+        list: Vec::new(),
     };
     let want = crate::prepared::exec(r, &sql, &params).await.map(answer);
     let got = crate::prepared::exec(p, &sql, &params).await.map(answer);
@@ -220,28 +256,48 @@ async fn judge(
         g.rows.sort();
         x.rows.sort();
     }
-    if g.warnings != x.warnings {
-        t.warning_counts.push(format!(
-            "{} through hscale, {} on one server: {}",
-            g.warnings, x.warnings, q.sql
-        ));
-        g.warnings = x.warnings;
-    }
-    if g == x {
-        t.identical += 1;
-        return false;
-    }
-    if g.meta == x.meta && g.rows.len() == x.rows.len() {
+    // The warning count is compared once the rest is the same.
+    let (warnings, list) = (g.warnings, std::mem::take(&mut g.list));
+    g.warnings = x.warnings;
+    g.list = x.list.clone();
+    let mut is_same = g == x;
+    let mut is_folded = false;
+    if !is_same && g.meta == x.meta && g.rows.len() == x.rows.len() {
         let mut fg = w.fold(r, &g.meta, &g.rows).await;
         let mut fx = w.fold(r, &x.meta, &x.rows).await;
         if !q.ordered {
             fg.sort();
             fx.sort();
         }
-        if fg == fx {
+        is_folded = fg == fx;
+        is_same = is_folded;
+    }
+    (g.warnings, g.list) = (warnings, list);
+    if is_same && g.warnings == x.warnings && g.list == x.list {
+        if is_folded {
             t.equal_under_collation += 1;
-            return false;
+        } else {
+            t.identical += 1;
         }
+        return false;
+    }
+    if is_same {
+        let what = format!(
+            "{} warnings through hscale, {} on one server{}: {}",
+            g.warnings,
+            x.warnings,
+            if g.list == x.list {
+                ""
+            } else {
+                " (SHOW WARNINGS differs)"
+            },
+            q.sql
+        );
+        match KNOWN.iter().find(|(frag, _)| q.sql.contains(frag)) {
+            Some((_, why)) => t.known.push(format!("{what}\n  known: {why}")),
+            None => t.wrong.push(what),
+        }
+        return false;
     }
     let at = g
         .rows

@@ -9,7 +9,11 @@
 //! mapped to the partition values they span. The default partition is
 //! included unless every partition value in the range is in the dictionary.
 //! Anything else limits nothing, which is always correct: the answer is a
-//! superset of the partitions that hold matching rows.
+//! superset of the partitions that hold matching rows. A literal a server
+//! may convert (with a warning) for every row it compares, in BETWEEN or
+//! in an IN list mixing strings and numbers, prunes nothing at all, so
+//! every row one server compares is compared
+//! (`Pruner::is_converted_per_row`).
 //!
 //! The walk keeps its own stack (no recursion, so no nesting depth can
 //! overflow a thread's stack) and takes the condition apart level by level
@@ -43,12 +47,39 @@ pub(super) fn targets(
         levels: Levels::new(sql, cond),
         is_key,
         table,
+        is_per_row: std::cell::Cell::new(false),
     };
-    match p.walk(0, cond.len()) {
+    let atom = p.walk(0, cond.len());
+    // Rows a server converts a literal for may be in any partition.
+    if p.is_per_row.get() {
+        return None;
+    }
+    match atom {
         Atom::Targets(t) => Some(t),
         Atom::Range(r) => p.range_targets(&r),
         Atom::All => None,
     }
+}
+
+/// Whether the condition has a literal a server may convert for every
+/// row it compares (`Pruner::is_converted_per_row`): the statement then
+/// goes to every partition whole, key IN lists too (`in_lists.rs`).
+pub(super) fn converts_per_row(
+    sql: &str,
+    cond: &[Token],
+    is_key: IsKey<'_>,
+    table: &PartitionedTable,
+) -> bool {
+    let p = Pruner {
+        sql,
+        cond,
+        levels: Levels::new(sql, cond),
+        is_key,
+        table,
+        is_per_row: std::cell::Cell::new(false),
+    };
+    let _ = p.walk(0, cond.len());
+    p.is_per_row.get()
 }
 
 /// The partitions of the rows whose key equals one of `values` (stored
@@ -111,6 +142,9 @@ struct Pruner<'a> {
     levels: Levels,
     is_key: IsKey<'a>,
     table: &'a PartitionedTable,
+    /// An atom converts a literal per row compared
+    /// ([`Pruner::is_converted_per_row`]): nothing is pruned.
+    is_per_row: std::cell::Cell<bool>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -285,23 +319,24 @@ impl Pruner<'_> {
         }
         // key BETWEEN lit AND lit
         if let Some(b) = c.iter().position(|t| t.is_word(sql, "BETWEEN")) {
-            if !is_key(&c[..b]) {
-                return Atom::All;
-            }
             let rest = &c[b + 1..];
             let Some(and) = rest.iter().position(|t| t.is_word(sql, "AND")) else {
                 return Atom::All;
             };
-            let (Some(lo), Some(hi)) = (self.key(&rest[..and]), self.key(&rest[and + 1..])) else {
+            let (lo, hi) = (&rest[..and], &rest[and + 1..]);
+            let is_key_between = is_key(&c[..b]);
+            if self.is_converted_per_row([lo, hi].into_iter(), false, is_key_between)
+                || !is_key_between
+            {
+                return Atom::All;
+            }
+            let (Some(lo), Some(hi)) = (self.key(lo), self.key(hi)) else {
                 return Atom::All;
             };
             return self.range(Some((lo, true)), Some((hi, true)));
         }
         // key IN (lit, ...)
         if let Some(in_at) = c.iter().position(|t| t.is_word(sql, "IN")) {
-            if !is_key(&c[..in_at]) {
-                return Atom::All;
-            }
             let list = &c[in_at + 1..];
             if list.len() < 3
                 || !list[0].is_punct(sql, "(")
@@ -309,8 +344,13 @@ impl Pruner<'_> {
             {
                 return Atom::All;
             }
+            let items = list[1..list.len() - 1].split(|t| t.is_punct(sql, ","));
+            let is_key_list = is_key(&c[..in_at]);
+            if self.is_converted_per_row(items.clone(), true, is_key_list) || !is_key_list {
+                return Atom::All;
+            }
             let mut values = Vec::new();
-            for item in list[1..list.len() - 1].split(|t| t.is_punct(sql, ",")) {
+            for item in items {
                 match self.key(item) {
                     Some(v) => values.push(v),
                     None => return Atom::All,
@@ -351,6 +391,65 @@ impl Pruner<'_> {
             ">" => self.range(Some((v, false)), None),
             _ => self.range(Some((v, true)), None),
         }
+    }
+
+    /// Whether a server may convert a string literal of `items` (the
+    /// operands of BETWEEN, or an IN list: `is_list`) with a warning for
+    /// every row it compares: in BETWEEN (per row unless the column is a
+    /// BIGINT), or in an IN list that also holds a number (an IN list of
+    /// strings only, or a comparison, converts it once), a string that is
+    /// not a plain integer (`'5 '`, `'x'`) compared with an integer key
+    /// (`is_key`), or one that reads as a number and is not a plain one
+    /// (`'5 '`, `'1.5x'`; not a date or time) compared with another
+    /// column, whose type the router does not know. One server compares the rows of every
+    /// partition, so the statement is not pruned at all (whatever else
+    /// its condition says) and its warnings are those of every row (the
+    /// executor counts one server's: `exec/conditions.rs`).
+    fn is_converted_per_row<'t>(
+        &self,
+        items: impl Iterator<Item = &'t [Token]> + Clone,
+        is_list: bool,
+        is_key: bool,
+    ) -> bool {
+        let sql = self.sql;
+        let is_integer = is_key && self.table.is_key_integer;
+        let is_digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+        let warns = |v: &str| {
+            let unsigned = v.strip_prefix(['-', '+']).unwrap_or(v);
+            if is_integer {
+                return !is_digits(unsigned);
+            }
+            let (whole, fraction) = match unsigned.split_once('.') {
+                Some((w, f)) => (w, Some(f)),
+                None => (unsigned, None),
+            };
+            let reads_as_number = v
+                .trim_start()
+                .trim_start_matches(['-', '+'])
+                .starts_with(|c: char| c.is_ascii_digit() || c == '.');
+            let is_plain = is_digits(whole) && fraction.is_none_or(is_digits);
+            // '2024-01-31', '10:30': a date or time, which such a column
+            // more likely holds.
+            let is_temporal = v.contains(['-', ':', '/']) && !v.trim().starts_with('-');
+            reads_as_number && !is_plain && !is_temporal
+        };
+        // The string's text between its quotes: escapes do not matter to
+        // whether it reads as a number (and nothing is allocated).
+        let has_warning_string = items.clone().any(|t| match t {
+            [x] if x.kind == TokenKind::Str => {
+                let q = x.text(sql);
+                warns(q.get(1..q.len().saturating_sub(1)).unwrap_or(""))
+            }
+            _ => false,
+        });
+        let has_number = items
+            .clone()
+            .any(|t| t.last().is_some_and(|x| x.kind == TokenKind::Number));
+        let is_per_row = has_warning_string && (!is_list || has_number);
+        if is_per_row {
+            self.is_per_row.set(true);
+        }
+        is_per_row
     }
 
     /// A literal as the key's column holds it (`stored_key`): integer keys

@@ -519,3 +519,41 @@ fn table_references_are_where_tables_go() {
         assert!(names(sql).is_empty(), "{sql}: {:?}", names(sql));
     }
 }
+
+#[test]
+fn a_string_converted_per_row_is_not_pruned_on() {
+    // One server converts '5 ' for every row an IN list mixing strings
+    // and numbers (or BETWEEN) compares, with a warning each time: every
+    // partition is asked, so every row is compared, as there.
+    let d = dict();
+    let n = |sql: &str| parts(plan(sql, Some("app"), &d)).len();
+    assert_eq!(n("SELECT * FROM orders WHERE customer_id IN ('5', 6)"), 2);
+    assert_eq!(
+        n("SELECT * FROM orders WHERE customer_id IN ('5 ', '6')"),
+        2
+    );
+    assert_eq!(n("SELECT * FROM orders WHERE customer_id IN ('5 ', 6)"), 3);
+    assert_eq!(n("SELECT * FROM orders WHERE customer_id = '5 '"), 1);
+    assert_eq!(
+        n("SELECT * FROM orders WHERE customer_id IN ('5 ', 6) AND customer_id = 5"),
+        3
+    );
+    // Another column's: pruned unless the string reads as a number and
+    // is not a plain one.
+    assert_eq!(
+        n("SELECT * FROM orders WHERE qty IN ('5 ', 6) AND customer_id = 5"),
+        3
+    );
+    assert_eq!(
+        n("SELECT * FROM orders WHERE qty BETWEEN '-5 ' AND '3' AND customer_id = 5"),
+        3
+    );
+    assert_eq!(
+        n("SELECT * FROM orders WHERE d BETWEEN '2024-01-01' AND '2024-02-01' AND customer_id = 5"),
+        1
+    );
+    assert_eq!(
+        n("SELECT * FROM orders WHERE qty IN ('5', 6.5, 'abc') AND customer_id = 5"),
+        1
+    );
+}

@@ -114,6 +114,13 @@ struct Part {
     /// Drops the temporary tables of shipped tables from a transaction's
     /// branch once the part's rows were read (`ship.rs`).
     cleanup: Option<String>,
+    /// Its connection holds temporary copies of shipped tables and is
+    /// closed after use (marked broken for that, not because it failed).
+    holds_copies: bool,
+    /// The statement it runs, EXPLAINed on its connection when its
+    /// conditions need it (`Bindings::measure_part`); `None` for the
+    /// `LIMIT 0` of the column definitions.
+    fragment: Option<String>,
 }
 
 impl Drop for Part {
@@ -136,6 +143,8 @@ impl Part {
             warnings: 0,
             branches: 1,
             cleanup: None,
+            holds_copies: false,
+            fragment: None,
         }
     }
 
@@ -288,13 +297,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             return self.run_whole_binary(&plan).await;
         }
         // Parts still reading when this returns close their connections.
+        let (mark, merged) = (self.b.gathered.mark(), self.b.note.merged);
         let r = match &plan.mode {
             Mode::Sort { hidden } => self.merge_sorted(&plan, *hidden).await,
             Mode::Group(g) => self.merge_groups(&plan, g).await,
         };
         // Values that do not merge exactly are refused before anything is
         // sent: one server answers instead, with copies of the tables.
+        // The parts it ran are forgotten: their warnings are not the
+        // statement's.
         if let (Err(Stop::Proxy(ProxyError::Refused(_))), Some(fallback)) = (&r, plan.fallback) {
+            self.b.gathered.rewind(mark);
+            self.b.note.merged = merged;
             return Box::pin(self.run_merge(*fallback)).await;
         }
         match r {
@@ -369,6 +383,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             }
         }
+        let fragment = sql.to_string();
         let unlimited;
         let sql = if self.is_unlimited {
             unlimited = format!("SET STATEMENT sql_select_limit = DEFAULT FOR {sql}");
@@ -391,8 +406,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let running = self.b.running(&conn, target.backend);
         let mut part = Part::started(conn, running);
         part.branches = super::conditions::union_branches(target);
+        part.fragment = Some(fragment);
         if !setup.is_empty() {
             part.cleanup = self.ship_cleanup.clone();
+            part.holds_copies = self.ship_cleanup.is_none();
         }
         Ok(part)
     }
@@ -582,6 +599,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
         // The client's column definitions.
         let mut meta = self.start_part(&g.meta.0, &g.meta.1).await?;
+        meta.fragment = None; // EXPLAIN of LIMIT 0 analyzes nothing
         let read = async {
             meta.open().await?;
             meta.drain().await
@@ -656,12 +674,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
 /// Give a part's connection back once its result was read to the end
 /// (inside a transaction, after dropping the temporary tables of shipped
-/// tables from it).
+/// tables from it). The conditions of a part read to its end are
+/// gathered first, on every connection that still serves: one closed
+/// after use because it holds shipped copies too, and before the copies
+/// are dropped (a DROP empties the connection's list).
 async fn end_part(b: &mut Bindings, mut part: Part) {
     part.running = None;
     let merged = &mut b.note.merged;
     merged.0 = merged.0.saturating_add(part.warnings);
     merged.1 |= part.status.unwrap_or(0) & status::INDEX_FLAGS;
+    let holds_copies = part.holds_copies;
+    if let Some(c) = part.conn.as_mut() {
+        if part.status.is_some() && (!c.is_broken || holds_copies) {
+            let from = b.gathered.rows.len();
+            b.gather_branches(c, part.warnings, part.branches).await;
+            if let Some(sql) = part.fragment.as_deref() {
+                b.measure_part(c, sql, part.branches, from).await;
+            }
+        }
+    }
     if !part.is_done() || part.conn.as_ref().is_some_and(|c| c.is_broken) {
         if let Some(conn) = part.conn.take() {
             b.close(conn, "a part of a merged read ended early".into());
@@ -678,9 +709,6 @@ async fn end_part(b: &mut Bindings, mut part: Part) {
             }
             return;
         }
-    }
-    if let Some(c) = part.conn.as_mut() {
-        b.gather_branches(c, part.warnings, part.branches).await;
     }
     // An error packet carries no status flags: the session's stay.
     let outcome = Outcome {
@@ -725,7 +753,9 @@ async fn write_row<S: AsyncRead + AsyncWrite + Unpin>(
 /// End a result set whose rows were (partly) sent: the terminator, or the
 /// error that stopped it. The terminator's warning count is the parts',
 /// less the repeated listings of conditions one server raises once per
-/// statement (`Gathered::settle`; every part was gathered by now).
+/// statement (`Gathered::settle`; every part was gathered by now; those
+/// only a server's EXPLAIN tells from per-row ones measured first,
+/// `Bindings::measure`).
 async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
     rows: Rows<'_, S>,
     r: Result<(), Stop>,
@@ -740,6 +770,9 @@ async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
     let done = match r {
         Ok(()) => {
             let fragment = plan.parts.first().map_or("", |(_, sql)| sql.as_str());
+            if let Some((target, _)) = plan.parts.first() {
+                b.measure(target, fragment).await;
+            }
             let warnings = b.gathered.settled_count(warnings, || {
                 super::conditions::text_constants(fragment.as_bytes())
             });
