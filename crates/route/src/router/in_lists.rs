@@ -201,21 +201,26 @@ impl KeyList {
     /// reads `k IN (a)` as `k = a`, and the other plan can change a
     /// result's column types: MIN of an ENUM grouped by the key).
     fn text_for(&self, sql: &str, target: &Target) -> String {
-        let item = |&((a, b), _): &((usize, usize), Option<Target>)| &sql[a..b];
         let is_kept = |t: &Option<Target>| t.as_ref().is_none_or(|t| t == target);
-        let mut kept: Vec<&str> = Vec::with_capacity(self.items.len());
-        let mut others = self.items.iter().filter(|(_, t)| !is_kept(t));
-        for i in &self.items {
-            if is_kept(&i.1) {
-                kept.push(item(i));
+        let mut keep: Vec<bool> = self.items.iter().map(|(_, t)| is_kept(t)).collect();
+        let mut n = keep.iter().filter(|k| **k).count();
+        for k in keep.iter_mut() {
+            if n >= self.items.len().min(2) {
+                break;
+            }
+            if !*k {
+                *k = true;
+                n += 1;
             }
         }
-        while kept.len() < self.items.len().min(2) {
-            match others.next() {
-                Some(i) => kept.push(item(i)),
-                None => break,
-            }
-        }
+        // In the list's own order.
+        let kept: Vec<&str> = self
+            .items
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(((a, b), _), _)| &sql[*a..*b])
+            .collect();
         kept.join(", ")
     }
 }
