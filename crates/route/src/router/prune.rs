@@ -41,24 +41,7 @@ pub(super) fn targets(
     is_key: IsKey<'_>,
     table: &PartitionedTable,
 ) -> Option<BTreeSet<Target>> {
-    let p = Pruner {
-        sql,
-        cond,
-        levels: Levels::new(sql, cond),
-        is_key,
-        table,
-        is_per_row: std::cell::Cell::new(false),
-    };
-    let atom = p.walk(0, cond.len());
-    // Rows a server converts a literal for may be in any partition.
-    if p.is_per_row.get() {
-        return None;
-    }
-    match atom {
-        Atom::Targets(t) => Some(t),
-        Atom::Range(r) => p.range_targets(&r),
-        Atom::All => None,
-    }
+    walk_condition(sql, cond, is_key, table).0
 }
 
 /// Whether the condition has a literal a server may convert for every
@@ -70,6 +53,16 @@ pub(super) fn converts_per_row(
     is_key: IsKey<'_>,
     table: &PartitionedTable,
 ) -> bool {
+    walk_condition(sql, cond, is_key, table).1
+}
+
+/// [`targets`], and whether a literal is converted per row.
+fn walk_condition(
+    sql: &str,
+    cond: &[Token],
+    is_key: IsKey<'_>,
+    table: &PartitionedTable,
+) -> (Option<BTreeSet<Target>>, bool) {
     let p = Pruner {
         sql,
         cond,
@@ -78,8 +71,17 @@ pub(super) fn converts_per_row(
         table,
         is_per_row: std::cell::Cell::new(false),
     };
-    let _ = p.walk(0, cond.len());
-    p.is_per_row.get()
+    let atom = p.walk(0, cond.len());
+    // Rows a server converts a literal for may be in any partition.
+    if p.is_per_row.get() {
+        return (None, true);
+    }
+    let targets = match atom {
+        Atom::Targets(t) => Some(t),
+        Atom::Range(r) => p.range_targets(&r),
+        Atom::All => None,
+    };
+    (targets, false)
 }
 
 /// The partitions of the rows whose key equals one of `values` (stored

@@ -186,8 +186,23 @@ impl Running<'_> {
     /// up to `cross_backend_lock_wait_ms` (10 s by default), longer than
     /// one attempt waits.
     async fn create_trigger(&mut self, sql: &str) -> Result<(), ProxyError> {
+        let what = "a capture trigger waits for long transactions";
+        self.again_on_lock_wait(sql, TRIGGER_ATTEMPTS, what)
+            .await
+            .map(|_| ())
+    }
+
+    /// Run `sql` on the source, again after a growing pause (up to
+    /// `attempts` times) while it fails with 1205 (a lock wait timeout:
+    /// transactions hold the table).
+    async fn again_on_lock_wait(
+        &mut self,
+        sql: &str,
+        attempts: u32,
+        what: &str,
+    ) -> Result<(), ProxyError> {
         let mut last = None;
-        for attempt in 0..TRIGGER_ATTEMPTS {
+        for attempt in 0..attempts {
             match self
                 .src
                 .command(&BackendConn::payload_for_query(sql))
@@ -195,11 +210,7 @@ impl Running<'_> {
             {
                 Ok(_) => return Ok(()),
                 Err(e) if e.code == 1205 => {
-                    tracing::info!(
-                        operation = self.id,
-                        attempt,
-                        "a capture trigger waits for long transactions"
-                    );
+                    tracing::info!(operation = self.id, attempt, "{what}");
                     last = Some(e);
                     tokio::time::sleep(std::time::Duration::from_millis(100 << attempt.min(4)))
                         .await;
@@ -209,7 +220,7 @@ impl Running<'_> {
         }
         Err(match last {
             Some(e) => server_error(&self.src, sql, e),
-            None => wrong("a capture trigger could not be created"),
+            None => wrong(format!("{sql}: no attempt ran")),
         })
     }
 
@@ -372,34 +383,10 @@ impl Running<'_> {
             qualified(&self.m.db, &self.src_name),
             qualified(&self.m.db, &self.m.src_after)
         );
-        let mut last = None;
-        for attempt in 0..RENAME_ATTEMPTS {
-            match self
-                .src
-                .command(&BackendConn::payload_for_query(&sql))
-                .await?
-            {
-                Ok(_) => {
-                    self.src_name = self.m.src_after.clone();
-                    return Ok(());
-                }
-                Err(e) if e.code == 1205 => {
-                    tracing::info!(
-                        operation = self.id,
-                        attempt,
-                        "rename waits for long transactions"
-                    );
-                    last = Some(e);
-                    tokio::time::sleep(std::time::Duration::from_millis(100 << attempt.min(4)))
-                        .await;
-                }
-                Err(e) => return Err(server_error(&self.src, &sql, e)),
-            }
-        }
-        Err(match last {
-            Some(e) => server_error(&self.src, &sql, e),
-            None => wrong("the source table could not be renamed"),
-        })
+        self.again_on_lock_wait(&sql, RENAME_ATTEMPTS, "rename waits for long transactions")
+            .await?;
+        self.src_name = self.m.src_after.clone();
+        Ok(())
     }
 
     /// Triggers, changelog and staging table gone. The changelog goes only
