@@ -195,7 +195,9 @@ impl Pool {
         // than open one past `max_connections`.
         let max = self.cfg.max_connections.max(1);
         let mut waited = 0;
+        // (An idle one of the other kind is closed below instead.)
         while self.idle[variant].is_empty()
+            && self.idle[1 - variant].is_empty()
             && self.open.load(Ordering::Relaxed) >= max
             && waited < MAX_WAIT_FOR_PINGED_MS
         {

@@ -97,6 +97,9 @@ impl Gathered {
     }
 }
 
+/// How long [`Bindings::measure`] waits for a pooled connection.
+const MEASURE_ACQUIRE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Where a statement's gathered conditions stood ([`Gathered::mark`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Mark {
@@ -463,7 +466,10 @@ impl Bindings {
             return;
         };
         let pool = self.ctx.pool_as(self.worker, target.backend, self.identity);
-        let Ok(mut conn) = pool.get(self.is_found_rows).await else {
+        // Not worth a wait: a session holding its pool's last connections
+        // (a transaction's branches) would wait the acquire timeout.
+        let get = pool.get(self.is_found_rows);
+        let Ok(Ok(mut conn)) = tokio::time::timeout(MEASURE_ACQUIRE, get).await else {
             return;
         };
         // The session's variables and database only: a deferred BEGIN

@@ -158,6 +158,20 @@ pub async fn fresh_db(name: &str) {
 }
 
 /// The server error code of a failed call.
+/// The rows of a statement's answer as text, or its error code: what
+/// differential tests compare between hscale and one server.
+pub fn shown_rows(
+    answer: Result<Vec<mysql_async::Row>, mysql_async::Error>,
+) -> Result<Vec<String>, u16> {
+    answer
+        .map(|rows| {
+            rows.into_iter()
+                .map(|r| format!("{:?}", r.unwrap()))
+                .collect()
+        })
+        .map_err(|e| code(&e))
+}
+
 pub fn code(e: &mysql_async::Error) -> u16 {
     match e {
         mysql_async::Error::Server(s) => s.code,

@@ -174,15 +174,7 @@ pub async fn run() {
         for key in [MULLER, b"M\xf6ller".as_slice(), AERO] {
             let got: Result<Vec<Row>, _> = p.exec(&sel, (Value::Bytes(key.to_vec()),)).await;
             let want: Result<Vec<Row>, _> = r.exec(&sel, (Value::Bytes(key.to_vec()),)).await;
-            let show = |x: Result<Vec<Row>, mysql_async::Error>| {
-                x.map(|rows| {
-                    rows.into_iter()
-                        .map(|r| format!("{:?}", r.unwrap()))
-                        .collect::<Vec<_>>()
-                })
-                .map_err(|e| code(&e))
-            };
-            let (got, want) = (show(got), show(want));
+            let (got, want) = (shown_rows(got), shown_rows(want));
             if got != want || got.as_ref().map_or(true, |g| g.is_empty()) {
                 wrong.push(format!(
                     "{sel} {key:?}\n  hscale:    {got:?}\n  reference: {want:?}"

@@ -574,15 +574,7 @@ pub async fn unreadable_key_parameters_ask_every_partition() {
     ] {
         let want: Result<Vec<mysql_async::Row>, _> = r.exec(sql, (key,)).await;
         let got: Result<Vec<mysql_async::Row>, _> = p.exec(sql, (key,)).await;
-        let show = |x: Result<Vec<mysql_async::Row>, mysql_async::Error>| {
-            x.map(|rows| {
-                rows.into_iter()
-                    .map(|r| format!("{:?}", r.unwrap()))
-                    .collect::<Vec<_>>()
-            })
-            .map_err(|e| code(&e))
-        };
-        let (got, want) = (show(got), show(want));
+        let (got, want) = (shown_rows(got), shown_rows(want));
         if got != want {
             wrong.push(format!(
                 "{sql} [{key}]\n  hscale:    {got:?}\n  reference: {want:?}"

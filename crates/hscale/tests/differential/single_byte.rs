@@ -290,15 +290,7 @@ async fn one_set(name: &str, keys: &[&str; 3]) -> Vec<String> {
         for key in [&a, &c3, &b] {
             let got: Result<Vec<Row>, _> = p.exec(&sel, (Value::Bytes(key.clone()),)).await;
             let want: Result<Vec<Row>, _> = r.exec(&sel, (Value::Bytes(key.clone()),)).await;
-            let show = |x: Result<Vec<Row>, mysql_async::Error>| {
-                x.map(|rows| {
-                    rows.into_iter()
-                        .map(|r| format!("{:?}", r.unwrap()))
-                        .collect::<Vec<_>>()
-                })
-                .map_err(|e| code(&e))
-            };
-            let (got, want) = (show(got), show(want));
+            let (got, want) = (shown_rows(got), shown_rows(want));
             if got != want || got.as_ref().map_or(true, |g| g.is_empty()) {
                 wrong.push(format!(
                     "[{name}] {sel} {key:?}\n  hscale:    {got:?}\n  reference: {want:?}"

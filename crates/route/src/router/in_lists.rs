@@ -31,7 +31,7 @@
 //!   raises once per statement and the parts could not tell apart: a
 //!   string for an integer key other than plain digits, a DATE
 //!   function's key; and not at all in a condition with a literal the
-//!   server converts per row (`prune::converts_per_row`: the statement
+//!   server converts per row (`prune::walk_condition`: the statement
 //!   goes whole to every partition, so every row one server compares is
 //!   compared, and warns, as there).
 
@@ -61,9 +61,6 @@ pub(super) fn key_lists(
     table: &PartitionedTable,
 ) -> Vec<KeyList> {
     let mut out = Vec::new();
-    if prune::converts_per_row(sql, &tokens[w..end], is_key, table) {
-        return out;
-    }
     // Whether each open parenthesis is (inside) a subquery.
     let mut parens: Vec<bool> = Vec::new();
     let mut i = w;

@@ -44,20 +44,11 @@ pub(super) fn targets(
     walk_condition(sql, cond, is_key, table).0
 }
 
-/// Whether the condition has a literal a server may convert for every
-/// row it compares (`Pruner::is_converted_per_row`): the statement then
-/// goes to every partition whole, key IN lists too (`in_lists.rs`).
-pub(super) fn converts_per_row(
-    sql: &str,
-    cond: &[Token],
-    is_key: IsKey<'_>,
-    table: &PartitionedTable,
-) -> bool {
-    walk_condition(sql, cond, is_key, table).1
-}
-
-/// [`targets`], and whether a literal is converted per row.
-fn walk_condition(
+/// [`targets`], and whether the condition has a literal a server may
+/// convert for every row it compares (`Pruner::is_converted_per_row`):
+/// the statement then goes to every partition whole, key IN lists too
+/// (`in_lists.rs`).
+pub(super) fn walk_condition(
     sql: &str,
     cond: &[Token],
     is_key: IsKey<'_>,

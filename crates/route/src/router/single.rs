@@ -64,11 +64,14 @@ pub(super) fn plan_filtered(
             }
         }
     }
-    let mut targets: Vec<Target> =
-        match where_clause(sql, tokens).and_then(|w| prune::targets(sql, w, &is_key, table)) {
-            Some(set) => set.into_iter().collect(),
-            None => table.all_targets(),
-        };
+    let (pruned, converts_per_row) = match where_clause(sql, tokens) {
+        Some(w) => prune::walk_condition(sql, w, &is_key, table),
+        None => (None, false),
+    };
+    let mut targets: Vec<Target> = match pruned {
+        Some(set) => set.into_iter().collect(),
+        None => table.all_targets(),
+    };
     targets.sort();
     targets.dedup();
     if targets.is_empty() {
@@ -77,7 +80,7 @@ pub(super) fn plan_filtered(
     // Over several partitions, each part gets only its own keys of the
     // key IN lists (`in_lists.rs`).
     let lists = match where_span(sql, tokens) {
-        Some(span) if targets.len() > 1 => {
+        Some(span) if targets.len() > 1 && !converts_per_row => {
             super::in_lists::key_lists(sql, tokens, span, &is_key, table)
         }
         _ => Vec::new(),
