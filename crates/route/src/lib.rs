@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod backend_id;
 mod collation_tables;
+pub mod conversions;
 pub mod dictionary;
 pub mod hashing;
 pub mod key;

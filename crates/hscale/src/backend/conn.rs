@@ -418,6 +418,28 @@ impl BackendConn {
         r
     }
 
+    /// Run a compound statement (`BEGIN NOT ATOMIC ... END`) whose one
+    /// SELECT gives a small text result, in the connection's own character
+    /// set (no `SET NAMES`: the statement's literals are the session's),
+    /// and read the OK that ends the compound statement after it.
+    pub async fn query_block_rows(
+        &mut self,
+        sql: &str,
+    ) -> Result<Result<TextResult, ErrPacket>, ProxyError> {
+        let r = async {
+            let rows = match self.query_rows_inner(sql).await? {
+                Ok(rows) if !rows.columns.is_empty() => rows,
+                other => return Ok(other),
+            };
+            Ok(self.read_response_inner().await?.map(|_| rows))
+        }
+        .await;
+        if r.is_err() {
+            self.is_broken = true;
+        }
+        r
+    }
+
     async fn query_rows_inner(
         &mut self,
         sql: &str,

@@ -576,13 +576,22 @@ impl Bindings {
                     let cap = self.gathered.cap.unwrap_or(usize::MAX);
                     self.gathered.cap = Some(cap.min(list.rows.len()));
                 }
+                let mut dict = None;
                 for row in list.rows {
                     let mut cells = row.into_iter().map(Option::unwrap_or_default);
-                    let (Some(level), Some(code), Some(message)) =
+                    let (Some(level), Some(code), Some(mut message)) =
                         (cells.next(), cells.next(), cells.next())
                     else {
                         continue;
                     };
+                    // A partition's table named as the client names it
+                    // (1366 names `db`.`table`.`column`).
+                    if message.windows(3).any(|w| w == b"`.`") {
+                        let d = dict.get_or_insert_with(|| self.ctx.partitioning.dictionary());
+                        if let Some(m) = d.user_message(&String::from_utf8_lossy(&message)) {
+                            message = m.into_bytes();
+                        }
+                    }
                     self.gathered.rows.push([level, code, message]);
                 }
                 self.gathered.part_ends.push(self.gathered.rows.len());

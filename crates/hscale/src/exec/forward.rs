@@ -93,6 +93,9 @@ pub struct Forwarder<'a, B, C> {
     /// An INSERT ... SELECT of one row run as VALUES: its OK gets the
     /// info text one server writes (`scatter::part_info`).
     one_row_select: Option<&'a str>,
+    /// Error messages name partitioned tables as the client does
+    /// (`Dictionary::user_message`), read only when an error comes.
+    names: Option<&'a crate::partition::Partitioning>,
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -117,7 +120,28 @@ where
             is_holding_missing_tables: false,
             insert_id: None,
             one_row_select: None,
+            names: None,
         }
+    }
+
+    /// Error messages name the partitioned tables of `p`'s dictionary, not
+    /// their physical tables.
+    pub fn naming(mut self, p: &'a crate::partition::Partitioning) -> Self {
+        self.names = Some(p);
+        self
+    }
+
+    /// An error packet as the client is sent it: physical table names
+    /// replaced (`None`: as the server sent it).
+    fn renamed(&self, payload: &[u8]) -> Option<bytes::BytesMut> {
+        let names = self.names?;
+        let e = hscale_wire::response::ErrPacket::decode(payload).ok()?;
+        let message = names.dictionary().user_message(&e.message)?;
+        Some(hscale_wire::response::encode_err(
+            e.code,
+            &e.sql_state,
+            &message,
+        ))
     }
 
     /// `sql` is an INSERT ... SELECT of one row run as VALUES.
@@ -294,8 +318,10 @@ where
         }
         match p.first() {
             Some(0xff) => {
-                self.note_err(&p.payload);
-                return self.send(&p.payload).await;
+                let renamed = self.renamed(&p.payload);
+                let payload = renamed.as_deref().unwrap_or(&p.payload);
+                self.note_err(payload);
+                return self.send(payload).await;
             }
             Some(0x00) => {
                 // No result set (should not happen for a SELECT): no rows.
@@ -318,8 +344,10 @@ where
                 break;
             }
             if d.first() == Some(0xff) {
-                self.note_err(&d.payload);
-                return self.send(&d.payload).await;
+                let renamed = self.renamed(&d.payload);
+                let payload = renamed.as_deref().unwrap_or(&d.payload);
+                self.note_err(payload);
+                return self.send(payload).await;
             }
             if is_first {
                 self.send_whole(d).await?;
@@ -334,8 +362,10 @@ where
                 return Ok(());
             }
             if row.first() == Some(0xff) {
-                self.note_err(&row.payload);
-                return self.send(&row.payload).await;
+                let renamed = self.renamed(&row.payload);
+                let payload = renamed.as_deref().unwrap_or(&row.payload);
+                self.note_err(payload);
+                return self.send(payload).await;
             }
             self.outcome.rows += 1;
             self.send_whole(row).await?;
@@ -386,6 +416,7 @@ where
                 Some(0x00) => {
                     let ok = OkPacket::decode(&p.payload).map_err(ForwardError::Backend)?;
                     self.outcome.status = Some(ok.status);
+                    self.outcome.warnings = ok.warnings;
                     self.outcome.ok = Some(ok);
                     match self.insert_id {
                         _ if self.one_row_select.is_some() && ok.info == OkInfo::None => {
@@ -414,8 +445,10 @@ where
                     }
                 }
                 Some(0xff) => {
-                    self.note_err(&p.payload);
-                    self.send(&p.payload).await?;
+                    let renamed = self.renamed(&p.payload);
+                    let payload = renamed.as_deref().unwrap_or(&p.payload);
+                    self.note_err(payload);
+                    self.send(payload).await?;
                     return Ok(());
                 }
                 Some(0xfb) => {
@@ -453,8 +486,10 @@ where
                 break;
             }
             if p.first() == Some(0xff) {
-                self.note_err(&p.payload);
-                self.send(&p.payload).await?;
+                let renamed = self.renamed(&p.payload);
+                let payload = renamed.as_deref().unwrap_or(&p.payload);
+                self.note_err(payload);
+                self.send(payload).await?;
                 return Ok(false);
             }
             self.send_whole(p).await?;
@@ -472,8 +507,10 @@ where
                 return Ok(st & status::MORE_RESULTS_EXISTS != 0);
             }
             if p.first() == Some(0xff) {
-                self.note_err(&p.payload);
-                self.send(&p.payload).await?;
+                let renamed = self.renamed(&p.payload);
+                let payload = renamed.as_deref().unwrap_or(&p.payload);
+                self.note_err(payload);
+                self.send(payload).await?;
                 return Ok(false);
             }
             self.outcome.rows += 1;
@@ -496,8 +533,10 @@ where
                 return self.send_terminator(&p.payload).await;
             }
             if p.first() == Some(0xff) {
-                self.note_err(&p.payload);
-                return self.send(&p.payload).await;
+                let renamed = self.renamed(&p.payload);
+                let payload = renamed.as_deref().unwrap_or(&p.payload);
+                self.note_err(payload);
+                return self.send(payload).await;
             }
             self.send_whole(p).await?;
         }

@@ -16,6 +16,7 @@
 
 pub mod bindings;
 pub mod conditions;
+mod conversions;
 pub mod fence;
 pub mod forward;
 mod implicit;
@@ -168,10 +169,19 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     }
 
     /// Forward a backend's error packet as the answer (at `seq`).
+    /// Physical table names in its message become the partitioned
+    /// tables' (`Dictionary::user_message`).
     pub async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
+        let renamed = self
+            .b
+            .ctx
+            .partitioning
+            .dictionary()
+            .user_message(&err.message);
+        let message = renamed.as_deref().unwrap_or(&err.message);
         self.b.note.error(err.code);
-        self.b.gathered.error(err.code, &err.message);
-        send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
+        self.b.gathered.error(err.code, message);
+        send(self.reply(seq).err(err.code, &err.sql_state, message)).await
     }
 
     /// Run a plan that reads or writes partitions or global tables (the
@@ -346,7 +356,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         let running = self.b.running(&conn, backend);
         let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
             .insert_id(self.b.generated_id.filter(|id| *id != 0))
-            .one_row_select(self.b.one_row_select.as_deref());
+            .one_row_select(self.b.one_row_select.as_deref())
+            .naming(&self.b.ctx.partitioning);
         if let Some((from, to)) = relabel {
             f = f.relabel(from, to);
         }

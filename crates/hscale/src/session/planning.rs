@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use hscale_route::conversions::{self, Ask, Converted};
 use hscale_route::dictionary::Dictionary;
 use hscale_route::key_compare::Weighed;
 use hscale_route::router::Plan;
@@ -36,10 +37,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         dict: &Arc<Dictionary>,
     ) -> Result<Plan, ProxyError> {
         let mut weighed = Vec::new();
+        let mut converted = Vec::new();
         let mut round = 0;
         loop {
-            let (plan, unweighed) = self.plan_once(payload, sql, dict, &weighed).await?;
+            let (plan, unweighed, unconverted) = self
+                .plan_once(payload, sql, dict, &weighed, &converted)
+                .await?;
             round += 1;
+            // Key literals of a write whose stored value the backend
+            // knows (`exec/conversions.rs`): ask (every literal of the
+            // statement in one statement) and plan again. A failed ask
+            // leaves the refusal.
+            if !unconverted.is_empty()
+                && round <= 2
+                && matches!(plan, Plan::Refuse(_))
+                && self.b.state.vars.is_client_utf8()
+            {
+                match self.b.convert_keys(unconverted).await {
+                    Ok(c) => {
+                        converted.extend(c);
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "key values not converted");
+                        return Ok(plan);
+                    }
+                }
+            }
             // Keys the backend weighs, met for the first time: ask for
             // their weights (every key of the statement in one query) and
             // plan again.
@@ -63,14 +87,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// One planning, with the keys it met without a weight when the
     /// dictionary has keys the backend weighs (`weighed`: weights already
-    /// asked for this statement, for a planning thread of its own).
+    /// asked for this statement, for a planning thread of its own), and
+    /// the key literals it could not convert (`converted`: the backend's
+    /// answers for this statement, preset for this planning alone).
     async fn plan_once(
         &mut self,
         payload: &Bytes,
         sql: &str,
         dict: &Arc<Dictionary>,
         weighed: &[Weight],
-    ) -> Result<(Plan, Vec<(Weighed, String)>), ProxyError> {
+        converted: &[Converted],
+    ) -> Result<Planned, ProxyError> {
         let proxy = &self.b.ctx.config.proxy;
         if sql.len() >= proxy.plan_offload_bytes {
             return plan_apart(
@@ -79,22 +106,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 dict.clone(),
                 proxy.plan_timeout_ms,
                 weighed.to_vec(),
+                converted.to_vec(),
             )
             .await;
         }
-        let plan = PLAN_CACHE.with(|c| {
-            let mut c = c.borrow_mut();
-            let plan = c.plan(sql, self.b.state.db.as_deref(), dict);
-            self.b
-                .ctx
-                .metrics
-                .worker(self.b.worker)
-                .plan_cache(c.stats.hits, c.stats.misses);
-            plan
+        let plan = conversions::with_preset(converted, || {
+            PLAN_CACHE.with(|c| {
+                let mut c = c.borrow_mut();
+                let plan = c.plan(sql, self.b.state.db.as_deref(), dict);
+                self.b
+                    .ctx
+                    .metrics
+                    .worker(self.b.worker)
+                    .plan_cache(c.stats.hits, c.stats.misses);
+                plan
+            })
         });
-        Ok((plan, unweighed(dict)))
+        Ok((plan, unweighed(dict), conversions::take_misses()))
     }
 }
+
+/// A plan, the keys it met without a weight, and the key literals it
+/// could not convert.
+type Planned = (Plan, Vec<(Weighed, String)>, Vec<Ask>);
 
 /// The keys the last planning on this thread met without a weight (none
 /// looked for unless the dictionary has keys the backend weighs).
@@ -113,12 +147,15 @@ async fn plan_apart(
     dict: Arc<Dictionary>,
     timeout_ms: u64,
     weighed: Vec<Weight>,
-) -> Result<(Plan, Vec<(Weighed, String)>), ProxyError> {
+    converted: Vec<Converted>,
+) -> Result<Planned, ProxyError> {
     apart(timeout_ms, move || {
         let sql = std::str::from_utf8(&payload[1..]).unwrap_or("<not UTF-8>");
         crate::partition::weights::preset(&weighed);
-        let plan = hscale_route::router::plan(sql, db.as_deref(), &dict);
-        (plan, unweighed(&dict))
+        let plan = conversions::with_preset(&converted, || {
+            hscale_route::router::plan(sql, db.as_deref(), &dict)
+        });
+        (plan, unweighed(&dict), conversions::take_misses())
     })
     .await
 }

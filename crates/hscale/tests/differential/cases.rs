@@ -317,6 +317,13 @@ fn diagnostics(out: &mut Vec<Case>) {
         "DELETE FROM c WHERE k = 1000",
         "INSERT INTO c (k, name) VALUES (100, 'x'), (101, 'y'), (102, 'z')",
         "SELECT nosuch FROM t WHERE k = 2",
+        // Writes whose OK counts warnings: on one partition, on several,
+        // and on a plain table.
+        "INSERT IGNORE INTO c (k, name, t) VALUES (103, 'w', 'x9')",
+        "INSERT IGNORE INTO c (k, name, t) VALUES (104, 'w', 'x9'), (105, 'v', 99999999999)",
+        "UPDATE IGNORE c SET t = 'q' WHERE k = 2",
+        "UPDATE IGNORE c SET tk = 99999999999 WHERE k > 0",
+        "INSERT IGNORE INTO pl (id, k, note) VALUES (50, 1, 'abcdefghijklmno')",
     ];
     let readers = [
         "SELECT ROW_COUNT()",
@@ -331,7 +338,11 @@ fn diagnostics(out: &mut Vec<Case>) {
             let mut statements = vec![b.to_string(), r.to_string()];
             if b.starts_with("INSERT") {
                 statements.push("DELETE FROM c WHERE k >= 100".into());
+                statements.push("DELETE FROM pl WHERE id = 50".into());
                 statements.push("SELECT ROW_COUNT()".into());
+            }
+            if b.starts_with("UPDATE IGNORE") {
+                statements.push("UPDATE c SET t = k % 3, tk = 10 - k".into());
             }
             out.push(session(
                 "previous statement's diagnostics",
@@ -546,11 +557,11 @@ fn routing(out: &mut Vec<Case>) {
         }
         // Writes whose key the server rounds or truncates: the row must
         // land where a read by its stored value finds it.
-        for (i, v) in [
-            "'2024-01-31 23:59:59.7'",
-            "'2024-02-29 23:59:59.4'",
-            "'2024-03-31 23:59:59.5'",
-            "'2024-01-10 10:59:59.9'",
+        for (i, (v, next)) in [
+            ("'2024-01-31 23:59:59.7'", "2024-02-01 00:00:00"),
+            ("'2024-02-29 23:59:59.4'", "2024-03-01 00:00:00"),
+            ("'2024-03-31 23:59:59.5'", "2024-04-01 00:00:00"),
+            ("'2024-01-10 10:59:59.9'", "2024-01-10 11:00:00"),
         ]
         .iter()
         .enumerate()
@@ -565,7 +576,50 @@ fn routing(out: &mut Vec<Case>) {
                         "SELECT v FROM tk WHERE dt = (SELECT dt FROM tk WHERE v = {}) ORDER BY v",
                         100 + i
                     ),
+                    // Pruned to the partition of either value it may hold.
+                    format!("SELECT v FROM tk WHERE dt = '{}' ORDER BY v", &v[1..20]),
+                    format!("SELECT v FROM tk WHERE dt = '{next}' ORDER BY v"),
                     format!("DELETE FROM tk WHERE v = {}", 100 + i),
+                ],
+                false,
+            ));
+        }
+        // Writes whose key only the column's own conversion tells (hscale
+        // asks the backend): then a read pruned to the partition of the
+        // value the column holds (in a mode without strict, the only one
+        // where the row is written) must find the row.
+        for (i, (v, stored)) in [
+            ("'1.5'", "2"),
+            ("1.5", "2"),
+            ("2.5e0", "2"),
+            ("-2.5", "-3"),
+            ("0x11", "17"),
+            ("'0x11'", "0"),
+            ("'1e1'", "10"),
+            ("1e1", "10"),
+            ("' 13e1x'", "130"),
+            ("9223372036854775808", "9223372036854775807"),
+            ("-9223372036854775809", "-9223372036854775808"),
+            ("X'13'", "0"),
+            ("'\u{3000}5'", "0"),
+            ("'5\u{a0}'", "5"),
+            ("_latin1'6x'", "6"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let name = format!("c{i}");
+            out.push(session(
+                "routing by literal",
+                vec![
+                    format!("SET sql_mode = {mode}"),
+                    format!("DELETE FROM c WHERE k IN ({stored}) AND name LIKE 'c%'"),
+                    format!("INSERT INTO c (k, name) VALUES ({v}, '{name}')"),
+                    format!("SELECT k, name FROM c WHERE name = '{name}'"),
+                    format!("SELECT name FROM c WHERE k = {stored}"),
+                    format!("INSERT IGNORE INTO c (k, name) VALUES ({v}, '{name}i')"),
+                    format!("SELECT name FROM c WHERE k = {stored}"),
+                    format!("DELETE FROM c WHERE name LIKE '{name}%'"),
                 ],
                 false,
             ));

@@ -126,6 +126,48 @@ pub fn unplaced_values(
     (!out.is_empty()).then(|| (r.name.clone(), out))
 }
 
+/// The target of a key value (`value`, its tokens) that routing is not
+/// sure of, by the value the backend said the column makes of it
+/// (`conversions.rs`); `None` (the literal noted) when it has not said,
+/// or when the value is not a constant the backend can be asked about
+/// (an expression, a parameter of a prepared statement).
+fn converted(
+    sql: &str,
+    value: &[Token],
+    table: &PartitionedTable,
+    prepared: bool,
+) -> Option<Result<Target, crate::HashError>> {
+    if prepared || !super::syntax::is_constant(sql, value) {
+        return None;
+    }
+    let (first, last) = (value.first()?, value.last()?);
+    let home = table.default_target();
+    let value = crate::conversions::lookup(crate::conversions::Ask {
+        table: table.name.clone(),
+        physical: home.physical_table,
+        backend: home.backend,
+        column: table.column.clone(),
+        literal: sql[first.start as usize..last.end as usize].to_string(),
+    })?;
+    let key = match value {
+        None => crate::KeyValue::Null,
+        Some(v) if table.is_key_integer => match v.parse::<i128>() {
+            Ok(i) => crate::KeyValue::Int(i),
+            Err(_) => crate::KeyValue::Str(v),
+        },
+        // The stored time's fraction cannot carry into another hour any
+        // more: the column has rounded or truncated it already.
+        Some(v) if matches!(table.function, crate::HashingFunction::Date(_)) => {
+            crate::KeyValue::Str(match v.split_once('.') {
+                Some((whole, _)) if whole.contains(':') => whole.to_string(),
+                _ => v,
+            })
+        }
+        Some(v) => crate::KeyValue::Str(v),
+    };
+    Some(table.route(&key))
+}
+
 /// INSERT / REPLACE ... VALUES: split the rows by partition.
 pub(super) fn plan_insert(
     sql: &str,
@@ -199,6 +241,7 @@ pub(super) fn plan_insert(
     // Group rows by target, keeping their order.
     let mut groups: Vec<(Target, Vec<(usize, usize)>)> = Vec::new();
     let mut unweighed = None;
+    let mut unconverted = None;
     for (a, b) in rows {
         let values = top_level_items(sql, &tokens[a + 1..b]);
         if values.len() != columns {
@@ -211,32 +254,57 @@ pub(super) fn plan_insert(
                 parts: vec![(t, s)],
             };
         }
-        let Some(given) = literal(sql, values[key_pos]) else {
-            return refuse("the partition key value must be a literal");
-        };
-        let Some(v) = table.stored_key(given.clone()) else {
-            return refuse(&match &table.key_enum {
-                Some(e) => format!(
-                    "the partition key value {given} is not one of the ENUM's members ({})",
-                    e.members.join(", ")
-                ),
-                None => format!("the partition key value {given} must be an integer"),
-            });
-        };
-        let target = match table.route(&v) {
-            Ok(t) => t,
+        let given = literal(sql, values[key_pos]);
+        let stored = given
+            .clone()
+            .and_then(|g| table.stored_key(g))
+            .filter(|v| table.holds(v));
+        let target = match stored.as_ref().map(|v| table.route(v)) {
+            Some(Ok(t)) => t,
             // Noted for the proxy (`weights.rs`): the other rows' keys are
             // noted too, so one round trip finds them all.
-            Err(e @ crate::HashError::WeightUnknown { .. }) => {
+            Some(Err(e @ crate::HashError::WeightUnknown { .. })) => {
                 unweighed = Some(e);
                 continue;
             }
-            Err(e) => return Plan::Refuse(e.to_string()),
+            // Not sure what the column makes of it: the backend's answer,
+            // when it gave one (`conversions.rs`; every row's literal is
+            // noted, so one round trip finds them all).
+            routed => match converted(sql, values[key_pos], table, prepared) {
+                Some(Ok(t)) => t,
+                Some(Err(e)) => return Plan::Refuse(e.to_string()),
+                None if given.is_none() => {
+                    unconverted = Some(refuse("the partition key value must be a literal"));
+                    continue;
+                }
+                None if stored.is_none() => {
+                    let given = given.unwrap_or(crate::KeyValue::Null);
+                    unconverted = Some(refuse(&match &table.key_enum {
+                        Some(e) => format!(
+                            "the partition key value {given} is not one of the ENUM's members ({})",
+                            e.members.join(", ")
+                        ),
+                        None => format!("the partition key value {given} must be an integer"),
+                    }));
+                    continue;
+                }
+                None => {
+                    let why = match routed {
+                        Some(Err(e)) => e.to_string(),
+                        _ => "the partition key value has no partition".to_string(),
+                    };
+                    unconverted = Some(Plan::Refuse(why));
+                    continue;
+                }
+            },
         };
         match groups.iter_mut().find(|g| g.0 == target) {
             Some(g) => g.1.push((a, b)),
             None => groups.push((target, vec![(a, b)])),
         }
+    }
+    if let Some(plan) = unconverted {
+        return plan;
     }
     if let Some(e) = unweighed {
         return Plan::Refuse(e.to_string());

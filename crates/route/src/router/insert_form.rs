@@ -222,7 +222,11 @@ fn key_expressions(
         let end = closing(sql, tokens, i)?;
         let items = super::insert::top_level_items(sql, &tokens[i + 1..end]);
         if let Some(k) = items.get(key_pos) {
+            // A constant is routed by what the column makes of it
+            // (`insert.rs`, `conversions.rs`), not by what a SELECT of it
+            // shows (`2.5e0` is 2 in an INT column, `SELECT 2.5e0` 2.5).
             let is_plain = super::literal(sql, k).is_some()
+                || super::syntax::is_constant(sql, k)
                 || matches!(k, [t] if t.kind == TokenKind::Placeholder || t.is_word(sql, "DEFAULT"))
                 || k.is_empty()
                 // Another column's value, or a subquery: not evaluated alone.

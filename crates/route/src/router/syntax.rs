@@ -93,6 +93,26 @@ pub(super) fn literal(sql: &str, t: &[Token]) -> Option<KeyValue> {
     }
 }
 
+/// Whether `t` is one constant the server reads by itself: a string or
+/// number token (`1.5`, `1e1`, `0x1F`), a signed number, or a string with
+/// an introducer or a prefix (`_latin1'..'`, `X'..'`, `B'..'`, `N'..'`).
+pub(super) fn is_constant(sql: &str, t: &[Token]) -> bool {
+    match t {
+        [l] => matches!(l.kind, TokenKind::Str | TokenKind::Number),
+        [s, n] if s.is_punct(sql, "-") || s.is_punct(sql, "+") => n.kind == TokenKind::Number,
+        [w, l] => {
+            let w_text = w.text(sql);
+            w.kind == TokenKind::Word
+                && l.kind == TokenKind::Str
+                && (w_text.starts_with('_')
+                    || ["X", "B", "N"]
+                        .iter()
+                        .any(|p| w_text.eq_ignore_ascii_case(p)))
+        }
+        _ => false,
+    }
+}
+
 pub(super) fn number(text: &str, negative: bool) -> Option<KeyValue> {
     // Only plain integers; decimals, exponents and hex are not pruned.
     if !text.bytes().all(|b| b.is_ascii_digit()) {

@@ -1,0 +1,129 @@
+//! Key values of a write that only the server can convert: the value an
+//! INSERT's key literal becomes in the column depends on the column's exact
+//! type and the session's sql_mode (`'7abc'` is 7 in an INT column without
+//! strict mode, `'2024-01-31 23:59:59.7'` is `2024-02-01 00:00:00` in a
+//! DATETIME under TIME_ROUND_FRACTIONAL and `2024-01-31 23:59:59`
+//! without, `1.5` is 2), and the row must go to the partition of the value
+//! the column will hold. Routing does not guess such a value: it notes the
+//! literal and refuses the statement; the proxy asks the backend to store
+//! the literals into variables of the column's type in the session's state
+//! (`hscale::exec::conversions`) and plans again with the answers preset.
+//!
+//! ```text
+//!  route an INSERT ──► its key literal is sure ──► the partition
+//!         └──not sure──► lookup ──preset──► the stored value's partition
+//!                          └──miss──► noted; the statement is refused
+//!  the proxy ──► take_misses ──► asks the backend (one statement)
+//!            ──► with_preset(answers, plan again)
+//! ```
+//!
+//! Nothing is kept between statements: the answer depends on the session
+//! (sql_mode, time zone), so answers are preset only around one planning
+//! call on one thread, and the misses are taken right after it.
+
+use std::cell::RefCell;
+
+use crate::dictionary::TableName;
+use crate::BackendId;
+
+/// A literal routing could not convert: which column to ask about, and the
+/// literal's text as the statement has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    pub table: TableName,
+    /// A physical table with the column (the table's default partition)
+    /// and its backend.
+    pub physical: String,
+    pub backend: BackendId,
+    pub column: String,
+    pub literal: String,
+}
+
+/// The backend's answer: the value the column holds for `literal` (`None`:
+/// NULL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Converted {
+    pub table: TableName,
+    pub literal: String,
+    pub value: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    preset: Vec<Converted>,
+    misses: Vec<Ask>,
+}
+
+thread_local! {
+    static STATE: RefCell<State> = RefCell::new(State::default());
+}
+
+/// Run `planning` with `answers` preset, and forget them after it; the
+/// misses [`take_misses`] gives next are this planning's (others planned
+/// on this thread before are forgotten).
+pub fn with_preset<T>(answers: &[Converted], planning: impl FnOnce() -> T) -> T {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        s.misses.clear();
+        s.preset.clear();
+        s.preset.extend_from_slice(answers);
+    });
+    let out = planning();
+    STATE.with(|s| s.borrow_mut().preset.clear());
+    out
+}
+
+/// The preset value of `ask`'s literal, or `None` after noting the miss.
+pub(crate) fn lookup(ask: Ask) -> Option<Option<String>> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let found = s
+            .preset
+            .iter()
+            .find(|c| c.table == ask.table && c.literal == ask.literal)
+            .map(|c| c.value.clone());
+        if found.is_none() && !s.misses.contains(&ask) {
+            s.misses.push(ask);
+        }
+        found
+    })
+}
+
+/// The literals noted since the last call, forgotten here.
+pub fn take_misses() -> Vec<Ask> {
+    STATE.with(|s| std::mem::take(&mut s.borrow_mut().misses))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(literal: &str) -> Ask {
+        Ask {
+            table: TableName::new("d", "t"),
+            physical: "t_default".into(),
+            backend: BackendId::MAIN,
+            column: "k".into(),
+            literal: literal.into(),
+        }
+    }
+
+    #[test]
+    fn misses_are_noted_once_and_presets_last_one_planning() {
+        assert_eq!(lookup(ask("'7abc'")), None);
+        assert_eq!(lookup(ask("'7abc'")), None);
+        assert_eq!(take_misses(), vec![ask("'7abc'")]);
+        assert!(take_misses().is_empty());
+        let answers = [Converted {
+            table: TableName::new("d", "t"),
+            literal: "'7abc'".into(),
+            value: Some("7".into()),
+        }];
+        let got = with_preset(&answers, || lookup(ask("'7abc'")));
+        assert_eq!(got, Some(Some("7".into())));
+        assert!(take_misses().is_empty());
+        // Gone after the planning it was preset for.
+        assert_eq!(lookup(ask("'7abc'")), None);
+        assert_eq!(take_misses().len(), 1);
+    }
+}
