@@ -64,6 +64,54 @@ pub struct Gathered {
     /// What a server raises for the statement of its first part before
     /// reading a row ([`Bindings::measure`]), when it was asked.
     pub measured: Option<Measured>,
+    /// For an INSERT split over several parts: each part's rows' numbers
+    /// in the statement (`hscale_route::router::insert_part_rows`).
+    pub part_rows: Option<Vec<Vec<u32>>>,
+    /// How "at row N" of the part being read becomes the statement's row.
+    pub row_map: RowMap,
+}
+
+/// How a part's row numbers ("at row N" in its warnings and errors) become
+/// the statement's: one server counts the rows of the whole statement.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RowMap {
+    /// As the part says (one part, or a read).
+    #[default]
+    Same,
+    /// The part's rows come after this many rows of the parts before it
+    /// (an UPDATE or DELETE over several partitions: as if one server
+    /// read the partitions one after another).
+    After(u64),
+    /// The part's row N is the statement's row `rows[N - 1]` (an INSERT's
+    /// rows split by partition).
+    Rows(Vec<u32>),
+}
+
+impl RowMap {
+    /// `message` with its "at row N" as the statement's row, or `None`.
+    pub fn renumber(&self, message: &[u8]) -> Option<Vec<u8>> {
+        const AT: &[u8] = b" at row ";
+        if *self == RowMap::Same {
+            return None;
+        }
+        let at = message.windows(AT.len()).rposition(|w| w == AT)? + AT.len();
+        let digits = message[at..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if digits == 0 || at + digits != message.len() {
+            return None;
+        }
+        let n: u64 = std::str::from_utf8(&message[at..]).ok()?.parse().ok()?;
+        let row = match self {
+            RowMap::Same => return None,
+            RowMap::After(before) => before + n,
+            RowMap::Rows(rows) => u64::from(*rows.get(usize::try_from(n).ok()?.checked_sub(1)?)?),
+        };
+        let mut out = message[..at].to_vec();
+        out.extend_from_slice(row.to_string().as_bytes());
+        Some(out)
+    }
 }
 
 /// The conditions `EXPLAIN` of a statement's first part raised: those a
@@ -585,12 +633,16 @@ impl Bindings {
                         continue;
                     };
                     // A partition's table named as the client names it
-                    // (1366 names `db`.`table`.`column`).
+                    // (1366 names `db`.`table`.`column`), its row as the
+                    // statement's.
                     if message.windows(3).any(|w| w == b"`.`") {
                         let d = dict.get_or_insert_with(|| self.ctx.partitioning.dictionary());
                         if let Some(m) = d.user_message(&String::from_utf8_lossy(&message)) {
                             message = m.into_bytes();
                         }
+                    }
+                    if let Some(m) = self.gathered.row_map.renumber(&message) {
+                        message = m;
                     }
                     self.gathered.rows.push([level, code, message]);
                 }
@@ -612,6 +664,22 @@ mod tests {
             b"1292".to_vec(),
             format!("Truncated incorrect DECIMAL value: '{v}'").into_bytes(),
         ]
+    }
+
+    #[test]
+    fn a_parts_row_numbers_become_the_statements() {
+        let m = b"Out of range value for column 'tk' at row 2";
+        assert_eq!(RowMap::Same.renumber(m), None);
+        assert_eq!(
+            RowMap::After(5).renumber(m).as_deref(),
+            Some(&b"Out of range value for column 'tk' at row 7"[..])
+        );
+        assert_eq!(
+            RowMap::Rows(vec![3, 9]).renumber(m).as_deref(),
+            Some(&b"Out of range value for column 'tk' at row 9"[..])
+        );
+        assert_eq!(RowMap::Rows(vec![3]).renumber(m), None);
+        assert_eq!(RowMap::After(1).renumber(b"at row 2 of nothing"), None);
     }
 
     #[test]

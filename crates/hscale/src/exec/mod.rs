@@ -178,7 +178,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             .partitioning
             .dictionary()
             .user_message(&err.message);
-        let message = renamed.as_deref().unwrap_or(&err.message);
+        let mut message = renamed.as_deref().unwrap_or(&err.message).to_string();
+        if let Some(m) = self.b.gathered.row_map.renumber(message.as_bytes()) {
+            message = String::from_utf8_lossy(&m).into_owned();
+        }
+        let message = message.as_str();
         self.b.note.error(err.code);
         self.b.gathered.error(err.code, message);
         send(self.reply(seq).err(err.code, &err.sql_state, message)).await

@@ -21,6 +21,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use std::collections::VecDeque;
 
+use super::conditions::RowMap;
 use super::forward::{ForwardError, Forwarder, Outcome};
 use super::prepared::Command;
 use super::{send, write_error, Effects, Exec};
@@ -216,7 +217,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let Some(scope) = self.open_write(is_implicit).await? else {
             return Ok(());
         };
-        let total = self.add_up(parts, cmd).await;
+        let total = self.add_up(kind, parts, cmd).await;
         self.close_write(scope, total).await
     }
 
@@ -295,6 +296,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// branches inside one (`scatter` opens one for an autocommit write).
     async fn add_up<P: AsRef<[u8]>>(
         &mut self,
+        kind: StatementKind,
         parts: &[(Target, P)],
         cmd: Command<'_>,
     ) -> Result<Option<OkPacket>, ProxyError> {
@@ -306,6 +308,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         };
         let mut next_send = 0;
         let mut info: Option<OkInfo> = None;
+        // Rows the parts before this one counted, for its row numbers.
+        let mut rows_before = 0;
+        let part_rows = self.b.gathered.part_rows.take();
         for i in 0..parts.len() {
             if !self
                 .send_ahead(parts, cmd, i, &mut next_send, &mut flight, 1)
@@ -318,14 +323,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 flight.abandon();
                 return Ok(None);
             };
+            self.b.gathered.row_map = match (&part_rows, kind) {
+                (Some(rows), _) => rows.get(i).cloned().map_or(RowMap::Same, RowMap::Rows),
+                (None, StatementKind::Update | StatementKind::Delete) => RowMap::After(rows_before),
+                (None, _) => RowMap::Same,
+            };
             let (affected, warnings) = (total.affected_rows, total.warnings);
-            match self.read_part_ok(conn, &mut total).await {
+            let read = self.read_part_ok(conn, &mut total).await;
+            self.b.gathered.row_map = RowMap::Same;
+            match read {
                 Ok(true) => {}
                 other => {
                     flight.abandon();
                     return other.map(|_| None);
                 }
             }
+            rows_before += match total.info {
+                OkInfo::Matched { matched, .. } => matched,
+                _ => total.affected_rows - affected,
+            };
             let part = part_info(
                 parts[i].1.as_ref(),
                 total.info,

@@ -334,6 +334,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     let is_auto = matches!(&plan, Plan::Targets { kind: StatementKind::Insert, parts }
                         if parts.iter().any(|(t, _)| dict.is_auto_default(t)));
                     drop(dict);
+                    // "at row N" of a part's rows said as the statement's.
+                    if let Plan::Targets {
+                        kind: StatementKind::Insert,
+                        parts,
+                    } = &plan
+                    {
+                        if parts.len() > 1 {
+                            self.b.gathered.part_rows =
+                                hscale_route::router::insert_part_rows(sql, parts);
+                        }
+                    }
                     let mut exec = self.exec();
                     exec.is_fenced = true;
                     let done = exec.run(plan, effects).await;

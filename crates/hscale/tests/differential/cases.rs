@@ -324,6 +324,11 @@ fn diagnostics(out: &mut Vec<Case>) {
         "UPDATE IGNORE c SET t = 'q' WHERE k = 2",
         "UPDATE IGNORE c SET tk = 99999999999 WHERE k > 0",
         "INSERT IGNORE INTO pl (id, k, note) VALUES (50, 1, 'abcdefghijklmno')",
+        "INSERT IGNORE INTO c (k, name, t) VALUES (106, 'a', 1e20), (107, 'b', 2), (110, 'c', 'x'), (111, 'd', -1e20), (114, 'e', 'y')",
+        // Errors (strict mode) that name a row.
+        "INSERT INTO c (k, name, t) VALUES (104, 'w', 1), (105, 'v', 'x9')",
+        "INSERT INTO c (k, name, t) VALUES (104, 'w', 1), (108, 'u', 2), (105, 'v', 99999999999)",
+        "UPDATE c SET tk = 99999999999 WHERE k > 0",
     ];
     let readers = [
         "SELECT ROW_COUNT()",
@@ -341,7 +346,7 @@ fn diagnostics(out: &mut Vec<Case>) {
                 statements.push("DELETE FROM pl WHERE id = 50".into());
                 statements.push("SELECT ROW_COUNT()".into());
             }
-            if b.starts_with("UPDATE IGNORE") {
+            if b.starts_with("UPDATE") {
                 statements.push("UPDATE c SET t = k % 3, tk = 10 - k".into());
             }
             out.push(session(

@@ -128,19 +128,9 @@ pub struct Case {
     pub prepared: bool,
 }
 
-/// Why the row numbers of a write's warnings over several partitions
-/// differ.
-const ROW_NUMBERS: &str = "\"at row N\" in the warnings of a write over several partitions counts the rows each partition's statement wrote (from 1 in each), one server's the rows of the whole statement";
-
 /// Cases that still differ, by a fragment of their statements (joined
 /// with "; "), and why.
-const KNOWN: &[(&str, &str)] = &[
-    ("(105, 'v', 99999999999); SHOW WARNINGS", ROW_NUMBERS),
-    (
-        "SET tk = 99999999999 WHERE k > 0; SHOW WARNINGS",
-        ROW_NUMBERS,
-    ),
-];
+const KNOWN: &[(&str, &str)] = &[];
 
 /// Columns of SHOW TABLE STATUS and SHOW INDEX that describe the physical
 /// storage, not the rows: page-rounded byte counts, times the tables were

@@ -47,7 +47,7 @@ pub use views::{view_probe, ViewDdl};
 pub use cache::{CacheStats, PlanCache};
 pub use explain::ExplainRow;
 use insert::plan_insert;
-pub use insert::{insert_key_placeholders, unplaced_values};
+pub use insert::{insert_key_placeholders, insert_part_rows, unplaced_values};
 pub use insert_form::{insert_form, with_columns, with_keys, InsertForm};
 pub use load_data::{
     is_splittable_charset, is_utf8_charset, load_key, LoadData, LoadKeyColumn, LoadKeyError,

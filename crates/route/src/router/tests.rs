@@ -557,3 +557,32 @@ fn a_string_converted_per_row_is_not_pruned_on() {
         1
     );
 }
+
+#[test]
+fn part_rows_are_the_statements_rows() {
+    let t = |p: &str| Target {
+        backend: BackendId::MAIN,
+        physical_table: p.into(),
+    };
+    let sql = "INSERT INTO t (k, v) VALUES (1, 'a'), (2, f(1, 2)), (1, 'a'), (3, '),(')";
+    let parts = vec![
+        (
+            t("t_1"),
+            "INSERT INTO t_1 (k, v) VALUES (1, 'a'), (1, 'a'), (3, '),(')".to_string(),
+        ),
+        (
+            t("t_2"),
+            "INSERT INTO t_2 (k, v) VALUES (2, f(1, 2)) ON DUPLICATE KEY UPDATE v = VALUES(v)"
+                .to_string(),
+        ),
+    ];
+    assert_eq!(
+        insert_part_rows(sql, &parts),
+        Some(vec![vec![1, 3, 4], vec![2]])
+    );
+    let stray = vec![(
+        t("t_1"),
+        "INSERT INTO t_1 (k, v) VALUES (9, 'z')".to_string(),
+    )];
+    assert_eq!(insert_part_rows(sql, &stray), None);
+}
