@@ -141,13 +141,21 @@ fn converted(
         return None;
     }
     let (first, last) = (value.first()?, value.last()?);
+    let text = &sql[first.start as usize..last.end as usize];
+    // Sent inside a compound statement of the proxy's: only text that
+    // ends where it ends under any sql_mode (a backslash escapes the
+    // quote or not by NO_BACKSLASH_ESCAPES, a double-quoted string is a
+    // name under ANSI_QUOTES).
+    if text.contains(['\\', '"']) {
+        return None;
+    }
     let home = table.default_target();
     let value = crate::conversions::lookup(crate::conversions::Ask {
         table: table.name.clone(),
         physical: home.physical_table,
         backend: home.backend,
         column: table.column.clone(),
-        literal: sql[first.start as usize..last.end as usize].to_string(),
+        literal: text.to_string(),
     })?;
     let key = match value {
         None => crate::KeyValue::Null,

@@ -586,3 +586,58 @@ fn part_rows_are_the_statements_rows() {
     )];
     assert_eq!(insert_part_rows(sql, &stray), None);
 }
+
+#[test]
+fn doubtful_insert_keys_are_asked_about_and_only_plain_constants() {
+    let mut d = dict();
+    let t = TableName::new("app", "orders");
+    d.set_key_type(&t, "int(11)");
+    let ask = |sql: &str| {
+        let p = crate::conversions::with_preset(&[], || plan(sql, Some("app"), &d));
+        (p, crate::conversions::take_misses())
+    };
+    // Sure: no question, one partition.
+    let (p, asked) = ask("INSERT INTO orders (id, customer_id) VALUES (1, 2)");
+    assert!(asked.is_empty());
+    assert_eq!(parts(p).len(), 1);
+    // Doubtful: each row's constant noted, the statement refused.
+    let (p, asked) = ask(
+        "INSERT INTO orders (id, customer_id) VALUES (1, '7abc'), (2, 1.5), (3, 3000000000), (4, X'13')",
+    );
+    assert!(matches!(p, Plan::Refuse(_)));
+    let literals: Vec<&str> = asked.iter().map(|a| a.literal.as_str()).collect();
+    assert_eq!(literals, ["'7abc'", "1.5", "3000000000", "X'13'"]);
+    assert_eq!(asked[0].physical, "orders_default");
+    assert_eq!(asked[0].column, "customer_id");
+    // Answered: routed by the column's values.
+    let answers: Vec<crate::conversions::Converted> = asked
+        .iter()
+        .zip(["7", "2", "2147483647", "0"])
+        .map(|(a, v)| crate::conversions::Converted {
+            table: a.table.clone(),
+            literal: a.literal.clone(),
+            value: Some(v.into()),
+        })
+        .collect();
+    let p = crate::conversions::with_preset(&answers, || {
+        plan(
+            "INSERT INTO orders (id, customer_id) VALUES (1, '7abc'), (2, 1.5), (3, 3000000000), (4, X'13')",
+            Some("app"),
+            &d,
+        )
+    });
+    assert!(crate::conversions::take_misses().is_empty());
+    let backends: Vec<usize> = parts(p).iter().map(|(b, _)| *b).collect();
+    // 7 % 4 = 3 and 2147483647 % 4 = 3: the default; 2: p2; 0: the default.
+    assert_eq!(backends.len(), 2, "{backends:?}");
+    // Text whose end depends on the sql_mode (a backslash, a double-quoted
+    // string) is never sent inside the proxy's compound statement.
+    for sql in [
+        "INSERT INTO orders (id, customer_id) VALUES (1, '7\\'; DROP TABLE x; SELECT \\'')",
+        "INSERT INTO orders (id, customer_id) VALUES (1, \"7abc\")",
+    ] {
+        let (p, asked) = ask(sql);
+        assert!(asked.is_empty(), "{sql}: {asked:?}");
+        assert!(matches!(p, Plan::Refuse(_)), "{sql}: {p:?}");
+    }
+}
