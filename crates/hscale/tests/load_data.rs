@@ -7,7 +7,8 @@
 //! table partitioned over three backends and, directly, into one server's
 //! table. After each load: the same affected rows, warnings, info text and
 //! warning codes, then the same rows in both tables; at the end every row
-//! sits in the physical table the dictionary names for its key. Loads the
+//! sits in the physical table the dictionary names for its key (keys the
+//! column converts, `'7abc'`, `1.5`, beyond its range, included). Loads the
 //! proxy cannot place exactly are refused with 1235 and load nothing; a
 //! client without CLIENT_LOCAL_FILES gets the server's own error; the
 //! mariadb command-line client loads through hscale.
@@ -44,11 +45,23 @@ fn file(name: &str, contents: &[u8]) -> PathBuf {
 }
 
 /// What a load answered: an error code, or (affected rows, warnings,
-/// info, the codes SHOW WARNINGS lists, sorted).
+/// info, the conditions SHOW WARNINGS lists, code and message, sorted).
 #[derive(Debug, PartialEq, Eq)]
 enum Answer {
     Err(u16),
-    Ok(u64, u16, String, Vec<u16>),
+    Ok(u64, u16, String, Vec<(u16, String)>),
+}
+
+/// A message naming `db`.`table`.`column` with the database left out (the
+/// two sides' databases differ).
+fn without_db(m: &str) -> String {
+    match m.find("`.`") {
+        Some(end) => match m[..end].rfind('`') {
+            Some(start) => format!("{}`<db>{}", &m[..start], &m[end..]),
+            None => m.to_string(),
+        },
+        None => m.to_string(),
+    }
 }
 
 async fn run(c: &mut Conn, sql: &str) -> Answer {
@@ -56,8 +69,11 @@ async fn run(c: &mut Conn, sql: &str) -> Answer {
         Ok(()) => {
             let (affected, warnings, info) =
                 (c.affected_rows(), c.get_warnings(), c.info().into_owned());
-            let mut codes: Vec<u16> = c
-                .query_map("SHOW WARNINGS", |(_, code, _): (String, u16, String)| code)
+            let mut codes: Vec<(u16, String)> = c
+                .query_map(
+                    "SHOW WARNINGS",
+                    |(_, code, message): (String, u16, String)| (code, without_db(&message)),
+                )
                 .await
                 .unwrap();
             codes.sort_unstable();
@@ -154,6 +170,14 @@ fn loads() -> Vec<(&'static str, Vec<u8>, &'static str)> {
             "LOAD DATA LOCAL INFILE '{f}' INTO TABLE t IGNORE 1 LINES",
         ),
         ("empty", Vec::new(), "LOAD DATA LOCAL INFILE '{f}' INTO TABLE t"),
+        // Keys the column stores as another value (asked of the backend,
+        // `exec/conversions.rs`): truncated text, a fraction, an exponent,
+        // beyond INT's range, leading spaces.
+        (
+            "converted_keys",
+            b"500\tx5\n501\t7abc\n502\t1.5\n503\t99999999999\n504\t-2.5\n505\t  3\n506\t2e0\n507\t-99999999999\n508\t13e1x\n509\t7abc\n".to_vec(),
+            "LOAD DATA LOCAL INFILE '{f}' INTO TABLE t (id, k)",
+        ),
         // A large file: many packets, every partition.
         (
             "large",
@@ -248,13 +272,7 @@ async fn loads_the_proxy_cannot_place_are_refused_whole() {
     let bad_key = file("bad_key", b"1\t1\n2\t2\n3\tx5\n");
     let null_key = file("null_key", b"1\t1\n2\t\\N\n");
     let short = file("short", b"1\t1\n2\n");
-    let huge_key = file("huge_key", b"1\t1\n2\t99999999999\n");
-    let paths = [
-        bad_key.clone(),
-        null_key.clone(),
-        short.clone(),
-        huge_key.clone(),
-    ];
+    let paths = [bad_key.clone(), null_key.clone(), short.clone()];
     let mut c = Conn::new(with_files(
         proxy_opts(info.proxy_port, Some("ld_refuse")),
         &paths,
@@ -264,19 +282,11 @@ async fn loads_the_proxy_cannot_place_are_refused_whole() {
     let cases = [
         format!(
             "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)",
-            bad_key.display()
-        ),
-        format!(
-            "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)",
             null_key.display()
         ),
         format!(
             "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)",
             short.display()
-        ),
-        format!(
-            "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, k)",
-            huge_key.display()
         ),
         format!(
             "LOAD DATA LOCAL INFILE '{}' INTO TABLE t (id, @k) SET k = @k",

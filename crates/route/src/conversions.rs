@@ -22,9 +22,10 @@
 //! call on one thread, and the misses are taken right after it.
 
 use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 
-use crate::dictionary::TableName;
-use crate::BackendId;
+use crate::dictionary::{PartitionedTable, TableName, Target};
+use crate::{BackendId, HashError, HashingFunction, KeyValue};
 
 /// A literal routing could not convert: which column to ask about, and the
 /// literal's text as the statement has it.
@@ -48,10 +49,16 @@ pub struct Converted {
     pub value: Option<String>,
 }
 
+/// Literals noted per planning at most (one more is noted, so that a
+/// caller sees there were more: it then asks nothing).
+pub const MAX_MISSES: usize = 1024;
+
 #[derive(Default)]
 struct State {
-    preset: Vec<Converted>,
+    /// The backend's answers by table and literal.
+    preset: HashMap<(TableName, String), Option<String>>,
     misses: Vec<Ask>,
+    noted: HashSet<(TableName, String)>,
 }
 
 thread_local! {
@@ -65,33 +72,75 @@ pub fn with_preset<T>(answers: &[Converted], planning: impl FnOnce() -> T) -> T 
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         s.misses.clear();
+        s.noted.clear();
         s.preset.clear();
-        s.preset.extend_from_slice(answers);
+        for a in answers {
+            s.preset
+                .insert((a.table.clone(), a.literal.clone()), a.value.clone());
+        }
     });
     let out = planning();
     STATE.with(|s| s.borrow_mut().preset.clear());
     out
 }
 
-/// The preset value of `ask`'s literal, or `None` after noting the miss.
+/// The preset value of `ask`'s literal, or `None` after noting the miss
+/// (at most [`MAX_MISSES`] + 1 of them).
 pub(crate) fn lookup(ask: Ask) -> Option<Option<String>> {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
-        let found = s
-            .preset
-            .iter()
-            .find(|c| c.table == ask.table && c.literal == ask.literal)
-            .map(|c| c.value.clone());
-        if found.is_none() && !s.misses.contains(&ask) {
+        let key = (ask.table.clone(), ask.literal.clone());
+        if let Some(v) = s.preset.get(&key) {
+            return Some(v.clone());
+        }
+        if s.misses.len() <= MAX_MISSES && s.noted.insert(key) {
             s.misses.push(ask);
         }
-        found
+        None
     })
+}
+
+/// The target of the row whose key constant is `literal` (SQL text), by
+/// the value the backend said `table`'s key column makes of it; `None`
+/// (the literal noted for [`take_misses`]) when it has not said.
+pub(crate) fn route_converted(
+    table: &PartitionedTable,
+    literal: &str,
+) -> Option<Result<Target, HashError>> {
+    let home = table.default_target();
+    let value = lookup(Ask {
+        table: table.name.clone(),
+        physical: home.physical_table,
+        backend: home.backend,
+        column: table.column.clone(),
+        literal: literal.to_string(),
+    })?;
+    let key = match value {
+        None => KeyValue::Null,
+        Some(v) if table.is_key_integer => match v.parse::<i128>() {
+            Ok(i) => KeyValue::Int(i),
+            Err(_) => KeyValue::Str(v),
+        },
+        // The stored time's fraction cannot carry into another hour any
+        // more: the column has rounded or truncated it already.
+        Some(v) if matches!(table.function, HashingFunction::Date(_)) => {
+            KeyValue::Str(match v.split_once('.') {
+                Some((whole, _)) if whole.contains(':') => whole.to_string(),
+                _ => v,
+            })
+        }
+        Some(v) => KeyValue::Str(v),
+    };
+    Some(table.route(&key))
 }
 
 /// The literals noted since the last call, forgotten here.
 pub fn take_misses() -> Vec<Ask> {
-    STATE.with(|s| std::mem::take(&mut s.borrow_mut().misses))
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        s.noted.clear();
+        std::mem::take(&mut s.misses)
+    })
 }
 
 #[cfg(test)]

@@ -69,6 +69,9 @@ pub struct Gathered {
     pub part_rows: Option<Vec<Vec<u32>>>,
     /// How "at row N" of the part being read becomes the statement's row.
     pub row_map: RowMap,
+    /// A part's list was renumbered ([`RowMap`]): the list is put in the
+    /// statement's row order before it is cut ([`Gathered::in_row_order`]).
+    pub is_renumbered: bool,
 }
 
 /// How a part's row numbers ("at row N" in its warnings and errors) become
@@ -87,30 +90,86 @@ pub enum RowMap {
     Rows(Vec<u32>),
 }
 
+/// Where a message names its row: the digits of "... at row N" (at its
+/// end) or "Row N ..." (at its start, 1261 and 1262).
+fn row_digits(message: &[u8]) -> Option<std::ops::Range<usize>> {
+    const AT: &[u8] = b" at row ";
+    const ROW: &[u8] = b"Row ";
+    let digits = |from: usize| {
+        message[from..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    };
+    if let Some(at) = message.windows(AT.len()).rposition(|w| w == AT) {
+        let at = at + AT.len();
+        let n = digits(at);
+        if n > 0 && at + n == message.len() {
+            return Some(at..at + n);
+        }
+    }
+    if message.starts_with(ROW) {
+        let n = digits(ROW.len());
+        if n > 0 && message.get(ROW.len() + n) == Some(&b' ') {
+            return Some(ROW.len()..ROW.len() + n);
+        }
+    }
+    None
+}
+
+/// The row a message names, if any.
+fn row_of(message: &[u8]) -> Option<u64> {
+    let r = row_digits(message)?;
+    std::str::from_utf8(&message[r]).ok()?.parse().ok()
+}
+
 impl RowMap {
-    /// `message` with its "at row N" as the statement's row, or `None`.
+    /// `message` with the row it names ("at row N", "Row N ...") as the
+    /// statement's row, or `None`.
     pub fn renumber(&self, message: &[u8]) -> Option<Vec<u8>> {
-        const AT: &[u8] = b" at row ";
         if *self == RowMap::Same {
             return None;
         }
-        let at = message.windows(AT.len()).rposition(|w| w == AT)? + AT.len();
-        let digits = message[at..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        if digits == 0 || at + digits != message.len() {
-            return None;
-        }
-        let n: u64 = std::str::from_utf8(&message[at..]).ok()?.parse().ok()?;
+        let at = row_digits(message)?;
+        let n = row_of(message)?;
         let row = match self {
             RowMap::Same => return None,
             RowMap::After(before) => before + n,
             RowMap::Rows(rows) => u64::from(*rows.get(usize::try_from(n).ok()?.checked_sub(1)?)?),
         };
-        let mut out = message[..at].to_vec();
+        let mut out = message[..at.start].to_vec();
         out.extend_from_slice(row.to_string().as_bytes());
+        out.extend_from_slice(&message[at.end..]);
         Some(out)
+    }
+}
+
+impl Gathered {
+    /// After parts whose lists were renumbered: the conditions in the
+    /// statement's row order, as one server lists them reading its rows in
+    /// order (a condition naming no row stays after the one before it in
+    /// its part's list), so that cutting the list at `max_error_count`
+    /// keeps the ones one server keeps (each part listed its first ones).
+    pub fn in_row_order(&mut self) {
+        if !self.is_renumbered || self.rows.len() < 2 {
+            return;
+        }
+        let mut ends = self.part_ends.clone();
+        ends.push(self.rows.len());
+        let mut keyed = Vec::with_capacity(self.rows.len());
+        let mut start = 0;
+        let mut rows = std::mem::take(&mut self.rows).into_iter();
+        for end in ends {
+            let mut last = 0;
+            for c in rows.by_ref().take(end.saturating_sub(start)) {
+                last = row_of(&c[2]).unwrap_or(last);
+                keyed.push((last, c));
+            }
+            start = start.max(end);
+        }
+        keyed.extend(rows.map(|c| (u64::MAX, c)));
+        keyed.sort_by_key(|(k, _)| *k);
+        self.rows = keyed.into_iter().map(|(_, c)| c).collect();
     }
 }
 
@@ -643,6 +702,7 @@ impl Bindings {
                     }
                     if let Some(m) = self.gathered.row_map.renumber(&message) {
                         message = m;
+                        self.gathered.is_renumbered = true;
                     }
                     self.gathered.rows.push([level, code, message]);
                 }
@@ -680,6 +740,48 @@ mod tests {
         );
         assert_eq!(RowMap::Rows(vec![3]).renumber(m), None);
         assert_eq!(RowMap::After(1).renumber(b"at row 2 of nothing"), None);
+    }
+
+    #[test]
+    fn rows_named_at_the_start_are_renumbered_too() {
+        assert_eq!(
+            RowMap::Rows(vec![4, 6]).renumber(b"Row 2 doesn't contain data for all columns"),
+            Some(b"Row 6 doesn't contain data for all columns".to_vec())
+        );
+        assert_eq!(RowMap::After(3).renumber(b"Row 2x"), None);
+    }
+
+    #[test]
+    fn renumbered_conditions_are_listed_in_row_order() {
+        let c = |m: &str| [b"Warning".to_vec(), b"1265".to_vec(), m.as_bytes().to_vec()];
+        let mut g = Gathered {
+            rows: vec![
+                c("Data truncated for column 's' at row 2"),
+                c("Duplicate entry '1' for key 'PRIMARY'"),
+                c("Data truncated for column 's' at row 5"),
+                c("Row 1 doesn't contain data for all columns"),
+                c("Data truncated for column 's' at row 4"),
+            ],
+            part_ends: vec![3, 5],
+            is_renumbered: true,
+            ..Default::default()
+        };
+        g.in_row_order();
+        let order: Vec<String> = g
+            .rows
+            .iter()
+            .map(|r| String::from_utf8_lossy(&r[2]).into_owned())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "Row 1 doesn't contain data for all columns",
+                "Data truncated for column 's' at row 2",
+                "Duplicate entry '1' for key 'PRIMARY'",
+                "Data truncated for column 's' at row 4",
+                "Data truncated for column 's' at row 5",
+            ]
+        );
     }
 
     #[test]

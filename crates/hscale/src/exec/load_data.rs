@@ -25,6 +25,7 @@
 //! Inside a client's transaction the partitions load on its branches, and
 //! one that fails leaves the earlier ones' rows in the transaction.
 
+use hscale_route::conversions;
 use hscale_route::dictionary::PartitionedTable;
 use hscale_route::dictionary::Target;
 use hscale_route::load_split::{self, KeyField, Split};
@@ -33,6 +34,7 @@ use hscale_route::BackendId;
 use hscale_wire::response::{ErrPacket, OkInfo, OkPacket};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::conditions::RowMap;
 use super::forward::Outcome;
 use super::prepared::Command;
 use super::{Effects, Exec};
@@ -239,10 +241,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 .iter()
                 .filter(|r| r.2 == i)
                 .map(|&(a, b, _)| &file[a..b]);
-            match self
+            // "at row N" of this part's rows said as the file's row.
+            if targets.len() > 1 {
+                let numbers = (1u32..)
+                    .zip(&split.rows)
+                    .filter(|(_, r)| r.2 == i)
+                    .map(|(n, _)| n)
+                    .collect();
+                self.b.gathered.row_map = RowMap::Rows(numbers);
+            }
+            let loaded = self
                 .load_part(target.backend, sql, prefix, rows, &mut total)
-                .await
-            {
+                .await;
+            self.b.gathered.row_map = RowMap::Same;
+            match loaded {
                 Ok(true) => {
                     let part = total.info;
                     info = Some(info.map_or(part, |i: OkInfo| i.plus(part)));
@@ -286,39 +298,61 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     table.column, load.table
                 ))
             })?;
+        // What the key column makes of doubtful keys, asked once
+        // (`exec/conversions.rs`); only for a UTF-8 session, whose
+        // literals the conversion's connection reads as written.
+        let mut converted = Vec::new();
+        let mut may_ask = self.b.state.vars.is_client_utf8();
         for _ in 0..MAX_WEIGHT_ROUNDS {
             let mut targets: Vec<Target> = Vec::new();
             let mut is_unweighed = false;
-            let split = load_split::split(
-                file,
-                &format,
-                fields,
-                key,
-                load.ignore_lines,
-                &mut |field: KeyField<'_>| {
-                    let t = match router::load_key(table, &facts.key, is_utf8, field) {
-                        Ok(t) => t,
-                        Err(LoadKeyError::Unweighed) => {
-                            is_unweighed = true;
-                            return Ok(usize::MAX);
-                        }
-                        Err(LoadKeyError::Unsure(why)) => return Err(why),
-                    };
-                    Ok(match targets.iter().position(|x| *x == t) {
-                        Some(i) => i,
-                        None => {
-                            targets.push(t);
-                            targets.len() - 1
-                        }
-                    })
-                },
-            );
+            let mut is_unconverted = false;
+            let split = conversions::with_preset(&converted, || {
+                load_split::split(
+                    file,
+                    &format,
+                    fields,
+                    key,
+                    load.ignore_lines,
+                    &mut |field: KeyField<'_>| {
+                        let t = match router::load_key(table, &facts.key, is_utf8, may_ask, field) {
+                            Ok(t) => t,
+                            Err(LoadKeyError::Unweighed) => {
+                                is_unweighed = true;
+                                return Ok(usize::MAX);
+                            }
+                            Err(LoadKeyError::Unconverted) => {
+                                is_unconverted = true;
+                                return Ok(usize::MAX);
+                            }
+                            Err(LoadKeyError::Unsure(why)) => return Err(why),
+                        };
+                        Ok(match targets.iter().position(|x| *x == t) {
+                            Some(i) => i,
+                            None => {
+                                targets.push(t);
+                                targets.len() - 1
+                            }
+                        })
+                    },
+                )
+            });
+            let asks = conversions::take_misses();
             let split = split.map_err(|e| {
                 ProxyError::Refused(format!(
                     "LOAD DATA into partitioned table {}: row {} of the file cannot be placed: {}",
                     load.table, e.row, e.why
                 ))
             })?;
+            if is_unconverted {
+                // Asked once; a file with very many such keys is refused
+                // as before (the next round does not ask).
+                may_ask = false;
+                if asks.len() <= conversions::MAX_MISSES {
+                    converted = self.b.convert_keys(asks).await?;
+                }
+                continue;
+            }
             if !is_unweighed {
                 return Ok((split, targets));
             }

@@ -87,6 +87,7 @@ impl Conditions {
         // Most statements over several parts settled their list before
         // writing their terminator; the others' text is the client's.
         g.settle(|| crate::exec::conditions::text_constants(sql));
+        g.in_row_order();
         let (mut rows, mut count) = (g.rows, g.count);
         if error != 0 {
             match g.error {

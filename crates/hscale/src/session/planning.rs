@@ -49,6 +49,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // statement in one statement) and plan again. A failed ask
             // leaves the refusal.
             if !unconverted.is_empty()
+                && unconverted.len() <= conversions::MAX_MISSES
                 && round <= 2
                 && matches!(plan, Plan::Refuse(_))
                 && self.b.state.vars.is_client_utf8()

@@ -149,31 +149,7 @@ fn converted(
     if text.contains(['\\', '"']) {
         return None;
     }
-    let home = table.default_target();
-    let value = crate::conversions::lookup(crate::conversions::Ask {
-        table: table.name.clone(),
-        physical: home.physical_table,
-        backend: home.backend,
-        column: table.column.clone(),
-        literal: text.to_string(),
-    })?;
-    let key = match value {
-        None => crate::KeyValue::Null,
-        Some(v) if table.is_key_integer => match v.parse::<i128>() {
-            Ok(i) => crate::KeyValue::Int(i),
-            Err(_) => crate::KeyValue::Str(v),
-        },
-        // The stored time's fraction cannot carry into another hour any
-        // more: the column has rounded or truncated it already.
-        Some(v) if matches!(table.function, crate::HashingFunction::Date(_)) => {
-            crate::KeyValue::Str(match v.split_once('.') {
-                Some((whole, _)) if whole.contains(':') => whole.to_string(),
-                _ => v,
-            })
-        }
-        Some(v) => crate::KeyValue::Str(v),
-    };
-    Some(table.route(&key))
+    crate::conversions::route_converted(table, text)
 }
 
 /// The rows of an INSERT's VALUES list, each as its text `( ... )`: the

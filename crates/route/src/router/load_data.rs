@@ -144,6 +144,9 @@ pub enum LoadKeyError {
     /// The key's weight under the column's collation is not known yet
     /// (noted in `crate::weights`): ask the backend, then read again.
     Unweighed,
+    /// What the column makes of the key is not known yet (noted in
+    /// `crate::conversions`): ask the backend, then read again.
+    Unconverted,
 }
 
 fn routed(r: Result<Target, crate::HashError>) -> Result<Target, LoadKeyError> {
@@ -155,10 +158,18 @@ fn routed(r: Result<Target, crate::HashError>) -> Result<Target, LoadKeyError> {
 
 /// The partition of a row whose key field is `field`, read as the column
 /// stores it; `Err` says why the proxy cannot be sure where the row goes.
+///
+/// A key the column would store as another value (`'7abc'` in an INT
+/// column, a number beyond its range, a string longer than it holds, a
+/// time whose fraction rounds into the next hour) goes where the value
+/// the backend said the column makes of it goes (`crate::conversions`,
+/// preset around the split); without that answer it is noted and, when
+/// `may_ask`, [`LoadKeyError::Unconverted`].
 pub fn load_key(
     table: &PartitionedTable,
     column: &LoadKeyColumn,
     is_file_utf8: bool,
+    may_ask: bool,
     field: KeyField<'_>,
 ) -> Result<Target, LoadKeyError> {
     let key = &table.column;
@@ -184,13 +195,28 @@ pub fn load_key(
         )))
         }
     };
+    // What the column makes of the text, asked of the backend: the text
+    // as a string of its character set, whatever the sql_mode.
+    let doubtful = |why: String| {
+        let charset = if text.is_ascii() || is_file_utf8 {
+            "_utf8mb4"
+        } else {
+            "_binary"
+        };
+        let hex: String = text.bytes().map(|b| format!("{b:02X}")).collect();
+        match crate::conversions::route_converted(table, &format!("{charset} X'{hex}'")) {
+            Some(r) => routed(r),
+            None if may_ask => Err(LoadKeyError::Unconverted),
+            None => Err(LoadKeyError::Unsure(why)),
+        }
+    };
     let stored = table.stored_key(KeyValue::Str(text.to_string()));
     let stored = match (stored, column.int_range) {
         (Some(KeyValue::Int(i)), Some((lo, hi))) if (lo..=hi).contains(&i) => KeyValue::Int(i),
         (_, Some(_)) => {
-            return Err(LoadKeyError::Unsure(format!(
+            return doubtful(format!(
                 "partition key {key} value {text:?} is not an integer the column holds as written"
-            )))
+            ))
         }
         (Some(v), None)
             if column
@@ -200,12 +226,15 @@ pub fn load_key(
             v
         }
         _ => {
-            return Err(LoadKeyError::Unsure(format!(
+            return doubtful(format!(
                 "partition key {key} value {text:?} is not a value the column holds as written"
-            )))
+            ))
         }
     };
-    routed(table.route(&stored))
+    match table.route(&stored) {
+        Err(e @ crate::HashError::BadValue { .. }) => doubtful(e.to_string()),
+        r => routed(r),
+    }
 }
 
 /// Plan `LOAD ...` into partitioned table `table` (referenced at `r`).
@@ -622,21 +651,24 @@ mod tests {
         table.is_key_integer = true;
         let int = LoadKeyColumn::from_schema("int", "int(11)", false, None, None);
         let p1 = table.route(&KeyValue::Int(5)).unwrap();
-        assert_eq!(load_key(&table, &int, true, KeyField::Text(b" 5 ")), Ok(p1));
+        assert_eq!(
+            load_key(&table, &int, true, false, KeyField::Text(b" 5 ")),
+            Ok(p1)
+        );
         for bad in [&b"5abc"[..], b"5.0", b"", b"99999999999", "５".as_bytes()] {
             assert!(
-                load_key(&table, &int, true, KeyField::Text(bad)).is_err(),
+                load_key(&table, &int, true, false, KeyField::Text(bad)).is_err(),
                 "{bad:?}"
             );
         }
-        assert!(load_key(&table, &int, true, KeyField::Null).is_err());
-        assert!(load_key(&table, &int, true, KeyField::Missing).is_err());
+        assert!(load_key(&table, &int, true, false, KeyField::Null).is_err());
+        assert!(load_key(&table, &int, true, false, KeyField::Missing).is_err());
         let nullable = LoadKeyColumn {
             is_nullable: true,
             ..int
         };
         assert_eq!(
-            load_key(&table, &nullable, true, KeyField::Null),
+            load_key(&table, &nullable, true, false, KeyField::Null),
             Ok(table.default_target())
         );
         let small = LoadKeyColumn::from_schema("tinyint", "tinyint(3) unsigned", false, None, None);
