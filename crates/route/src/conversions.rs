@@ -69,18 +69,26 @@ thread_local! {
 /// misses [`take_misses`] gives next are this planning's (others planned
 /// on this thread before are forgotten).
 pub fn with_preset<T>(answers: &[Converted], planning: impl FnOnce() -> T) -> T {
+    // Every statement's planning passes here: empty state costs nothing
+    // to keep empty (a map that held many keys is dropped, not cleared
+    // bucket by bucket every time).
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         s.misses.clear();
-        s.noted.clear();
-        s.preset.clear();
-        for a in answers {
-            s.preset
-                .insert((a.table.clone(), a.literal.clone()), a.value.clone());
+        if !s.noted.is_empty() {
+            s.noted = HashSet::new();
+        }
+        if !s.preset.is_empty() || !answers.is_empty() {
+            s.preset = answers
+                .iter()
+                .map(|a| ((a.table.clone(), a.literal.clone()), a.value.clone()))
+                .collect();
         }
     });
     let out = planning();
-    STATE.with(|s| s.borrow_mut().preset.clear());
+    if !answers.is_empty() {
+        STATE.with(|s| s.borrow_mut().preset = HashMap::new());
+    }
     out
 }
 
@@ -138,7 +146,9 @@ pub(crate) fn route_converted(
 pub fn take_misses() -> Vec<Ask> {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
-        s.noted.clear();
+        if !s.noted.is_empty() {
+            s.noted = HashSet::new();
+        }
         std::mem::take(&mut s.misses)
     })
 }
