@@ -527,6 +527,11 @@ async fn prepared_keys_read_as_doubles_ask_every_partition() {
 }
 
 #[tokio::test]
+async fn prepared_keys_the_column_converts_land_where_reads_find_them() {
+    locking::prepared_keys_the_column_converts_land_where_reads_find_them().await;
+}
+
+#[tokio::test]
 async fn still_refused_constructs_are_named() {
     let mut h = Harness::new("dc_refused").await;
     refused::run(&mut h).await;

@@ -426,6 +426,20 @@ async fn last_insert_id_and_zero_follow_mysql() {
             .unwrap();
         assert_eq!(k, k_new, "{sql}");
     }
+    // Prepared INSERT ... SET and without a column list are prepared in the
+    // column form (`session/insert_form.rs`): ids from the sequence too.
+    for (sql, k) in [
+        ("INSERT INTO t SET k = ?, who = 'prep set'", 2i64),
+        ("INSERT INTO t VALUES (NULL, ?, 'prep nolist', NULL)", 3),
+    ] {
+        c.exec_drop(sql, (k,)).await.unwrap();
+        let id = c.last_insert_id().unwrap();
+        let got: Option<i64> = c
+            .query_first(format!("SELECT k FROM t WHERE id = {id}"))
+            .await
+            .unwrap();
+        assert_eq!(got, Some(k), "{sql}");
+    }
     // Refused, naming the construct.
     for sql in ["INSERT INTO t (id, k) VALUES (1 + 1, 2)"] {
         let e = c.query_drop(sql).await.unwrap_err();
@@ -433,7 +447,7 @@ async fn last_insert_id_and_zero_follow_mysql() {
     }
     c.disconnect().await.unwrap();
     let rows = rows_on_backends(DB).await;
-    assert_eq!(rows.len(), 5 + 1 + 1 + 4 + 2 + 2);
+    assert_eq!(rows.len(), 5 + 1 + 1 + 4 + 2 + 2 + 2);
 }
 
 /// SETUP_TABLE while a writer inserts through another proxy (the table is

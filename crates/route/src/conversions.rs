@@ -111,7 +111,7 @@ pub(crate) fn lookup(ask: Ask) -> Option<Option<String>> {
 /// The target of the row whose key constant is `literal` (SQL text), by
 /// the value the backend said `table`'s key column makes of it; `None`
 /// (the literal noted for [`take_misses`]) when it has not said.
-pub(crate) fn route_converted(
+pub fn route_converted(
     table: &PartitionedTable,
     literal: &str,
 ) -> Option<Result<Target, HashError>> {

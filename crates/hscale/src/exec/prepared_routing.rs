@@ -233,13 +233,23 @@ impl PreparedRouting {
                 break;
             }
             let shown = v.to_string();
-            let t = match table.stored_key(v).map(|v| table.route(&v)) {
+            let stored = table.stored_key(v.clone()).filter(|s| table.holds(s));
+            let t = match stored.map(|v| table.route(&v)) {
                 // A key the backend weighs, met for the first time: the
                 // caller asks for its weight and picks again.
                 Some(Err(e @ hscale_route::HashError::WeightUnknown { .. })) => {
                     return Err(ProxyError::Refused(e.to_string()))
                 }
-                t => t.and_then(Result::ok),
+                Some(Ok(t)) => Some(t),
+                // A row's key the column stores as another value ('7abc',
+                // beyond its range, a fraction that rounds): where the value
+                // the backend said the column makes of it goes; without that
+                // answer the literal is noted (`hscale_route::conversions`)
+                // for the caller to ask, and the INSERT refused meanwhile.
+                _ if is_insert => param_literal(&v, client)
+                    .and_then(|lit| hscale_route::conversions::route_converted(table, &lit))
+                    .and_then(Result::ok),
+                _ => None,
             };
             match (t, &target) {
                 (Some(t), Some(prev)) if t != *prev => {
@@ -302,6 +312,20 @@ impl PreparedRouting {
             }
             _ => None,
         }
+    }
+}
+
+/// A key parameter's value as a literal the server reads as that value
+/// whatever the sql_mode: an integer as its digits, a string of a UTF-8
+/// client as `_utf8mb4 X'..'`; `None` for anything else.
+fn param_literal(v: &KeyValue, client: params::ClientText) -> Option<String> {
+    match v {
+        KeyValue::Int(i) => Some(i.to_string()),
+        KeyValue::Str(s) if client == params::ClientText::Utf8 => {
+            let hex: String = s.bytes().map(|b| format!("{b:02X}")).collect();
+            Some(format!("_utf8mb4 X'{hex}'"))
+        }
+        _ => None,
     }
 }
 

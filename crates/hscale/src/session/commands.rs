@@ -1,5 +1,6 @@
 //! Prepared-statement commands and COM_CHANGE_USER.
 
+use hscale_route::conversions;
 use hscale_route::BackendId;
 use std::sync::Arc;
 
@@ -57,6 +58,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             None => facts,
         };
         let payload = rewritten.as_ref().unwrap_or(payload);
+        // INSERT ... SET and INSERT without a column list into a
+        // partitioned table: prepared in the `(columns) VALUES` form, as a
+        // text statement is planned (`insert_form.rs`).
+        let is_insert = matches!(
+            facts.kind,
+            hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
+        ) && facts.statements == 1
+            && !self.b.ctx.partitioning.is_empty();
+        let normal = match std::str::from_utf8(&payload[1..]) {
+            Ok(sql) if is_insert => self.prepared_insert_form(sql).await?.map(|sql| {
+                let mut b = BytesMut::with_capacity(1 + sql.len());
+                b.put_u8(com::STMT_PREPARE);
+                b.put_slice(sql.as_bytes());
+                b.freeze()
+            }),
+            _ => None,
+        };
+        let facts = match &normal {
+            Some(n) => hscale_sql::analyze_bytes(&n[1..]),
+            None => facts,
+        };
+        let payload = normal.as_ref().unwrap_or(payload);
         let sql: Arc<[u8]> = Arc::from(&payload[1..]);
         let own = self.own_read(&facts, &payload[1..]);
         // Fenced like statements: a partition's table renamed by a change
@@ -434,7 +457,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         } else {
             crate::exec::ClientText::Other
         };
-        let parts = match routing.parts_for(exec, types, &long, client) {
+        let first = conversions::with_preset(&[], || routing.parts_for(exec, types, &long, client));
+        let unconverted = conversions::take_misses();
+        let parts = match first {
+            // A row's key the column stores as another value: ask the
+            // backend what it makes of it (`exec/conversions.rs`) and pick
+            // again with the answer.
+            Err(_)
+                if !unconverted.is_empty()
+                    && unconverted.len() <= conversions::MAX_MISSES
+                    && self.b.state.vars.is_client_utf8() =>
+            {
+                let answers = self.b.convert_keys(unconverted).await?;
+                conversions::with_preset(&answers, || {
+                    routing.parts_for(exec, types, &long, client)
+                })?
+            }
             // A key parameter the backend weighs, met for the first time:
             // ask for its weight and pick again.
             Err(_) if hscale_route::weights::has_misses() => {

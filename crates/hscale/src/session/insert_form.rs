@@ -132,6 +132,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         })
     }
 
+    /// A statement being prepared in the `(columns) VALUES` form the router
+    /// splits, when it is an INSERT ... SET or an INSERT without a column
+    /// list into a partitioned table (its placeholders keep their order);
+    /// `None` for anything else (INSERT ... SELECT and keys given as
+    /// expressions stay as they are, refused when prepared).
+    pub(super) async fn prepared_insert_form(
+        &mut self,
+        sql: &str,
+    ) -> Result<Option<String>, ProxyError> {
+        let mut current = sql.to_string();
+        let mut changed = false;
+        for _ in 0..2 {
+            let form = {
+                let dict = self.b.ctx.partitioning.dictionary();
+                router::insert_form(&current, self.b.state.db.as_deref(), &dict)
+            };
+            current = match form {
+                Some(InsertForm::Rewritten(s)) => s,
+                Some(InsertForm::NeedsColumns { table, target, at }) => {
+                    let columns = self.columns_of(&table.db, &target).await?;
+                    router::with_columns(&current, at, &columns)
+                }
+                _ => break,
+            };
+            changed = true;
+        }
+        Ok(changed.then_some(current))
+    }
+
     /// The columns an INSERT without a column list fills, in order: those
     /// of the table's default partition, without INVISIBLE ones.
     async fn columns_of(

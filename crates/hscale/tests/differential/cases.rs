@@ -667,6 +667,8 @@ fn default_rows(out: &mut Vec<Case>) {
         "('1999-12-31 23:59:59', 11), ('2024-03-02', 12), ('2030-01-01', 13), ('2024-01-02', 14)",
     ] {
         for form in ["INSERT INTO tk (dt, v) VALUES", "INSERT INTO tk VALUES"] {
+            // Text only: prepared, rows of several partitions in one
+            // statement are refused (README).
             out.push(session(
                 "multi-row INSERT with default rows",
                 vec![
@@ -676,6 +678,36 @@ fn default_rows(out: &mut Vec<Case>) {
                     "DELETE FROM tk WHERE v > 10".into(),
                 ],
                 false,
+            ));
+        }
+    }
+    // INSERT ... SET and without a column list (prepared in the column
+    // form, as the text is planned), one row per statement, text and
+    // prepared.
+    for (i, dt) in ["2024-01-05", "2024-02-07 10:00:00", "2030-01-01"]
+        .iter()
+        .enumerate()
+    {
+        for insert in [
+            format!("INSERT INTO tk SET v = {}, dt = '{dt}'", 20 + i),
+            format!("INSERT INTO tk VALUES ('{dt}', {})", 20 + i),
+            format!("REPLACE INTO tk VALUES ('{dt}', {})", 20 + i),
+            format!("INSERT INTO c SET name = 'set{i}', k = {}", 200 + i),
+            format!(
+                "INSERT INTO c VALUES ({}, 'nolist{i}', NULL, NULL)",
+                200 + i
+            ),
+        ] {
+            out.push(session(
+                "multi-row INSERT with default rows",
+                vec![
+                    insert,
+                    format!("SELECT dt, v FROM tk WHERE dt = '{dt}'"),
+                    format!("SELECT k, name FROM c WHERE k = {}", 200 + i),
+                    "DELETE FROM tk WHERE v >= 20".into(),
+                    "DELETE FROM c WHERE k >= 200".into(),
+                ],
+                true,
             ));
         }
     }

@@ -591,3 +591,65 @@ pub async fn unreadable_key_parameters_ask_every_partition() {
     let _ = r.disconnect().await;
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Server-side prepared INSERTs whose key parameter the column stores as
+/// another value ('9abc' is 9 without strict mode, a number beyond INT
+/// its end, '10.5' 11): the row lands where a read by the stored value,
+/// pruned to that value's partition, finds it, as on one server; under
+/// strict mode both refuse the value with the same error.
+pub async fn prepared_keys_the_column_converts_land_where_reads_find_them() {
+    cluster(4);
+    let (part, reference) = ("dc_ckey_p", "dc_ckey_r");
+    jobs_databases(part, reference).await;
+    let mut p = proxy_conn(Some(part)).await;
+    let mut r = proxy_conn(Some(reference)).await;
+    for c in [&mut p, &mut r] {
+        fill_jobs(c).await;
+        c.query_drop("SET sql_mode = ''").await.unwrap();
+    }
+    let mut wrong = Vec::new();
+    let keys: Vec<(mysql_async::Value, i64)> = vec![
+        ("9abc".into(), 9),
+        (3_000_000_000i64.into(), 2_147_483_647),
+        ((-3_000_000_000i64).into(), -2_147_483_648),
+        ("10.5".into(), 11),
+        (" 13e1x".into(), 130),
+        ("x".into(), 0),
+    ];
+    let insert = "INSERT INTO jobs VALUES (?, 'conv', 1)";
+    for (key, stored) in &keys {
+        let want = r
+            .exec_drop(insert, (key.clone(),))
+            .await
+            .map_err(|e| code(&e));
+        let got = p
+            .exec_drop(insert, (key.clone(),))
+            .await
+            .map_err(|e| code(&e));
+        if got != want {
+            wrong.push(format!(
+                "{insert} [{key:?}]: hscale {got:?}, reference {want:?}"
+            ));
+        }
+        let read = format!("SELECT id, state FROM jobs WHERE id = {stored}");
+        let (got, want) = (answer(&mut p, &read).await, answer(&mut r, &read).await);
+        if got != want {
+            wrong.push(format!(
+                "{read}\n  hscale:    {got:?}\n  reference: {want:?}"
+            ));
+        }
+    }
+    same_jobs(&mut p, &mut r, "every row after", &mut wrong).await;
+    for c in [&mut p, &mut r] {
+        c.query_drop("SET sql_mode = DEFAULT").await.unwrap();
+    }
+    let want = r.exec_drop(insert, ("77x",)).await.map_err(|e| code(&e));
+    let got = p.exec_drop(insert, ("77x",)).await.map_err(|e| code(&e));
+    assert!(want.is_err(), "strict mode took '77x'");
+    if got != want {
+        wrong.push(format!("strict: hscale {got:?}, reference {want:?}"));
+    }
+    let _ = p.disconnect().await;
+    let _ = r.disconnect().await;
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
