@@ -29,6 +29,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Answer with an OK or a result set the proxy built itself.
     pub(super) async fn write_admin_output(&mut self, out: AdminOutput) -> Result<(), ProxyError> {
         let st = self.b.status();
+        // A result set (SHOW TABLES and the like): FOUND_ROWS() is its rows.
+        if let AdminOutput::Rows { rows, .. } = &out {
+            self.b.note.rows += rows.len() as u64;
+            self.b.note.is_result = true;
+        }
         let reply = self.reply(1);
         let done = match out {
             AdminOutput::Ok { info } => reply.ok(OkParts {

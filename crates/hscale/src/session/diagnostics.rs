@@ -31,19 +31,97 @@ impl Default for LastStatement {
 }
 
 impl LastStatement {
-    /// Record the statement just answered; `is_calc_found_rows`: the
-    /// session is pinned for SQL_CALC_FOUND_ROWS.
-    pub fn record(&mut self, note: &StatementNote, is_calc_found_rows: bool) {
+    /// Record the statement just answered (its text `sql`, when known);
+    /// `is_calc_found_rows`: the session is pinned for SQL_CALC_FOUND_ROWS.
+    pub fn record(&mut self, note: &StatementNote, is_calc_found_rows: bool, sql: &[u8]) {
         if note.error != 0 {
             self.row_count = -1;
         } else if note.is_result {
             self.row_count = -1;
-            self.found_rows = (!is_calc_found_rows).then_some(note.rows);
+            if sets_found_rows(sql) {
+                self.found_rows = (!is_calc_found_rows).then_some(note.rows);
+            }
         } else {
             self.row_count = note
                 .affected
                 .map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX));
         }
+    }
+}
+
+/// Whether a statement's result set sets FOUND_ROWS() on a server
+/// (MariaDB 10.11, measured): a SELECT, and the SHOW statements and
+/// DESCRIBE the server runs as a SELECT over information_schema (SHOW
+/// TABLES, COLUMNS, INDEX, TABLE STATUS, VARIABLES, STATUS, COUNT(*), ...);
+/// not SHOW WARNINGS / ERRORS, PROCESSLIST, CREATE ..., DATABASES, GRANTS,
+/// ENGINE ... STATUS, EXPLAIN, CHECK TABLE, CALL, ..., which leave it.
+pub(super) fn sets_found_rows(sql: &[u8]) -> bool {
+    let Ok(sql) = std::str::from_utf8(sql) else {
+        return true;
+    };
+    let Ok(tokens) = hscale_sql::tokenize(sql) else {
+        return true;
+    };
+    let words: Vec<String> = tokens
+        .iter()
+        .take(4)
+        .map(|t| t.text(sql).to_ascii_uppercase())
+        .collect();
+    let word = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+    match word(0) {
+        "SELECT" | "WITH" | "(" => true,
+        // DESCRIBE t (columns), not DESCRIBE / EXPLAIN of a statement.
+        "DESC" | "DESCRIBE" => !matches!(
+            word(1),
+            "SELECT"
+                | "INSERT"
+                | "UPDATE"
+                | "DELETE"
+                | "REPLACE"
+                | "EXTENDED"
+                | "PARTITIONS"
+                | "FORMAT"
+                | "FOR"
+                | "ANALYZE"
+                | "WITH"
+                | "("
+        ),
+        "SHOW" => {
+            let what = match word(1) {
+                "FULL" | "GLOBAL" | "SESSION" | "LOCAL" | "ALL" | "EXTENDED" => word(2),
+                w => w,
+            };
+            matches!(
+                what,
+                "TABLES"
+                    | "COLUMNS"
+                    | "FIELDS"
+                    | "INDEX"
+                    | "INDEXES"
+                    | "KEYS"
+                    | "TABLE"
+                    | "OPEN"
+                    | "TRIGGERS"
+                    | "EVENTS"
+                    | "FUNCTION"
+                    | "PROCEDURE"
+                    | "PACKAGE"
+                    | "PLUGINS"
+                    | "COLLATION"
+                    | "CHARACTER"
+                    | "CHARSET"
+                    | "STATUS"
+                    | "VARIABLES"
+                    | "ENGINES"
+                    | "STORAGE"
+                    | "COUNT"
+                    | "USER_STATISTICS"
+                    | "CLIENT_STATISTICS"
+                    | "INDEX_STATISTICS"
+                    | "TABLE_STATISTICS"
+            ) && !(what == "TABLE" && word(2) == "TYPES")
+        }
+        _ => false,
     }
 }
 
@@ -61,15 +139,61 @@ mod tests {
             error,
             ..Default::default()
         };
-        last.record(&note(true, 7, None, 0), false);
+        let sel = b"SELECT 1";
+        last.record(&note(true, 7, None, 0), false, sel);
         assert_eq!((last.row_count, last.found_rows), (-1, Some(7)));
-        last.record(&note(false, 0, Some(3), 0), false);
+        last.record(&note(false, 0, Some(3), 0), false, b"DELETE FROM t");
         assert_eq!((last.row_count, last.found_rows), (3, Some(7)));
-        last.record(&note(false, 0, None, 1054), false);
+        last.record(&note(false, 0, None, 1054), false, sel);
         assert_eq!((last.row_count, last.found_rows), (-1, Some(7)));
-        last.record(&note(false, 0, None, 0), false);
+        last.record(&note(false, 0, None, 0), false, b"SET @a = 1");
         assert_eq!(last.row_count, 0);
-        last.record(&note(true, 2, None, 0), true);
+        // A result that leaves FOUND_ROWS() alone.
+        last.record(&note(true, 1, None, 0), false, b"SHOW WARNINGS");
+        assert_eq!((last.row_count, last.found_rows), (-1, Some(7)));
+        last.record(&note(true, 2, None, 0), true, sel);
         assert_eq!(last.found_rows, None);
+    }
+
+    #[test]
+    fn which_results_set_found_rows() {
+        for sql in [
+            "SELECT 1",
+            "select * from t",
+            "WITH a AS (SELECT 1) SELECT * FROM a",
+            "(SELECT 1) UNION (SELECT 2)",
+            "SHOW TABLES",
+            "SHOW FULL TABLES",
+            "SHOW FULL COLUMNS FROM t",
+            "SHOW INDEX FROM t",
+            "SHOW TABLE STATUS",
+            "SHOW SESSION STATUS LIKE 'x'",
+            "SHOW VARIABLES",
+            "SHOW COUNT(*) WARNINGS",
+            "SHOW CHARACTER SET",
+            "DESC t",
+            "DESCRIBE t s",
+        ] {
+            assert!(sets_found_rows(sql.as_bytes()), "{sql}");
+        }
+        for sql in [
+            "SHOW WARNINGS",
+            "SHOW ERRORS LIMIT 1",
+            "SHOW PROCESSLIST",
+            "SHOW FULL PROCESSLIST",
+            "SHOW CREATE TABLE t",
+            "SHOW DATABASES",
+            "SHOW GRANTS",
+            "SHOW ENGINE INNODB STATUS",
+            "SHOW MASTER STATUS",
+            "SHOW TABLE TYPES",
+            "EXPLAIN SELECT 1",
+            "DESCRIBE SELECT 1",
+            "CHECK TABLE t",
+            "CALL p()",
+            "VALUES (1), (2)",
+        ] {
+            assert!(!sets_found_rows(sql.as_bytes()), "{sql}");
+        }
     }
 }

@@ -35,10 +35,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.b.gathered.error(code, &message);
             }
         }
-        self.last.record(
-            &self.b.note,
-            self.b.pins.contains(hscale_sql::Pins::FOUND_ROWS),
-        );
         let now = std::time::Instant::now();
         let took = now.saturating_duration_since(start);
         let sql: &[u8] = if cmd == com::QUERY {
@@ -50,6 +46,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .map(|st| &st.sql[..])
                 .unwrap_or_default()
         };
+        self.last.record(
+            &self.b.note,
+            self.b.pins.contains(hscale_sql::Pins::FOUND_ROWS),
+            sql,
+        );
         let gathered = std::mem::take(&mut self.b.gathered);
         let vars = &self.b.state.vars;
         self.conditions

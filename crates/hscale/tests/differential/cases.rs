@@ -356,6 +356,33 @@ fn diagnostics(out: &mut Vec<Case>) {
             ));
         }
     }
+    // Result sets that set FOUND_ROWS() and ones that leave it (answered
+    // by hscale itself or passed through).
+    for mid in [
+        "SHOW WARNINGS",
+        "SHOW ERRORS",
+        "SHOW COUNT(*) WARNINGS",
+        "SHOW TABLES",
+        "SHOW FULL TABLES",
+        "SHOW CREATE TABLE t",
+        "SHOW CREATE TABLE pl",
+        "SHOW COLUMNS FROM t",
+        "DESC c",
+        "SELECT 1 UNION SELECT 2",
+        "SHOW SESSION VARIABLES LIKE 'sql_mode'",
+        "CHECK TABLE pl",
+    ] {
+        out.push(session(
+            "previous statement's diagnostics",
+            vec![
+                "SELECT id FROM t ORDER BY id LIMIT 3".into(),
+                mid.into(),
+                "SELECT FOUND_ROWS()".into(),
+                "SELECT ROW_COUNT()".into(),
+            ],
+            false,
+        ));
+    }
     for limit in ["2", "5", "DEFAULT"] {
         for sql in [
             "SELECT id FROM t ORDER BY id",
