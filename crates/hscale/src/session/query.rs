@@ -286,6 +286,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let is_on_copies = self
                 .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
                 .await?;
+            if spread && !is_on_copies && facts.pins.contains(hscale_sql::Pins::FOUND_ROWS) {
+                return Err(ProxyError::Unsupported {
+                    what: "SQL_CALC_FOUND_ROWS over several partitions (run COUNT(*) without the LIMIT beside it)".into(),
+                });
+            }
             if spread && !is_on_copies && (!facts.pins.is_empty() || last_insert_id) {
                 return Err(ProxyError::Unsupported {
                     what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables), a read over several partitions calling LAST_INSERT_ID(expr), or LAST_INSERT_ID() in a write to a global table".into(),
