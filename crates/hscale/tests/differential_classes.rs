@@ -536,3 +536,61 @@ async fn still_refused_constructs_are_named() {
     let mut h = Harness::new("dc_refused").await;
     refused::run(&mut h).await;
 }
+
+/// The table and original table a result's column definitions name (what
+/// Connector/J's `getTableName` returns): the partitioned table, as on one
+/// server, never a partition's physical table, on one partition, over
+/// several (concatenated and merged), under an alias, prepared, and for
+/// DELETE ... RETURNING. (Copies shipped for joins and rewritten
+/// information_schema reads still name their own: see the issue.)
+#[tokio::test]
+async fn column_definitions_name_the_partitioned_table() {
+    let mut h = Harness::new("dc_orgtable").await;
+    let tables = |cols: Option<std::sync::Arc<[mysql_async::Column]>>| -> Vec<(String, String)> {
+        cols.map(|cols| {
+            cols.iter()
+                .map(|c| (c.table_str().into_owned(), c.org_table_str().into_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+    };
+    let mut wrong = Vec::new();
+    for sql in [
+        "SELECT id, k FROM t WHERE k = 1",
+        "SELECT id, k, n FROM t",
+        "SELECT x.id, x.s FROM t x WHERE x.k = 2",
+        "SELECT id FROM t ORDER BY id LIMIT 3",
+        "SELECT k, COUNT(*), MAX(n) FROM t GROUP BY k ORDER BY k",
+        "SELECT DISTINCT s FROM t ORDER BY s",
+        "SELECT a.id, b.id FROM t a JOIN t b ON b.id = a.id AND b.k = a.k WHERE a.k = 3",
+        "SELECT t.id, g.label FROM t JOIN g ON g.gid = t.id WHERE t.k = 1",
+        "SELECT id, day FROM ev WHERE day = '2024-02-10'",
+        "SELECT id, day FROM ev ORDER BY id",
+    ] {
+        for prepared in [false, true] {
+            let (got, want) = if prepared {
+                let got = tables(h.p.exec_iter(sql, ()).await.unwrap().columns());
+                let want = tables(h.r.exec_iter(sql, ()).await.unwrap().columns());
+                (got, want)
+            } else {
+                let got = tables(h.p.query_iter(sql).await.unwrap().columns());
+                let want = tables(h.r.query_iter(sql).await.unwrap().columns());
+                (got, want)
+            };
+            if got != want {
+                wrong.push(format!(
+                    "{sql} (prepared: {prepared})\n  hscale:    {got:?}\n  reference: {want:?}"
+                ));
+            }
+        }
+    }
+    let sql = "DELETE FROM t WHERE k = 2 AND id = 2 RETURNING id, s";
+    let got = tables(h.p.query_iter(sql).await.unwrap().columns());
+    let want = tables(h.r.query_iter(sql).await.unwrap().columns());
+    if got != want {
+        wrong.push(format!(
+            "{sql}\n  hscale:    {got:?}\n  reference: {want:?}"
+        ));
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

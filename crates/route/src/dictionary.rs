@@ -479,6 +479,19 @@ impl Dictionary {
         self.tables.values()
     }
 
+    /// The partitioned table whose default or partition table is
+    /// `physical` in database `db`.
+    pub fn table_of_physical(&self, db: &str, physical: &str) -> Option<&TableName> {
+        self.tables
+            .values()
+            .find(|t| {
+                t.name.db == db
+                    && (t.default_table == physical
+                        || t.partitions.values().any(|p| p.physical == physical))
+            })
+            .map(|t| &t.name)
+    }
+
     /// A server's error message for a partition's statement, as one server
     /// holding the logical table words it: every `` `db`.`physical` `` of
     /// a partitioned table (a default or partition table) becomes

@@ -128,6 +128,47 @@ pub fn patch_column(def: &[u8], length: u32, flags: u16) -> Result<BytesMut, Wir
     Ok(b)
 }
 
+/// A column definition's schema and original table, when a proxy may
+/// need to show another one: the original table differs from the table
+/// (read under an alias), or both end like a generation suffix (`_g7`, a
+/// partition's table read under its own name). `None` also for a
+/// malformed definition.
+pub fn aliased_org_table(def: &[u8]) -> Option<(&[u8], &[u8])> {
+    let mut r = Reader::new(def);
+    r.lenenc_bytes().ok()?; // catalog
+    let schema = r.lenenc_bytes().ok()?;
+    let table = r.lenenc_bytes().ok()?;
+    let org_table = r.lenenc_bytes().ok()?;
+    let is_generation = || {
+        let digits = org_table
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        digits > 0 && org_table[..org_table.len() - digits].ends_with(b"_g")
+    };
+    (!org_table.is_empty() && (table != org_table || is_generation()))
+        .then_some((schema, org_table))
+}
+
+/// A column definition with its original table named `org_table` (and
+/// its table too, when that was the original table's own name).
+pub fn with_org_table(def: &[u8], org_table: &[u8]) -> Result<BytesMut, WireError> {
+    let mut r = Reader::new(def);
+    let catalog = r.lenenc_bytes()?;
+    let schema = r.lenenc_bytes()?;
+    let table = r.lenenc_bytes()?;
+    let old = r.lenenc_bytes()?;
+    let rest = r.rest();
+    let mut b = BytesMut::with_capacity(def.len() + org_table.len());
+    put_lenenc_bytes(&mut b, catalog);
+    put_lenenc_bytes(&mut b, schema);
+    put_lenenc_bytes(&mut b, if table == old { org_table } else { table });
+    put_lenenc_bytes(&mut b, org_table);
+    b.put_slice(rest);
+    Ok(b)
+}
+
 /// A column-count packet.
 pub fn encode_column_count(n: usize) -> BytesMut {
     let mut b = BytesMut::with_capacity(9);
@@ -137,6 +178,46 @@ pub fn encode_column_count(n: usize) -> BytesMut {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_aliased_original_table_is_renamed() {
+        let mut def = BytesMut::new();
+        for f in [&b"def"[..], b"db", b"t", b"t_p1_g10", b"id", b"id"] {
+            put_lenenc_bytes(&mut def, f);
+        }
+        def.put_slice(&[0x0c, 63, 0, 11, 0, 0, 0, 3, 3, 0x42, 0, 0, 0]);
+        assert_eq!(
+            aliased_org_table(&def),
+            Some((&b"db"[..], &b"t_p1_g10"[..]))
+        );
+        let renamed = with_org_table(&def, b"t").unwrap();
+        assert_eq!(aliased_org_table(&renamed), None);
+        let mut want = BytesMut::new();
+        for f in [&b"def"[..], b"db", b"t", b"t", b"id", b"id"] {
+            put_lenenc_bytes(&mut want, f);
+        }
+        want.put_slice(&[0x0c, 63, 0, 11, 0, 0, 0, 3, 3, 0x42, 0, 0, 0]);
+        assert_eq!(renamed, want);
+        assert_eq!(ColumnInfo::decode(&renamed).unwrap().name, "id");
+        // A partition's table under its own name (RETURNING): both names.
+        let mut own = BytesMut::new();
+        for f in [&b"def"[..], b"db", b"t_p1_g10", b"t_p1_g10", b"id", b"id"] {
+            put_lenenc_bytes(&mut own, f);
+        }
+        assert_eq!(
+            aliased_org_table(&own),
+            Some((&b"db"[..], &b"t_p1_g10"[..]))
+        );
+        let renamed = with_org_table(&own, b"t").unwrap();
+        assert!(renamed.starts_with(b"\x03def\x02db\x01t\x01t\x02id"));
+        // A plain table under its own name: nothing to look up.
+        let mut plain = BytesMut::new();
+        for f in [&b"def"[..], b"db", b"users", b"users", b"id", b"id"] {
+            put_lenenc_bytes(&mut plain, f);
+        }
+        assert_eq!(aliased_org_table(&plain), None);
+    }
+
     use super::*;
 
     #[test]

@@ -96,6 +96,9 @@ pub struct Forwarder<'a, B, C> {
     /// Error messages name partitioned tables as the client does
     /// (`Dictionary::user_message`), read only when an error comes.
     names: Option<&'a crate::partition::Partitioning>,
+    /// The last original table `send_column_def` looked up, and the
+    /// partitioned table it is a partition of.
+    last_org: Option<(Vec<u8>, Option<String>)>,
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -121,6 +124,7 @@ where
             insert_id: None,
             one_row_select: None,
             names: None,
+            last_org: None,
         }
     }
 
@@ -263,6 +267,37 @@ where
         self.maybe_flush().await
     }
 
+    /// Forward a column definition, a partition's physical table as its
+    /// original table shown as the partitioned table
+    /// (`Partitioning::logical_column_def`; the last one's answer kept,
+    /// the columns of a result mostly name one table).
+    async fn send_column_def(&mut self, def: hscale_wire::Packet) -> Result<(), ForwardError> {
+        let Some(names) = self.names else {
+            return self.send_whole(def).await;
+        };
+        if def.is_continued() {
+            return self.send_whole(def).await;
+        }
+        let (schema, org) = match hscale_wire::resultset::aliased_org_table(&def.payload) {
+            Some(found) => found,
+            None => return self.send_whole(def).await,
+        };
+        let logical = match &self.last_org {
+            Some((o, l)) if o[..] == *org => l.clone(),
+            _ => {
+                let l = names.logical_table(schema, org);
+                self.last_org = Some((org.to_vec(), l.clone()));
+                l
+            }
+        };
+        match logical
+            .and_then(|l| hscale_wire::resultset::with_org_table(&def.payload, l.as_bytes()).ok())
+        {
+            Some(renamed) => self.send(&renamed).await,
+            None => self.send(&def.payload).await,
+        }
+    }
+
     /// Forward a packet and any continuation packets that follow it.
     async fn send_whole(&mut self, first: hscale_wire::Packet) -> Result<(), ForwardError> {
         let mut continued = first.is_continued();
@@ -350,7 +385,7 @@ where
                 return self.send(payload).await;
             }
             if is_first {
-                self.send_whole(d).await?;
+                self.send_column_def(d).await?;
             }
         }
         loop {
@@ -492,7 +527,7 @@ where
                 self.send(payload).await?;
                 return Ok(false);
             }
-            self.send_whole(p).await?;
+            self.send_column_def(p).await?;
         }
         self.rows().await
     }

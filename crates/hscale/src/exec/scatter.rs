@@ -403,8 +403,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let max = self.b.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
         let running = self.b.running(&conn, conn.pool().backend_id);
-        let mut f =
-            Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max).starting_at(seq);
+        let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
+            .starting_at(seq)
+            .naming(&self.b.ctx.partitioning);
         if self.is_fenced {
             f = f.holding_missing_tables();
         }

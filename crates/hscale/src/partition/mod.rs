@@ -119,6 +119,30 @@ impl Partitioning {
         self.snapshot.load_full()
     }
 
+    /// `f` of the current snapshot, without touching its reference count.
+    pub fn with_dictionary<T>(&self, f: impl FnOnce(&Dictionary) -> T) -> T {
+        f(&self.snapshot.load())
+    }
+
+    /// The original table a column definition names as the client names
+    /// it: a partition's physical table becomes its partitioned table
+    /// (`None`: the definition stays as it is).
+    pub fn logical_column_def(&self, def: &[u8]) -> Option<bytes::BytesMut> {
+        let (schema, org) = hscale_wire::resultset::aliased_org_table(def)?;
+        let logical = self.logical_table(schema, org)?;
+        hscale_wire::resultset::with_org_table(def, logical.as_bytes()).ok()
+    }
+
+    /// The partitioned table whose default or partition table is
+    /// `physical` in database `schema`.
+    pub fn logical_table(&self, schema: &[u8], physical: &[u8]) -> Option<String> {
+        let (db, physical) = (
+            std::str::from_utf8(schema).ok()?,
+            std::str::from_utf8(physical).ok()?,
+        );
+        self.with_dictionary(|d| d.table_of_physical(db, physical).map(|t| t.table.clone()))
+    }
+
     /// The current snapshot's version, without touching its reference
     /// count (shared by every session: no cross-core write).
     pub fn version(&self) -> u64 {

@@ -496,7 +496,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let deprecated = self.is_eof_deprecated();
         let mut header = Reply::new(&mut *self.client, 1, deprecated).columns(visible);
         for d in &defs[..visible] {
-            header.column_def(d);
+            let logical = self.b.ctx.partitioning.logical_column_def(d);
+            header.column_def(logical.as_deref().unwrap_or(d));
         }
         let mut rows = header.rows(st);
         let binary = self.is_binary.then_some(&columns[..visible]);
@@ -652,7 +653,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let deprecated = self.is_eof_deprecated();
         let mut header = Reply::new(&mut *self.client, 1, deprecated).columns(out_defs.len());
         for d in &out_defs {
-            header.column_def(d);
+            let logical = self.b.ctx.partitioning.logical_column_def(d);
+            header.column_def(logical.as_deref().unwrap_or(d));
         }
         let mut rows = header.rows(st);
         let n = g.visible;
