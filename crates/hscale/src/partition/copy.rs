@@ -11,7 +11,7 @@
 
 use hscale_wire::resultset::{decode_row_into, ColumnInfo};
 
-use super::load_batcher::{load_file, load_statement, LoadBatcher};
+use super::load_batcher::{load_file, load_statement, LoadBatcher, LOAD_ROWS};
 use super::store::{exec, server_error};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
@@ -182,7 +182,7 @@ pub struct Copy<'a> {
     /// (a checksum), summed instead of copied.
     pub has_checksum: bool,
     /// The source is read no faster than this, a batch at a time (0: no
-    /// limit).
+    /// limit); a file then holds at most a quarter of a second's rows.
     pub rows_per_s: u64,
 }
 
@@ -284,7 +284,11 @@ pub async fn stream_rows_to(
     let rx = tokio::sync::Mutex::new(rx);
     let read = async {
         let mut batcher = if is_load_data {
-            Batcher::Files(LoadBatcher::default())
+            let max_rows = match how.rows_per_s {
+                0 => LOAD_ROWS,
+                r => usize::try_from(r / 4).unwrap_or(LOAD_ROWS),
+            };
+            Batcher::Files(LoadBatcher::with_rows(max_rows))
         } else {
             let mut b = InsertBatcher::new(how.dst_q, &columns[..copied_width]);
             if how.is_replace {

@@ -41,14 +41,30 @@ pub fn load_statement(table_q: &str) -> String {
 }
 
 /// Turns rows into files for [`load_statement`] of at most [`LOAD_ROWS`]
-/// rows and about [`LOAD_BYTES`] bytes each.
-#[derive(Default)]
+/// rows (or fewer: [`LoadBatcher::with_rows`]) and about [`LOAD_BYTES`]
+/// bytes each.
 pub struct LoadBatcher {
     file: Vec<u8>,
     rows: usize,
+    max_rows: usize,
+}
+
+impl Default for LoadBatcher {
+    fn default() -> Self {
+        LoadBatcher::with_rows(LOAD_ROWS)
+    }
 }
 
 impl LoadBatcher {
+    /// Files of at most `max_rows` rows (at least 1, at most [`LOAD_ROWS`]).
+    pub fn with_rows(max_rows: usize) -> LoadBatcher {
+        LoadBatcher {
+            file: Vec::new(),
+            rows: 0,
+            max_rows: max_rows.clamp(1, LOAD_ROWS),
+        }
+    }
+
     /// Add a row; returns a file when the batch is full.
     pub fn push(&mut self, row: &[Option<&[u8]>]) -> Option<Vec<u8>> {
         for (i, v) in row.iter().enumerate() {
@@ -59,7 +75,7 @@ impl LoadBatcher {
         }
         self.file.push(b'\n');
         self.rows += 1;
-        (self.rows >= LOAD_ROWS || self.file.len() >= LOAD_BYTES).then(|| self.take())
+        (self.rows >= self.max_rows || self.file.len() >= LOAD_BYTES).then(|| self.take())
     }
 
     /// The last, partly filled file, if any row is left.
@@ -69,7 +85,7 @@ impl LoadBatcher {
 
     fn take(&mut self) -> Vec<u8> {
         self.rows = 0;
-        std::mem::replace(&mut self.file, Vec::with_capacity(LOAD_BYTES / 4))
+        std::mem::take(&mut self.file)
     }
 }
 
@@ -186,6 +202,9 @@ mod tests {
         assert_eq!(full.len(), 2);
         assert_eq!(full[0].len(), 2 * LOAD_ROWS);
         assert_eq!(b.finish(), Some(b"7\n".to_vec()));
+        let mut b = LoadBatcher::with_rows(2);
+        assert_eq!(b.push(&[None]), None);
+        assert_eq!(b.push(&[None]), Some(b"\\N\n\\N\n".to_vec()));
         let mut b = LoadBatcher::default();
         let big = vec![b'x'; 300_000];
         // Each row is 300,001 bytes: a file is cut once it passes
