@@ -1,13 +1,14 @@
 //! Row copies between backends, streamed: rows are read one at a time from
 //! the source ([`BackendConn::query_stream`]) and written as `INSERT`
-//! statements of bounded size ([`InsertBatcher`]), so the proxy's memory
-//! does not grow with the number of rows copied. Used by the admin
-//! commands' row moves and by shipping tables for joins (`exec/`).
+//! statements of bounded size ([`InsertBatcher`]) or, for a change's copy,
+//! as bounded `LOAD DATA LOCAL INFILE` files (`load_batcher.rs`), so the
+//! proxy's memory does not grow with the number of rows copied. Used by the
+//! admin commands' row moves and by shipping tables for joins (`exec/`).
 //!
 //! Values are copied byte-exact ([`value_literal`]): read with
 //! `character_set_results = NULL`, written as numbers, ASCII dates or
 //! `X'..'`, which neither `sql_mode` nor the connection's character set
-//! changes.
+//! changes (a file: every value as its bytes, read `CHARACTER SET binary`).
 
 use hscale_wire::resultset::{decode_row_into, ColumnInfo};
 

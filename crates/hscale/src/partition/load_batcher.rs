@@ -2,9 +2,9 @@
 //! cheapest way to write copied rows on a destination (`copy.rs`): the
 //! server reads the fields without parsing SQL, and a byte takes one byte
 //! instead of two hex digits. On MariaDB 10.11, 400,000 rows of
-//! `bench/moves.sh`'s table cost the server 1.13-1.17 s of CPU loaded by
-//! one connection 5,000 rows at a time, against 1.30-1.39 s as 500-row
-//! `REPLACE` statements on one connection and 1.73-1.77 s on four at once
+//! `bench/moves.sh`'s table cost the server 1.13-1.19 s of CPU loaded by
+//! one connection 5,000 rows at a time, against 1.27-1.39 s as 500-row
+//! `REPLACE` statements on one connection and 1.74-1.77 s on three at once
 //! (bench/RESULTS.md).
 //!
 //! The file is byte exact whatever the column types: the statement reads

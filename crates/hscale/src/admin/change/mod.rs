@@ -16,7 +16,7 @@
 //! ```text
 //!  journal 'copying' ─► destination table (fresh, or a staging table when the
 //!  destination already holds keys) ─► capture triggers on the source ─► copy
-//!  in bounded REPLACE batches ─► replay captured keys until few are left
+//!  in bounded LOAD DATA ... REPLACE files ─► replay captured keys until few are left
 //!  ─► journal 'cutover' ─► RENAME source ─► replay the rest ─► delete the
 //!  moved rows from what stays / merge the staging table ─► commit the new
 //!  dictionary with the journal's 'done' (one CAS transaction) ─► drop
@@ -70,11 +70,12 @@ const IN_LIST: usize = 900;
 /// otherwise get most of the servers' time, and the backlog drains slowly.
 const REPLAY_LANES: usize = 3;
 /// Destination connections the copy writes on. One: on MariaDB 10.11,
-/// 400,000 rows loaded on two connections at once cost the server 1.51-1.54
-/// s of CPU against 1.13-1.17 s on one (four connections with 500-row
-/// `REPLACE` statements: 1.73-1.77 s), adjacent key ranges inserted at
-/// once contending for the same pages; on a machine whose cores the
-/// application's writers use too, that CPU is theirs.
+/// 400,000 rows of `bench/moves.sh`'s table loaded on two connections at
+/// once cost the server 1.51-1.54 s of CPU against 1.13-1.19 s on one
+/// (500-row `REPLACE` statements: 1.74-1.77 s on three, 1.27-1.39 s on
+/// one): inserting adjacent key ranges at once costs more CPU in all, and
+/// on a machine whose cores the application's writers use too, that CPU
+/// is theirs.
 const COPY_WRITERS: usize = 1;
 /// How long a change catches up with writers before its cutover at most.
 const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
