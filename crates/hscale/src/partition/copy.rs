@@ -12,7 +12,7 @@
 
 use hscale_wire::resultset::{decode_row_into, ColumnInfo};
 
-use super::load_batcher::{load_file, load_statement, LoadBatcher, LOAD_ROWS};
+use super::load_batcher::{load_file, load_statement, LoadBatcher, Spares, LOAD_ROWS};
 use super::store::{exec, server_error};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
@@ -283,13 +283,14 @@ pub async fn stream_rows_to(
     let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(READ_AHEAD + dsts.len());
     // Shared by the writers; taken per batch, not per row.
     let rx = tokio::sync::Mutex::new(rx);
+    let spares = Spares::default();
     let read = async {
         let mut batcher = if is_load_data {
             let max_rows = match how.rows_per_s {
                 0 => LOAD_ROWS,
                 r => usize::try_from(r / 4).unwrap_or(LOAD_ROWS),
             };
-            Batcher::Files(LoadBatcher::with_rows(max_rows))
+            Batcher::Files(LoadBatcher::with_rows(max_rows, spares.clone()))
         } else {
             let mut b = InsertBatcher::new(how.dst_q, &columns[..copied_width]);
             if how.is_replace {
@@ -341,6 +342,7 @@ pub async fn stream_rows_to(
         Ok::<_, ProxyError>((copied, waited))
     };
     let load_sql = &load_sql;
+    let spares = &spares;
     let writers = dsts.into_iter().map(|dst| {
         let rx = &rx;
         async move {
@@ -350,11 +352,15 @@ pub async fn stream_rows_to(
                 };
                 let written = match batch {
                     Batch::Statement(sql) => exec(dst, &[sql]).await,
-                    Batch::File(file) => match load_file(dst, load_sql, &file).await {
-                        Ok(Ok(_)) => Ok(()),
-                        Ok(Err(e)) => Err(server_error(dst, load_sql, e)),
-                        Err(e) => Err(e),
-                    },
+                    Batch::File(file) => {
+                        let loaded = load_file(dst, load_sql, &file).await;
+                        spares.give(file);
+                        match loaded {
+                            Ok(Ok(_)) => Ok(()),
+                            Ok(Err(e)) => Err(server_error(dst, load_sql, e)),
+                            Err(e) => Err(e),
+                        }
+                    }
                 };
                 if let Err(e) = written {
                     rx.lock().await.close();

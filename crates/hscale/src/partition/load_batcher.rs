@@ -3,9 +3,9 @@
 //! server reads the fields without parsing SQL, and a byte takes one byte
 //! instead of two hex digits. On MariaDB 10.11, 400,000 rows of
 //! `bench/moves.sh`'s table cost the server 1.13-1.19 s of CPU loaded by
-//! one connection 5,000 rows at a time, against 1.27-1.39 s as 500-row
-//! `REPLACE` statements on one connection and 1.74-1.77 s on three at once
-//! (bench/RESULTS.md).
+//! one connection 5,000 rows at a time (1,000 at a time: 1.11-1.15 s),
+//! against 1.27-1.39 s as 500-row `REPLACE` statements on one connection
+//! and 1.74-1.77 s on three at once (bench/RESULTS.md).
 //!
 //! The file is byte exact whatever the column types: the statement reads
 //! it `CHARACTER SET binary` (no conversion), so every field reaches the
@@ -18,15 +18,17 @@
 //! literals in the statement, so `sql_mode` (NO_BACKSLASH_ESCAPES) does
 //! not change them.
 
+use std::sync::{Arc, Mutex};
+
 use hscale_wire::response::{ErrPacket, OkPacket};
 
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
 
 /// Rows per file at most.
-pub const LOAD_ROWS: usize = 5000;
+pub const LOAD_ROWS: usize = 2000;
 /// Bytes per file at most (a single larger row makes a larger one).
-pub const LOAD_BYTES: usize = 1 << 20;
+pub const LOAD_BYTES: usize = 256 << 10;
 /// File bytes per packet sent to the server.
 const PACKET: usize = 64 * 1024;
 
@@ -40,6 +42,33 @@ pub fn load_statement(table_q: &str) -> String {
     )
 }
 
+/// Files sent and emptied, kept for the next ones: a copy allocates its
+/// few buffers (the files in flight) once instead of growing a new one per
+/// file, which left the proxy's RSS several MB higher in some runs of
+/// `bench/moves.sh`.
+#[derive(Default, Clone)]
+pub struct Spares(Arc<Mutex<Vec<Vec<u8>>>>);
+
+impl Spares {
+    /// Keep `file`'s buffer for a next file (not one a huge row grew).
+    pub fn give(&self, mut file: Vec<u8>) {
+        if file.capacity() <= 2 * LOAD_BYTES {
+            file.clear();
+            if let Ok(mut spares) = self.0.lock() {
+                spares.push(file);
+            }
+        }
+    }
+
+    fn take(&self) -> Vec<u8> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut spares| spares.pop())
+            .unwrap_or_else(|| Vec::with_capacity(LOAD_BYTES / 2))
+    }
+}
+
 /// Turns rows into files for [`load_statement`] of at most [`LOAD_ROWS`]
 /// rows (or fewer: [`LoadBatcher::with_rows`]) and about [`LOAD_BYTES`]
 /// bytes each.
@@ -47,26 +76,32 @@ pub struct LoadBatcher {
     file: Vec<u8>,
     rows: usize,
     max_rows: usize,
+    spares: Spares,
 }
 
 impl Default for LoadBatcher {
     fn default() -> Self {
-        LoadBatcher::with_rows(LOAD_ROWS)
+        LoadBatcher::with_rows(LOAD_ROWS, Spares::default())
     }
 }
 
 impl LoadBatcher {
-    /// Files of at most `max_rows` rows (at least 1, at most [`LOAD_ROWS`]).
-    pub fn with_rows(max_rows: usize) -> LoadBatcher {
+    /// Files of at most `max_rows` rows (at least 1, at most
+    /// [`LOAD_ROWS`]), in buffers from `spares` (give them back there).
+    pub fn with_rows(max_rows: usize, spares: Spares) -> LoadBatcher {
         LoadBatcher {
             file: Vec::new(),
             rows: 0,
             max_rows: max_rows.clamp(1, LOAD_ROWS),
+            spares,
         }
     }
 
     /// Add a row; returns a file when the batch is full.
     pub fn push(&mut self, row: &[Option<&[u8]>]) -> Option<Vec<u8>> {
+        if self.rows == 0 && self.file.capacity() == 0 {
+            self.file = self.spares.take();
+        }
         for (i, v) in row.iter().enumerate() {
             if i > 0 {
                 self.file.push(b'\t');
@@ -202,17 +237,25 @@ mod tests {
         assert_eq!(full.len(), 2);
         assert_eq!(full[0].len(), 2 * LOAD_ROWS);
         assert_eq!(b.finish(), Some(b"7\n".to_vec()));
-        let mut b = LoadBatcher::with_rows(2);
+        let spares = Spares::default();
+        let mut b = LoadBatcher::with_rows(2, spares.clone());
         assert_eq!(b.push(&[None]), None);
-        assert_eq!(b.push(&[None]), Some(b"\\N\n\\N\n".to_vec()));
+        let file = b.push(&[None]).expect("a full file");
+        assert_eq!(file, b"\\N\n\\N\n".to_vec());
+        // Its buffer, given back, holds the next file.
+        let at = file.as_ptr();
+        spares.give(file);
+        assert_eq!(b.push(&[Some(b"x")]), None);
+        let next = b.push(&[Some(b"y")]).expect("a full file");
+        assert_eq!((next.as_ptr(), &next[..]), (at, &b"x\ny\n"[..]));
         let mut b = LoadBatcher::default();
-        let big = vec![b'x'; 300_000];
-        // Each row is 300,001 bytes: a file is cut once it passes
-        // LOAD_BYTES, so every fourth row.
+        let big = vec![b'x'; 100_000];
+        // Each row is 100,001 bytes: a file is cut once it passes
+        // LOAD_BYTES, so every third row.
         let cut: Vec<Vec<u8>> = (0..8).filter_map(|_| b.push(&[Some(&big)])).collect();
         assert_eq!(cut.len(), 2);
-        assert!(cut.iter().all(|f| f.len() < LOAD_BYTES + 300_001));
-        assert_eq!(b.finish(), None);
+        assert!(cut.iter().all(|f| f.len() == 3 * 100_001));
+        assert_eq!(b.finish().map(|f| f.len()), Some(2 * 100_001));
     }
 
     #[test]
