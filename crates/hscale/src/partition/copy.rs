@@ -34,7 +34,8 @@ pub fn value_literal(v: Option<&[u8]>, col: &ColumnInfo) -> String {
     out
 }
 
-fn push_literal(out: &mut String, v: Option<&[u8]>, col: &ColumnInfo) {
+/// [`value_literal`] written at the end of `out`.
+pub fn push_literal(out: &mut String, v: Option<&[u8]>, col: &ColumnInfo) {
     use hscale_route::value::{Decimal, Kind};
     let Some(b) = v else {
         out.push_str("NULL");
