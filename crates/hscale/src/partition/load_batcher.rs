@@ -148,7 +148,7 @@ fn push_field(out: &mut Vec<u8>, v: Option<&[u8]>) {
 }
 
 /// Run `sql` (a [`load_statement`]) on `dst` with `file` as the file the
-/// server asks for. `Ok(Err(..))` is the server's error, sent instead of
+/// server asks for (whatever name it asks for: the proxy opens no file). `Ok(Err(..))` is the server's error, sent instead of
 /// asking for the file or after reading it. The connection is marked
 /// broken until the answer is read: a copy dropped half-way (a cancel)
 /// leaves the server waiting for the rest of the file.
