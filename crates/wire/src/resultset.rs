@@ -67,6 +67,27 @@ pub fn decode_row(payload: &[u8], columns: usize) -> Result<Vec<Option<Vec<u8>>>
     Ok(out)
 }
 
+/// [`decode_row`] without copying: `out` is cleared and given the row's
+/// `columns` values as slices of `payload` (bulk reads, one allocation
+/// per row at most).
+pub fn decode_row_into<'p>(
+    payload: &'p [u8],
+    columns: usize,
+    out: &mut Vec<Option<&'p [u8]>>,
+) -> Result<(), WireError> {
+    out.clear();
+    let mut r = Reader::new(payload);
+    for _ in 0..columns {
+        if r.remaining() > 0 && payload[r.pos()] == 0xfb {
+            r.skip(1)?;
+            out.push(None);
+        } else {
+            out.push(Some(r.lenenc_bytes()?));
+        }
+    }
+    Ok(())
+}
+
 /// What the proxy needs of a column definition: its name, character set
 /// and type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,6 +246,9 @@ mod tests {
         let row = encode_row(&[Some("a"), None, Some("")]);
         let d = decode_row(&row, 3).unwrap();
         assert_eq!(d, vec![Some(b"a".to_vec()), None, Some(Vec::new())]);
+        let mut slices = vec![None];
+        decode_row_into(&row, 3, &mut slices).unwrap();
+        assert_eq!(slices, vec![Some(&b"a"[..]), None, Some(&b""[..])]);
         let col = encode_column("value");
         let c = ColumnInfo::decode(&col).unwrap();
         assert_eq!(c.name, "value");

@@ -581,14 +581,26 @@ impl BackendConn {
         &mut self,
         n: usize,
     ) -> Result<Option<Result<Vec<Option<Vec<u8>>>, ErrPacket>>, ProxyError> {
+        let Some(row) = self.next_row_payload(n).await? else {
+            return Ok(None);
+        };
+        Ok(Some(match row {
+            Ok(p) => Ok(
+                hscale_wire::resultset::decode_row(&p, n).map_err(|e| self.protocol_error(e))?
+            ),
+            Err(e) => Err(e),
+        }))
+    }
+
+    /// [`BackendConn::next_row`] undecoded: the row's packet payload, for
+    /// `hscale_wire::resultset::decode_row_into` (bulk copies).
+    pub async fn next_row_payload(
+        &mut self,
+        n: usize,
+    ) -> Result<Option<Result<Bytes, ErrPacket>>, ProxyError> {
         if n == 0 {
             return Ok(None); // an OK, not a result set (see `query_stream`)
         }
-        let name = self.backend.clone();
-        let proto = |e: WireError| ProxyError::BackendProtocol {
-            backend: name.to_string(),
-            reason: e.to_string(),
-        };
         let p = self.read().await?;
         if is_eof(&p.payload) {
             self.is_broken = self.was_broken;
@@ -596,10 +608,18 @@ impl BackendConn {
         }
         if p.first() == Some(0xff) {
             self.is_broken = self.was_broken;
-            return Ok(Some(Err(ErrPacket::decode(&p.payload).map_err(proto)?)));
+            let err = ErrPacket::decode(&p.payload).map_err(|e| self.protocol_error(e))?;
+            return Ok(Some(Err(err)));
         }
-        let row = hscale_wire::resultset::decode_row(&p.payload, n).map_err(proto)?;
-        Ok(Some(Ok(row)))
+        Ok(Some(Ok(p.payload)))
+    }
+
+    /// A packet from this backend that does not decode.
+    pub fn protocol_error(&self, e: WireError) -> ProxyError {
+        ProxyError::BackendProtocol {
+            backend: self.backend.to_string(),
+            reason: e.to_string(),
+        }
     }
 
     pub async fn ping(&mut self) -> Result<(), ProxyError> {

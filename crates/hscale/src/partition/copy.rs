@@ -1,16 +1,18 @@
 //! Row copies between backends, streamed: rows are read one at a time from
 //! the source ([`BackendConn::query_stream`]) and written as `INSERT`
-//! statements of bounded size ([`InsertBatcher`]), so the proxy's memory
-//! does not grow with the number of rows copied. Used by the admin
-//! commands' row moves and by shipping tables for joins (`exec/`).
+//! statements of bounded size ([`InsertBatcher`]) or, for a change's copy,
+//! as bounded `LOAD DATA LOCAL INFILE` files (`load_batcher.rs`), so the
+//! proxy's memory does not grow with the number of rows copied. Used by the
+//! admin commands' row moves and by shipping tables for joins (`exec/`).
 //!
 //! Values are copied byte-exact ([`value_literal`]): read with
 //! `character_set_results = NULL`, written as numbers, ASCII dates or
 //! `X'..'`, which neither `sql_mode` nor the connection's character set
-//! changes.
+//! changes (a file: every value as its bytes, read `CHARACTER SET binary`).
 
-use hscale_wire::resultset::ColumnInfo;
+use hscale_wire::resultset::{decode_row_into, ColumnInfo};
 
+use super::load_batcher::{load_file, load_statement, LoadBatcher, Spares, LOAD_ROWS};
 use super::store::{exec, server_error};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
@@ -32,7 +34,8 @@ pub fn value_literal(v: Option<&[u8]>, col: &ColumnInfo) -> String {
     out
 }
 
-fn push_literal(out: &mut String, v: Option<&[u8]>, col: &ColumnInfo) {
+/// [`value_literal`] written at the end of `out`.
+pub fn push_literal(out: &mut String, v: Option<&[u8]>, col: &ColumnInfo) {
     use hscale_route::value::{Decimal, Kind};
     let Some(b) = v else {
         out.push_str("NULL");
@@ -97,6 +100,12 @@ impl<'a> InsertBatcher<'a> {
 
     /// Add a row; returns a statement when the batch is full.
     pub fn push(&mut self, row: &[Option<Vec<u8>>]) -> Option<String> {
+        let values: Vec<Option<&[u8]>> = row.iter().map(|v| v.as_deref()).collect();
+        self.push_values(&values)
+    }
+
+    /// [`InsertBatcher::push`] of borrowed values.
+    pub fn push_values(&mut self, row: &[Option<&[u8]>]) -> Option<String> {
         if self.rows == 0 {
             self.sql = format!("{} INTO {} VALUES (", self.verb, self.table_q);
         } else {
@@ -106,7 +115,7 @@ impl<'a> InsertBatcher<'a> {
             if i > 0 {
                 self.sql.push_str(", ");
             }
-            push_literal(&mut self.sql, v.as_deref(), col);
+            push_literal(&mut self.sql, *v, col);
         }
         self.sql.push(')');
         self.rows += 1;
@@ -152,8 +161,45 @@ pub async fn stream_rows(
     dst_q: &str,
     is_replace: bool,
 ) -> Result<u64, ProxyError> {
-    let copied = stream_rows_to(src, select, vec![dst], dst_q, is_replace, false, 0).await?;
-    Ok(copied.rows)
+    let how = Copy {
+        is_replace,
+        ..Copy::new(select, dst_q)
+    };
+    Ok(stream_rows_to(src, vec![dst], &how).await?.rows)
+}
+
+/// What [`stream_rows_to`] copies and how.
+pub struct Copy<'a> {
+    /// The rows, read on the source.
+    pub select: &'a str,
+    /// The destination table, qualified and quoted.
+    pub dst_q: &'a str,
+    /// `REPLACE` rows whose key is there already (else `INSERT`).
+    pub is_replace: bool,
+    /// Written as `LOAD DATA LOCAL INFILE ... REPLACE` files
+    /// (`load_batcher.rs`) when the destination allows it
+    /// (`@@local_infile`), else as statements; only with `is_replace`.
+    pub is_load_data: bool,
+    /// The select's last column is a number the source computed per row
+    /// (a checksum), summed instead of copied.
+    pub has_checksum: bool,
+    /// The source is read no faster than this, a batch at a time (0: no
+    /// limit); a file then holds at most a quarter of a second's rows.
+    pub rows_per_s: u64,
+}
+
+impl<'a> Copy<'a> {
+    /// `INSERT` statements, no checksum, no limit.
+    pub fn new(select: &'a str, dst_q: &'a str) -> Copy<'a> {
+        Copy {
+            select,
+            dst_q,
+            is_replace: false,
+            is_load_data: false,
+            has_checksum: false,
+            rows_per_s: 0,
+        }
+    }
 }
 
 /// What [`stream_rows_to`] copied.
@@ -165,23 +211,64 @@ pub struct Copied {
     pub checksum: u64,
 }
 
+/// One batch of rows for the destination.
+enum Batch {
+    Statement(String),
+    /// A file for `load_batcher::load_statement`.
+    File(Vec<u8>),
+}
+
+/// Turns rows into [`Batch`]es of either kind.
+enum Batcher<'a> {
+    Statements(InsertBatcher<'a>),
+    Files(LoadBatcher),
+}
+
+impl Batcher<'_> {
+    fn push(&mut self, row: &[Option<&[u8]>]) -> Option<Batch> {
+        match self {
+            Batcher::Statements(b) => b.push_values(row).map(Batch::Statement),
+            Batcher::Files(b) => b.push(row).map(Batch::File),
+        }
+    }
+
+    fn finish(self) -> Option<Batch> {
+        match self {
+            Batcher::Statements(b) => b.finish().map(Batch::Statement),
+            Batcher::Files(b) => b.finish().map(Batch::File),
+        }
+    }
+}
+
+/// Whether the server behind `c` takes `LOAD DATA LOCAL INFILE`.
+async fn takes_local_files(c: &mut BackendConn) -> bool {
+    match c.query_rows("SELECT @@local_infile").await {
+        Ok(Ok(r)) => matches!(
+            r.strings().first().and_then(|row| row[0].as_deref()),
+            Some("1" | "ON")
+        ),
+        _ => false,
+    }
+}
+
 /// [`stream_rows`] into several connections to the destination's backend:
-/// each statement runs on whichever is free, so the destination inserts
-/// batches on several threads at once while the source is read once.
-/// Statements commit out of order: only for autocommitted, idempotent
-/// copies of disjoint rows (a `REPLACE` copy). With `has_checksum`, the
-/// select's last column is a number the source computed per row (a
-/// checksum), summed instead of copied. With `rows_per_s` (0: no limit)
-/// the source is read no faster than that, a statement at a time.
+/// each batch runs on whichever is free, so the destination writes on
+/// several threads at once while the source is read once. Batches commit
+/// out of order with several connections: only for autocommitted,
+/// idempotent copies of disjoint rows (a `REPLACE` copy).
 pub async fn stream_rows_to(
     src: &mut BackendConn,
-    select: &str,
-    dsts: Vec<&mut BackendConn>,
-    dst_q: &str,
-    is_replace: bool,
-    has_checksum: bool,
-    rows_per_s: u64,
+    mut dsts: Vec<&mut BackendConn>,
+    how: &Copy<'_>,
 ) -> Result<Copied, ProxyError> {
+    let select = how.select;
+    let is_load_data = how.is_load_data
+        && how.is_replace
+        && match dsts.first_mut() {
+            Some(d) => takes_local_files(d).await,
+            None => false,
+        };
+    let load_sql = load_statement(how.dst_q);
     if !src.is_results_raw {
         exec(src, &["SET character_set_results = NULL".to_string()]).await?;
         src.is_results_raw = true;
@@ -192,16 +279,26 @@ pub async fn stream_rows_to(
         .map_err(|e| server_error(src, select, e))?;
     src.is_broken = true;
     let width = columns.len();
-    let copied_width = width - usize::from(has_checksum && width > 1);
+    let copied_width = width - usize::from(how.has_checksum && width > 1);
     let started = std::time::Instant::now();
-    let (tx, rx) = tokio::sync::mpsc::channel::<String>(READ_AHEAD + dsts.len());
-    // Shared by the writers; taken per statement, not per row.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(READ_AHEAD + dsts.len());
+    // Shared by the writers; taken per batch, not per row.
     let rx = tokio::sync::Mutex::new(rx);
+    let spares = Spares::default();
     let read = async {
-        let mut batcher = InsertBatcher::new(dst_q, &columns[..copied_width]);
-        if is_replace {
-            batcher = batcher.replacing();
-        }
+        let mut batcher = if is_load_data {
+            let max_rows = match how.rows_per_s {
+                0 => LOAD_ROWS,
+                r => usize::try_from(r / 4).unwrap_or(LOAD_ROWS),
+            };
+            Batcher::Files(LoadBatcher::with_rows(max_rows, spares.clone()))
+        } else {
+            let mut b = InsertBatcher::new(how.dst_q, &columns[..copied_width]);
+            if how.is_replace {
+                b = b.replacing();
+            }
+            Batcher::Statements(b)
+        };
         let mut copied = Copied {
             rows: 0,
             checksum: 0,
@@ -210,48 +307,63 @@ pub async fn stream_rows_to(
         // Time the reader waited for a writer: the destination is the
         // slower side.
         let mut waited = std::time::Duration::ZERO;
-        while let Some(row) = src.next_row(width).await? {
-            let row = row.map_err(|e| server_error(src, select, e))?;
+        while let Some(row) = src.next_row_payload(width).await? {
+            let payload = row.map_err(|e| server_error(src, select, e))?;
+            let mut values: Vec<Option<&[u8]>> = Vec::with_capacity(width);
+            decode_row_into(&payload, width, &mut values).map_err(|e| src.protocol_error(e))?;
             copied.rows += 1;
-            if let Some(sum) = row.get(copied_width..).and_then(|r| r.first()) {
+            if let Some(sum) = values.get(copied_width..).and_then(|r| r.first()) {
                 let n = sum
-                    .as_deref()
                     .and_then(|b| std::str::from_utf8(b).ok())
                     .and_then(|t| t.parse::<u64>().ok())
                     .ok_or_else(|| ProxyError::Wrong("unreadable row checksum".into()))?;
                 copied.checksum = copied.checksum.wrapping_add(n);
             }
-            if let Some(sql) = batcher.push(&row[..copied_width]) {
+            if let Some(batch) = batcher.push(&values[..copied_width]) {
                 // A failed writer dropped its end: read the rest, so `src`
                 // can be used again (a caller may retry after a deadlock).
                 let t = std::time::Instant::now();
-                is_writing = is_writing && tx.send(sql).await.is_ok();
+                is_writing = is_writing && tx.send(batch).await.is_ok();
                 waited += t.elapsed();
-                if rows_per_s > 0 {
+                if how.rows_per_s > 0 {
                     // Paced: the rows read so far are due no sooner than
                     // at the limit's rate from the start.
                     let due = started
                         + std::time::Duration::from_secs_f64(
-                            copied.rows as f64 / rows_per_s as f64,
+                            copied.rows as f64 / how.rows_per_s as f64,
                         );
                     tokio::time::sleep_until(due.into()).await;
                 }
             }
         }
-        if let Some(sql) = batcher.finish() {
-            let _ = tx.send(sql).await;
+        if let Some(batch) = batcher.finish() {
+            let _ = tx.send(batch).await;
         }
         drop(tx);
         Ok::<_, ProxyError>((copied, waited))
     };
+    let load_sql = &load_sql;
+    let spares = &spares;
     let writers = dsts.into_iter().map(|dst| {
         let rx = &rx;
         async move {
             loop {
-                let Some(sql) = rx.lock().await.recv().await else {
+                let Some(batch) = rx.lock().await.recv().await else {
                     return Ok(());
                 };
-                if let Err(e) = exec(dst, &[sql]).await {
+                let written = match batch {
+                    Batch::Statement(sql) => exec(dst, &[sql]).await,
+                    Batch::File(file) => {
+                        let loaded = load_file(dst, load_sql, &file).await;
+                        spares.give(file);
+                        match loaded {
+                            Ok(Ok(_)) => Ok(()),
+                            Ok(Err(e)) => Err(server_error(dst, load_sql, e)),
+                            Err(e) => Err(e),
+                        }
+                    }
+                };
+                if let Err(e) = written {
                     rx.lock().await.close();
                     return Err(e);
                 }
@@ -266,6 +378,7 @@ pub async fn stream_rows_to(
         rows = copied.rows,
         ms = started.elapsed().as_millis() as u64,
         reader_waited_ms = waited.as_millis() as u64,
+        is_load_data,
         "rows streamed"
     );
     Ok(copied)

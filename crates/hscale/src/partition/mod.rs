@@ -13,6 +13,7 @@
 
 pub mod copy;
 pub mod ddl;
+pub mod load_batcher;
 pub mod store;
 pub mod weights;
 

@@ -8,7 +8,11 @@ use super::*;
 /// digits), DOUBLE, DECIMAL, BIT, BLOB, JSON, spatial, zero dates,
 /// TIMESTAMP, ENUM, an AUTO_INCREMENT 0 and NULLs, through ADD_PARTITION to
 /// another backend and MOVE_PARTITION to a third, compared row by row on
-/// the backends.
+/// the backends. The first copy is written as `REPLACE` statements (the
+/// destination refuses `LOAD DATA LOCAL INFILE`: `local_infile` off), the
+/// second as `LOAD DATA` files, with the bytes a file escapes (tab,
+/// newline, backslash), NUL, and the texts `\N` and `NULL` in strings and
+/// blobs.
 #[tokio::test]
 async fn every_column_type_survives_moves_exactly() {
     cluster(3);
@@ -18,7 +22,8 @@ async fn every_column_type_survives_moves_exactly() {
         "CREATE TABLE online_types.t (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, \
          f FLOAT NULL, d DOUBLE NULL, dec1 DECIMAL(30,10) NULL, b BIT(12) NULL, bl BLOB NULL, \
          j JSON NULL, dt DATE NULL, ts TIMESTAMP(6) NULL, tm TIME(3) NULL, \
-         e ENUM('a','b','c') NULL, g POINT NULL, s VARCHAR(20) CHARACTER SET latin1 NULL)",
+         e ENUM('a','b','c') NULL, g POINT NULL, s VARCHAR(20) CHARACTER SET latin1 NULL, \
+         u VARCHAR(20) CHARACTER SET utf8mb4 NULL)",
     )
     .await
     .unwrap();
@@ -34,23 +39,42 @@ async fn every_column_type_survives_moves_exactly() {
     direct
         .query_drop(format!(
             "INSERT INTO {default} VALUES \
-             (0, 1, 1.2345678, 1.2345678901234567, 12345678901234567890.0123456789, b'101010101010', X'00FF27', '{{\"a\": [1, 2.5, null]}}', '0000-00-00', '2024-02-29 23:59:59.123456', '-838:59:59.000', 'b', ST_GeomFromText('POINT(1.5 -2.25)'), X'E9'), \
-             (1, 3, 16777217, 0.1, -0.0000000001, b'1', '', '[]', '1999-12-31', '1970-01-01 05:30:01.000001', '00:00:00.001', 'c', NULL, ''), \
-             (2, 5, -3.4e38, 1e-300, 0, b'0', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), \
-             (3, 7, NULL, NULL, NULL, NULL, X'', 'null', '2000-01-01', '2038-01-19 03:14:07', '12:34:56', 'a', ST_GeomFromText('POINT(0 0)'), 'x')"
+             (0, 1, 1.2345678, 1.2345678901234567, 12345678901234567890.0123456789, b'101010101010', X'00FF27', '{{\"a\": [1, 2.5, null]}}', '0000-00-00', '2024-02-29 23:59:59.123456', '-838:59:59.000', 'b', ST_GeomFromText('POINT(1.5 -2.25)'), X'E9', X'C3A90A'), \
+             (1, 3, 16777217, 0.1, -0.0000000001, b'1', '', '[]', '1999-12-31', '1970-01-01 05:30:01.000001', '00:00:00.001', 'c', NULL, '', ''), \
+             (2, 5, -3.4e38, 1e-300, 0, b'0', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), \
+             (3, 7, NULL, NULL, NULL, NULL, X'', 'null', '2000-01-01', '2038-01-19 03:14:07', '12:34:56', 'a', ST_GeomFromText('POINT(0 0)'), 'x', X'5C4E'), \
+             (4, 9, -0.0, -1.5e-45, -99999999999999999999.9999999999, b'111111111111', X'5C0009000A5C4E0D5C', '\"a\\\\tb\\\\\\\\\"', '0000-00-00', '0000-00-00 00:00:00', '838:59:59.999', 'a', ST_GeomFromText('POINT(-0 1e300)'), X'5C4E', X'4E554C4C'), \
+             (5, 11, 0, -0.0, 0.0000000001, b'000000000000', X'4E554C4C', '{{}}', '9999-12-31', '2001-01-01 00:00:00', '-00:00:00.001', NULL, ST_GeomFromText('POINT(0 0)'), X'09', X'5C')"
         ))
         .await
         .unwrap();
-    let digest = "SELECT id, CONCAT_WS('|', k, CAST(f AS DOUBLE), d, dec1, HEX(b), HEX(bl), j, dt, ts, tm, e, HEX(ST_AsBinary(g)), HEX(s), \
-                  ISNULL(f), ISNULL(d), ISNULL(dec1), ISNULL(b), ISNULL(bl), ISNULL(j), ISNULL(dt), ISNULL(ts), ISNULL(tm), ISNULL(e), ISNULL(g), ISNULL(s)) FROM ";
+    let digest = "SELECT id, CONCAT_WS('|', k, CAST(f AS DOUBLE), d, dec1, HEX(b), HEX(bl), j, dt, ts, tm, e, HEX(ST_AsBinary(g)), HEX(s), HEX(u), \
+                  ISNULL(f), ISNULL(d), ISNULL(dec1), ISNULL(b), ISNULL(bl), ISNULL(j), ISNULL(dt), ISNULL(ts), ISNULL(tm), ISNULL(e), ISNULL(g), ISNULL(s), ISNULL(u)) FROM ";
     let before: Vec<(i64, String)> = direct
         .query(format!("{digest} {default} ORDER BY id"))
         .await
         .unwrap();
-    assert_eq!(before.len(), 4);
-    c.query_drop("HSCALE ADD_PARTITION('online_types.t', 'odd', '1', 'shard1')")
+    assert_eq!(before.len(), 6);
+    // The first copy as statements: shard1 refuses local files.
+    let mut b1 = backend_conn(1, None).await;
+    b1.query_drop("SET GLOBAL local_infile = 0").await.unwrap();
+    let added = c
+        .query_drop("HSCALE ADD_PARTITION('online_types.t', 'odd', '1', 'shard1')")
+        .await;
+    b1.query_drop("SET GLOBAL local_infile = 1").await.unwrap();
+    added.unwrap();
+    b1.query_drop("SET SESSION time_zone = '+05:30'")
         .await
         .unwrap();
+    let on_shard1: Vec<(i64, String)> = b1
+        .query(format!(
+            "{digest} online_types.{} ORDER BY id",
+            physical("online_types.t", Some("odd")).await
+        ))
+        .await
+        .unwrap();
+    assert_eq!(on_shard1, before, "every value after ADD_PARTITION");
+    b1.disconnect().await.unwrap();
     c.query_drop("HSCALE MOVE_PARTITION('online_types.t', 'odd', 'shard2')")
         .await
         .unwrap();

@@ -16,7 +16,7 @@
 //! ```text
 //!  journal 'copying' ─► destination table (fresh, or a staging table when the
 //!  destination already holds keys) ─► capture triggers on the source ─► copy
-//!  in bounded REPLACE batches ─► replay captured keys until few are left
+//!  in bounded LOAD DATA ... REPLACE files ─► replay captured keys until few are left
 //!  ─► journal 'cutover' ─► RENAME source ─► replay the rest ─► delete the
 //!  moved rows from what stays / merge the staging table ─► commit the new
 //!  dictionary with the journal's 'done' (one CAS transaction) ─► drop
@@ -45,7 +45,7 @@ use hscale_route::BackendId;
 use super::{conn, wrong};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use crate::partition::copy::stream_rows_to;
+use crate::partition::copy::{stream_rows_to, Copy};
 use crate::partition::store::exec;
 use crate::partition::{ddl, qualified, quote_ident, quote_str};
 use crate::runtime::Context;
@@ -69,6 +69,14 @@ const IN_LIST: usize = 900;
 /// Connection pairs that replay at once: writers on many connections
 /// otherwise get most of the servers' time, and the backlog drains slowly.
 const REPLAY_LANES: usize = 3;
+/// Destination connections the copy writes on. One: on MariaDB 10.11,
+/// 400,000 rows of `bench/moves.sh`'s table loaded on two connections at
+/// once cost the server 1.51-1.54 s of CPU against 1.13-1.19 s on one
+/// (500-row `REPLACE` statements: 1.74-1.77 s on three, 1.27-1.39 s on
+/// one): inserting adjacent key ranges at once costs more CPU in all, and
+/// on a machine whose cores the application's writers use too, that CPU
+/// is theirs.
+const COPY_WRITERS: usize = 1;
 /// How long a change catches up with writers before its cutover at most.
 const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 const CUTOVER_BACKLOG: usize = 200;
@@ -366,12 +374,19 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     )
     .await?;
     tracing::debug!(operation = r.id, "copy starts");
-    // The source is read once; the destination inserts on the replay
-    // lanes' connections too (it is the slower side of the copy).
+    // The source is read once; the destination writes on COPY_WRITERS
+    // connections (the replay lanes' first).
     let mut dsts = vec![&mut *r.dst];
     dsts.extend(r.lanes.iter_mut().map(|(_, d)| &mut **d));
-    let rate = ctx.config.proxy.change_copy_rows_per_s;
-    let copied = stream_rows_to(&mut reader, &select, dsts, &into_q, true, true, rate).await?;
+    dsts.truncate(COPY_WRITERS);
+    let how = Copy {
+        is_replace: true,
+        is_load_data: true,
+        has_checksum: true,
+        rows_per_s: ctx.config.proxy.change_copy_rows_per_s,
+        ..Copy::new(&select, &into_q)
+    };
+    let copied = stream_rows_to(&mut reader, dsts, &how).await?;
     let rows = copied.rows;
     tracing::debug!(operation = r.id, rows, "copy done");
     journal(
