@@ -44,6 +44,12 @@ select_rows() {
 CHECK="COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', id, k, a, b, c))), 0)"
 
 kb() { awk -v f="$1:" '$1 == f {print $2}' "/proc/$PG_PID/status"; }
+# The physical table of PARTITION of DB.t (NULL: the default partition),
+# from HSCALE SHOW PARTITIONS: names carry a generation (`t_default_g3`).
+physical() {
+  proxy -N --batch -e "HSCALE SHOW PARTITIONS('$1.t')" |
+    awk -F'\t' -v p="$2" '$2 == p { print $5 }'
+}
 mb() { python3 -c "print(f'{$1 / 1024:.1f}')"; }
 
 rows=()
@@ -54,9 +60,11 @@ for n in $SIZES; do
   proxy -e "CREATE DATABASE $db; CREATE TABLE $db.t $TABLE"
   proxy -e "HSCALE SETUP_TABLE('$db.t', 'k', 't_default', 'shard0', 'MOD($MODULUS)')"
   proxy --batch -e "HSCALE SHOW TABLES" | grep -q "t_default" || die "t_default not in HSCALE SHOW TABLES"
-  log "N=$n: loading $n rows (k MOD $MODULUS = $VALUE) into $db.t_default on shard0"
-  backend 0 "$db" -e "INSERT INTO t_default $(select_rows "$n")"
-  before_check=$(backend 0 "$db" -N -e "SELECT $CHECK FROM t_default WHERE k MOD $MODULUS = $VALUE")
+  default=$(physical "$db" NULL)
+  [[ -n "$default" ]] || die "no default partition in HSCALE SHOW PARTITIONS"
+  log "N=$n: loading $n rows (k MOD $MODULUS = $VALUE) into $db.$default on shard0"
+  backend 0 "$db" -e "INSERT INTO $default $(select_rows "$n")"
+  before_check=$(backend 0 "$db" -N -e "SELECT $CHECK FROM $default WHERE k MOD $MODULUS = $VALUE")
   [[ "$(cut -f1 <<<"$before_check")" == "$n" ]] || die "loaded $before_check rows, wanted $n"
 
   log "N=$n: HSCALE ADD_PARTITION to shard1"
@@ -69,12 +77,14 @@ for n in $SIZES; do
   hwm=$(kb VmHWM)
   [[ -z "$out" ]] || log "N=$n: $out"
 
-  after_check=$(backend 1 "$db" -N -e "SELECT $CHECK FROM t_p$VALUE")
-  left=$(backend 0 "$db" -N -e "SELECT COUNT(*) FROM t_default WHERE k MOD $MODULUS = $VALUE")
+  moved=$(physical "$db" "p$VALUE")
+  default=$(physical "$db" NULL)
+  after_check=$(backend 1 "$db" -N -e "SELECT $CHECK FROM $moved")
+  left=$(backend 0 "$db" -N -e "SELECT COUNT(*) FROM $default WHERE k MOD $MODULUS = $VALUE")
   [[ "$after_check" == "$before_check" ]] \
-    || die "N=$n: t_p$VALUE on shard1 has (count, checksum) $after_check, the default table had $before_check"
-  [[ "$left" == 0 ]] || die "N=$n: $left rows of value $VALUE left in t_default on shard0"
-  log "N=$n: checked: t_p$VALUE on shard1 holds $n rows (checksum equal), t_default none of value $VALUE"
+    || die "N=$n: $moved on shard1 has (count, checksum) $after_check, the default table had $before_check"
+  [[ "$left" == 0 ]] || die "N=$n: $left rows of value $VALUE left in $default on shard0"
+  log "N=$n: checked: $moved on shard1 holds $n rows (checksum equal), $default none of value $VALUE"
 
   secs=$(python3 -c "print(f'{$end - $start:.1f}')")
   rate=$(python3 -c "print(f'{$n / ($end - $start):.0f}')")
