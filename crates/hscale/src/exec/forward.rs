@@ -99,6 +99,8 @@ pub struct Forwarder<'a, B, C> {
     /// The last original table `send_column_def` looked up, and the
     /// partitioned table it is a partition of.
     last_org: Option<(Vec<u8>, Option<String>)>,
+    /// Shipped copies' temporary tables and the tables they copy.
+    ships: &'a [(String, String)],
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -125,7 +127,15 @@ where
             one_row_select: None,
             names: None,
             last_org: None,
+            ships: &[],
         }
+    }
+
+    /// Column definitions name the table a shipped copy (`ships`: its
+    /// temporary table, the table) copies.
+    pub fn shipped(mut self, ships: &'a [(String, String)]) -> Self {
+        self.ships = ships;
+        self
     }
 
     /// Error messages name the partitioned tables of `p`'s dictionary, not
@@ -269,7 +279,7 @@ where
 
     /// Forward a column definition, a partition's physical table as its
     /// original table shown as the partitioned table
-    /// (`Partitioning::logical_column_def`; the last one's answer kept,
+    /// (`Partitioning::logical_table`; the last one's answer kept,
     /// the columns of a result mostly name one table).
     async fn send_column_def(&mut self, def: hscale_wire::Packet) -> Result<(), ForwardError> {
         let Some(names) = self.names else {
@@ -285,7 +295,12 @@ where
         let logical = match &self.last_org {
             Some((o, l)) if o[..] == *org => l.clone(),
             _ => {
-                let l = names.logical_table(schema, org);
+                let l = self
+                    .ships
+                    .iter()
+                    .find(|(temp, _)| temp.as_bytes() == org)
+                    .map(|(_, table)| table.clone())
+                    .or_else(|| names.logical_table(schema, org));
                 self.last_org = Some((org.to_vec(), l.clone()));
                 l
             }

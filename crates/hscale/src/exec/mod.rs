@@ -84,6 +84,9 @@ pub struct Exec<'a, S> {
     /// Inside a transaction: the statement that drops those tables from a
     /// part's connection (a branch) after its rows were read.
     ship_cleanup: Option<String>,
+    /// The shipped tables' temporary names and the tables they copy, so
+    /// that column definitions name the client's table (`logical_def`).
+    ship_names: Vec<(String, String)>,
     /// A first answer that is error 1146 becomes `ProxyError::StaleRoute`
     /// instead of reaching the client, so the session can reload the
     /// dictionary and run the statement again (the fence, `session/fence.rs`).
@@ -150,6 +153,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             is_eof_deprecated,
             ship_setup: std::sync::Arc::new(Vec::new()),
             ship_cleanup: None,
+            ship_names: Vec::new(),
             is_fenced: false,
             retry_unanswered: false,
             uses_last_insert_id: false,
@@ -166,6 +170,20 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     /// A reply to the client, its first packet at `seq`.
     fn reply(&mut self, seq: u8) -> Reply<'_, S> {
         Reply::new(&mut *self.client, seq, self.is_eof_deprecated)
+    }
+
+    /// A column definition of a merge's answer as one server's names its
+    /// original table: a shipped copy's temporary table or a partition's
+    /// physical table becomes the client's table (`None`: as it is).
+    pub(crate) fn logical_def(&self, def: &[u8]) -> Option<bytes::BytesMut> {
+        let (schema, org) = hscale_wire::resultset::aliased_org_table(def)?;
+        let shipped = self
+            .ship_names
+            .iter()
+            .find(|(temp, _)| temp.as_bytes() == org)
+            .map(|(_, table)| table.clone());
+        let logical = shipped.or_else(|| self.b.ctx.partitioning.logical_table(schema, org))?;
+        hscale_wire::resultset::with_org_table(def, logical.as_bytes()).ok()
     }
 
     /// Forward a backend's error packet as the answer (at `seq`).
@@ -361,7 +379,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
             .insert_id(self.b.generated_id.filter(|id| *id != 0))
             .one_row_select(self.b.one_row_select.as_deref())
-            .naming(&self.b.ctx.partitioning);
+            .naming(&self.b.ctx.partitioning)
+            .shipped(&self.ship_names);
         if let Some((from, to)) = relabel {
             f = f.relabel(from, to);
         }

@@ -405,7 +405,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let running = self.b.running(&conn, conn.pool().backend_id);
         let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
             .starting_at(seq)
-            .naming(&self.b.ctx.partitioning);
+            .naming(&self.b.ctx.partitioning)
+            .shipped(&self.ship_names);
         if self.is_fenced {
             f = f.holding_missing_tables();
         }

@@ -125,15 +125,6 @@ impl Partitioning {
         f(&self.snapshot.load())
     }
 
-    /// The original table a column definition names as the client names
-    /// it: a partition's physical table becomes its partitioned table
-    /// (`None`: the definition stays as it is).
-    pub fn logical_column_def(&self, def: &[u8]) -> Option<bytes::BytesMut> {
-        let (schema, org) = hscale_wire::resultset::aliased_org_table(def)?;
-        let logical = self.logical_table(schema, org)?;
-        hscale_wire::resultset::with_org_table(def, logical.as_bytes()).ok()
-    }
-
     /// The partitioned table whose default or partition table is
     /// `physical` in database `schema`.
     pub fn logical_table(&self, schema: &[u8], physical: &[u8]) -> Option<String> {

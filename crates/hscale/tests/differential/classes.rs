@@ -3,7 +3,8 @@
 //! backend, reached directly) with the same rows. A case is a short
 //! session: its statements run in order on a fresh connection on each
 //! side, as text and again as server-side prepared statements, and every
-//! answer must match: column names, types and character sets, rows,
+//! answer must match: column names (with the table and original table they
+//! name, outside information_schema and SHOW), types and character sets, rows,
 //! affected rows, the warning count, and for errors the code and the
 //! message (database names aside). The cases of a class are built from
 //! lists (statements × tables × values), not single examples; the
@@ -59,12 +60,12 @@ async fn run(c: &mut Conn, sql: &str, prepared: bool, db: &str) -> Answer {
     let result: Result<_, mysql_async::Error> = async {
         let (meta, rows) = if prepared {
             let mut res = c.exec_iter(sql, ()).await?;
-            let meta = meta_of(res.columns());
+            let meta = meta_of(res.columns(), shows_tables(sql));
             let rows: Vec<Row> = res.collect().await?;
             (meta, rows)
         } else {
             let mut res = c.query_iter(sql).await?;
-            let meta = meta_of(res.columns());
+            let meta = meta_of(res.columns(), shows_tables(sql));
             let rows: Vec<Row> = res.collect().await?;
             (meta, rows)
         };
@@ -105,15 +106,31 @@ async fn run(c: &mut Conn, sql: &str, prepared: bool, db: &str) -> Answer {
     }
 }
 
-fn meta_of(cols: Option<std::sync::Arc<[mysql_async::Column]>>) -> Vec<(String, u8, u16)> {
+/// Whether the table names of a statement's column definitions are
+/// compared: not for information_schema reads and SHOW, which hscale
+/// answers by rewriting them (their columns name its derived tables, README
+/// *Schema statements*).
+fn shows_tables(sql: &str) -> bool {
+    let u = sql.to_ascii_uppercase();
+    !u.trim_start().starts_with("SHOW") && !u.contains("INFORMATION_SCHEMA")
+}
+
+/// Each column's name (with the table and original table it shows, when
+/// `with_tables`: a partition's physical table or a shipped copy's
+/// temporary table must not show), type and character set.
+fn meta_of(
+    cols: Option<std::sync::Arc<[mysql_async::Column]>>,
+    with_tables: bool,
+) -> Vec<(String, u8, u16)> {
     cols.map(|cols| {
         cols.iter()
             .map(|c| {
-                (
-                    c.name_str().into_owned(),
-                    c.column_type() as u8,
-                    c.character_set(),
-                )
+                let name = if with_tables {
+                    format!("{} ({}.{})", c.name_str(), c.table_str(), c.org_table_str())
+                } else {
+                    c.name_str().into_owned()
+                };
+                (name, c.column_type() as u8, c.character_set())
             })
             .collect()
     })

@@ -271,6 +271,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 what: "a read that ships a table between partitions (a join of tables partitioned differently, or a subquery over another partitioned table) inside a READ ONLY transaction (MariaDB refuses the temporary tables it needs there: run it in a READ WRITE transaction or outside one)".into(),
             });
         }
+        self.ship_names = plan
+            .ship
+            .iter()
+            .map(|ship| {
+                let (_, like) = &ship.like;
+                let table = self
+                    .b
+                    .ctx
+                    .partitioning
+                    .logical_table(ship.db.as_bytes(), like.as_bytes())
+                    .unwrap_or_else(|| like.clone());
+                (ship.temp.clone(), table)
+            })
+            .collect();
         if !plan.ship.is_empty() {
             match self.ship_statements(&plan.ship).await {
                 Ok(s) => self.ship_setup = std::sync::Arc::new(s),
@@ -494,9 +508,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let keys = sort_keys(&plan.order, &columns, visible)?;
         let st = self.b.status();
         let deprecated = self.is_eof_deprecated();
+        let logical: Vec<_> = defs[..visible]
+            .iter()
+            .map(|d| self.logical_def(d))
+            .collect();
         let mut header = Reply::new(&mut *self.client, 1, deprecated).columns(visible);
-        for d in &defs[..visible] {
-            let logical = self.b.ctx.partitioning.logical_column_def(d);
+        for (d, logical) in defs[..visible].iter().zip(logical) {
             header.column_def(logical.as_deref().unwrap_or(d));
         }
         let mut rows = header.rows(st);
@@ -651,9 +668,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let merged = groups.finish(&out_cols, &plan.order)?;
         let st = self.b.status();
         let deprecated = self.is_eof_deprecated();
+        let logical: Vec<_> = out_defs.iter().map(|d| self.logical_def(d)).collect();
         let mut header = Reply::new(&mut *self.client, 1, deprecated).columns(out_defs.len());
-        for d in &out_defs {
-            let logical = self.b.ctx.partitioning.logical_column_def(d);
+        for (d, logical) in out_defs.iter().zip(logical) {
             header.column_def(logical.as_deref().unwrap_or(d));
         }
         let mut rows = header.rows(st);
