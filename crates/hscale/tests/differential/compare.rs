@@ -153,6 +153,8 @@ const KNOWN: &[(&str, &str)] = &[
     // HSCALE_DIFF_SEED=9
     ("FROM r_mod AS t1 WHERE t1.s IS NOT NULL AND t1.k IN (", LIMITED),
     ("WHERE k < -9223372036854775807 OR k IN (5, '999 ', 2047) ORDER BY id LIMIT 7", LIMITED),
+    // HSCALE_DIFF_SEED=11
+    ("OR t1.n BETWEEN 10.0 AND '0 ' ORDER BY t1.id DESC LIMIT 7", LIMITED),
 ];
 
 #[derive(Default)]
