@@ -114,6 +114,9 @@ pub fn unplaced_values(
             .get(parsed.key_pos)
             .and_then(|v| literal(sql, v))
             .and_then(|k| table.stored_key(k))
+            // A number the column cannot hold is stored as another value:
+            // no partition is made for the number as written.
+            .filter(|k| table.holds(k))
         else {
             continue;
         };

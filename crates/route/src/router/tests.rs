@@ -641,3 +641,23 @@ fn doubtful_insert_keys_are_asked_about_and_only_plain_constants() {
         assert!(matches!(p, Plan::Refuse(_)), "{sql}: {p:?}");
     }
 }
+
+#[test]
+fn auto_partitioning_makes_no_partition_for_a_number_the_column_cannot_hold() {
+    let mut d = dict();
+    let t = TableName::new("app", "orders");
+    d.set_key_type(&t, "int(11)");
+    d.set_auto(&t, Some(crate::dictionary::Placement::RoundRobin))
+        .unwrap();
+    let values = |sql: &str| unplaced_values(sql, Some("app"), &d).map(|(_, v)| v);
+    assert_eq!(
+        values("INSERT INTO orders (id, customer_id) VALUES (1, 7)"),
+        Some(vec!["3".to_string()])
+    );
+    // 3000000000 is stored as 2147483647 without strict mode: no
+    // partition for 3000000000 % 4.
+    assert_eq!(
+        values("INSERT INTO orders (id, customer_id) VALUES (1, 3000000000)"),
+        None
+    );
+}
