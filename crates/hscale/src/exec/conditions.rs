@@ -131,7 +131,10 @@ impl RowMap {
             return None;
         }
         let at = row_digits(message)?;
-        let n = row_of(message)?;
+        let n: u64 = std::str::from_utf8(&message[at.clone()])
+            .ok()?
+            .parse()
+            .ok()?;
         let row = match self {
             RowMap::Same => return None,
             RowMap::After(before) => before + n,

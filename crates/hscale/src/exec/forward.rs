@@ -150,7 +150,7 @@ where
     fn renamed(&self, payload: &[u8]) -> Option<bytes::BytesMut> {
         let names = self.names?;
         let e = hscale_wire::response::ErrPacket::decode(payload).ok()?;
-        let message = names.dictionary().user_message(&e.message)?;
+        let message = names.with_dictionary(|d| d.user_message(&e.message))?;
         Some(hscale_wire::response::encode_err(
             e.code,
             &e.sql_state,
@@ -295,12 +295,7 @@ where
         let logical = match &self.last_org {
             Some((o, l)) if o[..] == *org => l.clone(),
             _ => {
-                let l = self
-                    .ships
-                    .iter()
-                    .find(|(temp, _)| temp.as_bytes() == org)
-                    .map(|(_, table)| table.clone())
-                    .or_else(|| names.logical_table(schema, org));
+                let l = names.client_table(self.ships, schema, org);
                 self.last_org = Some((org.to_vec(), l.clone()));
                 l
             }

@@ -177,12 +177,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     /// physical table becomes the client's table (`None`: as it is).
     pub(crate) fn logical_def(&self, def: &[u8]) -> Option<bytes::BytesMut> {
         let (schema, org) = hscale_wire::resultset::aliased_org_table(def)?;
-        let shipped = self
-            .ship_names
-            .iter()
-            .find(|(temp, _)| temp.as_bytes() == org)
-            .map(|(_, table)| table.clone());
-        let logical = shipped.or_else(|| self.b.ctx.partitioning.logical_table(schema, org))?;
+        let logical = self
+            .b
+            .ctx
+            .partitioning
+            .client_table(&self.ship_names, schema, org)?;
         hscale_wire::resultset::with_org_table(def, logical.as_bytes()).ok()
     }
 
@@ -194,8 +193,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             .b
             .ctx
             .partitioning
-            .dictionary()
-            .user_message(&err.message);
+            .with_dictionary(|d| d.user_message(&err.message));
         let mut message = renamed.as_deref().unwrap_or(&err.message).to_string();
         if let Some(m) = self.b.gathered.row_map.renumber(message.as_bytes()) {
             message = String::from_utf8_lossy(&m).into_owned();

@@ -322,8 +322,7 @@ fn param_literal(v: &KeyValue, client: params::ClientText) -> Option<String> {
     match v {
         KeyValue::Int(i) => Some(i.to_string()),
         KeyValue::Str(s) if client == params::ClientText::Utf8 => {
-            let hex: String = s.bytes().map(|b| format!("{b:02X}")).collect();
-            Some(format!("_utf8mb4 X'{hex}'"))
+            Some(crate::partition::weights::hex_literal(s))
         }
         _ => None,
     }

@@ -125,6 +125,23 @@ impl Partitioning {
         f(&self.snapshot.load())
     }
 
+    /// The table a column definition's original table `org` (in database
+    /// `schema`) stands for: the table a shipped copy (`ships`: its
+    /// temporary table, the table) copies, or the partitioned table of a
+    /// partition's physical table.
+    pub fn client_table(
+        &self,
+        ships: &[(String, String)],
+        schema: &[u8],
+        org: &[u8],
+    ) -> Option<String> {
+        ships
+            .iter()
+            .find(|(temp, _)| temp.as_bytes() == org)
+            .map(|(_, table)| table.clone())
+            .or_else(|| self.logical_table(schema, org))
+    }
+
     /// The partitioned table whose default or partition table is
     /// `physical` in database `schema`.
     pub fn logical_table(&self, schema: &[u8], physical: &[u8]) -> Option<String> {

@@ -88,7 +88,7 @@ pub fn preset(weights: &[Weight]) {
 
 /// `key` as a utf8mb4 string literal that means the same under any
 /// `sql_mode` and connection character set.
-fn hex_literal(key: &str) -> String {
+pub(crate) fn hex_literal(key: &str) -> String {
     let mut out = String::with_capacity(2 * key.len() + 12);
     out.push_str("_utf8mb4 X'");
     for b in key.bytes() {
