@@ -14,6 +14,11 @@
 # streamed copy the peak must not grow with the rows copied. SLACK_MB
 # (default 5) absorbs allocator and page-granularity noise on small peaks.
 #
+# Then DROP_PARTITION merges the rows back into the default partition, and
+# the default partition is checked again. Fails too if either command's
+# longest write pause (its answer's longest_write_pause_ms) is over
+# MAX_PAUSE_MS (default 100).
+#
 # Environment: SIZES (default "1000000 2000000"), SLACK_MB (default 5),
 # HSCALE (binary, default ./target/release/hscale).
 set -euo pipefail
@@ -23,6 +28,7 @@ export PATH="$PATH:/usr/sbin"
 
 SIZES=${SIZES:-1000000 2000000}
 SLACK_MB=${SLACK_MB:-5}
+MAX_PAUSE_MS=${MAX_PAUSE_MS:-100}
 HSCALE=${HSCALE:-./target/release/hscale}
 MODULUS=10
 VALUE=3 # every row's k MOD $MODULUS
@@ -86,9 +92,28 @@ for n in $SIZES; do
   [[ "$left" == 0 ]] || die "N=$n: $left rows of value $VALUE left in $default on shard0"
   log "N=$n: checked: $moved on shard1 holds $n rows (checksum equal), $default none of value $VALUE"
 
+  add_pause=$(awk -F'\t' 'NR == 2 { print $3 }' <<<"$out")
+
+  # And back: DROP_PARTITION merges the rows into the default partition.
+  log "N=$n: HSCALE DROP_PARTITION"
+  drop_start=$(date +%s.%N)
+  dropped=$(proxy --batch -e "HSCALE DROP_PARTITION('$db.t', 'p$VALUE')" 2>&1) \
+    || die "DROP_PARTITION failed for N=$n: $dropped"
+  drop_end=$(date +%s.%N)
+  drop_pause=$(awk -F'\t' 'NR == 2 { print $3 }' <<<"$dropped")
+  default=$(physical "$db" NULL)
+  back_check=$(backend 0 "$db" -N -e "SELECT $CHECK FROM $default WHERE k MOD $MODULUS = $VALUE")
+  [[ "$back_check" == "$before_check" ]] \
+    || die "N=$n: after DROP_PARTITION $default has (count, checksum) $back_check of value $VALUE, wanted $before_check"
+  log "N=$n: checked: $default on shard0 holds the $n rows again (checksum equal)"
+  for p in "$add_pause" "$drop_pause"; do
+    (( p <= MAX_PAUSE_MS )) || die "N=$n: a write pause of $p ms (ADD $add_pause, DROP $drop_pause), over $MAX_PAUSE_MS"
+  done
+
   secs=$(python3 -c "print(f'{$end - $start:.1f}')")
   rate=$(python3 -c "print(f'{$n / ($end - $start):.0f}')")
-  rows+=("| $n | $secs | $rate | $(mb "$rss_before") | $(mb "$hwm") | $(mb $((hwm - rss_before))) |")
+  drop_secs=$(python3 -c "print(f'{$drop_end - $drop_start:.1f}')")
+  rows+=("| $n | $secs | $rate | $add_pause | $drop_secs | $drop_pause | $(mb "$rss_before") | $(mb "$hwm") | $(mb $((hwm - rss_before))) |")
   peaks+=("$hwm")
   # Free the backends' disk and buffer pool for the next size.
   proxy -e "DROP TABLE $db.t"
@@ -101,13 +126,13 @@ limit=$(( first * 110 / 100 + SLACK_MB * 1024 ))
 echo "## ADD_PARTITION row copy (bench/add_partition.sh)"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), nproc: $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/^Mem:/ {print $2}') GB RAM"
-echo "- 2 backends (one machine); \`t\` partitioned with MOD($MODULUS) on k, every row's k MOD $MODULUS = $VALUE, loaded into t_default on shard0; \`HSCALE ADD_PARTITION('t', 'p$VALUE', '$VALUE', 'shard1')\` through the proxy, so every row is read by the proxy and INSERTed on shard1"
+echo "- 2 backends (one machine); \`t\` partitioned with MOD($MODULUS) on k, every row's k MOD $MODULUS = $VALUE, loaded into t_default on shard0; \`HSCALE ADD_PARTITION('t', 'p$VALUE', '$VALUE', 'shard1')\` through the proxy, so every row is read by the proxy and INSERTed on shard1; then \`HSCALE DROP_PARTITION('t', 'p$VALUE')\` merges them back into the default partition; a command's longest write pause is its answer's \`longest_write_pause_ms\`"
 echo "- row: \`$TABLE\`, a is 65 characters"
 echo "- RSS of the hscale process (the playground: proxy plus the servers' supervisor; the servers are other processes): VmRSS before the statement, VmHWM reset by \`clear_refs\` before it and read after it"
 echo "- pass: peak of N=${SIZES##* } <= 1.10 x peak of N=${SIZES%% *} + $SLACK_MB MB = $(mb "$limit") MB"
 echo
-echo "| rows | seconds | rows/s | RSS before MB | peak RSS during MB | peak - before MB |"
-echo "|---:|---:|---:|---:|---:|---:|"
+echo "| rows | ADD seconds | ADD rows/s | ADD longest write pause ms | DROP seconds | DROP longest write pause ms | RSS before MB | peak RSS during ADD MB | peak - before MB |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
 
 if (( last > limit )); then

@@ -11,7 +11,7 @@ use hscale_route::BackendId;
 use super::change::{self, Move};
 use super::{backend_names, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
-use crate::partition::{function_of, quote_str};
+use crate::partition::quote_str;
 use crate::partition::{store, weights};
 use crate::runtime::Context;
 
@@ -73,15 +73,46 @@ pub(super) async fn run(
             info: format!("value {value:?} of {name} is in partition {partition} already"),
         });
     };
-    let (dst, is_dst_live) = match t.partitions.get(partition) {
-        Some(p) if !is_new => (p.physical.clone(), true),
-        _ => (
+    let filter = change::values_filter(&t, &[quote_str(&value)]);
+    // Many moving rows: rather than delete them from the default partition
+    // (and merge them into a partition that holds other values) during the
+    // cutover, while writes wait, the tables that keep rows are rebuilt
+    // beside: the default partition's other rows are copied into its next
+    // generation (`Move::rest`), and a shared partition's own rows are
+    // copied with the moving ones into a fresh table (`Move::companion`).
+    let many = change::moves_many_rows(
+        ctx,
+        worker,
+        t.default_backend,
+        &name.db,
+        &t.default_table,
+        &filter,
+        &t.column,
+    )
+    .await;
+    let many = match many {
+        Ok(many) => many,
+        Err(e) => {
+            change::fail(ctx, worker, op, &e).await;
+            return Err(e);
+        }
+    };
+    let shared = t.partitions.get(partition).filter(|_| !is_new);
+    let (dst, is_dst_live) = match shared {
+        Some(p) if !many => (p.physical.clone(), true),
+        Some(p) => (generation_name(&p.physical, op), false),
+        None => (
             generation_name(&format!("{}_{partition}", name.table), op),
             false,
         ),
     };
     let src_after = generation_name(&t.default_table, op);
-    for n in [&dst, &src_after] {
+    let retired = generation_name(&format!("{}_retired", t.default_table), op);
+    let shared_retired = shared.map(|p| generation_name(&format!("{}_retired", p.physical), op));
+    for n in [&dst, &src_after, &retired]
+        .into_iter()
+        .chain(shared_retired.as_ref())
+    {
         if n.len() > 64 {
             let e = wrong(format!(
                 "the table name {n} would be longer than 64 characters"
@@ -90,34 +121,53 @@ pub(super) async fn run(
             return Err(e);
         }
     }
-    let rows = vec![
-        store::insert_partition_sql(&name, &value, partition, names[b.index()], &dst),
+    let backend = names[b.index()];
+    let mut rows = vec![
+        store::insert_partition_sql(&name, &value, partition, backend, &dst),
         store::set_default_table_sql(&name, &src_after),
     ];
-    let m = Move {
+    let is_rebuilt = shared.is_some() && many;
+    if is_rebuilt {
+        rows.push(store::move_partition_sql(&name, partition, backend, &dst));
+    }
+    let mut m = Move {
         db: name.db.clone(),
         src: (t.default_backend, t.default_table.clone()),
-        filter: Some(format!(
-            "BINARY CAST({} AS CHAR) = {}",
-            function_of(
-                &t.function,
-                &t.key_compare
-                    .as_ref()
-                    .map_or_else(|| change::KEY.to_string(), |c| c.sql(change::KEY))
-            ),
-            quote_str(&value)
-        )),
+        filter: Some(filter.clone()),
         dst: (b, dst.clone()),
         is_dst_live,
         src_after: src_after.clone(),
+        rest: None,
+        dst_filter: None,
+        companion: None,
         key_column: t.column.clone(),
         dictionary: rows.clone(),
     };
+    if many {
+        m.rest = Some(src_after.clone());
+        m.src_after = retired;
+    }
+    if let (Some(p), Some(p_retired), true) = (shared, shared_retired, many) {
+        m.dst_filter = Some(filter.clone());
+        m.companion = Some(Box::new(Move {
+            db: name.db.clone(),
+            src: (p.backend, p.physical.clone()),
+            filter: None,
+            dst: (b, dst.clone()),
+            is_dst_live: false,
+            src_after: p_retired,
+            rest: None,
+            dst_filter: Some(format!("({filter}) IS NOT TRUE")),
+            companion: None,
+            key_column: t.column.clone(),
+            dictionary: rows.clone(),
+        }));
+    }
     let report = change::run(ctx, worker, op, &m, |d| {
         let is_new = d
             .add_partition(&name, partition, &value, b)
             .map_err(wrong)?;
-        if is_new {
+        if is_new || is_rebuilt {
             d.move_partition(&name, partition, b, &dst).map_err(wrong)?;
         }
         d.set_default_table(&name, &src_after).map_err(wrong)?;

@@ -66,6 +66,9 @@ pub(super) async fn run(
         dst: (b, dst.clone()),
         is_dst_live: false,
         src_after: generation_name(&format!("{}_retired", p.physical), op),
+        rest: None,
+        dst_filter: None,
+        companion: None,
         key_column: t.column.clone(),
         dictionary: vec![store::move_partition_sql(
             &name,

@@ -107,6 +107,9 @@ pub(super) async fn run(
         dst: (b, default_table.to_string()),
         is_dst_live: false,
         src_after: after_rename.clone(),
+        rest: None,
+        dst_filter: None,
+        companion: None,
         key_column: column.to_string(),
         dictionary: rows.clone(),
     };
@@ -118,7 +121,7 @@ pub(super) async fn run(
         // change once the table was renamed, and undoes it before.
         let started = std::time::Instant::now();
         let renamed = async {
-            change::record_spec(ctx, worker, op, &m, default_table, true).await?;
+            change::record_spec(ctx, worker, op, &m, true).await?;
             change::mark_cutover(ctx, worker, op, change::FIRST_EPOCH).await?;
             let mut main = conn(ctx, worker, BackendId::MAIN).await?;
             main.is_broken = true;

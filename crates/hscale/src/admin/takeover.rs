@@ -26,8 +26,8 @@ use hscale_route::dictionary::TableName;
 use hscale_route::BackendId;
 
 use super::change::{
-    commit_with_journal, finish_rows, flip, kill_registered, lock_owner, owner, primary_key,
-    register, Move, Report, Running,
+    changelog_name, commit_with_journal, finish_rows, flip, kill_registered, lock_owner, owner,
+    primary_key, register, trigger_name, Move, Report, Running, COMPANION,
 };
 use super::{conn, wrong};
 use crate::error::ProxyError;
@@ -50,6 +50,16 @@ pub(super) struct Spec {
     pub(super) dst_table: String,
     pub(super) key_column: String,
     pub(super) filter: Option<String>,
+    /// A split's rest table, on the source's backend (`Move::rest`).
+    #[serde(default)]
+    pub(super) rest: Option<String>,
+    /// The destination's rows this move writes (`Move::dst_filter`).
+    #[serde(default)]
+    pub(super) dst_filter: Option<String>,
+    /// The change's second move (`Move::companion`), renamed after this
+    /// one's source at the cutover.
+    #[serde(default)]
+    pub(super) companion: Option<Box<Spec>>,
     pub(super) dictionary: Vec<String>,
     /// An in-place SETUP_TABLE: no rows move; the table is renamed to its
     /// default partition (`src_table` to `src_after`, on the main backend),
@@ -173,7 +183,7 @@ async fn finish_cutover(
             ))
         })
     };
-    let (src_b, dst_b) = (index(&spec.src_backend)?, index(&spec.dst_backend)?);
+    let src_b = index(&spec.src_backend)?;
     let mut src = conn(ctx, worker, src_b).await?;
     src.is_broken = true;
     if ddl::table_exists(&mut src, &spec.db, &spec.src_table).await? {
@@ -195,39 +205,73 @@ async fn finish_cutover(
         tracing::info!(operation = id, table = %name, "in-place SETUP_TABLE finished by a take-over");
         return Ok(());
     }
-    register(ctx, worker, id, epoch, src_b, &mut src).await?;
-    let pk = primary_key(&mut src, &spec.db, &spec.src_after).await?;
-    let columns = ddl::exact_select_list(&mut src, &spec.db, &spec.src_after).await?;
-    let mut dst = conn(ctx, worker, dst_b).await?;
-    dst.is_broken = true;
-    register(ctx, worker, id, epoch, dst_b, &mut dst).await?;
-    exec(&mut src, &super::change::copy_session()).await?;
-    exec(&mut dst, &super::change::copy_session()).await?;
-    let m = Move {
-        db: spec.db.clone(),
-        src: (src_b, spec.src_table.clone()),
-        filter: spec.filter.clone(),
-        dst: (dst_b, spec.dst_table.clone()),
-        is_dst_live: spec.is_dst_live,
-        src_after: spec.src_after.clone(),
-        key_column: spec.key_column.clone(),
-        dictionary: spec.dictionary.clone(),
-    };
-    let mut r = Running {
-        m: &m,
-        id,
-        epoch,
-        src,
-        dst,
-        pk,
-        into: spec.into.clone(),
-        src_name: spec.src_after.clone(),
-        replayed: 0,
-        lanes: Vec::new(),
-        columns,
-    };
-    while r.replay().await? > 0 {}
-    finish_rows(&mut r).await?;
+    drop(src);
+    // Both moves of a merge: the first's source was renamed (else it was
+    // rolled back above); the second's is renamed here if the owner did
+    // not get to it.
+    let specs: Vec<(&Spec, &'static str)> = std::iter::once((&spec, ""))
+        .chain(spec.companion.as_deref().map(|c| (c, COMPANION)))
+        .collect();
+    let mut moves = Vec::with_capacity(specs.len());
+    for (s, _) in &specs {
+        moves.push(Move {
+            db: s.db.clone(),
+            src: (index(&s.src_backend)?, s.src_table.clone()),
+            filter: s.filter.clone(),
+            dst: (index(&s.dst_backend)?, s.dst_table.clone()),
+            is_dst_live: s.is_dst_live,
+            src_after: s.src_after.clone(),
+            rest: s.rest.clone(),
+            dst_filter: s.dst_filter.clone(),
+            companion: None,
+            key_column: s.key_column.clone(),
+            dictionary: s.dictionary.clone(),
+        });
+    }
+    let mut rs = Vec::with_capacity(moves.len());
+    for (m, (s, tag)) in moves.iter().zip(&specs) {
+        let mut src = conn(ctx, worker, m.src.0).await?;
+        src.is_broken = true;
+        register(ctx, worker, id, epoch, m.src.0, &mut src).await?;
+        let is_renamed = !ddl::table_exists(&mut src, &s.db, &s.src_table).await?;
+        let src_name = if is_renamed {
+            s.src_after.clone()
+        } else {
+            s.src_table.clone()
+        };
+        let pk = primary_key(&mut src, &s.db, &src_name).await?;
+        let columns = ddl::exact_select_list(&mut src, &s.db, &src_name).await?;
+        let mut dst = conn(ctx, worker, m.dst.0).await?;
+        dst.is_broken = true;
+        register(ctx, worker, id, epoch, m.dst.0, &mut dst).await?;
+        exec(&mut src, &super::change::copy_session()).await?;
+        exec(&mut dst, &super::change::copy_session()).await?;
+        let mut r = Running {
+            m,
+            id,
+            tag,
+            epoch,
+            src,
+            dst,
+            pk,
+            into: s.into.clone(),
+            src_name,
+            replayed: 0,
+            lanes: Vec::new(),
+            columns,
+            // A split's rest is written by the source's connection in replays.
+            rest: None,
+        };
+        if !is_renamed {
+            r.prepare_rename().await?;
+            r.rename_source().await?;
+        }
+        rs.push(r);
+    }
+    for r in &mut rs {
+        while r.replay().await? > 0 {}
+        finish_rows(r).await?;
+    }
     let report = Report {
         rows: 0,
         seconds: 0.0,
@@ -240,13 +284,15 @@ async fn finish_cutover(
         // triggers still exist, and it must write nothing.
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-    r.clean_up().await;
-    if m.filter.is_none() {
-        let _ = exec(
-            &mut r.src,
-            &super::change::retire_sql(ctx, &m.db, &m.src_after),
-        )
-        .await;
+    for r in &mut rs {
+        r.clean_up().await;
+        if r.m.source_retires() {
+            let _ = exec(
+                &mut r.src,
+                &super::change::retire_sql(ctx, &r.m.db, &r.m.src_after),
+            )
+            .await;
+        }
     }
     tracing::info!(operation = id, table = %name, "partition change finished by a take-over");
     Ok(())
@@ -266,18 +312,22 @@ async fn roll_back(
     // Without a spec (the owner died right after starting) every backend
     // is cleaned: the names are the operation's own.
     let all: Vec<BackendId> = ctx.backend_ids().collect();
-    let srcs = match spec.as_ref().and_then(|s| index(&s.src_backend)) {
-        Some(b) => vec![b],
-        None => all.clone(),
-    };
-    let triggers: Vec<String> = ["ai", "au", "ad"]
+    // The change's moves: a merge has two (`Spec::companion`).
+    let specs: Vec<&Spec> = spec
         .iter()
-        .map(|e| {
-            format!(
-                "DROP TRIGGER IF EXISTS {}",
-                qualified(&name.db, &format!("hscale_{id}_{e}"))
-            )
-        })
+        .flat_map(|s| std::iter::once(s).chain(s.companion.as_deref()))
+        .collect();
+    let mut srcs: Vec<BackendId> = specs.iter().filter_map(|s| index(&s.src_backend)).collect();
+    if spec.is_none() {
+        srcs = all.clone();
+    }
+    srcs.sort_by_key(|b| b.index());
+    srcs.dedup();
+    let tags = ["", COMPANION];
+    let triggers: Vec<String> = tags
+        .iter()
+        .flat_map(|t| ["ai", "au", "ad"].map(|e| trigger_name(id, t, e)))
+        .map(|t| format!("DROP TRIGGER IF EXISTS {}", qualified(&name.db, &t)))
         .collect();
     for b in srcs {
         let mut c = conn(ctx, worker, b).await?;
@@ -286,14 +336,24 @@ async fn roll_back(
         let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
         statements.extend(triggers.iter().cloned());
         // The changelog only once the triggers are gone (see `capture`).
-        statements.push(format!(
-            "DROP TABLE IF EXISTS {}",
-            qualified("hscale", &format!("changes_{id}"))
-        ));
+        for t in tags {
+            statements.push(format!(
+                "DROP TABLE IF EXISTS {}",
+                qualified("hscale", &changelog_name(id, t))
+            ));
+        }
+        // A split's rest, a fresh table beside its source.
+        for s in &specs {
+            if let (Some(rest), Some(sb)) = (&s.rest, index(&s.src_backend)) {
+                if sb == b {
+                    statements.push(format!("DROP TABLE IF EXISTS {}", qualified(&s.db, rest)));
+                }
+            }
+        }
         exec(&mut c, &statements).await?;
     }
     // An in-place change's destination is its renamed source: kept.
-    if let Some(s) = spec.as_ref().filter(|s| !s.in_place) {
+    for s in specs.iter().filter(|s| !s.in_place) {
         if let Some(b) = index(&s.dst_backend) {
             let mut c = conn(ctx, worker, b).await?;
             c.is_broken = true;

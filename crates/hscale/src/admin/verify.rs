@@ -1,6 +1,8 @@
 //! Verification before a change's cutover (issue 12 item 6): the source's
 //! backend and the destination's each compute checksums of the moving rows
-//! per range, and a range that differs is copied again.
+//! per range, and a range that differs is copied again. A split's rest
+//! (`Move::rest`) is a second destination, verified the same way against
+//! the source's rows that stay.
 //!
 //! Ranges are buckets of the primary key's hash (`CRC32` of its text, modulo
 //! [`RANGES`]): both backends compute them alike for any key type, and no
@@ -59,31 +61,55 @@ type Sums = BTreeMap<u32, (u64, u64)>;
 
 /// Verify the moving rows of change `r`, copied from `snap` (a source
 /// connection still in the copy's snapshot) as `copied` says (rows, and
-/// the sum of their checksums the source computed as it sent them), and
-/// copy again the ranges that differ (see the module's comment). Replays
-/// run meanwhile.
+/// the sum of their checksums the source computed as it sent them), and a
+/// split's rest as `rest_copied` says, and copy again the ranges that
+/// differ (see the module's comment). Replays run meanwhile.
 pub(super) async fn verify(
     ctx: &Context,
     worker: usize,
     r: &mut Running<'_>,
     snap: &mut BackendConn,
     copied: Copied,
+    rest_copied: Option<Copied>,
 ) -> Result<Verified, ProxyError> {
     let m = r.m;
     let text = ddl::row_text(&mut r.src, &m.db, &r.src_name).await?;
     let bucket = format!("CRC32(CONCAT_WS(',', {})) % {RANGES}", r.pk_list(""));
-    // The destination as the copy left it: a snapshot taken before any
-    // replay writes it (the caller runs none before this).
-    let mut dst_snap = conn(ctx, worker, m.dst.0).await?;
-    dst_snap.is_broken = true;
-    // Its transaction holds the copy's metadata lock: a take-over kills it.
-    register(ctx, worker, r.id, r.epoch, m.dst.0, &mut dst_snap).await?;
-    let mut statements = copy_session();
-    statements.extend([
-        "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
-        "START TRANSACTION WITH CONSISTENT SNAPSHOT".to_string(),
-    ]);
-    exec(&mut dst_snap, &statements).await?;
+    let key = quote_ident(&m.key_column);
+    // Each destination (the moving rows', and a split's rest) against the
+    // source's rows that went there.
+    let mut sides = vec![Side {
+        backend: m.dst.0,
+        table: r.into.clone(),
+        written: r.written(&key),
+        filter: r.moving(&key),
+        copied,
+    }];
+    if let (Some(rest), Some(copied)) = (&m.rest, rest_copied) {
+        sides.push(Side {
+            backend: m.src.0,
+            table: rest.clone(),
+            written: "1 = 1".to_string(),
+            filter: r.staying(&key),
+            copied,
+        });
+    }
+    // The destinations as the copy left them: snapshots taken before any
+    // replay writes them (the caller runs none before this).
+    let mut dst_snaps = Vec::with_capacity(sides.len());
+    for side in &sides {
+        let mut dst_snap = conn(ctx, worker, side.backend).await?;
+        dst_snap.is_broken = true;
+        // Its transaction holds the copy's metadata lock: a take-over kills it.
+        register(ctx, worker, r.id, r.epoch, side.backend, &mut dst_snap).await?;
+        let mut statements = copy_session();
+        statements.extend([
+            "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
+            "START TRANSACTION WITH CONSISTENT SNAPSHOT".to_string(),
+        ]);
+        exec(&mut dst_snap, &statements).await?;
+        dst_snaps.push(dst_snap);
+    }
     // Summed as a whole first; per range only when the totals differ (a
     // damaged copy), in the same snapshots: the clean case is one cheaper
     // scan per side (no per-row bucket, no grouping).
@@ -98,32 +124,41 @@ pub(super) async fn verify(
             qualified(&m.db, table)
         )
     };
-    let moving = r.moving(&quote_ident(&m.key_column));
-    let dst_total = sums(false, &r.into, "1 = 1");
-    let (src_sql, dst_sql) = (
-        sums(true, &r.src_name, &moving),
-        sums(true, &r.into, "1 = 1"),
-    );
     let scanned = AtomicBool::new(false);
-    // The source's total came with the copy: the same sum over the same
-    // snapshot (an empty copy sums to nothing, as SUM of no rows is NULL).
-    let src_total: Sums = [(0, (copied.rows, copied.checksum))]
-        .into_iter()
-        .filter(|(_, (n, _))| *n > 0)
-        .collect();
+    let src_name = r.src_name.clone();
     let scans = async {
-        let totals = read_sums(&mut dst_snap, &dst_total).await;
-        let sums = match totals {
-            Ok(d) if normalized(&d) == src_total => Ok(None),
-            Ok(_) => tokio::try_join!(
-                read_sums(snap, &src_sql),
-                read_sums(&mut dst_snap, &dst_sql)
-            )
-            .map(Some),
-            Err(e) => Err(e),
-        };
+        let mut found = Vec::with_capacity(sides.len());
+        for (side, dst_snap) in sides.iter().zip(dst_snaps.iter_mut()) {
+            // The source's total came with the copy: the same sum over the
+            // same snapshot (an empty copy sums to nothing, as SUM of no
+            // rows is NULL).
+            let src_total: Sums = [(0, (side.copied.rows, side.copied.checksum))]
+                .into_iter()
+                .filter(|(_, (n, _))| *n > 0)
+                .collect();
+            let totals = read_sums(dst_snap, &sums(false, &side.table, &side.written)).await;
+            let per_range = match totals {
+                Ok(d) if normalized(&d) == src_total => Ok(None),
+                Ok(_) => {
+                    let (src_sql, dst_sql) = (
+                        sums(true, &src_name, &side.filter),
+                        sums(true, &side.table, &side.written),
+                    );
+                    tokio::try_join!(read_sums(snap, &src_sql), read_sums(dst_snap, &dst_sql))
+                        .map(Some)
+                }
+                Err(e) => Err(e),
+            };
+            match per_range {
+                Ok(p) => found.push(p),
+                Err(e) => {
+                    scanned.store(true, Ordering::Release);
+                    return Err(e);
+                }
+            }
+        }
         scanned.store(true, Ordering::Release);
-        sums
+        Ok(found)
     };
     let replays = async {
         while !scanned.load(Ordering::Acquire) {
@@ -133,54 +168,83 @@ pub(super) async fn verify(
         }
         Ok::<(), ProxyError>(())
     };
-    let (sums, replayed_meanwhile) = tokio::join!(scans, replays);
+    let (found, replayed_meanwhile) = tokio::join!(scans, replays);
     replayed_meanwhile?;
-    let sums = sums?;
-    exec(&mut dst_snap, &["ROLLBACK".to_string()]).await?;
-    drop(dst_snap);
-    let differing: Vec<u32> = match &sums {
-        None => Vec::new(),
-        Some((src_sums, dst_sums)) => (0..RANGES)
-            .filter(|b| src_sums.get(b) != dst_sums.get(b))
-            .collect(),
-    };
-    let mut v = Verified {
-        ranges: u64::from(RANGES),
-        recopied: differing.len() as u64,
-        rows: 0,
-    };
-    tracing::debug!(operation = r.id, differing = differing.len(), "verified");
-    if differing.is_empty() {
-        return Ok(v);
+    let found = found?;
+    for mut dst_snap in dst_snaps {
+        exec(&mut dst_snap, &["ROLLBACK".to_string()]).await?;
     }
-    tracing::warn!(
-        operation = r.id,
-        ranges = differing.len(),
-        "the copy differs from the source in some ranges; copying them again"
-    );
-    let list = differing
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
-    let into_q = qualified(&m.db, &r.into);
-    exec(
-        &mut r.dst,
-        &[
-            "BEGIN".to_string(),
-            format!("DELETE FROM {into_q} WHERE {bucket} IN ({list})"),
-        ],
-    )
-    .await?;
-    let select = format!(
-        "SELECT {} FROM {} WHERE {} AND {bucket} IN ({list})",
-        r.columns,
-        qualified(&m.db, &r.src_name),
-        r.moving(&quote_ident(&m.key_column))
-    );
-    v.rows = stream_rows(&mut r.src, &select, &mut r.dst, &into_q, true).await?;
-    exec(&mut r.dst, &["COMMIT".to_string()]).await?;
+    let mut v = Verified::default();
+    for (i, (side, sums)) in sides.iter().zip(found).enumerate() {
+        let differing: Vec<u32> = match &sums {
+            None => Vec::new(),
+            Some((src_sums, dst_sums)) => (0..RANGES)
+                .filter(|b| src_sums.get(b) != dst_sums.get(b))
+                .collect(),
+        };
+        v.ranges += u64::from(RANGES);
+        v.recopied += differing.len() as u64;
+        tracing::debug!(
+            operation = r.id,
+            side = i,
+            differing = differing.len(),
+            "verified"
+        );
+        if differing.is_empty() {
+            continue;
+        }
+        tracing::warn!(
+            operation = r.id,
+            side = i,
+            ranges = differing.len(),
+            "the copy differs from the source in some ranges; copying them again"
+        );
+        let list = differing
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let into_q = qualified(&m.db, &side.table);
+        let writer = match (i, r.rest.as_mut()) {
+            (0, _) => &mut r.dst,
+            (_, Some(rest)) => rest,
+            (_, None) => return Err(wrong("a split's rest has no connection")),
+        };
+        exec(
+            writer,
+            &[
+                "BEGIN".to_string(),
+                format!(
+                    "DELETE FROM {into_q} WHERE {bucket} IN ({list}) AND {}",
+                    side.written
+                ),
+            ],
+        )
+        .await?;
+        let select = format!(
+            "SELECT {} FROM {} WHERE {} AND {bucket} IN ({list})",
+            r.columns,
+            qualified(&m.db, &src_name),
+            side.filter
+        );
+        v.rows += stream_rows(&mut r.src, &select, writer, &into_q, true).await?;
+        exec(writer, &["COMMIT".to_string()]).await?;
+    }
     Ok(v)
+}
+
+/// One destination a verification compares with the source.
+struct Side {
+    backend: hscale_route::BackendId,
+    /// Its table.
+    table: String,
+    /// Its rows the copy wrote (another move of the change may write the
+    /// same table, `Move::dst_filter`).
+    written: String,
+    /// The source's rows that went there.
+    filter: String,
+    /// What the copy sent there.
+    copied: Copied,
 }
 
 /// `sums` without its ranges of no rows (a total over no rows reads as

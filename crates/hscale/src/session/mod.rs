@@ -273,6 +273,51 @@ async fn learn_collations(ctx: &Context, worker: usize, collation: u8) {
     }
 }
 
+/// `BEGIN [WORK]` or `START TRANSACTION` with its characteristics (WITH
+/// CONSISTENT SNAPSHOT, READ ONLY, READ WRITE, separated by commas), with
+/// nothing else: what the proxy may answer itself and send later, in front
+/// of the transaction's first statement, knowing the server accepts it.
+/// Anything else (`BEGIN?`, a comment, a typo) goes to the server now, so
+/// its error answers it and not the statement after it.
+fn is_plain_begin(sql: &str) -> bool {
+    if sql.contains("/*") || sql.contains("--") || sql.contains('#') {
+        return false;
+    }
+    let spaced = sql.trim().trim_end_matches(';').replace(',', " , ");
+    let words: Vec<String> = spaced
+        .split_whitespace()
+        .map(str::to_ascii_uppercase)
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let rest = match words.as_slice() {
+        ["BEGIN"] | ["BEGIN", "WORK"] => return true,
+        ["START", "TRANSACTION", rest @ ..] => rest,
+        _ => return false,
+    };
+    let (mut snapshot, mut access) = (false, false);
+    let mut items = rest;
+    while !items.is_empty() {
+        let n = match items {
+            ["WITH", "CONSISTENT", "SNAPSHOT", ..] if !snapshot => {
+                snapshot = true;
+                3
+            }
+            ["READ", "ONLY" | "WRITE", ..] if !access => {
+                access = true;
+                2
+            }
+            _ => return false,
+        };
+        items = &items[n..];
+        match items {
+            [] => {}
+            [",", more @ ..] if !more.is_empty() => items = more,
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// `COMMIT` / `ROLLBACK` [WORK], without savepoints or chaining.
 fn is_plain_end(sql: &str) -> bool {
     let words: Vec<String> = sql
@@ -557,5 +602,40 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.reset();
         self.statements.clear();
         self.conditions = Default::default();
+    }
+}
+
+#[cfg(test)]
+mod begin_tests {
+    use super::is_plain_begin;
+
+    #[test]
+    fn only_statements_the_server_accepts_are_answered_by_the_proxy() {
+        for ok in [
+            "BEGIN",
+            "begin work",
+            "BEGIN;",
+            "START TRANSACTION",
+            "start transaction read only",
+            "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ WRITE",
+            "START TRANSACTION READ WRITE,WITH CONSISTENT SNAPSHOT",
+        ] {
+            assert!(is_plain_begin(ok), "{ok}");
+        }
+        for not in [
+            "BEGIN?",
+            "BEGIN WORK?",
+            "BEGIN WORK WORK",
+            "BEGIN /* x */",
+            "BEGIN NOT ATOMIC SELECT 1; END",
+            "START TRANSACTION READ",
+            "START TRANSACTION READ ONLY READ WRITE",
+            "START TRANSACTION READ ONLY, READ WRITE",
+            "START TRANSACTION READ ONLY,",
+            "START TRANSACTION , READ ONLY",
+            "START TRANSACTION WITH CONSISTENT SNAPSHOT, WITH CONSISTENT SNAPSHOT",
+        ] {
+            assert!(!is_plain_begin(not), "{not}");
+        }
     }
 }

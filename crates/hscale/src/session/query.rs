@@ -133,7 +133,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         match facts.kind {
             hscale_sql::Kind::Begin
-                if facts.statements == 1 && self.b.pinned.is_none() && self.b.pins.is_empty() =>
+                if facts.statements == 1
+                    && self.b.pinned.is_none()
+                    && self.b.pins.is_empty()
+                    && is_plain_begin(sql) =>
             {
                 self.b.pending_begin = Some(payload.clone());
                 return self.write_ok(1).await;

@@ -9,6 +9,7 @@ use super::*;
 /// added, dropped and added again (same and other backends, a second value
 /// into an existing partition, a name reused on another backend) through
 /// proxy 0. The other two proxies learn of each change up to a second late.
+/// Proxy 0 splits the default partition at every carve.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_through_three_proxies_lose_nothing_while_partitions_change() {
     const TEST: &str = "writers_through_three_proxies";
@@ -19,7 +20,16 @@ async fn writers_through_three_proxies_lose_nothing_while_partitions_change() {
         table: "acct",
     };
     setup_acct(scene).await;
-    let procs: Vec<ProxyProcess> = (0..3).map(|_| serve(1_000)).collect();
+    // Proxy 0, which runs the changes, splits the default partition
+    // whenever it carves keys out of it (`[proxy] change_delete_max_rows =
+    // 0`): the rows that stay are copied into a fresh default table too
+    // (the single-proxy test below deletes the moving rows in place).
+    let mut split = cluster_config();
+    split.proxy.reload_interval_ms = 1_000;
+    split.proxy.change_delete_max_rows = 0;
+    let procs: Vec<ProxyProcess> = std::iter::once(ProxyProcess::start(split))
+        .chain((1..3).map(|_| serve(1_000)))
+        .collect();
     let ports: Vec<u16> = procs.iter().map(|p| p.port).collect();
 
     let (ws, _acked) = writers(6, scene, &ports, &mut rng, any_key, 2_000, (40, 45)).await;
@@ -69,6 +79,17 @@ async fn writers_through_three_proxies_lose_nothing_while_partitions_change() {
         out.per_proxy
     );
     assert_invariants(TEST, scene, &ports, &out).await;
+    // The carves were splits (their journal records the rest table).
+    let mut main = backend_conn(0, None).await;
+    let splits: Option<i64> = main
+        .query_first(format!(
+            "SELECT COUNT(*) FROM hscale.operations WHERE db = '{}' AND command LIKE 'ADD_PARTITION%' AND state = 'done' AND detail LIKE '%\nrest = %'",
+            scene.db
+        ))
+        .await
+        .unwrap();
+    assert!(splits.unwrap_or(0) >= 5, "{splits:?} splits");
+    main.disconnect().await.unwrap();
 }
 
 /// A proxy whose dictionary is an hour stale is frozen (SIGSTOP) while its

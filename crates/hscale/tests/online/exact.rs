@@ -4,6 +4,16 @@
 
 use super::*;
 
+/// Six rows of every column type of the `online_types*` tables (`id`, `k`
+/// odd), with the edge values a copy can get wrong.
+const TYPED_ROWS: &str = "\
+             (0, 1, 1.2345678, 1.2345678901234567, 12345678901234567890.0123456789, b'101010101010', X'00FF27', '{\"a\": [1, 2.5, null]}', '0000-00-00', '2024-02-29 23:59:59.123456', '-838:59:59.000', 'b', ST_GeomFromText('POINT(1.5 -2.25)'), X'E9', X'C3A90A'), \
+             (1, 3, 16777217, 0.1, -0.0000000001, b'1', '', '[]', '1999-12-31', '1970-01-01 05:30:01.000001', '00:00:00.001', 'c', NULL, '', ''), \
+             (2, 5, -3.4e38, 1e-300, 0, b'0', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), \
+             (3, 7, NULL, NULL, NULL, NULL, X'', 'null', '2000-01-01', '2038-01-19 03:14:07', '12:34:56', 'a', ST_GeomFromText('POINT(0 0)'), 'x', X'5C4E'), \
+             (4, 9, -0.0, -1.5e-45, -99999999999999999999.9999999999, b'111111111111', X'5C0009000A5C4E0D5C', '\"a\\\\tb\\\\\\\\\"', '0000-00-00', '0000-00-00 00:00:00', '838:59:59.999', 'a', ST_GeomFromText('POINT(-0 1e300)'), X'5C4E', X'4E554C4C'), \
+             (5, 11, 0, -0.0, 0.0000000001, b'000000000000', X'4E554C4C', '{}', '9999-12-31', '2001-01-01 00:00:00', '-00:00:00.001', NULL, ST_GeomFromText('POINT(0 0)'), X'09', X'5C')";
+
 /// Every column type survives a move exactly: FLOAT (whose own text loses
 /// digits), DOUBLE, DECIMAL, BIT, BLOB, JSON, spatial, zero dates,
 /// TIMESTAMP, ENUM, an AUTO_INCREMENT 0 and NULLs, through ADD_PARTITION to
@@ -37,15 +47,7 @@ async fn every_column_type_survives_moves_exactly() {
         .await
         .unwrap();
     direct
-        .query_drop(format!(
-            "INSERT INTO {default} VALUES \
-             (0, 1, 1.2345678, 1.2345678901234567, 12345678901234567890.0123456789, b'101010101010', X'00FF27', '{{\"a\": [1, 2.5, null]}}', '0000-00-00', '2024-02-29 23:59:59.123456', '-838:59:59.000', 'b', ST_GeomFromText('POINT(1.5 -2.25)'), X'E9', X'C3A90A'), \
-             (1, 3, 16777217, 0.1, -0.0000000001, b'1', '', '[]', '1999-12-31', '1970-01-01 05:30:01.000001', '00:00:00.001', 'c', NULL, '', ''), \
-             (2, 5, -3.4e38, 1e-300, 0, b'0', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), \
-             (3, 7, NULL, NULL, NULL, NULL, X'', 'null', '2000-01-01', '2038-01-19 03:14:07', '12:34:56', 'a', ST_GeomFromText('POINT(0 0)'), 'x', X'5C4E'), \
-             (4, 9, -0.0, -1.5e-45, -99999999999999999999.9999999999, b'111111111111', X'5C0009000A5C4E0D5C', '\"a\\\\tb\\\\\\\\\"', '0000-00-00', '0000-00-00 00:00:00', '838:59:59.999', 'a', ST_GeomFromText('POINT(-0 1e300)'), X'5C4E', X'4E554C4C'), \
-             (5, 11, 0, -0.0, 0.0000000001, b'000000000000', X'4E554C4C', '{{}}', '9999-12-31', '2001-01-01 00:00:00', '-00:00:00.001', NULL, ST_GeomFromText('POINT(0 0)'), X'09', X'5C')"
-        ))
+        .query_drop(format!("INSERT INTO {default} VALUES {TYPED_ROWS}"))
         .await
         .unwrap();
     let digest = "SELECT id, CONCAT_WS('|', k, CAST(f AS DOUBLE), d, dec1, HEX(b), HEX(bl), j, dt, ts, tm, e, HEX(ST_AsBinary(g)), HEX(s), HEX(u), \
@@ -94,6 +96,112 @@ async fn every_column_type_survives_moves_exactly() {
     b2.disconnect().await.unwrap();
     direct.disconnect().await.unwrap();
     c.disconnect().await.unwrap();
+}
+
+/// Every column type survives a split and a rebuilt merge exactly: with
+/// `[proxy] change_delete_max_rows = 0`, ADD_PARTITION copies the odd rows
+/// to another backend and the even ones into a fresh default partition
+/// (as `LOAD DATA` files through the proxy), and DROP_PARTITION copies
+/// both back into another fresh default partition; the rows are compared
+/// value by value with the ones loaded, on the backends.
+#[tokio::test]
+async fn every_column_type_survives_a_split_and_a_merge_exactly() {
+    cluster(3);
+    let mut config = cluster_config();
+    config.proxy.change_delete_max_rows = 0;
+    let proxy = ProxyProcess::start(config);
+    let mut c = Conn::new(proxy_opts(proxy.port, None)).await.unwrap();
+    c.query_drop("CREATE DATABASE online_types_split")
+        .await
+        .unwrap();
+    c.query_drop(
+        "CREATE TABLE online_types_split.t (id INT NOT NULL AUTO_INCREMENT, k INT NOT NULL, \
+         f FLOAT NULL, d DOUBLE NULL, dec1 DECIMAL(30,10) NULL, b BIT(12) NULL, bl BLOB NULL, \
+         j JSON NULL, dt DATE NULL, ts TIMESTAMP(6) NULL, tm TIME(3) NULL, \
+         e ENUM('a','b','c') NULL, g POINT NULL, s VARCHAR(20) CHARACTER SET latin1 NULL, \
+         u VARCHAR(20) CHARACTER SET utf8mb4 NULL, PRIMARY KEY (id, k))",
+    )
+    .await
+    .unwrap();
+    c.query_drop(
+        "HSCALE SETUP_TABLE('online_types_split.t', 'k', 't_default', 'shard0', 'MOD(2)')",
+    )
+    .await
+    .unwrap();
+    let default = physical("online_types_split.t", None).await;
+    let mut direct = backend_conn(0, Some("online_types_split")).await;
+    direct
+        .query_drop("SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO', time_zone = '+05:30'")
+        .await
+        .unwrap();
+    direct
+        .query_drop(format!("INSERT INTO {default} VALUES {TYPED_ROWS}"))
+        .await
+        .unwrap();
+    // The same values under even keys: they stay in the default partition.
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} SELECT id, k + 1, f, d, dec1, b, bl, j, dt, ts, tm, e, g, s, u FROM {default}"
+        ))
+        .await
+        .unwrap();
+    let digest = "SELECT id, k, CONCAT_WS('|', CAST(f AS DOUBLE), d, dec1, HEX(b), HEX(bl), j, dt, ts, tm, e, HEX(ST_AsBinary(g)), HEX(s), HEX(u), \
+                  ISNULL(f), ISNULL(d), ISNULL(dec1), ISNULL(b), ISNULL(bl), ISNULL(j), ISNULL(dt), ISNULL(ts), ISNULL(tm), ISNULL(e), ISNULL(g), ISNULL(s), ISNULL(u)) FROM ";
+    let rows_of = |table: String, odd: Option<bool>| {
+        let which = match odd {
+            Some(true) => " WHERE k MOD 2 = 1",
+            Some(false) => " WHERE k MOD 2 = 0",
+            None => "",
+        };
+        format!("{digest} online_types_split.{table}{which} ORDER BY id, k")
+    };
+    let before_odd: Vec<(i64, i64, String)> = direct
+        .query(rows_of(default.clone(), Some(true)))
+        .await
+        .unwrap();
+    let before_even: Vec<(i64, i64, String)> = direct
+        .query(rows_of(default.clone(), Some(false)))
+        .await
+        .unwrap();
+    let before_all: Vec<(i64, i64, String)> =
+        direct.query(rows_of(default.clone(), None)).await.unwrap();
+    assert_eq!((before_odd.len(), before_even.len()), (6, 6));
+    c.query_drop("HSCALE ADD_PARTITION('online_types_split.t', 'odd', '1', 'shard1')")
+        .await
+        .unwrap();
+    let split_default = physical("online_types_split.t", None).await;
+    assert_ne!(
+        split_default, default,
+        "the default partition was split off"
+    );
+    let mut b1 = backend_conn(1, None).await;
+    b1.query_drop("SET SESSION time_zone = '+05:30'")
+        .await
+        .unwrap();
+    let odd: Vec<(i64, i64, String)> = b1
+        .query(rows_of(
+            physical("online_types_split.t", Some("odd")).await,
+            None,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(odd, before_odd, "the moved rows, value by value");
+    let even: Vec<(i64, i64, String)> = direct.query(rows_of(split_default, None)).await.unwrap();
+    assert_eq!(even, before_even, "the rows that stayed, value by value");
+    c.query_drop("HSCALE DROP_PARTITION('online_types_split.t', 'odd')")
+        .await
+        .unwrap();
+    let merged_default = physical("online_types_split.t", None).await;
+    let all: Vec<(i64, i64, String)> = direct.query(rows_of(merged_default, None)).await.unwrap();
+    assert_eq!(all, before_all, "every row after the merge, value by value");
+    let tables: Vec<String> = b1
+        .query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'online_types_split'")
+        .await
+        .unwrap();
+    assert!(tables.is_empty(), "shard1 keeps {tables:?}");
+    for c in [direct, b1, c] {
+        c.disconnect().await.unwrap();
+    }
 }
 
 /// Inside a transaction a statement routed by an older dictionary is not
@@ -319,6 +427,9 @@ async fn a_damaged_copy_is_repaired_before_the_cutover() {
     setup_acct(scene).await;
     let mut config = cluster_config();
     config.proxy.reload_interval_ms = 1_000;
+    // The 20,000 moving rows are deleted from the default partition in the
+    // cutover, not split off (the copy verified is the moving rows' alone).
+    config.proxy.change_delete_max_rows = 1_000_000;
     let proxy =
         ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "3000")]);
     let ports = [proxy.port];

@@ -249,18 +249,33 @@ async fn a_change_whose_owner_dies_before_its_cutover_is_rolled_back() {
 /// wait for that and then find every row in its new home.
 #[tokio::test]
 async fn a_change_whose_owner_dies_in_its_cutover_is_finished() {
+    owner_dies_in_cutover("online_cut", false).await;
+}
+
+/// The same with a split (`[proxy] change_delete_max_rows = 0`): the
+/// default partition's other rows were copied into a fresh table, which
+/// the take-over makes the default partition, and the old one is dropped.
+#[tokio::test]
+async fn a_split_whose_owner_dies_in_its_cutover_is_finished() {
+    owner_dies_in_cutover("online_cut_split", true).await;
+}
+
+async fn owner_dies_in_cutover(db: &'static str, is_split: bool) {
     cluster(3);
     let scene = Scene {
-        db: "online_cut",
+        db,
         table: "acct_cut",
     };
     setup_acct(scene).await;
     let mut config = cluster_config();
     config.proxy.reload_interval_ms = 1_000;
+    if is_split {
+        config.proxy.change_delete_max_rows = 0;
+    }
     let owner =
         ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_RENAME_MS", "20000")]);
     let other = serve(200);
-    let default = physical("online_cut.acct_cut", None).await;
+    let default = physical(&format!("{db}.acct_cut"), None).await;
     let mut direct = backend_conn(0, Some(scene.db)).await;
     direct
         .query_drop(format!(
@@ -270,17 +285,17 @@ async fn a_change_whose_owner_dies_in_its_cutover_is_finished() {
         .unwrap();
     let port = owner.port;
     let change = tokio::spawn(async move {
-        let mut c = Conn::new(proxy_opts(port, Some("online_cut")))
-            .await
-            .unwrap();
-        c.query_drop("HSCALE ADD_PARTITION('online_cut.acct_cut', 'p3', '3', 'shard2')")
-            .await
+        let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
+        c.query_drop(format!(
+            "HSCALE ADD_PARTITION('{db}.acct_cut', 'p3', '3', 'shard2')"
+        ))
+        .await
     });
     // Wait for the rename: the default partition's old name is gone.
     let mut renamed = false;
     for _ in 0..500 {
         let n: Option<i64> = direct
-            .query_first(format!("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'online_cut' AND TABLE_NAME = '{default}'"))
+            .query_first(format!("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}' AND TABLE_NAME = '{default}'"))
             .await
             .unwrap();
         if n == Some(0) {
@@ -311,11 +326,11 @@ async fn a_change_whose_owner_dies_in_its_cutover_is_finished() {
         .unwrap();
     assert_eq!(n, Some(8000));
     let state: Option<String> = direct
-        .query_first("SELECT state FROM hscale.operations WHERE db = 'online_cut' AND command LIKE 'ADD_PARTITION%' ORDER BY id DESC LIMIT 1")
+        .query_first(format!("SELECT state FROM hscale.operations WHERE db = '{db}' AND command LIKE 'ADD_PARTITION%' ORDER BY id DESC LIMIT 1"))
         .await
         .unwrap();
     assert_eq!(state.as_deref(), Some("done"));
-    let parts = physical_tables("online_cut.acct_cut").await;
+    let parts = physical_tables(&format!("{db}.acct_cut")).await;
     let (b, p3) = parts["p3"].clone();
     assert_eq!(b, 2);
     let mut b2 = backend_conn(2, Some(scene.db)).await;
@@ -334,16 +349,282 @@ async fn a_change_whose_owner_dies_in_its_cutover_is_finished() {
         .unwrap();
     assert_eq!(stayed, Some(0), "moved rows left the default partition");
     let triggers: Option<i64> = direct
-        .query_first(
-            "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'online_cut'",
-        )
+        .query_first(format!(
+            "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = '{db}'"
+        ))
         .await
         .unwrap();
     assert_eq!(triggers, Some(0));
+    // Only the tables the dictionary names are left.
+    let left: Vec<String> = direct
+        .query(format!(
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}'"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        left,
+        vec![new_default.clone()],
+        "shard0 keeps only the default partition"
+    );
+    let stayed: Option<i64> = direct
+        .query_first(format!("SELECT COUNT(*) FROM {new_default}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        stayed,
+        Some(7000),
+        "the default partition keeps every other row"
+    );
     // The table works through the other proxy.
     o.query_drop("UPDATE acct_cut SET v = v + 1 WHERE id = 11 AND k = 11")
         .await
         .unwrap();
     direct.disconnect().await.unwrap();
     o.disconnect().await.unwrap();
+}
+
+/// The leftovers of operation `op` on every backend: capture triggers of
+/// `db`, changelogs, and `db`'s tables other than `keep` (backend, table).
+async fn leftovers(db: &str, op: u64, keep: &[(usize, String)]) -> Vec<String> {
+    let mut left = Vec::new();
+    for b in 0..3 {
+        let mut c = backend_conn(b, None).await;
+        let rows: Vec<String> = c
+            .query(format!(
+                "SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES \
+                 WHERE (TABLE_SCHEMA = 'hscale' AND TABLE_NAME LIKE 'changes\\_{op}%') OR TABLE_SCHEMA = '{db}' \
+                 UNION ALL SELECT CONCAT('trigger ', TRIGGER_NAME) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = '{db}'"
+            ))
+            .await
+            .unwrap();
+        left.extend(
+            rows.into_iter()
+                .filter(|t| {
+                    !keep
+                        .iter()
+                        .any(|(kb, k)| *kb == b && *t == format!("{db}.{k}"))
+                })
+                .map(|t| format!("shard{b}: {t}")),
+        );
+        c.disconnect().await.unwrap();
+    }
+    left
+}
+
+/// The newest operation of `db` whose command starts with `command`: its
+/// id and state.
+async fn last_operation(db: &str, command: &str) -> (u64, String) {
+    let mut main = backend_conn(0, None).await;
+    let s: Option<(u64, String)> = main
+        .query_first(format!(
+            "SELECT id, state FROM hscale.operations WHERE db = '{db}' AND command LIKE '{command}%' ORDER BY id DESC LIMIT 1"
+        ))
+        .await
+        .unwrap();
+    main.disconnect().await.unwrap();
+    s.unwrap_or_default()
+}
+
+/// A DROP_PARTITION that rebuilds the default partition (`[proxy]
+/// change_delete_max_rows = 0`: the partition's rows and the default
+/// partition's are copied into a fresh table, both old tables retire) and
+/// whose owner is killed after both renames: another proxy finishes it.
+/// Every row is found through it, once, in the new default partition, and
+/// nothing else is left on any backend.
+#[tokio::test]
+async fn a_merge_whose_owner_dies_in_its_cutover_is_finished() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_merge_cut",
+        table: "acct_merge_cut",
+    };
+    let db = scene.db;
+    setup_acct(scene).await;
+    let other = serve(200);
+    let default = physical("online_merge_cut.acct_merge_cut", None).await;
+    let mut direct = backend_conn(0, Some(db)).await;
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} (id, k, v, note) SELECT seq, seq, 0, 'x' FROM seq_1_to_8000"
+        ))
+        .await
+        .unwrap();
+    let mut o = Conn::new(proxy_opts(other.port, Some(db))).await.unwrap();
+    o.query_drop("HSCALE ADD_PARTITION('online_merge_cut.acct_merge_cut', 'p3', '3', 'shard2')")
+        .await
+        .unwrap();
+    let p3 = physical("online_merge_cut.acct_merge_cut", Some("p3")).await;
+    let default = physical("online_merge_cut.acct_merge_cut", None).await;
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 1_000;
+    config.proxy.change_delete_max_rows = 0;
+    let owner =
+        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_RENAME_MS", "20000")]);
+    let port = owner.port;
+    let change = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
+        c.query_drop("HSCALE DROP_PARTITION('online_merge_cut.acct_merge_cut', 'p3')")
+            .await
+    });
+    // Wait for both renames: the partition's table and the default
+    // partition's are gone under their old names.
+    let mut b2 = backend_conn(2, Some(db)).await;
+    let gone = |t: &str| {
+        format!("SELECT COUNT(*) = 0 FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}' AND TABLE_NAME = '{t}'")
+    };
+    let mut renamed = false;
+    for _ in 0..1000 {
+        let p: Option<bool> = b2.query_first(gone(&p3)).await.unwrap();
+        let d: Option<bool> = direct.query_first(gone(&default)).await.unwrap();
+        if p == Some(true) && d == Some(true) {
+            renamed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(renamed, "the cutover renamed both sources");
+    signal(&owner, libc::SIGKILL);
+    assert!(
+        change.await.unwrap().is_err(),
+        "the killed owner's client got an error"
+    );
+    let moved: Vec<(i64, i64)> = o
+        .query("SELECT id, k FROM acct_merge_cut WHERE k = 11")
+        .await
+        .unwrap();
+    assert_eq!(moved, vec![(11, 11)]);
+    let stayed: Vec<(i64, i64)> = o
+        .query("SELECT id, k FROM acct_merge_cut WHERE k = 12")
+        .await
+        .unwrap();
+    assert_eq!(stayed, vec![(12, 12)]);
+    let n: Option<i64> = o
+        .query_first("SELECT COUNT(*) FROM acct_merge_cut")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(8000));
+    let (op, state) = last_operation(db, "DROP_PARTITION").await;
+    assert_eq!(state, "done");
+    let parts = physical_tables("online_merge_cut.acct_merge_cut").await;
+    assert_eq!(parts.len(), 1, "{parts:?}");
+    let (b, new_default) = parts[""].clone();
+    assert_eq!(b, 0);
+    assert_ne!(new_default, default, "the default partition was rebuilt");
+    let n: Option<i64> = direct
+        .query_first(format!("SELECT COUNT(*) FROM {new_default}"))
+        .await
+        .unwrap();
+    assert_eq!(n, Some(8000), "every row in the new default partition");
+    // The take-over cleans up after its commit.
+    let mut left = Vec::new();
+    for _ in 0..100 {
+        left = leftovers(db, op, &[(0, new_default.clone())]).await;
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(left.is_empty(), "left behind: {left:?}");
+    o.query_drop("UPDATE acct_merge_cut SET v = v + 1 WHERE id = 11 AND k = 11")
+        .await
+        .unwrap();
+    for c in [direct, b2, o] {
+        c.disconnect().await.unwrap();
+    }
+}
+
+/// The same merge, its owner killed while it copies the default
+/// partition's rows (both moves captured): another proxy rolls it back;
+/// the table is as before, nothing of the change is left, and the command
+/// then runs to its end.
+#[tokio::test]
+async fn a_merge_whose_owner_dies_before_its_cutover_is_rolled_back() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_merge_owner",
+        table: "acct_merge_owner",
+    };
+    let db = scene.db;
+    setup_acct(scene).await;
+    let other = serve(200);
+    let default = physical("online_merge_owner.acct_merge_owner", None).await;
+    let mut direct = backend_conn(0, Some(db)).await;
+    // Value 1's 2,000 rows go to p1; 200,000 others stay in the default.
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} (id, k, v, note) SELECT seq, IF(seq <= 2000, seq * 8 + 1, seq * 8 + 2), 0, 'x' FROM seq_1_to_202000"
+        ))
+        .await
+        .unwrap();
+    let mut o = Conn::new(proxy_opts(other.port, Some(db))).await.unwrap();
+    o.query_drop(
+        "HSCALE ADD_PARTITION('online_merge_owner.acct_merge_owner', 'p1', '1', 'shard1')",
+    )
+    .await
+    .unwrap();
+    let p1 = physical("online_merge_owner.acct_merge_owner", Some("p1")).await;
+    let default = physical("online_merge_owner.acct_merge_owner", None).await;
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 1_000;
+    config.proxy.change_delete_max_rows = 0;
+    let owner = ProxyProcess::start(config);
+    let port = owner.port;
+    let change = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
+        c.query_drop("HSCALE DROP_PARTITION('online_merge_owner.acct_merge_owner', 'p1')")
+            .await
+    });
+    // Both moves' capture triggers: p1's on shard1, the default's on shard0.
+    let triggers =
+        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'online_merge_owner'";
+    let mut b1 = backend_conn(1, Some(db)).await;
+    let mut seen = false;
+    for _ in 0..1000 {
+        let n0: Option<i64> = direct.query_first(triggers).await.unwrap();
+        let n1: Option<i64> = b1.query_first(triggers).await.unwrap();
+        if n0 == Some(3) && n1 == Some(3) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(seen, "both moves installed their capture triggers");
+    signal(&owner, libc::SIGKILL);
+    assert!(
+        change.await.unwrap().is_err(),
+        "the killed owner's client got an error"
+    );
+    let mut state = String::new();
+    let mut op = 0;
+    for _ in 0..300 {
+        (op, state) = last_operation(db, "DROP_PARTITION").await;
+        if state == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(state, "failed", "rolled back within 30 s");
+    let left = leftovers(db, op, &[(0, default.clone()), (1, p1.clone())]).await;
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let parts = physical_tables("online_merge_owner.acct_merge_owner").await;
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    let n: Option<i64> = o
+        .query_first("SELECT COUNT(*) FROM acct_merge_owner")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(202_000));
+    // The merge runs again through the other proxy (in place: its
+    // threshold is the default), to its end.
+    o.query_drop("HSCALE DROP_PARTITION('online_merge_owner.acct_merge_owner', 'p1')")
+        .await
+        .unwrap();
+    let n: Option<i64> = o
+        .query_first("SELECT COUNT(*) FROM acct_merge_owner WHERE k MOD 8 = 1")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(2000));
+    for c in [direct, b1, o] {
+        c.disconnect().await.unwrap();
+    }
 }

@@ -191,3 +191,34 @@ async fn a_merge_that_fails_in_a_transaction_fails_alone() {
     assert_eq!(total_on_backends(db).await, TOTAL);
     assert_eq!(prepared_branches().await, 0);
 }
+
+/// A statement that only starts like BEGIN (`BEGIN?`, found by
+/// `session_fuzz.rs`) is the server's to refuse: it gets its own 1064 and
+/// no transaction begins. It used to be answered OK by the proxy and sent
+/// later in front of the next statement, which then got its error; the
+/// next statement's answer was lost. A valid BEGIN is still answered by
+/// the proxy and its transaction holds the next statements.
+#[tokio::test]
+async fn a_statement_that_only_starts_like_begin_gets_its_own_error() {
+    let _serial = SERIAL.lock().await;
+    let mut c = accounts("txn_begin_typo").await;
+    for bad in ["BEGIN?", "BEGIN WORK WORK", "START TRANSACTION READ"] {
+        let e = c.query_drop(bad).await.unwrap_err();
+        match e {
+            mysql_async::Error::Server(e) => assert_eq!(e.code, 1064, "{bad}: {e:?}"),
+            other => panic!("{bad}: {other:?}"),
+        }
+        let n: Option<i64> = c.query_first("SELECT 4242").await.unwrap();
+        assert_eq!(n, Some(4242), "after {bad}");
+        let in_txn: Option<i64> = c.query_first("SELECT @@in_transaction").await.unwrap();
+        assert_eq!(in_txn, Some(0), "after {bad}");
+    }
+    c.query_drop("START TRANSACTION READ WRITE, WITH CONSISTENT SNAPSHOT")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE accounts SET balance = balance - 5 WHERE id = 1")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK").await.unwrap();
+    assert_eq!(balance(&mut c, 1).await, 100);
+}

@@ -105,11 +105,110 @@ pub(super) struct Move {
     /// The source's name after the cutover: its next generation when it
     /// keeps other keys, a retired name (dropped afterwards) when not.
     pub src_after: String,
+    /// A split (a `filter` with many moving rows): the source's other rows
+    /// are copied too, into this fresh table on the source's backend, which
+    /// replaces the source at the cutover (the source retires whole). So the
+    /// cutover deletes nothing: a delete of the moving rows from what stays
+    /// would hold every write of the source for as long as it runs (7 s a
+    /// million rows here). `None`: the moving rows are deleted from the
+    /// source at the cutover (few rows, see [`moves_many_rows`]).
+    pub rest: Option<String>,
+    /// The destination's rows this move writes (an SQL condition with
+    /// [`KEY`]), when the [`Move::companion`] of another move writes the
+    /// same table; `None`: all of it.
+    pub dst_filter: Option<String>,
+    /// A second move of the same change, into the same destination: a
+    /// merge into a rebuilt default partition (DROP_PARTITION of many rows)
+    /// copies the default partition's rows beside the dropped partition's
+    /// into a fresh table, so the cutover merges nothing. Both sources are
+    /// captured, copied and verified on their own, renamed together at the
+    /// cutover and retired after it; its triggers and changelog carry
+    /// [`COMPANION`].
+    pub companion: Option<Box<Move>>,
     /// The partition key column (for the filter).
     pub key_column: String,
     /// The dictionary's rows for the change, committed at the cutover (a
     /// proxy that takes over a dead owner's cutover commits exactly these).
     pub dictionary: Vec<String>,
+}
+
+/// The tag of a companion move's triggers and changelog (`Running::tag`).
+pub(super) const COMPANION: &str = "m";
+
+impl Move {
+    /// This move and its companion, with their tags.
+    pub fn with_companion(&self) -> impl Iterator<Item = (&Move, &'static str)> {
+        std::iter::once((self, "")).chain(self.companion.as_deref().map(|c| (c, COMPANION)))
+    }
+
+    /// The table the copy of operation `id` writes: the destination, or
+    /// its staging table when the destination is live.
+    pub fn into(&self, id: u64) -> String {
+        if self.is_dst_live {
+            format!("{}_stage{id}", self.dst.1)
+        } else {
+            self.dst.1.clone()
+        }
+    }
+
+    /// Whether no row stays in the source: it is dropped (or kept aside)
+    /// after the cutover.
+    pub fn source_retires(&self) -> bool {
+        self.filter.is_none() || self.rest.is_some()
+    }
+}
+
+/// The rows of `t` whose key's partition value is one of `values` (quoted
+/// SQL strings), as a [`Move::filter`]: the hashing function applied to the
+/// key as the column compares it, as text.
+pub(super) fn values_filter(
+    t: &hscale_route::dictionary::PartitionedTable,
+    values: &[String],
+) -> String {
+    let keyed = crate::partition::function_of(
+        &t.function,
+        &t.key_compare
+            .as_ref()
+            .map_or_else(|| KEY.to_string(), |c| c.sql(KEY)),
+    );
+    match values {
+        [one] => format!("BINARY CAST({keyed} AS CHAR) = {one}"),
+        _ => format!("BINARY CAST({keyed} AS CHAR) IN ({})", values.join(", ")),
+    }
+}
+
+/// Whether a change that carves the rows of `filter` out of `db`.`table`
+/// (on `src`) should split it (copy the rows that stay too, [`Move::rest`])
+/// rather than delete the moving rows during its cutover: when more than
+/// `[proxy] change_delete_max_rows` rows move. Counted with a bound, so a
+/// large source is not counted through.
+pub(super) async fn moves_many_rows(
+    ctx: &Context,
+    worker: usize,
+    src: BackendId,
+    db: &str,
+    table: &str,
+    filter: &str,
+    key_column: &str,
+) -> Result<bool, ProxyError> {
+    let max = ctx.config.proxy.change_delete_max_rows;
+    let sql = format!(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM {} WHERE {} LIMIT {}) AS moving",
+        qualified(db, table),
+        filter.replace(KEY, &quote_ident(key_column)),
+        max.saturating_add(1)
+    );
+    let mut c = conn(ctx, worker, src).await?;
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| crate::partition::store::server_error(&c, &sql, e))?;
+    let n: u64 = r
+        .strings()
+        .first()
+        .and_then(|row| row[0].as_deref().and_then(|v| v.parse().ok()))
+        .unwrap_or(0);
+    Ok(n > max)
 }
 
 /// What a change did.
@@ -225,55 +324,88 @@ async fn run_change(
     let started = std::time::Instant::now();
     // Nothing is created before the spec is recorded: an error here only
     // ends the operation.
-    let set_up = async {
-        let mut src = conn(ctx, worker, m.src.0).await?;
-        src.is_broken = true; // session settings change below: never pooled again
-        let pk = primary_key(&mut src, &m.db, &m.src.1).await?;
-        if pk.is_empty() {
-            return Err(wrong(format!(
-                "{}.{} has no primary key: rows cannot be moved while it is written",
-                m.db, m.src.1
-            )));
+    let mut rs = Vec::with_capacity(2);
+    for (mv, tag) in m.with_companion() {
+        match open(ctx, worker, id, mv, tag).await {
+            Ok(r) => rs.push(r),
+            Err(e) => {
+                fail(ctx, worker, id, &e).await;
+                return Err(e);
+            }
         }
-        let mut dst = conn(ctx, worker, m.dst.0).await?;
-        dst.is_broken = true;
-        exec(&mut src, &copy_session()).await?;
-        exec(&mut dst, &dst_session()).await?;
-        let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
-        Ok((src, dst, pk, columns))
-    };
-    let (mut src, mut dst, pk, columns) = match set_up.await {
-        Ok(x) => x,
-        Err(e) => {
-            fail(ctx, worker, id, &e).await;
-            return Err(e);
-        }
-    };
-    // Registered before the first write on them (`fence.rs`): a take-over
-    // kills them. A failure here means the change was taken over already.
-    register(ctx, worker, id, FIRST_EPOCH, m.src.0, &mut src).await?;
-    register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &mut dst).await?;
-    let into = if m.is_dst_live {
-        format!("{}_stage{id}", m.dst.1)
-    } else {
-        m.dst.1.clone()
-    };
-    if let Err(e) = record_spec(ctx, worker, id, m, &into, false).await {
+    }
+    if let Err(e) = record_spec(ctx, worker, id, m, false).await {
         fail(ctx, worker, id, &e).await;
         return Err(e);
     }
+    // A cancel (HSCALE CANCEL_OPERATION, through any proxy) is seen within
+    // CANCEL_POLL; the copy or replay it interrupts is dropped mid-way (the
+    // undo, `abandon`, runs on fresh connections).
+    let prepared = tokio::select! {
+        p = prepare_all(ctx, worker, &mut rs) => Some(p),
+        () = cancel_requested(ctx, worker, id) => None,
+    };
+    let prepared = prepared.unwrap_or(Err(ProxyError::Cancelled(id)));
+    if let Err(e) = prepared {
+        abandon_all(ctx, worker, &mut rs, &e).await;
+        return Err(e);
+    }
+    let rows = prepared.unwrap_or(0);
+    cut_over(ctx, worker, &mut rs, rows, started, apply).await
+}
+
+/// The connections of move `m` of operation `id` (`tag`: see
+/// [`Running::tag`]), registered before their first write (`fence.rs`): a
+/// take-over kills them. A failure to register means the change was taken
+/// over already.
+async fn open<'m>(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    m: &'m Move,
+    tag: &'static str,
+) -> Result<Running<'m>, ProxyError> {
+    let mut src = conn(ctx, worker, m.src.0).await?;
+    src.is_broken = true; // session settings change below: never pooled again
+    let pk = primary_key(&mut src, &m.db, &m.src.1).await?;
+    if pk.is_empty() {
+        return Err(wrong(format!(
+            "{}.{} has no primary key: rows cannot be moved while it is written",
+            m.db, m.src.1
+        )));
+    }
+    let mut dst = conn(ctx, worker, m.dst.0).await?;
+    dst.is_broken = true;
+    exec(&mut src, &copy_session()).await?;
+    exec(&mut dst, &dst_session()).await?;
+    let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
+    register(ctx, worker, id, FIRST_EPOCH, m.src.0, &mut src).await?;
+    register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &mut dst).await?;
+    // A split's other destination, on the source's backend.
+    let rest = match &m.rest {
+        Some(_) => {
+            let mut c = conn(ctx, worker, m.src.0).await?;
+            c.is_broken = true;
+            register(ctx, worker, id, FIRST_EPOCH, m.src.0, &mut c).await?;
+            exec(&mut c, &dst_session()).await?;
+            Some(c)
+        }
+        None => None,
+    };
     let mut r = Running {
         m,
         id,
+        tag,
         epoch: FIRST_EPOCH,
         src,
         dst,
         pk,
-        into,
+        into: m.into(id),
         src_name: m.src.1.clone(),
         replayed: 0,
         lanes: Vec::new(),
         columns,
+        rest,
     };
     for _ in 1..REPLAY_LANES {
         let mut lane = (
@@ -288,20 +420,62 @@ async fn run_change(
         exec(&mut lane.1, &dst_session()).await?;
         r.lanes.push(lane);
     }
-    // A cancel (HSCALE CANCEL_OPERATION, through any proxy) is seen within
-    // CANCEL_POLL; the copy or replay it interrupts is dropped mid-way (the
-    // undo, `abandon`, runs on fresh connections).
-    let prepared = tokio::select! {
-        p = prepare(ctx, worker, &mut r) => Some(p),
-        () = cancel_requested(ctx, worker, id) => None,
-    };
-    let prepared = prepared.unwrap_or(Err(ProxyError::Cancelled(id)));
-    if let Err(e) = prepared {
-        abandon(ctx, worker, &mut r, &e).await;
-        return Err(e);
+    Ok(r)
+}
+
+/// [`prepare`] for each move of the change, one after the other, then a
+/// last catch-up of each (the first's backlog grew while the second
+/// copied). Returns the rows the first copied.
+async fn prepare_all(
+    ctx: &Context,
+    worker: usize,
+    rs: &mut [Running<'_>],
+) -> Result<u64, ProxyError> {
+    let mut rows = None;
+    for r in rs.iter_mut() {
+        let n = prepare(ctx, worker, r).await?;
+        rows.get_or_insert(n);
     }
-    let rows = prepared.unwrap_or(0);
-    cut_over(ctx, worker, &mut r, rows, started, apply).await
+    if rs.len() > 1 {
+        for r in rs.iter_mut() {
+            catch_up(ctx, worker, r).await?;
+        }
+    }
+    Ok(rows.unwrap_or(0))
+}
+
+/// Undo every move of a change that failed before its cutover, and end it
+/// in the journal. What cannot be undone now
+/// (a backend is down) is left to the take-over: the journal row stays
+/// active, in 'rolling_back' (or 'cancelling'), and every proxy tries
+/// again each reload interval (`takeover::roll_back`) until the backend is
+/// back; the table cannot be changed meanwhile.
+async fn abandon_all(ctx: &Context, worker: usize, rs: &mut [Running<'_>], why: &ProxyError) {
+    let Some(id) = rs.first().map(|r| r.id) else {
+        return;
+    };
+    tracing::warn!(operation = id, error = %why, "partition change failed before its cutover; undoing it");
+    let mut is_clean = true;
+    for r in rs.iter_mut() {
+        match undo(ctx, worker, r).await {
+            Some(clean) => is_clean &= clean,
+            None => return,
+        }
+    }
+    if is_clean {
+        fail(ctx, worker, id, why).await;
+        return;
+    }
+    tracing::warn!(
+        operation = id,
+        "a backend is unreachable: the change's tables are dropped by a take-over once it is back"
+    );
+    let sql = format!(
+        "UPDATE `hscale`.`operations` SET state = IF(state = 'cancelling', 'cancelling', 'rolling_back') WHERE id = {id} AND active IS NOT NULL"
+    );
+    if let Err(e) = journal(ctx, worker, sql).await {
+        tracing::warn!(operation = id, error = %e, "cannot mark the operation for a take-over");
+    }
 }
 
 /// How often a change's owner looks for a cancel in the journal.
@@ -332,6 +506,9 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     {
         let mut like = conn(ctx, worker, m.src.0).await?;
         ddl::create_like(&mut like, &m.db, &m.src.1, &mut r.dst, &r.into).await?;
+        if let (Some(rest), Some(c)) = (&m.rest, r.rest.as_mut()) {
+            ddl::create_like(&mut like, &m.db, &m.src.1, c, rest).await?;
+        }
     }
     r.capture().await?;
     // The source sums what it sends (the verification's checksum of each
@@ -352,7 +529,8 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         ctx,
         worker,
         format!(
-            "UPDATE `hscale`.`operations` SET rows_estimate = {} WHERE id = {}",
+            "UPDATE `hscale`.`operations` SET rows_estimate = {}{} WHERE id = {}",
+            r.after_first("rows_estimate"),
             table_rows(&mut reader, &m.db, &r.src_name).await,
             r.id
         ),
@@ -388,12 +566,36 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     };
     let copied = stream_rows_to(&mut reader, dsts, &how).await?;
     let rows = copied.rows;
-    tracing::debug!(operation = r.id, rows, "copy done");
+    // A split's rows that stay, from the same snapshot, into their own
+    // fresh table.
+    let staying = r.staying(&quote_ident(&m.key_column));
+    let rest_copied = match (&m.rest, r.rest.as_mut()) {
+        (Some(rest), Some(c)) => {
+            let select = format!(
+                "SELECT {}, CRC32({text}) FROM {} WHERE {staying}",
+                r.columns,
+                qualified(&m.db, &r.src_name),
+            );
+            let rest_q = qualified(&m.db, rest);
+            let how = Copy {
+                is_replace: true,
+                is_load_data: true,
+                has_checksum: true,
+                rows_per_s: ctx.config.proxy.change_copy_rows_per_s,
+                ..Copy::new(&select, &rest_q)
+            };
+            Some(stream_rows_to(&mut reader, vec![c], &how).await?)
+        }
+        _ => None,
+    };
+    let all = rows + rest_copied.map_or(0, |c| c.rows);
+    tracing::debug!(operation = r.id, rows, all, "copy done");
     journal(
         ctx,
         worker,
         format!(
-            "UPDATE `hscale`.`operations` SET rows_copied = {rows} WHERE id = {}",
+            "UPDATE `hscale`.`operations` SET rows_copied = {}{all} WHERE id = {}",
+            r.after_first("rows_copied"),
             r.id
         ),
     )
@@ -405,7 +607,7 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     // No replay before the verification: it compares the destination as
     // the copy left it with the copy's snapshot, and replays meanwhile.
     tracing::debug!(operation = r.id, "verification starts");
-    let v = super::verify::verify(ctx, worker, r, &mut reader, copied).await?;
+    let v = super::verify::verify(ctx, worker, r, &mut reader, copied, rest_copied).await?;
     // Its metadata lock released now, not when the server notices the
     // closed connection: the cutover renames the source.
     exec(&mut reader, &["ROLLBACK".to_string()]).await?;
@@ -414,8 +616,12 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         ctx,
         worker,
         format!(
-            "UPDATE `hscale`.`operations` SET ranges_verified = {}, ranges_recopied = {} WHERE id = {}",
-            v.ranges, v.recopied, r.id
+            "UPDATE `hscale`.`operations` SET ranges_verified = {}{}, ranges_recopied = {}{} WHERE id = {}",
+            r.after_first("ranges_verified"),
+            v.ranges,
+            r.after_first("ranges_recopied"),
+            v.recopied,
+            r.id
         ),
     )
     .await?;
@@ -456,14 +662,10 @@ async fn catch_up(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<(
     Ok(())
 }
 
-/// Undo a change that failed before its cutover.
-/// Undo a change that failed before its cutover. What cannot be undone now
-/// (a backend is down) is left to the take-over: the journal row stays
-/// active, in 'rolling_back' (or 'cancelling'), and every proxy tries
-/// again each reload interval (`takeover::roll_back`) until the backend is
-/// back; the table cannot be changed meanwhile.
-async fn abandon(ctx: &Context, worker: usize, r: &mut Running<'_>, why: &ProxyError) {
-    tracing::warn!(operation = r.id, error = %why, "partition change failed before its cutover; undoing it");
+/// Undo move `r` of a change that failed before its cutover: `None` when
+/// the change was taken over (the take-over undoes it), else whether
+/// everything of it is gone.
+async fn undo(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Option<bool> {
     // Fresh connections: the failure may have broken the change's own.
     // Registered first: a change taken over is undone by the take-over.
     for (b, c) in [(r.m.src.0, &mut r.src), (r.m.dst.0, &mut r.dst)] {
@@ -471,12 +673,20 @@ async fn abandon(ctx: &Context, worker: usize, r: &mut Running<'_>, why: &ProxyE
             fresh.is_broken = true;
             if let Err(e) = register(ctx, worker, r.id, r.epoch, b, &mut fresh).await {
                 tracing::warn!(operation = r.id, error = %e, "not undoing the change");
-                return;
+                return None;
             }
             *c = fresh;
         }
     }
     let mut is_clean = r.clean_up().await;
+    if let Some(rest) = &r.m.rest {
+        is_clean &= exec(
+            &mut r.src,
+            &[format!("DROP TABLE IF EXISTS {}", qualified(&r.m.db, rest))],
+        )
+        .await
+        .is_ok();
+    }
     if !r.m.is_dst_live {
         is_clean &= exec(
             &mut r.dst,
@@ -488,68 +698,78 @@ async fn abandon(ctx: &Context, worker: usize, r: &mut Running<'_>, why: &ProxyE
         .await
         .is_ok();
     }
-    if is_clean {
-        fail(ctx, worker, r.id, why).await;
-        return;
-    }
-    tracing::warn!(
-        operation = r.id,
-        "a backend is unreachable: the change's tables are dropped by a take-over once it is back"
-    );
-    let sql = format!(
-        "UPDATE `hscale`.`operations` SET state = IF(state = 'cancelling', 'cancelling', 'rolling_back') WHERE id = {} AND active IS NOT NULL",
-        r.id
-    );
-    if let Err(e) = journal(ctx, worker, sql).await {
-        tracing::warn!(operation = r.id, error = %e, "cannot mark the operation for a take-over");
-    }
+    Some(is_clean)
 }
 
 async fn cut_over(
     ctx: &Context,
     worker: usize,
-    r: &mut Running<'_>,
+    rs: &mut [Running<'_>],
     rows: u64,
     started: std::time::Instant,
     apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
 ) -> Result<Report, ProxyError> {
-    let m = r.m;
-    let id = r.id;
+    let Some(id) = rs.first().map(|r| r.id) else {
+        return Err(wrong("a change without a move"));
+    };
+    let epoch = rs[0].epoch;
     // Everything that can be done before writes wait is done first: the
     // new dictionary's rows (committed after the rename unless another
     // change moved the version on meanwhile).
     let mut apply = apply;
-    let prepared = match r.prepare_rename().await {
+    let mut prepared = Ok(());
+    for r in rs.iter_mut() {
+        if prepared.is_ok() {
+            prepared = r.prepare_rename().await;
+        }
+    }
+    let prepared = match prepared {
         Ok(()) => prepare_commit(ctx, worker, &mut apply).await,
         Err(e) => Err(e),
     };
     let prepared = match prepared {
         Ok(p) => p,
         Err(e) => {
-            abandon(ctx, worker, r, &e).await;
+            abandon_all(ctx, worker, rs, &e).await;
             return Err(e);
         }
     };
-    if let Err(e) = mark_cutover(ctx, worker, id, r.epoch).await {
-        abandon(ctx, worker, r, &e).await;
+    if let Err(e) = mark_cutover(ctx, worker, id, epoch).await {
+        abandon_all(ctx, worker, rs, &e).await;
         return Err(e);
     }
     let pause = std::time::Instant::now();
     tracing::debug!(operation = id, "rename");
-    if let Err(e) = r.rename_source().await {
-        abandon(ctx, worker, r, &e).await;
-        return Err(e);
+    // Every source is renamed, or none: a later one that cannot be renamed
+    // has the earlier ones renamed back before the change is undone.
+    for i in 0..rs.len() {
+        if let Err(e) = rs[i].rename_source().await {
+            for r in rs[..i].iter_mut() {
+                if let Err(back) = r.rename_back().await {
+                    // Fenced and not undone: a take-over finishes it.
+                    tracing::error!(operation = id, error = %back, "cannot rename a source back; the change is left to a take-over");
+                    return Err(e);
+                }
+            }
+            abandon_all(ctx, worker, rs, &e).await;
+            return Err(e);
+        }
     }
     let renamed = pause.elapsed();
     if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_RENAME_MS") {
         // Tests kill the owner here: the cutover is finished by another proxy.
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-    // From here on writes to the source wait for the new dictionary: roll
-    // forward. A failure leaves the journal in 'cutover' for an operator.
-    let entries = r.replay_final().await?;
+    // From here on writes to the sources wait for the new dictionary: roll
+    // forward. A failure leaves the journal in 'cutover' for a take-over.
+    let mut entries = 0;
+    for r in rs.iter_mut() {
+        entries += r.replay_final().await?;
+    }
     let replayed = pause.elapsed();
-    finish_rows(r).await?;
+    for r in rs.iter_mut() {
+        finish_rows(r).await?;
+    }
     let finished = pause.elapsed();
     let mut report = Report {
         rows,
@@ -557,7 +777,7 @@ async fn cut_over(
         longest_pause_ms: 0,
     };
     report.longest_pause_ms = pause.elapsed().as_millis() as u64;
-    commit_prepared_with_journal(ctx, worker, id, r.epoch, &report, Some(prepared), apply).await?;
+    commit_prepared_with_journal(ctx, worker, id, epoch, &report, Some(prepared), apply).await?;
     report.longest_pause_ms = pause.elapsed().as_millis() as u64;
     // Where the pause went (bench/moves.sh reads it).
     tracing::debug!(
@@ -574,9 +794,11 @@ async fn cut_over(
     shared
         .cutover_pause_us
         .fetch_add(pause.elapsed().as_micros() as u64, Ordering::Relaxed);
-    r.clean_up().await;
-    if m.filter.is_none() {
-        let _ = exec(&mut r.src, &retire_sql(ctx, &m.db, &r.src_name)).await;
+    for r in rs.iter_mut() {
+        r.clean_up().await;
+        if r.m.source_retires() {
+            let _ = exec(&mut r.src, &retire_sql(ctx, &r.m.db, &r.src_name)).await;
+        }
     }
     report.seconds = started.elapsed().as_secs_f64();
     let _ = journal(
@@ -626,7 +848,6 @@ pub(super) async fn record_spec(
     worker: usize,
     id: u64,
     m: &Move,
-    into: &str,
     in_place: bool,
 ) -> Result<(), ProxyError> {
     let names: Vec<&str> = ctx
@@ -635,20 +856,25 @@ pub(super) async fn record_spec(
         .iter()
         .map(|b| b.name.as_str())
         .collect();
-    let spec = super::takeover::Spec {
+    let spec_of = |m: &Move| super::takeover::Spec {
         db: m.db.clone(),
         src_backend: names[m.src.0.index()].to_string(),
         dst_backend: names[m.dst.0.index()].to_string(),
-        into: into.to_string(),
+        into: m.into(id),
         is_dst_live: m.is_dst_live,
         src_table: m.src.1.clone(),
         src_after: m.src_after.clone(),
         dst_table: m.dst.1.clone(),
         key_column: m.key_column.clone(),
         filter: m.filter.clone(),
+        rest: m.rest.clone(),
+        dst_filter: m.dst_filter.clone(),
+        companion: None,
         dictionary: m.dictionary.clone(),
         in_place,
     };
+    let mut spec = spec_of(m);
+    spec.companion = m.companion.as_deref().map(|c| Box::new(spec_of(c)));
     let text = toml::to_string(&spec).map_err(|e| wrong(e.to_string()))?;
     journal(
         ctx,
@@ -665,7 +891,7 @@ pub(super) async fn record_spec(
 /// and the staging table joins the destination (both can run again).
 pub(super) async fn finish_rows(r: &mut Running<'_>) -> Result<(), ProxyError> {
     let m = r.m;
-    if m.filter.is_some() {
+    if m.filter.is_some() && m.rest.is_none() {
         let sql = format!(
             "DELETE FROM {} WHERE {}",
             qualified(&m.db, &r.src_name),

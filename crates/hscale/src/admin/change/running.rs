@@ -48,6 +48,9 @@ pub(in crate::admin) async fn primary_key(
 pub(in crate::admin) struct Running<'m> {
     pub(in crate::admin) m: &'m Move,
     pub(in crate::admin) id: u64,
+    /// Names this move's triggers and changelog apart from another move's
+    /// of the same change (`Move::companion`, tagged [`super::COMPANION`]).
+    pub(in crate::admin) tag: &'static str,
     /// The epoch its owner runs it at (`fence.rs`): every connection below
     /// is registered under it before its first write.
     pub(in crate::admin) epoch: u64,
@@ -68,15 +71,37 @@ pub(in crate::admin) struct Running<'m> {
     /// How rows are read so their text writes the same values back
     /// (`ddl::exact_select_list`).
     pub(in crate::admin) columns: String,
+    /// A split's connection writing its rest table (`Move::rest`), on the
+    /// source's backend: the copy and the verification's copies write it;
+    /// replays write it from the source's connections (same server).
+    pub(in crate::admin) rest: Option<PooledConn>,
 }
 
 impl Running<'_> {
     pub(in crate::admin) fn changelog(&self) -> String {
-        qualified("hscale", &format!("changes_{}", self.id))
+        qualified("hscale", &changelog_name(self.id, self.tag))
     }
 
     fn trigger(&self, event: &str) -> String {
-        qualified(&self.m.db, &format!("hscale_{}_{event}", self.id))
+        qualified(&self.m.db, &trigger_name(self.id, self.tag, event))
+    }
+
+    /// `column + ` for a journal figure that a change's second move adds
+    /// to the first's, nothing for the first.
+    pub(in crate::admin) fn after_first(&self, column: &str) -> String {
+        if self.tag.is_empty() {
+            String::new()
+        } else {
+            format!("{column} + ")
+        }
+    }
+
+    /// The destination's rows this move wrote (see `Move::dst_filter`).
+    pub(in crate::admin) fn written(&self, column: &str) -> String {
+        match &self.m.dst_filter {
+            Some(f) => f.replace(KEY, column),
+            None => "1 = 1".to_string(),
+        }
     }
 
     /// The moving rows' condition for a column expression (`None`: all).
@@ -84,6 +109,21 @@ impl Running<'_> {
         match &self.m.filter {
             Some(f) => f.replace(KEY, column),
             None => "1 = 1".to_string(),
+        }
+    }
+
+    /// The condition of the source's rows that stay (a split's rest):
+    /// every row the moving condition does not hold for, NULL included.
+    pub(in crate::admin) fn staying(&self, column: &str) -> String {
+        format!("({}) IS NOT TRUE", self.moving(column))
+    }
+
+    /// The rows whose changes the triggers capture: the moving ones, or
+    /// every row in a split (its rest is a copy too).
+    fn captured(&self, column: &str) -> String {
+        match self.m.rest {
+            Some(_) => "1 = 1".to_string(),
+            None => self.moving(column),
         }
     }
 
@@ -127,7 +167,7 @@ impl Running<'_> {
         let log = |row: &str| {
             format!(
                 "IF {} THEN {}; END IF",
-                self.moving(&format!("{row}.{key}")),
+                self.captured(&format!("{row}.{key}")),
                 insert(row)
             )
         };
@@ -151,8 +191,8 @@ impl Running<'_> {
                 "au",
                 format!(
                     "BEGIN IF {same} THEN IF {} OR {} THEN {}; END IF; ELSE {}; {}; END IF; END",
-                    self.moving(&format!("OLD.{key}")),
-                    self.moving(&format!("NEW.{key}")),
+                    self.captured(&format!("OLD.{key}")),
+                    self.captured(&format!("NEW.{key}")),
                     insert("NEW"),
                     log("OLD"),
                     log("NEW")
@@ -319,6 +359,19 @@ impl Running<'_> {
             qualified(&self.m.db, &self.src_name)
         );
         let moving = &self.moving(&quote_ident(&self.m.key_column));
+        // A split's rest is on the source's server: its keys are replaced
+        // there by the source's connection, server-side.
+        let rest = self.m.rest.as_ref().map(|rest| {
+            (
+                qualified(&self.m.db, rest),
+                format!(
+                    "SELECT * FROM {} WHERE {{keys}} AND {}",
+                    qualified(&self.m.db, &self.src_name),
+                    self.staying(&quote_ident(&self.m.key_column))
+                ),
+            )
+        });
+        let rest = &rest;
         // The keys' chunks are dealt to the lanes, each a (source,
         // destination) pair of connections with its own transaction on the
         // destination: the copy is not visible before the cutover, and each
@@ -356,6 +409,38 @@ impl Running<'_> {
                             tracing::debug!(code = err.code, attempt, "a replay lane runs again");
                             exec(dst, &["ROLLBACK".to_string()]).await?;
                         }
+                        Err(e) => return Err(e),
+                        Ok(()) => break,
+                    }
+                }
+                let Some((rest_q, select)) = rest else {
+                    return Ok(());
+                };
+                // READ COMMITTED: the source's rows are read without
+                // locking them against the application's writers.
+                let mut attempt = 0;
+                loop {
+                    let mut statements = vec![
+                        "SET TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
+                        "BEGIN".to_string(),
+                    ];
+                    for chunk in &mine {
+                        let in_list = key_in_list(pk, chunk);
+                        statements.push(format!("DELETE FROM {rest_q} WHERE {in_list}"));
+                        statements.push(format!(
+                            "INSERT INTO {rest_q} {}",
+                            select.replace("{keys}", &in_list)
+                        ));
+                    }
+                    statements.push("COMMIT".to_string());
+                    match exec(src, &statements).await {
+                        Err(ProxyError::Backend { err, .. })
+                            if matches!(err.code, 1205 | 1213) && attempt < 5 =>
+                        {
+                            attempt += 1;
+                            tracing::debug!(code = err.code, attempt, "a replay lane runs again");
+                            exec(src, &["ROLLBACK".to_string()]).await?;
+                        }
                         other => return other,
                     }
                 }
@@ -387,6 +472,20 @@ impl Running<'_> {
         self.again_on_lock_wait(&sql, RENAME_ATTEMPTS, "rename waits for long transactions")
             .await?;
         self.src_name = self.m.src_after.clone();
+        Ok(())
+    }
+
+    /// Undo [`Running::rename_source`] (another source of the change could
+    /// not be renamed).
+    pub(in crate::admin) async fn rename_back(&mut self) -> Result<(), ProxyError> {
+        let sql = format!(
+            "RENAME TABLE {} TO {}",
+            qualified(&self.m.db, &self.src_name),
+            qualified(&self.m.db, &self.m.src.1)
+        );
+        self.again_on_lock_wait(&sql, RENAME_ATTEMPTS, "rename waits for long transactions")
+            .await?;
+        self.src_name = self.m.src.1.clone();
         Ok(())
     }
 
@@ -439,6 +538,18 @@ impl Running<'_> {
         }
         is_clean
     }
+}
+
+/// The changelog table (in the `hscale` schema) of operation `id`'s move
+/// tagged `tag`.
+pub(in crate::admin) fn changelog_name(id: u64, tag: &str) -> String {
+    format!("changes_{id}{tag}")
+}
+
+/// The capture trigger for `event` (`ai`, `au`, `ad`) of operation `id`'s
+/// move tagged `tag`.
+pub(in crate::admin) fn trigger_name(id: u64, tag: &str, event: &str) -> String {
+    format!("hscale_{id}{tag}_{event}")
 }
 
 /// Changelog entries read by `sql` (`seq`, then the primary key columns):
