@@ -26,8 +26,8 @@ use hscale_route::dictionary::TableName;
 use hscale_route::BackendId;
 
 use super::change::{
-    changelog_name, commit_with_journal, finish_rows, flip, kill_registered, lock_owner, owner,
-    primary_key, register, trigger_name, Move, Report, Running, COMPANION,
+    changelog_name, commit_with_journal, finish_rows, flip, kill_registered, lock_owner, name_back,
+    owner, primary_key, register, trigger_name, Move, Report, Running, COMPANION,
 };
 use super::{conn, wrong};
 use crate::error::ProxyError;
@@ -241,6 +241,7 @@ async fn finish_cutover(
         };
         let pk = primary_key(&mut src, &s.db, &src_name).await?;
         let columns = ddl::exact_select_list(&mut src, &s.db, &src_name).await?;
+        let names = ddl::column_names(&mut src, &s.db, &src_name).await?;
         let mut dst = conn(ctx, worker, m.dst.0).await?;
         dst.is_broken = true;
         register(ctx, worker, id, epoch, m.dst.0, &mut dst).await?;
@@ -261,6 +262,7 @@ async fn finish_cutover(
             columns,
             // A split's rest is written by the source's connection in replays.
             rest: None,
+            names,
         };
         if !is_renamed {
             r.prepare_rename().await?;
@@ -333,6 +335,14 @@ async fn roll_back(
         let mut c = conn(ctx, worker, b).await?;
         c.is_broken = true;
         register(ctx, worker, id, epoch, b, &mut c).await?;
+        // A source a failed cutover renamed (a change with two sources
+        // whose second rename failed, or whose answer was lost) gets its
+        // name back.
+        for s in specs.iter().filter(|s| !s.in_place) {
+            if index(&s.src_backend) == Some(b) {
+                name_back(&mut c, &s.db, &s.src_table, &s.src_after).await?;
+            }
+        }
         let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
         statements.extend(triggers.iter().cloned());
         // The changelog only once the triggers are gone (see `capture`).

@@ -72,13 +72,25 @@ impl Bindings {
         let planned = self.planned_version;
         if before.was_in_transaction {
             let is_stale_trigger = crate::admin::is_stale_trigger_error(&err);
+            // A partition's table that the dictionary still names is gone:
+            // a change's cutover renamed it. The transaction is rolled back
+            // before waiting for the new dictionary, so its locks (on a
+            // table the same cutover renames next, say) never hold the
+            // cutover up while it waits.
+            let is_fenced = crate::admin::missing_table(&err)
+                .is_some_and(|(db, t)| ctx.partitioning.dictionary().names_physical(&db, &t));
+            if is_fenced {
+                self.rollback().await?;
+            }
             let fence = if is_stale_trigger {
                 Fence::Newer
             } else {
                 await_newer_dictionary(&ctx, self.worker, planned, &err).await
             };
-            if matches!(fence, Fence::Newer | Fence::Ended) {
-                self.rollback().await?;
+            if is_fenced || matches!(fence, Fence::Newer | Fence::Ended) {
+                if !is_fenced {
+                    self.rollback().await?;
+                }
                 tracing::info!(
                     connection_id = self.connection_id,
                     "transaction rolled back: its partitions changed"

@@ -177,6 +177,22 @@ pub async fn create_like(
     .await
 }
 
+/// Every column of `db`.`table` (INVISIBLE ones too), quoted, in the
+/// table's order, for a server-side `INSERT ... SELECT` between two tables
+/// of the same definition.
+pub async fn column_names(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+) -> Result<String, ProxyError> {
+    let names: Vec<String> = exact_expressions(c, db, table)
+        .await?
+        .into_iter()
+        .map(|(name, _, _)| name)
+        .collect();
+    Ok(names.join(", "))
+}
+
 /// The select list that reads every column of `db`.`table` so that its
 /// text writes the same value back: FLOAT columns as DOUBLE (a FLOAT's own
 /// text has 6 significant digits and loses the value; every FLOAT is a

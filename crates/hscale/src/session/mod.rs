@@ -277,17 +277,27 @@ async fn learn_collations(ctx: &Context, worker: usize, collation: u8) {
 /// CONSISTENT SNAPSHOT, READ ONLY, READ WRITE, separated by commas), with
 /// nothing else: what the proxy may answer itself and send later, in front
 /// of the transaction's first statement, knowing the server accepts it.
-/// Anything else (`BEGIN?`, a comment, a typo) goes to the server now, so
+/// Anything else (`BEGIN?`, a typo) goes to the server now, so
 /// its error answers it and not the statement after it.
 fn is_plain_begin(sql: &str) -> bool {
-    if sql.contains("/*") || sql.contains("--") || sql.contains('#') {
+    use hscale_sql::TokenKind;
+    // Comments are skipped (ORMs tag statements with them), executable
+    // ones are not understood here.
+    if sql.contains("/*!") || sql.contains("/*M!") {
         return false;
     }
-    let spaced = sql.trim().trim_end_matches(';').replace(',', " , ");
-    let words: Vec<String> = spaced
-        .split_whitespace()
-        .map(str::to_ascii_uppercase)
-        .collect();
+    let Ok(tokens) = hscale_sql::tokenize(sql) else {
+        return false;
+    };
+    let mut words = Vec::with_capacity(tokens.len());
+    for (i, t) in tokens.iter().enumerate() {
+        match t.kind {
+            TokenKind::Word => words.push(t.text(sql).to_ascii_uppercase()),
+            TokenKind::Punct if t.is_punct(sql, ",") => words.push(",".to_string()),
+            TokenKind::Semicolon if i + 1 == tokens.len() => {}
+            _ => return false,
+        }
+    }
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let rest = match words.as_slice() {
         ["BEGIN"] | ["BEGIN", "WORK"] => return true,
@@ -619,6 +629,8 @@ mod begin_tests {
             "start transaction read only",
             "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ WRITE",
             "START TRANSACTION READ WRITE,WITH CONSISTENT SNAPSHOT",
+            "/* orm tag */ BEGIN",
+            "BEGIN -- a comment",
         ] {
             assert!(is_plain_begin(ok), "{ok}");
         }
@@ -626,7 +638,7 @@ mod begin_tests {
             "BEGIN?",
             "BEGIN WORK?",
             "BEGIN WORK WORK",
-            "BEGIN /* x */",
+            "BEGIN /*!50000 WORK */",
             "BEGIN NOT ATOMIC SELECT 1; END",
             "START TRANSACTION READ",
             "START TRANSACTION READ ONLY READ WRITE",

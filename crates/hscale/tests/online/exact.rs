@@ -627,3 +627,117 @@ async fn damaged_text_columns_are_found_by_the_verification() {
         c.disconnect().await.unwrap();
     }
 }
+
+/// A row whose key leaves one source of a merge for the other while both
+/// are captured is found once, with its last value. The table's key is an
+/// AUTO_INCREMENT id alone (the sequence keeps it unique), so a client
+/// moves a row between partitions by deleting it and inserting the same
+/// id with another partition value; DROP_PARTITION with
+/// `change_delete_max_rows = 0` copies the dropped partition's rows and the
+/// default partition's into one fresh table, each source replayed on its
+/// own. A replay that deleted the id from the shared table without
+/// looking at which source's rows it holds removed the row the other
+/// source had just replayed there.
+#[tokio::test]
+async fn a_key_that_moves_between_the_sources_of_a_merge_is_kept() {
+    cluster(3);
+    let mut setup = proxy_conn(None).await;
+    setup
+        .query_drop("CREATE DATABASE online_merge_keys")
+        .await
+        .unwrap();
+    setup
+        .query_drop(
+            "CREATE TABLE online_merge_keys.t (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, \
+             k INT NOT NULL, v VARCHAR(20) NOT NULL)",
+        )
+        .await
+        .unwrap();
+    setup
+        .query_drop(
+            "HSCALE SETUP_TABLE('online_merge_keys.t', 'k', 't_default', 'shard0', 'MOD(8)')",
+        )
+        .await
+        .unwrap();
+    setup
+        .query_drop("HSCALE ADD_PARTITION('online_merge_keys.t', 'p1', '1', 'shard1')")
+        .await
+        .unwrap();
+    // Ids 1-800: k = id, so ids 1, 9, 17, ... are in p1 (shard1).
+    let values: Vec<String> = (1..=800).map(|i| format!("({i}, {i}, 'x')")).collect();
+    setup
+        .query_drop(format!(
+            "INSERT INTO online_merge_keys.t (id, k, v) VALUES {}",
+            values.join(", ")
+        ))
+        .await
+        .unwrap();
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 1_000;
+    config.proxy.change_delete_max_rows = 0;
+    let owner =
+        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "3000")]);
+    let port = owner.port;
+    let change = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some("online_merge_keys")))
+            .await
+            .unwrap();
+        c.query_drop("HSCALE DROP_PARTITION('online_merge_keys.t', 'p1')")
+            .await
+    });
+    // Once the second move (the default partition's rows) captures its
+    // source: the first's capture is in place since before.
+    let mut direct = backend_conn(0, None).await;
+    let mut captured = false;
+    for _ in 0..1000 {
+        let n: Option<i64> = direct
+            .query_first("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'online_merge_keys' AND TRIGGER_NAME LIKE 'hscale\\_%m\\_%'")
+            .await
+            .unwrap();
+        if n == Some(3) {
+            captured = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(captured, "the default partition's move captured its source");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Id 9 leaves p1 for the default partition; id 10 the other way.
+    setup
+        .query_drop("DELETE FROM online_merge_keys.t WHERE id = 9")
+        .await
+        .unwrap();
+    setup
+        .query_drop("INSERT INTO online_merge_keys.t (id, k, v) VALUES (9, 2, 'to default')")
+        .await
+        .unwrap();
+    setup
+        .query_drop("DELETE FROM online_merge_keys.t WHERE id = 10")
+        .await
+        .unwrap();
+    setup
+        .query_drop("INSERT INTO online_merge_keys.t (id, k, v) VALUES (10, 1, 'to p1')")
+        .await
+        .unwrap();
+    let r = change.await.unwrap();
+    assert!(r.is_ok(), "DROP_PARTITION: {r:?}");
+    let moved: Vec<(i64, i64, String)> = setup
+        .query("SELECT id, k, v FROM online_merge_keys.t WHERE id IN (9, 10) ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(
+        moved,
+        vec![
+            (9, 2, "to default".to_string()),
+            (10, 1, "to p1".to_string())
+        ]
+    );
+    let n: Option<i64> = setup
+        .query_first("SELECT COUNT(*) FROM online_merge_keys.t")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(800));
+    for c in [direct, setup] {
+        c.disconnect().await.unwrap();
+    }
+}

@@ -379,6 +379,7 @@ async fn open<'m>(
     exec(&mut src, &copy_session()).await?;
     exec(&mut dst, &dst_session()).await?;
     let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
+    let names = ddl::column_names(&mut src, &m.db, &m.src.1).await?;
     register(ctx, worker, id, FIRST_EPOCH, m.src.0, &mut src).await?;
     register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &mut dst).await?;
     // A split's other destination, on the source's backend.
@@ -406,6 +407,7 @@ async fn open<'m>(
         lanes: Vec::new(),
         columns,
         rest,
+        names,
     };
     for _ in 1..REPLAY_LANES {
         let mut lane = (
@@ -678,6 +680,16 @@ async fn undo(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Option<bool>
             *c = fresh;
         }
     }
+    // The lanes' and the rest's connections close now: a replay dropped
+    // mid-way (a cancel, an error) may hold a transaction on the source or
+    // the destination, whose locks the drops below would wait for.
+    r.lanes.clear();
+    r.rest = None;
+    let _ = exec(
+        &mut r.dst,
+        &["SET SESSION lock_wait_timeout = 10".to_string()],
+    )
+    .await;
     let mut is_clean = r.clean_up().await;
     if let Some(rest) = &r.m.rest {
         is_clean &= exec(
@@ -742,11 +754,15 @@ async fn cut_over(
     tracing::debug!(operation = id, "rename");
     // Every source is renamed, or none: a later one that cannot be renamed
     // has the earlier ones renamed back before the change is undone.
+    // A rename that failed may have happened all the same (its answer
+    // lost): each source up to the failed one is named back by what its
+    // backend holds, on a fresh connection.
     for i in 0..rs.len() {
         if let Err(e) = rs[i].rename_source().await {
-            for r in rs[..i].iter_mut() {
-                if let Err(back) = r.rename_back().await {
-                    // Fenced and not undone: a take-over finishes it.
+            for r in rs[..=i].iter_mut() {
+                if let Err(back) = restore_name(ctx, worker, r).await {
+                    // Fenced and not undone: a take-over rolls it back
+                    // (`takeover::roll_back` names sources back too).
                     tracing::error!(operation = id, error = %back, "cannot rename a source back; the change is left to a take-over");
                     return Err(e);
                 }
@@ -817,6 +833,44 @@ async fn cut_over(
         "partition change done"
     );
     Ok(report)
+}
+
+/// Give move `r`'s source its name back if the cutover renamed it (a later
+/// source could not be renamed), judged by the tables its backend holds.
+async fn restore_name(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<(), ProxyError> {
+    let mut c = conn(ctx, worker, r.m.src.0).await?;
+    c.is_broken = true;
+    register(ctx, worker, r.id, r.epoch, r.m.src.0, &mut c).await?;
+    name_back(&mut c, &r.m.db, &r.m.src.1, &r.m.src_after).await?;
+    r.src = c;
+    r.src_name = r.m.src.1.clone();
+    Ok(())
+}
+
+/// Rename `db`.`after` back to `db`.`before` if only `after` exists (a
+/// cutover renamed the source and the change is undone). Each attempt
+/// waits at most 10 s for the transactions that hold it.
+pub(super) async fn name_back(
+    c: &mut BackendConn,
+    db: &str,
+    before: &str,
+    after: &str,
+) -> Result<(), ProxyError> {
+    if ddl::table_exists(c, db, before).await? || !ddl::table_exists(c, db, after).await? {
+        return Ok(());
+    }
+    exec(
+        c,
+        &[
+            "SET SESSION lock_wait_timeout = 10".to_string(),
+            format!(
+                "RENAME TABLE {} TO {}",
+                qualified(db, after),
+                qualified(db, before)
+            ),
+        ],
+    )
+    .await
 }
 
 /// Milliseconds with a fraction, for logs.

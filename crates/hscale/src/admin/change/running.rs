@@ -75,6 +75,8 @@ pub(in crate::admin) struct Running<'m> {
     /// source's backend: the copy and the verification's copies write it;
     /// replays write it from the source's connections (same server).
     pub(in crate::admin) rest: Option<PooledConn>,
+    /// The source's column names, quoted, in order (`ddl::column_names`).
+    pub(in crate::admin) names: String,
 }
 
 impl Running<'_> {
@@ -360,17 +362,21 @@ impl Running<'_> {
         );
         let moving = &self.moving(&quote_ident(&self.m.key_column));
         // A split's rest is on the source's server: its keys are replaced
-        // there by the source's connection, server-side.
+        // there by the source's connection, server-side, every column named
+        // (`SELECT *` leaves out INVISIBLE ones).
         let rest = self.m.rest.as_ref().map(|rest| {
             (
                 qualified(&self.m.db, rest),
-                format!(
-                    "SELECT * FROM {} WHERE {{keys}} AND {}",
-                    qualified(&self.m.db, &self.src_name),
-                    self.staying(&quote_ident(&self.m.key_column))
-                ),
+                qualified(&self.m.db, &self.src_name),
+                self.staying(&quote_ident(&self.m.key_column)),
             )
         });
+        let names = &self.names;
+        // Only this move's rows of a destination another move writes too
+        // (`Move::companion`): a key can leave one source for the other
+        // (deleted there, inserted here), and each move's replay deletes
+        // and copies only what its own source holds.
+        let written = &self.written(&quote_ident(&self.m.key_column));
         let rest = &rest;
         // The keys' chunks are dealt to the lanes, each a (source,
         // destination) pair of connections with its own transaction on the
@@ -395,7 +401,11 @@ impl Running<'_> {
                         exec(dst, &["BEGIN".to_string()]).await?;
                         for chunk in &mine {
                             let in_list = key_in_list(pk, chunk);
-                            exec(dst, &[format!("DELETE FROM {into_q} WHERE {in_list}")]).await?;
+                            exec(
+                                dst,
+                                &[format!("DELETE FROM {into_q} WHERE {in_list} AND {written}")],
+                            )
+                            .await?;
                             let select = format!("SELECT {from} WHERE {in_list} AND {moving}");
                             stream_rows(src, &select, dst, into_q, true).await?;
                         }
@@ -413,7 +423,7 @@ impl Running<'_> {
                         Ok(()) => break,
                     }
                 }
-                let Some((rest_q, select)) = rest else {
+                let Some((rest_q, src_q, staying)) = rest else {
                     return Ok(());
                 };
                 // READ COMMITTED: the source's rows are read without
@@ -428,8 +438,7 @@ impl Running<'_> {
                         let in_list = key_in_list(pk, chunk);
                         statements.push(format!("DELETE FROM {rest_q} WHERE {in_list}"));
                         statements.push(format!(
-                            "INSERT INTO {rest_q} {}",
-                            select.replace("{keys}", &in_list)
+                            "INSERT INTO {rest_q} ({names}) SELECT {names} FROM {src_q} WHERE {in_list} AND {staying}"
                         ));
                     }
                     statements.push("COMMIT".to_string());
@@ -472,20 +481,6 @@ impl Running<'_> {
         self.again_on_lock_wait(&sql, RENAME_ATTEMPTS, "rename waits for long transactions")
             .await?;
         self.src_name = self.m.src_after.clone();
-        Ok(())
-    }
-
-    /// Undo [`Running::rename_source`] (another source of the change could
-    /// not be renamed).
-    pub(in crate::admin) async fn rename_back(&mut self) -> Result<(), ProxyError> {
-        let sql = format!(
-            "RENAME TABLE {} TO {}",
-            qualified(&self.m.db, &self.src_name),
-            qualified(&self.m.db, &self.m.src.1)
-        );
-        self.again_on_lock_wait(&sql, RENAME_ATTEMPTS, "rename waits for long transactions")
-            .await?;
-        self.src_name = self.m.src.1.clone();
         Ok(())
     }
 
