@@ -157,6 +157,29 @@ pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
         tracing::warn!(operation = id, table = %name, "a partition change's owner is gone before its cutover: rolling it back");
         roll_back(ctx, worker, id, epoch, &name, &detail).await?;
     }
+    // Changes that committed and still owe their clean-up: their owner is
+    // gone once its lock is free (it holds the lock until it has cleaned
+    // up; a later change of the table holds it too, and waits its turn).
+    let owed = "SELECT id, db, tbl, IFNULL(detail, '') FROM `hscale`.`operations` WHERE active IS NULL AND state = 'done' AND cleanup_pending = 1";
+    let owed = {
+        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+        main.query_rows(owed)
+            .await?
+            .map_err(|e| server_error(&main, owed, e))?
+            .strings()
+    };
+    for r in owed {
+        let f = |i: usize| r[i].clone().unwrap_or_default();
+        let Ok(id) = f(0).parse::<u64>() else {
+            continue;
+        };
+        let name = TableName::new(&f(1), &f(2));
+        let Some(_lock) = lock_owner(ctx, worker, &name, 0).await? else {
+            continue;
+        };
+        tracing::warn!(operation = id, table = %name, "a committed partition change's owner is gone before its clean-up: cleaning up");
+        clean_after(ctx, worker, id, &f(3)).await?;
+    }
     Ok(())
 }
 
@@ -286,18 +309,103 @@ async fn finish_cutover(
         // triggers still exist, and it must write nothing.
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
+    let mut is_clean = true;
     for r in &mut rs {
-        r.clean_up().await;
+        is_clean &= r.clean_up().await;
         if r.m.source_retires() {
-            let _ = exec(
+            is_clean &= exec(
                 &mut r.src,
                 &super::change::retire_sql(ctx, &r.m.db, &r.m.src_after),
             )
-            .await;
+            .await
+            .is_ok();
         }
+    }
+    if is_clean {
+        cleaned(ctx, worker, id).await?;
     }
     tracing::info!(operation = id, table = %name, "partition change finished by a take-over");
     Ok(())
+}
+
+/// Operation `id` owes no clean-up any more.
+async fn cleaned(ctx: &Context, worker: usize, id: u64) -> Result<(), ProxyError> {
+    super::change::journal(
+        ctx,
+        worker,
+        format!("UPDATE `hscale`.`operations` SET cleanup_pending = 0 WHERE id = {id}"),
+    )
+    .await
+}
+
+/// Clean up after operation `id` (its journal `detail`), which committed
+/// but whose owner died (or lost a backend) before its clean-up ended:
+/// capture triggers and changelogs dropped, retired sources dropped (or
+/// moved to `keep_retired_db`), staging tables dropped. Every step can run
+/// again. Run under the table's owner lock, so by one proxy, and never
+/// beside a later change of the table.
+async fn clean_after(
+    ctx: &Context,
+    worker: usize,
+    id: u64,
+    detail: &str,
+) -> Result<(), ProxyError> {
+    let Ok(spec) = toml::from_str::<Spec>(detail) else {
+        return cleaned(ctx, worker, id).await;
+    };
+    if spec.in_place {
+        return cleaned(ctx, worker, id).await;
+    }
+    let index = |b: &str| {
+        ctx.backend_named(b).ok_or_else(|| {
+            wrong(format!(
+                "operation {id} names backend {b:?}, not in the config"
+            ))
+        })
+    };
+    let specs =
+        std::iter::once((&spec, "")).chain(spec.companion.as_deref().map(|c| (c, COMPANION)));
+    for (s, tag) in specs {
+        let mut src = conn(ctx, worker, index(&s.src_backend)?).await?;
+        src.is_broken = true;
+        let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
+        for e in ["ai", "au", "ad"] {
+            statements.push(format!(
+                "DROP TRIGGER IF EXISTS {}",
+                qualified(&s.db, &trigger_name(id, tag, e))
+            ));
+        }
+        statements.push(format!(
+            "DROP TABLE IF EXISTS {}",
+            qualified("hscale", &changelog_name(id, tag))
+        ));
+        exec(&mut src, &statements).await?;
+        let retires = s.filter.is_none() || s.rest.is_some();
+        if retires && ddl::table_exists(&mut src, &s.db, &s.src_after).await? {
+            exec(
+                &mut src,
+                &super::change::retire_sql(ctx, &s.db, &s.src_after),
+            )
+            .await?;
+        }
+        if s.is_dst_live {
+            let mut dst = conn(ctx, worker, index(&s.dst_backend)?).await?;
+            dst.is_broken = true;
+            exec(
+                &mut dst,
+                &[format!(
+                    "DROP TABLE IF EXISTS {}",
+                    qualified(&s.db, &s.into)
+                )],
+            )
+            .await?;
+        }
+    }
+    tracing::info!(
+        operation = id,
+        "a committed change's clean-up finished by a take-over"
+    );
+    cleaned(ctx, worker, id).await
 }
 
 /// Undo operation `id` (before its cutover) and end it as 'failed'.

@@ -61,6 +61,11 @@ const SCHEMA: &[&str] = &[
     "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS heartbeat TIMESTAMP(6) NULL DEFAULT NULL, \
        ADD COLUMN IF NOT EXISTS epoch BIGINT UNSIGNED NOT NULL DEFAULT 0, \
        ADD COLUMN IF NOT EXISTS fence TEXT NULL",
+    // A partition change's clean-up (capture triggers, changelogs, retired
+    // tables) is still owed: 1 from its cutover until its owner, or a
+    // take-over after the owner died (`admin::takeover::clean_after`),
+    // has cleaned up.
+    "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS cleanup_pending TINYINT UNSIGNED NOT NULL DEFAULT 0",
     // Sequences (`crate::seq`): the AUTO_INCREMENT column a table's
     // sequence serves, and the sequence's generation (the SETUP_TABLE's
     // operation id); NULL / 0: no sequence.

@@ -267,22 +267,10 @@ async fn owner_dies_in_cutover(db: &'static str, is_split: bool) {
         table: "acct_cut",
     };
     setup_acct(scene).await;
-    let mut config = cluster_config();
-    config.proxy.reload_interval_ms = 1_000;
-    if is_split {
-        config.proxy.change_delete_max_rows = 0;
-    }
-    let owner =
-        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_RENAME_MS", "20000")]);
+    let owner = change_owner(is_split, &[("HSCALE_TEST_PAUSE_AFTER_RENAME_MS", "20000")]);
     let other = serve(200);
     let default = physical(&format!("{db}.acct_cut"), None).await;
-    let mut direct = backend_conn(0, Some(scene.db)).await;
-    direct
-        .query_drop(format!(
-            "INSERT INTO {default} (id, k, v, note) SELECT seq, seq, 0, 'x' FROM seq_1_to_8000"
-        ))
-        .await
-        .unwrap();
+    let mut direct = load_8000(scene).await;
     let port = owner.port;
     let change = tokio::spawn(async move {
         let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
@@ -442,25 +430,14 @@ async fn a_merge_whose_owner_dies_in_its_cutover_is_finished() {
     let db = scene.db;
     setup_acct(scene).await;
     let other = serve(200);
-    let default = physical("online_merge_cut.acct_merge_cut", None).await;
-    let mut direct = backend_conn(0, Some(db)).await;
-    direct
-        .query_drop(format!(
-            "INSERT INTO {default} (id, k, v, note) SELECT seq, seq, 0, 'x' FROM seq_1_to_8000"
-        ))
-        .await
-        .unwrap();
+    let mut direct = load_8000(scene).await;
     let mut o = Conn::new(proxy_opts(other.port, Some(db))).await.unwrap();
     o.query_drop("HSCALE ADD_PARTITION('online_merge_cut.acct_merge_cut', 'p3', '3', 'shard2')")
         .await
         .unwrap();
     let p3 = physical("online_merge_cut.acct_merge_cut", Some("p3")).await;
     let default = physical("online_merge_cut.acct_merge_cut", None).await;
-    let mut config = cluster_config();
-    config.proxy.reload_interval_ms = 1_000;
-    config.proxy.change_delete_max_rows = 0;
-    let owner =
-        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_RENAME_MS", "20000")]);
+    let owner = change_owner(true, &[("HSCALE_TEST_PAUSE_AFTER_RENAME_MS", "20000")]);
     let port = owner.port;
     let change = tokio::spawn(async move {
         let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
@@ -565,10 +542,7 @@ async fn a_merge_whose_owner_dies_before_its_cutover_is_rolled_back() {
     .unwrap();
     let p1 = physical("online_merge_owner.acct_merge_owner", Some("p1")).await;
     let default = physical("online_merge_owner.acct_merge_owner", None).await;
-    let mut config = cluster_config();
-    config.proxy.reload_interval_ms = 1_000;
-    config.proxy.change_delete_max_rows = 0;
-    let owner = ProxyProcess::start(config);
+    let owner = change_owner(true, &[]);
     let port = owner.port;
     let change = tokio::spawn(async move {
         let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
@@ -627,4 +601,107 @@ async fn a_merge_whose_owner_dies_before_its_cutover_is_rolled_back() {
     for c in [direct, b1, o] {
         c.disconnect().await.unwrap();
     }
+}
+
+/// A split whose owner is killed after its commit, before its clean-up:
+/// the change is done (the new layout holds every row), and another proxy
+/// finds its clean-up owed and does it: the capture triggers, the
+/// changelog and the retired default partition (a full copy of the rows
+/// that stayed) are gone from every backend.
+#[tokio::test]
+async fn a_change_whose_owner_dies_after_its_commit_is_cleaned_up() {
+    cluster(3);
+    let scene = Scene {
+        db: "online_after_commit",
+        table: "acct_after_commit",
+    };
+    let db = scene.db;
+    setup_acct(scene).await;
+    let other = serve(200);
+    let mut direct = load_8000(scene).await;
+    let owner = change_owner(true, &[("HSCALE_TEST_PAUSE_AFTER_COMMIT_MS", "20000")]);
+    let port = owner.port;
+    let change = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
+        c.query_drop(
+            "HSCALE ADD_PARTITION('online_after_commit.acct_after_commit', 'p3', '3', 'shard2')",
+        )
+        .await
+    });
+    let mut committed = false;
+    for _ in 0..1000 {
+        if last_operation(db, "ADD_PARTITION").await.1 == "done" {
+            committed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(committed, "the change committed");
+    let (op, _) = last_operation(db, "ADD_PARTITION").await;
+    // The owner's clean-up has not run: its triggers are still there.
+    let n: Option<i64> = direct
+        .query_first(format!(
+            "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = '{db}'"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(n, Some(3), "the owner stopped before its clean-up");
+    signal(&owner, libc::SIGKILL);
+    let _ = change.await.unwrap();
+    let parts = physical_tables("online_after_commit.acct_after_commit").await;
+    let (_, new_default) = parts[""].clone();
+    let (b3, p3) = parts["p3"].clone();
+    assert_eq!(b3, 2);
+    let mut left = Vec::new();
+    for _ in 0..150 {
+        left = leftovers(db, op, &[(0, new_default.clone()), (2, p3.clone())]).await;
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let mut main = backend_conn(0, None).await;
+    let owed: Option<u8> = main
+        .query_first(format!(
+            "SELECT cleanup_pending FROM hscale.operations WHERE id = {op}"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(owed, Some(0));
+    let mut o = Conn::new(proxy_opts(other.port, Some(db))).await.unwrap();
+    let n: Option<i64> = o
+        .query_first("SELECT COUNT(*) FROM acct_after_commit")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(8000));
+    for c in [direct, main, o] {
+        c.disconnect().await.unwrap();
+    }
+}
+
+/// A proxy that runs partition changes, splitting or rebuilding tables at
+/// any size (`is_split`: `[proxy] change_delete_max_rows = 0`) and pausing
+/// where `env` says.
+fn change_owner(is_split: bool, env: &[(&str, &str)]) -> ProxyProcess {
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 1_000;
+    if is_split {
+        config.proxy.change_delete_max_rows = 0;
+    }
+    ProxyProcess::start_with_env(config, env)
+}
+
+/// 8,000 rows (`k` = `id`) loaded into `scene`'s default partition on
+/// shard0 directly; a connection to shard0 in the scene's database.
+async fn load_8000(scene: Scene) -> Conn {
+    let default = physical(&format!("{}.{}", scene.db, scene.table), None).await;
+    let mut direct = backend_conn(0, Some(scene.db)).await;
+    direct
+        .query_drop(format!(
+            "INSERT INTO {default} (id, k, v, note) SELECT seq, seq, 0, 'x' FROM seq_1_to_8000"
+        ))
+        .await
+        .unwrap();
+    direct
 }

@@ -180,8 +180,9 @@ pub(super) fn values_filter(
 /// Whether a change that carves the rows of `filter` out of `db`.`table`
 /// (on `src`) should split it (copy the rows that stay too, [`Move::rest`])
 /// rather than delete the moving rows during its cutover: when more than
-/// `[proxy] change_delete_max_rows` rows move. Counted with a bound, so a
-/// large source is not counted through.
+/// `[proxy] change_delete_max_rows` rows move. Counted with a bound: the
+/// count stops there when many rows match; when few do it reads the whole
+/// source once (the filter uses no index), as the copy does after it.
 pub(super) async fn moves_many_rows(
     ctx: &Context,
     worker: usize,
@@ -746,7 +747,14 @@ async fn cut_over(
             return Err(e);
         }
     };
-    if let Err(e) = mark_cutover(ctx, worker, id, epoch).await {
+    // Owed once the change commits: a proxy that finds it owed after the
+    // owner died cleans up (`takeover::clean_after`).
+    let owed = format!("UPDATE `hscale`.`operations` SET cleanup_pending = 1 WHERE id = {id}");
+    let entered = match journal(ctx, worker, owed).await {
+        Ok(()) => mark_cutover(ctx, worker, id, epoch).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = entered {
         abandon_all(ctx, worker, rs, &e).await;
         return Err(e);
     }
@@ -810,10 +818,17 @@ async fn cut_over(
     shared
         .cutover_pause_us
         .fetch_add(pause.elapsed().as_micros() as u64, Ordering::Relaxed);
+    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_COMMIT_MS") {
+        // Tests kill the owner here: another proxy cleans up.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    let mut is_clean = true;
     for r in rs.iter_mut() {
-        r.clean_up().await;
+        is_clean &= r.clean_up().await;
         if r.m.source_retires() {
-            let _ = exec(&mut r.src, &retire_sql(ctx, &r.m.db, &r.src_name)).await;
+            is_clean &= exec(&mut r.src, &retire_sql(ctx, &r.m.db, &r.src_name))
+                .await
+                .is_ok();
         }
     }
     report.seconds = started.elapsed().as_secs_f64();
@@ -821,8 +836,9 @@ async fn cut_over(
         ctx,
         worker,
         format!(
-            "UPDATE `hscale`.`operations` SET longest_pause_ms = {} WHERE id = {id}",
-            report.longest_pause_ms
+            "UPDATE `hscale`.`operations` SET longest_pause_ms = {}, cleanup_pending = {} WHERE id = {id}",
+            report.longest_pause_ms,
+            u8::from(!is_clean)
         ),
     )
     .await;
