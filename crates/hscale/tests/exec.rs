@@ -256,6 +256,53 @@ async fn server_errors_in_proxy_work_keep_their_code() {
     c.disconnect().await.unwrap();
 }
 
+/// Inside a transaction, a partition's table dropped by hand on its
+/// backend (no change of hscale's is under way) answers the server's own
+/// 1146, and the transaction goes on: only a table a change's cutover
+/// renamed rolls the transaction back with 1412.
+#[tokio::test]
+async fn a_table_gone_without_a_change_keeps_the_transaction_open() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE exec_gone").await.unwrap();
+    c.query_drop("USE exec_gone").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard1', 'MOD(4)')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('t', 'p1', '1', 'shard2')")
+        .await
+        .unwrap();
+    let p1 = physical("exec_gone.t", Some("p1")).await;
+    let mut b = backend_conn(2, None).await;
+    b.query_drop(format!("DROP TABLE exec_gone.{p1}"))
+        .await
+        .unwrap();
+    b.disconnect().await.unwrap();
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO t VALUES (2, 2)").await.unwrap();
+    let err = c
+        .query_drop("INSERT INTO t VALUES (1, 1)")
+        .await
+        .expect_err("p1's table is gone");
+    assert_eq!(code(&err), 1146, "{err:?}");
+    let open: Option<i64> = c.query_first("SELECT @@in_transaction").await.unwrap();
+    assert_eq!(open, Some(1), "the transaction goes on");
+    c.query_drop("ROLLBACK").await.unwrap();
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM t WHERE k = 2")
+        .await
+        .unwrap();
+    assert_eq!(
+        n,
+        Some(0),
+        "the transaction's insert was rolled back with it"
+    );
+    c.disconnect().await.unwrap();
+}
+
 /// The status flags and warning count at the end of a result the proxy
 /// puts together from partitions: read with a raw client (EOF packets).
 async fn terminator(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {

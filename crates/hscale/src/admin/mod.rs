@@ -201,6 +201,18 @@ pub async fn run_plan(
 }
 
 /// Read the dictionary from the main backend and make it current.
+/// Whether a partition change is in its cutover now, by a fresh read of the
+/// dictionary and the journal (false when they cannot be read).
+pub async fn cutover_under_way(ctx: &Context, worker: usize) -> bool {
+    reload(ctx, worker).await.is_ok()
+        && !ctx
+            .partitioning
+            .cutovers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+}
+
 pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, ProxyError> {
     let mut c = conn(ctx, worker, BackendId::MAIN).await?;
     if !ctx

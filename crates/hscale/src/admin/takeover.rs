@@ -174,13 +174,58 @@ pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
             continue;
         };
         let name = TableName::new(&f(1), &f(2));
+        if !OWED.is_due(id) {
+            continue;
+        }
         let Some(_lock) = lock_owner(ctx, worker, &name, 0).await? else {
             continue;
         };
         tracing::warn!(operation = id, table = %name, "a committed partition change's owner is gone before its clean-up: cleaning up");
-        clean_after(ctx, worker, id, &f(3)).await?;
+        match clean_after(ctx, worker, id, &f(3)).await {
+            Ok(()) => OWED.forget(id),
+            Err(e) => {
+                let after = OWED.failed(id);
+                tracing::warn!(operation = id, table = %name, error = %e, retry_in_s = after.as_secs(), "cannot clean up after a committed partition change yet");
+            }
+        }
     }
     Ok(())
+}
+
+/// When this proxy tries the clean-up owed by an operation again after it
+/// failed: 2 s, doubling up to 5 minutes. A capture trigger on a live
+/// table held by a long transaction cannot be dropped yet, and each attempt
+/// has writes to that table wait (up to its 1 s lock wait).
+struct Backoff(std::sync::Mutex<std::collections::HashMap<u64, (std::time::Instant, u32)>>);
+
+static OWED: std::sync::LazyLock<Backoff> =
+    std::sync::LazyLock::new(|| Backoff(Default::default()));
+
+impl Backoff {
+    fn map(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, (std::time::Instant, u32)>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn is_due(&self, id: u64) -> bool {
+        self.map()
+            .get(&id)
+            .is_none_or(|(at, _)| *at <= std::time::Instant::now())
+    }
+
+    fn failed(&self, id: u64) -> std::time::Duration {
+        let mut m = self.map();
+        let e = m.entry(id).or_insert((std::time::Instant::now(), 0));
+        e.1 = (e.1 + 1).min(8);
+        let after = std::time::Duration::from_secs((1u64 << e.1).min(300));
+        e.0 = std::time::Instant::now() + after;
+        after
+    }
+
+    fn forget(&self, id: u64) {
+        self.map().remove(&id);
+    }
 }
 
 /// Finish the cutover of operation `id` whose owner is gone. If the source
@@ -368,7 +413,9 @@ async fn clean_after(
     for (s, tag) in specs {
         let mut src = conn(ctx, worker, index(&s.src_backend)?).await?;
         src.is_broken = true;
-        let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
+        // Short lock waits: the triggers may sit on a live table (a carve
+        // in place), whose writes queue behind a waiting DROP TRIGGER.
+        let mut statements = vec!["SET SESSION lock_wait_timeout = 1".to_string()];
         for e in ["ai", "au", "ad"] {
             statements.push(format!(
                 "DROP TRIGGER IF EXISTS {}",
@@ -490,7 +537,7 @@ async fn roll_back(
         ctx,
         worker,
         format!(
-            "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3), detail = CONCAT('rolled back by ', {}, ': its owner was gone before the cutover; ', IFNULL(detail, '')) WHERE id = {id} AND epoch = {epoch} AND active IS NOT NULL",
+            "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3), cleanup_pending = 0, detail = CONCAT('rolled back by ', {}, ': its owner was gone before the cutover; ', IFNULL(detail, '')) WHERE id = {id} AND epoch = {epoch} AND active IS NOT NULL",
             super::change::UNDONE_STATE,
             quote_str(&owner(ctx))
         ),

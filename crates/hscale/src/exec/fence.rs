@@ -77,8 +77,13 @@ impl Bindings {
             // before waiting for the new dictionary, so its locks (on a
             // table the same cutover renames next, say) never hold the
             // cutover up while it waits.
-            let is_fenced = crate::admin::missing_table(&err)
+            // Only while a change is in its cutover (one fresh read of the
+            // journal): a table that is gone for another reason (dropped on
+            // its backend by hand) answers its own 1146 and leaves the
+            // transaction open, as before.
+            let names_it = crate::admin::missing_table(&err)
                 .is_some_and(|(db, t)| ctx.partitioning.dictionary().names_physical(&db, &t));
+            let is_fenced = names_it && crate::admin::cutover_under_way(&ctx, self.worker).await;
             if is_fenced {
                 self.rollback().await?;
             }

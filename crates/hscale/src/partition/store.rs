@@ -65,7 +65,8 @@ const SCHEMA: &[&str] = &[
     // tables) is still owed: 1 from its cutover until its owner, or a
     // take-over after the owner died (`admin::takeover::clean_after`),
     // has cleaned up.
-    "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS cleanup_pending TINYINT UNSIGNED NOT NULL DEFAULT 0",
+    "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS cleanup_pending TINYINT UNSIGNED NOT NULL DEFAULT 0, \
+       ADD INDEX IF NOT EXISTS owed (cleanup_pending, state)",
     // Sequences (`crate::seq`): the AUTO_INCREMENT column a table's
     // sequence serves, and the sequence's generation (the SETUP_TABLE's
     // operation id); NULL / 0: no sequence.

@@ -338,7 +338,7 @@ pub(in crate::admin) const UNDONE_STATE: &str = "IF(state = 'cancelling', 'cance
 /// change taken over (a later epoch) is ended by the take-over.
 pub(in crate::admin) async fn fail(ctx: &Context, worker: usize, id: u64, why: &ProxyError) {
     let sql = format!(
-        "UPDATE `hscale`.`operations` SET state = {UNDONE_STATE}, active = NULL, ended_at = NOW(3), detail = {} WHERE id = {id} AND epoch = {FIRST_EPOCH}",
+        "UPDATE `hscale`.`operations` SET state = {UNDONE_STATE}, active = NULL, ended_at = NOW(3), cleanup_pending = 0, detail = {} WHERE id = {id} AND epoch = {FIRST_EPOCH}",
         quote_str(&why.to_string())
     );
     if let Err(e) = journal(ctx, worker, sql).await {

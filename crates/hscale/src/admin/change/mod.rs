@@ -857,10 +857,36 @@ async fn restore_name(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Resu
     let mut c = conn(ctx, worker, r.m.src.0).await?;
     c.is_broken = true;
     register(ctx, worker, r.id, r.epoch, r.m.src.0, &mut c).await?;
+    // A rename whose answer was lost may still wait on the server: its
+    // connection is killed, and gone, before the tables are judged.
+    kill_and_wait(&mut c, r.src.thread_id).await?;
     name_back(&mut c, &r.m.db, &r.m.src.1, &r.m.src_after).await?;
     r.src = c;
     r.src_name = r.m.src.1.clone();
     Ok(())
+}
+
+/// Kill the server thread `thread` (a connection of ours on `c`'s server)
+/// and wait, at most 10 s, until it is gone.
+async fn kill_and_wait(c: &mut BackendConn, thread: u32) -> Result<(), ProxyError> {
+    // Unknown thread (1094): gone already.
+    let _ = c
+        .command(&BackendConn::payload_for_query(&format!(
+            "KILL CONNECTION {thread}"
+        )))
+        .await?;
+    let q = format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {thread}");
+    for _ in 0..200 {
+        let n = c
+            .query_rows(&q)
+            .await?
+            .map_err(|e| crate::partition::store::server_error(c, &q, e))?;
+        if n.strings().first().and_then(|r| r[0].as_deref()) == Some("0") {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Err(wrong(format!("connection {thread} did not end after KILL")))
 }
 
 /// Rename `db`.`after` back to `db`.`before` if only `after` exists (a
