@@ -35,10 +35,26 @@ use crate::partition::store::{exec, server_error};
 use crate::partition::{ddl, qualified, quote_str};
 use crate::runtime::Context;
 
+/// The form of [`Spec`] this proxy writes and understands: 2 added `rest`,
+/// `dst_filter` and `companion` (a spec without `format` is older, 0).
+/// A take-over leaves a spec of a later form to a proxy that knows it:
+/// fields it does not know would be ignored, and the change finished or
+/// undone wrongly.
+pub(super) const SPEC_FORMAT: u32 = 2;
+
+/// Whether `detail` is a partition change's spec of a later form than
+/// [`SPEC_FORMAT`].
+fn is_newer_spec(detail: &str) -> bool {
+    toml::from_str::<Spec>(detail).is_ok_and(|s| s.format > SPEC_FORMAT)
+}
+
 /// What another proxy needs to undo a change whose owner died before its
 /// cutover; kept in the journal row's `detail`.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Spec {
+    /// Its form ([`SPEC_FORMAT`] when this proxy wrote it).
+    #[serde(default)]
+    pub(super) format: u32,
     pub(super) db: String,
     pub(super) src_backend: String,
     pub(super) dst_backend: String,
@@ -147,6 +163,10 @@ pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
         if let Some(spec) = super::setup_global_table::spec_of(&detail) {
             tracing::warn!(operation = id, table = %name, "a SETUP_GLOBAL_TABLE's owner is gone: rolling it back");
             super::setup_global_table::take_over(ctx, worker, id, epoch, spec).await?;
+            continue;
+        }
+        if is_newer_spec(&detail) {
+            tracing::warn!(operation = id, table = %name, "a partition change recorded by a newer proxy: left to a proxy that knows its form");
             continue;
         }
         if state == "cutover" {
@@ -398,6 +418,11 @@ async fn clean_after(
     let Ok(spec) = toml::from_str::<Spec>(detail) else {
         return cleaned(ctx, worker, id).await;
     };
+    if spec.format > SPEC_FORMAT {
+        return Err(wrong(format!(
+            "operation {id} was recorded by a newer proxy; left to a proxy that knows its form"
+        )));
+    }
     if spec.in_place {
         return cleaned(ctx, worker, id).await;
     }
@@ -543,4 +568,24 @@ async fn roll_back(
         ),
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_of_a_later_form_is_left_alone() {
+        let older = "db = 'd'\nsrc_backend = 'a'\ndst_backend = 'b'\ninto = 't'\nis_dst_live = false\nsrc_table = 's'\nsrc_after = 's2'\ndst_table = 't'\nkey_column = 'k'\ndictionary = []\n";
+        let spec: Spec = toml::from_str(older).unwrap();
+        assert_eq!(spec.format, 0);
+        assert!(spec.rest.is_none() && spec.companion.is_none());
+        assert!(!is_newer_spec(older));
+        assert!(!is_newer_spec(&format!("format = {SPEC_FORMAT}\n{older}")));
+        assert!(is_newer_spec(&format!(
+            "format = {}\n{older}",
+            SPEC_FORMAT + 1
+        )));
+        assert!(!is_newer_spec("not a spec"));
+    }
 }

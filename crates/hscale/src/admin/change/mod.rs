@@ -953,6 +953,7 @@ pub(super) async fn record_spec(
         .map(|b| b.name.as_str())
         .collect();
     let spec_of = |m: &Move| super::takeover::Spec {
+        format: super::takeover::SPEC_FORMAT,
         db: m.db.clone(),
         src_backend: names[m.src.0.index()].to_string(),
         dst_backend: names[m.dst.0.index()].to_string(),
