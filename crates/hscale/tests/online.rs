@@ -573,6 +573,32 @@ async fn setup_acct(s: Scene) {
     c.disconnect().await.unwrap();
 }
 
+/// Run the admin command `sql` through the proxy at `port`, in `db`, on a
+/// task of its own (its answer is awaited after the test acted on the
+/// change it starts).
+fn spawn_admin(
+    port: u16,
+    db: &'static str,
+    sql: String,
+) -> tokio::task::JoinHandle<Result<(), mysql_async::Error>> {
+    tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
+        c.query_drop(sql).await
+    })
+}
+
+/// A proxy that runs partition changes, splitting or rebuilding tables at
+/// any size (`is_split`: `[proxy] change_delete_max_rows = 0`) and pausing
+/// where `env` says.
+fn change_owner(is_split: bool, env: &[(&str, &str)]) -> ProxyProcess {
+    let mut config = cluster_config();
+    config.proxy.reload_interval_ms = 1_000;
+    if is_split {
+        config.proxy.change_delete_max_rows = 0;
+    }
+    ProxyProcess::start_with_env(config, env)
+}
+
 /// An `hscale serve` process on the shared cluster's config.
 fn serve(reload_interval_ms: u64) -> ProxyProcess {
     let mut config = cluster_config();

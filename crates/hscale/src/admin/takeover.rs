@@ -26,8 +26,8 @@ use hscale_route::dictionary::TableName;
 use hscale_route::BackendId;
 
 use super::change::{
-    changelog_name, commit_with_journal, finish_rows, flip, kill_registered, lock_owner, name_back,
-    owner, primary_key, register, trigger_name, Move, Report, Running, COMPANION,
+    capture_drops, commit_with_journal, finish_rows, flip, kill_registered, lock_owner, name_back,
+    owner, primary_key, register, Move, Report, Running, COMPANION,
 };
 use super::{conn, wrong};
 use crate::error::ProxyError;
@@ -41,6 +41,18 @@ use crate::runtime::Context;
 /// fields it does not know would be ignored, and the change finished or
 /// undone wrongly.
 pub(super) const SPEC_FORMAT: u32 = 2;
+
+impl Spec {
+    /// This move and its companion, with their tags (`Move::with_companion`).
+    pub(super) fn moves(&self) -> impl Iterator<Item = (&Spec, &'static str)> {
+        std::iter::once((self, "")).chain(self.companion.as_deref().map(|c| (c, COMPANION)))
+    }
+
+    /// `Move::source_retires` of the move this spec records.
+    fn source_retires(&self) -> bool {
+        self.filter.is_none() || self.rest.is_some()
+    }
+}
 
 /// Whether `detail` is a partition change's spec of a later form than
 /// [`SPEC_FORMAT`].
@@ -297,9 +309,7 @@ async fn finish_cutover(
     // Both moves of a merge: the first's source was renamed (else it was
     // rolled back above); the second's is renamed here if the owner did
     // not get to it.
-    let specs: Vec<(&Spec, &'static str)> = std::iter::once((&spec, ""))
-        .chain(spec.companion.as_deref().map(|c| (c, COMPANION)))
-        .collect();
+    let specs: Vec<(&Spec, &'static str)> = spec.moves().collect();
     let mut moves = Vec::with_capacity(specs.len());
     for (s, _) in &specs {
         moves.push(Move {
@@ -433,27 +443,15 @@ async fn clean_after(
             ))
         })
     };
-    let specs =
-        std::iter::once((&spec, "")).chain(spec.companion.as_deref().map(|c| (c, COMPANION)));
-    for (s, tag) in specs {
+    for (s, tag) in spec.moves() {
         let mut src = conn(ctx, worker, index(&s.src_backend)?).await?;
         src.is_broken = true;
         // Short lock waits: the triggers may sit on a live table (a carve
         // in place), whose writes queue behind a waiting DROP TRIGGER.
         let mut statements = vec!["SET SESSION lock_wait_timeout = 1".to_string()];
-        for e in ["ai", "au", "ad"] {
-            statements.push(format!(
-                "DROP TRIGGER IF EXISTS {}",
-                qualified(&s.db, &trigger_name(id, tag, e))
-            ));
-        }
-        statements.push(format!(
-            "DROP TABLE IF EXISTS {}",
-            qualified("hscale", &changelog_name(id, tag))
-        ));
+        statements.extend(capture_drops(&s.db, id, tag));
         exec(&mut src, &statements).await?;
-        let retires = s.filter.is_none() || s.rest.is_some();
-        if retires && ddl::table_exists(&mut src, &s.db, &s.src_after).await? {
+        if s.source_retires() && ddl::table_exists(&mut src, &s.db, &s.src_after).await? {
             exec(
                 &mut src,
                 &super::change::retire_sql(ctx, &s.db, &s.src_after),
@@ -497,7 +495,7 @@ async fn roll_back(
     // The change's moves: a merge has two (`Spec::companion`).
     let specs: Vec<&Spec> = spec
         .iter()
-        .flat_map(|s| std::iter::once(s).chain(s.companion.as_deref()))
+        .flat_map(|s| s.moves().map(|(m, _)| m))
         .collect();
     let mut srcs: Vec<BackendId> = specs.iter().filter_map(|s| index(&s.src_backend)).collect();
     if spec.is_none() {
@@ -505,12 +503,6 @@ async fn roll_back(
     }
     srcs.sort_by_key(|b| b.index());
     srcs.dedup();
-    let tags = ["", COMPANION];
-    let triggers: Vec<String> = tags
-        .iter()
-        .flat_map(|t| ["ai", "au", "ad"].map(|e| trigger_name(id, t, e)))
-        .map(|t| format!("DROP TRIGGER IF EXISTS {}", qualified(&name.db, &t)))
-        .collect();
     for b in srcs {
         let mut c = conn(ctx, worker, b).await?;
         c.is_broken = true;
@@ -523,14 +515,11 @@ async fn roll_back(
                 name_back(&mut c, &s.db, &s.src_table, &s.src_after).await?;
             }
         }
+        // Both tags: without a spec, whether the change had a second move
+        // is unknown.
         let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
-        statements.extend(triggers.iter().cloned());
-        // The changelog only once the triggers are gone (see `capture`).
-        for t in tags {
-            statements.push(format!(
-                "DROP TABLE IF EXISTS {}",
-                qualified("hscale", &changelog_name(id, t))
-            ));
+        for tag in ["", COMPANION] {
+            statements.extend(capture_drops(&name.db, id, tag));
         }
         // A split's rest, a fresh table beside its source.
         for s in &specs {

@@ -672,19 +672,12 @@ async fn a_key_that_moves_between_the_sources_of_a_merge_is_kept() {
         ))
         .await
         .unwrap();
-    let mut config = cluster_config();
-    config.proxy.reload_interval_ms = 1_000;
-    config.proxy.change_delete_max_rows = 0;
-    let owner =
-        ProxyProcess::start_with_env(config, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "3000")]);
-    let port = owner.port;
-    let change = tokio::spawn(async move {
-        let mut c = Conn::new(proxy_opts(port, Some("online_merge_keys")))
-            .await
-            .unwrap();
-        c.query_drop("HSCALE DROP_PARTITION('online_merge_keys.t', 'p1')")
-            .await
-    });
+    let owner = change_owner(true, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "3000")]);
+    let change = spawn_admin(
+        owner.port,
+        "online_merge_keys",
+        "HSCALE DROP_PARTITION('online_merge_keys.t', 'p1')".into(),
+    );
     // Once the second move (the default partition's rows) captures its
     // source: the first's capture is in place since before.
     let mut direct = backend_conn(0, None).await;

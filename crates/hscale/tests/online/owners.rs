@@ -271,14 +271,11 @@ async fn owner_dies_in_cutover(db: &'static str, is_split: bool) {
     let other = serve(200);
     let default = physical(&format!("{db}.acct_cut"), None).await;
     let mut direct = load_8000(scene).await;
-    let port = owner.port;
-    let change = tokio::spawn(async move {
-        let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
-        c.query_drop(format!(
-            "HSCALE ADD_PARTITION('{db}.acct_cut', 'p3', '3', 'shard2')"
-        ))
-        .await
-    });
+    let change = spawn_admin(
+        owner.port,
+        db,
+        format!("HSCALE ADD_PARTITION('{db}.acct_cut', 'p3', '3', 'shard2')"),
+    );
     // Wait for the rename: the default partition's old name is gone.
     let mut renamed = false;
     for _ in 0..500 {
@@ -422,30 +419,46 @@ async fn last_operation(db: &str, command: &str) -> (u64, String) {
 /// nothing else is left on any backend.
 #[tokio::test]
 async fn a_merge_whose_owner_dies_in_its_cutover_is_finished() {
+    merge_owner_dies_in_cutover("online_merge_cut", false).await;
+}
+
+/// The same merge, its owner killed between its two renames: the dropped
+/// partition's table is renamed, the default partition's is not. The
+/// take-over renames the second source itself and finishes the change.
+#[tokio::test]
+async fn a_merge_whose_owner_dies_between_its_renames_is_finished() {
+    merge_owner_dies_in_cutover("online_merge_between", true).await;
+}
+
+async fn merge_owner_dies_in_cutover(db: &'static str, between: bool) {
     cluster(3);
     let scene = Scene {
-        db: "online_merge_cut",
+        db,
         table: "acct_merge_cut",
     };
-    let db = scene.db;
+    let table = format!("{db}.acct_merge_cut");
     setup_acct(scene).await;
     let other = serve(200);
     let mut direct = load_8000(scene).await;
     let mut o = Conn::new(proxy_opts(other.port, Some(db))).await.unwrap();
-    o.query_drop("HSCALE ADD_PARTITION('online_merge_cut.acct_merge_cut', 'p3', '3', 'shard2')")
-        .await
-        .unwrap();
-    let p3 = physical("online_merge_cut.acct_merge_cut", Some("p3")).await;
-    let default = physical("online_merge_cut.acct_merge_cut", None).await;
-    let owner = change_owner(true, &[("HSCALE_TEST_PAUSE_AFTER_RENAME_MS", "20000")]);
-    let port = owner.port;
-    let change = tokio::spawn(async move {
-        let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
-        c.query_drop("HSCALE DROP_PARTITION('online_merge_cut.acct_merge_cut', 'p3')")
-            .await
-    });
-    // Wait for both renames: the partition's table and the default
-    // partition's are gone under their old names.
+    o.query_drop(format!(
+        "HSCALE ADD_PARTITION('{table}', 'p3', '3', 'shard2')"
+    ))
+    .await
+    .unwrap();
+    let p3 = physical(&table, Some("p3")).await;
+    let default = physical(&table, None).await;
+    let pause = if between {
+        "HSCALE_TEST_PAUSE_BETWEEN_RENAMES_MS"
+    } else {
+        "HSCALE_TEST_PAUSE_AFTER_RENAME_MS"
+    };
+    let owner = change_owner(true, &[(pause, "20000")]);
+    let drop = format!("HSCALE DROP_PARTITION('{table}', 'p3')");
+    let change = spawn_admin(owner.port, db, drop);
+    // Wait for the renames: the partition's table is gone under its old
+    // name, and the default partition's too unless the owner pauses
+    // between the two (then it must still be there).
     let mut b2 = backend_conn(2, Some(db)).await;
     let gone = |t: &str| {
         format!("SELECT COUNT(*) = 0 FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}' AND TABLE_NAME = '{t}'")
@@ -454,13 +467,18 @@ async fn a_merge_whose_owner_dies_in_its_cutover_is_finished() {
     for _ in 0..1000 {
         let p: Option<bool> = b2.query_first(gone(&p3)).await.unwrap();
         let d: Option<bool> = direct.query_first(gone(&default)).await.unwrap();
-        if p == Some(true) && d == Some(true) {
+        if p == Some(true) && (between || d == Some(true)) {
             renamed = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(renamed, "the cutover renamed both sources");
+    assert!(renamed, "the cutover renamed its sources");
+    if between {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let d: Option<bool> = direct.query_first(gone(&default)).await.unwrap();
+        assert_eq!(d, Some(false), "the owner paused before its second rename");
+    }
     signal(&owner, libc::SIGKILL);
     assert!(
         change.await.unwrap().is_err(),
@@ -483,7 +501,7 @@ async fn a_merge_whose_owner_dies_in_its_cutover_is_finished() {
     assert_eq!(n, Some(8000));
     let (op, state) = last_operation(db, "DROP_PARTITION").await;
     assert_eq!(state, "done");
-    let parts = physical_tables("online_merge_cut.acct_merge_cut").await;
+    let parts = physical_tables(&table).await;
     assert_eq!(parts.len(), 1, "{parts:?}");
     let (b, new_default) = parts[""].clone();
     assert_eq!(b, 0);
@@ -543,12 +561,11 @@ async fn a_merge_whose_owner_dies_before_its_cutover_is_rolled_back() {
     let p1 = physical("online_merge_owner.acct_merge_owner", Some("p1")).await;
     let default = physical("online_merge_owner.acct_merge_owner", None).await;
     let owner = change_owner(true, &[]);
-    let port = owner.port;
-    let change = tokio::spawn(async move {
-        let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
-        c.query_drop("HSCALE DROP_PARTITION('online_merge_owner.acct_merge_owner', 'p1')")
-            .await
-    });
+    let change = spawn_admin(
+        owner.port,
+        db,
+        "HSCALE DROP_PARTITION('online_merge_owner.acct_merge_owner', 'p1')".into(),
+    );
     // Both moves' capture triggers: p1's on shard1, the default's on shard0.
     let triggers =
         "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'online_merge_owner'";
@@ -620,14 +637,11 @@ async fn a_change_whose_owner_dies_after_its_commit_is_cleaned_up() {
     let other = serve(200);
     let mut direct = load_8000(scene).await;
     let owner = change_owner(true, &[("HSCALE_TEST_PAUSE_AFTER_COMMIT_MS", "20000")]);
-    let port = owner.port;
-    let change = tokio::spawn(async move {
-        let mut c = Conn::new(proxy_opts(port, Some(db))).await.unwrap();
-        c.query_drop(
-            "HSCALE ADD_PARTITION('online_after_commit.acct_after_commit', 'p3', '3', 'shard2')",
-        )
-        .await
-    });
+    let change = spawn_admin(
+        owner.port,
+        db,
+        "HSCALE ADD_PARTITION('online_after_commit.acct_after_commit', 'p3', '3', 'shard2')".into(),
+    );
     let mut committed = false;
     for _ in 0..1000 {
         if last_operation(db, "ADD_PARTITION").await.1 == "done" {
@@ -678,18 +692,6 @@ async fn a_change_whose_owner_dies_after_its_commit_is_cleaned_up() {
     for c in [direct, main, o] {
         c.disconnect().await.unwrap();
     }
-}
-
-/// A proxy that runs partition changes, splitting or rebuilding tables at
-/// any size (`is_split`: `[proxy] change_delete_max_rows = 0`) and pausing
-/// where `env` says.
-fn change_owner(is_split: bool, env: &[(&str, &str)]) -> ProxyProcess {
-    let mut config = cluster_config();
-    config.proxy.reload_interval_ms = 1_000;
-    if is_split {
-        config.proxy.change_delete_max_rows = 0;
-    }
-    ProxyProcess::start_with_env(config, env)
 }
 
 /// 8,000 rows (`k` = `id`) loaded into `scene`'s default partition on

@@ -778,6 +778,13 @@ async fn cut_over(
             abandon_all(ctx, worker, rs, &e).await;
             return Err(e);
         }
+        if i + 1 < rs.len() {
+            if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_BETWEEN_RENAMES_MS") {
+                // Tests kill the owner here: a take-over renames the
+                // second source and finishes the change.
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            }
+        }
     }
     let renamed = pause.elapsed();
     if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_RENAME_MS") {

@@ -535,6 +535,26 @@ impl Running<'_> {
     }
 }
 
+/// What removes the capture of operation `id`'s move tagged `tag` from
+/// `db`: its three triggers, then its changelog (only once the triggers
+/// are gone, see `Running::capture`; `exec` stops at the first failure).
+pub(in crate::admin) fn capture_drops(db: &str, id: u64, tag: &str) -> Vec<String> {
+    let mut out: Vec<String> = ["ai", "au", "ad"]
+        .iter()
+        .map(|e| {
+            format!(
+                "DROP TRIGGER IF EXISTS {}",
+                qualified(db, &trigger_name(id, tag, e))
+            )
+        })
+        .collect();
+    out.push(format!(
+        "DROP TABLE IF EXISTS {}",
+        qualified("hscale", &changelog_name(id, tag))
+    ));
+    out
+}
+
 /// The changelog table (in the `hscale` schema) of operation `id`'s move
 /// tagged `tag`.
 pub(in crate::admin) fn changelog_name(id: u64, tag: &str) -> String {
