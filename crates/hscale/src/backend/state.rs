@@ -25,6 +25,32 @@ pub enum SelectLimit {
     Expression,
 }
 
+/// What a session's sql_mode makes of its statements: how the server reads
+/// their text, and whether a write's conversion warning is an error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SqlModeFlags {
+    /// NO_BACKSLASH_ESCAPES: a backslash in a string is itself.
+    pub is_no_backslash_escapes: bool,
+    /// ANSI_QUOTES: `"x"` is a name, not a string.
+    pub is_ansi_quotes: bool,
+    /// STRICT_TRANS_TABLES or STRICT_ALL_TABLES: a write's conversion
+    /// warning is an error.
+    pub is_strict: bool,
+}
+
+impl SqlModeFlags {
+    /// The flags of a value of `@@sql_mode` (its modes, comma separated).
+    pub fn of(mode: &str) -> SqlModeFlags {
+        let has = |m: &str| mode.split(',').any(|x| x.trim().eq_ignore_ascii_case(m));
+        SqlModeFlags {
+            is_no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
+            // ANSI is a combination the server expands in @@sql_mode.
+            is_ansi_quotes: has("ANSI_QUOTES") || has("ANSI"),
+            is_strict: has("STRICT_TRANS_TABLES") || has("STRICT_ALL_TABLES"),
+        }
+    }
+}
+
 /// Replayable SET items of a session, in last-applied order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionVars {
@@ -67,6 +93,21 @@ impl SessionVars {
             Ok(n) => SelectLimit::Rows(n),
             Err(_) => SelectLimit::Expression,
         }
+    }
+
+    /// These variables without the session's `sql_select_limit`; `None`
+    /// when it set none. What a connection holds while it reads rows the
+    /// statement consumes itself (the SELECT of an INSERT ... SELECT, the
+    /// keys of an ordered write): one server limits only the rows a
+    /// statement sends its client.
+    pub fn without_select_limit(&self) -> Option<SessionVars> {
+        let is_limit = |i: &SetItem| i.key == "sql_select_limit";
+        if !self.items.iter().any(is_limit) {
+            return None;
+        }
+        let mut v = self.clone();
+        v.items.retain(|i| !is_limit(i));
+        Some(v)
     }
 
     /// The session's `max_error_count`, when it set a number.
