@@ -16,7 +16,9 @@
 #
 # Environment: BEFORE, AFTER (binaries, required), ROUNDS (default 2),
 # QUERIES (default 5000), REPEAT (default 3), CONCURRENCY (default "1 10"),
-# THREADS (default "1 8"), DURATION (default 5), IDLE_WAIT, OUT.
+# THREADS (default "1 8"), DURATION (default 5), AB_TEST (the sysbench test of
+# the second table, default oltp_point_select), IDLE_WAIT, OUT. CONCURRENCY=""
+# skips the seed benchmark.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -26,9 +28,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROUNDS=${ROUNDS:-2}
 QUERIES=${QUERIES:-5000}
 REPEAT=${REPEAT:-3}
-CONCURRENCY=${CONCURRENCY:-1 10}
+CONCURRENCY=${CONCURRENCY-1 10}
 THREADS=${THREADS:-1 8}
 DURATION=${DURATION:-5}
+AB_TEST=${AB_TEST:-oltp_point_select}
 IDLE_WAIT=${IDLE_WAIT:-120}
 
 log() { printf '%s\n' "bench: $*" >&2; }
@@ -85,17 +88,17 @@ for t in $THREADS; do
     for who in $(order "$r"); do
       wait_idle
       log "point selects, $t threads, $who (round $((r + 1)))"
-      DURATION=$DURATION TESTS=oltp_point_select THREADS=$t HSCALE=$(binary "$who") \
+      DURATION=$DURATION TESTS=$AB_TEST THREADS=$t HSCALE=$(binary "$who") \
         bench/passthrough.sh >"$OUT/ps-$t-$who-$r.md" 2>"$OUT/ps-$t-$who-$r.log" ||
         die "bench/passthrough.sh failed: $(tail -n 5 "$OUT/ps-$t-$who-$r.log")"
     done
   done
 done
 
-python3 - "$OUT" "$ROUNDS" "$CONCURRENCY" "$THREADS" <<'PY'
+python3 - "$OUT" "$ROUNDS" "$CONCURRENCY" "$THREADS" "$AB_TEST" <<'PY'
 import sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-conc, threads = sys.argv[3].split(), sys.argv[4].split()
+conc, threads, test = sys.argv[3].split(), sys.argv[4].split(), sys.argv[5]
 
 
 def row(path, first):
@@ -129,25 +132,26 @@ def spread(g):
 
 
 order = ", ".join("before, after" if r % 2 == 0 else "after, before" for r in range(rounds))
-print("Seed benchmark (bench/partitioned.sh): ms for the whole run (lower is better); each figure the median of the script's REPEAT runs; mean of the binary's runs, each run in parentheses; run order per cell: " + order + ".")
-print()
-print("| concurrency | MariaDB ms, all runs (max/min) | unpartitioned before | unpartitioned after | after/before | partitioned before | partitioned after | after/before |")
-print("|---:|---|---:|---:|---:|---:|---:|---:|")
-for c in conc:
-    d = runs("seed", c, 1, c)
-    u = runs("seed", c, 2, c)
-    p = runs("seed", c, 3, c)
-    print(f"| {c} | {spread(d)} | " + " | ".join(pair(u)) + " | " + " | ".join(pair(p)) + " |")
-print()
-print("Point selects (bench/passthrough.sh, oltp_point_select): qps (higher is better) and the proxy's µs of CPU per statement (lower is better); same layout.")
+if conc:
+    print("Seed benchmark (bench/partitioned.sh): ms for the whole run (lower is better); each figure the median of the script's REPEAT runs; mean of the binary's runs, each run in parentheses; run order per cell: " + order + ".")
+    print()
+    print("| concurrency | MariaDB ms, all runs (max/min) | unpartitioned before | unpartitioned after | after/before | partitioned before | partitioned after | after/before |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for c in conc:
+        d = runs("seed", c, 1, c)
+        u = runs("seed", c, 2, c)
+        p = runs("seed", c, 3, c)
+        print(f"| {c} | {spread(d)} | " + " | ".join(pair(u)) + " | " + " | ".join(pair(p)) + " |")
+    print()
+print(f"Unpartitioned (bench/passthrough.sh, {test}): qps (higher is better) and the proxy's µs of CPU per statement (lower is better); same layout.")
 print()
 print("| threads | direct qps, all runs (max/min) | haproxy qps, all runs (max/min) | hscale qps before | hscale qps after | after/before | µs CPU/stmt before | µs CPU/stmt after | after/before |")
 print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
 for t in threads:
-    d = runs("ps", t, 2, "oltp_point_select")
-    h = runs("ps", t, 3, "oltp_point_select")
-    q = runs("ps", t, 4, "oltp_point_select")
-    cpu = runs("ps", t, 11, "oltp_point_select")
+    d = runs("ps", t, 2, test)
+    h = runs("ps", t, 3, test)
+    q = runs("ps", t, 4, test)
+    cpu = runs("ps", t, 11, test)
     print(f"| {t} | {spread(d)} | {spread(h)} | " + " | ".join(pair(q)) + " | " + " | ".join(pair(cpu, 1)) + " |")
 idle = [int(x) for x in open(f"{out}/idle")]
 print()

@@ -31,7 +31,7 @@ fn main() {
             let t0 = Instant::now();
             let t1 = Instant::now();
             let took = t1.saturating_duration_since(t0) + Duration::from_micros(i % 300);
-            m.record(0, &note, took, t1, with_digest.then_some(sql.as_str()));
+            m.record(0, &note, took, t1, with_digest.then_some(sql.as_bytes()));
         }
         let ns = start.elapsed().as_nanos() as f64 / n as f64;
         println!("{label}: {ns:.0} ns per statement (two clock reads included), {n} statements");

@@ -235,10 +235,14 @@ async fn no_backslash_escapes_key_is_never_misplaced() {
         rows(&mut p, "SELECT freq FROM words WHERE w = 'pipe'").await,
         vec![vec![Some("2".into())]]
     );
-    assert_eq!(
-        rows(&mut p, r"SELECT 'a\b', LENGTH('a\b')").await,
-        rows(&mut r, r"SELECT 'a\b', LENGTH('a\b')").await
-    );
+    // A backslash before the closing quote (what drivers that interpolate
+    // parameters write under this mode, go-sql-driver's among them).
+    for sql in [
+        r"SELECT 'a\b', LENGTH('a\b')",
+        r"SELECT 'a\', LENGTH('b\'), 'c''\'",
+    ] {
+        assert_eq!(rows(&mut p, sql).await, rows(&mut r, sql).await, "{sql}");
+    }
     // Reads by such a key, prepared or not, and an UPDATE: refused or
     // answered as one server, never another row.
     for sql in [

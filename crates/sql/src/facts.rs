@@ -6,6 +6,7 @@
 //! variables, temporary tables, GET_LOCK, LOCK TABLES, ...): they *pin* the
 //! session to its backend connection. [`analyze`] finds both from tokens.
 
+use crate::fingerprint::{fingerprint_tokens, Fingerprint};
 use crate::lexer::{tokenize, Token, TokenKind};
 pub use crate::mentions::Mentions;
 
@@ -155,6 +156,13 @@ pub struct Facts {
     /// diagnostics area (`diagnostics::uses_tables`); true when the text
     /// did not lex.
     pub uses_tables: bool,
+    /// The text's tokens, lexed once for everything that reads the
+    /// statement after this (the plan cache, the query digest); empty when
+    /// it did not lex or is not UTF-8.
+    pub tokens: Vec<Token>,
+    /// The statement's fingerprint from those tokens (its hash keys the
+    /// plan cache and the query digests); `None` when there are none.
+    pub fingerprint: Option<Fingerprint>,
 }
 
 /// Classify query bytes as sent by the client. Text that is not UTF-8 (a
@@ -168,6 +176,9 @@ pub fn analyze_bytes(sql: &[u8]) -> Facts {
             if f.change.take().is_some() {
                 f.pins.insert(Pins::COMPLEX_SET);
             }
+            // Spans of another text than the client's bytes.
+            f.tokens = Vec::new();
+            f.fingerprint = None;
             f
         }
     }
@@ -189,6 +200,8 @@ pub fn analyze(sql: &str) -> Facts {
                 is_unlexable: true,
                 mentions: Mentions::ALL,
                 uses_tables: true,
+                tokens: Vec::new(),
+                fingerprint: None,
             }
         }
     };
@@ -203,6 +216,8 @@ pub fn analyze(sql: &str) -> Facts {
         is_unlexable: false,
         mentions: Mentions::NONE,
         uses_tables: false,
+        tokens: Vec::new(),
+        fingerprint: None,
     };
     let mut changes = 0;
     for stmt in tokens.split(|t| t.kind == TokenKind::Semicolon) {
@@ -229,6 +244,8 @@ pub fn analyze(sql: &str) -> Facts {
         facts.pins.insert(Pins::MULTI_STATEMENT_STATE);
         facts.change = None;
     }
+    facts.fingerprint = Some(fingerprint_tokens(sql, &tokens));
+    facts.tokens = tokens;
     facts
 }
 

@@ -29,13 +29,54 @@ pub struct Fingerprint {
 }
 
 /// Reserved words (never unquoted identifiers), hashed in one case; sorted.
-const RESERVED: &[&str] = &[
+const RESERVED: [&str; 45] = [
     "ALL", "AND", "AS", "ASC", "BETWEEN", "BY", "CASE", "CROSS", "DELETE", "DESC", "DISTINCT",
     "ELSE", "END", "EXISTS", "FOR", "FROM", "GROUP", "HAVING", "IGNORE", "IN", "INNER", "INSERT",
     "INTO", "IS", "JOIN", "LEFT", "LIKE", "LIMIT", "NOT", "NULL", "ON", "OR", "ORDER", "REPLACE",
     "RIGHT", "SELECT", "SET", "THEN", "UNION", "UPDATE", "USING", "VALUES", "WHEN", "WHERE",
     "WITH",
 ];
+
+/// A word of at most 8 bytes as a number, upper-cased, big-endian and
+/// zero-padded: numbers compare as the words do.
+const fn packed(w: &[u8]) -> Option<u64> {
+    if w.len() > 8 {
+        return None;
+    }
+    let mut out = 0u64;
+    let mut i = 0;
+    while i < 8 {
+        let b = if i < w.len() {
+            w[i].to_ascii_uppercase()
+        } else {
+            0
+        };
+        out = (out << 8) | b as u64;
+        i += 1;
+    }
+    Some(out)
+}
+
+/// [`RESERVED`], packed; sorted as it is.
+const RESERVED_PACKED: [u64; RESERVED.len()] = {
+    let mut out = [0u64; RESERVED.len()];
+    let mut i = 0;
+    while i < RESERVED.len() {
+        out[i] = match packed(RESERVED[i].as_bytes()) {
+            Some(p) => p,
+            None => panic!("a reserved word longer than 8 bytes"),
+        };
+        i += 1;
+    }
+    out
+};
+
+/// The reserved word `w` is, in [`RESERVED`]'s case. Runs for every word
+/// of every statement: one number compared a few times.
+fn reserved(w: &str) -> Option<&'static str> {
+    let p = packed(w.as_bytes())?;
+    RESERVED_PACKED.binary_search(&p).ok().map(|i| RESERVED[i])
+}
 
 fn is_literal(t: &Token) -> bool {
     matches!(
@@ -129,11 +170,9 @@ fn normalize(sql: &str, tokens: &[Token]) -> (Vec<u8>, Vec<Literal>, bool) {
         match t.kind {
             TokenKind::Word => {
                 let w = t.text(sql);
-                match RESERVED
-                    .binary_search_by(|r| r.bytes().cmp(w.bytes().map(|b| b.to_ascii_uppercase())))
-                {
-                    Ok(i) => h.extend_from_slice(RESERVED[i].as_bytes()),
-                    Err(_) => h.extend_from_slice(w.as_bytes()),
+                match reserved(w) {
+                    Some(r) => h.extend_from_slice(r.as_bytes()),
+                    None => h.extend_from_slice(w.as_bytes()),
                 }
             }
             _ => h.extend_from_slice(t.text(sql).as_bytes()),
@@ -229,6 +268,27 @@ fn literal_list_end(sql: &str, tokens: &[Token], open: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserved_words_are_found_in_any_case_and_only_they() {
+        assert!(RESERVED_PACKED.windows(2).all(|w| w[0] < w[1]));
+        for r in RESERVED {
+            assert_eq!(reserved(r), Some(r));
+            assert_eq!(reserved(&r.to_ascii_lowercase()), Some(r));
+        }
+        for w in [
+            "S",
+            "SELECTS",
+            "FROMX",
+            "DISTINCTS",
+            "Orders",
+            "",
+            "INN",
+            "ORDERS",
+        ] {
+            assert_eq!(reserved(w), None, "{w}");
+        }
+    }
 
     fn fp(s: &str) -> u64 {
         fingerprint(s).unwrap().hash

@@ -58,8 +58,7 @@ pub fn is_reserved_db(name: &str, schema: &str) -> bool {
 }
 
 fn contains_ci(hay: &[u8], needle: &str) -> bool {
-    let n = needle.as_bytes();
-    hay.len() >= n.len() && hay.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+    crate::mentions::contains_ci(hay, needle.as_bytes())
 }
 
 fn check(sql: &str, schema: &str, depth: usize) -> Option<Reach> {

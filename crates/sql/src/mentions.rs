@@ -94,3 +94,34 @@ mod tests {
         assert_eq!(m("SELECT 'unterminated"), Mentions::ALL);
     }
 }
+
+/// Whether `hay` contains `needle` in any ASCII case. Runs for every
+/// statement (`guard.rs`): a scan for the needle's first byte in either
+/// case, then a comparison where one is found.
+pub fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let Some(last) = hay.len().checked_sub(needle.len()) else {
+        return false;
+    };
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    hay[..=last].iter().enumerate().any(|(i, &b)| {
+        (b == lower || b == upper) && hay[i + 1..i + needle.len()].eq_ignore_ascii_case(rest)
+    })
+}
+
+#[cfg(test)]
+mod contains_tests {
+    use super::contains_ci;
+
+    #[test]
+    fn finds_in_any_case() {
+        assert!(contains_ci(b"select row_count()", b"ROW"));
+        assert!(contains_ci(b"SELECT 1 FROM Hscale.x", b"hscale"));
+        assert!(contains_ci(b"abc", b""));
+        assert!(!contains_ci(b"ab", b"abc"));
+        assert!(!contains_ci(b"select 1", b"hscale"));
+        assert!(contains_ci(b"hscal hscalE", b"HSCALE"));
+    }
+}

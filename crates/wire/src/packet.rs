@@ -112,6 +112,39 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.rbuf.len() >= 4 + len
     }
 
+    /// Move the complete row packets at the front of the read buffer into
+    /// `out`'s write buffer as they are, numbered from `*seq` on (which
+    /// moves past them), until `out` holds `FLUSH_THRESHOLD` bytes: the
+    /// rows of a result set relayed without a `Packet` or an allocation
+    /// each. Stops before anything that is not a whole row: an EOF
+    /// (`0xFE`, under 9 bytes), an error (`0xFF`), an empty packet, one
+    /// continued past 16 MiB, or one not fully read. Returns the rows
+    /// moved and the sequence id (as read) of the last.
+    pub fn move_rows_into<D: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        out: &mut PacketStream<D>,
+        seq: &mut u8,
+    ) -> (u64, u8) {
+        let (mut moved, mut last) = (0u64, 0u8);
+        while out.wbuf.len() < FLUSH_THRESHOLD && self.rbuf.len() >= 4 {
+            let b = &self.rbuf[..];
+            let len = u32::from_le_bytes([b[0], b[1], b[2], 0]) as usize;
+            if len == 0 || len >= MAX_PAYLOAD || b.len() < 4 + len {
+                break;
+            }
+            let first = b[4];
+            if first == 0xff || (first == 0xfe && len < 9) {
+                break;
+            }
+            last = b[3].wrapping_sub(self.seq_shift);
+            out.write_packet(*seq, &b[4..4 + len]);
+            *seq = seq.wrapping_add(1);
+            self.rbuf.advance(4 + len);
+            moved += 1;
+        }
+        (moved, last)
+    }
+
     /// Bytes the read buffer holds room for now (buffered or not): what
     /// reading costs in memory, for tests.
     pub fn read_capacity(&self) -> usize {
@@ -383,6 +416,54 @@ fn terminator_status(p: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows buffered behind a packet already read move across renumbered,
+    /// and stop before a terminator, an error, an incomplete packet and a
+    /// packet continued past 16 MiB.
+    #[tokio::test]
+    async fn buffered_rows_move_across_renumbered() {
+        let (a, b) = tokio::io::duplex(1 << 20);
+        let mut backend_side = PacketStream::new(a);
+        let mut backend = PacketStream::new(b);
+        let (c, _d) = tokio::io::duplex(1 << 20);
+        let mut client = PacketStream::new(c);
+        // The first row (read as a packet), three more rows, an EOF, an
+        // error after it.
+        backend_side.write_packet(5, &[1, b'a']);
+        backend_side.write_packet(6, &[1, b'b']);
+        backend_side.write_packet(7, &[0xfe, 0, 0, 0, 0, 0, 0, 0, 0, 1, b'c']);
+        backend_side.write_packet(8, &[2, b'd', b'e']);
+        backend_side.write_packet(9, &[0xfe, 0, 0, 2, 0]);
+        backend_side.write_packet(10, &[0xff, 1, 2]);
+        backend_side.flush().await.unwrap();
+        let first = backend.read_packet().await.unwrap();
+        assert_eq!((first.seq, &first.payload[..]), (5, &[1, b'a'][..]));
+        // Wait until everything arrived.
+        while backend.rbuf.len() < 4 + 2 + 4 + 11 + 4 + 3 + 4 + 5 + 4 + 3 {
+            backend.stream.read_buf(&mut backend.rbuf).await.unwrap();
+        }
+        let mut seq = 2;
+        assert_eq!(backend.move_rows_into(&mut client, &mut seq), (3, 8));
+        assert_eq!(seq, 5);
+        assert_eq!(
+            &client.wbuf[..],
+            &[
+                2, 0, 0, 2, 1, b'b', //
+                11, 0, 0, 3, 0xfe, 0, 0, 0, 0, 0, 0, 0, 0, 1, b'c', //
+                3, 0, 0, 4, 2, b'd', b'e',
+            ][..]
+        );
+        // The EOF stays for the packet path; nothing moves before it.
+        assert_eq!(backend.move_rows_into(&mut client, &mut seq), (0, 0));
+        let eof = backend.read_packet().await.unwrap();
+        assert_eq!(&eof.payload[..], &[0xfe, 0, 0, 2, 0]);
+        assert_eq!(backend.move_rows_into(&mut client, &mut seq), (0, 0));
+        // An incomplete packet stays too.
+        let mut half = PacketStream::new(tokio::io::duplex(64).0);
+        half.rbuf.extend_from_slice(&[5, 0, 0, 1, 4, b'a']);
+        assert_eq!(half.move_rows_into(&mut client, &mut seq), (0, 0));
+        assert_eq!(half.rbuf.len(), 6);
+    }
 
     /// Two replies joined by a relay: the second is numbered on from the
     /// first, the first's terminators carry MORE_RESULTS_EXISTS (an OK, a

@@ -407,6 +407,16 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin> Relay<'a, S> {
         self.out.seq = self.out.seq.wrapping_add(1);
     }
 
+    /// Pass the whole row packets `backend` has read and not yet handed
+    /// out ([`PacketStream::move_rows_into`]): how many, and the last one's
+    /// sequence id as read.
+    pub fn rows_from<B: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        backend: &mut PacketStream<B>,
+    ) -> (u64, u8) {
+        backend.move_rows_into(self.out.stream, &mut self.out.seq)
+    }
+
     /// Pass a whole payload the proxy changed (split past 16 MiB).
     pub fn payload(&mut self, payload: &[u8]) {
         self.out.put(payload);

@@ -565,6 +565,19 @@ where
     /// Rows up to the final EOF (or an ERR). Returns whether more results follow.
     async fn rows(&mut self) -> Result<bool, ForwardError> {
         loop {
+            // The rows already read go across as they are, many at a
+            // time; what is left (the first row of each read, the
+            // terminator, an error) takes the packet path below.
+            if self.relabel.is_none() {
+                let (moved, last) = self.out.rows_from(self.backend);
+                if moved > 0 {
+                    self.outcome.rows += moved;
+                    self.outcome.packets += moved;
+                    self.backend_seq = last;
+                    self.maybe_flush().await?;
+                    continue;
+                }
+            }
             let p = self.next().await?;
             if is_eof(&p.payload) {
                 self.send_terminator(&p.payload).await?;

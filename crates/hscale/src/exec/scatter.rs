@@ -53,6 +53,10 @@ fn constants(sql: &[u8], cmd: Command<'_>) -> Vec<String> {
 /// Parts sent ahead and not read yet.
 struct InFlight {
     conns: VecDeque<PooledConn>,
+    /// Each part sent and not read yet is registered for KILL QUERY from
+    /// the moment it is sent (a part waiting its turn runs on its server
+    /// too), in the order of `conns`.
+    running: VecDeque<super::bindings::Running>,
     per_backend: Vec<usize>,
     /// Inside a transaction (decided before the first part opened it):
     /// each part runs on the transaction's branch of its backend, one
@@ -134,6 +138,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     return Ok(false);
                 }
             }
+            flight
+                .running
+                .push_back(self.b.running(&conn, target.backend));
             flight.conns.push_back(conn);
             flight.per_backend[target.backend.index()] += 1;
             *next_send += 1;
@@ -167,10 +174,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 
     /// The connection of the next part to read.
-    fn next_in_flight(&self, flight: &mut InFlight) -> Option<PooledConn> {
+    /// With the registration for KILL QUERY it holds until it was read.
+    fn next_in_flight(
+        &self,
+        flight: &mut InFlight,
+    ) -> Option<(PooledConn, Option<super::bindings::Running>)> {
         let conn = flight.conns.pop_front()?;
         flight.per_backend[conn.pool().backend_id.index()] -= 1;
-        Some(conn)
+        Some((conn, flight.running.pop_front()))
     }
 
     pub(crate) async fn run_routed(
@@ -234,6 +245,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut seq = 1u8;
         let mut flight = InFlight {
             conns: VecDeque::new(),
+            running: VecDeque::new(),
             per_backend: vec![0; self.b.ctx.config.backends.len()],
             is_serial: self.b.is_in_transaction(),
         };
@@ -270,7 +282,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     }
                 }
             }
-            let Some(conn) = self.next_in_flight(&mut flight) else {
+            let Some((conn, _running)) = self.next_in_flight(&mut flight) else {
                 flight.abandon();
                 return Ok(());
             };
@@ -331,6 +343,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut total = OkPacket::default();
         let mut flight = InFlight {
             conns: VecDeque::new(),
+            running: VecDeque::new(),
             per_backend: vec![0; self.b.ctx.config.backends.len()],
             is_serial: self.b.is_in_transaction(),
         };
@@ -347,7 +360,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 flight.abandon();
                 return Ok(None);
             }
-            let Some(conn) = self.next_in_flight(&mut flight) else {
+            let Some((conn, _running)) = self.next_in_flight(&mut flight) else {
                 flight.abandon();
                 return Ok(None);
             };
@@ -485,19 +498,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     /// Before the first part's answer reaches the client: read the column
     /// definitions of the other parts sent ahead (flight's second part
-    /// on). A server sends them once it opened the part's tables, and a
-    /// partition change's rename waits for such a statement to end; so a
-    /// part renamed away fails here, while the statement can still be
-    /// planned again as a whole (`Preflight::Stale`), never after rows
-    /// were sent. Returns how many parts were read so. Parts that were
+    /// on). A server writes them once it opened the part's tables (they
+    /// reach the proxy with its first flush: its first 16 KiB of rows, or
+    /// its end), and a partition change's rename waits for such a
+    /// statement to end; so a part renamed away fails here, while the
+    /// statement can still be planned again as a whole
+    /// (`Preflight::Stale`), never after rows were sent. Every part sent
+    /// is registered for KILL QUERY meanwhile (`InFlight::running`).
+    /// Returns how many parts were read so. Parts that were
     /// not sent ahead (more than `MAX_IN_FLIGHT`, or inside a transaction,
     /// one part at a time) are not read early: README lists it.
     async fn preflight(&mut self, flight: &mut InFlight) -> Result<usize, Preflight> {
         let mut n = 0;
         for conn in flight.conns.iter_mut().skip(1) {
-            let running = self.b.running(conn, conn.pool().backend_id);
             let r = preflight_part(&mut conn.stream).await;
-            drop(running);
             match r {
                 Ok(None) => n += 1,
                 Ok(Some(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {

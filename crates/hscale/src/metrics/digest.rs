@@ -162,27 +162,56 @@ impl Digests {
 
     /// Count one execution of `sql`.
     pub fn record(&self, worker: usize, sql: &str, note: &StatementNote, us: u64, at: Instant) {
-        let (hash, text) = match hscale_sql::fingerprint::normalized(sql) {
-            Ok((h, t)) => (h.max(1), Some(t)),
-            Err(_) => (1, None),
+        self.record_text(worker, sql.as_bytes(), None, note, us, at);
+    }
+
+    /// [`Digests::record`] of a statement's bytes, with its fingerprint's
+    /// hash when the session has it (`hscale_sql::Facts`): then a known
+    /// digest costs no lexing, and only a new one has its text written.
+    /// Text that is not UTF-8 is not recorded.
+    pub fn record_text(
+        &self,
+        worker: usize,
+        sql: &[u8],
+        hash: Option<u64>,
+        note: &StatementNote,
+        us: u64,
+        at: Instant,
+    ) {
+        let normalized = || {
+            let text = std::str::from_utf8(sql).ok()?;
+            Some(hscale_sql::fingerprint::normalized(text).ok())
+        };
+        let mut text = None;
+        let hash = match hash {
+            Some(h) => h.max(1),
+            None => match normalized() {
+                None => return,
+                Some(Some((h, t))) => {
+                    text = Some(t);
+                    h.max(1)
+                }
+                Some(None) => 1,
+            },
         };
         let mut t = self.table(worker);
-        let d = match t.get_mut(&hash) {
-            Some(d) => d,
-            None => {
-                let (key, text) = if t.len() >= self.per_worker {
-                    (OTHER, "<other>".to_string())
-                } else {
-                    let text = match text {
-                        Some(t) => String::from_utf8_lossy(&t).trim_end().to_string(),
-                        None => "<not lexable>".to_string(),
-                    };
-                    (hash, text)
-                };
-                t.entry(key).or_insert_with(|| Digest::new(text, at))
-            }
+        if let Some(d) = t.get_mut(&hash) {
+            d.add(note, us, at);
+            return;
+        }
+        let (key, text) = if t.len() >= self.per_worker {
+            (OTHER, "<other>".to_string())
+        } else {
+            let text = text.or_else(|| normalized().flatten().map(|(_, t)| t));
+            let text = match text {
+                Some(t) => String::from_utf8_lossy(&t).trim_end().to_string(),
+                None => "<not lexable>".to_string(),
+            };
+            (hash, text)
         };
-        d.add(note, us, at);
+        t.entry(key)
+            .or_insert_with(|| Digest::new(text, at))
+            .add(note, us, at);
     }
 
     /// Every digest, the workers' tables added up.

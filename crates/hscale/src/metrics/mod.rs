@@ -103,6 +103,9 @@ pub struct StatementNote {
     pub is_result: bool,
     /// The affected rows of the OK packet the client got, if it got one.
     pub affected: Option<u64>,
+    /// The hash of the statement's fingerprint, when the session analyzed
+    /// the very text it records (the query digest then does not lex it).
+    pub digest: Option<u64>,
 }
 
 impl StatementNote {
@@ -255,7 +258,7 @@ impl Metrics {
         note: &StatementNote,
         took: Duration,
         at: Instant,
-        digest: Option<&str>,
+        digest: Option<&[u8]>,
     ) {
         let w = self.worker(worker);
         let us = took.as_micros() as u64;
@@ -273,7 +276,8 @@ impl Metrics {
             }
         }
         if let Some(sql) = digest {
-            self.digests.record(worker, sql, note, us, at);
+            self.digests
+                .record_text(worker, sql, note.digest, note, us, at);
         }
     }
 

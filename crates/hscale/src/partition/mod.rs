@@ -243,18 +243,27 @@ impl Partitioning {
     /// hscale)", "global table db.g"); `None` when it names none. Cheap when
     /// nothing is partitioned (one atomic load).
     pub fn managed_name(&self, sql: &[u8]) -> Option<String> {
-        let d = self.snapshot.load();
-        if d.is_empty() {
+        if self.snapshot.load().is_empty() {
             return None;
         }
         let text = String::from_utf8_lossy(sql);
         let tokens = hscale_sql::tokenize(&text).ok()?;
+        self.managed_name_in(&text, &tokens)
+    }
+
+    /// [`Partitioning::managed_name`] of a statement lexed already (in the
+    /// session's sql_mode).
+    pub fn managed_name_in(&self, text: &str, tokens: &[hscale_sql::Token]) -> Option<String> {
+        let d = self.snapshot.load();
+        if d.is_empty() {
+            return None;
+        }
         let names = |name: &str| {
             tokens.iter().any(|tok| {
                 matches!(
                     tok.kind,
                     hscale_sql::TokenKind::Word | hscale_sql::TokenKind::QuotedIdent
-                ) && tok.text(&text).trim_matches('`').eq_ignore_ascii_case(name)
+                ) && tok.text(text).trim_matches('`').eq_ignore_ascii_case(name)
             })
         };
         if let Some(t) = d.tables().find(|t| names(&t.name.table)) {

@@ -56,18 +56,33 @@ impl LastStatement {
 /// not SHOW WARNINGS / ERRORS, PROCESSLIST, CREATE ..., DATABASES, GRANTS,
 /// ENGINE ... STATUS, EXPLAIN, CHECK TABLE, CALL, ..., which leave it.
 pub(super) fn sets_found_rows(sql: &[u8]) -> bool {
+    // The common case, a SELECT with nothing before it, without a lex.
+    if let Some(head) = sql.trim_ascii_start().get(..7) {
+        if head[..6].eq_ignore_ascii_case(b"SELECT") && !is_name_byte(head[6]) {
+            return true;
+        }
+    }
     let Ok(sql) = std::str::from_utf8(sql) else {
         return true;
     };
     let Ok(tokens) = hscale_sql::tokenize(sql) else {
         return true;
     };
-    let words: Vec<String> = tokens
-        .iter()
-        .take(4)
-        .map(|t| t.text(sql).to_ascii_uppercase())
-        .collect();
-    let word = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+    let upper = |i: usize| {
+        let mut w = [0u8; 24];
+        let text = tokens.get(i).map_or("", |t| t.text(sql)).as_bytes();
+        let n = text.len().min(w.len());
+        w[..n].copy_from_slice(&text[..n]);
+        w.make_ascii_uppercase();
+        (w, if text.len() > w.len() { 0 } else { n })
+    };
+    let words = [upper(0), upper(1), upper(2)];
+    let word = |i: usize| {
+        words
+            .get(i)
+            .and_then(|(w, n)| std::str::from_utf8(&w[..*n]).ok())
+            .unwrap_or("")
+    };
     match word(0) {
         "SELECT" | "WITH" | "(" => true,
         // DESCRIBE t (columns), not DESCRIBE / EXPLAIN of a statement.
@@ -123,6 +138,11 @@ pub(super) fn sets_found_rows(sql: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// A byte that continues a name (a keyword ends before any other).
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
 
 #[cfg(test)]

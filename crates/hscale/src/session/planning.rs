@@ -30,18 +30,22 @@ thread_local! {
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// The plan of COM_QUERY `payload` (its text is `sql`) under `dict`.
+    /// `lexed`: the statement's tokens and fingerprint when `sql` is the
+    /// text the session analyzed (`hscale_sql::Facts`), so it is not
+    /// lexed again.
     pub(super) async fn plan(
         &mut self,
         payload: &Bytes,
         sql: &str,
         dict: &Arc<Dictionary>,
+        lexed: Lexed<'_>,
     ) -> Result<Plan, ProxyError> {
         let mut weighed = Vec::new();
         let mut converted = Vec::new();
         let mut round = 0;
         loop {
             let (plan, unweighed, unconverted) = self
-                .plan_once(payload, sql, dict, &weighed, &converted)
+                .plan_once(payload, sql, dict, &weighed, &converted, lexed)
                 .await?;
             round += 1;
             // Key literals of a write whose stored value the backend
@@ -98,6 +102,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         dict: &Arc<Dictionary>,
         weighed: &[Weight],
         converted: &[Converted],
+        lexed: Lexed<'_>,
     ) -> Result<Planned, ProxyError> {
         let proxy = &self.b.ctx.config.proxy;
         if sql.len() >= proxy.plan_offload_bytes {
@@ -114,7 +119,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let plan = conversions::with_preset(converted, || {
             PLAN_CACHE.with(|c| {
                 let mut c = c.borrow_mut();
-                let plan = c.plan(sql, self.b.state.db.as_deref(), dict);
+                let db = self.b.state.db.as_deref();
+                let plan = match lexed {
+                    Some((tokens, fp)) => c.plan_lexed(sql, tokens, fp, db, dict),
+                    None => c.plan(sql, db, dict),
+                };
                 self.b
                     .ctx
                     .metrics
@@ -126,6 +135,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         Ok((plan, unweighed(dict), conversions::take_misses()))
     }
 }
+
+/// A statement's tokens and fingerprint, when planning reads the text the
+/// session analyzed.
+pub(super) type Lexed<'a> = Option<(&'a [hscale_sql::Token], &'a hscale_sql::Fingerprint)>;
 
 /// A plan, the keys it met without a weight, and the key literals it
 /// could not convert.

@@ -7,7 +7,12 @@
 use super::*;
 
 /// A statement that reads or writes no table, so any backend can run it.
-fn is_table_free(facts: &hscale_sql::Facts, sql: &str) -> bool {
+/// `lexed`: its tokens, when the session has them (`Facts::tokens`).
+fn is_table_free(
+    facts: &hscale_sql::Facts,
+    sql: &str,
+    lexed: Option<&[hscale_sql::Token]>,
+) -> bool {
     use hscale_sql::Kind;
     let first = sql.split_whitespace().next().unwrap_or("");
     let is_kind = matches!(
@@ -16,14 +21,19 @@ fn is_table_free(facts: &hscale_sql::Facts, sql: &str) -> bool {
     ) || ["SAVEPOINT", "RELEASE", "DO"]
         .iter()
         .any(|w| first.eq_ignore_ascii_case(w));
-    is_kind
-        && hscale_sql::tokenize(sql).is_ok_and(|t| {
-            !t.iter().any(|x| {
-                ["FROM", "INTO", "TABLE", "JOIN", "UPDATE"]
+    let names_none = |t: &[hscale_sql::Token]| {
+        !t.iter().any(|x| {
+            x.kind == hscale_sql::TokenKind::Word
+                && ["FROM", "INTO", "TABLE", "JOIN", "UPDATE"]
                     .iter()
                     .any(|w| x.is_word(sql, w))
-            })
         })
+    };
+    is_kind
+        && match lexed {
+            Some(t) => names_none(t),
+            None => hscale_sql::tokenize(sql).is_ok_and(|t| names_none(&t)),
+        }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -54,13 +64,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let payload = rewritten.as_ref().unwrap_or(payload);
         let sql_bytes = &payload[1..];
         self.forget_sql_mode(&facts, sql_bytes);
-        let sql = std::str::from_utf8(sql_bytes).unwrap_or("<not UTF-8>");
+        // The digest reads the client's text: the analysis's fingerprint
+        // is its when nothing rewrote it.
+        if in_mode.is_none() && rewritten.is_none() && !self.b.is_text_utf8 {
+            self.b.note.digest = facts.fingerprint.as_ref().map(|f| f.hash);
+        }
+        let utf8 = std::str::from_utf8(sql_bytes).ok();
+        let sql = utf8.unwrap_or("<not UTF-8>");
         tracing::debug!(
             connection_id = self.b.connection_id,
             sql = crate::logging::loggable(sql),
             "query"
         );
-        self.check_reach(&String::from_utf8_lossy(sql_bytes))?;
+        match utf8 {
+            Some(text) => self.check_reach(text)?,
+            None => self.check_reach(&String::from_utf8_lossy(sql_bytes))?,
+        }
         // Non-ASCII text from a client that does not send UTF-8 (cp1251,
         // ...) would be planned as other strings than the server reads:
         // refused where it names partitioned or global tables (or kept
@@ -199,6 +218,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         effects: Effects<'_>,
         sql: &str,
     ) -> Result<(), ProxyError> {
+        let analyzed = &payload[1..];
         let mut attempts = 0;
         let mut filled = None;
         let mut normal = None;
@@ -236,7 +256,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 filled = self.b.fill_ids(base_sql).await?;
             }
             let payload = filled.as_ref().unwrap_or(base);
-            match self.plan_and_run(payload, facts, effects).await {
+            match self.plan_and_run(payload, facts, effects, analyzed).await {
                 Err(ProxyError::StaleRoute { err }) => {
                     match self.b.after_stale_route(err, before, &mut attempts).await? {
                         crate::exec::fence::Next::Retry => continue,
@@ -252,24 +272,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// Plan a statement with the current dictionary and run it (fenced: an
     /// answer that is only error 1146 comes back as `StaleRoute`).
+    /// `analyzed`: the text `facts` were read from.
     async fn plan_and_run(
         &mut self,
         payload: &Bytes,
         facts: &hscale_sql::Facts,
         effects: Effects<'_>,
+        analyzed: &[u8],
     ) -> Result<(), ProxyError> {
         let sql_bytes = &payload[1..];
-        let sql = std::str::from_utf8(sql_bytes).unwrap_or("<not UTF-8>");
+        let utf8 = std::str::from_utf8(sql_bytes);
+        let sql = utf8.unwrap_or("<not UTF-8>");
+        // The tokens of the analysis, when this is the analyzed text (not
+        // one with ids filled in or another INSERT form): not lexed again.
+        let lexed = match &facts.fingerprint {
+            Some(fp) if std::ptr::eq(sql_bytes, analyzed) => Some((&facts.tokens[..], fp)),
+            _ => None,
+        };
         self.b.planned_version = self.b.ctx.partitioning.stored_version();
         if !self.b.ctx.partitioning.is_empty() {
             let dict = self.b.ctx.partitioning.dictionary();
             self.b.planned_version = dict.stored_version;
-            if std::str::from_utf8(sql_bytes).is_err() {
+            if utf8.is_err() {
                 if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
                     return Err(ProxyError::Refused(why));
                 }
             }
-            let mut plan = self.plan(payload, sql, &dict).await?;
+            let mut plan = self.plan(payload, sql, &dict, lexed).await?;
             // A statement spread over several connections cannot carry what
             // binds a session to one: user variables, locks, temporary
             // tables. (Inside a transaction its parts run one at a time on
@@ -374,12 +403,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
         // on the backend the session is bound to; the rest on the main one.
         // While the main backend is frozen, those go to one that answers.
+        let lexed = lexed.map(|(tokens, _)| tokens);
         let backend = match &self.b.pinned {
-            Some(c) if is_table_free(facts, sql) => c.pool().backend_id,
+            Some(c) if is_table_free(facts, sql, lexed) => c.pool().backend_id,
             Some(_) => BackendId::MAIN,
             None => match self.b.ctx.answering_backend() {
                 BackendId::MAIN => BackendId::MAIN,
-                other if is_table_free(facts, sql) => other,
+                other if is_table_free(facts, sql, lexed) => other,
                 _ => BackendId::MAIN,
             },
         };

@@ -350,16 +350,7 @@ fn strip_word<'a>(text: &'a str, word: &str) -> Option<&'a str> {
 /// statement is scanned for a few words, so a byte that cannot start the
 /// needle costs one comparison.
 pub(super) fn mentions(haystack: &[u8], needle: &[u8]) -> bool {
-    let Some((first, rest)) = needle.split_first() else {
-        return true;
-    };
-    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
-    let Some(last) = haystack.len().checked_sub(needle.len()) else {
-        return false;
-    };
-    haystack[..=last].iter().enumerate().any(|(i, &b)| {
-        (b == lower || b == upper) && haystack[i + 1..i + needle.len()].eq_ignore_ascii_case(rest)
-    })
+    hscale_sql::mentions::contains_ci(haystack, needle)
 }
 
 #[cfg(test)]

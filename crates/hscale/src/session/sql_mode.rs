@@ -55,9 +55,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// Under NO_BACKSLASH_ESCAPES: why hscale cannot run a statement whose
-    /// strings hold a backslash, when it names a table hscale manages (its
-    /// keys and strings would be read with `\` as an escape) or when the
-    /// backslash moves where a string ends (hscale would see other names).
+    /// strings hold a backslash: it names a table hscale manages as the
+    /// server reads it, or hscale's reading (a backslash escapes) would
+    /// route it anywhere but to the main backend as it is (its keys and
+    /// strings would be read as other values, or other names).
     fn misread_backslash(&self, text: &str) -> Option<String> {
         let raw = hscale_sql::tokenize_without_escapes(text).ok()?;
         let holds = raw
@@ -66,30 +67,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if !holds {
             return None;
         }
-        if !hscale_sql::tokenize(text).is_ok_and(|t| t == raw) {
-            return Some(
-                "a string holding a backslash before a quote under sql_mode NO_BACKSLASH_ESCAPES"
-                    .into(),
-            );
+        let why = |what: &str| {
+            format!("a string holding a backslash under sql_mode NO_BACKSLASH_ESCAPES in a statement naming {what}")
+        };
+        // Where a backslash moves where a string ends, the names the
+        // server reads are other tokens than hscale's: any of them a
+        // managed table's name is refused (its database unread).
+        let is_same_split = hscale_sql::tokenize(text).is_ok_and(|t| t == raw);
+        if !is_same_split {
+            if let Some(what) = self.b.ctx.partitioning.managed_name_in(text, &raw) {
+                return Some(why(&what));
+            }
         }
-        // The same names either way: only a statement the router sends
-        // to the main backend as it is reads no string itself.
         let plan = {
             let dict = self.b.ctx.partitioning.dictionary();
             hscale_route::router::plan(text, self.b.state.db.as_deref(), &dict)
         };
-        if matches!(plan, Plan::Passthrough) {
-            return None;
+        match plan {
+            Plan::Passthrough => None,
+            _ => Some(why("a table hscale manages (as hscale would read it)")),
         }
-        let what = self
-            .b
-            .ctx
-            .partitioning
-            .managed_name(text.as_bytes())
-            .unwrap_or_else(|| "a table hscale manages".into());
-        Some(format!(
-            "a string holding a backslash under sql_mode NO_BACKSLASH_ESCAPES in a statement naming {what}"
-        ))
     }
 
     /// The session's sql_mode flags, asked of the main backend in the

@@ -55,11 +55,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let vars = &self.b.state.vars;
         self.conditions
             .record(gathered, self.b.note.error, || vars.max_error_count(), sql);
-        let sql = std::str::from_utf8(sql).ok();
         let metrics = &self.b.ctx.metrics;
-        metrics.record(self.b.worker, &self.b.note, took, now, sql);
+        metrics.record(self.b.worker, &self.b.note, took, now, Some(sql));
         let slow = self.b.ctx.slow_statement_ms();
         if slow > 0 && took >= std::time::Duration::from_millis(slow) {
+            let sql = std::str::from_utf8(sql).ok();
             metrics.worker(self.b.worker).slow_statement();
             let user = self
                 .b

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use hscale_sql::fingerprint::{fingerprint_tokens, Literal};
+use hscale_sql::fingerprint::{fingerprint_tokens, Fingerprint, Literal};
 use hscale_sql::{Token, TokenKind};
 
 use super::{is_name, literal, plan_tokens, Plan, PointHint, StatementKind};
@@ -83,11 +83,27 @@ impl PlanCache {
             return Plan::Passthrough;
         };
         let fp = fingerprint_tokens(sql, &tokens);
+        self.plan_lexed(sql, &tokens, &fp, session_db, dict)
+    }
+
+    /// [`PlanCache::plan`] of a statement already lexed and fingerprinted
+    /// (`hscale_sql::Facts`): the session's one analysis of it.
+    pub fn plan_lexed(
+        &mut self,
+        sql: &str,
+        tokens: &[Token],
+        fp: &Fingerprint,
+        session_db: Option<&str>,
+        dict: &Dictionary,
+    ) -> Plan {
+        if dict.is_empty() {
+            return Plan::Passthrough;
+        }
         if let Some(e) = self.entries.get(&fp.hash) {
             if e.version == dict.version && e.db.as_deref() == session_db {
                 let hit = match &e.shape {
                     Shape::Passthrough => Some(Plan::Passthrough),
-                    Shape::Point(p) => bind(sql, &tokens, &fp.literals, p, dict),
+                    Shape::Point(p) => bind(sql, tokens, &fp.literals, p, dict),
                 };
                 if let Some(plan) = hit {
                     self.stats.hits += 1;
@@ -97,7 +113,7 @@ impl PlanCache {
         }
         self.stats.misses += 1;
         let mut hint = None;
-        let plan = plan_tokens(sql, &tokens, session_db, dict, false, &mut hint);
+        let plan = plan_tokens(sql, tokens, session_db, dict, false, &mut hint);
         let shape = match (&plan, hint) {
             (Plan::Passthrough, _)
                 if !tokens.iter().any(|t| t.is_word(sql, "information_schema")) =>
@@ -105,7 +121,7 @@ impl PlanCache {
                 Some(Shape::Passthrough)
             }
             (Plan::Targets { parts, .. }, Some(h)) if parts.len() == 1 && !fp.collapsed => {
-                point(sql, &tokens, &fp.literals, h).map(Shape::Point)
+                point(sql, tokens, &fp.literals, h).map(Shape::Point)
             }
             _ => None,
         };

@@ -208,13 +208,50 @@ pub fn insert_part_rows(sql: &str, parts: &[(Target, String)]) -> Option<Vec<Vec
     }
     parts
         .iter()
-        .map(|(_, part)| {
-            values_rows(part)?
+        .map(|(_, part)| match values_rows(part) {
+            Some(rows) => rows
                 .into_iter()
                 .map(|row| by_text.get_mut(row)?.pop_front())
-                .collect()
+                .collect(),
+            // A row run as `INSERT ... SELECT values tail` (`selected_row`):
+            // the statement's row whose text its SELECT list starts with.
+            None => {
+                let list = selected_list(part)?;
+                let row = by_text
+                    .keys()
+                    .filter(|r| {
+                        list.strip_prefix(inner(r).trim())
+                            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+                    })
+                    .max_by_key(|r| r.len())
+                    .copied()?;
+                Some(vec![by_text.get_mut(row)?.pop_front()?])
+            }
         })
         .collect()
+}
+
+/// A VALUES row's text without its parentheses.
+fn inner(row: &str) -> &str {
+    row.strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(row)
+}
+
+/// The text after the top-level SELECT of an INSERT ... SELECT.
+fn selected_list(sql: &str) -> Option<&str> {
+    let tokens = hscale_sql::tokenize(sql).ok()?;
+    let mut depth = 0usize;
+    for t in &tokens {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth = depth.saturating_sub(1);
+        } else if depth == 0 && t.is_word(sql, "SELECT") {
+            return sql.get(t.end as usize..).map(str::trim_start);
+        }
+    }
+    None
 }
 
 /// INSERT / REPLACE ... VALUES: split the rows by partition.
