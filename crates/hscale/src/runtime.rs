@@ -580,7 +580,16 @@ impl Context {
     /// Learn what clients see of the main backend, on a connection to it:
     /// its version string and its collation table (each once).
     pub async fn learn_main_backend(&self, conn: &mut crate::backend::BackendConn) {
-        let _ = self.server_version.set(conn.server_version.clone());
+        if self.server_version.set(conn.server_version.clone()).is_ok() {
+            // Version comments are lexed as this server runs them.
+            match hscale_sql::lexer::ServerVersion::parse(&conn.server_version) {
+                Some(v) => v.set_current(),
+                None => tracing::warn!(
+                    version = %conn.server_version,
+                    "cannot read the main backend's version; version comments are lexed as MariaDB 10.11.0 runs them"
+                ),
+            }
+        }
         if self.collations.get().is_some() {
             return;
         }

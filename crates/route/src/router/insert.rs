@@ -466,11 +466,21 @@ pub(super) fn top_level_items<'t>(sql: &str, row: &'t [Token]) -> Vec<&'t [Token
     out
 }
 
-/// Index of the first VALUES row's `(`.
+/// Index of the first VALUES row's `(`: after the keyword VALUES (or
+/// VALUE) outside parentheses, not a column of that name in the column
+/// list (`(id, value) VALUES ...`).
 fn rows_first_start(tokens: &[Token], sql: &str, r: &TableRef) -> usize {
+    let mut depth = 0usize;
     let values_kw = tokens[r.end..]
         .iter()
-        .position(|t| t.is_word(sql, "VALUES") || t.is_word(sql, "VALUE"))
+        .position(|t| {
+            if t.is_punct(sql, "(") {
+                depth += 1;
+            } else if t.is_punct(sql, ")") {
+                depth = depth.saturating_sub(1);
+            }
+            depth == 0 && (t.is_word(sql, "VALUES") || t.is_word(sql, "VALUE"))
+        })
         .map_or(tokens.len() - 1, |p| r.end + p);
     (values_kw + 1).min(tokens.len() - 1)
 }
