@@ -455,3 +455,94 @@ async fn inserts_over_partitions_with_keyword_named_columns() {
     }
     h.report("INSERTs with keyword-named columns", 19);
 }
+
+// ---- 2. Integer overflow in HAVING over a merge --------------------------
+
+/// Issue 29, item 2: `m + 1` of a BIGINT UNSIGNED maximum is 1690 on one
+/// server.
+#[tokio::test]
+async fn having_overflow_of_an_unsigned_maximum_is_an_error() {
+    let mut h = pl("hv_issue").await;
+    h.check("SELECT id % 2 AS g, MAX(u) AS m FROM pl GROUP BY g HAVING m + 1 > 0")
+        .await;
+    h.report("HAVING overflow", 1);
+}
+
+/// Issue 29, item 2: `m - 1` of an UNSIGNED minimum of 0 is 1690 too.
+#[tokio::test]
+async fn having_underflow_of_an_unsigned_minimum_is_an_error() {
+    let mut h = pl("hv_issue_min").await;
+    h.both("INSERT INTO pl VALUES (6, 'pro', 0)").await;
+    h.check("SELECT id % 2 AS g, MIN(u) AS m FROM pl GROUP BY g HAVING m - 1 < 100")
+        .await;
+    h.report("HAVING overflow", 1);
+}
+
+/// The class: integer arithmetic in HAVING over merged groups follows
+/// the server's BIGINT (signed or UNSIGNED) rules: +, -, * and unary
+/// minus, over MAX / MIN / COUNT of signed and unsigned columns, hidden
+/// aggregates, decimals (no overflow), NO_UNSIGNED_SUBTRACTION, and
+/// conditions that stop before the overflowing operand.
+#[tokio::test]
+async fn having_integer_arithmetic_is_the_servers() {
+    let schema = &[
+        PL_SCHEMA[0],
+        "CREATE TABLE nums (id INT PRIMARY KEY, b BIGINT, i INT, ui INT UNSIGNED, d DECIMAL(20,2))",
+    ];
+    let partitioning: Vec<&str> = PL_PARTITIONING
+        .iter()
+        .copied()
+        .chain([
+            "HSCALE SETUP_TABLE('nums', 'id', 'nums_default', 'shard0', 'MOD(4)')",
+            "HSCALE ADD_PARTITION('nums', 'n1', '1', 'shard1')",
+            "HSCALE ADD_PARTITION('nums', 'n2', '2', 'shard2')",
+            "HSCALE ADD_PARTITION('nums', 'n3', '3', 'shard3')",
+        ])
+        .collect();
+    let data = &[
+        PL_DATA[0],
+        "INSERT INTO nums VALUES (1, 9223372036854775807, 5, 3, 1.50), (2, -9223372036854775808, -7, 0, 2.25), (3, 10, 2147483647, 4294967295, -3.00), (4, -10, -2147483648, 9, NULL), (5, 0, 0, 1, 0.01), (6, NULL, NULL, NULL, 99999999999999999.99)",
+    ];
+    let mut h = Pair::new("hv_class", schema, &partitioning, data).await;
+    for sql in [
+        "SELECT id % 2 AS g, MAX(u) AS m FROM pl GROUP BY g HAVING m + 1 > 0",
+        "SELECT id % 2 AS g, MAX(u) AS m FROM pl GROUP BY g HAVING m + 0 > 0 ORDER BY g",
+        "SELECT id % 2 AS g, MAX(u) AS m FROM pl GROUP BY g HAVING m * 2 > 0",
+        "SELECT id % 2 AS g, MAX(u) AS m FROM pl GROUP BY g HAVING -m < 0",
+        "SELECT id % 2 AS g, MAX(u) AS m FROM pl GROUP BY g HAVING m * -1 < 0",
+        "SELECT id % 2 AS g, MAX(u) AS m FROM pl GROUP BY g HAVING m + 1.5 > 0 ORDER BY g",
+        "SELECT id % 2 AS g, MAX(u) AS m FROM pl GROUP BY g HAVING m - 18446744073709551615 = 0",
+        "SELECT id % 2 AS g FROM pl GROUP BY g HAVING MAX(u) + 1 > 0",
+        "SELECT id % 2 AS g, COUNT(*) AS c FROM pl GROUP BY g HAVING MIN(u) - 2 >= 0 ORDER BY g",
+        "SELECT id % 2 AS g, MIN(u) AS m FROM pl GROUP BY g HAVING m - 1 >= 0 ORDER BY g",
+        "SELECT id % 2 AS g, MIN(u) AS m FROM pl GROUP BY g HAVING m < 3 AND m - 2 < 0 ORDER BY g",
+        "SELECT id % 2 AS g, COUNT(*) AS c FROM pl GROUP BY g HAVING c - 5 < 0 ORDER BY g",
+        "SELECT id % 2 AS g, COUNT(*) AS c FROM pl GROUP BY g HAVING c * 9223372036854775807 > 0",
+        "SELECT id % 2 AS g, MAX(b) AS m FROM nums GROUP BY g HAVING m + 1 > 0",
+        "SELECT id % 2 AS g, MAX(b) AS m FROM nums GROUP BY g HAVING m - 1 > 0 ORDER BY g",
+        "SELECT id % 2 AS g, MIN(b) AS m FROM nums GROUP BY g HAVING m - 1 < 0",
+        "SELECT id % 2 AS g, MIN(b) AS m FROM nums GROUP BY g HAVING m + 1 < 0 ORDER BY g",
+        "SELECT id % 2 AS g, MIN(b) AS m FROM nums GROUP BY g HAVING -m > 0",
+        "SELECT id % 2 AS g, MAX(ui) AS m FROM nums GROUP BY g HAVING m - 5 > 0",
+        "SELECT id % 2 AS g, MIN(ui) AS m FROM nums GROUP BY g HAVING m - 1 < 10",
+        "SELECT id % 2 AS g, MAX(i) AS m FROM nums GROUP BY g HAVING m * m > 0 ORDER BY g",
+        "SELECT id % 2 AS g, MAX(i) AS m FROM nums GROUP BY g HAVING m * m * m * 10 > 0",
+        "SELECT id % 2 AS g, SUM(i) AS s FROM nums GROUP BY g HAVING s * 1000000000000 > 0 ORDER BY g",
+        "SELECT id % 2 AS g, SUM(b) AS s FROM nums GROUP BY g HAVING s + 1 > 0 ORDER BY g",
+        "SELECT id % 2 AS g, MAX(d) AS m FROM nums GROUP BY g HAVING m * 100 > 0 ORDER BY g",
+        "SELECT id % 3 AS g, MAX(b) AS m FROM nums GROUP BY g HAVING m IS NULL OR m + 1 > 0",
+        "SELECT id % 3 AS g, MAX(ui) AS m FROM nums GROUP BY g HAVING m < 4 AND m - 3 < 0",
+    ] {
+        h.check(sql).await;
+    }
+    h.both("SET sql_mode = 'STRICT_TRANS_TABLES,NO_UNSIGNED_SUBTRACTION'")
+        .await;
+    for sql in [
+        "SELECT id % 2 AS g, MIN(u) AS m FROM pl GROUP BY g HAVING m - 5 < 100 ORDER BY g",
+        "SELECT id % 2 AS g, MAX(ui) AS m FROM nums GROUP BY g HAVING m - 10 < 0 ORDER BY g",
+        "SELECT id % 2 AS g, MAX(u) AS m FROM pl GROUP BY g HAVING m - 1 > 0",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("HAVING integer arithmetic", 30);
+}

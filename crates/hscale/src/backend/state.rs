@@ -69,6 +69,19 @@ impl SessionVars {
         }
     }
 
+    /// Whether the sql_mode the session set names `mode`
+    /// (`NO_UNSIGNED_SUBTRACTION`). A mode set by an expression, or the
+    /// server's global one the session never changed, is not seen.
+    pub fn has_sql_mode(&self, mode: &str) -> bool {
+        self.items.iter().any(|i| {
+            i.key == "sql_mode"
+                && i.assign
+                    .rsplit('=')
+                    .next()
+                    .is_some_and(|v| v.to_ascii_uppercase().contains(mode))
+        })
+    }
+
     /// The session's `max_error_count`, when it set a number.
     pub fn max_error_count(&self) -> Option<usize> {
         let item = self.items.iter().find(|i| i.key == "max_error_count")?;

@@ -665,7 +665,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 self.end_part(p).await;
             }
         }
-        let merged = groups.finish(&out_cols, &plan.order)?;
+        let is_subtraction_signed = self.b.state.vars.has_sql_mode("NO_UNSIGNED_SUBTRACTION");
+        let merged = groups.finish(&out_cols, &plan.order, is_subtraction_signed)?;
         let st = self.b.status();
         let deprecated = self.is_eof_deprecated();
         let logical: Vec<_> = out_defs.iter().map(|d| self.logical_def(d)).collect();
