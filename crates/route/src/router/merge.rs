@@ -159,6 +159,15 @@ pub struct MergePlan {
     /// partitioned tables, used when the values turn out not to merge
     /// exactly (floating-point sums, ENUM ordering).
     pub fallback: Option<Box<MergePlan>>,
+    /// The same sorted merge with the select aliases an ORDER BY
+    /// expression names (`ORDER BY b + 1` of `balance AS b`) written as
+    /// their select items, run when a part answers 1054: the fragment
+    /// sorts on its own `ORDER BY` but reads the key in its select list,
+    /// where a server sees no aliases. In an ORDER BY expression a table
+    /// column wins over an alias of its name, so the name is tried as a
+    /// column first; 1054 says it is none, and one server then reads
+    /// the alias.
+    pub aliased: Option<Box<MergePlan>>,
 }
 
 impl MergePlan {
@@ -174,6 +183,7 @@ impl MergePlan {
             limit: None,
             ship: Vec::new(),
             fallback: None,
+            aliased: None,
         }
     }
 }
@@ -450,6 +460,54 @@ impl<'a> Select<'a> {
 
     /// ORDER BY / LIMIT: a k-way merge of the partitions' sorted rows.
     fn plan_sorted(&self) -> Plan {
+        let plan = match self.sorted(false) {
+            Ok(m) => m,
+            Err(why) => return self.refuse(&why),
+        };
+        match self.sorted(true) {
+            Ok(aliased) if aliased.parts != plan.parts => Plan::Merge(MergePlan {
+                aliased: Some(Box::new(aliased)),
+                ..plan
+            }),
+            Ok(_) => Plan::Merge(plan),
+            Err(why) => self.refuse(&why),
+        }
+    }
+
+    /// An ORDER BY expression that is no select item, with the select
+    /// aliases it names written as `(item)` when `is_aliased`.
+    fn order_expr(&self, o: &[Token], is_aliased: bool) -> String {
+        let sql = self.sql;
+        if !is_aliased {
+            return text(sql, o).to_string();
+        }
+        let mut out = String::new();
+        let mut at = o.first().map_or(0, |t| t.start as usize);
+        for (k, t) in o.iter().enumerate() {
+            let is_qualified = k > 0 && o[k - 1].is_punct(sql, ".")
+                || o.get(k + 1).is_some_and(|n| n.is_punct(sql, "."));
+            let is_call = o.get(k + 1).is_some_and(|n| n.is_punct(sql, "("));
+            if !is_name(t) || is_qualified || is_call {
+                continue;
+            }
+            let Some(i) = self.item_by_alias(&unquote(t, sql)) else {
+                continue;
+            };
+            if self.is_star(&self.items[i]) {
+                continue;
+            }
+            out.push_str(&sql[at..t.start as usize]);
+            out.push('(');
+            out.push_str(text(sql, self.items[i].expr));
+            out.push(')');
+            at = t.end as usize;
+        }
+        out.push_str(&sql[at..o.last().map_or(at, |t| t.end as usize)]);
+        out
+    }
+
+    /// The sorted merge, ORDER BY expressions read as `order_expr` does.
+    fn sorted(&self, is_aliased: bool) -> Result<MergePlan, String> {
         let (sql, tokens, c, items) = (self.sql, self.tokens, &self.c, &self.items);
         let (offset, limit) = (self.offset, self.limit);
         let mut hidden: Vec<String> = Vec::new();
@@ -458,15 +516,13 @@ impl<'a> Select<'a> {
         for (o, desc) in &self.order_items {
             let expr = match self.find_item(o) {
                 Some(i) if self.is_star(&items[i]) => {
-                    return self.refuse("ORDER BY the position of a * column")
+                    return Err("ORDER BY the position of a * column".into())
                 }
                 Some(i) => text(sql, items[i].expr).to_string(),
-                None => text(sql, o).to_string(),
+                None => self.order_expr(o, is_aliased),
             };
             grown += 3 * expr.len();
-            if let Err(why) = self.check_growth(grown) {
-                return self.refuse(&why);
-            }
+            self.check_growth(grown)?;
             hidden.push(expr.clone());
             let col = hidden.len() - 1;
             let weight = push_weights(&mut hidden, &expr);
@@ -514,7 +570,7 @@ impl<'a> Select<'a> {
                 (slot.target.clone(), s)
             })
             .collect();
-        Plan::Merge(MergePlan {
+        Ok(MergePlan {
             parts,
             mode: Mode::Sort {
                 hidden: hidden.len(),
@@ -524,6 +580,7 @@ impl<'a> Select<'a> {
             limit,
             ship: Vec::new(),
             fallback: None,
+            aliased: None,
         })
     }
 }

@@ -325,6 +325,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             self.b.note.merged = merged;
             return Box::pin(self.run_merge(*fallback)).await;
         }
+        // A name of an ORDER BY expression is no column of the tables: one
+        // server reads it as the select alias (`MergePlan::aliased`). A
+        // part's 1054 comes before any row reaches the client.
+        if let (Err(Stop::Server(e)), Some(aliased)) = (&r, plan.aliased) {
+            if e.code == errors::ER_BAD_FIELD_ERROR {
+                self.b.gathered.rewind(mark);
+                self.b.note.merged = merged;
+                return Box::pin(self.run_merge(*aliased)).await;
+            }
+        }
         match r {
             Ok(()) => Ok(()),
             Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {

@@ -192,6 +192,7 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
         limit: s.limit,
         ship: Vec::new(),
         fallback: None,
+        aliased: None,
     }))
 }
 
