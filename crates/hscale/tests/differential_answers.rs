@@ -623,3 +623,79 @@ async fn order_by_aliases_inside_expressions() {
     }
     h.report("ORDER BY alias expressions", 21);
 }
+
+// ---- 5. Labels of scalar subqueries over shipped tables -----------------
+
+/// `orders` MOD(8) on customer_id and `customers` MOD(8) on id, eight
+/// partitions each over the four backends.
+async fn shop(name: &str) -> Pair {
+    let schema = &[
+        "CREATE TABLE orders (id INT NOT NULL, customer_id INT NOT NULL, amount DECIMAL(10,2), PRIMARY KEY (id, customer_id))",
+        "CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(20))",
+    ];
+    let mut partitioning = vec![
+        "HSCALE SETUP_TABLE('orders', 'customer_id', 'orders_default', 'shard0', 'MOD(8)')"
+            .to_string(),
+        "HSCALE SETUP_TABLE('customers', 'id', 'customers_default', 'shard0', 'MOD(8)')"
+            .to_string(),
+    ];
+    for v in 1..8 {
+        for t in ["orders", "customers"] {
+            partitioning.push(format!(
+                "HSCALE ADD_PARTITION('{t}', '{t}{v}', '{v}', 'shard{}')",
+                v % 4
+            ));
+        }
+    }
+    let partitioning: Vec<&str> = partitioning.iter().map(String::as_str).collect();
+    let orders: Vec<String> = (1..=60)
+        .map(|id| format!("({id}, {}, {}.{:02})", id % 23, (id * 17) % 300, id % 100))
+        .collect();
+    let customers: Vec<String> = (0..23).map(|id| format!("({id}, 'c{}')", id % 7)).collect();
+    let data = [
+        format!("INSERT INTO orders VALUES {}", orders.join(", ")),
+        format!("INSERT INTO customers VALUES {}", customers.join(", ")),
+    ];
+    let data: Vec<&str> = data.iter().map(String::as_str).collect();
+    Pair::new(name, schema, &partitioning, &data).await
+}
+
+/// Issue 29, item 5.
+#[tokio::test]
+async fn scalar_subqueries_over_shipped_tables_keep_their_labels() {
+    let mut h = shop("sl_issue").await;
+    h.check("SELECT (SELECT COUNT(*) FROM orders), (SELECT COUNT(*) FROM customers)")
+        .await;
+    h.report("subquery labels", 1);
+}
+
+/// The class: select items without an alias that read partitioned
+/// tables, in statements without FROM, with FROM DUAL, beside other
+/// items, inside expressions, EXISTS, IN, joins, modifiers, derived
+/// tables and UNION ALL: each labelled with the client's own text.
+#[tokio::test]
+async fn select_items_over_partitioned_tables_are_labelled_with_the_clients_text() {
+    let mut h = shop("sl_class").await;
+    for sql in [
+        "SELECT (SELECT COUNT(*) FROM orders), (SELECT COUNT(*) FROM customers)",
+        "SELECT (select count(*) from orders)",
+        "SELECT   (SELECT  SUM(amount)   FROM orders)",
+        "SELECT (SELECT COUNT(*) FROM orders) FROM DUAL",
+        "SELECT (SELECT COUNT(*) FROM orders) AS n, (SELECT MAX(id) FROM customers)",
+        "SELECT 1 + (SELECT COUNT(*) FROM customers), 'x'",
+        "SELECT EXISTS(SELECT 1 FROM orders WHERE amount > 250)",
+        "SELECT 5 IN (SELECT customer_id FROM orders)",
+        "SELECT (SELECT name FROM customers WHERE id = 9)",
+        "SELECT (SELECT MAX(amount) FROM orders WHERE customer_id = 3) + 1",
+        "SELECT (SELECT COUNT(*) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.name = 'c2')",
+        "SELECT SQL_NO_CACHE (SELECT COUNT(*) FROM orders)",
+        "SELECT DISTINCT (SELECT MIN(name) FROM customers)",
+        "SELECT (SELECT COUNT(*) FROM orders), (SELECT COUNT(*) FROM customers) UNION ALL SELECT 1, 2",
+        "SELECT * FROM (SELECT (SELECT COUNT(*) FROM orders)) AS x",
+        "SELECT (SELECT COUNT(*) FROM orders WHERE orders.customer_id = customers.id) FROM customers ORDER BY id LIMIT 5",
+        "SELECT name, (SELECT COUNT(*) FROM orders) FROM customers WHERE id = 4",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("subquery labels", 17);
+}

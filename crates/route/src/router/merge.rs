@@ -107,9 +107,10 @@ fn rewrite(sql: &str, tokens: &[Token], slot: &Slot<'_>, labelled: bool) -> Stri
 /// The longest label MariaDB derives from an item's text (in characters).
 const MAX_LABEL_CHARS: usize = 256;
 
-/// The select items of the statement's first SELECT that have no alias and
-/// contain one of `refs`: where each item ends (a byte offset) and the
-/// label one server shows for it (its text).
+/// The select items of the statement's SELECTs (the first one, and those
+/// of derived tables and subqueries, whose labels name a derived table's
+/// columns) that have no alias and contain one of `refs`: where each item
+/// ends (a byte offset) and the label one server shows for it (its text).
 fn labels_to_keep(
     sql: &str,
     tokens: &[Token],
@@ -118,28 +119,117 @@ fn labels_to_keep(
     if !tokens.first().is_some_and(|t| t.is_word(sql, "SELECT")) {
         return Vec::new();
     }
-    let Ok(c) = clauses(sql, tokens) else {
-        return Vec::new();
-    };
-    let (from, to) = c.items;
-    if from >= to {
-        return Vec::new();
+    // Each SELECT with the parenthesis around it, and where each
+    // parenthesis closes (one pass).
+    let mut selects: Vec<(usize, Option<usize>)> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    let mut closes: HashMap<usize, usize> = HashMap::new();
+    for (i, t) in tokens.iter().enumerate() {
+        if t.is_punct(sql, "(") {
+            open.push(i);
+        } else if t.is_punct(sql, ")") {
+            if let Some(o) = open.pop() {
+                closes.insert(o, i);
+            }
+        } else if t.is_word(sql, "SELECT") {
+            selects.push((i, open.last().copied()));
+        }
     }
+    // Nested SELECTs are read in a budget of tokens linear in the
+    // statement (past it, deeper ones keep the server's labels).
+    let mut budget = 4 * tokens.len() + 1024;
     let mut out = Vec::new();
-    let mut first = from;
-    for part in split_commas(sql, &tokens[from..to]) {
-        let range = first..first + part.len();
-        first += part.len() + 1;
-        let item = parse_item(sql, part);
-        if item.alias.is_some() || part.is_empty() {
+    for (at, around) in selects {
+        // The SELECT's tokens: up to the parenthesis that closes around it.
+        let end = around
+            .and_then(|o| closes.get(&o).copied())
+            .unwrap_or(tokens.len());
+        let Some(left) = budget.checked_sub(end - at) else {
+            break;
+        };
+        budget = left;
+        let select = &tokens[at..end];
+        let (from, to) = match clauses(sql, select) {
+            Ok(c) => c.items,
+            Err(_) => match items_without_from(sql, select) {
+                Some(items) => items,
+                None => continue,
+            },
+        };
+        if from >= to {
             continue;
         }
-        if refs.iter().any(|(r, _)| range.contains(&r.start)) {
-            let label: String = text(sql, part).chars().take(MAX_LABEL_CHARS).collect();
-            out.push((part[part.len() - 1].end as usize, label));
+        let mut first = at + from;
+        for part in split_commas(sql, &select[from..to]) {
+            let range = first..first + part.len();
+            first += part.len() + 1;
+            let item = parse_item(sql, part);
+            if item.alias.is_some() || part.is_empty() {
+                continue;
+            }
+            if refs.iter().any(|(r, _)| range.contains(&r.start)) {
+                let label: String = text(sql, part).chars().take(MAX_LABEL_CHARS).collect();
+                out.push((part[part.len() - 1].end as usize, label));
+            }
         }
     }
     out
+}
+
+/// The select items (token range) of a SELECT that `clauses` does not
+/// read, one without FROM (`SELECT (SELECT COUNT(*) FROM t)`): after the
+/// modifiers, up to the first clause outside parentheses.
+fn items_without_from(sql: &str, tokens: &[Token]) -> Option<(usize, usize)> {
+    const MODIFIERS: &[&str] = &[
+        "ALL",
+        "DISTINCT",
+        "DISTINCTROW",
+        "HIGH_PRIORITY",
+        "STRAIGHT_JOIN",
+        "SQL_SMALL_RESULT",
+        "SQL_BIG_RESULT",
+        "SQL_BUFFER_RESULT",
+        "SQL_CACHE",
+        "SQL_NO_CACHE",
+        "SQL_CALC_FOUND_ROWS",
+    ];
+    const ENDS: &[&str] = &[
+        "FROM",
+        "WHERE",
+        "GROUP",
+        "HAVING",
+        "ORDER",
+        "LIMIT",
+        "INTO",
+        "FOR",
+        "LOCK",
+        "UNION",
+        "EXCEPT",
+        "INTERSECT",
+        "WINDOW",
+    ];
+    let mut from = 1;
+    while tokens
+        .get(from)
+        .is_some_and(|t| MODIFIERS.iter().any(|m| t.is_word(sql, m)))
+    {
+        from += 1;
+    }
+    let mut depth = 0i32;
+    let mut to = tokens.len();
+    for (i, t) in tokens.iter().enumerate().skip(from) {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth == 0
+            && (t.kind == TokenKind::Semicolon || ENDS.iter().any(|w| t.is_word(sql, w)))
+        {
+            to = i;
+            break;
+        }
+    }
+    (from < to).then_some((from, to))
 }
 
 /// How the proxy merges the partitions' rows.
