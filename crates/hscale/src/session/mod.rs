@@ -405,6 +405,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let read = tokio::select! {
                 r = self.client.read_command(max) => r,
                 _ = self.b.handle.killed.notified() => continue,
+                _ = self.b.held_closed() => {
+                    // As the server at its wait_timeout: the client
+                    // connection closes while idle, not at its next query.
+                    tracing::info!(connection_id = self.b.connection_id, "closing: a backend connection holding the session's state was closed while idle");
+                    self.b.is_bound_lost = true;
+                    return;
+                }
                 _ = &mut idle => {
                     let due = last + wait;
                     if tokio::time::Instant::now() >= due {
