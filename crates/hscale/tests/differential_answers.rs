@@ -699,3 +699,72 @@ async fn select_items_over_partitioned_tables_are_labelled_with_the_clients_text
     }
     h.report("subquery labels", 17);
 }
+
+// ---- Table-qualified columns in ON DUPLICATE KEY UPDATE -----------------
+
+async fn stock(name: &str) -> Pair {
+    let schema = &[
+        "CREATE TABLE stock (sku INT PRIMARY KEY, qty INT, note VARCHAR(20))",
+        "CREATE TABLE arch (id INT PRIMARY KEY, amount DECIMAL(10,2))",
+        "CREATE TABLE src (id INT PRIMARY KEY, amount DECIMAL(10,2))",
+    ];
+    let partitioning = &[
+        "HSCALE SETUP_TABLE('stock', 'sku', 'stock_default', 'shard0', 'MOD(2)')",
+        "HSCALE ADD_PARTITION('stock', 's1', '1', 'shard1')",
+        "HSCALE SETUP_TABLE('arch', 'id', 'arch_default', 'shard2', 'MOD(2)')",
+        "HSCALE ADD_PARTITION('arch', 'a1', '1', 'shard3')",
+    ];
+    let data = &[
+        "INSERT INTO stock VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 3, NULL), (4, 4, 'd')",
+        "INSERT INTO arch VALUES (1, 10.00), (2, 20.00)",
+        "INSERT INTO src VALUES (1, 1.50), (2, 2.50), (3, 3.50), (4, 4.50), (5, 5.50)",
+    ];
+    Pair::new(name, schema, partitioning, data).await
+}
+
+/// Issue 29 ("Other classes"): `qty = stock.qty + 1` over partitions.
+#[tokio::test]
+async fn on_duplicate_key_update_with_a_table_qualified_column() {
+    let mut h = stock("od_issue").await;
+    h.check_write(
+        "INSERT INTO stock (sku, qty) VALUES (1, 5), (2, 5) ON DUPLICATE KEY UPDATE qty = stock.qty + 1",
+    )
+    .await;
+    h.report("ON DUPLICATE KEY UPDATE t.col", 1);
+}
+
+/// Issue 29 ("Other classes"): `arch.amount` in the INSERT ... SELECT form.
+#[tokio::test]
+async fn insert_select_on_duplicate_key_update_with_a_table_qualified_column() {
+    let mut h = stock("od_issue_sel").await;
+    h.check_write(
+        "INSERT INTO arch (id, amount) SELECT id, amount FROM src ON DUPLICATE KEY UPDATE amount = arch.amount + VALUES(amount)",
+    )
+    .await;
+    h.report("ON DUPLICATE KEY UPDATE t.col", 1);
+}
+
+/// The class: qualified columns of the target in ON DUPLICATE KEY UPDATE,
+/// on one partition and several, quoted, in functions, in the SET and
+/// SELECT forms, on new and existing rows, and an unknown qualifier.
+#[tokio::test]
+async fn on_duplicate_key_update_reads_the_target_by_its_name() {
+    let mut h = stock("od_class").await;
+    for sql in [
+        "INSERT INTO stock (sku, qty) VALUES (3, 1) ON DUPLICATE KEY UPDATE qty = stock.qty * 2",
+        "INSERT INTO stock (sku, qty) VALUES (1, 1), (2, 1) ON DUPLICATE KEY UPDATE `qty` = `stock`.`qty` + 3",
+        "INSERT INTO stock (sku, qty, note) VALUES (1, 1, 'x'), (4, 1, 'y') ON DUPLICATE KEY UPDATE note = CONCAT(IFNULL(stock.note, '-'), VALUES(note))",
+        "INSERT INTO stock (sku, qty) VALUES (2, 9), (3, 9) ON DUPLICATE KEY UPDATE qty = IF(stock.qty > 3, stock.qty, VALUES(qty))",
+        "INSERT INTO stock VALUES (1, 1, 'a'), (2, 2, 'b'), (9, 9, 'c') ON DUPLICATE KEY UPDATE note = CONCAT(stock.note, stock.sku)",
+        "INSERT INTO stock (sku, qty) VALUES (5, 1), (6, 1) ON DUPLICATE KEY UPDATE qty = stock.qty + 1",
+        "INSERT INTO stock (sku, qty) VALUES (5, 1), (6, 1), (7, 1) ON DUPLICATE KEY UPDATE qty = stock.qty + 1, note = 'again'",
+        "INSERT INTO stock SET sku = 4, qty = 1 ON DUPLICATE KEY UPDATE qty = stock.qty + 10",
+        "INSERT IGNORE INTO stock (sku, qty) VALUES (1, 0), (2, 0) ON DUPLICATE KEY UPDATE qty = stock.qty - 1",
+        "INSERT INTO arch (id, amount) SELECT id, amount * 2 FROM src WHERE id < 5 ON DUPLICATE KEY UPDATE amount = arch.amount + 1",
+        "INSERT INTO stock (sku, qty) VALUES (1, 1), (2, 1) ON DUPLICATE KEY UPDATE qty = nope.qty",
+        "INSERT INTO stock (sku, qty) VALUES (1, 1), (2, 1) ON DUPLICATE KEY UPDATE qty = stock.nope",
+    ] {
+        h.check_write(sql).await;
+    }
+    h.report("ON DUPLICATE KEY UPDATE t.col", 12);
+}
