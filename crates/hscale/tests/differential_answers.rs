@@ -768,3 +768,59 @@ async fn on_duplicate_key_update_reads_the_target_by_its_name() {
     }
     h.report("ON DUPLICATE KEY UPDATE t.col", 12);
 }
+
+// ---- SUM / AVG of DECIMAL division --------------------------------------
+
+/// Issue 29 ("Other classes"): a division's SUM and AVG over partitions
+/// carry the server's inner digits, rounded once for the total.
+#[tokio::test]
+async fn sums_and_averages_of_decimal_divisions_keep_the_servers_digits() {
+    let schema = &[
+        "CREATE TABLE cust (cid INT PRIMARY KEY, credit DECIMAL(12,2), qty INT, rate DECIMAL(5,3), f DOUBLE)",
+    ];
+    let partitioning = &[
+        "HSCALE SETUP_TABLE('cust', 'cid', 'cust_default', 'shard0', 'MOD(4)')",
+        "HSCALE ADD_PARTITION('cust', 'c1', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('cust', 'c2', '2', 'shard2')",
+        "HSCALE ADD_PARTITION('cust', 'c3', '3', 'shard3')",
+    ];
+    let rows: Vec<String> = (1..=400)
+        .map(|cid| {
+            format!(
+                "({cid}, {}.{:02}, {}, {}.{:03}, {}.25)",
+                (cid * 7919) % 250_000,
+                (cid * 37) % 100,
+                cid % 13,
+                1 + cid % 4,
+                (cid * 7) % 1000,
+                cid % 9
+            )
+        })
+        .collect();
+    let data = [format!("INSERT INTO cust VALUES {}", rows.join(", "))];
+    let data: Vec<&str> = data.iter().map(String::as_str).collect();
+    let mut h = Pair::new("dv", schema, partitioning, &data).await;
+    // The issue's two.
+    h.check("SELECT SUM(credit / 3) FROM cust").await;
+    h.check("SELECT AVG(credit / 7) FROM cust").await;
+    for sql in [
+        "SELECT SUM(credit / 3), AVG(credit / 7), COUNT(*) FROM cust",
+        "SELECT SUM(credit / 7) FROM cust WHERE cid > 100",
+        "SELECT qty, SUM(credit / 3) AS s FROM cust GROUP BY qty ORDER BY qty",
+        "SELECT qty % 3 AS g, AVG(credit / 11) FROM cust GROUP BY g ORDER BY g",
+        "SELECT SUM(credit / rate), AVG(credit / rate) FROM cust",
+        "SELECT SUM(credit / 3 / 7), AVG(credit / 3 / 7) FROM cust",
+        "SELECT SUM(qty / 3), AVG(qty / 7) FROM cust",
+        "SELECT SUM(credit * 1.5 / 9) FROM cust",
+        "SELECT SUM(f / 3) FROM cust",
+        "SELECT AVG(f / 3) FROM cust",
+        "SELECT qty, SUM(credit / 3) AS s FROM cust GROUP BY qty HAVING s > 1000000 ORDER BY qty",
+        "SELECT SUM(credit) / 3, SUM(credit / 3) FROM cust",
+        "SELECT MAX(credit / 3), MIN(credit / 7) FROM cust",
+        "SELECT SUM(DISTINCT credit / 3) FROM cust",
+        "SELECT qty, SUM(credit / 3) FROM cust WHERE qty IN (1, 5, 9) GROUP BY qty ORDER BY 2 DESC",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("SUM/AVG of divisions", 17);
+}

@@ -46,16 +46,28 @@ pub(super) fn push_weights(cols: &mut Vec<String>, expr: &str) -> (usize, usize)
 }
 
 /// The fragment columns of one aggregate call and how it is combined.
-pub(super) fn push_aggregate(cols: &mut Vec<String>, f: &str, a: &str) -> Output {
+/// `is_visible`: a select item, whose column definition the client gets
+/// from the statement itself (`GroupPlan::meta`), not from the fragment.
+pub(super) fn push_aggregate(cols: &mut Vec<String>, f: &str, a: &str, is_visible: bool) -> Output {
     let push = |cols: &mut Vec<String>, e: String| {
         cols.push(e);
         cols.len() - 1
     };
+    // A division's quotient keeps more digits inside the server (whole
+    // groups of 9) than its column shows, and one server's SUM adds
+    // those: a partition's sum is read with them (as a DECIMAL(65,30);
+    // the IF keeps a DOUBLE sum a DOUBLE, which the merge refuses), so
+    // that only the total is rounded to the column's decimals.
+    let sum = if is_visible && a.contains('/') {
+        format!("IF(0, SUM({a}), CAST(SUM({a}) AS DECIMAL(65,30)))")
+    } else {
+        format!("SUM({a})")
+    };
     match f {
         "COUNT" => Output::Count(push(cols, format!("COUNT({a})"))),
-        "SUM" => Output::Sum(push(cols, format!("SUM({a})"))),
+        "SUM" => Output::Sum(push(cols, sum)),
         "AVG" => {
-            let sum = push(cols, format!("SUM({a})"));
+            let sum = push(cols, sum);
             let count = push(cols, format!("COUNT({a})"));
             Output::Avg { sum, count }
         }
@@ -338,7 +350,7 @@ impl Fragment {
             if args.is_empty() || calls_aggregate(sql, args) {
                 return Err(format!("this {f}(...)"));
             }
-            let o = push_aggregate(&mut self.cols, &f, text(sql, args));
+            let o = push_aggregate(&mut self.cols, &f, text(sql, args), true);
             self.push_output(o);
             return Ok(());
         }
