@@ -623,6 +623,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn account_hosts_match_as_the_server_matches_them() {
+        let user = |host: Option<&str>| UserConfig {
+            name: "u".into(),
+            host: host.map(str::to_string),
+            ..Default::default()
+        };
+        assert!(user(None).is_host_allowed(&["10.1.2.3"]));
+        assert_eq!(user(None).host(), "%");
+        assert!(user(Some("10.1.%")).is_host_allowed(&["10.1.2.3"]));
+        assert!(!user(Some("10.1.%")).is_host_allowed(&["10.10.2.3"]));
+        assert!(user(Some("127.0.0._")).is_host_allowed(&["127.0.0.1"]));
+        assert!(!user(Some("127.0.0._")).is_host_allowed(&["127.0.0.12"]));
+        assert!(user(Some("LOCALHOST")).is_host_allowed(&["localhost", "127.0.0.1"]));
+        assert!(!user(Some("localhost")).is_host_allowed(&["127.0.0.1"]));
+        assert!(user(Some("%.example.com")).is_host_allowed(&["db.example.com"]));
+    }
+
+    #[test]
     fn problems_are_named() {
         let cfg = Config::parse(
             r#"
