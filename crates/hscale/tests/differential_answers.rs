@@ -824,3 +824,89 @@ async fn sums_and_averages_of_decimal_divisions_keep_the_servers_digits() {
     }
     h.report("SUM/AVG of divisions", 17);
 }
+
+// ---- 1. ENUM order in merges ---------------------------------------------
+
+/// Issue 29, item 1: MIN and MAX of an ENUM with an index on it (one
+/// server reads the index's ends: member order).
+#[tokio::test]
+async fn min_and_max_of_an_enum_over_partitions() {
+    let mut h = pl("en_issue").await;
+    h.check_defs("SELECT MIN(plan), MAX(plan) FROM pl").await;
+    h.report("ENUM MIN/MAX", 1);
+}
+
+/// Issue 29, item 1: an ENUM partition key, one partition per member.
+#[tokio::test]
+async fn min_and_max_of_an_enum_partition_key() {
+    let mut h = Pair::new(
+        "en_key",
+        &["CREATE TABLE ekey (color ENUM('red','green','blue'), id INT, PRIMARY KEY (color, id))"],
+        &[
+            "HSCALE SETUP_TABLE('ekey', 'color', 'ekey_default', 'shard0', 'NONE()')",
+            "HSCALE ADD_PARTITION('ekey', 'red', 'red', 'shard1')",
+            "HSCALE ADD_PARTITION('ekey', 'green', 'green', 'shard2')",
+            "HSCALE ADD_PARTITION('ekey', 'blue', 'blue', 'shard3')",
+        ],
+        &["INSERT INTO ekey VALUES ('red', 1), ('green', 2), ('blue', 3), ('red', 4)"],
+    )
+    .await;
+    h.check_defs("SELECT MIN(color), MAX(color) FROM ekey").await;
+    h.report("ENUM MIN/MAX", 1);
+}
+
+/// Issue 29, item 1: MAX of an ENUM grouped, ordered by it: its column
+/// type (254 with the ENUM flag) and the rows' order.
+#[tokio::test]
+async fn max_of_an_enum_grouped_and_ordered() {
+    let mut h = pl("en_group").await;
+    h.check_defs("SELECT id % 2 AS g, MAX(plan) AS m FROM pl GROUP BY g ORDER BY m, g")
+        .await;
+    h.report("ENUM MIN/MAX", 1);
+}
+
+/// The class: MIN and MAX of ENUM and SET columns with and without an
+/// index, with WHERE (no index read), beside other aggregates, grouped,
+/// DISTINCT, ordered; and strings, which merge as before.
+#[tokio::test]
+async fn min_and_max_of_enums_and_sets_answer_as_one_server() {
+    let schema = &[
+        PL_SCHEMA[0],
+        "CREATE TABLE tags (id INT PRIMARY KEY, flags SET('x','y','z'), mood ENUM('sad','ok','glad'), name VARCHAR(10), KEY (flags))",
+    ];
+    let partitioning: Vec<&str> = PL_PARTITIONING
+        .iter()
+        .copied()
+        .chain([
+            "HSCALE SETUP_TABLE('tags', 'id', 'tags_default', 'shard0', 'MOD(4)')",
+            "HSCALE ADD_PARTITION('tags', 't1', '1', 'shard1')",
+            "HSCALE ADD_PARTITION('tags', 't2', '2', 'shard2')",
+            "HSCALE ADD_PARTITION('tags', 't3', '3', 'shard3')",
+        ])
+        .collect();
+    let data = &[
+        PL_DATA[0],
+        "INSERT INTO tags VALUES (1, 'z', 'glad', 'b'), (2, 'x,y', 'sad', 'a'), (3, 'y', 'ok', NULL), (4, '', NULL, 'c'), (5, 'x,z', 'glad', 'aa'), (6, NULL, 'sad', 'B')",
+    ];
+    let mut h = Pair::new("en_class", schema, &partitioning, data).await;
+    for sql in [
+        "SELECT MIN(plan), MAX(plan) FROM pl",
+        "SELECT MIN(plan) FROM pl",
+        "SELECT MAX(plan), COUNT(*) FROM pl",
+        "SELECT MIN(plan), MAX(plan) FROM pl WHERE u > 0",
+        "SELECT MIN(plan), MAX(plan) FROM pl WHERE id < 10",
+        "SELECT MIN(pl.plan) AS lo, MAX(pl.plan) AS hi FROM pl",
+        "SELECT MIN(flags), MAX(flags) FROM tags",
+        "SELECT MIN(mood), MAX(mood) FROM tags",
+        "SELECT MIN(mood), MAX(name), MIN(name) FROM tags",
+        "SELECT MIN(name), MAX(name) FROM tags",
+        "SELECT id % 2 AS g, MIN(plan) AS m FROM pl GROUP BY g ORDER BY g",
+        "SELECT id % 2 AS g, MIN(mood) AS m, MAX(flags) AS f FROM tags GROUP BY g ORDER BY m, g",
+        "SELECT DISTINCT plan FROM pl ORDER BY plan",
+        "SELECT plan, COUNT(*) FROM pl GROUP BY plan ORDER BY plan",
+        "SELECT MAX(mood) FROM tags WHERE name IS NOT NULL",
+    ] {
+        h.check_defs(sql).await;
+    }
+    h.report("ENUM MIN/MAX", 15);
+}

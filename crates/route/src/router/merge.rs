@@ -302,6 +302,12 @@ pub struct GroupPlan {
     /// The statement as the client sent it, for one partition, with
     /// `LIMIT 0`: its column definitions are the client's.
     pub meta: (Target, String),
+    /// Without GROUP BY: the columns that MIN and MAX read, selected
+    /// with `LIMIT 0` on `meta`'s partition. A MIN or MAX of an ENUM or
+    /// SET is a plain string in the result, but one server may answer it
+    /// by member order (reading an index's end); this query's column
+    /// flags tell, and such a statement is then run on copies.
+    pub enum_probe: Option<String>,
 }
 
 /// A fragment column and, for strings, its weight and space-weight columns.

@@ -37,7 +37,7 @@ mod sort;
 
 use bytes::Bytes;
 use hscale_route::dictionary::Target;
-use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey};
+use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Output};
 use hscale_route::value::Kind;
 use hscale_route::BackendId;
 use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
@@ -54,7 +54,7 @@ use crate::backend::state::SelectLimit;
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 use aggregate::Aggregate;
-use columns::Unified;
+use columns::{kind_of, Unified};
 use sort::{order_rows, smallest, sort_keys};
 
 type Row = Vec<Option<Vec<u8>>>;
@@ -622,6 +622,47 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         Ok((Sorted::Buffered(buffered), defs))
     }
 
+    /// Without GROUP BY, a MIN or MAX whose value is a string may read an
+    /// ENUM or SET column, which one server may answer by member order
+    /// (the end of an index on it): the columns are looked at
+    /// (`GroupPlan::enum_probe`), and such a statement falls back to
+    /// copies (`unordered`).
+    async fn refuse_enum_min_max(
+        &mut self,
+        g: &GroupPlan,
+        out_cols: &[ColumnInfo],
+    ) -> Result<(), Stop> {
+        let Some(probe) = &g.enum_probe else {
+            return Ok(());
+        };
+        let reads_strings = g.outputs[..g.visible].iter().zip(out_cols).any(|(o, c)| {
+            matches!(o, Output::Min(_) | Output::Max(_))
+                && matches!(
+                    kind_of(c),
+                    Kind::Collated { .. } | Kind::Bytes | Kind::Unordered
+                )
+        });
+        if !reads_strings {
+            return Ok(());
+        }
+        let mut p = self.start_part(&g.meta.0, probe).await?;
+        p.fragment = None;
+        let read = async {
+            p.open().await?;
+            p.drain().await
+        }
+        .await;
+        if let Err(e) = read {
+            return Err(self.end_failed_part(p, e).await);
+        }
+        let is_enum = p.columns.iter().any(|c| kind_of(c) == Kind::Unordered);
+        self.end_part(p).await;
+        if is_enum {
+            return Err(unordered());
+        }
+        Ok(())
+    }
+
     /// Aggregates, GROUP BY, DISTINCT: combine partial groups.
     async fn merge_groups(&mut self, plan: &MergePlan, g: &GroupPlan) -> Result<(), Stop> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
@@ -638,6 +679,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let (out_defs, out_cols) = (meta.defs.clone(), meta.columns.clone());
         self.end_part(meta).await;
+        self.refuse_enum_min_max(g, &out_cols).await?;
         if out_cols.len() != g.visible {
             return Err(Stop::Proxy(ProxyError::Wrong(format!(
                 "the statement has {} columns, the merge computes {}",

@@ -189,6 +189,12 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
             .any(|(_, t)| t.physical_table.starts_with("hscale_ship_"))
     });
     let parts = if ships { parts } else { per_backend(parts) };
+    let enum_probe = if group_keys.is_empty() && f.distinct_by.is_none() {
+        min_max_columns(s)
+            .map(|cols| format!("SELECT {} {} LIMIT 0", cols.join(", "), s.body(&s.slots[0])))
+    } else {
+        None
+    };
     Ok(Plan::Merge(MergePlan {
         parts,
         mode: Mode::Group(GroupPlan {
@@ -198,6 +204,7 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
             having,
             separators: f.separators,
             meta: meta(s),
+            enum_probe,
         }),
         order,
         offset: s.offset,
@@ -206,6 +213,26 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
         fallback: None,
         aliased: None,
     }))
+}
+
+/// The columns the select items' MIN and MAX calls read (`MIN(c)`,
+/// `MAX(t.c)`), as written; `None` when there are none.
+fn min_max_columns(s: &Select<'_>) -> Option<Vec<String>> {
+    let sql = s.sql;
+    let cols: Vec<String> = s
+        .items
+        .iter()
+        .filter_map(|item| {
+            let (f, args) = aggregate_call(sql, item.expr)?;
+            let is_column = match args {
+                [c] => is_name(c),
+                [t, dot, c] => is_name(t) && dot.is_punct(sql, ".") && is_name(c),
+                _ => false,
+            };
+            ((f == "MIN" || f == "MAX") && is_column).then(|| text(sql, args).to_string())
+        })
+        .collect();
+    (!cols.is_empty()).then_some(cols)
 }
 
 /// The client's column definitions: the statement itself on the first
