@@ -851,7 +851,8 @@ async fn min_and_max_of_an_enum_partition_key() {
         &["INSERT INTO ekey VALUES ('red', 1), ('green', 2), ('blue', 3), ('red', 4)"],
     )
     .await;
-    h.check_defs("SELECT MIN(color), MAX(color) FROM ekey").await;
+    h.check_defs("SELECT MIN(color), MAX(color) FROM ekey")
+        .await;
     h.report("ENUM MIN/MAX", 1);
 }
 

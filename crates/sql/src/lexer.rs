@@ -88,6 +88,37 @@ pub fn tokenize_without_escapes(sql: &str) -> Result<Vec<Token>, LexError> {
     tokenize_as(sql, false)
 }
 
+/// Under the sql_mode ANSI_QUOTES: `sql` with every double-quoted name
+/// written with backquotes (`"a""b"` is `` `a"b` ``), which the server
+/// reads as the same names in any mode; `None` when it has none, or a name
+/// this cannot rewrite (one holding a backslash). `is_escaping`: a
+/// backslash escapes in strings (no NO_BACKSLASH_ESCAPES).
+pub fn ansi_names_backquoted(sql: &str, is_escaping: bool) -> Option<String> {
+    let tokens = tokenize_as(sql, is_escaping).ok()?;
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut at = 0;
+    for t in &tokens {
+        let s = t.text(sql);
+        if t.kind != TokenKind::Str || !s.starts_with('"') || s.len() < 2 {
+            continue;
+        }
+        let inner = &s[1..s.len() - 1];
+        if inner.contains('\\') {
+            return None;
+        }
+        out.push_str(&sql[at..t.start as usize]);
+        out.push('`');
+        out.push_str(&inner.replace("\"\"", "\"").replace('`', "``"));
+        out.push('`');
+        at = t.end as usize;
+    }
+    if at == 0 {
+        return None;
+    }
+    out.push_str(&sql[at..]);
+    Some(out)
+}
+
 #[inline(always)]
 fn tokenize_as(sql: &str, is_escaping: bool) -> Result<Vec<Token>, LexError> {
     let b = sql.as_bytes();

@@ -22,4 +22,6 @@ pub use facts::{
     SetItem,
 };
 pub use fingerprint::{fingerprint, Fingerprint, Literal};
-pub use lexer::{tokenize, LexError, Token, TokenKind};
+pub use lexer::{
+    ansi_names_backquoted, tokenize, tokenize_without_escapes, LexError, Token, TokenKind,
+};

@@ -11,4 +11,5 @@ pub mod tls;
 
 pub use conn::BackendConn;
 pub use pool::{Pool, PooledConn};
+pub use state::SqlModeFlags;
 pub use stream::BackendWatch;

@@ -25,6 +25,36 @@ pub enum SelectLimit {
     Expression,
 }
 
+/// What a session's sql_mode makes of its statements: how the server reads
+/// their text, and whether a write's conversion warning is an error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SqlModeFlags {
+    /// NO_BACKSLASH_ESCAPES: a backslash in a string is itself.
+    pub is_no_backslash_escapes: bool,
+    /// ANSI_QUOTES: `"x"` is a name, not a string.
+    pub is_ansi_quotes: bool,
+    /// STRICT_TRANS_TABLES or STRICT_ALL_TABLES: a write's conversion
+    /// warning is an error.
+    pub is_strict: bool,
+    /// NO_UNSIGNED_SUBTRACTION: a difference with an UNSIGNED operand is
+    /// signed (HAVING over merged groups, `exec/merge/having.rs`).
+    pub is_no_unsigned_subtraction: bool,
+}
+
+impl SqlModeFlags {
+    /// The flags of a value of `@@sql_mode` (its modes, comma separated).
+    pub fn of(mode: &str) -> SqlModeFlags {
+        let has = |m: &str| mode.split(',').any(|x| x.trim().eq_ignore_ascii_case(m));
+        SqlModeFlags {
+            is_no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
+            // ANSI is a combination the server expands in @@sql_mode.
+            is_ansi_quotes: has("ANSI_QUOTES") || has("ANSI"),
+            is_strict: has("STRICT_TRANS_TABLES") || has("STRICT_ALL_TABLES"),
+            is_no_unsigned_subtraction: has("NO_UNSIGNED_SUBTRACTION"),
+        }
+    }
+}
+
 /// Replayable SET items of a session, in last-applied order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionVars {
@@ -70,7 +100,8 @@ impl SessionVars {
     }
 
     /// Whether the sql_mode the session set names `mode`
-    /// (`NO_UNSIGNED_SUBTRACTION`). A mode set by an expression, or the
+    /// (`NO_UNSIGNED_SUBTRACTION`), for when its flags were not asked for
+    /// (`Bindings::sql_mode`). A mode set by an expression, or the
     /// server's global one the session never changed, is not seen.
     pub fn has_sql_mode(&self, mode: &str) -> bool {
         self.items.iter().any(|i| {
@@ -80,6 +111,21 @@ impl SessionVars {
                     .next()
                     .is_some_and(|v| v.to_ascii_uppercase().contains(mode))
         })
+    }
+
+    /// These variables without the session's `sql_select_limit`; `None`
+    /// when it set none. What a connection holds while it reads rows the
+    /// statement consumes itself (the SELECT of an INSERT ... SELECT, the
+    /// keys of an ordered write): one server limits only the rows a
+    /// statement sends its client.
+    pub fn without_select_limit(&self) -> Option<SessionVars> {
+        let is_limit = |i: &SetItem| i.key == "sql_select_limit";
+        if !self.items.iter().any(is_limit) {
+            return None;
+        }
+        let mut v = self.clone();
+        v.items.retain(|i| !is_limit(i));
+        Some(v)
     }
 
     /// The session's `max_error_count`, when it set a number.

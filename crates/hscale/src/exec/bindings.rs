@@ -101,6 +101,10 @@ pub struct Bindings {
     /// (`SessionVars::with_utf8_client`); the next statement's sync sets
     /// the session's back.
     pub is_text_utf8: bool,
+    /// What the session's sql_mode makes of its statements' text, once
+    /// asked (`session/sql_mode.rs`); `None` until then and after a
+    /// statement that may have changed it.
+    pub sql_mode: Option<crate::backend::SqlModeFlags>,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -576,5 +580,6 @@ impl Bindings {
         self.pending_begin = None;
         self.state.vars = self.base_vars.clone();
         self.state.last_insert_id = 0;
+        self.sql_mode = None;
     }
 }

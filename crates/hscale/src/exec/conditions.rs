@@ -234,6 +234,20 @@ impl Gathered {
         }
     }
 
+    /// The first condition of level Warning gathered since `m`: its code
+    /// and message.
+    pub fn first_warning_since(&self, m: Mark) -> Option<(u16, String)> {
+        self.rows
+            .get(m.rows..)?
+            .iter()
+            .find_map(|[level, code, message]| {
+                (level.as_slice() == b"Warning").then(|| {
+                    let code = std::str::from_utf8(code).ok()?.parse().ok()?;
+                    Some((code, String::from_utf8_lossy(message).into_owned()))
+                })?
+            })
+    }
+
     /// Forget what was gathered since `m`: the parts of an attempt given
     /// up before anything reached the client (a merge that falls back to
     /// another plan), whose conditions one server never raises.

@@ -101,6 +101,9 @@ pub struct Forwarder<'a, B, C> {
     last_org: Option<(Vec<u8>, Option<String>)>,
     /// Shipped copies' temporary tables and the tables they copy.
     ships: &'a [(String, String)],
+    /// A part whose column definitions were already read
+    /// (`scatter.rs::preflight`): its response goes on with its rows.
+    is_past_metadata: bool,
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -128,6 +131,7 @@ where
             names: None,
             last_org: None,
             ships: &[],
+            is_past_metadata: false,
         }
     }
 
@@ -342,6 +346,13 @@ where
     /// outcome): the caller ends the result set once every part's
     /// conditions are known (`scatter.rs`). Returns the outcome and the
     /// next sequence id.
+    /// The part's column definitions were read already: its response
+    /// goes on with its rows (a later part of a concatenation).
+    pub fn past_metadata(mut self, is_past: bool) -> Self {
+        self.is_past_metadata = is_past;
+        self
+    }
+
     pub async fn run_part(mut self, is_first: bool) -> Result<(Outcome, u8), ForwardFailure> {
         let r = match self.part(is_first).await {
             Ok(()) => self.flush().await,
@@ -357,46 +368,8 @@ where
     }
 
     async fn part(&mut self, is_first: bool) -> Result<(), ForwardError> {
-        let p = self.next().await?;
-        if is_first && self.hold(&p) {
+        if !self.is_past_metadata && self.part_metadata(is_first).await? {
             return Ok(());
-        }
-        match p.first() {
-            Some(0xff) => {
-                let renamed = self.renamed(&p.payload);
-                let payload = renamed.as_deref().unwrap_or(&p.payload);
-                self.note_err(payload);
-                return self.send(payload).await;
-            }
-            Some(0x00) => {
-                // No result set (should not happen for a SELECT): no rows.
-                let ok = OkPacket::decode(&p.payload).map_err(ForwardError::Backend)?;
-                self.outcome.status = Some(ok.status);
-                self.outcome.warnings = ok.warnings;
-                return Ok(());
-            }
-            _ => {}
-        }
-        if is_first {
-            self.send_whole(p).await?;
-        }
-        loop {
-            let d = self.next().await?;
-            if is_eof(&d.payload) {
-                if is_first {
-                    self.send_metadata_eof(&d.payload).await?;
-                }
-                break;
-            }
-            if d.first() == Some(0xff) {
-                let renamed = self.renamed(&d.payload);
-                let payload = renamed.as_deref().unwrap_or(&d.payload);
-                self.note_err(payload);
-                return self.send(payload).await;
-            }
-            if is_first {
-                self.send_column_def(d).await?;
-            }
         }
         loop {
             let row = self.next().await?;
@@ -415,6 +388,53 @@ where
             self.outcome.rows += 1;
             self.send_whole(row).await?;
         }
+    }
+
+    /// A part's response up to its rows (sent to the client only for the
+    /// first part); true when the response ended there.
+    async fn part_metadata(&mut self, is_first: bool) -> Result<bool, ForwardError> {
+        let p = self.next().await?;
+        if is_first && self.hold(&p) {
+            return Ok(true);
+        }
+        match p.first() {
+            Some(0xff) => {
+                let renamed = self.renamed(&p.payload);
+                let payload = renamed.as_deref().unwrap_or(&p.payload);
+                self.note_err(payload);
+                return self.send(payload).await.map(|()| true);
+            }
+            Some(0x00) => {
+                // No result set (should not happen for a SELECT): no rows.
+                let ok = OkPacket::decode(&p.payload).map_err(ForwardError::Backend)?;
+                self.outcome.status = Some(ok.status);
+                self.outcome.warnings = ok.warnings;
+                return Ok(true);
+            }
+            _ => {}
+        }
+        if is_first {
+            self.send_whole(p).await?;
+        }
+        loop {
+            let d = self.next().await?;
+            if is_eof(&d.payload) {
+                if is_first {
+                    self.send_metadata_eof(&d.payload).await?;
+                }
+                break;
+            }
+            if d.first() == Some(0xff) {
+                let renamed = self.renamed(&d.payload);
+                let payload = renamed.as_deref().unwrap_or(&d.payload);
+                self.note_err(payload);
+                return self.send(payload).await.map(|()| true);
+            }
+            if is_first {
+                self.send_column_def(d).await?;
+            }
+        }
+        Ok(false)
     }
 
     /// Stream the whole response; flushes the client at the end.

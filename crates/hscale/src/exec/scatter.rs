@@ -14,9 +14,10 @@
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
 use hscale_route::BackendId;
+use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::status;
 use hscale_wire::reply::OkParts;
-use hscale_wire::response::{OkInfo, OkPacket};
+use hscale_wire::response::{ErrPacket, OkInfo, OkPacket};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use std::collections::VecDeque;
@@ -239,6 +240,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut next_send = 0;
         // What the parts read so far said.
         let mut sum = PartsSum::default();
+        // Parts 1.. whose column definitions were read before the first
+        // row reached the client.
+        let mut checked = 0..0;
         for i in 0..parts.len() {
             // An error while sending ahead ends the result where it is.
             if !self
@@ -248,13 +252,37 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 flight.abandon();
                 return Ok(());
             }
+            if i == 0 {
+                match self.preflight(&mut flight).await {
+                    Ok(n) => checked = 1..1 + n,
+                    Err(e) => {
+                        flight.abandon();
+                        return match e {
+                            Preflight::Stale(err) => Err(ProxyError::StaleRoute { err }),
+                            Preflight::Server(err) => self.write_server_error(seq, &err).await,
+                            Preflight::Lost(err) => {
+                                if !self.b.is_bound_lost {
+                                    write_error(&mut *self.client, seq, &err).await;
+                                }
+                                Ok(())
+                            }
+                        };
+                    }
+                }
+            }
             let Some(conn) = self.next_in_flight(&mut flight) else {
                 flight.abandon();
                 return Ok(());
             };
             let branches = super::conditions::union_branches(&parts[i].0);
             match self
-                .receive_part(conn, seq, (i == 0, branches), &mut sum)
+                .receive_part(
+                    conn,
+                    seq,
+                    (i == 0, branches),
+                    &mut sum,
+                    checked.contains(&i),
+                )
                 .await
             {
                 Ok(Some(next)) => seq = next,
@@ -399,6 +427,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         seq: u8,
         (is_first, branches): (bool, u32),
         sum: &mut PartsSum,
+        is_past_metadata: bool,
     ) -> Result<Option<u8>, ProxyError> {
         let max = self.b.ctx.config.proxy.max_allowed_packet;
         let deprecated = self.is_eof_deprecated();
@@ -406,7 +435,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
             .starting_at(seq)
             .naming(&self.b.ctx.partitioning)
-            .shipped(&self.ship_names);
+            .shipped(&self.ship_names)
+            .past_metadata(is_past_metadata);
         if self.is_fenced {
             f = f.holding_missing_tables();
         }
@@ -451,6 +481,38 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             },
         }
+    }
+
+    /// Before the first part's answer reaches the client: read the column
+    /// definitions of the other parts sent ahead (flight's second part
+    /// on). A server sends them once it opened the part's tables, and a
+    /// partition change's rename waits for such a statement to end; so a
+    /// part renamed away fails here, while the statement can still be
+    /// planned again as a whole (`Preflight::Stale`), never after rows
+    /// were sent. Returns how many parts were read so. Parts that were
+    /// not sent ahead (more than `MAX_IN_FLIGHT`, or inside a transaction,
+    /// one part at a time) are not read early: README lists it.
+    async fn preflight(&mut self, flight: &mut InFlight) -> Result<usize, Preflight> {
+        let mut n = 0;
+        for conn in flight.conns.iter_mut().skip(1) {
+            let running = self.b.running(conn, conn.pool().backend_id);
+            let r = preflight_part(&mut conn.stream).await;
+            drop(running);
+            match r {
+                Ok(None) => n += 1,
+                Ok(Some(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
+                    return Err(Preflight::Stale(err))
+                }
+                Ok(Some(err)) => return Err(Preflight::Server(err)),
+                Err(e) => {
+                    return Err(Preflight::Lost(ProxyError::BackendLost {
+                        backend: conn.backend.to_string(),
+                        reason: e.to_string(),
+                    }))
+                }
+            }
+        }
+        Ok(n)
     }
 
     /// Read the OK of a write already sent on `conn` into `total`.
@@ -685,6 +747,39 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             info: &total.info.text(),
         }))
         .await
+    }
+}
+
+/// Why the parts sent ahead of a concatenation stopped before its first
+/// row ([`Exec::preflight`]).
+enum Preflight {
+    /// A part's table was renamed away by a partition change.
+    Stale(ErrPacket),
+    /// A part's error, which the client gets before any row.
+    Server(ErrPacket),
+    /// A part's backend connection broke.
+    Lost(ProxyError),
+}
+
+/// Read a SELECT's response on `stream` up to its rows: `Some(error)`
+/// when it failed there.
+async fn preflight_part<B: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut hscale_wire::PacketStream<B>,
+) -> Result<Option<ErrPacket>, hscale_wire::WireError> {
+    let malformed = || hscale_wire::WireError::Malformed("a read's part answered without rows");
+    let first = stream.read_packet().await?;
+    match first.first() {
+        Some(0xff) => return ErrPacket::decode(&first.payload).map(Some),
+        Some(0x00) | None => return Err(malformed()),
+        _ => {}
+    }
+    loop {
+        let d = stream.read_packet().await?;
+        match d.first() {
+            Some(0xfe) if d.payload.len() < 9 => return Ok(None),
+            Some(0xff) => return ErrPacket::decode(&d.payload).map(Some),
+            _ => {}
+        }
     }
 }
 

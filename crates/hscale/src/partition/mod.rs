@@ -233,58 +233,38 @@ impl Partitioning {
     /// If the statement names a partitioned table, the error to answer with.
     /// Cheap when nothing is partitioned (one atomic load).
     pub fn refusal(&self, sql: &[u8]) -> Option<String> {
+        self.managed_name(sql).map(|what| {
+            format!("a statement that is not UTF-8 (non-ASCII text in a connection character set such as latin1) naming {what} is not supported")
+        })
+    }
+
+    /// The first table hscale manages that the statement names, as words
+    /// for an error ("partitioned table db.t", "view db.v (kept by
+    /// hscale)", "global table db.g"); `None` when it names none. Cheap when
+    /// nothing is partitioned (one atomic load).
+    pub fn managed_name(&self, sql: &[u8]) -> Option<String> {
         let d = self.snapshot.load();
         if d.is_empty() {
             return None;
         }
         let text = String::from_utf8_lossy(sql);
         let tokens = hscale_sql::tokenize(&text).ok()?;
-        for t in d.tables() {
-            let hit = tokens.iter().any(|tok| {
-                let s = tok.text(&text);
-                let s = s.trim_matches('`');
+        let names = |name: &str| {
+            tokens.iter().any(|tok| {
                 matches!(
                     tok.kind,
                     hscale_sql::TokenKind::Word | hscale_sql::TokenKind::QuotedIdent
-                ) && s.eq_ignore_ascii_case(&t.name.table)
-            });
-            if hit {
-                return Some(format!(
-                    "a statement that is not UTF-8 (non-ASCII text in a connection character set such as latin1) naming partitioned table {} is not supported",
-                    t.name
-                ));
-            }
+                ) && tok.text(&text).trim_matches('`').eq_ignore_ascii_case(name)
+            })
+        };
+        if let Some(t) = d.tables().find(|t| names(&t.name.table)) {
+            return Some(format!("partitioned table {}", t.name));
         }
-        for v in d.views() {
-            let hit = tokens.iter().any(|tok| {
-                let s = tok.text(&text).trim_matches('`');
-                matches!(
-                    tok.kind,
-                    hscale_sql::TokenKind::Word | hscale_sql::TokenKind::QuotedIdent
-                ) && s.eq_ignore_ascii_case(&v.name.table)
-            });
-            if hit {
-                return Some(format!(
-                    "a statement that is not UTF-8 naming view {} (kept by hscale) is not supported",
-                    v.name
-                ));
-            }
+        if let Some(v) = d.views().find(|v| names(&v.name.table)) {
+            return Some(format!("view {} (kept by hscale)", v.name));
         }
-        for g in d.globals() {
-            let hit = tokens.iter().any(|tok| {
-                let s = tok.text(&text).trim_matches('`');
-                matches!(
-                    tok.kind,
-                    hscale_sql::TokenKind::Word | hscale_sql::TokenKind::QuotedIdent
-                ) && s.eq_ignore_ascii_case(&g.table)
-            });
-            if hit {
-                return Some(format!(
-                    "table {g} is global and this statement is not valid UTF-8"
-                ));
-            }
-        }
-        None
+        let global = d.globals().find(|g| names(&g.table));
+        global.map(|g| format!("global table {g}"))
     }
 }
 

@@ -556,36 +556,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Whether the session's sql_mode has NO_BACKSLASH_ESCAPES (asked of
     /// the main backend in the session's state).
     async fn is_no_backslash_escapes(&mut self) -> Result<bool, ProxyError> {
-        // A deferred BEGIN waits for the session's first statement.
-        let begin = self.b.pending_begin.take();
-        let leased = self.b.lease(BackendId::MAIN, false).await;
-        self.b.pending_begin = begin;
-        let mut conn = match leased? {
-            Ok(c) => c,
-            Err(err) => {
-                return Err(ProxyError::Backend {
-                    backend: "main".into(),
-                    during: "reading the session's sql_mode".into(),
-                    err,
-                })
-            }
-        };
-        let r = conn.query_rows("SELECT @@sql_mode").await;
-        let mode = match &r {
-            Ok(Ok(rows)) => rows
-                .strings()
-                .first()
-                .and_then(|row| row.first().cloned().flatten())
-                .unwrap_or_default(),
-            _ => String::new(),
-        };
-        self.b.finish(conn, Outcome::default(), &Effects::default());
-        r?.map_err(|err| ProxyError::Backend {
-            backend: "main".into(),
-            during: "reading the session's sql_mode".into(),
-            err,
-        })?;
-        Ok(mode.split(',').any(|m| m == "NO_BACKSLASH_ESCAPES"))
+        Ok(self.sql_mode().await?.is_no_backslash_escapes)
     }
 
     /// How a statement being prepared reaches partitioned tables, if it

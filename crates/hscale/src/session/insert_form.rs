@@ -100,7 +100,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     }
                 }
                 InsertForm::EvaluateKeys { select, keys } => {
-                    match self.select_rows(&select).await? {
+                    let mark = self.b.gathered.mark();
+                    let selected = self.select_rows(&select).await?;
+                    if let Some(err) = self.strict_error_since(mark).await? {
+                        self.write_server_error(1, &err).await?;
+                        return Ok(Normal::Answered);
+                    }
+                    match selected {
                         Selected::Error(err) if err.code == 1054 => {
                             return Err(ProxyError::Refused(
                                 "a partition key computed from other columns of its row".into(),
@@ -130,6 +136,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         } else {
             Normal::AsIs
         })
+    }
+
+    /// The error one server answers an INSERT with when evaluating its
+    /// keys (the SELECT since `mark`) raised a warning in a strict
+    /// sql_mode: the server makes a write's first warning its error
+    /// (`'pi' || 'pe'` is 1292 there, not the key `0`). `None` when the
+    /// SELECT raised none or the session is not strict (the row is then
+    /// stored with the value the SELECT showed).
+    async fn strict_error_since(
+        &mut self,
+        mark: crate::exec::conditions::Mark,
+    ) -> Result<Option<ErrPacket>, ProxyError> {
+        let Some((code, message)) = self.b.gathered.first_warning_since(mark) else {
+            return Ok(None);
+        };
+        // The SELECT's own conditions are not the statement's: without
+        // strict mode the row is stored with the value the SELECT showed
+        // and without the server's warnings of it (README).
+        self.b.gathered.rewind(mark);
+        if !self.sql_mode().await?.is_strict {
+            return Ok(None);
+        }
+        let sql_state = *match code {
+            1292 | 1366 => b"22007",
+            1365 => b"22012",
+            1264 | 1690 => b"22003",
+            1406 => b"22001",
+            1048 => b"23000",
+            1265 => b"01000",
+            _ => b"HY000",
+        };
+        Ok(Some(ErrPacket {
+            code,
+            sql_state,
+            message,
+        }))
     }
 
     /// A statement being prepared in the `(columns) VALUES` form the router
@@ -231,6 +273,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             is_read_only: true,
             ..Effects::default()
         };
+        // sql_select_limit limits what a statement sends its client, never
+        // the rows a statement reads for itself: the connections this read
+        // runs on hold the session's variables without it, and the next
+        // statement's sync sets it back.
+        let limited = self
+            .b
+            .state
+            .vars
+            .without_select_limit()
+            .map(|v| std::mem::replace(&mut self.b.state.vars, std::sync::Arc::new(v)));
+        let r = self.select_caught_run(select, what, plan, effects).await;
+        if let Some(vars) = limited {
+            self.b.state.vars = vars;
+        }
+        r
+    }
+
+    async fn select_caught_run(
+        &mut self,
+        select: &str,
+        what: &str,
+        plan: Plan,
+        effects: Effects<'_>,
+    ) -> Result<Vec<u8>, ProxyError> {
         let mut caught = PacketStream::new(Caught::default());
         {
             let mut exec = Exec::new(&mut caught, &mut self.b, false);

@@ -31,6 +31,7 @@ mod processlist;
 mod query;
 mod remote_views;
 mod rewrite;
+mod sql_mode;
 mod statement;
 mod txn;
 mod user_vars;
@@ -203,6 +204,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             generated_id: None,
             one_row_select: None,
             is_text_utf8: false,
+            sql_mode: None,
             savepoints: Default::default(),
             note: Default::default(),
             gathered: Default::default(),

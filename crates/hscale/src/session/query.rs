@@ -34,6 +34,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     async fn query_text(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+        // The text as the server reads it under the session's sql_mode.
+        let in_mode = self.in_sql_mode(payload).await?;
+        let payload = in_mode.as_ref().unwrap_or(payload);
         let original = payload;
         if self.answered_index(payload).await? {
             return Ok(());
@@ -50,6 +53,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let payload = rewritten.as_ref().unwrap_or(payload);
         let sql_bytes = &payload[1..];
+        self.forget_sql_mode(&facts, sql_bytes);
         let sql = std::str::from_utf8(sql_bytes).unwrap_or("<not UTF-8>");
         tracing::debug!(
             connection_id = self.b.connection_id,

@@ -437,19 +437,35 @@ fn plan_insert_parts(
     if let Some(e) = unweighed {
         return Plan::Refuse(e.to_string());
     }
-    let head_end = tokens[rows_first_start(tokens, sql, r)].start as usize;
+    let first_row = rows_first_start(tokens, sql, r);
+    let head_end = tokens[first_row].start as usize;
     let tail = tokens
         .get(tail_start)
         .map_or("", |t| &sql[t.start as usize..]);
+    let is_many = groups.iter().map(|g| g.1.len()).sum::<usize>() > 1;
     let parts = groups
         .into_iter()
         .map(|(target, rows)| {
-            let head = rewrite(&sql[..head_end], tokens, r, &target, false);
-            let values: Vec<&str> = rows
-                .iter()
-                .map(|&(a, b)| &sql[tokens[a].start as usize..tokens[b].end as usize])
-                .collect();
-            let s = format!("{head}{} {tail}", values.join(", "));
+            let s = match rows.as_slice() {
+                // One row of several: the server must still take it as a
+                // statement of several rows (sql_mode without strict, a
+                // NULL for a NOT NULL column is then a warning 1048 and
+                // the column's implicit default, not the error a one-row
+                // INSERT gets). INSERT ... SELECT of the row's values is
+                // such a statement, and counts its record in its info.
+                &[(a, b)] if is_many && !prepared => {
+                    selected_row(sql, tokens, r, &target, first_row, (a, b), tail)
+                }
+                _ => None,
+            };
+            let s = s.unwrap_or_else(|| {
+                let head = rewrite(&sql[..head_end], tokens, r, &target, false);
+                let values: Vec<&str> = rows
+                    .iter()
+                    .map(|&(a, b)| &sql[tokens[a].start as usize..tokens[b].end as usize])
+                    .collect();
+                format!("{head}{} {tail}", values.join(", "))
+            });
             (target, s.trim_end().to_string())
         })
         .collect();
@@ -457,6 +473,33 @@ fn plan_insert_parts(
         kind: StatementKind::Insert,
         parts,
     }
+}
+
+/// One row of a multi-row INSERT, as `INSERT ... SELECT values tail`
+/// (see `plan_insert`); `None` when its values cannot stand in a SELECT
+/// list (`DEFAULT`, an empty row).
+fn selected_row(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    target: &Target,
+    first_row: usize,
+    (a, b): (usize, usize),
+    tail: &str,
+) -> Option<String> {
+    let values_kw = first_row.checked_sub(1)?;
+    let inner = &tokens[a + 1..b];
+    let is_selectable = !inner.is_empty()
+        && top_level_items(sql, inner)
+            .iter()
+            .all(|v| !v.is_empty() && !v.iter().any(|t| t.is_word(sql, "DEFAULT")));
+    if !is_selectable {
+        return None;
+    }
+    let head_end = tokens[values_kw].start as usize;
+    let head = rewrite(&sql[..head_end], tokens, r, target, false);
+    let values = &sql[inner[0].start as usize..inner[inner.len() - 1].end as usize];
+    Some(format!("{head}SELECT {values} {tail}"))
 }
 
 /// For a prepared INSERT: the ordinals of the `?` giving each row's key,

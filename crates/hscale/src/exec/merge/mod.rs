@@ -717,7 +717,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 self.end_part(p).await;
             }
         }
-        let is_subtraction_signed = self.b.state.vars.has_sql_mode("NO_UNSIGNED_SUBTRACTION");
+        let is_subtraction_signed = match self.b.sql_mode {
+            Some(m) => m.is_no_unsigned_subtraction,
+            None => self.b.state.vars.has_sql_mode("NO_UNSIGNED_SUBTRACTION"),
+        };
         let merged = groups.finish(&out_cols, &plan.order, is_subtraction_signed)?;
         let st = self.b.status();
         let deprecated = self.is_eof_deprecated();

@@ -69,6 +69,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     ))
                 })?
         };
+        // Names in double quotes when the connection's sql_mode has
+        // ANSI_QUOTES: written with backquotes, which any mode reads.
+        let ddl = match ddl.starts_with("CREATE TABLE \"") {
+            true => hscale_sql::ansi_names_backquoted(&ddl, true).unwrap_or(ddl),
+            false => ddl,
+        };
         let head = format!(
             "CREATE TABLE {}",
             crate::partition::quote_ident(&ship.like.1)

@@ -1,0 +1,166 @@
+//! How the session's sql_mode makes the server read a statement's text,
+//! before hscale reads it (`query.rs` calls [`Session::in_sql_mode`] first).
+//!
+//! ```text
+//!  statement ── no `"` and no `\` ──────────────────────────► as it is (one pass over its bytes)
+//!      │
+//!      └─ the session's sql_mode (asked once, `SELECT @@sql_mode`, kept until
+//!         a statement that may change it)
+//!           ANSI_QUOTES:  "name" ──► `name`         (the same statement to the server)
+//!           NO_BACKSLASH_ESCAPES, a string holding `\` in a statement the
+//!           router does not pass through ──► refused (1235): hscale's lexer
+//!           reads `\` as an escape, so it would route the key as another string
+//! ```
+//! Statements on tables hscale does not manage go to the main backend as
+//! they are, whatever the mode: the server reads them itself.
+
+use super::*;
+use crate::backend::SqlModeFlags;
+use hscale_sql::TokenKind;
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// The statement as hscale must read it under the session's sql_mode:
+    /// `None` when it reads as it is, the text to analyze and run instead
+    /// (double-quoted names as backquoted ones under ANSI_QUOTES), or the
+    /// refusal of a statement hscale would misread.
+    pub(super) async fn in_sql_mode(
+        &mut self,
+        payload: &Bytes,
+    ) -> Result<Option<Bytes>, ProxyError> {
+        let sql = &payload[1..];
+        if !sql.iter().any(|&b| b == b'"' || b == b'\\') {
+            return Ok(None);
+        }
+        let (has_double_quote, has_backslash) = (sql.contains(&b'"'), sql.contains(&b'\\'));
+        let mode = self.sql_mode().await?;
+        let Ok(text) = std::str::from_utf8(sql) else {
+            return Ok(None);
+        };
+        if has_backslash && mode.is_no_backslash_escapes {
+            if let Some(why) = self.misread_backslash(text) {
+                return Err(ProxyError::Unsupported { what: why });
+            }
+        }
+        if has_double_quote && mode.is_ansi_quotes {
+            if let Some(named) =
+                hscale_sql::ansi_names_backquoted(text, !mode.is_no_backslash_escapes)
+            {
+                let mut p = BytesMut::with_capacity(1 + named.len());
+                p.put_u8(payload[0]);
+                p.put_slice(named.as_bytes());
+                return Ok(Some(p.freeze()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Under NO_BACKSLASH_ESCAPES: why hscale cannot run a statement whose
+    /// strings hold a backslash, when it names a table hscale manages (its
+    /// keys and strings would be read with `\` as an escape) or when the
+    /// backslash moves where a string ends (hscale would see other names).
+    fn misread_backslash(&self, text: &str) -> Option<String> {
+        let raw = hscale_sql::tokenize_without_escapes(text).ok()?;
+        let holds = raw
+            .iter()
+            .any(|t| t.kind == TokenKind::Str && t.text(text).contains('\\'));
+        if !holds {
+            return None;
+        }
+        if !hscale_sql::tokenize(text).is_ok_and(|t| t == raw) {
+            return Some(
+                "a string holding a backslash before a quote under sql_mode NO_BACKSLASH_ESCAPES"
+                    .into(),
+            );
+        }
+        // The same names either way: only a statement the router sends
+        // to the main backend as it is reads no string itself.
+        let plan = {
+            let dict = self.b.ctx.partitioning.dictionary();
+            hscale_route::router::plan(text, self.b.state.db.as_deref(), &dict)
+        };
+        if matches!(plan, Plan::Passthrough) {
+            return None;
+        }
+        let what = self
+            .b
+            .ctx
+            .partitioning
+            .managed_name(text.as_bytes())
+            .unwrap_or_else(|| "a table hscale manages".into());
+        Some(format!(
+            "a string holding a backslash under sql_mode NO_BACKSLASH_ESCAPES in a statement naming {what}"
+        ))
+    }
+
+    /// The session's sql_mode flags, asked of the main backend in the
+    /// session's state once and kept until a statement may change them
+    /// ([`Session::forget_sql_mode`]).
+    pub(super) async fn sql_mode(&mut self) -> Result<SqlModeFlags, ProxyError> {
+        if let Some(m) = self.b.sql_mode {
+            return Ok(m);
+        }
+        // A deferred BEGIN waits for the session's first statement.
+        let begin = self.b.pending_begin.take();
+        let leased = self.b.lease(BackendId::MAIN, false).await;
+        self.b.pending_begin = begin;
+        let during = || "reading the session's sql_mode".to_string();
+        let mut conn = match leased? {
+            Ok(c) => c,
+            Err(err) => {
+                return Err(ProxyError::Backend {
+                    backend: "main".into(),
+                    during: during(),
+                    err,
+                })
+            }
+        };
+        let r = conn.query_rows("SELECT @@session.sql_mode").await;
+        let mode = match &r {
+            Ok(Ok(rows)) => rows
+                .strings()
+                .first()
+                .and_then(|row| row.first().cloned().flatten())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        self.b.finish(conn, Outcome::default(), &Effects::default());
+        r?.map_err(|err| ProxyError::Backend {
+            backend: "main".into(),
+            during: during(),
+            err,
+        })?;
+        let flags = SqlModeFlags::of(&mode);
+        self.b.sql_mode = Some(flags);
+        Ok(flags)
+    }
+
+    /// Before a statement that may set the session's sql_mode (its own
+    /// text was read in the mode before it): ask again when next needed.
+    pub(super) fn forget_sql_mode(&mut self, facts: &hscale_sql::Facts, sql: &[u8]) {
+        if self.b.sql_mode.is_some()
+            && (facts.kind == hscale_sql::Kind::Set || facts.statements > 1)
+            && rewrite::mentions(sql, b"sql_mode")
+        {
+            self.b.sql_mode = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hscale_sql::ansi_names_backquoted;
+
+    #[test]
+    fn double_quoted_names_become_backquoted() {
+        assert_eq!(
+            ansi_names_backquoted(r#"SELECT "cid" FROM "cust" WHERE "cid" = 3"#, true).as_deref(),
+            Some("SELECT `cid` FROM `cust` WHERE `cid` = 3")
+        );
+        assert_eq!(
+            ansi_names_backquoted(r#"SELECT 'a"b', "x""y`z" FROM t"#, true).as_deref(),
+            Some("SELECT 'a\"b', `x\"y``z` FROM t")
+        );
+        assert_eq!(ansi_names_backquoted("SELECT 'a\"b' FROM t", true), None);
+        assert_eq!(ansi_names_backquoted(r#"SELECT "a\b" FROM t"#, true), None);
+    }
+}
