@@ -286,6 +286,42 @@ pub struct UserConfig {
     pub backend_user: Option<String>,
     #[serde(default)]
     pub backend_password: String,
+    /// The host part of this account, as in MariaDB's `'name'@'host'`:
+    /// an address, `localhost`, or a pattern with `%` and `_`. A client
+    /// connecting from elsewhere is refused (1045), and `CURRENT_USER()`
+    /// names the account with it. Unset: `%`, every host.
+    #[serde(default)]
+    pub host: Option<String>,
+}
+
+impl UserConfig {
+    /// The account's host part (`%` when unset).
+    pub fn host(&self) -> &str {
+        self.host.as_deref().unwrap_or("%")
+    }
+
+    /// Whether a client from `client_host` (its IP, or `localhost`; as
+    /// [`client_host_name`](crate::session::client_host_name) gives it,
+    /// and its IP too) may log in as this account: MariaDB's host match,
+    /// `%` any run of characters, `_` one, case-insensitive.
+    pub fn is_host_allowed(&self, client_hosts: &[&str]) -> bool {
+        let pattern = self.host();
+        client_hosts
+            .iter()
+            .any(|h| like(pattern.as_bytes(), h.as_bytes()))
+    }
+}
+
+/// SQL LIKE without escapes, ASCII case-insensitive.
+fn like(p: &[u8], s: &[u8]) -> bool {
+    match p.split_first() {
+        None => s.is_empty(),
+        Some((b'%', rest)) => (0..=s.len()).any(|i| like(rest, &s[i..])),
+        Some((b'_', rest)) => !s.is_empty() && like(rest, &s[1..]),
+        Some((c, rest)) => s
+            .split_first()
+            .is_some_and(|(d, tail)| c.eq_ignore_ascii_case(d) && like(rest, tail)),
+    }
 }
 
 impl std::fmt::Debug for UserConfig {
@@ -296,6 +332,7 @@ impl std::fmt::Debug for UserConfig {
             .field("admin", &self.admin)
             .field("backend_user", &self.backend_user)
             .field("backend_password", &"<redacted>")
+            .field("host", &self.host)
             .finish()
     }
 }
@@ -472,6 +509,12 @@ impl Config {
                     u.name
                 ));
             }
+            if u.host.as_deref() == Some("") {
+                out.push(format!(
+                    "[[users]] #{}: host is empty (leave it out for every host)",
+                    i + 1
+                ));
+            }
             if u.backend_user.as_deref() == Some("") {
                 out.push(format!("[[users]] #{}: backend_user is empty", i + 1));
             }
@@ -578,6 +621,24 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn account_hosts_match_as_the_server_matches_them() {
+        let user = |host: Option<&str>| UserConfig {
+            name: "u".into(),
+            host: host.map(str::to_string),
+            ..Default::default()
+        };
+        assert!(user(None).is_host_allowed(&["10.1.2.3"]));
+        assert_eq!(user(None).host(), "%");
+        assert!(user(Some("10.1.%")).is_host_allowed(&["10.1.2.3"]));
+        assert!(!user(Some("10.1.%")).is_host_allowed(&["10.10.2.3"]));
+        assert!(user(Some("127.0.0._")).is_host_allowed(&["127.0.0.1"]));
+        assert!(!user(Some("127.0.0._")).is_host_allowed(&["127.0.0.12"]));
+        assert!(user(Some("LOCALHOST")).is_host_allowed(&["localhost", "127.0.0.1"]));
+        assert!(!user(Some("localhost")).is_host_allowed(&["127.0.0.1"]));
+        assert!(user(Some("%.example.com")).is_host_allowed(&["db.example.com"]));
+    }
 
     #[test]
     fn problems_are_named() {

@@ -136,6 +136,11 @@ pub enum ProxyError {
     /// Planning took longer than `[proxy] plan_timeout_ms`.
     #[error("Query execution was interrupted (hscale: planning this statement took more than plan_timeout_ms = {ms})")]
     PlanTimeout { ms: u64 },
+    /// Integer arithmetic the proxy evaluates (HAVING over merged groups)
+    /// went beyond its type, as the server's would: `kind` is `BIGINT` or
+    /// `BIGINT UNSIGNED`, `expr` the expression as the server prints it.
+    #[error("{kind} value is out of range in '{expr}'")]
+    OutOfRange { kind: &'static str, expr: String },
     /// A statement on a view hscale keeps that one server refuses too.
     #[error(transparent)]
     View(#[from] hscale_route::view::ViewError),
@@ -225,6 +230,7 @@ impl ProxyError {
                 let (code, state) = e.code();
                 (code, state, msg)
             }
+            ProxyError::OutOfRange { .. } => (code::ER_DATA_OUT_OF_RANGE, b"22003", msg),
             ProxyError::UniqueKeyNeedsPartitionColumn { .. } => {
                 (code::ER_UNIQUE_KEY_NEED_ALL_FIELDS_IN_PF, b"HY000", msg)
             }

@@ -57,6 +57,10 @@ pub struct Context {
     /// Backend 0 is the main backend.
     pools: Vec<Vec<Arc<Pool>>>,
     pub(crate) server_version: OnceLock<String>,
+    /// The main backend resolves client addresses to names (its
+    /// `skip_name_resolve` is OFF): a loopback client is then
+    /// `localhost` in `USER()` (`session::client_host_name`).
+    pub(crate) resolves_names: std::sync::atomic::AtomicBool,
     /// The main backend's collation table (`information_schema.COLLATIONS`),
     /// read at start; [`Context::collations`] answers with a short built-in
     /// table until then.
@@ -370,6 +374,7 @@ impl Context {
             config: Arc::new(config),
             pools,
             server_version: OnceLock::new(),
+            resolves_names: std::sync::atomic::AtomicBool::new(false),
             collations: OnceLock::new(),
             next_connection_id: AtomicU32::new(1),
             next_txn_seq: AtomicU64::new(1),
@@ -580,7 +585,26 @@ impl Context {
     /// Learn what clients see of the main backend, on a connection to it:
     /// its version string and its collation table (each once).
     pub async fn learn_main_backend(&self, conn: &mut crate::backend::BackendConn) {
-        let _ = self.server_version.set(conn.server_version.clone());
+        if self.server_version.set(conn.server_version.clone()).is_ok() {
+            // Version comments are lexed as this server runs them.
+            if let Ok(Ok(r)) = conn.query_rows("SELECT @@skip_name_resolve").await {
+                let skips = r
+                    .strings()
+                    .first()
+                    .and_then(|row| row.first().cloned().flatten());
+                self.resolves_names.store(
+                    skips.as_deref() == Some("0"),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+            }
+            match hscale_sql::lexer::ServerVersion::parse(&conn.server_version) {
+                Some(v) => v.set_current(),
+                None => tracing::warn!(
+                    version = %conn.server_version,
+                    "cannot read the main backend's version; version comments are lexed as MariaDB 10.11.0 runs them"
+                ),
+            }
+        }
         if self.collations.get().is_some() {
             return;
         }

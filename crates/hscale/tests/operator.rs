@@ -523,6 +523,7 @@ async fn sighup_reloads_users_and_limits_without_dropping_sessions() {
         admin: false,
         backend_user: None,
         backend_password: String::new(),
+        host: None,
     });
     for u in &mut new.users {
         if u.name == "app" {

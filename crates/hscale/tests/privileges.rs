@@ -52,6 +52,7 @@ fn proxy() -> hscale::RunningProxy {
             admin: false,
             backend_user: Some(backend.into()),
             backend_password: pw.into(),
+            host: None,
         });
     }
     config.users.push(hscale::config::UserConfig {

@@ -1,7 +1,11 @@
 //! A MySQL lexer: identifiers, quoted identifiers, strings, numbers,
 //! variables, placeholders and operators, with comments skipped. The
 //! content of executable comments (`/*! ... */`, `/*M! ... */`) is lexed as
-//! code, as the server runs it.
+//! code where the server runs it: always without a version, and with one
+//! (`/*!50110 ... */`, `/*M!100500 ... */`) only when the version is not
+//! above the server's ([`ServerVersion`], learned from the main backend's
+//! handshake); otherwise the whole comment is skipped, as the server skips
+//! it, so that routing never reads a condition the server will not run.
 
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,27 +152,22 @@ fn tokenize_as(sql: &str, is_escaping: bool) -> Result<Vec<Token>, LexError> {
             }
             b'/' if i + 1 < n && b[i + 1] == b'*' => {
                 let start = i;
-                let exec = (i + 2 < n && b[i + 2] == b'!')
-                    || (i + 3 < n && (b[i + 2] == b'M' || b[i + 2] == b'm') && b[i + 3] == b'!');
-                if exec && !in_exec_comment {
-                    i += if b[i + 2] == b'!' { 3 } else { 4 };
-                    while i < n && b[i].is_ascii_digit() {
-                        i += 1;
+                if !in_exec_comment {
+                    match executable_comment(b, i, ServerVersion::current()) {
+                        Some(Executable::Code(code)) => {
+                            i = code;
+                            in_exec_comment = true;
+                            continue;
+                        }
+                        Some(Executable::Skipped(body)) => {
+                            i = skip_comment(b, body, 1)
+                                .ok_or(LexError::UnterminatedComment(start as u32))?;
+                            continue;
+                        }
+                        None => {}
                     }
-                    in_exec_comment = true;
-                    continue;
                 }
-                i += 2;
-                loop {
-                    if i + 1 >= n {
-                        return Err(LexError::UnterminatedComment(start as u32));
-                    }
-                    if b[i] == b'*' && b[i + 1] == b'/' {
-                        i += 2;
-                        break;
-                    }
-                    i += 1;
-                }
+                i = skip_comment(b, i + 2, 0).ok_or(LexError::UnterminatedComment(start as u32))?;
             }
             b'*' if in_exec_comment && i + 1 < n && b[i + 1] == b'/' => {
                 in_exec_comment = false;
@@ -279,6 +278,132 @@ fn tokenize_as(sql: &str, is_escaping: bool) -> Result<Vec<Token>, LexError> {
         }
     }
     Ok(out)
+}
+
+/// The server behind hscale, as far as the lexer cares: which version
+/// comments it runs. `id` is MariaDB's and MySQL's `MYSQL_VERSION_ID`
+/// (major * 10000 + minor * 100 + patch: 101119 for MariaDB 10.11.19).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerVersion {
+    pub id: u32,
+    pub is_mariadb: bool,
+}
+
+/// What the lexer assumes until [`ServerVersion::set_current`] is called:
+/// MariaDB 10.11.0, the version hscale is built and tested against.
+pub const DEFAULT_SERVER_VERSION: ServerVersion = ServerVersion {
+    id: 101100,
+    is_mariadb: true,
+};
+
+/// The current [`ServerVersion`], packed: the id, and the top bit set for
+/// MySQL. Set once when the proxy first reaches its main backend (a
+/// process-wide fact like the binary's own version, which no test varies).
+static CURRENT_SERVER: std::sync::atomic::AtomicU32 =
+    std::sync::atomic::AtomicU32::new(DEFAULT_SERVER_VERSION.id);
+
+const MYSQL_BIT: u32 = 1 << 31;
+
+impl ServerVersion {
+    /// Read a handshake's version string: `5.5.5-10.11.19-MariaDB-0+deb12u1`
+    /// (MariaDB, behind its replication prefix), `10.11.6-MariaDB`,
+    /// `8.0.36` (MySQL).
+    pub fn parse(text: &str) -> Option<ServerVersion> {
+        let is_mariadb = text.contains("MariaDB");
+        let text = if is_mariadb {
+            text.strip_prefix("5.5.5-").unwrap_or(text)
+        } else {
+            text
+        };
+        let mut parts = text.splitn(3, '.');
+        let major: u32 = parts.next()?.parse().ok()?;
+        let minor: u32 = parts.next()?.parse().ok()?;
+        let rest = parts.next()?;
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let patch: u32 = rest[..digits].parse().ok()?;
+        if minor > 99 || patch > 99 || major > 99 {
+            return None;
+        }
+        Some(ServerVersion {
+            id: major * 10000 + minor * 100 + patch,
+            is_mariadb,
+        })
+    }
+
+    /// The version the lexer decides version comments by.
+    pub fn current() -> ServerVersion {
+        let v = CURRENT_SERVER.load(std::sync::atomic::Ordering::Relaxed);
+        ServerVersion {
+            id: v & !MYSQL_BIT,
+            is_mariadb: v & MYSQL_BIT == 0,
+        }
+    }
+
+    /// Lex version comments as this server runs them from now on.
+    pub fn set_current(self) {
+        let packed = self.id | if self.is_mariadb { 0 } else { MYSQL_BIT };
+        CURRENT_SERVER.store(packed, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// What the server makes of an executable comment.
+enum Executable {
+    /// Code, starting at this index (after the marker and the version).
+    Code(usize),
+    /// A comment whose body (after the marker and the version) starts
+    /// at this index.
+    Skipped(usize),
+}
+
+/// The comment at `i` (`/*`), when it is an executable one: `/*!` (and on
+/// MariaDB `/*M!`), optionally followed by a version of five or six digits.
+/// As MariaDB's lexer (`sql_lex.cc`): without a version the content is
+/// code; with one, code when the version is not above the server's and,
+/// for a `/*!` comment, outside MySQL 5.7's range 50700-99999 (which
+/// MariaDB skips, as it may hold syntax MariaDB does not know); else the
+/// whole comment is one, which may hold one nested `/* */`.
+fn executable_comment(b: &[u8], i: usize, server: ServerVersion) -> Option<Executable> {
+    let is_maria_marker = server.is_mariadb && b.get(i + 2) == Some(&b'M');
+    let marker = if is_maria_marker { i + 3 } else { i + 2 };
+    if b.get(marker) != Some(&b'!') {
+        return None;
+    }
+    let v = marker + 1;
+    let digits = b[v.min(b.len())..]
+        .iter()
+        .take(6)
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    if digits < 5 {
+        return Some(Executable::Code(v));
+    }
+    let version: u32 = b[v..v + digits]
+        .iter()
+        .fold(0, |acc, d| acc * 10 + u32::from(d - b'0'));
+    let is_mysql57 = server.is_mariadb && (50700..=99999).contains(&version);
+    if version <= server.id && (!is_mysql57 || is_maria_marker) {
+        Some(Executable::Code(v + digits))
+    } else {
+        Some(Executable::Skipped(v))
+    }
+}
+
+/// Skip a comment's body from `i` to after its `*/`, entering up to
+/// `nesting` nested `/* ... */` on the way (MariaDB's `consume_comment`).
+/// `None` when it is not closed.
+fn skip_comment(b: &[u8], mut i: usize, nesting: u32) -> Option<usize> {
+    let n = b.len();
+    while i < n {
+        if nesting > 0 && b[i] == b'/' && i + 1 < n && b[i + 1] == b'*' {
+            i = skip_comment(b, i + 2, nesting - 1)?;
+            continue;
+        }
+        if b[i] == b'*' && i + 1 < n && b[i + 1] == b'/' {
+            return Some(i + 2);
+        }
+        i += 1;
+    }
+    None
 }
 
 fn s_end(out: &[Token]) -> usize {
@@ -408,6 +533,67 @@ mod tests {
         assert!(k.contains(&(Placeholder, "?".into())));
         assert!(k.contains(&(Number, "0x1F".into())));
         assert!(k.contains(&(Word, "5c".into())));
+    }
+
+    /// The content of an executable comment as lexed for `server`: the
+    /// index code starts at, or `None` for a skipped comment.
+    fn code_at(sql: &str, server: ServerVersion) -> Option<Option<usize>> {
+        match executable_comment(sql.as_bytes(), 0, server)? {
+            Executable::Code(i) => Some(Some(i)),
+            Executable::Skipped(_) => Some(None),
+        }
+    }
+
+    #[test]
+    fn version_comments_follow_the_server() {
+        let maria = ServerVersion::parse("5.5.5-10.11.19-MariaDB-0+deb12u1").unwrap();
+        assert_eq!(
+            maria,
+            ServerVersion {
+                id: 101119,
+                is_mariadb: true
+            }
+        );
+        let mysql = ServerVersion::parse("8.0.36").unwrap();
+        assert_eq!(
+            mysql,
+            ServerVersion {
+                id: 80036,
+                is_mariadb: false
+            }
+        );
+        assert_eq!(ServerVersion::parse("10.6.4-MariaDB").unwrap().id, 100604);
+        assert_eq!(ServerVersion::parse("nonsense"), None);
+        // Code: no version, or one not above the server's.
+        assert_eq!(code_at("/*! x */", maria), Some(Some(3)));
+        assert_eq!(code_at("/*M! x */", maria), Some(Some(4)));
+        assert_eq!(code_at("/*!40101 x */", maria), Some(Some(8)));
+        assert_eq!(code_at("/*!101119 x */", maria), Some(Some(9)));
+        assert_eq!(code_at("/*M!100000 x */", maria), Some(Some(10)));
+        assert_eq!(code_at("/*!1234 x */", maria), Some(Some(3)));
+        assert_eq!(code_at("/*!1011190 x */", maria), Some(Some(9)));
+        // Comments: above the server's, or MySQL 5.7's range unless `M`.
+        assert_eq!(code_at("/*!101120 x */", maria), Some(None));
+        assert_eq!(code_at("/*M!999999 x */", maria), Some(None));
+        assert_eq!(code_at("/*!50700 x */", maria), Some(None));
+        assert_eq!(code_at("/*!99999 x */", maria), Some(None));
+        assert_eq!(code_at("/*M!50700 x */", maria), Some(Some(9)));
+        assert_eq!(code_at("/*!50700 x */", mysql), Some(Some(8)));
+        assert_eq!(code_at("/*!80037 x */", mysql), Some(None));
+        // Not executable: `/*m!` on MariaDB, `/*M!` on MySQL.
+        assert_eq!(code_at("/*m!100000 x */", maria), None);
+        assert_eq!(code_at("/*M!100000 x */", mysql), None);
+        // A skipped comment may hold one nested comment.
+        let sql = "/*!999999 a /* b */ c */ d";
+        let Some(Executable::Skipped(body)) = executable_comment(sql.as_bytes(), 0, maria) else {
+            panic!("not skipped");
+        };
+        assert_eq!(&sql[skip_comment(sql.as_bytes(), body, 1).unwrap()..], " d");
+        assert_eq!(skip_comment(b"/*!999999 a /* b */ c", 3, 1), None);
+        // The lexer as set up (MariaDB 10.11 until a proxy learns its own).
+        assert_eq!(kinds("x /*M!999999 AND y */ z").len(), 2);
+        assert_eq!(kinds("x /*!999999 AND /* q */ y */ z").len(), 2);
+        assert_eq!(kinds("x /*M!100000 AND y */ z").len(), 4);
     }
 
     #[test]

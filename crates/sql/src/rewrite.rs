@@ -133,6 +133,14 @@ fn replace_calls(sql: &str, calls: &[(&str, String)]) -> Option<String> {
     let mut copied = 0;
     let mut depth = 0i32;
     let mut i = 0;
+    // Select items of a SELECT with a call inside an expression keep
+    // their label too: (end of the item's text, the label).
+    let items = if first.is_word(sql, "SELECT") {
+        select_items(&tokens, sql)
+    } else {
+        Vec::new()
+    };
+    let mut labels: Vec<(usize, String)> = Vec::new();
     while i < tokens.len() {
         let t = tokens[i];
         if t.is_punct(sql, "(") {
@@ -161,6 +169,22 @@ fn replace_calls(sql: &str, calls: &[(&str, String)]) -> Option<String> {
         };
         let last = tokens[i + len - 1];
         let is_item = is_whole_item(&tokens, sql, i, i + len);
+        // An item this call is inside of (not the whole of it), without
+        // an alias: labelled once, after its last token.
+        if let Some(&(a, b)) = items.iter().find(|(a, b)| (*a..*b).contains(&i)) {
+            let end = tokens[b - 1].end as usize;
+            if !is_item && !has_alias(&tokens[a..b], sql) && !labels.iter().any(|l| l.0 == end) {
+                let text = &sql[tokens[a].start as usize..end];
+                let label: String = text.chars().take(256).collect();
+                labels.push((end, label));
+            }
+        }
+        while let Some(l) = labels.first().filter(|l| l.0 <= t.start as usize) {
+            out.push_str(&sql[copied..l.0]);
+            let _ = write!(out, " AS `{}`", l.1.replace('`', "``"));
+            copied = l.0;
+            labels.remove(0);
+        }
         out.push_str(&sql[copied..t.start as usize]);
         out.push_str(replacement);
         if depth == 0 && is_item && first.is_word(sql, "SELECT") {
@@ -173,8 +197,83 @@ fn replace_calls(sql: &str, calls: &[(&str, String)]) -> Option<String> {
     if copied == 0 {
         return None;
     }
+    for (end, label) in labels {
+        out.push_str(&sql[copied..end]);
+        let _ = write!(out, " AS `{}`", label.replace('`', "``"));
+        copied = end;
+    }
     out.push_str(&sql[copied..]);
     Some(out)
+}
+
+/// The token ranges of the first SELECT's items (after its modifiers,
+/// up to FROM or another clause, split at top-level commas).
+fn select_items(tokens: &[Token], sql: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 1;
+    while tokens.get(start).is_some_and(|t| {
+        [
+            "ALL",
+            "DISTINCT",
+            "DISTINCTROW",
+            "SQL_NO_CACHE",
+            "SQL_CACHE",
+            "STRAIGHT_JOIN",
+        ]
+        .iter()
+        .any(|w| t.is_word(sql, w))
+    }) {
+        start += 1;
+    }
+    for (i, t) in tokens.iter().enumerate().skip(start) {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth == 0 {
+            if t.is_punct(sql, ",") {
+                out.push((start, i));
+                start = i + 1;
+            } else if t.kind == TokenKind::Semicolon || ITEM_END.iter().any(|w| t.is_word(sql, w)) {
+                out.push((start, i));
+                return out;
+            }
+        }
+    }
+    if start < tokens.len() {
+        out.push((start, tokens.len()));
+    }
+    out
+}
+
+/// Whether a select item names its own label: `... AS name`, or a name
+/// after the expression (`LENGTH(USER()) len`), which follows a value or
+/// a closing parenthesis, not an operator.
+fn has_alias(item: &[Token], sql: &str) -> bool {
+    const OPERATORS: &[&str] = &[
+        "IS", "NOT", "AND", "OR", "XOR", "LIKE", "RLIKE", "REGEXP", "DIV", "MOD", "BETWEEN", "IN",
+        "ESCAPE", "SOUNDS", "BINARY", "COLLATE", "INTERVAL", "CASE", "WHEN", "THEN", "ELSE",
+    ];
+    const VALUES: &[&str] = &["NULL", "TRUE", "FALSE", "UNKNOWN", "END"];
+    match item {
+        [.., a, _] if a.is_word(sql, "AS") => true,
+        [.., p, n] => {
+            let is_label = match n.kind {
+                TokenKind::QuotedIdent | TokenKind::Str => true,
+                TokenKind::Word => !VALUES.iter().any(|w| n.is_word(sql, w)),
+                _ => false,
+            };
+            let after_value = match p.kind {
+                TokenKind::Punct => p.is_punct(sql, ")"),
+                TokenKind::Word => !OPERATORS.iter().any(|w| p.is_word(sql, w)),
+                TokenKind::Semicolon | TokenKind::Placeholder => false,
+                _ => true,
+            };
+            is_label && after_value && !(p.kind == TokenKind::Str && n.kind == TokenKind::Str)
+        }
+        _ => false,
+    }
 }
 
 /// `@@name`, `@@session.name`, `@@local.name` or `@@global.name`.
@@ -235,6 +334,31 @@ mod tests {
         assert_eq!(r("SET @@max_allowed_packet = 5"), None);
         assert_eq!(r("SELECT '@@max_allowed_packet'"), None);
         assert_eq!(r("SELECT 1"), None);
+    }
+
+    #[test]
+    fn user_calls_inside_select_items_keep_the_items_labels() {
+        let r = |sql| replace_user_functions(sql, "u@h", "u@%");
+        assert_eq!(
+            r("SELECT USER() = CURRENT_USER(), 1").as_deref(),
+            Some("SELECT 'u@h' = 'u@%' AS `USER() = CURRENT_USER()`, 1")
+        );
+        assert_eq!(
+            r("SELECT LENGTH(USER()) len, UPPER(user()) AS up FROM t").as_deref(),
+            Some("SELECT LENGTH('u@h') len, UPPER('u@h') AS up FROM t")
+        );
+        assert_eq!(
+            r("SELECT CURRENT_USER u").as_deref(),
+            Some("SELECT 'u@%' u")
+        );
+        assert_eq!(
+            r("SELECT 1 FROM t WHERE USER() LIKE 'u%'").as_deref(),
+            Some("SELECT 1 FROM t WHERE 'u@h' LIKE 'u%'")
+        );
+        assert_eq!(
+            r("SELECT CONCAT(USER(), CURRENT_USER()) IS NULL").as_deref(),
+            Some("SELECT CONCAT('u@h', 'u@%') IS NULL AS `CONCAT(USER(), CURRENT_USER()) IS NULL`")
+        );
     }
 
     #[test]

@@ -103,4 +103,6 @@ pub mod code {
     /// XA_RBROLLBACK (SQLSTATE XA100): the transaction branch was rolled back.
     pub const ER_XA_RBROLLBACK: u16 = 1402;
     pub const ER_NO_SUCH_TABLE: u16 = 1146;
+    /// "BIGINT UNSIGNED value is out of range in '...'" (SQLSTATE 22003).
+    pub const ER_DATA_OUT_OF_RANGE: u16 = 1690;
 }

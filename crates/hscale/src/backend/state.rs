@@ -36,6 +36,9 @@ pub struct SqlModeFlags {
     /// STRICT_TRANS_TABLES or STRICT_ALL_TABLES: a write's conversion
     /// warning is an error.
     pub is_strict: bool,
+    /// NO_UNSIGNED_SUBTRACTION: a difference with an UNSIGNED operand is
+    /// signed (HAVING over merged groups, `exec/merge/having.rs`).
+    pub is_no_unsigned_subtraction: bool,
 }
 
 impl SqlModeFlags {
@@ -47,6 +50,7 @@ impl SqlModeFlags {
             // ANSI is a combination the server expands in @@sql_mode.
             is_ansi_quotes: has("ANSI_QUOTES") || has("ANSI"),
             is_strict: has("STRICT_TRANS_TABLES") || has("STRICT_ALL_TABLES"),
+            is_no_unsigned_subtraction: has("NO_UNSIGNED_SUBTRACTION"),
         }
     }
 }
@@ -93,6 +97,20 @@ impl SessionVars {
             Ok(n) => SelectLimit::Rows(n),
             Err(_) => SelectLimit::Expression,
         }
+    }
+
+    /// Whether the sql_mode the session set names `mode`
+    /// (`NO_UNSIGNED_SUBTRACTION`), for when its flags were not asked for
+    /// (`Bindings::sql_mode`). A mode set by an expression, or the
+    /// server's global one the session never changed, is not seen.
+    pub fn has_sql_mode(&self, mode: &str) -> bool {
+        self.items.iter().any(|i| {
+            i.key == "sql_mode"
+                && i.assign
+                    .rsplit('=')
+                    .next()
+                    .is_some_and(|v| v.to_ascii_uppercase().contains(mode))
+        })
     }
 
     /// These variables without the session's `sql_select_limit`; `None`

@@ -138,6 +138,27 @@ impl BackendStream {
         }
     }
 
+    /// Wait until the server closes this idle connection or sends on it
+    /// unasked (its wait_timeout, a KILL, a shutdown): a server sends
+    /// nothing to an idle client otherwise. Readiness without a byte
+    /// (spurious) is cleared and waited on again; nothing is consumed.
+    pub async fn closed_while_idle(&self) {
+        let tcp = self.tcp();
+        loop {
+            if tcp.readable().await.is_err() {
+                return;
+            }
+            let mut b = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+            let peeked = tcp.try_io(tokio::io::Interest::READABLE, || {
+                socket2::SockRef::from(tcp).peek(&mut b)
+            });
+            match peeked {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                _ => return,
+            }
+        }
+    }
+
     /// Run the TLS client handshake on the plain socket (after the
     /// SSLRequest went out).
     pub async fn upgrade(self, tls: &crate::backend::tls::BackendTls) -> io::Result<BackendStream> {

@@ -340,6 +340,30 @@ impl Bindings {
 
     /// The backend connection failed mid-statement: close it; whatever was
     /// pinned to it (a transaction, temporary tables) is gone.
+    /// Resolves when a backend connection the session holds (the pinned
+    /// one: a transaction's home, session state; or a transaction's
+    /// branch) is closed by its server while the session is idle, at the
+    /// server's wait_timeout for instance; never when it holds none. The
+    /// session then closes the client connection, as that server closes
+    /// its client, so a driver's pool discards it before its next query
+    /// instead of that query failing with 2013.
+    pub async fn held_closed(&self) {
+        let held: Vec<_> = self
+            .pinned
+            .iter()
+            .chain(
+                self.txn
+                    .iter()
+                    .flat_map(|t| t.branches.iter().filter_map(|b| b.conn.as_ref())),
+            )
+            .map(|c| Box::pin(c.stream.get_ref().closed_while_idle()))
+            .collect();
+        if held.is_empty() {
+            return std::future::pending().await;
+        }
+        futures_util::future::select_all(held).await;
+    }
+
     /// A transaction with branches loses all of them (and its home).
     pub fn backend_lost(&mut self, mut conn: PooledConn, reason: String) -> ProxyError {
         conn.is_broken = true;

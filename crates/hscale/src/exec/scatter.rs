@@ -801,7 +801,8 @@ async fn preflight_part<B: AsyncRead + AsyncWrite + Unpin>(
 /// in the whole statement: an INSERT of one row has no info text, but in a
 /// statement of several rows it counts one record, and a duplicate when
 /// REPLACE replaced it (2 affected), IGNORE skipped it (0 affected) or ON
-/// DUPLICATE KEY UPDATE changed it (2 affected).
+/// DUPLICATE KEY UPDATE changed it (2 affected; with IGNORE, left it as it
+/// was: 0 affected).
 pub(super) fn part_info(sql: &[u8], info: OkInfo, affected: u64, warnings: u16) -> OkInfo {
     if info != OkInfo::None {
         return info;
@@ -817,6 +818,10 @@ pub(super) fn part_info(sql: &[u8], info: OkInfo, affected: u64, warnings: u16) 
     let is_ignore = head.split_whitespace().take(3).any(|w| w == "IGNORE");
     let duplicates = if is_replace {
         affected.saturating_sub(1)
+    } else if is_odku && is_ignore {
+        // Under IGNORE a server counts the rows it did not copy: an ON
+        // DUPLICATE KEY UPDATE that changed nothing (0 affected).
+        u64::from(affected == 0)
     } else if is_odku {
         u64::from(affected == 2)
     } else if is_ignore {

@@ -50,6 +50,8 @@ pub struct ClientInfo {
     /// The client's address as MariaDB names a client host in errors
     /// (its IP, or `localhost` on the unix socket); set after login.
     pub host: String,
+    /// The client's host as `USER()` names it (`client_host_name`).
+    pub host_name: String,
     pub is_admin: bool,
     pub capabilities: u32,
     pub collation: u8,
@@ -75,6 +77,7 @@ fn protocol(e: WireError) -> ProxyError {
 pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut PacketStream<ClientStream<S>>,
     ctx: &Context,
+    client_hosts: &[&str],
     is_local: bool,
     server_version: &str,
     connection_id: u32,
@@ -124,6 +127,7 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     let mut info = ClientInfo {
         user: resp.user.clone(),
         host: String::new(),
+        host_name: String::new(),
         is_admin: false,
         capabilities: resp.capabilities & capabilities,
         collation: resp.collation,
@@ -152,8 +156,8 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     let user = live.user(&resp.user);
     let password = user.map(|u| u.password.as_bytes()).unwrap_or_default();
     let response: &[u8] = if response == [0] { &[] } else { &response };
-    let ok =
-        user.is_some() && auth::verify(&plugin, password, &scramble, response).unwrap_or(false);
+    let ok = user.is_some_and(|u| u.is_host_allowed(client_hosts))
+        && auth::verify(&plugin, password, &scramble, response).unwrap_or(false);
     if !ok {
         return Err((denied(), info.next_seq));
     }

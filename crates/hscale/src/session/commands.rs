@@ -700,9 +700,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let next = seq.wrapping_add(1);
         let user = self.b.ctx.live().user(&cu.user).cloned();
         let response: &[u8] = if response[..] == [0] { &[] } else { &response };
+        let hosts = [self.info.host_name.as_str(), self.info.host.as_str()];
         let ok = user.as_ref().is_some_and(|u| {
-            auth::verify(NATIVE_PASSWORD, u.password.as_bytes(), &scramble, response)
-                .unwrap_or(false)
+            u.is_host_allowed(&hosts)
+                && auth::verify(NATIVE_PASSWORD, u.password.as_bytes(), &scramble, response)
+                    .unwrap_or(false)
         });
         let Some(user) = user.filter(|_| ok) else {
             tracing::info!(connection_id = self.b.connection_id, user = %cu.user, "change user failed");

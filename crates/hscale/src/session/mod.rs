@@ -97,9 +97,20 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     let ticket = ctx.handshake_ticket();
     let limit = std::time::Duration::from_millis(ctx.live().proxy.handshake_timeout_ms);
     let addr = peer.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
+    // The names an account's host part is matched against (the server
+    // matches the resolved name and the IP).
+    let host_name = client_host_name(
+        &peer,
+        ctx.resolves_names
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
+    let ip = addr.map(|a| a.to_string());
+    let client_hosts: Vec<&str> = std::iter::once(host_name.as_str())
+        .chain(ip.as_deref())
+        .collect();
     let login = tokio::select! {
         r = async {
-            let r = tokio::time::timeout(limit, auth::handshake(&mut client, &ctx, is_local, &version, connection_id)).await.ok()?;
+            let r = tokio::time::timeout(limit, auth::handshake(&mut client, &ctx, &client_hosts, is_local, &version, connection_id)).await.ok()?;
             // The failed-login throttle: the answer waits, still holding
             // its handshake place.
             let delay = match &r {
@@ -145,6 +156,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         Ok(a) => a.ip().to_string(),
         Err(_) => "localhost".into(),
     };
+    info.host_name = client_host_name(
+        &peer,
+        ctx.resolves_names
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
     tracing::info!(peer, connection_id, user = %info.user, db = ?info.database, is_tls, "client connected");
     learn_collations(&ctx, worker, info.collation).await;
     let base_vars = match vars_for_collation(&ctx, info.collation) {
@@ -272,6 +288,18 @@ async fn learn_collations(ctx: &Context, worker: usize, collation: u8) {
     }
     if let Ok(mut conn) = ctx.pool(worker, BackendId::MAIN).get(false).await {
         ctx.learn_main_backend(&mut conn).await;
+    }
+}
+
+/// The client's host as a server names it in `USER()`: `localhost` for
+/// the unix socket, and for a loopback address when the server resolves
+/// names (its `skip_name_resolve` OFF); else the IP. (Other addresses are
+/// not looked up: a server resolving names would show their name.)
+pub fn client_host_name(peer: &str, resolves_names: bool) -> String {
+    match peer.parse::<std::net::SocketAddr>() {
+        Ok(a) if resolves_names && a.ip().is_loopback() => "localhost".into(),
+        Ok(a) => a.ip().to_string(),
+        Err(_) => "localhost".into(),
     }
 }
 
@@ -407,6 +435,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let read = tokio::select! {
                 r = self.client.read_command(max) => r,
                 _ = self.b.handle.killed.notified() => continue,
+                _ = self.b.held_closed() => {
+                    // As the server at its wait_timeout: the client
+                    // connection closes while idle, not at its next query.
+                    tracing::info!(connection_id = self.b.connection_id, "closing: a backend connection holding the session's state was closed while idle");
+                    self.b.is_bound_lost = true;
+                    return;
+                }
                 _ = &mut idle => {
                     let due = last + wait;
                     if tokio::time::Instant::now() >= due {

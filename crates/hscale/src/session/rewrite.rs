@@ -231,8 +231,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // `CURRENT_USER()`, `USER()` and the like are the proxy user, not
         // its backend account.
         let current = out.as_deref().unwrap_or(sql);
-        let user = format!("{}@{}", self.info.user, self.info.host);
-        let account = format!("{}@%", self.info.user);
+        let user = format!("{}@{}", self.info.user, self.info.host_name);
+        let host = self
+            .b
+            .ctx
+            .live()
+            .user(&self.info.user)
+            .map_or_else(|| "%".to_string(), |u| u.host().to_string());
+        let account = format!("{}@{host}", self.info.user);
         if let Some(s) = hscale_sql::rewrite::replace_user_functions(current, &user, &account) {
             out = Some(s);
         }

@@ -262,6 +262,85 @@ pub(super) fn plan_insert(
     table: &PartitionedTable,
     prepared: bool,
 ) -> Plan {
+    let plan = plan_insert_parts(sql, tokens, r, table, prepared);
+    // `t.col` (`db.t.col`) after the target, in ON DUPLICATE KEY UPDATE:
+    // an INSERT takes no alias, so each part names its physical table.
+    let names_table = tokens[r.end..].windows(3).enumerate().any(|(k, w)| {
+        is_name(&w[0])
+            && w[1].is_punct(sql, ".")
+            && is_name(&w[2])
+            && unquote(&w[0], sql) == r.name.table
+            && !(k > 0 && tokens[r.end + k - 1].is_punct(sql, "."))
+    });
+    match plan {
+        Plan::Targets { kind, parts } if names_table => Plan::Targets {
+            kind,
+            parts: parts
+                .into_iter()
+                .map(|(t, s)| {
+                    let renamed = qualifiers_renamed(&s, &r.name, &t);
+                    (t, renamed)
+                })
+                .collect(),
+        },
+        other => other,
+    }
+}
+
+/// `sql` (a part of an INSERT, its target already renamed) with the
+/// qualifiers that name the partitioned table `name` (`t.col`,
+/// `db.t.col`) naming the part's physical table instead.
+fn qualifiers_renamed(sql: &str, name: &TableName, target: &Target) -> String {
+    let Ok(tokens) = hscale_sql::tokenize(sql) else {
+        return sql.to_string();
+    };
+    let physical = format!("`{}`", target.physical_table.replace('`', "``"));
+    let mut out = String::with_capacity(sql.len() + 32);
+    let mut at = 0;
+    // After the target itself (`db`.`physical`).
+    let mut k = tokens
+        .iter()
+        .position(|t| is_name(t) && unquote(t, sql) == target.physical_table)
+        .map_or(0, |p| p + 1);
+    while k + 2 < tokens.len() {
+        let after_dot = k > 0 && tokens[k - 1].is_punct(sql, ".");
+        let qualifies = |i: usize| {
+            is_name(&tokens[i]) && tokens[i + 1].is_punct(sql, ".") && is_name(&tokens[i + 2])
+        };
+        if after_dot || !qualifies(k) {
+            k += 1;
+            continue;
+        }
+        // `db.t.col`: the database and the table.
+        let three = k + 4 < tokens.len()
+            && qualifies(k + 2)
+            && unquote(&tokens[k], sql) == name.db
+            && unquote(&tokens[k + 2], sql) == name.table;
+        if three {
+            out.push_str(&sql[at..tokens[k].start as usize]);
+            out.push_str(&format!("`{}`.{physical}", name.db.replace('`', "``")));
+            at = tokens[k + 2].end as usize;
+            k += 3;
+        } else if unquote(&tokens[k], sql) == name.table {
+            out.push_str(&sql[at..tokens[k].start as usize]);
+            out.push_str(&physical);
+            at = tokens[k].end as usize;
+            k += 2;
+        } else {
+            k += 1;
+        }
+    }
+    out.push_str(&sql[at..]);
+    out
+}
+
+fn plan_insert_parts(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+    prepared: bool,
+) -> Plan {
     let refuse = |why: &str| Plan::Refuse(format!("{why} (partitioned table {})", table.name));
     let InsertRows {
         columns,
@@ -546,11 +625,21 @@ pub(super) fn top_level_items<'t>(sql: &str, row: &'t [Token]) -> Vec<&'t [Token
     out
 }
 
-/// Index of the first VALUES row's `(`.
+/// Index of the first VALUES row's `(`: after the keyword VALUES (or
+/// VALUE) outside parentheses, not a column of that name in the column
+/// list (`(id, value) VALUES ...`).
 fn rows_first_start(tokens: &[Token], sql: &str, r: &TableRef) -> usize {
+    let mut depth = 0usize;
     let values_kw = tokens[r.end..]
         .iter()
-        .position(|t| t.is_word(sql, "VALUES") || t.is_word(sql, "VALUE"))
+        .position(|t| {
+            if t.is_punct(sql, "(") {
+                depth += 1;
+            } else if t.is_punct(sql, ")") {
+                depth = depth.saturating_sub(1);
+            }
+            depth == 0 && (t.is_word(sql, "VALUES") || t.is_word(sql, "VALUE"))
+        })
         .map_or(tokens.len() - 1, |p| r.end + p);
     (values_kw + 1).min(tokens.len() - 1)
 }

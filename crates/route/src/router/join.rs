@@ -607,6 +607,7 @@ fn one_or_merged(
             limit: None,
             ship: Vec::new(),
             fallback: None,
+            aliased: None,
         });
     }
     Plan::Targets {

@@ -107,9 +107,10 @@ fn rewrite(sql: &str, tokens: &[Token], slot: &Slot<'_>, labelled: bool) -> Stri
 /// The longest label MariaDB derives from an item's text (in characters).
 const MAX_LABEL_CHARS: usize = 256;
 
-/// The select items of the statement's first SELECT that have no alias and
-/// contain one of `refs`: where each item ends (a byte offset) and the
-/// label one server shows for it (its text).
+/// The select items of the statement's SELECTs (the first one, and those
+/// of derived tables and subqueries, whose labels name a derived table's
+/// columns) that have no alias and contain one of `refs`: where each item
+/// ends (a byte offset) and the label one server shows for it (its text).
 fn labels_to_keep(
     sql: &str,
     tokens: &[Token],
@@ -118,28 +119,117 @@ fn labels_to_keep(
     if !tokens.first().is_some_and(|t| t.is_word(sql, "SELECT")) {
         return Vec::new();
     }
-    let Ok(c) = clauses(sql, tokens) else {
-        return Vec::new();
-    };
-    let (from, to) = c.items;
-    if from >= to {
-        return Vec::new();
+    // Each SELECT with the parenthesis around it, and where each
+    // parenthesis closes (one pass).
+    let mut selects: Vec<(usize, Option<usize>)> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    let mut closes: HashMap<usize, usize> = HashMap::new();
+    for (i, t) in tokens.iter().enumerate() {
+        if t.is_punct(sql, "(") {
+            open.push(i);
+        } else if t.is_punct(sql, ")") {
+            if let Some(o) = open.pop() {
+                closes.insert(o, i);
+            }
+        } else if t.is_word(sql, "SELECT") {
+            selects.push((i, open.last().copied()));
+        }
     }
+    // Nested SELECTs are read in a budget of tokens linear in the
+    // statement (past it, deeper ones keep the server's labels).
+    let mut budget = 4 * tokens.len() + 1024;
     let mut out = Vec::new();
-    let mut first = from;
-    for part in split_commas(sql, &tokens[from..to]) {
-        let range = first..first + part.len();
-        first += part.len() + 1;
-        let item = parse_item(sql, part);
-        if item.alias.is_some() || part.is_empty() {
+    for (at, around) in selects {
+        // The SELECT's tokens: up to the parenthesis that closes around it.
+        let end = around
+            .and_then(|o| closes.get(&o).copied())
+            .unwrap_or(tokens.len());
+        let Some(left) = budget.checked_sub(end - at) else {
+            break;
+        };
+        budget = left;
+        let select = &tokens[at..end];
+        let (from, to) = match clauses(sql, select) {
+            Ok(c) => c.items,
+            Err(_) => match items_without_from(sql, select) {
+                Some(items) => items,
+                None => continue,
+            },
+        };
+        if from >= to {
             continue;
         }
-        if refs.iter().any(|(r, _)| range.contains(&r.start)) {
-            let label: String = text(sql, part).chars().take(MAX_LABEL_CHARS).collect();
-            out.push((part[part.len() - 1].end as usize, label));
+        let mut first = at + from;
+        for part in split_commas(sql, &select[from..to]) {
+            let range = first..first + part.len();
+            first += part.len() + 1;
+            let item = parse_item(sql, part);
+            if item.alias.is_some() || part.is_empty() {
+                continue;
+            }
+            if refs.iter().any(|(r, _)| range.contains(&r.start)) {
+                let label: String = text(sql, part).chars().take(MAX_LABEL_CHARS).collect();
+                out.push((part[part.len() - 1].end as usize, label));
+            }
         }
     }
     out
+}
+
+/// The select items (token range) of a SELECT that `clauses` does not
+/// read, one without FROM (`SELECT (SELECT COUNT(*) FROM t)`): after the
+/// modifiers, up to the first clause outside parentheses.
+fn items_without_from(sql: &str, tokens: &[Token]) -> Option<(usize, usize)> {
+    const MODIFIERS: &[&str] = &[
+        "ALL",
+        "DISTINCT",
+        "DISTINCTROW",
+        "HIGH_PRIORITY",
+        "STRAIGHT_JOIN",
+        "SQL_SMALL_RESULT",
+        "SQL_BIG_RESULT",
+        "SQL_BUFFER_RESULT",
+        "SQL_CACHE",
+        "SQL_NO_CACHE",
+        "SQL_CALC_FOUND_ROWS",
+    ];
+    const ENDS: &[&str] = &[
+        "FROM",
+        "WHERE",
+        "GROUP",
+        "HAVING",
+        "ORDER",
+        "LIMIT",
+        "INTO",
+        "FOR",
+        "LOCK",
+        "UNION",
+        "EXCEPT",
+        "INTERSECT",
+        "WINDOW",
+    ];
+    let mut from = 1;
+    while tokens
+        .get(from)
+        .is_some_and(|t| MODIFIERS.iter().any(|m| t.is_word(sql, m)))
+    {
+        from += 1;
+    }
+    let mut depth = 0i32;
+    let mut to = tokens.len();
+    for (i, t) in tokens.iter().enumerate().skip(from) {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth == 0
+            && (t.kind == TokenKind::Semicolon || ENDS.iter().any(|w| t.is_word(sql, w)))
+        {
+            to = i;
+            break;
+        }
+    }
+    (from < to).then_some((from, to))
 }
 
 /// How the proxy merges the partitions' rows.
@@ -159,6 +249,15 @@ pub struct MergePlan {
     /// partitioned tables, used when the values turn out not to merge
     /// exactly (floating-point sums, ENUM ordering).
     pub fallback: Option<Box<MergePlan>>,
+    /// The same sorted merge with the select aliases an ORDER BY
+    /// expression names (`ORDER BY b + 1` of `balance AS b`) written as
+    /// their select items, run when a part answers 1054: the fragment
+    /// sorts on its own `ORDER BY` but reads the key in its select list,
+    /// where a server sees no aliases. In an ORDER BY expression a table
+    /// column wins over an alias of its name, so the name is tried as a
+    /// column first; 1054 says it is none, and one server then reads
+    /// the alias.
+    pub aliased: Option<Box<MergePlan>>,
 }
 
 impl MergePlan {
@@ -174,6 +273,7 @@ impl MergePlan {
             limit: None,
             ship: Vec::new(),
             fallback: None,
+            aliased: None,
         }
     }
 }
@@ -202,6 +302,12 @@ pub struct GroupPlan {
     /// The statement as the client sent it, for one partition, with
     /// `LIMIT 0`: its column definitions are the client's.
     pub meta: (Target, String),
+    /// Without GROUP BY: the columns that MIN and MAX read, selected
+    /// with `LIMIT 0` on `meta`'s partition. A MIN or MAX of an ENUM or
+    /// SET is a plain string in the result, but one server may answer it
+    /// by member order (reading an index's end); this query's column
+    /// flags tell, and such a statement is then run on copies.
+    pub enum_probe: Option<String>,
 }
 
 /// A fragment column and, for strings, its weight and space-weight columns.
@@ -450,6 +556,54 @@ impl<'a> Select<'a> {
 
     /// ORDER BY / LIMIT: a k-way merge of the partitions' sorted rows.
     fn plan_sorted(&self) -> Plan {
+        let plan = match self.sorted(false) {
+            Ok(m) => m,
+            Err(why) => return self.refuse(&why),
+        };
+        match self.sorted(true) {
+            Ok(aliased) if aliased.parts != plan.parts => Plan::Merge(MergePlan {
+                aliased: Some(Box::new(aliased)),
+                ..plan
+            }),
+            Ok(_) => Plan::Merge(plan),
+            Err(why) => self.refuse(&why),
+        }
+    }
+
+    /// An ORDER BY expression that is no select item, with the select
+    /// aliases it names written as `(item)` when `is_aliased`.
+    fn order_expr(&self, o: &[Token], is_aliased: bool) -> String {
+        let sql = self.sql;
+        if !is_aliased {
+            return text(sql, o).to_string();
+        }
+        let mut out = String::new();
+        let mut at = o.first().map_or(0, |t| t.start as usize);
+        for (k, t) in o.iter().enumerate() {
+            let is_qualified = k > 0 && o[k - 1].is_punct(sql, ".")
+                || o.get(k + 1).is_some_and(|n| n.is_punct(sql, "."));
+            let is_call = o.get(k + 1).is_some_and(|n| n.is_punct(sql, "("));
+            if !is_name(t) || is_qualified || is_call {
+                continue;
+            }
+            let Some(i) = self.item_by_alias(&unquote(t, sql)) else {
+                continue;
+            };
+            if self.is_star(&self.items[i]) {
+                continue;
+            }
+            out.push_str(&sql[at..t.start as usize]);
+            out.push('(');
+            out.push_str(text(sql, self.items[i].expr));
+            out.push(')');
+            at = t.end as usize;
+        }
+        out.push_str(&sql[at..o.last().map_or(at, |t| t.end as usize)]);
+        out
+    }
+
+    /// The sorted merge, ORDER BY expressions read as `order_expr` does.
+    fn sorted(&self, is_aliased: bool) -> Result<MergePlan, String> {
         let (sql, tokens, c, items) = (self.sql, self.tokens, &self.c, &self.items);
         let (offset, limit) = (self.offset, self.limit);
         let mut hidden: Vec<String> = Vec::new();
@@ -458,15 +612,13 @@ impl<'a> Select<'a> {
         for (o, desc) in &self.order_items {
             let expr = match self.find_item(o) {
                 Some(i) if self.is_star(&items[i]) => {
-                    return self.refuse("ORDER BY the position of a * column")
+                    return Err("ORDER BY the position of a * column".into())
                 }
                 Some(i) => text(sql, items[i].expr).to_string(),
-                None => text(sql, o).to_string(),
+                None => self.order_expr(o, is_aliased),
             };
             grown += 3 * expr.len();
-            if let Err(why) = self.check_growth(grown) {
-                return self.refuse(&why);
-            }
+            self.check_growth(grown)?;
             hidden.push(expr.clone());
             let col = hidden.len() - 1;
             let weight = push_weights(&mut hidden, &expr);
@@ -514,7 +666,7 @@ impl<'a> Select<'a> {
                 (slot.target.clone(), s)
             })
             .collect();
-        Plan::Merge(MergePlan {
+        Ok(MergePlan {
             parts,
             mode: Mode::Sort {
                 hidden: hidden.len(),
@@ -524,6 +676,7 @@ impl<'a> Select<'a> {
             limit,
             ship: Vec::new(),
             fallback: None,
+            aliased: None,
         })
     }
 }

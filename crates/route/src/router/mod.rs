@@ -470,6 +470,7 @@ fn ship_to(
         limit: None,
         ship,
         fallback: None,
+        aliased: None,
     }))
 }
 

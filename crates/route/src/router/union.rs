@@ -114,5 +114,6 @@ pub(super) fn plan_union(
         limit: None,
         ship: Vec::new(),
         fallback: None,
+        aliased: None,
     })
 }

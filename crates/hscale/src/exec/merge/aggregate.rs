@@ -110,6 +110,7 @@ impl<'p> Aggregate<'p> {
         mut self,
         out_cols: &[ColumnInfo],
         order: &[OrderKey],
+        is_subtraction_signed: bool,
     ) -> Result<Vec<Row>, Stop> {
         let g = self.plan;
         // Aggregates without GROUP BY answer one row, even over no rows.
@@ -133,6 +134,10 @@ impl<'p> Aggregate<'p> {
         if let Some(h) = &g.having {
             having::check_exact(h, &all_cols)?;
         }
+        let operands = having::Operands {
+            columns: &all_cols,
+            is_subtraction_signed,
+        };
         let mut rows: Vec<Row> = Vec::with_capacity(self.list.len());
         let mut kept: Vec<&Group> = Vec::with_capacity(self.list.len());
         for group in &self.list {
@@ -141,7 +146,7 @@ impl<'p> Aggregate<'p> {
                 out.push(finish(acc, o, g, &group.first, col)?);
             }
             if let Some(h) = &g.having {
-                if !having::keeps(h, &out)? {
+                if !having::keeps(h, &out, &operands)? {
                     continue;
                 }
             }
@@ -225,7 +230,7 @@ mod tests {
         for r in rows {
             agg.add(r).unwrap();
         }
-        agg.finish(&[cols[0].clone(), int()], &[]).unwrap()
+        agg.finish(&[cols[0].clone(), int()], &[], false).unwrap()
     }
 
     #[test]
@@ -259,7 +264,7 @@ mod tests {
             Some(v) => String::from_utf8(v.clone()).unwrap(),
             None => "NULL".into(),
         };
-        let out = agg.finish(&cols, order).unwrap();
+        let out = agg.finish(&cols, order, false).unwrap();
         out.iter()
             .map(|r| format!("{} {}", show(&r[0]), show(&r[1])))
             .collect()
@@ -335,7 +340,9 @@ mod tests {
             weight: Some((1, 2)),
             desc: false,
         }];
-        let out = agg.finish(&[cols[0].clone(), int()], &order).unwrap();
+        let out = agg
+            .finish(&[cols[0].clone(), int()], &order, false)
+            .unwrap();
         let firsts: Vec<&[u8]> = out.iter().map(|r| r[0].as_deref().unwrap()).collect();
         assert_eq!(firsts, [&b"a"[..], &b"b"[..]]);
     }
@@ -346,7 +353,7 @@ mod tests {
         let outputs = vec![Output::Count(0), Output::Sum(1), Output::BitAnd(2)];
         let g = plan(Vec::new(), outputs, None);
         let cols = vec![int(), dec(2), int()];
-        let out = Aggregate::new(&g, 100).finish(&cols, &[]).unwrap();
+        let out = Aggregate::new(&g, 100).finish(&cols, &[], false).unwrap();
         assert_eq!(
             out,
             vec![text(&[Some("0"), None, Some("18446744073709551615")])]

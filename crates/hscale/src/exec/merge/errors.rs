@@ -7,7 +7,7 @@
 use hscale_sql::{tokenize, TokenKind};
 use hscale_wire::response::ErrPacket;
 
-const ER_BAD_FIELD_ERROR: u16 = 1054;
+pub(super) const ER_BAD_FIELD_ERROR: u16 = 1054;
 
 /// `err` from a fragment whose last `hidden` select items are the merge's
 /// sort keys: "in 'SELECT'" becomes "in 'ORDER BY'" when the unknown

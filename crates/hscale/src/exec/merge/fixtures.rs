@@ -62,6 +62,7 @@ pub fn plan(keys: Vec<Val>, outputs: Vec<Output>, having: Option<Having>) -> Gro
             },
             String::new(),
         ),
+        enum_probe: None,
     }
 }
 

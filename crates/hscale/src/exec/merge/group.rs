@@ -99,6 +99,15 @@ pub(super) fn decimal_cell(
     if cols.get(col).is_some_and(|c| kind_of(c) == Kind::Float) {
         return Err(bad_value(what));
     }
+    // A sum read with 30 decimals (a division's, `push_aggregate`) ends
+    // in zeros past the digits the server kept.
+    let v = match v.iter().position(|&b| b == b'.') {
+        Some(point) => {
+            let digits = v[point + 1..].iter().rposition(|&b| b != b'0');
+            &v[..digits.map_or(point, |d| point + 2 + d)]
+        }
+        None => v,
+    };
     Decimal::parse(v).map(Some).ok_or_else(|| bad_value(what))
 }
 

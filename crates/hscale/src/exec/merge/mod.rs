@@ -37,7 +37,7 @@ mod sort;
 
 use bytes::Bytes;
 use hscale_route::dictionary::Target;
-use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey};
+use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Output};
 use hscale_route::value::Kind;
 use hscale_route::BackendId;
 use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
@@ -54,7 +54,7 @@ use crate::backend::state::SelectLimit;
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 use aggregate::Aggregate;
-use columns::Unified;
+use columns::{kind_of, Unified};
 use sort::{order_rows, smallest, sort_keys};
 
 type Row = Vec<Option<Vec<u8>>>;
@@ -324,6 +324,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             self.b.gathered.rewind(mark);
             self.b.note.merged = merged;
             return Box::pin(self.run_merge(*fallback)).await;
+        }
+        // A name of an ORDER BY expression is no column of the tables: one
+        // server reads it as the select alias (`MergePlan::aliased`). A
+        // part's 1054 comes before any row reaches the client.
+        if let (Err(Stop::Server(e)), Some(aliased)) = (&r, plan.aliased) {
+            if e.code == errors::ER_BAD_FIELD_ERROR {
+                self.b.gathered.rewind(mark);
+                self.b.note.merged = merged;
+                return Box::pin(self.run_merge(*aliased)).await;
+            }
         }
         match r {
             Ok(()) => Ok(()),
@@ -612,6 +622,47 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         Ok((Sorted::Buffered(buffered), defs))
     }
 
+    /// Without GROUP BY, a MIN or MAX whose value is a string may read an
+    /// ENUM or SET column, which one server may answer by member order
+    /// (the end of an index on it): the columns are looked at
+    /// (`GroupPlan::enum_probe`), and such a statement falls back to
+    /// copies (`unordered`).
+    async fn refuse_enum_min_max(
+        &mut self,
+        g: &GroupPlan,
+        out_cols: &[ColumnInfo],
+    ) -> Result<(), Stop> {
+        let Some(probe) = &g.enum_probe else {
+            return Ok(());
+        };
+        let reads_strings = g.outputs[..g.visible].iter().zip(out_cols).any(|(o, c)| {
+            matches!(o, Output::Min(_) | Output::Max(_))
+                && matches!(
+                    kind_of(c),
+                    Kind::Collated { .. } | Kind::Bytes | Kind::Unordered
+                )
+        });
+        if !reads_strings {
+            return Ok(());
+        }
+        let mut p = self.start_part(&g.meta.0, probe).await?;
+        p.fragment = None;
+        let read = async {
+            p.open().await?;
+            p.drain().await
+        }
+        .await;
+        if let Err(e) = read {
+            return Err(self.end_failed_part(p, e).await);
+        }
+        let is_enum = p.columns.iter().any(|c| kind_of(c) == Kind::Unordered);
+        self.end_part(p).await;
+        if is_enum {
+            return Err(unordered());
+        }
+        Ok(())
+    }
+
     /// Aggregates, GROUP BY, DISTINCT: combine partial groups.
     async fn merge_groups(&mut self, plan: &MergePlan, g: &GroupPlan) -> Result<(), Stop> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
@@ -628,6 +679,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let (out_defs, out_cols) = (meta.defs.clone(), meta.columns.clone());
         self.end_part(meta).await;
+        self.refuse_enum_min_max(g, &out_cols).await?;
         if out_cols.len() != g.visible {
             return Err(Stop::Proxy(ProxyError::Wrong(format!(
                 "the statement has {} columns, the merge computes {}",
@@ -665,7 +717,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 self.end_part(p).await;
             }
         }
-        let merged = groups.finish(&out_cols, &plan.order)?;
+        let is_subtraction_signed = match self.b.sql_mode {
+            Some(m) => m.is_no_unsigned_subtraction,
+            None => self.b.state.vars.has_sql_mode("NO_UNSIGNED_SUBTRACTION"),
+        };
+        let merged = groups.finish(&out_cols, &plan.order, is_subtraction_signed)?;
         let st = self.b.status();
         let deprecated = self.is_eof_deprecated();
         let logical: Vec<_> = out_defs.iter().map(|d| self.logical_def(d)).collect();

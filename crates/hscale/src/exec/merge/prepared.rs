@@ -177,6 +177,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     limit: None,
                     ship: Vec::new(),
                     fallback: None,
+                    aliased: None,
                 }
             }
             Plan::Refuse(why) => return Err(ProxyError::Refused(why)),

@@ -46,16 +46,28 @@ pub(super) fn push_weights(cols: &mut Vec<String>, expr: &str) -> (usize, usize)
 }
 
 /// The fragment columns of one aggregate call and how it is combined.
-pub(super) fn push_aggregate(cols: &mut Vec<String>, f: &str, a: &str) -> Output {
+/// `is_visible`: a select item, whose column definition the client gets
+/// from the statement itself (`GroupPlan::meta`), not from the fragment.
+pub(super) fn push_aggregate(cols: &mut Vec<String>, f: &str, a: &str, is_visible: bool) -> Output {
     let push = |cols: &mut Vec<String>, e: String| {
         cols.push(e);
         cols.len() - 1
     };
+    // A division's quotient keeps more digits inside the server (whole
+    // groups of 9) than its column shows, and one server's SUM adds
+    // those: a partition's sum is read with them (as a DECIMAL(65,30);
+    // the IF keeps a DOUBLE sum a DOUBLE, which the merge refuses), so
+    // that only the total is rounded to the column's decimals.
+    let sum = if is_visible && a.contains('/') {
+        format!("IF(0, SUM({a}), CAST(SUM({a}) AS DECIMAL(65,30)))")
+    } else {
+        format!("SUM({a})")
+    };
     match f {
         "COUNT" => Output::Count(push(cols, format!("COUNT({a})"))),
-        "SUM" => Output::Sum(push(cols, format!("SUM({a})"))),
+        "SUM" => Output::Sum(push(cols, sum)),
         "AVG" => {
-            let sum = push(cols, format!("SUM({a})"));
+            let sum = push(cols, sum);
             let count = push(cols, format!("COUNT({a})"));
             Output::Avg { sum, count }
         }
@@ -177,6 +189,12 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
             .any(|(_, t)| t.physical_table.starts_with("hscale_ship_"))
     });
     let parts = if ships { parts } else { per_backend(parts) };
+    let enum_probe = if group_keys.is_empty() && f.distinct_by.is_none() {
+        min_max_columns(s)
+            .map(|cols| format!("SELECT {} {} LIMIT 0", cols.join(", "), s.body(&s.slots[0])))
+    } else {
+        None
+    };
     Ok(Plan::Merge(MergePlan {
         parts,
         mode: Mode::Group(GroupPlan {
@@ -186,13 +204,35 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
             having,
             separators: f.separators,
             meta: meta(s),
+            enum_probe,
         }),
         order,
         offset: s.offset,
         limit: s.limit,
         ship: Vec::new(),
         fallback: None,
+        aliased: None,
     }))
+}
+
+/// The columns the select items' MIN and MAX calls read (`MIN(c)`,
+/// `MAX(t.c)`), as written; `None` when there are none.
+fn min_max_columns(s: &Select<'_>) -> Option<Vec<String>> {
+    let sql = s.sql;
+    let cols: Vec<String> = s
+        .items
+        .iter()
+        .filter_map(|item| {
+            let (f, args) = aggregate_call(sql, item.expr)?;
+            let is_column = match args {
+                [c] => is_name(c),
+                [t, dot, c] => is_name(t) && dot.is_punct(sql, ".") && is_name(c),
+                _ => false,
+            };
+            ((f == "MIN" || f == "MAX") && is_column).then(|| text(sql, args).to_string())
+        })
+        .collect();
+    (!cols.is_empty()).then_some(cols)
 }
 
 /// The client's column definitions: the statement itself on the first
@@ -337,7 +377,7 @@ impl Fragment {
             if args.is_empty() || calls_aggregate(sql, args) {
                 return Err(format!("this {f}(...)"));
             }
-            let o = push_aggregate(&mut self.cols, &f, text(sql, args));
+            let o = push_aggregate(&mut self.cols, &f, text(sql, args), true);
             self.push_output(o);
             return Ok(());
         }

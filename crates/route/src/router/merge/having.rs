@@ -473,7 +473,7 @@ impl HavingParser<'_, '_> {
                     && !args.first().is_some_and(|t| t.is_word(sql, "DISTINCT"))
                     && !calls_aggregate(sql, args) =>
             {
-                let o = push_aggregate(&mut self.f.cols, &f, text(sql, args));
+                let o = push_aggregate(&mut self.f.cols, &f, text(sql, args), false);
                 Ok(Having::Out(self.f.push_output(o)))
             }
             _ => Err(format!("{} in HAVING", text(sql, e))),
