@@ -11,7 +11,10 @@
 #
 # Usage: BEFORE=old/hscale AFTER=new/hscale bench/instructions.sh
 # Environment: TEST (default oltp_read_only), EVENTS (default 300),
-# TOP (functions listed, default 25), OUT (kept directory, default temporary).
+# TOP (functions listed, default 25), OUT (kept directory, default temporary),
+# TOGGLE (the function whose inside is counted, default dispatch; `all`
+# counts every instruction of the process during the run: the runtime's
+# polling and the session loop too).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,6 +23,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 TEST=${TEST:-oltp_read_only}
 EVENTS=${EVENTS:-300}
 TOP=${TOP:-25}
+TOGGLE=${TOGGLE:-'hscale::session::Session<S>::dispatch::{{closure}}'}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/hscale-instructions.XXXXXX")}
 mkdir -p "$OUT"
 
@@ -34,8 +38,10 @@ count() {
   local label=$1 bin=$2 dir="$OUT/$1" port pid i
   mkdir -p "$dir"
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  local toggle=(--toggle-collect="$TOGGLE")
+  [[ "$TOGGLE" != all ]] || toggle=()
   valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" --instr-atstart=no \
-    --toggle-collect='hscale::session::Session<S>::dispatch::{{closure}}' \
+    "${toggle[@]}" \
     "$bin" playground --shards 1 --listen "127.0.0.1:$port" --data-dir "$dir/pg" \
     >"$dir/playground.out" 2>"$dir/valgrind.log" </dev/null &
   pid=$!

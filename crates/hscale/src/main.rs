@@ -43,6 +43,10 @@ enum Command {
         /// The servers' InnoDB buffer pool in MiB (default 64).
         #[arg(long)]
         buffer_pool_mb: Option<u64>,
+        /// One more option for every MariaDB server started (repeatable),
+        /// e.g. `--server-option=--thread-handling=pool-of-threads`.
+        #[arg(long = "server-option", allow_hyphen_values = true)]
+        server_options: Vec<String>,
     },
 }
 
@@ -89,6 +93,7 @@ fn main() -> std::process::ExitCode {
             demo,
             copy_rows_per_s,
             buffer_pool_mb,
+            server_options,
         } => {
             hscale::logging::init("warn");
             match hscale::playground::run_playground(
@@ -98,6 +103,7 @@ fn main() -> std::process::ExitCode {
                 demo,
                 copy_rows_per_s,
                 buffer_pool_mb,
+                server_options,
             ) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(e) => {

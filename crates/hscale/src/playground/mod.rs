@@ -42,6 +42,8 @@ pub struct ClusterOptions {
     /// 64 MiB (`hscale playground --buffer-pool-mb`, for benchmarks whose
     /// data should fit in memory as on a server sized for it).
     pub buffer_pool_mb: Option<u64>,
+    /// More options for every server (`hscale playground --server-option`).
+    pub server_options: Vec<String>,
 }
 
 impl Default for ClusterOptions {
@@ -53,6 +55,7 @@ impl Default for ClusterOptions {
             tweak: |_| {},
             copy_rows_per_s: 0,
             buffer_pool_mb: None,
+            server_options: Vec::new(),
         }
     }
 }
@@ -80,6 +83,7 @@ impl Cluster {
             .buffer_pool_mb
             .map(|mb| format!("--innodb-buffer-pool-size={mb}M"))
             .into_iter()
+            .chain(opts.server_options.iter().cloned())
             .collect();
         let started: Vec<Result<MariaDb, String>> = std::thread::scope(|s| {
             let server_options = &server_options;
@@ -316,6 +320,7 @@ pub fn run_playground(
     demo: bool,
     copy_rows_per_s: u64,
     buffer_pool_mb: Option<u64>,
+    server_options: Vec<String>,
 ) -> Result<(), String> {
     mariadb::server_binary()?;
     let mut cluster = Cluster::start(ClusterOptions {
@@ -324,6 +329,7 @@ pub fn run_playground(
         data_dir: data_dir.map(Path::to_path_buf),
         copy_rows_per_s,
         buffer_pool_mb,
+        server_options,
         ..ClusterOptions::default()
     })?;
     if demo {
