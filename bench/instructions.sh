@@ -81,11 +81,12 @@ count before "$BEFORE"
 count after "$AFTER"
 read -r bir bq <"$OUT/before/count"
 read -r air aq <"$OUT/after/count"
-python3 - "$bir" "$bq" "$air" "$aq" "$TEST" "$EVENTS" <<'PY'
+[[ "$TOGGLE" == all ]] && WHAT="the whole process" || WHAT="inside $TOGGLE"
+python3 - "$bir" "$bq" "$air" "$aq" "$TEST" "$EVENTS" "$WHAT" <<'PY'
 import sys
 bir, bq, air, aq = (int(x) for x in sys.argv[1:5])
 b, a = bir / max(bq, 1), air / max(aq, 1)
-print(f"## Instructions per statement inside Session::dispatch ({sys.argv[5]}, {sys.argv[6]} transactions at 8 clients)")
+print(f"## Instructions per statement, {sys.argv[7]} ({sys.argv[5]}, {sys.argv[6]} transactions at 8 clients)")
 print()
 print("| binary | statements | instructions | per statement |")
 print("|---|---:|---:|---:|")

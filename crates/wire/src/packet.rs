@@ -125,23 +125,52 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         out: &mut PacketStream<D>,
         seq: &mut u8,
     ) -> (u64, u8) {
-        let (mut moved, mut last) = (0u64, 0u8);
-        while out.wbuf.len() < FLUSH_THRESHOLD && self.rbuf.len() >= 4 {
-            let b = &self.rbuf[..];
-            let len = u32::from_le_bytes([b[0], b[1], b[2], 0]) as usize;
-            if len == 0 || len >= MAX_PAYLOAD || b.len() < 4 + len {
+        // The whole rows at the front, copied in one go, headers included;
+        // their sequence ids are rewritten only where the client's differ
+        // (a reply joined from several statements' replies).
+        let shift = out.seq_shift;
+        let b = &self.rbuf[..];
+        let room = FLUSH_THRESHOLD.saturating_sub(out.wbuf.len());
+        let (mut at, mut last_at, mut moved) = (0usize, 0usize, 0u64);
+        let mut next = seq.wrapping_add(shift);
+        let mut is_renumbered = false;
+        while at < room && b.len() - at >= 4 {
+            let h = &b[at..];
+            let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+            if len == 0 || len >= MAX_PAYLOAD || h.len() < 4 + len {
                 break;
             }
-            let first = b[4];
+            let first = h[4];
             if first == 0xff || (first == 0xfe && len < 9) {
                 break;
             }
-            last = b[3].wrapping_sub(self.seq_shift);
-            out.write_packet(*seq, &b[4..4 + len]);
-            *seq = seq.wrapping_add(1);
-            self.rbuf.advance(4 + len);
+            is_renumbered |= h[3] != next;
+            last_at = at;
+            at += 4 + len;
+            next = next.wrapping_add(1);
             moved += 1;
         }
+        if moved == 0 {
+            return (0, 0);
+        }
+        let last = b[last_at + 3].wrapping_sub(self.seq_shift);
+        let start = out.wbuf.len();
+        if let Some(relay_at) = out.relay.as_mut() {
+            *relay_at = start + last_at;
+        }
+        out.wbuf.extend_from_slice(&b[..at]);
+        self.rbuf.advance(at);
+        if is_renumbered {
+            let (mut p, mut s) = (start, seq.wrapping_add(shift));
+            while p < out.wbuf.len() {
+                let len = u32::from_le_bytes([out.wbuf[p], out.wbuf[p + 1], out.wbuf[p + 2], 0]);
+                out.wbuf[p + 3] = s;
+                s = s.wrapping_add(1);
+                p += 4 + len as usize;
+            }
+        }
+        out.next_seq = next;
+        *seq = seq.wrapping_add(moved as u8);
         (moved, last)
     }
 
@@ -463,6 +492,29 @@ mod tests {
         half.rbuf.extend_from_slice(&[5, 0, 0, 1, 4, b'a']);
         assert_eq!(half.move_rows_into(&mut client, &mut seq), (0, 0));
         assert_eq!(half.rbuf.len(), 6);
+    }
+
+    /// Rows whose sequence ids already match the client's are copied as
+    /// they are, in one go; within a relay, its mark is on the last row.
+    #[tokio::test]
+    async fn matching_rows_move_verbatim() {
+        let mut backend = PacketStream::new(tokio::io::duplex(64).0);
+        let mut client = PacketStream::new(tokio::io::duplex(64).0);
+        let rows: &[u8] = &[
+            2, 0, 0, 3, 1, b'x', //
+            3, 0, 0, 4, 2, b'y', b'z', //
+            5, 0, 0, 5, 0xfe, 0, 0, 2, 0,
+        ];
+        backend.rbuf.extend_from_slice(rows);
+        client.wbuf.extend_from_slice(&[9, 9]);
+        client.begin_relay();
+        let mut seq = 3;
+        assert_eq!(backend.move_rows_into(&mut client, &mut seq), (2, 4));
+        assert_eq!(seq, 5);
+        assert_eq!(&client.wbuf[2..], &rows[..13]);
+        assert_eq!(client.relay, Some(2 + 6), "the relay marks the last row");
+        assert_eq!(client.next_seq, 5);
+        assert_eq!(backend.rbuf.len(), 9, "the EOF stays");
     }
 
     /// Two replies joined by a relay: the second is numbered on from the

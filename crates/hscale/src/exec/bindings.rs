@@ -348,20 +348,32 @@ impl Bindings {
     /// its client, so a driver's pool discards it before its next query
     /// instead of that query failing with 2013.
     pub async fn held_closed(&self) {
-        let held: Vec<_> = self
-            .pinned
-            .iter()
-            .chain(
-                self.txn
-                    .iter()
-                    .flat_map(|t| t.branches.iter().filter_map(|b| b.conn.as_ref())),
-            )
+        let (first, is_alone) = {
+            let mut held = self.held_connections();
+            (held.next(), held.next().is_none())
+        };
+        let Some(first) = first else {
+            return std::future::pending().await;
+        };
+        if is_alone {
+            // The usual case (one connection held): nothing to allocate.
+            return first.stream.get_ref().closed_while_idle().await;
+        }
+        let all: Vec<_> = self
+            .held_connections()
             .map(|c| Box::pin(c.stream.get_ref().closed_while_idle()))
             .collect();
-        if held.is_empty() {
-            return std::future::pending().await;
-        }
-        futures_util::future::select_all(held).await;
+        futures_util::future::select_all(all).await;
+    }
+
+    /// The connections the session holds between statements: its pinned
+    /// one and its transaction's branches.
+    fn held_connections(&self) -> impl Iterator<Item = &PooledConn> {
+        self.pinned.iter().chain(
+            self.txn
+                .iter()
+                .flat_map(|t| t.branches.iter().filter_map(|b| b.conn.as_ref())),
+        )
     }
 
     /// A transaction with branches loses all of them (and its home).

@@ -433,8 +433,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 idle.as_mut().reset(last + wait);
             }
             let read = tokio::select! {
+                biased;
                 r = self.client.read_command(max) => r,
-                _ = self.b.handle.killed.notified() => continue,
+                _ = self.b.handle.woken() => continue,
                 _ = self.b.held_closed() => {
                     // As the server at its wait_timeout: the client
                     // connection closes while idle, not at its next query.

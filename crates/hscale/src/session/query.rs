@@ -51,12 +51,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if self.answered_index(payload).await? {
             return Ok(());
         }
-        let facts = hscale_sql::analyze_bytes(&payload[1..]);
+        // The text is checked for UTF-8 once; what follows reads `text`.
+        let text = std::str::from_utf8(&payload[1..]).ok();
+        let facts = match text {
+            Some(t) => hscale_sql::analyze(t),
+            None => hscale_sql::analyze_bytes(&payload[1..]),
+        };
         // Whether it resets the session's diagnostics area (`conditions.rs`).
         self.b.gathered.uses_tables = Some(facts.uses_tables);
         // What the statement mentions comes from that one lex; the rare
         // statement rewritten with hscale's own answers is analyzed again.
-        let rewritten = self.proxy_answers(payload, facts.mentions).await?;
+        let rewritten = match text {
+            Some(t) => self.proxy_answers(t, facts.mentions).await?,
+            None => None,
+        };
         let facts = match &rewritten {
             Some(r) => hscale_sql::analyze_bytes(&r[1..]),
             None => facts,
@@ -69,7 +77,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if in_mode.is_none() && rewritten.is_none() && !self.b.is_text_utf8 {
             self.b.note.digest = facts.fingerprint.as_ref().map(|f| f.hash);
         }
-        let utf8 = std::str::from_utf8(sql_bytes).ok();
+        let utf8 = match &rewritten {
+            Some(r) => std::str::from_utf8(&r[1..]).ok(),
+            None => text,
+        };
         let sql = utf8.unwrap_or("<not UTF-8>");
         tracing::debug!(
             connection_id = self.b.connection_id,
@@ -203,21 +214,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if is_set_global {
             self.b.ctx.session_defaults_changed();
         }
-        let done = self.run_fenced(payload, &facts, effects, sql).await;
+        let done = self.run_fenced(payload, &facts, effects, utf8).await;
         if is_set_global {
             self.b.ctx.session_defaults_changed();
         }
         done
     }
 
-    /// Fill sequence ids, plan and run, again after a stale route.
+    /// Fill sequence ids, plan and run, again after a stale route. `text`:
+    /// `payload`'s statement, when it is UTF-8.
     async fn run_fenced(
         &mut self,
         payload: &Bytes,
         facts: &hscale_sql::Facts,
         effects: Effects<'_>,
-        sql: &str,
+        text: Option<&str>,
     ) -> Result<(), ProxyError> {
+        let sql = text.unwrap_or("<not UTF-8>");
         let analyzed = &payload[1..];
         let mut attempts = 0;
         let mut filled = None;
@@ -248,7 +261,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
             }
             let base = normal.as_ref().unwrap_or(payload);
-            let base_sql = std::str::from_utf8(&base[1..]).unwrap_or(sql);
+            let base_text = match &normal {
+                Some(n) => std::str::from_utf8(&n[1..]).ok(),
+                None => text,
+            };
+            let base_sql = base_text.unwrap_or(sql);
             // Ids from a sequence are filled in before planning (the id may
             // be the partition key). A retry after the fence keeps them, or
             // looks again: the newer dictionary may give the table a sequence.
@@ -256,7 +273,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 filled = self.b.fill_ids(base_sql).await?;
             }
             let payload = filled.as_ref().unwrap_or(base);
-            match self.plan_and_run(payload, facts, effects, analyzed).await {
+            let payload_text = match &filled {
+                Some(f) => std::str::from_utf8(&f[1..]).ok(),
+                None => base_text,
+            };
+            match self
+                .plan_and_run(payload, payload_text, facts, effects, analyzed)
+                .await
+            {
                 Err(ProxyError::StaleRoute { err }) => {
                     match self.b.after_stale_route(err, before, &mut attempts).await? {
                         crate::exec::fence::Next::Retry => continue,
@@ -276,13 +300,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     async fn plan_and_run(
         &mut self,
         payload: &Bytes,
+        text: Option<&str>,
         facts: &hscale_sql::Facts,
         effects: Effects<'_>,
         analyzed: &[u8],
     ) -> Result<(), ProxyError> {
         let sql_bytes = &payload[1..];
-        let utf8 = std::str::from_utf8(sql_bytes);
-        let sql = utf8.unwrap_or("<not UTF-8>");
+        let sql = text.unwrap_or("<not UTF-8>");
         // The tokens of the analysis, when this is the analyzed text (not
         // one with ids filled in or another INSERT form): not lexed again.
         let lexed = match &facts.fingerprint {
@@ -293,7 +317,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if !self.b.ctx.partitioning.is_empty() {
             let dict = self.b.ctx.partitioning.dictionary();
             self.b.planned_version = dict.stored_version;
-            if utf8.is_err() {
+            if text.is_none() {
                 if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
                     return Err(ProxyError::Refused(why));
                 }

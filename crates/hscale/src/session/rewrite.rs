@@ -50,17 +50,14 @@ use super::Session;
 use crate::error::ProxyError;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    /// The `COM_QUERY` payload to run instead of `payload`, when the
+    /// The `COM_QUERY` payload to run instead of `sql`, when the
     /// statement reads something whose answer is hscale's own
     /// (`mentions`: what the statement's analysis found).
     pub(super) async fn proxy_answers(
         &mut self,
-        payload: &Bytes,
+        sql: &str,
         mentions: Mentions,
     ) -> Result<Option<Bytes>, ProxyError> {
-        let Ok(sql) = std::str::from_utf8(&payload[1..]) else {
-            return Ok(None);
-        };
         Ok(self
             .proxy_sql(sql, mentions)
             .await?
