@@ -14,7 +14,8 @@
 # Exits 1 when after/before CPU per statement exceeds MAX_RATIO (default
 # 1.05): run it before committing a change to the statement path.
 #
-# Environment: BASE (a commit, default HEAD~1), AFTER (binary, default: a
+# Environment: BASE (a commit, default HEAD~1), BEFORE (a binary instead
+# of BASE's), AFTER (binary, default: a
 # release build of the working tree), TEST (default oltp_read_only),
 # CLIENTS (default 64), ROUNDS (default 3), DURATION (default 6),
 # MAX_RATIO (default 1.05).
@@ -35,10 +36,14 @@ for tool in sysbench mariadb python3 getconf git cargo; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run: make deps)"
 done
 
-sha=$(git rev-parse --short "$BASE") || die "no commit $BASE"
 GUARD=target/guard
 mkdir -p "$GUARD/bin"
-BEFORE="$GUARD/bin/hscale-$sha"
+if [[ -n "${BEFORE:-}" ]]; then
+  sha=$(basename "$BEFORE")
+else
+  sha=$(git rev-parse --short "$BASE") || die "no commit $BASE"
+  BEFORE="$GUARD/bin/hscale-$sha"
+fi
 if [[ ! -x "$BEFORE" ]]; then
   log "building $sha (cached in $GUARD)"
   src="$GUARD/src"
