@@ -110,8 +110,12 @@ src, dst, port, conns, extra = sys.argv[1:]
 text = open(src).read()
 text = re.sub(r'(?m)^listen = "127\.0\.0\.1:\d+"', f'listen = "127.0.0.1:{port}"', text, count=1)
 text = re.sub(r'(?m)^max_connections = 64$', f'max_connections = {conns}', text)
-if extra:
-    text = text.replace('[proxy]\n', '[proxy]\n' + extra.replace('\\n', '\n') + '\n', 1)
+for line in filter(None, (l.strip() for l in extra.replace('\\n', '\n').split('\n'))):
+    key = line.split('=', 1)[0].strip()
+    if re.search(rf'(?m)^{re.escape(key)} = ', text):
+        text = re.sub(rf'(?m)^{re.escape(key)} = .*$', line, text, count=1)
+    else:
+        text = text.replace('[proxy]\n', '[proxy]\n' + line + '\n', 1)
 open(dst, 'w').write(text)
 PY
 "$HSCALE" serve -c "$TMP/hscale.toml" >"$TMP/hscale.out" 2>"$TMP/hscale.log" </dev/null &

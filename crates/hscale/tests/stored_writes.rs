@@ -22,6 +22,7 @@ const SCHEMA: &[&str] = &[
     "CREATE TABLE words (w VARCHAR(20) NOT NULL PRIMARY KEY, freq INT NULL)",
     "CREATE TABLE nn (id INT NOT NULL, k INT NOT NULL, s VARCHAR(10) NOT NULL, n INT NOT NULL, PRIMARY KEY (id, k))",
     "CREATE TABLE cust (cid INT NOT NULL PRIMARY KEY, name VARCHAR(20) NULL)",
+    "CREATE TABLE od (oid INT NOT NULL, k INT NOT NULL, qty INT NOT NULL, note VARCHAR(20), PRIMARY KEY (oid, k))",
 ];
 
 const PARTITIONING: &[&str] = &[
@@ -41,6 +42,9 @@ const PARTITIONING: &[&str] = &[
     "HSCALE SETUP_TABLE('cust', 'cid', 'cust_default', 'shard0', 'MOD(3)')",
     "HSCALE ADD_PARTITION('cust', 'c1', '1', 'shard1')",
     "HSCALE ADD_PARTITION('cust', 'c2', '2', 'shard2')",
+    "HSCALE SETUP_TABLE('od', 'k', 'od_default', 'shard0', 'MOD(3)')",
+    "HSCALE ADD_PARTITION('od', 'od1', '1', 'shard1')",
+    "HSCALE ADD_PARTITION('od', 'od2', '2', 'shard2')",
 ];
 
 type Rows = Vec<Vec<Option<String>>>;
@@ -524,4 +528,59 @@ async fn concatenated_reads_during_moves_answer_every_row() {
         );
     }
     assert!(total > 30, "only {total} reads ran beside the moves");
+}
+
+async fn od_rows(c: &mut Conn) -> Rows {
+    rows(c, "SELECT oid, k, qty, note FROM od ORDER BY oid").await
+}
+
+/// The adversarial run's first finding: `DELETE ... RETURNING` over
+/// several partitions deleted the rows and answered an OK without them
+/// (a client told nothing was deleted while rows were gone). It is now
+/// refused with 1235 before any part runs: nothing is deleted.
+#[tokio::test]
+async fn delete_returning_over_several_partitions_deletes_nothing_unseen() {
+    set_up().await;
+    let mut p = proxy_conn(Some(DB)).await;
+    p.query_drop("INSERT INTO od (oid, k, qty, note) VALUES (1, 0, 7, 'n1'), (2, 1, 3, 'n2'), (3, 2, 10, 'n3'), (4, 3, 6, 'n4'), (5, 4, 2, NULL)")
+        .await
+        .unwrap();
+    let before = od_rows(&mut p).await;
+    for sql in [
+        "DELETE FROM od WHERE oid IN (1, 2, 3, 4) RETURNING oid, k",
+        "DELETE FROM od WHERE oid = 5 OR note = 'n2' RETURNING *",
+        "DELETE FROM od WHERE oid IN (950, 951, 952) RETURNING oid, note",
+        "DELETE FROM od WHERE k IN (1, 2) AND qty > 2 RETURNING oid, k, qty",
+        "DELETE FROM od WHERE oid = 3 RETURNING oid * 2 AS twice, UPPER(note)",
+        "delete from od where qty > 0 returning oid",
+        "DELETE FROM od WHERE qty > 0 /* c */ RETURNING/**/oid",
+        "INSERT INTO od (oid, k, qty) VALUES (10, 1, 1), (11, 2, 1) RETURNING oid",
+        "REPLACE INTO od (oid, k, qty) VALUES (12, 1, 1), (13, 2, 1) RETURNING oid, k",
+    ] {
+        match p.query_drop(sql).await {
+            Err(e) => assert_eq!(code(&e), 1235, "{sql}: {e}"),
+            Ok(()) => panic!("{sql}: answered (affected {})", p.affected_rows()),
+        }
+        assert_eq!(od_rows(&mut p).await, before, "{sql} changed rows");
+    }
+    // Prepared, over several partitions: refused the same way.
+    let err = p
+        .exec_drop("DELETE FROM od WHERE qty > ? RETURNING oid", (0,))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 1235, "{err}");
+    assert_eq!(od_rows(&mut p).await, before);
+    // A word inside a string is no RETURNING clause: the DELETE runs.
+    p.query_drop("DELETE FROM od WHERE note = 'returning' OR oid = 999")
+        .await
+        .unwrap();
+    assert_eq!(p.affected_rows(), 0);
+    // On one partition the server's own answer comes back, rows and all.
+    let gone = rows(
+        &mut p,
+        "DELETE FROM od WHERE k = 4 AND oid = 5 RETURNING oid, qty",
+    )
+    .await;
+    assert_eq!(gone, vec![vec![Some("5".into()), Some("2".into())]]);
+    p.query_drop("DELETE FROM od").await.unwrap();
 }

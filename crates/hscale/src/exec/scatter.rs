@@ -224,6 +224,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if kind == StatementKind::Select {
             return self.concatenate(parts, cmd).await;
         }
+        // Each part would answer rows, and adding up OKs would tell the
+        // client nothing was written while rows are gone: refused before
+        // any part runs.
+        if parts
+            .first()
+            .is_some_and(|(_, sql)| returns_rows(sql.as_ref()))
+        {
+            return Err(ProxyError::Unsupported {
+                what: "a write with RETURNING over several partitions (DELETE, INSERT or REPLACE ... RETURNING: name one partition's key, or read the rows first)".into(),
+            });
+        }
         // One statement: all parts or none (`statement.rs`).
         let is_implicit = self.b.needs_implicit_txn();
         let Some(scope) = self.open_write(is_implicit).await? else {
@@ -834,4 +845,15 @@ pub(super) fn part_info(sql: &[u8], info: OkInfo, affected: u64, warnings: u16) 
         duplicates,
         warnings: u64::from(warnings),
     }
+}
+
+/// Whether a write's text has a `RETURNING` clause (a word token, so not
+/// inside a string, a comment or a quoted name).
+fn returns_rows(sql: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(sql) else {
+        return false;
+    };
+    hscale_sql::mentions::contains_ci(sql, b"RETURNING")
+        && hscale_sql::tokenize(text)
+            .is_ok_and(|tokens| tokens.iter().any(|t| t.is_word(text, "RETURNING")))
 }
