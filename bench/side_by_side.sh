@@ -3,7 +3,7 @@
 # MariaDB's own thread pool (a second server, the same options plus
 # thread_handling=pool-of-threads, the same sysbench data), through haproxy
 # in TCP mode and through hscale, at each client count, in one run. Prints a
-# Markdown table on stdout (progress on stderr): qps, p99 latency (ms),
+# Markdown table on stdout (progress on stderr): qps, p50 and p99 latency (ms),
 # failed statements and the proxy's CPU per statement (utime+stime of the
 # proxy process over the statements sysbench counted).
 #
@@ -153,7 +153,7 @@ MARIADB_VERSION=$(mariadb -h127.0.0.1 -P"$PLAIN_DB" "${BACKEND[@]}" -N -B -e 'SE
 [[ $(mariadb -h127.0.0.1 -P"$POOL_DB" "${BACKEND[@]}" -N -B -e 'SELECT @@thread_handling') == pool-of-threads ]] ||
   die "the thread-pool server does not run pool-of-threads"
 SB_COMMON=(--tables="$TABLES" --table-size="$TABLE_SIZE" --mysql-db=sbtest --rand-type=uniform
-  --db-ps-mode=disable --percentile=99 --mysql-ssl=off)
+  --db-ps-mode=disable --percentile=99 --histogram=on --mysql-ssl=off)
 for db in "$PLAIN_DB" "$POOL_DB"; do
   mariadb -h127.0.0.1 -P"$db" "${BACKEND[@]}" -e 'CREATE DATABASE IF NOT EXISTS sbtest'
   sysbench oltp_read_write "${SB_COMMON[@]}" --mysql-host=127.0.0.1 --mysql-port="$db" \
@@ -161,7 +161,7 @@ for db in "$PLAIN_DB" "$POOL_DB"; do
     die "sysbench prepare failed: $(tail -n 5 "$TMP/prepare-$db.log")"
 done
 
-declare -A QPS P99 ERR CPU
+declare -A QPS P50 P99 ERR CPU
 run() {
   local target=$1 test=$2 clients=$3 key="$1/$2/$3" out="$TMP/$1-$2-$3.log"
   local -a conn
@@ -180,6 +180,9 @@ run() {
   total=$(awk '$1 == "queries:" { print $2; exit }' "$out")
   QPS[$key]=$(awk '$1 == "queries:" { gsub(/\(/, "", $3); printf "%.0f", $3; exit }' "$out")
   P99[$key]=$(awk '/99th percentile:/ { print $3; exit }' "$out")
+  # The median from sysbench's latency histogram ("value |*** count").
+  P50[$key]=$(awk '$2 ~ /^\|/ && $1 ~ /^[0-9.]+$/ { v[n] = $1; c[n] = $NF; t += $NF; n++ }
+    END { for (i = 0; i < n; i++) { s += c[i]; if (s * 2 >= t) { print v[i]; exit } } }' "$out")
   fatal=$(grep -c 'FATAL' "$out" || true)
   ignored=$(awk '$1 == "ignored" && $2 == "errors:" { print $3; exit }' "$out")
   ERR[$key]=$((fatal + ${ignored:-0}))
@@ -203,11 +206,11 @@ echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "- MariaDB $MARIADB_VERSION, $(sysbench --version), $(haproxy -v | head -n 1 | cut -d' ' -f1-3), $(nproc) cores"
 echo "- ${DURATION}s per cell, $TABLES tables x $TABLE_SIZE rows, hscale backend connections: $BACKEND_CONNECTIONS${HSCALE_EXTRA:+, [proxy] $HSCALE_EXTRA}"
-echo "- qps / p99 ms / failed statements; CPU: µs of proxy CPU per statement; ratios to direct"
+echo "- qps / p50 ms / p99 ms / failed statements; CPU: µs of proxy CPU per statement; ratios to direct"
 echo
 echo "| test | clients | direct | pool | haproxy | hscale | pool/direct | haproxy/direct | hscale/direct | hscale/haproxy | haproxy CPU | hscale CPU |"
 echo "|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|"
-cell() { local k=$1; [[ -n "${QPS[$k]:-}" ]] && printf '%s / %s / %s' "${QPS[$k]}" "${P99[$k]:--}" "${ERR[$k]:-0}" || printf -- '-'; }
+cell() { local k=$1; [[ -n "${QPS[$k]:-}" ]] && printf '%s / %s / %s / %s' "${QPS[$k]}" "${P50[$k]:--}" "${P99[$k]:--}" "${ERR[$k]:-0}" || printf -- '-'; }
 for test in $TESTS; do
   for clients in $CLIENTS; do
     d="direct/$test/$clients" p="pool/$test/$clients" h="haproxy/$test/$clients" s="hscale/$test/$clients"
