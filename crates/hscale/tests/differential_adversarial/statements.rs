@@ -259,13 +259,22 @@ pub fn w(s: &mut Vec<Step>, xs: &[&str]) {
 /// statements read, on both sides alike).
 pub fn steps() -> Vec<Step> {
     let mut s = Vec::new();
-    super::reads::push(&mut s);
-    super::writes::push(&mut s);
-    super::prepared::push(&mut s);
-    super::session::push(&mut s);
-    super::spellings::push(&mut s);
-    s.push(step("", None, How::Reset));
-    super::second_pass::push(&mut s);
+    let modules: [(&str, fn(&mut Vec<Step>)); 6] = [
+        ("reads", super::reads::push),
+        ("writes", super::writes::push),
+        ("prepared", super::prepared::push),
+        ("session", super::session::push),
+        ("spellings", super::spellings::push),
+        ("second_pass", super::second_pass::push),
+    ];
+    for (name, push) in modules {
+        if name == "second_pass" {
+            s.push(step("", None, How::Reset));
+        }
+        let before = s.len();
+        push(&mut s);
+        println!("{name}: {} statements", s.len() - before);
+    }
     s
 }
 
