@@ -255,11 +255,14 @@ pub fn w(s: &mut Vec<Step>, xs: &[&str]) {
     s.extend(xs.iter().map(|q| step(q, None, How::Write)))
 }
 
+/// A module's statements, appended in order.
+type Push = fn(&mut Vec<Step>);
+
 /// Every statement, in the order they run (writes change what later
 /// statements read, on both sides alike).
 pub fn steps() -> Vec<Step> {
     let mut s = Vec::new();
-    let modules: [(&str, fn(&mut Vec<Step>)); 6] = [
+    let modules: [(&str, Push); 6] = [
         ("reads", super::reads::push),
         ("writes", super::writes::push),
         ("prepared", super::prepared::push),
