@@ -182,6 +182,65 @@ pub fn push(s: &mut Vec<Step>) {
         "SELECT k, COUNT(*) FROM od WHERE k BETWEEN ? AND ? GROUP BY k",
         vec![Value::Int(-1), Value::Bytes(b"2".to_vec())],
     );
+    // Around F1 of docs/adversarial-findings.md: DELETE ... RETURNING in
+    // other shapes.
+    s.extend(
+        [
+            "DELETE FROM od WHERE k IN (1, 2) AND qty > 8 RETURNING oid, k, qty",
+            "DELETE FROM od WHERE oid = 12 RETURNING oid * 2 AS twice, UPPER(note)",
+            "DELETE FROM gl WHERE gid = 5 RETURNING gid, name",
+            "DELETE FROM ev WHERE amt > 9 RETURNING id, amt",
+        ]
+        .iter()
+        .map(|q| step(q, None, How::WriteAnyOrder)),
+    );
+    s.push(step(
+        "DELETE FROM od WHERE qty = ? RETURNING oid",
+        Some(vec![Value::Int(0)]),
+        How::WriteAnyOrder,
+    ));
+    // Around F2: names that are both an alias and a column, in HAVING,
+    // ORDER BY, DISTINCT and prepared.
+    o(
+        s,
+        &[
+            "SELECT k AS qty, COUNT(*) FROM od GROUP BY k HAVING qty > 1 ORDER BY 1",
+            "SELECT k AS oid, COUNT(*) FROM od GROUP BY oid HAVING COUNT(*) > 0 ORDER BY oid LIMIT 3",
+            "SELECT k AS price, MAX(qty) FROM od GROUP BY price ORDER BY 1, 2 LIMIT 3",
+            "SELECT k AS qty, oid FROM od ORDER BY qty, oid LIMIT 5",
+            "SELECT qty AS k, oid FROM od WHERE k = 1 ORDER BY k, oid",
+            "SELECT k AS qty, SUM(qty) FROM od GROUP BY od.qty ORDER BY od.qty",
+            "SELECT MAX(qty) AS k FROM od GROUP BY k ORDER BY k",
+        ],
+    );
+    s.push(step(
+        "SELECT k AS qty, SUM(qty) FROM od WHERE oid > ? GROUP BY qty ORDER BY qty",
+        Some(vec![Value::Int(0)]),
+        How::Ordered,
+    ));
+    // Around F4 and F6: keys no date can hold, without strict mode.
+    w(
+        s,
+        &[
+            "INSERT IGNORE INTO ev (id, at, kind) VALUES (900, 'bad', 'ig')",
+            "INSERT INTO ev (id, at, kind) VALUES (901, '2024-13-01', 'bad')",
+        ],
+    );
+    o(s, &["SET SESSION sql_mode = ''"]);
+    w(
+        s,
+        &[
+            "INSERT INTO ev (id, at, kind) VALUES (902, 'bad', 'ns')",
+            "INSERT INTO ev (id, at, kind) VALUES (903, '2024-02-30', 'ns')",
+        ],
+    );
+    o(
+        s,
+        &[
+            "SELECT id, at FROM ev WHERE id >= 900 ORDER BY id",
+            "SET SESSION sql_mode = DEFAULT",
+        ],
+    );
     // TRUNCATE, then the ids one server and the sequence hand out.
     u(s, &["SELECT COUNT(*) FROM ev"]);
     w(

@@ -358,6 +358,20 @@ pub const EXPECTED_DIFFERENCES: &[&str] = &[
     "after UPDATE od SET k = k + 4 WHERE oid = 7",
     "after UPDATE od SET qty = (SELECT COUNT(*) FROM gl) WHERE oid = 8",
     "after UPDATE od SET qty = qty + 1 WHERE k IN (SELECT gid FROM gl WHERE name LIKE 'n%')",
+    "DELETE FROM ev WHERE amt > 9 RETURNING id, amt",
+    "DELETE FROM gl WHERE gid = 5 RETURNING gid, name",
+    "DELETE FROM od WHERE k IN (1, 2) AND qty > 8 RETURNING oid, k, qty",
+    "DELETE FROM od WHERE oid = 12 RETURNING oid * 2 AS twice, UPPER(note)",
+    "DELETE FROM od WHERE qty = ? RETURNING oid -- prepared [Int(0)]",
+    "INSERT IGNORE INTO ev (id, at, kind) VALUES (900, 'bad', 'ig')",
+    "INSERT INTO ev (id, at, kind) VALUES (901, '2024-13-01', 'bad')",
+    "INSERT INTO ev (id, at, kind) VALUES (902, 'bad', 'ns')",
+    "SELECT k AS oid, COUNT(*) FROM od GROUP BY oid HAVING COUNT(*) > 0 ORDER BY oid LIMIT 3",
+    "SELECT k AS price, MAX(qty) FROM od GROUP BY price ORDER BY 1, 2 LIMIT 3",
+    "SELECT k AS qty, SUM(qty) FROM od WHERE oid > ? GROUP BY qty ORDER BY qty -- prepared [Int(0)]",
+    "after DELETE FROM gl WHERE gid = 5 RETURNING gid, name",
+    "after INSERT IGNORE INTO ev (id, at, kind) VALUES (900, 'bad', 'ig')",
+    "after INSERT INTO ev (id, at, kind) VALUES (902, 'bad', 'ns')",
 ];
 
 /// Statements that differ in some runs only (finding F14 of
