@@ -41,6 +41,8 @@ mod session;
 mod spellings;
 #[path = "differential_adversarial/statements.rs"]
 mod statements;
+#[path = "differential_adversarial/third_pass.rs"]
+mod third_pass;
 #[path = "differential_adversarial/writes.rs"]
 mod writes;
 
