@@ -379,6 +379,14 @@ pub const EXPECTED_DIFFERENCES: &[&str] = &[
     "after INSERT INTO od (oid, k, qty) VALUES (5000, 1, k + 1), (5001, 2, oid - 5000)",
     "after INSERT INTO od (oid, k, qty) VALUES (5004, 1, 1), (5005, 2, (SELECT COUNT(*) FROM gl))",
     "after INSERT INTO od (oid, k, qty, note) VALUES (5016, 2, 1, CONCAT('n', oid)), (5017, 3, 1, CONCAT('n', oid))",
+    "INSERT INTO od (oid, k, qty) SELECT DISTINCT qty + 6200, k, 0 FROM od WHERE oid < 100",
+    "INSERT INTO sk (name, v) SELECT UPPER(name), v FROM sk",
+    "SELECT DISTINCT 0, k FROM od ORDER BY k",
+    "SELECT DISTINCT k, -1 FROM od ORDER BY k",
+    "SELECT DISTINCT k, 0 AS z FROM od ORDER BY k",
+    "SELECT DISTINCT k, 0 FROM od ORDER BY k",
+    "SELECT DISTINCT k, 99 FROM od ORDER BY k",
+    "after INSERT INTO od (oid, k, qty) SELECT DISTINCT qty + 6200, k, 0 FROM od WHERE oid < 100",
 ];
 
 /// Statements that differ in some runs only ("Intermittent" in

@@ -3,7 +3,9 @@
 //! answers, the case of table and column names, comments and whitespace
 //! around keys, HAVING without GROUP BY, long IN lists and parenthesized
 //! set operations; INSERT values that are expressions, DEFAULT or
-//! subqueries, column lists in another order, statement modifiers.
+//! subqueries, column lists in another order, statement modifiers;
+//! INSERT ... SELECT with ORDER BY / LIMIT / GROUP BY / DISTINCT / WITH /
+//! window functions, under sql_select_limit and inside a transaction.
 
 use super::statements::{o, w, Step};
 
@@ -59,6 +61,17 @@ pub fn push(s: &mut Vec<Step>) {
             "SELECT COUNT(*) FROM od WHERE k > 1 AND k < 3",
             "SELECT COUNT(*) FROM od WHERE NOT k = 0",
             "SELECT COUNT(*) FROM od WHERE k != 1 AND k <> 2",
+            "SELECT DISTINCT k, 0 FROM od ORDER BY k",
+            "SELECT DISTINCT k, 2 FROM od ORDER BY k",
+            "SELECT DISTINCT k, 0 AS z FROM od ORDER BY k",
+            "SELECT DISTINCT k, -1 FROM od ORDER BY k",
+            "SELECT DISTINCT 0, k FROM od ORDER BY k",
+            "SELECT DISTINCT k, 99 FROM od ORDER BY k",
+            "SELECT DISTINCT k, 'x' FROM od ORDER BY k",
+            "SELECT DISTINCT 1 FROM od",
+            "SELECT DISTINCT qty + 1, 1 FROM od ORDER BY 1",
+            "SELECT COUNT(DISTINCT k, 1) FROM od",
+            "SELECT k, 1, COUNT(*) FROM od GROUP BY k, 1 ORDER BY k",
         ],
     );
     w(
@@ -85,6 +98,43 @@ pub fn push(s: &mut Vec<Step>) {
             "INSERT INTO od (oid, k, qty) VALUES (5012, 1, 1) ON DUPLICATE KEY UPDATE qty = VALUES(qty) + 1, note = 'again'",
             "UPDATE od SET qty = DEFAULT WHERE oid = 5012",
             "UPDATE od SET price = NULL, note = NULL WHERE oid = 5012 AND k = 1",
+        ],
+    );
+    w(
+        s,
+        &[
+            "INSERT INTO od (oid, k, qty) SELECT oid + 6000, k, qty FROM od ORDER BY oid LIMIT 3",
+            "INSERT INTO od (oid, k, qty) SELECT oid + 6100, k, qty FROM od WHERE k = 1 ORDER BY oid DESC LIMIT 2",
+            "INSERT INTO od (oid, k, qty) SELECT DISTINCT qty + 6200, k, 0 FROM od WHERE oid < 100",
+            "INSERT INTO od (oid, k, qty) SELECT MAX(oid) + 7000, k, COUNT(*) FROM od GROUP BY k",
+            "INSERT INTO sk (name, v) SELECT UPPER(name), v FROM sk",
+            "INSERT IGNORE INTO sk (name, v) SELECT CONCAT(name, '2'), v FROM sk WHERE v < 5",
+            "UPDATE od SET qty = qty + 1 WHERE k = 1 ORDER BY qty DESC, oid LIMIT 2",
+            "DELETE FROM od WHERE k IN (2, 3) ORDER BY qty, oid LIMIT 3",
+            "REPLACE INTO od (oid, k, qty, note) SELECT oid, k, qty + 100, note FROM od WHERE oid BETWEEN 6000 AND 6999",
+            "INSERT INTO od (oid, k, qty) WITH c AS (SELECT oid, k FROM od WHERE k = 3) SELECT oid + 6400, k, 1 FROM c",
+            "INSERT INTO od (oid, k, qty) SELECT oid + 6500, k, ROW_NUMBER() OVER (ORDER BY oid) FROM od WHERE k = 0",
+            "INSERT INTO od (oid, k, qty) SELECT oid + 6600, k, qty FROM od WHERE k = 2 UNION ALL SELECT oid + 6700, k, qty FROM od WHERE k = 3",
+        ],
+    );
+    o(s, &["SET SESSION sql_select_limit = 2"]);
+    w(
+        s,
+        &["INSERT INTO od (oid, k, qty) SELECT oid + 6800, k, qty FROM od WHERE k IN (1, 2) AND oid < 100"],
+    );
+    o(
+        s,
+        &[
+            "SELECT COUNT(*) FROM od WHERE oid BETWEEN 6800 AND 6999",
+            "SET SESSION sql_select_limit = DEFAULT",
+            "BEGIN",
+        ],
+    );
+    w(
+        s,
+        &[
+            "INSERT INTO od (oid, k, qty) SELECT oid + 8000, k, qty FROM od WHERE oid < 10",
+            "ROLLBACK",
         ],
     );
 }
