@@ -211,6 +211,14 @@ pub fn push(s: &mut Vec<Step>) {
             "SELECT qty AS k, oid FROM od WHERE k = 1 ORDER BY k, oid",
             "SELECT k AS qty, SUM(qty) FROM od GROUP BY od.qty ORDER BY od.qty",
             "SELECT MAX(qty) AS k FROM od GROUP BY k ORDER BY k",
+            "SELECT oid AS qty, qty AS oid FROM od ORDER BY qty LIMIT 3",
+            "SELECT k AS oid, oid AS x FROM od ORDER BY oid DESC, x LIMIT 4",
+            "SELECT qty AS oid, oid AS id2 FROM od ORDER BY oid, id2 LIMIT 4",
+            "SELECT -oid AS oid FROM od ORDER BY oid LIMIT 3",
+            "SELECT oid, -qty AS qty FROM od ORDER BY qty, oid LIMIT 3",
+            "SELECT k, SUM(qty) AS qty FROM od GROUP BY k ORDER BY qty, k",
+            "SELECT k, MAX(oid) AS oid FROM od GROUP BY k HAVING oid > 20 ORDER BY k",
+            "SELECT note AS k, oid FROM od WHERE k = 2 ORDER BY k, oid",
         ],
     );
     s.push(step(

@@ -387,6 +387,8 @@ pub const EXPECTED_DIFFERENCES: &[&str] = &[
     "SELECT DISTINCT k, 0 FROM od ORDER BY k",
     "SELECT DISTINCT k, 99 FROM od ORDER BY k",
     "after INSERT INTO od (oid, k, qty) SELECT DISTINCT qty + 6200, k, 0 FROM od WHERE oid < 100",
+    "SELECT k AS oid, oid AS x FROM od ORDER BY oid DESC, x LIMIT 4",
+    "SELECT qty AS oid, oid AS id2 FROM od ORDER BY oid, id2 LIMIT 4",
 ];
 
 /// Statements that differ in some runs only ("Intermittent" in
