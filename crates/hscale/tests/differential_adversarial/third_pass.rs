@@ -5,9 +5,13 @@
 //! set operations; INSERT values that are expressions, DEFAULT or
 //! subqueries, column lists in another order, statement modifiers;
 //! INSERT ... SELECT with ORDER BY / LIMIT / GROUP BY / DISTINCT / WITH /
-//! window functions, under sql_select_limit and inside a transaction.
+//! window functions, under sql_select_limit and inside a transaction;
+//! affected rows of writes over partitions for a client that set
+//! CLIENT_FOUND_ROWS.
 
-use super::statements::{o, w, Step};
+use mysql_async::Value;
+
+use super::statements::{o, step, w, How, Step};
 
 pub fn push(s: &mut Vec<Step>) {
     o(
@@ -137,4 +141,23 @@ pub fn push(s: &mut Vec<Step>) {
             "ROLLBACK",
         ],
     );
+    s.push(step("", None, How::FoundRows));
+    w(
+        s,
+        &[
+            "UPDATE od SET qty = qty WHERE k IN (1, 2)",
+            "UPDATE od SET qty = qty + 0 WHERE oid < 10",
+            "UPDATE od SET qty = 1 WHERE oid = 99999",
+            "INSERT INTO od (oid, k, qty) VALUES (1, 0, 7), (2, 1, 3) ON DUPLICATE KEY UPDATE qty = qty",
+            "INSERT INTO od (oid, k, qty, price, note) VALUES (3, 2, 10, 39.21, 'n3'), (9000, 1, 1, 1, 'fr') ON DUPLICATE KEY UPDATE qty = VALUES(qty)",
+            "UPDATE od SET note = note WHERE k = 3 AND oid < 20",
+        ],
+    );
+    o(s, &["SELECT ROW_COUNT()"]);
+    s.push(step(
+        "UPDATE od SET qty = qty WHERE k = ?",
+        Some(vec![Value::Int(0)]),
+        How::Write,
+    ));
+    o(s, &["SELECT ROW_COUNT()"]);
 }
