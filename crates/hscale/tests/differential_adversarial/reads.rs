@@ -1,0 +1,260 @@
+//! Reads: edge values of every type through merges, NULLs in every merge,
+//! collations and case in string keys, GROUP BY / HAVING / ORDER BY /
+//! LIMIT, DISTINCT with aggregates, window functions, JSON functions,
+//! date functions on a DATE key, subqueries in every position, UNION,
+//! INTERSECT and EXCEPT.
+
+use super::statements::{o, u, w, Step};
+
+pub fn push(s: &mut Vec<Step>) {
+    // Edge values of every type through merges (queries.md: "COUNT, SUM,
+    // AVG, MIN, MAX, BIT_* ... combined from partial results").
+    o(
+        s,
+        &[
+            "SELECT id, ti, su, bi, bu FROM ty ORDER BY bi, id",
+            "SELECT MIN(bi), MAX(bi), MIN(bu), MAX(bu) FROM ty",
+            "SELECT SUM(bi), AVG(bi) FROM ty",
+            "SELECT SUM(bu), AVG(bu) FROM ty",
+            "SELECT SUM(ti), AVG(ti), COUNT(ti), COUNT(*) FROM ty",
+            "SELECT MIN(de), MAX(de), SUM(de), AVG(de) FROM ty",
+            "SELECT k, SUM(de), AVG(de) FROM ty GROUP BY k ORDER BY k",
+            "SELECT MIN(dt), MAX(dt), MIN(da), MAX(da), MIN(tm), MAX(tm) FROM ty",
+            "SELECT MIN(yr), MAX(yr), SUM(yr) FROM ty",
+            "SELECT MIN(vb), MAX(vb), MIN(ch), MAX(ch) FROM ty",
+            "SELECT id, bt + 0, HEX(bt) FROM ty ORDER BY id",
+            "SELECT MIN(bt), MAX(bt), SUM(bt) FROM ty",
+            "SELECT BIT_AND(bu), BIT_OR(bu), BIT_XOR(bu) FROM ty",
+            "SELECT BIT_OR(bt), BIT_XOR(ti), BIT_AND(su) FROM ty",
+            "SELECT COUNT(DISTINCT bu), COUNT(DISTINCT de), COUNT(DISTINCT vc) FROM ty",
+            "SELECT COUNT(DISTINCT ch, en) FROM ty",
+            "SELECT id FROM ty WHERE bu > 9223372036854775807 ORDER BY id",
+            "SELECT id FROM ty WHERE bi = -9223372036854775808 ORDER BY id",
+            "SELECT id, de FROM ty WHERE de BETWEEN -1 AND 1 ORDER BY de, id",
+            "SELECT id, db FROM ty ORDER BY db DESC, id LIMIT 5",
+            "SELECT id, db * 10 FROM ty WHERE db IS NOT NULL ORDER BY id",
+            "SELECT id, bi + 1 FROM ty ORDER BY id",
+            "SELECT bu - 1 FROM ty WHERE bu IS NOT NULL",
+            "SELECT id, tm FROM ty ORDER BY tm, id",
+            "SELECT id, yr FROM ty ORDER BY yr DESC, id",
+            "SELECT id, dt FROM ty ORDER BY dt DESC, id LIMIT 7",
+            "SELECT k, MAX(dt), MIN(tm), MAX(da) FROM ty GROUP BY k ORDER BY k",
+            "SELECT id, CAST(bu AS SIGNED) FROM ty ORDER BY id",
+            "SELECT ti, COUNT(*) FROM ty GROUP BY ti ORDER BY ti",
+            "SELECT st, COUNT(*) FROM ty GROUP BY st ORDER BY st",
+            "SELECT MIN(st), MAX(st), MIN(en), MAX(en) FROM ty",
+            "SELECT SUM(db), MAX(db), MIN(db) FROM ty WHERE db BETWEEN -1 AND 3",
+        ],
+    );
+    // NULLs in every merge.
+    o(s, &[
+        "SELECT id, ti FROM ty ORDER BY ti, id",
+        "SELECT id, ti FROM ty ORDER BY ti DESC, id",
+        "SELECT ti, COUNT(*) FROM ty GROUP BY ti WITH ROLLUP",
+        "SELECT DISTINCT ti FROM ty ORDER BY ti",
+        "SELECT COUNT(*), COUNT(ti), COUNT(DISTINCT ti), SUM(ti IS NULL) FROM ty",
+        "SELECT MIN(ti), MAX(ti), SUM(ti), AVG(ti), COUNT(ti) FROM ty WHERE ti IS NULL",
+        "SELECT COUNT(*), SUM(ti), MAX(vc), BIT_OR(bu), BIT_AND(bu), BIT_XOR(bu) FROM ty WHERE id < 0",
+        "SELECT k, COUNT(*) FROM ty WHERE id < 0 GROUP BY k",
+        "SELECT id, ti FROM ty ORDER BY ti IS NULL, ti, id",
+        "SELECT id FROM ty WHERE ti <=> NULL ORDER BY id",
+        "SELECT id FROM ty WHERE NOT (ti <=> 0) AND k = 1 ORDER BY id",
+        "SELECT COALESCE(ti, -999) c, COUNT(*) FROM ty GROUP BY c ORDER BY c",
+        "SELECT GROUP_CONCAT(ti ORDER BY id) FROM ty",
+        "SELECT GROUP_CONCAT(DISTINCT en ORDER BY en) FROM ty",
+        "SELECT k, GROUP_CONCAT(id ORDER BY id SEPARATOR '|') FROM ty GROUP BY k ORDER BY k",
+        "SELECT MAX(NULL), MIN(NULL), SUM(NULL), COUNT(NULL), AVG(NULL) FROM ty",
+        "SELECT id, en FROM ty WHERE en IS NULL ORDER BY id",
+        "SELECT k, AVG(ti) FROM ty GROUP BY k HAVING AVG(ti) IS NULL OR AVG(ti) > 0 ORDER BY k",
+        "SELECT id, vc FROM ty WHERE vc IS NULL OR vc = '' ORDER BY id",
+        "SELECT NULL AS x, id FROM ty ORDER BY x, id LIMIT 3",
+        "SELECT en, COUNT(*) FROM ty GROUP BY en ORDER BY en DESC",
+    ]);
+    // Collations and case in string keys (partitioning.md, "Keys the
+    // column calls equal": HASH over utf8mb4_general_ci weights).
+    o(
+        s,
+        &[
+            "SELECT name, v FROM sk WHERE name = 'ALPHA'",
+            "SELECT name, v FROM sk WHERE name = 'alpha   '",
+            "SELECT name FROM sk WHERE name IN ('BETA', 'gamma', 'Delta') ORDER BY v",
+            "SELECT name FROM sk WHERE name = 'epsilon'",
+            "SELECT name FROM sk WHERE name = 'STRASE'",
+            "SELECT name FROM sk WHERE name LIKE 'e%' ORDER BY v",
+            "SELECT name FROM sk WHERE name = BINARY 'alpha'",
+            "SELECT name FROM sk WHERE name = BINARY 'Alpha'",
+            "SELECT name FROM sk WHERE name COLLATE utf8mb4_bin = 'Beta'",
+            "SELECT name FROM sk ORDER BY name COLLATE utf8mb4_bin",
+            "SELECT UPPER(name) u FROM sk ORDER BY u",
+            "SELECT name FROM sk WHERE name > 'kappa' ORDER BY name",
+            "SELECT name, LENGTH(name) FROM sk ORDER BY v",
+            "SELECT COUNT(*) FROM sk WHERE name = 'eta'",
+            "SELECT v, COUNT(*) FROM sk GROUP BY v ORDER BY v",
+            "SELECT COUNT(*), MIN(HEX(vc)) FROM ty GROUP BY vc ORDER BY 2",
+            "SELECT COUNT(DISTINCT name), COUNT(DISTINCT UPPER(name)) FROM sk",
+        ],
+    );
+    u(s, &["SELECT name FROM sk WHERE name IN ('a', 5)"]);
+    w(
+        s,
+        &[
+            "INSERT INTO sk VALUES ('ALPHA', 1)",
+            "INSERT INTO sk VALUES ('Épsilon', 1)",
+            "INSERT IGNORE INTO sk VALUES ('GAMMA', 9), ('omega', 3)",
+            "INSERT INTO sk VALUES ('iota ', 5) ON DUPLICATE KEY UPDATE v = v + 100",
+            "REPLACE INTO sk VALUES ('THETA', 77)",
+            "UPDATE sk SET v = v + 1 WHERE name = 'ZETA'",
+            "DELETE FROM sk WHERE name = 'ETA'",
+            "INSERT INTO sk VALUES ('straSSe', 12)",
+            "INSERT INTO sk (name) VALUES ('Mu'), ('mU')",
+        ],
+    );
+    // GROUP BY / HAVING / ORDER BY / LIMIT combinations.
+    o(s, &[
+        "SELECT k, SUM(qty) s FROM od GROUP BY k ORDER BY s DESC, k LIMIT 2",
+        "SELECT k, COUNT(*) c FROM od GROUP BY k HAVING c > 6 ORDER BY k",
+        "SELECT k, COUNT(*) FROM od GROUP BY k ORDER BY COUNT(*) DESC, k LIMIT 1, 2",
+        "SELECT note, SUM(qty) FROM od GROUP BY note ORDER BY note LIMIT 5 OFFSET 2",
+        "SELECT k % 2 AS par, SUM(price) FROM od GROUP BY par ORDER BY par",
+        "SELECT k, MAX(price) - MIN(price) AS spread FROM od GROUP BY k ORDER BY spread DESC, k",
+        "SELECT k, AVG(price) FROM od GROUP BY k HAVING AVG(price) > 20 ORDER BY AVG(price)",
+        "SELECT qty, COUNT(*) FROM od GROUP BY qty HAVING qty > 2 ORDER BY qty DESC",
+        "SELECT k, SUM(qty) FROM od WHERE qty > 1 GROUP BY k HAVING SUM(qty) BETWEEN 5 AND 40 ORDER BY 2, 1",
+        "SELECT oid, k FROM od ORDER BY qty DESC, oid LIMIT 0",
+        "SELECT oid FROM od ORDER BY oid LIMIT 18446744073709551615",
+        "SELECT oid FROM od ORDER BY oid DESC LIMIT 30, 18446744073709551615",
+        "SELECT oid FROM od ORDER BY oid LIMIT 100 OFFSET 25",
+        "SELECT k, COUNT(*) FROM od GROUP BY k DESC",
+        "SELECT k, note FROM od GROUP BY k, note ORDER BY k, note LIMIT 6",
+        "SELECT COUNT(*) FROM (SELECT k FROM od GROUP BY k) x",
+        "SELECT SUM(qty) FROM od HAVING SUM(qty) > 0",
+        "SELECT SUM(qty) FROM od HAVING SUM(qty) < 0",
+        "SELECT k, qty FROM od ORDER BY 2 DESC, 1, oid LIMIT 4",
+        "SELECT oid, price FROM od ORDER BY price IS NULL, price, oid LIMIT 5",
+        "SELECT k, COUNT(*) AS n FROM od GROUP BY k ORDER BY n, k LIMIT 2",
+        "SELECT k, GROUP_CONCAT(oid ORDER BY oid) FROM od GROUP BY k HAVING COUNT(*) > 1 ORDER BY k",
+        "SELECT k, SUM(qty) FROM od GROUP BY k WITH ROLLUP",
+        "SELECT k, qty > 5 AS big, COUNT(*) FROM od GROUP BY k, big WITH ROLLUP",
+        "SELECT k, SUM(DISTINCT qty), AVG(DISTINCT qty) FROM od GROUP BY k ORDER BY k",
+        "SELECT k, MAX(qty) AS m FROM od GROUP BY k HAVING m > 8 ORDER BY m DESC, k",
+        "SELECT k, SUM(qty) * 2 + 1 AS x FROM od GROUP BY k ORDER BY x",
+        "SELECT k, COUNT(*) / SUM(qty) FROM od GROUP BY k ORDER BY k",
+    ]);
+    u(s, &["SELECT k, SUM(qty) FROM od GROUP BY k ORDER BY NULL"]);
+    // DISTINCT with aggregates.
+    o(
+        s,
+        &[
+            "SELECT COUNT(DISTINCT k), SUM(DISTINCT k), AVG(DISTINCT qty) FROM od",
+            "SELECT DISTINCT k, qty FROM od ORDER BY k DESC, qty LIMIT 5",
+            "SELECT COUNT(DISTINCT note) FROM od",
+            "SELECT DISTINCT qty % 3 FROM od ORDER BY 1",
+            "SELECT MAX(DISTINCT qty), MIN(DISTINCT price) FROM od",
+            "SELECT COUNT(DISTINCT qty, k) FROM od",
+            "SELECT DISTINCT note FROM od ORDER BY note DESC LIMIT 3",
+            "SELECT SUM(DISTINCT price) FROM od WHERE k IN (1, 2)",
+            "SELECT DISTINCT k FROM od WHERE qty > 100",
+            "SELECT COUNT(DISTINCT k) FROM od WHERE k = 1",
+        ],
+    );
+    u(s, &["SELECT DISTINCT COUNT(*) FROM od GROUP BY k"]);
+    // Window functions (queries.md: run on one partition, or on copies).
+    o(s, &[
+        "SELECT oid, k, ROW_NUMBER() OVER (ORDER BY oid) FROM od ORDER BY oid",
+        "SELECT oid, k, RANK() OVER (PARTITION BY k ORDER BY qty DESC) r FROM od ORDER BY k, r, oid",
+        "SELECT oid, SUM(qty) OVER (ORDER BY oid ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM od ORDER BY oid",
+        "SELECT k, oid, LAG(qty) OVER (PARTITION BY k ORDER BY oid), LEAD(qty, 2, -1) OVER (PARTITION BY k ORDER BY oid) FROM od ORDER BY k, oid",
+        "SELECT DISTINCT k, COUNT(*) OVER (PARTITION BY k) FROM od ORDER BY k",
+        "SELECT oid, NTILE(3) OVER (ORDER BY oid) FROM od ORDER BY oid",
+        "SELECT oid, FIRST_VALUE(note) OVER (PARTITION BY k ORDER BY oid) FROM od ORDER BY oid",
+        "SELECT oid, DENSE_RANK() OVER (ORDER BY qty) FROM od WHERE k = 1 ORDER BY oid",
+        "SELECT id, PERCENT_RANK() OVER (ORDER BY de, id) FROM ty ORDER BY id",
+        "SELECT oid, CUME_DIST() OVER (ORDER BY qty) FROM od ORDER BY oid",
+        "SELECT k, SUM(SUM(qty)) OVER () FROM od GROUP BY k ORDER BY k",
+        "SELECT * FROM (SELECT oid, ROW_NUMBER() OVER (PARTITION BY k ORDER BY qty DESC, oid) rn FROM od) x WHERE rn = 1 ORDER BY oid",
+        "SELECT oid, AVG(price) OVER (PARTITION BY k) FROM od ORDER BY oid",
+    ]);
+    // JSON functions.
+    o(s, &[
+        "SELECT id, JSON_EXTRACT(js, '$.a') FROM ty ORDER BY id",
+        "SELECT id FROM ty WHERE JSON_EXTRACT(js, '$.a') = 1 ORDER BY id",
+        "SELECT JSON_TYPE(js), COUNT(*) FROM ty WHERE js IS NOT NULL GROUP BY JSON_TYPE(js) ORDER BY 1",
+        "SELECT JSON_ARRAYAGG(id ORDER BY id) FROM ty",
+        "SELECT JSON_LENGTH(JSON_OBJECTAGG(id, k)) FROM ty",
+        "SELECT JSON_VALID(js), COUNT(*) FROM ty GROUP BY 1 ORDER BY 1",
+        "SELECT id, JSON_UNQUOTE(JSON_EXTRACT(js, '$.a')) a FROM ty ORDER BY a, id",
+        "SELECT MAX(JSON_LENGTH(js)), MIN(JSON_DEPTH(js)) FROM ty",
+        "SELECT id, js->'$.a' FROM ty",
+        "SELECT JSON_CONTAINS(js, '1', '$.a') c, COUNT(*) FROM ty GROUP BY c ORDER BY c",
+        "SELECT id FROM ty WHERE JSON_SEARCH(js, 'one', 'x') IS NOT NULL ORDER BY id",
+        "SELECT MAX(js), MIN(js) FROM ty",
+        "SELECT id, JSON_EXTRACT(js, '$[') FROM ty WHERE k = 2 ORDER BY id",
+    ]);
+    w(
+        s,
+        &["UPDATE ty SET js = JSON_SET(js, '$.c', k) WHERE JSON_TYPE(js) = 'OBJECT'"],
+    );
+    // Date and time functions on a DATE('%Y-%m') key.
+    o(s, &[
+        "SELECT id FROM ev WHERE DATE(at) = '2024-02-10' ORDER BY id",
+        "SELECT id FROM ev WHERE at >= '2024-02-01' AND at < '2024-03-01' ORDER BY id",
+        "SELECT DATE_FORMAT(at, '%Y-%m') m, COUNT(*), SUM(amt) FROM ev GROUP BY m ORDER BY m",
+        "SELECT id FROM ev WHERE YEAR(at) = 2023 ORDER BY id",
+        "SELECT id FROM ev WHERE at BETWEEN '2024-01-31 23:59:59' AND '2024-02-01 00:00:00' ORDER BY id",
+        "SELECT id FROM ev WHERE at = '2024-02-01' ORDER BY id",
+        "SELECT id FROM ev WHERE at = 20240201000000 ORDER BY id",
+        "SELECT id FROM ev WHERE at = 20240201 ORDER BY id",
+        "SELECT id FROM ev WHERE at IN ('2024-01-31 23:59:59', '2024-02-10 10:00:00') ORDER BY id",
+        "SELECT id FROM ev WHERE at < '2024-01-01' ORDER BY id",
+        "SELECT MONTH(at), MIN(at), MAX(at) FROM ev GROUP BY MONTH(at) ORDER BY 1",
+        "SELECT id, TIMESTAMPDIFF(DAY, '2024-01-01', at) FROM ev ORDER BY at, id LIMIT 5",
+        "SELECT id FROM ev WHERE at > '2024-02-30' ORDER BY id",
+        "SELECT id FROM ev WHERE at LIKE '2024-02%' ORDER BY id",
+        "SELECT id FROM ev WHERE at = '2024-02-10 10:00:00.4' ORDER BY id",
+        "SELECT LAST_DAY(at) d, COUNT(*) FROM ev GROUP BY d ORDER BY d",
+        "SELECT id FROM ev WHERE at >= CURDATE() ORDER BY id",
+        "SELECT WEEKDAY(at) wd, COUNT(*) FROM ev GROUP BY wd ORDER BY wd",
+        "SELECT id FROM ev WHERE at > '2024-03-31 23:59:59.5' ORDER BY id",
+        "SELECT id FROM ev WHERE at BETWEEN '2024-03-20' AND '2024-01-10' ORDER BY id",
+        "SELECT MIN(at), MAX(at), MIN(DATE(at)), MAX(TIME(at)) FROM ev",
+    ]);
+    // Subqueries in every position.
+    o(s, &[
+        "SELECT oid, (SELECT MAX(qty) FROM od o2 WHERE o2.k = od.k) FROM od ORDER BY oid",
+        "SELECT oid FROM od WHERE qty > (SELECT AVG(qty) FROM od) ORDER BY oid",
+        "SELECT oid FROM od WHERE k IN (SELECT k FROM ty WHERE ti = 127) ORDER BY oid",
+        "SELECT id FROM ty WHERE EXISTS (SELECT 1 FROM od WHERE od.k = ty.k AND od.qty > 9) ORDER BY id",
+        "SELECT id FROM ty WHERE NOT EXISTS (SELECT 1 FROM od WHERE od.oid = ty.id) ORDER BY id",
+        "SELECT k, s FROM (SELECT k, SUM(qty) s FROM od GROUP BY k) d WHERE s > 5 ORDER BY k",
+        "SELECT oid FROM od WHERE qty = ANY (SELECT ti FROM ty) ORDER BY oid",
+        "SELECT oid FROM od WHERE qty > ALL (SELECT qty FROM od WHERE k = 1) ORDER BY oid",
+        "SELECT k, COUNT(*) FROM od GROUP BY k HAVING COUNT(*) > (SELECT COUNT(*) / 6 FROM ty) ORDER BY k",
+        "SELECT oid FROM od ORDER BY (SELECT COUNT(*) FROM ty WHERE ty.k = od.k), oid",
+        "SELECT (SELECT name FROM sk WHERE v = 3), (SELECT COUNT(*) FROM ev)",
+        "SELECT oid FROM od WHERE (k, qty) IN (SELECT k, MAX(qty) FROM od GROUP BY k) ORDER BY oid",
+        "SELECT oid FROM od WHERE k = (SELECT k FROM od WHERE oid = 1) ORDER BY oid",
+        "SELECT (SELECT qty FROM od)",
+        "SELECT oid FROM od WHERE note IN (SELECT name FROM gl) ORDER BY oid",
+        "SELECT g.name, (SELECT COUNT(*) FROM od WHERE od.k = g.gid) FROM gl g ORDER BY g.gid",
+        "SELECT id FROM ty WHERE id = (SELECT id FROM ty)",
+        "SELECT oid FROM od WHERE qty IN (SELECT qty FROM od WHERE k = 2 ORDER BY qty LIMIT 2) ORDER BY oid",
+    ]);
+    // UNION, INTERSECT, EXCEPT.
+    o(s, &[
+        "SELECT k FROM od UNION SELECT k FROM ty ORDER BY k",
+        "SELECT k FROM od UNION ALL SELECT k FROM ty ORDER BY k LIMIT 5",
+        "SELECT COUNT(*) FROM (SELECT name AS x FROM sk UNION SELECT vc FROM ty) u",
+        "SELECT k FROM od INTERSECT SELECT k FROM ty ORDER BY k",
+        "SELECT k FROM ty EXCEPT SELECT k FROM od ORDER BY k",
+        "SELECT k FROM od UNION DISTINCT SELECT k + 10 FROM od ORDER BY k DESC LIMIT 3",
+        "SELECT oid, note FROM od WHERE k = 1 UNION ALL SELECT oid, note FROM od WHERE k = 2 ORDER BY oid",
+        "SELECT COUNT(*) FROM (SELECT oid FROM od UNION ALL SELECT id FROM ty) u",
+        "SELECT oid FROM od UNION SELECT id, k FROM ty",
+        "SELECT k, SUM(qty) FROM od GROUP BY k UNION ALL SELECT -100, COUNT(*) FROM ty ORDER BY 1",
+        "SELECT bi FROM ty WHERE k = 1 UNION SELECT bu FROM ty WHERE k = 2 ORDER BY 1",
+    ]);
+    u(s, &[
+        "(SELECT oid FROM od ORDER BY oid DESC LIMIT 2) UNION ALL (SELECT id FROM ty ORDER BY id LIMIT 2)",
+        "SELECT k FROM od UNION SELECT k FROM od",
+    ]);
+}
