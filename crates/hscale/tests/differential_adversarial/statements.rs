@@ -330,6 +330,14 @@ pub const EXPECTED_DIFFERENCES: &[&str] = &[
     "DELETE FROM od WHERE oid IN (950, 951, 952, 953) RETURNING oid, note",
     "DELETE FROM od WHERE oid IN (1, 2, 3, 4) RETURNING oid, k",
     "DELETE FROM od WHERE oid = 5 OR note = 'n6' RETURNING *",
+    // F1: refused with 1235 before any part runs (refusals.md), so the
+    // rows one server deleted are still there.
+    "after DELETE FROM od WHERE oid IN (1, 2, 3, 4) RETURNING oid, k",
+    "after DELETE FROM od WHERE oid = 5 OR note = 'n6' RETURNING *",
+    "after DELETE FROM od WHERE k IN (1, 2) AND qty > 8 RETURNING oid, k, qty",
+    "after DELETE FROM od WHERE oid = 12 RETURNING oid * 2 AS twice, UPPER(note)",
+    "after DELETE FROM ev WHERE amt > 9 RETURNING id, amt",
+    "after DELETE FROM od WHERE qty = ? RETURNING oid -- prepared [Int(0)]",
     "INSERT INTO ev (at, kind) VALUES ('2024-01-09', 'ret') RETURNING id, at",
     "after INSERT INTO ev (at, kind) VALUES ('2024-01-09', 'ret') RETURNING id, at",
     "SELECT oid AS k, k AS oid FROM od ORDER BY k, oid LIMIT 5",
