@@ -584,3 +584,27 @@ async fn delete_returning_over_several_partitions_deletes_nothing_unseen() {
     assert_eq!(gone, vec![vec![Some("5".into()), Some("2".into())]]);
     p.query_drop("DELETE FROM od").await.unwrap();
 }
+
+/// The adversarial run's F6b: an integer literal among the items of a
+/// DISTINCT (or a GROUP BY naming one) over several partitions failed with
+/// 1054 "Unknown column '0' in 'GROUP BY'" (the literal went into the
+/// parts' GROUP BY, where an integer names a column position).
+#[tokio::test]
+async fn distinct_with_an_integer_literal_answers_as_one_server() {
+    let (mut p, mut r) = connections().await;
+    for sql in [
+        "SELECT DISTINCT customer_id, 0 FROM orders ORDER BY 1",
+        "SELECT DISTINCT customer_id, 0 AS z FROM orders ORDER BY customer_id",
+        "SELECT DISTINCT 0, customer_id FROM orders ORDER BY 2",
+        "SELECT DISTINCT customer_id, -1 FROM orders ORDER BY 1 DESC",
+        "SELECT DISTINCT status, 99, customer_id FROM orders ORDER BY 1, 3",
+        "SELECT DISTINCT 7 FROM orders",
+        "SELECT DISTINCT customer_id, 1.5 FROM orders ORDER BY 1",
+        "SELECT DISTINCT customer_id, '3' FROM orders ORDER BY 1",
+        "SELECT 0 AS z, COUNT(*) FROM orders GROUP BY 1",
+        "SELECT customer_id, 5 AS five, SUM(amount) FROM orders GROUP BY customer_id, 2 ORDER BY 1",
+        "SELECT COUNT(*) FROM (SELECT DISTINCT customer_id, 0 FROM orders) d",
+    ] {
+        assert_eq!(rows(&mut p, sql).await, rows(&mut r, sql).await, "{sql}");
+    }
+}

@@ -160,7 +160,15 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
         None => None,
     };
     let order = f.order(s)?;
-    let mut group_by: Vec<&str> = group_keys.iter().map(|k| k.group_by.as_str()).collect();
+    // A key that is an integer literal (`SELECT DISTINCT k, 0`) groups
+    // nothing apart; written in the fragment's GROUP BY it would name a
+    // column position (1054 "Unknown column '0'"). The merge still
+    // groups by its value.
+    let mut group_by: Vec<&str> = group_keys
+        .iter()
+        .map(|k| k.group_by.as_str())
+        .filter(|g| !is_integer_literal(g))
+        .collect();
     if let Some((e, _, _)) = &f.distinct_by {
         group_by.push(e);
     }
@@ -544,4 +552,11 @@ impl Fragment {
         }
         Ok(order)
     }
+}
+
+/// `0`, `-1`, `+42`: what GROUP BY would read as a column position.
+fn is_integer_literal(text: &str) -> bool {
+    let t = text.trim();
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t).trim_start();
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
