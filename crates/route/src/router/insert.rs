@@ -514,7 +514,9 @@ fn plan_insert_parts(
 
 /// One row of a multi-row INSERT, as `INSERT ... SELECT values tail`
 /// (see `plan_insert`); `None` when its values cannot stand in a SELECT
-/// list (`DEFAULT`, an empty row).
+/// list (`DEFAULT`, an empty row) or may name a column: in VALUES a name
+/// reads the row's own earlier value (`VALUES (5000, 1, k + 1)`), in a
+/// SELECT list it is unknown (1054).
 fn selected_row(
     sql: &str,
     tokens: &[Token],
@@ -527,6 +529,7 @@ fn selected_row(
     let values_kw = first_row.checked_sub(1)?;
     let inner = &tokens[a + 1..b];
     let is_selectable = !inner.is_empty()
+        && !may_name_a_column(sql, inner)
         && top_level_items(sql, inner)
             .iter()
             .all(|v| !v.is_empty() && !v.iter().any(|t| t.is_word(sql, "DEFAULT")));
@@ -537,6 +540,63 @@ fn selected_row(
     let head = rewrite(&sql[..head_end], tokens, r, target, false);
     let values = &sql[inner[0].start as usize..inner[inner.len() - 1].end as usize];
     Some(format!("{head}SELECT {values} {tail}"))
+}
+
+/// Whether values may name a column: a quoted name, or a bare word that is
+/// neither a function's name (followed by `(`), a charset introducer nor
+/// one of the few keywords a literal expression uses.
+fn may_name_a_column(sql: &str, tokens: &[Token]) -> bool {
+    const LITERAL_WORDS: &[&str] = &[
+        "NULL",
+        "TRUE",
+        "FALSE",
+        "AND",
+        "OR",
+        "NOT",
+        "XOR",
+        "IS",
+        "IN",
+        "LIKE",
+        "BETWEEN",
+        "DIV",
+        "MOD",
+        "CASE",
+        "WHEN",
+        "THEN",
+        "ELSE",
+        "END",
+        "DATE",
+        "TIME",
+        "TIMESTAMP",
+        "INTERVAL",
+        "MICROSECOND",
+        "SECOND",
+        "MINUTE",
+        "HOUR",
+        "DAY",
+        "WEEK",
+        "MONTH",
+        "QUARTER",
+        "YEAR",
+        "CURRENT_DATE",
+        "CURRENT_TIME",
+        "CURRENT_TIMESTAMP",
+        "LOCALTIME",
+        "LOCALTIMESTAMP",
+        "BINARY",
+        "ESCAPE",
+    ];
+    tokens.iter().enumerate().any(|(i, t)| match t.kind {
+        TokenKind::QuotedIdent => true,
+        TokenKind::Word => {
+            let is_call = tokens.get(i + 1).is_some_and(|n| n.is_punct(sql, "("));
+            let word = t.text(sql);
+            !is_call
+                && !word.starts_with('_')
+                && !LITERAL_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word))
+        }
+        _ => false,
+    })
 }
 
 /// For a prepared INSERT: the ordinals of the `?` giving each row's key,
