@@ -911,3 +911,123 @@ async fn min_and_max_of_enums_and_sets_answer_as_one_server() {
     }
     h.report("ENUM MIN/MAX", 15);
 }
+
+// ---- 8. An UPDATE that changes the partition key -------------------------
+
+/// Issue 29, item 8: the issue's statement on `acct` (MOD(4) on uid).
+#[tokio::test]
+async fn update_that_changes_the_partition_key() {
+    let mut h = acct("km_issue").await;
+    h.check_write("UPDATE acct SET uid = uid + 8 WHERE uid = 1003")
+        .await;
+    for uid in [1003, 1011] {
+        h.check(&format!("SELECT * FROM acct WHERE uid = {uid}"))
+            .await;
+    }
+    h.report("UPDATE of the partition key", 3);
+}
+
+/// The class: rows moving to other partitions and staying, one row and
+/// several, with other columns assigned before and after the key,
+/// aliases, a duplicate key (nothing moves), no row, NULL into a NOT NULL
+/// key, a DECIMAL value, inside transactions (committed, rolled back, a
+/// failing move that leaves the transaction going); every moved row read
+/// back by its key (so it sits in its partition).
+#[tokio::test]
+async fn updates_that_move_rows_between_partitions() {
+    let mut h = acct("km_class").await;
+    for sql in [
+        "UPDATE acct SET uid = uid + 1 WHERE uid = 1005",
+        "UPDATE acct SET uid = 2001, handle = 'moved' WHERE uid = 1006",
+        "UPDATE acct SET handle = CONCAT(handle, '!'), uid = uid + 101 WHERE uid = 1007",
+        "UPDATE acct SET uid = uid + 1000 WHERE flags = 2",
+        "UPDATE acct SET uid = uid * 10 WHERE uid IN (1010, 1011, 1013)",
+        "UPDATE acct AS a SET a.uid = a.uid + 3 WHERE a.uid = 1014",
+        "UPDATE acct SET uid = 1002 WHERE uid = 1001",
+        "UPDATE acct SET uid = uid WHERE uid = 1015",
+        "UPDATE acct SET uid = uid + 4 WHERE uid = 99999",
+        "UPDATE acct SET uid = 3000 + uid, balance = balance * 2 WHERE uid BETWEEN 1020 AND 1025",
+        "UPDATE acct SET uid = uid + 1.0 WHERE uid = 1030",
+        "UPDATE acct SET uid = NULL WHERE uid = 1031",
+        "UPDATE acct SET `uid` = `uid` - 2000 WHERE handle = 'h3'",
+        "UPDATE acct SET uid = 5000 + flags WHERE uid = 1033",
+    ] {
+        h.check_write(sql).await;
+    }
+    for sql in [
+        "BEGIN",
+        "UPDATE acct SET uid = uid + 7 WHERE uid = 1034",
+        "SELECT * FROM acct WHERE uid IN (1034, 1041)",
+        "ROLLBACK",
+        "SELECT * FROM acct WHERE uid IN (1034, 1041)",
+        "START TRANSACTION",
+        "UPDATE acct SET handle = 'kept' WHERE uid = 1035",
+        "UPDATE acct SET uid = 1036 WHERE uid = 1035",
+        "UPDATE acct SET uid = uid + 2 WHERE uid = 1037",
+        "COMMIT",
+        "SET autocommit = 0",
+        "UPDATE acct SET uid = uid + 1 WHERE uid = 1038",
+        "COMMIT",
+        "SET autocommit = 1",
+    ] {
+        h.check_write(sql).await;
+    }
+    for uid in [
+        1005, 1006, 1007, 1014, 1017, 1033, 1035, 1036, 1037, 1039, 1040, 1041, 2001, 5003,
+        10100, 10110, 10130, 2002, 4020, 4021, 4025, 1031,
+    ] {
+        h.check(&format!("SELECT * FROM acct WHERE uid = {uid}"))
+            .await;
+    }
+    h.check("SELECT LAST_INSERT_ID(), ROW_COUNT()").await;
+    h.report("UPDATE of the partition key", 50);
+}
+
+/// Rows moved keep their other columns and ids: a generated column is
+/// computed again where the row lands, the AUTO_INCREMENT id (filled by
+/// hscale's sequence) stays, and LAST_INSERT_ID() is not changed.
+#[tokio::test]
+async fn moved_rows_keep_their_ids_and_generated_columns() {
+    let schema = &[
+        "CREATE TABLE mv (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, v VARCHAR(10), twice INT AS (k * 2) STORED)",
+    ];
+    let partitioning = &[
+        "HSCALE SETUP_TABLE('mv', 'k', 'mv_default', 'shard0', 'MOD(3)')",
+        "HSCALE ADD_PARTITION('mv', 'm1', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('mv', 'm2', '2', 'shard2')",
+    ];
+    let data = &["INSERT INTO mv (id, k, v) VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 3, 'c'), (4, 4, 'd')"];
+    let mut h = Pair::new("km_ids", schema, partitioning, data).await;
+    for sql in [
+        "UPDATE mv SET k = k + 1 WHERE id = 1",
+        "UPDATE mv SET v = 'x', k = 7 WHERE k = 3",
+        "UPDATE mv SET k = k + 10",
+        "SELECT LAST_INSERT_ID()",
+        "SELECT * FROM mv WHERE k = 12",
+        "SELECT * FROM mv WHERE k = 17",
+        "SELECT * FROM mv WHERE k = 14",
+    ] {
+        h.check_write(sql).await;
+    }
+    h.report("moved rows keep ids", 7);
+}
+
+/// The shapes not run exactly by moving rows are refused with 1235, on
+/// the partitioned table only (the reference runs them).
+#[tokio::test]
+async fn updates_of_the_partition_key_that_are_refused() {
+    let mut h = acct("km_refused").await;
+    for sql in [
+        "UPDATE acct SET uid = uid + 1 ORDER BY uid LIMIT 2",
+        "UPDATE acct SET uid = FLOOR(RAND() * 10) WHERE uid = 1001",
+        "UPDATE acct SET flags = 9, uid = flags + 5000 WHERE uid = 1002",
+        "UPDATE IGNORE acct SET uid = uid + 1 WHERE uid = 1003",
+        "UPDATE acct SET uid = @v WHERE uid = 1004",
+        "UPDATE acct SET uid = uid + 0.5 WHERE uid = 1005",
+    ] {
+        let err = h.p.query_drop(sql).await.unwrap_err();
+        assert_eq!(code(&err), 1235, "{sql}: {err}");
+    }
+    h.check("SELECT * FROM acct ORDER BY uid").await;
+    h.report("refused key updates", 1);
+}

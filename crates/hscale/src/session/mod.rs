@@ -24,6 +24,7 @@ mod diagnostics;
 mod figures;
 mod insert_form;
 mod kill;
+mod key_move;
 mod ordered_write;
 mod planning;
 pub mod prepared;

@@ -308,7 +308,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // table's copies would each evaluate it.
             let spread = match &plan {
                 Plan::Targets { parts, .. } => parts.len() > 1,
-                Plan::Merge(_) | Plan::GlobalWrite { .. } | Plan::OrderedWrite(_) => true,
+                Plan::Merge(_)
+                | Plan::GlobalWrite { .. }
+                | Plan::OrderedWrite(_)
+                | Plan::KeyMove(_) => true,
                 _ => false,
             };
             let last_insert_id = match &plan {
@@ -350,6 +353,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Plan::OrderedWrite(w) => {
                     drop(dict);
                     return self.run_ordered_write(w, sql, effects).await;
+                }
+                Plan::KeyMove(m) => {
+                    drop(dict);
+                    return self.run_key_move(m, effects).await;
                 }
                 Plan::CreateView(ddl) => {
                     drop(dict);

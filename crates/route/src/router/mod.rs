@@ -30,6 +30,7 @@ mod in_lists;
 mod insert;
 mod insert_form;
 mod join;
+mod key_move;
 mod levels;
 mod load_data;
 mod merge;
@@ -53,6 +54,9 @@ pub use load_data::{
     is_splittable_charset, is_utf8_charset, load_key, LoadData, LoadKeyColumn, LoadKeyError,
 };
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
+pub use key_move::{
+    key_moves, moved_rows_insert, moved_rows_sql, stored_columns_sql, KeyMove,
+};
 pub use ordered_write::{ordered_write_parts, OrderedWrite};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
 pub use schema::like_matches;
@@ -124,6 +128,9 @@ pub enum Plan {
     /// LIMIT: the keys of the rows it writes are read first
     /// (`ordered_write`).
     OrderedWrite(OrderedWrite),
+    /// An UPDATE that assigns the partition key: rows whose new key
+    /// belongs elsewhere are moved (`key_move`).
+    KeyMove(KeyMove),
     /// A write to a global table: run on every backend, answered with the
     /// main backend's result.
     GlobalWrite { table: TableName, sql: String },
