@@ -1031,3 +1031,57 @@ async fn updates_of_the_partition_key_that_are_refused() {
     h.check("SELECT * FROM acct ORDER BY uid").await;
     h.report("refused key updates", 1);
 }
+
+// ---- 10. SQL_CALC_FOUND_ROWS over several partitions --------------------
+
+/// Issue 29, item 10: the issue's SELECT over several partitions, then
+/// FOUND_ROWS().
+#[tokio::test]
+async fn sql_calc_found_rows_over_several_partitions() {
+    let mut h = acct("fr_issue").await;
+    h.check("SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE flags = 3 ORDER BY uid LIMIT 4")
+        .await;
+    h.check("SELECT FOUND_ROWS()").await;
+    h.report("SQL_CALC_FOUND_ROWS", 2);
+}
+
+/// The class: OFFSET and `LIMIT m, n`, no ORDER BY, no LIMIT, no row,
+/// LIMIT 0, GROUP BY, DISTINCT, aggregates, HAVING, an alias, a key IN
+/// list over two partitions, one partition, inside a transaction, and
+/// FOUND_ROWS() after the next plain SELECT (its own rows again).
+#[tokio::test]
+async fn found_rows_after_calc_found_rows_over_partitions() {
+    let mut h = acct("fr_class").await;
+    for sql in [
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE flags = 3 ORDER BY uid LIMIT 4 OFFSET 2",
+        "SELECT SQL_CALC_FOUND_ROWS uid, handle FROM acct ORDER BY uid DESC LIMIT 3, 5",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE flags < 2 LIMIT 0",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE flags > 100 ORDER BY uid LIMIT 3",
+        "SELECT SQL_CALC_FOUND_ROWS flags, COUNT(*) FROM acct GROUP BY flags ORDER BY flags LIMIT 2",
+        "SELECT SQL_CALC_FOUND_ROWS DISTINCT handle FROM acct ORDER BY handle LIMIT 3",
+        "SELECT SQL_CALC_FOUND_ROWS COUNT(*), SUM(balance) FROM acct WHERE flags = 1",
+        "SELECT SQL_CALC_FOUND_ROWS flags, COUNT(*) AS n FROM acct GROUP BY flags HAVING n > 7 ORDER BY flags LIMIT 1",
+        "SELECT SQL_CALC_FOUND_ROWS a.uid AS u FROM acct AS a WHERE a.balance > 0 ORDER BY u LIMIT 5",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE uid IN (1001, 1002, 1005, 1006) ORDER BY uid LIMIT 1",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE uid = 1004 LIMIT 1",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct ORDER BY balance, uid LIMIT 6",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE handle LIKE 'h1%' ORDER BY uid LIMIT 2",
+    ] {
+        h.check(sql).await;
+        h.check("SELECT FOUND_ROWS()").await;
+    }
+    for sql in [
+        "BEGIN",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE flags = 4 ORDER BY uid LIMIT 2",
+        "SELECT FOUND_ROWS()",
+        "COMMIT",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct ORDER BY uid LIMIT 1",
+        "SELECT uid FROM acct WHERE flags = 0 ORDER BY uid",
+        "SELECT FOUND_ROWS()",
+        "SELECT SQL_CALC_FOUND_ROWS nope FROM acct LIMIT 1",
+        "SELECT FOUND_ROWS()",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("SQL_CALC_FOUND_ROWS", 35);
+}

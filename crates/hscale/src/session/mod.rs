@@ -24,6 +24,7 @@ mod diagnostics;
 mod figures;
 mod insert_form;
 mod kill;
+mod found_rows;
 mod key_move;
 mod ordered_write;
 mod planning;

@@ -273,7 +273,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Plan a statement with the current dictionary and run it (fenced: an
     /// answer that is only error 1146 comes back as `StaleRoute`).
     /// `analyzed`: the text `facts` were read from.
-    async fn plan_and_run(
+    pub(super) async fn plan_and_run(
         &mut self,
         payload: &Bytes,
         facts: &hscale_sql::Facts,
@@ -325,10 +325,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let is_on_copies = self
                 .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
                 .await?;
-            if spread && !is_on_copies && facts.pins.contains(hscale_sql::Pins::FOUND_ROWS) {
-                return Err(ProxyError::Unsupported {
-                    what: "SQL_CALC_FOUND_ROWS over several partitions (run COUNT(*) without the LIMIT beside it)".into(),
-                });
+            // SQL_CALC_FOUND_ROWS on partitions: counted by hscale, even on
+            // one partition, so the session is not pinned for it.
+            let is_partitioned_read = matches!(
+                &plan,
+                Plan::Merge(_) | Plan::Targets { kind: StatementKind::Select, .. }
+            );
+            if is_partitioned_read
+                && !is_on_copies
+                && facts.pins.contains(hscale_sql::Pins::FOUND_ROWS)
+            {
+                drop(dict);
+                return Box::pin(self.calc_found_rows(sql, effects)).await;
             }
             if spread && !is_on_copies && (!facts.pins.is_empty() || last_insert_id) {
                 return Err(ProxyError::Unsupported {

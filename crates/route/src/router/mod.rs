@@ -20,6 +20,7 @@ use crate::BackendId;
 
 mod cache;
 mod explain;
+mod found_rows;
 mod global;
 mod info_schema;
 pub use info_schema::{
@@ -47,6 +48,7 @@ pub use views::{view_probe, ViewDdl};
 
 pub use cache::{CacheStats, PlanCache};
 pub use explain::ExplainRow;
+pub use found_rows::calc_found_rows;
 use insert::plan_insert;
 pub use insert::{insert_key_placeholders, insert_part_rows, unplaced_values};
 pub use insert_form::{insert_form, with_columns, with_keys, InsertForm};
