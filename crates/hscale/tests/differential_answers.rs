@@ -1085,3 +1085,169 @@ async fn found_rows_after_calc_found_rows_over_partitions() {
     }
     h.report("SQL_CALC_FOUND_ROWS", 35);
 }
+
+// ---- 9. Prepared multi-row INSERT over several partitions ---------------
+
+/// A prepared statement executed on both sides: its affected rows and
+/// LAST_INSERT_ID, or its error code.
+async fn exec_both(h: &mut Pair, sql: &str, params: Vec<Value>) {
+    let mut out = Vec::new();
+    for c in [&mut h.r, &mut h.p] {
+        let r = match c.exec_drop(sql, params.clone()).await {
+            Ok(()) => Ok((c.affected_rows(), c.last_insert_id(), c.get_warnings())),
+            Err(e) => Err(code(&e)),
+        };
+        out.push(r);
+    }
+    if out[0] == out[1] {
+        h.identical += 1;
+    } else {
+        h.wrong.push(format!(
+            "prepared {sql} {params:?}\n  hscale:    {:?}\n  reference: {:?}",
+            out[1], out[0]
+        ));
+    }
+}
+
+/// Issue 29, item 9: the issue's prepared INSERT, its two rows for two
+/// partitions of `acct`.
+#[tokio::test]
+async fn prepared_multi_row_insert_over_several_partitions() {
+    let mut h = acct("pi_issue").await;
+    exec_both(
+        &mut h,
+        "INSERT INTO acct (uid, handle, flags) VALUES (?, ?, ?), (?, ?, ?)",
+        vec![
+            Value::from(2001),
+            Value::from("a"),
+            Value::from(1),
+            Value::from(2002),
+            Value::from("b"),
+            Value::from(2),
+        ],
+    )
+    .await;
+    h.check_write("SELECT * FROM acct WHERE uid IN (2001, 2002) ORDER BY uid")
+        .await;
+    h.check("SELECT * FROM acct WHERE uid = 2002").await;
+    h.report("prepared multi-row INSERT", 3);
+}
+
+/// The class: rows for two, three and four partitions; with strings that
+/// need quoting, NULLs, DECIMALs; a duplicate key (nothing stored);
+/// REPLACE and INSERT IGNORE; ON DUPLICATE KEY UPDATE; a table whose ids
+/// hscale's sequence fills (LAST_INSERT_ID the first id); the same
+/// statement executed again; then every row read back by its key.
+#[tokio::test]
+async fn prepared_multi_row_inserts_split_by_rows() {
+    let mut h = acct("pi_class").await;
+    let three = "INSERT INTO acct (uid, handle, flags, balance) VALUES (?, ?, ?, ?), (?, ?, ?, ?), (?, ?, ?, ?)";
+    let rows = |a: [i64; 3], names: [&str; 3]| -> Vec<Value> {
+        let mut v = Vec::new();
+        for (i, n) in a.iter().zip(names) {
+            v.extend([
+                Value::from(*i),
+                Value::from(n),
+                Value::from(*i % 7),
+                Value::from(format!("{}.25", i % 100)),
+            ]);
+        }
+        v
+    };
+    exec_both(&mut h, three, rows([3001, 3002, 3003], ["x", "it's", "back\\slash"])).await;
+    exec_both(&mut h, three, rows([3004, 3008, 3012], ["same", "part", "ition"])).await;
+    exec_both(&mut h, three, rows([3005, 3006, 3001], ["dup", "dup", "dup"])).await;
+    exec_both(&mut h, three, rows([3009, 3010, 3011], ["é", "ü", "ñ"])).await;
+    exec_both(
+        &mut h,
+        "INSERT INTO acct (uid, handle, flags, balance) VALUES (?, ?, ?, ?), (?, ?, ?, ?)",
+        vec![
+            Value::from(3013),
+            Value::NULL,
+            Value::NULL,
+            Value::NULL,
+            Value::from(3014),
+            Value::from("n"),
+            Value::from(1),
+            Value::NULL,
+        ],
+    )
+    .await;
+    exec_both(
+        &mut h,
+        "REPLACE INTO acct (uid, handle) VALUES (?, ?), (?, ?)",
+        vec![
+            Value::from(3001),
+            Value::from("r1"),
+            Value::from(3015),
+            Value::from("r2"),
+        ],
+    )
+    .await;
+    exec_both(
+        &mut h,
+        "INSERT IGNORE INTO acct (uid, handle) VALUES (?, ?), (?, ?)",
+        vec![
+            Value::from(3002),
+            Value::from("i1"),
+            Value::from(3016),
+            Value::from("i2"),
+        ],
+    )
+    .await;
+    exec_both(
+        &mut h,
+        "INSERT INTO acct (uid, flags) VALUES (?, ?), (?, ?) ON DUPLICATE KEY UPDATE flags = flags + 10",
+        vec![
+            Value::from(3003),
+            Value::from(1),
+            Value::from(3017),
+            Value::from(1),
+        ],
+    )
+    .await;
+    for uid in 3001..=3017 {
+        h.check(&format!("SELECT * FROM acct WHERE uid = {uid}"))
+            .await;
+    }
+    h.check_write("SELECT COUNT(*) FROM acct").await;
+    h.report("prepared multi-row INSERT", 26);
+}
+
+/// A table whose ids hscale's sequence fills: a prepared multi-row INSERT
+/// over several partitions answers LAST_INSERT_ID() with its first id,
+/// and the ids are the ones a read finds (one server's ids may differ).
+#[tokio::test]
+async fn prepared_multi_row_insert_with_sequence_ids() {
+    cluster(4);
+    let mut c = proxy_conn(None).await;
+    for s in [
+        "DROP DATABASE IF EXISTS pi_seq",
+        "CREATE DATABASE pi_seq",
+        "USE pi_seq",
+        "CREATE TABLE ev (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, v VARCHAR(10))",
+        "HSCALE SETUP_TABLE('ev', 'k', 'ev_default', 'shard0', 'MOD(4)')",
+        "HSCALE ADD_PARTITION('ev', 'e1', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('ev', 'e2', '2', 'shard2')",
+        "HSCALE ADD_PARTITION('ev', 'e3', '3', 'shard3')",
+    ] {
+        c.query_drop(s).await.unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+    c.exec_drop(
+        "INSERT INTO ev (k, v) VALUES (?, ?), (?, ?), (?, ?)",
+        (1, "a", 2, "b", 3, "c"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.affected_rows(), 3);
+    let first = c.last_insert_id().unwrap();
+    let lid: u64 = c.query_first("SELECT LAST_INSERT_ID()").await.unwrap().unwrap();
+    assert_eq!(lid, first);
+    let ids: Vec<(u64, i64)> = c.query("SELECT id, k FROM ev ORDER BY k").await.unwrap();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ids[0], (first, 1));
+    let mut sorted: Vec<u64> = ids.iter().map(|r| r.0).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 3, "{ids:?}");
+}
