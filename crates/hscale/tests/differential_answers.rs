@@ -1251,3 +1251,61 @@ async fn prepared_multi_row_insert_with_sequence_ids() {
     sorted.dedup();
     assert_eq!(sorted.len(), 3, "{ids:?}");
 }
+
+// ---- SET of session variables to expressions ----------------------------
+
+/// Issue 29 ("Refused, but one server answers"): `SET sql_mode =
+/// CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')` no longer pins the session:
+/// statements over several partitions after it run, under the new mode.
+#[tokio::test]
+async fn set_sql_mode_to_an_expression_keeps_the_session_unpinned() {
+    let mut h = acct("sv_issue").await;
+    for sql in [
+        "SET sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')",
+        "SELECT @@sql_mode",
+        "SELECT COUNT(*) FROM acct",
+        "SELECT uid, handle || '-' || flags AS hf FROM acct WHERE flags = 2 ORDER BY uid",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("SET to an expression", 4);
+}
+
+/// The class: other variables and expressions (arithmetic, IF, REPLACE,
+/// a variable's own value, system variables, several assignments, SESSION
+/// and @@session forms, a subquery over a partitioned table), each
+/// followed by reads over several partitions and a write; an expression
+/// the server refuses answers its own error.
+#[tokio::test]
+async fn set_session_variables_to_expressions() {
+    let mut h = acct("sv_class").await;
+    for sql in [
+        "SET sql_mode = REPLACE(@@sql_mode, 'STRICT_TRANS_TABLES', '')",
+        "SELECT @@sql_mode",
+        "SET SESSION div_precision_increment = 2 + 3",
+        "SELECT @@div_precision_increment",
+        "SELECT SUM(balance) / 7 FROM acct",
+        "SET @@session.group_concat_max_len = IF(1 > 0, 64, 128), max_join_size = 1000 * 1000",
+        "SELECT @@group_concat_max_len, @@max_join_size",
+        "SELECT GROUP_CONCAT(uid ORDER BY uid) FROM acct WHERE flags = 4",
+        "SET sql_mode = CONCAT_WS(',', @@sql_mode, 'ANSI_QUOTES')",
+        "SELECT \"uid\" FROM \"acct\" WHERE \"uid\" = 1007",
+        "SET sql_mode = DEFAULT",
+        "SET sql_select_limit = (SELECT COUNT(*) FROM acct WHERE flags = 1) - 5",
+        "SELECT @@sql_select_limit",
+        "SELECT uid FROM acct ORDER BY uid",
+        "SET sql_select_limit = DEFAULT",
+        "SET sql_mode = CONCAT(@@sql_mode, ',NO_SUCH_MODE')",
+        "SET lock_wait_timeout = LEAST(@@lock_wait_timeout, 40)",
+        "SELECT @@lock_wait_timeout",
+        "SET sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT'), @@session.auto_increment_increment = 1 + 1",
+        "SELECT @@auto_increment_increment, 'a' || 'b'",
+    ] {
+        h.check(sql).await;
+    }
+    h.check_write("UPDATE acct SET handle = handle || '+' WHERE flags = 1")
+        .await;
+    h.check_any_order("SELECT uid, handle FROM acct WHERE flags IN (1, 2)")
+        .await;
+    h.report("SET to an expression", 22);
+}

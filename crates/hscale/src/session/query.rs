@@ -80,6 +80,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Some(text) => self.check_reach(text)?,
             None => self.check_reach(&String::from_utf8_lossy(sql_bytes))?,
         }
+        // SET of session variables to expressions: run with their values,
+        // so the session is not pinned for it (`set_values.rs`).
+        if facts.kind == hscale_sql::Kind::Set
+            && facts.statements == 1
+            && facts.pins.contains(hscale_sql::Pins::COMPLEX_SET)
+        {
+            if let Some(p) = self.set_with_values(payload[0], sql).await? {
+                return Box::pin(self.query_text(&p)).await;
+            }
+        }
         // Non-ASCII text from a client that does not send UTF-8 (cp1251,
         // ...) would be planned as other strings than the server reads:
         // refused where it names partitioned or global tables (or kept
