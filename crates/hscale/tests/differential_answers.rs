@@ -1309,3 +1309,40 @@ async fn set_session_variables_to_expressions() {
         .await;
     h.report("SET to an expression", 22);
 }
+
+// ---- A common table expression named like a partitioned table ----------
+
+/// Issue 29 ("Refused, but one server answers"): a CTE named like the
+/// partitioned table hides it in the statement.
+#[tokio::test]
+async fn a_cte_named_like_a_partitioned_table() {
+    let mut h = acct("cte_issue").await;
+    h.check("WITH acct AS (SELECT 1 AS uid) SELECT * FROM acct")
+        .await;
+    h.report("CTE named like a table", 1);
+}
+
+/// The class: the CTE reading the table it hides, several CTEs (an
+/// earlier one reading the table), RECURSIVE, aggregates, joins with the
+/// CTE, subqueries and UNION ALL naming it, a CTE of another name.
+#[tokio::test]
+async fn ctes_that_hide_partitioned_tables() {
+    let mut h = acct("cte_class").await;
+    for sql in [
+        "WITH acct AS (SELECT uid FROM acct WHERE flags = 1) SELECT COUNT(*) FROM acct",
+        "WITH acct AS (SELECT uid, flags FROM acct) SELECT flags, COUNT(*) FROM acct GROUP BY flags ORDER BY flags",
+        "WITH a AS (SELECT uid FROM acct WHERE flags = 2), acct AS (SELECT uid FROM a WHERE uid > 1010) SELECT * FROM acct ORDER BY uid",
+        "WITH RECURSIVE acct (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM acct WHERE n < 5) SELECT * FROM acct",
+        "WITH acct AS (SELECT uid, handle FROM acct WHERE uid = 1003) SELECT * FROM acct",
+        "WITH x AS (SELECT * FROM acct WHERE flags = 3) SELECT COUNT(*), SUM(balance) FROM x",
+        "WITH acct AS (SELECT COUNT(*) AS n FROM acct) SELECT n FROM acct",
+        "WITH acct AS (SELECT 7 AS uid) SELECT uid FROM acct UNION ALL SELECT 8",
+        "WITH acct AS (SELECT uid FROM acct WHERE flags = 4) SELECT (SELECT COUNT(*) FROM acct)",
+        "WITH acct AS (SELECT 1 AS uid) SELECT COUNT(*) FROM acct AS t WHERE t.uid = 1",
+        "WITH `acct` AS (SELECT 2 AS uid) SELECT uid FROM `acct`",
+        "WITH acct AS (SELECT uid FROM acct WHERE flags = 0) SELECT a.uid, b.uid FROM acct a JOIN acct b ON b.uid = a.uid + 5 ORDER BY a.uid",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("CTE named like a table", 12);
+}

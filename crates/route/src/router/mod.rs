@@ -436,18 +436,7 @@ fn ship_to(
         return None;
     }
     // A common table expression named like a partitioned table hides it
-    // where the statement names it: which references are the table is not
-    // told here.
-    let ctes = cte_names(sql, tokens);
-    if let Some(r) = refs
-        .iter()
-        .find(|r| ctes.iter().any(|c| c.eq_ignore_ascii_case(&r.name.table)))
-    {
-        return Some(Plan::Refuse(format!(
-            "a WITH clause whose common table expression is named like partitioned table {}",
-            r.name
-        )));
-    }
+    // where it is in scope: `table_refs` leaves those names out.
     let mut ship = Vec::new();
     let mut targets = Vec::new();
     for r in &refs {
