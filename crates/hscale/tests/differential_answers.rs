@@ -1346,3 +1346,50 @@ async fn ctes_that_hide_partitioned_tables() {
     }
     h.report("CTE named like a table", 12);
 }
+
+// ---- SELECT ... INTO @v over several partitions -------------------------
+
+/// Issue 29 ("Refused, but one server answers"): `SELECT ... INTO @v`
+/// over several partitions.
+#[tokio::test]
+async fn select_into_a_variable_over_several_partitions() {
+    let mut h = acct("si_issue").await;
+    h.check("SELECT COUNT(*) INTO @v FROM acct").await;
+    h.check("SELECT @v").await;
+    h.report("SELECT INTO @v", 2);
+}
+
+/// The class: aggregates, one row by ORDER BY ... LIMIT 1, several
+/// variables, INTO at the end, no row (warning 1329, the variables keep
+/// their values), several rows (1172), a wrong number of variables, a
+/// point read on one partition, the variables used by later reads over
+/// several partitions, inside a transaction.
+#[tokio::test]
+async fn select_into_variables_over_partitions() {
+    let mut h = acct("si_class").await;
+    for sql in [
+        "BEGIN",
+        "SELECT COUNT(DISTINCT handle) INTO @d FROM acct",
+        "COMMIT",
+        "SELECT @d, @v IS NULL",
+        "SELECT uid INTO @w FROM acct WHERE flags = 3 ORDER BY uid LIMIT 1",
+        "SELECT @w",
+        "SELECT MIN(balance), MAX(balance), SUM(flags) INTO @lo, @hi, @s FROM acct",
+        "SELECT @lo, @hi, @s",
+        "SELECT handle, balance FROM acct WHERE flags = 2 ORDER BY balance DESC LIMIT 1 INTO @h, @b",
+        "SELECT @h, @b",
+        "SELECT uid INTO @w FROM acct WHERE flags = 99",
+        "SELECT @w",
+        "SELECT uid INTO @w FROM acct WHERE flags = 1 ORDER BY uid",
+        "SELECT @w",
+        "SELECT uid, handle INTO @w FROM acct WHERE uid = 1001",
+        "SELECT handle INTO @one FROM acct WHERE uid = 1002",
+        "SELECT @one",
+        "SELECT COUNT(*) FROM acct WHERE uid > @w",
+        "SELECT uid FROM acct WHERE flags = @s % 5 ORDER BY uid",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("SELECT INTO @v", 19);
+}
+

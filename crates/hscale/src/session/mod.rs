@@ -26,6 +26,7 @@ mod insert_form;
 mod kill;
 mod found_rows;
 mod key_move;
+mod select_into;
 mod set_values;
 mod ordered_write;
 mod planning;

@@ -43,7 +43,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         done
     }
 
-    async fn query_text(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+    pub(super) async fn query_text(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         // The text as the server reads it under the session's sql_mode.
         let in_mode = self.in_sql_mode(payload).await?;
         let payload = in_mode.as_ref().unwrap_or(payload);
@@ -332,16 +332,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 _ => facts.sets_last_insert_id,
             };
+            // SELECT ... INTO @vars over several partitions: read, then
+            // assigned by one server (`select_into.rs`).
+            let is_partitioned_read = matches!(
+                &plan,
+                Plan::Merge(_) | Plan::Refuse(_) | Plan::Targets { kind: StatementKind::Select, .. }
+            );
+            if facts.kind == hscale_sql::Kind::Select && is_partitioned_read {
+                if let Some(into) = hscale_route::router::select_into_variables(sql) {
+                    drop(dict);
+                    return Box::pin(self.select_into(into)).await;
+                }
+            }
             let is_on_copies = self
                 .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
                 .await?;
             // SQL_CALC_FOUND_ROWS on partitions: counted by hscale, even on
             // one partition, so the session is not pinned for it.
-            let is_partitioned_read = matches!(
-                &plan,
-                Plan::Merge(_) | Plan::Targets { kind: StatementKind::Select, .. }
-            );
             if is_partitioned_read
+                && !matches!(plan, Plan::Refuse(_))
                 && !is_on_copies
                 && facts.pins.contains(hscale_sql::Pins::FOUND_ROWS)
             {

@@ -39,6 +39,7 @@ mod ordered_write;
 mod prune;
 mod refs;
 mod schema;
+mod select_into;
 mod sequence;
 mod single;
 mod syntax;
@@ -62,6 +63,7 @@ pub use key_move::{
 pub use ordered_write::{ordered_write_parts, OrderedWrite};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
 pub use schema::like_matches;
+pub use select_into::{select_into_variables, SelectInto};
 use schema::{plan_schema, plan_show_tables};
 pub use sequence::{auto_insert, prepared_ids, AutoInsert, IdParam, PreparedIds};
 pub use single::key_placeholder;
