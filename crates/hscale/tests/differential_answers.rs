@@ -1393,3 +1393,62 @@ async fn select_into_variables_over_partitions() {
     h.report("SELECT INTO @v", 19);
 }
 
+
+// ---- Prepared UPDATE / DELETE ... ORDER BY ... LIMIT on one partition ---
+
+async fn stockw(name: &str) -> Pair {
+    let schema = &["CREATE TABLE stockw (wh INT NOT NULL, item INT NOT NULL, qty INT, PRIMARY KEY (wh, item))"];
+    let partitioning = &[
+        "HSCALE SETUP_TABLE('stockw', 'wh', 'stockw_default', 'shard0', 'MOD(4)')",
+        "HSCALE ADD_PARTITION('stockw', 'w1', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('stockw', 'w2', '2', 'shard2')",
+        "HSCALE ADD_PARTITION('stockw', 'w3', '3', 'shard3')",
+    ];
+    let rows: Vec<String> = (1..=8)
+        .flat_map(|wh| (1..=6).map(move |item| format!("({wh}, {item}, {})", (wh * 7 + item * 3) % 11)))
+        .collect();
+    let data = format!("INSERT INTO stockw VALUES {}", rows.join(", "));
+    Pair::new(name, schema, partitioning, &[data.as_str()]).await
+}
+
+/// Issue 29 ("Refused, but one server answers"): a prepared UPDATE ...
+/// ORDER BY ... LIMIT whose `WHERE wh = ?` names one partition.
+#[tokio::test]
+async fn prepared_update_order_by_limit_on_one_partition() {
+    let mut h = stockw("pu_issue").await;
+    exec_both(
+        &mut h,
+        "UPDATE stockw SET qty = qty - 1 WHERE wh = ? ORDER BY qty DESC, item LIMIT 2",
+        vec![Value::from(3)],
+    )
+    .await;
+    h.check_write("SELECT * FROM stockw WHERE wh = 3 ORDER BY item")
+        .await;
+    h.report("prepared ordered writes", 2);
+}
+
+/// The class: UPDATE and DELETE, other keys and limits, more conditions,
+/// the key parameter last or first, `? = wh`, LIMIT 0, a key matching no
+/// row, the same statement executed for several partitions in turn.
+#[tokio::test]
+async fn prepared_ordered_writes_whose_key_is_a_parameter() {
+    let mut h = stockw("pu_class").await;
+    let cases: Vec<(&str, Vec<Value>)> = vec![
+        ("UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1", vec![Value::from(1)]),
+        ("UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1", vec![Value::from(2)]),
+        ("UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1", vec![Value::from(8)]),
+        ("UPDATE stockw SET qty = 0 WHERE qty > ? AND wh = ? ORDER BY qty, item LIMIT 3", vec![Value::from(4), Value::from(5)]),
+        ("UPDATE stockw SET qty = qty * 2 WHERE ? = wh ORDER BY item LIMIT 2", vec![Value::from(6)]),
+        ("UPDATE stockw SET qty = 1 WHERE wh = ? ORDER BY item LIMIT 0", vec![Value::from(7)]),
+        ("UPDATE stockw SET qty = 1 WHERE wh = ? ORDER BY item LIMIT 2", vec![Value::from(99)]),
+        ("DELETE FROM stockw WHERE wh = ? ORDER BY item LIMIT 2", vec![Value::from(4)]),
+        ("DELETE FROM stockw WHERE wh = ? AND qty < ? ORDER BY qty DESC, item LIMIT 1", vec![Value::from(3), Value::from(9)]),
+        ("DELETE FROM stockw WHERE wh = ? LIMIT 1", vec![Value::from(1)]),
+        ("UPDATE stockw SET qty = qty - 1 WHERE wh = ? LIMIT 2", vec![Value::from(2)]),
+    ];
+    for (sql, params) in cases {
+        exec_both(&mut h, sql, params).await;
+    }
+    h.check_write("SELECT * FROM stockw ORDER BY wh, item").await;
+    h.report("prepared ordered writes", 12);
+}
