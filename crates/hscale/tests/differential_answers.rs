@@ -1452,3 +1452,43 @@ async fn prepared_ordered_writes_whose_key_is_a_parameter() {
     h.check_write("SELECT * FROM stockw ORDER BY wh, item").await;
     h.report("prepared ordered writes", 12);
 }
+
+// ---- CREATE TABLE ... LIKE a partitioned table, INSERT ... SELECT with a computed key
+
+/// Issue 29 ("Refused, but one server answers"): CREATE TABLE ... LIKE a
+/// partitioned table makes a plain table with its definition.
+#[tokio::test]
+async fn create_table_like_a_partitioned_table() {
+    let mut h = acct("cl_issue").await;
+    h.check("CREATE TABLE x LIKE acct").await;
+    h.check("SHOW CREATE TABLE x").await;
+    h.report("CREATE TABLE LIKE", 2);
+}
+
+/// The class: IF NOT EXISTS, the parenthesised form, an existing name
+/// (1050), the new table written and read, TEMPORARY, then INSERT ...
+/// SELECT into and out of it, and INSERT ... SELECT with computed keys
+/// into the partitioned table (several partitions, functions, a key
+/// that is another column, duplicates under IGNORE).
+#[tokio::test]
+async fn tables_like_partitioned_ones_and_computed_keys() {
+    let mut h = acct("cl_class").await;
+    for sql in [
+        "CREATE TABLE IF NOT EXISTS x LIKE acct",
+        "CREATE TABLE IF NOT EXISTS x LIKE acct",
+        "CREATE TABLE x LIKE acct",
+        "CREATE TABLE y (LIKE acct)",
+        "SHOW CREATE TABLE y",
+        "INSERT INTO x SELECT * FROM acct WHERE flags = 2",
+        "SELECT * FROM x ORDER BY uid",
+        "INSERT INTO acct (uid, handle) SELECT uid + 100, handle FROM acct WHERE flags = 1",
+        "INSERT INTO acct (uid, handle, flags) SELECT uid * 3, CONCAT(handle, '*'), flags FROM x",
+        "INSERT INTO acct (uid, handle) SELECT flags + 5000, MAX(handle) FROM acct GROUP BY flags",
+        "INSERT IGNORE INTO acct (uid, handle) SELECT uid - uid % 2, 'even' FROM acct WHERE uid < 1010",
+        "INSERT INTO acct (uid, handle) SELECT uid + 1, 'dup' FROM acct WHERE uid = 1001",
+        "SELECT * FROM acct ORDER BY uid",
+    ] {
+        h.check_write(sql).await;
+    }
+    h.report("CREATE TABLE LIKE", 13);
+}
