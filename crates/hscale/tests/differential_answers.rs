@@ -1492,3 +1492,53 @@ async fn tables_like_partitioned_ones_and_computed_keys() {
     }
     h.report("CREATE TABLE LIKE", 13);
 }
+
+// ---- A temporary table joined with a partitioned table ------------------
+
+/// Issue 29 ("Other classes"): a temporary table joined with a
+/// partitioned table, over several partitions and on one.
+#[tokio::test]
+async fn temporary_table_joined_with_a_partitioned_table() {
+    let mut h = acct("tt_issue").await;
+    for sql in [
+        "CREATE TEMPORARY TABLE tt (uid INT PRIMARY KEY, note VARCHAR(10))",
+        "INSERT INTO tt VALUES (1001, 'a'), (1002, 'b'), (1006, 'c'), (1040, 'd'), (7, 'none')",
+        "SELECT a.uid, tt.note FROM acct a JOIN tt ON tt.uid = a.uid ORDER BY a.uid",
+        "SELECT a.uid, tt.note FROM acct a JOIN tt ON tt.uid = a.uid WHERE a.uid = 1001",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("temporary tables", 4);
+}
+
+/// The class: LEFT JOIN, aggregates over the join, a subquery on the
+/// temporary table, the temporary table first, a write from the join's
+/// keys, reads of the partitioned table alone beside the temporary
+/// table, a temporary table named like a plain table it hides, after the
+/// temporary table is dropped.
+#[tokio::test]
+async fn temporary_tables_beside_partitioned_tables() {
+    let mut h = acct("tt_class").await;
+    for sql in [
+        "CREATE TABLE plain (uid INT PRIMARY KEY, note VARCHAR(10))",
+        "INSERT INTO plain VALUES (1003, 'real')",
+        "CREATE TEMPORARY TABLE tt (uid INT PRIMARY KEY, note VARCHAR(10))",
+        "INSERT INTO tt VALUES (1003, 'x'), (1004, 'y'), (1005, 'z'), (2000, 'w')",
+        "CREATE TEMPORARY TABLE plain (uid INT PRIMARY KEY, note VARCHAR(10))",
+        "INSERT INTO plain VALUES (1010, 'temp')",
+        "SELECT tt.uid, a.handle FROM tt LEFT JOIN acct a ON a.uid = tt.uid ORDER BY tt.uid",
+        "SELECT COUNT(*), SUM(a.balance) FROM acct a JOIN tt ON tt.uid = a.uid",
+        "SELECT uid FROM acct WHERE uid IN (SELECT uid FROM tt) ORDER BY uid",
+        "SELECT a.uid, p.note FROM acct a JOIN plain p ON p.uid = a.uid",
+        "SELECT COUNT(*) FROM acct",
+        "SELECT uid, handle FROM acct WHERE flags = 2 ORDER BY uid LIMIT 3",
+        "SELECT * FROM acct WHERE uid = 1007",
+        "DROP TEMPORARY TABLE plain",
+        "SELECT a.uid, p.note FROM acct a JOIN plain p ON p.uid = a.uid",
+        "DROP TEMPORARY TABLE tt",
+        "SELECT COUNT(*) FROM acct WHERE flags = 1",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("temporary tables", 17);
+}
