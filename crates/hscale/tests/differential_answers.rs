@@ -159,6 +159,16 @@ fn shown(v: &[Res]) -> String {
         .join(" | ")
 }
 
+fn shown_messages(v: &[Res]) -> String {
+    v.iter()
+        .map(|r| match r {
+            Res::Error(c, m) => format!("error {c} {m}"),
+            other => shown(std::slice::from_ref(other)),
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
 /// One test's two databases and what differed.
 struct Pair {
     p: Conn,
@@ -276,6 +286,33 @@ impl Pair {
             }
         }
         same && contents
+    }
+
+    /// Run `sql` on both sides and compare, error messages too (each
+    /// side's database name written as `DB`).
+    async fn compare_messages(&mut self, sql: &str) -> bool {
+        let part = self.part.clone();
+        let reference = format!("{}_r", part.trim_end_matches("_p"));
+        let fix = |v: Vec<Res>, db: &str| -> Vec<Res> {
+            v.into_iter()
+                .map(|r| match r {
+                    Res::Error(c, m) => Res::Error(c, m.replace(db, "DB")),
+                    other => other,
+                })
+                .collect()
+        };
+        let want = fix(answer(&mut self.r, sql).await, &reference);
+        let got = fix(answer(&mut self.p, sql).await, &part);
+        if got == want {
+            self.identical += 1;
+            return true;
+        }
+        self.wrong.push(format!(
+            "{sql}\n  hscale:    {}\n  reference: {}",
+            shown_messages(&got),
+            shown_messages(&want)
+        ));
+        false
     }
 
     /// Run `sql` on both sides, expecting success (set-up within a test).
@@ -973,8 +1010,8 @@ async fn updates_that_move_rows_between_partitions() {
         h.check_write(sql).await;
     }
     for uid in [
-        1005, 1006, 1007, 1014, 1017, 1033, 1035, 1036, 1037, 1039, 1040, 1041, 2001, 5003,
-        10100, 10110, 10130, 2002, 4020, 4021, 4025, 1031,
+        1005, 1006, 1007, 1014, 1017, 1033, 1035, 1036, 1037, 1039, 1040, 1041, 2001, 5003, 10100,
+        10110, 10130, 2002, 4020, 4021, 4025, 1031,
     ] {
         h.check(&format!("SELECT * FROM acct WHERE uid = {uid}"))
             .await;
@@ -996,7 +1033,8 @@ async fn moved_rows_keep_their_ids_and_generated_columns() {
         "HSCALE ADD_PARTITION('mv', 'm1', '1', 'shard1')",
         "HSCALE ADD_PARTITION('mv', 'm2', '2', 'shard2')",
     ];
-    let data = &["INSERT INTO mv (id, k, v) VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 3, 'c'), (4, 4, 'd')"];
+    let data =
+        &["INSERT INTO mv (id, k, v) VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 3, 'c'), (4, 4, 'd')"];
     let mut h = Pair::new("km_ids", schema, partitioning, data).await;
     for sql in [
         "UPDATE mv SET k = k + 1 WHERE id = 1",
@@ -1154,9 +1192,24 @@ async fn prepared_multi_row_inserts_split_by_rows() {
         }
         v
     };
-    exec_both(&mut h, three, rows([3001, 3002, 3003], ["x", "it's", "back\\slash"])).await;
-    exec_both(&mut h, three, rows([3004, 3008, 3012], ["same", "part", "ition"])).await;
-    exec_both(&mut h, three, rows([3005, 3006, 3001], ["dup", "dup", "dup"])).await;
+    exec_both(
+        &mut h,
+        three,
+        rows([3001, 3002, 3003], ["x", "it's", "back\\slash"]),
+    )
+    .await;
+    exec_both(
+        &mut h,
+        three,
+        rows([3004, 3008, 3012], ["same", "part", "ition"]),
+    )
+    .await;
+    exec_both(
+        &mut h,
+        three,
+        rows([3005, 3006, 3001], ["dup", "dup", "dup"]),
+    )
+    .await;
     exec_both(&mut h, three, rows([3009, 3010, 3011], ["é", "ü", "ñ"])).await;
     exec_both(
         &mut h,
@@ -1241,7 +1294,11 @@ async fn prepared_multi_row_insert_with_sequence_ids() {
     .unwrap();
     assert_eq!(c.affected_rows(), 3);
     let first = c.last_insert_id().unwrap();
-    let lid: u64 = c.query_first("SELECT LAST_INSERT_ID()").await.unwrap().unwrap();
+    let lid: u64 = c
+        .query_first("SELECT LAST_INSERT_ID()")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(lid, first);
     let ids: Vec<(u64, i64)> = c.query("SELECT id, k FROM ev ORDER BY k").await.unwrap();
     assert_eq!(ids.len(), 3);
@@ -1393,11 +1450,12 @@ async fn select_into_variables_over_partitions() {
     h.report("SELECT INTO @v", 19);
 }
 
-
 // ---- Prepared UPDATE / DELETE ... ORDER BY ... LIMIT on one partition ---
 
 async fn stockw(name: &str) -> Pair {
-    let schema = &["CREATE TABLE stockw (wh INT NOT NULL, item INT NOT NULL, qty INT, PRIMARY KEY (wh, item))"];
+    let schema = &[
+        "CREATE TABLE stockw (wh INT NOT NULL, item INT NOT NULL, qty INT, PRIMARY KEY (wh, item))",
+    ];
     let partitioning = &[
         "HSCALE SETUP_TABLE('stockw', 'wh', 'stockw_default', 'shard0', 'MOD(4)')",
         "HSCALE ADD_PARTITION('stockw', 'w1', '1', 'shard1')",
@@ -1405,7 +1463,9 @@ async fn stockw(name: &str) -> Pair {
         "HSCALE ADD_PARTITION('stockw', 'w3', '3', 'shard3')",
     ];
     let rows: Vec<String> = (1..=8)
-        .flat_map(|wh| (1..=6).map(move |item| format!("({wh}, {item}, {})", (wh * 7 + item * 3) % 11)))
+        .flat_map(|wh| {
+            (1..=6).map(move |item| format!("({wh}, {item}, {})", (wh * 7 + item * 3) % 11))
+        })
         .collect();
     let data = format!("INSERT INTO stockw VALUES {}", rows.join(", "));
     Pair::new(name, schema, partitioning, &[data.as_str()]).await
@@ -1434,22 +1494,56 @@ async fn prepared_update_order_by_limit_on_one_partition() {
 async fn prepared_ordered_writes_whose_key_is_a_parameter() {
     let mut h = stockw("pu_class").await;
     let cases: Vec<(&str, Vec<Value>)> = vec![
-        ("UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1", vec![Value::from(1)]),
-        ("UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1", vec![Value::from(2)]),
-        ("UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1", vec![Value::from(8)]),
-        ("UPDATE stockw SET qty = 0 WHERE qty > ? AND wh = ? ORDER BY qty, item LIMIT 3", vec![Value::from(4), Value::from(5)]),
-        ("UPDATE stockw SET qty = qty * 2 WHERE ? = wh ORDER BY item LIMIT 2", vec![Value::from(6)]),
-        ("UPDATE stockw SET qty = 1 WHERE wh = ? ORDER BY item LIMIT 0", vec![Value::from(7)]),
-        ("UPDATE stockw SET qty = 1 WHERE wh = ? ORDER BY item LIMIT 2", vec![Value::from(99)]),
-        ("DELETE FROM stockw WHERE wh = ? ORDER BY item LIMIT 2", vec![Value::from(4)]),
-        ("DELETE FROM stockw WHERE wh = ? AND qty < ? ORDER BY qty DESC, item LIMIT 1", vec![Value::from(3), Value::from(9)]),
-        ("DELETE FROM stockw WHERE wh = ? LIMIT 1", vec![Value::from(1)]),
-        ("UPDATE stockw SET qty = qty - 1 WHERE wh = ? LIMIT 2", vec![Value::from(2)]),
+        (
+            "UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1",
+            vec![Value::from(1)],
+        ),
+        (
+            "UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1",
+            vec![Value::from(2)],
+        ),
+        (
+            "UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1",
+            vec![Value::from(8)],
+        ),
+        (
+            "UPDATE stockw SET qty = 0 WHERE qty > ? AND wh = ? ORDER BY qty, item LIMIT 3",
+            vec![Value::from(4), Value::from(5)],
+        ),
+        (
+            "UPDATE stockw SET qty = qty * 2 WHERE ? = wh ORDER BY item LIMIT 2",
+            vec![Value::from(6)],
+        ),
+        (
+            "UPDATE stockw SET qty = 1 WHERE wh = ? ORDER BY item LIMIT 0",
+            vec![Value::from(7)],
+        ),
+        (
+            "UPDATE stockw SET qty = 1 WHERE wh = ? ORDER BY item LIMIT 2",
+            vec![Value::from(99)],
+        ),
+        (
+            "DELETE FROM stockw WHERE wh = ? ORDER BY item LIMIT 2",
+            vec![Value::from(4)],
+        ),
+        (
+            "DELETE FROM stockw WHERE wh = ? AND qty < ? ORDER BY qty DESC, item LIMIT 1",
+            vec![Value::from(3), Value::from(9)],
+        ),
+        (
+            "DELETE FROM stockw WHERE wh = ? LIMIT 1",
+            vec![Value::from(1)],
+        ),
+        (
+            "UPDATE stockw SET qty = qty - 1 WHERE wh = ? LIMIT 2",
+            vec![Value::from(2)],
+        ),
     ];
     for (sql, params) in cases {
         exec_both(&mut h, sql, params).await;
     }
-    h.check_write("SELECT * FROM stockw ORDER BY wh, item").await;
+    h.check_write("SELECT * FROM stockw ORDER BY wh, item")
+        .await;
     h.report("prepared ordered writes", 12);
 }
 
@@ -1541,4 +1635,56 @@ async fn temporary_tables_beside_partitioned_tables() {
         h.check(sql).await;
     }
     h.report("temporary tables", 17);
+}
+
+// ---- 6. Constraints and errors name the logical table -------------------
+
+/// Issue 29 ("Other classes"): information_schema's CHECK_CONSTRAINTS and
+/// TABLE_CONSTRAINTS list the partitioned table, not its partitions'
+/// physical tables; errors of ALTER (1060) and of generated columns
+/// (1906) are one server's.
+#[tokio::test]
+async fn constraints_and_schema_errors_name_the_partitioned_table() {
+    let mut h = acct("cc_issue").await;
+    for sql in [
+        "ALTER TABLE acct ADD CONSTRAINT chk_flags CHECK (flags >= 0)",
+        "SELECT CONSTRAINT_NAME, TABLE_NAME, CONSTRAINT_TYPE FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1, 2",
+        "SELECT CONSTRAINT_NAME, TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() ORDER BY 1, 2",
+        "ALTER TABLE acct ADD COLUMN handle INT",
+        "ALTER TABLE acct ADD COLUMN g INT AS (flags * 2) VIRTUAL",
+        "INSERT INTO acct (uid, g) VALUES (5000, 1)",
+        "UPDATE acct SET g = 3 WHERE uid = 1001",
+    ] {
+        h.compare_messages(sql).await;
+    }
+    h.report("constraints and schema errors", 7);
+}
+
+/// The class: a UNIQUE and a second CHECK constraint, constraints listed
+/// with other columns and filters (by table name, by type), a CHECK
+/// violated over several partitions (4025), a duplicate key name (1061),
+/// dropping an unknown column (1091), a generated column written over
+/// several partitions and by a multi-row INSERT.
+#[tokio::test]
+async fn constraints_and_errors_of_partitioned_tables() {
+    let mut h = acct("cc_class").await;
+    for sql in [
+        "ALTER TABLE acct ADD CONSTRAINT chk_bal CHECK (balance > -1000)",
+        "ALTER TABLE acct ADD COLUMN g INT AS (flags + 1) STORED",
+        "SELECT CONSTRAINT_CATALOG, CONSTRAINT_NAME, TABLE_NAME, CONSTRAINT_TYPE FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'acct' ORDER BY CONSTRAINT_NAME",
+        "SELECT CONSTRAINT_NAME, LEVEL FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = 'acct'",
+        "SELECT COUNT(*) FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() AND CONSTRAINT_TYPE = 'CHECK'",
+        "SELECT TABLE_NAME FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'acct%' ORDER BY 1",
+        "UPDATE acct SET balance = -5000 WHERE flags = 2",
+        "ALTER TABLE acct ADD INDEX ix (flags)",
+        "ALTER TABLE acct ADD INDEX ix (handle)",
+        "ALTER TABLE acct DROP COLUMN nope",
+        "UPDATE acct SET g = 1 WHERE flags = 3",
+        "INSERT INTO acct (uid, g) VALUES (6001, 1), (6002, 2)",
+        "INSERT INTO acct (uid, flags) VALUES (6003, 1), (6004, 2)",
+        "SELECT uid, g FROM acct WHERE uid > 6000 ORDER BY uid",
+    ] {
+        h.compare_messages(sql).await;
+    }
+    h.report("constraints and schema errors", 14);
 }

@@ -595,9 +595,17 @@ pub fn set_expressions(sql: &str) -> Option<Vec<(usize, usize)>> {
     }
     let rest = &t[1..];
     if rest.first().is_some_and(|x| {
-        ["STATEMENT", "PASSWORD", "DEFAULT", "ROLE", "TRANSACTION", "NAMES", "CHARSET"]
-            .iter()
-            .any(|w| x.is_word(sql, w))
+        [
+            "STATEMENT",
+            "PASSWORD",
+            "DEFAULT",
+            "ROLE",
+            "TRANSACTION",
+            "NAMES",
+            "CHARSET",
+        ]
+        .iter()
+        .any(|w| x.is_word(sql, w))
     }) {
         return None;
     }
@@ -605,11 +613,22 @@ pub fn set_expressions(sql: &str) -> Option<Vec<(usize, usize)>> {
     for part in split_top_level_commas(sql, rest) {
         let mut p = part;
         if p.first().is_some_and(|f| {
-            ["GLOBAL", "PERSIST", "SESSION", "LOCAL", "TRANSACTION", "NAMES", "CHARACTER"]
-                .iter()
-                .any(|w| f.is_word(sql, w))
+            [
+                "GLOBAL",
+                "PERSIST",
+                "SESSION",
+                "LOCAL",
+                "TRANSACTION",
+                "NAMES",
+                "CHARACTER",
+            ]
+            .iter()
+            .any(|w| f.is_word(sql, w))
         }) {
-            if !p.first().is_some_and(|f| f.is_word(sql, "SESSION") || f.is_word(sql, "LOCAL")) {
+            if !p
+                .first()
+                .is_some_and(|f| f.is_word(sql, "SESSION") || f.is_word(sql, "LOCAL"))
+            {
                 return None;
             }
             p = &p[1..];

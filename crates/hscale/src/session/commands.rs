@@ -541,9 +541,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         long_data: &[(u16, bytes::Bytes)],
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
-        let text = std::str::from_utf8(sql).map_err(|_| {
-            ProxyError::Refused("a prepared INSERT whose text is not UTF-8".into())
-        })?;
+        let text = std::str::from_utf8(sql)
+            .map_err(|_| ProxyError::Refused("a prepared INSERT whose text is not UTF-8".into()))?;
         let placeholders: Vec<u32> = hscale_sql::tokenize(text)
             .map_err(|_| ProxyError::Wrong("internal: a prepared INSERT that does not lex".into()))?
             .iter()

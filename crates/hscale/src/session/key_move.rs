@@ -12,8 +12,8 @@
 //! the UPDATE left them; the sequence is not asked for ids (none is
 //! missing) and LAST_INSERT_ID() stays as it was.
 
-use hscale_route::router::{self, KeyMove, Plan, StatementKind};
 use hscale_route::dictionary::{PartitionedTable, Target};
+use hscale_route::router::{self, KeyMove, Plan, StatementKind};
 use hscale_wire::response::OkPacket;
 use hscale_wire::PacketStream;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -189,7 +189,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// Run a write step into memory: its OK, or its error written to the
     /// client.
-    async fn key_move_step(&mut self, plan: Plan, effects: Effects<'_>) -> Result<Step, ProxyError> {
+    async fn key_move_step(
+        &mut self,
+        plan: Plan,
+        effects: Effects<'_>,
+    ) -> Result<Step, ProxyError> {
         let mut caught = PacketStream::new(Caught::default());
         {
             let mut exec = Exec::new(&mut caught, &mut self.b, false);
@@ -197,9 +201,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             exec.run(plan, effects).await?;
         }
         let bytes = caught.into_inner().bytes;
-        let len = bytes
-            .get(..3)
-            .map_or(0, |h| usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16);
+        let len = bytes.get(..3).map_or(0, |h| {
+            usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16
+        });
         let payload = bytes.get(4..4 + len).unwrap_or_default();
         if payload.first() == Some(&0xff) {
             if let Decoded::Error(err) = decode_result(&bytes, 0)? {
@@ -207,9 +211,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             return Ok(Step::Failed);
         }
-        OkPacket::decode(payload)
-            .map(Step::Ok)
-            .map_err(|_| ProxyError::Wrong("internal: a step of an UPDATE of the partition key answered no OK".into()))
+        OkPacket::decode(payload).map(Step::Ok).map_err(|_| {
+            ProxyError::Wrong(
+                "internal: a step of an UPDATE of the partition key answered no OK".into(),
+            )
+        })
     }
 }
 

@@ -336,7 +336,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // assigned by one server (`select_into.rs`).
             let is_partitioned_read = matches!(
                 &plan,
-                Plan::Merge(_) | Plan::Refuse(_) | Plan::Targets { kind: StatementKind::Select, .. }
+                Plan::Merge(_)
+                    | Plan::Refuse(_)
+                    | Plan::Targets {
+                        kind: StatementKind::Select,
+                        ..
+                    }
             );
             if facts.kind == hscale_sql::Kind::Select && is_partitioned_read {
                 if let Some(into) = hscale_route::router::select_into_variables(sql) {

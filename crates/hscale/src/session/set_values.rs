@@ -77,7 +77,10 @@ fn literal(v: Option<&[u8]>) -> Option<String> {
         && text
             .bytes()
             .all(|c| c.is_ascii_digit() || b"+-.eE".contains(&c))
-        && text.bytes().next().is_some_and(|c| c.is_ascii_digit() || c == b'-');
+        && text
+            .bytes()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == b'-');
     if is_number {
         return Some(text.to_string());
     }

@@ -62,7 +62,11 @@ pub fn calc_found_rows(sql: &str) -> Option<(String, String)> {
             continue;
         }
         if t.kind == TokenKind::Semicolon
-            || is_any_word(t, sql, &["UNION", "EXCEPT", "INTERSECT", "INTO", "PROCEDURE"])
+            || is_any_word(
+                t,
+                sql,
+                &["UNION", "EXCEPT", "INTERSECT", "INTO", "PROCEDURE"],
+            )
         {
             return None;
         }
@@ -81,7 +85,11 @@ pub fn calc_found_rows(sql: &str) -> Option<(String, String)> {
             && is_any_word(t, sql, &["ORDER", "LIMIT", "FOR", "LOCK"])
         {
             cut = Some(i);
-        } else if is_any_word(t, sql, &["GROUP", "HAVING", "DISTINCT", "DISTINCTROW", "WINDOW"]) {
+        } else if is_any_word(
+            t,
+            sql,
+            &["GROUP", "HAVING", "DISTINCT", "DISTINCTROW", "WINDOW"],
+        ) {
             is_grouped = true;
         }
     }
@@ -128,9 +136,10 @@ mod tests {
             stripped,
             "SELECT                     uid FROM acct WHERE flags = 3 ORDER BY uid LIMIT 4"
         );
-        let (count, _) =
-            calc_found_rows("SELECT SQL_CALC_FOUND_ROWS flags, COUNT(*) FROM acct GROUP BY flags LIMIT 2")
-                .unwrap();
+        let (count, _) = calc_found_rows(
+            "SELECT SQL_CALC_FOUND_ROWS flags, COUNT(*) FROM acct GROUP BY flags LIMIT 2",
+        )
+        .unwrap();
         assert_eq!(
             count,
             "SELECT COUNT(*) FROM (SELECT                     flags, COUNT(*) FROM acct GROUP BY flags) AS hscale_found_rows"

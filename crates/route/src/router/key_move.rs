@@ -71,7 +71,11 @@ const VOLATILE: &[&str] = &[
 
 /// The SET clause's assignments at the statement's own level: for each,
 /// the token range of its target column and of its value.
-fn assignments(sql: &str, tokens: &[Token], set_at: usize) -> Vec<((usize, usize), (usize, usize))> {
+fn assignments(
+    sql: &str,
+    tokens: &[Token],
+    set_at: usize,
+) -> Vec<((usize, usize), (usize, usize))> {
     let mut out = Vec::new();
     let mut depth = 0i32;
     let mut start = set_at + 1;
@@ -119,7 +123,10 @@ fn refusal(
     key_at: usize,
     table: &PartitionedTable,
 ) -> Option<String> {
-    let what = format!("UPDATE of the partition key {} of {}", table.column, table.name);
+    let what = format!(
+        "UPDATE of the partition key {} of {}",
+        table.column, table.name
+    );
     if tokens.iter().any(|t| t.kind == TokenKind::Placeholder) {
         return Some(format!("a prepared {what} (run it as a text statement)"));
     }
@@ -300,7 +307,11 @@ fn keys_condition(column: &str, keys: &[Option<String>]) -> String {
     let values: Vec<String> = keys.iter().flatten().map(|k| key_literal(k)).collect();
     let mut parts = Vec::new();
     if !values.is_empty() {
-        parts.push(format!("{} IN ({})", quote_ident(column), values.join(", ")));
+        parts.push(format!(
+            "{} IN ({})",
+            quote_ident(column),
+            values.join(", ")
+        ));
     }
     if keys.iter().any(Option::is_none) {
         parts.push(format!("{} IS NULL", quote_ident(column)));
@@ -346,7 +357,11 @@ pub fn moved_rows_sql(
 
 /// Step 4's INSERT of moved rows (`rows`: each a list of literals) into
 /// the table, which routes each by its new key.
-pub fn moved_rows_insert(table: &PartitionedTable, columns: &[String], rows: &[Vec<String>]) -> String {
+pub fn moved_rows_insert(
+    table: &PartitionedTable,
+    columns: &[String],
+    rows: &[Vec<String>],
+) -> String {
     let list: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
     let values: Vec<String> = rows.iter().map(|r| format!("({})", r.join(", "))).collect();
     format!(

@@ -53,18 +53,16 @@ pub use found_rows::calc_found_rows;
 use insert::plan_insert;
 pub use insert::{insert_key_placeholders, insert_part_rows, unplaced_values};
 pub use insert_form::{insert_form, with_columns, with_keys, InsertForm};
+pub use key_move::{key_moves, moved_rows_insert, moved_rows_sql, stored_columns_sql, KeyMove};
 pub use load_data::{
     is_splittable_charset, is_utf8_charset, load_key, LoadData, LoadKeyColumn, LoadKeyError,
 };
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
-pub use key_move::{
-    key_moves, moved_rows_insert, moved_rows_sql, stored_columns_sql, KeyMove,
-};
 pub use ordered_write::{ordered_write_parts, OrderedWrite};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
 pub use schema::like_matches;
-pub use select_into::{select_into_variables, SelectInto};
 use schema::{plan_schema, plan_show_tables};
+pub use select_into::{select_into_variables, SelectInto};
 pub use sequence::{auto_insert, prepared_ids, AutoInsert, IdParam, PreparedIds};
 pub use single::key_placeholder;
 use single::plan_filtered;

@@ -106,13 +106,20 @@ mod tests {
     #[test]
     fn reads_the_clause() {
         let s = select_into_variables("SELECT COUNT(*) INTO @v FROM acct").unwrap();
-        assert_eq!((s.select.as_str(), s.vars.as_str(), s.is_at_end), ("SELECT COUNT(*)  FROM acct", "@v", false));
-        let s = select_into_variables("SELECT a, b FROM t ORDER BY a LIMIT 1 INTO @x, @`y`").unwrap();
+        assert_eq!(
+            (s.select.as_str(), s.vars.as_str(), s.is_at_end),
+            ("SELECT COUNT(*)  FROM acct", "@v", false)
+        );
+        let s =
+            select_into_variables("SELECT a, b FROM t ORDER BY a LIMIT 1 INTO @x, @`y`").unwrap();
         assert_eq!(
             (s.select.as_str(), s.vars.as_str(), s.is_at_end),
             ("SELECT a, b FROM t ORDER BY a LIMIT 1 ", "@x, @`y`", true)
         );
-        assert_eq!(s.assignment(2, &[vec!["1".into(), "'x'".into()]]), "SELECT 1, 'x' FROM DUAL INTO @x, @`y`");
+        assert_eq!(
+            s.assignment(2, &[vec!["1".into(), "'x'".into()]]),
+            "SELECT 1, 'x' FROM DUAL INTO @x, @`y`"
+        );
         for no in [
             "SELECT a INTO OUTFILE '/tmp/x' FROM t",
             "SELECT a INTO x FROM t",
@@ -123,6 +130,9 @@ mod tests {
             assert_eq!(select_into_variables(no), None, "{no}");
         }
         let s = select_into_variables("SELECT a INTO @a FROM t").unwrap();
-        assert_eq!(s.assignment(1, &[]), "SELECT NULL INTO @a FROM DUAL WHERE FALSE");
+        assert_eq!(
+            s.assignment(1, &[]),
+            "SELECT NULL INTO @a FROM DUAL WHERE FALSE"
+        );
     }
 }

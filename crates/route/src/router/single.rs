@@ -115,9 +115,8 @@ pub(super) fn plan_filtered(
         // matches is in the partition of its parameter, where each
         // execution runs it whole (`exec/prepared_routing.rs`); on any
         // other partition it matches nothing.
-        let is_key_param = needs
-            && kind != StatementKind::Select
-            && key_placeholder(sql, &table.column).is_some();
+        let is_key_param =
+            needs && kind != StatementKind::Select && key_placeholder(sql, &table.column).is_some();
         if needs && !is_key_param {
             if let Some(p) = super::ordered_write::plan(sql, tokens, r, table, kind) {
                 return p;
