@@ -36,6 +36,16 @@ pub struct KeyMove {
     pub parts: Vec<(Target, String)>,
 }
 
+/// A token range `[start, end)`.
+type Span = (usize, usize);
+
+/// One assignment of a SET clause: its target column and its value.
+type Assignment = (Span, Span);
+
+/// The rows moving out of each partition, by their new keys (`None`:
+/// NULL).
+pub type Moves = Vec<(Target, Vec<Option<String>>)>;
+
 /// Functions whose value differs between step 1 and step 3, or that read
 /// or change session state.
 const VOLATILE: &[&str] = &[
@@ -71,11 +81,7 @@ const VOLATILE: &[&str] = &[
 
 /// The SET clause's assignments at the statement's own level: for each,
 /// the token range of its target column and of its value.
-fn assignments(
-    sql: &str,
-    tokens: &[Token],
-    set_at: usize,
-) -> Vec<((usize, usize), (usize, usize))> {
+fn assignments(sql: &str, tokens: &[Token], set_at: usize) -> Vec<Assignment> {
     let mut out = Vec::new();
     let mut depth = 0i32;
     let mut start = set_at + 1;
@@ -119,7 +125,7 @@ fn assignments(
 fn refusal(
     sql: &str,
     tokens: &[Token],
-    list: &[((usize, usize), (usize, usize))],
+    list: &[Assignment],
     key_at: usize,
     table: &PartitionedTable,
 ) -> Option<String> {
@@ -136,10 +142,9 @@ fn refusal(
     if tokens.iter().any(|t| t.kind == TokenKind::Semicolon) {
         return Some(format!("{what} among several statements"));
     }
-    let key_column = |(a, b): (usize, usize)| tokens[a..b].last().map(|t| unquote(t, sql));
-    let is_key = |span: (usize, usize)| {
-        key_column(span).is_some_and(|c| c.eq_ignore_ascii_case(&table.column))
-    };
+    let key_column = |(a, b): Span| tokens[a..b].last().map(|t| unquote(t, sql));
+    let is_key =
+        |span: Span| key_column(span).is_some_and(|c| c.eq_ignore_ascii_case(&table.column));
     if list.iter().filter(|(lhs, _)| is_key(*lhs)).count() > 1 {
         return Some(format!("{what} assigned twice"));
     }
@@ -266,8 +271,8 @@ fn key_value(table: &PartitionedTable, text: Option<&str>) -> Result<KeyValue, S
 pub fn key_moves(
     table: &PartitionedTable,
     rows: &[(Option<String>, Option<String>)],
-) -> Result<Vec<(Target, Vec<Option<String>>)>, String> {
-    let mut out: Vec<(Target, Vec<Option<String>>)> = Vec::new();
+) -> Result<Moves, String> {
+    let mut out: Moves = Vec::new();
     for (old, new) in rows {
         let from = table
             .route(&key_value(table, old.as_deref())?)
