@@ -1688,3 +1688,29 @@ async fn constraints_and_errors_of_partitioned_tables() {
     }
     h.report("constraints and schema errors", 14);
 }
+
+/// A table with no partition on the main backend: its constraints are
+/// read from its default partition's backend, under its name.
+#[tokio::test]
+async fn constraints_of_a_table_with_no_partition_on_the_main_backend() {
+    let schema = &["CREATE TABLE far (id INT PRIMARY KEY, n INT, CONSTRAINT chk_n CHECK (n >= 0))"];
+    let partitioning = &[
+        "HSCALE SETUP_TABLE('far', 'id', 'far_default', 'shard1', 'MOD(2)')",
+        "HSCALE ADD_PARTITION('far', 'f1', '1', 'shard2')",
+    ];
+    let mut h = Pair::new(
+        "cc_far",
+        schema,
+        partitioning,
+        &["INSERT INTO far VALUES (1, 1), (2, 2)"],
+    )
+    .await;
+    for sql in [
+        "SELECT CONSTRAINT_NAME, TABLE_NAME, CONSTRAINT_TYPE FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1",
+        "SELECT CONSTRAINT_NAME, TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() ORDER BY 1",
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()",
+    ] {
+        h.compare_messages(sql).await;
+    }
+    h.report("constraints of a remote table", 3);
+}
