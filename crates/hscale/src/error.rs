@@ -54,6 +54,11 @@ pub enum ProxyError {
     /// (`session::fence`); the server's error is answered if it stays.
     #[error("{}", err.message)]
     StaleRoute { err: ErrPacket },
+    /// The client's own statement failed on a backend before it changed
+    /// anything (a schema change's first partition), as it fails on one
+    /// server: the server's error as it is.
+    #[error("{}", err.message)]
+    Statement { err: ErrPacket },
     #[error("hscale: backend '{backend}' sent a malformed response: {reason}")]
     BackendProtocol { backend: String, reason: String },
     #[error("hscale: {what} is not supported")]
@@ -177,9 +182,9 @@ impl ProxyError {
     fn to_mysql_static(&self) -> (u16, &[u8; 5], String) {
         let msg = self.to_string();
         match self {
-            ProxyError::Backend { err, .. } | ProxyError::StaleRoute { err } => {
-                (err.code, &err.sql_state, msg)
-            }
+            ProxyError::Backend { err, .. }
+            | ProxyError::StaleRoute { err }
+            | ProxyError::Statement { err } => (err.code, &err.sql_state, msg),
             ProxyError::ClientProtocol(WireError::TooLarge { .. }) => (
                 code::ER_NET_PACKET_TOO_LARGE,
                 b"08S01",

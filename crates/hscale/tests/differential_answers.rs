@@ -159,6 +159,16 @@ fn shown(v: &[Res]) -> String {
         .join(" | ")
 }
 
+fn shown_messages(v: &[Res]) -> String {
+    v.iter()
+        .map(|r| match r {
+            Res::Error(c, m) => format!("error {c} {m}"),
+            other => shown(std::slice::from_ref(other)),
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
 /// One test's two databases and what differed.
 struct Pair {
     p: Conn,
@@ -276,6 +286,33 @@ impl Pair {
             }
         }
         same && contents
+    }
+
+    /// Run `sql` on both sides and compare, error messages too (each
+    /// side's database name written as `DB`).
+    async fn compare_messages(&mut self, sql: &str) -> bool {
+        let part = self.part.clone();
+        let reference = format!("{}_r", part.trim_end_matches("_p"));
+        let fix = |v: Vec<Res>, db: &str| -> Vec<Res> {
+            v.into_iter()
+                .map(|r| match r {
+                    Res::Error(c, m) => Res::Error(c, m.replace(db, "DB")),
+                    other => other,
+                })
+                .collect()
+        };
+        let want = fix(answer(&mut self.r, sql).await, &reference);
+        let got = fix(answer(&mut self.p, sql).await, &part);
+        if got == want {
+            self.identical += 1;
+            return true;
+        }
+        self.wrong.push(format!(
+            "{sql}\n  hscale:    {}\n  reference: {}",
+            shown_messages(&got),
+            shown_messages(&want)
+        ));
+        false
     }
 
     /// Run `sql` on both sides, expecting success (set-up within a test).
@@ -910,4 +947,770 @@ async fn min_and_max_of_enums_and_sets_answer_as_one_server() {
         h.check_defs(sql).await;
     }
     h.report("ENUM MIN/MAX", 15);
+}
+
+// ---- 8. An UPDATE that changes the partition key -------------------------
+
+/// Issue 29, item 8: the issue's statement on `acct` (MOD(4) on uid).
+#[tokio::test]
+async fn update_that_changes_the_partition_key() {
+    let mut h = acct("km_issue").await;
+    h.check_write("UPDATE acct SET uid = uid + 8 WHERE uid = 1003")
+        .await;
+    for uid in [1003, 1011] {
+        h.check(&format!("SELECT * FROM acct WHERE uid = {uid}"))
+            .await;
+    }
+    h.report("UPDATE of the partition key", 3);
+}
+
+/// The class: rows moving to other partitions and staying, one row and
+/// several, with other columns assigned before and after the key,
+/// aliases, a duplicate key (nothing moves), no row, NULL into a NOT NULL
+/// key, a DECIMAL value, inside transactions (committed, rolled back, a
+/// failing move that leaves the transaction going); every moved row read
+/// back by its key (so it sits in its partition).
+#[tokio::test]
+async fn updates_that_move_rows_between_partitions() {
+    let mut h = acct("km_class").await;
+    for sql in [
+        "UPDATE acct SET uid = uid + 1 WHERE uid = 1005",
+        "UPDATE acct SET uid = 2001, handle = 'moved' WHERE uid = 1006",
+        "UPDATE acct SET handle = CONCAT(handle, '!'), uid = uid + 101 WHERE uid = 1007",
+        "UPDATE acct SET uid = uid + 1000 WHERE flags = 2",
+        "UPDATE acct SET uid = uid * 10 WHERE uid IN (1010, 1011, 1013)",
+        "UPDATE acct AS a SET a.uid = a.uid + 3 WHERE a.uid = 1014",
+        "UPDATE acct SET uid = 1002 WHERE uid = 1001",
+        "UPDATE acct SET uid = uid WHERE uid = 1015",
+        "UPDATE acct SET uid = uid + 4 WHERE uid = 99999",
+        "UPDATE acct SET uid = 3000 + uid, balance = balance * 2 WHERE uid BETWEEN 1020 AND 1025",
+        "UPDATE acct SET uid = uid + 1.0 WHERE uid = 1030",
+        "UPDATE acct SET uid = NULL WHERE uid = 1031",
+        "UPDATE acct SET `uid` = `uid` - 2000 WHERE handle = 'h3'",
+        "UPDATE acct SET uid = 5000 + flags WHERE uid = 1033",
+    ] {
+        h.check_write(sql).await;
+    }
+    for sql in [
+        "BEGIN",
+        "UPDATE acct SET uid = uid + 7 WHERE uid = 1034",
+        "SELECT * FROM acct WHERE uid IN (1034, 1041)",
+        "ROLLBACK",
+        "SELECT * FROM acct WHERE uid IN (1034, 1041)",
+        "START TRANSACTION",
+        "UPDATE acct SET handle = 'kept' WHERE uid = 1035",
+        "UPDATE acct SET uid = 1036 WHERE uid = 1035",
+        "UPDATE acct SET uid = uid + 2 WHERE uid = 1037",
+        "COMMIT",
+        "SET autocommit = 0",
+        "UPDATE acct SET uid = uid + 1 WHERE uid = 1038",
+        "COMMIT",
+        "SET autocommit = 1",
+    ] {
+        h.check_write(sql).await;
+    }
+    for uid in [
+        1005, 1006, 1007, 1014, 1017, 1033, 1035, 1036, 1037, 1039, 1040, 1041, 2001, 5003, 10100,
+        10110, 10130, 2002, 4020, 4021, 4025, 1031,
+    ] {
+        h.check(&format!("SELECT * FROM acct WHERE uid = {uid}"))
+            .await;
+    }
+    h.check("SELECT LAST_INSERT_ID(), ROW_COUNT()").await;
+    h.report("UPDATE of the partition key", 50);
+}
+
+/// Rows moved keep their other columns and ids: a generated column is
+/// computed again where the row lands, the AUTO_INCREMENT id (filled by
+/// hscale's sequence) stays, and LAST_INSERT_ID() is not changed.
+#[tokio::test]
+async fn moved_rows_keep_their_ids_and_generated_columns() {
+    let schema = &[
+        "CREATE TABLE mv (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, v VARCHAR(10), twice INT AS (k * 2) STORED)",
+    ];
+    let partitioning = &[
+        "HSCALE SETUP_TABLE('mv', 'k', 'mv_default', 'shard0', 'MOD(3)')",
+        "HSCALE ADD_PARTITION('mv', 'm1', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('mv', 'm2', '2', 'shard2')",
+    ];
+    let data =
+        &["INSERT INTO mv (id, k, v) VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 3, 'c'), (4, 4, 'd')"];
+    let mut h = Pair::new("km_ids", schema, partitioning, data).await;
+    for sql in [
+        "UPDATE mv SET k = k + 1 WHERE id = 1",
+        "UPDATE mv SET v = 'x', k = 7 WHERE k = 3",
+        "UPDATE mv SET k = k + 10",
+        "SELECT LAST_INSERT_ID()",
+        "SELECT * FROM mv WHERE k = 12",
+        "SELECT * FROM mv WHERE k = 17",
+        "SELECT * FROM mv WHERE k = 14",
+    ] {
+        h.check_write(sql).await;
+    }
+    h.report("moved rows keep ids", 7);
+}
+
+/// The shapes not run exactly by moving rows are refused with 1235, on
+/// the partitioned table only (the reference runs them).
+#[tokio::test]
+async fn updates_of_the_partition_key_that_are_refused() {
+    let mut h = acct("km_refused").await;
+    for sql in [
+        "UPDATE acct SET uid = uid + 1 ORDER BY uid LIMIT 2",
+        "UPDATE acct SET uid = FLOOR(RAND() * 10) WHERE uid = 1001",
+        "UPDATE acct SET flags = 9, uid = flags + 5000 WHERE uid = 1002",
+        "UPDATE IGNORE acct SET uid = uid + 1 WHERE uid = 1003",
+        "UPDATE acct SET uid = @v WHERE uid = 1004",
+        "UPDATE acct SET uid = uid + 0.5 WHERE uid = 1005",
+    ] {
+        let err = h.p.query_drop(sql).await.unwrap_err();
+        assert_eq!(code(&err), 1235, "{sql}: {err}");
+    }
+    h.check("SELECT * FROM acct ORDER BY uid").await;
+    h.report("refused key updates", 1);
+}
+
+// ---- 10. SQL_CALC_FOUND_ROWS over several partitions --------------------
+
+/// Issue 29, item 10: the issue's SELECT over several partitions, then
+/// FOUND_ROWS().
+#[tokio::test]
+async fn sql_calc_found_rows_over_several_partitions() {
+    let mut h = acct("fr_issue").await;
+    h.check("SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE flags = 3 ORDER BY uid LIMIT 4")
+        .await;
+    h.check("SELECT FOUND_ROWS()").await;
+    h.report("SQL_CALC_FOUND_ROWS", 2);
+}
+
+/// The class: OFFSET and `LIMIT m, n`, no ORDER BY, no LIMIT, no row,
+/// LIMIT 0, GROUP BY, DISTINCT, aggregates, HAVING, an alias, a key IN
+/// list over two partitions, one partition, inside a transaction, and
+/// FOUND_ROWS() after the next plain SELECT (its own rows again).
+#[tokio::test]
+async fn found_rows_after_calc_found_rows_over_partitions() {
+    let mut h = acct("fr_class").await;
+    for sql in [
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE flags = 3 ORDER BY uid LIMIT 4 OFFSET 2",
+        "SELECT SQL_CALC_FOUND_ROWS uid, handle FROM acct ORDER BY uid DESC LIMIT 3, 5",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE flags < 2 LIMIT 0",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE flags > 100 ORDER BY uid LIMIT 3",
+        "SELECT SQL_CALC_FOUND_ROWS flags, COUNT(*) FROM acct GROUP BY flags ORDER BY flags LIMIT 2",
+        "SELECT SQL_CALC_FOUND_ROWS DISTINCT handle FROM acct ORDER BY handle LIMIT 3",
+        "SELECT SQL_CALC_FOUND_ROWS COUNT(*), SUM(balance) FROM acct WHERE flags = 1",
+        "SELECT SQL_CALC_FOUND_ROWS flags, COUNT(*) AS n FROM acct GROUP BY flags HAVING n > 7 ORDER BY flags LIMIT 1",
+        "SELECT SQL_CALC_FOUND_ROWS a.uid AS u FROM acct AS a WHERE a.balance > 0 ORDER BY u LIMIT 5",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE uid IN (1001, 1002, 1005, 1006) ORDER BY uid LIMIT 1",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE uid = 1004 LIMIT 1",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct ORDER BY balance, uid LIMIT 6",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE handle LIKE 'h1%' ORDER BY uid LIMIT 2",
+    ] {
+        h.check(sql).await;
+        h.check("SELECT FOUND_ROWS()").await;
+    }
+    for sql in [
+        "BEGIN",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct WHERE flags = 4 ORDER BY uid LIMIT 2",
+        "SELECT FOUND_ROWS()",
+        "COMMIT",
+        "SELECT SQL_CALC_FOUND_ROWS uid FROM acct ORDER BY uid LIMIT 1",
+        "SELECT uid FROM acct WHERE flags = 0 ORDER BY uid",
+        "SELECT FOUND_ROWS()",
+        "SELECT SQL_CALC_FOUND_ROWS nope FROM acct LIMIT 1",
+        "SELECT FOUND_ROWS()",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("SQL_CALC_FOUND_ROWS", 35);
+}
+
+// ---- 9. Prepared multi-row INSERT over several partitions ---------------
+
+/// A prepared statement executed on both sides: its affected rows and
+/// LAST_INSERT_ID, or its error code.
+async fn exec_both(h: &mut Pair, sql: &str, params: Vec<Value>) {
+    let mut out = Vec::new();
+    for c in [&mut h.r, &mut h.p] {
+        let r = match c.exec_drop(sql, params.clone()).await {
+            Ok(()) => Ok((c.affected_rows(), c.last_insert_id(), c.get_warnings())),
+            Err(e) => Err(code(&e)),
+        };
+        out.push(r);
+    }
+    if out[0] == out[1] {
+        h.identical += 1;
+    } else {
+        h.wrong.push(format!(
+            "prepared {sql} {params:?}\n  hscale:    {:?}\n  reference: {:?}",
+            out[1], out[0]
+        ));
+    }
+}
+
+/// Issue 29, item 9: the issue's prepared INSERT, its two rows for two
+/// partitions of `acct`.
+#[tokio::test]
+async fn prepared_multi_row_insert_over_several_partitions() {
+    let mut h = acct("pi_issue").await;
+    exec_both(
+        &mut h,
+        "INSERT INTO acct (uid, handle, flags) VALUES (?, ?, ?), (?, ?, ?)",
+        vec![
+            Value::from(2001),
+            Value::from("a"),
+            Value::from(1),
+            Value::from(2002),
+            Value::from("b"),
+            Value::from(2),
+        ],
+    )
+    .await;
+    h.check_write("SELECT * FROM acct WHERE uid IN (2001, 2002) ORDER BY uid")
+        .await;
+    h.check("SELECT * FROM acct WHERE uid = 2002").await;
+    h.report("prepared multi-row INSERT", 3);
+}
+
+/// The class: rows for two, three and four partitions; with strings that
+/// need quoting, NULLs, DECIMALs; a duplicate key (nothing stored);
+/// REPLACE and INSERT IGNORE; ON DUPLICATE KEY UPDATE; a table whose ids
+/// hscale's sequence fills (LAST_INSERT_ID the first id); the same
+/// statement executed again; then every row read back by its key.
+#[tokio::test]
+async fn prepared_multi_row_inserts_split_by_rows() {
+    let mut h = acct("pi_class").await;
+    let three = "INSERT INTO acct (uid, handle, flags, balance) VALUES (?, ?, ?, ?), (?, ?, ?, ?), (?, ?, ?, ?)";
+    let rows = |a: [i64; 3], names: [&str; 3]| -> Vec<Value> {
+        let mut v = Vec::new();
+        for (i, n) in a.iter().zip(names) {
+            v.extend([
+                Value::from(*i),
+                Value::from(n),
+                Value::from(*i % 7),
+                Value::from(format!("{}.25", i % 100)),
+            ]);
+        }
+        v
+    };
+    exec_both(
+        &mut h,
+        three,
+        rows([3001, 3002, 3003], ["x", "it's", "back\\slash"]),
+    )
+    .await;
+    exec_both(
+        &mut h,
+        three,
+        rows([3004, 3008, 3012], ["same", "part", "ition"]),
+    )
+    .await;
+    exec_both(
+        &mut h,
+        three,
+        rows([3005, 3006, 3001], ["dup", "dup", "dup"]),
+    )
+    .await;
+    exec_both(&mut h, three, rows([3009, 3010, 3011], ["é", "ü", "ñ"])).await;
+    exec_both(
+        &mut h,
+        "INSERT INTO acct (uid, handle, flags, balance) VALUES (?, ?, ?, ?), (?, ?, ?, ?)",
+        vec![
+            Value::from(3013),
+            Value::NULL,
+            Value::NULL,
+            Value::NULL,
+            Value::from(3014),
+            Value::from("n"),
+            Value::from(1),
+            Value::NULL,
+        ],
+    )
+    .await;
+    exec_both(
+        &mut h,
+        "REPLACE INTO acct (uid, handle) VALUES (?, ?), (?, ?)",
+        vec![
+            Value::from(3001),
+            Value::from("r1"),
+            Value::from(3015),
+            Value::from("r2"),
+        ],
+    )
+    .await;
+    exec_both(
+        &mut h,
+        "INSERT IGNORE INTO acct (uid, handle) VALUES (?, ?), (?, ?)",
+        vec![
+            Value::from(3002),
+            Value::from("i1"),
+            Value::from(3016),
+            Value::from("i2"),
+        ],
+    )
+    .await;
+    exec_both(
+        &mut h,
+        "INSERT INTO acct (uid, flags) VALUES (?, ?), (?, ?) ON DUPLICATE KEY UPDATE flags = flags + 10",
+        vec![
+            Value::from(3003),
+            Value::from(1),
+            Value::from(3017),
+            Value::from(1),
+        ],
+    )
+    .await;
+    for uid in 3001..=3017 {
+        h.check(&format!("SELECT * FROM acct WHERE uid = {uid}"))
+            .await;
+    }
+    h.check_write("SELECT COUNT(*) FROM acct").await;
+    h.report("prepared multi-row INSERT", 26);
+}
+
+/// A table whose ids hscale's sequence fills: a prepared multi-row INSERT
+/// over several partitions answers LAST_INSERT_ID() with its first id,
+/// and the ids are the ones a read finds (one server's ids may differ).
+#[tokio::test]
+async fn prepared_multi_row_insert_with_sequence_ids() {
+    cluster(4);
+    let mut c = proxy_conn(None).await;
+    for s in [
+        "DROP DATABASE IF EXISTS pi_seq",
+        "CREATE DATABASE pi_seq",
+        "USE pi_seq",
+        "CREATE TABLE ev (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, v VARCHAR(10))",
+        "HSCALE SETUP_TABLE('ev', 'k', 'ev_default', 'shard0', 'MOD(4)')",
+        "HSCALE ADD_PARTITION('ev', 'e1', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('ev', 'e2', '2', 'shard2')",
+        "HSCALE ADD_PARTITION('ev', 'e3', '3', 'shard3')",
+    ] {
+        c.query_drop(s).await.unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+    c.exec_drop(
+        "INSERT INTO ev (k, v) VALUES (?, ?), (?, ?), (?, ?)",
+        (1, "a", 2, "b", 3, "c"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.affected_rows(), 3);
+    let first = c.last_insert_id().unwrap();
+    let lid: u64 = c
+        .query_first("SELECT LAST_INSERT_ID()")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lid, first);
+    let ids: Vec<(u64, i64)> = c.query("SELECT id, k FROM ev ORDER BY k").await.unwrap();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ids[0], (first, 1));
+    let mut sorted: Vec<u64> = ids.iter().map(|r| r.0).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 3, "{ids:?}");
+}
+
+// ---- SET of session variables to expressions ----------------------------
+
+/// Issue 29 ("Refused, but one server answers"): `SET sql_mode =
+/// CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')` no longer pins the session:
+/// statements over several partitions after it run, under the new mode.
+#[tokio::test]
+async fn set_sql_mode_to_an_expression_keeps_the_session_unpinned() {
+    let mut h = acct("sv_issue").await;
+    for sql in [
+        "SET sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT')",
+        "SELECT @@sql_mode",
+        "SELECT COUNT(*) FROM acct",
+        "SELECT uid, handle || '-' || flags AS hf FROM acct WHERE flags = 2 ORDER BY uid",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("SET to an expression", 4);
+}
+
+/// The class: other variables and expressions (arithmetic, IF, REPLACE,
+/// a variable's own value, system variables, several assignments, SESSION
+/// and @@session forms, a subquery over a partitioned table), each
+/// followed by reads over several partitions and a write; an expression
+/// the server refuses answers its own error.
+#[tokio::test]
+async fn set_session_variables_to_expressions() {
+    let mut h = acct("sv_class").await;
+    for sql in [
+        "SET sql_mode = REPLACE(@@sql_mode, 'STRICT_TRANS_TABLES', '')",
+        "SELECT @@sql_mode",
+        "SET SESSION div_precision_increment = 2 + 3",
+        "SELECT @@div_precision_increment",
+        "SELECT SUM(balance) / 7 FROM acct",
+        "SET @@session.group_concat_max_len = IF(1 > 0, 64, 128), max_join_size = 1000 * 1000",
+        "SELECT @@group_concat_max_len, @@max_join_size",
+        "SELECT GROUP_CONCAT(uid ORDER BY uid) FROM acct WHERE flags = 4",
+        "SET sql_mode = CONCAT_WS(',', @@sql_mode, 'ANSI_QUOTES')",
+        "SELECT \"uid\" FROM \"acct\" WHERE \"uid\" = 1007",
+        "SET sql_mode = DEFAULT",
+        "SET sql_select_limit = (SELECT COUNT(*) FROM acct WHERE flags = 1) - 5",
+        "SELECT @@sql_select_limit",
+        "SELECT uid FROM acct ORDER BY uid",
+        "SET sql_select_limit = DEFAULT",
+        "SET sql_mode = CONCAT(@@sql_mode, ',NO_SUCH_MODE')",
+        "SET lock_wait_timeout = LEAST(@@lock_wait_timeout, 40)",
+        "SELECT @@lock_wait_timeout",
+        "SET sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT'), @@session.auto_increment_increment = 1 + 1",
+        "SELECT @@auto_increment_increment, 'a' || 'b'",
+    ] {
+        h.check(sql).await;
+    }
+    h.check_write("UPDATE acct SET handle = handle || '+' WHERE flags = 1")
+        .await;
+    h.check_any_order("SELECT uid, handle FROM acct WHERE flags IN (1, 2)")
+        .await;
+    h.report("SET to an expression", 22);
+}
+
+// ---- A common table expression named like a partitioned table ----------
+
+/// Issue 29 ("Refused, but one server answers"): a CTE named like the
+/// partitioned table hides it in the statement.
+#[tokio::test]
+async fn a_cte_named_like_a_partitioned_table() {
+    let mut h = acct("cte_issue").await;
+    h.check("WITH acct AS (SELECT 1 AS uid) SELECT * FROM acct")
+        .await;
+    h.report("CTE named like a table", 1);
+}
+
+/// The class: the CTE reading the table it hides, several CTEs (an
+/// earlier one reading the table), RECURSIVE, aggregates, joins with the
+/// CTE, subqueries and UNION ALL naming it, a CTE of another name.
+#[tokio::test]
+async fn ctes_that_hide_partitioned_tables() {
+    let mut h = acct("cte_class").await;
+    for sql in [
+        "WITH acct AS (SELECT uid FROM acct WHERE flags = 1) SELECT COUNT(*) FROM acct",
+        "WITH acct AS (SELECT uid, flags FROM acct) SELECT flags, COUNT(*) FROM acct GROUP BY flags ORDER BY flags",
+        "WITH a AS (SELECT uid FROM acct WHERE flags = 2), acct AS (SELECT uid FROM a WHERE uid > 1010) SELECT * FROM acct ORDER BY uid",
+        "WITH RECURSIVE acct (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM acct WHERE n < 5) SELECT * FROM acct",
+        "WITH acct AS (SELECT uid, handle FROM acct WHERE uid = 1003) SELECT * FROM acct",
+        "WITH x AS (SELECT * FROM acct WHERE flags = 3) SELECT COUNT(*), SUM(balance) FROM x",
+        "WITH acct AS (SELECT COUNT(*) AS n FROM acct) SELECT n FROM acct",
+        "WITH acct AS (SELECT 7 AS uid) SELECT uid FROM acct UNION ALL SELECT 8",
+        "WITH acct AS (SELECT uid FROM acct WHERE flags = 4) SELECT (SELECT COUNT(*) FROM acct)",
+        "WITH acct AS (SELECT 1 AS uid) SELECT COUNT(*) FROM acct AS t WHERE t.uid = 1",
+        "WITH `acct` AS (SELECT 2 AS uid) SELECT uid FROM `acct`",
+        "WITH acct AS (SELECT uid FROM acct WHERE flags = 0) SELECT a.uid, b.uid FROM acct a JOIN acct b ON b.uid = a.uid + 5 ORDER BY a.uid",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("CTE named like a table", 12);
+}
+
+// ---- SELECT ... INTO @v over several partitions -------------------------
+
+/// Issue 29 ("Refused, but one server answers"): `SELECT ... INTO @v`
+/// over several partitions.
+#[tokio::test]
+async fn select_into_a_variable_over_several_partitions() {
+    let mut h = acct("si_issue").await;
+    h.check("SELECT COUNT(*) INTO @v FROM acct").await;
+    h.check("SELECT @v").await;
+    h.report("SELECT INTO @v", 2);
+}
+
+/// The class: aggregates, one row by ORDER BY ... LIMIT 1, several
+/// variables, INTO at the end, no row (warning 1329, the variables keep
+/// their values), several rows (1172), a wrong number of variables, a
+/// point read on one partition, the variables used by later reads over
+/// several partitions, inside a transaction.
+#[tokio::test]
+async fn select_into_variables_over_partitions() {
+    let mut h = acct("si_class").await;
+    for sql in [
+        "BEGIN",
+        "SELECT COUNT(DISTINCT handle) INTO @d FROM acct",
+        "COMMIT",
+        "SELECT @d, @v IS NULL",
+        "SELECT uid INTO @w FROM acct WHERE flags = 3 ORDER BY uid LIMIT 1",
+        "SELECT @w",
+        "SELECT MIN(balance), MAX(balance), SUM(flags) INTO @lo, @hi, @s FROM acct",
+        "SELECT @lo, @hi, @s",
+        "SELECT handle, balance FROM acct WHERE flags = 2 ORDER BY balance DESC LIMIT 1 INTO @h, @b",
+        "SELECT @h, @b",
+        "SELECT uid INTO @w FROM acct WHERE flags = 99",
+        "SELECT @w",
+        "SELECT uid INTO @w FROM acct WHERE flags = 1 ORDER BY uid",
+        "SELECT @w",
+        "SELECT uid, handle INTO @w FROM acct WHERE uid = 1001",
+        "SELECT handle INTO @one FROM acct WHERE uid = 1002",
+        "SELECT @one",
+        "SELECT COUNT(*) FROM acct WHERE uid > @w",
+        "SELECT uid FROM acct WHERE flags = @s % 5 ORDER BY uid",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("SELECT INTO @v", 19);
+}
+
+// ---- Prepared UPDATE / DELETE ... ORDER BY ... LIMIT on one partition ---
+
+async fn stockw(name: &str) -> Pair {
+    let schema = &[
+        "CREATE TABLE stockw (wh INT NOT NULL, item INT NOT NULL, qty INT, PRIMARY KEY (wh, item))",
+    ];
+    let partitioning = &[
+        "HSCALE SETUP_TABLE('stockw', 'wh', 'stockw_default', 'shard0', 'MOD(4)')",
+        "HSCALE ADD_PARTITION('stockw', 'w1', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('stockw', 'w2', '2', 'shard2')",
+        "HSCALE ADD_PARTITION('stockw', 'w3', '3', 'shard3')",
+    ];
+    let rows: Vec<String> = (1..=8)
+        .flat_map(|wh| {
+            (1..=6).map(move |item| format!("({wh}, {item}, {})", (wh * 7 + item * 3) % 11))
+        })
+        .collect();
+    let data = format!("INSERT INTO stockw VALUES {}", rows.join(", "));
+    Pair::new(name, schema, partitioning, &[data.as_str()]).await
+}
+
+/// Issue 29 ("Refused, but one server answers"): a prepared UPDATE ...
+/// ORDER BY ... LIMIT whose `WHERE wh = ?` names one partition.
+#[tokio::test]
+async fn prepared_update_order_by_limit_on_one_partition() {
+    let mut h = stockw("pu_issue").await;
+    exec_both(
+        &mut h,
+        "UPDATE stockw SET qty = qty - 1 WHERE wh = ? ORDER BY qty DESC, item LIMIT 2",
+        vec![Value::from(3)],
+    )
+    .await;
+    h.check_write("SELECT * FROM stockw WHERE wh = 3 ORDER BY item")
+        .await;
+    h.report("prepared ordered writes", 2);
+}
+
+/// The class: UPDATE and DELETE, other keys and limits, more conditions,
+/// the key parameter last or first, `? = wh`, LIMIT 0, a key matching no
+/// row, the same statement executed for several partitions in turn.
+#[tokio::test]
+async fn prepared_ordered_writes_whose_key_is_a_parameter() {
+    let mut h = stockw("pu_class").await;
+    let cases: Vec<(&str, Vec<Value>)> = vec![
+        (
+            "UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1",
+            vec![Value::from(1)],
+        ),
+        (
+            "UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1",
+            vec![Value::from(2)],
+        ),
+        (
+            "UPDATE stockw SET qty = qty + 10 WHERE wh = ? ORDER BY item DESC LIMIT 1",
+            vec![Value::from(8)],
+        ),
+        (
+            "UPDATE stockw SET qty = 0 WHERE qty > ? AND wh = ? ORDER BY qty, item LIMIT 3",
+            vec![Value::from(4), Value::from(5)],
+        ),
+        (
+            "UPDATE stockw SET qty = qty * 2 WHERE ? = wh ORDER BY item LIMIT 2",
+            vec![Value::from(6)],
+        ),
+        (
+            "UPDATE stockw SET qty = 1 WHERE wh = ? ORDER BY item LIMIT 0",
+            vec![Value::from(7)],
+        ),
+        (
+            "UPDATE stockw SET qty = 1 WHERE wh = ? ORDER BY item LIMIT 2",
+            vec![Value::from(99)],
+        ),
+        (
+            "DELETE FROM stockw WHERE wh = ? ORDER BY item LIMIT 2",
+            vec![Value::from(4)],
+        ),
+        (
+            "DELETE FROM stockw WHERE wh = ? AND qty < ? ORDER BY qty DESC, item LIMIT 1",
+            vec![Value::from(3), Value::from(9)],
+        ),
+        (
+            "DELETE FROM stockw WHERE wh = ? LIMIT 1",
+            vec![Value::from(1)],
+        ),
+        (
+            "UPDATE stockw SET qty = qty - 1 WHERE wh = ? LIMIT 2",
+            vec![Value::from(2)],
+        ),
+    ];
+    for (sql, params) in cases {
+        exec_both(&mut h, sql, params).await;
+    }
+    h.check_write("SELECT * FROM stockw ORDER BY wh, item")
+        .await;
+    h.report("prepared ordered writes", 12);
+}
+
+// ---- CREATE TABLE ... LIKE a partitioned table, INSERT ... SELECT with a computed key
+
+/// Issue 29 ("Refused, but one server answers"): CREATE TABLE ... LIKE a
+/// partitioned table makes a plain table with its definition.
+#[tokio::test]
+async fn create_table_like_a_partitioned_table() {
+    let mut h = acct("cl_issue").await;
+    h.check("CREATE TABLE x LIKE acct").await;
+    h.check("SHOW CREATE TABLE x").await;
+    h.report("CREATE TABLE LIKE", 2);
+}
+
+/// The class: IF NOT EXISTS, the parenthesised form, an existing name
+/// (1050), the new table written and read, TEMPORARY, then INSERT ...
+/// SELECT into and out of it, and INSERT ... SELECT with computed keys
+/// into the partitioned table (several partitions, functions, a key
+/// that is another column, duplicates under IGNORE).
+#[tokio::test]
+async fn tables_like_partitioned_ones_and_computed_keys() {
+    let mut h = acct("cl_class").await;
+    for sql in [
+        "CREATE TABLE IF NOT EXISTS x LIKE acct",
+        "CREATE TABLE IF NOT EXISTS x LIKE acct",
+        "CREATE TABLE x LIKE acct",
+        "CREATE TABLE y (LIKE acct)",
+        "SHOW CREATE TABLE y",
+        "INSERT INTO x SELECT * FROM acct WHERE flags = 2",
+        "SELECT * FROM x ORDER BY uid",
+        "INSERT INTO acct (uid, handle) SELECT uid + 100, handle FROM acct WHERE flags = 1",
+        "INSERT INTO acct (uid, handle, flags) SELECT uid * 3, CONCAT(handle, '*'), flags FROM x",
+        "INSERT INTO acct (uid, handle) SELECT flags + 5000, MAX(handle) FROM acct GROUP BY flags",
+        "INSERT IGNORE INTO acct (uid, handle) SELECT uid - uid % 2, 'even' FROM acct WHERE uid < 1010",
+        "INSERT INTO acct (uid, handle) SELECT uid + 1, 'dup' FROM acct WHERE uid = 1001",
+        "SELECT * FROM acct ORDER BY uid",
+    ] {
+        h.check_write(sql).await;
+    }
+    h.report("CREATE TABLE LIKE", 13);
+}
+
+// ---- A temporary table joined with a partitioned table ------------------
+
+/// Issue 29 ("Other classes"): a temporary table joined with a
+/// partitioned table, over several partitions and on one.
+#[tokio::test]
+async fn temporary_table_joined_with_a_partitioned_table() {
+    let mut h = acct("tt_issue").await;
+    for sql in [
+        "CREATE TEMPORARY TABLE tt (uid INT PRIMARY KEY, note VARCHAR(10))",
+        "INSERT INTO tt VALUES (1001, 'a'), (1002, 'b'), (1006, 'c'), (1040, 'd'), (7, 'none')",
+        "SELECT a.uid, tt.note FROM acct a JOIN tt ON tt.uid = a.uid ORDER BY a.uid",
+        "SELECT a.uid, tt.note FROM acct a JOIN tt ON tt.uid = a.uid WHERE a.uid = 1001",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("temporary tables", 4);
+}
+
+/// The class: LEFT JOIN, aggregates over the join, a subquery on the
+/// temporary table, the temporary table first, a write from the join's
+/// keys, reads of the partitioned table alone beside the temporary
+/// table, a temporary table named like a plain table it hides, after the
+/// temporary table is dropped.
+#[tokio::test]
+async fn temporary_tables_beside_partitioned_tables() {
+    let mut h = acct("tt_class").await;
+    for sql in [
+        "CREATE TABLE plain (uid INT PRIMARY KEY, note VARCHAR(10))",
+        "INSERT INTO plain VALUES (1003, 'real')",
+        "CREATE TEMPORARY TABLE tt (uid INT PRIMARY KEY, note VARCHAR(10))",
+        "INSERT INTO tt VALUES (1003, 'x'), (1004, 'y'), (1005, 'z'), (2000, 'w')",
+        "CREATE TEMPORARY TABLE plain (uid INT PRIMARY KEY, note VARCHAR(10))",
+        "INSERT INTO plain VALUES (1010, 'temp')",
+        "SELECT tt.uid, a.handle FROM tt LEFT JOIN acct a ON a.uid = tt.uid ORDER BY tt.uid",
+        "SELECT COUNT(*), SUM(a.balance) FROM acct a JOIN tt ON tt.uid = a.uid",
+        "SELECT uid FROM acct WHERE uid IN (SELECT uid FROM tt) ORDER BY uid",
+        "SELECT a.uid, p.note FROM acct a JOIN plain p ON p.uid = a.uid",
+        "SELECT COUNT(*) FROM acct",
+        "SELECT uid, handle FROM acct WHERE flags = 2 ORDER BY uid LIMIT 3",
+        "SELECT * FROM acct WHERE uid = 1007",
+        "DROP TEMPORARY TABLE plain",
+        "SELECT a.uid, p.note FROM acct a JOIN plain p ON p.uid = a.uid",
+        "DROP TEMPORARY TABLE tt",
+        "SELECT COUNT(*) FROM acct WHERE flags = 1",
+    ] {
+        h.check(sql).await;
+    }
+    h.report("temporary tables", 17);
+}
+
+// ---- 6. Constraints and errors name the logical table -------------------
+
+/// Issue 29 ("Other classes"): information_schema's CHECK_CONSTRAINTS and
+/// TABLE_CONSTRAINTS list the partitioned table, not its partitions'
+/// physical tables; errors of ALTER (1060) and of generated columns
+/// (1906) are one server's.
+#[tokio::test]
+async fn constraints_and_schema_errors_name_the_partitioned_table() {
+    let mut h = acct("cc_issue").await;
+    for sql in [
+        "ALTER TABLE acct ADD CONSTRAINT chk_flags CHECK (flags >= 0)",
+        "SELECT CONSTRAINT_NAME, TABLE_NAME, CONSTRAINT_TYPE FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1, 2",
+        "SELECT CONSTRAINT_NAME, TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() ORDER BY 1, 2",
+        "ALTER TABLE acct ADD COLUMN handle INT",
+        "ALTER TABLE acct ADD COLUMN g INT AS (flags * 2) VIRTUAL",
+        "INSERT INTO acct (uid, g) VALUES (5000, 1)",
+        "UPDATE acct SET g = 3 WHERE uid = 1001",
+    ] {
+        h.compare_messages(sql).await;
+    }
+    h.report("constraints and schema errors", 7);
+}
+
+/// The class: a UNIQUE and a second CHECK constraint, constraints listed
+/// with other columns and filters (by table name, by type), a CHECK
+/// violated over several partitions (4025), a duplicate key name (1061),
+/// dropping an unknown column (1091), a generated column written over
+/// several partitions and by a multi-row INSERT.
+#[tokio::test]
+async fn constraints_and_errors_of_partitioned_tables() {
+    let mut h = acct("cc_class").await;
+    for sql in [
+        "ALTER TABLE acct ADD CONSTRAINT chk_bal CHECK (balance > -1000)",
+        "ALTER TABLE acct ADD COLUMN g INT AS (flags + 1) STORED",
+        "SELECT CONSTRAINT_CATALOG, CONSTRAINT_NAME, TABLE_NAME, CONSTRAINT_TYPE FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'acct' ORDER BY CONSTRAINT_NAME",
+        "SELECT CONSTRAINT_NAME, LEVEL FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = 'acct'",
+        "SELECT COUNT(*) FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() AND CONSTRAINT_TYPE = 'CHECK'",
+        "SELECT TABLE_NAME FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'acct%' ORDER BY 1",
+        "UPDATE acct SET balance = -5000 WHERE flags = 2",
+        "ALTER TABLE acct ADD INDEX ix (flags)",
+        "ALTER TABLE acct ADD INDEX ix (handle)",
+        "ALTER TABLE acct DROP COLUMN nope",
+        "UPDATE acct SET g = 1 WHERE flags = 3",
+        "INSERT INTO acct (uid, g) VALUES (6001, 1), (6002, 2)",
+        "INSERT INTO acct (uid, flags) VALUES (6003, 1), (6004, 2)",
+        "SELECT uid, g FROM acct WHERE uid > 6000 ORDER BY uid",
+    ] {
+        h.compare_messages(sql).await;
+    }
+    h.report("constraints and schema errors", 14);
+}
+
+/// A table with no partition on the main backend: its constraints are
+/// read from its default partition's backend, under its name.
+#[tokio::test]
+async fn constraints_of_a_table_with_no_partition_on_the_main_backend() {
+    let schema = &["CREATE TABLE far (id INT PRIMARY KEY, n INT, CONSTRAINT chk_n CHECK (n >= 0))"];
+    let partitioning = &[
+        "HSCALE SETUP_TABLE('far', 'id', 'far_default', 'shard1', 'MOD(2)')",
+        "HSCALE ADD_PARTITION('far', 'f1', '1', 'shard2')",
+    ];
+    let mut h = Pair::new(
+        "cc_far",
+        schema,
+        partitioning,
+        &["INSERT INTO far VALUES (1, 1), (2, 2)"],
+    )
+    .await;
+    for sql in [
+        "SELECT CONSTRAINT_NAME, TABLE_NAME, CONSTRAINT_TYPE FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1",
+        "SELECT CONSTRAINT_NAME, TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() ORDER BY 1",
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()",
+    ] {
+        h.compare_messages(sql).await;
+    }
+    h.report("constraints of a remote table", 3);
 }

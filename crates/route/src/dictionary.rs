@@ -496,22 +496,31 @@ impl Dictionary {
     /// holding the logical table words it: every `` `db`.`physical` `` of
     /// a partitioned table (a default or partition table) becomes
     /// `` `db`.`table` `` (1366 names its column so, 1452 its foreign key,
-    /// 4025 its CHECK constraint). `None`: nothing to change.
+    /// 4025 its CHECK constraint), and every `'physical'` becomes
+    /// `'table'` (1906 names a generated column's table so). `None`:
+    /// nothing to change.
     pub fn user_message(&self, message: &str) -> Option<String> {
-        if !message.contains("`.`") {
+        let is_qualified = message.contains("`.`");
+        if !is_qualified && !message.contains('\'') {
             return None;
         }
         let mut out = None::<String>;
         for t in self.tables.values() {
             let db = t.name.db.replace('`', "``");
             let logical = format!("`{db}`.`{}`", t.name.table.replace('`', "``"));
+            let quoted = format!("'{}'", t.name.table);
             let physical = std::iter::once(t.default_table.as_str())
                 .chain(t.partitions.values().map(|p| p.physical.as_str()));
             for phys in physical {
-                let named = format!("`{db}`.`{}`", phys.replace('`', "``"));
                 let current = out.as_deref().unwrap_or(message);
-                if current.contains(&named) {
+                let named = format!("`{db}`.`{}`", phys.replace('`', "``"));
+                if is_qualified && current.contains(&named) {
                     out = Some(current.replace(&named, &logical));
+                }
+                let current = out.as_deref().unwrap_or(message);
+                let named = format!("'{phys}'");
+                if current.contains(&named) {
+                    out = Some(current.replace(&named, &quoted));
                 }
             }
         }

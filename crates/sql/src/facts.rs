@@ -582,6 +582,78 @@ fn set_items(sql: &str, t: &[Token]) -> (Vec<SetItem>, Pins) {
     (items, pins)
 }
 
+/// The byte spans of the values a SET assigns to session variables as
+/// expressions (`SET sql_mode = CONCAT(@@sql_mode, ',X')`), when they are
+/// all that keeps it from being replayed: the proxy evaluates them in the
+/// session's state and runs the SET with their values as literals, which
+/// it can replay on any connection. `None` for anything else (user
+/// variables, roles, TRANSACTION, STATEMENT, several statements).
+pub fn set_expressions(sql: &str) -> Option<Vec<(usize, usize)>> {
+    let t = crate::tokenize(sql).ok()?;
+    if !t.first()?.is_word(sql, "SET") || t.iter().any(|x| x.kind == TokenKind::Semicolon) {
+        return None;
+    }
+    let rest = &t[1..];
+    if rest.first().is_some_and(|x| {
+        [
+            "STATEMENT",
+            "PASSWORD",
+            "DEFAULT",
+            "ROLE",
+            "TRANSACTION",
+            "NAMES",
+            "CHARSET",
+        ]
+        .iter()
+        .any(|w| x.is_word(sql, w))
+    }) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for part in split_top_level_commas(sql, rest) {
+        let mut p = part;
+        if p.first().is_some_and(|f| {
+            [
+                "GLOBAL",
+                "PERSIST",
+                "SESSION",
+                "LOCAL",
+                "TRANSACTION",
+                "NAMES",
+                "CHARACTER",
+            ]
+            .iter()
+            .any(|w| f.is_word(sql, w))
+        }) {
+            if !p
+                .first()
+                .is_some_and(|f| f.is_word(sql, "SESSION") || f.is_word(sql, "LOCAL"))
+            {
+                return None;
+            }
+            p = &p[1..];
+        }
+        let name = p.first()?;
+        let is_session_var = match name.kind {
+            TokenKind::SysVar => sysvar_name(name.text(sql), Scope::Session).1 == Scope::Session,
+            TokenKind::Word | TokenKind::QuotedIdent => true,
+            _ => false,
+        };
+        let is_assign = p
+            .get(1)
+            .is_some_and(|x| x.is_punct(sql, "=") || x.is_punct(sql, ":="));
+        if !is_session_var || !is_assign || p.len() < 3 {
+            return None;
+        }
+        let value = &p[2..];
+        if !is_simple_value(sql, value) {
+            let (a, b) = (value[0].start as usize, value[value.len() - 1].end as usize);
+            out.push((a, b));
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 /// `@@session.x` / `@@global.x` / `@@x` to a name and a scope.
 fn sysvar_name(text: &str, default: Scope) -> (String, Scope) {
     let name = text.trim_start_matches('@').to_ascii_lowercase();

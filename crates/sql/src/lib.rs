@@ -18,8 +18,8 @@ pub mod show;
 pub mod transaction;
 
 pub use facts::{
-    analyze, analyze_bytes, parse_kill, Facts, KillStatement, Kind, Mentions, Pins, SessionChange,
-    SetItem,
+    analyze, analyze_bytes, parse_kill, set_expressions, Facts, KillStatement, Kind, Mentions,
+    Pins, SessionChange, SetItem,
 };
 pub use fingerprint::{fingerprint, Fingerprint, Literal};
 pub use lexer::{

@@ -55,6 +55,12 @@ pub enum AdminOutput {
         columns: Vec<String>,
         rows: Vec<Vec<Option<String>>>,
     },
+    /// A schema change on every partition: the partitions' affected rows
+    /// and `Records:` counts added up, as one server's ALTER answers.
+    Altered {
+        affected: u64,
+        info: String,
+    },
 }
 
 impl AdminOutput {

@@ -351,16 +351,19 @@ async fn carry_out(
         return Err(e);
     }
     let done = async {
-        steps(ctx, worker, op, FIRST_EPOCH, &spec, None).await?;
+        let altered = steps(ctx, worker, op, FIRST_EPOCH, &spec, None).await?;
         if first_state(&spec) == ALTERING {
             change::enter(ctx, worker, op, FIRST_EPOCH, ALTERING, "cutover").await?;
         }
-        Ok(())
+        Ok(altered)
     };
-    if let Err(e) = done.await {
-        change::fail(ctx, worker, op, &e).await;
-        return Err(e);
-    }
+    let altered = match done.await {
+        Ok(a) => a,
+        Err(e) => {
+            change::fail(ctx, worker, op, &e).await;
+            return Err(e);
+        }
+    };
     let report = change::Report {
         rows: spec.ddl_steps.len() as u64,
         seconds: started.elapsed().as_secs_f64(),
@@ -369,7 +372,12 @@ async fn carry_out(
     let rows = spec.dictionary.clone();
     change::commit_with_journal(ctx, worker, op, FIRST_EPOCH, &report, |_| Ok(rows.clone()))
         .await?;
-    Ok(AdminOutput::done())
+    // The client's statement on every partition answers what they did.
+    Ok(if first_state(&spec) == ALTERING {
+        altered.output()
+    } else {
+        AdminOutput::done()
+    })
 }
 
 /// The journal state of a DDL operation whose statements run on every
@@ -407,14 +415,27 @@ async fn steps(
     epoch: u64,
     spec: &DdlSpec,
     taken_over_at: Option<usize>,
-) -> Result<(), ProxyError> {
+) -> Result<Altered, ProxyError> {
     let from = taken_over_at.unwrap_or(0);
+    let mut altered = Altered::default();
     for (i, s) in spec.ddl_steps.iter().enumerate().skip(from) {
         let b = backend(ctx, op, &s.backend)?;
         let mut c = conn(ctx, worker, b).await?;
         c.is_broken = true; // killed by a take-over; never pooled again
         register(ctx, worker, op, epoch, b, &mut c).await?;
-        step(&mut c, s, taken_over_at == Some(i)).await?;
+        match step(&mut c, s, taken_over_at == Some(i)).await {
+            // The client's statement failed on the first partition, before
+            // anything changed: its error, as one server answers it.
+            Err(ProxyError::Backend { err, .. })
+                if i == 0 && taken_over_at.is_none() && s.op == "run" =>
+            {
+                return Err(ProxyError::Statement { err })
+            }
+            Ok(Some(ok)) => altered.add(&ok),
+            r => {
+                r?;
+            }
+        }
         change::journal(
             ctx,
             worker,
@@ -431,18 +452,54 @@ async fn steps(
             }
         }
     }
-    Ok(())
+    Ok(altered)
+}
+
+/// What the partitions' statements answered, added up.
+#[derive(Debug, Default)]
+struct Altered {
+    affected: u64,
+    /// `Records: r  Duplicates: d  Warnings: w`, when they said it.
+    records: Option<(u64, u64, u64)>,
+}
+
+impl Altered {
+    fn add(&mut self, ok: &hscale_wire::response::OkPacket) {
+        self.affected += ok.affected_rows;
+        if let hscale_wire::response::OkInfo::Records {
+            records,
+            duplicates,
+            warnings,
+        } = ok.info
+        {
+            let (r, d, w) = self.records.unwrap_or_default();
+            self.records = Some((r + records, d + duplicates, w + warnings));
+        }
+    }
+
+    fn output(&self) -> AdminOutput {
+        AdminOutput::Altered {
+            affected: self.affected,
+            info: self.records.map_or(String::new(), |(r, d, w)| {
+                format!("Records: {r}  Duplicates: {d}  Warnings: {w}")
+            }),
+        }
+    }
 }
 
 /// One step, idempotent: a rename already done is skipped, a drop is `IF
 /// EXISTS`, and a statement run again (`is_again`) may find itself
 /// applied.
-async fn step(c: &mut BackendConn, s: &Step, is_again: bool) -> Result<(), ProxyError> {
+async fn step(
+    c: &mut BackendConn,
+    s: &Step,
+    is_again: bool,
+) -> Result<Option<hscale_wire::response::OkPacket>, ProxyError> {
     let sql = match s.op.as_str() {
         "rename" => {
             if !ddl::table_exists(c, &s.db, &s.table).await? {
                 if ddl::table_exists(c, &s.db, &s.to).await? {
-                    return Ok(());
+                    return Ok(None);
                 }
                 return Err(wrong(format!(
                     "neither {}.{} nor {}.{} exists on backend {}",
@@ -459,8 +516,8 @@ async fn step(c: &mut BackendConn, s: &Step, is_again: bool) -> Result<(), Proxy
         _ => s.sql.clone(),
     };
     match c.command(&BackendConn::payload_for_query(&sql)).await? {
-        Ok(_) => Ok(()),
-        Err(e) if is_again && ALREADY_APPLIED.contains(&e.code) => Ok(()),
+        Ok(ok) => Ok(Some(ok)),
+        Err(e) if is_again && ALREADY_APPLIED.contains(&e.code) => Ok(None),
         Err(e) => Err(server_error(c, &sql, e)),
     }
 }

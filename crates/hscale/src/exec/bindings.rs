@@ -178,6 +178,16 @@ impl Bindings {
         }
     }
 
+    /// Whether the session holds temporary tables on a connection pinned
+    /// to `backend`: what is read there is read on that connection.
+    pub fn has_temporary_tables_on(&self, backend: BackendId) -> bool {
+        self.pins.contains(Pins::TEMPORARY_TABLE)
+            && self
+                .pinned
+                .as_ref()
+                .is_some_and(|c| c.pool().backend_id == backend)
+    }
+
     /// Borrow the connection for a statement on `backend`: the pinned one,
     /// the transaction's branch there (opened now if needed), or one from
     /// this worker's pool. A session bound to one backend by connection
@@ -205,9 +215,16 @@ impl Bindings {
             if self.is_branchable() {
                 return self.join(backend, lead).await;
             }
-            if self.may_borrow_beside && self.pins == Pins::USER_VARIABLE {
-                // The variables stay on the pinned connection; this
-                // statement does not use them. `finish` gives it back.
+            let mut borrowable = Pins::USER_VARIABLE;
+            borrowable.insert(Pins::TEMPORARY_TABLE);
+            let mut others = self.pins;
+            others.remove(borrowable);
+            if self.may_borrow_beside && !self.pins.is_empty() && others.is_empty() {
+                // The variables and temporary tables stay on the pinned
+                // connection; this statement uses none of them there (a
+                // temporary table it reads is shipped from the pinned
+                // connection, `merge/ship.rs`; plain tables are only on
+                // the pinned one's backend). `finish` gives it back.
                 return self
                     .ctx
                     .pool_as(self.worker, backend, self.identity)

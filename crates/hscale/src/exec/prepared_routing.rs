@@ -52,6 +52,16 @@ impl Routed {
 /// One part: a target and the statement rewritten for it.
 pub type Part = (Target, Arc<[u8]>);
 
+/// Where one execution runs.
+#[derive(Debug)]
+pub enum Pick {
+    Parts(Vec<Part>),
+    /// A multi-row INSERT whose rows belong to different partitions: run
+    /// as its text statement with the parameters written in, which the
+    /// router splits by rows (`session/commands.rs`).
+    SplitRows,
+}
+
 /// Where a prepared statement on a partitioned table runs.
 #[derive(Debug)]
 pub struct PreparedRouting {
@@ -187,17 +197,19 @@ impl PreparedRouting {
     }
 
     /// The parts one execution runs on: the partition its key parameters
-    /// name, or every part. `long` lists the parameters sent as long data.
+    /// name, or every part; [`Pick::SplitRows`] for an INSERT whose rows
+    /// belong to different partitions. `long` lists the parameters sent as
+    /// long data.
     pub fn parts_for(
         &self,
         exec: &Execute<'_>,
         types: &[u8],
         long: &[u16],
         client: params::ClientText,
-    ) -> Result<Vec<Part>, ProxyError> {
+    ) -> Result<Pick, ProxyError> {
         let is_insert = self.kind == StatementKind::Insert;
         let Some(table) = self.table.as_ref().filter(|_| !self.key_params.is_empty()) else {
-            return Ok(self.parts.clone());
+            return Ok(Pick::Parts(self.parts.clone()));
         };
         let mut target: Option<Target> = None;
         for &i in &self.key_params {
@@ -252,12 +264,7 @@ impl PreparedRouting {
                 _ => None,
             };
             match (t, &target) {
-                (Some(t), Some(prev)) if t != *prev => {
-                    return Err(ProxyError::Refused(format!(
-                        "the rows of this prepared INSERT belong to different partitions of {} (run one row per execution)",
-                        table.name
-                    )))
-                }
+                (Some(t), Some(prev)) if t != *prev => return Ok(Pick::SplitRows),
                 (Some(t), _) => target = Some(t),
                 (None, _) if is_insert => {
                     return Err(ProxyError::Refused(format!(
@@ -279,13 +286,13 @@ impl PreparedRouting {
             .filter(|(t, _)| target.as_ref().is_none_or(|target| t == target))
             .cloned()
             .collect();
-        Ok(if chosen.is_empty() {
+        Ok(Pick::Parts(if chosen.is_empty() {
             // A literal key already excluded this partition: the predicates
             // contradict, any one partition answers (empty).
             self.parts[..1].to_vec()
         } else {
             chosen
-        })
+        }))
     }
 
     /// The partition value an INSERT into the default partition of a table

@@ -55,7 +55,7 @@ enum StatementUndo {
 
 /// One write over several parts, from [`Exec::open_write`] to
 /// [`Exec::close_write`].
-pub(super) struct WriteScope {
+pub(crate) struct WriteScope {
     /// In its own transaction (`implicit.rs`).
     is_implicit: bool,
     undo: StatementUndo,
@@ -75,7 +75,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// in a transaction of its own (`Bindings::needs_implicit_txn`, asked
     /// by the caller, which may serialize such writes). `None`: the
     /// savepoint was refused, and its error written.
-    pub(super) async fn open_write(
+    pub(crate) async fn open_write(
         &mut self,
         is_implicit: bool,
     ) -> Result<Option<WriteScope>, ProxyError> {
@@ -95,7 +95,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// End a write over several parts with what its parts added up to
     /// (`Ok(None)`: a part's error was written): undo it or keep it, then
     /// answer the client.
-    pub(super) async fn close_write(
+    pub(crate) async fn close_write(
         &mut self,
         scope: WriteScope,
         total: Result<Option<OkPacket>, ProxyError>,

@@ -34,9 +34,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             self.b.note.rows += rows.len() as u64;
             self.b.note.is_result = true;
         }
+        if let AdminOutput::Altered { affected, .. } = &out {
+            self.b.note.affected = Some(*affected);
+        }
         let reply = self.reply(1);
         let done = match out {
             AdminOutput::Ok { info } => reply.ok(OkParts {
+                info: &info,
+                ..OkParts::new(st, 0)
+            }),
+            AdminOutput::Altered { affected, info } => reply.ok(OkParts {
+                affected_rows: affected,
                 info: &info,
                 ..OkParts::new(st, 0)
             }),

@@ -20,7 +20,7 @@ use crate::error::ProxyError;
 use crate::exec::forward::{Expect, Outcome};
 use crate::exec::interpolate;
 use crate::exec::prepared::{Command, Execution};
-use crate::exec::prepared_routing::{MergedRead, PreparedRouting, Routed};
+use crate::exec::prepared_routing::{MergedRead, Pick, PreparedRouting, Routed};
 use crate::exec::{send, write_error, Effects};
 use hscale_route::router::{IdParam, StatementKind};
 use hscale_sql::diagnostics::ConditionRead;
@@ -486,6 +486,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             parts => parts?,
         };
+        let parts = match parts {
+            Pick::Parts(parts) => parts,
+            Pick::SplitRows => {
+                let sql = st.ids.as_ref().map_or(&st.sql[..], |i| i.sql.as_bytes());
+                return self
+                    .execute_split_insert(sql, exec, types, long_data, effects)
+                    .await;
+            }
+        };
         if parts.len() > 1
             && ((self.b.pinned.is_some() && !self.b.is_branchable())
                 || exec.flags & CURSOR_TYPE_READ_ONLY != 0)
@@ -517,6 +526,40 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .try_send((table.name.clone(), v));
         }
         done
+    }
+
+    /// An execution of a multi-row INSERT whose rows belong to different
+    /// partitions: its parameters (ids from the sequence already among
+    /// them) written into `sql`, the text statement run as a query would
+    /// be, which the router splits by rows; its OK is the same packet in
+    /// both protocols.
+    async fn execute_split_insert(
+        &mut self,
+        sql: &[u8],
+        exec: &Execute<'_>,
+        types: &[u8],
+        long_data: &[(u16, bytes::Bytes)],
+        effects: Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        let text = std::str::from_utf8(sql)
+            .map_err(|_| ProxyError::Refused("a prepared INSERT whose text is not UTF-8".into()))?;
+        let placeholders: Vec<u32> = hscale_sql::tokenize(text)
+            .map_err(|_| ProxyError::Wrong("internal: a prepared INSERT that does not lex".into()))?
+            .iter()
+            .filter(|t| t.kind == hscale_sql::TokenKind::Placeholder)
+            .map(|t| t.start)
+            .collect();
+        let literals = interpolate::literals(exec, types, placeholders.len(), long_data)?;
+        let no_backslash_escapes = if literals.iter().any(|l| l.needs_mode()) {
+            self.is_no_backslash_escapes().await?
+        } else {
+            false
+        };
+        let sql = interpolate::render(sql, &placeholders, &literals, no_backslash_escapes)?;
+        let payload = crate::backend::BackendConn::payload_for_query(&sql);
+        let facts = hscale_sql::analyze_bytes(sql.as_bytes());
+        self.plan_and_run(&payload, Some(sql.as_str()), &facts, effects, &payload[1..])
+            .await
     }
 
     /// An execution of a read merged across partitions: its parameters

@@ -39,7 +39,9 @@ impl LastStatement {
         } else if note.is_result {
             self.row_count = -1;
             if sets_found_rows(sql) {
-                self.found_rows = (!is_calc_found_rows).then_some(note.rows);
+                self.found_rows = note
+                    .found_rows
+                    .or((!is_calc_found_rows).then_some(note.rows));
             }
         } else {
             self.row_count = note

@@ -290,7 +290,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         r
     }
 
-    async fn select_caught_run(
+    pub(super) async fn select_caught_run(
         &mut self,
         select: &str,
         what: &str,
@@ -327,7 +327,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 }
 
 /// The SELECT's answer.
-enum Selected {
+pub(super) enum Selected {
     /// Each row's values as literals.
     Rows(Vec<Vec<String>>),
     Error(ErrPacket),
@@ -336,8 +336,8 @@ enum Selected {
 /// An in-memory client: keeps what is written (up to
 /// `INSERT_SELECT_MAX_BYTES`), reads nothing.
 #[derive(Default)]
-struct Caught {
-    bytes: Vec<u8>,
+pub(super) struct Caught {
+    pub(super) bytes: Vec<u8>,
     is_over: bool,
 }
 
@@ -427,7 +427,7 @@ pub(super) fn decode_result(bytes: &[u8], max_rows: usize) -> Result<Decoded, Pr
 }
 
 /// The packets of a text result (classic EOF), as row texts of literals.
-fn literal_rows(
+pub(super) fn literal_rows(
     bytes: &[u8],
     max_rows: usize,
     charset: &dyn Fn(u16) -> Option<String>,

@@ -43,7 +43,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         done
     }
 
-    async fn query_text(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+    pub(super) async fn query_text(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         // The text as the server reads it under the session's sql_mode.
         let in_mode = self.in_sql_mode(payload).await?;
         let payload = in_mode.as_ref().unwrap_or(payload);
@@ -90,6 +90,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         match utf8 {
             Some(text) => self.check_reach(text)?,
             None => self.check_reach(&String::from_utf8_lossy(sql_bytes))?,
+        }
+        // SET of session variables to expressions: run with their values,
+        // so the session is not pinned for it (`set_values.rs`).
+        if facts.kind == hscale_sql::Kind::Set
+            && facts.statements == 1
+            && facts.pins.contains(hscale_sql::Pins::COMPLEX_SET)
+        {
+            if let Some(p) = self.set_with_values(payload[0], sql).await? {
+                return Box::pin(self.query_text(&p)).await;
+            }
         }
         // Non-ASCII text from a client that does not send UTF-8 (cp1251,
         // ...) would be planned as other strings than the server reads:
@@ -297,7 +307,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Plan a statement with the current dictionary and run it (fenced: an
     /// answer that is only error 1146 comes back as `StaleRoute`).
     /// `analyzed`: the text `facts` were read from.
-    async fn plan_and_run(
+    pub(super) async fn plan_and_run(
         &mut self,
         payload: &Bytes,
         text: Option<&str>,
@@ -332,7 +342,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // table's copies would each evaluate it.
             let spread = match &plan {
                 Plan::Targets { parts, .. } => parts.len() > 1,
-                Plan::Merge(_) | Plan::GlobalWrite { .. } | Plan::OrderedWrite(_) => true,
+                Plan::Merge(_)
+                | Plan::GlobalWrite { .. }
+                | Plan::OrderedWrite(_)
+                | Plan::KeyMove(_) => true,
                 _ => false,
             };
             let last_insert_id = match &plan {
@@ -343,13 +356,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 _ => facts.sets_last_insert_id,
             };
+            // SELECT ... INTO @vars over several partitions: read, then
+            // assigned by one server (`select_into.rs`).
+            let is_partitioned_read = matches!(
+                &plan,
+                Plan::Merge(_)
+                    | Plan::Refuse(_)
+                    | Plan::Targets {
+                        kind: StatementKind::Select,
+                        ..
+                    }
+            );
+            if facts.kind == hscale_sql::Kind::Select && is_partitioned_read {
+                if let Some(into) = hscale_route::router::select_into_variables(sql) {
+                    drop(dict);
+                    return Box::pin(self.select_into(into)).await;
+                }
+            }
             let is_on_copies = self
                 .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
                 .await?;
-            if spread && !is_on_copies && facts.pins.contains(hscale_sql::Pins::FOUND_ROWS) {
-                return Err(ProxyError::Unsupported {
-                    what: "SQL_CALC_FOUND_ROWS over several partitions (run COUNT(*) without the LIMIT beside it)".into(),
-                });
+            // SQL_CALC_FOUND_ROWS on partitions: counted by hscale, even on
+            // one partition, so the session is not pinned for it.
+            if is_partitioned_read
+                && !matches!(plan, Plan::Refuse(_))
+                && !is_on_copies
+                && facts.pins.contains(hscale_sql::Pins::FOUND_ROWS)
+            {
+                drop(dict);
+                return Box::pin(self.calc_found_rows(sql, effects)).await;
             }
             if spread && !is_on_copies && (!facts.pins.is_empty() || last_insert_id) {
                 return Err(ProxyError::Unsupported {
@@ -374,6 +409,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Plan::OrderedWrite(w) => {
                     drop(dict);
                     return self.run_ordered_write(w, sql, effects).await;
+                }
+                Plan::KeyMove(m) => {
+                    drop(dict);
+                    return self.run_key_move(m, effects).await;
                 }
                 Plan::CreateView(ddl) => {
                     drop(dict);

@@ -65,8 +65,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 let Some(columns) = view_columns(view) else {
                     continue;
                 };
+                // CHECK_CONSTRAINTS names the table's database CONSTRAINT_SCHEMA.
+                let schema = if *view == "CHECK_CONSTRAINTS" {
+                    "CONSTRAINT_SCHEMA"
+                } else {
+                    "TABLE_SCHEMA"
+                };
                 let q = format!(
-                    "SELECT {columns} FROM information_schema.{view} WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+                    "SELECT {columns} FROM information_schema.{view} WHERE {schema} = {} AND TABLE_NAME = {}",
                     quote_str(&table.db),
                     quote_str(&physical)
                 );

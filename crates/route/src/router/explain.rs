@@ -100,6 +100,22 @@ impl Plan {
                     statement,
                 ),
             ],
+            Plan::KeyMove(m) => {
+                let mut rows = vec![ExplainRow::new(
+                    "proxy",
+                    "in one transaction: read each matched row's key and new key",
+                    m.select.as_str(),
+                )];
+                for (t, s) in &m.parts {
+                    rows.push(ExplainRow::new(&name(t.backend), "the UPDATE in place", s.as_str()));
+                }
+                rows.push(ExplainRow::new(
+                    "proxy",
+                    format!("then rows whose new key belongs to another partition of {} are moved there (INSERT, then DELETE from where they were)", m.table),
+                    statement,
+                ));
+                rows
+            }
             Plan::Relabeled {
                 target,
                 sql,

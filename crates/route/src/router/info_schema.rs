@@ -1,4 +1,5 @@
-//! information_schema's TABLES, COLUMNS, STATISTICS and KEY_COLUMN_USAGE
+//! information_schema's TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE,
+//! TABLE_CONSTRAINTS and CHECK_CONSTRAINTS
 //! as one server with the logical tables would show them: a statement
 //! that reads them is rewritten before it is planned (text and prepared,
 //! by `session/rewrite.rs`) with each of those tables replaced by a
@@ -48,6 +49,16 @@ const VIEWS: &[(&str, &str, &[&str])] = &[
         "CONSTRAINT_CATALOG, CONSTRAINT_SCHEMA, CONSTRAINT_NAME, TABLE_CATALOG, TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, ORDINAL_POSITION, POSITION_IN_UNIQUE_CONSTRAINT, REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME",
         &["TABLE_NAME", "REFERENCED_TABLE_NAME"],
     ),
+    (
+        "TABLE_CONSTRAINTS",
+        "CONSTRAINT_CATALOG, CONSTRAINT_SCHEMA, CONSTRAINT_NAME, TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_TYPE",
+        &["TABLE_NAME"],
+    ),
+    (
+        "CHECK_CONSTRAINTS",
+        "CONSTRAINT_CATALOG, CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, LEVEL, CHECK_CLAUSE",
+        &["TABLE_NAME"],
+    ),
 ];
 
 fn quote(s: &str) -> String {
@@ -55,7 +66,8 @@ fn quote(s: &str) -> String {
 }
 
 /// The columns of information_schema view `view` that [`logical_views`]
-/// rewrites (`TABLES`, `COLUMNS`, `STATISTICS`, `KEY_COLUMN_USAGE`), in
+/// rewrites (`TABLES`, `COLUMNS`, `STATISTICS`, `KEY_COLUMN_USAGE`,
+/// `TABLE_CONSTRAINTS`, `CHECK_CONSTRAINTS`), in
 /// their order; `None` for another view.
 pub fn view_columns(view: &str) -> Option<&'static str> {
     VIEWS
@@ -65,7 +77,14 @@ pub fn view_columns(view: &str) -> Option<&'static str> {
 }
 
 /// The views of [`view_columns`].
-pub const LOGICAL_VIEWS: [&str; 4] = ["TABLES", "COLUMNS", "STATISTICS", "KEY_COLUMN_USAGE"];
+pub const LOGICAL_VIEWS: [&str; 6] = [
+    "TABLES",
+    "COLUMNS",
+    "STATISTICS",
+    "KEY_COLUMN_USAGE",
+    "TABLE_CONSTRAINTS",
+    "CHECK_CONSTRAINTS",
+];
 
 /// The partitioned tables with no partition on the main backend, which
 /// the main backend's information_schema does not know: each with its
@@ -290,11 +309,17 @@ pub fn logical_views(
     let mut out: Option<String> = None;
     for (view, columns, named) in VIEWS {
         let current = out.as_deref().unwrap_or(sql);
+        // CHECK_CONSTRAINTS names its table's database CONSTRAINT_SCHEMA.
+        let table_schema = if *view == "CHECK_CONSTRAINTS" {
+            "CONSTRAINT_SCHEMA"
+        } else {
+            "TABLE_SCHEMA"
+        };
         let schema_of = |column: &str| {
             if column == "REFERENCED_TABLE_NAME" {
                 "REFERENCED_TABLE_SCHEMA"
             } else {
-                "TABLE_SCHEMA"
+                table_schema
             }
         };
         let select: Vec<String> = columns
@@ -322,7 +347,7 @@ pub fn logical_views(
         );
         if !hidden.is_empty() {
             derived.push_str(&format!(
-                " WHERE (TABLE_SCHEMA, TABLE_NAME) NOT IN ({})",
+                " WHERE ({table_schema}, TABLE_NAME) NOT IN ({})",
                 hidden.join(", ")
             ));
         }

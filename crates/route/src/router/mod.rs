@@ -20,6 +20,7 @@ use crate::BackendId;
 
 mod cache;
 mod explain;
+mod found_rows;
 mod global;
 mod info_schema;
 pub use info_schema::{
@@ -30,6 +31,7 @@ mod in_lists;
 mod insert;
 mod insert_form;
 mod join;
+mod key_move;
 mod levels;
 mod load_data;
 mod merge;
@@ -37,6 +39,7 @@ mod ordered_write;
 mod prune;
 mod refs;
 mod schema;
+mod select_into;
 mod sequence;
 mod single;
 mod syntax;
@@ -46,9 +49,11 @@ pub use views::{view_probe, ViewDdl};
 
 pub use cache::{CacheStats, PlanCache};
 pub use explain::ExplainRow;
+pub use found_rows::calc_found_rows;
 use insert::plan_insert;
 pub use insert::{insert_key_placeholders, insert_part_rows, unplaced_values};
 pub use insert_form::{insert_form, with_columns, with_keys, InsertForm};
+pub use key_move::{key_moves, moved_rows_insert, moved_rows_sql, stored_columns_sql, KeyMove};
 pub use load_data::{
     is_splittable_charset, is_utf8_charset, load_key, LoadData, LoadKeyColumn, LoadKeyError,
 };
@@ -57,6 +62,7 @@ pub use ordered_write::{ordered_write_parts, OrderedWrite};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
 pub use schema::like_matches;
 use schema::{plan_schema, plan_show_tables};
+pub use select_into::{select_into_variables, SelectInto};
 pub use sequence::{auto_insert, prepared_ids, AutoInsert, IdParam, PreparedIds};
 pub use single::key_placeholder;
 use single::plan_filtered;
@@ -124,6 +130,9 @@ pub enum Plan {
     /// LIMIT: the keys of the rows it writes are read first
     /// (`ordered_write`).
     OrderedWrite(OrderedWrite),
+    /// An UPDATE that assigns the partition key: rows whose new key
+    /// belongs elsewhere are moved (`key_move`).
+    KeyMove(KeyMove),
     /// A write to a global table: run on every backend, answered with the
     /// main backend's result.
     GlobalWrite { table: TableName, sql: String },
@@ -427,18 +436,7 @@ fn ship_to(
         return None;
     }
     // A common table expression named like a partitioned table hides it
-    // where the statement names it: which references are the table is not
-    // told here.
-    let ctes = cte_names(sql, tokens);
-    if let Some(r) = refs
-        .iter()
-        .find(|r| ctes.iter().any(|c| c.eq_ignore_ascii_case(&r.name.table)))
-    {
-        return Some(Plan::Refuse(format!(
-            "a WITH clause whose common table expression is named like partitioned table {}",
-            r.name
-        )));
-    }
+    // where it is in scope: `table_refs` leaves those names out.
     let mut ship = Vec::new();
     let mut targets = Vec::new();
     for r in &refs {

@@ -105,6 +105,13 @@ pub(super) fn table_refs(
     // Most names are not partitioned tables: rule them out without
     // allocating or hashing.
     let table_names: HashSet<&str> = dict.tables().map(|p| p.name.table.as_str()).collect();
+    // Common table expressions named like a partitioned table hide it
+    // where they are in scope.
+    let ctes = if tokens.first().is_some_and(|t| t.is_word(sql, "WITH")) {
+        cte_scopes(sql, tokens)
+    } else {
+        Vec::new()
+    };
     for start in table_starts(sql, tokens) {
         let qualified = tokens.get(start + 1).is_some_and(|d| d.is_punct(sql, "."))
             && tokens.get(start + 2).is_some_and(is_name);
@@ -116,6 +123,9 @@ pub(super) fn table_refs(
             _ => continue,
         };
         if !table_names.contains(name.as_ref()) {
+            continue;
+        }
+        if !qualified && ctes.iter().any(|c| c.hides(&name, start)) {
             continue;
         }
         let db = match (qualified, session_db) {
@@ -373,4 +383,69 @@ pub(super) fn rewrite(
         physical_name(r, target, keep_name_as_alias),
         &text[b..]
     )
+}
+
+/// A common table expression of a statement's leading WITH clause: its
+/// name hides a table of that name after its body (in the later common
+/// table expressions and the statement), and inside its body when the
+/// clause is RECURSIVE.
+#[derive(Debug)]
+struct CteScope {
+    name: String,
+    /// The token range of its body, parentheses included.
+    body: (usize, usize),
+    is_recursive: bool,
+}
+
+impl CteScope {
+    /// Whether an unqualified `name` at token `at` names this expression.
+    fn hides(&self, name: &str, at: usize) -> bool {
+        self.name.eq_ignore_ascii_case(name)
+            && (at >= self.body.1 || (self.is_recursive && at >= self.body.0))
+    }
+}
+
+/// The common table expressions of `WITH [RECURSIVE] name [(columns)] AS
+/// (body), ...`.
+fn cte_scopes(sql: &str, tokens: &[Token]) -> Vec<CteScope> {
+    let mut out = Vec::new();
+    let is_recursive = tokens.get(1).is_some_and(|t| t.is_word(sql, "RECURSIVE"));
+    let mut i = 1 + usize::from(is_recursive);
+    let skip_parens = |mut i: usize| -> usize {
+        let mut depth = 0i32;
+        while let Some(t) = tokens.get(i) {
+            if t.is_punct(sql, "(") {
+                depth += 1;
+            } else if t.is_punct(sql, ")") {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            i += 1;
+        }
+        i
+    };
+    while let Some(name) = tokens.get(i).filter(|t| is_name(t)) {
+        let name = unquote(name, sql);
+        i += 1;
+        if tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
+            i = skip_parens(i);
+        }
+        if !tokens.get(i).is_some_and(|t| t.is_word(sql, "AS")) {
+            break;
+        }
+        let start = i + 1;
+        i = skip_parens(start);
+        out.push(CteScope {
+            name,
+            body: (start, i),
+            is_recursive,
+        });
+        if !tokens.get(i).is_some_and(|t| t.is_punct(sql, ",")) {
+            break;
+        }
+        i += 1;
+    }
+    out
 }

@@ -353,6 +353,24 @@ pub(super) fn plan_schema(
         // Named in their own refusals (`plan_statement`).
         "CREATE" if word("VIEW") => None,
         "LOAD" => None,
+        // CREATE TABLE u LIKE t: a plain table with t's definition, which
+        // its default partition holds; on the main backend, where plain
+        // tables live.
+        "CREATE"
+            if before.as_deref() == Some("LIKE")
+                && tokens
+                    .get(r.end)
+                    .is_none_or(|t| t.is_punct(sql, ")") && r.end + 1 == tokens.len()) =>
+        {
+            let target = table.default_target();
+            if target.backend != crate::BackendId::MAIN {
+                return refuse(
+                    "CREATE TABLE ... LIKE (its default partition is not on the main backend, where the new table goes)",
+                );
+            }
+            on(vec![target], StatementKind::Schema)
+        }
+        "CREATE" if word("SELECT") => refuse("CREATE TABLE ... SELECT"),
         _ => refuse(&format!("{first} statements")),
     }
 }

@@ -38,8 +38,10 @@ pub(super) fn plan_filtered(
             _ => false,
         }
     };
+    // SET key = ...: the row could belong to another partition afterwards
+    // (`key_move.rs`); the token of that assignment's `=`.
+    let mut key_set = None;
     if kind == StatementKind::Update {
-        // SET key = ...: the row could belong to another partition afterwards.
         if let Some(set) = tokens.iter().position(|t| t.is_word(sql, "SET")) {
             let end = tokens
                 .iter()
@@ -55,10 +57,8 @@ pub(super) fn plan_filtered(
                         .rposition(|x| x.is_punct(sql, ",") || x.is_word(sql, "SET"))
                         .map_or(lhs, |p| &lhs[p + 1..]);
                     if is_key(lhs) {
-                        return Plan::Refuse(format!(
-                            "UPDATE of the partition key {} of {} is not supported (the row could move to another partition)",
-                            table.column, table.name
-                        ));
+                        key_set = Some(at);
+                        break;
                     }
                 }
             }
@@ -105,7 +105,19 @@ pub(super) fn plan_filtered(
             };
             return merge::plan_merge(sql, tokens, &slots, &what);
         }
-        if needs {
+        if needs && key_set.is_some() {
+            return Plan::Refuse(format!(
+                "UPDATE of the partition key {} of {} with ORDER BY or LIMIT over several partitions",
+                table.column, table.name
+            ));
+        }
+        // A prepared `... WHERE key = ? ORDER BY .. LIMIT n`: every row it
+        // matches is in the partition of its parameter, where each
+        // execution runs it whole (`exec/prepared_routing.rs`); on any
+        // other partition it matches nothing.
+        let is_key_param =
+            needs && kind != StatementKind::Select && key_placeholder(sql, &table.column).is_some();
+        if needs && !is_key_param {
             if let Some(p) = super::ordered_write::plan(sql, tokens, r, table, kind) {
                 return p;
             }
@@ -118,7 +130,7 @@ pub(super) fn plan_filtered(
         }
     }
     let keep_alias = kind != StatementKind::Delete;
-    if targets.len() == 1 {
+    if targets.len() == 1 && key_set.is_none() {
         *hint = point_hint(sql, tokens, &table.column, &is_key).map(|key_token| PointHint {
             table: table.name.clone(),
             kind,
@@ -145,6 +157,9 @@ pub(super) fn plan_filtered(
             (t, s)
         })
         .collect();
+    if let Some(eq_at) = key_set {
+        return super::key_move::plan(sql, tokens, r, table, eq_at, parts);
+    }
     Plan::Targets { kind, parts }
 }
 

@@ -46,7 +46,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// TABLE` of its model, after `CREATE TABLE name`, read on a pooled
     /// connection (never a transaction's branch: it is only a definition).
     pub(super) async fn ship_body(&mut self, ship: &Ship) -> Result<String, Stop> {
-        let ddl = {
+        let ddl = if self.b.has_temporary_tables_on(ship.like.0) {
+            // It may be one of the session's temporary tables: asked on
+            // the connection that holds them.
+            let mut c = match self.b.lease(ship.like.0, false).await? {
+                Ok(c) => c,
+                Err(err) => return Err(Stop::Server(err)),
+            };
+            let r = c
+                .query_rows(&format!(
+                    "SHOW CREATE TABLE {}",
+                    crate::partition::qualified(&ship.db, &ship.like.1)
+                ))
+                .await;
+            let read_only = Effects {
+                is_read_only: true,
+                ..Effects::default()
+            };
+            self.b.finish(c, Outcome::default(), &read_only);
+            let r = r?.map_err(Stop::Server)?;
+            r.strings()
+                .first()
+                .and_then(|row| row.get(1).cloned().flatten())
+                .map(|ddl| ddl.replacen("CREATE TEMPORARY TABLE", "CREATE TABLE", 1))
+                .ok_or_else(|| {
+                    Stop::Proxy(ProxyError::Wrong(
+                        "SHOW CREATE TABLE returned nothing".into(),
+                    ))
+                })?
+        } else {
             let mut c = self
                 .b
                 .ctx
@@ -110,7 +138,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     max_rows,
                     out: &mut out,
                 };
-                if self.b.holds_transaction() {
+                if self.b.holds_transaction() || self.b.has_temporary_tables_on(target.backend) {
+                    // On the transaction's branch, or on the connection
+                    // holding the session's temporary tables.
                     self.copy_in_transaction(target, &read, &mut copy).await?;
                 } else {
                     // Read in the session's state (time zone, ...); the

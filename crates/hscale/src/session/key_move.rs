@@ -1,0 +1,227 @@
+//! UPDATE that assigns the partition key (`hscale_route::router::KeyMove`,
+//! whose module draws the steps): run as one statement, in its own
+//! transaction in autocommit or behind the statement savepoint inside the
+//! client's (`Exec::open_write` / `close_write`), so a failing step leaves
+//! nothing behind. Each step runs through `Exec::run` into memory, like
+//! the reads of `insert_form.rs`; the client gets the in-place UPDATE's
+//! OK (its affected rows and info are one server's: the moves change
+//! nothing a client counts), or the first step's error.
+//!
+//! The moved rows are written back as literals with their stored columns
+//! (generated ones are computed again where they land) and their values as
+//! the UPDATE left them; the sequence is not asked for ids (none is
+//! missing) and LAST_INSERT_ID() stays as it was.
+
+use hscale_route::dictionary::{PartitionedTable, Target};
+use hscale_route::router::{self, KeyMove, Plan, StatementKind};
+use hscale_wire::response::OkPacket;
+use hscale_wire::PacketStream;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use super::insert_form::{decode_result, literal_rows, Caught, Decoded, Selected};
+use super::Session;
+use crate::error::ProxyError;
+use crate::exec::{Effects, Exec};
+
+/// What a step left: its OK, or its error, already written to the client.
+enum Step {
+    Ok(OkPacket),
+    Failed,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    /// Run a key-changing UPDATE (see the module).
+    pub(super) async fn run_key_move(
+        &mut self,
+        m: KeyMove,
+        effects: Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        let is_implicit = self.b.needs_implicit_txn();
+        let Some(scope) = self.exec().open_write(is_implicit).await? else {
+            return Ok(());
+        };
+        let kept = (self.b.generated_id, self.b.state.last_insert_id);
+        let total = self.key_move_steps(&m, effects).await;
+        (self.b.generated_id, self.b.state.last_insert_id) = kept;
+        self.exec().close_write(scope, total).await
+    }
+
+    /// The steps; `Ok(None)` when one failed and its error was written.
+    async fn key_move_steps(
+        &mut self,
+        m: &KeyMove,
+        effects: Effects<'_>,
+    ) -> Result<Option<OkPacket>, ProxyError> {
+        let what = "UPDATE of the partition key";
+        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
+        // 1. Each matched row's key and new key.
+        let bytes = self.select_caught(&m.select, what).await?;
+        let rows = match decode_result(&bytes, max_rows)? {
+            Decoded::Error(err) => {
+                self.exec().write_server_error(1, &err).await?;
+                return Ok(None);
+            }
+            Decoded::Ok => Vec::new(),
+            Decoded::Rows(_, rows) => rows,
+        };
+        let text = |v: Option<Vec<u8>>| -> Result<Option<String>, ProxyError> {
+            v.map(|b| {
+                String::from_utf8(b).map_err(|_| {
+                    ProxyError::Refused(format!(
+                        "{what} of {} to keys that are not UTF-8 in the connection's character set",
+                        m.table
+                    ))
+                })
+            })
+            .transpose()
+        };
+        let mut pairs = Vec::with_capacity(rows.len());
+        for row in rows {
+            let mut it = row.into_iter();
+            pairs.push((text(it.next().flatten())?, text(it.next().flatten())?));
+        }
+        // 2. The rows that move.
+        let (moves, table) = {
+            let dict = self.b.ctx.partitioning.dictionary();
+            let Some(table) = dict.table(&m.table).cloned() else {
+                return Err(ProxyError::Refused(format!(
+                    "internal: {} is no longer partitioned",
+                    m.table
+                )));
+            };
+            let moves = router::key_moves(&table, &pairs).map_err(ProxyError::Refused)?;
+            (moves, table)
+        };
+        // 3. The UPDATE in place.
+        let plan = Plan::Targets {
+            kind: StatementKind::Update,
+            parts: m.parts.clone(),
+        };
+        let Step::Ok(ok) = self.key_move_step(plan, effects).await? else {
+            return Ok(None);
+        };
+        // 4. The moves, one source partition at a time.
+        for (from, keys) in moves {
+            let columns = self.key_move_columns(&table, &from).await?;
+            let (select, delete) = router::moved_rows_sql(&table, &from, &columns, &keys);
+            let read = Plan::Targets {
+                kind: StatementKind::Select,
+                parts: vec![(from.clone(), select.clone())],
+            };
+            let bytes = self
+                .select_caught_run(&select, what, read, read_only())
+                .await?;
+            let collations = self.b.ctx.collations();
+            let rows = match literal_rows(&bytes, max_rows, &|id| {
+                collations.get(id).map(|(cs, _)| cs.to_string())
+            })? {
+                Selected::Error(err) => {
+                    self.exec().write_server_error(1, &err).await?;
+                    return Ok(None);
+                }
+                Selected::Rows(rows) => rows,
+            };
+            if rows.len() != keys.len() {
+                return Err(ProxyError::Wrong(format!(
+                    "internal: {} rows of {} to move out of {} were found there, not {}",
+                    rows.len(),
+                    m.table,
+                    from.physical_table,
+                    keys.len()
+                )));
+            }
+            let insert = router::moved_rows_insert(&table, &columns, &rows);
+            let plan = {
+                let dict = self.b.ctx.partitioning.dictionary();
+                router::plan(&insert, None, &dict)
+            };
+            if let Plan::Refuse(why) = plan {
+                return Err(ProxyError::Refused(why));
+            }
+            if let Step::Failed = self.key_move_step(plan, Effects::default()).await? {
+                return Ok(None);
+            }
+            let plan = Plan::Targets {
+                kind: StatementKind::Delete,
+                parts: vec![(from, delete)],
+            };
+            if let Step::Failed = self.key_move_step(plan, Effects::default()).await? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(ok))
+    }
+
+    /// The stored (not generated) columns of a partition's table, in order.
+    async fn key_move_columns(
+        &mut self,
+        table: &PartitionedTable,
+        from: &Target,
+    ) -> Result<Vec<String>, ProxyError> {
+        let sql = router::stored_columns_sql(table, from);
+        let plan = Plan::Targets {
+            kind: StatementKind::Select,
+            parts: vec![(from.clone(), sql.clone())],
+        };
+        let bytes = self
+            .select_caught_run(&sql, "UPDATE of the partition key", plan, read_only())
+            .await?;
+        let bad = || {
+            ProxyError::Wrong(format!(
+                "internal: the columns of {} could not be read",
+                from.physical_table
+            ))
+        };
+        match decode_result(&bytes, usize::MAX)? {
+            Decoded::Rows(_, rows) if !rows.is_empty() => rows
+                .into_iter()
+                .map(|r| {
+                    r.into_iter()
+                        .next()
+                        .flatten()
+                        .and_then(|b| String::from_utf8(b).ok())
+                        .ok_or_else(bad)
+                })
+                .collect(),
+            _ => Err(bad()),
+        }
+    }
+
+    /// Run a write step into memory: its OK, or its error written to the
+    /// client.
+    async fn key_move_step(
+        &mut self,
+        plan: Plan,
+        effects: Effects<'_>,
+    ) -> Result<Step, ProxyError> {
+        let mut caught = PacketStream::new(Caught::default());
+        {
+            let mut exec = Exec::new(&mut caught, &mut self.b, false);
+            exec.is_fenced = true;
+            exec.run(plan, effects).await?;
+        }
+        let bytes = caught.into_inner().bytes;
+        let len = bytes.get(..3).map_or(0, |h| {
+            usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16
+        });
+        let payload = bytes.get(4..4 + len).unwrap_or_default();
+        if payload.first() == Some(&0xff) {
+            if let Decoded::Error(err) = decode_result(&bytes, 0)? {
+                self.exec().write_server_error(1, &err).await?;
+            }
+            return Ok(Step::Failed);
+        }
+        OkPacket::decode(payload).map(Step::Ok).map_err(|_| {
+            ProxyError::Wrong(
+                "internal: a step of an UPDATE of the partition key answered no OK".into(),
+            )
+        })
+    }
+}
+
+fn read_only() -> Effects<'static> {
+    Effects {
+        is_read_only: true,
+        ..Effects::default()
+    }
+}
