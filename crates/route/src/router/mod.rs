@@ -340,6 +340,24 @@ fn with_select(sql: &str, tokens: &[Token]) -> bool {
     false
 }
 
+/// The token after the parenthesized group that opens at or after `i`
+/// (the end of the tokens if it never closes).
+pub(super) fn skip_parens(sql: &str, tokens: &[Token], mut i: usize) -> usize {
+    let mut depth = 0i32;
+    while let Some(t) = tokens.get(i) {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+            if depth == 0 {
+                return i + 1;
+            }
+        }
+        i += 1;
+    }
+    i
+}
+
 /// The names of a WITH clause's common table expressions.
 fn cte_names(sql: &str, tokens: &[Token]) -> Vec<String> {
     let mut out = Vec::new();
@@ -348,31 +366,16 @@ fn cte_names(sql: &str, tokens: &[Token]) -> Vec<String> {
     }
     let mut i = 1 + usize::from(tokens.get(1).is_some_and(|t| t.is_word(sql, "RECURSIVE")));
     // name [(columns)] AS (body) [, ...]
-    let skip_parens = |mut i: usize| -> usize {
-        let mut depth = 0i32;
-        while let Some(t) = tokens.get(i) {
-            if t.is_punct(sql, "(") {
-                depth += 1;
-            } else if t.is_punct(sql, ")") {
-                depth -= 1;
-                if depth == 0 {
-                    return i + 1;
-                }
-            }
-            i += 1;
-        }
-        i
-    };
     while let Some(name) = tokens.get(i).filter(|t| is_name(t)) {
         out.push(unquote(name, sql));
         i += 1;
         if tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
-            i = skip_parens(i);
+            i = skip_parens(sql, tokens, i);
         }
         if !tokens.get(i).is_some_and(|t| t.is_word(sql, "AS")) {
             break;
         }
-        i = skip_parens(i + 1);
+        i = skip_parens(sql, tokens, i + 1);
         if !tokens.get(i).is_some_and(|t| t.is_punct(sql, ",")) {
             break;
         }

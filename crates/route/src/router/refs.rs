@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use hscale_sql::{Token, TokenKind};
 
-use super::{is_name, unquote};
+use super::{is_name, skip_parens, unquote};
 use crate::dictionary::{Dictionary, TableName, Target};
 
 /// A reference to a partitioned table in the statement.
@@ -411,32 +411,17 @@ fn cte_scopes(sql: &str, tokens: &[Token]) -> Vec<CteScope> {
     let mut out = Vec::new();
     let is_recursive = tokens.get(1).is_some_and(|t| t.is_word(sql, "RECURSIVE"));
     let mut i = 1 + usize::from(is_recursive);
-    let skip_parens = |mut i: usize| -> usize {
-        let mut depth = 0i32;
-        while let Some(t) = tokens.get(i) {
-            if t.is_punct(sql, "(") {
-                depth += 1;
-            } else if t.is_punct(sql, ")") {
-                depth -= 1;
-                if depth == 0 {
-                    return i + 1;
-                }
-            }
-            i += 1;
-        }
-        i
-    };
     while let Some(name) = tokens.get(i).filter(|t| is_name(t)) {
         let name = unquote(name, sql);
         i += 1;
         if tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
-            i = skip_parens(i);
+            i = skip_parens(sql, tokens, i);
         }
         if !tokens.get(i).is_some_and(|t| t.is_word(sql, "AS")) {
             break;
         }
         let start = i + 1;
-        i = skip_parens(start);
+        i = skip_parens(sql, tokens, start);
         out.push(CteScope {
             name,
             body: (start, i),
