@@ -315,6 +315,22 @@ async fn owner_dies_in_cutover(db: &'static str, is_split: bool) {
         .await
         .unwrap();
     assert_eq!(state.as_deref(), Some("done"));
+    // The take-over commits ("done") before it cleans up (triggers,
+    // changelogs, the retired source): wait for the journal to say the
+    // clean-up is over before looking at what is left.
+    let mut is_clean = false;
+    for _ in 0..600 {
+        let owed: Option<i64> = direct
+            .query_first(format!("SELECT cleanup_pending FROM hscale.operations WHERE db = '{db}' AND command LIKE 'ADD_PARTITION%' ORDER BY id DESC LIMIT 1"))
+            .await
+            .unwrap();
+        if owed == Some(0) {
+            is_clean = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(is_clean, "the take-over finished its clean-up");
     let parts = physical_tables(&format!("{db}.acct_cut")).await;
     let (b, p3) = parts["p3"].clone();
     assert_eq!(b, 2);
