@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod logging;
 pub mod metrics;
 pub mod partition;
+pub mod planning;
 pub mod playground;
 pub mod runtime;
 pub mod seq;

@@ -352,7 +352,7 @@ impl RunningProxy {
                 std::thread::Builder::new()
                     .name(format!("hscale-worker-{worker}"))
                     .spawn(move || {
-                        hscale_route::weights::count_into(
+                        crate::planning::count_weights_into(
                             ctx.metrics.worker(worker).weight_counters(),
                         );
                         if let Err(e) =

@@ -214,9 +214,12 @@ async fn keys_the_backend_calls_equal_share_a_partition() {
             // What the proxy keeps after asking the backend
             // (`partition::weights`), computed as the copy filter does
             // (each just before it is used: a full cache starts over).
+            let book = std::cell::RefCell::new(hscale_route::weights::WeightBook::new());
+            let known = hscale_route::known::Known::new(Some(&book), None);
             let keep = |key: &str, weight: &str| {
                 if let KeyCompare::Weighed(w) = compare {
-                    hscale_route::weights::insert(w, key.to_string(), weight.to_string());
+                    book.borrow_mut()
+                        .insert(w, key.to_string(), weight.to_string());
                 }
             };
             let ctx = format!("seed {seed}, {name}: {a:?} vs {bb:?}");
@@ -227,9 +230,9 @@ async fn keys_the_backend_calls_equal_share_a_partition() {
                 }
                 let t = table(compare.clone(), HashingFunction::parse(f).unwrap());
                 keep(a, &sql_a);
-                let pa = t.partition_value_of(&ka).unwrap();
+                let pa = t.partition_value_of(&ka, &known).unwrap();
                 keep(bb, &sql_b);
-                let pb = t.partition_value_of(&kb).unwrap();
+                let pb = t.partition_value_of(&kb, &known).unwrap();
                 if is_equal == 1 {
                     assert_eq!(pa, pb, "{f} {ctx} ({sql_a} vs {sql_b})");
                 } else if sql_side && !is_weighed {
@@ -302,8 +305,13 @@ async fn keys_the_backend_calls_equal_share_a_partition() {
         let ctx = format!("seed {seed}, DECIMAL(20,2): {a:?} vs {bb:?}");
         for f in ["NONE()", "PREFIX(3)", "HASH(16)"] {
             let t = table(compare.clone(), HashingFunction::parse(f).unwrap());
-            let pa = t.partition_value_of(&KeyValue::Str(a.clone())).unwrap();
-            let pb = t.partition_value_of(&KeyValue::Str(bb.clone())).unwrap();
+            let nothing = hscale_route::known::Known::nothing();
+            let pa = t
+                .partition_value_of(&KeyValue::Str(a.clone()), &nothing)
+                .unwrap();
+            let pb = t
+                .partition_value_of(&KeyValue::Str(bb.clone()), &nothing)
+                .unwrap();
             if is_equal == 1 {
                 assert_eq!(pa, pb, "{f} {ctx}");
             } else if f == "NONE()" {

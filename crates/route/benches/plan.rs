@@ -9,6 +9,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use hscale_route::dictionary::{Dictionary, TableName};
+use hscale_route::known::Known;
 use hscale_route::router::plan;
 use hscale_route::{BackendId, HashingFunction};
 
@@ -179,7 +180,7 @@ fn plan_time(sql: &str, d: &Dictionary) -> Duration {
     let started = Instant::now();
     for run in 0.. {
         let start = Instant::now();
-        black_box(plan(black_box(sql), Some("sbtest"), d));
+        black_box(plan(black_box(sql), Some("sbtest"), d, &Known::nothing()));
         best = best.min(start.elapsed());
         if run >= 2 && started.elapsed() > Duration::from_millis(500) {
             break;
@@ -210,7 +211,10 @@ fn main() {
         ("cached plan: point update", update),
     ] {
         time(name, || {
-            match cache.borrow_mut().plan(sql, Some("sbtest"), &d) {
+            match cache
+                .borrow_mut()
+                .plan(sql, Some("sbtest"), &d, &Known::nothing())
+            {
                 hscale_route::router::Plan::Targets { parts, .. } => parts[0].1.len(),
                 _ => 1,
             }
@@ -223,9 +227,11 @@ fn main() {
         ("plan: range", range),
         ("plan: point update", update),
     ] {
-        time(name, || match plan(sql, Some("sbtest"), &d) {
-            hscale_route::router::Plan::Targets { parts, .. } => parts[0].1.len(),
-            _ => 1,
+        time(name, || {
+            match plan(sql, Some("sbtest"), &d, &Known::nothing()) {
+                hscale_route::router::Plan::Targets { parts, .. } => parts[0].1.len(),
+                _ => 1,
+            }
         });
     }
     println!();

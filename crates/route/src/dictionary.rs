@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::key_compare::KeyCompare;
+use crate::known::Known;
 use crate::{BackendId, HashError, HashingFunction, KeyValue};
 
 /// `db.table`, as the application names it.
@@ -302,16 +303,20 @@ pub enum DictError {
 
 impl PartitionedTable {
     /// The partition (or the default table) holding `key`.
-    pub fn route(&self, key: &KeyValue) -> Result<Target, HashError> {
-        let value = self.partition_value_of(key)?;
+    pub fn route(&self, key: &KeyValue, known: &Known<'_>) -> Result<Target, HashError> {
+        let value = self.partition_value_of(key, known)?;
         Ok(self.target_of_value(value.as_deref()))
     }
 
     /// The partition value of a key: the hashing function applied to the
     /// key as the column compares it.
-    pub fn partition_value_of(&self, key: &KeyValue) -> Result<Option<String>, HashError> {
+    pub fn partition_value_of(
+        &self,
+        key: &KeyValue,
+        known: &Known<'_>,
+    ) -> Result<Option<String>, HashError> {
         match &self.key_compare {
-            Some(c) => self.function.apply(&c.normalise(key)?),
+            Some(c) => self.function.apply(&c.normalise(key, known)?),
             None => self.function.apply(key),
         }
     }
@@ -365,7 +370,7 @@ impl PartitionedTable {
 
     /// A partition value for ADD_PARTITION: for NONE() on an ENUM key, the
     /// member it names (an error if it names none).
-    pub fn partition_value(&self, value: &str) -> Result<String, DictError> {
+    pub fn partition_value(&self, value: &str, known: &Known<'_>) -> Result<String, DictError> {
         // Integer partition values as routing writes them: '05' is 5.
         let integer = matches!(
             self.function,
@@ -383,7 +388,7 @@ impl PartitionedTable {
                 let is_prefix = matches!(self.function, HashingFunction::Prefix(_));
                 match &self.key_compare {
                     Some(c) => c
-                        .partition_value(is_prefix, value)
+                        .partition_value(is_prefix, value, known)
                         .map_err(DictError::Weight),
                     None => Ok(value.to_string()),
                 }

@@ -40,7 +40,7 @@ pub enum HashError {
     },
     /// A key under a collation the backend weighs (`key_compare::Weighed`)
     /// whose weight this worker has not asked for yet: the value is noted
-    /// (`weights::take_misses`), the proxy asks and routes again.
+    /// (a question in `known::Known`), the proxy asks and routes again.
     #[error("the weight of a key under {collation} is not known yet")]
     WeightUnknown { collation: String },
 }

@@ -15,7 +15,7 @@
 //! backend's `WEIGHT_STRING` of the key, level by level, written in hex,
 //! each level's trailing space weights dropped under PAD SPACE
 //! ([`Weighed::sql`]). The proxy asks the backend once per key and keeps
-//! the answer in its worker's cache (`weights.rs`); routing, the copy
+//! the answer in its worker's book (`weights.rs`); routing, the copy
 //! filter and SHOW PARTITIONS all see the same text, as the backend
 //! computes it.
 //!
@@ -25,6 +25,7 @@
 use std::fmt;
 
 use crate::collation_tables as tables;
+use crate::known::Known;
 use crate::value::Decimal;
 use crate::{HashError, KeyValue};
 
@@ -130,12 +131,14 @@ impl Weighed {
         }
     }
 
-    /// The weight of `value` when known to this worker (`weights.rs`);
-    /// otherwise the value is noted for the proxy to ask the backend.
-    fn weight(&self, value: &str) -> Result<String, HashError> {
-        crate::weights::lookup(self, value).ok_or_else(|| HashError::WeightUnknown {
-            collation: self.name.clone(),
-        })
+    /// The weight of `value` when `known` has it (`weights.rs`);
+    /// otherwise the value is noted there for the proxy to ask the backend.
+    fn weight(&self, value: &str, known: &Known<'_>) -> Result<String, HashError> {
+        known
+            .weight(self, value)
+            .ok_or_else(|| HashError::WeightUnknown {
+                collation: self.name.clone(),
+            })
     }
 }
 
@@ -303,11 +306,11 @@ impl KeyCompare {
     /// The key value as the column compares it. A [`Weighed`] key whose
     /// weight this worker does not know yet is an error
     /// ([`HashError::WeightUnknown`]), never a guess.
-    pub fn normalise(&self, v: &KeyValue) -> Result<KeyValue, HashError> {
+    pub fn normalise(&self, v: &KeyValue, known: &Known<'_>) -> Result<KeyValue, HashError> {
         Ok(match (self, v) {
             (_, KeyValue::Null) => KeyValue::Null,
             (KeyCompare::Weighed(w), v) => match v.string_form() {
-                Some(s) => KeyValue::Str(w.weight(&s)?),
+                Some(s) => KeyValue::Str(w.weight(&s, known)?),
                 None => v.clone(),
             },
             (KeyCompare::Collated(c), v) => match v.string_form() {
@@ -339,16 +342,23 @@ impl KeyCompare {
     /// A partition value given to ADD_PARTITION, normalised as the hashing
     /// function produces it: NONE's values are whole keys; PREFIX's are
     /// beginnings of weights, whose trailing spaces count.
-    pub fn partition_value(&self, is_prefix: bool, value: &str) -> Result<String, HashError> {
+    pub fn partition_value(
+        &self,
+        is_prefix: bool,
+        value: &str,
+        known: &Known<'_>,
+    ) -> Result<String, HashError> {
         Ok(match self {
-            KeyCompare::Weighed(w) => w.weight(value)?,
+            KeyCompare::Weighed(w) => w.weight(value, known)?,
             KeyCompare::Collated(c) if is_prefix => c.weigh_all(value),
             KeyCompare::Collated(c) => c.weight(value),
             KeyCompare::Decimal { .. } if is_prefix => value.to_string(),
-            KeyCompare::Decimal { .. } => match self.normalise(&KeyValue::Str(value.into()))? {
-                KeyValue::Str(s) => s,
-                _ => value.to_string(),
-            },
+            KeyCompare::Decimal { .. } => {
+                match self.normalise(&KeyValue::Str(value.into()), known)? {
+                    KeyValue::Str(s) => s,
+                    _ => value.to_string(),
+                }
+            }
         })
     }
 
@@ -454,7 +464,10 @@ mod tests {
     #[test]
     fn golden_decimals() {
         let d = KeyCompare::Decimal { scale: 2 };
-        let n = |s: &str| d.normalise(&KeyValue::Str(s.into())).unwrap();
+        let n = |s: &str| {
+            d.normalise(&KeyValue::Str(s.into()), &Known::nothing())
+                .unwrap()
+        };
         assert_eq!(n("1.0"), KeyValue::Str("1.00".into()));
         assert_eq!(n("01.000"), KeyValue::Str("1.00".into()));
         assert_eq!(n("-0"), KeyValue::Str("0.00".into()));
@@ -462,12 +475,13 @@ mod tests {
         assert_eq!(n("1.005"), KeyValue::Str("1.01".into()));
         assert_eq!(n("-1.005"), KeyValue::Str("-1.01".into()));
         assert_eq!(
-            d.normalise(&KeyValue::Int(7)).unwrap(),
+            d.normalise(&KeyValue::Int(7), &Known::nothing()).unwrap(),
             KeyValue::Str("7.00".into())
         );
         let z = KeyCompare::Decimal { scale: 0 };
         assert_eq!(
-            z.normalise(&KeyValue::Str("12.0".into())).unwrap(),
+            z.normalise(&KeyValue::Str("12.0".into()), &Known::nothing())
+                .unwrap(),
             KeyValue::Str("12".into())
         );
     }
@@ -494,8 +508,16 @@ mod tests {
             "{e}"
         );
         let p = KeyCompare::Collated(Collation::GeneralCi { pad_space: true });
-        assert_eq!(p.partition_value(true, "ab ").unwrap(), "AB ");
-        assert_eq!(p.partition_value(false, "ab ").unwrap(), "AB");
+        assert_eq!(
+            p.partition_value(true, "ab ", &crate::known::Known::nothing())
+                .unwrap(),
+            "AB "
+        );
+        assert_eq!(
+            p.partition_value(false, "ab ", &crate::known::Known::nothing())
+                .unwrap(),
+            "AB"
+        );
         assert_eq!(
             p.sql("`k`"),
             "TRIM(TRAILING ' ' FROM CONVERT(CONVERT(WEIGHT_STRING(`k`) USING ucs2) USING utf8mb4))"
@@ -524,10 +546,9 @@ mod tests {
         );
         // Unknown weights are an error, never a guess.
         assert!(matches!(
-            c.normalise(&KeyValue::Str("abc".into())),
+            c.normalise(&KeyValue::Str("abc".into()), &Known::nothing()),
             Err(HashError::WeightUnknown { .. })
         ));
-        crate::weights::take_misses();
     }
 
     #[test]

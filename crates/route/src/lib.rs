@@ -15,6 +15,7 @@ pub mod dictionary;
 pub mod hashing;
 pub mod key;
 pub mod key_compare;
+pub mod known;
 pub mod load_split;
 pub mod router;
 pub mod single_byte;

@@ -1,23 +1,23 @@
 //! The weights the backend computed for keys under collations hscale has
-//! no table for (`key_compare::Weighed`), kept per worker thread: each
-//! worker is one thread, so sessions on it share the cache without a lock,
-//! and nothing here is touched unless the dictionary has such a key.
+//! no table for (`key_compare::Weighed`): a [`WeightBook`] per worker,
+//! which the proxy owns and lends to planning (`crate::known::Known`);
+//! sessions on one worker share it without a lock, and nothing here is
+//! touched unless the dictionary has such a key.
 //!
 //! ```text
-//!  route a key ──► lookup ──hit──► its weight, the partition
-//!                     └──miss──► noted; routing says WeightUnknown
-//!  the proxy ──► take_misses ──► asks the main backend (one query)
-//!            ──► insert ──► routes again
+//!  route a key ──► Known::weight ──hit──► its weight, the partition
+//!                       └──miss──► a question; routing says WeightUnknown
+//!  the proxy's planning driver ──► asks the main backend (one query)
+//!                              ──► WeightBook::insert ──► plans again
 //! ```
 //!
-//! Bounded: a full cache starts over (as the plan cache does).
+//! Bounded: a full book starts over (as the plan cache does).
 //!
-//! Observable: a worker thread hands its [`WeightCounters`] to
-//! [`count_into`] once; lookups, fetches and evictions on that thread
-//! then count there (a load and a store: only this thread writes them),
-//! and the proxy's metrics read them at scrape time.
+//! Observable: a worker hands its [`WeightCounters`] to its book once
+//! ([`WeightBook::count_into`]); lookups, fetches and evictions then count
+//! there (a load and a store: only that worker writes them), and the
+//! proxy's metrics read them at scrape time.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,8 +26,8 @@ use crate::key_compare::Weighed;
 
 /// Weights kept per worker.
 pub const CAPACITY: usize = 16_384;
-/// Misses noted before the proxy takes them (a statement's keys).
-const MAX_MISSES: usize = 4_096;
+/// Keys without a weight one planning notes at most (a statement's keys).
+pub const MAX_MISSES: usize = 4_096;
 
 /// Counters, for tests and metrics.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,8 @@ pub struct WeightStats {
 }
 
 /// One worker thread's counters, for the proxy's metrics: written only
-/// by the thread they were handed to ([`count_into`]), read by any.
+/// by the worker whose book they were handed to
+/// ([`WeightBook::count_into`]), read by any.
 #[derive(Debug, Default)]
 pub struct WeightCounters {
     /// Keys routed by a weight this worker kept.
@@ -60,115 +61,87 @@ fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
-#[derive(Default)]
-struct Cache {
-    /// By collation name, then key.
+/// The weights the backend gave, by collation name then key: one per
+/// worker (the proxy keeps it; nothing here is shared between threads),
+/// handed to planning inside a [`crate::known::Known`].
+#[derive(Debug, Default)]
+pub struct WeightBook {
     weights: HashMap<String, HashMap<String, String>>,
-    misses: Vec<(Weighed, String)>,
     stats: WeightStats,
     counters: Option<Arc<WeightCounters>>,
 }
 
-impl Cache {
+impl WeightBook {
+    pub fn new() -> WeightBook {
+        WeightBook::default()
+    }
+
     fn count(&self, counter: impl Fn(&WeightCounters) -> &AtomicU64, n: u64) {
         if let Some(c) = &self.counters {
             bump(counter(c), n);
         }
     }
-}
 
-thread_local! {
-    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
-}
+    /// Count this book's lookups, fetches and evictions in `counters`
+    /// from now on (a worker's book, once, before it routes).
+    pub fn count_into(&mut self, counters: Arc<WeightCounters>) {
+        self.counters = Some(counters);
+    }
 
-/// The weight of `value` under `collation`, when this worker knows it; a
-/// miss is noted for [`take_misses`].
-pub(crate) fn lookup(collation: &Weighed, value: &str) -> Option<String> {
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        let found = c
+    /// The weight of `value` under `collation`, when known (a lookup
+    /// counted as a hit or a miss).
+    pub fn lookup(&mut self, collation: &Weighed, value: &str) -> Option<String> {
+        let found = self
             .weights
             .get(&collation.name)
             .and_then(|m| m.get(value))
             .cloned();
-        match found {
-            Some(w) => {
-                c.stats.hits += 1;
-                c.count(|c| &c.hits, 1);
-                Some(w)
-            }
-            None => {
-                c.stats.misses += 1;
-                c.count(|c| &c.misses, 1);
-                if c.misses.len() < MAX_MISSES {
-                    c.misses.push((collation.clone(), value.to_string()));
-                }
-                None
-            }
+        if found.is_some() {
+            self.stats.hits += 1;
+            self.count(|c| &c.hits, 1);
+        } else {
+            self.stats.misses += 1;
+            self.count(|c| &c.misses, 1);
         }
-    })
-}
+        found
+    }
 
-/// Whether routing on this thread noted keys without a weight.
-pub fn has_misses() -> bool {
-    CACHE.with(|c| !c.borrow().misses.is_empty())
-}
-
-/// The keys noted without a weight (each once), forgotten here.
-pub fn take_misses() -> Vec<(Weighed, String)> {
-    CACHE.with(|c| {
-        let mut m = std::mem::take(&mut c.borrow_mut().misses);
-        m.sort_by(|a, b| (&a.0.name, &a.1).cmp(&(&b.0.name, &b.1)));
-        m.dedup_by(|a, b| a.0.name == b.0.name && a.1 == b.1);
-        m
-    })
-}
-
-/// Keep the backend's `weight` of `value` under `collation`.
-pub fn insert(collation: &Weighed, value: String, weight: String) {
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.stats.entries as usize >= CAPACITY {
-            c.weights.clear();
-            c.stats.entries = 0;
-            c.stats.evictions += 1;
-            c.count(|c| &c.evictions, 1);
+    /// Keep the backend's `weight` of `value` under `collation`.
+    pub fn insert(&mut self, collation: &Weighed, value: String, weight: String) {
+        if self.stats.entries as usize >= CAPACITY {
+            self.weights.clear();
+            self.stats.entries = 0;
+            self.stats.evictions += 1;
+            self.count(|c| &c.evictions, 1);
         }
-        let is_new = c
+        let is_new = self
             .weights
             .entry(collation.name.clone())
             .or_default()
             .insert(value, weight)
             .is_none();
         if is_new {
-            c.stats.entries += 1;
+            self.stats.entries += 1;
         }
-        if let Some(counters) = &c.counters {
-            counters.entries.store(c.stats.entries, Ordering::Relaxed);
+        if let Some(counters) = &self.counters {
+            counters
+                .entries
+                .store(self.stats.entries, Ordering::Relaxed);
         }
-    })
-}
+    }
 
-/// Count this thread's lookups, fetches and evictions in `counters` from
-/// now on (a worker thread, once, before it routes).
-pub fn count_into(counters: Arc<WeightCounters>) {
-    CACHE.with(|c| c.borrow_mut().counters = Some(counters));
-}
-
-/// A query that asked the backend for weights, and whether it failed.
-pub fn note_fetch(is_failed: bool) {
-    CACHE.with(|c| {
-        let c = c.borrow();
-        c.count(|c| &c.fetches, 1);
+    /// A query that asked the backend for weights, and whether it failed.
+    pub fn note_fetch(&self, is_failed: bool) {
+        self.count(|c| &c.fetches, 1);
         if is_failed {
-            c.count(|c| &c.fetch_errors, 1);
+            self.count(|c| &c.fetch_errors, 1);
         }
-    })
-}
+    }
 
-/// This thread's counters.
-pub fn stats() -> WeightStats {
-    CACHE.with(|c| c.borrow().stats)
+    /// This book's counters.
+    pub fn stats(&self) -> WeightStats {
+        self.stats
+    }
 }
 
 #[cfg(test)]
@@ -184,55 +157,48 @@ mod tests {
     }
 
     #[test]
-    fn misses_are_noted_once_and_hits_counted() {
+    fn lookups_are_counted() {
         let u = unicode();
-        assert_eq!(lookup(&u, "abc"), None);
-        assert_eq!(lookup(&u, "abc"), None);
-        assert!(has_misses());
-        let m = take_misses();
-        assert_eq!(m.len(), 1);
-        assert!(!has_misses());
-        insert(&u, "abc".into(), "0E330E4A0E60".into());
-        assert_eq!(lookup(&u, "abc").as_deref(), Some("0E330E4A0E60"));
-        let s = stats();
-        assert_eq!((s.hits, s.misses, s.entries), (1, 2, 1));
+        let mut b = WeightBook::new();
+        assert_eq!(b.lookup(&u, "abc"), None);
+        b.insert(&u, "abc".into(), "0E330E4A0E60".into());
+        assert_eq!(b.lookup(&u, "abc").as_deref(), Some("0E330E4A0E60"));
+        let s = b.stats();
+        assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
     }
 
     #[test]
-    fn counters_count_on_their_thread() {
+    fn counters_count_what_their_book_does() {
         let counters = Arc::new(WeightCounters::default());
-        let seen = counters.clone();
-        std::thread::spawn(move || {
-            let u = unicode();
-            count_into(counters);
-            assert_eq!(lookup(&u, "x"), None);
-            note_fetch(false);
-            insert(&u, "x".into(), "0E".into());
-            assert!(lookup(&u, "x").is_some());
-            note_fetch(true);
-        })
-        .join()
-        .unwrap();
+        let mut b = WeightBook::new();
+        b.count_into(counters.clone());
+        let u = unicode();
+        assert_eq!(b.lookup(&u, "x"), None);
+        b.note_fetch(false);
+        b.insert(&u, "x".into(), "0E".into());
+        assert!(b.lookup(&u, "x").is_some());
+        b.note_fetch(true);
         let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
         assert_eq!(
             (
-                n(&seen.hits),
-                n(&seen.misses),
-                n(&seen.fetches),
-                n(&seen.fetch_errors),
-                n(&seen.entries)
+                n(&counters.hits),
+                n(&counters.misses),
+                n(&counters.fetches),
+                n(&counters.fetch_errors),
+                n(&counters.entries)
             ),
             (1, 1, 2, 1, 1)
         );
     }
 
     #[test]
-    fn a_full_cache_starts_over() {
+    fn a_full_book_starts_over() {
         let u = unicode();
+        let mut b = WeightBook::new();
         for i in 0..=CAPACITY {
-            insert(&u, i.to_string(), "00".into());
+            b.insert(&u, i.to_string(), "00".into());
         }
-        let s = stats();
+        let s = b.stats();
         assert_eq!((s.evictions, s.entries), (1, 1));
     }
 }

@@ -530,11 +530,21 @@ fn plan_on_small_stack(sql: String, every_way: bool) -> Planned {
         .spawn(move || {
             let d = dictionary();
             let start = Instant::now();
-            let plan = PlanCache::new().plan(&sql, Some("app"), &d);
+            let plan = PlanCache::new().plan(
+                &sql,
+                Some("app"),
+                &d,
+                &hscale_route::known::Known::nothing(),
+            );
             let took = start.elapsed();
             let mut prepared = None;
             if every_way {
-                prepared = Some(plan_prepared(&sql, Some("app"), &d));
+                prepared = Some(plan_prepared(
+                    &sql,
+                    Some("app"),
+                    &d,
+                    &hscale_route::known::Known::nothing(),
+                ));
                 let _ = key_placeholder(&sql, "customer_id");
                 let _ = insert_key_placeholders(&sql, "customer_id");
                 let _ = hscale_sql::analyze(&sql);

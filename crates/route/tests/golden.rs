@@ -261,9 +261,19 @@ fn parse(text: &str) -> (Vec<String>, Vec<Case>) {
 /// A case with its rows, as the file holds it.
 fn render(case: &Case, dict: &Dictionary) -> String {
     let p = if case.is_prepared {
-        plan_prepared(&case.sql, case.db.as_deref(), dict)
+        plan_prepared(
+            &case.sql,
+            case.db.as_deref(),
+            dict,
+            &hscale_route::known::Known::nothing(),
+        )
     } else {
-        plan(&case.sql, case.db.as_deref(), dict)
+        plan(
+            &case.sql,
+            case.db.as_deref(),
+            dict,
+            &hscale_route::known::Known::nothing(),
+        )
     };
     let mut out = String::new();
     for h in &case.head {

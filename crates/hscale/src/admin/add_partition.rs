@@ -5,14 +5,14 @@
 //! its table gets a new name at the cutover.
 
 use hscale_route::admin::BackendRef;
-use hscale_route::dictionary::{generation_name, DictError, TableName};
-use hscale_route::BackendId;
+use hscale_route::dictionary::{generation_name, TableName};
 
 use super::change::{self, Move};
-use super::{backend_names, conn, reload, wrong, AdminOutput};
+use super::{backend_names, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::partition::quote_str;
-use crate::partition::{store, weights};
+use crate::partition::store;
+use crate::planning::{Asker, Learnt};
 use crate::runtime::Context;
 
 pub(super) async fn run(
@@ -29,15 +29,14 @@ pub(super) async fn run(
     let b = backend.resolve(&names).map_err(wrong)?;
     let before = reload(ctx, worker).await?;
     let t = super::partitioned(&before, &name)?;
-    let value = match t.partition_value(value) {
-        // A key the backend weighs: ask it, then place the value.
-        Err(DictError::Weight(_)) => {
-            let keys = hscale_route::weights::take_misses();
-            let mut main = conn(ctx, worker, BackendId::MAIN).await?;
-            weights::fetch(&mut main, keys).await?;
-            t.partition_value(value)
+    // A key the backend weighs: ask it, then place the value.
+    let mut learnt = Learnt::new();
+    let mut asker = Asker::Proxy(ctx, worker);
+    let value = loop {
+        let (v, questions) = learnt.attempt(|known| t.partition_value(value, known));
+        if !learnt.ask(&mut asker, questions, v.is_ok()).await? {
+            break v;
         }
-        other => other,
     }
     .map_err(wrong)?;
     // Check it against a copy first: nothing starts for a refused change.

@@ -73,7 +73,9 @@ pub(super) async fn set(
 /// Never waits.
 pub fn notice(p: &Partitioning, sql: &str, session_db: Option<&str>) {
     let d = p.dictionary();
-    if let Some((name, values)) = hscale_route::router::unplaced_values(sql, session_db, &d) {
+    let (unplaced, _) = crate::planning::Learnt::new()
+        .attempt(|known| hscale_route::router::unplaced_values(sql, session_db, &d, known));
+    if let Some((name, values)) = unplaced {
         for v in values {
             let _ = p.auto_requests.try_send((name.clone(), v));
         }

@@ -6,6 +6,7 @@ use hscale_route::router::Plan;
 
 use super::{backend_names, cols, AdminOutput};
 use crate::error::ProxyError;
+use crate::planning::{self, Asker, Db, Form};
 use crate::runtime::Context;
 
 pub(super) async fn run(
@@ -16,15 +17,16 @@ pub(super) async fn run(
 ) -> Result<AdminOutput, ProxyError> {
     let names = backend_names(ctx);
     let d = ctx.partitioning.dictionary();
-    let mut plan = hscale_route::router::plan(statement, session_db, &d);
-    // Keys the backend weighs, met for the first time: as a statement
-    // would, ask for their weights and plan again.
-    if d.has_weighed_keys() && hscale_route::weights::has_misses() {
-        let keys = hscale_route::weights::take_misses();
-        let mut main = super::conn(ctx, worker, hscale_route::BackendId::MAIN).await?;
-        crate::partition::weights::fetch(&mut main, keys).await?;
-        plan = hscale_route::router::plan(statement, session_db, &d);
-    }
+    // As a statement would: keys the backend weighs, met for the first
+    // time, are asked about, and the statement planned again.
+    let plan = planning::plan(
+        Asker::Proxy(ctx, worker),
+        &d,
+        statement,
+        Db::Given(session_db),
+        Form::Plain,
+    )
+    .await?;
     if let Plan::Refuse(why) = plan {
         return Err(ProxyError::Refused(why));
     }

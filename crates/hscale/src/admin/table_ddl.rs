@@ -241,15 +241,16 @@ pub async fn schema_change(
 ) -> Result<AdminOutput, ProxyError> {
     let command = sql.trim().to_string();
     run(ctx, worker, name, &command, |d, _| {
-        let parts = match hscale_route::router::plan(sql, session_db, d) {
-            Plan::SchemaChange { table, parts } if table == *name => parts,
-            Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
-            _ => {
-                return Err(wrong(format!(
-                    "{name} changed while the statement waited; run it again"
-                )))
-            }
-        };
+        let parts =
+            match crate::planning::plan_now(d, sql, session_db, crate::planning::Form::Plain) {
+                Plan::SchemaChange { table, parts } if table == *name => parts,
+                Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
+                _ => {
+                    return Err(wrong(format!(
+                        "{name} changed while the statement waited; run it again"
+                    )))
+                }
+            };
         let names = backend_names(ctx);
         Ok(DdlSpec {
             ddl_steps: parts

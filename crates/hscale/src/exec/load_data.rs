@@ -25,9 +25,9 @@
 //! Inside a client's transaction the partitions load on its branches, and
 //! one that fails leaves the earlier ones' rows in the transaction.
 
-use hscale_route::conversions;
 use hscale_route::dictionary::PartitionedTable;
 use hscale_route::dictionary::Target;
+use hscale_route::known::Questions;
 use hscale_route::load_split::{self, KeyField, Split};
 use hscale_route::router::{self, LoadData, LoadKeyColumn, LoadKeyError};
 use hscale_route::BackendId;
@@ -41,6 +41,7 @@ use super::{Effects, Exec};
 use crate::backend::PooledConn;
 use crate::error::ProxyError;
 use crate::partition::quote_str;
+use crate::planning::{Asker, Learnt};
 
 /// Bytes of the file in one packet to a backend.
 const CHUNK: usize = 64 * 1024;
@@ -132,8 +133,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             let plan = if is_current {
                 None
             } else {
-                match hscale_route::router::plan(&load.statement, self.b.state.db.as_deref(), &dict)
-                {
+                match crate::planning::plan_now(
+                    &dict,
+                    &load.statement,
+                    self.b.state.db.as_deref(),
+                    crate::planning::Form::Plain,
+                ) {
                     hscale_route::router::Plan::LoadData(l) if !l.is_global => Some(l),
                     _ => {
                         return Err(ProxyError::Refused(format!(
@@ -300,14 +305,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             })?;
         // What the key column makes of doubtful keys, asked once
         // (`exec/conversions.rs`); only for a UTF-8 session, whose
-        // literals the conversion's connection reads as written.
-        let mut converted = Vec::new();
+        // literals the conversion's connection reads as written. Weights
+        // of keys the backend weighs, asked as often as the file needs
+        // (each round asks for up to `weights::MAX_MISSES` keys).
+        let mut learnt = Learnt::with_rounds(MAX_WEIGHT_ROUNDS);
         let mut may_ask = self.b.state.vars.is_client_utf8();
-        for _ in 0..MAX_WEIGHT_ROUNDS {
+        loop {
             let mut targets: Vec<Target> = Vec::new();
             let mut is_unweighed = false;
             let mut is_unconverted = false;
-            let split = conversions::with_preset(&converted, || {
+            let (split, questions) = learnt.attempt(|known| {
                 load_split::split(
                     file,
                     &format,
@@ -315,7 +322,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     key,
                     load.ignore_lines,
                     &mut |field: KeyField<'_>| {
-                        let t = match router::load_key(table, &facts.key, is_utf8, may_ask, field) {
+                        let t = match router::load_key(
+                            table, &facts.key, is_utf8, may_ask, field, known,
+                        ) {
                             Ok(t) => t,
                             Err(LoadKeyError::Unweighed) => {
                                 is_unweighed = true;
@@ -337,28 +346,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     },
                 )
             });
-            let asks = conversions::take_misses();
             let split = split.map_err(|e| {
                 ProxyError::Refused(format!(
                     "LOAD DATA into partitioned table {}: row {} of the file cannot be placed: {}",
                     load.table, e.row, e.why
                 ))
             })?;
+            let mut asker = Asker::Session(&mut *self.b);
             if is_unconverted {
-                // Asked once; a file with very many such keys is refused
-                // as before (the next round does not ask).
+                // Asked once; a file with very many such keys (or a failed
+                // ask) is refused as before: the next round does not ask.
                 may_ask = false;
-                if asks.len() <= conversions::MAX_MISSES {
-                    converted = self.b.convert_keys(asks).await?;
-                }
+                let conversions = Questions {
+                    weights: Vec::new(),
+                    conversions: questions.conversions,
+                };
+                learnt.ask(&mut asker, conversions, false).await?;
                 continue;
             }
             if !is_unweighed {
                 return Ok((split, targets));
             }
-            let keys = hscale_route::weights::take_misses();
-            let pool = self.b.ctx.pool(self.b.worker, BackendId::MAIN);
-            crate::partition::weights::fetch_from(pool, keys).await?;
+            let weights = Questions {
+                weights: questions.weights,
+                conversions: Vec::new(),
+            };
+            if !learnt.ask(&mut asker, weights, false).await? {
+                break;
+            }
         }
         Err(ProxyError::Refused(format!(
             "LOAD DATA into partitioned table {} of a file with more keys than {MAX_WEIGHT_ROUNDS} rounds of weights asked of the backend",

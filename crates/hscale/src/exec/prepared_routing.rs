@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use hscale_route::dictionary::{PartitionedTable, TableName, Target};
 use hscale_route::key_compare::KeyCompare;
+use hscale_route::known::Known;
 use hscale_route::router::{MergePlan, Plan, StatementKind};
 use hscale_route::KeyValue;
 use hscale_wire::stmt::Execute;
@@ -109,7 +110,7 @@ impl PreparedRouting {
                 placeholders,
             })))
         };
-        match hscale_route::router::plan_prepared(text, db, &dict) {
+        match crate::planning::plan_now(&dict, text, db, crate::planning::Form::Prepared) {
             Plan::Passthrough => Ok(Routed::Plain),
             plan @ (Plan::Merge(_) | Plan::Refuse(_)) => match merged() {
                 Some(m) => Ok(m),
@@ -206,6 +207,7 @@ impl PreparedRouting {
         types: &[u8],
         long: &[u16],
         client: params::ClientText,
+        known: &Known<'_>,
     ) -> Result<Pick, ProxyError> {
         let is_insert = self.kind == StatementKind::Insert;
         let Some(table) = self.table.as_ref().filter(|_| !self.key_params.is_empty()) else {
@@ -246,9 +248,9 @@ impl PreparedRouting {
             }
             let shown = v.to_string();
             let stored = table.stored_key(v.clone()).filter(|s| table.holds(s));
-            let t = match stored.map(|v| table.route(&v)) {
+            let t = match stored.map(|v| table.route(&v, known)) {
                 // A key the backend weighs, met for the first time: the
-                // caller asks for its weight and picks again.
+                // planning driver asks for its weight and picks again.
                 Some(Err(e @ hscale_route::HashError::WeightUnknown { .. })) => {
                     return Err(ProxyError::Refused(e.to_string()))
                 }
@@ -259,7 +261,7 @@ impl PreparedRouting {
                 // answer the literal is noted (`hscale_route::conversions`)
                 // for the caller to ask, and the INSERT refused meanwhile.
                 _ if is_insert => param_literal(&v, client)
-                    .and_then(|lit| hscale_route::conversions::route_converted(table, &lit))
+                    .and_then(|lit| hscale_route::conversions::route_converted(table, &lit, known))
                     .and_then(Result::ok),
                 _ => None,
             };
@@ -315,7 +317,13 @@ impl PreparedRouting {
                 params::key_value(exec, types, *i, long)
                     .ok()
                     .and_then(|v| table.stored_key(v))
-                    .and_then(|v| table.partition_value_of(&v).ok().flatten())
+                    .and_then(|v| {
+                        crate::planning::Learnt::new()
+                            .attempt(|known| table.partition_value_of(&v, known))
+                            .0
+                            .ok()
+                            .flatten()
+                    })
             }
             _ => None,
         }

@@ -1,13 +1,14 @@
 //! Weights of keys under collations hscale has no table for
 //! (`hscale_route::key_compare::Weighed`), asked of a backend: routing
-//! notes the keys it has no weight for (`hscale_route::weights`), the
-//! statement's session asks here in one query, and routes again. The
-//! answers go to the worker's cache; the backend computes them with the
+//! returns the keys it has no weight for as questions
+//! (`hscale_route::known`), the planning driver (`crate::planning`) asks
+//! here in one query, and routes again. The answers go to the worker's
+//! book; the backend computes them with the
 //! same expression as the copy filter of a partition change
 //! (`Weighed::sql`), so a key is placed as its rows are moved. Every
 //! query, and every one that failed (a connection that could not be had
 //! included), is counted in the worker's metrics
-//! (`hscale_route::weights::note_fetch`).
+//! (`crate::planning::note_weight_fetch`).
 
 use std::sync::Arc;
 
@@ -32,14 +33,14 @@ pub async fn fetch_from(
     match pool.get(false).await {
         Ok(mut c) => fetch(&mut c, keys).await,
         Err(e) => {
-            hscale_route::weights::note_fetch(true);
+            crate::planning::note_weight_fetch(true);
             Err(e)
         }
     }
 }
 
-/// Ask `c` for the weights of `keys`, keep them in this worker's cache and
-/// return them (for a planning thread of its own, [`preset`]).
+/// Ask `c` for the weights of `keys`, keep them in this worker's book
+/// (`crate::planning`) and return them (for a planning thread of its own).
 pub async fn fetch(
     c: &mut BackendConn,
     keys: Vec<(Weighed, String)>,
@@ -54,17 +55,17 @@ pub async fn fetch(
         let rows = match c.query_rows(&sql).await {
             Ok(Ok(rows)) => rows,
             Ok(Err(e)) => {
-                hscale_route::weights::note_fetch(true);
+                crate::planning::note_weight_fetch(true);
                 return Err(server_error(c, &sql, e));
             }
             Err(e) => {
-                hscale_route::weights::note_fetch(true);
+                crate::planning::note_weight_fetch(true);
                 return Err(e);
             }
         };
         let row = rows.strings().into_iter().next().unwrap_or_default();
         let is_complete = row.len() == chunk.len() && row.iter().all(Option::is_some);
-        hscale_route::weights::note_fetch(!is_complete);
+        crate::planning::note_weight_fetch(!is_complete);
         for ((w, key), weight) in chunk.iter().zip(row) {
             let Some(weight) = weight else {
                 return Err(ProxyError::Refused(format!(
@@ -72,18 +73,11 @@ pub async fn fetch(
                     w.name
                 )));
             };
-            hscale_route::weights::insert(w, key.clone(), weight.clone());
             out.push((w.clone(), key.clone(), weight));
         }
     }
+    crate::planning::keep_weights(&out);
     Ok(out)
-}
-
-/// Keep weights asked for on another thread in this thread's cache.
-pub fn preset(weights: &[Weight]) {
-    for (w, key, weight) in weights {
-        hscale_route::weights::insert(w, key.clone(), weight.clone());
-    }
 }
 
 /// `key` as a utf8mb4 string literal that means the same under any

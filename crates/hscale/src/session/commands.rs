@@ -1,6 +1,5 @@
 //! Prepared-statement commands and COM_CHANGE_USER.
 
-use hscale_route::conversions;
 use hscale_route::BackendId;
 use std::sync::Arc;
 
@@ -22,6 +21,7 @@ use crate::exec::interpolate;
 use crate::exec::prepared::{Command, Execution};
 use crate::exec::prepared_routing::{MergedRead, Pick, PreparedRouting, Routed};
 use crate::exec::{send, write_error, Effects};
+use crate::planning::{Asker, Learnt};
 use hscale_route::router::{IdParam, StatementKind};
 use hscale_sql::diagnostics::ConditionRead;
 
@@ -457,34 +457,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         } else {
             crate::exec::ClientText::Other
         };
-        let first = conversions::with_preset(&[], || routing.parts_for(exec, types, &long, client));
-        let unconverted = conversions::take_misses();
-        let parts = match first {
-            // A row's key the column stores as another value: ask the
-            // backend what it makes of it (`exec/conversions.rs`) and pick
-            // again with the answer.
-            Err(_)
-                if !unconverted.is_empty()
-                    && unconverted.len() <= conversions::MAX_MISSES
-                    && self.b.state.vars.is_client_utf8() =>
-            {
-                let answers = self.b.convert_keys(unconverted).await?;
-                conversions::with_preset(&answers, || {
-                    routing.parts_for(exec, types, &long, client)
-                })?
+        // A row's key the column stores as another value, or a key
+        // parameter the backend weighs, met for the first time: the
+        // planning driver asks (`crate::planning`) and it is picked again.
+        let mut learnt = Learnt::new();
+        let parts = loop {
+            let (parts, questions) =
+                learnt.attempt(|known| routing.parts_for(exec, types, &long, client, known));
+            let mut asker = Asker::Session(&mut self.b);
+            if !learnt.ask(&mut asker, questions, parts.is_ok()).await? {
+                break parts?;
             }
-            // A key parameter the backend weighs, met for the first time:
-            // ask for its weight and pick again.
-            Err(_) if hscale_route::weights::has_misses() => {
-                let keys = hscale_route::weights::take_misses();
-                let main = self
-                    .b
-                    .ctx
-                    .pool(self.b.worker, hscale_route::BackendId::MAIN);
-                crate::partition::weights::fetch_from(main, keys).await?;
-                routing.parts_for(exec, types, &long, client)?
-            }
-            parts => parts?,
         };
         let parts = match parts {
             Pick::Parts(parts) => parts,
@@ -615,7 +598,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             );
         }
         let (sql, db, ctx) = (sql.to_vec(), self.b.state.db.clone(), self.b.ctx.clone());
-        super::planning::apart(proxy.plan_timeout_ms, move || {
+        crate::planning::apart(proxy.plan_timeout_ms, move || {
             PreparedRouting::plan(&sql, db.as_deref(), &ctx.partitioning)
         })
         .await?

@@ -254,10 +254,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         what: &str,
     ) -> Result<Vec<u8>, ProxyError> {
         let facts = hscale_sql::analyze_bytes(select.as_bytes());
-        let plan = {
-            let dict = self.b.ctx.partitioning.dictionary();
-            router::plan(select, self.b.state.db.as_deref(), &dict)
-        };
+        let dict = self.b.ctx.partitioning.dictionary();
+        let plan = crate::planning::plan(
+            crate::planning::Asker::Session(&mut self.b),
+            &dict,
+            select,
+            crate::planning::Db::OfSession,
+            crate::planning::Form::Plain,
+        )
+        .await?;
         let spread = match &plan {
             Plan::Targets { parts, .. } => parts.len() > 1,
             Plan::Merge(_) => true,

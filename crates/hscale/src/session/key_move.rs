@@ -22,6 +22,7 @@ use super::insert_form::{decode_result, literal_rows, Caught, Decoded, Selected}
 use super::Session;
 use crate::error::ProxyError;
 use crate::exec::{Effects, Exec};
+use crate::planning::Learnt;
 
 /// What a step left: its OK, or its error, already written to the client.
 enum Step {
@@ -89,7 +90,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     m.table
                 )));
             };
-            let moves = router::key_moves(&table, &pairs).map_err(ProxyError::Refused)?;
+            let moves = Learnt::new()
+                .attempt(|known| router::key_moves(&table, &pairs, known))
+                .0
+                .map_err(ProxyError::Refused)?;
             (moves, table)
         };
         // 3. The UPDATE in place.
@@ -131,10 +135,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 )));
             }
             let insert = router::moved_rows_insert(&table, &columns, &rows);
-            let plan = {
-                let dict = self.b.ctx.partitioning.dictionary();
-                router::plan(&insert, None, &dict)
-            };
+            let dict = self.b.ctx.partitioning.dictionary();
+            let plan = crate::planning::plan(
+                crate::planning::Asker::Session(&mut self.b),
+                &dict,
+                &insert,
+                crate::planning::Db::Given(None),
+                crate::planning::Form::Plain,
+            )
+            .await?;
             if let Plan::Refuse(why) = plan {
                 return Err(ProxyError::Refused(why));
             }

@@ -27,7 +27,6 @@ mod insert_form;
 mod key_move;
 mod kill;
 mod ordered_write;
-mod planning;
 pub mod prepared;
 mod processlist;
 mod query;

@@ -10,13 +10,14 @@
 //! between them can change which rows are first (one server would lock the
 //! rows as it reads them). Inside a transaction both run on its branches.
 
-use hscale_route::router::{self, OrderedWrite};
+use hscale_route::router::{self, OrderedWrite, Plan};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::insert_form::{decode_result, Decoded};
 use super::Session;
 use crate::error::ProxyError;
 use crate::exec::Effects;
+use crate::planning::{Asker, Learnt};
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Run an ordered write (see the module) for the client's `sql`.
@@ -47,9 +48,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             };
             keys.push(key);
         }
-        let plan = {
-            let dict = self.b.ctx.partitioning.dictionary();
-            router::ordered_write_parts(sql, self.b.state.db.as_deref(), &dict, &keys)
+        // The keys were read as the server holds them; a key the backend
+        // weighs is asked about and the parts picked again.
+        let dict = self.b.ctx.partitioning.dictionary();
+        let mut learnt = Learnt::new();
+        let plan = loop {
+            let db = self.b.state.db.as_deref();
+            let (plan, questions) =
+                learnt.attempt(|known| router::ordered_write_parts(sql, db, &dict, &keys, known));
+            let is_usable = !matches!(plan, Plan::Refuse(_));
+            let mut asker = Asker::Session(&mut self.b);
+            if !learnt.ask(&mut asker, questions, is_usable).await? {
+                break plan;
+            }
         };
         let mut exec = self.exec();
         exec.is_fenced = true;

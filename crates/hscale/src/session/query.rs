@@ -5,6 +5,7 @@
 //! current dictionary, run, and planned again after a stale route.
 
 use super::*;
+use crate::planning::{self, Asker, Db, Form};
 
 /// A statement that reads or writes no table, so any backend can run it.
 /// `lexed`: its tokens, when the session has them (`Facts::tokens`).
@@ -332,7 +333,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(ProxyError::Refused(why));
                 }
             }
-            let mut plan = self.plan(payload, sql, &dict, lexed).await?;
+            let mut plan = planning::plan(
+                Asker::Session(&mut self.b),
+                &dict,
+                sql,
+                Db::OfSession,
+                Form::Client { payload, lexed },
+            )
+            .await?;
             // A statement spread over several connections cannot carry what
             // binds a session to one: user variables, locks, temporary
             // tables. (Inside a transaction its parts run one at a time on

@@ -81,7 +81,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let plan = {
             let dict = self.b.ctx.partitioning.dictionary();
-            hscale_route::router::plan(text, self.b.state.db.as_deref(), &dict)
+            crate::planning::plan_now(
+                &dict,
+                text,
+                self.b.state.db.as_deref(),
+                crate::planning::Form::Plain,
+            )
         };
         match plan {
             Plan::Passthrough => None,

@@ -47,7 +47,11 @@ fn values_route_to_partitions_and_the_rest_to_default() {
         .add_partition(&t, "books", "magazines", BackendId::new(1))
         .unwrap());
     let table = d.table(&t).unwrap();
-    let go = |v: &str| table.route(&KeyValue::Str(v.into())).unwrap();
+    let go = |v: &str| {
+        table
+            .route(&KeyValue::Str(v.into()), &crate::known::Known::nothing())
+            .unwrap()
+    };
     assert_eq!(
         go("books"),
         Target {
@@ -70,7 +74,10 @@ fn values_route_to_partitions_and_the_rest_to_default() {
         }
     );
     assert_eq!(
-        table.route(&KeyValue::Null).unwrap().physical_table,
+        table
+            .route(&KeyValue::Null, &crate::known::Known::nothing())
+            .unwrap()
+            .physical_table,
         "small_default"
     );
     assert_eq!(table.all_targets().len(), 2);
@@ -136,7 +143,10 @@ fn inconsistent_changes_are_refused() {
     assert_eq!(
         d.table(&t)
             .unwrap()
-            .route(&KeyValue::Str("books".into()))
+            .route(
+                &KeyValue::Str("books".into()),
+                &crate::known::Known::nothing()
+            )
             .unwrap()
             .backend,
         BackendId::MAIN

@@ -21,6 +21,7 @@ use hscale_sql::{Token, TokenKind};
 
 use super::{is_name, literal, plan_tokens, Plan, PointHint, StatementKind};
 use crate::dictionary::{Dictionary, TableName};
+use crate::known::Known;
 use crate::KeyValue;
 
 /// Entries per cache; a full cache starts over.
@@ -75,7 +76,13 @@ impl PlanCache {
 
     /// `router::plan`, answered from the cache when the statement's shape
     /// is known.
-    pub fn plan(&mut self, sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
+    pub fn plan(
+        &mut self,
+        sql: &str,
+        session_db: Option<&str>,
+        dict: &Dictionary,
+        known: &Known<'_>,
+    ) -> Plan {
         if dict.is_empty() {
             return Plan::Passthrough;
         }
@@ -83,7 +90,7 @@ impl PlanCache {
             return Plan::Passthrough;
         };
         let fp = fingerprint_tokens(sql, &tokens);
-        self.plan_lexed(sql, &tokens, &fp, session_db, dict)
+        self.plan_lexed(sql, &tokens, &fp, session_db, dict, known)
     }
 
     /// [`PlanCache::plan`] of a statement already lexed and fingerprinted
@@ -95,6 +102,7 @@ impl PlanCache {
         fp: &Fingerprint,
         session_db: Option<&str>,
         dict: &Dictionary,
+        known: &Known<'_>,
     ) -> Plan {
         if dict.is_empty() {
             return Plan::Passthrough;
@@ -103,7 +111,7 @@ impl PlanCache {
             if e.version == dict.version && e.db.as_deref() == session_db {
                 let hit = match &e.shape {
                     Shape::Passthrough => Some(Plan::Passthrough),
-                    Shape::Point(p) => bind(sql, tokens, &fp.literals, p, dict),
+                    Shape::Point(p) => bind(sql, tokens, &fp.literals, p, dict, known),
                 };
                 if let Some(plan) = hit {
                     self.stats.hits += 1;
@@ -113,7 +121,7 @@ impl PlanCache {
         }
         self.stats.misses += 1;
         let mut hint = None;
-        let plan = plan_tokens(sql, tokens, session_db, dict, false, &mut hint);
+        let plan = plan_tokens(sql, tokens, session_db, dict, false, &mut hint, known);
         let shape = match (&plan, hint) {
             (Plan::Passthrough, _)
                 if !tokens.iter().any(|t| t.is_word(sql, "information_schema")) =>
@@ -182,6 +190,7 @@ fn bind(
     literals: &[Literal],
     p: &Point,
     dict: &Dictionary,
+    known: &Known<'_>,
 ) -> Option<Plan> {
     let table = dict.table(&p.table)?;
     // The reference: the same name tokens, the same text.
@@ -216,7 +225,7 @@ fn bind(
             _ => return None,
         }
     }
-    let target = table.route(&table.stored_key(value)?).ok()?;
+    let target = table.route(&table.stored_key(value)?, known).ok()?;
     let mut out = String::with_capacity(sql.len() + 2 * p.table.table.len() + 24);
     out.push_str(&sql[..a]);
     push_quoted(&mut out, &p.table.db);

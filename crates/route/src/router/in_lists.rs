@@ -41,6 +41,7 @@ use super::literal;
 use super::prune::{self, IsKey};
 use crate::dictionary::{PartitionedTable, Target};
 use crate::hashing::HashingFunction;
+use crate::known::Known;
 use crate::KeyValue;
 
 /// One list: the bytes between its parentheses, and each item's bytes
@@ -59,6 +60,7 @@ pub(super) fn key_lists(
     (w, end): (usize, usize),
     is_key: IsKey<'_>,
     table: &PartitionedTable,
+    known: &Known<'_>,
 ) -> Vec<KeyList> {
     let mut out = Vec::new();
     // Whether each open parenthesis is (inside) a subquery.
@@ -78,7 +80,7 @@ pub(super) fn key_lists(
         } else if t.is_punct(sql, ")") {
             parens.pop();
         } else if !in_subquery && t.is_word(sql, "IN") {
-            if let Some((list, close)) = key_list(sql, tokens, (w, end), i, is_key, table) {
+            if let Some((list, close)) = key_list(sql, tokens, (w, end), i, is_key, table, known) {
                 out.push(list);
                 // The list's own tokens hold no other list.
                 i = close + 1;
@@ -98,6 +100,7 @@ fn key_list(
     at: usize,
     is_key: IsKey<'_>,
     table: &PartitionedTable,
+    known: &Known<'_>,
 ) -> Option<(KeyList, usize)> {
     // The left operand: `k` or `q . k`, after a token that ends an operand.
     let ends_operand = |b: usize| {
@@ -159,7 +162,7 @@ fn key_list(
                 if table.is_key_integer && k == TokenKind::Str && !is_plain_integer(sql, item) {
                     return None;
                 }
-                Some(prune::value_target(table, v)?)
+                Some(prune::value_target(table, v, known)?)
             }
         };
         let bytes = (tokens[a].start as usize, tokens[b - 1].end as usize);

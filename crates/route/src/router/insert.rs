@@ -4,6 +4,7 @@ use hscale_sql::{Token, TokenKind};
 
 use super::{is_name, literal, rewrite, unquote, Plan, StatementKind, TableRef};
 use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
+use crate::known::Known;
 
 /// An INSERT's VALUES rows, as token ranges.
 struct InsertRows {
@@ -97,6 +98,7 @@ pub fn unplaced_values(
     sql: &str,
     session_db: Option<&str>,
     dict: &Dictionary,
+    known: &Known<'_>,
 ) -> Option<(TableName, Vec<String>)> {
     let tokens = hscale_sql::tokenize(sql).ok()?;
     let first = tokens.first()?.text(sql).to_ascii_uppercase();
@@ -120,7 +122,7 @@ pub fn unplaced_values(
         else {
             continue;
         };
-        if let Ok(Some(v)) = table.partition_value_of(&key) {
+        if let Ok(Some(v)) = table.partition_value_of(&key, known) {
             if !table.values.contains_key(&v) && !out.contains(&v) {
                 out.push(v);
             }
@@ -139,6 +141,7 @@ fn converted(
     value: &[Token],
     table: &PartitionedTable,
     prepared: bool,
+    known: &Known<'_>,
 ) -> Option<Result<Target, crate::HashError>> {
     if prepared || !super::syntax::is_constant(sql, value) {
         return None;
@@ -152,7 +155,7 @@ fn converted(
     if text.contains(['\\', '"']) {
         return None;
     }
-    crate::conversions::route_converted(table, text)
+    crate::conversions::route_converted(table, text, known)
 }
 
 /// The rows of an INSERT's VALUES list, each as its text `( ... )`: the
@@ -261,8 +264,9 @@ pub(super) fn plan_insert(
     r: &TableRef,
     table: &PartitionedTable,
     prepared: bool,
+    known: &Known<'_>,
 ) -> Plan {
-    let plan = plan_insert_parts(sql, tokens, r, table, prepared);
+    let plan = plan_insert_parts(sql, tokens, r, table, prepared, known);
     // `t.col` (`db.t.col`) after the target, in ON DUPLICATE KEY UPDATE:
     // an INSERT takes no alias, so each part names its physical table.
     let names_table = tokens[r.end..].windows(3).enumerate().any(|(k, w)| {
@@ -340,6 +344,7 @@ fn plan_insert_parts(
     r: &TableRef,
     table: &PartitionedTable,
     prepared: bool,
+    known: &Known<'_>,
 ) -> Plan {
     let refuse = |why: &str| Plan::Refuse(format!("{why} (partitioned table {})", table.name));
     let InsertRows {
@@ -424,7 +429,7 @@ fn plan_insert_parts(
             .clone()
             .and_then(|g| table.stored_key(g))
             .filter(|v| table.holds(v));
-        let target = match stored.as_ref().map(|v| table.route(v)) {
+        let target = match stored.as_ref().map(|v| table.route(v, known)) {
             Some(Ok(t)) => t,
             // Noted for the proxy (`weights.rs`): the other rows' keys are
             // noted too, so one round trip finds them all.
@@ -435,7 +440,7 @@ fn plan_insert_parts(
             // Not sure what the column makes of it: the backend's answer,
             // when it gave one (`conversions.rs`; every row's literal is
             // noted, so one round trip finds them all).
-            routed => match converted(sql, values[key_pos], table, prepared) {
+            routed => match converted(sql, values[key_pos], table, prepared, known) {
                 Some(Ok(t)) => t,
                 Some(Err(e)) => return Plan::Refuse(e.to_string()),
                 None if given.is_none() => {

@@ -25,6 +25,7 @@ use hscale_sql::{Token, TokenKind};
 use super::merge::{Ship, Slot, What};
 use super::{is_name, prune, unquote, where_clause, Plan, StatementKind, TableRef, MAX_TABLES};
 use crate::dictionary::{Dictionary, PartitionedTable, Target};
+use crate::known::Known;
 use crate::BackendId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,6 +203,7 @@ pub(super) fn plan_join(
     refs: &[TableRef],
     session_db: Option<&str>,
     dict: &Dictionary,
+    known: &Known<'_>,
 ) -> Plan {
     let refuse = |why: String| {
         Plan::Refuse(format!(
@@ -294,7 +296,7 @@ pub(super) fn plan_join(
         let is_key = |c: &[Token]| column_ref(sql, c).is_some_and(|cr| keys.contains(&cr));
         let mut allowed: Option<BTreeSet<Target>> = None;
         for cond in &conds {
-            if let Some(set) = prune::targets(sql, cond, &is_key, table) {
+            if let Some(set) = prune::targets(sql, cond, &is_key, table, known) {
                 allowed = Some(match allowed {
                     None => set,
                     Some(prev) => prev.intersection(&set).cloned().collect(),

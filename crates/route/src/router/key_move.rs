@@ -24,6 +24,7 @@ use hscale_sql::{Token, TokenKind};
 
 use super::{is_any_word, is_name, unquote, Plan, TableRef};
 use crate::dictionary::{PartitionedTable, TableName, Target};
+use crate::known::Known;
 use crate::KeyValue;
 
 /// An UPDATE that may move rows between partitions (see the module).
@@ -271,14 +272,15 @@ fn key_value(table: &PartitionedTable, text: Option<&str>) -> Result<KeyValue, S
 pub fn key_moves(
     table: &PartitionedTable,
     rows: &[(Option<String>, Option<String>)],
+    known: &Known<'_>,
 ) -> Result<Moves, String> {
     let mut out: Moves = Vec::new();
     for (old, new) in rows {
         let from = table
-            .route(&key_value(table, old.as_deref())?)
+            .route(&key_value(table, old.as_deref())?, known)
             .map_err(|e| e.to_string())?;
         let to = table
-            .route(&key_value(table, new.as_deref())?)
+            .route(&key_value(table, new.as_deref())?, known)
             .map_err(|e| e.to_string())?;
         if from == to {
             continue;

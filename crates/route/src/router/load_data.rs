@@ -18,6 +18,7 @@ use hscale_sql::{Token, TokenKind};
 
 use super::{is_name, rewrite, unescape, unquote, Plan, StatementKind, TableRef};
 use crate::dictionary::{PartitionedTable, TableName, Target};
+use crate::known::Known;
 use crate::load_split::{KeyField, LoadFormat};
 use crate::KeyValue;
 
@@ -171,6 +172,7 @@ pub fn load_key(
     is_file_utf8: bool,
     may_ask: bool,
     field: KeyField<'_>,
+    known: &Known<'_>,
 ) -> Result<Target, LoadKeyError> {
     let key = &table.column;
     let text = match field {
@@ -179,7 +181,7 @@ pub fn load_key(
                 "the row has no field for partition key {key} (it would take the column's default)"
             )))
         }
-        KeyField::Null if column.is_nullable => return routed(table.route(&KeyValue::Null)),
+        KeyField::Null if column.is_nullable => return routed(table.route(&KeyValue::Null, known)),
         KeyField::Null => {
             return Err(LoadKeyError::Unsure(format!(
             "NULL for partition key {key}, which is NOT NULL (the server would store its default)"
@@ -204,7 +206,7 @@ pub fn load_key(
             "_binary"
         };
         let hex: String = text.bytes().map(|b| format!("{b:02X}")).collect();
-        match crate::conversions::route_converted(table, &format!("{charset} X'{hex}'")) {
+        match crate::conversions::route_converted(table, &format!("{charset} X'{hex}'"), known) {
             Some(r) => routed(r),
             None if may_ask => Err(LoadKeyError::Unconverted),
             None => Err(LoadKeyError::Unsure(why)),
@@ -231,7 +233,7 @@ pub fn load_key(
             ))
         }
     };
-    match table.route(&stored) {
+    match table.route(&stored, known) {
         Err(e @ crate::HashError::BadValue { .. }) => doubtful(e.to_string()),
         r => routed(r),
     }
@@ -560,7 +562,7 @@ mod tests {
     }
 
     fn load(sql: &str) -> Result<LoadData, String> {
-        match super::super::plan(sql, Some("app"), &dict()) {
+        match super::super::plan(sql, Some("app"), &dict(), &crate::known::Known::nothing()) {
             Plan::LoadData(l) => Ok(*l),
             Plan::Refuse(why) => Err(why),
             other => Err(format!("{other:?}")),
@@ -638,7 +640,8 @@ mod tests {
             super::super::plan(
                 "LOAD DATA LOCAL INFILE 'f' INTO TABLE orders FIELDS ENCLOSED BY 'ab'",
                 Some("app"),
-                &dict()
+                &dict(),
+                &crate::known::Known::nothing()
             ),
             Plan::Targets { .. }
         ));
@@ -650,25 +653,65 @@ mod tests {
         let mut table = d.table(&TableName::new("app", "orders")).cloned().unwrap();
         table.is_key_integer = true;
         let int = LoadKeyColumn::from_schema("int", "int(11)", false, None, None);
-        let p1 = table.route(&KeyValue::Int(5)).unwrap();
+        let p1 = table
+            .route(&KeyValue::Int(5), &crate::known::Known::nothing())
+            .unwrap();
         assert_eq!(
-            load_key(&table, &int, true, false, KeyField::Text(b" 5 ")),
+            load_key(
+                &table,
+                &int,
+                true,
+                false,
+                KeyField::Text(b" 5 "),
+                &crate::known::Known::nothing()
+            ),
             Ok(p1)
         );
         for bad in [&b"5abc"[..], b"5.0", b"", b"99999999999", "５".as_bytes()] {
             assert!(
-                load_key(&table, &int, true, false, KeyField::Text(bad)).is_err(),
+                load_key(
+                    &table,
+                    &int,
+                    true,
+                    false,
+                    KeyField::Text(bad),
+                    &crate::known::Known::nothing()
+                )
+                .is_err(),
                 "{bad:?}"
             );
         }
-        assert!(load_key(&table, &int, true, false, KeyField::Null).is_err());
-        assert!(load_key(&table, &int, true, false, KeyField::Missing).is_err());
+        assert!(load_key(
+            &table,
+            &int,
+            true,
+            false,
+            KeyField::Null,
+            &crate::known::Known::nothing()
+        )
+        .is_err());
+        assert!(load_key(
+            &table,
+            &int,
+            true,
+            false,
+            KeyField::Missing,
+            &crate::known::Known::nothing()
+        )
+        .is_err());
         let nullable = LoadKeyColumn {
             is_nullable: true,
             ..int
         };
         assert_eq!(
-            load_key(&table, &nullable, true, false, KeyField::Null),
+            load_key(
+                &table,
+                &nullable,
+                true,
+                false,
+                KeyField::Null,
+                &crate::known::Known::nothing()
+            ),
             Ok(table.default_target())
         );
         let small = LoadKeyColumn::from_schema("tinyint", "tinyint(3) unsigned", false, None, None);

@@ -16,6 +16,7 @@
 use hscale_sql::{Token, TokenKind};
 
 use crate::dictionary::{Dictionary, TableName, Target};
+use crate::known::Known;
 use crate::BackendId;
 
 mod cache;
@@ -176,28 +177,48 @@ pub enum StatementKind {
     Schema,
 }
 
+/// What a statement is planned in: the session's database, the
+/// dictionary, and what the planning knows beyond it (`crate::known`).
+#[derive(Clone, Copy)]
+pub(crate) struct Scope<'a> {
+    pub db: Option<&'a str>,
+    pub dict: &'a Dictionary,
+    pub known: &'a Known<'a>,
+}
+
+impl<'a> Scope<'a> {
+    pub(crate) fn new(db: Option<&'a str>, dict: &'a Dictionary, known: &'a Known<'a>) -> Self {
+        Scope { db, dict, known }
+    }
+}
+
 /// Plan a statement.
-pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
+pub fn plan(sql: &str, session_db: Option<&str>, dict: &Dictionary, known: &Known<'_>) -> Plan {
     if dict.is_empty() {
         return Plan::Passthrough;
     }
     let Ok(tokens) = hscale_sql::tokenize(sql) else {
         return Plan::Passthrough;
     };
-    plan_tokens(sql, &tokens, session_db, dict, false, &mut None)
+    plan_tokens(sql, &tokens, session_db, dict, false, &mut None, known)
 }
 
 /// `plan` for a statement being prepared: an INSERT whose keys are all
 /// parameters gets every partition as a target (each execution picks one
 /// by `insert_key_placeholders`).
-pub fn plan_prepared(sql: &str, session_db: Option<&str>, dict: &Dictionary) -> Plan {
+pub fn plan_prepared(
+    sql: &str,
+    session_db: Option<&str>,
+    dict: &Dictionary,
+    known: &Known<'_>,
+) -> Plan {
     if dict.is_empty() {
         return Plan::Passthrough;
     }
     let Ok(tokens) = hscale_sql::tokenize(sql) else {
         return Plan::Passthrough;
     };
-    plan_tokens(sql, &tokens, session_db, dict, true, &mut None)
+    plan_tokens(sql, &tokens, session_db, dict, true, &mut None, known)
 }
 
 /// For a prepared read that [`plan_prepared`] cannot run on its
@@ -249,12 +270,20 @@ pub(crate) fn plan_tokens(
     dict: &Dictionary,
     prepared: bool,
     hint: &mut Option<PointHint>,
+    known: &Known<'_>,
 ) -> Plan {
-    if let Some(p) = views::plan_view_statement(sql, tokens, session_db, dict, prepared) {
+    if let Some(p) = views::plan_view_statement(sql, tokens, session_db, dict, prepared, known) {
         *hint = None;
         return p;
     }
-    plan_nested(sql, tokens, session_db, dict, prepared, hint, 0)
+    plan_nested(
+        sql,
+        tokens,
+        Scope::new(session_db, dict, known),
+        prepared,
+        hint,
+        0,
+    )
 }
 
 /// `plan_tokens` for a statement inside `depth` others (UNION branches,
@@ -263,18 +292,22 @@ pub(crate) fn plan_tokens(
 fn plan_nested(
     sql: &str,
     tokens: &[Token],
-    session_db: Option<&str>,
-    dict: &Dictionary,
+    scope: Scope<'_>,
     prepared: bool,
     hint: &mut Option<PointHint>,
     depth: usize,
 ) -> Plan {
+    let Scope {
+        db: session_db,
+        dict,
+        ..
+    } = scope;
     if depth > MAX_NESTED_STATEMENTS {
         return Plan::Refuse(format!(
             "statements nested more than {MAX_NESTED_STATEMENTS} levels deep (UNION ALL inside UNION ALL) are not supported"
         ));
     }
-    match plan_statement(sql, tokens, session_db, dict, prepared, hint, depth) {
+    match plan_statement(sql, tokens, scope, prepared, hint, depth) {
         // A read hscale cannot split: one server answers it, with copies of
         // the partitioned tables it reads.
         Plan::Refuse(why) if !prepared && is_plain_read(sql, tokens) => {
@@ -479,27 +512,23 @@ fn ship_to(
 fn plan_statement(
     sql: &str,
     tokens: &[Token],
-    session_db: Option<&str>,
-    dict: &Dictionary,
+    scope: Scope<'_>,
     prepared: bool,
     hint: &mut Option<PointHint>,
     depth: usize,
 ) -> Plan {
+    let Scope {
+        db: session_db,
+        dict,
+        known,
+    } = scope;
     // `db.T.col`: once T is renamed `db.T_p AS T`, only `T.col` names the
     // column; plan the statement with the database prefixes dropped.
     if let Some(stripped) = strip_db_qualifiers(sql, tokens, dict) {
         let Ok(t2) = hscale_sql::tokenize(&stripped) else {
             return Plan::Passthrough;
         };
-        return plan_nested(
-            &stripped,
-            &t2,
-            session_db,
-            dict,
-            prepared,
-            &mut None,
-            depth + 1,
-        );
+        return plan_nested(&stripped, &t2, scope, prepared, &mut None, depth + 1);
     }
     if let Some(p) = plan_show_tables(sql, tokens, session_db, dict) {
         return p;
@@ -543,10 +572,10 @@ fn plan_statement(
         .find(|t| !t.is_punct(sql, "("))
         .is_some_and(|t| t.is_word(sql, "SELECT"));
     if starts_select && has_union && !has_semicolon {
-        return plan_union(sql, tokens, session_db, dict, prepared, depth);
+        return plan_union(sql, tokens, session_db, dict, prepared, depth, known);
     }
     if is_select && selects == 1 && joins_tables && !has_union && !has_semicolon {
-        return join::plan_join(sql, tokens, &refs, session_db, dict);
+        return join::plan_join(sql, tokens, &refs, session_db, dict, known);
     }
     if refs.len() != 1 {
         return Plan::Refuse(
@@ -624,8 +653,8 @@ fn plan_statement(
         ));
     }
     match kind {
-        StatementKind::Insert => plan_insert(sql, tokens, r, table, prepared),
-        _ => plan_filtered(sql, tokens, r, table, kind, hint),
+        StatementKind::Insert => plan_insert(sql, tokens, r, table, prepared, known),
+        _ => plan_filtered(sql, tokens, r, table, kind, hint, known),
     }
 }
 

@@ -21,6 +21,7 @@ use hscale_sql::{Token, TokenKind};
 
 use super::{is_any_word, refs::table_refs, rewrite, unquote, Plan, StatementKind, TableRef};
 use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
+use crate::known::Known;
 use crate::KeyValue;
 
 /// An UPDATE or DELETE whose rows are chosen by a merged read first.
@@ -147,6 +148,7 @@ pub fn ordered_write_parts(
     session_db: Option<&str>,
     dict: &Dictionary,
     keys: &[Option<String>],
+    known: &Known<'_>,
 ) -> Plan {
     let Ok(tokens) = hscale_sql::tokenize(sql) else {
         return Plan::Refuse("internal: an ordered write that does not lex".into());
@@ -177,7 +179,7 @@ pub fn ordered_write_parts(
                 }
             },
         };
-        let target = match table.route(&v) {
+        let target = match table.route(&v, known) {
             Ok(t) => t,
             Err(e) => return Plan::Refuse(e.to_string()),
         };

@@ -27,6 +27,7 @@ use super::levels::Levels;
 use super::literal;
 use crate::dictionary::{PartitionedTable, Target};
 use crate::hashing::HashingFunction;
+use crate::known::Known;
 use crate::KeyValue;
 
 /// The widest integer range checked value by value for full coverage.
@@ -40,8 +41,9 @@ pub(super) fn targets(
     cond: &[Token],
     is_key: IsKey<'_>,
     table: &PartitionedTable,
+    known: &Known<'_>,
 ) -> Option<BTreeSet<Target>> {
-    walk_condition(sql, cond, is_key, table).0
+    walk_condition(sql, cond, is_key, table, known).0
 }
 
 /// [`targets`], and whether the condition has a literal a server may
@@ -53,6 +55,7 @@ pub(super) fn walk_condition(
     cond: &[Token],
     is_key: IsKey<'_>,
     table: &PartitionedTable,
+    known: &Known<'_>,
 ) -> (Option<BTreeSet<Target>>, bool) {
     let p = Pruner {
         sql,
@@ -60,6 +63,7 @@ pub(super) fn walk_condition(
         levels: Levels::new(sql, cond),
         is_key,
         table,
+        known,
         is_per_row: std::cell::Cell::new(false),
     };
     let atom = p.walk(0, cond.len());
@@ -77,7 +81,11 @@ pub(super) fn walk_condition(
 
 /// The partitions of the rows whose key equals one of `values` (stored
 /// as the column holds them); `None` when they cannot be told.
-fn equal_targets(table: &PartitionedTable, values: &[KeyValue]) -> Option<BTreeSet<Target>> {
+fn equal_targets(
+    table: &PartitionedTable,
+    values: &[KeyValue],
+    known: &Known<'_>,
+) -> Option<BTreeSet<Target>> {
     // A string key under a collation: `k = 'abc'` compares under the
     // column's collation, so the key's weight names the one partition
     // of every row it matches (string literals only: a number
@@ -97,15 +105,19 @@ fn equal_targets(table: &PartitionedTable, values: &[KeyValue]) -> Option<BTreeS
     let mut out = BTreeSet::new();
     for v in values {
         // A value the function cannot take (e.g. 'abc' for MOD): `None`.
-        out.insert(table.route(v).ok()?);
+        out.insert(table.route(v, known).ok()?);
     }
     Some(out)
 }
 
 /// The partition of the rows whose key equals `v` (not NULL), if it can
 /// be told (`in_lists.rs`).
-pub(super) fn value_target(table: &PartitionedTable, v: KeyValue) -> Option<Target> {
-    equal_targets(table, std::slice::from_ref(&v))?
+pub(super) fn value_target(
+    table: &PartitionedTable,
+    v: KeyValue,
+    known: &Known<'_>,
+) -> Option<Target> {
+    equal_targets(table, std::slice::from_ref(&v), known)?
         .into_iter()
         .next()
 }
@@ -135,6 +147,7 @@ struct Pruner<'a> {
     levels: Levels,
     is_key: IsKey<'a>,
     table: &'a PartitionedTable,
+    known: &'a Known<'a>,
     /// An atom converts a literal per row compared
     /// ([`Pruner::is_converted_per_row`]): nothing is pruned.
     is_per_row: std::cell::Cell<bool>,
@@ -453,7 +466,7 @@ impl Pruner<'_> {
     }
 
     fn values(&self, values: &[KeyValue]) -> Atom {
-        equal_targets(self.table, values).map_or(Atom::All, Atom::Targets)
+        equal_targets(self.table, values, self.known).map_or(Atom::All, Atom::Targets)
     }
 
     fn domain(&self) -> Option<Domain> {
@@ -475,7 +488,7 @@ impl Pruner<'_> {
     }
 
     fn pv(&self, domain: Domain, v: &KeyValue) -> Option<Pv> {
-        let s = self.table.partition_value_of(v).ok()??;
+        let s = self.table.partition_value_of(v, self.known).ok()??;
         match domain {
             Domain::Int => s.parse().ok().map(Pv::Int),
             Domain::Str => Some(Pv::Str(s)),

@@ -9,6 +9,7 @@ use super::{
     where_clause, Plan, PointHint, StatementKind, TableRef,
 };
 use crate::dictionary::{PartitionedTable, Target};
+use crate::known::Known;
 
 /// SELECT, UPDATE, DELETE: prune by the WHERE clause.
 pub(super) fn plan_filtered(
@@ -18,6 +19,7 @@ pub(super) fn plan_filtered(
     table: &PartitionedTable,
     kind: StatementKind,
     hint: &mut Option<PointHint>,
+    known: &Known<'_>,
 ) -> Plan {
     let qualifiers: Vec<&str> = [Some(r.name.table.as_str()), r.alias.as_deref()]
         .into_iter()
@@ -65,7 +67,7 @@ pub(super) fn plan_filtered(
         }
     }
     let (pruned, converts_per_row) = match where_clause(sql, tokens) {
-        Some(w) => prune::walk_condition(sql, w, &is_key, table),
+        Some(w) => prune::walk_condition(sql, w, &is_key, table, known),
         None => (None, false),
     };
     let mut targets: Vec<Target> = match pruned {
@@ -81,7 +83,7 @@ pub(super) fn plan_filtered(
     // key IN lists (`in_lists.rs`).
     let lists = match where_span(sql, tokens) {
         Some(span) if targets.len() > 1 && !converts_per_row => {
-            super::in_lists::key_lists(sql, tokens, span, &is_key, table)
+            super::in_lists::key_lists(sql, tokens, span, &is_key, table, known)
         }
         _ => Vec::new(),
     };

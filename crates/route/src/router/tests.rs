@@ -35,7 +35,12 @@ fn parts(p: Plan) -> Vec<(usize, String)> {
 fn show_tables() {
     let d = dict();
     assert_eq!(
-        plan("SHOW FULL TABLES LIKE 'ord%'", Some("app"), &d),
+        plan(
+            "SHOW FULL TABLES LIKE 'ord%'",
+            Some("app"),
+            &d,
+            &crate::known::Known::nothing()
+        ),
         Plan::ShowTables {
             db: "app".into(),
             is_full: true,
@@ -175,9 +180,17 @@ fn enum_keys_name_members() {
         &t,
         "enum('books','music','films') COLLATE utf8mb4_general_ci",
     );
-    let v = d.table(&t).unwrap().partition_value("Books").unwrap();
+    let v = d
+        .table(&t)
+        .unwrap()
+        .partition_value("Books", &crate::known::Known::nothing())
+        .unwrap();
     assert_eq!(v, "books");
-    assert!(d.table(&t).unwrap().partition_value("toys").is_err());
+    assert!(d
+        .table(&t)
+        .unwrap()
+        .partition_value("toys", &crate::known::Known::nothing())
+        .is_err());
 }
 
 /// The plan cache answers exactly what the planner answers, for statements
@@ -222,8 +235,8 @@ fn cached_plans_equal_fresh_plans() {
             for tpl in templates {
                 for v in values {
                     let sql = tpl.replace("{v}", v);
-                    let fresh = plan(&sql, db, &d);
-                    let cached = cache.plan(&sql, db, &d);
+                    let fresh = plan(&sql, db, &d, &crate::known::Known::nothing());
+                    let cached = cache.plan(&sql, db, &d, &crate::known::Known::nothing());
                     assert_eq!(cached, fresh, "{sql} (db {db:?}, round {round})");
                 }
             }
@@ -236,10 +249,13 @@ fn cached_plans_equal_fresh_plans() {
         .unwrap();
     let sql = "SELECT * FROM r WHERE k = 5000";
     assert_eq!(
-        cache.plan(sql, Some("app"), &d2),
-        plan(sql, Some("app"), &d2)
+        cache.plan(sql, Some("app"), &d2, &crate::known::Known::nothing()),
+        plan(sql, Some("app"), &d2, &crate::known::Known::nothing())
     );
-    assert_eq!(backends(cache.plan(sql, Some("app"), &d2)), vec![2]);
+    assert_eq!(
+        backends(cache.plan(sql, Some("app"), &d2, &crate::known::Known::nothing())),
+        vec![2]
+    );
 }
 
 #[test]
@@ -264,7 +280,7 @@ fn prepared_insert_key_placeholders() {
 }
 
 fn merge_plan(sql: &str) -> MergePlan {
-    match plan(sql, Some("app"), &dict()) {
+    match plan(sql, Some("app"), &dict(), &crate::known::Known::nothing()) {
         Plan::Merge(m) => m,
         other => panic!("{sql}: expected a merge, got {other:?}"),
     }
@@ -342,7 +358,7 @@ fn merges_push_fragments_down() {
 #[test]
 fn shipped_tables_are_created_like_their_source() {
     let d = copartitioned();
-    let like = |sql: &str| match plan(sql, Some("app"), &d) {
+    let like = |sql: &str| match plan(sql, Some("app"), &d, &crate::known::Known::nothing()) {
         Plan::Merge(m) => m.ship.iter().map(|s| s.like.clone()).collect::<Vec<_>>(),
         other => panic!("{sql}: {other:?}"),
     };
@@ -404,7 +420,11 @@ fn review_findings_stay_fixed() {
     );
     // Integer partition values as routing writes them.
     let t = d.table(&TableName::new("app", "orders")).unwrap();
-    assert_eq!(t.partition_value("05").unwrap(), "5");
+    assert_eq!(
+        t.partition_value("05", &crate::known::Known::nothing())
+            .unwrap(),
+        "5"
+    );
     // GROUP BY without ORDER BY is ordered by the keys, as MariaDB does.
     let m = merge_plan("SELECT COUNT(*) FROM orders GROUP BY note LIMIT 2");
     let Mode::Group(g) = &m.mode else { panic!() };
@@ -526,7 +546,7 @@ fn a_string_converted_per_row_is_not_pruned_on() {
     // and numbers (or BETWEEN) compares, with a warning each time: every
     // partition is asked, so every row is compared, as there.
     let d = dict();
-    let n = |sql: &str| parts(plan(sql, Some("app"), &d)).len();
+    let n = |sql: &str| parts(plan(sql, Some("app"), &d, &crate::known::Known::nothing())).len();
     assert_eq!(n("SELECT * FROM orders WHERE customer_id IN ('5', 6)"), 2);
     assert_eq!(
         n("SELECT * FROM orders WHERE customer_id IN ('5 ', '6')"),
@@ -593,8 +613,9 @@ fn doubtful_insert_keys_are_asked_about_and_only_plain_constants() {
     let t = TableName::new("app", "orders");
     d.set_key_type(&t, "int(11)");
     let ask = |sql: &str| {
-        let p = crate::conversions::with_preset(&[], || plan(sql, Some("app"), &d));
-        (p, crate::conversions::take_misses())
+        let known = crate::known::Known::nothing();
+        let p = plan(sql, Some("app"), &d, &known);
+        (p, known.questions().conversions)
     };
     // Sure: no question, one partition.
     let (p, asked) = ask("INSERT INTO orders (id, customer_id) VALUES (1, 2)");
@@ -619,14 +640,15 @@ fn doubtful_insert_keys_are_asked_about_and_only_plain_constants() {
             value: Some(v.into()),
         })
         .collect();
-    let p = crate::conversions::with_preset(&answers, || {
-        plan(
-            "INSERT INTO orders (id, customer_id) VALUES (1, '7abc'), (2, 1.5), (3, 3000000000), (4, X'13')",
-            Some("app"),
-            &d,
-        )
-    });
-    assert!(crate::conversions::take_misses().is_empty());
+    let answers = crate::known::answers(&answers);
+    let known = crate::known::Known::new(None, Some(&answers));
+    let p = plan(
+        "INSERT INTO orders (id, customer_id) VALUES (1, '7abc'), (2, 1.5), (3, 3000000000), (4, X'13')",
+        Some("app"),
+        &d,
+        &known,
+    );
+    assert!(known.questions().is_empty());
     let backends: Vec<usize> = parts(p).iter().map(|(b, _)| *b).collect();
     // 7 % 4 = 3 and 2147483647 % 4 = 3: the default; 2: p2; 0: the default.
     assert_eq!(backends.len(), 2, "{backends:?}");
@@ -649,7 +671,9 @@ fn auto_partitioning_makes_no_partition_for_a_number_the_column_cannot_hold() {
     d.set_key_type(&t, "int(11)");
     d.set_auto(&t, Some(crate::dictionary::Placement::RoundRobin))
         .unwrap();
-    let values = |sql: &str| unplaced_values(sql, Some("app"), &d).map(|(_, v)| v);
+    let values = |sql: &str| {
+        unplaced_values(sql, Some("app"), &d, &crate::known::Known::nothing()).map(|(_, v)| v)
+    };
     assert_eq!(
         values("INSERT INTO orders (id, customer_id) VALUES (1, 7)"),
         Some(vec!["3".to_string()])

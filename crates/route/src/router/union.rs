@@ -4,6 +4,7 @@ use hscale_sql::Token;
 
 use super::{plan_nested, MergePlan, Mode, Plan, StatementKind};
 use crate::dictionary::{Dictionary, Target};
+use crate::known::Known;
 use crate::BackendId;
 
 /// `SELECT ... UNION ALL SELECT ...` with partitioned tables: every
@@ -16,6 +17,7 @@ pub(super) fn plan_union(
     dict: &Dictionary,
     prepared: bool,
     nesting: usize,
+    known: &Known<'_>,
 ) -> Plan {
     let refuse = |why: &str| {
         Plan::Refuse(format!(
@@ -79,8 +81,7 @@ pub(super) fn plan_union(
         match plan_nested(
             text,
             &bt,
-            session_db,
-            dict,
+            super::Scope::new(session_db, dict, known),
             prepared,
             &mut None,
             nesting + 1,

@@ -12,6 +12,7 @@ use hscale_sql::{Token, TokenKind};
 use super::refs::{table_starts, CLAUSE_WORDS};
 use super::{cte_names, is_name, unquote, Plan, StatementKind};
 use crate::dictionary::{Dictionary, TableName, Target};
+use crate::known::Known;
 use crate::view::{quote, View, ViewError};
 use crate::BackendId;
 
@@ -37,6 +38,7 @@ pub(super) fn plan_view_statement(
     session_db: Option<&str>,
     dict: &Dictionary,
     prepared: bool,
+    known: &Known<'_>,
 ) -> Option<Plan> {
     let first = tokens.first()?;
     if first.is_word(sql, "CREATE") || first.is_word(sql, "ALTER") {
@@ -68,7 +70,7 @@ pub(super) fn plan_view_statement(
     match expand(sql, tokens, session_db, dict) {
         Ok(None) => None,
         Ok(Some(expanded)) => Some(plan_expanded(
-            sql, tokens, &expanded, session_db, dict, prepared,
+            sql, tokens, &expanded, session_db, dict, prepared, known,
         )),
         Err(Stop::Refuse(why)) => Some(Plan::Refuse(why)),
         Err(Stop::View(e)) => Some(Plan::ViewError(e)),
@@ -137,11 +139,19 @@ fn plan_expanded(
     session_db: Option<&str>,
     dict: &Dictionary,
     prepared: bool,
+    known: &Known<'_>,
 ) -> Plan {
     let Ok(t2) = hscale_sql::tokenize(expanded) else {
         return Plan::Refuse("a statement on a view that hscale cannot read".into());
     };
-    match super::plan_nested(expanded, &t2, session_db, dict, prepared, &mut None, 1) {
+    match super::plan_nested(
+        expanded,
+        &t2,
+        super::Scope::new(session_db, dict, known),
+        prepared,
+        &mut None,
+        1,
+    ) {
         Plan::Passthrough => {
             let kind = match tokens.first().map(|t| t.text(sql).to_ascii_uppercase()) {
                 Some(w) if w == "INSERT" || w == "REPLACE" => StatementKind::Insert,
@@ -597,7 +607,7 @@ mod tests {
     }
 
     fn ddl(sql: &str, d: &Dictionary) -> ViewDdl {
-        match crate::router::plan(sql, Some("d"), d) {
+        match crate::router::plan(sql, Some("d"), d, &crate::known::Known::nothing()) {
             Plan::CreateView(v) => *v,
             other => panic!("{sql}: {other:?}"),
         }
@@ -627,11 +637,21 @@ mod tests {
     fn views_of_plain_tables_pass_through() {
         let d = dict();
         assert_eq!(
-            crate::router::plan("CREATE VIEW p AS SELECT * FROM plain", Some("d"), &d),
+            crate::router::plan(
+                "CREATE VIEW p AS SELECT * FROM plain",
+                Some("d"),
+                &d,
+                &crate::known::Known::nothing()
+            ),
             Plan::Passthrough
         );
         assert_eq!(
-            crate::router::plan("DROP VIEW p", Some("d"), &d),
+            crate::router::plan(
+                "DROP VIEW p",
+                Some("d"),
+                &d,
+                &crate::known::Known::nothing()
+            ),
             Plan::Passthrough
         );
     }
@@ -654,18 +674,33 @@ mod tests {
             "SELECT x FROM (SELECT `id` AS `x` FROM (SELECT id FROM (SELECT id, n FROM `d`.t WHERE n > 1) AS `v`) AS `w`) AS q WHERE x = 1"
         );
         assert!(matches!(
-            crate::router::plan("UPDATE v SET n = 1", Some("d"), &d),
+            crate::router::plan(
+                "UPDATE v SET n = 1",
+                Some("d"),
+                &d,
+                &crate::known::Known::nothing()
+            ),
             Plan::Refuse(_)
         ));
         // Reading a view in a write to another table is not a write through it.
-        let p = crate::router::plan("INSERT INTO plain SELECT * FROM v", Some("d"), &d);
+        let p = crate::router::plan(
+            "INSERT INTO plain SELECT * FROM v",
+            Some("d"),
+            &d,
+            &crate::known::Known::nothing(),
+        );
         assert!(
             !matches!(&p, Plan::Refuse(why) if why.contains("through view")),
             "{p:?}"
         );
         d.remove_table(&TableName::new("d", "t"));
         assert_eq!(
-            crate::router::plan("SELECT * FROM w", Some("d"), &d),
+            crate::router::plan(
+                "SELECT * FROM w",
+                Some("d"),
+                &d,
+                &crate::known::Known::nothing()
+            ),
             Plan::ViewError(ViewError::Invalid(TableName::new("d", "v")))
         );
     }

@@ -156,11 +156,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Run one execution of a merged prepared read: `sql` is its text
     /// with the parameters written in.
     pub async fn run_merged(&mut self, sql: &str) -> Result<(), ProxyError> {
-        let plan = {
-            let dict = self.b.ctx.partitioning.dictionary();
-            self.b.planned_version = dict.stored_version;
-            hscale_route::router::plan(sql, self.b.state.db.as_deref(), &dict)
-        };
+        let dict = self.b.ctx.partitioning.dictionary();
+        self.b.planned_version = dict.stored_version;
+        let plan = crate::planning::plan(
+            crate::planning::Asker::Session(&mut *self.b),
+            &dict,
+            sql,
+            crate::planning::Db::OfSession,
+            crate::planning::Form::Plain,
+        )
+        .await?;
         let m = match plan {
             Plan::Merge(m) => m,
             Plan::Targets {
