@@ -18,7 +18,8 @@
 # it with the plain release build in one run:
 #   BEFORE=target/release/hscale AFTER=target/pgo/hscale bench/guard.sh
 #
-# Environment: TRAIN_SECONDS (default 10).
+# Environment: TRAIN_SECONDS (default 10); REUSE_PROFILE=1 skips steps
+# 1-3 and builds with the profile merged last time.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -40,6 +41,14 @@ fi
 
 PGO=$PWD/target/pgo
 DATA=$PGO/data
+if [[ -n "${REUSE_PROFILE:-}" && -f "$PGO/hscale.profdata" ]]; then
+  log "building with the profile of the last training"
+  RUSTFLAGS="-Cprofile-use=$PGO/hscale.profdata" CARGO_TARGET_DIR="$PGO/use" \
+    cargo build -q --release -p hscale || die "profile-guided build failed"
+  cp "$PGO/use/release/hscale" "$PGO/hscale"
+  log "done: $PGO/hscale"
+  exit 0
+fi
 rm -rf "$DATA"
 mkdir -p "$DATA"
 log "building the instrumented binary"
@@ -94,7 +103,7 @@ ls "$DATA"/*.profraw >/dev/null 2>&1 || die "no profile written in $DATA"
 
 "$PROFDATA" merge -o "$PGO/hscale.profdata" "$DATA"/*.profraw || die "llvm-profdata merge failed"
 log "building with the profile"
-RUSTFLAGS="-Cprofile-use=$PGO/hscale.profdata -Cllvm-args=-pgo-warn-mismatch=false" \
+RUSTFLAGS="-Cprofile-use=$PGO/hscale.profdata" \
   CARGO_TARGET_DIR="$PGO/use" cargo build -q --release -p hscale || die "profile-guided build failed"
 cp "$PGO/use/release/hscale" "$PGO/hscale"
 log "done: $PGO/hscale"
