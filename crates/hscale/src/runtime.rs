@@ -750,10 +750,10 @@ impl Context {
     }
 
     /// Every backend pool's numbers, summed over the workers, for `/metrics`.
-    pub fn pool_samples(&self) -> Vec<crate::metrics::render::PoolSample> {
+    pub fn pool_samples(&self) -> Vec<crate::metrics::exposition::PoolSample> {
         self.backend_ids()
             .map(|b| {
-                let mut s = crate::metrics::render::PoolSample {
+                let mut s = crate::metrics::exposition::PoolSample {
                     backend: self.config.backends[b.index()].name.clone(),
                     is_up: true,
                     ..Default::default()

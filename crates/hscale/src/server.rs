@@ -296,6 +296,29 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// What `/metrics` reads at each scrape: the counters and the gauges of
+/// the proxy's `Context`, for as long as it lives.
+struct Scraped(std::sync::Weak<Context>);
+
+impl crate::metrics::exposition::Source for Scraped {
+    fn scrape(
+        &self,
+        f: &mut dyn FnMut(
+            &crate::metrics::Metrics,
+            &crate::metrics::exposition::Live,
+        ) -> std::fmt::Result,
+    ) -> std::fmt::Result {
+        let Some(ctx) = self.0.upgrade() else {
+            return Ok(());
+        };
+        let live = crate::metrics::exposition::Live {
+            pools: ctx.pool_samples(),
+            workers: ctx.worker_loads(),
+        };
+        f(&ctx.metrics, &live)
+    }
+}
+
 /// A running proxy: its worker threads and how to stop them. Used by
 /// `hscale serve`, the playground and the tests.
 pub struct RunningProxy {
@@ -323,16 +346,10 @@ impl RunningProxy {
             let listener = std::net::TcpListener::bind(&ctx.config.metrics.listen)?;
             listener.set_nonblocking(true)?;
             metrics_addr = Some(listener.local_addr()?);
-            let weak = Arc::downgrade(&ctx);
-            let scrape = Arc::new(move || match weak.upgrade() {
-                Some(ctx) => {
-                    crate::metrics::render(&ctx.metrics, &ctx.pool_samples(), &ctx.worker_loads())
-                }
-                None => String::new(),
-            });
-            threads.push(crate::metrics::http::spawn(
+            let registry = crate::metrics::exposition::registry(Scraped(Arc::downgrade(&ctx)));
+            threads.push(crate::http::spawn(
                 listener,
-                scrape,
+                crate::http::routes(Arc::new(registry)),
                 stop_rx.clone(),
             )?);
         }
