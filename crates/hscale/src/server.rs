@@ -33,7 +33,7 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         }
     }
     if worker == 0 {
-        if let Err(e) = crate::admin::reload(ctx, worker).await {
+        if let Err(e) = crate::partition::refresh::reload(ctx, worker).await {
             tracing::warn!(error = %e, "cannot read the partition dictionary yet");
         }
         if let Err(e) = crate::exec::txn_recovery::ensure_decisions(ctx, worker).await {
@@ -57,7 +57,7 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(ctx) = ctx.upgrade() else { return };
-                if let Err(e) = crate::admin::reload_if_idle(&ctx, worker).await {
+                if let Err(e) = crate::partition::refresh::reload_if_idle(&ctx, worker).await {
                     tracing::debug!(error = %e, "dictionary reload failed");
                 }
                 if let Err(e) = crate::admin::take_over(&ctx, worker).await {
@@ -98,7 +98,7 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
                     && !is_loaded
                     && Arc::ptr_eq(&pool, ctx.pool(worker, BackendId::MAIN))
                 {
-                    let _ = crate::admin::reload(&ctx, worker).await;
+                    let _ = crate::partition::refresh::reload(&ctx, worker).await;
                 }
                 if (ctx.server_version.get().is_none() || !ctx.has_collations())
                     && Arc::ptr_eq(&pool, ctx.pool(worker, BackendId::MAIN))

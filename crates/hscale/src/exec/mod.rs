@@ -392,7 +392,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                 let held = outcome.held.take();
                 if held
                     .as_ref()
-                    .is_some_and(crate::admin::is_stale_trigger_error)
+                    .is_some_and(crate::partition::refresh::is_stale_trigger_error)
                 {
                     // Its prepared statements lock the tables of older
                     // triggers: never reuse this connection.

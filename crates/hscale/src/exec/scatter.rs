@@ -476,7 +476,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 let held = outcome.held.take();
                 if held
                     .as_ref()
-                    .is_some_and(crate::admin::is_stale_trigger_error)
+                    .is_some_and(crate::partition::refresh::is_stale_trigger_error)
                 {
                     conn.is_broken = true;
                 }
@@ -565,7 +565,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok(Err(err))
                 if self.is_fenced && err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE =>
             {
-                if crate::admin::is_stale_trigger_error(&err) {
+                if crate::partition::refresh::is_stale_trigger_error(&err) {
                     // Its prepared statements lock older triggers' tables.
                     conn.is_broken = true;
                 }

@@ -232,22 +232,6 @@ pub(super) fn report_output(r: &Report, info: &str) -> super::AdminOutput {
     }
 }
 
-/// Whether a server error is a statement's failure to open a table of the
-/// `hscale` schema that triggers on its table read or write: a change's
-/// capture triggers write its changelog (`hscale.changes_*`), a global
-/// table's fence triggers read `hscale.global_tables`. A statement prepared
-/// on a backend before such triggers were created (or while they were
-/// being created) runs with the tables it locked then, and MariaDB answers
-/// 1146 for the table the trigger uses, again at every execution of that
-/// prepared statement (measured on 10.11: a loop of prepared DELETEs beside
-/// CREATE/DROP TRIGGER fails thousands of times; one prepared anew
-/// succeeds). Nothing of the statement was applied; it must run again,
-/// prepared anew on another connection. Clients cannot name the `hscale`
-/// schema (`session/access.rs`), so no other 1146 names it.
-pub fn is_stale_trigger_error(err: &hscale_wire::response::ErrPacket) -> bool {
-    err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE && err.message.contains("'hscale.")
-}
-
 /// A pause for tests, in ms, from the environment variable `name`
 /// (`HSCALE_TEST_PAUSE_AFTER_RENAME_MS`: right after the cutover's rename,
 /// so tests can kill an owner in its cutover; `..._AFTER_COPY_MS`: after the
