@@ -158,7 +158,7 @@ pub struct SessionHandle {
     is_woken: AtomicBool,
     waker: futures_util::task::AtomicWaker,
     /// The session's transaction across backends, as of its last statement.
-    pub txn: crate::exec::txn_show::Published,
+    pub txn: crate::exec::txn_published::Published,
 }
 
 impl SessionHandle {

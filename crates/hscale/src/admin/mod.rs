@@ -22,6 +22,7 @@ mod schema;
 mod setup_global_table;
 mod setup_table;
 mod show;
+mod show_transactions;
 mod table_ddl;
 mod takeover;
 mod verify;
@@ -119,7 +120,7 @@ pub async fn execute(
             move_partition::run(ctx, worker, name, &partition, &backend).await
         }
         AdminCommand::ShowOperations => show::operations(ctx, worker).await,
-        AdminCommand::ShowTransactions => crate::exec::txn_show::show(ctx, worker).await,
+        AdminCommand::ShowTransactions => show_transactions::show(ctx, worker).await,
         AdminCommand::CancelOperation { id } => cancel::run(ctx, worker, id).await,
         AdminCommand::AutoPartition { table, placement } => {
             let name = table_name(&table, session_db)?;

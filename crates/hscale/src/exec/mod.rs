@@ -36,8 +36,8 @@ pub mod txn;
 pub mod txn_checks;
 mod txn_commit;
 pub mod txn_hooks;
+pub mod txn_published;
 pub mod txn_recovery;
-pub mod txn_show;
 
 use hscale_route::router::{MergePlan, Plan, StatementKind};
 use hscale_route::BackendId;
