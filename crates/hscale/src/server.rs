@@ -36,10 +36,10 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         if let Err(e) = crate::partition::refresh::reload(ctx, worker).await {
             tracing::warn!(error = %e, "cannot read the partition dictionary yet");
         }
-        if let Err(e) = crate::exec::txn_recovery::ensure_decisions(ctx, worker).await {
+        if let Err(e) = crate::exec::txn::recovery::ensure_decisions(ctx, worker).await {
             tracing::warn!(error = %e, "cannot create hscale.decisions yet");
         }
-        crate::exec::txn_checks::check_all(ctx, worker).await;
+        crate::exec::txn::checks::check_all(ctx, worker).await;
     }
     if worker == 0 {
         tokio::spawn(crate::fleet::serve(Arc::downgrade(ctx), worker));
@@ -64,12 +64,12 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
                     tracing::debug!(error = %e, "taking over partition changes failed");
                 }
                 if !has_decisions {
-                    match crate::exec::txn_recovery::ensure_decisions(&ctx, worker).await {
+                    match crate::exec::txn::recovery::ensure_decisions(&ctx, worker).await {
                         Ok(()) => has_decisions = true,
                         Err(e) => tracing::debug!(error = %e, "cannot create hscale.decisions yet"),
                     }
                 }
-                if let Err(e) = crate::exec::txn_recovery::resolve(&ctx, worker).await {
+                if let Err(e) = crate::exec::txn::recovery::resolve(&ctx, worker).await {
                     tracing::debug!(error = %e, "recovering prepared transaction branches failed");
                 }
             }

@@ -1,8 +1,8 @@
-//! `HSCALE SHOW TRANSACTIONS`: what the commit protocol of `exec/txn.rs`
+//! `HSCALE SHOW TRANSACTIONS`: what the commit protocol of `exec/txn/mod.rs`
 //! has in flight. Three kinds of rows:
 //!
 //! - `open`: this proxy's sessions with a transaction across backends (as
-//!   of their last statement, published by `exec/txn_published.rs`):
+//!   of their last statement, published by `exec/txn/published.rs`):
 //!   connection id, gtrid, home backend, every branch with its written
 //!   flag, age.
 //! - `prepared`: hscale's prepared branches on every backend (`XA RECOVER`,
@@ -15,9 +15,9 @@ use hscale_route::BackendId;
 
 use super::AdminOutput;
 use crate::error::ProxyError;
+use crate::exec::txn::published::TxnView;
+use crate::exec::txn::recovery::{decision_of, recover};
 use crate::exec::txn::{parse_gtrid, DECISIONS};
-use crate::exec::txn_published::TxnView;
-use crate::exec::txn_recovery::{decision_of, recover};
 use crate::runtime::Context;
 
 fn unix_secs() -> u64 {

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use hscale_route::BackendId;
 
-use super::Bindings;
+use crate::exec::Bindings;
 
 /// A session's transaction across backends, for the listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
