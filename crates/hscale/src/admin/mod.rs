@@ -24,8 +24,6 @@ mod setup_table;
 mod show;
 mod show_transactions;
 mod table_ddl;
-mod takeover;
-mod verify;
 pub mod views;
 
 use hscale_route::BackendId;
@@ -40,10 +38,10 @@ use crate::partition::refresh::{backend_names, reload};
 use crate::partition::store;
 use crate::runtime::Context;
 
+pub use change::takeover::take_over;
 pub use schema::{show_create, show_tables};
 pub use table_ddl::drop_global;
 pub use table_ddl::{drop_table, forget_database, rename_table};
-pub use takeover::take_over;
 
 /// What an admin command answers.
 pub enum AdminOutput {

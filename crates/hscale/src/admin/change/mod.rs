@@ -54,6 +54,8 @@ use std::sync::atomic::Ordering;
 mod fence;
 mod journal;
 mod running;
+pub(super) mod takeover;
+mod verify;
 
 pub(super) use fence::*;
 pub(super) use journal::*;
@@ -594,7 +596,7 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     // No replay before the verification: it compares the destination as
     // the copy left it with the copy's snapshot, and replays meanwhile.
     tracing::debug!(operation = r.id, "verification starts");
-    let v = super::verify::verify(ctx, worker, r, &mut reader, copied, rest_copied).await?;
+    let v = verify::verify(ctx, worker, r, &mut reader, copied, rest_copied).await?;
     // Its metadata lock released now, not when the server notices the
     // closed connection: the cutover renames the source.
     exec(&mut reader, &["ROLLBACK".to_string()]).await?;
@@ -943,8 +945,8 @@ pub(super) async fn record_spec(
         .iter()
         .map(|b| b.name.as_str())
         .collect();
-    let spec_of = |m: &Move| super::takeover::Spec {
-        format: super::takeover::SPEC_FORMAT,
+    let spec_of = |m: &Move| takeover::Spec {
+        format: takeover::SPEC_FORMAT,
         db: m.db.clone(),
         src_backend: names[m.src.0.index()].to_string(),
         dst_backend: names[m.dst.0.index()].to_string(),
