@@ -39,14 +39,14 @@
 # (default 16), WARMUP (default 3, at least the reference move), BEFORE
 # (default 10), AFTER (default 5), HSCALE (binary, default
 # ./target/release/hscale), KEEP_LOG (a file to copy the proxy's log to),
-# RUST_LOG (default: debug for admin::change, admin::verify and partition::copy; the phases of the
+# RUST_LOG (default: debug for admin::change (with its verify) and partition::copy; the phases of the
 # move, copy, catch-up replays and cutover, are read from the log).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PATH:/usr/sbin"
 # The phases of a move (copy, catch-up, cutover) are read from the proxy's log.
-export RUST_LOG=${RUST_LOG:-info,hscale::admin::change=debug,hscale::admin::verify=debug,hscale::partition::copy=debug}
+export RUST_LOG=${RUST_LOG:-info,hscale::admin::change=debug,hscale::partition::copy=debug}
 
 ROWS=${ROWS:-1000000}
 OTHER_ROWS=${OTHER_ROWS:-100000}

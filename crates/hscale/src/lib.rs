@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod exec;
 pub mod fleet;
+pub mod http;
 pub mod logging;
 pub mod metrics;
 pub mod partition;

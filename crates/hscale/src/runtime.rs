@@ -69,7 +69,7 @@ pub struct Context {
     /// Numbers transactions across backends (part of their XA ids).
     next_txn_seq: AtomicU64,
     /// Per worker: commit decisions whose transactions finished, waiting to
-    /// be deleted in one statement (`exec/txn_commit.rs::forget_decision`),
+    /// be deleted in one statement (`exec/txn/commit.rs::forget_decision`),
     /// and whether a task is deleting them. Locked once per commit across
     /// backends by its own worker, never per statement.
     pub(crate) finished_decisions: Vec<Mutex<FinishedDecisions>>,
@@ -92,7 +92,7 @@ pub struct Context {
     /// TLS to clients (`[tls]`), when a certificate is configured.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
     /// Which backends may take part in transactions across backends.
-    pub xa_checks: crate::exec::txn_checks::XaChecks,
+    pub xa_checks: crate::exec::txn::checks::XaChecks,
     /// Counters for Prometheus and the query digests.
     pub metrics: crate::metrics::Metrics,
     /// This proxy in `hscale.proxies` (`crate::fleet`).
@@ -158,7 +158,7 @@ pub struct SessionHandle {
     is_woken: AtomicBool,
     waker: futures_util::task::AtomicWaker,
     /// The session's transaction across backends, as of its last statement.
-    pub txn: crate::exec::txn_show::Published,
+    pub txn: crate::exec::txn::published::Published,
 }
 
 impl SessionHandle {
@@ -383,7 +383,7 @@ impl Context {
             })
             .collect();
         let metrics = crate::metrics::Metrics::new(workers, config.metrics.max_digests);
-        let xa_checks = crate::exec::txn_checks::XaChecks::new(config.backends.len());
+        let xa_checks = crate::exec::txn::checks::XaChecks::new(config.backends.len());
         Arc::new(Context {
             xa_checks,
             metrics,
@@ -750,10 +750,10 @@ impl Context {
     }
 
     /// Every backend pool's numbers, summed over the workers, for `/metrics`.
-    pub fn pool_samples(&self) -> Vec<crate::metrics::render::PoolSample> {
+    pub fn pool_samples(&self) -> Vec<crate::metrics::exposition::PoolSample> {
         self.backend_ids()
             .map(|b| {
-                let mut s = crate::metrics::render::PoolSample {
+                let mut s = crate::metrics::exposition::PoolSample {
                     backend: self.config.backends[b.index()].name.clone(),
                     is_up: true,
                     ..Default::default()

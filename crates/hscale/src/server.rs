@@ -33,13 +33,13 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         }
     }
     if worker == 0 {
-        if let Err(e) = crate::admin::reload(ctx, worker).await {
+        if let Err(e) = crate::partition::refresh::reload(ctx, worker).await {
             tracing::warn!(error = %e, "cannot read the partition dictionary yet");
         }
-        if let Err(e) = crate::exec::txn_recovery::ensure_decisions(ctx, worker).await {
+        if let Err(e) = crate::exec::txn::recovery::ensure_decisions(ctx, worker).await {
             tracing::warn!(error = %e, "cannot create hscale.decisions yet");
         }
-        crate::exec::txn_checks::check_all(ctx, worker).await;
+        crate::exec::txn::checks::check_all(ctx, worker).await;
     }
     if worker == 0 {
         tokio::spawn(crate::fleet::serve(Arc::downgrade(ctx), worker));
@@ -57,19 +57,19 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(ctx) = ctx.upgrade() else { return };
-                if let Err(e) = crate::admin::reload_if_idle(&ctx, worker).await {
+                if let Err(e) = crate::partition::refresh::reload_if_idle(&ctx, worker).await {
                     tracing::debug!(error = %e, "dictionary reload failed");
                 }
                 if let Err(e) = crate::admin::take_over(&ctx, worker).await {
                     tracing::debug!(error = %e, "taking over partition changes failed");
                 }
                 if !has_decisions {
-                    match crate::exec::txn_recovery::ensure_decisions(&ctx, worker).await {
+                    match crate::exec::txn::recovery::ensure_decisions(&ctx, worker).await {
                         Ok(()) => has_decisions = true,
                         Err(e) => tracing::debug!(error = %e, "cannot create hscale.decisions yet"),
                     }
                 }
-                if let Err(e) = crate::exec::txn_recovery::resolve(&ctx, worker).await {
+                if let Err(e) = crate::exec::txn::recovery::resolve(&ctx, worker).await {
                     tracing::debug!(error = %e, "recovering prepared transaction branches failed");
                 }
             }
@@ -98,7 +98,7 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
                     && !is_loaded
                     && Arc::ptr_eq(&pool, ctx.pool(worker, BackendId::MAIN))
                 {
-                    let _ = crate::admin::reload(&ctx, worker).await;
+                    let _ = crate::partition::refresh::reload(&ctx, worker).await;
                 }
                 if (ctx.server_version.get().is_none() || !ctx.has_collations())
                     && Arc::ptr_eq(&pool, ctx.pool(worker, BackendId::MAIN))
@@ -296,6 +296,29 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// What `/metrics` reads at each scrape: the counters and the gauges of
+/// the proxy's `Context`, for as long as it lives.
+struct Scraped(std::sync::Weak<Context>);
+
+impl crate::metrics::exposition::Source for Scraped {
+    fn scrape(
+        &self,
+        f: &mut dyn FnMut(
+            &crate::metrics::Metrics,
+            &crate::metrics::exposition::Live,
+        ) -> std::fmt::Result,
+    ) -> std::fmt::Result {
+        let Some(ctx) = self.0.upgrade() else {
+            return Ok(());
+        };
+        let live = crate::metrics::exposition::Live {
+            pools: ctx.pool_samples(),
+            workers: ctx.worker_loads(),
+        };
+        f(&ctx.metrics, &live)
+    }
+}
+
 /// A running proxy: its worker threads and how to stop them. Used by
 /// `hscale serve`, the playground and the tests.
 pub struct RunningProxy {
@@ -323,16 +346,10 @@ impl RunningProxy {
             let listener = std::net::TcpListener::bind(&ctx.config.metrics.listen)?;
             listener.set_nonblocking(true)?;
             metrics_addr = Some(listener.local_addr()?);
-            let weak = Arc::downgrade(&ctx);
-            let scrape = Arc::new(move || match weak.upgrade() {
-                Some(ctx) => {
-                    crate::metrics::render(&ctx.metrics, &ctx.pool_samples(), &ctx.worker_loads())
-                }
-                None => String::new(),
-            });
-            threads.push(crate::metrics::http::spawn(
+            let registry = crate::metrics::exposition::registry(Scraped(Arc::downgrade(&ctx)));
+            threads.push(crate::http::spawn(
                 listener,
-                scrape,
+                crate::http::routes(Arc::new(registry)),
                 stop_rx.clone(),
             )?);
         }

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used)]
-//! Transactions across backends (`crates/hscale/src/exec/txn.rs`): one
+//! Transactions across backends (`crates/hscale/src/exec/txn/mod.rs`): one
 //! branch per backend, XA two-phase commit when several backends wrote,
 //! the decision in `hscale.decisions`, recovery of prepared branches.
 //!
@@ -655,7 +655,7 @@ fn recovery_commits_after_the_owner_died() {
         }
         // The branch is prepared, or already committed by the shared
         // proxy's recovery: a committed decision is carried out by any
-        // proxy, its owner alive or not (`txn_recovery.rs`).
+        // proxy, its owner alive or not (`exec/txn/recovery.rs`).
         assert!(prepared_branches().await <= 1);
         doomed.child.kill().unwrap();
         doomed.child.wait().unwrap();

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used)]
 //! The commit protocol of transactions across backends
-//! (`crates/hscale/src/exec/txn.rs`) under faults, kill point by kill
+//! (`crates/hscale/src/exec/txn/mod.rs`) under faults, kill point by kill
 //! point: a proxy SIGKILLed after prepare and before the decision, after
 //! the decision and before any branch commits, between branch commits;
 //! a backend SIGKILLed and restarted mid-transaction. Each time another
@@ -262,7 +262,7 @@ fn kill_proxy_at(db: &str, point: KillPoint) {
 }
 
 /// The transfer of [`transfer`] as one autocommit statement over three
-/// backends: hscale runs it in a transaction of its own (`exec/implicit.rs`)
+/// backends: hscale runs it in a transaction of its own (`exec/txn/implicit.rs`)
 /// that commits through the same protocol.
 const AUTOCOMMIT_TRANSFER: &str =
     "UPDATE accounts SET balance = balance + CASE id WHEN 1 THEN -60 ELSE 30 END WHERE id IN (1, 2, 3)";

@@ -6,7 +6,7 @@
 //! so a change is either cancelled or cut over, never both. The owner (any
 //! proxy) sees the request within `change::CANCEL_POLL`, undoes the change
 //! and ends it 'cancelled'; an owner that is gone is undone by the take-over
-//! (`takeover.rs`). The command returns when the change has ended.
+//! (`change/takeover.rs`). The command returns when the change has ended.
 
 use super::{conn, wrong, AdminOutput};
 use crate::backend::BackendConn;

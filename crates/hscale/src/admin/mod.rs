@@ -22,13 +22,11 @@ mod schema;
 mod setup_global_table;
 mod setup_table;
 mod show;
+mod show_transactions;
 mod table_ddl;
-mod takeover;
-mod verify;
 pub mod views;
 
 use hscale_route::BackendId;
-use std::sync::Arc;
 
 use hscale_route::admin::AdminCommand;
 use hscale_route::dictionary::{Dictionary, Partition, PartitionedTable, TableName};
@@ -36,15 +34,14 @@ use hscale_route::router::Plan;
 
 use crate::backend::PooledConn;
 use crate::error::ProxyError;
+use crate::partition::refresh::{backend_names, reload};
 use crate::partition::store;
 use crate::runtime::Context;
-use hscale_wire::response::ErrPacket;
 
-pub use change::is_stale_trigger_error;
+pub use change::takeover::take_over;
 pub use schema::{show_create, show_tables};
 pub use table_ddl::drop_global;
 pub use table_ddl::{drop_table, forget_database, rename_table};
-pub use takeover::take_over;
 
 /// What an admin command answers.
 pub enum AdminOutput {
@@ -121,7 +118,7 @@ pub async fn execute(
             move_partition::run(ctx, worker, name, &partition, &backend).await
         }
         AdminCommand::ShowOperations => show::operations(ctx, worker).await,
-        AdminCommand::ShowTransactions => crate::exec::txn_show::show(ctx, worker).await,
+        AdminCommand::ShowTransactions => show_transactions::show(ctx, worker).await,
         AdminCommand::CancelOperation { id } => cancel::run(ctx, worker, id).await,
         AdminCommand::AutoPartition { table, placement } => {
             let name = table_name(&table, session_db)?;
@@ -206,43 +203,6 @@ pub async fn run_plan(
     }
 }
 
-/// Read the dictionary from the main backend and make it current.
-/// Whether a partition change is in its cutover now, by a fresh read of the
-/// dictionary and the journal (false when they cannot be read).
-pub async fn cutover_under_way(ctx: &Context, worker: usize) -> bool {
-    reload(ctx, worker).await.is_ok()
-        && !ctx
-            .partitioning
-            .cutovers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_empty()
-}
-
-pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, ProxyError> {
-    let mut c = conn(ctx, worker, BackendId::MAIN).await?;
-    if !ctx
-        .partitioning
-        .is_schema_ready
-        .load(std::sync::atomic::Ordering::Relaxed)
-    {
-        store::ensure_schema(&mut c).await?;
-        ctx.partitioning
-            .is_schema_ready
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-    let (d, cutovers) = store::load_with_cutovers(&mut c, &backend_names(ctx)).await?;
-    ctx.partitioning.replace(d);
-    *ctx.partitioning
-        .cutovers
-        .lock()
-        .unwrap_or_else(|p| p.into_inner()) = cutovers;
-    ctx.partitioning
-        .is_loaded
-        .store(true, std::sync::atomic::Ordering::Relaxed);
-    Ok(ctx.partitioning.dictionary())
-}
-
 /// Store the change that turned the dictionary into `d` (`statements`,
 /// committed with the version raised by compare-and-set from the version
 /// `d` was read at), then make `d` current.
@@ -269,143 +229,6 @@ pub(crate) async fn moved_pause(attempts: u32) {
     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
 }
 
-/// What a statement that ran into a missing table finds after waiting.
-#[derive(Debug)]
-pub enum Fence {
-    /// A newer dictionary: plan the statement again.
-    Newer,
-    /// The same dictionary and no change in its cutover: the table is
-    /// really missing.
-    Unchanged,
-    /// The same dictionary, and the changes seen in their cutover while
-    /// waiting ended without one (rolled back, e.g. a SETUP_GLOBAL_TABLE
-    /// whose owner died: its fence triggers are gone): run it again.
-    Ended,
-    /// Changes still in their cutover after `[proxy] fence_wait_ms`.
-    Timeout(String),
-}
-
-/// The fence: wait until the stored dictionary is newer than `planned` and
-/// no longer names the table `gone` says is missing,
-/// reloading it (one reload at a time per proxy, at most every 20 ms) for
-/// as long as a change is in its cutover, at most `[proxy] fence_wait_ms`.
-pub async fn await_newer_dictionary(
-    ctx: &Context,
-    worker: usize,
-    planned: u64,
-    gone: &ErrPacket,
-) -> Fence {
-    // Newer is not enough: another table's change (or a change of this
-    // table's rule) moves the one version on while this table's cutover is
-    // still under way, and planning again would meet the same missing
-    // table. Progress is a dictionary that no longer routes to the table
-    // the backend says is gone: one that no longer names a partition's
-    // table, or, for a plain table's name (an in-place SETUP_TABLE renamed
-    // it to its default partition), one that has made it partitioned,
-    // global or a view hscale keeps (made through another proxy).
-    let gone = missing_table(gone);
-    let is_newer = || {
-        let d = ctx.partitioning.dictionary();
-        if d.stored_version <= planned {
-            return false;
-        }
-        let Some((db, t)) = &gone else {
-            return true;
-        };
-        if d.names_physical(db, t) {
-            return false;
-        }
-        let name = TableName::new(db, t);
-        ctx.partitioning.was_retired(db, t)
-            || d.table(&name).is_some()
-            || d.is_global(&name)
-            || d.view(&name).is_some()
-    };
-    let wait = std::time::Duration::from_millis(ctx.config.proxy.fence_wait_ms);
-    let since = std::time::Instant::now();
-    let deadline = since + wait;
-    let every = std::time::Duration::from_millis(20);
-    let mut saw_cutover = false;
-    loop {
-        if is_newer() {
-            return Fence::Newer;
-        }
-        {
-            let mut g = ctx.partitioning.fence_gate.lock().await;
-            if is_newer() {
-                return Fence::Newer;
-            }
-            if g.last_reload.is_none_or(|t| t.elapsed() >= every) {
-                g.last_reload = Some(std::time::Instant::now());
-                let found = reload(ctx, worker).await.map(|_| {
-                    ctx.partitioning
-                        .cutovers
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .clone()
-                });
-                match found {
-                    Ok(c) => g.cutovers = c,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "fence: cannot read the dictionary");
-                        g.cutovers = vec!["an unreadable dictionary".into()];
-                    }
-                }
-            }
-            if is_newer() {
-                return Fence::Newer;
-            }
-            // Only a reload that began after the statement failed can say
-            // no change is in its cutover: an earlier one (another session's,
-            // within `every`) may predate the rename the statement met.
-            let is_fresh = g.last_reload.is_some_and(|t| t >= since);
-            if is_fresh && !g.cutovers.is_empty() {
-                saw_cutover = true;
-            }
-            if g.cutovers.is_empty() && is_fresh {
-                return if saw_cutover {
-                    Fence::Ended
-                } else {
-                    Fence::Unchanged
-                };
-            }
-            if std::time::Instant::now() >= deadline {
-                return Fence::Timeout(g.cutovers.join(", "));
-            }
-        }
-        // The next poll, or at once when this proxy makes a new dictionary
-        // current (the change's owner commits and reloads it).
-        let replaced = ctx.partitioning.replaced.notified();
-        tokio::pin!(replaced);
-        replaced.as_mut().enable();
-        if is_newer() {
-            return Fence::Newer;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            () = replaced => {}
-        }
-    }
-}
-
-/// The database and table of a 1146 (`Table 'db.t' doesn't exist`), as
-/// the backend names it.
-pub fn missing_table(err: &ErrPacket) -> Option<(String, String)> {
-    let rest = err.message.strip_prefix("Table '")?;
-    let name = &rest[..rest.find("' doesn't exist")?];
-    let (db, table) = name.split_once('.')?;
-    Some((db.to_string(), table.to_string()))
-}
-
-/// The periodic reload: skipped while an admin command on this proxy is
-/// changing the dictionary (it reloads and swaps itself).
-pub async fn reload_if_idle(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
-    let Ok(_g) = ctx.partitioning.admin_lock.try_lock() else {
-        return Ok(());
-    };
-    reload(ctx, worker).await.map(|_| ())
-}
-
 fn cols(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| n.to_string()).collect()
 }
@@ -416,14 +239,6 @@ fn wrong(e: impl std::fmt::Display) -> ProxyError {
 
 async fn conn(ctx: &Context, worker: usize, backend: BackendId) -> Result<PooledConn, ProxyError> {
     ctx.pool(worker, backend).get(false).await
-}
-
-fn backend_names(ctx: &Context) -> Vec<&str> {
-    ctx.config
-        .backends
-        .iter()
-        .map(|b| b.name.as_str())
-        .collect()
 }
 
 /// `name`'s entry in `d`, or the error that says it is not partitioned.

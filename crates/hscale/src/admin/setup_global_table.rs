@@ -238,7 +238,7 @@ fn fence_triggers(name: &TableName) -> Vec<String> {
 /// End a setup that failed as its owner: undo it, then end the operation
 /// `failed`. In that order: a write that met the fence triggers waits while
 /// the operation is in its cutover and runs again once it ended
-/// (`admin::Fence::Ended`), so the triggers must be gone by then. What
+/// (`partition::refresh::Fence::Ended`), so the triggers must be gone by then. What
 /// cannot be undone now (a backend lost, or the setup taken over) stays
 /// active in the journal for a take-over, which undoes it again.
 async fn give_up(ctx: &Context, worker: usize, op: u64, name: &TableName, why: &ProxyError) {

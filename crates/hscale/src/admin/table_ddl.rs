@@ -19,7 +19,7 @@
 //! **The fence.** A rename gives every physical table a name never used
 //! before (`<new name>_..._g<operation>`), and a drop removes them: a proxy
 //! holding an older dictionary reaches a missing table (1146), waits while
-//! the operation is in its cutover (`admin::await_newer_dictionary`), and
+//! the operation is in its cutover (`partition::refresh::await_newer_dictionary`), and
 //! plans again with the new dictionary, where the old name is no
 //! partitioned table. So no stale write lands in a table the dictionary
 //! does not name. An ALTER keeps the names: statements prepared before it
@@ -383,7 +383,7 @@ async fn carry_out(
 
 /// The journal state of a DDL operation whose statements run on every
 /// partition: not `cutover`, which makes every statement that meets a
-/// missing table wait (`admin::await_newer_dictionary`) and would do so
+/// missing table wait (`partition::refresh::await_newer_dictionary`) and would do so
 /// for as long as an ALTER runs. A take-over finishes it all the same.
 const ALTERING: &str = "altering";
 

@@ -84,7 +84,7 @@ pub struct BackendConn {
     pub is_broken: bool,
     /// An XA branch was started here and its end (XA COMMIT or XA
     /// ROLLBACK) not confirmed: the pool closes such a connection instead
-    /// of keeping or resetting it (`exec/txn.rs` sets it, `txn_commit.rs`
+    /// of keeping or resetting it (`exec/txn/mod.rs` sets it, `txn/commit.rs`
     /// clears it).
     pub is_xa_branch: bool,
     /// `is_broken` before a streamed read began (`query_stream`): restored

@@ -14,7 +14,7 @@
 //!                        pins empty: drop the guard (back to the pool) ◄───┘
 //! ```
 //! A transaction that reaches a second backend gets a branch there
-//! (`txn.rs`): `lease` of that backend returns the branch, `finish` puts it
+//! (`txn/mod.rs`): `lease` of that backend returns the branch, `finish` puts it
 //! back; the pinned connection stays the transaction's home branch.
 
 use hscale_route::BackendId;
@@ -26,7 +26,7 @@ use hscale_wire::consts::{com, status};
 use hscale_wire::response::ErrPacket;
 
 use super::forward::Outcome;
-use super::lead_in::LeadIn;
+use super::txn::lead_in::LeadIn;
 use super::Effects;
 use crate::backend::state::{SessionState, SessionVars};
 use crate::backend::{BackendConn, PooledConn};
@@ -86,9 +86,9 @@ pub struct Bindings {
     /// (`session/insert_form.rs`): its text. Its OK gets the info one
     /// server gives INSERT ... SELECT (`Records: 1  Duplicates: ..`).
     pub one_row_select: Option<String>,
-    /// The open transaction's savepoints (`savepoint.rs`), set again on
+    /// The open transaction's savepoints (`txn/savepoint.rs`), set again on
     /// every branch that joins it.
-    pub savepoints: super::savepoint::Savepoints,
+    pub savepoints: super::txn::savepoint::Savepoints,
     /// What the current statement did, for metrics and digests: the
     /// session sets its plan kind, `finish` adds rows and errors.
     pub note: crate::metrics::StatementNote,
@@ -158,7 +158,7 @@ impl Bindings {
 
     /// `lease`, leaving in `lead` (when given) the statements that open a
     /// transaction on the connection, to be sent with the next query
-    /// (`lead_in.rs`).
+    /// (`txn/lead_in.rs`).
     pub async fn lease_holding(
         &mut self,
         backend: BackendId,
@@ -256,7 +256,7 @@ impl Bindings {
         self.sync_holding(conn, uses_last_insert_id, None).await
     }
 
-    /// `sync`; a deferred BEGIN may be left in `lead` (`lead_in.rs`).
+    /// `sync`; a deferred BEGIN may be left in `lead` (`txn/lead_in.rs`).
     pub async fn sync_holding(
         &mut self,
         conn: &mut PooledConn,

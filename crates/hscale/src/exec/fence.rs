@@ -19,8 +19,8 @@ use hscale_wire::consts::code;
 use hscale_wire::response::ErrPacket;
 
 use super::Bindings;
-use crate::admin::{await_newer_dictionary, Fence};
 use crate::error::ProxyError;
+use crate::partition::refresh::{await_newer_dictionary, Fence};
 
 /// Attempts of one statement before its error is answered.
 const MAX_ATTEMPTS: u32 = 16;
@@ -71,7 +71,7 @@ impl Bindings {
         // The stored dictionary version the statement was planned with.
         let planned = self.planned_version;
         if before.was_in_transaction {
-            let is_stale_trigger = crate::admin::is_stale_trigger_error(&err);
+            let is_stale_trigger = crate::partition::refresh::is_stale_trigger_error(&err);
             // A partition's table that the dictionary still names is gone:
             // a change's cutover renamed it. The transaction is rolled back
             // before waiting for the new dictionary, so its locks (on a
@@ -81,9 +81,10 @@ impl Bindings {
             // journal): a table that is gone for another reason (dropped on
             // its backend by hand) answers its own 1146 and leaves the
             // transaction open, as before.
-            let names_it = crate::admin::missing_table(&err)
+            let names_it = crate::partition::refresh::missing_table(&err)
                 .is_some_and(|(db, t)| ctx.partitioning.dictionary().names_physical(&db, &t));
-            let is_fenced = names_it && crate::admin::cutover_under_way(&ctx, self.worker).await;
+            let is_fenced =
+                names_it && crate::partition::refresh::cutover_under_way(&ctx, self.worker).await;
             if is_fenced {
                 self.rollback().await?;
             }
@@ -117,7 +118,7 @@ impl Bindings {
         if *attempts > MAX_ATTEMPTS {
             return Ok(Next::Answer(err));
         }
-        if crate::admin::is_stale_trigger_error(&err) {
+        if crate::partition::refresh::is_stale_trigger_error(&err) {
             // A statement prepared before the triggers on its table changed
             // (a change's capture, a global table's fence): nothing ran;
             // run it again, prepared anew on a fresh connection, at once.

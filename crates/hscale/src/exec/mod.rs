@@ -10,8 +10,7 @@
 //! | `scatter.rs` | one statement over several partitions in parallel: rows concatenated or affected rows added up; writes to global tables |
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
 //! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
-//! | `txn.rs` | transactions across backends: branches; `txn_commit.rs` the commit protocol (XA), `txn_recovery.rs` recovery |
-//! | `lead_in.rs` | a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it |
+//! | `txn/` | transactions across backends: branches (`mod.rs`); `commit.rs` the commit protocol (XA), `recovery.rs` recovery; `lead_in.rs` a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it; savepoints, statement atomicity |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 
 pub mod bindings;
@@ -19,25 +18,16 @@ pub mod conditions;
 mod conversions;
 pub mod fence;
 pub mod forward;
-mod implicit;
 pub mod interpolate;
-pub mod lead_in;
 mod load_data;
 mod merge;
 mod params;
 pub use params::ClientText;
 pub mod prepared;
 pub mod prepared_routing;
-pub mod savepoint;
 mod scatter;
 pub mod sequence;
-mod statement;
 pub mod txn;
-pub mod txn_checks;
-mod txn_commit;
-pub mod txn_hooks;
-pub mod txn_recovery;
-pub mod txn_show;
 
 use hscale_route::router::{MergePlan, Plan, StatementKind};
 use hscale_route::BackendId;
@@ -69,7 +59,7 @@ pub struct Effects<'a> {
     pub is_read_only: bool,
     /// A savepoint statement: applied to the session's savepoints once the
     /// home backend accepted it.
-    pub savepoint: Option<&'a savepoint::SavepointOp>,
+    pub savepoint: Option<&'a txn::savepoint::SavepointOp>,
 }
 
 /// One statement being run for a session: the client stream its answer
@@ -305,10 +295,10 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         expect: Expect,
         effects: &Effects<'_>,
     ) -> Result<(), ProxyError> {
-        // A text statement carries the BEGIN or XA START it needs (`lead_in.rs`).
+        // A text statement carries the BEGIN or XA START it needs (`txn/lead_in.rs`).
         let mut lead = match payload.first() {
-            Some(&hscale_wire::consts::com::QUERY) => lead_in::LeadIn::allowed(),
-            _ => lead_in::LeadIn::default(),
+            Some(&hscale_wire::consts::com::QUERY) => txn::lead_in::LeadIn::allowed(),
+            _ => txn::lead_in::LeadIn::default(),
         };
         let conn = match self
             .b
@@ -344,7 +334,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         &mut self,
         mut conn: PooledConn,
         sql: &[u8],
-        lead: lead_in::LeadIn,
+        lead: txn::lead_in::LeadIn,
     ) -> Result<Result<PooledConn, ErrPacket>, ProxyError> {
         if let Err(e) = conn.stream.send_command(&lead.query_with(sql)).await {
             return Err(self.b.backend_lost(conn, e.to_string()));
@@ -392,7 +382,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                 let held = outcome.held.take();
                 if held
                     .as_ref()
-                    .is_some_and(crate::admin::is_stale_trigger_error)
+                    .is_some_and(crate::partition::refresh::is_stale_trigger_error)
                 {
                     // Its prepared statements lock the tables of older
                     // triggers: never reuse this connection.

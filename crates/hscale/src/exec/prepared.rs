@@ -16,7 +16,7 @@ use hscale_wire::stmt::Execute;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::forward::Expect;
-use super::lead_in::LeadIn;
+use super::txn::lead_in::LeadIn;
 use super::{Effects, Exec};
 use crate::backend::state::SelectLimit;
 use crate::backend::PooledConn;
@@ -135,7 +135,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
         let uses_last_insert_id = cmd.uses_last_insert_id() || effects.uses_last_insert_id;
-        // A text statement carries the BEGIN or XA START it needs (`lead_in.rs`).
+        // A text statement carries the BEGIN or XA START it needs (`txn/lead_in.rs`).
         let mut lead = match cmd {
             Command::Query => LeadIn::allowed(),
             Command::Execute(_) => LeadIn::default(),

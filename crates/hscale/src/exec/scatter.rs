@@ -235,7 +235,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 what: "a write with RETURNING over several partitions (DELETE, INSERT or REPLACE ... RETURNING: name one partition's key, or read the rows first)".into(),
             });
         }
-        // One statement: all parts or none (`statement.rs`).
+        // One statement: all parts or none (`txn/statement.rs`).
         let is_implicit = self.b.needs_implicit_txn();
         let Some(scope) = self.open_write(is_implicit).await? else {
             return Ok(());
@@ -476,7 +476,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 let held = outcome.held.take();
                 if held
                     .as_ref()
-                    .is_some_and(crate::admin::is_stale_trigger_error)
+                    .is_some_and(crate::partition::refresh::is_stale_trigger_error)
                 {
                     conn.is_broken = true;
                 }
@@ -565,7 +565,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok(Err(err))
                 if self.is_fenced && err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE =>
             {
-                if crate::admin::is_stale_trigger_error(&err) {
+                if crate::partition::refresh::is_stale_trigger_error(&err) {
                     // Its prepared statements lock older triggers' tables.
                     conn.is_broken = true;
                 }
@@ -607,10 +607,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// A write to a global table: on the main backend's copy, then on every
     /// other copy; the client gets the main backend's answer. In autocommit
     /// the copies change in one transaction of the statement's own
-    /// (`implicit.rs`: all or none), serialized per proxy so every copy
+    /// (`txn/implicit.rs`: all or none), serialized per proxy so every copy
     /// sees the writes in the same order; inside a transaction they run on
     /// its branches, and a copy that fails after the main one changed
-    /// undoes the statement on every copy (`statement.rs`), so the copies
+    /// undoes the statement on every copy (`txn/statement.rs`), so the copies
     /// cannot differ and the transaction goes on.
     pub(crate) async fn run_global_write(
         &mut self,
@@ -727,7 +727,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     /// A copy of a global table refused a write the main copy took: the
     /// backend's error goes to the client. The write's scope undoes the
-    /// copies that changed (`is_undone`, `statement.rs`); when it cannot,
+    /// copies that changed (`is_undone`, `txn/statement.rs`); when it cannot,
     /// the session's transaction ends (rolled back), since committing it
     /// would leave the copies different.
     pub(super) async fn copy_failed(

@@ -1,7 +1,7 @@
-//! Counters for Prometheus (`[metrics] listen`, served by `http.rs` in the
-//! text format `render.rs` writes) and the query digests of `HSCALE SHOW
-//! DIGESTS` (`digest.rs`). Every name is listed in the README's "Metrics"
-//! section.
+//! Counters for Prometheus (`[metrics] listen`, served by `crate::http`;
+//! `exposition.rs` encodes them with `prometheus-client` when scraped) and
+//! the query digests of `HSCALE SHOW DIGESTS` (`digest.rs`). Every name is
+//! listed in the book (`docs/src/operations.md`, "Metrics").
 //!
 //! The statement path stays lock-free and cheap: each worker thread has its
 //! own [`WorkerMetrics`] (on its own cache lines) that only that thread
@@ -20,13 +20,10 @@
 //! scrape time.
 
 pub mod digest;
-pub mod http;
-pub mod render;
+pub mod exposition;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
-
-pub use render::render;
 
 /// How a statement was run: the `kind` label of the statement metrics and
 /// the `plan` column of `HSCALE SHOW DIGESTS`.
@@ -295,7 +292,33 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
+    use super::exposition::{Live, PoolSample, Source};
     use super::*;
+
+    struct Fixed(Metrics, Live);
+
+    impl Source for Fixed {
+        fn scrape(
+            &self,
+            f: &mut dyn FnMut(&Metrics, &Live) -> std::fmt::Result,
+        ) -> std::fmt::Result {
+            f(&self.0, &self.1)
+        }
+    }
+
+    fn page(m: Metrics) -> String {
+        let live = Live {
+            pools: vec![PoolSample {
+                backend: "a\"b".into(),
+                open: 2,
+                waits: 1,
+                is_up: true,
+                ..PoolSample::default()
+            }],
+            workers: vec![3, 4],
+        };
+        exposition::text(&exposition::registry(Fixed(m, live)))
+    }
 
     #[test]
     fn buckets_take_their_upper_bound() {
@@ -330,7 +353,7 @@ mod tests {
         );
         assert_eq!(m.sum(|w| &w.rows_sent), 9);
         assert_eq!(m.sum(|w| &w.errors[146]), 1);
-        let text = render(&m, &[], &[]);
+        let text = page(m);
         assert!(
             text.contains("hscale_statements_total{kind=\"single\"} 3"),
             "{text}"
@@ -347,5 +370,26 @@ mod tests {
             text.contains("hscale_statement_seconds_bucket{kind=\"single\",le=\"+Inf\"} 3"),
             "{text}"
         );
+        for line in [
+            "# TYPE hscale_statements_total counter",
+            "# TYPE hscale_statement_seconds histogram",
+            "hscale_statement_seconds_bucket{kind=\"single\",le=\"0.005\"} 3",
+            "hscale_statement_seconds_bucket{kind=\"single\",le=\"10\"} 3",
+            "hscale_statement_seconds_sum{kind=\"single\"} 0.005055",
+            "hscale_statement_seconds_count{kind=\"single\"} 3",
+            "hscale_statement_seconds_count{kind=\"merge\"} 0",
+            "hscale_rows_sent_total 9",
+            "hscale_change_pause_seconds_total 0.0",
+            "hscale_transactions_recovered_total{outcome=\"rollback\"} 0",
+            "hscale_worker_connections{worker=\"1\"} 4",
+            "hscale_pool_connections_open{backend=\"a\\\"b\"} 2",
+            "# TYPE hscale_pool_waits_total counter",
+            "hscale_pool_waits_total{backend=\"a\\\"b\"} 1",
+            "hscale_backend_up{backend=\"a\\\"b\"} 1",
+            "# TYPE hscale_weight_cache_entries gauge",
+            "hscale_digests 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
     }
 }

@@ -14,6 +14,7 @@
 pub mod copy;
 pub mod ddl;
 pub mod load_batcher;
+pub mod refresh;
 pub mod store;
 pub mod weights;
 
@@ -36,7 +37,7 @@ pub struct Partitioning {
     /// Operations in their cutover at the last reload, read in the same
     /// snapshot as the dictionary.
     pub cutovers: std::sync::Mutex<Vec<String>>,
-    /// One fence reload at a time on this proxy (`admin::await_newer_dictionary`).
+    /// One fence reload at a time on this proxy (`refresh::await_newer_dictionary`).
     pub fence_gate: tokio::sync::Mutex<FenceState>,
     /// Woken when a new snapshot is made current (`replace`): statements
     /// waiting at the fence run again at once, not at their next poll.

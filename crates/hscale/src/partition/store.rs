@@ -51,7 +51,7 @@ const SCHEMA: &[&str] = &[
        detail TEXT NULL) ENGINE=InnoDB",
     // Auto-partitioning's placement rule (`Placement`); NULL: off.
     "ALTER TABLE `hscale`.`partitioned_tables` ADD COLUMN IF NOT EXISTS auto_partition VARCHAR(32) NULL",
-    // Verification before the cutover (`admin/verify.rs`): ranges compared
+    // Verification before the cutover (`admin/change/verify.rs`): ranges compared
     // and ranges that differed and were copied again.
     "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS ranges_verified INT UNSIGNED NOT NULL DEFAULT 0, \
        ADD COLUMN IF NOT EXISTS ranges_recopied INT UNSIGNED NOT NULL DEFAULT 0",
@@ -63,7 +63,7 @@ const SCHEMA: &[&str] = &[
        ADD COLUMN IF NOT EXISTS fence TEXT NULL",
     // A partition change's clean-up (capture triggers, changelogs, retired
     // tables) is still owed: 1 from its cutover until its owner, or a
-    // take-over after the owner died (`admin::takeover::clean_after`),
+    // take-over after the owner died (`admin/change/takeover.rs::clean_after`),
     // has cleaned up.
     "ALTER TABLE `hscale`.`operations` ADD COLUMN IF NOT EXISTS cleanup_pending TINYINT UNSIGNED NOT NULL DEFAULT 0, \
        ADD INDEX IF NOT EXISTS owed (cleanup_pending, state)",

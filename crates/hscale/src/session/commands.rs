@@ -95,21 +95,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             {
                 Some(err) => {
                     attempts += 1;
-                    if attempts <= 8 && crate::admin::is_stale_trigger_error(&err) {
+                    if attempts <= 8 && crate::partition::refresh::is_stale_trigger_error(&err) {
                         // Triggers on the table changed under the prepare
                         // (`is_stale_trigger_error`): prepare it again.
                         continue;
                     }
                     if attempts <= 8
                         && matches!(
-                            crate::admin::await_newer_dictionary(
+                            crate::partition::refresh::await_newer_dictionary(
                                 &self.b.ctx,
                                 self.b.worker,
                                 planned,
                                 &err,
                             )
                             .await,
-                            crate::admin::Fence::Newer | crate::admin::Fence::Ended
+                            crate::partition::refresh::Fence::Newer
+                                | crate::partition::refresh::Fence::Ended
                         )
                     {
                         continue;

@@ -211,7 +211,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         if self.b.ctx.partitioning.should_try_loading() {
             // Right after start: read the dictionary before routing anything.
-            if let Err(e) = crate::admin::reload(&self.b.ctx, self.b.worker).await {
+            if let Err(e) = crate::partition::refresh::reload(&self.b.ctx, self.b.worker).await {
                 tracing::warn!(error = %e, "partition dictionary not readable");
             }
         }

@@ -1,4 +1,4 @@
-//! The session side of transactions across backends (`exec/txn.rs` owns
+//! The session side of transactions across backends (`exec/txn/mod.rs` owns
 //! the branches and the commit protocol): which statements end such a
 //! transaction, and the ones it cannot run yet.
 //!
@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{is_plain_end, Session};
 use crate::error::ProxyError;
-use crate::exec::savepoint::SavepointOp;
+use crate::exec::txn::savepoint::SavepointOp;
 
 /// A savepoint statement (one statement that may be one, checked cheaply
 /// first): the change it makes to the session's savepoints.

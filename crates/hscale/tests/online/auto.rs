@@ -17,7 +17,7 @@ use super::*;
 /// met the renamed default used to plan again on any newer version, meet
 /// the same missing table, and give up with 1146 after eight tries (2 of 2
 /// runs failed so); the fence now waits for a dictionary that no longer
-/// names the table (`admin::await_newer_dictionary`).
+/// names the table (`partition::refresh::await_newer_dictionary`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_partitioning_races_from_three_proxies_create_each_partition_once() {
     const TEST: &str = "auto_partitioning";

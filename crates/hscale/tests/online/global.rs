@@ -189,7 +189,7 @@ async fn prepared_loop(
 /// writes runs directly on the main backend and through hscale while
 /// triggers of the fence's shape (their condition never true) come and go:
 /// directly it fails, through hscale every statement is prepared anew and
-/// succeeds (`admin::is_stale_trigger_error`).
+/// succeeds (`partition::refresh::is_stale_trigger_error`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_writes_beside_trigger_changes_never_fail() {
     cluster(3);

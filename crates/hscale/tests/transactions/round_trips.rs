@@ -1,6 +1,6 @@
 //! The queries a transfer across backends sends each backend, as the
-//! servers' general logs record them (`exec/lead_in.rs`,
-//! `exec/txn_commit.rs`): BEGIN and XA START go in one query with the first
+//! servers' general logs record them (`exec/txn/lead_in.rs`,
+//! `exec/txn/commit.rs`): BEGIN and XA START go in one query with the first
 //! statement on their backend, XA END with XA PREPARE, the decision with
 //! the home's COMMIT.
 

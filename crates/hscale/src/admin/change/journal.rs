@@ -8,10 +8,11 @@ use hscale_route::BackendId;
 
 use super::fence::{Owner, FIRST_EPOCH};
 use super::Report;
-use crate::admin::{conn, reload, wrong};
+use crate::admin::{conn, wrong};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
 use crate::partition::quote_str;
+use crate::partition::refresh::reload;
 use crate::partition::store::{self, exec, server_error};
 use crate::runtime::Context;
 
@@ -272,7 +273,7 @@ pub(in crate::admin) fn end_sql(id: u64, state: &str, report: Option<&Report>) -
 }
 
 /// Operation `id` enters its cutover: statements that run into a renamed
-/// table wait for the new dictionary from now on (`admin::await_newer_dictionary`).
+/// table wait for the new dictionary from now on (`partition::refresh::await_newer_dictionary`).
 /// Only its owner at `epoch` moves it (a take-over raised the epoch).
 pub(in crate::admin) async fn mark_cutover(
     ctx: &Context,

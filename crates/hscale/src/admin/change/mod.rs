@@ -54,6 +54,8 @@ use std::sync::atomic::Ordering;
 mod fence;
 mod journal;
 mod running;
+pub(super) mod takeover;
+mod verify;
 
 pub(super) use fence::*;
 pub(super) use journal::*;
@@ -230,22 +232,6 @@ pub(super) fn report_output(r: &Report, info: &str) -> super::AdminOutput {
             Some(info.to_string()),
         ]],
     }
-}
-
-/// Whether a server error is a statement's failure to open a table of the
-/// `hscale` schema that triggers on its table read or write: a change's
-/// capture triggers write its changelog (`hscale.changes_*`), a global
-/// table's fence triggers read `hscale.global_tables`. A statement prepared
-/// on a backend before such triggers were created (or while they were
-/// being created) runs with the tables it locked then, and MariaDB answers
-/// 1146 for the table the trigger uses, again at every execution of that
-/// prepared statement (measured on 10.11: a loop of prepared DELETEs beside
-/// CREATE/DROP TRIGGER fails thousands of times; one prepared anew
-/// succeeds). Nothing of the statement was applied; it must run again,
-/// prepared anew on another connection. Clients cannot name the `hscale`
-/// schema (`session/access.rs`), so no other 1146 names it.
-pub fn is_stale_trigger_error(err: &hscale_wire::response::ErrPacket) -> bool {
-    err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE && err.message.contains("'hscale.")
 }
 
 /// A pause for tests, in ms, from the environment variable `name`
@@ -610,7 +596,7 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     // No replay before the verification: it compares the destination as
     // the copy left it with the copy's snapshot, and replays meanwhile.
     tracing::debug!(operation = r.id, "verification starts");
-    let v = super::verify::verify(ctx, worker, r, &mut reader, copied, rest_copied).await?;
+    let v = verify::verify(ctx, worker, r, &mut reader, copied, rest_copied).await?;
     // Its metadata lock released now, not when the server notices the
     // closed connection: the cutover renames the source.
     exec(&mut reader, &["ROLLBACK".to_string()]).await?;
@@ -959,8 +945,8 @@ pub(super) async fn record_spec(
         .iter()
         .map(|b| b.name.as_str())
         .collect();
-    let spec_of = |m: &Move| super::takeover::Spec {
-        format: super::takeover::SPEC_FORMAT,
+    let spec_of = |m: &Move| takeover::Spec {
+        format: takeover::SPEC_FORMAT,
         db: m.db.clone(),
         src_backend: names[m.src.0.index()].to_string(),
         dst_backend: names[m.dst.0.index()].to_string(),

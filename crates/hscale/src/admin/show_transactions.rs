@@ -1,96 +1,24 @@
-//! `HSCALE SHOW TRANSACTIONS`: what the commit protocol of `txn.rs` has in
-//! flight. Three kinds of rows:
+//! `HSCALE SHOW TRANSACTIONS`: what the commit protocol of `exec/txn/mod.rs`
+//! has in flight. Three kinds of rows:
 //!
 //! - `open`: this proxy's sessions with a transaction across backends (as
-//!   of their last statement): connection id, gtrid, home backend, every
-//!   branch with its written flag, age.
+//!   of their last statement, published by `exec/txn/published.rs`):
+//!   connection id, gtrid, home backend, every branch with its written
+//!   flag, age.
 //! - `prepared`: hscale's prepared branches on every backend (`XA RECOVER`,
 //!   hscale's format id only), in doubt until committed or rolled back:
 //!   backend, gtrid, age from the time in the gtrid, the decision if any.
 //! - `decision`: rows of `hscale.decisions` on every backend, which the
 //!   committing proxy or recovery deletes once no branch needs them.
-//!
-//! Sessions publish their transaction to their [`SessionHandle`] at the
-//! top of each command ([`Bindings::publish_txn`]): one relaxed load when
-//! they have none, so the statement path of other sessions is untouched.
-//!
-//! [`SessionHandle`]: crate::runtime::SessionHandle
-
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
 use hscale_route::BackendId;
 
-use super::txn::{parse_gtrid, DECISIONS};
-use super::txn_recovery::{decision_of, recover};
-use super::Bindings;
-use crate::admin::AdminOutput;
+use super::AdminOutput;
 use crate::error::ProxyError;
+use crate::exec::txn::published::TxnView;
+use crate::exec::txn::recovery::{decision_of, recover};
+use crate::exec::txn::{parse_gtrid, DECISIONS};
 use crate::runtime::Context;
-
-/// A session's transaction across backends, for the listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TxnView {
-    pub gtrid: String,
-    pub home: BackendId,
-    pub home_written: bool,
-    /// Every branch besides the home: backend and whether it wrote.
-    pub branches: Vec<(BackendId, bool)>,
-}
-
-/// What a session last published (in its `SessionHandle`).
-#[derive(Debug, Default)]
-pub struct Published {
-    has_txn: AtomicBool,
-    view: Mutex<Option<TxnView>>,
-}
-
-impl Published {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<TxnView>> {
-        self.view.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The session's transaction across backends, if it has one.
-    pub fn get(&self) -> Option<TxnView> {
-        if !self.has_txn.load(Ordering::Relaxed) {
-            return None;
-        }
-        self.lock().clone()
-    }
-}
-
-impl Bindings {
-    /// Publish the session's transaction across backends (or its end) for
-    /// `HSCALE SHOW TRANSACTIONS`.
-    pub fn publish_txn(&self) {
-        let published = &self.handle.txn;
-        match &self.txn {
-            None => {
-                if published.has_txn.load(Ordering::Relaxed) {
-                    *published.lock() = None;
-                    published.has_txn.store(false, Ordering::Relaxed);
-                }
-            }
-            Some(t) => {
-                let view = TxnView {
-                    gtrid: t.gtrid.clone(),
-                    home: t.home,
-                    home_written: self.home_written,
-                    branches: t
-                        .branches
-                        .iter()
-                        .map(|b| (b.backend, b.is_written))
-                        .collect(),
-                };
-                let mut g = published.lock();
-                if g.as_ref() != Some(&view) {
-                    *g = Some(view);
-                }
-                published.has_txn.store(true, Ordering::Relaxed);
-            }
-        }
-    }
-}
 
 fn unix_secs() -> u64 {
     std::time::SystemTime::now()

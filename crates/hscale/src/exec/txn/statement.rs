@@ -21,8 +21,8 @@ use hscale_wire::response::OkPacket;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::savepoint::SavepointOp;
-use super::Exec;
 use crate::error::ProxyError;
+use crate::exec::Exec;
 
 /// The savepoint a write over several parts inside a transaction sets on
 /// every branch, and releases after it; with a number after it when the
@@ -65,7 +65,7 @@ impl WriteScope {
     /// A part that fails after others changed rows is undone by the scope
     /// (its own transaction, or the statement savepoint); when not, the
     /// caller must end the transaction itself.
-    pub(super) fn undoes_parts(&self) -> bool {
+    pub(in crate::exec) fn undoes_parts(&self) -> bool {
         self.is_implicit || !matches!(self.undo, StatementUndo::None)
     }
 }
@@ -193,7 +193,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     /// Answer a write over several parts: commit its own transaction
     /// first, if it has one (a failed part's error was written already).
-    pub(super) async fn finish_write(
+    pub(in crate::exec) async fn finish_write(
         &mut self,
         total: Result<Option<OkPacket>, ProxyError>,
         is_implicit: bool,

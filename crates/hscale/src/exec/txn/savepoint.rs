@@ -15,9 +15,9 @@
 
 use hscale_wire::response::ErrPacket;
 
-use super::Bindings;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
+use crate::exec::Bindings;
 
 /// A statement that changes the savepoints.
 #[derive(Debug, Clone, PartialEq, Eq)]

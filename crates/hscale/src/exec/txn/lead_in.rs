@@ -31,9 +31,9 @@ use hscale_wire::response::ErrPacket;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::Bindings;
 use crate::backend::PooledConn;
 use crate::error::ProxyError;
+use crate::exec::Bindings;
 
 /// Statements held back to go in front of the next query on one connection.
 #[derive(Debug, Default)]
@@ -91,11 +91,11 @@ impl LeadIn {
     }
 
     /// Whether `conn` may hold statements here instead of running them.
-    pub(super) fn may_hold(&self, conn: &PooledConn) -> bool {
+    pub(in crate::exec) fn may_hold(&self, conn: &PooledConn) -> bool {
         self.is_allowed && conn.is_multi_statements
     }
 
-    pub(super) fn push(&mut self, sql: &str) {
+    pub(in crate::exec) fn push(&mut self, sql: &str) {
         if self.count > 0 {
             self.sql.push(';');
         }
@@ -104,7 +104,7 @@ impl LeadIn {
     }
 
     /// Hold a deferred BEGIN, if it is a plain one.
-    pub(super) fn hold_begin(&mut self, conn: &PooledConn, begin: &Bytes) -> bool {
+    pub(in crate::exec) fn hold_begin(&mut self, conn: &PooledConn, begin: &Bytes) -> bool {
         match plain_begin(begin).filter(|_| self.may_hold(conn)) {
             Some(text) => {
                 self.push(text);
@@ -115,7 +115,7 @@ impl LeadIn {
         }
     }
 
-    pub(super) fn hold_branch(&mut self, backend: BackendId) {
+    pub(in crate::exec) fn hold_branch(&mut self, backend: BackendId) {
         self.branch = Some(backend);
     }
 
@@ -160,7 +160,7 @@ impl Bindings {
         drop(running);
         if let Some(begin) = lead.begin {
             self.pins.insert(Pins::TRANSACTION);
-            self.is_read_only_txn = super::txn::is_read_only_begin(&begin);
+            self.is_read_only_txn = super::is_read_only_begin(&begin);
         }
         Ok(Ok(conn))
     }
@@ -179,8 +179,8 @@ impl Bindings {
             }
             None => self.finish(
                 conn,
-                super::forward::Outcome::default(),
-                &super::Effects::default(),
+                crate::exec::forward::Outcome::default(),
+                &crate::exec::Effects::default(),
             ),
         }
     }

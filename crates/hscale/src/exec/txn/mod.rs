@@ -2,13 +2,13 @@
 //! Owned by [`Bindings`] (`bindings.rs` calls [`Bindings::join`] when a
 //! statement of a transaction reaches a backend it has no branch on yet);
 //! the session calls [`Bindings::commit_all`] / [`Bindings::rollback_all`]
-//! (`txn_commit.rs`, the commit protocol) for COMMIT and ROLLBACK;
-//! `txn_recovery.rs::resolve` runs in every proxy's reload loop.
+//! (`commit.rs`, the commit protocol) for COMMIT and ROLLBACK;
+//! `recovery.rs::resolve` runs in every proxy's reload loop.
 //!
 //! ```text
 //!  BEGIN ─► first statement: plain BEGIN on its backend (the home branch, as without this module)
 //!        ─► a statement on another backend: join ─► XA START 'hscale:<home>:<thread>:<time>:<seq>','<backend>'
-//!  COMMIT / ROLLBACK ─► txn_commit.rs
+//!  COMMIT / ROLLBACK ─► commit.rs
 //! ```
 //!
 //! The home branch is never an XA branch: a transaction that stays on one
@@ -18,16 +18,35 @@
 //! on the main one: the home branch's COMMIT is the commit point, and the
 //! decision row commits with it or not at all.
 
+//!
+//! The other files of the directory: `checks.rs` whether a backend can
+//! hold an XA branch, `hooks.rs` the commit protocol's test pauses,
+//! `savepoint.rs` savepoints kept in step on every branch, `lead_in.rs` a
+//! deferred BEGIN or a branch's XA START sent with the statement that
+//! needs it, `statement.rs` and `implicit.rs` a write over several parts
+//! as one statement (all parts or none), `published.rs` what a session
+//! shows `HSCALE SHOW TRANSACTIONS`.
+
+pub mod checks;
+mod commit;
+pub mod hooks;
+mod implicit;
+pub mod lead_in;
+pub mod published;
+pub mod recovery;
+pub mod savepoint;
+mod statement;
+
 use hscale_route::BackendId;
 use std::sync::Arc;
 
 use hscale_wire::response::ErrPacket;
 
-use super::lead_in::LeadIn;
 use super::Bindings;
 use crate::backend::state::SessionVars;
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
+use lead_in::LeadIn;
 
 /// The XA format id of hscale's branches (`hscl`).
 pub const FORMAT_ID: u32 = 0x6873_636c;
@@ -244,7 +263,7 @@ impl Bindings {
             .into_iter()
             .filter(|_| !self.is_read_only_txn)
         {
-            if let Some(why) = super::txn_checks::refusal(&self.ctx, self.worker, b).await? {
+            if let Some(why) = checks::refusal(&self.ctx, self.worker, b).await? {
                 return Err(ProxyError::Refused(format!(
                     "a transaction across backends cannot use {why}"
                 )));
@@ -284,7 +303,7 @@ impl Bindings {
                 err,
             });
         }
-        // From here until its end is confirmed (`txn_commit.rs`), the pool
+        // From here until its end is confirmed (`commit.rs`), the pool
         // closes this connection rather than keep or reset it.
         conn.is_xa_branch = is_xa;
         match lead.filter(|l| l.may_hold(&conn)) {

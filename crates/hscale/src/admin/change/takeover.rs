@@ -25,11 +25,11 @@
 use hscale_route::dictionary::TableName;
 use hscale_route::BackendId;
 
-use super::change::{
+use super::{
     capture_drops, commit_with_journal, finish_rows, flip, kill_registered, lock_owner, name_back,
     owner, primary_key, register, Move, Report, Running, COMPANION,
 };
-use super::{conn, wrong};
+use crate::admin::{conn, wrong};
 use crate::error::ProxyError;
 use crate::partition::store::{exec, server_error};
 use crate::partition::{ddl, qualified, quote_str};
@@ -167,14 +167,14 @@ pub async fn take_over(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
         let Some(row) = row else { continue };
         let state = row[0].clone().unwrap_or_default();
         let detail = row[1].clone().unwrap_or_default();
-        if let Some(spec) = super::table_ddl::spec_of(&detail) {
+        if let Some(spec) = crate::admin::table_ddl::spec_of(&detail) {
             tracing::warn!(operation = id, table = %name, state, "a DDL operation's owner is gone: finishing it");
-            super::table_ddl::take_over(ctx, worker, id, epoch, &state, spec).await?;
+            crate::admin::table_ddl::take_over(ctx, worker, id, epoch, &state, spec).await?;
             continue;
         }
-        if let Some(spec) = super::setup_global_table::spec_of(&detail) {
+        if let Some(spec) = crate::admin::setup_global_table::spec_of(&detail) {
             tracing::warn!(operation = id, table = %name, "a SETUP_GLOBAL_TABLE's owner is gone: rolling it back");
-            super::setup_global_table::take_over(ctx, worker, id, epoch, spec).await?;
+            crate::admin::setup_global_table::take_over(ctx, worker, id, epoch, spec).await?;
             continue;
         }
         if is_newer_spec(&detail) {
@@ -343,8 +343,8 @@ async fn finish_cutover(
         let mut dst = conn(ctx, worker, m.dst.0).await?;
         dst.is_broken = true;
         register(ctx, worker, id, epoch, m.dst.0, &mut dst).await?;
-        exec(&mut src, &super::change::copy_session()).await?;
-        exec(&mut dst, &super::change::copy_session()).await?;
+        exec(&mut src, &super::copy_session()).await?;
+        exec(&mut dst, &super::copy_session()).await?;
         let mut r = Running {
             m,
             id,
@@ -379,7 +379,7 @@ async fn finish_cutover(
     };
     let rows = spec.dictionary.clone();
     commit_with_journal(ctx, worker, id, epoch, &report, |_| Ok(rows.clone())).await?;
-    if let Some(ms) = super::change::test_pause("HSCALE_TEST_PAUSE_TAKEOVER_AFTER_COMMIT_MS") {
+    if let Some(ms) = super::test_pause("HSCALE_TEST_PAUSE_TAKEOVER_AFTER_COMMIT_MS") {
         // Tests wake the old owner here: its staging table, changelog and
         // triggers still exist, and it must write nothing.
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
@@ -388,12 +388,9 @@ async fn finish_cutover(
     for r in &mut rs {
         is_clean &= r.clean_up().await;
         if r.m.source_retires() {
-            is_clean &= exec(
-                &mut r.src,
-                &super::change::retire_sql(ctx, &r.m.db, &r.m.src_after),
-            )
-            .await
-            .is_ok();
+            is_clean &= exec(&mut r.src, &super::retire_sql(ctx, &r.m.db, &r.m.src_after))
+                .await
+                .is_ok();
         }
     }
     if is_clean {
@@ -405,7 +402,7 @@ async fn finish_cutover(
 
 /// Operation `id` owes no clean-up any more.
 async fn cleaned(ctx: &Context, worker: usize, id: u64) -> Result<(), ProxyError> {
-    super::change::journal(
+    super::journal(
         ctx,
         worker,
         format!("UPDATE `hscale`.`operations` SET cleanup_pending = 0 WHERE id = {id}"),
@@ -452,11 +449,7 @@ async fn clean_after(
         statements.extend(capture_drops(&s.db, id, tag));
         exec(&mut src, &statements).await?;
         if s.source_retires() && ddl::table_exists(&mut src, &s.db, &s.src_after).await? {
-            exec(
-                &mut src,
-                &super::change::retire_sql(ctx, &s.db, &s.src_after),
-            )
-            .await?;
+            exec(&mut src, &super::retire_sql(ctx, &s.db, &s.src_after)).await?;
         }
         if s.is_dst_live {
             let mut dst = conn(ctx, worker, index(&s.dst_backend)?).await?;
@@ -547,12 +540,12 @@ async fn roll_back(
             .await?;
         }
     }
-    super::change::journal(
+    super::journal(
         ctx,
         worker,
         format!(
             "UPDATE `hscale`.`operations` SET state = {}, active = NULL, ended_at = NOW(3), cleanup_pending = 0, detail = CONCAT('rolled back by ', {}, ': its owner was gone before the cutover; ', IFNULL(detail, '')) WHERE id = {id} AND epoch = {epoch} AND active IS NOT NULL",
-            super::change::UNDONE_STATE,
+            super::UNDONE_STATE,
             quote_str(&owner(ctx))
         ),
     )

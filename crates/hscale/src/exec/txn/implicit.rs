@@ -17,9 +17,9 @@
 
 use hscale_wire::response::ErrPacket;
 
-use super::Bindings;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
+use crate::exec::Bindings;
 
 impl Bindings {
     /// A write over several parts needs a transaction of its own: the

@@ -1,5 +1,5 @@
 //! Recovery of transactions across backends (the protocol is in
-//! `txn.rs` and `txn_commit.rs`): every proxy's reload loop calls
+//! `mod.rs` and `commit.rs`): every proxy's reload loop calls
 //! [`resolve`], which finds hscale's prepared XA branches on every backend
 //! (`XA RECOVER`) and commits or rolls back those whose owner is gone, by
 //! the decision row on the transaction's home backend. Also the decisions
@@ -14,7 +14,7 @@
 use hscale_route::BackendId;
 use std::sync::Arc;
 
-use super::txn::{parse_gtrid, run, unix_secs, xid, Gtrid, DECISIONS, FORMAT_ID};
+use super::{parse_gtrid, run, unix_secs, xid, Gtrid, DECISIONS, FORMAT_ID};
 use crate::error::ProxyError;
 use crate::runtime::Context;
 

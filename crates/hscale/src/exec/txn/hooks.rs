@@ -1,4 +1,4 @@
-//! Test hooks of the commit protocol (`txn_commit.rs`): pauses at its kill
+//! Test hooks of the commit protocol (`commit.rs`): pauses at its kill
 //! points, set by environment variables, so a fault test can SIGKILL the
 //! proxy exactly there (`tests/txn_faults.rs`). The environment is read
 //! once per process; unset, a hook costs a load.

@@ -31,8 +31,8 @@
 //! writes are still in the changelog and replayed after it, so the copy is
 //! as safe as the first one.
 
-use super::change::{copy_session, register, Running};
-use super::{conn, wrong};
+use super::{copy_session, register, Running};
+use crate::admin::{conn, wrong};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
 use crate::partition::copy::{stream_rows, Copied};

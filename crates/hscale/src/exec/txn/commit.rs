@@ -1,4 +1,4 @@
-//! The commit protocol of a transaction across backends (`txn.rs` owns its
+//! The commit protocol of a transaction across backends (`mod.rs` owns its
 //! branches; the session calls [`Bindings::commit_all`] and
 //! [`Bindings::rollback_all`]). Every step is one round trip: each
 //! connection's statements go out in one write (pipelined, [`Leg`]), every
@@ -24,7 +24,7 @@
 //! home's COMMIT is sent only after every branch answered its PREPARE. A
 //! proxy that dies before that COMMIT leaves the decision uncommitted; its
 //! home connection closes, so the home backend rolls the row back with the
-//! home's writes, and recovery (`txn_recovery.rs`) rolls back the prepared
+//! home's writes, and recovery (`recovery.rs`) rolls back the prepared
 //! branches (presumed abort). Before the commit point any failure rolls
 //! back every branch; a lost home connection during its COMMIT leaves the
 //! prepared branches to recovery, which reads the decision once the home
@@ -35,14 +35,14 @@ use std::sync::Arc;
 
 use hscale_wire::response::ErrPacket;
 
-use super::forward::Outcome;
-use super::txn::{run, server_error, Txn, DECISIONS};
-use super::txn_hooks::{
+use super::hooks::{
     self, PAUSE_AFTER_DECISION_ENV, PAUSE_AFTER_PREPARE_ENV, PAUSE_BETWEEN_COMMITS_ENV,
 };
-use super::{Bindings, Effects};
+use super::{run, server_error, Txn, DECISIONS};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
+use crate::exec::forward::Outcome;
+use crate::exec::{Bindings, Effects};
 use crate::runtime::Context;
 
 /// XAER_NOTA: unknown XID (or a branch still attached to another connection).
@@ -331,7 +331,7 @@ impl Bindings {
             self.abort(home, &txn, rest).await?;
             return server_error(e).map(Some);
         }
-        txn_hooks::pause(PAUSE_AFTER_PREPARE_ENV).await;
+        hooks::pause(PAUSE_AFTER_PREPARE_ENV).await;
         // Trip 2: the commit point.
         let commit = if decides_with_commit {
             format!("{decide};COMMIT")
@@ -360,13 +360,13 @@ impl Bindings {
                 )));
             }
         };
-        txn_hooks::pause(PAUSE_AFTER_DECISION_ENV).await;
+        hooks::pause(PAUSE_AFTER_DECISION_ENV).await;
         // Trip 3: the decision is durable; every branch commits.
         let mut is_done = true;
-        if txn_hooks::millis(PAUSE_BETWEEN_COMMITS_ENV).is_some() && prepared.len() > 1 {
+        if hooks::millis(PAUSE_BETWEEN_COMMITS_ENV).is_some() && prepared.len() > 1 {
             let first = prepared.remove(0);
             is_done &= self.commit_prepared(&txn, vec![first]).await;
-            txn_hooks::pause(PAUSE_BETWEEN_COMMITS_ENV).await;
+            hooks::pause(PAUSE_BETWEEN_COMMITS_ENV).await;
         }
         is_done &= self.commit_prepared(&txn, prepared).await;
         let outcome = Outcome {
@@ -531,7 +531,7 @@ const FORGET_BATCH: usize = 256;
 /// client's COMMIT does not wait for it. The worker's finished decisions
 /// gather for a few milliseconds and go in one DELETE per home backend,
 /// on a pooled connection; one that is not deleted (an error, a stopped
-/// proxy) is deleted by recovery once it is old (`txn_recovery.rs`).
+/// proxy) is deleted by recovery once it is old (`recovery.rs`).
 fn forget_decision(ctx: Arc<Context>, worker: usize, home: BackendId, gtrid: String) {
     let Some(slot) = ctx.finished_decisions.get(worker) else {
         return;

@@ -1,0 +1,219 @@
+//! The dictionary refresh: reading the stored dictionary and making it
+//! current ([`reload`], and [`reload_if_idle`] for the periodic reload of
+//! `server.rs`), and the fence's side of it: a statement that ran into a
+//! table a partition change renamed (a 1146, [`missing_table`], or a stale
+//! trigger's, [`is_stale_trigger_error`]) waits for a dictionary that no
+//! longer routes there ([`await_newer_dictionary`], answering a [`Fence`])
+//! or learns whether a change is in its cutover ([`cutover_under_way`]).
+//! Used by `exec/fence.rs` and `session/commands.rs` (statements), by
+//! `crate::admin` (every command reads the dictionary afresh) and by
+//! `server.rs`.
+
+use std::sync::Arc;
+
+use hscale_route::dictionary::{Dictionary, TableName};
+use hscale_route::BackendId;
+use hscale_wire::response::ErrPacket;
+
+use crate::error::ProxyError;
+use crate::partition::store;
+use crate::runtime::Context;
+
+/// Whether a partition change is in its cutover now, by a fresh read of the
+/// dictionary and the journal (false when they cannot be read).
+pub async fn cutover_under_way(ctx: &Context, worker: usize) -> bool {
+    reload(ctx, worker).await.is_ok()
+        && !ctx
+            .partitioning
+            .cutovers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+}
+
+/// Read the dictionary from the main backend and make it current.
+pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, ProxyError> {
+    let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
+    if !ctx
+        .partitioning
+        .is_schema_ready
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        store::ensure_schema(&mut c).await?;
+        ctx.partitioning
+            .is_schema_ready
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    let (d, cutovers) = store::load_with_cutovers(&mut c, &backend_names(ctx)).await?;
+    ctx.partitioning.replace(d);
+    *ctx.partitioning
+        .cutovers
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = cutovers;
+    ctx.partitioning
+        .is_loaded
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    Ok(ctx.partitioning.dictionary())
+}
+
+/// Whether a server error is a statement's failure to open a table of the
+/// `hscale` schema that triggers on its table read or write: a change's
+/// capture triggers write its changelog (`hscale.changes_*`), a global
+/// table's fence triggers read `hscale.global_tables`. A statement prepared
+/// on a backend before such triggers were created (or while they were
+/// being created) runs with the tables it locked then, and MariaDB answers
+/// 1146 for the table the trigger uses, again at every execution of that
+/// prepared statement (measured on 10.11: a loop of prepared DELETEs beside
+/// CREATE/DROP TRIGGER fails thousands of times; one prepared anew
+/// succeeds). Nothing of the statement was applied; it must run again,
+/// prepared anew on another connection. Clients cannot name the `hscale`
+/// schema (`session/access.rs`), so no other 1146 names it.
+pub fn is_stale_trigger_error(err: &hscale_wire::response::ErrPacket) -> bool {
+    err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE && err.message.contains("'hscale.")
+}
+
+/// What a statement that ran into a missing table finds after waiting.
+#[derive(Debug)]
+pub enum Fence {
+    /// A newer dictionary: plan the statement again.
+    Newer,
+    /// The same dictionary and no change in its cutover: the table is
+    /// really missing.
+    Unchanged,
+    /// The same dictionary, and the changes seen in their cutover while
+    /// waiting ended without one (rolled back, e.g. a SETUP_GLOBAL_TABLE
+    /// whose owner died: its fence triggers are gone): run it again.
+    Ended,
+    /// Changes still in their cutover after `[proxy] fence_wait_ms`.
+    Timeout(String),
+}
+
+/// The fence: wait until the stored dictionary is newer than `planned` and
+/// no longer names the table `gone` says is missing,
+/// reloading it (one reload at a time per proxy, at most every 20 ms) for
+/// as long as a change is in its cutover, at most `[proxy] fence_wait_ms`.
+pub async fn await_newer_dictionary(
+    ctx: &Context,
+    worker: usize,
+    planned: u64,
+    gone: &ErrPacket,
+) -> Fence {
+    // Newer is not enough: another table's change (or a change of this
+    // table's rule) moves the one version on while this table's cutover is
+    // still under way, and planning again would meet the same missing
+    // table. Progress is a dictionary that no longer routes to the table
+    // the backend says is gone: one that no longer names a partition's
+    // table, or, for a plain table's name (an in-place SETUP_TABLE renamed
+    // it to its default partition), one that has made it partitioned,
+    // global or a view hscale keeps (made through another proxy).
+    let gone = missing_table(gone);
+    let is_newer = || {
+        let d = ctx.partitioning.dictionary();
+        if d.stored_version <= planned {
+            return false;
+        }
+        let Some((db, t)) = &gone else {
+            return true;
+        };
+        if d.names_physical(db, t) {
+            return false;
+        }
+        let name = TableName::new(db, t);
+        ctx.partitioning.was_retired(db, t)
+            || d.table(&name).is_some()
+            || d.is_global(&name)
+            || d.view(&name).is_some()
+    };
+    let wait = std::time::Duration::from_millis(ctx.config.proxy.fence_wait_ms);
+    let since = std::time::Instant::now();
+    let deadline = since + wait;
+    let every = std::time::Duration::from_millis(20);
+    let mut saw_cutover = false;
+    loop {
+        if is_newer() {
+            return Fence::Newer;
+        }
+        {
+            let mut g = ctx.partitioning.fence_gate.lock().await;
+            if is_newer() {
+                return Fence::Newer;
+            }
+            if g.last_reload.is_none_or(|t| t.elapsed() >= every) {
+                g.last_reload = Some(std::time::Instant::now());
+                let found = reload(ctx, worker).await.map(|_| {
+                    ctx.partitioning
+                        .cutovers
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clone()
+                });
+                match found {
+                    Ok(c) => g.cutovers = c,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "fence: cannot read the dictionary");
+                        g.cutovers = vec!["an unreadable dictionary".into()];
+                    }
+                }
+            }
+            if is_newer() {
+                return Fence::Newer;
+            }
+            // Only a reload that began after the statement failed can say
+            // no change is in its cutover: an earlier one (another session's,
+            // within `every`) may predate the rename the statement met.
+            let is_fresh = g.last_reload.is_some_and(|t| t >= since);
+            if is_fresh && !g.cutovers.is_empty() {
+                saw_cutover = true;
+            }
+            if g.cutovers.is_empty() && is_fresh {
+                return if saw_cutover {
+                    Fence::Ended
+                } else {
+                    Fence::Unchanged
+                };
+            }
+            if std::time::Instant::now() >= deadline {
+                return Fence::Timeout(g.cutovers.join(", "));
+            }
+        }
+        // The next poll, or at once when this proxy makes a new dictionary
+        // current (the change's owner commits and reloads it).
+        let replaced = ctx.partitioning.replaced.notified();
+        tokio::pin!(replaced);
+        replaced.as_mut().enable();
+        if is_newer() {
+            return Fence::Newer;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = replaced => {}
+        }
+    }
+}
+
+/// The database and table of a 1146 (`Table 'db.t' doesn't exist`), as
+/// the backend names it.
+pub fn missing_table(err: &ErrPacket) -> Option<(String, String)> {
+    let rest = err.message.strip_prefix("Table '")?;
+    let name = &rest[..rest.find("' doesn't exist")?];
+    let (db, table) = name.split_once('.')?;
+    Some((db.to_string(), table.to_string()))
+}
+
+/// The periodic reload: skipped while an admin command on this proxy is
+/// changing the dictionary (it reloads and swaps itself).
+pub async fn reload_if_idle(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
+    let Ok(_g) = ctx.partitioning.admin_lock.try_lock() else {
+        return Ok(());
+    };
+    reload(ctx, worker).await.map(|_| ())
+}
+
+/// The configured backends' names, in order.
+pub fn backend_names(ctx: &Context) -> Vec<&str> {
+    ctx.config
+        .backends
+        .iter()
+        .map(|b| b.name.as_str())
+        .collect()
+}
