@@ -75,6 +75,12 @@ deps:
 	  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check pymysql
 	  python3 -c 'import pymysql'
 	fi
+	# tests/clients.rs drives aiomysql (asyncio, on top of PyMySQL) too.
+	if ! python3 -c 'import aiomysql' >/dev/null 2>&1; then
+	  echo "deps: installing aiomysql for $$(command -v python3)"
+	  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check aiomysql
+	  python3 -c 'import aiomysql'
+	fi
 
 build:
 	$(CARGO) build --release --locked

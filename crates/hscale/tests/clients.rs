@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
 //! The clients people really use, run against hscale: the mariadb CLI, JDBC,
-//! mariadb-slap, sysbench (both prepared-statement modes) and PyMySQL.
+//! mariadb-slap, sysbench (both prepared-statement modes), PyMySQL and
+//! aiomysql.
 
 mod common;
 
@@ -167,6 +168,72 @@ fn pymysql() {
         "py_db",
     ]));
     assert!(out.contains("pymysql ok"), "{out}");
+}
+
+/// aiomysql (asyncio) as applications use it, on tables partitioned over
+/// both backends: a pool of many coroutines, begin()/commit()/rollback(),
+/// executemany, DictCursor and SSCursor, errors, KILLed connections
+/// (ping(reconnect=True), the pool) and pool_recycle. The script runs each
+/// check on one server too (plain tables in `aio_ref` on shard0) and
+/// requires the same answers.
+#[test]
+fn aiomysql() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/aiomysql_check.py"
+    );
+    let info = cluster(2);
+    run(&mut mariadb(&[
+        "-e",
+        "DROP DATABASE IF EXISTS aio_db; CREATE DATABASE aio_db",
+    ]));
+    let rt = rt();
+    rt.block_on(fresh_db("aio_ref"));
+    let out = run(Command::new("python3").args([
+        script,
+        "127.0.0.1",
+        &info.proxy_port.to_string(),
+        "root",
+        "",
+        "aio_db",
+        &info.backend_ports[0].to_string(),
+        "hscale",
+        "hscale",
+        "aio_ref",
+    ]));
+    assert!(out.contains("aiomysql ok"), "{out}");
+    // On the backends themselves: even ids on shard0, odd ids on shard1,
+    // the committed transaction's rows on both, nothing of the rolled-back,
+    // dropped or failed ones.
+    rt.block_on(async {
+        use mysql_async::prelude::*;
+        let mut seen = Vec::new();
+        for (backend, table) in physical_tables("aio_db.aio_t").await.into_values() {
+            let mut c = backend_conn(backend, Some("aio_db")).await;
+            let (n, odd): (i64, i64) = c
+                .query_first(format!(
+                    "SELECT COUNT(*), CAST(COALESCE(SUM(id % 2), 0) AS SIGNED) FROM {table}"
+                ))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(odd, if backend == 0 { 0 } else { n }, "{table} on shard{backend}");
+            let ids: Vec<i64> = c
+                .query(format!(
+                    "SELECT id FROM {table} WHERE id BETWEEN 100 AND 105 OR id BETWEEN 400 AND 404 ORDER BY id"
+                ))
+                .await
+                .unwrap();
+            seen.push((backend, n, ids));
+            c.disconnect().await.unwrap();
+        }
+        seen.sort();
+        assert_eq!(
+            seen,
+            vec![(0, 50, vec![102, 402]), (1, 49, vec![103, 403])],
+            "aio_t's rows on the backends"
+        );
+    });
 }
 
 /// Download Connector/J and compile the JDBC programs, once per test
