@@ -758,6 +758,40 @@ impl BackendConn {
         Ok(Ok(self.remember_statement(sql, ok, cache_size).await?))
     }
 
+    /// The server's syntax error for `sql`, if it has one: `sql` is
+    /// prepared (which parses it and runs nothing) and the statement
+    /// closed again. `None` when the server parses it, or refuses it for
+    /// another reason (an unknown table, a statement the prepared
+    /// protocol does not take).
+    pub async fn parse_error(&mut self, sql: &[u8]) -> Result<Option<ErrPacket>, ProxyError> {
+        let mut payload = BytesMut::with_capacity(1 + sql.len());
+        payload.put_u8(com::STMT_PREPARE);
+        payload.put_slice(sql);
+        let r: Result<Option<ErrPacket>, WireError> = async {
+            self.stream.send_command(&payload).await?;
+            match self.read_prepare().await? {
+                Err(e) => Ok(Some(e)),
+                Ok((ok, _)) => {
+                    let mut close = [0u8; 5];
+                    close[0] = com::STMT_CLOSE;
+                    close[1..].copy_from_slice(&ok.statement_id.to_le_bytes());
+                    // COM_STMT_CLOSE has no response.
+                    self.stream.send_command(&close).await?;
+                    Ok(None)
+                }
+            }
+        }
+        .await;
+        match r {
+            Ok(Some(e)) if matches!(e.code, 1064 | 1149) => Ok(Some(e)),
+            Ok(_) => Ok(None),
+            Err(e) => {
+                self.is_broken = true;
+                Err(lost(&self.backend, e))
+            }
+        }
+    }
+
     /// Read the answer to a COM_STMT_PREPARE sent on this connection: its
     /// OK and the parameter and column definitions, or the server's error.
     pub async fn read_prepare(

@@ -341,6 +341,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Form::Client { payload, lexed },
             )
             .await?;
+            // What hscale cannot read may be what no server reads: the
+            // server's own syntax error answers it, not a refusal.
+            if matches!(plan, Plan::Refuse(_)) && text.is_some() {
+                if let Some(err) = self.server_parse_error(sql).await? {
+                    return Err(ProxyError::Statement { err });
+                }
+            }
             // A statement spread over several connections cannot carry what
             // binds a session to one: user variables, locks, temporary
             // tables. (Inside a transaction its parts run one at a time on

@@ -136,6 +136,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         Ok(flags)
     }
 
+    /// The main backend's syntax error for `sql` in the session's state
+    /// (its sql_mode decides what parses), when it has one: a statement
+    /// hscale refuses because it cannot read it may be one no server
+    /// reads, and one server answers that with 1064, not hscale's 1235.
+    /// Only a single statement is asked about (the prepared protocol
+    /// takes one); nothing of it runs (`BackendConn::parse_error`).
+    pub(super) async fn server_parse_error(
+        &mut self,
+        sql: &str,
+    ) -> Result<Option<hscale_wire::response::ErrPacket>, ProxyError> {
+        let is_single = hscale_sql::tokenize(sql)
+            .map_or(true, |t| !t.iter().any(|t| t.kind == TokenKind::Semicolon));
+        if !is_single {
+            return Ok(None);
+        }
+        let begin = self.b.pending_begin.take();
+        let leased = self.b.lease(BackendId::MAIN, false).await;
+        self.b.pending_begin = begin;
+        let Ok(mut conn) = leased? else {
+            return Ok(None);
+        };
+        let r = conn.parse_error(sql.as_bytes()).await;
+        self.b.finish(conn, Outcome::default(), &Effects::default());
+        r
+    }
+
     /// Before a statement that may set the session's sql_mode (its own
     /// text was read in the mode before it): ask again when next needed.
     pub(super) fn forget_sql_mode(&mut self, facts: &hscale_sql::Facts, sql: &[u8]) {
