@@ -59,6 +59,13 @@ pub enum ProxyError {
     /// server: the server's error as it is.
     #[error("{}", err.message)]
     Statement { err: ErrPacket },
+    /// A partition's server could not parse the statement it was sent
+    /// (1064, 1149), before anything reached the client: its message
+    /// quotes the statement as rewritten for the partition, so the
+    /// session asks the server about the client's own text instead
+    /// (`Session::server_parse_error`) and answers with that.
+    #[error("{}", err.message)]
+    Syntax { err: ErrPacket },
     #[error("hscale: backend '{backend}' sent a malformed response: {reason}")]
     BackendProtocol { backend: String, reason: String },
     #[error("hscale: {what} is not supported")]
@@ -184,7 +191,8 @@ impl ProxyError {
         match self {
             ProxyError::Backend { err, .. }
             | ProxyError::StaleRoute { err }
-            | ProxyError::Statement { err } => (err.code, &err.sql_state, msg),
+            | ProxyError::Statement { err }
+            | ProxyError::Syntax { err } => (err.code, &err.sql_state, msg),
             ProxyError::ClientProtocol(WireError::TooLarge { .. }) => (
                 code::ER_NET_PACKET_TOO_LARGE,
                 b"08S01",

@@ -87,6 +87,8 @@ pub struct Forwarder<'a, B, C> {
     columns: usize,
     /// Hold back a first packet that is error 1146.
     is_holding_missing_tables: bool,
+    /// Hold back a first packet that is a syntax error (1064, 1149).
+    is_holding_parse_errors: bool,
     /// OK packets carry this insert id (the first id a sequence generated
     /// for the statement) instead of the backend's.
     insert_id: Option<u64>,
@@ -126,6 +128,7 @@ where
             relabel: None,
             columns: 0,
             is_holding_missing_tables: false,
+            is_holding_parse_errors: false,
             insert_id: None,
             one_row_select: None,
             names: None,
@@ -182,6 +185,15 @@ where
         self
     }
 
+    /// Do not send a response that is only a syntax error (1064, 1149)
+    /// either: keep it in [`Outcome::held`], so the session can answer
+    /// with the server's error about the client's own text, not about
+    /// the statement as rewritten for the partition.
+    pub fn holding_parse_errors(mut self) -> Self {
+        self.is_holding_parse_errors = true;
+        self
+    }
+
     /// Record an error packet of the response.
     fn note_err(&mut self, payload: &[u8]) {
         use hscale_wire::consts::code;
@@ -201,11 +213,17 @@ where
 
     /// Whether `p`, the first packet of a response, is held back.
     fn hold(&mut self, p: &hscale_wire::Packet) -> bool {
-        if !self.is_holding_missing_tables || p.first() != Some(0xff) {
+        if !(self.is_holding_missing_tables || self.is_holding_parse_errors)
+            || p.first() != Some(0xff)
+        {
             return false;
         }
         match hscale_wire::response::ErrPacket::decode(&p.payload) {
-            Ok(e) if e.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE => {
+            Ok(e)
+                if (self.is_holding_missing_tables
+                    && e.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE)
+                    || (self.is_holding_parse_errors && is_parse_error(&e)) =>
+            {
                 self.outcome.is_err = true;
                 self.outcome.held = Some(e);
                 true
@@ -650,4 +668,9 @@ where
             }
         }
     }
+}
+
+/// A server's syntax error (ER_PARSE_ERROR, ER_SYNTAX_ERROR).
+pub fn is_parse_error(e: &hscale_wire::response::ErrPacket) -> bool {
+    matches!(e.code, 1064 | 1149)
 }

@@ -81,6 +81,10 @@ pub struct Exec<'a, S> {
     /// instead of reaching the client, so the session can reload the
     /// dictionary and run the statement again (the fence, `session/fence.rs`).
     pub is_fenced: bool,
+    /// A first answer that is a syntax error (1064, 1149) becomes
+    /// `ProxyError::Syntax` instead of reaching the client: the client's
+    /// text statement, whose session asks the server about its own text.
+    pub holds_parse_errors: bool,
     /// A backend that closes the connection before any answer gives
     /// `Err(BackendLost)` back instead of an error to the client: the
     /// statement runs again on another pooled connection.
@@ -145,6 +149,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             ship_cleanup: None,
             ship_names: Vec::new(),
             is_fenced: false,
+            holds_parse_errors: false,
             retry_unanswered: false,
             uses_last_insert_id: false,
             is_binary: false,
@@ -179,6 +184,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     /// Physical table names in its message become the partitioned
     /// tables' (`Dictionary::user_message`).
     pub async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
+        // A syntax error before anything was answered: the session asks
+        // about the client's own text (`holds_parse_errors`).
+        if self.holds_parse_errors && seq == 1 && forward::is_parse_error(err) {
+            return Err(ProxyError::Syntax { err: err.clone() });
+        }
         let renamed = self
             .b
             .ctx
@@ -375,6 +385,9 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         if self.is_fenced {
             f = f.holding_missing_tables();
         }
+        if self.holds_parse_errors {
+            f = f.holding_parse_errors();
+        }
         let r = f.run(expect).await;
         drop(running);
         match r {
@@ -409,6 +422,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                 }
                 self.b.finish(conn, outcome, effects);
                 match held {
+                    Some(err) if forward::is_parse_error(&err) => Err(ProxyError::Syntax { err }),
                     Some(err) => Err(ProxyError::StaleRoute { err }),
                     None => Ok(()),
                 }

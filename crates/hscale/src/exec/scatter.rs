@@ -464,6 +464,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if self.is_fenced {
             f = f.holding_missing_tables();
         }
+        if self.holds_parse_errors {
+            f = f.holding_parse_errors();
+        }
         let r = f.run_part(is_first).await;
         drop(running);
         match r {
@@ -486,8 +489,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                         .await;
                 }
                 self.b.finish(conn, outcome, &Effects::default());
-                if let Some(err) = held {
-                    return Err(ProxyError::StaleRoute { err });
+                match held {
+                    Some(err) if super::forward::is_parse_error(&err) => {
+                        return Err(ProxyError::Syntax { err })
+                    }
+                    Some(err) => return Err(ProxyError::StaleRoute { err }),
+                    None => {}
                 }
                 Ok((!is_err).then_some(next))
             }

@@ -300,6 +300,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         }
                     }
                 }
+                // A partition's syntax error quotes the rewritten text:
+                // one server's is about the client's own.
+                Err(ProxyError::Syntax { err }) => {
+                    let own = match text {
+                        Some(sql) => self.server_parse_error(sql).await?,
+                        None => None,
+                    };
+                    return match own {
+                        Some(err) => Err(ProxyError::Statement { err }),
+                        None => self.write_server_error(1, &err).await,
+                    };
+                }
                 r => return r,
             }
         }
@@ -466,6 +478,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     }
                     let mut exec = self.exec();
                     exec.is_fenced = true;
+                    exec.holds_parse_errors = true;
                     let done = exec.run(plan, effects).await;
                     if is_auto && done.is_ok() {
                         crate::admin::auto_partition::notice(
