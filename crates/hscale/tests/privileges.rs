@@ -142,7 +142,7 @@ async fn a_mapped_user_meets_its_backend_accounts_grants() {
     reader.query_drop("ROLLBACK").await.unwrap();
     // A transaction across both backends as a mapped account: its home
     // branch records the decision in hscale.decisions (the account's grant
-    // there is what the README asks for), the client never names it.
+    // there is what docs/src/security.md asks for), the client never names it.
     let mut writer = login(port, "writer", "writer-pw").await;
     writer.query_drop("BEGIN").await.unwrap();
     writer

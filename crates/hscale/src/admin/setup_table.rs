@@ -217,7 +217,7 @@ fn key_compare_for(
 /// Refuse a PRIMARY or UNIQUE key no backend can enforce once the table is
 /// partitioned by `column`: one without the partition column, unless it
 /// holds the AUTO_INCREMENT column the table's sequence serves (generated
-/// ids are unique across partitions; see the README for explicit ids).
+/// ids are unique across partitions; docs/src/sequences.md for explicit ids).
 fn check_unique_keys(
     name: &TableName,
     column: &str,

@@ -525,7 +525,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// is registered for KILL QUERY meanwhile (`InFlight::running`).
     /// Returns how many parts were read so. Parts that were
     /// not sent ahead (more than `MAX_IN_FLIGHT`, or inside a transaction,
-    /// one part at a time) are not read early: README lists it.
+    /// one part at a time) are not read early (docs/src/queries.md lists it).
     async fn preflight(&mut self, flight: &mut InFlight) -> Result<usize, Preflight> {
         let mut n = 0;
         for conn in flight.conns.iter_mut().skip(1) {

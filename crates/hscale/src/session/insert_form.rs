@@ -153,7 +153,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         // The SELECT's own conditions are not the statement's: without
         // strict mode the row is stored with the value the SELECT showed
-        // and without the server's warnings of it (README).
+        // and without the server's warnings of it (docs/src/queries.md).
         self.b.gathered.rewind(mark);
         if !self.sql_mode().await?.is_strict {
             return Ok(None);

@@ -695,7 +695,7 @@ fn default_rows(out: &mut Vec<Case>) {
     ] {
         for form in ["INSERT INTO tk (dt, v) VALUES", "INSERT INTO tk VALUES"] {
             // Text only: prepared, rows of several partitions in one
-            // statement are refused (README).
+            // statement are refused (docs/src/refusals.md).
             out.push(session(
                 "multi-row INSERT with default rows",
                 vec![

@@ -108,7 +108,7 @@ async fn run(c: &mut Conn, sql: &str, prepared: bool, db: &str) -> Answer {
 
 /// Whether the table names of a statement's column definitions are
 /// compared: not for information_schema reads and SHOW, which hscale
-/// answers by rewriting them (their columns name its derived tables, README
+/// answers by rewriting them (their columns name its derived tables, docs/src/queries.md
 /// *Schema statements*).
 fn shows_tables(sql: &str) -> bool {
     let u = sql.to_ascii_uppercase();
@@ -152,7 +152,7 @@ const KNOWN: &[(&str, &str)] = &[];
 /// Columns of SHOW TABLE STATUS and SHOW INDEX that describe the physical
 /// storage, not the rows: page-rounded byte counts, times the tables were
 /// created and written, and InnoDB's sampled Cardinality. Partitions are
-/// other tables than one server's, so these are theirs (summed, README
+/// other tables than one server's, so these are theirs (summed, docs/src/queries.md
 /// "Schema statements"), and are not compared; Rows and every other
 /// column are.
 const STORAGE_FIGURES: &[&str] = &[

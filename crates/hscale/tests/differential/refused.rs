@@ -1,7 +1,7 @@
 //! What is still refused of issue 15's "Refused, but one server answers"
 //! (writes through views of partitioned tables, LOAD DATA, non-ASCII text
 //! from clients in single-byte character sets other than latin1):
-//! each construct answered with 1235 naming it (README, *What hscale
+//! each construct answered with 1235 naming it (docs/src/refusals.md, *What hscale
 //! refuses*), never with a different answer, and nothing written.
 
 use super::Harness;
