@@ -652,9 +652,19 @@ impl<'a> Select<'a> {
                     s.push(' ');
                 }
                 s.push_str(items_text);
-                for h in &hidden {
+                // Each sort key under a name of its own: a bare column
+                // would also answer to its name in the fragment's ORDER
+                // BY, beside a select alias of that name (`SELECT oid AS
+                // k, k AS oid ... ORDER BY k, oid`: 1052 "Column 'k' in
+                // ORDER BY is ambiguous"), where one server's statement
+                // reads the alias. Aliased, it only answers where no
+                // select item does, as the column itself would.
+                for (n, h) in hidden.iter().enumerate() {
                     s.push_str(", ");
                     s.push_str(h);
+                    s.push_str(" AS `hscale_sort_");
+                    s.push_str(&n.to_string());
+                    s.push('`');
                 }
                 s.push(' ');
                 s.push_str(&self.body(slot));
