@@ -4,7 +4,8 @@
 //! (`REF`, not partitioned, its own AUTO_INCREMENT): an INSERT with an
 //! explicit id that fails leaves the next generated id where it was, and
 //! the OK packet of a multi-row INSERT with explicit ids split over
-//! partitions carries one server's insert id (the last row's).
+//! partitions carries one server's insert id (the last row's). And F7's
+//! keys no date holds: the server's own error (1292) or zero date.
 //!
 //! Four backends; `ev` partitioned by month as in the adversarial run.
 
@@ -268,4 +269,67 @@ async fn multi_row_explicit_ids_class() {
         ],
     )
     .await;
+}
+
+/// What a statement answered, with its error message or its warnings.
+async fn answer_full(c: &mut Conn, sql: &str) -> String {
+    let ok = match c.query_drop(sql).await {
+        Ok(()) => format!("ok affected {}", c.affected_rows()),
+        // The database's name aside (each side has its own).
+        Err(mysql_async::Error::Server(e)) => {
+            let message = e.message.replace(DB, "db").replace(REF, "db");
+            return format!("error {} {message}", e.code);
+        }
+        Err(e) => return format!("error {e}"),
+    };
+    let warnings: Vec<(String, u16, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    format!("{ok}; {warnings:?}")
+        .replace(DB, "db")
+        .replace(REF, "db")
+}
+
+/// The adversarial run's F7: a DATETIME key no date can be read from
+/// ('not a date', hour 24, month 13) is the zero date to the server;
+/// hscale refused it (1235 "DATE cannot take the value '0000-00-00
+/// 00:00:00'") where one server answers 1292 in strict mode and stores
+/// the zero date with warning 1265 without it. Such a key goes to the
+/// partition of the zero date (the default one, '0000-00' has none),
+/// where the server answers for itself.
+#[tokio::test]
+async fn keys_no_date_holds_answer_the_servers_error() {
+    let (mut p, mut r) = fresh("bad_dates").await;
+    for sql in [
+        "INSERT INTO ev (id, at, kind) VALUES (600, 'not a date', 'q')",
+        "INSERT INTO ev (id, at, kind) VALUES (801, '2024-02-29 24:00:00', 'bad')",
+        "INSERT INTO ev (id, at, kind) VALUES (901, '2024-13-01', 'bad')",
+        "INSERT INTO ev (id, at, kind) VALUES (902, '2024-01-01', 'ok'), (903, 'bad', 'bad')",
+    ] {
+        assert_eq!(
+            answer_full(&mut p, sql).await,
+            answer_full(&mut r, sql).await,
+            "{sql}"
+        );
+    }
+    assert_eq!(ev(&mut p).await, ev(&mut r).await);
+    // INSERT IGNORE, and without strict mode: the zero date is stored,
+    // with the server's warning, and read back by its key.
+    for sql in [
+        "INSERT IGNORE INTO ev (id, at, kind) VALUES (900, 'bad', 'ig')",
+        "SET sql_mode = ''",
+        "INSERT INTO ev (id, at, kind) VALUES (904, 'bad', 'ns')",
+        "INSERT INTO ev (id, at, kind) VALUES (905, '0000-00-00', 'zero')",
+        "SET sql_mode = DEFAULT",
+    ] {
+        assert_eq!(
+            answer_full(&mut p, sql).await,
+            answer_full(&mut r, sql).await,
+            "{sql}"
+        );
+    }
+    assert_eq!(ev(&mut p).await, ev(&mut r).await);
+    let zero = "SELECT id, kind FROM ev WHERE at = '0000-00-00 00:00:00' ORDER BY id";
+    let got: Vec<(u64, String)> = p.query(zero).await.unwrap();
+    let want: Vec<(u64, String)> = r.query(zero).await.unwrap();
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 3);
 }
