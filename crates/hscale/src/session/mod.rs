@@ -21,6 +21,7 @@ mod batch;
 mod commands;
 mod conditions;
 mod diagnostics;
+mod do_statement;
 mod figures;
 mod found_rows;
 mod insert_form;
