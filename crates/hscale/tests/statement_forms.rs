@@ -1,10 +1,11 @@
 #![allow(clippy::unwrap_used)]
-//! Issue 29, the adversarial run's F5: `DO` naming a partitioned table was
-//! refused (1235) where one server evaluates its expressions and answers
-//! OK. The findings' example is a test of its own, compared with one plain
-//! database of the same server (`REF`, not partitioned); the class around
-//! it follows (other expressions, errors, prepared, and the forms still
-//! refused).
+//! Issue 29, the adversarial run's F5 and F7: statement forms naming a
+//! partitioned table that hscale refused (1235) or failed with another
+//! code than one server: `DO`, which one server evaluates and answers OK,
+//! and a `PARTITION (p)` clause, 1747 on one server. The findings'
+//! examples are tests of their own, compared with one plain database of
+//! the same server (`REF`, not partitioned); the class around each
+//! follows.
 //!
 //! Four backends; `od` partitioned MOD(4) on k as in the adversarial run.
 
@@ -14,8 +15,8 @@ use common::*;
 use mysql_async::prelude::*;
 use mysql_async::Conn;
 
-const DB: &str = "do_part";
-const REF: &str = "do_ref";
+const DB: &str = "sf_part";
+const REF: &str = "sf_ref";
 
 static SET_UP: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
 
@@ -109,4 +110,39 @@ async fn do_assigning_a_variable_is_still_refused() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), 1235, "{e}");
+}
+
+/// The findings' example of F7: hscale's rewrite made the clause a syntax
+/// error (1064, its message showing the rewrite).
+#[tokio::test]
+async fn partition_clause_is_1747_as_on_one_server() {
+    assert_eq!(
+        same("SELECT COUNT(*) FROM od PARTITION (p0)").await,
+        "error 1747"
+    );
+}
+
+/// The class: every statement form, an alias after the clause, several
+/// partition names, prepared; nothing is written.
+#[tokio::test]
+async fn partition_clauses_answer_as_one_server() {
+    for sql in [
+        "SELECT oid FROM od PARTITION (p0, p1) AS o WHERE k = 1",
+        "SELECT * FROM od PARTITION (od1) ORDER BY oid LIMIT 2",
+        "INSERT INTO od PARTITION (p0) (oid, k, qty) VALUES (900, 1, 1)",
+        "UPDATE od PARTITION (p1) SET qty = 0 WHERE k = 1",
+        "DELETE FROM od PARTITION (p1) WHERE k = 1",
+        "SELECT COUNT(*) FROM od PARTITION(p0)",
+    ] {
+        assert_eq!(same(sql).await, "error 1747", "{sql}");
+    }
+    set_up().await;
+    let mut p = proxy_conn(Some(DB)).await;
+    let e = p
+        .exec_drop("SELECT oid FROM od PARTITION (p0) WHERE k = ?", (1,))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1747, "{e}");
+    let n: Option<u64> = p.query_first("SELECT COUNT(*) FROM od").await.unwrap();
+    assert_eq!(n, Some(32));
 }
