@@ -356,3 +356,22 @@ async fn order_by_shadowing_aliases_class() {
     )
     .await;
 }
+
+/// A session whose `max_error_count` hides the warning 1052 still gets
+/// the groups of one server.
+#[tokio::test]
+async fn group_by_shadowing_alias_under_a_small_max_error_count() {
+    set_up().await;
+    let sql = "SELECT k AS qty, SUM(qty) FROM od GROUP BY qty ORDER BY 1, 2";
+    let mut p = proxy_conn(Some(DB)).await;
+    let mut r = proxy_conn(Some(REF)).await;
+    for c in [&mut p, &mut r] {
+        c.query_drop("SET SESSION max_error_count = 0")
+            .await
+            .unwrap();
+    }
+    let got: Vec<(i64, String)> = p.query(sql).await.unwrap();
+    let want: Vec<(i64, String)> = r.query(sql).await.unwrap();
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 11);
+}

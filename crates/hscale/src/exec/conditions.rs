@@ -259,6 +259,13 @@ impl Gathered {
             .map(|[_, _, message]| String::from_utf8_lossy(message).into_owned())
     }
 
+    /// Whether parts since `m` counted more warnings than they listed
+    /// (`max_error_count` below their count, or a list not read).
+    pub fn is_unlisted_since(&self, m: Mark) -> bool {
+        let listed = self.rows.len().saturating_sub(m.rows) as u64;
+        self.missed || self.count.saturating_sub(m.count) > listed
+    }
+
     /// Forget what was gathered since `m`: the parts of an attempt given
     /// up before anything reached the client (a merge that falls back to
     /// another plan), whose conditions one server never raises.

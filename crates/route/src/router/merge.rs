@@ -284,7 +284,7 @@ pub enum Mode {
     /// (sort keys and their weights); order keys index the hidden block.
     Sort { hidden: usize },
     /// Partition rows are partial groups; the client's rows are computed.
-    Group(GroupPlan),
+    Group(Box<GroupPlan>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -308,6 +308,9 @@ pub struct GroupPlan {
     /// by member order (reading an index's end); this query's column
     /// flags tell, and such a statement is then run on copies.
     pub enum_probe: Option<String>,
+    /// A GROUP BY item names a select alias, which one server reads as a
+    /// column of that name if the table has one (warning 1052).
+    pub groups_by_alias: bool,
 }
 
 /// A fragment column and, for strings, its weight and space-weight columns.

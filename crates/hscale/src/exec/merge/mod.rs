@@ -677,13 +677,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// a plain read falls back to one server on copies of the tables
     /// (`MergePlan::fallback`) and anything else gets 1235, never groups
     /// one server keeps apart.
-    fn refuse_ambiguous_names(&self, since: conditions::Mark) -> Result<(), Stop> {
-        match self.b.gathered.warning_since(since, ER_NON_UNIQ_ERROR) {
-            Some(message) => Err(Stop::Proxy(ProxyError::Refused(format!(
-                "a GROUP BY or HAVING name that is both a select alias and a column of the table ({message}) over several partitions"
-            )))),
-            None => Ok(()),
-        }
+    /// When a GROUP BY item names an alias and the statement's warnings
+    /// were not all listed (a session's `max_error_count` below them),
+    /// the 1052 may be among the hidden ones: it falls back the same way.
+    fn refuse_ambiguous_names(
+        &self,
+        plan: &GroupPlan,
+        since: conditions::Mark,
+    ) -> Result<(), Stop> {
+        let g = &self.b.gathered;
+        let message = match g.warning_since(since, ER_NON_UNIQ_ERROR) {
+            Some(message) => message,
+            None if plan.groups_by_alias && g.is_unlisted_since(since) => {
+                "warnings not listed".to_string()
+            }
+            None => return Ok(()),
+        };
+        Err(Stop::Proxy(ProxyError::Refused(format!(
+            "a GROUP BY or HAVING name that is both a select alias and a column of the table ({message}) over several partitions"
+        ))))
     }
 
     /// Aggregates, GROUP BY, DISTINCT: combine partial groups.
@@ -703,7 +715,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let (out_defs, out_cols) = (meta.defs.clone(), meta.columns.clone());
         self.end_part(meta).await;
-        self.refuse_ambiguous_names(before_meta)?;
+        self.refuse_ambiguous_names(g, before_meta)?;
         self.refuse_enum_min_max(g, &out_cols).await?;
         if out_cols.len() != g.visible {
             return Err(Stop::Proxy(ProxyError::Wrong(format!(
