@@ -333,3 +333,43 @@ async fn keys_no_date_holds_answer_the_servers_error() {
     assert_eq!(got, want);
     assert_eq!(got.len(), 3);
 }
+
+/// The adversarial run's F5: INSERT / REPLACE ... RETURNING whose rows go
+/// to one partition was refused; the server's rows now come back, with
+/// the ids the sequence generated and LAST_INSERT_ID() after them. Over
+/// several partitions it stays refused (1235), nothing written.
+#[tokio::test]
+async fn insert_returning_on_one_partition() {
+    let (mut p, mut r) = fresh("returning").await;
+    for sql in [
+        "INSERT INTO ev (at, kind) VALUES ('2024-01-09', 'ret') RETURNING id, at",
+        "INSERT INTO ev (at, kind) VALUES ('2024-02-09', 'r1'), ('2024-02-10', 'r2') RETURNING id, kind",
+        "INSERT INTO ev (id, at, kind) VALUES (500, '2024-03-01', 'x') RETURNING *",
+        "REPLACE INTO ev (id, at, kind) VALUES (500, '2024-03-01', 'y') RETURNING id, kind, amt",
+        "INSERT IGNORE INTO ev (id, at, kind) VALUES (500, '2024-03-01', 'z') RETURNING id",
+        "insert into ev (at, kind) values ('2025-06-01', 'dflt') returning id * 2 as twice, upper(kind)",
+    ] {
+        let got = returned(&mut p, sql).await;
+        let want = returned(&mut r, sql).await;
+        assert_eq!(got, want, "{sql}");
+    }
+    assert_eq!(ev(&mut p).await, ev(&mut r).await);
+    let before = ev(&mut p).await;
+    let e = p
+        .query_drop("INSERT INTO ev (at, kind) VALUES ('2024-01-11', 'a'), ('2024-02-11', 'b') RETURNING id")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235, "{e}");
+    assert_eq!(ev(&mut p).await, before);
+}
+
+/// A statement's rows, as text, and LAST_INSERT_ID() after it.
+async fn returned(c: &mut Conn, sql: &str) -> (Vec<Vec<String>>, Option<u64>) {
+    let got: Vec<mysql_async::Row> = c.query(sql).await.unwrap();
+    let last: Option<u64> = c.query_first("SELECT LAST_INSERT_ID()").await.unwrap();
+    let cells = got
+        .into_iter()
+        .map(|r| r.unwrap().into_iter().map(|v| v.as_sql(true)).collect())
+        .collect();
+    (cells, last)
+}

@@ -506,7 +506,9 @@ impl Bindings {
             // The ids reached the backend as explicit values: its own
             // LAST_INSERT_ID() did not change; the session's did if the
             // statement generated one.
-            if outcome.ok.is_some() && id != 0 {
+            // An OK, or the rows of INSERT ... RETURNING.
+            let is_done = outcome.ok.is_some() || outcome.status.is_some() && !outcome.is_err;
+            if is_done && id != 0 {
                 self.state.last_insert_id = id;
             }
         } else if let Some(ok) = outcome.ok {
