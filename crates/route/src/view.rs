@@ -107,6 +107,10 @@ pub enum ViewError {
     /// 1046
     #[error("No database selected")]
     NoDatabase,
+    /// 1747: `t PARTITION (p)` of a partitioned table, which is no
+    /// partitioned table to its backends (nor to one server holding it).
+    #[error("PARTITION () clause on non partitioned table")]
+    PartitionClause,
 }
 
 impl ViewError {
@@ -120,6 +124,7 @@ impl ViewError {
             ViewError::Invalid(_) => (1356, b"HY000"),
             ViewError::ColumnCount => (1353, b"HY000"),
             ViewError::NoDatabase => (1046, b"3D000"),
+            ViewError::PartitionClause => (1747, b"HY000"),
         }
     }
 }

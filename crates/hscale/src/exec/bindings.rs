@@ -82,6 +82,10 @@ pub struct Bindings {
     /// becomes the session's LAST_INSERT_ID() once it succeeds; `Some(0)`
     /// when it gave every id itself (LAST_INSERT_ID() stays).
     pub generated_id: Option<u64>,
+    /// What the statement's explicit id did to this proxy's block of its
+    /// table's sequence (`seq::Sequences::pass`), undone when the
+    /// statement is rejected without writing (`session/statement.rs`).
+    pub passed: Option<crate::seq::Passed>,
     /// An INSERT ... SELECT that found one row, run as `VALUES (row)`
     /// (`session/insert_form.rs`): its text. Its OK gets the info one
     /// server gives INSERT ... SELECT (`Records: 1  Duplicates: ..`).
@@ -502,7 +506,9 @@ impl Bindings {
             // The ids reached the backend as explicit values: its own
             // LAST_INSERT_ID() did not change; the session's did if the
             // statement generated one.
-            if outcome.ok.is_some() && id != 0 {
+            // An OK, or the rows of INSERT ... RETURNING.
+            let is_done = outcome.ok.is_some() || outcome.status.is_some() && !outcome.is_err;
+            if is_done && id != 0 {
                 self.state.last_insert_id = id;
             }
         } else if let Some(ok) = outcome.ok {

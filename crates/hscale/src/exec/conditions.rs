@@ -248,6 +248,24 @@ impl Gathered {
             })
     }
 
+    /// The message of the first condition of level Warning with `code`
+    /// gathered since `m`.
+    pub fn warning_since(&self, m: Mark, code: u16) -> Option<String> {
+        let code = code.to_string();
+        self.rows
+            .get(m.rows..)?
+            .iter()
+            .find(|[level, c, _]| level.as_slice() == b"Warning" && c.as_slice() == code.as_bytes())
+            .map(|[_, _, message]| String::from_utf8_lossy(message).into_owned())
+    }
+
+    /// Whether parts since `m` counted more warnings than they listed
+    /// (`max_error_count` below their count, or a list not read).
+    pub fn is_unlisted_since(&self, m: Mark) -> bool {
+        let listed = self.rows.len().saturating_sub(m.rows) as u64;
+        self.missed || self.count.saturating_sub(m.count) > listed
+    }
+
     /// Forget what was gathered since `m`: the parts of an attempt given
     /// up before anything reached the client (a merge that falls back to
     /// another plan), whose conditions one server never raises.

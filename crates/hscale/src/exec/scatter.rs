@@ -363,6 +363,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // Rows the parts before this one counted, for its row numbers.
         let mut rows_before = 0;
         let part_rows = self.b.gathered.part_rows.take();
+        // Without a generated id one server's OK carries the AUTO_INCREMENT
+        // value of the statement's last row (its `next_number_field`),
+        // which the part holding that row reports as its own last row's:
+        // (that row's number, the part's insert id).
+        let mut last_row: Option<(u32, u64)> = None;
         for i in 0..parts.len() {
             if !self
                 .send_ahead(parts, cmd, i, &mut next_send, &mut flight, 1)
@@ -381,6 +386,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 (None, _) => RowMap::Same,
             };
             let (affected, warnings) = (total.affected_rows, total.warnings);
+            let id_before = std::mem::take(&mut total.last_insert_id);
             let read = self.read_part_ok(conn, &mut total).await;
             self.b.gathered.row_map = RowMap::Same;
             match read {
@@ -388,6 +394,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 other => {
                     flight.abandon();
                     return other.map(|_| None);
+                }
+            }
+            let part_id = total.last_insert_id;
+            if id_before != 0 {
+                total.last_insert_id = id_before;
+            }
+            let part_last = part_rows
+                .as_ref()
+                .and_then(|rows| rows.get(i)?.iter().max().copied());
+            if let Some(row) = part_last {
+                if last_row.is_none_or(|(r, _)| row > r) {
+                    last_row = Some((row, part_id));
                 }
             }
             rows_before += match total.info {
@@ -411,6 +429,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .settled_count(total.warnings, || constants(sql, cmd));
         total.warnings = warnings;
         total.info = info.unwrap_or_default().with_warnings(u64::from(warnings));
+        if let Some((_, id)) = last_row.filter(|(_, id)| *id != 0) {
+            total.last_insert_id = id;
+        }
         Ok(Some(total))
     }
 
@@ -754,7 +775,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 
     /// The one OK of a write over several partitions; its insert id is the
-    /// first partition's, as a multi-row INSERT reports its first row's.
+    /// first id the statement generated, as on one server, or without one
+    /// the statement's last row's (`add_up`).
     pub(crate) async fn write_total(&mut self, mut total: OkPacket) -> Result<(), ProxyError> {
         self.b.note.affected = Some(total.affected_rows);
         match self.b.generated_id {

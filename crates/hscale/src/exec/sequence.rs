@@ -52,7 +52,8 @@ impl Bindings {
         drop(dict);
         let (ctx, worker) = (self.ctx.clone(), self.worker);
         if let Some(id) = auto.max_explicit {
-            ctx.sequences
+            self.passed = ctx
+                .sequences
                 .pass(&ctx, worker, &auto.table, generation, id)
                 .await?;
         }
@@ -194,7 +195,8 @@ impl Bindings {
         };
         let (ctx, worker) = (self.ctx.clone(), self.worker);
         if let Some(id) = max_explicit {
-            ctx.sequences
+            self.passed = ctx
+                .sequences
                 .pass(&ctx, worker, &ids.table, generation, id)
                 .await?;
         }

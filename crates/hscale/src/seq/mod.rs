@@ -69,6 +69,21 @@ struct Block {
     /// The largest counter value this proxy has seen: the counter is at
     /// least this, so an explicit id below it needs no round trip.
     counter_floor: u64,
+    /// Changes of `next` so far (takes, refills and passes): an undone
+    /// pass ([`Sequences::undo_pass`]) checks that none came after it.
+    changes: u64,
+}
+
+/// What [`Sequences::pass`] did to this proxy's block, for
+/// [`Sequences::undo_pass`]: `next` moved from `before` to `after`, as
+/// the block's change number `change`.
+#[derive(Debug, Clone)]
+pub struct Passed {
+    table: TableName,
+    generation: u64,
+    before: u64,
+    after: u64,
+    change: u64,
 }
 
 impl Sequences {
@@ -111,6 +126,7 @@ impl Sequences {
         }
         let first = b.next;
         b.next += n;
+        b.changes += 1;
         Ok((first..first + n).collect())
     }
 
@@ -127,14 +143,38 @@ impl Sequences {
         table: &TableName,
         generation: u64,
         id: u64,
-    ) -> Result<(), ProxyError> {
+    ) -> Result<Option<Passed>, ProxyError> {
         let seq = self.sequence(table, generation);
         let mut b = seq.block.lock().await;
-        if id >= b.next {
+        if b.next == b.end && id >= b.counter_floor {
+            // No block: one round trip reserves one and moves the counter
+            // past `id`, so that the block's ids dropped below can be
+            // given back if the statement fails (`undo_pass`), as one
+            // server's counter stays; the counter never moves back.
+            let size = b.next_size();
+            let end = reserve_past(ctx, worker, table, generation, size, id).await?;
+            b.next = end - size;
+            b.end = end;
+            b.size = size.min(MAX_BLOCK);
+            b.refilled_at = Some(Instant::now());
+            b.counter_floor = b.counter_floor.max(end).max(id.saturating_add(1));
+            b.changes += 1;
+        }
+        let mut passed = None;
+        if id >= b.next && b.next < b.end {
+            let before = b.next;
             b.next = id.saturating_add(1).min(b.end);
+            b.changes += 1;
+            passed = Some(Passed {
+                table: table.clone(),
+                generation,
+                before,
+                after: b.next,
+                change: b.changes,
+            });
         }
         if id < b.counter_floor {
-            return Ok(());
+            return Ok(passed);
         }
         let next = id.saturating_add(1);
         let sql = format!(
@@ -145,7 +185,23 @@ impl Sequences {
         );
         run_on_main(ctx, worker, table, &sql).await?;
         b.counter_floor = b.counter_floor.max(next);
-        Ok(())
+        Ok(passed)
+    }
+
+    /// A statement whose explicit id [`Sequences::pass`] passed wrote no
+    /// row: this proxy's block hands out the ids it dropped for it after
+    /// all, as one server's AUTO_INCREMENT stays where it was after a
+    /// failed INSERT, unless the block changed since (another take or
+    /// pass; its ids are then left dropped). The table's counter on the
+    /// main backend stays moved: it only ever grows, and the ids given
+    /// back are below it.
+    pub async fn undo_pass(&self, p: Passed) {
+        let seq = self.sequence(&p.table, p.generation);
+        let mut b = seq.block.lock().await;
+        if b.changes == p.change && b.next == p.after {
+            b.next = p.before;
+            b.changes += 1;
+        }
     }
 }
 
@@ -213,6 +269,35 @@ pub fn with_auto_increment(ddl: &str, next: u64) -> String {
         }
         None => ddl.to_string(),
     }
+}
+
+/// [`reserve`], and the counter past `id` in the same statement.
+async fn reserve_past(
+    ctx: &Context,
+    worker: usize,
+    table: &TableName,
+    generation: u64,
+    size: u64,
+    id: u64,
+) -> Result<u64, ProxyError> {
+    let sql = format!(
+        "UPDATE {} SET next_id = GREATEST(LAST_INSERT_ID(next_id + {size}), {}) WHERE db = {} AND tbl = {} AND generation = {generation}",
+        qualified("hscale", "sequences"),
+        id.saturating_add(1),
+        quote_str(&table.db),
+        quote_str(&table.table),
+    );
+    let end = run_on_main(ctx, worker, table, &sql).await?;
+    ctx.metrics
+        .shared
+        .sequence_blocks
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if end < size {
+        return Err(ProxyError::Wrong(format!(
+            "the sequence of {table} returned {end} for a block of {size}"
+        )));
+    }
+    Ok(end)
 }
 
 /// Reserve `size` ids of `table`'s sequence: returns the end of the block

@@ -21,6 +21,7 @@ mod batch;
 mod commands;
 mod conditions;
 mod diagnostics;
+mod do_statement;
 mod figures;
 mod found_rows;
 mod insert_form;
@@ -205,6 +206,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             may_borrow_beside: false,
             planned_version: 0,
             generated_id: None,
+            passed: None,
             one_row_select: None,
             is_text_utf8: false,
             sql_mode: None,
@@ -515,6 +517,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         // Set only by the statement that generated ids (`sequence.rs`).
         self.b.generated_id = None;
+        self.b.passed = None;
         self.b.one_row_select = None;
         self.b.may_borrow_beside = false;
         match cmd {

@@ -400,6 +400,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Box::pin(self.select_into(into)).await;
                 }
             }
+            // DO over partitioned tables: its expressions read as a
+            // SELECT, whose rows are dropped (`do_statement.rs`).
+            if let (Plan::Refuse(_), Some(select)) = (&plan, super::do_statement::do_as_select(sql))
+            {
+                drop(dict);
+                return Box::pin(self.do_statement(&select)).await;
+            }
             let is_on_copies = self
                 .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
                 .await?;

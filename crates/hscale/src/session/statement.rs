@@ -35,6 +35,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.b.gathered.error(code, &message);
             }
         }
+        if let Some(passed) = self.b.passed.take() {
+            if is_rejected(self.b.note.error) && self.b.note.affected.is_none() {
+                self.b.ctx.sequences.undo_pass(passed).await;
+            }
+        }
         let now = std::time::Instant::now();
         let took = now.saturating_duration_since(start);
         let sql: &[u8] = if cmd == com::QUERY {
@@ -83,4 +88,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         r
     }
+}
+
+/// Errors with which a server rejects an INSERT before it writes a row (or
+/// rolls the statement back whole), and hscale's refusal: after them an
+/// explicit id has not been stored. Lost connections and the like, after
+/// which a row may have been committed, are not among them, nor a
+/// duplicate entry (the id may be the row that is there).
+fn is_rejected(code: u16) -> bool {
+    const REJECTED: &[u16] = &[
+        1048, // column cannot be null
+        1054, // unknown column
+        1064, // syntax
+        1136, // column count
+        1146, // no such table
+        1205, // lock wait timeout
+        1213, // deadlock
+        1235, // refused by hscale
+        1264, // out of range
+        1292, // incorrect value
+        1364, // no default value
+        1366, // incorrect value for the column
+        1406, // data too long
+        1452, // foreign key
+        4025, // CHECK constraint
+    ];
+    REJECTED.contains(&code)
 }

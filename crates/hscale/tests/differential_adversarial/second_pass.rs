@@ -221,10 +221,12 @@ pub fn push(s: &mut Vec<Step>) {
             "SELECT note AS k, oid FROM od WHERE k = 2 ORDER BY k, oid",
         ],
     );
+    // Grouped by the column qty, ordered by the alias (k): the groups
+    // that share a k come in any order.
     s.push(step(
         "SELECT k AS qty, SUM(qty) FROM od WHERE oid > ? GROUP BY qty ORDER BY qty",
         Some(vec![Value::Int(0)]),
-        How::Ordered,
+        How::Unordered,
     ));
     // Around F4 and F6: keys no date can hold, without strict mode.
     w(

@@ -105,7 +105,6 @@ pub fn push(s: &mut Vec<Step>) {
         "SELECT COUNT(*) FROM od GROUP BY k HAVING k > 0 ORDER BY k",
         "SELECT oid AS k FROM od ORDER BY k LIMIT 5",
         "SELECT oid AS k, k AS oid FROM od ORDER BY k, oid LIMIT 5",
-        "SELECT k AS qty, SUM(qty) FROM od GROUP BY qty ORDER BY qty",
         "SELECT k AS x FROM od GROUP BY x HAVING x > 1 ORDER BY x",
         "SELECT -k AS k, COUNT(*) FROM od GROUP BY k ORDER BY k",
         "SELECT qty AS k, COUNT(*) FROM od GROUP BY k ORDER BY k",
@@ -121,6 +120,12 @@ pub fn push(s: &mut Vec<Step>) {
     u(
         s,
         &["SELECT k, COUNT(*) c FROM od GROUP BY k ORDER BY c DESC FETCH FIRST 1 ROWS WITH TIES"],
+    );
+    // Grouped by the column qty, ordered by the alias (k): the groups
+    // that share a k come in any order.
+    u(
+        s,
+        &["SELECT k AS qty, SUM(qty) FROM od GROUP BY qty ORDER BY qty"],
     );
     // Table maintenance and statement modifiers.
     o(s, &[

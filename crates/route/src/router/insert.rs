@@ -356,11 +356,17 @@ fn plan_insert_parts(
         Ok(p) => p,
         Err(why) => return refuse(&why),
     };
+    let has_returning = tokens[tail_start..]
+        .iter()
+        .any(|t| t.is_word(sql, "RETURNING"));
     if tokens[tail_start..]
         .iter()
-        .any(|t| t.is_word(sql, "SELECT") || t.is_word(sql, "RETURNING"))
+        .any(|t| t.is_word(sql, "SELECT"))
+        || has_returning && prepared
     {
-        return refuse("INSERT ... SELECT and RETURNING are not supported yet");
+        return refuse(
+            "INSERT ... SELECT, and a prepared INSERT ... RETURNING, are not supported yet",
+        );
     }
     // ON DUPLICATE KEY UPDATE key = ... would move the row.
     if let Some(up) = tokens[tail_start..]
@@ -478,6 +484,12 @@ fn plan_insert_parts(
     }
     if let Some(e) = unweighed {
         return Plan::Refuse(e.to_string());
+    }
+    // RETURNING on one partition: the server's rows come back as they
+    // are. Over several, each part's rows would have to wait for the
+    // commit across backends.
+    if has_returning && groups.len() > 1 {
+        return refuse("INSERT or REPLACE ... RETURNING whose rows go to several partitions is not supported yet");
     }
     let first_row = rows_first_start(tokens, sql, r);
     let head_end = tokens[first_row].start as usize;

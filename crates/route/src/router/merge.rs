@@ -284,7 +284,7 @@ pub enum Mode {
     /// (sort keys and their weights); order keys index the hidden block.
     Sort { hidden: usize },
     /// Partition rows are partial groups; the client's rows are computed.
-    Group(GroupPlan),
+    Group(Box<GroupPlan>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -308,6 +308,9 @@ pub struct GroupPlan {
     /// by member order (reading an index's end); this query's column
     /// flags tell, and such a statement is then run on copies.
     pub enum_probe: Option<String>,
+    /// A GROUP BY item names a select alias, which one server reads as a
+    /// column of that name if the table has one (warning 1052).
+    pub groups_by_alias: bool,
 }
 
 /// A fragment column and, for strings, its weight and space-weight columns.
@@ -652,9 +655,19 @@ impl<'a> Select<'a> {
                     s.push(' ');
                 }
                 s.push_str(items_text);
-                for h in &hidden {
+                // Each sort key under a name of its own: a bare column
+                // would also answer to its name in the fragment's ORDER
+                // BY, beside a select alias of that name (`SELECT oid AS
+                // k, k AS oid ... ORDER BY k, oid`: 1052 "Column 'k' in
+                // ORDER BY is ambiguous"), where one server's statement
+                // reads the alias. Aliased, it only answers where no
+                // select item does, as the column itself would.
+                for (n, h) in hidden.iter().enumerate() {
                     s.push_str(", ");
                     s.push_str(h);
+                    s.push_str(" AS `hscale_sort_");
+                    s.push_str(&n.to_string());
+                    s.push('`');
                 }
                 s.push(' ');
                 s.push_str(&self.body(slot));

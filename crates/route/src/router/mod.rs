@@ -160,7 +160,8 @@ pub enum Plan {
     },
     /// `SHOW CREATE VIEW V` (or `SHOW CREATE TABLE V`) of a kept view.
     ShowCreateView(TableName),
-    /// A statement on a view that one server refuses too, with its error.
+    /// A statement on a view that one server refuses too, with its error
+    /// (and a PARTITION clause naming a partitioned table, 1747).
     ViewError(crate::view::ViewError),
     /// `LOAD DATA LOCAL INFILE` into a partitioned table: the proxy reads
     /// the file and sends each partition its rows (`load_data`).
@@ -541,6 +542,21 @@ fn plan_statement(
     let refs = table_refs(sql, tokens, session_db, dict);
     if refs.is_empty() {
         return global::plan_global(sql, tokens, session_db, dict);
+    }
+    // `t PARTITION (p)`: one server holding t unpartitioned answers 1747,
+    // as would each partition's table (renamed, the clause is a syntax
+    // error after the alias hscale adds).
+    let has_partition_clause = |r: &TableRef| {
+        dict.table(&r.name).is_some()
+            && tokens
+                .get(r.end)
+                .is_some_and(|t| t.is_word(sql, "PARTITION"))
+            && tokens.get(r.end + 1).is_some_and(|t| t.is_punct(sql, "("))
+    };
+    // (LOAD DATA keeps its own refusal, `load_data.rs`.)
+    let is_load = tokens.first().is_some_and(|t| t.is_word(sql, "LOAD"));
+    if !is_load && refs.iter().any(has_partition_clause) {
+        return Plan::ViewError(crate::view::ViewError::PartitionClause);
     }
     // The keywords looked for below, in one pass.
     let (mut has_join, mut has_union, mut has_semicolon, mut selects) = (false, false, false, 0);

@@ -293,7 +293,7 @@ fn merges_push_fragments_down() {
     assert_eq!(m.parts.len(), 3);
     assert_eq!(
         m.parts[1].1,
-        "SELECT id, note, note, WEIGHT_STRING(note), WEIGHT_STRING(IF(CONCAT(LEFT(note, 0), ' ') = LEFT(note, 0), LEFT(CONCAT(' ', note), 1), LEFT(note, 0))), id, WEIGHT_STRING(id), WEIGHT_STRING(IF(CONCAT(LEFT(id, 0), ' ') = LEFT(id, 0), LEFT(CONCAT(' ', id), 1), LEFT(id, 0))) FROM `app`.`orders_p1` AS `orders` WHERE x > 1 ORDER BY note DESC, id LIMIT 15"
+        "SELECT id, note, note AS `hscale_sort_0`, WEIGHT_STRING(note) AS `hscale_sort_1`, WEIGHT_STRING(IF(CONCAT(LEFT(note, 0), ' ') = LEFT(note, 0), LEFT(CONCAT(' ', note), 1), LEFT(note, 0))) AS `hscale_sort_2`, id AS `hscale_sort_3`, WEIGHT_STRING(id) AS `hscale_sort_4`, WEIGHT_STRING(IF(CONCAT(LEFT(id, 0), ' ') = LEFT(id, 0), LEFT(CONCAT(' ', id), 1), LEFT(id, 0))) AS `hscale_sort_5` FROM `app`.`orders_p1` AS `orders` WHERE x > 1 ORDER BY note DESC, id LIMIT 15"
     );
     assert_eq!(m.mode, Mode::Sort { hidden: 6 });
     assert_eq!((m.offset, m.limit), (5, Some(10)));

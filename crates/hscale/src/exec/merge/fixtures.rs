@@ -63,6 +63,7 @@ pub fn plan(keys: Vec<Val>, outputs: Vec<Output>, having: Option<Having>) -> Gro
             String::new(),
         ),
         enum_probe: None,
+        groups_by_alias: false,
     }
 }
 

@@ -48,6 +48,7 @@ use hscale_wire::resultset::{decode_row, ColumnInfo};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::bindings::Running;
+use super::conditions;
 use super::forward::Outcome;
 use super::{send, write_error, Bindings, Effects, Exec};
 use crate::backend::state::SelectLimit;
@@ -75,6 +76,9 @@ impl From<ProxyError> for Stop {
 
 /// Values of ENUM and SET columns order by member position, which their
 /// text does not tell.
+/// "Column 'x' in GROUP BY is ambiguous", as a warning.
+const ER_NON_UNIQ_ERROR: u16 = 1052;
+
 fn unordered() -> Stop {
     Stop::Proxy(ProxyError::Refused(
         "ordering or grouping ENUM or SET values across partitions is not supported (they order by member position)".into(),
@@ -663,10 +667,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         Ok(())
     }
 
+    /// A name of GROUP BY (or HAVING) that is both a select alias and a
+    /// column: MariaDB groups by the column (ORDER BY and HAVING prefer
+    /// the alias) and says so with warning 1052 "Column 'x' in GROUP BY
+    /// is ambiguous", which the statement itself raised on the first
+    /// partition (`GroupPlan::meta`, gathered since `since`). The merge
+    /// groups by the alias's value, which the parts' rows carry; the
+    /// column's value they do not: refused before any part runs, so that
+    /// a plain read falls back to one server on copies of the tables
+    /// (`MergePlan::fallback`) and anything else gets 1235, never groups
+    /// one server keeps apart.
+    /// When a GROUP BY item names an alias and the statement's warnings
+    /// were not all listed (a session's `max_error_count` below them),
+    /// the 1052 may be among the hidden ones: it falls back the same way.
+    fn refuse_ambiguous_names(
+        &self,
+        plan: &GroupPlan,
+        since: conditions::Mark,
+    ) -> Result<(), Stop> {
+        let g = &self.b.gathered;
+        let message = match g.warning_since(since, ER_NON_UNIQ_ERROR) {
+            Some(message) => message,
+            None if plan.groups_by_alias && g.is_unlisted_since(since) => {
+                "warnings not listed".to_string()
+            }
+            None => return Ok(()),
+        };
+        Err(Stop::Proxy(ProxyError::Refused(format!(
+            "a GROUP BY or HAVING name that is both a select alias and a column of the table ({message}) over several partitions"
+        ))))
+    }
+
     /// Aggregates, GROUP BY, DISTINCT: combine partial groups.
     async fn merge_groups(&mut self, plan: &MergePlan, g: &GroupPlan) -> Result<(), Stop> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
         // The client's column definitions.
+        let before_meta = self.b.gathered.mark();
         let mut meta = self.start_part(&g.meta.0, &g.meta.1).await?;
         meta.fragment = None; // EXPLAIN of LIMIT 0 analyzes nothing
         let read = async {
@@ -679,6 +715,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let (out_defs, out_cols) = (meta.defs.clone(), meta.columns.clone());
         self.end_part(meta).await;
+        self.refuse_ambiguous_names(g, before_meta)?;
         self.refuse_enum_min_max(g, &out_cols).await?;
         if out_cols.len() != g.visible {
             return Err(Stop::Proxy(ProxyError::Wrong(format!(

@@ -95,6 +95,8 @@ struct Key {
     expr: String,
     group_by: String,
     norm: String,
+    /// Named by a select alias in GROUP BY.
+    is_alias: bool,
 }
 
 /// The fragment's select list and the group plan's outputs, as they are
@@ -205,7 +207,7 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
     };
     Ok(Plan::Merge(MergePlan {
         parts,
-        mode: Mode::Group(GroupPlan {
+        mode: Mode::Group(Box::new(GroupPlan {
             keys: f.keys,
             outputs: f.outputs,
             visible,
@@ -213,7 +215,8 @@ fn grouped(s: &Select<'_>) -> Result<Plan, String> {
             separators: f.separators,
             meta: meta(s),
             enum_probe,
-        }),
+            groups_by_alias: group_keys.iter().any(|k| k.is_alias),
+        })),
         order,
         offset: s.offset,
         limit: s.limit,
@@ -291,6 +294,7 @@ fn group_keys(s: &Select<'_>) -> Result<Vec<Key>, String> {
                             expr: e.clone(),
                             group_by: e,
                             norm: s.item_norms[i].clone(),
+                            is_alias: false,
                         }
                     }
                     // GROUP BY alias: resolved by the server as in the
@@ -305,6 +309,7 @@ fn group_keys(s: &Select<'_>) -> Result<Vec<Key>, String> {
                             expr: e,
                             group_by: x.text(sql).to_string(),
                             norm: s.item_norms[i].clone(),
+                            is_alias: true,
                         }
                     }
                     _ => {
@@ -314,6 +319,7 @@ fn group_keys(s: &Select<'_>) -> Result<Vec<Key>, String> {
                             expr: e.clone(),
                             group_by: e,
                             norm: norm(sql, g),
+                            is_alias: false,
                         }
                     }
                 };
@@ -331,6 +337,7 @@ fn group_keys(s: &Select<'_>) -> Result<Vec<Key>, String> {
                     expr: e.clone(),
                     group_by: e,
                     norm: s.item_norms[i].clone(),
+                    is_alias: false,
                 });
             }
         }

@@ -1,0 +1,148 @@
+#![allow(clippy::unwrap_used)]
+//! Issue 29, the adversarial run's F5 and F7: statement forms naming a
+//! partitioned table that hscale refused (1235) or failed with another
+//! code than one server: `DO`, which one server evaluates and answers OK,
+//! and a `PARTITION (p)` clause, 1747 on one server. The findings'
+//! examples are tests of their own, compared with one plain database of
+//! the same server (`REF`, not partitioned); the class around each
+//! follows.
+//!
+//! Four backends; `od` partitioned MOD(4) on k as in the adversarial run.
+
+mod common;
+
+use common::*;
+use mysql_async::prelude::*;
+use mysql_async::Conn;
+
+const DB: &str = "sf_part";
+const REF: &str = "sf_ref";
+
+static SET_UP: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+
+async fn set_up() {
+    SET_UP
+        .get_or_init(|| async {
+            cluster(4);
+            let mut c = proxy_conn(None).await;
+            for db in [DB, REF] {
+                c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+                c.query_drop(format!("USE {db}")).await.unwrap();
+                c.query_drop("CREATE TABLE od (oid INT NOT NULL, k INT NOT NULL, qty INT NOT NULL, note VARCHAR(20), PRIMARY KEY (oid, k))")
+                    .await
+                    .unwrap();
+                if db == DB {
+                    for s in [
+                        "HSCALE SETUP_TABLE('od', 'k', 'od_default', 'shard0', 'MOD(4)')",
+                        "HSCALE ADD_PARTITION('od', 'od1', '1', 'shard1')",
+                        "HSCALE ADD_PARTITION('od', 'od2', '2', 'shard2')",
+                        "HSCALE ADD_PARTITION('od', 'od3', '3', 'shard3')",
+                    ] {
+                        c.query_drop(s).await.unwrap();
+                    }
+                }
+                let rows: Vec<String> = (1..=32)
+                    .map(|o| format!("({o}, {}, {}, 'n{o}')", o % 5 - 1, o * 7 % 11))
+                    .collect();
+                c.query_drop(format!("INSERT INTO od VALUES {}", rows.join(", ")))
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+}
+
+/// A statement's answer: its OK's affected rows and warnings (with SHOW
+/// WARNINGS), or its error code.
+async fn answer(c: &mut Conn, sql: &str) -> String {
+    match c.query_drop(sql).await {
+        Ok(()) => {
+            let (affected, warnings) = (c.affected_rows(), c.get_warnings());
+            let listed: Vec<(String, u16, String)> = c.query("SHOW WARNINGS").await.unwrap();
+            format!("ok {affected} {warnings} {listed:?}")
+        }
+        Err(e) => format!("error {}", code(&e)),
+    }
+}
+
+async fn same(sql: &str) -> String {
+    set_up().await;
+    let mut p = proxy_conn(Some(DB)).await;
+    let mut r = proxy_conn(Some(REF)).await;
+    let want = answer(&mut r, sql).await;
+    assert_eq!(answer(&mut p, sql).await, want, "{sql}");
+    want
+}
+
+/// The findings' example.
+#[tokio::test]
+async fn do_a_count_of_a_partitioned_table() {
+    assert_eq!(same("DO (SELECT COUNT(*) FROM od)").await, "ok 0 0 []");
+}
+
+/// The class: several expressions, a merged read, a subquery over one
+/// partition, an expression that warns, one that fails (a subquery of
+/// several rows: 1242), an unknown column (1054).
+#[tokio::test]
+async fn do_statements_answer_as_one_server() {
+    for sql in [
+        "DO (SELECT MAX(qty) FROM od), 1 + 1",
+        "DO (SELECT SUM(qty) FROM od WHERE k = 2)",
+        "DO (SELECT note FROM od WHERE oid = 3 AND k = 2)",
+        "DO (SELECT COUNT(*) FROM od WHERE note LIKE 'n1%'), (SELECT MIN(oid) FROM od)",
+        "do (select count(*) from od group by k having count(*) > 100)",
+        "DO (SELECT oid FROM od)",
+        "DO (SELECT nothing FROM od)",
+        "DO (SELECT COUNT(*) FROM od) + 'x'",
+    ] {
+        same(sql).await;
+    }
+}
+
+/// A DO that assigns a user variable keeps its refusal (the read on
+/// copies would not keep the assignment).
+#[tokio::test]
+async fn do_assigning_a_variable_is_still_refused() {
+    set_up().await;
+    let mut p = proxy_conn(Some(DB)).await;
+    let e = p
+        .query_drop("DO @n := (SELECT COUNT(*) FROM od)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235, "{e}");
+}
+
+/// The findings' example of F7: hscale's rewrite made the clause a syntax
+/// error (1064, its message showing the rewrite).
+#[tokio::test]
+async fn partition_clause_is_1747_as_on_one_server() {
+    assert_eq!(
+        same("SELECT COUNT(*) FROM od PARTITION (p0)").await,
+        "error 1747"
+    );
+}
+
+/// The class: every statement form, an alias after the clause, several
+/// partition names, prepared; nothing is written.
+#[tokio::test]
+async fn partition_clauses_answer_as_one_server() {
+    for sql in [
+        "SELECT oid FROM od PARTITION (p0, p1) AS o WHERE k = 1",
+        "SELECT * FROM od PARTITION (od1) ORDER BY oid LIMIT 2",
+        "INSERT INTO od PARTITION (p0) (oid, k, qty) VALUES (900, 1, 1)",
+        "UPDATE od PARTITION (p1) SET qty = 0 WHERE k = 1",
+        "DELETE FROM od PARTITION (p1) WHERE k = 1",
+        "SELECT COUNT(*) FROM od PARTITION(p0)",
+    ] {
+        assert_eq!(same(sql).await, "error 1747", "{sql}");
+    }
+    set_up().await;
+    let mut p = proxy_conn(Some(DB)).await;
+    let e = p
+        .exec_drop("SELECT oid FROM od PARTITION (p0) WHERE k = ?", (1,))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1747, "{e}");
+    let n: Option<u64> = p.query_first("SELECT COUNT(*) FROM od").await.unwrap();
+    assert_eq!(n, Some(32));
+}
