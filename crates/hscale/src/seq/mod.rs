@@ -117,7 +117,7 @@ impl Sequences {
         let n = n as u64;
         if b.end - b.next < n {
             let size = b.next_size().max(n);
-            let end = reserve(ctx, worker, table, generation, size).await?;
+            let end = reserve(ctx, worker, table, generation, size, None).await?;
             b.next = end - size;
             b.end = end;
             b.size = size.min(MAX_BLOCK);
@@ -152,7 +152,7 @@ impl Sequences {
             // given back if the statement fails (`undo_pass`), as one
             // server's counter stays; the counter never moves back.
             let size = b.next_size();
-            let end = reserve_past(ctx, worker, table, generation, size, id).await?;
+            let end = reserve(ctx, worker, table, generation, size, Some(id)).await?;
             b.next = end - size;
             b.end = end;
             b.size = size.min(MAX_BLOCK);
@@ -271,46 +271,26 @@ pub fn with_auto_increment(ddl: &str, next: u64) -> String {
     }
 }
 
-/// [`reserve`], and the counter past `id` in the same statement.
-async fn reserve_past(
-    ctx: &Context,
-    worker: usize,
-    table: &TableName,
-    generation: u64,
-    size: u64,
-    id: u64,
-) -> Result<u64, ProxyError> {
-    let sql = format!(
-        "UPDATE {} SET next_id = GREATEST(LAST_INSERT_ID(next_id + {size}), {}) WHERE db = {} AND tbl = {} AND generation = {generation}",
-        qualified("hscale", "sequences"),
-        id.saturating_add(1),
-        quote_str(&table.db),
-        quote_str(&table.table),
-    );
-    let end = run_on_main(ctx, worker, table, &sql).await?;
-    ctx.metrics
-        .shared
-        .sequence_blocks
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if end < size {
-        return Err(ProxyError::Wrong(format!(
-            "the sequence of {table} returned {end} for a block of {size}"
-        )));
-    }
-    Ok(end)
-}
-
 /// Reserve `size` ids of `table`'s sequence: returns the end of the block
-/// (the ids are `end - size .. end`).
+/// (the ids are `end - size .. end`). `past`: an explicit id the counter
+/// also moves past, in the same statement.
 async fn reserve(
     ctx: &Context,
     worker: usize,
     table: &TableName,
     generation: u64,
     size: u64,
+    past: Option<u64>,
 ) -> Result<u64, ProxyError> {
+    let next = match past {
+        Some(id) => format!(
+            "GREATEST(LAST_INSERT_ID(next_id + {size}), {})",
+            id.saturating_add(1)
+        ),
+        None => format!("LAST_INSERT_ID(next_id + {size})"),
+    };
     let sql = format!(
-        "UPDATE {} SET next_id = LAST_INSERT_ID(next_id + {size}) WHERE db = {} AND tbl = {} AND generation = {generation}",
+        "UPDATE {} SET next_id = {next} WHERE db = {} AND tbl = {} AND generation = {generation}",
         qualified("hscale", "sequences"),
         quote_str(&table.db),
         quote_str(&table.table),

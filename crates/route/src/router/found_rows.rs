@@ -15,29 +15,7 @@
 use hscale_sql::{Token, TokenKind};
 
 use super::is_any_word;
-
-/// Functions that make a SELECT's rows not its FROM and WHERE's rows.
-const AGGREGATES: &[&str] = &[
-    "COUNT",
-    "SUM",
-    "AVG",
-    "MIN",
-    "MAX",
-    "GROUP_CONCAT",
-    "BIT_AND",
-    "BIT_OR",
-    "BIT_XOR",
-    "STD",
-    "STDDEV",
-    "STDDEV_POP",
-    "STDDEV_SAMP",
-    "VARIANCE",
-    "VAR_POP",
-    "VAR_SAMP",
-    "JSON_ARRAYAGG",
-    "JSON_OBJECTAGG",
-    "OVER",
-];
+use super::merge::select::{AGGREGATES, UNMERGED_AGGREGATES};
 
 /// The SELECT without SQL_CALC_FOUND_ROWS, and the read that counts its
 /// rows without LIMIT; `None` for shapes this does not count (several
@@ -115,8 +93,11 @@ pub fn calc_found_rows(sql: &str) -> Option<(String, String)> {
 }
 
 /// An aggregate's name followed by `(` (or OVER: a window function).
+/// Whether token `i` calls a group aggregate (the merge's lists: every
+/// function that makes a SELECT's rows not its FROM and WHERE's rows) or
+/// is a window's OVER.
 fn is_aggregate_call(sql: &str, tokens: &[Token], i: usize) -> bool {
-    is_any_word(&tokens[i], sql, AGGREGATES)
+    (is_any_word(&tokens[i], sql, AGGREGATES) || is_any_word(&tokens[i], sql, UNMERGED_AGGREGATES))
         && tokens.get(i + 1).is_some_and(|n| n.is_punct(sql, "("))
         || tokens[i].is_word(sql, "OVER")
 }

@@ -30,7 +30,7 @@ use crate::dictionary::Target;
 
 mod group;
 mod having;
-mod select;
+pub(super) mod select;
 mod ship;
 
 use group::push_weights;

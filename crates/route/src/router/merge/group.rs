@@ -6,7 +6,10 @@ use std::collections::HashMap;
 
 use hscale_sql::{Token, TokenKind};
 
-use super::select::{aggregate_call, calls_aggregate, norm, split_commas, text, Item, UNMERGEABLE};
+use super::select::{
+    aggregate_call, calls_aggregate, norm, split_commas, text, Item, UNMERGEABLE_OTHERS,
+    UNMERGED_AGGREGATES,
+};
 use super::{
     having, rewrite_slot_labelled, GroupPlan, MergePlan, Mode, OrderKey, Output, Plan, Select, Val,
 };
@@ -397,8 +400,12 @@ impl Fragment {
             return Ok(());
         }
         if let Some(f) = item.expr.windows(2).find_map(|w| {
-            (w[1].is_punct(sql, "(") && UNMERGEABLE.iter().any(|f| w[0].is_word(sql, f)))
-                .then(|| w[0].text(sql).to_ascii_uppercase())
+            (w[1].is_punct(sql, "(")
+                && UNMERGED_AGGREGATES
+                    .iter()
+                    .chain(UNMERGEABLE_OTHERS)
+                    .any(|f| w[0].is_word(sql, f)))
+            .then(|| w[0].text(sql).to_ascii_uppercase())
         }) {
             return Err(format!("{f}() is not supported yet"));
         }

@@ -14,12 +14,13 @@ pub(super) struct Item<'t> {
     pub(super) alias: Option<String>,
 }
 
-pub(super) const AGGREGATES: &[&str] = &[
+pub(crate) const AGGREGATES: &[&str] = &[
     "COUNT", "SUM", "MIN", "MAX", "AVG", "BIT_AND", "BIT_OR", "BIT_XOR",
 ];
 
-/// Aggregate-like functions the merge does not do (yet).
-pub(super) const UNMERGEABLE: &[&str] = &[
+/// The group aggregates the merge does not do (yet): with [`AGGREGATES`],
+/// every function that makes a SELECT grouped (`found_rows.rs`).
+pub(crate) const UNMERGED_AGGREGATES: &[&str] = &[
     "GROUP_CONCAT",
     "STD",
     "STDDEV",
@@ -30,6 +31,11 @@ pub(super) const UNMERGEABLE: &[&str] = &[
     "VAR_SAMP",
     "JSON_ARRAYAGG",
     "JSON_OBJECTAGG",
+];
+
+/// Functions the merge does not do (yet) besides the
+/// [`UNMERGED_AGGREGATES`]: window functions and FOUND_ROWS().
+pub(super) const UNMERGEABLE_OTHERS: &[&str] = &[
     "FOUND_ROWS",
     "ROW_NUMBER",
     "RANK",
@@ -168,7 +174,8 @@ pub(in crate::router) fn calls_aggregate(sql: &str, t: &[Token]) -> bool {
             && w[0].kind == TokenKind::Word
             && (AGGREGATES
                 .iter()
-                .chain(UNMERGEABLE)
+                .chain(UNMERGED_AGGREGATES)
+                .chain(UNMERGEABLE_OTHERS)
                 .any(|f| w[0].is_word(sql, f)))
     })
 }
