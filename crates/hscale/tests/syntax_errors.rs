@@ -28,13 +28,19 @@ async fn set_up() {
             for db in [DB, REF] {
                 c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
                 c.query_drop(format!("USE {db}")).await.unwrap();
-                c.query_drop("CREATE TABLE aio_t (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)")
+                for t in ["aio_t", "aio_tx"] {
+                    c.query_drop(format!(
+                        "CREATE TABLE {t} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)"
+                    ))
                     .await
                     .unwrap();
+                }
                 if db == DB {
                     for s in [
                         "HSCALE SETUP_TABLE('aio_t', 'id', 'aio_t_default', 'shard0', 'MOD(2)')",
                         "HSCALE ADD_PARTITION('aio_t', 'p1', '1', 'shard1')",
+                        "HSCALE SETUP_TABLE('aio_tx', 'id', 'aio_tx_default', 'shard0', 'MOD(2)')",
+                        "HSCALE ADD_PARTITION('aio_tx', 'px1', '1', 'shard1')",
                     ] {
                         c.query_drop(s).await.unwrap();
                     }
@@ -144,4 +150,58 @@ async fn statements_the_server_parses_stay_refused() {
     assert_eq!(err.0, 1235, "{err:?}");
     let n: Option<i64> = p.query_first("SELECT SUM(k) FROM aio_t").await.unwrap();
     assert_eq!(n, Some(10), "nothing of the refused UPDATE ran");
+}
+
+/// A syntax error inside a transaction leaves it open, as on one server:
+/// the rows written before it on both backends are committed after it.
+#[tokio::test]
+async fn a_syntax_error_in_a_transaction_keeps_the_transaction() {
+    set_up().await;
+    for db in [DB, REF] {
+        let mut c = proxy_conn(Some(db)).await;
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("INSERT INTO aio_tx (id, k) VALUES (101, 1), (102, 2)")
+            .await
+            .unwrap();
+        for sql in ["SELECT id, FROM aio_tx", "SELEC id FROM aio_tx"] {
+            let err = error_of(&mut c, sql).await.expect("a syntax error");
+            assert_eq!(err.0, 1064, "{db}: {sql}");
+        }
+        let in_txn: Option<i64> = c
+            .query_first("SELECT COUNT(*) FROM aio_tx WHERE id > 100")
+            .await
+            .unwrap();
+        assert_eq!(in_txn, Some(2), "{db}: the transaction's rows");
+        c.query_drop("COMMIT").await.unwrap();
+        let mut other = proxy_conn(Some(db)).await;
+        let n: Option<i64> = other
+            .query_first("SELECT COUNT(*) FROM aio_tx WHERE id > 100")
+            .await
+            .unwrap();
+        assert_eq!(n, Some(2), "{db}: committed after the syntax error");
+        other
+            .query_drop("DELETE FROM aio_tx WHERE id > 100")
+            .await
+            .unwrap();
+    }
+}
+
+/// A statement no server parses, prepared: the server's own error.
+#[tokio::test]
+async fn preparing_a_statement_no_server_parses_is_the_servers_error() {
+    set_up().await;
+    let mut p = proxy_conn(Some(DB)).await;
+    let mut r = proxy_conn(Some(REF)).await;
+    for sql in [
+        "SELEC id FROM aio_t WHERE id = ?",
+        "SELECT id, FROM aio_t WHERE id = ?",
+    ] {
+        let err = |e: mysql_async::Error| match e {
+            mysql_async::Error::Server(e) => (e.code, e.message),
+            e => panic!("{sql}: {e}"),
+        };
+        let want = err(r.prep(sql).await.expect_err("one server refuses it"));
+        let got = err(p.prep(sql).await.expect_err("hscale refuses it"));
+        assert_eq!(got, want, "{sql}");
+    }
 }

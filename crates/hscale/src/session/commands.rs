@@ -172,7 +172,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 return Ok(Some(err))
             }
             Err(err) => {
-                self.write_server_error(1, &err).await?;
+                // A syntax error quotes the statement as rewritten for the
+                // partition: one server's is about the client's own text.
+                let own = match (&routing, std::str::from_utf8(&payload[1..])) {
+                    (Routed::Plain, _) | (_, Err(_)) => None,
+                    (_, Ok(text)) if crate::exec::forward::is_parse_error(&err) => {
+                        self.server_parse_error(text).await?
+                    }
+                    _ => None,
+                };
+                self.write_server_error(1, own.as_ref().unwrap_or(&err))
+                    .await?;
                 return Ok(None);
             }
         };
@@ -588,21 +598,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// How a statement being prepared reaches partitioned tables, if it
     /// does; a long one planned on a thread of its own within the planning
-    /// budget (`planning.rs`).
+    /// budget (`planning.rs`). A statement refused because hscale cannot
+    /// read it gets the server's syntax error when no server parses it
+    /// either (`Session::server_parse_error`), as a text statement does.
     async fn prepared_routing(&mut self, sql: &[u8]) -> Result<Routed, ProxyError> {
         let proxy = &self.b.ctx.config.proxy;
-        if sql.len() < proxy.plan_offload_bytes {
-            return PreparedRouting::plan(
-                sql,
-                self.b.state.db.as_deref(),
-                &self.b.ctx.partitioning,
-            );
+        let routed = if sql.len() < proxy.plan_offload_bytes {
+            PreparedRouting::plan(sql, self.b.state.db.as_deref(), &self.b.ctx.partitioning)
+        } else {
+            let (sql, db, ctx) = (sql.to_vec(), self.b.state.db.clone(), self.b.ctx.clone());
+            crate::planning::apart(proxy.plan_timeout_ms, move || {
+                PreparedRouting::plan(&sql, db.as_deref(), &ctx.partitioning)
+            })
+            .await?
+        };
+        match (routed, std::str::from_utf8(sql)) {
+            (Err(ProxyError::Refused(why)), Ok(text)) => match self.server_parse_error(text).await?
+            {
+                Some(err) => Err(ProxyError::Statement { err }),
+                None => Err(ProxyError::Refused(why)),
+            },
+            (routed, _) => routed,
         }
-        let (sql, db, ctx) = (sql.to_vec(), self.b.state.db.clone(), self.b.ctx.clone());
-        crate::planning::apart(proxy.plan_timeout_ms, move || {
-            PreparedRouting::plan(&sql, db.as_deref(), &ctx.partitioning)
-        })
-        .await?
     }
 
     pub(super) fn long_data(&mut self, payload: &Bytes) {
