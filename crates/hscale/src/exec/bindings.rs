@@ -149,6 +149,74 @@ impl Bindings {
         }
     }
 
+    /// Ask `backend` something of the proxy's own in the session's state
+    /// (its sql_mode, a result's metadata, whether a text parses): a
+    /// connection is leased, `f` runs on it and it is given back. A
+    /// deferred BEGIN stays deferred (asking opens no transaction); inside
+    /// a transaction the question goes to its branch there. `Ok(Err(e))`
+    /// is the server's error, to the state or to `f`'s statement; an error
+    /// of `f` itself loses the connection ([`Self::backend_lost`]).
+    pub async fn ask<T>(
+        &mut self,
+        backend: BackendId,
+        f: impl AsyncFnOnce(&mut BackendConn) -> Result<Result<T, ErrPacket>, ProxyError>,
+    ) -> Result<Result<T, ErrPacket>, ProxyError> {
+        let begin = self.pending_begin.take();
+        let leased = self.lease(backend, false).await;
+        self.pending_begin = begin;
+        let mut conn = match leased? {
+            Ok(c) => c,
+            Err(err) => return Ok(Err(err)),
+        };
+        match f(&mut conn).await {
+            Ok(answer) => {
+                self.finish(conn, Outcome::default(), &Effects::default());
+                Ok(answer)
+            }
+            Err(ProxyError::BackendLost { reason, .. }) => Err(self.backend_lost(conn, reason)),
+            Err(e) => Err(self.backend_lost(conn, e.to_string())),
+        }
+    }
+
+    /// `USE db` on `backend` for a client's COM_INIT_DB or login, whatever
+    /// database the session had (which may be gone): the session's
+    /// database when the server takes it.
+    pub async fn use_database(
+        &mut self,
+        backend: BackendId,
+        db: &str,
+    ) -> Result<Option<ErrPacket>, ProxyError> {
+        let mut conn = self.acquire(backend).await?;
+        let mut p = BytesMut::with_capacity(1 + db.len());
+        p.put_u8(com::INIT_DB);
+        p.put_slice(db.as_bytes());
+        let r = conn.command(&p).await?;
+        if r.is_ok() {
+            self.state.db = Some(db.to_string());
+            conn.db = Some(db.to_string());
+        }
+        self.finish(conn, Outcome::default(), &Effects::default());
+        Ok(r.err())
+    }
+
+    /// Keep a connection to `backend` for the session from now on, for
+    /// `pin`'s sake (user variables a read sets must outlive it); nothing
+    /// when one is kept already.
+    pub async fn pin(
+        &mut self,
+        backend: BackendId,
+        pin: Pins,
+    ) -> Result<Result<(), ErrPacket>, ProxyError> {
+        if self.pinned.is_none() {
+            match self.lease(backend, false).await? {
+                Ok(conn) => self.pinned = Some(conn),
+                Err(err) => return Ok(Err(err)),
+            }
+            self.pins.insert(pin);
+        }
+        Ok(Ok(()))
+    }
+
     /// A connection on `backend` brought to the session's state.
     /// `Ok(Err(e))`: the server refused the state (e.g. the database is
     /// gone); that error is the statement's answer.

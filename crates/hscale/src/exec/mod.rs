@@ -27,6 +27,7 @@ pub mod prepared;
 pub mod prepared_routing;
 mod scatter;
 pub mod sequence;
+pub mod sink;
 pub mod txn;
 
 use hscale_route::router::{MergePlan, Plan, StatementKind};

@@ -264,25 +264,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut prepare_payload = BytesMut::with_capacity(1 + backend_sql.len());
         prepare_payload.put_u8(com::STMT_PREPARE);
         prepare_payload.put_slice(&backend_sql);
-        let mut conn = self.b.acquire(backend).await?;
-        if let Some(err) = self.b.sync(&mut conn, false).await? {
-            self.b.finish(conn, Outcome::default(), &Effects::default());
-            return Ok(Err(err));
-        }
-        if let Err(e) = conn.stream.send_command(&prepare_payload).await {
-            return Err(self.b.backend_lost(conn, e.to_string()));
-        }
-        // Read the whole (small) response, then answer.
-        let answer = match conn.read_prepare().await {
-            Ok(a) => a,
-            Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
-        };
-        if let Ok((ok, _)) = &answer {
-            let cache = self.b.ctx.config.proxy.backend_statement_cache;
-            conn.remember_statement(&backend_sql, *ok, cache).await?;
-        }
-        self.b.finish(conn, Outcome::default(), &Effects::default());
-        Ok(answer)
+        let cache = self.b.ctx.config.proxy.backend_statement_cache;
+        self.b
+            .ask(backend, async |conn| {
+                let name = conn.backend.to_string();
+                let lost = |e: &dyn std::fmt::Display| ProxyError::BackendLost {
+                    backend: name.clone(),
+                    reason: e.to_string(),
+                };
+                conn.stream
+                    .send_command(&prepare_payload)
+                    .await
+                    .map_err(|e| lost(&e))?;
+                // Read the whole (small) response, then answer.
+                let answer = conn.read_prepare().await.map_err(|e| lost(&e))?;
+                if let Ok((ok, _)) = &answer {
+                    conn.remember_statement(&backend_sql, *ok, cache).await?;
+                }
+                Ok(answer)
+            })
+            .await
     }
 
     /// COM_STMT_EXECUTE: prepare on the borrowed connection if needed, send

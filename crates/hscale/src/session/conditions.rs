@@ -32,8 +32,6 @@ use super::answer::TextRows;
 use super::Session;
 use crate::error::ProxyError;
 use crate::exec::conditions::{Condition, Gathered};
-use crate::exec::forward::Outcome;
-use crate::exec::Effects;
 
 /// The server's default `max_error_count`.
 const MAX_ERROR_COUNT: usize = 64;
@@ -249,26 +247,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .pinned
             .as_ref()
             .map_or(BackendId::MAIN, |c| c.pool().backend_id);
-        let mut conn = match self.b.lease(backend, false).await? {
-            Ok(c) => c,
+        let which = if is_errors { "ERRORS" } else { "WARNINGS" };
+        let q = format!("SHOW {which} LIMIT 0");
+        let defs = match self
+            .b
+            .ask(backend, async |conn| conn.query_defs(&q).await)
+            .await?
+        {
+            Ok(d) => d,
             Err(err) => {
                 self.write_server_error(1, &err).await?;
                 return Ok(true);
             }
-        };
-        let which = if is_errors { "ERRORS" } else { "WARNINGS" };
-        let defs = conn.query_defs(&format!("SHOW {which} LIMIT 0")).await;
-        let defs = match defs {
-            Ok(Ok(d)) => {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
-                d
-            }
-            Ok(Err(err)) => {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
-                self.write_server_error(1, &err).await?;
-                return Ok(true);
-            }
-            Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
         };
         self.write_result(&defs, &rows, is_binary).await?;
         Ok(true)

@@ -8,10 +8,10 @@
 use hscale_sql::Token;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::insert_form::{decode_result, Decoded};
 use super::Session;
 use crate::error::ProxyError;
 use crate::exec::send;
+use crate::exec::sink::Answer;
 use hscale_wire::reply::OkParts;
 
 /// `DO e1, e2` as `SELECT e1, e2`; `None` for any other statement, and for
@@ -34,14 +34,14 @@ pub(super) fn do_as_select(sql: &str) -> Option<String> {
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Run `select` (a DO's expressions) and answer DO's OK.
     pub(super) async fn do_statement(&mut self, select: &str) -> Result<(), ProxyError> {
-        let bytes = self.select_caught(select, "DO").await?;
+        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
+        let answer = self.read(select, "DO", max_rows).await?;
         // The read's rows are not the client's.
         self.b.note.rows = 0;
         self.b.note.is_result = false;
-        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let err = match decode_result(&bytes, max_rows)? {
-            Decoded::Error(err) => err,
-            Decoded::Ok | Decoded::Rows(..) => return self.write_do_ok().await,
+        let err = match answer {
+            Answer::Error(err) => err,
+            Answer::Ok(_) | Answer::Rows(..) => return self.write_do_ok().await,
         };
         if is_set_up_error(err.code) {
             return self.exec().write_server_error(1, &err).await;

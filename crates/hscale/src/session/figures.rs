@@ -22,8 +22,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::Session;
 use crate::admin::figures::{index_cardinality, table_figures};
 use crate::error::ProxyError;
-use crate::exec::forward::Outcome;
-use crate::exec::Effects;
 
 /// An identifier token's name.
 fn ident(t: &Token, sql: &str) -> Option<String> {
@@ -127,25 +125,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         is_binary: bool,
     ) -> Result<(), ProxyError> {
         let target = table.default_target();
-        let mut conn = match self.b.lease(target.backend, false).await? {
-            Ok(c) => c,
-            Err(err) => return self.write_server_error(1, &err).await,
-        };
         let q = format!(
             "SHOW INDEX FROM {}.{}",
             crate::partition::quote_ident(&table.name.db),
             crate::partition::quote_ident(&target.physical_table)
         );
-        let (defs, mut rows) = match conn.query_raw(&q).await {
-            Ok(Ok(r)) => {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
-                r
-            }
-            Ok(Err(err)) => {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
-                return self.write_server_error(1, &err).await;
-            }
-            Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
+        let asked = self
+            .b
+            .ask(target.backend, async |conn| conn.query_raw(&q).await)
+            .await?;
+        let (defs, mut rows) = match asked {
+            Ok(r) => r,
+            Err(err) => return self.write_server_error(1, &err).await,
         };
         let estimates = index_cardinality(&self.b.ctx, self.b.worker, table).await?;
         let names: Vec<String> = defs

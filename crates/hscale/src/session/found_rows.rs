@@ -12,10 +12,10 @@
 use hscale_route::router;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::insert_form::{decode_result, Decoded};
 use super::Session;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
+use crate::exec::sink::Answer;
 use crate::exec::Effects;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -34,21 +34,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 "in a UNION, with INTO, or among several statements",
             ));
         };
-        let bytes = match self.select_caught(&count, what).await {
-            Ok(b) => b,
+        let answer = match self.read(&count, what, 1).await {
+            Ok(a) => a,
             Err(ProxyError::Refused(why) | ProxyError::Unsupported { what: why }) => {
                 return Err(unsupported(&format!("for this statement: {why}")))
             }
             Err(e) => return Err(e),
         };
-        let found = match decode_result(&bytes, 1)? {
-            Decoded::Rows(_, rows) => rows
+        let found = match answer {
+            Answer::Rows(_, rows) => rows
                 .first()
                 .and_then(|r| r.first().cloned().flatten())
                 .and_then(|b| std::str::from_utf8(&b).ok()?.parse::<u64>().ok()),
             // The SELECT's own error (an unknown column, ...) is the
             // client's answer: run it to get it.
-            Decoded::Error(_) | Decoded::Ok => None,
+            Answer::Error(_) | Answer::Ok(_) => None,
         };
         // The count's own rows are not the client's.
         self.b.note.rows = 0;

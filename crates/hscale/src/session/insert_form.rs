@@ -8,39 +8,31 @@
 //!  INSERT ... SET ─────────► (columns) VALUES (...)              pure
 //!  INSERT INTO t VALUES ───► t's columns from its default partition
 //!  INSERT ... SELECT ──────► the SELECT planned and run like any read,
-//!                            its answer caught in memory (`Caught`),
+//!                            its answer kept in memory (`exec::sink`),
 //!                            rows written back as literal VALUES
 //! ```
 //!
 //! The SELECT runs through the same `Exec::run` as a client's SELECT
-//! (merges, shipped joins, the fence), into an in-memory client instead of
-//! the socket; so INSERT ... SELECT sees exactly what the SELECT alone
-//! would show. The rows are bounded by `[proxy] ship_max_rows` and
-//! `INSERT_SELECT_MAX_BYTES`.
-
-use std::pin::Pin;
-use std::task::{Context as TaskContext, Poll};
+//! (merges, shipped joins, the fence), into the executor's row sink
+//! instead of the socket; so INSERT ... SELECT sees exactly what the
+//! SELECT alone would show. The rows are bounded by `[proxy] ship_max_rows`
+//! and `exec::sink::MAX_BYTES`.
 
 use bytes::Bytes;
 use hscale_route::router::{self, InsertForm, Plan};
 use hscale_route::value::Kind;
-use hscale_route::BackendId;
 use hscale_wire::reply::OkParts;
 use hscale_wire::response::ErrPacket;
 use hscale_wire::resultset::ColumnInfo;
-use hscale_wire::PacketStream;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use crate::exec::forward::Expect;
-use crate::exec::{send, Effects, Exec};
-use crate::partition::quote_str;
 
-/// The most bytes of rows an INSERT ... SELECT holds at the proxy (the
-/// statement written from them must fit the backends' max_allowed_packet).
-pub const INSERT_SELECT_MAX_BYTES: usize = 8 << 20;
+use crate::exec::sink::{self, Answer};
+use crate::exec::{send, Effects};
+use crate::partition::quote_str;
 
 /// What became of an INSERT before planning.
 pub(super) enum Normal {
@@ -237,22 +229,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Run `select` as the client's read (planned, merged, fenced) and
     /// keep its rows as `(literal, ...)` row texts.
     async fn select_rows(&mut self, select: &str) -> Result<Selected, ProxyError> {
-        let bytes = self.select_caught(select, "INSERT ... SELECT").await?;
-        let collations = self.b.ctx.collations();
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        literal_rows(&bytes, max_rows, &|id| {
+        let answer = self.read(select, "INSERT ... SELECT", max_rows).await?;
+        let collations = self.b.ctx.collations();
+        literal_rows(answer, &|id| {
             collations.get(id).map(|(cs, _)| cs.to_string())
         })
     }
 
     /// Run `select` as the client's read (planned, merged, fenced) into
-    /// memory: the packets of its answer (text protocol, classic EOF).
-    /// `what` names the statement that needs it, in refusals.
-    pub(super) async fn select_caught(
+    /// memory (`exec::sink`), at most `max_rows` rows. `what` names the
+    /// statement that needs it, in refusals.
+    pub(super) async fn read(
         &mut self,
         select: &str,
         what: &str,
-    ) -> Result<Vec<u8>, ProxyError> {
+        max_rows: usize,
+    ) -> Result<Answer, ProxyError> {
         let facts = hscale_sql::analyze_bytes(select.as_bytes());
         let dict = self.b.ctx.partitioning.dictionary();
         let plan = crate::planning::plan(
@@ -288,46 +281,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .vars
             .without_select_limit()
             .map(|v| std::mem::replace(&mut self.b.state.vars, std::sync::Arc::new(v)));
-        let r = self.select_caught_run(select, what, plan, effects).await;
+        let r = sink::run(&mut self.b, select, what, plan, effects, max_rows).await;
         if let Some(vars) = limited {
             self.b.state.vars = vars;
         }
         r
-    }
-
-    pub(super) async fn select_caught_run(
-        &mut self,
-        select: &str,
-        what: &str,
-        plan: Plan,
-        effects: Effects<'_>,
-    ) -> Result<Vec<u8>, ProxyError> {
-        let mut caught = PacketStream::new(Caught::default());
-        {
-            let mut exec = Exec::new(&mut caught, &mut self.b, false);
-            exec.is_fenced = true;
-            match plan {
-                Plan::Passthrough => {
-                    let payload = BackendConn::payload_for_query(select);
-                    exec.execute_on_backend(BackendId::MAIN, &payload, Expect::Query, effects)
-                        .await?
-                }
-                Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
-                plan @ (Plan::Targets { .. } | Plan::Merge(_)) => exec.run(plan, effects).await?,
-                _ => {
-                    return Err(ProxyError::Unsupported {
-                        what: format!("{what} from this statement"),
-                    })
-                }
-            }
-        }
-        let caught = caught.into_inner();
-        if caught.is_over {
-            return Err(ProxyError::Refused(format!(
-                "{what} of more than {INSERT_SELECT_MAX_BYTES} bytes of rows through hscale"
-            )));
-        }
-        Ok(caught.bytes)
     }
 }
 
@@ -338,109 +296,15 @@ pub(super) enum Selected {
     Error(ErrPacket),
 }
 
-/// An in-memory client: keeps what is written (up to
-/// `INSERT_SELECT_MAX_BYTES`), reads nothing.
-#[derive(Default)]
-pub(super) struct Caught {
-    pub(super) bytes: Vec<u8>,
-    is_over: bool,
-}
-
-impl AsyncWrite for Caught {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _: &mut TaskContext<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        if self.bytes.len() + buf.len() > INSERT_SELECT_MAX_BYTES + 4096 {
-            self.is_over = true;
-        } else {
-            self.bytes.extend_from_slice(buf);
-        }
-        Poll::Ready(Ok(buf.len()))
-    }
-    fn poll_flush(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl AsyncRead for Caught {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        _: &mut TaskContext<'_>,
-        _: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// A text result read back from memory.
-pub(super) enum Decoded {
-    Error(ErrPacket),
-    /// An OK (no result set).
-    Ok,
-    Rows(Vec<ColumnInfo>, Vec<Vec<Option<Vec<u8>>>>),
-}
-
-/// The packets of a text result (classic EOF): its columns and rows, at
-/// most `max_rows` of them.
-pub(super) fn decode_result(bytes: &[u8], max_rows: usize) -> Result<Decoded, ProxyError> {
-    let bad = || ProxyError::Wrong("internal: unreadable result of a read in memory".into());
-    let mut packets = Vec::new();
-    let mut at = 0;
-    while at + 4 <= bytes.len() {
-        let len = usize::from(bytes[at])
-            | usize::from(bytes[at + 1]) << 8
-            | usize::from(bytes[at + 2]) << 16;
-        let body = bytes.get(at + 4..at + 4 + len).ok_or_else(bad)?;
-        packets.push(body);
-        at += 4 + len;
-    }
-    let first = packets.first().ok_or_else(bad)?;
-    match first.first() {
-        Some(0xff) => return Ok(Decoded::Error(ErrPacket::decode(first).map_err(|_| bad())?)),
-        Some(0x00) => return Ok(Decoded::Ok),
-        _ => {}
-    }
-    let n = hscale_wire::buf::Reader::new(first)
-        .lenenc()
-        .map_err(|_| bad())? as usize;
-    let columns: Vec<ColumnInfo> = packets
-        .get(1..1 + n)
-        .ok_or_else(bad)?
-        .iter()
-        .map(|p| ColumnInfo::decode(p).map_err(|_| bad()))
-        .collect::<Result<_, _>>()?;
-    let mut out = Vec::new();
-    // After the definitions: their EOF, the rows, then EOF or an error.
-    for p in packets.iter().skip(2 + n) {
-        if p.first() == Some(&0xfe) && p.len() < 9 {
-            break;
-        }
-        if p.first() == Some(&0xff) {
-            return Ok(Decoded::Error(ErrPacket::decode(p).map_err(|_| bad())?));
-        }
-        if out.len() >= max_rows {
-            return Err(ProxyError::ShipLimit { limit: max_rows });
-        }
-        out.push(hscale_wire::resultset::decode_row(p, n).map_err(|_| bad())?);
-    }
-    Ok(Decoded::Rows(columns, out))
-}
-
-/// The packets of a text result (classic EOF), as row texts of literals.
+/// A read's answer as row texts of literals.
 pub(super) fn literal_rows(
-    bytes: &[u8],
-    max_rows: usize,
+    answer: Answer,
     charset: &dyn Fn(u16) -> Option<String>,
 ) -> Result<Selected, ProxyError> {
-    let (columns, rows) = match decode_result(bytes, max_rows)? {
-        Decoded::Error(e) => return Ok(Selected::Error(e)),
-        Decoded::Ok => return Ok(Selected::Rows(Vec::new())),
-        Decoded::Rows(c, r) => (c, r),
+    let (columns, rows) = match answer {
+        Answer::Error(e) => return Ok(Selected::Error(e)),
+        Answer::Ok(_) => return Ok(Selected::Rows(Vec::new())),
+        Answer::Rows(c, r) => (c, r),
     };
     if let Some(c) = columns.iter().find(|c| c.column_type == 0x04) {
         return Err(ProxyError::Refused(format!(

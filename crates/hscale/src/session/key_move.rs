@@ -15,13 +15,13 @@
 use hscale_route::dictionary::{PartitionedTable, Target};
 use hscale_route::router::{self, KeyMove, Plan, StatementKind};
 use hscale_wire::response::OkPacket;
-use hscale_wire::PacketStream;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::insert_form::{decode_result, literal_rows, Caught, Decoded, Selected};
+use super::insert_form::{literal_rows, Selected};
 use super::Session;
 use crate::error::ProxyError;
-use crate::exec::{Effects, Exec};
+use crate::exec::sink::{self, Answer};
+use crate::exec::Effects;
 use crate::planning::Learnt;
 
 /// What a step left: its OK, or its error, already written to the client.
@@ -56,14 +56,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let what = "UPDATE of the partition key";
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         // 1. Each matched row's key and new key.
-        let bytes = self.select_caught(&m.select, what).await?;
-        let rows = match decode_result(&bytes, max_rows)? {
-            Decoded::Error(err) => {
+        let rows = match self.read(&m.select, what, max_rows).await? {
+            Answer::Error(err) => {
                 self.exec().write_server_error(1, &err).await?;
                 return Ok(None);
             }
-            Decoded::Ok => Vec::new(),
-            Decoded::Rows(_, rows) => rows,
+            Answer::Ok(_) => Vec::new(),
+            Answer::Rows(_, rows) => rows,
         };
         let text = |v: Option<Vec<u8>>| -> Result<Option<String>, ProxyError> {
             v.map(|b| {
@@ -112,11 +111,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 kind: StatementKind::Select,
                 parts: vec![(from.clone(), select.clone())],
             };
-            let bytes = self
-                .select_caught_run(&select, what, read, read_only())
-                .await?;
+            let answer = sink::run(&mut self.b, &select, what, read, read_only(), max_rows).await?;
             let collations = self.b.ctx.collations();
-            let rows = match literal_rows(&bytes, max_rows, &|id| {
+            let rows = match literal_rows(answer, &|id| {
                 collations.get(id).map(|(cs, _)| cs.to_string())
             })? {
                 Selected::Error(err) => {
@@ -172,17 +169,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             kind: StatementKind::Select,
             parts: vec![(from.clone(), sql.clone())],
         };
-        let bytes = self
-            .select_caught_run(&sql, "UPDATE of the partition key", plan, read_only())
-            .await?;
+        let what = "UPDATE of the partition key";
+        let answer = sink::run(&mut self.b, &sql, what, plan, read_only(), usize::MAX).await?;
         let bad = || {
             ProxyError::Wrong(format!(
                 "internal: the columns of {} could not be read",
                 from.physical_table
             ))
         };
-        match decode_result(&bytes, usize::MAX)? {
-            Decoded::Rows(_, rows) if !rows.is_empty() => rows
+        match answer {
+            Answer::Rows(_, rows) if !rows.is_empty() => rows
                 .into_iter()
                 .map(|r| {
                     r.into_iter()
@@ -203,28 +199,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         plan: Plan,
         effects: Effects<'_>,
     ) -> Result<Step, ProxyError> {
-        let mut caught = PacketStream::new(Caught::default());
-        {
-            let mut exec = Exec::new(&mut caught, &mut self.b, false);
-            exec.is_fenced = true;
-            exec.run(plan, effects).await?;
-        }
-        let bytes = caught.into_inner().bytes;
-        let len = bytes.get(..3).map_or(0, |h| {
-            usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16
-        });
-        let payload = bytes.get(4..4 + len).unwrap_or_default();
-        if payload.first() == Some(&0xff) {
-            if let Decoded::Error(err) = decode_result(&bytes, 0)? {
+        let what = "UPDATE of the partition key";
+        match sink::run(&mut self.b, "", what, plan, effects, 0).await? {
+            Answer::Ok(ok) => Ok(Step::Ok(ok)),
+            Answer::Error(err) => {
                 self.exec().write_server_error(1, &err).await?;
+                Ok(Step::Failed)
             }
-            return Ok(Step::Failed);
-        }
-        OkPacket::decode(payload).map(Step::Ok).map_err(|_| {
-            ProxyError::Wrong(
+            Answer::Rows(..) => Err(ProxyError::Wrong(
                 "internal: a step of an UPDATE of the partition key answered no OK".into(),
-            )
-        })
+            )),
+        }
     }
 }
 

@@ -54,7 +54,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::backend::state::{SessionState, SessionVars};
 use crate::error::ProxyError;
-use crate::exec::forward::{Expect, Outcome};
+use crate::exec::forward::Expect;
 use crate::exec::{send, write_error, Bindings, Effects, Exec};
 use crate::metrics::PlanKind;
 use crate::runtime::{Context, SessionHandle};
@@ -623,17 +623,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Some(_) => BackendId::MAIN,
             None => self.b.ctx.answering_backend(),
         };
-        let mut conn = self.b.acquire(backend).await?;
-        let mut p = BytesMut::with_capacity(1 + db.len());
-        p.put_u8(com::INIT_DB);
-        p.put_slice(db.as_bytes());
-        let r = conn.command(&p).await?;
-        if r.is_ok() {
-            self.b.state.db = Some(db.to_string());
-            conn.db = Some(db.to_string());
-        }
-        self.b.finish(conn, Outcome::default(), &Effects::default());
-        Ok(r.err())
+        self.b.use_database(backend, db).await
     }
 
     async fn set_option(&mut self, payload: &[u8]) -> Result<(), ProxyError> {

@@ -1,7 +1,7 @@
 //! UPDATE and DELETE with `ORDER BY ... LIMIT n` over several partitions
 //! (`hscale_route::router::OrderedWrite`): the keys of the first n rows are
 //! read by the merged read the router wrote, run like a client's SELECT
-//! into memory (`insert_form.rs::select_caught`); then the statement runs
+//! into memory (`Session::read`, `exec::sink`); then the statement runs
 //! on each partition that holds some of them with LIMIT its share, through
 //! `Exec::run` like any write over several partitions (in autocommit, in a
 //! transaction of its own: atomic).
@@ -13,9 +13,9 @@
 use hscale_route::router::{self, OrderedWrite, Plan};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::insert_form::{decode_result, Decoded};
 use super::Session;
 use crate::error::ProxyError;
+use crate::exec::sink::Answer;
 use crate::exec::Effects;
 use crate::planning::{Asker, Learnt};
 
@@ -28,12 +28,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
         let what = "UPDATE or DELETE with ORDER BY ... LIMIT";
-        let bytes = self.select_caught(&w.select, what).await?;
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let rows = match decode_result(&bytes, max_rows)? {
-            Decoded::Error(err) => return self.write_server_error(1, &err).await,
-            Decoded::Ok => Vec::new(),
-            Decoded::Rows(_, rows) => rows,
+        let rows = match self.read(&w.select, what, max_rows).await? {
+            Answer::Error(err) => return self.write_server_error(1, &err).await,
+            Answer::Ok(_) => Vec::new(),
+            Answer::Rows(_, rows) => rows,
         };
         let mut keys = Vec::with_capacity(rows.len());
         for row in rows {

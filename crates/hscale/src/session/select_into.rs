@@ -9,33 +9,34 @@
 use hscale_route::router::SelectInto;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::insert_form::{decode_result, literal_rows, Decoded, Selected};
+use super::insert_form::{literal_rows, Selected};
 use super::Session;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
+use crate::exec::sink::Answer;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Run the client's statement without its INTO clause and assign its
     /// row to the variables.
     pub(super) async fn select_into(&mut self, into: SelectInto) -> Result<(), ProxyError> {
-        // The read uses no variables (`select_caught` refuses one over
+        // The read uses no variables (`Session::read` refuses one over
         // several partitions that does): it may borrow connections beside
         // the one the session's variables pin.
         self.b.may_borrow_beside = true;
-        let bytes = self
-            .select_caught(&into.select, "SELECT ... INTO user variables")
+        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
+        let answer = self
+            .read(&into.select, "SELECT ... INTO user variables", max_rows)
             .await?;
         // The read's rows are not the client's.
         self.b.note.rows = 0;
         self.b.note.is_result = false;
-        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let columns = match decode_result(&bytes, max_rows)? {
-            Decoded::Error(err) => return self.exec().write_server_error(1, &err).await,
-            Decoded::Ok => 0,
-            Decoded::Rows(c, _) => c.len(),
+        let columns = match &answer {
+            Answer::Error(err) => return self.exec().write_server_error(1, err).await,
+            Answer::Ok(_) => 0,
+            Answer::Rows(c, _) => c.len(),
         };
         let collations = self.b.ctx.collations();
-        let rows = match literal_rows(&bytes, max_rows, &|id| {
+        let rows = match literal_rows(answer, &|id| {
             collations.get(id).map(|(cs, _)| cs.to_string())
         })? {
             Selected::Rows(rows) => rows,

@@ -13,9 +13,9 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::insert_form::{decode_result, Decoded};
 use super::Session;
 use crate::error::ProxyError;
+use crate::exec::sink::Answer;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// The SET `sql` with its expressions replaced by their values, or
@@ -30,8 +30,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let list: Vec<&str> = spans.iter().map(|(a, b)| &sql[*a..*b]).collect();
         let select = format!("SELECT {}", list.join(", "));
-        let bytes = match self
-            .select_caught(&select, "SET of a session variable to an expression")
+        let answer = match self
+            .read(&select, "SET of a session variable to an expression", 1)
             .await
         {
             Ok(b) => b,
@@ -41,7 +41,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // The evaluation's rows are not the client's.
         self.b.note.rows = 0;
         self.b.note.is_result = false;
-        let Decoded::Rows(_, rows) = decode_result(&bytes, 1)? else {
+        let Answer::Rows(_, rows) = answer else {
             return Ok(None);
         };
         let Some(row) = rows.into_iter().next() else {

@@ -101,36 +101,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(m) = self.b.sql_mode {
             return Ok(m);
         }
-        // A deferred BEGIN waits for the session's first statement.
-        let begin = self.b.pending_begin.take();
-        let leased = self.b.lease(BackendId::MAIN, false).await;
-        self.b.pending_begin = begin;
-        let during = || "reading the session's sql_mode".to_string();
-        let mut conn = match leased? {
-            Ok(c) => c,
-            Err(err) => {
-                return Err(ProxyError::Backend {
-                    backend: "main".into(),
-                    during: during(),
-                    err,
-                })
-            }
-        };
-        let r = conn.query_rows("SELECT @@session.sql_mode").await;
-        let mode = match &r {
-            Ok(Ok(rows)) => rows
-                .strings()
-                .first()
-                .and_then(|row| row.first().cloned().flatten())
-                .unwrap_or_default(),
-            _ => String::new(),
-        };
-        self.b.finish(conn, Outcome::default(), &Effects::default());
-        r?.map_err(|err| ProxyError::Backend {
-            backend: "main".into(),
-            during: during(),
-            err,
-        })?;
+        let rows = self
+            .b
+            .ask(BackendId::MAIN, async |conn| {
+                conn.query_rows("SELECT @@session.sql_mode").await
+            })
+            .await?
+            .map_err(|err| ProxyError::Backend {
+                backend: "main".into(),
+                during: "reading the session's sql_mode".into(),
+                err,
+            })?;
+        let mode = rows
+            .strings()
+            .first()
+            .and_then(|row| row.first().cloned().flatten())
+            .unwrap_or_default();
         let flags = SqlModeFlags::of(&mode);
         self.b.sql_mode = Some(flags);
         Ok(flags)
@@ -151,15 +137,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if !is_single {
             return Ok(None);
         }
-        let begin = self.b.pending_begin.take();
-        let leased = self.b.lease(BackendId::MAIN, false).await;
-        self.b.pending_begin = begin;
-        let Ok(mut conn) = leased? else {
-            return Ok(None);
-        };
-        let r = conn.parse_error(sql.as_bytes()).await;
-        self.b.finish(conn, Outcome::default(), &Effects::default());
-        r
+        let asked = self
+            .b
+            .ask(BackendId::MAIN, async |conn| {
+                conn.parse_error(sql.as_bytes()).await.map(Ok)
+            })
+            .await?;
+        Ok(asked.ok().flatten())
     }
 
     /// Before a statement that may set the session's sql_mode (its own

@@ -72,20 +72,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if !matches!(plan, Plan::Merge(_)) {
             return Ok(Some(plan));
         }
-        if self.b.pinned.is_none() {
-            // The variables this read sets must outlive it.
-            match self.b.lease(backend, false).await? {
-                Ok(conn) => {
-                    self.b.pinned = Some(conn);
-                    self.b.pins.insert(Pins::USER_VARIABLE);
-                }
-                Err(err) => {
-                    return Err(ProxyError::Refused(format!(
-                        "a read with user variables could not get a connection: {}",
-                        err.message
-                    )))
-                }
-            }
+        // The variables this read sets must outlive it.
+        if let Err(err) = self.b.pin(backend, Pins::USER_VARIABLE).await? {
+            return Err(ProxyError::Refused(format!(
+                "a read with user variables could not get a connection: {}",
+                err.message
+            )));
         }
         Ok(Some(plan))
     }

@@ -8,6 +8,7 @@
 
 use super::*;
 
+use crate::exec::sink::Answer;
 use hscale_route::router::{self, ViewDdl};
 use hscale_route::view::{quote, ViewError};
 
@@ -61,17 +62,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             None => {
                 let sql = format!("SELECT * FROM ({select}) AS `hscale_view_probe` LIMIT 0");
-                let bytes = self.select_caught(&sql, "CREATE VIEW").await?;
-                match insert_form::decode_result(&bytes, 0)? {
-                    insert_form::Decoded::Rows(columns, _) => columns,
-                    insert_form::Decoded::Error(err) => {
+                match self.read(&sql, "CREATE VIEW", 0).await? {
+                    Answer::Rows(columns, _) => columns,
+                    Answer::Error(err) => {
                         return Err(ProxyError::Backend {
                             backend: "main".into(),
                             during: "hscale: checking the view's SELECT".into(),
                             err,
                         })
                     }
-                    insert_form::Decoded::Ok => Vec::new(),
+                    Answer::Ok(_) => Vec::new(),
                 }
             }
         };

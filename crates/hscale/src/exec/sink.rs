@@ -1,0 +1,345 @@
+//! The executor's other answer sink: statements the proxy runs for itself
+//! (the read of an INSERT ... SELECT, of an ordered write, of SELECT ...
+//! INTO, of a SET or DO with a subquery, the steps of a key move) enter
+//! [`Exec::run`] exactly as a client's statement does (plan, merges,
+//! shipped joins, the fence), and their answer lands in a [`RowSink`]
+//! instead of on the client's socket.
+//!
+//! ```text
+//!  client statement ─► Exec::run ─► PacketStream<client socket>
+//!  proxy's own read ─► Exec::run ─► PacketStream<RowSink> ─► Answer
+//! ```
+//!
+//! The sink decodes each packet as it is written (classic EOF, text rows):
+//! the column definitions, then the rows, at most `max_rows` of them and
+//! [`MAX_BYTES`] of row bytes, then the terminator or the error that ended
+//! the answer. Nothing is kept as bytes; a read that grows past its bounds
+//! stops being kept at once and ends as the bound's error.
+
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+
+use bytes::{Buf, BytesMut};
+use hscale_route::router::Plan;
+use hscale_route::BackendId;
+use hscale_wire::response::{ErrPacket, OkPacket};
+use hscale_wire::resultset::ColumnInfo;
+use hscale_wire::PacketStream;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::bindings::Bindings;
+use super::forward::Expect;
+use super::{Effects, Exec};
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+
+/// The most bytes of rows a read into memory holds (a statement written
+/// from them must fit the backends' max_allowed_packet).
+pub const MAX_BYTES: usize = 8 << 20;
+
+/// A text row: each value, or NULL.
+pub type Row = Vec<Option<Vec<u8>>>;
+
+/// What a statement run into memory answered.
+pub enum Answer {
+    /// The server's (or the proxy's) error.
+    Error(ErrPacket),
+    /// An OK: a write, or a statement without a result set.
+    Ok(OkPacket),
+    /// A result set: its columns and rows.
+    Rows(Vec<ColumnInfo>, Vec<Row>),
+}
+
+/// Run `plan` (planned from `text`, which a passthrough plan sends as it
+/// is) for the proxy itself, fenced, its answer kept in memory. More than
+/// `max_rows` rows is `ProxyError::ShipLimit`; more than [`MAX_BYTES`] a
+/// refusal naming `what`.
+pub async fn run(
+    b: &mut Bindings,
+    text: &str,
+    what: &str,
+    plan: Plan,
+    effects: Effects<'_>,
+    max_rows: usize,
+) -> Result<Answer, ProxyError> {
+    let mut sink = PacketStream::new(RowSink::new(max_rows));
+    {
+        let mut exec = Exec::new(&mut sink, b, false);
+        exec.is_fenced = true;
+        match plan {
+            Plan::Passthrough => {
+                let payload = BackendConn::payload_for_query(text);
+                exec.execute_on_backend(BackendId::MAIN, &payload, Expect::Query, effects)
+                    .await?
+            }
+            Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
+            plan @ (Plan::Targets { .. } | Plan::Merge(_)) => exec.run(plan, effects).await?,
+            _ => {
+                return Err(ProxyError::Unsupported {
+                    what: format!("{what} from this statement"),
+                })
+            }
+        }
+    }
+    sink.into_inner().answer(what)
+}
+
+/// Where the answer being decoded is.
+enum At {
+    /// Nothing read yet.
+    Start,
+    /// This many column definitions still to come.
+    Columns(usize),
+    /// The definitions' EOF.
+    MetadataEof,
+    Rows,
+    /// The answer is complete; anything after it is a fault.
+    Done,
+}
+
+/// An in-memory client the executor writes to (see the module): it
+/// decodes what is written packet by packet and reads nothing.
+pub struct RowSink {
+    /// Written bytes not yet a whole packet.
+    pending: BytesMut,
+    at: At,
+    columns: Vec<ColumnInfo>,
+    rows: Vec<Row>,
+    ok: Option<OkPacket>,
+    err: Option<ErrPacket>,
+    max_rows: usize,
+    bytes: usize,
+    is_over_rows: bool,
+    is_over_bytes: bool,
+    /// A packet that could not be read as what it should have been.
+    is_unreadable: bool,
+}
+
+impl RowSink {
+    fn new(max_rows: usize) -> Self {
+        RowSink {
+            pending: BytesMut::new(),
+            at: At::Start,
+            columns: Vec::new(),
+            rows: Vec::new(),
+            ok: None,
+            err: None,
+            max_rows,
+            bytes: 0,
+            is_over_rows: false,
+            is_over_bytes: false,
+            is_unreadable: false,
+        }
+    }
+
+    fn answer(self, what: &str) -> Result<Answer, ProxyError> {
+        if self.is_unreadable || !self.pending.is_empty() {
+            return Err(ProxyError::Wrong(
+                "internal: unreadable answer of a statement run in memory".into(),
+            ));
+        }
+        if let Some(e) = self.err {
+            return Ok(Answer::Error(e));
+        }
+        if self.is_over_bytes {
+            return Err(ProxyError::Refused(format!(
+                "{what} of more than {MAX_BYTES} bytes of rows through hscale"
+            )));
+        }
+        if self.is_over_rows {
+            return Err(ProxyError::ShipLimit {
+                limit: self.max_rows,
+            });
+        }
+        match (self.ok, self.at) {
+            (Some(ok), _) => Ok(Answer::Ok(ok)),
+            (None, At::Done) => Ok(Answer::Rows(self.columns, self.rows)),
+            _ => Err(ProxyError::Wrong(
+                "internal: a statement run in memory answered nothing whole".into(),
+            )),
+        }
+    }
+
+    /// Decode one whole packet's payload.
+    fn take(&mut self, p: &[u8]) {
+        let is_eof = p.first() == Some(&0xfe) && p.len() < 9;
+        match self.at {
+            At::Start => match p.first() {
+                Some(0xff) => self.error(p),
+                Some(0x00) => {
+                    self.ok = OkPacket::decode(p).ok();
+                    self.is_unreadable |= self.ok.is_none();
+                    self.at = At::Done;
+                }
+                _ => match hscale_wire::buf::Reader::new(p).lenenc() {
+                    Ok(0) | Err(_) => self.is_unreadable = true,
+                    Ok(n) => {
+                        self.at = At::Columns(usize::try_from(n).unwrap_or(usize::MAX));
+                    }
+                },
+            },
+            At::Columns(left) => match ColumnInfo::decode(p) {
+                Ok(c) => {
+                    self.columns.push(c);
+                    self.at = if left > 1 {
+                        At::Columns(left - 1)
+                    } else {
+                        At::MetadataEof
+                    };
+                }
+                Err(_) => self.is_unreadable = true,
+            },
+            At::MetadataEof if is_eof => self.at = At::Rows,
+            At::MetadataEof => self.is_unreadable = true,
+            At::Rows if is_eof => self.at = At::Done,
+            At::Rows if p.first() == Some(&0xff) => self.error(p),
+            At::Rows => {
+                self.bytes += p.len();
+                if self.rows.len() >= self.max_rows {
+                    self.is_over_rows = true;
+                } else if self.bytes > MAX_BYTES {
+                    self.is_over_bytes = true;
+                } else {
+                    match hscale_wire::resultset::decode_row(p, self.columns.len()) {
+                        Ok(row) => self.rows.push(row),
+                        Err(_) => self.is_unreadable = true,
+                    }
+                }
+            }
+            At::Done => self.is_unreadable = true,
+        }
+    }
+
+    fn error(&mut self, p: &[u8]) {
+        self.err = ErrPacket::decode(p).ok();
+        self.is_unreadable |= self.err.is_none();
+        self.at = At::Done;
+    }
+}
+
+impl AsyncWrite for RowSink {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut TaskContext<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let me = &mut *self;
+        me.pending.extend_from_slice(buf);
+        while me.pending.len() >= 4 {
+            let h = &me.pending[..4];
+            let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+            if me.pending.len() < 4 + len {
+                break;
+            }
+            me.pending.advance(4);
+            let p = me.pending.split_to(len);
+            // A packet of 16 MB or more continues in the next one: beyond
+            // every bound a read into memory has.
+            if len == 0xff_ffff {
+                me.is_over_bytes = true;
+            }
+            me.take(&p);
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncRead for RowSink {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut TaskContext<'_>,
+        _: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hscale_wire::response::{encode_eof, encode_err};
+    use hscale_wire::resultset::{encode_column, encode_column_count, encode_row};
+
+    /// A sink that was written `packets` in bursts of `chunk` bytes (a
+    /// packet split over writes, several packets in one).
+    fn written(max_rows: usize, packets: &[Vec<u8>], chunk: usize) -> RowSink {
+        let mut framed = Vec::new();
+        for (seq, p) in packets.iter().enumerate() {
+            let len = p.len();
+            framed.extend_from_slice(&[
+                len as u8,
+                (len >> 8) as u8,
+                (len >> 16) as u8,
+                seq as u8 + 1,
+            ]);
+            framed.extend_from_slice(p);
+        }
+        let mut sink = RowSink::new(max_rows);
+        let waker = std::task::Waker::noop();
+        let mut cx = TaskContext::from_waker(waker);
+        for part in framed.chunks(chunk) {
+            let r = Pin::new(&mut sink).poll_write(&mut cx, part);
+            assert!(matches!(r, Poll::Ready(Ok(n)) if n == part.len()));
+        }
+        sink
+    }
+
+    fn result(values: &[&str]) -> Vec<Vec<u8>> {
+        let mut p = vec![encode_column_count(1).to_vec(), encode_column("v").to_vec()];
+        p.push(encode_eof(0, 2).to_vec());
+        for v in values {
+            p.push(encode_row(&[Some(v)]).to_vec());
+        }
+        p.push(encode_eof(0, 2).to_vec());
+        p
+    }
+
+    #[test]
+    fn rows_are_decoded_as_written_in_any_bursts() {
+        for chunk in [1, 3, 7, 1000] {
+            let a = written(10, &result(&["a", "bb", "ccc"]), chunk)
+                .answer("t")
+                .unwrap();
+            let Answer::Rows(c, r) = a else {
+                panic!("not rows")
+            };
+            assert_eq!(c[0].name, "v");
+            let got: Vec<_> = r.into_iter().map(|row| row[0].clone().unwrap()).collect();
+            assert_eq!(got, vec![b"a".to_vec(), b"bb".to_vec(), b"ccc".to_vec()]);
+        }
+    }
+
+    #[test]
+    fn more_rows_than_the_bound_is_the_ship_limit() {
+        let e = written(2, &result(&["1", "2", "3"]), 5).answer("t").err();
+        assert!(
+            matches!(e, Some(ProxyError::ShipLimit { limit: 2 })),
+            "{e:?}"
+        );
+        assert!(written(3, &result(&["1", "2", "3"]), 5).answer("t").is_ok());
+    }
+
+    #[test]
+    fn an_error_after_rows_is_the_answer() {
+        let mut p = result(&["1"]);
+        p.pop();
+        p.push(encode_err(1146, b"42S02", "Table 'x' doesn't exist").to_vec());
+        match written(10, &p, 4).answer("t").unwrap() {
+            Answer::Error(e) => assert_eq!(e.code, 1146),
+            _ => panic!("not the error"),
+        }
+    }
+
+    #[test]
+    fn a_cut_answer_is_no_answer() {
+        let mut p = result(&["1"]);
+        p.pop();
+        assert!(written(10, &p, 4).answer("t").is_err());
+    }
+}
