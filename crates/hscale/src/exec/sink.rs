@@ -21,6 +21,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use bytes::{Buf, BytesMut};
 use hscale_route::router::Plan;
+use hscale_route::value::Kind;
 use hscale_route::BackendId;
 use hscale_wire::response::{ErrPacket, OkPacket};
 use hscale_wire::resultset::ColumnInfo;
@@ -82,6 +83,56 @@ pub async fn run(
         }
     }
     sink.into_inner().answer(what)
+}
+
+/// Run `select` as the client's read (planned, merged, fenced) into
+/// memory (this module), at most `max_rows` rows. `what` names the
+/// statement that needs it, in refusals.
+pub async fn read(
+    b: &mut Bindings,
+    select: &str,
+    what: &str,
+    max_rows: usize,
+) -> Result<Answer, ProxyError> {
+    let facts = hscale_sql::analyze_bytes(select.as_bytes());
+    let dict = b.ctx.partitioning.dictionary();
+    let plan = crate::planning::plan(
+        crate::planning::Asker::Session(b),
+        &dict,
+        select,
+        crate::planning::Db::OfSession,
+        crate::planning::Form::Plain,
+    )
+    .await?;
+    let spread = match &plan {
+        Plan::Targets { parts, .. } => parts.len() > 1,
+        Plan::Merge(_) => true,
+        _ => false,
+    };
+    if spread && (!facts.pins.is_empty() || facts.sets_last_insert_id) {
+        return Err(ProxyError::Unsupported {
+            what: format!("{what} over several partitions with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID(expr)"),
+        });
+    }
+    let effects = Effects {
+        uses_last_insert_id: facts.uses_last_insert_id,
+        is_read_only: true,
+        ..Effects::default()
+    };
+    // sql_select_limit limits what a statement sends its client, never
+    // the rows a statement reads for itself: the connections this read
+    // runs on hold the session's variables without it, and the next
+    // statement's sync sets it back.
+    let limited = b
+        .state
+        .vars
+        .without_select_limit()
+        .map(|v| std::mem::replace(&mut b.state.vars, std::sync::Arc::new(v)));
+    let r = run(b, select, what, plan, effects, max_rows).await;
+    if let Some(vars) = limited {
+        b.state.vars = vars;
+    }
+    r
 }
 
 /// Where the answer being decoded is.
@@ -258,6 +309,105 @@ impl AsyncRead for RowSink {
     ) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
     }
+}
+
+/// The SELECT's answer.
+pub enum Selected {
+    /// Each row's values as literals.
+    Rows(Vec<Vec<String>>),
+    Error(ErrPacket),
+}
+
+/// A read's answer as row texts of literals.
+pub fn literal_rows(
+    answer: Answer,
+    charset: &dyn Fn(u16) -> Option<String>,
+) -> Result<Selected, ProxyError> {
+    let (columns, rows) = match answer {
+        Answer::Error(e) => return Ok(Selected::Error(e)),
+        Answer::Ok(_) => return Ok(Selected::Rows(Vec::new())),
+        Answer::Rows(c, r) => (c, r),
+    };
+    if let Some(c) = columns.iter().find(|c| c.column_type == 0x04) {
+        return Err(ProxyError::Refused(format!(
+            "INSERT ... SELECT of FLOAT column {} through hscale (its text form is rounded)",
+            c.name
+        )));
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut values = Vec::with_capacity(columns.len());
+        for (v, c) in row.iter().zip(&columns) {
+            let mut text = String::new();
+            push_literal(&mut text, v.as_deref(), c, charset)?;
+            values.push(text);
+        }
+        out.push(values);
+    }
+    Ok(Selected::Rows(out))
+}
+
+/// A result value as a literal one server would have used in its place:
+/// numbers as written; anything else as a string of the result's
+/// character set, `_charset X'..'` (which neither sql_mode nor the
+/// connection's character set changes), converted to the column it goes
+/// into as the server converts the SELECT's value.
+fn push_literal(
+    out: &mut String,
+    v: Option<&[u8]>,
+    c: &ColumnInfo,
+    charset: &dyn Fn(u16) -> Option<String>,
+) -> Result<(), ProxyError> {
+    use std::fmt::Write;
+    let Some(b) = v else {
+        out.push_str("NULL");
+        return Ok(());
+    };
+    let kind = Kind::of(c.column_type, c.charset, c.flags);
+    if matches!(kind, Kind::Temporal | Kind::Time)
+        && b.iter().all(|x| x.is_ascii_digit() || b"-:. ".contains(x))
+    {
+        out.push('\'');
+        out.push_str(std::str::from_utf8(b).unwrap_or_default());
+        out.push('\'');
+        return Ok(());
+    }
+    if kind.is_number()
+        && c.column_type != 0x10
+        && !b.is_empty()
+        && b.iter().all(|x| x.is_ascii_digit() || b"+-.eE".contains(x))
+    {
+        out.push_str(std::str::from_utf8(b).unwrap_or("0"));
+        return Ok(());
+    }
+    // Printable ASCII without quotes or backslashes reads the same in
+    // every character set and sql_mode: quoted, so the router can read a
+    // partition key in it.
+    if c.charset != 63
+        && b.iter()
+            .all(|x| (b' '..=b'~').contains(x) && !b"'\\".contains(x))
+    {
+        out.push('\'');
+        out.push_str(std::str::from_utf8(b).unwrap_or_default());
+        out.push('\'');
+        return Ok(());
+    }
+    let cs = if c.charset == 63 {
+        "binary".to_string()
+    } else {
+        charset(c.charset).ok_or_else(|| {
+            ProxyError::Refused(format!(
+                "INSERT ... SELECT of column {} in character set number {}",
+                c.name, c.charset
+            ))
+        })?
+    };
+    let _ = write!(out, "_{cs} X'");
+    for x in b {
+        let _ = write!(out, "{x:02X}");
+    }
+    out.push('\'');
+    Ok(())
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::Session;
 use crate::error::ProxyError;
 use crate::exec::send;
-use crate::exec::sink::Answer;
+use crate::exec::sink::{self, Answer};
 use hscale_wire::reply::OkParts;
 
 /// `DO e1, e2` as `SELECT e1, e2`; `None` for any other statement, and for
@@ -35,7 +35,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Run `select` (a DO's expressions) and answer DO's OK.
     pub(super) async fn do_statement(&mut self, select: &str) -> Result<(), ProxyError> {
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let answer = self.read(select, "DO", max_rows).await?;
+        let answer = sink::read(&mut self.b, select, "DO", max_rows).await?;
         // The read's rows are not the client's.
         self.b.note.rows = 0;
         self.b.note.is_result = false;

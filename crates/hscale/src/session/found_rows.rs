@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::Session;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use crate::exec::sink::Answer;
+use crate::exec::sink::{self, Answer};
 use crate::exec::Effects;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -34,7 +34,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 "in a UNION, with INTO, or among several statements",
             ));
         };
-        let answer = match self.read(&count, what, 1).await {
+        let answer = match sink::read(&mut self.b, &count, what, 1).await {
             Ok(a) => a,
             Err(ProxyError::Refused(why) | ProxyError::Unsupported { what: why }) => {
                 return Err(unsupported(&format!("for this statement: {why}")))

@@ -19,19 +19,17 @@
 //! and `exec::sink::MAX_BYTES`.
 
 use bytes::Bytes;
-use hscale_route::router::{self, InsertForm, Plan};
-use hscale_route::value::Kind;
+use hscale_route::router::{self, InsertForm};
 use hscale_wire::reply::OkParts;
 use hscale_wire::response::ErrPacket;
-use hscale_wire::resultset::ColumnInfo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
 
-use crate::exec::sink::{self, Answer};
-use crate::exec::{send, Effects};
+use crate::exec::send;
+use crate::exec::sink::{self, literal_rows, Selected};
 use crate::partition::quote_str;
 
 /// What became of an INSERT before planning.
@@ -230,160 +228,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// keep its rows as `(literal, ...)` row texts.
     async fn select_rows(&mut self, select: &str) -> Result<Selected, ProxyError> {
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let answer = self.read(select, "INSERT ... SELECT", max_rows).await?;
+        let answer = sink::read(&mut self.b, select, "INSERT ... SELECT", max_rows).await?;
         let collations = self.b.ctx.collations();
         literal_rows(answer, &|id| {
             collations.get(id).map(|(cs, _)| cs.to_string())
         })
     }
-
-    /// Run `select` as the client's read (planned, merged, fenced) into
-    /// memory (`exec::sink`), at most `max_rows` rows. `what` names the
-    /// statement that needs it, in refusals.
-    pub(super) async fn read(
-        &mut self,
-        select: &str,
-        what: &str,
-        max_rows: usize,
-    ) -> Result<Answer, ProxyError> {
-        let facts = hscale_sql::analyze_bytes(select.as_bytes());
-        let dict = self.b.ctx.partitioning.dictionary();
-        let plan = crate::planning::plan(
-            crate::planning::Asker::Session(&mut self.b),
-            &dict,
-            select,
-            crate::planning::Db::OfSession,
-            crate::planning::Form::Plain,
-        )
-        .await?;
-        let spread = match &plan {
-            Plan::Targets { parts, .. } => parts.len() > 1,
-            Plan::Merge(_) => true,
-            _ => false,
-        };
-        if spread && (!facts.pins.is_empty() || facts.sets_last_insert_id) {
-            return Err(ProxyError::Unsupported {
-                what: format!("{what} over several partitions with session-bound state (user variables, locks, temporary tables) or LAST_INSERT_ID(expr)"),
-            });
-        }
-        let effects = Effects {
-            uses_last_insert_id: facts.uses_last_insert_id,
-            is_read_only: true,
-            ..Effects::default()
-        };
-        // sql_select_limit limits what a statement sends its client, never
-        // the rows a statement reads for itself: the connections this read
-        // runs on hold the session's variables without it, and the next
-        // statement's sync sets it back.
-        let limited = self
-            .b
-            .state
-            .vars
-            .without_select_limit()
-            .map(|v| std::mem::replace(&mut self.b.state.vars, std::sync::Arc::new(v)));
-        let r = sink::run(&mut self.b, select, what, plan, effects, max_rows).await;
-        if let Some(vars) = limited {
-            self.b.state.vars = vars;
-        }
-        r
-    }
-}
-
-/// The SELECT's answer.
-pub(super) enum Selected {
-    /// Each row's values as literals.
-    Rows(Vec<Vec<String>>),
-    Error(ErrPacket),
-}
-
-/// A read's answer as row texts of literals.
-pub(super) fn literal_rows(
-    answer: Answer,
-    charset: &dyn Fn(u16) -> Option<String>,
-) -> Result<Selected, ProxyError> {
-    let (columns, rows) = match answer {
-        Answer::Error(e) => return Ok(Selected::Error(e)),
-        Answer::Ok(_) => return Ok(Selected::Rows(Vec::new())),
-        Answer::Rows(c, r) => (c, r),
-    };
-    if let Some(c) = columns.iter().find(|c| c.column_type == 0x04) {
-        return Err(ProxyError::Refused(format!(
-            "INSERT ... SELECT of FLOAT column {} through hscale (its text form is rounded)",
-            c.name
-        )));
-    }
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        let mut values = Vec::with_capacity(columns.len());
-        for (v, c) in row.iter().zip(&columns) {
-            let mut text = String::new();
-            push_literal(&mut text, v.as_deref(), c, charset)?;
-            values.push(text);
-        }
-        out.push(values);
-    }
-    Ok(Selected::Rows(out))
-}
-
-/// A result value as a literal one server would have used in its place:
-/// numbers as written; anything else as a string of the result's
-/// character set, `_charset X'..'` (which neither sql_mode nor the
-/// connection's character set changes), converted to the column it goes
-/// into as the server converts the SELECT's value.
-fn push_literal(
-    out: &mut String,
-    v: Option<&[u8]>,
-    c: &ColumnInfo,
-    charset: &dyn Fn(u16) -> Option<String>,
-) -> Result<(), ProxyError> {
-    use std::fmt::Write;
-    let Some(b) = v else {
-        out.push_str("NULL");
-        return Ok(());
-    };
-    let kind = Kind::of(c.column_type, c.charset, c.flags);
-    if matches!(kind, Kind::Temporal | Kind::Time)
-        && b.iter().all(|x| x.is_ascii_digit() || b"-:. ".contains(x))
-    {
-        out.push('\'');
-        out.push_str(std::str::from_utf8(b).unwrap_or_default());
-        out.push('\'');
-        return Ok(());
-    }
-    if kind.is_number()
-        && c.column_type != 0x10
-        && !b.is_empty()
-        && b.iter().all(|x| x.is_ascii_digit() || b"+-.eE".contains(x))
-    {
-        out.push_str(std::str::from_utf8(b).unwrap_or("0"));
-        return Ok(());
-    }
-    // Printable ASCII without quotes or backslashes reads the same in
-    // every character set and sql_mode: quoted, so the router can read a
-    // partition key in it.
-    if c.charset != 63
-        && b.iter()
-            .all(|x| (b' '..=b'~').contains(x) && !b"'\\".contains(x))
-    {
-        out.push('\'');
-        out.push_str(std::str::from_utf8(b).unwrap_or_default());
-        out.push('\'');
-        return Ok(());
-    }
-    let cs = if c.charset == 63 {
-        "binary".to_string()
-    } else {
-        charset(c.charset).ok_or_else(|| {
-            ProxyError::Refused(format!(
-                "INSERT ... SELECT of column {} in character set number {}",
-                c.name, c.charset
-            ))
-        })?
-    };
-    let _ = write!(out, "_{cs} X'");
-    for x in b {
-        let _ = write!(out, "{x:02X}");
-    }
-    out.push('\'');
-    Ok(())
 }

@@ -442,11 +442,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 Plan::OrderedWrite(w) => {
                     drop(dict);
-                    return self.run_ordered_write(w, sql, effects).await;
+                    return self.exec().run_ordered_write(w, sql, effects).await;
                 }
                 Plan::KeyMove(m) => {
                     drop(dict);
-                    return self.run_key_move(m, effects).await;
+                    return self.exec().run_key_move(m, effects).await;
                 }
                 Plan::CreateView(ddl) => {
                     drop(dict);

@@ -9,24 +9,27 @@
 use hscale_route::router::SelectInto;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::insert_form::{literal_rows, Selected};
 use super::Session;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use crate::exec::sink::Answer;
+use crate::exec::sink::{self, literal_rows, Answer, Selected};
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Run the client's statement without its INTO clause and assign its
     /// row to the variables.
     pub(super) async fn select_into(&mut self, into: SelectInto) -> Result<(), ProxyError> {
-        // The read uses no variables (`Session::read` refuses one over
+        // The read uses no variables (`sink::read` refuses one over
         // several partitions that does): it may borrow connections beside
         // the one the session's variables pin.
         self.b.may_borrow_beside = true;
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let answer = self
-            .read(&into.select, "SELECT ... INTO user variables", max_rows)
-            .await?;
+        let answer = sink::read(
+            &mut self.b,
+            &into.select,
+            "SELECT ... INTO user variables",
+            max_rows,
+        )
+        .await?;
         // The read's rows are not the client's.
         self.b.note.rows = 0;
         self.b.note.is_result = false;

@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
 use crate::error::ProxyError;
-use crate::exec::sink::Answer;
+use crate::exec::sink::{self, Answer};
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// The SET `sql` with its expressions replaced by their values, or
@@ -30,9 +30,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let list: Vec<&str> = spans.iter().map(|(a, b)| &sql[*a..*b]).collect();
         let select = format!("SELECT {}", list.join(", "));
-        let answer = match self
-            .read(&select, "SET of a session variable to an expression", 1)
-            .await
+        let answer = match sink::read(
+            &mut self.b,
+            &select,
+            "SET of a session variable to an expression",
+            1,
+        )
+        .await
         {
             Ok(b) => b,
             Err(ProxyError::Refused(_) | ProxyError::Unsupported { .. }) => return Ok(None),

@@ -8,7 +8,7 @@
 
 use super::*;
 
-use crate::exec::sink::Answer;
+use crate::exec::sink::{self, Answer};
 use hscale_route::router::{self, ViewDdl};
 use hscale_route::view::{quote, ViewError};
 
@@ -62,7 +62,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             None => {
                 let sql = format!("SELECT * FROM ({select}) AS `hscale_view_probe` LIMIT 0");
-                match self.read(&sql, "CREATE VIEW", 0).await? {
+                match sink::read(&mut self.b, &sql, "CREATE VIEW", 0).await? {
                     Answer::Rows(columns, _) => columns,
                     Answer::Error(err) => {
                         return Err(ProxyError::Backend {

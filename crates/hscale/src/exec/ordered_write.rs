@@ -13,15 +13,14 @@
 use hscale_route::router::{self, OrderedWrite, Plan};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
 use crate::error::ProxyError;
-use crate::exec::sink::Answer;
-use crate::exec::Effects;
+use crate::exec::sink::{self, Answer};
+use crate::exec::{Effects, Exec};
 use crate::planning::{Asker, Learnt};
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Run an ordered write (see the module) for the client's `sql`.
-    pub(super) async fn run_ordered_write(
+    pub(crate) async fn run_ordered_write(
         &mut self,
         w: OrderedWrite,
         sql: &str,
@@ -29,7 +28,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<(), ProxyError> {
         let what = "UPDATE or DELETE with ORDER BY ... LIMIT";
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let rows = match self.read(&w.select, what, max_rows).await? {
+        let rows = match sink::read(self.b, &w.select, what, max_rows).await? {
             Answer::Error(err) => return self.write_server_error(1, &err).await,
             Answer::Ok(_) => Vec::new(),
             Answer::Rows(_, rows) => rows,
@@ -56,13 +55,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let (plan, questions) =
                 learnt.attempt(|known| router::ordered_write_parts(sql, db, &dict, &keys, known));
             let is_usable = !matches!(plan, Plan::Refuse(_));
-            let mut asker = Asker::Session(&mut self.b);
+            let mut asker = Asker::Session(self.b);
             if !learnt.ask(&mut asker, questions, is_usable).await? {
                 break plan;
             }
         };
-        let mut exec = self.exec();
-        exec.is_fenced = true;
-        exec.run(plan, effects).await
+        self.is_fenced = true;
+        self.run(plan, effects).await
     }
 }

@@ -17,11 +17,9 @@ use hscale_route::router::{self, KeyMove, Plan, StatementKind};
 use hscale_wire::response::OkPacket;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::insert_form::{literal_rows, Selected};
-use super::Session;
 use crate::error::ProxyError;
-use crate::exec::sink::{self, Answer};
-use crate::exec::Effects;
+use crate::exec::sink::{self, literal_rows, Answer, Selected};
+use crate::exec::{Effects, Exec};
 use crate::planning::Learnt;
 
 /// What a step left: its OK, or its error, already written to the client.
@@ -30,21 +28,21 @@ enum Step {
     Failed,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Run a key-changing UPDATE (see the module).
-    pub(super) async fn run_key_move(
+    pub(crate) async fn run_key_move(
         &mut self,
         m: KeyMove,
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
         let is_implicit = self.b.needs_implicit_txn();
-        let Some(scope) = self.exec().open_write(is_implicit).await? else {
+        let Some(scope) = self.open_write(is_implicit).await? else {
             return Ok(());
         };
         let kept = (self.b.generated_id, self.b.state.last_insert_id);
         let total = self.key_move_steps(&m, effects).await;
         (self.b.generated_id, self.b.state.last_insert_id) = kept;
-        self.exec().close_write(scope, total).await
+        self.close_write(scope, total).await
     }
 
     /// The steps; `Ok(None)` when one failed and its error was written.
@@ -56,9 +54,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let what = "UPDATE of the partition key";
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         // 1. Each matched row's key and new key.
-        let rows = match self.read(&m.select, what, max_rows).await? {
+        let rows = match sink::read(self.b, &m.select, what, max_rows).await? {
             Answer::Error(err) => {
-                self.exec().write_server_error(1, &err).await?;
+                self.write_server_error(1, &err).await?;
                 return Ok(None);
             }
             Answer::Ok(_) => Vec::new(),
@@ -111,13 +109,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 kind: StatementKind::Select,
                 parts: vec![(from.clone(), select.clone())],
             };
-            let answer = sink::run(&mut self.b, &select, what, read, read_only(), max_rows).await?;
+            let answer = sink::run(self.b, &select, what, read, read_only(), max_rows).await?;
             let collations = self.b.ctx.collations();
             let rows = match literal_rows(answer, &|id| {
                 collations.get(id).map(|(cs, _)| cs.to_string())
             })? {
                 Selected::Error(err) => {
-                    self.exec().write_server_error(1, &err).await?;
+                    self.write_server_error(1, &err).await?;
                     return Ok(None);
                 }
                 Selected::Rows(rows) => rows,
@@ -134,7 +132,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             let insert = router::moved_rows_insert(&table, &columns, &rows);
             let dict = self.b.ctx.partitioning.dictionary();
             let plan = crate::planning::plan(
-                crate::planning::Asker::Session(&mut self.b),
+                crate::planning::Asker::Session(self.b),
                 &dict,
                 &insert,
                 crate::planning::Db::Given(None),
@@ -170,7 +168,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             parts: vec![(from.clone(), sql.clone())],
         };
         let what = "UPDATE of the partition key";
-        let answer = sink::run(&mut self.b, &sql, what, plan, read_only(), usize::MAX).await?;
+        let answer = sink::run(self.b, &sql, what, plan, read_only(), usize::MAX).await?;
         let bad = || {
             ProxyError::Wrong(format!(
                 "internal: the columns of {} could not be read",
@@ -200,10 +198,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         effects: Effects<'_>,
     ) -> Result<Step, ProxyError> {
         let what = "UPDATE of the partition key";
-        match sink::run(&mut self.b, "", what, plan, effects, 0).await? {
+        match sink::run(self.b, "", what, plan, effects, 0).await? {
             Answer::Ok(ok) => Ok(Step::Ok(ok)),
             Answer::Error(err) => {
-                self.exec().write_server_error(1, &err).await?;
+                self.write_server_error(1, &err).await?;
                 Ok(Step::Failed)
             }
             Answer::Rows(..) => Err(ProxyError::Wrong(
