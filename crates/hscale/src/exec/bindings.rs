@@ -87,7 +87,7 @@ pub struct Bindings {
     /// statement is rejected without writing (`session/statement.rs`).
     pub passed: Option<crate::seq::Passed>,
     /// An INSERT ... SELECT that found one row, run as `VALUES (row)`
-    /// (`session/insert_form.rs`): its text. Its OK gets the info one
+    /// (`exec/insert_form.rs`): its text. Its OK gets the info one
     /// server gives INSERT ... SELECT (`Records: 1  Duplicates: ..`).
     pub one_row_select: Option<String>,
     /// The open transaction's savepoints (`txn/savepoint.rs`), set again on
@@ -106,7 +106,7 @@ pub struct Bindings {
     /// the session's back.
     pub is_text_utf8: bool,
     /// What the session's sql_mode makes of its statements' text, once
-    /// asked (`session/sql_mode.rs`); `None` until then and after a
+    /// asked (`exec/sql_mode.rs`); `None` until then and after a
     /// statement that may have changed it.
     pub sql_mode: Option<crate::backend::SqlModeFlags>,
 }

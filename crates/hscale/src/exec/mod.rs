@@ -18,6 +18,7 @@ pub mod conditions;
 mod conversions;
 pub mod fence;
 pub mod forward;
+pub mod insert_form;
 pub mod interpolate;
 mod key_move;
 mod load_data;
@@ -30,6 +31,7 @@ pub mod prepared_routing;
 mod scatter;
 pub mod sequence;
 pub mod sink;
+mod sql_mode;
 pub mod txn;
 
 use hscale_route::router::{MergePlan, Plan, StatementKind};

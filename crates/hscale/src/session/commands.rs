@@ -67,7 +67,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         ) && facts.statements == 1
             && !self.b.ctx.partitioning.is_empty();
         let normal = match std::str::from_utf8(&payload[1..]) {
-            Ok(sql) if is_insert => self.prepared_insert_form(sql).await?.map(|sql| {
+            Ok(sql) if is_insert => self.exec().prepared_insert_form(sql).await?.map(|sql| {
                 let mut b = BytesMut::with_capacity(1 + sql.len());
                 b.put_u8(com::STMT_PREPARE);
                 b.put_slice(sql.as_bytes());
@@ -177,7 +177,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 let own = match (&routing, std::str::from_utf8(&payload[1..])) {
                     (Routed::Plain, _) | (_, Err(_)) => None,
                     (_, Ok(text)) if crate::exec::forward::is_parse_error(&err) => {
-                        self.server_parse_error(text).await?
+                        self.b.server_parse_error(text).await?
                     }
                     _ => None,
                 };
@@ -594,7 +594,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Whether the session's sql_mode has NO_BACKSLASH_ESCAPES (asked of
     /// the main backend in the session's state).
     async fn is_no_backslash_escapes(&mut self) -> Result<bool, ProxyError> {
-        Ok(self.sql_mode().await?.is_no_backslash_escapes)
+        Ok(self.b.sql_mode().await?.is_no_backslash_escapes)
     }
 
     /// How a statement being prepared reaches partitioned tables, if it
@@ -614,11 +614,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .await?
         };
         match (routed, std::str::from_utf8(sql)) {
-            (Err(ProxyError::Refused(why)), Ok(text)) => match self.server_parse_error(text).await?
-            {
-                Some(err) => Err(ProxyError::Statement { err }),
-                None => Err(ProxyError::Refused(why)),
-            },
+            (Err(ProxyError::Refused(why)), Ok(text)) => {
+                match self.b.server_parse_error(text).await? {
+                    Some(err) => Err(ProxyError::Statement { err }),
+                    None => Err(ProxyError::Refused(why)),
+                }
+            }
             (routed, _) => routed,
         }
     }

@@ -24,7 +24,6 @@ mod diagnostics;
 mod do_statement;
 mod figures;
 mod found_rows;
-mod insert_form;
 mod kill;
 pub mod prepared;
 mod processlist;

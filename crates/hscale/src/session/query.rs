@@ -5,6 +5,7 @@
 //! current dictionary, run, and planned again after a stale route.
 
 use super::*;
+use crate::exec::insert_form::Normal;
 use crate::planning::{self, Asker, Db, Form};
 
 /// A statement that reads or writes no table, so any backend can run it.
@@ -72,7 +73,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let payload = rewritten.as_ref().unwrap_or(payload);
         let sql_bytes = &payload[1..];
-        self.forget_sql_mode(&facts, sql_bytes);
+        self.b.forget_sql_mode(&facts, sql_bytes);
         // The digest reads the client's text: the analysis's fingerprint
         // is its when nothing rewrote it.
         if in_mode.is_none() && rewritten.is_none() && !self.b.is_text_utf8 {
@@ -256,10 +257,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // INSERT ... SET, without a column list, ... SELECT: into the
             // `(columns) VALUES` form first (`insert_form.rs`).
             if is_insert && normal.is_none() && filled.is_none() {
-                match self.insert_form(sql).await {
-                    Ok(insert_form::Normal::Answered) => return Ok(()),
-                    Ok(insert_form::Normal::Payload(p)) => normal = Some(p),
-                    Ok(insert_form::Normal::AsIs) => {}
+                match self.exec().insert_form(sql).await {
+                    Ok(Normal::Answered) => return Ok(()),
+                    Ok(Normal::Payload(p)) => normal = Some(p),
+                    Ok(Normal::AsIs) => {}
                     Err(ProxyError::StaleRoute { err }) => {
                         match self.b.after_stale_route(err, before, &mut attempts).await? {
                             crate::exec::fence::Next::Retry => continue,
@@ -304,7 +305,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 // one server's is about the client's own.
                 Err(ProxyError::Syntax { err }) => {
                     let own = match text {
-                        Some(sql) => self.server_parse_error(sql).await?,
+                        Some(sql) => self.b.server_parse_error(sql).await?,
                         None => None,
                     };
                     return match own {
@@ -356,7 +357,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // What hscale cannot read may be what no server reads: the
             // server's own syntax error answers it, not a refusal.
             if matches!(plan, Plan::Refuse(_)) && text.is_some() {
-                if let Some(err) = self.server_parse_error(sql).await? {
+                if let Some(err) = self.b.server_parse_error(sql).await? {
                     return Err(ProxyError::Statement { err });
                 }
             }

@@ -24,16 +24,15 @@ use hscale_wire::reply::OkParts;
 use hscale_wire::response::ErrPacket;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
 
-use crate::exec::send;
 use crate::exec::sink::{self, literal_rows, Selected};
+use crate::exec::{send, Exec};
 use crate::partition::quote_str;
 
 /// What became of an INSERT before planning.
-pub(super) enum Normal {
+pub(crate) enum Normal {
     /// Plan it as it is.
     AsIs,
     /// Plan this statement instead.
@@ -43,9 +42,9 @@ pub(super) enum Normal {
     Answered,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// The statement in the form the router splits (see the module).
-    pub(super) async fn insert_form(&mut self, sql: &str) -> Result<Normal, ProxyError> {
+    pub(crate) async fn insert_form(&mut self, sql: &str) -> Result<Normal, ProxyError> {
         let mut current = sql.to_string();
         let mut changed = false;
         // SELECT → VALUES without columns → VALUES with them: at most three.
@@ -145,7 +144,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // strict mode the row is stored with the value the SELECT showed
         // and without the server's warnings of it (docs/src/queries.md).
         self.b.gathered.rewind(mark);
-        if !self.sql_mode().await?.is_strict {
+        if !self.b.sql_mode().await?.is_strict {
             return Ok(None);
         }
         let sql_state = *match code {
@@ -169,7 +168,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// list into a partitioned table (its placeholders keep their order);
     /// `None` for anything else (INSERT ... SELECT and keys given as
     /// expressions stay as they are, refused when prepared).
-    pub(super) async fn prepared_insert_form(
+    pub(crate) async fn prepared_insert_form(
         &mut self,
         sql: &str,
     ) -> Result<Option<String>, ProxyError> {
@@ -228,7 +227,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// keep its rows as `(literal, ...)` row texts.
     async fn select_rows(&mut self, select: &str) -> Result<Selected, ProxyError> {
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let answer = sink::read(&mut self.b, select, "INSERT ... SELECT", max_rows).await?;
+        let answer = sink::read(self.b, select, "INSERT ... SELECT", max_rows).await?;
         let collations = self.b.ctx.collations();
         literal_rows(answer, &|id| {
             collations.get(id).map(|(cs, _)| cs.to_string())
