@@ -93,6 +93,8 @@ pub struct BackendConn {
     pub db: Option<String>,
     pub vars: Arc<SessionVars>,
     pub is_multi_statements: bool,
+    /// The server's LAST_INSERT_ID() on this connection, as far as the
+    /// proxy knows; [`UNKNOWN_INSERT_ID`] when it may have changed.
     pub last_insert_id: u64,
     /// `character_set_results = NULL` was set on this connection (row
     /// copies, `partition/copy.rs`): results come as the columns' bytes.
@@ -109,6 +111,10 @@ pub struct BackendConn {
     statements: HashMap<Arc<[u8]>, BackendStatement>,
     statement_tick: u64,
 }
+
+/// `BackendConn::last_insert_id` when the server's value is not known: no
+/// session's value, so the next statement that reads it syncs it.
+pub const UNKNOWN_INSERT_ID: u64 = u64::MAX;
 
 fn lost(backend: &str, e: impl std::fmt::Display) -> ProxyError {
     ProxyError::BackendLost {
@@ -242,6 +248,19 @@ impl BackendConn {
         self.stream.get_ref().is_alive_quick()
     }
 
+    /// After an OK the proxy read itself (its own statements: a journal
+    /// row's AUTO_INCREMENT id, ...): an id in it means the server's
+    /// LAST_INSERT_ID() here may have changed, to that id or not (an
+    /// explicit AUTO_INCREMENT value is reported but does not change it).
+    /// Unknown, so the next session that reads it here sets its own
+    /// first (`Bindings::sync`); a caller that knows the value sets it
+    /// after this.
+    fn note_insert_id(&mut self, id: u64) {
+        if id != 0 {
+            self.last_insert_id = UNKNOWN_INSERT_ID;
+        }
+    }
+
     /// Send a command and read a simple response: OK, EOF or ERR; result
     /// sets are read and discarded. `Ok(Err(..))` is the server's error.
     pub async fn command(
@@ -331,6 +350,7 @@ impl BackendConn {
             match p.first() {
                 Some(0x00) => {
                     let ok = OkPacket::decode(&p.payload).map_err(proto)?;
+                    self.note_insert_id(ok.last_insert_id);
                     if ok.status & hscale_wire::consts::status::MORE_RESULTS_EXISTS == 0 {
                         return Ok(Ok(ok));
                     }
@@ -488,6 +508,9 @@ impl BackendConn {
             }
             Some(0x00) => {
                 // No result set: no columns, no rows.
+                if let Ok(ok) = OkPacket::decode(&first.payload) {
+                    self.note_insert_id(ok.last_insert_id);
+                }
                 self.is_broken = self.was_broken;
                 return Ok(Ok(Vec::new()));
             }
