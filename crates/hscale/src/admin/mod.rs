@@ -11,6 +11,7 @@
 //! user's admin flag and writes the answer.
 
 mod add_partition;
+mod all_or_nothing;
 pub mod auto_partition;
 mod cancel;
 mod change;

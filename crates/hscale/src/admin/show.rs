@@ -5,7 +5,8 @@ use hscale_route::BackendId;
 
 use super::{backend_names, cols, conn, wrong, AdminOutput};
 use crate::error::ProxyError;
-use crate::partition::quote_str;
+use crate::partition::definition::Definition;
+use crate::partition::{ddl, quote_str};
 use crate::runtime::Context;
 
 /// Every partitioned and global table with its key, function and default partition.
@@ -43,7 +44,9 @@ pub(super) async fn tables(ctx: &Context, worker: usize) -> Result<AdminOutput, 
 }
 
 /// Every partition (of one table, or of all): value, backend, physical
-/// table and the backend's row estimate.
+/// table, the backend's row estimate, and whether its definition is the
+/// default partition's (`same`, `differs`: a schema change left it
+/// apart, or someone changed it behind hscale; `missing`).
 pub(super) async fn partitions(
     ctx: &Context,
     worker: usize,
@@ -73,18 +76,31 @@ pub(super) async fn partitions(
                 ));
             }
         }
+        let mut reference = None;
         for (pname, value, backend, physical) in entries {
-            let estimate = {
+            let (estimate, definition) = {
                 let mut c = conn(ctx, worker, backend).await?;
+                let definition = match ddl::show_create(&mut c, &t.name.db, &physical).await {
+                    Ok(text) => Definition::parse(&text),
+                    Err(_) => None,
+                };
                 let sql = format!(
                     "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
                     quote_str(&t.name.db),
                     quote_str(&physical)
                 );
-                c.query_rows(&sql)
+                let estimate = c
+                    .query_rows(&sql)
                     .await?
                     .ok()
-                    .and_then(|r| r.strings().first().and_then(|r| r[0].clone()))
+                    .and_then(|r| r.strings().first().and_then(|r| r[0].clone()));
+                (estimate, definition)
+            };
+            // The default partition (listed first) is the reference.
+            let shown = match (&definition, reference.get_or_insert(definition.clone())) {
+                (None, _) => "missing",
+                (Some(d), Some(r)) if d.is_same(r) => "same",
+                _ => "differs",
             };
             rows.push(vec![
                 Some(t.name.to_string()),
@@ -93,6 +109,7 @@ pub(super) async fn partitions(
                 Some(names[backend.index()].to_string()),
                 Some(physical),
                 estimate,
+                Some(shown.to_string()),
             ]);
         }
     }
@@ -104,6 +121,7 @@ pub(super) async fn partitions(
             "backend",
             "physical_table",
             "rows",
+            "definition",
         ]),
         rows,
     })

@@ -30,6 +30,7 @@ use hscale_route::dictionary::{generation_name, renamed_default, Dictionary, Tab
 use hscale_route::router::Plan;
 use hscale_route::BackendId;
 
+use super::all_or_nothing;
 use super::change::{self, register, FIRST_EPOCH};
 use super::{backend_names, conn, wrong, AdminOutput};
 use crate::backend::BackendConn;
@@ -351,8 +352,25 @@ async fn carry_out(
         change::fail(ctx, worker, op, &e).await;
         return Err(e);
     }
+    // A statement on every partition is tried on a copy of each first
+    // (`all_or_nothing.rs`): a refusal changes nothing.
+    let saved = if first_state(&spec) == ALTERING {
+        match all_or_nothing::check(ctx, worker, op, &spec).await {
+            Ok(saved) => saved,
+            Err(e) => {
+                change::fail(ctx, worker, op, &e).await;
+                return Err(e);
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    if let Some(ms) = change::test_pause("HSCALE_TEST_PAUSE_AFTER_DDL_CHECK_MS") {
+        // Tests write a row the statement refuses here.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
     let done = async {
-        let altered = steps(ctx, worker, op, FIRST_EPOCH, &spec, None).await?;
+        let altered = steps(ctx, worker, op, FIRST_EPOCH, &spec, Some(&saved)).await?;
         if first_state(&spec) == ALTERING {
             change::enter(ctx, worker, op, FIRST_EPOCH, ALTERING, "cutover").await?;
         }
@@ -407,16 +425,24 @@ fn backend(ctx: &Context, op: u64, name: &str) -> Result<BackendId, ProxyError> 
 }
 
 /// Run the steps of `spec`, as operation `op`'s owner at `epoch`, recording
-/// each done (`rows_copied` counts the steps done). A take-over passes
-/// `Some(steps recorded done)`: the first it runs may be applied already.
+/// each done (`rows_copied` counts the steps done). The owner passes the
+/// definitions saved before (`all_or_nothing::check`): a partition's
+/// statement refused by the server has the partitions changed before it
+/// brought back. A take-over passes `None` and rolls forward from the
+/// steps recorded done (`rows_copied`): the first it runs may be applied
+/// already.
 async fn steps(
     ctx: &Context,
     worker: usize,
     op: u64,
     epoch: u64,
     spec: &DdlSpec,
-    taken_over_at: Option<usize>,
+    saved: Option<&all_or_nothing::Saved>,
 ) -> Result<Altered, ProxyError> {
+    let taken_over_at = match saved {
+        Some(_) => None,
+        None => Some(done_steps(ctx, worker, op).await?),
+    };
     let from = taken_over_at.unwrap_or(0);
     let mut altered = Altered::default();
     for (i, s) in spec.ddl_steps.iter().enumerate().skip(from) {
@@ -425,12 +451,12 @@ async fn steps(
         c.is_broken = true; // killed by a take-over; never pooled again
         register(ctx, worker, op, epoch, b, &mut c).await?;
         match step(&mut c, s, taken_over_at == Some(i)).await {
-            // The client's statement failed on the first partition, before
-            // anything changed: its error, as one server answers it.
-            Err(ProxyError::Backend { err, .. })
-                if i == 0 && taken_over_at.is_none() && s.op == "run" =>
-            {
-                return Err(ProxyError::Statement { err })
+            // The client's statement failed on a partition: the ones
+            // changed before are brought back, and the client gets the
+            // error one server answers.
+            Err(ProxyError::Backend { err, .. }) if s.op == "run" && saved.is_some() => {
+                let saved = saved.map(Vec::as_slice).unwrap_or_default();
+                return Err(all_or_nothing::back_out(ctx, worker, spec, saved, i, err).await);
             }
             Ok(Some(ok)) => altered.add(&ok),
             r => {
@@ -454,6 +480,20 @@ async fn steps(
         }
     }
     Ok(altered)
+}
+
+/// The steps of operation `id` recorded done (`rows_copied`).
+async fn done_steps(ctx: &Context, worker: usize, id: u64) -> Result<usize, ProxyError> {
+    let q = format!("SELECT rows_copied FROM `hscale`.`operations` WHERE id = {id}");
+    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+    Ok(main
+        .query_rows(&q)
+        .await?
+        .map_err(|e| server_error(&main, &q, e))?
+        .strings()
+        .first()
+        .and_then(|r| r[0].as_deref().and_then(|v| v.parse().ok()))
+        .unwrap_or(0))
 }
 
 /// What the partitions' statements answered, added up.
@@ -548,18 +588,7 @@ pub(super) async fn take_over(
         );
         return change::journal(ctx, worker, sql).await;
     }
-    let q = format!("SELECT rows_copied FROM `hscale`.`operations` WHERE id = {id}");
-    let done: usize = {
-        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
-        main.query_rows(&q)
-            .await?
-            .map_err(|e| server_error(&main, &q, e))?
-            .strings()
-            .first()
-            .and_then(|r| r[0].as_deref().and_then(|v| v.parse().ok()))
-            .unwrap_or(0)
-    };
-    steps(ctx, worker, id, epoch, &spec, Some(done)).await?;
+    steps(ctx, worker, id, epoch, &spec, None).await?;
     if state == ALTERING {
         change::enter(ctx, worker, id, epoch, ALTERING, "cutover").await?;
     }

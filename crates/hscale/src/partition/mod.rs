@@ -13,6 +13,7 @@
 
 pub mod copy;
 pub mod ddl;
+pub mod definition;
 pub mod load_batcher;
 pub mod refresh;
 pub mod store;

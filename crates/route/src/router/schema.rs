@@ -191,6 +191,40 @@ pub fn like_matches(pattern: &str, s: &str) -> bool {
     reach[s.len()]
 }
 
+/// Whether `rest` (an ALTER TABLE's tokens after the table) is exactly one
+/// `ADD PRIMARY KEY (...)` or `ADD UNIQUE [KEY | INDEX] [name] (...)`
+/// whose columns hold `key`: unique over the whole table, since equal
+/// entries have equal keys and so live in one partition.
+fn adds_key_holding(sql: &str, rest: &[Token], key: &str) -> bool {
+    let word = |i: usize, w: &str| rest.get(i).is_some_and(|t| t.is_word(sql, w));
+    if !word(0, "ADD") {
+        return false;
+    }
+    let mut i = if word(1, "PRIMARY") && word(2, "KEY") {
+        3
+    } else if word(1, "UNIQUE") {
+        2 + usize::from(word(2, "KEY") || word(2, "INDEX"))
+    } else {
+        return false;
+    };
+    if rest
+        .get(i)
+        .is_some_and(|t| is_name(t) && !t.is_punct(sql, "("))
+    {
+        i += 1; // the index's name
+    }
+    if !rest.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
+        return false;
+    }
+    let end = super::skip_parens(sql, rest, i);
+    let columns = &rest[i..end.min(rest.len())];
+    // One clause: no comma after the column list.
+    columns.iter().any(|t| is_named(t, sql, key))
+        && !rest[end.min(rest.len())..]
+            .iter()
+            .any(|t| t.is_punct(sql, ",") || t.is_word(sql, "PARTITION"))
+}
+
 /// Schema statements on a partitioned table: descriptions answered by the
 /// default partition, DDL applied to every partition; `None` for the rest.
 pub(super) fn plan_schema(
@@ -333,7 +367,9 @@ pub(super) fn plan_schema(
         }
         "TRUNCATE" if r.start == 1 || before.as_deref() == Some("TABLE") => change(),
         "ALTER" if before.as_deref() == Some("TABLE") => {
-            if word("PARTITION") || mentions_key {
+            if adds_key_holding(sql, &tokens[r.end..], &table.column) {
+                change()
+            } else if word("PARTITION") || mentions_key {
                 refuse("ALTER TABLE that uses PARTITION or touches the partition key")
             } else if word("UNIQUE") || word("PRIMARY") {
                 refuse("a UNIQUE or PRIMARY KEY added by ALTER TABLE (it would only be unique within each partition)")
@@ -342,7 +378,12 @@ pub(super) fn plan_schema(
             }
         }
         "CREATE" if word("INDEX") && before.as_deref() == Some("ON") => {
-            if word("UNIQUE") {
+            // A unique index holding the key column is unique over the
+            // whole table: equal entries have equal keys, so one partition.
+            let has_key = tokens[r.end..]
+                .iter()
+                .any(|t| is_named(t, sql, &table.column));
+            if word("UNIQUE") && !has_key {
                 refuse("a UNIQUE index (it would only be unique within each partition)")
             } else {
                 change()

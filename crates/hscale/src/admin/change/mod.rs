@@ -355,11 +355,8 @@ async fn open<'m>(
     let mut src = conn(ctx, worker, m.src.0).await?;
     src.is_broken = true; // session settings change below: never pooled again
     let pk = primary_key(&mut src, &m.db, &m.src.1).await?;
-    if pk.is_empty() {
-        return Err(wrong(format!(
-            "{}.{} has no primary key: rows cannot be moved while it is written",
-            m.db, m.src.1
-        )));
+    if pk.is_empty() && has_moving_rows(&mut src, m, &m.src.1).await? {
+        return Err(no_primary_key(m));
     }
     let mut dst = conn(ctx, worker, m.dst.0).await?;
     dst.is_broken = true;
@@ -395,7 +392,9 @@ async fn open<'m>(
         columns,
         rest,
         names,
+        log: Changelog::fresh(0),
     };
+    r.log = Changelog::of(&mut r.src, &changelog_name(id, tag), r.pk.len()).await?;
     for _ in 1..REPLAY_LANES {
         let mut lane = (
             conn(ctx, worker, m.src.0).await?,
@@ -498,6 +497,12 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         if let (Some(rest), Some(c)) = (&m.rest, r.rest.as_mut()) {
             ddl::create_like(&mut like, &m.db, &m.src.1, c, rest).await?;
         }
+    }
+    // A table without a primary key, none of whose rows moves (`open`
+    // checked): nothing to capture or copy. The cutover checks again
+    // once writes are fenced (`cut_over`).
+    if r.pk.is_empty() {
+        return Ok(0);
     }
     r.capture().await?;
     // The source sums what it sends (the verification's checksum of each
@@ -764,6 +769,29 @@ async fn cut_over(
             abandon_all(ctx, worker, rs, &e).await;
             return Err(e);
         }
+        // Without a primary key nothing was captured: a row that moves,
+        // written since `open` looked, undoes the change (the source is
+        // renamed: no writer can add one now).
+        let unmovable = if rs[i].pk.is_empty() {
+            let (m, name) = (rs[i].m, rs[i].src_name.clone());
+            match has_moving_rows(&mut rs[i].src, m, &name).await {
+                Ok(false) => None,
+                Ok(true) => Some(no_primary_key(m)),
+                Err(e) => Some(e),
+            }
+        } else {
+            None
+        };
+        if let Some(e) = unmovable {
+            for r in rs[..=i].iter_mut() {
+                if let Err(back) = restore_name(ctx, worker, r).await {
+                    tracing::error!(operation = id, error = %back, "cannot rename a source back; the change is left to a take-over");
+                    return Err(e);
+                }
+            }
+            abandon_all(ctx, worker, rs, &e).await;
+            return Err(e);
+        }
         if i + 1 < rs.len() {
             if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_BETWEEN_RENAMES_MS") {
                 // Tests kill the owner here: a take-over renames the
@@ -842,6 +870,38 @@ async fn cut_over(
         "partition change done"
     );
     Ok(report)
+}
+
+/// Whether any row of `table` (move `m`'s source, under its name now)
+/// would move.
+pub(super) async fn has_moving_rows(
+    c: &mut BackendConn,
+    m: &Move,
+    table: &str,
+) -> Result<bool, ProxyError> {
+    let key = quote_ident(&m.key_column);
+    let cond = match &m.filter {
+        Some(f) => f.replace(KEY, &key),
+        None => "1 = 1".to_string(),
+    };
+    let sql = format!(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM {} WHERE {cond} LIMIT 1) AS t",
+        qualified(&m.db, table)
+    );
+    let r = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| crate::partition::store::server_error(c, &sql, e))?;
+    Ok(r.strings().first().and_then(|r| r[0].as_deref()) != Some("0"))
+}
+
+/// The refusal of a change whose rows would move out of a table without a
+/// primary key: the cause, and the fix.
+pub(super) fn no_primary_key(m: &Move) -> ProxyError {
+    ProxyError::Refused(format!(
+        "{}.{} has no primary key, and rows would move: rows of a table without one cannot be moved while it is written (a change replays the rows written meanwhile by their key). Give the table a primary key that holds its partition key column `{}` (ALTER TABLE ... ADD PRIMARY KEY (...)) and run the command again; a partition that no row moves to or from needs none",
+        m.db, m.src.1, m.key_column
+    ))
 }
 
 /// Give move `r`'s source its name back if the cutover renamed it (a later

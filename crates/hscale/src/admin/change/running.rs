@@ -77,6 +77,69 @@ pub(in crate::admin) struct Running<'m> {
     pub(in crate::admin) rest: Option<PooledConn>,
     /// The source's column names, quoted, in order (`ddl::column_names`).
     pub(in crate::admin) names: String,
+    /// The changelog's own column names.
+    pub(in crate::admin) log: Changelog,
+}
+
+/// The columns of a changelog (`hscale.changes_<operation>`): its
+/// sequence number, then one per primary key column of the source. Named
+/// by position (`hscale_seq`, `hscale_key_1`, ...), never after the
+/// source's columns, so any column name of the user's table fits beside
+/// them (a key column named `seq` made the table definition fail with
+/// 1060 before). A changelog that exists already keeps its own names: one
+/// that a proxy of an earlier version made (`seq`, then the key columns'
+/// own names) is read and finished by a later one after an upgrade.
+#[derive(Debug, Clone)]
+pub(in crate::admin) struct Changelog {
+    seq: String,
+    keys: Vec<String>,
+}
+
+impl Changelog {
+    /// The names of a new changelog for a key of `n` columns.
+    pub(in crate::admin) fn fresh(n: usize) -> Changelog {
+        Changelog {
+            seq: "hscale_seq".into(),
+            keys: (1..=n).map(|i| format!("hscale_key_{i}")).collect(),
+        }
+    }
+
+    /// The names of `hscale`.`table` on `c`'s backend if it exists, else
+    /// [`Changelog::fresh`] ones.
+    pub(in crate::admin) async fn of(
+        c: &mut BackendConn,
+        table: &str,
+        n: usize,
+    ) -> Result<Changelog, ProxyError> {
+        let sql = format!(
+            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'hscale' AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
+            quote_str(table)
+        );
+        let r = c
+            .query_rows(&sql)
+            .await?
+            .map_err(|e| server_error(c, &sql, e))?;
+        let mut names = r.strings().into_iter().filter_map(|r| r[0].clone());
+        match names.next() {
+            Some(seq) => Ok(Changelog {
+                seq,
+                keys: names.collect(),
+            }),
+            None => Ok(Changelog::fresh(n)),
+        }
+    }
+
+    fn seq(&self) -> String {
+        quote_ident(&self.seq)
+    }
+
+    fn keys(&self) -> String {
+        self.keys
+            .iter()
+            .map(|k| quote_ident(k))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 impl Running<'_> {
@@ -142,15 +205,17 @@ impl Running<'_> {
         let cols: Vec<String> = self
             .pk
             .iter()
-            .map(|(c, t)| format!("{} {t} NULL", quote_ident(c)))
+            .zip(&self.log.keys)
+            .map(|((_, t), k)| format!("{} {t} NULL", quote_ident(k)))
             .collect();
         let src_q = qualified(&self.m.db, &self.src_name);
         let key = quote_ident(&self.m.key_column);
         let statements = vec![
             "CREATE DATABASE IF NOT EXISTS `hscale`".to_string(),
             format!(
-                "CREATE TABLE IF NOT EXISTS {} (seq BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, {}) ENGINE=InnoDB",
+                "CREATE TABLE IF NOT EXISTS {} ({} BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, {}) ENGINE=InnoDB",
                 self.changelog(),
+                self.log.seq(),
                 cols.join(", ")
             ),
             // Each attempt at a trigger waits at most 1 s for the
@@ -162,7 +227,7 @@ impl Running<'_> {
             format!(
                 "INSERT INTO {} ({}) VALUES ({})",
                 self.changelog(),
-                self.pk_list(""),
+                self.log.keys(),
                 self.pk_list(&format!("{row}."))
             )
         };
@@ -216,11 +281,41 @@ impl Running<'_> {
         for sql in &triggers {
             self.create_trigger(sql).await?;
         }
+        self.check_triggers().await?;
         exec(
             &mut self.src,
             &["SET SESSION lock_wait_timeout = 5".to_string()],
         )
         .await
+    }
+
+    /// Every capture trigger is this change's: a trigger of the user's
+    /// with the same name would have been kept by `CREATE TRIGGER IF NOT
+    /// EXISTS`, and writes would go uncaptured.
+    async fn check_triggers(&mut self) -> Result<(), ProxyError> {
+        let log = changelog_name(self.id, self.tag);
+        for e in ["ai", "au", "ad"] {
+            let name = trigger_name(self.id, self.tag, e);
+            let sql = format!(
+                "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = {} AND TRIGGER_NAME = {} AND EVENT_OBJECT_TABLE = {} AND LOCATE({}, ACTION_STATEMENT) > 0",
+                quote_str(&self.m.db),
+                quote_str(&name),
+                quote_str(&self.src_name),
+                quote_str(&format!("`hscale`.`{log}`"))
+            );
+            let r = self
+                .src
+                .query_rows(&sql)
+                .await?
+                .map_err(|err| server_error(&self.src, &sql, err))?;
+            if r.strings().first().and_then(|r| r[0].as_deref()) != Some("1") {
+                return Err(wrong(format!(
+                    "trigger {}.{name} exists and is not hscale's capture trigger of this change: rename it and run the command again",
+                    self.m.db
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// `CREATE TRIGGER IF NOT EXISTS` on the source, again while
@@ -275,10 +370,14 @@ impl Running<'_> {
     /// become visible after a larger one was replayed. Returns how many
     /// entries were replayed.
     pub(in crate::admin) async fn replay(&mut self) -> Result<usize, ProxyError> {
+        if self.pk.is_empty() {
+            return Ok(0); // nothing captured: see `has_moving_rows`
+        }
         let sql = format!(
-            "SELECT seq, {} FROM {} ORDER BY seq LIMIT {REPLAY_BATCH}",
-            self.pk_list(""),
-            self.changelog()
+            "SELECT {seq}, {} FROM {} ORDER BY {seq} LIMIT {REPLAY_BATCH}",
+            self.log.keys(),
+            self.changelog(),
+            seq = self.log.seq()
         );
         let (seqs, keys) = entries(&mut self.src, &sql).await?;
         self.apply(&seqs, keys).await?;
@@ -293,13 +392,17 @@ impl Running<'_> {
     /// a take-over that finishes this cutover replays them again, which
     /// changes nothing). Returns how many entries were replayed.
     pub(in crate::admin) async fn replay_final(&mut self) -> Result<u64, ProxyError> {
+        if self.pk.is_empty() {
+            return Ok(0);
+        }
         let mut after = String::from("0");
         let mut n = 0;
         loop {
             let sql = format!(
-                "SELECT seq, {} FROM {} WHERE seq > {after} ORDER BY seq LIMIT {REPLAY_BATCH}",
-                self.pk_list(""),
-                self.changelog()
+                "SELECT {seq}, {} FROM {} WHERE {seq} > {after} ORDER BY {seq} LIMIT {REPLAY_BATCH}",
+                self.log.keys(),
+                self.changelog(),
+                seq = self.log.seq()
             );
             let (seqs, keys) = entries(&mut self.src, &sql).await?;
             let Some(last) = seqs.last() else {
@@ -331,8 +434,9 @@ impl Running<'_> {
         let n = self.replay_keys(keys).await?;
         for chunk in seqs.chunks(IN_LIST) {
             let done = format!(
-                "DELETE FROM {} WHERE seq IN ({})",
+                "DELETE FROM {} WHERE {} IN ({})",
                 self.changelog(),
+                self.log.seq(),
                 chunk.join(", ")
             );
             exec(&mut self.src, &[done]).await?;
@@ -567,7 +671,7 @@ pub(in crate::admin) fn trigger_name(id: u64, tag: &str, event: &str) -> String 
     format!("hscale_{id}{tag}_{event}")
 }
 
-/// Changelog entries read by `sql` (`seq`, then the primary key columns):
+/// Changelog entries read by `sql` (the sequence, then the key columns):
 /// their sequence numbers and their keys as SQL row literals. Streamed,
 /// each key written once into its literal: a round reads up to
 /// `REPLAY_BATCH` entries, and whole rows plus a string per value had the

@@ -26,8 +26,9 @@ use hscale_route::dictionary::TableName;
 use hscale_route::BackendId;
 
 use super::{
-    capture_drops, commit_with_journal, finish_rows, flip, kill_registered, lock_owner, name_back,
-    owner, primary_key, register, Move, Report, Running, COMPANION,
+    capture_drops, changelog_name, commit_with_journal, finish_rows, flip, kill_registered,
+    lock_owner, name_back, owner, primary_key, register, Changelog, Move, Report, Running,
+    COMPANION,
 };
 use crate::admin::{conn, wrong};
 use crate::error::ProxyError;
@@ -361,12 +362,23 @@ async fn finish_cutover(
             // A split's rest is written by the source's connection in replays.
             rest: None,
             names,
+            log: Changelog::fresh(0),
         };
+        r.log = Changelog::of(&mut r.src, &changelog_name(id, tag), r.pk.len()).await?;
         if !is_renamed {
             r.prepare_rename().await?;
             r.rename_source().await?;
         }
         rs.push(r);
+    }
+    // A source without a primary key (nothing captured) that holds a row
+    // that would move: the change is undone, as its owner would have.
+    for r in &mut rs {
+        let now = r.src_name.clone();
+        if r.pk.is_empty() && super::has_moving_rows(&mut r.src, r.m, &now).await? {
+            drop(rs);
+            return roll_back(ctx, worker, id, epoch, name, detail).await;
+        }
     }
     for r in &mut rs {
         while r.replay().await? > 0 {}
