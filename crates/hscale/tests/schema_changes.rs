@@ -355,8 +355,8 @@ async fn a_partition_failing_after_the_check_has_the_others_brought_back() {
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     let (mut p, _r) = table(
         "racex",
-        "CREATE TABLE racex (id INT NOT NULL PRIMARY KEY, k INT NULL, KEY i_k (k))",
-        "INSERT INTO racex VALUES (1, 3), (2, 5), (3, 4), (4, 6)",
+        "CREATE TABLE racex (id INT NOT NULL PRIMARY KEY, k INT NULL, note VARCHAR(5) NULL, KEY i_k (k))",
+        "INSERT INTO racex VALUES (1, 3, 'a'), (2, 5, 'b'), (3, 4, 'c'), (4, 6, 'd')",
         &parts,
     )
     .await;
@@ -369,7 +369,7 @@ async fn a_partition_failing_after_the_check_has_the_others_brought_back() {
     let alter = tokio::spawn(async move {
         let r = run(
             &mut o,
-            "ALTER TABLE racex MODIFY k INT UNSIGNED NULL, ADD COLUMN z INT NOT NULL DEFAULT 1, DROP KEY i_k",
+            "ALTER TABLE racex MODIFY k INT UNSIGNED NULL, ADD COLUMN z INT NOT NULL DEFAULT 1 FIRST, DROP KEY i_k, RENAME COLUMN note TO note2, ADD KEY i_note (note2), COMMENT = 'changed'",
         )
         .await;
         (r, o)
@@ -385,9 +385,55 @@ async fn a_partition_failing_after_the_check_has_the_others_brought_back() {
         Answer::Err(1264, "Out of range value for column 'k' at row 3".into())
     );
     assert_eq!(definitions("racex").await, before);
-    let q = "SELECT id, k FROM racex ORDER BY id";
-    assert_eq!(rows(&mut o, q).await, rows(&mut p, q).await,);
+    let q = "SELECT id, k, note FROM racex ORDER BY id";
+    assert_eq!(rows(&mut o, q).await, rows(&mut p, q).await);
     assert_eq!(rows(&mut p, q).await.len(), 4);
+    let show = format!("HSCALE SHOW PARTITIONS('{DB}.racex')");
+    assert!(rows(&mut p, &show)
+        .await
+        .iter()
+        .all(|r| r[6].as_deref() == Some("same")));
+
+    // A dropped column's values cannot come back: the error says which
+    // partitions were left changed, and SHOW PARTITIONS shows them.
+    let (mut p, _r) = table(
+        "racey",
+        "CREATE TABLE racey (id INT NOT NULL PRIMARY KEY, k INT NULL, gone INT NULL)",
+        "INSERT INTO racey VALUES (1, 3, 1), (2, 5, 2), (3, 4, 3), (4, 6, 4)",
+        &parts,
+    )
+    .await;
+    let alter = tokio::spawn(async move {
+        let r = run(
+            &mut o,
+            "ALTER TABLE racey DROP COLUMN gone, MODIFY k INT UNSIGNED NULL",
+        )
+        .await;
+        (r, o)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    p.query_drop("UPDATE racey SET k = -2 WHERE id = 3")
+        .await
+        .unwrap();
+    let (got, mut o) = alter.await.unwrap();
+    let Answer::Err(code, message) = got else {
+        panic!("{got:?}")
+    };
+    assert_eq!(code, 1210, "{message}");
+    assert!(
+        message.contains("Out of range value for column 'k' at row 3")
+            && message.contains("could not all be brought back")
+            && message.contains("`gone`"),
+        "{message}"
+    );
+    let shown = rows(&mut p, &format!("HSCALE SHOW PARTITIONS('{DB}.racey')")).await;
+    let differs: Vec<_> = shown
+        .iter()
+        .filter(|r| r[6].as_deref() != Some("same"))
+        .map(|r| r[1].clone())
+        .collect();
+    // The default partition is the reference: the last one differs.
+    assert_eq!(differs, vec![Some("racey_1".to_string())], "{shown:?}");
     o.disconnect().await.unwrap();
 }
 

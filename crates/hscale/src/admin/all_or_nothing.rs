@@ -334,7 +334,8 @@ async fn restore(ctx: &Context, worker: usize, s: &Step, before: &str) -> Result
     if now.is_same(&want) {
         return Ok(());
     }
-    let clauses = now.alter_to(&want).map_err(wrong)?;
+    let renames = crate::partition::definition::column_renames(&s.sql);
+    let clauses = now.alter_to(&want, &renames).map_err(wrong)?;
     let sql = format!(
         "ALTER TABLE {} {}",
         qualified(&s.db, &s.table),

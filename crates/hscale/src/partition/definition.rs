@@ -63,25 +63,34 @@ impl Definition {
 
     /// The `ALTER TABLE` clauses that turn a table of definition `self`
     /// into one of definition `want`, or why they cannot: a column of
-    /// `want` that `self` lacks (dropped: its values are gone). A column
-    /// renamed in place (same position, same definition) is renamed back.
-    pub fn alter_to(&self, want: &Definition) -> Result<Vec<String>, String> {
+    /// `want` that `self` lacks (dropped: its values are gone). `renamed`
+    /// are the statement's column renames (old name, new name,
+    /// [`column_renames`]): renamed back.
+    pub fn alter_to(
+        &self,
+        want: &Definition,
+        renamed: &[(String, String)],
+    ) -> Result<Vec<String>, String> {
         let has = |cols: &[(String, String)], n: &str| cols.iter().any(|(c, _)| c == n);
         let mut clauses = Vec::new();
         // Keys and constraints that `want` lacks go first.
         for k in self.keys.iter().filter(|k| !want.keys.contains(k)) {
             clauses.push(drop_key(k)?);
         }
-        let mut renamed = Vec::new();
-        for (i, (name, def)) in self.columns.iter().enumerate() {
-            if has(&want.columns, name) {
-                continue;
-            }
-            match want.columns.get(i) {
-                Some((old, old_def)) if !has(&self.columns, old) && old_def == def => {
-                    renamed.push((name.clone(), old.clone()));
-                }
-                _ => clauses.push(format!("DROP COLUMN {}", quote_ident(name))),
+        // (name now, name before) of the columns renamed back.
+        let renamed: Vec<(String, String)> = renamed
+            .iter()
+            .filter(|(old, new)| {
+                has(&self.columns, new)
+                    && !has(&want.columns, new)
+                    && has(&want.columns, old)
+                    && !has(&self.columns, old)
+            })
+            .map(|(old, new)| (new.clone(), old.clone()))
+            .collect();
+        for (name, _) in &self.columns {
+            if !has(&want.columns, name) && !renamed.iter().any(|(now, _)| now == name) {
+                clauses.push(format!("DROP COLUMN {}", quote_ident(name)));
             }
         }
         let mut previous: Option<&str> = None;
@@ -128,6 +137,37 @@ impl Definition {
         }
         Ok(clauses)
     }
+}
+
+/// The column renames of an ALTER TABLE's text: `RENAME COLUMN a TO b`
+/// and `CHANGE [COLUMN] a b`, as (old name, new name). Names with spaces
+/// are not read (their partition is then reported as not brought back).
+pub fn column_renames(sql: &str) -> Vec<(String, String)> {
+    let words: Vec<String> = sql
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            w.strip_prefix('`')
+                .and_then(|w| w.strip_suffix('`'))
+                .unwrap_or(w)
+                .replace("``", "`")
+        })
+        .collect();
+    let is = |i: usize, w: &str| words.get(i).is_some_and(|x| x.eq_ignore_ascii_case(w));
+    let mut out = Vec::new();
+    for i in 0..words.len() {
+        if is(i, "RENAME") && is(i + 1, "COLUMN") && is(i + 3, "TO") {
+            if let (Some(a), Some(b)) = (words.get(i + 2), words.get(i + 4)) {
+                out.push((a.clone(), b.clone()));
+            }
+        } else if is(i, "CHANGE") {
+            let at = i + 1 + usize::from(is(i + 1, "COLUMN"));
+            if let (Some(a), Some(b)) = (words.get(at), words.get(at + 1)) {
+                out.push((a.clone(), b.clone()));
+            }
+        }
+    }
+    out
 }
 
 /// A backquoted identifier at the start of `s` and what follows it.
@@ -248,7 +288,10 @@ mod tests {
             Definition::parse(BEFORE).unwrap(),
         );
         assert_eq!(now.options.last().unwrap(), "COMMENT='it''s'");
-        let clauses = now.alter_to(&want).unwrap();
+        let renames =
+            column_renames("ALTER TABLE t MODIFY k INT UNSIGNED, RENAME COLUMN `w` TO w2");
+        assert_eq!(renames, vec![("w".to_string(), "w2".to_string())]);
+        let clauses = now.alter_to(&want, &renames).unwrap();
         assert_eq!(
             clauses,
             vec![
@@ -268,7 +311,13 @@ mod tests {
             "CREATE TABLE `t` (\n  `id` int(11) NOT NULL,\n  `w` varchar(10) DEFAULT NULL,\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB",
         )
         .unwrap();
-        assert!(dropped.alter_to(&want).unwrap_err().contains("`k`"));
+        assert!(dropped.alter_to(&want, &[]).unwrap_err().contains("`k`"));
+        // Without the rename in the statement, `w2` is no `w`.
+        assert!(now.alter_to(&want, &[]).unwrap_err().contains("`w`"));
+        assert_eq!(
+            column_renames("ALTER TABLE t CHANGE COLUMN a b INT, CHANGE c d INT"),
+            vec![("a".into(), "b".into()), ("c".into(), "d".into())]
+        );
     }
 
     #[test]
