@@ -415,7 +415,7 @@ async fn a_partition_failing_after_the_check_has_the_others_brought_back() {
     p.query_drop("UPDATE racey SET k = -2 WHERE id = 3")
         .await
         .unwrap();
-    let (got, mut o) = alter.await.unwrap();
+    let (got, o) = alter.await.unwrap();
     let Answer::Err(code, message) = got else {
         panic!("{got:?}")
     };
