@@ -155,8 +155,13 @@ async fn fails_alike(p: &mut Conn, r: &mut Conn, name: &str, sql: &str) -> Answe
     let got = run(p, sql).await;
     assert_eq!(got, want, "{sql}");
     assert_eq!(definitions(name).await, before, "{sql} changed a partition");
-    let contents = format!("SELECT * FROM {name} ORDER BY 1, 2");
-    assert_eq!(rows(p, &contents).await, rows(r, &contents).await, "{sql}");
+    // Sorted here: an ORDER BY over the partitions of a table with a
+    // FULLTEXT key fails today (1796, the merge's temporary table).
+    let contents = format!("SELECT * FROM {name}");
+    let (mut a, mut b) = (rows(p, &contents).await, rows(r, &contents).await);
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "{sql}");
     same_definition(p, r, name).await;
     got
 }
@@ -616,4 +621,36 @@ async fn a_table_without_a_primary_key_gets_a_partition_when_no_row_moves() {
         .unwrap();
     assert_eq!(moved, vec![3, 6]);
     assert_eq!(rows(&mut p, q).await.len(), 4);
+}
+
+/// A table whose copy the check cannot make as a temporary table (a
+/// FULLTEXT key) still changes, and still refuses as one server does.
+#[tokio::test]
+async fn a_table_with_a_fulltext_key_changes_as_on_one_server() {
+    let parts = mod2("id");
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let (mut p, mut r) = table(
+        "ftx",
+        "CREATE TABLE ftx (id INT NOT NULL PRIMARY KEY, k INT NULL, body TEXT NULL, FULLTEXT KEY f (body))",
+        "INSERT INTO ftx VALUES (1, 1, 'one'), (2, -2, 'two'), (3, 3, 'three')",
+        &parts,
+    )
+    .await;
+    fails_alike(
+        &mut p,
+        &mut r,
+        "ftx",
+        "ALTER TABLE ftx MODIFY k INT UNSIGNED NULL",
+    )
+    .await;
+    fails_alike(
+        &mut p,
+        &mut r,
+        "ftx",
+        "ALTER TABLE ftx ADD COLUMN k INT NULL",
+    )
+    .await;
+    let sql = "ALTER TABLE ftx MODIFY body MEDIUMTEXT NULL";
+    assert_eq!(run(&mut p, sql).await, run(&mut r, sql).await);
+    same_definition(&mut p, &mut r, "ftx").await;
 }
