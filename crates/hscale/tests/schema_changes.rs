@@ -654,3 +654,49 @@ async fn a_table_with_a_fulltext_key_changes_as_on_one_server() {
     assert_eq!(run(&mut p, sql).await, run(&mut r, sql).await);
     same_definition(&mut p, &mut r, "ftx").await;
 }
+
+/// A row that would move, written to a table without a primary key after
+/// its change looked (here while the change's proxy pauses after its
+/// empty copy): the cutover finds it once the source is fenced, names the
+/// source back and refuses; the row stays where it was, readable.
+#[tokio::test]
+async fn a_row_written_during_a_change_of_a_table_without_a_primary_key_undoes_it() {
+    let (mut p, _r) = table(
+        "nopk2",
+        "CREATE TABLE nopk2 (id INT NOT NULL, v INT)",
+        "INSERT INTO nopk2 VALUES (3, 30)",
+        &["HSCALE SETUP_TABLE('sc_part.nopk2', 'id', 'nopk2_default', 'shard0', 'MOD(3)')"],
+    )
+    .await;
+    let before = physical_tables("sc_part.nopk2").await;
+    let other = ProxyProcess::start_with_env(
+        cluster_config(),
+        &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "3000")],
+    );
+    let mut o = Conn::new(proxy_opts(other.port, Some(DB))).await.unwrap();
+    let add = tokio::spawn(async move {
+        let r = o
+            .query_drop("HSCALE ADD_PARTITION('sc_part.nopk2', 'p1', '1', 'shard1')")
+            .await;
+        (r, o)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    p.query_drop("INSERT INTO nopk2 VALUES (4, 40)")
+        .await
+        .unwrap();
+    let (got, o) = add.await.unwrap();
+    let e = got.unwrap_err();
+    assert!(e.to_string().contains("no primary key"), "{e}");
+    assert_eq!(physical_tables("sc_part.nopk2").await, before);
+    let q = "SELECT id, v FROM nopk2 ORDER BY id";
+    assert_eq!(
+        rows(&mut p, q).await,
+        vec![
+            vec![Some("3".into()), Some("30".into())],
+            vec![Some("4".into()), Some("40".into())]
+        ]
+    );
+    let one: Vec<i64> = p.query("SELECT v FROM nopk2 WHERE id = 4").await.unwrap();
+    assert_eq!(one, vec![40]);
+    o.disconnect().await.unwrap();
+}

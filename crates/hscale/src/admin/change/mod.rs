@@ -502,6 +502,10 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     // checked): nothing to capture or copy. The cutover checks again
     // once writes are fenced (`cut_over`).
     if r.pk.is_empty() {
+        if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_COPY_MS") {
+            // Tests write a row that moves here: the cutover must see it.
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
         return Ok(0);
     }
     r.capture().await?;
