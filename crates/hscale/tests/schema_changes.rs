@@ -686,7 +686,11 @@ async fn a_row_written_during_a_change_of_a_table_without_a_primary_key_undoes_i
         .unwrap();
     let (got, o) = add.await.unwrap();
     let e = got.unwrap_err();
-    assert!(e.to_string().contains("no primary key"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("`sc_part`.`nopk2` has no primary key"),
+        "{e}"
+    );
     assert_eq!(physical_tables("sc_part.nopk2").await, before);
     let q = "SELECT id, v FROM nopk2 ORDER BY id";
     assert_eq!(

@@ -356,7 +356,7 @@ async fn open<'m>(
     src.is_broken = true; // session settings change below: never pooled again
     let pk = primary_key(&mut src, &m.db, &m.src.1).await?;
     if pk.is_empty() && has_moving_rows(&mut src, m, &m.src.1).await? {
-        return Err(no_primary_key(m));
+        return Err(no_primary_key(ctx, m));
     }
     let mut dst = conn(ctx, worker, m.dst.0).await?;
     dst.is_broken = true;
@@ -780,7 +780,7 @@ async fn cut_over(
             let (m, name) = (rs[i].m, rs[i].src_name.clone());
             match has_moving_rows(&mut rs[i].src, m, &name).await {
                 Ok(false) => None,
-                Ok(true) => Some(no_primary_key(m)),
+                Ok(true) => Some(no_primary_key(ctx, m)),
                 Err(e) => Some(e),
             }
         } else {
@@ -901,11 +901,15 @@ pub(super) async fn has_moving_rows(
 
 /// The refusal of a change whose rows would move out of a table without a
 /// primary key: the cause, and the fix.
-pub(super) fn no_primary_key(m: &Move) -> ProxyError {
-    ProxyError::Refused(format!(
-        "{}.{} has no primary key, and rows would move: rows of a table without one cannot be moved while it is written (a change replays the rows written meanwhile by their key). Give the table a primary key that holds its partition key column `{}` (ALTER TABLE ... ADD PRIMARY KEY (...)) and run the command again; a partition that no row moves to or from needs none",
-        m.db, m.src.1, m.key_column
-    ))
+/// The table is named as the client knows it (`Dictionary::user_message`).
+pub(super) fn no_primary_key(ctx: &Context, m: &Move) -> ProxyError {
+    let text = format!(
+        "{} has no primary key, and rows would move: rows of a table without one cannot be moved while it is written (a change replays the rows written meanwhile by their key). Give the table a primary key that holds its partition key column `{}` (ALTER TABLE ... ADD PRIMARY KEY (...)) and run the command again; a partition that no row moves to or from needs none",
+        qualified(&m.db, &m.src.1),
+        m.key_column
+    );
+    let d = ctx.partitioning.dictionary();
+    ProxyError::Refused(d.user_message(&text).unwrap_or(text))
 }
 
 /// Give move `r`'s source its name back if the cutover renamed it (a later
