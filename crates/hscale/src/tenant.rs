@@ -60,9 +60,12 @@ pub struct TenantState {
     /// Logins refused by `max_connections`.
     refused_connections: AtomicU64,
     bucket: Mutex<Bucket>,
-    /// Statements counted per second: (second since start, count) of the
-    /// running second and the one before.
-    second: Mutex<[(u64, u64); 2]>,
+    /// Statements counted per second: the running second (since start),
+    /// its count, and the count of the second before it (lock-free; a
+    /// statement racing the turn of a second may count in either).
+    second: AtomicU64,
+    this_second: AtomicU64,
+    last_second: AtomicU64,
     latency: Box<[AtomicU64]>,
     started: Instant,
 }
@@ -95,7 +98,9 @@ impl TenantState {
                 tokens: 0.0,
                 at: Instant::now(),
             }),
-            second: Mutex::new([(0, 0); 2]),
+            second: AtomicU64::new(0),
+            this_second: AtomicU64::new(0),
+            last_second: AtomicU64::new(0),
             latency: (0..HIST).map(|_| AtomicU64::new(0)).collect(),
             started: Instant::now(),
         };
@@ -216,13 +221,14 @@ impl TenantState {
         let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
         self.latency[slot(us)].fetch_add(1, Ordering::Relaxed);
         let sec = now.saturating_duration_since(self.started).as_secs();
-        let mut s = self.second.lock().unwrap_or_else(|p| p.into_inner());
-        if s[1].0 == sec {
-            s[1].1 += 1;
-        } else {
-            s[0] = s[1];
-            s[1] = (sec, 1);
+        let at = self.second.load(Ordering::Relaxed);
+        if at != sec && self.second.swap(sec, Ordering::Relaxed) == at {
+            let n = self.this_second.swap(0, Ordering::Relaxed);
+            // The second before `sec` only if `at` was it.
+            let last = if at + 1 == sec { n } else { 0 };
+            self.last_second.store(last, Ordering::Relaxed);
         }
+        self.this_second.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A statement ran past `max_statement_ms` and was killed.
@@ -233,10 +239,11 @@ impl TenantState {
     /// Statements in the last whole second.
     fn statements_per_s(&self, now: Instant) -> u64 {
         let sec = now.saturating_duration_since(self.started).as_secs();
-        let s = self.second.lock().unwrap_or_else(|p| p.into_inner());
-        s.iter()
-            .find(|(at, _)| *at + 1 == sec)
-            .map_or(0, |(_, n)| *n)
+        match sec.checked_sub(self.second.load(Ordering::Relaxed)) {
+            Some(0) => self.last_second.load(Ordering::Relaxed),
+            Some(1) => self.this_second.load(Ordering::Relaxed),
+            _ => 0,
+        }
     }
 
     /// The `q` quantile of statement latency since start, in µs (within
@@ -518,6 +525,43 @@ mod tests {
             msg,
             "User 'a' has exceeded the 'max_statements_per_s' resource (current value: 10)"
         );
+    }
+
+    #[test]
+    fn statements_per_s_counts_the_last_whole_second() {
+        let t = Tenants::new(&config("[[users]]\nname = \"a\"\n"));
+        let a = t.user("a");
+        let at = |ms: u64| a.started + Duration::from_millis(ms);
+        for ms in [1_100, 1_200, 1_900] {
+            a.record(Duration::from_micros(100), at(ms));
+        }
+        assert_eq!(a.statements_per_s(at(1_950)), 0, "second 0 had none");
+        assert_eq!(a.statements_per_s(at(2_500)), 3);
+        a.record(Duration::from_micros(100), at(2_600));
+        assert_eq!(a.statements_per_s(at(2_700)), 3);
+        assert_eq!(a.statements_per_s(at(3_100)), 1);
+        assert_eq!(a.statements_per_s(at(4_100)), 0);
+        assert!(a.quantile_us(0.99) >= 100);
+    }
+
+    #[test]
+    fn bad_limits_are_named() {
+        let c = config("[user_defaults]\nbackend_share = 1.5\n[[users]]\nname = \"a\"\nstatements_burst = 0\n[[backends]]\nname = \"b\"\naddress = \"127.0.0.1:3306\"\nuser = \"u\"\n");
+        let problems = c.problems();
+        assert!(
+            problems.contains(
+                &"[user_defaults]: backend_share = 1.5 must be more than 0 and at most 1"
+                    .to_string()
+            ),
+            "{problems:?}"
+        );
+        assert!(
+            problems
+                .contains(&"[[users]] #1 (\"a\"): statements_burst must be at least 1".to_string()),
+            "{problems:?}"
+        );
+        let e = Config::parse("[[users]]\nname = \"a\"\npriority = \"urgent\"\n").unwrap_err();
+        assert!(e.contains("unknown variant `urgent`"), "{e}");
     }
 
     #[test]

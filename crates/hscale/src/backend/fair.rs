@@ -3,27 +3,36 @@
 //! a connection (`Pool::get_as`) and gives it back when the connection
 //! returns.
 //!
-//! Fast path: a free slot and nobody waiting, or nobody the taker must
-//! leave room for: one uncontended lock (each worker has its own pools,
-//! so only that worker's thread takes it), no allocation.
+//! Fast path: a free slot the taker may have and nobody of its own queue
+//! waiting: one uncontended lock (each worker has its own pools, so only
+//! that worker's thread takes it), no allocation.
+//!
+//! A user is *active* in a pool while it holds or waits for slots, and
+//! for 100 to 200 ms after (`DEMAND_WINDOW`): its recent demand is
+//! the most slots it held plus waited for in that time. Each active user
+//! has a fair number of slots, the pool divided evenly among them. A user
+//! may take a free slot while it holds fewer than its fair number (and its
+//! cap), or when the free slots exceed what the other active users may
+//! still take, each up to its recent demand, fair number and cap. So a
+//! quiet user keeps room for the few connections it uses between its
+//! statements, and a noisy one uses everything the others leave.
 //!
 //! When the pool is busy, each user waits in a FIFO queue of its own, and
-//! a slot given back goes to the waiting user that comes first by:
+//! a slot given back goes to the waiting user that may take it and comes
+//! first by:
 //! 1. `priority` (high, then normal, then low);
 //! 2. fewest slots held now (so a user with 500 waiting scans and one
 //!    with a waiting point select share the connections evenly), ties to
 //!    the user served longest ago (round-robin).
 //!
-//! `backend_share` caps the slots a user holds while other users are
-//! active in the pool (hold or wait for a slot): a user at its cap takes
-//! another slot only when the free slots exceed what the other active
-//! users may still take up to their own caps. With nobody else active it
-//! may use every slot.
+//! `backend_share` caps the fair number of slots a user may hold while
+//! other users are active: its cap (at least one slot). With nobody else
+//! active it may use every slot.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -73,6 +82,12 @@ impl Claim {
     };
 }
 
+/// How long a user's demand (slots held plus waiters) counts after it
+/// fell: a user between two statements keeps the room it used (a client's
+/// next statement comes within a millisecond or so), and a user that
+/// stopped leaves its room to others within two windows.
+const DEMAND_WINDOW: Duration = Duration::from_millis(100);
+
 /// One user's place in one pool.
 #[derive(Default)]
 struct Queue {
@@ -83,16 +98,34 @@ struct Queue {
     waiters: VecDeque<(u64, oneshot::Sender<()>)>,
     /// When it was last given a slot out of the queue (`Inner::served`).
     last_served: u64,
+    /// The most slots held plus waiters in this demand window and the one
+    /// before it (`DEMAND_WINDOW`).
+    peak: usize,
+    last_peak: usize,
 }
 
 impl Queue {
+    fn demand(&self) -> usize {
+        self.held + self.waiters.len()
+    }
+
+    /// Its demand over the last one or two windows.
+    fn recent_demand(&self) -> usize {
+        self.peak.max(self.last_peak).max(self.demand())
+    }
+
     fn is_active(&self) -> bool {
-        self.held > 0 || !self.waiters.is_empty()
+        self.recent_demand() > 0
+    }
+
+    fn note_demand(&mut self) {
+        self.peak = self.peak.max(self.demand());
     }
 }
 
 #[derive(Default)]
 struct Inner {
+    max: usize,
     free: usize,
     /// Waiters over all queues.
     waiting: usize,
@@ -100,36 +133,78 @@ struct Inner {
     /// Slots handed to waiters so far (orders `Queue::last_served`).
     served: u64,
     next_waiter: u64,
+    /// When the demand window began.
+    window: Option<Instant>,
 }
 
 impl Inner {
-    fn queue(&mut self, claim: Claim, max: usize) -> &mut Queue {
+    fn queue(&mut self, claim: Claim) -> &mut Queue {
         if self.queues.len() <= claim.index {
             self.queues.resize_with(claim.index + 1, Queue::default);
         }
+        let max = self.max;
         let q = &mut self.queues[claim.index];
         q.priority = claim.priority;
         q.cap = ((max * claim.share_permille as usize).div_ceil(1000)).clamp(1, max);
         q
     }
 
-    /// The slots other active users may still take up to their caps.
-    fn reserved_for_others(&self, index: usize) -> usize {
+    /// Start a new demand window when the last one is over; then users
+    /// whose demand fell may leave room to others (the caller dispatches).
+    fn tick(&mut self, now: Instant) -> bool {
+        let since = self
+            .window
+            .map_or(Duration::MAX, |at| now.saturating_duration_since(at));
+        if since < DEMAND_WINDOW {
+            return false;
+        }
+        self.window = Some(now);
+        // The window before this one was empty when a whole one passed.
+        let is_gap = since >= DEMAND_WINDOW * 2;
+        for q in &mut self.queues {
+            q.last_peak = if is_gap { 0 } else { q.peak };
+            q.peak = q.demand();
+        }
+        true
+    }
+
+    /// Each active user's fair number of slots: the pool shared evenly.
+    fn fair(&self) -> usize {
+        // The proxy's own work (index 0) comes first and keeps no room.
+        let active = self.queues.iter().skip(1).filter(|q| q.is_active()).count();
+        self.max.div_ceil(active.max(1))
+    }
+
+    /// The slots other active users may still take: each up to its recent
+    /// demand, its fair number and its cap.
+    fn reserved_for_others(&self, index: usize, fair: usize) -> usize {
         self.queues
             .iter()
             .enumerate()
-            .filter(|(i, q)| *i != index && q.is_active())
-            .map(|(_, q)| q.cap.saturating_sub(q.held))
+            .filter(|(i, q)| *i != index && *i != Claim::PROXY.index && q.is_active())
+            .map(|(_, q)| {
+                q.recent_demand()
+                    .min(fair)
+                    .min(q.cap)
+                    .saturating_sub(q.held)
+            })
             .sum()
     }
 
-    /// Whether user `index` may take one of the free slots now.
+    /// Whether user `index` may take one of the free slots now: below its
+    /// fair number (and cap), or when the free slots exceed what the other
+    /// active users may still take.
     fn may_take(&self, index: usize) -> bool {
+        if self.free == 0 {
+            return false;
+        }
         let q = &self.queues[index];
-        self.free > 0 && (q.held < q.cap || self.free > self.reserved_for_others(index))
+        let fair = self.fair();
+        q.held < fair.min(q.cap) || self.free > self.reserved_for_others(index, fair)
     }
 
-    /// Hand free slots to waiters, best first; the senders to wake.
+    /// Hand free slots to waiters, best first. Afterwards every waiter
+    /// left may not take a free slot (or none is free).
     fn dispatch(&mut self) {
         while self.free > 0 && self.waiting > 0 {
             let mut best: Option<usize> = None;
@@ -166,6 +241,24 @@ impl Inner {
             let _ = tx.send(());
         }
     }
+
+    /// Take a free slot for `claim` at once if it may: nobody of its own
+    /// queue waits, and the waiters of others may not take it (after each
+    /// dispatch, those left cannot).
+    fn take_now(&mut self, claim: Claim, now: Instant) -> bool {
+        if self.tick(now) {
+            self.dispatch();
+        }
+        let q = self.queue(claim);
+        if !q.waiters.is_empty() || !self.may_take(claim.index) {
+            return false;
+        }
+        self.free -= 1;
+        let q = &mut self.queues[claim.index];
+        q.held += 1;
+        q.note_demand();
+        true
+    }
 }
 
 /// Held users' slots and waiters of one pool, for `HSCALE SHOW USERS`.
@@ -177,7 +270,6 @@ pub struct UserSlots {
 
 /// A pool's `max_connections` slots, shared fairly among users.
 pub struct FairSlots {
-    max: usize,
     inner: Mutex<Inner>,
     /// Takes waiting now, and the takes so far that had to wait.
     pub waiting: AtomicUsize,
@@ -188,8 +280,8 @@ pub struct FairSlots {
 impl FairSlots {
     pub fn new(max: usize) -> FairSlots {
         FairSlots {
-            max,
             inner: Mutex::new(Inner {
+                max,
                 free: max,
                 ..Inner::default()
             }),
@@ -208,15 +300,11 @@ impl FairSlots {
     /// first.
     #[cfg(test)]
     pub fn try_take(&self, claim: Claim) -> bool {
-        let mut inner = self.lock();
-        inner.queue(claim, self.max);
-        if inner.waiting == 0 && inner.may_take(claim.index) {
-            inner.free -= 1;
-            inner.queues[claim.index].held += 1;
+        let is_taken = self.lock().take_now(claim, Instant::now());
+        if is_taken {
             self.in_use.fetch_add(1, Ordering::Relaxed);
-            return true;
         }
-        false
+        is_taken
     }
 
     /// Take a slot, waiting in `claim`'s queue up to `timeout`; false when
@@ -224,21 +312,19 @@ impl FairSlots {
     pub async fn take(&self, claim: Claim, timeout: Duration) -> bool {
         let (id, rx) = {
             let mut inner = self.lock();
-            let q = inner.queue(claim, self.max);
-            let can_take = q.waiters.is_empty();
-            if can_take && inner.waiting == 0 && inner.may_take(claim.index) {
-                inner.free -= 1;
-                inner.queues[claim.index].held += 1;
+            if inner.take_now(claim, Instant::now()) {
+                drop(inner);
                 self.in_use.fetch_add(1, Ordering::Relaxed);
                 return true;
             }
             let (tx, rx) = oneshot::channel();
             let id = inner.next_waiter;
             inner.next_waiter += 1;
-            inner.queues[claim.index].waiters.push_back((id, tx));
+            let q = &mut inner.queues[claim.index];
+            q.waiters.push_back((id, tx));
+            q.note_demand();
             inner.waiting += 1;
-            // Free slots this user may have although others wait (a
-            // capped user's waiters and this one).
+            // Its arrival changes the fair numbers: it may be served now.
             inner.dispatch();
             (id, rx)
         };
@@ -446,7 +532,8 @@ mod tests {
     }
 
     /// A user with half the share takes at most half the slots while
-    /// another user is active, and every slot when it is alone.
+    /// another user is active and may use them, and every slot when it is
+    /// alone; a user that stopped keeps its room for a moment.
     #[tokio::test(flavor = "current_thread")]
     async fn a_share_caps_a_user_only_while_others_are_active() {
         let half = Claim {
@@ -460,7 +547,10 @@ mod tests {
         for _ in 0..4 {
             slots.give_back(1);
         }
+        // User 2 used two slots and holds one now.
         assert!(slots.try_take(user(2)));
+        assert!(slots.try_take(user(2)));
+        slots.give_back(2);
         assert!(slots.try_take(half));
         assert!(slots.try_take(half));
         assert!(
@@ -468,10 +558,53 @@ mod tests {
             "at its cap while user 2 is active: the free slot is user 2's"
         );
         assert!(!slots.take(half, Duration::from_millis(20)).await);
-        // User 2 leaves: the capped user may take the rest.
+        assert!(slots.try_take(user(2)), "user 2 finds its room");
         slots.give_back(2);
+        slots.give_back(2);
+        assert!(!slots.try_take(half), "user 2's room is kept a moment");
+        // Two demand windows later user 2 is no longer active.
+        tokio::time::sleep(DEMAND_WINDOW * 2 + Duration::from_millis(50)).await;
         assert!(slots.try_take(half));
-        assert_eq!(slots.in_use(), 3);
+        assert!(slots.try_take(half));
+        assert_eq!(slots.in_use(), 4);
+    }
+
+    /// Two users with equal demand split the pool evenly: one that filled
+    /// it alone gives the other its fair half as slots come back, and the
+    /// other keeps that room between its statements.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_quiet_user_keeps_its_fair_room_between_statements() {
+        let slots = Arc::new(FairSlots::new(4));
+        for _ in 0..4 {
+            assert!(slots.try_take(user(1)));
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        for i in 0..10 {
+            wait_for(&slots, user(1), 100 + i, &tx);
+        }
+        wait_for(&slots, user(2), 1, &tx);
+        wait_for(&slots, user(2), 2, &tx);
+        tokio::task::yield_now().await;
+        slots.give_back(1);
+        slots.give_back(1);
+        assert_eq!([rx.recv().await.unwrap(), rx.recv().await.unwrap()], [1, 2]);
+        // User 2's statements end; the slots stay free for its next ones
+        // although user 1 waits.
+        slots.give_back(2);
+        slots.give_back(2);
+        assert!(rx.try_recv().is_err(), "user 1 took user 2's room");
+        assert!(slots.try_take(user(2)));
+        assert!(slots.try_take(user(2)));
+        assert_eq!(
+            slots.per_user()[0],
+            (
+                1,
+                UserSlots {
+                    held: 2,
+                    waiting: 10
+                }
+            )
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]
