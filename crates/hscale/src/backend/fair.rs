@@ -5,7 +5,7 @@
 //!
 //! Fast path: a free slot the taker may have and nobody of its own queue
 //! waiting: one uncontended lock (each worker has its own pools, so only
-//! that worker's thread takes it), no allocation.
+//! that worker's thread takes it), one clock read, no allocation.
 //!
 //! A user is *active* in a pool while it holds or waits for slots, and
 //! for 100 to 200 ms after (`DEMAND_WINDOW`): its recent demand is
@@ -311,8 +311,9 @@ impl FairSlots {
     /// it passed.
     pub async fn take(&self, claim: Claim, timeout: Duration) -> bool {
         let (id, rx) = {
+            let now = Instant::now();
             let mut inner = self.lock();
-            if inner.take_now(claim, Instant::now()) {
+            if inner.take_now(claim, now) {
                 drop(inner);
                 self.in_use.fetch_add(1, Ordering::Relaxed);
                 return true;
@@ -355,7 +356,10 @@ impl FairSlots {
             q.held = q.held.saturating_sub(1);
         }
         inner.free += 1;
-        inner.dispatch();
+        if inner.waiting > 0 {
+            inner.tick(Instant::now());
+            inner.dispatch();
+        }
         drop(inner);
         self.in_use.fetch_sub(1, Ordering::Relaxed);
     }
