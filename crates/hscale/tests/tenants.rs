@@ -255,7 +255,9 @@ async fn a_noisy_user_does_not_starve_a_quiet_one() {
 }
 
 /// A `hscale serve` of its own: SIGHUP lowers a user's max_connections and
-/// raises it again; sessions already open stay open.
+/// sets its max_statement_ms, then raises and lifts them again; sessions
+/// already open stay open and take the new statement limit at their next
+/// statement.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_changes_a_users_limit_without_dropping_its_sessions() {
     info();
@@ -271,12 +273,13 @@ async fn sighup_changes_a_users_limit_without_dropping_its_sessions() {
     let mut first = mysql_async::Conn::new(opts(served.port)).await.unwrap();
     let mut second = mysql_async::Conn::new(opts(served.port)).await.unwrap();
 
-    let reload = |max: u32| {
+    let reload = |max: u32, statement_ms: u64| {
         let mut new = config.clone();
         new.proxy.listen = format!("127.0.0.1:{}", served.port);
         for u in &mut new.users {
             if u.name == "tenant" {
                 u.max_connections = Some(max);
+                u.max_statement_ms = Some(statement_ms);
             }
         }
         std::fs::write(&served.config_path, toml::to_string(&new).unwrap()).unwrap();
@@ -286,7 +289,7 @@ async fn sighup_changes_a_users_limit_without_dropping_its_sessions() {
             libc::kill(served.child.id() as i32, libc::SIGHUP);
         }
     };
-    reload(1);
+    reload(1, 200);
     // Applied within moments: a new connection is refused with the new value.
     let start = Instant::now();
     loop {
@@ -309,10 +312,16 @@ async fn sighup_changes_a_users_limit_without_dropping_its_sessions() {
             }
         }
     }
-    // The two sessions opened before are still there.
+    // The two sessions opened before are still there, under the new
+    // statement limit.
     first.query_drop("DO 1").await.unwrap();
     second.query_drop("DO 1").await.unwrap();
-    reload(3);
+    let e = first
+        .query_drop("SELECT SLEEP(3)")
+        .await
+        .expect_err("killed at 200 ms");
+    assert_eq!(server_error(&e).0, 1969);
+    reload(3, 0);
     let start = Instant::now();
     let mut third = loop {
         match mysql_async::Conn::new(opts(served.port)).await {
@@ -325,5 +334,7 @@ async fn sighup_changes_a_users_limit_without_dropping_its_sessions() {
         }
     };
     third.query_drop("DO 1").await.unwrap();
-    first.query_drop("DO 1").await.unwrap();
+    // No statement limit any more, on the session that had one.
+    let slept: Option<u32> = first.query_first("SELECT SLEEP(0.4)").await.unwrap();
+    assert_eq!(slept, Some(0));
 }
