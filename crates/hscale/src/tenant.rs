@@ -173,7 +173,7 @@ impl TenantState {
                 max: max as u64,
             });
         }
-        Ok(TenantConnection(self.clone(), 0))
+        Ok(TenantConnection(self.clone(), u64::MAX))
     }
 
     /// Let one statement in under `max_statements_per_s`: at once while
@@ -271,7 +271,9 @@ impl TenantState {
 }
 
 /// A client's place among its user's `max_connections`; the session's
-/// way to its user's [`TenantState`] (`Bindings::tenant`).
+/// way to its user's [`TenantState`] (`Bindings::tenant`), and the
+/// `max_statement_ms` its variables hold (`u64::MAX` until its first
+/// statement, so that a session that changed user drops the old user's).
 pub struct TenantConnection(Arc<TenantState>, u64);
 
 impl TenantConnection {

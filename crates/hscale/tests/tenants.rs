@@ -289,6 +289,22 @@ async fn sighup_changes_a_users_limit_without_dropping_its_sessions() {
             libc::kill(served.child.id() as i32, libc::SIGHUP);
         }
     };
+    // Statements run on a third session all through the reloads.
+    let busy = tokio::spawn({
+        let opts = opts(served.port);
+        async move {
+            let mut c = mysql_async::Conn::new(opts).await.unwrap();
+            let mut n = 0u32;
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(1500) {
+                let one: Option<u32> = c.query_first("SELECT 1").await.unwrap();
+                assert_eq!(one, Some(1));
+                n += 1;
+            }
+            n
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
     reload(1, 200);
     // Applied within moments: a new connection is refused with the new value.
     let start = Instant::now();
@@ -312,6 +328,7 @@ async fn sighup_changes_a_users_limit_without_dropping_its_sessions() {
             }
         }
     }
+    assert!(busy.await.unwrap() > 10, "the busy session stalled");
     // The two sessions opened before are still there, under the new
     // statement limit.
     first.query_drop("DO 1").await.unwrap();

@@ -22,10 +22,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // (the server kills the statement and answers 1969).
         if let Some(item) = self.b.tenant.statement_time_change() {
             for vars in [&mut self.b.base_vars, &mut self.b.state.vars] {
-                let v = std::sync::Arc::make_mut(vars);
                 match &item {
-                    Some(item) => v.apply(std::slice::from_ref(item)),
-                    None => v.remove("max_statement_time"),
+                    Some(item) => std::sync::Arc::make_mut(vars).apply(std::slice::from_ref(item)),
+                    None if vars.has_statement_time() => {
+                        std::sync::Arc::make_mut(vars).remove("max_statement_time");
+                    }
+                    None => {}
                 }
             }
         }
