@@ -1,5 +1,5 @@
 //! The TOML configuration: `[proxy]`, `[log]`, `[tls]`, `[metrics]`,
-//! `[[users]]`, `[[backends]]`.
+//! `[[users]]`, `[user_defaults]`, `[[backends]]`.
 //! Loaded at start into an immutable [`Config`] shared by `Arc`; SIGHUP
 //! reloads `[[users]]` and the client limits (`runtime::Live`).
 
@@ -21,6 +21,9 @@ pub struct Config {
     pub metrics: MetricsConfig,
     #[serde(default)]
     pub users: Vec<UserConfig>,
+    /// Limits for every user that does not set its own (`crate::tenant`).
+    #[serde(default)]
+    pub user_defaults: UserLimits,
     #[serde(default)]
     pub backends: Vec<BackendConfig>,
 }
@@ -292,6 +295,97 @@ pub struct UserConfig {
     /// names the account with it. Unset: `%`, every host.
     #[serde(default)]
     pub host: Option<String>,
+    // The user's limits (`UserLimits`, `crate::tenant`); unset ones come
+    // from `[user_defaults]`.
+    #[serde(default)]
+    pub max_connections: Option<u32>,
+    #[serde(default)]
+    pub max_statements_per_s: Option<u32>,
+    #[serde(default)]
+    pub statements_burst: Option<u32>,
+    #[serde(default)]
+    pub throttle_wait_ms: Option<u64>,
+    #[serde(default)]
+    pub backend_share: Option<f64>,
+    #[serde(default)]
+    pub priority: Option<PriorityName>,
+    #[serde(default)]
+    pub max_statement_ms: Option<u64>,
+}
+
+/// A user's share of the proxy (`[user_defaults]`, and the same keys in
+/// `[[users]]`); what each means and its default is in `crate::tenant`
+/// and the book's `tenants.md`. `None`: not set here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserLimits {
+    /// Client connections of the user at once (0: no limit).
+    pub max_connections: Option<u32>,
+    /// Statements per second (0: no limit), a token bucket of
+    /// `statements_burst` tokens.
+    pub max_statements_per_s: Option<u32>,
+    pub statements_burst: Option<u32>,
+    /// How long a statement beyond the rate waits for a token.
+    pub throttle_wait_ms: Option<u64>,
+    /// The fraction of each backend's connections the user may hold
+    /// while other users are active there, in (0, 1].
+    pub backend_share: Option<f64>,
+    pub priority: Option<PriorityName>,
+    /// A statement running longer is killed on its backend (0: never).
+    pub max_statement_ms: Option<u64>,
+}
+
+/// `priority = "high" | "normal" | "low"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PriorityName {
+    High,
+    Normal,
+    Low,
+}
+
+impl UserLimits {
+    /// These limits, each unset one taken from `defaults`.
+    pub fn or(&self, defaults: &UserLimits) -> UserLimits {
+        UserLimits {
+            max_connections: self.max_connections.or(defaults.max_connections),
+            max_statements_per_s: self.max_statements_per_s.or(defaults.max_statements_per_s),
+            statements_burst: self.statements_burst.or(defaults.statements_burst),
+            throttle_wait_ms: self.throttle_wait_ms.or(defaults.throttle_wait_ms),
+            backend_share: self.backend_share.or(defaults.backend_share),
+            priority: self.priority.or(defaults.priority),
+            max_statement_ms: self.max_statement_ms.or(defaults.max_statement_ms),
+        }
+    }
+
+    /// What is wrong with these limits, each prefixed by `at`.
+    fn problems(&self, at: &str, out: &mut Vec<String>) {
+        if let Some(share) = self.backend_share {
+            if !(share > 0.0 && share <= 1.0) {
+                out.push(format!(
+                    "{at}: backend_share = {share} must be more than 0 and at most 1"
+                ));
+            }
+        }
+        if self.statements_burst == Some(0) {
+            out.push(format!("{at}: statements_burst must be at least 1"));
+        }
+    }
+}
+
+impl UserConfig {
+    /// This user's own limits (unset ones: `None`).
+    pub fn limits(&self) -> UserLimits {
+        UserLimits {
+            max_connections: self.max_connections,
+            max_statements_per_s: self.max_statements_per_s,
+            statements_burst: self.statements_burst,
+            throttle_wait_ms: self.throttle_wait_ms,
+            backend_share: self.backend_share,
+            priority: self.priority,
+            max_statement_ms: self.max_statement_ms,
+        }
+    }
 }
 
 impl UserConfig {
@@ -333,6 +427,7 @@ impl std::fmt::Debug for UserConfig {
             .field("backend_user", &self.backend_user)
             .field("backend_password", &"<redacted>")
             .field("host", &self.host)
+            .field("limits", &self.limits())
             .finish()
     }
 }
@@ -518,6 +613,8 @@ impl Config {
             if u.backend_user.as_deref() == Some("") {
                 out.push(format!("[[users]] #{}: backend_user is empty", i + 1));
             }
+            u.limits()
+                .problems(&format!("[[users]] #{} ({:?})", i + 1, u.name), &mut out);
             if u.backend_user.is_none() && !u.backend_password.is_empty() {
                 out.push(format!(
                     "[[users]] #{}: backend_password without backend_user",
@@ -525,6 +622,7 @@ impl Config {
                 ));
             }
         }
+        self.user_defaults.problems("[user_defaults]", &mut out);
         if self.backends.is_empty() {
             out.push(
                 "no [[backends]]: the first backend is the main backend and is required".into(),

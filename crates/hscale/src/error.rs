@@ -18,6 +18,19 @@ pub enum ProxyError {
     AccessDenied { user: String },
     #[error("Too many connections")]
     TooManyConnections,
+    /// The user's `max_connections` clients are logged in already.
+    #[error(
+        "User '{user}' has exceeded the 'max_user_connections' resource (current value: {max})"
+    )]
+    UserConnections { user: String, max: u64 },
+    /// A statement beyond the user's `max_statements_per_s` that would
+    /// wait longer than `throttle_wait_ms`.
+    #[error("User '{user}' has exceeded the '{limit}' resource (current value: {value})")]
+    UserLimit {
+        user: String,
+        limit: &'static str,
+        value: u64,
+    },
     /// `[tls] require` and a TCP client that did not ask for TLS.
     #[error(
         "Connections using insecure transport are prohibited while --require_secure_transport=ON."
@@ -205,6 +218,10 @@ impl ProxyError {
             ProxyError::ClientGone => (code::ER_NET_READ_ERROR, b"08S01", msg),
             ProxyError::AccessDenied { .. } => (code::ER_ACCESS_DENIED_ERROR, b"28000", msg),
             ProxyError::TooManyConnections => (code::ER_CON_COUNT_ERROR, b"08004", msg),
+            ProxyError::UserConnections { .. } => {
+                (code::ER_TOO_MANY_USER_CONNECTIONS, b"42000", msg)
+            }
+            ProxyError::UserLimit { .. } => (code::ER_USER_LIMIT_REACHED, b"42000", msg),
             ProxyError::SecureTransportRequired => {
                 (code::ER_SECURE_TRANSPORT_REQUIRED, b"HY000", msg)
             }

@@ -23,6 +23,7 @@ pub mod runtime;
 pub mod seq;
 pub mod server;
 pub mod session;
+pub mod tenant;
 pub mod tls;
 pub mod write_timeout;
 

@@ -56,6 +56,8 @@ pub struct Context {
     /// `[[users]]` (`Config::backend_identities`), opened on demand.
     /// Backend 0 is the main backend.
     pools: Vec<Vec<Arc<Pool>>>,
+    /// Each client user's limits and counters (`crate::tenant`).
+    pub tenants: crate::tenant::Tenants,
     pub(crate) server_version: OnceLock<String>,
     /// The main backend resolves client addresses to names (its
     /// `skip_name_resolve` is OFF): a loopback client is then
@@ -389,6 +391,7 @@ impl Context {
             metrics,
             fleet: crate::fleet::Member::new(),
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
+            tenants: crate::tenant::Tenants::new(&config),
             slow_statement_ms: AtomicU64::new(config.log.slow_statement_ms),
             is_draining: AtomicBool::new(false),
             open_sessions: AtomicUsize::new(0),
@@ -498,6 +501,19 @@ impl Context {
     }
 
     /// Worker `worker`'s pools, one per backend and identity.
+    /// Each user's row of `HSCALE SHOW USERS` and the `/metrics` user
+    /// series: the tenants' counters with the backend connections their
+    /// statements hold and wait for in every pool now.
+    pub fn user_rows(&self) -> Vec<crate::tenant::TenantRow> {
+        let slots: Vec<_> = self
+            .pools
+            .iter()
+            .flatten()
+            .flat_map(|p| p.per_user())
+            .collect();
+        self.tenants.rows(&slots)
+    }
+
     pub fn worker_pools(&self, worker: usize) -> &[Arc<Pool>] {
         &self.pools[worker]
     }
@@ -667,6 +683,7 @@ impl Context {
     /// the settings that changed but need a restart.
     pub fn reload(&self, config: &Config) -> Vec<&'static str> {
         self.live.store(Arc::new(Live::of(config)));
+        self.tenants.apply(config);
         self.slow_statement_ms
             .store(config.log.slow_statement_ms, Ordering::Relaxed);
         let (old, new) = (&*self.config, config);

@@ -313,6 +313,22 @@ impl crate::metrics::exposition::Source for Scraped {
         };
         let live = crate::metrics::exposition::Live {
             pools: ctx.pool_samples(),
+            users: ctx
+                .user_rows()
+                .into_iter()
+                .map(|r| crate::metrics::exposition::UserSample {
+                    user: r.user,
+                    connections: r.connections,
+                    statements: r.statements,
+                    waiting: r.waiting,
+                    throttled: r.throttled,
+                    refused: r.refused,
+                    killed: r.killed,
+                    refused_connections: r.refused_connections,
+                    backend_connections: r.backend_connections,
+                    p99_seconds: r.p99_us as f64 / 1e6,
+                })
+                .collect(),
             workers: ctx.worker_loads(),
         };
         f(&ctx.metrics, &live)

@@ -524,6 +524,7 @@ async fn sighup_reloads_users_and_limits_without_dropping_sessions() {
         backend_user: None,
         backend_password: String::new(),
         host: None,
+        ..Default::default()
     });
     for u in &mut new.users {
         if u.name == "app" {

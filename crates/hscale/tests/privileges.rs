@@ -53,6 +53,7 @@ fn proxy() -> hscale::RunningProxy {
             backend_user: Some(backend.into()),
             backend_password: pw.into(),
             host: None,
+            ..Default::default()
         });
     }
     config.users.push(hscale::config::UserConfig {

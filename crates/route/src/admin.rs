@@ -84,6 +84,9 @@ pub enum AdminCommand {
     /// Every proxy registered on the main backend (the fleet), with its
     /// heartbeat.
     ShowProxies,
+    /// Each client user's connections, statements, waits and limits on
+    /// this proxy (tenants).
+    ShowUsers,
     /// Auto-partitioning on (with a placement rule) or off (`None`).
     AutoPartition {
         table: String,
@@ -101,7 +104,7 @@ pub enum AdminCommand {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdminError {
-    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, RESET DIGESTS, EXPLAIN and RELOAD")]
+    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, SHOW PROXIES, SHOW USERS, RESET DIGESTS, EXPLAIN and RELOAD")]
     UnknownCommand(String),
     #[error("HSCALE {command} takes {expected}, got {got} argument(s)")]
     Arguments {
@@ -347,6 +350,7 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 "TRANSACTIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTransactions),
                 "DIGESTS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowDigests),
                 "PROXIES" if args_text.trim().is_empty() => Ok(AdminCommand::ShowProxies),
+                "USERS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowUsers),
                 _ => Err(AdminError::UnknownCommand(format!("SHOW {}", after.trim()))),
             }
         }
@@ -445,6 +449,7 @@ mod tests {
             parse("hscale show proxies").unwrap(),
             AdminCommand::ShowProxies
         );
+        assert_eq!(parse("HSCALE SHOW USERS").unwrap(), AdminCommand::ShowUsers);
         assert_eq!(
             parse("hscale reset digests").unwrap(),
             AdminCommand::ResetDigests

@@ -97,6 +97,10 @@ pub mod code {
     pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
     pub const ER_LOCK_DEADLOCK: u16 = 1213;
     pub const ER_QUERY_INTERRUPTED: u16 = 1317;
+    /// A user's `max_user_connections` (hscale: `[[users]] max_connections`).
+    pub const ER_TOO_MANY_USER_CONNECTIONS: u16 = 1203;
+    /// A user's resource limit (hscale: `max_statements_per_s`).
+    pub const ER_USER_LIMIT_REACHED: u16 = 1226;
     /// MariaDB's max_statement_time exceeded.
     pub const ER_STATEMENT_TIMEOUT: u16 = 1969;
     pub const ER_TABLE_DEF_CHANGED: u16 = 1412;

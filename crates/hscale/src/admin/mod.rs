@@ -136,6 +136,7 @@ pub async fn execute(
         }
         AdminCommand::ShowBackends => Ok(show::backends(ctx)),
         AdminCommand::ShowDigests => Ok(show::digests(ctx)),
+        AdminCommand::ShowUsers => Ok(show::users(ctx)),
         AdminCommand::ShowProxies => {
             let (columns, rows) = crate::fleet::list(ctx, worker).await?;
             Ok(AdminOutput::Rows { columns, rows })

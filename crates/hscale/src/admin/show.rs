@@ -1,4 +1,5 @@
-//! `HSCALE SHOW TABLES`, `HSCALE SHOW PARTITIONS ['t']`, `HSCALE SHOW BACKENDS`.
+//! `HSCALE SHOW TABLES`, `HSCALE SHOW PARTITIONS ['t']`, `HSCALE SHOW BACKENDS`,
+//! `HSCALE SHOW USERS`.
 
 use hscale_route::dictionary::TableName;
 use hscale_route::BackendId;
@@ -153,6 +154,57 @@ pub(super) fn backends(ctx: &Context) -> AdminOutput {
         .collect();
     AdminOutput::Rows {
         columns: cols(&["name", "address", "status", "open", "idle"]),
+        rows,
+    }
+}
+
+/// `HSCALE SHOW USERS`: each client user that logged in since start, with
+/// its connections, statement rate, waits, refusals and limits
+/// (`crate::tenant`), on this proxy.
+pub(super) fn users(ctx: &Context) -> AdminOutput {
+    let rows = ctx
+        .user_rows()
+        .into_iter()
+        .map(|r| {
+            let p99_ms = format!("{:.3}", r.p99_us as f64 / 1000.0);
+            [
+                r.user,
+                r.connections.to_string(),
+                r.max_connections.to_string(),
+                r.statements.to_string(),
+                r.statements_per_s.to_string(),
+                r.waiting.to_string(),
+                r.throttled.to_string(),
+                r.refused.to_string(),
+                r.killed.to_string(),
+                r.refused_connections.to_string(),
+                r.backend_connections.to_string(),
+                p99_ms,
+                r.priority.to_string(),
+                r.backend_share.to_string(),
+            ]
+            .into_iter()
+            .map(Some)
+            .collect()
+        })
+        .collect();
+    AdminOutput::Rows {
+        columns: cols(&[
+            "user",
+            "connections",
+            "max_connections",
+            "statements",
+            "statements_per_s",
+            "waiting",
+            "throttled",
+            "refused",
+            "killed",
+            "refused_connections",
+            "backend_connections",
+            "p99_ms",
+            "priority",
+            "backend_share",
+        ]),
         rows,
     }
 }

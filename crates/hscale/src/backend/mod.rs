@@ -1,9 +1,11 @@
 //! The backend side: connections to MariaDB/MySQL servers ([`conn`]) and a
 //! pool per backend ([`pool`]) from which sessions borrow a connection for
-//! each statement (or keep one while pinned); [`stream`] the sockets whose
+//! each statement (or keep one while pinned), its slots shared fairly
+//! among users ([`fair`]); [`stream`] the sockets whose
 //! reads give up on a frozen backend; [`tls`] TLS to backends.
 
 pub mod conn;
+pub mod fair;
 pub mod pool;
 pub mod state;
 pub mod stream;

@@ -1,9 +1,9 @@
 //! A pool of connections to one backend.
 //!
-//! Checkout is cheap on the fast path: a slot taken from a fair semaphore
-//! (one atomic update; a session waits only when the pool is exhausted, and
-//! waiting sessions are served first come, first served) and a pop from a
-//! lock-free queue.
+//! Checkout is cheap on the fast path: a slot taken from the pool's
+//! [`FairSlots`] (one uncontended lock; a session waits only when the pool
+//! is exhausted, and waiting sessions are served fairly across users,
+//! `backend/fair.rs`) and a pop from a lock-free queue.
 //! The [`PooledConn`] guard returns the connection on drop without doing
 //! I/O; broken connections are closed instead, and one holding session
 //! state the pool cannot keep is reset in a task of its own first. A health-check task pings
@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
-use tokio::sync::Semaphore;
 
+use crate::backend::fair::{Claim, FairSlots, UserSlots};
 use crate::backend::state::SelectLimit;
 use crate::backend::tls::BackendTls;
 use crate::backend::{BackendConn, BackendWatch};
@@ -33,7 +33,7 @@ pub struct Pool {
     /// Idle connections, without and with `CLIENT_FOUND_ROWS`.
     idle: [ArrayQueue<BackendConn>; 2],
     /// The `max_connections` connections that may be handed out.
-    slots: Slots,
+    slots: FairSlots,
     open: AtomicUsize,
     is_up: AtomicBool,
     /// Shared with every connection to this backend, on every worker.
@@ -75,7 +75,7 @@ impl Pool {
         let max = cfg.max_connections.max(1);
         Arc::new(Pool {
             idle: [ArrayQueue::new(max), ArrayQueue::new(max)],
-            slots: Slots::new(max),
+            slots: FairSlots::new(max),
             open: AtomicUsize::new(0),
             is_up: AtomicBool::new(true),
             watch,
@@ -106,9 +106,14 @@ impl Pool {
         }
     }
 
+    /// Slots held and waiters per user index, for `HSCALE SHOW USERS`.
+    pub fn per_user(&self) -> Vec<(usize, UserSlots)> {
+        self.slots.per_user()
+    }
+
     /// Take one of `max_connections` slots, waiting up to the acquire timeout.
-    async fn take(&self) -> Result<(), ProxyError> {
-        if self.slots.take(self.acquire_timeout).await {
+    async fn take(&self, claim: Claim) -> Result<(), ProxyError> {
+        if self.slots.take(claim, self.acquire_timeout).await {
             return Ok(());
         }
         Err(ProxyError::PoolTimeout {
@@ -117,12 +122,19 @@ impl Pool {
         })
     }
 
-    fn give_back(&self) {
-        self.slots.give_back();
+    /// Borrow a connection for the proxy's own work ([`Claim::PROXY`]).
+    pub async fn get(self: &Arc<Self>, is_found_rows: bool) -> Result<PooledConn, ProxyError> {
+        self.get_as(Claim::PROXY, is_found_rows).await
     }
 
-    /// Borrow a connection, waiting up to the acquire timeout for one to be free.
-    pub async fn get(self: &Arc<Self>, is_found_rows: bool) -> Result<PooledConn, ProxyError> {
+    /// Borrow a connection for a statement of `claim`'s user, waiting up
+    /// to the acquire timeout for one to be free (in the user's queue
+    /// while the pool is busy, `backend/fair.rs`).
+    pub async fn get_as(
+        self: &Arc<Self>,
+        claim: Claim,
+        is_found_rows: bool,
+    ) -> Result<PooledConn, ProxyError> {
         if self.watch.is_frozen() {
             // Fail at once: the health check probes it and lifts this.
             return Err(ProxyError::BackendConnect {
@@ -134,10 +146,11 @@ impl Pool {
                 ),
             });
         }
-        self.take().await?;
+        self.take(claim).await?;
         // Given back if this checkout fails or is dropped half-way.
         let slot = Slot {
             pool: self.clone(),
+            user: claim.index,
             is_held: true,
         };
         let variant = usize::from(is_found_rows);
@@ -362,84 +375,23 @@ impl Pool {
 /// session) or `sql_select_limit`: the proxy's own queries run on pooled
 /// connections without a sync, and there a SELECT would open a
 /// transaction that a later XA START meets as XAER_OUTSIDE, or a read of
-/// the dictionary or the sequences would be cut short. Such a connection
+/// the dictionary or the sequences would be cut short (by the limit, or by
+/// `max_statement_time`, a tenant's `max_statement_ms`). Such a connection
 /// is reset before it is pooled again. Other session variables are synced
 /// back by the next session that borrows the connection.
 fn holds_unpoolable_state(conn: &BackendConn) -> bool {
     !conn.vars.is_empty()
-        && (conn.vars.holds_autocommit_off() || conn.vars.select_limit() != SelectLimit::Unset)
-}
-
-/// A pool's `max_connections` slots: a fair semaphore. Taking and
-/// returning a slot is an atomic update when nobody waits; sessions that
-/// wait are served in the order they came, and a newcomer never takes a
-/// slot given back while others wait (it queues behind them). With
-/// thousands of clients on tens of connections, "notify one, everyone
-/// retries" let newcomers overtake a woken waiter again and again until
-/// its acquire timeout failed the statement (the speed issue's 4,096
-/// clients).
-struct Slots {
-    sem: Semaphore,
-    max: usize,
-    /// Takes waiting now, and the takes so far that had to wait.
-    waiting: AtomicUsize,
-    waits: AtomicU64,
-}
-
-impl Slots {
-    fn new(max: usize) -> Slots {
-        Slots {
-            sem: Semaphore::new(max),
-            max,
-            waiting: AtomicUsize::new(0),
-            waits: AtomicU64::new(0),
-        }
-    }
-
-    /// Take a slot at once, if one is free and nobody waits for one.
-    fn try_take(&self) -> bool {
-        match self.sem.try_acquire() {
-            Ok(permit) => {
-                permit.forget();
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    /// Take a slot, waiting in line up to `timeout`; false when it passed.
-    async fn take(&self, timeout: Duration) -> bool {
-        if self.try_take() {
-            return true;
-        }
-        self.waits.fetch_add(1, Ordering::Relaxed);
-        self.waiting.fetch_add(1, Ordering::Relaxed);
-        let taken = tokio::time::timeout(timeout, self.sem.acquire()).await;
-        self.waiting.fetch_sub(1, Ordering::Relaxed);
-        match taken {
-            Ok(Ok(permit)) => {
-                permit.forget();
-                true
-            }
-            // The semaphore is never closed.
-            Ok(Err(_)) | Err(_) => false,
-        }
-    }
-
-    /// Return a slot: to the first session in line, if any.
-    fn give_back(&self) {
-        self.sem.add_permits(1);
-    }
-
-    fn in_use(&self) -> usize {
-        self.max.saturating_sub(self.sem.available_permits())
-    }
+        && (conn.vars.holds_autocommit_off()
+            || conn.vars.select_limit() != SelectLimit::Unset
+            || conn.vars.has_statement_time())
 }
 
 /// One of a pool's `max_connections` slots; returned on drop unless it
 /// was handed on (`hand_on`).
 struct Slot {
     pool: Arc<Pool>,
+    /// The user it is held for (`Claim::index`).
+    user: usize,
     is_held: bool,
 }
 
@@ -449,6 +401,7 @@ impl Slot {
     fn hand_on(&mut self) -> Slot {
         Slot {
             pool: self.pool.clone(),
+            user: self.user,
             is_held: std::mem::replace(&mut self.is_held, false),
         }
     }
@@ -457,7 +410,7 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         if self.is_held {
-            self.pool.give_back();
+            self.pool.slots.give_back(self.user);
         }
     }
 }
@@ -523,57 +476,5 @@ impl Drop for PooledConn {
             None if needs_reset => self.slot.pool.close(conn),
             None => self.slot.pool.put_back(conn),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Slots;
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    /// A slot given back while sessions wait goes to the first in line,
-    /// never to a newcomer, and waiters are served in the order they came.
-    #[tokio::test(flavor = "current_thread")]
-    async fn waiting_sessions_are_served_in_order_and_never_overtaken() {
-        let slots = Arc::new(Slots::new(1));
-        assert!(slots.try_take(), "the free slot");
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        for i in 0..3 {
-            let (slots, tx) = (slots.clone(), tx.clone());
-            tokio::spawn(async move {
-                assert!(slots.take(Duration::from_secs(30)).await);
-                tx.send(i).unwrap();
-                slots.give_back();
-            });
-            // Each waiter is in line before the next one comes.
-            tokio::task::yield_now().await;
-        }
-        assert_eq!(slots.waiting.load(std::sync::atomic::Ordering::Relaxed), 3);
-        slots.give_back();
-        // The slot is the first waiter's now, even before it runs: a
-        // newcomer asking at this moment queues behind all three.
-        assert!(
-            !slots.try_take(),
-            "a newcomer overtook the sessions in line"
-        );
-        let mut order = Vec::new();
-        for _ in 0..3 {
-            order.push(rx.recv().await.unwrap());
-        }
-        assert_eq!(order, [0, 1, 2]);
-        assert!(slots.try_take(), "the slot is free again once nobody waits");
-        assert_eq!(slots.in_use(), 1);
-        assert_eq!(slots.waits.load(std::sync::atomic::Ordering::Relaxed), 3);
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_take_gives_up_at_its_timeout() {
-        let slots = Slots::new(1);
-        assert!(slots.try_take());
-        assert!(!slots.take(Duration::from_millis(50)).await);
-        assert_eq!(slots.waiting.load(std::sync::atomic::Ordering::Relaxed), 0);
-        slots.give_back();
-        assert_eq!(slots.in_use(), 0);
     }
 }

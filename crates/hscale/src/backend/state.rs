@@ -223,6 +223,17 @@ impl SessionVars {
         Some(v)
     }
 
+    /// Forget the assignment of `key` (the next sync resets it).
+    pub fn remove(&mut self, key: &str) {
+        self.items.retain(|i| i.key != key);
+    }
+
+    /// Whether it sets `max_statement_time` (`max_statement_ms` of a
+    /// tenant, or the session's own).
+    pub fn has_statement_time(&self) -> bool {
+        self.items.iter().any(|i| i.key == "max_statement_time")
+    }
+
     /// Record assignments that succeeded.
     pub fn apply(&mut self, items: &[SetItem]) {
         for item in items {

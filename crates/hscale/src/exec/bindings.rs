@@ -42,6 +42,9 @@ pub struct Bindings {
     /// The backend account the session's statements run as
     /// (`Config::identity` of its user; `Context::pool_as`).
     pub identity: usize,
+    /// The session's user as a tenant (`crate::tenant`): its backend
+    /// connections are borrowed with `tenant.claim()`.
+    pub tenant: crate::tenant::TenantConnection,
     pub connection_id: u32,
     pub state: SessionState,
     /// Session variables right after login (the handshake character set).
@@ -300,7 +303,7 @@ impl Bindings {
                 return self
                     .ctx
                     .pool_as(self.worker, backend, self.identity)
-                    .get(self.is_found_rows)
+                    .get_as(self.tenant.claim(), self.is_found_rows)
                     .await;
             }
             let pins: Vec<&str> = self.pins.names().collect();
@@ -314,7 +317,7 @@ impl Bindings {
         }
         self.ctx
             .pool_as(self.worker, backend, self.identity)
-            .get(self.is_found_rows)
+            .get_as(self.tenant.claim(), self.is_found_rows)
             .await
     }
 

@@ -610,7 +610,7 @@ impl Bindings {
         let pool = self.ctx.pool_as(self.worker, target.backend, self.identity);
         // Not worth a wait: a session holding its pool's last connections
         // (a transaction's branches) would wait the acquire timeout.
-        let get = pool.get(self.is_found_rows);
+        let get = pool.get_as(self.tenant.claim(), self.is_found_rows);
         let Ok(Ok(mut conn)) = tokio::time::timeout(MEASURE_ACQUIRE, get).await else {
             return;
         };

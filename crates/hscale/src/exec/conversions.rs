@@ -35,7 +35,7 @@ impl Bindings {
             let mut conn = self
                 .ctx
                 .pool_as(self.worker, backend, self.identity)
-                .get(self.is_found_rows)
+                .get_as(self.tenant.claim(), self.is_found_rows)
                 .await?;
             // The session's variables and database only: a deferred BEGIN
             // waits for the statement that needs it.

@@ -17,9 +17,9 @@ use std::time::Instant;
 use super::{PlanKind, StatementNote};
 
 /// Histogram slots: 16 exact microseconds, then 8 per power of two up to 2^40 µs.
-const HIST: usize = 16 + 37 * 8;
+pub(crate) const HIST: usize = 16 + 37 * 8;
 
-fn slot(us: u64) -> usize {
+pub(crate) fn slot(us: u64) -> usize {
     if us < 16 {
         return us as usize;
     }
@@ -32,7 +32,7 @@ fn slot(us: u64) -> usize {
 }
 
 /// The largest value slot `i` holds.
-fn slot_upper(i: usize) -> u64 {
+pub(crate) fn slot_upper(i: usize) -> u64 {
     if i < 16 {
         return i as u64;
     }

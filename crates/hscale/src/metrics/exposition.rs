@@ -34,10 +34,27 @@ pub struct PoolSample {
     pub is_up: bool,
 }
 
+/// One client user's numbers at scrape time (`crate::tenant`).
+#[derive(Debug, Clone, Default)]
+pub struct UserSample {
+    pub user: String,
+    pub connections: u64,
+    pub statements: u64,
+    pub waiting: u64,
+    pub throttled: u64,
+    pub refused: u64,
+    pub killed: u64,
+    pub refused_connections: u64,
+    pub backend_connections: u64,
+    pub p99_seconds: f64,
+}
+
 /// The gauges read from the proxy's state at scrape time.
 #[derive(Debug, Clone, Default)]
 pub struct Live {
     pub pools: Vec<PoolSample>,
+    /// Per client user (tenant).
+    pub users: Vec<UserSample>,
     /// Client connections per worker thread.
     pub workers: Vec<usize>,
 }
@@ -341,7 +358,92 @@ const POOL_METRICS: [PoolMetric; 8] = [
     ),
 ];
 
-/// What the proxy's state shows now: workers, pools, digests.
+/// A per-user metric: name (counters without `_total`), type, help, and
+/// its value in a sample.
+type UserMetric = (
+    &'static str,
+    MetricType,
+    &'static str,
+    fn(&UserSample) -> u64,
+);
+
+const USER_METRICS: [UserMetric; 8] = [
+    (
+        "hscale_user_connections",
+        MetricType::Gauge,
+        "Client connections of the user.",
+        |u| u.connections,
+    ),
+    (
+        "hscale_user_statements",
+        MetricType::Counter,
+        "Statements the user ran.",
+        |u| u.statements,
+    ),
+    (
+        "hscale_user_waiting",
+        MetricType::Gauge,
+        "The user's statements waiting now for a backend connection.",
+        |u| u.waiting,
+    ),
+    (
+        "hscale_user_throttled",
+        MetricType::Counter,
+        "The user's statements that waited for max_statements_per_s.",
+        |u| u.throttled,
+    ),
+    (
+        "hscale_user_refused",
+        MetricType::Counter,
+        "The user's statements refused by max_statements_per_s (1226).",
+        |u| u.refused,
+    ),
+    (
+        "hscale_user_killed",
+        MetricType::Counter,
+        "The user's statements killed by max_statement_ms (1969).",
+        |u| u.killed,
+    ),
+    (
+        "hscale_user_refused_connections",
+        MetricType::Counter,
+        "The user's logins refused by max_connections (1203).",
+        |u| u.refused_connections,
+    ),
+    (
+        "hscale_user_backend_connections",
+        MetricType::Gauge,
+        "Backend connections the user's statements hold now.",
+        |u| u.backend_connections,
+    ),
+];
+
+/// Per client user: the counters above and the p99 statement latency.
+fn users(e: &mut DescriptorEncoder, live: &Live) -> fmt::Result {
+    for (name, kind, help, value) in USER_METRICS {
+        let mut f = e.encode_descriptor(name, help, None, kind)?;
+        for u in &live.users {
+            let labels = [("user", u.user.as_str())];
+            let m = f.encode_family(&labels)?;
+            match kind {
+                MetricType::Counter => ConstCounter::new(value(u)).encode(m)?,
+                _ => ConstGauge::new(value(u)).encode(m)?,
+            }
+        }
+    }
+    let mut f = e.encode_descriptor(
+        "hscale_user_statement_p99_seconds",
+        "The user's 99th percentile statement latency since start.",
+        None,
+        MetricType::Gauge,
+    )?;
+    for u in &live.users {
+        ConstGauge::new(u.p99_seconds).encode(f.encode_family(&[("user", u.user.as_str())])?)?;
+    }
+    Ok(())
+}
+
+/// What the proxy's state shows now: workers, pools, users, digests.
 fn gauges(e: &mut DescriptorEncoder, m: &Metrics, live: &Live) -> fmt::Result {
     let mut f = e.encode_descriptor(
         "hscale_worker_connections",
@@ -363,6 +465,7 @@ fn gauges(e: &mut DescriptorEncoder, m: &Metrics, live: &Live) -> fmt::Result {
             }
         }
     }
+    users(e, live)?;
     gauge(
         e,
         "hscale_digests",

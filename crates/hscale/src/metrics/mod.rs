@@ -315,6 +315,13 @@ mod tests {
                 is_up: true,
                 ..PoolSample::default()
             }],
+            users: vec![super::exposition::UserSample {
+                user: "app".into(),
+                connections: 2,
+                statements: 7,
+                p99_seconds: 0.0015,
+                ..Default::default()
+            }],
             workers: vec![3, 4],
         };
         exposition::text(&exposition::registry(Fixed(m, live)))
@@ -386,6 +393,9 @@ mod tests {
             "# TYPE hscale_pool_waits_total counter",
             "hscale_pool_waits_total{backend=\"a\\\"b\"} 1",
             "hscale_backend_up{backend=\"a\\\"b\"} 1",
+            "hscale_user_connections{user=\"app\"} 2",
+            "hscale_user_statements_total{user=\"app\"} 7",
+            "hscale_user_statement_p99_seconds{user=\"app\"} 0.0015",
             "# TYPE hscale_weight_cache_entries gauge",
             "hscale_digests 0",
         ] {

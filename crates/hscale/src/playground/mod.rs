@@ -135,6 +135,7 @@ impl Cluster {
                 admin: true,
                 ..Default::default()
             }],
+            user_defaults: Default::default(),
             backends: servers
                 .iter()
                 .enumerate()

@@ -762,6 +762,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .await;
             return Ok(false);
         };
+        match self.b.ctx.tenants.user(&user.name).open() {
+            // The old user's place is given back as this one replaces it.
+            Ok(place) => self.b.tenant = place,
+            Err(e) => {
+                write_error(&mut self.client, next, &e).await;
+                return Ok(false);
+            }
+        }
         self.reset_session();
         self.info.user = user.name.clone();
         self.b.identity = self.b.ctx.config.identity(&user.name);

@@ -150,6 +150,16 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         let _ = refusal.err_without_state(code, &message).flush().await;
         return;
     };
+    let tenant = match ctx.tenants.user(&info.user).open() {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(peer, user = %info.user, "refusing connection: the user's max_connections reached");
+            let (code, state, message) = e.to_mysql();
+            let refusal = Reply::new(&mut client, info.next_seq, false);
+            let _ = refusal.err(code, &state, &message).flush().await;
+            return;
+        }
+    };
     let is_tls = client.get_ref().is_tls();
     let mut info = info;
     info.tls = client.get_ref().tls_session();
@@ -188,6 +198,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             },
             base_vars,
             identity: ctx.config.identity(&info.user),
+            tenant,
             ctx,
             worker,
             connection_id,

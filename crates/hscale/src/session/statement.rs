@@ -18,7 +18,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let start = std::time::Instant::now();
         self.b.note = StatementNote::default();
         self.b.gathered = Default::default();
-        let r = if cmd == com::QUERY {
+        // The user's max_statement_ms, as the backend's max_statement_time
+        // (the server kills the statement and answers 1969).
+        if let Some(item) = self.b.tenant.statement_time_change() {
+            for vars in [&mut self.b.base_vars, &mut self.b.state.vars] {
+                match &item {
+                    Some(item) => std::sync::Arc::make_mut(vars).apply(std::slice::from_ref(item)),
+                    None if vars.has_statement_time() => {
+                        std::sync::Arc::make_mut(vars).remove("max_statement_time");
+                    }
+                    None => {}
+                }
+            }
+        }
+        // The user's statement rate (`crate::tenant`): may wait, or refuse.
+        let admitted = self.b.tenant.admit().await;
+        let r = if let Err(e) = admitted {
+            Err(e)
+        } else if cmd == com::QUERY {
             self.query(payload).await
         } else {
             self.b.note.kind = PlanKind::Passthrough;
@@ -62,6 +79,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .record(gathered, self.b.note.error, || vars.max_error_count(), sql);
         let metrics = &self.b.ctx.metrics;
         metrics.record(self.b.worker, &self.b.note, took, now, Some(sql));
+        self.b.tenant.record(took, now);
+        if self.b.note.error == hscale_wire::consts::code::ER_STATEMENT_TIMEOUT {
+            self.b.tenant.count_killed();
+        }
         let slow = self.b.ctx.slow_statement_ms();
         if slow > 0 && took >= std::time::Duration::from_millis(slow) {
             let sql = std::str::from_utf8(sql).ok();

@@ -70,7 +70,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .b
             .ctx
             .pool_as(self.b.worker, BackendId::MAIN, self.b.identity)
-            .get(self.b.is_found_rows)
+            .get_as(self.b.tenant.claim(), self.b.is_found_rows)
             .await?;
         conn.is_broken = true;
         let lost = |conn: &PooledConn, e: &dyn std::fmt::Display| ProxyError::BackendLost {

@@ -79,7 +79,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 .b
                 .ctx
                 .pool_as(self.b.worker, ship.like.0, self.b.identity)
-                .get(self.b.is_found_rows)
+                .get_as(self.b.tenant.claim(), self.b.is_found_rows)
                 .await?;
             let r = c
                 .query_rows(&format!(
@@ -151,7 +151,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                         .b
                         .ctx
                         .pool_as(self.b.worker, target.backend, self.b.identity)
-                        .get(self.b.is_found_rows)
+                        .get_as(self.b.tenant.claim(), self.b.is_found_rows)
                         .await?;
                     if let Some(err) = self.b.sync(&mut c, self.uses_last_insert_id).await? {
                         c.is_broken = true;

@@ -294,7 +294,7 @@ impl Bindings {
         let mut conn = self
             .ctx
             .pool_as(self.worker, backend, self.identity)
-            .get(self.is_found_rows)
+            .get_as(self.tenant.claim(), self.is_found_rows)
             .await?;
         if let Some(err) = self.sync(&mut conn, false).await? {
             return Err(ProxyError::Backend {
