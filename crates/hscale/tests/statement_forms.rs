@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::twin::Twin;
 use common::*;
 use mysql_async::prelude::*;
 use mysql_async::Conn;
@@ -18,36 +19,29 @@ use mysql_async::Conn;
 const DB: &str = "sf_part";
 const REF: &str = "sf_ref";
 
+const TWIN: Twin = Twin {
+    shards: 4,
+    db: DB,
+    reference: REF,
+    schema: &["CREATE TABLE od (oid INT NOT NULL, k INT NOT NULL, qty INT NOT NULL, note VARCHAR(20), PRIMARY KEY (oid, k))"],
+    partitioning: &[
+        "HSCALE SETUP_TABLE('od', 'k', 'od_default', 'shard0', 'MOD(4)')",
+        "HSCALE ADD_PARTITION('od', 'od1', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('od', 'od2', '2', 'shard2')",
+        "HSCALE ADD_PARTITION('od', 'od3', '3', 'shard3')",
+    ],
+};
+
 static SET_UP: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
 
 async fn set_up() {
     SET_UP
         .get_or_init(|| async {
-            cluster(4);
-            let mut c = proxy_conn(None).await;
-            for db in [DB, REF] {
-                c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
-                c.query_drop(format!("USE {db}")).await.unwrap();
-                c.query_drop("CREATE TABLE od (oid INT NOT NULL, k INT NOT NULL, qty INT NOT NULL, note VARCHAR(20), PRIMARY KEY (oid, k))")
-                    .await
-                    .unwrap();
-                if db == DB {
-                    for s in [
-                        "HSCALE SETUP_TABLE('od', 'k', 'od_default', 'shard0', 'MOD(4)')",
-                        "HSCALE ADD_PARTITION('od', 'od1', '1', 'shard1')",
-                        "HSCALE ADD_PARTITION('od', 'od2', '2', 'shard2')",
-                        "HSCALE ADD_PARTITION('od', 'od3', '3', 'shard3')",
-                    ] {
-                        c.query_drop(s).await.unwrap();
-                    }
-                }
-                let rows: Vec<String> = (1..=32)
-                    .map(|o| format!("({o}, {}, {}, 'n{o}')", o % 5 - 1, o * 7 % 11))
-                    .collect();
-                c.query_drop(format!("INSERT INTO od VALUES {}", rows.join(", ")))
-                    .await
-                    .unwrap();
-            }
+            let rows: Vec<String> = (1..=32)
+                .map(|o| format!("({o}, {}, {}, 'n{o}')", o % 5 - 1, o * 7 % 11))
+                .collect();
+            TWIN.create(&[format!("INSERT INTO od VALUES {}", rows.join(", "))])
+                .await
         })
         .await;
 }
@@ -67,8 +61,7 @@ async fn answer(c: &mut Conn, sql: &str) -> String {
 
 async fn same(sql: &str) -> String {
     set_up().await;
-    let mut p = proxy_conn(Some(DB)).await;
-    let mut r = proxy_conn(Some(REF)).await;
+    let (mut p, mut r) = TWIN.conns().await;
     let want = answer(&mut r, sql).await;
     assert_eq!(answer(&mut p, sql).await, want, "{sql}");
     want

@@ -9,9 +9,10 @@
 
 mod common;
 
+use common::twin::*;
 use common::*;
 use mysql_async::prelude::*;
-use mysql_async::{Conn, Row};
+use mysql_async::Conn;
 
 const DB: &str = "sw_part";
 const REF: &str = "sw_ref";
@@ -51,60 +52,29 @@ const PARTITIONING: &[&str] = &[
     "HSCALE ADD_PARTITION('od', 'od2', '2', 'shard2')",
 ];
 
-type Rows = Vec<Vec<Option<String>>>;
-
-async fn rows(c: &mut Conn, sql: &str) -> Rows {
-    let rows: Vec<Row> = c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    rows.into_iter()
-        .map(|r| {
-            (0..r.len())
-                .map(|i| match r.as_ref(i).unwrap() {
-                    mysql_async::Value::NULL => None,
-                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-                    v => Some(v.as_sql(true)),
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// What a statement answered: an error code, or (affected rows, warnings).
-#[derive(Debug, PartialEq, Eq)]
-enum Answer {
-    Err(u16),
-    Ok(u64, u16),
-}
-
-async fn run(c: &mut Conn, sql: &str) -> Answer {
-    match c.query_drop(sql).await {
-        Ok(()) => Answer::Ok(c.affected_rows(), c.get_warnings()),
-        Err(e) => Answer::Err(code(&e)),
-    }
-}
+const TWIN: Twin = Twin {
+    shards: 3,
+    db: DB,
+    reference: REF,
+    schema: SCHEMA,
+    partitioning: PARTITIONING,
+};
 
 /// The same statements through hscale (partitioned) and on one server
-/// (`REF`): the same answers, and then the same rows of `contents`.
+/// (`REF`), after `session` on each: the same answers, and then the same
+/// rows of `contents`.
 async fn same(session: &[&str], statements: &[&str], contents: &str) {
     let (mut p, mut r) = connections().await;
     for s in session {
         p.query_drop(*s).await.unwrap();
         r.query_drop(*s).await.unwrap();
     }
-    for s in statements {
-        let want = run(&mut r, s).await;
-        let got = run(&mut p, s).await;
-        assert_eq!(got, want, "{s}");
-    }
-    assert_eq!(
-        rows(&mut p, contents).await,
-        rows(&mut r, contents).await,
-        "{contents}"
-    );
+    same_writes(&mut p, &mut r, statements, contents).await;
 }
 
 async fn connections() -> (Conn, Conn) {
     set_up().await;
-    (proxy_conn(Some(DB)).await, proxy_conn(Some(REF)).await)
+    TWIN.conns().await
 }
 
 static SET_UP: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
@@ -112,35 +82,18 @@ static SET_UP: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
 async fn set_up() {
     SET_UP
         .get_or_init(|| async {
-            cluster(3);
-            let mut c = proxy_conn(None).await;
-            for db in [DB, REF] {
-                c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
-                c.query_drop(format!("USE {db}")).await.unwrap();
-                for s in SCHEMA {
-                    c.query_drop(*s).await.unwrap();
-                }
-                if db == DB {
-                    for s in PARTITIONING {
-                        c.query_drop(*s)
-                            .await
-                            .unwrap_or_else(|e| panic!("{s}: {e}"));
-                    }
-                }
-                // 300 orders: ids 1..=300, four customers, two statuses.
-                let values: Vec<String> = (1..=300)
-                    .map(|i| {
-                        let status = if i % 10 < 7 { "paid" } else { "open" };
-                        format!("({i}, {}, {}.{:02}, '{status}')", i % 4, i * 3, i % 100)
-                    })
-                    .collect();
-                c.query_drop(format!(
-                    "INSERT INTO orders (id, customer_id, amount, status) VALUES {}",
-                    values.join(", ")
-                ))
-                .await
-                .unwrap();
-            }
+            // 300 orders: ids 1..=300, four customers, two statuses.
+            let values: Vec<String> = (1..=300)
+                .map(|i| {
+                    let status = if i % 10 < 7 { "paid" } else { "open" };
+                    format!("({i}, {}, {}.{:02}, '{status}')", i % 4, i * 3, i % 100)
+                })
+                .collect();
+            TWIN.create(&[format!(
+                "INSERT INTO orders (id, customer_id, amount, status) VALUES {}",
+                values.join(", ")
+            )])
+            .await
         })
         .await;
 }
@@ -157,7 +110,7 @@ async fn insert_select_stores_every_row_under_sql_select_limit() {
     let sql =
         "INSERT INTO arch SELECT id, customer_id, amount, status FROM orders WHERE status = 'paid'";
     let want = run(&mut r, sql).await;
-    assert_eq!(want, Answer::Ok(210, 0));
+    assert_eq!(want, Done::Ok(210, 0));
     assert_eq!(run(&mut p, sql).await, want);
     // The session's limit still limits what a SELECT sends its client.
     assert_eq!(rows(&mut p, "SELECT id FROM arch").await.len(), 4);
@@ -217,7 +170,7 @@ async fn no_backslash_escapes_key_is_never_misplaced() {
             .unwrap();
     }
     let sql = r"INSERT INTO words (w, freq) VALUES ('back\slash', 1)";
-    assert_eq!(run(&mut r, sql).await, Answer::Ok(1, 0));
+    assert_eq!(run(&mut r, sql).await, Done::Ok(1, 0));
     let got = p.query_drop(sql).await;
     match got {
         Err(e) => {
@@ -237,7 +190,7 @@ async fn no_backslash_escapes_key_is_never_misplaced() {
     // so do statements with backslashes on tables hscale does not manage.
     assert_eq!(
         run(&mut p, "INSERT INTO words (w, freq) VALUES ('pipe', 2)").await,
-        Answer::Ok(1, 0)
+        Done::Ok(1, 0)
     );
     assert_eq!(
         rows(&mut p, "SELECT freq FROM words WHERE w = 'pipe'").await,
@@ -330,7 +283,7 @@ async fn expression_key_keeps_strict_modes_error() {
             .unwrap();
     }
     let sql = "INSERT INTO words (w, freq) VALUES ('pi' || 'pe', 3)";
-    assert_eq!(run(&mut r, sql).await, Answer::Err(1292));
+    assert_eq!(run(&mut r, sql).await, Done::Err(1292));
     let got = p.query_drop(sql).await.unwrap_err();
     assert_eq!(code(&got), 1292, "{got}");
     assert!(
@@ -369,7 +322,7 @@ async fn expression_key_keeps_strict_modes_error() {
         let want = run(&mut r, s).await;
         let got = run(&mut p, s).await;
         match (got, want) {
-            (Answer::Ok(a, _), Answer::Ok(b, _)) => assert_eq!(a, b, "{s}"),
+            (Done::Ok(a, _), Done::Ok(b, _)) => assert_eq!(a, b, "{s}"),
             (got, want) => assert_eq!(got, want, "{s}"),
         }
     }
