@@ -191,3 +191,32 @@ pub async fn answer(c: &mut Conn, sql: &str, params: Option<Vec<Value>>) -> Answ
 fn names(columns: &[mysql_async::Column]) -> Vec<String> {
     columns.iter().map(|c| c.name_str().into_owned()).collect()
 }
+
+/// A column definition as the client receives it: name, type, flags,
+/// decimals, length and character set (what a merged answer must carry
+/// as one server's does, byte for byte).
+pub type ColumnDef = (String, String, u16, u8, u32, u16);
+
+/// The column definitions of `sql`'s result set (an error panics).
+pub async fn column_defs(c: &mut Conn, sql: &str) -> Vec<ColumnDef> {
+    let r = c
+        .query_iter(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let defs = r
+        .columns_ref()
+        .iter()
+        .map(|col| {
+            (
+                col.name_str().into_owned(),
+                format!("{:?}", col.column_type()),
+                col.flags().bits(),
+                col.decimals(),
+                col.column_length(),
+                col.character_set(),
+            )
+        })
+        .collect();
+    r.drop_result().await.unwrap();
+    defs
+}

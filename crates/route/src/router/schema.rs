@@ -4,7 +4,9 @@ use std::collections::HashSet;
 
 use hscale_sql::{Token, TokenKind};
 
-use super::{is_name, is_named, rewrite, unescape, unquote, Plan, StatementKind, TableRef};
+use super::{
+    is_name, is_named, rewrite, unescape, unquote, Maintenance, Plan, StatementKind, TableRef,
+};
 use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 
 /// `SHOW [FULL] TABLES [FROM | IN db] [LIKE 'pattern']` where `db` has
@@ -371,6 +373,18 @@ pub(super) fn plan_schema(
             on(vec![target], StatementKind::Schema)
         }
         "CREATE" if word("SELECT") => refuse("CREATE TABLE ... SELECT"),
+        // Table maintenance: run on every partition, answered with one
+        // row set named like the client's table (`Maintenance`).
+        "CHECKSUM" | "ANALYZE" | "CHECK" | "OPTIMIZE" | "REPAIR"
+            if before.as_deref() == Some("TABLE") =>
+        {
+            // (A list of several tables is refused in `plan_statement`.)
+            Some(Plan::Maintenance(Maintenance {
+                table: r.name.clone(),
+                is_checksum: first == "CHECKSUM",
+                parts: parts(table.all_targets()),
+            }))
+        }
         _ => refuse(&format!("{first} statements")),
     }
 }
