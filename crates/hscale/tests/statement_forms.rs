@@ -23,12 +23,23 @@ const TWIN: Twin = Twin {
     shards: 4,
     db: DB,
     reference: REF,
-    schema: &["CREATE TABLE od (oid INT NOT NULL, k INT NOT NULL, qty INT NOT NULL, note VARCHAR(20), PRIMARY KEY (oid, k))"],
+    schema: &[
+        "CREATE TABLE od (oid INT NOT NULL, k INT NOT NULL, qty INT NOT NULL, note VARCHAR(20), PRIMARY KEY (oid, k))",
+        "CREATE TABLE lk (id BIGINT NOT NULL, k INT NOT NULL, s VARCHAR(30) DEFAULT 'x' COMMENT 'a column', d DECIMAL(9,3), PRIMARY KEY (id, k), KEY ks (s)) COMMENT 'like me'",
+        "CREATE TABLE lx (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))",
+    ],
     partitioning: &[
         "HSCALE SETUP_TABLE('od', 'k', 'od_default', 'shard0', 'MOD(4)')",
         "HSCALE ADD_PARTITION('od', 'od1', '1', 'shard1')",
         "HSCALE ADD_PARTITION('od', 'od2', '2', 'shard2')",
         "HSCALE ADD_PARTITION('od', 'od3', '3', 'shard3')",
+        // Default partitions away from the main backend (shard0): `lk`
+        // has a partition there, `lx` none.
+        "HSCALE SETUP_TABLE('lk', 'k', 'lk_default', 'shard1', 'MOD(3)')",
+        "HSCALE ADD_PARTITION('lk', 'lk0', '0', 'shard0')",
+        "HSCALE ADD_PARTITION('lk', 'lk2', '2', 'shard2')",
+        "HSCALE SETUP_TABLE('lx', 'k', 'lx_default', 'shard2', 'MOD(2)')",
+        "HSCALE ADD_PARTITION('lx', 'lx1', '1', 'shard3')",
     ],
 };
 
@@ -138,4 +149,56 @@ async fn partition_clauses_answer_as_one_server() {
     assert_eq!(code(&e), 1747, "{e}");
     let n: Option<u64> = p.query_first("SELECT COUNT(*) FROM od").await.unwrap();
     assert_eq!(n, Some(32));
+}
+
+/// CREATE TABLE ... LIKE a partitioned table whose default partition is
+/// not on the main backend (refused before): a plain table with its
+/// definition, from its partition on the main backend, as one server
+/// makes it: the same SHOW CREATE TABLE, the same answers after.
+#[tokio::test]
+async fn create_table_like_a_table_whose_default_is_elsewhere() {
+    set_up().await;
+    let (mut p, mut r) = TWIN.conns().await;
+    for c in [&mut p, &mut r] {
+        c.query_drop("DROP TABLE IF EXISTS lk_copy, lk_copy2, lk_tmp")
+            .await
+            .unwrap();
+    }
+    for sql in [
+        "CREATE TABLE lk_copy LIKE lk",
+        "CREATE TABLE lk_copy LIKE lk",
+        "CREATE TABLE IF NOT EXISTS lk_copy LIKE lk",
+        "CREATE TABLE lk_copy2 (LIKE lk)",
+        "CREATE TEMPORARY TABLE lk_tmp LIKE lk",
+        "INSERT INTO lk_copy (id, k) VALUES (1, 1), (2, 2)",
+        "INSERT INTO lk_tmp (id, k, d) VALUES (3, 0, 1.5)",
+        "INSERT INTO lk_copy (id, k, s) VALUES (1, 1, 'dup')",
+    ] {
+        let want = answer(&mut r, sql).await;
+        assert_eq!(answer(&mut p, sql).await, want, "{sql}");
+    }
+    for sql in [
+        "SHOW CREATE TABLE lk_copy",
+        "SHOW CREATE TABLE lk_copy2",
+        "SHOW CREATE TABLE lk_tmp",
+    ] {
+        let want: Vec<(String, String)> = r.query(sql).await.unwrap();
+        let got: Vec<(String, String)> = p.query(sql).await.unwrap();
+        assert_eq!(got, want, "{sql}");
+    }
+    for sql in [
+        "SELECT id, k, s, d FROM lk_copy ORDER BY id",
+        "SELECT id, k, s, d FROM lk_tmp",
+    ] {
+        let want: Vec<(i64, i32, Option<String>, Option<String>)> = r.query(sql).await.unwrap();
+        let got: Vec<(i64, i32, Option<String>, Option<String>)> = p.query(sql).await.unwrap();
+        assert_eq!(got, want, "{sql}");
+    }
+    // No partition on the main backend: still refused, naming why.
+    let e = p
+        .query_drop("CREATE TABLE lx_copy LIKE lx")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1235, "{e}");
+    assert!(e.to_string().contains("main backend"), "{e}");
 }

@@ -364,12 +364,16 @@ pub(super) fn plan_schema(
                     .get(r.end)
                     .is_none_or(|t| t.is_punct(sql, ")") && r.end + 1 == tokens.len()) =>
         {
-            let target = table.default_target();
-            if target.backend != crate::BackendId::MAIN {
+            // Every partition has the table's definition: the default
+            // partition, else any partition on the main backend.
+            let on_main = std::iter::once(table.default_target())
+                .chain(table.all_targets())
+                .find(|t| t.backend == crate::BackendId::MAIN);
+            let Some(target) = on_main else {
                 return refuse(
-                    "CREATE TABLE ... LIKE (its default partition is not on the main backend, where the new table goes)",
+                    "CREATE TABLE ... LIKE (no partition of it is on the main backend, where the new table goes)",
                 );
-            }
+            };
             on(vec![target], StatementKind::Schema)
         }
         "CREATE" if word("SELECT") => refuse("CREATE TABLE ... SELECT"),
