@@ -268,3 +268,18 @@ async fn maintenance_inside_a_transaction() {
             .unwrap();
     }
 }
+
+/// Prepared, they are refused (1235, naming why) where one server answers
+/// them: sent as a query they run.
+#[tokio::test]
+async fn prepared_maintenance_is_refused() {
+    set_up().await;
+    let (mut p, mut r) = TWIN.conns().await;
+    for sql in ["CHECKSUM TABLE od", "ANALYZE TABLE od", "CHECK TABLE sk"] {
+        let want: Vec<mysql_async::Row> = r.exec(sql, ()).await.unwrap();
+        assert_eq!(want.len(), 1, "{sql}");
+        let e = p.exec_drop(sql, ()).await.unwrap_err();
+        assert_eq!(code(&e), 1235, "{sql}: {e}");
+        assert!(e.to_string().contains("cannot be prepared"), "{e}");
+    }
+}
