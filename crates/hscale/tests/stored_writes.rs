@@ -491,36 +491,107 @@ async fn od_rows(c: &mut Conn) -> Rows {
     rows(c, "SELECT oid, k, qty, note FROM od ORDER BY oid").await
 }
 
+/// `sql` through hscale and on one server: the same columns, rows (as a
+/// multiset: one server returns them in its scan order, hscale partition
+/// after partition, as a scatter SELECT; neither is an ORDER BY),
+/// warnings or error code; then the same rows of `od`.
+async fn same_returned(p: &mut Conn, r: &mut Conn, sql: &str) -> Answer {
+    let mut want = answer(r, sql, None).await;
+    let mut got = answer(p, sql, None).await;
+    for a in [&mut want, &mut got] {
+        if let Answer::Rows { rows, warnings, .. } = a {
+            rows.sort();
+            warnings.sort();
+        }
+    }
+    assert_eq!(got, want, "{sql}");
+    assert_eq!(od_rows(p).await, od_rows(r).await, "after {sql}");
+    want
+}
+
+/// The DELETE ... RETURNING tests empty and fill `od`: one at a time.
+static OD: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const OD_FIVE: &str = "INSERT INTO od (oid, k, qty, note) VALUES (1, 0, 7, 'n1'), (2, 1, 3, 'n2'), (3, 2, 10, 'n3'), (4, 3, 6, 'n4'), (5, 4, 2, NULL)";
+
 /// The adversarial run's first finding: `DELETE ... RETURNING` over
-/// several partitions deleted the rows and answered an OK without them
-/// (a client told nothing was deleted while rows were gone). It is now
-/// refused with 1235 before any part runs: nothing is deleted.
+/// several partitions deleted the rows and answered an OK without them;
+/// refused since, it now answers as one server: the deleted rows, read in
+/// the statement's own transaction and sent once it committed.
 #[tokio::test]
-async fn delete_returning_over_several_partitions_deletes_nothing_unseen() {
-    set_up().await;
-    let mut p = proxy_conn(Some(DB)).await;
-    p.query_drop("INSERT INTO od (oid, k, qty, note) VALUES (1, 0, 7, 'n1'), (2, 1, 3, 'n2'), (3, 2, 10, 'n3'), (4, 3, 6, 'n4'), (5, 4, 2, NULL)")
-        .await
-        .unwrap();
-    let before = od_rows(&mut p).await;
-    for sql in [
+async fn delete_returning_over_several_partitions() {
+    let _od = OD.lock().await;
+    let (mut p, mut r) = connections().await;
+    for c in [&mut p, &mut r] {
+        c.query_drop("DELETE FROM od").await.unwrap();
+        c.query_drop(OD_FIVE).await.unwrap();
+    }
+    let a = same_returned(
+        &mut p,
+        &mut r,
         "DELETE FROM od WHERE oid IN (1, 2, 3, 4) RETURNING oid, k",
+    )
+    .await;
+    assert_eq!(a.row_count(), 4);
+}
+
+/// The class: `*`, expressions and aliases, no row matched, a key list,
+/// lower case and comments, warnings from the returned expressions, an
+/// error on one partition (nothing deleted anywhere, as one server's
+/// statement rollback), inside a transaction (rolled back, committed),
+/// every row; INSERT / REPLACE ... RETURNING over several partitions and
+/// a prepared DELETE ... RETURNING stay refused, deleting nothing.
+#[tokio::test]
+async fn delete_returning_class() {
+    let _od = OD.lock().await;
+    let (mut p, mut r) = connections().await;
+    for c in [&mut p, &mut r] {
+        c.query_drop("DELETE FROM od").await.unwrap();
+        c.query_drop(OD_FIVE).await.unwrap();
+        c.query_drop("INSERT INTO od (oid, k, qty, note) SELECT id + 100, id % 7, id % 13, CONCAT('m', id) FROM orders WHERE id <= 60").await.unwrap();
+    }
+    for sql in [
         "DELETE FROM od WHERE oid = 5 OR note = 'n2' RETURNING *",
         "DELETE FROM od WHERE oid IN (950, 951, 952) RETURNING oid, note",
-        "DELETE FROM od WHERE k IN (1, 2) AND qty > 2 RETURNING oid, k, qty",
-        "DELETE FROM od WHERE oid = 3 RETURNING oid * 2 AS twice, UPPER(note)",
-        "delete from od where qty > 0 returning oid",
-        "DELETE FROM od WHERE qty > 0 /* c */ RETURNING/**/oid",
+        "DELETE FROM od WHERE k IN (1, 2) AND qty > 8 RETURNING oid, k, qty",
+        "DELETE FROM od WHERE oid BETWEEN 101 AND 110 RETURNING oid * 2 AS twice, UPPER(note), k",
+        "delete from od where qty = 0 returning oid",
+        "DELETE FROM od WHERE qty = 1 /* c */ RETURNING/**/oid, note",
+        "DELETE FROM od WHERE qty = 2 RETURNING oid, qty / 0 AS nothing",
+        "DELETE FROM od WHERE qty >= 3 RETURNING oid, EXP(qty * 100)",
+    ] {
+        same_returned(&mut p, &mut r, sql).await;
+    }
+    for (session, sql, end) in [
+        (
+            "BEGIN",
+            "DELETE FROM od WHERE qty = 3 RETURNING oid, k",
+            "ROLLBACK",
+        ),
+        (
+            "BEGIN",
+            "DELETE FROM od WHERE qty = 4 RETURNING oid, k",
+            "COMMIT",
+        ),
+    ] {
+        for c in [&mut p, &mut r] {
+            c.query_drop(session).await.unwrap();
+        }
+        same_returned(&mut p, &mut r, sql).await;
+        for c in [&mut p, &mut r] {
+            c.query_drop(end).await.unwrap();
+        }
+        assert_eq!(od_rows(&mut p).await, od_rows(&mut r).await, "after {end}");
+    }
+    let before = od_rows(&mut p).await;
+    for sql in [
         "INSERT INTO od (oid, k, qty) VALUES (10, 1, 1), (11, 2, 1) RETURNING oid",
         "REPLACE INTO od (oid, k, qty) VALUES (12, 1, 1), (13, 2, 1) RETURNING oid, k",
     ] {
-        match p.query_drop(sql).await {
-            Err(e) => assert_eq!(code(&e), 1235, "{sql}: {e}"),
-            Ok(()) => panic!("{sql}: answered (affected {})", p.affected_rows()),
-        }
+        let e = p.query_drop(sql).await.unwrap_err();
+        assert_eq!(code(&e), 1235, "{sql}: {e}");
         assert_eq!(od_rows(&mut p).await, before, "{sql} changed rows");
     }
-    // Prepared, over several partitions: refused the same way.
     let err = p
         .exec_drop("DELETE FROM od WHERE qty > ? RETURNING oid", (0,))
         .await
@@ -532,14 +603,7 @@ async fn delete_returning_over_several_partitions_deletes_nothing_unseen() {
         .await
         .unwrap();
     assert_eq!(p.affected_rows(), 0);
-    // On one partition the server's own answer comes back, rows and all.
-    let gone = rows(
-        &mut p,
-        "DELETE FROM od WHERE k = 4 AND oid = 5 RETURNING oid, qty",
-    )
-    .await;
-    assert_eq!(gone, vec![vec![Some("5".into()), Some("2".into())]]);
-    p.query_drop("DELETE FROM od").await.unwrap();
+    same_returned(&mut p, &mut r, "DELETE FROM od RETURNING oid, k, qty, note").await;
 }
 
 /// The adversarial run's F6b: an integer literal among the items of a
