@@ -27,6 +27,8 @@ const TWIN: Twin = Twin {
         "CREATE TABLE od (oid INT NOT NULL, k INT NOT NULL, qty INT NOT NULL, note VARCHAR(20), PRIMARY KEY (oid, k))",
         "CREATE TABLE lk (id BIGINT NOT NULL, k INT NOT NULL, s VARCHAR(30) DEFAULT 'x' COMMENT 'a column', d DECIMAL(9,3), PRIMARY KEY (id, k), KEY ks (s)) COMMENT 'like me'",
         "CREATE TABLE lx (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))",
+        "CREATE TABLE acct (uid INT NOT NULL PRIMARY KEY, handle VARCHAR(20), flags INT NOT NULL)",
+        "CREATE TABLE plain (uid INT NOT NULL PRIMARY KEY, flags INT NOT NULL)",
     ],
     partitioning: &[
         "HSCALE SETUP_TABLE('od', 'k', 'od_default', 'shard0', 'MOD(4)')",
@@ -40,6 +42,10 @@ const TWIN: Twin = Twin {
         "HSCALE ADD_PARTITION('lk', 'lk2', '2', 'shard2')",
         "HSCALE SETUP_TABLE('lx', 'k', 'lx_default', 'shard2', 'MOD(2)')",
         "HSCALE ADD_PARTITION('lx', 'lx1', '1', 'shard3')",
+        "HSCALE SETUP_TABLE('acct', 'uid', 'acct_default', 'shard0', 'MOD(4)')",
+        "HSCALE ADD_PARTITION('acct', 'acct1', '1', 'shard1')",
+        "HSCALE ADD_PARTITION('acct', 'acct2', '2', 'shard2')",
+        "HSCALE ADD_PARTITION('acct', 'acct3', '3', 'shard3')",
     ],
 };
 
@@ -51,8 +57,15 @@ async fn set_up() {
             let rows: Vec<String> = (1..=32)
                 .map(|o| format!("({o}, {}, {}, 'n{o}')", o % 5 - 1, o * 7 % 11))
                 .collect();
-            TWIN.create(&[format!("INSERT INTO od VALUES {}", rows.join(", "))])
-                .await
+            let accounts: Vec<String> = (1..=16)
+                .map(|u| format!("({u}, 'h{u}', {})", u * 3 % 7))
+                .collect();
+            TWIN.create(&[
+                format!("INSERT INTO od VALUES {}", rows.join(", ")),
+                format!("INSERT INTO acct VALUES {}", accounts.join(", ")),
+                "INSERT INTO plain VALUES (1, 10), (5, 50), (6, 60)".to_string(),
+            ])
+            .await
         })
         .await;
 }
@@ -201,4 +214,41 @@ async fn create_table_like_a_table_whose_default_is_elsewhere() {
         .unwrap_err();
     assert_eq!(code(&e), 1235, "{e}");
     assert!(e.to_string().contains("main backend"), "{e}");
+}
+
+/// Multi-table UPDATE and DELETE naming a partitioned table (twice, the
+/// issue's self-joins, or beside another table) are refused with 1235
+/// naming the form, before anything is written (one server runs them; the
+/// rows stay as they were).
+#[tokio::test]
+async fn multi_table_writes_are_refused_naming_the_form() {
+    set_up().await;
+    let (mut p, _) = TWIN.conns().await;
+    let contents = "SELECT uid, handle, flags FROM acct ORDER BY uid";
+    let before: Vec<(i32, String, i32)> = p.query(contents).await.unwrap();
+    for sql in [
+        "UPDATE acct a JOIN acct b ON a.uid = b.uid + 4 SET a.flags = b.flags",
+        "DELETE a FROM acct a JOIN acct b ON a.uid = b.uid + 4 WHERE b.flags > 3",
+        "update acct a, acct b set a.flags = b.flags where a.uid = b.uid + 8",
+        "DELETE FROM a USING acct a JOIN acct b ON a.uid = b.uid WHERE a.flags = 0",
+        "UPDATE acct a STRAIGHT_JOIN acct b ON a.uid = b.uid SET a.flags = 1, b.flags = 2",
+        "UPDATE acct JOIN plain ON plain.uid = acct.uid SET acct.flags = plain.flags",
+        "UPDATE acct a LEFT JOIN plain p ON p.uid = a.uid SET a.flags = 0 WHERE p.uid IS NULL",
+        "DELETE acct FROM acct JOIN plain ON plain.uid = acct.uid",
+        "DELETE acct, plain FROM acct JOIN plain ON plain.uid = acct.uid WHERE acct.uid = 5",
+        "UPDATE acct, plain SET acct.flags = plain.flags WHERE acct.uid = plain.uid AND acct.uid = 6",
+        "UPDATE plain JOIN acct ON plain.uid = acct.uid SET plain.flags = acct.flags",
+    ] {
+        let e = p.query_drop(sql).await.unwrap_err();
+        assert_eq!(code(&e), 1235, "{sql}: {e}");
+        let message = e.to_string();
+        assert!(message.contains("multi-table"), "{sql}: {message}");
+        let now: Vec<(i32, String, i32)> = p.query(contents).await.unwrap();
+        assert_eq!(now, before, "{sql} wrote");
+    }
+    let plain: Vec<(i32, i32)> = p
+        .query("SELECT uid, flags FROM plain ORDER BY uid")
+        .await
+        .unwrap();
+    assert_eq!(plain, [(1, 10), (5, 50), (6, 60)]);
 }

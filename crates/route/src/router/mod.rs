@@ -605,10 +605,23 @@ fn plan_statement(
     if starts_select && has_union && !has_semicolon {
         return plan_union(sql, tokens, session_db, dict, prepared, depth, known);
     }
+    let first_word = tokens.first().map(|t| t.text(sql).to_ascii_uppercase());
+    // UPDATE t1 JOIN t2 ... SET / DELETE t1 FROM t1 JOIN t2 (t2 may be t1
+    // again), without subqueries (refused as such below): named as such.
+    let is_write = matches!(first_word.as_deref(), Some("UPDATE" | "DELETE"));
+    if is_write && joins_tables && selects == 0 && !has_semicolon {
+        let named = refs
+            .iter()
+            .find(|r| dict.table(&r.name).is_some())
+            .map_or_else(String::new, |r| format!(" {}", r.name));
+        return Plan::Refuse(format!(
+            "multi-table {} naming partitioned table{named} (joined with itself or with another table) is not supported yet (read the rows the join selects, then write them by key)",
+            first_word.unwrap_or_default(),
+        ));
+    }
     if is_select && selects == 1 && joins_tables && !has_union && !has_semicolon {
         return join::plan_join(sql, tokens, &refs, session_db, dict, known);
     }
-    let first_word = tokens.first().map(|t| t.text(sql).to_ascii_uppercase());
     let is_maintenance = matches!(
         first_word.as_deref(),
         Some("CHECKSUM" | "ANALYZE" | "CHECK" | "OPTIMIZE" | "REPAIR")
