@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::twin::Twin;
 use common::*;
 use mysql_async::prelude::*;
 use mysql_async::Conn;
@@ -56,30 +57,21 @@ fn ev_rows() -> String {
 /// A fresh `ev` in both databases (each test its own suffix, so tests
 /// running at once do not share a sequence).
 async fn fresh(name: &str) -> (Conn, Conn) {
-    cluster(4);
-    let mut c = proxy_conn(None).await;
-    for db in [DB, REF] {
-        let db = format!("{db}_{name}");
-        c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
-            .await
-            .unwrap();
-        c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
-        c.query_drop(format!("USE {db}")).await.unwrap();
-        c.query_drop(EV).await.unwrap();
-        c.query_drop(ev_rows()).await.unwrap();
-        if db.starts_with(DB) {
-            for s in PARTITIONING {
-                c.query_drop(*s)
-                    .await
-                    .unwrap_or_else(|e| panic!("{s}: {e}"));
-            }
-        }
+    let (db, reference) = (format!("{DB}_{name}"), format!("{REF}_{name}"));
+    Twin {
+        shards: 4,
+        db: &db,
+        reference: &reference,
+        schema: &[EV],
+        partitioning: PARTITIONING,
     }
+    .create_rows_first(&[ev_rows()])
+    .await;
     // The reference directly on the main backend, where hscale created
     // it: one server's session (its LAST_INSERT_ID()) as well.
     (
-        proxy_conn(Some(&format!("{DB}_{name}"))).await,
-        backend_conn(0, Some(&format!("{REF}_{name}"))).await,
+        proxy_conn(Some(&db)).await,
+        backend_conn(0, Some(&reference)).await,
     )
 }
 

@@ -12,9 +12,9 @@
 
 mod common;
 
-use common::*;
+use common::twin::*;
 use mysql_async::prelude::*;
-use mysql_async::{Conn, Params, Row, Value};
+use mysql_async::Value;
 
 const DB: &str = "sn_part";
 const REF: &str = "sn_ref";
@@ -56,106 +56,26 @@ fn od_rows() -> String {
     format!("INSERT INTO od VALUES {}", rows.join(", "))
 }
 
+const TWIN: Twin = Twin {
+    shards: 4,
+    db: DB,
+    reference: REF,
+    schema: SCHEMA,
+    partitioning: PARTITIONING,
+};
+
 static SET_UP: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
 
 async fn set_up() {
     SET_UP
         .get_or_init(|| async {
-            cluster(4);
-            let mut c = proxy_conn(None).await;
-            for db in [DB, REF] {
-                c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
-                c.query_drop(format!("USE {db}")).await.unwrap();
-                for s in SCHEMA {
-                    c.query_drop(*s).await.unwrap();
-                }
-                if db == DB {
-                    for s in PARTITIONING {
-                        c.query_drop(*s)
-                            .await
-                            .unwrap_or_else(|e| panic!("{s}: {e}"));
-                    }
-                }
-                c.query_drop(od_rows()).await.unwrap();
-                c.query_drop("INSERT INTO gl VALUES (0, 'n1'), (1, 'n2'), (2, 'zero'), (3, 'n12'), (4, 'three'), (5, 'n30')")
-                    .await
-                    .unwrap();
-            }
+            TWIN.create(&[
+                od_rows(),
+                "INSERT INTO gl VALUES (0, 'n1'), (1, 'n2'), (2, 'zero'), (3, 'n12'), (4, 'three'), (5, 'n30')".into(),
+            ])
+            .await
         })
         .await;
-}
-
-/// A statement's answer: column names, rows and the warnings after it, or
-/// an error code.
-#[derive(Debug, PartialEq, Eq)]
-enum Answer {
-    Rows {
-        columns: Vec<String>,
-        rows: Vec<Vec<Option<String>>>,
-        warnings: Vec<(String, String)>,
-    },
-    Err(u16),
-}
-
-fn cells(r: Row) -> Vec<Option<String>> {
-    (0..r.len())
-        .map(|i| match r.as_ref(i).unwrap() {
-            Value::NULL => None,
-            Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-            v => Some(v.as_sql(true)),
-        })
-        .collect()
-}
-
-async fn answer(c: &mut Conn, sql: &str, params: Option<Vec<Value>>) -> Answer {
-    let got = match params {
-        None => {
-            let mut r = match c.query_iter(sql).await {
-                Ok(r) => r,
-                Err(e) => return Answer::Err(code(&e)),
-            };
-            let columns: Vec<String> = r
-                .columns_ref()
-                .iter()
-                .map(|c| c.name_str().into_owned())
-                .collect();
-            match r.collect::<Row>().await {
-                Ok(rows) => Ok((columns, rows)),
-                Err(e) => Err(e),
-            }
-        }
-        Some(p) => {
-            let mut r = match c.exec_iter(sql, Params::Positional(p)).await {
-                Ok(r) => r,
-                Err(e) => return Answer::Err(code(&e)),
-            };
-            let columns: Vec<String> = r
-                .columns_ref()
-                .iter()
-                .map(|c| c.name_str().into_owned())
-                .collect();
-            match r.collect::<Row>().await {
-                Ok(rows) => Ok((columns, rows)),
-                Err(e) => Err(e),
-            }
-        }
-    };
-    let (columns, rows) = match got {
-        Ok(x) => x,
-        Err(e) => return Answer::Err(code(&e)),
-    };
-    let warnings: Vec<(String, String)> = c
-        .query::<(String, String, String), _>("SHOW WARNINGS")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(_, code, message)| (code, message))
-        .collect();
-    Answer::Rows {
-        columns,
-        rows: rows.into_iter().map(cells).collect(),
-        warnings,
-    }
 }
 
 /// `sql` through hscale and on one server: the same answer, which is
@@ -166,8 +86,7 @@ async fn same(sql: &str) -> Answer {
 
 async fn same_with(sql: &str, params: Option<Vec<Value>>) -> Answer {
     set_up().await;
-    let mut p = proxy_conn(Some(DB)).await;
-    let mut r = proxy_conn(Some(REF)).await;
+    let (mut p, mut r) = TWIN.conns().await;
     let want = answer(&mut r, sql, params.clone()).await;
     let got = answer(&mut p, sql, params).await;
     assert_eq!(got, want, "{sql}");
@@ -183,8 +102,7 @@ async fn same_unordered(sql: &str) -> Answer {
 
 async fn same_unordered_with(sql: &str, params: Option<Vec<Value>>) -> Answer {
     set_up().await;
-    let mut p = proxy_conn(Some(DB)).await;
-    let mut r = proxy_conn(Some(REF)).await;
+    let (mut p, mut r) = TWIN.conns().await;
     let mut want = answer(&mut r, sql, params.clone()).await;
     let mut got = answer(&mut p, sql, params).await;
     if let Answer::Rows { rows, .. } = &got {
@@ -203,20 +121,6 @@ async fn same_unordered_with(sql: &str, params: Option<Vec<Value>>) -> Answer {
     want
 }
 
-fn row_count(a: &Answer) -> usize {
-    match a {
-        Answer::Rows { rows, .. } => rows.len(),
-        Answer::Err(code) => panic!("error {code}"),
-    }
-}
-
-fn warning_codes(a: &Answer) -> Vec<&str> {
-    match a {
-        Answer::Rows { warnings, .. } => warnings.iter().map(|w| w.0.as_str()).collect(),
-        Answer::Err(code) => panic!("error {code}"),
-    }
-}
-
 // F2: GROUP BY a name that is both a select alias and a column.
 
 /// The findings' first example: one server groups by the column qty
@@ -225,20 +129,20 @@ fn warning_codes(a: &Answer) -> Vec<&str> {
 #[tokio::test]
 async fn group_by_alias_shadowing_a_column_groups_by_the_column() {
     let a = same_unordered("SELECT k AS qty, SUM(qty) FROM od GROUP BY qty ORDER BY qty").await;
-    assert_eq!(row_count(&a), 11);
-    assert_eq!(warning_codes(&a), ["1052"]);
+    assert_eq!(a.row_count(), 11);
+    assert_eq!(a.warning_codes(), ["1052"]);
 }
 
 #[tokio::test]
 async fn group_by_alias_shadowing_a_varchar_column() {
     let a = same("SELECT k AS note, COUNT(*) FROM od GROUP BY note ORDER BY 1, 2").await;
-    assert_eq!(row_count(&a), 28);
+    assert_eq!(a.row_count(), 28);
 }
 
 #[tokio::test]
 async fn group_by_a_constant_aliased_like_the_partition_key() {
     let a = same("SELECT 'x' AS k, COUNT(*) FROM od GROUP BY k ORDER BY k").await;
-    assert_eq!(row_count(&a), 5);
+    assert_eq!(a.row_count(), 5);
 }
 
 #[tokio::test]
@@ -261,7 +165,7 @@ async fn group_by_shadowing_alias_that_groups_alike_warns_once() {
         "SELECT qty AS k, COUNT(*) FROM od GROUP BY k ORDER BY k",
     ] {
         let a = same(sql).await;
-        assert_eq!(warning_codes(&a), ["1052"], "{sql}");
+        assert_eq!(a.warning_codes(), ["1052"], "{sql}");
     }
 }
 
@@ -270,7 +174,7 @@ async fn group_by_shadowing_alias_that_groups_alike_warns_once() {
 async fn prepared_group_by_shadowing_alias_groups_by_the_column() {
     let sql = "SELECT k AS qty, SUM(qty) FROM od WHERE oid > ? GROUP BY qty ORDER BY qty";
     let a = same_unordered_with(sql, Some(vec![Value::Int(0)])).await;
-    assert_eq!(row_count(&a), 11);
+    assert_eq!(a.row_count(), 11);
 }
 
 /// The class: other aggregates, HAVING naming the alias, ORDER BY the
@@ -313,19 +217,19 @@ async fn group_by_names_resolve_as_one_server_class() {
 #[tokio::test]
 async fn order_by_aliases_swapping_two_columns() {
     let a = same("SELECT oid AS k, k AS oid FROM od ORDER BY k, oid LIMIT 5").await;
-    assert_eq!(row_count(&a), 5);
+    assert_eq!(a.row_count(), 5);
 }
 
 #[tokio::test]
 async fn order_by_alias_of_the_key_desc_beside_another_alias() {
     let a = same("SELECT k AS oid, oid AS x FROM od ORDER BY oid DESC, x LIMIT 4").await;
-    assert_eq!(row_count(&a), 4);
+    assert_eq!(a.row_count(), 4);
 }
 
 #[tokio::test]
 async fn order_by_alias_shadowing_the_primary_key() {
     let a = same("SELECT qty AS oid, oid AS id2 FROM od ORDER BY oid, id2 LIMIT 4").await;
-    assert_eq!(row_count(&a), 4);
+    assert_eq!(a.row_count(), 4);
 }
 
 /// The class: one or more ORDER BY items, aliases over expressions,
@@ -363,8 +267,7 @@ async fn order_by_shadowing_aliases_class() {
 async fn group_by_shadowing_alias_under_a_small_max_error_count() {
     set_up().await;
     let sql = "SELECT k AS qty, SUM(qty) FROM od GROUP BY qty ORDER BY 1, 2";
-    let mut p = proxy_conn(Some(DB)).await;
-    let mut r = proxy_conn(Some(REF)).await;
+    let (mut p, mut r) = TWIN.conns().await;
     for c in [&mut p, &mut r] {
         c.query_drop("SET SESSION max_error_count = 0")
             .await

@@ -9,9 +9,10 @@
 
 mod common;
 
+use common::twin::*;
 use common::*;
 use mysql_async::prelude::*;
-use mysql_async::{Conn, Row};
+use mysql_async::Conn;
 
 const DB: &str = "sw_part";
 const REF: &str = "sw_ref";
@@ -51,60 +52,29 @@ const PARTITIONING: &[&str] = &[
     "HSCALE ADD_PARTITION('od', 'od2', '2', 'shard2')",
 ];
 
-type Rows = Vec<Vec<Option<String>>>;
-
-async fn rows(c: &mut Conn, sql: &str) -> Rows {
-    let rows: Vec<Row> = c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    rows.into_iter()
-        .map(|r| {
-            (0..r.len())
-                .map(|i| match r.as_ref(i).unwrap() {
-                    mysql_async::Value::NULL => None,
-                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-                    v => Some(v.as_sql(true)),
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// What a statement answered: an error code, or (affected rows, warnings).
-#[derive(Debug, PartialEq, Eq)]
-enum Answer {
-    Err(u16),
-    Ok(u64, u16),
-}
-
-async fn run(c: &mut Conn, sql: &str) -> Answer {
-    match c.query_drop(sql).await {
-        Ok(()) => Answer::Ok(c.affected_rows(), c.get_warnings()),
-        Err(e) => Answer::Err(code(&e)),
-    }
-}
+const TWIN: Twin = Twin {
+    shards: 3,
+    db: DB,
+    reference: REF,
+    schema: SCHEMA,
+    partitioning: PARTITIONING,
+};
 
 /// The same statements through hscale (partitioned) and on one server
-/// (`REF`): the same answers, and then the same rows of `contents`.
+/// (`REF`), after `session` on each: the same answers, and then the same
+/// rows of `contents`.
 async fn same(session: &[&str], statements: &[&str], contents: &str) {
     let (mut p, mut r) = connections().await;
     for s in session {
         p.query_drop(*s).await.unwrap();
         r.query_drop(*s).await.unwrap();
     }
-    for s in statements {
-        let want = run(&mut r, s).await;
-        let got = run(&mut p, s).await;
-        assert_eq!(got, want, "{s}");
-    }
-    assert_eq!(
-        rows(&mut p, contents).await,
-        rows(&mut r, contents).await,
-        "{contents}"
-    );
+    same_writes(&mut p, &mut r, statements, contents).await;
 }
 
 async fn connections() -> (Conn, Conn) {
     set_up().await;
-    (proxy_conn(Some(DB)).await, proxy_conn(Some(REF)).await)
+    TWIN.conns().await
 }
 
 static SET_UP: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
@@ -112,35 +82,18 @@ static SET_UP: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
 async fn set_up() {
     SET_UP
         .get_or_init(|| async {
-            cluster(3);
-            let mut c = proxy_conn(None).await;
-            for db in [DB, REF] {
-                c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
-                c.query_drop(format!("USE {db}")).await.unwrap();
-                for s in SCHEMA {
-                    c.query_drop(*s).await.unwrap();
-                }
-                if db == DB {
-                    for s in PARTITIONING {
-                        c.query_drop(*s)
-                            .await
-                            .unwrap_or_else(|e| panic!("{s}: {e}"));
-                    }
-                }
-                // 300 orders: ids 1..=300, four customers, two statuses.
-                let values: Vec<String> = (1..=300)
-                    .map(|i| {
-                        let status = if i % 10 < 7 { "paid" } else { "open" };
-                        format!("({i}, {}, {}.{:02}, '{status}')", i % 4, i * 3, i % 100)
-                    })
-                    .collect();
-                c.query_drop(format!(
-                    "INSERT INTO orders (id, customer_id, amount, status) VALUES {}",
-                    values.join(", ")
-                ))
-                .await
-                .unwrap();
-            }
+            // 300 orders: ids 1..=300, four customers, two statuses.
+            let values: Vec<String> = (1..=300)
+                .map(|i| {
+                    let status = if i % 10 < 7 { "paid" } else { "open" };
+                    format!("({i}, {}, {}.{:02}, '{status}')", i % 4, i * 3, i % 100)
+                })
+                .collect();
+            TWIN.create(&[format!(
+                "INSERT INTO orders (id, customer_id, amount, status) VALUES {}",
+                values.join(", ")
+            )])
+            .await
         })
         .await;
 }
@@ -157,7 +110,7 @@ async fn insert_select_stores_every_row_under_sql_select_limit() {
     let sql =
         "INSERT INTO arch SELECT id, customer_id, amount, status FROM orders WHERE status = 'paid'";
     let want = run(&mut r, sql).await;
-    assert_eq!(want, Answer::Ok(210, 0));
+    assert_eq!(want, Done::Ok(210, 0));
     assert_eq!(run(&mut p, sql).await, want);
     // The session's limit still limits what a SELECT sends its client.
     assert_eq!(rows(&mut p, "SELECT id FROM arch").await.len(), 4);
@@ -217,7 +170,7 @@ async fn no_backslash_escapes_key_is_never_misplaced() {
             .unwrap();
     }
     let sql = r"INSERT INTO words (w, freq) VALUES ('back\slash', 1)";
-    assert_eq!(run(&mut r, sql).await, Answer::Ok(1, 0));
+    assert_eq!(run(&mut r, sql).await, Done::Ok(1, 0));
     let got = p.query_drop(sql).await;
     match got {
         Err(e) => {
@@ -237,7 +190,7 @@ async fn no_backslash_escapes_key_is_never_misplaced() {
     // so do statements with backslashes on tables hscale does not manage.
     assert_eq!(
         run(&mut p, "INSERT INTO words (w, freq) VALUES ('pipe', 2)").await,
-        Answer::Ok(1, 0)
+        Done::Ok(1, 0)
     );
     assert_eq!(
         rows(&mut p, "SELECT freq FROM words WHERE w = 'pipe'").await,
@@ -330,7 +283,7 @@ async fn expression_key_keeps_strict_modes_error() {
             .unwrap();
     }
     let sql = "INSERT INTO words (w, freq) VALUES ('pi' || 'pe', 3)";
-    assert_eq!(run(&mut r, sql).await, Answer::Err(1292));
+    assert_eq!(run(&mut r, sql).await, Done::Err(1292));
     let got = p.query_drop(sql).await.unwrap_err();
     assert_eq!(code(&got), 1292, "{got}");
     assert!(
@@ -369,7 +322,7 @@ async fn expression_key_keeps_strict_modes_error() {
         let want = run(&mut r, s).await;
         let got = run(&mut p, s).await;
         match (got, want) {
-            (Answer::Ok(a, _), Answer::Ok(b, _)) => assert_eq!(a, b, "{s}"),
+            (Done::Ok(a, _), Done::Ok(b, _)) => assert_eq!(a, b, "{s}"),
             (got, want) => assert_eq!(got, want, "{s}"),
         }
     }
@@ -538,36 +491,107 @@ async fn od_rows(c: &mut Conn) -> Rows {
     rows(c, "SELECT oid, k, qty, note FROM od ORDER BY oid").await
 }
 
+/// `sql` through hscale and on one server: the same columns, rows (as a
+/// multiset: one server returns them in its scan order, hscale partition
+/// after partition, as a scatter SELECT; neither is an ORDER BY),
+/// warnings or error code; then the same rows of `od`.
+async fn same_returned(p: &mut Conn, r: &mut Conn, sql: &str) -> Answer {
+    let mut want = answer(r, sql, None).await;
+    let mut got = answer(p, sql, None).await;
+    for a in [&mut want, &mut got] {
+        if let Answer::Rows { rows, warnings, .. } = a {
+            rows.sort();
+            warnings.sort();
+        }
+    }
+    assert_eq!(got, want, "{sql}");
+    assert_eq!(od_rows(p).await, od_rows(r).await, "after {sql}");
+    want
+}
+
+/// The DELETE ... RETURNING tests empty and fill `od`: one at a time.
+static OD: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const OD_FIVE: &str = "INSERT INTO od (oid, k, qty, note) VALUES (1, 0, 7, 'n1'), (2, 1, 3, 'n2'), (3, 2, 10, 'n3'), (4, 3, 6, 'n4'), (5, 4, 2, NULL)";
+
 /// The adversarial run's first finding: `DELETE ... RETURNING` over
-/// several partitions deleted the rows and answered an OK without them
-/// (a client told nothing was deleted while rows were gone). It is now
-/// refused with 1235 before any part runs: nothing is deleted.
+/// several partitions deleted the rows and answered an OK without them;
+/// refused since, it now answers as one server: the deleted rows, read in
+/// the statement's own transaction and sent once it committed.
 #[tokio::test]
-async fn delete_returning_over_several_partitions_deletes_nothing_unseen() {
-    set_up().await;
-    let mut p = proxy_conn(Some(DB)).await;
-    p.query_drop("INSERT INTO od (oid, k, qty, note) VALUES (1, 0, 7, 'n1'), (2, 1, 3, 'n2'), (3, 2, 10, 'n3'), (4, 3, 6, 'n4'), (5, 4, 2, NULL)")
-        .await
-        .unwrap();
-    let before = od_rows(&mut p).await;
-    for sql in [
+async fn delete_returning_over_several_partitions() {
+    let _od = OD.lock().await;
+    let (mut p, mut r) = connections().await;
+    for c in [&mut p, &mut r] {
+        c.query_drop("DELETE FROM od").await.unwrap();
+        c.query_drop(OD_FIVE).await.unwrap();
+    }
+    let a = same_returned(
+        &mut p,
+        &mut r,
         "DELETE FROM od WHERE oid IN (1, 2, 3, 4) RETURNING oid, k",
+    )
+    .await;
+    assert_eq!(a.row_count(), 4);
+}
+
+/// The class: `*`, expressions and aliases, no row matched, a key list,
+/// lower case and comments, warnings from the returned expressions, an
+/// error on one partition (nothing deleted anywhere, as one server's
+/// statement rollback), inside a transaction (rolled back, committed),
+/// every row; INSERT / REPLACE ... RETURNING over several partitions and
+/// a prepared DELETE ... RETURNING stay refused, deleting nothing.
+#[tokio::test]
+async fn delete_returning_class() {
+    let _od = OD.lock().await;
+    let (mut p, mut r) = connections().await;
+    for c in [&mut p, &mut r] {
+        c.query_drop("DELETE FROM od").await.unwrap();
+        c.query_drop(OD_FIVE).await.unwrap();
+        c.query_drop("INSERT INTO od (oid, k, qty, note) SELECT id + 100, id % 7, id % 13, CONCAT('m', id) FROM orders WHERE id <= 60").await.unwrap();
+    }
+    for sql in [
         "DELETE FROM od WHERE oid = 5 OR note = 'n2' RETURNING *",
         "DELETE FROM od WHERE oid IN (950, 951, 952) RETURNING oid, note",
-        "DELETE FROM od WHERE k IN (1, 2) AND qty > 2 RETURNING oid, k, qty",
-        "DELETE FROM od WHERE oid = 3 RETURNING oid * 2 AS twice, UPPER(note)",
-        "delete from od where qty > 0 returning oid",
-        "DELETE FROM od WHERE qty > 0 /* c */ RETURNING/**/oid",
+        "DELETE FROM od WHERE k IN (1, 2) AND qty > 8 RETURNING oid, k, qty",
+        "DELETE FROM od WHERE oid BETWEEN 101 AND 110 RETURNING oid * 2 AS twice, UPPER(note), k",
+        "delete from od where qty = 0 returning oid",
+        "DELETE FROM od WHERE qty = 1 /* c */ RETURNING/**/oid, note",
+        "DELETE FROM od WHERE qty = 2 RETURNING oid, qty / 0 AS nothing",
+        "DELETE FROM od WHERE qty >= 3 RETURNING oid, EXP(qty * 100)",
+    ] {
+        same_returned(&mut p, &mut r, sql).await;
+    }
+    for (session, sql, end) in [
+        (
+            "BEGIN",
+            "DELETE FROM od WHERE qty = 3 RETURNING oid, k",
+            "ROLLBACK",
+        ),
+        (
+            "BEGIN",
+            "DELETE FROM od WHERE qty = 4 RETURNING oid, k",
+            "COMMIT",
+        ),
+    ] {
+        for c in [&mut p, &mut r] {
+            c.query_drop(session).await.unwrap();
+        }
+        same_returned(&mut p, &mut r, sql).await;
+        for c in [&mut p, &mut r] {
+            c.query_drop(end).await.unwrap();
+        }
+        assert_eq!(od_rows(&mut p).await, od_rows(&mut r).await, "after {end}");
+    }
+    let before = od_rows(&mut p).await;
+    for sql in [
         "INSERT INTO od (oid, k, qty) VALUES (10, 1, 1), (11, 2, 1) RETURNING oid",
         "REPLACE INTO od (oid, k, qty) VALUES (12, 1, 1), (13, 2, 1) RETURNING oid, k",
     ] {
-        match p.query_drop(sql).await {
-            Err(e) => assert_eq!(code(&e), 1235, "{sql}: {e}"),
-            Ok(()) => panic!("{sql}: answered (affected {})", p.affected_rows()),
-        }
+        let e = p.query_drop(sql).await.unwrap_err();
+        assert_eq!(code(&e), 1235, "{sql}: {e}");
         assert_eq!(od_rows(&mut p).await, before, "{sql} changed rows");
     }
-    // Prepared, over several partitions: refused the same way.
     let err = p
         .exec_drop("DELETE FROM od WHERE qty > ? RETURNING oid", (0,))
         .await
@@ -579,14 +603,7 @@ async fn delete_returning_over_several_partitions_deletes_nothing_unseen() {
         .await
         .unwrap();
     assert_eq!(p.affected_rows(), 0);
-    // On one partition the server's own answer comes back, rows and all.
-    let gone = rows(
-        &mut p,
-        "DELETE FROM od WHERE k = 4 AND oid = 5 RETURNING oid, qty",
-    )
-    .await;
-    assert_eq!(gone, vec![vec![Some("5".into()), Some("2".into())]]);
-    p.query_drop("DELETE FROM od").await.unwrap();
+    same_returned(&mut p, &mut r, "DELETE FROM od RETURNING oid, k, qty, note").await;
 }
 
 /// The adversarial run's F6b: an integer literal among the items of a

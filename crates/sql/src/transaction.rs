@@ -6,9 +6,18 @@ use crate::lexer::{tokenize, TokenKind};
 
 /// MariaDB commits the open transaction before these statements.
 pub fn is_implicit_commit(facts: &Facts, sql: &str) -> bool {
-    let mut words = sql.split_whitespace().map(str::to_ascii_uppercase);
-    let first = words.next().unwrap_or_default();
-    let is_temporary = words.take(2).any(|w| w == "TEMPORARY");
+    let words: Vec<String> = sql
+        .split_whitespace()
+        .take(3)
+        .map(str::to_ascii_uppercase)
+        .collect();
+    let first = words.first().cloned().unwrap_or_default();
+    let is_temporary = words.iter().skip(1).any(|w| w == "TEMPORARY");
+    // ANALYZE, CHECK, OPTIMIZE and REPAIR TABLE (not `ANALYZE SELECT ...`,
+    // not CHECKSUM TABLE).
+    let is_table_maintenance =
+        matches!(first.as_str(), "ANALYZE" | "CHECK" | "OPTIMIZE" | "REPAIR")
+            && words.iter().skip(1).any(|w| w == "TABLE");
     match facts.kind {
         Kind::Begin | Kind::Lock | Kind::Unlock => true,
         Kind::Set => {
@@ -25,6 +34,7 @@ pub fn is_implicit_commit(facts: &Facts, sql: &str) -> bool {
                 first.as_str(),
                 "CREATE" | "ALTER" | "DROP" | "RENAME" | "TRUNCATE" | "GRANT" | "REVOKE"
             ) && !is_temporary
+                || is_table_maintenance
         }
         _ => false,
     }
@@ -110,5 +120,12 @@ mod tests {
         assert!(f("LOCK TABLES t WRITE"));
         assert!(!f("SELECT 1"));
         assert!(!f("UPDATE t SET a = 1"));
+        assert!(f("ANALYZE TABLE t"));
+        assert!(f("analyze no_write_to_binlog table t"));
+        assert!(f("CHECK TABLE t EXTENDED"));
+        assert!(f("OPTIMIZE LOCAL TABLE t"));
+        assert!(f("REPAIR TABLE t"));
+        assert!(!f("ANALYZE SELECT * FROM t"));
+        assert!(!f("CHECKSUM TABLE t"));
     }
 }

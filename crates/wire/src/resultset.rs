@@ -149,6 +149,27 @@ pub fn patch_column(def: &[u8], length: u32, flags: u16) -> Result<BytesMut, Wir
     Ok(b)
 }
 
+/// A column definition with its flags and decimals replaced.
+pub fn with_flags_and_decimals(
+    def: &[u8],
+    flags: u16,
+    decimals: u8,
+) -> Result<BytesMut, WireError> {
+    let mut r = Reader::new(def);
+    for _ in 0..6 {
+        r.lenenc_bytes()?;
+    }
+    r.lenenc()?;
+    let at = r.pos() + 2; // after the character set
+    if def.len() < at + 8 {
+        return Err(WireError::Malformed("column definition too short"));
+    }
+    let mut b = BytesMut::from(def);
+    b[at + 5..at + 7].copy_from_slice(&flags.to_le_bytes());
+    b[at + 7] = decimals;
+    Ok(b)
+}
+
 /// A column definition's schema and original table, when a proxy may
 /// need to show another one: the original table differs from the table
 /// (read under an alias), or both end like a generation suffix (`_g7`, a

@@ -545,11 +545,24 @@ impl BackendConn {
         &mut self,
         sql: &str,
     ) -> Result<Result<RawResult, ErrPacket>, ProxyError> {
+        if let Err(e) = self
+            .stream
+            .send_command(&Self::payload_for_query(sql))
+            .await
+        {
+            self.is_broken = true;
+            return Err(lost(&self.backend, e));
+        }
+        Ok(self.read_raw().await?.map(|(result, _)| result))
+    }
+
+    /// Read the text result of a command already sent, as
+    /// [`BackendConn::query_raw`] does, with its terminator's (warnings,
+    /// status); an OK answers no columns and no rows, with its own.
+    pub async fn read_raw(
+        &mut self,
+    ) -> Result<Result<(RawResult, (u16, u16)), ErrPacket>, ProxyError> {
         let r = async {
-            self.stream
-                .send_command(&Self::payload_for_query(sql))
-                .await
-                .map_err(|e| lost(&self.backend, e))?;
             let name = self.backend.clone();
             let proto = |reason: String| ProxyError::BackendProtocol {
                 backend: name.to_string(),
@@ -562,7 +575,11 @@ impl BackendConn {
                         ErrPacket::decode(&first.payload).map_err(|e| proto(e.to_string()))?
                     ))
                 }
-                Some(0x00) => return Ok(Ok((Vec::new(), Vec::new()))),
+                Some(0x00) => {
+                    let ok = hscale_wire::response::OkPacket::decode(&first.payload)
+                        .map_err(|e| proto(e.to_string()))?;
+                    return Ok(Ok(((Vec::new(), Vec::new()), (ok.warnings, ok.status))));
+                }
                 _ => {}
             }
             let n = hscale_wire::buf::Reader::new(&first.payload)
@@ -577,7 +594,9 @@ impl BackendConn {
             loop {
                 let p = self.read().await?;
                 if is_eof(&p.payload) {
-                    break;
+                    let end = hscale_wire::response::decode_eof(&p.payload)
+                        .map_err(|e| proto(e.to_string()))?;
+                    return Ok(Ok(((defs, rows), end)));
                 }
                 if p.first() == Some(0xff) {
                     return Ok(Err(
@@ -589,7 +608,6 @@ impl BackendConn {
                         .map_err(|e| proto(e.to_string()))?,
                 );
             }
-            Ok(Ok((defs, rows)))
         }
         .await;
         if r.is_err() {

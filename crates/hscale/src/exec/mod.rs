@@ -11,6 +11,8 @@
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
 //! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
 //! | `txn/` | transactions across backends: branches (`mod.rs`); `commit.rs` the commit protocol (XA), `recovery.rs` recovery; `lead_in.rs` a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it; savepoints, statement atomicity |
+//! | `returning.rs` | DELETE ... RETURNING over several partitions: the parts' rows, sent once the statement stands |
+//! | `maintenance.rs` | CHECKSUM / ANALYZE / CHECK / OPTIMIZE / REPAIR TABLE of a partitioned table, answered as one table |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 
 pub mod bindings;
@@ -22,12 +24,14 @@ pub mod insert_form;
 pub mod interpolate;
 mod key_move;
 mod load_data;
+mod maintenance;
 mod merge;
 mod ordered_write;
 mod params;
 pub use params::ClientText;
 pub mod prepared;
 pub mod prepared_routing;
+mod returning;
 mod scatter;
 pub mod sequence;
 pub mod sink;
@@ -221,6 +225,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Plan::Relabeled { .. } => (PlanKind::Single, 1),
             Plan::Refuse(_) => (PlanKind::Refused, 0),
             Plan::LoadData(l) => (PlanKind::Scatter, l.parts.len()),
+            Plan::Maintenance(m) => (PlanKind::Scatter, m.parts.len()),
             _ => (PlanKind::Dictionary, 0),
         };
         self.b.note.kind = kind;
@@ -261,6 +266,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                     .await
             }
             Plan::LoadData(load) => self.run_load_data(&load).await,
+            Plan::Maintenance(m) => self.run_maintenance(&m).await,
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
             Plan::ViewError(e) => Err(ProxyError::View(e)),
             _ => Err(ProxyError::Wrong(

@@ -231,8 +231,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .first()
             .is_some_and(|(_, sql)| returns_rows(sql.as_ref()))
         {
+            // DELETE ... RETURNING as a query: every part's rows, read in
+            // the statement's own transaction and sent once it committed
+            // (`returning.rs`).
+            if kind == StatementKind::Delete && matches!(cmd, Command::Query) {
+                return self.delete_returning(parts).await;
+            }
             return Err(ProxyError::Unsupported {
-                what: "a write with RETURNING over several partitions (DELETE, INSERT or REPLACE ... RETURNING: name one partition's key, or read the rows first)".into(),
+                what: "a write with RETURNING over several partitions (INSERT or REPLACE ... RETURNING, and a prepared DELETE ... RETURNING: name one partition's key, send the DELETE as a query, or read the rows first)".into(),
             });
         }
         // One statement: all parts or none (`txn/statement.rs`).

@@ -116,6 +116,21 @@ impl Plan {
                 ));
                 rows
             }
+            Plan::Maintenance(m) => m
+                .parts
+                .iter()
+                .map(|(t, sql)| {
+                    ExplainRow::new(
+                        &name(t.backend),
+                        if m.is_checksum {
+                            format!("partition of {}, checksums summed", m.table)
+                        } else {
+                            format!("partition of {}, rows shown as {}", m.table, m.table)
+                        },
+                        sql.as_str(),
+                    )
+                })
+                .collect(),
             Plan::Relabeled {
                 target,
                 sql,

@@ -166,6 +166,21 @@ pub enum Plan {
     /// `LOAD DATA LOCAL INFILE` into a partitioned table: the proxy reads
     /// the file and sends each partition its rows (`load_data`).
     LoadData(Box<LoadData>),
+    /// CHECKSUM, ANALYZE, CHECK, OPTIMIZE or REPAIR TABLE of a partitioned
+    /// table: run on every partition, answered as one table.
+    Maintenance(Maintenance),
+}
+
+/// A table maintenance statement on every partition of `table`. One
+/// server's CHECKSUM TABLE is the sum of its rows' checksums, modulo 2^32
+/// (`handler::calculate_checksum`), so the partitions' sum is the whole
+/// table's; the other statements answer their rows with the table's name,
+/// each distinct row once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Maintenance {
+    pub table: TableName,
+    pub is_checksum: bool,
+    pub parts: Vec<(Target, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -590,8 +605,32 @@ fn plan_statement(
     if starts_select && has_union && !has_semicolon {
         return plan_union(sql, tokens, session_db, dict, prepared, depth, known);
     }
+    let first_word = tokens.first().map(|t| t.text(sql).to_ascii_uppercase());
+    // UPDATE t1 JOIN t2 ... SET / DELETE t1 FROM t1 JOIN t2 (t2 may be t1
+    // again), without subqueries (refused as such below): named as such.
+    let is_write = matches!(first_word.as_deref(), Some("UPDATE" | "DELETE"));
+    if is_write && joins_tables && selects == 0 && !has_semicolon {
+        let named = refs
+            .iter()
+            .find(|r| dict.table(&r.name).is_some())
+            .map_or_else(String::new, |r| format!(" {}", r.name));
+        return Plan::Refuse(format!(
+            "multi-table {} naming partitioned table{named} (joined with itself or with another table) is not supported yet (read the rows the join selects, then write them by key)",
+            first_word.unwrap_or_default(),
+        ));
+    }
     if is_select && selects == 1 && joins_tables && !has_union && !has_semicolon {
         return join::plan_join(sql, tokens, &refs, session_db, dict, known);
+    }
+    let is_maintenance = matches!(
+        first_word.as_deref(),
+        Some("CHECKSUM" | "ANALYZE" | "CHECK" | "OPTIMIZE" | "REPAIR")
+    ) && tokens.iter().take(3).any(|t| t.is_word(sql, "TABLE"));
+    if is_maintenance && refs.len() > 1 {
+        return Plan::Refuse(format!(
+            "{} TABLE naming several tables, one of them partitioned (name the partitioned table alone)",
+            first_word.unwrap_or_default()
+        ));
     }
     if refs.len() != 1 {
         return Plan::Refuse(

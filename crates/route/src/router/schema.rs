@@ -4,7 +4,9 @@ use std::collections::HashSet;
 
 use hscale_sql::{Token, TokenKind};
 
-use super::{is_name, is_named, rewrite, unescape, unquote, Plan, StatementKind, TableRef};
+use super::{
+    is_name, is_named, rewrite, unescape, unquote, Maintenance, Plan, StatementKind, TableRef,
+};
 use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 
 /// `SHOW [FULL] TABLES [FROM | IN db] [LIKE 'pattern']` where `db` has
@@ -403,15 +405,31 @@ pub(super) fn plan_schema(
                     .get(r.end)
                     .is_none_or(|t| t.is_punct(sql, ")") && r.end + 1 == tokens.len()) =>
         {
-            let target = table.default_target();
-            if target.backend != crate::BackendId::MAIN {
+            // Every partition has the table's definition: the default
+            // partition, else any partition on the main backend.
+            let on_main = std::iter::once(table.default_target())
+                .chain(table.all_targets())
+                .find(|t| t.backend == crate::BackendId::MAIN);
+            let Some(target) = on_main else {
                 return refuse(
-                    "CREATE TABLE ... LIKE (its default partition is not on the main backend, where the new table goes)",
+                    "CREATE TABLE ... LIKE (no partition of it is on the main backend, where the new table goes)",
                 );
-            }
+            };
             on(vec![target], StatementKind::Schema)
         }
         "CREATE" if word("SELECT") => refuse("CREATE TABLE ... SELECT"),
+        // Table maintenance: run on every partition, answered with one
+        // row set named like the client's table (`Maintenance`).
+        "CHECKSUM" | "ANALYZE" | "CHECK" | "OPTIMIZE" | "REPAIR"
+            if before.as_deref() == Some("TABLE") =>
+        {
+            // (A list of several tables is refused in `plan_statement`.)
+            Some(Plan::Maintenance(Maintenance {
+                table: r.name.clone(),
+                is_checksum: first == "CHECKSUM",
+                parts: parts(table.all_targets()),
+            }))
+        }
         _ => refuse(&format!("{first} statements")),
     }
 }

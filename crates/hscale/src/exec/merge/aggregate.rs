@@ -70,6 +70,12 @@ impl<'p> Aggregate<'p> {
         Ok(())
     }
 
+    /// The first partition's column definitions (none before a part
+    /// answered).
+    pub(super) fn part_columns(&self) -> &[ColumnInfo] {
+        &self.part_cols
+    }
+
     /// Fold one partial row into its group.
     pub(super) fn add(&mut self, row: Row) -> Result<(), Stop> {
         let kinds = self.key_kinds.as_deref().unwrap_or_default();

@@ -2,7 +2,7 @@
 //! unified into the client's, the comparison kind of a column, and the
 //! definitions of values only HAVING reads.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use hscale_route::router::{GroupPlan, Output};
 use hscale_route::value::Kind;
 use hscale_wire::resultset::ColumnInfo;
@@ -80,6 +80,64 @@ pub(super) fn ordered_kind(c: &ColumnInfo) -> Result<Kind, Stop> {
         Kind::Unordered => Err(unordered()),
         kind => Ok(kind),
     }
+}
+
+/// The client's column definitions of a grouped merge with the flags and
+/// decimals one server sends when it runs the statement. The definitions
+/// come from the statement run with `LIMIT 0`, which the server answers
+/// without executing it; executed, a GROUP BY or DISTINCT reads its
+/// columns from a temporary table, whose fields carry other flags (no key
+/// flags, no BINARY on COUNT or SUM, NO_DEFAULT_VALUE on MIN of a DATE)
+/// and decimals (0, not 39, on MIN / MAX of a VARCHAR). A partition ran
+/// the same expression the same way (its own GROUP BY or DISTINCT), so
+/// its column's flags and decimals are one server's, for the outputs the
+/// fragment selects as they are (a key, COUNT, SUM, MIN, MAX, BIT_*,
+/// GROUP_CONCAT; not AVG, which the fragment splits). With a COUNT(DISTINCT)
+/// the fragments group by more columns than the statement (and the server
+/// runs them otherwise): the definitions stay as they are.
+pub(super) fn as_executed(
+    defs: &[Bytes],
+    columns: &[ColumnInfo],
+    g: &GroupPlan,
+    part: &[ColumnInfo],
+) -> Vec<Bytes> {
+    let groups_alike = !g
+        .outputs
+        .iter()
+        .any(|o| matches!(o, Output::CountDistinct(_)));
+    if !groups_alike {
+        return defs.to_vec();
+    }
+    defs.iter()
+        .zip(columns)
+        .zip(&g.outputs)
+        .map(|((def, c), o)| {
+            let source = match o {
+                Output::Key(k) => g.keys.get(*k).map(|v| v.col),
+                Output::Count(c)
+                | Output::Sum(c)
+                | Output::BitAnd(c)
+                | Output::BitOr(c)
+                | Output::BitXor(c)
+                | Output::GroupConcat { col: c, .. } => Some(*c),
+                Output::Min(v) | Output::Max(v) => Some(v.col),
+                Output::Avg { .. } | Output::CountDistinct(_) => None,
+            };
+            let executed = source
+                .and_then(|s| part.get(s))
+                .filter(|p| p.column_type == c.column_type && p.charset == c.charset)
+                .filter(|p| (p.flags, p.decimals) != (c.flags, c.decimals));
+            match executed {
+                Some(p) => {
+                    hscale_wire::resultset::with_flags_and_decimals(def, p.flags, p.decimals)
+                        .map(BytesMut::freeze)
+                        .unwrap_or_else(|_| def.clone())
+                }
+                None => def.clone(),
+            }
+        })
+        .chain(defs.iter().skip(g.outputs.len()).cloned())
+        .collect()
 }
 
 /// A column definition for a value the client does not see (HAVING).

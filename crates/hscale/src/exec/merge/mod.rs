@@ -758,6 +758,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Some(m) => m.is_no_unsigned_subtraction,
             None => self.b.state.vars.has_sql_mode("NO_UNSIGNED_SUBTRACTION"),
         };
+        let out_defs = columns::as_executed(&out_defs, &out_cols, g, groups.part_columns());
         let merged = groups.finish(&out_cols, &plan.order, is_subtraction_signed)?;
         let st = self.b.status();
         let deprecated = self.is_eof_deprecated();

@@ -104,6 +104,38 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         self.finish_write(total, scope.is_implicit).await
     }
 
+    /// [`Self::close_write`] for a write whose answer is rows the caller
+    /// writes itself (DELETE ... RETURNING): `Ok(true)` when the statement
+    /// stands (committed, when it ran in a transaction of its own) and its
+    /// rows are to be sent; `Ok(false)` when it was undone and an error
+    /// written.
+    pub(crate) async fn close_write_for_rows(
+        &mut self,
+        scope: WriteScope,
+        total: Result<Option<OkPacket>, ProxyError>,
+    ) -> Result<bool, ProxyError> {
+        let total = self.end_statement(scope.undo, total).await?;
+        if !scope.is_implicit {
+            return Ok(total?.is_some());
+        }
+        match total {
+            Ok(Some(_)) => match self.b.end_implicit(true).await? {
+                None => Ok(true),
+                Some(err) => {
+                    self.write_server_error(1, &err).await?;
+                    Ok(false)
+                }
+            },
+            Ok(None) => self.b.end_implicit(false).await.map(|_| false),
+            Err(e) => {
+                if let Err(rollback) = self.b.end_implicit(false).await {
+                    tracing::info!(connection_id = self.b.connection_id, error = %rollback, "rolling back a write over several partitions failed");
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Ready a write over several parts inside the session's transaction
     /// to be undone: a savepoint on every branch (new branches replay it
     /// when they join), or, when nothing ran in the transaction yet, the
