@@ -22,7 +22,9 @@ pub struct Config {
     #[serde(default)]
     pub users: Vec<UserConfig>,
     /// Limits for every user that does not set its own (`crate::tenant`).
-    #[serde(default)]
+    /// Left out of a written config when none is set, so that the config
+    /// the playground writes also starts an older hscale.
+    #[serde(default, skip_serializing_if = "UserLimits::is_unset")]
     pub user_defaults: UserLimits,
     #[serde(default)]
     pub backends: Vec<BackendConfig>,
@@ -345,6 +347,11 @@ pub enum PriorityName {
 }
 
 impl UserLimits {
+    /// Nothing set.
+    pub fn is_unset(&self) -> bool {
+        *self == UserLimits::default()
+    }
+
     /// These limits, each unset one taken from `defaults`.
     pub fn or(&self, defaults: &UserLimits) -> UserLimits {
         UserLimits {

@@ -51,7 +51,10 @@ pub struct TenantState {
     max_statement_ms: AtomicU64,
     // Counters.
     connections: AtomicUsize,
-    statements: AtomicU64,
+    /// The per-statement counters, one set per worker slot
+    /// (`worker % COUNT_SLOTS`): a statement touches only its worker's
+    /// cache lines, never another core's.
+    counts: Box<[Counts]>,
     /// Statements that waited for a token, and those refused after the wait.
     throttled: AtomicU64,
     refused: AtomicU64,
@@ -60,6 +63,17 @@ pub struct TenantState {
     /// Logins refused by `max_connections`.
     refused_connections: AtomicU64,
     bucket: Mutex<Bucket>,
+    started: Instant,
+}
+
+/// Worker slots of a user's per-statement counters.
+const COUNT_SLOTS: usize = 16;
+
+/// One worker's per-statement counters of a user, on cache lines of their
+/// own.
+#[repr(align(128))]
+struct Counts {
+    statements: AtomicU64,
     /// Statements counted per second: the running second (since start),
     /// its count, and the count of the second before it (lock-free; a
     /// statement racing the turn of a second may count in either).
@@ -67,7 +81,27 @@ pub struct TenantState {
     this_second: AtomicU64,
     last_second: AtomicU64,
     latency: Box<[AtomicU64]>,
-    started: Instant,
+}
+
+impl Counts {
+    fn new() -> Counts {
+        Counts {
+            statements: AtomicU64::new(0),
+            second: AtomicU64::new(0),
+            this_second: AtomicU64::new(0),
+            last_second: AtomicU64::new(0),
+            latency: (0..HIST).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Statements in the last whole second, `sec` seconds since start.
+    fn per_s(&self, sec: u64) -> u64 {
+        match sec.checked_sub(self.second.load(Ordering::Relaxed)) {
+            Some(0) => self.last_second.load(Ordering::Relaxed),
+            Some(1) => self.this_second.load(Ordering::Relaxed),
+            _ => 0,
+        }
+    }
 }
 
 /// The token bucket of `max_statements_per_s`.
@@ -89,7 +123,7 @@ impl TenantState {
             priority: AtomicU8::new(Priority::Normal as u8),
             max_statement_ms: AtomicU64::new(0),
             connections: AtomicUsize::new(0),
-            statements: AtomicU64::new(0),
+            counts: (0..COUNT_SLOTS).map(|_| Counts::new()).collect(),
             throttled: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             killed: AtomicU64::new(0),
@@ -98,10 +132,6 @@ impl TenantState {
                 tokens: 0.0,
                 at: Instant::now(),
             }),
-            second: AtomicU64::new(0),
-            this_second: AtomicU64::new(0),
-            last_second: AtomicU64::new(0),
-            latency: (0..HIST).map(|_| AtomicU64::new(0)).collect(),
             started: Instant::now(),
         };
         t.set_limits(limits);
@@ -215,20 +245,29 @@ impl TenantState {
         Ok(())
     }
 
-    /// Count a statement and its latency.
-    pub fn record(&self, took: Duration, now: Instant) {
-        self.statements.fetch_add(1, Ordering::Relaxed);
+    /// Count a statement run on `worker` and its latency.
+    pub fn record(&self, worker: usize, took: Duration, now: Instant) {
+        let c = &self.counts[worker % COUNT_SLOTS];
+        c.statements.fetch_add(1, Ordering::Relaxed);
         let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
-        self.latency[slot(us)].fetch_add(1, Ordering::Relaxed);
+        c.latency[slot(us)].fetch_add(1, Ordering::Relaxed);
         let sec = now.saturating_duration_since(self.started).as_secs();
-        let at = self.second.load(Ordering::Relaxed);
-        if at != sec && self.second.swap(sec, Ordering::Relaxed) == at {
-            let n = self.this_second.swap(0, Ordering::Relaxed);
+        let at = c.second.load(Ordering::Relaxed);
+        if at != sec && c.second.swap(sec, Ordering::Relaxed) == at {
+            let n = c.this_second.swap(0, Ordering::Relaxed);
             // The second before `sec` only if `at` was it.
             let last = if at + 1 == sec { n } else { 0 };
-            self.last_second.store(last, Ordering::Relaxed);
+            c.last_second.store(last, Ordering::Relaxed);
         }
-        self.this_second.fetch_add(1, Ordering::Relaxed);
+        c.this_second.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Statements counted since start.
+    fn statements(&self) -> u64 {
+        self.counts
+            .iter()
+            .map(|c| c.statements.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// A statement ran past `max_statement_ms` and was killed.
@@ -239,20 +278,19 @@ impl TenantState {
     /// Statements in the last whole second.
     fn statements_per_s(&self, now: Instant) -> u64 {
         let sec = now.saturating_duration_since(self.started).as_secs();
-        match sec.checked_sub(self.second.load(Ordering::Relaxed)) {
-            Some(0) => self.last_second.load(Ordering::Relaxed),
-            Some(1) => self.this_second.load(Ordering::Relaxed),
-            _ => 0,
-        }
+        self.counts.iter().map(|c| c.per_s(sec)).sum()
     }
 
     /// The `q` quantile of statement latency since start, in µs (within
     /// 12.5%, the digests' histogram).
     fn quantile_us(&self, q: f64) -> u64 {
-        let counts: Vec<u64> = self
-            .latency
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
+        let counts: Vec<u64> = (0..HIST)
+            .map(|i| {
+                self.counts
+                    .iter()
+                    .map(|c| c.latency[i].load(Ordering::Relaxed))
+                    .sum()
+            })
             .collect();
         let total: u64 = counts.iter().sum();
         if total == 0 {
@@ -430,7 +468,7 @@ impl Tenants {
                     user: t.name.clone(),
                     connections: t.connections.load(Ordering::Relaxed) as u64,
                     max_connections: u64::from(t.max_connections.load(Ordering::Relaxed)),
-                    statements: t.statements.load(Ordering::Relaxed),
+                    statements: t.statements(),
                     statements_per_s: t.statements_per_s(now),
                     waiting: waiting as u64,
                     throttled: t.throttled.load(Ordering::Relaxed),
@@ -535,11 +573,11 @@ mod tests {
         let a = t.user("a");
         let at = |ms: u64| a.started + Duration::from_millis(ms);
         for ms in [1_100, 1_200, 1_900] {
-            a.record(Duration::from_micros(100), at(ms));
+            a.record(0, Duration::from_micros(100), at(ms));
         }
         assert_eq!(a.statements_per_s(at(1_950)), 0, "second 0 had none");
         assert_eq!(a.statements_per_s(at(2_500)), 3);
-        a.record(Duration::from_micros(100), at(2_600));
+        a.record(1, Duration::from_micros(100), at(2_600));
         assert_eq!(a.statements_per_s(at(2_700)), 3);
         assert_eq!(a.statements_per_s(at(3_100)), 1);
         assert_eq!(a.statements_per_s(at(4_100)), 0);

@@ -79,7 +79,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .record(gathered, self.b.note.error, || vars.max_error_count(), sql);
         let metrics = &self.b.ctx.metrics;
         metrics.record(self.b.worker, &self.b.note, took, now, Some(sql));
-        self.b.tenant.record(took, now);
+        self.b.tenant.record(self.b.worker, took, now);
         if self.b.note.error == hscale_wire::consts::code::ER_STATEMENT_TIMEOUT {
             self.b.tenant.count_killed();
         }
