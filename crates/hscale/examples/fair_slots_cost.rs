@@ -61,7 +61,7 @@ fn main() {
     let tenants = hscale::tenant::Tenants::new(&config);
     let user = tenants.user("a");
     let took = std::time::Duration::from_micros(250);
-    let record_ns = per_op(|| user.record(black_box(took), Instant::now()));
+    let record_ns = per_op(|| user.record(0, black_box(took), Instant::now()));
     let clock_ns = per_op(|| {
         black_box(Instant::now());
     });
