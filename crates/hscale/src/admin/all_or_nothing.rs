@@ -42,7 +42,7 @@ use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 use crate::partition::definition::Definition;
 use crate::partition::store::{exec, server_error};
-use crate::partition::{ddl, qualified, quote_ident, quote_str};
+use crate::partition::{ddl, qualified, quote_ident};
 use crate::runtime::Context;
 
 /// Each step's definition before the statement (`None`: a step that is
@@ -190,11 +190,7 @@ pub(super) async fn check(
 
 /// The columns a row stores (not generated ones), quoted, in order.
 async fn stored_columns(c: &mut BackendConn, db: &str, table: &str) -> Result<String, ProxyError> {
-    let sql = format!(
-        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND IS_GENERATED = 'NEVER' ORDER BY ORDINAL_POSITION",
-        quote_str(db),
-        quote_str(table)
-    );
+    let sql = hscale_route::router::stored_columns_query(db, table);
     let r = c
         .query_rows(&sql)
         .await?

@@ -338,10 +338,16 @@ fn physical(table: &PartitionedTable, target: &Target) -> String {
 /// Step 4's reads on the source partition `from`: its stored (not
 /// generated) columns, in order.
 pub fn stored_columns_sql(table: &PartitionedTable, from: &Target) -> String {
+    stored_columns_query(&table.name.db, &from.physical_table)
+}
+
+/// The read of `db`.`table`'s stored (not generated) column names, in the
+/// table's order.
+pub fn stored_columns_query(db: &str, table: &str) -> String {
     format!(
         "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND IS_GENERATED = 'NEVER' ORDER BY ORDINAL_POSITION",
-        key_literal(&table.name.db),
-        key_literal(&from.physical_table)
+        key_literal(db),
+        key_literal(table)
     )
 }
 

@@ -54,7 +54,9 @@ pub use found_rows::calc_found_rows;
 use insert::plan_insert;
 pub use insert::{insert_key_placeholders, insert_part_rows, unplaced_values};
 pub use insert_form::{insert_form, with_columns, with_keys, InsertForm};
-pub use key_move::{key_moves, moved_rows_insert, moved_rows_sql, stored_columns_sql, KeyMove};
+pub use key_move::{
+    key_moves, moved_rows_insert, moved_rows_sql, stored_columns_query, stored_columns_sql, KeyMove,
+};
 pub use load_data::{
     is_splittable_charset, is_utf8_charset, load_key, LoadData, LoadKeyColumn, LoadKeyError,
 };
