@@ -82,6 +82,12 @@ cpu_ticks() {
   read -r -a fields <<<"${stat##*") "}"
   echo $((fields[11] + fields[12]))
 }
+# Context switches of every thread of a process (voluntary + involuntary):
+# a wake-up more per statement shows here before it shows in the CPU.
+ctx_switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/^(non)?voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }'
+}
 
 PG_PORT=$(free_port)
 "$AFTER" playground --shards 1 --listen "127.0.0.1:$PG_PORT" --data-dir "$TMP/pg" \
@@ -124,19 +130,22 @@ for side in before after; do
 done
 
 CLK_TCK=$(getconf CLK_TCK)
-declare -A TICKS QUERIES SECS
+declare -A TICKS QUERIES SECS SWITCHES
 run() {
-  local side=$1 t0 t1 out="$TMP/run.txt" n s
+  local side=$1 t0 t1 c0 c1 out="$TMP/run.txt" n s
+  c0=$(ctx_switches "${PID[$side]}")
   t0=$(cpu_ticks "${PID[$side]}")
   sysbench "$TEST" "${SB[@]}" --mysql-port="${PORT[$side]}" --threads="$CLIENTS" --time="$DURATION" \
     --report-interval=0 run >"$out" 2>&1 || die "$side: sysbench failed: $(tail -n 3 "$out")"
   t1=$(cpu_ticks "${PID[$side]}")
+  c1=$(ctx_switches "${PID[$side]}")
   n=$(awk '$1 == "queries:" { print $2; exit }' "$out")
   s=$(awk '/total time:/ { gsub(/s/, "", $3); print $3; exit }' "$out")
   TICKS[$side]=$((${TICKS[$side]:-0} + t1 - t0))
   QUERIES[$side]=$((${QUERIES[$side]:-0} + n))
   SECS[$side]=$(awk -v a="${SECS[$side]:-0}" -v b="$s" 'BEGIN { print a + b }')
-  log "$side: $n statements, $((t1 - t0)) ticks"
+  SWITCHES[$side]=$((${SWITCHES[$side]:-0} + c1 - c0))
+  log "$side: $n statements, $((t1 - t0)) ticks, $((c1 - c0)) context switches"
 }
 for ((r = 0; r < ROUNDS; r++)); do
   if ((r % 2 == 0)); then run before; run after; else run after; run before; fi
@@ -144,13 +153,15 @@ done
 
 python3 - "$TEST" "$CLIENTS" "$sha" "$CLK_TCK" "$MAX_RATIO" \
   "${TICKS[before]}" "${QUERIES[before]}" "${SECS[before]}" \
-  "${TICKS[after]}" "${QUERIES[after]}" "${SECS[after]}" <<'PY'
+  "${TICKS[after]}" "${QUERIES[after]}" "${SECS[after]}" \
+  "${SWITCHES[before]}" "${SWITCHES[after]}" <<'PY'
 import sys
 test, clients, sha, hz, limit = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
-bt, bq, bs, at, aq, as_ = (float(x) for x in sys.argv[6:12])
+bt, bq, bs, at, aq, as_, bsw, asw = (float(x) for x in sys.argv[6:14])
 bc, ac = bt / hz * 1e6 / bq, at / hz * 1e6 / aq
 bqps, aqps = bq / bs, aq / as_
 print(f"guard: {test} {clients} clients vs {sha}: CPU/stmt {bc:.1f} -> {ac:.1f} us ({ac / bc:.2f}), "
-      f"qps {bqps:,.0f} -> {aqps:,.0f} ({aqps / bqps:.2f})")
+      f"qps {bqps:,.0f} -> {aqps:,.0f} ({aqps / bqps:.2f}), "
+      f"context switches/stmt {bsw / bq:.2f} -> {asw / aq:.2f}")
 sys.exit(1 if ac / bc > limit else 0)
 PY

@@ -15,6 +15,8 @@
 #   TABLE_SIZE    rows of sbtest1 (default 200000)
 #   BACKEND_CONNECTIONS  hscale's [[backends]] max_connections (default 32)
 #   ENDPOINTS     which rows to run (default "direct hscale limited")
+#   LIMIT_A       tenant A's settings in the limited row (default
+#                 'backend_share = 0.5'; B's is always priority = "high")
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -26,6 +28,7 @@ DURATION=${DURATION:-10}
 TABLE_SIZE=${TABLE_SIZE:-200000}
 BACKEND_CONNECTIONS=${BACKEND_CONNECTIONS:-32}
 ENDPOINTS=${ENDPOINTS:-direct hscale limited}
+LIMIT_A=${LIMIT_A:-backend_share = 0.5}
 
 log() { printf '%s\n' "noisy_neighbour: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -154,7 +157,7 @@ for endpoint in $ENDPOINTS; do
   case $endpoint in
     direct) port=$DB_PORT ;;
     hscale) start_hscale "" ""; port=$HSCALE_PORT ;;
-    limited) start_hscale 'backend_share = 0.5' 'priority = "high"'; port=$HSCALE_PORT ;;
+    limited) start_hscale "$LIMIT_A" 'priority = "high"'; port=$HSCALE_PORT ;;
     *) die "unknown endpoint $endpoint" ;;
   esac
   log "$endpoint: B alone ($B_CLIENTS clients, ${DURATION}s)"
@@ -179,7 +182,7 @@ echo "# noisy neighbour: tenant A $A_CLIENTS clients of full scans, tenant B $B_
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "- MariaDB $MARIADB_VERSION, $(sysbench --version), $(nproc) cores; sbtest1 of $TABLE_SIZE rows; ${DURATION}s per run (B starts 2 s after A in the run together)"
-echo "- hscale: $BACKEND_CONNECTIONS backend connections; limited: a backend_share = 0.5, b priority = \"high\""
+echo "- hscale: $BACKEND_CONNECTIONS backend connections; limited: a $LIMIT_A, b priority = \"high\""
 echo "- qps / p99 ms (errors); ratios: B together / B alone"
 echo
 echo "| way in | B alone | A alone | B beside A | A beside B | B qps ratio | B p99 ratio |"

@@ -9,13 +9,16 @@
 # Environment: HSCALE (binary, default ./target/release/hscale), THREADS
 # (default "64 1024"), TEST (default oltp_read_only), DURATION (seconds of
 # each sampled run, default 15), OUT (directory for perf.data and the
-# reports, default a temporary one that is kept and printed).
+# reports, default a temporary one that is kept and printed), TARGET
+# (`hscale`, the default, or `haproxy`: haproxy in TCP mode in front of the
+# same MariaDB is profiled the same way, for the floor any proxy compares with).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 HSCALE=${HSCALE:-./target/release/hscale}
 THREADS=${THREADS:-64 1024}
+TARGET=${TARGET:-hscale}
 TEST=${TEST:-oltp_read_only}
 DURATION=${DURATION:-15}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/hscale-profile.XXXXXX")}
@@ -46,9 +49,39 @@ SB=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=r
   --db-ps-mode=disable)
 mariadb -h127.0.0.1 -P"$PORT" -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
 sysbench oltp_read_only "${SB[@]}" prepare >"$OUT/prepare.log" 2>&1 || die "prepare failed"
+if [[ $TARGET == haproxy ]]; then
+  command -v haproxy >/dev/null 2>&1 || die "haproxy not found (run: make deps)"
+  backend=$(awk -F'"' '/^address = "127\.0\.0\.1:/ { print $2; exit }' "$PG/hscale.toml")
+  HAPROXY_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  cat >"$OUT/haproxy.cfg" <<CFG
+global
+    maxconn 8192
+defaults
+    mode tcp
+    maxconn 8192
+    timeout connect 10s
+    timeout client 1h
+    timeout server 1h
+frontend mysql
+    bind 127.0.0.1:$HAPROXY_PORT
+    default_backend mariadb
+backend mariadb
+    server db1 $backend
+CFG
+  haproxy -db -f "$OUT/haproxy.cfg" >"$OUT/haproxy.log" 2>&1 </dev/null &
+  HAPROXY_PID=$!
+  trap 'kill -TERM $PID $HAPROXY_PID 2>/dev/null; wait $PID $HAPROXY_PID 2>/dev/null || true' EXIT
+  sleep 0.5
+  kill -0 "$HAPROXY_PID" 2>/dev/null || die "haproxy exited: $(cat "$OUT/haproxy.log")"
+  # The playground's backend account; the statements are the same.
+  SB=("${SB[@]/--mysql-port=$PORT/--mysql-port=$HAPROXY_PORT}")
+  SB=("${SB[@]/--mysql-user=root/--mysql-user=hscale}")
+  SB=("${SB[@]/--mysql-password=/--mysql-password=hscale}")
+  PID=$HAPROXY_PID
+fi
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$PID/stat"; }
-switches() { awk '/ctxt_switches/ { n += $2 } END { print n }' "/proc/$PID/status"; }
+switches() { cat /proc/"$PID"/task/*/status | awk '/ctxt_switches/ { n += $2 } END { print n }'; }
 for t in $THREADS; do
   log "$TEST, $t clients: warm-up 3 s, then $DURATION s sampled"
   sysbench "$TEST" "${SB[@]}" --threads="$t" --time=3 run >/dev/null 2>&1 || true
