@@ -70,7 +70,8 @@ backend mariadb
 CFG
   haproxy -db -f "$OUT/haproxy.cfg" >"$OUT/haproxy.log" 2>&1 </dev/null &
   HAPROXY_PID=$!
-  trap 'kill -TERM $PID $HAPROXY_PID 2>/dev/null; wait $PID $HAPROXY_PID 2>/dev/null || true' EXIT
+  PLAYGROUND_PID=$PID
+  trap 'kill -TERM $PLAYGROUND_PID $HAPROXY_PID 2>/dev/null; wait $PLAYGROUND_PID $HAPROXY_PID 2>/dev/null || true' EXIT
   sleep 0.5
   kill -0 "$HAPROXY_PID" 2>/dev/null || die "haproxy exited: $(cat "$OUT/haproxy.log")"
   # The playground's backend account; the statements are the same.
