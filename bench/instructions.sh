@@ -33,6 +33,11 @@ for tool in valgrind callgrind_control callgrind_annotate sysbench mariadb pytho
   command -v "$tool" >/dev/null 2>&1 || die "$tool not found"
 done
 
+# The playground under valgrind: stopped on any exit, so a failed run does
+# not leave it serving (and holding the machine lock it was started under).
+CURRENT_PID=""
+trap '[[ -z "$CURRENT_PID" ]] || kill -TERM "$CURRENT_PID" 2>/dev/null || true' EXIT
+
 # count LABEL BINARY: instructions inside dispatch, and the statements run.
 count() {
   local label=$1 bin=$2 dir="$OUT/$1" port pid i
@@ -45,6 +50,7 @@ count() {
     "$bin" playground --shards 1 --listen "127.0.0.1:$port" --data-dir "$dir/pg" \
     >"$dir/playground.out" 2>"$dir/valgrind.log" </dev/null &
   pid=$!
+  CURRENT_PID=$pid
   for ((i = 0; ; i++)); do
     grep -q '^ready:' "$dir/playground.out" && break
     kill -0 "$pid" 2>/dev/null || die "$label: playground exited"
@@ -54,7 +60,7 @@ count() {
   local sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=root
     --mysql-password= --mysql-db=sbtest --tables=2 --table-size=1000 --rand-type=uniform
     --db-ps-mode=disable --rand-seed=1)
-  mariadb -h127.0.0.1 -P"$port" -uroot -e 'CREATE DATABASE sbtest'
+  mariadb -h127.0.0.1 -P"$port" -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
   sysbench oltp_read_only "${sb[@]}" prepare >/dev/null 2>&1 || die "$label: prepare failed"
   # Warm: plan cache, pools, digests.
   sysbench "$TEST" "${sb[@]}" --threads=8 --time=3 run >/dev/null 2>&1 || true
@@ -66,6 +72,7 @@ count() {
   sleep 1
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
+  CURRENT_PID=""
   local data
   data=$(ls "$dir"/cg.out.* | head -n 1)
   local ir queries
