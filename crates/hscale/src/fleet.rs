@@ -125,7 +125,7 @@ pub async fn beat(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
     if *has_left {
         return Ok(());
     }
-    let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
+    let mut c = ctx.pool(worker, BackendId::MAIN).get_own().await?;
     exec(&mut c, &statements).await
 }
 
@@ -138,7 +138,7 @@ pub async fn leave(ctx: &Context, worker: usize, within: Duration) {
     let run = async {
         let mut has_left = ctx.fleet.has_left.lock().await;
         *has_left = true;
-        let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
+        let mut c = ctx.pool(worker, BackendId::MAIN).get_own().await?;
         exec(&mut c, &[sql]).await
     };
     match tokio::time::timeout(within, run).await {
@@ -203,7 +203,7 @@ pub async fn list(
          FROM `hscale`.`proxies` ORDER BY heartbeat < NOW(6) - INTERVAL {stale_us} MICROSECOND, address, id",
         quote_str(&ctx.fleet.id)
     );
-    let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
+    let mut c = ctx.pool(worker, BackendId::MAIN).get_own().await?;
     let r = c
         .query_rows(&sql)
         .await?

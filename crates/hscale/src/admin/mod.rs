@@ -239,8 +239,11 @@ fn wrong(e: impl std::fmt::Display) -> ProxyError {
     ProxyError::Wrong(e.to_string())
 }
 
+/// A connection for a partition or schema command: it may hold others of
+/// the same backend already, so past `max_connections` if the pool is
+/// full (`Pool::get_own`).
 async fn conn(ctx: &Context, worker: usize, backend: BackendId) -> Result<PooledConn, ProxyError> {
-    ctx.pool(worker, backend).get(false).await
+    ctx.pool(worker, backend).get_own().await
 }
 
 /// `name`'s entry in `d`, or the error that says it is not partitioned.

@@ -8,6 +8,14 @@
 //! I/O; broken connections are closed instead, and one holding session
 //! state the pool cannot keep is reset in a task of its own first. A health-check task pings
 //! idle connections and keeps `min_connections` open.
+//!
+//! Partition and schema commands borrow with [`Pool::get_own`]: they hold
+//! several connections of one backend at once (the dictionary, a copy's
+//! source and destination, the fence), so on a pool they have filled
+//! themselves they would wait for their own connections until the acquire
+//! timeout. After a short wait for a slot, such a command opens one of at
+//! most [`MAX_OWN_EXTRA`] connections past `max_connections`, closed when
+//! it is returned.
 
 use hscale_route::BackendId;
 use std::ops::{Deref, DerefMut};
@@ -42,6 +50,9 @@ pub struct Pool {
     acquire_timeout: Duration,
     connects: AtomicU64,
     connect_failures: AtomicU64,
+    /// Connections open past `max_connections` for partition and schema
+    /// commands ([`Pool::get_own`]).
+    extra: AtomicUsize,
 }
 
 /// Counters shown by `HSCALE SHOW BACKENDS` and tests.
@@ -63,6 +74,14 @@ pub struct PoolStats {
 /// opens another (ms).
 const MAX_WAIT_FOR_PINGED_MS: u32 = 50;
 
+/// How long a partition or schema command waits for one of the pool's
+/// slots before it opens a connection past `max_connections`.
+const OWN_WAIT: Duration = Duration::from_millis(20);
+
+/// At most this many connections past `max_connections` per pool, for
+/// partition and schema commands; beyond them they wait like statements.
+pub const MAX_OWN_EXTRA: usize = 8;
+
 impl Pool {
     pub fn new(
         cfg: BackendConfig,
@@ -83,6 +102,7 @@ impl Pool {
             acquire_timeout,
             connects: AtomicU64::new(0),
             connect_failures: AtomicU64::new(0),
+            extra: AtomicUsize::new(0),
             backend_id,
             cfg,
             tls,
@@ -127,6 +147,61 @@ impl Pool {
         self.get_as(Claim::PROXY, is_found_rows).await
     }
 
+    /// Borrow a connection for a partition or schema command, which may
+    /// hold others of this pool already: a slot if one comes within
+    /// [`OWN_WAIT`], else a connection of its own past `max_connections`
+    /// (at most [`MAX_OWN_EXTRA`] at once; closed when returned), else a
+    /// wait as [`Pool::get`].
+    pub async fn get_own(self: &Arc<Self>) -> Result<PooledConn, ProxyError> {
+        self.refuse_if_frozen()?;
+        if self.slots.take(Claim::PROXY, OWN_WAIT).await {
+            let slot = Slot {
+                pool: self.clone(),
+                user: Claim::PROXY.index,
+                is_held: true,
+                is_extra: false,
+            };
+            return self.checkout(slot, false).await;
+        }
+        if self.extra.fetch_add(1, Ordering::Relaxed) < MAX_OWN_EXTRA {
+            // Counted from here; the slot's drop uncounts it.
+            let slot = Slot {
+                pool: self.clone(),
+                user: Claim::PROXY.index,
+                is_held: false,
+                is_extra: true,
+            };
+            let conn = self.connect(false).await?;
+            return Ok(PooledConn {
+                conn: Some(conn),
+                slot,
+            });
+        }
+        self.extra.fetch_sub(1, Ordering::Relaxed);
+        self.get(false).await
+    }
+
+    /// Connections open past `max_connections` for partition and schema
+    /// commands now.
+    pub fn extra(&self) -> usize {
+        self.extra.load(Ordering::Relaxed)
+    }
+
+    fn refuse_if_frozen(&self) -> Result<(), ProxyError> {
+        if !self.watch.is_frozen() {
+            return Ok(());
+        }
+        // Fail at once: the health check probes it and lifts this.
+        Err(ProxyError::BackendConnect {
+            backend: self.cfg.name.clone(),
+            address: self.cfg.address.clone(),
+            reason: format!(
+                "the backend is not answering (no reply to a health check within {} ms)",
+                self.watch.ping_timeout.as_millis()
+            ),
+        })
+    }
+
     /// Borrow a connection for a statement of `claim`'s user, waiting up
     /// to the acquire timeout for one to be free (in the user's queue
     /// while the pool is busy, `backend/fair.rs`).
@@ -135,24 +210,24 @@ impl Pool {
         claim: Claim,
         is_found_rows: bool,
     ) -> Result<PooledConn, ProxyError> {
-        if self.watch.is_frozen() {
-            // Fail at once: the health check probes it and lifts this.
-            return Err(ProxyError::BackendConnect {
-                backend: self.cfg.name.clone(),
-                address: self.cfg.address.clone(),
-                reason: format!(
-                    "the backend is not answering (no reply to a health check within {} ms)",
-                    self.watch.ping_timeout.as_millis()
-                ),
-            });
-        }
+        self.refuse_if_frozen()?;
         self.take(claim).await?;
         // Given back if this checkout fails or is dropped half-way.
         let slot = Slot {
             pool: self.clone(),
             user: claim.index,
             is_held: true,
+            is_extra: false,
         };
+        self.checkout(slot, is_found_rows).await
+    }
+
+    /// A connection for a slot taken: an idle one, or a new one.
+    async fn checkout(
+        self: &Arc<Self>,
+        slot: Slot,
+        is_found_rows: bool,
+    ) -> Result<PooledConn, ProxyError> {
         let variant = usize::from(is_found_rows);
         // A connection out of the idle queue for a health check's ping
         // comes back in a moment: wait for it (a few ms at most) rather
@@ -393,6 +468,9 @@ struct Slot {
     /// The user it is held for (`Claim::index`).
     user: usize,
     is_held: bool,
+    /// A connection past `max_connections` (`Pool::get_own`): closed when
+    /// returned, and uncounted.
+    is_extra: bool,
 }
 
 impl Slot {
@@ -403,6 +481,7 @@ impl Slot {
             pool: self.pool.clone(),
             user: self.user,
             is_held: std::mem::replace(&mut self.is_held, false),
+            is_extra: std::mem::replace(&mut self.is_extra, false),
         }
     }
 }
@@ -411,6 +490,9 @@ impl Drop for Slot {
     fn drop(&mut self) {
         if self.is_held {
             self.pool.slots.give_back(self.user);
+        }
+        if self.is_extra {
+            self.pool.extra.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
@@ -450,6 +532,10 @@ impl Drop for PooledConn {
         let Some(mut conn) = self.conn.take() else {
             return;
         };
+        if self.slot.is_extra {
+            self.slot.pool.close(conn);
+            return;
+        }
         let needs_reset = !conn.is_broken && !conn.is_xa_branch && holds_unpoolable_state(&conn);
         let runtime = needs_reset
             .then(tokio::runtime::Handle::try_current)

@@ -33,7 +33,7 @@ pub async fn cutover_under_way(ctx: &Context, worker: usize) -> bool {
 
 /// Read the dictionary from the main backend and make it current.
 pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, ProxyError> {
-    let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
+    let mut c = ctx.pool(worker, BackendId::MAIN).get_own().await?;
     if !ctx
         .partitioning
         .is_schema_ready
