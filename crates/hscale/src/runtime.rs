@@ -473,16 +473,22 @@ impl Context {
 
     /// The backend for statements any backend can answer (session-only
     /// statements: SET, SELECT @@version, ...): the main backend, or, while
-    /// the health check finds it frozen, the first backend that answers,
-    /// so a frozen main backend does not hold up new connections to
-    /// tables on healthy backends.
+    /// it is down (the health check finds it frozen, or the last connect
+    /// to it failed on some worker: killed, stopped, unreachable), the
+    /// first backend that is not, so a main backend that is down does not
+    /// hold up new connections to tables on healthy backends. The health
+    /// check's connects bring it back (`Pool::check`).
     pub fn answering_backend(&self) -> BackendId {
-        let is_frozen = |b: BackendId| self.pools[0][b.index()].watch.is_frozen();
-        if !is_frozen(BackendId::MAIN) {
+        let is_down = |b: BackendId| {
+            self.pools
+                .iter()
+                .any(|w| w.get(b.index()).is_some_and(|p| !p.is_reachable()))
+        };
+        if !is_down(BackendId::MAIN) {
             return BackendId::MAIN;
         }
         self.backend_ids()
-            .find(|b| !is_frozen(*b))
+            .find(|b| !is_down(*b))
             .unwrap_or(BackendId::MAIN)
     }
 

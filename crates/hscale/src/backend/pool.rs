@@ -181,6 +181,12 @@ impl Pool {
         self.get(false).await
     }
 
+    /// Neither frozen (no reply to a ping) nor refusing connections (the
+    /// last connect failed; the next one that succeeds lifts it).
+    pub fn is_reachable(&self) -> bool {
+        self.is_up.load(Ordering::Relaxed) && !self.watch.is_frozen()
+    }
+
     /// Connections open past `max_connections` for partition and schema
     /// commands now.
     pub fn extra(&self) -> usize {
