@@ -54,6 +54,8 @@ async fn a_killed_main_backend_does_not_stop_healthy_partitions() {
 
     with_cluster(|c| c.servers[0].kill());
     let restart = Restart;
+    // Past a few dictionary reloads (every second), which now fail.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
 
     // Every attempt counted: connections and statements on shard1's rows.
     let work = async {
@@ -91,6 +93,14 @@ async fn a_killed_main_backend_does_not_stop_healthy_partitions() {
                     .await
                 {
                     failed.push(format!("write: {e}"));
+                }
+                // A transaction on shard1 alone needs no commit decision.
+                tried += 1;
+                if let Err(e) = c
+                    .query_drop("BEGIN; UPDATE killed_main.t SET v = v + 0 WHERE id = 2; COMMIT")
+                    .await
+                {
+                    failed.push(format!("transaction: {e}"));
                 }
                 // Only one of the two connections of a round writes.
                 if db.is_none() {
