@@ -76,7 +76,7 @@ fn mariadb_cli() {
     assert_eq!(out, "");
     let out = run(&mut mariadb(&["-e", "HSCALE SHOW BACKENDS"]));
     assert!(
-        out.starts_with("name\taddress\tstatus\topen\tidle\nshard0\t127.0.0.1:"),
+        out.starts_with("name\taddress\tstatus\topen\tidle\tdown_since\nshard0\t127.0.0.1:"),
         "{out}"
     );
     // Errors come back with the server's code and message.

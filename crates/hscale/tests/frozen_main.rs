@@ -70,9 +70,12 @@ async fn a_frozen_main_backend_does_not_stop_new_connections() {
     // Wait (bounded) until the health check has found the main backend frozen.
     let mut is_down = false;
     for _ in 0..100 {
-        let rows: Vec<(String, String, String, String, String)> =
+        let rows: Vec<(String, String, String, String, String, Option<String>)> =
             admin.query("HSCALE SHOW BACKENDS").await.unwrap();
-        if rows.iter().any(|r| r.0 == "shard0" && r.2 == "down") {
+        if rows
+            .iter()
+            .any(|r| r.0 == "shard0" && r.2 == "down" && r.5.is_some())
+        {
             is_down = true;
             break;
         }

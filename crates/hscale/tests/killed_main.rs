@@ -126,6 +126,22 @@ async fn a_killed_main_backend_does_not_stop_healthy_partitions() {
         failed.len()
     );
 
+    // HSCALE SHOW BACKENDS says what is down and since when.
+    let rows: Vec<(String, String, String, String, String, Option<String>)> =
+        admin.query("HSCALE SHOW BACKENDS").await.unwrap();
+    let main = rows.iter().find(|r| r.0 == "shard0").unwrap();
+    assert_eq!(main.2, "down", "{rows:?}");
+    assert!(
+        main.5.as_deref().is_some_and(|t| t.starts_with("20")),
+        "{rows:?}"
+    );
+    let other = rows.iter().find(|r| r.0 == "shard1").unwrap();
+    assert_eq!(
+        (other.2.as_str(), other.5.as_deref()),
+        ("up", None),
+        "{rows:?}"
+    );
+
     // A row on the main backend fails cleanly, naming it.
     let e = admin
         .query_first::<i32, _>("SELECT v FROM killed_main.t WHERE id = 1")

@@ -212,10 +212,10 @@ async fn admin_commands_move_rows_and_keep_the_dictionary() {
             "shard1".into()
         )]
     );
-    let backends: Vec<(String, String, String, String, String)> =
+    let backends: Vec<(String, String, String, String, String, Option<String>)> =
         c.query("HSCALE SHOW BACKENDS").await.unwrap();
     assert_eq!(backends.len(), 3);
-    assert!(backends.iter().all(|b| b.2 == "up"));
+    assert!(backends.iter().all(|b| b.2 == "up" && b.5.is_none()));
 
     // A second proxy reads the same dictionary from the main backend.
     let other = hscale::RunningProxy::start(cluster_config(), "127.0.0.1:0").unwrap();

@@ -1,4 +1,5 @@
-//! `HSCALE SHOW TABLES`, `HSCALE SHOW PARTITIONS ['t']`, `HSCALE SHOW BACKENDS`,
+//! `HSCALE SHOW TABLES`, `HSCALE SHOW PARTITIONS ['t']`, `HSCALE SHOW BACKENDS`
+//! (with `down_since`: when a backend that is down was first found so),
 //! `HSCALE SHOW USERS`.
 
 use hscale_route::dictionary::TableName;
@@ -137,11 +138,13 @@ pub(super) fn backends(ctx: &Context) -> AdminOutput {
         .enumerate()
         .map(|(i, b)| {
             let (mut open, mut idle, mut up) = (0, 0, true);
+            let mut down_since = None;
             for p in ctx.backend_pools(BackendId::new(i)) {
                 let s = p.stats();
                 open += s.open;
                 idle += s.idle;
                 up &= s.is_up;
+                down_since = down_since.or(p.watch.down_since_ms());
             }
             vec![
                 Some(b.name.clone()),
@@ -149,11 +152,15 @@ pub(super) fn backends(ctx: &Context) -> AdminOutput {
                 Some(if up { "up" } else { "down" }.to_string()),
                 Some(open.to_string()),
                 Some(idle.to_string()),
+                // When it was first found down (UTC), while it is.
+                down_since
+                    .filter(|_| !up)
+                    .map(|ms| format_utc_ms(ms as i64)),
             ]
         })
         .collect();
     AdminOutput::Rows {
-        columns: cols(&["name", "address", "status", "open", "idle"]),
+        columns: cols(&["name", "address", "status", "open", "idle", "down_since"]),
         rows,
     }
 }

@@ -304,6 +304,9 @@ impl Pool {
             Ok(mut c) => {
                 c.defaults = defaults;
                 self.connects.fetch_add(1, Ordering::Relaxed);
+                if !self.watch.is_frozen() {
+                    self.watch.note_up();
+                }
                 if !self.is_up.swap(true, Ordering::Relaxed) {
                     tracing::info!(backend = %self.cfg.name, "backend is reachable again");
                 }
@@ -312,6 +315,7 @@ impl Pool {
             Err(e) => {
                 self.open.fetch_sub(1, Ordering::Relaxed);
                 self.connect_failures.fetch_add(1, Ordering::Relaxed);
+                self.watch.note_down();
                 if self.is_up.swap(false, Ordering::Relaxed) {
                     tracing::warn!(backend = %self.cfg.name, error = %e, "backend is unreachable");
                 }
@@ -377,8 +381,11 @@ impl Pool {
                 &self.watch,
             )
             .await;
-            if probe.is_ok() && self.watch.set_frozen(false) {
-                tracing::info!(backend = %self.cfg.name, "backend answers again");
+            if probe.is_ok() {
+                if self.watch.set_frozen(false) {
+                    tracing::info!(backend = %self.cfg.name, "backend answers again");
+                }
+                self.watch.note_up();
             }
         }
         while self.open.load(Ordering::Relaxed) < self.cfg.min_connections
@@ -436,6 +443,7 @@ impl Pool {
             Ok(Err(e)) => {
                 tracing::info!(backend = %self.cfg.name, error = %e, "closing a dead idle connection");
                 self.is_up.store(false, Ordering::Relaxed);
+                self.watch.note_down();
             }
             Err(_) => {
                 conn.is_broken = true;

@@ -38,6 +38,10 @@ pub struct BackendWatch {
     /// health check saw); a pooled connection opened or reset under an
     /// older value is reset at its next checkout (`Pool::get`).
     defaults: AtomicU64,
+    /// When the backend was first found down (frozen, or a connect or
+    /// ping failed) since it last answered, in ms since the Unix epoch; 0
+    /// while it is up. For `HSCALE SHOW BACKENDS`.
+    down_since_ms: AtomicU64,
 }
 
 impl BackendWatch {
@@ -47,7 +51,30 @@ impl BackendWatch {
             read_timeout,
             ping_timeout: ping_timeout.max(Duration::from_millis(10)),
             defaults: AtomicU64::new(0),
+            down_since_ms: AtomicU64::new(0),
         }
+    }
+
+    /// The backend was found down: the first such moment is kept.
+    pub fn note_down(&self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_millis() as u64)
+            .max(1);
+        let _ = self
+            .down_since_ms
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// The backend answered (a connect succeeded, a probe got a reply).
+    pub fn note_up(&self) {
+        self.down_since_ms.store(0, Ordering::Relaxed);
+    }
+
+    /// When it was first found down since it last answered (ms since the
+    /// Unix epoch), if it is down.
+    pub fn down_since_ms(&self) -> Option<u64> {
+        Some(self.down_since_ms.load(Ordering::Relaxed)).filter(|&ms| ms != 0)
     }
 
     /// The generation of the backend's global session defaults.
@@ -68,6 +95,9 @@ impl BackendWatch {
 
     /// Record whether the backend answers; true when that changed.
     pub fn set_frozen(&self, is_frozen: bool) -> bool {
+        if is_frozen {
+            self.note_down();
+        }
         self.is_frozen.swap(is_frozen, Ordering::Relaxed) != is_frozen
     }
 }
