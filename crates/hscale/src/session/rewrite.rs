@@ -12,7 +12,7 @@
 //!   row in information_schema.SESSION_VARIABLES and SHOW VARIABLES),
 //!   unless the session set it;
 //! - `@@warning_count`, `@@error_count` and `SHOW COUNT(*) WARNINGS |
-//!   ERRORS`: the session's list of conditions (`conditions.rs`);
+//!   ERRORS`: the session's list of conditions (`exec/conditions/list.rs`);
 //! - `SHOW [FULL] PROCESSLIST` and `information_schema.PROCESSLIST`:
 //!   hscale's client sessions (`processlist.rs`); in a prepared
 //!   statement rewritten again at every execution, since the sessions
@@ -27,7 +27,7 @@
 //! - `SHOW TABLE STATUS` of a database with partitioned tables: the
 //!   SELECT over information_schema.TABLES it is on a server
 //!   (`hscale_sql::show::table_status_sql`) with the partitioned tables'
-//!   figures summed over their partitions (`figures.rs`), then shown as
+//!   figures summed over their partitions (`exec/figures.rs`), then shown as
 //!   above; in a prepared statement rewritten again at every execution;
 //! - `ROW_COUNT()` and `FOUND_ROWS()`: what the session's previous
 //!   statement left (`diagnostics.rs`), whichever backends it ran on;
@@ -85,11 +85,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // A database with partitioned tables: as information_schema
             // shows it (below), with logical tables.
             // with logical tables and their figures summed over their
-            // partitions (`figures.rs`), read again at every execution.
+            // partitions (`exec/figures.rs`), read again at every execution.
             Some(Show::TableStatus { db, filter }) => {
                 match db.map(ident).or_else(|| self.b.state.db.clone()) {
                     Some(db) => {
-                        let summed = self.summed_figures(&db).await?;
+                        let summed = self.b.summed_figures(&db).await?;
                         if summed.is_empty() {
                             (None, false)
                         } else {
@@ -127,7 +127,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Vec::new()
             };
             let current = out.as_deref().unwrap_or(sql);
-            let remote = self.remote_view_rows(current, &dict).await?;
+            let remote = self.b.remote_view_rows(current, &dict).await?;
             let current = out.as_deref().unwrap_or(sql);
             if let Some(s) = hscale_route::router::logical_views(current, &dict, &counters, &remote)
                 .or_else(|| hscale_route::router::remote_auto_increments(current, &dict, &counters))
@@ -163,19 +163,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 is_live = true;
             }
         }
-        // The diagnostics area: the session's own list (`conditions.rs`).
+        // The diagnostics area: the session's own list (`exec/conditions/list.rs`).
         if let Some(counts) = self.conditions.counts() {
             if out.is_none() {
                 if let Some(hscale_sql::diagnostics::ConditionRead::Count { is_errors }) =
                     hscale_sql::diagnostics::classify_condition_read(sql)
                 {
-                    out = Some(super::conditions::count_sql(is_errors, counts));
+                    out = Some(crate::exec::conditions::list::count_sql(is_errors, counts));
                     is_live = true;
                 }
             }
             if mentions.contains(Mentions::SYSTEM_VARIABLE) {
                 let current = out.as_deref().unwrap_or(sql);
-                if let Some(s) = super::conditions::replace_counts(current, counts) {
+                if let Some(s) = crate::exec::conditions::list::replace_counts(current, counts) {
                     out = Some(s);
                     is_live = true;
                 }
