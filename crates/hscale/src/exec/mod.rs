@@ -285,6 +285,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Plan::Maintenance(m) => self.run_maintenance(&m).await,
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
             Plan::ViewError(e) => Err(ProxyError::View(e)),
+            // Its two steps run before planning (`insert_form.rs`): the
+            // read into the row sink, then the VALUES form planned.
+            Plan::InsertSelect(_) => Err(ProxyError::Wrong(
+                "internal: INSERT ... SELECT reached the executor unread".into(),
+            )),
             _ => Err(ProxyError::Wrong(
                 "internal: a plan the dictionary answers reached the executor".into(),
             )),
