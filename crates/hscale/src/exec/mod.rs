@@ -17,6 +17,7 @@
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 //! | `steps/` | statements run in steps of the proxy's own (SQL_CALC_FOUND_ROWS, SELECT ... INTO, SET and DO with expressions, views, reads with user variables) |
 //! | `conditions/` | the conditions a statement raised on every connection (`mod.rs`) and the session's list (`list.rs`) |
+//! | `rewrite.rs` | the values hscale puts in place of a backend's: its limits, the session's ids and user, logical tables in information_schema |
 //! | `rows.rs`, `figures.rs` | result sets hscale writes itself: SHOW WARNINGS from the list, SHOW INDEX with figures over partitions |
 
 pub mod bindings;
@@ -37,6 +38,7 @@ mod params;
 pub use params::ClientText;
 pub mod prepared;
 mod returning;
+pub mod rewrite;
 pub mod rows;
 mod scatter;
 pub mod sequence;
