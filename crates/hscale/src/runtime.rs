@@ -13,6 +13,10 @@ use std::time::Duration;
 use crate::backend::{BackendWatch, Pool};
 use crate::config::{BackendConfig, Config, ProxyConfig, UserConfig};
 
+mod session_handle;
+
+pub use session_handle::{Activity, Info, SessionHandle};
+
 /// What SIGHUP reloads from the config file (`Context::reload`): the
 /// users and the client limits. Read at login and when a session starts,
 /// never per statement.
@@ -136,149 +140,6 @@ pub struct OpenSession(Arc<Context>);
 impl Drop for OpenSession {
     fn drop(&mut self) {
         self.0.open_sessions.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// What KILL needs to know about a session. Its lock is taken when a
-/// statement starts or ends on a backend connection and by KILL; it is
-/// never shared with another session's statements.
-pub struct SessionHandle {
-    pub user: Mutex<String>,
-    /// The client's address as PROCESSLIST shows it (`ip:port`, or
-    /// `localhost` for the unix socket).
-    pub host: String,
-    /// What the session does now (PROCESSLIST); locked when a command
-    /// starts and ends and by PROCESSLIST.
-    activity: Mutex<Activity>,
-    /// `(backend, backend thread id)` of every connection a statement of
-    /// this session runs on now (several for a statement over partitions).
-    running: Mutex<Vec<(BackendId, u32)>>,
-    is_killed: AtomicBool,
-    /// Wakes the session waiting between commands (KILL, SIGTERM): a flag
-    /// and one registered waker, which costs the session loop two atomic
-    /// operations per command where a `Notify` took a lock twice.
-    is_woken: AtomicBool,
-    waker: futures_util::task::AtomicWaker,
-    /// The session's transaction across backends, as of its last statement.
-    pub txn: crate::exec::txn::published::Published,
-}
-
-impl SessionHandle {
-    pub fn new(user: &str, host: String) -> SessionHandle {
-        SessionHandle {
-            user: Mutex::new(user.to_string()),
-            host,
-            activity: Mutex::new(Activity {
-                command: "Sleep",
-                since: std::time::Instant::now(),
-                info: None,
-                db: None,
-            }),
-            running: Mutex::new(Vec::new()),
-            is_killed: AtomicBool::new(false),
-            is_woken: AtomicBool::new(false),
-            waker: futures_util::task::AtomicWaker::new(),
-            txn: Default::default(),
-        }
-    }
-    fn running_list(&self) -> std::sync::MutexGuard<'_, Vec<(BackendId, u32)>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
-    }
-    pub fn add_running(&self, key: (BackendId, u32)) {
-        self.running_list().push(key);
-    }
-    pub fn remove_running(&self, key: (BackendId, u32)) {
-        let mut list = self.running_list();
-        if let Some(i) = list.iter().position(|k| *k == key) {
-            list.swap_remove(i);
-        }
-    }
-    /// The backend index and thread id of every connection running a
-    /// statement of this session now.
-    pub fn running(&self) -> Vec<(BackendId, u32)> {
-        self.running_list().clone()
-    }
-    /// Whether `key` still runs a statement of this session.
-    pub fn is_running(&self, key: (BackendId, u32)) -> bool {
-        self.running_list().contains(&key)
-    }
-    fn activity_lock(&self) -> std::sync::MutexGuard<'_, Activity> {
-        self.activity.lock().unwrap_or_else(|p| p.into_inner())
-    }
-    /// A command starts: `command` as a server names it, `info` the
-    /// statement it runs.
-    pub fn begin(&self, command: &'static str, info: Option<Info>) {
-        let mut a = self.activity_lock();
-        a.command = command;
-        a.since = std::time::Instant::now();
-        a.info = info;
-    }
-    /// The command ended at `now`; `db` is the session's database after it.
-    pub fn end(&self, now: std::time::Instant, db: Option<&str>) {
-        let mut a = self.activity_lock();
-        a.command = "Sleep";
-        a.since = now;
-        a.info = None;
-        if a.db.as_deref() != db {
-            a.db = db.map(str::to_string);
-        }
-    }
-    /// What the session does now.
-    pub fn activity(&self) -> Activity {
-        self.activity_lock().clone()
-    }
-    pub fn kill(&self) {
-        self.is_killed.store(true, Ordering::Relaxed);
-        self.wake();
-    }
-    /// Wake the session if it waits between commands; if it does not,
-    /// its next wait ends at once (it then looks at why).
-    pub fn wake(&self) {
-        self.is_woken.store(true, Ordering::SeqCst);
-        self.waker.wake();
-    }
-    /// Ready once [`SessionHandle::wake`] was called since it last was.
-    pub fn woken(&self) -> impl std::future::Future<Output = ()> + '_ {
-        std::future::poll_fn(|cx| {
-            self.waker.register(cx.waker());
-            if self.is_woken.swap(false, Ordering::SeqCst) {
-                std::task::Poll::Ready(())
-            } else {
-                std::task::Poll::Pending
-            }
-        })
-    }
-    pub fn is_killed(&self) -> bool {
-        self.is_killed.load(Ordering::Relaxed)
-    }
-}
-
-/// What a session does now, as PROCESSLIST shows it.
-#[derive(Clone)]
-pub struct Activity {
-    /// `Sleep` between commands, else the command's name (`Query`,
-    /// `Execute`, ...).
-    pub command: &'static str,
-    /// When the command started (or, in `Sleep`, the last one ended).
-    pub since: std::time::Instant,
-    /// The statement the command runs.
-    pub info: Option<Info>,
-    pub db: Option<String>,
-}
-
-/// A statement's text, shared with the command that runs it (no copy).
-#[derive(Clone)]
-pub enum Info {
-    Text(bytes::Bytes),
-    Prepared(Arc<[u8]>),
-}
-
-impl Info {
-    pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            Info::Text(b) => b,
-            Info::Prepared(b) => b,
-        }
     }
 }
 

@@ -44,7 +44,7 @@ const K_SPAN: i64 = 64;
 /// Where a test writes: its own database and table. Each test names its
 /// table differently: today's proxy confuses prepared statements on
 /// same-named partitioned tables of different databases (see
-/// `Session::prepared_routing`), which is not what these tests are about.
+/// `Exec::prepared_routing`), which is not what these tests are about.
 #[derive(Debug, Clone, Copy)]
 struct Scene {
     db: &'static str,

@@ -124,6 +124,105 @@ async fn insert_select_stores_every_row_under_sql_select_limit() {
     assert_eq!(rows(&mut p, contents).await, rows(&mut r, contents).await);
 }
 
+/// Issue 30: HSCALE EXPLAIN shows `INSERT INTO orders (...) SELECT ...`
+/// as it runs (it called it refused): the SELECT's own plan as step 1,
+/// the INSERT of the rows read as step 2; and the statement then stores
+/// what one server stores.
+#[tokio::test]
+async fn explain_shows_insert_select_as_it_runs() {
+    let (mut p, mut r) = connections().await;
+    let sql = "INSERT INTO arch (id, customer_id, amount, status) SELECT id, customer_id, amount, status FROM orders WHERE customer_id = 1";
+    let plan: Vec<(String, String, String)> =
+        p.query(format!("HSCALE EXPLAIN {sql}")).await.unwrap();
+    let select = "SELECT id, customer_id, amount, status FROM orders WHERE customer_id = 1";
+    assert_eq!(
+        plan.first().unwrap(),
+        &(
+            "proxy".to_string(),
+            "step 1: read the rows to insert into the proxy's memory".to_string(),
+            select.to_string()
+        ),
+        "{plan:?}"
+    );
+    // The read: every partition of orders (keyed by id), concatenated.
+    let read: Vec<&(String, String, String)> = plan[1..plan.len() - 1].iter().collect();
+    assert_eq!(read.len(), 3, "{plan:?}");
+    for (backend, operation, part) in read {
+        assert!(backend.starts_with("shard"), "{plan:?}");
+        assert!(
+            operation.starts_with("step 1, concatenate rows: "),
+            "{plan:?}"
+        );
+        assert!(
+            part.starts_with("SELECT id, customer_id, amount, status FROM `sw_part`.`orders"),
+            "{plan:?}"
+        );
+    }
+    assert_eq!(
+        plan.last().unwrap(),
+        &(
+            "proxy".to_string(),
+            "step 2: insert the rows read as literal VALUES, planned like any INSERT".to_string(),
+            "INSERT INTO arch (id, customer_id, amount, status) VALUES <the rows read>".to_string()
+        ),
+        "{plan:?}"
+    );
+    // EXPLAIN runs nothing; the statement then stores one server's rows.
+    for c in [&mut p, &mut r] {
+        c.query_drop("DELETE FROM arch").await.unwrap();
+    }
+    same_writes(
+        &mut p,
+        &mut r,
+        &[sql],
+        "SELECT id, customer_id, amount, status FROM arch ORDER BY id",
+    )
+    .await;
+}
+
+/// The class around it: every INSERT ... SELECT naming a partitioned
+/// table EXPLAINs as a read, then a write (REPLACE, IGNORE, ON DUPLICATE
+/// KEY UPDATE kept after the rows, into a plain table, a merged read); a
+/// read hscale refuses refuses the INSERT with its reason, as running it
+/// does.
+#[tokio::test]
+async fn explain_shows_every_insert_select_as_a_read_then_a_write() {
+    let (mut p, _) = connections().await;
+    for (sql, write) in [
+        (
+            "REPLACE INTO arch SELECT id, 9, amount, 'again' FROM orders WHERE id BETWEEN 100 AND 140",
+            "REPLACE INTO arch VALUES <the rows read>",
+        ),
+        (
+            "INSERT IGNORE INTO arch (id, customer_id, amount, status) SELECT 5, 1, 2.50, 'x'",
+            "INSERT IGNORE INTO arch (id, customer_id, amount, status) VALUES <the rows read>",
+        ),
+        (
+            "INSERT INTO arch SELECT id, customer_id, amount, status FROM orders ORDER BY amount DESC LIMIT 3 ON DUPLICATE KEY UPDATE status = 'dup'",
+            "INSERT INTO arch VALUES <the rows read> ON DUPLICATE KEY UPDATE status = 'dup'",
+        ),
+        (
+            "INSERT INTO cust (cid, name) SELECT customer_id, MAX(status) FROM orders GROUP BY customer_id",
+            "INSERT INTO cust (cid, name) VALUES <the rows read>",
+        ),
+    ] {
+        let plan: Vec<(String, String, String)> =
+            p.query(format!("HSCALE EXPLAIN {sql}")).await.unwrap();
+        assert_eq!(plan[0].1, "step 1: read the rows to insert into the proxy's memory", "{sql}: {plan:?}");
+        assert!(plan[1..plan.len() - 1].iter().all(|r| r.1.starts_with("step 1, ")), "{sql}: {plan:?}");
+        assert_eq!(plan.last().unwrap().2, write, "{sql}: {plan:?}");
+    }
+    let refused =
+        "INSERT INTO arch SELECT id, customer_id, amount, status FROM orders LIMIT 1 FOR UPDATE";
+    let explained = p
+        .query_drop(format!("HSCALE EXPLAIN {refused}"))
+        .await
+        .unwrap_err();
+    let run = p.query_drop(refused).await.unwrap_err();
+    assert_eq!(code(&explained), 1235);
+    assert_eq!(explained.to_string(), run.to_string());
+}
+
 /// The class around it: every read a statement makes for itself ignores
 /// sql_select_limit (INSERT ... SELECT with columns, with ORDER BY, from a
 /// partitioned table into another, a key given as an expression under

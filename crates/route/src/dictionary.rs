@@ -12,6 +12,12 @@ use crate::key_compare::KeyCompare;
 use crate::known::Known;
 use crate::{BackendId, HashError, HashingFunction, KeyValue};
 
+mod enum_key;
+mod names;
+
+pub use enum_key::EnumKey;
+pub use names::{auto_partition_name, generation_name, renamed_default};
+
 /// `db.table`, as the application names it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TableName {
@@ -51,19 +57,6 @@ impl Partition {
     pub fn physical_table(&self, _table: &str) -> String {
         self.physical.clone()
     }
-}
-
-/// `base` with a generation suffix: `t_p` → `t_p_g7`, `t_p_g3` → `t_p_g7`.
-/// Generations come from the stored dictionary version, which only grows,
-/// so a name made this way is never used twice.
-pub fn generation_name(base: &str, generation: u64) -> String {
-    let stem = match base.rfind("_g") {
-        Some(i) if i + 2 < base.len() && base[i + 2..].bytes().all(|b| b.is_ascii_digit()) => {
-            &base[..i]
-        }
-        _ => base,
-    };
-    format!("{stem}_g{generation}")
 }
 
 /// A partitioned table.
@@ -136,124 +129,6 @@ impl std::fmt::Display for Placement {
             Placement::RoundRobin => "ROUND_ROBIN",
             Placement::FewestRows => "FEWEST_ROWS",
         })
-    }
-}
-
-/// The partition name auto-partitioning gives `value`: `auto_` and the
-/// value's letters, digits and underscores, with a hash of the value when
-/// anything else was dropped or it is long (the same on every proxy).
-pub fn auto_partition_name(value: &str) -> String {
-    let clean: String = value
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(24)
-        .collect();
-    if clean == value {
-        return format!("auto_{clean}");
-    }
-    let mut h: u32 = 0x811c_9dc5;
-    for b in value.bytes() {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    format!("auto_{clean}_{h:08x}")
-}
-
-/// The members of an ENUM key and how its collation compares them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnumKey {
-    pub members: Vec<String>,
-    /// `_ci` collation: ASCII case is ignored.
-    pub is_case_insensitive: bool,
-    /// PAD SPACE collation (not `_nopad_`): trailing spaces are ignored.
-    pub is_pad_space: bool,
-}
-
-impl EnumKey {
-    /// Parse `enum('a','b''c') [COLLATE name]` (information_schema
-    /// COLUMN_TYPE, plus the collation as hscale stores it).
-    pub fn parse(key_type: &str) -> Option<EnumKey> {
-        let lower = key_type.to_ascii_lowercase();
-        let rest = lower.strip_prefix("enum(")?;
-        let body_len = rest.len();
-        let original = &key_type[key_type.len() - body_len..];
-        let mut members = Vec::new();
-        let mut chars = original.char_indices().peekable();
-        let end = loop {
-            match chars.next()? {
-                (_, '\'') => {
-                    let mut m = String::new();
-                    loop {
-                        match chars.next()? {
-                            (_, '\'') if chars.peek().map(|c| c.1) == Some('\'') => {
-                                chars.next();
-                                m.push('\'');
-                            }
-                            (_, '\'') => break,
-                            (_, '\\') => m.push(chars.next()?.1),
-                            (_, c) => m.push(c),
-                        }
-                    }
-                    members.push(m);
-                }
-                (_, ',') => {}
-                (i, ')') => break i,
-                _ => return None,
-            }
-        };
-        let after = &lower[lower.len() - body_len + end + 1..];
-        let collation = after
-            .split_once("collate ")
-            .map(|(_, c)| c.trim().to_string())?;
-        Some(EnumKey {
-            members,
-            is_case_insensitive: collation.contains("_ci"),
-            is_pad_space: !collation.contains("nopad"),
-        })
-    }
-
-    /// The member a string names, as the column's collation compares; only
-    /// exact matches and ASCII case/space differences are recognized.
-    pub fn member(&self, s: &str) -> Option<&str> {
-        if let Some(m) = self.members.iter().find(|m| *m == s) {
-            return Some(m);
-        }
-        let trim = |x: &str| -> String {
-            if self.is_pad_space {
-                x.trim_end_matches(' ').to_string()
-            } else {
-                x.to_string()
-            }
-        };
-        let want = trim(s);
-        if !want.is_ascii() {
-            return None;
-        }
-        let mut found = self.members.iter().filter(|m| {
-            let m = trim(m);
-            if self.is_case_insensitive {
-                m.eq_ignore_ascii_case(&want)
-            } else {
-                m == want
-            }
-        });
-        let first = found.next()?;
-        found.next().is_none().then_some(first.as_str())
-    }
-}
-
-/// The default table's name after renaming `from` to `to`: `from_x`
-/// becomes `to_x`; any other name stays.
-pub fn renamed_default(default_table: &str, from: &str, to: &str) -> String {
-    match default_table.strip_prefix(&format!("{from}_")) {
-        Some(rest) => format!("{to}_{rest}"),
-        None => default_table.to_string(),
     }
 }
 

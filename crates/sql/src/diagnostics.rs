@@ -3,7 +3,7 @@
 //! as MariaDB decides.
 //!
 //! Through hscale a statement may run on several backend connections, so
-//! the proxy keeps the list itself (`hscale` crate, `session/conditions.rs`)
+//! the proxy keeps the list itself (`hscale` crate, `exec/conditions/list.rs`)
 //! and answers these reads from it:
 //!
 //! - `SHOW WARNINGS [LIMIT [offset,] n]`, `SHOW ERRORS [LIMIT ...]`;
@@ -228,7 +228,7 @@ pub fn statement_constants(sql: &str) -> Vec<Constant> {
 /// The values of every string literal of `sql`, wherever it stands: the
 /// values a conversion warning (1292) of the statement may name, once
 /// per statement or once per row compared (which, a server's EXPLAIN of
-/// it tells: `hscale` crate, `exec/conditions.rs`).
+/// it tells: `hscale` crate, `exec/conditions/mod.rs`).
 pub fn string_literals(sql: &str) -> Vec<String> {
     let Ok(t) = crate::lexer::tokenize(sql) else {
         return Vec::new();

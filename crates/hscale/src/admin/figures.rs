@@ -3,7 +3,7 @@
 //! Index_length, Data_free; `SHOW INDEX`: Cardinality), from the figures
 //! each backend's information_schema gives of the physical tables of its
 //! partitions, read in one query per backend ([`per_physical`]).
-//! `session/figures.rs` puts them in the answers.
+//! `exec/figures.rs` puts them in the answers.
 //!
 //! Rows and lengths are sums. A Cardinality is the number of distinct
 //! values of an index's first columns; the server's own is an estimate

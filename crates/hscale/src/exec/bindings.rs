@@ -100,7 +100,7 @@ pub struct Bindings {
     /// session sets its plan kind, `finish` adds rows and errors.
     pub note: crate::metrics::StatementNote,
     /// The conditions the current statement raised on every connection
-    /// it ran on (`conditions.rs`), for the session's SHOW WARNINGS.
+    /// it ran on (`conditions/mod.rs`), for the session's SHOW WARNINGS.
     pub gathered: super::conditions::Gathered,
     /// The current statement is a latin1 client's text the proxy read as
     /// UTF-8 (`session/query.rs`): the connections it runs on hold

@@ -7,19 +7,26 @@
 //! | file | runs |
 //! |---|---|
 //! | `single.rs` (in this file) | one statement on one backend, streamed straight through ([`forward`]) |
-//! | `scatter.rs` | one statement over several partitions in parallel: rows concatenated or affected rows added up; writes to global tables |
+//! | `scatter.rs` | one statement over several partitions in parallel: rows concatenated or affected rows added up |
+//! | `global_write.rs` | writes to global tables: every copy in one statement scope |
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
 //! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
 //! | `txn/` | transactions across backends: branches (`mod.rs`); `commit.rs` the commit protocol (XA), `recovery.rs` recovery; `lead_in.rs` a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it; savepoints, statement atomicity |
 //! | `returning.rs` | DELETE ... RETURNING over several partitions: the parts' rows, sent once the statement stands |
 //! | `maintenance.rs` | CHECKSUM / ANALYZE / CHECK / OPTIMIZE / REPAIR TABLE of a partitioned table, answered as one table |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
+//! | `steps/` | statements run in steps of the proxy's own (SQL_CALC_FOUND_ROWS, SELECT ... INTO, SET and DO with expressions, views, reads with user variables) |
+//! | `conditions/` | the conditions a statement raised on every connection (`mod.rs`) and the session's list (`list.rs`) |
+//! | `rewrite.rs` | the values hscale puts in place of a backend's: its limits, the session's ids and user, logical tables in information_schema |
+//! | `rows.rs`, `figures.rs` | result sets hscale writes itself: SHOW WARNINGS from the list, SHOW INDEX with figures over partitions |
 
 pub mod bindings;
 pub mod conditions;
 mod conversions;
 pub mod fence;
+mod figures;
 pub mod forward;
+mod global_write;
 pub mod insert_form;
 pub mod interpolate;
 mod key_move;
@@ -30,12 +37,14 @@ mod ordered_write;
 mod params;
 pub use params::ClientText;
 pub mod prepared;
-pub mod prepared_routing;
 mod returning;
+pub mod rewrite;
+pub mod rows;
 mod scatter;
 pub mod sequence;
 pub mod sink;
 mod sql_mode;
+pub mod steps;
 pub mod txn;
 
 use hscale_route::router::{MergePlan, Plan, StatementKind};
@@ -213,6 +222,15 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         send(self.reply(seq).err(err.code, &err.sql_state, message)).await
     }
 
+    /// Forward a backend's error packet as it is (at `seq`), noted as the
+    /// statement's error: the answer to a statement hscale answers
+    /// itself, whose errors name no partition.
+    pub async fn write_error_packet(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
+        self.b.note.error(err.code);
+        self.b.gathered.error(err.code, &err.message);
+        send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
+    }
+
     /// Run a plan that reads or writes partitions or global tables (the
     /// dictionary's own statements are answered by `crate::admin`).
     pub async fn run(&mut self, plan: Plan, effects: Effects<'_>) -> Result<(), ProxyError> {
@@ -269,6 +287,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Plan::Maintenance(m) => self.run_maintenance(&m).await,
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
             Plan::ViewError(e) => Err(ProxyError::View(e)),
+            // Its two steps run before planning (`insert_form.rs`): the
+            // read into the row sink, then the VALUES form planned.
+            Plan::InsertSelect(_) => Err(ProxyError::Wrong(
+                "internal: INSERT ... SELECT reached the executor unread".into(),
+            )),
             _ => Err(ProxyError::Wrong(
                 "internal: a plan the dictionary answers reached the executor".into(),
             )),

@@ -1,7 +1,7 @@
 //! UPDATE and DELETE with `ORDER BY ... LIMIT n` over several partitions
 //! (`hscale_route::router::OrderedWrite`): the keys of the first n rows are
 //! read by the merged read the router wrote, run like a client's SELECT
-//! into memory (`Session::read`, `exec::sink`); then the statement runs
+//! into memory (`exec::sink::read`); then the statement runs
 //! on each partition that holds some of them with LIMIT its share, through
 //! `Exec::run` like any write over several partitions (in autocommit, in a
 //! transaction of its own: atomic).

@@ -102,7 +102,7 @@ pub struct StatementNote {
     pub affected: Option<u64>,
     /// What FOUND_ROWS() answers after it, when hscale counted it
     /// (SQL_CALC_FOUND_ROWS over several partitions,
-    /// `session/found_rows.rs`).
+    /// `exec/steps/found_rows.rs`).
     pub found_rows: Option<u64>,
     /// The hash of the statement's fingerprint, when the session analyzed
     /// the very text it records (the query digest then does not lex it).

@@ -5,7 +5,7 @@
 //! trigger's, [`is_stale_trigger_error`]) waits for a dictionary that no
 //! longer routes there ([`await_newer_dictionary`], answering a [`Fence`])
 //! or learns whether a change is in its cutover ([`cutover_under_way`]).
-//! Used by `exec/fence.rs` and `session/commands.rs` (statements), by
+//! Used by `exec/fence.rs` and `exec/prepared/prepare.rs` (statements), by
 //! `crate::admin` (every command reads the dictionary afresh) and by
 //! `server.rs`.
 

@@ -15,28 +15,17 @@
 
 mod access;
 mod admin;
-mod answer;
 pub mod auth;
 mod batch;
 mod commands;
-mod conditions;
 mod diagnostics;
-mod do_statement;
-mod figures;
-mod found_rows;
 mod kill;
-pub mod prepared;
 mod processlist;
 mod query;
-mod remote_views;
 mod rewrite;
-mod select_into;
-mod set_values;
 mod sql_mode;
 mod statement;
 mod txn;
-mod user_vars;
-mod views;
 
 use hscale_route::BackendId;
 use std::sync::Arc;
@@ -52,13 +41,13 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::backend::state::{SessionState, SessionVars};
 use crate::error::ProxyError;
 use crate::exec::forward::Expect;
+use crate::exec::prepared::statements::Statements;
 use crate::exec::{send, write_error, Bindings, Effects, Exec};
 use crate::metrics::PlanKind;
 use crate::runtime::{Context, SessionHandle};
 use crate::tls::ClientStream;
 use auth::ClientInfo;
 use hscale_route::router::{Plan, StatementKind};
-use prepared::Statements;
 
 pub struct Session<S> {
     client: PacketStream<S>,
@@ -70,8 +59,9 @@ pub struct Session<S> {
     /// What the previous statement left for `ROW_COUNT()` and
     /// `FOUND_ROWS()`.
     last: diagnostics::LastStatement,
-    /// The conditions of the last statement that raised any (`conditions.rs`).
-    conditions: conditions::Conditions,
+    /// The conditions of the last statement that raised any
+    /// (`exec/conditions/list.rs`).
+    conditions: crate::exec::conditions::list::Conditions,
 }
 
 /// Serve one client connection until it quits or fails. `is_local` for

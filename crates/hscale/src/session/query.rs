@@ -59,7 +59,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Some(t) => hscale_sql::analyze(t),
             None => hscale_sql::analyze_bytes(&payload[1..]),
         };
-        // Whether it resets the session's diagnostics area (`conditions.rs`).
+        // Whether it resets the session's diagnostics area (`exec/conditions/list.rs`).
         self.b.gathered.uses_tables = Some(facts.uses_tables);
         // What the statement mentions comes from that one lex; the rare
         // statement rewritten with hscale's own answers is analyzed again.
@@ -99,7 +99,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             && facts.statements == 1
             && facts.pins.contains(hscale_sql::Pins::COMPLEX_SET)
         {
-            if let Some(p) = self.set_with_values(payload[0], sql).await? {
+            if let Some(p) = self.b.set_with_values(payload[0], sql).await? {
                 return Box::pin(self.query_text(&p)).await;
             }
         }
@@ -385,7 +385,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 _ => facts.sets_last_insert_id,
             };
             // SELECT ... INTO @vars over several partitions: read, then
-            // assigned by one server (`select_into.rs`).
+            // assigned by one server (`exec/steps/select_into.rs`).
             let is_partitioned_read = matches!(
                 &plan,
                 Plan::Merge(_)
@@ -398,17 +398,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             if facts.kind == hscale_sql::Kind::Select && is_partitioned_read {
                 if let Some(into) = hscale_route::router::select_into_variables(sql) {
                     drop(dict);
-                    return Box::pin(self.select_into(into)).await;
+                    return match self.exec().select_into(into).await? {
+                        Some(p) => Box::pin(self.query_text(&p)).await,
+                        None => Ok(()),
+                    };
                 }
             }
             // DO over partitioned tables: its expressions read as a
-            // SELECT, whose rows are dropped (`do_statement.rs`).
-            if let (Plan::Refuse(_), Some(select)) = (&plan, super::do_statement::do_as_select(sql))
+            // SELECT, whose rows are dropped (`exec/steps/do_statement.rs`).
+            if let (Plan::Refuse(_), Some(select)) = (&plan, crate::exec::steps::do_as_select(sql))
             {
                 drop(dict);
-                return Box::pin(self.do_statement(&select)).await;
+                return Box::pin(self.exec().do_statement(&select)).await;
             }
             let is_on_copies = self
+                .b
                 .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
                 .await?;
             // SQL_CALC_FOUND_ROWS on partitions: counted by hscale, even on
@@ -451,7 +455,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 Plan::CreateView(ddl) => {
                     drop(dict);
-                    return self.create_view(*ddl).await;
+                    let out = self.b.create_view(*ddl).await?;
+                    return self.write_admin_output(out).await;
                 }
                 plan if crate::admin::is_dictionary_plan(&plan) => {
                     drop(dict);
@@ -518,5 +523,81 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         exec.is_fenced = true;
         exec.execute_on_backend(backend, payload, Expect::Query, effects)
             .await
+    }
+    /// A text `SHOW INDEX` of a partitioned table, answered (`Ok(true)`):
+    /// a statement that starts otherwise than with SHOW costs one
+    /// comparison (`exec/figures.rs`).
+    async fn answered_index(&mut self, payload: &Bytes) -> Result<bool, ProxyError> {
+        let head = payload.get(1..).unwrap_or_default().trim_ascii_start();
+        if head.len() < 4 || !head[..4].eq_ignore_ascii_case(b"SHOW") {
+            return Ok(false);
+        }
+        let Ok(sql) = std::str::from_utf8(&payload[1..]) else {
+            return Ok(false);
+        };
+        match self.b.index_table(sql) {
+            Some(table) => self.exec().answer_index(&table, false).await.map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// Before a text statement runs: `SHOW WARNINGS` / `SHOW ERRORS`
+    /// answered from the session's list (`Ok(true)`,
+    /// `exec/conditions/list.rs`); several statements in one query run on
+    /// one connection, which alone knows their conditions.
+    async fn answered_conditions(
+        &mut self,
+        facts: &hscale_sql::Facts,
+        sql: &str,
+    ) -> Result<bool, ProxyError> {
+        if facts.statements > 1 {
+            self.b.gathered.missed = true;
+        }
+        if facts.kind != hscale_sql::Kind::Show {
+            return Ok(false);
+        }
+        match hscale_sql::diagnostics::classify_condition_read(sql) {
+            Some(read) => self.answer_conditions(read, false).await,
+            None => Ok(false),
+        }
+    }
+
+    /// SHOW WARNINGS / SHOW ERRORS from the session's list, in the binary
+    /// format when `is_binary`; `Ok(false)`: the backend answers.
+    pub(super) async fn answer_conditions(
+        &mut self,
+        read: hscale_sql::diagnostics::ConditionRead,
+        is_binary: bool,
+    ) -> Result<bool, ProxyError> {
+        let deprecated = self.is_eof_deprecated();
+        let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
+        exec.answer_conditions(&self.conditions, read, is_binary)
+            .await
+    }
+
+    /// `SELECT SQL_CALC_FOUND_ROWS ...` over several partitions: the rows
+    /// counted first (`exec/steps/found_rows.rs`), then the SELECT run
+    /// without SQL_CALC_FOUND_ROWS; FOUND_ROWS() answers the count.
+    async fn calc_found_rows(&mut self, sql: &str, effects: Effects<'_>) -> Result<(), ProxyError> {
+        let (found, stripped) = self.b.count_found_rows(sql).await?;
+        let payload = crate::backend::BackendConn::payload_for_query(&stripped);
+        let facts = hscale_sql::analyze_bytes(stripped.as_bytes());
+        let mut pins = effects.pins;
+        pins.remove(hscale_sql::Pins::FOUND_ROWS);
+        let effects = Effects { pins, ..effects };
+        self.plan_and_run(
+            &payload,
+            Some(stripped.as_str()),
+            &facts,
+            effects,
+            &payload[1..],
+        )
+        .await?;
+        if self.b.note.error == 0 {
+            if let Some(n) = found {
+                self.b.note.found_rows = Some(n);
+            }
+        }
+        Ok(())
     }
 }

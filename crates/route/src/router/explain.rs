@@ -4,7 +4,7 @@
 //! The proxy's admin command calls [`Plan::describe`] with the backends'
 //! names; nothing here looks at a backend.
 
-use super::{MergePlan, Mode, Output, Plan, StatementKind};
+use super::{InsertSelect, KeyMove, MergePlan, Mode, OrderedWrite, Output, Plan, StatementKind};
 use crate::BackendId;
 
 /// One row of a described plan.
@@ -50,7 +50,10 @@ impl Plan {
             )),
             Plan::LoadData(l) if l.is_global => vec![ExplainRow::new(
                 "every backend",
-                format!("load the client's file into every copy of global table {}", l.table),
+                format!(
+                    "load the client's file into every copy of global table {}",
+                    l.table
+                ),
                 statement,
             )],
             Plan::LoadData(l) => l
@@ -85,37 +88,9 @@ impl Plan {
                 statement,
             )],
             Plan::Merge(m) => describe_merge(m, &name),
-            Plan::OrderedWrite(w) => vec![
-                ExplainRow::new(
-                    "proxy",
-                    "read the keys of the rows to write, merged",
-                    w.select.as_str(),
-                ),
-                ExplainRow::new(
-                    "proxy",
-                    format!(
-                        "then on each partition of {} holding some: the statement with LIMIT its share of {}",
-                        w.table, w.limit
-                    ),
-                    statement,
-                ),
-            ],
-            Plan::KeyMove(m) => {
-                let mut rows = vec![ExplainRow::new(
-                    "proxy",
-                    "in one transaction: read each matched row's key and new key",
-                    m.select.as_str(),
-                )];
-                for (t, s) in &m.parts {
-                    rows.push(ExplainRow::new(&name(t.backend), "the UPDATE in place", s.as_str()));
-                }
-                rows.push(ExplainRow::new(
-                    "proxy",
-                    format!("then rows whose new key belongs to another partition of {} are moved there (INSERT, then DELETE from where they were)", m.table),
-                    statement,
-                ));
-                rows
-            }
+            Plan::OrderedWrite(w) => describe_ordered_write(w, statement),
+            Plan::KeyMove(m) => describe_key_move(m, statement, &name),
+            Plan::InsertSelect(i) => describe_insert_select(i, backend_names),
             Plan::Maintenance(m) => m
                 .parts
                 .iter()
@@ -145,10 +120,7 @@ impl Plan {
                 "rename every partition of {from} to {to} and its dictionary entry"
             )),
             Plan::ShowCreate(t) => one(format!("definition of {t} from its default partition")),
-            Plan::CreateView(v) => one(format!(
-                "store view {} in the dictionary",
-                v.view.name
-            )),
+            Plan::CreateView(v) => one(format!("store view {} in the dictionary", v.view.name)),
             Plan::DropViews { names, .. } => one(format!(
                 "drop view(s) {} from the dictionary",
                 names
@@ -189,6 +161,74 @@ impl Plan {
             }
         }
     }
+}
+
+/// An ordered write: the keys read, then each partition's share.
+fn describe_ordered_write(w: &OrderedWrite, statement: &str) -> Vec<ExplainRow> {
+    vec![
+        ExplainRow::new(
+            "proxy",
+            "read the keys of the rows to write, merged",
+            w.select.as_str(),
+        ),
+        ExplainRow::new(
+            "proxy",
+            format!(
+                "then on each partition of {} holding some: the statement with LIMIT its share of {}",
+                w.table, w.limit
+            ),
+            statement,
+        ),
+    ]
+}
+
+/// A key move: the keys read, the UPDATE in place, then the moves.
+fn describe_key_move(
+    m: &KeyMove,
+    statement: &str,
+    name: &dyn Fn(BackendId) -> String,
+) -> Vec<ExplainRow> {
+    let mut rows = vec![ExplainRow::new(
+        "proxy",
+        "in one transaction: read each matched row's key and new key",
+        m.select.as_str(),
+    )];
+    for (t, s) in &m.parts {
+        rows.push(ExplainRow::new(
+            &name(t.backend),
+            "the UPDATE in place",
+            s.as_str(),
+        ));
+    }
+    rows.push(ExplainRow::new(
+        "proxy",
+        format!("then rows whose new key belongs to another partition of {} are moved there (INSERT, then DELETE from where they were)", m.table),
+        statement,
+    ));
+    rows
+}
+
+/// INSERT ... SELECT: step 1, the SELECT's own plan, its rows kept by the
+/// proxy; step 2, the INSERT of those rows.
+fn describe_insert_select(i: &InsertSelect, backend_names: &[&str]) -> Vec<ExplainRow> {
+    let mut rows = vec![ExplainRow::new(
+        "proxy",
+        "step 1: read the rows to insert into the proxy's memory",
+        i.select.as_str(),
+    )];
+    for r in i.read.describe(&i.select, backend_names) {
+        rows.push(ExplainRow::new(
+            &r.backend,
+            format!("step 1, {}", r.operation),
+            r.sql,
+        ));
+    }
+    rows.push(ExplainRow::new(
+        "proxy",
+        "step 2: insert the rows read as literal VALUES, planned like any INSERT",
+        i.write("<the rows read>"),
+    ));
+    rows
 }
 
 /// A merge: the column definitions query (grouping), the shipped tables'

@@ -18,8 +18,9 @@
 use hscale_sql::{Token, TokenKind};
 
 use super::refs::table_refs;
-use super::{is_any_word, is_name, unquote};
+use super::{is_any_word, is_name, unquote, Plan};
 use crate::dictionary::{Dictionary, TableName, Target};
+use crate::known::Known;
 
 /// What the proxy does to an INSERT before it plans it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +47,61 @@ pub enum InsertForm {
         select: String,
         keys: Vec<(usize, usize)>,
     },
+}
+
+/// `INSERT ... SELECT` naming a partitioned table (`Plan::InsertSelect`),
+/// as it runs: step 1, the SELECT planned like any read and run into the
+/// proxy's memory; step 2, `head VALUES <its rows> tail`, planned once the
+/// rows are known, so each row goes to the partition of its key, ids come
+/// from the sequence and LAST_INSERT_ID() is the first of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InsertSelect {
+    /// The SELECT, as the client wrote it.
+    pub select: String,
+    /// Its plan: step 1.
+    pub read: Plan,
+    /// The INSERT before its SELECT, and what follows it (ON DUPLICATE
+    /// KEY UPDATE ...): step 2 is `head VALUES <rows> tail`.
+    pub head: String,
+    pub tail: String,
+}
+
+impl InsertSelect {
+    /// Step 2's statement, the rows shown as `rows`.
+    pub fn write(&self, rows: &str) -> String {
+        format!("{} VALUES {rows} {}", self.head, self.tail)
+            .trim_end()
+            .to_string()
+    }
+}
+
+/// The plan of `sql` (lexed as `tokens`) when it is an INSERT ... SELECT
+/// the proxy runs as a read, then a write (see [`InsertSelect`]).
+pub(super) fn insert_select(
+    sql: &str,
+    tokens: &[Token],
+    session_db: Option<&str>,
+    dict: &Dictionary,
+    known: &Known<'_>,
+) -> Option<Plan> {
+    let first = tokens.first()?;
+    if !first.is_word(sql, "INSERT") && !first.is_word(sql, "REPLACE") {
+        return None;
+    }
+    let Some(InsertForm::Select { head, select, tail }) = insert_form(sql, session_db, dict) else {
+        return None;
+    };
+    let read = super::plan(&select, session_db, dict, known);
+    // A read the proxy refuses refuses the statement, with its reason.
+    if let Plan::Refuse(why) = read {
+        return Some(Plan::Refuse(why));
+    }
+    Some(Plan::InsertSelect(Box::new(InsertSelect {
+        select,
+        read,
+        head,
+        tail,
+    })))
 }
 
 /// Where an INSERT's target table is: the token range of `[db .] name`.

@@ -53,7 +53,7 @@ pub use explain::ExplainRow;
 pub use found_rows::calc_found_rows;
 use insert::plan_insert;
 pub use insert::{insert_key_placeholders, insert_part_rows, unplaced_values};
-pub use insert_form::{insert_form, with_columns, with_keys, InsertForm};
+pub use insert_form::{insert_form, with_columns, with_keys, InsertForm, InsertSelect};
 pub use key_move::{
     key_moves, moved_rows_insert, moved_rows_sql, stored_columns_query, stored_columns_sql, KeyMove,
 };
@@ -171,6 +171,9 @@ pub enum Plan {
     /// CHECKSUM, ANALYZE, CHECK, OPTIMIZE or REPAIR TABLE of a partitioned
     /// table: run on every partition, answered as one table.
     Maintenance(Maintenance),
+    /// `INSERT [INTO] t [(columns)] SELECT ...` that reads or writes a
+    /// partitioned table: a read feeding a write (`insert_form`).
+    InsertSelect(Box<InsertSelect>),
 }
 
 /// A table maintenance statement on every partition of `table`. One
@@ -294,14 +297,23 @@ pub(crate) fn plan_tokens(
         *hint = None;
         return p;
     }
-    plan_nested(
+    match plan_nested(
         sql,
         tokens,
         Scope::new(session_db, dict, known),
         prepared,
         hint,
         0,
-    )
+    ) {
+        // INSERT ... SELECT naming a partitioned table, which no one
+        // statement on a partition can run: the SELECT's rows read first,
+        // then written as VALUES (looked for only on this refusal).
+        Plan::Refuse(why) if !prepared => {
+            insert_form::insert_select(sql, tokens, session_db, dict, known)
+                .unwrap_or(Plan::Refuse(why))
+        }
+        other => other,
+    }
 }
 
 /// `plan_tokens` for a statement inside `depth` others (UNION branches,

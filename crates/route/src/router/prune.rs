@@ -410,7 +410,7 @@ impl Pruner<'_> {
     /// column, whose type the router does not know. One server compares the rows of every
     /// partition, so the statement is not pruned at all (whatever else
     /// its condition says) and its warnings are those of every row (the
-    /// executor counts one server's: `exec/conditions.rs`).
+    /// executor counts one server's: `exec/conditions/mod.rs`).
     fn is_converted_per_row<'t>(
         &self,
         items: impl Iterator<Item = &'t [Token]> + Clone,

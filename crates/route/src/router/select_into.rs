@@ -1,7 +1,7 @@
 //! `SELECT ... INTO @a, @b` over partitioned tables: the SELECT is read
 //! like any other (merged over its partitions), then one server assigns
 //! the variables from a SELECT of the values it found, on the connection
-//! that holds the session's variables (`session/select_into.rs`).
+//! that holds the session's variables (`exec/steps/select_into.rs`).
 //!
 //! ```text
 //!  SELECT l1, l2 [..] INTO @a, @b [..]       one row:  SELECT v1, v2 INTO @a, @b

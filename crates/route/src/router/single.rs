@@ -115,7 +115,7 @@ pub(super) fn plan_filtered(
         }
         // A prepared `... WHERE key = ? ORDER BY .. LIMIT n`: every row it
         // matches is in the partition of its parameter, where each
-        // execution runs it whole (`exec/prepared_routing.rs`); on any
+        // execution runs it whole (`exec/prepared/routing.rs`); on any
         // other partition it matches nothing.
         let is_key_param =
             needs && kind != StatementKind::Select && key_placeholder(sql, &table.column).is_some();

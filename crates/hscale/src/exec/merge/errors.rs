@@ -1,4 +1,5 @@
-//! A part's error said as one server says it for the client's statement.
+//! Why a merge stops ([`Stop`]), and a part's error said as one server
+//! says it for the client's statement.
 //! A merge sorts on expressions it adds after the client's select list
 //! (`Mode::Sort`'s hidden columns), so an unknown column named only in the
 //! client's ORDER BY reaches the server in the fragment's select list, and
@@ -6,6 +7,38 @@
 
 use hscale_sql::{tokenize, TokenKind};
 use hscale_wire::response::ErrPacket;
+
+use crate::error::ProxyError;
+
+/// Why a merge stopped.
+#[derive(Debug)]
+pub(super) enum Stop {
+    /// A backend answered with an error: the statement's answer.
+    Server(ErrPacket),
+    Proxy(ProxyError),
+}
+
+impl From<ProxyError> for Stop {
+    fn from(e: ProxyError) -> Self {
+        Stop::Proxy(e)
+    }
+}
+
+/// Values of ENUM and SET columns order by member position, which their
+/// text does not tell.
+pub(super) fn unordered() -> Stop {
+    Stop::Proxy(ProxyError::Refused(
+        "ordering or grouping ENUM or SET values across partitions is not supported (they order by member position)".into(),
+    ))
+}
+
+/// A partial value the merge cannot combine exactly: the statement falls
+/// back to a shipped plan, or is refused.
+pub(super) fn bad_value(what: &str) -> Stop {
+    Stop::Proxy(ProxyError::Refused(format!(
+        "a partial {what} that cannot be combined exactly (floating-point values or numbers beyond 36 digits) across partitions"
+    )))
+}
 
 pub(super) const ER_BAD_FIELD_ERROR: u16 = 1054;
 

@@ -17,7 +17,8 @@
 //!
 //! | file | does |
 //! |---|---|
-//! | `mod.rs` | the parts' I/O (`Part`) and the drivers: shipping, sort and group merges |
+//! | `mod.rs` | the drivers: shipping, sort and group merges |
+//! | `part.rs` | one partition's answer read row by row (`Part`) |
 //! | `sort.rs` | row ordering and the k-way merge's choice (pure) |
 //! | `aggregate.rs` | the GROUP BY operator: partial rows into groups, final rows, HAVING, ORDER BY (pure) |
 //! | `group.rs` | aggregate accumulators and grouping forms (pure) |
@@ -31,6 +32,7 @@ mod errors;
 mod fixtures;
 mod group;
 mod having;
+mod part;
 pub mod prepared;
 mod ship;
 mod sort;
@@ -43,210 +45,29 @@ use hscale_route::BackendId;
 use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::status;
 use hscale_wire::reply::{Reply, Rows};
-use hscale_wire::response::{decode_eof, is_eof, ErrPacket};
-use hscale_wire::resultset::{decode_row, ColumnInfo};
+use hscale_wire::resultset::ColumnInfo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::bindings::Running;
 use super::conditions;
 use super::forward::Outcome;
 use super::{send, write_error, Bindings, Effects, Exec};
 use crate::backend::state::SelectLimit;
-use crate::backend::{BackendConn, PooledConn};
+use crate::backend::BackendConn;
 use crate::error::ProxyError;
 use aggregate::Aggregate;
 use columns::{kind_of, Unified};
+use errors::{bad_value, unordered, Stop};
+use part::Part;
 use sort::{order_rows, smallest, sort_keys};
 
 type Row = Vec<Option<Vec<u8>>>;
 
-/// Why a merge stopped.
-#[derive(Debug)]
-enum Stop {
-    /// A backend answered with an error: the statement's answer.
-    Server(ErrPacket),
-    Proxy(ProxyError),
-}
-
-impl From<ProxyError> for Stop {
-    fn from(e: ProxyError) -> Self {
-        Stop::Proxy(e)
-    }
-}
-
-/// Values of ENUM and SET columns order by member position, which their
-/// text does not tell.
 /// "Column 'x' in GROUP BY is ambiguous", as a warning.
 const ER_NON_UNIQ_ERROR: u16 = 1052;
-
-fn unordered() -> Stop {
-    Stop::Proxy(ProxyError::Refused(
-        "ordering or grouping ENUM or SET values across partitions is not supported (they order by member position)".into(),
-    ))
-}
-
-/// A partial value the merge cannot combine exactly: the statement falls
-/// back to a shipped plan, or is refused.
-fn bad_value(what: &str) -> Stop {
-    Stop::Proxy(ProxyError::Refused(format!(
-        "a partial {what} that cannot be combined exactly (floating-point values or numbers beyond 36 digits) across partitions"
-    )))
-}
 
 /// A streamed merge sending more rows than this holds every part's
 /// connection open at the client's pace (`Exec::hold_open`).
 const HELD_ABOVE_ROWS: u64 = 1000;
-
-/// One partition's result, read row by row. A part dropped before its
-/// result was read to the end closes its connection (a connection with an
-/// unread response must never return to the pool).
-struct Part {
-    conn: Option<PooledConn>,
-    /// Registered for KILL QUERY while the part runs.
-    running: Option<Running>,
-    defs: Vec<Bytes>,
-    columns: Vec<ColumnInfo>,
-    status: Option<u16>,
-    /// The part's answer ended with an error packet: read to its end, the
-    /// connection serves again.
-    is_err: bool,
-    /// The warning count of the part's terminator.
-    warnings: u16,
-    /// The partitions' statements it joins with UNION ALL
-    /// (`conditions::union_branches`).
-    branches: u32,
-    /// Drops the temporary tables of shipped tables from a transaction's
-    /// branch once the part's rows were read (`ship.rs`).
-    cleanup: Option<String>,
-    /// Its connection holds temporary copies of shipped tables and is
-    /// closed after use (marked broken for that, not because it failed).
-    holds_copies: bool,
-    /// The statement it runs, EXPLAINed on its connection when its
-    /// conditions need it (`Bindings::measure_part`); `None` for the
-    /// `LIMIT 0` of the column definitions.
-    fragment: Option<String>,
-}
-
-impl Drop for Part {
-    fn drop(&mut self) {
-        if let Some(c) = self.conn.as_mut() {
-            c.is_broken = true;
-        }
-    }
-}
-
-impl Part {
-    fn started(conn: PooledConn, running: Running) -> Part {
-        Part {
-            conn: Some(conn),
-            running: Some(running),
-            defs: Vec::new(),
-            columns: Vec::new(),
-            status: None,
-            is_err: false,
-            warnings: 0,
-            branches: 1,
-            cleanup: None,
-            holds_copies: false,
-            fragment: None,
-        }
-    }
-
-    fn conn(&mut self) -> Result<&mut PooledConn, Stop> {
-        self.conn
-            .as_mut()
-            .ok_or_else(|| Stop::Proxy(ProxyError::Wrong("a finished part was read".into())))
-    }
-
-    fn lost(&mut self, e: impl std::fmt::Display) -> Stop {
-        let backend = match self.conn.as_mut() {
-            Some(c) => {
-                c.is_broken = true;
-                c.backend.to_string()
-            }
-            None => String::new(),
-        };
-        Stop::Proxy(ProxyError::BackendLost {
-            backend,
-            reason: e.to_string(),
-        })
-    }
-
-    async fn packet(&mut self) -> Result<hscale_wire::Packet, Stop> {
-        let r = self.conn()?.stream.read_packet().await;
-        match r {
-            Ok(p) if p.is_continued() => Err(Stop::Proxy(ProxyError::Refused(
-                "rows of 16 MB or more cannot be merged across partitions".into(),
-            ))),
-            Ok(p) => Ok(p),
-            Err(e) => Err(self.lost(e)),
-        }
-    }
-
-    /// Read the column definitions of the statement sent.
-    async fn open(&mut self) -> Result<(), Stop> {
-        let part = self;
-        let first = part.packet().await?;
-        match first.first() {
-            Some(0xff) => {
-                let e = ErrPacket::decode(&first.payload).map_err(|e| part.lost(e))?;
-                part.is_err = true;
-                return Err(Stop::Server(e));
-            }
-            Some(0x00) => {
-                return Err(part.lost("a result set was expected"));
-            }
-            _ => {}
-        }
-        let n = hscale_wire::buf::Reader::new(&first.payload)
-            .lenenc()
-            .map_err(|e| part.lost(e))? as usize;
-        for _ in 0..n {
-            let d = part.packet().await?;
-            let info = ColumnInfo::decode(&d.payload).map_err(|e| part.lost(e))?;
-            part.columns.push(info);
-            part.defs.push(d.payload);
-        }
-        let eof = part.packet().await?;
-        if !is_eof(&eof.payload) {
-            return Err(part.lost("no EOF after the column definitions"));
-        }
-        Ok(())
-    }
-
-    /// The next row, or `None` at the end.
-    async fn row(&mut self) -> Result<Option<Row>, Stop> {
-        if self.is_done() {
-            return Ok(None);
-        }
-        let p = self.packet().await?;
-        if is_eof(&p.payload) {
-            let (warnings, st) = decode_eof(&p.payload).map_err(|e| self.lost(e))?;
-            self.status = Some(st);
-            self.warnings = warnings;
-            return Ok(None);
-        }
-        if p.first() == Some(0xff) {
-            let e = ErrPacket::decode(&p.payload).map_err(|e| self.lost(e))?;
-            self.is_err = true;
-            return Err(Stop::Server(e));
-        }
-        decode_row(&p.payload, self.columns.len())
-            .map(Some)
-            .map_err(|e| self.lost(e))
-    }
-
-    /// Whether the part's answer was read to its end (its EOF or error).
-    fn is_done(&self) -> bool {
-        self.status.is_some() || self.is_err
-    }
-
-    /// Read what is left, so the connection can serve again.
-    async fn drain(&mut self) -> Result<(), Stop> {
-        while self.row().await?.is_some() {}
-        Ok(())
-    }
-}
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     pub(crate) async fn run_merge(&mut self, mut plan: MergePlan) -> Result<(), ProxyError> {

@@ -6,20 +6,20 @@
 //! prepared (`commands.rs` answers an execution with binary rows).
 //!
 //! `SHOW TABLE STATUS` of a database with partitioned tables is a
-//! rewrite (`rewrite.rs`: the SELECT over information_schema.TABLES it
-//! is on a server, `hscale_sql::show::table_status_sql`, with the sums of
-//! [`Session::summed_figures`] in place), text and prepared alike.
+//! rewrite (`session/rewrite.rs`: the SELECT over
+//! information_schema.TABLES it is on a server,
+//! `hscale_sql::show::table_status_sql`, with the sums of
+//! [`Bindings::summed_figures`] in place), text and prepared alike.
 //!
-//! A statement that starts otherwise than with SHOW costs one comparison
-//! here.
+//! A text statement that starts otherwise than with SHOW costs one
+//! comparison (`session/query.rs`, before it asks [`Bindings::index_table`]).
 
-use bytes::Bytes;
 use hscale_route::dictionary::{PartitionedTable, TableName};
 use hscale_sql::show::Summed;
 use hscale_sql::{Token, TokenKind};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
+use super::{Bindings, Exec};
 use crate::admin::figures::{index_cardinality, table_figures};
 use crate::error::ProxyError;
 
@@ -35,26 +35,11 @@ fn ident(t: &Token, sql: &str) -> Option<String> {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    /// A text `SHOW INDEX` of a partitioned table, answered (`Ok(true)`).
-    pub(super) async fn answered_index(&mut self, payload: &Bytes) -> Result<bool, ProxyError> {
-        let head = payload.get(1..).unwrap_or_default().trim_ascii_start();
-        if head.len() < 4 || !head[..4].eq_ignore_ascii_case(b"SHOW") {
-            return Ok(false);
-        }
-        let Ok(sql) = std::str::from_utf8(&payload[1..]) else {
-            return Ok(false);
-        };
-        match self.index_table(sql) {
-            Some(table) => self.answer_index(&table, false).await.map(|()| true),
-            None => Ok(false),
-        }
-    }
-
+impl Bindings {
     /// The partitioned table of `SHOW {INDEX | INDEXES | KEYS} {FROM | IN}
     /// t [{FROM | IN} db]`; `None` for any other statement.
-    pub(super) fn index_table(&self, sql: &str) -> Option<PartitionedTable> {
-        if self.b.ctx.partitioning.is_empty() {
+    pub fn index_table(&self, sql: &str) -> Option<PartitionedTable> {
+        if self.ctx.partitioning.is_empty() {
             return None;
         }
         let tokens = hscale_sql::show::show_tokens(sql)?;
@@ -78,8 +63,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// The partitioned table `name` (`db` if unqualified: the session's).
     fn partitioned(&self, db: Option<&str>, table: &str) -> Option<PartitionedTable> {
-        let db = db.map(str::to_string).or_else(|| self.b.state.db.clone())?;
-        let dict = self.b.ctx.partitioning.dictionary();
+        let db = db.map(str::to_string).or_else(|| self.state.db.clone())?;
+        let dict = self.ctx.partitioning.dictionary();
         let name = TableName {
             db: db.clone(),
             table: table.to_string(),
@@ -95,13 +80,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// The figures of database `db`'s partitioned tables summed over
     /// their partitions, for `SHOW TABLE STATUS` (`rewrite.rs`); empty
     /// when it has none.
-    pub(super) async fn summed_figures(&mut self, db: &str) -> Result<Vec<Summed>, ProxyError> {
-        let dict = self.b.ctx.partitioning.dictionary();
+    pub async fn summed_figures(&mut self, db: &str) -> Result<Vec<Summed>, ProxyError> {
+        let dict = self.ctx.partitioning.dictionary();
         let tables: Vec<&PartitionedTable> = dict.tables().filter(|t| t.name.db == db).collect();
         if tables.is_empty() {
             return Ok(Vec::new());
         }
-        let figures = table_figures(&self.b.ctx, self.b.worker, &tables).await?;
+        let figures = table_figures(&self.ctx, self.worker, &tables).await?;
         Ok(tables
             .iter()
             .zip(figures)
@@ -115,11 +100,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             })
             .collect())
     }
+}
 
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Answer `SHOW INDEX` of `table`: its default partition's rows with
     /// the table's name and the estimated Cardinality, in the binary
     /// format when `is_binary`.
-    pub(super) async fn answer_index(
+    pub async fn answer_index(
         &mut self,
         table: &PartitionedTable,
         is_binary: bool,
@@ -136,7 +123,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .await?;
         let (defs, mut rows) = match asked {
             Ok(r) => r,
-            Err(err) => return self.write_server_error(1, &err).await,
+            Err(err) => return self.write_error_packet(1, &err).await,
         };
         let estimates = index_cardinality(&self.b.ctx, self.b.worker, table).await?;
         let names: Vec<String> = defs

@@ -4,6 +4,21 @@
 //! is replayed and the execute packet rewritten with the backend's id. One
 //! target streams straight through; several go through the same parallel
 //! scatter as text statements (`scatter.rs`, [`Command::Execute`]).
+//!
+//! | file | holds |
+//! |---|---|
+//! | `statements.rs` | the client's statements under hscale's own ids |
+//! | `routing.rs` | how a prepared statement reaches partitioned tables |
+//! | `prepare.rs` | COM_STMT_PREPARE: prepared where it runs, answered with hscale's id |
+//! | `execute.rs` | COM_STMT_EXECUTE, RESET and FETCH once the session decoded them |
+//! | `mod.rs` | sending one part of an execution (prepared lazily, long data replayed) |
+
+mod execute;
+mod prepare;
+pub mod routing;
+pub mod statements;
+
+pub use execute::{effects, Executed, CURSOR_TYPE_READ_ONLY};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use hscale_route::dictionary::Target;

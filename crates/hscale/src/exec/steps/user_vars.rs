@@ -10,18 +10,17 @@
 use hscale_route::router::{self, Plan};
 use hscale_route::BackendId;
 use hscale_sql::Pins;
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
 use crate::error::ProxyError;
+use crate::exec::Bindings;
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl Bindings {
     /// Before running `plan`: whether this statement may borrow pooled
     /// connections beside the one its session's variables pin
     /// (`Bindings::may_borrow_beside`), and a read that uses variables
     /// over several partitions, or on another backend than theirs, put on
     /// copies. `true` when `plan` was replaced so.
-    pub(super) async fn with_variables(
+    pub async fn with_variables(
         &mut self,
         plan: &mut Plan,
         facts: &hscale_sql::Facts,
@@ -34,11 +33,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // on one partition, that use none on other backends too (a write
         // over several needs the statement's own transaction, which a
         // pinned session does not get).
-        self.b.may_borrow_beside = facts.pins.is_empty()
+        self.may_borrow_beside = facts.pins.is_empty()
             && facts.unpins.is_empty()
             && (facts.kind == hscale_sql::Kind::Select
                 || matches!(&*plan, Plan::Targets { parts, .. } if parts.len() == 1));
-        let pinned_at = self.b.pinned.as_ref().map(|c| c.pool().backend_id);
+        let pinned_at = self.pinned.as_ref().map(|c| c.pool().backend_id);
         let is_elsewhere = matches!(&*plan, Plan::Targets { parts, .. }
             if pinned_at.is_some_and(|b| parts.iter().any(|(t, _)| t.backend != b)));
         if (spread || is_elsewhere || matches!(plan, Plan::Refuse(_)))
@@ -55,25 +54,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// The plan of a read with user variables over several partitions
     /// (see the module), or `None` when it is not a plain read.
-    pub(super) async fn on_copies_with_variables(
+    async fn on_copies_with_variables(
         &mut self,
         sql: &str,
         dict: &hscale_route::dictionary::Dictionary,
     ) -> Result<Option<Plan>, ProxyError> {
         let backend = self
-            .b
             .pinned
             .as_ref()
             .map_or(BackendId::MAIN, |c| c.pool().backend_id);
-        let Some(plan) = router::on_copies_at(sql, self.b.state.db.as_deref(), dict, backend)
-        else {
+        let Some(plan) = router::on_copies_at(sql, self.state.db.as_deref(), dict, backend) else {
             return Ok(None);
         };
         if !matches!(plan, Plan::Merge(_)) {
             return Ok(Some(plan));
         }
         // The variables this read sets must outlive it.
-        if let Err(err) = self.b.pin(backend, Pins::USER_VARIABLE).await? {
+        if let Err(err) = self.pin(backend, Pins::USER_VARIABLE).await? {
             return Err(ProxyError::Refused(format!(
                 "a read with user variables could not get a connection: {}",
                 err.message

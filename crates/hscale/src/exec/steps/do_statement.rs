@@ -8,15 +8,15 @@
 use hscale_sql::Token;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
 use crate::error::ProxyError;
 use crate::exec::send;
 use crate::exec::sink::{self, Answer};
+use crate::exec::Exec;
 use hscale_wire::reply::OkParts;
 
 /// `DO e1, e2` as `SELECT e1, e2`; `None` for any other statement, and for
 /// a DO that assigns (`:=`), which a read on copies would not keep.
-pub(super) fn do_as_select(sql: &str) -> Option<String> {
+pub fn do_as_select(sql: &str) -> Option<String> {
     let tokens = hscale_sql::tokenize(sql).ok()?;
     let first: &Token = tokens.first()?;
     if !first.is_word(sql, "DO") || tokens.len() < 2 {
@@ -31,11 +31,11 @@ pub(super) fn do_as_select(sql: &str) -> Option<String> {
     Some(format!("SELECT {}", &sql[tokens[1].start as usize..]))
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Run `select` (a DO's expressions) and answer DO's OK.
-    pub(super) async fn do_statement(&mut self, select: &str) -> Result<(), ProxyError> {
+    pub async fn do_statement(&mut self, select: &str) -> Result<(), ProxyError> {
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let answer = sink::read(&mut self.b, select, "DO", max_rows).await?;
+        let answer = sink::read(self.b, select, "DO", max_rows).await?;
         // The read's rows are not the client's.
         self.b.note.rows = 0;
         self.b.note.is_result = false;
@@ -44,7 +44,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Answer::Ok(_) | Answer::Rows(..) => return self.write_do_ok().await,
         };
         if is_set_up_error(err.code) {
-            return self.exec().write_server_error(1, &err).await;
+            return self.write_server_error(1, &err).await;
         }
         // An error while the expressions are evaluated: one server's DO
         // clears it ("DO always is OK", sql_do.cc) and keeps it among the

@@ -1,24 +1,24 @@
 //! Result sets hscale writes itself with a server's column definitions
-//! (SHOW WARNINGS / SHOW ERRORS from the session's list, `conditions.rs`;
-//! SHOW INDEX of a partitioned table, `figures.rs`): text rows for a
-//! COM_QUERY, binary rows (`hscale_wire::binary_row`) for a
-//! COM_STMT_EXECUTE, so a prepared statement answers what the text one
+//! (SHOW WARNINGS / SHOW ERRORS from the session's list,
+//! `conditions/list.rs`; SHOW INDEX of a partitioned table, `figures.rs`):
+//! text rows for a COM_QUERY, binary rows (`hscale_wire::binary_row`) for
+//! a COM_STMT_EXECUTE, so a prepared statement answers what the text one
 //! does.
 
 use bytes::Bytes;
 use hscale_wire::resultset::ColumnInfo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{send, Session};
+use super::{send, Exec};
 use crate::error::ProxyError;
 
 /// Rows as the text protocol carries them (`None`: NULL).
-pub(super) type TextRows = Vec<Vec<Option<Vec<u8>>>>;
+pub type TextRows = Vec<Vec<Option<Vec<u8>>>>;
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Answer with columns `defs` and `rows`, in the binary format when
     /// `is_binary` (an execution of a prepared statement).
-    pub(super) async fn write_result(
+    pub async fn write_result(
         &mut self,
         defs: &[Bytes],
         rows: &TextRows,

@@ -2,7 +2,7 @@
 //! main backend (`hscale_route::router::absent_tables`): a statement that
 //! reads the views runs on the main backend, whose information_schema
 //! does not know them, so their rows are read here from each one's default
-//! partition, typed as the view's columns, and `rewrite.rs` passes them
+//! partition, typed as the view's columns, and `session/rewrite.rs` passes them
 //! to `hscale_route::router::logical_views`, which shows them under the
 //! table's name. Only for a statement that names one of the views, when
 //! such a table exists: one query per table and view.
@@ -10,10 +10,9 @@
 use hscale_route::dictionary::Dictionary;
 use hscale_route::router::{absent_tables, view_columns, Cell, RemoteRows, LOGICAL_VIEWS};
 use hscale_wire::resultset::ColumnInfo;
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
 use crate::error::ProxyError;
+use crate::exec::Bindings;
 use crate::partition::quote_str;
 use crate::partition::store::server_error;
 
@@ -43,10 +42,10 @@ fn cell(c: &ColumnInfo, v: Option<Vec<u8>>) -> Cell {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl Bindings {
     /// The rows of the views `sql` reads for the tables of `dict` with no
     /// partition on the main backend; empty when there are none.
-    pub(super) async fn remote_view_rows(
+    pub async fn remote_view_rows(
         &mut self,
         sql: &str,
         dict: &Dictionary,
@@ -57,7 +56,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let views: Vec<&'static str> = LOGICAL_VIEWS
             .into_iter()
-            .filter(|v| super::rewrite::mentions(sql.as_bytes(), v.as_bytes()))
+            .filter(|v| hscale_sql::mentions::contains_ci(sql.as_bytes(), v.as_bytes()))
             .collect();
         let mut out = Vec::new();
         for (table, backend, physical) in absent {
@@ -76,7 +75,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     quote_str(&table.db),
                     quote_str(&physical)
                 );
-                let mut c = self.b.ctx.pool(self.b.worker, backend).get(false).await?;
+                let mut c = self.ctx.pool(self.worker, backend).get(false).await?;
                 let (defs, rows) = c
                     .query_raw(&q)
                     .await?

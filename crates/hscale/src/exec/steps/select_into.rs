@@ -6,25 +6,28 @@
 //! variables live, and the answer, warning 1329 or error 1172 is the
 //! server's).
 
+use bytes::Bytes;
 use hscale_route::router::SelectInto;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
 use crate::exec::sink::{self, literal_rows, Answer, Selected};
+use crate::exec::Exec;
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    /// Run the client's statement without its INTO clause and assign its
-    /// row to the variables.
-    pub(super) async fn select_into(&mut self, into: SelectInto) -> Result<(), ProxyError> {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
+    /// Read the client's statement without its INTO clause: the
+    /// statement that assigns its row to the variables, for the session
+    /// to run as the client's, or `None` when the read's error was
+    /// answered.
+    pub async fn select_into(&mut self, into: SelectInto) -> Result<Option<Bytes>, ProxyError> {
         // The read uses no variables (`sink::read` refuses one over
         // several partitions that does): it may borrow connections beside
         // the one the session's variables pin.
         self.b.may_borrow_beside = true;
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         let answer = sink::read(
-            &mut self.b,
+            self.b,
             &into.select,
             "SELECT ... INTO user variables",
             max_rows,
@@ -34,7 +37,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.note.rows = 0;
         self.b.note.is_result = false;
         let columns = match &answer {
-            Answer::Error(err) => return self.exec().write_server_error(1, err).await,
+            Answer::Error(err) => return self.write_server_error(1, err).await.map(|()| None),
             Answer::Ok(_) => 0,
             Answer::Rows(c, _) => c.len(),
         };
@@ -43,10 +46,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             collations.get(id).map(|(cs, _)| cs.to_string())
         })? {
             Selected::Rows(rows) => rows,
-            Selected::Error(err) => return self.exec().write_server_error(1, &err).await,
+            Selected::Error(err) => return self.write_server_error(1, &err).await.map(|()| None),
         };
         let sql = into.assignment(columns, &rows);
-        let payload = BackendConn::payload_for_query(&sql);
-        Box::pin(self.query_text(&payload)).await
+        Ok(Some(BackendConn::payload_for_query(&sql)))
     }
 }

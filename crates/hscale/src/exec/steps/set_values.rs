@@ -11,16 +11,15 @@
 //! pins the session, as before, or answers its own error).
 
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
 use crate::error::ProxyError;
 use crate::exec::sink::{self, Answer};
+use crate::exec::Bindings;
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl Bindings {
     /// The SET `sql` with its expressions replaced by their values, or
     /// `None` (see the module).
-    pub(super) async fn set_with_values(
+    pub async fn set_with_values(
         &mut self,
         command: u8,
         sql: &str,
@@ -31,7 +30,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let list: Vec<&str> = spans.iter().map(|(a, b)| &sql[*a..*b]).collect();
         let select = format!("SELECT {}", list.join(", "));
         let answer = match sink::read(
-            &mut self.b,
+            self,
             &select,
             "SET of a session variable to an expression",
             1,
@@ -43,8 +42,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Err(e) => return Err(e),
         };
         // The evaluation's rows are not the client's.
-        self.b.note.rows = 0;
-        self.b.note.is_result = false;
+        self.note.rows = 0;
+        self.note.is_result = false;
         let Answer::Rows(_, rows) = answer else {
             return Ok(None);
         };

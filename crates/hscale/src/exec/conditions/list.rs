@@ -4,12 +4,12 @@
 //! several backend connections (a merge, a scatter, a write over several
 //! partitions) or on a pooled one another statement uses next, so each
 //! connection's own list is not the session's: the executor reads the
-//! list of every part that counted conditions (`exec/conditions.rs`) and
-//! the session keeps the statement's whole list here. From it hscale
+//! list of every part that counted conditions (`conditions/mod.rs`) and
+//! the session keeps the statement's whole list ([`Conditions`]). From it hscale
 //! answers `SHOW WARNINGS [LIMIT]`, `SHOW ERRORS [LIMIT]`, `SHOW COUNT(*)
 //! WARNINGS | ERRORS` and `@@warning_count` / `@@error_count` (text and
 //! prepared: an execution of a prepared SHOW WARNINGS is answered from
-//! the list in the binary format, `commands.rs`).
+//! the list in the binary format, `session/commands.rs`).
 //!
 //! MariaDB's rules, kept here (`hscale_sql::diagnostics`): a statement that
 //! raises conditions replaces the list with its own (at most
@@ -28,10 +28,10 @@ use hscale_route::BackendId;
 use hscale_sql::diagnostics::{uses_tables, ConditionRead};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::answer::TextRows;
-use super::Session;
+use super::{Condition, Gathered};
 use crate::error::ProxyError;
-use crate::exec::conditions::{Condition, Gathered};
+use crate::exec::rows::TextRows;
+use crate::exec::Exec;
 
 /// The server's default `max_error_count`.
 const MAX_ERROR_COUNT: usize = 64;
@@ -39,7 +39,7 @@ const MAX_ERROR_COUNT: usize = 64;
 /// The session's list of conditions; `None`: the backend connection
 /// answers (hscale does not know the list).
 #[derive(Debug)]
-pub(super) struct Conditions {
+pub struct Conditions {
     own: Option<Own>,
 }
 
@@ -133,8 +133,8 @@ impl Conditions {
 /// tables starts with an empty list, so it reads 0. The value keeps the
 /// variables' column type (BIGINT UNSIGNED, nullable): a bitwise OR with
 /// the variable itself times nothing.
-pub(super) fn replace_counts(sql: &str, (warnings, errors): (u64, u64)) -> Option<String> {
-    if !super::rewrite::mentions(sql.as_bytes(), b"_COUNT") {
+pub fn replace_counts(sql: &str, (warnings, errors): (u64, u64)) -> Option<String> {
+    if !hscale_sql::mentions::contains_ci(sql.as_bytes(), b"_COUNT") {
         return None;
     }
     let (warnings, errors) = if uses_tables(sql) {
@@ -154,7 +154,7 @@ pub(super) fn replace_counts(sql: &str, (warnings, errors): (u64, u64)) -> Optio
 }
 
 /// `SHOW COUNT(*) WARNINGS | ERRORS` as the SELECT the server runs for it.
-pub(super) fn count_sql(is_errors: bool, (warnings, errors): (u64, u64)) -> String {
+pub fn count_sql(is_errors: bool, (warnings, errors): (u64, u64)) -> String {
     let (name, n) = if is_errors {
         ("error_count", errors)
     } else {
@@ -163,61 +163,13 @@ pub(super) fn count_sql(is_errors: bool, (warnings, errors): (u64, u64)) -> Stri
     format!("SELECT (CAST({n} AS UNSIGNED) | @@session.{name} & 0) AS `@@session.{name}`")
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    /// Before a text statement runs: `SHOW WARNINGS` / `SHOW ERRORS`
-    /// answered from the session's list (`Ok(true)`); several statements
-    /// in one query run on one connection, which alone knows their
-    /// conditions.
-    pub(super) async fn answered_conditions(
-        &mut self,
-        facts: &hscale_sql::Facts,
-        sql: &str,
-    ) -> Result<bool, ProxyError> {
-        if facts.statements > 1 {
-            self.b.gathered.missed = true;
-        }
-        if facts.kind != hscale_sql::Kind::Show {
-            return Ok(false);
-        }
-        match hscale_sql::diagnostics::classify_condition_read(sql) {
-            Some(read) => self.answer_conditions(read, false).await,
-            None => Ok(false),
-        }
-    }
-
-    /// COM_STMT_PREPARE; one that fails leaves its error as the session's
-    /// list, as on a server (one that succeeds leaves the list).
-    pub(super) async fn prepare_noting_errors(
-        &mut self,
-        payload: &bytes::Bytes,
-    ) -> Result<(), ProxyError> {
-        self.b.gathered = Default::default();
-        self.b.note.error = 0;
-        let r = self.prepare(payload).await;
-        match &r {
-            Err(ProxyError::ClientGone) => return r,
-            Err(e) => {
-                let (code, _, message) = e.to_mysql();
-                self.b.note.error(code);
-                self.b.gathered.error(code, &message);
-            }
-            Ok(()) => {}
-        }
-        let error = self.b.note.error;
-        if error != 0 {
-            let gathered = std::mem::take(&mut self.b.gathered);
-            let vars = &self.b.state.vars;
-            self.conditions
-                .record(gathered, error, || vars.max_error_count(), &payload[1..]);
-        }
-        r
-    }
-
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Answer `SHOW WARNINGS` / `SHOW ERRORS` from the session's list, in
     /// the binary format when `is_binary` (a prepared one's execution).
     /// `Ok(false)`: hscale does not know the list; the backend answers.
-    pub(super) async fn answer_conditions(
+    pub async fn answer_conditions(
         &mut self,
+        list: &Conditions,
         read: ConditionRead,
         is_binary: bool,
     ) -> Result<bool, ProxyError> {
@@ -229,7 +181,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         else {
             return Ok(false);
         };
-        let Some(own) = self.conditions.own.as_ref() else {
+        let Some(own) = list.own.as_ref() else {
             return Ok(false);
         };
         let rows: TextRows = own
@@ -256,7 +208,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         {
             Ok(d) => d,
             Err(err) => {
-                self.write_server_error(1, &err).await?;
+                self.write_error_packet(1, &err).await?;
                 return Ok(true);
             }
         };

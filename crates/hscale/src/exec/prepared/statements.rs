@@ -9,13 +9,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use hscale_sql::Pins;
 
-use crate::exec::prepared_routing::Routed;
+use super::routing::Routed;
 
 /// One statement the client prepared.
 #[derive(Debug, Clone)]
 pub struct ClientStatement {
     /// The statement text as the backends prepare it: the client's, with
-    /// hscale's own answers in place (`rewrite.rs`).
+    /// hscale's own answers in place (`session/rewrite.rs`).
     pub sql: Arc<[u8]>,
     pub num_params: u16,
     pub num_columns: u16,
@@ -53,13 +53,13 @@ pub struct ClientStatement {
 }
 
 /// A prepared statement whose executions hscale answers itself, as it
-/// answers the text statement (binary rows, `session/answer.rs`).
+/// answers the text statement (binary rows, `exec/rows.rs`).
 #[derive(Debug, Clone)]
 pub enum OwnRead {
     /// `SHOW WARNINGS` / `SHOW ERRORS`: the session's list
-    /// (`conditions.rs`), when hscale knows it.
+    /// (`exec/conditions/list.rs`), when hscale knows it.
     Conditions(hscale_sql::diagnostics::ConditionRead),
-    /// `SHOW INDEX` of this partitioned table (`figures.rs`).
+    /// `SHOW INDEX` of this partitioned table (`exec/figures.rs`).
     Index(hscale_route::dictionary::TableName),
 }
 

@@ -12,8 +12,8 @@ use hscale_route::router::{MergePlan, Plan, StatementKind};
 use hscale_route::KeyValue;
 use hscale_wire::stmt::Execute;
 
-use super::params;
 use crate::error::ProxyError;
+use crate::exec::params;
 use crate::partition::Partitioning;
 
 /// How a prepared statement runs.
@@ -59,7 +59,7 @@ pub enum Pick {
     Parts(Vec<Part>),
     /// A multi-row INSERT whose rows belong to different partitions: run
     /// as its text statement with the parameters written in, which the
-    /// router splits by rows (`session/commands.rs`).
+    /// router splits by rows (`Executed::SplitRows`, `session/commands.rs`).
     SplitRows,
 }
 

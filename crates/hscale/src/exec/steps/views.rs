@@ -6,14 +6,17 @@
 //! a view over an unknown column or table is refused with the server's
 //! error, as one server refuses it.
 
-use super::*;
-
+use crate::admin::AdminOutput;
+use crate::error::ProxyError;
 use crate::exec::sink::{self, Answer};
+use crate::exec::Bindings;
 use hscale_route::router::{self, ViewDdl};
 use hscale_route::view::{quote, ViewError};
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    pub(super) async fn create_view(&mut self, mut ddl: ViewDdl) -> Result<(), ProxyError> {
+impl Bindings {
+    /// Keep the view `ddl` makes once its SELECT was checked; the
+    /// session answers the output.
+    pub async fn create_view(&mut self, mut ddl: ViewDdl) -> Result<AdminOutput, ProxyError> {
         let columns = self.view_columns(&ddl.view.select).await?;
         if let Some(list) = &ddl.view.columns {
             if list.len() != columns.len() {
@@ -23,7 +26,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         if ddl.view.definer.is_empty() {
             let user = self
-                .b
                 .handle
                 .user
                 .lock()
@@ -31,22 +33,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .clone();
             ddl.view.definer = format!("{}@{}", quote(&user), quote("%"));
         }
-        let out = crate::admin::views::create(&self.b.ctx, self.b.worker, ddl).await?;
-        self.write_admin_output(out).await
+        crate::admin::views::create(&self.ctx, self.worker, ddl).await
     }
 
     /// The column names of `select`'s answer (an error: the server's).
     async fn view_columns(&mut self, select: &str) -> Result<Vec<String>, ProxyError> {
         let probe = {
-            let dict = self.b.ctx.partitioning.dictionary();
+            let dict = self.ctx.partitioning.dictionary();
             router::view_probe(select, &dict)
         };
         let columns = match probe {
             Some((backend, sql)) => {
                 let mut c = self
-                    .b
                     .ctx
-                    .pool_as(self.b.worker, backend, self.b.identity)
+                    .pool_as(self.worker, backend, self.identity)
                     .get(false)
                     .await?;
                 match c.query_rows(&sql).await? {
@@ -62,7 +62,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             None => {
                 let sql = format!("SELECT * FROM ({select}) AS `hscale_view_probe` LIMIT 0");
-                match sink::read(&mut self.b, &sql, "CREATE VIEW", 0).await? {
+                match sink::read(self, &sql, "CREATE VIEW", 0).await? {
                     Answer::Rows(columns, _) => columns,
                     Answer::Error(err) => {
                         return Err(ProxyError::Backend {
