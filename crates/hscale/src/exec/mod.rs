@@ -21,6 +21,7 @@ mod conversions;
 pub mod fence;
 pub mod forward;
 pub mod insert_form;
+pub mod insert_id;
 pub mod interpolate;
 mod key_move;
 mod load_data;
@@ -69,6 +70,9 @@ pub struct Effects<'a> {
     /// A savepoint statement: applied to the session's savepoints once the
     /// home backend accepted it.
     pub savepoint: Option<&'a txn::savepoint::SavepointOp>,
+    /// An INSERT or REPLACE: the values it gives its rows, to tell an OK's
+    /// explicit AUTO_INCREMENT value from a generated id (`insert_id.rs`).
+    pub supplied: insert_id::Supplied<'a>,
 }
 
 /// One statement being run for a session: the client stream its answer
@@ -430,6 +434,16 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                     && held.is_none()
                 {
                     self.b.read_back_last_insert_id(&mut conn).await?;
+                } else if let Some(ok) = outcome.ok.as_mut().filter(|ok| {
+                    ok.last_insert_id != 0
+                        && self.b.generated_id.is_none()
+                        && effects.supplied.may_hold(ok.last_insert_id)
+                }) {
+                    // Perhaps an explicit AUTO_INCREMENT value, which the
+                    // OK reports but LAST_INSERT_ID() does not take.
+                    if !self.b.is_generated(&mut conn, ok.last_insert_id).await? {
+                        ok.last_insert_id = 0;
+                    }
                 }
                 self.b.finish(conn, outcome, effects);
                 match held {

@@ -92,6 +92,34 @@ impl Bindings {
         Ok(())
     }
 
+    /// After an INSERT on `conn` whose OK reported `id`, which may be an
+    /// AUTO_INCREMENT value the statement gave (`insert_id.rs`): whether
+    /// the server generated it, which its LAST_INSERT_ID() tells: a
+    /// generated id is the OK's, an explicit value leaves what the
+    /// connection held before. When the connection held `id` already
+    /// (from another session) the two cannot be told apart; the id is
+    /// then taken as given, the session's LAST_INSERT_ID() unchanged.
+    pub async fn is_generated(
+        &mut self,
+        conn: &mut crate::backend::PooledConn,
+        id: u64,
+    ) -> Result<bool, ProxyError> {
+        let r = conn.query_rows("SELECT LAST_INSERT_ID()").await?;
+        let value = r
+            .ok()
+            .and_then(|t| t.rows.into_iter().next())
+            .and_then(|row| row.into_iter().next().flatten())
+            .and_then(|v| std::str::from_utf8(&v).ok()?.parse::<u64>().ok());
+        match value {
+            Some(v) if v == id => Ok(conn.last_insert_id != id || self.state.last_insert_id == id),
+            Some(v) => {
+                conn.last_insert_id = v;
+                Ok(false)
+            }
+            None => Ok(true),
+        }
+    }
+
     /// Whether the session's sql_mode has NO_AUTO_VALUE_ON_ZERO (0 is then
     /// stored as given instead of generating an id).
     fn is_zero_kept(&self) -> bool {

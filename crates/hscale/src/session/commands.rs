@@ -207,6 +207,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             pins: facts.pins,
             uses_last_insert_id: facts.uses_last_insert_id,
             sets_last_insert_id: facts.sets_last_insert_id,
+            is_insert: matches!(
+                facts.kind,
+                hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
+            ),
             param_types: None,
             long_data: Vec::new(),
             long_data_bytes: 0,
@@ -386,10 +390,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if exec.flags & CURSOR_TYPE_READ_ONLY != 0 {
             pins.insert(Pins::CURSOR);
         }
+        let text = st.sql.clone();
         let effects = Effects {
             pins,
             uses_last_insert_id: st.uses_last_insert_id,
             sets_last_insert_id: st.sets_last_insert_id,
+            supplied: if st.is_insert {
+                crate::exec::insert_id::Supplied::Prepared {
+                    sql: &text,
+                    exec,
+                    types,
+                    count: usize::from(st.num_params),
+                    long_data: &st.long_data,
+                }
+            } else {
+                crate::exec::insert_id::Supplied::Nothing
+            },
             ..Effects::default()
         };
         let execution = Execution {
