@@ -15,9 +15,6 @@ mod common;
 
 use common::twin::*;
 
-const DB: &str = "jw_part";
-const REF: &str = "jw_ref";
-
 const SCHEMA: &[&str] = &[
     "CREATE TABLE acct (uid INT NOT NULL PRIMARY KEY, handle VARCHAR(20), flags INT NOT NULL DEFAULT 0)",
     "CREATE TABLE ord (oid INT NOT NULL, uid INT NOT NULL, amt INT, PRIMARY KEY (oid, uid))",
