@@ -325,7 +325,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Some(&hscale_wire::consts::com::QUERY) => txn::lead_in::LeadIn::allowed(),
             _ => txn::lead_in::LeadIn::default(),
         };
-        let conn = match self
+        let mut conn = match self
             .b
             .lease_holding(backend, effects.uses_last_insert_id, Some(&mut lead))
             .await?
@@ -333,6 +333,17 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Ok(c) => c,
             Err(err) => return self.write_server_error(1, &err).await,
         };
+        // (Not behind a lead-in: its BEGIN goes with the statement; a
+        // failed DO would lose it.)
+        let supplied = match lead.is_empty() {
+            true => effects.supplied,
+            false => insert_id::Supplied::Nothing,
+        };
+        if let Some(err) = self.b.sync_for_insert(&mut conn, &supplied).await? {
+            self.b
+                .finish(conn, forward::Outcome::default(), &Effects::default());
+            return self.write_server_error(1, &err).await;
+        }
         let conn = if lead.is_empty() {
             let mut conn = conn;
             if let Err(e) = conn.stream.send_command(payload).await {

@@ -92,13 +92,44 @@ impl Bindings {
         Ok(())
     }
 
+    /// Before an INSERT on `conn` (`supplied`: what it gives its rows):
+    /// when the connection's LAST_INSERT_ID() is one of the values the
+    /// statement may give (or not known), it is set to the session's
+    /// first, so that [`Bindings::is_generated`] can tell an explicit
+    /// value from a generated one afterwards (both would leave that value
+    /// there). One round trip, only then.
+    pub async fn sync_for_insert(
+        &mut self,
+        conn: &mut crate::backend::PooledConn,
+        supplied: &super::insert_id::Supplied<'_>,
+    ) -> Result<Option<hscale_wire::response::ErrPacket>, ProxyError> {
+        let held = conn.last_insert_id;
+        let is_unknown = held == crate::backend::conn::UNKNOWN_INSERT_ID;
+        if matches!(supplied, super::insert_id::Supplied::Nothing)
+            || self.generated_id.is_some()
+            || held == self.state.last_insert_id
+            || !(is_unknown || supplied.may_hold(held))
+        {
+            return Ok(None);
+        }
+        let sql = format!("DO LAST_INSERT_ID({})", self.state.last_insert_id);
+        if let Err(e) = conn
+            .command(&crate::backend::BackendConn::payload_for_query(&sql))
+            .await?
+        {
+            return Ok(Some(e));
+        }
+        conn.last_insert_id = self.state.last_insert_id;
+        Ok(None)
+    }
+
     /// After an INSERT on `conn` whose OK reported `id`, which may be an
     /// AUTO_INCREMENT value the statement gave (`insert_id.rs`): whether
     /// the server generated it, which its LAST_INSERT_ID() tells: a
     /// generated id is the OK's, an explicit value leaves what the
-    /// connection held before. When the connection held `id` already
-    /// (from another session) the two cannot be told apart; the id is
-    /// then taken as given, the session's LAST_INSERT_ID() unchanged.
+    /// connection held before. When the connection held `id` already,
+    /// [`Bindings::sync_for_insert`] had made that the session's value,
+    /// which is then the session's either way.
     pub async fn is_generated(
         &mut self,
         conn: &mut crate::backend::PooledConn,
