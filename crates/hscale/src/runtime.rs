@@ -107,6 +107,12 @@ pub struct Context {
     live: arc_swap::ArcSwap<Live>,
     /// `[log] slow_statement_ms`, replaced by SIGHUP (read per statement).
     slow_statement_ms: AtomicU64,
+    /// The main backend's global wait_timeout and interactive_timeout in
+    /// seconds (0: not known, `[proxy] wait_timeout_ms` applies), read
+    /// after a client's `SET GLOBAL` through this proxy: sessions that
+    /// start later take them as a server's sessions do
+    /// (`Context::global_wait_timeout`).
+    global_timeouts: [AtomicU64; 2],
     /// Set by SIGTERM: sessions close once their statement is done, idle
     /// ones at once (`Context::begin_drain`).
     is_draining: AtomicBool,
@@ -254,6 +260,7 @@ impl Context {
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
             tenants: crate::tenant::Tenants::new(&config),
             slow_statement_ms: AtomicU64::new(config.log.slow_statement_ms),
+            global_timeouts: [AtomicU64::new(0), AtomicU64::new(0)],
             is_draining: AtomicBool::new(false),
             open_sessions: AtomicUsize::new(0),
             worker_load: (0..workers).map(|_| AtomicUsize::new(0)).collect(),
@@ -306,6 +313,21 @@ impl Context {
             .unwrap_or_else(|p| p.into_inner())
             .get(&id)
             .cloned()
+    }
+
+    /// The wait_timeout a session starting now takes (an interactive
+    /// client's is interactive_timeout, as the server gives it), when a
+    /// `SET GLOBAL` through this proxy made it known.
+    pub fn global_wait_timeout(&self, is_interactive: bool) -> Option<std::time::Duration> {
+        let secs = self.global_timeouts[usize::from(is_interactive)].load(Ordering::Relaxed);
+        (secs > 0).then(|| std::time::Duration::from_secs(secs))
+    }
+
+    /// Keep the main backend's global wait_timeout and
+    /// interactive_timeout (seconds), read after a `SET GLOBAL`.
+    pub fn set_global_timeouts(&self, wait: u64, interactive: u64) {
+        self.global_timeouts[0].store(wait, Ordering::Relaxed);
+        self.global_timeouts[1].store(interactive, Ordering::Relaxed);
     }
 
     /// A statement may have changed the global defaults of session

@@ -158,3 +158,114 @@ async fn sessions_idle_past_the_backends_wait_timeout_never_fail_their_next_quer
     set_global_timeouts(port, 28800).await;
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Set-ups valid on one server and through hscale, whose sessions then
+/// idle past the global wait_timeout of 2 s set before they started.
+const GLOBAL_TIMEOUT_SETUPS: &[&[&str]] = &[
+    &["SELECT 1"],
+    &["INSERT INTO plain VALUES (3)"],
+    &["SET sql_mode = 'ANSI'", "SELECT 1"],
+    &["BEGIN", "COMMIT"],
+    &["SET autocommit = 1", "SELECT 2"],
+    // The session's own timeout, longer than the idle time: open.
+    &["SET SESSION wait_timeout = 30", "SELECT 1"],
+    &["SET @@wait_timeout = 30"],
+    // Shorter than the global one: closed.
+    &["SET SESSION wait_timeout = 1"],
+];
+
+/// Issue 29, item 12, the session's side: after `SET GLOBAL wait_timeout
+/// = 2` through hscale, a session that starts later and holds nothing is
+/// closed while idle past 2 s, as one server closes it (so a driver's
+/// pool sees the closed socket), unless it set its own longer timeout.
+/// Compared with the main backend's answer for each set-up.
+#[tokio::test]
+async fn sessions_take_the_global_wait_timeout_as_one_server() {
+    let _serial = SERIAL.lock().await;
+    let info = common::cluster(2);
+    let port = info.proxy_port;
+    schema(port).await;
+    set_global_timeouts(port, 2).await;
+    let direct = GLOBAL_TIMEOUT_SETUPS
+        .iter()
+        .map(|s| after_idle(info.backend_ports[0], "hscale", "hscale", s));
+    let through = GLOBAL_TIMEOUT_SETUPS
+        .iter()
+        .map(|s| after_idle(port, "root", "", s));
+    let (direct, through) = tokio::join!(
+        futures_util::future::join_all(direct),
+        futures_util::future::join_all(through)
+    );
+    set_global_timeouts(port, 28800).await;
+    for ((setup, d), t) in GLOBAL_TIMEOUT_SETUPS.iter().zip(direct).zip(through) {
+        assert_eq!(t, d, "{setup:?}");
+    }
+}
+
+/// What PyMySQL sees of a connection idle past the global wait_timeout
+/// of 2 s: the first query's outcome, then after `ping(reconnect=True)`
+/// (what pools do) a query's.
+const PYMYSQL_IDLE: &str = r#"
+import sys, time, pymysql
+host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+c = pymysql.connect(host=host, port=port, user=user, password=password, database="idle_db", autocommit=True)
+cur = c.cursor()
+cur.execute("SELECT 1")
+time.sleep(3.5)
+try:
+    cur.execute("SELECT 1")
+    print("open", cur.fetchall())
+except pymysql.err.OperationalError as e:
+    # 2006 when the send fails (one server resets the connection), 2013
+    # when the answer's read finds it closed (hscale closes it): both
+    # are the lost connection drivers' pools look for.
+    print("closed", "lost" if e.args[0] in (2006, 2013) else e.args[0])
+c.ping(reconnect=True)
+cur = c.cursor()
+cur.execute("SELECT 2")
+print("after ping", cur.fetchall())
+"#;
+
+/// Issue 29, item 12 with PyMySQL: a connection idle past the global
+/// wait_timeout answers as one server's: closed (a lost connection on the
+/// next query, which a pool's ping replaces), then usable after
+/// `ping(reconnect=True)`. (One server resets the socket, so PyMySQL's
+/// send fails with 2006; hscale closes it, so its read fails with 2013.)
+#[tokio::test]
+async fn pymysql_sees_an_idle_connection_as_on_one_server() {
+    let _serial = SERIAL.lock().await;
+    let info = common::cluster(2);
+    let port = info.proxy_port;
+    schema(port).await;
+    set_global_timeouts(port, 2).await;
+    let py = |port: u16, user: &'static str, password: &'static str| {
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    PYMYSQL_IDLE,
+                    "127.0.0.1",
+                    &port.to_string(),
+                    user,
+                    password,
+                ])
+                .output()
+        })
+    };
+    let (direct, through) = tokio::join!(
+        py(info.backend_ports[0], "hscale", "hscale"),
+        py(port, "root", "")
+    );
+    set_global_timeouts(port, 28800).await;
+    let (direct, through) = (direct.unwrap(), through.unwrap());
+    let text = |o: std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let (direct, through) = (text(direct.unwrap()), text(through.unwrap()));
+    assert!(direct.contains("after ping"), "{direct}");
+    assert_eq!(through, direct);
+}

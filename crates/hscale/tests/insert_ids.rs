@@ -365,3 +365,155 @@ async fn returned(c: &mut Conn, sql: &str) -> (Vec<Vec<String>>, Option<u64>) {
         .collect();
     (cells, last)
 }
+
+const PLAIN: &str = "CREATE TABLE plain (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, v INT)";
+
+/// [`fresh`] with `plain` (not partitioned) beside `ev` on both sides.
+async fn fresh_with_plain(name: &str) -> (Conn, Conn) {
+    let (mut p, mut r) = fresh(name).await;
+    for c in [&mut p, &mut r] {
+        c.query_drop(PLAIN).await.unwrap();
+    }
+    (p, r)
+}
+
+async fn plain(c: &mut Conn) -> Vec<(u64, Option<i64>)> {
+    c.query("SELECT id, v FROM plain ORDER BY id")
+        .await
+        .unwrap()
+}
+
+/// What a prepared execution answered, and LAST_INSERT_ID() after it.
+async fn answer_prepared(c: &mut Conn, sql: &str, params: Vec<mysql_async::Value>) -> String {
+    let ok = match c.exec_drop(sql, params).await {
+        Ok(()) => format!(
+            "ok affected {} insert id {:?}",
+            c.affected_rows(),
+            c.last_insert_id()
+        ),
+        Err(e) => format!("error {}", code(&e)),
+    };
+    let last: Option<u64> = c.query_first("SELECT LAST_INSERT_ID()").await.unwrap();
+    format!("{ok}; LAST_INSERT_ID() {last:?}")
+}
+
+/// Issue 29's finding (a): MariaDB's OK reports an explicit
+/// AUTO_INCREMENT value as the insert id, but LAST_INSERT_ID() keeps the
+/// previous one; hscale took the OK's id as the session's, so the next
+/// `SELECT LAST_INSERT_ID()` answered 100.
+#[tokio::test]
+async fn explicit_auto_increment_value_leaves_last_insert_id() {
+    let (mut p, mut r) = fresh_with_plain("explicit").await;
+    same(
+        &mut p,
+        &mut r,
+        &[
+            "INSERT INTO plain (v) VALUES (1)",
+            "INSERT INTO plain (id) VALUES (100)",
+            "SELECT LAST_INSERT_ID()",
+        ],
+    )
+    .await;
+    assert_eq!(plain(&mut p).await, plain(&mut r).await);
+}
+
+/// The class, on an unpartitioned table and on `ev` (partitioned, with a
+/// sequence): explicit ids in one row and several, mixed with generated
+/// ones, as strings, computed, through INSERT ... SELECT, REPLACE, ON
+/// DUPLICATE KEY UPDATE and IGNORE, 0 with and without
+/// NO_AUTO_VALUE_ON_ZERO, from a user variable, beside LAST_INSERT_ID(expr),
+/// and a generated id that equals one of the statement's literals; then
+/// prepared executions of each kind.
+#[tokio::test]
+async fn explicit_auto_increment_values_class() {
+    let (mut p, mut r) = fresh_with_plain("explicit_class").await;
+    same(
+        &mut p,
+        &mut r,
+        &[
+            "INSERT INTO plain (v) VALUES (1)",
+            // Generated, and equal to the literal.
+            "INSERT INTO plain (v) VALUES (2)",
+            "INSERT INTO plain (id, v) VALUES (100, 2)",
+            "INSERT INTO plain (id, v) VALUES (200, 1), (201, 2)",
+            "INSERT INTO plain (id, v) VALUES (300, 1), (NULL, 2)",
+            "INSERT INTO plain (id, v) VALUES ('400', 1)",
+            "INSERT INTO plain (id, v) VALUES (449 + 1, 1)",
+            "INSERT INTO plain (id, v) SELECT id + 1000, v FROM plain WHERE id < 300",
+            "INSERT INTO plain (v) SELECT v FROM plain WHERE id < 3",
+            "REPLACE INTO plain (id, v) VALUES (100, 9)",
+            "INSERT INTO plain (id, v) VALUES (100, 1) ON DUPLICATE KEY UPDATE v = v + 1",
+            "INSERT INTO plain (id, v) VALUES (1500, 1) ON DUPLICATE KEY UPDATE v = v + 1",
+            "INSERT IGNORE INTO plain (id, v) VALUES (100, 5)",
+            "INSERT INTO plain (id, v) VALUES (0, 7)",
+            "INSERT INTO plain (id, v) VALUES (1600, LAST_INSERT_ID(77))",
+            "SELECT LAST_INSERT_ID()",
+            "INSERT INTO plain (id, v) VALUES (1700, 1)",
+            "INSERT INTO plain (v) VALUES (NULL)",
+            "SET sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')",
+            "INSERT INTO plain (id, v) VALUES (0, 8)",
+            "INSERT INTO plain (v) VALUES (9)",
+            // Partitioned, with a sequence.
+            "INSERT INTO ev (id, at, kind) VALUES (800, '2024-01-05', 'x')",
+            "INSERT INTO ev (id, at, kind) VALUES (801, '2024-01-05', 'a'), (802, '2024-03-05', 'b')",
+            "INSERT INTO ev (id, at, kind) VALUES ('803', '2025-01-05', 'd')",
+            "INSERT INTO ev (at, kind) VALUES ('2024-02-05', 'g')",
+            "INSERT INTO ev (id, at, kind) VALUES (810, '2024-02-05', 'x')",
+            // Last: user variables pin the session, which then runs no
+            // write over several partitions (refusals.md).
+            "SET @i = 1800",
+            "INSERT INTO plain (id, v) VALUES (@i, 1)",
+        ],
+    )
+    .await;
+    assert_eq!(plain(&mut p).await, plain(&mut r).await);
+    // The user variable pinned the session (no prepared write over
+    // several partitions then): a fresh session on both sides.
+    for c in [&mut p, &mut r] {
+        c.reset().await.unwrap();
+    }
+    use mysql_async::Value;
+    let prepared: &[(&str, Vec<Value>)] = &[
+        ("INSERT INTO plain (v) VALUES (?)", vec![Value::Int(1)]),
+        (
+            "INSERT INTO plain (id, v) VALUES (?, ?)",
+            vec![Value::Int(2500), Value::Int(1)],
+        ),
+        // Generated 2501, equal to the parameter.
+        ("INSERT INTO plain (v) VALUES (?)", vec![Value::Int(2501)]),
+        (
+            "INSERT INTO plain (id, v) VALUES (2600, ?)",
+            vec![Value::Int(1)],
+        ),
+        (
+            "INSERT INTO plain (id, v) VALUES (?, ?), (?, ?)",
+            vec![
+                Value::Bytes(b"2700".to_vec()),
+                Value::Int(1),
+                Value::NULL,
+                Value::Int(2),
+            ],
+        ),
+        (
+            "INSERT INTO plain (id, v) VALUES (?, ?)",
+            vec![Value::Int(2800), Value::Int(1)],
+        ),
+        (
+            "INSERT INTO ev (id, at, kind) VALUES (?, ?, ?)",
+            vec![
+                Value::Int(2900),
+                Value::Bytes(b"2024-02-05".to_vec()),
+                Value::Bytes(b"p".to_vec()),
+            ],
+        ),
+    ];
+    for (sql, params) in prepared {
+        assert_eq!(
+            answer_prepared(&mut p, sql, params.clone()).await,
+            answer_prepared(&mut r, sql, params.clone()).await,
+            "{sql} {params:?}"
+        );
+    }
+    assert_eq!(plain(&mut p).await, plain(&mut r).await);
+    assert_eq!(ev(&mut p).await, ev(&mut r).await);
+}

@@ -35,6 +35,11 @@ pub struct Ask {
     pub backend: BackendId,
     pub column: String,
     pub literal: String,
+    /// Asks for the column's default instead of the literal's value (the
+    /// literal is then only the answer's name): its `COLUMN_DEFAULT` in
+    /// information_schema, evaluated; for a NOT NULL column without one,
+    /// this implicit default.
+    pub implicit: Option<String>,
 }
 
 /// The backend's answer: the value the column holds for `literal` (`None`:
@@ -58,13 +63,47 @@ pub fn route_converted(
     literal: &str,
     known: &Known<'_>,
 ) -> Option<Result<Target, HashError>> {
+    route_asked(table, literal.to_string(), None, known)
+}
+
+/// The target of a row that does not name the key column: by the value
+/// the server stores there, the column's default (evaluated by the
+/// backend from the default partition's `COLUMN_DEFAULT`), NULL
+/// for a nullable column without one, and for a NOT NULL column without
+/// one its implicit default (0, '', the zero date, an ENUM's first
+/// member), which the server stores without strict mode (warning 1364;
+/// in strict mode it answers 1364 itself, on whichever partition).
+/// `None` (noted as a question) until the backend said.
+pub fn route_default(
+    table: &PartitionedTable,
+    known: &Known<'_>,
+) -> Option<Result<Target, HashError>> {
+    // Only the key of the answer: the backend reads the column's default
+    // from information_schema (`Ask::implicit`).
+    let literal = format!("DEFAULT(`{}`)", table.column.replace('`', "``"));
+    // An ENUM's implicit default is its first member (index 1); any other
+    // type's is what '' becomes without strict mode.
+    let implicit = match table.key_enum {
+        Some(_) => "1",
+        None => "''",
+    };
+    route_asked(table, literal, Some(implicit.to_string()), known)
+}
+
+fn route_asked(
+    table: &PartitionedTable,
+    literal: String,
+    implicit: Option<String>,
+    known: &Known<'_>,
+) -> Option<Result<Target, HashError>> {
     let home = table.default_target();
     let value = known.converted(Ask {
         table: table.name.clone(),
         physical: home.physical_table,
         backend: home.backend,
         column: table.column.clone(),
-        literal: literal.to_string(),
+        literal,
+        implicit,
     })?;
     let key = match value {
         None => KeyValue::Null,

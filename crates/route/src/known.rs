@@ -148,6 +148,7 @@ mod tests {
             backend: BackendId::MAIN,
             column: "k".into(),
             literal: literal.into(),
+            implicit: None,
         }
     }
 

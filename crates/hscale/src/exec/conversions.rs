@@ -86,13 +86,37 @@ fn block(asks: &[&Ask]) -> String {
     }
     sql.push_str("SET @@session.sql_mode = REPLACE(REPLACE(hscale_mode, 'STRICT_TRANS_TABLES', ''), 'STRICT_ALL_TABLES', ''); ");
     for (i, a) in asks.iter().enumerate() {
-        sql.push_str(&format!("SET hscale_{i} = {}; ", a.literal));
+        match &a.implicit {
+            // The column's default, as information_schema writes it (an
+            // expression: `3`, `'ab'`, `NULL`, `current_timestamp()`),
+            // evaluated; none (a NOT NULL column without one): its
+            // implicit default.
+            Some(implicit) => sql.push_str(&format!(
+                "BEGIN DECLARE hscale_d LONGTEXT DEFAULT NULL; \
+                 SELECT COLUMN_DEFAULT INTO hscale_d FROM information_schema.COLUMNS \
+                 WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND COLUMN_NAME = {}; \
+                 IF hscale_d IS NULL THEN SET hscale_{i} = {implicit}; \
+                 ELSE EXECUTE IMMEDIATE CONCAT('SET @hscale_default = ', hscale_d); \
+                 SET hscale_{i} = @hscale_default; SET @hscale_default = NULL; END IF; END; ",
+                string(&a.table.db),
+                string(&a.physical),
+                string(&a.column)
+            )),
+            None => sql.push_str(&format!("SET hscale_{i} = {}; ", a.literal)),
+        }
     }
     sql.push_str("SET @@session.sql_mode = hscale_mode; SELECT ");
     let names: Vec<String> = (0..asks.len()).map(|i| format!("hscale_{i}")).collect();
     sql.push_str(&names.join(", "));
     sql.push_str("; END");
     sql
+}
+
+/// A name as a string literal (`'` doubled, a backslash doubled: a name
+/// holding one is not found under NO_BACKSLASH_ESCAPES, and its column
+/// then counts as having no default).
+fn string(name: &str) -> String {
+    format!("'{}'", name.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 #[cfg(test)]
@@ -109,6 +133,7 @@ mod tests {
             backend: BackendId::MAIN,
             column: "k".into(),
             literal: lit.into(),
+            implicit: None,
         };
         let (a, b) = (ask("'7abc'"), ask("1.5"));
         assert_eq!(
@@ -119,5 +144,29 @@ mod tests {
              SET hscale_0 = '7abc'; SET hscale_1 = 1.5; SET @@session.sql_mode = hscale_mode; \
              SELECT hscale_0, hscale_1; END"
         );
+    }
+
+    #[test]
+    fn a_default_is_read_from_information_schema() {
+        let ask = Ask {
+            table: TableName::new("d", "t"),
+            physical: "t_default".into(),
+            backend: BackendId::MAIN,
+            column: "k".into(),
+            literal: "DEFAULT(`k`)".into(),
+            implicit: Some("''".into()),
+        };
+        let sql = block(&[&ask]);
+        assert!(
+            sql.contains(
+                "WHERE TABLE_SCHEMA = 'd' AND TABLE_NAME = 't_default' AND COLUMN_NAME = 'k'"
+            ),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("IF hscale_d IS NULL THEN SET hscale_0 = '';"),
+            "{sql}"
+        );
+        assert_eq!(string("it's\\"), "'it''s\\\\'");
     }
 }

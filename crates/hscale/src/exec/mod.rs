@@ -28,6 +28,7 @@ mod figures;
 pub mod forward;
 mod global_write;
 pub mod insert_form;
+pub mod insert_id;
 pub mod interpolate;
 mod key_move;
 mod load_data;
@@ -78,6 +79,9 @@ pub struct Effects<'a> {
     /// A savepoint statement: applied to the session's savepoints once the
     /// home backend accepted it.
     pub savepoint: Option<&'a txn::savepoint::SavepointOp>,
+    /// An INSERT or REPLACE: the values it gives its rows, to tell an OK's
+    /// explicit AUTO_INCREMENT value from a generated id (`insert_id.rs`).
+    pub supplied: insert_id::Supplied<'a>,
 }
 
 /// One statement being run for a session: the client stream its answer
@@ -344,7 +348,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Some(&hscale_wire::consts::com::QUERY) => txn::lead_in::LeadIn::allowed(),
             _ => txn::lead_in::LeadIn::default(),
         };
-        let conn = match self
+        let mut conn = match self
             .b
             .lease_holding(backend, effects.uses_last_insert_id, Some(&mut lead))
             .await?
@@ -352,6 +356,17 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Ok(c) => c,
             Err(err) => return self.write_server_error(1, &err).await,
         };
+        // (Not behind a lead-in: its BEGIN goes with the statement; a
+        // failed DO would lose it.)
+        let supplied = match lead.is_empty() {
+            true => effects.supplied,
+            false => insert_id::Supplied::Nothing,
+        };
+        if let Some(err) = self.b.sync_for_insert(&mut conn, &supplied).await? {
+            self.b
+                .finish(conn, forward::Outcome::default(), &Effects::default());
+            return self.write_server_error(1, &err).await;
+        }
         let conn = if lead.is_empty() {
             let mut conn = conn;
             if let Err(e) = conn.stream.send_command(payload).await {
@@ -453,6 +468,16 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                     && held.is_none()
                 {
                     self.b.read_back_last_insert_id(&mut conn).await?;
+                } else if let Some(ok) = outcome.ok.as_mut().filter(|ok| {
+                    ok.last_insert_id != 0
+                        && self.b.generated_id.is_none()
+                        && effects.supplied.may_hold(ok.last_insert_id)
+                }) {
+                    // Perhaps an explicit AUTO_INCREMENT value, which the
+                    // OK reports but LAST_INSERT_ID() does not take.
+                    if !self.b.is_generated(&mut conn, ok.last_insert_id).await? {
+                        ok.last_insert_id = 0;
+                    }
                 }
                 self.b.finish(conn, outcome, effects);
                 match held {

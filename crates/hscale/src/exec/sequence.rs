@@ -92,6 +92,65 @@ impl Bindings {
         Ok(())
     }
 
+    /// Before an INSERT on `conn` (`supplied`: what it gives its rows):
+    /// when the connection's LAST_INSERT_ID() is one of the values the
+    /// statement may give (or not known), it is set to the session's
+    /// first, so that [`Bindings::is_generated`] can tell an explicit
+    /// value from a generated one afterwards (both would leave that value
+    /// there). One round trip, only then.
+    pub async fn sync_for_insert(
+        &mut self,
+        conn: &mut crate::backend::PooledConn,
+        supplied: &super::insert_id::Supplied<'_>,
+    ) -> Result<Option<hscale_wire::response::ErrPacket>, ProxyError> {
+        let held = conn.last_insert_id;
+        let is_unknown = held == crate::backend::conn::UNKNOWN_INSERT_ID;
+        if matches!(supplied, super::insert_id::Supplied::Nothing)
+            || self.generated_id.is_some()
+            || held == self.state.last_insert_id
+            || !(is_unknown || supplied.may_hold(held))
+        {
+            return Ok(None);
+        }
+        let sql = format!("DO LAST_INSERT_ID({})", self.state.last_insert_id);
+        if let Err(e) = conn
+            .command(&crate::backend::BackendConn::payload_for_query(&sql))
+            .await?
+        {
+            return Ok(Some(e));
+        }
+        conn.last_insert_id = self.state.last_insert_id;
+        Ok(None)
+    }
+
+    /// After an INSERT on `conn` whose OK reported `id`, which may be an
+    /// AUTO_INCREMENT value the statement gave (`insert_id.rs`): whether
+    /// the server generated it, which its LAST_INSERT_ID() tells: a
+    /// generated id is the OK's, an explicit value leaves what the
+    /// connection held before. When the connection held `id` already,
+    /// [`Bindings::sync_for_insert`] had made that the session's value,
+    /// which is then the session's either way.
+    pub async fn is_generated(
+        &mut self,
+        conn: &mut crate::backend::PooledConn,
+        id: u64,
+    ) -> Result<bool, ProxyError> {
+        let r = conn.query_rows("SELECT LAST_INSERT_ID()").await?;
+        let value = r
+            .ok()
+            .and_then(|t| t.rows.into_iter().next())
+            .and_then(|row| row.into_iter().next().flatten())
+            .and_then(|v| std::str::from_utf8(&v).ok()?.parse::<u64>().ok());
+        match value {
+            Some(v) if v == id => Ok(conn.last_insert_id != id || self.state.last_insert_id == id),
+            Some(v) => {
+                conn.last_insert_id = v;
+                Ok(false)
+            }
+            None => Ok(true),
+        }
+    }
+
     /// Whether the session's sql_mode has NO_AUTO_VALUE_ON_ZERO (0 is then
     /// stored as given instead of generating an id).
     fn is_zero_kept(&self) -> bool {

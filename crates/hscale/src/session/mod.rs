@@ -62,6 +62,10 @@ pub struct Session<S> {
     /// The conditions of the last statement that raised any
     /// (`exec/conditions/list.rs`).
     conditions: crate::exec::conditions::list::Conditions,
+    /// The global wait_timeout (interactive_timeout for an interactive
+    /// client) when the session started, if this proxy knows it: the
+    /// session's own, as a server gives it at connect.
+    start_wait: Option<std::time::Duration>,
 }
 
 /// Serve one client connection until it quits or fails. `is_local` for
@@ -178,7 +182,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     } else {
         peer.clone()
     };
+    let start_wait = ctx.global_wait_timeout(info.capabilities & cap::INTERACTIVE != 0);
     let mut session = Session {
+        start_wait,
         b: Bindings {
             state: SessionState {
                 db: None,
@@ -394,7 +400,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// The session's wait_timeout: its own `SET wait_timeout = <seconds>`,
-    /// else `[proxy] wait_timeout_ms`.
+    /// else the global one it started with (when a `SET GLOBAL` through
+    /// this proxy made it known), else `[proxy] wait_timeout_ms`.
     fn wait_timeout(&self) -> std::time::Duration {
         let set = self.b.state.vars.items().iter().rev().find_map(|i| {
             let value = i.assign.split_once('=')?.1.trim();
@@ -402,7 +409,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         });
         match set {
             Some(Some(secs)) => std::time::Duration::from_secs(secs.clamp(1, 31_536_000)),
-            _ => std::time::Duration::from_millis(self.b.ctx.live().proxy.wait_timeout_ms),
+            _ => self.start_wait.unwrap_or_else(|| {
+                std::time::Duration::from_millis(self.b.ctx.live().proxy.wait_timeout_ms)
+            }),
         }
     }
 

@@ -209,6 +209,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     hscale_sql::Kind::Select | hscale_sql::Kind::Show
                 ),
             savepoint: savepoint.as_ref(),
+            supplied: match facts.kind {
+                hscale_sql::Kind::Insert | hscale_sql::Kind::Replace => {
+                    crate::exec::insert_id::Supplied::Text(sql_bytes)
+                }
+                _ => crate::exec::insert_id::Supplied::Nothing,
+            },
         };
         if self.b.ctx.partitioning.should_try_loading() {
             // Right after start: read the dictionary before routing anything.
@@ -229,8 +235,38 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let done = self.run_fenced(payload, &facts, effects, utf8).await;
         if is_set_global {
             self.b.ctx.session_defaults_changed();
+            if done.is_ok()
+                && (rewrite::mentions(sql_bytes, b"WAIT_TIMEOUT")
+                    || rewrite::mentions(sql_bytes, b"INTERACTIVE_TIMEOUT"))
+            {
+                self.read_global_timeouts().await;
+            }
         }
         done
+    }
+
+    /// After a `SET GLOBAL` of wait_timeout or interactive_timeout: the
+    /// main backend's values, which sessions starting later take
+    /// (`Context::global_wait_timeout`). Unread, the earlier ones stay.
+    async fn read_global_timeouts(&mut self) {
+        let pool = self.b.ctx.pool(self.b.worker, BackendId::MAIN).clone();
+        let Ok(mut conn) = pool.get(false).await else {
+            return;
+        };
+        let r = conn
+            .query_rows("SELECT @@global.wait_timeout, @@global.interactive_timeout")
+            .await;
+        if let Ok(Ok(rows)) = r {
+            let row = rows.strings().into_iter().next().unwrap_or_default();
+            let secs = |i: usize| {
+                row.get(i)
+                    .cloned()
+                    .flatten()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            self.b.ctx.set_global_timeouts(secs(0), secs(1));
+        }
     }
 
     /// Fill sequence ids, plan and run, again after a stale route. `text`:

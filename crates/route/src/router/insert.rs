@@ -9,7 +9,9 @@ use crate::known::Known;
 /// An INSERT's VALUES rows, as token ranges.
 struct InsertRows {
     columns: usize,
-    key_pos: usize,
+    /// `None`: the column list does not name the key column (every row
+    /// takes the column's default).
+    key_pos: Option<usize>,
     /// Each row's `(` and `)` token indexes.
     rows: Vec<(usize, usize)>,
     /// The first token after the rows.
@@ -36,15 +38,9 @@ fn insert_rows(
         .split(|t| t.is_punct(sql, ","))
         .map(|c| c.last().map(|t| unquote(t, sql)).unwrap_or_default())
         .collect();
-    let Some(key_pos) = columns
+    let key_pos = columns
         .iter()
-        .position(|c| c.eq_ignore_ascii_case(&table.column))
-    else {
-        return Err(format!(
-            "INSERT without the partition key column {}",
-            table.column
-        ));
-    };
+        .position(|c| c.eq_ignore_ascii_case(&table.column));
     i = close + 1;
     if !tokens
         .get(i)
@@ -109,11 +105,12 @@ pub fn unplaced_values(
     let r = refs.first()?;
     let table = dict.table(&r.name).filter(|t| t.auto.is_some())?;
     let parsed = insert_rows(sql, &tokens, r, table).ok()?;
+    let key_pos = parsed.key_pos?;
     let mut out: Vec<String> = Vec::new();
     for (a, b) in parsed.rows {
         let values = top_level_items(sql, &tokens[a + 1..b]);
         let Some(key) = values
-            .get(parsed.key_pos)
+            .get(key_pos)
             .and_then(|v| literal(sql, v))
             .and_then(|k| table.stored_key(k))
             // A number the column cannot hold is stored as another value:
@@ -389,6 +386,25 @@ fn plan_insert_parts(
             return refuse("ON DUPLICATE KEY UPDATE of the partition key is not supported");
         }
     }
+    let Some(key_pos) = key_pos else {
+        // Every row takes the key column's default: the statement goes
+        // whole to its partition, where the server stores the default or
+        // answers 1364 as one server would (`conversions::route_default`).
+        return match crate::conversions::route_default(table, known) {
+            Some(Ok(t)) => {
+                let s = rewrite(sql, tokens, r, &t, false);
+                Plan::Targets {
+                    kind: StatementKind::Insert,
+                    parts: vec![(t, s)],
+                }
+            }
+            Some(Err(e)) => Plan::Refuse(e.to_string()),
+            None => refuse(&format!(
+                "INSERT without the partition key column {}: its default is not known yet",
+                table.column
+            )),
+        };
+    };
     // A prepared INSERT whose keys are all parameters: every partition is
     // a candidate; each execution picks one by the key parameters.
     let key_tokens: Vec<&[Token]> = rows

@@ -624,12 +624,16 @@ fn plan_statement(
     // again), without subqueries (refused as such below): named as such.
     let is_write = matches!(first_word.as_deref(), Some("UPDATE" | "DELETE"));
     if is_write && joins_tables && selects == 0 && !has_semicolon {
+        // Rows on one backend: run there as written.
+        if let Some(plan) = join::plan_join_write(sql, tokens, &refs, session_db, dict, known) {
+            return plan;
+        }
         let named = refs
             .iter()
             .find(|r| dict.table(&r.name).is_some())
             .map_or_else(String::new, |r| format!(" {}", r.name));
         return Plan::Refuse(format!(
-            "multi-table {} naming partitioned table{named} (joined with itself or with another table) is not supported yet (read the rows the join selects, then write them by key)",
+            "multi-table {} naming partitioned table{named} (joined with itself or with another table) whose rows may lie on several partitions or backends, or naming a global table, is not supported yet (limit every partitioned table to one partition by its key, or read the rows the join selects, then write them by key)",
             first_word.unwrap_or_default(),
         ));
     }

@@ -107,7 +107,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             "CREATE TABLE {}",
             crate::partition::quote_ident(&ship.like.1)
         );
-        ddl.strip_prefix(&head).map(str::to_string).ok_or_else(|| {
+        ddl.strip_prefix(&head).map(temporary_body).ok_or_else(|| {
             Stop::Proxy(ProxyError::Wrong(format!(
                 "unexpected SHOW CREATE TABLE output for {}",
                 ship.like.1
@@ -267,5 +267,58 @@ impl Copy<'_> {
         self.out.extend(batcher.finish());
         self.columns = 0;
         Ok(())
+    }
+}
+
+/// A table's definition (`SHOW CREATE TABLE` after its name) as a
+/// temporary table can have it: without what InnoDB refuses there, which
+/// the copy's reads never need: FULLTEXT keys (1796 "Cannot create
+/// FULLTEXT index on temporary InnoDB table"), foreign keys (1005) and a
+/// native PARTITION BY clause (1506). Every column, every other key and
+/// CHECK constraint stays (a MATCH ... AGAINST over the copy then answers
+/// the server's 1191: it needs the FULLTEXT key).
+fn temporary_body(body: &str) -> String {
+    let mut lines: Vec<&str> = Vec::new();
+    let mut closed = false;
+    for line in body.split('\n') {
+        if closed {
+            // After the definitions' closing line: PARTITION BY and its
+            // partitions.
+            break;
+        }
+        let t = line.trim_start();
+        if line.starts_with(')') {
+            closed = true;
+        } else if line.starts_with("  ")
+            && (t.starts_with("FULLTEXT KEY")
+                || t.starts_with("FOREIGN KEY")
+                || (t.starts_with("CONSTRAINT") && t.contains(" FOREIGN KEY ")))
+        {
+            continue;
+        }
+        lines.push(line);
+    }
+    // The definition before the closing line ends without a comma.
+    if let Some(at) = lines.iter().position(|l| l.starts_with(')')) {
+        if let Some(last) = at.checked_sub(1) {
+            lines[last] = lines[last].strip_suffix(',').unwrap_or(lines[last]);
+        }
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::temporary_body;
+
+    #[test]
+    fn what_temporary_tables_refuse_is_left_out() {
+        let body = " (\n  `id` int(11) NOT NULL,\n  `pid` int(11) DEFAULT NULL,\n  `body` text DEFAULT NULL,\n  PRIMARY KEY (`id`),\n  KEY `pid` (`pid`),\n  FULLTEXT KEY `ft` (`body`),\n  CONSTRAINT `fkc` FOREIGN KEY (`pid`) REFERENCES `par` (`id`) ON DELETE CASCADE\n) ENGINE=InnoDB DEFAULT CHARSET=latin1\n PARTITION BY HASH (`id`)\nPARTITIONS 2";
+        assert_eq!(
+            temporary_body(body),
+            " (\n  `id` int(11) NOT NULL,\n  `pid` int(11) DEFAULT NULL,\n  `body` text DEFAULT NULL,\n  PRIMARY KEY (`id`),\n  KEY `pid` (`pid`)\n) ENGINE=InnoDB DEFAULT CHARSET=latin1"
+        );
+        let plain = " (\n  `id` int(11) NOT NULL,\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB";
+        assert_eq!(temporary_body(plain), plain);
     }
 }

@@ -33,8 +33,9 @@ pub enum Executed {
     SplitRows(String),
 }
 
-/// What running `st` with the flags of `exec` does to the session.
-pub fn effects(st: &ClientStatement, exec: &Execute<'_>) -> Effects<'static> {
+/// What running `st` with the flags and parameters of `exec` does to the
+/// session.
+pub fn effects<'a>(st: &'a ClientStatement, exec: &'a Execute<'a>, types: &'a [u8]) -> Effects<'a> {
     let mut pins = st.pins;
     if exec.flags & CURSOR_TYPE_READ_ONLY != 0 {
         pins.insert(Pins::CURSOR);
@@ -43,6 +44,17 @@ pub fn effects(st: &ClientStatement, exec: &Execute<'_>) -> Effects<'static> {
         pins,
         uses_last_insert_id: st.uses_last_insert_id,
         sets_last_insert_id: st.sets_last_insert_id,
+        supplied: if st.is_insert {
+            crate::exec::insert_id::Supplied::Prepared {
+                sql: &st.sql,
+                exec,
+                types,
+                count: usize::from(st.num_params),
+                long_data: &st.long_data,
+            }
+        } else {
+            crate::exec::insert_id::Supplied::Nothing
+        },
         ..Effects::default()
     }
 }
@@ -88,7 +100,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         exec: &Execute<'_>,
         types: &[u8],
     ) -> Result<Executed, ProxyError> {
-        let effects = effects(st, exec);
+        let effects = effects(st, exec, types);
         let execution = Execution {
             exec,
             types,

@@ -163,6 +163,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok(c) => c,
             Err(err) => return self.write_server_error(1, &err).await,
         };
+        // (Not behind a lead-in: its BEGIN goes with the statement; a
+        // failed DO would lose it.)
+        let supplied = match lead.is_empty() {
+            true => effects.supplied,
+            false => super::insert_id::Supplied::Nothing,
+        };
+        if let Some(err) = self.b.sync_for_insert(&mut conn, &supplied).await? {
+            self.b.finish(
+                conn,
+                super::forward::Outcome::default(),
+                &Effects::default(),
+            );
+            return self.write_server_error(1, &err).await;
+        }
         if !lead.is_empty() {
             return match self.send_behind(conn, sql, lead).await? {
                 Ok(conn) => self.forward(conn, Expect::Query, &effects).await,

@@ -184,6 +184,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             pins: facts.pins,
             uses_last_insert_id: facts.uses_last_insert_id,
             sets_last_insert_id: facts.sets_last_insert_id,
+            is_insert: matches!(
+                facts.kind,
+                hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
+            ),
             param_types: None,
             long_data: Vec::new(),
             long_data_bytes: 0,

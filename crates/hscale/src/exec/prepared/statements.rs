@@ -24,6 +24,9 @@ pub struct ClientStatement {
     pub uses_last_insert_id: bool,
     /// It calls `LAST_INSERT_ID(expr)`.
     pub sets_last_insert_id: bool,
+    /// An INSERT or REPLACE (its OK may report an explicit
+    /// AUTO_INCREMENT value, `exec/insert_id.rs`).
+    pub is_insert: bool,
     /// Parameter types from the last execute that bound them.
     pub param_types: Option<Bytes>,
     /// COM_STMT_SEND_LONG_DATA chunks since the last execute: (param, data).
