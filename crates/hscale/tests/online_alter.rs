@@ -628,3 +628,116 @@ async fn a_cancel_leaves_every_partition_as_it_was() {
     assert_eq!(rows(&mut p, q).await, rows(&mut r, q).await);
     drop(owner);
 }
+
+/// `[proxy] online_schema_changes`: `always` runs an ALTER the server
+/// would run in place online too, `off` runs one it would copy in place;
+/// both answer as one server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_config_switch_forces_either_path() {
+    let (_p, mut r) = table(
+        "switched",
+        "CREATE TABLE switched (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)",
+        &insert_of("switched", 50, |i| format!("({i}, {i})")),
+    )
+    .await;
+    for (mode, sql, is_online) in [
+        (
+            hscale::config::OnlineSchemaChanges::Always,
+            "ALTER TABLE switched ADD COLUMN c INT NOT NULL DEFAULT 4",
+            true,
+        ),
+        (
+            hscale::config::OnlineSchemaChanges::Off,
+            "ALTER TABLE switched MODIFY k BIGINT NOT NULL",
+            false,
+        ),
+    ] {
+        let proxy = serve(|c| c.proxy.online_schema_changes = mode, &[]);
+        let mut p = Conn::new(proxy_opts(proxy.port, Some(DB))).await.unwrap();
+        let before = physicals("switched").await;
+        let want = run(&mut r, sql).await;
+        let got = run(&mut p, sql).await;
+        if is_online {
+            // Forced online, it answers the rows it copied, where one
+            // server's instant ALTER answers 0.
+            assert_eq!(
+                got,
+                Answer::Ok(50, "Records: 50  Duplicates: 0  Warnings: 0".into())
+            );
+            assert!(matches!(want, Answer::Ok(..)), "{want:?}");
+        } else {
+            assert_eq!(got, want, "{sql}");
+        }
+        same_as_reference(&mut p, &mut r, "switched").await;
+        assert_eq!(physicals("switched").await != before, is_online, "{sql}");
+        p.disconnect().await.unwrap();
+    }
+}
+
+/// A shadow damaged after its copy (a row changed, one deleted, one
+/// added, directly on the backend) is repaired by the verification
+/// before the cutover: the result is one server's, and the journal counts
+/// the ranges copied again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_verification_repairs_a_damaged_shadow() {
+    let (mut p, mut r) = table(
+        "damaged",
+        "CREATE TABLE damaged (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, s VARCHAR(10) NOT NULL)",
+        &insert_of("damaged", 200, |i| format!("({i}, {i}, 's{i}')")),
+    )
+    .await;
+    let owner = serve(|_| {}, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "3000")]);
+    let port = owner.port;
+    let sql = "ALTER TABLE damaged MODIFY k BIGINT NOT NULL";
+    let alter = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some(DB))).await.unwrap();
+        run(&mut c, sql).await
+    });
+    let (id, _, _) = wait_for("damaged", 60, |(_, state, _)| state == "copying").await;
+    // Partition 1 (odd ids, 100 rows) on shard1: damaged once copied.
+    let (b, p1) = physical_tables(&format!("{DB}.damaged"))
+        .await
+        .get("damaged_1")
+        .cloned()
+        .unwrap();
+    let shadow = format!(
+        "{}_g{id}",
+        p1.rsplit_once("_g").map_or(p1.as_str(), |(stem, _)| stem)
+    );
+    let mut bc = backend_conn(b, Some(DB)).await;
+    let count = format!(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{DB}' AND TABLE_NAME = '{shadow}'"
+    );
+    let start = std::time::Instant::now();
+    loop {
+        let exists: Option<i64> = bc.query_first(&count).await.unwrap();
+        if exists == Some(1) {
+            let n: Option<i64> = bc
+                .query_first(format!("SELECT COUNT(*) FROM `{shadow}`"))
+                .await
+                .unwrap();
+            if n == Some(100) {
+                break;
+            }
+        }
+        assert!(start.elapsed().as_secs() < 60, "no full shadow {shadow}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    bc.query_drop(format!(
+        "UPDATE `{shadow}` SET s = 'bad' WHERE id = 3; DELETE FROM `{shadow}` WHERE id = 5; INSERT INTO `{shadow}` VALUES (1001, 1, 'extra')"
+    ))
+    .await
+    .unwrap();
+    bc.disconnect().await.unwrap();
+    let got = alter.await.unwrap();
+    assert_eq!(got, run(&mut r, sql).await);
+    same_as_reference(&mut p, &mut r, "damaged").await;
+    let ops = rows(&mut p, "HSCALE SHOW OPERATIONS").await;
+    let op = ops
+        .iter()
+        .find(|o| o[0].as_deref() == Some(&id.to_string()))
+        .unwrap();
+    let recopied: u64 = op[10].as_deref().unwrap().parse().unwrap();
+    assert!(recopied > 0, "{op:?}");
+    drop(owner);
+}

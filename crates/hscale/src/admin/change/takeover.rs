@@ -538,6 +538,12 @@ async fn roll_back(
         for tag in tags {
             statements.extend(capture_drops(&name.db, id, &tag));
         }
+        // An ALTER's empty copy, if its owner died deciding whether to
+        // run it online (`online_alter::decide`).
+        statements.push(format!(
+            "DROP TABLE IF EXISTS {}",
+            qualified(&name.db, &format!("hscale_online_check_{id}"))
+        ));
         // A split's rest, a fresh table beside its source.
         for s in &specs {
             if let (Some(rest), Some(sb)) = (&s.rest, index(&s.src_backend)) {
