@@ -741,3 +741,49 @@ async fn the_verification_repairs_a_damaged_shadow() {
     assert!(recopied > 0, "{op:?}");
     drop(owner);
 }
+
+/// A row the new definition refuses, written while the change copies
+/// (after the copy of the partitions before it): the change fails before
+/// its cutover, every partition is as it was with the row in it, and the
+/// client gets what one server answers for the rows as they are then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_row_written_during_the_copy_fails_the_change() {
+    let (mut p, mut r) = table(
+        "latex",
+        "CREATE TABLE latex (id INT NOT NULL PRIMARY KEY, k INT NOT NULL)",
+        &insert_of("latex", 100, |i| format!("({i}, {i})")),
+    )
+    .await;
+    let (defs, tables) = (definitions("latex").await, physicals("latex").await);
+    let owner = serve(|_| {}, &[("HSCALE_TEST_PAUSE_AFTER_COPY_MS", "1500")]);
+    let port = owner.port;
+    let sql = "ALTER TABLE latex MODIFY k INT UNSIGNED NOT NULL";
+    let alter = tokio::spawn(async move {
+        let mut c = Conn::new(proxy_opts(port, Some(DB))).await.unwrap();
+        run(&mut c, sql).await
+    });
+    let (id, _, _) = wait_for("latex", 60, |(_, state, _)| state == "copying").await;
+    let shadow = format!("latex_default_g{id}");
+    while !leftovers("latex", id)
+        .await
+        .iter()
+        .any(|l| l.ends_with(&shadow))
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let write = "UPDATE latex SET k = -7 WHERE id = 51";
+    p.query_drop(write).await.unwrap();
+    r.query_drop(write).await.unwrap();
+    let got = alter.await.unwrap();
+    let want = run(&mut r, sql).await;
+    assert!(matches!(want, Answer::Err(1264, _)), "{want:?}");
+    assert_eq!(got, want);
+    let (_, state, _) = last_operation(&mut p, "latex").await.unwrap();
+    assert_eq!(state, "failed");
+    assert_eq!(definitions("latex").await, defs);
+    assert_eq!(physicals("latex").await, tables);
+    assert_eq!(leftovers("latex", id).await, table_names(&tables));
+    let q = "SELECT * FROM latex ORDER BY id";
+    assert_eq!(rows(&mut p, q).await, rows(&mut r, q).await);
+    drop(owner);
+}
