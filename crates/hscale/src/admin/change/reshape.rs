@@ -95,7 +95,7 @@ pub(super) async fn copy(
     let pk = r.pk_list("");
     let quoted =
         r.pk.iter()
-            .map(|(k, _)| format!("QUOTE({})", crate::partition::quote_ident(k)))
+            .map(|(k, ty)| bound_literal(&crate::partition::quote_ident(k), ty))
             .collect::<Vec<_>>()
             .join(", ");
     let src_q = qualified(&r.m.db, &r.src_name);
@@ -121,8 +121,8 @@ pub(super) async fn copy(
             None => "1 = 1".to_string(),
         };
         // The batch's last key, if a whole batch is left.
-        // Read as quoted text, so the bound compares in the key's own
-        // collation (a binary literal would compare bytes).
+        // Read as literals that compare in the key's own order
+        // (`bound_literal`).
         let bound_sql = format!(
             "SELECT CONCAT('(', CONCAT_WS(', ', {quoted}), ')') FROM {src_q} WHERE {from} ORDER BY {pk} LIMIT {}, 1",
             batch - 1
@@ -174,6 +174,23 @@ pub(super) async fn copy(
             let due = started + std::time::Duration::from_secs_f64(rows as f64 / rate as f64);
             tokio::time::sleep_until(due.into()).await;
         }
+    }
+}
+
+/// The SQL expression that reads key column `col` (of column type `ty`)
+/// as a literal of its value, for a batch's bound: integers and decimals
+/// as their digits (a quoted string would compare as a DOUBLE, which
+/// rounds a BIGINT past 2^53), binary strings as hex (compared bytewise,
+/// their own order), anything else quoted (compared in the column's
+/// collation).
+fn bound_literal(col: &str, ty: &str) -> String {
+    let ty = ty.to_ascii_lowercase();
+    if ty.contains("int") || ty.starts_with("decimal") {
+        col.to_string()
+    } else if ty.contains("binary") || ty.contains("blob") {
+        format!("CONCAT('X''', HEX({col}), '''')")
+    } else {
+        format!("QUOTE({col})")
     }
 }
 
@@ -308,5 +325,22 @@ pub(super) async fn replay_lane(
             }
             Ok(()) => return Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_bounds_read_exact_literals() {
+        assert_eq!(bound_literal("`id`", "bigint(20) unsigned"), "`id`");
+        assert_eq!(bound_literal("`d`", "decimal(30,10)"), "`d`");
+        assert_eq!(bound_literal("`s`", "varchar(20)"), "QUOTE(`s`)");
+        assert_eq!(bound_literal("`t`", "datetime"), "QUOTE(`t`)");
+        assert_eq!(
+            bound_literal("`b`", "varbinary(16)"),
+            "CONCAT('X''', HEX(`b`), '''')"
+        );
     }
 }
