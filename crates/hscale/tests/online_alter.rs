@@ -140,11 +140,19 @@ fn normalized(ddl: &str, table: &str) -> String {
 /// reference's, every physical table has that definition, and the rows
 /// are the reference's.
 async fn same_as_reference(p: &mut Conn, r: &mut Conn, name: &str) {
-    let (_, a): (String, String) = p
-        .query_first(format!("SHOW CREATE TABLE {name}"))
-        .await
-        .unwrap()
-        .unwrap();
+    // A change another proxy committed reaches `p`'s proxy with its next
+    // reload: until then its SHOW CREATE TABLE reads a retired table
+    // (1146).
+    let mut waited = 0;
+    let (_, a): (String, String) = loop {
+        match p.query_first(format!("SHOW CREATE TABLE {name}")).await {
+            Err(e) if code(&e) == 1146 && waited < 50 => {
+                waited += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            other => break other.unwrap().unwrap(),
+        }
+    };
     let (_, b): (String, String) = r
         .query_first(format!("SHOW CREATE TABLE {name}"))
         .await
