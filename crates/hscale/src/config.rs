@@ -123,6 +123,12 @@ pub struct ProxyConfig {
     /// the cutover, so no write waits for a long delete (a million rows
     /// took 7 s here) at the cost of copying them.
     pub change_delete_max_rows: u64,
+    /// Which ALTER TABLEs of a partitioned table run as an online change
+    /// (a shadow table per partition, copied while the table is written,
+    /// one cutover): `auto` (the default) those the backend would run by
+    /// copying the table with writes blocked (it refuses them with
+    /// `LOCK=NONE`), `always` every ALTER TABLE that can, `off` none.
+    pub online_schema_changes: OnlineSchemaChanges,
     /// How long a statement of a transaction that spans backends waits for
     /// a row lock (the branches' `innodb_lock_wait_timeout`, rounded up to
     /// whole seconds) unless the session set its own: a deadlock between
@@ -204,6 +210,7 @@ impl Default for ProxyConfig {
             change_wait_ms: 60_000,
             change_copy_rows_per_s: 0,
             change_delete_max_rows: 10_000,
+            online_schema_changes: OnlineSchemaChanges::Auto,
             cross_backend_lock_wait_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
@@ -277,6 +284,15 @@ impl Default for MetricsConfig {
             max_digests: 5_000,
         }
     }
+}
+
+/// `[proxy] online_schema_changes = "auto" | "always" | "off"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnlineSchemaChanges {
+    Auto,
+    Always,
+    Off,
 }
 
 #[derive(Clone, Serialize, Deserialize)]

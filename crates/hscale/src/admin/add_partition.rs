@@ -141,6 +141,7 @@ pub(super) async fn run(
         companion: None,
         key_column: t.column.clone(),
         dictionary: rows.clone(),
+        reshape: None,
     };
     if many {
         m.rest = Some(src_after.clone());
@@ -160,6 +161,7 @@ pub(super) async fn run(
             companion: None,
             key_column: t.column.clone(),
             dictionary: rows.clone(),
+            reshape: None,
         }));
     }
     let report = change::run(ctx, worker, op, &m, |d| {

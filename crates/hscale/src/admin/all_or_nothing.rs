@@ -236,12 +236,12 @@ async fn first_refusal(
 }
 
 /// `... at row N`: N.
-fn row_of(message: &str) -> Option<u64> {
+pub(super) fn row_of(message: &str) -> Option<u64> {
     let (_, n) = message.rsplit_once(" at row ")?;
     n.parse().ok()
 }
 
-fn with_row(mut e: ErrPacket, n: u64) -> ErrPacket {
+pub(super) fn with_row(mut e: ErrPacket, n: u64) -> ErrPacket {
     if let Some((head, _)) = e.message.rsplit_once(" at row ") {
         e.message = format!("{head} at row {n}");
     }
@@ -258,7 +258,7 @@ fn client_error(ctx: &Context, mut e: ErrPacket) -> ErrPacket {
 
 /// Row `n` of step `i`'s partition, numbered over the whole table in
 /// primary key order; `None` without a primary key.
-async fn whole_table_row(
+pub(super) async fn whole_table_row(
     ctx: &Context,
     worker: usize,
     spec: &DdlSpec,

@@ -55,6 +55,7 @@ pub(super) async fn run(
         companion: None,
         key_column: t.column.clone(),
         dictionary: vec![store::delete_partition_sql(&name, partition)],
+        reshape: None,
     };
     // Many rows: rather than merge them into the default partition during
     // the cutover (while their writes wait), the default partition is
@@ -111,6 +112,7 @@ pub(super) async fn run(
                 companion: None,
                 key_column: t.column.clone(),
                 dictionary: m.dictionary.clone(),
+                reshape: None,
             }));
             merged_into = new_default;
         }

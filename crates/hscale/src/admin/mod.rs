@@ -19,6 +19,7 @@ mod drop_partition;
 mod explain;
 pub mod figures;
 mod move_partition;
+mod online_alter;
 mod schema;
 mod setup_global_table;
 mod setup_table;

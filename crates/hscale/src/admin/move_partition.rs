@@ -76,6 +76,7 @@ pub(super) async fn run(
             names[b.index()],
             &dst,
         )],
+        reshape: None,
     };
     let report = change::run(ctx, worker, op, &m, |d| {
         d.move_partition(&name, partition, b, &dst).map_err(wrong)?;

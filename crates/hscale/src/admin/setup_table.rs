@@ -112,6 +112,7 @@ pub(super) async fn run(
         companion: None,
         key_column: column.to_string(),
         dictionary: rows.clone(),
+        reshape: None,
     };
     let report = if b.is_main() {
         // In place: the table's new name is its default partition. Other

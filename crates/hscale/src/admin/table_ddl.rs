@@ -241,7 +241,12 @@ pub async fn schema_change(
     session_db: Option<&str>,
 ) -> Result<AdminOutput, ProxyError> {
     let command = sql.trim().to_string();
-    run(ctx, worker, name, &command, |d, _| {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let (op, owner) = match change::start(ctx, worker, name, &command).await? {
+        Ok(started) => started,
+        Err(done) => return Ok(done),
+    };
+    let plan = |d: &Dictionary| {
         let parts =
             match crate::planning::plan_now(d, sql, session_db, crate::planning::Form::Plain) {
                 Plan::SchemaChange { table, parts } if table == *name => parts,
@@ -267,8 +272,23 @@ pub async fn schema_change(
                 .collect(),
             dictionary: Vec::new(),
         })
-    })
-    .await
+    };
+    let spec = change::recheck(ctx, worker, op, |d| plan(d).map(Some)).await?;
+    let Some(spec) = spec else {
+        return Ok(AdminOutput::done());
+    };
+    // An ALTER the backends would run by copying the table runs online
+    // (`online_alter.rs`), the others in place.
+    match super::online_alter::decide(ctx, worker, op, &spec, &command).await {
+        Ok(Some(reshapes)) => {
+            super::online_alter::run(ctx, worker, op, name, &spec, reshapes).await
+        }
+        Ok(None) => carry_out(ctx, worker, op, owner, spec).await,
+        Err(e) => {
+            change::fail(ctx, worker, op, &e).await;
+            Err(e)
+        }
+    }
 }
 
 /// `DROP DATABASE db` through hscale: its partitioned and global tables

@@ -53,6 +53,7 @@ use std::sync::atomic::Ordering;
 
 mod fence;
 mod journal;
+pub(super) mod reshape;
 mod running;
 pub(super) mod takeover;
 mod verify;
@@ -132,15 +133,35 @@ pub(super) struct Move {
     /// The dictionary's rows for the change, committed at the cutover (a
     /// proxy that takes over a dead owner's cutover commits exactly these).
     pub dictionary: Vec<String>,
+    /// An online schema change (`online_alter.rs`): the destination is a
+    /// shadow of the source with another definition, on the same backend,
+    /// and rows are copied and replayed through a column mapping
+    /// (`reshape.rs`). Its further moves (one per partition) are chained
+    /// as companions.
+    pub reshape: Option<reshape::Reshape>,
 }
 
 /// The tag of a companion move's triggers and changelog (`Running::tag`).
 pub(super) const COMPANION: &str = "m";
 
+/// The tag of the `i`-th move of a change: none for the first,
+/// [`COMPANION`] for the second, `m<i>` after (an online schema change
+/// has one move per partition).
+pub(super) fn tag_of(i: usize) -> String {
+    match i {
+        0 => String::new(),
+        1 => COMPANION.to_string(),
+        i => format!("{COMPANION}{i}"),
+    }
+}
+
 impl Move {
-    /// This move and its companion, with their tags.
-    pub fn with_companion(&self) -> impl Iterator<Item = (&Move, &'static str)> {
-        std::iter::once((self, "")).chain(self.companion.as_deref().map(|c| (c, COMPANION)))
+    /// This move and its companions (a chain: one, or one per partition
+    /// of an online schema change), with their tags ([`tag_of`]).
+    pub fn with_companion(&self) -> impl Iterator<Item = (&Move, String)> {
+        std::iter::successors(Some(self), |m| m.companion.as_deref())
+            .enumerate()
+            .map(|(i, m)| (m, tag_of(i)))
     }
 
     /// The table the copy of operation `id` writes: the destination, or
@@ -262,6 +283,22 @@ pub(super) fn dst_session() -> Vec<String> {
     s
 }
 
+/// The session of move `m`'s source (`is_dst`: destination) connections:
+/// [`copy_session`] / [`dst_session`], then for a reshape the server's
+/// own `sql_mode` and time zone (`reshape::Reshape::session`): its rows
+/// never leave the server, and convert as its ALTER would.
+pub(super) fn session_of(m: &Move, is_dst: bool) -> Vec<String> {
+    let mut s = if is_dst {
+        dst_session()
+    } else {
+        copy_session()
+    };
+    if m.reshape.is_some() {
+        s.extend(reshape::Reshape::session());
+    }
+    s
+}
+
 /// The server's estimate of a table's rows (0 if unknown).
 async fn table_rows(c: &mut BackendConn, db: &str, table: &str) -> u64 {
     let sql = format!(
@@ -350,7 +387,7 @@ async fn open<'m>(
     worker: usize,
     id: u64,
     m: &'m Move,
-    tag: &'static str,
+    tag: String,
 ) -> Result<Running<'m>, ProxyError> {
     let mut src = conn(ctx, worker, m.src.0).await?;
     src.is_broken = true; // session settings change below: never pooled again
@@ -360,8 +397,8 @@ async fn open<'m>(
     }
     let mut dst = conn(ctx, worker, m.dst.0).await?;
     dst.is_broken = true;
-    exec(&mut src, &copy_session()).await?;
-    exec(&mut dst, &dst_session()).await?;
+    exec(&mut src, &session_of(m, false)).await?;
+    exec(&mut dst, &session_of(m, true)).await?;
     let columns = ddl::exact_select_list(&mut src, &m.db, &m.src.1).await?;
     let names = ddl::column_names(&mut src, &m.db, &m.src.1).await?;
     register(ctx, worker, id, FIRST_EPOCH, m.src.0, &mut src).await?;
@@ -394,7 +431,7 @@ async fn open<'m>(
         names,
         log: Changelog::fresh(0),
     };
-    r.log = Changelog::of(&mut r.src, &changelog_name(id, tag), r.pk.len()).await?;
+    r.log = Changelog::of(&mut r.src, &changelog_name(id, &r.tag), r.pk.len()).await?;
     for _ in 1..REPLAY_LANES {
         let mut lane = (
             conn(ctx, worker, m.src.0).await?,
@@ -404,8 +441,8 @@ async fn open<'m>(
         lane.1.is_broken = true;
         register(ctx, worker, id, FIRST_EPOCH, m.src.0, &mut lane.0).await?;
         register(ctx, worker, id, FIRST_EPOCH, m.dst.0, &mut lane.1).await?;
-        exec(&mut lane.0, &copy_session()).await?;
-        exec(&mut lane.1, &dst_session()).await?;
+        exec(&mut lane.0, &session_of(m, false)).await?;
+        exec(&mut lane.1, &session_of(m, true)).await?;
         r.lanes.push(lane);
     }
     Ok(r)
@@ -422,7 +459,13 @@ async fn prepare_all(
     let mut rows = None;
     for r in rs.iter_mut() {
         let n = prepare(ctx, worker, r).await?;
-        rows.get_or_insert(n);
+        // An online schema change copies every partition: all count.
+        match rows.as_mut() {
+            Some(all) if r.m.reshape.is_some() => *all += n,
+            _ => {
+                rows.get_or_insert(n);
+            }
+        }
     }
     if rs.len() > 1 {
         for r in rs.iter_mut() {
@@ -497,6 +540,10 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
         if let (Some(rest), Some(c)) = (&m.rest, r.rest.as_mut()) {
             ddl::create_like(&mut like, &m.db, &m.src.1, c, rest).await?;
         }
+    }
+    if let Some(rs) = &m.reshape {
+        exec(&mut r.dst, std::slice::from_ref(&rs.alter)).await?;
+        return prepare_reshape(ctx, worker, r).await;
     }
     // A table without a primary key, none of whose rows moves (`open`
     // checked): nothing to capture or copy. The cutover checks again
@@ -624,6 +671,56 @@ async fn prepare(ctx: &Context, worker: usize, r: &mut Running<'_>) -> Result<u6
     )
     .await?;
     // The backlog that the replays during the verification left.
+    catch_up(ctx, worker, r).await?;
+    Ok(rows)
+}
+
+/// [`prepare`] of a reshape (`reshape.rs`), once the shadow has its new
+/// definition: capture, copy, verification, catch-up. Returns the rows
+/// copied.
+async fn prepare_reshape(
+    ctx: &Context,
+    worker: usize,
+    r: &mut Running<'_>,
+) -> Result<u64, ProxyError> {
+    let m = r.m;
+    r.capture().await?;
+    let mut c = conn(ctx, worker, m.src.0).await?;
+    c.is_broken = true;
+    register(ctx, worker, r.id, r.epoch, m.src.0, &mut c).await?;
+    exec(&mut c, &session_of(m, false)).await?;
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET rows_estimate = {}{} WHERE id = {}",
+            r.after_first("rows_estimate"),
+            table_rows(&mut c, &m.db, &r.src_name).await,
+            r.id
+        ),
+    )
+    .await?;
+    tracing::debug!(operation = r.id, "reshape copy starts");
+    let rows = reshape::copy(ctx, worker, r, &mut c).await?;
+    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_COPY_MS") {
+        // Tests damage the copy (or kill the owner) here.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    let v = reshape::verify(r, &mut c).await?;
+    journal(
+        ctx,
+        worker,
+        format!(
+            "UPDATE `hscale`.`operations` SET ranges_verified = {}{}, ranges_recopied = {}{} WHERE id = {}",
+            r.after_first("ranges_verified"),
+            v.ranges,
+            r.after_first("ranges_recopied"),
+            v.recopied,
+            r.id
+        ),
+    )
+    .await?;
+    drop(c);
     catch_up(ctx, worker, r).await?;
     Ok(rows)
 }
@@ -1014,7 +1111,11 @@ pub(super) async fn record_spec(
         .map(|b| b.name.as_str())
         .collect();
     let spec_of = |m: &Move| takeover::Spec {
-        format: takeover::SPEC_FORMAT,
+        format: if m.reshape.is_some() {
+            takeover::SPEC_FORMAT
+        } else {
+            takeover::MOVE_FORMAT
+        },
         db: m.db.clone(),
         src_backend: names[m.src.0.index()].to_string(),
         dst_backend: names[m.dst.0.index()].to_string(),
@@ -1030,9 +1131,17 @@ pub(super) async fn record_spec(
         companion: None,
         dictionary: m.dictionary.clone(),
         in_place,
+        reshape: m.reshape.clone(),
     };
-    let mut spec = spec_of(m);
-    spec.companion = m.companion.as_deref().map(|c| Box::new(spec_of(c)));
+    // The chain of moves, as a chain of specs (built from its end).
+    let chain: Vec<&Move> = m.with_companion().map(|(m, _)| m).collect();
+    let mut spec = None;
+    for mv in chain.into_iter().rev() {
+        let mut s = spec_of(mv);
+        s.companion = spec.map(Box::new);
+        spec = Some(s);
+    }
+    let spec = spec.ok_or_else(|| wrong("a change without a move"))?;
     let text = toml::to_string(&spec).map_err(|e| wrong(e.to_string()))?;
     journal(
         ctx,

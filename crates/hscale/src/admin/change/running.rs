@@ -50,7 +50,7 @@ pub(in crate::admin) struct Running<'m> {
     pub(in crate::admin) id: u64,
     /// Names this move's triggers and changelog apart from another move's
     /// of the same change (`Move::companion`, tagged [`super::COMPANION`]).
-    pub(in crate::admin) tag: &'static str,
+    pub(in crate::admin) tag: String,
     /// The epoch its owner runs it at (`fence.rs`): every connection below
     /// is registered under it before its first write.
     pub(in crate::admin) epoch: u64,
@@ -144,11 +144,11 @@ impl Changelog {
 
 impl Running<'_> {
     pub(in crate::admin) fn changelog(&self) -> String {
-        qualified("hscale", &changelog_name(self.id, self.tag))
+        qualified("hscale", &changelog_name(self.id, &self.tag))
     }
 
     fn trigger(&self, event: &str) -> String {
-        qualified(&self.m.db, &trigger_name(self.id, self.tag, event))
+        qualified(&self.m.db, &trigger_name(self.id, &self.tag, event))
     }
 
     /// `column + ` for a journal figure that a change's second move adds
@@ -190,6 +190,11 @@ impl Running<'_> {
             Some(_) => "1 = 1".to_string(),
             None => self.moving(column),
         }
+    }
+
+    /// The changelog's key columns, quoted, in order.
+    pub(in crate::admin) fn log_keys(&self) -> String {
+        self.log.keys()
     }
 
     pub(in crate::admin) fn pk_list(&self, prefix: &str) -> String {
@@ -293,9 +298,9 @@ impl Running<'_> {
     /// with the same name would have been kept by `CREATE TRIGGER IF NOT
     /// EXISTS`, and writes would go uncaptured.
     async fn check_triggers(&mut self) -> Result<(), ProxyError> {
-        let log = changelog_name(self.id, self.tag);
+        let log = changelog_name(self.id, &self.tag);
         for e in ["ai", "au", "ad"] {
-            let name = trigger_name(self.id, self.tag, e);
+            let name = trigger_name(self.id, &self.tag, e);
             let sql = format!(
                 "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = {} AND TRIGGER_NAME = {} AND EVENT_OBJECT_TABLE = {} AND LOCATE({}, ACTION_STATEMENT) > 0",
                 quote_str(&self.m.db),
@@ -487,6 +492,25 @@ impl Running<'_> {
         // destination: the copy is not visible before the cutover, and each
         // key is replayed whole by one lane.
         let chunks: Vec<&[String]> = keys.chunks(IN_LIST).collect();
+        // A reshape's shadow is on the source's server: each lane replays
+        // its keys there, server-side, through the column mapping.
+        if let Some(rs) = &self.m.reshape {
+            let src_q = &qualified(&self.m.db, &self.src_name);
+            let mut dsts = vec![&mut self.dst];
+            dsts.extend(self.lanes.iter_mut().map(|(_, d)| d));
+            let n = dsts.len();
+            let lanes = dsts.into_iter().enumerate().map(|(i, dst)| {
+                let mine: Vec<&[String]> = chunks.iter().skip(i).step_by(n).copied().collect();
+                async move {
+                    if mine.is_empty() {
+                        return Ok(());
+                    }
+                    super::reshape::replay_lane(rs, dst, into_q, src_q, pk, &mine).await
+                }
+            });
+            futures_util::future::try_join_all(lanes).await?;
+            return Ok(keys.len());
+        }
         let mut pairs = vec![(&mut self.src, &mut self.dst)];
         pairs.extend(self.lanes.iter_mut().map(|(s, d)| (s, d)));
         let n = pairs.len();

@@ -27,8 +27,8 @@ use hscale_route::BackendId;
 
 use super::{
     capture_drops, changelog_name, commit_with_journal, finish_rows, flip, kill_registered,
-    lock_owner, name_back, owner, primary_key, register, Changelog, Move, Report, Running,
-    COMPANION,
+    lock_owner, name_back, owner, primary_key, register, session_of, tag_of, Changelog, Move,
+    Report, Running,
 };
 use crate::admin::{conn, wrong};
 use crate::error::ProxyError;
@@ -41,12 +41,19 @@ use crate::runtime::Context;
 /// A take-over leaves a spec of a later form to a proxy that knows it:
 /// fields it does not know would be ignored, and the change finished or
 /// undone wrongly.
-pub(super) const SPEC_FORMAT: u32 = 2;
+/// 3 added `reshape` and chains of more than two moves (an online schema
+/// change, one move per partition); a plain move is still written as 2
+/// ([`MOVE_FORMAT`]), so proxies that know only 2 take it over.
+pub(super) const SPEC_FORMAT: u32 = 3;
+/// The form a change without a reshape is written in.
+pub(super) const MOVE_FORMAT: u32 = 2;
 
 impl Spec {
-    /// This move and its companion, with their tags (`Move::with_companion`).
-    pub(super) fn moves(&self) -> impl Iterator<Item = (&Spec, &'static str)> {
-        std::iter::once((self, "")).chain(self.companion.as_deref().map(|c| (c, COMPANION)))
+    /// This move and its companions, with their tags (`Move::with_companion`).
+    pub(super) fn moves(&self) -> impl Iterator<Item = (&Spec, String)> {
+        std::iter::successors(Some(self), |s| s.companion.as_deref())
+            .enumerate()
+            .map(|(i, s)| (s, tag_of(i)))
     }
 
     /// `Move::source_retires` of the move this spec records.
@@ -96,6 +103,9 @@ pub(super) struct Spec {
     /// else rolled back; the destination is never dropped.
     #[serde(default)]
     pub(super) in_place: bool,
+    /// An online schema change's move (`Move::reshape`).
+    #[serde(default)]
+    pub(super) reshape: Option<super::reshape::Reshape>,
 }
 
 /// Take over the changes whose owner is gone (its owner lock is free): one
@@ -310,7 +320,7 @@ async fn finish_cutover(
     // Both moves of a merge: the first's source was renamed (else it was
     // rolled back above); the second's is renamed here if the owner did
     // not get to it.
-    let specs: Vec<(&Spec, &'static str)> = spec.moves().collect();
+    let specs: Vec<(&Spec, String)> = spec.moves().collect();
     let mut moves = Vec::with_capacity(specs.len());
     for (s, _) in &specs {
         moves.push(Move {
@@ -325,6 +335,7 @@ async fn finish_cutover(
             companion: None,
             key_column: s.key_column.clone(),
             dictionary: s.dictionary.clone(),
+            reshape: s.reshape.clone(),
         });
     }
     let mut rs = Vec::with_capacity(moves.len());
@@ -344,12 +355,12 @@ async fn finish_cutover(
         let mut dst = conn(ctx, worker, m.dst.0).await?;
         dst.is_broken = true;
         register(ctx, worker, id, epoch, m.dst.0, &mut dst).await?;
-        exec(&mut src, &super::copy_session()).await?;
-        exec(&mut dst, &super::copy_session()).await?;
+        exec(&mut src, &session_of(m, false)).await?;
+        exec(&mut dst, &session_of(m, true)).await?;
         let mut r = Running {
             m,
             id,
-            tag,
+            tag: tag.clone(),
             epoch,
             src,
             dst,
@@ -458,7 +469,7 @@ async fn clean_after(
         // Short lock waits: the triggers may sit on a live table (a carve
         // in place), whose writes queue behind a waiting DROP TRIGGER.
         let mut statements = vec!["SET SESSION lock_wait_timeout = 1".to_string()];
-        statements.extend(capture_drops(&s.db, id, tag));
+        statements.extend(capture_drops(&s.db, id, &tag));
         exec(&mut src, &statements).await?;
         if s.source_retires() && ddl::table_exists(&mut src, &s.db, &s.src_after).await? {
             exec(&mut src, &super::retire_sql(ctx, &s.db, &s.src_after)).await?;
@@ -523,9 +534,16 @@ async fn roll_back(
         // Both tags: without a spec, whether the change had a second move
         // is unknown.
         let mut statements = vec!["SET SESSION lock_wait_timeout = 10".to_string()];
-        for tag in ["", COMPANION] {
-            statements.extend(capture_drops(&name.db, id, tag));
+        let tags = (0..specs.len().max(2)).map(tag_of);
+        for tag in tags {
+            statements.extend(capture_drops(&name.db, id, &tag));
         }
+        // An ALTER's empty copy, if its owner died deciding whether to
+        // run it online (`online_alter::decide`).
+        statements.push(format!(
+            "DROP TABLE IF EXISTS {}",
+            qualified(&name.db, &format!("hscale_online_check_{id}"))
+        ));
         // A split's rest, a fresh table beside its source.
         for s in &specs {
             if let (Some(rest), Some(sb)) = (&s.rest, index(&s.src_backend)) {
