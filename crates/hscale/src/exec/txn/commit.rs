@@ -546,23 +546,6 @@ fn forget_decision(ctx: Arc<Context>, worker: usize, home: BackendId, gtrid: Str
     }
 }
 
-/// The statement that deletes finished decisions `xids`: each looked up
-/// by its key (the list as a derived table joined to the decisions in
-/// that order, `STRAIGHT_JOIN`), never a scan. `WHERE xid IN (...)` over
-/// most of a small table is run as a full scan, which in REPEATABLE READ
-/// waits on any row another proxy holds uncommitted (a proxy paused
-/// between writing its decision and committing it) and meanwhile holds
-/// next-key locks that every other decision INSERT on that backend waits
-/// behind. A row still locked after a second is left to recovery.
-fn forget_sql<'a>(xids: impl Iterator<Item = &'a str>) -> String {
-    let keys: Vec<String> = xids.map(|g| format!("SELECT '{g}' AS xid")).collect();
-    format!(
-        "SET STATEMENT innodb_lock_wait_timeout = 1 FOR DELETE d FROM ({}) AS v \
-         STRAIGHT_JOIN {DECISIONS} AS d ON d.xid = v.xid",
-        keys.join(" UNION ALL ")
-    )
-}
-
 /// Delete the worker's finished decisions until none is left.
 async fn forget_finished(ctx: Arc<Context>, worker: usize) {
     loop {
@@ -581,7 +564,8 @@ async fn forget_finished(ctx: Arc<Context>, worker: usize) {
         batch.sort_unstable();
         for chunk in batch.chunk_by(|a, b| a.0 == b.0) {
             for part in chunk.chunks(FORGET_BATCH) {
-                let sql = forget_sql(part.iter().map(|(_, g)| g.as_str()));
+                let xids: Vec<String> = part.iter().map(|(_, g)| format!("'{g}'")).collect();
+                let sql = format!("DELETE FROM {DECISIONS} WHERE xid IN ({})", xids.join(","));
                 if let Ok(mut c) = ctx.pool(worker, part[0].0).get(false).await {
                     if let Err(e) = run(&mut c, &sql, "deleting commit decisions").await {
                         tracing::debug!(error = %e, "decisions not deleted: recovery deletes them later");
