@@ -128,6 +128,9 @@ pub struct ProxyConfig {
     /// one cutover): `auto` (the default) those the backend would run by
     /// copying the table with writes blocked (it refuses them with
     /// `LOCK=NONE`), `always` every ALTER TABLE that can, `off` none.
+    /// Left out of a written config while `auto`, so that a config the
+    /// playground writes still starts an hscale from before the setting.
+    #[serde(skip_serializing_if = "OnlineSchemaChanges::is_auto")]
     pub online_schema_changes: OnlineSchemaChanges,
     /// How long a statement of a transaction that spans backends waits for
     /// a row lock (the branches' `innodb_lock_wait_timeout`, rounded up to
@@ -293,6 +296,12 @@ pub enum OnlineSchemaChanges {
     Auto,
     Always,
     Off,
+}
+
+impl OnlineSchemaChanges {
+    pub fn is_auto(&self) -> bool {
+        *self == OnlineSchemaChanges::Auto
+    }
 }
 
 #[derive(Clone, Serialize, Deserialize)]
