@@ -475,7 +475,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                 }) {
                     // Perhaps an explicit AUTO_INCREMENT value, which the
                     // OK reports but LAST_INSERT_ID() does not take.
-                    if !self.b.is_generated(&mut conn, ok.last_insert_id).await? {
+                    if !self
+                        .b
+                        .is_generated(&mut conn, ok.last_insert_id, &effects.supplied)
+                        .await?
+                    {
                         ok.last_insert_id = 0;
                     }
                 }

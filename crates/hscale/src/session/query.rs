@@ -89,6 +89,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             sql = crate::logging::loggable(sql),
             "query"
         );
+        self.b.ctx.auto_increment.note(&facts, sql);
         match utf8 {
             Some(text) => self.check_reach(text)?,
             None => self.check_reach(&String::from_utf8_lossy(sql_bytes))?,
@@ -211,7 +212,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             savepoint: savepoint.as_ref(),
             supplied: match facts.kind {
                 hscale_sql::Kind::Insert | hscale_sql::Kind::Replace => {
-                    crate::exec::insert_id::Supplied::Text(sql_bytes)
+                    crate::exec::insert_id::Supplied::Text {
+                        sql: sql_bytes,
+                        tokens: &facts.tokens,
+                    }
                 }
                 _ => crate::exec::insert_id::Supplied::Nothing,
             },
