@@ -177,8 +177,8 @@ async fn a_killed_main_backend_does_not_stop_healthy_partitions() {
 
 /// The same under load, through two proxies: 16 clients (8 per proxy)
 /// connect, read and write rows of shard1 without pause while the main
-/// backend is killed, stays down 4 s and comes back. At least 99% of
-/// their connections and statements succeed; a transfer that needs a
+/// backend is killed, stays down 4 s and comes back. Every one of their
+/// connections and statements succeeds (the issue asks for 99%); a transfer that needs a
 /// commit decision (across shard0 and shard1) fails within a bounded
 /// time naming the main backend; both proxies report it down within a
 /// health-check interval or two, and both serve its rows again after it
@@ -333,12 +333,18 @@ async fn a_killed_main_backend_under_load_through_two_proxies() {
         acked += a;
     }
     eprintln!(
-        "{} of {tried} attempts failed across the main backend's kill",
-        failed.len()
+        "{} of {tried} attempts failed across the main backend's kill: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(5)]
     );
+    // The issue asks for 99%; every attempt succeeds: statements that
+    // name no table (a driver's first queries, USE) move to a backend that
+    // answers when the main one refuses or resets (`Exec::is_movable`,
+    // `Bindings::use_database`). Before, 9 to 19 of about 30,000 failed
+    // with 1429 or 1158 in the instant after the kill.
     assert!(
-        failed.len() * 100 <= tried as usize,
-        "{} of {tried} attempts failed (more than 1%): {:#?}",
+        failed.is_empty(),
+        "{} of {tried} attempts failed: {:#?}",
         failed.len(),
         &failed[..failed.len().min(20)]
     );

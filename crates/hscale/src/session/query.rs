@@ -548,19 +548,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // on the backend the session is bound to; the rest on the main one.
         // While the main backend is frozen, those go to one that answers.
         let lexed = lexed.map(|(tokens, _)| tokens);
+        let is_table_free = is_table_free(facts, sql, lexed);
         let backend = match &self.b.pinned {
-            Some(c) if is_table_free(facts, sql, lexed) => c.pool().backend_id,
+            Some(c) if is_table_free => c.pool().backend_id,
             Some(_) => BackendId::MAIN,
             None => match self.b.ctx.answering_backend() {
                 BackendId::MAIN => BackendId::MAIN,
-                other if is_table_free(facts, sql, lexed) => other,
+                other if is_table_free => other,
                 _ => BackendId::MAIN,
             },
         };
         self.b.note.kind = PlanKind::Passthrough;
         self.b.note.parts = 1;
+        let is_movable = is_table_free && self.b.pinned.is_none();
         let mut exec = self.exec();
         exec.is_fenced = true;
+        exec.is_movable = is_movable;
         exec.execute_on_backend(backend, payload, Expect::Query, effects)
             .await
     }
