@@ -133,7 +133,8 @@ fn p99(mut v: Vec<Duration>) -> Duration {
 }
 
 /// The example as it happens: a second proxy process stops
-/// (SIGSTOP) between writing its decision and its home's COMMIT, for 5 s.
+/// (SIGSTOP) between writing its decision and its home's COMMIT, for 5 s
+/// (`HSCALE_TEST_STOP_SECS`: the 60 s).
 /// Transfers through this proxy (between other accounts: the stopped
 /// transaction's own rows stay locked, as on one server) keep their normal
 /// latency (p99 within 2x of the same transfers before, plus 100 ms of
@@ -178,10 +179,16 @@ async fn a_stopped_proxy_between_decision_and_commit_does_not_stall_others() {
     let mut oc = mysql_async::Conn::new(proxy_opts(other.port, Some(db)))
         .await
         .unwrap();
+    // 5 s in the suite; the 60 s with HSCALE_TEST_STOP_SECS=60.
+    let stop_for = std::env::var("HSCALE_TEST_STOP_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
     let stopped = tokio::spawn({
         let sql = run(1, 2);
         async move {
-            let r = tokio::time::timeout(Duration::from_secs(60), oc.query_drop(sql)).await;
+            let r =
+                tokio::time::timeout(Duration::from_secs(stop_for + 30), oc.query_drop(sql)).await;
             (r, oc)
         }
     });
@@ -199,7 +206,7 @@ async fn a_stopped_proxy_between_decision_and_commit_does_not_stall_others() {
     let mut during = Vec::new();
     let stop_started = Instant::now();
     let mut i = 0;
-    while stop_started.elapsed() < Duration::from_secs(5) {
+    while stop_started.elapsed() < Duration::from_secs(stop_for) {
         let (from, to) = if i % 2 == 0 { (3, 4) } else { (4, 3) };
         during.push(timed(&mut c, run(from, to)).await);
         tokio::time::sleep(Duration::from_millis(60)).await;
