@@ -282,6 +282,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<ClientStream<S>> {
     }
 }
 
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::fence::Fenced for Session<S> {
+    fn bindings(&mut self) -> &mut Bindings {
+        &mut self.b
+    }
+
+    async fn answer_error(&mut self, err: &ErrPacket) -> Result<(), ProxyError> {
+        self.write_server_error(1, err).await
+    }
+}
+
 /// The session variables a handshake (or COM_CHANGE_USER) collation id
 /// implies, relative to the backend connections' own utf8mb4_general_ci,
 /// as the server would set them (`hscale_wire::charset::ClientCharset`):

@@ -5,6 +5,7 @@
 //! current dictionary, run, and planned again after a stale route.
 
 use super::*;
+use crate::exec::fence;
 use crate::exec::insert_form::Normal;
 use crate::planning::{self, Asker, Db, Form};
 
@@ -36,6 +37,53 @@ fn is_table_free(
             Some(t) => names_none(t),
             None => hscale_sql::tokenize(sql).is_ok_and(|t| names_none(&t)),
         }
+}
+
+/// One run of a text statement under the fence: the INSERT's normal form
+/// and the ids filled in are kept for a retry.
+struct TextRun<'a> {
+    payload: &'a Bytes,
+    text: Option<&'a str>,
+    facts: &'a hscale_sql::Facts,
+    effects: Effects<'a>,
+    is_insert: bool,
+    normal: Option<Bytes>,
+    filled: Option<Bytes>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> fence::Attempt<Session<S>> for TextRun<'_> {
+    async fn attempt(&mut self, s: &mut Session<S>) -> Result<(), ProxyError> {
+        let sql = self.text.unwrap_or("<not UTF-8>");
+        // INSERT ... SET, without a column list, ... SELECT: into the
+        // `(columns) VALUES` form first (`insert_form.rs`).
+        if self.is_insert && self.normal.is_none() && self.filled.is_none() {
+            match s.exec().insert_form(sql).await? {
+                Normal::Answered => return Ok(()),
+                Normal::Payload(p) => self.normal = Some(p),
+                Normal::AsIs => {}
+            }
+        }
+        let base = self.normal.as_ref().unwrap_or(self.payload);
+        let base_text = match &self.normal {
+            Some(n) => std::str::from_utf8(&n[1..]).ok(),
+            None => self.text,
+        };
+        let base_sql = base_text.unwrap_or(sql);
+        // Ids from a sequence are filled in before planning (the id may
+        // be the partition key). A retry after the fence keeps them, or
+        // looks again: the newer dictionary may give the table a sequence.
+        if self.filled.is_none() && s.b.generated_id.is_none() {
+            self.filled = s.b.fill_ids(base_sql).await?;
+        }
+        let payload = self.filled.as_ref().unwrap_or(base);
+        let payload_text = match &self.filled {
+            Some(f) => std::str::from_utf8(&f[1..]).ok(),
+            None => base_text,
+        };
+        let analyzed = &self.payload[1..];
+        s.plan_and_run(payload, payload_text, self.facts, self.effects, analyzed)
+            .await
+    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -317,79 +365,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         effects: Effects<'_>,
         text: Option<&str>,
     ) -> Result<(), ProxyError> {
-        let sql = text.unwrap_or("<not UTF-8>");
-        let analyzed = &payload[1..];
-        let mut attempts = 0;
-        let mut filled = None;
-        let mut normal = None;
         let is_insert = matches!(
             facts.kind,
             hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
         ) && facts.statements == 1
             && !self.b.ctx.partitioning.is_empty();
-        loop {
-            let before = self.b.fence_point();
-            // INSERT ... SET, without a column list, ... SELECT: into the
-            // `(columns) VALUES` form first (`insert_form.rs`).
-            if is_insert && normal.is_none() && filled.is_none() {
-                match self.exec().insert_form(sql).await {
-                    Ok(Normal::Answered) => return Ok(()),
-                    Ok(Normal::Payload(p)) => normal = Some(p),
-                    Ok(Normal::AsIs) => {}
-                    Err(ProxyError::StaleRoute { err }) => {
-                        match self.b.after_stale_route(err, before, &mut attempts).await? {
-                            crate::exec::fence::Next::Retry => continue,
-                            crate::exec::fence::Next::Answer(err) => {
-                                return self.write_server_error(1, &err).await
-                            }
-                        }
-                    }
-                    Err(e) => return Err(e),
+        let mut run = TextRun {
+            payload,
+            text,
+            facts,
+            effects,
+            is_insert,
+            normal: None,
+            filled: None,
+        };
+        let done = fence::run_fenced(self, &mut run).await;
+        match done {
+            // A partition's syntax error quotes the rewritten text:
+            // one server's is about the client's own.
+            Err(ProxyError::Syntax { err }) => {
+                let own = match text {
+                    Some(sql) => self.b.server_parse_error(sql).await?,
+                    None => None,
+                };
+                match own {
+                    Some(err) => Err(ProxyError::Statement { err }),
+                    None => self.write_server_error(1, &err).await,
                 }
             }
-            let base = normal.as_ref().unwrap_or(payload);
-            let base_text = match &normal {
-                Some(n) => std::str::from_utf8(&n[1..]).ok(),
-                None => text,
-            };
-            let base_sql = base_text.unwrap_or(sql);
-            // Ids from a sequence are filled in before planning (the id may
-            // be the partition key). A retry after the fence keeps them, or
-            // looks again: the newer dictionary may give the table a sequence.
-            if filled.is_none() && self.b.generated_id.is_none() {
-                filled = self.b.fill_ids(base_sql).await?;
-            }
-            let payload = filled.as_ref().unwrap_or(base);
-            let payload_text = match &filled {
-                Some(f) => std::str::from_utf8(&f[1..]).ok(),
-                None => base_text,
-            };
-            match self
-                .plan_and_run(payload, payload_text, facts, effects, analyzed)
-                .await
-            {
-                Err(ProxyError::StaleRoute { err }) => {
-                    match self.b.after_stale_route(err, before, &mut attempts).await? {
-                        crate::exec::fence::Next::Retry => continue,
-                        crate::exec::fence::Next::Answer(err) => {
-                            return self.write_server_error(1, &err).await
-                        }
-                    }
-                }
-                // A partition's syntax error quotes the rewritten text:
-                // one server's is about the client's own.
-                Err(ProxyError::Syntax { err }) => {
-                    let own = match text {
-                        Some(sql) => self.b.server_parse_error(sql).await?,
-                        None => None,
-                    };
-                    return match own {
-                        Some(err) => Err(ProxyError::Statement { err }),
-                        None => self.write_server_error(1, &err).await,
-                    };
-                }
-                r => return r,
-            }
+            r => r,
         }
     }
 
