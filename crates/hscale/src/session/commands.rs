@@ -336,7 +336,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.state.db = None;
         if let Some(db) = &cu.database {
             if let Some(err) = self.use_database(db).await? {
-                self.write_server_error(next, &err).await?;
+                self.exec().write_server_error(next, &err).await?;
                 return Ok(true);
             }
         }

@@ -253,7 +253,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<ClientStream<S>> {
             match self.use_database(&db).await {
                 Ok(None) => {}
                 Ok(Some(err)) => {
-                    let _ = self.write_server_error(seq, &err).await;
+                    let _ = self.exec().write_server_error(seq, &err).await;
                     return;
                 }
                 Err(e) => {
@@ -288,7 +288,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::fence::Fenced for Se
     }
 
     async fn answer_error(&mut self, err: &ErrPacket) -> Result<(), ProxyError> {
-        self.write_server_error(1, err).await
+        self.exec().write_server_error(1, err).await
     }
 }
 
@@ -641,13 +641,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     fn reply(&mut self, seq: u8) -> Reply<'_, S> {
         let deprecated = self.is_eof_deprecated();
         Reply::new(&mut self.client, seq, deprecated)
-    }
-
-    /// Forward a backend's error packet as the answer (at `seq`).
-    async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
-        self.b.note.error(err.code);
-        self.b.gathered.error(err.code, &err.message);
-        send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
     /// An OK the proxy answers itself, with the session's status flags.

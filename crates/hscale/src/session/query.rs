@@ -390,7 +390,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 };
                 match own {
                     Some(err) => Err(ProxyError::Statement { err }),
-                    None => self.write_server_error(1, &err).await,
+                    None => self.exec().write_server_error(1, &err).await,
                 }
             }
             r => r,

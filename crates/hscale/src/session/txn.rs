@@ -63,7 +63,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     self.b.rollback_all().await?
                 };
                 if let Some(err) = r {
-                    self.write_server_error(1, &err).await?;
+                    self.exec().write_server_error(1, &err).await?;
                     return Ok(true);
                 }
                 if end.is_chain {
@@ -98,7 +98,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 };
                 match self.b.savepoint_all(sql, &op).await? {
                     None => self.write_ok(1).await?,
-                    Some(err) => self.write_server_error(1, &err).await?,
+                    Some(err) => self.exec().write_server_error(1, &err).await?,
                 }
                 Ok(true)
             }
@@ -106,7 +106,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 // The commit MariaDB makes before such a statement, made
                 // across every branch; then the statement runs as usual.
                 if let Some(err) = self.b.commit_all().await? {
-                    self.write_server_error(1, &err).await?;
+                    self.exec().write_server_error(1, &err).await?;
                     return Ok(true);
                 }
                 Ok(false)
@@ -149,7 +149,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(conn) = self.b.pinned.take() {
             if let Some(err) = self.b.end_home(conn, end).await? {
                 // As a server: a failed COMMIT keeps the connection.
-                self.write_server_error(1, &err).await?;
+                self.exec().write_server_error(1, &err).await?;
                 return Ok(true);
             }
         }
