@@ -18,12 +18,10 @@ mod admin;
 pub mod auth;
 mod batch;
 mod commands;
-mod diagnostics;
 mod kill;
 mod processlist;
 mod query;
 mod rewrite;
-mod sql_mode;
 mod statement;
 mod txn;
 
@@ -58,7 +56,7 @@ pub struct Session<S> {
     statements: Statements,
     /// What the previous statement left for `ROW_COUNT()` and
     /// `FOUND_ROWS()`.
-    last: diagnostics::LastStatement,
+    last: crate::exec::last_statement::LastStatement,
     /// The conditions of the last statement that raised any
     /// (`exec/conditions/list.rs`).
     conditions: crate::exec::conditions::list::Conditions,

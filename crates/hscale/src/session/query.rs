@@ -95,7 +95,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     pub(super) async fn query_text(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         // The text as the server reads it under the session's sql_mode.
-        let in_mode = self.in_sql_mode(payload).await?;
+        let in_mode = self.b.in_sql_mode(payload).await?;
         let payload = in_mode.as_ref().unwrap_or(payload);
         let original = payload;
         if self.answered_index(payload).await? {

@@ -30,7 +30,7 @@
 //!   figures summed over their partitions (`exec/figures.rs`), then shown as
 //!   above; in a prepared statement rewritten again at every execution;
 //! - `ROW_COUNT()` and `FOUND_ROWS()`: what the session's previous
-//!   statement left (`diagnostics.rs`), whichever backends it ran on;
+//!   statement left (`exec/last_statement.rs`), whichever backends it ran on;
 //!   rewritten again at every execution of a prepared statement;
 //! - `SHOW [SESSION] STATUS`: `Ssl_version` and `Ssl_cipher` of the
 //!   client's own TLS session with hscale (empty without TLS), not of the
@@ -42,6 +42,7 @@
 use bytes::Bytes;
 use hscale_sql::show::{classify, ident, replace_table, table_status_sql, Show};
 
+use crate::exec::processlist;
 use crate::exec::rewrite::{show_status, show_variables};
 use hscale_sql::Mentions;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -77,7 +78,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         mentions: Mentions,
     ) -> Result<Option<(String, bool)>, ProxyError> {
         let (mut out, mut is_live) = match classify(sql) {
-            Some(Show::Processlist { is_full }) => (Some(self.show_processlist(is_full)), true),
+            Some(Show::Processlist { is_full }) => {
+                let (admin, user) = (self.info.is_admin, &self.info.user);
+                let sql = processlist::show_processlist(&self.b, admin, user, is_full);
+                (Some(sql), true)
+            }
             Some(Show::Variables { is_global, filter }) => {
                 (Some(show_variables(is_global, filter)), false)
             }
@@ -108,7 +113,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 sql,
                 "information_schema",
                 "PROCESSLIST",
-                &self.processlist_table(),
+                &processlist::processlist_table(&self.b, self.info.is_admin, &self.info.user),
             );
             is_live = out.is_some();
         }
@@ -142,7 +147,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
         // ROW_COUNT() and FOUND_ROWS(): the session's previous statement,
-        // whichever backends it ran on (`diagnostics.rs`).
+        // whichever backends it ran on (`exec/last_statement.rs`).
         if mentions.contains(Mentions::LAST_STATEMENT) {
             let current = out.as_deref().unwrap_or(sql);
             let (row_count, found_rows) = (self.last.row_count, self.last.found_rows);
