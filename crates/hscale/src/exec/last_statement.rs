@@ -3,7 +3,7 @@
 //! statement runs on pooled connections, several backends or a merge, so
 //! the session keeps them itself, from what the client was answered
 //! (`StatementNote`, filled by `Bindings::finish`, the scatter's total and
-//! the merge), and `session/rewrite.rs` puts them in place of the calls.
+//! the merge), and `exec/rewrite.rs` puts them in place of the calls.
 //!
 //! MariaDB's rules: `ROW_COUNT()` is the affected rows of an OK answer
 //! (0 for statements that change no rows: SET, DDL), -1 after a result set

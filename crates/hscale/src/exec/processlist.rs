@@ -1,7 +1,7 @@
 //! The rows of `information_schema.PROCESSLIST` through hscale: one per
 //! hscale client session, from what each publishes in its `SessionHandle`
 //! (`session/processlist.rs`), as a derived table that
-//! `session/rewrite.rs` puts in place of the server's. As on a server, a
+//! `exec/rewrite.rs` puts in place of the server's. As on a server, a
 //! client without the right to see others (hscale's `admin`, the PROCESS
 //! privilege of a server) sees only its own user's sessions.
 

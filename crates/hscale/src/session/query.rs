@@ -209,8 +209,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // their next use. Raised before the statement runs and again after,
         // so no connection reset in between keeps the old defaults.
         let is_set_global = facts.kind == hscale_sql::Kind::Set
-            && (rewrite::mentions(sql_bytes, b"GLOBAL")
-                || rewrite::mentions(sql_bytes, b"PERSIST"));
+            && (hscale_sql::mentions::contains_ci(sql_bytes, b"GLOBAL")
+                || hscale_sql::mentions::contains_ci(sql_bytes, b"PERSIST"));
         if is_set_global {
             self.b.ctx.session_defaults_changed();
         }
@@ -218,8 +218,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if is_set_global {
             self.b.ctx.session_defaults_changed();
             if done.is_ok()
-                && (rewrite::mentions(sql_bytes, b"WAIT_TIMEOUT")
-                    || rewrite::mentions(sql_bytes, b"INTERACTIVE_TIMEOUT"))
+                && (hscale_sql::mentions::contains_ci(sql_bytes, b"WAIT_TIMEOUT")
+                    || hscale_sql::mentions::contains_ci(sql_bytes, b"INTERACTIVE_TIMEOUT"))
             {
                 self.read_global_timeouts().await;
             }
@@ -271,13 +271,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 if facts.statements == 1
                     && self.b.pinned.is_none()
                     && self.b.pins.is_empty()
-                    && is_plain_begin(sql) =>
+                    && hscale_sql::transaction::is_plain_begin(sql) =>
             {
                 self.b.pending_begin = Some(payload.clone());
                 return self.write_ok(1).await.map(|()| true);
             }
             hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
-                if self.b.pending_begin.is_some() && is_plain_end(sql) =>
+                if self.b.pending_begin.is_some() && hscale_sql::transaction::is_plain_end(sql) =>
             {
                 // Nothing ran in the transaction: nothing to commit or roll back.
                 self.b.pending_begin = None;

@@ -16,9 +16,10 @@ use hscale_sql::transaction::{is_implicit_commit, touches_transaction};
 use hscale_sql::{Facts, Kind};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{is_plain_end, Session};
+use super::Session;
 use crate::error::ProxyError;
 use crate::exec::txn::savepoint::SavepointOp;
+use hscale_sql::transaction::is_plain_end;
 
 /// A savepoint statement (one statement that may be one, checked cheaply
 /// first): the change it makes to the session's savepoints.
