@@ -147,6 +147,59 @@ pub fn is_plain_end(sql: &str) -> bool {
     )
 }
 
+/// `COMMIT` / `ROLLBACK` `[WORK] [AND [NO] CHAIN] [[NO] RELEASE]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct End {
+    pub is_chain: bool,
+    pub is_release: bool,
+}
+
+/// The end of a transaction a COMMIT or ROLLBACK statement asks for;
+/// `None` for anything else (ROLLBACK TO SAVEPOINT, CHAIN with RELEASE,
+/// which the server refuses too).
+pub fn end_of(sql: &str) -> Option<End> {
+    let upper = sql.trim().trim_end_matches(';').to_ascii_uppercase();
+    let words: Vec<&str> = upper.split_whitespace().collect();
+    let mut rest = match words.split_first() {
+        Some((&("COMMIT" | "ROLLBACK"), rest)) => rest,
+        _ => return None,
+    };
+    if let Some((&"WORK", r)) = rest.split_first() {
+        rest = r;
+    }
+    let mut end = End {
+        is_chain: false,
+        is_release: false,
+    };
+    match rest {
+        ["AND", "CHAIN", r @ ..] => {
+            end.is_chain = true;
+            rest = r;
+        }
+        ["AND", "NO", "CHAIN", r @ ..] => rest = r,
+        _ => {}
+    }
+    match rest {
+        [] => {}
+        ["RELEASE"] => end.is_release = true,
+        ["NO", "RELEASE"] => {}
+        _ => return None,
+    }
+    (!(end.is_chain && end.is_release)).then_some(end)
+}
+
+/// `COMMIT RELEASE` / `ROLLBACK RELEASE` (one statement). A plain COMMIT
+/// costs a short scan, no allocation.
+pub fn is_release(facts: &Facts, sql: &str) -> bool {
+    matches!(facts.kind, Kind::Commit | Kind::Rollback)
+        && facts.statements == 1
+        && sql
+            .as_bytes()
+            .windows(7)
+            .any(|w| w.eq_ignore_ascii_case(b"RELEASE"))
+        && end_of(sql).is_some_and(|e| e.is_release)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +284,27 @@ mod tests {
         ] {
             assert!(!is_plain_begin(not), "{not}");
         }
+    }
+
+    #[test]
+    fn ends() {
+        let e = |c, r| {
+            Some(End {
+                is_chain: c,
+                is_release: r,
+            })
+        };
+        assert_eq!(end_of("COMMIT"), e(false, false));
+        assert_eq!(end_of("rollback work;"), e(false, false));
+        assert_eq!(end_of("COMMIT AND CHAIN"), e(true, false));
+        assert_eq!(
+            end_of("COMMIT WORK AND NO CHAIN NO RELEASE"),
+            e(false, false)
+        );
+        assert_eq!(end_of("ROLLBACK RELEASE"), e(false, true));
+        assert_eq!(end_of("COMMIT AND NO CHAIN RELEASE"), e(false, true));
+        assert_eq!(end_of("COMMIT AND CHAIN RELEASE"), None);
+        assert_eq!(end_of("ROLLBACK TO SAVEPOINT a"), None);
+        assert_eq!(end_of("COMMIT CHAIN"), None);
     }
 }

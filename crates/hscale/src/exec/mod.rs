@@ -11,7 +11,7 @@
 //! | `global_write.rs` | writes to global tables: every copy in one statement scope |
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
 //! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
-//! | `txn/` | transactions across backends: branches (`mod.rs`); `commit.rs` the commit protocol (XA), `recovery.rs` recovery; `lead_in.rs` a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it; savepoints, statement atomicity |
+//! | `txn/` | transactions across backends: branches (`mod.rs`); `commit.rs` the commit protocol (XA), `recovery.rs` recovery; `ends.rs` the statements that end one (COMMIT, ROLLBACK, RELEASE, savepoints, implicit commits); `lead_in.rs` a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it; savepoints, statement atomicity |
 //! | `returning.rs` | DELETE ... RETURNING over several partitions: the parts' rows, sent once the statement stands |
 //! | `maintenance.rs` | CHECKSUM / ANALYZE / CHECK / OPTIMIZE / REPAIR TABLE of a partitioned table, answered as one table |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |

@@ -23,7 +23,6 @@ mod processlist;
 mod query;
 mod rewrite;
 mod statement;
-mod txn;
 
 use hscale_route::BackendId;
 use std::sync::Arc;

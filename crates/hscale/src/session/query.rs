@@ -178,7 +178,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<(), ProxyError> {
         let sql = utf8.unwrap_or("<not UTF-8>");
         let sql_bytes = &payload[1..];
-        let savepoint = txn::savepoint_op(facts, sql);
+        let savepoint = crate::exec::txn::savepoint::savepoint_op(facts, sql);
         let effects = Effects {
             pins: facts.pins,
             unpins: facts.unpins,
@@ -256,13 +256,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     what: "XA statements from clients (hscale makes transactions across backends atomic itself: use BEGIN ... COMMIT)".into(),
                 });
             }
-            _ if self.b.txn.is_some() && self.in_distributed_transaction(facts, sql).await? => {
+            _ if self.b.txn.is_some()
+                && self.exec().in_distributed_transaction(facts, sql).await? =>
+            {
                 return Ok(true);
             }
             hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
-                if self.b.txn.is_none() && self.end_and_release(facts, sql).await? =>
+                if self.b.txn.is_none() && hscale_sql::transaction::is_release(facts, sql) =>
             {
-                return Ok(true);
+                return self.exec().end_and_release(facts.kind).await.map(|()| true);
             }
             _ => {}
         }
