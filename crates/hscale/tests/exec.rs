@@ -303,6 +303,57 @@ async fn a_table_gone_without_a_change_keeps_the_transaction_open() {
     c.disconnect().await.unwrap();
 }
 
+/// Issue 30: a partition's table dropped by hand on its backend, met by
+/// a statement in autocommit. The fence finds no change under way and
+/// answers the backend's 1146, which names the partition's physical table:
+/// the client reads the error one server gives for its own table (the same
+/// statement run on a backend that has no such table), in the text and
+/// the binary protocol.
+#[tokio::test]
+async fn a_missing_partition_table_is_named_as_the_clients_table() {
+    cluster(3);
+    let mut c = proxy_conn(None).await;
+    c.query_drop("CREATE DATABASE exec_named").await.unwrap();
+    c.query_drop("USE exec_named").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT NOT NULL, k INT NOT NULL, PRIMARY KEY (id, k))")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE SETUP_TABLE('t', 'k', 't_default', 'shard1', 'MOD(4)')")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE ADD_PARTITION('t', 'p1', '1', 'shard2')")
+        .await
+        .unwrap();
+    let p1 = physical("exec_named.t", Some("p1")).await;
+    let mut b = backend_conn(2, Some("exec_named")).await;
+    b.query_drop(format!("DROP TABLE exec_named.{p1}"))
+        .await
+        .unwrap();
+    for sql in [
+        "SELECT * FROM t WHERE k = 1",
+        "INSERT INTO t VALUES (1, 1)",
+        "UPDATE t SET id = 2 WHERE k = 1",
+    ] {
+        let want = b
+            .query_drop(sql)
+            .await
+            .expect_err("no table t on the backend");
+        assert_eq!(code(&want), 1146, "{want:?}");
+        let got = c.query_drop(sql).await.expect_err("p1's table is gone");
+        assert_eq!(got.to_string(), want.to_string(), "{sql}");
+        assert!(!got.to_string().contains(&p1), "{got}");
+    }
+    let sql = "SELECT * FROM t WHERE k = ?";
+    let want = b.exec_drop(sql, (1,)).await.expect_err("no table t");
+    let got = c
+        .exec_drop(sql, (1,))
+        .await
+        .expect_err("p1's table is gone");
+    assert_eq!(got.to_string(), want.to_string(), "{sql}");
+    b.disconnect().await.unwrap();
+    c.disconnect().await.unwrap();
+}
+
 /// The status flags and warning count at the end of a result the proxy
 /// puts together from partitions: read with a raw client (EOF packets).
 async fn terminator(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {

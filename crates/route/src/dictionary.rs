@@ -377,8 +377,9 @@ impl Dictionary {
     /// a partitioned table (a default or partition table) becomes
     /// `` `db`.`table` `` (1366 names its column so, 1452 its foreign key,
     /// 4025 its CHECK constraint), and every `'physical'` becomes
-    /// `'table'` (1906 names a generated column's table so). `None`:
-    /// nothing to change.
+    /// `'table'` (1906 names a generated column's table so), and every
+    /// `'db.physical'` becomes `'db.table'` (1146 names a missing table
+    /// so). `None`: nothing to change.
     pub fn user_message(&self, message: &str) -> Option<String> {
         let is_qualified = message.contains("`.`");
         if !is_qualified && !message.contains('\'') {
@@ -389,6 +390,7 @@ impl Dictionary {
             let db = t.name.db.replace('`', "``");
             let logical = format!("`{db}`.`{}`", t.name.table.replace('`', "``"));
             let quoted = format!("'{}'", t.name.table);
+            let dotted = format!("'{}.{}'", t.name.db, t.name.table);
             let physical = std::iter::once(t.default_table.as_str())
                 .chain(t.partitions.values().map(|p| p.physical.as_str()));
             for phys in physical {
@@ -401,6 +403,11 @@ impl Dictionary {
                 let named = format!("'{phys}'");
                 if current.contains(&named) {
                     out = Some(current.replace(&named, &quoted));
+                }
+                let current = out.as_deref().unwrap_or(message);
+                let named = format!("'{}.{phys}'", t.name.db);
+                if current.contains(&named) {
+                    out = Some(current.replace(&named, &dotted));
                 }
             }
         }

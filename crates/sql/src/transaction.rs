@@ -75,6 +75,131 @@ pub fn touches_transaction(sql: &str) -> bool {
         })
 }
 
+/// `BEGIN [WORK]` or `START TRANSACTION` with its characteristics (WITH
+/// CONSISTENT SNAPSHOT, READ ONLY, READ WRITE, separated by commas), with
+/// nothing else: what the proxy may answer itself and send later, in front
+/// of the transaction's first statement, knowing the server accepts it.
+/// Anything else (`BEGIN?`, a typo) goes to the server now, so
+/// its error answers it and not the statement after it.
+pub fn is_plain_begin(sql: &str) -> bool {
+    // Comments are skipped (ORMs tag statements with them), executable
+    // ones are not understood here.
+    if sql.contains("/*!") || sql.contains("/*M!") {
+        return false;
+    }
+    let Ok(tokens) = tokenize(sql) else {
+        return false;
+    };
+    let mut words = Vec::with_capacity(tokens.len());
+    for (i, t) in tokens.iter().enumerate() {
+        match t.kind {
+            TokenKind::Word => words.push(t.text(sql).to_ascii_uppercase()),
+            TokenKind::Punct if t.is_punct(sql, ",") => words.push(",".to_string()),
+            TokenKind::Semicolon if i + 1 == tokens.len() => {}
+            _ => return false,
+        }
+    }
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let rest = match words.as_slice() {
+        ["BEGIN"] | ["BEGIN", "WORK"] => return true,
+        ["START", "TRANSACTION", rest @ ..] => rest,
+        _ => return false,
+    };
+    let (mut snapshot, mut access) = (false, false);
+    let mut items = rest;
+    while !items.is_empty() {
+        let n = match items {
+            ["WITH", "CONSISTENT", "SNAPSHOT", ..] if !snapshot => {
+                snapshot = true;
+                3
+            }
+            ["READ", "ONLY" | "WRITE", ..] if !access => {
+                access = true;
+                2
+            }
+            _ => return false,
+        };
+        items = &items[n..];
+        match items {
+            [] => {}
+            [",", more @ ..] if !more.is_empty() => items = more,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// `COMMIT` / `ROLLBACK` [WORK], without savepoints or chaining.
+pub fn is_plain_end(sql: &str) -> bool {
+    let words: Vec<String> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .map(str::to_ascii_uppercase)
+        .collect();
+    matches!(
+        words
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice(),
+        ["COMMIT"] | ["ROLLBACK"] | ["COMMIT", "WORK"] | ["ROLLBACK", "WORK"]
+    )
+}
+
+/// `COMMIT` / `ROLLBACK` `[WORK] [AND [NO] CHAIN] [[NO] RELEASE]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct End {
+    pub is_chain: bool,
+    pub is_release: bool,
+}
+
+/// The end of a transaction a COMMIT or ROLLBACK statement asks for;
+/// `None` for anything else (ROLLBACK TO SAVEPOINT, CHAIN with RELEASE,
+/// which the server refuses too).
+pub fn end_of(sql: &str) -> Option<End> {
+    let upper = sql.trim().trim_end_matches(';').to_ascii_uppercase();
+    let words: Vec<&str> = upper.split_whitespace().collect();
+    let mut rest = match words.split_first() {
+        Some((&("COMMIT" | "ROLLBACK"), rest)) => rest,
+        _ => return None,
+    };
+    if let Some((&"WORK", r)) = rest.split_first() {
+        rest = r;
+    }
+    let mut end = End {
+        is_chain: false,
+        is_release: false,
+    };
+    match rest {
+        ["AND", "CHAIN", r @ ..] => {
+            end.is_chain = true;
+            rest = r;
+        }
+        ["AND", "NO", "CHAIN", r @ ..] => rest = r,
+        _ => {}
+    }
+    match rest {
+        [] => {}
+        ["RELEASE"] => end.is_release = true,
+        ["NO", "RELEASE"] => {}
+        _ => return None,
+    }
+    (!(end.is_chain && end.is_release)).then_some(end)
+}
+
+/// `COMMIT RELEASE` / `ROLLBACK RELEASE` (one statement). A plain COMMIT
+/// costs a short scan, no allocation.
+pub fn is_release(facts: &Facts, sql: &str) -> bool {
+    matches!(facts.kind, Kind::Commit | Kind::Rollback)
+        && facts.statements == 1
+        && sql
+            .as_bytes()
+            .windows(7)
+            .any(|w| w.eq_ignore_ascii_case(b"RELEASE"))
+        && end_of(sql).is_some_and(|e| e.is_release)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +252,59 @@ mod tests {
         assert!(f("REPAIR TABLE t"));
         assert!(!f("ANALYZE SELECT * FROM t"));
         assert!(!f("CHECKSUM TABLE t"));
+    }
+
+    #[test]
+    fn only_statements_the_server_accepts_are_answered_by_the_proxy() {
+        for ok in [
+            "BEGIN",
+            "begin work",
+            "BEGIN;",
+            "START TRANSACTION",
+            "start transaction read only",
+            "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ WRITE",
+            "START TRANSACTION READ WRITE,WITH CONSISTENT SNAPSHOT",
+            "/* orm tag */ BEGIN",
+            "BEGIN -- a comment",
+        ] {
+            assert!(is_plain_begin(ok), "{ok}");
+        }
+        for not in [
+            "BEGIN?",
+            "BEGIN WORK?",
+            "BEGIN WORK WORK",
+            "BEGIN /*!50000 WORK */",
+            "BEGIN NOT ATOMIC SELECT 1; END",
+            "START TRANSACTION READ",
+            "START TRANSACTION READ ONLY READ WRITE",
+            "START TRANSACTION READ ONLY, READ WRITE",
+            "START TRANSACTION READ ONLY,",
+            "START TRANSACTION , READ ONLY",
+            "START TRANSACTION WITH CONSISTENT SNAPSHOT, WITH CONSISTENT SNAPSHOT",
+        ] {
+            assert!(!is_plain_begin(not), "{not}");
+        }
+    }
+
+    #[test]
+    fn ends() {
+        let e = |c, r| {
+            Some(End {
+                is_chain: c,
+                is_release: r,
+            })
+        };
+        assert_eq!(end_of("COMMIT"), e(false, false));
+        assert_eq!(end_of("rollback work;"), e(false, false));
+        assert_eq!(end_of("COMMIT AND CHAIN"), e(true, false));
+        assert_eq!(
+            end_of("COMMIT WORK AND NO CHAIN NO RELEASE"),
+            e(false, false)
+        );
+        assert_eq!(end_of("ROLLBACK RELEASE"), e(false, true));
+        assert_eq!(end_of("COMMIT AND NO CHAIN RELEASE"), e(false, true));
+        assert_eq!(end_of("COMMIT AND CHAIN RELEASE"), None);
+        assert_eq!(end_of("ROLLBACK TO SAVEPOINT a"), None);
+        assert_eq!(end_of("COMMIT CHAIN"), None);
     }
 }

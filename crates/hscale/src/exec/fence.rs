@@ -12,6 +12,10 @@
 //! ```
 //! A transaction opened by the failing statement itself (a deferred BEGIN)
 //! is rolled back and opened again with the retry.
+//!
+//! [`run_fenced`] is the one retry loop: text statements
+//! (`session/query.rs`), prepared executions (`session/commands.rs`) and
+//! LOAD DATA (`load_data.rs`, which holds the client's file) run through it.
 
 use bytes::Bytes;
 use hscale_sql::Pins;
@@ -39,6 +43,47 @@ fn answer(code: u16, message: String) -> Next {
         sql_state: *b"HY000",
         message,
     })
+}
+
+/// What runs a fenced statement: the session's bindings, and the client
+/// that a stale route's last error is answered to.
+pub(crate) trait Fenced {
+    fn bindings(&mut self) -> &mut Bindings;
+    /// Answer the statement with a backend's error (at sequence 1).
+    async fn answer_error(&mut self, err: &ErrPacket) -> Result<(), ProxyError>;
+}
+
+/// One run of a fenced statement, planned with the current dictionary;
+/// it keeps what a retry reuses (ids filled in, the client's file). (A
+/// trait, not an async closure: a closure's future taking `&mut T` is not
+/// provably `Send` for the session's task.)
+pub(crate) trait Attempt<T> {
+    async fn attempt(&mut self, this: &mut T) -> Result<(), ProxyError>;
+}
+
+/// Run `attempt` until it does not meet a stale route: after one,
+/// [`Bindings::after_stale_route`] says whether to run it again or which
+/// error answers it.
+pub(crate) async fn run_fenced<T: Fenced>(
+    this: &mut T,
+    attempt: &mut impl Attempt<T>,
+) -> Result<(), ProxyError> {
+    let mut attempts = 0;
+    loop {
+        let before = this.bindings().fence_point();
+        let err = match attempt.attempt(this).await {
+            Err(ProxyError::StaleRoute { err }) => err,
+            r => return r,
+        };
+        match this
+            .bindings()
+            .after_stale_route(err, before, &mut attempts)
+            .await?
+        {
+            Next::Retry => {}
+            Next::Answer(err) => return this.answer_error(&err).await,
+        }
+    }
 }
 
 /// The session's state before a statement ran, as the fence needs it.
@@ -142,5 +187,15 @@ impl Bindings {
                 Ok(answer(code::ER_LOCK_WAIT_TIMEOUT, msg))
             }
         }
+    }
+}
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Fenced for super::Exec<'_, S> {
+    fn bindings(&mut self) -> &mut Bindings {
+        self.b
+    }
+
+    async fn answer_error(&mut self, err: &ErrPacket) -> Result<(), ProxyError> {
+        self.write_server_error(1, err).await
     }
 }

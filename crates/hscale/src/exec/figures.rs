@@ -6,7 +6,7 @@
 //! prepared (`commands.rs` answers an execution with binary rows).
 //!
 //! `SHOW TABLE STATUS` of a database with partitioned tables is a
-//! rewrite (`session/rewrite.rs`: the SELECT over
+//! rewrite (`exec/rewrite.rs`: the SELECT over
 //! information_schema.TABLES it is on a server,
 //! `hscale_sql::show::table_status_sql`, with the sums of
 //! [`Bindings::summed_figures`] in place), text and prepared alike.
@@ -78,7 +78,7 @@ impl Bindings {
     }
 
     /// The figures of database `db`'s partitioned tables summed over
-    /// their partitions, for `SHOW TABLE STATUS` (`rewrite.rs`); empty
+    /// their partitions, for `SHOW TABLE STATUS` (`exec/rewrite.rs`); empty
     /// when it has none.
     pub async fn summed_figures(&mut self, db: &str) -> Result<Vec<Summed>, ProxyError> {
         let dict = self.ctx.partitioning.dictionary();

@@ -72,6 +72,28 @@ struct LoadSetup {
     plan: Option<Box<LoadData>>,
 }
 
+/// One run of a LOAD DATA under the fence, from the file held.
+struct LoadRun<'a> {
+    load: &'a LoadData,
+    /// The first run's setup; a retry plans the statement again on the
+    /// newer dictionary.
+    first: Option<LoadSetup>,
+    file: &'a [u8],
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> super::fence::Attempt<Exec<'_, S>> for LoadRun<'_> {
+    async fn attempt(&mut self, exec: &mut Exec<'_, S>) -> Result<(), ProxyError> {
+        let setup = match self.first.take() {
+            Some(s) => s,
+            None => match exec.load_setup(self.load).await? {
+                Some(s) => s,
+                None => return Ok(()),
+            },
+        };
+        exec.load_file(self.load, &setup, self.file).await
+    }
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Run a LOAD DATA LOCAL INFILE into a partitioned table.
     pub(crate) async fn run_load_data(&mut self, load: &LoadData) -> Result<(), ProxyError> {
@@ -85,7 +107,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             self.is_fenced = false;
             return self.run_global_load(load).await;
         }
-        let Some(mut setup) = self.load_setup(load).await? else {
+        let Some(setup) = self.load_setup(load).await? else {
             return Ok(());
         };
         let file = self.read_client_file(&load.file_name).await?;
@@ -96,22 +118,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // had loaded, inside a transaction the transaction is rolled back
         // and answered 1412 (`fence.rs`).
         self.is_fenced = true;
-        let mut attempts = 0;
-        loop {
-            let before = self.b.fence_point();
-            let err = match self.load_file(load, &setup, &file).await {
-                Err(ProxyError::StaleRoute { err }) => err,
-                r => return r,
-            };
-            match self.b.after_stale_route(err, before, &mut attempts).await? {
-                super::fence::Next::Retry => {}
-                super::fence::Next::Answer(e) => return self.write_server_error(1, &e).await,
-            }
-            setup = match self.load_setup(load).await? {
-                Some(s) => s,
-                None => return Ok(()),
-            };
-        }
+        let mut run = LoadRun {
+            load,
+            first: Some(setup),
+            file: &file,
+        };
+        super::fence::run_fenced(self, &mut run).await
     }
 
     /// The table and what its default partition's backend says of it, with

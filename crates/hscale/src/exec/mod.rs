@@ -11,13 +11,15 @@
 //! | `global_write.rs` | writes to global tables: every copy in one statement scope |
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
 //! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
-//! | `txn/` | transactions across backends: branches (`mod.rs`); `commit.rs` the commit protocol (XA), `recovery.rs` recovery; `lead_in.rs` a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it; savepoints, statement atomicity |
+//! | `txn/` | transactions across backends: branches (`mod.rs`); `commit.rs` the commit protocol (XA), `recovery.rs` recovery; `ends.rs` the statements that end one (COMMIT, ROLLBACK, RELEASE, savepoints, implicit commits); `lead_in.rs` a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it; savepoints, statement atomicity |
 //! | `returning.rs` | DELETE ... RETURNING over several partitions: the parts' rows, sent once the statement stands |
 //! | `maintenance.rs` | CHECKSUM / ANALYZE / CHECK / OPTIMIZE / REPAIR TABLE of a partitioned table, answered as one table |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 //! | `steps/` | statements run in steps of the proxy's own (SQL_CALC_FOUND_ROWS, SELECT ... INTO, SET and DO with expressions, views, reads with user variables) |
 //! | `conditions/` | the conditions a statement raised on every connection (`mod.rs`) and the session's list (`list.rs`) |
-//! | `rewrite.rs` | the values hscale puts in place of a backend's: its limits, the session's ids and user, logical tables in information_schema |
+//! | `rewrite.rs` | statements whose answer is hscale's own (`Bindings::proxy_sql`) and the values put in place of a backend's: its limits, the session's ids and user, logical tables in information_schema |
+//! | `fence.rs` | the one stale-route retry loop (`run_fenced`) and what follows a 1146 |
+//! | `last_statement.rs`, `processlist.rs`, `sql_mode.rs` | what `ROW_COUNT()` / `FOUND_ROWS()` read; the PROCESSLIST rows; the session's sql_mode and how it makes the server read a text |
 //! | `rows.rs`, `figures.rs` | result sets hscale writes itself: SHOW WARNINGS from the list, SHOW INDEX with figures over partitions |
 
 pub mod bindings;
@@ -31,11 +33,13 @@ pub mod insert_form;
 pub mod insert_id;
 pub mod interpolate;
 mod key_move;
+pub mod last_statement;
 mod load_data;
 mod maintenance;
 mod merge;
 mod ordered_write;
 mod params;
+pub mod processlist;
 pub use params::ClientText;
 pub mod prepared;
 mod returning;
@@ -101,7 +105,7 @@ pub struct Exec<'a, S> {
     ship_names: Vec<(String, String)>,
     /// A first answer that is error 1146 becomes `ProxyError::StaleRoute`
     /// instead of reaching the client, so the session can reload the
-    /// dictionary and run the statement again (the fence, `session/fence.rs`).
+    /// dictionary and run the statement again (the fence, `fence.rs`).
     pub is_fenced: bool,
     /// A first answer that is a syntax error (1064, 1149) becomes
     /// `ProxyError::Syntax` instead of reaching the client: the client's

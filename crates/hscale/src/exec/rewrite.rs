@@ -1,17 +1,202 @@
-//! The values hscale puts in place of what a backend would answer for a
-//! client (`session/rewrite.rs` decides which statements need them, and
-//! says why each is hscale's own): its limits, the session's ids and
-//! user, information_schema's tables with the logical tables in place of
-//! their partitions, SHOW VARIABLES and SHOW STATUS as the SELECTs over
-//! information_schema they are on a server.
+//! Statements whose answer through hscale is hscale's own, rewritten
+//! before they are analyzed and planned (text statements, and prepared
+//! ones where the answer cannot change between executions):
+//!
+//! - `@@max_allowed_packet` / `@@max_connections` in a SELECT, and the
+//!   same variables in `SHOW VARIABLES`: the limits hscale enforces
+//!   (`[proxy] max_allowed_packet` on commands, `max_connections` on
+//!   clients), not the backend's;
+//! - `CONNECTION_ID()`: the session's hscale id (the one in the handshake
+//!   and in KILL), the same for the whole session whichever backend
+//!   connection runs the statement; `@@pseudo_thread_id` too (and its
+//!   row in information_schema.SESSION_VARIABLES and SHOW VARIABLES),
+//!   unless the session set it;
+//! - `@@warning_count`, `@@error_count` and `SHOW COUNT(*) WARNINGS |
+//!   ERRORS`: the session's list of conditions (`exec/conditions/list.rs`);
+//! - `SHOW [FULL] PROCESSLIST` and `information_schema.PROCESSLIST`:
+//!   hscale's client sessions (`exec/processlist.rs`); in a prepared
+//!   statement rewritten again at every execution, since the sessions
+//!   change;
+//! - information_schema's TABLES, COLUMNS, STATISTICS and
+//!   KEY_COLUMN_USAGE: each partitioned table once, under its name
+//!   (`hscale_route::router::logical_views`), rewritten again at every
+//!   execution of a prepared statement, since the dictionary changes;
+//!   TABLES' AUTO_INCREMENT of a table with a sequence is the sequence's
+//!   next value (`seq::logical`, read from the main backend for a
+//!   statement that names TABLES when some table has a sequence);
+//! - `SHOW TABLE STATUS` of a database with partitioned tables: the
+//!   SELECT over information_schema.TABLES it is on a server
+//!   (`hscale_sql::show::table_status_sql`) with the partitioned tables'
+//!   figures summed over their partitions (`exec/figures.rs`), then shown as
+//!   above; in a prepared statement rewritten again at every execution;
+//! - `ROW_COUNT()` and `FOUND_ROWS()`: what the session's previous
+//!   statement left (`exec/last_statement.rs`), whichever backends it ran on;
+//!   rewritten again at every execution of a prepared statement;
+//! - `SHOW [SESSION] STATUS`: `Ssl_version` and `Ssl_cipher` of the
+//!   client's own TLS session with hscale (empty without TLS), not of the
+//!   backend connection that runs the statement.
+//!
+//! Each is a rewrite into SQL the backend evaluates, so filters,
+//! expressions and column types work as on a server.
+//!
+//! `Bindings::proxy_sql` decides which statements need them (the session
+//! calls it for every text statement and at PREPARE, with the client's
+//! [`Client`]); the values themselves follow: its limits, the session's
+//! ids and user, information_schema's tables with the logical tables in
+//! place of their partitions, SHOW VARIABLES and SHOW STATUS as the
+//! SELECTs over information_schema they are on a server.
 
 use std::fmt::Write;
 
+use hscale_sql::show::{classify, ident, replace_table, table_status_sql, Show};
+use hscale_sql::Mentions;
+
 use crate::error::ProxyError;
+use crate::exec::last_statement::LastStatement;
+use crate::exec::processlist;
 use crate::exec::Bindings;
 use crate::tls::TlsSession;
 
+/// What hscale's own answers read of the client and of its session's
+/// previous statement.
+pub struct Client<'a> {
+    pub user: &'a str,
+    /// The client's host as `USER()` names it.
+    pub host_name: &'a str,
+    /// May see every user's sessions in PROCESSLIST.
+    pub is_admin: bool,
+    pub tls: Option<&'a TlsSession>,
+    /// For `ROW_COUNT()` and `FOUND_ROWS()`.
+    pub last: LastStatement,
+    /// The session's warning and error counts, when it keeps its list.
+    pub counts: Option<(u64, u64)>,
+}
+
 impl Bindings {
+    /// `sql` with hscale's own answers in place, and whether they hold
+    /// this moment's sessions (PROCESSLIST): such a prepared statement is
+    /// rewritten again at every execution (`commands.rs`). `None` when
+    /// the statement reads nothing whose answer is hscale's. `mentions`
+    /// (`hscale_sql::Facts::mentions`, from the lex the statement gets
+    /// anyway) says which rewrites may apply: a statement that mentions
+    /// none is not scanned again.
+    pub async fn proxy_sql(
+        &mut self,
+        sql: &str,
+        mentions: Mentions,
+        client: &Client<'_>,
+    ) -> Result<Option<(String, bool)>, ProxyError> {
+        let (mut out, mut is_live) = match classify(sql) {
+            Some(Show::Processlist { is_full }) => {
+                let (admin, user) = (client.is_admin, client.user);
+                let sql = processlist::show_processlist(self, admin, user, is_full);
+                (Some(sql), true)
+            }
+            Some(Show::Variables { is_global, filter }) => {
+                (Some(show_variables(is_global, filter)), false)
+            }
+            Some(Show::Status { filter }) => (Some(show_status(client.tls, filter)), false),
+            // A database with partitioned tables: as information_schema
+            // shows it (below), with logical tables.
+            // with logical tables and their figures summed over their
+            // partitions (`exec/figures.rs`), read again at every execution.
+            Some(Show::TableStatus { db, filter }) => {
+                match db.map(ident).or_else(|| self.state.db.clone()) {
+                    Some(db) => {
+                        let summed = self.summed_figures(&db).await?;
+                        if summed.is_empty() {
+                            (None, false)
+                        } else {
+                            (table_status_sql(&db, filter, &summed), true)
+                        }
+                    }
+                    None => (None, false),
+                }
+            }
+            None => (None, false),
+        };
+        if out.is_none() && mentions.contains(Mentions::PROCESSLIST) {
+            out = replace_table(
+                sql,
+                "information_schema",
+                "PROCESSLIST",
+                &processlist::processlist_table(self, client.is_admin, client.user),
+            );
+            is_live = out.is_some();
+        }
+        // information_schema's tables with the logical tables in place of
+        // their partitions, and the sequences' next values as TABLES'
+        // AUTO_INCREMENT; rewritten again at every execution, since the
+        // dictionary and the sequences change. A SHOW TABLE STATUS
+        // rewritten above reads information_schema too.
+        let current = out.as_deref().unwrap_or(sql);
+        if mentions.contains(Mentions::INFORMATION_SCHEMA)
+            || (out.is_some()
+                && hscale_sql::mentions::contains_ci(current.as_bytes(), b"INFORMATION_SCHEMA"))
+        {
+            if let Some(s) = self.logical_tables(current).await? {
+                out = Some(s);
+                is_live = true;
+            }
+        }
+        // System variables as information_schema lists them: hscale's
+        // limits and the session's pseudo_thread_id (SHOW VARIABLES,
+        // rewritten above, reads them there too).
+        let current = out.as_deref().unwrap_or(sql);
+        if (mentions.contains(Mentions::INFORMATION_SCHEMA) || out.is_some())
+            && hscale_sql::mentions::contains_ci(current.as_bytes(), b"_VARIABLES")
+        {
+            for (view, is_global) in [("GLOBAL_VARIABLES", true), ("SESSION_VARIABLES", false)] {
+                let current = out.as_deref().unwrap_or(sql);
+                let derived = self.variables_table(is_global);
+                if let Some(s) = replace_table(current, "information_schema", view, &derived) {
+                    out = Some(s);
+                }
+            }
+        }
+        // ROW_COUNT() and FOUND_ROWS(): the session's previous statement,
+        // whichever backends it ran on (`exec/last_statement.rs`).
+        if mentions.contains(Mentions::LAST_STATEMENT) {
+            let current = out.as_deref().unwrap_or(sql);
+            let (row_count, found_rows) = (client.last.row_count, client.last.found_rows);
+            if let Some(s) =
+                hscale_sql::rewrite::replace_last_statement(current, row_count, found_rows)
+            {
+                out = Some(s);
+                is_live = true;
+            }
+        }
+        // The diagnostics area: the session's own list (`exec/conditions/list.rs`).
+        if let Some(counts) = client.counts {
+            if out.is_none() {
+                if let Some(hscale_sql::diagnostics::ConditionRead::Count { is_errors }) =
+                    hscale_sql::diagnostics::classify_condition_read(sql)
+                {
+                    out = Some(crate::exec::conditions::list::count_sql(is_errors, counts));
+                    is_live = true;
+                }
+            }
+            if mentions.contains(Mentions::SYSTEM_VARIABLE) {
+                let current = out.as_deref().unwrap_or(sql);
+                if let Some(s) = crate::exec::conditions::list::replace_counts(current, counts) {
+                    out = Some(s);
+                    is_live = true;
+                }
+            }
+        }
+        // On the text as rewritten so far, which may name them too.
+        let values = Mentions(
+            Mentions::SYSTEM_VARIABLE.0 | Mentions::CONNECTION_ID.0 | Mentions::USER_FUNCTION.0,
+        );
+        if out.is_some() || mentions.intersects(values) {
+            let current = out.as_deref().unwrap_or(sql);
+            if let Some(s) = self.proxy_values(current, client.user, client.host_name) {
+                out = Some(s);
+            }
+        }
+        Ok(out.map(|out| (out, is_live)))
+    }
+
     /// `current` (a statement reading information_schema) with the
     /// logical tables in place of their partitions and the sequences'
     /// next values as TABLES' AUTO_INCREMENT; `None` when nothing changes.

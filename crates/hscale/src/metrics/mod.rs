@@ -96,7 +96,7 @@ pub struct StatementNote {
     /// flags (or-ed): the merged result's terminator carries both.
     pub merged: (u16, u16),
     /// The client got a result set (for `ROW_COUNT()` and `FOUND_ROWS()`
-    /// of the next statement, `session/diagnostics.rs`).
+    /// of the next statement, `exec/last_statement.rs`).
     pub is_result: bool,
     /// The affected rows of the OK packet the client got, if it got one.
     pub affected: Option<u64>,

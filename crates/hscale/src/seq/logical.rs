@@ -4,7 +4,7 @@
 //! the sequence hands out the ids). `SHOW CREATE TABLE` uses
 //! [`super::next_value`] for one table; this reads every table in one
 //! query, and `hscale_route::router::logical_views` writes the values into
-//! the SQL that answers those rows (`session/rewrite.rs`).
+//! the SQL that answers those rows (`exec/rewrite.rs`).
 
 use hscale_route::dictionary::{Dictionary, TableName};
 use hscale_route::BackendId;

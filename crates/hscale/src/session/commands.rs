@@ -24,6 +24,23 @@ use crate::exec::prepared::statements::{ClientStatement, OwnRead};
 use crate::exec::prepared::Executed;
 use crate::exec::{send, write_error, Exec};
 
+/// One run of a prepared execution under the fence.
+struct PreparedRun<'a, 'p> {
+    id: u32,
+    st: &'a mut ClientStatement,
+    exec: &'a Execute<'p>,
+    types: &'a [u8],
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::fence::Attempt<Session<S>>
+    for PreparedRun<'_, '_>
+{
+    async fn attempt(&mut self, s: &mut Session<S>) -> Result<(), ProxyError> {
+        s.execute_routed(self.id, self.st, self.exec, self.types)
+            .await
+    }
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// COM_STMT_PREPARE; one that fails leaves its error as the session's
     /// list, as on a server (one that succeeds leaves the list).
@@ -140,21 +157,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         // Fenced: an execution that ran into a table a partition change
         // renamed runs again with the new dictionary (`fence.rs`).
-        let mut attempts = 0;
-        loop {
-            let before = self.b.fence_point();
-            match self.execute_routed(id, &mut st, &exec, &types).await {
-                Err(ProxyError::StaleRoute { err }) => {
-                    match self.b.after_stale_route(err, before, &mut attempts).await? {
-                        crate::exec::fence::Next::Retry => continue,
-                        crate::exec::fence::Next::Answer(err) => {
-                            return self.write_server_error(1, &err).await
-                        }
-                    }
-                }
-                r => return r,
-            }
-        }
+        let mut run = PreparedRun {
+            id,
+            st: &mut st,
+            exec: &exec,
+            types: &types,
+        };
+        crate::exec::fence::run_fenced(self, &mut run).await
     }
 
     /// One attempt at an execution: routed by the current dictionary
@@ -330,7 +339,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.state.db = None;
         if let Some(db) = &cu.database {
             if let Some(err) = self.use_database(db).await? {
-                self.write_server_error(next, &err).await?;
+                self.exec().write_server_error(next, &err).await?;
                 return Ok(true);
             }
         }

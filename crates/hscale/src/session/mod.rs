@@ -18,14 +18,11 @@ mod admin;
 pub mod auth;
 mod batch;
 mod commands;
-mod diagnostics;
 mod kill;
 mod processlist;
 mod query;
 mod rewrite;
-mod sql_mode;
 mod statement;
-mod txn;
 
 use hscale_route::BackendId;
 use std::sync::Arc;
@@ -58,7 +55,7 @@ pub struct Session<S> {
     statements: Statements,
     /// What the previous statement left for `ROW_COUNT()` and
     /// `FOUND_ROWS()`.
-    last: diagnostics::LastStatement,
+    last: crate::exec::last_statement::LastStatement,
     /// The conditions of the last statement that raised any
     /// (`exec/conditions/list.rs`).
     conditions: crate::exec::conditions::list::Conditions,
@@ -86,56 +83,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     };
     let stream = crate::write_timeout::WriteTimeout::new(stream, write_limit);
     let mut client = PacketStream::new(ClientStream::Plain(stream));
-    let version = ctx.server_version();
-    // The handshake holds a place among `max_handshakes`, not a client
-    // slot, and has `handshake_timeout_ms` to finish.
-    let ticket = ctx.handshake_ticket();
-    let limit = std::time::Duration::from_millis(ctx.live().proxy.handshake_timeout_ms);
-    let addr = peer.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
-    // The names an account's host part is matched against (the server
-    // matches the resolved name and the IP).
-    let host_name = client_host_name(
-        &peer,
-        ctx.resolves_names
-            .load(std::sync::atomic::Ordering::Relaxed),
-    );
-    let ip = addr.map(|a| a.to_string());
-    let client_hosts: Vec<&str> = std::iter::once(host_name.as_str())
-        .chain(ip.as_deref())
-        .collect();
-    let login = tokio::select! {
-        r = async {
-            let r = tokio::time::timeout(limit, auth::handshake(&mut client, &ctx, &client_hosts, is_local, &version, connection_id)).await.ok()?;
-            // The failed-login throttle: the answer waits, still holding
-            // its handshake place.
-            let delay = match &r {
-                Ok(_) => ctx.login_delay(addr, true),
-                Err((ProxyError::AccessDenied { .. }, _)) => ctx.login_delay(addr, false),
-                Err(_) => std::time::Duration::ZERO,
-            };
-            if !delay.is_zero() {
-                tracing::info!(peer, connection_id, delay_ms = delay.as_millis() as u64, "failed-login throttle: answering late");
-                tokio::time::sleep(delay).await;
-            }
-            Some(r)
-        } => r,
-        _ = ticket.evicted() => None,
-    };
-    drop(ticket);
-    let info = match login {
-        Some(Ok(info)) => info,
-        Some(Err((e, seq))) => {
-            tracing::info!(peer, connection_id, error = %e, "login failed");
-            if !matches!(e, ProxyError::ClientGone) {
-                write_error(&mut client, seq, &e).await;
-            }
-            return;
-        }
-        None => {
-            // As MariaDB at connect_timeout: the connection is closed.
-            tracing::debug!(peer, connection_id, "closing: no login within the handshake timeout, or too many connections in the handshake");
-            return;
-        }
+    let Some(info) = log_in(&mut client, &ctx, &peer, is_local, connection_id).await else {
+        return;
     };
     let Some(_slot) = ctx.client_slot() else {
         tracing::warn!(peer, "refusing connection: max_connections reached");
@@ -183,7 +132,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         peer.clone()
     };
     let start_wait = ctx.global_wait_timeout(info.capabilities & cap::INTERACTIVE != 0);
-    let mut session = Session {
+    let session = Session {
         start_wait,
         b: Bindings {
             state: SessionState {
@@ -224,38 +173,120 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         conditions: Default::default(),
         info,
     };
-    let seq = session.info.next_seq;
-    if let Some(db) = session.info.database.clone() {
-        match session.use_database(&db).await {
-            Ok(None) => {}
-            Ok(Some(err)) => {
-                let _ = session.write_server_error(seq, &err).await;
-                return;
-            }
-            Err(e) => {
-                write_error(&mut session.client, seq, &e).await;
-                return;
-            }
-        }
-    }
-    let deprecated = session.is_eof_deprecated();
-    let login_ok = Reply::new(&mut session.client, seq, deprecated)
-        .ok(OkParts::new(session.b.status(), 0))
-        .flush()
-        .await;
-    if login_ok.is_ok() {
-        if session.info.capabilities & cap::COMPRESS != 0 {
-            session.client.get_mut().compress();
-        }
-        let ctx = session.b.ctx.clone();
-        let db = session.b.state.db.as_deref();
-        session.b.handle.end(std::time::Instant::now(), db);
-        ctx.register_session(connection_id, session.b.handle.clone());
-        session.run().await;
-        ctx.unregister_session(connection_id);
-    }
-    session.b.release_pinned();
+    session.welcome().await;
     tracing::info!(connection_id, "client disconnected");
+}
+
+/// The handshake, within `handshake_timeout_ms` and holding a place among
+/// `max_handshakes`; a failed login answered (after the failed-login
+/// throttle's delay). `None`: the connection closes.
+async fn log_in<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut PacketStream<ClientStream<S>>,
+    ctx: &Arc<Context>,
+    peer: &str,
+    is_local: bool,
+    connection_id: u32,
+) -> Option<ClientInfo> {
+    let version = ctx.server_version();
+    // The handshake holds a place among `max_handshakes`, not a client
+    // slot, and has `handshake_timeout_ms` to finish.
+    let ticket = ctx.handshake_ticket();
+    let limit = std::time::Duration::from_millis(ctx.live().proxy.handshake_timeout_ms);
+    let addr = peer.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
+    // The names an account's host part is matched against (the server
+    // matches the resolved name and the IP).
+    let host_name = client_host_name(
+        peer,
+        ctx.resolves_names
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
+    let ip = addr.map(|a| a.to_string());
+    let client_hosts: Vec<&str> = std::iter::once(host_name.as_str())
+        .chain(ip.as_deref())
+        .collect();
+    let login = tokio::select! {
+        r = async {
+            let r = tokio::time::timeout(limit, auth::handshake(client, ctx, &client_hosts, is_local, &version, connection_id)).await.ok()?;
+            // The failed-login throttle: the answer waits, still holding
+            // its handshake place.
+            let delay = match &r {
+                Ok(_) => ctx.login_delay(addr, true),
+                Err((ProxyError::AccessDenied { .. }, _)) => ctx.login_delay(addr, false),
+                Err(_) => std::time::Duration::ZERO,
+            };
+            if !delay.is_zero() {
+                tracing::info!(peer, connection_id, delay_ms = delay.as_millis() as u64, "failed-login throttle: answering late");
+                tokio::time::sleep(delay).await;
+            }
+            Some(r)
+        } => r,
+        _ = ticket.evicted() => None,
+    };
+    drop(ticket);
+    match login {
+        Some(Ok(info)) => Some(info),
+        Some(Err((e, seq))) => {
+            tracing::info!(peer, connection_id, error = %e, "login failed");
+            if !matches!(e, ProxyError::ClientGone) {
+                write_error(client, seq, &e).await;
+            }
+            None
+        }
+        None => {
+            // As MariaDB at connect_timeout: the connection is closed.
+            tracing::debug!(peer, connection_id, "closing: no login within the handshake timeout, or too many connections in the handshake");
+            None
+        }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<ClientStream<S>> {
+    /// After the login: the database it named taken, the OK, then the
+    /// command loop until the client goes; its pinned connection released.
+    async fn welcome(mut self) {
+        let connection_id = self.b.connection_id;
+        let seq = self.info.next_seq;
+        if let Some(db) = self.info.database.clone() {
+            match self.use_database(&db).await {
+                Ok(None) => {}
+                Ok(Some(err)) => {
+                    let _ = self.exec().write_server_error(seq, &err).await;
+                    return;
+                }
+                Err(e) => {
+                    write_error(&mut self.client, seq, &e).await;
+                    return;
+                }
+            }
+        }
+        let deprecated = self.is_eof_deprecated();
+        let login_ok = Reply::new(&mut self.client, seq, deprecated)
+            .ok(OkParts::new(self.b.status(), 0))
+            .flush()
+            .await;
+        if login_ok.is_ok() {
+            if self.info.capabilities & cap::COMPRESS != 0 {
+                self.client.get_mut().compress();
+            }
+            let ctx = self.b.ctx.clone();
+            let db = self.b.state.db.as_deref();
+            self.b.handle.end(std::time::Instant::now(), db);
+            ctx.register_session(connection_id, self.b.handle.clone());
+            self.run().await;
+            ctx.unregister_session(connection_id);
+        }
+        self.b.release_pinned();
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::fence::Fenced for Session<S> {
+    fn bindings(&mut self) -> &mut Bindings {
+        &mut self.b
+    }
+
+    async fn answer_error(&mut self, err: &ErrPacket) -> Result<(), ProxyError> {
+        self.exec().write_server_error(1, err).await
+    }
 }
 
 /// The session variables a handshake (or COM_CHANGE_USER) collation id
@@ -310,79 +341,6 @@ pub fn client_host_name(peer: &str, resolves_names: bool) -> String {
         Ok(a) => a.ip().to_string(),
         Err(_) => "localhost".into(),
     }
-}
-
-/// `BEGIN [WORK]` or `START TRANSACTION` with its characteristics (WITH
-/// CONSISTENT SNAPSHOT, READ ONLY, READ WRITE, separated by commas), with
-/// nothing else: what the proxy may answer itself and send later, in front
-/// of the transaction's first statement, knowing the server accepts it.
-/// Anything else (`BEGIN?`, a typo) goes to the server now, so
-/// its error answers it and not the statement after it.
-fn is_plain_begin(sql: &str) -> bool {
-    use hscale_sql::TokenKind;
-    // Comments are skipped (ORMs tag statements with them), executable
-    // ones are not understood here.
-    if sql.contains("/*!") || sql.contains("/*M!") {
-        return false;
-    }
-    let Ok(tokens) = hscale_sql::tokenize(sql) else {
-        return false;
-    };
-    let mut words = Vec::with_capacity(tokens.len());
-    for (i, t) in tokens.iter().enumerate() {
-        match t.kind {
-            TokenKind::Word => words.push(t.text(sql).to_ascii_uppercase()),
-            TokenKind::Punct if t.is_punct(sql, ",") => words.push(",".to_string()),
-            TokenKind::Semicolon if i + 1 == tokens.len() => {}
-            _ => return false,
-        }
-    }
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    let rest = match words.as_slice() {
-        ["BEGIN"] | ["BEGIN", "WORK"] => return true,
-        ["START", "TRANSACTION", rest @ ..] => rest,
-        _ => return false,
-    };
-    let (mut snapshot, mut access) = (false, false);
-    let mut items = rest;
-    while !items.is_empty() {
-        let n = match items {
-            ["WITH", "CONSISTENT", "SNAPSHOT", ..] if !snapshot => {
-                snapshot = true;
-                3
-            }
-            ["READ", "ONLY" | "WRITE", ..] if !access => {
-                access = true;
-                2
-            }
-            _ => return false,
-        };
-        items = &items[n..];
-        match items {
-            [] => {}
-            [",", more @ ..] if !more.is_empty() => items = more,
-            _ => return false,
-        }
-    }
-    true
-}
-
-/// `COMMIT` / `ROLLBACK` [WORK], without savepoints or chaining.
-fn is_plain_end(sql: &str) -> bool {
-    let words: Vec<String> = sql
-        .trim()
-        .trim_end_matches(';')
-        .split_whitespace()
-        .map(str::to_ascii_uppercase)
-        .collect();
-    matches!(
-        words
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .as_slice(),
-        ["COMMIT"] | ["ROLLBACK"] | ["COMMIT", "WORK"] | ["ROLLBACK", "WORK"]
-    )
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -609,13 +567,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         Reply::new(&mut self.client, seq, deprecated)
     }
 
-    /// Forward a backend's error packet as the answer (at `seq`).
-    async fn write_server_error(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
-        self.b.note.error(err.code);
-        self.b.gathered.error(err.code, &err.message);
-        send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
-    }
-
     /// An OK the proxy answers itself, with the session's status flags.
     async fn write_ok(&mut self, seq: u8) -> Result<(), ProxyError> {
         let st = self.b.status();
@@ -653,42 +604,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.reset();
         self.statements.clear();
         self.conditions = Default::default();
-    }
-}
-
-#[cfg(test)]
-mod begin_tests {
-    use super::is_plain_begin;
-
-    #[test]
-    fn only_statements_the_server_accepts_are_answered_by_the_proxy() {
-        for ok in [
-            "BEGIN",
-            "begin work",
-            "BEGIN;",
-            "START TRANSACTION",
-            "start transaction read only",
-            "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ WRITE",
-            "START TRANSACTION READ WRITE,WITH CONSISTENT SNAPSHOT",
-            "/* orm tag */ BEGIN",
-            "BEGIN -- a comment",
-        ] {
-            assert!(is_plain_begin(ok), "{ok}");
-        }
-        for not in [
-            "BEGIN?",
-            "BEGIN WORK?",
-            "BEGIN WORK WORK",
-            "BEGIN /*!50000 WORK */",
-            "BEGIN NOT ATOMIC SELECT 1; END",
-            "START TRANSACTION READ",
-            "START TRANSACTION READ ONLY READ WRITE",
-            "START TRANSACTION READ ONLY, READ WRITE",
-            "START TRANSACTION READ ONLY,",
-            "START TRANSACTION , READ ONLY",
-            "START TRANSACTION WITH CONSISTENT SNAPSHOT, WITH CONSISTENT SNAPSHOT",
-        ] {
-            assert!(!is_plain_begin(not), "{not}");
-        }
     }
 }

@@ -5,6 +5,7 @@
 //! current dictionary, run, and planned again after a stale route.
 
 use super::*;
+use crate::exec::fence;
 use crate::exec::insert_form::Normal;
 use crate::planning::{self, Asker, Db, Form};
 
@@ -38,6 +39,53 @@ fn is_table_free(
         }
 }
 
+/// One run of a text statement under the fence: the INSERT's normal form
+/// and the ids filled in are kept for a retry.
+struct TextRun<'a> {
+    payload: &'a Bytes,
+    text: Option<&'a str>,
+    facts: &'a hscale_sql::Facts,
+    effects: Effects<'a>,
+    is_insert: bool,
+    normal: Option<Bytes>,
+    filled: Option<Bytes>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> fence::Attempt<Session<S>> for TextRun<'_> {
+    async fn attempt(&mut self, s: &mut Session<S>) -> Result<(), ProxyError> {
+        let sql = self.text.unwrap_or("<not UTF-8>");
+        // INSERT ... SET, without a column list, ... SELECT: into the
+        // `(columns) VALUES` form first (`insert_form.rs`).
+        if self.is_insert && self.normal.is_none() && self.filled.is_none() {
+            match s.exec().insert_form(sql).await? {
+                Normal::Answered => return Ok(()),
+                Normal::Payload(p) => self.normal = Some(p),
+                Normal::AsIs => {}
+            }
+        }
+        let base = self.normal.as_ref().unwrap_or(self.payload);
+        let base_text = match &self.normal {
+            Some(n) => std::str::from_utf8(&n[1..]).ok(),
+            None => self.text,
+        };
+        let base_sql = base_text.unwrap_or(sql);
+        // Ids from a sequence are filled in before planning (the id may
+        // be the partition key). A retry after the fence keeps them, or
+        // looks again: the newer dictionary may give the table a sequence.
+        if self.filled.is_none() && s.b.generated_id.is_none() {
+            self.filled = s.b.fill_ids(base_sql).await?;
+        }
+        let payload = self.filled.as_ref().unwrap_or(base);
+        let payload_text = match &self.filled {
+            Some(f) => std::str::from_utf8(&f[1..]).ok(),
+            None => base_text,
+        };
+        let analyzed = &self.payload[1..];
+        s.plan_and_run(payload, payload_text, self.facts, self.effects, analyzed)
+            .await
+    }
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let done = self.query_text(payload).await;
@@ -47,7 +95,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     pub(super) async fn query_text(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         // The text as the server reads it under the session's sql_mode.
-        let in_mode = self.in_sql_mode(payload).await?;
+        let in_mode = self.b.in_sql_mode(payload).await?;
         let payload = in_mode.as_ref().unwrap_or(payload);
         let original = payload;
         if self.answered_index(payload).await? {
@@ -104,43 +152,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 return Box::pin(self.query_text(&p)).await;
             }
         }
-        // Non-ASCII text from a client that does not send UTF-8 (cp1251,
-        // ...) would be planned as other strings than the server reads:
-        // refused where it names partitioned or global tables (or kept
-        // views). A latin1 client's statement is read as the text the
-        // server reads and handled from the start as UTF-8 text, run with
-        // `character_set_client` utf8mb4 on its connections
-        // (`Bindings::is_text_utf8`, cleared by `query`): its keys route as
-        // their column holds them, and the server converts its literals as
-        // it would have converted the latin1 bytes.
-        // UTF-8 clients (nearly all) stop at the first check, which
-        // allocates nothing.
-        let vars = &self.b.state.vars;
-        let single_byte = (!self.b.is_text_utf8 && !vars.is_client_utf8())
-            .then(|| vars.client_single_byte())
-            .flatten();
-        let is_foreign = match single_byte {
-            Some(cs) => cs.is_foreign(sql_bytes),
-            None => !sql_bytes.is_ascii(),
-        };
-        if is_foreign && !self.b.is_text_utf8 && !self.b.state.vars.is_client_utf8() {
-            if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
-                let Some(text) = single_byte.and_then(|cs| cs.decode(&original[1..])) else {
-                    return Err(ProxyError::Refused(match single_byte {
-                        Some(cs) => format!(
-                            "{why}: a byte that character set {} reads as no character of its own",
-                            cs.name
-                        ),
-                        None => why,
-                    }));
-                };
-                let mut p = BytesMut::with_capacity(1 + text.len());
-                p.put_u8(original[0]);
-                p.put_slice(text.as_bytes());
-                let p = p.freeze();
-                self.b.is_text_utf8 = true;
-                return Box::pin(self.query_text(&p)).await;
-            }
+        if let Some(p) = self.as_utf8_text(original, sql_bytes)? {
+            self.b.is_text_utf8 = true;
+            return Box::pin(self.query_text(&p)).await;
         }
         if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
             return Ok(());
@@ -148,56 +162,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if self.answered_conditions(&facts, sql).await? {
             return Ok(());
         }
-        match facts.kind {
-            hscale_sql::Kind::Kill => {
-                return match hscale_sql::parse_kill(sql) {
-                    Some(k) => self.kill(k).await,
-                    None => Err(ProxyError::Unsupported {
-                        what:
-                            "this form of KILL through hscale (use KILL [CONNECTION | QUERY] <id>)"
-                                .into(),
-                    }),
-                };
-            }
-            hscale_sql::Kind::Admin => {
-                self.b.note.kind = PlanKind::Admin;
-                return self.admin(sql).await;
-            }
-            _ if facts.pins.contains(Pins::XA) => {
-                return Err(ProxyError::Unsupported {
-                    what: "XA statements from clients (hscale makes transactions across backends atomic itself: use BEGIN ... COMMIT)".into(),
-                });
-            }
-            _ if self.b.txn.is_some() && self.in_distributed_transaction(&facts, sql).await? => {
-                return Ok(());
-            }
-            hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
-                if self.b.txn.is_none() && self.end_and_release(&facts, sql).await? =>
-            {
-                return Ok(());
-            }
-            _ => {}
+        if self.answered_by_kind(&facts, sql, payload).await? {
+            return Ok(());
         }
-        match facts.kind {
-            hscale_sql::Kind::Begin
-                if facts.statements == 1
-                    && self.b.pinned.is_none()
-                    && self.b.pins.is_empty()
-                    && is_plain_begin(sql) =>
-            {
-                self.b.pending_begin = Some(payload.clone());
-                return self.write_ok(1).await;
-            }
-            hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
-                if self.b.pending_begin.is_some() && is_plain_end(sql) =>
-            {
-                // Nothing ran in the transaction: nothing to commit or roll back.
-                self.b.pending_begin = None;
-                return self.write_ok(1).await;
-            }
-            _ => {}
-        }
-        let savepoint = txn::savepoint_op(&facts, sql);
+        self.run_statement(payload, &facts, utf8).await
+    }
+
+    /// A statement for the backends: its effects on the session, the
+    /// dictionary read first after start, then planned and run
+    /// (`run_fenced`); a `SET GLOBAL` resets the pools' session defaults.
+    async fn run_statement(
+        &mut self,
+        payload: &Bytes,
+        facts: &hscale_sql::Facts,
+        utf8: Option<&str>,
+    ) -> Result<(), ProxyError> {
+        let sql = utf8.unwrap_or("<not UTF-8>");
+        let sql_bytes = &payload[1..];
+        let savepoint = crate::exec::txn::savepoint::savepoint_op(facts, sql);
         let effects = Effects {
             pins: facts.pins,
             unpins: facts.unpins,
@@ -231,22 +213,129 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // their next use. Raised before the statement runs and again after,
         // so no connection reset in between keeps the old defaults.
         let is_set_global = facts.kind == hscale_sql::Kind::Set
-            && (rewrite::mentions(sql_bytes, b"GLOBAL")
-                || rewrite::mentions(sql_bytes, b"PERSIST"));
+            && (hscale_sql::mentions::contains_ci(sql_bytes, b"GLOBAL")
+                || hscale_sql::mentions::contains_ci(sql_bytes, b"PERSIST"));
         if is_set_global {
             self.b.ctx.session_defaults_changed();
         }
-        let done = self.run_fenced(payload, &facts, effects, utf8).await;
+        let done = self.run_fenced(payload, facts, effects, utf8).await;
         if is_set_global {
             self.b.ctx.session_defaults_changed();
             if done.is_ok()
-                && (rewrite::mentions(sql_bytes, b"WAIT_TIMEOUT")
-                    || rewrite::mentions(sql_bytes, b"INTERACTIVE_TIMEOUT"))
+                && (hscale_sql::mentions::contains_ci(sql_bytes, b"WAIT_TIMEOUT")
+                    || hscale_sql::mentions::contains_ci(sql_bytes, b"INTERACTIVE_TIMEOUT"))
             {
                 self.read_global_timeouts().await;
             }
         }
         done
+    }
+
+    /// KILL, hscale's own statements, XA, statements inside a transaction
+    /// across backends, and the BEGIN / COMMIT the session answers itself
+    /// (`Ok(true)`: answered).
+    async fn answered_by_kind(
+        &mut self,
+        facts: &hscale_sql::Facts,
+        sql: &str,
+        payload: &Bytes,
+    ) -> Result<bool, ProxyError> {
+        match facts.kind {
+            hscale_sql::Kind::Kill => {
+                return match hscale_sql::parse_kill(sql) {
+                    Some(k) => self.kill(k).await.map(|()| true),
+                    None => Err(ProxyError::Unsupported {
+                        what:
+                            "this form of KILL through hscale (use KILL [CONNECTION | QUERY] <id>)"
+                                .into(),
+                    }),
+                };
+            }
+            hscale_sql::Kind::Admin => {
+                self.b.note.kind = PlanKind::Admin;
+                return self.admin(sql).await.map(|()| true);
+            }
+            _ if facts.pins.contains(Pins::XA) => {
+                return Err(ProxyError::Unsupported {
+                    what: "XA statements from clients (hscale makes transactions across backends atomic itself: use BEGIN ... COMMIT)".into(),
+                });
+            }
+            _ if self.b.txn.is_some()
+                && self.exec().in_distributed_transaction(facts, sql).await? =>
+            {
+                return Ok(true);
+            }
+            hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
+                if self.b.txn.is_none() && hscale_sql::transaction::is_release(facts, sql) =>
+            {
+                return self.exec().end_and_release(facts.kind).await.map(|()| true);
+            }
+            _ => {}
+        }
+        match facts.kind {
+            hscale_sql::Kind::Begin
+                if facts.statements == 1
+                    && self.b.pinned.is_none()
+                    && self.b.pins.is_empty()
+                    && hscale_sql::transaction::is_plain_begin(sql) =>
+            {
+                self.b.pending_begin = Some(payload.clone());
+                return self.write_ok(1).await.map(|()| true);
+            }
+            hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
+                if self.b.pending_begin.is_some() && hscale_sql::transaction::is_plain_end(sql) =>
+            {
+                // Nothing ran in the transaction: nothing to commit or roll back.
+                self.b.pending_begin = None;
+                return self.write_ok(1).await.map(|()| true);
+            }
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// Non-ASCII text from a client that does not send UTF-8 (cp1251,
+    /// ...) would be planned as other strings than the server reads:
+    /// refused where it names partitioned or global tables (or kept
+    /// views). A latin1 client's statement is read as the text the server
+    /// reads and handled from the start as UTF-8 text (`Some`), run with
+    /// `character_set_client` utf8mb4 on its connections
+    /// (`Bindings::is_text_utf8`, cleared by `query`): its keys route as
+    /// their column holds them, and the server converts its literals as
+    /// it would have converted the latin1 bytes.
+    /// UTF-8 clients (nearly all) stop at the first check, which
+    /// allocates nothing.
+    fn as_utf8_text(
+        &self,
+        original: &Bytes,
+        sql_bytes: &[u8],
+    ) -> Result<Option<Bytes>, ProxyError> {
+        let vars = &self.b.state.vars;
+        let single_byte = (!self.b.is_text_utf8 && !vars.is_client_utf8())
+            .then(|| vars.client_single_byte())
+            .flatten();
+        let is_foreign = match single_byte {
+            Some(cs) => cs.is_foreign(sql_bytes),
+            None => !sql_bytes.is_ascii(),
+        };
+        if is_foreign && !self.b.is_text_utf8 && !self.b.state.vars.is_client_utf8() {
+            if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
+                let Some(text) = single_byte.and_then(|cs| cs.decode(&original[1..])) else {
+                    return Err(ProxyError::Refused(match single_byte {
+                        Some(cs) => format!(
+                            "{why}: a byte that character set {} reads as no character of its own",
+                            cs.name
+                        ),
+                        None => why,
+                    }));
+                };
+                let mut p = BytesMut::with_capacity(1 + text.len());
+                p.put_u8(original[0]);
+                p.put_slice(text.as_bytes());
+                return Ok(Some(p.freeze()));
+            }
+        }
+        Ok(None)
     }
 
     /// After a `SET GLOBAL` of wait_timeout or interactive_timeout: the
@@ -282,79 +371,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         effects: Effects<'_>,
         text: Option<&str>,
     ) -> Result<(), ProxyError> {
-        let sql = text.unwrap_or("<not UTF-8>");
-        let analyzed = &payload[1..];
-        let mut attempts = 0;
-        let mut filled = None;
-        let mut normal = None;
         let is_insert = matches!(
             facts.kind,
             hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
         ) && facts.statements == 1
             && !self.b.ctx.partitioning.is_empty();
-        loop {
-            let before = self.b.fence_point();
-            // INSERT ... SET, without a column list, ... SELECT: into the
-            // `(columns) VALUES` form first (`insert_form.rs`).
-            if is_insert && normal.is_none() && filled.is_none() {
-                match self.exec().insert_form(sql).await {
-                    Ok(Normal::Answered) => return Ok(()),
-                    Ok(Normal::Payload(p)) => normal = Some(p),
-                    Ok(Normal::AsIs) => {}
-                    Err(ProxyError::StaleRoute { err }) => {
-                        match self.b.after_stale_route(err, before, &mut attempts).await? {
-                            crate::exec::fence::Next::Retry => continue,
-                            crate::exec::fence::Next::Answer(err) => {
-                                return self.write_server_error(1, &err).await
-                            }
-                        }
-                    }
-                    Err(e) => return Err(e),
+        let mut run = TextRun {
+            payload,
+            text,
+            facts,
+            effects,
+            is_insert,
+            normal: None,
+            filled: None,
+        };
+        let done = fence::run_fenced(self, &mut run).await;
+        match done {
+            // A partition's syntax error quotes the rewritten text:
+            // one server's is about the client's own.
+            Err(ProxyError::Syntax { err }) => {
+                let own = match text {
+                    Some(sql) => self.b.server_parse_error(sql).await?,
+                    None => None,
+                };
+                match own {
+                    Some(err) => Err(ProxyError::Statement { err }),
+                    None => self.exec().write_server_error(1, &err).await,
                 }
             }
-            let base = normal.as_ref().unwrap_or(payload);
-            let base_text = match &normal {
-                Some(n) => std::str::from_utf8(&n[1..]).ok(),
-                None => text,
-            };
-            let base_sql = base_text.unwrap_or(sql);
-            // Ids from a sequence are filled in before planning (the id may
-            // be the partition key). A retry after the fence keeps them, or
-            // looks again: the newer dictionary may give the table a sequence.
-            if filled.is_none() && self.b.generated_id.is_none() {
-                filled = self.b.fill_ids(base_sql).await?;
-            }
-            let payload = filled.as_ref().unwrap_or(base);
-            let payload_text = match &filled {
-                Some(f) => std::str::from_utf8(&f[1..]).ok(),
-                None => base_text,
-            };
-            match self
-                .plan_and_run(payload, payload_text, facts, effects, analyzed)
-                .await
-            {
-                Err(ProxyError::StaleRoute { err }) => {
-                    match self.b.after_stale_route(err, before, &mut attempts).await? {
-                        crate::exec::fence::Next::Retry => continue,
-                        crate::exec::fence::Next::Answer(err) => {
-                            return self.write_server_error(1, &err).await
-                        }
-                    }
-                }
-                // A partition's syntax error quotes the rewritten text:
-                // one server's is about the client's own.
-                Err(ProxyError::Syntax { err }) => {
-                    let own = match text {
-                        Some(sql) => self.b.server_parse_error(sql).await?,
-                        None => None,
-                    };
-                    return match own {
-                        Some(err) => Err(ProxyError::Statement { err }),
-                        None => self.write_server_error(1, &err).await,
-                    };
-                }
-                r => return r,
-            }
+            r => r,
         }
     }
 
@@ -386,7 +431,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(ProxyError::Refused(why));
                 }
             }
-            let mut plan = planning::plan(
+            let plan = planning::plan(
                 Asker::Session(&mut self.b),
                 &dict,
                 sql,
@@ -401,147 +446,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(ProxyError::Statement { err });
                 }
             }
-            // A statement spread over several connections cannot carry what
-            // binds a session to one: user variables, locks, temporary
-            // tables. (Inside a transaction its parts run one at a time on
-            // the transaction's branches.) LAST_INSERT_ID() is synced on
-            // every part; LAST_INSERT_ID(expr) is learnt from a write's
-            // OKs, not from a read over several parts, and a global
-            // table's copies would each evaluate it.
-            let spread = match &plan {
-                Plan::Targets { parts, .. } => parts.len() > 1,
-                Plan::Merge(_)
-                | Plan::GlobalWrite { .. }
-                | Plan::OrderedWrite(_)
-                | Plan::KeyMove(_) => true,
-                _ => false,
-            };
-            let last_insert_id = match &plan {
-                Plan::GlobalWrite { .. } => facts.uses_last_insert_id,
-                Plan::Targets { kind, .. } => {
-                    facts.sets_last_insert_id
-                        && *kind == hscale_route::router::StatementKind::Select
-                }
-                _ => facts.sets_last_insert_id,
-            };
-            // SELECT ... INTO @vars over several partitions: read, then
-            // assigned by one server (`exec/steps/select_into.rs`).
-            let is_partitioned_read = matches!(
-                &plan,
-                Plan::Merge(_)
-                    | Plan::Refuse(_)
-                    | Plan::Targets {
-                        kind: StatementKind::Select,
-                        ..
-                    }
-            );
-            if facts.kind == hscale_sql::Kind::Select && is_partitioned_read {
-                if let Some(into) = hscale_route::router::select_into_variables(sql) {
-                    drop(dict);
-                    return match self.exec().select_into(into).await? {
-                        Some(p) => Box::pin(self.query_text(&p)).await,
-                        None => Ok(()),
-                    };
-                }
-            }
-            // DO over partitioned tables: its expressions read as a
-            // SELECT, whose rows are dropped (`exec/steps/do_statement.rs`).
-            if let (Plan::Refuse(_), Some(select)) = (&plan, crate::exec::steps::do_as_select(sql))
-            {
-                drop(dict);
-                return Box::pin(self.exec().do_statement(&select)).await;
-            }
-            let is_on_copies = self
-                .b
-                .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
-                .await?;
-            // SQL_CALC_FOUND_ROWS on partitions: counted by hscale, even on
-            // one partition, so the session is not pinned for it.
-            if is_partitioned_read
-                && !matches!(plan, Plan::Refuse(_))
-                && !is_on_copies
-                && facts.pins.contains(hscale_sql::Pins::FOUND_ROWS)
-            {
-                drop(dict);
-                return Box::pin(self.calc_found_rows(sql, effects)).await;
-            }
-            if spread && !is_on_copies && (!facts.pins.is_empty() || last_insert_id) {
-                return Err(ProxyError::Unsupported {
-                    what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables), a read over several partitions calling LAST_INSERT_ID(expr), or LAST_INSERT_ID() in a write to a global table".into(),
-                });
-            }
-            match plan {
-                Plan::Passthrough => {
-                    // DROP DATABASE drops its partitioned and global tables
-                    // through the journal first (every backend, the
-                    // dictionary); the statement itself then runs below.
-                    if let Some(hscale_sql::SessionChange::DropDatabase(db)) = &facts.change {
-                        if dict.tables().any(|t| t.name.db == *db)
-                            || dict.globals().any(|g| g.db == *db)
-                            || dict.views().any(|v| v.name.db == *db)
-                        {
-                            drop(dict);
-                            crate::admin::forget_database(&self.b.ctx, self.b.worker, db).await?;
-                        }
-                    }
-                }
-                Plan::OrderedWrite(w) => {
-                    drop(dict);
-                    return self.exec().run_ordered_write(w, sql, effects).await;
-                }
-                Plan::KeyMove(m) => {
-                    drop(dict);
-                    return self.exec().run_key_move(m, effects).await;
-                }
-                Plan::CreateView(ddl) => {
-                    drop(dict);
-                    let out = self.b.create_view(*ddl).await?;
-                    return self.write_admin_output(out).await;
-                }
-                plan if crate::admin::is_dictionary_plan(&plan) => {
-                    drop(dict);
-                    let db = self.b.state.db.clone();
-                    let out = crate::admin::run_plan(
-                        &self.b.ctx,
-                        self.b.worker,
-                        plan,
-                        sql,
-                        db.as_deref(),
-                    )
-                    .await?;
-                    return self.write_admin_output(out).await;
-                }
-                plan => {
-                    // A write into the default partition of a table with
-                    // auto-partitioning may name a value to create a
-                    // partition for (`admin::auto_partition`).
-                    let is_auto = matches!(&plan, Plan::Targets { kind: StatementKind::Insert, parts }
-                        if parts.iter().any(|(t, _)| dict.is_auto_default(t)));
-                    drop(dict);
-                    // "at row N" of a part's rows said as the statement's.
-                    if let Plan::Targets {
-                        kind: StatementKind::Insert,
-                        parts,
-                    } = &plan
-                    {
-                        if parts.len() > 1 {
-                            self.b.gathered.part_rows =
-                                hscale_route::router::insert_part_rows(sql, parts);
-                        }
-                    }
-                    let mut exec = self.exec();
-                    exec.is_fenced = true;
-                    exec.holds_parse_errors = true;
-                    let done = exec.run(plan, effects).await;
-                    if is_auto && done.is_ok() {
-                        crate::admin::auto_partition::notice(
-                            &self.b.ctx.partitioning,
-                            sql,
-                            self.b.state.db.as_deref(),
-                        );
-                    }
-                    return done;
-                }
+            if self.run_planned(plan, dict, facts, effects, sql).await? {
+                return Ok(());
             }
         }
         // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
@@ -567,6 +473,178 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         exec.execute_on_backend(backend, payload, Expect::Query, effects)
             .await
     }
+
+    /// A plan of a partitioned dictionary, before it runs: reads with user
+    /// variables put on copies, the forms run as other statements (SELECT
+    /// ... INTO @vars, DO, SQL_CALC_FOUND_ROWS), and what cannot be spread
+    /// over several connections refused. `Ok(false)`: a passthrough, left
+    /// to `plan_and_run`.
+    async fn run_planned(
+        &mut self,
+        mut plan: Plan,
+        dict: Arc<hscale_route::dictionary::Dictionary>,
+        facts: &hscale_sql::Facts,
+        effects: Effects<'_>,
+        sql: &str,
+    ) -> Result<bool, ProxyError> {
+        // A statement spread over several connections cannot carry what
+        // binds a session to one: user variables, locks, temporary
+        // tables. (Inside a transaction its parts run one at a time on
+        // the transaction's branches.) LAST_INSERT_ID() is synced on
+        // every part; LAST_INSERT_ID(expr) is learnt from a write's
+        // OKs, not from a read over several parts, and a global
+        // table's copies would each evaluate it.
+        let spread = match &plan {
+            Plan::Targets { parts, .. } => parts.len() > 1,
+            Plan::Merge(_)
+            | Plan::GlobalWrite { .. }
+            | Plan::OrderedWrite(_)
+            | Plan::KeyMove(_) => true,
+            _ => false,
+        };
+        let last_insert_id = match &plan {
+            Plan::GlobalWrite { .. } => facts.uses_last_insert_id,
+            Plan::Targets { kind, .. } => {
+                facts.sets_last_insert_id && *kind == hscale_route::router::StatementKind::Select
+            }
+            _ => facts.sets_last_insert_id,
+        };
+        // SELECT ... INTO @vars over several partitions: read, then
+        // assigned by one server (`exec/steps/select_into.rs`).
+        let is_partitioned_read = matches!(
+            &plan,
+            Plan::Merge(_)
+                | Plan::Refuse(_)
+                | Plan::Targets {
+                    kind: StatementKind::Select,
+                    ..
+                }
+        );
+        if facts.kind == hscale_sql::Kind::Select && is_partitioned_read {
+            if let Some(into) = hscale_route::router::select_into_variables(sql) {
+                drop(dict);
+                return match self.exec().select_into(into).await? {
+                    Some(p) => Box::pin(self.query_text(&p)).await.map(|()| true),
+                    None => Ok(true),
+                };
+            }
+        }
+        // DO over partitioned tables: its expressions read as a
+        // SELECT, whose rows are dropped (`exec/steps/do_statement.rs`).
+        if let (Plan::Refuse(_), Some(select)) = (&plan, crate::exec::steps::do_as_select(sql)) {
+            drop(dict);
+            return Box::pin(self.exec().do_statement(&select))
+                .await
+                .map(|()| true);
+        }
+        let is_on_copies = self
+            .b
+            .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
+            .await?;
+        // SQL_CALC_FOUND_ROWS on partitions: counted by hscale, even on
+        // one partition, so the session is not pinned for it.
+        if is_partitioned_read
+            && !matches!(plan, Plan::Refuse(_))
+            && !is_on_copies
+            && facts.pins.contains(hscale_sql::Pins::FOUND_ROWS)
+        {
+            drop(dict);
+            return Box::pin(self.calc_found_rows(sql, effects))
+                .await
+                .map(|()| true);
+        }
+        if spread && !is_on_copies && (!facts.pins.is_empty() || last_insert_id) {
+            return Err(ProxyError::Unsupported {
+                what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables), a read over several partitions calling LAST_INSERT_ID(expr), or LAST_INSERT_ID() in a write to a global table".into(),
+            });
+        }
+        self.run_plan(plan, dict, facts, effects, sql).await
+    }
+
+    /// Run a plan by its kind; `Ok(false)`: a passthrough, left to run
+    /// (after a DROP DATABASE's partitioned tables were dropped).
+    async fn run_plan(
+        &mut self,
+        plan: Plan,
+        dict: Arc<hscale_route::dictionary::Dictionary>,
+        facts: &hscale_sql::Facts,
+        effects: Effects<'_>,
+        sql: &str,
+    ) -> Result<bool, ProxyError> {
+        match plan {
+            Plan::Passthrough => {
+                // DROP DATABASE drops its partitioned and global tables
+                // through the journal first (every backend, the
+                // dictionary); the statement itself then runs below.
+                if let Some(hscale_sql::SessionChange::DropDatabase(db)) = &facts.change {
+                    if dict.tables().any(|t| t.name.db == *db)
+                        || dict.globals().any(|g| g.db == *db)
+                        || dict.views().any(|v| v.name.db == *db)
+                    {
+                        drop(dict);
+                        crate::admin::forget_database(&self.b.ctx, self.b.worker, db).await?;
+                    }
+                }
+                Ok(false)
+            }
+            Plan::OrderedWrite(w) => {
+                drop(dict);
+                self.exec()
+                    .run_ordered_write(w, sql, effects)
+                    .await
+                    .map(|()| true)
+            }
+            Plan::KeyMove(m) => {
+                drop(dict);
+                self.exec().run_key_move(m, effects).await.map(|()| true)
+            }
+            Plan::CreateView(ddl) => {
+                drop(dict);
+                let out = self.b.create_view(*ddl).await?;
+                self.write_admin_output(out).await.map(|()| true)
+            }
+            plan if crate::admin::is_dictionary_plan(&plan) => {
+                drop(dict);
+                let db = self.b.state.db.clone();
+                let out =
+                    crate::admin::run_plan(&self.b.ctx, self.b.worker, plan, sql, db.as_deref())
+                        .await?;
+                self.write_admin_output(out).await.map(|()| true)
+            }
+            plan => {
+                // A write into the default partition of a table with
+                // auto-partitioning may name a value to create a
+                // partition for (`admin::auto_partition`).
+                let is_auto = matches!(&plan, Plan::Targets { kind: StatementKind::Insert, parts }
+                    if parts.iter().any(|(t, _)| dict.is_auto_default(t)));
+                drop(dict);
+                // "at row N" of a part's rows said as the statement's.
+                if let Plan::Targets {
+                    kind: StatementKind::Insert,
+                    parts,
+                } = &plan
+                {
+                    if parts.len() > 1 {
+                        self.b.gathered.part_rows =
+                            hscale_route::router::insert_part_rows(sql, parts);
+                    }
+                }
+                let mut exec = self.exec();
+                exec.is_fenced = true;
+                exec.holds_parse_errors = true;
+                let done = exec.run(plan, effects).await;
+                if is_auto && done.is_ok() {
+                    crate::admin::auto_partition::notice(
+                        &self.b.ctx.partitioning,
+                        sql,
+                        self.b.state.db.as_deref(),
+                    );
+                }
+                done.map(|()| true)
+            }
+        }
+    }
+
     /// A text `SHOW INDEX` of a partitioned table, answered (`Ok(true)`):
     /// a statement that starts otherwise than with SHOW costs one
     /// comparison (`exec/figures.rs`).

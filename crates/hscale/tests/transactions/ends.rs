@@ -1,6 +1,6 @@
 //! How transactions end: `COMMIT` / `ROLLBACK` with `AND CHAIN` and
-//! `RELEASE` across backends (`session/txn.rs::in_distributed_transaction`),
-//! on one backend and on none (`session/txn.rs::end_and_release`).
+//! `RELEASE` across backends (`exec/txn/ends.rs::in_distributed_transaction`),
+//! on one backend and on none (`exec/txn/ends.rs::end_and_release`).
 
 use super::*;
 

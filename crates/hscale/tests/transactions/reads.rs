@@ -2,7 +2,7 @@
 //! branch at a time: shipped reads (a join of differently partitioned
 //! tables: one side copied into a temporary table next to the other,
 //! `exec/merge/ship.rs`) and multi-statement queries
-//! (`session/txn.rs`). Both see the transaction's own writes.
+//! (`exec/txn/ends.rs`). Both see the transaction's own writes.
 
 use super::*;
 

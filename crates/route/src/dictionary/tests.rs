@@ -25,6 +25,35 @@ fn dict() -> (Dictionary, TableName) {
 }
 
 #[test]
+fn server_messages_name_the_clients_table() {
+    let (mut d, t) = dict();
+    d.add_partition(&t, "books", "books", BackendId::new(1))
+        .unwrap();
+    let phys = d.table(&t).unwrap().partitions.values().next().unwrap();
+    let phys = phys.physical.clone();
+    for (message, want) in [
+        (
+            format!("Table 'app.{phys}' doesn't exist"),
+            Some("Table 'app.small' doesn't exist"),
+        ),
+        (
+            "Table 'app.small_default' doesn't exist".to_string(),
+            Some("Table 'app.small' doesn't exist"),
+        ),
+        (
+            format!("Incorrect value for column `app`.`{phys}`.`c`"),
+            Some("Incorrect value for column `app`.`small`.`c`"),
+        ),
+        (
+            "Table 'other.small_default' doesn't exist".to_string(),
+            None,
+        ),
+    ] {
+        assert_eq!(d.user_message(&message).as_deref(), want, "{message}");
+    }
+}
+
+#[test]
 fn auto_partition_names_are_stable_and_distinct() {
     assert_eq!(auto_partition_name("3"), "auto_3");
     assert_eq!(auto_partition_name("2024_01"), "auto_2024_01");

@@ -32,6 +32,7 @@ mod in_lists;
 mod insert;
 mod insert_form;
 mod join;
+mod join_write;
 mod key_move;
 mod levels;
 mod load_data;
@@ -625,7 +626,8 @@ fn plan_statement(
     let is_write = matches!(first_word.as_deref(), Some("UPDATE" | "DELETE"));
     if is_write && joins_tables && selects == 0 && !has_semicolon {
         // Rows on one backend: run there as written.
-        if let Some(plan) = join::plan_join_write(sql, tokens, &refs, session_db, dict, known) {
+        if let Some(plan) = join_write::plan_join_write(sql, tokens, &refs, session_db, dict, known)
+        {
             return plan;
         }
         let named = refs

@@ -15,7 +15,7 @@ use super::routing::Routed;
 #[derive(Debug, Clone)]
 pub struct ClientStatement {
     /// The statement text as the backends prepare it: the client's, with
-    /// hscale's own answers in place (`session/rewrite.rs`).
+    /// hscale's own answers in place (`exec/rewrite.rs`).
     pub sql: Arc<[u8]>,
     pub num_params: u16,
     pub num_columns: u16,

@@ -3,7 +3,7 @@
 //! the rows without LIMIT counted first by a read planned like any other
 //! (a COUNT(*) merged over the partitions), then the SELECT run without
 //! SQL_CALC_FOUND_ROWS; FOUND_ROWS() answers the count
-//! (`StatementNote::found_rows`, kept by `session/diagnostics.rs`; the
+//! (`StatementNote::found_rows`, kept by `exec/last_statement.rs`; the
 //! session runs the SELECT, `session/query.rs::calc_found_rows`).
 //!
 //! The count and the SELECT are two reads: inside a transaction they see

@@ -2,7 +2,7 @@
 //! main backend (`hscale_route::router::absent_tables`): a statement that
 //! reads the views runs on the main backend, whose information_schema
 //! does not know them, so their rows are read here from each one's default
-//! partition, typed as the view's columns, and `session/rewrite.rs` passes them
+//! partition, typed as the view's columns, and `exec/rewrite.rs` passes them
 //! to `hscale_route::router::logical_views`, which shows them under the
 //! table's name. Only for a statement that names one of the views, when
 //! such a table exists: one query per table and view.

@@ -19,8 +19,9 @@
 //! decision row commits with it or not at all.
 
 //!
-//! The other files of the directory: `checks.rs` whether a backend can
-//! hold an XA branch, `hooks.rs` the commit protocol's test pauses,
+//! The other files of the directory: `ends.rs` the statements a client
+//! ends a transaction with (across branches, and RELEASE on one
+//! connection), `checks.rs` whether a backend can hold an XA branch, `hooks.rs` the commit protocol's test pauses,
 //! `savepoint.rs` savepoints kept in step on every branch, `lead_in.rs` a
 //! deferred BEGIN or a branch's XA START sent with the statement that
 //! needs it, `statement.rs` and `implicit.rs` a write over several parts
@@ -29,6 +30,7 @@
 
 pub mod checks;
 mod commit;
+mod ends;
 pub mod hooks;
 mod implicit;
 pub mod lead_in;

@@ -271,6 +271,27 @@ impl Bindings {
     }
 }
 
+/// A savepoint statement (one statement that may be one, checked cheaply
+/// first): the change it makes to the session's savepoints.
+pub fn savepoint_op(facts: &hscale_sql::Facts, sql: &str) -> Option<SavepointOp> {
+    use hscale_sql::Kind;
+    if matches!(facts.kind, Kind::Commit | Kind::Rollback)
+        && hscale_sql::transaction::is_plain_end(sql)
+    {
+        return Some(SavepointOp::Clear);
+    }
+    let may_be = facts.statements == 1
+        && match facts.kind {
+            Kind::Rollback => true,
+            Kind::Other => sql
+                .trim_start()
+                .get(..4)
+                .is_some_and(|w| w.eq_ignore_ascii_case("SAVE") || w.eq_ignore_ascii_case("RELE")),
+            _ => false,
+        };
+    may_be.then(|| SavepointOp::parse(sql)).flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! statement runs on pooled connections, several backends or a merge, so
 //! the session keeps them itself, from what the client was answered
 //! (`StatementNote`, filled by `Bindings::finish`, the scatter's total and
-//! the merge), and `rewrite.rs` puts them in place of the calls.
+//! the merge), and `exec/rewrite.rs` puts them in place of the calls.
 //!
 //! MariaDB's rules: `ROW_COUNT()` is the affected rows of an OK answer
 //! (0 for statements that change no rows: SET, DDL), -1 after a result set
@@ -15,7 +15,7 @@
 use crate::metrics::StatementNote;
 
 #[derive(Debug, Clone, Copy)]
-pub(super) struct LastStatement {
+pub struct LastStatement {
     pub row_count: i64,
     /// `None`: the backend connection the session is pinned to knows.
     pub found_rows: Option<u64>,
@@ -57,7 +57,7 @@ impl LastStatement {
 /// TABLES, COLUMNS, INDEX, TABLE STATUS, VARIABLES, STATUS, COUNT(*), ...);
 /// not SHOW WARNINGS / ERRORS, PROCESSLIST, CREATE ..., DATABASES, GRANTS,
 /// ENGINE ... STATUS, EXPLAIN, CHECK TABLE, CALL, ..., which leave it.
-pub(super) fn sets_found_rows(sql: &[u8]) -> bool {
+fn sets_found_rows(sql: &[u8]) -> bool {
     // The common case, a SELECT with nothing before it, without a lex.
     if let Some(head) = sql.trim_ascii_start().get(..7) {
         if head[..6].eq_ignore_ascii_case(b"SELECT") && !is_name_byte(head[6]) {

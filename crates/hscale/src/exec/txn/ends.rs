@@ -1,6 +1,7 @@
-//! The session side of transactions across backends (`exec/txn/mod.rs` owns
-//! the branches and the commit protocol): which statements end such a
-//! transaction, and the ones it cannot run yet.
+//! The executor's side of ending a transaction the client asks to end:
+//! across backends (`Bindings::commit_all` / `rollback_all`), and COMMIT /
+//! ROLLBACK RELEASE on one connection. The session decides which
+//! statements come here (`session/query.rs::answered_by_kind`).
 //!
 //! ```text
 //!  in a transaction with branches ─┬─ COMMIT / ROLLBACK ─► Bindings::commit_all / rollback_all
@@ -12,36 +13,19 @@
 //!  no branches ── COMMIT / ROLLBACK ... RELEASE ─► end_and_release: COMMIT or ROLLBACK, OK, close
 //! ```
 
-use hscale_sql::transaction::{is_implicit_commit, touches_transaction};
+use hscale_sql::transaction::{end_of, is_implicit_commit, touches_transaction};
 use hscale_sql::{Facts, Kind};
+use hscale_wire::reply::OkParts;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{is_plain_end, Session};
 use crate::error::ProxyError;
 use crate::exec::txn::savepoint::SavepointOp;
+use crate::exec::{send, Exec};
 
-/// A savepoint statement (one statement that may be one, checked cheaply
-/// first): the change it makes to the session's savepoints.
-pub(super) fn savepoint_op(facts: &Facts, sql: &str) -> Option<SavepointOp> {
-    if matches!(facts.kind, Kind::Commit | Kind::Rollback) && is_plain_end(sql) {
-        return Some(SavepointOp::Clear);
-    }
-    let may_be = facts.statements == 1
-        && match facts.kind {
-            Kind::Rollback => true,
-            Kind::Other => sql
-                .trim_start()
-                .get(..4)
-                .is_some_and(|w| w.eq_ignore_ascii_case("SAVE") || w.eq_ignore_ascii_case("RELE")),
-            _ => false,
-        };
-    may_be.then(|| SavepointOp::parse(sql)).flatten()
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// A statement while the session's transaction has branches on several
     /// backends. `Ok(true)`: answered here.
-    pub(super) async fn in_distributed_transaction(
+    pub async fn in_distributed_transaction(
         &mut self,
         facts: &Facts,
         sql: &str,
@@ -114,34 +98,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             _ => Ok(false),
         }
     }
-}
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    /// `COMMIT RELEASE` / `ROLLBACK RELEASE` when the transaction has no
-    /// branches (one backend, or none yet): end it with a plain COMMIT or
-    /// ROLLBACK on its connection (which stays usable for the pool), answer
-    /// OK, then close the client connection, as a server does. `Ok(false)`:
-    /// not such a statement.
-    pub(super) async fn end_and_release(
-        &mut self,
-        facts: &Facts,
-        sql: &str,
-    ) -> Result<bool, ProxyError> {
-        // A plain COMMIT (the single-backend path) costs a short scan, no
-        // allocation.
-        let is_release = matches!(facts.kind, Kind::Commit | Kind::Rollback)
-            && facts.statements == 1
-            && sql
-                .as_bytes()
-                .windows(7)
-                .any(|w| w.eq_ignore_ascii_case(b"RELEASE"))
-            && end_of(sql).is_some_and(|e| e.is_release);
-        if !is_release {
-            return Ok(false);
-        }
+    /// `COMMIT RELEASE` / `ROLLBACK RELEASE` (`is_release`) when the
+    /// transaction has no branches (one backend, or none yet): end it with
+    /// a plain COMMIT or ROLLBACK on its connection (which stays usable for
+    /// the pool), answer OK, then close the client connection
+    /// (`Err(ClientGone)`), as a server does.
+    pub async fn end_and_release(&mut self, kind: Kind) -> Result<(), ProxyError> {
         // Nothing ran yet: nothing to end.
         self.b.pending_begin = None;
-        let end = if facts.kind == Kind::Commit {
+        let end = if kind == Kind::Commit {
             "COMMIT"
         } else {
             "ROLLBACK"
@@ -149,79 +115,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(conn) = self.b.pinned.take() {
             if let Some(err) = self.b.end_home(conn, end).await? {
                 // As a server: a failed COMMIT keeps the connection.
-                self.write_server_error(1, &err).await?;
-                return Ok(true);
+                return self.write_server_error(1, &err).await;
             }
         }
         self.write_ok(1).await?;
         Err(ProxyError::ClientGone)
     }
-}
 
-/// `COMMIT` / `ROLLBACK` `[WORK] [AND [NO] CHAIN] [[NO] RELEASE]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct End {
-    pub is_chain: bool,
-    pub is_release: bool,
-}
-
-/// The end of a transaction a COMMIT or ROLLBACK statement asks for;
-/// `None` for anything else (ROLLBACK TO SAVEPOINT, CHAIN with RELEASE,
-/// which the server refuses too).
-pub(super) fn end_of(sql: &str) -> Option<End> {
-    let upper = sql.trim().trim_end_matches(';').to_ascii_uppercase();
-    let words: Vec<&str> = upper.split_whitespace().collect();
-    let mut rest = match words.split_first() {
-        Some((&("COMMIT" | "ROLLBACK"), rest)) => rest,
-        _ => return None,
-    };
-    if let Some((&"WORK", r)) = rest.split_first() {
-        rest = r;
-    }
-    let mut end = End {
-        is_chain: false,
-        is_release: false,
-    };
-    match rest {
-        ["AND", "CHAIN", r @ ..] => {
-            end.is_chain = true;
-            rest = r;
-        }
-        ["AND", "NO", "CHAIN", r @ ..] => rest = r,
-        _ => {}
-    }
-    match rest {
-        [] => {}
-        ["RELEASE"] => end.is_release = true,
-        ["NO", "RELEASE"] => {}
-        _ => return None,
-    }
-    (!(end.is_chain && end.is_release)).then_some(end)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{end_of, End};
-
-    #[test]
-    fn ends() {
-        let e = |c, r| {
-            Some(End {
-                is_chain: c,
-                is_release: r,
-            })
-        };
-        assert_eq!(end_of("COMMIT"), e(false, false));
-        assert_eq!(end_of("rollback work;"), e(false, false));
-        assert_eq!(end_of("COMMIT AND CHAIN"), e(true, false));
-        assert_eq!(
-            end_of("COMMIT WORK AND NO CHAIN NO RELEASE"),
-            e(false, false)
-        );
-        assert_eq!(end_of("ROLLBACK RELEASE"), e(false, true));
-        assert_eq!(end_of("COMMIT AND NO CHAIN RELEASE"), e(false, true));
-        assert_eq!(end_of("COMMIT AND CHAIN RELEASE"), None);
-        assert_eq!(end_of("ROLLBACK TO SAVEPOINT a"), None);
-        assert_eq!(end_of("COMMIT CHAIN"), None);
+    /// An OK hscale answers itself, with the session's status flags.
+    async fn write_ok(&mut self, seq: u8) -> Result<(), ProxyError> {
+        let st = self.b.status();
+        send(self.reply(seq).ok(OkParts::new(st, 0))).await
     }
 }
