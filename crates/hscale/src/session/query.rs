@@ -5,6 +5,7 @@
 //! current dictionary, run, and planned again after a stale route.
 
 use super::*;
+use crate::exec::coalesce::{self, Target, Work};
 use crate::exec::insert_form::Normal;
 use crate::planning::{self, Asker, Db, Form};
 
@@ -92,6 +93,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         match utf8 {
             Some(text) => self.check_reach(text)?,
             None => self.check_reach(&String::from_utf8_lossy(sql_bytes))?,
+        }
+        // `SET hscale_coalesce = ON | OFF`: hscale's own (`exec/coalesce.rs`).
+        if let Some(on) = crate::exec::coalesce::setting(&facts) {
+            self.b.is_coalescing_off = !on?;
+            return self.write_ok(1).await;
         }
         // SET of session variables to expressions: run with their values,
         // so the session is not pinned for it (`set_values.rs`).
@@ -525,10 +531,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                                 hscale_route::router::insert_part_rows(sql, parts);
                         }
                     }
+                    // Identical reads may share one execution (`exec/coalesce.rs`).
+                    let target = Target::Planned {
+                        version: self.b.planned_version,
+                    };
+                    let tokens = lexed.map(|(t, _)| t);
+                    let key = coalesce::key(
+                        &self.b,
+                        facts,
+                        payload,
+                        tokens,
+                        self.info.capabilities,
+                        target,
+                    );
                     let mut exec = self.exec();
                     exec.is_fenced = true;
                     exec.holds_parse_errors = true;
-                    let done = exec.run(plan, effects).await;
+                    let done = match key {
+                        Some(key) => exec.run_coalesced(key, Work::Plan(plan), effects).await,
+                        None => exec.run(plan, effects).await,
+                    };
                     if is_auto && done.is_ok() {
                         crate::admin::auto_partition::notice(
                             &self.b.ctx.partitioning,
@@ -555,10 +577,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         self.b.note.kind = PlanKind::Passthrough;
         self.b.note.parts = 1;
+        let target = Target::Backend(backend);
+        let key = coalesce::key(
+            &self.b,
+            facts,
+            payload,
+            lexed,
+            self.info.capabilities,
+            target,
+        );
         let mut exec = self.exec();
         exec.is_fenced = true;
-        exec.execute_on_backend(backend, payload, Expect::Query, effects)
-            .await
+        match key {
+            Some(key) => {
+                let work = Work::Backend(backend, payload);
+                exec.run_coalesced(key, work, effects).await
+            }
+            None => {
+                exec.execute_on_backend(backend, payload, Expect::Query, effects)
+                    .await
+            }
+        }
     }
     /// A text `SHOW INDEX` of a partitioned table, answered (`Ok(true)`):
     /// a statement that starts otherwise than with SHOW costs one
