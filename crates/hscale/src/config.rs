@@ -657,6 +657,20 @@ mod tests {
         assert!(Config::parse("[tls]\nca = \"x\"\n").is_err());
     }
 
+    /// `[proxy] coalesce` is on unless set to false, and a written config
+    /// names it only when off (an older hscale refuses unknown fields).
+    #[test]
+    fn coalesce_is_written_only_when_off() {
+        let cfg = Config::parse("").unwrap();
+        assert!(cfg.proxy.coalesce);
+        assert!(!toml::to_string(&cfg).unwrap().contains("coalesce"));
+        let off = Config::parse("[proxy]\ncoalesce = false\n").unwrap();
+        assert!(!off.proxy.coalesce);
+        let text = toml::to_string(&off).unwrap();
+        assert!(text.contains("coalesce = false"), "{text}");
+        assert!(!Config::parse(&text).unwrap().proxy.coalesce);
+    }
+
     #[test]
     fn unknown_fields_are_refused() {
         let e = Config::parse("[proxy]\nlisen = \"x\"\n").unwrap_err();

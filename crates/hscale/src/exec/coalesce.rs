@@ -249,34 +249,44 @@ struct Entry {
     next: Option<Arc<Batch>>,
 }
 
+/// Shards of the table: reads of different statements rarely meet on
+/// one lock.
+const SHARDS: usize = 16;
+
 /// The proxy's table of reads in flight (`Context::coalescer`), shared by
-/// all workers. Its lock is held for a map operation only.
+/// all workers, in shards by the key's hash. A shard's lock is held for a
+/// map operation only.
 pub struct Coalescer {
     /// `[proxy] coalesce`.
     pub is_on: bool,
-    table: Mutex<HashMap<Key, Entry>>,
+    shards: [Mutex<HashMap<Key, Entry>>; SHARDS],
 }
 
 impl Coalescer {
     pub fn new(is_on: bool) -> Coalescer {
         Coalescer {
             is_on,
-            table: Mutex::new(HashMap::new()),
+            shards: Default::default(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self, key: &Key) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
+        self.shards[key.hash as usize % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Keys with an execution in flight (tests, metrics).
     pub fn in_flight(&self) -> usize {
-        self.lock().len()
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len())
+            .sum()
     }
 
     /// A request for `key` arrives.
     fn enter(self: &Arc<Self>, key: Key) -> Role {
-        let mut t = self.lock();
+        let mut t = self.lock(&key);
         match t.get_mut(&key) {
             None => {
                 t.insert(key.clone(), Entry { next: None });
@@ -320,7 +330,7 @@ impl Coalescer {
     /// The execution in flight for `key` ended: its next batch starts, or
     /// the key has nothing in flight.
     fn finish(&self, key: &Key) {
-        let mut t = self.lock();
+        let mut t = self.lock(key);
         let Some(e) = t.get_mut(key) else {
             return;
         };
@@ -383,7 +393,7 @@ impl Drop for Turn {
             if !self.is_published {
                 b.phase.send_replace(Phase::Alone);
             }
-            let t = self.table.lock();
+            let t = self.table.lock(&self.key);
             if !b.is_started.load(Ordering::Relaxed) {
                 // Left before its turn: the execution in flight hands the
                 // key on (`finish`) and its members run on their own.
