@@ -77,7 +77,7 @@ const MAX_STATEMENT_BYTES: usize = 16 * 1024;
 
 /// What runs the statement: one backend as it is, or a plan of the
 /// dictionary of this version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     Backend(BackendId),
     Planned { version: u64 },
@@ -85,7 +85,7 @@ pub enum Target {
 
 /// Everything that can change an answer's bytes. Two requests share an
 /// execution only when their keys are equal.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Key {
     hash: u64,
     target: Target,
@@ -159,15 +159,23 @@ pub fn key(
     {
         return None;
     }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    target.hash(&mut h);
-    payload.hash(&mut h);
-    b.state.db.hash(&mut h);
-    vars.items().hash(&mut h);
-    b.identity.hash(&mut h);
-    capabilities.hash(&mut h);
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(payload);
+    if let Some(db) = &b.state.db {
+        h.update(db.as_bytes());
+    }
+    for item in vars.items() {
+        h.update(item.assign.as_bytes());
+    }
+    let salt = match target {
+        Target::Backend(backend) => backend.index() as u64,
+        Target::Planned { version } => version ^ (1 << 63),
+    };
+    h.update(&salt.to_le_bytes());
+    h.update(&(b.identity as u64).to_le_bytes());
+    h.update(&capabilities.to_le_bytes());
     Some(Key {
-        hash: h.finish(),
+        hash: h.digest(),
         target,
         sql: payload.clone(),
         db: b.state.db.clone(),
@@ -259,7 +267,7 @@ const SHARDS: usize = 16;
 pub struct Coalescer {
     /// `[proxy] coalesce`.
     pub is_on: bool,
-    shards: [Mutex<HashMap<Key, Entry>>; SHARDS],
+    shards: [Mutex<HashMap<Arc<Key>, Entry>>; SHARDS],
 }
 
 impl Coalescer {
@@ -270,7 +278,7 @@ impl Coalescer {
         }
     }
 
-    fn lock(&self, key: &Key) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
+    fn lock(&self, key: &Key) -> std::sync::MutexGuard<'_, HashMap<Arc<Key>, Entry>> {
         self.shards[key.hash as usize % SHARDS]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -286,8 +294,9 @@ impl Coalescer {
 
     /// A request for `key` arrives.
     fn enter(self: &Arc<Self>, key: Key) -> Role {
+        let key = Arc::new(key);
         let mut t = self.lock(&key);
-        match t.get_mut(&key) {
+        match t.get_mut(&*key) {
             None => {
                 t.insert(key.clone(), Entry { next: None });
                 Role::Lead(Turn {
@@ -367,7 +376,7 @@ enum Role {
 /// hands the in-flight state on.
 struct Turn {
     table: Arc<Coalescer>,
-    key: Key,
+    key: Arc<Key>,
     batch: Option<Arc<Batch>>,
     is_published: bool,
 }
