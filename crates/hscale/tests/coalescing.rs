@@ -567,3 +567,30 @@ async fn reads_see_every_write_acknowledged_before_them() {
         "some reads were coalesced"
     );
 }
+
+/// A client that does not read its streamed answer keeps that execution
+/// in flight, but the reads behind it start anyway after at most a
+/// second (`MAX_TURN_WAIT`) and get their whole answers.
+#[tokio::test]
+async fn a_client_that_does_not_read_holds_up_no_one() {
+    let _one = SERIAL.lock().await;
+    setup().await;
+    let sql = "SELECT id, REPEAT(c, 100) FROM sbtest1 ORDER BY id";
+    let mut stuck = raw_session(&[]).await;
+    send(&mut stuck, sql).await;
+    settle().await;
+    let mut others = Vec::new();
+    for _ in 0..2 {
+        let mut s = raw_session(&[]).await;
+        send(&mut s, sql).await;
+        others.push(s);
+    }
+    let started = std::time::Instant::now();
+    for s in &mut others {
+        let a = answer(s).await;
+        assert_eq!(a.len(), 1 + 2 + 1 + 6000 + 1, "the whole answer");
+    }
+    assert!(started.elapsed() < Duration::from_secs(8));
+    // The stuck client's answer is still whole when it reads.
+    assert_eq!(answer(&mut stuck).await.len(), 1 + 2 + 1 + 6000 + 1);
+}

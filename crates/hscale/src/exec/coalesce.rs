@@ -72,6 +72,11 @@ pub const MAX_MEMBERS: usize = 8192;
 /// The largest answer shared (framed bytes); a bigger one streams to its
 /// leader's client and the members run on their own.
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+/// The longest a batch waits for the execution in flight to end before it
+/// starts anyway (closed to later reads, so the rule holds): one slow
+/// query or one client slow to read its streamed answer does not hold
+/// up the batch behind it for longer.
+pub const MAX_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 /// Statements longer than this are not coalesced (the key holds them).
 const MAX_STATEMENT_BYTES: usize = 16 * 1024;
 
@@ -336,6 +341,27 @@ impl Coalescer {
         }
     }
 
+    /// Start `turn`'s batch before the execution in flight ends
+    /// ([`MAX_TURN_WAIT`]): it leaves the key's next place, so no read
+    /// joins it once it starts; its end calls `finish` like any other's
+    /// (which at worst starts a later batch early: more executions, never
+    /// an answer from before a read arrived).
+    fn detach(&self, turn: &Turn) {
+        let Some(b) = &turn.batch else {
+            return;
+        };
+        let mut t = self.lock(&turn.key);
+        if b.is_started.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some(e) = t.get_mut(&*turn.key) {
+            if e.next.as_ref().is_some_and(|n| Arc::ptr_eq(n, b)) {
+                e.next = None;
+            }
+        }
+        b.is_started.store(true, Ordering::Relaxed);
+    }
+
     /// The execution in flight for `key` ended: its next batch starts, or
     /// the key has nothing in flight.
     fn finish(&self, key: &Key) {
@@ -497,8 +523,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 r
             }
             Role::Next(mut turn, mut rx) => {
-                if let Waited::Interrupted = wait(&mut rx, &handle, true).await {
-                    return Err(interrupted(&handle));
+                match tokio::time::timeout(MAX_TURN_WAIT, wait(&mut rx, &handle, true)).await {
+                    Ok(Waited::Interrupted) => return Err(interrupted(&handle)),
+                    Ok(Waited::Phase(_)) => {}
+                    // The execution in flight is slow to end (a slow
+                    // query, or a client slow to read its answer): the
+                    // batch starts now, closed to later reads.
+                    Err(_) => table.detach(&turn),
                 }
                 if turn.members() == 0 {
                     let r = self.run_work(work, effects).await;
