@@ -278,6 +278,23 @@ async fn the_flash_crowd_aggregate_is_answered_once() {
     );
     assert_eq!(after.0 - before.0, 7, "7 members answered by their leader");
     assert_eq!(after.1 - before.1, 1, "one shared execution");
+    // HSCALE SHOW DIGESTS counts them under the statement's fingerprint.
+    let mut c = proxy_conn(None).await;
+    let rows: Vec<mysql_async::Row> = c.query("HSCALE SHOW DIGESTS").await.unwrap();
+    let coalesced: u64 = rows
+        .iter()
+        .filter(|r| {
+            let text: String = r.get("digest_text").unwrap();
+            text.contains("sbtest1") && text.contains("BETWEEN") && text.contains("MAX")
+        })
+        .map(|r| {
+            r.get::<String, _>("coalesced")
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert!(coalesced >= 7, "HSCALE SHOW DIGESTS coalesced: {coalesced}");
 }
 
 /// The class around it: rows of many types, an empty result, conditions

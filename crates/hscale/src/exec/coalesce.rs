@@ -570,6 +570,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     let digest = self.b.note.digest;
                     self.b.note = StatementNote {
                         digest,
+                        is_coalesced: true,
                         ..answer.note
                     };
                     self.b.gathered = answer.gathered.clone();

@@ -107,6 +107,9 @@ pub struct StatementNote {
     /// The hash of the statement's fingerprint, when the session analyzed
     /// the very text it records (the query digest then does not lex it).
     pub digest: Option<u64>,
+    /// The answer came from another session's execution of the same read
+    /// (`exec/coalesce.rs`).
+    pub is_coalesced: bool,
 }
 
 impl StatementNote {
