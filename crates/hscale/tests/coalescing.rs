@@ -121,7 +121,12 @@ fn metric(name: &str) -> u64 {
 /// A raw session through hscale in database `DB`, with `setup` run first
 /// (SET statements).
 async fn raw_session(setup: &[&str]) -> Raw {
-    let (mut r, ok) = Raw::login(cluster(2).proxy_port, "root", "", CLIENT_CAPS).await;
+    raw_session_at(cluster(2).proxy_port, setup).await
+}
+
+/// [`raw_session`] through the proxy listening on `port`.
+async fn raw_session_at(port: u16, setup: &[&str]) -> Raw {
+    let (mut r, ok) = Raw::login(port, "root", "", CLIENT_CAPS).await;
     assert_eq!(ok.first(), Some(0x00), "login");
     r.query(&format!("USE {DB}")).await.unwrap();
     for sql in setup {
@@ -610,4 +615,45 @@ async fn a_client_that_does_not_read_holds_up_no_one() {
     assert!(started.elapsed() < Duration::from_secs(8));
     // The stuck client's answer is still whole when it reads.
     assert_eq!(answer(&mut stuck).await.len(), 1 + 2 + 1 + 6000 + 1);
+}
+
+/// `[proxy] coalesce = false`: a proxy whose config turns it off runs
+/// every read itself (HSCALE SHOW DIGESTS counts none coalesced), with the
+/// same answers.
+#[tokio::test]
+async fn the_config_switch_turns_it_off() {
+    let _one = SERIAL.lock().await;
+    setup().await;
+    let mut config = cluster_config();
+    config.proxy.coalesce = false;
+    let off = ProxyProcess::start(config);
+    let locks = lock(&[(0, "sbtest1")]).await;
+    let mut sessions = Vec::new();
+    for _ in 0..4 {
+        let mut s = raw_session_at(off.port, &[]).await;
+        send(&mut s, FLASH).await;
+        sessions.push(s);
+        settle().await;
+    }
+    unlock(locks).await;
+    let reference = alone(FLASH, &[]).await;
+    for s in &mut sessions {
+        assert_eq!(answer(s).await, reference.0);
+    }
+    let mut c = mysql_async::Conn::new(proxy_opts(off.port, None))
+        .await
+        .unwrap();
+    let rows: Vec<mysql_async::Row> = c.query("HSCALE SHOW DIGESTS").await.unwrap();
+    let (count, coalesced) = rows
+        .iter()
+        .filter(|r| {
+            r.get::<String, _>("digest_text")
+                .unwrap()
+                .contains("BETWEEN")
+        })
+        .fold((0, 0), |(n, k), r| {
+            let num = |c: &str| r.get::<String, _>(c).unwrap().parse::<u64>().unwrap();
+            (n + num("count"), k + num("coalesced"))
+        });
+    assert_eq!((count, coalesced), (4, 0));
 }
