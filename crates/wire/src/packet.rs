@@ -99,7 +99,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// A reply written now starts at sequence id 1 as it is sent: no
     /// relay joins it to others and no command of several packets shifts
     /// its ids. Only such a reply's bytes can be written again as they
-    /// are to another client ([`PacketStream::write_framed`]).
+    /// are to another client ([`PacketStream::send_framed`]).
     pub fn is_plain_reply(&self) -> bool {
         self.relay.is_none() && self.seq_shift == 0
     }
@@ -125,11 +125,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         Some((Bytes::copy_from_slice(held), self.next_seq))
     }
 
-    /// Queue framed packets as they are (bytes [`PacketStream::take_held`]
-    /// gave, ids included); `next_seq` is the id after them.
-    pub fn write_framed(&mut self, framed: &[u8], next_seq: u8) {
-        self.wbuf.extend_from_slice(framed);
+    /// Send framed packets as they are (bytes [`PacketStream::take_held`]
+    /// gave, ids included; `next_seq` is the id after them), flushed in
+    /// steps of the flush threshold: the write buffer never holds more
+    /// than one step of them, however many peers are sent the same bytes.
+    pub async fn send_framed(&mut self, framed: &[u8], next_seq: u8) -> Result<(), WireError> {
         self.next_seq = next_seq;
+        for step in framed.chunks(FLUSH_THRESHOLD) {
+            self.wbuf.extend_from_slice(step);
+            self.flush().await?;
+        }
+        self.flush().await
     }
 
     pub fn get_ref(&self) -> &S {
@@ -518,8 +524,7 @@ mod tests {
         assert_eq!(next, 3);
         let (c, mut d) = tokio::io::duplex(1 << 20);
         let mut other = PacketStream::new(c);
-        other.write_framed(&held, next);
-        other.flush().await.unwrap();
+        other.send_framed(&held, next).await.unwrap();
         s.flush().await.unwrap();
         let mut got = vec![0u8; held.len()];
         b.read_exact(&mut got).await.unwrap();

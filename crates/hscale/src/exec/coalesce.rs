@@ -574,9 +574,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                         ..answer.note
                     };
                     self.b.gathered = answer.gathered.clone();
-                    self.client.write_framed(&answer.bytes, answer.next_seq);
                     self.client
-                        .flush()
+                        .send_framed(&answer.bytes, answer.next_seq)
                         .await
                         .map_err(|_| ProxyError::ClientGone)
                 }
