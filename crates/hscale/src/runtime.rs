@@ -79,6 +79,10 @@ pub struct Context {
     /// and whether a task is deleting them. Locked once per commit across
     /// backends by its own worker, never per statement.
     pub(crate) finished_decisions: Vec<Mutex<FinishedDecisions>>,
+    /// Tables' AUTO_INCREMENT columns as backends described them a moment
+    /// ago (`exec/insert_id.rs`). Locked only after an INSERT whose OK
+    /// reports an id the statement may have given.
+    pub(crate) auto_increment: crate::exec::insert_id::AutoIncrementColumns,
     clients: AtomicUsize,
     /// Connections in the handshake, oldest first: `(ticket, eviction
     /// signal)`. Locked when a connection arrives and when its handshake
@@ -276,6 +280,7 @@ impl Context {
             next_connection_id: AtomicU32::new(1),
             next_txn_seq: AtomicU64::new(1),
             finished_decisions: (0..workers).map(|_| Mutex::default()).collect(),
+            auto_increment: Default::default(),
             clients: AtomicUsize::new(0),
             handshakes: Mutex::new(VecDeque::new()),
             next_handshake: AtomicU64::new(0),

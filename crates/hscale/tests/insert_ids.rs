@@ -517,3 +517,128 @@ async fn explicit_auto_increment_values_class() {
     assert_eq!(plain(&mut p).await, plain(&mut r).await);
     assert_eq!(ev(&mut p).await, ev(&mut r).await);
 }
+
+/// The queries backend 0 logged, in order: (thread, text).
+async fn general_log(on: bool) -> Vec<(u64, String)> {
+    let mut bc = backend_conn(0, None).await;
+    if on {
+        bc.query_drop("SET GLOBAL log_output = 'TABLE'")
+            .await
+            .unwrap();
+        bc.query_drop("TRUNCATE TABLE mysql.general_log")
+            .await
+            .unwrap();
+    }
+    bc.query_drop(format!("SET GLOBAL general_log = {}", u8::from(on)))
+        .await
+        .unwrap();
+    let rows = bc
+        .query(
+            "SELECT thread_id, CONVERT(argument USING utf8mb4) FROM mysql.general_log \
+             WHERE command_type IN ('Query', 'Execute')",
+        )
+        .await
+        .unwrap();
+    bc.disconnect().await.unwrap();
+    rows
+}
+
+/// The last stop's cost on sysbench's write (oltp_read_write's INSERT
+/// gives the AUTO_INCREMENT id): every INSERT with an explicit id read
+/// LAST_INSERT_ID() back from its connection, one more round trip. When
+/// every row gives the table's AUTO_INCREMENT column a positive integer,
+/// the server generated nothing and hscale knows it without asking: no
+/// INSERT, text or prepared, is followed by a read-back on its
+/// connection, and the answers (LAST_INSERT_ID() after each) stay one
+/// server's.
+#[tokio::test]
+async fn explicit_ids_need_no_read_back() {
+    let (mut p, mut r) = fresh_with_plain("no_read_back").await;
+    same(&mut p, &mut r, &["INSERT INTO plain (v) VALUES (1)"]).await;
+    general_log(true).await;
+    for i in 0..6 {
+        let sql = format!(
+            "INSERT INTO plain (id, v) VALUES ({}, {i}), ({}, 0) /* nrb-t{i} */",
+            3000 + 2 * i,
+            3001 + 2 * i
+        );
+        same(&mut p, &mut r, &[&sql]).await;
+    }
+    for i in 0..6 {
+        let sql = format!("INSERT INTO plain (id, v) VALUES (?, ?) /* nrb-p{i} */");
+        let params = vec![
+            mysql_async::Value::Int(3100 + i),
+            mysql_async::Value::Int(i),
+        ];
+        assert_eq!(
+            answer_prepared(&mut p, &sql, params.clone()).await,
+            answer_prepared(&mut r, &sql, params).await,
+            "{sql}"
+        );
+    }
+    let log = general_log(false).await;
+    // Not the reference's own session. The client asks LAST_INSERT_ID()
+    // after each INSERT (`answer`), which hscale forwards as it is: that
+    // is 12 reads; a read-back after each INSERT would be 12 more.
+    let reference = u64::from(r.id());
+    let ours: Vec<&String> = log
+        .iter()
+        .filter(|(t, _)| *t != reference)
+        .map(|(_, q)| q)
+        .collect();
+    let inserts = ours.iter().filter(|q| q.contains("/* nrb-")).count();
+    let reads = ours
+        .iter()
+        .filter(|q| q.as_str() == "SELECT LAST_INSERT_ID()")
+        .count();
+    assert_eq!((inserts, reads), (12, 12), "{ours:?}");
+    assert_eq!(plain(&mut p).await, plain(&mut r).await);
+}
+
+/// The AUTO_INCREMENT column moves to another column by an ALTER through
+/// hscale: the next INSERT gives the old column a value equal to the id
+/// the server generates for the new one. hscale must not take the old
+/// description (that the id was given): LAST_INSERT_ID() is the generated
+/// one, as on one server. The same after the change is made directly on
+/// the backend, once the description has aged (2 s).
+#[tokio::test]
+async fn explicit_ids_follow_the_tables_auto_increment_column() {
+    let (mut p, mut r) = fresh_with_plain("ai_moves").await;
+    same(
+        &mut p,
+        &mut r,
+        &[
+            "CREATE TABLE mv (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL)",
+            "INSERT INTO mv (v) VALUES (1)",
+            "INSERT INTO mv (id, v) VALUES (5, 1)",
+            "ALTER TABLE mv MODIFY id INT NOT NULL, ADD KEY (v), MODIFY v INT NOT NULL AUTO_INCREMENT",
+            // v generated: 6 (the table's counter), the value given to id.
+            "INSERT INTO mv (id) VALUES (6)",
+            "INSERT INTO mv (id, v) VALUES (7, 40)",
+            "INSERT INTO mv (id) VALUES (8)",
+        ],
+    )
+    .await;
+    same(
+        &mut p,
+        &mut r,
+        &[
+            "CREATE TABLE mw (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL)",
+            "INSERT INTO mw (v) VALUES (1)",
+            "INSERT INTO mw (id, v) VALUES (5, 1)",
+        ],
+    )
+    .await;
+    let direct =
+        "ALTER TABLE mw MODIFY id INT NOT NULL, ADD KEY (v), MODIFY v INT NOT NULL AUTO_INCREMENT";
+    let db: String = p.query_first("SELECT DATABASE()").await.unwrap().unwrap();
+    let mut b = backend_conn(0, Some(&db)).await;
+    b.query_drop(direct).await.unwrap();
+    r.query_drop(direct).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    same(&mut p, &mut r, &["INSERT INTO mw (id) VALUES (6)"]).await;
+    for c in [&mut p, &mut r] {
+        let rows: Vec<(i64, i64)> = c.query("SELECT id, v FROM mv ORDER BY id").await.unwrap();
+        assert_eq!(rows.len(), 5);
+    }
+}

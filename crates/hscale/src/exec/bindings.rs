@@ -192,11 +192,34 @@ impl Bindings {
         backend: BackendId,
         db: &str,
     ) -> Result<Option<ErrPacket>, ProxyError> {
-        let mut conn = self.acquire(backend).await?;
         let mut p = BytesMut::with_capacity(1 + db.len());
         p.put_u8(com::INIT_DB);
         p.put_slice(db.as_bytes());
-        let r = conn.command(&p).await?;
+        // Without a connection of its own, the session may take another:
+        // a pooled one whose server died answers with a reset, a backend
+        // that refuses connections (the main one killed, before the
+        // health check says so; the failed connect marked it) gives way to
+        // one that answers (`Context::answering_backend`). COM_INIT_DB
+        // runs again harmlessly.
+        let mut backend = backend;
+        let mut attempt = 1;
+        let (mut conn, r) = loop {
+            let may_retry = self.pinned.is_none() && attempt < 4;
+            attempt += 1;
+            let mut conn = match self.acquire(backend).await {
+                Err(ProxyError::BackendConnect { .. })
+                    if may_retry && self.ctx.answering_backend() != backend =>
+                {
+                    backend = self.ctx.answering_backend();
+                    continue;
+                }
+                r => r?,
+            };
+            match conn.command(&p).await {
+                Err(ProxyError::BackendLost { .. }) if may_retry => continue,
+                r => break (conn, r?),
+            }
+        };
         if r.is_ok() {
             self.state.db = Some(db.to_string());
             conn.db = Some(db.to_string());

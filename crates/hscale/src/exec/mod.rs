@@ -113,6 +113,12 @@ pub struct Exec<'a, S> {
     /// `Err(BackendLost)` back instead of an error to the client: the
     /// statement runs again on another pooled connection.
     retry_unanswered: bool,
+    /// The statement names no table and the session holds no connection:
+    /// any backend answers it as well (`SET`, `SELECT @@x`, a driver's
+    /// first queries). When its backend cannot be reached (the main one
+    /// killed, before the health check says so) it runs on one that can
+    /// (`Context::answering_backend`) instead of failing.
+    pub is_movable: bool,
     /// The statement reads LAST_INSERT_ID(): every connection it runs on
     /// is synced to the session's value (parts of scatters and merges).
     uses_last_insert_id: bool,
@@ -175,6 +181,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             is_fenced: false,
             holds_parse_errors: false,
             retry_unanswered: false,
+            is_movable: false,
             uses_last_insert_id: false,
             is_binary: false,
             is_unlimited: false,
@@ -307,7 +314,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     /// Run one command on a backend connection and stream its response.
     pub async fn execute_on_backend(
         &mut self,
-        backend: BackendId,
+        mut backend: BackendId,
         payload: &[u8],
         expect: Expect,
         effects: Effects<'_>,
@@ -331,6 +338,17 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                     self.b.pending_begin = begin;
                     self.b.pins = hscale_sql::Pins::NONE;
                     self.b.is_bound_lost = false;
+                    attempt += 1;
+                }
+                Err(ProxyError::BackendConnect { .. })
+                    if self.is_movable
+                        && is_pooled
+                        && attempt < MAX_ATTEMPTS
+                        && self.b.ctx.answering_backend() != backend =>
+                {
+                    // The failed connect marked the backend unreachable.
+                    backend = self.b.ctx.answering_backend();
+                    self.b.pending_begin = begin;
                     attempt += 1;
                 }
                 r => return r,
@@ -477,7 +495,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                 }) {
                     // Perhaps an explicit AUTO_INCREMENT value, which the
                     // OK reports but LAST_INSERT_ID() does not take.
-                    if !self.b.is_generated(&mut conn, ok.last_insert_id).await? {
+                    if !self
+                        .b
+                        .is_generated(&mut conn, ok.last_insert_id, &effects.supplied)
+                        .await?
+                    {
                         ok.last_insert_id = 0;
                     }
                 }

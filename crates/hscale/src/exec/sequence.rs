@@ -134,7 +134,11 @@ impl Bindings {
         &mut self,
         conn: &mut crate::backend::PooledConn,
         id: u64,
+        supplied: &super::insert_id::Supplied<'_>,
     ) -> Result<bool, ProxyError> {
+        if self.is_explicit(conn, id, supplied).await? {
+            return Ok(false);
+        }
         let r = conn.query_rows("SELECT LAST_INSERT_ID()").await?;
         let value = r
             .ok()
@@ -149,6 +153,59 @@ impl Bindings {
             }
             None => Ok(true),
         }
+    }
+
+    /// Whether `id`, the OK's, is the last row's value of the table's
+    /// AUTO_INCREMENT column, which every row gave a positive integer:
+    /// then the server generated nothing and LAST_INSERT_ID() kept its
+    /// value, known without asking (the column as the backend described
+    /// it a moment ago, `Context::auto_increment`; described on `conn`
+    /// when not known). False when that cannot be told this way.
+    async fn is_explicit(
+        &mut self,
+        conn: &mut crate::backend::PooledConn,
+        id: u64,
+        supplied: &super::insert_id::Supplied<'_>,
+    ) -> Result<bool, ProxyError> {
+        // A temporary table may hide the table information_schema shows.
+        if self.pins.contains(hscale_sql::Pins::TEMPORARY_TABLE) {
+            return Ok(false);
+        }
+        let Some(values) = supplied.insert_values() else {
+            return Ok(false);
+        };
+        let Some(db) = values.db.as_deref().or(self.state.db.as_deref()) else {
+            return Ok(false);
+        };
+        let backend = conn.backend.clone();
+        let column = match self.ctx.auto_increment.get(&backend, db, &values.table) {
+            Some(c) => c,
+            None => {
+                let sql = format!(
+                    "SELECT COLUMN_NAME, EXTRA LIKE '%auto_increment%' FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+                    crate::partition::quote_str(db),
+                    crate::partition::quote_str(&values.table)
+                );
+                let Ok(t) = conn.query_rows(&sql).await? else {
+                    return Ok(false);
+                };
+                if t.rows.is_empty() {
+                    // Not a table there (a partitioned table's logical name).
+                    return Ok(false);
+                }
+                let column = t.rows.into_iter().find_map(|row| {
+                    let mut cells = row.into_iter();
+                    let name = cells.next().flatten()?;
+                    let is_auto = cells.next().flatten()?;
+                    (is_auto.as_slice() == b"1").then(|| String::from_utf8_lossy(&name).into())
+                });
+                self.ctx
+                    .auto_increment
+                    .put(&backend, db, &values.table, column.clone());
+                column
+            }
+        };
+        Ok(column.is_some_and(|c| values.explicit_value(supplied, &c) == Some(id)))
     }
 
     /// Whether the session's sql_mode has NO_AUTO_VALUE_ON_ZERO (0 is then

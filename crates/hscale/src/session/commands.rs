@@ -193,9 +193,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // Its parameters written in: run as a query would be, split by
         // rows; its OK is the same packet in both protocols.
         let payload = crate::backend::BackendConn::payload_for_query(&sql);
-        let mut effects = crate::exec::prepared::effects(st, exec, types);
-        effects.supplied = crate::exec::insert_id::Supplied::Text(&payload[1..]);
         let facts = hscale_sql::analyze_bytes(sql.as_bytes());
+        let mut effects = crate::exec::prepared::effects(st, exec, types);
+        effects.supplied = crate::exec::insert_id::Supplied::Text {
+            sql: &payload[1..],
+            tokens: &facts.tokens,
+        };
         self.plan_and_run(&payload, Some(sql.as_str()), &facts, effects, &payload[1..])
             .await
     }

@@ -90,6 +90,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             sql = crate::logging::loggable(sql),
             "query"
         );
+        self.b.ctx.auto_increment.note(&facts, sql);
         match utf8 {
             Some(text) => self.check_reach(text)?,
             None => self.check_reach(&String::from_utf8_lossy(sql_bytes))?,
@@ -217,7 +218,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             savepoint: savepoint.as_ref(),
             supplied: match facts.kind {
                 hscale_sql::Kind::Insert | hscale_sql::Kind::Replace => {
-                    crate::exec::insert_id::Supplied::Text(sql_bytes)
+                    crate::exec::insert_id::Supplied::Text {
+                        sql: sql_bytes,
+                        tokens: &facts.tokens,
+                    }
                 }
                 _ => crate::exec::insert_id::Supplied::Nothing,
             },
@@ -566,17 +570,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // on the backend the session is bound to; the rest on the main one.
         // While the main backend is frozen, those go to one that answers.
         let lexed = lexed.map(|(tokens, _)| tokens);
+        let is_table_free = is_table_free(facts, sql, lexed);
         let backend = match &self.b.pinned {
-            Some(c) if is_table_free(facts, sql, lexed) => c.pool().backend_id,
+            Some(c) if is_table_free => c.pool().backend_id,
             Some(_) => BackendId::MAIN,
             None => match self.b.ctx.answering_backend() {
                 BackendId::MAIN => BackendId::MAIN,
-                other if is_table_free(facts, sql, lexed) => other,
+                other if is_table_free => other,
                 _ => BackendId::MAIN,
             },
         };
         self.b.note.kind = PlanKind::Passthrough;
         self.b.note.parts = 1;
+        let is_movable = is_table_free && self.b.pinned.is_none();
         let target = Target::Backend(backend);
         let key = coalesce::key(
             &self.b,
@@ -588,6 +594,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         );
         let mut exec = self.exec();
         exec.is_fenced = true;
+        exec.is_movable = is_movable;
         match key {
             Some(key) => {
                 let work = Work::Backend(backend, payload);

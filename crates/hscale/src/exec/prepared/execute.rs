@@ -47,6 +47,7 @@ pub fn effects<'a>(st: &'a ClientStatement, exec: &'a Execute<'a>, types: &'a [u
         supplied: if st.is_insert {
             crate::exec::insert_id::Supplied::Prepared {
                 sql: &st.sql,
+                tokens: &st.insert_tokens,
                 exec,
                 types,
                 count: usize::from(st.num_params),

@@ -177,6 +177,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             kept.extend_from_slice(columns);
             packets = kept;
         }
+        let is_insert = matches!(
+            facts.kind,
+            hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
+        );
+        let insert_tokens: Arc<[hscale_sql::Token]> = match std::str::from_utf8(sql) {
+            Ok(text) if is_insert => hscale_sql::tokenize(text).unwrap_or_default().into(),
+            _ => Arc::from([]),
+        };
         let id = statements.add(ClientStatement {
             sql: sql.clone(),
             num_params,
@@ -184,10 +192,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             pins: facts.pins,
             uses_last_insert_id: facts.uses_last_insert_id,
             sets_last_insert_id: facts.sets_last_insert_id,
-            is_insert: matches!(
-                facts.kind,
-                hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
-            ),
+            is_insert,
+            insert_tokens,
             param_types: None,
             long_data: Vec::new(),
             long_data_bytes: 0,

@@ -27,6 +27,9 @@ pub struct ClientStatement {
     /// An INSERT or REPLACE (its OK may report an explicit
     /// AUTO_INCREMENT value, `exec/insert_id.rs`).
     pub is_insert: bool,
+    /// An INSERT's or REPLACE's tokens, lexed once at its PREPARE
+    /// (`exec/insert_id.rs` reads them per execution); empty otherwise.
+    pub insert_tokens: Arc<[hscale_sql::Token]>,
     /// Parameter types from the last execute that bound them.
     pub param_types: Option<Bytes>,
     /// COM_STMT_SEND_LONG_DATA chunks since the last execute: (param, data).

@@ -38,7 +38,7 @@ use hscale_wire::response::ErrPacket;
 use super::hooks::{
     self, PAUSE_AFTER_DECISION_ENV, PAUSE_AFTER_PREPARE_ENV, PAUSE_BETWEEN_COMMITS_ENV,
 };
-use super::{run, server_error, Txn, DECISIONS};
+use super::{server_error, Txn, DECISIONS};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
 use crate::exec::forward::Outcome;
@@ -564,14 +564,46 @@ async fn forget_finished(ctx: Arc<Context>, worker: usize) {
         batch.sort_unstable();
         for chunk in batch.chunk_by(|a, b| a.0 == b.0) {
             for part in chunk.chunks(FORGET_BATCH) {
-                let xids: Vec<String> = part.iter().map(|(_, g)| format!("'{g}'")).collect();
-                let sql = format!("DELETE FROM {DECISIONS} WHERE xid IN ({})", xids.join(","));
                 if let Ok(mut c) = ctx.pool(worker, part[0].0).get(false).await {
-                    if let Err(e) = run(&mut c, &sql, "deleting commit decisions").await {
+                    if let Err(e) = delete_each(&mut c, part).await {
                         tracing::debug!(error = %e, "decisions not deleted: recovery deletes them later");
                     }
                 }
             }
         }
+    }
+}
+
+/// Delete `decisions` by their keys, one autocommitted `DELETE ... WHERE
+/// xid = '...'` each, pipelined in one write. Each locks its own row only
+/// (a unique key's equality): never another proxy's decision row that is
+/// written but not yet committed (a proxy paused between its decision and
+/// its home's COMMIT), and no gap that a new decision INSERT would wait
+/// for. One `WHERE xid IN (...)` over the small table ran as a full scan
+/// (EXPLAIN: ALL), waited on such a row for innodb_lock_wait_timeout and,
+/// in REPEATABLE READ, held next-key locks meanwhile that queued every
+/// proxy's decision INSERT on that backend behind it.
+async fn delete_each(
+    c: &mut PooledConn,
+    decisions: &[(BackendId, String)],
+) -> Result<(), ProxyError> {
+    let sqls: Vec<String> = decisions
+        .iter()
+        .map(|(_, gtrid)| format!("DELETE FROM {DECISIONS} WHERE xid = '{gtrid}'"))
+        .collect();
+    c.send_queries(&sqls).await?;
+    let mut failed = None;
+    for _ in &sqls {
+        if let Err(err) = c.read_response().await? {
+            failed.get_or_insert(err);
+        }
+    }
+    match failed {
+        None => Ok(()),
+        Some(err) => Err(ProxyError::Backend {
+            backend: c.backend.to_string(),
+            during: "hscale: deleting commit decisions".into(),
+            err,
+        }),
     }
 }
