@@ -132,6 +132,12 @@ pub struct ProxyConfig {
     /// playground writes still starts an hscale from before the setting.
     #[serde(skip_serializing_if = "OnlineSchemaChanges::is_auto")]
     pub online_schema_changes: OnlineSchemaChanges,
+    /// Identical reads of several sessions share one backend execution
+    /// that starts after they all arrived (`exec/coalesce.rs`). Left out
+    /// of a written config while on (the default), so a config the
+    /// playground writes still starts an hscale from before the setting.
+    #[serde(skip_serializing_if = "is_true")]
+    pub coalesce: bool,
     /// How long a statement of a transaction that spans backends waits for
     /// a row lock (the branches' `innodb_lock_wait_timeout`, rounded up to
     /// whole seconds) unless the session set its own: a deadlock between
@@ -214,6 +220,7 @@ impl Default for ProxyConfig {
             change_copy_rows_per_s: 0,
             change_delete_max_rows: 10_000,
             online_schema_changes: OnlineSchemaChanges::Auto,
+            coalesce: true,
             cross_backend_lock_wait_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
@@ -287,6 +294,10 @@ impl Default for MetricsConfig {
             max_digests: 5_000,
         }
     }
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// `[proxy] online_schema_changes = "auto" | "always" | "off"`.
@@ -644,6 +655,20 @@ mod tests {
         let p = cfg.problems().join("\n");
         assert!(p.contains("[tls] require = true needs cert and key"), "{p}");
         assert!(Config::parse("[tls]\nca = \"x\"\n").is_err());
+    }
+
+    /// `[proxy] coalesce` is on unless set to false, and a written config
+    /// names it only when off (an older hscale refuses unknown fields).
+    #[test]
+    fn coalesce_is_written_only_when_off() {
+        let cfg = Config::parse("").unwrap();
+        assert!(cfg.proxy.coalesce);
+        assert!(!toml::to_string(&cfg).unwrap().contains("coalesce"));
+        let off = Config::parse("[proxy]\ncoalesce = false\n").unwrap();
+        assert!(!off.proxy.coalesce);
+        let text = toml::to_string(&off).unwrap();
+        assert!(text.contains("coalesce = false"), "{text}");
+        assert!(!Config::parse(&text).unwrap().proxy.coalesce);
     }
 
     #[test]

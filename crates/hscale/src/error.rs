@@ -120,6 +120,9 @@ pub enum ProxyError {
     /// use (ucs2, utf16, utf16le, utf32), refused as the server refuses it.
     #[error("Variable 'character_set_client' can't be set to the value of '{0}'")]
     ClientCharset(String),
+    /// A value hscale's own session variable does not take.
+    #[error("Variable '{var}' can't be set to the value of '{value}'")]
+    WrongValue { var: &'static str, value: String },
     #[error("Unknown thread id: {0}")]
     NoSuchThread(u64),
     #[error("You are not owner of thread {0}")]
@@ -158,6 +161,10 @@ pub enum ProxyError {
     },
     #[error("hscale: operation {0} was cancelled (HSCALE CANCEL_OPERATION); the table is as it was before it")]
     Cancelled(u64),
+    /// KILL QUERY of a statement waiting for another session's execution
+    /// of the same read (`exec/coalesce.rs`).
+    #[error("Query execution was interrupted")]
+    Interrupted,
     /// Planning took longer than `[proxy] plan_timeout_ms`.
     #[error("Query execution was interrupted (hscale: planning this statement took more than plan_timeout_ms = {ms})")]
     PlanTimeout { ms: u64 },
@@ -247,10 +254,12 @@ impl ProxyError {
             }
             ProxyError::ChangeBusy { .. } => (code::ER_LOCK_WAIT_TIMEOUT, b"HY000", msg),
             ProxyError::ClientCharset(_) => (code::ER_WRONG_VALUE_FOR_VAR, b"42000", msg),
+            ProxyError::WrongValue { .. } => (code::ER_WRONG_VALUE_FOR_VAR, b"42000", msg),
             ProxyError::NoSuchThread(_) => (code::ER_NO_SUCH_THREAD, b"HY000", msg),
             ProxyError::KillDenied(_) => (code::ER_KILL_DENIED_ERROR, b"HY000", msg),
             ProxyError::AdminDenied { .. } => (code::ER_SPECIFIC_ACCESS_DENIED, b"42000", msg),
             ProxyError::Cancelled(_) => (code::ER_QUERY_INTERRUPTED, b"70100", msg),
+            ProxyError::Interrupted => (code::ER_QUERY_INTERRUPTED, b"70100", msg),
             ProxyError::PlanTimeout { .. } => (code::ER_STATEMENT_TIMEOUT, b"70100", msg),
             ProxyError::TableAccessDenied { .. } => {
                 (code::ER_TABLEACCESS_DENIED_ERROR, b"42000", msg)

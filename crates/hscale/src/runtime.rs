@@ -105,6 +105,9 @@ pub struct Context {
     pub xa_checks: crate::exec::txn::checks::XaChecks,
     /// Counters for Prometheus and the query digests.
     pub metrics: crate::metrics::Metrics,
+    /// Reads in flight that identical reads may wait for and share
+    /// (`exec/coalesce.rs`).
+    pub coalescer: Arc<crate::exec::coalesce::Coalescer>,
     /// This proxy in `hscale.proxies` (`crate::fleet`).
     pub fleet: crate::fleet::Member,
     /// Users and client limits, replaced by SIGHUP.
@@ -260,6 +263,7 @@ impl Context {
         Arc::new(Context {
             xa_checks,
             metrics,
+            coalescer: Arc::new(crate::exec::coalesce::Coalescer::new(config.proxy.coalesce)),
             fleet: crate::fleet::Member::new(),
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
             tenants: crate::tenant::Tenants::new(&config),

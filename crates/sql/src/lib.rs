@@ -14,6 +14,7 @@ pub mod guard;
 pub mod lexer;
 pub mod mentions;
 pub mod rewrite;
+pub mod shareable;
 pub mod show;
 pub mod transaction;
 

@@ -60,6 +60,18 @@ pub struct PacketStream<S> {
     relay: Option<usize>,
     /// The sequence id after the last packet queued (as sent).
     next_seq: u8,
+    /// While a reply is held ([`PacketStream::hold`]): where it starts in
+    /// `wbuf` and how many bytes it may grow to before it goes out.
+    hold: Option<Hold>,
+}
+
+/// A reply kept in the write buffer instead of flushed, to be copied
+/// (the answer one execution gives several clients, hscale's
+/// `exec/coalesce.rs`).
+#[derive(Debug, Clone, Copy)]
+struct Hold {
+    start: usize,
+    cap: usize,
 }
 
 /// How one statement's reply ended within a relay.
@@ -80,7 +92,50 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             seq_shift: 0,
             relay: None,
             next_seq: 0,
+            hold: None,
         }
+    }
+
+    /// A reply written now starts at sequence id 1 as it is sent: no
+    /// relay joins it to others and no command of several packets shifts
+    /// its ids. Only such a reply's bytes can be written again as they
+    /// are to another client ([`PacketStream::send_framed`]).
+    pub fn is_plain_reply(&self) -> bool {
+        self.relay.is_none() && self.seq_shift == 0
+    }
+
+    /// Keep what is written from now on in the write buffer (flushes do
+    /// nothing) until [`PacketStream::take_held`], unless it grows past
+    /// `cap` bytes: then it is flushed as usual and the hold is over
+    /// (`take_held` returns `None`). Nothing reaches the peer while held,
+    /// so a peer that went away is noticed only afterwards.
+    pub fn hold(&mut self, cap: usize) {
+        self.hold = Some(Hold {
+            start: self.wbuf.len(),
+            cap,
+        });
+    }
+
+    /// End a hold: a copy of the framed bytes written since
+    /// [`PacketStream::hold`] and the sequence id after them, or `None`
+    /// when they outgrew the cap. The bytes stay queued for this peer.
+    pub fn take_held(&mut self) -> Option<(Bytes, u8)> {
+        let h = self.hold.take()?;
+        let held = self.wbuf.get(h.start..)?;
+        Some((Bytes::copy_from_slice(held), self.next_seq))
+    }
+
+    /// Send framed packets as they are (bytes [`PacketStream::take_held`]
+    /// gave, ids included; `next_seq` is the id after them), flushed in
+    /// steps of the flush threshold: the write buffer never holds more
+    /// than one step of them, however many peers are sent the same bytes.
+    pub async fn send_framed(&mut self, framed: &[u8], next_seq: u8) -> Result<(), WireError> {
+        self.next_seq = next_seq;
+        for step in framed.chunks(FLUSH_THRESHOLD) {
+            self.wbuf.extend_from_slice(step);
+            self.flush().await?;
+        }
+        self.flush().await
     }
 
     pub fn get_ref(&self) -> &S {
@@ -367,6 +422,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     }
 
     pub async fn flush(&mut self) -> Result<(), WireError> {
+        if let Some(h) = self.hold {
+            if self.wbuf.len() - h.start <= h.cap {
+                return Ok(());
+            }
+            // Too big to copy: it goes out as any reply.
+            self.hold = None;
+        }
         // In a relay the last packet queued waits (see `relay`).
         let n = self.relay.unwrap_or(self.wbuf.len());
         if n > 0 {
@@ -445,6 +507,38 @@ fn terminator_status(p: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A held reply stays in the buffer through flushes and is copied
+    /// whole; one that outgrows its cap goes out and is not copied.
+    #[tokio::test]
+    async fn held_replies_are_copied_or_spilled() {
+        let (a, mut b) = tokio::io::duplex(1 << 20);
+        let mut s = PacketStream::new(a);
+        assert!(s.is_plain_reply());
+        s.hold(100);
+        s.write_packet(1, b"one");
+        s.write_packet(2, b"two");
+        s.flush().await.unwrap();
+        let (held, next) = s.take_held().unwrap();
+        assert_eq!(&held[..], b"\x03\x00\x00\x01one\x03\x00\x00\x02two");
+        assert_eq!(next, 3);
+        let (c, mut d) = tokio::io::duplex(1 << 20);
+        let mut other = PacketStream::new(c);
+        other.send_framed(&held, next).await.unwrap();
+        s.flush().await.unwrap();
+        let mut got = vec![0u8; held.len()];
+        b.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, held);
+        d.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, held);
+        s.hold(5);
+        s.write_packet(1, b"too long");
+        s.flush().await.unwrap();
+        assert!(s.take_held().is_none());
+        let mut got = vec![0u8; 12];
+        b.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got[4..], b"too long");
+    }
 
     /// Rows buffered behind a packet already read move across renumbered,
     /// and stop before a terminator, an error, an incomplete packet and a

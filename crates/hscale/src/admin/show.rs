@@ -282,6 +282,7 @@ pub(super) fn digests(ctx: &Context) -> AdminOutput {
                 Some(d.max_parts.to_string()),
                 Some(time(d.first_seen)),
                 Some(time(d.last_seen)),
+                Some(d.coalesced.to_string()),
             ]
         })
         .collect();
@@ -301,6 +302,7 @@ pub(super) fn digests(ctx: &Context) -> AdminOutput {
             "max_partitions",
             "first_seen",
             "last_seen",
+            "coalesced",
         ]),
         rows,
     }

@@ -112,6 +112,9 @@ pub struct Bindings {
     /// asked (`exec/sql_mode.rs`); `None` until then and after a
     /// statement that may have changed it.
     pub sql_mode: Option<crate::backend::SqlModeFlags>,
+    /// `SET hscale_coalesce = OFF`: the session's reads are never
+    /// answered by another's execution (`exec/coalesce.rs`).
+    pub is_coalescing_off: bool,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -710,5 +713,6 @@ impl Bindings {
         self.state.vars = self.base_vars.clone();
         self.state.last_insert_id = 0;
         self.sql_mode = None;
+        self.is_coalescing_off = false;
     }
 }

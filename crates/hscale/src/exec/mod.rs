@@ -15,6 +15,7 @@
 //! | `returning.rs` | DELETE ... RETURNING over several partitions: the parts' rows, sent once the statement stands |
 //! | `maintenance.rs` | CHECKSUM / ANALYZE / CHECK / OPTIMIZE / REPAIR TABLE of a partitioned table, answered as one table |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
+//! | `coalesce.rs` | identical reads from several sessions answered by one execution that starts after they all arrived |
 //! | `steps/` | statements run in steps of the proxy's own (SQL_CALC_FOUND_ROWS, SELECT ... INTO, SET and DO with expressions, views, reads with user variables) |
 //! | `conditions/` | the conditions a statement raised on every connection (`mod.rs`) and the session's list (`list.rs`) |
 //! | `rewrite.rs` | statements whose answer is hscale's own (`Bindings::proxy_sql`) and the values put in place of a backend's: its limits, the session's ids and user, logical tables in information_schema |
@@ -23,6 +24,7 @@
 //! | `rows.rs`, `figures.rs` | result sets hscale writes itself: SHOW WARNINGS from the list, SHOW INDEX with figures over partitions |
 
 pub mod bindings;
+pub mod coalesce;
 pub mod conditions;
 mod conversions;
 pub mod fence;

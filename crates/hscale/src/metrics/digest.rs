@@ -52,6 +52,9 @@ pub struct Digest {
     pub rows: u64,
     pub errors: u64,
     pub refusals: u64,
+    /// Executions answered by another session's execution of the same
+    /// read (coalescing).
+    pub coalesced: u64,
     /// How the last execution ran.
     pub kind: PlanKind,
     /// Partitions touched, summed over executions, and the most at once.
@@ -72,6 +75,7 @@ impl Digest {
             rows: 0,
             errors: 0,
             refusals: 0,
+            coalesced: 0,
             kind: PlanKind::Local,
             parts: 0,
             max_parts: 0,
@@ -87,6 +91,7 @@ impl Digest {
         let s = &mut self.hist[slot(us)];
         *s = s.saturating_add(1);
         self.rows += note.rows;
+        self.coalesced += u64::from(note.is_coalesced);
         if note.kind == PlanKind::Refused {
             self.refusals += 1;
         } else if note.error != 0 {
@@ -108,6 +113,7 @@ impl Digest {
         self.rows += o.rows;
         self.errors += o.errors;
         self.refusals += o.refusals;
+        self.coalesced += o.coalesced;
         if o.last_seen > self.last_seen {
             self.kind = o.kind;
             self.last_seen = o.last_seen;

@@ -175,6 +175,24 @@ fn statements(e: &mut DescriptorEncoder, m: &Metrics) -> fmt::Result {
     )?;
     counter(
         e,
+        "hscale_coalesced_statements",
+        "Reads answered by another session's execution of the same read (coalescing).",
+        m.sum(|w| &w.coalesced),
+    )?;
+    counter(
+        e,
+        "hscale_coalesce_shared_executions",
+        "Executions whose answer was written to other sessions too (coalescing).",
+        m.sum(|w| &w.coalesce_shared),
+    )?;
+    counter(
+        e,
+        "hscale_coalesce_alone",
+        "Reads that could have been coalesced but ran on their own: a full batch, a leader's error or kill, an answer over the bound.",
+        m.sum(|w| &w.coalesce_alone),
+    )?;
+    counter(
+        e,
         "hscale_stale_route_retries",
         "Statements that ran into a table renamed by a partition change and ran again after a dictionary reload.",
         m.sum(|w| &w.stale_route_retries),

@@ -107,6 +107,9 @@ pub struct StatementNote {
     /// The hash of the statement's fingerprint, when the session analyzed
     /// the very text it records (the query digest then does not lex it).
     pub digest: Option<u64>,
+    /// The answer came from another session's execution of the same read
+    /// (`exec/coalesce.rs`).
+    pub is_coalesced: bool,
 }
 
 impl StatementNote {
@@ -158,6 +161,12 @@ pub struct WorkerMetrics {
     plan_cache_hits: AtomicU64,
     plan_cache_misses: AtomicU64,
     slow_statements: AtomicU64,
+    /// Coalescing (`exec/coalesce.rs`): requests answered by another's
+    /// execution, executions that answered others too, requests that
+    /// could have shared but ran on their own.
+    coalesced: AtomicU64,
+    coalesce_shared: AtomicU64,
+    coalesce_alone: AtomicU64,
     /// The worker's cache of key weights (`hscale_route::weights`), which
     /// counts into these itself on the worker's thread.
     weights: std::sync::Arc<hscale_route::weights::WeightCounters>,
@@ -176,6 +185,9 @@ impl WorkerMetrics {
             plan_cache_hits: AtomicU64::new(0),
             plan_cache_misses: AtomicU64::new(0),
             slow_statements: AtomicU64::new(0),
+            coalesced: AtomicU64::new(0),
+            coalesce_shared: AtomicU64::new(0),
+            coalesce_alone: AtomicU64::new(0),
             weights: Default::default(),
         }
     }
@@ -199,6 +211,22 @@ impl WorkerMetrics {
 
     pub fn slow_statement(&self) {
         bump(&self.slow_statements, 1);
+    }
+
+    /// A read answered by another session's execution.
+    pub fn coalesced(&self) {
+        bump(&self.coalesced, 1);
+    }
+
+    /// An execution whose answer went to other sessions too.
+    pub fn coalesce_shared(&self) {
+        bump(&self.coalesce_shared, 1);
+    }
+
+    /// A read that could have shared an execution but ran on its own (a
+    /// full batch, a leader's error, an answer too big, a leader gone).
+    pub fn coalesce_alone(&self) {
+        bump(&self.coalesce_alone, 1);
     }
 }
 

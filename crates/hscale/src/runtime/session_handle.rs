@@ -18,6 +18,9 @@ pub struct SessionHandle {
     /// this session runs on now (several for a statement over partitions).
     running: Mutex<Vec<(BackendId, u32)>>,
     is_killed: AtomicBool,
+    /// KILL QUERY reached the session while no backend ran its statement
+    /// (it waited for another's execution, `exec/coalesce.rs`).
+    is_interrupted: AtomicBool,
     /// Wakes the session waiting between commands (KILL, SIGTERM): a flag
     /// and one registered waker, which costs the session loop two atomic
     /// operations per command where a `Notify` took a lock twice.
@@ -40,6 +43,7 @@ impl SessionHandle {
             }),
             running: Mutex::new(Vec::new()),
             is_killed: AtomicBool::new(false),
+            is_interrupted: AtomicBool::new(false),
             is_woken: AtomicBool::new(false),
             waker: futures_util::task::AtomicWaker::new(),
             txn: Default::default(),
@@ -111,6 +115,17 @@ impl SessionHandle {
                 std::task::Poll::Pending
             }
         })
+    }
+    /// KILL QUERY: a statement waiting for another's execution ends with
+    /// error 1317 (one running on a backend is killed there).
+    pub fn interrupt(&self) {
+        self.is_interrupted.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+    /// Whether [`SessionHandle::interrupt`] was called since this was
+    /// last asked.
+    pub fn take_interrupt(&self) -> bool {
+        self.is_interrupted.swap(false, Ordering::SeqCst)
     }
     pub fn is_killed(&self) -> bool {
         self.is_killed.load(Ordering::Relaxed)

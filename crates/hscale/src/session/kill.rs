@@ -39,7 +39,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             query_only = k.is_query_only,
             "kill"
         );
-        if !k.is_query_only {
+        if k.is_query_only {
+            target.interrupt();
+        } else {
             target.kill();
         }
         self.write_ok(1).await

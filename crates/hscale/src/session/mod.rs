@@ -163,6 +163,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             one_row_select: None,
             is_text_utf8: false,
             sql_mode: None,
+            is_coalescing_off: false,
             savepoints: Default::default(),
             note: Default::default(),
             gathered: Default::default(),

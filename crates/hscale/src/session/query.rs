@@ -5,6 +5,7 @@
 //! current dictionary, run, and planned again after a stale route.
 
 use super::*;
+use crate::exec::coalesce::{self, Target, Work};
 use crate::exec::fence;
 use crate::exec::insert_form::Normal;
 use crate::planning::{self, Asker, Db, Form};
@@ -141,6 +142,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         match utf8 {
             Some(text) => self.check_reach(text)?,
             None => self.check_reach(&String::from_utf8_lossy(sql_bytes))?,
+        }
+        // `SET hscale_coalesce = ON | OFF`: hscale's own (`exec/coalesce.rs`).
+        if let Some(on) = crate::exec::coalesce::setting(&facts) {
+            self.b.is_coalescing_off = !on?;
+            return self.write_ok(1).await;
         }
         // SET of session variables to expressions: run with their values,
         // so the session is not pinned for it (`set_values.rs`).
@@ -446,7 +452,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return Err(ProxyError::Statement { err });
                 }
             }
-            if self.run_planned(plan, dict, facts, effects, sql).await? {
+            let shared = (payload, lexed.map(|(t, _)| t));
+            if self
+                .run_planned(plan, dict, facts, effects, sql, shared)
+                .await?
+            {
                 return Ok(());
             }
         }
@@ -467,11 +477,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.note.kind = PlanKind::Passthrough;
         self.b.note.parts = 1;
         let is_movable = is_table_free && self.b.pinned.is_none();
+        let target = Target::Backend(backend);
+        let key = coalesce::key(
+            &self.b,
+            facts,
+            payload,
+            lexed,
+            self.info.capabilities,
+            target,
+        );
         let mut exec = self.exec();
         exec.is_fenced = true;
         exec.is_movable = is_movable;
-        exec.execute_on_backend(backend, payload, Expect::Query, effects)
-            .await
+        match key {
+            Some(key) => {
+                let work = Work::Backend(backend, payload);
+                exec.run_coalesced(key, work, effects).await
+            }
+            None => {
+                exec.execute_on_backend(backend, payload, Expect::Query, effects)
+                    .await
+            }
+        }
     }
 
     /// A plan of a partitioned dictionary, before it runs: reads with user
@@ -486,6 +513,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         facts: &hscale_sql::Facts,
         effects: Effects<'_>,
         sql: &str,
+        shared: (&Bytes, Option<&[hscale_sql::Token]>),
     ) -> Result<bool, ProxyError> {
         // A statement spread over several connections cannot carry what
         // binds a session to one: user variables, locks, temporary
@@ -558,11 +586,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables), a read over several partitions calling LAST_INSERT_ID(expr), or LAST_INSERT_ID() in a write to a global table".into(),
             });
         }
-        self.run_plan(plan, dict, facts, effects, sql).await
+        self.run_plan(plan, dict, facts, effects, sql, shared).await
     }
 
     /// Run a plan by its kind; `Ok(false)`: a passthrough, left to run
     /// (after a DROP DATABASE's partitioned tables were dropped).
+    /// `shared`: the client's payload and its tokens, which key an
+    /// execution identical reads may share (`exec/coalesce.rs`).
     async fn run_plan(
         &mut self,
         plan: Plan,
@@ -570,6 +600,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         facts: &hscale_sql::Facts,
         effects: Effects<'_>,
         sql: &str,
+        (payload, tokens): (&Bytes, Option<&[hscale_sql::Token]>),
     ) -> Result<bool, ProxyError> {
         match plan {
             Plan::Passthrough => {
@@ -629,10 +660,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                             hscale_route::router::insert_part_rows(sql, parts);
                     }
                 }
+                // Identical reads may share one execution (`exec/coalesce.rs`).
+                let target = Target::Planned {
+                    version: self.b.planned_version,
+                };
+                let key = coalesce::key(
+                    &self.b,
+                    facts,
+                    payload,
+                    tokens,
+                    self.info.capabilities,
+                    target,
+                );
                 let mut exec = self.exec();
                 exec.is_fenced = true;
                 exec.holds_parse_errors = true;
-                let done = exec.run(plan, effects).await;
+                let done = match key {
+                    Some(key) => exec.run_coalesced(key, Work::Plan(plan), effects).await,
+                    None => exec.run(plan, effects).await,
+                };
                 if is_auto && done.is_ok() {
                     crate::admin::auto_partition::notice(
                         &self.b.ctx.partitioning,

@@ -36,7 +36,7 @@ use crate::backend::PooledConn;
 pub type Condition = [Vec<u8>; 3];
 
 /// What the statement running raised, on every connection it ran on.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Gathered {
     /// Conditions listed by the parts that counted some.
     pub rows: Vec<Condition>,

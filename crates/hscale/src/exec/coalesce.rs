@@ -1,0 +1,600 @@
+//! Identical reads answered once (issue 33, item 1): coalescing.
+//!
+//! When many sessions send the same read at once (a flash crowd), one
+//! backend execution answers all of them. A read takes part when the
+//! session found it shareable from facts it already has (`key`): one
+//! SELECT, no pins, no user or system variables, no names hscale answers
+//! itself, no LAST_INSERT_ID, only deterministic built-in functions
+//! (`hscale_sql::shareable`, over the tokens the analysis kept); and
+//! the session is outside any transaction (autocommit, nothing pinned,
+//! no deferred BEGIN), with no max_statement_time, and has not turned it
+//! off (`SET hscale_coalesce = OFF`; `[proxy] coalesce = false` for the
+//! whole proxy).
+//!
+//! The rule that makes it invisible: **a request only joins an execution
+//! that has not been sent to a server yet.** Per key ([`Key`]: the
+//! statement's bytes, what runs it, the database, every replayed session
+//! variable, the backend account, the client's capabilities):
+//!
+//! ```text
+//!  request ─► nothing in flight ──────────► runs at once, streamed (Lead)
+//!          ├► in flight, no next batch ───► forms the next batch, leads it (Next)
+//!          ├► in flight, next batch open ─► joins it, waits (Wait)
+//!          └► next batch full ────────────► runs on its own (Alone)
+//!
+//!  in-flight execution ends ─► the next batch closes and its leader runs;
+//!       with members it holds its answer (`PacketStream::hold`), and the
+//!       same framed bytes are written to every member
+//! ```
+//!
+//! So every execution starts after every request it answers arrived: each
+//! answer reflects every write acknowledged before its request, as one
+//! server's would (Vitess's consolidator, which lets a request join an
+//! execution already running, does not).
+//!
+//! What is shared: the framed packets exactly as the leader's client got
+//! them (column definitions, rows, EOF/OK; the key holds the capability
+//! flags that change their encoding), the statement's note for metrics
+//! and `ROW_COUNT()`, and the conditions gathered for SHOW WARNINGS. Only
+//! an answer without an error, within [`MAX_ANSWER_BYTES`], is shared:
+//! otherwise (an error of any kind, a leader killed or gone, an answer too
+//! big) the members run the statement on their own. A leader holds its
+//! answer until it is complete, so its client disconnecting does not
+//! end the execution the others wait for; a member waiting keeps its own
+//! KILL (`SessionHandle::interrupt`). Guards (`Turn`) hand the in-flight
+//! state on when a session's future is dropped, so no key stays stuck.
+//!
+//! The statement path of a read that cannot take part is unchanged: the
+//! session hook (`session/query.rs`) checks facts it has and goes on.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use hscale_route::router::Plan;
+use hscale_route::BackendId;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+
+use super::bindings::Bindings;
+use super::conditions::Gathered;
+use super::forward::Expect;
+use super::{Effects, Exec};
+use crate::backend::state::SessionVars;
+use crate::error::ProxyError;
+use crate::metrics::StatementNote;
+
+/// Members a batch takes besides its leader; a request beyond it runs on
+/// its own.
+pub const MAX_MEMBERS: usize = 8192;
+/// The largest answer shared (framed bytes); a bigger one streams to its
+/// leader's client and the members run on their own.
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+/// The longest a batch waits for the execution in flight to end before it
+/// starts anyway (closed to later reads, so the rule holds): one slow
+/// query or one client slow to read its streamed answer does not hold
+/// up the batch behind it for longer.
+pub const MAX_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// Statements longer than this are not coalesced (the key holds them).
+const MAX_STATEMENT_BYTES: usize = 16 * 1024;
+
+/// What runs the statement: one backend as it is, or a plan of the
+/// dictionary of this version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Backend(BackendId),
+    Planned { version: u64 },
+}
+
+/// Everything that can change an answer's bytes. Two requests share an
+/// execution only when their keys are equal.
+#[derive(Debug)]
+pub struct Key {
+    hash: u64,
+    target: Target,
+    /// The COM_QUERY payload.
+    sql: Bytes,
+    db: Option<String>,
+    /// Every session variable the session set (character set and
+    /// collation, sql_mode, time_zone, sql_select_limit,
+    /// group_concat_max_len, div_precision_increment, lc_time_names, ...):
+    /// what is replayed on the connection that runs it.
+    vars: Arc<SessionVars>,
+    /// The backend account (`[[users]] backend_user`).
+    identity: usize,
+    /// The client's capability flags (CLIENT_DEPRECATE_EOF, ...).
+    capabilities: u32,
+}
+
+impl PartialEq for Key {
+    fn eq(&self, o: &Key) -> bool {
+        self.hash == o.hash
+            && self.target == o.target
+            && self.sql == o.sql
+            && self.db == o.db
+            && self.identity == o.identity
+            && self.capabilities == o.capabilities
+            && (Arc::ptr_eq(&self.vars, &o.vars) || self.vars == o.vars)
+    }
+}
+impl Eq for Key {}
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u64(self.hash);
+    }
+}
+
+/// The key of a text statement about to run, when it may be coalesced.
+/// `tokens`: the analysis's tokens of `payload`'s text. Cheap checks of
+/// facts the session has come first; the token walk runs only for reads
+/// that pass them.
+pub fn key(
+    b: &Bindings,
+    facts: &hscale_sql::Facts,
+    payload: &Bytes,
+    tokens: Option<&[hscale_sql::Token]>,
+    capabilities: u32,
+    target: Target,
+) -> Option<Key> {
+    if facts.kind != hscale_sql::Kind::Select
+        || facts.statements != 1
+        || !facts.pins.is_empty()
+        || facts.mentions != hscale_sql::Mentions::NONE
+        || facts.uses_last_insert_id
+        || !b.ctx.coalescer.is_on
+        || b.is_coalescing_off
+        || b.txn.is_some()
+        || b.pinned.is_some()
+        || !b.pins.is_empty()
+        || b.pending_begin.is_some()
+        || b.is_text_utf8
+        || b.generated_id.is_some()
+        || b.one_row_select.is_some()
+        || payload.len() > MAX_STATEMENT_BYTES
+    {
+        return None;
+    }
+    let sql = std::str::from_utf8(payload.get(1..)?).ok()?;
+    let vars = &b.state.vars;
+    if vars.holds_autocommit_off()
+        || vars.has_statement_time()
+        || !hscale_sql::shareable::is_shareable(sql, tokens?)
+    {
+        return None;
+    }
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(payload);
+    if let Some(db) = &b.state.db {
+        h.update(db.as_bytes());
+    }
+    for item in vars.items() {
+        h.update(item.assign.as_bytes());
+    }
+    let salt = match target {
+        Target::Backend(backend) => backend.index() as u64,
+        Target::Planned { version } => version ^ (1 << 63),
+    };
+    h.update(&salt.to_le_bytes());
+    h.update(&(b.identity as u64).to_le_bytes());
+    h.update(&capabilities.to_le_bytes());
+    Some(Key {
+        hash: h.digest(),
+        target,
+        sql: payload.clone(),
+        db: b.state.db.clone(),
+        vars: vars.clone(),
+        identity: b.identity,
+        capabilities,
+    })
+}
+
+/// The session variable that turns coalescing off for one session.
+pub const VARIABLE: &str = "hscale_coalesce";
+
+/// `SET [SESSION] hscale_coalesce = ON | OFF` (also 1 / 0, TRUE / FALSE,
+/// DEFAULT): `Some(Ok(is_on))`, answered by hscale, never sent to a
+/// server; `None` for any other statement. Set alone: with other
+/// variables in the same SET it is refused.
+pub fn setting(facts: &hscale_sql::Facts) -> Option<Result<bool, ProxyError>> {
+    let Some(hscale_sql::SessionChange::Set(items)) = &facts.change else {
+        return None;
+    };
+    let item = items.iter().find(|i| i.key == VARIABLE)?;
+    if items.len() > 1 || facts.statements > 1 {
+        return Some(Err(ProxyError::Unsupported {
+            what: format!("{VARIABLE} set together with other variables (set it alone)"),
+        }));
+    }
+    let value = item.assign.rsplit('=').next().unwrap_or("").trim();
+    let bare = value.trim_matches(|c| c == '\'' || c == '"');
+    let is = |w: &str| bare.eq_ignore_ascii_case(w);
+    Some(if is("ON") || is("1") || is("TRUE") || is("DEFAULT") {
+        Ok(true)
+    } else if is("OFF") || is("0") || is("FALSE") {
+        Ok(false)
+    } else {
+        Err(ProxyError::WrongValue {
+            var: VARIABLE,
+            value: bare.to_string(),
+        })
+    })
+}
+
+/// What one execution gave its leader's client, for the members.
+#[derive(Debug)]
+pub struct Answer {
+    /// The framed packets, sequence ids included.
+    bytes: Bytes,
+    next_seq: u8,
+    note: StatementNote,
+    gathered: Gathered,
+}
+
+/// Where a batch is.
+#[derive(Debug, Clone)]
+enum Phase {
+    /// Taking members; the execution before it runs.
+    Forming,
+    /// Its leader runs it now.
+    Go,
+    Shared(Arc<Answer>),
+    /// Not shared: each member runs the statement on its own.
+    Alone,
+}
+
+/// Requests that will share one execution.
+struct Batch {
+    phase: watch::Sender<Phase>,
+    /// Members besides the leader (changed under the table's lock while
+    /// forming).
+    members: AtomicUsize,
+    /// Set under the table's lock: the execution before it ended and it
+    /// was told to go.
+    is_started: AtomicBool,
+    /// Set under the table's lock: its leader left before it started.
+    is_leader_gone: AtomicBool,
+}
+
+/// What is known of a key: something is in flight; perhaps a next batch.
+struct Entry {
+    next: Option<Arc<Batch>>,
+}
+
+/// Shards of the table: reads of different statements rarely meet on
+/// one lock.
+const SHARDS: usize = 16;
+
+/// The proxy's table of reads in flight (`Context::coalescer`), shared by
+/// all workers, in shards by the key's hash. A shard's lock is held for a
+/// map operation only.
+pub struct Coalescer {
+    /// `[proxy] coalesce`.
+    pub is_on: bool,
+    shards: [Mutex<HashMap<Arc<Key>, Entry>>; SHARDS],
+}
+
+impl Coalescer {
+    pub fn new(is_on: bool) -> Coalescer {
+        Coalescer {
+            is_on,
+            shards: Default::default(),
+        }
+    }
+
+    fn lock(&self, key: &Key) -> std::sync::MutexGuard<'_, HashMap<Arc<Key>, Entry>> {
+        self.shards[key.hash as usize % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keys with an execution in flight (tests, metrics).
+    pub fn in_flight(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len())
+            .sum()
+    }
+
+    /// A request for `key` arrives.
+    fn enter(self: &Arc<Self>, key: Key) -> Role {
+        let key = Arc::new(key);
+        let mut t = self.lock(&key);
+        match t.get_mut(&*key) {
+            None => {
+                t.insert(key.clone(), Entry { next: None });
+                Role::Lead(Turn {
+                    table: self.clone(),
+                    key,
+                    batch: None,
+                    is_published: false,
+                })
+            }
+            Some(Entry { next: Some(b) }) => {
+                if b.members.load(Ordering::Relaxed) >= MAX_MEMBERS {
+                    return Role::Alone;
+                }
+                b.members.fetch_add(1, Ordering::Relaxed);
+                Role::Wait(b.phase.subscribe())
+            }
+            Some(e) => {
+                let (phase, _) = watch::channel(Phase::Forming);
+                let b = Arc::new(Batch {
+                    phase,
+                    members: AtomicUsize::new(0),
+                    is_started: AtomicBool::new(false),
+                    is_leader_gone: AtomicBool::new(false),
+                });
+                e.next = Some(b.clone());
+                let rx = b.phase.subscribe();
+                Role::Next(
+                    Turn {
+                        table: self.clone(),
+                        key,
+                        batch: Some(b),
+                        is_published: false,
+                    },
+                    rx,
+                )
+            }
+        }
+    }
+
+    /// Start `turn`'s batch before the execution in flight ends
+    /// ([`MAX_TURN_WAIT`]): it leaves the key's next place, so no read
+    /// joins it once it starts; its end calls `finish` like any other's
+    /// (which at worst starts a later batch early: more executions, never
+    /// an answer from before a read arrived).
+    fn detach(&self, turn: &Turn) {
+        let Some(b) = &turn.batch else {
+            return;
+        };
+        let mut t = self.lock(&turn.key);
+        if b.is_started.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some(e) = t.get_mut(&*turn.key) {
+            if e.next.as_ref().is_some_and(|n| Arc::ptr_eq(n, b)) {
+                e.next = None;
+            }
+        }
+        b.is_started.store(true, Ordering::Relaxed);
+    }
+
+    /// The execution in flight for `key` ended: its next batch starts, or
+    /// the key has nothing in flight.
+    fn finish(&self, key: &Key) {
+        let mut t = self.lock(key);
+        let Some(e) = t.get_mut(key) else {
+            return;
+        };
+        match e.next.take() {
+            Some(b) if !b.is_leader_gone.load(Ordering::Relaxed) => {
+                b.is_started.store(true, Ordering::Relaxed);
+                b.phase.send_replace(Phase::Go);
+            }
+            Some(b) => {
+                b.phase.send_replace(Phase::Alone);
+                t.remove(key);
+            }
+            None => {
+                t.remove(key);
+            }
+        }
+    }
+}
+
+/// A request's part in a key's executions.
+enum Role {
+    /// Nothing in flight: run now (nobody can join a running execution).
+    Lead(Turn),
+    /// Lead the next batch once the execution in flight ends.
+    Next(Turn, watch::Receiver<Phase>),
+    /// A member of the next batch.
+    Wait(watch::Receiver<Phase>),
+    /// The next batch is full: run on its own.
+    Alone,
+}
+
+/// A leader's turn: dropped (whatever happened to the session), it tells
+/// its members to run on their own unless it published an answer, and
+/// hands the in-flight state on.
+struct Turn {
+    table: Arc<Coalescer>,
+    key: Arc<Key>,
+    batch: Option<Arc<Batch>>,
+    is_published: bool,
+}
+
+impl Turn {
+    fn publish(&mut self, phase: Phase) {
+        if let Some(b) = &self.batch {
+            b.phase.send_replace(phase);
+        }
+        self.is_published = true;
+    }
+
+    fn members(&self) -> usize {
+        self.batch
+            .as_ref()
+            .map_or(0, |b| b.members.load(Ordering::Relaxed))
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if let Some(b) = &self.batch {
+            if !self.is_published {
+                b.phase.send_replace(Phase::Alone);
+            }
+            let t = self.table.lock(&self.key);
+            if !b.is_started.load(Ordering::Relaxed) {
+                // Left before its turn: the execution in flight hands the
+                // key on (`finish`) and its members run on their own.
+                b.is_leader_gone.store(true, Ordering::Relaxed);
+                return;
+            }
+            drop(t);
+        }
+        self.table.finish(&self.key);
+    }
+}
+
+/// How a wait ended.
+enum Waited {
+    Phase(Phase),
+    /// KILL QUERY or KILL CONNECTION of the waiting session.
+    Interrupted,
+}
+
+/// Wait until `rx` leaves `Forming` (and `Go`, unless `is_leader`), or the
+/// session is killed.
+async fn wait(
+    rx: &mut watch::Receiver<Phase>,
+    handle: &crate::runtime::SessionHandle,
+    is_leader: bool,
+) -> Waited {
+    loop {
+        let phase = rx.borrow_and_update().clone();
+        match phase {
+            Phase::Forming => {}
+            Phase::Go if !is_leader => {}
+            done => return Waited::Phase(done),
+        }
+        if handle.is_killed() || handle.take_interrupt() {
+            return Waited::Interrupted;
+        }
+        tokio::select! {
+            r = rx.changed() => {
+                if r.is_err() {
+                    // The batch is gone without a word: run alone.
+                    return Waited::Phase(Phase::Alone);
+                }
+            }
+            _ = handle.woken() => {}
+        }
+    }
+}
+
+/// What a coalesced statement runs.
+pub enum Work<'p> {
+    /// A routed plan (`Exec::run`).
+    Plan(Plan),
+    /// The text as it is on one backend (`Exec::execute_on_backend`).
+    Backend(BackendId, &'p [u8]),
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
+    async fn run_work(&mut self, work: Work<'_>, effects: Effects<'_>) -> Result<(), ProxyError> {
+        match work {
+            Work::Plan(plan) => self.run(plan, effects).await,
+            Work::Backend(backend, payload) => {
+                self.execute_on_backend(backend, payload, Expect::Query, effects)
+                    .await
+            }
+        }
+    }
+
+    /// Run `work`, whose key is `key`, sharing its execution with
+    /// identical requests (see the module's comment).
+    pub async fn run_coalesced(
+        &mut self,
+        key: Key,
+        work: Work<'_>,
+        effects: Effects<'_>,
+    ) -> Result<(), ProxyError> {
+        if !self.client.is_plain_reply() {
+            return self.run_work(work, effects).await;
+        }
+        let ctx = self.b.ctx.clone();
+        let table = ctx.coalescer.clone();
+        let counters = ctx.metrics.worker(self.b.worker);
+        let handle = self.b.handle.clone();
+        handle.take_interrupt();
+        match table.enter(key) {
+            Role::Alone => {
+                counters.coalesce_alone();
+                self.run_work(work, effects).await
+            }
+            Role::Lead(turn) => {
+                let r = self.run_work(work, effects).await;
+                drop(turn);
+                r
+            }
+            Role::Next(mut turn, mut rx) => {
+                match tokio::time::timeout(MAX_TURN_WAIT, wait(&mut rx, &handle, true)).await {
+                    Ok(Waited::Interrupted) => return Err(interrupted(&handle)),
+                    Ok(Waited::Phase(_)) => {}
+                    // The execution in flight is slow to end (a slow
+                    // query, or a client slow to read its answer): the
+                    // batch starts now, closed to later reads.
+                    Err(_) => table.detach(&turn),
+                }
+                if turn.members() == 0 {
+                    let r = self.run_work(work, effects).await;
+                    drop(turn);
+                    return r;
+                }
+                self.client.hold(MAX_ANSWER_BYTES);
+                let r = self.run_work(work, effects).await;
+                let held = self.client.take_held();
+                let phase = match held {
+                    Some((bytes, next_seq))
+                        if r.is_ok() && self.b.note.error == 0 && !self.b.gathered.missed =>
+                    {
+                        counters.coalesce_shared();
+                        Phase::Shared(Arc::new(Answer {
+                            bytes,
+                            next_seq,
+                            note: self.b.note,
+                            gathered: self.b.gathered.clone(),
+                        }))
+                    }
+                    _ => Phase::Alone,
+                };
+                turn.publish(phase);
+                drop(turn);
+                if r.is_ok() {
+                    self.client
+                        .flush()
+                        .await
+                        .map_err(|_| ProxyError::ClientGone)?;
+                }
+                r
+            }
+            Role::Wait(mut rx) => match wait(&mut rx, &handle, false).await {
+                Waited::Interrupted => Err(interrupted(&handle)),
+                Waited::Phase(Phase::Shared(answer)) => {
+                    counters.coalesced();
+                    let digest = self.b.note.digest;
+                    self.b.note = StatementNote {
+                        digest,
+                        is_coalesced: true,
+                        ..answer.note
+                    };
+                    self.b.gathered = answer.gathered.clone();
+                    self.client
+                        .send_framed(&answer.bytes, answer.next_seq)
+                        .await
+                        .map_err(|_| ProxyError::ClientGone)
+                }
+                Waited::Phase(_) => {
+                    counters.coalesce_alone();
+                    self.run_work(work, effects).await
+                }
+            },
+        }
+    }
+}
+
+/// The answer of a session killed while it waited: KILL QUERY is error
+/// 1317, as a server's interrupted statement; a killed connection
+/// answers nothing more.
+fn interrupted(handle: &crate::runtime::SessionHandle) -> ProxyError {
+    if handle.is_killed() {
+        ProxyError::ClientGone
+    } else {
+        ProxyError::Interrupted
+    }
+}
