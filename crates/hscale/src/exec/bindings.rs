@@ -112,6 +112,9 @@ pub struct Bindings {
     /// asked (`exec/sql_mode.rs`); `None` until then and after a
     /// statement that may have changed it.
     pub sql_mode: Option<crate::backend::SqlModeFlags>,
+    /// Where the session's reads go, and the backends it wrote on
+    /// (`read_from.rs`).
+    pub read_from: super::read_from::ReadFrom,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -278,6 +281,12 @@ impl Bindings {
         backend: BackendId,
         lead: Option<&mut LeadIn>,
     ) -> Result<PooledConn, ProxyError> {
+        // Only sessions that read from replicas route here (`read_from.rs`).
+        if self.read_from.statement != super::read_from::Route::Primary {
+            if let Some(conn) = self.replica_for(backend).await {
+                return Ok(conn);
+            }
+        }
         if let Some(c) = self.pinned.take() {
             if c.pool().backend_id == backend {
                 return Ok(c);
@@ -687,5 +696,6 @@ impl Bindings {
         self.state.vars = self.base_vars.clone();
         self.state.last_insert_id = 0;
         self.sql_mode = None;
+        self.read_from.reset();
     }
 }

@@ -38,6 +38,7 @@ mod ordered_write;
 mod params;
 pub use params::ClientText;
 pub mod prepared;
+pub mod read_from;
 mod returning;
 pub mod rewrite;
 pub mod rows;
