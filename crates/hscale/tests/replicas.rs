@@ -527,3 +527,27 @@ async fn read_your_writes_while_the_replica_lags() {
         .await
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_follow_the_same_rules() {
+    let _serial = SERIAL.lock().await;
+    let (_proxy, port) = start(1_000).await;
+    let mut c = connect(port, "reader").await;
+    assert_eq!((on(&mut c, 0).await, on(&mut c, 1).await), (11, 12));
+    let locking = "SELECT @@server_id FROM rr.pt WHERE id = ? FOR UPDATE";
+    let id: u32 = c.exec_first(locking, (0,)).await.unwrap().unwrap();
+    assert_eq!(id, 1);
+    // A prepared write on shard0: shard0's reads from its primary.
+    c.exec_drop("UPDATE rr.pt SET v = v + 1 WHERE id = ?", (0,))
+        .await
+        .unwrap();
+    assert_eq!((on(&mut c, 0).await, on(&mut c, 1).await), (1, 12));
+}
+
+/// The server a prepared read of `rr.pt`'s row `id` ran on.
+async fn on(c: &mut mysql_async::Conn, id: i32) -> u32 {
+    c.exec_first("SELECT @@server_id FROM rr.pt WHERE id = ?", (id,))
+        .await
+        .unwrap()
+        .unwrap()
+}
