@@ -551,3 +551,44 @@ async fn on(c: &mut mysql_async::Conn, id: i32) -> u32 {
         .unwrap()
         .unwrap()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_playground_starts_a_replica_per_backend() {
+    let _serial = SERIAL.lock().await;
+    let cluster = tokio::task::spawn_blocking(|| {
+        hscale::playground::Cluster::start(hscale::playground::ClusterOptions {
+            shards: 2,
+            replicas: 1,
+            tweak: |c| c.proxy.replica_check_interval_ms = 100,
+            ..Default::default()
+        })
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    let port = cluster.proxy_port();
+    let mut c = connect(port, "root").await;
+    await_usable(&mut c, BOTH_USABLE).await;
+    c.query_drop("CREATE DATABASE pg; CREATE TABLE pg.t (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    assert_eq!(cluster.replicas.len(), 2);
+    c.query_drop("SET hscale_read_from = 'replica'")
+        .await
+        .unwrap();
+    // The table reached the replica of the main backend, which answers.
+    let start = std::time::Instant::now();
+    loop {
+        match c.query_drop("SELECT * FROM pg.t").await {
+            Ok(()) => break,
+            Err(e) => assert!(start.elapsed() < Duration::from_secs(10), "{e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let id: u32 = c.query_first("SELECT @@server_id").await.unwrap().unwrap();
+    assert_eq!(id, 101, "shard0's replica answers");
+    drop(c);
+    tokio::task::spawn_blocking(move || drop(cluster))
+        .await
+        .unwrap();
+}

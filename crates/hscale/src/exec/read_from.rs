@@ -15,7 +15,9 @@
 //!   statement other than a read, SET, USE or SHOW that reached a backend,
 //!   and every statement of a transaction, marks the backends it ran on,
 //!   which the session reads from their primaries from then on, until it
-//!   ends (a reset of the connection keeps the marks);
+//!   ends (a reset of the connection keeps the marks). Writes are noted
+//!   only while the session reads from replicas (noting them always would
+//!   cost every session a little per statement);
 //! - a replica of the backend is usable now; if none is, or the connection
 //!   to it fails, the primary serves (never an error for a replica).
 //!
