@@ -248,7 +248,8 @@ impl Replicas {
     }
 
     /// One look at replica `r` on `worker`'s pool: `SHOW SLAVE STATUS`
-    /// within the ping timeout, recorded in its state.
+    /// (the connect included) within the ping timeout, recorded in its
+    /// state.
     pub async fn look(&self, worker: usize, r: usize, max_lag_ms: u64) {
         let pool = self.own_pool(worker, r).clone();
         let timeout = pool.watch.ping_timeout;
@@ -264,6 +265,13 @@ impl Replicas {
                     Err(format!("no answer within {} ms", timeout.as_millis()))
                 }
             }
+        };
+        // The whole look (a connect included) within the ping timeout: a
+        // replica that does not answer is left at once.
+        let read = async {
+            tokio::time::timeout(timeout, read)
+                .await
+                .unwrap_or_else(|_| Err(format!("no answer within {} ms", timeout.as_millis())))
         };
         match read.await {
             Ok(status) => {
