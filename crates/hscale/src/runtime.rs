@@ -594,11 +594,10 @@ impl Context {
         let (old, new) = (&*self.config, config);
         let mut ignored = Vec::new();
         if old.backends.len() != new.backends.len()
-            || old
-                .backends
-                .iter()
-                .zip(&new.backends)
-                .any(|(a, b)| (&a.name, &a.address, &a.user) != (&b.name, &b.address, &b.user))
+            || old.backends.iter().zip(&new.backends).any(|(a, b)| {
+                (&a.name, &a.address, &a.user, &a.replicas)
+                    != (&b.name, &b.address, &b.user, &b.replicas)
+            })
         {
             ignored.push("[[backends]]");
         }

@@ -35,6 +35,9 @@ extern "C" fn stop_servers() {
             for db in s.replicas.iter_mut().chain(s.primaries.iter_mut()) {
                 db.stop();
             }
+            let _ = std::fs::remove_dir_all(
+                std::env::temp_dir().join(format!("hscale-replicas-{}", std::process::id())),
+            );
         }
     }
 }
