@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 mod users;
 
-pub use users::{PriorityName, UserConfig, UserLimits};
+pub use users::{PriorityName, ReadFromName, UserConfig, UserLimits};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -189,6 +189,15 @@ pub struct ProxyConfig {
     /// The row of a proxy silent for this long is deleted from
     /// `hscale.proxies` (by any proxy's heartbeat), in milliseconds.
     pub proxy_forget_after_ms: u64,
+    /// A replica (`[[backends]] replicas`) serves reads only while its
+    /// replication lag is at most this, in milliseconds (MariaDB reports
+    /// `Seconds_Behind_Master` in whole seconds: 1000 admits a lag of
+    /// one second).
+    pub replica_max_lag_ms: u64,
+    /// How often each replica's replication state is read (`SHOW SLAVE
+    /// STATUS`), in milliseconds: a replica that stops or falls behind is
+    /// left within this long.
+    pub replica_check_interval_ms: u64,
 }
 
 impl Default for ProxyConfig {
@@ -233,6 +242,8 @@ impl Default for ProxyConfig {
             heartbeat_interval_ms: 1_000,
             proxy_stale_after_ms: 10_000,
             proxy_forget_after_ms: 3_600_000,
+            replica_max_lag_ms: 1_000,
+            replica_check_interval_ms: 250,
         }
     }
 }
@@ -345,6 +356,13 @@ pub struct BackendConfig {
     /// `address` (an IP address is matched against the IP SANs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_name: Option<String>,
+    /// Replicas of this backend (MariaDB replication from it), as
+    /// addresses reached with the same user, password and TLS settings.
+    /// Reads may go to them by an explicit choice (`[[users]] read_from`,
+    /// `SET hscale_read_from`; `backend/replicas.rs`). Left out of a
+    /// written config when empty, so it still starts an older hscale.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<String>,
 }
 
 impl Default for BackendConfig {
@@ -361,6 +379,7 @@ impl Default for BackendConfig {
             cert: None,
             key: None,
             server_name: None,
+            replicas: Vec::new(),
         }
     }
 }
@@ -386,6 +405,7 @@ impl std::fmt::Debug for BackendConfig {
             .field("cert", &self.cert)
             .field("key", &self.key)
             .field("server_name", &self.server_name)
+            .field("replicas", &self.replicas)
             .finish()
     }
 }
@@ -550,6 +570,34 @@ impl Config {
                     "{at}: cert and key go together: set both or neither"
                 ));
             }
+            for (k, r) in b.replicas.iter().enumerate() {
+                if r.parse::<SocketAddr>().is_err() {
+                    out.push(format!(
+                        "{at}: replicas = {r:?} is not an address such as \"127.0.0.1:3307\""
+                    ));
+                }
+                let is_taken = |o: &BackendConfig| o.address == *r || o.replicas.contains(r);
+                if self.backends[..i].iter().any(is_taken)
+                    || *r == b.address
+                    || b.replicas[..k].contains(r)
+                {
+                    out.push(format!(
+                        "{at}: replica {r:?} is listed twice or is a backend's address"
+                    ));
+                }
+            }
+            if self.backends[..i]
+                .iter()
+                .any(|o| o.replicas.contains(&b.address))
+            {
+                out.push(format!(
+                    "{at}: address {:?} is listed as another backend's replica",
+                    b.address
+                ));
+            }
+        }
+        if self.proxy.replica_check_interval_ms == 0 {
+            out.push("[proxy] replica_check_interval_ms must be at least 1".into());
         }
         out
     }
@@ -644,6 +692,44 @@ mod tests {
         assert!(p.contains("listen = \"nowhere\""), "{p}");
         assert!(p.contains("defined twice"), "{p}");
         assert!(p.contains("min_connections (9) is larger"), "{p}");
+    }
+
+    #[test]
+    fn replicas_are_checked_and_left_out_when_empty() {
+        let cfg = Config::parse(
+            r#"
+            [[users]]
+            name = "a"
+            [[backends]]
+            name = "s0"
+            address = "127.0.0.1:3306"
+            user = "u"
+            replicas = ["127.0.0.1:3310", "127.0.0.1:3310", "nowhere"]
+            [[backends]]
+            name = "s1"
+            address = "127.0.0.1:3310"
+            user = "u"
+            "#,
+        )
+        .unwrap();
+        let p = cfg.problems().join("\n");
+        assert!(
+            p.contains("replica \"127.0.0.1:3310\" is listed twice"),
+            "{p}"
+        );
+        assert!(
+            p.contains("replicas = \"nowhere\" is not an address"),
+            "{p}"
+        );
+        assert!(p.contains("is listed as another backend's replica"), "{p}");
+        assert_eq!(cfg.proxy.replica_max_lag_ms, 1_000);
+        let plain = Config::parse(
+            "[[users]]\nname='a'\n[[backends]]\nname='m'\naddress='127.0.0.1:1'\nuser='u'\n",
+        )
+        .unwrap();
+        let written = toml::to_string(&plain).unwrap();
+        assert!(!written.contains("replicas ="), "{written}");
+        assert!(!written.contains("read_from"), "{written}");
     }
 
     #[test]

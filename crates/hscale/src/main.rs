@@ -47,6 +47,10 @@ enum Command {
         /// e.g. `--server-option=--thread-handling=pool-of-threads`.
         #[arg(long = "server-option", allow_hyphen_values = true)]
         server_options: Vec<String>,
+        /// Replicas per server (MariaDB GTID replication), listed in the
+        /// config's `[[backends]] replicas`.
+        #[arg(long, default_value_t = 0)]
+        replicas: usize,
     },
 }
 
@@ -94,6 +98,7 @@ fn main() -> std::process::ExitCode {
             copy_rows_per_s,
             buffer_pool_mb,
             server_options,
+            replicas,
         } => {
             hscale::logging::init("warn");
             match hscale::playground::run_playground(
@@ -104,6 +109,7 @@ fn main() -> std::process::ExitCode {
                 copy_rows_per_s,
                 buffer_pool_mb,
                 server_options,
+                replicas,
             ) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(e) => {

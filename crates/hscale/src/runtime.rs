@@ -97,6 +97,9 @@ pub struct Context {
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
     /// The partition dictionary.
     pub partitioning: crate::partition::Partitioning,
+    /// The backends' replicas: their pools and replication state
+    /// (`backend/replicas.rs`; empty without `[[backends]] replicas`).
+    pub replicas: crate::backend::replicas::Replicas,
     /// This proxy's blocks of ids of every table with a sequence.
     pub sequences: crate::seq::Sequences,
     /// TLS to clients (`[tls]`), when a certificate is configured.
@@ -258,6 +261,13 @@ impl Context {
                 pools
             })
             .collect();
+        let replicas = crate::backend::replicas::Replicas::new(
+            &config,
+            workers,
+            &backend_tls,
+            connect,
+            acquire,
+        );
         let metrics = crate::metrics::Metrics::new(workers, config.metrics.max_digests);
         let xa_checks = crate::exec::txn::checks::XaChecks::new(config.backends.len());
         Arc::new(Context {
@@ -287,6 +297,7 @@ impl Context {
             failed_logins: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
             partitioning: crate::partition::Partitioning::default(),
+            replicas,
             sequences: crate::seq::Sequences::default(),
             tls,
         })
@@ -587,11 +598,10 @@ impl Context {
         let (old, new) = (&*self.config, config);
         let mut ignored = Vec::new();
         if old.backends.len() != new.backends.len()
-            || old
-                .backends
-                .iter()
-                .zip(&new.backends)
-                .any(|(a, b)| (&a.name, &a.address, &a.user) != (&b.name, &b.address, &b.user))
+            || old.backends.iter().zip(&new.backends).any(|(a, b)| {
+                (&a.name, &a.address, &a.user, &a.replicas)
+                    != (&b.name, &b.address, &b.user, &b.replicas)
+            })
         {
             ignored.push("[[backends]]");
         }

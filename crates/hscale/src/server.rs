@@ -41,6 +41,12 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         }
         crate::exec::txn::checks::check_all(ctx, worker).await;
     }
+    if !ctx.replicas.is_empty() {
+        tokio::spawn(crate::backend::replicas::monitor(
+            Arc::downgrade(ctx),
+            worker,
+        ));
+    }
     if worker == 0 {
         tokio::spawn(crate::fleet::serve(Arc::downgrade(ctx), worker));
         tokio::spawn(crate::admin::auto_partition::serve(

@@ -116,6 +116,7 @@ fn config(pki: &Pki, servers: &[MariaDb], tweak: impl Fn(&mut BackendConfig)) ->
                 cert: Some(pki.path("client-cert.pem")),
                 key: Some(pki.path("client-key.pem")),
                 server_name: None,
+                replicas: Vec::new(),
             };
             tweak(&mut b);
             b

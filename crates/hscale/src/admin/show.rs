@@ -129,8 +129,45 @@ pub(super) async fn partitions(
     })
 }
 
-/// Every backend with its state and this proxy's connections to it.
+/// Every backend with its state and this proxy's connections to it. With
+/// replicas configured, a row per replica too, and five columns more
+/// (after the others, whose order stays): `role` (`primary` or
+/// `replica`), `primary` (a replica's backend), `lag_ms` and `usable`
+/// (`yes` / `no`, as the replica monitor last found it) and `why` not.
 pub(super) fn backends(ctx: &Context) -> AdminOutput {
+    let mut out = primaries(ctx);
+    let replicas = &ctx.replicas;
+    if replicas.is_empty() {
+        return out;
+    }
+    if let AdminOutput::Rows { columns, rows } = &mut out {
+        columns.extend(cols(&["role", "primary", "lag_ms", "usable", "why"]));
+        for row in rows.iter_mut() {
+            row.extend([Some("primary".to_string()), None, None, None, None]);
+        }
+        for (r, replica) in replicas.list.iter().enumerate() {
+            let (open, idle, up) = replicas.stats(r);
+            let state = &replica.state;
+            rows.push(vec![
+                Some(replica.name.clone()),
+                Some(replica.address.clone()),
+                Some(if up { "up" } else { "down" }.to_string()),
+                Some(open.to_string()),
+                Some(idle.to_string()),
+                None,
+                Some("replica".to_string()),
+                Some(ctx.config.backends[replica.backend.index()].name.clone()),
+                state.lag_ms().map(|l| l.to_string()),
+                Some(if state.is_usable() { "yes" } else { "no" }.to_string()),
+                state.why(),
+            ]);
+        }
+    }
+    out
+}
+
+/// The primaries' rows of `HSCALE SHOW BACKENDS`.
+fn primaries(ctx: &Context) -> AdminOutput {
     let rows = ctx
         .config
         .backends

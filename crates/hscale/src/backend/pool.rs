@@ -187,6 +187,13 @@ impl Pool {
         self.is_up.load(Ordering::Relaxed) && !self.watch.is_frozen()
     }
 
+    /// Another connection to the same server succeeded (the replica
+    /// monitor's, `backend/replicas.rs`): a failed connect of this pool no
+    /// longer counts it down.
+    pub fn note_reachable(&self) {
+        self.is_up.store(true, Ordering::Relaxed);
+    }
+
     /// Connections open past `max_connections` for partition and schema
     /// commands now.
     pub fn extra(&self) -> usize {

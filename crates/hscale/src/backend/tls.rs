@@ -26,6 +26,23 @@ pub struct BackendTls {
     pub server_name: ServerName<'static>,
 }
 
+impl BackendTls {
+    /// The same connector for another server of backend `b` (a replica
+    /// at `address`): its certificate must carry `server_name` when set,
+    /// else the host of `address`.
+    pub fn for_address(&self, b: &BackendConfig, address: &str) -> BackendTls {
+        let server_name = match &b.server_name {
+            Some(_) => self.server_name.clone(),
+            None => ServerName::try_from(host_of(address).to_string())
+                .unwrap_or_else(|_| self.server_name.clone()),
+        };
+        BackendTls {
+            connector: self.connector.clone(),
+            server_name,
+        }
+    }
+}
+
 /// Why a backend's TLS settings could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendTlsError {

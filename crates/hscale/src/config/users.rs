@@ -41,6 +41,20 @@ pub struct UserConfig {
     pub priority: Option<PriorityName>,
     #[serde(default)]
     pub max_statement_ms: Option<u64>,
+    /// Where this user's plain reads go: `"primary"` (the default) or
+    /// `"replica"` (a usable replica of each backend, when it has one;
+    /// `exec/read_from.rs`). A session changes it with `SET
+    /// hscale_read_from`. Left out of a written config when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<ReadFromName>,
+}
+
+/// `read_from = "primary" | "replica"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadFromName {
+    Primary,
+    Replica,
 }
 
 /// A user's share of the proxy (`[user_defaults]`, and the same keys in

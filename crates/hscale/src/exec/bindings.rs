@@ -115,6 +115,9 @@ pub struct Bindings {
     /// `SET hscale_coalesce = OFF`: the session's reads are never
     /// answered by another's execution (`exec/coalesce.rs`).
     pub is_coalescing_off: bool,
+    /// Where the session's reads go, and the backends it wrote on
+    /// (`read_from.rs`).
+    pub read_from: super::read_from::ReadFrom,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -304,6 +307,12 @@ impl Bindings {
         backend: BackendId,
         lead: Option<&mut LeadIn>,
     ) -> Result<PooledConn, ProxyError> {
+        // Only sessions that read from replicas route here (`read_from.rs`).
+        if self.read_from.statement != super::read_from::Route::Primary {
+            if let Some(conn) = self.replica_for(backend).await {
+                return Ok(conn);
+            }
+        }
         if let Some(c) = self.pinned.take() {
             if c.pool().backend_id == backend {
                 return Ok(c);
@@ -714,5 +723,6 @@ impl Bindings {
         self.state.last_insert_id = 0;
         self.sql_mode = None;
         self.is_coalescing_off = false;
+        self.read_from.reset();
     }
 }

@@ -145,6 +145,8 @@ pub fn key(
         || facts.uses_last_insert_id
         || !b.ctx.coalescer.is_on
         || b.is_coalescing_off
+        // A replica's answer is not a primary's (`read_from.rs`).
+        || b.read_from.is_replica
         || b.txn.is_some()
         || b.pinned.is_some()
         || !b.pins.is_empty()

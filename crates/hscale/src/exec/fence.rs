@@ -112,6 +112,10 @@ impl Bindings {
         *attempts += 1;
         // The statement runs again whole: what its parts raised goes.
         self.gathered = Default::default();
+        // A replica behind a change's rename: the primaries answer.
+        if self.read_from.retry_on_primary() {
+            return Ok(Next::Retry);
+        }
         let ctx = self.ctx.clone();
         // The stored dictionary version the statement was planned with.
         let planned = self.planned_version;

@@ -44,6 +44,7 @@ mod params;
 pub mod processlist;
 pub use params::ClientText;
 pub mod prepared;
+pub mod read_from;
 mod returning;
 pub mod rewrite;
 pub mod rows;

@@ -22,6 +22,9 @@ pub struct Cluster {
     pub config: Config,
     pub proxy: RunningProxy,
     pub servers: Vec<MariaDb>,
+    /// Replicas of the servers (`ClusterOptions::replicas` each), GTID
+    /// replication from theirs: `servers[i]`'s are `replicas[i * n..][..n]`.
+    pub replicas: Vec<MariaDb>,
     pub dir: PathBuf,
     is_temporary: bool,
 }
@@ -44,6 +47,10 @@ pub struct ClusterOptions {
     pub buffer_pool_mb: Option<u64>,
     /// More options for every server (`hscale playground --server-option`).
     pub server_options: Vec<String>,
+    /// Replicas per server (`hscale playground --replicas`): the servers
+    /// then keep binary logs, and each replica replicates its server with
+    /// MariaDB GTID replication, listed in `[[backends]] replicas`.
+    pub replicas: usize,
 }
 
 impl Default for ClusterOptions {
@@ -56,6 +63,7 @@ impl Default for ClusterOptions {
             copy_rows_per_s: 0,
             buffer_pool_mb: None,
             server_options: Vec::new(),
+            replicas: 0,
         }
     }
 }
@@ -75,8 +83,15 @@ impl Cluster {
         // A self-signed certificate, so `mariadb --ssl` and the drivers'
         // TLS modes work with no set-up (without verifying the server).
         let (cert, key) = crate::tls::self_signed(&dir).map_err(|e| e.to_string())?;
-        let dirs: Vec<PathBuf> = (0..opts.shards.max(1))
-            .map(|i| dir.join(format!("shard{i}")))
+        let shards = opts.shards.max(1);
+        let n = opts.replicas;
+        // (data directory, server id) of the servers, then of the replicas.
+        let dirs: Vec<(PathBuf, usize)> = (0..shards)
+            .map(|i| (dir.join(format!("shard{i}")), i + 1))
+            .chain((0..shards * n).map(|r| {
+                let (i, k) = (r / n.max(1), r % n.max(1) + 1);
+                (dir.join(format!("shard{i}-replica{k}")), 100 * (i + 1) + k)
+            }))
             .collect();
         // Start the servers in parallel: each takes a second or two.
         let server_options: Vec<String> = opts
@@ -89,7 +104,18 @@ impl Cluster {
             let server_options = &server_options;
             let handles: Vec<_> = dirs
                 .iter()
-                .map(|d| s.spawn(move || MariaDb::start_with(d, server_options)))
+                .map(|(d, id)| {
+                    let mut args = server_options.clone();
+                    if n > 0 {
+                        // After the harness's --skip-log-bin, which it overrides.
+                        args.push(format!("--server-id={id}"));
+                        if *id <= shards {
+                            args.push("--log-bin=primary-bin".into());
+                            args.push("--binlog-format=ROW".into());
+                        }
+                    }
+                    s.spawn(move || MariaDb::start_with(d, &args))
+                })
                 .collect();
             handles
                 .into_iter()
@@ -111,6 +137,33 @@ impl Cluster {
                     return Err(e);
                 }
             }
+        }
+        let replicas = servers.split_off(shards);
+        for (r, replica) in replicas.iter().enumerate() {
+            // Once per data directory: a restarted replica goes on where it was.
+            if replica.dir.join("master.info").exists() {
+                continue;
+            }
+            let primary = &servers[r / n];
+            // From the start of the fresh server's binary log: only the
+            // harness's idempotent init statements precede it.
+            let sql = format!(
+                "SET GLOBAL gtid_slave_pos = '';\n\
+                 CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {}, \
+                 MASTER_USER = '{}', MASTER_PASSWORD = '{}', MASTER_USE_GTID = slave_pos, \
+                 MASTER_CONNECT_RETRY = 1;\nSTART SLAVE;",
+                primary.port,
+                mariadb::BACKEND_USER,
+                mariadb::BACKEND_PASSWORD
+            );
+            let cfg = BackendConfig {
+                name: format!("replica {}", replica.address()),
+                address: replica.address(),
+                user: mariadb::BACKEND_USER.into(),
+                password: mariadb::BACKEND_PASSWORD.into(),
+                ..BackendConfig::default()
+            };
+            run_script(&cfg, &sql)?;
         }
         let mut config = Config {
             proxy: ProxyConfig {
@@ -146,6 +199,10 @@ impl Cluster {
                     password: mariadb::BACKEND_PASSWORD.into(),
                     min_connections: 1,
                     max_connections: 64,
+                    replicas: replicas[i * n..(i + 1) * n]
+                        .iter()
+                        .map(MariaDb::address)
+                        .collect(),
                     ..BackendConfig::default()
                 })
                 .collect(),
@@ -162,6 +219,7 @@ impl Cluster {
             config,
             proxy,
             servers,
+            replicas,
             dir,
             is_temporary,
         })
@@ -195,7 +253,7 @@ impl Cluster {
     /// Stop the proxy and the servers; remove a temporary directory.
     pub fn stop(&mut self) {
         self.proxy.stop();
-        for s in &mut self.servers {
+        for s in self.replicas.iter_mut().chain(&mut self.servers) {
             s.stop();
         }
         if self.is_temporary {
@@ -314,6 +372,7 @@ pub fn split_script(sql: &str) -> Vec<String> {
 }
 
 /// `hscale playground`: start, print `ready:`, wait for Ctrl-C or SIGTERM.
+#[allow(clippy::too_many_arguments)]
 pub fn run_playground(
     shards: usize,
     listen: &str,
@@ -322,6 +381,7 @@ pub fn run_playground(
     copy_rows_per_s: u64,
     buffer_pool_mb: Option<u64>,
     server_options: Vec<String>,
+    replicas: usize,
 ) -> Result<(), String> {
     mariadb::server_binary()?;
     let mut cluster = Cluster::start(ClusterOptions {
@@ -331,6 +391,7 @@ pub fn run_playground(
         copy_rows_per_s,
         buffer_pool_mb,
         server_options,
+        replicas,
         ..ClusterOptions::default()
     })?;
     if demo {
@@ -355,6 +416,18 @@ pub fn run_playground(
             "playground: demo database `demo`: orders (MOD(4) on customer_id), customers \
              (PREFIX(1) on country), visits (DATE('%Y-%m') on visited_on) partitioned over \
              the backends, products global. Try:\n{DEMO_TRY}"
+        );
+    }
+    if !cluster.replicas.is_empty() {
+        eprintln!(
+            "playground: replicas (GTID replication; reads go to them with SET hscale_read_from = 'replica'): {}",
+            cluster
+                .config
+                .backends
+                .iter()
+                .map(|b| format!("{} <- {}", b.name, b.replicas.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; ")
         );
     }
     if let Some(m) = cluster.proxy.metrics_addr {

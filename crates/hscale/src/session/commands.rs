@@ -134,6 +134,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(s) = self.statements.get_mut(id) {
             s.clear_long_data();
         }
+        if self.b.read_from.is_replica {
+            crate::exec::read_from::route_prepared(&mut self.b, &st.sql);
+        }
         self.b.gathered.uses_tables = Some(st.uses_tables);
         // Answered as the text statement is, in the binary format.
         let answered = match st.own.take() {
@@ -320,6 +323,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.reset_session();
         self.info.user = user.name.clone();
         self.b.identity = self.b.ctx.config.identity(&user.name);
+        self.b.read_from = crate::exec::read_from::ReadFrom::for_user(Some(&user));
         *self.b.handle.user.lock().unwrap_or_else(|p| p.into_inner()) = user.name.clone();
         self.info.is_admin = user.admin;
         if let Some(c) = cu.collation {

@@ -143,6 +143,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             },
             base_vars,
             identity: ctx.config.identity(&info.user),
+            read_from: crate::exec::read_from::ReadFrom::for_user(ctx.live().user(&info.user)),
             tenant,
             ctx,
             worker,
@@ -486,6 +487,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.passed = None;
         self.b.one_row_select = None;
         self.b.may_borrow_beside = false;
+        self.b.read_from.statement = crate::exec::read_from::Route::Primary;
         match cmd {
             com::QUIT => return Ok(false),
             com::QUERY => match self.batch_of(&payload) {

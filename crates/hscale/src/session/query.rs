@@ -165,6 +165,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
             return Ok(());
         }
+        if facts.kind == hscale_sql::Kind::Set
+            && hscale_sql::mentions::contains_ci(sql_bytes, b"HSCALE_READ_FROM")
+        {
+            if let Some(set) = crate::exec::read_from::parse_set(sql) {
+                return match self.b.read_from.set(set) {
+                    Ok(()) => self.write_ok(1).await,
+                    Err(err) => Err(ProxyError::Statement { err }),
+                };
+            }
+        }
+        if self.b.read_from.is_replica {
+            self.b.route_reads(&facts, sql);
+        }
         if self.answered_conditions(&facts, sql).await? {
             return Ok(());
         }
