@@ -265,7 +265,7 @@ type Push = fn(&mut Vec<Step>);
 /// statements read, on both sides alike).
 pub fn steps() -> Vec<Step> {
     let mut s = Vec::new();
-    let modules: [(&str, Push); 7] = [
+    let modules: [(&str, Push); 8] = [
         ("reads", super::reads::push),
         ("writes", super::writes::push),
         ("prepared", super::prepared::push),
@@ -273,6 +273,7 @@ pub fn steps() -> Vec<Step> {
         ("spellings", super::spellings::push),
         ("second_pass", super::second_pass::push),
         ("third_pass", super::third_pass::push),
+        ("fourth_pass", super::fourth_pass::push),
     ];
     for (name, push) in modules {
         if name == "second_pass" {
