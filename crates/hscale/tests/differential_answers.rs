@@ -1587,6 +1587,76 @@ async fn tables_like_partitioned_ones_and_computed_keys() {
     h.report("CREATE TABLE LIKE", 13);
 }
 
+// ---- CREATE TABLE ... SELECT from a partitioned table -------------------
+
+/// Issue 29 (refused list): CREATE TABLE ... SELECT from a partitioned
+/// table makes a plain table on the main backend, filled with every row
+/// the SELECT reads, as one server makes it (its definition, rows and
+/// `Records:` answer).
+#[tokio::test]
+async fn create_table_select_from_a_partitioned_table() {
+    let mut h = acct("cs_issue").await;
+    h.check("CREATE TABLE x SELECT * FROM acct").await;
+    h.check("SHOW CREATE TABLE x").await;
+    h.check_defs("SELECT * FROM x ORDER BY uid").await;
+    h.report("CREATE TABLE SELECT", 3);
+}
+
+/// The class: WHERE on one partition and on several, aggregates, AS,
+/// declared columns and keys beside the selected ones, IGNORE and
+/// REPLACE over duplicates, a duplicate without them (1062, no table),
+/// IF NOT EXISTS (note 1050), an existing name (1050), OR REPLACE, a
+/// self-join, DISTINCT with LIMIT, a scalar subquery, UNION ALL, a CTE,
+/// TEMPORARY, sql_select_limit, inside a transaction (committed first),
+/// then every new table's definition and rows.
+#[tokio::test]
+async fn tables_created_from_selects_over_partitions() {
+    let mut h = acct("cs_class").await;
+    for sql in [
+        "CREATE TABLE s1 SELECT uid, handle FROM acct WHERE flags = 2",
+        "CREATE TABLE s2 AS SELECT flags, COUNT(*) AS n, SUM(balance) AS total, AVG(balance) AS a FROM acct GROUP BY flags",
+        "CREATE TABLE s3 (id INT PRIMARY KEY, note VARCHAR(5) DEFAULT 'n') SELECT uid AS id FROM acct WHERE uid < 1010",
+        "CREATE TABLE s4 (PRIMARY KEY (flags)) IGNORE SELECT flags, uid FROM acct ORDER BY uid",
+        "CREATE TABLE s5 (PRIMARY KEY (flags)) REPLACE SELECT flags, uid FROM acct ORDER BY uid",
+        "CREATE TABLE s6 (PRIMARY KEY (flags)) SELECT flags, uid FROM acct",
+        "CREATE TABLE IF NOT EXISTS s1 SELECT uid FROM acct",
+        "SHOW WARNINGS",
+        "CREATE TABLE s1 SELECT uid FROM acct",
+        "CREATE OR REPLACE TABLE s1 SELECT uid, balance * 2 AS b2 FROM acct WHERE uid = 1003",
+        "CREATE TABLE s7 SELECT a.uid, b.uid AS other FROM acct a JOIN acct b ON b.uid = a.uid + 1",
+        "CREATE TABLE s8 SELECT DISTINCT handle FROM acct ORDER BY handle LIMIT 5",
+        "CREATE TABLE s9 SELECT (SELECT MAX(uid) FROM acct) AS m, handle FROM acct WHERE uid = 1001",
+        "CREATE TABLE s10 SELECT uid FROM acct UNION ALL SELECT uid + 100 FROM acct WHERE flags = 1",
+        "CREATE TABLE s11 (x INT) SELECT uid, CAST(balance AS CHAR) AS c FROM acct WHERE flags = 4",
+        "CREATE TABLE s12 WITH c AS (SELECT uid FROM acct WHERE flags = 0) SELECT * FROM c",
+        "CREATE TABLE s13 SELECT flags, GROUP_CONCAT(uid ORDER BY uid) AS uids, MIN(handle) AS h FROM acct GROUP BY flags",
+        "SET sql_select_limit = 2",
+        "CREATE TABLE s15 SELECT uid FROM acct",
+        "SET sql_select_limit = DEFAULT",
+        "BEGIN",
+        "INSERT INTO acct (uid, handle, flags) VALUES (2001, 'txn', 1)",
+        "CREATE TABLE s16 SELECT uid, handle FROM acct WHERE uid > 2000",
+        "ROLLBACK",
+        "SELECT * FROM acct WHERE uid > 2000",
+        "CREATE TABLE s17 SELECT uid, handle FROM acct WHERE nope = 1",
+        "CREATE TABLE s18 SELECT * FROM acct WHERE uid = 1002",
+        "CREATE TEMPORARY TABLE s14 SELECT uid, flags FROM acct WHERE flags > 2",
+        "SELECT * FROM s14 ORDER BY uid",
+    ] {
+        h.check(sql).await;
+    }
+    for t in [
+        "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s15",
+        "s16", "s17", "s18",
+    ] {
+        h.check(&format!("SHOW CREATE TABLE {t}")).await;
+        h.check_any_order(&format!("SELECT * FROM {t}")).await;
+    }
+    h.check("SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1")
+        .await;
+    h.report("CREATE TABLE SELECT", 60);
+}
+
 // ---- A temporary table joined with a partitioned table ------------------
 
 /// Issue 29 ("Other classes"): a temporary table joined with a

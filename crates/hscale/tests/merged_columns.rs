@@ -122,3 +122,78 @@ async fn union_all_over_partitions_sends_the_unions_definitions() {
         same_defs(sql).await;
     }
 }
+
+/// A result's column definitions with the table and original table they
+/// name (what `getTableName` returns).
+async fn defs_with_tables(
+    c: &mut mysql_async::Conn,
+    sql: &str,
+) -> Vec<(ColumnDef, String, String)> {
+    use mysql_async::prelude::*;
+    let r = c
+        .query_iter(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let defs = r
+        .columns_ref()
+        .iter()
+        .map(|col| {
+            (
+                (
+                    col.name_str().into_owned(),
+                    format!("{:?}", col.column_type()),
+                    col.flags().bits(),
+                    col.decimals(),
+                    col.column_length(),
+                    col.character_set(),
+                ),
+                col.table_str().into_owned(),
+                col.org_table_str().into_owned(),
+            )
+        })
+        .collect();
+    r.drop_result().await.unwrap();
+    defs
+}
+
+/// Issue 29 ("Other classes"): answers hscale rewrites
+/// (information_schema.TABLES of a database with partitioned tables) and
+/// a view's columns carry one server's column definitions: lengths, NOT
+/// NULL flags, table names, the view (not its base table) as the
+/// original table.
+#[tokio::test]
+async fn rewritten_answers_and_views_carry_the_servers_definitions() {
+    use mysql_async::prelude::*;
+    set_up().await;
+    let (mut p, mut r) = TWIN.conns().await;
+    for c in [&mut p, &mut r] {
+        c.query_drop("CREATE OR REPLACE VIEW vod AS SELECT oid, k, note FROM od")
+            .await
+            .unwrap();
+    }
+    let mut wrong = Vec::new();
+    // (SHOW CREATE TABLE and SHOW [FULL] TABLES, which hscale answers
+    // with generic definitions, are still open: docs/src/queries.md.)
+    for sql in [
+        "SELECT TABLE_NAME, TABLE_ROWS IS NOT NULL FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1",
+        "SELECT oid, k, note FROM vod WHERE k = 1 ORDER BY oid",
+        "SELECT * FROM vod ORDER BY oid LIMIT 3",
+    ] {
+        let want = defs_with_tables(&mut r, sql).await;
+        let got = defs_with_tables(&mut p, sql).await;
+        // The database's own name differs between the two sides.
+        let fix = |v: Vec<(ColumnDef, String, String)>, db: &str| -> Vec<(ColumnDef, String, String)> {
+            v.into_iter()
+                .map(|(mut d, t, o)| {
+                    d.0 = d.0.replace(db, "DB");
+                    (d, t, o)
+                })
+                .collect()
+        };
+        let (got, want) = (fix(got, DB), fix(want, REF));
+        if got != want {
+            wrong.push(format!("{sql}\n  hscale:    {got:?}\n  reference: {want:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

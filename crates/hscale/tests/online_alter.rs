@@ -141,18 +141,13 @@ fn normalized(ddl: &str, table: &str) -> String {
 /// are the reference's.
 async fn same_as_reference(p: &mut Conn, r: &mut Conn, name: &str) {
     // A change another proxy committed reaches `p`'s proxy with its next
-    // reload: until then its SHOW CREATE TABLE reads a retired table
-    // (1146).
-    let mut waited = 0;
-    let (_, a): (String, String) = loop {
-        match p.query_first(format!("SHOW CREATE TABLE {name}")).await {
-            Err(e) if code(&e) == 1146 && waited < 50 => {
-                waited += 1;
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            other => break other.unwrap().unwrap(),
-        }
-    };
+    // reload: until then its SHOW CREATE TABLE meets a retired table,
+    // and waits for the newer dictionary as every statement does.
+    let (_, a): (String, String) = p
+        .query_first(format!("SHOW CREATE TABLE {name}"))
+        .await
+        .unwrap()
+        .unwrap();
     let (_, b): (String, String) = r
         .query_first(format!("SHOW CREATE TABLE {name}"))
         .await
@@ -794,4 +789,76 @@ async fn a_refused_row_written_during_the_copy_fails_the_change() {
     let q = "SELECT * FROM latex ORDER BY id";
     assert_eq!(rows(&mut p, q).await, rows(&mut r, q).await);
     drop(owner);
+}
+
+/// Issue 29 (c): after another proxy commits an online ALTER or a
+/// partition change, a proxy that has not reloaded yet answers SHOW
+/// CREATE TABLE (and the other statements about the table) from the new
+/// tables, as one server would: it waits for the newer dictionary like
+/// every statement that meets a retired table, never answering 1146.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_create_table_through_a_proxy_that_has_not_reloaded() {
+    let (mut p, mut r) = table(
+        "stale",
+        "CREATE TABLE stale (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, KEY (k))",
+        &insert_of("stale", 40, |i| format!("({i}, {})", i * 3)),
+    )
+    .await;
+    // A proxy that reloads only when a statement meets a missing table.
+    let lagging = serve(|c| c.proxy.reload_interval_ms = 3_600_000, &[]);
+    let mut o = Conn::new(proxy_opts(lagging.port, Some(DB))).await.unwrap();
+    let reads = [
+        "SHOW CREATE TABLE stale",
+        "SHOW COLUMNS FROM stale",
+        "SHOW FULL COLUMNS FROM stale",
+        "DESCRIBE stale",
+        "SELECT k FROM stale WHERE k > 30 ORDER BY k",
+        "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'stale' ORDER BY ORDINAL_POSITION",
+        "SELECT * FROM stale ORDER BY id",
+        "SELECT * FROM stale WHERE id = 7",
+        "SELECT COUNT(*), SUM(k) FROM stale",
+        "CHECKSUM TABLE stale",
+        "SHOW TABLES LIKE 'stale'",
+    ];
+    for q in reads {
+        assert_eq!(rows(&mut o, q).await, rows(&mut p, q).await, "{q}");
+    }
+    // An online ALTER (copying: every physical table renamed) through
+    // the cluster's proxy, then a move of a partition.
+    for (sql, is_both) in [
+        ("ALTER TABLE stale MODIFY k BIGINT NOT NULL", true),
+        (
+            "HSCALE MOVE_PARTITION('oa_part.stale', 'stale_0', 'shard1')",
+            false,
+        ),
+        (
+            "ALTER TABLE stale ADD COLUMN note VARCHAR(8) NOT NULL DEFAULT 'n', ALGORITHM=COPY",
+            true,
+        ),
+    ] {
+        let done = run(&mut p, sql).await;
+        assert!(matches!(done, Answer::Ok(..)), "{sql}: {done:?}");
+        if is_both {
+            r.query_drop(sql).await.unwrap();
+        }
+        for q in reads {
+            let got = rows(&mut o, q).await;
+            assert_eq!(got, rows(&mut p, q).await, "after {sql}: {q}");
+        }
+        let (_, a): (String, String) = o
+            .query_first("SHOW CREATE TABLE stale")
+            .await
+            .unwrap()
+            .unwrap();
+        let (_, b): (String, String) = r
+            .query_first("SHOW CREATE TABLE stale")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            normalized(&a, "stale"),
+            normalized(&b, "stale"),
+            "after {sql}"
+        );
+    }
 }

@@ -90,7 +90,18 @@ pub async fn show_create(
         .table(name)
         .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
     let mut c = conn(ctx, worker, table.default_backend).await?;
-    let ddl = ddl::show_create(&mut c, &name.db, &table.default_table).await?;
+    let ddl = match ddl::show_create(&mut c, &name.db, &table.default_table).await {
+        // The default partition's table was renamed by a change another
+        // proxy committed (its cutover) before this proxy reloaded: the
+        // fence waits for the newer dictionary and the statement runs
+        // again, as every statement routed to a retired table does.
+        Err(ProxyError::Backend { err, .. })
+            if err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE =>
+        {
+            return Err(ProxyError::StaleRoute { err })
+        }
+        r => r?,
+    };
     let head = format!("CREATE TABLE {}", quote_ident(&table.default_table));
     let ddl = match ddl.strip_prefix(&head) {
         Some(body) => format!("CREATE TABLE {}{body}", quote_ident(&name.table)),

@@ -262,6 +262,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Plan::Refuse(_) => (PlanKind::Refused, 0),
             Plan::LoadData(l) => (PlanKind::Scatter, l.parts.len()),
             Plan::Maintenance(m) => (PlanKind::Scatter, m.parts.len()),
+            Plan::CreateSelect(c) => (PlanKind::Merge, c.ship.len()),
             _ => (PlanKind::Dictionary, 0),
         };
         self.b.note.kind = kind;
@@ -303,6 +304,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             }
             Plan::LoadData(load) => self.run_load_data(&load).await,
             Plan::Maintenance(m) => self.run_maintenance(&m).await,
+            Plan::CreateSelect(c) => self.run_create_select(&c, effects).await,
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
             Plan::ViewError(e) => Err(ProxyError::View(e)),
             // Its two steps run before planning (`insert_form.rs`): the

@@ -91,6 +91,24 @@ impl Plan {
             Plan::OrderedWrite(w) => describe_ordered_write(w, statement),
             Plan::KeyMove(m) => describe_key_move(m, statement, &name),
             Plan::InsertSelect(i) => describe_insert_select(i, backend_names),
+            Plan::CreateSelect(c) => {
+                let mut rows = Vec::new();
+                for ship in &c.ship {
+                    for (t, sql) in &ship.sources {
+                        rows.push(ExplainRow::new(
+                            &name(t.backend),
+                            format!("ship into temporary table {}", ship.temp),
+                            sql.as_str(),
+                        ));
+                    }
+                }
+                rows.push(ExplainRow::new(
+                    &main,
+                    "create the table from the copies",
+                    c.sql.as_str(),
+                ));
+                rows
+            }
             Plan::Maintenance(m) => m
                 .parts
                 .iter()

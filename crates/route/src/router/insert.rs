@@ -387,6 +387,23 @@ fn plan_insert_parts(
         }
     }
     let Some(key_pos) = key_pos else {
+        // Prepared: every partition is a candidate; each execution picks
+        // the one of the key's default, as the text form does
+        // (`insert_without_key_column`).
+        if prepared {
+            let parts = table
+                .all_targets()
+                .into_iter()
+                .map(|t| {
+                    let s = rewrite(sql, tokens, r, &t, false);
+                    (t, s)
+                })
+                .collect();
+            return Plan::Targets {
+                kind: StatementKind::Insert,
+                parts,
+            };
+        }
         // Every row takes the key column's default: the statement goes
         // whole to its partition, where the server stores the default or
         // answers 1364 as one server would (`conversions::route_default`).
@@ -630,6 +647,36 @@ fn may_name_a_column(sql: &str, tokens: &[Token]) -> bool {
         }
         _ => false,
     })
+}
+
+/// Whether an INSERT in the `(columns) VALUES` form leaves the partition
+/// key `column` out of its column list (every row takes its default; a
+/// prepared one runs on the partition of that default,
+/// `conversions::route_default`).
+pub fn insert_without_key_column(sql: &str, column: &str) -> bool {
+    let Ok(tokens) = hscale_sql::tokenize(sql) else {
+        return false;
+    };
+    let Some(open) = tokens.iter().position(|t| t.is_punct(sql, "(")) else {
+        return false;
+    };
+    let Some(close) = tokens[open..]
+        .iter()
+        .position(|t| t.is_punct(sql, ")"))
+        .map(|k| open + k)
+    else {
+        return false;
+    };
+    let is_values = tokens
+        .get(close + 1)
+        .is_some_and(|t| t.is_word(sql, "VALUES") || t.is_word(sql, "VALUE"));
+    is_values
+        && !tokens[open + 1..close]
+            .split(|t| t.is_punct(sql, ","))
+            .any(|c| {
+                c.last()
+                    .is_some_and(|t| unquote(t, sql).eq_ignore_ascii_case(column))
+            })
 }
 
 /// For a prepared INSERT: the ordinals of the `?` giving each row's key,

@@ -20,6 +20,7 @@ use crate::known::Known;
 use crate::BackendId;
 
 mod cache;
+mod create_select;
 mod explain;
 mod found_rows;
 mod global;
@@ -50,10 +51,13 @@ mod views;
 pub use views::{view_probe, ViewDdl};
 
 pub use cache::{CacheStats, PlanCache};
+pub use create_select::CreateSelect;
 pub use explain::ExplainRow;
 pub use found_rows::calc_found_rows;
 use insert::plan_insert;
-pub use insert::{insert_key_placeholders, insert_part_rows, unplaced_values};
+pub use insert::{
+    insert_key_placeholders, insert_part_rows, insert_without_key_column, unplaced_values,
+};
 pub use insert_form::{insert_form, with_columns, with_keys, InsertForm, InsertSelect};
 pub use key_move::{
     key_moves, moved_rows_insert, moved_rows_sql, stored_columns_query, stored_columns_sql, KeyMove,
@@ -175,6 +179,10 @@ pub enum Plan {
     /// `INSERT [INTO] t [(columns)] SELECT ...` that reads or writes a
     /// partitioned table: a read feeding a write (`insert_form`).
     InsertSelect(Box<InsertSelect>),
+    /// `CREATE TABLE u ... SELECT` reading partitioned tables: the new
+    /// table made by the main backend from copies of them
+    /// (`create_select`).
+    CreateSelect(Box<CreateSelect>),
 }
 
 /// A table maintenance statement on every partition of `table`. One
@@ -572,6 +580,9 @@ fn plan_statement(
     let refs = table_refs(sql, tokens, session_db, dict);
     if refs.is_empty() {
         return global::plan_global(sql, tokens, session_db, dict);
+    }
+    if let Some(p) = create_select::create_select(sql, tokens, session_db, dict) {
+        return p;
     }
     // `t PARTITION (p)`: one server holding t unpartitioned answers 1747,
     // as would each partition's table (renamed, the clause is a syntax

@@ -27,6 +27,7 @@
 
 mod aggregate;
 mod columns;
+mod create_select;
 mod errors;
 #[cfg(test)]
 mod fixtures;

@@ -314,6 +314,7 @@ fn index_routing(table: &hscale_route::dictionary::PartitionedTable) -> Routed {
         kind: StatementKind::Select,
         parts: vec![(target, Arc::from(sql.as_bytes()))],
         key_params: Vec::new(),
+        is_by_default: false,
         table: Some(table.clone()),
         global: None,
     }))

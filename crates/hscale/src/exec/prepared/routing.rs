@@ -72,6 +72,9 @@ pub struct PreparedRouting {
     /// The `?`s holding the key (one per INSERT row; at most one otherwise):
     /// each execution runs on the partition of their values.
     pub key_params: Vec<usize>,
+    /// An INSERT without the key column: each execution runs on the
+    /// partition of the column's default (`conversions::route_default`).
+    pub is_by_default: bool,
     /// The partitioned table (`None` for a write to a global table).
     pub table: Option<PartitionedTable>,
     /// A write to this global table: every copy, as the text path writes
@@ -156,7 +159,14 @@ impl PreparedRouting {
                     }
                     _ => Vec::new(),
                 };
-                if kind == StatementKind::Insert && key_params.is_empty() && parts.len() > 1 {
+                let is_by_default = kind == StatementKind::Insert
+                    && key_params.is_empty()
+                    && hscale_route::router::insert_without_key_column(text, &table.column);
+                if kind == StatementKind::Insert
+                    && key_params.is_empty()
+                    && parts.len() > 1
+                    && !is_by_default
+                {
                     return Err(ProxyError::Refused(format!(
                         "a prepared INSERT whose rows go to different partitions of {} (use a parameter for the key, or one statement per partition)",
                         table.name
@@ -171,6 +181,7 @@ impl PreparedRouting {
                         .map(|(t, s)| (t, Arc::from(s.as_bytes())))
                         .collect(),
                     key_params,
+                    is_by_default,
                     table: Some(table),
                     global: None,
                 })))
@@ -185,6 +196,7 @@ impl PreparedRouting {
                     Arc::from(sql.as_bytes()),
                 )],
                 key_params: Vec::new(),
+                is_by_default: false,
                 table: None,
                 global: Some(table),
             }))),
@@ -210,6 +222,32 @@ impl PreparedRouting {
         known: &Known<'_>,
     ) -> Result<Pick, ProxyError> {
         let is_insert = self.kind == StatementKind::Insert;
+        if let Some(table) = self.table.as_ref().filter(|_| self.is_by_default) {
+            // Every row takes the key's default: its partition, once the
+            // backend said what the column stores (asked by the caller).
+            return match hscale_route::conversions::route_default(table, known) {
+                Some(Ok(t)) => {
+                    let chosen: Vec<Part> = self
+                        .parts
+                        .iter()
+                        .filter(|(p, _)| *p == t)
+                        .cloned()
+                        .collect();
+                    if chosen.is_empty() {
+                        return Err(ProxyError::Refused(format!(
+                            "the partitions of {} changed while the statement was prepared (prepare it again)",
+                            table.name
+                        )));
+                    }
+                    Ok(Pick::Parts(chosen))
+                }
+                Some(Err(e)) => Err(ProxyError::Refused(e.to_string())),
+                None => Err(ProxyError::Refused(format!(
+                    "INSERT without the partition key column {}: its default is not known yet",
+                    table.column
+                ))),
+            };
+        }
         let Some(table) = self.table.as_ref().filter(|_| !self.key_params.is_empty()) else {
             return Ok(Pick::Parts(self.parts.clone()));
         };
