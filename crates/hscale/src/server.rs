@@ -341,6 +341,9 @@ impl crate::metrics::exposition::Source for Scraped {
     }
 }
 
+/// Each worker thread's stack.
+const WORKER_STACK_BYTES: usize = 16 << 20;
+
 /// A running proxy: its worker threads and how to stop them. Used by
 /// `hscale serve`, the playground and the tests.
 pub struct RunningProxy {
@@ -390,6 +393,11 @@ impl RunningProxy {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("hscale-worker-{worker}"))
+                    // A session's statement runs as nested futures polled
+                    // on this thread's stack: 2 MiB (the default) overflowed
+                    // in a debug build's differential suite. Virtual
+                    // memory only until used.
+                    .stack_size(WORKER_STACK_BYTES)
                     .spawn(move || {
                         crate::planning::count_weights_into(
                             ctx.metrics.worker(worker).weight_counters(),
