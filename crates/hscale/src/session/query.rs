@@ -18,16 +18,21 @@ fn is_table_free(
     lexed: Option<&[hscale_sql::Token]>,
 ) -> bool {
     use hscale_sql::Kind;
-    let first = sql.split_whitespace().next().unwrap_or("");
     let is_kind = matches!(
         facts.kind,
         Kind::Commit | Kind::Rollback | Kind::Set | Kind::Begin | Kind::Select
-    ) || ["SAVEPOINT", "RELEASE", "DO"]
-        .iter()
-        .any(|w| first.eq_ignore_ascii_case(w));
+    ) || {
+        let first = sql.split_whitespace().next().unwrap_or("");
+        ["SAVEPOINT", "RELEASE", "DO"]
+            .iter()
+            .any(|w| first.eq_ignore_ascii_case(w))
+    };
+    // Every statement that reaches a backend passes here: the words'
+    // lengths (4 to 6) are compared before their letters.
     let names_none = |t: &[hscale_sql::Token]| {
         !t.iter().any(|x| {
             x.kind == hscale_sql::TokenKind::Word
+                && (4..=6).contains(&(x.end - x.start))
                 && ["FROM", "INTO", "TABLE", "JOIN", "UPDATE"]
                     .iter()
                     .any(|w| x.is_word(sql, w))
