@@ -80,8 +80,18 @@ struct Counts {
     second: AtomicU64,
     this_second: AtomicU64,
     last_second: AtomicU64,
-    latency: Box<[AtomicU64]>,
+    /// Latency histograms of the two latest windows of
+    /// [`P99_WINDOW_S`] seconds: window `w` counts in `latency[w % 2]`,
+    /// which `window[w % 2]` says it holds (cleared when a new window
+    /// takes it), so a quantile reads the running window and the one
+    /// before it: the last one to two minutes, never since start.
+    window: [AtomicU64; 2],
+    latency: [Box<[AtomicU64]>; 2],
 }
+
+/// The length of a latency window: `HSCALE SHOW USERS`' p99 covers the
+/// running window and the whole one before it.
+pub const P99_WINDOW_S: u64 = 60;
 
 impl Counts {
     fn new() -> Counts {
@@ -90,7 +100,8 @@ impl Counts {
             second: AtomicU64::new(0),
             this_second: AtomicU64::new(0),
             last_second: AtomicU64::new(0),
-            latency: (0..HIST).map(|_| AtomicU64::new(0)).collect(),
+            window: [AtomicU64::new(0), AtomicU64::new(u64::MAX)],
+            latency: [0, 1].map(|_| (0..HIST).map(|_| AtomicU64::new(0)).collect()),
         }
     }
 
@@ -250,8 +261,19 @@ impl TenantState {
         let c = &self.counts[worker % COUNT_SLOTS];
         c.statements.fetch_add(1, Ordering::Relaxed);
         let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
-        c.latency[slot(us)].fetch_add(1, Ordering::Relaxed);
         let sec = now.saturating_duration_since(self.started).as_secs();
+        let w = sec / P99_WINDOW_S;
+        let half = (w % 2) as usize;
+        // A new window takes the histogram of the window before the last
+        // (one writer per slot but for workers beyond COUNT_SLOTS, whose
+        // race loses a few counts of a statistic).
+        if c.window[half].load(Ordering::Relaxed) != w {
+            for a in c.latency[half].iter() {
+                a.store(0, Ordering::Relaxed);
+            }
+            c.window[half].store(w, Ordering::Relaxed);
+        }
+        c.latency[half][slot(us)].fetch_add(1, Ordering::Relaxed);
         let at = c.second.load(Ordering::Relaxed);
         if at != sec && c.second.swap(sec, Ordering::Relaxed) == at {
             let n = c.this_second.swap(0, Ordering::Relaxed);
@@ -281,17 +303,22 @@ impl TenantState {
         self.counts.iter().map(|c| c.per_s(sec)).sum()
     }
 
-    /// The `q` quantile of statement latency since start, in µs (within
-    /// 12.5%, the digests' histogram).
-    fn quantile_us(&self, q: f64) -> u64 {
-        let counts: Vec<u64> = (0..HIST)
-            .map(|i| {
-                self.counts
-                    .iter()
-                    .map(|c| c.latency[i].load(Ordering::Relaxed))
-                    .sum()
-            })
-            .collect();
+    /// The `q` quantile of statement latency over the running window of
+    /// [`P99_WINDOW_S`] and the one before it, in µs (within 12.5%, the
+    /// digests' histogram); 0 when no statement ran in them.
+    fn quantile_us(&self, q: f64, now: Instant) -> u64 {
+        let w = now.saturating_duration_since(self.started).as_secs() / P99_WINDOW_S;
+        let mut counts = [0u64; HIST];
+        for c in self.counts.iter() {
+            for half in 0..2 {
+                let held = c.window[half].load(Ordering::Relaxed);
+                if held == w || held.wrapping_add(1) == w {
+                    for (sum, a) in counts.iter_mut().zip(c.latency[half].iter()) {
+                        *sum += a.load(Ordering::Relaxed);
+                    }
+                }
+            }
+        }
         let total: u64 = counts.iter().sum();
         if total == 0 {
             return 0;
@@ -476,7 +503,7 @@ impl Tenants {
                     killed: t.killed.load(Ordering::Relaxed),
                     refused_connections: t.refused_connections.load(Ordering::Relaxed),
                     backend_connections: held as u64,
-                    p99_us: t.quantile_us(0.99),
+                    p99_us: t.quantile_us(0.99, now),
                     priority: t.claim().priority.name(),
                     backend_share: f64::from(t.share_permille.load(Ordering::Relaxed)) / 1000.0,
                 }
@@ -581,7 +608,38 @@ mod tests {
         assert_eq!(a.statements_per_s(at(2_700)), 3);
         assert_eq!(a.statements_per_s(at(3_100)), 1);
         assert_eq!(a.statements_per_s(at(4_100)), 0);
-        assert!(a.quantile_us(0.99) >= 100);
+        assert!(a.quantile_us(0.99, at(4_100)) >= 100);
+    }
+
+    #[test]
+    fn p99_covers_the_last_one_to_two_minutes() {
+        let t = Tenants::new(&config("[[users]]\nname = \"a\"\n"));
+        let a = t.user("a");
+        let at = |s: u64| a.started + Duration::from_secs(s);
+        // A slow minute, then fast statements on two workers.
+        for _ in 0..100 {
+            a.record(0, Duration::from_millis(500), at(10));
+        }
+        for w in [0, 1] {
+            for _ in 0..100 {
+                a.record(w, Duration::from_micros(200), at(70));
+            }
+        }
+        let slow = a.quantile_us(0.99, at(70));
+        assert!(slow >= 500_000, "the window before counts: {slow}");
+        assert!(
+            a.quantile_us(0.99, at(130)) < 1_000,
+            "a window two back is forgotten"
+        );
+        // The histogram of window 0 is taken by window 2 and cleared.
+        a.record(0, Duration::from_micros(300), at(130));
+        let p = a.quantile_us(0.99, at(179));
+        assert!((200..1_000).contains(&p), "{p}");
+        assert_eq!(
+            a.quantile_us(0.99, at(250)),
+            0,
+            "nothing in the last two windows"
+        );
     }
 
     #[test]

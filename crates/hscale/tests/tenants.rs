@@ -167,6 +167,42 @@ async fn a_statement_beyond_the_rate_waits_then_is_refused_with_1226() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepares_count_against_the_rate_too() {
+    let mut c = conn_as("rated").await.unwrap();
+    // COM_STMT_PREPARE takes a token as COM_QUERY does: preparing in a
+    // loop (each closed at once) meets the same 1226.
+    let mut refused = None;
+    let mut ran = 0;
+    for i in 0..10 {
+        match c.prep(format!("SELECT {i} + ?")).await {
+            Ok(stmt) => {
+                ran += 1;
+                c.close(stmt).await.unwrap();
+            }
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    let e = refused.expect("a prepare refused");
+    assert!(ran <= 3, "{ran} prepares ran beyond a burst of 3");
+    assert_eq!(
+        server_error(&e),
+        (
+            1226,
+            "User 'rated' has exceeded the 'max_statements_per_s' resource (current value: 1)"
+                .to_string()
+        )
+    );
+    // Two seconds give two tokens: the PREPARE's and the EXECUTE's.
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    let stmt = c.prep("SELECT 1 + ?").await.unwrap();
+    let v: Option<i64> = c.exec_first(&stmt, (1,)).await.unwrap();
+    assert_eq!(v, Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_statement_past_max_statement_ms_is_killed_with_1969() {
     let mut c = conn_as("brief").await.unwrap();
     let start = Instant::now();

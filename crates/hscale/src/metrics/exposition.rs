@@ -451,7 +451,7 @@ fn users(e: &mut DescriptorEncoder, live: &Live) -> fmt::Result {
     }
     let mut f = e.encode_descriptor(
         "hscale_user_statement_p99_seconds",
-        "The user's 99th percentile statement latency since start.",
+        "The user's 99th percentile statement latency over the last one to two minutes.",
         None,
         MetricType::Gauge,
     )?;

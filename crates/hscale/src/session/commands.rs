@@ -50,7 +50,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<(), ProxyError> {
         self.b.gathered = Default::default();
         self.b.note.error = 0;
-        let r = self.prepare(payload).await;
+        // A PREPARE is a statement of the user's rate (`crate::tenant`),
+        // as MariaDB counts it among a user's queries.
+        let r = match self.b.tenant.admit().await {
+            Ok(()) => self.prepare(payload).await,
+            Err(e) => Err(e),
+        };
         match &r {
             Err(ProxyError::ClientGone) => return r,
             Err(e) => {
