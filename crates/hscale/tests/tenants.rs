@@ -44,6 +44,10 @@ fn tweak(c: &mut hscale::Config) {
     });
     c.users.push(user("noisy"));
     c.users.push(user("quiet"));
+    c.users.push(hscale::config::UserConfig {
+        priority: Some(hscale::config::PriorityName::High),
+        ..user("vip")
+    });
 }
 
 fn info() -> Info {
@@ -288,6 +292,82 @@ async fn a_noisy_user_does_not_starve_a_quiet_one() {
         t.await.unwrap();
     }
     assert_eq!(noisy_done.load(Ordering::SeqCst), 12);
+}
+
+/// Waiting with a full pool, a high-priority user's statements take the
+/// returned connections before a normal user's that queued earlier. The
+/// noisy user's four connections come back one at a time (0.4, 0.6, 0.8
+/// and 1.0 s); `vip`'s two statements start on the first two, `quiet`'s
+/// on the last two, although `quiet` queued first (its users' fair share
+/// of the pool is two connections each; priority orders who goes first
+/// within it). Each statement's start is the server's NOW(6).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_high_priority_user_is_served_before_normal_ones_that_waited_longer() {
+    let mut noisy = Vec::new();
+    for _ in 0..4 {
+        noisy.push(conn_as("noisy").await.unwrap());
+    }
+    let mut quiet = Vec::new();
+    let mut vip = Vec::new();
+    for _ in 0..2 {
+        quiet.push(conn_as("quiet").await.unwrap());
+        vip.push(conn_as("vip").await.unwrap());
+    }
+    let mut admin = proxy_conn(None).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut tasks = Vec::new();
+    for (mut c, secs) in noisy.into_iter().zip(["0.4", "0.6", "0.8", "1.0"]) {
+        tasks.push(tokio::spawn(async move {
+            c.query_drop(format!("SELECT SLEEP({secs})")).await.unwrap();
+        }));
+    }
+    async fn until(admin: &mut mysql_async::Conn, user: &str, field: &str, value: &str) {
+        let start = Instant::now();
+        loop {
+            let row = users_row_on(admin, user).await;
+            if row[field] == value {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{user}'s {field} never reached {value}: {row:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    until(&mut admin, "noisy", "backend_connections", "4").await;
+    let run = |conns: Vec<mysql_async::Conn>, sql: &'static str| {
+        conns
+            .into_iter()
+            .map(|mut c| {
+                tokio::spawn(async move {
+                    let started: Option<(String, i64)> = c.query_first(sql).await.unwrap();
+                    started.unwrap().0
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let quiet = run(quiet, "SELECT CAST(NOW(6) AS CHAR), SLEEP(0)");
+    until(&mut admin, "quiet", "waiting", "2").await;
+    let vip = run(vip, "SELECT CAST(NOW(6) AS CHAR), SLEEP(1)");
+    until(&mut admin, "vip", "waiting", "2").await;
+    let mut quiet_starts = Vec::new();
+    for t in quiet {
+        quiet_starts.push(t.await.unwrap());
+    }
+    let mut vip_starts = Vec::new();
+    for t in vip {
+        vip_starts.push(t.await.unwrap());
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let last_vip = vip_starts.iter().max().unwrap();
+    let first_quiet = quiet_starts.iter().min().unwrap();
+    assert!(
+        last_vip < first_quiet,
+        "vip started at {vip_starts:?}, quiet (queued first) at {quiet_starts:?}"
+    );
 }
 
 /// A `hscale serve` of its own: SIGHUP lowers a user's max_connections and
