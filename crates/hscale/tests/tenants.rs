@@ -44,6 +44,8 @@ fn tweak(c: &mut hscale::Config) {
     });
     c.users.push(user("noisy"));
     c.users.push(user("quiet"));
+    c.users.push(user("bulk"));
+    c.users.push(user("patient"));
     c.users.push(hscale::config::UserConfig {
         priority: Some(hscale::config::PriorityName::High),
         ..user("vip")
@@ -53,6 +55,10 @@ fn tweak(c: &mut hscale::Config) {
 fn info() -> Info {
     cluster_with(1, tweak)
 }
+
+/// The tests that fill the one pool take turns (the file's tests share
+/// one proxy).
+static POOL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn opts_as(port: u16, user: &str) -> mysql_async::Opts {
     mysql_async::OptsBuilder::from_opts(proxy_opts(port, None))
@@ -236,6 +242,7 @@ async fn a_statement_past_max_statement_ms_is_killed_with_1969() {
 /// would wait for all 12.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_noisy_user_does_not_starve_a_quiet_one() {
+    let _turn = POOL.lock().await;
     let mut noisy = Vec::new();
     for _ in 0..12 {
         noisy.push(conn_as("noisy").await.unwrap());
@@ -295,22 +302,23 @@ async fn a_noisy_user_does_not_starve_a_quiet_one() {
 }
 
 /// Waiting with a full pool, a high-priority user's statements take the
-/// returned connections before a normal user's that queued earlier. The
-/// noisy user's four connections come back one at a time (0.4, 0.6, 0.8
-/// and 1.0 s); `vip`'s two statements start on the first two, `quiet`'s
-/// on the last two, although `quiet` queued first (its users' fair share
+/// returned connections before a normal user's that queued earlier.
+/// `bulk`'s four connections come back one at a time (0.4, 0.6, 0.8 and
+/// 1.0 s); `vip`'s two statements start on the first two, `patient`'s on
+/// the last two, although `patient` queued first (its users' fair share
 /// of the pool is two connections each; priority orders who goes first
 /// within it). Each statement's start is the server's NOW(6).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_high_priority_user_is_served_before_normal_ones_that_waited_longer() {
+    let _turn = POOL.lock().await;
     let mut noisy = Vec::new();
     for _ in 0..4 {
-        noisy.push(conn_as("noisy").await.unwrap());
+        noisy.push(conn_as("bulk").await.unwrap());
     }
     let mut quiet = Vec::new();
     let mut vip = Vec::new();
     for _ in 0..2 {
-        quiet.push(conn_as("quiet").await.unwrap());
+        quiet.push(conn_as("patient").await.unwrap());
         vip.push(conn_as("vip").await.unwrap());
     }
     let mut admin = proxy_conn(None).await;
@@ -335,7 +343,7 @@ async fn a_high_priority_user_is_served_before_normal_ones_that_waited_longer() 
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
-    until(&mut admin, "noisy", "backend_connections", "4").await;
+    until(&mut admin, "bulk", "backend_connections", "4").await;
     let run = |conns: Vec<mysql_async::Conn>, sql: &'static str| {
         conns
             .into_iter()
@@ -348,7 +356,7 @@ async fn a_high_priority_user_is_served_before_normal_ones_that_waited_longer() 
             .collect::<Vec<_>>()
     };
     let quiet = run(quiet, "SELECT CAST(NOW(6) AS CHAR), SLEEP(0)");
-    until(&mut admin, "quiet", "waiting", "2").await;
+    until(&mut admin, "patient", "waiting", "2").await;
     let vip = run(vip, "SELECT CAST(NOW(6) AS CHAR), SLEEP(1)");
     until(&mut admin, "vip", "waiting", "2").await;
     let mut quiet_starts = Vec::new();
@@ -366,7 +374,7 @@ async fn a_high_priority_user_is_served_before_normal_ones_that_waited_longer() 
     let first_quiet = quiet_starts.iter().min().unwrap();
     assert!(
         last_vip < first_quiet,
-        "vip started at {vip_starts:?}, quiet (queued first) at {quiet_starts:?}"
+        "vip started at {vip_starts:?}, patient (queued first) at {quiet_starts:?}"
     );
 }
 
