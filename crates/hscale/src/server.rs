@@ -60,11 +60,23 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
             // Transactions across backends record their decisions in
             // hscale.decisions on each backend; recovery runs every round.
             let mut has_decisions = false;
+            // The dictionary version whose partitions' definitions were
+            // last compared (`admin::check_definitions`).
+            let mut checked = None;
             loop {
                 tokio::time::sleep(every).await;
                 let Some(ctx) = ctx.upgrade() else { return };
                 if let Err(e) = crate::partition::refresh::reload_if_idle(&ctx, worker).await {
                     tracing::debug!(error = %e, "dictionary reload failed");
+                }
+                let version = ctx.partitioning.version();
+                if checked != Some(version) {
+                    match crate::admin::check_definitions(&ctx, worker).await {
+                        Ok(_) => checked = Some(version),
+                        Err(e) => {
+                            tracing::debug!(error = %e, "comparing partitions' definitions failed")
+                        }
+                    }
                 }
                 if let Err(e) = crate::admin::take_over(&ctx, worker).await {
                     tracing::debug!(error = %e, "taking over partition changes failed");

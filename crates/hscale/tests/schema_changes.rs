@@ -483,6 +483,79 @@ async fn a_partition_with_another_definition_is_reported() {
         .unwrap();
 }
 
+/// A proxy starting (and any proxy after a dictionary change) compares
+/// the partitions' definitions and logs each that differs: a partition
+/// changed behind hscale's back is reported without anyone asking.
+#[tokio::test]
+async fn a_starting_proxy_logs_a_partition_with_another_definition() {
+    let parts = mod2("id");
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let (_p, _r) = table(
+        "diffy",
+        "CREATE TABLE diffy (id INT NOT NULL PRIMARY KEY, k INT NULL)",
+        "INSERT INTO diffy VALUES (1, 1), (2, 2)",
+        &parts,
+    )
+    .await;
+    let (b, physical) = physical_tables(&format!("{DB}.diffy"))
+        .await
+        .remove("diffy_1")
+        .unwrap();
+    let mut c = backend_conn(b, Some(DB)).await;
+    c.query_drop(format!("ALTER TABLE `{physical}` ADD COLUMN behind INT"))
+        .await
+        .unwrap();
+    let mut config = cluster_config();
+    let port = hscale::playground::mariadb::free_port().unwrap();
+    config.proxy.listen = format!("127.0.0.1:{port}");
+    let path = std::env::temp_dir().join(format!("hscale-test-{port}.toml"));
+    std::fs::write(&path, toml::to_string(&config).unwrap()).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hscale"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut seen = Vec::new();
+    let found = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if line.contains("a partition's definition is not its table's")
+                    && line.contains("diffy_1")
+                    && line.contains(&physical)
+                {
+                    break Some(line);
+                }
+                seen.push(line);
+            }
+            Err(_) => break None,
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    c.query_drop(format!("ALTER TABLE `{physical}` DROP COLUMN behind"))
+        .await
+        .unwrap();
+    let line =
+        found.unwrap_or_else(|| panic!("no warning logged; the log said:\n{}", seen.join("\n")));
+    assert!(line.contains("differs"), "{line}");
+}
+
 /// The second example: a table with a column named `seq` (the
 /// name of the changelog's own column) gets a partition; its rows move.
 #[tokio::test]

@@ -45,6 +45,36 @@ pub(super) async fn tables(ctx: &Context, worker: usize) -> Result<AdminOutput, 
     })
 }
 
+/// Compare every partition's definition with its table's default
+/// partition's, as `HSCALE SHOW PARTITIONS` does, and log each that
+/// differs or is missing (worker 0 runs it at start and after each
+/// dictionary change, `server.rs`): a partition left apart by a schema
+/// change, or changed behind hscale, is reported, not silently served.
+/// Returns how many were found.
+pub async fn check_definitions(ctx: &Context, worker: usize) -> Result<usize, ProxyError> {
+    let AdminOutput::Rows { rows, .. } = partitions(ctx, worker, None).await? else {
+        return Ok(0);
+    };
+    let mut found = 0;
+    for row in &rows {
+        let field = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+        let shown = field(6);
+        if shown == "same" {
+            continue;
+        }
+        found += 1;
+        tracing::warn!(
+            table = %field(0),
+            partition = %Some(field(1)).filter(|p| !p.is_empty()).unwrap_or_else(|| "default".into()),
+            backend = %field(3),
+            physical_table = %field(4),
+            definition = %shown,
+            "a partition's definition is not its table's (HSCALE SHOW PARTITIONS)"
+        );
+    }
+    Ok(found)
+}
+
 /// Every partition (of one table, or of all): value, backend, physical
 /// table, the backend's row estimate, and whether its definition is the
 /// default partition's (`same`, `differs`: a schema change left it
