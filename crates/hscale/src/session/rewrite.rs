@@ -33,6 +33,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         sql: &str,
         mentions: Mentions,
     ) -> Result<Option<(String, bool)>, ProxyError> {
+        // Most statements: nothing of hscale's own named, and no SHOW
+        // (what `Bindings::proxy_sql` rewrites needs one or the other).
+        if mentions == Mentions::NONE {
+            let head = sql.trim_start().as_bytes();
+            if head.len() < 4 || !head[..4].eq_ignore_ascii_case(b"SHOW") {
+                return Ok(None);
+            }
+        }
         let client = Client {
             user: &self.info.user,
             host_name: &self.info.host_name,
