@@ -211,6 +211,23 @@ pub fn with_org_table(def: &[u8], org_table: &[u8]) -> Result<BytesMut, WireErro
     Ok(b)
 }
 
+/// A column definition with its name `name` (everything else as it was:
+/// the proxy answers a statement with a server's definitions for
+/// another spelling of it).
+pub fn with_name(def: &[u8], name: &[u8]) -> Result<BytesMut, WireError> {
+    let mut r = Reader::new(def);
+    let head: Vec<&[u8]> = (0..4).map(|_| r.lenenc_bytes()).collect::<Result<_, _>>()?;
+    r.lenenc_bytes()?; // name
+    let rest = r.rest();
+    let mut b = BytesMut::with_capacity(def.len() + name.len());
+    for field in head {
+        put_lenenc_bytes(&mut b, field);
+    }
+    put_lenenc_bytes(&mut b, name);
+    b.put_slice(rest);
+    Ok(b)
+}
+
 /// A column-count packet.
 pub fn encode_column_count(n: usize) -> BytesMut {
     let mut b = BytesMut::with_capacity(9);

@@ -344,9 +344,6 @@ pub const EXPECTED_DIFFERENCES: &[&str] = &[
     "INSERT INTO sk (name, v) SELECT UPPER(name), v FROM sk",
     "INSERT INTO od (oid, k, qty) VALUES (1, 0, 7), (2, 1, 3) ON DUPLICATE KEY UPDATE qty = qty",
     "INSERT INTO od (oid, k, qty, price, note) VALUES (3, 2, 10, 39.21, 'n3'), (9000, 1, 1, 1, 'fr') ON DUPLICATE KEY UPDATE qty = VALUES(qty)",
-    // F9 (fourth pass): an aggregate of a select alias in HAVING over
-    // merged groups.
-    "SELECT k, COUNT(*) c FROM od GROUP BY k HAVING c = MAX(c) ORDER BY k",
 ];
 
 /// Statements that differ in some runs only ("Intermittent" in
