@@ -239,6 +239,31 @@ pub fn encode_column_count(n: usize) -> BytesMut {
 mod tests {
 
     #[test]
+    fn a_renamed_column_keeps_every_other_field() {
+        let def_of = |name: &[u8]| {
+            let mut def = BytesMut::new();
+            for f in [
+                &b"def"[..],
+                b"information_schema",
+                b"TABLE_NAMES",
+                b"TABLE_NAMES",
+            ] {
+                put_lenenc_bytes(&mut def, f);
+            }
+            put_lenenc_bytes(&mut def, name);
+            put_lenenc_bytes(&mut def, b"TABLE_NAME");
+            def.put_slice(&[0x0c, 33, 0, 0, 1, 0, 0, 253, 1, 0x10, 0, 0, 0]);
+            def
+        };
+        let renamed = with_name(&def_of(b"Tables_in_db"), b"Tables_in_db (o%)").unwrap();
+        assert_eq!(renamed, def_of(b"Tables_in_db (o%)"));
+        assert_eq!(
+            ColumnInfo::decode(&renamed).unwrap().name,
+            "Tables_in_db (o%)"
+        );
+    }
+
+    #[test]
     fn an_aliased_original_table_is_renamed() {
         let mut def = BytesMut::new();
         for f in [&b"def"[..], b"db", b"t", b"t_p1_g10", b"id", b"id"] {

@@ -81,7 +81,10 @@ impl Bindings {
     /// answer hscale computes over information_schema carries them
     /// (`Bindings::answer_defs`). `None` if the server refuses.
     async fn table_status_defs(&mut self, db: &str) -> Result<Option<Vec<Bytes>>, ProxyError> {
-        let sql = format!("SHOW TABLE STATUS FROM {} LIKE ''", crate::partition::quote_ident(db));
+        let sql = format!(
+            "SHOW TABLE STATUS FROM {} LIKE ''",
+            crate::partition::quote_ident(db)
+        );
         let asked = self
             .ask(BackendId::MAIN, async |conn| conn.query_raw(&sql).await)
             .await?;

@@ -501,7 +501,9 @@ impl HavingParser<'_, '_> {
                 || i.checked_sub(1)
                     .and_then(|j| args.get(j))
                     .is_some_and(|d| d.is_punct(sql, "."))
-                || args.get(i + 1).is_some_and(|n| n.is_punct(sql, "(") || n.is_punct(sql, "."))
+                || args
+                    .get(i + 1)
+                    .is_some_and(|n| n.is_punct(sql, "(") || n.is_punct(sql, "."))
             {
                 return false;
             }
