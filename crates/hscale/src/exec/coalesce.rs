@@ -155,6 +155,7 @@ pub fn key(
         || b.generated_id.is_some()
         || b.one_row_select.is_some()
         || b.answer_defs.is_some()
+        || b.is_undoubling
         || payload.len() > MAX_STATEMENT_BYTES
     {
         return None;

@@ -51,7 +51,7 @@ pub mod rows;
 mod scatter;
 pub mod sequence;
 pub mod sink;
-mod sql_mode;
+pub(crate) mod sql_mode;
 pub mod steps;
 pub mod txn;
 
