@@ -25,6 +25,7 @@ use mysql_async::Value;
 const SCHEMA: &[&str] = &[
         "CREATE TABLE words (w VARCHAR(32) NOT NULL, freq INT, note VARCHAR(32), PRIMARY KEY (w)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
         "CREATE TABLE nums (id INT NOT NULL, k INT NOT NULL, s VARCHAR(32), PRIMARY KEY (id, k))",
+        "CREATE TABLE short (w VARCHAR(4) NOT NULL, n INT, PRIMARY KEY (w)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
 ];
 
 const PARTITIONING: &[&str] = &[
@@ -170,6 +171,28 @@ async fn backslash_strings_under_no_backslash_escapes_class() {
             "SELECT w, freq, note FROM words ORDER BY w",
             r"SELECT id, k, s FROM nums WHERE k = 1 AND s = 'one\1'",
             "SELECT id, k, s FROM nums ORDER BY id",
+        ],
+    )
+    .await;
+    // Keys the column converts (cut to VARCHAR(4) without strict mode):
+    // the value the server stores, read from the literal as written.
+    same(
+        &mut p,
+        &mut r,
+        &[
+            "SET sql_mode = 'NO_BACKSLASH_ESCAPES'",
+            r"INSERT INTO short (w, n) VALUES ('ab\cdef', 1), ('\\\\\\', 2), ('x\ ', 3)",
+        ],
+    )
+    .await;
+    same_rows(
+        &mut p,
+        &mut r,
+        &[
+            r"SELECT w, n FROM short WHERE w = 'ab\c'",
+            r"SELECT w, n FROM short WHERE w = '\\\\'",
+            r"SELECT w, n FROM short WHERE w = 'x\'",
+            "SELECT w, n FROM short ORDER BY n",
         ],
     )
     .await;
