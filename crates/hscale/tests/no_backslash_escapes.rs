@@ -141,6 +141,7 @@ async fn backslash_strings_under_no_backslash_escapes_class() {
             "SET sql_mode = 'STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES'",
             r"INSERT INTO words (w, freq, note) VALUES ('a\b', 1, 'x\y'), ('c\d', 2, NULL), ('plain', 3, 'p\')",
             r"INSERT INTO words (w, freq) VALUES ('end\', 4)",
+            r"INSERT INTO words VALUES ('no\list', 4, NULL), ('no list\', 5, 'n\')",
             r"INSERT INTO words (w, freq) VALUES ('\\double', 5), ('\n', 6), ('\t\0', 7)",
             r"INSERT IGNORE INTO words (w, freq) VALUES ('a\b', 99)",
             r"INSERT INTO words (w, freq) VALUES ('c\d', 1) ON DUPLICATE KEY UPDATE freq = freq + 10",

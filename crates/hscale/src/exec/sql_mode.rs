@@ -185,6 +185,10 @@ impl Bindings {
         };
         match plan {
             Plan::Targets { .. } | Plan::Merge(_) => undoubled(plan).ok().map(|_| doubled),
+            // Planned without asking the backends (an INSERT without a
+            // column list needs the table's columns): planned again when
+            // it runs, and a plan `undoubled` cannot send is refused then.
+            Plan::Refuse(_) => Some(doubled),
             _ => None,
         }
     }
