@@ -173,10 +173,8 @@ pub fn backslashes_undoubled(sql: &str) -> Option<String> {
         let mut inner = String::with_capacity(s.len());
         let mut chars = s.chars();
         while let Some(c) = chars.next() {
-            if c == '\\' {
-                if chars.next() != Some('\\') {
-                    return None;
-                }
+            if c == '\\' && chars.next() != Some('\\') {
+                return None;
             }
             inner.push(c);
         }
