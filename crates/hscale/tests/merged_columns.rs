@@ -102,6 +102,9 @@ async fn merged_columns_class() {
         "SELECT DISTINCT k FROM od ORDER BY k DESC",
         "SELECT note, COUNT(*) FROM od GROUP BY note HAVING COUNT(*) > 0 ORDER BY note LIMIT 5",
         "SELECT en, SUM(db), BIT_AND(bu), BIT_XOR(oid) FROM od GROUP BY en",
+        "SELECT JSON_VALUE(CONCAT('{\"a\":', k, '}'), '$.a') AS v, COUNT(*) FROM od GROUP BY v",
+        "SELECT CONCAT(note, REPEAT('x', 70000)) IS NULL AS n, GROUP_CONCAT(note) FROM od GROUP BY n",
+        "SELECT JSON_KEYS(CONCAT('{\"', note, '\":1}')) AS jk, MAX(qty) FROM od GROUP BY jk",
     ] {
         same_defs(sql).await;
     }

@@ -149,6 +149,26 @@ pub fn patch_column(def: &[u8], length: u32, flags: u16) -> Result<BytesMut, Wir
     Ok(b)
 }
 
+/// A column definition with its type, flags and decimals replaced (a
+/// TEXT expression's LONG_BLOB of a statement not executed becomes the
+/// BLOB of the temporary table an executed GROUP BY read it from).
+pub fn with_type_flags_and_decimals(
+    def: &[u8],
+    column_type: u8,
+    flags: u16,
+    decimals: u8,
+) -> Result<BytesMut, WireError> {
+    let mut b = with_flags_and_decimals(def, flags, decimals)?;
+    let mut r = Reader::new(def);
+    for _ in 0..6 {
+        r.lenenc_bytes()?;
+    }
+    r.lenenc()?;
+    let at = r.pos() + 2;
+    b[at + 4] = column_type;
+    Ok(b)
+}
+
 /// A column definition with its flags and decimals replaced.
 pub fn with_flags_and_decimals(
     def: &[u8],
