@@ -32,6 +32,8 @@
 //! the statements that differ only in some runs: printed, not asserted.
 
 mod common;
+#[path = "differential_adversarial/fifth_pass.rs"]
+mod fifth_pass;
 #[path = "differential_adversarial/fourth_pass.rs"]
 mod fourth_pass;
 #[path = "differential_adversarial/prepared.rs"]

@@ -102,6 +102,9 @@ async fn merged_columns_class() {
         "SELECT DISTINCT k FROM od ORDER BY k DESC",
         "SELECT note, COUNT(*) FROM od GROUP BY note HAVING COUNT(*) > 0 ORDER BY note LIMIT 5",
         "SELECT en, SUM(db), BIT_AND(bu), BIT_XOR(oid) FROM od GROUP BY en",
+        "SELECT JSON_VALUE(CONCAT('{\"a\":', k, '}'), '$.a') AS v, COUNT(*) FROM od GROUP BY v",
+        "SELECT CONCAT(note, REPEAT('x', 70000)) IS NULL AS n, GROUP_CONCAT(note) FROM od GROUP BY n",
+        "SELECT JSON_KEYS(CONCAT('{\"', note, '\":1}')) AS jk, MAX(qty) FROM od GROUP BY jk",
     ] {
         same_defs(sql).await;
     }
@@ -172,8 +175,7 @@ async fn rewritten_answers_and_views_carry_the_servers_definitions() {
             .unwrap();
     }
     let mut wrong = Vec::new();
-    // (SHOW CREATE TABLE and SHOW [FULL] TABLES, which hscale answers
-    // with generic definitions, are still open: docs/src/queries.md.)
+    // (SHOW statements: `show_answers_carry_the_servers_definitions`.)
     for sql in [
         "SELECT TABLE_NAME, TABLE_ROWS IS NOT NULL FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1",
         "SELECT oid, k, note FROM vod WHERE k = 1 ORDER BY oid",
@@ -193,6 +195,80 @@ async fn rewritten_answers_and_views_carry_the_servers_definitions() {
         let (got, want) = (fix(got, DB), fix(want, REF));
         if got != want {
             wrong.push(format!("{sql}\n  hscale:    {got:?}\n  reference: {want:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Every field of a column definition (catalog, schema, table, original
+/// table, name, original name, length, character set, flags, type,
+/// decimals), with the database's name written `DB`.
+async fn full_defs(c: &mut mysql_async::Conn, sql: &str, db: &str) -> Vec<String> {
+    use mysql_async::prelude::*;
+    let r = c
+        .query_iter(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let defs = r
+        .columns_ref()
+        .iter()
+        .map(|col| {
+            format!(
+                "schema {:?} table {:?} org_table {:?} name {:?} org_name {:?} length {} charset {} flags {:?} type {:?} decimals {}",
+                col.schema_str(),
+                col.table_str(),
+                col.org_table_str(),
+                col.name_str(),
+                col.org_name_str(),
+                col.column_length(),
+                col.character_set(),
+                col.flags(),
+                col.column_type(),
+                col.decimals(),
+            )
+            .replace(db, "DB")
+        })
+        .collect();
+    r.drop_result().await.unwrap();
+    defs
+}
+
+/// Issue 29 ("Other classes", column metadata): the SHOW statements hscale
+/// answers itself or relabels for a partitioned table (SHOW TABLES, SHOW
+/// CREATE TABLE, SHOW COLUMNS / DESCRIBE, SHOW INDEX, SHOW TABLE STATUS)
+/// carry one server's column definitions, every field of them: names,
+/// types, lengths, character sets, flags, tables.
+#[tokio::test]
+async fn show_answers_carry_the_servers_definitions() {
+    set_up().await;
+    let (mut p, mut r) = TWIN.conns().await;
+    let mut wrong = Vec::new();
+    for sql in [
+        "SHOW CREATE TABLE od",
+        "SHOW TABLES",
+        "SHOW FULL TABLES",
+        "SHOW TABLES LIKE 'o%'",
+        "SHOW FULL TABLES LIKE 'od'",
+        "SHOW COLUMNS FROM od",
+        "SHOW FULL COLUMNS FROM od",
+        "SHOW FIELDS FROM od",
+        "SHOW COLUMNS FROM od LIKE 'o%'",
+        "DESCRIBE od",
+        "DESC od",
+        "DESCRIBE od oid",
+        "SHOW INDEX FROM od",
+        "SHOW KEYS FROM od",
+        "SHOW INDEXES IN od",
+        "SHOW TABLE STATUS",
+        "SHOW TABLE STATUS LIKE 'od'",
+        "SHOW TABLE STATUS WHERE Name = 'od'",
+    ] {
+        let want = full_defs(&mut r, sql, REF).await;
+        let got = full_defs(&mut p, sql, DB).await;
+        if got != want {
+            wrong.push(format!(
+                "{sql}\n  hscale:    {got:#?}\n  reference: {want:#?}"
+            ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

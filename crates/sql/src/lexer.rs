@@ -119,6 +119,73 @@ pub fn ansi_names_backquoted(sql: &str, is_escaping: bool) -> Option<String> {
     Some(out)
 }
 
+/// Under the sql_mode NO_BACKSLASH_ESCAPES: `sql` with every backslash
+/// in a single-quoted string doubled, the text hscale's lexer (which reads
+/// `\` as an escape) reads with the values the server reads in `sql`
+/// (`'back\slash'` is `back\slash` to both); `None` when it has no such
+/// backslash, or when the two readings split the statement differently
+/// (a string ending in a backslash before a quote, a quoted user
+/// variable), which doubling cannot make equal. The text to send a
+/// server in that mode is [`backslashes_undoubled`] of what hscale makes
+/// of it.
+pub fn backslashes_doubled(sql: &str) -> Option<String> {
+    let raw = tokenize_as(sql, false).ok()?;
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut at = 0;
+    for t in &raw {
+        let s = t.text(sql);
+        if t.kind == TokenKind::Str && s.starts_with('\'') && s.contains('\\') {
+            out.push_str(&sql[at..t.start as usize]);
+            out.push_str(&s.replace('\\', "\\\\"));
+            at = t.end as usize;
+        } else if s.contains('\\') {
+            // A double-quoted string or a quoted name holding one.
+            return None;
+        }
+    }
+    if at == 0 {
+        return None;
+    }
+    out.push_str(&sql[at..]);
+    let read = tokenize_as(&out, true).ok()?;
+    let is_same = read.len() == raw.len() && read.iter().zip(&raw).all(|(a, b)| a.kind == b.kind);
+    is_same.then_some(out)
+}
+
+/// The inverse of [`backslashes_doubled`] on a statement made from its
+/// output: every `\\` in a single-quoted string (as hscale's lexer
+/// splits it) becomes one backslash. `None` when a string holds a
+/// backslash that is not part of a pair (an escape hscale itself wrote,
+/// which the server in NO_BACKSLASH_ESCAPES would read otherwise) or a
+/// double-quoted string holds one.
+pub fn backslashes_undoubled(sql: &str) -> Option<String> {
+    let tokens = tokenize_as(sql, true).ok()?;
+    let mut out = String::with_capacity(sql.len());
+    let mut at = 0;
+    for t in &tokens {
+        let s = t.text(sql);
+        if !s.contains('\\') {
+            continue;
+        }
+        if t.kind != TokenKind::Str || !s.starts_with('\'') {
+            return None;
+        }
+        let mut inner = String::with_capacity(s.len());
+        let mut chars = s.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' && chars.next() != Some('\\') {
+                return None;
+            }
+            inner.push(c);
+        }
+        out.push_str(&sql[at..t.start as usize]);
+        out.push_str(&inner);
+        at = t.end as usize;
+    }
+    out.push_str(&sql[at..]);
+    Some(out)
+}
+
 #[inline(always)]
 fn tokenize_as(sql: &str, is_escaping: bool) -> Result<Vec<Token>, LexError> {
     let b = sql.as_bytes();
@@ -486,6 +553,27 @@ fn scan_number(b: &[u8], mut i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backslashes_doubled_and_undoubled() {
+        let sql = r"INSERT INTO w (w, n) VALUES ('back\slash', 1), ('a\', 2), ('x', 3)";
+        let doubled = backslashes_doubled(sql).unwrap();
+        assert_eq!(
+            doubled,
+            r"INSERT INTO w (w, n) VALUES ('back\\slash', 1), ('a\\', 2), ('x', 3)"
+        );
+        assert_eq!(backslashes_undoubled(&doubled).as_deref(), Some(sql));
+        // Nothing to double; a double-quoted string or a name holding one.
+        assert_eq!(backslashes_doubled("SELECT 'x'"), None);
+        assert_eq!(backslashes_doubled(r#"SELECT "a\b""#), None);
+        assert_eq!(backslashes_doubled(r"SELECT `a\b`, 'c\d'"), None);
+        // An escape hscale wrote itself cannot be undone.
+        assert_eq!(backslashes_undoubled(r"SELECT 'it\'s'"), None);
+        assert_eq!(
+            backslashes_undoubled("SELECT 'plain'").as_deref(),
+            Some("SELECT 'plain'")
+        );
+    }
 
     fn kinds(sql: &str) -> Vec<(TokenKind, String)> {
         tokenize(sql)

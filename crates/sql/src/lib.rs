@@ -24,5 +24,6 @@ pub use facts::{
 };
 pub use fingerprint::{fingerprint, Fingerprint, Literal};
 pub use lexer::{
-    ansi_names_backquoted, tokenize, tokenize_without_escapes, LexError, Token, TokenKind,
+    ansi_names_backquoted, backslashes_doubled, backslashes_undoubled, tokenize,
+    tokenize_without_escapes, LexError, Token, TokenKind,
 };

@@ -149,6 +149,26 @@ pub fn patch_column(def: &[u8], length: u32, flags: u16) -> Result<BytesMut, Wir
     Ok(b)
 }
 
+/// A column definition with its type, flags and decimals replaced (a
+/// TEXT expression's LONG_BLOB of a statement not executed becomes the
+/// BLOB of the temporary table an executed GROUP BY read it from).
+pub fn with_type_flags_and_decimals(
+    def: &[u8],
+    column_type: u8,
+    flags: u16,
+    decimals: u8,
+) -> Result<BytesMut, WireError> {
+    let mut b = with_flags_and_decimals(def, flags, decimals)?;
+    let mut r = Reader::new(def);
+    for _ in 0..6 {
+        r.lenenc_bytes()?;
+    }
+    r.lenenc()?;
+    let at = r.pos() + 2;
+    b[at + 4] = column_type;
+    Ok(b)
+}
+
 /// A column definition with its flags and decimals replaced.
 pub fn with_flags_and_decimals(
     def: &[u8],
@@ -211,6 +231,23 @@ pub fn with_org_table(def: &[u8], org_table: &[u8]) -> Result<BytesMut, WireErro
     Ok(b)
 }
 
+/// A column definition with its name `name` (everything else as it was:
+/// the proxy answers a statement with a server's definitions for
+/// another spelling of it).
+pub fn with_name(def: &[u8], name: &[u8]) -> Result<BytesMut, WireError> {
+    let mut r = Reader::new(def);
+    let head: Vec<&[u8]> = (0..4).map(|_| r.lenenc_bytes()).collect::<Result<_, _>>()?;
+    r.lenenc_bytes()?; // name
+    let rest = r.rest();
+    let mut b = BytesMut::with_capacity(def.len() + name.len());
+    for field in head {
+        put_lenenc_bytes(&mut b, field);
+    }
+    put_lenenc_bytes(&mut b, name);
+    b.put_slice(rest);
+    Ok(b)
+}
+
 /// A column-count packet.
 pub fn encode_column_count(n: usize) -> BytesMut {
     let mut b = BytesMut::with_capacity(9);
@@ -220,6 +257,31 @@ pub fn encode_column_count(n: usize) -> BytesMut {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_renamed_column_keeps_every_other_field() {
+        let def_of = |name: &[u8]| {
+            let mut def = BytesMut::new();
+            for f in [
+                &b"def"[..],
+                b"information_schema",
+                b"TABLE_NAMES",
+                b"TABLE_NAMES",
+            ] {
+                put_lenenc_bytes(&mut def, f);
+            }
+            put_lenenc_bytes(&mut def, name);
+            put_lenenc_bytes(&mut def, b"TABLE_NAME");
+            def.put_slice(&[0x0c, 33, 0, 0, 1, 0, 0, 253, 1, 0x10, 0, 0, 0]);
+            def
+        };
+        let renamed = with_name(&def_of(b"Tables_in_db"), b"Tables_in_db (o%)").unwrap();
+        assert_eq!(renamed, def_of(b"Tables_in_db (o%)"));
+        assert_eq!(
+            ColumnInfo::decode(&renamed).unwrap().name,
+            "Tables_in_db (o%)"
+        );
+    }
 
     #[test]
     fn an_aliased_original_table_is_renamed() {

@@ -55,6 +55,14 @@ pub enum AdminOutput {
         columns: Vec<String>,
         rows: Vec<Vec<Option<String>>>,
     },
+    /// Rows under the column definitions a server sent for the same
+    /// statement (`SHOW TABLES`, `SHOW CREATE TABLE` of a partitioned
+    /// table): one server's metadata, byte for byte, with the proxy's
+    /// values.
+    Relayed {
+        defs: Vec<bytes::Bytes>,
+        rows: Vec<Vec<Option<String>>>,
+    },
     /// A schema change on every partition: the partitions' affected rows
     /// and `Records:` counts added up, as one server's ALTER answers.
     Altered {

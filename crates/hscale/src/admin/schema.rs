@@ -6,7 +6,9 @@
 use hscale_route::dictionary::TableName;
 use hscale_route::BackendId;
 
-use super::{cols, conn, wrong, AdminOutput};
+use hscale_wire::resultset;
+
+use super::{conn, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::partition::store::server_error;
 use crate::partition::{ddl, quote_ident};
@@ -38,13 +40,17 @@ pub async fn show_tables(
     let mut c = conn(ctx, worker, BackendId::MAIN).await?;
     let full = if is_full { "FULL " } else { "" };
     let sql = format!("SHOW {full}TABLES FROM {}", quote_ident(db));
-    let r = c
-        .query_rows(&sql)
+    let (defs, raw) = c
+        .query_raw(&sql)
         .await?
         .map_err(|e| server_error(&c, &sql, e))?;
-    let mut rows: Vec<Vec<Option<String>>> = r
-        .strings()
-        .into_iter()
+    let mut rows: Vec<Vec<Option<String>>> = raw
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|v| v.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()))
+                .collect::<Vec<Option<String>>>()
+        })
         .filter(|row| {
             row.first()
                 .cloned()
@@ -72,11 +78,15 @@ pub async fn show_tables(
         Some(p) => format!("Tables_in_{db} ({p})"),
         None => format!("Tables_in_{db}"),
     };
-    let mut columns = vec![title];
-    if is_full {
-        columns.push("Table_type".to_string());
+    // The server's definitions (lengths, NOT NULL, the TABLE_NAMES
+    // table), the first named as the statement names it.
+    let mut defs = defs;
+    if let Some(first) = defs.first_mut() {
+        *first = resultset::with_name(first, title.as_bytes())
+            .map_err(|e| wrong(format!("{sql}: {e}")))?
+            .freeze();
     }
-    Ok(AdminOutput::Rows { columns, rows })
+    Ok(AdminOutput::Relayed { defs, rows })
 }
 
 /// `SHOW CREATE TABLE T`: the default partition's definition, named T.
@@ -90,7 +100,7 @@ pub async fn show_create(
         .table(name)
         .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
     let mut c = conn(ctx, worker, table.default_backend).await?;
-    let ddl = match ddl::show_create(&mut c, &name.db, &table.default_table).await {
+    let ddl = match ddl::show_create_raw(&mut c, &name.db, &table.default_table).await {
         // The default partition's table was renamed by a change another
         // proxy committed (its cutover) before this proxy reloaded: the
         // fence waits for the newer dictionary and the statement runs
@@ -102,6 +112,7 @@ pub async fn show_create(
         }
         r => r?,
     };
+    let (defs, ddl) = ddl;
     let head = format!("CREATE TABLE {}", quote_ident(&table.default_table));
     let ddl = match ddl.strip_prefix(&head) {
         Some(body) => format!("CREATE TABLE {}{body}", quote_ident(&name.table)),
@@ -121,8 +132,8 @@ pub async fn show_create(
         },
         None => ddl,
     };
-    Ok(AdminOutput::Rows {
-        columns: cols(&["Table", "Create Table"]),
+    Ok(AdminOutput::Relayed {
+        defs,
         rows: vec![vec![Some(name.table.clone()), Some(ddl)]],
     })
 }

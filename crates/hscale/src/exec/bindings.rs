@@ -93,6 +93,15 @@ pub struct Bindings {
     /// (`exec/insert_form.rs`): its text. Its OK gets the info one
     /// server gives INSERT ... SELECT (`Records: 1  Duplicates: ..`).
     pub one_row_select: Option<String>,
+    /// Column definitions that replace the answer's, one for one: a `SHOW
+    /// TABLE STATUS` hscale answers from information_schema
+    /// (`exec/rewrite.rs`) carries one server's `SHOW TABLE STATUS`
+    /// definitions. Taken by the forward of the statement's answer.
+    pub answer_defs: Option<Vec<Bytes>>,
+    /// The statement reached hscale under NO_BACKSLASH_ESCAPES with its
+    /// strings' backslashes doubled (`exec/sql_mode.rs`): what it sends a
+    /// backend has them undoubled (`Plan::Targets` only).
+    pub is_undoubling: bool,
     /// The open transaction's savepoints (`txn/savepoint.rs`), set again on
     /// every branch that joins it.
     pub savepoints: super::txn::savepoint::Savepoints,

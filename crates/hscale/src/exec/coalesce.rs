@@ -154,6 +154,8 @@ pub fn key(
         || b.is_text_utf8
         || b.generated_id.is_some()
         || b.one_row_select.is_some()
+        || b.answer_defs.is_some()
+        || b.is_undoubling
         || payload.len() > MAX_STATEMENT_BYTES
     {
         return None;

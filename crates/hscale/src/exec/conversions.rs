@@ -48,7 +48,28 @@ impl Bindings {
                     err.message
                 )));
             }
-            let sql = block(&mine);
+            // A statement read with its backslashes doubled
+            // (`sql_mode.rs`): its literals as the client wrote them,
+            // which the server reads in the session's NO_BACKSLASH_ESCAPES.
+            let sent: Vec<Ask> = if self.is_undoubling {
+                mine.iter()
+                    .map(|a| {
+                        let literal = hscale_sql::backslashes_undoubled(&a.literal)?;
+                        Some(Ask {
+                            literal,
+                            ..(*a).clone()
+                        })
+                    })
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| {
+                        ProxyError::Refused(
+                            "a key literal holding a backslash under NO_BACKSLASH_ESCAPES that hscale cannot convert".into(),
+                        )
+                    })?
+            } else {
+                mine.iter().map(|a| (*a).clone()).collect()
+            };
+            let sql = block(&sent.iter().collect::<Vec<_>>());
             let rows = conn.query_block_rows(&sql).await?.map_err(|e| {
                 ProxyError::Refused(format!(
                     "the backend could not convert the key values: {}",

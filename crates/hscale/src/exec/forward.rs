@@ -106,6 +106,9 @@ pub struct Forwarder<'a, B, C> {
     /// A part whose column definitions were already read
     /// (`scatter.rs::preflight`): its response goes on with its rows.
     is_past_metadata: bool,
+    /// Definitions sent in place of the result's, when it has as many
+    /// columns (`Bindings::answer_defs`), and how many were sent.
+    replacing: Option<(Vec<bytes::Bytes>, usize)>,
 }
 
 impl<'a, B, C> Forwarder<'a, B, C>
@@ -135,7 +138,15 @@ where
             last_org: None,
             ships: &[],
             is_past_metadata: false,
+            replacing: None,
         }
+    }
+
+    /// Send `defs` in place of the result's column definitions (when it
+    /// has as many columns).
+    pub fn replacing_defs(mut self, defs: Option<Vec<bytes::Bytes>>) -> Self {
+        self.replacing = defs.map(|d| (d, 0));
+        self
     }
 
     /// Column definitions name the table a shipped copy (`ships`: its
@@ -304,6 +315,14 @@ where
     /// (`Partitioning::logical_table`; the last one's answer kept,
     /// the columns of a result mostly name one table).
     async fn send_column_def(&mut self, def: hscale_wire::Packet) -> Result<(), ForwardError> {
+        if let Some((defs, at)) = &mut self.replacing {
+            if defs.len() == self.columns && !def.is_continued() {
+                if let Some(d) = defs.get(*at).cloned() {
+                    *at += 1;
+                    return self.send(&d).await;
+                }
+            }
+        }
         let Some(names) = self.names else {
             return self.send_whole(def).await;
         };

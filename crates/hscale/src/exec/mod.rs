@@ -51,7 +51,7 @@ pub mod rows;
 mod scatter;
 pub mod sequence;
 pub mod sink;
-mod sql_mode;
+pub(crate) mod sql_mode;
 pub mod steps;
 pub mod txn;
 
@@ -453,6 +453,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
             .insert_id(self.b.generated_id.filter(|id| *id != 0))
             .one_row_select(self.b.one_row_select.as_deref())
+            .replacing_defs(self.b.answer_defs.take())
             .naming(&self.b.ctx.partitioning)
             .shipped(&self.ship_names);
         if let Some((from, to)) = relabel {

@@ -48,6 +48,8 @@
 
 use std::fmt::Write;
 
+use bytes::Bytes;
+use hscale_route::BackendId;
 use hscale_sql::show::{classify, ident, replace_table, table_status_sql, Show};
 use hscale_sql::Mentions;
 
@@ -73,6 +75,22 @@ pub struct Client<'a> {
 }
 
 impl Bindings {
+    /// The column definitions of one server's `SHOW TABLE STATUS`, in
+    /// the session's state (its character set of results): asked of the
+    /// main backend for no table (`LIKE ''` matches none), so that the
+    /// answer hscale computes over information_schema carries them
+    /// (`Bindings::answer_defs`). `None` if the server refuses.
+    async fn table_status_defs(&mut self, db: &str) -> Result<Option<Vec<Bytes>>, ProxyError> {
+        let sql = format!(
+            "SHOW TABLE STATUS FROM {} LIKE ''",
+            crate::partition::quote_ident(db)
+        );
+        let asked = self
+            .ask(BackendId::MAIN, async |conn| conn.query_raw(&sql).await)
+            .await?;
+        Ok(asked.ok().map(|(defs, _)| defs))
+    }
+
     /// `sql` with hscale's own answers in place, and whether they hold
     /// this moment's sessions (PROCESSLIST): such a prepared statement is
     /// rewritten again at every execution (`commands.rs`). `None` when
@@ -107,7 +125,11 @@ impl Bindings {
                         if summed.is_empty() {
                             (None, false)
                         } else {
-                            (table_status_sql(&db, filter, &summed), true)
+                            let out = table_status_sql(&db, filter, &summed);
+                            if out.is_some() {
+                                self.answer_defs = self.table_status_defs(&db).await?;
+                            }
+                            (out, true)
                         }
                     }
                     None => (None, false),

@@ -12,14 +12,20 @@
 //!         a statement that may change it)
 //!           ANSI_QUOTES:  "name" ──► `name`         (the same statement to the server)
 //!           NO_BACKSLASH_ESCAPES, a string holding `\` in a statement the
-//!           router does not pass through ──► refused (1235): hscale's lexer
-//!           reads `\` as an escape, so it would route the key as another string
+//!           router does not pass through:
+//!             one SELECT / INSERT / REPLACE / UPDATE / DELETE planned to
+//!             partitions or merged ──► read with its backslashes doubled
+//!             ('back\slash' ──► 'back\\slash': hscale's lexer, which reads `\`
+//!             as an escape, then reads the server's values and routes the
+//!             key where one server's goes); each partition's statement
+//!             undoubled again (`undoubled`) before it is sent
+//!             anything else ──► refused (1235)
 //! ```
 //! Statements on tables hscale does not manage go to the main backend as
 //! they are, whatever the mode: the server reads them itself.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use hscale_route::router::Plan;
+use hscale_route::router::{MergePlan, Mode, Plan};
 use hscale_route::BackendId;
 use hscale_sql::TokenKind;
 
@@ -97,6 +103,8 @@ impl Bindings {
     /// refusal of a statement hscale would misread.
     pub async fn in_sql_mode(&mut self, payload: &Bytes) -> Result<Option<Bytes>, ProxyError> {
         let sql = &payload[1..];
+        // Each statement of a batch is read anew.
+        self.is_undoubling = false;
         // memchr's vector search: this runs for every text statement.
         if memchr::memchr2(b'"', b'\\', sql).is_none() {
             return Ok(None);
@@ -108,6 +116,15 @@ impl Bindings {
         };
         if has_backslash && mode.is_no_backslash_escapes {
             if let Some(why) = self.misread_backslash(text) {
+                if !(has_double_quote && mode.is_ansi_quotes) {
+                    if let Some(doubled) = self.doubled_to_route(text) {
+                        let mut p = BytesMut::with_capacity(1 + doubled.len());
+                        p.put_u8(payload[0]);
+                        p.put_slice(doubled.as_bytes());
+                        self.is_undoubling = true;
+                        return Ok(Some(p.freeze()));
+                    }
+                }
                 return Err(ProxyError::Unsupported { what: why });
             }
         }
@@ -122,6 +139,59 @@ impl Bindings {
             }
         }
         Ok(None)
+    }
+
+    /// Under NO_BACKSLASH_ESCAPES, a statement whose single-quoted strings
+    /// hold backslashes, when hscale can route it exactly: its text with
+    /// those backslashes doubled (`hscale_sql::backslashes_doubled`),
+    /// which hscale reads with the values the server reads in the
+    /// original, so its keys route where one server's would. It is
+    /// planned from that text, and what goes to each partition has them
+    /// undoubled again ([`undoubled`]). Only one SELECT, INSERT, REPLACE,
+    /// UPDATE or DELETE without a subquery, user variable, INTO or
+    /// SQL_CALC_FOUND_ROWS, planned to partitions as it is or merged
+    /// (`Plan::Targets`, `Plan::Merge`): anything else is refused as
+    /// before.
+    fn doubled_to_route(&self, text: &str) -> Option<String> {
+        let doubled = hscale_sql::backslashes_doubled(text)?;
+        let tokens = hscale_sql::tokenize(&doubled).ok()?;
+        let first = tokens.first()?;
+        let is_plain = ["SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE"]
+            .iter()
+            .any(|k| first.is_word(&doubled, k));
+        let selects = tokens
+            .iter()
+            .filter(|t| t.is_word(&doubled, "SELECT"))
+            .count();
+        let is_simple = !tokens.iter().any(|t| {
+            t.kind == TokenKind::Semicolon
+                || t.is_word(&doubled, "INTO")
+                    && !first.is_word(&doubled, "INSERT")
+                    && !first.is_word(&doubled, "REPLACE")
+                || t.is_word(&doubled, "SQL_CALC_FOUND_ROWS")
+                || t.kind == TokenKind::UserVar
+        });
+        let max_selects = usize::from(first.is_word(&doubled, "SELECT"));
+        if !is_plain || !is_simple || selects > max_selects {
+            return None;
+        }
+        let plan = {
+            let dict = self.ctx.partitioning.dictionary();
+            crate::planning::plan_now(
+                &dict,
+                &doubled,
+                self.state.db.as_deref(),
+                crate::planning::Form::Plain,
+            )
+        };
+        match plan {
+            Plan::Targets { .. } | Plan::Merge(_) => undoubled(plan).ok().map(|_| doubled),
+            // Planned without asking the backends (an INSERT without a
+            // column list needs the table's columns): planned again when
+            // it runs, and a plan `undoubled` cannot send is refused then.
+            Plan::Refuse(_) => Some(doubled),
+            _ => None,
+        }
     }
 
     /// Under NO_BACKSLASH_ESCAPES: why hscale cannot run a statement whose
@@ -163,6 +233,65 @@ impl Bindings {
             _ => Some(why("a table hscale manages (as hscale would read it)")),
         }
     }
+}
+
+/// A plan made from a statement's text with its backslashes doubled
+/// (`Bindings::is_undoubling`), with every part's text as the client
+/// wrote it (`hscale_sql::backslashes_undoubled`): only partitions'
+/// statements (`Plan::Targets`) and merges; anything else is refused, as
+/// every such statement was before, never sent with the doubled text.
+pub fn undoubled(plan: Plan) -> Result<Plan, ProxyError> {
+    let refused = || {
+        ProxyError::Unsupported {
+        what: "a string holding a backslash under sql_mode NO_BACKSLASH_ESCAPES in a statement hscale does not send to partitions as written (a subquery, a moved key, a write in order)".into(),
+    }
+    };
+    match plan {
+        Plan::Targets { kind, parts } => {
+            let parts = parts
+                .into_iter()
+                .map(|(t, sql)| hscale_sql::backslashes_undoubled(&sql).map(|s| (t, s)))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(refused)?;
+            Ok(Plan::Targets { kind, parts })
+        }
+        Plan::Merge(m) => undoubled_merge(m).map(Plan::Merge).ok_or_else(refused),
+        Plan::Refuse(why) => Ok(Plan::Refuse(why)),
+        _ => Err(refused()),
+    }
+}
+
+/// A merge with every statement it sends undoubled: the parts, the
+/// `LIMIT 0` statement and probe of a grouped merge, the copies' reads,
+/// and the plans it may fall back to.
+fn undoubled_merge(mut m: MergePlan) -> Option<MergePlan> {
+    let undouble = |sql: &mut String| -> Option<()> {
+        *sql = hscale_sql::backslashes_undoubled(sql)?;
+        Some(())
+    };
+    for (_, sql) in &mut m.parts {
+        undouble(sql)?;
+    }
+    if let Mode::Group(g) = &mut m.mode {
+        undouble(&mut g.meta.1)?;
+        if let Some(probe) = &mut g.enum_probe {
+            undouble(probe)?;
+        }
+    }
+    for ship in &mut m.ship {
+        for (_, sql) in &mut ship.sources {
+            undouble(sql)?;
+        }
+    }
+    m.fallback = match m.fallback.take() {
+        Some(f) => Some(Box::new(undoubled_merge(*f)?)),
+        None => None,
+    };
+    m.aliased = match m.aliased.take() {
+        Some(a) => Some(Box::new(undoubled_merge(*a)?)),
+        None => None,
+    };
+    Some(m)
 }
 
 #[cfg(test)]

@@ -146,6 +146,28 @@ pub async fn show_create(c: &mut BackendConn, db: &str, table: &str) -> Result<S
         })
 }
 
+/// [`show_create`] with the column definitions the server sent (for an
+/// answer to the client).
+pub async fn show_create_raw(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+) -> Result<(Vec<bytes::Bytes>, String), ProxyError> {
+    let sql = format!("SHOW CREATE TABLE {}", qualified(db, table));
+    let (defs, rows) = c
+        .query_raw(&sql)
+        .await?
+        .map_err(|e| server_error(c, &sql, e))?;
+    let ddl = rows
+        .first()
+        .and_then(|row| row.get(1).cloned().flatten())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .ok_or_else(|| {
+            ProxyError::Wrong(format!("SHOW CREATE TABLE {db}.{table} returned nothing"))
+        })?;
+    Ok((defs, ddl))
+}
+
 /// The body of a `SHOW CREATE TABLE` result after its table name, so the
 /// same definition can be created under another name.
 pub fn definition_body<'a>(ddl: &'a str, table: &str) -> Result<&'a str, ProxyError> {

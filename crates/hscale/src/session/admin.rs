@@ -30,7 +30,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn write_admin_output(&mut self, out: AdminOutput) -> Result<(), ProxyError> {
         let st = self.b.status();
         // A result set (SHOW TABLES and the like): FOUND_ROWS() is its rows.
-        if let AdminOutput::Rows { rows, .. } = &out {
+        if let AdminOutput::Rows { rows, .. } | AdminOutput::Relayed { rows, .. } = &out {
             self.b.note.rows += rows.len() as u64;
             self.b.note.is_result = true;
         }
@@ -52,6 +52,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 let mut header = reply.columns(columns.len());
                 for c in &columns {
                     header.column(c);
+                }
+                let mut body = header.rows(st);
+                for row in &rows {
+                    let values: Vec<Option<&[u8]>> = row
+                        .iter()
+                        .map(|v| v.as_deref().map(str::as_bytes))
+                        .collect();
+                    body.text_row(&values);
+                }
+                body.finish(st, 0)
+            }
+            AdminOutput::Relayed { defs, rows } => {
+                let mut header = reply.columns(defs.len());
+                for d in &defs {
+                    header.column_def(d);
                 }
                 let mut body = header.rows(st);
                 for row in &rows {

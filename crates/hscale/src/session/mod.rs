@@ -162,6 +162,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             generated_id: None,
             passed: None,
             one_row_select: None,
+            answer_defs: None,
+            is_undoubling: false,
             is_text_utf8: false,
             sql_mode: None,
             is_coalescing_off: false,
@@ -486,6 +488,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.generated_id = None;
         self.b.passed = None;
         self.b.one_row_select = None;
+        self.b.answer_defs = None;
+        self.b.is_undoubling = false;
         self.b.may_borrow_beside = false;
         self.b.read_from.statement = crate::exec::read_from::Route::Primary;
         match cmd {

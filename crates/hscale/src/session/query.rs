@@ -492,6 +492,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 _ => BackendId::MAIN,
             },
         };
+        if self.b.is_undoubling {
+            return Err(crate::exec::sql_mode::undoubled(Plan::Passthrough)
+                .err()
+                .unwrap_or(ProxyError::Refused(String::new())));
+        }
         self.b.note.kind = PlanKind::Passthrough;
         self.b.note.parts = 1;
         let is_movable = is_table_free && self.b.pinned.is_none();
@@ -533,6 +538,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         sql: &str,
         shared: (&Bytes, Option<&[hscale_sql::Token]>),
     ) -> Result<bool, ProxyError> {
+        // Read with its backslashes doubled: sent with them as written.
+        if self.b.is_undoubling {
+            plan = crate::exec::sql_mode::undoubled(plan)?;
+        }
         // A statement spread over several connections cannot carry what
         // binds a session to one: user variables, locks, temporary
         // tables. (Inside a transaction its parts run one at a time on

@@ -123,16 +123,29 @@ pub(super) fn as_executed(
                 Output::Min(v) | Output::Max(v) => Some(v.col),
                 Output::Avg { .. } | Output::CountDistinct(_) => None,
             };
+            // The type too where both are BLOBs of one character set: a
+            // TEXT expression (JSON_VALUE, JSON_KEYS) is a LONG_BLOB
+            // unexecuted and a BLOB read from the temporary table.
+            let is_blob = |t: u8| (0xf9..=0xfc).contains(&t);
             let executed = source
                 .and_then(|s| part.get(s))
-                .filter(|p| p.column_type == c.column_type && p.charset == c.charset)
-                .filter(|p| (p.flags, p.decimals) != (c.flags, c.decimals));
+                .filter(|p| {
+                    p.charset == c.charset
+                        && (p.column_type == c.column_type
+                            || is_blob(p.column_type) && is_blob(c.column_type))
+                })
+                .filter(|p| {
+                    (p.column_type, p.flags, p.decimals) != (c.column_type, c.flags, c.decimals)
+                });
             match executed {
-                Some(p) => {
-                    hscale_wire::resultset::with_flags_and_decimals(def, p.flags, p.decimals)
-                        .map(BytesMut::freeze)
-                        .unwrap_or_else(|_| def.clone())
-                }
+                Some(p) => hscale_wire::resultset::with_type_flags_and_decimals(
+                    def,
+                    p.column_type,
+                    p.flags,
+                    p.decimals,
+                )
+                .map(BytesMut::freeze)
+                .unwrap_or_else(|_| def.clone()),
                 None => def.clone(),
             }
         })

@@ -468,6 +468,10 @@ impl HavingParser<'_, '_> {
             return Ok(Having::Out(self.f.key_output(k)));
         }
         match aggregate_call(sql, e) {
+            Some((_, args)) if self.names_an_alias(args) => Err(format!(
+                "{} in HAVING, an aggregate of a select alias (one server's answer depends on its plan)",
+                text(sql, e)
+            )),
             Some((f, args))
                 if !args.is_empty()
                     && !args.first().is_some_and(|t| t.is_word(sql, "DISTINCT"))
@@ -478,6 +482,36 @@ impl HavingParser<'_, '_> {
             }
             _ => Err(format!("{} in HAVING", text(sql, e))),
         }
+    }
+
+    /// Whether the argument of an aggregate names a select alias (not
+    /// qualified, not a function's name) other than of an item that is
+    /// that very column. A part's select list sees no aliases, so there
+    /// the name is a column of the table or 1054; one server reads the
+    /// column if there is one, and otherwise the alias's item: for an
+    /// aggregate's alias (`HAVING c = MAX(c)` of `COUNT(*) c`) the
+    /// aggregate while it is still being computed, a value that depends
+    /// on the server's plan (0 or a running count). Refused here, so that
+    /// a plain read runs on one server with copies of its tables
+    /// (`MergePlan::fallback`).
+    fn names_an_alias(&self, args: &[Token]) -> bool {
+        let sql = self.s.sql;
+        args.iter().enumerate().any(|(i, x)| {
+            if !is_name(x)
+                || i.checked_sub(1)
+                    .and_then(|j| args.get(j))
+                    .is_some_and(|d| d.is_punct(sql, "."))
+                || args
+                    .get(i + 1)
+                    .is_some_and(|n| n.is_punct(sql, "(") || n.is_punct(sql, "."))
+            {
+                return false;
+            }
+            let name = unquote(x, sql);
+            self.s
+                .item_by_alias(&name)
+                .is_some_and(|item| self.s.item_norms[item] != name.to_ascii_lowercase())
+        })
     }
 
     /// A number, NULL, a function call or a column (parentheses are the
