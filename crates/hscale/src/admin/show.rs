@@ -320,6 +320,7 @@ pub(super) fn digests(ctx: &Context) -> AdminOutput {
                 Some(time(d.first_seen)),
                 Some(time(d.last_seen)),
                 Some(d.coalesced.to_string()),
+                Some(d.cache_hits.to_string()),
             ]
         })
         .collect();
@@ -340,6 +341,7 @@ pub(super) fn digests(ctx: &Context) -> AdminOutput {
             "first_seen",
             "last_seen",
             "coalesced",
+            "cache_hits",
         ]),
         rows,
     }

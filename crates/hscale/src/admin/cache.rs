@@ -1,0 +1,301 @@
+//! The result cache's commands (`exec/cache.rs` serves the reads):
+//! `HSCALE CACHE_TABLE('t', 'EXACT' | 'TTL', ms)`, `HSCALE
+//! UNCACHE_TABLE('t')`, `HSCALE FLUSH CACHE` and `HSCALE SHOW CACHE`.
+//!
+//! A table's rule is kept in the dictionary (`hscale.cached_tables` on the
+//! main backend), so every proxy of the fleet caches the same tables. An
+//! EXACT table gets three triggers on each of its physical tables (every
+//! partition, every global copy, or the one table), AFTER INSERT, UPDATE
+//! and DELETE, that bump the table's row in `hscale.table_versions` on
+//! that backend in the writer's transaction; they are put in place before
+//! the rule is stored, and dropped after it is removed. MariaDB runs
+//! several triggers per event (since 10.2.3): a user's own triggers stay
+//! and run before ours. Physical tables a partition change or an online
+//! ALTER creates later get them from the first proxy that stores an
+//! answer under the new dictionary version (`ResultCache::arm`).
+
+use hscale_route::dictionary::{CacheRule, TableName};
+use hscale_route::BackendId;
+use hscale_wire::response::ErrPacket;
+
+use super::{commit, conn, reload, wrong, AdminOutput};
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+use crate::exec::cache::{physical_tables, SLOTS};
+use crate::exec::coalesce::Target;
+use crate::partition::{qualified, quote_ident, quote_str, store};
+use crate::runtime::Context;
+
+const VERSIONS: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`table_versions` (\
+    db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, slot SMALLINT UNSIGNED NOT NULL, \
+    version BIGINT UNSIGNED NOT NULL, PRIMARY KEY (db, tbl, slot)) ENGINE=InnoDB";
+
+/// The dictionary's table of rules (created on first use, so a dictionary
+/// an older hscale reads is unchanged until a table is cached).
+pub const RULES: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`cached_tables` (\
+    db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, mode VARCHAR(8) NOT NULL, \
+    ttl_ms BIGINT UNSIGNED NOT NULL DEFAULT 0, PRIMARY KEY (db, tbl)) ENGINE=InnoDB";
+
+const EVENTS: [(&str, &str); 3] = [("i", "INSERT"), ("u", "UPDATE"), ("d", "DELETE")];
+
+/// The name of `table`'s version trigger for `event` (in its database).
+fn trigger_name(table: &str, event: &str) -> String {
+    let name = format!("hscale_v{event}_{table}");
+    if name.len() <= 64 {
+        return name;
+    }
+    let h = xxhash_rust::xxh3::xxh3_64(table.as_bytes());
+    format!("hscale_v{event}_{h:016x}")
+}
+
+/// Put `db`.`table`'s version triggers in place (each unless it exists).
+pub async fn arm(conn: &mut BackendConn, db: &str, table: &str) -> Result<(), ProxyError> {
+    let mut sql = vec![
+        "CREATE DATABASE IF NOT EXISTS `hscale`".to_string(),
+        VERSIONS.to_string(),
+    ];
+    for (e, event) in EVENTS {
+        sql.push(format!(
+            "CREATE TRIGGER IF NOT EXISTS {}.{} AFTER {event} ON {} FOR EACH ROW \
+             INSERT INTO `hscale`.`table_versions` VALUES ({}, {}, CONNECTION_ID() % {SLOTS}, 1) \
+             ON DUPLICATE KEY UPDATE version = version + 1",
+            quote_ident(db),
+            quote_ident(&trigger_name(table, e)),
+            qualified(db, table),
+            quote_str(db),
+            quote_str(table),
+        ));
+    }
+    store::exec(conn, &sql).await
+}
+
+/// Drop `db`.`table`'s version triggers and its version rows.
+async fn disarm(conn: &mut BackendConn, db: &str, table: &str) -> Result<(), ProxyError> {
+    let mut sql: Vec<String> = EVENTS
+        .iter()
+        .map(|(e, _)| {
+            format!(
+                "DROP TRIGGER IF EXISTS {}.{}",
+                quote_ident(db),
+                quote_ident(&trigger_name(table, e))
+            )
+        })
+        .collect();
+    sql.push(VERSIONS.to_string());
+    sql.push(format!(
+        "DELETE FROM `hscale`.`table_versions` WHERE db = {} AND tbl = {}",
+        quote_str(db),
+        quote_str(table)
+    ));
+    store::exec(conn, &sql).await
+}
+
+/// The server's error for a table that is not a base table, or missing.
+async fn check_base_table(
+    ctx: &Context,
+    worker: usize,
+    backend: BackendId,
+    db: &str,
+    table: &str,
+) -> Result<(), ProxyError> {
+    let mut c = conn(ctx, worker, backend).await?;
+    let sql = format!(
+        "SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+        quote_str(db),
+        quote_str(table)
+    );
+    let rows = c
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| store::server_error(&c, &sql, e))?
+        .strings();
+    let err = |code: u16, sql_state: &[u8; 5], message: String| ProxyError::Statement {
+        err: ErrPacket {
+            code,
+            sql_state: *sql_state,
+            message,
+        },
+    };
+    match rows.first().and_then(|r| r[0].as_deref()) {
+        Some("BASE TABLE") => Ok(()),
+        Some(_) => Err(err(
+            1347,
+            b"HY000",
+            format!("'{db}.{table}' is not of type 'BASE TABLE'"),
+        )),
+        None => Err(err(
+            1146,
+            b"42S02",
+            format!("Table '{db}.{table}' doesn't exist"),
+        )),
+    }
+}
+
+/// `HSCALE CACHE_TABLE`: triggers first (EXACT), then the rule.
+pub(super) async fn cache_table(
+    ctx: &Context,
+    worker: usize,
+    name: TableName,
+    rule: CacheRule,
+) -> Result<AdminOutput, ProxyError> {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let d = reload(ctx, worker).await?;
+    let targets = physical_tables(
+        &d,
+        &name,
+        Target::Planned { version: 0 },
+        ctx.backend_count(),
+    )
+    .ok_or_else(|| {
+        wrong(format!(
+            "{name} is a view: cache the tables it reads instead"
+        ))
+    })?;
+    for (backend, db, table) in &targets {
+        check_base_table(ctx, worker, *backend, db, table).await?;
+    }
+    let before = d.cache_rule(&name);
+    drop(d);
+    if rule == CacheRule::Exact {
+        for (backend, db, table) in &targets {
+            let mut c = conn(ctx, worker, *backend).await?;
+            arm(&mut c, db, table).await.map_err(|e| {
+                wrong(format!(
+                    "cannot put the result cache's version triggers on {db}.{table} (backend {}): {e}",
+                    backend.index()
+                ))
+            })?;
+        }
+    }
+    let sql = vec![
+        RULES.to_string(),
+        format!(
+            "INSERT INTO `hscale`.`cached_tables` (db, tbl, mode, ttl_ms) VALUES ({}, {}, {}, {}) \
+             ON DUPLICATE KEY UPDATE mode = VALUES(mode), ttl_ms = VALUES(ttl_ms)",
+            quote_str(&name.db),
+            quote_str(&name.table),
+            quote_str(rule.mode()),
+            rule.ttl_ms()
+        ),
+    ];
+    set_rule(ctx, worker, &name, Some(rule), &sql).await?;
+    if before == Some(CacheRule::Exact) && rule != CacheRule::Exact {
+        disarm_all(ctx, worker, &targets).await?;
+    }
+    Ok(AdminOutput::Ok {
+        info: match rule {
+            CacheRule::Exact => format!("{name}: reads cached until a write touches it"),
+            CacheRule::Ttl(ms) => format!("{name}: reads cached for {ms} ms"),
+        },
+    })
+}
+
+/// `HSCALE UNCACHE_TABLE`: the rule first, then the triggers.
+pub(super) async fn uncache_table(
+    ctx: &Context,
+    worker: usize,
+    name: TableName,
+) -> Result<AdminOutput, ProxyError> {
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let d = reload(ctx, worker).await?;
+    let Some(before) = d.cache_rule(&name) else {
+        return Err(wrong(format!("table {name} is not cached")));
+    };
+    let targets = physical_tables(
+        &d,
+        &name,
+        Target::Planned { version: 0 },
+        ctx.backend_count(),
+    )
+    .unwrap_or_default();
+    drop(d);
+    let sql = vec![format!(
+        "DELETE FROM `hscale`.`cached_tables` WHERE db = {} AND tbl = {}",
+        quote_str(&name.db),
+        quote_str(&name.table)
+    )];
+    set_rule(ctx, worker, &name, None, &sql).await?;
+    if before == CacheRule::Exact {
+        disarm_all(ctx, worker, &targets).await?;
+    }
+    Ok(AdminOutput::Ok {
+        info: format!("{name}: reads no longer cached"),
+    })
+}
+
+async fn disarm_all(
+    ctx: &Context,
+    worker: usize,
+    targets: &[(BackendId, String, String)],
+) -> Result<(), ProxyError> {
+    for (backend, db, table) in targets {
+        let mut c = conn(ctx, worker, *backend).await?;
+        disarm(&mut c, db, table).await?;
+    }
+    Ok(())
+}
+
+/// Commit the rule change, as auto-partitioning's (another proxy's change
+/// moving the version on: apply it again to the dictionary read anew).
+async fn set_rule(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    rule: Option<CacheRule>,
+    sql: &[String],
+) -> Result<(), ProxyError> {
+    let mut attempts: u32 = 0;
+    loop {
+        let mut d = (*reload(ctx, worker).await?).clone();
+        d.set_cache_rule(name.clone(), rule);
+        match commit(ctx, worker, d, sql).await {
+            Err(ProxyError::DictionaryMoved) if attempts < 50 => {
+                attempts += 1;
+                super::moved_pause(attempts).await;
+            }
+            r => break r?,
+        }
+    }
+    if let Some(cache) = &ctx.cache {
+        cache.flush();
+    }
+    Ok(())
+}
+
+/// `HSCALE FLUSH CACHE`: this proxy's answers forgotten.
+pub(super) fn flush(ctx: &Context) -> AdminOutput {
+    let n = ctx.cache.as_ref().map_or(0, |c| {
+        let n = c.entries();
+        c.flush();
+        n
+    });
+    AdminOutput::Ok {
+        info: format!("{n} cached answer(s) flushed"),
+    }
+}
+
+/// `HSCALE SHOW CACHE`: the cached tables, and this proxy's figures.
+pub(super) fn show(ctx: &Context) -> AdminOutput {
+    let s = ctx.cache.as_ref().map(|c| c.sample()).unwrap_or_default();
+    let figures = format!(
+        "entries={} bytes={} hits={} misses={} invalidations={} evictions={}",
+        s.entries, s.bytes, s.hits, s.misses, s.invalidations, s.evictions
+    );
+    let rows = ctx.partitioning.with_dictionary(|d| {
+        d.cached()
+            .map(|(name, rule)| {
+                vec![
+                    Some(name.db.clone()),
+                    Some(name.table.clone()),
+                    Some(rule.mode().to_string()),
+                    Some(rule.ttl_ms().to_string()),
+                    Some(figures.clone()),
+                ]
+            })
+            .collect()
+    });
+    AdminOutput::Rows {
+        columns: super::cols(&["db", "table", "mode", "ttl_ms", "this_proxy"]),
+        rows,
+    }
+}
