@@ -19,76 +19,12 @@ use hscale_route::BackendId;
 use hscale_wire::response::ErrPacket;
 
 use super::{commit, conn, reload, wrong, AdminOutput};
-use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use crate::exec::cache::{physical_tables, SLOTS};
+use crate::exec::cache::physical_tables;
 use crate::exec::coalesce::Target;
-use crate::partition::{qualified, quote_ident, quote_str, store};
+use crate::partition::versions::{arm, disarm, RULES};
+use crate::partition::{quote_str, store};
 use crate::runtime::Context;
-
-const VERSIONS: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`table_versions` (\
-    db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, slot SMALLINT UNSIGNED NOT NULL, \
-    version BIGINT UNSIGNED NOT NULL, PRIMARY KEY (db, tbl, slot)) ENGINE=InnoDB";
-
-/// The dictionary's table of rules (created on first use, so a dictionary
-/// an older hscale reads is unchanged until a table is cached).
-pub const RULES: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`cached_tables` (\
-    db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, mode VARCHAR(8) NOT NULL, \
-    ttl_ms BIGINT UNSIGNED NOT NULL DEFAULT 0, PRIMARY KEY (db, tbl)) ENGINE=InnoDB";
-
-const EVENTS: [(&str, &str); 3] = [("i", "INSERT"), ("u", "UPDATE"), ("d", "DELETE")];
-
-/// The name of `table`'s version trigger for `event` (in its database).
-fn trigger_name(table: &str, event: &str) -> String {
-    let name = format!("hscale_v{event}_{table}");
-    if name.len() <= 64 {
-        return name;
-    }
-    let h = xxhash_rust::xxh3::xxh3_64(table.as_bytes());
-    format!("hscale_v{event}_{h:016x}")
-}
-
-/// Put `db`.`table`'s version triggers in place (each unless it exists).
-pub async fn arm(conn: &mut BackendConn, db: &str, table: &str) -> Result<(), ProxyError> {
-    let mut sql = vec![
-        "CREATE DATABASE IF NOT EXISTS `hscale`".to_string(),
-        VERSIONS.to_string(),
-    ];
-    for (e, event) in EVENTS {
-        sql.push(format!(
-            "CREATE TRIGGER IF NOT EXISTS {}.{} AFTER {event} ON {} FOR EACH ROW \
-             INSERT INTO `hscale`.`table_versions` VALUES ({}, {}, CONNECTION_ID() % {SLOTS}, 1) \
-             ON DUPLICATE KEY UPDATE version = version + 1",
-            quote_ident(db),
-            quote_ident(&trigger_name(table, e)),
-            qualified(db, table),
-            quote_str(db),
-            quote_str(table),
-        ));
-    }
-    store::exec(conn, &sql).await
-}
-
-/// Drop `db`.`table`'s version triggers and its version rows.
-async fn disarm(conn: &mut BackendConn, db: &str, table: &str) -> Result<(), ProxyError> {
-    let mut sql: Vec<String> = EVENTS
-        .iter()
-        .map(|(e, _)| {
-            format!(
-                "DROP TRIGGER IF EXISTS {}.{}",
-                quote_ident(db),
-                quote_ident(&trigger_name(table, e))
-            )
-        })
-        .collect();
-    sql.push(VERSIONS.to_string());
-    sql.push(format!(
-        "DELETE FROM `hscale`.`table_versions` WHERE db = {} AND tbl = {}",
-        quote_str(db),
-        quote_str(table)
-    ));
-    store::exec(conn, &sql).await
-}
 
 /// The server's error for a table that is not a base table, or missing.
 async fn check_base_table(

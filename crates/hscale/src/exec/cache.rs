@@ -58,8 +58,6 @@ use crate::partition::quote_str;
 const SHARDS: usize = 16;
 /// What an entry costs beside its answer's bytes (key, statement, map).
 const ENTRY_OVERHEAD: usize = 256;
-/// Version slots per table: a writer bumps slot `CONNECTION_ID() % SLOTS`.
-pub const SLOTS: u32 = 32;
 
 /// One backend's version read: one statement, one row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -528,7 +526,7 @@ impl ResultCache {
         };
         for (backend, db, table) in todo {
             let mut conn = ctx.pool(worker, backend).get_own().await?;
-            crate::admin::cache::arm(&mut conn, &db, &table).await?;
+            crate::partition::versions::arm(&mut conn, &db, &table).await?;
             let mut a = self.armed.lock().unwrap_or_else(|p| p.into_inner());
             if a.0 == rule.stored_version {
                 a.1.insert((backend, db, table));
