@@ -87,12 +87,19 @@ type Row = Vec<Option<Vec<u8>>>;
 pub type Physical = (BackendId, String, String);
 
 enum Slot {
-    /// Not cacheable under this local dictionary version.
+    /// Not cacheable under this local dictionary version (a statement
+    /// without a fingerprint; the others are remembered in `never`).
     Never {
         dict_version: u64,
     },
     Kept(Kept),
 }
+
+/// Statement shapes (fingerprint and database) found not cacheable, with
+/// the local dictionary version: a shape's tables are its fingerprint's,
+/// so every statement of it is decided at once, and the answers kept are
+/// never evicted for them. Emptied when full.
+const NEVER_KEPT: usize = 4096;
 
 struct Kept {
     answer: Arc<Answer>,
@@ -151,6 +158,7 @@ pub struct ResultCache {
     shards: [Mutex<Shard>; SHARDS],
     bytes: AtomicUsize,
     pub figures: Figures,
+    never: Mutex<HashMap<u64, u64>>,
     /// Physical tables whose triggers this proxy put in place or found,
     /// under the dictionary version (stored) they were checked in.
     armed: Mutex<(u64, HashSet<Physical>)>,
@@ -184,6 +192,7 @@ impl ResultCache {
             shards: Default::default(),
             bytes: AtomicUsize::new(0),
             figures: Figures::default(),
+            never: Mutex::new(HashMap::new()),
             armed: Mutex::new((0, HashSet::new())),
         })
     }
@@ -235,6 +244,7 @@ impl ResultCache {
             *s = Shard::default();
             self.bytes.fetch_sub(freed, Ordering::Relaxed);
         }
+        self.never.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.armed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -409,7 +419,8 @@ fn probes(arm: &[Physical]) -> Vec<Probe> {
 
 impl ResultCache {
     /// Look `key` up (the caller checked that some table is cached).
-    /// `tokens`: the statement's, when the analysis kept them.
+    /// `tokens`: the statement's, when the analysis kept them; `digest`:
+    /// its fingerprint's hash, when known.
     pub async fn lookup(
         &self,
         ctx: &crate::runtime::Context,
@@ -417,8 +428,17 @@ impl ResultCache {
         key: &Arc<Key>,
         tokens: Option<&[hscale_sql::Token]>,
         db: Option<&str>,
+        digest: Option<u64>,
     ) -> Result<Lookup, ProxyError> {
         let d = ctx.partitioning.dictionary();
+        let shape =
+            digest.map(|h| h ^ db.map_or(0, |db| xxhash_rust::xxh3::xxh3_64(db.as_bytes())));
+        if let Some(shape) = shape {
+            let never = self.never.lock().unwrap_or_else(|p| p.into_inner());
+            if never.get(&shape) == Some(&d.version) {
+                return Ok(Lookup::Not);
+            }
+        }
         let found = {
             let mut s = self.shard(key);
             match s.map.get(&**key) {
@@ -476,11 +496,22 @@ impl ResultCache {
         }) {
             Some(r) => r,
             None => {
-                let size = key.size() + ENTRY_OVERHEAD;
-                let slot = Slot::Never {
-                    dict_version: d.version,
-                };
-                self.put(key.clone(), slot, size);
+                match shape {
+                    Some(shape) => {
+                        let mut never = self.never.lock().unwrap_or_else(|p| p.into_inner());
+                        if never.len() >= NEVER_KEPT {
+                            never.clear();
+                        }
+                        never.insert(shape, d.version);
+                    }
+                    None => {
+                        let size = key.size() + ENTRY_OVERHEAD;
+                        let slot = Slot::Never {
+                            dict_version: d.version,
+                        };
+                        self.put(key.clone(), slot, size);
+                    }
+                }
                 return Ok(Lookup::Not);
             }
         };

@@ -607,8 +607,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if let Some(cache) = &ctx.cache {
             if ctx.partitioning.with_dictionary(|d| d.has_cached()) {
                 let db = self.b.state.db.clone();
+                let digest = self.b.note.digest;
                 match cache
-                    .lookup(&ctx, self.b.worker, &key, None, db.as_deref())
+                    .lookup(&ctx, self.b.worker, &key, None, db.as_deref(), digest)
                     .await
                 {
                     Ok(Lookup::Hit(answer)) => return self.send_shared(&answer, true).await,
