@@ -5,7 +5,8 @@
 # proxy). Three tables on stdout (progress on stderr), each cell qps /
 # p50 ms / p99 ms / failed statements, with the server's executions per
 # statement (Com_select over the statements sysbench counted) where reads
-# are measured:
+# are measured (the exact cache's version reads are SELECTs too: a hit
+# counts one per backend involved, a miss one more than the statement):
 #
 #   read   every client runs the flash crowd's one aggregate
 #          (bench/flash_crowd.lua's statement): coalescing alone, and

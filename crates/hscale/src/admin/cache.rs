@@ -95,7 +95,7 @@ pub(super) async fn cache_table(
     if rule == CacheRule::Exact {
         for (backend, db, table) in &targets {
             let mut c = conn(ctx, worker, *backend).await?;
-            arm(&mut c, db, table).await.map_err(|e| {
+            arm(&mut c, db, table, None).await.map_err(|e| {
                 wrong(format!(
                     "cannot put the result cache's version triggers on {db}.{table} (backend {}): {e}",
                     backend.index()

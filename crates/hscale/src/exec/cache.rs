@@ -557,7 +557,7 @@ impl ResultCache {
         };
         for (backend, db, table) in todo {
             let mut conn = ctx.pool(worker, backend).get_own().await?;
-            crate::partition::versions::arm(&mut conn, &db, &table).await?;
+            crate::partition::versions::arm(&mut conn, &db, &table, Some(2)).await?;
             let mut a = self.armed.lock().unwrap_or_else(|p| p.into_inner());
             if a.0 == rule.stored_version {
                 a.1.insert((backend, db, table));

@@ -35,15 +35,51 @@ fn trigger_name(table: &str, event: &str) -> String {
     format!("hscale_v{event}_{h:016x}")
 }
 
-/// Put `db`.`table`'s version triggers in place (each unless it exists).
-pub async fn arm(conn: &mut BackendConn, db: &str, table: &str) -> Result<(), ProxyError> {
+/// Whether `db`.`table` has its three version triggers (read from
+/// information_schema, which takes no lock a writer waits for).
+async fn is_armed(conn: &mut BackendConn, db: &str, table: &str) -> Result<bool, ProxyError> {
+    let names: Vec<String> = EVENTS
+        .iter()
+        .map(|(e, _)| quote_str(&trigger_name(table, e)))
+        .collect();
+    let sql = format!(
+        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = {} AND EVENT_OBJECT_TABLE = {} AND TRIGGER_NAME IN ({})",
+        quote_str(db),
+        quote_str(table),
+        names.join(", ")
+    );
+    let rows = conn
+        .query_rows(&sql)
+        .await?
+        .map_err(|e| store::server_error(conn, &sql, e))?
+        .strings();
+    Ok(rows.first().and_then(|r| r[0].as_deref()) == Some("3"))
+}
+
+/// Put `db`.`table`'s version triggers in place unless they are there.
+/// `lock_wait_s`: how long CREATE TRIGGER may wait for the table's
+/// metadata lock (behind long transactions; every statement of the table
+/// queues behind a waiting DDL): a read's miss gives up soon and runs
+/// uncached, a CACHE_TABLE waits as any DDL.
+pub async fn arm(
+    conn: &mut BackendConn,
+    db: &str,
+    table: &str,
+    lock_wait_s: Option<u32>,
+) -> Result<(), ProxyError> {
+    if is_armed(conn, db, table).await? {
+        return Ok(());
+    }
+    let prefix = lock_wait_s.map_or(String::new(), |s| {
+        format!("SET STATEMENT lock_wait_timeout = {s} FOR ")
+    });
     let mut sql = vec![
         "CREATE DATABASE IF NOT EXISTS `hscale`".to_string(),
         VERSIONS.to_string(),
     ];
     for (e, event) in EVENTS {
         sql.push(format!(
-            "CREATE TRIGGER IF NOT EXISTS {}.{} AFTER {event} ON {} FOR EACH ROW \
+            "{prefix}CREATE TRIGGER IF NOT EXISTS {}.{} AFTER {event} ON {} FOR EACH ROW \
              INSERT INTO `hscale`.`table_versions` VALUES ({}, {}, CONNECTION_ID() % {SLOTS}, 1) \
              ON DUPLICATE KEY UPDATE version = version + 1",
             quote_ident(db),
