@@ -586,3 +586,72 @@ async fn commands_and_triggers() {
     let hits: String = row.get("cache_hits").unwrap();
     assert_eq!(hits, "2");
 }
+
+/// `HSCALE CACHE_STATEMENT`: reads of one statement's shape (any
+/// literals) of a table that is not cached are kept for the TTL; other
+/// statements of the table are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn statement_ttl_rule() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let mut c = conn().await;
+    c.query_drop("CREATE TABLE IF NOT EXISTS plain (id INT PRIMARY KEY, v INT NOT NULL)")
+        .await
+        .unwrap();
+    c.query_drop("REPLACE INTO plain VALUES (1, 10), (2, 20)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE CACHE_STATEMENT('SELECT v FROM plain WHERE id = 99', 'TTL', 60000)")
+        .await
+        .unwrap();
+    let rules: Vec<mysql_async::Row> = c.query("HSCALE SHOW CACHE").await.unwrap();
+    assert!(rules
+        .iter()
+        .any(|r| r.get::<String, _>(1).unwrap().contains("FROM plain")));
+    assert_eq!(
+        value(&mut c, "SELECT v FROM plain WHERE id = 2")
+            .await
+            .unwrap(),
+        "20"
+    );
+    assert_eq!(
+        value(&mut c, "SELECT v + 0 FROM plain WHERE id = 2")
+            .await
+            .unwrap(),
+        "20"
+    );
+    let mut direct = backend_conn(0, Some(DB)).await;
+    direct
+        .query_drop("UPDATE plain SET v = 21 WHERE id = 2")
+        .await
+        .unwrap();
+    assert_eq!(
+        value(&mut c, "SELECT v FROM plain WHERE id = 2")
+            .await
+            .unwrap(),
+        "20",
+        "kept for the TTL"
+    );
+    assert_eq!(
+        value(&mut c, "SELECT v + 0 FROM plain WHERE id = 2")
+            .await
+            .unwrap(),
+        "21",
+        "another shape is not cached"
+    );
+    c.query_drop("HSCALE UNCACHE_STATEMENT('SELECT v FROM plain WHERE id = 1')")
+        .await
+        .unwrap();
+    assert_eq!(
+        value(&mut c, "SELECT v FROM plain WHERE id = 2")
+            .await
+            .unwrap(),
+        "21",
+        "uncached"
+    );
+    let e = c
+        .query_drop("HSCALE CACHE_STATEMENT('SELECT v FROM plain', 'EXACT', 10)")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("CACHE_TABLE"), "{e}");
+}

@@ -109,6 +109,14 @@ pub enum AdminCommand {
     UncacheTable {
         table: String,
     },
+    /// Keep reads of one statement's shape (its fingerprint) for a TTL.
+    CacheStatement {
+        statement: String,
+        ttl_ms: u64,
+    },
+    UncacheStatement {
+        statement: String,
+    },
     /// Forget every answer this proxy's result cache holds.
     FlushCache,
     /// The cached tables and this proxy's cache figures.
@@ -117,7 +125,7 @@ pub enum AdminCommand {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdminError {
-    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, SHOW PROXIES, SHOW USERS, SHOW CACHE, RESET DIGESTS, CACHE_TABLE, UNCACHE_TABLE, FLUSH CACHE, EXPLAIN and RELOAD")]
+    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, SHOW PROXIES, SHOW USERS, SHOW CACHE, RESET DIGESTS, CACHE_TABLE, UNCACHE_TABLE, CACHE_STATEMENT, UNCACHE_STATEMENT, FLUSH CACHE, EXPLAIN and RELOAD")]
     UnknownCommand(String),
     #[error("HSCALE {command} takes {expected}, got {got} argument(s)")]
     Arguments {
@@ -369,6 +377,38 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 rule,
             })
         }
+        "CACHE_STATEMENT" => {
+            let a = parse_args("CACHE_STATEMENT", after)?;
+            count(
+                "CACHE_STATEMENT",
+                "3 arguments ('statement', 'TTL', milliseconds)",
+                &a,
+                3,
+            )?;
+            let ttl_ms = a[2]
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|&ms| ms > 0 && a[1].trim().eq_ignore_ascii_case("TTL"))
+                .ok_or_else(|| AdminError::Syntax {
+                    command: "CACHE_STATEMENT".into(),
+                    problem: format!(
+                        "mode {:?} and {:?}: a statement is cached 'TTL' for a time in milliseconds (EXACT caches tables: CACHE_TABLE)",
+                        a[1], a[2]
+                    ),
+                })?;
+            Ok(AdminCommand::CacheStatement {
+                statement: a[0].clone(),
+                ttl_ms,
+            })
+        }
+        "UNCACHE_STATEMENT" => {
+            let a = parse_args("UNCACHE_STATEMENT", after)?;
+            count("UNCACHE_STATEMENT", "1 argument ('statement')", &a, 1)?;
+            Ok(AdminCommand::UncacheStatement {
+                statement: a[0].clone(),
+            })
+        }
         "UNCACHE_TABLE" => {
             let a = parse_args("UNCACHE_TABLE", after)?;
             count("UNCACHE_TABLE", "1 argument ('table')", &a, 1)?;
@@ -492,6 +532,21 @@ mod tests {
             AdminCommand::FlushCache
         );
         assert_eq!(parse("HSCALE SHOW CACHE").unwrap(), AdminCommand::ShowCache);
+        assert_eq!(
+            parse("HSCALE CACHE_STATEMENT('SELECT * FROM t WHERE id = ''a''', 'ttl', 100)")
+                .unwrap(),
+            AdminCommand::CacheStatement {
+                statement: "SELECT * FROM t WHERE id = 'a'".into(),
+                ttl_ms: 100
+            }
+        );
+        assert!(parse("HSCALE CACHE_STATEMENT('SELECT 1', 'EXACT', 100)").is_err());
+        assert_eq!(
+            parse("HSCALE UNCACHE_STATEMENT('SELECT 1')").unwrap(),
+            AdminCommand::UncacheStatement {
+                statement: "SELECT 1".into()
+            }
+        );
         assert_eq!(
             parse("HSCALE CANCEL_OPERATION(12)").unwrap(),
             AdminCommand::CancelOperation { id: 12 }

@@ -323,6 +323,11 @@ pub struct Dictionary {
     /// Tables whose reads the result cache keeps (`HSCALE CACHE_TABLE`,
     /// `hscale.cached_tables`): any table, partitioned or not.
     cached: std::collections::BTreeMap<TableName, CacheRule>,
+    /// Statements whose reads the result cache keeps for a TTL, whatever
+    /// tables they read (`HSCALE CACHE_STATEMENT`,
+    /// `hscale.cached_statements`): by fingerprint hash, with the
+    /// statement given and the TTL in milliseconds.
+    cached_statements: std::collections::BTreeMap<u64, (String, u64)>,
 }
 
 /// How the result cache serves reads of a table (`HSCALE CACHE_TABLE`).
@@ -372,7 +377,32 @@ impl Dictionary {
     /// Whether any table is cached: only then does a shareable read look
     /// for the tables it reads (`exec/cache.rs`).
     pub fn has_cached(&self) -> bool {
-        !self.cached.is_empty()
+        !self.cached.is_empty() || !self.cached_statements.is_empty()
+    }
+
+    /// The TTL (ms) of statements of fingerprint hash `digest`
+    /// (`HSCALE CACHE_STATEMENT`).
+    pub fn statement_ttl(&self, digest: u64) -> Option<u64> {
+        self.cached_statements.get(&digest).map(|(_, ms)| *ms)
+    }
+
+    /// The cached statements: fingerprint hash, statement, TTL (ms).
+    pub fn cached_statements(&self) -> impl Iterator<Item = (u64, &str, u64)> {
+        self.cached_statements
+            .iter()
+            .map(|(h, (s, ms))| (*h, s.as_str(), *ms))
+    }
+
+    /// Cache statements of fingerprint hash `digest` for `ttl_ms`, or stop
+    /// (`None`).
+    pub fn set_statement_rule(&mut self, digest: u64, statement: &str, ttl_ms: Option<u64>) {
+        match ttl_ms {
+            Some(ms) => self
+                .cached_statements
+                .insert(digest, (statement.to_string(), ms)),
+            None => self.cached_statements.remove(&digest),
+        };
+        self.version += 1;
     }
 
     pub fn cached(&self) -> impl Iterator<Item = (&TableName, &CacheRule)> {
@@ -610,6 +640,7 @@ impl Dictionary {
             && self.globals == other.globals
             && self.views == other.views
             && self.cached == other.cached
+            && self.cached_statements == other.cached_statements
     }
 
     pub fn remove_table(&mut self, name: &TableName) -> Option<PartitionedTable> {

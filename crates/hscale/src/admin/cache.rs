@@ -22,7 +22,7 @@ use super::{commit, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::exec::cache::physical_tables;
 use crate::exec::coalesce::Target;
-use crate::partition::versions::{arm, disarm, RULES};
+use crate::partition::versions::{arm, disarm, RULES, STATEMENTS};
 use crate::partition::{quote_str, store};
 use crate::runtime::Context;
 
@@ -198,6 +198,61 @@ async fn set_rule(
     Ok(())
 }
 
+/// `HSCALE CACHE_STATEMENT` (`Some(ttl)`) and `UNCACHE_STATEMENT`: reads
+/// of the statement's fingerprint (any literals) kept for a TTL.
+pub(super) async fn cache_statement(
+    ctx: &Context,
+    worker: usize,
+    statement: &str,
+    ttl_ms: Option<u64>,
+) -> Result<AdminOutput, ProxyError> {
+    let facts = hscale_sql::analyze(statement);
+    let fp = match &facts.fingerprint {
+        Some(fp) if facts.kind == hscale_sql::Kind::Select && facts.statements == 1 => fp,
+        _ => return Err(wrong("HSCALE CACHE_STATEMENT takes one SELECT")),
+    };
+    let digest = fp.hash;
+    let _g = ctx.partitioning.admin_lock.lock().await;
+    let sql = match ttl_ms {
+        Some(ms) => vec![
+            STATEMENTS.to_string(),
+            format!(
+                "REPLACE INTO `hscale`.`cached_statements` (digest, statement, ttl_ms) VALUES ({digest}, {}, {ms})",
+                quote_str(statement)
+            ),
+        ],
+        None => {
+            if ctx.partitioning.dictionary().statement_ttl(digest).is_none() {
+                return Err(wrong("this statement is not cached"));
+            }
+            vec![format!(
+                "DELETE FROM `hscale`.`cached_statements` WHERE digest = {digest}"
+            )]
+        }
+    };
+    let mut attempts: u32 = 0;
+    loop {
+        let mut d = (*reload(ctx, worker).await?).clone();
+        d.set_statement_rule(digest, statement, ttl_ms);
+        match commit(ctx, worker, d, &sql).await {
+            Err(ProxyError::DictionaryMoved) if attempts < 50 => {
+                attempts += 1;
+                super::moved_pause(attempts).await;
+            }
+            r => break r?,
+        }
+    }
+    if let Some(cache) = &ctx.cache {
+        cache.flush();
+    }
+    Ok(AdminOutput::Ok {
+        info: match ttl_ms {
+            Some(ms) => format!("statements like this one cached for {ms} ms"),
+            None => "statements like this one no longer cached".into(),
+        },
+    })
+}
+
 /// `HSCALE FLUSH CACHE`: this proxy's answers forgotten.
 pub(super) fn flush(ctx: &Context) -> AdminOutput {
     let n = ctx.cache.as_ref().map_or(0, |c| {
@@ -218,20 +273,28 @@ pub(super) fn show(ctx: &Context) -> AdminOutput {
         s.entries, s.bytes, s.hits, s.misses, s.invalidations, s.evictions
     );
     let rows = ctx.partitioning.with_dictionary(|d| {
-        d.cached()
-            .map(|(name, rule)| {
-                vec![
-                    Some(name.db.clone()),
-                    Some(name.table.clone()),
-                    Some(rule.mode().to_string()),
-                    Some(rule.ttl_ms().to_string()),
-                    Some(figures.clone()),
-                ]
-            })
-            .collect()
+        let tables = d.cached().map(|(name, rule)| {
+            vec![
+                Some(name.db.clone()),
+                Some(name.table.clone()),
+                Some(rule.mode().to_string()),
+                Some(rule.ttl_ms().to_string()),
+                Some(figures.clone()),
+            ]
+        });
+        let statements = d.cached_statements().map(|(_, statement, ms)| {
+            vec![
+                None,
+                Some(statement.to_string()),
+                Some("TTL".to_string()),
+                Some(ms.to_string()),
+                Some(figures.clone()),
+            ]
+        });
+        tables.chain(statements).collect()
     });
     AdminOutput::Rows {
-        columns: super::cols(&["db", "table", "mode", "ttl_ms", "this_proxy"]),
+        columns: super::cols(&["db", "table_or_statement", "mode", "ttl_ms", "this_proxy"]),
         rows,
     }
 }

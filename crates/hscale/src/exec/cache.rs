@@ -491,6 +491,16 @@ impl ResultCache {
                     &lexed[..]
                 }
             };
+            if let Some(ms) = digest.and_then(|h| d.statement_ttl(h)) {
+                // `HSCALE CACHE_STATEMENT`: a TTL, whatever it reads.
+                return Some(Rule {
+                    ttl: Some(Duration::from_millis(ms)),
+                    probes: Vec::new().into(),
+                    arm: Vec::new(),
+                    dict_version: d.version,
+                    stored_version: d.stored_version,
+                });
+            }
             let tables = hscale_sql::reads::tables_read(sql, tokens)?;
             rule_of(&d, &tables, db, key.target(), ctx.backend_count())
         }) {

@@ -387,6 +387,22 @@ async fn load_in_snapshot(
         Err(e) if e.code == 1146 => {}
         Err(e) => return Err(server_error(conn, "reading the dictionary", e)),
     }
+    match conn
+        .query_rows("SELECT statement, ttl_ms FROM `hscale`.`cached_statements`")
+        .await?
+    {
+        Ok(rules) => {
+            for r in rules.strings() {
+                let statement = r[0].clone().unwrap_or_default();
+                let ttl = r[1].as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
+                if let Some(fp) = hscale_sql::analyze(&statement).fingerprint {
+                    d.set_statement_rule(fp.hash, &statement, Some(ttl).filter(|&t| t > 0));
+                }
+            }
+        }
+        Err(e) if e.code == 1146 => {}
+        Err(e) => return Err(server_error(conn, "reading the dictionary", e)),
+    }
     let views = conn
         .query_rows("SELECT db, tbl, select_sql, column_list, inner_columns, algorithm, definer, security, check_option, reads_tables FROM `hscale`.`views`")
         .await?

@@ -23,6 +23,12 @@ pub const RULES: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`cached_tables` (\
     db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, mode VARCHAR(8) NOT NULL, \
     ttl_ms BIGINT UNSIGNED NOT NULL DEFAULT 0, PRIMARY KEY (db, tbl)) ENGINE=InnoDB";
 
+/// The dictionary's table of statements cached for a TTL, by the
+/// statement given (its fingerprint is computed again when read).
+pub const STATEMENTS: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`cached_statements` (\
+    digest BIGINT UNSIGNED NOT NULL PRIMARY KEY, statement MEDIUMTEXT NOT NULL, \
+    ttl_ms BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB";
+
 const EVENTS: [(&str, &str); 3] = [("i", "INSERT"), ("u", "UPDATE"), ("d", "DELETE")];
 
 /// The name of `table`'s version trigger for `event` (in its database).
