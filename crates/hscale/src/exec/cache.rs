@@ -95,11 +95,14 @@ enum Slot {
     Kept(Kept),
 }
 
-/// Statement shapes (fingerprint and database) found not cacheable, with
-/// the local dictionary version: a shape's tables are its fingerprint's,
-/// so every statement of it is decided at once, and the answers kept are
-/// never evicted for them. Emptied when full.
+/// Statement shapes (fingerprint hash, with the database) found not
+/// cacheable, with the local dictionary version: a shape's tables are its
+/// fingerprint's, so every statement of it is decided at once, and the
+/// answers kept are never evicted for them. One map per worker (indexed
+/// by the worker, so its lock is not contended), emptied when full.
 const NEVER_KEPT: usize = 4096;
+
+type Never = HashMap<u64, (u64, Option<String>)>;
 
 struct Kept {
     answer: Arc<Answer>,
@@ -158,7 +161,7 @@ pub struct ResultCache {
     shards: [Mutex<Shard>; SHARDS],
     bytes: AtomicUsize,
     pub figures: Figures,
-    never: Mutex<HashMap<u64, u64>>,
+    never: [Mutex<Never>; SHARDS],
     /// Physical tables whose triggers this proxy put in place or found,
     /// under the dictionary version (stored) they were checked in.
     armed: Mutex<(u64, HashSet<Physical>)>,
@@ -192,7 +195,7 @@ impl ResultCache {
             shards: Default::default(),
             bytes: AtomicUsize::new(0),
             figures: Figures::default(),
-            never: Mutex::new(HashMap::new()),
+            never: Default::default(),
             armed: Mutex::new((0, HashSet::new())),
         })
     }
@@ -244,7 +247,9 @@ impl ResultCache {
             *s = Shard::default();
             self.bytes.fetch_sub(freed, Ordering::Relaxed);
         }
-        self.never.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        for n in &self.never {
+            n.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        }
         self.armed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -430,15 +435,17 @@ impl ResultCache {
         db: Option<&str>,
         digest: Option<u64>,
     ) -> Result<Lookup, ProxyError> {
-        let d = ctx.partitioning.dictionary();
-        let shape =
-            digest.map(|h| h ^ db.map_or(0, |db| xxhash_rust::xxh3::xxh3_64(db.as_bytes())));
-        if let Some(shape) = shape {
-            let never = self.never.lock().unwrap_or_else(|p| p.into_inner());
-            if never.get(&shape) == Some(&d.version) {
+        let never = &self.never[worker % SHARDS];
+        if let Some(h) = digest {
+            let version = ctx.partitioning.with_dictionary(|d| d.version);
+            let n = never.lock().unwrap_or_else(|p| p.into_inner());
+            if n.get(&h)
+                .is_some_and(|(v, at)| *v == version && at.as_deref() == db)
+            {
                 return Ok(Lookup::Not);
             }
         }
+        let d = ctx.partitioning.dictionary();
         let found = {
             let mut s = self.shard(key);
             match s.map.get(&**key) {
@@ -506,13 +513,13 @@ impl ResultCache {
         }) {
             Some(r) => r,
             None => {
-                match shape {
-                    Some(shape) => {
-                        let mut never = self.never.lock().unwrap_or_else(|p| p.into_inner());
-                        if never.len() >= NEVER_KEPT {
-                            never.clear();
+                match digest {
+                    Some(h) => {
+                        let mut n = never.lock().unwrap_or_else(|p| p.into_inner());
+                        if n.len() >= NEVER_KEPT {
+                            n.clear();
                         }
-                        never.insert(shape, d.version);
+                        n.insert(h, (d.version, db.map(str::to_string)));
                     }
                     None => {
                         let size = key.size() + ENTRY_OVERHEAD;
