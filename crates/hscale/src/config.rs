@@ -32,6 +32,26 @@ pub struct Config {
     pub user_defaults: UserLimits,
     #[serde(default)]
     pub backends: Vec<BackendConfig>,
+    /// The result cache (`exec/cache.rs`); left out of a written config
+    /// when off, so an older hscale still reads it.
+    #[serde(default, skip_serializing_if = "CacheConfig::is_off")]
+    pub cache: CacheConfig,
+}
+
+/// `[cache]`: the result cache of reads of tables cached by `HSCALE
+/// CACHE_TABLE`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    /// The most bytes of answers the cache holds on this proxy; 0 (the
+    /// default) keeps none.
+    pub max_bytes: u64,
+}
+
+impl CacheConfig {
+    pub fn is_off(&self) -> bool {
+        self.max_bytes == 0
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -755,6 +775,20 @@ mod tests {
         let text = toml::to_string(&off).unwrap();
         assert!(text.contains("coalesce = false"), "{text}");
         assert!(!Config::parse(&text).unwrap().proxy.coalesce);
+    }
+
+    /// `[cache]` is off unless max_bytes is set, and a written config
+    /// names it only when on.
+    #[test]
+    fn cache_is_written_only_when_on() {
+        let cfg = Config::parse("").unwrap();
+        assert_eq!(cfg.cache.max_bytes, 0);
+        assert!(!toml::to_string(&cfg).unwrap().contains("[cache]"));
+        let on = Config::parse("[cache]\nmax_bytes = 1048576\n").unwrap();
+        let text = toml::to_string(&on).unwrap();
+        assert!(text.contains("max_bytes = 1048576"), "{text}");
+        assert_eq!(Config::parse(&text).unwrap().cache.max_bytes, 1 << 20);
+        assert!(Config::parse("[cache]\nmax_byte = 1\n").is_err());
     }
 
     #[test]

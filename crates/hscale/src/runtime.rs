@@ -111,6 +111,9 @@ pub struct Context {
     /// Reads in flight that identical reads may wait for and share
     /// (`exec/coalesce.rs`).
     pub coalescer: Arc<crate::exec::coalesce::Coalescer>,
+    /// The result cache (`exec/cache.rs`); `None` with `[cache] max_bytes
+    /// = 0`, the default.
+    pub cache: Option<Arc<crate::exec::cache::ResultCache>>,
     /// This proxy in `hscale.proxies` (`crate::fleet`).
     pub fleet: crate::fleet::Member,
     /// Users and client limits, replaced by SIGHUP.
@@ -274,6 +277,7 @@ impl Context {
             xa_checks,
             metrics,
             coalescer: Arc::new(crate::exec::coalesce::Coalescer::new(config.proxy.coalesce)),
+            cache: crate::exec::cache::ResultCache::new(config.cache.max_bytes).map(Arc::new),
             fleet: crate::fleet::Member::new(),
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
             tenants: crate::tenant::Tenants::new(&config),
@@ -363,6 +367,11 @@ impl Context {
 
     /// Worker `worker`'s pool for backend `backend`, as the proxy's own
     /// account (dictionary, journal, sequences, recovery, KILL).
+    /// The backends of the config.
+    pub fn backend_count(&self) -> usize {
+        self.pools.first().map_or(0, |p| p.len())
+    }
+
     pub fn pool(&self, worker: usize, backend: BackendId) -> &Arc<Pool> {
         &self.pools[worker][backend.index()]
     }

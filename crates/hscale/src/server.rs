@@ -348,6 +348,7 @@ impl crate::metrics::exposition::Source for Scraped {
                 })
                 .collect(),
             workers: ctx.worker_loads(),
+            result_cache: ctx.cache.as_ref().map(|c| c.sample()),
         };
         f(&ctx.metrics, &live)
     }

@@ -100,11 +100,32 @@ pub enum AdminCommand {
         statement: String,
     },
     Reload,
+    /// Keep reads of a table in the result cache (`EXACT` or `TTL`).
+    CacheTable {
+        table: String,
+        rule: crate::dictionary::CacheRule,
+    },
+    /// Stop caching reads of a table (and drop its version triggers).
+    UncacheTable {
+        table: String,
+    },
+    /// Keep reads of one statement's shape (its fingerprint) for a TTL.
+    CacheStatement {
+        statement: String,
+        ttl_ms: u64,
+    },
+    UncacheStatement {
+        statement: String,
+    },
+    /// Forget every answer this proxy's result cache holds.
+    FlushCache,
+    /// The cached tables and this proxy's cache figures.
+    ShowCache,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdminError {
-    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, SHOW PROXIES, SHOW USERS, RESET DIGESTS, EXPLAIN and RELOAD")]
+    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, SHOW PROXIES, SHOW USERS, SHOW CACHE, RESET DIGESTS, CACHE_TABLE, UNCACHE_TABLE, CACHE_STATEMENT, UNCACHE_STATEMENT, FLUSH CACHE, EXPLAIN and RELOAD")]
     UnknownCommand(String),
     #[error("HSCALE {command} takes {expected}, got {got} argument(s)")]
     Arguments {
@@ -317,6 +338,85 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
             })?;
             Ok(AdminCommand::CancelOperation { id })
         }
+        "CACHE_TABLE" => {
+            let a = parse_args("CACHE_TABLE", after)?;
+            let expected = "2 or 3 arguments ('table', 'EXACT') or ('table', 'TTL', milliseconds)";
+            if !(2..=3).contains(&a.len()) {
+                return Err(AdminError::Arguments {
+                    command: "CACHE_TABLE",
+                    expected,
+                    got: a.len(),
+                });
+            }
+            let syntax = |problem: String| AdminError::Syntax {
+                command: "CACHE_TABLE".into(),
+                problem,
+            };
+            let ttl = match a.get(2) {
+                Some(ms) => ms
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&ms| ms > 0)
+                    .ok_or_else(|| syntax(format!("{ms:?} is not a TTL in milliseconds")))?,
+                None => 0,
+            };
+            let mode = a[1].trim();
+            let rule = if mode.eq_ignore_ascii_case("EXACT") && a.len() == 2 {
+                crate::dictionary::CacheRule::Exact
+            } else if mode.eq_ignore_ascii_case("TTL") && a.len() == 3 {
+                crate::dictionary::CacheRule::Ttl(ttl)
+            } else {
+                return Err(syntax(format!(
+                    "mode {mode:?} with {} argument(s): 'EXACT' takes none, 'TTL' a time in milliseconds",
+                    a.len() - 2
+                )));
+            };
+            Ok(AdminCommand::CacheTable {
+                table: a[0].clone(),
+                rule,
+            })
+        }
+        "CACHE_STATEMENT" => {
+            let a = parse_args("CACHE_STATEMENT", after)?;
+            count(
+                "CACHE_STATEMENT",
+                "3 arguments ('statement', 'TTL', milliseconds)",
+                &a,
+                3,
+            )?;
+            let ttl_ms = a[2]
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|&ms| ms > 0 && a[1].trim().eq_ignore_ascii_case("TTL"))
+                .ok_or_else(|| AdminError::Syntax {
+                    command: "CACHE_STATEMENT".into(),
+                    problem: format!(
+                        "mode {:?} and {:?}: a statement is cached 'TTL' for a time in milliseconds (EXACT caches tables: CACHE_TABLE)",
+                        a[1], a[2]
+                    ),
+                })?;
+            Ok(AdminCommand::CacheStatement {
+                statement: a[0].clone(),
+                ttl_ms,
+            })
+        }
+        "UNCACHE_STATEMENT" => {
+            let a = parse_args("UNCACHE_STATEMENT", after)?;
+            count("UNCACHE_STATEMENT", "1 argument ('statement')", &a, 1)?;
+            Ok(AdminCommand::UncacheStatement {
+                statement: a[0].clone(),
+            })
+        }
+        "UNCACHE_TABLE" => {
+            let a = parse_args("UNCACHE_TABLE", after)?;
+            count("UNCACHE_TABLE", "1 argument ('table')", &a, 1)?;
+            Ok(AdminCommand::UncacheTable {
+                table: a[0].clone(),
+            })
+        }
+        "FLUSH" if after.eq_ignore_ascii_case("CACHE") => Ok(AdminCommand::FlushCache),
         "SETUP_GLOBAL_TABLE" => {
             let a = parse_args("SETUP_GLOBAL_TABLE", after)?;
             count("SETUP_GLOBAL_TABLE", "1 argument ('table')", &a, 1)?;
@@ -351,6 +451,7 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 "DIGESTS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowDigests),
                 "PROXIES" if args_text.trim().is_empty() => Ok(AdminCommand::ShowProxies),
                 "USERS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowUsers),
+                "CACHE" if args_text.trim().is_empty() => Ok(AdminCommand::ShowCache),
                 _ => Err(AdminError::UnknownCommand(format!("SHOW {}", after.trim()))),
             }
         }
@@ -404,6 +505,48 @@ mod tests {
             AdminCommand::ShowBackends
         );
         assert_eq!(parse("HSCALE RELOAD").unwrap(), AdminCommand::Reload);
+        assert_eq!(
+            parse("HSCALE CACHE_TABLE('db.t', 'exact')").unwrap(),
+            AdminCommand::CacheTable {
+                table: "db.t".into(),
+                rule: crate::dictionary::CacheRule::Exact
+            }
+        );
+        assert_eq!(
+            parse("HSCALE CACHE_TABLE('t', 'TTL', 5000);").unwrap(),
+            AdminCommand::CacheTable {
+                table: "t".into(),
+                rule: crate::dictionary::CacheRule::Ttl(5000)
+            }
+        );
+        assert!(parse("HSCALE CACHE_TABLE('t', 'TTL')").is_err());
+        assert!(parse("HSCALE CACHE_TABLE('t', 'TTL', 0)").is_err());
+        assert!(parse("HSCALE CACHE_TABLE('t', 'EXACT', 5)").is_err());
+        assert!(parse("HSCALE CACHE_TABLE('t', 'SOMETIMES')").is_err());
+        assert_eq!(
+            parse("HSCALE UNCACHE_TABLE('t')").unwrap(),
+            AdminCommand::UncacheTable { table: "t".into() }
+        );
+        assert_eq!(
+            parse("hscale flush cache").unwrap(),
+            AdminCommand::FlushCache
+        );
+        assert_eq!(parse("HSCALE SHOW CACHE").unwrap(), AdminCommand::ShowCache);
+        assert_eq!(
+            parse("HSCALE CACHE_STATEMENT('SELECT * FROM t WHERE id = ''a''', 'ttl', 100)")
+                .unwrap(),
+            AdminCommand::CacheStatement {
+                statement: "SELECT * FROM t WHERE id = 'a'".into(),
+                ttl_ms: 100
+            }
+        );
+        assert!(parse("HSCALE CACHE_STATEMENT('SELECT 1', 'EXACT', 100)").is_err());
+        assert_eq!(
+            parse("HSCALE UNCACHE_STATEMENT('SELECT 1')").unwrap(),
+            AdminCommand::UncacheStatement {
+                statement: "SELECT 1".into()
+            }
+        );
         assert_eq!(
             parse("HSCALE CANCEL_OPERATION(12)").unwrap(),
             AdminCommand::CancelOperation { id: 12 }

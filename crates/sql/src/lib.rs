@@ -13,6 +13,7 @@ pub mod fingerprint;
 pub mod guard;
 pub mod lexer;
 pub mod mentions;
+pub mod reads;
 pub mod rewrite;
 pub mod shareable;
 pub mod show;

@@ -13,6 +13,7 @@
 mod add_partition;
 mod all_or_nothing;
 pub mod auto_partition;
+pub mod cache;
 mod cancel;
 mod change;
 mod drop_partition;
@@ -166,6 +167,22 @@ pub async fn execute(
                 ),
             })
         }
+        AdminCommand::CacheTable { table, rule } => {
+            let name = table_name(&table, session_db)?;
+            cache::cache_table(ctx, worker, name, rule).await
+        }
+        AdminCommand::UncacheTable { table } => {
+            let name = table_name(&table, session_db)?;
+            cache::uncache_table(ctx, worker, name).await
+        }
+        AdminCommand::CacheStatement { statement, ttl_ms } => {
+            cache::cache_statement(ctx, worker, &statement, Some(ttl_ms)).await
+        }
+        AdminCommand::UncacheStatement { statement } => {
+            cache::cache_statement(ctx, worker, &statement, None).await
+        }
+        AdminCommand::FlushCache => Ok(cache::flush(ctx)),
+        AdminCommand::ShowCache => Ok(cache::show(ctx)),
         AdminCommand::Explain { statement } => {
             explain::run(ctx, worker, session_db, &statement).await
         }

@@ -350,6 +350,7 @@ pub(super) fn digests(ctx: &Context) -> AdminOutput {
                 Some(time(d.first_seen)),
                 Some(time(d.last_seen)),
                 Some(d.coalesced.to_string()),
+                Some(d.cache_hits.to_string()),
             ]
         })
         .collect();
@@ -370,6 +371,7 @@ pub(super) fn digests(ctx: &Context) -> AdminOutput {
             "first_seen",
             "last_seen",
             "coalesced",
+            "cache_hits",
         ]),
         rows,
     }

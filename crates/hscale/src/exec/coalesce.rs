@@ -59,6 +59,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
 use super::bindings::Bindings;
+use super::cache::{Lookup, Pending, ResultCache};
 use super::conditions::Gathered;
 use super::forward::Expect;
 use super::{Effects, Exec};
@@ -120,6 +121,26 @@ impl PartialEq for Key {
     }
 }
 impl Eq for Key {}
+
+impl Key {
+    pub(super) fn hash_value(&self) -> u64 {
+        self.hash
+    }
+
+    pub(super) fn target(&self) -> Target {
+        self.target
+    }
+
+    /// The statement's text (the payload after its command byte).
+    pub(super) fn text(&self) -> Option<&str> {
+        std::str::from_utf8(self.sql.get(1..)?).ok()
+    }
+
+    /// What the key holds in memory, roughly (the result cache's bound).
+    pub(super) fn size(&self) -> usize {
+        self.sql.len() + self.db.as_ref().map_or(0, |d| d.len())
+    }
+}
 impl Hash for Key {
     fn hash<H: Hasher>(&self, h: &mut H) {
         h.write_u64(self.hash);
@@ -236,6 +257,13 @@ pub struct Answer {
     gathered: Gathered,
 }
 
+impl Answer {
+    /// Its framed bytes' length (the result cache's bound).
+    pub(super) fn size(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
 /// Where a batch is.
 #[derive(Debug, Clone)]
 enum Phase {
@@ -302,8 +330,7 @@ impl Coalescer {
     }
 
     /// A request for `key` arrives.
-    fn enter(self: &Arc<Self>, key: Key) -> Role {
-        let key = Arc::new(key);
+    fn enter(self: &Arc<Self>, key: Arc<Key>) -> Role {
         let mut t = self.lock(&key);
         match t.get_mut(&*key) {
             None => {
@@ -500,6 +527,69 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
     }
 
+    /// Run `work` holding its answer (up to [`MAX_ANSWER_BYTES`]): the
+    /// answer, when it may be shared or stored (no error of any kind).
+    async fn run_held(
+        &mut self,
+        work: Work<'_>,
+        effects: Effects<'_>,
+    ) -> (Result<(), ProxyError>, Option<Arc<Answer>>) {
+        self.client.hold(MAX_ANSWER_BYTES);
+        let r = self.run_work(work, effects).await;
+        let held = self.client.take_held();
+        let answer = match held {
+            Some((bytes, next_seq))
+                if r.is_ok() && self.b.note.error == 0 && !self.b.gathered.missed =>
+            {
+                Some(Arc::new(Answer {
+                    bytes,
+                    next_seq,
+                    note: self.b.note,
+                    gathered: self.b.gathered.clone(),
+                }))
+            }
+            _ => None,
+        };
+        (r, answer)
+    }
+
+    /// Run a result cache miss and store its answer (`exec/cache.rs`).
+    async fn run_stored(
+        &mut self,
+        work: Work<'_>,
+        effects: Effects<'_>,
+        (cache, pending): (Arc<ResultCache>, Pending),
+    ) -> Result<(), ProxyError> {
+        let (r, answer) = self.run_held(work, effects).await;
+        if let Some(answer) = answer {
+            cache.store(pending, answer);
+        }
+        if r.is_ok() {
+            self.client
+                .flush()
+                .await
+                .map_err(|_| ProxyError::ClientGone)?;
+        }
+        r
+    }
+
+    /// Write an answer another execution gave (coalescing) or the result
+    /// cache kept, as if this session had run the statement.
+    async fn send_shared(&mut self, answer: &Answer, is_cached: bool) -> Result<(), ProxyError> {
+        let digest = self.b.note.digest;
+        self.b.note = StatementNote {
+            digest,
+            is_coalesced: !is_cached,
+            is_cached,
+            ..answer.note
+        };
+        self.b.gathered = answer.gathered.clone();
+        self.client
+            .send_framed(&answer.bytes, answer.next_seq)
+            .await
+            .map_err(|_| ProxyError::ClientGone)
+    }
+
     /// Run `work`, whose key is `key`, sharing its execution with
     /// identical requests (see the module's comment).
     pub async fn run_coalesced(
@@ -512,6 +602,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             return self.run_work(work, effects).await;
         }
         let ctx = self.b.ctx.clone();
+        let key = Arc::new(key);
+        // The result cache (`exec/cache.rs`): only on a proxy with one,
+        // when the dictionary caches some table.
+        let mut pending = None;
+        if let Some(cache) = &ctx.cache {
+            if ctx.partitioning.with_dictionary(|d| d.has_cached()) {
+                let db = self.b.state.db.clone();
+                let digest = self.b.note.digest;
+                match cache
+                    .lookup(&ctx, self.b.worker, &key, None, db.as_deref(), digest)
+                    .await
+                {
+                    Ok(Lookup::Hit(answer)) => return self.send_shared(&answer, true).await,
+                    Ok(Lookup::Miss(p)) => pending = Some((cache.clone(), p)),
+                    Ok(Lookup::Not) => {}
+                    // The versions could not be read: run as uncached.
+                    Err(e) => tracing::debug!(error = %e, "result cache lookup failed"),
+                }
+            }
+        }
         let table = ctx.coalescer.clone();
         let counters = ctx.metrics.worker(self.b.worker);
         let handle = self.b.handle.clone();
@@ -519,10 +629,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         match table.enter(key) {
             Role::Alone => {
                 counters.coalesce_alone();
-                self.run_work(work, effects).await
+                match pending {
+                    Some(p) => self.run_stored(work, effects, p).await,
+                    None => self.run_work(work, effects).await,
+                }
             }
             Role::Lead(turn) => {
-                let r = self.run_work(work, effects).await;
+                let r = match pending {
+                    Some(p) => self.run_stored(work, effects, p).await,
+                    None => self.run_work(work, effects).await,
+                };
                 drop(turn);
                 r
             }
@@ -536,26 +652,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     Err(_) => table.detach(&turn),
                 }
                 if turn.members() == 0 {
-                    let r = self.run_work(work, effects).await;
+                    let r = match pending {
+                        Some(p) => self.run_stored(work, effects, p).await,
+                        None => self.run_work(work, effects).await,
+                    };
                     drop(turn);
                     return r;
                 }
-                self.client.hold(MAX_ANSWER_BYTES);
-                let r = self.run_work(work, effects).await;
-                let held = self.client.take_held();
-                let phase = match held {
-                    Some((bytes, next_seq))
-                        if r.is_ok() && self.b.note.error == 0 && !self.b.gathered.missed =>
-                    {
+                let (r, answer) = self.run_held(work, effects).await;
+                let phase = match answer {
+                    Some(answer) => {
                         counters.coalesce_shared();
-                        Phase::Shared(Arc::new(Answer {
-                            bytes,
-                            next_seq,
-                            note: self.b.note,
-                            gathered: self.b.gathered.clone(),
-                        }))
+                        if let Some((cache, p)) = pending {
+                            cache.store(p, answer.clone());
+                        }
+                        Phase::Shared(answer)
                     }
-                    _ => Phase::Alone,
+                    None => Phase::Alone,
                 };
                 turn.publish(phase);
                 drop(turn);
@@ -571,17 +684,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 Waited::Interrupted => Err(interrupted(&handle)),
                 Waited::Phase(Phase::Shared(answer)) => {
                     counters.coalesced();
-                    let digest = self.b.note.digest;
-                    self.b.note = StatementNote {
-                        digest,
-                        is_coalesced: true,
-                        ..answer.note
-                    };
-                    self.b.gathered = answer.gathered.clone();
-                    self.client
-                        .send_framed(&answer.bytes, answer.next_seq)
-                        .await
-                        .map_err(|_| ProxyError::ClientGone)
+                    self.send_shared(&answer, false).await
                 }
                 Waited::Phase(_) => {
                     counters.coalesce_alone();

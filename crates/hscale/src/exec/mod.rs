@@ -15,6 +15,7 @@
 //! | `returning.rs` | DELETE ... RETURNING over several partitions: the parts' rows, sent once the statement stands |
 //! | `maintenance.rs` | CHECKSUM / ANALYZE / CHECK / OPTIMIZE / REPAIR TABLE of a partitioned table, answered as one table |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
+//! | `cache.rs` | the result cache: answers of reads of cached tables kept, served while their TTL lasts or while their tables' version rows did not move |
 //! | `coalesce.rs` | identical reads from several sessions answered by one execution that starts after they all arrived |
 //! | `steps/` | statements run in steps of the proxy's own (SQL_CALC_FOUND_ROWS, SELECT ... INTO, SET and DO with expressions, views, reads with user variables) |
 //! | `conditions/` | the conditions a statement raised on every connection (`mod.rs`) and the session's list (`list.rs`) |
@@ -24,6 +25,7 @@
 //! | `rows.rs`, `figures.rs` | result sets hscale writes itself: SHOW WARNINGS from the list, SHOW INDEX with figures over partitions |
 
 pub mod bindings;
+pub mod cache;
 pub mod coalesce;
 pub mod conditions;
 mod conversions;

@@ -55,6 +55,8 @@ pub struct Digest {
     /// Executions answered by another session's execution of the same
     /// read (coalescing).
     pub coalesced: u64,
+    /// Executions answered from the result cache.
+    pub cache_hits: u64,
     /// How the last execution ran.
     pub kind: PlanKind,
     /// Partitions touched, summed over executions, and the most at once.
@@ -76,6 +78,7 @@ impl Digest {
             errors: 0,
             refusals: 0,
             coalesced: 0,
+            cache_hits: 0,
             kind: PlanKind::Local,
             parts: 0,
             max_parts: 0,
@@ -92,6 +95,7 @@ impl Digest {
         *s = s.saturating_add(1);
         self.rows += note.rows;
         self.coalesced += u64::from(note.is_coalesced);
+        self.cache_hits += u64::from(note.is_cached);
         if note.kind == PlanKind::Refused {
             self.refusals += 1;
         } else if note.error != 0 {
@@ -114,6 +118,7 @@ impl Digest {
         self.errors += o.errors;
         self.refusals += o.refusals;
         self.coalesced += o.coalesced;
+        self.cache_hits += o.cache_hits;
         if o.last_seen > self.last_seen {
             self.kind = o.kind;
             self.last_seen = o.last_seen;

@@ -57,6 +57,20 @@ pub struct Live {
     pub users: Vec<UserSample>,
     /// Client connections per worker thread.
     pub workers: Vec<usize>,
+    /// The result cache's figures (`exec/cache.rs`), when it has one.
+    pub result_cache: Option<CacheSample>,
+}
+
+/// The result cache's counters and size at scrape time.
+#[derive(Debug, Clone, Default)]
+pub struct CacheSample {
+    pub hits: u64,
+    pub misses: u64,
+    pub invalidations: u64,
+    pub evictions: u64,
+    pub stored: u64,
+    pub bytes: u64,
+    pub entries: u64,
 }
 
 /// Where a scrape reads from: `server.rs` hands the proxy's `Context`.
@@ -80,6 +94,7 @@ impl<S: Source> Collector for Proxy<S> {
         self.0.scrape(&mut |m, live| {
             statements(&mut e, m)?;
             caches(&mut e, m)?;
+            result_cache(&mut e, live)?;
             shared(&mut e, &m.shared)?;
             gauges(&mut e, m, live)
         })
@@ -247,6 +262,52 @@ fn caches(e: &mut DescriptorEncoder, m: &Metrics) -> fmt::Result {
         "hscale_weight_cache_entries",
         "Key weights held by the workers' caches.",
         m.sum(|w| &w.weights.entries),
+    )
+}
+
+/// The result cache (`exec/cache.rs`): zeros without one.
+fn result_cache(e: &mut DescriptorEncoder, live: &Live) -> fmt::Result {
+    let s = live.result_cache.clone().unwrap_or_default();
+    for (name, help, value) in [
+        (
+            "hscale_result_cache_hits",
+            "Reads answered from the result cache.",
+            s.hits,
+        ),
+        (
+            "hscale_result_cache_misses",
+            "Reads of cached tables the result cache did not answer (run, then stored).",
+            s.misses,
+        ),
+        (
+            "hscale_result_cache_invalidations",
+            "Cached answers found out of date at a hit (a write touched their tables), then run again.",
+            s.invalidations,
+        ),
+        (
+            "hscale_result_cache_evictions",
+            "Cached answers dropped to stay within [cache] max_bytes.",
+            s.evictions,
+        ),
+        (
+            "hscale_result_cache_stored",
+            "Answers stored in the result cache.",
+            s.stored,
+        ),
+    ] {
+        counter(e, name, help, value)?;
+    }
+    gauge(
+        e,
+        "hscale_result_cache_bytes",
+        "Bytes the result cache holds (answers and a fixed cost per entry).",
+        s.bytes,
+    )?;
+    gauge(
+        e,
+        "hscale_result_cache_entries",
+        "Answers the result cache holds.",
+        s.entries,
     )
 }
 

@@ -110,6 +110,8 @@ pub struct StatementNote {
     /// The answer came from another session's execution of the same read
     /// (`exec/coalesce.rs`).
     pub is_coalesced: bool,
+    /// The answer came from the result cache (`exec/cache.rs`).
+    pub is_cached: bool,
 }
 
 impl StatementNote {
@@ -351,6 +353,7 @@ mod tests {
                 ..Default::default()
             }],
             workers: vec![3, 4],
+            result_cache: None,
         };
         exposition::text(&exposition::registry(Fixed(m, live)))
     }

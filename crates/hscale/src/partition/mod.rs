@@ -1,8 +1,9 @@
 //! Partitioning at run time: the dictionary snapshot every session reads
 //! without locking ([`Partitioning`]), its storage in the main backend's
 //! `hscale` database ([`store`]), schema questions and DDL on one backend
-//! ([`ddl`]), streamed row copies between backends ([`copy`]) and the
-//! weights of keys under collations the backend weighs ([`weights`]). The
+//! ([`ddl`]), streamed row copies between backends ([`copy`]), the
+//! weights of keys under collations the backend weighs ([`weights`]) and
+//! the result cache's version triggers ([`versions`]). The
 //! admin commands that use them live in `crate::admin`; this module imports
 //! nothing above `backend/`.
 //!
@@ -17,6 +18,7 @@ pub mod definition;
 pub mod load_batcher;
 pub mod refresh;
 pub mod store;
+pub mod versions;
 pub mod weights;
 
 use std::sync::Arc;

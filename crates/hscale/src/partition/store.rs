@@ -367,6 +367,42 @@ async fn load_in_snapshot(
         d.add_global(TableName::new(&f(0), &f(1)))
             .map_err(|e| ProxyError::Wrong(e.to_string()))?;
     }
+    // The result cache's rules: a table created by the first
+    // CACHE_TABLE (`admin/cache.rs`), so none before.
+    let rules = conn
+        .query_rows("SELECT db, tbl, mode, ttl_ms FROM `hscale`.`cached_tables`")
+        .await?;
+    match rules {
+        Ok(rules) => {
+            for r in rules.strings() {
+                let f = |i: usize| r[i].clone().unwrap_or_default();
+                if let Some(rule) =
+                    hscale_route::dictionary::CacheRule::parse(&f(2), f(3).parse().unwrap_or(0))
+                {
+                    d.set_cache_rule(TableName::new(&f(0), &f(1)), Some(rule));
+                }
+            }
+        }
+        // ER_NO_SUCH_TABLE: nothing was ever cached.
+        Err(e) if e.code == 1146 => {}
+        Err(e) => return Err(server_error(conn, "reading the dictionary", e)),
+    }
+    match conn
+        .query_rows("SELECT statement, ttl_ms FROM `hscale`.`cached_statements`")
+        .await?
+    {
+        Ok(rules) => {
+            for r in rules.strings() {
+                let statement = r[0].clone().unwrap_or_default();
+                let ttl = r[1].as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
+                if let Some(fp) = hscale_sql::analyze(&statement).fingerprint {
+                    d.set_statement_rule(fp.hash, &statement, Some(ttl).filter(|&t| t > 0));
+                }
+            }
+        }
+        Err(e) if e.code == 1146 => {}
+        Err(e) => return Err(server_error(conn, "reading the dictionary", e)),
+    }
     let views = conn
         .query_rows("SELECT db, tbl, select_sql, column_list, inner_columns, algorithm, definer, security, check_option, reads_tables FROM `hscale`.`views`")
         .await?

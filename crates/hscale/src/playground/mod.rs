@@ -189,6 +189,7 @@ impl Cluster {
                 ..Default::default()
             }],
             user_defaults: Default::default(),
+            cache: Default::default(),
             backends: servers
                 .iter()
                 .enumerate()

@@ -1,0 +1,657 @@
+#![allow(clippy::unwrap_used)]
+//! The result cache (issue 33, item 2: `exec/cache.rs`, `admin/cache.rs`).
+//!
+//! The proxy of these tests has `[cache] max_bytes` set; tables opt in
+//! with `HSCALE CACHE_TABLE`. Each test compares what a cached read gets
+//! with what a session that neither coalesces nor caches gets (`SET
+//! hscale_coalesce = OFF`: the same bytes), and checks the counters of
+//! `/metrics` that say the cache answered. Exact mode: every write, through
+//! this proxy, through another one or on a backend directly, is seen by
+//! the next read.
+
+mod common;
+
+use std::time::Duration;
+
+use common::raw::{Raw, CLIENT_CAPS};
+use common::*;
+use mysql_async::prelude::*;
+
+/// The tests read shared counters: one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const DB: &str = "result_cache";
+/// The proxy's bound: small, so the eviction test fills it.
+const MAX_BYTES: u64 = 256 * 1024;
+
+fn with_cache(c: &mut hscale::Config) {
+    add_app_user(c);
+    c.cache.max_bytes = MAX_BYTES;
+}
+
+fn info() -> Info {
+    cluster_with(2, with_cache)
+}
+
+async fn conn() -> mysql_async::Conn {
+    let info = info();
+    mysql_async::Conn::new(proxy_opts(info.proxy_port, Some(DB)))
+        .await
+        .unwrap()
+}
+
+/// The database, once: `wide` (rows of many types, strings that warn when
+/// read as numbers), `counter`, `rw` (a row per client), `tz`, cached
+/// EXACT; `p` (partitioned over both backends) cached EXACT; `stale`
+/// cached TTL 1500 ms.
+async fn setup() {
+    static DONE: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    DONE.get_or_init(|| async {
+        info();
+        let mut c = proxy_conn(None).await;
+        for sql in [
+            format!("DROP DATABASE IF EXISTS {DB}"),
+            format!("CREATE DATABASE {DB}"),
+            format!("USE {DB}"),
+            "CREATE TABLE wide (id INT NOT NULL PRIMARY KEY, d DECIMAL(10,3), f DOUBLE, \
+             dt DATETIME(3), ts TIMESTAMP NULL, s VARCHAR(20) CHARACTER SET latin1, b VARBINARY(8), \
+             j TEXT, n INT NULL)"
+                .into(),
+            "INSERT INTO wide VALUES (1, 1.5, 2.25, '2024-01-02 03:04:05.678', '2024-01-02 03:04:05', 'é1x', 0x00ff, 'long text', NULL), \
+             (2, -3.125, 1e300, '1999-12-31 23:59:59.999', NULL, 'abc', '', REPEAT('z', 300), 7), \
+             (3, 0, 0, '2000-02-29 00:00:00', '2038-01-01 00:00:00', '12x', NULL, '', -1)"
+                .into(),
+            "CREATE TABLE counter (id INT PRIMARY KEY, v BIGINT NOT NULL)".into(),
+            "INSERT INTO counter VALUES (1, 0)".into(),
+            "CREATE TABLE rw (id INT PRIMARY KEY, v BIGINT NOT NULL)".into(),
+            format!(
+                "INSERT INTO rw VALUES {}",
+                (0..50).map(|i| format!("({i}, 0)")).collect::<Vec<_>>().join(",")
+            ),
+            "CREATE TABLE tz (id INT PRIMARY KEY, ts TIMESTAMP NOT NULL, s VARCHAR(10))".into(),
+            "INSERT INTO tz VALUES (1, '2024-06-01 12:00:00', 'a'), (2, '2024-12-01 00:30:00', 'b')".into(),
+            "CREATE TABLE stale (id INT PRIMARY KEY, v INT NOT NULL)".into(),
+            "INSERT INTO stale VALUES (1, 1)".into(),
+            "CREATE TABLE p (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, v VARCHAR(20))".into(),
+            "HSCALE SETUP_TABLE('p', 'id', 'p_default', 'shard0', 'MOD(2)')".into(),
+            "HSCALE ADD_PARTITION('p', 'one', '1', 'shard1')".into(),
+            format!(
+                "INSERT INTO p VALUES {}",
+                (1..=200)
+                    .map(|i| format!("({i}, {}, 'v{}')", i % 13, i * 3))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            "CREATE TABLE big (id INT PRIMARY KEY, s VARCHAR(2000))".into(),
+            "INSERT INTO big SELECT seq, REPEAT('b', 1500) FROM seq_1_to_100".into(),
+            "HSCALE CACHE_TABLE('wide', 'EXACT')".into(),
+            "HSCALE CACHE_TABLE('counter', 'EXACT')".into(),
+            "HSCALE CACHE_TABLE('rw', 'EXACT')".into(),
+            "HSCALE CACHE_TABLE('tz', 'EXACT')".into(),
+            "HSCALE CACHE_TABLE('p', 'EXACT')".into(),
+            "HSCALE CACHE_TABLE('big', 'EXACT')".into(),
+            "HSCALE CACHE_TABLE('stale', 'TTL', 1500)".into(),
+        ] {
+            c.query_drop(&sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+    })
+    .await;
+}
+
+/// A figure of the proxy's `/metrics` (`_total` for counters).
+fn metric(name: &str) -> u64 {
+    let addr = info().metrics_addr.expect("metrics served");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.1\r\nHost: h\r\n\r\n").unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut s, &mut text).unwrap();
+    let (total, plain) = (format!("{name}_total "), format!("{name} "));
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(total.as_str())
+                .or(l.strip_prefix(plain.as_str()))
+        })
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{name} is rendered"))
+}
+
+async fn raw_session(setup: &[&str]) -> Raw {
+    let (mut r, ok) = Raw::login(info().proxy_port, "root", "", CLIENT_CAPS).await;
+    assert_eq!(ok.first(), Some(0x00), "login");
+    r.query(&format!("USE {DB}")).await.unwrap();
+    for sql in setup {
+        r.query(sql).await.unwrap();
+    }
+    r
+}
+
+/// One whole answer as framed (sequence id, payload), and SHOW WARNINGS.
+type Answer = (Vec<(u8, Vec<u8>)>, Vec<Vec<Option<String>>>);
+
+async fn ask(r: &mut Raw, sql: &str) -> Answer {
+    let mut payload = vec![hscale_wire::consts::com::QUERY];
+    payload.extend_from_slice(sql.as_bytes());
+    r.send(0, &payload).await;
+    let mut out = Vec::new();
+    let first = r.read().await.expect("answer");
+    out.push((first.seq, first.payload.to_vec()));
+    if !matches!(first.first(), Some(0x00 | 0xff)) {
+        let n = hscale_wire::buf::Reader::new(&first.payload)
+            .lenenc()
+            .unwrap() as usize;
+        for _ in 0..=n {
+            let p = r.read().await.expect("definition");
+            out.push((p.seq, p.payload.to_vec()));
+        }
+        loop {
+            let p = r.read().await.expect("row");
+            out.push((p.seq, p.payload.to_vec()));
+            if p.first() == Some(0xff) || hscale_wire::response::is_eof(&p.payload) {
+                break;
+            }
+        }
+    }
+    let warnings = r.query("SHOW WARNINGS").await.unwrap();
+    (out, warnings)
+}
+
+/// The answer of a session that neither coalesces nor caches.
+async fn uncached(sql: &str, setup: &[&str]) -> Answer {
+    let mut s = raw_session(setup).await;
+    s.query("SET hscale_coalesce = OFF").await.unwrap();
+    ask(&mut s, sql).await
+}
+
+async fn value(c: &mut mysql_async::Conn, sql: &str) -> Option<String> {
+    let rows: Vec<mysql_async::Row> = c.query(sql).await.unwrap();
+    rows.first()
+        .and_then(|r| r.get::<Option<String>, _>(0).flatten())
+}
+
+/// Cached answers are the bytes of uncached ones (column definitions,
+/// rows, EOF with the warning count, SHOW WARNINGS after): stored on the
+/// first read, served on the next ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cached_answers_are_byte_identical() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    for sql in [
+        "SELECT id, d, f, dt, ts, s, b, j, n FROM wide ORDER BY id",
+        "SELECT id, s + 0, d * 2 FROM wide ORDER BY id",
+        "SELECT k, COUNT(*), SUM(id), MAX(v) FROM p GROUP BY k ORDER BY k",
+        "SELECT * FROM p WHERE id = 7",
+    ] {
+        let reference = uncached(sql, &[]).await;
+        let hits = metric("hscale_result_cache_hits");
+        let mut s = raw_session(&[]).await;
+        for round in 0..3 {
+            let a = ask(&mut s, sql).await;
+            assert_eq!(a, reference, "{sql}: round {round}");
+        }
+        assert!(
+            metric("hscale_result_cache_hits") >= hits + 2,
+            "{sql}: served from the cache"
+        );
+    }
+}
+
+/// Exact mode: a write through this proxy, through a second proxy and on
+/// the backend directly is seen by the next read, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exact_mode_sees_every_write() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let other = ProxyProcess::start(cluster_config());
+    let mut here = conn().await;
+    let mut there = mysql_async::Conn::new(proxy_opts(other.port, Some(DB)))
+        .await
+        .unwrap();
+    let mut direct = backend_conn(0, Some(DB)).await;
+    let read = "SELECT v FROM counter WHERE id = 1";
+    let mut expected: i64 = value(&mut here, read).await.unwrap().parse().unwrap();
+    for round in 0..10 {
+        let hits = metric("hscale_result_cache_hits");
+        assert_eq!(value(&mut here, read).await, Some(expected.to_string()));
+        assert_eq!(
+            metric("hscale_result_cache_hits"),
+            hits + 1,
+            "round {round}: a read without a write in between is a hit"
+        );
+        let writer: &mut mysql_async::Conn = match round % 3 {
+            0 => &mut here,
+            1 => &mut there,
+            _ => &mut direct,
+        };
+        writer
+            .query_drop("UPDATE counter SET v = v + 1 WHERE id = 1")
+            .await
+            .unwrap();
+        expected += 1;
+        assert_eq!(
+            value(&mut here, read).await,
+            Some(expected.to_string()),
+            "round {round}: the write is seen"
+        );
+    }
+    // Also a write in a transaction, seen once committed (and not before
+    // by other sessions, as on one server).
+    direct.query_drop("BEGIN").await.unwrap();
+    direct
+        .query_drop("UPDATE counter SET v = v + 100 WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(value(&mut here, read).await, Some(expected.to_string()));
+    direct.query_drop("COMMIT").await.unwrap();
+    assert_eq!(
+        value(&mut here, read).await,
+        Some((expected + 100).to_string())
+    );
+}
+
+/// Read-your-writes with 50 clients: each writes its own row (through this
+/// proxy, a second proxy or the backend directly, by turns) and then reads
+/// one shared statement through this proxy; its write is always there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn read_your_writes_with_50_clients() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let other = ProxyProcess::start(cluster_config());
+    let other_port = other.port;
+    let hits = metric("hscale_result_cache_hits");
+    let mut tasks = Vec::new();
+    for i in 0..50usize {
+        tasks.push(tokio::spawn(async move {
+            let mut reader = conn().await;
+            let mut writer = match i % 3 {
+                0 => conn().await,
+                1 => mysql_async::Conn::new(proxy_opts(other_port, Some(DB)))
+                    .await
+                    .unwrap(),
+                _ => backend_conn(0, Some(DB)).await,
+            };
+            let mut mine = 0i64;
+            for _ in 0..20 {
+                if mine % 2 == 0 || i % 5 == 0 {
+                    mine += 1;
+                    writer
+                        .query_drop(format!("UPDATE rw SET v = {mine} WHERE id = {i}"))
+                        .await
+                        .unwrap();
+                }
+                let rows: Vec<(i64, i64)> = reader
+                    .query("SELECT id, v FROM rw ORDER BY id")
+                    .await
+                    .unwrap();
+                assert_eq!(rows[i], (i as i64, mine), "client {i} reads its write");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert!(
+        metric("hscale_result_cache_hits") > hits,
+        "some reads were hits"
+    );
+}
+
+/// TTL mode: a read within the TTL is served from the cache even after a
+/// write (stale, as asked for); after the TTL, the fresh answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ttl_mode_serves_stale_within_the_ttl_and_fresh_after() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let mut c = conn().await;
+    let mut direct = backend_conn(0, Some(DB)).await;
+    let read = "SELECT v FROM stale WHERE id = 1";
+    // Expire what an earlier read stored.
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let before = value(&mut c, read).await.unwrap();
+    c.query_drop("UPDATE stale SET v = v + 1 WHERE id = 1")
+        .await
+        .unwrap();
+    direct
+        .query_drop("UPDATE stale SET v = v + 1 WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(value(&mut c, read).await, Some(before.clone()), "stale");
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let after: i64 = value(&mut c, read).await.unwrap().parse().unwrap();
+    assert_eq!(
+        after,
+        before.parse::<i64>().unwrap() + 2,
+        "fresh after the TTL"
+    );
+}
+
+/// Sessions with another time_zone or sql_mode never share a cached
+/// answer: each gets what it gets uncached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sessions_with_other_state_never_share() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let cases: [(&str, [&[&str]; 3]); 2] = [
+        (
+            "SELECT id, ts, UNIX_TIMESTAMP(ts) FROM tz ORDER BY id",
+            [
+                &[],
+                &["SET time_zone = '+00:00'"],
+                &["SET time_zone = '+05:30'"],
+            ],
+        ),
+        (
+            "SELECT id, s || 'x', 1 / 0 FROM tz ORDER BY id",
+            [
+                &[],
+                &["SET sql_mode = 'PIPES_AS_CONCAT'"],
+                &["SET sql_mode = 'ERROR_FOR_DIVISION_BY_ZERO,STRICT_ALL_TABLES'"],
+            ],
+        ),
+    ];
+    for (sql, setups) in cases {
+        let mut references = Vec::new();
+        for setup in setups {
+            references.push(uncached(sql, setup).await);
+        }
+        assert_ne!(
+            references[1], references[2],
+            "{sql}: the states answer differently"
+        );
+        // Each state reads twice (stored, then served), in turns.
+        for round in 0..2 {
+            for (setup, reference) in setups.iter().zip(&references) {
+                let mut s = raw_session(setup).await;
+                assert_eq!(
+                    &ask(&mut s, sql).await,
+                    reference,
+                    "{sql} {setup:?} round {round}"
+                );
+            }
+        }
+    }
+}
+
+/// The cache stays within `[cache] max_bytes`, evicting the least
+/// recently used answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_bound_evicts() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let evictions = metric("hscale_result_cache_evictions");
+    let mut c = conn().await;
+    // 100 answers of about 1.5 KiB, then 100 of about 15 KiB: 1.6 MB,
+    // over the 256 KiB bound.
+    for i in 1..=100 {
+        value(&mut c, &format!("SELECT s FROM big WHERE id = {i}")).await;
+    }
+    for i in 1..=100 {
+        let sql = format!("SELECT id, s FROM big WHERE id BETWEEN {i} AND {}", i + 9);
+        let rows: Vec<(i64, String)> = c.query(&sql).await.unwrap();
+        assert_eq!(rows.len(), (100 - i + 1).min(10) as usize);
+    }
+    assert!(
+        metric("hscale_result_cache_bytes") <= MAX_BYTES,
+        "within the bound"
+    );
+    assert!(
+        metric("hscale_result_cache_evictions") > evictions,
+        "answers were evicted"
+    );
+    // An evicted answer is read again, right.
+    let rows: Vec<(i64, String)> = c
+        .query("SELECT id, s FROM big WHERE id BETWEEN 1 AND 10")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 10);
+}
+
+/// A partitioned table cached EXACT stays exact through a partition move
+/// and an online ALTER (new physical tables get the version triggers):
+/// writes on the backend directly, into the new physical tables, are seen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn partition_change_and_online_alter_keep_exactness() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let mut c = conn().await;
+    let direct_write = |b: usize, table: String| async move {
+        let mut d = backend_conn(b, Some(DB)).await;
+        d.query_drop(format!("UPDATE {table} SET k = k + 1 WHERE id = 7"))
+            .await
+            .unwrap();
+    };
+    let first = sum(&mut c).await;
+    assert_eq!(sum(&mut c).await, first);
+    c.query_drop("HSCALE MOVE_PARTITION('p', 'one', 'shard0')")
+        .await
+        .unwrap();
+    assert_eq!(sum(&mut c).await, first);
+    let hits = metric("hscale_result_cache_hits");
+    assert_eq!(sum(&mut c).await, first, "stored again after the move");
+    assert_eq!(
+        metric("hscale_result_cache_hits"),
+        hits + 1,
+        "served after the move"
+    );
+    let (b, t) = physical_tables(&format!("{DB}.p"))
+        .await
+        .get("one")
+        .cloned()
+        .unwrap();
+    direct_write(b, t.rsplit('.').next().unwrap().to_string()).await;
+    assert_eq!(
+        sum(&mut c).await,
+        first + 1,
+        "a direct write after the move"
+    );
+    c.query_drop("ALTER TABLE p MODIFY k BIGINT NOT NULL")
+        .await
+        .unwrap();
+    assert_eq!(sum(&mut c).await, first + 1);
+    let hits = metric("hscale_result_cache_hits");
+    assert_eq!(sum(&mut c).await, first + 1);
+    assert_eq!(
+        metric("hscale_result_cache_hits"),
+        hits + 1,
+        "stored after the ALTER"
+    );
+    let (b, altered) = physical_tables(&format!("{DB}.p"))
+        .await
+        .get("one")
+        .cloned()
+        .unwrap();
+    assert_ne!(altered, t, "the ALTER ran online, into new physical tables");
+    direct_write(b, altered.rsplit('.').next().unwrap().to_string()).await;
+    assert_eq!(
+        sum(&mut c).await,
+        first + 2,
+        "a direct write after the ALTER"
+    );
+    // And the default partition, moved to the other backend and back.
+    c.query_drop("HSCALE MOVE_PARTITION('p', 'one', 'shard1')")
+        .await
+        .unwrap();
+    assert_eq!(sum(&mut c).await, first + 2);
+    c.query_drop("UPDATE p SET k = k + 1 WHERE id = 7")
+        .await
+        .unwrap();
+    assert_eq!(sum(&mut c).await, first + 3);
+}
+
+async fn sum(c: &mut mysql_async::Conn) -> i64 {
+    let rows: Vec<(i64, i64)> = c.query("SELECT SUM(k), COUNT(*) FROM p").await.unwrap();
+    rows[0].0
+}
+
+async fn triggers(c: &mut mysql_async::Conn) -> String {
+    let sql = format!(
+        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = '{DB}' AND EVENT_OBJECT_TABLE = 'audited'"
+    );
+    value(c, &sql).await.unwrap()
+}
+
+/// The commands: a view is refused, a missing table is 1146, UNCACHE drops
+/// the triggers (a user's own trigger stays and still fires), SHOW CACHE
+/// lists the rules, FLUSH CACHE empties this proxy's cache, and SHOW
+/// DIGESTS counts hits per statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn commands_and_triggers() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let mut c = conn().await;
+    c.query_drop("CREATE OR REPLACE VIEW v_wide AS SELECT id FROM wide")
+        .await
+        .unwrap();
+    let e = c
+        .query_drop("HSCALE CACHE_TABLE('v_wide', 'EXACT')")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1347, "{e}");
+    let e = c
+        .query_drop("HSCALE CACHE_TABLE('nothere', 'TTL', 10)")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 1146, "{e}");
+    // A user's trigger on the table stays beside ours.
+    c.query_drop("CREATE TABLE audited (id INT PRIMARY KEY, v INT)")
+        .await
+        .unwrap();
+    c.query_drop("CREATE TABLE audit_log (n INT)")
+        .await
+        .unwrap();
+    c.query_drop(
+        "CREATE TRIGGER audited_ai AFTER INSERT ON audited FOR EACH ROW INSERT INTO audit_log VALUES (NEW.id)",
+    )
+    .await
+    .unwrap();
+    c.query_drop("HSCALE CACHE_TABLE('audited', 'EXACT')")
+        .await
+        .unwrap();
+    let mut direct = backend_conn(0, Some(DB)).await;
+    assert_eq!(triggers(&mut direct).await, "4");
+    assert_eq!(
+        value(&mut c, "SELECT COUNT(*) FROM audited").await.unwrap(),
+        "0"
+    );
+    c.query_drop("INSERT INTO audited VALUES (1, 1)")
+        .await
+        .unwrap();
+    assert_eq!(
+        value(&mut c, "SELECT COUNT(*) FROM audited").await.unwrap(),
+        "1"
+    );
+    assert_eq!(
+        value(&mut c, "SELECT COUNT(*) FROM audit_log")
+            .await
+            .unwrap(),
+        "1"
+    );
+    let rules: Vec<mysql_async::Row> = c.query("HSCALE SHOW CACHE").await.unwrap();
+    assert!(rules
+        .iter()
+        .any(|r| r.get::<String, _>(1).unwrap() == "audited"));
+    c.query_drop("HSCALE UNCACHE_TABLE('audited')")
+        .await
+        .unwrap();
+    assert_eq!(triggers(&mut direct).await, "1", "the user's trigger stays");
+    c.query_drop("INSERT INTO audited VALUES (2, 2)")
+        .await
+        .unwrap();
+    assert_eq!(
+        value(&mut c, "SELECT COUNT(*) FROM audit_log")
+            .await
+            .unwrap(),
+        "2"
+    );
+    let e = c
+        .query_drop("HSCALE UNCACHE_TABLE('audited')")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("not cached"), "{e}");
+    // Hits per digest.
+    c.query_drop("HSCALE FLUSH CACHE").await.unwrap();
+    assert_eq!(metric("hscale_result_cache_entries"), 0);
+    for _ in 0..3 {
+        value(&mut c, "SELECT MAX(d) FROM wide WHERE id < 3").await;
+    }
+    let digests: Vec<mysql_async::Row> = c.query("HSCALE SHOW DIGESTS").await.unwrap();
+    let row = digests
+        .iter()
+        .find(|r| {
+            let text: String = r.get("digest_text").unwrap();
+            text.contains("MAX") && text.contains("wide")
+        })
+        .expect("digest");
+    let hits: String = row.get("cache_hits").unwrap();
+    assert_eq!(hits, "2");
+}
+
+/// `HSCALE CACHE_STATEMENT`: reads of one statement's shape (any
+/// literals) of a table that is not cached are kept for the TTL; other
+/// statements of the table are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn statement_ttl_rule() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let mut c = conn().await;
+    c.query_drop("CREATE TABLE IF NOT EXISTS plain (id INT PRIMARY KEY, v INT NOT NULL)")
+        .await
+        .unwrap();
+    c.query_drop("REPLACE INTO plain VALUES (1, 10), (2, 20)")
+        .await
+        .unwrap();
+    c.query_drop("HSCALE CACHE_STATEMENT('SELECT v FROM plain WHERE id = 99', 'TTL', 60000)")
+        .await
+        .unwrap();
+    let rules: Vec<mysql_async::Row> = c.query("HSCALE SHOW CACHE").await.unwrap();
+    assert!(rules
+        .iter()
+        .any(|r| r.get::<String, _>(1).unwrap().contains("FROM plain")));
+    assert_eq!(
+        value(&mut c, "SELECT v FROM plain WHERE id = 2")
+            .await
+            .unwrap(),
+        "20"
+    );
+    assert_eq!(
+        value(&mut c, "SELECT v + 0 FROM plain WHERE id = 2")
+            .await
+            .unwrap(),
+        "20"
+    );
+    let mut direct = backend_conn(0, Some(DB)).await;
+    direct
+        .query_drop("UPDATE plain SET v = 21 WHERE id = 2")
+        .await
+        .unwrap();
+    assert_eq!(
+        value(&mut c, "SELECT v FROM plain WHERE id = 2")
+            .await
+            .unwrap(),
+        "20",
+        "kept for the TTL"
+    );
+    assert_eq!(
+        value(&mut c, "SELECT v + 0 FROM plain WHERE id = 2")
+            .await
+            .unwrap(),
+        "21",
+        "another shape is not cached"
+    );
+    c.query_drop("HSCALE UNCACHE_STATEMENT('SELECT v FROM plain WHERE id = 1')")
+        .await
+        .unwrap();
+    assert_eq!(
+        value(&mut c, "SELECT v FROM plain WHERE id = 2")
+            .await
+            .unwrap(),
+        "21",
+        "uncached"
+    );
+    let e = c
+        .query_drop("HSCALE CACHE_STATEMENT('SELECT v FROM plain', 'EXACT', 10)")
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("CACHE_TABLE"), "{e}");
+}
