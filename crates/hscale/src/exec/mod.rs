@@ -27,6 +27,7 @@ pub mod bindings;
 pub mod coalesce;
 pub mod conditions;
 mod conversions;
+pub mod entry;
 pub mod fence;
 mod figures;
 pub mod forward;
@@ -136,6 +137,9 @@ pub struct Exec<'a, S> {
     /// The client offered to send files (CLIENT_LOCAL_FILES): LOAD DATA
     /// LOCAL INFILE may ask it for one.
     pub is_local_files: bool,
+    /// The client's capability flags, which key an execution identical
+    /// reads share (`coalesce.rs`).
+    pub capabilities: u32,
 }
 
 /// Tries of a statement whose pooled connection turned out closed.
@@ -191,6 +195,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             is_binary: false,
             is_unlimited: false,
             is_local_files: false,
+            capabilities: 0,
         }
     }
 

@@ -129,11 +129,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .map(|g| vec![Some(g)])
             .collect();
         let column = format!("Grants for {}@%", self.info.user);
-        self.write_admin_output(AdminOutput::Rows {
-            columns: vec![column],
-            rows,
-        })
-        .await?;
+        self.exec()
+            .write_admin_output(AdminOutput::Rows {
+                columns: vec![column],
+                rows,
+            })
+            .await?;
         Ok(true)
     }
 }

@@ -211,8 +211,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             sql: &payload[1..],
             tokens: &facts.tokens,
         };
-        self.plan_and_run(&payload, Some(sql.as_str()), &facts, effects, &payload[1..])
-            .await
+        let ran = self
+            .exec()
+            .plan_and_run(&payload, Some(sql.as_str()), &facts, effects, &payload[1..])
+            .await?;
+        self.ran(ran).await
     }
 
     pub(super) fn long_data(&mut self, payload: &Bytes) {

@@ -44,7 +44,6 @@ use crate::metrics::PlanKind;
 use crate::runtime::{Context, SessionHandle};
 use crate::tls::ClientStream;
 use auth::ClientInfo;
-use hscale_route::router::{Plan, StatementKind};
 
 pub struct Session<S> {
     client: PacketStream<S>,
@@ -354,8 +353,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     fn exec(&mut self) -> Exec<'_, S> {
         let deprecated = self.is_eof_deprecated();
         let is_local_files = self.info.capabilities & cap::LOCAL_FILES != 0;
+        let capabilities = self.info.capabilities;
         let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
         exec.is_local_files = is_local_files;
+        exec.capabilities = capabilities;
         exec
     }
 

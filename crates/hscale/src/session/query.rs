@@ -5,40 +5,9 @@
 //! current dictionary, run, and planned again after a stale route.
 
 use super::*;
-use crate::exec::coalesce::{self, Target, Work};
+use crate::exec::entry::Ran;
 use crate::exec::fence;
 use crate::exec::insert_form::Normal;
-use crate::planning::{self, Asker, Db, Form};
-
-/// A statement that reads or writes no table, so any backend can run it.
-/// `lexed`: its tokens, when the session has them (`Facts::tokens`).
-fn is_table_free(
-    facts: &hscale_sql::Facts,
-    sql: &str,
-    lexed: Option<&[hscale_sql::Token]>,
-) -> bool {
-    use hscale_sql::Kind;
-    let first = sql.split_whitespace().next().unwrap_or("");
-    let is_kind = matches!(
-        facts.kind,
-        Kind::Commit | Kind::Rollback | Kind::Set | Kind::Begin | Kind::Select
-    ) || ["SAVEPOINT", "RELEASE", "DO"]
-        .iter()
-        .any(|w| first.eq_ignore_ascii_case(w));
-    let names_none = |t: &[hscale_sql::Token]| {
-        !t.iter().any(|x| {
-            x.kind == hscale_sql::TokenKind::Word
-                && ["FROM", "INTO", "TABLE", "JOIN", "UPDATE"]
-                    .iter()
-                    .any(|w| x.is_word(sql, w))
-        })
-    };
-    is_kind
-        && match lexed {
-            Some(t) => names_none(t),
-            None => hscale_sql::tokenize(sql).is_ok_and(|t| names_none(&t)),
-        }
-}
 
 /// One run of a text statement under the fence: the INSERT's normal form
 /// and the ids filled in are kept for a retry.
@@ -82,8 +51,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> fence::Attempt<Session<S>> for Te
             None => base_text,
         };
         let analyzed = &self.payload[1..];
-        s.plan_and_run(payload, payload_text, self.facts, self.effects, analyzed)
-            .await
+        let ran = s
+            .exec()
+            .plan_and_run(payload, payload_text, self.facts, self.effects, analyzed)
+            .await?;
+        s.ran(ran).await
     }
 }
 
@@ -422,285 +394,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    /// Plan a statement with the current dictionary and run it (fenced: an
-    /// answer that is only error 1146 comes back as `StaleRoute`).
-    /// `analyzed`: the text `facts` were read from.
-    pub(super) async fn plan_and_run(
-        &mut self,
-        payload: &Bytes,
-        text: Option<&str>,
-        facts: &hscale_sql::Facts,
-        effects: Effects<'_>,
-        analyzed: &[u8],
-    ) -> Result<(), ProxyError> {
-        let sql_bytes = &payload[1..];
-        let sql = text.unwrap_or("<not UTF-8>");
-        // The tokens of the analysis, when this is the analyzed text (not
-        // one with ids filled in or another INSERT form): not lexed again.
-        let lexed = match &facts.fingerprint {
-            Some(fp) if std::ptr::eq(sql_bytes, analyzed) => Some((&facts.tokens[..], fp)),
-            _ => None,
-        };
-        self.b.planned_version = self.b.ctx.partitioning.stored_version();
-        if !self.b.ctx.partitioning.is_empty() {
-            let dict = self.b.ctx.partitioning.dictionary();
-            self.b.planned_version = dict.stored_version;
-            if text.is_none() {
-                if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
-                    return Err(ProxyError::Refused(why));
-                }
-            }
-            let plan = planning::plan(
-                Asker::Session(&mut self.b),
-                &dict,
-                sql,
-                Db::OfSession,
-                Form::Client { payload, lexed },
-            )
-            .await?;
-            // What hscale cannot read may be what no server reads: the
-            // server's own syntax error answers it, not a refusal.
-            if matches!(plan, Plan::Refuse(_)) && text.is_some() {
-                if let Some(err) = self.b.server_parse_error(sql).await? {
-                    return Err(ProxyError::Statement { err });
-                }
-            }
-            let shared = (payload, lexed.map(|(t, _)| t));
-            if self
-                .run_planned(plan, dict, facts, effects, sql, shared)
-                .await?
-            {
-                return Ok(());
-            }
-        }
-        // Statements that touch no table (COMMIT, SET, SELECT @@x, ...) run
-        // on the backend the session is bound to; the rest on the main one.
-        // While the main backend is frozen, those go to one that answers.
-        let lexed = lexed.map(|(tokens, _)| tokens);
-        let is_table_free = is_table_free(facts, sql, lexed);
-        let backend = match &self.b.pinned {
-            Some(c) if is_table_free => c.pool().backend_id,
-            Some(_) => BackendId::MAIN,
-            None => match self.b.ctx.answering_backend() {
-                BackendId::MAIN => BackendId::MAIN,
-                other if is_table_free => other,
-                _ => BackendId::MAIN,
-            },
-        };
-        self.b.note.kind = PlanKind::Passthrough;
-        self.b.note.parts = 1;
-        let is_movable = is_table_free && self.b.pinned.is_none();
-        let target = Target::Backend(backend);
-        let key = coalesce::key(
-            &self.b,
-            facts,
-            payload,
-            lexed,
-            self.info.capabilities,
-            target,
-        );
-        let mut exec = self.exec();
-        exec.is_fenced = true;
-        exec.is_movable = is_movable;
-        match key {
-            Some(key) => {
-                let work = Work::Backend(backend, payload);
-                exec.run_coalesced(key, work, effects).await
-            }
-            None => {
-                exec.execute_on_backend(backend, payload, Expect::Query, effects)
-                    .await
-            }
-        }
-    }
-
-    /// A plan of a partitioned dictionary, before it runs: reads with user
-    /// variables put on copies, the forms run as other statements (SELECT
-    /// ... INTO @vars, DO, SQL_CALC_FOUND_ROWS), and what cannot be spread
-    /// over several connections refused. `Ok(false)`: a passthrough, left
-    /// to `plan_and_run`.
-    async fn run_planned(
-        &mut self,
-        mut plan: Plan,
-        dict: Arc<hscale_route::dictionary::Dictionary>,
-        facts: &hscale_sql::Facts,
-        effects: Effects<'_>,
-        sql: &str,
-        shared: (&Bytes, Option<&[hscale_sql::Token]>),
-    ) -> Result<bool, ProxyError> {
-        // A statement spread over several connections cannot carry what
-        // binds a session to one: user variables, locks, temporary
-        // tables. (Inside a transaction its parts run one at a time on
-        // the transaction's branches.) LAST_INSERT_ID() is synced on
-        // every part; LAST_INSERT_ID(expr) is learnt from a write's
-        // OKs, not from a read over several parts, and a global
-        // table's copies would each evaluate it.
-        let spread = match &plan {
-            Plan::Targets { parts, .. } => parts.len() > 1,
-            Plan::Merge(_)
-            | Plan::GlobalWrite { .. }
-            | Plan::OrderedWrite(_)
-            | Plan::KeyMove(_) => true,
-            _ => false,
-        };
-        let last_insert_id = match &plan {
-            Plan::GlobalWrite { .. } => facts.uses_last_insert_id,
-            Plan::Targets { kind, .. } => {
-                facts.sets_last_insert_id && *kind == hscale_route::router::StatementKind::Select
-            }
-            _ => facts.sets_last_insert_id,
-        };
-        // SELECT ... INTO @vars over several partitions: read, then
-        // assigned by one server (`exec/steps/select_into.rs`).
-        let is_partitioned_read = matches!(
-            &plan,
-            Plan::Merge(_)
-                | Plan::Refuse(_)
-                | Plan::Targets {
-                    kind: StatementKind::Select,
-                    ..
-                }
-        );
-        if facts.kind == hscale_sql::Kind::Select && is_partitioned_read {
-            if let Some(into) = hscale_route::router::select_into_variables(sql) {
-                drop(dict);
-                return match self.exec().select_into(into).await? {
-                    Some(p) => Box::pin(self.query_text(&p)).await.map(|()| true),
-                    None => Ok(true),
-                };
-            }
-        }
-        // DO over partitioned tables: its expressions read as a
-        // SELECT, whose rows are dropped (`exec/steps/do_statement.rs`).
-        if let (Plan::Refuse(_), Some(select)) = (&plan, crate::exec::steps::do_as_select(sql)) {
-            drop(dict);
-            return Box::pin(self.exec().do_statement(&select))
-                .await
-                .map(|()| true);
-        }
-        let is_on_copies = self
-            .b
-            .with_variables(&mut plan, facts, sql, &dict, spread, last_insert_id)
-            .await?;
-        // SQL_CALC_FOUND_ROWS on partitions: counted by hscale, even on
-        // one partition, so the session is not pinned for it.
-        if is_partitioned_read
-            && !matches!(plan, Plan::Refuse(_))
-            && !is_on_copies
-            && facts.pins.contains(hscale_sql::Pins::FOUND_ROWS)
-        {
-            drop(dict);
-            return Box::pin(self.calc_found_rows(sql, effects))
-                .await
-                .map(|()| true);
-        }
-        if spread && !is_on_copies && (!facts.pins.is_empty() || last_insert_id) {
-            return Err(ProxyError::Unsupported {
-                what: "a statement over several partitions or backends with session-bound state (user variables, locks, temporary tables), a read over several partitions calling LAST_INSERT_ID(expr), or LAST_INSERT_ID() in a write to a global table".into(),
-            });
-        }
-        self.run_plan(plan, dict, facts, effects, sql, shared).await
-    }
-
-    /// Run a plan by its kind; `Ok(false)`: a passthrough, left to run
-    /// (after a DROP DATABASE's partitioned tables were dropped).
-    /// `shared`: the client's payload and its tokens, which key an
-    /// execution identical reads may share (`exec/coalesce.rs`).
-    async fn run_plan(
-        &mut self,
-        plan: Plan,
-        dict: Arc<hscale_route::dictionary::Dictionary>,
-        facts: &hscale_sql::Facts,
-        effects: Effects<'_>,
-        sql: &str,
-        (payload, tokens): (&Bytes, Option<&[hscale_sql::Token]>),
-    ) -> Result<bool, ProxyError> {
-        match plan {
-            Plan::Passthrough => {
-                // DROP DATABASE drops its partitioned and global tables
-                // through the journal first (every backend, the
-                // dictionary); the statement itself then runs below.
-                if let Some(hscale_sql::SessionChange::DropDatabase(db)) = &facts.change {
-                    if dict.tables().any(|t| t.name.db == *db)
-                        || dict.globals().any(|g| g.db == *db)
-                        || dict.views().any(|v| v.name.db == *db)
-                    {
-                        drop(dict);
-                        crate::admin::forget_database(&self.b.ctx, self.b.worker, db).await?;
-                    }
-                }
-                Ok(false)
-            }
-            Plan::OrderedWrite(w) => {
-                drop(dict);
-                self.exec()
-                    .run_ordered_write(w, sql, effects)
-                    .await
-                    .map(|()| true)
-            }
-            Plan::KeyMove(m) => {
-                drop(dict);
-                self.exec().run_key_move(m, effects).await.map(|()| true)
-            }
-            Plan::CreateView(ddl) => {
-                drop(dict);
-                let out = self.b.create_view(*ddl).await?;
-                self.write_admin_output(out).await.map(|()| true)
-            }
-            plan if crate::admin::is_dictionary_plan(&plan) => {
-                drop(dict);
-                let db = self.b.state.db.clone();
-                let out =
-                    crate::admin::run_plan(&self.b.ctx, self.b.worker, plan, sql, db.as_deref())
-                        .await?;
-                self.write_admin_output(out).await.map(|()| true)
-            }
-            plan => {
-                // A write into the default partition of a table with
-                // auto-partitioning may name a value to create a
-                // partition for (`admin::auto_partition`).
-                let is_auto = matches!(&plan, Plan::Targets { kind: StatementKind::Insert, parts }
-                    if parts.iter().any(|(t, _)| dict.is_auto_default(t)));
-                drop(dict);
-                // "at row N" of a part's rows said as the statement's.
-                if let Plan::Targets {
-                    kind: StatementKind::Insert,
-                    parts,
-                } = &plan
-                {
-                    if parts.len() > 1 {
-                        self.b.gathered.part_rows =
-                            hscale_route::router::insert_part_rows(sql, parts);
-                    }
-                }
-                // Identical reads may share one execution (`exec/coalesce.rs`).
-                let target = Target::Planned {
-                    version: self.b.planned_version,
-                };
-                let key = coalesce::key(
-                    &self.b,
-                    facts,
-                    payload,
-                    tokens,
-                    self.info.capabilities,
-                    target,
-                );
-                let mut exec = self.exec();
-                exec.is_fenced = true;
-                exec.holds_parse_errors = true;
-                let done = match key {
-                    Some(key) => exec.run_coalesced(key, Work::Plan(plan), effects).await,
-                    None => exec.run(plan, effects).await,
-                };
-                if is_auto && done.is_ok() {
-                    crate::admin::auto_partition::notice(
-                        &self.b.ctx.partitioning,
-                        sql,
-                        self.b.state.db.as_deref(),
-                    );
-                }
-                done.map(|()| true)
-            }
+    /// What the executor left to do: the statement it gives back run as
+    /// the client's (`exec/entry.rs`).
+    pub(super) async fn ran(&mut self, ran: Ran) -> Result<(), ProxyError> {
+        match ran {
+            Ran::Done => Ok(()),
+            Ran::Query(p) => Box::pin(self.query_text(&p)).await,
         }
     }
 
@@ -753,31 +452,5 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
         exec.answer_conditions(&self.conditions, read, is_binary)
             .await
-    }
-
-    /// `SELECT SQL_CALC_FOUND_ROWS ...` over several partitions: the rows
-    /// counted first (`exec/steps/found_rows.rs`), then the SELECT run
-    /// without SQL_CALC_FOUND_ROWS; FOUND_ROWS() answers the count.
-    async fn calc_found_rows(&mut self, sql: &str, effects: Effects<'_>) -> Result<(), ProxyError> {
-        let (found, stripped) = self.b.count_found_rows(sql).await?;
-        let payload = crate::backend::BackendConn::payload_for_query(&stripped);
-        let facts = hscale_sql::analyze_bytes(stripped.as_bytes());
-        let mut pins = effects.pins;
-        pins.remove(hscale_sql::Pins::FOUND_ROWS);
-        let effects = Effects { pins, ..effects };
-        self.plan_and_run(
-            &payload,
-            Some(stripped.as_str()),
-            &facts,
-            effects,
-            &payload[1..],
-        )
-        .await?;
-        if self.b.note.error == 0 {
-            if let Some(n) = found {
-                self.b.note.found_rows = Some(n);
-            }
-        }
-        Ok(())
     }
 }
