@@ -32,6 +32,7 @@ pub mod fence;
 mod figures;
 pub mod forward;
 mod global_write;
+mod grants;
 pub mod insert_form;
 pub mod insert_id;
 pub mod interpolate;

@@ -18,7 +18,6 @@ mod admin;
 pub mod auth;
 mod batch;
 mod commands;
-mod kill;
 mod processlist;
 mod query;
 mod rewrite;
@@ -27,7 +26,7 @@ mod statement;
 use hscale_route::BackendId;
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use hscale_sql::{Pins, SessionChange, SetItem};
 use hscale_wire::consts::{cap, com};
 use hscale_wire::reply::{OkParts, Reply};
@@ -575,6 +574,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     async fn write_ok(&mut self, seq: u8) -> Result<(), ProxyError> {
         let st = self.b.status();
         send(self.reply(seq).ok(OkParts::new(st, 0))).await
+    }
+
+    /// KILL and COM_PROCESS_KILL (`admin/kill.rs`), answered with an OK.
+    async fn kill(&mut self, k: hscale_sql::KillStatement) -> Result<(), ProxyError> {
+        self.b.kill(k, &self.info.user, self.info.is_admin).await?;
+        self.write_ok(1).await
     }
 
     /// `USE db` at login or change user: check it exists on the main

@@ -130,7 +130,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 return Box::pin(self.query_text(&p)).await;
             }
         }
-        if let Some(p) = self.as_utf8_text(original, sql_bytes)? {
+        if let Some(p) = self.b.as_utf8_text(original, sql_bytes)? {
             self.b.is_text_utf8 = true;
             return Box::pin(self.query_text(&p)).await;
         }
@@ -216,7 +216,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 && (hscale_sql::mentions::contains_ci(sql_bytes, b"WAIT_TIMEOUT")
                     || hscale_sql::mentions::contains_ci(sql_bytes, b"INTERACTIVE_TIMEOUT"))
             {
-                self.read_global_timeouts().await;
+                self.b.read_global_timeouts().await;
             }
         }
         done
@@ -283,74 +283,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             _ => {}
         }
         Ok(false)
-    }
-
-    /// Non-ASCII text from a client that does not send UTF-8 (cp1251,
-    /// ...) would be planned as other strings than the server reads:
-    /// refused where it names partitioned or global tables (or kept
-    /// views). A latin1 client's statement is read as the text the server
-    /// reads and handled from the start as UTF-8 text (`Some`), run with
-    /// `character_set_client` utf8mb4 on its connections
-    /// (`Bindings::is_text_utf8`, cleared by `query`): its keys route as
-    /// their column holds them, and the server converts its literals as
-    /// it would have converted the latin1 bytes.
-    /// UTF-8 clients (nearly all) stop at the first check, which
-    /// allocates nothing.
-    fn as_utf8_text(
-        &self,
-        original: &Bytes,
-        sql_bytes: &[u8],
-    ) -> Result<Option<Bytes>, ProxyError> {
-        let vars = &self.b.state.vars;
-        let single_byte = (!self.b.is_text_utf8 && !vars.is_client_utf8())
-            .then(|| vars.client_single_byte())
-            .flatten();
-        let is_foreign = match single_byte {
-            Some(cs) => cs.is_foreign(sql_bytes),
-            None => !sql_bytes.is_ascii(),
-        };
-        if is_foreign && !self.b.is_text_utf8 && !self.b.state.vars.is_client_utf8() {
-            if let Some(why) = self.b.ctx.partitioning.refusal(sql_bytes) {
-                let Some(text) = single_byte.and_then(|cs| cs.decode(&original[1..])) else {
-                    return Err(ProxyError::Refused(match single_byte {
-                        Some(cs) => format!(
-                            "{why}: a byte that character set {} reads as no character of its own",
-                            cs.name
-                        ),
-                        None => why,
-                    }));
-                };
-                let mut p = BytesMut::with_capacity(1 + text.len());
-                p.put_u8(original[0]);
-                p.put_slice(text.as_bytes());
-                return Ok(Some(p.freeze()));
-            }
-        }
-        Ok(None)
-    }
-
-    /// After a `SET GLOBAL` of wait_timeout or interactive_timeout: the
-    /// main backend's values, which sessions starting later take
-    /// (`Context::global_wait_timeout`). Unread, the earlier ones stay.
-    async fn read_global_timeouts(&mut self) {
-        let pool = self.b.ctx.pool(self.b.worker, BackendId::MAIN).clone();
-        let Ok(mut conn) = pool.get(false).await else {
-            return;
-        };
-        let r = conn
-            .query_rows("SELECT @@global.wait_timeout, @@global.interactive_timeout")
-            .await;
-        if let Ok(Ok(rows)) = r {
-            let row = rows.strings().into_iter().next().unwrap_or_default();
-            let secs = |i: usize| {
-                row.get(i)
-                    .cloned()
-                    .flatten()
-                    .and_then(|v| v.parse::<u64>().ok())
-                    .unwrap_or(0)
-            };
-            self.b.ctx.set_global_timeouts(secs(0), secs(1));
-        }
     }
 
     /// Fill sequence ids, plan and run, again after a stale route. `text`:
