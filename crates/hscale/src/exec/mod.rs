@@ -100,8 +100,9 @@ pub struct Exec<'a, S> {
     pub b: &'a mut Bindings,
     is_eof_deprecated: bool,
     /// Statements that set up shipped tables on every part of the merge
-    /// being run (`merge.rs`).
-    ship_setup: std::sync::Arc<Vec<String>>,
+    /// being run (`merge.rs`); `None` when it ships none (and for every
+    /// statement before its merge: no allocation per statement).
+    ship_setup: Option<std::sync::Arc<Vec<String>>>,
     /// Inside a transaction: the statement that drops those tables from a
     /// part's connection (a branch) after its rows were read.
     ship_cleanup: Option<String>,
@@ -185,7 +186,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             client,
             b,
             is_eof_deprecated,
-            ship_setup: std::sync::Arc::new(Vec::new()),
+            ship_setup: None,
             ship_cleanup: None,
             ship_names: Vec::new(),
             is_fenced: false,
