@@ -52,8 +52,10 @@ pub mod rewrite;
 pub mod rows;
 mod scatter;
 pub mod sequence;
+pub mod session_start;
 pub mod sink;
 mod sql_mode;
+mod statement;
 pub mod steps;
 pub mod txn;
 
@@ -91,6 +93,38 @@ pub struct Effects<'a> {
     /// An INSERT or REPLACE: the values it gives its rows, to tell an OK's
     /// explicit AUTO_INCREMENT value from a generated id (`insert_id.rs`).
     pub supplied: insert_id::Supplied<'a>,
+}
+
+impl<'a> Effects<'a> {
+    /// What text statement `facts` (`sql_bytes`, the text it was read
+    /// from) does to the session once it succeeds; `savepoint`: its
+    /// savepoint operation, if it is one.
+    pub fn of_text(
+        facts: &'a hscale_sql::Facts,
+        sql_bytes: &'a [u8],
+        savepoint: Option<&'a txn::savepoint::SavepointOp>,
+    ) -> Effects<'a> {
+        Effects {
+            pins: facts.pins,
+            unpins: facts.unpins,
+            change: facts.change.as_ref(),
+            uses_last_insert_id: facts.uses_last_insert_id,
+            sets_last_insert_id: facts.sets_last_insert_id,
+            is_read_only: facts.statements == 1
+                && matches!(
+                    facts.kind,
+                    hscale_sql::Kind::Select | hscale_sql::Kind::Show
+                ),
+            savepoint,
+            supplied: match facts.kind {
+                hscale_sql::Kind::Insert | hscale_sql::Kind::Replace => insert_id::Supplied::Text {
+                    sql: sql_bytes,
+                    tokens: &facts.tokens,
+                },
+                _ => insert_id::Supplied::Nothing,
+            },
+        }
+    }
 }
 
 /// One statement being run for a session: the client stream its answer

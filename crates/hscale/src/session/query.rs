@@ -171,28 +171,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let sql = utf8.unwrap_or("<not UTF-8>");
         let sql_bytes = &payload[1..];
         let savepoint = crate::exec::txn::savepoint::savepoint_op(facts, sql);
-        let effects = Effects {
-            pins: facts.pins,
-            unpins: facts.unpins,
-            change: facts.change.as_ref(),
-            uses_last_insert_id: facts.uses_last_insert_id,
-            sets_last_insert_id: facts.sets_last_insert_id,
-            is_read_only: facts.statements == 1
-                && matches!(
-                    facts.kind,
-                    hscale_sql::Kind::Select | hscale_sql::Kind::Show
-                ),
-            savepoint: savepoint.as_ref(),
-            supplied: match facts.kind {
-                hscale_sql::Kind::Insert | hscale_sql::Kind::Replace => {
-                    crate::exec::insert_id::Supplied::Text {
-                        sql: sql_bytes,
-                        tokens: &facts.tokens,
-                    }
-                }
-                _ => crate::exec::insert_id::Supplied::Nothing,
-            },
-        };
+        let effects = Effects::of_text(facts, sql_bytes, savepoint.as_ref());
         if self.b.ctx.partitioning.should_try_loading() {
             // Right after start: read the dictionary before routing anything.
             if let Err(e) = crate::partition::refresh::reload(&self.b.ctx, self.b.worker).await {
