@@ -1,10 +1,13 @@
 //! The executor's entry for a client's text statement (and a prepared
 //! execution split by rows): planned with the current dictionary
-//! (`planning.rs`), then run by the plan's kind. The session calls
-//! [`Exec::plan_and_run`] once per attempt of the fenced loop
-//! (`fence.rs`) and gets back [`Ran`]: answered, or a statement it runs
-//! as the client's (the assignment of a SELECT ... INTO @vars over
-//! partitions, `steps/select_into.rs`).
+//! (`planning.rs`), then run by the plan's kind. The session hands a
+//! statement it does not answer itself to [`run_statement`], which runs
+//! it in the fenced loop (`run_text`, `fence.rs`): each attempt
+//! ([`TextRun`]) puts an INSERT in its normal form, fills in sequence ids
+//! and calls [`Exec::plan_and_run`], which gives back [`Ran`]: answered,
+//! or a statement the session runs as the client's (the assignment of a
+//! SELECT ... INTO @vars over partitions, `steps/select_into.rs`). A
+//! prepared execution split by rows calls `plan_and_run` itself.
 //!
 //! ```text
 //!  plan_and_run ─► planning::plan ─► run_planned ─┬─ SELECT ... INTO @vars ─► Ran::Query
@@ -22,7 +25,9 @@ use hscale_route::BackendId;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::coalesce::{self, Target, Work};
+use super::fence::{self, Attempt, Fenced};
 use super::forward::Expect;
+use super::insert_form::Normal;
 use super::{Effects, Exec};
 use crate::error::ProxyError;
 use crate::metrics::PlanKind;
@@ -67,6 +72,155 @@ fn is_table_free(
         }
 }
 
+/// What a text statement runs in: the fenced loop's bindings and
+/// answer (`fence::Fenced`), an executor on the client, and the client's
+/// whole text path for a statement the executor gives back
+/// ([`Ran::Query`]). The session is one.
+pub(crate) trait TextSession: Fenced {
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send;
+    /// The executor for one step of the statement.
+    fn exec(&mut self) -> Exec<'_, Self::Stream>;
+    /// Run `payload` as the client's COM_QUERY.
+    async fn run_query(&mut self, payload: &Bytes) -> Result<(), ProxyError>;
+}
+
+/// One run of a text statement under the fence: the INSERT's normal form
+/// and the ids filled in are kept for a retry.
+struct TextRun<'a> {
+    payload: &'a Bytes,
+    text: Option<&'a str>,
+    facts: &'a hscale_sql::Facts,
+    effects: Effects<'a>,
+    is_insert: bool,
+    normal: Option<Bytes>,
+    filled: Option<Bytes>,
+}
+
+impl<T: TextSession> Attempt<T> for TextRun<'_> {
+    async fn attempt(&mut self, s: &mut T) -> Result<(), ProxyError> {
+        let sql = self.text.unwrap_or("<not UTF-8>");
+        // INSERT ... SET, without a column list, ... SELECT: into the
+        // `(columns) VALUES` form first (`insert_form.rs`).
+        if self.is_insert && self.normal.is_none() && self.filled.is_none() {
+            match s.exec().insert_form(sql).await? {
+                Normal::Answered => return Ok(()),
+                Normal::Payload(p) => self.normal = Some(p),
+                Normal::AsIs => {}
+            }
+        }
+        let base = self.normal.as_ref().unwrap_or(self.payload);
+        let base_text = match &self.normal {
+            Some(n) => std::str::from_utf8(&n[1..]).ok(),
+            None => self.text,
+        };
+        let base_sql = base_text.unwrap_or(sql);
+        // Ids from a sequence are filled in before planning (the id may
+        // be the partition key). A retry after the fence keeps them, or
+        // looks again: the newer dictionary may give the table a sequence.
+        if self.filled.is_none() && s.bindings().generated_id.is_none() {
+            self.filled = s.bindings().fill_ids(base_sql).await?;
+        }
+        let payload = self.filled.as_ref().unwrap_or(base);
+        let payload_text = match &self.filled {
+            Some(f) => std::str::from_utf8(&f[1..]).ok(),
+            None => base_text,
+        };
+        let analyzed = &self.payload[1..];
+        let ran = s
+            .exec()
+            .plan_and_run(payload, payload_text, self.facts, self.effects, analyzed)
+            .await?;
+        match ran {
+            Ran::Done => Ok(()),
+            Ran::Query(p) => s.run_query(&p).await,
+        }
+    }
+}
+
+/// A statement for the backends: its effects on the session, the
+/// dictionary read first after start, then planned and run
+/// (`run_text`); a `SET GLOBAL` resets the pools' session defaults.
+pub(crate) async fn run_statement<T: TextSession>(
+    this: &mut T,
+    payload: &Bytes,
+    facts: &hscale_sql::Facts,
+    utf8: Option<&str>,
+) -> Result<(), ProxyError> {
+    let sql = utf8.unwrap_or("<not UTF-8>");
+    let sql_bytes = &payload[1..];
+    let savepoint = super::txn::savepoint::savepoint_op(facts, sql);
+    let effects = Effects::of_text(facts, sql_bytes, savepoint.as_ref());
+    if this.bindings().ctx.partitioning.should_try_loading() {
+        // Right after start: read the dictionary before routing anything.
+        let b = this.bindings();
+        if let Err(e) = crate::partition::refresh::reload(&b.ctx, b.worker).await {
+            tracing::warn!(error = %e, "partition dictionary not readable");
+        }
+    }
+    // `SET GLOBAL` (or PERSIST) may change the defaults later sessions
+    // start with: pooled connections take them again (a reset) before
+    // their next use. Raised before the statement runs and again after,
+    // so no connection reset in between keeps the old defaults.
+    let is_set_global = facts.kind == hscale_sql::Kind::Set
+        && (hscale_sql::mentions::contains_ci(sql_bytes, b"GLOBAL")
+            || hscale_sql::mentions::contains_ci(sql_bytes, b"PERSIST"));
+    if is_set_global {
+        this.bindings().ctx.session_defaults_changed();
+    }
+    let done = run_text(this, payload, facts, effects, utf8).await;
+    if is_set_global {
+        this.bindings().ctx.session_defaults_changed();
+        if done.is_ok()
+            && (hscale_sql::mentions::contains_ci(sql_bytes, b"WAIT_TIMEOUT")
+                || hscale_sql::mentions::contains_ci(sql_bytes, b"INTERACTIVE_TIMEOUT"))
+        {
+            this.bindings().read_global_timeouts().await;
+        }
+    }
+    done
+}
+
+/// Fill sequence ids, plan and run, again after a stale route. `text`:
+/// `payload`'s statement, when it is UTF-8.
+async fn run_text<T: TextSession>(
+    this: &mut T,
+    payload: &Bytes,
+    facts: &hscale_sql::Facts,
+    effects: Effects<'_>,
+    text: Option<&str>,
+) -> Result<(), ProxyError> {
+    let is_insert = matches!(
+        facts.kind,
+        hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
+    ) && facts.statements == 1
+        && !this.bindings().ctx.partitioning.is_empty();
+    let mut run = TextRun {
+        payload,
+        text,
+        facts,
+        effects,
+        is_insert,
+        normal: None,
+        filled: None,
+    };
+    let done = fence::run_fenced(this, &mut run).await;
+    match done {
+        // A partition's syntax error quotes the rewritten text:
+        // one server's is about the client's own.
+        Err(ProxyError::Syntax { err }) => {
+            let own = match text {
+                Some(sql) => this.bindings().server_parse_error(sql).await?,
+                None => None,
+            };
+            match own {
+                Some(err) => Err(ProxyError::Statement { err }),
+                None => this.exec().write_server_error(1, &err).await,
+            }
+        }
+        r => r,
+    }
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Plan a statement with the current dictionary and run it (fenced: an
     /// answer that is only error 1146 comes back as `StaleRoute`).
@@ -97,7 +251,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             }
             let plan = planning::plan(
-                Asker::Session(&mut self.b),
+                Asker::Session(self.b),
                 &dict,
                 sql,
                 Db::OfSession,
@@ -137,7 +291,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         self.b.note.parts = 1;
         let is_movable = is_table_free && self.b.pinned.is_none();
         let target = Target::Backend(backend);
-        let key = coalesce::key(&self.b, facts, payload, lexed, self.capabilities, target);
+        let key = coalesce::key(self.b, facts, payload, lexed, self.capabilities, target);
         let exec = self;
         exec.is_fenced = true;
         exec.is_movable = is_movable;
@@ -313,7 +467,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 let target = Target::Planned {
                     version: self.b.planned_version,
                 };
-                let key = coalesce::key(&self.b, facts, payload, tokens, self.capabilities, target);
+                let key = coalesce::key(self.b, facts, payload, tokens, self.capabilities, target);
                 let exec = &mut *self;
                 exec.is_fenced = true;
                 exec.holds_parse_errors = true;

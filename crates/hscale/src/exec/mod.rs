@@ -1,11 +1,15 @@
 //! Running a plan: `Exec` is the one place a routed statement meets the
 //! backends and its answer reaches the client. The session
-//! (`crate::session`) decodes commands, asks the router for a `Plan` and
-//! hands it to [`Exec::run`]; everything below borrows connections only
-//! through [`Bindings`].
+//! (`crate::session`) decodes commands and hands a text statement to
+//! `entry.rs` (`run_text`), which plans it (`crate::planning`) and runs
+//! the `Plan` through [`Exec::run`]; everything below borrows connections
+//! only through [`Bindings`].
 //!
 //! | file | runs |
 //! |---|---|
+//! | `entry.rs` | a client's text statement: the fenced loop (`run_text`), planned (`Exec::plan_and_run`), run by the plan's kind; the session gets `Ran` back |
+//! | `session_start.rs`, `statement.rs` | a session's bindings at login (`Bindings::new`, its collation's variables); what each statement does to them before and after it runs (note, conditions, metrics, slow log) |
+//! | `grants.rs` | SHOW GRANTS / SHOW CREATE USER through hscale |
 //! | `single.rs` (in this file) | one statement on one backend, streamed straight through ([`forward`]) |
 //! | `scatter.rs` | one statement over several partitions in parallel: rows concatenated or affected rows added up |
 //! | `global_write.rs` | writes to global tables: every copy in one statement scope |

@@ -205,42 +205,6 @@ fn date_value(d: &[u8]) -> Result<KeyValue, String> {
     Ok(KeyValue::Str(s))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_the_key_parameter() {
-        // 3 params: NULL string, LONGLONG 42, VAR_STRING 'abc'
-        let mut p = vec![
-            0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0b001, 1, 0xfd, 0, 0x08, 0, 0xfd, 0,
-        ];
-        p.extend_from_slice(&42i64.to_le_bytes());
-        p.extend_from_slice(&[3, b'a', b'b', b'c']);
-        let e = Execute::decode(&p, 3).unwrap();
-        let types = e.types.unwrap().to_vec();
-        assert_eq!(key_value(&e, &types, 0, &[]), Ok(KeyValue::Null));
-        assert_eq!(key_value(&e, &types, 1, &[]), Ok(KeyValue::Int(42)));
-        assert_eq!(
-            key_value(&e, &types, 2, &[]),
-            Ok(KeyValue::Str("abc".into()))
-        );
-        assert!(key_value(&e, &types, 2, &[2]).is_err());
-        assert_eq!(
-            split(&e, &types, 3, &[2]),
-            Ok(vec![
-                Bound::Null,
-                Bound::Value(&42i64.to_le_bytes()),
-                Bound::Long
-            ])
-        );
-        assert_eq!(
-            split(&e, &types, 3, &[]).unwrap()[2],
-            Bound::Value(b"\x03abc")
-        );
-    }
-}
-
 impl super::Bindings {
     /// Non-ASCII text from a client that does not send UTF-8 (cp1251,
     /// ...) would be planned as other strings than the server reads:
@@ -284,5 +248,41 @@ impl super::Bindings {
             }
         }
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_key_parameter() {
+        // 3 params: NULL string, LONGLONG 42, VAR_STRING 'abc'
+        let mut p = vec![
+            0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0b001, 1, 0xfd, 0, 0x08, 0, 0xfd, 0,
+        ];
+        p.extend_from_slice(&42i64.to_le_bytes());
+        p.extend_from_slice(&[3, b'a', b'b', b'c']);
+        let e = Execute::decode(&p, 3).unwrap();
+        let types = e.types.unwrap().to_vec();
+        assert_eq!(key_value(&e, &types, 0, &[]), Ok(KeyValue::Null));
+        assert_eq!(key_value(&e, &types, 1, &[]), Ok(KeyValue::Int(42)));
+        assert_eq!(
+            key_value(&e, &types, 2, &[]),
+            Ok(KeyValue::Str("abc".into()))
+        );
+        assert!(key_value(&e, &types, 2, &[2]).is_err());
+        assert_eq!(
+            split(&e, &types, 3, &[2]),
+            Ok(vec![
+                Bound::Null,
+                Bound::Value(&42i64.to_le_bytes()),
+                Bound::Long
+            ])
+        );
+        assert_eq!(
+            split(&e, &types, 3, &[]).unwrap()[2],
+            Bound::Value(b"\x03abc")
+        );
     }
 }

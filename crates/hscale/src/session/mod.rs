@@ -263,6 +263,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::fence::Fenced for Se
     }
 }
 
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::entry::TextSession for Session<S> {
+    type Stream = S;
+
+    fn exec(&mut self) -> Exec<'_, S> {
+        Session::exec(self)
+    }
+
+    async fn run_query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+        Box::pin(self.query_text(payload)).await
+    }
+}
+
 /// The client's host as a server names it in `USER()`: `localhost` for
 /// the unix socket, and for a loopback address when the server resolves
 /// names (its `skip_name_resolve` OFF); else the IP. (Other addresses are

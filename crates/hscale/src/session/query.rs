@@ -1,63 +1,12 @@
 //! COM_QUERY: a statement's way from its text to its answer (`query`):
 //! hscale's own answers (figures, conditions, rewrites), session-only
-//! statements, KILL and USE, then the fenced plan-and-run loop
-//! (`run_fenced`, `plan_and_run`): sequence ids filled in, planned with the
-//! current dictionary, run, and planned again after a stale route.
+//! statements, KILL and USE, then the executor's fenced plan-and-run loop
+//! (`exec/entry.rs`: `run_statement`, `plan_and_run`): sequence ids filled in,
+//! planned with the current dictionary, run, and planned again after a
+//! stale route.
 
 use super::*;
 use crate::exec::entry::Ran;
-use crate::exec::fence;
-use crate::exec::insert_form::Normal;
-
-/// One run of a text statement under the fence: the INSERT's normal form
-/// and the ids filled in are kept for a retry.
-struct TextRun<'a> {
-    payload: &'a Bytes,
-    text: Option<&'a str>,
-    facts: &'a hscale_sql::Facts,
-    effects: Effects<'a>,
-    is_insert: bool,
-    normal: Option<Bytes>,
-    filled: Option<Bytes>,
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> fence::Attempt<Session<S>> for TextRun<'_> {
-    async fn attempt(&mut self, s: &mut Session<S>) -> Result<(), ProxyError> {
-        let sql = self.text.unwrap_or("<not UTF-8>");
-        // INSERT ... SET, without a column list, ... SELECT: into the
-        // `(columns) VALUES` form first (`insert_form.rs`).
-        if self.is_insert && self.normal.is_none() && self.filled.is_none() {
-            match s.exec().insert_form(sql).await? {
-                Normal::Answered => return Ok(()),
-                Normal::Payload(p) => self.normal = Some(p),
-                Normal::AsIs => {}
-            }
-        }
-        let base = self.normal.as_ref().unwrap_or(self.payload);
-        let base_text = match &self.normal {
-            Some(n) => std::str::from_utf8(&n[1..]).ok(),
-            None => self.text,
-        };
-        let base_sql = base_text.unwrap_or(sql);
-        // Ids from a sequence are filled in before planning (the id may
-        // be the partition key). A retry after the fence keeps them, or
-        // looks again: the newer dictionary may give the table a sequence.
-        if self.filled.is_none() && s.b.generated_id.is_none() {
-            self.filled = s.b.fill_ids(base_sql).await?;
-        }
-        let payload = self.filled.as_ref().unwrap_or(base);
-        let payload_text = match &self.filled {
-            Some(f) => std::str::from_utf8(&f[1..]).ok(),
-            None => base_text,
-        };
-        let analyzed = &self.payload[1..];
-        let ran = s
-            .exec()
-            .plan_and_run(payload, payload_text, self.facts, self.effects, analyzed)
-            .await?;
-        s.ran(ran).await
-    }
-}
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
@@ -156,49 +105,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if self.answered_by_kind(&facts, sql, payload).await? {
             return Ok(());
         }
-        self.run_statement(payload, &facts, utf8).await
-    }
-
-    /// A statement for the backends: its effects on the session, the
-    /// dictionary read first after start, then planned and run
-    /// (`run_fenced`); a `SET GLOBAL` resets the pools' session defaults.
-    async fn run_statement(
-        &mut self,
-        payload: &Bytes,
-        facts: &hscale_sql::Facts,
-        utf8: Option<&str>,
-    ) -> Result<(), ProxyError> {
-        let sql = utf8.unwrap_or("<not UTF-8>");
-        let sql_bytes = &payload[1..];
-        let savepoint = crate::exec::txn::savepoint::savepoint_op(facts, sql);
-        let effects = Effects::of_text(facts, sql_bytes, savepoint.as_ref());
-        if self.b.ctx.partitioning.should_try_loading() {
-            // Right after start: read the dictionary before routing anything.
-            if let Err(e) = crate::partition::refresh::reload(&self.b.ctx, self.b.worker).await {
-                tracing::warn!(error = %e, "partition dictionary not readable");
-            }
-        }
-        // `SET GLOBAL` (or PERSIST) may change the defaults later sessions
-        // start with: pooled connections take them again (a reset) before
-        // their next use. Raised before the statement runs and again after,
-        // so no connection reset in between keeps the old defaults.
-        let is_set_global = facts.kind == hscale_sql::Kind::Set
-            && (hscale_sql::mentions::contains_ci(sql_bytes, b"GLOBAL")
-                || hscale_sql::mentions::contains_ci(sql_bytes, b"PERSIST"));
-        if is_set_global {
-            self.b.ctx.session_defaults_changed();
-        }
-        let done = self.run_fenced(payload, facts, effects, utf8).await;
-        if is_set_global {
-            self.b.ctx.session_defaults_changed();
-            if done.is_ok()
-                && (hscale_sql::mentions::contains_ci(sql_bytes, b"WAIT_TIMEOUT")
-                    || hscale_sql::mentions::contains_ci(sql_bytes, b"INTERACTIVE_TIMEOUT"))
-            {
-                self.b.read_global_timeouts().await;
-            }
-        }
-        done
+        crate::exec::entry::run_statement(self, payload, &facts, utf8).await
     }
 
     /// KILL, hscale's own statements, XA, statements inside a transaction
@@ -262,47 +169,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             _ => {}
         }
         Ok(false)
-    }
-
-    /// Fill sequence ids, plan and run, again after a stale route. `text`:
-    /// `payload`'s statement, when it is UTF-8.
-    async fn run_fenced(
-        &mut self,
-        payload: &Bytes,
-        facts: &hscale_sql::Facts,
-        effects: Effects<'_>,
-        text: Option<&str>,
-    ) -> Result<(), ProxyError> {
-        let is_insert = matches!(
-            facts.kind,
-            hscale_sql::Kind::Insert | hscale_sql::Kind::Replace
-        ) && facts.statements == 1
-            && !self.b.ctx.partitioning.is_empty();
-        let mut run = TextRun {
-            payload,
-            text,
-            facts,
-            effects,
-            is_insert,
-            normal: None,
-            filled: None,
-        };
-        let done = fence::run_fenced(self, &mut run).await;
-        match done {
-            // A partition's syntax error quotes the rewritten text:
-            // one server's is about the client's own.
-            Err(ProxyError::Syntax { err }) => {
-                let own = match text {
-                    Some(sql) => self.b.server_parse_error(sql).await?,
-                    None => None,
-                };
-                match own {
-                    Some(err) => Err(ProxyError::Statement { err }),
-                    None => self.exec().write_server_error(1, &err).await,
-                }
-            }
-            r => r,
-        }
     }
 
     /// What the executor left to do: the statement it gives back run as

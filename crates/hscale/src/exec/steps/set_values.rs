@@ -94,24 +94,6 @@ fn literal(v: Option<&[u8]>) -> Option<String> {
         .then(|| format!("'{text}'"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::literal;
-
-    #[test]
-    fn literals() {
-        assert_eq!(literal(None).as_deref(), Some("NULL"));
-        assert_eq!(literal(Some(b"12")).as_deref(), Some("12"));
-        assert_eq!(literal(Some(b"-1.5")).as_deref(), Some("-1.5"));
-        assert_eq!(
-            literal(Some(b"STRICT_TRANS_TABLES,PIPES_AS_CONCAT")).as_deref(),
-            Some("'STRICT_TRANS_TABLES,PIPES_AS_CONCAT'")
-        );
-        assert_eq!(literal(Some(b"it's")), None);
-        assert_eq!(literal(Some("é".as_bytes())), None);
-    }
-}
-
 impl Bindings {
     /// After a `SET GLOBAL` of wait_timeout or interactive_timeout: the
     /// main backend's values, which sessions starting later take
@@ -135,5 +117,23 @@ impl Bindings {
             };
             self.ctx.set_global_timeouts(secs(0), secs(1));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::literal;
+
+    #[test]
+    fn literals() {
+        assert_eq!(literal(None).as_deref(), Some("NULL"));
+        assert_eq!(literal(Some(b"12")).as_deref(), Some("12"));
+        assert_eq!(literal(Some(b"-1.5")).as_deref(), Some("-1.5"));
+        assert_eq!(
+            literal(Some(b"STRICT_TRANS_TABLES,PIPES_AS_CONCAT")).as_deref(),
+            Some("'STRICT_TRANS_TABLES,PIPES_AS_CONCAT'")
+        );
+        assert_eq!(literal(Some(b"it's")), None);
+        assert_eq!(literal(Some("é".as_bytes())), None);
     }
 }
