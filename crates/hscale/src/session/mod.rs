@@ -1,14 +1,14 @@
 //! One client connection, from handshake to quit.
 //!
 //! ```text
-//!  accept ─► auth::handshake ─► command loop ─┬─ COM_QUERY ─► analyze ─► execute_on_backend
-//!                                             ├─ COM_STMT_* ─► commands.rs
+//!  accept ─► auth::handshake ─► command loop ─┬─ COM_QUERY ─► query.rs: analyze, own answers
+//!                                             │     └─► exec/entry.rs::run_statement (fenced: plan, run)
+//!                                             ├─ COM_STMT_* ─► commands.rs ─► exec/prepared/
 //!                                             └─ ping / set option / reset / change user
-//!
-//!  execute_on_backend: acquire (pinned conn, or borrow from the main pool)
-//!                      ─► sync state (db, SET items, options) ─► send ─► forward::Forwarder
-//!                      ─► record effects and pins ─► keep (pinned) or return the conn
 //! ```
+//! The session holds the client stream, its `Bindings` (every backend
+//! connection, borrowed and synced only by `exec/`), its prepared
+//! statements and diagnostics area; it never borrows a connection itself.
 //! Pinning: the session keeps its backend connection while any [`Pins`] bit
 //! is set: in a transaction or with autocommit off (read from the server's
 //! status flags), and after statements whose state cannot be replayed.
