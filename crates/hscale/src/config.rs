@@ -516,35 +516,7 @@ impl Config {
         if self.users.is_empty() {
             out.push("no [[users]]: no client could log in".into());
         }
-        for (i, u) in self.users.iter().enumerate() {
-            if u.name.is_empty() {
-                out.push(format!("[[users]] #{}: name is empty", i + 1));
-            }
-            if self.users[..i].iter().any(|o| o.name == u.name) {
-                out.push(format!(
-                    "[[users]] #{}: user {:?} is defined twice",
-                    i + 1,
-                    u.name
-                ));
-            }
-            if u.host.as_deref() == Some("") {
-                out.push(format!(
-                    "[[users]] #{}: host is empty (leave it out for every host)",
-                    i + 1
-                ));
-            }
-            if u.backend_user.as_deref() == Some("") {
-                out.push(format!("[[users]] #{}: backend_user is empty", i + 1));
-            }
-            u.limits()
-                .problems(&format!("[[users]] #{} ({:?})", i + 1, u.name), &mut out);
-            if u.backend_user.is_none() && !u.backend_password.is_empty() {
-                out.push(format!(
-                    "[[users]] #{}: backend_password without backend_user",
-                    i + 1
-                ));
-            }
-        }
+        self.user_problems(&mut out);
         self.user_defaults.problems("[user_defaults]", &mut out);
         if self.backends.is_empty() {
             out.push(
@@ -620,6 +592,39 @@ impl Config {
             out.push("[proxy] replica_check_interval_ms must be at least 1".into());
         }
         out
+    }
+
+    /// What is wrong with each `[[users]]` entry (`problems`).
+    fn user_problems(&self, out: &mut Vec<String>) {
+        for (i, u) in self.users.iter().enumerate() {
+            if u.name.is_empty() {
+                out.push(format!("[[users]] #{}: name is empty", i + 1));
+            }
+            if self.users[..i].iter().any(|o| o.name == u.name) {
+                out.push(format!(
+                    "[[users]] #{}: user {:?} is defined twice",
+                    i + 1,
+                    u.name
+                ));
+            }
+            if u.host.as_deref() == Some("") {
+                out.push(format!(
+                    "[[users]] #{}: host is empty (leave it out for every host)",
+                    i + 1
+                ));
+            }
+            if u.backend_user.as_deref() == Some("") {
+                out.push(format!("[[users]] #{}: backend_user is empty", i + 1));
+            }
+            u.limits()
+                .problems(&format!("[[users]] #{} ({:?})", i + 1, u.name), out);
+            if u.backend_user.is_none() && !u.backend_password.is_empty() {
+                out.push(format!(
+                    "[[users]] #{}: backend_password without backend_user",
+                    i + 1
+                ));
+            }
+        }
     }
 
     pub fn worker_threads(&self) -> usize {

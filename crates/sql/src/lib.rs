@@ -7,6 +7,7 @@
 //! `COM_STMT_PREPARE`; nothing here allocates for a plain SELECT/INSERT
 //! beyond the token vector.
 
+pub mod batch;
 pub mod diagnostics;
 pub mod facts;
 pub mod fingerprint;

@@ -5,7 +5,7 @@
 //! its table gets a new name at the cutover.
 
 use hscale_route::admin::BackendRef;
-use hscale_route::dictionary::{generation_name, TableName};
+use hscale_route::dictionary::{generation_name, Partition, PartitionedTable, TableName};
 
 use super::change::{self, Move};
 use super::{backend_names, reload, wrong, AdminOutput};
@@ -29,16 +29,7 @@ pub(super) async fn run(
     let b = backend.resolve(&names).map_err(wrong)?;
     let before = reload(ctx, worker).await?;
     let t = super::partitioned(&before, &name)?;
-    // A key the backend weighs: ask it, then place the value.
-    let mut learnt = Learnt::new();
-    let mut asker = Asker::Proxy(ctx, worker);
-    let value = loop {
-        let (v, questions) = learnt.attempt(|known| t.partition_value(value, known));
-        if !learnt.ask(&mut asker, questions, v.is_ok()).await? {
-            break v;
-        }
-    }
-    .map_err(wrong)?;
+    let value = place_value(ctx, worker, &t, value).await?;
     // Check it against a copy first: nothing starts for a refused change.
     (*before)
         .clone()
@@ -79,46 +70,22 @@ pub(super) async fn run(
     // beside: the default partition's other rows are copied into its next
     // generation (`Move::rest`), and a shared partition's own rows are
     // copied with the moving ones into a fresh table (`Move::companion`).
-    let many = change::moves_many_rows(
-        ctx,
-        worker,
-        t.default_backend,
-        &name.db,
-        &t.default_table,
-        &filter,
-        &t.column,
-    )
-    .await;
-    let many = match many {
-        Ok(many) => many,
-        Err(e) => {
-            change::fail(ctx, worker, op, &e).await;
-            return Err(e);
-        }
-    };
+    let many = moves_many(ctx, worker, op, &t, &name, &filter).await?;
     let shared = t.partitions.get(partition).filter(|_| !is_new);
-    let (dst, is_dst_live) = match shared {
-        Some(p) if !many => (p.physical.clone(), true),
-        Some(p) => (generation_name(&p.physical, op), false),
-        None => (
-            generation_name(&format!("{}_{partition}", name.table), op),
-            false,
-        ),
-    };
+    let (dst, is_dst_live) = destination(&name, partition, shared, many, op);
     let src_after = generation_name(&t.default_table, op);
     let retired = generation_name(&format!("{}_retired", t.default_table), op);
     let shared_retired = shared.map(|p| generation_name(&format!("{}_retired", p.physical), op));
-    for n in [&dst, &src_after, &retired]
+    let too_long = [&dst, &src_after, &retired]
         .into_iter()
         .chain(shared_retired.as_ref())
-    {
-        if n.len() > 64 {
-            let e = wrong(format!(
-                "the table name {n} would be longer than 64 characters"
-            ));
-            change::fail(ctx, worker, op, &e).await;
-            return Err(e);
-        }
+        .find(|n| n.len() > 64);
+    if let Some(n) = too_long {
+        let e = wrong(format!(
+            "the table name {n} would be longer than 64 characters"
+        ));
+        change::fail(ctx, worker, op, &e).await;
+        return Err(e);
     }
     let backend = names[b.index()];
     let mut rows = vec![
@@ -182,4 +149,69 @@ pub(super) async fn run(
             names[b.index()]
         ),
     ))
+}
+
+/// The value of the hashing function `value` names for table `t`: a key
+/// the backend weighs is asked for first (`planning::Learnt`).
+async fn place_value(
+    ctx: &Context,
+    worker: usize,
+    t: &PartitionedTable,
+    value: &str,
+) -> Result<String, ProxyError> {
+    let mut learnt = Learnt::new();
+    let mut asker = Asker::Proxy(ctx, worker);
+    loop {
+        let (v, questions) = learnt.attempt(|known| t.partition_value(value, known));
+        if !learnt.ask(&mut asker, questions, v.is_ok()).await? {
+            break v;
+        }
+    }
+    .map_err(wrong)
+}
+
+/// The table the moving rows go to, and whether it is a live partition's
+/// (a shared partition, not rebuilt because few rows move) or a fresh
+/// table of change `op`.
+fn destination(
+    name: &TableName,
+    partition: &str,
+    shared: Option<&Partition>,
+    many: bool,
+    op: u64,
+) -> (String, bool) {
+    match shared {
+        Some(p) if !many => (p.physical.clone(), true),
+        Some(p) => (generation_name(&p.physical, op), false),
+        None => (
+            generation_name(&format!("{}_{partition}", name.table), op),
+            false,
+        ),
+    }
+}
+
+/// Whether many of the default partition's rows match `filter` (see
+/// `change::moves_many_rows`); a failure to tell ends change `op`.
+async fn moves_many(
+    ctx: &Context,
+    worker: usize,
+    op: u64,
+    t: &PartitionedTable,
+    name: &TableName,
+    filter: &str,
+) -> Result<bool, ProxyError> {
+    let many = change::moves_many_rows(
+        ctx,
+        worker,
+        t.default_backend,
+        &name.db,
+        &t.default_table,
+        filter,
+        &t.column,
+    )
+    .await;
+    if let Err(e) = &many {
+        change::fail(ctx, worker, op, e).await;
+    }
+    many
 }

@@ -19,6 +19,7 @@ mod change;
 mod drop_partition;
 mod explain;
 pub mod figures;
+pub mod kill;
 mod move_partition;
 mod online_alter;
 mod schema;

@@ -32,25 +32,8 @@ pub(super) async fn run(
     // Checked against a copy first: nothing starts for a refused change.
     d.setup_table(name.clone(), column, default_table, b, function.clone())
         .map_err(wrong)?;
-    let (key_type, key_compare, auto_column) = {
-        let mut main = conn(ctx, worker, BackendId::MAIN).await?;
-        if !ddl::table_exists(&mut main, &name.db, &name.table).await? {
-            return Err(wrong(format!(
-                "table {name} does not exist on the main backend"
-            )));
-        }
-        let key_type = ddl::column_type(&mut main, &name.db, &name.table, column)
-            .await?
-            .ok_or_else(|| wrong(format!("table {name} has no column {column:?}")))?;
-        let key_compare = key_compare_for(
-            &function,
-            ddl::key_compare(&mut main, &name.db, &name.table, column).await?,
-        )?;
-        let auto = ddl::auto_increment_column(&mut main, &name.db, &name.table).await?;
-        let keys = ddl::unique_keys(&mut main, &name.db, &name.table).await?;
-        check_unique_keys(&name, column, auto.as_deref(), &keys)?;
-        (key_type, key_compare, auto)
-    };
+    let (key_type, key_compare, auto_column) =
+        read_key(ctx, worker, &name, column, &function).await?;
     {
         let mut target = conn(ctx, worker, b).await?;
         if ddl::table_exists(&mut target, &name.db, default_table).await? {
@@ -121,36 +104,7 @@ pub(super) async fn run(
         // The journal records the plan first: a take-over finishes the
         // change once the table was renamed, and undoes it before.
         let started = std::time::Instant::now();
-        let renamed = async {
-            change::record_spec(ctx, worker, op, &m, true).await?;
-            change::mark_cutover(ctx, worker, op, change::FIRST_EPOCH).await?;
-            let mut main = conn(ctx, worker, BackendId::MAIN).await?;
-            main.is_broken = true;
-            // A take-over kills it: a stopped owner cannot rename later.
-            change::register(
-                ctx,
-                worker,
-                op,
-                change::FIRST_EPOCH,
-                BackendId::MAIN,
-                &mut main,
-            )
-            .await?;
-            if let Some(ms) = change::test_pause("HSCALE_TEST_PAUSE_BEFORE_RENAME_MS") {
-                // Tests kill the owner here: the take-over rolls back.
-                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-            }
-            exec(
-                &mut main,
-                &[format!(
-                    "RENAME TABLE {} TO {}",
-                    qualified(&name.db, &name.table),
-                    qualified(&name.db, default_table)
-                )],
-            )
-            .await
-        }
-        .await;
+        let renamed = rename_in_place(ctx, worker, op, &m, &name, default_table).await;
         if let Err(e) = renamed {
             change::fail(ctx, worker, op, &e).await;
             return Err(e);
@@ -178,6 +132,75 @@ pub(super) async fn run(
             names[b.index()]
         ),
     ))
+}
+
+/// The key column's type and how it compares, and the table's
+/// AUTO_INCREMENT column, read on the main backend, where the table must
+/// exist with unique keys the partitioning keeps.
+async fn read_key(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    column: &str,
+    function: &HashingFunction,
+) -> Result<(String, Option<KeyCompare>, Option<String>), ProxyError> {
+    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+    if !ddl::table_exists(&mut main, &name.db, &name.table).await? {
+        return Err(wrong(format!(
+            "table {name} does not exist on the main backend"
+        )));
+    }
+    let key_type = ddl::column_type(&mut main, &name.db, &name.table, column)
+        .await?
+        .ok_or_else(|| wrong(format!("table {name} has no column {column:?}")))?;
+    let key_compare = key_compare_for(
+        function,
+        ddl::key_compare(&mut main, &name.db, &name.table, column).await?,
+    )?;
+    let auto = ddl::auto_increment_column(&mut main, &name.db, &name.table).await?;
+    let keys = ddl::unique_keys(&mut main, &name.db, &name.table).await?;
+    check_unique_keys(name, column, auto.as_deref(), &keys)?;
+    Ok((key_type, key_compare, auto))
+}
+
+/// Partitioning in place: the plan recorded, the journal in 'cutover',
+/// and the table renamed to its default partition on a connection a
+/// take-over can kill.
+async fn rename_in_place(
+    ctx: &Context,
+    worker: usize,
+    op: u64,
+    m: &Move,
+    name: &TableName,
+    default_table: &str,
+) -> Result<(), ProxyError> {
+    change::record_spec(ctx, worker, op, m, true).await?;
+    change::mark_cutover(ctx, worker, op, change::FIRST_EPOCH).await?;
+    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+    main.is_broken = true;
+    // A take-over kills it: a stopped owner cannot rename later.
+    change::register(
+        ctx,
+        worker,
+        op,
+        change::FIRST_EPOCH,
+        BackendId::MAIN,
+        &mut main,
+    )
+    .await?;
+    if let Some(ms) = change::test_pause("HSCALE_TEST_PAUSE_BEFORE_RENAME_MS") {
+        // Tests kill the owner here: the take-over rolls back.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    exec(
+        &mut main,
+        &[format!(
+            "RENAME TABLE {} TO {}",
+            qualified(&name.db, &name.table),
+            qualified(&name.db, default_table)
+        )],
+    )
+    .await
 }
 
 /// How the key's column compares, for the dictionary. A string key under

@@ -45,7 +45,7 @@
 //! state on when a session's future is dropped, so no key stays stuck.
 //!
 //! The statement path of a read that cannot take part is unchanged: the
-//! session hook (`session/query.rs`) checks facts it has and goes on.
+//! executor entry (`exec/entry.rs`) checks facts it has and goes on.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};

@@ -14,7 +14,7 @@
 //! is rolled back and opened again with the retry.
 //!
 //! [`run_fenced`] is the one retry loop: text statements
-//! (`session/query.rs`), prepared executions (`session/commands.rs`) and
+//! (`entry.rs::run_text`), prepared executions (`session/commands.rs`) and
 //! LOAD DATA (`load_data.rs`, which holds the client's file) run through it.
 
 use bytes::Bytes;

@@ -1,11 +1,15 @@
 //! Running a plan: `Exec` is the one place a routed statement meets the
 //! backends and its answer reaches the client. The session
-//! (`crate::session`) decodes commands, asks the router for a `Plan` and
-//! hands it to [`Exec::run`]; everything below borrows connections only
-//! through [`Bindings`].
+//! (`crate::session`) decodes commands and hands a text statement to
+//! `entry.rs` (`run_text`), which plans it (`crate::planning`) and runs
+//! the `Plan` through [`Exec::run`]; everything below borrows connections
+//! only through [`Bindings`].
 //!
 //! | file | runs |
 //! |---|---|
+//! | `entry.rs` | a client's text statement: the fenced loop (`run_text`), planned (`Exec::plan_and_run`), run by the plan's kind; the session gets `Ran` back |
+//! | `session_start.rs`, `statement.rs` | a session's bindings at login (`Bindings::new`, its collation's variables); what each statement does to them before and after it runs (note, conditions, metrics, slow log) |
+//! | `grants.rs` | SHOW GRANTS / SHOW CREATE USER through hscale |
 //! | `single.rs` (in this file) | one statement on one backend, streamed straight through ([`forward`]) |
 //! | `scatter.rs` | one statement over several partitions in parallel: rows concatenated or affected rows added up |
 //! | `global_write.rs` | writes to global tables: every copy in one statement scope |
@@ -29,10 +33,12 @@ pub mod cache;
 pub mod coalesce;
 pub mod conditions;
 mod conversions;
+pub mod entry;
 pub mod fence;
 mod figures;
 pub mod forward;
 mod global_write;
+mod grants;
 pub mod insert_form;
 pub mod insert_id;
 pub mod interpolate;
@@ -52,8 +58,10 @@ pub mod rewrite;
 pub mod rows;
 mod scatter;
 pub mod sequence;
+pub mod session_start;
 pub mod sink;
 pub(crate) mod sql_mode;
+mod statement;
 pub mod steps;
 pub mod txn;
 
@@ -93,6 +101,38 @@ pub struct Effects<'a> {
     pub supplied: insert_id::Supplied<'a>,
 }
 
+impl<'a> Effects<'a> {
+    /// What text statement `facts` (`sql_bytes`, the text it was read
+    /// from) does to the session once it succeeds; `savepoint`: its
+    /// savepoint operation, if it is one.
+    pub fn of_text(
+        facts: &'a hscale_sql::Facts,
+        sql_bytes: &'a [u8],
+        savepoint: Option<&'a txn::savepoint::SavepointOp>,
+    ) -> Effects<'a> {
+        Effects {
+            pins: facts.pins,
+            unpins: facts.unpins,
+            change: facts.change.as_ref(),
+            uses_last_insert_id: facts.uses_last_insert_id,
+            sets_last_insert_id: facts.sets_last_insert_id,
+            is_read_only: facts.statements == 1
+                && matches!(
+                    facts.kind,
+                    hscale_sql::Kind::Select | hscale_sql::Kind::Show
+                ),
+            savepoint,
+            supplied: match facts.kind {
+                hscale_sql::Kind::Insert | hscale_sql::Kind::Replace => insert_id::Supplied::Text {
+                    sql: sql_bytes,
+                    tokens: &facts.tokens,
+                },
+                _ => insert_id::Supplied::Nothing,
+            },
+        }
+    }
+}
+
 /// One statement being run for a session: the client stream its answer
 /// goes to and the session's backend connections.
 pub struct Exec<'a, S> {
@@ -100,8 +140,9 @@ pub struct Exec<'a, S> {
     pub b: &'a mut Bindings,
     is_eof_deprecated: bool,
     /// Statements that set up shipped tables on every part of the merge
-    /// being run (`merge.rs`).
-    ship_setup: std::sync::Arc<Vec<String>>,
+    /// being run (`merge.rs`); `None` when it ships none (and for every
+    /// statement before its merge: no allocation per statement).
+    ship_setup: Option<std::sync::Arc<Vec<String>>>,
     /// Inside a transaction: the statement that drops those tables from a
     /// part's connection (a branch) after its rows were read.
     ship_cleanup: Option<String>,
@@ -138,6 +179,9 @@ pub struct Exec<'a, S> {
     /// The client offered to send files (CLIENT_LOCAL_FILES): LOAD DATA
     /// LOCAL INFILE may ask it for one.
     pub is_local_files: bool,
+    /// The client's capability flags, which key an execution identical
+    /// reads share (`coalesce.rs`).
+    pub capabilities: u32,
 }
 
 /// Tries of a statement whose pooled connection turned out closed.
@@ -182,7 +226,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             client,
             b,
             is_eof_deprecated,
-            ship_setup: std::sync::Arc::new(Vec::new()),
+            ship_setup: None,
             ship_cleanup: None,
             ship_names: Vec::new(),
             is_fenced: false,
@@ -193,6 +237,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             is_binary: false,
             is_unlimited: false,
             is_local_files: false,
+            capabilities: 0,
         }
     }
 

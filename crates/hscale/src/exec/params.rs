@@ -5,6 +5,10 @@ use hscale_route::KeyValue;
 use hscale_wire::buf::Reader;
 use hscale_wire::stmt::Execute;
 
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::error::ProxyError;
+
 /// How the client's string parameters read as text: its character set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientText {
@@ -199,6 +203,52 @@ fn date_value(d: &[u8]) -> Result<KeyValue, String> {
         s.push_str(&format!(" {:02}:{:02}:{:02}", d[4], d[5], d[6]));
     }
     Ok(KeyValue::Str(s))
+}
+
+impl super::Bindings {
+    /// Non-ASCII text from a client that does not send UTF-8 (cp1251,
+    /// ...) would be planned as other strings than the server reads:
+    /// refused where it names partitioned or global tables (or kept
+    /// views). A latin1 client's statement is read as the text the server
+    /// reads and handled from the start as UTF-8 text (`Some`), run with
+    /// `character_set_client` utf8mb4 on its connections
+    /// (`Bindings::is_text_utf8`, cleared by `query`): its keys route as
+    /// their column holds them, and the server converts its literals as
+    /// it would have converted the latin1 bytes.
+    /// UTF-8 clients (nearly all) stop at the first check, which
+    /// allocates nothing.
+    pub fn as_utf8_text(
+        &self,
+        original: &Bytes,
+        sql_bytes: &[u8],
+    ) -> Result<Option<Bytes>, ProxyError> {
+        let vars = &self.state.vars;
+        let single_byte = (!self.is_text_utf8 && !vars.is_client_utf8())
+            .then(|| vars.client_single_byte())
+            .flatten();
+        let is_foreign = match single_byte {
+            Some(cs) => cs.is_foreign(sql_bytes),
+            None => !sql_bytes.is_ascii(),
+        };
+        if is_foreign && !self.is_text_utf8 && !self.state.vars.is_client_utf8() {
+            if let Some(why) = self.ctx.partitioning.refusal(sql_bytes) {
+                let Some(text) = single_byte.and_then(|cs| cs.decode(&original[1..])) else {
+                    return Err(ProxyError::Refused(match single_byte {
+                        Some(cs) => format!(
+                            "{why}: a byte that character set {} reads as no character of its own",
+                            cs.name
+                        ),
+                        None => why,
+                    }));
+                };
+                let mut p = BytesMut::with_capacity(1 + text.len());
+                p.put_u8(original[0]);
+                p.put_slice(text.as_bytes());
+                return Ok(Some(p.freeze()));
+            }
+        }
+        Ok(None)
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 
 use std::fmt::Write;
 
+use hscale_wire::consts::com;
+
 use super::Bindings;
 
 /// The longest statement text shown; a server shows all of it, but the
@@ -110,4 +112,27 @@ fn hex(sql: &mut String, bytes: &[u8]) {
         let _ = write!(sql, "{b:02X}");
     }
     sql.push('\'');
+}
+
+/// The name a server gives command `cmd` in PROCESSLIST.
+pub fn command_name(cmd: u8) -> &'static str {
+    match cmd {
+        com::QUERY => "Query",
+        com::INIT_DB => "Init DB",
+        com::FIELD_LIST => "Field List",
+        com::STATISTICS => "Statistics",
+        com::PROCESS_KILL => "Kill",
+        com::PING => "Ping",
+        com::CHANGE_USER => "Change user",
+        com::STMT_PREPARE => "Prepare",
+        com::STMT_EXECUTE => "Execute",
+        com::STMT_SEND_LONG_DATA => "Long Data",
+        com::STMT_CLOSE => "Close stmt",
+        com::STMT_RESET => "Reset stmt",
+        com::SET_OPTION => "Set option",
+        com::STMT_FETCH => "Fetch",
+        com::RESET_CONNECTION => "Reset connection",
+        com::QUIT => "Quit",
+        _ => "Query",
+    }
 }

@@ -10,7 +10,9 @@ use hscale_wire::resultset::ColumnInfo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{send, Exec};
+use crate::admin::AdminOutput;
 use crate::error::ProxyError;
+use hscale_wire::reply::OkParts;
 
 /// Rows as the text protocol carries them (`None`: NULL).
 pub type TextRows = Vec<Vec<Option<Vec<u8>>>>;
@@ -67,5 +69,63 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         self.b.note.rows += n;
         self.b.note.is_result = true;
         Ok(())
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
+    /// Answer with an OK or a result set the proxy built itself.
+    pub async fn write_admin_output(&mut self, out: AdminOutput) -> Result<(), ProxyError> {
+        let st = self.b.status();
+        // A result set (SHOW TABLES and the like): FOUND_ROWS() is its rows.
+        if let AdminOutput::Rows { rows, .. } | AdminOutput::Relayed { rows, .. } = &out {
+            self.b.note.rows += rows.len() as u64;
+            self.b.note.is_result = true;
+        }
+        if let AdminOutput::Altered { affected, .. } = &out {
+            self.b.note.affected = Some(*affected);
+        }
+        let reply = self.reply(1);
+        let done = match out {
+            AdminOutput::Ok { info } => reply.ok(OkParts {
+                info: &info,
+                ..OkParts::new(st, 0)
+            }),
+            AdminOutput::Altered { affected, info } => reply.ok(OkParts {
+                affected_rows: affected,
+                info: &info,
+                ..OkParts::new(st, 0)
+            }),
+            AdminOutput::Rows { columns, rows } => {
+                let mut header = reply.columns(columns.len());
+                for c in &columns {
+                    header.column(c);
+                }
+                let mut body = header.rows(st);
+                for row in &rows {
+                    let values: Vec<Option<&[u8]>> = row
+                        .iter()
+                        .map(|v| v.as_deref().map(str::as_bytes))
+                        .collect();
+                    body.text_row(&values);
+                }
+                body.finish(st, 0)
+            }
+            AdminOutput::Relayed { defs, rows } => {
+                let mut header = reply.columns(defs.len());
+                for d in &defs {
+                    header.column_def(d);
+                }
+                let mut body = header.rows(st);
+                for row in &rows {
+                    let values: Vec<Option<&[u8]>> = row
+                        .iter()
+                        .map(|v| v.as_deref().map(str::as_bytes))
+                        .collect();
+                    body.text_row(&values);
+                }
+                body.finish(st, 0)
+            }
+        };
+        send(done).await
     }
 }

@@ -11,7 +11,7 @@
 //!
 //! Where the numbers come from: `session::dispatch` times every
 //! COM_QUERY and COM_STMT_EXECUTE and calls [`Metrics::record`] with the
-//! statement's [`StatementNote`] (plan kind from `session::plan_and_run`,
+//! statement's [`StatementNote`] (plan kind from `exec::entry` (`Exec::plan_and_run`),
 //! rows and forwarded errors from `Bindings::finish`); the plan cache's
 //! counters are copied after each lookup; the key-weight cache counts into
 //! its worker's counters itself (`hscale_route::weights::count_into`,

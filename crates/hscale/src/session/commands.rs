@@ -17,11 +17,12 @@ use hscale_wire::reply::OkParts;
 use hscale_wire::stmt::{self, Execute};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{vars_for_collation, Session};
+use super::Session;
 use crate::error::ProxyError;
 use crate::exec::prepared::routing::Routed;
 use crate::exec::prepared::statements::{ClientStatement, OwnRead};
 use crate::exec::prepared::Executed;
+use crate::exec::session_start::{learn_collations, vars_for_collation};
 use crate::exec::{send, write_error, Exec};
 
 /// One run of a prepared execution under the fence.
@@ -216,8 +217,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             sql: &payload[1..],
             tokens: &facts.tokens,
         };
-        self.plan_and_run(&payload, Some(sql.as_str()), &facts, effects, &payload[1..])
-            .await
+        let ran = self
+            .exec()
+            .plan_and_run(&payload, Some(sql.as_str()), &facts, effects, &payload[1..])
+            .await?;
+        self.ran(ran).await
     }
 
     pub(super) fn long_data(&mut self, payload: &Bytes) {
@@ -332,7 +336,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         *self.b.handle.user.lock().unwrap_or_else(|p| p.into_inner()) = user.name.clone();
         self.info.is_admin = user.admin;
         if let Some(c) = cu.collation {
-            super::learn_collations(&self.b.ctx, self.b.worker, c).await;
+            learn_collations(&self.b.ctx, self.b.worker, c).await;
             match vars_for_collation(&self.b.ctx, c) {
                 Ok(vars) => {
                     self.info.collation = c;

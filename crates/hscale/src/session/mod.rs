@@ -1,14 +1,14 @@
 //! One client connection, from handshake to quit.
 //!
 //! ```text
-//!  accept ─► auth::handshake ─► command loop ─┬─ COM_QUERY ─► analyze ─► execute_on_backend
-//!                                             ├─ COM_STMT_* ─► commands.rs
+//!  accept ─► auth::handshake ─► command loop ─┬─ COM_QUERY ─► query.rs: analyze, own answers
+//!                                             │     └─► exec/entry.rs::run_statement (fenced: plan, run)
+//!                                             ├─ COM_STMT_* ─► commands.rs ─► exec/prepared/
 //!                                             └─ ping / set option / reset / change user
-//!
-//!  execute_on_backend: acquire (pinned conn, or borrow from the main pool)
-//!                      ─► sync state (db, SET items, options) ─► send ─► forward::Forwarder
-//!                      ─► record effects and pins ─► keep (pinned) or return the conn
 //! ```
+//! The session holds the client stream, its `Bindings` (every backend
+//! connection, borrowed and synced only by `exec/`), its prepared
+//! statements and diagnostics area; it never borrows a connection itself.
 //! Pinning: the session keeps its backend connection while any [`Pins`] bit
 //! is set: in a transaction or with autocommit off (read from the server's
 //! status flags), and after statements whose state cannot be replayed.
@@ -18,7 +18,6 @@ mod admin;
 pub mod auth;
 mod batch;
 mod commands;
-mod kill;
 mod processlist;
 mod query;
 mod rewrite;
@@ -27,24 +26,22 @@ mod statement;
 use hscale_route::BackendId;
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
-use hscale_sql::{Pins, SessionChange, SetItem};
+use bytes::Bytes;
+use hscale_sql::{Pins, SessionChange};
 use hscale_wire::consts::{cap, com};
 use hscale_wire::reply::{OkParts, Reply};
 use hscale_wire::response::ErrPacket;
 use hscale_wire::PacketStream;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::backend::state::{SessionState, SessionVars};
 use crate::error::ProxyError;
 use crate::exec::forward::Expect;
 use crate::exec::prepared::statements::Statements;
 use crate::exec::{send, write_error, Bindings, Effects, Exec};
 use crate::metrics::PlanKind;
-use crate::runtime::{Context, SessionHandle};
+use crate::runtime::Context;
 use crate::tls::ClientStream;
 use auth::ClientInfo;
-use hscale_route::router::{Plan, StatementKind};
 
 pub struct Session<S> {
     client: PacketStream<S>,
@@ -116,8 +113,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             .load(std::sync::atomic::Ordering::Relaxed),
     );
     tracing::info!(peer, connection_id, user = %info.user, db = ?info.database, is_tls, "client connected");
-    learn_collations(&ctx, worker, info.collation).await;
-    let base_vars = match vars_for_collation(&ctx, info.collation) {
+    crate::exec::session_start::learn_collations(&ctx, worker, info.collation).await;
+    let base_vars = match crate::exec::session_start::vars_for_collation(&ctx, info.collation) {
         Ok(v) => Arc::new(v),
         Err(e) => {
             tracing::info!(peer, connection_id, error = %e, "login refused");
@@ -134,43 +131,16 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     let start_wait = ctx.global_wait_timeout(info.capabilities & cap::INTERACTIVE != 0);
     let session = Session {
         start_wait,
-        b: Bindings {
-            state: SessionState {
-                db: None,
-                vars: base_vars.clone(),
-                is_multi_statements: info.capabilities & cap::MULTI_STATEMENTS != 0,
-                last_insert_id: 0,
-            },
-            base_vars,
-            identity: ctx.config.identity(&info.user),
-            read_from: crate::exec::read_from::ReadFrom::for_user(ctx.live().user(&info.user)),
-            tenant,
+        b: Bindings::new(
             ctx,
             worker,
             connection_id,
-            pinned: None,
-            pins: Pins::NONE,
-            pending_begin: None,
-            txn: None,
-            home_written: false,
-            is_read_only_txn: false,
-            is_bound_lost: false,
-            handle: Arc::new(SessionHandle::new(&info.user, host)),
-            is_found_rows: info.capabilities & cap::FOUND_ROWS != 0,
-            may_borrow_beside: false,
-            planned_version: 0,
-            generated_id: None,
-            passed: None,
-            one_row_select: None,
-            answer_defs: None,
-            is_undoubling: false,
-            is_text_utf8: false,
-            sql_mode: None,
-            is_coalescing_off: false,
-            savepoints: Default::default(),
-            note: Default::default(),
-            gathered: Default::default(),
-        },
+            base_vars,
+            info.capabilities,
+            &info.user,
+            host,
+            tenant,
+        ),
         client,
         statements: Statements::default(),
         last: Default::default(),
@@ -293,45 +263,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::fence::Fenced for Se
     }
 }
 
-/// The session variables a handshake (or COM_CHANGE_USER) collation id
-/// implies, relative to the backend connections' own utf8mb4_general_ci,
-/// as the server would set them (`hscale_wire::charset::ClientCharset`):
-/// the named collation, the server's defaults for an id it does not know,
-/// or an error for a character set no client may use.
-fn vars_for_collation(ctx: &Context, collation: u8) -> Result<SessionVars, ProxyError> {
-    use hscale_wire::charset::{ClientCharset, BACKEND_NAMES};
-    let assign = match ctx.collations().for_client(u16::from(collation)) {
-        ClientCharset::Named { charset, collation } if (charset, collation) == BACKEND_NAMES => {
-            return Ok(SessionVars::default());
-        }
-        ClientCharset::Named { charset, collation } => {
-            format!("NAMES {charset} COLLATE {collation}")
-        }
-        ClientCharset::ServerDefault => "@@session.character_set_client = DEFAULT, \
-             @@session.collation_connection = DEFAULT, \
-             @@session.character_set_results = DEFAULT"
-            .to_string(),
-        ClientCharset::Refused { charset } => {
-            return Err(ProxyError::ClientCharset(charset.to_string()))
-        }
-    };
-    let mut v = SessionVars::default();
-    v.apply(&[SetItem {
-        key: "names".into(),
-        assign,
-        is_standalone: false,
-    }]);
-    Ok(v)
-}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::entry::TextSession for Session<S> {
+    type Stream = S;
 
-/// Read the main backend's collation table now if a client names an id
-/// the built-in table does not know before it was read at start.
-async fn learn_collations(ctx: &Context, worker: usize, collation: u8) {
-    if ctx.has_collations() || ctx.collations().get(u16::from(collation)).is_some() {
-        return;
+    fn exec(&mut self) -> Exec<'_, S> {
+        Session::exec(self)
     }
-    if let Ok(mut conn) = ctx.pool(worker, BackendId::MAIN).get(false).await {
-        ctx.learn_main_backend(&mut conn).await;
+
+    async fn run_query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
+        Box::pin(self.query_text(payload)).await
     }
 }
 
@@ -356,8 +296,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     fn exec(&mut self) -> Exec<'_, S> {
         let deprecated = self.is_eof_deprecated();
         let is_local_files = self.info.capabilities & cap::LOCAL_FILES != 0;
+        let capabilities = self.info.capabilities;
         let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
         exec.is_local_files = is_local_files;
+        exec.capabilities = capabilities;
         exec
     }
 
@@ -578,6 +520,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     async fn write_ok(&mut self, seq: u8) -> Result<(), ProxyError> {
         let st = self.b.status();
         send(self.reply(seq).ok(OkParts::new(st, 0))).await
+    }
+
+    /// KILL and COM_PROCESS_KILL (`admin/kill.rs`), answered with an OK.
+    async fn kill(&mut self, k: hscale_sql::KillStatement) -> Result<(), ProxyError> {
+        self.b.kill(k, &self.info.user, self.info.is_admin).await?;
+        self.write_ok(1).await
     }
 
     /// `USE db` at login or change user: check it exists on the main

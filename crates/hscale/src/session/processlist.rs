@@ -18,29 +18,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::Session;
 use crate::runtime::Info;
 
-/// The name a server gives command `cmd` in PROCESSLIST.
-pub(super) fn command_name(cmd: u8) -> &'static str {
-    match cmd {
-        com::QUERY => "Query",
-        com::INIT_DB => "Init DB",
-        com::FIELD_LIST => "Field List",
-        com::STATISTICS => "Statistics",
-        com::PROCESS_KILL => "Kill",
-        com::PING => "Ping",
-        com::CHANGE_USER => "Change user",
-        com::STMT_PREPARE => "Prepare",
-        com::STMT_EXECUTE => "Execute",
-        com::STMT_SEND_LONG_DATA => "Long Data",
-        com::STMT_CLOSE => "Close stmt",
-        com::STMT_RESET => "Reset stmt",
-        com::SET_OPTION => "Set option",
-        com::STMT_FETCH => "Fetch",
-        com::RESET_CONNECTION => "Reset connection",
-        com::QUIT => "Quit",
-        _ => "Query",
-    }
-}
-
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Publish that command `payload` starts (for PROCESSLIST).
     pub(super) fn begin_command(&mut self, payload: &Bytes) {
@@ -53,6 +30,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .map(|s| Info::Prepared(s.live.clone().unwrap_or_else(|| s.sql.clone()))),
             _ => None,
         };
-        self.b.handle.begin(command_name(cmd), info);
+        self.b
+            .handle
+            .begin(crate::exec::processlist::command_name(cmd), info);
     }
 }

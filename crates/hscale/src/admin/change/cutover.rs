@@ -17,10 +17,76 @@ pub(super) async fn cut_over(
         return Err(wrong("a change without a move"));
     };
     let epoch = rs[0].epoch;
-    // Everything that can be done before writes wait is done first: the
-    // new dictionary's rows (committed after the rename unless another
-    // change moved the version on meanwhile).
     let mut apply = apply;
+    let prepared = enter_cutover(ctx, worker, rs, id, epoch, &mut apply).await?;
+    let pause = std::time::Instant::now();
+    tracing::debug!(operation = id, "rename");
+    rename_sources(ctx, worker, rs, id).await?;
+    let renamed = pause.elapsed();
+    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_RENAME_MS") {
+        // Tests kill the owner here: the cutover is finished by another proxy.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    // From here on writes to the sources wait for the new dictionary: roll
+    // forward. A failure leaves the journal in 'cutover' for a take-over.
+    let mut entries = 0;
+    for r in rs.iter_mut() {
+        entries += r.replay_final().await?;
+    }
+    let replayed = pause.elapsed();
+    for r in rs.iter_mut() {
+        finish_rows(r).await?;
+    }
+    let finished = pause.elapsed();
+    let mut report = Report {
+        rows,
+        seconds: 0.0,
+        longest_pause_ms: 0,
+    };
+    report.longest_pause_ms = pause.elapsed().as_millis() as u64;
+    commit_prepared_with_journal(ctx, worker, id, epoch, &report, Some(prepared), apply).await?;
+    report.longest_pause_ms = pause.elapsed().as_millis() as u64;
+    // Where the pause went (bench/moves.sh reads it).
+    tracing::debug!(
+        operation = id,
+        rename_ms = ms(renamed),
+        replay_ms = ms(replayed - renamed),
+        entries,
+        finish_ms = ms(finished - replayed),
+        commit_ms = ms(pause.elapsed() - finished),
+        "cutover steps"
+    );
+    let shared = &ctx.metrics.shared;
+    shared.cutover_pauses.fetch_add(1, Ordering::Relaxed);
+    shared
+        .cutover_pause_us
+        .fetch_add(pause.elapsed().as_micros() as u64, Ordering::Relaxed);
+    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_COMMIT_MS") {
+        // Tests kill the owner here: another proxy cleans up.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    clean_up(ctx, worker, rs, id, started, &mut report).await;
+    tracing::info!(
+        operation = id,
+        rows,
+        pause_ms = report.longest_pause_ms,
+        "partition change done"
+    );
+    Ok(report)
+}
+
+/// Before writes wait: every source's rename prepared and the new
+/// dictionary's rows (committed after the rename unless another change
+/// moved the version on meanwhile), the cleanup owed and the journal in
+/// 'cutover'. A failure undoes the change.
+async fn enter_cutover(
+    ctx: &Context,
+    worker: usize,
+    rs: &mut [Running<'_>],
+    id: u64,
+    epoch: u64,
+    apply: &mut impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<(u64, Vec<String>), ProxyError> {
     let mut prepared = Ok(());
     for r in rs.iter_mut() {
         if prepared.is_ok() {
@@ -28,7 +94,7 @@ pub(super) async fn cut_over(
         }
     }
     let prepared = match prepared {
-        Ok(()) => prepare_commit(ctx, worker, &mut apply).await,
+        Ok(()) => prepare_commit(ctx, worker, apply).await,
         Err(e) => Err(e),
     };
     let prepared = match prepared {
@@ -49,8 +115,17 @@ pub(super) async fn cut_over(
         abandon_all(ctx, worker, rs, &e).await;
         return Err(e);
     }
-    let pause = std::time::Instant::now();
-    tracing::debug!(operation = id, "rename");
+    Ok(prepared)
+}
+
+/// Every source is renamed, or none: a failure names the renamed ones
+/// back and undoes the change.
+async fn rename_sources(
+    ctx: &Context,
+    worker: usize,
+    rs: &mut [Running<'_>],
+    id: u64,
+) -> Result<(), ProxyError> {
     // Every source is renamed, or none: a later one that cannot be renamed
     // has the earlier ones renamed back before the change is undone.
     // A rename that failed may have happened all the same (its answer
@@ -100,49 +175,20 @@ pub(super) async fn cut_over(
             }
         }
     }
-    let renamed = pause.elapsed();
-    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_RENAME_MS") {
-        // Tests kill the owner here: the cutover is finished by another proxy.
-        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-    }
-    // From here on writes to the sources wait for the new dictionary: roll
-    // forward. A failure leaves the journal in 'cutover' for a take-over.
-    let mut entries = 0;
-    for r in rs.iter_mut() {
-        entries += r.replay_final().await?;
-    }
-    let replayed = pause.elapsed();
-    for r in rs.iter_mut() {
-        finish_rows(r).await?;
-    }
-    let finished = pause.elapsed();
-    let mut report = Report {
-        rows,
-        seconds: 0.0,
-        longest_pause_ms: 0,
-    };
-    report.longest_pause_ms = pause.elapsed().as_millis() as u64;
-    commit_prepared_with_journal(ctx, worker, id, epoch, &report, Some(prepared), apply).await?;
-    report.longest_pause_ms = pause.elapsed().as_millis() as u64;
-    // Where the pause went (bench/moves.sh reads it).
-    tracing::debug!(
-        operation = id,
-        rename_ms = ms(renamed),
-        replay_ms = ms(replayed - renamed),
-        entries,
-        finish_ms = ms(finished - replayed),
-        commit_ms = ms(pause.elapsed() - finished),
-        "cutover steps"
-    );
-    let shared = &ctx.metrics.shared;
-    shared.cutover_pauses.fetch_add(1, Ordering::Relaxed);
-    shared
-        .cutover_pause_us
-        .fetch_add(pause.elapsed().as_micros() as u64, Ordering::Relaxed);
-    if let Some(ms) = test_pause("HSCALE_TEST_PAUSE_AFTER_COMMIT_MS") {
-        // Tests kill the owner here: another proxy cleans up.
-        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-    }
+    Ok(())
+}
+
+/// After the commit: the change's leftovers removed (a retiring source
+/// too), its time taken, and the journal told the longest pause and
+/// whether a cleanup is still owed.
+async fn clean_up(
+    ctx: &Context,
+    worker: usize,
+    rs: &mut [Running<'_>],
+    id: u64,
+    started: std::time::Instant,
+    report: &mut Report,
+) {
     let mut is_clean = true;
     for r in rs.iter_mut() {
         is_clean &= r.clean_up().await;
@@ -163,13 +209,6 @@ pub(super) async fn cut_over(
         ),
     )
     .await;
-    tracing::info!(
-        operation = id,
-        rows,
-        pause_ms = report.longest_pause_ms,
-        "partition change done"
-    );
-    Ok(report)
 }
 
 /// Give move `r`'s source its name back if the cutover renamed it (a later

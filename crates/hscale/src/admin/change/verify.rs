@@ -94,22 +94,7 @@ pub(super) async fn verify(
             copied,
         });
     }
-    // The destinations as the copy left them: snapshots taken before any
-    // replay writes them (the caller runs none before this).
-    let mut dst_snaps = Vec::with_capacity(sides.len());
-    for side in &sides {
-        let mut dst_snap = conn(ctx, worker, side.backend).await?;
-        dst_snap.is_broken = true;
-        // Its transaction holds the copy's metadata lock: a take-over kills it.
-        register(ctx, worker, r.id, r.epoch, side.backend, &mut dst_snap).await?;
-        let mut statements = copy_session();
-        statements.extend([
-            "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
-            "START TRANSACTION WITH CONSISTENT SNAPSHOT".to_string(),
-        ]);
-        exec(&mut dst_snap, &statements).await?;
-        dst_snaps.push(dst_snap);
-    }
+    let mut dst_snaps = snapshots(ctx, worker, r, &sides).await?;
     // Summed as a whole first; per range only when the totals differ (a
     // damaged copy), in the same snapshots: the clean case is one cheaper
     // scan per side (no per-row bucket, no grouping).
@@ -193,44 +178,84 @@ pub(super) async fn verify(
         if differing.is_empty() {
             continue;
         }
-        tracing::warn!(
-            operation = r.id,
-            side = i,
-            ranges = differing.len(),
-            "the copy differs from the source in some ranges; copying them again"
-        );
-        let list = differing
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
-        let into_q = qualified(&m.db, &side.table);
-        let writer = match (i, r.rest.as_mut()) {
-            (0, _) => &mut r.dst,
-            (_, Some(rest)) => rest,
-            (_, None) => return Err(wrong("a split's rest has no connection")),
-        };
-        exec(
-            writer,
-            &[
-                "BEGIN".to_string(),
-                format!(
-                    "DELETE FROM {into_q} WHERE {bucket} IN ({list}) AND {}",
-                    side.written
-                ),
-            ],
-        )
-        .await?;
-        let select = format!(
-            "SELECT {} FROM {} WHERE {} AND {bucket} IN ({list})",
-            r.columns,
-            qualified(&m.db, &src_name),
-            side.filter
-        );
-        v.rows += stream_rows(&mut r.src, &select, writer, &into_q, true).await?;
-        exec(writer, &["COMMIT".to_string()]).await?;
+        v.rows += recopy(r, i, side, &differing, &bucket, &src_name).await?;
     }
     Ok(v)
+}
+
+/// The destinations as the copy left them: snapshots taken before any
+/// replay writes them (the caller runs none before this).
+async fn snapshots(
+    ctx: &Context,
+    worker: usize,
+    r: &Running<'_>,
+    sides: &[Side],
+) -> Result<Vec<crate::backend::PooledConn>, ProxyError> {
+    let mut dst_snaps = Vec::with_capacity(sides.len());
+    for side in sides {
+        let mut dst_snap = conn(ctx, worker, side.backend).await?;
+        dst_snap.is_broken = true;
+        // Its transaction holds the copy's metadata lock: a take-over kills it.
+        register(ctx, worker, r.id, r.epoch, side.backend, &mut dst_snap).await?;
+        let mut statements = copy_session();
+        statements.extend([
+            "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
+            "START TRANSACTION WITH CONSISTENT SNAPSHOT".to_string(),
+        ]);
+        exec(&mut dst_snap, &statements).await?;
+        dst_snaps.push(dst_snap);
+    }
+    Ok(dst_snaps)
+}
+
+/// Copy the ranges `differing` of side `i` again from the source, in one
+/// transaction on its destination; the rows copied.
+async fn recopy(
+    r: &mut Running<'_>,
+    i: usize,
+    side: &Side,
+    differing: &[u32],
+    bucket: &str,
+    src_name: &str,
+) -> Result<u64, ProxyError> {
+    let m = r.m;
+    tracing::warn!(
+        operation = r.id,
+        side = i,
+        ranges = differing.len(),
+        "the copy differs from the source in some ranges; copying them again"
+    );
+    let list = differing
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let into_q = qualified(&m.db, &side.table);
+    let writer = match (i, r.rest.as_mut()) {
+        (0, _) => &mut r.dst,
+        (_, Some(rest)) => rest,
+        (_, None) => return Err(wrong("a split's rest has no connection")),
+    };
+    exec(
+        writer,
+        &[
+            "BEGIN".to_string(),
+            format!(
+                "DELETE FROM {into_q} WHERE {bucket} IN ({list}) AND {}",
+                side.written
+            ),
+        ],
+    )
+    .await?;
+    let select = format!(
+        "SELECT {} FROM {} WHERE {} AND {bucket} IN ({list})",
+        r.columns,
+        qualified(&m.db, src_name),
+        side.filter
+    );
+    let rows = stream_rows(&mut r.src, &select, writer, &into_q, true).await?;
+    exec(writer, &["COMMIT".to_string()]).await?;
+    Ok(rows)
 }
 
 /// One destination a verification compares with the source.

@@ -90,7 +90,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // Inside a transaction the parts run on its branches, one at a
         // time and each read to its end (one connection per backend), and
         // shipped tables are copied from the branches (`ship.rs`).
-        self.ship_setup = std::sync::Arc::new(Vec::new());
+        self.ship_setup = None;
         self.ship_cleanup = None;
         if !plan.ship.is_empty() && self.b.is_read_only_transaction() {
             return Err(ProxyError::Unsupported {
@@ -113,7 +113,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .collect();
         if !plan.ship.is_empty() {
             match self.ship_statements(&plan.ship).await {
-                Ok(s) => self.ship_setup = std::sync::Arc::new(s),
+                Ok(s) => self.ship_setup = Some(std::sync::Arc::new(s)),
                 Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
                     return Err(ProxyError::StaleRoute { err })
                 }
@@ -211,7 +211,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }
         }
         let setup = self.ship_setup.clone();
-        for statement in setup.iter() {
+        for statement in setup.as_deref().into_iter().flatten() {
             // Never reused (it holds temporary tables), unless it is a
             // transaction's branch: it drops them after the part.
             conn.is_broken |= self.ship_cleanup.is_none();
@@ -257,7 +257,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut part = Part::started(conn, running);
         part.branches = super::conditions::union_branches(target);
         part.fragment = Some(fragment);
-        if !setup.is_empty() {
+        if setup.as_ref().is_some_and(|s| !s.is_empty()) {
             part.cleanup = self.ship_cleanup.clone();
             part.holds_copies = self.ship_cleanup.is_none();
         }

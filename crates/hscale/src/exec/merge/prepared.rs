@@ -111,7 +111,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             return self.write_server_error(1, &err).await;
         }
         let setup = self.ship_setup.clone();
-        for statement in setup.iter() {
+        for statement in setup.as_deref().into_iter().flatten() {
             conn.is_broken = true; // never reused: it holds temporary tables
             if let Err(err) = conn
                 .command(&BackendConn::payload_for_query(statement))

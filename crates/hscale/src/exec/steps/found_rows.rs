@@ -4,7 +4,7 @@
 //! (a COUNT(*) merged over the partitions), then the SELECT run without
 //! SQL_CALC_FOUND_ROWS; FOUND_ROWS() answers the count
 //! (`StatementNote::found_rows`, kept by `exec/last_statement.rs`; the
-//! session runs the SELECT, `session/query.rs::calc_found_rows`).
+//! executor runs the SELECT, `exec/entry.rs::calc_found_rows`).
 //!
 //! The count and the SELECT are two reads: inside a transaction they see
 //! the same snapshot; in autocommit a write committed between them can

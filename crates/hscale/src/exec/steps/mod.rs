@@ -1,7 +1,8 @@
 //! Statements the proxy runs in steps of its own before (or instead of)
 //! the client's plan: a read it makes for itself into the row sink
-//! (`sink::read`), then what the client gets. The session decides which
-//! form a statement has (`session/query.rs`) and calls one of these.
+//! (`sink::read`), then what the client gets. The executor's entry
+//! decides which form a statement has (`exec/entry.rs`) and calls one of
+//! these.
 //!
 //! | file | runs |
 //! |---|---|

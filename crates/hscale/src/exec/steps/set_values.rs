@@ -12,6 +12,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use hscale_route::BackendId;
+
 use crate::error::ProxyError;
 use crate::exec::sink::{self, Answer};
 use crate::exec::Bindings;
@@ -90,6 +92,32 @@ fn literal(v: Option<&[u8]>) -> Option<String> {
     text.bytes()
         .all(|c| (b' '..=b'~').contains(&c) && c != b'\'' && c != b'\\')
         .then(|| format!("'{text}'"))
+}
+
+impl Bindings {
+    /// After a `SET GLOBAL` of wait_timeout or interactive_timeout: the
+    /// main backend's values, which sessions starting later take
+    /// (`Context::global_wait_timeout`). Unread, the earlier ones stay.
+    pub async fn read_global_timeouts(&self) {
+        let pool = self.ctx.pool(self.worker, BackendId::MAIN).clone();
+        let Ok(mut conn) = pool.get(false).await else {
+            return;
+        };
+        let r = conn
+            .query_rows("SELECT @@global.wait_timeout, @@global.interactive_timeout")
+            .await;
+        if let Ok(Ok(rows)) = r {
+            let row = rows.strings().into_iter().next().unwrap_or_default();
+            let secs = |i: usize| {
+                row.get(i)
+                    .cloned()
+                    .flatten()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            self.ctx.set_global_timeouts(secs(0), secs(1));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,28 +3,34 @@
 //! target's statement; KILL CONNECTION also ends the target session.
 
 use hscale_sql::KillStatement;
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::Session;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
+use crate::exec::Bindings;
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
-    pub(super) async fn kill(&mut self, k: KillStatement) -> Result<(), ProxyError> {
+impl Bindings {
+    /// Kill statement `k` of the session of `user` (`is_admin`: any
+    /// user's); the caller answers the OK.
+    pub async fn kill(
+        &mut self,
+        k: KillStatement,
+        user: &str,
+        is_admin: bool,
+    ) -> Result<(), ProxyError> {
         let target = u32::try_from(k.id)
             .ok()
-            .and_then(|id| self.b.ctx.session(id))
+            .and_then(|id| self.ctx.session(id))
             .ok_or(ProxyError::NoSuchThread(k.id))?;
         let owner = target
             .user
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        if !self.info.is_admin && owner != self.info.user {
+        if !is_admin && owner != user {
             return Err(ProxyError::KillDenied(k.id));
         }
         for (backend, thread) in target.running() {
-            let mut conn = self.b.ctx.pool(self.b.worker, backend).get(false).await?;
+            let mut conn = self.ctx.pool(self.worker, backend).get(false).await?;
             // Check again right before killing: the statement may have
             // finished and its connection gone to another session.
             if target.is_running((backend, thread)) {
@@ -34,7 +40,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         }
         tracing::info!(
-            connection_id = self.b.connection_id,
+            connection_id = self.connection_id,
             target = k.id,
             query_only = k.is_query_only,
             "kill"
@@ -44,6 +50,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         } else {
             target.kill();
         }
-        self.write_ok(1).await
+        Ok(())
     }
 }
