@@ -17,6 +17,7 @@ mod cancel;
 mod change;
 mod drop_partition;
 mod explain;
+mod failover;
 pub mod figures;
 mod move_partition;
 mod online_alter;
@@ -159,6 +160,12 @@ pub async fn execute(
         }
         AdminCommand::Explain { statement } => {
             explain::run(ctx, worker, session_db, &statement).await
+        }
+        AdminCommand::Switchover { backend, replica } => {
+            let backend = backend
+                .resolve(&backend_names(ctx))
+                .map_err(|e| wrong(e.to_string()))?;
+            failover::switchover(ctx, worker, backend, &replica).await
         }
     }
 }

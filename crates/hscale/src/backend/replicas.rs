@@ -22,7 +22,8 @@
 //! ```
 //! Pools open no connection before a read uses them (`min_connections`
 //! 0); the monitor's own connection is the proxy account's pool's.
-//! Failover (promoting a replica) is not here yet (issue 34 item 3).
+//! Switchover and failover (promoting a replica) are `admin/failover.rs`;
+//! after one, `follow_primary` re-points the replicas.
 
 use hscale_route::BackendId;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -219,6 +220,42 @@ impl Replicas {
             .filter(|&r| self.list[r].state.is_usable())
             .map(|r| &self.pools[worker][identity * self.list.len() + r])
             .find(|p| p.is_reachable())
+    }
+
+    /// Where replica `r` is now (after a switchover, maybe the old primary).
+    pub fn address(&self, r: usize) -> String {
+        self.own_pool(0, r).address()
+    }
+
+    /// `backend`'s primary is `primary` now: its replicas are the other
+    /// servers of its set, in the config's order
+    /// (`backend::addresses::others`); a replica that moves is not used
+    /// until the monitor has looked at its new server.
+    pub fn follow_primary(&self, backend: BackendId, config_primary: &str, primary: &str) {
+        let Some(mine) = self.of_backend.get(backend.index()) else {
+            return;
+        };
+        let configured: Vec<&str> = mine
+            .iter()
+            .map(|&r| self.list[r].address.as_str())
+            .collect();
+        let Some(others) = crate::backend::addresses::others(config_primary, &configured, primary)
+        else {
+            return;
+        };
+        for (&r, address) in mine.iter().zip(others) {
+            let replica = &self.list[r];
+            let to = (address != replica.address).then(|| address.to_string());
+            if self.own_pool(0, r).watch.set_address(to) {
+                replica.state.record(
+                    &replica.name,
+                    None,
+                    Some(format!(
+                        "moved to {address} (the backend's primary moved); not looked at yet"
+                    )),
+                );
+            }
+        }
     }
 
     /// Worker `worker`'s pools of every replica, every identity.
