@@ -100,16 +100,12 @@ pub(super) async fn switchover(
                 CATCH_UP.as_secs()
             )));
         }
-        exec(
-            &mut b,
-            &[
-                "STOP SLAVE".into(),
-                "RESET SLAVE ALL".into(),
-                "SET GLOBAL read_only = 0".into(),
-            ],
-        )
-        .await?;
-        commit_address(ctx, worker, &cfg.name, replica, "switchover").await
+        exec(&mut b, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
+        let version = commit_address(ctx, worker, &cfg.name, replica, "switchover").await?;
+        // Writable once the dictionary names it (the replica monitors
+        // make a server that does not replicate read-only until then).
+        exec(&mut b, &["SET GLOBAL read_only = 0".into()]).await?;
+        Ok(version)
     }
     .await;
     let version = match promoted {
@@ -398,4 +394,192 @@ async fn replicate_from(
     ));
     sql.push("START SLAVE".into());
     exec(c, &sql).await
+}
+
+/// The failover watch (`[proxy] failover_after_ms` > 0, worker 0 of every
+/// proxy): every health-check interval, each backend other than the main
+/// one whose primary has been found down (`BackendWatch::down_since_ms`:
+/// a connect or a ping failed, or it stopped answering) for at least the
+/// bound is failed over ([`failover`]) by the proxy that takes its switch
+/// lock; the others find the dictionary moved. Ends with the proxy.
+pub async fn watch(ctx: std::sync::Weak<Context>, worker: usize) {
+    loop {
+        let Some(c) = ctx.upgrade() else { return };
+        let after = c.config.proxy.failover_after_ms;
+        let every = std::time::Duration::from_millis(
+            c.config
+                .proxy
+                .health_check_interval_ms
+                .clamp(50, after.max(50)),
+        );
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        for b in c.backend_ids().skip(1) {
+            if c.config.backends[b.index()].replicas.is_empty() {
+                continue;
+            }
+            let pool = c.pool(worker, b);
+            let Some(since) = pool.watch.down_since_ms() else {
+                continue;
+            };
+            if now_ms.saturating_sub(since) < after {
+                continue;
+            }
+            let down = pool.address();
+            match failover(&c, worker, b, &down).await {
+                Ok(Some(info)) => {
+                    tracing::warn!(backend = %c.config.backends[b.index()].name, info, "failover")
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(backend = %c.config.backends[b.index()].name, error = %e, "failover failed")
+                }
+            }
+        }
+        drop(c);
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Replace `backend`'s primary `down`, found down for
+/// `failover_after_ms`, by its most advanced replica:
+///
+/// ```text
+///  switch lock (or another proxy is at it: nothing to do)
+///  the dictionary read again: already moved → nothing to do
+///  `down` probed once more: it answers → nothing to do
+///  each replica: STOP SLAVE IO_THREAD, apply what it received
+///    (MASTER_GTID_WAIT(Gtid_IO_Pos)), its position read
+///  the one with the highest position: STOP SLAVE, RESET SLAVE ALL,
+///    read_only = 0; named in the dictionary (one change)
+///  the other replicas: replicas of it
+/// ```
+/// With semi-synchronous replication every write the old primary
+/// acknowledged reached a replica's relay log, so the most advanced
+/// replica has it. The old primary, when it returns, is found by the
+/// replica monitor (not a replica, writable) and made read-only; no
+/// proxy routes to it, since the dictionary no longer names it.
+/// `Ok(None)`: nothing was done.
+pub(super) async fn failover(
+    ctx: &Context,
+    worker: usize,
+    backend: BackendId,
+    down: &str,
+) -> Result<Option<String>, ProxyError> {
+    let cfg = &ctx.config.backends[backend.index()];
+    let _admin = ctx.partitioning.admin_lock.lock().await;
+    let Ok(_lock) = fleet_lock(ctx, worker, &cfg.name).await else {
+        return Ok(None);
+    };
+    reload(ctx, worker).await?;
+    let pool = ctx.pool(worker, backend).clone();
+    if pool.address() != down {
+        return Ok(None);
+    }
+    if pool.connect_to(down).await.is_ok() {
+        pool.watch.note_up();
+        return Ok(None);
+    }
+    let servers: Vec<&str> = std::iter::once(cfg.address.as_str())
+        .chain(cfg.replicas.iter().map(String::as_str))
+        .filter(|s| *s != down)
+        .collect();
+    let mut candidates = Vec::new();
+    for s in &servers {
+        match caught_up(&pool, s).await {
+            Ok((conn, pos)) => candidates.push((*s, conn, pos)),
+            Err(e) => tracing::warn!(replica = s, error = %e, "failover: replica left out"),
+        }
+    }
+    let Some(best) = (0..candidates.len()).max_by_key(|&i| gtid_rank(&candidates[i].2)) else {
+        return Err(ProxyError::Refused(format!(
+            "backend '{}': no replica of it answers; its primary {down} stays",
+            cfg.name
+        )));
+    };
+    let (chosen, mut conn, pos) = candidates.swap_remove(best);
+    exec(&mut conn, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
+    let version = commit_address(ctx, worker, &cfg.name, chosen, "failover").await?;
+    // Writable once the dictionary names it (see `switchover`).
+    exec(&mut conn, &["SET GLOBAL read_only = 0".into()]).await?;
+    reload(ctx, worker).await?;
+    let mut notes = Vec::new();
+    for (other, mut c, _) in candidates {
+        if let Err(e) = replicate_from(&mut c, chosen, cfg, None).await {
+            notes.push(format!("replica {other} was not repointed: {e}"));
+        }
+    }
+    let stale = await_fleet(ctx, worker, version).await;
+    let mut info = format!(
+        "backend '{}': primary {chosen} (position {pos}) in place of {down}, down for {} ms or more; dictionary version {version}",
+        cfg.name, ctx.config.proxy.failover_after_ms
+    );
+    if stale > 0 {
+        info.push_str(&format!("; {stale} proxy(ies) had not loaded it yet"));
+    }
+    for n in notes {
+        info.push_str("; ");
+        info.push_str(&n);
+    }
+    Ok(Some(info))
+}
+
+/// A replica of a primary that is down: its I/O thread stopped, what it
+/// received applied; the connection and its position (`Gtid_IO_Pos`, what
+/// it received, which is what it has now).
+async fn caught_up(
+    pool: &crate::backend::Pool,
+    address: &str,
+) -> Result<(BackendConn, String), ProxyError> {
+    let mut c = pool.connect_to(address).await?;
+    exec(&mut c, &["STOP SLAVE IO_THREAD".into()]).await?;
+    let sql = "SHOW SLAVE STATUS";
+    let status = c
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(&c, sql, e))?;
+    let at = status
+        .columns
+        .iter()
+        .position(|col| col.name.eq_ignore_ascii_case("Gtid_IO_Pos"));
+    let received = status
+        .strings()
+        .into_iter()
+        .next()
+        .and_then(|r| at.and_then(|i| r.get(i).cloned().flatten()))
+        .ok_or_else(|| ProxyError::Refused(format!("{address} is not a replica")))?;
+    let wait = format!(
+        "SELECT MASTER_GTID_WAIT({}, {})",
+        quote_str(&received),
+        CATCH_UP.as_secs()
+    );
+    if one(&mut c, &wait).await?.as_deref() != Some("0") {
+        return Err(ProxyError::Refused(format!(
+            "{address} did not apply what it received ({received}) within {} s",
+            CATCH_UP.as_secs()
+        )));
+    }
+    Ok((c, received))
+}
+
+/// How far a GTID position (`domain-server-seq,...`) is: the sum of its
+/// domains' sequence numbers (replicas of one primary share its domains).
+fn gtid_rank(pos: &str) -> u64 {
+    pos.split(',')
+        .filter_map(|g| g.trim().rsplit('-').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gtid_rank;
+
+    #[test]
+    fn positions_compare_by_sequence() {
+        assert!(gtid_rank("0-1-120") > gtid_rank("0-1-119"));
+        assert!(gtid_rank("0-2-121") > gtid_rank("0-1-120"));
+        assert_eq!(gtid_rank(""), 0);
+        assert_eq!(gtid_rank("0-1-5,1-1-7"), 12);
+    }
 }

@@ -42,6 +42,7 @@ use crate::partition::store;
 use crate::runtime::Context;
 
 pub use change::takeover::take_over;
+pub use failover::watch as failover_watch;
 pub use schema::{show_create, show_tables};
 pub use table_ddl::drop_global;
 pub use table_ddl::{drop_table, forget_database, rename_table};
