@@ -193,6 +193,23 @@ async fn assert_replicating(primary: u16, replica: u16) {
     assert_eq!(ro, 1, "a replica is read-only");
 }
 
+/// `sw.t` (id, k, v), partitioned by k: p1 (value 1) on shard1; made
+/// once, whichever test runs first.
+async fn set_up(admin: &mut mysql_async::Conn) {
+    let parts: Vec<mysql_async::Row> = admin.query("HSCALE SHOW PARTITIONS").await.unwrap();
+    if !parts.is_empty() {
+        return;
+    }
+    for sql in [
+        "CREATE DATABASE sw",
+        "CREATE TABLE sw.t (id BIGINT, k INT, v INT, PRIMARY KEY (id, k))",
+        "HSCALE SETUP_TABLE('sw.t', 'k', 't_default', 'shard0', 'NONE()')",
+        "HSCALE ADD_PARTITION('sw.t', 'p1', '1', 'shard1')",
+    ] {
+        admin.query_drop(sql).await.unwrap();
+    }
+}
+
 /// The example: `HSCALE SWITCHOVER(backend, replica)` while two
 /// proxies write to the backend's partition; every acknowledged row is on
 /// the new primary, the old primary is its replica, and both proxies
@@ -205,21 +222,15 @@ async fn switchover_under_writes_through_two_proxies_loses_nothing() {
     let p2 = hscale::RunningProxy::start(config(ports), "127.0.0.1:0").unwrap();
     let proxies = [p1.addr.port(), p2.addr.port()];
     let mut admin = connect(proxies[0]).await;
-    for sql in [
-        "CREATE DATABASE sw",
-        "CREATE TABLE sw.t (id BIGINT, k INT, v INT, PRIMARY KEY (id, k))",
-        "HSCALE SETUP_TABLE('sw.t', 'k', 't_default', 'shard0', 'NONE()')",
-        "HSCALE ADD_PARTITION('sw.t', 'p1', '1', 'shard1')",
-    ] {
-        admin.query_drop(sql).await.unwrap();
-    }
+    set_up(&mut admin).await;
     let addr = |p: u16| format!("127.0.0.1:{p}");
-    assert_eq!(primary_of_shard1(&mut admin).await, addr(ports[1]));
+    let (first, second) = if primary_of_shard1(&mut admin).await == addr(ports[1]) {
+        (ports[1], ports[2])
+    } else {
+        (ports[2], ports[1])
+    };
 
-    for (round, (from, to)) in [(ports[1], ports[2]), (ports[2], ports[1])]
-        .into_iter()
-        .enumerate()
-    {
+    for (round, (from, to)) in [(first, second), (second, first)].into_iter().enumerate() {
         // Writers: two per proxy, each its own ids, k = 1 (shard1).
         let stop = Arc::new(AtomicBool::new(false));
         let acked = Arc::new(Mutex::new(Vec::<i64>::new()));
@@ -346,4 +357,62 @@ async fn switchover_refusals() {
         let e = c.query_drop(&sql).await.unwrap_err();
         assert_eq!(code(&e), want, "{sql}: {e}");
     }
+}
+
+/// A transaction that wrote on the old primary and is still open when
+/// the switchover starts is not committed anywhere: its connection is
+/// killed with the old primary's clients, its COMMIT fails, and its row
+/// is on neither server. (Switched there and back.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_open_transaction_on_the_old_primary_is_not_committed() {
+    let _serial = SERIAL.lock().await;
+    let ports = servers().await;
+    let p = hscale::RunningProxy::start(config(ports), "127.0.0.1:0").unwrap();
+    let port = p.addr.port();
+    let mut admin = connect(port).await;
+    set_up(&mut admin).await;
+    let addr = |p: u16| format!("127.0.0.1:{p}");
+    let primary = primary_of_shard1(&mut admin).await;
+    let (from, to) = if primary == addr(ports[1]) {
+        (ports[1], ports[2])
+    } else {
+        (ports[2], ports[1])
+    };
+    let mut t = connect(port).await;
+    t.query_drop("BEGIN").await.unwrap();
+    t.query_drop("INSERT INTO sw.t (id, k, v) VALUES (900000001, 1, 0)")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    admin
+        .query_drop(format!("HSCALE SWITCHOVER('shard1', '{}')", addr(to)))
+        .await
+        .unwrap();
+    println!(
+        "switchover beside an open transaction: {} ms",
+        started.elapsed().as_millis()
+    );
+    assert!(t.query_drop("COMMIT").await.is_err(), "the COMMIT fails");
+    for port in [from, to] {
+        assert_replicating(to, from).await;
+        let mut c = server(port).await;
+        let table = physical(&mut c).await;
+        let n: i64 = c
+            .query_first(format!(
+                "SELECT COUNT(*) FROM sw.{table} WHERE id = 900000001"
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 0, "the open transaction's row on {port}");
+    }
+    // Back as it was, and writable through the proxy.
+    admin
+        .query_drop(format!("HSCALE SWITCHOVER('shard1', '{}')", addr(from)))
+        .await
+        .unwrap();
+    admin
+        .query_drop("INSERT INTO sw.t (id, k, v) VALUES (900000002, 1, 0)")
+        .await
+        .unwrap();
 }
