@@ -204,9 +204,16 @@ pub fn missing_table(err: &ErrPacket) -> Option<(String, String)> {
 }
 
 /// The periodic reload: skipped while an admin command on this proxy is
-/// changing the dictionary (it reloads and swaps itself).
+/// changing the dictionary (it reloads and swaps itself), all but the
+/// backends' addresses.
 pub async fn reload_if_idle(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
     let Ok(_g) = ctx.partitioning.admin_lock.try_lock() else {
+        // The backends' primaries still follow the dictionary: a long
+        // partition change must not keep this proxy writing to a primary
+        // that a switchover or failover replaced.
+        let mut c = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+        let addresses = store::addresses(&mut c).await?;
+        apply_addresses(ctx, &addresses);
         return Ok(());
     };
     reload(ctx, worker).await.map(|_| ())
