@@ -218,6 +218,15 @@ pub struct ProxyConfig {
     /// STATUS`), in milliseconds: a replica that stops or falls behind is
     /// left within this long.
     pub replica_check_interval_ms: u64,
+    /// Automatic failover (`admin/failover.rs`): a backend's primary
+    /// found down (no connect, no reply) for this long, in milliseconds,
+    /// is replaced by its most advanced replica, by one proxy of the
+    /// fleet. 0 (the default): off. Off by default because a failover
+    /// without semi-synchronous replication can lose writes the old
+    /// primary acknowledged and had not sent to any replica, and because
+    /// a bound shorter than a server's restart turns every restart into a
+    /// failover: the operator turns it on knowing both.
+    pub failover_after_ms: u64,
 }
 
 impl Default for ProxyConfig {
@@ -264,6 +273,7 @@ impl Default for ProxyConfig {
             proxy_forget_after_ms: 3_600_000,
             replica_max_lag_ms: 1_000,
             replica_check_interval_ms: 250,
+            failover_after_ms: 0,
         }
     }
 }

@@ -51,6 +51,10 @@ enum Command {
         /// config's `[[backends]] replicas`.
         #[arg(long, default_value_t = 0)]
         replicas: usize,
+        /// `[proxy] failover_after_ms` of the playground's proxy (0: no
+        /// automatic failover).
+        #[arg(long, default_value_t = 0)]
+        failover_after_ms: u64,
     },
 }
 
@@ -99,6 +103,7 @@ fn main() -> std::process::ExitCode {
             buffer_pool_mb,
             server_options,
             replicas,
+            failover_after_ms,
         } => {
             hscale::logging::init("warn");
             match hscale::playground::run_playground(
@@ -109,7 +114,7 @@ fn main() -> std::process::ExitCode {
                 copy_rows_per_s,
                 buffer_pool_mb,
                 server_options,
-                replicas,
+                (replicas, failover_after_ms),
             ) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(e) => {

@@ -47,6 +47,9 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
             worker,
         ));
     }
+    if worker == 0 && !ctx.replicas.is_empty() && ctx.config.proxy.failover_after_ms > 0 {
+        tokio::spawn(crate::admin::failover_watch(Arc::downgrade(ctx), worker));
+    }
     if worker == 0 {
         tokio::spawn(crate::fleet::serve(Arc::downgrade(ctx), worker));
         tokio::spawn(crate::admin::auto_partition::serve(

@@ -590,6 +590,31 @@ async fn the_playground_starts_a_replica_per_backend() {
     }
     let id: u32 = c.query_first("SELECT @@server_id").await.unwrap().unwrap();
     assert_eq!(id, 101, "shard0's replica answers");
+    // Its replicas keep binary logs: shard1's can become its primary (the
+    // demo's switchover), and the old primary its replica.
+    c.query_drop("SET hscale_read_from = 'primary'")
+        .await
+        .unwrap();
+    let replica = cluster.config.backends[1].replicas[0].clone();
+    c.query_drop(format!("HSCALE SWITCHOVER('shard1', '{replica}')"))
+        .await
+        .unwrap();
+    let rows: Vec<BackendRow> = c.query("HSCALE SHOW BACKENDS").await.unwrap();
+    let shard1: Vec<(&str, &str)> = rows
+        .iter()
+        .filter(|r| r.0.starts_with("shard1"))
+        .map(|r| (r.0.as_str(), r.1.as_str()))
+        .collect();
+    assert_eq!(
+        shard1,
+        [
+            ("shard1", replica.as_str()),
+            (
+                "shard1/replica1",
+                cluster.config.backends[1].address.as_str()
+            )
+        ]
+    );
     drop(c);
     tokio::task::spawn_blocking(move || drop(cluster))
         .await

@@ -6,6 +6,7 @@
 //! HSCALE DROP_PARTITION('table', 'partition')
 //! HSCALE MOVE_PARTITION('table', 'partition', 'backend')
 //! HSCALE CANCEL_OPERATION(id)
+//! HSCALE SWITCHOVER('backend', 'replica address')
 //! HSCALE AUTO_PARTITION('table', 'ROUND_ROBIN' | 'FEWEST_ROWS' | 'OFF')
 //! HSCALE SETUP_GLOBAL_TABLE('table')
 //! HSCALE SHOW PARTITIONS [('table')] | SHOW TABLES | SHOW BACKENDS
@@ -121,11 +122,17 @@ pub enum AdminCommand {
     FlushCache,
     /// The cached tables and this proxy's cache figures.
     ShowCache,
+    /// Make a replica of a backend its primary (maintenance): the old
+    /// primary becomes a replica of it.
+    Switchover {
+        backend: BackendRef,
+        replica: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdminError {
-    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, SHOW PROXIES, SHOW USERS, SHOW CACHE, RESET DIGESTS, CACHE_TABLE, UNCACHE_TABLE, CACHE_STATEMENT, UNCACHE_STATEMENT, FLUSH CACHE, EXPLAIN and RELOAD")]
+    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, SWITCHOVER, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, SHOW PROXIES, SHOW USERS, SHOW CACHE, RESET DIGESTS, CACHE_TABLE, UNCACHE_TABLE, CACHE_STATEMENT, UNCACHE_STATEMENT, FLUSH CACHE, EXPLAIN and RELOAD")]
     UnknownCommand(String),
     #[error("HSCALE {command} takes {expected}, got {got} argument(s)")]
     Arguments {
@@ -417,6 +424,19 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
             })
         }
         "FLUSH" if after.eq_ignore_ascii_case("CACHE") => Ok(AdminCommand::FlushCache),
+        "SWITCHOVER" => {
+            let a = parse_args("SWITCHOVER", after)?;
+            count(
+                "SWITCHOVER",
+                "2 arguments ('backend', 'replica address')",
+                &a,
+                2,
+            )?;
+            Ok(AdminCommand::Switchover {
+                backend: backend_ref(&a[0]),
+                replica: a[1].trim().to_string(),
+            })
+        }
         "SETUP_GLOBAL_TABLE" => {
             let a = parse_args("SETUP_GLOBAL_TABLE", after)?;
             count("SETUP_GLOBAL_TABLE", "1 argument ('table')", &a, 1)?;
@@ -551,6 +571,14 @@ mod tests {
             parse("HSCALE CANCEL_OPERATION(12)").unwrap(),
             AdminCommand::CancelOperation { id: 12 }
         );
+        assert_eq!(
+            parse("HSCALE SWITCHOVER('shard0', '10.0.0.11:3306')").unwrap(),
+            AdminCommand::Switchover {
+                backend: BackendRef::Name("shard0".into()),
+                replica: "10.0.0.11:3306".into()
+            }
+        );
+        assert!(parse("HSCALE SWITCHOVER('shard0')").is_err());
         assert_eq!(
             parse("hscale cancel_operation('7');").unwrap(),
             AdminCommand::CancelOperation { id: 7 }

@@ -18,6 +18,7 @@ mod cancel;
 mod change;
 mod drop_partition;
 mod explain;
+mod failover;
 pub mod figures;
 pub mod kill;
 mod move_partition;
@@ -43,6 +44,7 @@ use crate::partition::store;
 use crate::runtime::Context;
 
 pub use change::takeover::take_over;
+pub use failover::watch as failover_watch;
 pub use schema::{show_create, show_tables};
 pub use show::check_definitions;
 pub use table_ddl::drop_global;
@@ -186,6 +188,12 @@ pub async fn execute(
         AdminCommand::ShowCache => Ok(cache::show(ctx)),
         AdminCommand::Explain { statement } => {
             explain::run(ctx, worker, session_db, &statement).await
+        }
+        AdminCommand::Switchover { backend, replica } => {
+            let backend = backend
+                .resolve(&backend_names(ctx))
+                .map_err(|e| wrong(e.to_string()))?;
+            failover::switchover(ctx, worker, backend, &replica).await
         }
     }
 }

@@ -180,7 +180,7 @@ pub(super) fn backends(ctx: &Context) -> AdminOutput {
             let state = &replica.state;
             rows.push(vec![
                 Some(replica.name.clone()),
-                Some(replica.address.clone()),
+                Some(replicas.address(r)),
                 Some(if up { "up" } else { "down" }.to_string()),
                 Some(open.to_string()),
                 Some(idle.to_string()),
@@ -215,7 +215,8 @@ fn primaries(ctx: &Context) -> AdminOutput {
             }
             vec![
                 Some(b.name.clone()),
-                Some(b.address.clone()),
+                // The dictionary's after a switchover.
+                Some(ctx.pool(0, BackendId::new(i)).address()),
                 Some(if up { "up" } else { "down" }.to_string()),
                 Some(open.to_string()),
                 Some(idle.to_string()),

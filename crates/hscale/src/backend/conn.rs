@@ -110,6 +110,9 @@ pub struct BackendConn {
     /// `BackendWatch::defaults` when this connection's session variables
     /// were last taken from the server's globals (connect or reset).
     pub defaults: u64,
+    /// `BackendWatch::address_generation` when it was opened: one opened
+    /// to an address the backend no longer has is closed at checkout.
+    pub address_generation: u64,
     scramble: [u8; 20],
     statements: HashMap<Arc<[u8]>, BackendStatement>,
     statement_tick: u64,
@@ -239,6 +242,7 @@ impl BackendConn {
             marked_version: 0,
             last_used: Instant::now(),
             defaults: 0,
+            address_generation: 0,
             scramble: hs.scramble,
             statements: HashMap::new(),
             statement_tick: 0,

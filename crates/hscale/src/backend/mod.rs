@@ -3,8 +3,10 @@
 //! each statement (or keep one while pinned), its slots shared fairly
 //! among users ([`fair`]); [`replicas`] the backends' replicas, their
 //! pools and the monitor of their replication; [`stream`] the sockets whose
-//! reads give up on a frozen backend; [`tls`] TLS to backends.
+//! reads give up on a frozen backend; [`tls`] TLS to backends;
+//! [`addresses`] where each backend's primary is after a switchover.
 
+pub mod addresses;
 pub mod conn;
 pub mod fair;
 pub mod pool;

@@ -272,6 +272,12 @@ impl Pool {
             let defaults = self.watch.defaults();
             let mut conn = conn;
             if conn.defaults != defaults {
+                // (Raised with the defaults:) a connection to the address
+                // the backend had before a switchover is closed.
+                if conn.address_generation != self.watch.address_generation() {
+                    self.open.fetch_sub(1, Ordering::Relaxed);
+                    continue;
+                }
                 if conn.reset().await.is_err() {
                     self.open.fetch_sub(1, Ordering::Relaxed);
                     continue;
@@ -295,12 +301,47 @@ impl Pool {
         })
     }
 
+    /// The config to connect with: the backend's address now (the
+    /// dictionary's after a switchover, `BackendWatch::address`).
+    fn target(&self) -> std::borrow::Cow<'_, BackendConfig> {
+        let address = self.watch.address(&self.cfg.address);
+        if address == self.cfg.address {
+            return std::borrow::Cow::Borrowed(&self.cfg);
+        }
+        std::borrow::Cow::Owned(BackendConfig {
+            address,
+            ..self.cfg.clone()
+        })
+    }
+
+    /// The address connections go to now.
+    pub fn address(&self) -> String {
+        self.watch.address(&self.cfg.address)
+    }
+
+    /// A connection of its own to `address` (one server of this backend:
+    /// its primary or a replica) with this pool's account and TLS, outside
+    /// the pool and its watch: a switchover's connections to each server
+    /// (`admin/failover.rs`). Closed when dropped.
+    pub async fn connect_to(&self, address: &str) -> Result<BackendConn, ProxyError> {
+        let cfg = BackendConfig {
+            address: address.to_string(),
+            ..self.cfg.clone()
+        };
+        let tls = self.tls.as_ref().map(|t| t.for_address(&self.cfg, address));
+        let watch = Arc::new(BackendWatch::new(None, self.watch.ping_timeout));
+        BackendConn::connect(&cfg, tls.as_ref(), false, self.connect_timeout, &watch).await
+    }
+
     async fn connect(&self, is_found_rows: bool) -> Result<BackendConn, ProxyError> {
         self.open.fetch_add(1, Ordering::Relaxed);
-        // Read before connecting: a change during the connect resets it.
+        // Read before connecting: a change during the connect resets it
+        // (or, for the address, closes it at its next checkout).
         let defaults = self.watch.defaults();
+        let generation = self.watch.address_generation();
+        let target = self.target();
         match BackendConn::connect(
-            &self.cfg,
+            &target,
             self.tls.as_deref(),
             is_found_rows,
             self.connect_timeout,
@@ -310,6 +351,7 @@ impl Pool {
         {
             Ok(mut c) => {
                 c.defaults = defaults;
+                c.address_generation = generation;
                 self.connects.fetch_add(1, Ordering::Relaxed);
                 if !self.watch.is_frozen() {
                     self.watch.note_up();
@@ -381,7 +423,7 @@ impl Pool {
         let is_busy = self.slots.in_use() > 0;
         if !is_pinged && (is_busy || self.watch.is_frozen()) {
             let probe = BackendConn::connect(
-                &self.cfg,
+                &self.target(),
                 self.tls.as_deref(),
                 false,
                 self.watch.ping_timeout,

@@ -22,7 +22,8 @@
 //! ```
 //! Pools open no connection before a read uses them (`min_connections`
 //! 0); the monitor's own connection is the proxy account's pool's.
-//! Failover (promoting a replica) is not here yet (issue 34 item 3).
+//! Switchover and failover (promoting a replica) are `admin/failover.rs`;
+//! after one, `follow_primary` re-points the replicas.
 
 use hscale_route::BackendId;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -87,6 +88,8 @@ pub struct Replica {
     pub address: String,
     /// `<backend>/replica<n>`, n from 1 in the backend's list.
     pub name: String,
+    /// Its backend's name.
+    pub backend_name: String,
     pub state: ReplicaState,
 }
 
@@ -124,6 +127,7 @@ impl Replicas {
                     backend: BackendId::new(i),
                     address: address.clone(),
                     name: format!("{}/replica{}", b.name, k + 1),
+                    backend_name: b.name.clone(),
                     state: ReplicaState::default(),
                 });
                 cfgs.push(BackendConfig {
@@ -221,6 +225,42 @@ impl Replicas {
             .find(|p| p.is_reachable())
     }
 
+    /// Where replica `r` is now (after a switchover, maybe the old primary).
+    pub fn address(&self, r: usize) -> String {
+        self.own_pool(0, r).address()
+    }
+
+    /// `backend`'s primary is `primary` now: its replicas are the other
+    /// servers of its set, in the config's order
+    /// (`backend::addresses::others`); a replica that moves is not used
+    /// until the monitor has looked at its new server.
+    pub fn follow_primary(&self, backend: BackendId, config_primary: &str, primary: &str) {
+        let Some(mine) = self.of_backend.get(backend.index()) else {
+            return;
+        };
+        let configured: Vec<&str> = mine
+            .iter()
+            .map(|&r| self.list[r].address.as_str())
+            .collect();
+        let Some(others) = crate::backend::addresses::others(config_primary, &configured, primary)
+        else {
+            return;
+        };
+        for (&r, address) in mine.iter().zip(others) {
+            let replica = &self.list[r];
+            let to = (address != replica.address).then(|| address.to_string());
+            if self.own_pool(0, r).watch.set_address(to) {
+                replica.state.record(
+                    &replica.name,
+                    None,
+                    Some(format!(
+                        "moved to {address} (the backend's primary moved); not looked at yet"
+                    )),
+                );
+            }
+        }
+    }
+
     /// Worker `worker`'s pools of every replica, every identity.
     pub fn worker_pools(&self, worker: usize) -> &[Arc<Pool>] {
         self.pools.get(worker).map_or(&[], |p| &p[..])
@@ -250,7 +290,7 @@ impl Replicas {
     /// One look at replica `r` on `worker`'s pool: `SHOW SLAVE STATUS`
     /// (the connect included) within the ping timeout, recorded in its
     /// state.
-    pub async fn look(&self, worker: usize, r: usize, max_lag_ms: u64) {
+    pub async fn look(&self, worker: usize, r: usize, max_lag_ms: u64, main: &Arc<Pool>) {
         let pool = self.own_pool(worker, r).clone();
         let timeout = pool.watch.ping_timeout;
         let (state, name) = (&self.list[r].state, &self.list[r].name);
@@ -284,11 +324,69 @@ impl Replicas {
                 }
                 let names: Vec<&str> = status.columns.iter().map(|c| c.name.as_str()).collect();
                 let rows = status.strings();
-                let (lag, why) = judge(&names, rows.first().map(|r| &r[..]), max_lag_ms);
+                let (lag, mut why) = judge(&names, rows.first().map(|r| &r[..]), max_lag_ms);
+                if rows.is_empty() {
+                    // Not replicating at all: an old primary back after a
+                    // failover, say. Never the primary while the
+                    // dictionary names another: read-only, so no account
+                    // without READ_ONLY ADMIN writes to it.
+                    if let Some(w) = why.as_mut() {
+                        if let Err(e) = self.fence(worker, r, main).await {
+                            w.push_str(&format!("; cannot make it read-only: {e}"));
+                        }
+                    }
+                }
                 state.record(name, lag, why);
             }
             Err(why) => state.record(name, None, Some(why)),
         }
+    }
+}
+
+impl Replicas {
+    /// Make replica `r`, which does not replicate, read-only if it is not.
+    /// Not while the dictionary on the main backend (`main`), read now,
+    /// names it its backend's primary: a replica being promoted does not
+    /// replicate either, and this proxy's dictionary may be older.
+    async fn fence(&self, worker: usize, r: usize, main: &Arc<Pool>) -> Result<(), String> {
+        let pool = self.own_pool(worker, r).clone();
+        let address = pool.address();
+        let mut m = main.get(false).await.map_err(|e| e.to_string())?;
+        let sql = format!(
+            "SELECT address FROM `hscale`.`backend_addresses` WHERE backend = {}",
+            crate::partition::quote_str(&self.list[r].backend_name)
+        );
+        let named = m
+            .query_rows(&sql)
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.message)?;
+        if named
+            .strings()
+            .first()
+            .and_then(|r| r[0].clone())
+            .as_deref()
+            == Some(&address)
+        {
+            return Ok(());
+        }
+        drop(m);
+        let mut conn = pool.get(false).await.map_err(|e| e.to_string())?;
+        let ro = conn
+            .query_rows("SELECT @@GLOBAL.read_only")
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.message)?;
+        if ro.strings().first().and_then(|r| r[0].clone()).as_deref() == Some("0") {
+            conn.command(&crate::backend::BackendConn::payload_for_query(
+                "SET GLOBAL read_only = 1",
+            ))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.message)?;
+            tracing::warn!(replica = %self.list[r].name, address = %pool.address(), "a replica that does not replicate was writable: made read-only");
+        }
+        Ok(())
     }
 }
 
@@ -360,13 +458,16 @@ pub async fn monitor(ctx: std::sync::Weak<crate::runtime::Context>, worker: usiz
         let Some(ctx) = ctx.upgrade() else { return };
         let max_lag = ctx.config.proxy.replica_max_lag_ms;
         if worker == 0 {
-            let looks = (0..ctx.replicas.list.len()).map(|r| ctx.replicas.look(worker, r, max_lag));
+            let main = ctx.pool(worker, BackendId::MAIN);
+            let looks =
+                (0..ctx.replicas.list.len()).map(|r| ctx.replicas.look(worker, r, max_lag, main));
             futures_util::future::join_all(looks).await;
         }
         if last_health.elapsed() >= health {
             last_health = tokio::time::Instant::now();
             for pool in ctx.replicas.worker_pools(worker) {
-                if pool.stats().open > 0 {
+                // (A frozen one is probed: nothing else lifts it.)
+                if pool.stats().open > 0 || pool.watch.is_frozen() {
                     pool.check(health).await;
                 }
             }

@@ -42,6 +42,15 @@ pub struct BackendWatch {
     /// ping failed) since it last answered, in ms since the Unix epoch; 0
     /// while it is up. For `HSCALE SHOW BACKENDS`.
     down_since_ms: AtomicU64,
+    /// The address the dictionary names for this server now, when it is
+    /// not the config's (a switchover or failover moved the backend to a
+    /// replica, `admin/failover.rs`): read at every connect, never per
+    /// statement. `None`: the config's address.
+    address: std::sync::Mutex<Option<String>>,
+    /// Raised whenever `address` changes: a pooled connection opened under
+    /// an older value is closed at its next checkout (the raise also
+    /// raises `defaults`, so the checkout's one comparison notices).
+    address_generation: AtomicU64,
 }
 
 impl BackendWatch {
@@ -52,7 +61,40 @@ impl BackendWatch {
             ping_timeout: ping_timeout.max(Duration::from_millis(10)),
             defaults: AtomicU64::new(0),
             down_since_ms: AtomicU64::new(0),
+            address: std::sync::Mutex::new(None),
+            address_generation: AtomicU64::new(0),
         }
+    }
+
+    /// The address connections go to now: the dictionary's, or `config`.
+    pub fn address(&self, config: &str) -> String {
+        self.address
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_else(|| config.to_string())
+    }
+
+    /// Point every connection to this backend made from now on at
+    /// `address` (`None`: the config's); connections to the old one are
+    /// closed at their next checkout. True if it changed.
+    pub fn set_address(&self, address: Option<String>) -> bool {
+        let mut a = self.address.lock().unwrap_or_else(|p| p.into_inner());
+        if *a == address {
+            return false;
+        }
+        *a = address;
+        self.address_generation.fetch_add(1, Ordering::AcqRel);
+        self.defaults_changed();
+        // The new server has not been found down by anyone yet.
+        self.set_frozen(false);
+        self.note_up();
+        true
+    }
+
+    /// The generation of `address` (see there).
+    pub fn address_generation(&self) -> u64 {
+        self.address_generation.load(Ordering::Acquire)
     }
 
     /// The backend was found down: the first such moment is kept.

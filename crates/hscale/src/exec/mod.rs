@@ -567,12 +567,37 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             }
             Err(f) => match f.error {
                 ForwardError::Backend(e) => {
+                    // The backend's primary moved while the statement ran
+                    // (a switchover, `admin/failover.rs`): the old primary
+                    // was read-locked from before the move until it killed
+                    // this connection, so an unanswered statement did not
+                    // commit there.
+                    let has_moved =
+                        conn.address_generation != conn.pool().watch.address_generation();
                     let err = self.b.backend_lost(conn, e.to_string());
-                    if self.retry_unanswered && f.next_seq == 1 && is_reset(&e) {
+                    if self.retry_unanswered && f.next_seq == 1 && (is_reset(&e) || has_moved) {
                         // Reset before any answer: the server's socket was
                         // closed before the command arrived (a plain close
                         // could come after it ran). The caller retries.
                         return Err(err);
+                    }
+                    if has_moved
+                        && f.next_seq == 1
+                        && self.b.txn.is_none()
+                        && self.b.pinned.is_none()
+                    {
+                        // Planned again with the dictionary that moved the
+                        // backend, and run on its new primary: the fence
+                        // loop (`fence.rs`) takes a newer dictionary as
+                        // the go-ahead.
+                        let message = err.to_string();
+                        return Err(ProxyError::StaleRoute {
+                            err: ErrPacket {
+                                code: hscale_wire::consts::code::ER_NET_READ_ERROR,
+                                sql_state: *b"08S01",
+                                message,
+                            },
+                        });
                     }
                     if !self.b.is_bound_lost {
                         write_error(&mut *self.client, f.next_seq, &err).await;

@@ -44,7 +44,10 @@ pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, Pro
             .is_schema_ready
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    let (d, cutovers) = store::load_with_cutovers(&mut c, &backend_names(ctx)).await?;
+    let (d, cutovers, addresses) = store::load_with_cutovers(&mut c, &backend_names(ctx)).await?;
+    // The backends' addresses first: a statement planned with the new
+    // dictionary connects to the primaries it names.
+    apply_addresses(ctx, &addresses);
     ctx.partitioning.replace(d);
     *ctx.partitioning
         .cutovers
@@ -201,12 +204,30 @@ pub fn missing_table(err: &ErrPacket) -> Option<(String, String)> {
 }
 
 /// The periodic reload: skipped while an admin command on this proxy is
-/// changing the dictionary (it reloads and swaps itself).
+/// changing the dictionary (it reloads and swaps itself), all but the
+/// backends' addresses.
 pub async fn reload_if_idle(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
     let Ok(_g) = ctx.partitioning.admin_lock.try_lock() else {
+        // The backends' primaries still follow the dictionary: a long
+        // partition change must not keep this proxy writing to a primary
+        // that a switchover or failover replaced.
+        let mut c = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+        let addresses = store::addresses(&mut c).await?;
+        apply_addresses(ctx, &addresses);
         return Ok(());
     };
     reload(ctx, worker).await.map(|_| ())
+}
+
+/// Point every pool at the primaries `addresses` names (a backend not
+/// named: its config's address), and the backends' replicas at the other
+/// servers of each (`backend::addresses`).
+pub fn apply_addresses(ctx: &Context, addresses: &[store::BackendAddress]) {
+    let watches: Vec<_> = ctx
+        .backend_ids()
+        .map(|b| ctx.pool(0, b).watch.clone())
+        .collect();
+    crate::backend::addresses::apply(&ctx.config, &watches, &ctx.replicas, addresses);
 }
 
 /// The configured backends' names, in order.

@@ -98,6 +98,14 @@ const SCHEMA: &[&str] = &[
        column_list TEXT NULL, inner_columns TEXT NOT NULL, algorithm VARCHAR(16) NOT NULL, \
        definer VARCHAR(400) NOT NULL, security VARCHAR(16) NOT NULL, check_option VARCHAR(16) NULL, \
        reads_tables TEXT NOT NULL, PRIMARY KEY (db, tbl)) ENGINE=InnoDB",
+    // Where a backend's primary is when it is not the config's address: a
+    // switchover or failover (`admin/failover.rs`) promoted one of its
+    // replicas. Part of the dictionary: written with its version raised,
+    // so every proxy moves to the new primary at once.
+    "CREATE TABLE IF NOT EXISTS `hscale`.`backend_addresses` (\
+       backend VARCHAR(200) NOT NULL PRIMARY KEY, address VARCHAR(255) NOT NULL, \
+       changed_at DATETIME(3) NOT NULL, changed_by VARCHAR(200) NOT NULL, \
+       reason TEXT NOT NULL) ENGINE=InnoDB",
 ];
 
 /// Operations in their cutover now, described for an error message: a
@@ -112,6 +120,30 @@ pub async fn cutovers(conn: &mut BackendConn) -> Result<Vec<String>, ProxyError>
         .into_iter()
         .filter_map(|r| r[0].clone())
         .collect())
+}
+
+/// The backends whose primary is not the config's address, and where it is.
+pub async fn addresses(conn: &mut BackendConn) -> Result<Vec<BackendAddress>, ProxyError> {
+    let sql = "SELECT backend, address FROM `hscale`.`backend_addresses`";
+    let r = conn
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(conn, sql, e))?;
+    Ok(r.strings()
+        .into_iter()
+        .filter_map(|r| Some((r.first()?.clone()?, r.get(1)?.clone()?)))
+        .collect())
+}
+
+/// Name `address` as `backend`'s primary (inside [`commit_change`]).
+pub fn set_address_sql(backend: &str, address: &str, by: &str, reason: &str) -> String {
+    format!(
+        "REPLACE INTO `hscale`.`backend_addresses` (backend, address, changed_at, changed_by, reason) VALUES ({}, {}, NOW(3), {}, {})",
+        quote_str(backend),
+        quote_str(address),
+        quote_str(by),
+        quote_str(reason)
+    )
 }
 
 /// Create the dictionary's tables where missing (once per process).
@@ -260,16 +292,19 @@ pub async fn exec(conn: &mut BackendConn, statements: &[String]) -> Result<(), P
 
 /// Read the dictionary, in one consistent snapshot.
 pub async fn load(conn: &mut BackendConn, backends: &[&str]) -> Result<Dictionary, ProxyError> {
-    load_with_cutovers(conn, backends).await.map(|(d, _)| d)
+    load_with_cutovers(conn, backends).await.map(|(d, _, _)| d)
 }
 
-/// Read the dictionary and the operations in their cutover, in one
-/// consistent snapshot: a change that committed in between shows as its
-/// new version, never as neither.
+/// A backend's primary as the dictionary names it: (backend, address).
+pub type BackendAddress = (String, String);
+
+/// Read the dictionary, the operations in their cutover and the backends'
+/// addresses, in one consistent snapshot: a change that committed in
+/// between shows as its new version, never as neither.
 pub async fn load_with_cutovers(
     conn: &mut BackendConn,
     backends: &[&str],
-) -> Result<(Dictionary, Vec<String>), ProxyError> {
+) -> Result<(Dictionary, Vec<String>, Vec<BackendAddress>), ProxyError> {
     exec(
         conn,
         &[
@@ -281,7 +316,8 @@ pub async fn load_with_cutovers(
     let d = async {
         let d = load_in_snapshot(conn, backends).await?;
         let c = cutovers(conn).await?;
-        Ok((d, c))
+        let a = addresses(conn).await?;
+        Ok((d, c, a))
     }
     .await;
     // Never reuse a connection whose snapshot may still be open.

@@ -16,8 +16,8 @@ pub struct MariaDb {
     pub dir: PathBuf,
     child: Option<Child>,
     /// Server options beyond the harness's own (`start_with`), kept for
-    /// `restart`.
-    extra: Vec<String>,
+    /// `restart` (a test may add one before it: a later option wins).
+    pub extra: Vec<String>,
 }
 
 fn search_path() -> Vec<PathBuf> {

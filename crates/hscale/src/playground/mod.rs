@@ -51,6 +51,8 @@ pub struct ClusterOptions {
     /// then keep binary logs, and each replica replicates its server with
     /// MariaDB GTID replication, listed in `[[backends]] replicas`.
     pub replicas: usize,
+    /// `[proxy] failover_after_ms` (`hscale playground --failover-after-ms`).
+    pub failover_after_ms: u64,
 }
 
 impl Default for ClusterOptions {
@@ -64,6 +66,7 @@ impl Default for ClusterOptions {
             buffer_pool_mb: None,
             server_options: Vec::new(),
             replicas: 0,
+            failover_after_ms: 0,
         }
     }
 }
@@ -109,10 +112,12 @@ impl Cluster {
                     if n > 0 {
                         // After the harness's --skip-log-bin, which it overrides.
                         args.push(format!("--server-id={id}"));
-                        if *id <= shards {
-                            args.push("--log-bin=primary-bin".into());
-                            args.push("--binlog-format=ROW".into());
-                        }
+                        // Replicas too: one may become the primary
+                        // (`HSCALE SWITCHOVER`, failover), and the others
+                        // then replicate from it.
+                        args.push("--log-bin=primary-bin".into());
+                        args.push("--binlog-format=ROW".into());
+                        args.push("--log-slave-updates".into());
                     }
                     s.spawn(move || MariaDb::start_with(d, &args))
                 })
@@ -208,6 +213,7 @@ impl Cluster {
                 })
                 .collect(),
         };
+        config.proxy.failover_after_ms = opts.failover_after_ms;
         (opts.tweak)(&mut config);
         let proxy = RunningProxy::start(config.clone(), &opts.listen)
             .map_err(|e| format!("proxy cannot listen on {}: {e}", opts.listen))?;
@@ -382,7 +388,7 @@ pub fn run_playground(
     copy_rows_per_s: u64,
     buffer_pool_mb: Option<u64>,
     server_options: Vec<String>,
-    replicas: usize,
+    (replicas, failover_after_ms): (usize, u64),
 ) -> Result<(), String> {
     mariadb::server_binary()?;
     let mut cluster = Cluster::start(ClusterOptions {
@@ -393,6 +399,7 @@ pub fn run_playground(
         buffer_pool_mb,
         server_options,
         replicas,
+        failover_after_ms,
         ..ClusterOptions::default()
     })?;
     if demo {
@@ -430,6 +437,18 @@ pub fn run_playground(
                 .collect::<Vec<_>>()
                 .join("; ")
         );
+        if let Some(b) = cluster.config.backends.get(1) {
+            eprintln!(
+                "playground: make a replica the primary with HSCALE SWITCHOVER('{}', '{}'){}",
+                b.name,
+                b.replicas[0],
+                match failover_after_ms {
+                    0 => " (automatic failover is off: --failover-after-ms)".to_string(),
+                    ms =>
+                        format!("; a primary down {ms} ms is replaced by its most advanced replica"),
+                }
+            );
+        }
     }
     if let Some(m) = cluster.proxy.metrics_addr {
         eprintln!("playground: Prometheus metrics at http://{m}/metrics");

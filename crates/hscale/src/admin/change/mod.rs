@@ -53,7 +53,7 @@ use std::sync::atomic::Ordering;
 
 mod cutover;
 mod fence;
-mod journal;
+pub(super) mod journal;
 mod prepare;
 pub(super) mod reshape;
 mod running;

@@ -1,0 +1,585 @@
+//! `HSCALE SWITCHOVER('backend', 'replica address')`: a backend's replica
+//! made its primary, for maintenance, without losing an acknowledged
+//! write; the old primary becomes a replica of the new one.
+//!
+//! ```text
+//!  fleet lock (GET_LOCK hscale_switch_<backend> on the main backend)
+//!  old primary: FLUSH TABLES WITH READ LOCK (writes wait; a statement
+//!               that holds it up past the bound is killed), read_only = 1,
+//!               its last position: @@gtid_binlog_pos
+//!  replica:     MASTER_GTID_WAIT(position), STOP SLAVE, RESET SLAVE ALL,
+//!               read_only = 0
+//!  dictionary:  hscale.backend_addresses names the replica, version + 1
+//!               (one compare-and-set change: every proxy moves at its next
+//!               reload, `backend/addresses.rs`)
+//!  fleet:       wait (bounded) until every live proxy's heartbeat shows
+//!               the new version
+//!  old primary: kill every client connection (statements still waiting
+//!               for the read lock fail, nothing of them applied), UNLOCK,
+//!               replica of the new primary (CHANGE MASTER ... slave_pos)
+//!  other replicas of the backend: repointed to the new primary
+//! ```
+//!
+//! Nothing acknowledged is lost: from the read lock on, no write commits on
+//! the old primary, the replica applies everything up to that position
+//! before it is made writable, and the dictionary names it only then.
+//! Statements of proxies that already moved go to the new primary; those
+//! of proxies still on the old dictionary wait at the read lock, and fail
+//! when their connections are killed (never applied, so never
+//! acknowledged). The hscale account's privileges let it write despite
+//! `read_only` (MariaDB's READ_ONLY ADMIN): the read lock and the kill are
+//! what fence its connections, `read_only` fences other accounts.
+
+use hscale_route::BackendId;
+
+use super::AdminOutput;
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+use crate::partition::quote_str;
+use crate::partition::refresh::reload;
+use crate::partition::store::{self, exec, server_error};
+use crate::runtime::Context;
+
+/// How long the old primary's read lock waits for running statements
+/// before it kills them, and how long the replica gets to catch up.
+const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `HSCALE SWITCHOVER(backend, replica)`.
+pub(super) async fn switchover(
+    ctx: &Context,
+    worker: usize,
+    backend: BackendId,
+    replica: &str,
+) -> Result<AdminOutput, ProxyError> {
+    let _admin = ctx.partitioning.admin_lock.lock().await;
+    let cfg = &ctx.config.backends[backend.index()];
+    if backend == BackendId::MAIN {
+        return Err(ProxyError::Refused(format!(
+            "HSCALE SWITCHOVER of the main backend '{}' (it holds the dictionary) is not supported yet",
+            cfg.name
+        )));
+    }
+    let pool = ctx.pool(worker, backend).clone();
+    let old = pool.address();
+    if replica == old {
+        return Err(ProxyError::Wrong(format!(
+            "{replica} is already the primary of backend '{}'",
+            cfg.name
+        )));
+    }
+    let servers: Vec<&str> = std::iter::once(cfg.address.as_str())
+        .chain(cfg.replicas.iter().map(String::as_str))
+        .collect();
+    if !servers.contains(&replica) {
+        return Err(ProxyError::Wrong(format!(
+            "{replica} is not a server of backend '{}': its servers are {}",
+            cfg.name,
+            servers.join(", ")
+        )));
+    }
+    let _lock = fleet_lock(ctx, worker, &cfg.name).await?;
+    let mut a = pool.connect_to(&old).await?;
+    let mut b = pool.connect_to(replica).await?;
+    check_promotable(&mut b, replica).await?;
+
+    // The old primary stops taking writes: its last position is final.
+    let was_read_only = one(&mut a, "SELECT @@GLOBAL.read_only").await?;
+    read_lock(&mut a).await?;
+    let pos = one(&mut a, "SELECT @@GLOBAL.gtid_binlog_pos")
+        .await?
+        .unwrap_or_default();
+    let promoted = async {
+        let wait = format!(
+            "SELECT MASTER_GTID_WAIT({}, {})",
+            quote_str(&pos),
+            CATCH_UP.as_secs()
+        );
+        if one(&mut b, &wait).await?.as_deref() != Some("0") {
+            return Err(ProxyError::Refused(format!(
+                "the replica {replica} did not reach the primary's position {pos} within {} s; nothing was changed",
+                CATCH_UP.as_secs()
+            )));
+        }
+        exec(&mut b, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
+        let version = commit_address(ctx, worker, &cfg.name, replica, "switchover").await?;
+        // Writable once the dictionary names it (the replica monitors
+        // make a server that does not replicate read-only until then).
+        exec(&mut b, &["SET GLOBAL read_only = 0".into()]).await?;
+        Ok(version)
+    }
+    .await;
+    let version = match promoted {
+        Ok(v) => v,
+        Err(e) => {
+            // Undo: the old primary writable again (the read lock goes
+            // with its connection), the replica replicating again.
+            if was_read_only.as_deref() == Some("0") {
+                let _ = exec(&mut a, &["SET GLOBAL read_only = 0".into()]).await;
+            }
+            let _ = exec(&mut a, &["UNLOCK TABLES".into()]).await;
+            if let Ok(mut b) = pool.connect_to(replica).await {
+                let _ = replicate_from(&mut b, &old, cfg, None).await;
+            }
+            return Err(e);
+        }
+    };
+    tracing::warn!(backend = %cfg.name, from = %old, to = replica, version, "switchover: the replica is the primary");
+    // This proxy moves now; the others at their next reload.
+    reload(ctx, worker).await?;
+    let stale = await_fleet(ctx, worker, version).await;
+    // Nothing more may reach the old primary: statements still waiting
+    // for its read lock fail, connections of proxies that moved are gone.
+    let killed = kill_clients(&mut a).await?;
+    exec(&mut a, &["UNLOCK TABLES".into()]).await?;
+    let mut notes = Vec::new();
+    if let Err(e) = replicate_from(&mut a, replica, cfg, Some(&pos)).await {
+        notes.push(format!("the old primary {old} is not replicating: {e}"));
+    }
+    for other in servers.iter().filter(|s| **s != replica && **s != old) {
+        let repointed = async {
+            let mut c = pool.connect_to(other).await?;
+            replicate_from(&mut c, replica, cfg, None).await
+        };
+        if let Err(e) = repointed.await {
+            notes.push(format!("replica {other} was not repointed: {e}"));
+        }
+    }
+    let mut info = format!(
+        "backend '{}': primary {replica} (was {old}, now its replica), dictionary version {version}; {killed} connection(s) to the old primary killed",
+        cfg.name
+    );
+    if stale > 0 {
+        info.push_str(&format!(
+            "; {stale} proxy(ies) had not loaded the new dictionary within {} ms",
+            fleet_wait(ctx).as_millis()
+        ));
+    }
+    for n in notes {
+        info.push_str("; ");
+        info.push_str(&n);
+    }
+    Ok(AdminOutput::Ok { info })
+}
+
+/// The switch lock of backend `name` on the main backend, on a connection
+/// of its own (closing it releases the lock): one switchover or failover
+/// of a backend at a time in the fleet.
+async fn fleet_lock(ctx: &Context, worker: usize, name: &str) -> Result<BackendConn, ProxyError> {
+    let mut c = ctx
+        .pool(worker, BackendId::MAIN)
+        .connect_to(&ctx.pool(worker, BackendId::MAIN).address())
+        .await?;
+    let lock = format!("hscale_switch_{name}");
+    let sql = format!(
+        "SELECT GET_LOCK({}, 0)",
+        quote_str(&lock[..lock.len().min(64)])
+    );
+    if one(&mut c, &sql).await?.as_deref() != Some("1") {
+        return Err(ProxyError::ChangeBusy {
+            running: "a switchover or failover of it, through another proxy".into(),
+            table: format!("backend {name}"),
+            ms: 0,
+        });
+    }
+    Ok(c)
+}
+
+/// The first column of the first row `sql` reads.
+async fn one(c: &mut BackendConn, sql: &str) -> Result<Option<String>, ProxyError> {
+    let r = c
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(c, sql, e))?;
+    Ok(r.strings()
+        .into_iter()
+        .next()
+        .and_then(|r| r.into_iter().next().flatten()))
+}
+
+/// A replica can become the primary: it replicates (both threads) and
+/// keeps a binary log, which the old primary and the other replicas will
+/// replicate from.
+async fn check_promotable(b: &mut BackendConn, replica: &str) -> Result<(), ProxyError> {
+    if one(b, "SELECT @@GLOBAL.log_bin").await?.as_deref() != Some("1") {
+        return Err(ProxyError::Refused(format!(
+            "the replica {replica} keeps no binary log (log_bin, log_slave_updates): the old primary and the other replicas could not replicate from it"
+        )));
+    }
+    let sql = "SHOW SLAVE STATUS";
+    let status = b
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(b, sql, e))?;
+    let names: Vec<&str> = status.columns.iter().map(|c| c.name.as_str()).collect();
+    let rows = status.strings();
+    // No lag bound: the switch waits for it to catch up.
+    let (_, why) = crate::backend::replicas::judge(&names, rows.first().map(|r| &r[..]), u64::MAX);
+    match why {
+        Some(why) => Err(ProxyError::Refused(format!(
+            "the replica {replica} is not replicating ({why}); nothing was changed"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// FLUSH TABLES WITH READ LOCK and read_only on the old primary: no write
+/// commits there any more. A statement that holds the lock up past
+/// [`CATCH_UP`] (a long write, an open LOCK TABLES) is killed, then the
+/// lock is taken again.
+async fn read_lock(a: &mut BackendConn) -> Result<(), ProxyError> {
+    exec(
+        a,
+        &[format!(
+            "SET SESSION lock_wait_timeout = {}",
+            CATCH_UP.as_secs()
+        )],
+    )
+    .await?;
+    for attempt in 0..2 {
+        let sql = "FLUSH TABLES WITH READ LOCK";
+        match a.command(&BackendConn::payload_for_query(sql)).await? {
+            Ok(_) => {
+                exec(a, &["SET GLOBAL read_only = 1".into()]).await?;
+                return Ok(());
+            }
+            Err(e) if e.code == 1205 && attempt == 0 => {
+                // Kill the statements that run (those waiting for the lock
+                // are not writing yet, but cannot be told apart cheaply).
+                let running = "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND = 'Query' AND USER NOT IN ('system user', 'event_scheduler')";
+                let r = a
+                    .query_rows(running)
+                    .await?
+                    .map_err(|e| server_error(a, running, e))?;
+                for id in r
+                    .strings()
+                    .into_iter()
+                    .filter_map(|r| r.into_iter().next().flatten())
+                {
+                    let _ = a
+                        .command(&BackendConn::payload_for_query(&format!("KILL {id}")))
+                        .await;
+                }
+            }
+            Err(e) => {
+                a.is_broken = true;
+                return Err(server_error(a, sql, e));
+            }
+        }
+    }
+    Err(ProxyError::Refused(
+        "the old primary's read lock could not be taken".into(),
+    ))
+}
+
+/// Store `address` as `backend`'s primary (one dictionary change); the new
+/// version.
+async fn commit_address(
+    ctx: &Context,
+    worker: usize,
+    backend: &str,
+    address: &str,
+    reason: &str,
+) -> Result<u64, ProxyError> {
+    let sql = store::set_address_sql(
+        backend,
+        address,
+        &super::change::journal::owner(ctx),
+        reason,
+    );
+    for attempt in 1.. {
+        let version = reload(ctx, worker).await?.stored_version;
+        let mut main = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+        match store::commit_change(&mut main, version, std::slice::from_ref(&sql)).await {
+            Err(ProxyError::DictionaryMoved) if attempt < 50 => {
+                super::moved_pause(attempt).await;
+            }
+            r => return r,
+        }
+    }
+    Err(ProxyError::DictionaryMoved)
+}
+
+/// How long a switch waits for the fleet to load its dictionary.
+fn fleet_wait(ctx: &Context) -> std::time::Duration {
+    let p = &ctx.config.proxy;
+    std::time::Duration::from_millis(
+        p.fence_wait_ms
+            .max(2 * (p.reload_interval_ms + p.heartbeat_interval_ms)),
+    )
+}
+
+/// Wait until every live proxy (a heartbeat within three intervals) shows
+/// dictionary `version` or later, at most [`fleet_wait`]; the proxies that
+/// still did not.
+async fn await_fleet(ctx: &Context, worker: usize, version: u64) -> u64 {
+    let beat_us = 3 * ctx.config.proxy.heartbeat_interval_ms.max(100) * 1000;
+    let sql = format!(
+        "SELECT COUNT(*) FROM `hscale`.`proxies` WHERE dictionary_version < {version} \
+         AND id <> {} AND heartbeat > NOW(6) - INTERVAL {beat_us} MICROSECOND",
+        quote_str(&ctx.fleet.id)
+    );
+    let deadline = std::time::Instant::now() + fleet_wait(ctx);
+    loop {
+        let stale = async {
+            let mut c = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+            one(&mut c, &sql).await
+        }
+        .await;
+        let stale = match stale {
+            Ok(n) => n.and_then(|n| n.parse().ok()).unwrap_or(0),
+            Err(e) => {
+                tracing::warn!(error = %e, "switchover: cannot read the fleet's dictionary versions");
+                return 0;
+            }
+        };
+        if stale == 0 || std::time::Instant::now() >= deadline {
+            return stale;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Kill every client connection of the old primary but this one (not the
+/// server's own threads, nor its replicas' binlog dumps); how many.
+async fn kill_clients(a: &mut BackendConn) -> Result<usize, ProxyError> {
+    let sql = "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() \
+               AND COMMAND NOT IN ('Binlog Dump', 'Daemon', 'Slave_IO', 'Slave_SQL', 'Slave_worker') \
+               AND USER NOT IN ('system user', 'event_scheduler')";
+    let r = a
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(a, sql, e))?;
+    let mut killed = 0;
+    for id in r
+        .strings()
+        .into_iter()
+        .filter_map(|r| r.into_iter().next().flatten())
+    {
+        // Gone already: 1094.
+        if let Ok(Ok(_)) = a
+            .command(&BackendConn::payload_for_query(&format!(
+                "KILL CONNECTION {id}"
+            )))
+            .await
+        {
+            killed += 1;
+        }
+    }
+    Ok(killed)
+}
+
+/// Make `c` a read-only replica of `primary` (GTID replication, the
+/// backend's account), from `from` (its own last position, for an old
+/// primary) or from where it is.
+async fn replicate_from(
+    c: &mut BackendConn,
+    primary: &str,
+    cfg: &crate::config::BackendConfig,
+    from: Option<&str>,
+) -> Result<(), ProxyError> {
+    let (host, port) = primary.rsplit_once(':').unwrap_or((primary, "3306"));
+    let mut sql = vec![
+        "STOP SLAVE".to_string(),
+        "SET GLOBAL read_only = 1".to_string(),
+    ];
+    if let Some(pos) = from {
+        sql.push(format!("SET GLOBAL gtid_slave_pos = {}", quote_str(pos)));
+    }
+    sql.push(format!(
+        "CHANGE MASTER TO MASTER_HOST = {}, MASTER_PORT = {}, MASTER_USER = {}, MASTER_PASSWORD = {}, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1",
+        quote_str(host.trim_start_matches('[').trim_end_matches(']')),
+        port.parse::<u16>().unwrap_or(3306),
+        quote_str(&cfg.user),
+        quote_str(&cfg.password)
+    ));
+    sql.push("START SLAVE".into());
+    exec(c, &sql).await
+}
+
+/// The failover watch (`[proxy] failover_after_ms` > 0, worker 0 of every
+/// proxy): every health-check interval, each backend other than the main
+/// one whose primary has been found down (`BackendWatch::down_since_ms`:
+/// a connect or a ping failed, or it stopped answering) for at least the
+/// bound is failed over ([`failover`]) by the proxy that takes its switch
+/// lock; the others find the dictionary moved. Ends with the proxy.
+pub async fn watch(ctx: std::sync::Weak<Context>, worker: usize) {
+    loop {
+        let Some(c) = ctx.upgrade() else { return };
+        let after = c.config.proxy.failover_after_ms;
+        let every = std::time::Duration::from_millis(
+            c.config
+                .proxy
+                .health_check_interval_ms
+                .clamp(50, after.max(50)),
+        );
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        for b in c.backend_ids().skip(1) {
+            if c.config.backends[b.index()].replicas.is_empty() {
+                continue;
+            }
+            let pool = c.pool(worker, b);
+            let Some(since) = pool.watch.down_since_ms() else {
+                continue;
+            };
+            if now_ms.saturating_sub(since) < after {
+                continue;
+            }
+            let down = pool.address();
+            match failover(&c, worker, b, &down).await {
+                Ok(Some(info)) => {
+                    tracing::warn!(backend = %c.config.backends[b.index()].name, info, "failover")
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(backend = %c.config.backends[b.index()].name, error = %e, "failover failed")
+                }
+            }
+        }
+        drop(c);
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Replace `backend`'s primary `down`, found down for
+/// `failover_after_ms`, by its most advanced replica:
+///
+/// ```text
+///  switch lock (or another proxy is at it: nothing to do)
+///  the dictionary read again: already moved → nothing to do
+///  `down` probed once more: it answers → nothing to do
+///  each replica: STOP SLAVE IO_THREAD, apply what it received
+///    (MASTER_GTID_WAIT(Gtid_IO_Pos)), its position read
+///  the one with the highest position: STOP SLAVE, RESET SLAVE ALL,
+///    read_only = 0; named in the dictionary (one change)
+///  the other replicas: replicas of it
+/// ```
+/// With semi-synchronous replication every write the old primary
+/// acknowledged reached a replica's relay log, so the most advanced
+/// replica has it. The old primary, when it returns, is found by the
+/// replica monitor (not a replica, writable) and made read-only; no
+/// proxy routes to it, since the dictionary no longer names it.
+/// `Ok(None)`: nothing was done.
+pub(super) async fn failover(
+    ctx: &Context,
+    worker: usize,
+    backend: BackendId,
+    down: &str,
+) -> Result<Option<String>, ProxyError> {
+    let cfg = &ctx.config.backends[backend.index()];
+    let _admin = ctx.partitioning.admin_lock.lock().await;
+    let Ok(_lock) = fleet_lock(ctx, worker, &cfg.name).await else {
+        return Ok(None);
+    };
+    reload(ctx, worker).await?;
+    let pool = ctx.pool(worker, backend).clone();
+    if pool.address() != down {
+        return Ok(None);
+    }
+    if pool.connect_to(down).await.is_ok() {
+        pool.watch.note_up();
+        return Ok(None);
+    }
+    let servers: Vec<&str> = std::iter::once(cfg.address.as_str())
+        .chain(cfg.replicas.iter().map(String::as_str))
+        .filter(|s| *s != down)
+        .collect();
+    let mut candidates = Vec::new();
+    for s in &servers {
+        match caught_up(&pool, s).await {
+            Ok((conn, pos)) => candidates.push((*s, conn, pos)),
+            Err(e) => tracing::warn!(replica = s, error = %e, "failover: replica left out"),
+        }
+    }
+    let Some(best) = (0..candidates.len()).max_by_key(|&i| gtid_rank(&candidates[i].2)) else {
+        return Err(ProxyError::Refused(format!(
+            "backend '{}': no replica of it answers; its primary {down} stays",
+            cfg.name
+        )));
+    };
+    let (chosen, mut conn, pos) = candidates.swap_remove(best);
+    exec(&mut conn, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
+    let version = commit_address(ctx, worker, &cfg.name, chosen, "failover").await?;
+    // Writable once the dictionary names it (see `switchover`).
+    exec(&mut conn, &["SET GLOBAL read_only = 0".into()]).await?;
+    reload(ctx, worker).await?;
+    let mut notes = Vec::new();
+    for (other, mut c, _) in candidates {
+        if let Err(e) = replicate_from(&mut c, chosen, cfg, None).await {
+            notes.push(format!("replica {other} was not repointed: {e}"));
+        }
+    }
+    let stale = await_fleet(ctx, worker, version).await;
+    let mut info = format!(
+        "backend '{}': primary {chosen} (position {pos}) in place of {down}, down for {} ms or more; dictionary version {version}",
+        cfg.name, ctx.config.proxy.failover_after_ms
+    );
+    if stale > 0 {
+        info.push_str(&format!("; {stale} proxy(ies) had not loaded it yet"));
+    }
+    for n in notes {
+        info.push_str("; ");
+        info.push_str(&n);
+    }
+    Ok(Some(info))
+}
+
+/// A replica of a primary that is down: its I/O thread stopped, what it
+/// received applied; the connection and its position (`Gtid_IO_Pos`, what
+/// it received, which is what it has now).
+async fn caught_up(
+    pool: &crate::backend::Pool,
+    address: &str,
+) -> Result<(BackendConn, String), ProxyError> {
+    let mut c = pool.connect_to(address).await?;
+    exec(&mut c, &["STOP SLAVE IO_THREAD".into()]).await?;
+    let sql = "SHOW SLAVE STATUS";
+    let status = c
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(&c, sql, e))?;
+    let at = status
+        .columns
+        .iter()
+        .position(|col| col.name.eq_ignore_ascii_case("Gtid_IO_Pos"));
+    let received = status
+        .strings()
+        .into_iter()
+        .next()
+        .and_then(|r| at.and_then(|i| r.get(i).cloned().flatten()))
+        .ok_or_else(|| ProxyError::Refused(format!("{address} is not a replica")))?;
+    let wait = format!(
+        "SELECT MASTER_GTID_WAIT({}, {})",
+        quote_str(&received),
+        CATCH_UP.as_secs()
+    );
+    if one(&mut c, &wait).await?.as_deref() != Some("0") {
+        return Err(ProxyError::Refused(format!(
+            "{address} did not apply what it received ({received}) within {} s",
+            CATCH_UP.as_secs()
+        )));
+    }
+    Ok((c, received))
+}
+
+/// How far a GTID position (`domain-server-seq,...`) is: the sum of its
+/// domains' sequence numbers (replicas of one primary share its domains).
+fn gtid_rank(pos: &str) -> u64 {
+    pos.split(',')
+        .filter_map(|g| g.trim().rsplit('-').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gtid_rank;
+
+    #[test]
+    fn positions_compare_by_sequence() {
+        assert!(gtid_rank("0-1-120") > gtid_rank("0-1-119"));
+        assert!(gtid_rank("0-2-121") > gtid_rank("0-1-120"));
+        assert_eq!(gtid_rank(""), 0);
+        assert_eq!(gtid_rank("0-1-5,1-1-7"), 12);
+    }
+}
