@@ -100,32 +100,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 for c in &columns {
                     header.column(c);
                 }
-                let mut body = header.rows(st);
-                for row in &rows {
-                    let values: Vec<Option<&[u8]>> = row
-                        .iter()
-                        .map(|v| v.as_deref().map(str::as_bytes))
-                        .collect();
-                    body.text_row(&values);
-                }
-                body.finish(st, 0)
+                text_rows(header.rows(st), &rows, st)
             }
             AdminOutput::Relayed { defs, rows } => {
                 let mut header = reply.columns(defs.len());
                 for d in &defs {
                     header.column_def(d);
                 }
-                let mut body = header.rows(st);
-                for row in &rows {
-                    let values: Vec<Option<&[u8]>> = row
-                        .iter()
-                        .map(|v| v.as_deref().map(str::as_bytes))
-                        .collect();
-                    body.text_row(&values);
-                }
-                body.finish(st, 0)
+                text_rows(header.rows(st), &rows, st)
             }
         };
         send(done).await
     }
+}
+
+/// The proxy's own rows, as text, after their column definitions.
+fn text_rows<'a, S: AsyncRead + AsyncWrite + Unpin>(
+    mut body: hscale_wire::reply::Rows<'a, S>,
+    rows: &[Vec<Option<String>>],
+    st: u16,
+) -> hscale_wire::reply::Done<'a, S> {
+    for row in rows {
+        let values: Vec<Option<&[u8]>> = row
+            .iter()
+            .map(|v| v.as_deref().map(str::as_bytes))
+            .collect();
+        body.text_row(&values);
+    }
+    body.finish(st, 0)
 }
