@@ -110,7 +110,9 @@ pub struct Context {
     pub metrics: crate::metrics::Metrics,
     /// Reads in flight that identical reads may wait for and share
     /// (`exec/coalesce.rs`).
-    pub coalescer: Arc<crate::exec::coalesce::Coalescer>,
+    /// The table of reads in flight (`exec/coalesce.rs`): kept for the
+    /// process's life, so a leader's turn holds it without a count.
+    pub coalescer: &'static crate::exec::coalesce::Coalescer,
     /// The result cache (`exec/cache.rs`); `None` with `[cache] max_bytes
     /// = 0`, the default.
     pub cache: Option<Arc<crate::exec::cache::ResultCache>>,
@@ -276,7 +278,9 @@ impl Context {
         Arc::new(Context {
             xa_checks,
             metrics,
-            coalescer: Arc::new(crate::exec::coalesce::Coalescer::new(config.proxy.coalesce)),
+            coalescer: Box::leak(Box::new(crate::exec::coalesce::Coalescer::new(
+                config.proxy.coalesce,
+            ))),
             cache: crate::exec::cache::ResultCache::new(config.cache.max_bytes).map(Arc::new),
             fleet: crate::fleet::Member::new(),
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),

@@ -39,7 +39,9 @@ pub struct Pool {
     /// Position of the backend in the config.
     pub backend_id: BackendId,
     /// Idle connections, without and with `CLIENT_FOUND_ROWS`.
-    idle: [ArrayQueue<BackendConn>; 2],
+    /// Boxed: a checkout, a return and every handing on between them
+    /// move a pointer, not the connection's buffers and state.
+    idle: [ArrayQueue<Box<BackendConn>>; 2],
     /// The `max_connections` connections that may be handed out.
     slots: FairSlots,
     open: AtomicUsize,
@@ -173,7 +175,7 @@ impl Pool {
             };
             let conn = self.connect(false).await?;
             return Ok(PooledConn {
-                conn: Some(conn),
+                conn: Some(Box::new(conn)),
                 slot,
             });
         }
@@ -296,7 +298,7 @@ impl Pool {
         }
         let conn = self.connect(is_found_rows).await?;
         Ok(PooledConn {
-            conn: Some(conn),
+            conn: Some(Box::new(conn)),
             slot,
         })
     }
@@ -379,7 +381,7 @@ impl Pool {
     /// prepared branch's connection in a state later XA STARTs fail in).
     /// A connection holding session state the proxy's own queries must
     /// not meet never gets here: `PooledConn`'s drop resets it first.
-    fn put_back(&self, mut conn: BackendConn) {
+    fn put_back(&self, mut conn: Box<BackendConn>) {
         if conn.is_broken || conn.is_xa_branch {
             self.close(conn);
             return;
@@ -391,7 +393,7 @@ impl Pool {
         }
     }
 
-    fn close(&self, conn: BackendConn) {
+    fn close(&self, conn: Box<BackendConn>) {
         drop(conn);
         self.open.fetch_sub(1, Ordering::Relaxed);
     }
@@ -441,7 +443,7 @@ impl Pool {
             && !self.watch.is_frozen()
         {
             match self.connect(false).await {
-                Ok(c) => self.put_back(c),
+                Ok(c) => self.put_back(Box::new(c)),
                 Err(_) => break,
             }
         }
@@ -562,7 +564,7 @@ impl Drop for Slot {
 
 /// A borrowed connection; dropping it returns the connection to its pool.
 pub struct PooledConn {
-    conn: Option<BackendConn>,
+    conn: Option<Box<BackendConn>>,
     slot: Slot,
 }
 

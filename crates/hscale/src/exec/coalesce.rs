@@ -123,6 +123,18 @@ impl PartialEq for Key {
 impl Eq for Key {}
 
 impl Key {
+    /// Whether the read of `probe` from the session of `b` has this key
+    /// (without building its key).
+    fn is_of(&self, probe: &Probe, b: &Bindings) -> bool {
+        self.hash == probe.hash
+            && self.target == probe.target
+            && self.sql == probe.sql
+            && self.db.as_deref() == b.state.db.as_deref()
+            && self.identity == b.identity
+            && self.capabilities == probe.capabilities
+            && (Arc::ptr_eq(&self.vars, &b.state.vars) || *self.vars == *b.state.vars)
+    }
+
     pub(super) fn hash_value(&self) -> u64 {
         self.hash
     }
@@ -155,10 +167,10 @@ pub fn key(
     b: &Bindings,
     facts: &hscale_sql::Facts,
     payload: &Bytes,
-    tokens: Option<&[hscale_sql::Token]>,
+    lexed: Option<(&str, &[hscale_sql::Token])>,
     capabilities: u32,
     target: Target,
-) -> Option<Key> {
+) -> Option<Probe> {
     if facts.kind != hscale_sql::Kind::Select
         || facts.statements != 1
         || !facts.pins.is_empty()
@@ -181,38 +193,70 @@ pub fn key(
     {
         return None;
     }
-    let sql = std::str::from_utf8(payload.get(1..)?).ok()?;
+    let (sql, tokens) = lexed?;
     let vars = &b.state.vars;
     if vars.holds_autocommit_off()
         || vars.has_statement_time()
-        || !hscale_sql::shareable::is_shareable(sql, tokens?)
+        || !hscale_sql::shareable::is_shareable(sql, tokens)
     {
         return None;
-    }
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(payload);
-    if let Some(db) = &b.state.db {
-        h.update(db.as_bytes());
-    }
-    for item in vars.items() {
-        h.update(item.assign.as_bytes());
     }
     let salt = match target {
         Target::Backend(backend) => backend.index() as u64,
         Target::Planned { version } => version ^ (1 << 63),
     };
-    h.update(&salt.to_le_bytes());
-    h.update(&(b.identity as u64).to_le_bytes());
-    h.update(&capabilities.to_le_bytes());
-    Some(Key {
-        hash: h.digest(),
+    let mut fixed = [0u8; 20];
+    fixed[..8].copy_from_slice(&salt.to_le_bytes());
+    fixed[8..16].copy_from_slice(&(b.identity as u64).to_le_bytes());
+    fixed[16..].copy_from_slice(&capabilities.to_le_bytes());
+    let mut h = xxhash_rust::xxh3::xxh3_64_with_seed(payload, 0)
+        ^ xxhash_rust::xxh3::xxh3_64_with_seed(&fixed, 1);
+    if let Some(db) = &b.state.db {
+        h ^= xxhash_rust::xxh3::xxh3_64_with_seed(db.as_bytes(), 2);
+    }
+    if !vars.is_empty() {
+        let mut v = xxhash_rust::xxh3::Xxh3::new();
+        for item in vars.items() {
+            v.update(item.assign.as_bytes());
+            v.update(&[0]);
+        }
+        h ^= v.digest().rotate_left(17);
+    }
+    Some(Probe {
+        hash: h,
         target,
         sql: payload.clone(),
-        db: b.state.db.clone(),
-        vars: vars.clone(),
-        identity: b.identity,
         capabilities,
     })
+}
+
+/// A read that may take part, before its [`Key`] is built: the hash of
+/// everything the key holds, computed without allocating. The key itself
+/// (which copies the database name and holds the session's variables) is
+/// built only when the read meets another one in flight, or for the
+/// result cache: a read that runs alone, as most do, never builds it.
+#[derive(Debug)]
+pub struct Probe {
+    hash: u64,
+    target: Target,
+    /// The COM_QUERY payload.
+    sql: Bytes,
+    capabilities: u32,
+}
+
+impl Probe {
+    /// The key, with the database and session variables `b` has now.
+    fn key(&self, b: &Bindings) -> Key {
+        Key {
+            hash: self.hash,
+            target: self.target,
+            sql: self.sql.clone(),
+            db: b.state.db.clone(),
+            vars: b.state.vars.clone(),
+            identity: b.identity,
+            capabilities: self.capabilities,
+        }
+    }
 }
 
 /// The session variable that turns coalescing off for one session.
@@ -278,6 +322,8 @@ enum Phase {
 
 /// Requests that will share one execution.
 struct Batch {
+    /// Its leader's key: a request joins only with an equal one.
+    key: Key,
     phase: watch::Sender<Phase>,
     /// Members besides the leader (changed under the table's lock while
     /// forming).
@@ -289,22 +335,48 @@ struct Batch {
     is_leader_gone: AtomicBool,
 }
 
-/// What is known of a key: something is in flight; perhaps a next batch.
+/// What is known of a key's hash: something is in flight; perhaps a next
+/// batch.
 struct Entry {
     next: Option<Arc<Batch>>,
 }
+
+/// The keys of the table are hashes already ([`Probe`]): used as they are.
+#[derive(Default)]
+struct Unhashed(u64);
+
+impl Hasher for Unhashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Table = HashMap<u64, Entry, std::hash::BuildHasherDefault<Unhashed>>;
 
 /// Shards of the table: reads of different statements rarely meet on
 /// one lock.
 const SHARDS: usize = 16;
 
 /// The proxy's table of reads in flight (`Context::coalescer`), shared by
-/// all workers, in shards by the key's hash. A shard's lock is held for a
-/// map operation only.
+/// all workers (a flash crowd spread over every worker runs one
+/// execution at a time), in shards by the hash of the key ([`Probe`]).
+/// A shard's lock is held for a map operation only.
+///
+/// Two keys of one hash share an entry: a request may then wait for an
+/// execution of another key to end before it runs (time, never a wrong
+/// answer: members join a batch only with a key equal to its leader's).
 pub struct Coalescer {
     /// `[proxy] coalesce`.
     pub is_on: bool,
-    shards: [Mutex<HashMap<Arc<Key>, Entry>>; SHARDS],
+    shards: [Mutex<Table>; SHARDS],
 }
 
 impl Coalescer {
@@ -315,13 +387,13 @@ impl Coalescer {
         }
     }
 
-    fn lock(&self, key: &Key) -> std::sync::MutexGuard<'_, HashMap<Arc<Key>, Entry>> {
-        self.shards[key.hash as usize % SHARDS]
+    fn lock(&self, hash: u64) -> std::sync::MutexGuard<'_, Table> {
+        self.shards[hash as usize % SHARDS]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Keys with an execution in flight (tests, metrics).
+    /// Hashes with an execution in flight (tests, metrics).
     pub fn in_flight(&self) -> usize {
         self.shards
             .iter()
@@ -329,41 +401,44 @@ impl Coalescer {
             .sum()
     }
 
-    /// A request for `key` arrives.
-    fn enter(self: &Arc<Self>, key: Arc<Key>) -> Role {
-        let mut t = self.lock(&key);
-        match t.get_mut(&*key) {
+    /// A request of `probe` (from the session of `b`) arrives.
+    fn enter(&'static self, probe: &Probe, b: &Bindings) -> Role {
+        let mut t = self.lock(probe.hash);
+        match t.get_mut(&probe.hash) {
             None => {
-                t.insert(key.clone(), Entry { next: None });
+                t.insert(probe.hash, Entry { next: None });
                 Role::Lead(Turn {
-                    table: self.clone(),
-                    key,
+                    table: self,
+                    hash: probe.hash,
                     batch: None,
                     is_published: false,
                 })
             }
-            Some(Entry { next: Some(b) }) => {
-                if b.members.load(Ordering::Relaxed) >= MAX_MEMBERS {
+            Some(Entry { next: Some(batch) }) => {
+                if !batch.key.is_of(probe, b)
+                    || batch.members.load(Ordering::Relaxed) >= MAX_MEMBERS
+                {
                     return Role::Alone;
                 }
-                b.members.fetch_add(1, Ordering::Relaxed);
-                Role::Wait(b.phase.subscribe())
+                batch.members.fetch_add(1, Ordering::Relaxed);
+                Role::Wait(batch.phase.subscribe())
             }
             Some(e) => {
                 let (phase, _) = watch::channel(Phase::Forming);
-                let b = Arc::new(Batch {
+                let batch = Arc::new(Batch {
+                    key: probe.key(b),
                     phase,
                     members: AtomicUsize::new(0),
                     is_started: AtomicBool::new(false),
                     is_leader_gone: AtomicBool::new(false),
                 });
-                e.next = Some(b.clone());
-                let rx = b.phase.subscribe();
+                e.next = Some(batch.clone());
+                let rx = batch.phase.subscribe();
                 Role::Next(
                     Turn {
-                        table: self.clone(),
-                        key,
-                        batch: Some(b),
+                        table: self,
+                        hash: probe.hash,
+                        batch: Some(batch),
                         is_published: false,
                     },
                     rx,
@@ -381,11 +456,11 @@ impl Coalescer {
         let Some(b) = &turn.batch else {
             return;
         };
-        let mut t = self.lock(&turn.key);
+        let mut t = self.lock(turn.hash);
         if b.is_started.load(Ordering::Relaxed) {
             return;
         }
-        if let Some(e) = t.get_mut(&*turn.key) {
+        if let Some(e) = t.get_mut(&turn.hash) {
             if e.next.as_ref().is_some_and(|n| Arc::ptr_eq(n, b)) {
                 e.next = None;
             }
@@ -393,11 +468,11 @@ impl Coalescer {
         b.is_started.store(true, Ordering::Relaxed);
     }
 
-    /// The execution in flight for `key` ended: its next batch starts, or
-    /// the key has nothing in flight.
-    fn finish(&self, key: &Key) {
-        let mut t = self.lock(key);
-        let Some(e) = t.get_mut(key) else {
+    /// The execution in flight for `hash` ended: its next batch starts, or
+    /// the hash has nothing in flight.
+    fn finish(&self, hash: u64) {
+        let mut t = self.lock(hash);
+        let Some(e) = t.get_mut(&hash) else {
             return;
         };
         match e.next.take() {
@@ -407,10 +482,10 @@ impl Coalescer {
             }
             Some(b) => {
                 b.phase.send_replace(Phase::Alone);
-                t.remove(key);
+                t.remove(&hash);
             }
             None => {
-                t.remove(key);
+                t.remove(&hash);
             }
         }
     }
@@ -424,7 +499,8 @@ enum Role {
     Next(Turn, watch::Receiver<Phase>),
     /// A member of the next batch.
     Wait(watch::Receiver<Phase>),
-    /// The next batch is full: run on its own.
+    /// The next batch is full, or of another key of the same hash: run on
+    /// its own.
     Alone,
 }
 
@@ -432,8 +508,8 @@ enum Role {
 /// its members to run on their own unless it published an answer, and
 /// hands the in-flight state on.
 struct Turn {
-    table: Arc<Coalescer>,
-    key: Arc<Key>,
+    table: &'static Coalescer,
+    hash: u64,
     batch: Option<Arc<Batch>>,
     is_published: bool,
 }
@@ -459,7 +535,7 @@ impl Drop for Turn {
             if !self.is_published {
                 b.phase.send_replace(Phase::Alone);
             }
-            let t = self.table.lock(&self.key);
+            let t = self.table.lock(self.hash);
             if !b.is_started.load(Ordering::Relaxed) {
                 // Left before its turn: the execution in flight hands the
                 // key on (`finish`) and its members run on their own.
@@ -468,7 +544,7 @@ impl Drop for Turn {
             }
             drop(t);
         }
-        self.table.finish(&self.key);
+        self.table.finish(self.hash);
     }
 }
 
@@ -590,24 +666,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .map_err(|_| ProxyError::ClientGone)
     }
 
-    /// Run `work`, whose key is `key`, sharing its execution with
+    /// Run `work`, whose key `probe` tells, sharing its execution with
     /// identical requests (see the module's comment).
     pub async fn run_coalesced(
         &mut self,
-        key: Key,
+        probe: Probe,
         work: Work<'_>,
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
         if !self.client.is_plain_reply() {
             return self.run_work(work, effects).await;
         }
-        let ctx = self.b.ctx.clone();
-        let key = Arc::new(key);
         // The result cache (`exec/cache.rs`): only on a proxy with one,
         // when the dictionary caches some table.
         let mut pending = None;
-        if let Some(cache) = &ctx.cache {
-            if ctx.partitioning.with_dictionary(|d| d.has_cached()) {
+        if let Some(cache) = &self.b.ctx.cache {
+            if self.b.ctx.partitioning.with_dictionary(|d| d.has_cached()) {
+                let (cache, ctx) = (cache.clone(), self.b.ctx.clone());
+                let key = Arc::new(probe.key(self.b));
                 let db = self.b.state.db.clone();
                 let digest = self.b.note.digest;
                 match cache
@@ -615,20 +691,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     .await
                 {
                     Ok(Lookup::Hit(answer)) => return self.send_shared(&answer, true).await,
-                    Ok(Lookup::Miss(p)) => pending = Some((cache.clone(), p)),
+                    Ok(Lookup::Miss(p)) => pending = Some((cache, p)),
                     Ok(Lookup::Not) => {}
                     // The versions could not be read: run as uncached.
                     Err(e) => tracing::debug!(error = %e, "result cache lookup failed"),
                 }
             }
         }
-        let table = ctx.coalescer.clone();
-        let counters = ctx.metrics.worker(self.b.worker);
-        let handle = self.b.handle.clone();
-        handle.take_interrupt();
-        match table.enter(key) {
+        let worker = self.b.worker;
+        let table = self.b.ctx.coalescer;
+        self.b.handle.take_interrupt();
+        match table.enter(&probe, self.b) {
             Role::Alone => {
-                counters.coalesce_alone();
+                self.b.ctx.metrics.worker(worker).coalesce_alone();
                 match pending {
                     Some(p) => self.run_stored(work, effects, p).await,
                     None => self.run_work(work, effects).await,
@@ -643,6 +718,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 r
             }
             Role::Next(mut turn, mut rx) => {
+                let handle = self.b.handle.clone();
                 match tokio::time::timeout(MAX_TURN_WAIT, wait(&mut rx, &handle, true)).await {
                     Ok(Waited::Interrupted) => return Err(interrupted(&handle)),
                     Ok(Waited::Phase(_)) => {}
@@ -662,7 +738,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 let (r, answer) = self.run_held(work, effects).await;
                 let phase = match answer {
                     Some(answer) => {
-                        counters.coalesce_shared();
+                        self.b.ctx.metrics.worker(worker).coalesce_shared();
                         if let Some((cache, p)) = pending {
                             cache.store(p, answer.clone());
                         }
@@ -680,17 +756,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 r
             }
-            Role::Wait(mut rx) => match wait(&mut rx, &handle, false).await {
-                Waited::Interrupted => Err(interrupted(&handle)),
-                Waited::Phase(Phase::Shared(answer)) => {
-                    counters.coalesced();
-                    self.send_shared(&answer, false).await
+            Role::Wait(mut rx) => {
+                let handle = self.b.handle.clone();
+                match wait(&mut rx, &handle, false).await {
+                    Waited::Interrupted => Err(interrupted(&handle)),
+                    Waited::Phase(Phase::Shared(answer)) => {
+                        self.b.ctx.metrics.worker(worker).coalesced();
+                        self.send_shared(&answer, false).await
+                    }
+                    Waited::Phase(_) => {
+                        self.b.ctx.metrics.worker(worker).coalesce_alone();
+                        self.run_work(work, effects).await
+                    }
                 }
-                Waited::Phase(_) => {
-                    counters.coalesce_alone();
-                    self.run_work(work, effects).await
-                }
-            },
+            }
         }
     }
 }

@@ -301,6 +301,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         self.b.note.parts = 1;
         let is_movable = is_table_free && self.b.pinned.is_none();
         let target = Target::Backend(backend);
+        let lexed = lexed.map(|tokens| (sql, tokens));
         let key = coalesce::key(self.b, facts, payload, lexed, self.capabilities, target);
         let exec = self;
         exec.is_fenced = true;
@@ -481,7 +482,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 let target = Target::Planned {
                     version: self.b.planned_version,
                 };
-                let key = coalesce::key(self.b, facts, payload, tokens, self.capabilities, target);
+                let lexed = tokens.map(|tokens| (sql, tokens));
+                let key = coalesce::key(self.b, facts, payload, lexed, self.capabilities, target);
                 let exec = &mut *self;
                 exec.is_fenced = true;
                 exec.holds_parse_errors = true;

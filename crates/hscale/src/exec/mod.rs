@@ -501,8 +501,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             .insert_id(self.b.generated_id.filter(|id| *id != 0))
             .one_row_select(self.b.one_row_select.as_deref())
             .replacing_defs(self.b.answer_defs.take())
-            .naming(&self.b.ctx.partitioning)
             .shipped(&self.ship_names);
+        // Without a partitioned table no physical name is to be renamed.
+        if !self.b.ctx.partitioning.is_empty() {
+            f = f.naming(&self.b.ctx.partitioning);
+        }
         if let Some((from, to)) = relabel {
             f = f.relabel(from, to);
         }
