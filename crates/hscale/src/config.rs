@@ -36,6 +36,26 @@ pub struct Config {
     /// when off, so an older hscale still reads it.
     #[serde(default, skip_serializing_if = "CacheConfig::is_off")]
     pub cache: CacheConfig,
+    /// The HTTP API (`http_api.rs`); left out of a written config when
+    /// off, so an older hscale still reads it.
+    #[serde(default, skip_serializing_if = "HttpConfig::is_off")]
+    pub http: HttpConfig,
+}
+
+/// `[http]`: the HTTP API beside the MySQL protocol (SQL and rows by key
+/// as JSON, `http_api.rs`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Address of the HTTP API, such as `"127.0.0.1:8080"`; empty (the
+    /// default) serves none.
+    pub listen: String,
+}
+
+impl HttpConfig {
+    pub fn is_off(&self) -> bool {
+        self.listen.is_empty()
+    }
 }
 
 /// `[cache]`: the result cache of reads of tables cached by `HSCALE
@@ -515,6 +535,12 @@ impl Config {
             out.push(format!(
                 "[proxy] auth_plugin = {:?}: use \"mysql_native_password\" or \"caching_sha2_password\"",
                 self.proxy.auth_plugin
+            ));
+        }
+        if !self.http.listen.is_empty() && self.http.listen.parse::<SocketAddr>().is_err() {
+            out.push(format!(
+                "[http] listen = {:?} is not an address such as \"127.0.0.1:8080\"",
+                self.http.listen
             ));
         }
         if !self.metrics.listen.is_empty() && self.metrics.listen.parse::<SocketAddr>().is_err() {

@@ -14,6 +14,7 @@ pub mod error;
 pub mod exec;
 pub mod fleet;
 pub mod http;
+pub mod http_api;
 pub mod logging;
 pub mod metrics;
 pub mod partition;

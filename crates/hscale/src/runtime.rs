@@ -629,6 +629,9 @@ impl Context {
         {
             ignored.push("[metrics]");
         }
+        if old.http != new.http {
+            ignored.push("[http]");
+        }
         let tls = |t: &crate::config::TlsConfig| (t.cert.clone(), t.key.clone(), t.require);
         if tls(&old.tls) != tls(&new.tls) {
             ignored.push("[tls]");

@@ -366,6 +366,8 @@ pub struct RunningProxy {
     pub addr: std::net::SocketAddr,
     /// Where `/metrics` is served (`[metrics] listen`), if anywhere.
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Where the HTTP API is served (`[http] listen`), if anywhere.
+    pub http_addr: Option<std::net::SocketAddr>,
     pub context: Arc<Context>,
     stop: tokio::sync::watch::Sender<Stop>,
     threads: Vec<std::thread::JoinHandle<()>>,
@@ -391,6 +393,17 @@ impl RunningProxy {
             threads.push(crate::http::spawn(
                 listener,
                 crate::http::routes(Arc::new(registry)),
+                stop_rx.clone(),
+            )?);
+        }
+        let mut http_addr = None;
+        if !ctx.config.http.listen.is_empty() {
+            let listener = std::net::TcpListener::bind(&ctx.config.http.listen)?;
+            listener.set_nonblocking(true)?;
+            http_addr = Some(listener.local_addr()?);
+            threads.push(crate::http::spawn(
+                listener,
+                crate::http_api::routes(addr, &ctx),
                 stop_rx.clone(),
             )?);
         }
@@ -431,9 +444,13 @@ impl RunningProxy {
         if let Some(m) = metrics_addr {
             tracing::info!(metrics = %m, "serving /metrics");
         }
+        if let Some(h) = http_addr {
+            tracing::info!(http = %h, "serving the HTTP API");
+        }
         Ok(RunningProxy {
             addr,
             metrics_addr,
+            http_addr,
             context: ctx,
             stop,
             threads,

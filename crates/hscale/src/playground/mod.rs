@@ -195,6 +195,10 @@ impl Cluster {
             }],
             user_defaults: Default::default(),
             cache: Default::default(),
+            // The HTTP API on a free loopback port.
+            http: crate::config::HttpConfig {
+                listen: "127.0.0.1:0".into(),
+            },
             backends: servers
                 .iter()
                 .enumerate()
@@ -220,6 +224,9 @@ impl Cluster {
         // `[metrics] listen` stays port 0: copies of this config (more
         // proxies in tests) each pick a free port (`RunningProxy::metrics_addr`).
         config.proxy.listen = proxy.addr.to_string();
+        // The written config serves no HTTP API: its copies (more proxies
+        // in tests, older binaries in benchmarks) start without it.
+        config.http = Default::default();
         let text = toml::to_string_pretty(&config).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("hscale.toml"), text).map_err(|e| e.to_string())?;
         Ok(Cluster {
@@ -452,6 +459,11 @@ pub fn run_playground(
     }
     if let Some(m) = cluster.proxy.metrics_addr {
         eprintln!("playground: Prometheus metrics at http://{m}/metrics");
+    }
+    if let Some(h) = cluster.proxy.http_addr {
+        eprintln!(
+            "playground: HTTP API at http://{h}/v1/sql (curl -u root: -d '{{\"sql\": \"SELECT 1\"}}' http://{h}/v1/sql)"
+        );
     }
     println!("ready: mariadb -h{} -P{} -uroot", addr.ip(), addr.port());
     use std::io::Write;
