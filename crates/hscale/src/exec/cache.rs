@@ -704,8 +704,13 @@ impl ResultCache {
         worker: usize,
         probes: &[Probe],
     ) -> Result<Seen, ProxyError> {
-        let reads = probes.iter().map(|p| self.queued(ctx, worker, p));
-        let reads = futures_util::future::try_join_all(reads).await?;
+        let reads = match probes {
+            [one] => vec![self.queued(ctx, worker, one).await?],
+            _ => {
+                let reads = probes.iter().map(|p| self.queued(ctx, worker, p));
+                futures_util::future::try_join_all(reads).await?
+            }
+        };
         let mut seen = vec![u64::MAX];
         for (p, read) in probes.iter().zip(&reads) {
             let read = read.as_ref().as_ref().map_err(|e| {
@@ -747,7 +752,10 @@ impl ResultCache {
                 tx: watch::channel(None).0,
                 tables: Vec::new(),
             });
-            next.tables.push(probe.tables.clone());
+            // Reads of one rule share its tables' list: kept once.
+            if !next.tables.iter().any(|t| Arc::ptr_eq(t, &probe.tables)) {
+                next.tables.push(probe.tables.clone());
+            }
             let rx = next.tx.subscribe();
             if !q.is_running {
                 q.is_running = true;
