@@ -13,7 +13,7 @@
 #          coalescing with the exact cache; direct access beside them;
 #   write  every client updates one random row (`UPDATE sbtest1 SET k = k
 #          + 1 WHERE id = ?`): the table uncached, then cached EXACT (its
-#          triggers bump hscale.table_versions): what the cache costs
+#          triggers bump hscale.cache_versions): what the cache costs
 #          writers, also directly on the server (the triggers fire there
 #          too);
 #   mixed  90% reads of 50 hot aggregates, 10% of those writes: uncached
