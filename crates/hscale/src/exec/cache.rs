@@ -936,3 +936,46 @@ async fn read_backend(
 fn is_in_line(seen: &[u64], stored_version: u64) -> bool {
     seen.first() == Some(&stored_version) && !seen[1..].contains(&u64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cold_doubles_up_to_its_bound() {
+        assert_eq!(cold_for(1), Duration::from_millis(2));
+        assert_eq!(cold_for(2), Duration::from_millis(4));
+        assert_eq!(cold_for(7), Duration::from_millis(128));
+        assert_eq!(cold_for(8), MAX_COLD);
+        assert_eq!(cold_for(u32::MAX), MAX_COLD);
+    }
+
+    #[test]
+    fn a_marked_table_or_another_dictionary_is_never_stored() {
+        assert!(is_in_line(&[7, 1, 2], 7));
+        assert!(!is_in_line(&[8, 1, 2], 7));
+        assert!(!is_in_line(&[7, 1, u64::MAX], 7));
+        assert!(!is_in_line(&[u64::MAX], 7));
+        assert!(!is_in_line(&[], 7));
+    }
+
+    #[test]
+    fn probes_group_tables_by_backend_main_first() {
+        let b1 = BackendId::new(1);
+        let arm = vec![
+            (b1, "d".to_string(), "t_1".to_string()),
+            (BackendId::MAIN, "d".to_string(), "t_0".to_string()),
+            (b1, "d".to_string(), "t_1".to_string()),
+        ];
+        let p = probes(&arm);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].backend, BackendId::MAIN);
+        assert_eq!(&p[0].tables[..], &[("d".to_string(), "t_0".to_string())]);
+        assert_eq!(&p[1].tables[..], &[("d".to_string(), "t_1".to_string())]);
+        // Only a backend other than the main one: the main one still
+        // reads the dictionary version.
+        let p = probes(&arm[..1]);
+        assert_eq!(p[0].backend, BackendId::MAIN);
+        assert!(p[0].tables.is_empty());
+    }
+}

@@ -152,3 +152,29 @@ pub async fn after(b: &Bindings, marks: Marks) {
         cache.disarmed(&tables);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_ddl_words_are_taken() {
+        assert_eq!(ddl_word("TRUNCATE TABLE t"), Some("TRUNCATE"));
+        assert_eq!(ddl_word("  drop table t"), Some("DROP"));
+        assert_eq!(ddl_word("Rename table a to b"), Some("RENAME"));
+        assert_eq!(ddl_word("ALTER TABLE t ADD c INT"), Some("ALTER"));
+        assert_eq!(ddl_word("CREATE TABLE t (a INT)"), Some("CREATE"));
+        assert_eq!(ddl_word("CREATED"), None);
+        assert_eq!(ddl_word("OPTIMIZE TABLE t"), None);
+        assert_eq!(ddl_word("SELECT 1"), None);
+    }
+
+    #[test]
+    fn a_mark_is_a_mark() {
+        for _ in 0..100 {
+            let slot = versions::MARKED | mark_id();
+            assert!(slot >= versions::MARKED);
+        }
+        assert_ne!(mark_id(), mark_id());
+    }
+}
