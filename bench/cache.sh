@@ -13,16 +13,22 @@
 #          coalescing with the exact cache; direct access beside them;
 #   write  every client updates one random row (`UPDATE sbtest1 SET k = k
 #          + 1 WHERE id = ?`): the table uncached, then cached EXACT (its
-#          triggers bump hscale.table_versions): what the cache costs
+#          triggers bump hscale.cache_versions): what the cache costs
 #          writers, also directly on the server (the triggers fire there
 #          too);
 #   mixed  90% reads of 50 hot aggregates, 10% of those writes: uncached
-#          and cached EXACT (the cache's gain and the invalidations).
+#          and cached EXACT (the cache's gain and the invalidations), all
+#          on sbtest1 (every write invalidates every hot answer: the
+#          worst case);
+#   spread the same over SPREAD_TABLES tables (hot statement h reads table
+#          h % n + 1, each write goes to one at random): a schema whose
+#          writes touch some of the hot answers' tables.
 #
 # Environment:
 #   HSCALE       binary (default ./target/release/hscale)
 #   CLIENTS      client counts (default "8 64 512")
-#   WORKLOADS    tables to run (default "read write mixed")
+#   WORKLOADS    tables to run (default "read write mixed spread")
+#   SPREAD_TABLES  tables of the spread workload (default 10)
 #   DURATION     seconds per cell (default 10)
 #   TABLE_SIZE   rows of sbtest1 (default 10000)
 #   MAX_BYTES    [cache] max_bytes (default 268435456)
@@ -35,7 +41,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PATH:/usr/sbin"
 HSCALE=${HSCALE:-./target/release/hscale}
 CLIENTS=${CLIENTS:-8 64 512}
-WORKLOADS=${WORKLOADS:-read write mixed}
+WORKLOADS=${WORKLOADS:-read write mixed spread}
+SPREAD_TABLES=${SPREAD_TABLES:-10}
 DURATION=${DURATION:-10}
 TABLE_SIZE=${TABLE_SIZE:-10000}
 MAX_BYTES=${MAX_BYTES:-268435456}
@@ -110,27 +117,33 @@ mariadb -h127.0.0.1 -P"$HS_PORT" -uroot --skip-ssl -e 'SELECT 1' >/dev/null 2>&1
 BACKEND=(-uhscale -phscale --skip-ssl)
 MARIADB_VERSION=$(mariadb -h127.0.0.1 -P"$DB_PORT" "${BACKEND[@]}" -N -B -e 'SELECT VERSION()')
 mariadb -h127.0.0.1 -P"$DB_PORT" "${BACKEND[@]}" -e 'CREATE DATABASE IF NOT EXISTS sbtest'
-SB_COMMON=(--tables=1 --table-size="$TABLE_SIZE" --mysql-db=sbtest --rand-type=uniform
+SB_COMMON=(--table-size="$TABLE_SIZE" --mysql-db=sbtest --rand-type=uniform
   --db-ps-mode=disable --percentile=99 --histogram=on --mysql-ssl=off)
-sysbench oltp_read_only "${SB_COMMON[@]}" --mysql-host=127.0.0.1 --mysql-port="$DB_PORT" \
+PREPARED=1
+[[ " $WORKLOADS " == *" spread "* ]] && PREPARED=$SPREAD_TABLES
+sysbench oltp_read_only "${SB_COMMON[@]}" --tables="$PREPARED" --mysql-host=127.0.0.1 --mysql-port="$DB_PORT" \
   --mysql-user=hscale --mysql-password=hscale prepare >"$TMP/prepare.log" 2>&1 ||
   die "sysbench prepare failed: $(tail -n 5 "$TMP/prepare.log")"
 
 admin() { mariadb -h127.0.0.1 -P"$HS_PORT" -uroot --skip-ssl sbtest -N -B -e "$1"; }
+# cache on|off [TABLES]: sbtest1 .. sbtestN cached EXACT, or not.
 cache() {
-  case $1 in
-    on) admin "HSCALE CACHE_TABLE('sbtest.sbtest1', 'EXACT')" >/dev/null ;;
-    off) admin "HSCALE UNCACHE_TABLE('sbtest.sbtest1')" >/dev/null 2>&1 || true ;;
-  esac
+  local i
+  for ((i = 1; i <= ${2:-1}; i++)); do
+    case $1 in
+      on) admin "HSCALE CACHE_TABLE('sbtest.sbtest$i', 'EXACT')" >/dev/null ;;
+      off) admin "HSCALE UNCACHE_TABLE('sbtest.sbtest$i')" >/dev/null 2>&1 || true ;;
+    esac
+  done
 }
 com_select() {
   mariadb -h127.0.0.1 -P"$DB_PORT" "${BACKEND[@]}" -N -B -e "SHOW GLOBAL STATUS LIKE 'Com_select'" | awk '{ print $2 }'
 }
 
 declare -A QPS P50 P99 ERR EXEC
-# run KEY MODE ENDPOINT CLIENTS
+# run KEY MODE ENDPOINT CLIENTS [TABLES]
 run() {
-  local key=$1 mode=$2 endpoint=$3 clients=$4 out="$TMP/$1.log" total fatal ignored sel_before sel_after
+  local key=$1 mode=$2 endpoint=$3 clients=$4 tables=${5:-1} out="$TMP/$1.log" total fatal ignored sel_before sel_after
   local -a conn
   case $endpoint in
     direct) conn=(--mysql-port="$DB_PORT" --mysql-user=hscale --mysql-password=hscale) ;;
@@ -138,7 +151,7 @@ run() {
   esac
   log "$key: $mode via $endpoint, $clients clients (${DURATION}s)"
   sel_before=$(com_select)
-  MODE=$mode sysbench "$LUA" "${SB_COMMON[@]}" --mysql-host=127.0.0.1 "${conn[@]}" --threads="$clients" \
+  MODE=$mode TABLES=$tables sysbench "$LUA" "${SB_COMMON[@]}" --tables="$tables" --mysql-host=127.0.0.1 "${conn[@]}" --threads="$clients" \
     --time="$DURATION" --events=0 --report-interval=0 --mysql-ignore-errors=all run >"$out" 2>&1 || true
   sel_after=$(com_select)
   total=$(awk '$1 == "queries:" { print $2; exit }' "$out")
@@ -178,11 +191,19 @@ for workload in $WORKLOADS; do
         run "mixed-off-$clients" mixed hscale "$clients"
         cache on
         run "mixed-on-$clients" mixed hscale "$clients"
+        cache off
+        ;;
+      spread)
+        cache off "$SPREAD_TABLES"
+        run "spread-off-$clients" mixed hscale "$clients" "$SPREAD_TABLES"
+        cache on "$SPREAD_TABLES"
+        run "spread-on-$clients" mixed hscale "$clients" "$SPREAD_TABLES"
+        cache off "$SPREAD_TABLES"
         ;;
     esac
   done
 done
-cache off
+cache off "$PREPARED"
 METRICS=$(admin "HSCALE SHOW CACHE" 2>/dev/null || true)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
@@ -215,12 +236,13 @@ for workload in $WORKLOADS; do
           "$(ratio "${QPS[write-on-$c]:-}" "${QPS[write-off-$c]:-}")"
       done
       ;;
-    mixed)
+    mixed | spread)
+      [[ $workload == spread ]] && echo "Spread over $SPREAD_TABLES tables:" && echo
       echo "| clients | hscale, uncached | hscale, exact cache | cached/uncached | exec uncached | exec cached |"
       echo "|---:|---|---|---:|---:|---:|"
       for c in $CLIENTS; do
-        printf '| %s | %s | %s | %s | %s | %s |\n' "$c" "$(cell "mixed-off-$c")" "$(cell "mixed-on-$c")" \
-          "$(ratio "${QPS[mixed-on-$c]:-}" "${QPS[mixed-off-$c]:-}")" "${EXEC[mixed-off-$c]:--}" "${EXEC[mixed-on-$c]:--}"
+        printf '| %s | %s | %s | %s | %s | %s |\n' "$c" "$(cell "$workload-off-$c")" "$(cell "$workload-on-$c")" \
+          "$(ratio "${QPS[$workload-on-$c]:-}" "${QPS[$workload-off-$c]:-}")" "${EXEC[$workload-off-$c]:--}" "${EXEC[$workload-on-$c]:--}"
       done
       ;;
   esac

@@ -1,9 +1,13 @@
 -- The result cache's mixed workload (bench/cache.sh): 90% reads of 50 hot
--- aggregates of sbtest1, 10% single-row writes to it. `MODE=write` runs
--- writes only (what caching a table costs writers); `MODE=read` the one
--- aggregate of the flash crowd (bench/flash_crowd.lua).
+-- aggregates, 10% single-row writes to their tables. With `TABLES=1`
+-- (the default) every statement reads sbtest1 and every write invalidates
+-- every hot answer; with `TABLES=n` hot statement h reads sbtest(h % n +
+-- 1) and each write goes to one of the n tables at random. `MODE=write`
+-- runs writes only (what caching a table costs writers); `MODE=read` the
+-- one aggregate of the flash crowd (bench/flash_crowd.lua).
 local mode = os.getenv("MODE") or "mixed"
 local size = tonumber(os.getenv("TABLE_SIZE") or "10000")
+local tables = tonumber(os.getenv("TABLES") or "1")
 
 function thread_init()
   drv = sysbench.sql.driver()
@@ -11,7 +15,8 @@ function thread_init()
 end
 
 local function write()
-  con:query(string.format("UPDATE sbtest1 SET k = k + 1 WHERE id = %d", math.random(1, size)))
+  con:query(string.format("UPDATE sbtest%d SET k = k + 1 WHERE id = %d",
+    math.random(1, tables), math.random(1, size)))
 end
 
 function event()
@@ -24,8 +29,8 @@ function event()
   else
     local h = math.random(0, 49)
     con:query(string.format(
-      "SELECT COUNT(*), SUM(k), MAX(c) FROM sbtest1 WHERE id BETWEEN %d AND %d",
-      h * 100 + 1, h * 100 + 5000))
+      "SELECT COUNT(*), SUM(k), MAX(c) FROM sbtest%d WHERE id BETWEEN %d AND %d",
+      h % tables + 1, h * 100 + 1, h * 100 + 5000))
   end
 end
 

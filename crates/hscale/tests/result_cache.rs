@@ -203,6 +203,12 @@ async fn cached_answers_are_byte_identical() {
 async fn exact_mode_sees_every_write() {
     setup().await;
     let _g = SERIAL.lock().await;
+    // Not cold from another test's writes (`exec/cache.rs`).
+    proxy_conn(None)
+        .await
+        .query_drop("HSCALE FLUSH CACHE")
+        .await
+        .unwrap();
     let other = ProxyProcess::start(cluster_config());
     let mut here = conn().await;
     let mut there = mysql_async::Conn::new(proxy_opts(other.port, Some(DB)))
@@ -654,4 +660,414 @@ async fn statement_ttl_rule() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("CACHE_TABLE"), "{e}");
+}
+
+/// Issue 33's read-your-writes test with the cache EXACT: 200 clients run
+/// the same read of `counter` through this proxy while writers commit
+/// increments through two other proxies and directly on a backend. Every
+/// read returns at least the value of every write acknowledged before it
+/// was sent, and a client that wrote through this proxy reads its own
+/// write next. 20 rounds (about 20,000 reads).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exact_cache_reads_see_every_write_acknowledged_before_them() {
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    use std::sync::Arc;
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let other = [
+        ProxyProcess::start(cluster_config()),
+        ProxyProcess::start(cluster_config()),
+    ];
+    let writer_opts = vec![
+        proxy_opts(other[0].port, Some(DB)),
+        proxy_opts(other[1].port, Some(DB)),
+        backend_opts(info().backend_ports[0], Some(DB)),
+    ];
+    // One increment in a transaction: the value it committed.
+    async fn increment(c: &mut mysql_async::Conn) -> i64 {
+        let mut t = c
+            .start_transaction(mysql_async::TxOpts::default())
+            .await
+            .unwrap();
+        let v: i64 = t
+            .query_first("SELECT v FROM counter WHERE id = 1 FOR UPDATE")
+            .await
+            .unwrap()
+            .unwrap();
+        t.query_drop("UPDATE counter SET v = v + 1 WHERE id = 1")
+            .await
+            .unwrap();
+        t.commit().await.unwrap();
+        v + 1
+    }
+    let mut readers = Vec::new();
+    for _ in 0..200 {
+        readers.push(conn().await);
+    }
+    let acked = Arc::new(AtomicI64::new(0));
+    let hits = metric("hscale_result_cache_hits");
+    let read = "SELECT v FROM counter WHERE id = 1";
+    for round in 0..20 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut writers = Vec::new();
+        for opts in &writer_opts {
+            let (opts, acked, stop) = (opts.clone(), acked.clone(), stop.clone());
+            writers.push(tokio::spawn(async move {
+                let mut c = mysql_async::Conn::new(opts).await.unwrap();
+                while !stop.load(Ordering::SeqCst) {
+                    let v = increment(&mut c).await;
+                    acked.fetch_max(v, Ordering::SeqCst);
+                    // Room between writes for hits.
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                }
+            }));
+        }
+        let mut tasks = Vec::new();
+        for (i, mut c) in readers.drain(..).enumerate() {
+            let acked = acked.clone();
+            tasks.push(tokio::spawn(async move {
+                for n in 0..5 {
+                    let mut floor = acked.load(Ordering::SeqCst);
+                    if (i + n + round) % 40 == 0 {
+                        floor = increment(&mut c).await;
+                        acked.fetch_max(floor, Ordering::SeqCst);
+                    }
+                    let v: i64 = c.query_first(read).await.unwrap().unwrap();
+                    assert!(
+                        v >= floor,
+                        "round {round}, client {i}: read {v}, acknowledged {floor}"
+                    );
+                }
+                c
+            }));
+        }
+        for t in tasks {
+            readers.push(t.await.unwrap());
+        }
+        stop.store(true, Ordering::SeqCst);
+        for w in writers {
+            w.await.unwrap();
+        }
+    }
+    assert!(
+        metric("hscale_result_cache_hits") > hits,
+        "some reads were hits"
+    );
+}
+
+/// Connections of `backend` until two share `CONNECTION_ID() % 32` (the
+/// first release's version slot: those two waited on one row).
+async fn two_on_one_old_slot(backend: usize) -> (mysql_async::Conn, mysql_async::Conn) {
+    let mut by_slot: std::collections::HashMap<u64, mysql_async::Conn> = Default::default();
+    loop {
+        let mut c = backend_conn(backend, Some(DB)).await;
+        let id: u64 = c
+            .query_first("SELECT CONNECTION_ID()")
+            .await
+            .unwrap()
+            .unwrap();
+        if let Some(first) = by_slot.remove(&(id % 32)) {
+            return (first, c);
+        }
+        by_slot.insert(id % 32, c);
+    }
+}
+
+/// Two transactions write two cached tables in opposite orders (other
+/// rows, so one server runs both without waiting): neither waits for the
+/// other because of the cache, on the backend directly (the two
+/// connections are ones that shared a version row in the first release,
+/// and their first writes insert their version rows) and through the
+/// proxy; both commit, and the cached reads see both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn opposite_orders_never_wait_on_version_rows() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let mut c = conn().await;
+    for sql in [
+        "DROP TABLE IF EXISTS oa, ob",
+        "CREATE TABLE oa (id INT PRIMARY KEY, v INT NOT NULL)",
+        "CREATE TABLE ob (id INT PRIMARY KEY, v INT NOT NULL)",
+        "INSERT INTO oa VALUES (1, 0), (2, 0)",
+        "INSERT INTO ob VALUES (1, 0), (2, 0)",
+        "HSCALE CACHE_TABLE('oa', 'EXACT')",
+        "HSCALE CACHE_TABLE('ob', 'EXACT')",
+    ] {
+        c.query_drop(sql).await.unwrap();
+    }
+    let read = "SELECT SUM(oa.v), SUM(ob.v) FROM oa JOIN ob USING (id)";
+    value(&mut c, read).await;
+    async fn step(c: &mut mysql_async::Conn, sql: String, what: &str) {
+        tokio::time::timeout(Duration::from_secs(3), c.query_drop(sql))
+            .await
+            .unwrap_or_else(|_| panic!("{what}: waited"))
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+    for round in 0..4i64 {
+        let (mut one, mut two) = if round % 2 == 0 {
+            two_on_one_old_slot(0).await
+        } else {
+            (conn().await, conn().await)
+        };
+        one.query_drop("BEGIN").await.unwrap();
+        two.query_drop("BEGIN").await.unwrap();
+        let sql = |t: &str, id: u32| format!("UPDATE {t} SET v = v + 1 WHERE id = {id}");
+        let what = format!("round {round}");
+        step(&mut one, sql("oa", 1), &what).await;
+        step(&mut two, sql("ob", 2), &what).await;
+        step(&mut one, sql("ob", 1), &what).await;
+        step(&mut two, sql("oa", 2), &what).await;
+        one.query_drop("COMMIT").await.unwrap();
+        two.query_drop("COMMIT").await.unwrap();
+        let expected = (round + 1) * 2;
+        let got: (i64, i64) = c.query_first(read).await.unwrap().unwrap();
+        assert_eq!(got, (expected, expected), "round {round}");
+    }
+}
+
+async fn marks(direct: &mut mysql_async::Conn) -> String {
+    value(
+        direct,
+        "SELECT COUNT(*) FROM hscale.cache_versions WHERE slot >= 9223372036854775808",
+    )
+    .await
+    .unwrap()
+}
+
+async fn version_triggers(direct: &mut mysql_async::Conn, table: &str) -> String {
+    let sql = format!(
+        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = '{DB}' \
+         AND EVENT_OBJECT_TABLE = '{table}' AND TRIGGER_NAME LIKE 'hscale\\_w%'"
+    );
+    value(direct, &sql).await.unwrap()
+}
+
+/// TRUNCATE, DROP and CREATE of a cached table through the proxy: TRUNCATE
+/// fires no trigger, yet neither this proxy nor another serves an answer
+/// from before it; the table dropped and created again has its version
+/// triggers back, so a write on the backend directly is seen; no mark is
+/// left. Every answer is the backend's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn truncate_drop_and_create_through_the_proxy() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let other = ProxyProcess::start(cluster_config());
+    let mut here = conn().await;
+    let mut there = mysql_async::Conn::new(proxy_opts(other.port, Some(DB)))
+        .await
+        .unwrap();
+    let mut direct = backend_conn(0, Some(DB)).await;
+    for sql in [
+        "DROP TABLE IF EXISTS tr",
+        "CREATE TABLE tr (id INT PRIMARY KEY, v INT NOT NULL)",
+        "INSERT INTO tr VALUES (1, 10), (2, 20), (3, 30)",
+        "HSCALE CACHE_TABLE('tr', 'EXACT')",
+    ] {
+        here.query_drop(sql).await.unwrap();
+    }
+    let read = "SELECT CONCAT(COUNT(*), '/', IFNULL(SUM(v), 0)) FROM tr";
+    async fn same(
+        read: &str,
+        direct: &mut mysql_async::Conn,
+        proxies: [&mut mysql_async::Conn; 2],
+        what: &str,
+    ) {
+        let truth = value(direct, read).await;
+        for p in proxies {
+            for _ in 0..2 {
+                assert_eq!(value(p, read).await, truth, "{what}");
+            }
+        }
+    }
+    same(read, &mut direct, [&mut here, &mut there], "first reads").await;
+    let hits = metric("hscale_result_cache_hits");
+    same(read, &mut direct, [&mut here, &mut there], "hits").await;
+    assert!(metric("hscale_result_cache_hits") > hits);
+    here.query_drop("TRUNCATE TABLE tr").await.unwrap();
+    same(read, &mut direct, [&mut here, &mut there], "after TRUNCATE").await;
+    here.query_drop("INSERT INTO tr VALUES (4, 40)")
+        .await
+        .unwrap();
+    same(
+        read,
+        &mut direct,
+        [&mut here, &mut there],
+        "after an INSERT",
+    )
+    .await;
+    here.query_drop("DROP TABLE tr").await.unwrap();
+    here.query_drop("CREATE TABLE tr (id INT PRIMARY KEY, v INT NOT NULL)")
+        .await
+        .unwrap();
+    // The session's next statement runs once the triggers are back.
+    same(read, &mut direct, [&mut here, &mut there], "created again").await;
+    assert_eq!(version_triggers(&mut direct, "tr").await, "3");
+    direct
+        .query_drop("INSERT INTO tr VALUES (5, 50)")
+        .await
+        .unwrap();
+    same(read, &mut direct, [&mut here, &mut there], "a direct write").await;
+    // RENAME another table onto the cached name: triggers put on it.
+    for sql in [
+        "CREATE TABLE tr_new (id INT PRIMARY KEY, v INT NOT NULL)",
+        "INSERT INTO tr_new VALUES (6, 60)",
+        "RENAME TABLE tr TO tr_old, tr_new TO tr",
+    ] {
+        here.query_drop(sql).await.unwrap();
+    }
+    same(read, &mut direct, [&mut here, &mut there], "renamed onto").await;
+    assert_eq!(version_triggers(&mut direct, "tr").await, "3");
+    direct.query_drop("UPDATE tr SET v = v + 1").await.unwrap();
+    same(
+        read,
+        &mut direct,
+        [&mut here, &mut there],
+        "renamed, written",
+    )
+    .await;
+    assert_eq!(marks(&mut direct).await, "0", "no mark left");
+    here.query_drop("DROP TABLE tr_old").await.unwrap();
+}
+
+/// What a proxy killed in the middle leaves: a read's miss keeps nothing
+/// on a server (the triggers are in place, no mark); a DDL statement's
+/// mark left behind only stops caching the table (reads stay right),
+/// until `HSCALE CACHE_TABLE` clears it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_killed_proxy_leaves_nothing_half_done() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let mut here = conn().await;
+    let mut direct = backend_conn(0, Some(DB)).await;
+    for sql in [
+        "DROP TABLE IF EXISTS slow_big",
+        "CREATE TABLE slow_big (id INT PRIMARY KEY, v INT NOT NULL)",
+    ] {
+        here.query_drop(sql).await.unwrap();
+    }
+    direct
+        .query_drop("INSERT INTO slow_big SELECT seq, seq % 7 FROM seq_1_to_3000")
+        .await
+        .unwrap();
+    here.query_drop("HSCALE CACHE_TABLE('slow_big', 'EXACT')")
+        .await
+        .unwrap();
+    // A slow miss on a proxy of its own, killed while it runs.
+    let mut other = ProxyProcess::start(cluster_config());
+    let port = other.port;
+    let slow = tokio::spawn(async move {
+        let mut c = mysql_async::Conn::new(proxy_opts(port, Some(DB)))
+            .await
+            .unwrap();
+        c.query_drop(
+            "SELECT COUNT(*), SUM(a.v * b.v) FROM slow_big a JOIN slow_big b ON a.v <= b.v",
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    other.child.kill().unwrap();
+    other.child.wait().unwrap();
+    assert!(
+        slow.await.unwrap().is_err(),
+        "the read ended with its proxy"
+    );
+    assert_eq!(version_triggers(&mut direct, "slow_big").await, "3");
+    assert_eq!(marks(&mut direct).await, "0");
+    let read = "SELECT COUNT(*), SUM(v) FROM slow_big";
+    let truth: (i64, i64) = direct.query_first(read).await.unwrap().unwrap();
+    let got: (i64, i64) = here.query_first(read).await.unwrap().unwrap();
+    assert_eq!(got, truth);
+    // A mark a proxy killed during a DDL statement left.
+    direct
+        .query_drop(format!(
+            "INSERT INTO hscale.cache_versions VALUES ('{DB}', 'slow_big', 9223372036854775809, 1)"
+        ))
+        .await
+        .unwrap();
+    let hits = metric("hscale_result_cache_hits");
+    for i in 0..3 {
+        direct
+            .query_drop(format!(
+                "UPDATE slow_big SET v = v + 1 WHERE id = {}",
+                i + 1
+            ))
+            .await
+            .unwrap();
+        for _ in 0..2 {
+            let truth: (i64, i64) = direct.query_first(read).await.unwrap().unwrap();
+            let got: (i64, i64) = here.query_first(read).await.unwrap().unwrap();
+            assert_eq!(got, truth);
+        }
+    }
+    assert_eq!(
+        metric("hscale_result_cache_hits"),
+        hits,
+        "marked: not cached"
+    );
+    here.query_drop("HSCALE CACHE_TABLE('slow_big', 'EXACT')")
+        .await
+        .unwrap();
+    assert_eq!(marks(&mut direct).await, "0");
+    for _ in 0..2 {
+        let got: (i64, i64) = here.query_first(read).await.unwrap().unwrap();
+        assert_eq!(got, direct.query_first(read).await.unwrap().unwrap());
+    }
+    assert_eq!(metric("hscale_result_cache_hits"), hits + 1, "cached again");
+}
+
+/// Version rows stay few: 70 connections writing a cached table leave 70
+/// rows, which the next version reads fold into one (`versions::fold`)
+/// without moving the table's sum: the answer stored before the fold is
+/// still served after it, and writes after it are still seen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn version_rows_are_folded_without_moving_the_sum() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let mut c = conn().await;
+    for sql in [
+        "DROP TABLE IF EXISTS fo",
+        "CREATE TABLE fo (id INT PRIMARY KEY, v INT NOT NULL)",
+        "INSERT INTO fo SELECT seq, 0 FROM seq_1_to_70",
+        "HSCALE CACHE_TABLE('fo', 'EXACT')",
+    ] {
+        c.query_drop(sql).await.unwrap();
+    }
+    let mut direct = backend_conn(0, Some(DB)).await;
+    let rows = "SELECT CONCAT(COUNT(*), '/', SUM(version)) FROM hscale.cache_versions \
+                WHERE db = 'result_cache' AND tbl = 'fo'";
+    let mut writers = Vec::new();
+    for i in 1..=70 {
+        let mut w = backend_conn(0, Some(DB)).await;
+        w.query_drop(format!("UPDATE fo SET v = v + 1 WHERE id = {i}"))
+            .await
+            .unwrap();
+        writers.push(w);
+    }
+    let before = value(&mut direct, rows).await.unwrap();
+    let (count, sum) = before.split_once('/').unwrap();
+    assert!(count.parse::<u64>().unwrap() >= 70, "{before}");
+    let read = "SELECT SUM(v) FROM fo";
+    assert_eq!(value(&mut c, read).await.as_deref(), Some("70"));
+    let start = std::time::Instant::now();
+    loop {
+        let now = value(&mut direct, rows).await.unwrap();
+        let (n, s) = now.split_once('/').unwrap();
+        assert_eq!(s, sum, "the sum stays");
+        if n.parse::<u64>().unwrap() < 10 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "folded: {now}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Each read of the table reads its versions (and asks for a fold).
+        assert_eq!(value(&mut c, read).await.as_deref(), Some("70"));
+    }
+    let hits = metric("hscale_result_cache_hits");
+    assert_eq!(value(&mut c, read).await.as_deref(), Some("70"));
+    assert_eq!(metric("hscale_result_cache_hits"), hits + 1, "still served");
+    // A connection whose row was folded writes again: a new row, seen.
+    writers[0]
+        .query_drop("UPDATE fo SET v = v + 1 WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(value(&mut c, read).await.as_deref(), Some("71"));
 }

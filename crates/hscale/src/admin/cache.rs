@@ -6,7 +6,7 @@
 //! main backend), so every proxy of the fleet caches the same tables. An
 //! EXACT table gets three triggers on each of its physical tables (every
 //! partition, every global copy, or the one table), AFTER INSERT, UPDATE
-//! and DELETE, that bump the table's row in `hscale.table_versions` on
+//! and DELETE, that bump the table's rows in `hscale.cache_versions` on
 //! that backend in the writer's transaction; they are put in place before
 //! the rule is stored, and dropped after it is removed. MariaDB runs
 //! several triggers per event (since 10.2.3): a user's own triggers stay
@@ -22,7 +22,7 @@ use super::{commit, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::exec::cache::physical_tables;
 use crate::exec::coalesce::Target;
-use crate::partition::versions::{arm, disarm, RULES, STATEMENTS};
+use crate::partition::versions::{arm, clear_marks, disarm, RULES, STATEMENTS};
 use crate::partition::{quote_str, store};
 use crate::runtime::Context;
 
@@ -101,6 +101,7 @@ pub(super) async fn cache_table(
                     backend.index()
                 ))
             })?;
+            clear_marks(&mut c, db, table).await?;
         }
     }
     let sql = vec![

@@ -18,22 +18,37 @@
 //! - `EXACT`: served only while no write touched its tables since it was
 //!   stored, through any proxy or on the backends directly. Triggers on
 //!   every physical table of a cached table bump a version row in
-//!   `hscale.table_versions` on its backend, in the writer's own
-//!   transaction (one row per table and slot, `CONNECTION_ID() % 32`, so
-//!   concurrent writers rarely wait on one row). A hit reads the sum of
-//!   the versions of its tables per backend (a [`Probe`], run at once on
-//!   every backend involved) and the main backend's dictionary version;
-//!   the answer is served when all equal what was read when it was
-//!   stored. The versions are read *before* the stored execution starts,
-//!   so a stored version is never newer than the rows: a write committed
-//!   after the read moves the sum, and the next hit misses.
+//!   `hscale.cache_versions` on its backend, in the writer's own
+//!   transaction (one row per table and writing connection, so no writer
+//!   ever waits on another's: `partition/versions.rs`). A hit reads the
+//!   sum of each of its tables' versions per backend (a [`Probe`], run at
+//!   once on every backend involved) and the main backend's dictionary
+//!   version; the answer is served when all equal what was read when it
+//!   was stored. The versions are read *before* the stored execution
+//!   starts, so a stored version is never newer than the rows: a write
+//!   committed after the read moves the sum, and the next hit misses.
+//!
+//! Version reads are coalesced as statements are ([`Queue`]): per worker
+//! and backend, one read is in flight at a time, and the requests that
+//! arrive meanwhile form the next one, which reads every table any of
+//! them asks for in one statement. A request only joins a read that has
+//! not been sent yet, so each read starts after every request it answers
+//! arrived, and a hit still reflects every write acknowledged before it.
+//!
+//! An answer invalidated before any hit was wasted work (its version
+//! read, its store); its key then runs uncached for a while (`Cold`: 2
+//! ms, doubling with each wasted store up to 250 ms, reset by a hit),
+//! so a statement whose tables are written more often than it is read
+//! costs little more than an uncached one.
 //!
 //! ```text
 //!  read ─► not cacheable ─────────────────► coalescing as before
 //!       ├► entry, TTL not over ───────────► its bytes (hit)
 //!       ├► entry, probes equal ───────────► its bytes (hit)
 //!       ├► entry, probes moved ───────────► invalidated; runs, stored with
-//!       │                                   the versions just read
+//!       │                                   the versions just read (or, no hit
+//!       │                                   since stored: cold, runs uncached)
+//!       ├► cold ──────────────────────────► coalescing as before
 //!       └► no entry ─► triggers checked (once per dictionary version),
 //!                      versions read, runs (coalesced), stored
 //! ```
@@ -50,21 +65,28 @@ use std::time::{Duration, Instant};
 
 use hscale_route::dictionary::{CacheRule, Dictionary, TableName};
 use hscale_route::BackendId;
+use tokio::sync::watch;
 
 use super::coalesce::{Answer, Key, Target};
 use crate::error::ProxyError;
 use crate::partition::quote_str;
+use crate::partition::versions;
+use crate::runtime::Context;
 
 const SHARDS: usize = 16;
 /// What an entry costs beside its answer's bytes (key, statement, map).
 const ENTRY_OVERHEAD: usize = 256;
 
-/// One backend's version read: one statement, one row.
+/// One backend's version read: the physical tables (database, table)
+/// whose versions it sums.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
     pub backend: BackendId,
-    pub sql: String,
+    tables: Arc<[(String, String)]>,
 }
+
+/// The longest a key stays cold after wasted stores.
+const MAX_COLD: Duration = Duration::from_millis(250);
 
 /// What a read's tables make of it.
 #[derive(Debug, Clone)]
@@ -81,7 +103,9 @@ pub struct Rule {
     stored_version: u64,
 }
 
-type Row = Vec<Option<Vec<u8>>>;
+/// What a rule's probes read: the main backend's dictionary version
+/// (`u64::MAX` when unread), then each probe's tables' sums in order.
+type Seen = Vec<u64>;
 
 /// A physical table: its backend, database and name.
 pub type Physical = (BackendId, String, String);
@@ -92,7 +116,14 @@ enum Slot {
     Never {
         dict_version: u64,
     },
-    Kept(Kept),
+    /// Runs uncached until `until`: its last `wasted` stores were
+    /// invalidated before any hit.
+    Cold {
+        dict_version: u64,
+        until: Instant,
+        wasted: u32,
+    },
+    Kept(Arc<Kept>),
 }
 
 /// Statement shapes (fingerprint hash, with the database) found not
@@ -108,8 +139,12 @@ struct Kept {
     answer: Arc<Answer>,
     rule: Rule,
     expires: Option<Instant>,
-    /// The probes' rows when stored.
-    seen: Vec<Row>,
+    /// What the probes read before its execution.
+    seen: Seen,
+    /// Hits since stored.
+    hits: AtomicU64,
+    /// Stores of this key before it wasted (invalidated without a hit).
+    wasted: u32,
 }
 
 struct Entry {
@@ -165,6 +200,34 @@ pub struct ResultCache {
     /// Physical tables whose triggers this proxy put in place or found,
     /// under the dictionary version (stored) they were checked in.
     armed: Mutex<(u64, HashSet<Physical>)>,
+    /// Version reads, per worker (`worker % SHARDS`) and backend.
+    queues: [Mutex<HashMap<BackendId, Queue>>; SHARDS],
+    /// Tables folded lately (`versions::fold`), when.
+    folded: Mutex<HashMap<Physical, Instant>>,
+}
+
+/// One worker's version reads of one backend: one in flight at a time;
+/// the requests that arrive meanwhile wait in `next`, read together when
+/// it ends (see the module's comment).
+#[derive(Default)]
+struct Queue {
+    is_running: bool,
+    next: Option<Forming>,
+}
+
+/// A version read not sent yet: the tables its requests ask for.
+struct Forming {
+    tx: watch::Sender<Option<Shared>>,
+    tables: Vec<Arc<[(String, String)]>>,
+}
+
+/// What one version read found, for every request it answers.
+type Shared = Arc<Result<Read, String>>;
+
+#[derive(Default)]
+struct Read {
+    dict: Option<u64>,
+    sums: HashMap<(String, String), u64>,
 }
 
 /// What a lookup found.
@@ -181,7 +244,8 @@ pub enum Lookup {
 pub struct Pending {
     key: Arc<Key>,
     rule: Rule,
-    seen: Vec<Row>,
+    seen: Seen,
+    wasted: u32,
     /// The versions could not be read in line with the snapshot: run,
     /// do not store.
     is_storable: bool,
@@ -197,6 +261,8 @@ impl ResultCache {
             figures: Figures::default(),
             never: Default::default(),
             armed: Mutex::new((0, HashSet::new())),
+            queues: Default::default(),
+            folded: Mutex::new(HashMap::new()),
         })
     }
 
@@ -286,10 +352,21 @@ impl ResultCache {
         s.map.insert(key, Entry { slot, tick, size });
     }
 
-    fn drop_entry(&self, key: &Key) {
-        let mut s = self.shard(key);
-        if let Some(e) = s.remove(key) {
-            self.bytes.fetch_sub(e.size, Ordering::Relaxed);
+    /// Drop `key`'s entry if it still holds `kept` (another session may
+    /// have stored a newer one), and put `cold` instead when given.
+    fn invalidate(&self, key: &Arc<Key>, kept: &Arc<Kept>, cold: Option<Slot>) {
+        {
+            let mut s = self.shard(key);
+            let is_same = matches!(s.map.get(&**key), Some(Entry { slot: Slot::Kept(k), .. }) if Arc::ptr_eq(k, kept));
+            if !is_same {
+                return;
+            }
+            if let Some(e) = s.remove(key) {
+                self.bytes.fetch_sub(e.size, Ordering::Relaxed);
+            }
+        }
+        if let Some(slot) = cold {
+            self.put(key.clone(), slot, key.size() + ENTRY_OVERHEAD);
         }
     }
 
@@ -303,12 +380,14 @@ impl ResultCache {
         self.figures.stored.fetch_add(1, Ordering::Relaxed);
         self.put(
             pending.key,
-            Slot::Kept(Kept {
+            Slot::Kept(Arc::new(Kept {
                 answer,
                 rule: pending.rule,
                 expires,
                 seen: pending.seen,
-            }),
+                hits: AtomicU64::new(0),
+                wasted: pending.wasted,
+            })),
             size,
         );
     }
@@ -392,10 +471,10 @@ fn probes(arm: &[Physical]) -> Vec<Probe> {
     if arm.is_empty() {
         return Vec::new();
     }
-    let mut by_backend: BTreeMap<BackendId, Vec<String>> = BTreeMap::new();
+    let mut by_backend: BTreeMap<BackendId, Vec<(String, String)>> = BTreeMap::new();
     by_backend.entry(BackendId::MAIN).or_default();
     for (b, db, t) in arm {
-        let pair = format!("({}, {})", quote_str(db), quote_str(t));
+        let pair = (db.clone(), t.clone());
         let list = by_backend.entry(*b).or_default();
         if !list.contains(&pair) {
             list.push(pair);
@@ -403,23 +482,18 @@ fn probes(arm: &[Physical]) -> Vec<Probe> {
     }
     by_backend
         .into_iter()
-        .map(|(backend, pairs)| {
-            let sum = if pairs.is_empty() {
-                "0".to_string()
-            } else {
-                format!(
-                    "(SELECT IFNULL(SUM(version), 0) FROM `hscale`.`table_versions` WHERE (db, tbl) IN ({}))",
-                    pairs.join(", ")
-                )
-            };
-            let sql = if backend == BackendId::MAIN {
-                format!("SELECT {sum}, (SELECT version FROM `hscale`.`dictionary_version` WHERE id = 1)")
-            } else {
-                format!("SELECT {sum}")
-            };
-            Probe { backend, sql }
+        .map(|(backend, tables)| Probe {
+            backend,
+            tables: tables.into(),
         })
         .collect()
+}
+
+/// What a lookup found in the shard.
+enum Found {
+    Kept(Arc<Kept>),
+    /// Cold over (or nothing): a miss that carries `wasted` on.
+    Miss(u32),
 }
 
 impl ResultCache {
@@ -427,8 +501,8 @@ impl ResultCache {
     /// `tokens`: the statement's, when the analysis kept them; `digest`:
     /// its fingerprint's hash, when known.
     pub async fn lookup(
-        &self,
-        ctx: &crate::runtime::Context,
+        self: &Arc<Self>,
+        ctx: &Arc<Context>,
         worker: usize,
         key: &Arc<Key>,
         tokens: Option<&[hscale_sql::Token]>,
@@ -454,39 +528,71 @@ impl ResultCache {
                     ..
                 }) if *dict_version == d.version => return Ok(Lookup::Not),
                 Some(Entry {
+                    slot:
+                        Slot::Cold {
+                            dict_version,
+                            until,
+                            wasted,
+                        },
+                    ..
+                }) if *dict_version == d.version => {
+                    if Instant::now() < *until {
+                        return Ok(Lookup::Not);
+                    }
+                    Found::Miss(*wasted)
+                }
+                Some(Entry {
                     slot: Slot::Kept(k),
                     ..
                 }) if k.rule.dict_version == d.version => {
-                    let is_live = k.expires.is_none_or(|e| Instant::now() < e);
-                    let found = is_live.then(|| (k.answer.clone(), k.rule.clone(), k.seen.clone()));
-                    if found.is_some() {
+                    if k.expires.is_none_or(|e| Instant::now() < e) {
+                        let k = k.clone();
                         s.touch(key);
+                        Found::Kept(k)
+                    } else {
+                        Found::Miss(0)
                     }
-                    found
                 }
-                _ => None,
+                _ => Found::Miss(0),
             }
         };
-        if let Some((answer, rule, seen)) = found {
-            if rule.probes.is_empty() {
-                self.figures.hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(Lookup::Hit(answer));
+        let wasted = match found {
+            Found::Kept(k) => {
+                if k.rule.probes.is_empty() {
+                    k.hits.fetch_add(1, Ordering::Relaxed);
+                    self.figures.hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Lookup::Hit(k.answer.clone()));
+                }
+                let now = self.read_versions(ctx, worker, &k.rule.probes).await?;
+                if now == k.seen {
+                    k.hits.fetch_add(1, Ordering::Relaxed);
+                    self.figures.hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Lookup::Hit(k.answer.clone()));
+                }
+                self.figures.invalidations.fetch_add(1, Ordering::Relaxed);
+                if k.hits.load(Ordering::Relaxed) == 0 {
+                    // Wasted: cold for a while, this read runs uncached.
+                    let wasted = k.wasted.saturating_add(1);
+                    let cold = Slot::Cold {
+                        dict_version: d.version,
+                        until: Instant::now() + cold_for(wasted),
+                        wasted,
+                    };
+                    self.invalidate(key, &k, Some(cold));
+                    return Ok(Lookup::Not);
+                }
+                self.invalidate(key, &k, None);
+                let is_storable = is_in_line(&now, k.rule.stored_version);
+                return Ok(Lookup::Miss(Pending {
+                    key: key.clone(),
+                    rule: k.rule.clone(),
+                    seen: now,
+                    wasted: 0,
+                    is_storable,
+                }));
             }
-            let now = read_probes(ctx, worker, &rule.probes).await?;
-            if now == seen {
-                self.figures.hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(Lookup::Hit(answer));
-            }
-            self.figures.invalidations.fetch_add(1, Ordering::Relaxed);
-            self.drop_entry(key);
-            let is_storable = is_in_line(&now, rule.stored_version);
-            return Ok(Lookup::Miss(Pending {
-                key: key.clone(),
-                rule,
-                seen: now,
-                is_storable,
-            }));
-        }
+            Found::Miss(wasted) => wasted,
+        };
         // Not known under this dictionary: which tables does it read?
         let sql = key.text();
         let rule = match sql.and_then(|sql| {
@@ -532,22 +638,25 @@ impl ResultCache {
                 return Ok(Lookup::Not);
             }
         };
+        drop(d);
         self.figures.misses.fetch_add(1, Ordering::Relaxed);
         if rule.probes.is_empty() {
             return Ok(Lookup::Miss(Pending {
                 key: key.clone(),
                 rule,
                 seen: Vec::new(),
+                wasted,
                 is_storable: true,
             }));
         }
         self.arm(ctx, worker, &rule).await?;
-        let seen = read_probes(ctx, worker, &rule.probes).await?;
+        let seen = self.read_versions(ctx, worker, &rule.probes).await?;
         let is_storable = is_in_line(&seen, rule.stored_version);
         Ok(Lookup::Miss(Pending {
             key: key.clone(),
             rule,
             seen,
+            wasted,
             is_storable,
         }))
     }
@@ -555,12 +664,7 @@ impl ResultCache {
     /// Put the version triggers on every physical table of `rule` this
     /// proxy has not checked under the current stored dictionary version
     /// (a partition change or an online ALTER made new physical tables).
-    async fn arm(
-        &self,
-        ctx: &crate::runtime::Context,
-        worker: usize,
-        rule: &Rule,
-    ) -> Result<(), ProxyError> {
+    async fn arm(&self, ctx: &Context, worker: usize, rule: &Rule) -> Result<(), ProxyError> {
         let todo: Vec<_> = {
             let mut a = self.armed.lock().unwrap_or_else(|p| p.into_inner());
             if a.0 != rule.stored_version {
@@ -574,7 +678,7 @@ impl ResultCache {
         };
         for (backend, db, table) in todo {
             let mut conn = ctx.pool(worker, backend).get_own().await?;
-            crate::partition::versions::arm(&mut conn, &db, &table, Some(2)).await?;
+            versions::arm(&mut conn, &db, &table, Some(2)).await?;
             let mut a = self.armed.lock().unwrap_or_else(|p| p.into_inner());
             if a.0 == rule.stored_version {
                 a.1.insert((backend, db, table));
@@ -582,36 +686,296 @@ impl ResultCache {
         }
         Ok(())
     }
-}
 
-/// The main backend's probe (first) names the dictionary version the
-/// rule was made under: otherwise this proxy is behind another's change
-/// (a cached table uncached, a partition moved), and nothing is stored.
-fn is_in_line(seen: &[Row], stored_version: u64) -> bool {
-    let version = stored_version.to_string();
-    seen.first()
-        .and_then(|r| r.get(1))
-        .and_then(|v| v.as_deref())
-        .is_some_and(|v| v == version.as_bytes())
-}
-
-/// Run every probe at once, one connection per backend.
-async fn read_probes(
-    ctx: &crate::runtime::Context,
-    worker: usize,
-    probes: &[Probe],
-) -> Result<Vec<Row>, ProxyError> {
-    let reads = probes.iter().map(|p| async move {
-        let mut conn = ctx.pool(worker, p.backend).get(false).await?;
-        let r = conn.query_rows(&p.sql).await?;
-        match r {
-            Ok(t) => Ok(t.rows.into_iter().next().unwrap_or_default()),
-            Err(e) => Err(ProxyError::Wrong(format!(
-                "reading the result cache's table versions on backend {}: {}",
-                p.backend.index(),
-                e.message
-            ))),
+    /// Forget that `tables`' triggers were checked: the next miss checks
+    /// again (a cached table created again through this proxy).
+    pub fn disarmed(&self, tables: &[Physical]) {
+        let mut a = self.armed.lock().unwrap_or_else(|p| p.into_inner());
+        for t in tables {
+            a.1.remove(t);
         }
-    });
-    futures_util::future::try_join_all(reads).await
+    }
+
+    /// Read the versions of every probe at once, each through its
+    /// backend's queue.
+    async fn read_versions(
+        self: &Arc<Self>,
+        ctx: &Arc<Context>,
+        worker: usize,
+        probes: &[Probe],
+    ) -> Result<Seen, ProxyError> {
+        let reads = match probes {
+            [one] => vec![self.queued(ctx, worker, one).await?],
+            _ => {
+                let reads = probes.iter().map(|p| self.queued(ctx, worker, p));
+                futures_util::future::try_join_all(reads).await?
+            }
+        };
+        let mut seen = vec![u64::MAX];
+        for (p, read) in probes.iter().zip(&reads) {
+            let read = read.as_ref().as_ref().map_err(|e| {
+                ProxyError::Wrong(format!(
+                    "reading the result cache's table versions on backend {}: {e}",
+                    p.backend.index()
+                ))
+            })?;
+            if p.backend == BackendId::MAIN {
+                seen[0] = read.dict.unwrap_or(u64::MAX);
+            }
+            seen.extend(
+                p.tables
+                    .iter()
+                    .map(|t| read.sums.get(t).copied().unwrap_or(0)),
+            );
+        }
+        Ok(seen)
+    }
+
+    fn queue(&self, worker: usize) -> std::sync::MutexGuard<'_, HashMap<BackendId, Queue>> {
+        self.queues[worker % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `probe`'s tables read with the next read of its backend's queue
+    /// (one not sent yet), started now if none is in flight.
+    async fn queued(
+        self: &Arc<Self>,
+        ctx: &Arc<Context>,
+        worker: usize,
+        probe: &Probe,
+    ) -> Result<Shared, ProxyError> {
+        let mut rx = {
+            let mut queues = self.queue(worker);
+            let q = queues.entry(probe.backend).or_default();
+            let next = q.next.get_or_insert_with(|| Forming {
+                tx: watch::channel(None).0,
+                tables: Vec::new(),
+            });
+            // Reads of one rule share its tables' list: kept once.
+            if !next.tables.iter().any(|t| Arc::ptr_eq(t, &probe.tables)) {
+                next.tables.push(probe.tables.clone());
+            }
+            let rx = next.tx.subscribe();
+            if !q.is_running {
+                q.is_running = true;
+                let run = Running {
+                    cache: self.clone(),
+                    worker,
+                    backend: probe.backend,
+                    is_done: false,
+                };
+                tokio::spawn(run.run(ctx.clone()));
+            }
+            rx
+        };
+        loop {
+            if let Some(r) = rx.borrow_and_update().clone() {
+                return Ok(r);
+            }
+            if rx.changed().await.is_err() {
+                return Err(ProxyError::Wrong(
+                    "the result cache's version read ended without an answer".into(),
+                ));
+            }
+        }
+    }
+
+    /// Fold `t`'s version rows (`versions::fold`) unless this proxy did
+    /// in the last ten seconds; in the background, errors only logged.
+    fn fold_later(&self, ctx: &Arc<Context>, worker: usize, t: Physical) {
+        {
+            let mut f = self.folded.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
+            if f.get(&t)
+                .is_some_and(|at| now < *at + Duration::from_secs(10))
+            {
+                return;
+            }
+            if f.len() > 4096 {
+                f.clear();
+            }
+            f.insert(t.clone(), now);
+        }
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let (backend, db, table) = t;
+            let r = async {
+                let mut conn = ctx.pool(worker, backend).get_own().await?;
+                versions::fold(&mut conn, &db, &table).await
+            };
+            if let Err(e) = r.await {
+                tracing::debug!(error = %e, db, table, "folding the result cache's version rows");
+            }
+        });
+    }
+}
+
+/// How long a key stays cold after `wasted` wasted stores in a row.
+fn cold_for(wasted: u32) -> Duration {
+    Duration::from_millis(1u64 << wasted.min(10)).min(MAX_COLD)
+}
+
+/// The runner of one queue's reads (spawned, so no session's end stops
+/// a read others wait for). Dropped before its queue is empty (the
+/// runtime ends), it lets the queue start again and its waiters fail.
+struct Running {
+    cache: Arc<ResultCache>,
+    worker: usize,
+    backend: BackendId,
+    is_done: bool,
+}
+
+impl Running {
+    async fn run(mut self, ctx: Arc<Context>) {
+        loop {
+            let next = {
+                let mut queues = self.cache.queue(self.worker);
+                let q = queues.entry(self.backend).or_default();
+                match q.next.take() {
+                    Some(n) => n,
+                    None => {
+                        q.is_running = false;
+                        self.is_done = true;
+                        return;
+                    }
+                }
+            };
+            let read = read_backend(&ctx, self.worker, self.backend, &next.tables).await;
+            let read = match read {
+                Ok((read, crowded)) => {
+                    for (db, table) in crowded {
+                        self.cache
+                            .fold_later(&ctx, self.worker, (self.backend, db, table));
+                    }
+                    Ok(read)
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            next.tx.send_replace(Some(Arc::new(read)));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.is_done {
+            let mut queues = self.cache.queue(self.worker);
+            let q = queues.entry(self.backend).or_default();
+            q.is_running = false;
+            q.next = None;
+        }
+    }
+}
+
+/// One version read on `backend`: the sums of every table of `tables`
+/// (and the dictionary version on the main backend), in one statement,
+/// so one snapshot; with the tables that have many rows (to fold).
+async fn read_backend(
+    ctx: &Context,
+    worker: usize,
+    backend: BackendId,
+    tables: &[Arc<[(String, String)]>],
+) -> Result<(Read, Vec<(String, String)>), ProxyError> {
+    let mut pairs: Vec<&(String, String)> = tables.iter().flat_map(|t| t.iter()).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut parts = Vec::new();
+    if backend == BackendId::MAIN {
+        parts.push(
+            "SELECT '', '', version, 0, 0 FROM `hscale`.`dictionary_version` WHERE id = 1"
+                .to_string(),
+        );
+    }
+    if !pairs.is_empty() {
+        let list: Vec<String> = pairs
+            .iter()
+            .map(|(db, t)| format!("({}, {})", quote_str(db), quote_str(t)))
+            .collect();
+        parts.push(format!(
+            "SELECT db, tbl, SUM(version), COUNT(*), MAX(slot) FROM {} WHERE (db, tbl) IN ({}) GROUP BY db, tbl",
+            versions::TABLE,
+            list.join(", ")
+        ));
+    }
+    let mut read = Read::default();
+    let mut crowded = Vec::new();
+    if parts.is_empty() {
+        return Ok((read, crowded));
+    }
+    let sql = parts.join(" UNION ALL ");
+    let mut conn = ctx.pool(worker, backend).get(false).await?;
+    let rows = match conn.query_rows(&sql).await? {
+        Ok(t) => t.strings(),
+        Err(e) => return Err(ProxyError::Wrong(e.message)),
+    };
+    for r in rows {
+        let field = |i: usize| r.get(i).and_then(|v| v.clone()).unwrap_or_default();
+        let (db, table) = (field(0), field(1));
+        let version = field(2).parse().unwrap_or(0);
+        if db.is_empty() {
+            read.dict = Some(version);
+            continue;
+        }
+        if field(3).parse().unwrap_or(0) > versions::FOLD_AT {
+            crowded.push((db.clone(), table.clone()));
+        }
+        // A DDL statement through a proxy is in progress: not cached.
+        let is_marked = field(4).parse().unwrap_or(0) >= versions::MARKED;
+        let version = if is_marked { u64::MAX } else { version };
+        read.sums.insert((db, table), version);
+    }
+    Ok((read, crowded))
+}
+
+/// The main backend's version read names the dictionary version the rule
+/// was made under: otherwise this proxy is behind another's change (a
+/// cached table uncached, a partition moved), and nothing is stored.
+/// A table marked by a DDL statement in progress reads `u64::MAX`: never
+/// stored (and never equal to what a stored answer read).
+fn is_in_line(seen: &[u64], stored_version: u64) -> bool {
+    seen.first() == Some(&stored_version) && !seen[1..].contains(&u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cold_doubles_up_to_its_bound() {
+        assert_eq!(cold_for(1), Duration::from_millis(2));
+        assert_eq!(cold_for(2), Duration::from_millis(4));
+        assert_eq!(cold_for(7), Duration::from_millis(128));
+        assert_eq!(cold_for(8), MAX_COLD);
+        assert_eq!(cold_for(u32::MAX), MAX_COLD);
+    }
+
+    #[test]
+    fn a_marked_table_or_another_dictionary_is_never_stored() {
+        assert!(is_in_line(&[7, 1, 2], 7));
+        assert!(!is_in_line(&[8, 1, 2], 7));
+        assert!(!is_in_line(&[7, 1, u64::MAX], 7));
+        assert!(!is_in_line(&[u64::MAX], 7));
+        assert!(!is_in_line(&[], 7));
+    }
+
+    #[test]
+    fn probes_group_tables_by_backend_main_first() {
+        let b1 = BackendId::new(1);
+        let arm = vec![
+            (b1, "d".to_string(), "t_1".to_string()),
+            (BackendId::MAIN, "d".to_string(), "t_0".to_string()),
+            (b1, "d".to_string(), "t_1".to_string()),
+        ];
+        let p = probes(&arm);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].backend, BackendId::MAIN);
+        assert_eq!(&p[0].tables[..], &[("d".to_string(), "t_0".to_string())]);
+        assert_eq!(&p[1].tables[..], &[("d".to_string(), "t_1".to_string())]);
+        // Only a backend other than the main one: the main one still
+        // reads the dictionary version.
+        let p = probes(&arm[..1]);
+        assert_eq!(p[0].backend, BackendId::MAIN);
+        assert!(p[0].tables.is_empty());
+    }
 }

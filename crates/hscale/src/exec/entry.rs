@@ -172,7 +172,15 @@ pub(crate) async fn run_statement<T: TextSession>(
     if is_set_global {
         this.bindings().ctx.session_defaults_changed();
     }
+    // DDL naming a table cached EXACT: marked around it (`cache_ddl.rs`).
+    let marks = match utf8 {
+        Some(sql) => super::cache_ddl::before(this.bindings(), facts, sql).await,
+        None => None,
+    };
     let done = run_text(this, payload, facts, effects, utf8).await;
+    if let Some(marks) = marks {
+        super::cache_ddl::after(this.bindings(), marks).await;
+    }
     if is_set_global {
         this.bindings().ctx.session_defaults_changed();
         if done.is_ok()

@@ -20,6 +20,7 @@
 //! | `maintenance.rs` | CHECKSUM / ANALYZE / CHECK / OPTIMIZE / REPAIR TABLE of a partitioned table, answered as one table |
 //! | `forward.rs` | streaming one backend response to the client packet by packet |
 //! | `cache.rs` | the result cache: answers of reads of cached tables kept, served while their TTL lasts or while their tables' version rows did not move |
+//! | `cache_ddl.rs` | TRUNCATE, DROP, CREATE, RENAME, ALTER of a table cached EXACT through this proxy: marked around it, its version triggers put back |
 //! | `coalesce.rs` | identical reads from several sessions answered by one execution that starts after they all arrived |
 //! | `steps/` | statements run in steps of the proxy's own (SQL_CALC_FOUND_ROWS, SELECT ... INTO, SET and DO with expressions, views, reads with user variables) |
 //! | `conditions/` | the conditions a statement raised on every connection (`mod.rs`) and the session's list (`list.rs`) |
@@ -30,6 +31,7 @@
 
 pub mod bindings;
 pub mod cache;
+pub mod cache_ddl;
 pub mod coalesce;
 pub mod conditions;
 mod conversions;

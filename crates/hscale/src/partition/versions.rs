@@ -1,21 +1,43 @@
 //! The result cache's version rows and triggers on a backend
 //! (`exec/cache.rs` reads them, `admin/cache.rs` puts them in place and
-//! removes them): `hscale.table_versions` holds, per physical table and
-//! slot, a counter that AFTER INSERT, UPDATE and DELETE triggers on the
-//! table raise in the writer's own transaction. A writer bumps slot
-//! `CONNECTION_ID() % SLOTS`, so concurrent writers of one table rarely
-//! wait on one row; a reader sums the slots.
+//! removes them): `hscale.cache_versions` holds, per physical table and
+//! writing connection, a counter that AFTER INSERT, UPDATE and DELETE
+//! triggers on the table raise in the writer's own transaction. A reader
+//! sums a table's rows: the sum moves exactly when a write commits.
+//!
+//! Why no writer waits because of them (so no write fails with 1213 or
+//! 1205 because a table is cached): a writer only ever writes the row of
+//! its own connection (`slot = CONNECTION_ID()`), and a connection runs
+//! one transaction at a time, so no two writers want one row. The bump
+//! is `INSERT ... ON DUPLICATE KEY UPDATE`, which takes a record lock on
+//! an existing row and only an insert intention lock for a new one (no
+//! gap lock: a plain UPDATE that finds no row would take one, and two
+//! first writes into the same gap would then deadlock). Readers take no
+//! lock (a consistent read). [`fold`], which keeps the rows few, runs in
+//! READ COMMITTED (no gap locks), skips rows a writer holds (`SKIP
+//! LOCKED`) and adds them into the table's row of slot 0, which no
+//! writer touches: it waits for nobody but another fold, and keeps every
+//! sum as it was.
 
 use super::{qualified, quote_ident, quote_str, store};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
 
-/// Version slots per table.
-pub const SLOTS: u32 = 32;
+/// The version rows: per table, one per connection that wrote it (and
+/// slot 0, what [`fold`] gathered).
+pub const TABLE: &str = "`hscale`.`cache_versions`";
 
-const VERSIONS: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`table_versions` (\
-    db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, slot SMALLINT UNSIGNED NOT NULL, \
+const VERSIONS: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`cache_versions` (\
+    db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, slot BIGINT UNSIGNED NOT NULL, \
     version BIGINT UNSIGNED NOT NULL, PRIMARY KEY (db, tbl, slot)) ENGINE=InnoDB";
+
+/// A table with more rows than this is folded (`exec/cache.rs` asks).
+pub const FOLD_AT: u64 = 64;
+
+/// Slots from here on are marks of a DDL statement in progress through a
+/// proxy (`exec/cache_ddl.rs`): while a table has one, no answer of it is
+/// stored or served.
+pub const MARKED: u64 = 1 << 63;
 
 /// The dictionary's table of rules (created on first use, so a dictionary
 /// an older hscale reads is unchanged until a table is cached).
@@ -32,26 +54,48 @@ pub const STATEMENTS: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`cached_statem
 const EVENTS: [(&str, &str); 3] = [("i", "INSERT"), ("u", "UPDATE"), ("d", "DELETE")];
 
 /// The name of `table`'s version trigger for `event` (in its database).
+/// `hscale_w*` bump `cache_versions`; the `hscale_v*` of the first
+/// release (`table_versions`, slots shared by connections) are replaced.
 fn trigger_name(table: &str, event: &str) -> String {
-    let name = format!("hscale_v{event}_{table}");
+    named("hscale_w", table, event)
+}
+
+fn named(prefix: &str, table: &str, event: &str) -> String {
+    let name = format!("{prefix}{event}_{table}");
     if name.len() <= 64 {
         return name;
     }
     let h = xxhash_rust::xxh3::xxh3_64(table.as_bytes());
-    format!("hscale_v{event}_{h:016x}")
+    format!("{prefix}{event}_{h:016x}")
 }
 
-/// Whether `db`.`table` has its three version triggers (read from
-/// information_schema, which takes no lock a writer waits for).
-async fn is_armed(conn: &mut BackendConn, db: &str, table: &str) -> Result<bool, ProxyError> {
+/// The statement that bumps `db`.`table`'s version once, as its triggers
+/// do (the proxy runs it after a TRUNCATE, which fires no trigger).
+pub fn bump(db: &str, table: &str) -> String {
+    format!(
+        "INSERT INTO {TABLE} VALUES ({}, {}, CONNECTION_ID(), 1) \
+         ON DUPLICATE KEY UPDATE version = version + 1",
+        quote_str(db),
+        quote_str(table),
+    )
+}
+
+/// Where `db`.`table`'s three version trigger names are: the tables
+/// they are on (read from information_schema, which takes no lock a
+/// writer waits for). A name on another table was renamed away with it.
+async fn armed_on(
+    conn: &mut BackendConn,
+    db: &str,
+    table: &str,
+) -> Result<Vec<(String, String)>, ProxyError> {
     let names: Vec<String> = EVENTS
         .iter()
         .map(|(e, _)| quote_str(&trigger_name(table, e)))
         .collect();
     let sql = format!(
-        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = {} AND EVENT_OBJECT_TABLE = {} AND TRIGGER_NAME IN ({})",
+        "SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS \
+         WHERE TRIGGER_SCHEMA = {} AND TRIGGER_NAME IN ({})",
         quote_str(db),
-        quote_str(table),
         names.join(", ")
     );
     let rows = conn
@@ -59,7 +103,13 @@ async fn is_armed(conn: &mut BackendConn, db: &str, table: &str) -> Result<bool,
         .await?
         .map_err(|e| store::server_error(conn, &sql, e))?
         .strings();
-    Ok(rows.first().and_then(|r| r[0].as_deref()) == Some("3"))
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let field = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
+            (field(0), field(1))
+        })
+        .collect())
 }
 
 /// Put `db`.`table`'s version triggers in place unless they are there.
@@ -73,7 +123,8 @@ pub async fn arm(
     table: &str,
     lock_wait_s: Option<u32>,
 ) -> Result<(), ProxyError> {
-    if is_armed(conn, db, table).await? {
+    let found = armed_on(conn, db, table).await?;
+    if found.iter().filter(|(_, on)| on == table).count() == EVENTS.len() {
         return Ok(());
     }
     let prefix = lock_wait_s.map_or(String::new(), |s| {
@@ -83,18 +134,93 @@ pub async fn arm(
         "CREATE DATABASE IF NOT EXISTS `hscale`".to_string(),
         VERSIONS.to_string(),
     ];
+    // Names another table took with it (RENAME): dropped there, so they
+    // can be created on this one. Never one on this table: another
+    // proxy may have just put it in place and stored an answer after.
+    for (name, on) in &found {
+        if on != table {
+            sql.push(format!(
+                "{prefix}DROP TRIGGER IF EXISTS {}.{}",
+                quote_ident(db),
+                quote_ident(name)
+            ));
+        }
+    }
     for (e, event) in EVENTS {
         sql.push(format!(
-            "{prefix}CREATE TRIGGER IF NOT EXISTS {}.{} AFTER {event} ON {} FOR EACH ROW \
-             INSERT INTO `hscale`.`table_versions` VALUES ({}, {}, CONNECTION_ID() % {SLOTS}, 1) \
-             ON DUPLICATE KEY UPDATE version = version + 1",
+            "{prefix}CREATE TRIGGER IF NOT EXISTS {}.{} AFTER {event} ON {} FOR EACH ROW {}",
             quote_ident(db),
             quote_ident(&trigger_name(table, e)),
             qualified(db, table),
-            quote_str(db),
-            quote_str(table),
+            bump(db, table),
         ));
     }
+    for (e, _) in EVENTS {
+        sql.push(format!(
+            "{prefix}DROP TRIGGER IF EXISTS {}.{}",
+            quote_ident(db),
+            quote_ident(&named("hscale_v", table, e))
+        ));
+    }
+    store::exec(conn, &sql).await
+}
+
+/// Mark `tables` (database, table) as changed by a DDL statement in
+/// progress, under `slot` (at least [`MARKED`]): autocommitted before
+/// the statement runs.
+pub async fn mark(
+    conn: &mut BackendConn,
+    tables: &[(String, String)],
+    slot: u64,
+) -> Result<(), ProxyError> {
+    let mut sql = vec![
+        "CREATE DATABASE IF NOT EXISTS `hscale`".to_string(),
+        VERSIONS.to_string(),
+    ];
+    for (db, table) in tables {
+        sql.push(format!(
+            "INSERT INTO {TABLE} VALUES ({}, {}, {slot}, 1) ON DUPLICATE KEY UPDATE version = version + 1",
+            quote_str(db),
+            quote_str(table)
+        ));
+    }
+    store::exec(conn, &sql).await
+}
+
+/// The DDL statement ended: its marks deleted and each table's version
+/// bumped, in one transaction (the sum moves past every answer stored
+/// before the mark).
+pub async fn unmark(
+    conn: &mut BackendConn,
+    tables: &[(String, String)],
+    slot: u64,
+) -> Result<(), ProxyError> {
+    let mut sql = vec!["BEGIN".to_string()];
+    for (db, table) in tables {
+        sql.push(format!(
+            "DELETE FROM {TABLE} WHERE db = {} AND tbl = {} AND slot = {slot}",
+            quote_str(db),
+            quote_str(table)
+        ));
+        sql.push(bump(db, table));
+    }
+    sql.push("COMMIT".to_string());
+    store::exec(conn, &sql).await
+}
+
+/// Delete every mark of `db`.`table` (a proxy that died in the middle of
+/// a DDL statement left it) and bump its version: `HSCALE CACHE_TABLE`.
+pub async fn clear_marks(conn: &mut BackendConn, db: &str, table: &str) -> Result<(), ProxyError> {
+    let sql = [
+        "BEGIN".to_string(),
+        format!(
+            "DELETE FROM {TABLE} WHERE db = {} AND tbl = {} AND slot >= {MARKED}",
+            quote_str(db),
+            quote_str(table)
+        ),
+        bump(db, table),
+        "COMMIT".to_string(),
+    ];
     store::exec(conn, &sql).await
 }
 
@@ -102,19 +228,65 @@ pub async fn arm(
 pub async fn disarm(conn: &mut BackendConn, db: &str, table: &str) -> Result<(), ProxyError> {
     let mut sql: Vec<String> = EVENTS
         .iter()
-        .map(|(e, _)| {
+        .flat_map(|(e, _)| [trigger_name(table, e), named("hscale_v", table, e)])
+        .map(|t| {
             format!(
                 "DROP TRIGGER IF EXISTS {}.{}",
                 quote_ident(db),
-                quote_ident(&trigger_name(table, e))
+                quote_ident(&t)
             )
         })
         .collect();
     sql.push(VERSIONS.to_string());
     sql.push(format!(
-        "DELETE FROM `hscale`.`table_versions` WHERE db = {} AND tbl = {}",
+        "DELETE FROM {TABLE} WHERE db = {} AND tbl = {}",
         quote_str(db),
         quote_str(table)
     ));
+    store::exec(conn, &sql).await
+}
+
+/// Add the rows of `db`.`table` that no open transaction holds into its
+/// row of slot 0, and delete them (see the module's comment: it never
+/// waits for a writer, and every sum stays what it was). A connection
+/// whose row was folded inserts a new one at its next write.
+pub async fn fold(conn: &mut BackendConn, db: &str, table: &str) -> Result<(), ProxyError> {
+    let (db, table) = (quote_str(db), quote_str(table));
+    let begin = [
+        "SET TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
+        "BEGIN".to_string(),
+    ];
+    store::exec(conn, &begin).await?;
+    let sql = format!(
+        "SELECT slot, version FROM {TABLE} WHERE db = {db} AND tbl = {table} AND slot > 0 \
+         AND slot < {MARKED} FOR UPDATE SKIP LOCKED"
+    );
+    let rows = match conn.query_rows(&sql).await? {
+        Ok(t) => t.strings(),
+        Err(e) => {
+            conn.is_broken = true;
+            return Err(store::server_error(conn, &sql, e));
+        }
+    };
+    let mut slots = Vec::new();
+    let mut sum: u64 = 0;
+    for r in &rows {
+        if let (Some(Some(slot)), Some(Some(v))) = (r.first(), r.get(1)) {
+            slots.push(slot.clone());
+            sum = sum.saturating_add(v.parse().unwrap_or(0));
+        }
+    }
+    let mut sql = Vec::new();
+    if !slots.is_empty() {
+        sql.push(format!(
+            "INSERT INTO {TABLE} VALUES ({db}, {table}, 0, {sum}) \
+             ON DUPLICATE KEY UPDATE version = version + {sum}"
+        ));
+        sql.push(format!(
+            "DELETE FROM {TABLE} WHERE db = {db} AND tbl = {table} AND slot IN ({})",
+            slots.join(", ")
+        ));
+    }
+    sql.push("COMMIT".to_string());
     store::exec(conn, &sql).await
 }

@@ -48,6 +48,7 @@ mod single;
 mod syntax;
 mod union;
 mod views;
+pub use refs::tables_named;
 pub use views::{view_probe, ViewDdl};
 
 pub use cache::{CacheStats, PlanCache};

@@ -434,3 +434,28 @@ fn cte_scopes(sql: &str, tokens: &[Token]) -> Vec<CteScope> {
     }
     out
 }
+
+/// Every table a statement names where tables go (`table_starts`: DROP,
+/// RENAME and TRUNCATE lists, CREATE and ALTER TABLE, RENAME ... TO),
+/// with the session's database for an unqualified name (left out
+/// without one). The result cache's DDL hook (`exec/cache.rs`).
+pub fn tables_named(sql: &str, tokens: &[Token], session_db: Option<&str>) -> Vec<TableName> {
+    let mut out: Vec<TableName> = Vec::new();
+    for start in table_starts(sql, tokens) {
+        let qualified = tokens.get(start + 1).is_some_and(|d| d.is_punct(sql, "."))
+            && tokens.get(start + 2).is_some_and(is_name);
+        let (db, t) = if qualified {
+            (unquote(&tokens[start], sql), &tokens[start + 2])
+        } else {
+            match session_db {
+                Some(d) => (d.to_string(), &tokens[start]),
+                None => continue,
+            }
+        };
+        let name = TableName::new(&db, &unquote(t, sql));
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
