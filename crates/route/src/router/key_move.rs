@@ -38,10 +38,10 @@ pub struct KeyMove {
 }
 
 /// A token range `[start, end)`.
-type Span = (usize, usize);
+pub(super) type Span = (usize, usize);
 
 /// One assignment of a SET clause: its target column and its value.
-type Assignment = (Span, Span);
+pub(super) type Assignment = (Span, Span);
 
 /// The rows moving out of each partition, by their new keys (`None`:
 /// NULL).
@@ -82,7 +82,7 @@ const VOLATILE: &[&str] = &[
 
 /// The SET clause's assignments at the statement's own level: for each,
 /// the token range of its target column and of its value.
-fn assignments(sql: &str, tokens: &[Token], set_at: usize) -> Vec<Assignment> {
+pub(super) fn assignments(sql: &str, tokens: &[Token], set_at: usize) -> Vec<Assignment> {
     let mut out = Vec::new();
     let mut depth = 0i32;
     let mut start = set_at + 1;
