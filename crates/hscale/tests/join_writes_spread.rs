@@ -288,6 +288,27 @@ async fn errors_and_refusals_write_nothing() {
     assert_eq!(rows(&mut p, CONTENTS).await, before);
 }
 
+/// A prepared multi-table write over partitions is refused (1235, sent
+/// as a query it runs), writing nothing; one on one partition runs.
+#[tokio::test]
+async fn prepared_forms() {
+    let t = twin("jws_prep", "jws_prep_ref");
+    create(&t).await;
+    let (mut p, mut r) = t.conns().await;
+    let before = rows(&mut p, CONTENTS).await;
+    let sql = "UPDATE orders o JOIN customers c ON o.customer_id = c.id SET o.amount = ? WHERE c.region = ?";
+    let e = p.exec_drop(sql, (5, "EU")).await.unwrap_err();
+    assert_eq!(common::code(&e), 1235, "{e}");
+    assert!(e.to_string().contains("prepared multi-table"), "{e}");
+    assert_eq!(rows(&mut p, CONTENTS).await, before);
+    same(
+        &mut p,
+        &mut r,
+        &["UPDATE orders o JOIN customers c ON o.customer_id = c.id SET o.amount = 5 WHERE c.region = 'EU'"],
+    )
+    .await;
+}
+
 /// Inside a transaction: the write is part of it (rolled back with it,
 /// kept by COMMIT), and a failing one is undone alone, as one server
 /// undoes a failed statement.
