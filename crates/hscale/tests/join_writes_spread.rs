@@ -130,7 +130,10 @@ async fn said(c: &mut Conn, sql: &str) -> Said {
                 warnings,
             }
         }
-        Err(e) => Said::Err(common::code(&e)),
+        Err(e) => {
+            eprintln!("{sql}: {e}");
+            Said::Err(common::code(&e))
+        }
     }
 }
 
@@ -336,4 +339,124 @@ async fn inside_a_transaction() {
         ],
     )
     .await;
+}
+
+const OTHER_SCHEMA: &[&str] = &[
+    "CREATE TABLE words (w VARCHAR(20) NOT NULL PRIMARY KEY, freq INT, owner INT) DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_general_ci",
+    "CREATE TABLE ev (id BIGINT NOT NULL, at DATETIME NOT NULL, kind VARCHAR(8), amt INT, PRIMARY KEY (id, at))",
+    "CREATE TABLE g (gid INT NOT NULL PRIMARY KEY, name VARCHAR(10))",
+];
+
+const OTHER_PARTITIONING: &[&str] = &[
+    "HSCALE SETUP_TABLE('words', 'w', 'words_default', 'shard0', 'HASH(4)')",
+    "HSCALE ADD_PARTITION('words', 'h1', '1', 'shard1')",
+    "HSCALE ADD_PARTITION('words', 'h2', '2', 'shard2')",
+    "HSCALE ADD_PARTITION('words', 'h3', '3', 'shard3')",
+    "HSCALE SETUP_TABLE('ev', 'at', 'ev_default', 'shard0', \"DATE('%Y-%m')\")",
+    "HSCALE ADD_PARTITION('ev', 'e01', '2024-01', 'shard1')",
+    "HSCALE ADD_PARTITION('ev', 'e02', '2024-02', 'shard2')",
+    "HSCALE ADD_PARTITION('ev', 'e03', '2024-03', 'shard3')",
+    "HSCALE SETUP_GLOBAL_TABLE('g')",
+];
+
+const OTHER_CONTENTS: &str = "SELECT 'w', w, freq, owner, NULL FROM words UNION ALL SELECT 'e', id, at, kind, amt FROM ev UNION ALL SELECT 'g', gid, name, NULL, NULL FROM g ORDER BY 1, 2, 3, 4, 5";
+
+/// Keys of other types (a string key under a case-insensitive collation
+/// holding non-ASCII, quotes and backslashes; a DATETIME key by month), a
+/// global table read beside them, values of other tables written in as
+/// literals of those strings; with sql_select_limit set (the join's read
+/// is not limited) and under ANSI_QUOTES; a global table written is
+/// refused, writing nothing.
+#[tokio::test]
+async fn keys_of_other_types_and_session_state() {
+    let t = Twin {
+        shards: 4,
+        db: "jws_types",
+        reference: "jws_types_ref",
+        schema: OTHER_SCHEMA,
+        partitioning: OTHER_PARTITIONING,
+    };
+    t.create(&[
+        "INSERT INTO words VALUES ('Apple', 1, 1), ('banana', 2, 2), ('café', 3, 3), ('naïve', 4, 1), ('it''s', 5, 2), ('a\\\\b', 6, 3), ('ÉTÉ', 7, 4), ('zz', NULL, NULL)".into(),
+        "INSERT INTO ev VALUES (1, '2024-01-05 10:00:00', 'a', 1), (2, '2024-02-10 10:10:10', 'b', 2), (3, '2024-03-01 00:00:00', 'c', 3), (4, '2025-12-01 00:00:00', 'd', 4), (5, '2024-02-11 11:11:11.4', 'e', 1), (6, '2024-01-31 23:59:59', 'f', NULL)".into(),
+        "INSERT INTO g VALUES (1, 'n1'), (2, 'n2'), (3, 'x3'), (4, NULL)".into(),
+    ])
+    .await;
+    let (mut p, mut r) = t.conns().await;
+    for s in [
+        "UPDATE words w JOIN g ON g.gid = w.owner SET w.freq = w.freq + 1 WHERE g.name = 'n1'",
+        "UPDATE ev e JOIN words w ON w.owner = e.amt SET e.kind = LEFT(w.w, 8) WHERE w.freq > 4",
+        "UPDATE words w JOIN ev e ON e.amt = w.owner SET w.freq = e.id * 100 WHERE e.at < '2024-02-01' AND e.kind <> 'f'",
+        "UPDATE ev e JOIN g ON g.gid = e.amt SET e.amt = e.amt * 10 WHERE g.name LIKE 'n%'",
+        "SET sql_select_limit = 1",
+        "UPDATE words w JOIN ev e ON e.id = w.owner SET w.owner = w.owner + 100",
+        // A single-table UPDATE of the key under it moves whole rows.
+        "UPDATE ev SET at = '2024-03-05 01:02:03' WHERE id IN (1, 2)",
+        "SET sql_select_limit = DEFAULT",
+        "SET sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')",
+        "UPDATE \"words\" w JOIN \"g\" ON g.\"gid\" = w.owner - 100 SET w.\"freq\" = 0 WHERE g.name = 'x3'",
+        "SET sql_mode = DEFAULT",
+        "DELETE w FROM words w JOIN ev e ON e.id = w.owner - 100 WHERE e.at >= '2024-02-01'",
+        "DELETE e, w FROM ev e JOIN words w ON w.freq = e.id WHERE e.at < '2025-01-01'",
+    ] {
+        let want = said(&mut r, s).await;
+        assert_eq!(said(&mut p, s).await, want, "{s}");
+        assert_eq!(
+            rows(&mut p, OTHER_CONTENTS).await,
+            rows(&mut r, OTHER_CONTENTS).await,
+            "after {s}"
+        );
+    }
+    let before = rows(&mut p, OTHER_CONTENTS).await;
+    let sql = "UPDATE g JOIN words w ON w.owner = g.gid SET g.name = w.w";
+    assert_eq!(run(&mut p, sql).await, Done::Err(1235), "{sql}");
+    assert_eq!(rows(&mut p, OTHER_CONTENTS).await, before);
+    // HSCALE EXPLAIN names the steps.
+    let explained = rows(
+        &mut p,
+        "HSCALE EXPLAIN DELETE w FROM words w JOIN ev e ON e.amt = w.owner",
+    )
+    .await;
+    assert!(
+        format!("{explained:?}").contains("read the join's rows"),
+        "{explained:?}"
+    );
+}
+
+/// Found on the way: an UPDATE that moves rows between partitions read
+/// the moved rows' columns on a connection holding the session's
+/// sql_select_limit, so under `SET sql_select_limit = 1` it read one
+/// column and one row: strict mode failed the statement (1364), without
+/// it the moved rows lost their other columns. Its reads now carry a
+/// LIMIT of their own.
+#[tokio::test]
+async fn key_move_under_sql_select_limit_moves_whole_rows() {
+    let t = Twin {
+        shards: 4,
+        db: "jws_km",
+        reference: "jws_km_ref",
+        schema: OTHER_SCHEMA,
+        partitioning: OTHER_PARTITIONING,
+    };
+    t.create(&[
+        "INSERT INTO ev VALUES (1, '2024-01-05 10:00:00', 'a', 1), (2, '2024-02-10 10:10:10', 'b', 2), (3, '2024-03-01 00:00:00', 'c', 3), (4, '2024-01-06 00:00:00', 'd', 4)".into(),
+    ])
+    .await;
+    let (mut p, mut r) = t.conns().await;
+    for s in [
+        "SET sql_select_limit = 1",
+        "UPDATE ev SET at = at + INTERVAL 1 MONTH WHERE id IN (1, 4)",
+        "SET sql_mode = ''",
+        "UPDATE ev SET at = '2024-03-05 01:02:03' WHERE id < 3",
+        "SET sql_mode = DEFAULT",
+        "SET sql_select_limit = DEFAULT",
+    ] {
+        let want = said(&mut r, s).await;
+        assert_eq!(said(&mut p, s).await, want, "{s}");
+        assert_eq!(
+            rows(&mut p, OTHER_CONTENTS).await,
+            rows(&mut r, OTHER_CONTENTS).await,
+            "after {s}"
+        );
+    }
 }

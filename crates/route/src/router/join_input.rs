@@ -142,10 +142,11 @@ fn text_literal(s: &str) -> String {
 }
 
 /// Step 0: the columns of `db`.`table` and whether each is in its
-/// primary key (`COLUMN_KEY` is `PRI`), in the table's order.
+/// primary key (`COLUMN_KEY` is `PRI`), in the table's order (a LIMIT of
+/// its own: the session's sql_select_limit is not this read's).
 pub fn columns_query(db: &str, table: &str) -> String {
     format!(
-        "SELECT COLUMN_NAME, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
+        "SELECT COLUMN_NAME, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION LIMIT 18446744073709551615",
         text_literal(db),
         text_literal(table)
     )

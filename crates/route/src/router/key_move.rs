@@ -342,10 +342,11 @@ pub fn stored_columns_sql(table: &PartitionedTable, from: &Target) -> String {
 }
 
 /// The read of `db`.`table`'s stored (not generated) column names, in the
-/// table's order.
+/// table's order (a LIMIT of its own: the session's sql_select_limit,
+/// which the connection it runs on holds, is not this read's).
 pub fn stored_columns_query(db: &str, table: &str) -> String {
     format!(
-        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND IS_GENERATED = 'NEVER' ORDER BY ORDINAL_POSITION",
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND IS_GENERATED = 'NEVER' ORDER BY ORDINAL_POSITION LIMIT 18446744073709551615",
         key_literal(db),
         key_literal(table)
     )
@@ -363,7 +364,11 @@ pub fn moved_rows_sql(
     let cond = keys_condition(&table.column, keys);
     let name = physical(table, from);
     (
-        format!("SELECT {} FROM {name} WHERE {cond}", list.join(", ")),
+        // Every moved row, whatever the session's sql_select_limit.
+        format!(
+            "SELECT {} FROM {name} WHERE {cond} LIMIT 18446744073709551615",
+            list.join(", ")
+        ),
         format!("DELETE FROM {name} WHERE {cond}"),
     )
 }
