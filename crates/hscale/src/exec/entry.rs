@@ -357,7 +357,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Plan::Merge(_)
             | Plan::GlobalWrite { .. }
             | Plan::OrderedWrite(_)
-            | Plan::KeyMove(_) => true,
+            | Plan::KeyMove(_)
+            | Plan::JoinWrite(_) => true,
             _ => false,
         };
         let last_insert_id = match &plan {
@@ -454,6 +455,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Plan::KeyMove(m) => {
                 drop(dict);
                 self.run_key_move(m, effects).await.map(|()| true)
+            }
+            Plan::JoinWrite(w) => {
+                drop(dict);
+                self.run_join_write(*w).await.map(|()| true)
             }
             Plan::CreateView(ddl) => {
                 drop(dict);

@@ -44,6 +44,7 @@ mod grants;
 pub mod insert_form;
 pub mod insert_id;
 pub mod interpolate;
+mod join_write;
 mod key_move;
 pub mod last_statement;
 mod load_data;

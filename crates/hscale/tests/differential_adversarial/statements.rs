@@ -310,11 +310,6 @@ pub const DOCUMENTED_REFUSALS: &[&str] = &[
 /// (and writes after which the tables differ, as "after <statement>"),
 /// described in docs/adversarial-findings.md. Exactly these differ.
 pub const EXPECTED_DIFFERENCES: &[&str] = &[
-    // F10: warnings of a select-list expression under ORDER BY ... LIMIT
-    // over several partitions: each partition warns for the rows it
-    // computed, one server only for the rows it sends.
-    "SELECT id, DATE_ADD(dt, INTERVAL 1 DAY) FROM ty ORDER BY id LIMIT 10",
-    "SELECT id, TIMEDIFF(tm, '00:00:01') FROM ty ORDER BY id LIMIT 8",
     "UPDATE IGNORE od SET price = 1000000 WHERE k IN (2, 3) AND oid < 20",
     "INSERT INTO od VALUES (?, ?, ?, ?, ?) -- prepared [Int(701), Double(2.0), Int(3), Bytes(\"2.25\"), Bytes(\"p701\")]",
     "after INSERT INTO od VALUES (?, ?, ?, ?, ?) -- prepared [Int(701), Double(2.0), Int(3), Bytes(\"2.25\"), Bytes(\"p701\")]",
@@ -329,17 +324,13 @@ pub const EXPECTED_DIFFERENCES: &[&str] = &[
     "SHOW CREATE TABLE ev",
     "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'ev'",
     "DELETE FROM od WHERE qty = (SELECT MAX(gid) FROM gl) AND k = 3",
-    "DELETE od FROM od JOIN gl ON gl.gid = od.k WHERE gl.name = 'zero' AND od.qty > 5",
     "INSERT INTO ev (at, kind) VALUES ('2024-01-02', 'new')",
     "INSERT INTO od VALUES (7, 5, 1, 1, 'n7') ON DUPLICATE KEY UPDATE k = 3",
-    "UPDATE od JOIN gl ON gl.gid = od.k SET od.qty = od.qty + 1 WHERE gl.name = 'n2'",
     "UPDATE od SET qty = (SELECT COUNT(*) FROM gl) WHERE oid = 8",
     "UPDATE od SET qty = qty + 1 WHERE k IN (SELECT gid FROM gl WHERE name LIKE 'n%')",
     "after DELETE FROM od WHERE qty = (SELECT MAX(gid) FROM gl) AND k = 3",
-    "after DELETE od FROM od JOIN gl ON gl.gid = od.k WHERE gl.name = 'zero' AND od.qty > 5",
     "after INSERT INTO ev (at, kind) VALUES ('2024-01-02', 'new')",
     "after INSERT INTO od VALUES (7, 5, 1, 1, 'n7') ON DUPLICATE KEY UPDATE k = 3",
-    "after UPDATE od JOIN gl ON gl.gid = od.k SET od.qty = od.qty + 1 WHERE gl.name = 'n2'",
     "after UPDATE od SET qty = (SELECT COUNT(*) FROM gl) WHERE oid = 8",
     "after UPDATE od SET qty = qty + 1 WHERE k IN (SELECT gid FROM gl WHERE name LIKE 'n%')",
     "DELETE FROM gl WHERE gid = 5 RETURNING gid, name",

@@ -90,6 +90,7 @@ impl Plan {
             Plan::Merge(m) => describe_merge(m, &name),
             Plan::OrderedWrite(w) => describe_ordered_write(w, statement),
             Plan::KeyMove(m) => describe_key_move(m, statement, &name),
+            Plan::JoinWrite(w) => describe_join_write(w, statement),
             Plan::InsertSelect(i) => describe_insert_select(i, backend_names),
             Plan::CreateSelect(c) => {
                 let mut rows = Vec::new();
@@ -194,6 +195,26 @@ fn describe_ordered_write(w: &OrderedWrite, statement: &str) -> Vec<ExplainRow> 
             format!(
                 "then on each partition of {} holding some: the statement with LIMIT its share of {}",
                 w.table, w.limit
+            ),
+            statement,
+        ),
+    ]
+}
+
+/// A multi-table write from its join's rows (`join_input.rs`).
+fn describe_join_write(w: &super::JoinWrite, statement: &str) -> Vec<ExplainRow> {
+    let targets: Vec<String> = w.tables.iter().map(|t| t.name.to_string()).collect();
+    vec![
+        ExplainRow::new(
+            "proxy",
+            "in one transaction: read the join's rows (each written table's primary key, the values other tables give)",
+            format!("SELECT ... FROM {} {}", w.list, w.where_clause),
+        ),
+        ExplainRow::new(
+            "proxy",
+            format!(
+                "then each written row once, by its primary key, on its partition (tables: {})",
+                targets.join(", ")
             ),
             statement,
         ),

@@ -196,6 +196,23 @@ fn parse_from(sql: &str, t: &[Token], from: usize) -> Result<Vec<Item>, String> 
     }
 }
 
+/// The tables of the FROM clause starting after token `from`, each as
+/// (its database as written, if it names one; its name; its qualifier).
+pub(super) fn from_list(
+    sql: &str,
+    t: &[Token],
+    from: usize,
+) -> Result<Vec<(Option<String>, String, String)>, String> {
+    Ok(parse_from(sql, t, from)?
+        .into_iter()
+        .map(|it| {
+            let db = (it.name_at >= 2 && t[it.name_at - 1].is_punct(sql, "."))
+                .then(|| unquote(&t[it.name_at - 2], sql));
+            (db, unquote(&t[it.name_at], sql), it.qualifier)
+        })
+        .collect())
+}
+
 /// Plan a SELECT joining tables, given the partitioned references in it.
 pub(super) fn plan_join(
     sql: &str,

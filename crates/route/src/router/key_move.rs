@@ -38,10 +38,10 @@ pub struct KeyMove {
 }
 
 /// A token range `[start, end)`.
-type Span = (usize, usize);
+pub(super) type Span = (usize, usize);
 
 /// One assignment of a SET clause: its target column and its value.
-type Assignment = (Span, Span);
+pub(super) type Assignment = (Span, Span);
 
 /// The rows moving out of each partition, by their new keys (`None`:
 /// NULL).
@@ -82,7 +82,7 @@ const VOLATILE: &[&str] = &[
 
 /// The SET clause's assignments at the statement's own level: for each,
 /// the token range of its target column and of its value.
-fn assignments(sql: &str, tokens: &[Token], set_at: usize) -> Vec<Assignment> {
+pub(super) fn assignments(sql: &str, tokens: &[Token], set_at: usize) -> Vec<Assignment> {
     let mut out = Vec::new();
     let mut depth = 0i32;
     let mut start = set_at + 1;
@@ -342,10 +342,11 @@ pub fn stored_columns_sql(table: &PartitionedTable, from: &Target) -> String {
 }
 
 /// The read of `db`.`table`'s stored (not generated) column names, in the
-/// table's order.
+/// table's order (a LIMIT of its own: the session's sql_select_limit,
+/// which the connection it runs on holds, is not this read's).
 pub fn stored_columns_query(db: &str, table: &str) -> String {
     format!(
-        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND IS_GENERATED = 'NEVER' ORDER BY ORDINAL_POSITION",
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND IS_GENERATED = 'NEVER' ORDER BY ORDINAL_POSITION LIMIT 18446744073709551615",
         key_literal(db),
         key_literal(table)
     )
@@ -363,7 +364,11 @@ pub fn moved_rows_sql(
     let cond = keys_condition(&table.column, keys);
     let name = physical(table, from);
     (
-        format!("SELECT {} FROM {name} WHERE {cond}", list.join(", ")),
+        // Every moved row, whatever the session's sql_select_limit.
+        format!(
+            "SELECT {} FROM {name} WHERE {cond} LIMIT 18446744073709551615",
+            list.join(", ")
+        ),
         format!("DELETE FROM {name} WHERE {cond}"),
     )
 }

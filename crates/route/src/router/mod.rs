@@ -33,6 +33,7 @@ mod in_lists;
 mod insert;
 mod insert_form;
 mod join;
+mod join_input;
 mod join_write;
 mod key_move;
 mod levels;
@@ -60,6 +61,10 @@ pub use insert::{
     insert_key_placeholders, insert_part_rows, insert_without_key_column, unplaced_values,
 };
 pub use insert_form::{insert_form, with_columns, with_keys, InsertForm, InsertSelect};
+pub use join_input::{
+    columns_query, input as join_input, write_sql as join_write_sql, Columns, Input, InputTarget,
+    JoinWrite, ListTable, NoInput,
+};
 pub use key_move::{
     key_moves, moved_rows_insert, moved_rows_sql, stored_columns_query, stored_columns_sql, KeyMove,
 };
@@ -142,6 +147,10 @@ pub enum Plan {
     /// An UPDATE that assigns the partition key: rows whose new key
     /// belongs elsewhere are moved (`key_move`).
     KeyMove(KeyMove),
+    /// A multi-table UPDATE or DELETE whose rows lie on several partitions
+    /// or backends: the join read, then each target row written by its
+    /// primary key (`join_input`).
+    JoinWrite(Box<JoinWrite>),
     /// A write to a global table: run on every backend, answered with the
     /// main backend's result.
     GlobalWrite { table: TableName, sql: String },
@@ -640,6 +649,10 @@ fn plan_statement(
         // Rows on one backend: run there as written.
         if let Some(plan) = join_write::plan_join_write(sql, tokens, &refs, session_db, dict, known)
         {
+            return plan;
+        }
+        // Rows anywhere: the join read, then each row written by key.
+        if let Some(plan) = join_input::plan(sql, tokens, session_db, dict) {
             return plan;
         }
         let named = refs

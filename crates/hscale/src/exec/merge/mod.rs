@@ -28,6 +28,7 @@
 mod aggregate;
 mod columns;
 mod create_select;
+mod cut;
 mod errors;
 #[cfg(test)]
 mod fixtures;
@@ -754,6 +755,14 @@ async fn send_streams<S: AsyncRead + AsyncWrite + Unpin>(
     } = order;
     let mut skip = plan.offset;
     let mut left = plan.limit.unwrap_or(u64::MAX);
+    // Each part's rows skipped by OFFSET and sent, and where each stands
+    // in the statement's rows (`cut.rs`), for a LIMIT that bounds them.
+    let mut used = vec![(0u64, 0u64); held.len()];
+    let is_tracked = plan
+        .limit
+        .is_some_and(|l| l.saturating_add(plan.offset) <= cut::MAX_TRACKED_ROWS);
+    let mut places: Vec<Vec<u32>> = vec![Vec::new(); held.len()];
+    let mut place = 0u32;
     while left > 0 {
         let Some(i) = smallest(&heads, keys, visible) else {
             break;
@@ -761,16 +770,32 @@ async fn send_streams<S: AsyncRead + AsyncWrite + Unpin>(
         let next = held[i].row().await?;
         let row = std::mem::replace(&mut heads[i], next);
         let Some(row) = row else { break };
+        if is_tracked {
+            place = place.saturating_add(1);
+            places[i].push(place);
+        }
         if skip > 0 {
             skip -= 1;
+            used[i].0 += 1;
             continue;
         }
         write_row(rows, &row[..visible], binary).await?;
+        used[i].1 += 1;
         left -= 1;
     }
-    for mut p in held.drain(..) {
-        p.drain().await?;
+    let is_text_as_sent = b.state.vars.is_client_utf8();
+    for (((mut p, head), used), places) in held.drain(..).zip(heads).zip(used).zip(places) {
+        let mut is_cut = head.is_some() || used.0 > 0;
+        while p.row().await?.is_some() {
+            is_cut = true;
+        }
+        let is_rerun = cut::rewarn_used_rows(&mut p, used, is_cut, is_text_as_sent).await;
+        // "at row N" of the run again: the row's place in the statement's.
+        if is_rerun && is_tracked {
+            b.gathered.row_map = conditions::RowMap::Rows(places);
+        }
         end_part(b, p).await;
+        b.gathered.row_map = conditions::RowMap::Same;
     }
     Ok(())
 }
