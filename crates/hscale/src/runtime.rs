@@ -258,6 +258,7 @@ impl Context {
                             acquire,
                             watch,
                             tls,
+                            true,
                         ));
                     }
                 }

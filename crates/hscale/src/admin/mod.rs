@@ -19,6 +19,7 @@ mod change;
 mod drop_partition;
 mod explain;
 mod failover;
+mod failover_main;
 pub mod figures;
 pub mod kill;
 mod move_partition;

@@ -106,6 +106,12 @@ const SCHEMA: &[&str] = &[
        backend VARCHAR(200) NOT NULL PRIMARY KEY, address VARCHAR(255) NOT NULL, \
        changed_at DATETIME(3) NOT NULL, changed_by VARCHAR(200) NOT NULL, \
        reason TEXT NOT NULL) ENGINE=InnoDB",
+    // The main backend's row carries an epoch (`backend/addresses.rs`,
+    // `locate_main`): raised by every switch of the main backend, so a
+    // proxy that asks each of its servers where the primary is takes the
+    // record with the highest one, and a returning old primary, whose own
+    // record is older, is never taken. 0: no switch yet.
+    "ALTER TABLE `hscale`.`backend_addresses` ADD COLUMN IF NOT EXISTS epoch BIGINT UNSIGNED NOT NULL DEFAULT 0",
 ];
 
 /// Operations in their cutover now, described for an error message: a
@@ -135,10 +141,11 @@ pub async fn addresses(conn: &mut BackendConn) -> Result<Vec<BackendAddress>, Pr
         .collect())
 }
 
-/// Name `address` as `backend`'s primary (inside [`commit_change`]).
-pub fn set_address_sql(backend: &str, address: &str, by: &str, reason: &str) -> String {
+/// Name `address` as `backend`'s primary (inside [`commit_change`]), with
+/// `epoch` (the main backend's; 0 for the others).
+pub fn set_address_sql(backend: &str, address: &str, by: &str, reason: &str, epoch: u64) -> String {
     format!(
-        "REPLACE INTO `hscale`.`backend_addresses` (backend, address, changed_at, changed_by, reason) VALUES ({}, {}, NOW(3), {}, {})",
+        "REPLACE INTO `hscale`.`backend_addresses` (backend, address, changed_at, changed_by, reason, epoch) VALUES ({}, {}, NOW(3), {}, {}, {epoch})",
         quote_str(backend),
         quote_str(address),
         quote_str(by),
