@@ -474,10 +474,11 @@ async fn a_proxy_stopped_during_the_switch_writes_nothing_to_the_old_primary() {
     unsafe {
         libc::kill(pid, libc::SIGSTOP);
     }
-    let untouched = own_gtid(from).await;
     let switched = admin
         .query_drop(format!("HSCALE SWITCHOVER('shard0', '{}')", addr(to)))
         .await;
+    // (The switch wrote its journal row there before the fence.)
+    let untouched = own_gtid(from).await;
     #[allow(unsafe_code)]
     // SAFETY: as above.
     unsafe {
@@ -507,4 +508,87 @@ async fn a_proxy_stopped_during_the_switch_writes_nothing_to_the_old_primary() {
         .query_drop(format!("HSCALE SWITCHOVER('shard0', '{}')", addr(from)))
         .await
         .unwrap();
+}
+
+/// Item 3: a proxy that dies between the promotion and the address
+/// change (a failpoint ends its process there) leaves the old primary
+/// read-only and the replica no longer replicating; another proxy finds
+/// the journal's row and undoes the switch: the old primary takes writes
+/// again, the replica replicates again, the row says `undone`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_switch_cut_short_after_the_promotion_is_undone_by_another_proxy() {
+    let _serial = SERIAL.lock().await;
+    let ports = servers().await;
+    let p1 = hscale::RunningProxy::start(config(ports), "127.0.0.1:0").unwrap();
+    let mut admin = connect(p1.addr.port()).await;
+    set_up(&mut admin).await;
+    let (from, to) = if main_primary(&mut admin).await == addr(ports[0]) {
+        (ports[0], ports[1])
+    } else {
+        (ports[1], ports[0])
+    };
+    let mut dying = common::ProxyProcess::start_with_env(
+        config(ports),
+        &[("HSCALE_FAILPOINT", "after_promote")],
+    );
+    let mut c = connect(dying.port).await;
+    let e = c
+        .query_drop(format!("HSCALE SWITCHOVER('shard0', '{}')", addr(to)))
+        .await;
+    assert!(e.is_err(), "the proxy died in the switch");
+    let status = dying.child.wait().unwrap();
+    assert_eq!(status.code(), Some(86), "ended at the failpoint");
+    let cut = Instant::now();
+    let mut old = server(from).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let state: Option<String> = old
+            .query_first("SELECT state FROM hscale.switches WHERE backend = 'shard0'")
+            .await
+            .unwrap();
+        if state.as_deref() == Some("undone") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not undone: {state:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "the switch cut short was undone {} ms after",
+        cut.elapsed().as_millis()
+    );
+    // Writes through the other proxy succeed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut w = connect(p1.addr.port()).await;
+    let mut n = 0;
+    loop {
+        n += 1;
+        let id = 400_000_000 + n;
+        let r = async {
+            for sql in [
+                "BEGIN".to_string(),
+                format!("INSERT INTO ms.ledger (id) VALUES ({id})"),
+                format!("INSERT INTO ms.pair (id, k) VALUES ({id}, 1)"),
+                format!("INSERT INTO ms.pair (id, k) VALUES ({id}, 2)"),
+                "COMMIT".to_string(),
+            ] {
+                w.query_drop(sql).await?;
+            }
+            Ok::<(), mysql_async::Error>(())
+        }
+        .await;
+        if r.is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no write after the cut: {r:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        w = connect(p1.addr.port()).await;
+    }
+    assert_eq!(main_primary(&mut admin).await, addr(from));
+    let ro: i64 = old
+        .query_first("SELECT @@read_only")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ro, 0, "the old primary is writable again");
+    assert_replicating(from, to).await;
 }

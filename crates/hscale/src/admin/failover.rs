@@ -32,6 +32,7 @@
 
 use hscale_route::BackendId;
 
+use super::switch_journal::{begin_sql, end_sql, failpoint, Switch};
 use super::AdminOutput;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
@@ -81,10 +82,26 @@ pub(super) async fn switchover(
 
     // The old primary stops taking writes: its last position is final.
     let was_read_only = one(&mut a, "SELECT @@GLOBAL.read_only").await?;
+    // The journal's row (`switch_journal.rs` repairs a switch cut short).
+    let mut journal = Switch {
+        backend: cfg.name.clone(),
+        from: old.clone(),
+        to: replica.to_string(),
+        position: String::new(),
+        was_read_only: was_read_only.as_deref() != Some("0"),
+    };
+    let owner = super::change::journal::owner(ctx);
+    let note = |sql: String| async move {
+        let mut main = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+        exec(&mut main, &[sql]).await
+    };
+    note(begin_sql(&journal, &owner)).await?;
     read_lock(&mut a).await?;
     let pos = one(&mut a, "SELECT @@GLOBAL.gtid_binlog_pos")
         .await?
         .unwrap_or_default();
+    journal.position = pos.clone();
+    note(begin_sql(&journal, &owner)).await?;
     let promoted = async {
         let wait = format!(
             "SELECT MASTER_GTID_WAIT({}, {})",
@@ -98,6 +115,7 @@ pub(super) async fn switchover(
             )));
         }
         exec(&mut b, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
+        failpoint("after_promote");
         let version = commit_address(ctx, worker, &cfg.name, replica, "switchover").await?;
         // Writable once the dictionary names it (the replica monitors
         // make a server that does not replicate read-only until then).
@@ -117,6 +135,7 @@ pub(super) async fn switchover(
             if let Ok(mut b) = pool.connect_to(replica).await {
                 let _ = replicate_from(&mut b, &old, cfg, None).await;
             }
+            let _ = note(end_sql(&cfg.name, "undone")).await;
             return Err(e);
         }
     };
@@ -141,6 +160,7 @@ pub(super) async fn switchover(
             notes.push(format!("replica {other} was not repointed: {e}"));
         }
     }
+    note(end_sql(&cfg.name, "done")).await?;
     let mut info = format!(
         "backend '{}': primary {replica} (was {old}, now its replica), dictionary version {version}; {killed} connection(s) to the old primary killed",
         cfg.name
@@ -161,7 +181,11 @@ pub(super) async fn switchover(
 /// The switch lock of backend `name` on the main backend, on a connection
 /// of its own (closing it releases the lock): one switchover or failover
 /// of a backend at a time in the fleet.
-async fn fleet_lock(ctx: &Context, worker: usize, name: &str) -> Result<BackendConn, ProxyError> {
+pub(super) async fn fleet_lock(
+    ctx: &Context,
+    worker: usize,
+    name: &str,
+) -> Result<BackendConn, ProxyError> {
     let mut c = ctx
         .pool(worker, BackendId::MAIN)
         .connect_to(&ctx.pool(worker, BackendId::MAIN).address())

@@ -43,6 +43,7 @@ use super::failover::{
     await_fleet, await_proxies, caught_up, check_promotable, fleet_wait, gtid_rank, kill_clients,
     one, read_lock, replicate_from, CATCH_UP,
 };
+use super::switch_journal::{begin_sql, end_sql, failpoint, Switch};
 use super::AdminOutput;
 use crate::backend::addresses::{next_epoch, read_main_records};
 use crate::backend::BackendConn;
@@ -181,6 +182,20 @@ pub(super) async fn switchover(
     let records = read_main_records(&pool, &servers).await;
 
     let was_read_only = one(&mut a, "SELECT @@GLOBAL.read_only").await?;
+    // The journal's row, on the old primary: the replica has it once it
+    // caught up (`switch_journal.rs` repairs a switch cut short).
+    let journal = Switch {
+        backend: cfg.name.clone(),
+        from: old.clone(),
+        to: replica.to_string(),
+        position: String::new(),
+        was_read_only: was_read_only.as_deref() != Some("0"),
+    };
+    exec(
+        &mut a,
+        &[begin_sql(&journal, &super::change::journal::owner(ctx))],
+    )
+    .await?;
     read_lock(&mut a).await?;
     let pos = one(&mut a, "SELECT @@GLOBAL.gtid_binlog_pos")
         .await?
@@ -198,7 +213,7 @@ pub(super) async fn switchover(
             )));
         }
         exec(&mut b, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
-        failpoint("after_promote")?;
+        failpoint("after_promote");
         let version =
             commit_main_record(ctx, &mut b, replica, next_epoch(&records), "switchover").await?;
         exec(&mut b, &["SET GLOBAL read_only = 0".into()]).await?;
@@ -215,6 +230,9 @@ pub(super) async fn switchover(
             if let Ok(mut b) = pool.connect_to(replica).await {
                 let _ = replicate_from(&mut b, &old, cfg, None).await;
             }
+            if let Ok(mut a) = pool.connect_to(&old).await {
+                let _ = exec(&mut a, &[end_sql(&cfg.name, "undone")]).await;
+            }
             return Err(e);
         }
     };
@@ -228,6 +246,7 @@ pub(super) async fn switchover(
     if let Err(e) = replicate_from(&mut a, replica, cfg, Some(&pos)).await {
         notes.push(format!("the old primary {old} is not replicating: {e}"));
     }
+    exec(&mut b, &[end_sql(&cfg.name, "done")]).await?;
     for other in servers.iter().filter(|s| **s != replica && **s != old) {
         let repointed = async {
             let mut c = pool.connect_to(other).await?;
@@ -252,16 +271,6 @@ pub(super) async fn switchover(
         info.push_str(&n);
     }
     Ok(AdminOutput::Ok { info })
-}
-
-/// A test's failpoint: `HSCALE_FAILPOINT=<name>` ends the process there
-/// (as a kill would), for tests of a switch cut short.
-fn failpoint(name: &str) -> Result<(), ProxyError> {
-    if std::env::var("HSCALE_FAILPOINT").is_ok_and(|f| f == name) {
-        tracing::error!(failpoint = name, "HSCALE_FAILPOINT: the process ends here");
-        std::process::exit(86);
-    }
-    Ok(())
 }
 
 /// Replace the main backend's primary `down`, found down for
@@ -347,7 +356,7 @@ pub(super) async fn failover(
 }
 
 /// Whether a server's replication I/O thread is connected to its primary.
-async fn io_running(c: &mut BackendConn) -> bool {
+pub(super) async fn io_running(c: &mut BackendConn) -> bool {
     let Ok(Ok(status)) = c.query_rows("SHOW SLAVE STATUS").await else {
         return false;
     };

@@ -53,9 +53,10 @@ pub struct Pool {
     /// Connections open past `max_connections` for partition and schema
     /// commands ([`Pool::get_own`]).
     extra: AtomicUsize,
-    /// A pool of a backend's primary (not of a replica): every connection
-    /// it opens checks that the server is writable ([`Pool::connect`]).
-    is_primary: bool,
+    /// A pool of the primary of a backend with replicas (a switchover or
+    /// failover can move it): every connection it opens checks that the
+    /// server is writable ([`Pool::connect`]).
+    checks_read_only: bool,
 }
 
 /// Counters shown by `HSCALE SHOW BACKENDS` and tests.
@@ -107,7 +108,7 @@ impl Pool {
             connects: AtomicU64::new(0),
             connect_failures: AtomicU64::new(0),
             extra: AtomicUsize::new(0),
-            is_primary,
+            checks_read_only: is_primary && !cfg.replicas.is_empty(),
             backend_id,
             cfg,
             tls,
@@ -354,7 +355,7 @@ impl Pool {
         let deadline = Instant::now() + self.acquire_timeout;
         loop {
             let mut conn = self.connect_once(is_found_rows).await?;
-            if !self.is_primary {
+            if !self.checks_read_only {
                 return Ok(conn);
             }
             let read_only = match conn.query_rows("SELECT @@GLOBAL.read_only").await {

@@ -112,6 +112,14 @@ const SCHEMA: &[&str] = &[
     // record with the highest one, and a returning old primary, whose own
     // record is older, is never taken. 0: no switch yet.
     "ALTER TABLE `hscale`.`backend_addresses` ADD COLUMN IF NOT EXISTS epoch BIGINT UNSIGNED NOT NULL DEFAULT 0",
+    // The switchovers' journal (`admin/switch_journal.rs`): a backend's
+    // last switch, `switching` until it ends `done` or `undone`, so a
+    // switch whose proxy died half-way is finished or undone by another.
+    "CREATE TABLE IF NOT EXISTS `hscale`.`switches` (\
+       backend VARCHAR(200) NOT NULL PRIMARY KEY, from_address VARCHAR(255) NOT NULL, \
+       to_address VARCHAR(255) NOT NULL, position TEXT NOT NULL, state VARCHAR(16) NOT NULL, \
+       owner VARCHAR(200) NOT NULL, started_at DATETIME(3) NOT NULL, ended_at DATETIME(3) NULL, \
+       was_read_only TINYINT UNSIGNED NOT NULL DEFAULT 0) ENGINE=InnoDB",
 ];
 
 /// Operations in their cutover now, described for an error message: a
