@@ -9,9 +9,13 @@
 //! (SIGSTOP) during the switch writes nothing to the old primary once it
 //! runs again (the fencing hole, item 2).
 //!
+//! The main backend killed (SIGKILL) under writes with `failover_after_ms`
+//! set: its replica takes over, nothing acknowledged is lost, the old
+//! primary restarted is fenced and rejoined by hand as documented.
+//!
 //! Servers of this binary's own: the main backend's two servers (m1, its
-//! primary at start, and m2 replicating from it, both with a binary log),
-//! shard1 and shard2.
+//! primary at start, and m2 replicating from it, both with a binary log and
+//! semi-synchronous replication), shard1 and shard2.
 
 mod common;
 
@@ -26,17 +30,21 @@ use mysql_async::prelude::*;
 
 /// m1, m2, shard1, shard2.
 static SERVERS: OnceLock<Mutex<Vec<MariaDb>>> = OnceLock::new();
+/// The failover test's own (it kills the main backend's primary).
+static FAILOVER_SERVERS: OnceLock<Mutex<Vec<MariaDb>>> = OnceLock::new();
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 extern "C" fn stop_servers() {
-    if let Some(m) = SERVERS.get() {
-        if let Ok(mut s) = m.lock() {
-            for db in s.iter_mut() {
-                db.stop();
+    for set in [&SERVERS, &FAILOVER_SERVERS] {
+        if let Some(m) = set.get() {
+            if let Ok(mut s) = m.lock() {
+                for db in s.iter_mut() {
+                    db.stop();
+                }
             }
-            let _ = std::fs::remove_dir_all(base_dir());
         }
     }
+    let _ = std::fs::remove_dir_all(base_dir());
 }
 
 fn base_dir() -> std::path::PathBuf {
@@ -69,12 +77,19 @@ fn addr(port: u16) -> String {
 
 /// Ports of m1, m2, shard1, shard2; started once, m2 replicating from m1.
 async fn servers() -> [u16; 4] {
-    if let Some(m) = SERVERS.get() {
+    servers_of(&SERVERS, "").await
+}
+
+/// [`servers`] of the set `set`, their directories named with `tag`.
+async fn servers_of(set: &'static OnceLock<Mutex<Vec<MariaDb>>>, tag: &'static str) -> [u16; 4] {
+    if let Some(m) = set.get() {
         let s = m.lock().unwrap();
         return [s[0].port, s[1].port, s[2].port, s[3].port];
     }
-    let start = |name: &'static str, args: Vec<String>| {
-        std::thread::spawn(move || MariaDb::start_with(&base_dir().join(name), &args).unwrap())
+    let start = move |name: &'static str, args: Vec<String>| {
+        std::thread::spawn(move || {
+            MariaDb::start_with(&base_dir().join(format!("{tag}{name}")), &args).unwrap()
+        })
     };
     let logged = |id: u32| {
         vec![
@@ -82,6 +97,14 @@ async fn servers() -> [u16; 4] {
             "--log-slave-updates".to_string(),
             format!("--server-id={id}"),
             "--binlog-format=ROW".to_string(),
+            // Semi-synchronous (for the failover test): a write is
+            // acknowledged once the replica has it; a primary without a
+            // replica connected does not wait.
+            "--rpl-semi-sync-master-enabled=ON".to_string(),
+            "--rpl-semi-sync-slave-enabled=ON".to_string(),
+            "--rpl-semi-sync-master-timeout=30000".to_string(),
+            "--rpl-semi-sync-master-wait-point=AFTER_SYNC".to_string(),
+            "--rpl-semi-sync-master-wait-no-slave=OFF".to_string(),
         ]
     };
     let handles = [
@@ -109,7 +132,8 @@ async fn servers() -> [u16; 4] {
     ))
     .await
     .unwrap();
-    if SERVERS.set(Mutex::new(s)).is_ok() {
+    let is_first = SERVERS.get().is_none() && FAILOVER_SERVERS.get().is_none();
+    if set.set(Mutex::new(s)).is_ok() && is_first {
         #[allow(unsafe_code)]
         // SAFETY: registering a plain extern "C" function with atexit.
         unsafe {
@@ -591,4 +615,151 @@ async fn a_switch_cut_short_after_the_promotion_is_undone_by_another_proxy() {
         .unwrap();
     assert_eq!(ro, 0, "the old primary is writable again");
     assert_replicating(from, to).await;
+}
+
+/// Item 4, automatic failover of the main backend: m1 (or whichever is the
+/// primary) killed with SIGKILL under writes through two proxies with
+/// `failover_after_ms = 2000` and semi-synchronous replication; one proxy
+/// promotes the replica, the other follows; every acknowledged transaction
+/// across backends (decision on the main backend) is on the servers whole
+/// and none in part, every generated id once; the old primary, restarted,
+/// is made read-only and written by no one; a proxy started afterwards,
+/// its config naming the old primary, finds the new one; the old primary
+/// is then rejoined as a replica by the documented manual step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_main_backend_killed_fails_over_and_nothing_acknowledged_is_lost() {
+    let _serial = SERIAL.lock().await;
+    let ports = servers_of(&FAILOVER_SERVERS, "fo-").await;
+    let with_failover = || {
+        let mut c = config(ports);
+        c.proxy.failover_after_ms = 2_000;
+        c
+    };
+    let p1 = hscale::RunningProxy::start(with_failover(), "127.0.0.1:0").unwrap();
+    let p2 = hscale::RunningProxy::start(with_failover(), "127.0.0.1:0").unwrap();
+    let proxies = [p1.addr.port(), p2.addr.port()];
+    let mut admin = connect(proxies[0]).await;
+    set_up(&mut admin).await;
+    let (from, to, dead) = if main_primary(&mut admin).await == addr(ports[0]) {
+        (ports[0], ports[1], 0)
+    } else {
+        (ports[1], ports[0], 1)
+    };
+    let writers = Writers::start(&proxies, 500_000_000);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert!(writers.count() > 0, "writes before the kill");
+    let killed_at = Instant::now();
+    let at_kill = writers.count();
+    FAILOVER_SERVERS.get().unwrap().lock().unwrap()[dead].kill();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while writers.count() < at_kill + 50 {
+        assert!(
+            Instant::now() < deadline,
+            "no write succeeded after the kill"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let resumed = killed_at.elapsed();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let acked = writers.finish().await;
+    println!(
+        "main backend failover: writes resumed {} ms after the kill (failover_after_ms 2000); {} transactions acknowledged, {} failed: {:?}",
+        resumed.as_millis(),
+        acked.txns.len(),
+        acked.failed.len(),
+        acked.failed.iter().take(2).collect::<Vec<_>>()
+    );
+    assert!(resumed < Duration::from_secs(15), "unavailable {resumed:?}");
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    check_servers(ports, to, &acked).await;
+    for port in proxies {
+        let mut c = connect(port).await;
+        assert_eq!(main_primary(&mut c).await, addr(to), "proxy {port}");
+    }
+
+    // The old primary returns: made read-only, written by no one.
+    tokio::task::spawn_blocking(move || {
+        FAILOVER_SERVERS.get().unwrap().lock().unwrap()[dead]
+            .restart()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let mut old = server(from).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ro: i64 = old
+            .query_first("SELECT @@read_only")
+            .await
+            .unwrap()
+            .unwrap();
+        if ro == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the old primary was not made read-only"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let untouched = own_gtid(from).await;
+    // A proxy started now, its config naming the old primary.
+    let p3 = hscale::RunningProxy::start(config(ports), "127.0.0.1:0").unwrap();
+    let mut c3 = connect(p3.addr.port()).await;
+    assert_eq!(main_primary(&mut c3).await, addr(to));
+    let writers = Writers::start(&[proxies[0], proxies[1], p3.addr.port()], 600_000_000);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let after = writers.finish().await;
+    assert!(!after.txns.is_empty());
+    assert_eq!(
+        own_gtid(from).await,
+        untouched,
+        "nothing written to the old primary"
+    );
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    check_servers(ports, to, &after).await;
+
+    // The documented manual step, when the old primary has nothing the new
+    // one lacks (a transaction it wrote to its binary log but the replica
+    // had not acknowledged when it was killed, never acknowledged to a
+    // client, makes it a rebuild instead): it replicates from the new one.
+    let (old_state, old_id): (String, i64) = old
+        .query_first("SELECT @@gtid_binlog_state, @@server_id")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut new = server(to).await;
+    let new_state: String = new
+        .query_first("SELECT @@gtid_binlog_state")
+        .await
+        .unwrap()
+        .unwrap();
+    let last_of = |state: &str| {
+        state
+            .split(',')
+            .find(|g| g.split('-').nth(1) == Some(&old_id.to_string()))
+            .map(str::to_string)
+    };
+    if last_of(&old_state) != last_of(&new_state) {
+        println!(
+            "the old primary holds transactions no replica received ({:?}, the new primary has {:?}): not rejoined, to be rebuilt",
+            last_of(&old_state),
+            last_of(&new_state)
+        );
+        return;
+    }
+    let pos: String = old
+        .query_first("SELECT @@gtid_binlog_pos")
+        .await
+        .unwrap()
+        .unwrap();
+    old.query_drop(format!(
+        "SET GLOBAL gtid_slave_pos = '{pos}'; \
+         CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {to}, \
+         MASTER_USER = 'hscale', MASTER_PASSWORD = 'hscale', \
+         MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1; START SLAVE"
+    ))
+    .await
+    .unwrap();
+    assert_replicating(to, from).await;
 }
