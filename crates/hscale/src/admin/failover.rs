@@ -349,7 +349,7 @@ pub(super) async fn await_proxies(
 ) -> u64 {
     let beat_us = 3 * ctx.config.proxy.heartbeat_interval_ms.max(100) * 1000;
     let which = match ids {
-        Some(ids) if ids.is_empty() => return 0,
+        Some([]) => return 0,
         Some(ids) => format!(
             "id IN ({})",
             ids.iter()
