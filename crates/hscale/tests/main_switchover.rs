@@ -541,6 +541,23 @@ async fn a_proxy_stopped_during_the_switch_writes_nothing_to_the_old_primary() {
 /// again, the replica replicates again, the row says `undone`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_switch_cut_short_after_the_promotion_is_undone_by_another_proxy() {
+    cut_short("after_promote").await;
+}
+
+/// Item 3, the other half: a proxy that dies after the address change,
+/// before the new primary is writable; another proxy follows the new
+/// record and finishes the switch: the new primary writable, the old one
+/// its replica, the row `done`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_switch_cut_short_after_the_address_change_is_finished_by_another_proxy() {
+    cut_short("after_address").await;
+}
+
+/// A switchover of the main backend through a proxy process that ends at
+/// `failpoint`; another proxy repairs it (undone before the address
+/// change, finished after).
+async fn cut_short(failpoint: &str) {
+    let is_finished = failpoint == "after_address";
     let _serial = SERIAL.lock().await;
     let ports = servers().await;
     let p1 = hscale::RunningProxy::start(config(ports), "127.0.0.1:0").unwrap();
@@ -551,10 +568,8 @@ async fn a_switch_cut_short_after_the_promotion_is_undone_by_another_proxy() {
     } else {
         (ports[1], ports[0])
     };
-    let mut dying = common::ProxyProcess::start_with_env(
-        config(ports),
-        &[("HSCALE_FAILPOINT", "after_promote")],
-    );
+    let mut dying =
+        common::ProxyProcess::start_with_env(config(ports), &[("HSCALE_FAILPOINT", failpoint)]);
     let mut c = connect(dying.port).await;
     let e = c
         .query_drop(format!("HSCALE SWITCHOVER('shard0', '{}')", addr(to)))
@@ -563,21 +578,23 @@ async fn a_switch_cut_short_after_the_promotion_is_undone_by_another_proxy() {
     let status = dying.child.wait().unwrap();
     assert_eq!(status.code(), Some(86), "ended at the failpoint");
     let cut = Instant::now();
-    let mut old = server(from).await;
+    let (primary, replica) = if is_finished { (to, from) } else { (from, to) };
+    let want = if is_finished { "done" } else { "undone" };
+    let mut old = server(primary).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let state: Option<String> = old
             .query_first("SELECT state FROM hscale.switches WHERE backend = 'shard0'")
             .await
             .unwrap();
-        if state.as_deref() == Some("undone") {
+        if state.as_deref() == Some(want) {
             break;
         }
-        assert!(Instant::now() < deadline, "not undone: {state:?}");
+        assert!(Instant::now() < deadline, "not {want}: {state:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     println!(
-        "the switch cut short was undone {} ms after",
+        "the switch cut short {failpoint} was {want} {} ms after",
         cut.elapsed().as_millis()
     );
     // Writes through the other proxy succeed.
@@ -607,14 +624,14 @@ async fn a_switch_cut_short_after_the_promotion_is_undone_by_another_proxy() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         w = connect(p1.addr.port()).await;
     }
-    assert_eq!(main_primary(&mut admin).await, addr(from));
+    assert_eq!(main_primary(&mut admin).await, addr(primary));
     let ro: i64 = old
         .query_first("SELECT @@read_only")
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(ro, 0, "the old primary is writable again");
-    assert_replicating(from, to).await;
+    assert_eq!(ro, 0, "the primary is writable");
+    assert_replicating(primary, replica).await;
 }
 
 /// Item 4, automatic failover of the main backend: m1 (or whichever is the

@@ -117,6 +117,7 @@ pub(super) async fn switchover(
         exec(&mut b, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
         failpoint("after_promote");
         let version = commit_address(ctx, worker, &cfg.name, replica, "switchover").await?;
+        failpoint("after_address");
         // Writable once the dictionary names it (the replica monitors
         // make a server that does not replicate read-only until then).
         exec(&mut b, &["SET GLOBAL read_only = 0".into()]).await?;

@@ -216,6 +216,7 @@ pub(super) async fn switchover(
         failpoint("after_promote");
         let version =
             commit_main_record(ctx, &mut b, replica, next_epoch(&records), "switchover").await?;
+        failpoint("after_address");
         exec(&mut b, &["SET GLOBAL read_only = 0".into()]).await?;
         Ok(version)
     }
