@@ -293,7 +293,16 @@ pub async fn reload_if_idle(ctx: &Context, worker: usize) -> Result<(), ProxyErr
         // The backends' primaries still follow the dictionary: a long
         // partition change must not keep this proxy writing to a primary
         // that a switchover or failover replaced.
-        let mut c = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+        let mut c = match ctx.pool(worker, BackendId::MAIN).get_own().await {
+            Ok(c) => c,
+            Err(e) => {
+                // The main backend itself may have moved.
+                if has_main_replicas(ctx) {
+                    follow_main(ctx, worker).await;
+                }
+                return Err(e);
+            }
+        };
         let addresses = store::addresses(&mut c).await?;
         apply_addresses(ctx, &addresses);
         return Ok(());
