@@ -105,9 +105,12 @@ pub async fn beat(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
     let me = &ctx.fleet;
     let up_us = me.started.elapsed().as_micros();
     let forget_us = u128::from(ctx.config.proxy.proxy_forget_after_ms) * 1000;
+    // A main backend fenced by a switch (`admin/failover_main.rs`) holds
+    // the write for at most a second: the next beat goes to the new
+    // primary once the reload found it.
     let statements = [
         format!(
-            "INSERT INTO `hscale`.`proxies` (id, address, version, pid, dictionary_version, started_at, heartbeat) \
+            "SET STATEMENT lock_wait_timeout = 1 FOR INSERT INTO `hscale`.`proxies` (id, address, version, pid, dictionary_version, started_at, heartbeat) \
              VALUES ({}, {}, {}, {}, {}, NOW(6) - INTERVAL {up_us} MICROSECOND, NOW(6)) \
              ON DUPLICATE KEY UPDATE address = VALUES(address), version = VALUES(version), \
              dictionary_version = VALUES(dictionary_version), heartbeat = VALUES(heartbeat)",
@@ -118,7 +121,7 @@ pub async fn beat(ctx: &Context, worker: usize) -> Result<(), ProxyError> {
             ctx.partitioning.stored_version(),
         ),
         format!(
-            "DELETE FROM `hscale`.`proxies` WHERE heartbeat < NOW(6) - INTERVAL {forget_us} MICROSECOND"
+            "SET STATEMENT lock_wait_timeout = 1 FOR DELETE FROM `hscale`.`proxies` WHERE heartbeat < NOW(6) - INTERVAL {forget_us} MICROSECOND"
         ),
     ];
     let has_left = me.has_left.lock().await;

@@ -260,6 +260,7 @@ impl Context {
                             acquire,
                             watch,
                             tls,
+                            true,
                         ));
                     }
                 }

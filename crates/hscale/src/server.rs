@@ -69,8 +69,14 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(ctx) = ctx.upgrade() else { return };
-                if let Err(e) = crate::partition::refresh::reload_if_idle(&ctx, worker).await {
+                let reloaded = crate::partition::refresh::reload_if_idle(&ctx, worker).await;
+                if let Err(e) = &reloaded {
                     tracing::debug!(error = %e, "dictionary reload failed");
+                }
+                // A switchover whose proxy died half-way.
+                if let Err(e) = crate::admin::resume_switches(&ctx, worker, reloaded.is_err()).await
+                {
+                    tracing::debug!(error = %e, "looking for switchovers cut short failed");
                 }
                 let version = ctx.partitioning.version();
                 if checked != Some(version) {

@@ -32,6 +32,7 @@
 
 use hscale_route::BackendId;
 
+use super::switch_journal::{begin_sql, end_sql, failpoint, Switch};
 use super::AdminOutput;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
@@ -42,7 +43,7 @@ use crate::runtime::Context;
 
 /// How long the old primary's read lock waits for running statements
 /// before it kills them, and how long the replica gets to catch up.
-const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(10);
+pub(super) const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// `HSCALE SWITCHOVER(backend, replica)`.
 pub(super) async fn switchover(
@@ -54,10 +55,7 @@ pub(super) async fn switchover(
     let _admin = ctx.partitioning.admin_lock.lock().await;
     let cfg = &ctx.config.backends[backend.index()];
     if backend == BackendId::MAIN {
-        return Err(ProxyError::Refused(format!(
-            "HSCALE SWITCHOVER of the main backend '{}' (it holds the dictionary) is not supported yet",
-            cfg.name
-        )));
+        return super::failover_main::switchover(ctx, worker, replica).await;
     }
     let pool = ctx.pool(worker, backend).clone();
     let old = pool.address();
@@ -84,10 +82,26 @@ pub(super) async fn switchover(
 
     // The old primary stops taking writes: its last position is final.
     let was_read_only = one(&mut a, "SELECT @@GLOBAL.read_only").await?;
+    // The journal's row (`switch_journal.rs` repairs a switch cut short).
+    let mut journal = Switch {
+        backend: cfg.name.clone(),
+        from: old.clone(),
+        to: replica.to_string(),
+        position: String::new(),
+        was_read_only: was_read_only.as_deref() != Some("0"),
+    };
+    let owner = super::change::journal::owner(ctx);
+    let note = |sql: String| async move {
+        let mut main = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+        exec(&mut main, &[sql]).await
+    };
+    note(begin_sql(&journal, &owner)).await?;
     read_lock(&mut a).await?;
     let pos = one(&mut a, "SELECT @@GLOBAL.gtid_binlog_pos")
         .await?
         .unwrap_or_default();
+    journal.position = pos.clone();
+    note(begin_sql(&journal, &owner)).await?;
     let promoted = async {
         let wait = format!(
             "SELECT MASTER_GTID_WAIT({}, {})",
@@ -101,7 +115,9 @@ pub(super) async fn switchover(
             )));
         }
         exec(&mut b, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
+        failpoint("after_promote");
         let version = commit_address(ctx, worker, &cfg.name, replica, "switchover").await?;
+        failpoint("after_address");
         // Writable once the dictionary names it (the replica monitors
         // make a server that does not replicate read-only until then).
         exec(&mut b, &["SET GLOBAL read_only = 0".into()]).await?;
@@ -120,6 +136,7 @@ pub(super) async fn switchover(
             if let Ok(mut b) = pool.connect_to(replica).await {
                 let _ = replicate_from(&mut b, &old, cfg, None).await;
             }
+            let _ = note(end_sql(&cfg.name, "undone")).await;
             return Err(e);
         }
     };
@@ -144,6 +161,7 @@ pub(super) async fn switchover(
             notes.push(format!("replica {other} was not repointed: {e}"));
         }
     }
+    note(end_sql(&cfg.name, "done")).await?;
     let mut info = format!(
         "backend '{}': primary {replica} (was {old}, now its replica), dictionary version {version}; {killed} connection(s) to the old primary killed",
         cfg.name
@@ -164,7 +182,11 @@ pub(super) async fn switchover(
 /// The switch lock of backend `name` on the main backend, on a connection
 /// of its own (closing it releases the lock): one switchover or failover
 /// of a backend at a time in the fleet.
-async fn fleet_lock(ctx: &Context, worker: usize, name: &str) -> Result<BackendConn, ProxyError> {
+pub(super) async fn fleet_lock(
+    ctx: &Context,
+    worker: usize,
+    name: &str,
+) -> Result<BackendConn, ProxyError> {
     let mut c = ctx
         .pool(worker, BackendId::MAIN)
         .connect_to(&ctx.pool(worker, BackendId::MAIN).address())
@@ -185,7 +207,7 @@ async fn fleet_lock(ctx: &Context, worker: usize, name: &str) -> Result<BackendC
 }
 
 /// The first column of the first row `sql` reads.
-async fn one(c: &mut BackendConn, sql: &str) -> Result<Option<String>, ProxyError> {
+pub(super) async fn one(c: &mut BackendConn, sql: &str) -> Result<Option<String>, ProxyError> {
     let r = c
         .query_rows(sql)
         .await?
@@ -199,7 +221,7 @@ async fn one(c: &mut BackendConn, sql: &str) -> Result<Option<String>, ProxyErro
 /// A replica can become the primary: it replicates (both threads) and
 /// keeps a binary log, which the old primary and the other replicas will
 /// replicate from.
-async fn check_promotable(b: &mut BackendConn, replica: &str) -> Result<(), ProxyError> {
+pub(super) async fn check_promotable(b: &mut BackendConn, replica: &str) -> Result<(), ProxyError> {
     if one(b, "SELECT @@GLOBAL.log_bin").await?.as_deref() != Some("1") {
         return Err(ProxyError::Refused(format!(
             "the replica {replica} keeps no binary log (log_bin, log_slave_updates): the old primary and the other replicas could not replicate from it"
@@ -226,7 +248,7 @@ async fn check_promotable(b: &mut BackendConn, replica: &str) -> Result<(), Prox
 /// commits there any more. A statement that holds the lock up past
 /// [`CATCH_UP`] (a long write, an open LOCK TABLES) is killed, then the
 /// lock is taken again.
-async fn read_lock(a: &mut BackendConn) -> Result<(), ProxyError> {
+pub(super) async fn read_lock(a: &mut BackendConn) -> Result<(), ProxyError> {
     exec(
         a,
         &[format!(
@@ -285,6 +307,7 @@ async fn commit_address(
         address,
         &super::change::journal::owner(ctx),
         reason,
+        0,
     );
     for attempt in 1.. {
         let version = reload(ctx, worker).await?.stored_version;
@@ -300,7 +323,7 @@ async fn commit_address(
 }
 
 /// How long a switch waits for the fleet to load its dictionary.
-fn fleet_wait(ctx: &Context) -> std::time::Duration {
+pub(super) fn fleet_wait(ctx: &Context) -> std::time::Duration {
     let p = &ctx.config.proxy;
     std::time::Duration::from_millis(
         p.fence_wait_ms
@@ -311,11 +334,35 @@ fn fleet_wait(ctx: &Context) -> std::time::Duration {
 /// Wait until every live proxy (a heartbeat within three intervals) shows
 /// dictionary `version` or later, at most [`fleet_wait`]; the proxies that
 /// still did not.
-async fn await_fleet(ctx: &Context, worker: usize, version: u64) -> u64 {
+pub(super) async fn await_fleet(ctx: &Context, worker: usize, version: u64) -> u64 {
+    await_proxies(ctx, worker, version, None).await
+}
+
+/// [`await_fleet`], for the proxies `ids` when given (those live before a
+/// switch of the main backend, whose heartbeats stop while they still
+/// write to the fenced old primary) rather than those with a fresh
+/// heartbeat.
+pub(super) async fn await_proxies(
+    ctx: &Context,
+    worker: usize,
+    version: u64,
+    ids: Option<&[String]>,
+) -> u64 {
     let beat_us = 3 * ctx.config.proxy.heartbeat_interval_ms.max(100) * 1000;
+    let which = match ids {
+        Some([]) => return 0,
+        Some(ids) => format!(
+            "id IN ({})",
+            ids.iter()
+                .map(|i| quote_str(i))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => format!("heartbeat > NOW(6) - INTERVAL {beat_us} MICROSECOND"),
+    };
     let sql = format!(
         "SELECT COUNT(*) FROM `hscale`.`proxies` WHERE dictionary_version < {version} \
-         AND id <> {} AND heartbeat > NOW(6) - INTERVAL {beat_us} MICROSECOND",
+         AND id <> {} AND {which}",
         quote_str(&ctx.fleet.id)
     );
     let deadline = std::time::Instant::now() + fleet_wait(ctx);
@@ -341,7 +388,7 @@ async fn await_fleet(ctx: &Context, worker: usize, version: u64) -> u64 {
 
 /// Kill every client connection of the old primary but this one (not the
 /// server's own threads, nor its replicas' binlog dumps); how many.
-async fn kill_clients(a: &mut BackendConn) -> Result<usize, ProxyError> {
+pub(super) async fn kill_clients(a: &mut BackendConn) -> Result<usize, ProxyError> {
     let sql = "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() \
                AND COMMAND NOT IN ('Binlog Dump', 'Daemon', 'Slave_IO', 'Slave_SQL', 'Slave_worker') \
                AND USER NOT IN ('system user', 'event_scheduler')";
@@ -371,7 +418,7 @@ async fn kill_clients(a: &mut BackendConn) -> Result<usize, ProxyError> {
 /// Make `c` a read-only replica of `primary` (GTID replication, the
 /// backend's account), from `from` (its own last position, for an old
 /// primary) or from where it is.
-async fn replicate_from(
+pub(super) async fn replicate_from(
     c: &mut BackendConn,
     primary: &str,
     cfg: &crate::config::BackendConfig,
@@ -397,11 +444,12 @@ async fn replicate_from(
 }
 
 /// The failover watch (`[proxy] failover_after_ms` > 0, worker 0 of every
-/// proxy): every health-check interval, each backend other than the main
-/// one whose primary has been found down (`BackendWatch::down_since_ms`:
+/// proxy): every health-check interval, each backend with replicas whose
+/// primary has been found down (`BackendWatch::down_since_ms`:
 /// a connect or a ping failed, or it stopped answering) for at least the
-/// bound is failed over ([`failover`]) by the proxy that takes its switch
-/// lock; the others find the dictionary moved. Ends with the proxy.
+/// bound is failed over ([`failover`]; the main backend by
+/// `failover_main::failover`) by the proxy that takes its switch lock; the
+/// others find the dictionary moved. Ends with the proxy.
 pub async fn watch(ctx: std::sync::Weak<Context>, worker: usize) {
     loop {
         let Some(c) = ctx.upgrade() else { return };
@@ -415,7 +463,7 @@ pub async fn watch(ctx: std::sync::Weak<Context>, worker: usize) {
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        for b in c.backend_ids().skip(1) {
+        for b in c.backend_ids() {
             if c.config.backends[b.index()].replicas.is_empty() {
                 continue;
             }
@@ -427,7 +475,12 @@ pub async fn watch(ctx: std::sync::Weak<Context>, worker: usize) {
                 continue;
             }
             let down = pool.address();
-            match failover(&c, worker, b, &down).await {
+            let done = if b == BackendId::MAIN {
+                super::failover_main::failover(&c, worker, &down).await
+            } else {
+                failover(&c, worker, b, &down).await
+            };
+            match done {
                 Ok(Some(info)) => {
                     tracing::warn!(backend = %c.config.backends[b.index()].name, info, "failover")
                 }
@@ -528,7 +581,7 @@ pub(super) async fn failover(
 /// A replica of a primary that is down: its I/O thread stopped, what it
 /// received applied; the connection and its position (`Gtid_IO_Pos`, what
 /// it received, which is what it has now).
-async fn caught_up(
+pub(super) async fn caught_up(
     pool: &crate::backend::Pool,
     address: &str,
 ) -> Result<(BackendConn, String), ProxyError> {
@@ -565,7 +618,7 @@ async fn caught_up(
 
 /// How far a GTID position (`domain-server-seq,...`) is: the sum of its
 /// domains' sequence numbers (replicas of one primary share its domains).
-fn gtid_rank(pos: &str) -> u64 {
+pub(super) fn gtid_rank(pos: &str) -> u64 {
     pos.split(',')
         .filter_map(|g| g.trim().rsplit('-').next()?.parse::<u64>().ok())
         .sum()

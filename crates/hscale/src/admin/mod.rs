@@ -19,6 +19,7 @@ mod change;
 mod drop_partition;
 mod explain;
 mod failover;
+mod failover_main;
 pub mod figures;
 pub mod kill;
 mod move_partition;
@@ -28,6 +29,7 @@ mod setup_global_table;
 mod setup_table;
 mod show;
 mod show_transactions;
+mod switch_journal;
 mod table_ddl;
 pub mod views;
 
@@ -47,6 +49,7 @@ pub use change::takeover::take_over;
 pub use failover::watch as failover_watch;
 pub use schema::{show_create, show_tables};
 pub use show::check_definitions;
+pub use switch_journal::resume as resume_switches;
 pub use table_ddl::drop_global;
 pub use table_ddl::{drop_table, forget_database, rename_table};
 

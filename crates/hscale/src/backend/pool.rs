@@ -55,6 +55,10 @@ pub struct Pool {
     /// Connections open past `max_connections` for partition and schema
     /// commands ([`Pool::get_own`]).
     extra: AtomicUsize,
+    /// A pool of the primary of a backend with replicas (a switchover or
+    /// failover can move it): every connection it opens checks that the
+    /// server is writable ([`Pool::connect`]).
+    checks_read_only: bool,
 }
 
 /// Counters shown by `HSCALE SHOW BACKENDS` and tests.
@@ -92,6 +96,7 @@ impl Pool {
         acquire_timeout: Duration,
         watch: Arc<BackendWatch>,
         tls: Option<Arc<BackendTls>>,
+        is_primary: bool,
     ) -> Arc<Pool> {
         let max = cfg.max_connections.max(1);
         Arc::new(Pool {
@@ -105,6 +110,7 @@ impl Pool {
             connects: AtomicU64::new(0),
             connect_failures: AtomicU64::new(0),
             extra: AtomicUsize::new(0),
+            checks_read_only: is_primary && !cfg.replicas.is_empty(),
             backend_id,
             cfg,
             tls,
@@ -163,7 +169,7 @@ impl Pool {
                 is_held: true,
                 is_extra: false,
             };
-            return self.checkout(slot, false).await;
+            return self.checkout(slot, false, false).await;
         }
         if self.extra.fetch_add(1, Ordering::Relaxed) < MAX_OWN_EXTRA {
             // Counted from here; the slot's drop uncounts it.
@@ -173,7 +179,7 @@ impl Pool {
                 is_held: false,
                 is_extra: true,
             };
-            let conn = self.connect(false).await?;
+            let conn = self.connect(false, false).await?;
             return Ok(PooledConn {
                 conn: Some(Box::new(conn)),
                 slot,
@@ -234,14 +240,16 @@ impl Pool {
             is_held: true,
             is_extra: false,
         };
-        self.checkout(slot, is_found_rows).await
+        self.checkout(slot, is_found_rows, true).await
     }
 
-    /// A connection for a slot taken: an idle one, or a new one.
+    /// A connection for a slot taken: an idle one, or a new one (`waits`:
+    /// see [`Pool::connect`]).
     async fn checkout(
         self: &Arc<Self>,
         slot: Slot,
         is_found_rows: bool,
+        waits: bool,
     ) -> Result<PooledConn, ProxyError> {
         let variant = usize::from(is_found_rows);
         // A connection out of the idle queue for a health check's ping
@@ -296,7 +304,7 @@ impl Pool {
         if self.idle[1 - variant].pop().is_some() {
             self.open.fetch_sub(1, Ordering::Relaxed);
         }
-        let conn = self.connect(is_found_rows).await?;
+        let conn = self.connect(is_found_rows, waits).await?;
         Ok(PooledConn {
             conn: Some(Box::new(conn)),
             slot,
@@ -335,7 +343,61 @@ impl Pool {
         BackendConn::connect(&cfg, tls.as_ref(), false, self.connect_timeout, &watch).await
     }
 
-    async fn connect(&self, is_found_rows: bool) -> Result<BackendConn, ProxyError> {
+    /// A new connection to the backend's primary, which must be writable:
+    /// a server found read-only (`@@GLOBAL.read_only`, one query per
+    /// connection opened, never per statement) is an old primary that a
+    /// switchover or failover fenced, or is fencing, and hscale's account
+    /// could write there despite `read_only` (READ_ONLY ADMIN). A
+    /// statement's connect (`waits`) tries again every 100 ms, at the
+    /// address the dictionary names by then, for up to the acquire
+    /// timeout; the proxy's own work (a dictionary reload, a heartbeat,
+    /// the health check) is refused at once, and the reload then looks
+    /// for the main backend's primary (`partition::refresh::reload`).
+    async fn connect(&self, is_found_rows: bool, waits: bool) -> Result<BackendConn, ProxyError> {
+        let deadline = Instant::now() + self.acquire_timeout;
+        loop {
+            let mut conn = self.connect_once(is_found_rows).await?;
+            if !self.checks_read_only {
+                return Ok(conn);
+            }
+            let read_only = match conn.query_rows("SELECT @@GLOBAL.read_only").await {
+                Ok(Ok(r)) => r
+                    .strings()
+                    .into_iter()
+                    .next()
+                    .and_then(|r| r.into_iter().next().flatten()),
+                Ok(Err(e)) => {
+                    self.close(conn);
+                    return Err(self.refused(format!("SELECT @@GLOBAL.read_only: {}", e.message)));
+                }
+                Err(e) => {
+                    self.close(conn);
+                    return Err(e);
+                }
+            };
+            if read_only.as_deref() == Some("0") {
+                return Ok(conn);
+            }
+            let address = self.address();
+            self.close(conn);
+            if !waits || Instant::now() >= deadline {
+                return Err(self.refused(format!(
+                    "the server at {address} is read-only, so it is not the backend's primary (a switchover or failover moved it, or is moving it): hscale writes only to a writable primary"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn refused(&self, reason: String) -> ProxyError {
+        ProxyError::BackendConnect {
+            backend: self.cfg.name.clone(),
+            address: self.address(),
+            reason,
+        }
+    }
+
+    async fn connect_once(&self, is_found_rows: bool) -> Result<BackendConn, ProxyError> {
         self.open.fetch_add(1, Ordering::Relaxed);
         // Read before connecting: a change during the connect resets it
         // (or, for the address, closes it at its next checkout).
@@ -442,7 +504,7 @@ impl Pool {
         while self.open.load(Ordering::Relaxed) < self.cfg.min_connections
             && !self.watch.is_frozen()
         {
-            match self.connect(false).await {
+            match self.connect(false, false).await {
                 Ok(c) => self.put_back(Box::new(c)),
                 Err(_) => break,
             }

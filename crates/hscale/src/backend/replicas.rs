@@ -182,6 +182,7 @@ impl Replicas {
                             acquire,
                             watches[r].clone(),
                             tls[r].clone(),
+                            false,
                         ));
                     }
                 }
@@ -353,25 +354,43 @@ impl Replicas {
         let address = pool.address();
         let mut m = main.get(false).await.map_err(|e| e.to_string())?;
         let sql = format!(
-            "SELECT address FROM `hscale`.`backend_addresses` WHERE backend = {}",
+            "SELECT address, epoch FROM `hscale`.`backend_addresses` WHERE backend = {}",
             crate::partition::quote_str(&self.list[r].backend_name)
         );
         let named = m
             .query_rows(&sql)
             .await
             .map_err(|e| e.to_string())?
-            .map_err(|e| e.message)?;
-        if named
-            .strings()
-            .first()
-            .and_then(|r| r[0].clone())
-            .as_deref()
-            == Some(&address)
-        {
+            .map_err(|e| e.message)?
+            .strings();
+        let named = named.first();
+        if named.and_then(|r| r[0].clone()).as_deref() == Some(&address) {
             return Ok(());
         }
         drop(m);
         let mut conn = pool.get(false).await.map_err(|e| e.to_string())?;
+        if self.list[r].backend == BackendId::MAIN {
+            // A server of the main backend's set whose own record names it
+            // with a higher epoch than the main backend this proxy reads is
+            // the new primary of a switch this proxy has not followed yet
+            // (`partition::refresh::follow_main`): never fenced.
+            let epoch = |r: Option<&Vec<Option<String>>>| {
+                r.and_then(|r| r.get(1).cloned().flatten())
+                    .and_then(|e| e.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            let known = epoch(named);
+            let own = conn
+                .query_rows(&sql)
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.message)?
+                .strings();
+            let own = own.first();
+            if own.and_then(|r| r[0].clone()).as_deref() == Some(&address) && epoch(own) > known {
+                return Ok(());
+            }
+        }
         let ro = conn
             .query_rows("SELECT @@GLOBAL.read_only")
             .await

@@ -32,8 +32,90 @@ pub async fn cutover_under_way(ctx: &Context, worker: usize) -> bool {
 }
 
 /// Read the dictionary from the main backend and make it current.
+///
+/// When the main backend has replicas, its primary may have moved
+/// (`admin/failover_main.rs`) without this proxy seeing it (it was down,
+/// stopped or cut off): at the first load, and whenever the main backend
+/// cannot be read or is read-only (fenced by a switch), each of its
+/// servers is asked where the primary is ([`follow_main`]) and the
+/// dictionary is read there.
 pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, ProxyError> {
+    if !has_main_replicas(ctx) {
+        return reload_from_main(ctx, worker).await;
+    }
+    let is_first = !ctx
+        .partitioning
+        .is_loaded
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if is_first {
+        follow_main(ctx, worker).await;
+    }
+    match reload_from_main(ctx, worker).await {
+        Ok(d) => Ok(d),
+        Err(e) => {
+            if follow_main(ctx, worker).await {
+                reload_from_main(ctx, worker).await
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+fn has_main_replicas(ctx: &Context) -> bool {
+    ctx.config
+        .backends
+        .first()
+        .is_some_and(|b| !b.replicas.is_empty())
+}
+
+/// Ask each server of the main backend where its primary is
+/// (`backend::addresses::read_main_records`) and move this proxy's main
+/// backend there if it is elsewhere; true when it moved.
+pub async fn follow_main(ctx: &Context, worker: usize) -> bool {
+    let cfg = &ctx.config.backends[0];
+    let servers: Vec<&str> = std::iter::once(cfg.address.as_str())
+        .chain(cfg.replicas.iter().map(String::as_str))
+        .collect();
+    let pool = ctx.pool(worker, BackendId::MAIN);
+    let records = crate::backend::addresses::read_main_records(pool, &servers).await;
+    let Some((primary, epoch)) = crate::backend::addresses::pick_main(&records) else {
+        return false;
+    };
+    if primary == pool.address() {
+        return false;
+    }
+    tracing::warn!(backend = %cfg.name, address = primary, epoch, "the main backend's primary is elsewhere: following it");
+    let named = [(cfg.name.clone(), primary.to_string())];
+    let watches = [pool.watch.clone()];
+    let mut only_main = ctx.config.as_ref().clone();
+    only_main.backends.truncate(1);
+    crate::backend::addresses::apply(&only_main, &watches, &ctx.replicas, &named);
+    true
+}
+
+/// [`reload`] from the main backend's primary as this proxy knows it;
+/// an error when it is read-only (a switch fenced it: [`follow_main`]).
+async fn reload_from_main(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, ProxyError> {
     let mut c = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+    if has_main_replicas(ctx) {
+        // Once per reload, never per statement: a pooled connection
+        // opened before a switch fenced the server still reads it.
+        let sql = "SELECT @@GLOBAL.read_only";
+        let ro = c
+            .query_rows(sql)
+            .await?
+            .map_err(|e| store::server_error(&c, sql, e))?;
+        if ro.strings().first().and_then(|r| r[0].clone()).as_deref() != Some("0") {
+            return Err(ProxyError::BackendConnect {
+                backend: ctx.config.backends[0].name.clone(),
+                address: c.pool().address(),
+                reason:
+                    "the main backend's server is read-only: a switchover or failover fenced it"
+                        .into(),
+            });
+        }
+    }
     if !ctx
         .partitioning
         .is_schema_ready
@@ -211,7 +293,16 @@ pub async fn reload_if_idle(ctx: &Context, worker: usize) -> Result<(), ProxyErr
         // The backends' primaries still follow the dictionary: a long
         // partition change must not keep this proxy writing to a primary
         // that a switchover or failover replaced.
-        let mut c = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+        let mut c = match ctx.pool(worker, BackendId::MAIN).get_own().await {
+            Ok(c) => c,
+            Err(e) => {
+                // The main backend itself may have moved.
+                if has_main_replicas(ctx) {
+                    follow_main(ctx, worker).await;
+                }
+                return Err(e);
+            }
+        };
         let addresses = store::addresses(&mut c).await?;
         apply_addresses(ctx, &addresses);
         return Ok(());

@@ -106,6 +106,20 @@ const SCHEMA: &[&str] = &[
        backend VARCHAR(200) NOT NULL PRIMARY KEY, address VARCHAR(255) NOT NULL, \
        changed_at DATETIME(3) NOT NULL, changed_by VARCHAR(200) NOT NULL, \
        reason TEXT NOT NULL) ENGINE=InnoDB",
+    // The main backend's row carries an epoch (`backend/addresses.rs`,
+    // `locate_main`): raised by every switch of the main backend, so a
+    // proxy that asks each of its servers where the primary is takes the
+    // record with the highest one, and a returning old primary, whose own
+    // record is older, is never taken. 0: no switch yet.
+    "ALTER TABLE `hscale`.`backend_addresses` ADD COLUMN IF NOT EXISTS epoch BIGINT UNSIGNED NOT NULL DEFAULT 0",
+    // The switchovers' journal (`admin/switch_journal.rs`): a backend's
+    // last switch, `switching` until it ends `done` or `undone`, so a
+    // switch whose proxy died half-way is finished or undone by another.
+    "CREATE TABLE IF NOT EXISTS `hscale`.`switches` (\
+       backend VARCHAR(200) NOT NULL PRIMARY KEY, from_address VARCHAR(255) NOT NULL, \
+       to_address VARCHAR(255) NOT NULL, position TEXT NOT NULL, state VARCHAR(16) NOT NULL, \
+       owner VARCHAR(200) NOT NULL, started_at DATETIME(3) NOT NULL, ended_at DATETIME(3) NULL, \
+       was_read_only TINYINT UNSIGNED NOT NULL DEFAULT 0) ENGINE=InnoDB",
 ];
 
 /// Operations in their cutover now, described for an error message: a
@@ -135,10 +149,11 @@ pub async fn addresses(conn: &mut BackendConn) -> Result<Vec<BackendAddress>, Pr
         .collect())
 }
 
-/// Name `address` as `backend`'s primary (inside [`commit_change`]).
-pub fn set_address_sql(backend: &str, address: &str, by: &str, reason: &str) -> String {
+/// Name `address` as `backend`'s primary (inside [`commit_change`]), with
+/// `epoch` (the main backend's; 0 for the others).
+pub fn set_address_sql(backend: &str, address: &str, by: &str, reason: &str, epoch: u64) -> String {
     format!(
-        "REPLACE INTO `hscale`.`backend_addresses` (backend, address, changed_at, changed_by, reason) VALUES ({}, {}, NOW(3), {}, {})",
+        "REPLACE INTO `hscale`.`backend_addresses` (backend, address, changed_at, changed_by, reason, epoch) VALUES ({}, {}, NOW(3), {}, {}, {epoch})",
         quote_str(backend),
         quote_str(address),
         quote_str(by),

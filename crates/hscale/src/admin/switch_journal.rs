@@ -1,0 +1,232 @@
+//! The journal of switchovers (`hscale.switches`, one row per backend: its
+//! last switch), and the repair of a switch whose proxy died half-way.
+//!
+//! A switchover writes its row (`switching`, the old and the new primary)
+//! before it fences the old primary, on the main backend (for the main
+//! backend itself: on the old primary, from which the replica has it by
+//! the time it is promoted), and marks it `done` at the end. A proxy that
+//! dies in between leaves the old primary read-only (so every proxy
+//! refuses it, `Pool::connect`) and perhaps the replica no longer
+//! replicating. Every proxy's reload loop ([`resume`]) looks for such a
+//! row; the one that takes the backend's switch lock (free once the
+//! owner's connections died with it) finishes the switch if the
+//! dictionary names the new primary already, and undoes it otherwise:
+//!
+//! ```text
+//!  named the new primary: it is made writable; the old one's clients are
+//!                         killed and it replicates from the new one
+//!  not named yet:         the old primary writable again (as it was);
+//!                         the replica replicates from it again
+//! ```
+
+use hscale_route::BackendId;
+
+use super::failover::{kill_clients, one, replicate_from};
+use crate::backend::addresses::{pick_main, read_main_records};
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+use crate::partition::quote_str;
+use crate::partition::store::{exec, server_error};
+use crate::runtime::Context;
+
+/// One switch under way (or cut short).
+pub(super) struct Switch {
+    pub backend: String,
+    pub from: String,
+    pub to: String,
+    /// The old primary's position when it was fenced (empty for the main
+    /// backend, whose row is written before).
+    pub position: String,
+    pub was_read_only: bool,
+}
+
+/// The statement that records `s` as under way (`switching`).
+pub(super) fn begin_sql(s: &Switch, owner: &str) -> String {
+    format!(
+        "REPLACE INTO `hscale`.`switches` (backend, from_address, to_address, position, state, owner, started_at, was_read_only) \
+         VALUES ({}, {}, {}, {}, 'switching', {}, NOW(3), {})",
+        quote_str(&s.backend),
+        quote_str(&s.from),
+        quote_str(&s.to),
+        quote_str(&s.position),
+        quote_str(owner),
+        u8::from(s.was_read_only)
+    )
+}
+
+/// The statement that ends the switch of `backend` as `state` (`done`,
+/// `undone`).
+pub(super) fn end_sql(backend: &str, state: &str) -> String {
+    format!(
+        "UPDATE `hscale`.`switches` SET state = {}, ended_at = NOW(3) WHERE backend = {} AND state = 'switching'",
+        quote_str(state),
+        quote_str(backend)
+    )
+}
+
+/// The switches still `switching` that `c`'s server records.
+async fn under_way(c: &mut BackendConn) -> Result<Vec<Switch>, ProxyError> {
+    let sql = "SELECT backend, from_address, to_address, position, was_read_only \
+               FROM `hscale`.`switches` WHERE state = 'switching'";
+    let r = c
+        .query_rows(sql)
+        .await?
+        .map_err(|e| server_error(c, sql, e))?;
+    Ok(r.strings()
+        .into_iter()
+        .filter_map(|r| {
+            let f = |i: usize| r.get(i).cloned().flatten();
+            Some(Switch {
+                backend: f(0)?,
+                from: f(1)?,
+                to: f(2)?,
+                position: f(3).unwrap_or_default(),
+                was_read_only: f(4).as_deref() == Some("1"),
+            })
+        })
+        .collect())
+}
+
+/// A test's failpoint: `HSCALE_FAILPOINT=<name>` ends the process there,
+/// as a kill would (tests of a switch cut short).
+pub(super) fn failpoint(name: &str) {
+    if std::env::var("HSCALE_FAILPOINT").is_ok_and(|f| f == name) {
+        tracing::error!(failpoint = name, "HSCALE_FAILPOINT: the process ends here");
+        std::process::exit(86);
+    }
+}
+
+/// Finish or undo every switch whose proxy died half-way (the module's
+/// steps). `is_main_unread`: this proxy's last dictionary reload failed,
+/// so the main backend's own switch is looked for on its primary too.
+pub async fn resume(ctx: &Context, worker: usize, is_main_unread: bool) -> Result<(), ProxyError> {
+    let main_pool = ctx.pool(worker, BackendId::MAIN).clone();
+    let has_main_replicas = !ctx.config.backends[0].replicas.is_empty();
+    let rows = if is_main_unread && has_main_replicas {
+        let mut c = main_pool.connect_to(&main_pool.address()).await?;
+        under_way(&mut c).await?
+    } else {
+        let mut c = main_pool.get_own().await?;
+        under_way(&mut c).await?
+    };
+    for s in rows {
+        let Some(i) = ctx.config.backends.iter().position(|b| b.name == s.backend) else {
+            continue;
+        };
+        let r = if i == 0 {
+            resume_main(ctx, worker, &s).await
+        } else {
+            resume_other(ctx, worker, BackendId::new(i), &s).await
+        };
+        if let Err(e) = r {
+            tracing::warn!(backend = %s.backend, error = %e, "a switch cut short could not be repaired yet");
+        }
+    }
+    Ok(())
+}
+
+/// A switch of a backend other than the main one, cut short.
+async fn resume_other(
+    ctx: &Context,
+    worker: usize,
+    backend: BackendId,
+    s: &Switch,
+) -> Result<(), ProxyError> {
+    let cfg = &ctx.config.backends[backend.index()];
+    let _admin = ctx.partitioning.admin_lock.lock().await;
+    // Free only when its owner is gone (or finished meanwhile).
+    let Ok(_lock) = super::failover::fleet_lock(ctx, worker, &cfg.name).await else {
+        return Ok(());
+    };
+    let mut main = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+    if under_way(&mut main)
+        .await?
+        .iter()
+        .all(|r| r.backend != s.backend)
+    {
+        return Ok(());
+    }
+    crate::partition::refresh::reload(ctx, worker).await?;
+    let pool = ctx.pool(worker, backend).clone();
+    let is_named = pool.address() == s.to;
+    repair(&pool, cfg, s, is_named).await?;
+    let state = if is_named { "done" } else { "undone" };
+    exec(&mut main, &[end_sql(&s.backend, state)]).await?;
+    tracing::warn!(backend = %s.backend, from = %s.from, to = %s.to, state, "a switch cut short by its proxy's end was repaired");
+    Ok(())
+}
+
+/// The main backend's switch, cut short.
+async fn resume_main(ctx: &Context, worker: usize, s: &Switch) -> Result<(), ProxyError> {
+    let cfg = &ctx.config.backends[0];
+    let _admin = ctx.partitioning.admin_lock.lock().await;
+    let Ok(_lock) = super::failover_main::main_lock(ctx, worker, &s.from).await else {
+        return Ok(());
+    };
+    let pool = ctx.pool(worker, BackendId::MAIN).clone();
+    let servers: Vec<&str> = std::iter::once(cfg.address.as_str())
+        .chain(cfg.replicas.iter().map(String::as_str))
+        .collect();
+    let records = read_main_records(&pool, &servers).await;
+    // Committed: the promoted server's record names it, with the highest
+    // epoch.
+    let Some((primary, _)) = pick_main(&records) else {
+        return Ok(());
+    };
+    let is_named = primary == s.to;
+    // Still under way now that the lock is held (its owner may have
+    // ended it meanwhile).
+    let mut c = pool.connect_to(primary).await?;
+    if under_way(&mut c)
+        .await?
+        .iter()
+        .all(|r| r.backend != s.backend)
+    {
+        return Ok(());
+    }
+    drop(c);
+    repair(&pool, cfg, s, is_named).await?;
+    let state = if is_named { "done" } else { "undone" };
+    let at = if is_named { &s.to } else { &s.from };
+    let mut c = pool.connect_to(at).await?;
+    exec(&mut c, &[end_sql(&s.backend, state)]).await?;
+    crate::partition::refresh::follow_main(ctx, worker).await;
+    let _ = crate::partition::refresh::reload(ctx, worker).await;
+    tracing::warn!(backend = %s.backend, from = %s.from, to = %s.to, state, "a switch of the main backend cut short by its proxy's end was repaired");
+    Ok(())
+}
+
+/// Finish (`is_named`: the dictionary names the new primary) or undo the
+/// switch `s` on its two servers.
+async fn repair(
+    pool: &crate::backend::Pool,
+    cfg: &crate::config::BackendConfig,
+    s: &Switch,
+    is_named: bool,
+) -> Result<(), ProxyError> {
+    if is_named {
+        let mut b = pool.connect_to(&s.to).await?;
+        exec(&mut b, &["SET GLOBAL read_only = 0".into()]).await?;
+        if let Ok(mut a) = pool.connect_to(&s.from).await {
+            exec(&mut a, &["SET GLOBAL read_only = 1".into()]).await?;
+            kill_clients(&mut a).await?;
+            // Its position now: the fenced one, unless a proxy that had
+            // not moved wrote there after the owner's read lock went.
+            let pos = one(&mut a, "SELECT @@GLOBAL.gtid_binlog_pos")
+                .await?
+                .unwrap_or_default();
+            replicate_from(&mut a, &s.to, cfg, Some(&pos)).await?;
+        }
+    } else {
+        let mut a = pool.connect_to(&s.from).await?;
+        if !s.was_read_only {
+            exec(&mut a, &["SET GLOBAL read_only = 0".into()]).await?;
+        }
+        let mut b = pool.connect_to(&s.to).await?;
+        // Still replicating: the owner died before it stopped it.
+        if !super::failover_main::io_running(&mut b).await {
+            replicate_from(&mut b, &s.from, cfg, None).await?;
+        }
+    }
+    Ok(())
+}
