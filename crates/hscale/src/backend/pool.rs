@@ -455,7 +455,8 @@ impl Pool {
         }
     }
 
-    fn close(&self, conn: Box<BackendConn>) {
+    /// Close `conn` (boxed or not), counting it out.
+    fn close<C: std::borrow::BorrowMut<BackendConn>>(&self, conn: C) {
         drop(conn);
         self.open.fetch_sub(1, Ordering::Relaxed);
     }
