@@ -60,11 +60,6 @@ pub struct Bindings {
     pub handle: Arc<SessionHandle>,
     /// The client asked for CLIENT_FOUND_ROWS.
     pub is_found_rows: bool,
-    /// The statement running neither reads nor sets session-bound state:
-    /// while the session is pinned only by its user variables, its parts
-    /// on other backends may borrow pooled connections beside the pinned
-    /// one (set per statement by the session, false otherwise).
-    pub may_borrow_beside: bool,
     /// The stored dictionary version the last statement was planned with
     /// (the fence waits for a newer one after a stale route).
     pub planned_version: u64,
@@ -80,37 +75,11 @@ pub struct Bindings {
     /// closed without an answer, as a server's would be, so the client
     /// sees 2013 and its pool discards the connection.
     pub is_bound_lost: bool,
-    /// For an INSERT into a table with a sequence (`session/sequence.rs`):
-    /// the first id generated for it, which its OK packet reports and which
-    /// becomes the session's LAST_INSERT_ID() once it succeeds; `Some(0)`
-    /// when it gave every id itself (LAST_INSERT_ID() stays).
-    pub generated_id: Option<u64>,
-    /// What the statement's explicit id did to this proxy's block of its
-    /// table's sequence (`seq::Sequences::pass`), undone when the
-    /// statement is rejected without writing (`session/statement.rs`).
-    pub passed: Option<crate::seq::Passed>,
-    /// An INSERT ... SELECT that found one row, run as `VALUES (row)`
-    /// (`exec/insert_form.rs`): its text. Its OK gets the info one
-    /// server gives INSERT ... SELECT (`Records: 1  Duplicates: ..`).
-    pub one_row_select: Option<String>,
-    /// Column definitions that replace the answer's, one for one: a `SHOW
-    /// TABLE STATUS` hscale answers from information_schema
-    /// (`exec/rewrite.rs`) carries one server's `SHOW TABLE STATUS`
-    /// definitions. Taken by the forward of the statement's answer.
-    pub answer_defs: Option<Vec<Bytes>>,
-    /// The statement reached hscale under NO_BACKSLASH_ESCAPES with its
-    /// strings' backslashes doubled (`exec/sql_mode.rs`): what it sends a
-    /// backend has them undoubled (`Plan::Targets` only).
-    pub is_undoubling: bool,
+    /// What the statement running gathers and decides (`scratch.rs`).
+    pub scratch: super::scratch::StatementScratch,
     /// The open transaction's savepoints (`txn/savepoint.rs`), set again on
     /// every branch that joins it.
     pub savepoints: super::txn::savepoint::Savepoints,
-    /// What the current statement did, for metrics and digests: the
-    /// session sets its plan kind, `finish` adds rows and errors.
-    pub note: crate::metrics::StatementNote,
-    /// The conditions the current statement raised on every connection
-    /// it ran on (`conditions/mod.rs`), for the session's SHOW WARNINGS.
-    pub gathered: super::conditions::Gathered,
     /// The current statement is a latin1 client's text the proxy read as
     /// UTF-8 (`session/query.rs`): the connections it runs on hold
     /// `character_set_client` utf8mb4 while it runs
@@ -338,7 +307,7 @@ impl Bindings {
             borrowable.insert(Pins::TEMPORARY_TABLE);
             let mut others = self.pins;
             others.remove(borrowable);
-            if self.may_borrow_beside && !self.pins.is_empty() && others.is_empty() {
+            if self.scratch.may_borrow_beside && !self.pins.is_empty() && others.is_empty() {
                 // The variables and temporary tables stay on the pinned
                 // connection; this statement uses none of them there (a
                 // temporary table it reads is shipped from the pinned
@@ -553,18 +522,20 @@ impl Bindings {
 
     /// Record what a finished statement did, then keep or return the connection.
     pub fn finish(&mut self, mut conn: PooledConn, outcome: Outcome, effects: &Effects<'_>) {
-        self.note.rows += outcome.rows;
+        self.scratch.note.rows += outcome.rows;
         match &outcome.ok {
-            Some(ok) => self.note.affected = Some(ok.affected_rows),
-            None if outcome.status.is_some() && !outcome.is_err => self.note.is_result = true,
+            Some(ok) => self.scratch.note.affected = Some(ok.affected_rows),
+            None if outcome.status.is_some() && !outcome.is_err => {
+                self.scratch.note.is_result = true
+            }
             None => {}
         }
         if outcome.err_code != 0 {
-            self.note.error(outcome.err_code);
+            self.scratch.note.error(outcome.err_code);
         }
-        self.gathered.reported += u64::from(outcome.warnings);
+        self.scratch.gathered.reported += u64::from(outcome.warnings);
         if let Some(err) = &outcome.err {
-            self.gathered.error_packet(err);
+            self.scratch.gathered.error_packet(err);
         }
         if !outcome.is_err && outcome.status.is_some() {
             match effects.change {
@@ -617,7 +588,7 @@ impl Bindings {
                 }
             }
         }
-        if let Some(id) = self.generated_id {
+        if let Some(id) = self.scratch.generated_id {
             // The ids reached the backend as explicit values: its own
             // LAST_INSERT_ID() did not change; the session's did if the
             // statement generated one.

@@ -57,6 +57,7 @@ mod returning;
 pub mod rewrite;
 pub mod rows;
 mod scatter;
+pub mod scratch;
 pub mod sequence;
 pub mod session_start;
 pub mod sink;
@@ -278,12 +279,12 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             .partitioning
             .with_dictionary(|d| d.user_message(&err.message));
         let mut message = renamed.as_deref().unwrap_or(&err.message).to_string();
-        if let Some(m) = self.b.gathered.row_map.renumber(message.as_bytes()) {
+        if let Some(m) = self.b.scratch.gathered.row_map.renumber(message.as_bytes()) {
             message = String::from_utf8_lossy(&m).into_owned();
         }
         let message = message.as_str();
-        self.b.note.error(err.code);
-        self.b.gathered.error(err.code, message);
+        self.b.scratch.note.error(err.code);
+        self.b.scratch.gathered.error(err.code, message);
         send(self.reply(seq).err(err.code, &err.sql_state, message)).await
     }
 
@@ -291,8 +292,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     /// statement's error: the answer to a statement hscale answers
     /// itself, whose errors name no partition.
     pub async fn write_error_packet(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
-        self.b.note.error(err.code);
-        self.b.gathered.error(err.code, &err.message);
+        self.b.scratch.note.error(err.code);
+        self.b.scratch.gathered.error(err.code, &err.message);
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
@@ -312,8 +313,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Plan::CreateSelect(c) => (PlanKind::Merge, c.ship.len()),
             _ => (PlanKind::Dictionary, 0),
         };
-        self.b.note.kind = kind;
-        self.b.note.parts = parts as u32;
+        self.b.scratch.note.kind = kind;
+        self.b.scratch.note.parts = parts as u32;
         self.uses_last_insert_id = effects.uses_last_insert_id;
         match plan {
             // Under sql_select_limit a read over several partitions is
@@ -498,9 +499,9 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         let backend = conn.pool().backend_id;
         let running = self.b.running(&conn, backend);
         let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
-            .insert_id(self.b.generated_id.filter(|id| *id != 0))
-            .one_row_select(self.b.one_row_select.as_deref())
-            .replacing_defs(self.b.answer_defs.take())
+            .insert_id(self.b.scratch.generated_id.filter(|id| *id != 0))
+            .one_row_select(self.b.scratch.one_row_select.as_deref())
+            .replacing_defs(self.b.scratch.answer_defs.take())
             .naming(&self.b.ctx.partitioning)
             .shipped(&self.ship_names);
         if let Some((from, to)) = relabel {
@@ -538,14 +539,14 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                     self.b.gather(&mut conn, outcome.warnings).await;
                 }
                 if effects.sets_last_insert_id
-                    && self.b.generated_id.is_none()
+                    && self.b.scratch.generated_id.is_none()
                     && !outcome.is_err
                     && held.is_none()
                 {
                     self.b.read_back_last_insert_id(&mut conn).await?;
                 } else if let Some(ok) = outcome.ok.as_mut().filter(|ok| {
                     ok.last_insert_id != 0
-                        && self.b.generated_id.is_none()
+                        && self.b.scratch.generated_id.is_none()
                         && effects.supplied.may_hold(ok.last_insert_id)
                 }) {
                     // Perhaps an explicit AUTO_INCREMENT value, which the

@@ -127,7 +127,7 @@ impl Bindings {
                         } else {
                             let out = table_status_sql(&db, filter, &summed);
                             if out.is_some() {
-                                self.answer_defs = self.table_status_defs(&db).await?;
+                                self.scratch.answer_defs = self.table_status_defs(&db).await?;
                             }
                             (out, true)
                         }
