@@ -2,10 +2,10 @@
 //! connections ([`StatementScratch`], `Bindings::scratch`): its metrics
 //! note, the conditions it raised, the ids it generated, how its answer is
 //! to be rewritten. Nothing in it outlives the statement: the session
-//! clears it before each command (`session/mod.rs` `dispatch`), the note
-//! and the conditions before each statement (`Bindings::begin_statement`);
-//! the connections and the session state they are synced to stay in
-//! [`super::Bindings`].
+//! clears it in one call before each command (`session/mod.rs`
+//! `dispatch`) and before each statement of a multi-statement query
+//! (`session/batch.rs`); the connections and the session state they are
+//! synced to stay in [`super::Bindings`].
 
 use bytes::Bytes;
 
@@ -45,4 +45,13 @@ pub struct StatementScratch {
     /// on other backends may borrow pooled connections beside the pinned
     /// one (`Bindings::acquire`; set by `exec/steps/user_vars.rs`).
     pub may_borrow_beside: bool,
+}
+
+impl StatementScratch {
+    /// Nothing of the previous command or statement left. In place, with
+    /// no allocation: what the last one gathered is dropped (the session
+    /// took its conditions already).
+    pub fn clear(&mut self) {
+        *self = Self::default();
+    }
 }

@@ -1,22 +1,18 @@
 //! What every COM_QUERY and COM_STMT_EXECUTE does to the session's
 //! bindings before and after it runs (`session/statement.rs` times it):
-//! the user's max_statement_ms applied and the statement's note and
-//! conditions cleared first; afterwards an unused sequence pass undone,
-//! and the statement counted in the metrics and the query digests
+//! the user's max_statement_ms applied first (its note and conditions
+//! start cleared, `exec/scratch.rs`); afterwards an unused sequence pass
+//! undone, and the statement counted in the metrics and the query digests
 //! (`crate::metrics`), the tenant's figures, and the slow-statement log
 //! (`[log] slow_statement_ms`).
-
-use crate::metrics::StatementNote;
 
 use super::Bindings;
 
 impl Bindings {
-    /// Before a statement: its note and conditions cleared; the user's
-    /// max_statement_ms, as the backend's max_statement_time (the server
-    /// kills the statement and answers 1969).
+    /// Before a statement: the user's max_statement_ms, as the backend's
+    /// max_statement_time (the server kills the statement and answers
+    /// 1969).
     pub fn begin_statement(&mut self) {
-        self.scratch.note = StatementNote::default();
-        self.scratch.gathered = Default::default();
         if let Some(item) = self.tenant.statement_time_change() {
             for vars in [&mut self.base_vars, &mut self.state.vars] {
                 match &item {

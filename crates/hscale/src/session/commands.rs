@@ -49,8 +49,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         &mut self,
         payload: &bytes::Bytes,
     ) -> Result<(), ProxyError> {
-        self.b.scratch.gathered = Default::default();
-        self.b.scratch.note.error = 0;
         // A PREPARE is a statement of the user's rate (`crate::tenant`),
         // as MariaDB counts it among a user's queries.
         let r = match self.b.tenant.admit().await {

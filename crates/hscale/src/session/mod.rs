@@ -426,13 +426,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 hscale_wire::WireError::Malformed("empty command packet"),
             ));
         };
-        // Set only by the statement that generated ids (`sequence.rs`).
-        self.b.scratch.generated_id = None;
-        self.b.scratch.passed = None;
-        self.b.scratch.one_row_select = None;
-        self.b.scratch.answer_defs = None;
-        self.b.scratch.is_undoubling = false;
-        self.b.scratch.may_borrow_beside = false;
+        self.b.scratch.clear();
         self.b.read_from.statement = crate::exec::read_from::Route::Primary;
         match cmd {
             com::QUIT => return Ok(false),
