@@ -20,7 +20,6 @@ mod drop_partition;
 mod explain;
 mod failover;
 pub mod figures;
-pub mod kill;
 mod move_partition;
 mod online_alter;
 mod schema;

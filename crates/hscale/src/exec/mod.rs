@@ -43,6 +43,7 @@ pub mod insert_form;
 pub mod insert_id;
 pub mod interpolate;
 mod key_move;
+mod kill;
 pub mod last_statement;
 mod load_data;
 mod maintenance;

@@ -440,7 +440,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         send(self.reply(seq).ok(OkParts::new(st, 0))).await
     }
 
-    /// KILL and COM_PROCESS_KILL (`admin/kill.rs`), answered with an OK.
+    /// KILL and COM_PROCESS_KILL (`exec/kill.rs`), answered with an OK.
     async fn kill(&mut self, k: hscale_sql::KillStatement) -> Result<(), ProxyError> {
         self.b.kill(k, &self.info.user, self.info.is_admin).await?;
         self.write_ok(1).await
