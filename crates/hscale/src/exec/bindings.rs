@@ -176,30 +176,25 @@ impl Bindings {
         let mut p = BytesMut::with_capacity(1 + db.len());
         p.put_u8(com::INIT_DB);
         p.put_slice(db.as_bytes());
-        // Without a connection of its own, the session may take another:
-        // a pooled one whose server died answers with a reset, a backend
-        // that refuses connections (the main one killed, before the
-        // health check says so; the failed connect marked it) gives way to
-        // one that answers (`Context::answering_backend`). COM_INIT_DB
-        // runs again harmlessly.
+        // Tried again as any statement is ([`Self::retry_backend`]; it
+        // names no table, so it may move): COM_INIT_DB runs again
+        // harmlessly.
         let mut backend = backend;
         let mut attempt = 1;
         let (mut conn, r) = loop {
-            let may_retry = self.pinned.is_none() && attempt < 4;
-            attempt += 1;
-            let mut conn = match self.acquire(backend).await {
-                Err(ProxyError::BackendConnect { .. })
-                    if may_retry && self.ctx.answering_backend() != backend =>
-                {
-                    backend = self.ctx.answering_backend();
-                    continue;
-                }
-                r => r?,
+            let is_pooled = self.is_pooled();
+            let e = match self.acquire(backend).await {
+                Ok(mut conn) => match conn.command(&p).await {
+                    Ok(r) => break (conn, r),
+                    Err(e) => e,
+                },
+                Err(e) => e,
             };
-            match conn.command(&p).await {
-                Err(ProxyError::BackendLost { .. }) if may_retry => continue,
-                r => break (conn, r?),
+            match self.retry_backend(&e, backend, attempt, is_pooled, true) {
+                Some(next) => backend = next,
+                None => return Err(e),
             }
+            attempt += 1;
         };
         if r.is_ok() {
             self.state.db = Some(db.to_string());
@@ -207,6 +202,44 @@ impl Bindings {
         }
         self.finish(conn, Outcome::default(), &Effects::default());
         Ok(r.err())
+    }
+
+    /// The session holds no connection of its own (pinned, or a
+    /// transaction's branches): a statement borrows a pooled one.
+    pub fn is_pooled(&self) -> bool {
+        self.pinned.is_none() && self.txn.is_none()
+    }
+
+    /// Where to try again a statement that failed with `e` before it ran,
+    /// on try `attempt` of `backend`, when the session held no connection
+    /// of its own as it started (`was_pooled`): on `backend` again when
+    /// the pooled connection had been closed by its server while idle
+    /// (wait_timeout, KILL, a restart); on the backend that answers
+    /// (`Context::answering_backend`) when `backend` refused to connect
+    /// (the failed connect marked it) and the statement may move
+    /// (`is_movable`: it names no table). `None`: `e` stands (a pinned
+    /// connection's state is gone with it; the tries are spent). The one
+    /// rule of `Exec::execute_on_backend` and [`Self::use_database`].
+    pub fn retry_backend(
+        &self,
+        e: &ProxyError,
+        backend: BackendId,
+        attempt: u32,
+        was_pooled: bool,
+        is_movable: bool,
+    ) -> Option<BackendId> {
+        if !was_pooled || attempt >= super::MAX_ATTEMPTS {
+            return None;
+        }
+        match e {
+            ProxyError::BackendLost { .. } => Some(backend),
+            ProxyError::BackendConnect { .. }
+                if is_movable && self.ctx.answering_backend() != backend =>
+            {
+                Some(self.ctx.answering_backend())
+            }
+            _ => None,
+        }
     }
 
     /// Keep a connection to `backend` for the session from now on, for

@@ -381,34 +381,29 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             // was idle (wait_timeout, KILL, a restart) fails before the
             // statement runs: take another. A pinned one holds state that
             // is gone with it.
-            let is_pooled = self.b.pinned.is_none() && self.b.txn.is_none();
+            let is_pooled = self.b.is_pooled();
             let begin = self.b.pending_begin.clone();
             self.retry_unanswered = is_pooled && attempt < MAX_ATTEMPTS;
             let r = self.execute_once(backend, payload, expect, &effects).await;
             self.retry_unanswered = false;
-            match r {
-                Err(ProxyError::BackendLost { reason, .. })
-                    if is_pooled && attempt < MAX_ATTEMPTS =>
-                {
-                    tracing::debug!(connection_id = self.b.connection_id, attempt, reason, "pooled backend connection was closed before the statement ran: retrying on another");
-                    self.b.pending_begin = begin;
-                    self.b.pins = hscale_sql::Pins::NONE;
-                    self.b.is_bound_lost = false;
-                    attempt += 1;
-                }
-                Err(ProxyError::BackendConnect { .. })
-                    if self.is_movable
-                        && is_pooled
-                        && attempt < MAX_ATTEMPTS
-                        && self.b.ctx.answering_backend() != backend =>
-                {
-                    // The failed connect marked the backend unreachable.
-                    backend = self.b.ctx.answering_backend();
-                    self.b.pending_begin = begin;
-                    attempt += 1;
-                }
-                r => return r,
+            let Err(e) = r else {
+                return r;
+            };
+            let is_movable = self.is_movable;
+            let Some(next) = self
+                .b
+                .retry_backend(&e, backend, attempt, is_pooled, is_movable)
+            else {
+                return Err(e);
+            };
+            if let ProxyError::BackendLost { reason, .. } = &e {
+                tracing::debug!(connection_id = self.b.connection_id, attempt, reason, "pooled backend connection was closed before the statement ran: retrying on another");
+                self.b.pins = hscale_sql::Pins::NONE;
+                self.b.is_bound_lost = false;
             }
+            self.b.pending_begin = begin;
+            backend = next;
+            attempt += 1;
         }
     }
 
