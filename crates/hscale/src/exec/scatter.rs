@@ -212,7 +212,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         cmd: Command<'_>,
     ) -> Result<(), ProxyError> {
         // A read that uses none of the variables a session is pinned by
-        // runs beside its pinned connection (`Bindings::may_borrow_beside`).
+        // runs beside its pinned connection (`StatementScratch::may_borrow_beside`).
         let is_beside = kind == StatementKind::Select
             && self.b.scratch.may_borrow_beside
             && self.b.pins == hscale_sql::Pins::USER_VARIABLE;

@@ -2,7 +2,7 @@
 //! (`crate::seq`), before it is planned: the id may be the partition key.
 //! The statement then runs with its ids as explicit values; its OK packet
 //! reports the first generated id, which becomes the session's
-//! LAST_INSERT_ID() (`Bindings::generated_id`, read by the forwarder, the
+//! LAST_INSERT_ID() (`StatementScratch::generated_id`, read by the forwarder, the
 //! scatter's total and `Bindings::finish`). Prepared INSERTs are read at
 //! PREPARE (`PreparedIds`: the backends prepare the statement with a `?`
 //! wherever an id may be generated) and filled at each execution, by

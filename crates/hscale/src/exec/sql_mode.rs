@@ -236,7 +236,7 @@ impl Bindings {
 }
 
 /// A plan made from a statement's text with its backslashes doubled
-/// (`Bindings::is_undoubling`), with every part's text as the client
+/// (`StatementScratch::is_undoubling`), with every part's text as the client
 /// wrote it (`hscale_sql::backslashes_undoubled`): only partitions'
 /// statements (`Plan::Targets`) and merges; anything else is refused, as
 /// every such statement was before, never sent with the doubled text.

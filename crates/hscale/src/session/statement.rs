@@ -1,6 +1,6 @@
 //! Every COM_QUERY and COM_STMT_EXECUTE passes here: timed, then counted
 //! in the metrics and the query digests (`crate::metrics`) with what
-//! `Bindings::note` gathered while it ran, and logged when slower than
+//! `StatementScratch::note` gathered while it ran, and logged when slower than
 //! `[log] slow_statement_ms`.
 
 use bytes::Bytes;

@@ -17,7 +17,7 @@ use crate::exec::Bindings;
 impl Bindings {
     /// Before running `plan`: whether this statement may borrow pooled
     /// connections beside the one its session's variables pin
-    /// (`Bindings::may_borrow_beside`), and a read that uses variables
+    /// (`StatementScratch::may_borrow_beside`), and a read that uses variables
     /// over several partitions, or on another backend than theirs, put on
     /// copies. `true` when `plan` was replaced so.
     pub async fn with_variables(
