@@ -50,50 +50,12 @@ BACKEND_CONNECTIONS=${BACKEND_CONNECTIONS:-64}
 LUA=$PWD/bench/cache_mixed.lua
 export TABLE_SIZE
 
-log() { printf '%s\n' "cache: $*" >&2; }
-die() { log "$*"; exit 1; }
-for tool in sysbench mariadb python3 getconf; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run: make deps)"
-done
-[[ -x "$HSCALE" ]] || die "$HSCALE not found (run: make build)"
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/hscale-cache.XXXXXX")
-PIDS=()
-cleanup() {
-  local status=$? pid
-  trap - EXIT INT TERM
-  set +e
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null
-  done
-  while read -r pid; do kill -KILL "$pid" 2>/dev/null; done < <(grep -lsF -- "$TMP/" /proc/[0-9]*/cmdline | cut -d/ -f3)
-  rm -rf "$TMP"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_start cache sysbench mariadb python3 getconf
 
 log "starting one server (a playground of one backend)"
-PG_PORT=$(free_port)
-"$HSCALE" playground --shards 1 --listen "127.0.0.1:$PG_PORT" --data-dir "$TMP/pg" \
-  --buffer-pool-mb 256 --server-option=--max-connections=4000 --server-option=--thread-cache-size=256 \
-  >"$TMP/pg.out" 2>"$TMP/pg.log" </dev/null &
-PIDS+=($!)
-for ((i = 0; ; i++)); do
-  grep -q '^ready:' "$TMP/pg.out" 2>/dev/null && break
-  kill -0 "${PIDS[-1]}" 2>/dev/null || die "playground exited: $(tail -n 5 "$TMP/pg.log")"
-  ((i < 1200)) || die "playground not ready"
-  sleep 0.1
-done
-DB_PORT=$(grep '^address = ' "$TMP/pg/hscale.toml" | head -n 1 | sed 's/.*:\([0-9]*\)"/\1/')
+start_server pg --max-connections=4000 --thread-cache-size=256
 
 HS_PORT=$(free_port)
 python3 - "$TMP/pg/hscale.toml" "$TMP/hscale.toml" "$HS_PORT" "$BACKEND_CONNECTIONS" "$MAX_BYTES" <<'PY'

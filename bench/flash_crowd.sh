@@ -31,59 +31,13 @@ TABLE_SIZE=${TABLE_SIZE:-10000}
 BACKEND_CONNECTIONS=${BACKEND_CONNECTIONS:-64}
 LUA=$PWD/bench/flash_crowd.lua
 
-log() { printf '%s\n' "flash_crowd: $*" >&2; }
-die() { log "$*"; exit 1; }
-for tool in sysbench haproxy mariadb python3 getconf; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run: make deps)"
-done
-[[ -x "$HSCALE" ]] || die "$HSCALE not found (run: make build)"
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/hscale-flash.XXXXXX")
-PIDS=()
-cleanup() {
-  local status=$? pid
-  trap - EXIT INT TERM
-  set +e
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null
-  done
-  # Anything else started with our directory on its command line (the
-  # playground's servers).
-  while read -r pid; do kill -KILL "$pid" 2>/dev/null; done < <(grep -lsF -- "$TMP/" /proc/[0-9]*/cmdline | cut -d/ -f3)
-  rm -rf "$TMP"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-cpu_ticks() {
-  local stat fields
-  stat=$(<"/proc/$1/stat")
-  read -r -a fields <<<"${stat##*") "}"
-  echo $((fields[11] + fields[12]))
-}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_start flash_crowd sysbench haproxy mariadb python3 getconf
 CLK_TCK=$(getconf CLK_TCK)
 
 log "starting one server (a playground of one backend)"
-PG_PORT=$(free_port)
-"$HSCALE" playground --shards 1 --listen "127.0.0.1:$PG_PORT" --data-dir "$TMP/pg" \
-  --buffer-pool-mb 256 --server-option=--max-connections=6000 --server-option=--thread-cache-size=256 \
-  >"$TMP/pg.out" 2>"$TMP/pg.log" </dev/null &
-PIDS+=($!)
-for ((i = 0; ; i++)); do
-  grep -q '^ready:' "$TMP/pg.out" 2>/dev/null && break
-  kill -0 "${PIDS[-1]}" 2>/dev/null || die "playground exited: $(tail -n 5 "$TMP/pg.log")"
-  ((i < 1200)) || die "playground not ready"
-  sleep 0.1
-done
-DB_PORT=$(grep '^address = ' "$TMP/pg/hscale.toml" | head -n 1 | sed 's/.*:\([0-9]*\)"/\1/')
+start_server pg --max-connections=6000 --thread-cache-size=256
 
 # start_hscale NAME COALESCE: an `hscale serve` of the playground's config
 # with `[proxy] coalesce` set; sets its port in PORT_<NAME>, pid in PID_<NAME>.
@@ -114,27 +68,8 @@ PY
 start_hscale hscale_off false
 start_hscale hscale_on true
 
-HAPROXY_PORT=$(free_port)
-cat >"$TMP/haproxy.cfg" <<CFG
-global
-    maxconn 8192
-defaults
-    mode tcp
-    maxconn 8192
-    timeout connect 10s
-    timeout client 1h
-    timeout server 1h
-frontend mysql
-    bind 127.0.0.1:$HAPROXY_PORT
-    default_backend mariadb
-backend mariadb
-    server db1 127.0.0.1:$DB_PORT
-CFG
-haproxy -db -f "$TMP/haproxy.cfg" >"$TMP/haproxy.log" 2>&1 </dev/null &
-PIDS+=($!)
-PIDOF[haproxy]=$!
-sleep 0.5
-kill -0 "${PIDOF[haproxy]}" 2>/dev/null || die "haproxy exited: $(cat "$TMP/haproxy.log")"
+start_haproxy "$DB_PORT"
+PIDOF[haproxy]=$HAPROXY_PID
 
 BACKEND=(-uhscale -phscale --skip-ssl)
 MARIADB_VERSION=$(mariadb -h127.0.0.1 -P"$DB_PORT" "${BACKEND[@]}" -N -B -e 'SELECT VERSION()')

@@ -30,49 +30,12 @@ BACKEND_CONNECTIONS=${BACKEND_CONNECTIONS:-32}
 ENDPOINTS=${ENDPOINTS:-direct hscale limited}
 LIMIT_A=${LIMIT_A:-backend_share = 0.5}
 
-log() { printf '%s\n' "noisy_neighbour: $*" >&2; }
-die() { log "$*"; exit 1; }
-for tool in sysbench mariadb python3; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run: make deps)"
-done
-[[ -x "$HSCALE" ]] || die "$HSCALE not found (run: make build)"
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/hscale-noisy.XXXXXX")
-PIDS=()
-cleanup() {
-  local status=$? pid
-  trap - EXIT INT TERM
-  set +e
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null
-  done
-  rm -rf "$TMP"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_start noisy_neighbour sysbench mariadb python3
 
 log "starting a playground with one server"
-PG_PORT=$(free_port)
-"$HSCALE" playground --shards 1 --listen "127.0.0.1:$PG_PORT" --data-dir "$TMP/pg" \
-  --buffer-pool-mb 256 --server-option=--max-connections=2000 \
-  >"$TMP/pg.out" 2>"$TMP/pg.log" </dev/null &
-PIDS+=($!)
-for ((i = 0; ; i++)); do
-  grep -q '^ready:' "$TMP/pg.out" 2>/dev/null && break
-  kill -0 "${PIDS[-1]}" 2>/dev/null || die "playground exited: $(tail -n 5 "$TMP/pg.log")"
-  ((i < 1200)) || die "playground not ready"
-  sleep 0.1
-done
-DB_PORT=$(grep '^address = ' "$TMP/pg/hscale.toml" | head -n 1 | sed 's/.*:\([0-9]*\)"/\1/')
+start_server pg --max-connections=2000
 BACKEND=(-uhscale -phscale --skip-ssl)
 MARIADB_VERSION=$(mariadb -h127.0.0.1 -P"$DB_PORT" "${BACKEND[@]}" -N -B -e 'SELECT VERSION()')
 mariadb -h127.0.0.1 -P"$DB_PORT" "${BACKEND[@]}" -e 'CREATE DATABASE IF NOT EXISTS sbtest'

@@ -34,71 +34,19 @@ HSCALE_EXTRA=${HSCALE_EXTRA:-}
 TABLES=4
 TABLE_SIZE=10000
 
-log() { printf '%s\n' "side_by_side: $*" >&2; }
-die() { log "$*"; exit 1; }
-for tool in sysbench haproxy mariadb python3 getconf; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run: make deps)"
-done
-[[ -x "$HSCALE" ]] || die "$HSCALE not found (run: make build)"
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_start side_by_side sysbench haproxy mariadb python3 getconf
 (($(ulimit -n) > 10000)) || log "warning: ulimit -n is $(ulimit -n); 4,096 clients need more"
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/hscale-sbs.XXXXXX")
-PIDS=()
-cleanup() {
-  local status=$? pid
-  trap - EXIT INT TERM
-  set +e
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null
-  done
-  while read -r pid; do kill -KILL "$pid" 2>/dev/null; done < <(grep -lsF -- "$TMP/" /proc/[0-9]*/cmdline | cut -d/ -f3)
-  rm -rf "$TMP"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-cpu_ticks() {
-  local stat fields
-  stat=$(<"/proc/$1/stat")
-  read -r -a fields <<<"${stat##*") "}"
-  echo $((fields[11] + fields[12]))
-}
 CLK_TCK=$(getconf CLK_TCK)
 
-# start_playground NAME SERVER-OPTIONS...: a playground with one server;
-# sets PG_PORT (its proxy) and DB_PORT (its server).
-start_playground() {
-  local name=$1 i
-  shift
-  local -a opts=()
-  for o in "$@"; do opts+=("--server-option=$o"); done
-  PG_PORT=$(free_port)
-  "$PLAYGROUND" playground --shards 1 --listen "127.0.0.1:$PG_PORT" --data-dir "$TMP/$name" \
-    --buffer-pool-mb 256 "${opts[@]}" >"$TMP/$name.out" 2>"$TMP/$name.log" </dev/null &
-  PIDS+=($!)
-  for ((i = 0; ; i++)); do
-    grep -q '^ready:' "$TMP/$name.out" 2>/dev/null && break
-    kill -0 "${PIDS[-1]}" 2>/dev/null || die "playground $name exited: $(tail -n 5 "$TMP/$name.log")"
-    ((i < 1200)) || die "playground $name not ready"
-    sleep 0.1
-  done
-  DB_PORT=$(grep '^address = ' "$TMP/$name/hscale.toml" | head -n 1 | sed 's/.*:\([0-9]*\)"/\1/')
-}
 
 SERVER_OPTS=(--max-connections=6000 --thread-cache-size=256)
 log "starting the server reached directly, through haproxy and through hscale"
-start_playground plain "${SERVER_OPTS[@]}"
+start_server plain "${SERVER_OPTS[@]}"
 PLAIN_DB=$DB_PORT
 log "starting the thread-pool server"
-start_playground pool "${SERVER_OPTS[@]}" --thread-handling=pool-of-threads
+start_server pool "${SERVER_OPTS[@]}" --thread-handling=pool-of-threads
 POOL_DB=$DB_PORT
 
 # hscale under test: its own `serve` with the plain playground's config, its
@@ -122,27 +70,7 @@ PY
 HSCALE_PID=$!
 PIDS+=("$HSCALE_PID")
 
-HAPROXY_PORT=$(free_port)
-cat >"$TMP/haproxy.cfg" <<EOF
-global
-    maxconn 8192
-defaults
-    mode tcp
-    maxconn 8192
-    timeout connect 10s
-    timeout client 1h
-    timeout server 1h
-frontend mysql
-    bind 127.0.0.1:$HAPROXY_PORT
-    default_backend mariadb
-backend mariadb
-    server db1 127.0.0.1:$PLAIN_DB
-EOF
-haproxy -db -f "$TMP/haproxy.cfg" >"$TMP/haproxy.log" 2>&1 </dev/null &
-HAPROXY_PID=$!
-PIDS+=("$HAPROXY_PID")
-sleep 0.5
-kill -0 "$HAPROXY_PID" 2>/dev/null || die "haproxy exited: $(cat "$TMP/haproxy.log")"
+start_haproxy "$PLAIN_DB"
 for _ in $(seq 1 100); do
   mariadb -h127.0.0.1 -P"$HSCALE_PORT" -uroot --skip-ssl -e 'SELECT 1' >/dev/null 2>&1 && break
   sleep 0.1

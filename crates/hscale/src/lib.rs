@@ -1,7 +1,7 @@
 //! hscale: a multi-core MySQL-protocol proxy.
 //!
 //! The path of a statement: [`server`] accepts a client and hands it to
-//! [`session::serve`], which authenticates it ([`session::auth`]) and then
+//! [`session::serve`], which authenticates it ([`login`]) and then
 //! loops over commands. Each statement is classified by `hscale_sql`,
 //! runs on a backend connection borrowed from a [`backend::Pool`] (with the
 //! session's state synced onto it, [`session::state`]), and its response is
@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod http;
 pub mod http_api;
 pub mod logging;
+pub mod login;
 pub mod metrics;
 pub mod partition;
 pub mod planning;

@@ -65,7 +65,7 @@ pub struct Context {
     pub(crate) server_version: OnceLock<String>,
     /// The main backend resolves client addresses to names (its
     /// `skip_name_resolve` is OFF): a loopback client is then
-    /// `localhost` in `USER()` (`session::client_host_name`).
+    /// `localhost` in `USER()` (`login::client_host_name`).
     pub(crate) resolves_names: std::sync::atomic::AtomicBool,
     /// The main backend's collation table (`information_schema.COLLATIONS`),
     /// read at start; [`Context::collations`] answers with a short built-in

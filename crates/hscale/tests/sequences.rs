@@ -450,6 +450,45 @@ async fn last_insert_id_and_zero_follow_mysql() {
     assert_eq!(rows.len(), 5 + 1 + 1 + 4 + 2 + 2 + 2);
 }
 
+/// A multi-statement query runs its statements one by one
+/// (`session/batch.rs`), each from a clear scratch (`exec/scratch.rs`): an
+/// INSERT into a plain table after one into a table with a sequence
+/// leaves the plain table's id as LAST_INSERT_ID(), the id its server
+/// generated, as one server does; the first statement's generated id is
+/// not carried into the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_insert_after_a_sequenced_one_in_one_query_keeps_its_own_id() {
+    const DB: &str = "seq_batch";
+    cluster(2);
+    setup(DB, 0).await;
+    let mut b = backend_conn(0, Some(DB)).await;
+    b.query_drop(
+        "CREATE TABLE plain (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, v INT) \
+         AUTO_INCREMENT = 7000",
+    )
+    .await
+    .unwrap();
+    let mut c = proxy_conn(Some(DB)).await;
+    c.query_drop("INSERT INTO t (k, who) VALUES (1, 'batch'); INSERT INTO plain (v) VALUES (1)")
+        .await
+        .unwrap();
+    let last = last_id(&mut c).await;
+    let given: Option<u64> = b.query_first("SELECT MAX(id) FROM plain").await.unwrap();
+    assert_eq!(Some(last), given, "the plain table's own id");
+    // And the other way round: the sequenced table's id, as generated.
+    c.query_drop("INSERT INTO plain (v) VALUES (2); INSERT INTO t (k, who) VALUES (3, 'second')")
+        .await
+        .unwrap();
+    let last = last_id(&mut c).await;
+    let who: Option<String> = c
+        .query_first(format!("SELECT who FROM t WHERE id = {last}"))
+        .await
+        .unwrap();
+    assert_eq!(who.as_deref(), Some("second"));
+    c.disconnect().await.unwrap();
+    b.disconnect().await.unwrap();
+}
+
 /// SETUP_TABLE while a writer inserts through another proxy (the table is
 /// still plain: the backend generates ids): the counter starts above every
 /// id written before the change, with no window in between, for the

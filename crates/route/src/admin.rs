@@ -240,17 +240,6 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
         .unwrap_or(rest.len());
     let word = rest[..word_end].to_ascii_uppercase();
     let after = rest[word_end..].trim_start();
-    let count = |command: &'static str, expected: &'static str, args: &[String], n: usize| {
-        if args.len() == n {
-            Ok(())
-        } else {
-            Err(AdminError::Arguments {
-                command,
-                expected,
-                got: args.len(),
-            })
-        }
-    };
     match word.as_str() {
         "SETUP_TABLE" => {
             let a = parse_args("SETUP_TABLE", after)?;
@@ -310,32 +299,7 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 backend: backend_ref(&a[2]),
             })
         }
-        "AUTO_PARTITION" => {
-            let a = parse_args("AUTO_PARTITION", after)?;
-            count(
-                "AUTO_PARTITION",
-                "2 arguments ('table', 'ROUND_ROBIN' | 'FEWEST_ROWS' | 'OFF')",
-                &a,
-                2,
-            )?;
-            let placement = if a[1].trim().eq_ignore_ascii_case("OFF") {
-                None
-            } else {
-                Some(crate::dictionary::Placement::parse(&a[1]).ok_or_else(|| {
-                    AdminError::Syntax {
-                        command: "AUTO_PARTITION".into(),
-                        problem: format!(
-                            "placement {:?} is not ROUND_ROBIN, FEWEST_ROWS or OFF",
-                            a[1]
-                        ),
-                    }
-                })?)
-            };
-            Ok(AdminCommand::AutoPartition {
-                table: a[0].clone(),
-                placement,
-            })
-        }
+        "AUTO_PARTITION" => parse_auto_partition(after),
         "CANCEL_OPERATION" => {
             let a = parse_args("CANCEL_OPERATION", after)?;
             count("CANCEL_OPERATION", "1 argument (operation id)", &a, 1)?;
@@ -345,70 +309,8 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
             })?;
             Ok(AdminCommand::CancelOperation { id })
         }
-        "CACHE_TABLE" => {
-            let a = parse_args("CACHE_TABLE", after)?;
-            let expected = "2 or 3 arguments ('table', 'EXACT') or ('table', 'TTL', milliseconds)";
-            if !(2..=3).contains(&a.len()) {
-                return Err(AdminError::Arguments {
-                    command: "CACHE_TABLE",
-                    expected,
-                    got: a.len(),
-                });
-            }
-            let syntax = |problem: String| AdminError::Syntax {
-                command: "CACHE_TABLE".into(),
-                problem,
-            };
-            let ttl = match a.get(2) {
-                Some(ms) => ms
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|&ms| ms > 0)
-                    .ok_or_else(|| syntax(format!("{ms:?} is not a TTL in milliseconds")))?,
-                None => 0,
-            };
-            let mode = a[1].trim();
-            let rule = if mode.eq_ignore_ascii_case("EXACT") && a.len() == 2 {
-                crate::dictionary::CacheRule::Exact
-            } else if mode.eq_ignore_ascii_case("TTL") && a.len() == 3 {
-                crate::dictionary::CacheRule::Ttl(ttl)
-            } else {
-                return Err(syntax(format!(
-                    "mode {mode:?} with {} argument(s): 'EXACT' takes none, 'TTL' a time in milliseconds",
-                    a.len() - 2
-                )));
-            };
-            Ok(AdminCommand::CacheTable {
-                table: a[0].clone(),
-                rule,
-            })
-        }
-        "CACHE_STATEMENT" => {
-            let a = parse_args("CACHE_STATEMENT", after)?;
-            count(
-                "CACHE_STATEMENT",
-                "3 arguments ('statement', 'TTL', milliseconds)",
-                &a,
-                3,
-            )?;
-            let ttl_ms = a[2]
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|&ms| ms > 0 && a[1].trim().eq_ignore_ascii_case("TTL"))
-                .ok_or_else(|| AdminError::Syntax {
-                    command: "CACHE_STATEMENT".into(),
-                    problem: format!(
-                        "mode {:?} and {:?}: a statement is cached 'TTL' for a time in milliseconds (EXACT caches tables: CACHE_TABLE)",
-                        a[1], a[2]
-                    ),
-                })?;
-            Ok(AdminCommand::CacheStatement {
-                statement: a[0].clone(),
-                ttl_ms,
-            })
-        }
+        "CACHE_TABLE" => parse_cache_table(after),
+        "CACHE_STATEMENT" => parse_cache_statement(after),
         "UNCACHE_STATEMENT" => {
             let a = parse_args("UNCACHE_STATEMENT", after)?;
             count("UNCACHE_STATEMENT", "1 argument ('statement')", &a, 1)?;
@@ -444,43 +346,160 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
                 table: a[0].clone(),
             })
         }
-        "SHOW" => {
-            let what_end = after
-                .find(|c: char| !c.is_ascii_alphabetic())
-                .unwrap_or(after.len());
-            let what = after[..what_end].to_ascii_uppercase();
-            let args_text = &after[what_end..];
-            match what.as_str() {
-                "PARTITIONS" => {
-                    let a = parse_args("SHOW PARTITIONS", args_text)?;
-                    if a.len() > 1 {
-                        return Err(AdminError::Arguments {
-                            command: "SHOW PARTITIONS",
-                            expected: "no argument or 1 ('table')",
-                            got: a.len(),
-                        });
-                    }
-                    Ok(AdminCommand::ShowPartitions {
-                        table: a.into_iter().next(),
-                    })
-                }
-                "TABLES" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTables),
-                "BACKENDS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowBackends),
-                "OPERATIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowOperations),
-                "TRANSACTIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTransactions),
-                "DIGESTS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowDigests),
-                "PROXIES" if args_text.trim().is_empty() => Ok(AdminCommand::ShowProxies),
-                "USERS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowUsers),
-                "CACHE" if args_text.trim().is_empty() => Ok(AdminCommand::ShowCache),
-                _ => Err(AdminError::UnknownCommand(format!("SHOW {}", after.trim()))),
-            }
-        }
+        "SHOW" => parse_show(after),
         "EXPLAIN" if !after.is_empty() => Ok(AdminCommand::Explain {
             statement: after.to_string(),
         }),
         "RELOAD" if after.is_empty() => Ok(AdminCommand::Reload),
         "RESET" if after.eq_ignore_ascii_case("DIGESTS") => Ok(AdminCommand::ResetDigests),
         _ => Err(AdminError::UnknownCommand(rest.to_string())),
+    }
+}
+
+/// `command`'s arguments `args` are `n`, as `expected` says.
+fn count(
+    command: &'static str,
+    expected: &'static str,
+    args: &[String],
+    n: usize,
+) -> Result<(), AdminError> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(AdminError::Arguments {
+            command,
+            expected,
+            got: args.len(),
+        })
+    }
+}
+
+/// `HSCALE AUTO_PARTITION('table', 'ROUND_ROBIN' | 'FEWEST_ROWS' | 'OFF')`.
+fn parse_auto_partition(after: &str) -> Result<AdminCommand, AdminError> {
+    let a = parse_args("AUTO_PARTITION", after)?;
+    count(
+        "AUTO_PARTITION",
+        "2 arguments ('table', 'ROUND_ROBIN' | 'FEWEST_ROWS' | 'OFF')",
+        &a,
+        2,
+    )?;
+    let placement = if a[1].trim().eq_ignore_ascii_case("OFF") {
+        None
+    } else {
+        Some(
+            crate::dictionary::Placement::parse(&a[1]).ok_or_else(|| AdminError::Syntax {
+                command: "AUTO_PARTITION".into(),
+                problem: format!(
+                    "placement {:?} is not ROUND_ROBIN, FEWEST_ROWS or OFF",
+                    a[1]
+                ),
+            })?,
+        )
+    };
+    Ok(AdminCommand::AutoPartition {
+        table: a[0].clone(),
+        placement,
+    })
+}
+
+/// `HSCALE CACHE_TABLE('table', 'EXACT')` or `('table', 'TTL', milliseconds)`.
+fn parse_cache_table(after: &str) -> Result<AdminCommand, AdminError> {
+    let a = parse_args("CACHE_TABLE", after)?;
+    let expected = "2 or 3 arguments ('table', 'EXACT') or ('table', 'TTL', milliseconds)";
+    if !(2..=3).contains(&a.len()) {
+        return Err(AdminError::Arguments {
+            command: "CACHE_TABLE",
+            expected,
+            got: a.len(),
+        });
+    }
+    let syntax = |problem: String| AdminError::Syntax {
+        command: "CACHE_TABLE".into(),
+        problem,
+    };
+    let ttl = match a.get(2) {
+        Some(ms) => ms
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|&ms| ms > 0)
+            .ok_or_else(|| syntax(format!("{ms:?} is not a TTL in milliseconds")))?,
+        None => 0,
+    };
+    let mode = a[1].trim();
+    let rule = if mode.eq_ignore_ascii_case("EXACT") && a.len() == 2 {
+        crate::dictionary::CacheRule::Exact
+    } else if mode.eq_ignore_ascii_case("TTL") && a.len() == 3 {
+        crate::dictionary::CacheRule::Ttl(ttl)
+    } else {
+        return Err(syntax(format!(
+            "mode {mode:?} with {} argument(s): 'EXACT' takes none, 'TTL' a time in milliseconds",
+            a.len() - 2
+        )));
+    };
+    Ok(AdminCommand::CacheTable {
+        table: a[0].clone(),
+        rule,
+    })
+}
+
+/// `HSCALE CACHE_STATEMENT('statement', 'TTL', milliseconds)`.
+fn parse_cache_statement(after: &str) -> Result<AdminCommand, AdminError> {
+    let a = parse_args("CACHE_STATEMENT", after)?;
+    count(
+        "CACHE_STATEMENT",
+        "3 arguments ('statement', 'TTL', milliseconds)",
+        &a,
+        3,
+    )?;
+    let ttl_ms = a[2]
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|&ms| ms > 0 && a[1].trim().eq_ignore_ascii_case("TTL"))
+        .ok_or_else(|| AdminError::Syntax {
+            command: "CACHE_STATEMENT".into(),
+            problem: format!(
+                "mode {:?} and {:?}: a statement is cached 'TTL' for a time in milliseconds (EXACT caches tables: CACHE_TABLE)",
+                a[1], a[2]
+            ),
+        })?;
+    Ok(AdminCommand::CacheStatement {
+        statement: a[0].clone(),
+        ttl_ms,
+    })
+}
+
+/// `HSCALE SHOW ...`: what follows SHOW.
+fn parse_show(after: &str) -> Result<AdminCommand, AdminError> {
+    let what_end = after
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(after.len());
+    let what = after[..what_end].to_ascii_uppercase();
+    let args_text = &after[what_end..];
+    match what.as_str() {
+        "PARTITIONS" => {
+            let a = parse_args("SHOW PARTITIONS", args_text)?;
+            if a.len() > 1 {
+                return Err(AdminError::Arguments {
+                    command: "SHOW PARTITIONS",
+                    expected: "no argument or 1 ('table')",
+                    got: a.len(),
+                });
+            }
+            Ok(AdminCommand::ShowPartitions {
+                table: a.into_iter().next(),
+            })
+        }
+        "TABLES" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTables),
+        "BACKENDS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowBackends),
+        "OPERATIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowOperations),
+        "TRANSACTIONS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowTransactions),
+        "DIGESTS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowDigests),
+        "PROXIES" if args_text.trim().is_empty() => Ok(AdminCommand::ShowProxies),
+        "USERS" if args_text.trim().is_empty() => Ok(AdminCommand::ShowUsers),
+        "CACHE" if args_text.trim().is_empty() => Ok(AdminCommand::ShowCache),
+        _ => Err(AdminError::UnknownCommand(format!("SHOW {}", after.trim()))),
     }
 }
 
@@ -525,48 +544,6 @@ mod tests {
             AdminCommand::ShowBackends
         );
         assert_eq!(parse("HSCALE RELOAD").unwrap(), AdminCommand::Reload);
-        assert_eq!(
-            parse("HSCALE CACHE_TABLE('db.t', 'exact')").unwrap(),
-            AdminCommand::CacheTable {
-                table: "db.t".into(),
-                rule: crate::dictionary::CacheRule::Exact
-            }
-        );
-        assert_eq!(
-            parse("HSCALE CACHE_TABLE('t', 'TTL', 5000);").unwrap(),
-            AdminCommand::CacheTable {
-                table: "t".into(),
-                rule: crate::dictionary::CacheRule::Ttl(5000)
-            }
-        );
-        assert!(parse("HSCALE CACHE_TABLE('t', 'TTL')").is_err());
-        assert!(parse("HSCALE CACHE_TABLE('t', 'TTL', 0)").is_err());
-        assert!(parse("HSCALE CACHE_TABLE('t', 'EXACT', 5)").is_err());
-        assert!(parse("HSCALE CACHE_TABLE('t', 'SOMETIMES')").is_err());
-        assert_eq!(
-            parse("HSCALE UNCACHE_TABLE('t')").unwrap(),
-            AdminCommand::UncacheTable { table: "t".into() }
-        );
-        assert_eq!(
-            parse("hscale flush cache").unwrap(),
-            AdminCommand::FlushCache
-        );
-        assert_eq!(parse("HSCALE SHOW CACHE").unwrap(), AdminCommand::ShowCache);
-        assert_eq!(
-            parse("HSCALE CACHE_STATEMENT('SELECT * FROM t WHERE id = ''a''', 'ttl', 100)")
-                .unwrap(),
-            AdminCommand::CacheStatement {
-                statement: "SELECT * FROM t WHERE id = 'a'".into(),
-                ttl_ms: 100
-            }
-        );
-        assert!(parse("HSCALE CACHE_STATEMENT('SELECT 1', 'EXACT', 100)").is_err());
-        assert_eq!(
-            parse("HSCALE UNCACHE_STATEMENT('SELECT 1')").unwrap(),
-            AdminCommand::UncacheStatement {
-                statement: "SELECT 1".into()
-            }
-        );
         assert_eq!(
             parse("HSCALE CANCEL_OPERATION(12)").unwrap(),
             AdminCommand::CancelOperation { id: 12 }
@@ -647,6 +624,52 @@ mod tests {
                 partition: "p".into(),
                 value: "it's".into(),
                 backend: BackendRef::Position(2),
+            }
+        );
+    }
+
+    #[test]
+    fn cache_commands() {
+        assert_eq!(
+            parse("HSCALE CACHE_TABLE('db.t', 'exact')").unwrap(),
+            AdminCommand::CacheTable {
+                table: "db.t".into(),
+                rule: crate::dictionary::CacheRule::Exact
+            }
+        );
+        assert_eq!(
+            parse("HSCALE CACHE_TABLE('t', 'TTL', 5000);").unwrap(),
+            AdminCommand::CacheTable {
+                table: "t".into(),
+                rule: crate::dictionary::CacheRule::Ttl(5000)
+            }
+        );
+        assert!(parse("HSCALE CACHE_TABLE('t', 'TTL')").is_err());
+        assert!(parse("HSCALE CACHE_TABLE('t', 'TTL', 0)").is_err());
+        assert!(parse("HSCALE CACHE_TABLE('t', 'EXACT', 5)").is_err());
+        assert!(parse("HSCALE CACHE_TABLE('t', 'SOMETIMES')").is_err());
+        assert_eq!(
+            parse("HSCALE UNCACHE_TABLE('t')").unwrap(),
+            AdminCommand::UncacheTable { table: "t".into() }
+        );
+        assert_eq!(
+            parse("hscale flush cache").unwrap(),
+            AdminCommand::FlushCache
+        );
+        assert_eq!(parse("HSCALE SHOW CACHE").unwrap(), AdminCommand::ShowCache);
+        assert_eq!(
+            parse("HSCALE CACHE_STATEMENT('SELECT * FROM t WHERE id = ''a''', 'ttl', 100)")
+                .unwrap(),
+            AdminCommand::CacheStatement {
+                statement: "SELECT * FROM t WHERE id = 'a'".into(),
+                ttl_ms: 100
+            }
+        );
+        assert!(parse("HSCALE CACHE_STATEMENT('SELECT 1', 'EXACT', 100)").is_err());
+        assert_eq!(
+            parse("HSCALE UNCACHE_STATEMENT('SELECT 1')").unwrap(),
+            AdminCommand::UncacheStatement {
+                statement: "SELECT 1".into()
             }
         );
     }

@@ -21,7 +21,6 @@ mod explain;
 mod failover;
 mod failover_main;
 pub mod figures;
-pub mod kill;
 mod move_partition;
 mod online_alter;
 mod schema;

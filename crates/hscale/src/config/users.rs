@@ -144,7 +144,7 @@ impl UserConfig {
     }
 
     /// Whether a client from `client_host` (its IP, or `localhost`; as
-    /// [`client_host_name`](crate::session::client_host_name) gives it,
+    /// [`client_host_name`](crate::login::client_host_name) gives it,
     /// and its IP too) may log in as this account: MariaDB's host match,
     /// `%` any run of characters, `_` one, case-insensitive.
     pub fn is_host_allowed(&self, client_hosts: &[&str]) -> bool {

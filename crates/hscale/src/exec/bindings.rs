@@ -60,11 +60,6 @@ pub struct Bindings {
     pub handle: Arc<SessionHandle>,
     /// The client asked for CLIENT_FOUND_ROWS.
     pub is_found_rows: bool,
-    /// The statement running neither reads nor sets session-bound state:
-    /// while the session is pinned only by its user variables, its parts
-    /// on other backends may borrow pooled connections beside the pinned
-    /// one (set per statement by the session, false otherwise).
-    pub may_borrow_beside: bool,
     /// The stored dictionary version the last statement was planned with
     /// (the fence waits for a newer one after a stale route).
     pub planned_version: u64,
@@ -80,37 +75,11 @@ pub struct Bindings {
     /// closed without an answer, as a server's would be, so the client
     /// sees 2013 and its pool discards the connection.
     pub is_bound_lost: bool,
-    /// For an INSERT into a table with a sequence (`session/sequence.rs`):
-    /// the first id generated for it, which its OK packet reports and which
-    /// becomes the session's LAST_INSERT_ID() once it succeeds; `Some(0)`
-    /// when it gave every id itself (LAST_INSERT_ID() stays).
-    pub generated_id: Option<u64>,
-    /// What the statement's explicit id did to this proxy's block of its
-    /// table's sequence (`seq::Sequences::pass`), undone when the
-    /// statement is rejected without writing (`session/statement.rs`).
-    pub passed: Option<crate::seq::Passed>,
-    /// An INSERT ... SELECT that found one row, run as `VALUES (row)`
-    /// (`exec/insert_form.rs`): its text. Its OK gets the info one
-    /// server gives INSERT ... SELECT (`Records: 1  Duplicates: ..`).
-    pub one_row_select: Option<String>,
-    /// Column definitions that replace the answer's, one for one: a `SHOW
-    /// TABLE STATUS` hscale answers from information_schema
-    /// (`exec/rewrite.rs`) carries one server's `SHOW TABLE STATUS`
-    /// definitions. Taken by the forward of the statement's answer.
-    pub answer_defs: Option<Vec<Bytes>>,
-    /// The statement reached hscale under NO_BACKSLASH_ESCAPES with its
-    /// strings' backslashes doubled (`exec/sql_mode.rs`): what it sends a
-    /// backend has them undoubled (`Plan::Targets` only).
-    pub is_undoubling: bool,
+    /// What the statement running gathers and decides (`scratch.rs`).
+    pub scratch: super::scratch::StatementScratch,
     /// The open transaction's savepoints (`txn/savepoint.rs`), set again on
     /// every branch that joins it.
     pub savepoints: super::txn::savepoint::Savepoints,
-    /// What the current statement did, for metrics and digests: the
-    /// session sets its plan kind, `finish` adds rows and errors.
-    pub note: crate::metrics::StatementNote,
-    /// The conditions the current statement raised on every connection
-    /// it ran on (`conditions/mod.rs`), for the session's SHOW WARNINGS.
-    pub gathered: super::conditions::Gathered,
     /// The current statement is a latin1 client's text the proxy read as
     /// UTF-8 (`session/query.rs`): the connections it runs on hold
     /// `character_set_client` utf8mb4 while it runs
@@ -207,30 +176,25 @@ impl Bindings {
         let mut p = BytesMut::with_capacity(1 + db.len());
         p.put_u8(com::INIT_DB);
         p.put_slice(db.as_bytes());
-        // Without a connection of its own, the session may take another:
-        // a pooled one whose server died answers with a reset, a backend
-        // that refuses connections (the main one killed, before the
-        // health check says so; the failed connect marked it) gives way to
-        // one that answers (`Context::answering_backend`). COM_INIT_DB
-        // runs again harmlessly.
+        // Tried again as any statement is ([`Self::retry_backend`]; it
+        // names no table, so it may move): COM_INIT_DB runs again
+        // harmlessly.
         let mut backend = backend;
         let mut attempt = 1;
         let (mut conn, r) = loop {
-            let may_retry = self.pinned.is_none() && attempt < 4;
-            attempt += 1;
-            let mut conn = match self.acquire(backend).await {
-                Err(ProxyError::BackendConnect { .. })
-                    if may_retry && self.ctx.answering_backend() != backend =>
-                {
-                    backend = self.ctx.answering_backend();
-                    continue;
-                }
-                r => r?,
+            let is_pooled = self.is_pooled();
+            let e = match self.acquire(backend).await {
+                Ok(mut conn) => match conn.command(&p).await {
+                    Ok(r) => break (conn, r),
+                    Err(e) => e,
+                },
+                Err(e) => e,
             };
-            match conn.command(&p).await {
-                Err(ProxyError::BackendLost { .. }) if may_retry => continue,
-                r => break (conn, r?),
+            match self.retry_backend(&e, backend, attempt, is_pooled, true) {
+                Some(next) => backend = next,
+                None => return Err(e),
             }
+            attempt += 1;
         };
         if r.is_ok() {
             self.state.db = Some(db.to_string());
@@ -238,6 +202,44 @@ impl Bindings {
         }
         self.finish(conn, Outcome::default(), &Effects::default());
         Ok(r.err())
+    }
+
+    /// The session holds no connection of its own (pinned, or a
+    /// transaction's branches): a statement borrows a pooled one.
+    pub fn is_pooled(&self) -> bool {
+        self.pinned.is_none() && self.txn.is_none()
+    }
+
+    /// Where to try again a statement that failed with `e` before it ran,
+    /// on try `attempt` of `backend`, when the session held no connection
+    /// of its own as it started (`was_pooled`): on `backend` again when
+    /// the pooled connection had been closed by its server while idle
+    /// (wait_timeout, KILL, a restart); on the backend that answers
+    /// (`Context::answering_backend`) when `backend` refused to connect
+    /// (the failed connect marked it) and the statement may move
+    /// (`is_movable`: it names no table). `None`: `e` stands (a pinned
+    /// connection's state is gone with it; the tries are spent). The one
+    /// rule of `Exec::execute_on_backend` and [`Self::use_database`].
+    pub fn retry_backend(
+        &self,
+        e: &ProxyError,
+        backend: BackendId,
+        attempt: u32,
+        was_pooled: bool,
+        is_movable: bool,
+    ) -> Option<BackendId> {
+        if !was_pooled || attempt >= super::MAX_ATTEMPTS {
+            return None;
+        }
+        match e {
+            ProxyError::BackendLost { .. } => Some(backend),
+            ProxyError::BackendConnect { .. }
+                if is_movable && self.ctx.answering_backend() != backend =>
+            {
+                Some(self.ctx.answering_backend())
+            }
+            _ => None,
+        }
     }
 
     /// Keep a connection to `backend` for the session from now on, for
@@ -338,7 +340,7 @@ impl Bindings {
             borrowable.insert(Pins::TEMPORARY_TABLE);
             let mut others = self.pins;
             others.remove(borrowable);
-            if self.may_borrow_beside && !self.pins.is_empty() && others.is_empty() {
+            if self.scratch.may_borrow_beside && !self.pins.is_empty() && others.is_empty() {
                 // The variables and temporary tables stay on the pinned
                 // connection; this statement uses none of them there (a
                 // temporary table it reads is shipped from the pinned
@@ -553,18 +555,20 @@ impl Bindings {
 
     /// Record what a finished statement did, then keep or return the connection.
     pub fn finish(&mut self, mut conn: PooledConn, outcome: Outcome, effects: &Effects<'_>) {
-        self.note.rows += outcome.rows;
+        self.scratch.note.rows += outcome.rows;
         match &outcome.ok {
-            Some(ok) => self.note.affected = Some(ok.affected_rows),
-            None if outcome.status.is_some() && !outcome.is_err => self.note.is_result = true,
+            Some(ok) => self.scratch.note.affected = Some(ok.affected_rows),
+            None if outcome.status.is_some() && !outcome.is_err => {
+                self.scratch.note.is_result = true
+            }
             None => {}
         }
         if outcome.err_code != 0 {
-            self.note.error(outcome.err_code);
+            self.scratch.note.error(outcome.err_code);
         }
-        self.gathered.reported += u64::from(outcome.warnings);
+        self.scratch.gathered.reported += u64::from(outcome.warnings);
         if let Some(err) = &outcome.err {
-            self.gathered.error_packet(err);
+            self.scratch.gathered.error_packet(err);
         }
         if !outcome.is_err && outcome.status.is_some() {
             match effects.change {
@@ -617,7 +621,7 @@ impl Bindings {
                 }
             }
         }
-        if let Some(id) = self.generated_id {
+        if let Some(id) = self.scratch.generated_id {
             // The ids reached the backend as explicit values: its own
             // LAST_INSERT_ID() did not change; the session's did if the
             // statement generated one.

@@ -185,10 +185,10 @@ pub fn key(
         || !b.pins.is_empty()
         || b.pending_begin.is_some()
         || b.is_text_utf8
-        || b.generated_id.is_some()
-        || b.one_row_select.is_some()
-        || b.answer_defs.is_some()
-        || b.is_undoubling
+        || b.scratch.generated_id.is_some()
+        || b.scratch.one_row_select.is_some()
+        || b.scratch.answer_defs.is_some()
+        || b.scratch.is_undoubling
         || payload.len() > MAX_STATEMENT_BYTES
     {
         return None;
@@ -615,13 +615,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let held = self.client.take_held();
         let answer = match held {
             Some((bytes, next_seq))
-                if r.is_ok() && self.b.note.error == 0 && !self.b.gathered.missed =>
+                if r.is_ok()
+                    && self.b.scratch.note.error == 0
+                    && !self.b.scratch.gathered.missed =>
             {
                 Some(Arc::new(Answer {
                     bytes,
                     next_seq,
-                    note: self.b.note,
-                    gathered: self.b.gathered.clone(),
+                    note: self.b.scratch.note,
+                    gathered: self.b.scratch.gathered.clone(),
                 }))
             }
             _ => None,
@@ -652,14 +654,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Write an answer another execution gave (coalescing) or the result
     /// cache kept, as if this session had run the statement.
     async fn send_shared(&mut self, answer: &Answer, is_cached: bool) -> Result<(), ProxyError> {
-        let digest = self.b.note.digest;
-        self.b.note = StatementNote {
+        let digest = self.b.scratch.note.digest;
+        self.b.scratch.note = StatementNote {
             digest,
             is_coalesced: !is_cached,
             is_cached,
             ..answer.note
         };
-        self.b.gathered = answer.gathered.clone();
+        self.b.scratch.gathered = answer.gathered.clone();
         self.client
             .send_framed(&answer.bytes, answer.next_seq)
             .await
@@ -685,7 +687,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 let (cache, ctx) = (cache.clone(), self.b.ctx.clone());
                 let key = Arc::new(probe.key(self.b));
                 let db = self.b.state.db.clone();
-                let digest = self.b.note.digest;
+                let digest = self.b.scratch.note.digest;
                 match cache
                     .lookup(&ctx, self.b.worker, &key, None, db.as_deref(), digest)
                     .await

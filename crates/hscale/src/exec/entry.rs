@@ -122,7 +122,7 @@ impl<T: TextSession> Attempt<T> for TextRun<'_> {
         // Ids from a sequence are filled in before planning (the id may
         // be the partition key). A retry after the fence keeps them, or
         // looks again: the newer dictionary may give the table a sequence.
-        if self.filled.is_none() && s.bindings().generated_id.is_none() {
+        if self.filled.is_none() && s.bindings().scratch.generated_id.is_none() {
             self.filled = s.bindings().fill_ids(base_sql).await?;
         }
         let payload = self.filled.as_ref().unwrap_or(base);
@@ -300,13 +300,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 _ => BackendId::MAIN,
             },
         };
-        if self.b.is_undoubling {
+        if self.b.scratch.is_undoubling {
             return Err(crate::exec::sql_mode::undoubled(Plan::Passthrough)
                 .err()
                 .unwrap_or(ProxyError::Refused(String::new())));
         }
-        self.b.note.kind = PlanKind::Passthrough;
-        self.b.note.parts = 1;
+        self.b.scratch.note.kind = PlanKind::Passthrough;
+        self.b.scratch.note.parts = 1;
         let is_movable = is_table_free && self.b.pinned.is_none();
         let target = Target::Backend(backend);
         let lexed = lexed.map(|tokens| (sql, tokens));
@@ -342,7 +342,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         shared: (&Bytes, Option<&[hscale_sql::Token]>),
     ) -> Result<Option<Ran>, ProxyError> {
         // Read with its backslashes doubled: sent with them as written.
-        if self.b.is_undoubling {
+        if self.b.scratch.is_undoubling {
             plan = crate::exec::sql_mode::undoubled(plan)?;
         }
         // A statement spread over several connections cannot carry what
@@ -487,7 +487,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 } = &plan
                 {
                     if parts.len() > 1 {
-                        self.b.gathered.part_rows =
+                        self.b.scratch.gathered.part_rows =
                             hscale_route::router::insert_part_rows(sql, parts);
                     }
                 }
@@ -542,9 +542,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if let Ran::Query(p) = ran {
             return Ok(Ran::Query(p));
         }
-        if self.b.note.error == 0 {
+        if self.b.scratch.note.error == 0 {
             if let Some(n) = found {
-                self.b.note.found_rows = Some(n);
+                self.b.scratch.note.found_rows = Some(n);
             }
         }
         Ok(Ran::Done)

@@ -111,7 +111,7 @@ impl Bindings {
     ) -> Result<Next, ProxyError> {
         *attempts += 1;
         // The statement runs again whole: what its parts raised goes.
-        self.gathered = Default::default();
+        self.scratch.gathered = Default::default();
         // A replica behind a change's rename: the primaries answer.
         if self.read_from.retry_on_primary() {
             return Ok(Next::Retry);

@@ -107,7 +107,7 @@ pub struct Forwarder<'a, B, C> {
     /// (`scatter.rs::preflight`): its response goes on with its rows.
     is_past_metadata: bool,
     /// Definitions sent in place of the result's, when it has as many
-    /// columns (`Bindings::answer_defs`), and how many were sent.
+    /// columns (`StatementScratch::answer_defs`), and how many were sent.
     replacing: Option<(Vec<bytes::Bytes>, usize)>,
 }
 

@@ -82,14 +82,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                                 .trim_end()
                                 .to_string();
                             if rows.len() == 1 {
-                                self.b.one_row_select = Some(s.clone());
+                                self.b.scratch.one_row_select = Some(s.clone());
                             }
                             s
                         }
                     }
                 }
                 InsertForm::EvaluateKeys { select, keys } => {
-                    let mark = self.b.gathered.mark();
+                    let mark = self.b.scratch.gathered.mark();
                     let selected = self.select_rows(&select).await?;
                     if let Some(err) = self.strict_error_since(mark).await? {
                         self.write_server_error(1, &err).await?;
@@ -137,13 +137,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         &mut self,
         mark: crate::exec::conditions::Mark,
     ) -> Result<Option<ErrPacket>, ProxyError> {
-        let Some((code, message)) = self.b.gathered.first_warning_since(mark) else {
+        let Some((code, message)) = self.b.scratch.gathered.first_warning_since(mark) else {
             return Ok(None);
         };
         // The SELECT's own conditions are not the statement's: without
         // strict mode the row is stored with the value the SELECT showed
         // and without the server's warnings of it (docs/src/queries.md).
-        self.b.gathered.rewind(mark);
+        self.b.scratch.gathered.rewind(mark);
         if !self.b.sql_mode().await?.is_strict {
             return Ok(None);
         }

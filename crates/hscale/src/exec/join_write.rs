@@ -53,9 +53,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let Some(scope) = self.open_write(is_implicit).await? else {
             return Ok(());
         };
-        let kept = (self.b.generated_id, self.b.state.last_insert_id);
+        let kept = (self.b.scratch.generated_id, self.b.state.last_insert_id);
         let total = self.join_write_steps(&w, &input, &columns).await;
-        (self.b.generated_id, self.b.state.last_insert_id) = kept;
+        (self.b.scratch.generated_id, self.b.state.last_insert_id) = kept;
         self.close_write(scope, total).await
     }
 
@@ -122,7 +122,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         input: &Input,
         columns: &[Columns],
     ) -> Result<Option<OkPacket>, ProxyError> {
-        let count_before = self.b.gathered.count;
+        let count_before = self.b.scratch.gathered.count;
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         // 1. The join's rows.
         let answer = sink::read(self.b, &input.select, WHAT, max_rows).await?;
@@ -261,7 +261,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             }
         }
-        let warnings = self.b.gathered.count.saturating_sub(count_before);
+        let warnings = self.b.scratch.gathered.count.saturating_sub(count_before);
         total.warnings = u16::try_from(warnings).unwrap_or(u16::MAX);
         if kind == StatementKind::Update {
             total.info = OkInfo::Matched {

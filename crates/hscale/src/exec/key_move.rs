@@ -39,9 +39,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let Some(scope) = self.open_write(is_implicit).await? else {
             return Ok(());
         };
-        let kept = (self.b.generated_id, self.b.state.last_insert_id);
+        let kept = (self.b.scratch.generated_id, self.b.state.last_insert_id);
         let total = self.key_move_steps(&m, effects).await;
-        (self.b.generated_id, self.b.state.last_insert_id) = kept;
+        (self.b.scratch.generated_id, self.b.state.last_insert_id) = kept;
         self.close_write(scope, total).await
     }
 

@@ -265,12 +265,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     .filter(|(_, r)| r.2 == i)
                     .map(|(n, _)| n)
                     .collect();
-                self.b.gathered.row_map = RowMap::Rows(numbers);
+                self.b.scratch.gathered.row_map = RowMap::Rows(numbers);
             }
             let loaded = self
                 .load_part(target.backend, sql, prefix, rows, &mut total)
                 .await;
-            self.b.gathered.row_map = RowMap::Same;
+            self.b.scratch.gathered.row_map = RowMap::Same;
             match loaded {
                 Ok(true) => {
                     let part = total.info;

@@ -98,8 +98,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let n = out.count();
         send(out.finish(st, 0)).await?;
-        self.b.note.rows += n;
-        self.b.note.is_result = true;
+        self.b.scratch.note.rows += n;
+        self.b.scratch.note.is_result = true;
         Ok(())
     }
 }

@@ -46,6 +46,7 @@ pub mod insert_id;
 pub mod interpolate;
 mod join_write;
 mod key_move;
+mod kill;
 pub mod last_statement;
 mod load_data;
 mod maintenance;
@@ -60,6 +61,7 @@ mod returning;
 pub mod rewrite;
 pub mod rows;
 mod scatter;
+pub mod scratch;
 pub mod sequence;
 pub mod session_start;
 pub mod sink;
@@ -281,12 +283,12 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             .partitioning
             .with_dictionary(|d| d.user_message(&err.message));
         let mut message = renamed.as_deref().unwrap_or(&err.message).to_string();
-        if let Some(m) = self.b.gathered.row_map.renumber(message.as_bytes()) {
+        if let Some(m) = self.b.scratch.gathered.row_map.renumber(message.as_bytes()) {
             message = String::from_utf8_lossy(&m).into_owned();
         }
         let message = message.as_str();
-        self.b.note.error(err.code);
-        self.b.gathered.error(err.code, message);
+        self.b.scratch.note.error(err.code);
+        self.b.scratch.gathered.error(err.code, message);
         send(self.reply(seq).err(err.code, &err.sql_state, message)).await
     }
 
@@ -294,8 +296,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     /// statement's error: the answer to a statement hscale answers
     /// itself, whose errors name no partition.
     pub async fn write_error_packet(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
-        self.b.note.error(err.code);
-        self.b.gathered.error(err.code, &err.message);
+        self.b.scratch.note.error(err.code);
+        self.b.scratch.gathered.error(err.code, &err.message);
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
@@ -315,8 +317,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Plan::CreateSelect(c) => (PlanKind::Merge, c.ship.len()),
             _ => (PlanKind::Dictionary, 0),
         };
-        self.b.note.kind = kind;
-        self.b.note.parts = parts as u32;
+        self.b.scratch.note.kind = kind;
+        self.b.scratch.note.parts = parts as u32;
         self.uses_last_insert_id = effects.uses_last_insert_id;
         match plan {
             // Under sql_select_limit a read over several partitions is
@@ -382,34 +384,29 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             // was idle (wait_timeout, KILL, a restart) fails before the
             // statement runs: take another. A pinned one holds state that
             // is gone with it.
-            let is_pooled = self.b.pinned.is_none() && self.b.txn.is_none();
+            let is_pooled = self.b.is_pooled();
             let begin = self.b.pending_begin.clone();
             self.retry_unanswered = is_pooled && attempt < MAX_ATTEMPTS;
             let r = self.execute_once(backend, payload, expect, &effects).await;
             self.retry_unanswered = false;
-            match r {
-                Err(ProxyError::BackendLost { reason, .. })
-                    if is_pooled && attempt < MAX_ATTEMPTS =>
-                {
-                    tracing::debug!(connection_id = self.b.connection_id, attempt, reason, "pooled backend connection was closed before the statement ran: retrying on another");
-                    self.b.pending_begin = begin;
-                    self.b.pins = hscale_sql::Pins::NONE;
-                    self.b.is_bound_lost = false;
-                    attempt += 1;
-                }
-                Err(ProxyError::BackendConnect { .. })
-                    if self.is_movable
-                        && is_pooled
-                        && attempt < MAX_ATTEMPTS
-                        && self.b.ctx.answering_backend() != backend =>
-                {
-                    // The failed connect marked the backend unreachable.
-                    backend = self.b.ctx.answering_backend();
-                    self.b.pending_begin = begin;
-                    attempt += 1;
-                }
-                r => return r,
+            let Err(e) = r else {
+                return r;
+            };
+            let is_movable = self.is_movable;
+            let Some(next) = self
+                .b
+                .retry_backend(&e, backend, attempt, is_pooled, is_movable)
+            else {
+                return Err(e);
+            };
+            if let ProxyError::BackendLost { reason, .. } = &e {
+                tracing::debug!(connection_id = self.b.connection_id, attempt, reason, "pooled backend connection was closed before the statement ran: retrying on another");
+                self.b.pins = hscale_sql::Pins::NONE;
+                self.b.is_bound_lost = false;
             }
+            self.b.pending_begin = begin;
+            backend = next;
+            attempt += 1;
         }
     }
 
@@ -501,9 +498,9 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         let backend = conn.pool().backend_id;
         let running = self.b.running(&conn, backend);
         let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
-            .insert_id(self.b.generated_id.filter(|id| *id != 0))
-            .one_row_select(self.b.one_row_select.as_deref())
-            .replacing_defs(self.b.answer_defs.take())
+            .insert_id(self.b.scratch.generated_id.filter(|id| *id != 0))
+            .one_row_select(self.b.scratch.one_row_select.as_deref())
+            .replacing_defs(self.b.scratch.answer_defs.take())
             .shipped(&self.ship_names);
         // Without a partitioned table no physical name is to be renamed.
         if !self.b.ctx.partitioning.is_empty() {
@@ -544,14 +541,14 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                     self.b.gather(&mut conn, outcome.warnings).await;
                 }
                 if effects.sets_last_insert_id
-                    && self.b.generated_id.is_none()
+                    && self.b.scratch.generated_id.is_none()
                     && !outcome.is_err
                     && held.is_none()
                 {
                     self.b.read_back_last_insert_id(&mut conn).await?;
                 } else if let Some(ok) = outcome.ok.as_mut().filter(|ok| {
                     ok.last_insert_id != 0
-                        && self.b.generated_id.is_none()
+                        && self.b.scratch.generated_id.is_none()
                         && effects.supplied.may_hold(ok.last_insert_id)
                 }) {
                     // Perhaps an explicit AUTO_INCREMENT value, which the

@@ -135,8 +135,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let n = out.count();
         send(out.finish(st, r.warnings)).await?;
-        self.b.note.rows += n;
-        self.b.note.is_result = true;
+        self.b.scratch.note.rows += n;
+        self.b.scratch.note.is_result = true;
         Ok(())
     }
 }

@@ -79,7 +79,7 @@ impl Bindings {
     /// the session's state (its character set of results): asked of the
     /// main backend for no table (`LIKE ''` matches none), so that the
     /// answer hscale computes over information_schema carries them
-    /// (`Bindings::answer_defs`). `None` if the server refuses.
+    /// (`StatementScratch::answer_defs`). `None` if the server refuses.
     async fn table_status_defs(&mut self, db: &str) -> Result<Option<Vec<Bytes>>, ProxyError> {
         let sql = format!(
             "SHOW TABLE STATUS FROM {} LIKE ''",
@@ -127,7 +127,7 @@ impl Bindings {
                         } else {
                             let out = table_status_sql(&db, filter, &summed);
                             if out.is_some() {
-                                self.answer_defs = self.table_status_defs(&db).await?;
+                                self.scratch.answer_defs = self.table_status_defs(&db).await?;
                             }
                             (out, true)
                         }

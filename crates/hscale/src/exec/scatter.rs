@@ -212,9 +212,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         cmd: Command<'_>,
     ) -> Result<(), ProxyError> {
         // A read that uses none of the variables a session is pinned by
-        // runs beside its pinned connection (`Bindings::may_borrow_beside`).
+        // runs beside its pinned connection (`StatementScratch::may_borrow_beside`).
         let is_beside = kind == StatementKind::Select
-            && self.b.may_borrow_beside
+            && self.b.scratch.may_borrow_beside
             && self.b.pins == hscale_sql::Pins::USER_VARIABLE;
         if self.b.pinned.is_some() && !self.b.is_branchable() && !is_beside {
             return Err(ProxyError::Unsupported {
@@ -325,7 +325,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // An execution's text, its parameters written in, says which of
         // its literals compare how, as the statement's does.
         let mut text = None;
-        if let (Some((target, _)), true) = (parts.first(), self.b.gathered.is_spread()) {
+        if let (Some((target, _)), true) = (parts.first(), self.b.scratch.gathered.is_spread()) {
             text = match cmd {
                 Command::Query => std::str::from_utf8(sql).ok().map(str::to_string),
                 Command::Execute(e) => super::conditions::execution_text(sql, e),
@@ -334,10 +334,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 self.b.measure(target, text).await;
             }
         }
-        let warnings = self.b.gathered.settled_count(sum.warnings, || match &text {
-            Some(text) => super::conditions::text_constants(text.as_bytes()),
-            None => constants(sql, cmd),
-        });
+        let warnings = self
+            .b
+            .scratch
+            .gathered
+            .settled_count(sum.warnings, || match &text {
+                Some(text) => super::conditions::text_constants(text.as_bytes()),
+                None => constants(sql, cmd),
+            });
         let deprecated = self.is_eof_deprecated();
         let mut end = hscale_wire::reply::Relay::new(&mut *self.client, seq, deprecated);
         end.terminator(sum.status | sum.flags, warnings);
@@ -368,7 +372,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut info: Option<OkInfo> = None;
         // Rows the parts before this one counted, for its row numbers.
         let mut rows_before = 0;
-        let part_rows = self.b.gathered.part_rows.take();
+        let part_rows = self.b.scratch.gathered.part_rows.take();
         // Without a generated id one server's OK carries the AUTO_INCREMENT
         // value of the statement's last row (its `next_number_field`),
         // which the part holding that row reports as its own last row's:
@@ -386,7 +390,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 flight.abandon();
                 return Ok(None);
             };
-            self.b.gathered.row_map = match (&part_rows, kind) {
+            self.b.scratch.gathered.row_map = match (&part_rows, kind) {
                 (Some(rows), _) => rows.get(i).cloned().map_or(RowMap::Same, RowMap::Rows),
                 (None, StatementKind::Update | StatementKind::Delete) => RowMap::After(rows_before),
                 (None, _) => RowMap::Same,
@@ -394,7 +398,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             let (affected, warnings) = (total.affected_rows, total.warnings);
             let id_before = std::mem::take(&mut total.last_insert_id);
             let read = self.read_part_ok(conn, &mut total).await;
-            self.b.gathered.row_map = RowMap::Same;
+            self.b.scratch.gathered.row_map = RowMap::Same;
             match read {
                 Ok(true) => {}
                 other => {
@@ -431,6 +435,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let sql = parts.first().map_or(&[][..], |(_, sql)| sql.as_ref());
         let warnings = self
             .b
+            .scratch
             .gathered
             .settled_count(total.warnings, || constants(sql, cmd));
         total.warnings = warnings;
@@ -642,8 +647,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// first id the statement generated, as on one server, or without one
     /// the statement's last row's (`add_up`).
     pub(crate) async fn write_total(&mut self, mut total: OkPacket) -> Result<(), ProxyError> {
-        self.b.note.affected = Some(total.affected_rows);
-        match self.b.generated_id {
+        self.b.scratch.note.affected = Some(total.affected_rows);
+        match self.b.scratch.generated_id {
             Some(0) => {}
             Some(id) => {
                 total.last_insert_id = id;

@@ -2,7 +2,7 @@
 //! (`crate::seq`), before it is planned: the id may be the partition key.
 //! The statement then runs with its ids as explicit values; its OK packet
 //! reports the first generated id, which becomes the session's
-//! LAST_INSERT_ID() (`Bindings::generated_id`, read by the forwarder, the
+//! LAST_INSERT_ID() (`StatementScratch::generated_id`, read by the forwarder, the
 //! scatter's total and `Bindings::finish`). Prepared INSERTs are read at
 //! PREPARE (`PreparedIds`: the backends prepare the statement with a `?`
 //! wherever an id may be generated) and filled at each execution, by
@@ -52,21 +52,21 @@ impl Bindings {
         drop(dict);
         let (ctx, worker) = (self.ctx.clone(), self.worker);
         if let Some(id) = auto.max_explicit {
-            self.passed = ctx
+            self.scratch.passed = ctx
                 .sequences
                 .pass(&ctx, worker, &auto.table, generation, id)
                 .await?;
         }
         if auto.needed == 0 {
             // Explicit ids only: LAST_INSERT_ID() stays as it was.
-            self.generated_id = Some(0);
+            self.scratch.generated_id = Some(0);
             return Ok(None);
         }
         let ids = ctx
             .sequences
             .take(&ctx, worker, &auto.table, generation, auto.needed)
             .await?;
-        self.generated_id = ids.first().copied();
+        self.scratch.generated_id = ids.first().copied();
         let filled = auto.fill(sql, &ids);
         Ok(Some(BackendConn::payload_for_query(&filled)))
     }
@@ -106,7 +106,7 @@ impl Bindings {
         let held = conn.last_insert_id;
         let is_unknown = held == crate::backend::conn::UNKNOWN_INSERT_ID;
         if matches!(supplied, super::insert_id::Supplied::Nothing)
-            || self.generated_id.is_some()
+            || self.scratch.generated_id.is_some()
             || held == self.state.last_insert_id
             || !(is_unknown || supplied.may_hold(held))
         {
@@ -311,7 +311,7 @@ impl Bindings {
         };
         let (ctx, worker) = (self.ctx.clone(), self.worker);
         if let Some(id) = max_explicit {
-            self.passed = ctx
+            self.scratch.passed = ctx
                 .sequences
                 .pass(&ctx, worker, &ids.table, generation, id)
                 .await?;
@@ -324,7 +324,7 @@ impl Bindings {
                 .await?
         };
         // Explicit ids only: LAST_INSERT_ID() stays as it was.
-        self.generated_id = Some(fresh.first().copied().unwrap_or(0));
+        self.scratch.generated_id = Some(fresh.first().copied().unwrap_or(0));
         let n = srcs.len();
         let mut nulls = vec![0u8; n.div_ceil(8)];
         let mut new_types = Vec::with_capacity(2 * n);

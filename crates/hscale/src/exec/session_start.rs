@@ -52,19 +52,12 @@ impl Bindings {
             is_bound_lost: false,
             handle: Arc::new(SessionHandle::new(user, host)),
             is_found_rows: capabilities & cap::FOUND_ROWS != 0,
-            may_borrow_beside: false,
             planned_version: 0,
-            generated_id: None,
-            passed: None,
-            one_row_select: None,
-            answer_defs: None,
-            is_undoubling: false,
             is_text_utf8: false,
             sql_mode: None,
             is_coalescing_off: false,
             savepoints: Default::default(),
-            note: Default::default(),
-            gathered: Default::default(),
+            scratch: Default::default(),
         }
     }
 }

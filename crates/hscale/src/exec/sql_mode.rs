@@ -104,7 +104,7 @@ impl Bindings {
     pub async fn in_sql_mode(&mut self, payload: &Bytes) -> Result<Option<Bytes>, ProxyError> {
         let sql = &payload[1..];
         // Each statement of a batch is read anew.
-        self.is_undoubling = false;
+        self.scratch.is_undoubling = false;
         // memchr's vector search: this runs for every text statement.
         if memchr::memchr2(b'"', b'\\', sql).is_none() {
             return Ok(None);
@@ -121,7 +121,7 @@ impl Bindings {
                         let mut p = BytesMut::with_capacity(1 + doubled.len());
                         p.put_u8(payload[0]);
                         p.put_slice(doubled.as_bytes());
-                        self.is_undoubling = true;
+                        self.scratch.is_undoubling = true;
                         return Ok(Some(p.freeze()));
                     }
                 }
@@ -236,7 +236,7 @@ impl Bindings {
 }
 
 /// A plan made from a statement's text with its backslashes doubled
-/// (`Bindings::is_undoubling`), with every part's text as the client
+/// (`StatementScratch::is_undoubling`), with every part's text as the client
 /// wrote it (`hscale_sql::backslashes_undoubled`): only partitions'
 /// statements (`Plan::Targets`) and merges; anything else is refused, as
 /// every such statement was before, never sent with the doubled text.

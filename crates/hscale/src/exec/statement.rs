@@ -1,22 +1,18 @@
 //! What every COM_QUERY and COM_STMT_EXECUTE does to the session's
 //! bindings before and after it runs (`session/statement.rs` times it):
-//! the user's max_statement_ms applied and the statement's note and
-//! conditions cleared first; afterwards an unused sequence pass undone,
-//! and the statement counted in the metrics and the query digests
+//! the user's max_statement_ms applied first (its note and conditions
+//! start cleared, `exec/scratch.rs`); afterwards an unused sequence pass
+//! undone, and the statement counted in the metrics and the query digests
 //! (`crate::metrics`), the tenant's figures, and the slow-statement log
 //! (`[log] slow_statement_ms`).
-
-use crate::metrics::StatementNote;
 
 use super::Bindings;
 
 impl Bindings {
-    /// Before a statement: its note and conditions cleared; the user's
-    /// max_statement_ms, as the backend's max_statement_time (the server
-    /// kills the statement and answers 1969).
+    /// Before a statement: the user's max_statement_ms, as the backend's
+    /// max_statement_time (the server kills the statement and answers
+    /// 1969).
     pub fn begin_statement(&mut self) {
-        self.note = StatementNote::default();
-        self.gathered = Default::default();
         if let Some(item) = self.tenant.statement_time_change() {
             for vars in [&mut self.base_vars, &mut self.state.vars] {
                 match &item {
@@ -33,8 +29,8 @@ impl Bindings {
     /// After a statement rejected before it stored its explicit ids: the
     /// sequence's pass taken for them given back (`seq`).
     pub async fn undo_unused_pass(&mut self) {
-        if let Some(passed) = self.passed.take() {
-            if is_rejected(self.note.error) && self.note.affected.is_none() {
+        if let Some(passed) = self.scratch.passed.take() {
+            if is_rejected(self.scratch.note.error) && self.scratch.note.affected.is_none() {
                 self.ctx.sequences.undo_pass(passed).await;
             }
         }
@@ -44,9 +40,9 @@ impl Bindings {
     /// digests, the tenant's figures, the slow-statement log.
     pub fn count_statement(&self, sql: &[u8], took: std::time::Duration, now: std::time::Instant) {
         let metrics = &self.ctx.metrics;
-        metrics.record(self.worker, &self.note, took, now, Some(sql));
+        metrics.record(self.worker, &self.scratch.note, took, now, Some(sql));
         self.tenant.record(self.worker, took, now);
-        if self.note.error == hscale_wire::consts::code::ER_STATEMENT_TIMEOUT {
+        if self.scratch.note.error == hscale_wire::consts::code::ER_STATEMENT_TIMEOUT {
             self.tenant.count_killed();
         }
         let slow = self.ctx.slow_statement_ms();
@@ -64,10 +60,10 @@ impl Bindings {
                 connection_id = self.connection_id,
                 user,
                 ms = took.as_millis() as u64,
-                plan = self.note.kind.as_str(),
-                parts = self.note.parts,
-                rows = self.note.rows,
-                error = self.note.error,
+                plan = self.scratch.note.kind.as_str(),
+                parts = self.scratch.note.parts,
+                rows = self.scratch.note.rows,
+                error = self.scratch.note.error,
                 sql = crate::logging::loggable(sql.unwrap_or("<not UTF-8>")),
                 "slow statement"
             );

@@ -82,7 +82,7 @@ impl PlanKind {
     }
 }
 
-/// What one statement did, gathered while it runs (`Bindings::note`).
+/// What one statement did, gathered while it runs (`StatementScratch::note`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StatementNote {
     pub kind: PlanKind,

@@ -50,6 +50,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let n = statements.len();
         let mut result = Ok(());
         for (i, sql) in statements.iter().enumerate() {
+            if i > 0 {
+                // Each statement starts as a command does (`exec/scratch.rs`).
+                self.b.scratch.clear();
+            }
             let payload = BackendConn::payload_for_query(sql);
             match self.statement(com::QUERY, &payload).await {
                 Ok(()) => {}

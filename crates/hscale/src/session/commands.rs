@@ -49,8 +49,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         &mut self,
         payload: &bytes::Bytes,
     ) -> Result<(), ProxyError> {
-        self.b.gathered = Default::default();
-        self.b.note.error = 0;
         // A PREPARE is a statement of the user's rate (`crate::tenant`),
         // as MariaDB counts it among a user's queries.
         let r = match self.b.tenant.admit().await {
@@ -61,14 +59,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Err(ProxyError::ClientGone) => return r,
             Err(e) => {
                 let (code, _, message) = e.to_mysql();
-                self.b.note.error(code);
-                self.b.gathered.error(code, &message);
+                self.b.scratch.note.error(code);
+                self.b.scratch.gathered.error(code, &message);
             }
             Ok(()) => {}
         }
-        let error = self.b.note.error;
+        let error = self.b.scratch.note.error;
         if error != 0 {
-            let gathered = std::mem::take(&mut self.b.gathered);
+            let gathered = std::mem::take(&mut self.b.scratch.gathered);
             let vars = &self.b.state.vars;
             self.conditions
                 .record(gathered, error, || vars.max_error_count(), &payload[1..]);
@@ -143,7 +141,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if self.b.read_from.is_replica {
             crate::exec::read_from::route_prepared(&mut self.b, &st.sql);
         }
-        self.b.gathered.uses_tables = Some(st.uses_tables);
+        self.b.scratch.gathered.uses_tables = Some(st.uses_tables);
         // Answered as the text statement is, in the binary format.
         let answered = match st.own.take() {
             Some(OwnRead::Conditions(read)) => self.answer_conditions(read, true).await?,

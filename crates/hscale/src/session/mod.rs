@@ -1,7 +1,7 @@
 //! One client connection, from handshake to quit.
 //!
 //! ```text
-//!  accept ─► auth::handshake ─► command loop ─┬─ COM_QUERY ─► query.rs: analyze, own answers
+//!  accept ─► login::log_in ─► command loop ─┬─ COM_QUERY ─► query.rs: analyze, own answers
 //!                                             │     └─► exec/entry.rs::run_statement (fenced: plan, run)
 //!                                             ├─ COM_STMT_* ─► commands.rs ─► exec/prepared/
 //!                                             └─ ping / set option / reset / change user
@@ -15,7 +15,6 @@
 
 mod access;
 mod admin;
-pub mod auth;
 mod batch;
 mod commands;
 mod processlist;
@@ -38,10 +37,10 @@ use crate::error::ProxyError;
 use crate::exec::forward::Expect;
 use crate::exec::prepared::statements::Statements;
 use crate::exec::{send, write_error, Bindings, Effects, Exec};
+use crate::login::{self, ClientInfo};
 use crate::metrics::PlanKind;
 use crate::runtime::Context;
 use crate::tls::ClientStream;
-use auth::ClientInfo;
 
 pub struct Session<S> {
     client: PacketStream<S>,
@@ -80,7 +79,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     };
     let stream = crate::write_timeout::WriteTimeout::new(stream, write_limit);
     let mut client = PacketStream::new(ClientStream::Plain(stream));
-    let Some(info) = log_in(&mut client, &ctx, &peer, is_local, connection_id).await else {
+    let Some(info) = login::log_in(&mut client, &ctx, &peer, is_local, connection_id).await else {
         return;
     };
     let Some(_slot) = ctx.client_slot() else {
@@ -107,7 +106,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         Ok(a) => a.ip().to_string(),
         Err(_) => "localhost".into(),
     };
-    info.host_name = client_host_name(
+    info.host_name = login::client_host_name(
         &peer,
         ctx.resolves_names
             .load(std::sync::atomic::Ordering::Relaxed),
@@ -149,69 +148,6 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     };
     session.welcome().await;
     tracing::info!(connection_id, "client disconnected");
-}
-
-/// The handshake, within `handshake_timeout_ms` and holding a place among
-/// `max_handshakes`; a failed login answered (after the failed-login
-/// throttle's delay). `None`: the connection closes.
-async fn log_in<S: AsyncRead + AsyncWrite + Unpin>(
-    client: &mut PacketStream<ClientStream<S>>,
-    ctx: &Arc<Context>,
-    peer: &str,
-    is_local: bool,
-    connection_id: u32,
-) -> Option<ClientInfo> {
-    let version = ctx.server_version();
-    // The handshake holds a place among `max_handshakes`, not a client
-    // slot, and has `handshake_timeout_ms` to finish.
-    let ticket = ctx.handshake_ticket();
-    let limit = std::time::Duration::from_millis(ctx.live().proxy.handshake_timeout_ms);
-    let addr = peer.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
-    // The names an account's host part is matched against (the server
-    // matches the resolved name and the IP).
-    let host_name = client_host_name(
-        peer,
-        ctx.resolves_names
-            .load(std::sync::atomic::Ordering::Relaxed),
-    );
-    let ip = addr.map(|a| a.to_string());
-    let client_hosts: Vec<&str> = std::iter::once(host_name.as_str())
-        .chain(ip.as_deref())
-        .collect();
-    let login = tokio::select! {
-        r = async {
-            let r = tokio::time::timeout(limit, auth::handshake(client, ctx, &client_hosts, is_local, &version, connection_id)).await.ok()?;
-            // The failed-login throttle: the answer waits, still holding
-            // its handshake place.
-            let delay = match &r {
-                Ok(_) => ctx.login_delay(addr, true),
-                Err((ProxyError::AccessDenied { .. }, _)) => ctx.login_delay(addr, false),
-                Err(_) => std::time::Duration::ZERO,
-            };
-            if !delay.is_zero() {
-                tracing::info!(peer, connection_id, delay_ms = delay.as_millis() as u64, "failed-login throttle: answering late");
-                tokio::time::sleep(delay).await;
-            }
-            Some(r)
-        } => r,
-        _ = ticket.evicted() => None,
-    };
-    drop(ticket);
-    match login {
-        Some(Ok(info)) => Some(info),
-        Some(Err((e, seq))) => {
-            tracing::info!(peer, connection_id, error = %e, "login failed");
-            if !matches!(e, ProxyError::ClientGone) {
-                write_error(client, seq, &e).await;
-            }
-            None
-        }
-        None => {
-            // As MariaDB at connect_timeout: the connection is closed.
-            tracing::debug!(peer, connection_id, "closing: no login within the handshake timeout, or too many connections in the handshake");
-            None
-        }
-    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<ClientStream<S>> {
@@ -272,18 +208,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::entry::TextSession f
 
     async fn run_query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         Box::pin(self.query_text(payload)).await
-    }
-}
-
-/// The client's host as a server names it in `USER()`: `localhost` for
-/// the unix socket, and for a loopback address when the server resolves
-/// names (its `skip_name_resolve` OFF); else the IP. (Other addresses are
-/// not looked up: a server resolving names would show their name.)
-pub fn client_host_name(peer: &str, resolves_names: bool) -> String {
-    match peer.parse::<std::net::SocketAddr>() {
-        Ok(a) if resolves_names && a.ip().is_loopback() => "localhost".into(),
-        Ok(a) => a.ip().to_string(),
-        Err(_) => "localhost".into(),
     }
 }
 
@@ -426,13 +350,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 hscale_wire::WireError::Malformed("empty command packet"),
             ));
         };
-        // Set only by the statement that generated ids (`sequence.rs`).
-        self.b.generated_id = None;
-        self.b.passed = None;
-        self.b.one_row_select = None;
-        self.b.answer_defs = None;
-        self.b.is_undoubling = false;
-        self.b.may_borrow_beside = false;
+        self.b.scratch.clear();
         self.b.read_from.statement = crate::exec::read_from::Route::Primary;
         match cmd {
             com::QUIT => return Ok(false),
@@ -522,7 +440,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         send(self.reply(seq).ok(OkParts::new(st, 0))).await
     }
 
-    /// KILL and COM_PROCESS_KILL (`admin/kill.rs`), answered with an OK.
+    /// KILL and COM_PROCESS_KILL (`exec/kill.rs`), answered with an OK.
     async fn kill(&mut self, k: hscale_sql::KillStatement) -> Result<(), ProxyError> {
         self.b.kill(k, &self.info.user, self.info.is_admin).await?;
         self.write_ok(1).await

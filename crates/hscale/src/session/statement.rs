@@ -1,6 +1,6 @@
 //! Every COM_QUERY and COM_STMT_EXECUTE passes here: timed, then counted
 //! in the metrics and the query digests (`crate::metrics`) with what
-//! `Bindings::note` gathered while it ran, and logged when slower than
+//! `StatementScratch::note` gathered while it ran, and logged when slower than
 //! `[log] slow_statement_ms`.
 
 use bytes::Bytes;
@@ -24,18 +24,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         } else if cmd == com::QUERY {
             self.query(payload).await
         } else {
-            self.b.note.kind = PlanKind::Passthrough;
-            self.b.note.parts = 1;
+            self.b.scratch.note.kind = PlanKind::Passthrough;
+            self.b.scratch.note.parts = 1;
             self.execute(payload).await
         };
         if let Err(e) = &r {
             if matches!(e, ProxyError::Refused(_) | ProxyError::Unsupported { .. }) {
-                self.b.note.kind = PlanKind::Refused;
+                self.b.scratch.note.kind = PlanKind::Refused;
             }
             if !matches!(e, ProxyError::ClientGone) {
                 let (code, _, message) = e.to_mysql();
-                self.b.note.error(code);
-                self.b.gathered.error(code, &message);
+                self.b.scratch.note.error(code);
+                self.b.scratch.gathered.error(code, &message);
             }
         }
         self.b.undo_unused_pass().await;
@@ -51,14 +51,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .unwrap_or_default()
         };
         self.last.record(
-            &self.b.note,
+            &self.b.scratch.note,
             self.b.pins.contains(hscale_sql::Pins::FOUND_ROWS),
             sql,
         );
-        let gathered = std::mem::take(&mut self.b.gathered);
+        let gathered = std::mem::take(&mut self.b.scratch.gathered);
         let vars = &self.b.state.vars;
-        self.conditions
-            .record(gathered, self.b.note.error, || vars.max_error_count(), sql);
+        self.conditions.record(
+            gathered,
+            self.b.scratch.note.error,
+            || vars.max_error_count(),
+            sql,
+        );
         self.b.count_statement(sql, took, now);
         r
     }

@@ -22,7 +22,7 @@
 //! (`schema::plan_information_schema`).
 
 use hscale_sql::show::replace_table;
-use hscale_sql::TokenKind;
+use hscale_sql::{Token, TokenKind};
 
 use crate::dictionary::{Dictionary, TableName};
 use crate::BackendId;
@@ -244,24 +244,7 @@ pub fn logical_views(
         return None;
     }
     let tokens = hscale_sql::tokenize(sql).ok()?;
-    // A remote table counts when its schema may be meant too: named by a
-    // literal, or the current database (not known here).
-    let literals: Vec<String> = tokens
-        .iter()
-        .filter(|t| t.kind == TokenKind::Str)
-        .map(|t| super::unescape(t.text(sql)))
-        .collect();
-    let uses_current_db = tokens.windows(2).any(|w| {
-        (w[0].is_word(sql, "DATABASE") || w[0].is_word(sql, "SCHEMA")) && w[1].is_punct(sql, "(")
-    });
-    let names_remote = dict.tables().any(|p| {
-        p.default_backend != BackendId::MAIN
-            && literals
-                .iter()
-                .any(|v| p.name.table.eq_ignore_ascii_case(v))
-            && (uses_current_db || literals.contains(&p.name.db))
-    });
-    if names_remote {
+    if names_remote(sql, &tokens, dict) {
         return None;
     }
     // (schema, physical) → logical name; physical tables left out.
@@ -372,36 +355,8 @@ pub fn logical_views(
                 continue;
             }
             if *view == "TABLES" {
-                let db = quote(&name.db);
-                let (kind, comment) = if *is_view {
-                    ("'VIEW'", "'VIEW'")
-                } else {
-                    ("'BASE TABLE'", "''")
-                };
-                let row: Vec<String> = columns
-                    .split(", ")
-                    .map(|c| match c {
-                        "TABLE_CATALOG" => "'def'".to_string(),
-                        "TABLE_SCHEMA" => db.clone(),
-                        "TABLE_NAME" => logical.clone(),
-                        "TABLE_TYPE" => kind.to_string(),
-                        "TEMPORARY" if !*is_view => "'N'".to_string(),
-                        "TABLE_COMMENT" => comment.to_string(),
-                        // Typed, so the union keeps the view's column types.
-                        "CREATE_TIME" | "UPDATE_TIME" | "CHECK_TIME" => {
-                            "CAST(NULL AS DATETIME)".to_string()
-                        }
-                        "AUTO_INCREMENT" => match next {
-                            Some(n) => format!("CAST({n} AS UNSIGNED)"),
-                            None => "CAST(NULL AS UNSIGNED)".to_string(),
-                        },
-                        "VERSION" | "TABLE_ROWS" | "AVG_ROW_LENGTH" | "DATA_LENGTH"
-                        | "MAX_DATA_LENGTH" | "INDEX_LENGTH" | "DATA_FREE" | "CHECKSUM"
-                        | "MAX_INDEX_LENGTH" => "CAST(NULL AS UNSIGNED)".to_string(),
-                        _ => "NULL".to_string(),
-                    })
-                    .collect();
-                derived.push_str(&format!(" UNION ALL SELECT {}", row.join(", ")));
+                let row = absent_tables_row(columns, name, logical, *next, *is_view);
+                derived.push_str(&format!(" UNION ALL SELECT {row}"));
             }
         }
         if let Some(s) = replace_table(current, "information_schema", view, &derived) {
@@ -415,6 +370,69 @@ pub fn logical_views(
         }
     }
     out
+}
+
+/// Whether `sql` may read the rows of a partitioned table whose default
+/// partition is on another backend than the main one: a literal names
+/// the table, and its schema is named by a literal too or may be the
+/// current database (not known here).
+fn names_remote(sql: &str, tokens: &[Token], dict: &Dictionary) -> bool {
+    let literals: Vec<String> = tokens
+        .iter()
+        .filter(|t| t.kind == TokenKind::Str)
+        .map(|t| super::unescape(t.text(sql)))
+        .collect();
+    let uses_current_db = tokens.windows(2).any(|w| {
+        (w[0].is_word(sql, "DATABASE") || w[0].is_word(sql, "SCHEMA")) && w[1].is_punct(sql, "(")
+    });
+    dict.tables().any(|p| {
+        p.default_backend != BackendId::MAIN
+            && literals
+                .iter()
+                .any(|v| p.name.table.eq_ignore_ascii_case(v))
+            && (uses_current_db || literals.contains(&p.name.db))
+    })
+}
+
+/// The TABLES row (its `columns`' values, comma-separated) of `name`, a
+/// logical table with no partition on the main backend (or a view hscale
+/// keeps), shown as `logical`, its AUTO_INCREMENT the sequence's `next`.
+fn absent_tables_row(
+    columns: &str,
+    name: &TableName,
+    logical: &str,
+    next: Option<u64>,
+    is_view: bool,
+) -> String {
+    let db = quote(&name.db);
+    let (kind, comment) = if is_view {
+        ("'VIEW'", "'VIEW'")
+    } else {
+        ("'BASE TABLE'", "''")
+    };
+    let row: Vec<String> = columns
+        .split(", ")
+        .map(|c| match c {
+            "TABLE_CATALOG" => "'def'".to_string(),
+            "TABLE_SCHEMA" => db.clone(),
+            "TABLE_NAME" => logical.to_string(),
+            "TABLE_TYPE" => kind.to_string(),
+            "TEMPORARY" if !is_view => "'N'".to_string(),
+            "TABLE_COMMENT" => comment.to_string(),
+            // Typed, so the union keeps the view's column types.
+            "CREATE_TIME" | "UPDATE_TIME" | "CHECK_TIME" => "CAST(NULL AS DATETIME)".to_string(),
+            "AUTO_INCREMENT" => match next {
+                Some(n) => format!("CAST({n} AS UNSIGNED)"),
+                None => "CAST(NULL AS UNSIGNED)".to_string(),
+            },
+            "VERSION" | "TABLE_ROWS" | "AVG_ROW_LENGTH" | "DATA_LENGTH" | "MAX_DATA_LENGTH"
+            | "INDEX_LENGTH" | "DATA_FREE" | "CHECKSUM" | "MAX_INDEX_LENGTH" => {
+                "CAST(NULL AS UNSIGNED)".to_string()
+            }
+            _ => "NULL".to_string(),
+        })
+        .collect();
+    row.join(", ")
 }
 
 /// information_schema.VIEWS with a row for each view hscale keeps.

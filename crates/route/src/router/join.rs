@@ -239,135 +239,25 @@ pub(super) fn plan_join(
             "a join of more than {MAX_TABLES} tables (MariaDB's limit)"
         ));
     }
-    let where_cond = where_clause(sql, t);
-    let inner_ons: Vec<&[Token]> = items
-        .iter()
-        .filter(|i| i.join == Join::Inner)
-        .filter_map(|i| i.on.map(|(a, b)| &t[a..b]))
-        .collect();
-    let mut has_plain = false;
-    // Unpartitioned, non-global tables (only on the main backend).
-    let mut plain: Vec<TableRef> = Vec::new();
-    let mut plain_without_db = false;
-    // Each partitioned table: its reference, the partitions its conditions
-    // allow (`None`: all) and the column references equal to its key.
-    struct Resolved<'i> {
-        item: &'i Item,
-        r: &'i TableRef,
-        table: &'i PartitionedTable,
-        allowed: Option<BTreeSet<Target>>,
-        keys: BTreeSet<(String, String)>,
-    }
-    let mut resolved: Vec<Resolved> = Vec::new();
-    for item in &items {
-        let Some(r) = refs.iter().find(|r| r.end == item.name_at + 1) else {
-            // A global table has a copy on every backend.
-            let qualified = item.name_at >= 2 && t[item.name_at - 1].is_punct(sql, ".");
-            let db = if qualified {
-                Some(unquote(&t[item.name_at - 2], sql))
-            } else {
-                session_db.map(str::to_string)
-            };
-            let is_global = db.is_some_and(|db| {
-                dict.is_global(&crate::dictionary::TableName::new(
-                    &db,
-                    &unquote(&t[item.name_at], sql),
-                ))
-            });
-            if !is_global {
-                has_plain = true;
-                let qualified_db = qualified.then(|| unquote(&t[item.name_at - 2], sql));
-                plain_without_db |= qualified_db.is_none() && session_db.is_none();
-                if let Some(db) = qualified_db.or_else(|| session_db.map(str::to_string)) {
-                    plain.push(TableRef {
-                        start: if qualified {
-                            item.name_at - 2
-                        } else {
-                            item.name_at
-                        },
-                        end: item.name_at + 1,
-                        name: crate::dictionary::TableName::new(
-                            &db,
-                            &unquote(&t[item.name_at], sql),
-                        ),
-                        alias: item.has_alias.then(|| item.qualifier.clone()),
-                    });
-                }
-            }
-            continue;
-        };
-        let Some(table) = dict.table(&r.name) else {
-            return refuse(format!("{} left the dictionary", r.name));
-        };
-        // The inner side of a LEFT JOIN is limited by its own ON only:
-        // WHERE conditions such as `u.k IS NULL` also hold for outer rows
-        // without a match.
-        let conds: Vec<&[Token]> = if item.join == Join::Left {
-            item.on.map(|(a, b)| &t[a..b]).into_iter().collect()
-        } else {
-            let mut c = inner_ons.clone();
-            c.extend(where_cond);
-            c
-        };
-        let keys = key_class(sql, &conds, item, table);
-        let is_key = |c: &[Token]| column_ref(sql, c).is_some_and(|cr| keys.contains(&cr));
-        let mut allowed: Option<BTreeSet<Target>> = None;
-        for cond in &conds {
-            if let Some(set) = prune::targets(sql, cond, &is_key, table, known) {
-                allowed = Some(match allowed {
-                    None => set,
-                    Some(prev) => prev.intersection(&set).cloned().collect(),
-                });
-            }
-        }
-        resolved.push(Resolved {
-            item,
-            r,
-            table,
-            allowed,
-            keys,
-        });
-    }
+    let tables = match resolve_tables(sql, t, &items, refs, session_db, dict, known) {
+        Ok(tables) => tables,
+        Err(why) => return refuse(why),
+    };
+    let FromTables {
+        resolved,
+        plain,
+        has_plain,
+        plain_without_db,
+    } = tables;
     if resolved.len() != refs.len() {
         return refuse("a partitioned table is named outside the FROM clause".into());
     }
     let Some(first) = resolved.first() else {
         return Plan::Passthrough;
     };
-    // Every table limited to one partition, all on one backend: run as is.
-    let single: Option<Vec<Target>> = resolved
-        .iter()
-        .map(|x| {
-            let mut ts: Vec<Target> = match &x.allowed {
-                Some(set) => set.iter().cloned().collect(),
-                None => x.table.all_targets(),
-            };
-            if ts.is_empty() {
-                ts.push(x.table.default_target());
-            }
-            (ts.len() == 1).then(|| ts.remove(0))
-        })
-        .collect();
-    // (On different backends, or with unpartitioned tables away from the
-    // main backend, the general path below ships tables instead.)
-    let single = single.filter(|targets| {
+    if let Some(targets) = one_backend(&resolved, has_plain) {
         let backend = targets[0].backend;
-        targets.iter().all(|t| t.backend == backend) && (!has_plain || backend.is_main())
-    });
-    if let Some(targets) = single {
-        let backend = targets[0].backend;
-        let slot = Slot {
-            target: Target {
-                backend,
-                physical_table: targets
-                    .iter()
-                    .map(|t| t.physical_table.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" + "),
-            },
-            refs: resolved.iter().map(|x| x.r).zip(targets).collect(),
-            lists: &[],
-        };
+        let slot = slot_on(backend, resolved.iter().map(|x| x.r).zip(targets).collect());
         return one_or_merged(
             sql,
             t,
@@ -414,41 +304,11 @@ pub(super) fn plan_join(
         return main_backend_join(sql, t, &parts, first.table);
     }
     if shipped_any {
-        let db = &first.r.name.db;
-        let other_db = resolved
-            .iter()
-            .zip(&aligned)
-            .filter(|(_, a)| a.is_none())
-            .map(|(x, _)| &x.r.name.db)
-            .chain(plain.iter().map(|p| &p.name.db))
-            .find(|d| *d != db);
-        if let Some(d) = other_db {
-            return refuse(format!(
-                "it would copy a table of database {d} next to partitions of database {db}"
-            ));
+        if let Some(why) = other_database(&resolved, &aligned, &plain) {
+            return refuse(why);
         }
     }
-    // The tables to ship, and the temporary table each becomes.
-    let mut ships: Vec<Ship> = Vec::new();
-    let mut ship_of: Vec<Option<usize>> = Vec::new();
-    for (x, a) in resolved.iter().zip(&aligned) {
-        if a.is_some() {
-            ship_of.push(None);
-            continue;
-        }
-        ships.push(Ship::partitioned(
-            ships.len(),
-            &x.r.name.db,
-            x.table,
-            x.allowed.as_ref(),
-        ));
-        ship_of.push(Some(ships.len() - 1));
-    }
-    let mut plain_ship = Vec::new();
-    for p in &plain {
-        ships.push(Ship::plain(ships.len(), &p.name));
-        plain_ship.push(ships.len() - 1);
-    }
+    let shipping = Shipping::new(&resolved, &aligned, &plain);
     let mut slots = Vec::new();
     for s in 0..driver.len() {
         // A partition whose inner-joined tables are excluded holds no rows.
@@ -462,68 +322,14 @@ pub(super) fn plan_join(
         if excluded {
             continue;
         }
-        let backend = driver[s].backend;
-        let temp = |i: usize| Target {
-            backend,
-            physical_table: ships[i].temp.clone(),
-        };
-        let mut refs: Vec<(&TableRef, Target)> = resolved
-            .iter()
-            .zip(&aligned)
-            .zip(&ship_of)
-            .map(|((x, a), sh)| match (a, sh) {
-                (Some(ts), _) => (x.r, ts[s].clone()),
-                (None, Some(i)) => (x.r, temp(*i)),
-                (None, None) => (x.r, driver[s].clone()),
-            })
-            .collect();
-        for (p, i) in plain.iter().zip(&plain_ship) {
-            refs.push((p, temp(*i)));
-        }
-        slots.push(Slot {
-            target: Target {
-                backend,
-                physical_table: refs
-                    .iter()
-                    .map(|(_, t)| t.physical_table.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" + "),
-            },
-            refs,
-            lists: &[],
-        });
+        let refs = shipping.slot_refs(&resolved, &aligned, &plain, &driver, s);
+        slots.push(slot_on(driver[s].backend, refs));
     }
     if slots.is_empty() {
         // No partition can hold a row: the first one answers (no rows).
-        let backend = driver[0].backend;
-        let mut refs: Vec<(&TableRef, Target)> = resolved
-            .iter()
-            .zip(&aligned)
-            .zip(&ship_of)
-            .map(|((x, a), sh)| match (a, sh) {
-                (Some(ts), _) => (x.r, ts[0].clone()),
-                (None, Some(i)) => (
-                    x.r,
-                    Target {
-                        backend,
-                        physical_table: ships[*i].temp.clone(),
-                    },
-                ),
-                (None, None) => (x.r, driver[0].clone()),
-            })
-            .collect();
-        for (p, i) in plain.iter().zip(&plain_ship) {
-            refs.push((
-                p,
-                Target {
-                    backend,
-                    physical_table: ships[*i].temp.clone(),
-                },
-            ));
-        }
         slots.push(Slot {
             target: driver[0].clone(),
-            refs,
+            refs: shipping.slot_refs(&resolved, &aligned, &plain, &driver, 0),
             lists: &[],
         });
     }
@@ -533,14 +339,279 @@ pub(super) fn plan_join(
         slots,
         &first.item.qualifier,
         first.table,
-        !ships.is_empty(),
+        !shipping.ships.is_empty(),
     );
     match plan {
         Plan::Merge(mut m) => {
-            m.ship = ships;
+            m.ship = shipping.ships;
             Plan::Merge(m)
         }
         other => other,
+    }
+}
+
+/// A slot on `backend` reading `refs`, named by the tables it reads.
+fn slot_on<'a>(backend: BackendId, refs: Vec<(&'a TableRef, Target)>) -> Slot<'a> {
+    Slot {
+        target: Target {
+            backend,
+            physical_table: refs
+                .iter()
+                .map(|(_, t)| t.physical_table.as_str())
+                .collect::<Vec<_>>()
+                .join(" + "),
+        },
+        refs,
+        lists: &[],
+    }
+}
+
+/// Each partitioned table of a join: its reference, the partitions its
+/// conditions allow (`None`: all) and the column references equal to its
+/// key.
+struct Resolved<'i> {
+    item: &'i Item,
+    r: &'i TableRef,
+    table: &'i PartitionedTable,
+    allowed: Option<BTreeSet<Target>>,
+    keys: BTreeSet<(String, String)>,
+}
+
+/// The tables of a join's FROM clause, as the dictionary knows them.
+struct FromTables<'i> {
+    resolved: Vec<Resolved<'i>>,
+    /// Unpartitioned, non-global tables (only on the main backend).
+    plain: Vec<TableRef>,
+    has_plain: bool,
+    plain_without_db: bool,
+}
+
+/// Each table of `items`: a partitioned one (one of `refs`) with the
+/// partitions the conditions on its rows allow, or an unpartitioned one;
+/// global tables are left out (a copy is on every backend). `Err`: why
+/// the join is refused.
+fn resolve_tables<'i>(
+    sql: &str,
+    t: &[Token],
+    items: &'i [Item],
+    refs: &'i [TableRef],
+    session_db: Option<&str>,
+    dict: &'i Dictionary,
+    known: &Known<'_>,
+) -> Result<FromTables<'i>, String> {
+    let where_cond = where_clause(sql, t);
+    let inner_ons: Vec<&[Token]> = items
+        .iter()
+        .filter(|i| i.join == Join::Inner)
+        .filter_map(|i| i.on.map(|(a, b)| &t[a..b]))
+        .collect();
+    let mut tables = FromTables {
+        resolved: Vec::new(),
+        plain: Vec::new(),
+        has_plain: false,
+        plain_without_db: false,
+    };
+    for item in items {
+        let Some(r) = refs.iter().find(|r| r.end == item.name_at + 1) else {
+            tables.add_unpartitioned(sql, t, item, session_db, dict);
+            continue;
+        };
+        let Some(table) = dict.table(&r.name) else {
+            return Err(format!("{} left the dictionary", r.name));
+        };
+        // The inner side of a LEFT JOIN is limited by its own ON only:
+        // WHERE conditions such as `u.k IS NULL` also hold for outer rows
+        // without a match.
+        let conds: Vec<&[Token]> = if item.join == Join::Left {
+            item.on.map(|(a, b)| &t[a..b]).into_iter().collect()
+        } else {
+            let mut c = inner_ons.clone();
+            c.extend(where_cond);
+            c
+        };
+        let keys = key_class(sql, &conds, item, table);
+        let is_key = |c: &[Token]| column_ref(sql, c).is_some_and(|cr| keys.contains(&cr));
+        let mut allowed: Option<BTreeSet<Target>> = None;
+        for cond in &conds {
+            if let Some(set) = prune::targets(sql, cond, &is_key, table, known) {
+                allowed = Some(match allowed {
+                    None => set,
+                    Some(prev) => prev.intersection(&set).cloned().collect(),
+                });
+            }
+        }
+        tables.resolved.push(Resolved {
+            item,
+            r,
+            table,
+            allowed,
+            keys,
+        });
+    }
+    Ok(tables)
+}
+
+impl FromTables<'_> {
+    /// `item`, a table the dictionary does not partition: nothing for a
+    /// global table (a copy is on every backend), else a plain one.
+    fn add_unpartitioned(
+        &mut self,
+        sql: &str,
+        t: &[Token],
+        item: &Item,
+        session_db: Option<&str>,
+        dict: &Dictionary,
+    ) {
+        let qualified = item.name_at >= 2 && t[item.name_at - 1].is_punct(sql, ".");
+        let db = if qualified {
+            Some(unquote(&t[item.name_at - 2], sql))
+        } else {
+            session_db.map(str::to_string)
+        };
+        let is_global = db.is_some_and(|db| {
+            dict.is_global(&crate::dictionary::TableName::new(
+                &db,
+                &unquote(&t[item.name_at], sql),
+            ))
+        });
+        if is_global {
+            return;
+        }
+        self.has_plain = true;
+        let qualified_db = qualified.then(|| unquote(&t[item.name_at - 2], sql));
+        self.plain_without_db |= qualified_db.is_none() && session_db.is_none();
+        if let Some(db) = qualified_db.or_else(|| session_db.map(str::to_string)) {
+            self.plain.push(TableRef {
+                start: if qualified {
+                    item.name_at - 2
+                } else {
+                    item.name_at
+                },
+                end: item.name_at + 1,
+                name: crate::dictionary::TableName::new(&db, &unquote(&t[item.name_at], sql)),
+                alias: item.has_alias.then(|| item.qualifier.clone()),
+            });
+        }
+    }
+}
+
+/// The one partition of each table, when every table is limited to one
+/// and those are on one backend (the main backend if the join reads
+/// unpartitioned tables): the join runs there as written. (On different
+/// backends, or with unpartitioned tables away from the main backend, the
+/// general path ships tables instead.)
+fn one_backend(resolved: &[Resolved<'_>], has_plain: bool) -> Option<Vec<Target>> {
+    let single: Option<Vec<Target>> = resolved
+        .iter()
+        .map(|x| {
+            let mut ts: Vec<Target> = match &x.allowed {
+                Some(set) => set.iter().cloned().collect(),
+                None => x.table.all_targets(),
+            };
+            if ts.is_empty() {
+                ts.push(x.table.default_target());
+            }
+            (ts.len() == 1).then(|| ts.remove(0))
+        })
+        .collect();
+    single.filter(|targets| {
+        let backend = targets[0].backend;
+        targets.iter().all(|t| t.backend == backend) && (!has_plain || backend.is_main())
+    })
+}
+
+/// Why the tables a join ships cannot be: one of another database than
+/// the first partitioned table's would be copied next to its partitions.
+fn other_database(
+    resolved: &[Resolved<'_>],
+    aligned: &[Option<Vec<Target>>],
+    plain: &[TableRef],
+) -> Option<String> {
+    let db = &resolved[0].r.name.db;
+    let other_db = resolved
+        .iter()
+        .zip(aligned)
+        .filter(|(_, a)| a.is_none())
+        .map(|(x, _)| &x.r.name.db)
+        .chain(plain.iter().map(|p| &p.name.db))
+        .find(|d| *d != db)?;
+    Some(format!(
+        "it would copy a table of database {other_db} next to partitions of database {db}"
+    ))
+}
+
+/// The tables a join ships, and the temporary table each becomes.
+struct Shipping {
+    ships: Vec<Ship>,
+    /// Per resolved table: its ship, if it is not read by partition.
+    ship_of: Vec<Option<usize>>,
+    /// Per plain table: its ship.
+    plain_ship: Vec<usize>,
+}
+
+impl Shipping {
+    fn new(
+        resolved: &[Resolved<'_>],
+        aligned: &[Option<Vec<Target>>],
+        plain: &[TableRef],
+    ) -> Shipping {
+        let mut ships: Vec<Ship> = Vec::new();
+        let mut ship_of: Vec<Option<usize>> = Vec::new();
+        for (x, a) in resolved.iter().zip(aligned) {
+            if a.is_some() {
+                ship_of.push(None);
+                continue;
+            }
+            ships.push(Ship::partitioned(
+                ships.len(),
+                &x.r.name.db,
+                x.table,
+                x.allowed.as_ref(),
+            ));
+            ship_of.push(Some(ships.len() - 1));
+        }
+        let mut plain_ship = Vec::new();
+        for p in plain {
+            ships.push(Ship::plain(ships.len(), &p.name));
+            plain_ship.push(ships.len() - 1);
+        }
+        Shipping {
+            ships,
+            ship_of,
+            plain_ship,
+        }
+    }
+
+    /// What each table reads in the slot of the driving table's partition
+    /// `s`: its own aligned partition, or its temporary copy on that
+    /// partition's backend.
+    fn slot_refs<'r>(
+        &self,
+        resolved: &[Resolved<'r>],
+        aligned: &[Option<Vec<Target>>],
+        plain: &'r [TableRef],
+        driver: &[Target],
+        s: usize,
+    ) -> Vec<(&'r TableRef, Target)> {
+        let backend = driver[s].backend;
+        let temp = |i: usize| Target {
+            backend,
+            physical_table: self.ships[i].temp.clone(),
+        };
+        let mut refs: Vec<(&TableRef, Target)> = resolved
+            .iter()
+            .zip(aligned)
+            .zip(&self.ship_of)
+            .map(|((x, a), sh)| match (a, sh) {
+                (Some(ts), _) => (x.r, ts[s].clone()),
+                (None, Some(i)) => (x.r, temp(*i)),
+                (None, None) => (x.r, driver[s].clone()),
+            })
+            .collect();
+        for (p, i) in plain.iter().zip(&self.plain_ship) {
+            refs.push((p, temp(*i)));
+        }
+        refs
     }
 }
 

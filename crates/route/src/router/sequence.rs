@@ -328,28 +328,7 @@ fn read_insert(
         if !tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
             return refuse("an unreadable VALUES row");
         }
-        // The row's values, split at commas of depth 1.
-        let mut depth = 0;
-        let mut start = i + 1;
-        let mut values: Vec<(usize, usize)> = Vec::new();
-        let mut end = None;
-        for (k, t) in tokens[i..].iter().enumerate() {
-            let k = i + k;
-            if t.is_punct(sql, "(") {
-                depth += 1;
-            } else if t.is_punct(sql, ")") {
-                depth -= 1;
-                if depth == 0 {
-                    values.push((start, k));
-                    end = Some(k);
-                    break;
-                }
-            } else if depth == 1 && t.is_punct(sql, ",") {
-                values.push((start, k));
-                start = k + 1;
-            }
-        }
-        let Some(end) = end else {
+        let Some((values, end)) = row_values(sql, &tokens, i) else {
             return refuse("an unreadable VALUES row");
         };
         if values.len() != columns.len() {
@@ -359,47 +338,10 @@ fn read_insert(
             None => RowId::Missing {
                 at: tokens[end].start as usize,
             },
-            Some(p) => {
-                let (a, b) = values[p];
-                let v = &tokens[a..b];
-                let range = || {
-                    (
-                        tokens[a].start as usize,
-                        tokens[b.max(a + 1) - 1].end as usize,
-                    )
-                };
-                let int = |n: i128| {
-                    if n == 0 {
-                        RowId::Zero { range: range() }
-                    } else {
-                        RowId::Explicit(n)
-                    }
-                };
-                match v {
-                    [t] if t.is_word(sql, "DEFAULT") => RowId::Generate { range: range() },
-                    [t] if t.kind == TokenKind::Placeholder => {
-                        let n = out.placeholders.partition_point(|p| *p < t.start as usize);
-                        RowId::Param(n as u16)
-                    }
-                    _ => match literal(sql, v) {
-                        Some(KeyValue::Null) => RowId::Generate { range: range() },
-                        Some(KeyValue::Int(n)) => int(n),
-                        Some(KeyValue::Str(s)) => {
-                            match crate::key::trim_server_space(&s).parse::<i128>() {
-                                Ok(n) => int(n),
-                                Err(_) => {
-                                    return refuse("an AUTO_INCREMENT value that is not an integer")
-                                }
-                            }
-                        }
-                        _ => {
-                            return refuse(
-                                "an AUTO_INCREMENT value given by an expression or parameter",
-                            )
-                        }
-                    },
-                }
-            }
+            Some(p) => match given_id(sql, &tokens, values[p], &out.placeholders) {
+                Ok(id) => id,
+                Err(what) => return refuse(what),
+            },
         };
         rows.push(row);
         i = end + 1;
@@ -420,6 +362,71 @@ fn read_insert(
     out.rows = rows;
     out.add_column_at = add_column_at;
     Some(Ok(out))
+}
+
+/// The values of the VALUES row whose `(` is token `i`, as token ranges
+/// split at the commas of its depth, and the token of its `)`.
+fn row_values(sql: &str, tokens: &[Token], i: usize) -> Option<(Vec<(usize, usize)>, usize)> {
+    let mut depth = 0;
+    let mut start = i + 1;
+    let mut values: Vec<(usize, usize)> = Vec::new();
+    for (k, t) in tokens[i..].iter().enumerate() {
+        let k = i + k;
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+            if depth == 0 {
+                values.push((start, k));
+                return Some((values, k));
+            }
+        } else if depth == 1 && t.is_punct(sql, ",") {
+            values.push((start, k));
+            start = k + 1;
+        }
+    }
+    None
+}
+
+/// What a row gives its AUTO_INCREMENT column, the value in tokens
+/// `a..b` (`placeholders`: the statement's parameters' offsets). `Err`:
+/// what is refused.
+fn given_id(
+    sql: &str,
+    tokens: &[Token],
+    (a, b): (usize, usize),
+    placeholders: &[usize],
+) -> Result<RowId, &'static str> {
+    let v = &tokens[a..b];
+    let range = || {
+        (
+            tokens[a].start as usize,
+            tokens[b.max(a + 1) - 1].end as usize,
+        )
+    };
+    let int = |n: i128| {
+        if n == 0 {
+            RowId::Zero { range: range() }
+        } else {
+            RowId::Explicit(n)
+        }
+    };
+    Ok(match v {
+        [t] if t.is_word(sql, "DEFAULT") => RowId::Generate { range: range() },
+        [t] if t.kind == TokenKind::Placeholder => {
+            let n = placeholders.partition_point(|p| *p < t.start as usize);
+            RowId::Param(n as u16)
+        }
+        _ => match literal(sql, v) {
+            Some(KeyValue::Null) => RowId::Generate { range: range() },
+            Some(KeyValue::Int(n)) => int(n),
+            Some(KeyValue::Str(s)) => match crate::key::trim_server_space(&s).parse::<i128>() {
+                Ok(n) => int(n),
+                Err(_) => return Err("an AUTO_INCREMENT value that is not an integer"),
+            },
+            _ => return Err("an AUTO_INCREMENT value given by an expression or parameter"),
+        },
+    })
 }
 
 fn note_explicit(max: &mut Option<u64>, n: i128) {

@@ -41,31 +41,11 @@ pub(super) fn plan_filtered(
         }
     };
     // SET key = ...: the row could belong to another partition afterwards
-    // (`key_move.rs`); the token of that assignment's `=`.
-    let mut key_set = None;
-    if kind == StatementKind::Update {
-        if let Some(set) = tokens.iter().position(|t| t.is_word(sql, "SET")) {
-            let end = tokens
-                .iter()
-                .position(|t| t.is_word(sql, "WHERE"))
-                .unwrap_or(tokens.len());
-            for (i, t) in tokens[set..end].iter().enumerate() {
-                let at = set + i;
-                if t.is_punct(sql, "=") || t.is_punct(sql, ":=") {
-                    let lhs_start = (set + 1).max(at.saturating_sub(3));
-                    let lhs = &tokens[lhs_start..at];
-                    let lhs = lhs
-                        .iter()
-                        .rposition(|x| x.is_punct(sql, ",") || x.is_word(sql, "SET"))
-                        .map_or(lhs, |p| &lhs[p + 1..]);
-                    if is_key(lhs) {
-                        key_set = Some(at);
-                        break;
-                    }
-                }
-            }
-        }
-    }
+    // (`key_move.rs`).
+    let key_set = match kind {
+        StatementKind::Update => key_assignment(sql, tokens, is_key),
+        _ => None,
+    };
     let (pruned, converts_per_row) = match where_clause(sql, tokens) {
         Some(w) => prune::walk_condition(sql, w, &is_key, table, known),
         None => (None, false),
@@ -163,6 +143,32 @@ pub(super) fn plan_filtered(
         return super::key_move::plan(sql, tokens, r, table, eq_at, parts);
     }
     Plan::Targets { kind, parts }
+}
+
+/// The token of the `=` of an UPDATE's `SET key = ...` (`is_key` names
+/// the partition key's column), if it assigns the key.
+fn key_assignment(sql: &str, tokens: &[Token], is_key: impl Fn(&[Token]) -> bool) -> Option<usize> {
+    if let Some(set) = tokens.iter().position(|t| t.is_word(sql, "SET")) {
+        let end = tokens
+            .iter()
+            .position(|t| t.is_word(sql, "WHERE"))
+            .unwrap_or(tokens.len());
+        for (i, t) in tokens[set..end].iter().enumerate() {
+            let at = set + i;
+            if t.is_punct(sql, "=") || t.is_punct(sql, ":=") {
+                let lhs_start = (set + 1).max(at.saturating_sub(3));
+                let lhs = &tokens[lhs_start..at];
+                let lhs = lhs
+                    .iter()
+                    .rposition(|x| x.is_punct(sql, ",") || x.is_word(sql, "SET"))
+                    .map_or(lhs, |p| &lhs[p + 1..]);
+                if is_key(lhs) {
+                    return Some(at);
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The token range of the WHERE clause of the statement's own level (not

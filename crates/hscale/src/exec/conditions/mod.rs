@@ -304,10 +304,10 @@ impl Bindings {
     /// only then; nothing is measured when it fails (a part may have
     /// measured already, [`Bindings::measure_part`]).
     pub async fn measure(&mut self, target: &hscale_route::dictionary::Target, sql: &str) {
-        if !self.gathered.is_spread() {
+        if !self.scratch.gathered.is_spread() {
             return;
         }
-        let parts = self.gathered.whole_parts();
+        let parts = self.scratch.gathered.whole_parts();
         let Some(literals) = self.unsure(sql, &parts) else {
             return;
         };
@@ -343,7 +343,7 @@ impl Bindings {
         branches: u32,
         from: usize,
     ) {
-        let part = [(from..self.gathered.rows.len(), branches)];
+        let part = [(from..self.scratch.gathered.rows.len(), branches)];
         if let Some(literals) = self.unsure(sql, &part) {
             self.explain(conn, sql, literals, branches).await;
         }
@@ -355,7 +355,7 @@ impl Bindings {
     /// or one it takes for such that a part lists more than once per
     /// branch, and nothing was measured yet.
     fn unsure(&self, sql: &str, parts: &[(std::ops::Range<usize>, u32)]) -> Option<Vec<String>> {
-        let g = &self.gathered;
+        let g = &self.scratch.gathered;
         if g.missed || g.measured.is_some() {
             return None;
         }
@@ -393,7 +393,7 @@ impl Bindings {
                     Some([cells.next()?, cells.next()?, cells.next()?])
                 })
                 .collect();
-            self.gathered.measured = Some(Measured {
+            self.scratch.gathered.measured = Some(Measured {
                 conditions,
                 branches,
                 literals,
@@ -415,12 +415,12 @@ impl Bindings {
         if warnings == 0 {
             return;
         }
-        self.gathered.count += u64::from(warnings);
+        self.scratch.gathered.count += u64::from(warnings);
         match conn.query_rows("SHOW WARNINGS").await {
             Ok(Ok(list)) if list.columns.len() == 3 => {
                 if list.rows.len() < usize::from(warnings) {
-                    let cap = self.gathered.cap.unwrap_or(usize::MAX);
-                    self.gathered.cap = Some(cap.min(list.rows.len()));
+                    let cap = self.scratch.gathered.cap.unwrap_or(usize::MAX);
+                    self.scratch.gathered.cap = Some(cap.min(list.rows.len()));
                 }
                 let mut dict = None;
                 for row in list.rows {
@@ -439,16 +439,19 @@ impl Bindings {
                             message = m.into_bytes();
                         }
                     }
-                    if let Some(m) = self.gathered.row_map.renumber(&message) {
+                    if let Some(m) = self.scratch.gathered.row_map.renumber(&message) {
                         message = m;
-                        self.gathered.is_renumbered = true;
+                        self.scratch.gathered.is_renumbered = true;
                     }
-                    self.gathered.rows.push([level, code, message]);
+                    self.scratch.gathered.rows.push([level, code, message]);
                 }
-                self.gathered.part_ends.push(self.gathered.rows.len());
-                self.gathered.part_branches.push(branches);
+                self.scratch
+                    .gathered
+                    .part_ends
+                    .push(self.scratch.gathered.rows.len());
+                self.scratch.gathered.part_branches.push(branches);
             }
-            _ => self.gathered.missed = true,
+            _ => self.scratch.gathered.missed = true,
         }
     }
 }

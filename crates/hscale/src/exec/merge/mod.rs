@@ -138,7 +138,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             return self.run_whole_binary(&plan).await;
         }
         // Parts still reading when this returns close their connections.
-        let (mark, merged) = (self.b.gathered.mark(), self.b.note.merged);
+        let (mark, merged) = (self.b.scratch.gathered.mark(), self.b.scratch.note.merged);
         let r = match &plan.mode {
             Mode::Sort { hidden } => self.merge_sorted(&plan, *hidden).await,
             Mode::Group(g) => self.merge_groups(&plan, g).await,
@@ -148,8 +148,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // The parts it ran are forgotten: their warnings are not the
         // statement's.
         if let (Err(Stop::Proxy(ProxyError::Refused(_))), Some(fallback)) = (&r, plan.fallback) {
-            self.b.gathered.rewind(mark);
-            self.b.note.merged = merged;
+            self.b.scratch.gathered.rewind(mark);
+            self.b.scratch.note.merged = merged;
             return Box::pin(self.run_merge(*fallback)).await;
         }
         // A name of an ORDER BY expression is no column of the tables: one
@@ -157,8 +157,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // part's 1054 comes before any row reaches the client.
         if let (Err(Stop::Server(e)), Some(aliased)) = (&r, plan.aliased) {
             if e.code == errors::ER_BAD_FIELD_ERROR {
-                self.b.gathered.rewind(mark);
-                self.b.note.merged = merged;
+                self.b.scratch.gathered.rewind(mark);
+                self.b.scratch.note.merged = merged;
                 return Box::pin(self.run_merge(*aliased)).await;
             }
         }
@@ -508,7 +508,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         plan: &GroupPlan,
         since: conditions::Mark,
     ) -> Result<(), Stop> {
-        let g = &self.b.gathered;
+        let g = &self.b.scratch.gathered;
         let message = match g.warning_since(since, ER_NON_UNIQ_ERROR) {
             Some(message) => message,
             None if plan.groups_by_alias && g.is_unlisted_since(since) => {
@@ -525,7 +525,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     async fn merge_groups(&mut self, plan: &MergePlan, g: &GroupPlan) -> Result<(), Stop> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
         // The client's column definitions.
-        let before_meta = self.b.gathered.mark();
+        let before_meta = self.b.scratch.gathered.mark();
         let mut meta = self.start_part(&g.meta.0, &g.meta.1).await?;
         meta.fragment = None; // EXPLAIN of LIMIT 0 analyzes nothing
         let read = async {
@@ -616,13 +616,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 /// are dropped (a DROP empties the connection's list).
 async fn end_part(b: &mut Bindings, mut part: Part) {
     part.running = None;
-    let merged = &mut b.note.merged;
+    let merged = &mut b.scratch.note.merged;
     merged.0 = merged.0.saturating_add(part.warnings);
     merged.1 |= part.status.unwrap_or(0) & status::INDEX_FLAGS;
     let holds_copies = part.holds_copies;
     if let Some(c) = part.conn.as_mut() {
         if part.status.is_some() && (!c.is_broken || holds_copies) {
-            let from = b.gathered.rows.len();
+            let from = b.scratch.gathered.rows.len();
             b.gather_branches(c, part.warnings, part.branches).await;
             if let Some(sql) = part.fragment.as_deref() {
                 b.measure_part(c, sql, part.branches, from).await;
@@ -699,7 +699,7 @@ async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
     b: &mut Bindings,
     plan: &MergePlan,
 ) -> Result<(), Stop> {
-    let note = &mut b.note;
+    let note = &mut b.scratch.note;
     note.rows += rows.count();
     note.is_result = true;
     let (warnings, flags) = note.merged;
@@ -709,13 +709,13 @@ async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
             if let Some((target, _)) = plan.parts.first() {
                 b.measure(target, fragment).await;
             }
-            let warnings = b.gathered.settled_count(warnings, || {
+            let warnings = b.scratch.gathered.settled_count(warnings, || {
                 super::conditions::text_constants(fragment.as_bytes())
             });
             rows.finish(status | flags, warnings)
         }
         Err(Stop::Server(e)) => {
-            b.note.error(e.code);
+            b.scratch.note.error(e.code);
             rows.err(e.code, &e.sql_state, &e.message)
         }
         Err(Stop::Proxy(ProxyError::ClientGone)) => {
@@ -723,7 +723,7 @@ async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
         }
         Err(Stop::Proxy(e)) => {
             let (code, state, msg) = e.to_mysql();
-            b.note.error(code);
+            b.scratch.note.error(code);
             rows.err(code, &state, &msg)
         }
     };
@@ -792,10 +792,10 @@ async fn send_streams<S: AsyncRead + AsyncWrite + Unpin>(
         let is_rerun = cut::rewarn_used_rows(&mut p, used, is_cut, is_text_as_sent).await;
         // "at row N" of the run again: the row's place in the statement's.
         if is_rerun && is_tracked {
-            b.gathered.row_map = conditions::RowMap::Rows(places);
+            b.scratch.gathered.row_map = conditions::RowMap::Rows(places);
         }
         end_part(b, p).await;
-        b.gathered.row_map = conditions::RowMap::Same;
+        b.scratch.gathered.row_map = conditions::RowMap::Same;
     }
     Ok(())
 }

@@ -192,8 +192,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 ))
             }
         };
-        self.b.note.kind = crate::metrics::PlanKind::Merge;
-        self.b.note.parts = m.parts.len() as u32;
+        self.b.scratch.note.kind = crate::metrics::PlanKind::Merge;
+        self.b.scratch.note.parts = m.parts.len() as u32;
         self.is_binary = true;
         let r = self.run_merge(m).await;
         self.is_binary = false;

@@ -152,8 +152,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         };
         if let Some(table) = &routing.global {
             // A write to a global table: every copy, as a text write.
-            self.b.note.kind = crate::metrics::PlanKind::GlobalWrite;
-            self.b.note.parts = self.b.ctx.config.backends.len() as u32;
+            self.b.scratch.note.kind = crate::metrics::PlanKind::GlobalWrite;
+            self.b.scratch.note.parts = self.b.ctx.config.backends.len() as u32;
             return self
                 .run_prepared_global(table, &routing.parts[0].1, &execution)
                 .await
@@ -202,12 +202,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // A row for the default partition of a table with auto-partitioning
         // may name a value to create a partition for (`admin::auto_partition`).
         let auto_value = routing.auto_value(exec, types, &long, &parts);
-        self.b.note.kind = if parts.len() > 1 {
+        self.b.scratch.note.kind = if parts.len() > 1 {
             crate::metrics::PlanKind::Scatter
         } else {
             crate::metrics::PlanKind::Single
         };
-        self.b.note.parts = parts.len() as u32;
+        self.b.scratch.note.parts = parts.len() as u32;
         self.is_fenced = true;
         let done = self
             .run_prepared(routing.kind, &parts, &execution, effects)

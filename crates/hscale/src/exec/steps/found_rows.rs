@@ -51,7 +51,7 @@ impl Bindings {
             Answer::Error(_) | Answer::Ok(_) => None,
         };
         // The count's own rows are not the client's.
-        self.note.rows = 0;
+        self.scratch.note.rows = 0;
         Ok((found, stripped))
     }
 }

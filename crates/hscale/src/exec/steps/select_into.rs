@@ -24,7 +24,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // The read uses no variables (`sink::read` refuses one over
         // several partitions that does): it may borrow connections beside
         // the one the session's variables pin.
-        self.b.may_borrow_beside = true;
+        self.b.scratch.may_borrow_beside = true;
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         let answer = sink::read(
             self.b,
@@ -34,8 +34,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         )
         .await?;
         // The read's rows are not the client's.
-        self.b.note.rows = 0;
-        self.b.note.is_result = false;
+        self.b.scratch.note.rows = 0;
+        self.b.scratch.note.is_result = false;
         let columns = match &answer {
             Answer::Error(err) => return self.write_server_error(1, err).await.map(|()| None),
             Answer::Ok(_) => 0,

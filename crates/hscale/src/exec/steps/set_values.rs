@@ -44,8 +44,8 @@ impl Bindings {
             Err(e) => return Err(e),
         };
         // The evaluation's rows are not the client's.
-        self.note.rows = 0;
-        self.note.is_result = false;
+        self.scratch.note.rows = 0;
+        self.scratch.note.is_result = false;
         let Answer::Rows(_, rows) = answer else {
             return Ok(None);
         };

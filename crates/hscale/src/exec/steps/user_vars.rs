@@ -17,7 +17,7 @@ use crate::exec::Bindings;
 impl Bindings {
     /// Before running `plan`: whether this statement may borrow pooled
     /// connections beside the one its session's variables pin
-    /// (`Bindings::may_borrow_beside`), and a read that uses variables
+    /// (`StatementScratch::may_borrow_beside`), and a read that uses variables
     /// over several partitions, or on another backend than theirs, put on
     /// copies. `true` when `plan` was replaced so.
     pub async fn with_variables(
@@ -33,7 +33,7 @@ impl Bindings {
         // on one partition, that use none on other backends too (a write
         // over several needs the statement's own transaction, which a
         // pinned session does not get).
-        self.may_borrow_beside = facts.pins.is_empty()
+        self.scratch.may_borrow_beside = facts.pins.is_empty()
             && facts.unpins.is_empty()
             && (facts.kind == hscale_sql::Kind::Select
                 || matches!(&*plan, Plan::Targets { parts, .. } if parts.len() == 1));

@@ -1,4 +1,9 @@
-//! The connection phase with a client: send the handshake, read the
+//! A client's login, the stage of its connection before its session
+//! (`session/`): [`log_in`] runs the connection phase within
+//! `handshake_timeout_ms`, holding a place among `max_handshakes`, and
+//! answers a failed login after the failed-login throttle's delay.
+//!
+//! The connection phase ([`handshake`]): send the handshake, read the
 //! response, check the password (mysql_native_password or
 //! caching_sha2_password's fast path, switching plugins when the client
 //! offers another one). With `[tls]` the greeting offers CLIENT_SSL and an
@@ -7,6 +12,8 @@
 //!
 //! caching_sha2_password never needs its full exchange here: the proxy
 //! knows each password, so the scrambled fast path always decides.
+
+use std::sync::Arc;
 
 use hscale_wire::auth::{self, CACHING_SHA2, NATIVE_PASSWORD};
 use hscale_wire::consts::{cap, status};
@@ -17,6 +24,7 @@ use hscale_wire::{PacketStream, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::error::ProxyError;
+use crate::exec::write_error;
 use crate::runtime::Context;
 use crate::tls::ClientStream;
 
@@ -172,4 +180,79 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     }
     info.is_admin = user.is_some_and(|u| u.admin);
     Ok(info)
+}
+
+/// The handshake, within `handshake_timeout_ms` and holding a place among
+/// `max_handshakes`; a failed login answered (after the failed-login
+/// throttle's delay). `None`: the connection closes.
+pub async fn log_in<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut PacketStream<ClientStream<S>>,
+    ctx: &Arc<Context>,
+    peer: &str,
+    is_local: bool,
+    connection_id: u32,
+) -> Option<ClientInfo> {
+    let version = ctx.server_version();
+    // The handshake holds a place among `max_handshakes`, not a client
+    // slot, and has `handshake_timeout_ms` to finish.
+    let ticket = ctx.handshake_ticket();
+    let limit = std::time::Duration::from_millis(ctx.live().proxy.handshake_timeout_ms);
+    let addr = peer.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
+    // The names an account's host part is matched against (the server
+    // matches the resolved name and the IP).
+    let host_name = client_host_name(
+        peer,
+        ctx.resolves_names
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
+    let ip = addr.map(|a| a.to_string());
+    let client_hosts: Vec<&str> = std::iter::once(host_name.as_str())
+        .chain(ip.as_deref())
+        .collect();
+    let login = tokio::select! {
+        r = async {
+            let r = tokio::time::timeout(limit, handshake(client, ctx, &client_hosts, is_local, &version, connection_id)).await.ok()?;
+            // The failed-login throttle: the answer waits, still holding
+            // its handshake place.
+            let delay = match &r {
+                Ok(_) => ctx.login_delay(addr, true),
+                Err((ProxyError::AccessDenied { .. }, _)) => ctx.login_delay(addr, false),
+                Err(_) => std::time::Duration::ZERO,
+            };
+            if !delay.is_zero() {
+                tracing::info!(peer, connection_id, delay_ms = delay.as_millis() as u64, "failed-login throttle: answering late");
+                tokio::time::sleep(delay).await;
+            }
+            Some(r)
+        } => r,
+        _ = ticket.evicted() => None,
+    };
+    drop(ticket);
+    match login {
+        Some(Ok(info)) => Some(info),
+        Some(Err((e, seq))) => {
+            tracing::info!(peer, connection_id, error = %e, "login failed");
+            if !matches!(e, ProxyError::ClientGone) {
+                write_error(client, seq, &e).await;
+            }
+            None
+        }
+        None => {
+            // As MariaDB at connect_timeout: the connection is closed.
+            tracing::debug!(peer, connection_id, "closing: no login within the handshake timeout, or too many connections in the handshake");
+            None
+        }
+    }
+}
+
+/// The client's host as a server names it in `USER()`: `localhost` for
+/// the unix socket, and for a loopback address when the server resolves
+/// names (its `skip_name_resolve` OFF); else the IP. (Other addresses are
+/// not looked up: a server resolving names would show their name.)
+pub fn client_host_name(peer: &str, resolves_names: bool) -> String {
+    match peer.parse::<std::net::SocketAddr>() {
+        Ok(a) if resolves_names && a.ip().is_loopback() => "localhost".into(),
+        Ok(a) => a.ip().to_string(),
+        Err(_) => "localhost".into(),
+    }
 }

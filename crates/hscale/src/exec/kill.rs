@@ -4,9 +4,9 @@
 
 use hscale_sql::KillStatement;
 
+use super::Bindings;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use crate::exec::Bindings;
 
 impl Bindings {
     /// Kill statement `k` of the session of `user` (`is_admin`: any

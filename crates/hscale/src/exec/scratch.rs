@@ -1,0 +1,57 @@
+//! What the statement running gathers and decides beside the backend
+//! connections ([`StatementScratch`], `Bindings::scratch`): its metrics
+//! note, the conditions it raised, the ids it generated, how its answer is
+//! to be rewritten. Nothing in it outlives the statement: the session
+//! clears it in one call before each command (`session/mod.rs`
+//! `dispatch`) and before each statement of a multi-statement query
+//! (`session/batch.rs`); the connections and the session state they are
+//! synced to stay in [`super::Bindings`].
+
+use bytes::Bytes;
+
+/// The per-statement part of a session's bindings (see the module).
+#[derive(Default)]
+pub struct StatementScratch {
+    /// What the current statement did, for metrics and digests: the
+    /// session sets its plan kind, `Bindings::finish` adds rows and errors.
+    pub note: crate::metrics::StatementNote,
+    /// The conditions the current statement raised on every connection
+    /// it ran on (`conditions/mod.rs`), for the session's SHOW WARNINGS.
+    pub gathered: super::conditions::Gathered,
+    /// For an INSERT into a table with a sequence (`exec/sequence.rs`):
+    /// the first id generated for it, which its OK packet reports and which
+    /// becomes the session's LAST_INSERT_ID() once it succeeds; `Some(0)`
+    /// when it gave every id itself (LAST_INSERT_ID() stays).
+    pub generated_id: Option<u64>,
+    /// What the statement's explicit id did to this proxy's block of its
+    /// table's sequence (`seq::Sequences::pass`), undone when the
+    /// statement is rejected without writing (`exec/statement.rs`).
+    pub passed: Option<crate::seq::Passed>,
+    /// An INSERT ... SELECT that found one row, run as `VALUES (row)`
+    /// (`exec/insert_form.rs`): its text. Its OK gets the info one
+    /// server gives INSERT ... SELECT (`Records: 1  Duplicates: ..`).
+    pub one_row_select: Option<String>,
+    /// Column definitions that replace the answer's, one for one: a `SHOW
+    /// TABLE STATUS` hscale answers from information_schema
+    /// (`exec/rewrite.rs`) carries one server's `SHOW TABLE STATUS`
+    /// definitions. Taken by the forward of the statement's answer.
+    pub answer_defs: Option<Vec<Bytes>>,
+    /// The statement reached hscale under NO_BACKSLASH_ESCAPES with its
+    /// strings' backslashes doubled (`exec/sql_mode.rs`): what it sends a
+    /// backend has them undoubled (`Plan::Targets` only).
+    pub is_undoubling: bool,
+    /// The statement running neither reads nor sets session-bound state:
+    /// while the session is pinned only by its user variables, its parts
+    /// on other backends may borrow pooled connections beside the pinned
+    /// one (`Bindings::acquire`; set by `exec/steps/user_vars.rs`).
+    pub may_borrow_beside: bool,
+}
+
+impl StatementScratch {
+    /// Nothing of the previous command or statement left. In place, with
+    /// no allocation: what the last one gathered is dropped (the session
+    /// took its conditions already).
+    pub fn clear(&mut self) {
+        *self = Self::default();
+    }
+}
