@@ -11,11 +11,17 @@ use std::time::{Duration, Instant};
 use common::*;
 use mysql_async::prelude::*;
 
+/// Tests that change the dictionary hold it shared; the one whose answer
+/// depends on no change being under way anywhere holds it alone (any
+/// partition change of the fleet may roll a transaction back with 1412).
+static DICTIONARY: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 /// A merge over 4 partitions on 3 backends, each part sleeping, is stopped
 /// by KILL QUERY from another connection within a second; the session
 /// stays usable.
 #[tokio::test]
 async fn kill_query_stops_every_part_of_a_merge() {
+    let _dictionary = DICTIONARY.read().await;
     cluster(3);
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE exec_kill").await.unwrap();
@@ -109,6 +115,7 @@ async fn running(probe: &str) -> i64 {
 /// at once), and KILL QUERY stops them all.
 #[tokio::test]
 async fn prepared_statements_scatter_in_parallel() {
+    let _dictionary = DICTIONARY.read().await;
     cluster(3);
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE exec_prep").await.unwrap();
@@ -182,6 +189,7 @@ async fn prepared_statements_scatter_in_parallel() {
 /// must never be told autocommit is on while it is off.
 #[tokio::test]
 async fn replies_built_by_the_proxy_carry_the_session_status() {
+    let _dictionary = DICTIONARY.read().await;
     use hscale_wire::consts::{com, status};
     use hscale_wire::response::OkPacket;
     let info = cluster(3);
@@ -232,6 +240,7 @@ async fn replies_built_by_the_proxy_carry_the_session_status() {
 /// behind its back) reaches the client with the server's code.
 #[tokio::test]
 async fn server_errors_in_proxy_work_keep_their_code() {
+    let _dictionary = DICTIONARY.read().await;
     cluster(3);
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE exec_codes").await.unwrap();
@@ -264,6 +273,7 @@ async fn server_errors_in_proxy_work_keep_their_code() {
 /// renamed rolls the transaction back with 1412.
 #[tokio::test]
 async fn a_table_gone_without_a_change_keeps_the_transaction_open() {
+    let _dictionary = DICTIONARY.write().await;
     cluster(3);
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE exec_gone").await.unwrap();
@@ -313,6 +323,7 @@ async fn a_table_gone_without_a_change_keeps_the_transaction_open() {
 /// the binary protocol.
 #[tokio::test]
 async fn a_missing_partition_table_is_named_as_the_clients_table() {
+    let _dictionary = DICTIONARY.read().await;
     cluster(3);
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE exec_named").await.unwrap();
@@ -384,6 +395,7 @@ async fn terminator(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {
 /// the same as the same rows in one table answer.
 #[tokio::test]
 async fn results_over_partitions_carry_their_parts_warnings_and_index_flags() {
+    let _dictionary = DICTIONARY.read().await;
     use hscale_wire::consts::status::INDEX_FLAGS;
     let info = cluster(3);
     let mut c = proxy_conn(None).await;
@@ -469,6 +481,7 @@ async fn ok_of(r: &mut common::raw::Raw, sql: &str) -> (u16, u16) {
 /// partition's rows, read from its backend, in every view.
 #[tokio::test]
 async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
+    let _dictionary = DICTIONARY.read().await;
     cluster(3);
     let mut c = proxy_conn(None).await;
     c.query_drop("CREATE DATABASE exec_away").await.unwrap();
@@ -566,6 +579,7 @@ async fn tables_away_from_the_main_backend_show_once_in_information_schema() {
 /// them). Prepared, both answer the same rows in the binary format.
 #[tokio::test]
 async fn table_status_and_index_figures_cover_every_partition() {
+    let _dictionary = DICTIONARY.read().await;
     use mysql_async::Row;
     cluster(3);
     let mut c = proxy_conn(None).await;
