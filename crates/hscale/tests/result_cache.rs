@@ -760,9 +760,17 @@ async fn exact_cache_reads_see_every_write_acknowledged_before_them() {
             w.await.unwrap();
         }
     }
+    // A run may see no hit while writers write this often (and the
+    // statement goes cold): once they stop and the longest cold pause is
+    // over, the statement is cached again and hit.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut c = readers.pop().unwrap();
+    for _ in 0..3 {
+        let _: Option<i64> = c.query_first(read).await.unwrap();
+    }
     assert!(
         metric("hscale_result_cache_hits") > hits,
-        "some reads were hits"
+        "reads are hits once the writes stop"
     );
 }
 
