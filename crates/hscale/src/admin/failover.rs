@@ -162,10 +162,22 @@ pub(super) async fn switchover(
         }
     }
     note(end_sql(&cfg.name, "done")).await?;
-    let mut info = format!(
+    let head = format!(
         "backend '{}': primary {replica} (was {old}, now its replica), dictionary version {version}; {killed} connection(s) to the old primary killed",
         cfg.name
     );
+    Ok(switched(ctx, head, stale, notes))
+}
+
+/// A switchover's answer: `head`, then the proxies that had not loaded
+/// the new dictionary in time (`stale`) and what went wrong after the
+/// switch (`notes`).
+pub(super) fn switched(
+    ctx: &Context,
+    mut info: String,
+    stale: u64,
+    notes: Vec<String>,
+) -> AdminOutput {
     if stale > 0 {
         info.push_str(&format!(
             "; {stale} proxy(ies) had not loaded the new dictionary within {} ms",
@@ -176,7 +188,7 @@ pub(super) async fn switchover(
         info.push_str("; ");
         info.push_str(&n);
     }
-    Ok(AdminOutput::Ok { info })
+    AdminOutput::Ok { info }
 }
 
 /// The switch lock of backend `name` on the main backend, on a connection

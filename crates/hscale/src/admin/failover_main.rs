@@ -40,8 +40,8 @@
 use hscale_route::BackendId;
 
 use super::failover::{
-    await_fleet, await_proxies, caught_up, check_promotable, fleet_wait, gtid_rank, kill_clients,
-    one, read_lock, replicate_from, CATCH_UP,
+    await_fleet, await_proxies, caught_up, check_promotable, gtid_rank, kill_clients, one,
+    read_lock, replicate_from, CATCH_UP,
 };
 use super::switch_journal::{begin_sql, end_sql, failpoint, Switch};
 use super::AdminOutput;
@@ -257,21 +257,11 @@ pub(super) async fn switchover(
             notes.push(format!("replica {other} was not repointed: {e}"));
         }
     }
-    let mut info = format!(
+    let head = format!(
         "backend '{}' (the main backend): primary {replica} (was {old}, now its replica), dictionary version {version}; {killed} connection(s) to the old primary killed",
         cfg.name
     );
-    if stale > 0 {
-        info.push_str(&format!(
-            "; {stale} proxy(ies) had not loaded the new dictionary within {} ms",
-            fleet_wait(ctx).as_millis()
-        ));
-    }
-    for n in notes {
-        info.push_str("; ");
-        info.push_str(&n);
-    }
-    Ok(AdminOutput::Ok { info })
+    Ok(super::failover::switched(ctx, head, stale, notes))
 }
 
 /// Replace the main backend's primary `down`, found down for
