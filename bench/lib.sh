@@ -107,6 +107,17 @@ cpu_ticks() {
   echo $((fields[11] + fields[12]))
 }
 
+# proc_usage PID: utime, stime (clock ticks) and context switches
+# (voluntary + involuntary, every thread) of a process, on one line.
+proc_usage() {
+  local stat fields cs
+  stat=$(<"/proc/$1/stat")
+  read -r -a fields <<<"${stat##*") "}"
+  cs=$(cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/^(non)?voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }')
+  echo "${fields[11]} ${fields[12]} $cs"
+}
+
 # start_server NAME SERVER-OPTION...: a playground of one server (256 MB
 # buffer pool) in TMP/NAME, started by PLAYGROUND (default HSCALE); sets
 # PG_PORT (its proxy) and DB_PORT (its server).

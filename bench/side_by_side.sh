@@ -5,7 +5,8 @@
 # in TCP mode and through hscale, at each client count, in one run. Prints a
 # Markdown table on stdout (progress on stderr): qps, p50 and p99 latency (ms),
 # failed statements and the proxy's CPU per statement (utime+stime of the
-# proxy process over the statements sysbench counted).
+# proxy process over the statements sysbench counted), split into user and
+# system time, with the proxy's context switches per statement.
 #
 # Environment:
 #   HSCALE       binary (default ./target/release/hscale)
@@ -93,7 +94,7 @@ declare -A QPS P50 P99 ERR CPU
 run() {
   local target=$1 test=$2 clients=$3 key="$1/$2/$3" out="$TMP/$1-$2-$3.log"
   local -a conn
-  local pid="" before after total fatal ignored
+  local pid="" u0 s0 c0 u1 s1 c1 total fatal ignored
   case $target in
     direct) conn=(--mysql-port="$PLAIN_DB" --mysql-user=hscale --mysql-password=hscale) ;;
     pool) conn=(--mysql-port="$POOL_DB" --mysql-user=hscale --mysql-password=hscale) ;;
@@ -101,10 +102,10 @@ run() {
     hscale) conn=(--mysql-port="$HSCALE_PORT" --mysql-user=root --mysql-password=) pid=$HSCALE_PID ;;
   esac
   log "$target $test $clients clients (${DURATION}s)"
-  [[ -z "$pid" ]] || before=$(cpu_ticks "$pid")
+  [[ -z "$pid" ]] || read -r u0 s0 c0 < <(proc_usage "$pid")
   sysbench "$test" "${SB_COMMON[@]}" --mysql-host=127.0.0.1 "${conn[@]}" --threads="$clients" \
     --time="$DURATION" --events=0 --report-interval=0 --mysql-ignore-errors=all run >"$out" 2>&1 || true
-  [[ -z "$pid" ]] || after=$(cpu_ticks "$pid")
+  [[ -z "$pid" ]] || read -r u1 s1 c1 < <(proc_usage "$pid")
   total=$(awk '$1 == "queries:" { print $2; exit }' "$out")
   QPS[$key]=$(awk '$1 == "queries:" { gsub(/\(/, "", $3); printf "%.0f", $3; exit }' "$out")
   P99[$key]=$(awk '/99th percentile:/ { print $3; exit }' "$out")
@@ -115,7 +116,8 @@ run() {
   ignored=$(awk '$1 == "ignored" && $2 == "errors:" { print $3; exit }' "$out")
   ERR[$key]=$((fatal + ${ignored:-0}))
   if [[ -n "$pid" && -n "$total" && "$total" -gt 0 ]]; then
-    CPU[$key]=$(awk -v t="$((after - before))" -v hz="$CLK_TCK" -v n="$total" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+    CPU[$key]=$(awk -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v c="$((c1 - c0))" -v hz="$CLK_TCK" -v n="$total" \
+      'BEGIN { printf "%.1f (%.1f usr, %.1f sys, %.2f cs)", (u + s) / hz * 1e6 / n, u / hz * 1e6 / n, s / hz * 1e6 / n, c / n }')
   fi
   [[ -n "${QPS[$key]}" ]] || { QPS[$key]=fail; log "$key failed: $(tail -n 3 "$out")"; }
 }
@@ -134,7 +136,7 @@ echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "- MariaDB $MARIADB_VERSION, $(sysbench --version), $(haproxy -v | head -n 1 | cut -d' ' -f1-3), $(nproc) cores"
 echo "- ${DURATION}s per cell, $TABLES tables x $TABLE_SIZE rows, hscale backend connections: $BACKEND_CONNECTIONS${HSCALE_EXTRA:+, [proxy] $HSCALE_EXTRA}"
-echo "- qps / p50 ms / p99 ms / failed statements; CPU: µs of proxy CPU per statement; ratios to direct"
+echo "- qps / p50 ms / p99 ms / failed statements; CPU: µs of proxy CPU per statement (user, system) and its context switches per statement; ratios to direct"
 echo
 echo "| test | clients | direct | pool | haproxy | hscale | pool/direct | haproxy/direct | hscale/direct | hscale/haproxy | haproxy CPU | hscale CPU |"
 echo "|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|"

@@ -574,8 +574,20 @@ where
             .lenenc()
             .unwrap_or(0) as usize;
         self.send_whole(count).await?;
-        // Column definitions up to the metadata EOF.
+        // Column definitions up to the metadata EOF. Those the read buffer
+        // holds go across as they are, many at a time, when none is
+        // renamed or replaced (as rows do, `rows`); what is left takes the
+        // packet path below.
+        let is_relayed_as_read = self.names.is_none() && self.replacing.is_none();
         loop {
+            if is_relayed_as_read {
+                let (moved, last) = self.out.rows_from(self.backend);
+                if moved > 0 {
+                    self.outcome.packets += moved;
+                    self.backend_seq = last;
+                    continue;
+                }
+            }
             let p = self.next().await?;
             if is_eof(&p.payload) {
                 let (_, st) = decode_eof(&p.payload).map_err(ForwardError::Backend)?;
