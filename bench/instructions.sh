@@ -16,6 +16,9 @@
 # counts every instruction of the process during the run: the runtime's
 # polling and the session loop too).
 set -euo pipefail
+# Profilers name functions from the binary's file mapping: keep the
+# code there, not on anonymous huge pages (crates/hscale/src/huge_text.rs).
+export HSCALE_HUGE_TEXT=0
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 : "${BEFORE:?set BEFORE to the old hscale binary}"

@@ -13,6 +13,9 @@
 # (`hscale`, the default, or `haproxy`: haproxy in TCP mode in front of the
 # same MariaDB is profiled the same way, for the floor any proxy compares with).
 set -euo pipefail
+# Profilers name functions from the binary's file mapping: keep the
+# code there, not on anonymous huge pages (crates/hscale/src/huge_text.rs).
+export HSCALE_HUGE_TEXT=0
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -15,6 +15,7 @@ pub mod exec;
 pub mod fleet;
 pub mod http;
 pub mod http_api;
+pub mod huge_text;
 pub mod logging;
 pub mod login;
 pub mod metrics;

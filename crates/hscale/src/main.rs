@@ -59,6 +59,8 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    // Before any other thread exists (`huge_text.rs`).
+    let text = hscale::huge_text::remap();
     let cli = Cli::parse();
     match cli.command {
         Command::Check { config } => match hscale::Config::load(&config) {
@@ -86,6 +88,7 @@ fn main() -> std::process::ExitCode {
                 }
             };
             hscale::logging::init(&cfg.log.filter);
+            log_text(&text);
             match serve(cfg, &config) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(e) => {
@@ -106,6 +109,7 @@ fn main() -> std::process::ExitCode {
             failover_after_ms,
         } => {
             hscale::logging::init("warn");
+            log_text(&text);
             match hscale::playground::run_playground(
                 shards,
                 &listen,
@@ -123,6 +127,17 @@ fn main() -> std::process::ExitCode {
                 }
             }
         }
+    }
+}
+
+fn log_text(text: &Result<hscale::huge_text::Remapped, String>) {
+    match text {
+        Ok(r) => tracing::info!(
+            bytes = r.bytes,
+            huge_bytes = r.huge_bytes,
+            "the proxy's code moved onto huge pages"
+        ),
+        Err(e) => tracing::warn!(error = %e, "the proxy's code stays on small pages"),
     }
 }
 

@@ -256,3 +256,63 @@ fn playground_prints_ready_answers_and_cleans_up() {
         "{dir} was not removed"
     );
 }
+
+/// The proxy's code runs from anonymous memory on 2 MB pages
+/// (`huge_text.rs`): the middle of the binary's executable mapping is
+/// replaced by an anonymous executable one, on huge pages when the kernel
+/// has transparent huge pages on (`always` or `madvise`), and statements
+/// are answered as before.
+#[test]
+fn the_proxys_code_runs_from_huge_pages() {
+    let p = playground("1");
+    let pid = p.child.id();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let exe = exe.to_string_lossy().to_string();
+    let lines: Vec<&str> = maps.lines().collect();
+    // An anonymous r-xp mapping right after one of the binary's r-xp ones.
+    let moved = lines.windows(2).find_map(|w| {
+        let is_exe_text = w[0].contains(" r-xp ") && w[0].ends_with(exe.as_str());
+        let fields: Vec<&str> = w[1].split_whitespace().collect();
+        let is_anon_text = fields.len() == 5 && fields[1] == "r-xp" && fields[4] == "0";
+        (is_exe_text && is_anon_text).then(|| fields[0].to_string())
+    });
+    let moved = moved.unwrap_or_else(|| panic!("no moved text in\n{maps}"));
+    let (a, b) = moved.split_once('-').unwrap();
+    let (a, b) = (
+        usize::from_str_radix(a, 16).unwrap(),
+        usize::from_str_radix(b, 16).unwrap(),
+    );
+    assert_eq!(a % (2 << 20), 0, "{moved}");
+    assert_eq!(b % (2 << 20), 0, "{moved}");
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if !thp.contains("[never]") && !thp.is_empty() {
+        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+        let huge_kb: usize = smaps
+            .lines()
+            .skip_while(|l| !l.starts_with(&format!("{a:x}-")))
+            .find_map(|l| l.strip_prefix("AnonHugePages:"))
+            .map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap())
+            .unwrap();
+        assert!(
+            huge_kb >= 2048,
+            "AnonHugePages {huge_kb} kB of {moved} (THP {thp})"
+        );
+    }
+    let out = Command::new("mariadb")
+        .args([
+            "-h127.0.0.1",
+            &format!("-P{}", p.port),
+            "-uroot",
+            "--batch",
+            "--skip-ssl",
+            "-N",
+            "-e",
+        ])
+        .arg("SELECT COUNT(*) FROM demo.orders")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "100\n");
+    stop(p);
+}
