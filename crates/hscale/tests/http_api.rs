@@ -319,3 +319,158 @@ async fn same_users_same_rights_same_errors() {
     let (status, _) = request("POST", "/v1/sql", Some(("root", "")), "not json");
     assert_eq!(status, 400);
 }
+
+/// PUT inserts or replaces a row by its key (201, then 200), PATCH updates
+/// the given columns, DELETE deletes; each is a statement the proxy routes
+/// to the key's partition, and what it stored is what a MySQL client reads
+/// back. A missing row is 404; a body whose key is not the path's is 400.
+#[tokio::test]
+async fn put_patch_and_delete_rows_by_key() {
+    setup().await;
+    let root = Some(("root", ""));
+    let path = format!("/v1/{DB}/p/6");
+    let (status, body) = request(
+        "PUT",
+        &path,
+        root,
+        r#"{"v": "six", "b": {"base64": "AQI="}}"#,
+    );
+    assert_eq!((status, &body["affected_rows"]), (201, &json!(1)), "{body}");
+    assert_eq!(
+        mysql_values("SELECT id, v, b FROM p WHERE id = 6").await,
+        vec![vec![
+            Some(b"6".to_vec()),
+            Some(b"six".to_vec()),
+            Some(vec![1, 2])
+        ]]
+    );
+    // Replaced whole: the column not given is back to its default.
+    let (status, body) = request("PUT", &path, root, r#"{"id": 6, "v": "SIX"}"#);
+    assert_eq!((status, &body["affected_rows"]), (200, &json!(2)), "{body}");
+    assert_eq!(
+        mysql_values("SELECT id, v, b FROM p WHERE id = 6").await,
+        vec![vec![Some(b"6".to_vec()), Some(b"SIX".to_vec()), None]]
+    );
+    let (status, body) = request("PUT", &path, root, r#"{"id": 7, "v": "x"}"#);
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = request("PATCH", &path, root, r#"{"v": "patched"}"#);
+    assert_eq!((status, &body["affected_rows"]), (200, &json!(1)), "{body}");
+    // Unchanged is still found (matched, 0 changed), as UPDATE reports it.
+    let (status, body) = request("PATCH", &path, root, r#"{"v": "patched"}"#);
+    assert_eq!((status, &body["affected_rows"]), (200, &json!(0)), "{body}");
+    assert_eq!(
+        mysql_values("SELECT v FROM p WHERE id = 6").await,
+        vec![vec![Some(b"patched".to_vec())]]
+    );
+    let (status, _) = request("PATCH", &format!("/v1/{DB}/p/404"), root, r#"{"v": "x"}"#);
+    assert_eq!(status, 404);
+    let (status, _) = request("PATCH", &path, root, "{}");
+    assert_eq!(status, 400);
+    // A server's error is the server's: a column that does not exist.
+    let (status, body) = request("PATCH", &path, root, r#"{"nope": 1}"#);
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (400, &json!(1054)),
+        "{body}"
+    );
+    let (status, body) = request("DELETE", &path, root, "");
+    assert_eq!((status, &body["affected_rows"]), (200, &json!(1)), "{body}");
+    assert!(mysql_values("SELECT id FROM p WHERE id = 6")
+        .await
+        .is_empty());
+    let (status, _) = request("DELETE", &path, root, "");
+    assert_eq!(status, 404);
+    // The same rights as over the MySQL protocol: app may not write
+    // hscale's own schema.
+    let (status, _) = request(
+        "DELETE",
+        "/v1/hscale/journal/1",
+        Some(("app", "secret")),
+        "",
+    );
+    assert_eq!(status, 403);
+}
+
+/// A composite primary key is named column by column in the query
+/// (`?a=1&b=x`, percent-decoded); a key missing a column, naming one that
+/// is not in it or naming one twice is 400, as is a path key for it.
+#[tokio::test]
+async fn composite_keys_by_query_parameters() {
+    setup().await;
+    let root = Some(("root", ""));
+    let mut c = proxy_conn(Some(DB)).await;
+    c.query_drop("CREATE TABLE IF NOT EXISTS ck (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b))")
+        .await
+        .unwrap();
+    let at = |q: &str| format!("/v1/{DB}/ck?{q}");
+    let (status, body) = request("PUT", &at("a=1&b=x%20y"), root, r#"{"v": 10}"#);
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        mysql_values("SELECT a, b, v FROM ck").await,
+        vec![vec![
+            Some(b"1".to_vec()),
+            Some(b"x y".to_vec()),
+            Some(b"10".to_vec())
+        ]]
+    );
+    let (status, body) = request("GET", &at("b=x+y&a=1"), root, "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["row"], json!({ "a": 1, "b": "x y", "v": 10 }));
+    for bad in ["a=1", "a=1&b=x%20y&c=2", "a=1&a=2&b=x"] {
+        let (status, body) = request("GET", &at(bad), root, "");
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    let (status, _) = request("GET", &format!("/v1/{DB}/ck/1"), root, "");
+    assert_eq!(status, 400);
+    let (status, _) = request("PATCH", &at("a=1&b=x%20y"), root, r#"{"v": 11}"#);
+    assert_eq!(status, 200);
+    let (status, body) = request(
+        "POST",
+        &format!("/v1/{DB}/ck/_get"),
+        root,
+        r#"[{"a": 1, "b": "x y"}, {"a": 2, "b": "z"}]"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["rows"], json!([{ "a": 1, "b": "x y", "v": 11 }]));
+    let (status, _) = request("DELETE", &at("a=1&b=x%20y"), root, "");
+    assert_eq!(status, 200);
+    let (status, _) = request("GET", &at("a=1&b=x%20y"), root, "");
+    assert_eq!(status, 404);
+}
+
+/// A batch get: the rows of many keys of a partitioned table in one
+/// request, from every partition holding one, as a MySQL client reads
+/// `SELECT * ... WHERE id IN (...) ORDER BY id`; keys without a row are
+/// absent.
+#[tokio::test]
+async fn batch_get_reads_keys_from_every_partition() {
+    setup().await;
+    let root = Some(("root", ""));
+    let path = format!("/v1/{DB}/p/_get");
+    let (status, body) = request("POST", &path, root, r#"[5, "4", 404, 10]"#);
+    assert_eq!(status, 200, "{body}");
+    let expected =
+        mysql_values("SELECT id, v FROM p WHERE id IN (5, 4, 404, 10) ORDER BY id").await;
+    let got: Vec<Vec<Option<Vec<u8>>>> = body["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            ["id", "v"]
+                .iter()
+                .map(|c| match &r[*c] {
+                    Value::Null => None,
+                    Value::String(s) => Some(s.as_bytes().to_vec()),
+                    other => Some(other.to_string().into_bytes()),
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(got, expected);
+    assert!(got.len() >= 2, "{body}");
+    assert_eq!(body["base64"], json!(["b"]));
+    for bad in ["[]", "{}", "[[1]]", "[null]"] {
+        let (status, body) = request("POST", &path, root, bad);
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+}
