@@ -18,6 +18,14 @@ const DB: &str = "http_api";
 static HTTP_PORT: OnceLock<u16> = OnceLock::new();
 
 fn with_http(c: &mut hscale::Config) {
+    // Sessions left idle close after 1.5 s here (60 s by default), read
+    // when the API starts, before any other thread of this file reads the
+    // environment.
+    // SAFETY: set once, before the proxy (the only reader) starts.
+    #[allow(unsafe_code, unused_unsafe)]
+    unsafe {
+        std::env::set_var("HSCALE_HTTP_SESSION_IDLE_MS", "1500");
+    }
     add_app_user(c);
     let port = *HTTP_PORT.get_or_init(|| hscale::playground::mariadb::free_port().unwrap());
     c.http.listen = format!("127.0.0.1:{port}");
@@ -447,10 +455,10 @@ async fn batch_get_reads_keys_from_every_partition() {
     setup().await;
     let root = Some(("root", ""));
     let path = format!("/v1/{DB}/p/_get");
-    let (status, body) = request("POST", &path, root, r#"[5, "4", 404, 10]"#);
+    let (status, body) = request("POST", &path, root, r#"[5, "4", 404, 30]"#);
     assert_eq!(status, 200, "{body}");
     let expected =
-        mysql_values("SELECT id, v FROM p WHERE id IN (5, 4, 404, 10) ORDER BY id").await;
+        mysql_values("SELECT id, v FROM p WHERE id IN (5, 4, 404, 30) ORDER BY id").await;
     let got: Vec<Vec<Option<Vec<u8>>>> = body["rows"]
         .as_array()
         .unwrap()
@@ -472,5 +480,88 @@ async fn batch_get_reads_keys_from_every_partition() {
     for bad in ["[]", "{}", "[[1]]", "[null]"] {
         let (status, body) = request("POST", &path, root, bad);
         assert_eq!(status, 400, "{bad}: {body}");
+    }
+}
+
+/// A transaction across requests: `"session": true` opens a session whose
+/// token later requests name; its uncommitted rows are its own until
+/// COMMIT; `"close": true` ends it; a session closed (DELETE) or left idle
+/// past its idle time rolls its transaction back, as a MySQL client that
+/// goes away does. The token is nobody else's: another user, another
+/// password or a closed session is 404.
+#[tokio::test]
+async fn a_transaction_spans_requests_in_a_session() {
+    setup().await;
+    let root = Some(("root", ""));
+    let in_session = |body: Value| request("POST", "/v1/sql", root, &body.to_string());
+    let (status, body) = in_session(json!({ "sql": "BEGIN", "session": true, "database": DB }));
+    assert_eq!(status, 200, "{body}");
+    let token = body["session"].as_str().unwrap().to_string();
+    let (status, body) =
+        in_session(json!({ "sql": "INSERT INTO p VALUES (8, 'eight', NULL)", "session": token }));
+    assert_eq!((status, &body["affected_rows"]), (200, &json!(1)), "{body}");
+    assert!(mysql_values("SELECT id FROM p WHERE id = 8")
+        .await
+        .is_empty());
+    let (status, body) =
+        in_session(json!({ "sql": "SELECT v FROM p WHERE id = 8", "session": token }));
+    assert_eq!(
+        (status, &body["rows"]),
+        (200, &json!([["eight"]])),
+        "{body}"
+    );
+    let other = json!({ "sql": "SELECT 1", "session": token }).to_string();
+    let (status, _) = request("POST", "/v1/sql", Some(("app", "secret")), &other);
+    assert_eq!(status, 404);
+    let (status, _) = request("POST", "/v1/sql", Some(("root", "wrong")), &other);
+    assert_eq!(status, 404);
+    let (status, body) = in_session(json!({ "sql": "COMMIT", "session": token, "close": true }));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        mysql_values("SELECT v FROM p WHERE id = 8").await,
+        vec![vec![Some(b"eight".to_vec())]]
+    );
+    let (status, _) = in_session(json!({ "sql": "SELECT 1", "session": token }));
+    assert_eq!(status, 404);
+    let (status, _) = in_session(json!({ "sql": "SELECT 1", "session": 5 }));
+    assert_eq!(status, 400);
+
+    // Closed by DELETE, and left idle: each rolled back.
+    let wait_gone = |id: u32| async move {
+        let start = std::time::Instant::now();
+        while !mysql_values(&format!("SELECT id FROM p WHERE id = {id}"))
+            .await
+            .is_empty()
+            || start.elapsed().as_millis() < 10
+        {
+            assert!(start.elapsed().as_secs() < 20, "row {id} was committed");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    };
+    for (id, by_delete) in [(20, true), (21, false)] {
+        let (_, body) = in_session(json!({ "sql": "BEGIN", "session": true, "database": DB }));
+        let token = body["session"].as_str().unwrap().to_string();
+        let (status, body) = in_session(
+            json!({ "sql": format!("INSERT INTO p VALUES ({id}, 'x', NULL)"), "session": token }),
+        );
+        assert_eq!(status, 200, "{body}");
+        if by_delete {
+            let (status, _) = request("DELETE", &format!("/v1/sessions/{token}"), root, "");
+            assert_eq!(status, 200);
+        } else {
+            // HSCALE_HTTP_SESSION_IDLE_MS is 1,500 here (with_http).
+            tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        }
+        let (status, _) = in_session(json!({ "sql": "SELECT 1", "session": token }));
+        assert_eq!(status, 404, "session of row {id}");
+        wait_gone(id).await;
+        // The row's lock was released with the transaction.
+        let mut c = proxy_conn(Some(DB)).await;
+        c.query_drop(format!("INSERT INTO p VALUES ({id}, 'later', NULL)"))
+            .await
+            .unwrap();
+        c.query_drop(format!("DELETE FROM p WHERE id = {id}"))
+            .await
+            .unwrap();
     }
 }

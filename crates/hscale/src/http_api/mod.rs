@@ -40,8 +40,10 @@
 //! `_utf8mb4 X'...'` (no escaping to get wrong under any sql_mode), and
 //! `{"base64": "..."}` as `X'...'`.
 //!
-//! Not yet: sessions carrying a transaction across requests, TLS on this
-//! listener.
+//! **Sessions** (`"session": true`, then its token): a transaction across
+//! requests (`sessions.rs`).
+//!
+//! Not yet: TLS on this listener.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
@@ -63,6 +65,7 @@ use crate::config::BackendConfig;
 use crate::runtime::Context;
 
 mod rows;
+mod sessions;
 
 /// How long a request's login to the proxy may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -76,6 +79,8 @@ pub struct Api {
     mysql: SocketAddr,
     ctx: Weak<Context>,
     watch: Arc<BackendWatch>,
+    /// Sessions carried across requests (`sessions.rs`).
+    sessions: Arc<sessions::Sessions>,
 }
 
 /// The API's routes, logging in to the MySQL listener at `mysql`.
@@ -84,9 +89,12 @@ pub fn routes(mysql: SocketAddr, ctx: &Arc<Context>) -> Router {
         mysql,
         ctx: Arc::downgrade(ctx),
         watch: Arc::new(BackendWatch::new(None, CONNECT_TIMEOUT)),
+        sessions: Arc::default(),
     };
+    api.sessions.keep_swept();
     Router::new()
         .route("/v1/sql", post(sql))
+        .route("/v1/sessions/{token}", axum::routing::delete(close_session))
         .route("/v1/{db}/{table}/_get", post(rows::rows_by_keys))
         .route(
             "/v1/{db}/{table}/{key}",
@@ -472,25 +480,117 @@ async fn sql(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Respons
         Ok(s) => s,
         Err(e) => return problem(StatusCode::BAD_REQUEST, &e),
     };
-    let mut conn = match log_in(&api, &headers).await {
-        Ok(c) => c,
-        Err(r) => return r,
+    let close = request.get("close").and_then(Value::as_bool) == Some(true);
+    // The session this request runs in: its own, a new one kept, or one
+    // named by its token.
+    let mut one_shot = None;
+    let session = match request.get("session") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => {
+            match log_in(&api, &headers).await {
+                Ok(c) => one_shot = Some(tokio::sync::Mutex::new(Some(c))),
+                Err(r) => return r,
+            }
+            None
+        }
+        Some(Value::Bool(true)) => {
+            let conn = match log_in(&api, &headers).await {
+                Ok(c) => c,
+                Err(r) => return r,
+            };
+            let (user, password) = basic_auth(&headers).unwrap_or_default();
+            match api.sessions.open(&user, &password, conn) {
+                Ok(opened) => Some(opened),
+                Err(_) => {
+                    return problem(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "too many HTTP sessions are open",
+                    )
+                }
+            }
+        }
+        Some(Value::String(token)) => {
+            let Some((user, password)) = basic_auth(&headers) else {
+                return unauthorized();
+            };
+            match api.sessions.find(token, &user, &password) {
+                Ok(held) => Some((token.clone(), held)),
+                Err(_) => return problem(StatusCode::NOT_FOUND, "no such session"),
+            }
+        }
+        Some(_) => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "\"session\" is true (open one) or a session's token",
+            )
+        }
     };
-    if let Some(db) = request.get("database").and_then(Value::as_str) {
-        if let Err(r) = run(&mut conn, &format!("USE {}", quoted(db))).await {
-            return r;
+    let slot = match (&session, &one_shot) {
+        (Some((_, held)), _) => &held.conn,
+        (None, Some(own)) => own,
+        (None, None) => return problem(StatusCode::NOT_FOUND, "no such session"),
+    };
+    let Ok(mut guard) = slot.try_lock() else {
+        return problem(
+            StatusCode::CONFLICT,
+            "another request of this session is running",
+        );
+    };
+    let Some(conn) = guard.as_mut() else {
+        return problem(StatusCode::NOT_FOUND, "no such session");
+    };
+    let mut answer = run_request(conn, &request, &statement).await;
+    let is_new = request.get("session") == Some(&Value::Bool(true));
+    if let Some((token, held)) = &session {
+        held.touch();
+        // A session whose first statement failed is not kept: its token
+        // was never given.
+        if close || (is_new && answer.is_err()) {
+            api.sessions.remove(token);
+            guard.take();
+        } else if let Ok(body) = &mut answer {
+            body["session"] = json!(token);
         }
     }
-    match run(&mut conn, &statement).await {
-        Ok(answers) => {
-            let mut body = answer_json(&answers[0]);
-            if answers.len() > 1 {
-                body["more"] = Value::Array(answers[1..].iter().map(answer_json).collect());
-            }
-            (StatusCode::OK, json_body(&body)).into_response()
-        }
+    match answer {
+        Ok(body) => (StatusCode::OK, json_body(&body)).into_response(),
         Err(r) => r,
     }
+}
+
+/// The statement of a `POST /v1/sql` on `conn`, after its `USE`.
+async fn run_request(
+    conn: &mut BackendConn,
+    request: &Value,
+    statement: &str,
+) -> Result<Value, Response> {
+    if let Some(db) = request.get("database").and_then(Value::as_str) {
+        run(conn, &format!("USE {}", quoted(db))).await?;
+    }
+    let answers = run(conn, statement).await?;
+    let mut body = answer_json(&answers[0]);
+    if answers.len() > 1 {
+        body["more"] = Value::Array(answers[1..].iter().map(answer_json).collect());
+    }
+    Ok(body)
+}
+
+/// `DELETE /v1/sessions/{token}`: close a session (its transaction, if
+/// one is open, rolled back).
+async fn close_session(
+    State(api): State<Api>,
+    axum::extract::Path(token): axum::extract::Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let Some((user, password)) = basic_auth(&headers) else {
+        return unauthorized();
+    };
+    if api.sessions.find(&token, &user, &password).is_err() {
+        return problem(StatusCode::NOT_FOUND, "no such session");
+    }
+    if let Some(h) = api.sessions.remove(&token) {
+        h.conn.lock().await.take();
+    }
+    (StatusCode::OK, json_body(&json!({ "closed": true }))).into_response()
 }
 
 #[cfg(test)]
