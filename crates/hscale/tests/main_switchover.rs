@@ -694,6 +694,19 @@ async fn cut_short(failpoint: &str) {
         .unwrap();
     assert_eq!(ro, 0, "the primary is writable");
     assert_replicating(primary, replica).await;
+    // HSCALE REJOIN of a server that has nothing the primary lacks (here
+    // its replica): it replicates from the primary again; of the primary
+    // itself: refused.
+    admin
+        .query_drop(format!("HSCALE REJOIN('shard0', '{}')", addr(replica)))
+        .await
+        .unwrap();
+    assert_replicating(primary, replica).await;
+    let e = admin
+        .query_drop(format!("HSCALE REJOIN('shard0', '{}')", addr(primary)))
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&e), 1210);
 }
 
 /// Item 4, automatic failover of the main backend: m1 (or whichever is the
@@ -704,7 +717,8 @@ async fn cut_short(failpoint: &str) {
 /// and none in part, every generated id once; the old primary, restarted,
 /// is made read-only and written by no one; a proxy started afterwards,
 /// its config naming the old primary, finds the new one; the old primary
-/// is then rejoined as a replica by the documented manual step.
+/// is then rejoined as a replica by HSCALE REJOIN, or refused by it when it
+/// holds transactions no replica received.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_main_backend_killed_fails_over_and_nothing_acknowledged_is_lost() {
     let _serial = SERIAL.lock().await;
@@ -798,10 +812,11 @@ async fn the_main_backend_killed_fails_over_and_nothing_acknowledged_is_lost() {
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     check_servers(ports, to, &after).await;
 
-    // The documented manual step, when the old primary has nothing the new
-    // one lacks (a transaction it wrote to its binary log but the replica
-    // had not acknowledged when it was killed, never acknowledged to a
-    // client, makes it a rebuild instead): it replicates from the new one.
+    // HSCALE REJOIN: refused (1210, it stays read-only) when the old
+    // primary holds a transaction the new one lacks (one it wrote to its
+    // binary log but no replica had acknowledged when it was killed, so
+    // never acknowledged to a client): it must be rebuilt; otherwise it
+    // replicates from the new one.
     let (old_state, old_id): (String, i64) = old
         .query_first("SELECT @@gtid_binlog_state, @@server_id")
         .await
@@ -819,27 +834,27 @@ async fn the_main_backend_killed_fails_over_and_nothing_acknowledged_is_lost() {
             .find(|g| g.split('-').nth(1) == Some(&old_id.to_string()))
             .map(str::to_string)
     };
+    let rejoin = admin
+        .query_drop(format!("HSCALE REJOIN('shard0', '{}')", addr(from)))
+        .await;
     if last_of(&old_state) != last_of(&new_state) {
         println!(
-            "the old primary holds transactions no replica received ({:?}, the new primary has {:?}): not rejoined, to be rebuilt",
+            "the old primary holds transactions no replica received ({:?}, the new primary has {:?}): REJOIN refused it: {rejoin:?}",
             last_of(&old_state),
             last_of(&new_state)
         );
+        assert_eq!(common::code(rejoin.as_ref().unwrap_err()), 1210);
+        // (REJOIN killed the old primary's clients, this test's too.)
+        let mut old = server(from).await;
+        let ro: i64 = old
+            .query_first("SELECT @@read_only")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(ro, 1, "a refused server stays read-only");
         return;
     }
-    let pos: String = old
-        .query_first("SELECT @@gtid_binlog_pos")
-        .await
-        .unwrap()
-        .unwrap();
-    old.query_drop(format!(
-        "SET GLOBAL gtid_slave_pos = '{pos}'; \
-         CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {to}, \
-         MASTER_USER = 'hscale', MASTER_PASSWORD = 'hscale', \
-         MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1; START SLAVE"
-    ))
-    .await
-    .unwrap();
+    rejoin.unwrap();
     assert_replicating(to, from).await;
 }
 

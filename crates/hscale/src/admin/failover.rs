@@ -173,6 +173,77 @@ pub(super) async fn switchover(
     Ok(switched(ctx, head, stale, notes))
 }
 
+/// `HSCALE REJOIN(backend, server)`: `server`, a server of the backend's
+/// set that is not its primary (an old primary back after a failover),
+/// made a read-only replica of the primary from its own position; refused
+/// (1210, nothing changed) when it holds a transaction the primary lacks
+/// (one its clients were never acknowledged, committed to its binary log
+/// before it died: replicating around it would keep it in its tables), so
+/// that it must be rebuilt from a backup of the primary instead.
+pub(super) async fn rejoin(
+    ctx: &Context,
+    worker: usize,
+    backend: BackendId,
+    server: &str,
+) -> Result<AdminOutput, ProxyError> {
+    let _admin = ctx.partitioning.admin_lock.lock().await;
+    let cfg = &ctx.config.backends[backend.index()];
+    if backend == BackendId::MAIN && !cfg.replicas.is_empty() {
+        crate::partition::refresh::follow_main(ctx, worker).await;
+    }
+    reload(ctx, worker).await?;
+    let pool = ctx.pool(worker, backend).clone();
+    let primary = pool.address();
+    let servers: Vec<&str> = std::iter::once(cfg.address.as_str())
+        .chain(cfg.replicas.iter().map(String::as_str))
+        .collect();
+    if !servers.contains(&server) {
+        return Err(ProxyError::Wrong(format!(
+            "{server} is not a server of backend '{}': its servers are {}",
+            cfg.name,
+            servers.join(", ")
+        )));
+    }
+    if server == primary {
+        return Err(ProxyError::Wrong(format!(
+            "{server} is the primary of backend '{}'",
+            cfg.name
+        )));
+    }
+    // No switch of this backend meanwhile.
+    let _lock = if backend == BackendId::MAIN {
+        super::failover_main::main_lock(ctx, worker, &primary).await?
+    } else {
+        vec![fleet_lock(ctx, worker, &cfg.name).await?]
+    };
+    let mut p = pool.connect_to(&primary).await?;
+    let mut c = pool.connect_to(server).await?;
+    // Never written again by anyone: read-only, its clients gone.
+    exec(&mut c, &["SET GLOBAL read_only = 1".into()]).await?;
+    kill_clients(&mut c).await?;
+    let pos = one(&mut c, "SELECT @@GLOBAL.gtid_binlog_pos")
+        .await?
+        .unwrap_or_default();
+    let state = one(&mut p, "SELECT @@GLOBAL.gtid_binlog_state")
+        .await?
+        .unwrap_or_default();
+    let extra = lacking(&pos, &state);
+    if !extra.is_empty() {
+        return Err(ProxyError::Wrong(format!(
+            "{server} holds transactions the primary {primary} of backend '{}' lacks ({}): it cannot replicate from it; rebuild it from a backup of the primary (it stays read-only)",
+            cfg.name,
+            extra.join(", ")
+        )));
+    }
+    replicate_from(&mut c, &primary, cfg, Some(&pos)).await?;
+    Ok(AdminOutput::Ok {
+        info: format!(
+            "{server} replicates from {primary}, the primary of backend '{}', from its position {pos}",
+            cfg.name
+        ),
+    })
+}
+
 /// A switchover's answer: `head`, then the proxies that had not loaded
 /// the new dictionary in time (`stale`) and what went wrong after the
 /// switch (`notes`).
