@@ -105,6 +105,7 @@ for w in $(seq 1 "$WRITERS"); do
 done
 sleep "$BEFORE"
 EVENT_US=${EPOCHREALTIME/./}
+log "event at $(date -u -d "@${EVENT_US:0:10}.${EVENT_US:10}" +%H:%M:%S.%3N) UTC"
 case "$MODE" in
   failover)
     pid=$(cat "$TMP/pg/shard1/mysqld.pid")
@@ -169,3 +170,10 @@ for msg, n in errs.most_common(5):
 EOF
 log "backends afterwards:"
 cat "$TMP/backends" >&2
+# Where the time went: the proxy's own account (timestamps in UTC), and
+# each writer's first acknowledgement after the event.
+log "the proxy's log about the switch:"
+grep -E "failover|primary|moved|switch" "$TMP/pg.err" | cut -c1-400 | tail -20 >&2 || true
+for f in "$TMP"/writer*.log; do
+  awk -v e="$EVENT_US" '$1 >= e && $2 == "ok" { printf "%s: first ok %d ms after the event\n", FILENAME, ($1 - e) / 1000; exit }' "$f" >&2
+done

@@ -58,6 +58,26 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         ));
         // Changes made through other proxies arrive within reload_interval.
         let every = Duration::from_millis(ctx.config.proxy.reload_interval_ms.max(50));
+        let weak = Arc::downgrade(ctx);
+        // The reload on a loop of its own: the housekeeping below borrows
+        // backend connections as statements do, which wait (up to the
+        // acquire timeout) for a primary that a switchover fenced, and
+        // the reload is what moves this proxy off it.
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(ctx) = weak.upgrade() else { return };
+                let reloaded = crate::partition::refresh::reload_if_idle(&ctx, worker).await;
+                if let Err(e) = &reloaded {
+                    tracing::debug!(error = %e, "dictionary reload failed");
+                }
+                // A switchover whose proxy died half-way.
+                if let Err(e) = crate::admin::resume_switches(&ctx, worker, reloaded.is_err()).await
+                {
+                    tracing::debug!(error = %e, "looking for switchovers cut short failed");
+                }
+            }
+        });
         let ctx = Arc::downgrade(ctx);
         tokio::spawn(async move {
             // Transactions across backends record their decisions in
@@ -69,15 +89,6 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(ctx) = ctx.upgrade() else { return };
-                let reloaded = crate::partition::refresh::reload_if_idle(&ctx, worker).await;
-                if let Err(e) = &reloaded {
-                    tracing::debug!(error = %e, "dictionary reload failed");
-                }
-                // A switchover whose proxy died half-way.
-                if let Err(e) = crate::admin::resume_switches(&ctx, worker, reloaded.is_err()).await
-                {
-                    tracing::debug!(error = %e, "looking for switchovers cut short failed");
-                }
                 let version = ctx.partitioning.version();
                 if checked != Some(version) {
                     match crate::admin::check_definitions(&ctx, worker).await {

@@ -32,10 +32,18 @@ use mysql_async::prelude::*;
 static SERVERS: OnceLock<Mutex<Vec<MariaDb>>> = OnceLock::new();
 /// The failover test's own (it kills the main backend's primary).
 static FAILOVER_SERVERS: OnceLock<Mutex<Vec<MariaDb>>> = OnceLock::new();
+/// The failovers cut short's own, one set each.
+static CUT_PROMOTE_SERVERS: OnceLock<Mutex<Vec<MariaDb>>> = OnceLock::new();
+static CUT_ADDRESS_SERVERS: OnceLock<Mutex<Vec<MariaDb>>> = OnceLock::new();
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 extern "C" fn stop_servers() {
-    for set in [&SERVERS, &FAILOVER_SERVERS] {
+    for set in [
+        &SERVERS,
+        &FAILOVER_SERVERS,
+        &CUT_PROMOTE_SERVERS,
+        &CUT_ADDRESS_SERVERS,
+    ] {
         if let Some(m) = set.get() {
             if let Ok(mut s) = m.lock() {
                 for db in s.iter_mut() {
@@ -132,7 +140,14 @@ async fn servers_of(set: &'static OnceLock<Mutex<Vec<MariaDb>>>, tag: &'static s
     ))
     .await
     .unwrap();
-    let is_first = SERVERS.get().is_none() && FAILOVER_SERVERS.get().is_none();
+    let is_first = [
+        &SERVERS,
+        &FAILOVER_SERVERS,
+        &CUT_PROMOTE_SERVERS,
+        &CUT_ADDRESS_SERVERS,
+    ]
+    .iter()
+    .all(|s| s.get().is_none());
     if set.set(Mutex::new(s)).is_ok() && is_first {
         #[allow(unsafe_code)]
         // SAFETY: registering a plain extern "C" function with atexit.
@@ -358,7 +373,47 @@ async fn assert_replicating(primary: u16, replica: u16) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(reached, 0, "the replica on {replica} did not reach {pos}");
+    if reached != 0 {
+        let status: Vec<mysql_async::Row> = r.query("SHOW SLAVE STATUS").await.unwrap();
+        let field = |name: &str| {
+            status
+                .first()
+                .and_then(|row| row.get::<Option<String>, _>(name).flatten())
+                .unwrap_or_default()
+        };
+        let (own, state): (String, String) = r
+            .query_first("SELECT @@gtid_binlog_pos, @@gtid_binlog_state")
+            .await
+            .unwrap()
+            .unwrap();
+        // Its last events: what it wrote that the primary lacks.
+        let file: Option<String> = r
+            .query_first("SHOW MASTER STATUS")
+            .await
+            .ok()
+            .flatten()
+            .map(|row: mysql_async::Row| row.get::<String, _>(0).unwrap_or_default());
+        if let Some(file) = file {
+            let events: Vec<mysql_async::Row> = r
+                .query(format!("SHOW BINLOG EVENTS IN '{file}'"))
+                .await
+                .unwrap_or_default();
+            for e in events.iter().rev().take(30).rev() {
+                eprintln!(
+                    "  {replica} binlog: {:?} {:?}",
+                    e.get::<Option<String>, _>(2).flatten(),
+                    e.get::<Option<String>, _>(5).flatten()
+                );
+            }
+        }
+        panic!(
+            "the replica on {replica} did not reach {pos}: its own position {own} (state {state}); IO {} SQL {}, last IO error {:?}, last SQL error {:?}",
+            field("Slave_IO_Running"),
+            field("Slave_SQL_Running"),
+            field("Last_IO_Error"),
+            field("Last_SQL_Error"),
+        );
+    }
     let ro: i64 = r.query_first("SELECT @@read_only").await.unwrap().unwrap();
     assert_eq!(ro, 1, "a replica is read-only");
     let count = "SELECT COUNT(*) FROM ms.ledger";
@@ -547,17 +602,15 @@ async fn a_switch_cut_short_after_the_promotion_is_undone_by_another_proxy() {
 /// Item 3, the other half: a proxy that dies after the address change,
 /// before the new primary is writable; another proxy follows the new
 /// record and finishes the switch: the new primary writable, the old one
-/// its replica, the row `done`.
+/// its replica, the row `done`, and it catches up with the new primary.
 ///
-/// Known broken (ignored): the switch is finished (`done` about 0.2 s
-/// later, the new primary writable and followed), but the old primary
-/// then did not catch up with the new one within 20 s in the one run:
-/// likely writes that proxies' pooled connections made on the old primary
-/// between the owner's death (its read lock gone) and the repair (a
-/// heartbeat), which the new primary lacks, so its replication from the
-/// old primary's position stops.
+/// It failed before the owner killed the old primary's other connections
+/// with its read lock: the other proxy's heartbeat, through a connection
+/// pooled before the fence, wrote to the old primary once the owner's
+/// death released the lock (GTID 0-1-181 after the journal row's
+/// 0-1-180), so the old primary held a transaction the new one lacked and
+/// its replication from it stopped with error 1236.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "the old primary does not catch up after the finish: see above"]
 async fn a_switch_cut_short_after_the_address_change_is_finished_by_another_proxy() {
     cut_short("after_address").await;
 }
@@ -641,6 +694,19 @@ async fn cut_short(failpoint: &str) {
         .unwrap();
     assert_eq!(ro, 0, "the primary is writable");
     assert_replicating(primary, replica).await;
+    // HSCALE REJOIN of a server that has nothing the primary lacks (here
+    // its replica): it replicates from the primary again; of the primary
+    // itself: refused.
+    admin
+        .query_drop(format!("HSCALE REJOIN('shard0', '{}')", addr(replica)))
+        .await
+        .unwrap();
+    assert_replicating(primary, replica).await;
+    let e = admin
+        .query_drop(format!("HSCALE REJOIN('shard0', '{}')", addr(primary)))
+        .await
+        .unwrap_err();
+    assert_eq!(common::code(&e), 1210);
 }
 
 /// Item 4, automatic failover of the main backend: m1 (or whichever is the
@@ -651,7 +717,8 @@ async fn cut_short(failpoint: &str) {
 /// and none in part, every generated id once; the old primary, restarted,
 /// is made read-only and written by no one; a proxy started afterwards,
 /// its config naming the old primary, finds the new one; the old primary
-/// is then rejoined as a replica by the documented manual step.
+/// is then rejoined as a replica by HSCALE REJOIN, or refused by it when it
+/// holds transactions no replica received.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_main_backend_killed_fails_over_and_nothing_acknowledged_is_lost() {
     let _serial = SERIAL.lock().await;
@@ -745,10 +812,11 @@ async fn the_main_backend_killed_fails_over_and_nothing_acknowledged_is_lost() {
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     check_servers(ports, to, &after).await;
 
-    // The documented manual step, when the old primary has nothing the new
-    // one lacks (a transaction it wrote to its binary log but the replica
-    // had not acknowledged when it was killed, never acknowledged to a
-    // client, makes it a rebuild instead): it replicates from the new one.
+    // HSCALE REJOIN: refused (1210, it stays read-only) when the old
+    // primary holds a transaction the new one lacks (one it wrote to its
+    // binary log but no replica had acknowledged when it was killed, so
+    // never acknowledged to a client): it must be rebuilt; otherwise it
+    // replicates from the new one.
     let (old_state, old_id): (String, i64) = old
         .query_first("SELECT @@gtid_binlog_state, @@server_id")
         .await
@@ -766,26 +834,131 @@ async fn the_main_backend_killed_fails_over_and_nothing_acknowledged_is_lost() {
             .find(|g| g.split('-').nth(1) == Some(&old_id.to_string()))
             .map(str::to_string)
     };
+    let rejoin = admin
+        .query_drop(format!("HSCALE REJOIN('shard0', '{}')", addr(from)))
+        .await;
     if last_of(&old_state) != last_of(&new_state) {
         println!(
-            "the old primary holds transactions no replica received ({:?}, the new primary has {:?}): not rejoined, to be rebuilt",
+            "the old primary holds transactions no replica received ({:?}, the new primary has {:?}): REJOIN refused it: {rejoin:?}",
             last_of(&old_state),
             last_of(&new_state)
         );
+        assert_eq!(common::code(rejoin.as_ref().unwrap_err()), 1210);
+        // (REJOIN killed the old primary's clients, this test's too.)
+        let mut old = server(from).await;
+        let ro: i64 = old
+            .query_first("SELECT @@read_only")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(ro, 1, "a refused server stays read-only");
         return;
     }
-    let pos: String = old
-        .query_first("SELECT @@gtid_binlog_pos")
+    rejoin.unwrap();
+    assert_replicating(to, from).await;
+}
+
+/// Item 3 for an automatic failover: the deciding proxy (a process of its
+/// own, `failover_after_ms` 1 s) dies between the promotion (the replica's
+/// replication stopped, the journal's row written on it) and the
+/// dictionary's change; the other proxy (`failover_after_ms` 8 s) carries
+/// the failover on: the replica, which kept its replication settings, is
+/// its candidate again. Nothing acknowledged before the kill is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failover_cut_short_after_the_promotion_is_finished_by_another_proxy() {
+    failover_cut_short("after_promote", &CUT_PROMOTE_SERVERS, "cp-").await;
+}
+
+/// Item 3, the other half: the deciding proxy dies after the dictionary
+/// (the main backend's record on the replica) names the replica, before
+/// it is writable; the other proxy follows the record, finds the
+/// journal's row there and finishes the switch (the replica writable,
+/// its replication settings gone, the row `done`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failover_cut_short_after_the_address_change_is_finished_by_another_proxy() {
+    failover_cut_short("after_address", &CUT_ADDRESS_SERVERS, "ca-").await;
+}
+
+/// The main backend's primary killed under a failover whose deciding
+/// proxy ends at `failpoint`; another proxy finishes it.
+async fn failover_cut_short(
+    failpoint: &str,
+    set: &'static OnceLock<Mutex<Vec<MariaDb>>>,
+    tag: &'static str,
+) {
+    let _serial = SERIAL.lock().await;
+    let ports = servers_of(set, tag).await;
+    let with_failover = |ms: u64| {
+        let mut c = config(ports);
+        c.proxy.failover_after_ms = ms;
+        c
+    };
+    let p1 = hscale::RunningProxy::start(with_failover(8_000), "127.0.0.1:0").unwrap();
+    let mut admin = connect(p1.addr.port()).await;
+    set_up(&mut admin).await;
+    assert_eq!(main_primary(&mut admin).await, addr(ports[0]));
+    let mut dying = common::ProxyProcess::start_with_env(
+        with_failover(1_000),
+        &[("HSCALE_FAILPOINT", failpoint)],
+    );
+    let writers = Writers::start(&[p1.addr.port(), dying.port], 700_000_000);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let killed_at = Instant::now();
+    set.get().unwrap().lock().unwrap()[0].kill();
+    let status = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = dying.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the deciding proxy did not die");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(status.code(), Some(86), "ended at the failpoint");
+    let died = killed_at.elapsed();
+    let at_death = writers.count();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while writers.count() < at_death + 50 {
+        assert!(
+            Instant::now() < deadline,
+            "no write succeeded after the deciding proxy died"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let resumed = killed_at.elapsed();
+    let acked = writers.finish().await;
+    println!(
+        "a failover cut short {failpoint}: the deciding proxy died {} ms after the kill, writes resumed {} ms after the kill; {} transactions acknowledged",
+        died.as_millis(),
+        resumed.as_millis(),
+        acked.txns.len()
+    );
+    assert_eq!(main_primary(&mut admin).await, addr(ports[1]));
+    let mut new = server(ports[1]).await;
+    let (ro, state): (i64, String) = new
+        .query_first(
+            "SELECT @@read_only, (SELECT state FROM hscale.switches WHERE backend = 'shard0')",
+        )
         .await
         .unwrap()
         .unwrap();
-    old.query_drop(format!(
-        "SET GLOBAL gtid_slave_pos = '{pos}'; \
-         CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {to}, \
-         MASTER_USER = 'hscale', MASTER_PASSWORD = 'hscale', \
-         MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1; START SLAVE"
-    ))
-    .await
-    .unwrap();
-    assert_replicating(to, from).await;
+    assert_eq!(ro, 0, "the new primary is writable");
+    let status: Vec<mysql_async::Row> = new.query("SHOW SLAVE STATUS").await.unwrap();
+    assert!(status.is_empty(), "the new primary replicates from no one");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut state = state;
+    while state != "done" {
+        assert!(Instant::now() < deadline, "the switch row is {state}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        state = new
+            .query_first("SELECT state FROM hscale.switches WHERE backend = 'shard0'")
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    check_servers(ports, ports[1], &acked).await;
 }

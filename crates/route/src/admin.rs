@@ -7,6 +7,7 @@
 //! HSCALE MOVE_PARTITION('table', 'partition', 'backend')
 //! HSCALE CANCEL_OPERATION(id)
 //! HSCALE SWITCHOVER('backend', 'replica address')
+//! HSCALE REJOIN('backend', 'server address')
 //! HSCALE AUTO_PARTITION('table', 'ROUND_ROBIN' | 'FEWEST_ROWS' | 'OFF')
 //! HSCALE SETUP_GLOBAL_TABLE('table')
 //! HSCALE SHOW PARTITIONS [('table')] | SHOW TABLES | SHOW BACKENDS
@@ -128,11 +129,18 @@ pub enum AdminCommand {
         backend: BackendRef,
         replica: String,
     },
+    /// Make a server of a backend's set that is not its primary (an old
+    /// primary back after a failover) a replica of the primary, if it
+    /// holds nothing the primary lacks.
+    Rejoin {
+        backend: BackendRef,
+        server: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdminError {
-    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, SWITCHOVER, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, SHOW PROXIES, SHOW USERS, SHOW CACHE, RESET DIGESTS, CACHE_TABLE, UNCACHE_TABLE, CACHE_STATEMENT, UNCACHE_STATEMENT, FLUSH CACHE, EXPLAIN and RELOAD")]
+    #[error("unknown HSCALE command {0:?}; commands are SETUP_TABLE, ADD_PARTITION, DROP_PARTITION, MOVE_PARTITION, CANCEL_OPERATION, SWITCHOVER, REJOIN, AUTO_PARTITION, SETUP_GLOBAL_TABLE, SHOW PARTITIONS, SHOW TABLES, SHOW BACKENDS, SHOW OPERATIONS, SHOW TRANSACTIONS, SHOW DIGESTS, SHOW PROXIES, SHOW USERS, SHOW CACHE, RESET DIGESTS, CACHE_TABLE, UNCACHE_TABLE, CACHE_STATEMENT, UNCACHE_STATEMENT, FLUSH CACHE, EXPLAIN and RELOAD")]
     UnknownCommand(String),
     #[error("HSCALE {command} takes {expected}, got {got} argument(s)")]
     Arguments {
@@ -337,6 +345,14 @@ pub fn parse(text: &str) -> Result<AdminCommand, AdminError> {
             Ok(AdminCommand::Switchover {
                 backend: backend_ref(&a[0]),
                 replica: a[1].trim().to_string(),
+            })
+        }
+        "REJOIN" => {
+            let a = parse_args("REJOIN", after)?;
+            count("REJOIN", "2 arguments ('backend', 'server address')", &a, 2)?;
+            Ok(AdminCommand::Rejoin {
+                backend: backend_ref(&a[0]),
+                server: a[1].trim().to_string(),
             })
         }
         "SETUP_GLOBAL_TABLE" => {
@@ -556,6 +572,14 @@ mod tests {
             }
         );
         assert!(parse("HSCALE SWITCHOVER('shard0')").is_err());
+        assert_eq!(
+            parse("HSCALE REJOIN('shard0', '10.0.0.10:3306')").unwrap(),
+            AdminCommand::Rejoin {
+                backend: BackendRef::Name("shard0".into()),
+                server: "10.0.0.10:3306".into(),
+            }
+        );
+        assert!(parse("HSCALE REJOIN('shard0')").is_err());
         assert_eq!(
             parse("hscale cancel_operation('7');").unwrap(),
             AdminCommand::CancelOperation { id: 7 }

@@ -6,7 +6,10 @@
 //!  fleet lock (GET_LOCK hscale_switch_<backend> on the main backend)
 //!  old primary: FLUSH TABLES WITH READ LOCK (writes wait; a statement
 //!               that holds it up past the bound is killed), read_only = 1,
-//!               its last position: @@gtid_binlog_pos
+//!               every other client connection killed (statements waiting
+//!               for the lock fail, nothing of them applied; a connection
+//!               opened later finds it read-only and is not used), its
+//!               last position: @@gtid_binlog_pos
 //!  replica:     MASTER_GTID_WAIT(position), STOP SLAVE, RESET SLAVE ALL,
 //!               read_only = 0
 //!  dictionary:  hscale.backend_addresses names the replica, version + 1
@@ -14,9 +17,8 @@
 //!               reload, `backend/addresses.rs`)
 //!  fleet:       wait (bounded) until every live proxy's heartbeat shows
 //!               the new version
-//!  old primary: kill every client connection (statements still waiting
-//!               for the read lock fail, nothing of them applied), UNLOCK,
-//!               replica of the new primary (CHANGE MASTER ... slave_pos)
+//!  old primary: kill every client connection again, UNLOCK, replica of
+//!               the new primary (CHANGE MASTER ... slave_pos)
 //!  other replicas of the backend: repointed to the new primary
 //! ```
 //!
@@ -28,7 +30,9 @@
 //! when their connections are killed (never applied, so never
 //! acknowledged). The hscale account's privileges let it write despite
 //! `read_only` (MariaDB's READ_ONLY ADMIN): the read lock and the kill are
-//! what fence its connections, `read_only` fences other accounts.
+//! what fence its connections (the kill comes with the lock, so a proxy
+//! dying half-way, its lock gone, leaves no connection that writes there),
+//! `read_only` fences other accounts and the connections opened later.
 
 use hscale_route::BackendId;
 
@@ -96,7 +100,7 @@ pub(super) async fn switchover(
         exec(&mut main, &[sql]).await
     };
     note(begin_sql(&journal, &owner)).await?;
-    read_lock(&mut a).await?;
+    let fenced = read_lock(&mut a).await?;
     let pos = one(&mut a, "SELECT @@GLOBAL.gtid_binlog_pos")
         .await?
         .unwrap_or_default();
@@ -146,7 +150,7 @@ pub(super) async fn switchover(
     let stale = await_fleet(ctx, worker, version).await;
     // Nothing more may reach the old primary: statements still waiting
     // for its read lock fail, connections of proxies that moved are gone.
-    let killed = kill_clients(&mut a).await?;
+    let killed = fenced + kill_clients(&mut a).await?;
     exec(&mut a, &["UNLOCK TABLES".into()]).await?;
     let mut notes = Vec::new();
     if let Err(e) = replicate_from(&mut a, replica, cfg, Some(&pos)).await {
@@ -167,6 +171,77 @@ pub(super) async fn switchover(
         cfg.name
     );
     Ok(switched(ctx, head, stale, notes))
+}
+
+/// `HSCALE REJOIN(backend, server)`: `server`, a server of the backend's
+/// set that is not its primary (an old primary back after a failover),
+/// made a read-only replica of the primary from its own position; refused
+/// (1210, nothing changed) when it holds a transaction the primary lacks
+/// (one its clients were never acknowledged, committed to its binary log
+/// before it died: replicating around it would keep it in its tables), so
+/// that it must be rebuilt from a backup of the primary instead.
+pub(super) async fn rejoin(
+    ctx: &Context,
+    worker: usize,
+    backend: BackendId,
+    server: &str,
+) -> Result<AdminOutput, ProxyError> {
+    let _admin = ctx.partitioning.admin_lock.lock().await;
+    let cfg = &ctx.config.backends[backend.index()];
+    if backend == BackendId::MAIN && !cfg.replicas.is_empty() {
+        crate::partition::refresh::follow_main(ctx, worker).await;
+    }
+    reload(ctx, worker).await?;
+    let pool = ctx.pool(worker, backend).clone();
+    let primary = pool.address();
+    let servers: Vec<&str> = std::iter::once(cfg.address.as_str())
+        .chain(cfg.replicas.iter().map(String::as_str))
+        .collect();
+    if !servers.contains(&server) {
+        return Err(ProxyError::Wrong(format!(
+            "{server} is not a server of backend '{}': its servers are {}",
+            cfg.name,
+            servers.join(", ")
+        )));
+    }
+    if server == primary {
+        return Err(ProxyError::Wrong(format!(
+            "{server} is the primary of backend '{}'",
+            cfg.name
+        )));
+    }
+    // No switch of this backend meanwhile.
+    let _lock = if backend == BackendId::MAIN {
+        super::failover_main::main_lock(ctx, worker, &primary).await?
+    } else {
+        vec![fleet_lock(ctx, worker, &cfg.name).await?]
+    };
+    let mut p = pool.connect_to(&primary).await?;
+    let mut c = pool.connect_to(server).await?;
+    // Never written again by anyone: read-only, its clients gone.
+    exec(&mut c, &["SET GLOBAL read_only = 1".into()]).await?;
+    kill_clients(&mut c).await?;
+    let pos = one(&mut c, "SELECT @@GLOBAL.gtid_binlog_pos")
+        .await?
+        .unwrap_or_default();
+    let state = one(&mut p, "SELECT @@GLOBAL.gtid_binlog_state")
+        .await?
+        .unwrap_or_default();
+    let extra = lacking(&pos, &state);
+    if !extra.is_empty() {
+        return Err(ProxyError::Wrong(format!(
+            "{server} holds transactions the primary {primary} of backend '{}' lacks ({}): it cannot replicate from it; rebuild it from a backup of the primary (it stays read-only)",
+            cfg.name,
+            extra.join(", ")
+        )));
+    }
+    replicate_from(&mut c, &primary, cfg, Some(&pos)).await?;
+    Ok(AdminOutput::Ok {
+        info: format!(
+            "{server} replicates from {primary}, the primary of backend '{}', from its position {pos}",
+            cfg.name
+        ),
+    })
 }
 
 /// A switchover's answer: `head`, then the proxies that had not loaded
@@ -256,11 +331,17 @@ pub(super) async fn check_promotable(b: &mut BackendConn, replica: &str) -> Resu
     }
 }
 
-/// FLUSH TABLES WITH READ LOCK and read_only on the old primary: no write
-/// commits there any more. A statement that holds the lock up past
-/// [`CATCH_UP`] (a long write, an open LOCK TABLES) is killed, then the
-/// lock is taken again.
-pub(super) async fn read_lock(a: &mut BackendConn) -> Result<(), ProxyError> {
+/// FLUSH TABLES WITH READ LOCK and read_only on the old primary, then
+/// every other client connection killed: no write commits there any more,
+/// not even once the lock goes with this connection (its proxy dies
+/// half-way: `switch_journal.rs`). The hscale account writes despite
+/// `read_only`, so a connection opened before the fence (a proxy's pooled
+/// one, its heartbeat's) would write there after the lock; every
+/// connection opened after it finds the server read-only
+/// (`Pool::connect`) and is not used. A statement that holds the lock up
+/// past [`CATCH_UP`] (a long write, an open LOCK TABLES) is killed, then
+/// the lock is taken again. How many connections were killed.
+pub(super) async fn read_lock(a: &mut BackendConn) -> Result<usize, ProxyError> {
     exec(
         a,
         &[format!(
@@ -274,7 +355,7 @@ pub(super) async fn read_lock(a: &mut BackendConn) -> Result<(), ProxyError> {
         match a.command(&BackendConn::payload_for_query(sql)).await? {
             Ok(_) => {
                 exec(a, &["SET GLOBAL read_only = 1".into()]).await?;
-                return Ok(());
+                return kill_clients(a).await;
             }
             Err(e) if e.code == 1205 && attempt == 0 => {
                 // Kill the statements that run (those waiting for the lock
@@ -456,7 +537,7 @@ pub(super) async fn replicate_from(
 }
 
 /// The failover watch (`[proxy] failover_after_ms` > 0, worker 0 of every
-/// proxy): every health-check interval, each backend with replicas whose
+/// proxy): every twentieth of the bound, each backend with replicas whose
 /// primary has been found down (`BackendWatch::down_since_ms`:
 /// a connect or a ping failed, or it stopped answering) for at least the
 /// bound is failed over ([`failover`]; the main backend by
@@ -466,12 +547,11 @@ pub async fn watch(ctx: std::sync::Weak<Context>, worker: usize) {
     loop {
         let Some(c) = ctx.upgrade() else { return };
         let after = c.config.proxy.failover_after_ms;
-        let every = std::time::Duration::from_millis(
-            c.config
-                .proxy
-                .health_check_interval_ms
-                .clamp(50, after.max(50)),
-        );
+        // A twentieth of the bound (50 to 250 ms), whatever the health
+        // check's interval: each round reads one atomic per backend with
+        // replicas, and a round of the health check's 5 s made the first
+        // benchmark wait up to 5 s past the bound (bench/RESULTS.md).
+        let every = std::time::Duration::from_millis((after / 20).clamp(50, 250));
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
@@ -516,10 +596,16 @@ pub async fn watch(ctx: std::sync::Weak<Context>, worker: usize) {
 ///  `down` probed once more: it answers → nothing to do
 ///  each replica: STOP SLAVE IO_THREAD, apply what it received
 ///    (MASTER_GTID_WAIT(Gtid_IO_Pos)), its position read
-///  the one with the highest position: STOP SLAVE, RESET SLAVE ALL,
-///    read_only = 0; named in the dictionary (one change)
-///  the other replicas: replicas of it
+///  the one with the highest position: the journal's row (switching, on
+///    the main backend), STOP SLAVE; named in the dictionary (one
+///    change); RESET SLAVE ALL, read_only = 0
+///  the other replicas: replicas of it; the row done
 /// ```
+/// A proxy that dies half-way leaves the row: before the dictionary
+/// names the replica, the next attempt (the primary is still down) finds
+/// it among the candidates again, since it still has its replication
+/// settings, and carries on; after, the next proxy's reload finishes it
+/// (`switch_journal.rs`).
 /// With semi-synchronous replication every write the old primary
 /// acknowledged reached a replica's relay log, so the most advanced
 /// replica has it. The old primary, when it returns, is found by the
@@ -533,6 +619,7 @@ pub(super) async fn failover(
     down: &str,
 ) -> Result<Option<String>, ProxyError> {
     let cfg = &ctx.config.backends[backend.index()];
+    let started = std::time::Instant::now();
     let _admin = ctx.partitioning.admin_lock.lock().await;
     let Ok(_lock) = fleet_lock(ctx, worker, &cfg.name).await else {
         return Ok(None);
@@ -563,12 +650,39 @@ pub(super) async fn failover(
             cfg.name
         )));
     };
+    let caught = started.elapsed();
     let (chosen, mut conn, pos) = candidates.swap_remove(best);
-    exec(&mut conn, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
+    // The journal's row first, so that a proxy dying from here on leaves
+    // a switch the next one finishes (`switch_journal.rs`); the chosen
+    // replica keeps its replication settings until the dictionary names
+    // it, so that until then it is still a candidate of the next attempt.
+    let journal = Switch {
+        backend: cfg.name.clone(),
+        from: down.to_string(),
+        to: chosen.to_string(),
+        position: pos.clone(),
+        was_read_only: false,
+    };
+    {
+        let mut main = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+        exec(
+            &mut main,
+            &[begin_sql(&journal, &super::change::journal::owner(ctx))],
+        )
+        .await?;
+    }
+    exec(&mut conn, &["STOP SLAVE".into()]).await?;
+    failpoint("after_promote");
     let version = commit_address(ctx, worker, &cfg.name, chosen, "failover").await?;
+    failpoint("after_address");
     // Writable once the dictionary names it (see `switchover`).
-    exec(&mut conn, &["SET GLOBAL read_only = 0".into()]).await?;
+    exec(
+        &mut conn,
+        &["RESET SLAVE ALL".into(), "SET GLOBAL read_only = 0".into()],
+    )
+    .await?;
     reload(ctx, worker).await?;
+    let named = started.elapsed();
     let mut notes = Vec::new();
     for (other, mut c, _) in candidates {
         if let Err(e) = replicate_from(&mut c, chosen, cfg, None).await {
@@ -576,9 +690,15 @@ pub(super) async fn failover(
         }
     }
     let stale = await_fleet(ctx, worker, version).await;
+    let mut main = ctx.pool(worker, BackendId::MAIN).get_own().await?;
+    exec(&mut main, &[end_sql(&cfg.name, "done")]).await?;
     let mut info = format!(
-        "backend '{}': primary {chosen} (position {pos}) in place of {down}, down for {} ms or more; dictionary version {version}",
-        cfg.name, ctx.config.proxy.failover_after_ms
+        "backend '{}': primary {chosen} (position {pos}) in place of {down}, down for {} ms or more; dictionary version {version}; replicas caught up after {} ms, named and writable after {} ms, the fleet awaited after {} ms",
+        cfg.name,
+        ctx.config.proxy.failover_after_ms,
+        caught.as_millis(),
+        named.as_millis(),
+        started.elapsed().as_millis()
     );
     if stale > 0 {
         info.push_str(&format!("; {stale} proxy(ies) had not loaded it yet"));
@@ -598,7 +718,15 @@ pub(super) async fn caught_up(
     address: &str,
 ) -> Result<(BackendConn, String), ProxyError> {
     let mut c = pool.connect_to(address).await?;
-    exec(&mut c, &["STOP SLAVE IO_THREAD".into()]).await?;
+    // (Its SQL thread started: a failover cut short stopped it.)
+    exec(
+        &mut c,
+        &[
+            "STOP SLAVE IO_THREAD".into(),
+            "START SLAVE SQL_THREAD".into(),
+        ],
+    )
+    .await?;
     let sql = "SHOW SLAVE STATUS";
     let status = c
         .query_rows(sql)
@@ -628,6 +756,28 @@ pub(super) async fn caught_up(
     Ok((c, received))
 }
 
+/// The GTIDs of `pos` (a server's `@@gtid_binlog_pos`, `domain-server-seq`
+/// each) that `state` (another server's `@@gtid_binlog_state`: the last
+/// sequence number per domain and server) does not hold: what the first
+/// server wrote that the second lacks. Empty: the first may replicate
+/// from the second from its own position.
+pub(super) fn lacking(pos: &str, state: &str) -> Vec<String> {
+    let split = |g: &str| {
+        let g = g.trim();
+        let (ds, seq) = g.rsplit_once('-')?;
+        Some((ds.to_string(), seq.parse::<u64>().ok()?))
+    };
+    let held: Vec<(String, u64)> = state.split(',').filter_map(split).collect();
+    pos.split(',')
+        .filter(|g| !g.trim().is_empty())
+        .filter(|g| match split(g) {
+            Some((ds, seq)) => !held.iter().any(|(h, n)| *h == ds && *n >= seq),
+            None => true,
+        })
+        .map(|g| g.trim().to_string())
+        .collect()
+}
+
 /// How far a GTID position (`domain-server-seq,...`) is: the sum of its
 /// domains' sequence numbers (replicas of one primary share its domains).
 pub(super) fn gtid_rank(pos: &str) -> u64 {
@@ -638,7 +788,7 @@ pub(super) fn gtid_rank(pos: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::gtid_rank;
+    use super::{gtid_rank, lacking};
 
     #[test]
     fn positions_compare_by_sequence() {
@@ -646,5 +796,16 @@ mod tests {
         assert!(gtid_rank("0-2-121") > gtid_rank("0-1-120"));
         assert_eq!(gtid_rank(""), 0);
         assert_eq!(gtid_rank("0-1-5,1-1-7"), 12);
+    }
+
+    #[test]
+    fn what_a_server_wrote_that_another_lacks() {
+        // The old primary's heartbeat after the fence (0-1-181) while the
+        // new one went on (0-2-183): it cannot replicate from it.
+        assert_eq!(lacking("0-1-181", "0-1-180,0-2-183"), vec!["0-1-181"]);
+        assert!(lacking("0-1-180", "0-1-180,0-2-183").is_empty());
+        assert!(lacking("0-1-12", "0-1-180").is_empty());
+        assert!(lacking("", "0-1-1").is_empty());
+        assert_eq!(lacking("0-1-3,1-1-9", "0-1-3"), vec!["1-1-9"]);
     }
 }

@@ -8,7 +8,7 @@
 //!               (every other backend's primary, every server of the main
 //!               backend's set but its primary)
 //!  old primary: the live proxies listed; FLUSH TABLES WITH READ LOCK,
-//!               read_only = 1, its position
+//!               read_only = 1, its other clients killed, its position
 //!  replica:     MASTER_GTID_WAIT, STOP SLAVE, RESET SLAVE ALL; on it the
 //!               main backend's record (hscale.backend_addresses) names it
 //!               with an epoch above every server's record, dictionary
@@ -196,7 +196,7 @@ pub(super) async fn switchover(
         &[begin_sql(&journal, &super::change::journal::owner(ctx))],
     )
     .await?;
-    read_lock(&mut a).await?;
+    let fenced = read_lock(&mut a).await?;
     let pos = one(&mut a, "SELECT @@GLOBAL.gtid_binlog_pos")
         .await?
         .unwrap_or_default();
@@ -241,7 +241,7 @@ pub(super) async fn switchover(
     follow_main(ctx, worker).await;
     reload(ctx, worker).await?;
     let stale = await_proxies(ctx, worker, version, Some(&live)).await;
-    let killed = kill_clients(&mut a).await?;
+    let killed = fenced + kill_clients(&mut a).await?;
     exec(&mut a, &["UNLOCK TABLES".into()]).await?;
     let mut notes = Vec::new();
     if let Err(e) = replicate_from(&mut a, replica, cfg, Some(&pos)).await {
@@ -319,10 +319,32 @@ pub(super) async fn failover(
         )));
     };
     let (chosen, mut conn, pos) = candidates.swap_remove(best);
-    exec(&mut conn, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
+    // Its replication stopped (settings kept: until the record names it,
+    // the next attempt finds it a candidate again), the journal's row
+    // written there (the new primary's first transaction), the record.
+    // A proxy dying half-way: `admin/failover.rs::failover`.
+    exec(&mut conn, &["STOP SLAVE".into()]).await?;
+    let journal = Switch {
+        backend: cfg.name.clone(),
+        from: down.to_string(),
+        to: chosen.to_string(),
+        position: pos.clone(),
+        was_read_only: false,
+    };
+    exec(
+        &mut conn,
+        &[begin_sql(&journal, &super::change::journal::owner(ctx))],
+    )
+    .await?;
+    failpoint("after_promote");
     let version =
         commit_main_record(ctx, &mut conn, chosen, next_epoch(&records), "failover").await?;
-    exec(&mut conn, &["SET GLOBAL read_only = 0".into()]).await?;
+    failpoint("after_address");
+    exec(
+        &mut conn,
+        &["RESET SLAVE ALL".into(), "SET GLOBAL read_only = 0".into()],
+    )
+    .await?;
     follow_main(ctx, worker).await;
     reload(ctx, worker).await?;
     let mut notes = Vec::new();
@@ -332,6 +354,7 @@ pub(super) async fn failover(
         }
     }
     let stale = await_fleet(ctx, worker, version).await;
+    exec(&mut conn, &[end_sql(&cfg.name, "done")]).await?;
     let mut info = format!(
         "backend '{}' (the main backend): primary {chosen} (position {pos}) in place of {down}, down for {} ms or more; dictionary version {version}",
         cfg.name, ctx.config.proxy.failover_after_ms

@@ -197,6 +197,12 @@ pub async fn execute(
                 .map_err(|e| wrong(e.to_string()))?;
             failover::switchover(ctx, worker, backend, &replica).await
         }
+        AdminCommand::Rejoin { backend, server } => {
+            let backend = backend
+                .resolve(&backend_names(ctx))
+                .map_err(|e| wrong(e.to_string()))?;
+            failover::rejoin(ctx, worker, backend, &server).await
+        }
     }
 }
 

@@ -4,7 +4,10 @@
 //! A switchover writes its row (`switching`, the old and the new primary)
 //! before it fences the old primary, on the main backend (for the main
 //! backend itself: on the old primary, from which the replica has it by
-//! the time it is promoted), and marks it `done` at the end. A proxy that
+//! the time it is promoted), and marks it `done` at the end. An automatic
+//! failover writes it before it stops the chosen replica's replication
+//! (on the main backend; for the main backend itself: on the chosen
+//! replica, its first transaction as the primary). A proxy that
 //! dies in between leaves the old primary read-only (so every proxy
 //! refuses it, `Pool::connect`) and perhaps the replica no longer
 //! replicating. Every proxy's reload loop ([`resume`]) looks for such a
@@ -16,7 +19,10 @@
 //!  named the new primary: it is made writable; the old one's clients are
 //!                         killed and it replicates from the new one
 //!  not named yet:         the old primary writable again (as it was);
-//!                         the replica replicates from it again
+//!                         the replica replicates from it again; a
+//!                         failover's old primary still down: left to the
+//!                         failover watch, whose next attempt finds the
+//!                         replica a candidate again and carries it on
 //! ```
 
 use hscale_route::BackendId;
@@ -149,7 +155,9 @@ async fn resume_other(
     crate::partition::refresh::reload(ctx, worker).await?;
     let pool = ctx.pool(worker, backend).clone();
     let is_named = pool.address() == s.to;
-    repair(&pool, cfg, s, is_named).await?;
+    if !repair(&pool, cfg, s, is_named).await? {
+        return Ok(());
+    }
     let state = if is_named { "done" } else { "undone" };
     exec(&mut main, &[end_sql(&s.backend, state)]).await?;
     tracing::warn!(backend = %s.backend, from = %s.from, to = %s.to, state, "a switch cut short by its proxy's end was repaired");
@@ -185,7 +193,9 @@ async fn resume_main(ctx: &Context, worker: usize, s: &Switch) -> Result<(), Pro
         return Ok(());
     }
     drop(c);
-    repair(&pool, cfg, s, is_named).await?;
+    if !repair(&pool, cfg, s, is_named).await? {
+        return Ok(());
+    }
     let state = if is_named { "done" } else { "undone" };
     let at = if is_named { &s.to } else { &s.from };
     let mut c = pool.connect_to(at).await?;
@@ -197,28 +207,56 @@ async fn resume_main(ctx: &Context, worker: usize, s: &Switch) -> Result<(), Pro
 }
 
 /// Finish (`is_named`: the dictionary names the new primary) or undo the
-/// switch `s` on its two servers.
+/// switch `s` on its two servers; `false`: left as it is, for a failover
+/// cut short before the dictionary named the replica while the old
+/// primary is still down (the failover watch carries it on: the replica
+/// kept its replication settings, so it is a candidate again).
 async fn repair(
     pool: &crate::backend::Pool,
     cfg: &crate::config::BackendConfig,
     s: &Switch,
     is_named: bool,
-) -> Result<(), ProxyError> {
+) -> Result<bool, ProxyError> {
     if is_named {
         let mut b = pool.connect_to(&s.to).await?;
-        exec(&mut b, &["SET GLOBAL read_only = 0".into()]).await?;
+        // A failover keeps the replica's replication settings until the
+        // dictionary names it: gone now, so that it never replicates
+        // from the old primary again.
+        exec(
+            &mut b,
+            &[
+                "STOP SLAVE".into(),
+                "RESET SLAVE ALL".into(),
+                "SET GLOBAL read_only = 0".into(),
+            ],
+        )
+        .await?;
         if let Ok(mut a) = pool.connect_to(&s.from).await {
             exec(&mut a, &["SET GLOBAL read_only = 1".into()]).await?;
             kill_clients(&mut a).await?;
-            // Its position now: the fenced one, unless a proxy that had
-            // not moved wrote there after the owner's read lock went.
+            // Its position now: the fenced one (the owner killed its
+            // other connections with the read lock, and the connections
+            // opened since found it read-only). Should it hold what the
+            // new primary lacks, it stays read-only and out of
+            // replication, to be looked at (`HSCALE REJOIN` refuses it
+            // too), rather than replicate around a hole.
             let pos = one(&mut a, "SELECT @@GLOBAL.gtid_binlog_pos")
                 .await?
                 .unwrap_or_default();
-            replicate_from(&mut a, &s.to, cfg, Some(&pos)).await?;
+            let state = one(&mut b, "SELECT @@GLOBAL.gtid_binlog_state")
+                .await?
+                .unwrap_or_default();
+            let extra = super::failover::lacking(&pos, &state);
+            if extra.is_empty() {
+                replicate_from(&mut a, &s.to, cfg, Some(&pos)).await?;
+            } else {
+                tracing::error!(backend = %s.backend, old = %s.from, new = %s.to, lacking = ?extra, "the old primary holds transactions the new one lacks: left read-only, not replicating");
+            }
         }
     } else {
-        let mut a = pool.connect_to(&s.from).await?;
+        let Ok(mut a) = pool.connect_to(&s.from).await else {
+            return Ok(false);
+        };
         if !s.was_read_only {
             exec(&mut a, &["SET GLOBAL read_only = 0".into()]).await?;
         }
@@ -228,5 +266,5 @@ async fn repair(
             replicate_from(&mut b, &s.from, cfg, None).await?;
         }
     }
-    Ok(())
+    Ok(true)
 }
