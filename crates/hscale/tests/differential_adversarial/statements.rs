@@ -265,7 +265,7 @@ type Push = fn(&mut Vec<Step>);
 /// statements read, on both sides alike).
 pub fn steps() -> Vec<Step> {
     let mut s = Vec::new();
-    let modules: [(&str, Push); 9] = [
+    let modules: [(&str, Push); 10] = [
         ("reads", super::reads::push),
         ("writes", super::writes::push),
         ("prepared", super::prepared::push),
@@ -275,9 +275,16 @@ pub fn steps() -> Vec<Step> {
         ("third_pass", super::third_pass::push),
         ("fourth_pass", super::fourth_pass::push),
         ("fifth_pass", super::fifth_pass::push),
+        ("sixth_pass", super::sixth_pass::push),
     ];
+    // ADV_ONLY=<module> runs one module alone (while working on it; the
+    // final comparison with EXPECTED_DIFFERENCES is then skipped).
+    let only = std::env::var("ADV_ONLY").ok();
     for (name, push) in modules {
-        if name == "second_pass" {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        if name == "second_pass" || name == "sixth_pass" {
             s.push(step("", None, How::Reset));
         }
         let before = s.len();
