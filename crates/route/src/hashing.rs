@@ -341,9 +341,13 @@ fn format_date(pattern: &str, value: &str, is_stored: bool) -> Option<String> {
     let is_zero = (y, m, d) == (0, 0, 0);
     if parts.next().is_some()
         || !is_zero
-            && (!(1..=12).contains(&m)
-                || d < 1
-                || d > if is_stored { 31 } else { days_in_month(y, m) })
+            && if is_stored {
+                // A zero month or day is a value too ('2024-02-00' without
+                // NO_ZERO_IN_DATE): DATE_FORMAT shows it as zeros.
+                m > 12 || d > 31
+            } else {
+                !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m)
+            }
         || y > 9999
     {
         return None;
