@@ -303,7 +303,7 @@ fn may_round_across(pattern: &str, value: &str) -> bool {
 /// The last day of month `m` (1-12) of year `y`.
 fn days_in_month(y: u32, m: u32) -> u32 {
     match m {
-        2 if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) => 29,
+        2 if y.is_multiple_of(4) && (!y.is_multiple_of(100) || y.is_multiple_of(400)) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,

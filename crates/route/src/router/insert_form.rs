@@ -158,7 +158,7 @@ pub fn upsert_names(
         } else if in_value && values_depth.is_none() && is_name(x) {
             let is_call = tt.get(i + 1).is_some_and(|p| p.is_punct(tail, "("));
             let after_dot = i > 0 && tt[i - 1].is_punct(tail, ".");
-            if is_call && x.is_word(tail, "VALUES") || is_call && x.is_word(tail, "VALUE") {
+            if is_call && (x.is_word(tail, "VALUES") || x.is_word(tail, "VALUE")) {
                 values_depth = Some(depth + 1);
             } else if !is_call && !after_dot {
                 let dotted = tt.get(i + 1).is_some_and(|d| d.is_punct(tail, "."));
