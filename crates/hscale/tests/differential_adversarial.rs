@@ -44,6 +44,8 @@ mod reads;
 mod second_pass;
 #[path = "differential_adversarial/session.rs"]
 mod session;
+#[path = "differential_adversarial/sixth_pass.rs"]
+mod sixth_pass;
 #[path = "differential_adversarial/spellings.rs"]
 mod spellings;
 #[path = "differential_adversarial/statements.rs"]
@@ -492,6 +494,9 @@ async fn adversarial_statements_answer_as_one_server() {
     }
     for (k, how) in &run.differ {
         println!("DIFFERS: {k}\n{how}");
+    }
+    if std::env::var("ADV_ONLY").is_ok() {
+        return;
     }
     assert!(total >= 200, "only {total} statements");
     let differ: BTreeSet<&str> = run

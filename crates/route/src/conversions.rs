@@ -113,11 +113,22 @@ fn route_asked(
         },
         // The stored time's fraction cannot carry into another hour any
         // more: the column has rounded or truncated it already.
-        Some(v) if matches!(table.function, HashingFunction::Date(_)) => {
-            KeyValue::Str(match v.split_once('.') {
+        Some(v)
+            if matches!(table.function, HashingFunction::Date(_))
+                && table.key_compare.is_none() =>
+        {
+            let key = KeyValue::Str(match v.split_once('.') {
                 Some((whole, _)) if whole.contains(':') => whole.to_string(),
                 _ => v,
-            })
+            });
+            // The column's own value: a day past its month's end is kept
+            // under ALLOW_INVALID_DATES.
+            return Some(
+                table
+                    .function
+                    .apply_stored(&key)
+                    .map(|value| table.target_of_value(value.as_deref())),
+            );
         }
         Some(v) => KeyValue::Str(v),
     };

@@ -147,7 +147,7 @@ impl HashingFunction {
                         "its fractional seconds may round into the next hour or day (sql_mode TIME_ROUND_FRACTIONAL, or a column of fewer fraction digits)",
                     ));
                 }
-                format_date(pattern, &s).ok_or_else(|| {
+                format_date(pattern, &s, false).ok_or_else(|| {
                     bad(
                         "DATE",
                         "not a date such as '2024-05-17' or '2024-05-17 13:00:00'",
@@ -164,6 +164,24 @@ impl HashingFunction {
 }
 
 impl HashingFunction {
+    /// [`HashingFunction::apply`] to a value a DATE function's column
+    /// holds, as the server read it back (`conversions.rs`): a day past
+    /// its month's end is the column's value under ALLOW_INVALID_DATES.
+    pub fn apply_stored(&self, v: &KeyValue) -> Result<Option<String>, HashError> {
+        match (self, v) {
+            (HashingFunction::Date(pattern), KeyValue::Str(s)) => {
+                Ok(Some(format_date(pattern, s, true).ok_or_else(|| {
+                    HashError::BadValue {
+                        function: "DATE",
+                        value: v.to_string(),
+                        why: "not a date such as '2024-05-17' or '2024-05-17 13:00:00'",
+                    }
+                })?))
+            }
+            _ => self.apply(v),
+        }
+    }
+
     /// Whether some key value maps to partition value `v`; the error says
     /// why not (used to refuse impossible dictionary entries).
     pub fn can_produce(&self, v: &str) -> Result<(), String> {
@@ -204,7 +222,7 @@ impl HashingFunction {
             HashingFunction::Date(p) => {
                 // Format a sample and compare the shape: digits where the
                 // pattern has fields, the same literal characters elsewhere.
-                let sample = format_date(p, "2000-01-01 00:00:00").unwrap_or_default();
+                let sample = format_date(p, "2000-01-01 00:00:00", false).unwrap_or_default();
                 let same_shape = sample.len() == v.len()
                     && sample
                         .chars()
@@ -282,9 +300,21 @@ fn may_round_across(pattern: &str, value: &str) -> bool {
     is_hour_end && (pattern.contains("%H") || h == Some(23))
 }
 
+/// The last day of month `m` (1-12) of year `y`.
+fn days_in_month(y: u32, m: u32) -> u32 {
+    match m {
+        2 if y.is_multiple_of(4) && (!y.is_multiple_of(100) || y.is_multiple_of(400)) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
 /// `DATE_FORMAT(value, pattern)` for `%Y %m %d %H`, on a DATE, DATETIME or
 /// TIMESTAMP literal (`YYYY-MM-DD[ HH[:MM[:SS[.frac]]]]`).
-fn format_date(pattern: &str, value: &str) -> Option<String> {
+/// `is_stored`: `value` is what a column holds (read back from the
+/// server), whose day may pass its month's end under ALLOW_INVALID_DATES.
+fn format_date(pattern: &str, value: &str, is_stored: bool) -> Option<String> {
     let v = value.trim();
     let (date, time) = match v.split_once([' ', 'T']) {
         Some((d, t)) => (d, Some(t)),
@@ -303,16 +333,36 @@ fn format_date(pattern: &str, value: &str) -> Option<String> {
     // a string it cannot read (with warning 1265 without strict mode,
     // where strict mode fails the statement with 1292 instead, on the
     // partition it is routed to). DATE_FORMAT gives it zeros ('0000-00').
+    // A day past its month's end ('2024-02-30') is no date: the zero
+    // date without strict mode, an error with it, the date itself under
+    // ALLOW_INVALID_DATES. Only the server knows which (the session's
+    // mode): such a key has no partition here, and an INSERT asks the
+    // server what the column makes of it (`conversions.rs`).
     let is_zero = (y, m, d) == (0, 0, 0);
     if parts.next().is_some()
-        || !is_zero && (!(1..=12).contains(&m) || !(1..=31).contains(&d))
+        || !is_zero
+            && if is_stored {
+                // A zero month or day is a value too ('2024-02-00' without
+                // NO_ZERO_IN_DATE): DATE_FORMAT shows it as zeros.
+                m > 12 || d > 31
+            } else {
+                !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m)
+            }
         || y > 9999
     {
         return None;
     }
     let h: u32 = match time {
         Some(t) => {
-            let h: u32 = t.split(':').next()?.parse().ok()?;
+            let mut fields = t.split(':');
+            let h: u32 = fields.next()?.parse().ok()?;
+            // Minutes and seconds past 59 make no time either.
+            for f in fields.take(2) {
+                let whole = f.split('.').next()?;
+                if !whole.is_empty() && whole.parse::<u32>().ok()? > 59 {
+                    return None;
+                }
+            }
             if h > 23 {
                 return None;
             }
@@ -364,6 +414,25 @@ mod tests {
         assert!(h
             .apply(&KeyValue::Str("2024-01-31 22:59:59.9".into()))
             .is_err());
+    }
+
+    #[test]
+    fn days_past_the_end_of_their_month_have_no_partition() {
+        let f = HashingFunction::parse("DATE('%Y-%m')").unwrap();
+        let v = |s: &str| f.apply(&KeyValue::Str(s.into()));
+        for bad in [
+            "2024-02-30 10:00:00",
+            "2023-02-29",
+            "2024-04-31",
+            "2024-02-00",
+            "2024-01-31 23:60:00",
+            "2024-01-31 10:00:60",
+        ] {
+            assert!(v(bad).is_err(), "{bad}");
+        }
+        assert_eq!(v("2024-02-29").unwrap().unwrap(), "2024-02");
+        assert_eq!(v("2000-02-29 23:59:59").unwrap().unwrap(), "2000-02");
+        assert_eq!(v("0000-00-00 00:00:00").unwrap().unwrap(), "0000-00");
     }
 
     /// Golden vectors. Each was checked against MariaDB 10.11 with the

@@ -61,6 +61,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     router::with_columns(&current, at, &columns)
                 }
                 InsertForm::Select { head, select, tail } => {
+                    if self.upsert_names_answered(&head, &select, &tail).await? {
+                        return Ok(Normal::Answered);
+                    }
                     match self.select_rows(&select).await? {
                         Selected::Error(err) => {
                             self.write_server_error(1, &err).await?;
@@ -221,6 +224,55 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .into_iter()
             .filter_map(|r| r.into_iter().next().flatten())
             .collect())
+    }
+
+    /// An `INSERT ... SELECT ... ON DUPLICATE KEY UPDATE` whose UPDATE
+    /// reads a name of the SELECT's tables (`router::upsert_names`): one
+    /// server's 1052 when the inserted table has it too (nothing written),
+    /// a refusal when only the SELECT's row has it (the rows are written
+    /// as VALUES, which have no such name). `true`: the client has its
+    /// answer.
+    async fn upsert_names_answered(
+        &mut self,
+        head: &str,
+        select: &str,
+        tail: &str,
+    ) -> Result<bool, ProxyError> {
+        let Some(u) = router::upsert_names(head, select, tail, self.b.state.db.as_deref()) else {
+            return Ok(false);
+        };
+        let target_of = |this: &Self, name: &hscale_route::dictionary::TableName| {
+            let dict = this.b.ctx.partitioning.dictionary();
+            match dict.table(name) {
+                Some(t) => t.default_target(),
+                None => hscale_route::dictionary::Target {
+                    backend: hscale_route::BackendId::MAIN,
+                    physical_table: name.table.clone(),
+                },
+            }
+        };
+        let own_target = target_of(self, &u.table);
+        let own = self.columns_of(&u.table.db, &own_target).await?;
+        let mut theirs = Vec::new();
+        for (name, _) in &u.select_tables {
+            let target = target_of(self, name);
+            theirs.push(self.columns_of(&name.db, &target).await?);
+        }
+        match router::upsert_resolution(&u, &own, &theirs) {
+            Ok(()) => Ok(false),
+            Err(Ok(name)) => {
+                let err = ErrPacket {
+                    code: 1052,
+                    sql_state: *b"23000",
+                    message: format!("Column '{name}' in UPDATE is ambiguous"),
+                };
+                self.write_server_error(1, &err).await?;
+                Ok(true)
+            }
+            Err(Err(name)) => Err(ProxyError::Refused(format!(
+                "INSERT ... SELECT ... ON DUPLICATE KEY UPDATE reading {name} of the SELECT's row, over partitioned tables"
+            ))),
+        }
     }
 
     /// Run `select` as the client's read (planned, merged, fenced) and

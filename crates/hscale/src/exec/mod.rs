@@ -358,6 +358,11 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Plan::Maintenance(m) => self.run_maintenance(&m).await,
             Plan::CreateSelect(c) => self.run_create_select(&c, effects).await,
             Plan::Refuse(why) => Err(ProxyError::Refused(why)),
+            // A `?` in a text statement (its prepared form runs as text
+            // with the parameters written in: `exec/prepared`).
+            Plan::PreparedAsText(what) => Err(ProxyError::Refused(format!(
+                "{what} with a `?` outside a prepared statement"
+            ))),
             Plan::ViewError(e) => Err(ProxyError::View(e)),
             // Its two steps run before planning (`insert_form.rs`): the
             // read into the row sink, then the VALUES form planned.

@@ -45,6 +45,9 @@ impl Plan {
         match self {
             Plan::Passthrough => one("passthrough".to_string()),
             Plan::Refuse(why) => vec![ExplainRow::new(&main, "refused", why.as_str())],
+            Plan::PreparedAsText(what) => one(format!(
+                "{what}: each execution runs as the text statement with its parameters written in"
+            )),
             Plan::DropTable(t) => one(format!(
                 "drop every partition of {t} and its dictionary entry"
             )),

@@ -104,6 +104,171 @@ pub(super) fn insert_select(
     })))
 }
 
+/// The names an `INSERT ... SELECT ... ON DUPLICATE KEY UPDATE` reads in
+/// its UPDATE values (outside `VALUES(..)`), and the tables they may name.
+/// One server resolves them in the inserted table and the SELECT's
+/// tables together: a name both have is its error 1052 ("Column 'qty' in
+/// UPDATE is ambiguous"), and a name only the SELECT's tables have reads
+/// the SELECT's row. The proxy writes the SELECT's rows as VALUES, where
+/// neither holds; `hscale::exec::insert_form` asks the tables' columns
+/// and answers as the server would (1052), or refuses (1235).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpsertNames {
+    /// The inserted table.
+    pub table: TableName,
+    /// The SELECT's tables, each with its qualifier.
+    pub select_tables: Vec<(TableName, String)>,
+    /// `(qualifier, column)` of each name read.
+    pub names: Vec<(Option<String>, String)>,
+}
+
+/// [`UpsertNames`] of `head SELECT .. tail`; `None` when the tail is no
+/// ON DUPLICATE KEY UPDATE, reads no name, or the SELECT's tables are
+/// hidden from it (GROUP BY, aggregates, DISTINCT, UNION: the server then
+/// resolves the names in the inserted table alone) or not plain tables.
+pub fn upsert_names(
+    head: &str,
+    select: &str,
+    tail: &str,
+    session_db: Option<&str>,
+) -> Option<UpsertNames> {
+    let tt = hscale_sql::tokenize(tail).ok()?;
+    if !tt.first()?.is_word(tail, "ON") {
+        return None;
+    }
+    let update = tt.iter().position(|x| x.is_word(tail, "UPDATE"))?;
+    // Names in the values: after each top-level `=`, up to its `,`.
+    let mut names = Vec::new();
+    let mut depth = 0i32;
+    let mut in_value = false;
+    let mut values_depth: Option<i32> = None;
+    let mut i = update + 1;
+    while let Some(x) = tt.get(i) {
+        if x.is_punct(tail, "(") {
+            depth += 1;
+        } else if x.is_punct(tail, ")") {
+            if values_depth == Some(depth) {
+                values_depth = None;
+            }
+            depth -= 1;
+        } else if depth == 0 && x.is_punct(tail, ",") {
+            in_value = false;
+        } else if depth == 0 && x.is_punct(tail, "=") && !in_value {
+            in_value = true;
+        } else if in_value && values_depth.is_none() && is_name(x) {
+            let is_call = tt.get(i + 1).is_some_and(|p| p.is_punct(tail, "("));
+            let after_dot = i > 0 && tt[i - 1].is_punct(tail, ".");
+            if is_call && (x.is_word(tail, "VALUES") || x.is_word(tail, "VALUE")) {
+                values_depth = Some(depth + 1);
+            } else if !is_call && !after_dot {
+                let dotted = tt.get(i + 1).is_some_and(|d| d.is_punct(tail, "."));
+                match (dotted, tt.get(i + 2)) {
+                    (true, Some(c)) if is_name(c) => {
+                        if tt.get(i + 3).is_some_and(|d| d.is_punct(tail, ".")) {
+                            return None;
+                        }
+                        names.push((Some(unquote(x, tail)), unquote(c, tail)));
+                        i += 3;
+                        continue;
+                    }
+                    (true, _) => return None,
+                    _ => names.push((None, unquote(x, tail))),
+                }
+            }
+        }
+        i += 1;
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let ht = hscale_sql::tokenize(head).ok()?;
+    let into = target_of(head, &ht)?;
+    let table = match into.end - into.start {
+        1 => TableName::new(session_db?, &unquote(&ht[into.start], head)),
+        _ => TableName::new(
+            &unquote(&ht[into.start], head),
+            &unquote(&ht[into.start + 2], head),
+        ),
+    };
+    let st = hscale_sql::tokenize(select).ok()?;
+    let hides = st.iter().any(|x| {
+        is_any_word(
+            x,
+            select,
+            &["GROUP", "DISTINCT", "UNION", "INTERSECT", "EXCEPT", "WITH"],
+        ) || is_any_word(
+            x,
+            select,
+            &[
+                "COUNT",
+                "SUM",
+                "AVG",
+                "MIN",
+                "MAX",
+                "GROUP_CONCAT",
+                "BIT_AND",
+                "BIT_OR",
+                "BIT_XOR",
+                "STD",
+                "STDDEV",
+                "VARIANCE",
+                "JSON_ARRAYAGG",
+                "JSON_OBJECTAGG",
+            ],
+        )
+    });
+    if hides || !st.first()?.is_word(select, "SELECT") {
+        return None;
+    }
+    let from = st.iter().position(|x| x.is_word(select, "FROM"))?;
+    let mut select_tables = Vec::new();
+    for (db, name, qualifier) in super::join::from_list(select, &st, from).ok()? {
+        select_tables.push((
+            TableName::new(db.as_deref().or(session_db)?, &name),
+            qualifier,
+        ));
+    }
+    Some(UpsertNames {
+        table,
+        select_tables,
+        names,
+    })
+}
+
+/// What one server answers for [`UpsertNames`] once the columns of the
+/// inserted table (`own`) and of each SELECT table (`theirs`, in order)
+/// are known: `Err(Ok(name))` its error 1052 naming `name`, `Err(Err(name))`
+/// a name reading the SELECT's row (refused), `Ok(())` nothing to say.
+pub fn upsert_resolution(
+    u: &UpsertNames,
+    own: &[String],
+    theirs: &[Vec<String>],
+) -> Result<(), Result<String, String>> {
+    let has = |cols: &[String], c: &str| cols.iter().any(|x| x.eq_ignore_ascii_case(c));
+    for (q, c) in &u.names {
+        let (mine, other) = match q {
+            Some(q) => (
+                q.eq_ignore_ascii_case(&u.table.table) && has(own, c),
+                u.select_tables
+                    .iter()
+                    .zip(theirs)
+                    .any(|((_, sq), cols)| sq.eq_ignore_ascii_case(q) && has(cols, c)),
+            ),
+            None => (has(own, c), theirs.iter().any(|cols| has(cols, c))),
+        };
+        let shown = match q {
+            Some(q) => format!("{q}.{c}"),
+            None => c.clone(),
+        };
+        match (mine, other) {
+            (true, true) => return Err(Ok(shown)),
+            (false, true) => return Err(Err(shown)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Where an INSERT's target table is: the token range of `[db .] name`.
 struct Into {
     start: usize,

@@ -240,8 +240,8 @@ pub(super) fn plan(
         "DELETE"
     };
     if t.iter().any(|x| x.kind == TokenKind::Placeholder) {
-        return Some(Plan::Refuse(format!(
-            "a prepared multi-table {what} whose rows lie on several partitions or backends (send it as a query)"
+        return Some(Plan::PreparedAsText(format!(
+            "a prepared multi-table {what} whose rows lie on several partitions or backends"
         )));
     }
     let mut i = 1;

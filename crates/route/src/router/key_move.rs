@@ -199,6 +199,13 @@ pub(super) fn plan(
             table.column, table.name
         ));
     };
+    if tokens.iter().any(|t| t.kind == TokenKind::Placeholder) {
+        // Each execution runs as the text statement, which moves rows.
+        return Plan::PreparedAsText(format!(
+            "a prepared UPDATE of the partition key {} of {}",
+            table.column, table.name
+        ));
+    }
     if let Some(why) = refusal(sql, tokens, &list, key_at, table) {
         return Plan::Refuse(why);
     }

@@ -60,7 +60,10 @@ use insert::plan_insert;
 pub use insert::{
     insert_key_placeholders, insert_part_rows, insert_without_key_column, unplaced_values,
 };
-pub use insert_form::{insert_form, with_columns, with_keys, InsertForm, InsertSelect};
+pub use insert_form::{
+    insert_form, upsert_names, upsert_resolution, with_columns, with_keys, InsertForm,
+    InsertSelect, UpsertNames,
+};
 pub use join_input::{
     columns_query, input as join_input, write_sql as join_write_sql, Columns, Input, InputTarget,
     JoinWrite, ListTable, NoInput,
@@ -117,6 +120,11 @@ pub enum Plan {
     },
     /// A clear reason why hscale does not run it.
     Refuse(String),
+    /// A prepared statement each execution of which runs as its text
+    /// statement with the parameters written in, planned then (a
+    /// multi-table UPDATE or DELETE over several partitions, an UPDATE of
+    /// the partition key): what it is, for EXPLAIN.
+    PreparedAsText(String),
     /// `DROP TABLE T`: every physical table and the dictionary entry.
     DropTable(TableName),
     /// DDL on every partition of `table` (ALTER TABLE, CREATE / DROP
@@ -379,15 +387,24 @@ fn plan_nested(
 /// A SELECT that only reads: no INTO, locking clause or several
 /// statements. A SELECT with a WITH clause is one too (its common table
 /// expressions are read like derived tables).
+/// Whether token `i` is a FOR that may lock (`FOR UPDATE`, `FOR SHARE`;
+/// JSON_TABLE's `FOR ORDINALITY` locks nothing).
+fn is_locking_for(sql: &str, tokens: &[Token], i: usize) -> bool {
+    tokens[i].is_word(sql, "FOR")
+        && !tokens
+            .get(i + 1)
+            .is_some_and(|n| n.is_word(sql, "ORDINALITY"))
+}
+
 fn is_plain_read(sql: &str, tokens: &[Token]) -> bool {
     tokens
         .iter()
         .find(|t| !t.is_punct(sql, "("))
         .is_some_and(|t| t.is_word(sql, "SELECT") || with_select(sql, tokens))
-        && !tokens.iter().any(|t| {
+        && !tokens.iter().enumerate().any(|(i, t)| {
             t.kind == TokenKind::Semicolon
                 || t.is_word(sql, "INTO")
-                || t.is_word(sql, "FOR")
+                || is_locking_for(sql, tokens, i)
                 || t.is_word(sql, "LOCK")
                 || t.is_punct(sql, ":=")
         })
@@ -496,10 +513,10 @@ pub fn on_copies_at(
         .iter()
         .find(|t| !t.is_punct(sql, "("))
         .is_some_and(|t| t.is_word(sql, "SELECT") || with_select(sql, &tokens))
-        && !tokens.iter().any(|t| {
+        && !tokens.iter().enumerate().any(|(i, t)| {
             t.kind == TokenKind::Semicolon
                 || t.is_word(sql, "INTO")
-                || t.is_word(sql, "FOR")
+                || is_locking_for(sql, &tokens, i)
                 || t.is_word(sql, "LOCK")
         });
     if !is_read {
@@ -555,6 +572,21 @@ fn ship_to(
         fallback: None,
         aliased: None,
     }))
+}
+
+/// Whether every UNION of `tokens` is inside parentheses.
+fn unions_are_nested(sql: &str, tokens: &[Token]) -> bool {
+    let mut depth = 0i32;
+    for t in tokens {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth <= 0 && t.is_word(sql, "UNION") {
+            return false;
+        }
+    }
+    true
 }
 
 /// `plan_tokens` without the fallback for reads it cannot split.
@@ -682,7 +714,11 @@ fn plan_statement(
             "statements that name a partitioned table more than once (joins, self-joins) are not supported yet".into(),
         );
     }
-    if has_join || has_union || has_semicolon {
+    // A UNION inside a write's subquery (`WHERE id IN (SELECT 1 UNION
+    // SELECT 2)`, a recursive CTE) is a subquery like any other: the one
+    // partitioned table is the written one.
+    let is_union_nested = has_union && is_write && unions_are_nested(sql, tokens);
+    if has_join || has_union && !is_union_nested || has_semicolon {
         return Plan::Refuse(
             "joins, unions and multi-statements with partitioned tables are not supported yet"
                 .into(),

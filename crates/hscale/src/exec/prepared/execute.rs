@@ -127,6 +127,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     .await
                     .map(|()| Executed::Done)
             }
+            Routed::AsText(placeholders) => {
+                return self
+                    .as_text(&st.sql, &placeholders, exec, types, &st.long_data)
+                    .await
+                    .map(Executed::SplitRows)
+            }
             Routed::Parts(r) => r,
         };
         // Ids from the table's sequence, filled in before routing (the id
@@ -243,13 +249,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .filter(|t| t.kind == hscale_sql::TokenKind::Placeholder)
             .map(|t| t.start)
             .collect();
+        self.as_text(sql, &placeholders, exec, types, long_data)
+            .await
+    }
+
+    /// An execution run as its text statement (`Routed::AsText`): its
+    /// parameters written into `sql`.
+    async fn as_text(
+        &mut self,
+        sql: &[u8],
+        placeholders: &[u32],
+        exec: &Execute<'_>,
+        types: &[u8],
+        long_data: &[(u16, bytes::Bytes)],
+    ) -> Result<String, ProxyError> {
         let literals = interpolate::literals(exec, types, placeholders.len(), long_data)?;
         let no_backslash_escapes = if literals.iter().any(|l| l.needs_mode()) {
             self.is_no_backslash_escapes().await?
         } else {
             false
         };
-        interpolate::render(sql, &placeholders, &literals, no_backslash_escapes)
+        interpolate::render(sql, placeholders, &literals, no_backslash_escapes)
     }
 
     /// An execution of a read merged across partitions: its parameters

@@ -140,6 +140,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 answer
             }
+            // Its tables are no backend's: the parameter count is the
+            // statement's `?`s, and a write has no columns.
+            Routed::AsText(placeholders) => {
+                let n = placeholders.len();
+                let ok = PrepareOk {
+                    statement_id: 0,
+                    num_columns: 0,
+                    num_params: u16::try_from(n).map_err(|_| {
+                        ProxyError::Refused("a prepared statement of over 65,535 parameters".into())
+                    })?,
+                    warnings: 0,
+                };
+                let defs = (0..n)
+                    .map(|_| hscale_wire::resultset::encode_column("?").freeze())
+                    .collect();
+                Ok((ok, defs))
+            }
             _ => self.prepare_direct(&routing, sql).await?,
         };
         let (ok, mut packets) = match answer {

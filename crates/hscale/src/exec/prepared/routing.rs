@@ -29,6 +29,12 @@ pub enum Routed {
     /// in (`merge/prepared.rs`); the plan here only prepares it, on
     /// copies of its tables, for the metadata.
     Merged(Arc<MergedRead>),
+    /// A write each execution of which runs as its text statement with
+    /// the parameters written in (`Plan::PreparedAsText`: a multi-table
+    /// UPDATE or DELETE over several partitions, an UPDATE of the
+    /// partition key), planned then as the query is; its OK is the same
+    /// packet in both protocols. The `?` offsets, in order.
+    AsText(Arc<[u32]>),
 }
 
 /// A prepared read run as its text statement at each execution.
@@ -115,6 +121,14 @@ impl PreparedRouting {
         };
         match crate::planning::plan_now(&dict, text, db, crate::planning::Form::Prepared) {
             Plan::Passthrough => Ok(Routed::Plain),
+            Plan::PreparedAsText(_) => Ok(Routed::AsText(
+                hscale_sql::tokenize(text)
+                    .map_err(|_| ProxyError::Wrong("internal: a prepared write that does not lex".into()))?
+                    .iter()
+                    .filter(|t| t.kind == hscale_sql::TokenKind::Placeholder)
+                    .map(|t| t.start)
+                    .collect(),
+            )),
             plan @ (Plan::Merge(_) | Plan::Refuse(_)) => match merged() {
                 Some(m) => Ok(m),
                 None => match plan {
