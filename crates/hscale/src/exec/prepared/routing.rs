@@ -80,6 +80,9 @@ pub struct PreparedRouting {
     /// A write to this global table: every copy, as the text path writes
     /// it (`parts` is the main copy, where it is prepared for its metadata).
     pub global: Option<TableName>,
+    /// A write to a table with a global unique index: each execution runs
+    /// as its text, with its parameters written in (`exec/unique.rs`).
+    pub is_by_text: bool,
 }
 
 impl PreparedRouting {
@@ -166,6 +169,7 @@ impl PreparedRouting {
                     && key_params.is_empty()
                     && parts.len() > 1
                     && !is_by_default
+                    && table.lookups.is_empty()
                 {
                     return Err(ProxyError::Refused(format!(
                         "a prepared INSERT whose rows go to different partitions of {} (use a parameter for the key, or one statement per partition)",
@@ -182,6 +186,7 @@ impl PreparedRouting {
                         .collect(),
                     key_params,
                     is_by_default,
+                    is_by_text: kind != StatementKind::Select && !table.lookups.is_empty(),
                     table: Some(table),
                     global: None,
                 })))
@@ -197,6 +202,7 @@ impl PreparedRouting {
                 )],
                 key_params: Vec::new(),
                 is_by_default: false,
+                is_by_text: false,
                 table: None,
                 global: Some(table),
             }))),
@@ -222,6 +228,9 @@ impl PreparedRouting {
         known: &Known<'_>,
     ) -> Result<Pick, ProxyError> {
         let is_insert = self.kind == StatementKind::Insert;
+        if self.is_by_text {
+            return Ok(Pick::SplitRows);
+        }
         if let Some(table) = self.table.as_ref().filter(|_| self.is_by_default) {
             // Every row takes the key's default: its partition, once the
             // backend said what the column stores (asked by the caller).
