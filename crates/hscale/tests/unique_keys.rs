@@ -246,6 +246,22 @@ async fn users_with_a_unique_email_partitioned_by_id() {
         .await
         .unwrap_err();
     assert_eq!(error_of(&got).0, 1062, "{got}");
+    // A prepared read by email: through the index at each execution.
+    let read = "SELECT id, name FROM users WHERE email = ?";
+    for email in [
+        "user4@example.com",
+        "PREPARED@example.com",
+        "nobody@example.com",
+    ] {
+        let got: Vec<(i64, String)> = p.exec(read, (email,)).await.unwrap();
+        let want: Vec<(i64, String)> = r.exec(read, (email,)).await.unwrap();
+        assert_eq!(got.len(), want.len(), "{email}");
+        assert_eq!(
+            got.iter().map(|g| &g.1).collect::<Vec<_>>(),
+            want.iter().map(|w| &w.1).collect::<Vec<_>>(),
+            "{email}"
+        );
+    }
     let del = "DELETE FROM users WHERE email = ?";
     p.exec_drop(del, ("prepared@example.com",)).await.unwrap();
     r.exec_drop(del, ("prepared@example.com",)).await.unwrap();

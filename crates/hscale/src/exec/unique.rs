@@ -201,6 +201,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         mut l: ByLookup,
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
+        if !self.narrow_by_lookup(&mut l).await? {
+            return Ok(());
+        }
+        match *l.inner {
+            Plan::UniqueWrite(w) => self.run_unique_write(*w, effects).await,
+            inner => self.run(inner, effects).await,
+        }
+    }
+
+    /// Run `l`'s lookup read and keep only the inner plan's parts of the
+    /// keys it found; `Ok(false)`: the read failed and its error was
+    /// written.
+    pub(crate) async fn narrow_by_lookup(&mut self, l: &mut ByLookup) -> Result<bool, ProxyError> {
         let read = Plan::Targets {
             kind: StatementKind::Select,
             parts: l.read.clone(),
@@ -214,7 +227,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok(Answer::Rows(_, rows)) => Some(rows),
             Ok(Answer::Ok(_)) => Some(Vec::new()),
             Ok(Answer::Error(err)) => {
-                return self.write_server_error(1, &err).await;
+                self.write_server_error(1, &err).await?;
+                return Ok(false);
             }
             // More keys than narrowing is worth: every partition.
             Err(ProxyError::ShipLimit { .. }) => None,
@@ -227,40 +241,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .dictionary()
             .table(&l.table)
             .cloned();
-        if let (Some(rows), Some(table)) = (rows, table) {
-            let mut targets = Vec::new();
-            let mut is_every = false;
-            for row in rows {
-                let key = match row.into_iter().next().flatten() {
-                    None => KeyValue::Null,
-                    Some(b) => match String::from_utf8(b) {
-                        Ok(s) => KeyValue::Str(s),
-                        Err(_) => {
-                            is_every = true;
-                            break;
-                        }
-                    },
-                };
-                let routed = table.stored_key(key).and_then(|v| {
-                    let (r, questions) = Learnt::new().attempt(|known| table.route(&v, known));
-                    r.ok().filter(|_| questions.is_empty())
-                });
-                match routed {
-                    Some(t) => targets.push(t),
-                    None => {
-                        is_every = true;
-                        break;
-                    }
-                }
-            }
-            if !is_every {
-                l.narrow(&targets);
+        let (Some(rows), Some(table)) = (rows, table) else {
+            return Ok(true);
+        };
+        let mut targets = Vec::new();
+        for row in rows {
+            let key = match row.into_iter().next().flatten() {
+                None => KeyValue::Null,
+                Some(b) => match String::from_utf8(b) {
+                    Ok(s) => KeyValue::Str(s),
+                    Err(_) => return Ok(true),
+                },
+            };
+            let routed = table.stored_key(key).and_then(|v| {
+                let (r, questions) = Learnt::new().attempt(|known| table.route(&v, known));
+                r.ok().filter(|_| questions.is_empty())
+            });
+            match routed {
+                Some(t) => targets.push(t),
+                None => return Ok(true),
             }
         }
-        match *l.inner {
-            Plan::UniqueWrite(w) => self.run_unique_write(*w, effects).await,
-            inner => self.run(inner, effects).await,
-        }
+        l.narrow(&targets);
+        Ok(true)
     }
 }
 

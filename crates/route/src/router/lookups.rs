@@ -340,6 +340,51 @@ fn by_lookup(
     }
 }
 
+/// Whether prepared statement `sql` (on `table`) holds an indexed column
+/// to a parameter in a top-level conjunct (`column = ?`, `column IN (?,
+/// ..)`): each execution can then run as its text through the index
+/// (`exec/prepared/routing.rs`).
+pub fn reads_by_index(sql: &str, table: &PartitionedTable) -> bool {
+    if table.lookups.is_empty() {
+        return false;
+    }
+    let Ok(tokens) = hscale_sql::tokenize(sql) else {
+        return false;
+    };
+    let Some(cond) = where_clause(sql, &tokens) else {
+        return false;
+    };
+    let Some(parts) = conjuncts(sql, cond) else {
+        return false;
+    };
+    let is_indexed = |t: &[Token]| {
+        let c = match t {
+            [c] => c,
+            [_, dot, c] if dot.is_punct(sql, ".") => c,
+            _ => return false,
+        };
+        is_name(c)
+            && table
+                .lookups
+                .iter()
+                .any(|l| unquote(c, sql).eq_ignore_ascii_case(&l.column))
+    };
+    let is_param = |t: &[Token]| matches!(t, [p] if p.kind == hscale_sql::TokenKind::Placeholder);
+    parts.iter().any(|c| {
+        if let Some(eq) = c.iter().position(|t| t.is_punct(sql, "=")) {
+            return is_indexed(&c[..eq]) && is_param(&c[eq + 1..]);
+        }
+        c.iter()
+            .position(|t| t.is_word(sql, "IN"))
+            .is_some_and(|at| {
+                is_indexed(&c[..at])
+                    && c[at + 1..]
+                        .iter()
+                        .any(|t| t.kind == hscale_sql::TokenKind::Placeholder)
+            })
+    })
+}
+
 /// The first index whose column a top-level conjunct of the WHERE clause
 /// holds to constants, and their texts.
 fn indexed_values<'a>(

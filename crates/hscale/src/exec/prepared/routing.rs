@@ -148,6 +148,16 @@ impl PreparedRouting {
                         ProxyError::Refused("the dictionary changed".into())
                     });
                 };
+                // A read by a global unique index's column: each execution
+                // as its text, through the index (`exec/unique.rs`).
+                if kind == StatementKind::Select
+                    && parts.len() > 1
+                    && hscale_route::router::reads_by_index(text, &table)
+                {
+                    if let Some(m) = merged() {
+                        return Ok(m);
+                    }
+                }
                 let key_params = match kind {
                     StatementKind::Insert => {
                         hscale_route::router::insert_key_placeholders(text, &table.column)
