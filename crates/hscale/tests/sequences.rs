@@ -549,8 +549,10 @@ async fn setup_table_starts_above_every_id_written_while_it_runs() {
     }
 }
 
-/// A PRIMARY or UNIQUE key without the partition column could only be
-/// unique within each partition: SETUP_TABLE refuses it with 1503 (as
+/// A PRIMARY or UNIQUE key of several columns without the partition
+/// column could only be unique within each partition (a UNIQUE key of one
+/// column gets a global unique index, `tests/unique_keys.rs`):
+/// SETUP_TABLE refuses it with 1503 (as
 /// MySQL's own partitioning does), naming the key and the column, and
 /// accepts it once the key holds the column. The AUTO_INCREMENT primary
 /// key served by the sequence is the exception ([`setup`]).
@@ -562,7 +564,7 @@ async fn setup_table_refuses_a_unique_key_without_the_partition_column() {
     let mut b = backend_conn(0, Some(DB)).await;
     b.query_drop(
         "CREATE TABLE c (id BIGINT NOT NULL, customer_id INT NOT NULL, email VARCHAR(50) NOT NULL, \
-         PRIMARY KEY (id, customer_id), UNIQUE KEY u_email (email))",
+         label VARCHAR(10) NOT NULL DEFAULT '', PRIMARY KEY (id, customer_id), UNIQUE KEY u_email (email, label))",
     )
     .await
     .unwrap();
@@ -576,7 +578,10 @@ async fn setup_table_refuses_a_unique_key_without_the_partition_column() {
     let e = p.query_drop(setup("c")).await.unwrap_err();
     assert_eq!(code(&e), 1503, "{e}");
     let msg = e.to_string();
-    assert!(msg.contains("UNIQUE INDEX `u_email` (email)"), "{msg}");
+    assert!(
+        msg.contains("UNIQUE INDEX `u_email` (email, label)"),
+        "{msg}"
+    );
     assert!(msg.contains("customer_id"), "{msg}");
     let e = p.query_drop(setup("p")).await.unwrap_err();
     assert_eq!(code(&e), 1503, "{e}");

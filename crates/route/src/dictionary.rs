@@ -100,6 +100,31 @@ pub struct PartitionedTable {
     /// before the hashing function applies. `None`: raw values (tables set
     /// up before hscale knew, and keys that need nothing).
     pub key_compare: Option<KeyCompare>,
+    /// The global unique indexes of the table (`docs/src/unique-keys.md`):
+    /// a UNIQUE key of one column without the partition key, enforced by
+    /// a lookup table. Empty for nearly every table: the planner looks no
+    /// further when it is.
+    pub lookups: Vec<Lookup>,
+}
+
+/// A global unique index: the UNIQUE key `key` on `column` of a table, kept
+/// in the lookup table `table` (`hscale_lookup_<table>_<key>`), itself a
+/// partitioned table of the dictionary, partitioned by `column`, whose
+/// rows are `(column, partition key)`: one row per row of the table whose
+/// `column` is not NULL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lookup {
+    /// The key's name, as a duplicate's error names it (1062).
+    pub key: String,
+    pub column: String,
+    pub table: TableName,
+}
+
+impl Lookup {
+    /// The lookup table of `key` of `name`.
+    pub fn table_name(name: &TableName, key: &str) -> TableName {
+        TableName::new(&name.db, &format!("hscale_lookup_{}_{}", name.table, key))
+    }
 }
 
 /// Where auto-partitioning puts a new partition.
@@ -603,6 +628,7 @@ impl Dictionary {
                 auto_column: None,
                 sequence_generation: 0,
                 key_compare: None,
+                lookups: Vec::new(),
             },
         );
         self.version += 1;
@@ -649,6 +675,21 @@ impl Dictionary {
             self.version += 1;
         }
         t
+    }
+
+    /// Set the global unique indexes of `name` (`Lookup`).
+    pub fn set_lookups(&mut self, name: &TableName, lookups: Vec<Lookup>) {
+        if let Some(t) = self.tables.get_mut(name) {
+            t.lookups = lookups;
+            self.version += 1;
+        }
+    }
+
+    /// The table whose global unique index `name` is the lookup table of.
+    pub fn lookup_owner(&self, name: &TableName) -> Option<&PartitionedTable> {
+        self.tables
+            .values()
+            .find(|t| t.lookups.iter().any(|l| l.table == *name))
     }
 
     /// The AUTO_INCREMENT column served by `name`'s sequence (`None`: the

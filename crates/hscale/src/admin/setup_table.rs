@@ -6,7 +6,7 @@ use hscale_route::BackendId;
 use hscale_route::HashingFunction;
 
 use hscale_route::admin::BackendRef;
-use hscale_route::dictionary::{generation_name, TableName};
+use hscale_route::dictionary::{generation_name, Lookup, TableName};
 use hscale_route::key_compare::{KeyCompare, UnsupportedCollation};
 
 use super::change::{self, Move};
@@ -32,8 +32,18 @@ pub(super) async fn run(
     // Checked against a copy first: nothing starts for a refused change.
     d.setup_table(name.clone(), column, default_table, b, function.clone())
         .map_err(wrong)?;
-    let (key_type, key_compare, auto_column) =
+    let (key_type, key_compare, auto_column, indexes) =
         read_key(ctx, worker, &name, column, &function).await?;
+    for index in &indexes {
+        d.setup_table(
+            index.lookup.table.clone(),
+            &index.lookup.column,
+            &index.physical,
+            BackendId::MAIN,
+            lookup_function(),
+        )
+        .map_err(wrong)?;
+    }
     {
         let mut target = conn(ctx, worker, b).await?;
         if ddl::table_exists(&mut target, &name.db, default_table).await? {
@@ -52,6 +62,10 @@ pub(super) async fn run(
         Ok(started) => started,
         Err(done) => return Ok(done),
     };
+    if let Err(e) = create_lookup_tables(ctx, worker, &name, &key_type, column, &indexes).await {
+        change::fail(ctx, worker, op, &e).await;
+        return Err(e);
+    }
     let sequence = auto_column.as_deref().map(|c| (c, op));
     let row = store::insert_table_sql(
         &name,
@@ -75,12 +89,51 @@ pub(super) async fn run(
     if let Some(c) = auto_column.as_deref() {
         rows.push(store::start_sequence_sql(&name, op, c, &after_rename));
     }
+    // Each global unique index: its lookup table in the dictionary, and
+    // its rows read from the table once no write reaches it any more (its
+    // own UNIQUE key held them unique), in the dictionary's commit.
+    for index in &indexes {
+        let l = &index.lookup;
+        rows.push(store::insert_table_sql(
+            &l.table,
+            &l.column,
+            &lookup_function(),
+            &index.physical,
+            names[BackendId::MAIN.index()],
+            (&index.column_type, index.compare.as_ref()),
+            None,
+        ));
+        rows.push(store::insert_lookup_sql(&name, l));
+        rows.push(format!(
+            "INSERT INTO {} ({c}, {k}) SELECT {c}, {k} FROM {} WHERE {c} IS NOT NULL",
+            qualified(&name.db, &index.physical),
+            qualified(&name.db, &after_rename),
+            c = crate::partition::quote_ident(&l.column),
+            k = crate::partition::quote_ident(column),
+        ));
+    }
     let apply = |d: &mut hscale_route::dictionary::Dictionary| {
         d.setup_table(name.clone(), column, default_table, b, function.clone())
             .map_err(wrong)?;
         d.set_key_type(&name, &key_type);
         d.set_key_compare(&name, key_compare.clone());
         d.set_auto_column(&name, auto_column.as_deref(), op);
+        for index in &indexes {
+            let l = &index.lookup;
+            d.setup_table(
+                l.table.clone(),
+                &l.column,
+                &index.physical,
+                BackendId::MAIN,
+                lookup_function(),
+            )
+            .map_err(wrong)?;
+            d.set_key_type(&l.table, &index.column_type);
+            d.set_key_compare(&l.table, index.compare.clone());
+        }
+        if !indexes.is_empty() {
+            d.set_lookups(&name, indexes.iter().map(|i| i.lookup.clone()).collect());
+        }
         Ok(rows.clone())
     };
     let m = Move {
@@ -134,16 +187,34 @@ pub(super) async fn run(
     ))
 }
 
+/// How a lookup table is partitioned: by a hash of the indexed value, so
+/// that ADD_PARTITION and MOVE_PARTITION of the lookup table spread it
+/// over the backends (all of it starts in its default partition on the
+/// main backend).
+fn lookup_function() -> HashingFunction {
+    HashingFunction::Hash(64)
+}
+
+/// A global unique index SETUP_TABLE makes (`Lookup`), with its lookup
+/// table's physical table and its column's type.
+struct NewIndex {
+    lookup: Lookup,
+    physical: String,
+    column_type: String,
+    compare: Option<KeyCompare>,
+}
+
 /// The key column's type and how it compares, and the table's
 /// AUTO_INCREMENT column, read on the main backend, where the table must
-/// exist with unique keys the partitioning keeps.
+/// exist with unique keys the partitioning keeps or that a global unique
+/// index keeps (returned).
 async fn read_key(
     ctx: &Context,
     worker: usize,
     name: &TableName,
     column: &str,
     function: &HashingFunction,
-) -> Result<(String, Option<KeyCompare>, Option<String>), ProxyError> {
+) -> Result<(String, Option<KeyCompare>, Option<String>, Vec<NewIndex>), ProxyError> {
     let mut main = conn(ctx, worker, BackendId::MAIN).await?;
     if !ddl::table_exists(&mut main, &name.db, &name.table).await? {
         return Err(wrong(format!(
@@ -159,8 +230,84 @@ async fn read_key(
     )?;
     let auto = ddl::auto_increment_column(&mut main, &name.db, &name.table).await?;
     let keys = ddl::unique_keys(&mut main, &name.db, &name.table).await?;
-    check_unique_keys(name, column, auto.as_deref(), &keys)?;
-    Ok((key_type, key_compare, auto))
+    let mut indexes = Vec::new();
+    for (key, indexed) in check_unique_keys(name, column, auto.as_deref(), &keys)? {
+        let lookup = Lookup {
+            table: Lookup::table_name(name, &key),
+            key,
+            column: indexed,
+        };
+        let physical = format!("{}_0", lookup.table.table);
+        if physical.len() > 64 {
+            return Err(wrong(format!(
+                "the lookup table of UNIQUE key {} of {name} would be named {physical}, longer than 64 characters (rename the key)",
+                lookup.key
+            )));
+        }
+        // A column the INSERT leaves out takes its default: the index
+        // holds no row for NULL, and writes no other.
+        if let Some(d) = ddl::column_default(&mut main, &name.db, &name.table, &lookup.column)
+            .await?
+            .filter(|d| d != "NULL")
+        {
+            return Err(ProxyError::Unsupported {
+                what: format!(
+                    "a global unique index on column {} of {name}, whose DEFAULT is {d} (only DEFAULT NULL)",
+                    lookup.column
+                ),
+            });
+        }
+        let column_type = ddl::column_type(&mut main, &name.db, &name.table, &lookup.column)
+            .await?
+            .ok_or_else(|| wrong(format!("table {name} has no column {:?}", lookup.column)))?;
+        let compare = key_compare_for(
+            &lookup_function(),
+            ddl::key_compare(&mut main, &name.db, &name.table, &lookup.column).await?,
+        )?;
+        indexes.push(NewIndex {
+            lookup,
+            physical,
+            column_type,
+            compare,
+        });
+    }
+    Ok((key_type, key_compare, auto, indexes))
+}
+
+/// Each index's lookup table, empty, on the main backend: `(indexed
+/// column, partition key)`, the indexed column its PRIMARY KEY, both
+/// typed as the table types them (so the lookup table calls the same
+/// values equal and names them as the table would in a duplicate's
+/// error). One left by a SETUP_TABLE that failed is made again.
+async fn create_lookup_tables(
+    ctx: &Context,
+    worker: usize,
+    name: &TableName,
+    key_type: &str,
+    column: &str,
+    indexes: &[NewIndex],
+) -> Result<(), ProxyError> {
+    if indexes.is_empty() {
+        return Ok(());
+    }
+    let mut main = conn(ctx, worker, BackendId::MAIN).await?;
+    for index in indexes {
+        let table = qualified(&name.db, &index.physical);
+        exec(
+            &mut main,
+            &[
+                format!("DROP TABLE IF EXISTS {table}"),
+                format!(
+                    "CREATE TABLE {table} ({c} {} NOT NULL, {k} {key_type} NOT NULL, PRIMARY KEY ({c})) ENGINE=InnoDB",
+                    index.column_type,
+                    c = crate::partition::quote_ident(&index.lookup.column),
+                    k = crate::partition::quote_ident(column),
+                ),
+            ],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Partitioning in place: the plan recorded, the journal in 'cutover',
@@ -238,20 +385,29 @@ fn key_compare_for(
     }
 }
 
-/// Refuse a PRIMARY or UNIQUE key no backend can enforce once the table is
-/// partitioned by `column`: one without the partition column, unless it
-/// holds the AUTO_INCREMENT column the table's sequence serves (generated
-/// ids are unique across partitions; docs/src/sequences.md for explicit ids).
+/// The PRIMARY or UNIQUE keys no backend can enforce once the table is
+/// partitioned by `column` (one without the partition column, unless it
+/// holds the AUTO_INCREMENT column the table's sequence serves: generated
+/// ids are unique across partitions; docs/src/sequences.md for explicit
+/// ids): a UNIQUE key of one column gets a global unique index (its name
+/// and column returned, docs/src/unique-keys.md); any other is refused.
 fn check_unique_keys(
     name: &TableName,
     column: &str,
     auto_column: Option<&str>,
     keys: &[(String, Vec<String>)],
-) -> Result<(), ProxyError> {
+) -> Result<Vec<(String, String)>, ProxyError> {
     let has = |cols: &[String], c: &str| cols.iter().any(|k| k.eq_ignore_ascii_case(c));
+    let mut indexes = Vec::new();
     for (key, cols) in keys {
         if has(cols, column) || auto_column.is_some_and(|a| has(cols, a)) {
             continue;
+        }
+        if let [one] = cols.as_slice() {
+            if key != "PRIMARY" {
+                indexes.push((key.clone(), one.clone()));
+                continue;
+            }
         }
         return Err(ProxyError::UniqueKeyNeedsPartitionColumn {
             table: name.to_string(),
@@ -264,7 +420,7 @@ fn check_unique_keys(
             columns: cols.join(", "),
         });
     }
-    Ok(())
+    Ok(indexes)
 }
 
 #[cfg(test)]
@@ -292,15 +448,27 @@ mod tests {
         let e = check_unique_keys(&name, "tenant", None, &with_key).unwrap_err();
         assert_eq!(e.to_mysql().0, 1503);
         assert!(e.to_string().contains("PRIMARY KEY"), "{e}");
+        // A UNIQUE key of one column gets a global unique index.
+        assert_eq!(
+            check_unique_keys(
+                &name,
+                "tenant",
+                Some("id"),
+                &keys(&[("PRIMARY", &["id"]), ("u_email", &["email"])]),
+            )
+            .unwrap(),
+            vec![("u_email".to_string(), "email".to_string())]
+        );
         let e = check_unique_keys(
             &name,
             "tenant",
             Some("id"),
-            &keys(&[("PRIMARY", &["id"]), ("u_email", &["email"])]),
+            &keys(&[("PRIMARY", &["id"]), ("u_pair", &["email", "name"])]),
         )
         .unwrap_err();
         assert!(
-            e.to_string().contains("UNIQUE INDEX `u_email` (email)"),
+            e.to_string()
+                .contains("UNIQUE INDEX `u_pair` (email, name)"),
             "{e}"
         );
     }

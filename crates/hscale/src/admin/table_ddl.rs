@@ -68,7 +68,8 @@ pub(super) struct Step {
 const ALREADY_APPLIED: &[u16] = &[1054, 1060, 1061, 1068, 1091];
 
 /// `DROP TABLE T` for a partitioned table: every physical table, then the
-/// dictionary entry.
+/// dictionary entry; the same for the lookup tables of its global unique
+/// indexes (docs/src/unique-keys.md).
 pub async fn drop_table(
     ctx: &Context,
     worker: usize,
@@ -78,21 +79,29 @@ pub async fn drop_table(
     run(ctx, worker, name, &command, |d, _| {
         let table = super::partitioned(d, name)?;
         let names = backend_names(ctx);
-        let steps = table
-            .all_targets()
-            .into_iter()
-            .map(|t| Step {
-                backend: names[t.backend.index()].to_string(),
-                db: name.db.clone(),
+        let mut steps = Vec::new();
+        let mut dictionary = store::delete_table_sql(name);
+        let lookups: Vec<_> = table
+            .lookups
+            .iter()
+            .filter_map(|l| d.table(&l.table).cloned())
+            .collect();
+        for t in std::iter::once(table).chain(lookups) {
+            steps.extend(t.all_targets().into_iter().map(|target| Step {
+                backend: names[target.backend.index()].to_string(),
+                db: t.name.db.clone(),
                 op: "drop".into(),
-                table: t.physical_table,
+                table: target.physical_table,
                 to: String::new(),
                 sql: String::new(),
-            })
-            .collect();
+            }));
+            if t.name != *name {
+                dictionary.extend(store::delete_table_sql(&t.name));
+            }
+        }
         Ok(DdlSpec {
             ddl_steps: steps,
-            dictionary: store::delete_table_sql(name),
+            dictionary,
         })
     })
     .await

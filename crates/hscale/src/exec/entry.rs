@@ -358,7 +358,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             | Plan::GlobalWrite { .. }
             | Plan::OrderedWrite(_)
             | Plan::KeyMove(_)
-            | Plan::JoinWrite(_) => true,
+            | Plan::JoinWrite(_)
+            | Plan::UniqueWrite(_)
+            | Plan::ByLookup(_) => true,
             _ => false,
         };
         let last_insert_id = match &plan {
@@ -459,6 +461,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Plan::JoinWrite(w) => {
                 drop(dict);
                 self.run_join_write(*w).await.map(|()| true)
+            }
+            // A table with a global unique index (`exec/unique.rs`).
+            Plan::UniqueWrite(w) => {
+                drop(dict);
+                if w.kind == StatementKind::Insert && w.parts.len() > 1 {
+                    self.b.scratch.gathered.part_rows =
+                        hscale_route::router::insert_part_rows(sql, &w.parts);
+                }
+                self.is_fenced = true;
+                self.holds_parse_errors = true;
+                self.run_unique_write(*w, effects).await.map(|()| true)
+            }
+            Plan::ByLookup(l) => {
+                drop(dict);
+                self.is_fenced = true;
+                self.holds_parse_errors = true;
+                self.run_by_lookup(*l, effects).await.map(|()| true)
             }
             Plan::CreateView(ddl) => {
                 drop(dict);

@@ -69,6 +69,7 @@ pub(crate) mod sql_mode;
 mod statement;
 pub mod steps;
 pub mod txn;
+mod unique;
 
 use hscale_route::router::{MergePlan, Plan, StatementKind};
 use hscale_route::BackendId;

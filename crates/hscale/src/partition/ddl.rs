@@ -102,6 +102,23 @@ pub async fn auto_increment_column(
     scalar(c, &sql).await
 }
 
+/// The column's default as information_schema shows it (`NULL` for a
+/// DEFAULT NULL); `None` for a column without one.
+pub async fn column_default(
+    c: &mut BackendConn,
+    db: &str,
+    table: &str,
+    column: &str,
+) -> Result<Option<String>, ProxyError> {
+    let sql = format!(
+        "SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND COLUMN_NAME = {} AND COLUMN_DEFAULT IS NOT NULL",
+        quote_str(db),
+        quote_str(table),
+        quote_str(column)
+    );
+    scalar(c, &sql).await
+}
+
 /// The table's PRIMARY and UNIQUE keys: (name, columns).
 pub async fn unique_keys(
     c: &mut BackendConn,

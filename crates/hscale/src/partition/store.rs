@@ -8,7 +8,7 @@
 //! the same version, and a reader sees every change or none
 //! ([`load`] reads in one consistent snapshot).
 
-use hscale_route::dictionary::{Dictionary, Placement, TableName};
+use hscale_route::dictionary::{Dictionary, Lookup, Placement, TableName};
 use hscale_route::key_compare::KeyCompare;
 use hscale_route::view::{self, View};
 use hscale_route::BackendId;
@@ -120,6 +120,13 @@ const SCHEMA: &[&str] = &[
        to_address VARCHAR(255) NOT NULL, position TEXT NOT NULL, state VARCHAR(16) NOT NULL, \
        owner VARCHAR(200) NOT NULL, started_at DATETIME(3) NOT NULL, ended_at DATETIME(3) NULL, \
        was_read_only TINYINT UNSIGNED NOT NULL DEFAULT 0) ENGINE=InnoDB",
+    // Global unique indexes (`hscale_route::dictionary::Lookup`,
+    // docs/src/unique-keys.md): the UNIQUE key `key_name` on `key_column`
+    // of db.tbl, kept in the partitioned table db.lookup_table.
+    "CREATE TABLE IF NOT EXISTS `hscale`.`unique_lookups` (\
+       db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, key_name VARCHAR(64) NOT NULL, \
+       key_column VARCHAR(64) NOT NULL, lookup_table VARCHAR(64) NOT NULL, \
+       PRIMARY KEY (db, tbl, key_name)) ENGINE=InnoDB",
 ];
 
 /// Operations in their cutover now, described for an error message: a
@@ -409,6 +416,31 @@ async fn load_in_snapshot(
         d.move_partition(&name, &f(3), backend, &f(5))
             .map_err(|e| ProxyError::Wrong(e.to_string()))?;
     }
+    // Global unique indexes: a table created by `ensure_schema`, absent
+    // from a dictionary no proxy of this version wrote yet.
+    match conn
+        .query_rows("SELECT db, tbl, key_name, key_column, lookup_table FROM `hscale`.`unique_lookups` ORDER BY db, tbl, key_name")
+        .await?
+    {
+        Ok(rows) => {
+            let mut by_table: std::collections::BTreeMap<TableName, Vec<Lookup>> =
+                std::collections::BTreeMap::new();
+            for r in rows.strings() {
+                let f = |i: usize| r[i].clone().unwrap_or_default();
+                let name = TableName::new(&f(0), &f(1));
+                by_table.entry(name).or_default().push(Lookup {
+                    key: f(2),
+                    column: f(3),
+                    table: TableName::new(&f(0), &f(4)),
+                });
+            }
+            for (name, lookups) in by_table {
+                d.set_lookups(&name, lookups);
+            }
+        }
+        Err(e) if e.code == 1146 => {}
+        Err(e) => return Err(server_error(conn, "reading the dictionary", e)),
+    }
     let globals = conn
         .query_rows("SELECT db, tbl FROM `hscale`.`global_tables`")
         .await?
@@ -552,6 +584,19 @@ pub fn insert_table_sql(
     )
 }
 
+/// A global unique index's dictionary row (`Lookup`).
+pub fn insert_lookup_sql(name: &TableName, lookup: &Lookup) -> String {
+    format!(
+        "INSERT INTO {} (db, tbl, key_name, key_column, lookup_table) VALUES ({}, {}, {}, {}, {})",
+        qualified("hscale", "unique_lookups"),
+        quote_str(&name.db),
+        quote_str(&name.table),
+        quote_str(&lookup.key),
+        quote_str(&lookup.column),
+        quote_str(&lookup.table.table)
+    )
+}
+
 /// Start the sequence of `name` (generation `generation`) above every id
 /// `column` holds in `db`.`physical` and above that table's own
 /// AUTO_INCREMENT counter. Run inside the dictionary's commit, after the
@@ -628,17 +673,22 @@ pub fn set_default_table_sql(name: &TableName, physical: &str) -> String {
 
 /// Remove a table and its partitions from the dictionary.
 pub fn delete_table_sql(name: &TableName) -> Vec<String> {
-    ["partitions", "partitioned_tables", "sequences"]
-        .iter()
-        .map(|t| {
-            format!(
-                "DELETE FROM {} WHERE db = {} AND tbl = {}",
-                qualified("hscale", t),
-                quote_str(&name.db),
-                quote_str(&name.table)
-            )
-        })
-        .collect()
+    [
+        "partitions",
+        "partitioned_tables",
+        "sequences",
+        "unique_lookups",
+    ]
+    .iter()
+    .map(|t| {
+        format!(
+            "DELETE FROM {} WHERE db = {} AND tbl = {}",
+            qualified("hscale", t),
+            quote_str(&name.db),
+            quote_str(&name.table)
+        )
+    })
+    .collect()
 }
 
 /// Rename a table in the dictionary (inside [`commit_change`]; the
@@ -659,6 +709,13 @@ pub fn rename_table_sql(from: &TableName, to: &TableName, default_table: &str) -
         format!(
             "UPDATE {} SET tbl = {} {filter}",
             qualified("hscale", "partitions"),
+            quote_str(&to.table)
+        ),
+        // Its global unique indexes follow it (their lookup tables keep
+        // their names).
+        format!(
+            "UPDATE {} SET tbl = {} {filter}",
+            qualified("hscale", "unique_lookups"),
             quote_str(&to.table)
         ),
         // The sequence follows the table (with its generation, so blocks

@@ -94,6 +94,63 @@ impl Plan {
             Plan::OrderedWrite(w) => describe_ordered_write(w, statement),
             Plan::KeyMove(m) => describe_key_move(m, statement, &name),
             Plan::JoinWrite(w) => describe_join_write(w, statement),
+            Plan::UniqueWrite(w) => {
+                let mut rows: Vec<ExplainRow> = w
+                    .parts
+                    .iter()
+                    .map(|(t, sql)| {
+                        ExplainRow::new(
+                            &name(t.backend),
+                            format!("partition of {} ({})", w.table, t.physical_table),
+                            sql.as_str(),
+                        )
+                    })
+                    .collect();
+                for index in &w.inserts {
+                    for (t, sql) in &index.parts {
+                        rows.push(ExplainRow::new(
+                            &name(t.backend),
+                            format!(
+                                "global unique index {} of {}: new rows, in the same transaction",
+                                index.lookup.key, w.table
+                            ),
+                            sql.as_str(),
+                        ));
+                    }
+                }
+                for l in &w.deletes {
+                    rows.push(ExplainRow::new(
+                        "proxy",
+                        format!(
+                            "global unique index {} of {}: the rows of the values returned deleted from {}, in the same transaction",
+                            l.key, w.table, l.table
+                        ),
+                        format!("DELETE FROM {} WHERE {} IN (<returned>)", l.table, l.column),
+                    ));
+                }
+                rows
+            }
+            Plan::ByLookup(l) => {
+                let mut rows: Vec<ExplainRow> = l
+                    .read
+                    .iter()
+                    .map(|(t, sql)| {
+                        ExplainRow::new(
+                            &name(t.backend),
+                            format!(
+                                "global unique index {} of {}: the keys of the rows",
+                                l.lookup.key, l.table
+                            ),
+                            sql.as_str(),
+                        )
+                    })
+                    .collect();
+                for mut row in l.inner.describe(statement, backend_names) {
+                    row.operation = format!("only where the keys found are: {}", row.operation);
+                    rows.push(row);
+                }
+                rows
+            }
             Plan::InsertSelect(i) => describe_insert_select(i, backend_names),
             Plan::CreateSelect(c) => {
                 let mut rows = Vec::new();

@@ -7,20 +7,22 @@ use crate::dictionary::{Dictionary, PartitionedTable, TableName, Target};
 use crate::known::Known;
 
 /// An INSERT's VALUES rows, as token ranges.
-struct InsertRows {
-    columns: usize,
+pub(super) struct InsertRows {
+    pub columns: usize,
+    /// The column list's names, as written (unquoted).
+    pub names: Vec<String>,
     /// `None`: the column list does not name the key column (every row
     /// takes the column's default).
-    key_pos: Option<usize>,
+    pub key_pos: Option<usize>,
     /// Each row's `(` and `)` token indexes.
-    rows: Vec<(usize, usize)>,
+    pub rows: Vec<(usize, usize)>,
     /// The first token after the rows.
-    tail_start: usize,
+    pub tail_start: usize,
 }
 
 /// Read an INSERT's column list and VALUES rows; `Err` says why it cannot
 /// be planned.
-fn insert_rows(
+pub(super) fn insert_rows(
     sql: &str,
     tokens: &[Token],
     r: &TableRef,
@@ -81,6 +83,7 @@ fn insert_rows(
     }
     Ok(InsertRows {
         columns: columns.len(),
+        names: columns,
         key_pos,
         rows,
         tail_start: i,
@@ -349,6 +352,7 @@ fn plan_insert_parts(
         key_pos,
         rows,
         tail_start,
+        ..
     } = match insert_rows(sql, tokens, r, table) {
         Ok(p) => p,
         Err(why) => return refuse(&why),

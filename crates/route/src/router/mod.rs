@@ -38,6 +38,7 @@ mod join_write;
 mod key_move;
 mod levels;
 mod load_data;
+mod lookups;
 mod merge;
 mod ordered_write;
 mod prune;
@@ -74,6 +75,7 @@ pub use key_move::{
 pub use load_data::{
     is_splittable_charset, is_utf8_charset, load_key, LoadData, LoadKeyColumn, LoadKeyError,
 };
+pub use lookups::{reads_by_index, ByLookup, IndexRows, UniqueWrite};
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
 pub use ordered_write::{ordered_write_parts, OrderedWrite};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
@@ -201,6 +203,12 @@ pub enum Plan {
     /// table made by the main backend from copies of them
     /// (`create_select`).
     CreateSelect(Box<CreateSelect>),
+    /// An INSERT or DELETE on a table with a global unique index, with
+    /// the writes of its lookup tables (`lookups`).
+    UniqueWrite(Box<UniqueWrite>),
+    /// A statement whose rows an indexed column's value finds: the lookup
+    /// read, then the statement on those rows' partitions (`lookups`).
+    ByLookup(Box<ByLookup>),
 }
 
 /// A table maintenance statement on every partition of `table`. One
@@ -678,6 +686,17 @@ fn plan_statement(
     // again), without subqueries (refused as such below): named as such.
     let is_write = matches!(first_word.as_deref(), Some("UPDATE" | "DELETE"));
     if is_write && joins_tables && selects == 0 && !has_semicolon {
+        if let Some(t) = refs
+            .iter()
+            .filter_map(|r| dict.table(&r.name))
+            .find(|t| !t.lookups.is_empty())
+        {
+            return Plan::Refuse(format!(
+                "multi-table {} naming {}, whose UNIQUE key is enforced across partitions by a global unique index, is not supported yet",
+                first_word.unwrap_or_default(),
+                t.name
+            ));
+        }
         // Rows on one backend: run there as written.
         if let Some(plan) = join_write::plan_join_write(sql, tokens, &refs, session_db, dict, known)
         {
@@ -732,6 +751,12 @@ fn plan_statement(
         .first()
         .map(|t| t.text(sql).to_ascii_uppercase())
         .unwrap_or_default();
+    if !table.lookups.is_empty() && matches!(first.as_str(), "TRUNCATE" | "LOAD") {
+        return Plan::Refuse(format!(
+            "{first} of {}, whose UNIQUE key is enforced across partitions by a global unique index, is not supported yet",
+            r.name
+        ));
+    }
     if let Some(p) = plan_schema(sql, tokens, r, table, &first, selects) {
         return p;
     }
@@ -788,10 +813,22 @@ fn plan_statement(
             r.name
         ));
     }
-    match kind {
+    let plan = match kind {
         StatementKind::Insert => plan_insert(sql, tokens, r, table, prepared, known),
         _ => plan_filtered(sql, tokens, r, table, kind, hint, known),
+    };
+    // The one check a table without a global unique index pays.
+    if table.lookups.is_empty() {
+        return plan;
     }
+    let wrapped = lookups::wrap(sql, tokens, r, table, (kind, prepared), plan, scope);
+    if matches!(
+        wrapped,
+        Plan::UniqueWrite(_) | Plan::ByLookup(_) | Plan::Refuse(_)
+    ) {
+        *hint = None;
+    }
+    wrapped
 }
 
 /// Whether a SELECT over several partitions needs their rows merged

@@ -147,7 +147,11 @@ pub(super) fn plan_filtered(
 
 /// The token of the `=` of an UPDATE's `SET key = ...` (`is_key` names
 /// the partition key's column), if it assigns the key.
-fn key_assignment(sql: &str, tokens: &[Token], is_key: impl Fn(&[Token]) -> bool) -> Option<usize> {
+pub(super) fn key_assignment(
+    sql: &str,
+    tokens: &[Token],
+    is_key: impl Fn(&[Token]) -> bool,
+) -> Option<usize> {
     if let Some(set) = tokens.iter().position(|t| t.is_word(sql, "SET")) {
         let end = tokens
             .iter()

@@ -166,6 +166,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             crate::planning::Form::Plain,
         )
         .await?;
+        // A read through a global unique index: the lookup first.
+        let plan = match plan {
+            Plan::ByLookup(mut l) => {
+                if !self.narrow_by_lookup(&mut l).await? {
+                    return Ok(());
+                }
+                *l.inner
+            }
+            other => other,
+        };
         let m = match plan {
             Plan::Merge(m) => m,
             Plan::Targets {

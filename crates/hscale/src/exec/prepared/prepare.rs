@@ -332,6 +332,7 @@ fn index_routing(table: &hscale_route::dictionary::PartitionedTable) -> Routed {
         parts: vec![(target, Arc::from(sql.as_bytes()))],
         key_params: Vec::new(),
         is_by_default: false,
+        is_by_text: false,
         table: Some(table.clone()),
         global: None,
     }))

@@ -86,6 +86,9 @@ pub struct PreparedRouting {
     /// A write to this global table: every copy, as the text path writes
     /// it (`parts` is the main copy, where it is prepared for its metadata).
     pub global: Option<TableName>,
+    /// A write to a table with a global unique index: each execution runs
+    /// as its text, with its parameters written in (`exec/unique.rs`).
+    pub is_by_text: bool,
 }
 
 impl PreparedRouting {
@@ -159,6 +162,16 @@ impl PreparedRouting {
                         ProxyError::Refused("the dictionary changed".into())
                     });
                 };
+                // A read by a global unique index's column: each execution
+                // as its text, through the index (`exec/unique.rs`).
+                if kind == StatementKind::Select
+                    && parts.len() > 1
+                    && hscale_route::router::reads_by_index(text, &table)
+                {
+                    if let Some(m) = merged() {
+                        return Ok(m);
+                    }
+                }
                 let key_params = match kind {
                     StatementKind::Insert => {
                         hscale_route::router::insert_key_placeholders(text, &table.column)
@@ -180,6 +193,7 @@ impl PreparedRouting {
                     && key_params.is_empty()
                     && parts.len() > 1
                     && !is_by_default
+                    && table.lookups.is_empty()
                 {
                     return Err(ProxyError::Refused(format!(
                         "a prepared INSERT whose rows go to different partitions of {} (use a parameter for the key, or one statement per partition)",
@@ -196,6 +210,7 @@ impl PreparedRouting {
                         .collect(),
                     key_params,
                     is_by_default,
+                    is_by_text: kind != StatementKind::Select && !table.lookups.is_empty(),
                     table: Some(table),
                     global: None,
                 })))
@@ -211,6 +226,7 @@ impl PreparedRouting {
                 )],
                 key_params: Vec::new(),
                 is_by_default: false,
+                is_by_text: false,
                 table: None,
                 global: Some(table),
             }))),
@@ -236,6 +252,9 @@ impl PreparedRouting {
         known: &Known<'_>,
     ) -> Result<Pick, ProxyError> {
         let is_insert = self.kind == StatementKind::Insert;
+        if self.is_by_text {
+            return Ok(Pick::SplitRows);
+        }
         if let Some(table) = self.table.as_ref().filter(|_| self.is_by_default) {
             // Every row takes the key's default: its partition, once the
             // backend said what the column stores (asked by the caller).
