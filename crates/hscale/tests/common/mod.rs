@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod raw;
+pub mod replication;
 pub mod twin;
 
 use std::sync::{Mutex, OnceLock};
