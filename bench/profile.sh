@@ -12,6 +12,8 @@
 # reports, default a temporary one that is kept and printed), TARGET
 # (`hscale`, the default, or `haproxy`: haproxy in TCP mode in front of the
 # same MariaDB is profiled the same way, for the floor any proxy compares with).
+# The set-up (tool checks, the playground, haproxy, stopping them on exit)
+# is bench/lib.sh's.
 set -euo pipefail
 # Profilers name functions from the binary's file mapping: keep the
 # code there, not on anonymous huge pages (crates/hscale/src/huge_text.rs).
@@ -27,25 +29,16 @@ DURATION=${DURATION:-15}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/hscale-profile.XXXXXX")}
 mkdir -p "$OUT"
 
-log() { printf '%s\n' "profile: $*" >&2; }
-die() { log "$*"; exit 1; }
-for tool in sysbench perf python3; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool not found (perf: apt-get install linux-perf)"
-done
-[[ -x "$HSCALE" ]] || die "$HSCALE not found (run: make build)"
+# shellcheck source=lib.sh
+source bench/lib.sh
+bench_start profile sysbench perf python3 mariadb
+if [[ $TARGET == haproxy ]]; then require haproxy; fi
 
-PG="$OUT/pg"
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$HSCALE" playground --shards 1 --listen "127.0.0.1:$PORT" --data-dir "$PG" \
-  >"$OUT/playground.out" 2>"$OUT/playground.log" </dev/null &
-PID=$!
-trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null || true' EXIT
-for ((i = 0; ; i++)); do
-  grep -q '^ready:' "$OUT/playground.out" && break
-  kill -0 "$PID" 2>/dev/null || die "playground exited: $(tail -n 5 "$OUT/playground.log")"
-  ((i < 1200)) || die "playground not ready after 120 s"
-  sleep 0.1
-done
+# The playground (one server, 256 MB buffer pool: the sysbench tables
+# below take about 10 MB) in TMP, stopped and removed on exit.
+start_server pg
+PORT=$PG_PORT
+PID=${PIDS[-1]}
 
 SB=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
   --mysql-password= --mysql-db=sbtest --tables=4 --table-size=10000 --rand-type=uniform
@@ -53,30 +46,7 @@ SB=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=r
 mariadb -h127.0.0.1 -P"$PORT" -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
 sysbench oltp_read_only "${SB[@]}" prepare >"$OUT/prepare.log" 2>&1 || die "prepare failed"
 if [[ $TARGET == haproxy ]]; then
-  command -v haproxy >/dev/null 2>&1 || die "haproxy not found (run: make deps)"
-  backend=$(awk -F'"' '/^address = "127\.0\.0\.1:/ { print $2; exit }' "$PG/hscale.toml")
-  HAPROXY_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  cat >"$OUT/haproxy.cfg" <<CFG
-global
-    maxconn 8192
-defaults
-    mode tcp
-    maxconn 8192
-    timeout connect 10s
-    timeout client 1h
-    timeout server 1h
-frontend mysql
-    bind 127.0.0.1:$HAPROXY_PORT
-    default_backend mariadb
-backend mariadb
-    server db1 $backend
-CFG
-  haproxy -db -f "$OUT/haproxy.cfg" >"$OUT/haproxy.log" 2>&1 </dev/null &
-  HAPROXY_PID=$!
-  PLAYGROUND_PID=$PID
-  trap 'kill -TERM $PLAYGROUND_PID $HAPROXY_PID 2>/dev/null; wait $PLAYGROUND_PID $HAPROXY_PID 2>/dev/null || true' EXIT
-  sleep 0.5
-  kill -0 "$HAPROXY_PID" 2>/dev/null || die "haproxy exited: $(cat "$OUT/haproxy.log")"
+  start_haproxy "$DB_PORT"
   # The playground's backend account; the statements are the same.
   SB=("${SB[@]/--mysql-port=$PORT/--mysql-port=$HAPROXY_PORT}")
   SB=("${SB[@]/--mysql-user=root/--mysql-user=hscale}")

@@ -3,11 +3,11 @@
 //! Loaded at start into an immutable [`Config`] shared by `Arc`; SIGHUP
 //! reloads `[[users]]` and the client limits (`runtime::Live`).
 
-use std::net::SocketAddr;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+mod problems;
 mod users;
 
 pub use users::{PriorityName, ReadFromName, UserConfig, UserLimits};
@@ -500,173 +500,6 @@ impl Config {
 
     pub fn parse(text: &str) -> Result<Config, String> {
         toml::from_str(text).map_err(|e| e.to_string())
-    }
-
-    /// Everything wrong with this configuration, each named precisely.
-    pub fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if self.proxy.listen.parse::<SocketAddr>().is_err() {
-            out.push(format!(
-                "[proxy] listen = {:?} is not an address such as \"127.0.0.1:6033\"",
-                self.proxy.listen
-            ));
-        }
-        if self.proxy.max_connections == 0 {
-            out.push("[proxy] max_connections must be at least 1".into());
-        }
-        if self.proxy.max_handshakes == 0 {
-            out.push("[proxy] max_handshakes must be at least 1".into());
-        }
-        if self.proxy.handshake_timeout_ms == 0 || self.proxy.wait_timeout_ms == 0 {
-            out.push("[proxy] handshake_timeout_ms and wait_timeout_ms must be at least 1".into());
-        }
-        if self.proxy.plan_timeout_ms == 0 {
-            out.push("[proxy] plan_timeout_ms must be at least 1".into());
-        }
-        if self.proxy.max_allowed_packet < 1024 || self.proxy.max_allowed_packet > 1 << 30 {
-            out.push(format!(
-                "[proxy] max_allowed_packet = {} must be between 1024 and 1073741824",
-                self.proxy.max_allowed_packet
-            ));
-        }
-        if self.proxy.auth_plugin != hscale_wire::auth::NATIVE_PASSWORD
-            && self.proxy.auth_plugin != hscale_wire::auth::CACHING_SHA2
-        {
-            out.push(format!(
-                "[proxy] auth_plugin = {:?}: use \"mysql_native_password\" or \"caching_sha2_password\"",
-                self.proxy.auth_plugin
-            ));
-        }
-        if !self.http.listen.is_empty() && self.http.listen.parse::<SocketAddr>().is_err() {
-            out.push(format!(
-                "[http] listen = {:?} is not an address such as \"127.0.0.1:8080\"",
-                self.http.listen
-            ));
-        }
-        if !self.metrics.listen.is_empty() && self.metrics.listen.parse::<SocketAddr>().is_err() {
-            out.push(format!(
-                "[metrics] listen = {:?} is not an address such as \"127.0.0.1:9104\"",
-                self.metrics.listen
-            ));
-        }
-        if self.tls.cert.is_some() != self.tls.key.is_some() {
-            out.push("[tls] cert and key go together: set both or neither".into());
-        }
-        if self.tls.require && self.tls.cert.is_none() {
-            out.push("[tls] require = true needs cert and key".into());
-        }
-        if self.users.is_empty() {
-            out.push("no [[users]]: no client could log in".into());
-        }
-        self.user_problems(&mut out);
-        self.user_defaults.problems("[user_defaults]", &mut out);
-        if self.backends.is_empty() {
-            out.push(
-                "no [[backends]]: the first backend is the main backend and is required".into(),
-            );
-        }
-        for (i, b) in self.backends.iter().enumerate() {
-            let at = format!("[[backends]] #{} ({:?})", i + 1, b.name);
-            if b.name.is_empty() {
-                out.push(format!("{at}: name is empty"));
-            }
-            if self.backends[..i].iter().any(|o| o.name == b.name) {
-                out.push(format!("{at}: backend name is used twice"));
-            }
-            if b.address.parse::<SocketAddr>().is_err() {
-                out.push(format!(
-                    "{at}: address = {:?} is not an address such as \"127.0.0.1:3306\"",
-                    b.address
-                ));
-            }
-            if b.user.is_empty() {
-                out.push(format!("{at}: user is empty"));
-            }
-            if b.max_connections == 0 {
-                out.push(format!("{at}: max_connections must be at least 1"));
-            }
-            if b.min_connections > b.max_connections {
-                out.push(format!(
-                    "{at}: min_connections ({}) is larger than max_connections ({})",
-                    b.min_connections, b.max_connections
-                ));
-            }
-            if b.tls && b.ca.is_none() {
-                out.push(format!(
-                    "{at}: tls = true needs ca = \"<PEM file of the CA that signed the server's certificate>\""
-                ));
-            }
-            if !b.tls && (b.ca.is_some() || b.cert.is_some() || b.server_name.is_some()) {
-                out.push(format!("{at}: ca, cert and server_name need tls = true"));
-            }
-            if b.cert.is_some() != b.key.is_some() {
-                out.push(format!(
-                    "{at}: cert and key go together: set both or neither"
-                ));
-            }
-            for (k, r) in b.replicas.iter().enumerate() {
-                if r.parse::<SocketAddr>().is_err() {
-                    out.push(format!(
-                        "{at}: replicas = {r:?} is not an address such as \"127.0.0.1:3307\""
-                    ));
-                }
-                let is_taken = |o: &BackendConfig| o.address == *r || o.replicas.contains(r);
-                if self.backends[..i].iter().any(is_taken)
-                    || *r == b.address
-                    || b.replicas[..k].contains(r)
-                {
-                    out.push(format!(
-                        "{at}: replica {r:?} is listed twice or is a backend's address"
-                    ));
-                }
-            }
-            if self.backends[..i]
-                .iter()
-                .any(|o| o.replicas.contains(&b.address))
-            {
-                out.push(format!(
-                    "{at}: address {:?} is listed as another backend's replica",
-                    b.address
-                ));
-            }
-        }
-        if self.proxy.replica_check_interval_ms == 0 {
-            out.push("[proxy] replica_check_interval_ms must be at least 1".into());
-        }
-        out
-    }
-
-    /// What is wrong with each `[[users]]` entry (`problems`).
-    fn user_problems(&self, out: &mut Vec<String>) {
-        for (i, u) in self.users.iter().enumerate() {
-            if u.name.is_empty() {
-                out.push(format!("[[users]] #{}: name is empty", i + 1));
-            }
-            if self.users[..i].iter().any(|o| o.name == u.name) {
-                out.push(format!(
-                    "[[users]] #{}: user {:?} is defined twice",
-                    i + 1,
-                    u.name
-                ));
-            }
-            if u.host.as_deref() == Some("") {
-                out.push(format!(
-                    "[[users]] #{}: host is empty (leave it out for every host)",
-                    i + 1
-                ));
-            }
-            if u.backend_user.as_deref() == Some("") {
-                out.push(format!("[[users]] #{}: backend_user is empty", i + 1));
-            }
-            u.limits()
-                .problems(&format!("[[users]] #{} ({:?})", i + 1, u.name), out);
-            if u.backend_user.is_none() && !u.backend_password.is_empty() {
-                out.push(format!(
-                    "[[users]] #{}: backend_password without backend_user",
-                    i + 1
-                ));
-            }
-        }
     }
 
     pub fn worker_threads(&self) -> usize {

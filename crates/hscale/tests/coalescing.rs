@@ -543,20 +543,7 @@ async fn reads_see_every_write_acknowledged_before_them() {
             writers.push(tokio::spawn(async move {
                 let mut c = mysql_async::Conn::new(opts).await.unwrap();
                 while !stop.load(Ordering::SeqCst) {
-                    let mut t = c
-                        .start_transaction(mysql_async::TxOpts::default())
-                        .await
-                        .unwrap();
-                    let v: i64 = t
-                        .query_first("SELECT v FROM counter WHERE id = 1 FOR UPDATE")
-                        .await
-                        .unwrap()
-                        .unwrap();
-                    t.query_drop("UPDATE counter SET v = v + 1 WHERE id = 1")
-                        .await
-                        .unwrap();
-                    t.commit().await.unwrap();
-                    acked.fetch_max(v + 1, Ordering::SeqCst);
+                    acked.fetch_max(increment_counter(&mut c).await, Ordering::SeqCst);
                 }
             }));
         }

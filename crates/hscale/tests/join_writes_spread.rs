@@ -98,65 +98,10 @@ async fn create(t: &Twin<'_>) {
     .await;
 }
 
-/// What a write answered, as a client sees it all: affected rows, the
-/// OK's info and the warnings listed after it (sorted: their order
-/// follows the order rows are visited in), or the error code.
-#[derive(Debug, PartialEq, Eq)]
-enum Said {
-    Ok {
-        affected: u64,
-        info: String,
-        warnings: Vec<(String, String)>,
-    },
-    Err(u16),
-}
-
-async fn said(c: &mut Conn, sql: &str) -> Said {
-    match c.query_drop(sql).await {
-        Ok(()) => {
-            let affected = c.affected_rows();
-            let info = c.info().into_owned();
-            let mut warnings: Vec<(String, String)> = c
-                .query::<(String, String, String), _>("SHOW WARNINGS")
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|(_, code, message)| (code, without_row_number(&message)))
-                .collect();
-            warnings.sort();
-            Said::Ok {
-                affected,
-                info,
-                warnings,
-            }
-        }
-        Err(e) => {
-            eprintln!("{sql}: {e}");
-            Said::Err(common::code(&e))
-        }
-    }
-}
-
-/// A warning's message without its row number: one server numbers the
-/// rows of its join as it visits them, hscale the rows of each write step
-/// (a difference listed in docs/src/queries.md).
-fn without_row_number(message: &str) -> String {
-    match message.rfind(" at row ") {
-        Some(at) if message[at + 8..].bytes().all(|b| b.is_ascii_digit()) => {
-            format!("{} at row N", &message[..at])
-        }
-        _ => message.to_string(),
-    }
-}
-
 /// `statements` on `p` and `r`: the same [`Said`] each, then the same
 /// rows everywhere.
 async fn same(p: &mut Conn, r: &mut Conn, statements: &[&str]) {
-    for s in statements {
-        let want = said(r, s).await;
-        assert_eq!(said(p, s).await, want, "{s}");
-    }
-    assert_eq!(rows(p, CONTENTS).await, rows(r, CONTENTS).await);
+    same_said(p, r, statements, CONTENTS).await;
 }
 
 /// The UPDATE: orders joined with customers, written by a

@@ -694,23 +694,6 @@ async fn exact_cache_reads_see_every_write_acknowledged_before_them() {
         proxy_opts(other[1].port, Some(DB)),
         backend_opts(info().backend_ports[0], Some(DB)),
     ];
-    // One increment in a transaction: the value it committed.
-    async fn increment(c: &mut mysql_async::Conn) -> i64 {
-        let mut t = c
-            .start_transaction(mysql_async::TxOpts::default())
-            .await
-            .unwrap();
-        let v: i64 = t
-            .query_first("SELECT v FROM counter WHERE id = 1 FOR UPDATE")
-            .await
-            .unwrap()
-            .unwrap();
-        t.query_drop("UPDATE counter SET v = v + 1 WHERE id = 1")
-            .await
-            .unwrap();
-        t.commit().await.unwrap();
-        v + 1
-    }
     let mut readers = Vec::new();
     for _ in 0..200 {
         readers.push(conn().await);
@@ -726,7 +709,7 @@ async fn exact_cache_reads_see_every_write_acknowledged_before_them() {
             writers.push(tokio::spawn(async move {
                 let mut c = mysql_async::Conn::new(opts).await.unwrap();
                 while !stop.load(Ordering::SeqCst) {
-                    let v = increment(&mut c).await;
+                    let v = increment_counter(&mut c).await;
                     acked.fetch_max(v, Ordering::SeqCst);
                     // Room between writes for hits.
                     tokio::time::sleep(Duration::from_millis(3)).await;
@@ -740,7 +723,7 @@ async fn exact_cache_reads_see_every_write_acknowledged_before_them() {
                 for n in 0..5 {
                     let mut floor = acked.load(Ordering::SeqCst);
                     if (i + n + round) % 40 == 0 {
-                        floor = increment(&mut c).await;
+                        floor = increment_counter(&mut c).await;
                         acked.fetch_max(floor, Ordering::SeqCst);
                     }
                     let v: i64 = c.query_first(read).await.unwrap().unwrap();

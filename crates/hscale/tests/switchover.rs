@@ -8,11 +8,12 @@
 //! keep one, `log_slave_updates`, for the other to replicate from it),
 //! server ids 1 and 2 so that a row's server is known.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use hscale::config::{BackendConfig, UserConfig};
 use hscale::playground::mariadb::MariaDb;
 use mysql_async::prelude::*;
 
@@ -101,44 +102,11 @@ async fn servers() -> [u16; 3] {
 }
 
 fn config(ports: [u16; 3]) -> hscale::Config {
-    let mut c = hscale::Config::parse("").unwrap();
-    c.proxy.replica_check_interval_ms = 100;
-    c.proxy.health_check_interval_ms = 300;
-    c.proxy.reload_interval_ms = 200;
-    c.proxy.heartbeat_interval_ms = 200;
-    c.proxy.connect_timeout_ms = 1_000;
-    c.proxy.backend_ping_timeout_ms = 1_000;
-    c.proxy.workers = 2;
-    c.users = vec![UserConfig {
-        name: "root".into(),
-        admin: true,
-        ..Default::default()
-    }];
-    let backend = |name: &str, port: u16, replicas: Vec<String>| BackendConfig {
-        name: name.into(),
-        address: format!("127.0.0.1:{port}"),
-        user: "hscale".into(),
-        password: "hscale".into(),
-        min_connections: 1,
-        max_connections: 32,
-        replicas,
-        ..BackendConfig::default()
-    };
-    c.backends = vec![
-        backend("shard0", ports[0], vec![]),
-        backend("shard1", ports[1], vec![format!("127.0.0.1:{}", ports[2])]),
-    ];
-    c
+    common::replication::config(&[("shard0", ports[0], &[]), ("shard1", ports[1], &[ports[2]])])
 }
 
 async fn connect(port: u16) -> mysql_async::Conn {
-    let o = mysql_async::OptsBuilder::default()
-        .ip_or_hostname("127.0.0.1")
-        .tcp_port(port)
-        .user(Some("root"))
-        .pass(Some(""))
-        .prefer_socket(false);
-    mysql_async::Conn::new(o).await.unwrap()
+    common::replication::connect(port).await
 }
 
 fn code(e: &mysql_async::Error) -> u16 {

@@ -218,23 +218,7 @@ fn tokenize_as(sql: &str, is_escaping: bool) -> Result<Vec<Token>, LexError> {
                 }
             }
             b'/' if i + 1 < n && b[i + 1] == b'*' => {
-                let start = i;
-                if !in_exec_comment {
-                    match executable_comment(b, i, ServerVersion::current()) {
-                        Some(Executable::Code(code)) => {
-                            i = code;
-                            in_exec_comment = true;
-                            continue;
-                        }
-                        Some(Executable::Skipped(body)) => {
-                            i = skip_comment(b, body, 1)
-                                .ok_or(LexError::UnterminatedComment(start as u32))?;
-                            continue;
-                        }
-                        None => {}
-                    }
-                }
-                i = skip_comment(b, i + 2, 0).ok_or(LexError::UnterminatedComment(start as u32))?;
+                i = block_comment(b, i, &mut in_exec_comment)?;
             }
             b'*' if in_exec_comment && i + 1 < n && b[i + 1] == b'/' => {
                 in_exec_comment = false;
@@ -254,29 +238,9 @@ fn tokenize_as(sql: &str, is_escaping: bool) -> Result<Vec<Token>, LexError> {
             }
             b'@' => {
                 let s = i;
-                if i + 1 < n && b[i + 1] == b'@' {
-                    i += 2;
-                    while i < n && (is_ident_byte(b[i]) || b[i] == b'.') {
-                        i += 1;
-                    }
-                    // @@`quoted` is rare; treat the quoted part as part of the name.
-                    if i < n && b[i] == b'`' {
-                        i = skip_quoted(b, i, b'`', is_escaping)
-                            .ok_or(LexError::UnterminatedString(s as u32))?;
-                    }
-                    push(&mut out, TokenKind::SysVar, s, i);
-                } else {
-                    i += 1;
-                    if i < n && (b[i] == b'\'' || b[i] == b'"' || b[i] == b'`') {
-                        i = skip_quoted(b, i, b[i], is_escaping)
-                            .ok_or(LexError::UnterminatedString(s as u32))?;
-                    } else {
-                        while i < n && (is_ident_byte(b[i]) || b[i] == b'.') {
-                            i += 1;
-                        }
-                    }
-                    push(&mut out, TokenKind::UserVar, s, i);
-                }
+                let kind;
+                (kind, i) = scan_variable(b, i, is_escaping)?;
+                push(&mut out, kind, s, i);
             }
             b'?' => {
                 push(&mut out, TokenKind::Placeholder, i, i + 1);
@@ -316,35 +280,85 @@ fn tokenize_as(sql: &str, is_escaping: bool) -> Result<Vec<Token>, LexError> {
             }
             _ => {
                 let s = i;
-                let rest = &b[i..];
-                let len = if rest.starts_with(b"<=>") || rest.starts_with(b"->>") {
-                    3
-                } else if rest.len() >= 2
-                    && matches!(
-                        &rest[..2],
-                        b"<="
-                            | b">="
-                            | b"<>"
-                            | b"!="
-                            | b":="
-                            | b"||"
-                            | b"&&"
-                            | b"<<"
-                            | b">>"
-                            | b"->"
-                    )
-                {
-                    2
-                } else {
-                    // One character, which may be a multi-byte UTF-8 one.
-                    sql[i..].chars().next().map(char::len_utf8).unwrap_or(1)
-                };
-                i += len;
+                i += punct_len(sql, i);
                 push(&mut out, TokenKind::Punct, s, i);
             }
         }
     }
     Ok(out)
+}
+
+/// A comment `/* ... */` at `i`: where the text after it starts. An
+/// executable comment the server runs (`/*! ... */`, `/*M! ... */`,
+/// within its version) is entered instead: its code is lexed, and
+/// `in_exec_comment` is set until its `*/`. Inside one, a nested
+/// comment is an ordinary one.
+#[inline]
+fn block_comment(b: &[u8], i: usize, in_exec_comment: &mut bool) -> Result<usize, LexError> {
+    let unterminated = LexError::UnterminatedComment(i as u32);
+    if !*in_exec_comment {
+        match executable_comment(b, i, ServerVersion::current()) {
+            Some(Executable::Code(code)) => {
+                *in_exec_comment = true;
+                return Ok(code);
+            }
+            Some(Executable::Skipped(body)) => return skip_comment(b, body, 1).ok_or(unterminated),
+            None => {}
+        }
+    }
+    skip_comment(b, i + 2, 0).ok_or(unterminated)
+}
+
+/// A variable at `i` (its `@`): `@@name` / `@@session.name` (a system
+/// variable) or `@name` / `@'name'` (a user variable), and where it ends.
+#[inline]
+fn scan_variable(
+    b: &[u8],
+    mut i: usize,
+    is_escaping: bool,
+) -> Result<(TokenKind, usize), LexError> {
+    let n = b.len();
+    let unterminated = LexError::UnterminatedString(i as u32);
+    if i + 1 < n && b[i + 1] == b'@' {
+        i += 2;
+        while i < n && (is_ident_byte(b[i]) || b[i] == b'.') {
+            i += 1;
+        }
+        // @@`quoted` is rare; treat the quoted part as part of the name.
+        if i < n && b[i] == b'`' {
+            i = skip_quoted(b, i, b'`', is_escaping).ok_or(unterminated)?;
+        }
+        return Ok((TokenKind::SysVar, i));
+    }
+    i += 1;
+    if i < n && (b[i] == b'\'' || b[i] == b'"' || b[i] == b'`') {
+        i = skip_quoted(b, i, b[i], is_escaping).ok_or(unterminated)?;
+    } else {
+        while i < n && (is_ident_byte(b[i]) || b[i] == b'.') {
+            i += 1;
+        }
+    }
+    Ok((TokenKind::UserVar, i))
+}
+
+/// The length in bytes of the operator or punctuation at `i`: one of
+/// three or two characters, else one character (which may be a
+/// multi-byte UTF-8 one).
+#[inline]
+fn punct_len(sql: &str, i: usize) -> usize {
+    let rest = &sql.as_bytes()[i..];
+    if rest.starts_with(b"<=>") || rest.starts_with(b"->>") {
+        3
+    } else if rest.len() >= 2
+        && matches!(
+            &rest[..2],
+            b"<=" | b">=" | b"<>" | b"!=" | b":=" | b"||" | b"&&" | b"<<" | b">>" | b"->"
+        )
+    {
+        2
+    } else {
+        sql[i..].chars().next().map(char::len_utf8).unwrap_or(1)
+    }
 }
 
 /// The server behind hscale, as far as the lexer cares: which version

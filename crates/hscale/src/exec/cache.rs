@@ -65,13 +65,14 @@ use std::time::{Duration, Instant};
 
 use hscale_route::dictionary::{CacheRule, Dictionary, TableName};
 use hscale_route::BackendId;
-use tokio::sync::watch;
 
 use super::coalesce::{Answer, Key, Target};
 use crate::error::ProxyError;
-use crate::partition::quote_str;
 use crate::partition::versions;
 use crate::runtime::Context;
+
+mod version_reads;
+use version_reads::Queue;
 
 const SHARDS: usize = 16;
 /// What an entry costs beside its answer's bytes (key, statement, map).
@@ -204,30 +205,6 @@ pub struct ResultCache {
     queues: [Mutex<HashMap<BackendId, Queue>>; SHARDS],
     /// Tables folded lately (`versions::fold`), when.
     folded: Mutex<HashMap<Physical, Instant>>,
-}
-
-/// One worker's version reads of one backend: one in flight at a time;
-/// the requests that arrive meanwhile wait in `next`, read together when
-/// it ends (see the module's comment).
-#[derive(Default)]
-struct Queue {
-    is_running: bool,
-    next: Option<Forming>,
-}
-
-/// A version read not sent yet: the tables its requests ask for.
-struct Forming {
-    tx: watch::Sender<Option<Shared>>,
-    tables: Vec<Arc<[(String, String)]>>,
-}
-
-/// What one version read found, for every request it answers.
-type Shared = Arc<Result<Read, String>>;
-
-#[derive(Default)]
-struct Read {
-    dict: Option<u64>,
-    sums: HashMap<(String, String), u64>,
 }
 
 /// What a lookup found.
@@ -520,77 +497,11 @@ impl ResultCache {
             }
         }
         let d = ctx.partitioning.dictionary();
-        let found = {
-            let mut s = self.shard(key);
-            match s.map.get(&**key) {
-                Some(Entry {
-                    slot: Slot::Never { dict_version },
-                    ..
-                }) if *dict_version == d.version => return Ok(Lookup::Not),
-                Some(Entry {
-                    slot:
-                        Slot::Cold {
-                            dict_version,
-                            until,
-                            wasted,
-                        },
-                    ..
-                }) if *dict_version == d.version => {
-                    if Instant::now() < *until {
-                        return Ok(Lookup::Not);
-                    }
-                    Found::Miss(*wasted)
-                }
-                Some(Entry {
-                    slot: Slot::Kept(k),
-                    ..
-                }) if k.rule.dict_version == d.version => {
-                    if k.expires.is_none_or(|e| Instant::now() < e) {
-                        let k = k.clone();
-                        s.touch(key);
-                        Found::Kept(k)
-                    } else {
-                        Found::Miss(0)
-                    }
-                }
-                _ => Found::Miss(0),
-            }
+        let Some(found) = self.found(key, d.version) else {
+            return Ok(Lookup::Not);
         };
         let wasted = match found {
-            Found::Kept(k) => {
-                if k.rule.probes.is_empty() {
-                    k.hits.fetch_add(1, Ordering::Relaxed);
-                    self.figures.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Lookup::Hit(k.answer.clone()));
-                }
-                let now = self.read_versions(ctx, worker, &k.rule.probes).await?;
-                if now == k.seen {
-                    k.hits.fetch_add(1, Ordering::Relaxed);
-                    self.figures.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Lookup::Hit(k.answer.clone()));
-                }
-                self.figures.invalidations.fetch_add(1, Ordering::Relaxed);
-                if k.hits.load(Ordering::Relaxed) == 0 {
-                    // Wasted: cold for a while, this read runs uncached.
-                    let wasted = k.wasted.saturating_add(1);
-                    let cold = Slot::Cold {
-                        dict_version: d.version,
-                        until: Instant::now() + cold_for(wasted),
-                        wasted,
-                    };
-                    self.invalidate(key, &k, Some(cold));
-                    return Ok(Lookup::Not);
-                }
-                self.invalidate(key, &k, None);
-                let is_storable = is_in_line(&now, k.rule.stored_version);
-                return Ok(Lookup::Miss(Pending {
-                    key: key.clone(),
-                    rule: k.rule.clone(),
-                    seen: now,
-                    wasted: 0,
-                    is_storable,
-                }));
-            }
+            Found::Kept(k) => return self.revalidated(ctx, worker, key, k, d.version).await,
             Found::Miss(wasted) => wasted,
         };
         // Not known under this dictionary: which tables does it read?
@@ -619,22 +530,7 @@ impl ResultCache {
         }) {
             Some(r) => r,
             None => {
-                match digest {
-                    Some(h) => {
-                        let mut n = never.lock().unwrap_or_else(|p| p.into_inner());
-                        if n.len() >= NEVER_KEPT {
-                            n.clear();
-                        }
-                        n.insert(h, (d.version, db.map(str::to_string)));
-                    }
-                    None => {
-                        let size = key.size() + ENTRY_OVERHEAD;
-                        let slot = Slot::Never {
-                            dict_version: d.version,
-                        };
-                        self.put(key.clone(), slot, size);
-                    }
-                }
+                self.never_cacheable(worker, key, digest, db, d.version);
                 return Ok(Lookup::Not);
             }
         };
@@ -659,6 +555,122 @@ impl ResultCache {
             wasted,
             is_storable,
         }))
+    }
+
+    /// What the shard holds for `key` under local dictionary version
+    /// `version`; `None`: not served, run as before (not cacheable, or
+    /// cold).
+    fn found(&self, key: &Arc<Key>, version: u64) -> Option<Found> {
+        let mut s = self.shard(key);
+        let found = match s.map.get(&**key) {
+            Some(Entry {
+                slot: Slot::Never { dict_version },
+                ..
+            }) if *dict_version == version => return None,
+            Some(Entry {
+                slot:
+                    Slot::Cold {
+                        dict_version,
+                        until,
+                        wasted,
+                    },
+                ..
+            }) if *dict_version == version => {
+                if Instant::now() < *until {
+                    return None;
+                }
+                Found::Miss(*wasted)
+            }
+            Some(Entry {
+                slot: Slot::Kept(k),
+                ..
+            }) if k.rule.dict_version == version => {
+                if k.expires.is_none_or(|e| Instant::now() < e) {
+                    let k = k.clone();
+                    s.touch(key);
+                    Found::Kept(k)
+                } else {
+                    Found::Miss(0)
+                }
+            }
+            _ => Found::Miss(0),
+        };
+        Some(found)
+    }
+
+    /// A kept answer of `key`: a hit when it has no probes (TTL) or its
+    /// probes read what they read before its execution; else invalidated,
+    /// and the read runs (stored again, or cold when it was wasted).
+    async fn revalidated(
+        self: &Arc<Self>,
+        ctx: &Arc<Context>,
+        worker: usize,
+        key: &Arc<Key>,
+        k: Arc<Kept>,
+        dict_version: u64,
+    ) -> Result<Lookup, ProxyError> {
+        if k.rule.probes.is_empty() {
+            k.hits.fetch_add(1, Ordering::Relaxed);
+            self.figures.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Lookup::Hit(k.answer.clone()));
+        }
+        let now = self.read_versions(ctx, worker, &k.rule.probes).await?;
+        if now == k.seen {
+            k.hits.fetch_add(1, Ordering::Relaxed);
+            self.figures.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Lookup::Hit(k.answer.clone()));
+        }
+        self.figures.invalidations.fetch_add(1, Ordering::Relaxed);
+        if k.hits.load(Ordering::Relaxed) == 0 {
+            // Wasted: cold for a while, this read runs uncached.
+            let wasted = k.wasted.saturating_add(1);
+            let cold = Slot::Cold {
+                dict_version,
+                until: Instant::now() + cold_for(wasted),
+                wasted,
+            };
+            self.invalidate(key, &k, Some(cold));
+            return Ok(Lookup::Not);
+        }
+        self.invalidate(key, &k, None);
+        let is_storable = is_in_line(&now, k.rule.stored_version);
+        Ok(Lookup::Miss(Pending {
+            key: key.clone(),
+            rule: k.rule.clone(),
+            seen: now,
+            wasted: 0,
+            is_storable,
+        }))
+    }
+
+    /// Remember that `key`'s statement is not cacheable under local
+    /// dictionary version `version`: by its fingerprint (`digest`, with
+    /// the database) when it has one, else by its key.
+    fn never_cacheable(
+        &self,
+        worker: usize,
+        key: &Arc<Key>,
+        digest: Option<u64>,
+        db: Option<&str>,
+        version: u64,
+    ) {
+        match digest {
+            Some(h) => {
+                let never = &self.never[worker % SHARDS];
+                let mut n = never.lock().unwrap_or_else(|p| p.into_inner());
+                if n.len() >= NEVER_KEPT {
+                    n.clear();
+                }
+                n.insert(h, (version, db.map(str::to_string)));
+            }
+            None => {
+                let size = key.size() + ENTRY_OVERHEAD;
+                let slot = Slot::Never {
+                    dict_version: version,
+                };
+                self.put(key.clone(), slot, size);
+            }
+        }
     }
 
     /// Put the version triggers on every physical table of `rule` this
@@ -695,237 +707,11 @@ impl ResultCache {
             a.1.remove(t);
         }
     }
-
-    /// Read the versions of every probe at once, each through its
-    /// backend's queue.
-    async fn read_versions(
-        self: &Arc<Self>,
-        ctx: &Arc<Context>,
-        worker: usize,
-        probes: &[Probe],
-    ) -> Result<Seen, ProxyError> {
-        let reads = match probes {
-            [one] => vec![self.queued(ctx, worker, one).await?],
-            _ => {
-                let reads = probes.iter().map(|p| self.queued(ctx, worker, p));
-                futures_util::future::try_join_all(reads).await?
-            }
-        };
-        let mut seen = vec![u64::MAX];
-        for (p, read) in probes.iter().zip(&reads) {
-            let read = read.as_ref().as_ref().map_err(|e| {
-                ProxyError::Wrong(format!(
-                    "reading the result cache's table versions on backend {}: {e}",
-                    p.backend.index()
-                ))
-            })?;
-            if p.backend == BackendId::MAIN {
-                seen[0] = read.dict.unwrap_or(u64::MAX);
-            }
-            seen.extend(
-                p.tables
-                    .iter()
-                    .map(|t| read.sums.get(t).copied().unwrap_or(0)),
-            );
-        }
-        Ok(seen)
-    }
-
-    fn queue(&self, worker: usize) -> std::sync::MutexGuard<'_, HashMap<BackendId, Queue>> {
-        self.queues[worker % SHARDS]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// `probe`'s tables read with the next read of its backend's queue
-    /// (one not sent yet), started now if none is in flight.
-    async fn queued(
-        self: &Arc<Self>,
-        ctx: &Arc<Context>,
-        worker: usize,
-        probe: &Probe,
-    ) -> Result<Shared, ProxyError> {
-        let mut rx = {
-            let mut queues = self.queue(worker);
-            let q = queues.entry(probe.backend).or_default();
-            let next = q.next.get_or_insert_with(|| Forming {
-                tx: watch::channel(None).0,
-                tables: Vec::new(),
-            });
-            // Reads of one rule share its tables' list: kept once.
-            if !next.tables.iter().any(|t| Arc::ptr_eq(t, &probe.tables)) {
-                next.tables.push(probe.tables.clone());
-            }
-            let rx = next.tx.subscribe();
-            if !q.is_running {
-                q.is_running = true;
-                let run = Running {
-                    cache: self.clone(),
-                    worker,
-                    backend: probe.backend,
-                    is_done: false,
-                };
-                tokio::spawn(run.run(ctx.clone()));
-            }
-            rx
-        };
-        loop {
-            if let Some(r) = rx.borrow_and_update().clone() {
-                return Ok(r);
-            }
-            if rx.changed().await.is_err() {
-                return Err(ProxyError::Wrong(
-                    "the result cache's version read ended without an answer".into(),
-                ));
-            }
-        }
-    }
-
-    /// Fold `t`'s version rows (`versions::fold`) unless this proxy did
-    /// in the last ten seconds; in the background, errors only logged.
-    fn fold_later(&self, ctx: &Arc<Context>, worker: usize, t: Physical) {
-        {
-            let mut f = self.folded.lock().unwrap_or_else(|p| p.into_inner());
-            let now = Instant::now();
-            if f.get(&t)
-                .is_some_and(|at| now < *at + Duration::from_secs(10))
-            {
-                return;
-            }
-            if f.len() > 4096 {
-                f.clear();
-            }
-            f.insert(t.clone(), now);
-        }
-        let ctx = ctx.clone();
-        tokio::spawn(async move {
-            let (backend, db, table) = t;
-            let r = async {
-                let mut conn = ctx.pool(worker, backend).get_own().await?;
-                versions::fold(&mut conn, &db, &table).await
-            };
-            if let Err(e) = r.await {
-                tracing::debug!(error = %e, db, table, "folding the result cache's version rows");
-            }
-        });
-    }
 }
 
 /// How long a key stays cold after `wasted` wasted stores in a row.
 fn cold_for(wasted: u32) -> Duration {
     Duration::from_millis(1u64 << wasted.min(10)).min(MAX_COLD)
-}
-
-/// The runner of one queue's reads (spawned, so no session's end stops
-/// a read others wait for). Dropped before its queue is empty (the
-/// runtime ends), it lets the queue start again and its waiters fail.
-struct Running {
-    cache: Arc<ResultCache>,
-    worker: usize,
-    backend: BackendId,
-    is_done: bool,
-}
-
-impl Running {
-    async fn run(mut self, ctx: Arc<Context>) {
-        loop {
-            let next = {
-                let mut queues = self.cache.queue(self.worker);
-                let q = queues.entry(self.backend).or_default();
-                match q.next.take() {
-                    Some(n) => n,
-                    None => {
-                        q.is_running = false;
-                        self.is_done = true;
-                        return;
-                    }
-                }
-            };
-            let read = read_backend(&ctx, self.worker, self.backend, &next.tables).await;
-            let read = match read {
-                Ok((read, crowded)) => {
-                    for (db, table) in crowded {
-                        self.cache
-                            .fold_later(&ctx, self.worker, (self.backend, db, table));
-                    }
-                    Ok(read)
-                }
-                Err(e) => Err(e.to_string()),
-            };
-            next.tx.send_replace(Some(Arc::new(read)));
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if !self.is_done {
-            let mut queues = self.cache.queue(self.worker);
-            let q = queues.entry(self.backend).or_default();
-            q.is_running = false;
-            q.next = None;
-        }
-    }
-}
-
-/// One version read on `backend`: the sums of every table of `tables`
-/// (and the dictionary version on the main backend), in one statement,
-/// so one snapshot; with the tables that have many rows (to fold).
-async fn read_backend(
-    ctx: &Context,
-    worker: usize,
-    backend: BackendId,
-    tables: &[Arc<[(String, String)]>],
-) -> Result<(Read, Vec<(String, String)>), ProxyError> {
-    let mut pairs: Vec<&(String, String)> = tables.iter().flat_map(|t| t.iter()).collect();
-    pairs.sort_unstable();
-    pairs.dedup();
-    let mut parts = Vec::new();
-    if backend == BackendId::MAIN {
-        parts.push(
-            "SELECT '', '', version, 0, 0 FROM `hscale`.`dictionary_version` WHERE id = 1"
-                .to_string(),
-        );
-    }
-    if !pairs.is_empty() {
-        let list: Vec<String> = pairs
-            .iter()
-            .map(|(db, t)| format!("({}, {})", quote_str(db), quote_str(t)))
-            .collect();
-        parts.push(format!(
-            "SELECT db, tbl, SUM(version), COUNT(*), MAX(slot) FROM {} WHERE (db, tbl) IN ({}) GROUP BY db, tbl",
-            versions::TABLE,
-            list.join(", ")
-        ));
-    }
-    let mut read = Read::default();
-    let mut crowded = Vec::new();
-    if parts.is_empty() {
-        return Ok((read, crowded));
-    }
-    let sql = parts.join(" UNION ALL ");
-    let mut conn = ctx.pool(worker, backend).get(false).await?;
-    let rows = match conn.query_rows(&sql).await? {
-        Ok(t) => t.strings(),
-        Err(e) => return Err(ProxyError::Wrong(e.message)),
-    };
-    for r in rows {
-        let field = |i: usize| r.get(i).and_then(|v| v.clone()).unwrap_or_default();
-        let (db, table) = (field(0), field(1));
-        let version = field(2).parse().unwrap_or(0);
-        if db.is_empty() {
-            read.dict = Some(version);
-            continue;
-        }
-        if field(3).parse().unwrap_or(0) > versions::FOLD_AT {
-            crowded.push((db.clone(), table.clone()));
-        }
-        // A DDL statement through a proxy is in progress: not cached.
-        let is_marked = field(4).parse().unwrap_or(0) >= versions::MARKED;
-        let version = if is_marked { u64::MAX } else { version };
-        read.sums.insert((db, table), version);
-    }
-    Ok((read, crowded))
 }
 
 /// The main backend's version read names the dictionary version the rule

@@ -71,6 +71,97 @@ impl Default for ClusterOptions {
     }
 }
 
+/// Replication of each replica from its primary (`n` replicas each, in
+/// order), set up once per data directory.
+fn replicate(servers: &[MariaDb], replicas: &[MariaDb], n: usize) -> Result<(), String> {
+    for (r, replica) in replicas.iter().enumerate() {
+        // Once per data directory: a restarted replica goes on where it was.
+        if replica.dir.join("master.info").exists() {
+            continue;
+        }
+        let primary = &servers[r / n];
+        // From the start of the fresh server's binary log: only the
+        // harness's idempotent init statements precede it.
+        let sql = format!(
+            "SET GLOBAL gtid_slave_pos = '';\n\
+             CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {}, \
+             MASTER_USER = '{}', MASTER_PASSWORD = '{}', MASTER_USE_GTID = slave_pos, \
+             MASTER_CONNECT_RETRY = 1;\nSTART SLAVE;",
+            primary.port,
+            mariadb::BACKEND_USER,
+            mariadb::BACKEND_PASSWORD
+        );
+        let cfg = BackendConfig {
+            name: format!("replica {}", replica.address()),
+            address: replica.address(),
+            user: mariadb::BACKEND_USER.into(),
+            password: mariadb::BACKEND_PASSWORD.into(),
+            ..BackendConfig::default()
+        };
+        run_script(&cfg, &sql)?;
+    }
+    Ok(())
+}
+
+/// The proxy's configuration for the started servers: each primary a
+/// backend with its `n` replicas, a TLS certificate, the root user, and
+/// metrics and the HTTP API on free loopback ports.
+fn proxy_config(
+    opts: &ClusterOptions,
+    (cert, key): (&Path, &Path),
+    servers: &[MariaDb],
+    replicas: &[MariaDb],
+    n: usize,
+) -> Config {
+    Config {
+        proxy: ProxyConfig {
+            listen: opts.listen.clone(),
+            change_copy_rows_per_s: opts.copy_rows_per_s,
+            ..ProxyConfig::default()
+        },
+        log: LogConfig::default(),
+        // Prometheus metrics on a free loopback port.
+        metrics: MetricsConfig {
+            listen: "127.0.0.1:0".into(),
+            ..MetricsConfig::default()
+        },
+        tls: TlsConfig {
+            cert: Some(cert.display().to_string()),
+            key: Some(key.display().to_string()),
+            require: false,
+        },
+        users: vec![UserConfig {
+            name: "root".into(),
+            password: String::new(),
+            admin: true,
+            ..Default::default()
+        }],
+        user_defaults: Default::default(),
+        cache: Default::default(),
+        // The HTTP API on a free loopback port.
+        http: crate::config::HttpConfig {
+            listen: "127.0.0.1:0".into(),
+        },
+        backends: servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| BackendConfig {
+                name: format!("shard{i}"),
+                address: s.address(),
+                user: mariadb::BACKEND_USER.into(),
+                password: mariadb::BACKEND_PASSWORD.into(),
+                min_connections: 1,
+                max_connections: 64,
+                replicas: replicas[i * n..(i + 1) * n]
+                    .iter()
+                    .map(MariaDb::address)
+                    .collect(),
+                ..BackendConfig::default()
+            })
+            .collect(),
+    }
+}
+
 fn temp_dir() -> PathBuf {
     let mut r = [0u8; 6];
     let _ = getrandom::fill(&mut r);
@@ -144,79 +235,14 @@ impl Cluster {
             }
         }
         let replicas = servers.split_off(shards);
-        for (r, replica) in replicas.iter().enumerate() {
-            // Once per data directory: a restarted replica goes on where it was.
-            if replica.dir.join("master.info").exists() {
-                continue;
-            }
-            let primary = &servers[r / n];
-            // From the start of the fresh server's binary log: only the
-            // harness's idempotent init statements precede it.
-            let sql = format!(
-                "SET GLOBAL gtid_slave_pos = '';\n\
-                 CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {}, \
-                 MASTER_USER = '{}', MASTER_PASSWORD = '{}', MASTER_USE_GTID = slave_pos, \
-                 MASTER_CONNECT_RETRY = 1;\nSTART SLAVE;",
-                primary.port,
-                mariadb::BACKEND_USER,
-                mariadb::BACKEND_PASSWORD
-            );
-            let cfg = BackendConfig {
-                name: format!("replica {}", replica.address()),
-                address: replica.address(),
-                user: mariadb::BACKEND_USER.into(),
-                password: mariadb::BACKEND_PASSWORD.into(),
-                ..BackendConfig::default()
-            };
-            run_script(&cfg, &sql)?;
-        }
-        let mut config = Config {
-            proxy: ProxyConfig {
-                listen: opts.listen.clone(),
-                change_copy_rows_per_s: opts.copy_rows_per_s,
-                ..ProxyConfig::default()
-            },
-            log: LogConfig::default(),
-            // Prometheus metrics on a free loopback port.
-            metrics: MetricsConfig {
-                listen: "127.0.0.1:0".into(),
-                ..MetricsConfig::default()
-            },
-            tls: TlsConfig {
-                cert: Some(cert.display().to_string()),
-                key: Some(key.display().to_string()),
-                require: false,
-            },
-            users: vec![UserConfig {
-                name: "root".into(),
-                password: String::new(),
-                admin: true,
-                ..Default::default()
-            }],
-            user_defaults: Default::default(),
-            cache: Default::default(),
-            // The HTTP API on a free loopback port.
-            http: crate::config::HttpConfig {
-                listen: "127.0.0.1:0".into(),
-            },
-            backends: servers
-                .iter()
-                .enumerate()
-                .map(|(i, s)| BackendConfig {
-                    name: format!("shard{i}"),
-                    address: s.address(),
-                    user: mariadb::BACKEND_USER.into(),
-                    password: mariadb::BACKEND_PASSWORD.into(),
-                    min_connections: 1,
-                    max_connections: 64,
-                    replicas: replicas[i * n..(i + 1) * n]
-                        .iter()
-                        .map(MariaDb::address)
-                        .collect(),
-                    ..BackendConfig::default()
-                })
-                .collect(),
-        };
+        replicate(&servers, &replicas, n)?;
+        let mut config = proxy_config(
+            &opts,
+            (cert.as_path(), key.as_path()),
+            &servers,
+            &replicas,
+            n,
+        );
         config.proxy.failover_after_ms = opts.failover_after_ms;
         (opts.tweak)(&mut config);
         let proxy = RunningProxy::start(config.clone(), &opts.listen)

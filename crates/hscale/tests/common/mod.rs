@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod raw;
+pub mod replication;
 pub mod twin;
 
 use std::sync::{Mutex, OnceLock};
@@ -317,4 +318,24 @@ pub fn plan_shape(plan: Vec<(String, String, String)>) -> Vec<(String, String, S
     plan.into_iter()
         .map(|(a, b, c)| (a, strip_generations(&b), strip_generations(&c)))
         .collect()
+}
+
+/// One increment of `counter`'s row 1 (`v`) in a transaction that reads
+/// it FOR UPDATE first: the value it committed. The writers of the
+/// read-your-writes tests (`coalescing.rs`, `result_cache.rs`).
+pub async fn increment_counter(c: &mut mysql_async::Conn) -> i64 {
+    let mut t = c
+        .start_transaction(mysql_async::TxOpts::default())
+        .await
+        .unwrap();
+    let v: i64 = t
+        .query_first("SELECT v FROM counter WHERE id = 1 FOR UPDATE")
+        .await
+        .unwrap()
+        .unwrap();
+    t.query_drop("UPDATE counter SET v = v + 1 WHERE id = 1")
+        .await
+        .unwrap();
+    t.commit().await.unwrap();
+    v + 1
 }

@@ -158,105 +158,6 @@ fn converted(
     crate::conversions::route_converted(table, text, known)
 }
 
-/// The rows of an INSERT's VALUES list, each as its text `( ... )`: the
-/// rows after the first top-level VALUES (or VALUE).
-fn values_rows(sql: &str) -> Option<Vec<&str>> {
-    let tokens = hscale_sql::tokenize(sql).ok()?;
-    let mut depth = 0usize;
-    let mut at = None;
-    for (i, t) in tokens.iter().enumerate() {
-        if t.is_punct(sql, "(") {
-            depth += 1;
-        } else if t.is_punct(sql, ")") {
-            depth = depth.saturating_sub(1);
-        } else if depth == 0 && (t.is_word(sql, "VALUES") || t.is_word(sql, "VALUE")) {
-            at = Some(i + 1);
-            break;
-        }
-    }
-    let mut i = at?;
-    let mut rows = Vec::new();
-    while tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
-        let mut depth = 0usize;
-        let end = tokens[i..].iter().position(|t| {
-            if t.is_punct(sql, "(") {
-                depth += 1;
-            } else if t.is_punct(sql, ")") {
-                depth -= 1;
-                return depth == 0;
-            }
-            false
-        })? + i;
-        rows.push(&sql[tokens[i].start as usize..tokens[end].end as usize]);
-        i = end + 1;
-        if !tokens.get(i).is_some_and(|t| t.is_punct(sql, ",")) {
-            break;
-        }
-        i += 1;
-    }
-    Some(rows)
-}
-
-/// For an INSERT `sql` split into `parts` (`plan_insert`): the row numbers
-/// (from 1) in `sql` of each part's rows, in the part's order, so that
-/// "at row N" in a part's warnings and errors can say the statement's row
-/// as one server does. A part's rows are rows of `sql`, in their order;
-/// rows of the same text have the same key, so they are in the same part.
-/// `None` when a part's rows are not found so.
-pub fn insert_part_rows(sql: &str, parts: &[(Target, String)]) -> Option<Vec<Vec<u32>>> {
-    let mut by_text: std::collections::HashMap<&str, std::collections::VecDeque<u32>> =
-        std::collections::HashMap::new();
-    for (n, row) in values_rows(sql)?.into_iter().enumerate() {
-        by_text.entry(row).or_default().push_back(n as u32 + 1);
-    }
-    parts
-        .iter()
-        .map(|(_, part)| match values_rows(part) {
-            Some(rows) => rows
-                .into_iter()
-                .map(|row| by_text.get_mut(row)?.pop_front())
-                .collect(),
-            // A row run as `INSERT ... SELECT values tail` (`selected_row`):
-            // the statement's row whose text its SELECT list starts with.
-            None => {
-                let list = selected_list(part)?;
-                let row = by_text
-                    .keys()
-                    .filter(|r| {
-                        list.strip_prefix(inner(r).trim())
-                            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
-                    })
-                    .max_by_key(|r| r.len())
-                    .copied()?;
-                Some(vec![by_text.get_mut(row)?.pop_front()?])
-            }
-        })
-        .collect()
-}
-
-/// A VALUES row's text without its parentheses.
-fn inner(row: &str) -> &str {
-    row.strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .unwrap_or(row)
-}
-
-/// The text after the top-level SELECT of an INSERT ... SELECT.
-fn selected_list(sql: &str) -> Option<&str> {
-    let tokens = hscale_sql::tokenize(sql).ok()?;
-    let mut depth = 0usize;
-    for t in &tokens {
-        if t.is_punct(sql, "(") {
-            depth += 1;
-        } else if t.is_punct(sql, ")") {
-            depth = depth.saturating_sub(1);
-        } else if depth == 0 && t.is_word(sql, "SELECT") {
-            return sql.get(t.end as usize..).map(str::trim_start);
-        }
-    }
-    None
-}
-
 /// INSERT / REPLACE ... VALUES: split the rows by partition.
 pub(super) fn plan_insert(
     sql: &str,
@@ -360,71 +261,11 @@ fn plan_insert_parts(
     let has_returning = tokens[tail_start..]
         .iter()
         .any(|t| t.is_word(sql, "RETURNING"));
-    if tokens[tail_start..]
-        .iter()
-        .any(|t| t.is_word(sql, "SELECT"))
-        || has_returning && prepared
-    {
-        return refuse(
-            "INSERT ... SELECT, and a prepared INSERT ... RETURNING, are not supported yet",
-        );
-    }
-    // ON DUPLICATE KEY UPDATE key = ... would move the row.
-    if let Some(up) = tokens[tail_start..]
-        .iter()
-        .position(|t| t.is_word(sql, "UPDATE"))
-    {
-        let after = &tokens[tail_start + up + 1..];
-        let assigns_key = after.split(|t| t.is_punct(sql, ",")).any(|a| {
-            // `k = ...`, `t.k = ...`, `db.t.k = ...`
-            let eq = a
-                .iter()
-                .position(|e| e.is_punct(sql, "=") || e.is_punct(sql, ":="));
-            eq.is_some_and(|eq| {
-                a[..eq].last().is_some_and(|c| {
-                    is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&table.column)
-                })
-            })
-        });
-        if assigns_key {
-            return refuse("ON DUPLICATE KEY UPDATE of the partition key is not supported");
-        }
+    if let Some(why) = refused_tail(sql, &tokens[tail_start..], table, has_returning && prepared) {
+        return refuse(why);
     }
     let Some(key_pos) = key_pos else {
-        // Prepared: every partition is a candidate; each execution picks
-        // the one of the key's default, as the text form does
-        // (`insert_without_key_column`).
-        if prepared {
-            let parts = table
-                .all_targets()
-                .into_iter()
-                .map(|t| {
-                    let s = rewrite(sql, tokens, r, &t, false);
-                    (t, s)
-                })
-                .collect();
-            return Plan::Targets {
-                kind: StatementKind::Insert,
-                parts,
-            };
-        }
-        // Every row takes the key column's default: the statement goes
-        // whole to its partition, where the server stores the default or
-        // answers 1364 as one server would (`conversions::route_default`).
-        return match crate::conversions::route_default(table, known) {
-            Some(Ok(t)) => {
-                let s = rewrite(sql, tokens, r, &t, false);
-                Plan::Targets {
-                    kind: StatementKind::Insert,
-                    parts: vec![(t, s)],
-                }
-            }
-            Some(Err(e)) => Plan::Refuse(e.to_string()),
-            None => refuse(&format!(
-                "INSERT without the partition key column {}: its default is not known yet",
-                table.column
-            )),
-        };
+        return plan_insert_without_key(sql, tokens, r, table, prepared, known);
     };
     // A prepared INSERT whose keys are all parameters: every partition is
     // a candidate; each execution picks one by the key parameters.
@@ -438,34 +279,153 @@ fn plan_insert_parts(
         .collect();
     let is_param = |v: &&[Token]| matches!(v, [p] if p.kind == TokenKind::Placeholder);
     if prepared && !key_tokens.is_empty() && key_tokens.iter().all(is_param) {
-        let parts = table
-            .all_targets()
-            .into_iter()
-            .map(|t| {
-                let s = rewrite(sql, tokens, r, &t, false);
-                (t, s)
-            })
-            .collect();
-        return Plan::Targets {
-            kind: StatementKind::Insert,
-            parts,
-        };
+        return every_partition(sql, tokens, r, table);
     }
-    // Group rows by target, keeping their order.
-    let mut groups: Vec<(Target, Vec<(usize, usize)>)> = Vec::new();
-    let mut unweighed = None;
-    let mut unconverted = None;
-    for (a, b) in rows {
-        let values = top_level_items(sql, &tokens[a + 1..b]);
-        if values.len() != columns {
-            // The server answers it (1136, naming the row) before it
-            // writes anything: send it whole to one partition.
+    let groups = match rows_by_target(
+        sql,
+        tokens,
+        table,
+        prepared,
+        known,
+        &rows,
+        (columns, key_pos),
+    ) {
+        Ok(groups) => groups,
+        Err(RowsStop::Refused(why)) => return Plan::Refuse(why),
+        // The server answers it (1136, naming the row) before it writes
+        // anything: send it whole to one partition.
+        Err(RowsStop::WrongCount) => {
             let t = table.default_target();
             let s = rewrite(sql, tokens, r, &t, false);
             return Plan::Targets {
                 kind: StatementKind::Insert,
                 parts: vec![(t, s)],
             };
+        }
+    };
+    // RETURNING on one partition: the server's rows come back as they
+    // are. Over several, each part's rows would have to wait for the
+    // commit across backends.
+    if has_returning && groups.len() > 1 {
+        return refuse("INSERT or REPLACE ... RETURNING whose rows go to several partitions is not supported yet");
+    }
+    Plan::Targets {
+        kind: StatementKind::Insert,
+        parts: insert_parts(sql, tokens, r, prepared, groups, tail_start),
+    }
+}
+
+/// Why the INSERT's tail (what follows its rows) is refused, if it is:
+/// INSERT ... SELECT, a prepared RETURNING (`prepared_returning`), and an
+/// ON DUPLICATE KEY UPDATE of the partition key, which would move the row.
+fn refused_tail(
+    sql: &str,
+    tail: &[Token],
+    table: &PartitionedTable,
+    prepared_returning: bool,
+) -> Option<&'static str> {
+    if tail.iter().any(|t| t.is_word(sql, "SELECT")) || prepared_returning {
+        return Some(
+            "INSERT ... SELECT, and a prepared INSERT ... RETURNING, are not supported yet",
+        );
+    }
+    // ON DUPLICATE KEY UPDATE key = ... would move the row.
+    let up = tail.iter().position(|t| t.is_word(sql, "UPDATE"))?;
+    let assigns_key = tail[up + 1..].split(|t| t.is_punct(sql, ",")).any(|a| {
+        // `k = ...`, `t.k = ...`, `db.t.k = ...`
+        let eq = a
+            .iter()
+            .position(|e| e.is_punct(sql, "=") || e.is_punct(sql, ":="));
+        eq.is_some_and(|eq| {
+            a[..eq]
+                .last()
+                .is_some_and(|c| is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&table.column))
+        })
+    });
+    assigns_key.then_some("ON DUPLICATE KEY UPDATE of the partition key is not supported")
+}
+
+/// The statement whole on every partition: each execution of the
+/// prepared form picks one.
+fn every_partition(sql: &str, tokens: &[Token], r: &TableRef, table: &PartitionedTable) -> Plan {
+    let parts = table
+        .all_targets()
+        .into_iter()
+        .map(|t| {
+            let s = rewrite(sql, tokens, r, &t, false);
+            (t, s)
+        })
+        .collect();
+    Plan::Targets {
+        kind: StatementKind::Insert,
+        parts,
+    }
+}
+
+/// An INSERT that does not name the partition key column.
+fn plan_insert_without_key(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+    prepared: bool,
+    known: &Known<'_>,
+) -> Plan {
+    // Prepared: every partition is a candidate; each execution picks
+    // the one of the key's default, as the text form does
+    // (`insert_without_key_column`).
+    if prepared {
+        return every_partition(sql, tokens, r, table);
+    }
+    // Every row takes the key column's default: the statement goes
+    // whole to its partition, where the server stores the default or
+    // answers 1364 as one server would (`conversions::route_default`).
+    match crate::conversions::route_default(table, known) {
+        Some(Ok(t)) => {
+            let s = rewrite(sql, tokens, r, &t, false);
+            Plan::Targets {
+                kind: StatementKind::Insert,
+                parts: vec![(t, s)],
+            }
+        }
+        Some(Err(e)) => Plan::Refuse(e.to_string()),
+        None => Plan::Refuse(format!(
+            "INSERT without the partition key column {}: its default is not known yet (partitioned table {})",
+            table.column, table.name
+        )),
+    }
+}
+
+/// The rows of an INSERT (token ranges of their parentheses) grouped by
+/// the partition their key routes to, in the statement's order.
+type Groups = Vec<(Target, Vec<(usize, usize)>)>;
+
+/// Why `rows_by_target` stops at a row.
+enum RowsStop {
+    /// A row's count of values is not the columns'.
+    WrongCount,
+    /// A row's key cannot be routed: the statement is refused, saying why.
+    Refused(String),
+}
+
+/// The rows grouped by the partition their key routes to (`Groups`).
+fn rows_by_target(
+    sql: &str,
+    tokens: &[Token],
+    table: &PartitionedTable,
+    prepared: bool,
+    known: &Known<'_>,
+    rows: &[(usize, usize)],
+    (columns, key_pos): (usize, usize),
+) -> Result<Groups, RowsStop> {
+    let refuse = |why: &str| format!("{why} (partitioned table {})", table.name);
+    let mut groups: Groups = Vec::new();
+    let mut unweighed = None;
+    let mut unconverted = None;
+    for &(a, b) in rows {
+        let values = top_level_items(sql, &tokens[a + 1..b]);
+        if values.len() != columns {
+            return Err(RowsStop::WrongCount);
         }
         let given = literal(sql, values[key_pos]);
         let stored = given
@@ -485,7 +445,7 @@ fn plan_insert_parts(
             // noted, so one round trip finds them all).
             routed => match converted(sql, values[key_pos], table, prepared, known) {
                 Some(Ok(t)) => t,
-                Some(Err(e)) => return Plan::Refuse(e.to_string()),
+                Some(Err(e)) => return Err(RowsStop::Refused(e.to_string())),
                 None if given.is_none() => {
                     unconverted = Some(refuse("the partition key value must be a literal"));
                     continue;
@@ -506,7 +466,7 @@ fn plan_insert_parts(
                         Some(Err(e)) => e.to_string(),
                         _ => "the partition key value has no partition".to_string(),
                     };
-                    unconverted = Some(Plan::Refuse(why));
+                    unconverted = Some(why);
                     continue;
                 }
             },
@@ -516,25 +476,32 @@ fn plan_insert_parts(
             None => groups.push((target, vec![(a, b)])),
         }
     }
-    if let Some(plan) = unconverted {
-        return plan;
+    if let Some(why) = unconverted {
+        return Err(RowsStop::Refused(why));
     }
     if let Some(e) = unweighed {
-        return Plan::Refuse(e.to_string());
+        return Err(RowsStop::Refused(e.to_string()));
     }
-    // RETURNING on one partition: the server's rows come back as they
-    // are. Over several, each part's rows would have to wait for the
-    // commit across backends.
-    if has_returning && groups.len() > 1 {
-        return refuse("INSERT or REPLACE ... RETURNING whose rows go to several partitions is not supported yet");
-    }
+    Ok(groups)
+}
+
+/// The statement of each partition: the head renamed for it, then its
+/// rows, then the tail.
+fn insert_parts(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    prepared: bool,
+    groups: Groups,
+    tail_start: usize,
+) -> Vec<(Target, String)> {
     let first_row = rows_first_start(tokens, sql, r);
     let head_end = tokens[first_row].start as usize;
     let tail = tokens
         .get(tail_start)
         .map_or("", |t| &sql[t.start as usize..]);
     let is_many = groups.iter().map(|g| g.1.len()).sum::<usize>() > 1;
-    let parts = groups
+    groups
         .into_iter()
         .map(|(target, rows)| {
             let s = match rows.as_slice() {
@@ -559,11 +526,7 @@ fn plan_insert_parts(
             });
             (target, s.trim_end().to_string())
         })
-        .collect();
-    Plan::Targets {
-        kind: StatementKind::Insert,
-        parts,
-    }
+        .collect()
 }
 
 /// One row of a multi-row INSERT, as `INSERT ... SELECT values tail`

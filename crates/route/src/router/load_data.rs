@@ -266,6 +266,8 @@ enum Parsed {
     ServerRefuses,
 }
 
+/// `LOAD DATA` into partitioned `table`, clause by clause in the order of
+/// the statement's grammar: what the plan needs, or why it is refused.
 fn parse(
     sql: &str,
     tokens: &[Token],
@@ -273,51 +275,14 @@ fn parse(
     table: &PartitionedTable,
 ) -> Result<Parsed, String> {
     let word = |i: usize, w: &str| tokens.get(i).is_some_and(|t| t.is_word(sql, w));
-    if !word(1, "DATA") {
-        return Err("LOAD XML into a partitioned table is not supported".into());
-    }
-    let mut i = 2;
-    if word(i, "LOW_PRIORITY") || word(i, "CONCURRENT") {
-        i += 1;
-    }
-    if !word(i, "LOCAL") {
-        return Err(
-            "LOAD DATA INFILE without LOCAL (a file on one backend's disk) is not supported: use LOAD DATA LOCAL INFILE"
-                .into(),
-        );
-    }
-    i += 1;
-    if !word(i, "INFILE") {
-        return Err("unreadable LOAD DATA statement".into());
-    }
-    let Some(name) = tokens.get(i + 1).filter(|t| t.kind == TokenKind::Str) else {
-        return Err("LOAD DATA whose file name is not a string literal is not supported".into());
-    };
-    let file_name = unescape(name.text(sql));
-    i += 2;
-    if word(i, "REPLACE") || word(i, "IGNORE") {
-        i += 1;
-    }
-    if !(word(i, "INTO") && word(i + 1, "TABLE") && r.start == i + 2) {
-        return Err("unreadable LOAD DATA statement".into());
-    }
-    i = r.end;
+    let file_name = load_head(sql, tokens, r)?;
+    let mut i = r.end;
     if word(i, "PARTITION") {
         return Err("LOAD DATA ... PARTITION (...) is not supported".into());
     }
     let mut format = LoadFormat::default();
     let mut charset = None;
     let mut ignore_lines = 0u64;
-    let mut server_refuses = false;
-    // A string after BY: its bytes (hex and bit literals are refused).
-    let string = |i: usize| -> Result<Vec<u8>, String> {
-        match tokens.get(i) {
-            Some(t) if t.kind == TokenKind::Str => Ok(unescape(t.text(sql)).into_bytes()),
-            _ => Err(
-                "LOAD DATA with a terminator that is not a quoted string is not supported".into(),
-            ),
-        }
-    };
     let charset_at = if word(i, "CHARACTER") && word(i + 1, "SET") {
         Some(i + 2)
     } else if word(i, "CHARSET") {
@@ -336,47 +301,7 @@ fn parse(
         charset = Some(cs);
         i = at + 1;
     }
-    if word(i, "FIELDS") || word(i, "COLUMNS") {
-        i += 1;
-        loop {
-            if word(i, "TERMINATED") && word(i + 1, "BY") {
-                format.field_term = string(i + 2)?;
-                i += 3;
-            } else if word(i, "OPTIONALLY") && word(i + 1, "ENCLOSED") && word(i + 2, "BY") {
-                let e = string(i + 3)?;
-                server_refuses |= e.len() > 1;
-                format.enclosed = e.first().copied();
-                i += 4;
-            } else if word(i, "ENCLOSED") && word(i + 1, "BY") {
-                let e = string(i + 2)?;
-                server_refuses |= e.len() > 1;
-                format.enclosed = e.first().copied();
-                i += 3;
-            } else if word(i, "ESCAPED") && word(i + 1, "BY") {
-                let e = string(i + 2)?;
-                server_refuses |= e.len() > 1;
-                format.escape = e.first().copied();
-                format.is_escape_given = true;
-                i += 3;
-            } else {
-                break;
-            }
-        }
-    }
-    if word(i, "LINES") {
-        i += 1;
-        loop {
-            if word(i, "STARTING") && word(i + 1, "BY") {
-                format.line_start = string(i + 2)?;
-                i += 3;
-            } else if word(i, "TERMINATED") && word(i + 1, "BY") {
-                format.line_term = string(i + 2)?;
-                i += 3;
-            } else {
-                break;
-            }
-        }
-    }
+    let server_refuses = terminators(sql, tokens, &mut i, &mut format)?;
     if word(i, "IGNORE") {
         let n = tokens
             .get(i + 1)
@@ -389,26 +314,7 @@ fn parse(
         ignore_lines = n;
         i += 3;
     }
-    let mut fields = None;
-    if tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
-        let close = i + tokens[i..]
-            .iter()
-            .position(|t| t.is_punct(sql, ")"))
-            .ok_or("unreadable column list")?;
-        let mut list = Vec::new();
-        for item in tokens[i + 1..close].split(|t| t.is_punct(sql, ",")) {
-            match item {
-                [v] if v.kind == TokenKind::UserVar => list.push(None),
-                [.., c] if is_name(c) => list.push(Some(unquote(c, sql))),
-                [] if close == i + 1 => {}
-                _ => return Err("unreadable column list".into()),
-            }
-        }
-        if !list.is_empty() {
-            fields = Some(list);
-        }
-        i = close + 1;
-    }
+    let fields = column_list(sql, tokens, &mut i)?;
     if word(i, "SET") {
         let assigns_key = tokens[i + 1..].split(|t| t.is_punct(sql, ",")).any(|a| {
             a.iter()
@@ -469,6 +375,134 @@ fn parse(
         fields,
         is_global: false,
     })))
+}
+
+/// `LOAD DATA [LOW_PRIORITY | CONCURRENT] LOCAL INFILE 'file' [REPLACE |
+/// IGNORE] INTO TABLE`, up to the table at `r`: the file's name.
+fn load_head(sql: &str, tokens: &[Token], r: &TableRef) -> Result<String, String> {
+    let word = |i: usize, w: &str| tokens.get(i).is_some_and(|t| t.is_word(sql, w));
+    if !word(1, "DATA") {
+        return Err("LOAD XML into a partitioned table is not supported".into());
+    }
+    let mut i = 2;
+    if word(i, "LOW_PRIORITY") || word(i, "CONCURRENT") {
+        i += 1;
+    }
+    if !word(i, "LOCAL") {
+        return Err(
+            "LOAD DATA INFILE without LOCAL (a file on one backend's disk) is not supported: use LOAD DATA LOCAL INFILE"
+                .into(),
+        );
+    }
+    i += 1;
+    if !word(i, "INFILE") {
+        return Err("unreadable LOAD DATA statement".into());
+    }
+    let Some(name) = tokens.get(i + 1).filter(|t| t.kind == TokenKind::Str) else {
+        return Err("LOAD DATA whose file name is not a string literal is not supported".into());
+    };
+    let file_name = unescape(name.text(sql));
+    i += 2;
+    if word(i, "REPLACE") || word(i, "IGNORE") {
+        i += 1;
+    }
+    if !(word(i, "INTO") && word(i + 1, "TABLE") && r.start == i + 2) {
+        return Err("unreadable LOAD DATA statement".into());
+    }
+    Ok(file_name)
+}
+
+/// A string after BY at `i`: its bytes (hex and bit literals are refused).
+fn by_string(sql: &str, tokens: &[Token], i: usize) -> Result<Vec<u8>, String> {
+    match tokens.get(i) {
+        Some(t) if t.kind == TokenKind::Str => Ok(unescape(t.text(sql)).into_bytes()),
+        _ => Err("LOAD DATA with a terminator that is not a quoted string is not supported".into()),
+    }
+}
+
+/// The FIELDS (or COLUMNS) and LINES clauses from `i` on, into `format`;
+/// `i` is left after them. True when the server refuses them (an
+/// enclosure or escape of more than one character).
+fn terminators(
+    sql: &str,
+    tokens: &[Token],
+    i: &mut usize,
+    format: &mut LoadFormat,
+) -> Result<bool, String> {
+    let word = |i: usize, w: &str| tokens.get(i).is_some_and(|t| t.is_word(sql, w));
+    let string = |i: usize| by_string(sql, tokens, i);
+    let mut server_refuses = false;
+    if word(*i, "FIELDS") || word(*i, "COLUMNS") {
+        *i += 1;
+        loop {
+            if word(*i, "TERMINATED") && word(*i + 1, "BY") {
+                format.field_term = string(*i + 2)?;
+                *i += 3;
+            } else if word(*i, "OPTIONALLY") && word(*i + 1, "ENCLOSED") && word(*i + 2, "BY") {
+                let e = string(*i + 3)?;
+                server_refuses |= e.len() > 1;
+                format.enclosed = e.first().copied();
+                *i += 4;
+            } else if word(*i, "ENCLOSED") && word(*i + 1, "BY") {
+                let e = string(*i + 2)?;
+                server_refuses |= e.len() > 1;
+                format.enclosed = e.first().copied();
+                *i += 3;
+            } else if word(*i, "ESCAPED") && word(*i + 1, "BY") {
+                let e = string(*i + 2)?;
+                server_refuses |= e.len() > 1;
+                format.escape = e.first().copied();
+                format.is_escape_given = true;
+                *i += 3;
+            } else {
+                break;
+            }
+        }
+    }
+    if word(*i, "LINES") {
+        *i += 1;
+        loop {
+            if word(*i, "STARTING") && word(*i + 1, "BY") {
+                format.line_start = string(*i + 2)?;
+                *i += 3;
+            } else if word(*i, "TERMINATED") && word(*i + 1, "BY") {
+                format.line_term = string(*i + 2)?;
+                *i += 3;
+            } else {
+                break;
+            }
+        }
+    }
+    Ok(server_refuses)
+}
+
+/// The list of columns and user variables the file's fields go to, at
+/// `i` if it is there; `i` is left after it.
+fn column_list(
+    sql: &str,
+    tokens: &[Token],
+    i: &mut usize,
+) -> Result<Option<Vec<Option<String>>>, String> {
+    let at = *i;
+    if !tokens.get(at).is_some_and(|t| t.is_punct(sql, "(")) {
+        return Ok(None);
+    }
+    let close = at
+        + tokens[at..]
+            .iter()
+            .position(|t| t.is_punct(sql, ")"))
+            .ok_or("unreadable column list")?;
+    let mut list = Vec::new();
+    for item in tokens[at + 1..close].split(|t| t.is_punct(sql, ",")) {
+        match item {
+            [v] if v.kind == TokenKind::UserVar => list.push(None),
+            [.., c] if is_name(c) => list.push(Some(unquote(c, sql))),
+            [] if close == at + 1 => {}
+            _ => return Err("unreadable column list".into()),
+        }
+    }
+    *i = close + 1;
+    Ok((!list.is_empty()).then_some(list))
 }
 
 /// `LOAD DATA LOCAL INFILE` into global table `table`: the file as it is

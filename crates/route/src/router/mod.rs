@@ -17,7 +17,6 @@ use hscale_sql::{Token, TokenKind};
 
 use crate::dictionary::{Dictionary, TableName, Target};
 use crate::known::Known;
-use crate::BackendId;
 
 mod cache;
 mod create_select;
@@ -40,9 +39,14 @@ mod levels;
 mod load_data;
 mod lookups;
 mod merge;
+mod on_copies;
+pub use on_copies::on_copies_at;
+use on_copies::ship_to_main;
 mod ordered_write;
 mod prune;
 mod refs;
+mod row_numbers;
+pub use row_numbers::insert_part_rows;
 mod schema;
 mod select_into;
 mod sequence;
@@ -58,9 +62,7 @@ pub use create_select::CreateSelect;
 pub use explain::ExplainRow;
 pub use found_rows::calc_found_rows;
 use insert::plan_insert;
-pub use insert::{
-    insert_key_placeholders, insert_part_rows, insert_without_key_column, unplaced_values,
-};
+pub use insert::{insert_key_placeholders, insert_without_key_column, unplaced_values};
 pub use insert_form::{
     insert_form, upsert_names, upsert_resolution, with_columns, with_keys, InsertForm,
     InsertSelect, UpsertNames,
@@ -491,97 +493,6 @@ fn cte_names(sql: &str, tokens: &[Token]) -> Vec<String> {
     out
 }
 
-/// The whole statement on the main backend, every reference to a
-/// partitioned table replaced by a temporary copy of all its rows there
-/// (`MergePlan::ship`, bounded by `[proxy] merge_max_rows`).
-fn ship_to_main(
-    sql: &str,
-    tokens: &[Token],
-    session_db: Option<&str>,
-    dict: &Dictionary,
-) -> Option<Plan> {
-    ship_to(sql, tokens, session_db, dict, BackendId::MAIN)
-}
-
-/// A read that assigns user variables (`@n := @n + 1`) over partitioned
-/// tables: the whole statement on `backend` (the one whose connection
-/// holds the session's variables) with copies of the tables, so one
-/// server evaluates the assignments in its own row order. `None` for
-/// anything but a read (INTO, locking clauses, several statements).
-pub fn on_copies_at(
-    sql: &str,
-    session_db: Option<&str>,
-    dict: &Dictionary,
-    backend: BackendId,
-) -> Option<Plan> {
-    let expanded = views::expanded(sql, session_db, dict);
-    let sql = expanded.as_deref().unwrap_or(sql);
-    let tokens = hscale_sql::tokenize(sql).ok()?;
-    let is_read = tokens
-        .iter()
-        .find(|t| !t.is_punct(sql, "("))
-        .is_some_and(|t| t.is_word(sql, "SELECT") || with_select(sql, &tokens))
-        && !tokens.iter().enumerate().any(|(i, t)| {
-            t.kind == TokenKind::Semicolon
-                || t.is_word(sql, "INTO")
-                || is_locking_for(sql, &tokens, i)
-                || t.is_word(sql, "LOCK")
-        });
-    if !is_read {
-        return None;
-    }
-    ship_to(sql, &tokens, session_db, dict, backend)
-}
-
-/// `ship_to_main` on `backend`.
-fn ship_to(
-    sql: &str,
-    tokens: &[Token],
-    session_db: Option<&str>,
-    dict: &Dictionary,
-    backend: BackendId,
-) -> Option<Plan> {
-    let refs = table_refs(sql, tokens, session_db, dict);
-    if refs.is_empty() || refs.len() > MAX_TABLES {
-        return None;
-    }
-    // A common table expression named like a partitioned table hides it
-    // where it is in scope: `table_refs` leaves those names out.
-    let mut ship = Vec::new();
-    let mut targets = Vec::new();
-    for r in &refs {
-        let table = dict.table(&r.name)?;
-        let shipped = merge::Ship::partitioned(ship.len(), &r.name.db, table, None);
-        let temp = shipped.temp.clone();
-        ship.push(shipped);
-        targets.push(Target {
-            backend,
-            physical_table: temp,
-        });
-    }
-    let slot = merge::Slot {
-        target: Target {
-            backend,
-            physical_table: "whole statement on copies".into(),
-        },
-        refs: refs.iter().zip(targets).collect(),
-        lists: &[],
-    };
-    Some(Plan::Merge(MergePlan {
-        parts: vec![(
-            slot.target.clone(),
-            merge::rewrite_slot_labelled(sql, tokens, &slot),
-        )],
-        mode: Mode::Sort { hidden: 0 },
-        order: Vec::new(),
-        offset: 0,
-        limit: None,
-        ship,
-        fallback: None,
-        aliased: None,
-    }))
-}
-
 /// Whether every UNION of `tokens` is inside parentheses.
 fn unions_are_nested(sql: &str, tokens: &[Token]) -> bool {
     let mut depth = 0i32;
@@ -649,18 +560,12 @@ fn plan_statement(
     if !is_load && refs.iter().any(has_partition_clause) {
         return Plan::ViewError(crate::view::ViewError::PartitionClause);
     }
-    // The keywords looked for below, in one pass.
-    let (mut has_join, mut has_union, mut has_semicolon, mut selects) = (false, false, false, 0);
-    for t in tokens {
-        if t.kind == TokenKind::Semicolon {
-            has_semicolon = true;
-        } else if t.kind == TokenKind::Word {
-            let w = t.text(sql);
-            has_join |= w.eq_ignore_ascii_case("JOIN") || w.eq_ignore_ascii_case("STRAIGHT_JOIN");
-            has_union |= w.eq_ignore_ascii_case("UNION");
-            selects += usize::from(w.eq_ignore_ascii_case("SELECT"));
-        }
-    }
+    let Keywords {
+        has_join,
+        has_union,
+        has_semicolon,
+        selects,
+    } = Keywords::of(sql, tokens);
     let is_select = tokens.first().is_some_and(|t| t.is_word(sql, "SELECT"));
     let joins_tables = refs.len() > 1
         || has_join
@@ -686,34 +591,7 @@ fn plan_statement(
     // again), without subqueries (refused as such below): named as such.
     let is_write = matches!(first_word.as_deref(), Some("UPDATE" | "DELETE"));
     if is_write && joins_tables && selects == 0 && !has_semicolon {
-        if let Some(t) = refs
-            .iter()
-            .filter_map(|r| dict.table(&r.name))
-            .find(|t| !t.lookups.is_empty())
-        {
-            return Plan::Refuse(format!(
-                "multi-table {} naming {}, whose UNIQUE key is enforced across partitions by a global unique index, is not supported yet",
-                first_word.unwrap_or_default(),
-                t.name
-            ));
-        }
-        // Rows on one backend: run there as written.
-        if let Some(plan) = join_write::plan_join_write(sql, tokens, &refs, session_db, dict, known)
-        {
-            return plan;
-        }
-        // Rows anywhere: the join read, then each row written by key.
-        if let Some(plan) = join_input::plan(sql, tokens, session_db, dict) {
-            return plan;
-        }
-        let named = refs
-            .iter()
-            .find(|r| dict.table(&r.name).is_some())
-            .map_or_else(String::new, |r| format!(" {}", r.name));
-        return Plan::Refuse(format!(
-            "multi-table {} naming partitioned table{named} (joined with itself or with another table) whose rows may lie on several partitions or backends, or naming a global table, is not supported yet (limit every partitioned table to one partition by its key, or read the rows the join selects, then write them by key)",
-            first_word.unwrap_or_default(),
-        ));
+        return plan_join_write(sql, tokens, &refs, scope, first_word.unwrap_or_default());
     }
     if is_select && selects == 1 && joins_tables && !has_union && !has_semicolon {
         return join::plan_join(sql, tokens, &refs, session_db, dict, known);
@@ -760,20 +638,131 @@ fn plan_statement(
     if let Some(p) = plan_schema(sql, tokens, r, table, &first, selects) {
         return p;
     }
-    let kind = match first.as_str() {
+    if first == "LOAD" {
+        return load_data::plan_load(sql, tokens, r, table);
+    }
+    let kind = match single_table_kind(sql, tokens, r, &first, selects) {
+        Ok(kind) => kind,
+        Err(why) => return Plan::Refuse(why),
+    };
+    let plan = match kind {
+        StatementKind::Insert => plan_insert(sql, tokens, r, table, prepared, known),
+        _ => plan_filtered(sql, tokens, r, table, kind, hint, known),
+    };
+    // The one check a table without a global unique index pays.
+    if table.lookups.is_empty() {
+        return plan;
+    }
+    let wrapped = lookups::wrap(sql, tokens, r, table, (kind, prepared), plan, scope);
+    if matches!(
+        wrapped,
+        Plan::UniqueWrite(_) | Plan::ByLookup(_) | Plan::Refuse(_)
+    ) {
+        *hint = None;
+    }
+    wrapped
+}
+
+/// The keywords `plan_statement` looks for, found in one pass.
+struct Keywords {
+    has_join: bool,
+    has_union: bool,
+    has_semicolon: bool,
+    /// How many SELECTs (the statement's and its subqueries').
+    selects: usize,
+}
+
+impl Keywords {
+    fn of(sql: &str, tokens: &[Token]) -> Keywords {
+        let mut k = Keywords {
+            has_join: false,
+            has_union: false,
+            has_semicolon: false,
+            selects: 0,
+        };
+        for t in tokens {
+            if t.kind == TokenKind::Semicolon {
+                k.has_semicolon = true;
+            } else if t.kind == TokenKind::Word {
+                let w = t.text(sql);
+                k.has_join |=
+                    w.eq_ignore_ascii_case("JOIN") || w.eq_ignore_ascii_case("STRAIGHT_JOIN");
+                k.has_union |= w.eq_ignore_ascii_case("UNION");
+                k.selects += usize::from(w.eq_ignore_ascii_case("SELECT"));
+            }
+        }
+        k
+    }
+}
+
+/// UPDATE t1 JOIN t2 ... SET / DELETE t1 FROM t1 JOIN t2 (t2 may be t1
+/// again), without subqueries, naming a partitioned table (`first_word`
+/// is UPDATE or DELETE): run as written when the rows are on one
+/// backend, else the join read then each row written by key; refused
+/// when neither plans it.
+fn plan_join_write(
+    sql: &str,
+    tokens: &[Token],
+    refs: &[TableRef],
+    scope: Scope<'_>,
+    first_word: String,
+) -> Plan {
+    let Scope {
+        db: session_db,
+        dict,
+        known,
+    } = scope;
+    if let Some(t) = refs
+        .iter()
+        .filter_map(|r| dict.table(&r.name))
+        .find(|t| !t.lookups.is_empty())
+    {
+        return Plan::Refuse(format!(
+            "multi-table {first_word} naming {}, whose UNIQUE key is enforced across partitions by a global unique index, is not supported yet",
+            t.name
+        ));
+    }
+    // Rows on one backend: run there as written.
+    if let Some(plan) = join_write::plan_join_write(sql, tokens, refs, session_db, dict, known) {
+        return plan;
+    }
+    // Rows anywhere: the join read, then each row written by key.
+    if let Some(plan) = join_input::plan(sql, tokens, session_db, dict) {
+        return plan;
+    }
+    let named = refs
+        .iter()
+        .find(|r| dict.table(&r.name).is_some())
+        .map_or_else(String::new, |r| format!(" {}", r.name));
+    Plan::Refuse(format!(
+        "multi-table {first_word} naming partitioned table{named} (joined with itself or with another table) whose rows may lie on several partitions or backends, or naming a global table, is not supported yet (limit every partitioned table to one partition by its key, or read the rows the join selects, then write them by key)",
+    ))
+}
+
+/// The kind of a statement on one partitioned table, from its first
+/// word; `Err` says why it is refused (subqueries, the table not alone
+/// in FROM / UPDATE / INTO, CREATE VIEW of another form). LOAD DATA is
+/// planned apart (`load_data.rs`).
+fn single_table_kind(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    first: &str,
+    selects: usize,
+) -> Result<StatementKind, String> {
+    let kind = match first {
         "SELECT" => StatementKind::Select,
         "INSERT" | "REPLACE" => StatementKind::Insert,
         "UPDATE" => StatementKind::Update,
         "DELETE" => StatementKind::Delete,
         "CREATE" if tokens.iter().any(|t| t.is_word(sql, "VIEW")) => {
-            return Plan::Refuse(format!(
+            return Err(format!(
                 "this form of CREATE VIEW over partitioned table {} (hscale keeps views of the form CREATE [OR REPLACE] [ALGORITHM = ..] [DEFINER = ..] [SQL SECURITY ..] VIEW v [(columns)] AS SELECT ..)",
                 r.name
             ))
         }
-        "LOAD" => return load_data::plan_load(sql, tokens, r, table),
         _ => {
-            return Plan::Refuse(format!(
+            return Err(format!(
                 "{first} statements on partitioned table {} are not supported yet",
                 r.name
             ))
@@ -781,7 +770,7 @@ fn plan_statement(
     };
     let max_selects = usize::from(kind == StatementKind::Select);
     if selects > max_selects {
-        return Plan::Refuse("subqueries on partitioned tables are not supported yet".into());
+        return Err("subqueries on partitioned tables are not supported yet".into());
     }
     // Only one table: the reference must be the only thing in FROM / UPDATE / INTO.
     let before = r
@@ -808,27 +797,12 @@ fn plan_statement(
             .get(after_alias)
             .is_some_and(|t| t.is_punct(sql, ","))
     {
-        return Plan::Refuse(format!(
+        return Err(format!(
             "only single-table statements on partitioned table {} are supported yet",
             r.name
         ));
     }
-    let plan = match kind {
-        StatementKind::Insert => plan_insert(sql, tokens, r, table, prepared, known),
-        _ => plan_filtered(sql, tokens, r, table, kind, hint, known),
-    };
-    // The one check a table without a global unique index pays.
-    if table.lookups.is_empty() {
-        return plan;
-    }
-    let wrapped = lookups::wrap(sql, tokens, r, table, (kind, prepared), plan, scope);
-    if matches!(
-        wrapped,
-        Plan::UniqueWrite(_) | Plan::ByLookup(_) | Plan::Refuse(_)
-    ) {
-        *hint = None;
-    }
-    wrapped
+    Ok(kind)
 }
 
 /// Whether a SELECT over several partitions needs their rows merged

@@ -248,15 +248,7 @@ pub(super) fn plan_schema(
             r.name
         )))
     };
-    let parts = |targets: Vec<Target>| -> Vec<(Target, String)> {
-        targets
-            .into_iter()
-            .map(|t| {
-                let s = rewrite(sql, tokens, r, &t, false);
-                (t, s)
-            })
-            .collect()
-    };
+    let parts = |targets: Vec<Target>| parts_on(sql, tokens, r, targets);
     let on = |targets: Vec<Target>, kind: StatementKind| {
         Some(Plan::Targets {
             kind,
@@ -270,55 +262,6 @@ pub(super) fn plan_schema(
         })
     };
     let mentions_key = tokens.iter().any(|t| is_named(t, sql, &table.column));
-    // `... T {TO | AS} [db.]U` ending the statement: the new name.
-    let new_name = || -> Option<TableName> {
-        let rest = &tokens[r.end..];
-        let (to, name) = rest.split_first()?;
-        if !(to.is_word(sql, "TO") || to.is_word(sql, "AS") && first == "ALTER") {
-            return None;
-        }
-        match name {
-            [t] if is_name(t) => Some(TableName::new(&r.name.db, &unquote(t, sql))),
-            [db, dot, t] if is_name(db) && dot.is_punct(sql, ".") && is_name(t) => {
-                Some(TableName::new(&unquote(db, sql), &unquote(t, sql)))
-            }
-            _ => None,
-        }
-    };
-    let rename = |after_rename: bool| -> Option<Plan> {
-        let to = if after_rename {
-            // ALTER TABLE T RENAME [TO | AS] U
-            let rest = &tokens[r.end..];
-            if !rest.first()?.is_word(sql, "RENAME") {
-                return None;
-            }
-            let skip = usize::from(
-                rest.get(1)
-                    .is_some_and(|t| t.is_word(sql, "TO") || t.is_word(sql, "AS")),
-            );
-            let name = &rest[1 + skip..];
-            match name {
-                [t] if is_name(t) => TableName::new(&r.name.db, &unquote(t, sql)),
-                [db, dot, t] if is_name(db) && dot.is_punct(sql, ".") && is_name(t) => {
-                    TableName::new(&unquote(db, sql), &unquote(t, sql))
-                }
-                _ => return None,
-            }
-        } else {
-            new_name()?
-        };
-        Some(if to.db != r.name.db {
-            Plan::Refuse(format!(
-                "renaming partitioned table {} into another database is not supported",
-                r.name
-            ))
-        } else {
-            Plan::RenameTable {
-                from: r.name.clone(),
-                to,
-            }
-        })
-    };
     // ALTER TABLE T ... RENAME [TO | AS] U (not RENAME COLUMN / INDEX / KEY)
     let renames_table = tokens.windows(2).any(|w| {
         w[0].is_word(sql, "RENAME")
@@ -328,10 +271,12 @@ pub(super) fn plan_schema(
     });
     match first {
         "RENAME" if r.start == 2 && before.as_deref() == Some("TABLE") => {
-            rename(false).or_else(|| refuse("RENAME TABLE with several tables"))
+            renamed(sql, tokens, r, first, false)
+                .or_else(|| refuse("RENAME TABLE with several tables"))
         }
         "ALTER" if before.as_deref() == Some("TABLE") && renames_table => {
-            rename(true).or_else(|| refuse("ALTER TABLE ... RENAME with other changes"))
+            renamed(sql, tokens, r, first, true)
+                .or_else(|| refuse("ALTER TABLE ... RENAME with other changes"))
         }
         "DESC" | "DESCRIBE" | "EXPLAIN" if r.start == 1 && selects == 0 => {
             on(vec![table.default_target()], StatementKind::Select)
@@ -346,27 +291,8 @@ pub(super) fn plan_schema(
         {
             Some(Plan::DropTable(r.name.clone()))
         }
-        "SHOW" => {
-            let is_columns = word("COLUMNS") || word("FIELDS");
-            let has_db_suffix = tokens[r.end..]
-                .iter()
-                .any(|t| t.is_word(sql, "FROM") || t.is_word(sql, "IN"));
-            let is_index = word("INDEX") || word("INDEXES") || word("KEYS");
-            if is_columns && matches!(before.as_deref(), Some("FROM" | "IN")) && !has_db_suffix {
-                on(vec![table.default_target()], StatementKind::Select)
-            } else if is_index && matches!(before.as_deref(), Some("FROM" | "IN")) && !has_db_suffix
-            {
-                let target = table.default_target();
-                Some(Plan::Relabeled {
-                    sql: rewrite(sql, tokens, r, &target, false),
-                    from: target.physical_table.clone(),
-                    target,
-                    to: table.name.table.clone(),
-                })
-            } else {
-                refuse("this SHOW statement")
-            }
-        }
+        "SHOW" => plan_show(sql, tokens, r, table, before.as_deref())
+            .or_else(|| refuse("this SHOW statement")),
         "TRUNCATE" if r.start == 1 || before.as_deref() == Some("TABLE") => change(),
         "ALTER" if before.as_deref() == Some("TABLE") => {
             if adds_key_holding(sql, &tokens[r.end..], &table.column) {
@@ -405,17 +331,9 @@ pub(super) fn plan_schema(
                     .get(r.end)
                     .is_none_or(|t| t.is_punct(sql, ")") && r.end + 1 == tokens.len()) =>
         {
-            // Every partition has the table's definition: the default
-            // partition, else any partition on the main backend.
-            let on_main = std::iter::once(table.default_target())
-                .chain(table.all_targets())
-                .find(|t| t.backend == crate::BackendId::MAIN);
-            let Some(target) = on_main else {
-                return refuse(
-                    "CREATE TABLE ... LIKE (no partition of it is on the main backend, where the new table goes)",
-                );
-            };
-            on(vec![target], StatementKind::Schema)
+            create_like(sql, tokens, r, table).or_else(|| {
+                refuse("CREATE TABLE ... LIKE (no partition of it is on the main backend, where the new table goes)")
+            })
         }
         "CREATE" if word("SELECT") => refuse("CREATE TABLE ... SELECT"),
         // Table maintenance: run on every partition, answered with one
@@ -432,4 +350,126 @@ pub(super) fn plan_schema(
         }
         _ => refuse(&format!("{first} statements")),
     }
+}
+
+/// The statement renamed for each of `targets`.
+fn parts_on(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    targets: Vec<Target>,
+) -> Vec<(Target, String)> {
+    targets
+        .into_iter()
+        .map(|t| {
+            let s = rewrite(sql, tokens, r, &t, false);
+            (t, s)
+        })
+        .collect()
+}
+
+/// RENAME TABLE T {TO | AS} [db.]U (`after_rename` false) and ALTER TABLE
+/// T RENAME [TO | AS] [db.]U (true): the rename, refused into another
+/// database; `None` when the statement is not just that.
+fn renamed(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    first: &str,
+    after_rename: bool,
+) -> Option<Plan> {
+    let rest = &tokens[r.end..];
+    let name = if after_rename {
+        // ALTER TABLE T RENAME [TO | AS] U
+        if !rest.first()?.is_word(sql, "RENAME") {
+            return None;
+        }
+        let skip = usize::from(
+            rest.get(1)
+                .is_some_and(|t| t.is_word(sql, "TO") || t.is_word(sql, "AS")),
+        );
+        &rest[1 + skip..]
+    } else {
+        // `... T {TO | AS} [db.]U` ending the statement: the new name.
+        let (to, name) = rest.split_first()?;
+        if !(to.is_word(sql, "TO") || to.is_word(sql, "AS") && first == "ALTER") {
+            return None;
+        }
+        name
+    };
+    let to = match name {
+        [t] if is_name(t) => TableName::new(&r.name.db, &unquote(t, sql)),
+        [db, dot, t] if is_name(db) && dot.is_punct(sql, ".") && is_name(t) => {
+            TableName::new(&unquote(db, sql), &unquote(t, sql))
+        }
+        _ => return None,
+    };
+    Some(if to.db != r.name.db {
+        Plan::Refuse(format!(
+            "renaming partitioned table {} into another database is not supported",
+            r.name
+        ))
+    } else {
+        Plan::RenameTable {
+            from: r.name.clone(),
+            to,
+        }
+    })
+}
+
+/// SHOW COLUMNS and SHOW INDEX of a partitioned table, answered by its
+/// default partition (the index's table named as the client's); `None`
+/// for another SHOW.
+fn plan_show(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+    before: Option<&str>,
+) -> Option<Plan> {
+    let word = |w: &str| tokens.iter().any(|t| t.is_word(sql, w));
+    let is_columns = word("COLUMNS") || word("FIELDS");
+    let has_db_suffix = tokens[r.end..]
+        .iter()
+        .any(|t| t.is_word(sql, "FROM") || t.is_word(sql, "IN"));
+    let is_index = word("INDEX") || word("INDEXES") || word("KEYS");
+    if !matches!(before, Some("FROM" | "IN")) || has_db_suffix {
+        return None;
+    }
+    if is_columns {
+        Some(Plan::Targets {
+            kind: StatementKind::Select,
+            parts: parts_on(sql, tokens, r, vec![table.default_target()]),
+        })
+    } else if is_index {
+        let target = table.default_target();
+        Some(Plan::Relabeled {
+            sql: rewrite(sql, tokens, r, &target, false),
+            from: target.physical_table.clone(),
+            target,
+            to: table.name.table.clone(),
+        })
+    } else {
+        None
+    }
+}
+
+/// CREATE TABLE u LIKE t: on a partition of t on the main backend (the
+/// default partition first), where the new plain table goes; `None` when
+/// no partition is there.
+fn create_like(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+) -> Option<Plan> {
+    // Every partition has the table's definition: the default
+    // partition, else any partition on the main backend.
+    let target = std::iter::once(table.default_target())
+        .chain(table.all_targets())
+        .find(|t| t.backend == crate::BackendId::MAIN)?;
+    Some(Plan::Targets {
+        kind: StatementKind::Schema,
+        parts: parts_on(sql, tokens, r, vec![target]),
+    })
 }

@@ -2,7 +2,7 @@
 //! golden plan files (`tests/plans/`, `tests/golden.rs`) do not show.
 
 use super::*;
-use crate::HashingFunction;
+use crate::{BackendId, HashingFunction};
 
 fn dict() -> Dictionary {
     let mut d = Dictionary::default();
