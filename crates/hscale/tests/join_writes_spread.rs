@@ -236,33 +236,6 @@ async fn errors_and_refusals_write_nothing() {
     assert_eq!(rows(&mut p, CONTENTS).await, before);
 }
 
-/// What a prepared write answered (binary protocol): as [`said`].
-async fn said_prepared(c: &mut Conn, sql: &str, params: Vec<mysql_async::Value>) -> Said {
-    match c.exec_drop(sql, params).await {
-        Ok(()) => {
-            let affected = c.affected_rows();
-            let info = c.info().into_owned();
-            let mut warnings: Vec<(String, String)> = c
-                .query::<(String, String, String), _>("SHOW WARNINGS")
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|(_, code, message)| (code, without_row_number(&message)))
-                .collect();
-            warnings.sort();
-            Said::Ok {
-                affected,
-                info,
-                warnings,
-            }
-        }
-        Err(e) => {
-            eprintln!("{sql}: {e}");
-            Said::Err(common::code(&e))
-        }
-    }
-}
-
 /// Prepared multi-table writes over partitions (binary protocol) run:
 /// each execution as the text statement with its parameters written in
 /// (`Routed::AsText`), so the same executions answer and write what one

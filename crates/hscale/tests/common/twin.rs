@@ -138,7 +138,20 @@ pub enum Said {
 }
 
 pub async fn said(c: &mut Conn, sql: &str) -> Said {
-    match c.query_drop(sql).await {
+    let done = c.query_drop(sql).await;
+    said_after(c, sql, done).await
+}
+
+/// What a prepared write answered (binary protocol): as [`said`].
+pub async fn said_prepared(c: &mut Conn, sql: &str, params: Vec<mysql_async::Value>) -> Said {
+    let done = c.exec_drop(sql, params).await;
+    said_after(c, sql, done).await
+}
+
+/// The answer of a write `c` just ran: its counts and warnings, or its
+/// error's code.
+async fn said_after(c: &mut Conn, sql: &str, done: Result<(), mysql_async::Error>) -> Said {
+    match done {
         Ok(()) => {
             let affected = c.affected_rows();
             let info = c.info().into_owned();
