@@ -91,24 +91,23 @@ pub fn routes(mysql: SocketAddr, ctx: &Arc<Context>) -> Router {
         watch: Arc::new(BackendWatch::new(None, CONNECT_TIMEOUT)),
         sessions: Arc::default(),
     };
-    api.sessions.keep_swept();
     Router::new()
         .route("/v1/sql", post(sql))
         .route("/v1/sessions/{token}", axum::routing::delete(close_session))
         .route("/v1/{db}/{table}/_get", post(rows::rows_by_keys))
         .route(
             "/v1/{db}/{table}/{key}",
-            get(rows::row_by_key)
-                .put(rows::put_by_key)
-                .patch(rows::patch_by_key)
-                .delete(rows::delete_by_key),
+            get(rows::get)
+                .put(rows::put)
+                .patch(rows::patch)
+                .delete(rows::delete),
         )
         .route(
             "/v1/{db}/{table}",
-            get(rows::row_by_query)
-                .put(rows::put_by_query)
-                .patch(rows::patch_by_query)
-                .delete(rows::delete_by_query),
+            get(rows::get)
+                .put(rows::put)
+                .patch(rows::patch)
+                .delete(rows::delete),
         )
         .fallback(not_found)
         .with_state(api)

@@ -4,7 +4,7 @@
 //! the table's primary key, sent through the proxy's own listener like
 //! `POST /v1/sql` (`super`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -350,120 +350,70 @@ async fn delete_row(api: Api, headers: HeaderMap, db: String, table: String, key
     }
 }
 
-/// `GET /v1/{db}/{table}/{key}`: the row as an object, 404 when none.
-pub(super) async fn row_by_key(
-    State(api): State<Api>,
-    Path((db, table, key)): Path<(String, String, String)>,
-    headers: HeaderMap,
-) -> Response {
-    get_row(api, headers, db, table, Key::One(key)).await
+/// The row a request names: `/v1/{db}/{table}/{key}` (a one-column
+/// key), or `/v1/{db}/{table}?a=1&b=2` (every key column named).
+fn row_at(
+    mut params: HashMap<String, String>,
+    uri: &Uri,
+) -> Result<(String, String, Key), Response> {
+    let db = params.remove("db").unwrap_or_default();
+    let table = params.remove("table").unwrap_or_default();
+    let key = match params.remove("key") {
+        Some(k) => Key::One(k),
+        None => named(uri)?,
+    };
+    Ok((db, table, key))
 }
 
-pub(super) async fn put_by_key(
+/// `GET`: the row as an object, 404 when none.
+pub(super) async fn get(
     State(api): State<Api>,
-    Path((db, table, key)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    put_row(api, headers, db, table, Key::One(key), body).await
-}
-
-pub(super) async fn patch_by_key(
-    State(api): State<Api>,
-    Path((db, table, key)): Path<(String, String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    patch_row(api, headers, db, table, Key::One(key), body).await
-}
-
-pub(super) async fn delete_by_key(
-    State(api): State<Api>,
-    Path((db, table, key)): Path<(String, String, String)>,
-    headers: HeaderMap,
-) -> Response {
-    delete_row(api, headers, db, table, Key::One(key)).await
-}
-
-/// `GET /v1/{db}/{table}?a=1&b=2`: the row of a key named column by column.
-pub(super) async fn row_by_query(
-    State(api): State<Api>,
-    Path((db, table)): Path<(String, String)>,
+    Path(params): Path<HashMap<String, String>>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
-    get_row(
-        api,
-        headers,
-        db,
-        table,
-        match named(&uri) {
-            Ok(k) => k,
-            Err(r) => return r,
-        },
-    )
-    .await
+    match row_at(params, &uri) {
+        Ok((db, table, key)) => get_row(api, headers, db, table, key).await,
+        Err(r) => r,
+    }
 }
 
-pub(super) async fn put_by_query(
+pub(super) async fn put(
     State(api): State<Api>,
-    Path((db, table)): Path<(String, String)>,
+    Path(params): Path<HashMap<String, String>>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    put_row(
-        api,
-        headers,
-        db,
-        table,
-        match named(&uri) {
-            Ok(k) => k,
-            Err(r) => return r,
-        },
-        body,
-    )
-    .await
+    match row_at(params, &uri) {
+        Ok((db, table, key)) => put_row(api, headers, db, table, key, body).await,
+        Err(r) => r,
+    }
 }
 
-pub(super) async fn patch_by_query(
+pub(super) async fn patch(
     State(api): State<Api>,
-    Path((db, table)): Path<(String, String)>,
+    Path(params): Path<HashMap<String, String>>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    patch_row(
-        api,
-        headers,
-        db,
-        table,
-        match named(&uri) {
-            Ok(k) => k,
-            Err(r) => return r,
-        },
-        body,
-    )
-    .await
+    match row_at(params, &uri) {
+        Ok((db, table, key)) => patch_row(api, headers, db, table, key, body).await,
+        Err(r) => r,
+    }
 }
 
-pub(super) async fn delete_by_query(
+pub(super) async fn delete(
     State(api): State<Api>,
-    Path((db, table)): Path<(String, String)>,
+    Path(params): Path<HashMap<String, String>>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
-    delete_row(
-        api,
-        headers,
-        db,
-        table,
-        match named(&uri) {
-            Ok(k) => k,
-            Err(r) => return r,
-        },
-    )
-    .await
+    match row_at(params, &uri) {
+        Ok((db, table, key)) => delete_row(api, headers, db, table, key).await,
+        Err(r) => r,
+    }
 }
 
 /// `POST /v1/{db}/{table}/_get` with a JSON list of keys (values of a

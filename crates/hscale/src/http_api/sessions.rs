@@ -52,6 +52,9 @@ impl Held {
 pub struct Sessions {
     open: Mutex<HashMap<String, Arc<Held>>>,
     idle: Duration,
+    /// The sweep runs (started by the first session, on the runtime
+    /// serving the API: `routes` runs before that runtime exists).
+    is_swept: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Sessions {
@@ -63,6 +66,7 @@ impl Default for Sessions {
         Sessions {
             open: Mutex::default(),
             idle,
+            is_swept: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -76,9 +80,10 @@ pub enum Refusal {
 }
 
 impl Sessions {
-    /// A new session holding `conn`, and its token.
+    /// A new session holding `conn`, and its token. Called on the
+    /// runtime serving the API, which the first call starts the sweep on.
     pub fn open(
-        &self,
+        self: &Arc<Self>,
         user: &str,
         password: &str,
         conn: BackendConn,
@@ -99,6 +104,13 @@ impl Sessions {
             return Err(Refusal::Full);
         }
         open.insert(token.clone(), held.clone());
+        drop(open);
+        if !self
+            .is_swept
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.keep_swept();
+        }
         Ok((token, held))
     }
 
@@ -140,8 +152,8 @@ impl Sessions {
     }
 
     /// Sweep every tenth of the idle time (at most every 5 s) while the
-    /// API lives (on the runtime serving it; none outside one).
-    pub fn keep_swept(self: &Arc<Self>) {
+    /// API lives, on the current runtime (the one serving the API).
+    fn keep_swept(self: &Arc<Self>) {
         let every = (self.idle / 10).min(Duration::from_secs(5));
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
