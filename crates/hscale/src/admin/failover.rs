@@ -107,18 +107,7 @@ pub(super) async fn switchover(
     journal.position = pos.clone();
     note(begin_sql(&journal, &owner)).await?;
     let promoted = async {
-        let wait = format!(
-            "SELECT MASTER_GTID_WAIT({}, {})",
-            quote_str(&pos),
-            CATCH_UP.as_secs()
-        );
-        if one(&mut b, &wait).await?.as_deref() != Some("0") {
-            return Err(ProxyError::Refused(format!(
-                "the replica {replica} did not reach the primary's position {pos} within {} s; nothing was changed",
-                CATCH_UP.as_secs()
-            )));
-        }
-        exec(&mut b, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
+        caught_up_and_detached(&mut b, replica, &pos).await?;
         failpoint("after_promote");
         let version = commit_address(ctx, worker, &cfg.name, replica, "switchover").await?;
         failpoint("after_address");
@@ -291,6 +280,28 @@ pub(super) async fn fleet_lock(
         });
     }
     Ok(c)
+}
+
+/// A switchover's replica `b` once it holds everything up to the fenced
+/// primary's position `pos` (waited for at most [`CATCH_UP`]), no longer
+/// replicating; refused with nothing changed when it does not get there.
+pub(super) async fn caught_up_and_detached(
+    b: &mut BackendConn,
+    replica: &str,
+    pos: &str,
+) -> Result<(), ProxyError> {
+    let wait = format!(
+        "SELECT MASTER_GTID_WAIT({}, {})",
+        quote_str(pos),
+        CATCH_UP.as_secs()
+    );
+    if one(b, &wait).await?.as_deref() != Some("0") {
+        return Err(ProxyError::Refused(format!(
+            "the replica {replica} did not reach the primary's position {pos} within {} s; nothing was changed",
+            CATCH_UP.as_secs()
+        )));
+    }
+    exec(b, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await
 }
 
 /// The first column of the first row `sql` reads.

@@ -40,8 +40,8 @@
 use hscale_route::BackendId;
 
 use super::failover::{
-    await_fleet, await_proxies, caught_up, check_promotable, gtid_rank, kill_clients, one,
-    read_lock, replicate_from, CATCH_UP,
+    await_fleet, await_proxies, caught_up, caught_up_and_detached, check_promotable, gtid_rank,
+    kill_clients, one, read_lock, replicate_from,
 };
 use super::switch_journal::{begin_sql, end_sql, failpoint, Switch};
 use super::AdminOutput;
@@ -201,18 +201,7 @@ pub(super) async fn switchover(
         .await?
         .unwrap_or_default();
     let promoted = async {
-        let wait = format!(
-            "SELECT MASTER_GTID_WAIT({}, {})",
-            quote_str(&pos),
-            CATCH_UP.as_secs()
-        );
-        if one(&mut b, &wait).await?.as_deref() != Some("0") {
-            return Err(ProxyError::Refused(format!(
-                "the replica {replica} did not reach the primary's position {pos} within {} s; nothing was changed",
-                CATCH_UP.as_secs()
-            )));
-        }
-        exec(&mut b, &["STOP SLAVE".into(), "RESET SLAVE ALL".into()]).await?;
+        caught_up_and_detached(&mut b, replica, &pos).await?;
         failpoint("after_promote");
         let version =
             commit_main_record(ctx, &mut b, replica, next_epoch(&records), "switchover").await?;
