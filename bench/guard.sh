@@ -18,7 +18,8 @@
 # of BASE's), AFTER (binary, default: a
 # release build of the working tree), TEST (default oltp_read_only),
 # CLIENTS (default 64), ROUNDS (default 3), DURATION (default 6),
-# MAX_RATIO (default 1.05).
+# MAX_RATIO (default 1.05), BEFORE_PROXY / AFTER_PROXY (`[proxy]` lines
+# of one side, separated by `;`).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -105,6 +106,21 @@ for side in before after; do
   PORT[$side]=$(free_port)
   sed -E "0,/^listen = \"127\\.0\\.0\\.1:[0-9]+\"/s//listen = \"127.0.0.1:${PORT[$side]}\"/" \
     "$TMP/pg/hscale.toml" >"$TMP/$side.toml"
+  # BEFORE_PROXY / AFTER_PROXY: `[proxy]` settings of one side only
+  # (`coalesce = false`), to weigh a setting with one binary.
+  extra=${BEFORE_PROXY:-}
+  [[ $side == after ]] && extra=${AFTER_PROXY:-}
+  if [[ -n "$extra" ]]; then
+    grep -q '^\[proxy\]' "$TMP/$side.toml" || die "no [proxy] section in the playground's config"
+    python3 - "$TMP/$side.toml" "$extra" <<'PY'
+import sys
+path, extra = sys.argv[1], sys.argv[2]
+lines = open(path).read().split("\n")
+i = lines.index("[proxy]")
+lines[i + 1:i + 1] = extra.split(";")
+open(path, "w").write("\n".join(lines))
+PY
+  fi
   bin=$BEFORE
   [[ $side == after ]] && bin=$AFTER
   "$bin" serve -c "$TMP/$side.toml" >"$TMP/$side.out" 2>"$TMP/$side.log" </dev/null &

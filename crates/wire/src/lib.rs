@@ -23,4 +23,4 @@ pub mod resultset;
 pub mod stmt;
 
 pub use error::WireError;
-pub use packet::{Packet, PacketStream, RelayEnd, MAX_PAYLOAD};
+pub use packet::{Packet, PacketStream, RelayEnd, WholeResult, MAX_PAYLOAD};

@@ -74,6 +74,37 @@ struct Hold {
     cap: usize,
 }
 
+/// A whole result set found in a read buffer
+/// ([`PacketStream::whole_result`]): byte offsets from the buffer's front,
+/// headers included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WholeResult {
+    /// End of the column count and definitions.
+    pub head: usize,
+    /// Length of the metadata EOF that follows them.
+    pub meta_eof: usize,
+    /// End of the rows (where the final EOF starts).
+    pub rows_end: usize,
+    /// End of the final EOF: the whole result set's length.
+    pub len: usize,
+    pub columns: u64,
+    pub rows: u64,
+    /// The final EOF's status flags and warning count.
+    pub status: u16,
+    pub warnings: u16,
+}
+
+/// An EOF packet's warning count and status flags (`None`: not an EOF of
+/// the protocol 4.1 form).
+fn eof_fields(p: &[u8]) -> Option<(u16, u16)> {
+    (p.len() == 5 && p[0] == 0xfe).then(|| {
+        (
+            u16::from_le_bytes([p[1], p[2]]),
+            u16::from_le_bytes([p[3], p[4]]),
+        )
+    })
+}
+
 /// How one statement's reply ended within a relay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RelayEnd {
@@ -229,6 +260,108 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         (moved, last)
     }
 
+    /// A whole result set at the front of the read buffer, as a server
+    /// sends the answer to a read in one piece: a column count under 251,
+    /// its definitions, the metadata EOF, rows, and a final EOF that
+    /// neither announces more results nor opened a cursor; every packet
+    /// under 16 MiB, no error, at most `max` bytes in all. `None` when the
+    /// buffer holds anything else or not all of it yet.
+    pub fn whole_result(&self, max: usize) -> Option<WholeResult> {
+        use crate::consts::status::{CURSOR_EXISTS, MORE_RESULTS_EXISTS};
+        let b = self.rbuf.get(..self.rbuf.len().min(max))?;
+        // The packet at `at`: its payload's bounds.
+        let packet = |at: usize| -> Option<(usize, usize)> {
+            let h = b.get(at..at + 4)?;
+            let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+            let end = at + 4 + len;
+            (len > 0 && len < MAX_PAYLOAD && end <= b.len()).then_some((at + 4, end))
+        };
+        let is_eof = |p: &[u8]| p[0] == 0xfe && p.len() < 9;
+        let (start, mut at) = packet(0)?;
+        let columns = b[start];
+        if at - start != 1 || columns == 0 || columns >= 0xfb {
+            return None;
+        }
+        for _ in 0..columns {
+            let (s, e) = packet(at)?;
+            if b[s] == 0xff || is_eof(&b[s..e]) {
+                return None;
+            }
+            at = e;
+        }
+        let head = at;
+        let (s, e) = packet(at)?;
+        let (_, meta_status) = eof_fields(&b[s..e])?;
+        if meta_status & CURSOR_EXISTS != 0 {
+            return None;
+        }
+        let meta_eof = e - at;
+        at = e;
+        let mut rows = 0u64;
+        loop {
+            let (s, e) = packet(at)?;
+            let p = &b[s..e];
+            if is_eof(p) {
+                let (warnings, status) = eof_fields(p)?;
+                if status & MORE_RESULTS_EXISTS != 0 {
+                    return None;
+                }
+                return Some(WholeResult {
+                    head,
+                    meta_eof,
+                    rows_end: at,
+                    len: e,
+                    columns: u64::from(columns),
+                    rows,
+                    status,
+                    warnings,
+                });
+            }
+            if p[0] == 0xff {
+                return None;
+            }
+            rows += 1;
+            at = e;
+        }
+    }
+
+    /// Move the first `len` bytes of the read buffer, whole packets, into
+    /// `out`'s write buffer numbered from `*seq` on (which moves past
+    /// them). Returns how many packets moved.
+    pub fn move_packets_into<D: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        out: &mut PacketStream<D>,
+        len: usize,
+        seq: &mut u8,
+    ) -> u64 {
+        let start = out.wbuf.len();
+        out.wbuf.extend_from_slice(&self.rbuf[..len]);
+        self.rbuf.advance(len);
+        let mut s = seq.wrapping_add(out.seq_shift);
+        let (mut p, mut last, mut moved) = (start, start, 0u64);
+        while p < out.wbuf.len() {
+            let l = u32::from_le_bytes([out.wbuf[p], out.wbuf[p + 1], out.wbuf[p + 2], 0]);
+            out.wbuf[p + 3] = s;
+            s = s.wrapping_add(1);
+            last = p;
+            p += 4 + l as usize;
+            moved += 1;
+        }
+        if moved > 0 {
+            if let Some(relay_at) = out.relay.as_mut() {
+                *relay_at = last;
+            }
+            out.next_seq = s;
+        }
+        *seq = seq.wrapping_add(moved as u8);
+        moved
+    }
+
+    /// Drop the first `len` bytes of the read buffer (whole packets).
+    pub fn skip_buffered(&mut self, len: usize) {
+        self.rbuf.advance(len);
+    }
+
     /// Bytes the read buffer holds room for now (buffered or not): what
     /// reading costs in memory, for tests.
     pub fn read_capacity(&self) -> usize {
@@ -257,6 +390,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// already buffered, or 64 KiB), so a peer that announces a large
     /// packet and sends nothing costs nothing.
     async fn read_packet_within(&mut self, max: usize) -> Result<Packet, WireError> {
+        let len = self.fill_within(max).await?;
+        let seq = self.rbuf[3].wrapping_sub(self.seq_shift);
+        self.rbuf.advance(4);
+        let payload = self.rbuf.split_to(len).freeze();
+        Ok(Packet { seq, payload })
+    }
+
+    /// Read until a whole packet is buffered (nothing is handed out).
+    pub async fn fill_packet(&mut self) -> Result<(), WireError> {
+        self.fill_within(usize::MAX).await.map(|_| ())
+    }
+
+    /// Read until a whole packet of at most `max` bytes is buffered at the
+    /// front of the read buffer; its payload's length.
+    #[inline]
+    async fn fill_within(&mut self, max: usize) -> Result<usize, WireError> {
         loop {
             if self.rbuf.len() >= 4 {
                 let len =
@@ -265,10 +414,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
                     return Err(WireError::TooLarge { size: len, max });
                 }
                 if self.rbuf.len() >= 4 + len {
-                    let seq = self.rbuf[3].wrapping_sub(self.seq_shift);
-                    self.rbuf.advance(4);
-                    let payload = self.rbuf.split_to(len).freeze();
-                    return Ok(Packet { seq, payload });
+                    return Ok(len);
                 }
                 let missing = 4 + len - self.rbuf.len();
                 if self.rbuf.capacity() - self.rbuf.len() < missing.min(4096) {
@@ -406,6 +552,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// Stop joining replies; the packet held back goes out at the next flush.
     pub fn end_relay(&mut self) {
         self.relay = None;
+    }
+
+    /// Bytes the write buffer takes before it is flushed.
+    pub fn room(&self) -> usize {
+        FLUSH_THRESHOLD.saturating_sub(self.wbuf.len())
     }
 
     /// Bytes queued and not yet flushed.

@@ -24,6 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::buf::put_lenenc_bytes;
 use crate::consts::status::MORE_RESULTS_EXISTS;
+use crate::packet::WholeResult;
 use crate::response::{encode_eof, encode_err, encode_ok, OkPacket};
 use crate::resultset::{encode_column, encode_column_count};
 use crate::stmt::PrepareOk;
@@ -417,6 +418,38 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin> Relay<'a, S> {
         backend.move_rows_into(self.out.stream, &mut self.out.seq)
     }
 
+    /// The whole result set at the front of `backend`'s read buffer, when
+    /// it fits in what the client's write buffer takes before a flush.
+    pub fn whole_result_in<B: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        backend: &PacketStream<B>,
+    ) -> Option<WholeResult> {
+        backend.whole_result(self.out.stream.room())
+    }
+
+    /// Pass the whole result set `w` at the front of `backend`'s read
+    /// buffer ([`PacketStream::whole_result`]) in one copy: as it is to a
+    /// classic client, without the metadata EOF and with an OK `0xFE` for
+    /// the final EOF to one that asked for `CLIENT_DEPRECATE_EOF`. Returns
+    /// the packets written.
+    pub fn whole_result_from<B: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        backend: &mut PacketStream<B>,
+        w: &WholeResult,
+    ) -> u64 {
+        let out = &mut *self.out.stream;
+        if !self.out.is_eof_deprecated {
+            return backend.move_packets_into(out, w.len, &mut self.out.seq);
+        }
+        let mut moved = backend.move_packets_into(out, w.head, &mut self.out.seq);
+        backend.skip_buffered(w.meta_eof);
+        moved +=
+            backend.move_packets_into(out, w.rows_end - w.head - w.meta_eof, &mut self.out.seq);
+        backend.skip_buffered(w.len - w.rows_end);
+        self.out.terminate(w.status, w.warnings);
+        moved + 1
+    }
+
     /// Pass a whole payload the proxy changed (split past 16 MiB).
     pub fn payload(&mut self, payload: &[u8]) {
         self.out.put(payload);
@@ -736,5 +769,154 @@ mod tests {
                 assert_eq!(decode_eof(last).unwrap(), (2, AUTOCOMMIT | IN_TRANS));
             }
         }
+    }
+
+    /// A backend socket with `0` to read, once.
+    struct Src(Vec<u8>);
+
+    impl AsyncRead for Src {
+        fn poll_read(mut self: Pin<&mut Self>, _: &mut Context, b: &mut ReadBuf) -> Io<()> {
+            let n = self.0.len().min(b.remaining());
+            b.put_slice(&self.0[..n]);
+            self.0.drain(..n);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl AsyncWrite for Src {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context, b: &[u8]) -> Io<usize> {
+            Poll::Ready(Ok(b.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context) -> Io<()> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context) -> Io<()> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Framed packets from sequence id 1, as a server sends a reply.
+    fn framed(payloads: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, p) in payloads.iter().enumerate() {
+            out.extend_from_slice(&(p.len() as u32).to_le_bytes()[..3]);
+            out.push(i as u8 + 1);
+            out.extend_from_slice(p);
+        }
+        out
+    }
+
+    /// A result set's payloads: `columns` columns, `rows` of them, the
+    /// final EOF with `status` and `warnings`.
+    fn result_set(
+        columns: usize,
+        rows: &[Vec<Option<&str>>],
+        status: u16,
+        warnings: u16,
+    ) -> Vec<Vec<u8>> {
+        let mut p = vec![encode_column_count(columns).to_vec()];
+        for c in 0..columns {
+            p.push(encode_column(&format!("c{c}")).to_vec());
+        }
+        p.push(encode_eof(0, AUTOCOMMIT).to_vec());
+        for r in rows {
+            p.push(encode_row(r).to_vec());
+        }
+        p.push(encode_eof(warnings, status).to_vec());
+        p
+    }
+
+    /// What the packet-by-packet relay writes for the same payloads.
+    async fn relayed_one_by_one(payloads: &[Vec<u8>], columns: usize, deprecated: bool) -> Vec<u8> {
+        let mut stream = client();
+        let mut r = Relay::new(&mut stream, 1, deprecated);
+        for p in &payloads[..=columns] {
+            r.packet(p);
+        }
+        r.metadata_eof(&payloads[columns + 1]);
+        let last = payloads.last().unwrap();
+        for p in &payloads[columns + 2..payloads.len() - 1] {
+            r.packet(p);
+        }
+        let (warnings, status) = decode_eof(last).unwrap();
+        r.terminator(status, warnings);
+        stream.flush().await.unwrap();
+        stream.get_ref().0.clone()
+    }
+
+    #[tokio::test]
+    async fn a_whole_result_set_is_passed_as_packet_by_packet() {
+        let long = "x".repeat(300);
+        type Rows<'r> = Vec<Vec<Option<&'r str>>>;
+        let shapes: Vec<(usize, Rows, u16, u16)> = vec![
+            (1, vec![vec![Some("1")]], AUTOCOMMIT, 0),
+            (3, vec![], AUTOCOMMIT | IN_TRANS, 0),
+            (
+                2,
+                vec![vec![None, Some("a")], vec![Some(&long), Some("")]],
+                AUTOCOMMIT,
+                3,
+            ),
+        ];
+        for (columns, rows, status, warnings) in shapes {
+            let payloads = result_set(columns, &rows, status, warnings);
+            for deprecated in [false, true] {
+                let mut backend = PacketStream::new(Src(framed(&payloads)));
+                backend.fill_packet().await.unwrap();
+                let mut stream = client();
+                let mut r = Relay::new(&mut stream, 1, deprecated);
+                let w = r.whole_result_in(&backend).expect("a whole result set");
+                assert_eq!((w.columns, w.rows), (columns as u64, rows.len() as u64));
+                assert_eq!((w.status, w.warnings), (status, warnings));
+                let moved = r.whole_result_from(&mut backend, &w);
+                let next = r.seq();
+                stream.flush().await.unwrap();
+                let expected = relayed_one_by_one(&payloads, columns, deprecated).await;
+                assert_eq!(
+                    stream.get_ref().0,
+                    expected,
+                    "{columns} columns, deprecated {deprecated}"
+                );
+                assert_eq!(moved as usize, packets(&stream).len());
+                assert_eq!(next as usize, moved as usize + 1);
+                assert!(!backend.has_buffered_packet(), "the result set is consumed");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn what_is_not_a_whole_result_set_takes_the_packet_path() {
+        use crate::consts::status::{CURSOR_EXISTS, MORE_RESULTS_EXISTS};
+        let whole = result_set(1, &[vec![Some("1")]], AUTOCOMMIT, 0);
+        let mut more = whole.clone();
+        *more.last_mut().unwrap() = encode_eof(0, AUTOCOMMIT | MORE_RESULTS_EXISTS).to_vec();
+        let mut cursor = whole.clone();
+        cursor[2] = encode_eof(0, AUTOCOMMIT | CURSOR_EXISTS).to_vec();
+        let mut err = whole.clone();
+        err.insert(
+            3,
+            encode_err(1317, b"70100", "Query execution was interrupted").to_vec(),
+        );
+        let ok = vec![encode_ok(0, &OkPacket::default(), "").to_vec()];
+        let mut cases = vec![("more results", framed(&more)), ("cursor", framed(&cursor))];
+        cases.push(("an error among the rows", framed(&err)));
+        cases.push(("an OK", framed(&ok)));
+        let mut cut = framed(&whole);
+        cut.pop();
+        cases.push(("the last byte not read yet", cut));
+        for (what, bytes) in cases {
+            let mut backend = PacketStream::new(Src(bytes));
+            backend.fill_packet().await.unwrap();
+            let mut stream = client();
+            let r = Relay::new(&mut stream, 1, false);
+            assert_eq!(r.whole_result_in(&backend), None, "{what}");
+        }
+        // More than the caller takes in one go: packet by packet.
+        let bytes = framed(&whole);
+        let len = bytes.len();
+        let mut backend = PacketStream::new(Src(bytes));
+        backend.fill_packet().await.unwrap();
+        assert_eq!(backend.whole_result(len - 1), None, "over the bound");
+        assert_eq!(backend.whole_result(len).map(|w| w.len), Some(len));
     }
 }
