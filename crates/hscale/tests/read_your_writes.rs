@@ -14,9 +14,9 @@
 //! server's would be). Run twice: on a table that is only coalesced, and
 //! on one cached `EXACT` (`exec/coalesce.rs`, `exec/cache.rs`).
 //!
-//! Seeded: `HSCALE_SEED=<n>` replays a run's choices;
-//! `tools/repeat_test.sh 20 read_your_writes` runs this file 20 times
-//! with seeds 1 to 20 (the "passes 20 times in a row").
+//! Seeded: `HSCALE_SEED=<n>` replays a run's choices. The issue's
+//! "passes 20 times in a row" is `twenty_runs_in_a_row` (ignored by
+//! default: `cargo test -p hscale --test read_your_writes -- --ignored`).
 
 mod common;
 
@@ -177,7 +177,40 @@ async fn crowd(table: &'static str, seed: u64, writes: u64) -> usize {
 async fn two_hundred_clients_coalescing_read_their_own_writes() {
     setup().await;
     let _g = SERIAL.lock().await;
-    let seed = Rng::seeded("coalescing");
+    coalesced_run(Rng::seeded("coalescing")).await;
+}
+
+/// The test on a table cached EXACT, with writes in 5% of the
+/// steps (so that some reads are hits): the cache never serves an answer
+/// from before a write acknowledged before the read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hundred_clients_of_the_exact_cache_read_their_own_writes() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    cached_run(Rng::seeded("exact cache")).await;
+}
+
+/// The "passes 20 times in a row": both runs above with seeds 1
+/// to 20 (or from `HSCALE_SEED` on), one after the other, in one
+/// process; about 3 minutes, so not in `make test`:
+/// `cargo test -p hscale --test read_your_writes -- --ignored`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore]
+async fn twenty_runs_in_a_row() {
+    setup().await;
+    let _g = SERIAL.lock().await;
+    let first: u64 = std::env::var("HSCALE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    for seed in first..first + 20 {
+        eprintln!("run {}: HSCALE_SEED={seed}", seed - first + 1);
+        coalesced_run(seed).await;
+        cached_run(seed).await;
+    }
+}
+
+async fn coalesced_run(seed: u64) {
     let before = metric("hscale_coalesced_statements");
     let reads = crowd("own", seed, 50).await;
     let coalesced = metric("hscale_coalesced_statements") - before;
@@ -185,17 +218,10 @@ async fn two_hundred_clients_coalescing_read_their_own_writes() {
     assert!(coalesced > 0, "some reads were coalesced");
 }
 
-/// The test on a table cached EXACT, with writes in 5% of the
-/// steps (so that some reads are hits): the cache never serves an answer
-/// from before a write acknowledged before the read. With writes this
-/// frequent still few reads are hits (`exec/cache.rs` stops storing
-/// answers found out of date before a hit); once the writes stop, the
-/// read is cached and hit again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_hundred_clients_of_the_exact_cache_read_their_own_writes() {
-    setup().await;
-    let _g = SERIAL.lock().await;
-    let seed = Rng::seeded("exact cache");
+/// With writes this frequent few reads are hits (`exec/cache.rs` stops
+/// storing answers found out of date before a hit); once the writes
+/// stop, the read is cached and hit again.
+async fn cached_run(seed: u64) {
     let before = (
         metric("hscale_result_cache_hits"),
         metric("hscale_result_cache_invalidations"),
