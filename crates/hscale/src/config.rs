@@ -178,6 +178,11 @@ pub struct ProxyConfig {
     /// playground writes still starts an hscale from before the setting.
     #[serde(skip_serializing_if = "is_true")]
     pub coalesce: bool,
+    /// Reads a coalesced batch takes besides the one that runs it; a read
+    /// beyond it runs on its own (never an error or an empty answer
+    /// because of the cap). Left out of a written config at its default.
+    #[serde(skip_serializing_if = "is_default_coalesce_members")]
+    pub coalesce_max_members: usize,
     /// How long a statement of a transaction that spans backends waits for
     /// a row lock (the branches' `innodb_lock_wait_timeout`, rounded up to
     /// whole seconds) unless the session set its own: a deadlock between
@@ -281,6 +286,7 @@ impl Default for ProxyConfig {
             change_delete_max_rows: 10_000,
             online_schema_changes: OnlineSchemaChanges::Auto,
             coalesce: true,
+            coalesce_max_members: crate::exec::coalesce::MAX_MEMBERS,
             cross_backend_lock_wait_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
@@ -365,6 +371,10 @@ fn is_zero(n: &u64) -> bool {
 
 fn is_true(b: &bool) -> bool {
     *b
+}
+
+fn is_default_coalesce_members(n: &usize) -> bool {
+    *n == crate::exec::coalesce::MAX_MEMBERS
 }
 
 /// `[proxy] online_schema_changes = "auto" | "always" | "off"`.
@@ -654,6 +664,7 @@ mod tests {
             "[cache]",
             "\nmax_bytes =",
             "coalesce",
+            "coalesce_max_members",
             "online_schema_changes",
             "user_defaults",
         ] {

@@ -281,6 +281,7 @@ impl Context {
             metrics,
             coalescer: Box::leak(Box::new(crate::exec::coalesce::Coalescer::new(
                 config.proxy.coalesce,
+                config.proxy.coalesce_max_members,
             ))),
             cache: crate::exec::cache::ResultCache::new(config.cache.max_bytes).map(Arc::new),
             fleet: crate::fleet::Member::new(),

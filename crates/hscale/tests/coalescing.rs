@@ -104,20 +104,6 @@ async fn setup() {
     .await;
 }
 
-/// A counter of the proxy's `/metrics`.
-fn metric(name: &str) -> u64 {
-    let addr = cluster(2).metrics_addr.expect("metrics served");
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.1\r\nHost: h\r\n\r\n").unwrap();
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut s, &mut text).unwrap();
-    let prefix = format!("{name}_total ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("{name} is rendered"))
-}
-
 /// A raw session through hscale in database `DB`, with `setup` run first
 /// (SET statements).
 async fn raw_session(setup: &[&str]) -> Raw {
@@ -422,8 +408,9 @@ async fn leaders_that_disconnect_leave_the_others_their_answers() {
 }
 
 /// KILL QUERY of a session waiting for another's execution ends its
-/// statement with error 1317, as a server's; the others are answered and
-/// the killed session goes on.
+/// statement with error 1317, as a server's; KILL CONNECTION of another
+/// closes its connection; the others are answered and the session killed
+/// with KILL QUERY goes on.
 #[tokio::test]
 async fn kill_query_ends_a_waiting_members_statement() {
     let _one = SERIAL.lock().await;
@@ -434,22 +421,204 @@ async fn kill_query_ends_a_waiting_members_statement() {
     settle().await;
     let mut leader = raw_session(&[]).await;
     send(&mut leader, FLASH).await;
-    let mut member = raw_session(&[]).await;
-    let id = member.query("SELECT CONNECTION_ID()").await.unwrap()[0][0]
-        .clone()
-        .unwrap();
-    send(&mut member, FLASH).await;
+    let mut members = [raw_session(&[]).await, raw_session(&[]).await];
+    let mut ids = Vec::new();
+    for m in &mut members {
+        ids.push(
+            m.query("SELECT CONNECTION_ID()").await.unwrap()[0][0]
+                .clone()
+                .unwrap(),
+        );
+        send(m, FLASH).await;
+    }
+    let mut other = raw_session(&[]).await;
+    send(&mut other, FLASH).await;
     settle().await;
     let mut killer = proxy_conn(None).await;
-    killer.query_drop(format!("KILL QUERY {id}")).await.unwrap();
-    let killed = answer(&mut member).await;
+    killer
+        .query_drop(format!("KILL QUERY {}", ids[0]))
+        .await
+        .unwrap();
+    killer
+        .query_drop(format!("KILL CONNECTION {}", ids[1]))
+        .await
+        .unwrap();
+    let killed = answer(&mut members[0]).await;
     assert_eq!(killed.len(), 1);
     assert_eq!(common::raw::err_code(&killed[0].1), Some(1317));
+    assert!(
+        members[1].read().await.is_none(),
+        "KILL CONNECTION closes it"
+    );
     unlock(locks).await;
     let reference = alone(FLASH, &[]).await;
-    assert_eq!(answer(&mut running).await, reference.0);
-    assert_eq!(answer(&mut leader).await, reference.0);
-    assert_eq!(member.query("SELECT 1").await.unwrap().len(), 1);
+    for s in [&mut running, &mut leader, &mut other] {
+        assert_eq!(answer(s).await, reference.0);
+    }
+    assert_eq!(members[0].query("SELECT 1").await.unwrap().len(), 1);
+}
+
+/// Vitess #7094 / #17243: a read waiting for another's execution keeps
+/// its own timeout. A session with `max_statement_time` set never waits
+/// for another's execution: it runs on its own and its statement ends
+/// with the server's 1969 at its time, while the identical reads of the
+/// others still wait for the lock; a member whose client gives up and
+/// disconnects while it waits takes nobody's answer with it. Everyone
+/// else gets the whole answer once the lock goes, and the statement is
+/// coalesced again after (no key stuck in flight).
+#[tokio::test]
+async fn a_waiting_read_keeps_its_own_timeout() {
+    let _one = SERIAL.lock().await;
+    setup().await;
+    let locks = lock(&[(0, "sbtest1")]).await;
+    let mut running = raw_session(&[]).await;
+    send(&mut running, FLASH).await;
+    settle().await;
+    let mut waiting = Vec::new();
+    for _ in 0..3 {
+        let mut s = raw_session(&[]).await;
+        send(&mut s, FLASH).await;
+        waiting.push(s);
+    }
+    let mut timed = raw_session(&["SET max_statement_time = 0.5"]).await;
+    let mut gives_up = raw_session(&[]).await;
+    send(&mut gives_up, FLASH).await;
+    let sent = std::time::Instant::now();
+    send(&mut timed, FLASH).await;
+    let timed_out = answer(&mut timed).await;
+    assert_eq!(common::raw::err_code(&timed_out[0].1), Some(1969));
+    assert!(
+        sent.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        sent.elapsed()
+    );
+    drop(gives_up);
+    settle().await;
+    unlock(locks).await;
+    let reference = alone(FLASH, &[]).await;
+    for s in std::iter::once(&mut running).chain(waiting.iter_mut()) {
+        assert_eq!(answer(s).await, reference.0);
+    }
+    let before = metric("hscale_coalesced_statements");
+    let answers = crowd(FLASH, &["sbtest1"], 3, &[]).await;
+    assert!(answers.iter().all(|a| a.0 == reference.0));
+    assert_eq!(metric("hscale_coalesced_statements") - before, 2);
+}
+
+/// Vitess #4058 / #18272: a leader's error is not handed to the reads
+/// that wait for its answer. The execution in flight and then the next
+/// batch's execution are killed on the backend (a transient error, as a
+/// lost connection or a deadlock would be): their own clients get the
+/// server's error, as alone, and each member of the batch runs the
+/// statement on its own and gets the whole answer.
+#[tokio::test]
+async fn a_leaders_error_is_not_handed_to_its_members() {
+    let _one = SERIAL.lock().await;
+    setup().await;
+    let locks = lock(&[(0, "sbtest1")]).await;
+    let mut direct = backend_conn(0, None).await;
+    /// KILL QUERY of the one execution of FLASH on the backend.
+    async fn kill_running(direct: &mut mysql_async::Conn) {
+        let sql = format!(
+            "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO = '{FLASH}' \
+             AND COMMAND = 'Query'"
+        );
+        let ids: Vec<u64> = direct.query(sql).await.unwrap();
+        assert_eq!(ids.len(), 1, "one execution on the server");
+        direct
+            .query_drop(format!("KILL QUERY {}", ids[0]))
+            .await
+            .unwrap();
+    }
+    // Sessions logged in first: the leader's batch waits for the
+    // execution in flight at most a second (`MAX_TURN_WAIT`).
+    let mut running = raw_session(&[]).await;
+    let mut leader = raw_session(&[]).await;
+    let mut members = Vec::new();
+    for _ in 0..3 {
+        members.push(raw_session(&[]).await);
+    }
+    let before = (
+        metric("hscale_coalesced_statements"),
+        metric("hscale_coalesce_alone"),
+    );
+    send(&mut running, FLASH).await;
+    settle().await;
+    send(&mut leader, FLASH).await;
+    for s in &mut members {
+        send(s, FLASH).await;
+    }
+    settle().await;
+    kill_running(&mut direct).await;
+    let failed = answer(&mut running).await;
+    assert_eq!(
+        common::raw::err_code(&failed[0].1),
+        Some(1317),
+        "the first's own error"
+    );
+    settle().await;
+    // The next batch's leader runs now: its execution is killed too.
+    kill_running(&mut direct).await;
+    let failed = answer(&mut leader).await;
+    assert_eq!(
+        common::raw::err_code(&failed[0].1),
+        Some(1317),
+        "the leader's own error"
+    );
+    settle().await;
+    unlock(locks).await;
+    let reference = alone(FLASH, &[]).await;
+    for s in &mut members {
+        assert_eq!(answer(s).await, reference.0, "a member runs on its own");
+    }
+    assert_eq!(metric("hscale_coalesced_statements"), before.0);
+    assert_eq!(metric("hscale_coalesce_alone") - before.1, 3);
+}
+
+/// Vitess #18783: waiters are capped, and a read over the cap simply runs
+/// on its own. On a proxy with `[proxy] coalesce_max_members = 2`, six
+/// sessions send the flash crowd's read while one execution of it waits:
+/// the next batch takes its leader and two members, the other two run on
+/// their own; all six get the whole answer, none an error or an empty one.
+#[tokio::test]
+async fn reads_over_the_member_cap_run_on_their_own() {
+    let _one = SERIAL.lock().await;
+    setup().await;
+    let mut config = cluster_config();
+    config.proxy.coalesce_max_members = 2;
+    let capped = ProxyProcess::start(config);
+    let mut sessions = Vec::new();
+    for _ in 0..6 {
+        sessions.push(raw_session_at(capped.port, &[]).await);
+    }
+    let locks = lock(&[(0, "sbtest1")]).await;
+    send(&mut sessions[0], FLASH).await;
+    settle().await;
+    for s in &mut sessions[1..] {
+        send(s, FLASH).await;
+    }
+    settle().await;
+    unlock(locks).await;
+    let reference = alone(FLASH, &[]).await;
+    for s in &mut sessions {
+        assert_eq!(answer(s).await, reference.0);
+    }
+    assert_eq!(digest_counts(capped.port, "BETWEEN").await, (6, 2));
+}
+
+/// HSCALE SHOW DIGESTS of the proxy on `port`: the executions and the
+/// coalesced ones of the statements whose text holds `text`.
+async fn digest_counts(port: u16, text: &str) -> (u64, u64) {
+    let mut c = mysql_async::Conn::new(proxy_opts(port, None))
+        .await
+        .unwrap();
+    let rows: Vec<mysql_async::Row> = c.query("HSCALE SHOW DIGESTS").await.unwrap();
+    rows.iter()
+        .filter(|r| r.get::<String, _>("digest_text").unwrap().contains(text))
+        .fold((0, 0), |(n, k), r| {
+            let num = |c: &str| r.get::<String, _>(c).unwrap().parse::<u64>().unwrap();
+            (n + num("count"), k + num("coalesced"))
+        })
 }
 
 /// An answer over the bound (1 MiB) is not held: its leader streams it
@@ -627,20 +796,5 @@ async fn the_config_switch_turns_it_off() {
     for s in &mut sessions {
         assert_eq!(answer(s).await, reference.0);
     }
-    let mut c = mysql_async::Conn::new(proxy_opts(off.port, None))
-        .await
-        .unwrap();
-    let rows: Vec<mysql_async::Row> = c.query("HSCALE SHOW DIGESTS").await.unwrap();
-    let (count, coalesced) = rows
-        .iter()
-        .filter(|r| {
-            r.get::<String, _>("digest_text")
-                .unwrap()
-                .contains("BETWEEN")
-        })
-        .fold((0, 0), |(n, k), r| {
-            let num = |c: &str| r.get::<String, _>(c).unwrap().parse::<u64>().unwrap();
-            (n + num("count"), k + num("coalesced"))
-        });
-    assert_eq!((count, coalesced), (4, 0));
+    assert_eq!(digest_counts(off.port, "BETWEEN").await, (4, 0));
 }

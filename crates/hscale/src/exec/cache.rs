@@ -49,9 +49,15 @@
 //!       │                                   the versions just read (or, no hit
 //!       │                                   since stored: cold, runs uncached)
 //!       ├► cold ──────────────────────────► coalescing as before
-//!       └► no entry ─► triggers checked (once per dictionary version),
+//!       └► no entry ─► triggers checked (once per dictionary version,
+//!                      and again once a version read found them gone),
 //!                      versions read, runs (coalesced), stored
 //! ```
+//!
+//! Each version read also counts each table's version triggers: a table
+//! dropped and created again, or renamed onto, on a backend directly has
+//! none, reads as changing (never served nor stored), and the next miss
+//! puts them back after moving its version (`versions::arm`).
 //!
 //! Memory is bounded by `max_bytes` (answer bytes plus a fixed cost per
 //! entry), in shards, each evicting its least recently used entries.
@@ -700,7 +706,8 @@ impl ResultCache {
     }
 
     /// Forget that `tables`' triggers were checked: the next miss checks
-    /// again (a cached table created again through this proxy).
+    /// again (a cached table created again through this proxy, or one a
+    /// version read found without its triggers).
     pub fn disarmed(&self, tables: &[Physical]) {
         let mut a = self.armed.lock().unwrap_or_else(|p| p.into_inner());
         for t in tables {

@@ -67,8 +67,8 @@ use crate::backend::state::SessionVars;
 use crate::error::ProxyError;
 use crate::metrics::StatementNote;
 
-/// Members a batch takes besides its leader; a request beyond it runs on
-/// its own.
+/// Members a batch takes besides its leader by default (`[proxy]
+/// coalesce_max_members`); a request beyond it runs on its own.
 pub const MAX_MEMBERS: usize = 8192;
 /// The largest answer shared (framed bytes); a bigger one streams to its
 /// leader's client and the members run on their own.
@@ -376,13 +376,17 @@ const SHARDS: usize = 16;
 pub struct Coalescer {
     /// `[proxy] coalesce`.
     pub is_on: bool,
+    /// `[proxy] coalesce_max_members`: members a batch takes besides its
+    /// leader.
+    max_members: usize,
     shards: [Mutex<Table>; SHARDS],
 }
 
 impl Coalescer {
-    pub fn new(is_on: bool) -> Coalescer {
+    pub fn new(is_on: bool, max_members: usize) -> Coalescer {
         Coalescer {
             is_on,
+            max_members,
             shards: Default::default(),
         }
     }
@@ -416,7 +420,7 @@ impl Coalescer {
             }
             Some(Entry { next: Some(batch) }) => {
                 if !batch.key.is_of(probe, b)
-                    || batch.members.load(Ordering::Relaxed) >= MAX_MEMBERS
+                    || batch.members.load(Ordering::Relaxed) >= self.max_members
                 {
                     return Role::Alone;
                 }

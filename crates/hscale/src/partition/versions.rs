@@ -80,6 +80,31 @@ pub fn bump(db: &str, table: &str) -> String {
     )
 }
 
+/// A part of a version read (`exec/cache/version_reads.rs`, a `UNION
+/// ALL` of rows `(db, tbl, version, count, slot)`): how many of
+/// `db`.`table`'s version triggers are on it, in `count`, with a NULL
+/// `version`. A table dropped and created again, or renamed onto its
+/// name, on a backend directly has fewer than three: its writes are not
+/// counted. Reads one `.TRG` file (the lookup on EVENT_OBJECT_SCHEMA and
+/// EVENT_OBJECT_TABLE opens no other table).
+pub fn armed_count(db: &str, table: &str) -> String {
+    let names: Vec<String> = EVENTS
+        .iter()
+        .map(|(e, _)| quote_str(&trigger_name(table, e)))
+        .collect();
+    format!(
+        "SELECT {db}, {table}, NULL, COUNT(*), 0 FROM information_schema.TRIGGERS \
+         WHERE EVENT_OBJECT_SCHEMA = {db} AND EVENT_OBJECT_TABLE = {table} \
+         AND TRIGGER_NAME IN ({})",
+        names.join(", "),
+        db = quote_str(db),
+        table = quote_str(table),
+    )
+}
+
+/// The version triggers a table has ([`armed_count`]) when armed.
+pub const ARMED: u64 = EVENTS.len() as u64;
+
 /// Where `db`.`table`'s three version trigger names are: the tables
 /// they are on (read from information_schema, which takes no lock a
 /// writer waits for). A name on another table was renamed away with it.
@@ -130,9 +155,15 @@ pub async fn arm(
     let prefix = lock_wait_s.map_or(String::new(), |s| {
         format!("SET STATEMENT lock_wait_timeout = {s} FOR ")
     });
+    // Its version moves first: an answer stored before its triggers went
+    // (a table dropped and created again on a backend directly, whose
+    // writes since were not counted) is never served again, by any
+    // proxy; until the three are in place version reads find it not
+    // armed, and nothing of it is served or stored.
     let mut sql = vec![
         "CREATE DATABASE IF NOT EXISTS `hscale`".to_string(),
         VERSIONS.to_string(),
+        bump(db, table),
     ];
     // Names another table took with it (RENAME): dropped there, so they
     // can be created on this one. Never one on this table: another

@@ -85,6 +85,56 @@ pub fn with_cluster<R>(f: impl FnOnce(&mut Cluster) -> R) -> R {
     f(g.as_mut().expect("cluster stopped"))
 }
 
+/// A figure of the shared proxy's `/metrics`: a counter (`name_total`) or
+/// a gauge (`name`).
+pub fn metric(name: &str) -> u64 {
+    let info = INFO.get().expect("cluster started");
+    let addr = info.metrics_addr.expect("metrics served");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to /metrics");
+    std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.1\r\nHost: h\r\n\r\n")
+        .expect("ask /metrics");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut s, &mut text).expect("read /metrics");
+    let (total, plain) = (format!("{name}_total "), format!("{name} "));
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(total.as_str())
+                .or(l.strip_prefix(plain.as_str()))
+        })
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{name} is rendered"))
+}
+
+/// A seeded SplitMix64 for tests that make random choices: `seeded`
+/// reads `HSCALE_SEED` (or takes the clock) and prints it, so a failed
+/// run replays with `HSCALE_SEED=<n>`.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn seeded(test: &str) -> u64 {
+        let seed = std::env::var("HSCALE_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64)
+            });
+        eprintln!("{test}: HSCALE_SEED={seed}");
+        seed
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
 pub fn proxy_opts(port: u16, db: Option<&str>) -> mysql_async::Opts {
     mysql_async::OptsBuilder::default()
         .ip_or_hostname("127.0.0.1")

@@ -183,10 +183,19 @@ impl Running {
             };
             let read = read_backend(&ctx, self.worker, self.backend, &next.tables).await;
             let read = match read {
-                Ok((read, crowded)) => {
-                    for (db, table) in crowded {
+                Ok((read, found)) => {
+                    for (db, table) in found.crowded {
                         self.cache
                             .fold_later(&ctx, self.worker, (self.backend, db, table));
+                    }
+                    // Checked again, and armed, by the next miss.
+                    let unarmed: Vec<Physical> = found
+                        .unarmed
+                        .into_iter()
+                        .map(|(db, table)| (self.backend, db, table))
+                        .collect();
+                    if !unarmed.is_empty() {
+                        self.cache.disarmed(&unarmed);
                     }
                     Ok(read)
                 }
@@ -208,15 +217,28 @@ impl Drop for Running {
     }
 }
 
+/// What a version read found besides the sums.
+#[derive(Default)]
+struct Found {
+    /// Tables with many version rows (to fold).
+    crowded: Vec<(String, String)>,
+    /// Tables without their three version triggers.
+    unarmed: Vec<(String, String)>,
+}
+
 /// One version read on `backend`: the sums of every table of `tables`
 /// (and the dictionary version on the main backend), in one statement,
-/// so one snapshot; with the tables that have many rows (to fold).
+/// so one snapshot, and whether each still has its version triggers; a
+/// table marked by a DDL statement through a proxy, or without its
+/// triggers (dropped and created again, or renamed onto, on the backend
+/// directly: `versions::armed_count`), reads `u64::MAX`, never served
+/// nor stored.
 async fn read_backend(
     ctx: &Context,
     worker: usize,
     backend: BackendId,
     tables: &[Arc<[(String, String)]>],
-) -> Result<(Read, Vec<(String, String)>), ProxyError> {
+) -> Result<(Read, Found), ProxyError> {
     let mut pairs: Vec<&(String, String)> = tables.iter().flat_map(|t| t.iter()).collect();
     pairs.sort_unstable();
     pairs.dedup();
@@ -237,11 +259,10 @@ async fn read_backend(
             versions::TABLE,
             list.join(", ")
         ));
+        parts.extend(pairs.iter().map(|(db, t)| versions::armed_count(db, t)));
     }
-    let mut read = Read::default();
-    let mut crowded = Vec::new();
     if parts.is_empty() {
-        return Ok((read, crowded));
+        return Ok((Read::default(), Found::default()));
     }
     let sql = parts.join(" UNION ALL ");
     let mut conn = ctx.pool(worker, backend).get(false).await?;
@@ -249,21 +270,86 @@ async fn read_backend(
         Ok(t) => t.strings(),
         Err(e) => return Err(ProxyError::Wrong(e.message)),
     };
+    Ok(read_of(rows, &pairs))
+}
+
+/// What the rows of a version read (see [`read_backend`]) of `pairs`
+/// say: the dictionary version, each table's sum (`u64::MAX` when
+/// marked or not armed), the tables to fold and those not armed.
+fn read_of(rows: Vec<Vec<Option<String>>>, pairs: &[&(String, String)]) -> (Read, Found) {
+    let (mut read, mut found) = (Read::default(), Found::default());
+    let mut armed = std::collections::HashSet::new();
     for r in rows {
         let field = |i: usize| r.get(i).and_then(|v| v.clone()).unwrap_or_default();
         let (db, table) = (field(0), field(1));
+        let count: u64 = field(3).parse().unwrap_or(0);
+        if r.get(2).is_some_and(|v| v.is_none()) {
+            // `versions::armed_count`'s row.
+            if count == versions::ARMED {
+                armed.insert((db, table));
+            }
+            continue;
+        }
         let version = field(2).parse().unwrap_or(0);
         if db.is_empty() {
             read.dict = Some(version);
             continue;
         }
-        if field(3).parse().unwrap_or(0) > versions::FOLD_AT {
-            crowded.push((db.clone(), table.clone()));
+        if count > versions::FOLD_AT {
+            found.crowded.push((db.clone(), table.clone()));
         }
         // A DDL statement through a proxy is in progress: not cached.
         let is_marked = field(4).parse().unwrap_or(0) >= versions::MARKED;
         let version = if is_marked { u64::MAX } else { version };
         read.sums.insert((db, table), version);
     }
-    Ok((read, crowded))
+    for &pair in pairs {
+        if !armed.contains(pair) {
+            read.sums.insert(pair.clone(), u64::MAX);
+            found.unarmed.push(pair.clone());
+        }
+    }
+    (read, found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(fields: &[Option<&str>]) -> Vec<Option<String>> {
+        fields.iter().map(|f| f.map(str::to_string)).collect()
+    }
+
+    /// Sums, marks, crowded tables, and tables without their three
+    /// triggers (dropped and created again on a backend directly) read
+    /// as changing.
+    #[test]
+    fn unarmed_and_marked_tables_read_as_changing() {
+        let pair = |t: &str| ("d".to_string(), t.to_string());
+        let (a, b, c, e) = (pair("a"), pair("b"), pair("c"), pair("e"));
+        let rows = vec![
+            row(&[Some(""), Some(""), Some("7"), Some("0"), Some("0")]),
+            row(&[Some("d"), Some("a"), Some("5"), Some("2"), Some("9")]),
+            row(&[Some("d"), Some("b"), Some("6"), Some("65"), Some("1")]),
+            row(&[
+                Some("d"),
+                Some("c"),
+                Some("1"),
+                Some("1"),
+                Some("9223372036854775809"),
+            ]),
+            row(&[Some("d"), Some("a"), None, Some("3"), Some("0")]),
+            row(&[Some("d"), Some("b"), None, Some("2"), Some("0")]),
+            row(&[Some("d"), Some("c"), None, Some("3"), Some("0")]),
+            row(&[Some("d"), Some("e"), None, Some("3"), Some("0")]),
+        ];
+        let (read, found) = read_of(rows, &[&a, &b, &c, &e]);
+        assert_eq!(read.dict, Some(7));
+        assert_eq!(read.sums[&a], 5);
+        assert_eq!(read.sums[&b], u64::MAX, "two triggers of three");
+        assert_eq!(read.sums[&c], u64::MAX, "marked");
+        assert_eq!(read.sums.get(&e), None, "armed, no version row yet: 0");
+        assert_eq!(found.crowded, vec![b.clone()]);
+        assert_eq!(found.unarmed, vec![b]);
+    }
 }
