@@ -38,6 +38,9 @@ pub(super) fn plan_join_write(
             i += 1;
         }
         let set = top_level_word(sql, t, i, "SET")?;
+        if let Some(why) = assigned_key(sql, t, (i..set, set), refs, dict) {
+            return Some(Plan::Refuse(why));
+        }
         (i..set, StatementKind::Update)
     } else if first.is_word(sql, "DELETE") {
         if top_level_word(sql, t, 1, "USING").is_some() {
@@ -112,6 +115,47 @@ pub(super) fn plan_join_write(
         kind,
         parts: vec![(target.clone(), super::merge::rewrite_slot(sql, t, &slot))],
     })
+}
+
+/// Why an UPDATE whose table list spans `list` and whose SET clause
+/// starts at `set` is refused: it assigns the partition key of one of the
+/// list's partitioned tables (a column of that name, qualified by the
+/// table's name or alias, or unqualified). Run here as written, the rows
+/// would keep their old key's partition with the new key, where reads by
+/// it miss them; the single-table UPDATE moves them.
+fn assigned_key(
+    sql: &str,
+    t: &[Token],
+    (list, set): (std::ops::Range<usize>, usize),
+    refs: &[TableRef],
+    dict: &Dictionary,
+) -> Option<String> {
+    for ((start, end), _) in super::key_move::assignments(sql, t, set) {
+        let Some(column) = end.checked_sub(1).and_then(|c| t.get(c)) else {
+            continue;
+        };
+        let column = unquote(column, sql);
+        let qualifier =
+            (end >= start + 3 && t[end - 2].is_punct(sql, ".")).then(|| unquote(&t[end - 3], sql));
+        for r in refs.iter().filter(|r| list.contains(&r.start)) {
+            let Some(table) = dict.table(&r.name) else {
+                continue;
+            };
+            let names_it = qualifier.as_deref().is_none_or(|q| {
+                r.alias.as_deref().map_or_else(
+                    || q.eq_ignore_ascii_case(&r.name.table),
+                    |a| q.eq_ignore_ascii_case(a),
+                )
+            });
+            if names_it && column.eq_ignore_ascii_case(&table.column) {
+                return Some(format!(
+                    "multi-table UPDATE that assigns the partition key {column} of {} is not supported yet (update the key with a single-table UPDATE, which moves rows between partitions)",
+                    r.name
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Index of the first `word` at parenthesis depth 0 at or after `from`.
