@@ -463,6 +463,9 @@ async fn a_multi_table_update_of_the_key_on_one_partition_leaves_no_row_misplace
         "UPDATE od a JOIN od b ON b.oid = a.oid AND b.k = a.k SET a.k = 2 WHERE a.k = 1 AND b.k = 1",
         "UPDATE od a JOIN od b ON b.oid = a.oid AND b.k = a.k SET a.qty = 0, a.k = a.k + 1 WHERE a.k = 3 AND b.k = 3",
         "UPDATE od a, od b SET a.k = 0 WHERE a.k = 2 AND b.k = 2 AND a.oid = b.oid",
+        "UPDATE od a JOIN od b ON b.oid = a.oid AND b.k = a.k SET k = 2 WHERE a.k = 1 AND b.k = 1",
+        "UPDATE od o JOIN ev e ON e.id = o.oid SET k = 3 WHERE o.k = 1 AND e.at = '2024-01-15 10:00:00'",
+        "UPDATE od AS o JOIN ev e ON e.id = o.oid SET `O`.`k` = 3 WHERE o.k = 1 AND e.at = '2024-01-15 10:00:00'",
     ] {
         let before = rows(&mut p, OD).await;
         match run(&mut p, sql).await {

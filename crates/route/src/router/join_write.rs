@@ -38,8 +38,13 @@ pub(super) fn plan_join_write(
             i += 1;
         }
         let set = top_level_word(sql, t, i, "SET")?;
-        if let Some(why) = assigned_key(sql, t, (i..set, set), refs, dict) {
-            return Some(Plan::Refuse(why));
+        match assigned_key(sql, t, (i..set, set), refs, dict) {
+            KeyAssigned::No => {}
+            KeyAssigned::Yes(why) => return Some(Plan::Refuse(why)),
+            // Resolved with the tables' columns by the join's read
+            // (`join_input.rs`): the server's 1052 when two tables have
+            // it, the refusal when it is the key.
+            KeyAssigned::Unqualified => return None,
         }
         (i..set, StatementKind::Update)
     } else if first.is_word(sql, "DELETE") {
@@ -117,19 +122,28 @@ pub(super) fn plan_join_write(
     })
 }
 
-/// Why an UPDATE whose table list spans `list` and whose SET clause
-/// starts at `set` is refused: it assigns the partition key of one of the
-/// list's partitioned tables (a column of that name, qualified by the
-/// table's name or alias, or unqualified). Run here as written, the rows
-/// would keep their old key's partition with the new key, where reads by
-/// it miss them; the single-table UPDATE moves them.
+/// Whether a multi-table UPDATE assigns a partition key.
+enum KeyAssigned {
+    No,
+    /// Why it is refused.
+    Yes(String),
+    /// A column named like a key, unqualified: which table's it is only
+    /// the tables' columns tell.
+    Unqualified,
+}
+
+/// Whether an UPDATE whose table list spans `list` and whose SET clause
+/// starts at `set` assigns the partition key of one of the list's
+/// partitioned tables. Run here as written, the rows would keep their old
+/// key's partition with the new key, where reads by it miss them; the
+/// single-table UPDATE moves them.
 fn assigned_key(
     sql: &str,
     t: &[Token],
     (list, set): (std::ops::Range<usize>, usize),
     refs: &[TableRef],
     dict: &Dictionary,
-) -> Option<String> {
+) -> KeyAssigned {
     for ((start, end), _) in super::key_move::assignments(sql, t, set) {
         let Some(column) = end.checked_sub(1).and_then(|c| t.get(c)) else {
             continue;
@@ -148,14 +162,17 @@ fn assigned_key(
                 )
             });
             if names_it && column.eq_ignore_ascii_case(&table.column) {
-                return Some(format!(
+                if qualifier.is_none() {
+                    return KeyAssigned::Unqualified;
+                }
+                return KeyAssigned::Yes(format!(
                     "multi-table UPDATE that assigns the partition key {column} of {} is not supported yet (update the key with a single-table UPDATE, which moves rows between partitions)",
                     r.name
                 ));
             }
         }
     }
-    None
+    KeyAssigned::No
 }
 
 /// Index of the first `word` at parenthesis depth 0 at or after `from`.
