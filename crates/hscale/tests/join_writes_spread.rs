@@ -220,13 +220,16 @@ async fn errors_and_refusals_write_nothing() {
             "UPDATE orders o JOIN customers c ON o.customer_id = c.id SET id = 1",
             "UPDATE orders o JOIN customers c ON o.customer_id = c.id SET o.amount = 1 WHERE c.nothing = 2",
             "DELETE o FROM orders o JOIN customers c ON o.customer_id = c.id LIMIT 1",
-            "UPDATE orders o JOIN customers c ON o.customer_id = c.id SET o.customer_id = NULL WHERE c.id = 4",
         ],
     )
     .await;
     let before = rows(&mut p, CONTENTS).await;
     for sql in [
         "UPDATE orders o JOIN customers c ON o.customer_id = c.id SET o.customer_id = c.id + 1",
+        // On one partition too (it ran there as written, leaving rows
+        // with a new key in the old key's partition; this one is one
+        // server's 1048).
+        "UPDATE orders o JOIN customers c ON o.customer_id = c.id SET o.customer_id = NULL WHERE c.id = 4",
         "UPDATE orders o JOIN customers c ON o.customer_id = c.id SET o.amount = 1 ORDER BY o.id LIMIT 2",
         "UPDATE orders o JOIN customers c ON o.customer_id = c.id SET o.amount = 1, c.tier = o.amount",
         "UPDATE customers c JOIN orders o ON o.customer_id = c.id SET c.tier = o.amount",

@@ -139,9 +139,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 crate::planning::Form::Plain,
             )
             .await?;
-            if let Plan::Refuse(why) = plan {
-                return Err(ProxyError::Refused(why));
-            }
+            // The row's other columns as stored, whatever the session's
+            // sql_mode (one server's UPDATE leaves them as they are).
+            let plan = match plan {
+                Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
+                Plan::Targets { kind, parts } => Plan::Targets {
+                    kind,
+                    parts: parts
+                        .into_iter()
+                        .map(|(t, sql)| (t, crate::partition::copy::stored_as_is(&sql)))
+                        .collect(),
+                },
+                other => other,
+            };
             if let Step::Failed = self.key_move_step(plan, Effects::default()).await? {
                 return Ok(None);
             }

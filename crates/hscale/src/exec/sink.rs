@@ -382,8 +382,10 @@ fn push_literal(
     }
     // Printable ASCII without quotes or backslashes reads the same in
     // every character set and sql_mode: quoted, so the router can read a
-    // partition key in it.
+    // partition key in it. Not the empty string: `''` is NULL under
+    // EMPTY_STRING_IS_NULL, `_cs X''` is not.
     if c.charset != 63
+        && !b.is_empty()
         && b.iter()
             .all(|x| (b' '..=b'~').contains(x) && !b"'\\".contains(x))
     {

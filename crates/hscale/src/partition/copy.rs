@@ -70,6 +70,26 @@ pub fn push_literal(out: &mut String, v: Option<&[u8]>, col: &ColumnInfo) {
     }
 }
 
+/// The state in which a statement stores values a table already holds
+/// as they are, whatever the session's sql_mode (a shipped table's copy,
+/// a row moved to another partition): not strict and without
+/// NO_ZERO_DATE / NO_ZERO_IN_DATE (a zero date, '2024-02-00' and a zero
+/// DEFAULT would fail with 1292 or 1067), ALLOW_INVALID_DATES
+/// ('2024-02-30' would become the zero date), no EMPTY_STRING_IS_NULL,
+/// NO_AUTO_VALUE_ON_ZERO (an AUTO_INCREMENT 0 would get a new id), CHECK
+/// constraints unchecked (a row stored while they were off). The modes
+/// the server applies while it parses (EMPTY_STRING_IS_NULL, ANSI_QUOTES,
+/// NO_BACKSLASH_ESCAPES, ...) are the session's under `SET STATEMENT ...
+/// FOR`, which is parsed whole first: its statement must read the same
+/// in any of them.
+pub const STORED_AS_IS: &str = "sql_mode = 'NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION', check_constraint_checks = 0";
+
+/// `sql`, which writes values a table already holds, run in
+/// [`STORED_AS_IS`].
+pub fn stored_as_is(sql: &str) -> String {
+    format!("SET STATEMENT {STORED_AS_IS} FOR {sql}")
+}
+
 /// Turns rows into `INSERT INTO table VALUES ...` statements of at most
 /// [`BATCH_ROWS`] rows and about [`BATCH_BYTES`] bytes each.
 pub struct InsertBatcher<'a> {
@@ -268,7 +288,8 @@ pub async fn stream_rows_to(
             Some(d) => takes_local_files(d).await,
             None => false,
         };
-    let load_sql = load_statement(how.dst_q);
+    // Each row stored again as it is, whatever the server's sql_mode.
+    let load_sql = stored_as_is(&load_statement(how.dst_q));
     if !src.is_results_raw {
         exec(src, &["SET character_set_results = NULL".to_string()]).await?;
         src.is_results_raw = true;
@@ -352,7 +373,7 @@ pub async fn stream_rows_to(
                     return Ok(());
                 };
                 let written = match batch {
-                    Batch::Statement(sql) => exec(dst, &[sql]).await,
+                    Batch::Statement(sql) => exec(dst, &[stored_as_is(&sql)]).await,
                     Batch::File(file) => {
                         let loaded = load_file(dst, load_sql, &file).await;
                         spares.give(file);

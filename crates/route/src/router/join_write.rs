@@ -38,6 +38,14 @@ pub(super) fn plan_join_write(
             i += 1;
         }
         let set = top_level_word(sql, t, i, "SET")?;
+        match assigned_key(sql, t, (i..set, set), refs, dict) {
+            KeyAssigned::No => {}
+            KeyAssigned::Yes(why) => return Some(Plan::Refuse(why)),
+            // Resolved with the tables' columns by the join's read
+            // (`join_input.rs`): the server's 1052 when two tables have
+            // it, the refusal when it is the key.
+            KeyAssigned::Unqualified => return None,
+        }
         (i..set, StatementKind::Update)
     } else if first.is_word(sql, "DELETE") {
         if top_level_word(sql, t, 1, "USING").is_some() {
@@ -112,6 +120,59 @@ pub(super) fn plan_join_write(
         kind,
         parts: vec![(target.clone(), super::merge::rewrite_slot(sql, t, &slot))],
     })
+}
+
+/// Whether a multi-table UPDATE assigns a partition key.
+enum KeyAssigned {
+    No,
+    /// Why it is refused.
+    Yes(String),
+    /// A column named like a key, unqualified: which table's it is only
+    /// the tables' columns tell.
+    Unqualified,
+}
+
+/// Whether an UPDATE whose table list spans `list` and whose SET clause
+/// starts at `set` assigns the partition key of one of the list's
+/// partitioned tables. Run here as written, the rows would keep their old
+/// key's partition with the new key, where reads by it miss them; the
+/// single-table UPDATE moves them.
+fn assigned_key(
+    sql: &str,
+    t: &[Token],
+    (list, set): (std::ops::Range<usize>, usize),
+    refs: &[TableRef],
+    dict: &Dictionary,
+) -> KeyAssigned {
+    for ((start, end), _) in super::key_move::assignments(sql, t, set) {
+        let Some(column) = end.checked_sub(1).and_then(|c| t.get(c)) else {
+            continue;
+        };
+        let column = unquote(column, sql);
+        let qualifier =
+            (end >= start + 3 && t[end - 2].is_punct(sql, ".")).then(|| unquote(&t[end - 3], sql));
+        for r in refs.iter().filter(|r| list.contains(&r.start)) {
+            let Some(table) = dict.table(&r.name) else {
+                continue;
+            };
+            let names_it = qualifier.as_deref().is_none_or(|q| {
+                r.alias.as_deref().map_or_else(
+                    || q.eq_ignore_ascii_case(&r.name.table),
+                    |a| q.eq_ignore_ascii_case(a),
+                )
+            });
+            if names_it && column.eq_ignore_ascii_case(&table.column) {
+                if qualifier.is_none() {
+                    return KeyAssigned::Unqualified;
+                }
+                return KeyAssigned::Yes(format!(
+                    "multi-table UPDATE that assigns the partition key {column} of {} is not supported yet (update the key with a single-table UPDATE, which moves rows between partitions)",
+                    r.name
+                ));
+            }
+        }
+    }
+    KeyAssigned::No
 }
 
 /// Index of the first `word` at parenthesis depth 0 at or after `from`.

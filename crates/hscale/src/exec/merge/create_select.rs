@@ -67,7 +67,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => {
                     // The connection serves on (a pooled one is closed with
-                    // what it holds: `is_broken`).
+                    // what it holds: `is_broken`), in the session's state.
+                    if is_kept {
+                        let back = BackendConn::payload_for_query(ship::LEAVE_COPY_STATE);
+                        if !matches!(conn.command(&back).await, Ok(Ok(_))) {
+                            conn.is_broken = true;
+                        }
+                    }
                     self.b.finish(conn, Outcome::default(), &Effects::default());
                     return self.write_server_error(1, &e).await;
                 }

@@ -85,7 +85,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if let Some(err) = synced? {
             return Ok(Err(err));
         }
-        for s in &setup {
+        for s in &super::ship::in_copy_state(setup) {
             if let Err(e) = conn.command(&BackendConn::payload_for_query(s)).await? {
                 return Ok(Err(e));
             }

@@ -22,14 +22,43 @@ use crate::error::ProxyError;
 use crate::exec::forward::Outcome;
 use crate::exec::Effects;
 use crate::partition::copy::InsertBatcher;
+use crate::partition::copy::STORED_AS_IS;
 
 /// Read with results in the columns' own bytes (saving the session's
 /// setting inside a transaction, whose branch is used again after).
-/// Every row, whatever the session's sql_select_limit.
-const RAW_RESULTS: &str = "SET character_set_results = NULL, sql_select_limit = DEFAULT";
+/// Every row, whatever the session's sql_select_limit. TIMESTAMPs in UTC,
+/// as the copy is written ([`in_copy_state`]): in a zone with summer time two
+/// stored instants of the hour the clocks go back read as one time.
+const RAW_RESULTS: &str =
+    "SET character_set_results = NULL, sql_select_limit = DEFAULT, time_zone = '+00:00'";
 const SAVE_AND_RAW: &str =
-    "SET @hscale_results = @@character_set_results, character_set_results = NULL, @hscale_limit = @@sql_select_limit, sql_select_limit = DEFAULT";
-const RESTORE: &str = "SET character_set_results = @hscale_results, @hscale_results = NULL, sql_select_limit = @hscale_limit, @hscale_limit = NULL";
+    "SET @hscale_results = @@character_set_results, character_set_results = NULL, @hscale_limit = @@sql_select_limit, sql_select_limit = DEFAULT, @hscale_zone = @@time_zone, time_zone = '+00:00'";
+const RESTORE: &str = "SET character_set_results = @hscale_results, @hscale_results = NULL, sql_select_limit = @hscale_limit, @hscale_limit = NULL, time_zone = @hscale_zone, @hscale_zone = NULL";
+
+/// A copy is created and written in the state that stores every value
+/// as it is (`partition/copy.rs`, `STORED_AS_IS`), whatever the session's, its
+/// TIMESTAMPs in UTC as they were read: set for the set-up's statements
+/// (not `SET STATEMENT ... FOR`: the text is parsed in the session's
+/// mode first, where EMPTY_STRING_IS_NULL makes a `DEFAULT ''` NULL), and
+/// the session's put back for the statement that reads the copy.
+const TO_COPY_STATE: &str = "SET @hscale_mode = @@sql_mode, @hscale_checks = @@check_constraint_checks, @hscale_zone = @@time_zone, ";
+const FROM_COPY_STATE: &str = "SET sql_mode = @hscale_mode, check_constraint_checks = @hscale_checks, time_zone = @hscale_zone, @hscale_mode = NULL, @hscale_checks = NULL, @hscale_zone = NULL";
+
+/// `statements` (a copy's set-up) between the statements that enter the
+/// copy's state and leave it.
+pub(super) fn in_copy_state(statements: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(statements.len() + 2);
+    out.push(format!(
+        "{TO_COPY_STATE}{STORED_AS_IS}, time_zone = '+00:00'"
+    ));
+    out.extend(statements);
+    out.push(FROM_COPY_STATE.to_string());
+    out
+}
+
+/// The statement that puts the session's state back after a set-up that
+/// failed on a connection the session keeps.
+pub(super) const LEAVE_COPY_STATE: &str = FROM_COPY_STATE;
 
 /// The statement that drops a statement's temporary copies from a part's
 /// connection, inside a transaction.
@@ -168,7 +197,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             }
         }
-        Ok(out)
+        Ok(in_copy_state(out))
     }
 
     /// Read a source on the transaction's branch on its backend (opened
