@@ -264,6 +264,11 @@ impl Context {
                         ));
                     }
                 }
+                // Every other backend's primary is confirmed against the
+                // main backend's dictionary (`backend/pool/primary_check.rs`).
+                for p in pools.iter().filter(|p| p.backend_id != BackendId::MAIN) {
+                    p.confirm_against(pools[0].clone());
+                }
                 pools
             })
             .collect();

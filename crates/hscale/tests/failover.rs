@@ -13,8 +13,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hscale::playground::mariadb::MariaDb;
@@ -22,97 +21,41 @@ use mysql_async::prelude::*;
 
 /// main, shard1's first server (its primary at start), its two replicas.
 static SERVERS: OnceLock<Mutex<Vec<MariaDb>>> = OnceLock::new();
+/// The failovers cut short's own, one set each.
+static CUT_PROMOTE_SERVERS: OnceLock<Mutex<Vec<MariaDb>>> = OnceLock::new();
+static CUT_ADDRESS_SERVERS: OnceLock<Mutex<Vec<MariaDb>>> = OnceLock::new();
+const SETS: [&OnceLock<Mutex<Vec<MariaDb>>>; 3] =
+    [&SERVERS, &CUT_PROMOTE_SERVERS, &CUT_ADDRESS_SERVERS];
 
 extern "C" fn stop_servers() {
-    if let Some(m) = SERVERS.get() {
-        if let Ok(mut s) = m.lock() {
-            for db in s.iter_mut() {
-                db.stop();
+    for set in SETS {
+        if let Some(m) = set.get() {
+            if let Ok(mut s) = m.lock() {
+                for db in s.iter_mut() {
+                    db.stop();
+                }
             }
-            let _ = std::fs::remove_dir_all(base_dir());
         }
     }
+    let _ = std::fs::remove_dir_all(base_dir());
 }
 
 fn base_dir() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("hscale-failover-{}", std::process::id()))
 }
 
-fn opts(port: u16) -> mysql_async::Opts {
-    mysql_async::OptsBuilder::default()
-        .ip_or_hostname("127.0.0.1")
-        .tcp_port(port)
-        .user(Some("hscale"))
-        .pass(Some("hscale"))
-        .prefer_socket(false)
-        .into()
-}
-
 async fn server(port: u16) -> mysql_async::Conn {
-    mysql_async::Conn::new(opts(port)).await.unwrap()
+    common::replication::server(port).await
 }
 
-/// Ports of main and shard1's three servers; started once, the second
-/// and third replicating from the first.
-async fn servers() -> [u16; 4] {
-    let start = |name: &'static str, args: Vec<String>| {
-        std::thread::spawn(move || MariaDb::start_with(&base_dir().join(name), &args).unwrap())
-    };
-    let logged = |id: u32| {
-        vec![
-            "--log-bin=server-bin".to_string(),
-            "--log-slave-updates".to_string(),
-            format!("--server-id={id}"),
-            "--binlog-format=ROW".to_string(),
-            "--rpl-semi-sync-master-enabled=ON".to_string(),
-            "--rpl-semi-sync-slave-enabled=ON".to_string(),
-            "--rpl-semi-sync-master-timeout=30000".to_string(),
-            "--rpl-semi-sync-master-wait-point=AFTER_SYNC".to_string(),
-        ]
-    };
-    let handles = [
-        start("main", vec!["--server-id=100".to_string()]),
-        start("a", logged(1)),
-        start("b", logged(2)),
-        start("c", logged(3)),
-    ];
-    let s: Vec<MariaDb> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+/// Ports of main and shard1's three servers of the set `set`
+/// (`common::replication::shard_set`, its directories named with `tag`);
+/// started once, the second and third replicating from the first.
+async fn servers_of(set: &'static OnceLock<Mutex<Vec<MariaDb>>>, tag: &str) -> [u16; 4] {
+    let s = common::replication::shard_set(&base_dir(), tag).await;
     let ports = [s[0].port, s[1].port, s[2].port, s[3].port];
-    let mut a = server(ports[1]).await;
-    let pos: String = a
-        .query_first("SELECT @@gtid_binlog_pos")
-        .await
-        .unwrap()
-        .unwrap();
-    for r in [ports[2], ports[3]] {
-        let mut c = server(r).await;
-        c.query_drop(format!(
-            "SET GLOBAL gtid_slave_pos = '{pos}'; \
-             CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {}, \
-             MASTER_USER = 'hscale', MASTER_PASSWORD = 'hscale', \
-             MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1; START SLAVE",
-            ports[1]
-        ))
-        .await
-        .unwrap();
-    }
-    // Both replicas acknowledge before the writes start.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let clients: Option<(String, String)> = a
-            .query_first("SHOW STATUS LIKE 'Rpl_semi_sync_master_clients'")
-            .await
-            .unwrap();
-        if clients.map(|c| c.1).as_deref() == Some("2") {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "semi-synchronous replicas did not connect"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    if SERVERS.set(Mutex::new(s)).is_ok() {
+    let is_first = SETS.iter().all(|s| s.get().is_none());
+    if set.set(Mutex::new(s)).is_ok() && is_first {
         #[allow(unsafe_code)]
         // SAFETY: registering a plain extern "C" function with atexit.
         unsafe {
@@ -152,75 +95,48 @@ async fn physical(c: &mut mysql_async::Conn) -> String {
         .unwrap()
 }
 
-/// Writers through `proxies`, two each, until `stop`: ids `base + n` and
-/// the times of their acknowledgements.
-struct Writers {
-    stop: Arc<AtomicBool>,
-    acked: Arc<Mutex<Vec<(i64, Instant)>>>,
-    failed: Arc<Mutex<Vec<(String, Instant)>>>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+use common::replication::Writers;
+
+fn addr(port: u16) -> String {
+    format!("127.0.0.1:{port}")
 }
 
-impl Writers {
-    fn start(proxies: [u16; 2], base: i64) -> Writers {
-        let stop = Arc::new(AtomicBool::new(false));
-        let acked = Arc::new(Mutex::new(Vec::new()));
-        let failed = Arc::new(Mutex::new(Vec::new()));
-        let tasks = (0..4i64)
-            .map(|w| {
-                let (stop, acked, failed) = (stop.clone(), acked.clone(), failed.clone());
-                let port = proxies[(w % 2) as usize];
-                tokio::spawn(async move {
-                    let mut c = connect(port).await;
-                    let mut n = 0i64;
-                    while !stop.load(Ordering::Relaxed) {
-                        n += 1;
-                        let id = base + w * 1_000_000 + n;
-                        let sql = format!("INSERT INTO fo.t (id, k, v) VALUES ({id}, 1, {w})");
-                        match c.query_drop(sql).await {
-                            Ok(()) => acked.lock().unwrap().push((id, Instant::now())),
-                            Err(e) => {
-                                failed.lock().unwrap().push((e.to_string(), Instant::now()));
-                                tokio::time::sleep(Duration::from_millis(20)).await;
-                                if let Ok(fresh) = mysql_async::Conn::new(
-                                    mysql_async::OptsBuilder::default()
-                                        .ip_or_hostname("127.0.0.1")
-                                        .tcp_port(port)
-                                        .user(Some("root"))
-                                        .pass(Some(""))
-                                        .prefer_socket(false),
-                                )
-                                .await
-                                {
-                                    c = fresh;
-                                }
-                            }
-                        }
-                    }
-                })
-            })
-            .collect();
-        Writers {
-            stop,
-            acked,
-            failed,
-            tasks,
-        }
+/// `fo.t` partitioned by k, its partition 1 on shard1.
+async fn set_up(admin: &mut mysql_async::Conn) {
+    for sql in [
+        "CREATE DATABASE fo",
+        "CREATE TABLE fo.t (id BIGINT, k INT, v INT, PRIMARY KEY (id, k))",
+        "HSCALE SETUP_TABLE('fo.t', 'k', 't_default', 'shard0', 'NONE()')",
+        "HSCALE ADD_PARTITION('fo.t', 'p1', '1', 'shard1')",
+    ] {
+        admin.query_drop(sql).await.unwrap();
     }
+}
 
-    fn acked(&self) -> usize {
-        self.acked.lock().unwrap().len()
-    }
+/// The rows of the partition on the server at `port`: every id in
+/// `acked` is there, and none twice.
+async fn assert_all_once(port: u16, acked: &[(i64, Instant)]) {
+    let mut c = server(port).await;
+    let table = physical(&mut c).await;
+    let ids: Vec<i64> = c.query(format!("SELECT id FROM fo.{table}")).await.unwrap();
+    let there: std::collections::HashSet<i64> = ids.iter().copied().collect();
+    assert_eq!(there.len(), ids.len(), "every row once");
+    let lost: Vec<i64> = acked
+        .iter()
+        .map(|(id, _)| *id)
+        .filter(|id| !there.contains(id))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged rows lost: {lost:?}",
+        lost.len()
+    );
+}
 
-    async fn finish(self) -> (Vec<(i64, Instant)>, Vec<(String, Instant)>) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.tasks {
-            t.await.unwrap();
-        }
-        let acked = self.acked.lock().unwrap().clone();
-        let failed = self.failed.lock().unwrap().clone();
-        (acked, failed)
-    }
+/// The writers' statement: row `id` of writer `w` in the partition on
+/// shard1.
+fn row(id: i64, w: i64) -> String {
+    format!("INSERT INTO fo.t (id, k, v) VALUES ({id}, 1, {w})")
 }
 
 /// The issue's example: the primary of a partition killed (SIGKILL) under
@@ -231,23 +147,15 @@ impl Writers {
 /// proxy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_killed_primary_is_replaced_and_nothing_acknowledged_is_lost() {
-    let ports = servers().await;
+    let ports = servers_of(&SERVERS, "").await;
     let p1 = hscale::RunningProxy::start(config(ports), "127.0.0.1:0").unwrap();
     let p2 = hscale::RunningProxy::start(config(ports), "127.0.0.1:0").unwrap();
     let proxies = [p1.addr.port(), p2.addr.port()];
     let mut admin = connect(proxies[0]).await;
-    for sql in [
-        "CREATE DATABASE fo",
-        "CREATE TABLE fo.t (id BIGINT, k INT, v INT, PRIMARY KEY (id, k))",
-        "HSCALE SETUP_TABLE('fo.t', 'k', 't_default', 'shard0', 'NONE()')",
-        "HSCALE ADD_PARTITION('fo.t', 'p1', '1', 'shard1')",
-    ] {
-        admin.query_drop(sql).await.unwrap();
-    }
-    let addr = |p: u16| format!("127.0.0.1:{p}");
+    set_up(&mut admin).await;
     assert_eq!(primary_of_shard1(&mut admin).await, addr(ports[1]));
 
-    let writers = Writers::start(proxies, 0);
+    let writers = Writers::start(proxies, 0, row);
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     let before = writers.acked();
     assert!(before > 0, "writes before the kill");
@@ -313,24 +221,9 @@ async fn a_killed_primary_is_replaced_and_nothing_acknowledged_is_lost() {
     let mut other = connect(proxies[1]).await;
     assert_eq!(primary_of_shard1(&mut other).await, primary);
     let new_port: u16 = primary.rsplit(':').next().unwrap().parse().unwrap();
+    assert_all_once(new_port, &acked).await;
     let mut new = server(new_port).await;
     let table = physical(&mut new).await;
-    let ids: Vec<i64> = new
-        .query(format!("SELECT id FROM fo.{table}"))
-        .await
-        .unwrap();
-    let there: std::collections::HashSet<i64> = ids.iter().copied().collect();
-    assert_eq!(there.len(), ids.len(), "every row once");
-    let lost: Vec<i64> = acked
-        .iter()
-        .map(|(id, _)| *id)
-        .filter(|id| !there.contains(id))
-        .collect();
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged rows lost: {lost:?}",
-        lost.len()
-    );
     let ro: i64 = new
         .query_first("SELECT @@read_only")
         .await
@@ -380,7 +273,7 @@ async fn a_killed_primary_is_replaced_and_nothing_acknowledged_is_lost() {
         .await
         .unwrap()
         .unwrap();
-    let writers = Writers::start(proxies, 10_000_000);
+    let writers = Writers::start(proxies, 10_000_000, row);
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     let (acked, _) = writers.finish().await;
     assert!(!acked.is_empty(), "writes after the old primary returned");
@@ -403,4 +296,131 @@ async fn a_killed_primary_is_replaced_and_nothing_acknowledged_is_lost() {
         .unwrap()
         .unwrap();
     assert_eq!(on_new as usize, acked.len());
+}
+
+/// Issue 34 item 3 for a backend other than the main one: the deciding
+/// proxy (a process of its own, `failover_after_ms` 1 s) dies between the
+/// promotion (the journal's row on the main backend, the chosen replica's
+/// replication stopped) and the dictionary's change; the other proxy
+/// (`failover_after_ms` 8 s) carries the failover on, the replica that
+/// kept its replication settings being a candidate again. Nothing
+/// acknowledged is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failover_cut_short_after_the_promotion_is_finished_by_another_proxy() {
+    failover_cut_short("after_promote", &CUT_PROMOTE_SERVERS, "cp-").await;
+}
+
+/// The other half: the deciding proxy dies after the dictionary names
+/// the replica, before it is writable; the other proxy's reload finds the
+/// journal's row and finishes the switch (the replica writable, its
+/// replication settings gone, the backend's other replica repointed to
+/// it, the row `done`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failover_cut_short_after_the_address_change_is_finished_by_another_proxy() {
+    failover_cut_short("after_address", &CUT_ADDRESS_SERVERS, "ca-").await;
+}
+
+/// shard1's primary killed under a failover whose deciding proxy ends at
+/// `failpoint`; the other proxy finishes it.
+async fn failover_cut_short(
+    failpoint: &str,
+    set: &'static OnceLock<Mutex<Vec<MariaDb>>>,
+    tag: &str,
+) {
+    let ports = servers_of(set, tag).await;
+    let with_failover = |ms: u64| {
+        let mut c = config(ports);
+        c.proxy.failover_after_ms = ms;
+        c
+    };
+    let p1 = hscale::RunningProxy::start(with_failover(8_000), "127.0.0.1:0").unwrap();
+    let mut admin = connect(p1.addr.port()).await;
+    set_up(&mut admin).await;
+    let mut dying = common::ProxyProcess::start_with_env(
+        with_failover(1_000),
+        &[("HSCALE_FAILPOINT", failpoint)],
+    );
+    let writers = Writers::start([p1.addr.port(), dying.port], 0, row);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert!(writers.acked() > 0, "writes before the kill");
+    let killed_at = Instant::now();
+    set.get().unwrap().lock().unwrap()[1].kill();
+    let status = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = dying.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the deciding proxy did not die");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(status.code(), Some(86), "ended at the failpoint");
+    let died = killed_at.elapsed();
+    let at_death = writers.acked();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while writers.acked() < at_death + 50 {
+        assert!(
+            Instant::now() < deadline,
+            "no write succeeded after the deciding proxy died"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let resumed = killed_at.elapsed();
+    let (acked, failed) = writers.finish().await;
+    println!(
+        "a failover of shard1 cut short {failpoint}: the deciding proxy died {} ms after the kill, writes resumed {} ms after the kill; {} writes acknowledged, {} failed",
+        died.as_millis(),
+        resumed.as_millis(),
+        acked.len(),
+        failed.len()
+    );
+    let primary = primary_of_shard1(&mut admin).await;
+    let (new_port, other) = if primary == addr(ports[2]) {
+        (ports[2], ports[3])
+    } else {
+        assert_eq!(primary, addr(ports[3]), "a replica is the primary");
+        (ports[3], ports[2])
+    };
+    let mut new = server(new_port).await;
+    let ro: i64 = new
+        .query_first("SELECT @@read_only")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ro, 0, "the new primary is writable");
+    let status: Vec<mysql_async::Row> = new.query("SHOW SLAVE STATUS").await.unwrap();
+    assert!(status.is_empty(), "the new primary replicates from no one");
+    let mut main = server(ports[0]).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let state: Option<String> = main
+            .query_first("SELECT state FROM hscale.switches WHERE backend = 'shard1'")
+            .await
+            .unwrap();
+        if state.as_deref() == Some("done") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the switch row is {state:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_all_once(new_port, &acked).await;
+    // The backend's other replica replicates from the new primary.
+    let pos: String = new
+        .query_first("SELECT @@gtid_binlog_pos")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut r = server(other).await;
+    let reached: i64 = r
+        .query_first(format!("SELECT MASTER_GTID_WAIT('{pos}', 20)"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        reached, 0,
+        "the other replica caught up with the new primary"
+    );
 }

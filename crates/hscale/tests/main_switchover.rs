@@ -59,13 +59,7 @@ fn base_dir() -> std::path::PathBuf {
 }
 
 async fn server(port: u16) -> mysql_async::Conn {
-    let o = mysql_async::OptsBuilder::default()
-        .ip_or_hostname("127.0.0.1")
-        .tcp_port(port)
-        .user(Some("hscale"))
-        .pass(Some("hscale"))
-        .prefer_socket(false);
-    mysql_async::Conn::new(o).await.unwrap()
+    common::replication::server(port).await
 }
 
 async fn connect(port: u16) -> mysql_async::Conn {
@@ -87,52 +81,8 @@ async fn servers_of(set: &'static OnceLock<Mutex<Vec<MariaDb>>>, tag: &'static s
         let s = m.lock().unwrap();
         return [s[0].port, s[1].port, s[2].port, s[3].port];
     }
-    let start = move |name: &'static str, args: Vec<String>| {
-        std::thread::spawn(move || {
-            MariaDb::start_with(&base_dir().join(format!("{tag}{name}")), &args).unwrap()
-        })
-    };
-    let logged = |id: u32| {
-        vec![
-            "--log-bin=server-bin".to_string(),
-            "--log-slave-updates".to_string(),
-            format!("--server-id={id}"),
-            "--binlog-format=ROW".to_string(),
-            // Semi-synchronous (for the failover test): a write is
-            // acknowledged once the replica has it; a primary without a
-            // replica connected does not wait.
-            "--rpl-semi-sync-master-enabled=ON".to_string(),
-            "--rpl-semi-sync-slave-enabled=ON".to_string(),
-            "--rpl-semi-sync-master-timeout=30000".to_string(),
-            "--rpl-semi-sync-master-wait-point=AFTER_SYNC".to_string(),
-            "--rpl-semi-sync-master-wait-no-slave=OFF".to_string(),
-        ]
-    };
-    let handles = [
-        start("m1", logged(1)),
-        start("m2", logged(2)),
-        start("s1", vec!["--server-id=101".to_string()]),
-        start("s2", vec!["--server-id=102".to_string()]),
-    ];
-    let s: Vec<MariaDb> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let s = common::replication::main_set(&base_dir(), tag).await;
     let ports = [s[0].port, s[1].port, s[2].port, s[3].port];
-    let mut m1 = server(ports[0]).await;
-    let pos: String = m1
-        .query_first("SELECT @@gtid_binlog_pos")
-        .await
-        .unwrap()
-        .unwrap();
-    let mut m2 = server(ports[1]).await;
-    m2.query_drop(format!(
-        "SET GLOBAL gtid_slave_pos = '{pos}'; \
-         CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {}, \
-         MASTER_USER = 'hscale', MASTER_PASSWORD = 'hscale', \
-         MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1; START SLAVE; \
-         SET GLOBAL read_only = 1",
-        ports[0]
-    ))
-    .await
-    .unwrap();
     let is_first = [
         &SERVERS,
         &FAILOVER_SERVERS,
@@ -478,20 +428,8 @@ async fn the_main_backend_switched_over_and_back_under_writes_loses_nothing() {
     }
 }
 
-/// The last GTID the server at `port` wrote itself (its own server id's
-/// entry in `@@gtid_binlog_state`).
 async fn own_gtid(port: u16) -> String {
-    let mut c = server(port).await;
-    let (state, id): (String, i64) = c
-        .query_first("SELECT @@gtid_binlog_state, @@server_id")
-        .await
-        .unwrap()
-        .unwrap();
-    state
-        .split(',')
-        .find(|g| g.split('-').nth(1) == Some(&id.to_string()))
-        .unwrap_or("")
-        .to_string()
+    common::replication::own_gtid(port).await
 }
 
 /// Item 2, the fencing hole: a proxy (a process of its own) stopped with

@@ -620,3 +620,94 @@ async fn the_playground_starts_a_replica_per_backend() {
         .await
         .unwrap();
 }
+
+/// Issue 34 item 6, the demo's failover: a playground as `hscale
+/// playground --demo --replicas 1 --failover-after-ms 1000` starts it,
+/// shard1's primary killed (the playground prints its pid for that): its
+/// replica becomes shard1's primary (`HSCALE SHOW BACKENDS`), and the
+/// demo's orders of customer 7, on shard1, are read again, all of them,
+/// and written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_playground_demo_fails_over_a_killed_primary() {
+    use hscale::playground::{demo_sharding, Cluster, ClusterOptions, DEMO_SQL};
+    let _serial = SERIAL.lock().await;
+    let mut cluster = tokio::task::spawn_blocking(|| {
+        let c = Cluster::start(ClusterOptions {
+            shards: 2,
+            replicas: 1,
+            failover_after_ms: 1_000,
+            ..Default::default()
+        })
+        .unwrap();
+        c.run_sql_on_backend(0, DEMO_SQL).unwrap();
+        c.run_sql_through_proxy(&demo_sharding(2)).unwrap();
+        c
+    })
+    .await
+    .unwrap();
+    let mut c = connect(cluster.proxy_port(), "root").await;
+    let read = "SELECT id, quantity FROM demo.orders WHERE customer_id = 7 ORDER BY id";
+    let before: Vec<(i32, i32)> = c.query(read).await.unwrap();
+    assert!(!before.is_empty(), "customer 7 has orders");
+    // The replica has everything before its primary dies (the playground
+    // replicates asynchronously).
+    let b = &cluster.config.backends[1];
+    let server = |address: &str| {
+        let (host, port) = address.rsplit_once(':').unwrap();
+        mysql_async::OptsBuilder::default()
+            .ip_or_hostname(host.to_string())
+            .tcp_port(port.parse().unwrap())
+            .user(Some(b.user.clone()))
+            .pass(Some(b.password.clone()))
+            .prefer_socket(false)
+    };
+    let mut primary = mysql_async::Conn::new(server(&b.address)).await.unwrap();
+    let pos: String = primary
+        .query_first("SELECT @@gtid_binlog_pos")
+        .await
+        .unwrap()
+        .unwrap();
+    drop(primary);
+    let replica = b.replicas[0].clone();
+    let mut r = mysql_async::Conn::new(server(&replica)).await.unwrap();
+    let reached: i64 = r
+        .query_first(format!("SELECT MASTER_GTID_WAIT('{pos}', 20)"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(reached, 0);
+    drop(r);
+    let killed = std::time::Instant::now();
+    cluster.servers[1].kill();
+    loop {
+        let rows: Vec<BackendRow> = c.query("HSCALE SHOW BACKENDS").await.unwrap();
+        if rows.iter().any(|r| r.0 == "shard1" && r.1 == replica) {
+            break;
+        }
+        assert!(killed.elapsed() < Duration::from_secs(30), "{rows:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let failed_over = killed.elapsed();
+    let after: Vec<(i32, i32)> = loop {
+        match c.query(read).await {
+            Ok(rows) => break rows,
+            Err(e) => assert!(killed.elapsed() < Duration::from_secs(30), "{e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(after, before, "the orders on shard1 after the failover");
+    c.query_drop(
+        "INSERT INTO demo.orders (id, customer_id, product_id, quantity, ordered_at) \
+         VALUES (100001, 7, 1, 1, NOW())",
+    )
+    .await
+    .unwrap();
+    println!(
+        "the demo's failover: shard1's primary killed, its replica named after {} ms",
+        failed_over.as_millis()
+    );
+    drop(c);
+    tokio::task::spawn_blocking(move || drop(cluster))
+        .await
+        .unwrap();
+}

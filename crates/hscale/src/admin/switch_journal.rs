@@ -253,6 +253,7 @@ async fn repair(
                 tracing::error!(backend = %s.backend, old = %s.from, new = %s.to, lacking = ?extra, "the old primary holds transactions the new one lacks: left read-only, not replicating");
             }
         }
+        repoint_others(pool, cfg, s).await;
     } else {
         let Ok(mut a) = pool.connect_to(&s.from).await else {
             return Ok(false);
@@ -267,4 +268,29 @@ async fn repair(
         }
     }
     Ok(true)
+}
+
+/// The backend's servers other than the two of switch `s` made replicas of
+/// its new primary, as the switch itself does after the dictionary names
+/// it: a failover cut short there left them with their I/O thread stopped
+/// (each candidate's, to compare positions), replicating from no one.
+/// Each from where it is (the new primary received most); one that does
+/// not answer is left, logged.
+async fn repoint_others(
+    pool: &crate::backend::Pool,
+    cfg: &crate::config::BackendConfig,
+    s: &Switch,
+) {
+    let others = std::iter::once(cfg.address.as_str())
+        .chain(cfg.replicas.iter().map(String::as_str))
+        .filter(|a| *a != s.from && *a != s.to);
+    for other in others {
+        let repointed = async {
+            let mut c = pool.connect_to(other).await?;
+            replicate_from(&mut c, &s.to, cfg, None).await
+        };
+        if let Err(e) = repointed.await {
+            tracing::warn!(backend = %s.backend, replica = other, error = %e, "a replica was not repointed to the new primary");
+        }
+    }
 }

@@ -17,6 +17,8 @@
 //! most [`MAX_OWN_EXTRA`] connections past `max_connections`, closed when
 //! it is returned.
 
+mod primary_check;
+
 use hscale_route::BackendId;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -59,6 +61,10 @@ pub struct Pool {
     /// failover can move it): every connection it opens checks that the
     /// server is writable ([`Pool::connect`]).
     checks_read_only: bool,
+    /// For a backend other than the main one: its worker's pool of the
+    /// main backend, whose dictionary confirms the primary
+    /// (`pool/primary_check.rs`; unset: the main backend itself).
+    dictionary: std::sync::OnceLock<Arc<Pool>>,
 }
 
 /// Counters shown by `HSCALE SHOW BACKENDS` and tests.
@@ -111,10 +117,17 @@ impl Pool {
             connect_failures: AtomicU64::new(0),
             extra: AtomicUsize::new(0),
             checks_read_only: is_primary && !cfg.replicas.is_empty(),
+            dictionary: std::sync::OnceLock::new(),
             backend_id,
             cfg,
             tls,
         })
+    }
+
+    /// Confirm this backend's primary against `main`'s dictionary (the
+    /// main backend's pool of the same worker), see `primary_check.rs`.
+    pub fn confirm_against(&self, main: Arc<Pool>) {
+        let _ = self.dictionary.set(main);
     }
 
     pub fn name(&self) -> &str {
@@ -360,12 +373,8 @@ impl Pool {
             if !self.checks_read_only {
                 return Ok(conn);
             }
-            let read_only = match conn.query_rows("SELECT @@GLOBAL.read_only").await {
-                Ok(Ok(r)) => r
-                    .strings()
-                    .into_iter()
-                    .next()
-                    .and_then(|r| r.into_iter().next().flatten()),
+            let row = match conn.query_rows(primary_check::READ_ONLY_AND_START).await {
+                Ok(Ok(r)) => r.strings().into_iter().next().unwrap_or_default(),
                 Ok(Err(e)) => {
                     self.close(conn);
                     return Err(self.refused(format!("SELECT @@GLOBAL.read_only: {}", e.message)));
@@ -375,15 +384,33 @@ impl Pool {
                     return Err(e);
                 }
             };
-            if read_only.as_deref() == Some("0") {
-                return Ok(conn);
-            }
+            let cell = |i: usize| row.get(i).cloned().flatten();
             let address = self.address();
-            self.close(conn);
-            if !waits || Instant::now() >= deadline {
-                return Err(self.refused(format!(
+            let reason = if cell(0).as_deref() == Some("0") {
+                // Writable: still the primary by the newest dictionary?
+                let start = cell(1).and_then(|s| s.parse().ok());
+                let generation = conn.address_generation;
+                match self.confirm_primary(&mut conn, start).await {
+                    primary_check::Confirmed::Primary => return Ok(conn),
+                    primary_check::Confirmed::Retired(reason) => {
+                        self.close(conn);
+                        if self.watch.address_generation() != generation
+                            && Instant::now() < deadline
+                        {
+                            // Moved to the primary named: try it at once.
+                            continue;
+                        }
+                        reason
+                    }
+                }
+            } else {
+                self.close(conn);
+                format!(
                     "the server at {address} is read-only, so it is not the backend's primary (a switchover or failover moved it, or is moving it): hscale writes only to a writable primary"
-                )));
+                )
+            };
+            if !waits || Instant::now() >= deadline {
+                return Err(self.refused(reason));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -51,6 +51,11 @@ pub struct BackendWatch {
     /// an older value is closed at its next checkout (the raise also
     /// raises `defaults`, so the checkout's one comparison notices).
     address_generation: AtomicU64,
+    /// The server run confirmed as the backend's primary by the newest
+    /// dictionary (`backend/primary_check.rs`): its address generation
+    /// and its start time. A connection to another run is confirmed
+    /// before it is used.
+    confirmed_run: std::sync::Mutex<Option<(u64, u64)>>,
 }
 
 impl BackendWatch {
@@ -63,7 +68,19 @@ impl BackendWatch {
             down_since_ms: AtomicU64::new(0),
             address: std::sync::Mutex::new(None),
             address_generation: AtomicU64::new(0),
+            confirmed_run: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Whether the run of the server that started at `start` (Unix
+    /// seconds) was confirmed as the primary under address `generation`.
+    pub fn is_confirmed(&self, generation: u64, start: u64) -> bool {
+        *self.confirmed_run.lock().unwrap_or_else(|p| p.into_inner()) == Some((generation, start))
+    }
+
+    /// Remember that run as confirmed (see `is_confirmed`).
+    pub fn confirm(&self, generation: u64, start: u64) {
+        *self.confirmed_run.lock().unwrap_or_else(|p| p.into_inner()) = Some((generation, start));
     }
 
     /// The address connections go to now: the dictionary's, or `config`.
@@ -103,9 +120,14 @@ impl BackendWatch {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_millis() as u64)
             .max(1);
-        let _ = self
-            .down_since_ms
-            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+        let first =
+            self.down_since_ms
+                .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+        if first.is_ok() {
+            // Back, it may be an old primary that a switch retired
+            // meanwhile: confirmed again (`backend/pool/primary_check.rs`).
+            *self.confirmed_run.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
     }
 
     /// The backend answered (a connect succeeded, a probe got a reply).

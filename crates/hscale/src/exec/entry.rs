@@ -155,12 +155,10 @@ pub(crate) async fn run_statement<T: TextSession>(
     let sql_bytes = &payload[1..];
     let savepoint = super::txn::savepoint::savepoint_op(facts, sql);
     let effects = Effects::of_text(facts, sql_bytes, savepoint.as_ref());
-    if this.bindings().ctx.partitioning.should_try_loading() {
+    {
         // Right after start: read the dictionary before routing anything.
         let b = this.bindings();
-        if let Err(e) = crate::partition::refresh::reload(&b.ctx, b.worker).await {
-            tracing::warn!(error = %e, "partition dictionary not readable");
-        }
+        crate::partition::refresh::load_first(&b.ctx, b.worker).await;
     }
     // `SET GLOBAL` (or PERSIST) may change the defaults later sessions
     // start with: pooled connections take them again (a reset) before

@@ -62,6 +62,30 @@ pub async fn reload(ctx: &Context, worker: usize) -> Result<Arc<Dictionary>, Pro
     }
 }
 
+/// Right after start, before routing anything: read the dictionary if no
+/// reload has made one current yet. One at a time (the fence's gate): a
+/// statement arriving while another's (or the start's) first load runs
+/// waits for it rather than routing with no dictionary (a partitioned
+/// table taken for a plain one on the main backend); tried at most once a
+/// second while the main backend cannot be read.
+pub async fn load_first(ctx: &Context, worker: usize) {
+    let is_loaded = || {
+        ctx.partitioning
+            .is_loaded
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    if is_loaded() {
+        return;
+    }
+    let _g = ctx.partitioning.fence_gate.lock().await;
+    if is_loaded() || !ctx.partitioning.should_try_loading() {
+        return;
+    }
+    if let Err(e) = reload(ctx, worker).await {
+        tracing::warn!(error = %e, "partition dictionary not readable");
+    }
+}
+
 fn has_main_replicas(ctx: &Context) -> bool {
     ctx.config
         .backends

@@ -477,8 +477,12 @@ pub fn run_playground(
                 b.replicas[0],
                 match failover_after_ms {
                     0 => " (automatic failover is off: --failover-after-ms)".to_string(),
-                    ms =>
-                        format!("; a primary down {ms} ms is replaced by its most advanced replica"),
+                    ms => format!(
+                        "; a primary down {ms} ms is replaced by its most advanced replica: \
+                         try kill -9 {} ({}'s primary), then HSCALE SHOW BACKENDS",
+                        cluster.servers[1].pid().unwrap_or(0),
+                        b.name
+                    ),
                 }
             );
         }
