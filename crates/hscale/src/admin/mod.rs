@@ -29,6 +29,7 @@ mod setup_table;
 mod show;
 mod show_transactions;
 mod switch_journal;
+mod switch_servers;
 mod table_ddl;
 pub mod views;
 
