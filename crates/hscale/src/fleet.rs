@@ -13,8 +13,7 @@
 //! is on the statement path, and nothing decides anything: the fence and
 //! the take-over never count proxies.
 
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hscale_route::BackendId;
 
@@ -22,78 +21,6 @@ use crate::error::ProxyError;
 use crate::partition::quote_str;
 use crate::partition::store::{exec, server_error};
 use crate::runtime::Context;
-
-/// This proxy as the fleet sees it.
-pub struct Member {
-    /// Unique per process: 12 random hex digits.
-    pub id: String,
-    /// When the process started (the row's `started_at` is derived from it
-    /// on the main backend's clock).
-    started: Instant,
-    /// `host:port` clients reach this proxy at; set once the listening
-    /// socket is bound ([`Member::set_address`]).
-    address: OnceLock<String>,
-    /// Held by a heartbeat while it writes and by [`leave`]; true once the
-    /// proxy left, so a heartbeat under way cannot write the row back
-    /// after the graceful stop deleted it.
-    has_left: tokio::sync::Mutex<bool>,
-}
-
-impl Member {
-    pub fn new() -> Member {
-        let mut bytes = [0u8; 6];
-        if getrandom::fill(&mut bytes).is_err() {
-            // No randomness: the pid and the start time still differ.
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            bytes[..4].copy_from_slice(&std::process::id().to_be_bytes());
-            bytes[4..].copy_from_slice(&(t as u16).to_be_bytes());
-        }
-        Member {
-            id: bytes.iter().map(|b| format!("{b:02x}")).collect(),
-            started: Instant::now(),
-            address: OnceLock::new(),
-            has_left: tokio::sync::Mutex::new(false),
-        }
-    }
-
-    /// The bound listening address; an unspecified IP (`0.0.0.0`, `::`)
-    /// is replaced by the host's name, which other hosts can reach.
-    pub fn set_address(&self, addr: std::net::SocketAddr) {
-        let host = if addr.ip().is_unspecified() {
-            host_name()
-        } else {
-            addr.ip().to_string()
-        };
-        let _ = self.address.set(match addr {
-            std::net::SocketAddr::V6(_) if !addr.ip().is_unspecified() => {
-                format!("[{host}]:{}", addr.port())
-            }
-            _ => format!("{host}:{}", addr.port()),
-        });
-    }
-
-    pub fn address(&self) -> &str {
-        self.address.get().map(String::as_str).unwrap_or("")
-    }
-}
-
-impl Default for Member {
-    fn default() -> Self {
-        Member::new()
-    }
-}
-
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".into())
-}
 
 /// hscale's version as the fleet shows it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,8 +1,11 @@
 //! The proxy's shared state: configuration, backend pools, live sessions
 //! and the partition dictionary ([`Context`]), shared read-only by every
 //! worker thread. It sits below everything that serves clients: `session/`,
-//! `exec/`, `admin/` and `server` use it; it imports only `backend/`,
-//! `partition/` and `config`.
+//! `exec/`, `admin/` and `server` use it. It imports `backend/`, `config`,
+//! `metrics` and `tenant`, and still the state types of `partition`,
+//! `seq` and `exec` (`Coalescer`, `ResultCache`), which import it back;
+//! other subsystems' state types are defined in `runtime/shared_state.rs`
+//! and `runtime/session_handle.rs` (ARCHITECTURE.md, the modules' imports).
 
 use hscale_route::BackendId;
 use std::collections::{HashMap, VecDeque};
@@ -14,8 +17,10 @@ use crate::backend::{BackendWatch, Pool};
 use crate::config::{BackendConfig, Config, ProxyConfig, UserConfig};
 
 mod session_handle;
+mod shared_state;
 
-pub use session_handle::{Activity, Info, SessionHandle};
+pub use session_handle::{Activity, Info, Published, SessionHandle, TxnView};
+pub use shared_state::{AutoIncrementColumns, Member, XaChecks};
 
 /// What SIGHUP reloads from the config file (`Context::reload`): the
 /// users and the client limits. Read at login and when a session starts,
@@ -82,7 +87,7 @@ pub struct Context {
     /// Tables' AUTO_INCREMENT columns as backends described them a moment
     /// ago (`exec/insert_id.rs`). Locked only after an INSERT whose OK
     /// reports an id the statement may have given.
-    pub(crate) auto_increment: crate::exec::insert_id::AutoIncrementColumns,
+    pub(crate) auto_increment: AutoIncrementColumns,
     clients: AtomicUsize,
     /// Connections in the handshake, oldest first: `(ticket, eviction
     /// signal)`. Locked when a connection arrives and when its handshake
@@ -105,7 +110,7 @@ pub struct Context {
     /// TLS to clients (`[tls]`), when a certificate is configured.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
     /// Which backends may take part in transactions across backends.
-    pub xa_checks: crate::exec::txn::checks::XaChecks,
+    pub xa_checks: XaChecks,
     /// Counters for Prometheus and the query digests.
     pub metrics: crate::metrics::Metrics,
     /// Reads in flight that identical reads may wait for and share
@@ -117,7 +122,7 @@ pub struct Context {
     /// = 0`, the default.
     pub cache: Option<Arc<crate::exec::cache::ResultCache>>,
     /// This proxy in `hscale.proxies` (`crate::fleet`).
-    pub fleet: crate::fleet::Member,
+    pub fleet: Member,
     /// Users and client limits, replaced by SIGHUP.
     live: arc_swap::ArcSwap<Live>,
     /// `[log] slow_statement_ms`, replaced by SIGHUP (read per statement).
@@ -280,7 +285,7 @@ impl Context {
             acquire,
         );
         let metrics = crate::metrics::Metrics::new(workers, config.metrics.max_digests);
-        let xa_checks = crate::exec::txn::checks::XaChecks::new(config.backends.len());
+        let xa_checks = XaChecks::new(config.backends.len());
         Arc::new(Context {
             xa_checks,
             metrics,
@@ -289,7 +294,7 @@ impl Context {
                 config.proxy.coalesce_max_members,
             ))),
             cache: crate::exec::cache::ResultCache::new(config.cache.max_bytes).map(Arc::new),
-            fleet: crate::fleet::Member::new(),
+            fleet: Member::new(),
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
             tenants: crate::tenant::Tenants::new(&config),
             slow_statement_ms: AtomicU64::new(config.log.slow_statement_ms),

@@ -42,10 +42,7 @@ async fn start_backends(ctx: &Arc<Context>, worker: usize) {
         crate::exec::txn::checks::check_all(ctx, worker).await;
     }
     if !ctx.replicas.is_empty() {
-        tokio::spawn(crate::backend::replicas::monitor(
-            Arc::downgrade(ctx),
-            worker,
-        ));
+        tokio::spawn(replica_monitor(Arc::downgrade(ctx), worker));
     }
     if worker == 0 && !ctx.replicas.is_empty() && ctx.config.proxy.failover_after_ms > 0 {
         tokio::spawn(crate::admin::failover_watch(Arc::downgrade(ctx), worker));
@@ -496,5 +493,41 @@ impl RunningProxy {
 impl Drop for RunningProxy {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// The replica monitor (`backend/replicas.rs`) on worker `worker`: on worker 0 (once per proxy) every
+/// `replica_check_interval_ms` a look at each replica, all at once; on
+/// every worker, every health-check interval, the health checks of its
+/// replica pools that hold connections. Ends with the proxy.
+async fn replica_monitor(ctx: std::sync::Weak<Context>, worker: usize) {
+    let Some(first) = ctx.upgrade() else { return };
+    let health = Duration::from_millis(first.config.proxy.health_check_interval_ms.max(100));
+    let every = match worker {
+        0 => Duration::from_millis(first.config.proxy.replica_check_interval_ms.max(10)),
+        _ => health,
+    };
+    drop(first);
+    let mut last_health = tokio::time::Instant::now();
+    loop {
+        let Some(ctx) = ctx.upgrade() else { return };
+        let max_lag = ctx.config.proxy.replica_max_lag_ms;
+        if worker == 0 {
+            let main = ctx.pool(worker, BackendId::MAIN);
+            let looks =
+                (0..ctx.replicas.list.len()).map(|r| ctx.replicas.look(worker, r, max_lag, main));
+            futures_util::future::join_all(looks).await;
+        }
+        if last_health.elapsed() >= health {
+            last_health = tokio::time::Instant::now();
+            for pool in ctx.replicas.worker_pools(worker) {
+                // (A frozen one is probed: nothing else lifts it.)
+                if pool.stats().open > 0 || pool.watch.is_frozen() {
+                    pool.check(health).await;
+                }
+            }
+        }
+        drop(ctx);
+        tokio::time::sleep(every).await;
     }
 }

@@ -14,6 +14,7 @@ pub mod fingerprint;
 pub mod guard;
 pub mod lexer;
 pub mod mentions;
+pub mod quote;
 pub mod reads;
 pub mod rewrite;
 pub mod shareable;

@@ -20,9 +20,7 @@ use hscale_wire::response::ErrPacket;
 
 use super::{commit, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
-use crate::exec::cache::physical_tables;
-use crate::exec::coalesce::Target;
-use crate::partition::versions::{arm, clear_marks, disarm, RULES, STATEMENTS};
+use crate::partition::versions::{arm, clear_marks, disarm, physical_tables, RULES, STATEMENTS};
 use crate::partition::{quote_str, store};
 use crate::runtime::Context;
 
@@ -76,17 +74,12 @@ pub(super) async fn cache_table(
 ) -> Result<AdminOutput, ProxyError> {
     let _g = ctx.partitioning.admin_lock.lock().await;
     let d = reload(ctx, worker).await?;
-    let targets = physical_tables(
-        &d,
-        &name,
-        Target::Planned { version: 0 },
-        ctx.backend_count(),
-    )
-    .ok_or_else(|| {
-        wrong(format!(
-            "{name} is a view: cache the tables it reads instead"
-        ))
-    })?;
+    let targets =
+        physical_tables(&d, &name, BackendId::MAIN, ctx.backend_count()).ok_or_else(|| {
+            wrong(format!(
+                "{name} is a view: cache the tables it reads instead"
+            ))
+        })?;
     for (backend, db, table) in &targets {
         check_base_table(ctx, worker, *backend, db, table).await?;
     }
@@ -138,13 +131,8 @@ pub(super) async fn uncache_table(
     let Some(before) = d.cache_rule(&name) else {
         return Err(wrong(format!("table {name} is not cached")));
     };
-    let targets = physical_tables(
-        &d,
-        &name,
-        Target::Planned { version: 0 },
-        ctx.backend_count(),
-    )
-    .unwrap_or_default();
+    let targets =
+        physical_tables(&d, &name, BackendId::MAIN, ctx.backend_count()).unwrap_or_default();
     drop(d);
     let sql = vec![format!(
         "DELETE FROM `hscale`.`cached_tables` WHERE db = {} AND tbl = {}",

@@ -39,11 +39,12 @@
 
 use hscale_route::BackendId;
 
-use super::failover::{
-    await_fleet, await_proxies, caught_up, caught_up_and_detached, check_promotable, gtid_rank,
-    kill_clients, one, read_lock, replicate_from,
-};
+use super::failover::{await_fleet, await_proxies};
 use super::switch_journal::{begin_sql, end_sql, failpoint, Switch};
+use super::switch_servers::{
+    caught_up, caught_up_and_detached, check_promotable, gtid_rank, kill_clients, one, read_lock,
+    replicate_from,
+};
 use super::AdminOutput;
 use crate::backend::addresses::{next_epoch, read_main_records};
 use crate::backend::BackendConn;

@@ -27,8 +27,8 @@ mod schema;
 mod setup_global_table;
 mod setup_table;
 mod show;
-mod show_transactions;
 mod switch_journal;
+mod switch_servers;
 mod table_ddl;
 pub mod views;
 
@@ -135,7 +135,10 @@ pub async fn execute(
             move_partition::run(ctx, worker, name, &partition, &backend).await
         }
         AdminCommand::ShowOperations => show::operations(ctx, worker).await,
-        AdminCommand::ShowTransactions => show_transactions::show(ctx, worker).await,
+        // The executor's own state: `Exec::run_admin` answers it.
+        AdminCommand::ShowTransactions => Err(wrong(
+            "internal: HSCALE SHOW TRANSACTIONS is answered by the executor (exec/txn/show.rs)",
+        )),
         AdminCommand::CancelOperation { id } => cancel::run(ctx, worker, id).await,
         AdminCommand::AutoPartition { table, placement } => {
             let name = table_name(&table, session_db)?;

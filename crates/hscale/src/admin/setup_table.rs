@@ -6,7 +6,7 @@ use hscale_route::BackendId;
 use hscale_route::HashingFunction;
 
 use hscale_route::admin::BackendRef;
-use hscale_route::dictionary::{generation_name, Lookup, TableName};
+use hscale_route::dictionary::{generation_name, Dictionary, Lookup, TableName};
 use hscale_route::key_compare::{KeyCompare, UnsupportedCollation};
 
 use super::change::{self, Move};
@@ -89,30 +89,14 @@ pub(super) async fn run(
     if let Some(c) = auto_column.as_deref() {
         rows.push(store::start_sequence_sql(&name, op, c, &after_rename));
     }
-    // Each global unique index: its lookup table in the dictionary, and
-    // its rows read from the table once no write reaches it any more (its
-    // own UNIQUE key held them unique), in the dictionary's commit.
-    for index in &indexes {
-        let l = &index.lookup;
-        rows.push(store::insert_table_sql(
-            &l.table,
-            &l.column,
-            &lookup_function(),
-            &index.physical,
-            names[BackendId::MAIN.index()],
-            (&index.column_type, index.compare.as_ref()),
-            None,
-        ));
-        rows.push(store::insert_lookup_sql(&name, l));
-        rows.push(format!(
-            "INSERT INTO {} ({c}, {k}) SELECT {c}, {k} FROM {} WHERE {c} IS NOT NULL",
-            qualified(&name.db, &index.physical),
-            qualified(&name.db, &after_rename),
-            c = crate::partition::quote_ident(&l.column),
-            k = crate::partition::quote_ident(column),
-        ));
-    }
-    let apply = |d: &mut hscale_route::dictionary::Dictionary| {
+    rows.extend(index_rows(
+        &name,
+        column,
+        &indexes,
+        &after_rename,
+        names[BackendId::MAIN.index()],
+    ));
+    let apply = |d: &mut Dictionary| {
         d.setup_table(name.clone(), column, default_table, b, function.clone())
             .map_err(wrong)?;
         d.set_key_type(&name, &key_type);
@@ -151,30 +135,7 @@ pub(super) async fn run(
         reshape: None,
     };
     let report = if b.is_main() {
-        // In place: the table's new name is its default partition. Other
-        // proxies that still route `t` as a plain table run into the rename
-        // and wait for the new dictionary (the journal says 'cutover').
-        // The journal records the plan first: a take-over finishes the
-        // change once the table was renamed, and undoes it before.
-        let started = std::time::Instant::now();
-        let renamed = rename_in_place(ctx, worker, op, &m, &name, default_table).await;
-        if let Err(e) = renamed {
-            change::fail(ctx, worker, op, &e).await;
-            return Err(e);
-        }
-        if let Some(ms) = change::test_pause("HSCALE_TEST_PAUSE_AFTER_RENAME_MS") {
-            // Tests kill the owner here: the take-over commits.
-            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-        }
-        let mut report = change::Report {
-            rows: 0,
-            seconds: 0.0,
-            longest_pause_ms: 0,
-        };
-        report.longest_pause_ms = started.elapsed().as_millis() as u64;
-        change::commit_with_journal(ctx, worker, op, change::FIRST_EPOCH, &report, apply).await?;
-        report.seconds = started.elapsed().as_secs_f64();
-        report
+        partition_in_place(ctx, worker, op, &m, (&name, default_table), apply).await?
     } else {
         change::run(ctx, worker, op, &m, apply).await?
     };
@@ -185,6 +146,78 @@ pub(super) async fn run(
             names[b.index()]
         ),
     ))
+}
+
+/// Partitioning in place, the default partition on the main backend:
+/// the table renamed to it (`rename_in_place`), then the dictionary
+/// committed with the journal; the longest pause is the rename's.
+async fn partition_in_place(
+    ctx: &Context,
+    worker: usize,
+    op: u64,
+    m: &Move,
+    (name, default_table): (&TableName, &str),
+    apply: impl FnMut(&mut Dictionary) -> Result<Vec<String>, ProxyError>,
+) -> Result<change::Report, ProxyError> {
+    // In place: the table's new name is its default partition. Other
+    // proxies that still route `t` as a plain table run into the rename
+    // and wait for the new dictionary (the journal says 'cutover').
+    // The journal records the plan first: a take-over finishes the
+    // change once the table was renamed, and undoes it before.
+    let started = std::time::Instant::now();
+    let renamed = rename_in_place(ctx, worker, op, m, name, default_table).await;
+    if let Err(e) = renamed {
+        change::fail(ctx, worker, op, &e).await;
+        return Err(e);
+    }
+    if let Some(ms) = change::test_pause("HSCALE_TEST_PAUSE_AFTER_RENAME_MS") {
+        // Tests kill the owner here: the take-over commits.
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    let mut report = change::Report {
+        rows: 0,
+        seconds: 0.0,
+        longest_pause_ms: 0,
+    };
+    report.longest_pause_ms = started.elapsed().as_millis() as u64;
+    change::commit_with_journal(ctx, worker, op, change::FIRST_EPOCH, &report, apply).await?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Each global unique index's rows in the dictionary's commit: its
+/// lookup table (on the main backend, named `main`), the index itself,
+/// and its rows read from the table once no write reaches it any more
+/// (`after_rename`: its own UNIQUE key held them unique).
+fn index_rows(
+    name: &TableName,
+    column: &str,
+    indexes: &[NewIndex],
+    after_rename: &str,
+    main: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for index in indexes {
+        let l = &index.lookup;
+        out.push(store::insert_table_sql(
+            &l.table,
+            &l.column,
+            &lookup_function(),
+            &index.physical,
+            main,
+            (&index.column_type, index.compare.as_ref()),
+            None,
+        ));
+        out.push(store::insert_lookup_sql(name, l));
+        out.push(format!(
+            "INSERT INTO {} ({c}, {k}) SELECT {c}, {k} FROM {} WHERE {c} IS NOT NULL",
+            qualified(&name.db, &index.physical),
+            qualified(&name.db, after_rename),
+            c = crate::partition::quote_ident(&l.column),
+            k = crate::partition::quote_ident(column),
+        ));
+    }
+    out
 }
 
 /// How a lookup table is partitioned: by a hash of the indexed value, so

@@ -27,7 +27,7 @@
 
 use hscale_route::BackendId;
 
-use super::failover::{kill_clients, one, replicate_from};
+use super::switch_servers::{kill_clients, lacking, one, replicate_from};
 use crate::backend::addresses::{pick_main, read_main_records};
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
@@ -246,7 +246,7 @@ async fn repair(
             let state = one(&mut b, "SELECT @@GLOBAL.gtid_binlog_state")
                 .await?
                 .unwrap_or_default();
-            let extra = super::failover::lacking(&pos, &state);
+            let extra = lacking(&pos, &state);
             if extra.is_empty() {
                 replicate_from(&mut a, &s.to, cfg, Some(&pos)).await?;
             } else {

@@ -76,7 +76,7 @@ pub struct MainRecord {
 /// primary that missed the switch (dead, cut off, or back without
 /// rejoining) names itself with a lower epoch.
 pub async fn read_main_records(pool: &crate::backend::Pool, servers: &[&str]) -> Vec<MainRecord> {
-    let name = crate::partition::quote_str(&pool.cfg.name);
+    let name = hscale_sql::quote::quote_str(&pool.cfg.name);
     let full = format!(
         "SELECT @@GLOBAL.read_only, \
          (SELECT address FROM `hscale`.`backend_addresses` WHERE backend = {name}), \

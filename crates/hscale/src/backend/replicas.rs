@@ -1,6 +1,7 @@
 //! Replicas of backends (`[[backends]] replicas`): their pools, beside
 //! the primaries' in `runtime.rs`, and the monitor that reads each one's
-//! replication state.
+//! replication state (`Replicas::look`; its loop on every worker is
+//! `server.rs::replica_monitor`).
 //!
 //! A replica is a MariaDB server replicating from its backend (GTID
 //! replication). hscale never writes to it and never sends it a read by
@@ -355,7 +356,7 @@ impl Replicas {
         let mut m = main.get(false).await.map_err(|e| e.to_string())?;
         let sql = format!(
             "SELECT address, epoch FROM `hscale`.`backend_addresses` WHERE backend = {}",
-            crate::partition::quote_str(&self.list[r].backend_name)
+            hscale_sql::quote::quote_str(&self.list[r].backend_name)
         );
         let named = m
             .query_rows(&sql)
@@ -457,42 +458,6 @@ pub fn judge(
             )),
         ),
         Some(_) => (lag, None),
-    }
-}
-
-/// The monitor on worker `worker`: on worker 0 (once per proxy) every
-/// `replica_check_interval_ms` a look at each replica, all at once; on
-/// every worker, every health-check interval, the health checks of its
-/// replica pools that hold connections. Ends with the proxy.
-pub async fn monitor(ctx: std::sync::Weak<crate::runtime::Context>, worker: usize) {
-    let Some(first) = ctx.upgrade() else { return };
-    let health = Duration::from_millis(first.config.proxy.health_check_interval_ms.max(100));
-    let every = match worker {
-        0 => Duration::from_millis(first.config.proxy.replica_check_interval_ms.max(10)),
-        _ => health,
-    };
-    drop(first);
-    let mut last_health = tokio::time::Instant::now();
-    loop {
-        let Some(ctx) = ctx.upgrade() else { return };
-        let max_lag = ctx.config.proxy.replica_max_lag_ms;
-        if worker == 0 {
-            let main = ctx.pool(worker, BackendId::MAIN);
-            let looks =
-                (0..ctx.replicas.list.len()).map(|r| ctx.replicas.look(worker, r, max_lag, main));
-            futures_util::future::join_all(looks).await;
-        }
-        if last_health.elapsed() >= health {
-            last_health = tokio::time::Instant::now();
-            for pool in ctx.replicas.worker_pools(worker) {
-                // (A frozen one is probed: nothing else lifts it.)
-                if pool.stats().open > 0 || pool.watch.is_frozen() {
-                    pool.check(health).await;
-                }
-            }
-        }
-        drop(ctx);
-        tokio::time::sleep(every).await;
     }
 }
 

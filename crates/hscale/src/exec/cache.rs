@@ -74,7 +74,7 @@ use hscale_route::BackendId;
 
 use super::coalesce::{Answer, Key, Target};
 use crate::error::ProxyError;
-use crate::partition::versions;
+use crate::partition::versions::{self, physical_tables, Physical};
 use crate::runtime::Context;
 
 mod version_reads;
@@ -113,9 +113,6 @@ pub struct Rule {
 /// What a rule's probes read: the main backend's dictionary version
 /// (`u64::MAX` when unread), then each probe's tables' sums in order.
 type Seen = Vec<u64>;
-
-/// A physical table: its backend, database and name.
-pub type Physical = (BackendId, String, String);
 
 enum Slot {
     /// Not cacheable under this local dictionary version (a statement
@@ -401,9 +398,14 @@ pub fn rule_of(
             CacheRule::Exact => exact.push(name),
         }
     }
+    // An unpartitioned table's rows are where the statement runs.
+    let unpartitioned = match target {
+        Target::Backend(b) => b,
+        Target::Planned { .. } => BackendId::MAIN,
+    };
     let mut arm = Vec::new();
     for name in &exact {
-        arm.extend(physical_tables(d, name, target, backends)?);
+        arm.extend(physical_tables(d, name, unpartitioned, backends)?);
     }
     Some(Rule {
         ttl,
@@ -412,40 +414,6 @@ pub fn rule_of(
         dict_version: d.version,
         stored_version: d.stored_version,
     })
-}
-
-/// Where `name`'s rows live: every partition's physical table, every
-/// global copy, or the backend an unpartitioned table's reads go to.
-/// `None` for a view hscale keeps (no triggers on a view).
-pub fn physical_tables(
-    d: &Dictionary,
-    name: &TableName,
-    target: Target,
-    backends: usize,
-) -> Option<Vec<Physical>> {
-    if d.view(name).is_some() {
-        return None;
-    }
-    if let Some(t) = d.table(name) {
-        return Some(
-            t.all_targets()
-                .into_iter()
-                .map(|x| (x.backend, name.db.clone(), x.physical_table))
-                .collect(),
-        );
-    }
-    if d.is_global(name) {
-        return Some(
-            (0..backends)
-                .map(|i| (BackendId::new(i), name.db.clone(), name.table.clone()))
-                .collect(),
-        );
-    }
-    let backend = match target {
-        Target::Backend(b) => b,
-        Target::Planned { .. } => BackendId::MAIN,
-    };
-    Some(vec![(backend, name.db.clone(), name.table.clone())])
 }
 
 /// One version read per backend of `arm`; the main backend's (first,

@@ -28,9 +28,7 @@ use hscale_route::dictionary::{CacheRule, TableName};
 use hscale_route::BackendId;
 
 use super::bindings::Bindings;
-use super::cache::physical_tables;
-use super::coalesce::Target;
-use crate::partition::versions;
+use crate::partition::versions::{self, physical_tables};
 
 /// The physical tables a DDL statement marked, per backend, with the
 /// mark's slot.
@@ -86,9 +84,8 @@ pub async fn before(b: &Bindings, facts: &hscale_sql::Facts, sql: &str) -> Optio
     }
     let mut by_backend: Vec<(BackendId, Vec<(String, String)>)> = Vec::new();
     for name in &names {
-        let target = Target::Planned { version: 0 };
         for (backend, pdb, table) in
-            physical_tables(&d, name, target, b.ctx.backend_count()).unwrap_or_default()
+            physical_tables(&d, name, BackendId::MAIN, b.ctx.backend_count()).unwrap_or_default()
         {
             match by_backend.iter_mut().find(|(x, _)| *x == backend) {
                 Some((_, list)) => list.push((pdb, table)),

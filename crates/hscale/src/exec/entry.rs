@@ -7,7 +7,8 @@
 //! and calls [`Exec::plan_and_run`], which gives back [`Ran`]: answered,
 //! or a statement the session runs as the client's (the assignment of a
 //! SELECT ... INTO @vars over partitions, `steps/select_into.rs`). A
-//! prepared execution split by rows calls `plan_and_run` itself.
+//! prepared execution split by rows calls `plan_and_run` itself. An
+//! `HSCALE` command enters at [`Exec::run_admin`].
 //!
 //! ```text
 //!  plan_and_run ─► planning::plan ─► run_planned ─┬─ SELECT ... INTO @vars ─► Ran::Query
@@ -20,6 +21,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use hscale_route::admin::AdminCommand;
 use hscale_route::router::{Plan, StatementKind};
 use hscale_route::BackendId;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -565,5 +567,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }
         }
         Ok(Ran::Done)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
+    /// An `HSCALE` command (the session checked the admin right), run and
+    /// answered: `SHOW TRANSACTIONS`, the commit protocol's own state, by
+    /// `txn/show.rs`; every other by `crate::admin::execute`.
+    pub(crate) async fn run_admin(&mut self, cmd: AdminCommand) -> Result<(), ProxyError> {
+        let (ctx, worker) = (&self.b.ctx, self.b.worker);
+        let out = match cmd {
+            AdminCommand::ShowTransactions => super::txn::show::show(ctx, worker).await?,
+            cmd => crate::admin::execute(ctx, worker, self.b.state.db.as_deref(), cmd).await?,
+        };
+        self.write_admin_output(out).await
     }
 }

@@ -114,6 +114,82 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         Ok(out)
     }
 
+    /// Step 2: each target row once (the same row matched again with
+    /// other values to write is refused, as one server's choice would
+    /// depend on its join order), grouped by the target and the
+    /// partition its key routes to (every partition when it cannot be
+    /// routed, the main backend for a table that is not partitioned).
+    fn join_write_buckets(
+        &self,
+        w: &JoinWrite,
+        input: &Input,
+        columns: &[Columns],
+        raw: &[sink::Row],
+        literals: &[Vec<String>],
+    ) -> Result<Vec<(usize, Target, Bucket)>, ProxyError> {
+        let mut writes: Vec<(usize, Target, Bucket)> = Vec::new();
+        let mut seen: HashMap<(String, Vec<String>), Vec<String>> = HashMap::new();
+        for (x_at, x) in input.targets.iter().enumerate() {
+            let table = &w.tables[x.table];
+            let key = &columns[x.table].primary;
+            let range = x.key_at..x.key_at + key.len();
+            let dict = self.b.ctx.partitioning.dictionary();
+            let partitioned = dict.table(&table.name).cloned();
+            drop(dict);
+            let key_pos = partitioned
+                .as_ref()
+                .and_then(|p| key.iter().position(|c| c.eq_ignore_ascii_case(&p.column)));
+            for (row, lits) in raw.iter().zip(literals) {
+                let keys = &lits[range.clone()];
+                if keys.iter().any(|k| k == "NULL") {
+                    // The outer side of a LEFT JOIN: no row to write.
+                    continue;
+                }
+                let foreign: Vec<String> = x.foreign.iter().map(|f| lits[f.2].clone()).collect();
+                // One row of one table, whatever name it is written under.
+                let id = (table.name.to_string(), keys.to_vec());
+                if let Some(before) = seen.get(&id) {
+                    if *before != foreign {
+                        return Err(ProxyError::Refused(format!(
+                        "a {WHAT} that matches a row of {} several times with different values to write (one server's choice depends on the order it joins in)",
+                        table.name
+                    )));
+                    }
+                    continue;
+                }
+                seen.insert(id, foreign.clone());
+                let targets = match (&partitioned, key_pos) {
+                    (None, _) => vec![Target {
+                        backend: BackendId::MAIN,
+                        physical_table: table.name.table.clone(),
+                    }],
+                    (Some(p), Some(at)) => {
+                        let text = row[range.start + at]
+                            .as_deref()
+                            .and_then(|b| std::str::from_utf8(b).ok());
+                        let routed = text.and_then(|s| {
+                            let v = p.stored_key(KeyValue::Str(s.to_string()))?;
+                            let (r, questions) = Learnt::new().attempt(|known| p.route(&v, known));
+                            r.ok().filter(|_| questions.is_empty())
+                        });
+                        match routed {
+                            Some(t) => vec![t],
+                            None => p.all_targets(),
+                        }
+                    }
+                    (Some(p), None) => p.all_targets(),
+                };
+                for t in targets {
+                    match writes.iter_mut().find(|(a, b, _)| *a == x_at && *b == t) {
+                        Some((_, _, rows)) => rows.push((keys.to_vec(), foreign.clone())),
+                        None => writes.push((x_at, t, vec![(keys.to_vec(), foreign.clone())])),
+                    }
+                }
+            }
+        }
+        Ok(writes)
+    }
+
     /// Steps 1 to 3; `Ok(None)` when one failed and its error was
     /// written.
     async fn join_write_steps(
@@ -149,66 +225,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Selected::Rows(rows) => rows,
         };
         // 2. Each target's rows once, by partition.
-        let mut writes: Vec<(usize, Target, Bucket)> = Vec::new();
-        let mut seen: HashMap<(String, Vec<String>), Vec<String>> = HashMap::new();
-        for (x_at, x) in input.targets.iter().enumerate() {
-            let table = &w.tables[x.table];
-            let key = &columns[x.table].primary;
-            let range = x.key_at..x.key_at + key.len();
-            let dict = self.b.ctx.partitioning.dictionary();
-            let partitioned = dict.table(&table.name).cloned();
-            drop(dict);
-            let key_pos = partitioned
-                .as_ref()
-                .and_then(|p| key.iter().position(|c| c.eq_ignore_ascii_case(&p.column)));
-            for (row, lits) in raw.iter().zip(&literals) {
-                let keys = &lits[range.clone()];
-                if keys.iter().any(|k| k == "NULL") {
-                    // The outer side of a LEFT JOIN: no row to write.
-                    continue;
-                }
-                let foreign: Vec<String> = x.foreign.iter().map(|f| lits[f.2].clone()).collect();
-                // One row of one table, whatever name it is written under.
-                let id = (table.name.to_string(), keys.to_vec());
-                if let Some(before) = seen.get(&id) {
-                    if *before != foreign {
-                        return Err(ProxyError::Refused(format!(
-                            "a {WHAT} that matches a row of {} several times with different values to write (one server's choice depends on the order it joins in)",
-                            table.name
-                        )));
-                    }
-                    continue;
-                }
-                seen.insert(id, foreign.clone());
-                let targets = match (&partitioned, key_pos) {
-                    (None, _) => vec![Target {
-                        backend: BackendId::MAIN,
-                        physical_table: table.name.table.clone(),
-                    }],
-                    (Some(p), Some(at)) => {
-                        let text = row[range.start + at]
-                            .as_deref()
-                            .and_then(|b| std::str::from_utf8(b).ok());
-                        let routed = text.and_then(|s| {
-                            let v = p.stored_key(KeyValue::Str(s.to_string()))?;
-                            let (r, questions) = Learnt::new().attempt(|known| p.route(&v, known));
-                            r.ok().filter(|_| questions.is_empty())
-                        });
-                        match routed {
-                            Some(t) => vec![t],
-                            None => p.all_targets(),
-                        }
-                    }
-                    (Some(p), None) => p.all_targets(),
-                };
-                for t in targets {
-                    match writes.iter_mut().find(|(a, b, _)| *a == x_at && *b == t) {
-                        Some((_, _, rows)) => rows.push((keys.to_vec(), foreign.clone())),
-                        None => writes.push((x_at, t, vec![(keys.to_vec(), foreign.clone())])),
-                    }
-                }
-            }
-        }
+        let writes = self.join_write_buckets(w, input, columns, &raw, &literals)?;
         // 3. The writes.
         let kind = w.kind;
         let mut total = OkPacket::default();

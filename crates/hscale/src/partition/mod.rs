@@ -27,6 +27,9 @@ use arc_swap::ArcSwap;
 use hscale_route::dictionary::{Dictionary, TableName};
 use hscale_route::HashingFunction;
 
+/// SQL quoting, written once in `hscale_sql::quote`.
+pub use hscale_sql::quote::{qualified, quote_ident, quote_str};
+
 /// The current dictionary, swapped whole when it changes.
 pub struct Partitioning {
     snapshot: ArcSwap<Dictionary>,
@@ -300,38 +303,12 @@ pub fn function_of(f: &HashingFunction, c: &str) -> String {
     }
 }
 
-pub fn quote_ident(s: &str) -> String {
-    format!("`{}`", s.replace('`', "``"))
-}
-
-pub fn quote_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('\'');
-    for c in s.chars() {
-        match c {
-            '\'' => out.push_str("''"),
-            '\\' => out.push_str("\\\\"),
-            '\0' => out.push_str("\\0"),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
-
-/// `` `db`.`table` ``
-pub fn qualified(db: &str, table: &str) -> String {
-    format!("{}.{}", quote_ident(db), quote_ident(table))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn quoting() {
-        assert_eq!(quote_ident("a`b"), "`a``b`");
-        assert_eq!(quote_str("it's \\ ok"), "'it''s \\\\ ok'");
+    fn hashing_function_sql() {
         assert_eq!(
             function_sql(&HashingFunction::Hash(4), "id"),
             "CRC32(`id`) % 4"

@@ -416,6 +416,23 @@ async fn load_in_snapshot(
         d.move_partition(&name, &f(3), backend, &f(5))
             .map_err(|e| ProxyError::Wrong(e.to_string()))?;
     }
+    load_lookups(conn, &mut d).await?;
+    let globals = conn
+        .query_rows("SELECT db, tbl FROM `hscale`.`global_tables`")
+        .await?
+        .map_err(|e| server_error(conn, "reading the dictionary", e))?;
+    for r in globals.strings() {
+        let f = |i: usize| r[i].clone().unwrap_or_default();
+        d.add_global(TableName::new(&f(0), &f(1)))
+            .map_err(|e| ProxyError::Wrong(e.to_string()))?;
+    }
+    load_cache_rules(conn, &mut d).await?;
+    load_views(conn, &mut d).await?;
+    Ok(d)
+}
+
+/// The dictionary's global unique indexes (`hscale.unique_lookups`).
+async fn load_lookups(conn: &mut BackendConn, d: &mut Dictionary) -> Result<(), ProxyError> {
     // Global unique indexes: a table created by `ensure_schema`, absent
     // from a dictionary no proxy of this version wrote yet.
     match conn
@@ -441,15 +458,11 @@ async fn load_in_snapshot(
         Err(e) if e.code == 1146 => {}
         Err(e) => return Err(server_error(conn, "reading the dictionary", e)),
     }
-    let globals = conn
-        .query_rows("SELECT db, tbl FROM `hscale`.`global_tables`")
-        .await?
-        .map_err(|e| server_error(conn, "reading the dictionary", e))?;
-    for r in globals.strings() {
-        let f = |i: usize| r[i].clone().unwrap_or_default();
-        d.add_global(TableName::new(&f(0), &f(1)))
-            .map_err(|e| ProxyError::Wrong(e.to_string()))?;
-    }
+    Ok(())
+}
+
+/// The result cache's rules (`hscale.cached_tables`, `cached_statements`).
+async fn load_cache_rules(conn: &mut BackendConn, d: &mut Dictionary) -> Result<(), ProxyError> {
     // The result cache's rules: a table created by the first
     // CACHE_TABLE (`admin/cache.rs`), so none before.
     let rules = conn
@@ -486,6 +499,11 @@ async fn load_in_snapshot(
         Err(e) if e.code == 1146 => {}
         Err(e) => return Err(server_error(conn, "reading the dictionary", e)),
     }
+    Ok(())
+}
+
+/// The views hscale keeps (`hscale.views`).
+async fn load_views(conn: &mut BackendConn, d: &mut Dictionary) -> Result<(), ProxyError> {
     let views = conn
         .query_rows("SELECT db, tbl, select_sql, column_list, inner_columns, algorithm, definer, security, check_option, reads_tables FROM `hscale`.`views`")
         .await?
@@ -504,7 +522,7 @@ async fn load_in_snapshot(
             reads: view::decode_tables(&f(9)),
         });
     }
-    Ok(d)
+    Ok(())
 }
 
 /// Store `v`, replacing the view of its name.

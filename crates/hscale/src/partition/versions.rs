@@ -1,6 +1,6 @@
 //! The result cache's version rows and triggers on a backend
 //! (`exec/cache.rs` reads them, `admin/cache.rs` puts them in place and
-//! removes them): `hscale.cache_versions` holds, per physical table and
+//! removes them), on the physical tables of a table ([`physical_tables`]): `hscale.cache_versions` holds, per physical table and
 //! writing connection, a counter that AFTER INSERT, UPDATE and DELETE
 //! triggers on the table raise in the writer's own transaction. A reader
 //! sums a table's rows: the sum moves exactly when a write commits.
@@ -18,6 +18,9 @@
 //! LOCKED`) and adds them into the table's row of slot 0, which no
 //! writer touches: it waits for nobody but another fold, and keeps every
 //! sum as it was.
+
+use hscale_route::dictionary::{Dictionary, TableName};
+use hscale_route::BackendId;
 
 use super::{qualified, quote_ident, quote_str, store};
 use crate::backend::BackendConn;
@@ -52,6 +55,40 @@ pub const STATEMENTS: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`cached_statem
     ttl_ms BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB";
 
 const EVENTS: [(&str, &str); 3] = [("i", "INSERT"), ("u", "UPDATE"), ("d", "DELETE")];
+
+/// A physical table: its backend, database and name.
+pub type Physical = (BackendId, String, String);
+
+/// Where `name`'s rows live: every partition's physical table, every
+/// global copy, or the table on `unpartitioned`, the backend an
+/// unpartitioned table's reads go to.
+/// `None` for a view hscale keeps (no triggers on a view).
+pub fn physical_tables(
+    d: &Dictionary,
+    name: &TableName,
+    unpartitioned: BackendId,
+    backends: usize,
+) -> Option<Vec<Physical>> {
+    if d.view(name).is_some() {
+        return None;
+    }
+    if let Some(t) = d.table(name) {
+        return Some(
+            t.all_targets()
+                .into_iter()
+                .map(|x| (x.backend, name.db.clone(), x.physical_table))
+                .collect(),
+        );
+    }
+    if d.is_global(name) {
+        return Some(
+            (0..backends)
+                .map(|i| (BackendId::new(i), name.db.clone(), name.table.clone()))
+                .collect(),
+        );
+    }
+    Some(vec![(unpartitioned, name.db.clone(), name.table.clone())])
+}
 
 /// The name of `table`'s version trigger for `event` (in its database).
 /// `hscale_w*` bump `cache_versions`; the `hscale_v*` of the first

@@ -1,5 +1,7 @@
 //! A live session as the rest of the proxy sees it (`SessionHandle`):
-//! what KILL and PROCESSLIST read, and what wakes an idle session.
+//! what KILL and PROCESSLIST read, what wakes an idle session, and its
+//! transaction across backends as `HSCALE SHOW TRANSACTIONS` lists it
+//! (`Published`, which `exec/txn/published.rs` writes).
 
 use super::*;
 
@@ -27,7 +29,7 @@ pub struct SessionHandle {
     is_woken: AtomicBool,
     waker: futures_util::task::AtomicWaker,
     /// The session's transaction across backends, as of its last statement.
-    pub txn: crate::exec::txn::published::Published,
+    pub txn: Published,
 }
 
 impl SessionHandle {
@@ -158,5 +160,56 @@ impl Info {
             Info::Text(b) => b,
             Info::Prepared(b) => b,
         }
+    }
+}
+
+/// A session's transaction across backends, for the listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnView {
+    pub gtrid: String,
+    pub home: BackendId,
+    pub home_written: bool,
+    /// Every branch besides the home: backend and whether it wrote.
+    pub branches: Vec<(BackendId, bool)>,
+}
+
+/// What a session last published (in its `SessionHandle`), at the top
+/// of each command (`Bindings::publish_txn`): one relaxed load when it
+/// has no transaction across backends, so the statement path of other
+/// sessions is untouched.
+#[derive(Debug, Default)]
+pub struct Published {
+    has_txn: AtomicBool,
+    view: Mutex<Option<TxnView>>,
+}
+
+impl Published {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<TxnView>> {
+        self.view.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The session's transaction across backends, if it has one.
+    pub fn get(&self) -> Option<TxnView> {
+        if !self.has_txn.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.lock().clone()
+    }
+
+    /// The session has no transaction across backends (any more).
+    pub fn clear(&self) {
+        if self.has_txn.load(Ordering::Relaxed) {
+            *self.lock() = None;
+            self.has_txn.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// The session's transaction across backends is `view`.
+    pub fn set(&self, view: TxnView) {
+        let mut g = self.lock();
+        if g.as_ref() != Some(&view) {
+            *g = Some(view);
+        }
+        self.has_txn.store(true, Ordering::Relaxed);
     }
 }

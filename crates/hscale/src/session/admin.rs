@@ -1,10 +1,11 @@
-//! `HSCALE ...` commands from a client: check the admin right, run the
-//! command (`crate::admin`), answer with OK or a result set.
+//! `HSCALE ...` commands from a client: check the admin right, then the
+//! executor runs the command and answers (`Exec::run_admin`,
+//! `exec/entry.rs`: `crate::admin` or, for SHOW TRANSACTIONS,
+//! `exec/txn/show.rs`).
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Session;
-use crate::admin::execute;
 use crate::error::ProxyError;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
@@ -20,7 +21,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             command = sql,
             "admin command"
         );
-        let out = execute(&self.b.ctx, self.b.worker, self.b.state.db.as_deref(), cmd).await?;
-        self.exec().write_admin_output(out).await
+        self.exec().run_admin(cmd).await
     }
 }

@@ -1,6 +1,7 @@
 //! Unit tests of the dictionary model.
 
 use super::*;
+use crate::KeyValue;
 
 #[test]
 fn generation_names_are_new() {

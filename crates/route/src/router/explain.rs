@@ -4,7 +4,10 @@
 //! The proxy's admin command calls [`Plan::describe`] with the backends'
 //! names; nothing here looks at a backend.
 
-use super::{InsertSelect, KeyMove, MergePlan, Mode, OrderedWrite, Output, Plan, StatementKind};
+use super::{
+    ByLookup, CreateSelect, InsertSelect, KeyMove, Maintenance, MergePlan, Mode, OrderedWrite,
+    Output, Plan, StatementKind, UniqueWrite,
+};
 use crate::BackendId;
 
 /// One row of a described plan.
@@ -94,97 +97,11 @@ impl Plan {
             Plan::OrderedWrite(w) => describe_ordered_write(w, statement),
             Plan::KeyMove(m) => describe_key_move(m, statement, &name),
             Plan::JoinWrite(w) => describe_join_write(w, statement),
-            Plan::UniqueWrite(w) => {
-                let mut rows: Vec<ExplainRow> = w
-                    .parts
-                    .iter()
-                    .map(|(t, sql)| {
-                        ExplainRow::new(
-                            &name(t.backend),
-                            format!("partition of {} ({})", w.table, t.physical_table),
-                            sql.as_str(),
-                        )
-                    })
-                    .collect();
-                for index in &w.inserts {
-                    for (t, sql) in &index.parts {
-                        rows.push(ExplainRow::new(
-                            &name(t.backend),
-                            format!(
-                                "global unique index {} of {}: new rows, in the same transaction",
-                                index.lookup.key, w.table
-                            ),
-                            sql.as_str(),
-                        ));
-                    }
-                }
-                for l in &w.deletes {
-                    rows.push(ExplainRow::new(
-                        "proxy",
-                        format!(
-                            "global unique index {} of {}: the rows of the values returned deleted from {}, in the same transaction",
-                            l.key, w.table, l.table
-                        ),
-                        format!("DELETE FROM {} WHERE {} IN (<returned>)", l.table, l.column),
-                    ));
-                }
-                rows
-            }
-            Plan::ByLookup(l) => {
-                let mut rows: Vec<ExplainRow> = l
-                    .read
-                    .iter()
-                    .map(|(t, sql)| {
-                        ExplainRow::new(
-                            &name(t.backend),
-                            format!(
-                                "global unique index {} of {}: the keys of the rows",
-                                l.lookup.key, l.table
-                            ),
-                            sql.as_str(),
-                        )
-                    })
-                    .collect();
-                for mut row in l.inner.describe(statement, backend_names) {
-                    row.operation = format!("only where the keys found are: {}", row.operation);
-                    rows.push(row);
-                }
-                rows
-            }
+            Plan::UniqueWrite(w) => describe_unique_write(w, &name),
+            Plan::ByLookup(l) => describe_by_lookup(l, statement, backend_names, &name),
             Plan::InsertSelect(i) => describe_insert_select(i, backend_names),
-            Plan::CreateSelect(c) => {
-                let mut rows = Vec::new();
-                for ship in &c.ship {
-                    for (t, sql) in &ship.sources {
-                        rows.push(ExplainRow::new(
-                            &name(t.backend),
-                            format!("ship into temporary table {}", ship.temp),
-                            sql.as_str(),
-                        ));
-                    }
-                }
-                rows.push(ExplainRow::new(
-                    &main,
-                    "create the table from the copies",
-                    c.sql.as_str(),
-                ));
-                rows
-            }
-            Plan::Maintenance(m) => m
-                .parts
-                .iter()
-                .map(|(t, sql)| {
-                    ExplainRow::new(
-                        &name(t.backend),
-                        if m.is_checksum {
-                            format!("partition of {}, checksums summed", m.table)
-                        } else {
-                            format!("partition of {}, rows shown as {}", m.table, m.table)
-                        },
-                        sql.as_str(),
-                    )
-                })
-                .collect(),
+            Plan::CreateSelect(c) => describe_create_select(c, &main, &name),
+            Plan::Maintenance(m) => describe_maintenance(m, &name),
             Plan::Relabeled {
                 target,
                 sql,
@@ -240,6 +157,119 @@ impl Plan {
             }
         }
     }
+}
+
+/// A write to a table with global unique indexes: its parts, then each
+/// index's new rows and the deleted values' index rows, in the same
+/// transaction.
+fn describe_unique_write(w: &UniqueWrite, name: &dyn Fn(BackendId) -> String) -> Vec<ExplainRow> {
+    let mut rows: Vec<ExplainRow> = w
+        .parts
+        .iter()
+        .map(|(t, sql)| {
+            ExplainRow::new(
+                &name(t.backend),
+                format!("partition of {} ({})", w.table, t.physical_table),
+                sql.as_str(),
+            )
+        })
+        .collect();
+    for index in &w.inserts {
+        for (t, sql) in &index.parts {
+            rows.push(ExplainRow::new(
+                &name(t.backend),
+                format!(
+                    "global unique index {} of {}: new rows, in the same transaction",
+                    index.lookup.key, w.table
+                ),
+                sql.as_str(),
+            ));
+        }
+    }
+    for l in &w.deletes {
+        rows.push(ExplainRow::new(
+            "proxy",
+            format!(
+                "global unique index {} of {}: the rows of the values returned deleted from {}, in the same transaction",
+                l.key, w.table, l.table
+            ),
+            format!("DELETE FROM {} WHERE {} IN (<returned>)", l.table, l.column),
+        ));
+    }
+    rows
+}
+
+/// A read or write by a globally unique value: the index read for the
+/// keys, then the inner plan's parts where those keys are.
+fn describe_by_lookup(
+    l: &ByLookup,
+    statement: &str,
+    backend_names: &[&str],
+    name: &dyn Fn(BackendId) -> String,
+) -> Vec<ExplainRow> {
+    let mut rows: Vec<ExplainRow> = l
+        .read
+        .iter()
+        .map(|(t, sql)| {
+            ExplainRow::new(
+                &name(t.backend),
+                format!(
+                    "global unique index {} of {}: the keys of the rows",
+                    l.lookup.key, l.table
+                ),
+                sql.as_str(),
+            )
+        })
+        .collect();
+    for mut row in l.inner.describe(statement, backend_names) {
+        row.operation = format!("only where the keys found are: {}", row.operation);
+        rows.push(row);
+    }
+    rows
+}
+
+/// CREATE TABLE ... SELECT over partitioned tables: each source shipped
+/// into a temporary table on the main backend, then the statement there.
+fn describe_create_select(
+    c: &CreateSelect,
+    main: &str,
+    name: &dyn Fn(BackendId) -> String,
+) -> Vec<ExplainRow> {
+    let mut rows = Vec::new();
+    for ship in &c.ship {
+        for (t, sql) in &ship.sources {
+            rows.push(ExplainRow::new(
+                &name(t.backend),
+                format!("ship into temporary table {}", ship.temp),
+                sql.as_str(),
+            ));
+        }
+    }
+    rows.push(ExplainRow::new(
+        main,
+        "create the table from the copies",
+        c.sql.as_str(),
+    ));
+    rows
+}
+
+/// CHECKSUM / ANALYZE / CHECK / OPTIMIZE / REPAIR TABLE on every
+/// partition, the answers shown as the logical table's.
+fn describe_maintenance(m: &Maintenance, name: &dyn Fn(BackendId) -> String) -> Vec<ExplainRow> {
+    m.parts
+        .iter()
+        .map(|(t, sql)| {
+            ExplainRow::new(
+                &name(t.backend),
+                if m.is_checksum {
+                    format!("partition of {}, checksums summed", m.table)
+                } else {
+                    format!("partition of {}, rows shown as {}", m.table, m.table)
+                },
+                sql.as_str(),
+            )
+        })
+        .collect()
 }
 
 /// An ordered write: the keys read, then each partition's share.

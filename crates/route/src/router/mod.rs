@@ -13,7 +13,7 @@
 //! single-table SELECT/UPDATE/DELETE planned by `single`, UNION ALL by
 //! `union`; `syntax` holds the token readers they share.
 
-use hscale_sql::{Token, TokenKind};
+use hscale_sql::Token;
 
 use crate::dictionary::{Dictionary, TableName, Target};
 use crate::known::Known;
@@ -87,7 +87,11 @@ pub use select_into::{select_into_variables, SelectInto};
 pub use sequence::{auto_insert, prepared_ids, AutoInsert, IdParam, PreparedIds};
 pub use single::key_placeholder;
 use single::plan_filtered;
-use syntax::{conjuncts, is_any_word, is_name, is_named, literal, unescape, unquote, where_clause};
+use syntax::{
+    conjuncts, cte_names, is_any_word, is_locking_for, is_name, is_named, is_plain_read, literal,
+    needs_merge, skip_parens, unescape, unions_are_nested, unquote, where_clause, with_select,
+    Keywords,
+};
 use union::plan_union;
 
 /// The deepest nesting the planner follows in a client's statement where
@@ -394,120 +398,6 @@ fn plan_nested(
     }
 }
 
-/// A SELECT that only reads: no INTO, locking clause or several
-/// statements. A SELECT with a WITH clause is one too (its common table
-/// expressions are read like derived tables).
-/// Whether token `i` is a FOR that may lock (`FOR UPDATE`, `FOR SHARE`;
-/// JSON_TABLE's `FOR ORDINALITY` locks nothing).
-fn is_locking_for(sql: &str, tokens: &[Token], i: usize) -> bool {
-    tokens[i].is_word(sql, "FOR")
-        && !tokens
-            .get(i + 1)
-            .is_some_and(|n| n.is_word(sql, "ORDINALITY"))
-}
-
-fn is_plain_read(sql: &str, tokens: &[Token]) -> bool {
-    tokens
-        .iter()
-        .find(|t| !t.is_punct(sql, "("))
-        .is_some_and(|t| t.is_word(sql, "SELECT") || with_select(sql, tokens))
-        && !tokens.iter().enumerate().any(|(i, t)| {
-            t.kind == TokenKind::Semicolon
-                || t.is_word(sql, "INTO")
-                || is_locking_for(sql, tokens, i)
-                || t.is_word(sql, "LOCK")
-                || t.is_punct(sql, ":=")
-        })
-}
-
-/// Whether the statement is `WITH [RECURSIVE] cte, ... SELECT ...`: the
-/// statement after its common table expressions is a SELECT (not an
-/// UPDATE or DELETE).
-fn with_select(sql: &str, tokens: &[Token]) -> bool {
-    let Some(first) = tokens.first() else {
-        return false;
-    };
-    if !first.is_word(sql, "WITH") {
-        return false;
-    }
-    let mut depth = 0i32;
-    for t in &tokens[1..] {
-        if t.is_punct(sql, "(") {
-            depth += 1;
-        } else if t.is_punct(sql, ")") {
-            depth -= 1;
-        } else if depth == 0 && t.kind == TokenKind::Word {
-            let w = t.text(sql);
-            if ["SELECT", "UPDATE", "DELETE", "INSERT", "REPLACE"]
-                .iter()
-                .any(|k| w.eq_ignore_ascii_case(k))
-            {
-                return w.eq_ignore_ascii_case("SELECT");
-            }
-        }
-    }
-    false
-}
-
-/// The token after the parenthesized group that opens at or after `i`
-/// (the end of the tokens if it never closes).
-pub(super) fn skip_parens(sql: &str, tokens: &[Token], mut i: usize) -> usize {
-    let mut depth = 0i32;
-    while let Some(t) = tokens.get(i) {
-        if t.is_punct(sql, "(") {
-            depth += 1;
-        } else if t.is_punct(sql, ")") {
-            depth -= 1;
-            if depth == 0 {
-                return i + 1;
-            }
-        }
-        i += 1;
-    }
-    i
-}
-
-/// The names of a WITH clause's common table expressions.
-fn cte_names(sql: &str, tokens: &[Token]) -> Vec<String> {
-    let mut out = Vec::new();
-    if !tokens.first().is_some_and(|t| t.is_word(sql, "WITH")) {
-        return out;
-    }
-    let mut i = 1 + usize::from(tokens.get(1).is_some_and(|t| t.is_word(sql, "RECURSIVE")));
-    // name [(columns)] AS (body) [, ...]
-    while let Some(name) = tokens.get(i).filter(|t| is_name(t)) {
-        out.push(unquote(name, sql));
-        i += 1;
-        if tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
-            i = skip_parens(sql, tokens, i);
-        }
-        if !tokens.get(i).is_some_and(|t| t.is_word(sql, "AS")) {
-            break;
-        }
-        i = skip_parens(sql, tokens, i + 1);
-        if !tokens.get(i).is_some_and(|t| t.is_punct(sql, ",")) {
-            break;
-        }
-        i += 1;
-    }
-    out
-}
-
-/// Whether every UNION of `tokens` is inside parentheses.
-fn unions_are_nested(sql: &str, tokens: &[Token]) -> bool {
-    let mut depth = 0i32;
-    for t in tokens {
-        if t.is_punct(sql, "(") {
-            depth += 1;
-        } else if t.is_punct(sql, ")") {
-            depth -= 1;
-        } else if depth <= 0 && t.is_word(sql, "UNION") {
-            return false;
-        }
-    }
-    true
-}
-
 /// `plan_tokens` without the fallback for reads it cannot split.
 fn plan_statement(
     sql: &str,
@@ -621,7 +511,23 @@ fn plan_statement(
                 .into(),
         );
     }
-    let r = &refs[0];
+    plan_single_table(sql, tokens, &refs[0], scope, (prepared, selects), hint)
+}
+
+/// A statement naming one partitioned table, once: refused where the
+/// table's global unique index cannot follow it, else planned by its
+/// kind (schema statements, LOAD DATA, INSERT, SELECT / UPDATE /
+/// DELETE), then wrapped by the table's global unique indexes if it has
+/// any (`lookups.rs`).
+fn plan_single_table(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    scope: Scope<'_>,
+    (prepared, selects): (bool, usize),
+    hint: &mut Option<PointHint>,
+) -> Plan {
+    let Scope { dict, known, .. } = scope;
     let Some(table) = dict.table(&r.name) else {
         return Plan::Passthrough;
     };
@@ -661,38 +567,6 @@ fn plan_statement(
         *hint = None;
     }
     wrapped
-}
-
-/// The keywords `plan_statement` looks for, found in one pass.
-struct Keywords {
-    has_join: bool,
-    has_union: bool,
-    has_semicolon: bool,
-    /// How many SELECTs (the statement's and its subqueries').
-    selects: usize,
-}
-
-impl Keywords {
-    fn of(sql: &str, tokens: &[Token]) -> Keywords {
-        let mut k = Keywords {
-            has_join: false,
-            has_union: false,
-            has_semicolon: false,
-            selects: 0,
-        };
-        for t in tokens {
-            if t.kind == TokenKind::Semicolon {
-                k.has_semicolon = true;
-            } else if t.kind == TokenKind::Word {
-                let w = t.text(sql);
-                k.has_join |=
-                    w.eq_ignore_ascii_case("JOIN") || w.eq_ignore_ascii_case("STRAIGHT_JOIN");
-                k.has_union |= w.eq_ignore_ascii_case("UNION");
-                k.selects += usize::from(w.eq_ignore_ascii_case("SELECT"));
-            }
-        }
-        k
-    }
 }
 
 /// UPDATE t1 JOIN t2 ... SET / DELETE t1 FROM t1 JOIN t2 (t2 may be t1
@@ -803,26 +677,6 @@ fn single_table_kind(
         ));
     }
     Ok(kind)
-}
-
-/// Whether a SELECT over several partitions needs their rows merged
-/// (ordering, limits, grouping, aggregates) rather than concatenated.
-fn needs_merge(sql: &str, tokens: &[Token]) -> bool {
-    const WORDS: &[&str] = &[
-        "ORDER",
-        "GROUP",
-        "LIMIT",
-        "HAVING",
-        "DISTINCT",
-        "DISTINCTROW",
-        "SQL_CALC_FOUND_ROWS",
-        "INTO",
-        "OFFSET",
-        "WINDOW",
-        "OVER",
-        "FETCH",
-    ];
-    merge::calls_aggregate(sql, tokens) || tokens.iter().any(|t| is_any_word(t, sql, WORDS))
 }
 
 #[cfg(test)]

@@ -1,8 +1,13 @@
 //! Small readers over lexed tokens shared by the planners: names, string
-//! and number literals, the WHERE clause and its top-level conjuncts.
+//! and number literals, the WHERE clause and its top-level conjuncts, and
+//! the statement's shape (a plain read, `is_plain_read`; its WITH clause's
+//! names, `cte_names`; the keywords `plan_statement` dispatches on,
+//! `Keywords`; whether a read over several partitions needs a merge,
+//! `needs_merge`).
 
 use hscale_sql::{Token, TokenKind};
 
+use super::merge;
 use crate::KeyValue;
 
 pub(super) fn unquote(t: &Token, sql: &str) -> String {
@@ -148,4 +153,170 @@ pub(super) fn unescape(q: &str) -> String {
         }
     }
     out
+}
+
+/// A SELECT that only reads: no INTO, locking clause or several
+/// statements. A SELECT with a WITH clause is one too (its common table
+/// expressions are read like derived tables).
+pub(super) fn is_plain_read(sql: &str, tokens: &[Token]) -> bool {
+    tokens
+        .iter()
+        .find(|t| !t.is_punct(sql, "("))
+        .is_some_and(|t| t.is_word(sql, "SELECT") || with_select(sql, tokens))
+        && !tokens.iter().enumerate().any(|(i, t)| {
+            t.kind == TokenKind::Semicolon
+                || t.is_word(sql, "INTO")
+                || is_locking_for(sql, tokens, i)
+                || t.is_word(sql, "LOCK")
+                || t.is_punct(sql, ":=")
+        })
+}
+
+/// Whether token `i` is a FOR that may lock (`FOR UPDATE`, `FOR SHARE`;
+/// JSON_TABLE's `FOR ORDINALITY` locks nothing).
+pub(super) fn is_locking_for(sql: &str, tokens: &[Token], i: usize) -> bool {
+    tokens[i].is_word(sql, "FOR")
+        && !tokens
+            .get(i + 1)
+            .is_some_and(|n| n.is_word(sql, "ORDINALITY"))
+}
+
+/// Whether the statement is `WITH [RECURSIVE] cte, ... SELECT ...`: the
+/// statement after its common table expressions is a SELECT (not an
+/// UPDATE or DELETE).
+pub(super) fn with_select(sql: &str, tokens: &[Token]) -> bool {
+    let Some(first) = tokens.first() else {
+        return false;
+    };
+    if !first.is_word(sql, "WITH") {
+        return false;
+    }
+    let mut depth = 0i32;
+    for t in &tokens[1..] {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth == 0 && t.kind == TokenKind::Word {
+            let w = t.text(sql);
+            if ["SELECT", "UPDATE", "DELETE", "INSERT", "REPLACE"]
+                .iter()
+                .any(|k| w.eq_ignore_ascii_case(k))
+            {
+                return w.eq_ignore_ascii_case("SELECT");
+            }
+        }
+    }
+    false
+}
+
+/// The token after the parenthesized group that opens at or after `i`
+/// (the end of the tokens if it never closes).
+pub(super) fn skip_parens(sql: &str, tokens: &[Token], mut i: usize) -> usize {
+    let mut depth = 0i32;
+    while let Some(t) = tokens.get(i) {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+            if depth == 0 {
+                return i + 1;
+            }
+        }
+        i += 1;
+    }
+    i
+}
+
+/// The names of a WITH clause's common table expressions.
+pub(super) fn cte_names(sql: &str, tokens: &[Token]) -> Vec<String> {
+    let mut out = Vec::new();
+    if !tokens.first().is_some_and(|t| t.is_word(sql, "WITH")) {
+        return out;
+    }
+    let mut i = 1 + usize::from(tokens.get(1).is_some_and(|t| t.is_word(sql, "RECURSIVE")));
+    // name [(columns)] AS (body) [, ...]
+    while let Some(name) = tokens.get(i).filter(|t| is_name(t)) {
+        out.push(unquote(name, sql));
+        i += 1;
+        if tokens.get(i).is_some_and(|t| t.is_punct(sql, "(")) {
+            i = skip_parens(sql, tokens, i);
+        }
+        if !tokens.get(i).is_some_and(|t| t.is_word(sql, "AS")) {
+            break;
+        }
+        i = skip_parens(sql, tokens, i + 1);
+        if !tokens.get(i).is_some_and(|t| t.is_punct(sql, ",")) {
+            break;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Whether every UNION of `tokens` is inside parentheses.
+pub(super) fn unions_are_nested(sql: &str, tokens: &[Token]) -> bool {
+    let mut depth = 0i32;
+    for t in tokens {
+        if t.is_punct(sql, "(") {
+            depth += 1;
+        } else if t.is_punct(sql, ")") {
+            depth -= 1;
+        } else if depth <= 0 && t.is_word(sql, "UNION") {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether a SELECT over several partitions needs their rows merged
+/// (ordering, limits, grouping, aggregates) rather than concatenated.
+pub(super) fn needs_merge(sql: &str, tokens: &[Token]) -> bool {
+    const WORDS: &[&str] = &[
+        "ORDER",
+        "GROUP",
+        "LIMIT",
+        "HAVING",
+        "DISTINCT",
+        "DISTINCTROW",
+        "SQL_CALC_FOUND_ROWS",
+        "INTO",
+        "OFFSET",
+        "WINDOW",
+        "OVER",
+        "FETCH",
+    ];
+    merge::calls_aggregate(sql, tokens) || tokens.iter().any(|t| is_any_word(t, sql, WORDS))
+}
+
+/// The keywords `plan_statement` looks for, found in one pass.
+pub(super) struct Keywords {
+    pub(super) has_join: bool,
+    pub(super) has_union: bool,
+    pub(super) has_semicolon: bool,
+    /// How many SELECTs (the statement's and its subqueries').
+    pub(super) selects: usize,
+}
+
+impl Keywords {
+    pub(super) fn of(sql: &str, tokens: &[Token]) -> Keywords {
+        let mut k = Keywords {
+            has_join: false,
+            has_union: false,
+            has_semicolon: false,
+            selects: 0,
+        };
+        for t in tokens {
+            if t.kind == TokenKind::Semicolon {
+                k.has_semicolon = true;
+            } else if t.kind == TokenKind::Word {
+                let w = t.text(sql);
+                k.has_join |=
+                    w.eq_ignore_ascii_case("JOIN") || w.eq_ignore_ascii_case("STRAIGHT_JOIN");
+                k.has_union |= w.eq_ignore_ascii_case("UNION");
+                k.selects += usize::from(w.eq_ignore_ascii_case("SELECT"));
+            }
+        }
+        k
+    }
 }

@@ -19,6 +19,7 @@
 //! |---|---|
 //! | `mod.rs` | the drivers: shipping, sort and group merges |
 //! | `part.rs` | one partition's answer read row by row (`Part`) |
+//! | `reply.rs` | the merged rows written to the client, and the answer's end (terminator or error) |
 //! | `sort.rs` | row ordering and the k-way merge's choice (pure) |
 //! | `aggregate.rs` | the GROUP BY operator: partial rows into groups, final rows, HAVING, ORDER BY (pure) |
 //! | `group.rs` | aggregate accumulators and grouping forms (pure) |
@@ -36,6 +37,7 @@ mod group;
 mod having;
 mod part;
 pub mod prepared;
+mod reply;
 mod ship;
 mod sort;
 
@@ -52,7 +54,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::conditions;
 use super::forward::Outcome;
-use super::{send, write_error, Bindings, Effects, Exec};
+use super::{write_error, Bindings, Effects, Exec};
 use crate::backend::state::SelectLimit;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
@@ -60,6 +62,7 @@ use aggregate::Aggregate;
 use columns::{kind_of, Unified};
 use errors::{bad_value, unordered, Stop};
 use part::Part;
+use reply::{end_rows, write_row};
 use sort::{order_rows, smallest, sort_keys};
 
 type Row = Vec<Option<Vec<u8>>>;
@@ -660,74 +663,6 @@ async fn end_part(b: &mut Bindings, mut part: Part) {
     if let Some(conn) = part.conn.take() {
         b.finish(conn, outcome, &read_only);
     }
-}
-
-/// Send a merged row: a text row, or for a prepared statement's
-/// execution (`binary`: the answer's columns) a binary one.
-async fn write_row<S: AsyncRead + AsyncWrite + Unpin>(
-    rows: &mut Rows<'_, S>,
-    row: &[Option<Vec<u8>>],
-    binary: Option<&[ColumnInfo]>,
-) -> Result<(), Stop> {
-    let cells: Vec<Option<&[u8]>> = row.iter().map(|c| c.as_deref()).collect();
-    match binary {
-        None => rows.text_row(&cells),
-        Some(columns) => {
-            let b = hscale_wire::binary_row::encode_binary_row(columns, &cells).map_err(|e| {
-                Stop::Proxy(ProxyError::Wrong(format!(
-                    "a merged row in the binary format: {e}"
-                )))
-            })?;
-            rows.row(&b);
-        }
-    }
-    rows.maybe_flush()
-        .await
-        .map_err(|_| Stop::Proxy(ProxyError::ClientGone))
-}
-
-/// End a result set whose rows were (partly) sent: the terminator, or the
-/// error that stopped it. The terminator's warning count is the parts',
-/// less the repeated listings of conditions one server raises once per
-/// statement (`Gathered::settle`; every part was gathered by now; those
-/// only a server's EXPLAIN tells from per-row ones measured first,
-/// `Bindings::measure`).
-async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
-    rows: Rows<'_, S>,
-    r: Result<(), Stop>,
-    status: u16,
-    b: &mut Bindings,
-    plan: &MergePlan,
-) -> Result<(), Stop> {
-    let note = &mut b.scratch.note;
-    note.rows += rows.count();
-    note.is_result = true;
-    let (warnings, flags) = note.merged;
-    let done = match r {
-        Ok(()) => {
-            let fragment = plan.parts.first().map_or("", |(_, sql)| sql.as_str());
-            if let Some((target, _)) = plan.parts.first() {
-                b.measure(target, fragment).await;
-            }
-            let warnings = b.scratch.gathered.settled_count(warnings, || {
-                super::conditions::text_constants(fragment.as_bytes())
-            });
-            rows.finish(status | flags, warnings)
-        }
-        Err(Stop::Server(e)) => {
-            b.scratch.note.error(e.code);
-            rows.err(e.code, &e.sql_state, &e.message)
-        }
-        Err(Stop::Proxy(ProxyError::ClientGone)) => {
-            return Err(Stop::Proxy(ProxyError::ClientGone))
-        }
-        Err(Stop::Proxy(e)) => {
-            let (code, state, msg) = e.to_mysql();
-            b.scratch.note.error(code);
-            rows.err(code, &state, &msg)
-        }
-    };
-    send(done).await.map_err(Stop::Proxy)
 }
 
 /// How a sort merge orders and writes its rows: order keys are offsets

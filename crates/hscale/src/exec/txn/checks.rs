@@ -20,22 +20,6 @@ use crate::backend::BackendConn;
 use crate::error::ProxyError;
 use crate::runtime::Context;
 
-/// One answer per backend: `None` once it passed, `Some(reason)` once it
-/// failed; unset while it could not be asked.
-pub struct XaChecks {
-    by_backend: Vec<tokio::sync::OnceCell<Option<String>>>,
-}
-
-impl XaChecks {
-    pub fn new(backends: usize) -> XaChecks {
-        XaChecks {
-            by_backend: (0..backends)
-                .map(|_| tokio::sync::OnceCell::new())
-                .collect(),
-        }
-    }
-}
-
 /// Check `backend` now if it has not been checked; `Ok(Some(reason))`
 /// when it cannot take part in a transaction across backends.
 pub async fn refusal(
@@ -43,7 +27,7 @@ pub async fn refusal(
     worker: usize,
     backend: BackendId,
 ) -> Result<Option<String>, ProxyError> {
-    let Some(cell) = ctx.xa_checks.by_backend.get(backend.index()) else {
+    let Some(cell) = ctx.xa_checks.cell(backend) else {
         return Ok(None);
     };
     let answer = cell

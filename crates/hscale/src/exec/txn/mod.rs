@@ -26,7 +26,7 @@
 //! deferred BEGIN or a branch's XA START sent with the statement that
 //! needs it, `statement.rs` and `implicit.rs` a write over several parts
 //! as one statement (all parts or none), `published.rs` what a session
-//! shows `HSCALE SHOW TRANSACTIONS`.
+//! shows `HSCALE SHOW TRANSACTIONS`, which `show.rs` answers.
 
 pub mod checks;
 mod commit;
@@ -34,9 +34,10 @@ mod ends;
 pub mod hooks;
 mod implicit;
 pub mod lead_in;
-pub mod published;
+mod published;
 pub mod recovery;
 pub mod savepoint;
+pub(crate) mod show;
 mod statement;
 
 use hscale_route::BackendId;

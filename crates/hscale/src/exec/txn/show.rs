@@ -1,8 +1,10 @@
 //! `HSCALE SHOW TRANSACTIONS`: what the commit protocol of `exec/txn/mod.rs`
-//! has in flight. Three kinds of rows:
+//! has in flight (run by `Exec::run_admin`, `exec/entry.rs`, the one
+//! `HSCALE` command about the executor's own state). Three kinds of rows:
 //!
 //! - `open`: this proxy's sessions with a transaction across backends (as
-//!   of their last statement, published by `exec/txn/published.rs`):
+//!   of their last statement, published by `exec/txn/published.rs` in
+//!   `runtime::Published`):
 //!   connection id, gtrid, home backend, every branch with its written
 //!   flag, age.
 //! - `prepared`: hscale's prepared branches on every backend (`XA RECOVER`,
@@ -13,12 +15,11 @@
 
 use hscale_route::BackendId;
 
-use super::AdminOutput;
+use super::recovery::{decision_of, recover};
+use super::{parse_gtrid, DECISIONS};
+use crate::admin::AdminOutput;
 use crate::error::ProxyError;
-use crate::exec::txn::published::TxnView;
-use crate::exec::txn::recovery::{decision_of, recover};
-use crate::exec::txn::{parse_gtrid, DECISIONS};
-use crate::runtime::Context;
+use crate::runtime::{Context, TxnView};
 
 fn unix_secs() -> u64 {
     std::time::SystemTime::now()
@@ -54,7 +55,7 @@ const COLUMNS: [&str; 7] = [
 /// The rows of `HSCALE SHOW TRANSACTIONS`. A backend that does not answer
 /// gets a row of kind `unreachable` with the error, so what is listed is
 /// never mistaken for everything.
-pub async fn show(ctx: &Context, worker: usize) -> Result<AdminOutput, ProxyError> {
+pub(crate) async fn show(ctx: &Context, worker: usize) -> Result<AdminOutput, ProxyError> {
     let name = |b: BackendId| {
         ctx.config
             .backends
