@@ -336,7 +336,7 @@ async fn failover_cut_short(
     let p1 = hscale::RunningProxy::start(with_failover(8_000), "127.0.0.1:0").unwrap();
     let mut admin = connect(p1.addr.port()).await;
     set_up(&mut admin).await;
-    let mut dying = common::ProxyProcess::start_with_env(
+    let dying = common::ProxyProcess::start_with_env(
         with_failover(1_000),
         &[("HSCALE_FAILPOINT", failpoint)],
     );
@@ -345,18 +345,7 @@ async fn failover_cut_short(
     assert!(writers.acked() > 0, "writes before the kill");
     let killed_at = Instant::now();
     set.get().unwrap().lock().unwrap()[1].kill();
-    let status = tokio::task::spawn_blocking(move || {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = dying.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "the deciding proxy did not die");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    })
-    .await
-    .unwrap();
+    let status = dying.exit_status(Duration::from_secs(30)).await;
     assert_eq!(status.code(), Some(86), "ended at the failpoint");
     let died = killed_at.elapsed();
     let at_death = writers.acked();

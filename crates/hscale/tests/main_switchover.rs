@@ -804,7 +804,7 @@ async fn failover_cut_short(
     let mut admin = connect(p1.addr.port()).await;
     set_up(&mut admin).await;
     assert_eq!(main_primary(&mut admin).await, addr(ports[0]));
-    let mut dying = common::ProxyProcess::start_with_env(
+    let dying = common::ProxyProcess::start_with_env(
         with_failover(1_000),
         &[("HSCALE_FAILPOINT", failpoint)],
     );
@@ -812,18 +812,7 @@ async fn failover_cut_short(
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     let killed_at = Instant::now();
     set.get().unwrap().lock().unwrap()[0].kill();
-    let status = tokio::task::spawn_blocking(move || {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = dying.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "the deciding proxy did not die");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    })
-    .await
-    .unwrap();
+    let status = dying.exit_status(Duration::from_secs(30)).await;
     assert_eq!(status.code(), Some(86), "ended at the failpoint");
     let died = killed_at.elapsed();
     let at_death = writers.count();

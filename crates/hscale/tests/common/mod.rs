@@ -248,6 +248,26 @@ pub struct ProxyProcess {
 }
 
 impl ProxyProcess {
+    /// The exit status of a proxy that is to end by itself (at a
+    /// failpoint), waited for on a blocking thread for at most `within`.
+    pub async fn exit_status(mut self, within: std::time::Duration) -> std::process::ExitStatus {
+        tokio::task::spawn_blocking(move || {
+            let deadline = std::time::Instant::now() + within;
+            loop {
+                if let Some(status) = self.child.try_wait().unwrap() {
+                    return status;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the proxy did not end"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        })
+        .await
+        .unwrap()
+    }
+
     pub fn start(config: hscale::Config) -> ProxyProcess {
         Self::start_with_env(config, &[])
     }
