@@ -5,7 +5,9 @@
 //! session found it shareable from facts it already has (`key`): one
 //! SELECT, no pins, no user or system variables, no names hscale answers
 //! itself, no LAST_INSERT_ID, only deterministic built-in functions
-//! (`hscale_sql::shareable`, over the tokens the analysis kept); and
+//! (`hscale_sql::shareable`, over the tokens the analysis kept, asked
+//! only when the read meets an execution in flight or the result cache
+//! is on: [`Probe`]); and
 //! the session is outside any transaction (autocommit, nothing pinned,
 //! no deferred BEGIN), with no max_statement_time, and has not turned it
 //! off (`SET hscale_coalesce = OFF`; `[proxy] coalesce = false` for the
@@ -125,7 +127,7 @@ impl Eq for Key {}
 impl Key {
     /// Whether the read of `probe` from the session of `b` has this key
     /// (without building its key).
-    fn is_of(&self, probe: &Probe, b: &Bindings) -> bool {
+    fn is_of(&self, probe: &Probe<'_>, b: &Bindings) -> bool {
         self.hash == probe.hash
             && self.target == probe.target
             && self.sql == probe.sql
@@ -160,17 +162,18 @@ impl Hash for Key {
 }
 
 /// The key of a text statement about to run, when it may be coalesced.
-/// `tokens`: the analysis's tokens of `payload`'s text. Cheap checks of
-/// facts the session has come first; the token walk runs only for reads
-/// that pass them.
-pub fn key(
+/// `tokens`: the analysis's tokens of `payload`'s text. Only cheap checks
+/// of facts the session has: the token walk over the statement's
+/// functions runs later, and only where sharing is possible
+/// ([`Probe::is_shareable`]).
+pub fn key<'t>(
     b: &Bindings,
     facts: &hscale_sql::Facts,
     payload: &Bytes,
-    lexed: Option<(&str, &[hscale_sql::Token])>,
+    lexed: Option<(&'t str, &'t [hscale_sql::Token])>,
     capabilities: u32,
     target: Target,
-) -> Option<Probe> {
+) -> Option<Probe<'t>> {
     if facts.kind != hscale_sql::Kind::Select
         || facts.statements != 1
         || !facts.pins.is_empty()
@@ -195,10 +198,7 @@ pub fn key(
     }
     let (sql, tokens) = lexed?;
     let vars = &b.state.vars;
-    if vars.holds_autocommit_off()
-        || vars.has_statement_time()
-        || !hscale_sql::shareable::is_shareable(sql, tokens)
-    {
+    if vars.holds_autocommit_off() || vars.has_statement_time() {
         return None;
     }
     let salt = match target {
@@ -227,6 +227,7 @@ pub fn key(
         target,
         sql: payload.clone(),
         capabilities,
+        lexed: (sql, tokens),
     })
 }
 
@@ -235,16 +236,34 @@ pub fn key(
 /// (which copies the database name and holds the session's variables) is
 /// built only when the read meets another one in flight, or for the
 /// result cache: a read that runs alone, as most do, never builds it.
+///
+/// Whether the statement is deterministic enough to share
+/// ([`Probe::is_shareable`], a walk over its tokens) is asked only where
+/// it matters: before the result cache, and when the read would form a
+/// batch behind an execution in flight. A read that finds nothing in
+/// flight runs at once and streams its own answer whatever its functions
+/// (no one joins a running execution), so it never asks. Members join
+/// only a batch whose key is equal to theirs, and the key holds the
+/// statement's bytes: the batch's leader asked for all of them.
 #[derive(Debug)]
-pub struct Probe {
+pub struct Probe<'t> {
     hash: u64,
     target: Target,
     /// The COM_QUERY payload.
     sql: Bytes,
     capabilities: u32,
+    /// The statement's text and the analysis's tokens of it.
+    lexed: (&'t str, &'t [hscale_sql::Token]),
 }
 
-impl Probe {
+impl Probe<'_> {
+    /// Only deterministic built-in functions, no locking read, ...
+    /// (`hscale_sql::shareable`): the same answer for every identical
+    /// request.
+    fn is_shareable(&self) -> bool {
+        hscale_sql::shareable::is_shareable(self.lexed.0, self.lexed.1)
+    }
+
     /// The key, with the database and session variables `b` has now.
     fn key(&self, b: &Bindings) -> Key {
         Key {
@@ -406,7 +425,7 @@ impl Coalescer {
     }
 
     /// A request of `probe` (from the session of `b`) arrives.
-    fn enter(&'static self, probe: &Probe, b: &Bindings) -> Role {
+    fn enter(&'static self, probe: &Probe<'_>, b: &Bindings) -> Role {
         let mut t = self.lock(probe.hash);
         match t.get_mut(&probe.hash) {
             None => {
@@ -427,6 +446,7 @@ impl Coalescer {
                 batch.members.fetch_add(1, Ordering::Relaxed);
                 Role::Wait(batch.phase.subscribe())
             }
+            Some(_) if !probe.is_shareable() => Role::Unshared,
             Some(e) => {
                 let (phase, _) = watch::channel(Phase::Forming);
                 let batch = Arc::new(Batch {
@@ -506,6 +526,10 @@ enum Role {
     /// The next batch is full, or of another key of the same hash: run on
     /// its own.
     Alone,
+    /// An execution is in flight and this read may not be shared
+    /// ([`Probe::is_shareable`]): run on its own, not counted as a read
+    /// that could have shared.
+    Unshared,
 }
 
 /// A leader's turn: dropped (whatever happened to the session), it tells
@@ -676,7 +700,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// identical requests (see the module's comment).
     pub async fn run_coalesced(
         &mut self,
-        probe: Probe,
+        probe: Probe<'_>,
         work: Work<'_>,
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
@@ -688,6 +712,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut pending = None;
         if let Some(cache) = &self.b.ctx.cache {
             if self.b.ctx.partitioning.with_dictionary(|d| d.has_cached()) {
+                if !probe.is_shareable() {
+                    return self.run_work(work, effects).await;
+                }
                 let (cache, ctx) = (cache.clone(), self.b.ctx.clone());
                 let key = Arc::new(probe.key(self.b));
                 let db = self.b.state.db.clone();
@@ -708,6 +735,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let table = self.b.ctx.coalescer;
         self.b.handle.take_interrupt();
         match table.enter(&probe, self.b) {
+            Role::Unshared => self.run_work(work, effects).await,
             Role::Alone => {
                 self.b.ctx.metrics.worker(worker).coalesce_alone();
                 match pending {

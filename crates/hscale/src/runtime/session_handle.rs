@@ -75,12 +75,12 @@ impl SessionHandle {
     fn activity_lock(&self) -> std::sync::MutexGuard<'_, Activity> {
         self.activity.lock().unwrap_or_else(|p| p.into_inner())
     }
-    /// A command starts: `command` as a server names it, `info` the
-    /// statement it runs.
-    pub fn begin(&self, command: &'static str, info: Option<Info>) {
+    /// A command arrived at `now`: `command` as a server names it, `info`
+    /// the statement it runs.
+    pub fn begin(&self, command: &'static str, info: Option<Info>, now: std::time::Instant) {
         let mut a = self.activity_lock();
         a.command = command;
-        a.since = std::time::Instant::now();
+        a.since = now;
         a.info = info;
     }
     /// The command ended at `now`; `db` is the session's database after it.

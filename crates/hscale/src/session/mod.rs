@@ -59,6 +59,11 @@ pub struct Session<S> {
     /// client) when the session started, if this proxy knows it: the
     /// session's own, as a server gives it at connect.
     start_wait: Option<std::time::Duration>,
+    /// When the command being served arrived (`begin_command`) and when
+    /// its statement ended (`statement.rs`): one clock read each, shared
+    /// by the processlist, the statement's timing and the idle timer.
+    command_at: std::time::Instant,
+    ended_at: Option<std::time::Instant>,
 }
 
 /// Serve one client connection until it quits or fails. `is_local` for
@@ -145,6 +150,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         last: Default::default(),
         conditions: Default::default(),
         info,
+        command_at: std::time::Instant::now(),
+        ended_at: None,
     };
     session.welcome().await;
     tracing::info!(connection_id, "client disconnected");
@@ -316,7 +323,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             };
             self.begin_command(&payload);
             let answered = self.dispatch(payload).await;
-            last = tokio::time::Instant::now();
+            last = match self.ended_at.take() {
+                Some(at) => at.into(),
+                None => tokio::time::Instant::now(),
+            };
             let db = self.b.state.db.as_deref();
             self.b.handle.end(last.into_std(), db);
             if self.b.is_bound_lost {

@@ -30,8 +30,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .map(|s| Info::Prepared(s.live.clone().unwrap_or_else(|| s.sql.clone()))),
             _ => None,
         };
-        self.b
-            .handle
-            .begin(crate::exec::processlist::command_name(cmd), info);
+        self.command_at = std::time::Instant::now();
+        self.b.handle.begin(
+            crate::exec::processlist::command_name(cmd),
+            info,
+            self.command_at,
+        );
     }
 }

@@ -15,7 +15,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// Run one COM_QUERY or COM_STMT_EXECUTE and count it: metrics, the
     /// query digests and the slow-statement log (`crate::metrics`).
     pub(super) async fn statement(&mut self, cmd: u8, payload: &Bytes) -> Result<(), ProxyError> {
-        let start = std::time::Instant::now();
+        // When the command arrived (`begin_command`, just before), or
+        // the batch's statement before this one ended.
+        let start = self.command_at;
         self.b.begin_statement();
         // The user's statement rate (`crate::tenant`): may wait, or refuse.
         let admitted = self.b.tenant.admit().await;
@@ -64,6 +66,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             sql,
         );
         self.b.count_statement(sql, took, now);
+        // The idle timer's start, and the next statement's of a batch
+        // (`batch.rs`).
+        self.ended_at = Some(now);
+        self.command_at = now;
         r
     }
 }
