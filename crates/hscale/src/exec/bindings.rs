@@ -37,6 +37,8 @@ use crate::runtime::{Context, SessionHandle};
 /// that is replayed onto them.
 pub struct Bindings {
     pub ctx: Arc<Context>,
+    /// The reads every session shares: coalescing and the result cache.
+    pub reads: super::SharedReads,
     /// The worker thread this session runs on; it borrows from that worker's pools.
     pub worker: usize,
     /// The backend account the session's statements run as
