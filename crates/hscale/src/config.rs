@@ -286,7 +286,7 @@ impl Default for ProxyConfig {
             change_delete_max_rows: 10_000,
             online_schema_changes: OnlineSchemaChanges::Auto,
             coalesce: true,
-            coalesce_max_members: crate::exec::coalesce::MAX_MEMBERS,
+            coalesce_max_members: COALESCE_MAX_MEMBERS,
             cross_backend_lock_wait_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
@@ -373,8 +373,13 @@ fn is_true(b: &bool) -> bool {
     *b
 }
 
+/// Members a coalesced batch takes besides its leader by default
+/// (`[proxy] coalesce_max_members`, `exec/coalesce.rs`); a request beyond
+/// it runs on its own.
+pub const COALESCE_MAX_MEMBERS: usize = 8192;
+
 fn is_default_coalesce_members(n: &usize) -> bool {
-    *n == crate::exec::coalesce::MAX_MEMBERS
+    *n == COALESCE_MAX_MEMBERS
 }
 
 /// `[proxy] online_schema_changes = "auto" | "always" | "off"`.

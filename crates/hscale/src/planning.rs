@@ -40,7 +40,6 @@ use hscale_route::weights::{WeightBook, WeightCounters};
 use hscale_route::BackendId;
 
 use crate::error::ProxyError;
-use crate::exec::Bindings;
 use crate::partition::weights::Weight;
 use crate::runtime::Context;
 
@@ -63,12 +62,12 @@ pub fn count_weights_into(counters: Arc<WeightCounters>) {
 
 /// A query that asked a backend for weights, and whether it failed, in
 /// this worker's counters.
-pub(crate) fn note_weight_fetch(is_failed: bool) {
+fn note_weight_fetch(is_failed: bool) {
     WEIGHTS.with(|w| w.borrow().note_fetch(is_failed));
 }
 
 /// Keep weights a backend gave in this worker's book.
-pub(crate) fn keep_weights(weights: &[Weight]) {
+fn keep_weights(weights: &[Weight]) {
     WEIGHTS.with(|book| {
         let mut book = book.borrow_mut();
         for (w, key, weight) in weights {
@@ -77,28 +76,80 @@ pub(crate) fn keep_weights(weights: &[Weight]) {
     });
 }
 
+/// A session the driver plans for: what planning reads of it (its
+/// worker, its current database) and the key conversions only its state
+/// on a backend can answer (`exec/conversions.rs`). The executor's
+/// `Bindings` is the one implementation; the driver takes it as a type
+/// parameter, so this module imports nothing of the executor and a
+/// statement's planning makes no dynamic call.
+pub trait Session {
+    fn ctx(&self) -> &Context;
+    fn worker(&self) -> usize;
+    /// The session's current database.
+    fn db(&self) -> Option<&str>;
+    /// Its client character set is UTF-8 (its literals read as written).
+    fn is_client_utf8(&self) -> bool;
+    /// The values `asks`' columns make of their literals, asked of the
+    /// backends in the session's state.
+    fn convert_keys(
+        &mut self,
+        asks: Vec<conversions::Ask>,
+    ) -> impl std::future::Future<Output = Result<Vec<conversions::Converted>, ProxyError>> + Send;
+}
+
+/// No session: the type of an [`Asker::proxy`] (never made).
+pub enum NoSession {}
+
+impl Session for NoSession {
+    fn ctx(&self) -> &Context {
+        match *self {}
+    }
+    fn worker(&self) -> usize {
+        match *self {}
+    }
+    fn db(&self) -> Option<&str> {
+        match *self {}
+    }
+    fn is_client_utf8(&self) -> bool {
+        match *self {}
+    }
+    async fn convert_keys(
+        &mut self,
+        _: Vec<conversions::Ask>,
+    ) -> Result<Vec<conversions::Converted>, ProxyError> {
+        match *self {}
+    }
+}
+
 /// Whom the driver asks: the main backend for weights, and the session's
 /// state for conversions (a planning without a session converts
 /// nothing: its statement stays refused).
-pub enum Asker<'a> {
+pub enum Asker<'a, S: Session = NoSession> {
     /// A session's statement.
-    Session(&'a mut Bindings),
+    Session(&'a mut S),
     /// The proxy's own statement (EXPLAIN, partition commands) on a
     /// worker.
     Proxy(&'a Context, usize),
 }
 
-impl Asker<'_> {
+impl<'a> Asker<'a, NoSession> {
+    /// The proxy's own statement on `worker` ([`Asker::Proxy`]).
+    pub fn proxy(ctx: &'a Context, worker: usize) -> Self {
+        Asker::Proxy(ctx, worker)
+    }
+}
+
+impl<S: Session> Asker<'_, S> {
     fn ctx(&self) -> &Context {
         match self {
-            Asker::Session(b) => &b.ctx,
+            Asker::Session(b) => b.ctx(),
             Asker::Proxy(ctx, _) => ctx,
         }
     }
 
     fn worker(&self) -> usize {
         match self {
-            Asker::Session(b) => b.worker,
+            Asker::Session(b) => b.worker(),
             Asker::Proxy(_, worker) => *worker,
         }
     }
@@ -143,9 +194,9 @@ impl Learnt {
     /// or the asking failed where the attempt's result stands on its own
     /// (`is_usable`: a read planned without weights reads every
     /// partition, right, only slower): go with what you have.
-    pub async fn ask(
+    pub async fn ask<S: Session>(
         &mut self,
-        asker: &mut Asker<'_>,
+        asker: &mut Asker<'_, S>,
         questions: Questions,
         is_usable: bool,
     ) -> Result<bool, ProxyError> {
@@ -163,9 +214,7 @@ impl Learnt {
             let Asker::Session(b) = asker else {
                 return Ok(false);
             };
-            if questions.conversions.len() > conversions::MAX_MISSES
-                || !b.state.vars.is_client_utf8()
-            {
+            if questions.conversions.len() > conversions::MAX_MISSES || !b.is_client_utf8() {
                 return Ok(false);
             }
             return match b.convert_keys(questions.conversions).await {
@@ -185,8 +234,11 @@ impl Learnt {
             return Ok(false);
         }
         let pool = asker.ctx().pool(asker.worker(), BackendId::MAIN);
-        match crate::partition::weights::fetch_from(pool, questions.weights).await {
+        match crate::partition::weights::fetch_from(pool, questions.weights, note_weight_fetch)
+            .await
+        {
             Ok(w) => {
+                keep_weights(&w);
                 self.weights.extend(w);
                 Ok(true)
             }
@@ -226,8 +278,8 @@ pub enum Db<'a> {
 
 /// Plan `sql` (its unqualified names in `db`) under `dict`, asking the
 /// backends what the planning needs.
-pub async fn plan(
-    mut asker: Asker<'_>,
+pub async fn plan<S: Session>(
+    mut asker: Asker<'_, S>,
     dict: &Arc<Dictionary>,
     sql: &str,
     db: Db<'_>,
@@ -237,7 +289,7 @@ pub async fn plan(
     loop {
         let db = match (db, &asker) {
             (Db::Given(db), _) => db,
-            (Db::OfSession, Asker::Session(b)) => b.state.db.as_deref(),
+            (Db::OfSession, Asker::Session(b)) => b.db(),
             (Db::OfSession, Asker::Proxy(..)) => None,
         };
         let (plan, questions) = match form {

@@ -1,10 +1,10 @@
 //! The proxy's shared state: configuration, backend pools, live sessions
 //! and the partition dictionary ([`Context`]), shared read-only by every
 //! worker thread. It sits below everything that serves clients: `session/`,
-//! `exec/`, `admin/` and `server` use it. It imports `backend/`, `config`,
-//! `metrics` and `tenant`, and still the state types of `partition`,
-//! `seq` and `exec` (`Coalescer`, `ResultCache`), which import it back;
-//! other subsystems' state types are defined in `runtime/shared_state.rs`
+//! `exec/`, `admin/`, `partition/`, `fleet` and `server` use it. It imports
+//! `backend/`, `config`, `metrics`, `tenant` and `seq`, none of which
+//! imports it back; the state types of subsystems that take the `Context`
+//! are defined in `runtime/partitioning.rs`, `runtime/shared_state.rs`
 //! and `runtime/session_handle.rs` (ARCHITECTURE.md, the modules' imports).
 
 use hscale_route::BackendId;
@@ -16,9 +16,11 @@ use std::time::Duration;
 use crate::backend::{BackendWatch, Pool};
 use crate::config::{BackendConfig, Config, ProxyConfig, UserConfig};
 
+mod partitioning;
 mod session_handle;
 mod shared_state;
 
+pub use partitioning::{FenceState, Partitioning};
 pub use session_handle::{Activity, Info, Published, SessionHandle, TxnView};
 pub use shared_state::{AutoIncrementColumns, Member, XaChecks};
 
@@ -101,7 +103,7 @@ pub struct Context {
     /// starts or ends and by KILL, never per statement.
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
     /// The partition dictionary.
-    pub partitioning: crate::partition::Partitioning,
+    pub partitioning: Partitioning,
     /// The backends' replicas: their pools and replication state
     /// (`backend/replicas.rs`; empty without `[[backends]] replicas`).
     pub replicas: crate::backend::replicas::Replicas,
@@ -113,14 +115,6 @@ pub struct Context {
     pub xa_checks: XaChecks,
     /// Counters for Prometheus and the query digests.
     pub metrics: crate::metrics::Metrics,
-    /// Reads in flight that identical reads may wait for and share
-    /// (`exec/coalesce.rs`).
-    /// The table of reads in flight (`exec/coalesce.rs`): kept for the
-    /// process's life, so a leader's turn holds it without a count.
-    pub coalescer: &'static crate::exec::coalesce::Coalescer,
-    /// The result cache (`exec/cache.rs`); `None` with `[cache] max_bytes
-    /// = 0`, the default.
-    pub cache: Option<Arc<crate::exec::cache::ResultCache>>,
     /// This proxy in `hscale.proxies` (`crate::fleet`).
     pub fleet: Member,
     /// Users and client limits, replaced by SIGHUP.
@@ -289,11 +283,6 @@ impl Context {
         Arc::new(Context {
             xa_checks,
             metrics,
-            coalescer: Box::leak(Box::new(crate::exec::coalesce::Coalescer::new(
-                config.proxy.coalesce,
-                config.proxy.coalesce_max_members,
-            ))),
-            cache: crate::exec::cache::ResultCache::new(config.cache.max_bytes).map(Arc::new),
             fleet: Member::new(),
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
             tenants: crate::tenant::Tenants::new(&config),
@@ -316,7 +305,7 @@ impl Context {
             next_handshake: AtomicU64::new(0),
             failed_logins: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
-            partitioning: crate::partition::Partitioning::default(),
+            partitioning: Partitioning::default(),
             replicas,
             sequences: crate::seq::Sequences::default(),
             tls,

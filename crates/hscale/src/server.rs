@@ -21,6 +21,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::exec::SharedReads;
 use crate::runtime::Context;
 
 /// On worker `worker`: learn the main backend's version, then run the
@@ -179,18 +180,22 @@ type Handoff = (
 /// Every worker's inbox of connections handed over.
 type Inboxes = Arc<[tokio::sync::mpsc::UnboundedSender<Handoff>]>;
 
+/// What a session is served with: the proxy's shared state and the
+/// executors' shared reads (`exec/shared_reads.rs`).
+type Served<'a> = (&'a Arc<Context>, &'a SharedReads);
+
 /// Serve a TCP client on this worker, counted in its `slot`.
 fn serve_tcp(
-    ctx: &Arc<Context>,
+    (ctx, reads): Served<'_>,
     stream: tokio::net::TcpStream,
     peer: std::net::SocketAddr,
     slot: crate::runtime::WorkerSlot,
 ) {
     let _ = stream.set_nodelay(true);
-    let ctx = ctx.clone();
+    let (ctx, reads) = (ctx.clone(), reads.clone());
     tokio::spawn(async move {
         let worker = slot.worker();
-        crate::session::serve(stream, ctx, worker, peer.to_string(), false).await;
+        crate::session::serve(stream, ctx, reads, worker, peer.to_string(), false).await;
         drop(slot);
     });
 }
@@ -198,7 +203,7 @@ fn serve_tcp(
 /// A connection this worker accepted: served here, or handed to the
 /// worker serving the fewest.
 fn place(
-    ctx: &Arc<Context>,
+    (ctx, reads): Served<'_>,
     worker: usize,
     inboxes: &Inboxes,
     stream: tokio::net::TcpStream,
@@ -206,7 +211,7 @@ fn place(
 ) {
     let slot = ctx.place_connection(worker);
     if slot.worker() == worker {
-        return serve_tcp(ctx, stream, peer, slot);
+        return serve_tcp((ctx, reads), stream, peer, slot);
     }
     let target = slot.worker();
     match stream.into_std() {
@@ -216,7 +221,7 @@ fn place(
             {
                 // That worker has stopped: serve it here.
                 match tokio::net::TcpStream::from_std(std) {
-                    Ok(stream) => serve_tcp(ctx, stream, peer, ctx.worker_slot(worker)),
+                    Ok(stream) => serve_tcp((ctx, reads), stream, peer, ctx.worker_slot(worker)),
                     Err(e) => tracing::warn!(error = %e, "taking back a connection failed"),
                 }
             }
@@ -228,7 +233,7 @@ fn place(
 /// One worker: accept clients and serve them on this thread until `stop`,
 /// then wait (up to the stop's deadline) for the proxy's sessions to end.
 async fn worker_loop(
-    ctx: Arc<Context>,
+    (ctx, reads): (Arc<Context>, SharedReads),
     worker: usize,
     listener: std::net::TcpListener,
     (inboxes, mut inbox): (Inboxes, tokio::sync::mpsc::UnboundedReceiver<Handoff>),
@@ -241,7 +246,7 @@ async fn worker_loop(
         if let Some(path) = ctx.config.proxy.socket.clone() {
             let _ = std::fs::remove_file(&path);
             let unix = tokio::net::UnixListener::bind(&path)?;
-            let ctx = ctx.clone();
+            let (ctx, reads) = (ctx.clone(), reads.clone());
             tokio::spawn(async move {
                 loop {
                     let accepted = unix.accept().await;
@@ -253,6 +258,7 @@ async fn worker_loop(
                             tokio::spawn(crate::session::serve(
                                 stream,
                                 ctx.clone(),
+                                reads.clone(),
                                 worker,
                                 path.clone(),
                                 true,
@@ -271,11 +277,11 @@ async fn worker_loop(
         tokio::select! {
             _ = stop.changed() => break,
             Some((std, peer, slot)) = inbox.recv() => match tokio::net::TcpStream::from_std(std) {
-                Ok(stream) => serve_tcp(&ctx, stream, peer, slot),
+                Ok(stream) => serve_tcp((&ctx, &reads), stream, peer, slot),
                 Err(e) => tracing::warn!(error = %e, "taking a connection handed over failed"),
             },
             r = listener.accept() => match r {
-                Ok((stream, peer)) => place(&ctx, worker, &inboxes, stream, peer),
+                Ok((stream, peer)) => place((&ctx, &reads), worker, &inboxes, stream, peer),
                 Err(e) => {
                     // Out of file descriptors and the like: back off, keep serving.
                     tracing::warn!(error = %e, "accept failed");
@@ -333,7 +339,7 @@ pub async fn shutdown_signal() {
 
 /// What `/metrics` reads at each scrape: the counters and the gauges of
 /// the proxy's `Context`, for as long as it lives.
-struct Scraped(std::sync::Weak<Context>);
+struct Scraped(std::sync::Weak<Context>, SharedReads);
 
 impl crate::metrics::exposition::Source for Scraped {
     fn scrape(
@@ -365,7 +371,7 @@ impl crate::metrics::exposition::Source for Scraped {
                 })
                 .collect(),
             workers: ctx.worker_loads(),
-            result_cache: ctx.cache.as_ref().map(|c| c.sample()),
+            result_cache: self.1.cache.as_ref().map(|c| c.sample()),
         };
         f(&ctx.metrics, &live)
     }
@@ -394,6 +400,7 @@ impl RunningProxy {
         let addr = listener.local_addr()?;
         let tls = crate::tls::acceptor(&config.tls)?;
         let backend_tls = crate::backend::tls::connectors(&config.backends)?;
+        let reads = SharedReads::new(&config);
         let ctx = Context::new(config, tls, backend_tls);
         ctx.fleet.set_address(addr);
         let (stop, stop_rx) = tokio::sync::watch::channel(None);
@@ -403,7 +410,8 @@ impl RunningProxy {
             let listener = std::net::TcpListener::bind(&ctx.config.metrics.listen)?;
             listener.set_nonblocking(true)?;
             metrics_addr = Some(listener.local_addr()?);
-            let registry = crate::metrics::exposition::registry(Scraped(Arc::downgrade(&ctx)));
+            let registry =
+                crate::metrics::exposition::registry(Scraped(Arc::downgrade(&ctx), reads.clone()));
             threads.push(crate::http::spawn(
                 listener,
                 crate::http::routes(Arc::new(registry)),
@@ -428,7 +436,7 @@ impl RunningProxy {
         for worker in 0..ctx.workers() {
             let listener = listener.try_clone()?;
             let inbox = (inboxes.clone(), receivers.remove(0));
-            let ctx = ctx.clone();
+            let (ctx, reads) = (ctx.clone(), reads.clone());
             let stop_rx = stop_rx.clone();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -445,9 +453,13 @@ impl RunningProxy {
                         crate::planning::count_weights_into(
                             ctx.metrics.worker(worker).weight_counters(),
                         );
-                        if let Err(e) =
-                            runtime.block_on(worker_loop(ctx, worker, listener, inbox, stop_rx))
-                        {
+                        if let Err(e) = runtime.block_on(worker_loop(
+                            (ctx, reads),
+                            worker,
+                            listener,
+                            inbox,
+                            stop_rx,
+                        )) {
                             tracing::error!(worker, error = %e, "worker stopped");
                         }
                         runtime.shutdown_timeout(Duration::from_secs(1));

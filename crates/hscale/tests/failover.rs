@@ -336,28 +336,14 @@ async fn failover_cut_short(
     let p1 = hscale::RunningProxy::start(with_failover(8_000), "127.0.0.1:0").unwrap();
     let mut admin = connect(p1.addr.port()).await;
     set_up(&mut admin).await;
-    let dying = common::ProxyProcess::start_with_env(
+    let (writers, died, resumed) = common::replication::cut_short(
         with_failover(1_000),
-        &[("HSCALE_FAILPOINT", failpoint)],
-    );
-    let writers = Writers::start([p1.addr.port(), dying.port], 0, row);
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
-    assert!(writers.acked() > 0, "writes before the kill");
-    let killed_at = Instant::now();
-    set.get().unwrap().lock().unwrap()[1].kill();
-    let status = dying.exit_status(Duration::from_secs(30)).await;
-    assert_eq!(status.code(), Some(86), "ended at the failpoint");
-    let died = killed_at.elapsed();
-    let at_death = writers.acked();
-    let deadline = Instant::now() + Duration::from_secs(40);
-    while writers.acked() < at_death + 50 {
-        assert!(
-            Instant::now() < deadline,
-            "no write succeeded after the deciding proxy died"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let resumed = killed_at.elapsed();
+        failpoint,
+        |dying| Writers::start([p1.addr.port(), dying], 0, row),
+        Writers::acked,
+        || set.get().unwrap().lock().unwrap()[1].kill(),
+    )
+    .await;
     let (acked, failed) = writers.finish().await;
     println!(
         "a failover of shard1 cut short {failpoint}: the deciding proxy died {} ms after the kill, writes resumed {} ms after the kill; {} writes acknowledged, {} failed",

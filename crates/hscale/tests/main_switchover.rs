@@ -804,27 +804,14 @@ async fn failover_cut_short(
     let mut admin = connect(p1.addr.port()).await;
     set_up(&mut admin).await;
     assert_eq!(main_primary(&mut admin).await, addr(ports[0]));
-    let dying = common::ProxyProcess::start_with_env(
+    let (writers, died, resumed) = common::replication::cut_short(
         with_failover(1_000),
-        &[("HSCALE_FAILPOINT", failpoint)],
-    );
-    let writers = Writers::start(&[p1.addr.port(), dying.port], 700_000_000);
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
-    let killed_at = Instant::now();
-    set.get().unwrap().lock().unwrap()[0].kill();
-    let status = dying.exit_status(Duration::from_secs(30)).await;
-    assert_eq!(status.code(), Some(86), "ended at the failpoint");
-    let died = killed_at.elapsed();
-    let at_death = writers.count();
-    let deadline = Instant::now() + Duration::from_secs(40);
-    while writers.count() < at_death + 50 {
-        assert!(
-            Instant::now() < deadline,
-            "no write succeeded after the deciding proxy died"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let resumed = killed_at.elapsed();
+        failpoint,
+        |dying| Writers::start(&[p1.addr.port(), dying], 700_000_000),
+        Writers::count,
+        || set.get().unwrap().lock().unwrap()[0].kill(),
+    )
+    .await;
     let acked = writers.finish().await;
     println!(
         "a failover cut short {failpoint}: the deciding proxy died {} ms after the kill, writes resumed {} ms after the kill; {} transactions acknowledged",

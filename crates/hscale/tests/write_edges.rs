@@ -22,6 +22,7 @@
 mod common;
 
 use common::twin::*;
+use mysql_async::Conn;
 
 const SCHEMA: &[&str] = &[
     "CREATE TABLE ev (id BIGINT NOT NULL, at DATETIME NOT NULL, kind VARCHAR(8) NOT NULL, PRIMARY KEY (id, at))",
@@ -63,6 +64,21 @@ fn rows_of_od() -> Vec<String> {
     ]
 }
 
+/// The twin databases `db` and `reference` created with [`rows_of_od`]:
+/// a connection to each.
+async fn with_rows(db: &'static str, reference: &'static str) -> (Conn, Conn) {
+    let t = twin(db, reference);
+    t.create(&rows_of_od()).await;
+    t.conns().await
+}
+
+/// Each of `reads` answers the same rows on both.
+async fn same_reads(p: &mut Conn, r: &mut Conn, reads: &[&str]) {
+    for read in reads {
+        assert_eq!(rows(p, read).await, rows(r, read).await, "{read}");
+    }
+}
+
 /// The tables' rows, one table at a time: a UNION ALL of both ships
 /// the rows into a temporary copy written in the session's sql_mode,
 /// which changes dates one server reads as they are (F11 in
@@ -75,9 +91,7 @@ const OD: &str = "SELECT oid, k, qty, note FROM od ORDER BY oid, k";
 /// stores and finds it.
 #[tokio::test]
 async fn an_invalid_day_without_strict_mode_is_stored_where_its_zero_date_routes() {
-    let t = twin("we_day", "we_day_ref");
-    t.create(&rows_of_od()).await;
-    let (mut p, mut r) = t.conns().await;
+    let (mut p, mut r) = with_rows("we_day", "we_day_ref").await;
     same_writes(
         &mut p,
         &mut r,
@@ -88,13 +102,16 @@ async fn an_invalid_day_without_strict_mode_is_stored_where_its_zero_date_routes
         EV,
     )
     .await;
-    for read in [
-        "SELECT id, at FROM ev WHERE at = '0000-00-00 00:00:00' ORDER BY id",
-        "SELECT id, at FROM ev WHERE at = '2024-02-30 10:00:00' ORDER BY id",
-        "SELECT COUNT(*) FROM ev WHERE at < '2024-01-01'",
-    ] {
-        assert_eq!(rows(&mut p, read).await, rows(&mut r, read).await, "{read}");
-    }
+    same_reads(
+        &mut p,
+        &mut r,
+        &[
+            "SELECT id, at FROM ev WHERE at = '0000-00-00 00:00:00' ORDER BY id",
+            "SELECT id, at FROM ev WHERE at = '2024-02-30 10:00:00' ORDER BY id",
+            "SELECT COUNT(*) FROM ev WHERE at < '2024-01-01'",
+        ],
+    )
+    .await;
 }
 
 /// The class: days past their month's end, months and times out of
@@ -104,9 +121,7 @@ async fn an_invalid_day_without_strict_mode_is_stored_where_its_zero_date_routes
 /// reads by the stored key.
 #[tokio::test]
 async fn keys_that_are_no_dates_route_as_the_column_stores_them() {
-    let t = twin("we_days", "we_days_ref");
-    t.create(&rows_of_od()).await;
-    let (mut p, mut r) = t.conns().await;
+    let (mut p, mut r) = with_rows("we_days", "we_days_ref").await;
     same_writes(
         &mut p,
         &mut r,
@@ -137,25 +152,26 @@ async fn keys_that_are_no_dates_route_as_the_column_stores_them() {
     let sql = "UPDATE ev SET at = '2024-04-31' WHERE id = 14";
     assert_eq!(run(&mut p, sql).await, Done::Err(1235), "{sql}");
     assert_eq!(rows(&mut p, EV).await, before);
-    for read in [
-        "SELECT id FROM ev WHERE at = '0000-00-00 00:00:00' ORDER BY id",
-        "SELECT id FROM ev WHERE at = '2024-02-30 10:00:00' ORDER BY id",
-        "SELECT id FROM ev WHERE at = '2024-04-31 00:00:00' ORDER BY id",
-        "SELECT id FROM ev WHERE at = '2024-02-31 23:59:59' ORDER BY id",
-        "SELECT id FROM ev WHERE at = '2024-02-29' ORDER BY id",
-        "SELECT id FROM ev WHERE at >= '2024-02-01' AND at < '2024-03-01' ORDER BY id",
-    ] {
-        assert_eq!(rows(&mut p, read).await, rows(&mut r, read).await, "{read}");
-    }
+    same_reads(
+        &mut p,
+        &mut r,
+        &[
+            "SELECT id FROM ev WHERE at = '0000-00-00 00:00:00' ORDER BY id",
+            "SELECT id FROM ev WHERE at = '2024-02-30 10:00:00' ORDER BY id",
+            "SELECT id FROM ev WHERE at = '2024-04-31 00:00:00' ORDER BY id",
+            "SELECT id FROM ev WHERE at = '2024-02-31 23:59:59' ORDER BY id",
+            "SELECT id FROM ev WHERE at = '2024-02-29' ORDER BY id",
+            "SELECT id FROM ev WHERE at >= '2024-02-01' AND at < '2024-03-01' ORDER BY id",
+        ],
+    )
+    .await;
 }
 
 /// The example: `INSERT ... SELECT ... FROM od ... ON DUPLICATE KEY
 /// UPDATE qty = od.qty + 100` is one server's 1052, writing nothing.
 #[tokio::test]
 async fn an_upsert_from_a_select_of_the_same_table_naming_its_column_is_ambiguous() {
-    let t = twin("we_ups", "we_ups_ref");
-    t.create(&rows_of_od()).await;
-    let (mut p, mut r) = t.conns().await;
+    let (mut p, mut r) = with_rows("we_ups", "we_ups_ref").await;
     same_writes(
         &mut p,
         &mut r,
@@ -172,9 +188,7 @@ async fn an_upsert_from_a_select_of_the_same_table_naming_its_column_is_ambiguou
 /// alone are refused (1235), writing nothing.
 #[tokio::test]
 async fn upsert_names_from_a_select_resolve_as_one_server_resolves_them() {
-    let t = twin("we_upn", "we_upn_ref");
-    t.create(&rows_of_od()).await;
-    let (mut p, mut r) = t.conns().await;
+    let (mut p, mut r) = with_rows("we_upn", "we_upn_ref").await;
     same_writes(
         &mut p,
         &mut r,
@@ -213,9 +227,7 @@ async fn upsert_names_from_a_select_resolve_as_one_server_resolves_them() {
 /// failed the read with 1292; one server reads it.
 #[tokio::test]
 async fn a_zero_date_reads_through_a_shipped_copy_under_strict_no_zero_date() {
-    let t = twin("we_zero", "we_zero_ref");
-    t.create(&rows_of_od()).await;
-    let (mut p, mut r) = t.conns().await;
+    let (mut p, mut r) = with_rows("we_zero", "we_zero_ref").await;
     same_writes(
         &mut p,
         &mut r,
@@ -244,9 +256,7 @@ async fn a_zero_date_reads_through_a_shipped_copy_under_strict_no_zero_date() {
 /// in a session without it; one server reads the day as stored.
 #[tokio::test]
 async fn an_invalid_day_stored_under_allow_invalid_dates_reads_back_through_a_shipped_copy() {
-    let t = twin("we_inv", "we_inv_ref");
-    t.create(&rows_of_od()).await;
-    let (mut p, mut r) = t.conns().await;
+    let (mut p, mut r) = with_rows("we_inv", "we_inv_ref").await;
     same_writes(
         &mut p,
         &mut r,
@@ -437,17 +447,20 @@ async fn a_moved_row_keeps_the_values_its_session_s_sql_mode_would_not_store() {
         SV,
     )
     .await;
-    for read in [
-        "SELECT id, d, dt FROM sv WHERE id = 12",
-        "SELECT id, note FROM sv WHERE id = 31",
-        "SELECT id, d, dt FROM sv WHERE id = 13",
-        "SELECT id, e FROM sv WHERE id = 24",
-        "SELECT id, d FROM sv WHERE id = 40",
-        "SELECT id, note FROM sv WHERE id = 41",
-        "SELECT id, de FROM sv WHERE id = 50",
-    ] {
-        assert_eq!(rows(&mut p, read).await, rows(&mut r, read).await, "{read}");
-    }
+    same_reads(
+        &mut p,
+        &mut r,
+        &[
+            "SELECT id, d, dt FROM sv WHERE id = 12",
+            "SELECT id, note FROM sv WHERE id = 31",
+            "SELECT id, d, dt FROM sv WHERE id = 13",
+            "SELECT id, e FROM sv WHERE id = 24",
+            "SELECT id, d FROM sv WHERE id = 40",
+            "SELECT id, note FROM sv WHERE id = 41",
+            "SELECT id, de FROM sv WHERE id = 50",
+        ],
+    )
+    .await;
 }
 
 /// A multi-table UPDATE assigning a partition key whose rows lie on one
@@ -456,9 +469,7 @@ async fn a_moved_row_keeps_the_values_its_session_s_sql_mode_would_not_store() {
 /// the statement is refused, writing nothing.
 #[tokio::test]
 async fn a_multi_table_update_of_the_key_on_one_partition_leaves_no_row_misplaced() {
-    let t = twin("we_mtk", "we_mtk_ref");
-    t.create(&rows_of_od()).await;
-    let (mut p, mut r) = t.conns().await;
+    let (mut p, mut r) = with_rows("we_mtk", "we_mtk_ref").await;
     for sql in [
         "UPDATE od a JOIN od b ON b.oid = a.oid AND b.k = a.k SET a.k = 2 WHERE a.k = 1 AND b.k = 1",
         "UPDATE od a JOIN od b ON b.oid = a.oid AND b.k = a.k SET a.qty = 0, a.k = a.k + 1 WHERE a.k = 3 AND b.k = 3",
@@ -530,10 +541,13 @@ async fn empty_strings_read_from_rows_are_written_as_empty_strings() {
         SV,
     )
     .await;
-    for read in [
-        "SELECT oid, k, qty, note, note IS NULL FROM od ORDER BY oid, k",
-        "SELECT id, note IS NULL, c IS NULL FROM sv WHERE id > 100 ORDER BY id",
-    ] {
-        assert_eq!(rows(&mut p, read).await, rows(&mut r, read).await, "{read}");
-    }
+    same_reads(
+        &mut p,
+        &mut r,
+        &[
+            "SELECT oid, k, qty, note, note IS NULL FROM od ORDER BY oid, k",
+            "SELECT id, note IS NULL, c IS NULL FROM sv WHERE id > 100 ORDER BY id",
+        ],
+    )
+    .await;
 }

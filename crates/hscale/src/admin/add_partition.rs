@@ -160,7 +160,7 @@ async fn place_value(
     value: &str,
 ) -> Result<String, ProxyError> {
     let mut learnt = Learnt::new();
-    let mut asker = Asker::Proxy(ctx, worker);
+    let mut asker = Asker::proxy(ctx, worker);
     loop {
         let (v, questions) = learnt.attempt(|known| t.partition_value(value, known));
         if !learnt.ask(&mut asker, questions, v.is_ok()).await? {

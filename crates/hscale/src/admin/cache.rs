@@ -20,9 +20,25 @@ use hscale_wire::response::ErrPacket;
 
 use super::{commit, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
+use crate::metrics::exposition::CacheSample;
 use crate::partition::versions::{arm, clear_marks, disarm, physical_tables, RULES, STATEMENTS};
 use crate::partition::{quote_str, store};
 use crate::runtime::Context;
+
+/// This proxy's result cache as its commands use it: the executor's
+/// `ResultCache` (`exec/cache.rs`), handed to [`super::execute`] by the
+/// executor, so that admin imports nothing of it.
+pub trait CachedAnswers: Sync {
+    /// Answers held.
+    fn entries(&self) -> usize;
+    /// Forget every answer.
+    fn flush(&self);
+    /// The figures `SHOW CACHE` and `/metrics` show.
+    fn sample(&self) -> CacheSample;
+}
+
+/// The cache of this proxy, if it has one.
+pub type Cache<'a> = Option<&'a dyn CachedAnswers>;
 
 /// The server's error for a table that is not a base table, or missing.
 async fn check_base_table(
@@ -67,7 +83,7 @@ async fn check_base_table(
 
 /// `HSCALE CACHE_TABLE`: triggers first (EXACT), then the rule.
 pub(super) async fn cache_table(
-    ctx: &Context,
+    (ctx, cache): (&Context, Cache<'_>),
     worker: usize,
     name: TableName,
     rule: CacheRule,
@@ -108,7 +124,7 @@ pub(super) async fn cache_table(
             rule.ttl_ms()
         ),
     ];
-    set_rule(ctx, worker, &name, Some(rule), &sql).await?;
+    set_rule((ctx, cache), worker, &name, Some(rule), &sql).await?;
     if before == Some(CacheRule::Exact) && rule != CacheRule::Exact {
         disarm_all(ctx, worker, &targets).await?;
     }
@@ -122,7 +138,7 @@ pub(super) async fn cache_table(
 
 /// `HSCALE UNCACHE_TABLE`: the rule first, then the triggers.
 pub(super) async fn uncache_table(
-    ctx: &Context,
+    (ctx, cache): (&Context, Cache<'_>),
     worker: usize,
     name: TableName,
 ) -> Result<AdminOutput, ProxyError> {
@@ -139,7 +155,7 @@ pub(super) async fn uncache_table(
         quote_str(&name.db),
         quote_str(&name.table)
     )];
-    set_rule(ctx, worker, &name, None, &sql).await?;
+    set_rule((ctx, cache), worker, &name, None, &sql).await?;
     if before == CacheRule::Exact {
         disarm_all(ctx, worker, &targets).await?;
     }
@@ -163,7 +179,7 @@ async fn disarm_all(
 /// Commit the rule change, as auto-partitioning's (another proxy's change
 /// moving the version on: apply it again to the dictionary read anew).
 async fn set_rule(
-    ctx: &Context,
+    (ctx, cache): (&Context, Cache<'_>),
     worker: usize,
     name: &TableName,
     rule: Option<CacheRule>,
@@ -181,7 +197,7 @@ async fn set_rule(
             r => break r?,
         }
     }
-    if let Some(cache) = &ctx.cache {
+    if let Some(cache) = cache {
         cache.flush();
     }
     Ok(())
@@ -190,7 +206,7 @@ async fn set_rule(
 /// `HSCALE CACHE_STATEMENT` (`Some(ttl)`) and `UNCACHE_STATEMENT`: reads
 /// of the statement's fingerprint (any literals) kept for a TTL.
 pub(super) async fn cache_statement(
-    ctx: &Context,
+    (ctx, cache): (&Context, Cache<'_>),
     worker: usize,
     statement: &str,
     ttl_ms: Option<u64>,
@@ -231,7 +247,7 @@ pub(super) async fn cache_statement(
             r => break r?,
         }
     }
-    if let Some(cache) = &ctx.cache {
+    if let Some(cache) = cache {
         cache.flush();
     }
     Ok(AdminOutput::Ok {
@@ -243,8 +259,8 @@ pub(super) async fn cache_statement(
 }
 
 /// `HSCALE FLUSH CACHE`: this proxy's answers forgotten.
-pub(super) fn flush(ctx: &Context) -> AdminOutput {
-    let n = ctx.cache.as_ref().map_or(0, |c| {
+pub(super) fn flush(cache: Cache<'_>) -> AdminOutput {
+    let n = cache.map_or(0, |c| {
         let n = c.entries();
         c.flush();
         n
@@ -255,8 +271,8 @@ pub(super) fn flush(ctx: &Context) -> AdminOutput {
 }
 
 /// `HSCALE SHOW CACHE`: the cached tables, and this proxy's figures.
-pub(super) fn show(ctx: &Context) -> AdminOutput {
-    let s = ctx.cache.as_ref().map(|c| c.sample()).unwrap_or_default();
+pub(super) fn show(ctx: &Context, cache: Cache<'_>) -> AdminOutput {
+    let s = cache.map(|c| c.sample()).unwrap_or_default();
     let figures = format!(
         "entries={} bytes={} hits={} misses={} invalidations={} evictions={}",
         s.entries, s.bytes, s.hits, s.misses, s.invalidations, s.evictions

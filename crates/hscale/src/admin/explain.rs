@@ -20,7 +20,7 @@ pub(super) async fn run(
     // As a statement would: keys the backend weighs, met for the first
     // time, are asked about, and the statement planned again.
     let plan = planning::plan(
-        Asker::Proxy(ctx, worker),
+        Asker::proxy(ctx, worker),
         &d,
         statement,
         Db::Given(session_db),

@@ -86,8 +86,9 @@ impl AdminOutput {
 }
 
 /// Run one admin command.
+/// `cache`: this proxy's result cache (the executor's, `exec/shared_reads.rs`).
 pub async fn execute(
-    ctx: &Context,
+    (ctx, cache): (&Context, cache::Cache<'_>),
     worker: usize,
     session_db: Option<&str>,
     cmd: AdminCommand,
@@ -177,20 +178,20 @@ pub async fn execute(
         }
         AdminCommand::CacheTable { table, rule } => {
             let name = table_name(&table, session_db)?;
-            cache::cache_table(ctx, worker, name, rule).await
+            cache::cache_table((ctx, cache), worker, name, rule).await
         }
         AdminCommand::UncacheTable { table } => {
             let name = table_name(&table, session_db)?;
-            cache::uncache_table(ctx, worker, name).await
+            cache::uncache_table((ctx, cache), worker, name).await
         }
         AdminCommand::CacheStatement { statement, ttl_ms } => {
-            cache::cache_statement(ctx, worker, &statement, Some(ttl_ms)).await
+            cache::cache_statement((ctx, cache), worker, &statement, Some(ttl_ms)).await
         }
         AdminCommand::UncacheStatement { statement } => {
-            cache::cache_statement(ctx, worker, &statement, None).await
+            cache::cache_statement((ctx, cache), worker, &statement, None).await
         }
-        AdminCommand::FlushCache => Ok(cache::flush(ctx)),
-        AdminCommand::ShowCache => Ok(cache::show(ctx)),
+        AdminCommand::FlushCache => Ok(cache::flush(cache)),
+        AdminCommand::ShowCache => Ok(cache::show(ctx, cache)),
         AdminCommand::Explain { statement } => {
             explain::run(ctx, worker, session_db, &statement).await
         }

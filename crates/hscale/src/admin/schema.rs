@@ -126,10 +126,14 @@ pub async fn show_create(
         .then_some(table.sequence_generation);
     drop(d);
     let ddl = match sequence {
-        Some(generation) => match crate::seq::next_value(ctx, worker, name, generation).await? {
-            Some(next) => crate::seq::with_auto_increment(&ddl, next),
-            None => ddl,
-        },
+        Some(generation) => {
+            match crate::seq::next_value(ctx.pool(worker, BackendId::MAIN), name, generation)
+                .await?
+            {
+                Some(next) => crate::seq::with_auto_increment(&ddl, next),
+                None => ddl,
+            }
+        }
         None => ddl,
     };
     Ok(AdminOutput::Relayed {

@@ -24,6 +24,7 @@ use crate::config::BackendConfig;
 use crate::error::ProxyError;
 
 mod query;
+pub use query::server_error;
 mod statements;
 
 /// Capabilities the proxy asks for on backend connections. No

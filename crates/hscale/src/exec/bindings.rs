@@ -37,6 +37,8 @@ use crate::runtime::{Context, SessionHandle};
 /// that is replayed onto them.
 pub struct Bindings {
     pub ctx: Arc<Context>,
+    /// The reads every session shares: coalescing and the result cache.
+    pub(super) reads: super::SharedReads,
     /// The worker thread this session runs on; it borrows from that worker's pools.
     pub worker: usize,
     /// The backend account the session's statements run as
@@ -59,17 +61,17 @@ pub struct Bindings {
     /// Shared with KILL from other sessions.
     pub handle: Arc<SessionHandle>,
     /// The client asked for CLIENT_FOUND_ROWS.
-    pub is_found_rows: bool,
+    pub(super) is_found_rows: bool,
     /// The stored dictionary version the last statement was planned with
     /// (the fence waits for a newer one after a stale route).
-    pub planned_version: u64,
+    pub(super) planned_version: u64,
     /// The branches of a transaction that reached more than one backend
     /// (the home branch is `pinned`).
     pub txn: Option<super::txn::Txn>,
     /// A statement that may write ran in the home branch's transaction.
-    pub home_written: bool,
+    pub(super) home_written: bool,
     /// The open transaction was started READ ONLY.
-    pub is_read_only_txn: bool,
+    pub(super) is_read_only_txn: bool,
     /// A backend connection holding session state (pinned: a transaction,
     /// temporary tables, locks, ...) was lost: the client connection is
     /// closed without an answer, as a server's would be, so the client
@@ -79,7 +81,7 @@ pub struct Bindings {
     pub scratch: super::scratch::StatementScratch,
     /// The open transaction's savepoints (`txn/savepoint.rs`), set again on
     /// every branch that joins it.
-    pub savepoints: super::txn::savepoint::Savepoints,
+    pub(super) savepoints: super::txn::savepoint::Savepoints,
     /// The current statement is a latin1 client's text the proxy read as
     /// UTF-8 (`session/query.rs`): the connections it runs on hold
     /// `character_set_client` utf8mb4 while it runs
@@ -89,7 +91,7 @@ pub struct Bindings {
     /// What the session's sql_mode makes of its statements' text, once
     /// asked (`exec/sql_mode.rs`); `None` until then and after a
     /// statement that may have changed it.
-    pub sql_mode: Option<crate::backend::SqlModeFlags>,
+    pub(super) sql_mode: Option<crate::backend::SqlModeFlags>,
     /// `SET hscale_coalesce = OFF`: the session's reads are never
     /// answered by another's execution (`exec/coalesce.rs`).
     pub is_coalescing_off: bool,

@@ -3,7 +3,7 @@
 //!
 //! Opt-in per table (`HSCALE CACHE_TABLE('t', 'EXACT' | 'TTL', ms)`, in
 //! the dictionary, `admin/cache.rs`) and per proxy (`[cache] max_bytes`,
-//! 0 = no cache: `Context::cache` is `None`). A read takes part when it
+//! 0 = no cache: `SharedReads::cache` is `None`). A read takes part when it
 //! may be coalesced (`coalesce::key`: one deterministic SELECT outside
 //! transactions, text protocol) and every table it names
 //! (`hscale_sql::reads`) is cached. It is stored under the coalescing
@@ -194,7 +194,7 @@ pub struct Figures {
     pub stored: AtomicU64,
 }
 
-/// The proxy's result cache (`Context::cache`).
+/// The proxy's result cache (`SharedReads::cache`).
 pub struct ResultCache {
     max_bytes: usize,
     shards: [Mutex<Shard>; SHARDS],

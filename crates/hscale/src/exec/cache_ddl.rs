@@ -145,7 +145,7 @@ pub async fn after(b: &Bindings, marks: Marks) {
             tracing::warn!(error = %e, "unmarking cached tables after a DDL statement");
         }
     }
-    if let Some(cache) = &b.ctx.cache {
+    if let Some(cache) = &b.reads.cache {
         cache.disarmed(&tables);
     }
 }

@@ -69,9 +69,6 @@ use crate::backend::state::SessionVars;
 use crate::error::ProxyError;
 use crate::metrics::StatementNote;
 
-/// Members a batch takes besides its leader by default (`[proxy]
-/// coalesce_max_members`); a request beyond it runs on its own.
-pub const MAX_MEMBERS: usize = 8192;
 /// The largest answer shared (framed bytes); a bigger one streams to its
 /// leader's client and the members run on their own.
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
@@ -179,7 +176,7 @@ pub fn key<'t>(
         || !facts.pins.is_empty()
         || facts.mentions != hscale_sql::Mentions::NONE
         || facts.uses_last_insert_id
-        || !b.ctx.coalescer.is_on
+        || !b.reads.coalescer.is_on
         || b.is_coalescing_off
         // A replica's answer is not a primary's (`read_from.rs`).
         || b.read_from.is_replica
@@ -384,7 +381,7 @@ type Table = HashMap<u64, Entry, std::hash::BuildHasherDefault<Unhashed>>;
 /// one lock.
 const SHARDS: usize = 16;
 
-/// The proxy's table of reads in flight (`Context::coalescer`), shared by
+/// The proxy's table of reads in flight (`SharedReads::coalescer`), shared by
 /// all workers (a flash crowd spread over every worker runs one
 /// execution at a time), in shards by the hash of the key ([`Probe`]).
 /// A shard's lock is held for a map operation only.
@@ -710,7 +707,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // The result cache (`exec/cache.rs`): only on a proxy with one,
         // when the dictionary caches some table.
         let mut pending = None;
-        if let Some(cache) = &self.b.ctx.cache {
+        if let Some(cache) = &self.b.reads.cache {
             if self.b.ctx.partitioning.with_dictionary(|d| d.has_cached()) {
                 if !probe.is_shareable() {
                     return self.run_work(work, effects).await;
@@ -732,7 +729,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }
         }
         let worker = self.b.worker;
-        let table = self.b.ctx.coalescer;
+        let table = self.b.reads.coalescer;
         self.b.handle.take_interrupt();
         match table.enter(&probe, self.b) {
             Role::Unshared => self.run_work(work, effects).await,

@@ -21,6 +21,29 @@ use super::bindings::Bindings;
 use crate::error::ProxyError;
 use crate::partition::quote_ident;
 
+/// What the planning driver reads of a session (`crate::planning`).
+impl crate::planning::Session for Bindings {
+    fn ctx(&self) -> &crate::runtime::Context {
+        &self.ctx
+    }
+
+    fn worker(&self) -> usize {
+        self.worker
+    }
+
+    fn db(&self) -> Option<&str> {
+        self.state.db.as_deref()
+    }
+
+    fn is_client_utf8(&self) -> bool {
+        self.state.vars.is_client_utf8()
+    }
+
+    async fn convert_keys(&mut self, asks: Vec<Ask>) -> Result<Vec<Converted>, ProxyError> {
+        self.convert_keys(asks).await
+    }
+}
+
 impl Bindings {
     /// The values `asks`' columns make of their literals, one compound
     /// statement per backend. An error leaves the statement refused as

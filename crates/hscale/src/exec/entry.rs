@@ -578,7 +578,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let (ctx, worker) = (&self.b.ctx, self.b.worker);
         let out = match cmd {
             AdminCommand::ShowTransactions => super::txn::show::show(ctx, worker).await?,
-            cmd => crate::admin::execute(ctx, worker, self.b.state.db.as_deref(), cmd).await?,
+            cmd => {
+                let cache = self.b.reads.cached_answers();
+                let db = self.b.state.db.as_deref();
+                crate::admin::execute((ctx, cache), worker, db, cmd).await?
+            }
         };
         self.write_admin_output(out).await
     }

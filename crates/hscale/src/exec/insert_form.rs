@@ -280,9 +280,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     async fn select_rows(&mut self, select: &str) -> Result<Selected, ProxyError> {
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         let answer = sink::read(self.b, select, "INSERT ... SELECT", max_rows).await?;
-        let collations = self.b.ctx.collations();
-        literal_rows(answer, &|id| {
-            collations.get(id).map(|(cs, _)| cs.to_string())
-        })
+        literal_rows(answer, self.b.ctx.collations())
     }
 }

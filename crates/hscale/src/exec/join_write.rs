@@ -23,7 +23,7 @@ use hscale_wire::response::{OkInfo, OkPacket};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::error::ProxyError;
-use crate::exec::sink::{self, literal_rows, Answer, Selected};
+use crate::exec::sink::{self, Answer};
 use crate::exec::{Effects, Exec};
 use crate::planning::Learnt;
 
@@ -214,15 +214,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }
             _ => Vec::new(),
         };
-        let collations = self.b.ctx.collations();
-        let literals = match literal_rows(answer, &|id| {
-            collations.get(id).map(|(cs, _)| cs.to_string())
-        })? {
-            Selected::Error(err) => {
-                self.write_server_error(1, &err).await?;
-                return Ok(None);
-            }
-            Selected::Rows(rows) => rows,
+        let Some(literals) = self.literal_rows_or_answer(answer).await? else {
+            return Ok(None);
         };
         // 2. Each target's rows once, by partition.
         let writes = self.join_write_buckets(w, input, columns, &raw, &literals)?;

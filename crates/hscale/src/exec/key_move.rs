@@ -18,7 +18,7 @@ use hscale_wire::response::OkPacket;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::error::ProxyError;
-use crate::exec::sink::{self, literal_rows, Answer, Selected};
+use crate::exec::sink::{self, Answer};
 use crate::exec::{Effects, Exec};
 use crate::planning::Learnt;
 
@@ -110,15 +110,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 parts: vec![(from.clone(), select.clone())],
             };
             let answer = sink::run(self.b, &select, what, read, read_only(), max_rows).await?;
-            let collations = self.b.ctx.collations();
-            let rows = match literal_rows(answer, &|id| {
-                collations.get(id).map(|(cs, _)| cs.to_string())
-            })? {
-                Selected::Error(err) => {
-                    self.write_server_error(1, &err).await?;
-                    return Ok(None);
-                }
-                Selected::Rows(rows) => rows,
+            let Some(rows) = self.literal_rows_or_answer(answer).await? else {
+                return Ok(None);
             };
             if rows.len() != keys.len() {
                 return Err(ProxyError::Wrong(format!(

@@ -64,6 +64,7 @@ mod scatter;
 pub mod scratch;
 pub mod sequence;
 pub mod session_start;
+pub mod shared_reads;
 pub mod sink;
 pub(crate) mod sql_mode;
 mod statement;
@@ -81,6 +82,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use bindings::Bindings;
 use forward::{Expect, ForwardError, Forwarder};
+pub use shared_reads::SharedReads;
 
 use crate::backend::state::SelectLimit;
 use crate::backend::{BackendConn, PooledConn};

@@ -227,7 +227,8 @@ impl Bindings {
         let counters = if dict.has_sequences()
             && hscale_sql::mentions::contains_ci(current.as_bytes(), b"TABLES")
         {
-            crate::seq::logical::auto_increments(&self.ctx, self.worker, &dict).await?
+            crate::seq::logical::auto_increments(self.ctx.pool(self.worker, BackendId::MAIN), &dict)
+                .await?
         } else {
             Vec::new()
         };

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use hscale_route::router::{IdParam, PreparedIds};
-use hscale_route::KeyValue;
+use hscale_route::{BackendId, KeyValue};
 use hscale_wire::consts::com;
 use hscale_wire::stmt::Execute;
 
@@ -20,6 +20,15 @@ use super::params::{self, Bound};
 use super::Bindings;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
+use crate::runtime::Context;
+
+/// Where the sequences' counters are for `worker`'s statements.
+fn sequence_main(ctx: &Context, worker: usize) -> crate::seq::Main<'_> {
+    crate::seq::Main {
+        pool: ctx.pool(worker, BackendId::MAIN),
+        metrics: &ctx.metrics,
+    }
+}
 
 impl Bindings {
     /// For an INSERT or REPLACE into a table with a sequence: the statement
@@ -54,7 +63,7 @@ impl Bindings {
         if let Some(id) = auto.max_explicit {
             self.scratch.passed = ctx
                 .sequences
-                .pass(&ctx, worker, &auto.table, generation, id)
+                .pass(sequence_main(&ctx, worker), &auto.table, generation, id)
                 .await?;
         }
         if auto.needed == 0 {
@@ -64,7 +73,12 @@ impl Bindings {
         }
         let ids = ctx
             .sequences
-            .take(&ctx, worker, &auto.table, generation, auto.needed)
+            .take(
+                sequence_main(&ctx, worker),
+                &auto.table,
+                generation,
+                auto.needed,
+            )
             .await?;
         self.scratch.generated_id = ids.first().copied();
         let filled = auto.fill(sql, &ids);
@@ -313,14 +327,14 @@ impl Bindings {
         if let Some(id) = max_explicit {
             self.scratch.passed = ctx
                 .sequences
-                .pass(&ctx, worker, &ids.table, generation, id)
+                .pass(sequence_main(&ctx, worker), &ids.table, generation, id)
                 .await?;
         }
         let fresh = if needed == 0 {
             Vec::new()
         } else {
             ctx.sequences
-                .take(&ctx, worker, &ids.table, generation, needed)
+                .take(sequence_main(&ctx, worker), &ids.table, generation, needed)
                 .await?
         };
         // Explicit ids only: LAST_INSERT_ID() stays as it was.

@@ -21,6 +21,7 @@ impl Bindings {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: Arc<Context>,
+        reads: super::SharedReads,
         worker: usize,
         connection_id: u32,
         base_vars: Arc<SessionVars>,
@@ -41,6 +42,7 @@ impl Bindings {
             read_from: crate::exec::read_from::ReadFrom::for_user(ctx.live().user(user)),
             tenant,
             ctx,
+            reads,
             worker,
             connection_id,
             pinned: None,

@@ -318,11 +318,13 @@ pub enum Selected {
     Error(ErrPacket),
 }
 
-/// A read's answer as row texts of literals.
+/// A read's answer as row texts of literals, each string value in the
+/// character set `collations` names for its column.
 pub fn literal_rows(
     answer: Answer,
-    charset: &dyn Fn(u16) -> Option<String>,
+    collations: &hscale_wire::charset::Collations,
 ) -> Result<Selected, ProxyError> {
+    let charset = &|id: u16| collations.get(id).map(|(cs, _)| cs.to_string());
     let (columns, rows) = match answer {
         Answer::Error(e) => return Ok(Selected::Error(e)),
         Answer::Ok(_) => return Ok(Selected::Rows(Vec::new())),
@@ -345,6 +347,21 @@ pub fn literal_rows(
         out.push(values);
     }
     Ok(Selected::Rows(out))
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
+    /// A read the statement made for itself, as row texts of literals
+    /// ([`literal_rows`] under the main backend's collations); a server's
+    /// error is written to the client as the statement's answer: `None`.
+    pub(super) async fn literal_rows_or_answer(
+        &mut self,
+        answer: Answer,
+    ) -> Result<Option<Vec<Vec<String>>>, ProxyError> {
+        match literal_rows(answer, self.b.ctx.collations())? {
+            Selected::Rows(rows) => Ok(Some(rows)),
+            Selected::Error(err) => self.write_server_error(1, &err).await.map(|()| None),
+        }
+    }
 }
 
 /// A result value as a literal one server would have used in its place:

@@ -24,7 +24,7 @@ use hscale_wire::response::{ErrPacket, OkPacket};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::error::ProxyError;
-use crate::exec::sink::{self, literal_rows, Answer, Selected};
+use crate::exec::sink::{self, Answer};
 use crate::exec::{Effects, Exec};
 use crate::planning::Learnt;
 
@@ -139,15 +139,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 other => other,
             };
-            let collations = self.b.ctx.collations();
-            let rows = match literal_rows(answer, &|id| {
-                collations.get(id).map(|(cs, _)| cs.to_string())
-            })? {
-                Selected::Error(err) => {
-                    self.write_server_error(1, &err).await?;
-                    return Ok(None);
-                }
-                Selected::Rows(rows) => rows,
+            let Some(rows) = self.literal_rows_or_answer(answer).await? else {
+                return Ok(None);
             };
             total.affected_rows += rows.len() as u64;
             for row in rows {

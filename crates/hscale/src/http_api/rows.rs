@@ -7,7 +7,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
@@ -182,7 +183,38 @@ fn columns_of(body: &Bytes) -> Result<Map<String, Value>, Response> {
     }
 }
 
-async fn get_row(api: Api, headers: HeaderMap, db: String, table: String, key: Key) -> Response {
+/// The row a request names: `/v1/{db}/{table}/{key}` (a one-column
+/// key), or `/v1/{db}/{table}?a=1&b=2` (every key column named); the
+/// extractor of the four row handlers.
+pub(super) struct RowAt {
+    db: String,
+    table: String,
+    key: Key,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for RowAt {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<RowAt, Response> {
+        let Path(mut params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let db = params.remove("db").unwrap_or_default();
+        let table = params.remove("table").unwrap_or_default();
+        let key = match params.remove("key") {
+            Some(k) => Key::One(k),
+            None => named(&parts.uri)?,
+        };
+        Ok(RowAt { db, table, key })
+    }
+}
+
+/// `GET`: the row as an object, 404 when none.
+pub(super) async fn get(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    RowAt { db, table, key }: RowAt,
+) -> Response {
     let (mut conn, target, _, condition) = match keyed(&api, &headers, &db, &table, &key).await {
         Ok(k) => k,
         Err(r) => return r,
@@ -210,12 +242,10 @@ async fn get_row(api: Api, headers: HeaderMap, db: String, table: String, key: K
 /// PUT: `REPLACE INTO` the row with the key's columns from the path (a
 /// body naming one of them with another value is refused): 201 when it
 /// was inserted, 200 when it replaced a row.
-async fn put_row(
-    api: Api,
+pub(super) async fn put(
+    State(api): State<Api>,
     headers: HeaderMap,
-    db: String,
-    table: String,
-    key: Key,
+    RowAt { db, table, key }: RowAt,
     body: Bytes,
 ) -> Response {
     let mut columns = match columns_of(&body) {
@@ -283,12 +313,10 @@ fn same_key_value(given: &Value, key: &str) -> bool {
 }
 
 /// PATCH: `UPDATE` the given columns of the row; 404 when no row has the key.
-async fn patch_row(
-    api: Api,
+pub(super) async fn patch(
+    State(api): State<Api>,
     headers: HeaderMap,
-    db: String,
-    table: String,
-    key: Key,
+    RowAt { db, table, key }: RowAt,
     body: Bytes,
 ) -> Response {
     let columns = match columns_of(&body) {
@@ -327,7 +355,11 @@ async fn patch_row(
 }
 
 /// DELETE: the row; 404 when no row has the key.
-async fn delete_row(api: Api, headers: HeaderMap, db: String, table: String, key: Key) -> Response {
+pub(super) async fn delete(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    RowAt { db, table, key }: RowAt,
+) -> Response {
     let (mut conn, target, _, condition) = match keyed(&api, &headers, &db, &table, &key).await {
         Ok(k) => k,
         Err(r) => return r,
@@ -346,72 +378,6 @@ async fn delete_row(api: Api, headers: HeaderMap, db: String, table: String, key
             let body = json!({ "affected_rows": affected, "warnings": a[0].warnings });
             (StatusCode::OK, json_body(&body)).into_response()
         }
-        Err(r) => r,
-    }
-}
-
-/// The row a request names: `/v1/{db}/{table}/{key}` (a one-column
-/// key), or `/v1/{db}/{table}?a=1&b=2` (every key column named).
-fn row_at(
-    mut params: HashMap<String, String>,
-    uri: &Uri,
-) -> Result<(String, String, Key), Response> {
-    let db = params.remove("db").unwrap_or_default();
-    let table = params.remove("table").unwrap_or_default();
-    let key = match params.remove("key") {
-        Some(k) => Key::One(k),
-        None => named(uri)?,
-    };
-    Ok((db, table, key))
-}
-
-/// `GET`: the row as an object, 404 when none.
-pub(super) async fn get(
-    State(api): State<Api>,
-    Path(params): Path<HashMap<String, String>>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
-    match row_at(params, &uri) {
-        Ok((db, table, key)) => get_row(api, headers, db, table, key).await,
-        Err(r) => r,
-    }
-}
-
-pub(super) async fn put(
-    State(api): State<Api>,
-    Path(params): Path<HashMap<String, String>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    match row_at(params, &uri) {
-        Ok((db, table, key)) => put_row(api, headers, db, table, key, body).await,
-        Err(r) => r,
-    }
-}
-
-pub(super) async fn patch(
-    State(api): State<Api>,
-    Path(params): Path<HashMap<String, String>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    match row_at(params, &uri) {
-        Ok((db, table, key)) => patch_row(api, headers, db, table, key, body).await,
-        Err(r) => r,
-    }
-}
-
-pub(super) async fn delete(
-    State(api): State<Api>,
-    Path(params): Path<HashMap<String, String>>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
-    match row_at(params, &uri) {
-        Ok((db, table, key)) => delete_row(api, headers, db, table, key).await,
         Err(r) => r,
     }
 }

@@ -15,9 +15,11 @@ use hscale_route::BackendId;
 use hscale_route::HashingFunction;
 
 use super::{qualified, quote_str};
+/// A server error of a statement the proxy ran itself (defined beside
+/// the proxy's own queries, `backend/conn/query.rs`).
+pub use crate::backend::conn::server_error;
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use hscale_wire::response::ErrPacket;
 
 const SCHEMA: &[&str] = &[
     "CREATE DATABASE IF NOT EXISTS `hscale`",
@@ -283,20 +285,6 @@ async fn commit_change_inner(
     all.push("COMMIT".to_string());
     exec(conn, &all).await?;
     Ok(expected + 1)
-}
-
-/// A server error met while the proxy ran `sql` itself: the code and
-/// SQLSTATE are the server's.
-pub fn server_error(conn: &BackendConn, sql: &str, err: ErrPacket) -> ProxyError {
-    let sql = match sql.char_indices().nth(120) {
-        Some((i, _)) => format!("{}...", &sql[..i]),
-        None => sql.to_string(),
-    };
-    ProxyError::Backend {
-        backend: conn.backend.to_string(),
-        during: format!("hscale: {sql}"),
-        err,
-    }
 }
 
 /// Run statements on `conn`, failing on the first server error.

@@ -2,13 +2,13 @@
 //! (`hscale_route::key_compare::Weighed`), asked of a backend: routing
 //! returns the keys it has no weight for as questions
 //! (`hscale_route::known`), the planning driver (`crate::planning`) asks
-//! here in one query, and routes again. The answers go to the worker's
-//! book; the backend computes them with the
-//! same expression as the copy filter of a partition change
-//! (`Weighed::sql`), so a key is placed as its rows are moved. Every
-//! query, and every one that failed (a connection that could not be had
-//! included), is counted in the worker's metrics
-//! (`crate::planning::note_weight_fetch`).
+//! here in one query, and routes again, keeping the answers in the
+//! worker's book. The backend computes them with the same expression as
+//! the copy filter of a partition change (`Weighed::sql`), so a key is
+//! placed as its rows are moved. Every query, and every one that failed
+//! (a connection that could not be had included), is told to the
+//! caller's `note` (the planning driver counts them in the worker's
+//! metrics).
 
 use std::sync::Arc;
 
@@ -29,21 +29,22 @@ pub type Weight = (Weighed, String, String);
 pub async fn fetch_from(
     pool: &Arc<Pool>,
     keys: Vec<(Weighed, String)>,
+    note: impl Fn(bool),
 ) -> Result<Vec<Weight>, ProxyError> {
     match pool.get(false).await {
-        Ok(mut c) => fetch(&mut c, keys).await,
+        Ok(mut c) => fetch(&mut c, keys, note).await,
         Err(e) => {
-            crate::planning::note_weight_fetch(true);
+            note(true);
             Err(e)
         }
     }
 }
 
-/// Ask `c` for the weights of `keys`, keep them in this worker's book
-/// (`crate::planning`) and return them (for a planning thread of its own).
+/// Ask `c` for the weights of `keys`; `note(is_failed)` for each query.
 pub async fn fetch(
     c: &mut BackendConn,
     keys: Vec<(Weighed, String)>,
+    note: impl Fn(bool),
 ) -> Result<Vec<Weight>, ProxyError> {
     let mut out = Vec::with_capacity(keys.len());
     for chunk in keys.chunks(CHUNK) {
@@ -55,17 +56,17 @@ pub async fn fetch(
         let rows = match c.query_rows(&sql).await {
             Ok(Ok(rows)) => rows,
             Ok(Err(e)) => {
-                crate::planning::note_weight_fetch(true);
+                note(true);
                 return Err(server_error(c, &sql, e));
             }
             Err(e) => {
-                crate::planning::note_weight_fetch(true);
+                note(true);
                 return Err(e);
             }
         };
         let row = rows.strings().into_iter().next().unwrap_or_default();
         let is_complete = row.len() == chunk.len() && row.iter().all(Option::is_some);
-        crate::planning::note_weight_fetch(!is_complete);
+        note(!is_complete);
         for ((w, key), weight) in chunk.iter().zip(row) {
             let Some(weight) = weight else {
                 return Err(ProxyError::Refused(format!(
@@ -76,7 +77,6 @@ pub async fn fetch(
             out.push((w.clone(), key.clone(), weight));
         }
     }
-    crate::planning::keep_weights(&out);
     Ok(out)
 }
 

@@ -7,17 +7,18 @@
 //! the SQL that answers those rows (`exec/rewrite.rs`).
 
 use hscale_route::dictionary::{Dictionary, TableName};
-use hscale_route::BackendId;
 
+use std::sync::Arc;
+
+use crate::backend::Pool;
 use crate::error::ProxyError;
-use crate::partition::{qualified, quote_str};
-use crate::runtime::Context;
+use hscale_sql::quote::{qualified, quote_str};
 
 /// The sequence's next value of every table of `dict` with a sequence
-/// (one query on the main backend; none when no table has one).
+/// (one query on `main`, a pool of the main backend; none when no table
+/// has one).
 pub async fn auto_increments(
-    ctx: &Context,
-    worker: usize,
+    main: &Arc<Pool>,
     dict: &Dictionary,
 ) -> Result<Vec<(TableName, u64)>, ProxyError> {
     let keys: Vec<String> = dict
@@ -40,12 +41,12 @@ pub async fn auto_increments(
         qualified("hscale", "sequences"),
         keys.join(", ")
     );
-    let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
+    let mut c = main.get(false).await?;
     let rows = c
         .query_rows(&sql)
         .await?
         .map_err(|err| ProxyError::Backend {
-            backend: ctx.config.backends[BackendId::MAIN.index()].name.clone(),
+            backend: main.cfg.name.clone(),
             during: "reading the sequences".into(),
             err,
         })?;

@@ -23,17 +23,16 @@
 
 pub mod logical;
 
-use hscale_route::BackendId;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use hscale_route::dictionary::TableName;
 
-use crate::backend::BackendConn;
+use crate::backend::{BackendConn, Pool};
 use crate::error::ProxyError;
-use crate::partition::{qualified, quote_str};
-use crate::runtime::Context;
+use crate::metrics::Metrics;
+use hscale_sql::quote::{qualified, quote_str};
 
 /// The smallest and largest block a proxy reserves.
 const MIN_BLOCK: u64 = 8;
@@ -45,6 +44,16 @@ const SLOW: Duration = Duration::from_secs(30);
 /// How long a reservation retries while the main backend is unreachable
 /// (e.g. restarting) before the statement fails.
 const RETRY_FOR: Duration = Duration::from_secs(10);
+
+/// Where the counters are: the caller's worker's pool of the main
+/// backend (`Context::pool(worker, BackendId::MAIN)`), and the metrics
+/// that count the blocks reserved. All a sequence needs of the
+/// `Context`, so that this module imports nothing that holds it.
+#[derive(Clone, Copy)]
+pub struct Main<'a> {
+    pub pool: &'a Arc<Pool>,
+    pub metrics: &'a Metrics,
+}
 
 /// The proxy's blocks, by table and sequence generation.
 #[derive(Default)]
@@ -106,8 +115,7 @@ impl Sequences {
     /// first). When the block holds fewer, its rest is dropped (a gap).
     pub async fn take(
         &self,
-        ctx: &Context,
-        worker: usize,
+        main: Main<'_>,
         table: &TableName,
         generation: u64,
         n: usize,
@@ -117,7 +125,7 @@ impl Sequences {
         let n = n as u64;
         if b.end - b.next < n {
             let size = b.next_size().max(n);
-            let end = reserve(ctx, worker, table, generation, size, None).await?;
+            let end = reserve(main, table, generation, size, None).await?;
             b.next = end - size;
             b.end = end;
             b.size = size.min(MAX_BLOCK);
@@ -138,8 +146,7 @@ impl Sequences {
     /// is above `id` and above the table's AUTO_INCREMENT shown then.
     pub async fn pass(
         &self,
-        ctx: &Context,
-        worker: usize,
+        main: Main<'_>,
         table: &TableName,
         generation: u64,
         id: u64,
@@ -152,7 +159,7 @@ impl Sequences {
             // given back if the statement fails (`undo_pass`), as one
             // server's counter stays; the counter never moves back.
             let size = b.next_size();
-            let end = reserve(ctx, worker, table, generation, size, Some(id)).await?;
+            let end = reserve(main, table, generation, size, Some(id)).await?;
             b.next = end - size;
             b.end = end;
             b.size = size.min(MAX_BLOCK);
@@ -183,7 +190,7 @@ impl Sequences {
             quote_str(&table.db),
             quote_str(&table.table),
         );
-        run_on_main(ctx, worker, table, &sql).await?;
+        run_on_main(main.pool, table, &sql).await?;
         b.counter_floor = b.counter_floor.max(next);
         Ok(passed)
     }
@@ -222,8 +229,7 @@ impl Block {
 /// in proxies' blocks too), so it is the table's logical AUTO_INCREMENT
 /// (`SHOW CREATE TABLE`). `None`: the table has no sequence row.
 pub async fn next_value(
-    ctx: &Context,
-    worker: usize,
+    main: &Arc<Pool>,
     table: &TableName,
     generation: u64,
 ) -> Result<Option<u64>, ProxyError> {
@@ -233,12 +239,12 @@ pub async fn next_value(
         quote_str(&table.db),
         quote_str(&table.table),
     );
-    let mut c = ctx.pool(worker, BackendId::MAIN).get(false).await?;
+    let mut c = main.get(false).await?;
     let rows = c
         .query_rows(&sql)
         .await?
         .map_err(|err| ProxyError::Backend {
-            backend: ctx.config.backends[BackendId::MAIN.index()].name.clone(),
+            backend: main.cfg.name.clone(),
             during: "reading a sequence".into(),
             err,
         })?;
@@ -275,8 +281,7 @@ pub fn with_auto_increment(ddl: &str, next: u64) -> String {
 /// (the ids are `end - size .. end`). `past`: an explicit id the counter
 /// also moves past, in the same statement.
 async fn reserve(
-    ctx: &Context,
-    worker: usize,
+    main: Main<'_>,
     table: &TableName,
     generation: u64,
     size: u64,
@@ -295,8 +300,8 @@ async fn reserve(
         quote_str(&table.db),
         quote_str(&table.table),
     );
-    let end = run_on_main(ctx, worker, table, &sql).await?;
-    ctx.metrics
+    let end = run_on_main(main.pool, table, &sql).await?;
+    main.metrics
         .shared
         .sequence_blocks
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -311,25 +316,20 @@ async fn reserve(
 /// Run `sql` (an UPDATE of one counter row) on the main backend, retrying
 /// while the backend is unreachable. Returns the OK packet's insert id.
 /// A reservation whose answer was lost is simply never used: a gap.
-async fn run_on_main(
-    ctx: &Context,
-    worker: usize,
-    table: &TableName,
-    sql: &str,
-) -> Result<u64, ProxyError> {
+async fn run_on_main(main: &Arc<Pool>, table: &TableName, sql: &str) -> Result<u64, ProxyError> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(20);
     loop {
         let r = async {
             // CLIENT_FOUND_ROWS: a GREATEST that changes nothing still
             // counts its row.
-            let mut conn = ctx.pool(worker, BackendId::MAIN).get(true).await?;
+            let mut conn = main.get(true).await?;
             match conn.command(&BackendConn::payload_for_query(sql)).await {
                 Ok(Ok(ok)) => {
                     conn.last_insert_id = ok.last_insert_id;
                     Ok(Ok(ok))
                 }
-                Ok(Err(e)) => Ok(Err(crate::partition::store::server_error(&conn, sql, e))),
+                Ok(Err(e)) => Ok(Err(crate::backend::conn::server_error(&conn, sql, e))),
                 Err(e) => {
                     conn.is_broken = true;
                     Err(e)

@@ -71,6 +71,7 @@ pub struct Session<S> {
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
     stream: S,
     ctx: Arc<Context>,
+    reads: crate::exec::SharedReads,
     worker: usize,
     peer: String,
     is_local: bool,
@@ -137,6 +138,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
         start_wait,
         b: Bindings::new(
             ctx,
+            reads,
             worker,
             connection_id,
             base_vars,

@@ -67,50 +67,125 @@ pub async fn main_set(
     dir: &std::path::Path,
     tag: &str,
 ) -> Vec<hscale::playground::mariadb::MariaDb> {
-    use hscale::playground::mariadb::MariaDb;
+    let s = start_all(
+        dir,
+        tag,
+        [
+            ("m1", semi_sync(1, false)),
+            ("m2", semi_sync(2, false)),
+            ("s1", vec!["--server-id=101".to_string()]),
+            ("s2", vec!["--server-id=102".to_string()]),
+        ],
+    );
+    replicate(s[0].port, &[s[1].port], "; SET GLOBAL read_only = 1").await;
+    s
+}
+
+/// A main backend without replicas and another backend's three servers,
+/// in `dir`, each a directory `{tag}{name}`: main, then a (the other
+/// backend's primary at start), b and c replicating from it; a, b and c
+/// with a binary log (`log_slave_updates`) and semi-synchronous
+/// replication as primary and as replica (`AFTER_SYNC`, a 30 s timeout,
+/// so it never falls back to asynchronous replication during a test).
+/// Returns once both replicas acknowledge. `failover.rs` and
+/// `failover_stale_proxy.rs`.
+pub async fn shard_set(
+    dir: &std::path::Path,
+    tag: &str,
+) -> Vec<hscale::playground::mariadb::MariaDb> {
     use mysql_async::prelude::Queryable;
-    let start = |name: &str, args: Vec<String>| {
-        let dir = dir.join(format!("{tag}{name}"));
-        std::thread::spawn(move || MariaDb::start_with(&dir, &args).unwrap())
-    };
-    let logged = |id: u32| {
-        vec![
-            "--log-bin=server-bin".to_string(),
-            "--log-slave-updates".to_string(),
-            format!("--server-id={id}"),
-            "--binlog-format=ROW".to_string(),
-            "--rpl-semi-sync-master-enabled=ON".to_string(),
-            "--rpl-semi-sync-slave-enabled=ON".to_string(),
-            "--rpl-semi-sync-master-timeout=30000".to_string(),
-            "--rpl-semi-sync-master-wait-point=AFTER_SYNC".to_string(),
-            "--rpl-semi-sync-master-wait-no-slave=OFF".to_string(),
-        ]
-    };
-    let handles = [
-        start("m1", logged(1)),
-        start("m2", logged(2)),
-        start("s1", vec!["--server-id=101".to_string()]),
-        start("s2", vec!["--server-id=102".to_string()]),
+    use std::time::{Duration, Instant};
+    let s = start_all(
+        dir,
+        tag,
+        [
+            ("main", vec!["--server-id=100".to_string()]),
+            ("a", semi_sync(1, true)),
+            ("b", semi_sync(2, true)),
+            ("c", semi_sync(3, true)),
+        ],
+    );
+    replicate(s[1].port, &[s[2].port, s[3].port], "").await;
+    // Both replicas acknowledge before the writes start.
+    let mut a = server(s[1].port).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let clients: Option<(String, String)> = a
+            .query_first("SHOW STATUS LIKE 'Rpl_semi_sync_master_clients'")
+            .await
+            .unwrap();
+        if clients.map(|c| c.1).as_deref() == Some("2") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "semi-synchronous replicas did not connect"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s
+}
+
+/// A server's options for semi-synchronous replication, as primary and as
+/// replica (`AFTER_SYNC`, a 30 s timeout), with a binary log: server id
+/// `id`; `waits_without_replica`: a primary with no replica connected
+/// waits (the server's default) rather than acknowledging at once.
+fn semi_sync(id: u32, waits_without_replica: bool) -> Vec<String> {
+    let mut args = vec![
+        "--log-bin=server-bin".to_string(),
+        "--log-slave-updates".to_string(),
+        format!("--server-id={id}"),
+        "--binlog-format=ROW".to_string(),
+        "--rpl-semi-sync-master-enabled=ON".to_string(),
+        "--rpl-semi-sync-slave-enabled=ON".to_string(),
+        "--rpl-semi-sync-master-timeout=30000".to_string(),
+        "--rpl-semi-sync-master-wait-point=AFTER_SYNC".to_string(),
     ];
-    let s: Vec<MariaDb> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    let mut m1 = server(s[0].port).await;
-    let pos: String = m1
+    if !waits_without_replica {
+        args.push("--rpl-semi-sync-master-wait-no-slave=OFF".to_string());
+    }
+    args
+}
+
+/// Start `servers` (name, options) at once, each in `dir/{tag}{name}`.
+fn start_all<const N: usize>(
+    dir: &std::path::Path,
+    tag: &str,
+    servers: [(&str, Vec<String>); N],
+) -> Vec<hscale::playground::mariadb::MariaDb> {
+    use hscale::playground::mariadb::MariaDb;
+    let handles: Vec<_> = servers
+        .into_iter()
+        .map(|(name, args)| {
+            let dir = dir.join(format!("{tag}{name}"));
+            std::thread::spawn(move || MariaDb::start_with(&dir, &args).unwrap())
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+/// Make each of `replicas` replicate from `primary` from its current GTID
+/// position (retrying the connection every second), then run `then` on it.
+async fn replicate(primary: u16, replicas: &[u16], then: &str) {
+    use mysql_async::prelude::Queryable;
+    let pos: String = server(primary)
+        .await
         .query_first("SELECT @@gtid_binlog_pos")
         .await
         .unwrap()
         .unwrap();
-    let mut m2 = server(s[1].port).await;
-    m2.query_drop(format!(
-        "SET GLOBAL gtid_slave_pos = '{pos}'; \
-         CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {}, \
-         MASTER_USER = 'hscale', MASTER_PASSWORD = 'hscale', \
-         MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1; START SLAVE; \
-         SET GLOBAL read_only = 1",
-        s[0].port
-    ))
-    .await
-    .unwrap();
-    s
+    for r in replicas {
+        server(*r)
+            .await
+            .query_drop(format!(
+                "SET GLOBAL gtid_slave_pos = '{pos}'; \
+                 CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {primary}, \
+                 MASTER_USER = 'hscale', MASTER_PASSWORD = 'hscale', \
+                 MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1; START SLAVE{then}"
+            ))
+            .await
+            .unwrap();
+    }
 }
 
 /// The last GTID the server at `port` wrote itself (its own server id's
@@ -131,79 +206,42 @@ pub async fn own_gtid(port: u16) -> String {
         .to_string()
 }
 
-/// A main backend without replicas and another backend's three servers,
-/// in `dir`, each a directory `{tag}{name}`: main, then a (the other
-/// backend's primary at start), b and c replicating from it; a, b and c
-/// with a binary log (`log_slave_updates`) and semi-synchronous
-/// replication as primary and as replica (`AFTER_SYNC`, a 30 s timeout,
-/// so it never falls back to asynchronous replication during a test).
-/// Returns once both replicas acknowledge. `failover.rs` and
-/// `failover_cut_short.rs`.
-pub async fn shard_set(
-    dir: &std::path::Path,
-    tag: &str,
-) -> Vec<hscale::playground::mariadb::MariaDb> {
-    use hscale::playground::mariadb::MariaDb;
-    use mysql_async::prelude::Queryable;
+/// A failover cut short: the deciding proxy, a process of its own
+/// started with `config` that ends at `failpoint` (`HSCALE_FAILPOINT`:
+/// exit code 86), and writers `start`ed through it (given its port) and
+/// through a proxy already running. After a second of writes (some
+/// acknowledged, as `acked` counts them), `kill` (a primary's death); the
+/// deciding proxy ends at the failpoint within 30 s, then 50 more writes
+/// are acknowledged through the proxy left within 40 s. The writers, and
+/// the times from the kill to the deciding proxy's end and to the writes'
+/// return.
+pub async fn cut_short<W>(
+    config: hscale::Config,
+    failpoint: &str,
+    start: impl FnOnce(u16) -> W,
+    acked: impl Fn(&W) -> usize,
+    kill: impl FnOnce(),
+) -> (W, std::time::Duration, std::time::Duration) {
     use std::time::{Duration, Instant};
-    let start = |name: &str, args: Vec<String>| {
-        let dir = dir.join(format!("{tag}{name}"));
-        std::thread::spawn(move || MariaDb::start_with(&dir, &args).unwrap())
-    };
-    let logged = |id: u32| {
-        vec![
-            "--log-bin=server-bin".to_string(),
-            "--log-slave-updates".to_string(),
-            format!("--server-id={id}"),
-            "--binlog-format=ROW".to_string(),
-            "--rpl-semi-sync-master-enabled=ON".to_string(),
-            "--rpl-semi-sync-slave-enabled=ON".to_string(),
-            "--rpl-semi-sync-master-timeout=30000".to_string(),
-            "--rpl-semi-sync-master-wait-point=AFTER_SYNC".to_string(),
-        ]
-    };
-    let handles = [
-        start("main", vec!["--server-id=100".to_string()]),
-        start("a", logged(1)),
-        start("b", logged(2)),
-        start("c", logged(3)),
-    ];
-    let s: Vec<MariaDb> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    let mut a = server(s[1].port).await;
-    let pos: String = a
-        .query_first("SELECT @@gtid_binlog_pos")
-        .await
-        .unwrap()
-        .unwrap();
-    for r in [s[2].port, s[3].port] {
-        let mut c = server(r).await;
-        c.query_drop(format!(
-            "SET GLOBAL gtid_slave_pos = '{pos}'; \
-             CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {}, \
-             MASTER_USER = 'hscale', MASTER_PASSWORD = 'hscale', \
-             MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1; START SLAVE",
-            s[1].port
-        ))
-        .await
-        .unwrap();
-    }
-    // Both replicas acknowledge before the writes start.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let clients: Option<(String, String)> = a
-            .query_first("SHOW STATUS LIKE 'Rpl_semi_sync_master_clients'")
-            .await
-            .unwrap();
-        if clients.map(|c| c.1).as_deref() == Some("2") {
-            break;
-        }
+    let dying = super::ProxyProcess::start_with_env(config, &[("HSCALE_FAILPOINT", failpoint)]);
+    let writers = start(dying.port);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert!(acked(&writers) > 0, "writes before the kill");
+    let killed_at = Instant::now();
+    kill();
+    let status = dying.exit_status(Duration::from_secs(30)).await;
+    assert_eq!(status.code(), Some(86), "ended at the failpoint");
+    let died = killed_at.elapsed();
+    let at_death = acked(&writers);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while acked(&writers) < at_death + 50 {
         assert!(
             Instant::now() < deadline,
-            "semi-synchronous replicas did not connect"
+            "no write succeeded after the deciding proxy died"
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    s
+    (writers, died, killed_at.elapsed())
 }
 
 /// Writers through two proxies, two each, until `finish`: each runs

@@ -237,3 +237,17 @@ impl BackendConn {
         Ok(Some(Ok(p.payload)))
     }
 }
+
+/// A server error met while the proxy ran `sql` itself: the code and
+/// SQLSTATE are the server's.
+pub fn server_error(conn: &BackendConn, sql: &str, err: ErrPacket) -> ProxyError {
+    let sql = match sql.char_indices().nth(120) {
+        Some((i, _)) => format!("{}...", &sql[..i]),
+        None => sql.to_string(),
+    };
+    ProxyError::Backend {
+        backend: conn.backend.to_string(),
+        during: format!("hscale: {sql}"),
+        err,
+    }
+}

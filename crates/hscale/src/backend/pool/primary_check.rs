@@ -97,7 +97,7 @@ impl Pool {
         let mut c = main.connect_to(&main.address()).await.ok()?;
         let sql = format!(
             "SELECT address FROM `hscale`.`backend_addresses` WHERE backend = {}",
-            crate::partition::quote_str(&self.cfg.name)
+            hscale_sql::quote::quote_str(&self.cfg.name)
         );
         match c.query_rows(&sql).await.ok()? {
             Ok(r) => Some(

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
-use crate::exec::sink::{self, literal_rows, Answer, Selected};
+use crate::exec::sink::{self, Answer};
 use crate::exec::Exec;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
@@ -41,12 +41,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Answer::Ok(_) => 0,
             Answer::Rows(c, _) => c.len(),
         };
-        let collations = self.b.ctx.collations();
-        let rows = match literal_rows(answer, &|id| {
-            collations.get(id).map(|(cs, _)| cs.to_string())
-        })? {
-            Selected::Rows(rows) => rows,
-            Selected::Error(err) => return self.write_server_error(1, &err).await.map(|()| None),
+        let Some(rows) = self.literal_rows_or_answer(answer).await? else {
+            return Ok(None);
         };
         let sql = into.assignment(columns, &rows);
         Ok(Some(BackendConn::payload_for_query(&sql)))
