@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 
 use super::{
-    is_base64, json_body, literal, log_in, problem, quoted, run, value, Answer, Api, MAX_BODY,
+    is_base64, json_body, literal, log_in, problem, quoted, run, value, Answer, Api, Body, MAX_BODY,
 };
 use crate::backend::BackendConn;
 
@@ -383,7 +383,7 @@ pub(super) async fn put(
     Path(params): Path<HashMap<String, String>>,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> Response {
     match row_at(params, &uri) {
         Ok((db, table, key)) => put_row(api, headers, db, table, key, body).await,
@@ -396,7 +396,7 @@ pub(super) async fn patch(
     Path(params): Path<HashMap<String, String>>,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> Response {
     match row_at(params, &uri) {
         Ok((db, table, key)) => patch_row(api, headers, db, table, key, body).await,
@@ -425,7 +425,7 @@ pub(super) async fn rows_by_keys(
     State(api): State<Api>,
     Path((db, table)): Path<(String, String)>,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> Response {
     if body.len() > MAX_BODY {
         return problem(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large");
