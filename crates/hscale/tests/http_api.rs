@@ -603,14 +603,14 @@ async fn wait_idler_gone(last_used: std::time::Instant) {
     assert!(last_used.elapsed() >= idle, "closed before its idle time");
 }
 
-/// Send a request head with `Expect: 100-continue` and a `Content-Length`
+/// Send a `method` request head with `Expect: 100-continue` and a `Content-Length`
 /// of `len`, then `body` only if the server says 100 Continue: the final
 /// status and the body of the answer.
-fn request_expecting(path: &str, len: usize, body: &[u8]) -> (u16, Value) {
+fn request_expecting(method: &str, path: &str, len: usize, body: &[u8]) -> (u16, Value) {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", http_port())).unwrap();
     let token = base64::engine::general_purpose::STANDARD.encode("root:");
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\nContent-Type: application/json\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\nContent-Type: application/json\r\n\
          Authorization: Basic {token}\r\nExpect: 100-continue\r\nContent-Length: {len}\r\n\r\n"
     );
     s.write_all(head.as_bytes()).unwrap();
@@ -633,7 +633,7 @@ fn request_expecting(path: &str, len: usize, body: &[u8]) -> (u16, Value) {
     let status = headers.split_whitespace().nth(1).unwrap().parse().unwrap();
     (
         status,
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}")),
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {headers}\n\n{body}")),
     )
 }
 
@@ -647,18 +647,19 @@ async fn oversized_and_malformed_bodies_are_refused_as_json() {
     let insert = json!({ "sql": "INSERT INTO p VALUES (30, ?, NULL)", "database": DB,
                          "params": ["x".repeat(16 << 20)] })
     .to_string();
-    let (status, body) = request_expecting("/v1/sql", insert.len(), insert.as_bytes());
+    let (status, body) = request_expecting("POST", "/v1/sql", insert.len(), insert.as_bytes());
     assert_eq!(status, 413, "{body}");
     assert_eq!(body["error"]["message"], json!("the body is too large"));
     let put = format!("{{\"v\": \"{}\"}}", "y".repeat(16 << 20));
-    let (status, body) = request_expecting(&format!("/v1/{DB}/p/30"), put.len(), put.as_bytes());
+    let (status, body) =
+        request_expecting("PUT", &format!("/v1/{DB}/p/30"), put.len(), put.as_bytes());
     assert_eq!(status, 413, "{body}");
     assert!(mysql_values("SELECT id FROM p WHERE id = 30")
         .await
         .is_empty());
     // 3 MB: more than axum's default limit, less than ours.
     let long = json!({ "sql": "SELECT LENGTH(?)", "params": ["z".repeat(3_000_000)] }).to_string();
-    let (status, body) = request_expecting("/v1/sql", long.len(), long.as_bytes());
+    let (status, body) = request_expecting("POST", "/v1/sql", long.len(), long.as_bytes());
     assert_eq!(
         (status, &body["rows"]),
         (200, &json!([[3_000_000]])),

@@ -126,7 +126,7 @@ pub fn routes(mysql: SocketAddr, ctx: &Arc<Context>) -> Router {
 /// the bytes read pass the limit.
 pub(super) struct Body(pub Bytes);
 
-impl<S: Send + Sync> axum::extract::FromRequest<S> for Body {
+impl<S: Send + Sync> FromRequest<S> for Body {
     type Rejection = Response;
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Response> {
@@ -139,7 +139,7 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for Body {
         if declared.is_some_and(|n| n > MAX_BODY as u64) {
             return Err(too_large());
         }
-        match Bytes::from_request(req, state).await {
+        match <Bytes as FromRequest<S>>::from_request(req, state).await {
             Ok(b) if b.len() > MAX_BODY => Err(too_large()),
             Ok(b) => Ok(Body(b)),
             Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large()),
