@@ -114,7 +114,12 @@ impl Sessions {
     pub fn find(&self, token: &str, user: &str, password: &str) -> Result<Arc<Held>, Refusal> {
         let open = self.open.lock().map_err(|_| Refusal::Unknown)?;
         match open.get(token) {
-            Some(h) if h.user == user && h.password == password => Ok(h.clone()),
+            Some(h)
+                if h.user == user
+                    && super::same_secret(password.as_bytes(), h.password.as_bytes()) =>
+            {
+                Ok(h.clone())
+            }
             _ => Err(Refusal::Unknown),
         }
     }
