@@ -44,12 +44,29 @@ pub struct Config {
 
 /// `[http]`: the HTTP API beside the MySQL protocol (SQL and rows by key
 /// as JSON, `http_api.rs`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(default, deny_unknown_fields)]
 pub struct HttpConfig {
     /// Address of the HTTP API, such as `"127.0.0.1:8080"`; empty (the
     /// default) serves none.
     pub listen: String,
+    /// Serve HTTPS only, with `[tls]`'s certificate and key (HTTP/2 or
+    /// HTTP/1.1 chosen by ALPN); a plain-HTTP client is refused.
+    pub tls: bool,
+    /// A session carried across requests (`"session": true`) left idle
+    /// this long is closed and its transaction rolled back, in
+    /// milliseconds.
+    pub session_idle_ms: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: String::new(),
+            tls: false,
+            session_idle_ms: 60_000,
+        }
+    }
 }
 
 impl HttpConfig {
@@ -656,6 +673,36 @@ mod tests {
         let p = cfg.problems().join("\n");
         assert!(p.contains("[tls] require = true needs cert and key"), "{p}");
         assert!(Config::parse("[tls]\nca = \"x\"\n").is_err());
+    }
+
+    #[test]
+    fn http_tls_and_tokens_are_checked() {
+        let cfg = Config::parse("[http]\nlisten = \"127.0.0.1:1\"\ntls = true\n").unwrap();
+        assert_eq!(cfg.http.session_idle_ms, 60_000);
+        let p = cfg.problems().join("\n");
+        assert!(
+            p.contains("[http] tls = true needs [tls] cert and key"),
+            "{p}"
+        );
+        let cfg = Config::parse(
+            "[http]\nsession_idle_ms = 5\n[[users]]\nname='a'\nhttp_token='short'\n\
+             [[users]]\nname='b'\nhttp_token='0123456789abcdef'\n\
+             [[users]]\nname='c'\nhttp_token='0123456789abcdef'\nhost='10.%'\n",
+        )
+        .unwrap();
+        let p = cfg.problems().join("\n");
+        assert!(
+            p.contains("session_idle_ms = 5 must be at least 100"),
+            "{p}"
+        );
+        assert!(p.contains("#1: http_token must be at least 16"), "{p}");
+        assert!(p.contains("#3: http_token is another user's too"), "{p}");
+        assert!(
+            p.contains("#3: http_token on an account bound to a host"),
+            "{p}"
+        );
+        assert!(!p.contains("#2:"), "{p}");
+        assert!(!format!("{:?}", cfg.users[1]).contains("0123456789abcdef"));
     }
 
     /// A written default config names none of the settings added since

@@ -1,12 +1,15 @@
 //! The HTTP listener (`[metrics] listen`): an axum [`Router`] served by
 //! hyper 1 through hyper-util, HTTP/1.1 and HTTP/2 (prior knowledge) on one
 //! port, on its own thread (a current-thread tokio runtime), so a request
-//! never runs on a worker. Today it serves `GET /metrics` (the page of
-//! `metrics::exposition`) and 404 for everything else; the HTTP API of
-//! issue 36 is meant to add its routes to [`routes`].
+//! never runs on a worker. [`routes`] serves `GET /metrics` (the page of
+//! `metrics::exposition`) and 404 for everything else; the HTTP API
+//! (`[http] listen`, `http_api`) is served by the same [`spawn`] with its
+//! own routes, over TLS when `[http] tls` is set (HTTP/2 or HTTP/1.1 by
+//! ALPN, `tls::http_acceptor`).
 //!
 //! Limits, as the hand-written responder had: a request head must arrive
-//! within 5 s, a connection lives at most 5 s, and an HTTP/1 connection
+//! within 5 s, a connection (its TLS handshake included) lives at most
+//! 5 s, and an HTTP/1 connection
 //! carries one request (the answer says `Connection: close`), so a client
 //! reading to the end of the stream works. Malformed requests get hyper's
 //! 400 (or 431 for an oversized head) and the connection closes.
@@ -23,6 +26,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use prometheus_client::registry::Registry;
+use tokio_rustls::TlsAcceptor;
 
 use crate::metrics::exposition;
 
@@ -56,10 +60,13 @@ async fn not_found() -> impl IntoResponse {
     )
 }
 
-/// Serve `app` on `listener` until `stop` changes.
+/// Serve `app` on `listener` until `stop` changes; over TLS only when
+/// `tls` is given (HTTPS: a client that does not start a TLS handshake is
+/// closed without an answer).
 pub fn spawn<T: Send + Sync + 'static>(
     listener: std::net::TcpListener,
     app: Router,
+    tls: Option<TlsAcceptor>,
     mut stop: tokio::sync::watch::Receiver<T>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -82,7 +89,12 @@ pub fn spawn<T: Send + Sync + 'static>(
                         _ = stop.changed() => return,
                         r = listener.accept() => match r {
                             Ok((stream, _)) => {
-                                tokio::spawn(serve(http.clone(), stream, app.clone()));
+                                tokio::spawn(accepted(
+                                    http.clone(),
+                                    stream,
+                                    tls.clone(),
+                                    app.clone(),
+                                ));
                             }
                             Err(e) => {
                                 tracing::warn!(error = %e, "HTTP accept failed");
@@ -108,12 +120,38 @@ fn builder() -> Builder<TokioExecutor> {
     http
 }
 
-async fn serve(http: Builder<TokioExecutor>, stream: tokio::net::TcpStream, app: Router) {
-    let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
-    match tokio::time::timeout(CONNECTION_TIMEOUT, connection).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::debug!(error = %e, "HTTP connection failed"),
-        Err(_) => tracing::debug!("HTTP connection timed out"),
+/// One connection, its TLS handshake included, within
+/// [`CONNECTION_TIMEOUT`].
+async fn accepted(
+    http: Builder<TokioExecutor>,
+    stream: tokio::net::TcpStream,
+    tls: Option<TlsAcceptor>,
+    app: Router,
+) {
+    let served = async move {
+        match tls {
+            None => serve(&http, stream, app).await,
+            Some(tls) => match tls.accept(stream).await {
+                Ok(stream) => serve(&http, stream, app).await,
+                Err(e) => tracing::debug!(error = %e, "HTTPS handshake failed"),
+            },
+        }
+    };
+    if tokio::time::timeout(CONNECTION_TIMEOUT, served)
+        .await
+        .is_err()
+    {
+        tracing::debug!("HTTP connection timed out");
+    }
+}
+
+async fn serve<I>(http: &Builder<TokioExecutor>, io: I, app: Router)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let connection = http.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
+    if let Err(e) = connection.await {
+        tracing::debug!(error = %e, "HTTP connection failed");
     }
 }
 
@@ -148,7 +186,7 @@ mod tests {
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, rx) = tokio::sync::watch::channel(());
-        let thread = spawn(listener, routes(Arc::new(registry)), rx).unwrap();
+        let thread = spawn(listener, routes(Arc::new(registry)), None, rx).unwrap();
         Served {
             addr,
             _stop: stop,

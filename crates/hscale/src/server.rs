@@ -415,17 +415,29 @@ impl RunningProxy {
             threads.push(crate::http::spawn(
                 listener,
                 crate::http::routes(Arc::new(registry)),
+                None,
                 stop_rx.clone(),
             )?);
         }
         let mut http_addr = None;
         if !ctx.config.http.listen.is_empty() {
+            // Never plain HTTP when HTTPS was asked for.
+            let http_tls = match ctx.config.http.tls {
+                true => Some(crate::tls::http_acceptor(&ctx.config.tls)?.ok_or_else(|| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "[http] tls = true needs [tls] cert and key",
+                    )
+                })?),
+                false => None,
+            };
             let listener = std::net::TcpListener::bind(&ctx.config.http.listen)?;
             listener.set_nonblocking(true)?;
             http_addr = Some(listener.local_addr()?);
             threads.push(crate::http::spawn(
                 listener,
                 crate::http_api::routes(addr, &ctx),
+                http_tls,
                 stop_rx.clone(),
             )?);
         }

@@ -1,6 +1,7 @@
 //! TLS to clients: the `[tls]` certificate loaded into a rustls server
 //! configuration (ring provider), the client stream that is plain or TLS,
-//! and the playground's self-signed certificate.
+//! and the playground's self-signed certificate. The HTTP API's HTTPS
+//! (`[http] tls`) uses the same certificate with ALPN (`http_acceptor`).
 //!
 //! ```text
 //!  accept ─► ClientStream::Plain ─► greeting (CLIENT_SSL when [tls] is set)
@@ -49,6 +50,20 @@ impl From<TlsError> for io::Error {
 
 /// The acceptor for `[tls]`, or `None` when no certificate is configured.
 pub fn acceptor(tls: &TlsConfig) -> Result<Option<TlsAcceptor>, TlsError> {
+    Ok(server_config(tls)?.map(|c| TlsAcceptor::from(Arc::new(c))))
+}
+
+/// The acceptor of the HTTP API (`[http] tls`): `[tls]`'s certificate,
+/// offering HTTP/2 and HTTP/1.1 by ALPN (a client that names neither
+/// speaks HTTP/1.1 or sends HTTP/2's preface: hyper-util reads which).
+pub fn http_acceptor(tls: &TlsConfig) -> Result<Option<TlsAcceptor>, TlsError> {
+    Ok(server_config(tls)?.map(|mut c| {
+        c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        TlsAcceptor::from(Arc::new(c))
+    }))
+}
+
+fn server_config(tls: &TlsConfig) -> Result<Option<rustls::ServerConfig>, TlsError> {
     let (Some(cert), Some(key)) = (&tls.cert, &tls.key) else {
         return Ok(None);
     };
@@ -73,7 +88,7 @@ pub fn acceptor(tls: &TlsConfig) -> Result<Option<TlsAcceptor>, TlsError> {
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()
         .with_single_cert(certs, key_der)?;
-    Ok(Some(TlsAcceptor::from(Arc::new(config))))
+    Ok(Some(config))
 }
 
 /// Write a self-signed certificate for `localhost` / 127.0.0.1 and its key

@@ -17,18 +17,22 @@ const DB: &str = "http_api";
 
 static HTTP_PORT: OnceLock<u16> = OnceLock::new();
 
+/// Sessions left idle close after this long here (60 s by default).
+const SESSION_IDLE_MS: u64 = 1500;
+
 fn with_http(c: &mut hscale::Config) {
-    // Sessions left idle close after 1.5 s here (60 s by default), read
-    // when the API starts, before any other thread of this file reads the
-    // environment.
-    // SAFETY: set once, before the proxy (the only reader) starts.
-    #[allow(unsafe_code, unused_unsafe)]
-    unsafe {
-        std::env::set_var("HSCALE_HTTP_SESSION_IDLE_MS", "1500");
-    }
     add_app_user(c);
+    for (name, host) in [("idler", None), ("local", Some("127.0.0.1"))] {
+        c.users.push(hscale::config::UserConfig {
+            name: name.into(),
+            password: "pw".into(),
+            host: host.map(str::to_string),
+            ..Default::default()
+        });
+    }
     let port = *HTTP_PORT.get_or_init(|| hscale::playground::mariadb::free_port().unwrap());
     c.http.listen = format!("127.0.0.1:{port}");
+    c.http.session_idle_ms = SESSION_IDLE_MS;
 }
 
 fn http_port() -> u16 {
@@ -526,7 +530,8 @@ async fn a_transaction_spans_requests_in_a_session() {
     let (status, _) = in_session(json!({ "sql": "SELECT 1", "session": 5 }));
     assert_eq!(status, 400);
 
-    // Closed by DELETE, and left idle: each rolled back.
+    // Closed by DELETE, and left idle (by another user, whose MySQL
+    // session the processlist shows): each rolled back.
     let wait_gone = |id: u32| async move {
         let start = std::time::Instant::now();
         while !mysql_values(&format!("SELECT id FROM p WHERE id = {id}"))
@@ -539,18 +544,24 @@ async fn a_transaction_spans_requests_in_a_session() {
         }
     };
     for (id, by_delete) in [(20, true), (21, false)] {
+        let who = if by_delete {
+            root
+        } else {
+            Some(("idler", "pw"))
+        };
+        let in_session = |body: Value| request("POST", "/v1/sql", who, &body.to_string());
         let (_, body) = in_session(json!({ "sql": "BEGIN", "session": true, "database": DB }));
         let token = body["session"].as_str().unwrap().to_string();
         let (status, body) = in_session(
             json!({ "sql": format!("INSERT INTO p VALUES ({id}, 'x', NULL)"), "session": token }),
         );
         assert_eq!(status, 200, "{body}");
+        let last_used = std::time::Instant::now();
         if by_delete {
             let (status, _) = request("DELETE", &format!("/v1/sessions/{token}"), root, "");
             assert_eq!(status, 200);
         } else {
-            // HSCALE_HTTP_SESSION_IDLE_MS is 1,500 here (with_http).
-            tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+            wait_idler_gone(last_used).await;
         }
         let (status, _) = in_session(json!({ "sql": "SELECT 1", "session": token }));
         assert_eq!(status, 404, "session of row {id}");
@@ -564,4 +575,145 @@ async fn a_transaction_spans_requests_in_a_session() {
             .await
             .unwrap();
     }
+}
+
+/// Wait until the idle HTTP session of `idler` (last used at `last_used`)
+/// was closed by `[http] session_idle_ms`: its MySQL session leaves the
+/// processlist, not before the idle time and well before the 60 s default.
+async fn wait_idler_gone(last_used: std::time::Instant) {
+    let mut c = proxy_conn(None).await;
+    let idle = std::time::Duration::from_millis(SESSION_IDLE_MS);
+    tokio::time::sleep(idle.saturating_sub(last_used.elapsed())).await;
+    loop {
+        let users: Vec<String> = c
+            .query_map("SHOW PROCESSLIST", |r: mysql_async::Row| {
+                r.get::<String, _>("User").unwrap()
+            })
+            .await
+            .unwrap();
+        if !users.iter().any(|u| u == "idler") {
+            break;
+        }
+        assert!(
+            last_used.elapsed().as_secs() < 20,
+            "the idle session is still open"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(last_used.elapsed() >= idle, "closed before its idle time");
+}
+
+/// Send a `method` request head with `Expect: 100-continue` and a `Content-Length`
+/// of `len`, then `body` only if the server says 100 Continue: the final
+/// status and the body of the answer.
+fn request_expecting(method: &str, path: &str, len: usize, body: &[u8]) -> (u16, Value) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", http_port())).unwrap();
+    let token = base64::engine::general_purpose::STANDARD.encode("root:");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Authorization: Basic {token}\r\nExpect: 100-continue\r\nContent-Length: {len}\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        text.extend_from_slice(&buf[..n]);
+        let so_far = String::from_utf8_lossy(&text);
+        if so_far.starts_with("HTTP/1.1 100 ") && so_far.contains("\r\n\r\n") {
+            text.clear();
+            s.write_all(body).unwrap();
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    let text = String::from_utf8(text).unwrap();
+    let (headers, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = headers.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (
+        status,
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {headers}\n\n{body}")),
+    )
+}
+
+/// A body over the limit (16 MiB) is 413 with a JSON error, before any of
+/// it is read, so its statement never runs; one over axum's own default
+/// (2 MiB) but under the limit runs. Malformed JSON is 400 with a JSON
+/// error on every route that reads a body, and nothing is applied.
+#[tokio::test]
+async fn oversized_and_malformed_bodies_are_refused_as_json() {
+    setup().await;
+    let insert = json!({ "sql": "INSERT INTO p VALUES (30, ?, NULL)", "database": DB,
+                         "params": ["x".repeat(16 << 20)] })
+    .to_string();
+    let (status, body) = request_expecting("POST", "/v1/sql", insert.len(), insert.as_bytes());
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["error"]["message"], json!("the body is too large"));
+    let put = format!("{{\"v\": \"{}\"}}", "y".repeat(16 << 20));
+    let (status, body) =
+        request_expecting("PUT", &format!("/v1/{DB}/p/30"), put.len(), put.as_bytes());
+    assert_eq!(status, 413, "{body}");
+    assert!(mysql_values("SELECT id FROM p WHERE id = 30")
+        .await
+        .is_empty());
+    // 3 MB: more than axum's default limit, less than ours.
+    let long = json!({ "sql": "SELECT LENGTH(?)", "params": ["z".repeat(3_000_000)] }).to_string();
+    let (status, body) = request_expecting("POST", "/v1/sql", long.len(), long.as_bytes());
+    assert_eq!(
+        (status, &body["rows"]),
+        (200, &json!([[3_000_000]])),
+        "{body}"
+    );
+
+    let root = Some(("root", ""));
+    for (method, path) in [
+        ("POST", "/v1/sql".to_string()),
+        ("PUT", format!("/v1/{DB}/p/31")),
+        ("PATCH", format!("/v1/{DB}/p/4")),
+        ("POST", format!("/v1/{DB}/p/_get")),
+    ] {
+        let (status, body) = request(method, &path, root, "{\"sql\": \"INSERT INTO");
+        assert_eq!(status, 400, "{method} {path}: {body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("the body: "), "{method} {path}: {body}");
+    }
+    assert!(mysql_values("SELECT id FROM p WHERE id = 31")
+        .await
+        .is_empty());
+    assert_eq!(
+        mysql_values("SELECT v FROM p WHERE id = 4").await,
+        vec![vec![Some(b"four".to_vec())]]
+    );
+}
+
+/// An account bound to a host is refused over HTTP (403 with the right
+/// password, 401 with a wrong one; bound to 127.0.0.1 here, from where a
+/// MySQL client logs in as it), since the loopback login could not check
+/// the HTTP client's address.
+#[tokio::test]
+async fn an_account_bound_to_a_host_is_refused() {
+    setup().await;
+    let mut c = mysql_async::Conn::new(
+        mysql_async::OptsBuilder::from_opts(proxy_opts(cluster(2).proxy_port, None))
+            .user(Some("local"))
+            .pass(Some("pw")),
+    )
+    .await
+    .unwrap();
+    let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    let body = json!({ "sql": "SELECT 1" }).to_string();
+    let (status, answer) = request("POST", "/v1/sql", Some(("local", "pw")), &body);
+    assert_eq!(status, 403, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        json!("an account bound to a host cannot be used over HTTP")
+    );
+    let (status, _) = request("GET", &format!("/v1/{DB}/p/4"), Some(("local", "pw")), "");
+    assert_eq!(status, 403);
+    // A wrong password is 401, as for any account.
+    let (status, answer) = request("POST", "/v1/sql", Some(("local", "nope")), &body);
+    assert_eq!(status, 401, "{answer}");
+    assert_eq!(answer["error"]["message"], json!("authentication required"));
 }

@@ -48,6 +48,15 @@ impl Config {
                 self.http.listen
             ));
         }
+        if self.http.tls && self.tls.cert.is_none() {
+            out.push("[http] tls = true needs [tls] cert and key".into());
+        }
+        if self.http.session_idle_ms < 100 {
+            out.push(format!(
+                "[http] session_idle_ms = {} must be at least 100",
+                self.http.session_idle_ms
+            ));
+        }
         if !self.metrics.listen.is_empty() && self.metrics.listen.parse::<SocketAddr>().is_err() {
             out.push(format!(
                 "[metrics] listen = {:?} is not an address such as \"127.0.0.1:9104\"",
@@ -106,6 +115,29 @@ impl Config {
                     "[[users]] #{}: backend_password without backend_user",
                     i + 1
                 ));
+            }
+            if let Some(token) = &u.http_token {
+                if token.len() < 16 {
+                    out.push(format!(
+                        "[[users]] #{}: http_token must be at least 16 characters",
+                        i + 1
+                    ));
+                }
+                if self.users[..i]
+                    .iter()
+                    .any(|o| o.http_token.as_ref() == Some(token))
+                {
+                    out.push(format!(
+                        "[[users]] #{}: http_token is another user's too",
+                        i + 1
+                    ));
+                }
+                if u.host.as_deref().is_some_and(|h| h != "%") {
+                    out.push(format!(
+                        "[[users]] #{}: http_token on an account bound to a host, which HTTP cannot use",
+                        i + 1
+                    ));
+                }
             }
         }
     }

@@ -25,6 +25,12 @@ pub struct UserConfig {
     /// names the account with it. Unset: `%`, every host.
     #[serde(default)]
     pub host: Option<String>,
+    /// A bearer token for the HTTP API (`Authorization: Bearer <token>`,
+    /// `http_api`): a request carrying it runs as this user, as one with
+    /// the user's name and password in `Authorization: Basic` does. At
+    /// least 16 characters; left out of a written config when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_token: Option<String>,
     // The user's limits (`UserLimits`, `crate::tenant`); unset ones come
     // from `[user_defaults]`.
     #[serde(default)]
@@ -176,6 +182,10 @@ impl std::fmt::Debug for UserConfig {
             .field("backend_user", &self.backend_user)
             .field("backend_password", &"<redacted>")
             .field("host", &self.host)
+            .field(
+                "http_token",
+                &self.http_token.as_ref().map(|_| "<redacted>"),
+            )
             .field("limits", &self.limits())
             .finish()
     }

@@ -21,7 +21,9 @@
 //!
 //! **One way a statement runs.** A request logs in to the proxy's own
 //! MySQL listener over loopback as the user of its `Authorization: Basic`
-//! header and sends its statement there: the session, its grants, limits,
+//! header, or as the `[[users]]` entry whose `http_token` its
+//! `Authorization: Bearer` header carries (every token compared in
+//! constant time), and sends its statement there: the session, its grants, limits,
 //! routing, fences, two-phase commit and sequences are the MySQL
 //! protocol's, with no second executor to keep equal. A failed login is
 //! 401, an access error 403, any other error 400 with the server's code,
@@ -43,14 +45,16 @@
 //! **Sessions** (`"session": true`, then its token): a transaction across
 //! requests (`sessions.rs`).
 //!
-//! Not yet: TLS on this listener.
+//! **HTTPS** (`[http] tls = true`): `[tls]`'s certificate and key, HTTP/2
+//! or HTTP/1.1 by ALPN; a plain-HTTP client on that port is closed
+//! without an answer (`http.rs`, `tls::http_acceptor`).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{FromRequest, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -61,7 +65,7 @@ use hscale_wire::resultset::ColumnInfo;
 use serde_json::{json, Map, Value};
 
 use crate::backend::{BackendConn, BackendWatch};
-use crate::config::BackendConfig;
+use crate::config::{BackendConfig, UserConfig};
 use crate::runtime::Context;
 
 mod rows;
@@ -89,7 +93,9 @@ pub fn routes(mysql: SocketAddr, ctx: &Arc<Context>) -> Router {
         mysql,
         ctx: Arc::downgrade(ctx),
         watch: Arc::new(BackendWatch::new(None, CONNECT_TIMEOUT)),
-        sessions: Arc::default(),
+        sessions: Arc::new(sessions::Sessions::new(Duration::from_millis(
+            ctx.config.http.session_idle_ms,
+        ))),
     };
     Router::new()
         .route("/v1/sql", post(sql))
@@ -110,7 +116,36 @@ pub fn routes(mysql: SocketAddr, ctx: &Arc<Context>) -> Router {
                 .delete(rows::delete),
         )
         .fallback(not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(api)
+}
+
+/// A request's body, at most [`MAX_BODY`] bytes. A longer one is 413 as
+/// JSON: refused by its `Content-Length` before any of it is read (a
+/// client that sent `Expect: 100-continue` sends none of it), else once
+/// the bytes read pass the limit.
+pub(super) struct Body(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = Response;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Response> {
+        let too_large = || problem(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large");
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MAX_BODY as u64) {
+            return Err(too_large());
+        }
+        match <Bytes as FromRequest<S>>::from_request(req, state).await {
+            Ok(b) if b.len() > MAX_BODY => Err(too_large()),
+            Ok(b) => Ok(Body(b)),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large()),
+            Err(e) => Err(problem(e.status(), &e.body_text())),
+        }
+    }
 }
 
 async fn not_found() -> Response {
@@ -146,21 +181,64 @@ fn sql_error(e: &ErrPacket) -> Response {
     }});
     let mut r = (status, json_body(&body)).into_response();
     if status == StatusCode::UNAUTHORIZED {
-        r.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            header::HeaderValue::from_static("Basic realm=\"hscale\""),
-        );
+        challenge(&mut r);
     }
     r
 }
 
 fn unauthorized() -> Response {
     let mut r = problem(StatusCode::UNAUTHORIZED, "authentication required");
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        header::HeaderValue::from_static("Basic realm=\"hscale\""),
-    );
+    challenge(&mut r);
     r
+}
+
+/// A 401's `WWW-Authenticate`: Basic or a bearer token.
+fn challenge(r: &mut Response) {
+    for scheme in ["Basic realm=\"hscale\"", "Bearer realm=\"hscale\""] {
+        r.headers_mut().append(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static(scheme),
+        );
+    }
+}
+
+/// The user and password a request runs as: those of its `Authorization:
+/// Basic` header, or those of the `[[users]]` entry whose `http_token` its
+/// `Authorization: Bearer` header carries.
+fn credentials(api: &Api, headers: &HeaderMap) -> Option<(String, String)> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return basic_auth(headers);
+    }
+    let ctx = api.ctx.upgrade()?;
+    let live = ctx.live();
+    let user = bearer_user(&live.users, token.trim())?;
+    Some((user.name.clone(), user.password.clone()))
+}
+
+/// The user whose `http_token` is `token`. Every token is compared, each
+/// in time that does not depend on where it differs from `token`.
+fn bearer_user<'a>(users: &'a [UserConfig], token: &str) -> Option<&'a UserConfig> {
+    let mut found = None;
+    for u in users {
+        if let Some(t) = &u.http_token {
+            if same_secret(token.as_bytes(), t.as_bytes()) && found.is_none() {
+                found = Some(u);
+            }
+        }
+    }
+    found
+}
+
+/// Whether `given` is `secret`, in time that depends on `secret`'s length
+/// only.
+fn same_secret(given: &[u8], secret: &[u8]) -> bool {
+    let mut differ = u8::from(given.len() != secret.len());
+    for (i, s) in secret.iter().enumerate() {
+        differ |= given.get(i).copied().unwrap_or(0) ^ s;
+    }
+    std::hint::black_box(differ) == 0
 }
 
 /// The user and password of an `Authorization: Basic` header.
@@ -180,7 +258,7 @@ fn basic_auth(headers: &HeaderMap) -> Option<(String, String)> {
 
 /// A MySQL session of the request's user on the proxy.
 async fn log_in(api: &Api, headers: &HeaderMap) -> Result<BackendConn, Response> {
-    let Some((user, password)) = basic_auth(headers) else {
+    let Some((user, password)) = credentials(api, headers) else {
         return Err(unauthorized());
     };
     let Some(ctx) = api.ctx.upgrade() else {
@@ -189,13 +267,17 @@ async fn log_in(api: &Api, headers: &HeaderMap) -> Result<BackendConn, Response>
             "the proxy is stopping",
         ));
     };
-    let bound = ctx
-        .config
-        .users
-        .iter()
-        .any(|u| u.name == user && u.host.as_deref().is_some_and(|h| h != "%"));
+    // A bound account's password is checked first: a wrong one is 401
+    // as for any other account, so the refusal says nothing to a guesser.
+    let bound = ctx.live().user(&user).and_then(|u| {
+        let is_bound = u.host.as_deref().is_some_and(|h| h != "%");
+        is_bound.then(|| same_secret(password.as_bytes(), u.password.as_bytes()))
+    });
     drop(ctx);
-    if bound {
+    if bound == Some(false) {
+        return Err(unauthorized());
+    }
+    if bound == Some(true) {
         return Err(problem(
             StatusCode::FORBIDDEN,
             "an account bound to a host cannot be used over HTTP",
@@ -458,7 +540,7 @@ fn quoted(name: &str) -> String {
 }
 
 /// `POST /v1/sql`.
-async fn sql(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Response {
+async fn sql(State(api): State<Api>, headers: HeaderMap, Body(body): Body) -> Response {
     if body.len() > MAX_BODY {
         return problem(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large");
     }
@@ -496,7 +578,7 @@ async fn sql(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Respons
                 Ok(c) => c,
                 Err(r) => return r,
             };
-            let (user, password) = basic_auth(&headers).unwrap_or_default();
+            let (user, password) = credentials(&api, &headers).unwrap_or_default();
             match api.sessions.open(&user, &password, conn) {
                 Ok(opened) => Some(opened),
                 Err(_) => {
@@ -508,7 +590,7 @@ async fn sql(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Respons
             }
         }
         Some(Value::String(token)) => {
-            let Some((user, password)) = basic_auth(&headers) else {
+            let Some((user, password)) = credentials(&api, &headers) else {
                 return unauthorized();
             };
             match api.sessions.find(token, &user, &password) {
@@ -580,7 +662,7 @@ async fn close_session(
     axum::extract::Path(token): axum::extract::Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let Some((user, password)) = basic_auth(&headers) else {
+    let Some((user, password)) = credentials(&api, &headers) else {
         return unauthorized();
     };
     if api.sessions.find(&token, &user, &password).is_err() {
@@ -612,6 +694,33 @@ mod tests {
             "SELECT X'00FF'"
         );
         assert!(bind("SELECT ?", &[json!([1])]).is_err());
+    }
+
+    #[test]
+    fn bearer_tokens_are_compared_whole() {
+        let user = |name: &str, token: Option<&str>| UserConfig {
+            name: name.into(),
+            http_token: token.map(str::to_string),
+            ..Default::default()
+        };
+        let users = [
+            user("a", None),
+            user("b", Some("0123456789abcdef")),
+            user("c", Some("fedcba9876543210")),
+        ];
+        let name = |t: &str| bearer_user(&users, t).map(|u| u.name.as_str());
+        assert_eq!(name("0123456789abcdef"), Some("b"));
+        assert_eq!(name("fedcba9876543210"), Some("c"));
+        for wrong in [
+            "",
+            "0123456789abcde",
+            "0123456789abcdef0",
+            "0123456789abcdeF",
+        ] {
+            assert_eq!(name(wrong), None, "{wrong}");
+        }
+        assert!(same_secret(b"", b""));
+        assert!(!same_secret(b"\0", b""));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 
 use super::{
-    is_base64, json_body, literal, log_in, problem, quoted, run, value, Answer, Api, MAX_BODY,
+    is_base64, json_body, literal, log_in, problem, quoted, run, value, Answer, Api, Body, MAX_BODY,
 };
 use crate::backend::BackendConn;
 
@@ -246,7 +246,7 @@ pub(super) async fn put(
     State(api): State<Api>,
     headers: HeaderMap,
     RowAt { db, table, key }: RowAt,
-    body: Bytes,
+    Body(body): Body,
 ) -> Response {
     let mut columns = match columns_of(&body) {
         Ok(c) => c,
@@ -317,7 +317,7 @@ pub(super) async fn patch(
     State(api): State<Api>,
     headers: HeaderMap,
     RowAt { db, table, key }: RowAt,
-    body: Bytes,
+    Body(body): Body,
 ) -> Response {
     let columns = match columns_of(&body) {
         Ok(c) => c,
@@ -391,7 +391,7 @@ pub(super) async fn rows_by_keys(
     State(api): State<Api>,
     Path((db, table)): Path<(String, String)>,
     headers: HeaderMap,
-    body: Bytes,
+    Body(body): Body,
 ) -> Response {
     if body.len() > MAX_BODY {
         return problem(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large");

@@ -3,12 +3,14 @@
 //!
 //! A session is one login to the proxy's own MySQL listener kept open
 //! between requests, under a random token the first answer carries. Each
-//! later request names the token and still authenticates (Basic); the
-//! token is refused to any other user or password (404, as an unknown
-//! one: a token does not say whether it exists to someone else). One
-//! request at a time per session (a second one meanwhile is 409). A
-//! session idle for [`IDLE`] (60 s) is closed, which ends its MySQL session
-//! as a client that went away does: an open transaction is rolled back.
+//! later request names the token and still authenticates (Basic or
+//! bearer); the token is refused to any other user or password (404, as
+//! an unknown one: a token does not say whether it exists to someone
+//! else). One request at a time per session (a second one meanwhile is
+//! 409). A session idle for `[http] session_idle_ms` (60 s by default) is
+//! closed within a tenth of that time more (at most 5 s more), which ends
+//! its MySQL session as a client that went away does: an open transaction
+//! is rolled back.
 //! `"close": true` closes it after the request's statement; so does
 //! `DELETE /v1/sessions/{token}`.
 
@@ -18,9 +20,6 @@ use std::time::{Duration, Instant};
 
 use crate::backend::BackendConn;
 
-/// A session idle this long is closed (its transaction rolled back);
-/// `HSCALE_HTTP_SESSION_IDLE_MS` in the environment sets another (tests).
-pub const IDLE: Duration = Duration::from_secs(60);
 /// Sessions open at once, over every user.
 pub const MAX_SESSIONS: usize = 1000;
 
@@ -57,12 +56,9 @@ pub struct Sessions {
     is_swept: std::sync::atomic::AtomicBool,
 }
 
-impl Default for Sessions {
-    fn default() -> Self {
-        let idle = std::env::var("HSCALE_HTTP_SESSION_IDLE_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map_or(IDLE, Duration::from_millis);
+impl Sessions {
+    /// No session yet; each one left idle for `idle` is closed.
+    pub fn new(idle: Duration) -> Self {
         Sessions {
             open: Mutex::default(),
             idle,
@@ -118,7 +114,12 @@ impl Sessions {
     pub fn find(&self, token: &str, user: &str, password: &str) -> Result<Arc<Held>, Refusal> {
         let open = self.open.lock().map_err(|_| Refusal::Unknown)?;
         match open.get(token) {
-            Some(h) if h.user == user && h.password == password => Ok(h.clone()),
+            Some(h)
+                if h.user == user
+                    && super::same_secret(password.as_bytes(), h.password.as_bytes()) =>
+            {
+                Ok(h.clone())
+            }
             _ => Err(Refusal::Unknown),
         }
     }
@@ -129,7 +130,7 @@ impl Sessions {
         self.open.lock().ok()?.remove(token)
     }
 
-    /// Close the sessions idle for their idle time ([`IDLE`]).
+    /// Close the sessions idle for their idle time (`session_idle_ms`).
     fn sweep(&self) {
         let now = Instant::now();
         let idle: Vec<Arc<Held>> = match self.open.lock() {

@@ -141,6 +141,7 @@ fn proxy_config(
         // The HTTP API on a free loopback port.
         http: crate::config::HttpConfig {
             listen: "127.0.0.1:0".into(),
+            ..Default::default()
         },
         backends: servers
             .iter()
