@@ -44,6 +44,8 @@ mod reads;
 mod second_pass;
 #[path = "differential_adversarial/session.rs"]
 mod session;
+#[path = "differential_adversarial/seventh_pass.rs"]
+mod seventh_pass;
 #[path = "differential_adversarial/sixth_pass.rs"]
 mod sixth_pass;
 #[path = "differential_adversarial/spellings.rs"]

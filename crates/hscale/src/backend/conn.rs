@@ -431,6 +431,33 @@ impl BackendConn {
         Ok(())
     }
 
+    /// Give every session variable a client's session left on this
+    /// connection its global default again: a pooled connection keeps a
+    /// session's SET items until the next session's sync, and the proxy's
+    /// own statements are written for the server's defaults (under a
+    /// session's ANSI_QUOTES `SHOW CREATE TABLE` names tables in double
+    /// quotes, under NO_BACKSLASH_ESCAPES the proxy's quoted strings keep
+    /// their escapes, in its time zone TIMESTAMPs read as other instants).
+    /// Nothing to send when no session left any (`Pool::get`,
+    /// `Pool::get_own`).
+    pub async fn own_session(&mut self) -> Result<(), ProxyError> {
+        if self.vars.is_empty() {
+            return Ok(());
+        }
+        for sql in SessionVars::default().sync_sql(&self.vars) {
+            if let Err(err) = self.command(&Self::payload_for_query(&sql)).await? {
+                self.is_broken = true;
+                return Err(ProxyError::Backend {
+                    backend: self.backend.to_string(),
+                    during: format!("hscale: {sql}"),
+                    err,
+                });
+            }
+        }
+        self.vars = Arc::default();
+        Ok(())
+    }
+
     /// A packet from this backend that does not decode.
     pub fn protocol_error(&self, e: WireError) -> ProxyError {
         ProxyError::BackendProtocol {

@@ -163,17 +163,27 @@ impl Pool {
         })
     }
 
-    /// Borrow a connection for the proxy's own work ([`Claim::PROXY`]).
+    /// Borrow a connection for the proxy's own work ([`Claim::PROXY`]),
+    /// in the server's default session (`BackendConn::own_session`).
     pub async fn get(self: &Arc<Self>, is_found_rows: bool) -> Result<PooledConn, ProxyError> {
-        self.get_as(Claim::PROXY, is_found_rows).await
+        let mut c = self.get_as(Claim::PROXY, is_found_rows).await?;
+        c.own_session().await?;
+        Ok(c)
     }
 
     /// Borrow a connection for a partition or schema command, which may
     /// hold others of this pool already: a slot if one comes within
     /// [`OWN_WAIT`], else a connection of its own past `max_connections`
     /// (at most [`MAX_OWN_EXTRA`] at once; closed when returned), else a
-    /// wait as [`Pool::get`].
+    /// wait as [`Pool::get`]. In the server's default session, as
+    /// [`Pool::get`].
     pub async fn get_own(self: &Arc<Self>) -> Result<PooledConn, ProxyError> {
+        let mut c = self.get_own_any().await?;
+        c.own_session().await?;
+        Ok(c)
+    }
+
+    async fn get_own_any(self: &Arc<Self>) -> Result<PooledConn, ProxyError> {
         self.refuse_if_frozen()?;
         if self.slots.take(Claim::PROXY, OWN_WAIT).await {
             let slot = Slot {

@@ -133,10 +133,19 @@ impl<T: TextSession> Attempt<T> for TextRun<'_> {
             None => base_text,
         };
         let analyzed = &self.payload[1..];
+        // The write of an INSERT ... SELECT copying invalid dates runs
+        // with ALLOW_INVALID_DATES (`insert_form.rs`): the session's own
+        // variables come back after it, whatever it answered.
+        let write_vars = s.bindings().scratch.write_vars.clone();
+        let own_vars = write_vars.map(|v| std::mem::replace(&mut s.bindings().state.vars, v));
         let ran = s
             .exec()
             .plan_and_run(payload, payload_text, self.facts, self.effects, analyzed)
-            .await?;
+            .await;
+        if let Some(v) = own_vars {
+            s.bindings().state.vars = v;
+        }
+        let ran = ran?;
         match ran {
             Ran::Done => Ok(()),
             Ran::Query(p) => s.run_query(&p).await,

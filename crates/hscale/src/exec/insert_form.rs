@@ -64,7 +64,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     if self.upsert_names_answered(&head, &select, &tail).await? {
                         return Ok(Normal::Answered);
                     }
-                    match self.select_rows(&select).await? {
+                    match self.select_rows_as_stored(&select).await? {
                         Selected::Error(err) => {
                             self.write_server_error(1, &err).await?;
                             return Ok(Normal::Answered);
@@ -275,11 +275,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
     }
 
+    /// [`Self::select_rows`] for the rows an INSERT writes: when they
+    /// hold dates with a day past their month's end, which one server
+    /// copies as they are, the write runs with ALLOW_INVALID_DATES
+    /// (`StatementScratch::write_vars`).
+    async fn select_rows_as_stored(&mut self, select: &str) -> Result<Selected, ProxyError> {
+        let max_rows = self.b.ctx.config.proxy.ship_max_rows;
+        let answer = sink::read(self.b, select, "INSERT ... SELECT", max_rows).await?;
+        if sink::has_invalid_days(&answer) {
+            self.b.scratch.write_vars = self.b.vars_allowing_invalid_dates().await?;
+        }
+        self.literals(answer)
+    }
+
     /// Run `select` as the client's read (planned, merged, fenced) and
     /// keep its rows as `(literal, ...)` row texts.
     async fn select_rows(&mut self, select: &str) -> Result<Selected, ProxyError> {
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         let answer = sink::read(self.b, select, "INSERT ... SELECT", max_rows).await?;
+        self.literals(answer)
+    }
+
+    fn literals(&self, answer: sink::Answer) -> Result<Selected, ProxyError> {
         literal_rows(answer, self.b.ctx.collations())
     }
 }

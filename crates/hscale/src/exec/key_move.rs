@@ -93,6 +93,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 .map_err(ProxyError::Refused)?;
             (moves, table)
         };
+        // One server updates the rows one by one in key order: a new key
+        // that is another matched row's key, not moved yet, is its 1062,
+        // which the partitions' steps do not meet (the rows are in
+        // different tables).
+        if let Some(first) = moves.first().map(|(from, _)| from.clone()) {
+            if let Some(err) = self.chain_duplicate(&table, &first, &pairs).await? {
+                self.write_server_error(1, &err).await?;
+                return Ok(None);
+            }
+        }
         // 3. The UPDATE in place.
         let plan = Plan::Targets {
             kind: StatementKind::Update,
@@ -105,6 +115,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         for (from, keys) in moves {
             let columns = self.key_move_columns(&table, &from).await?;
             let (select, delete) = router::moved_rows_sql(&table, &from, &columns, &keys);
+            // Read and written back in UTC: a TIMESTAMP keeps its instant.
+            let select = crate::partition::copy::in_utc(&select);
             let read = Plan::Targets {
                 kind: StatementKind::Select,
                 parts: vec![(from.clone(), select.clone())],
@@ -133,14 +145,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             )
             .await?;
             // The row's other columns as stored, whatever the session's
-            // sql_mode (one server's UPDATE leaves them as they are).
+            // sql_mode and time zone (one server's UPDATE leaves them as
+            // they are).
             let plan = match plan {
                 Plan::Refuse(why) => return Err(ProxyError::Refused(why)),
                 Plan::Targets { kind, parts } => Plan::Targets {
                     kind,
                     parts: parts
                         .into_iter()
-                        .map(|(t, sql)| (t, crate::partition::copy::stored_as_is(&sql)))
+                        .map(|(t, sql)| (t, crate::partition::copy::stored_as_is_in_utc(&sql)))
                         .collect(),
                 },
                 other => other,
@@ -191,6 +204,80 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 .collect(),
             _ => Err(bad()),
         }
+    }
+
+    /// One server's 1062 for a key-changing UPDATE whose rows, updated
+    /// in ascending key order (its scan of the primary key), meet another
+    /// matched row's key before that row moved: checked when the
+    /// partition key is the whole primary key and every key is an
+    /// integer; a chain otherwise (a new key that is another matched
+    /// row's key) is refused, its outcome depending on the server's row
+    /// order.
+    async fn chain_duplicate(
+        &mut self,
+        table: &PartitionedTable,
+        from: &Target,
+        pairs: &[(Option<String>, Option<String>)],
+    ) -> Result<Option<hscale_wire::response::ErrPacket>, ProxyError> {
+        let olds: std::collections::HashSet<&str> =
+            pairs.iter().filter_map(|(k, _)| k.as_deref()).collect();
+        let is_chain = pairs.iter().any(|(k, n)| {
+            n.as_deref()
+                .is_some_and(|n| Some(n) != k.as_deref() && olds.contains(n))
+        });
+        if !is_chain {
+            return Ok(None);
+        }
+        let refuse = || {
+            ProxyError::Refused(format!(
+                "an UPDATE of the partition key of {} giving rows the keys of other rows it updates, \
+                 unless the key is the whole primary key and an integer",
+                table.name
+            ))
+        };
+        let mut keyed = Vec::with_capacity(pairs.len());
+        for (k, n) in pairs {
+            let parse = |v: &Option<String>| v.as_deref().and_then(|v| v.parse::<i128>().ok());
+            match (parse(k), parse(n)) {
+                (Some(k), Some(n)) => keyed.push((k, n)),
+                _ => return Err(refuse()),
+            }
+        }
+        let sql = format!(
+            "SELECT GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} AND INDEX_NAME = 'PRIMARY'",
+            crate::partition::quote_str(&table.name.db),
+            crate::partition::quote_str(&from.physical_table)
+        );
+        let plan = Plan::Targets {
+            kind: StatementKind::Select,
+            parts: vec![(from.clone(), sql.clone())],
+        };
+        let what = "UPDATE of the partition key";
+        let primary = match sink::run(self.b, &sql, what, plan, read_only(), 1).await? {
+            Answer::Rows(_, rows) => rows
+                .into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next().flatten()),
+            _ => None,
+        };
+        if primary.as_deref() != Some(table.column.as_bytes()) {
+            return Err(refuse());
+        }
+        keyed.sort_unstable();
+        let mut held: std::collections::HashSet<i128> = keyed.iter().map(|(k, _)| *k).collect();
+        for (k, n) in keyed {
+            if n != k && held.contains(&n) {
+                return Ok(Some(hscale_wire::response::ErrPacket {
+                    code: 1062,
+                    sql_state: *b"23000",
+                    message: format!("Duplicate entry '{n}' for key 'PRIMARY'"),
+                }));
+            }
+            held.remove(&k);
+            held.insert(n);
+        }
+        Ok(None)
     }
 
     /// Run a write step into memory: its OK, or its error written to the

@@ -31,6 +31,11 @@ pub struct StatementScratch {
     /// (`exec/insert_form.rs`): its text. Its OK gets the info one
     /// server gives INSERT ... SELECT (`Records: 1  Duplicates: ..`).
     pub one_row_select: Option<String>,
+    /// The session variables the statement's write runs in instead of
+    /// the session's (`Bindings::vars_allowing_invalid_dates`: an INSERT
+    /// ... SELECT copying invalid dates), set by `exec/insert_form.rs`
+    /// and applied around each attempt by `exec/entry.rs`.
+    pub write_vars: Option<std::sync::Arc<crate::backend::state::SessionVars>>,
     /// Column definitions that replace the answer's, one for one: a `SHOW
     /// TABLE STATUS` hscale answers from information_schema
     /// (`exec/rewrite.rs`) carries one server's `SHOW TABLE STATUS`

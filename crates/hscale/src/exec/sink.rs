@@ -364,6 +364,60 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     }
 }
 
+/// Whether a DATE, DATETIME or TIMESTAMP value of `answer` has a day its
+/// month does not have (`2024-02-30`, stored under ALLOW_INVALID_DATES):
+/// one server's INSERT ... SELECT copies such a value into a column of
+/// its type as it is (outside NO_ZERO_DATE and NO_ZERO_IN_DATE), where
+/// the same text as a literal is refused (1292) or written as the zero
+/// date. `false` when a string value of another column reads as such a
+/// date too: a mode that takes one takes the other, which one server
+/// would have refused (`exec/insert_form.rs`).
+pub fn has_invalid_days(answer: &Answer) -> bool {
+    let Answer::Rows(columns, rows) = answer else {
+        return false;
+    };
+    let is_date_typed = |c: &ColumnInfo| matches!(c.column_type, 0x07 | 0x0a | 0x0c | 0x0e);
+    let mut typed = false;
+    for row in rows {
+        for (v, c) in row.iter().zip(columns) {
+            let Some(v) = v.as_deref() else { continue };
+            if !is_invalid_day(v) {
+                continue;
+            }
+            if !is_date_typed(c) {
+                return false;
+            }
+            typed = true;
+        }
+    }
+    typed
+}
+
+/// `YYYY-MM-DD...` with a month of 1 to 12 and a day past its end.
+fn is_invalid_day(v: &[u8]) -> bool {
+    let digits = |r: std::ops::Range<usize>| -> Option<u32> {
+        let b = v.get(r)?;
+        if !b.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(b).ok()?.parse().ok()
+    };
+    if v.get(4) != Some(&b'-') || v.get(7) != Some(&b'-') {
+        return false;
+    }
+    let (Some(y), Some(m), Some(d)) = (digits(0..4), digits(5..7), digits(8..10)) else {
+        return false;
+    };
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) => 29,
+        2 => 28,
+        _ => return false,
+    };
+    d > days && d <= 31
+}
+
 /// A result value as a literal one server would have used in its place:
 /// numbers as written; anything else as a string of the result's
 /// character set, `_charset X'..'` (which neither sql_mode nor the
@@ -432,6 +486,29 @@ fn push_literal(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invalid_days() {
+        for v in [
+            "2024-02-30",
+            "2023-02-29 10:00:00",
+            "2024-04-31",
+            "1999-11-31 00:00:00.5",
+        ] {
+            assert!(is_invalid_day(v.as_bytes()), "{v}");
+        }
+        for v in [
+            "2024-02-29",
+            "0000-00-00",
+            "2024-00-10",
+            "2024-05-00",
+            "2024-13-40",
+            "abc",
+            "2024-02-3",
+        ] {
+            assert!(!is_invalid_day(v.as_bytes()), "{v}");
+        }
+    }
     use hscale_wire::response::{encode_eof, encode_err};
     use hscale_wire::resultset::{encode_column, encode_column_count, encode_row};
 

@@ -61,6 +61,51 @@ impl Bindings {
         Ok(flags)
     }
 
+    /// The session's variables with ALLOW_INVALID_DATES added to its
+    /// sql_mode, for the write of an INSERT ... SELECT whose rows hold
+    /// DATE, DATETIME or TIMESTAMP values with a day past their month's end
+    /// (`sink::has_invalid_days`): one server copies them into columns of
+    /// their type as they are, outside NO_ZERO_DATE and NO_ZERO_IN_DATE
+    /// (where it checks them as a literal is checked). `None` when the
+    /// mode has one of these, or ALLOW_INVALID_DATES already.
+    pub async fn vars_allowing_invalid_dates(
+        &mut self,
+    ) -> Result<Option<std::sync::Arc<crate::backend::state::SessionVars>>, ProxyError> {
+        let rows = self
+            .ask(BackendId::MAIN, async |conn| {
+                conn.query_rows("SELECT @@session.sql_mode").await
+            })
+            .await?
+            .map_err(|err| ProxyError::Backend {
+                backend: "main".into(),
+                during: "reading the session's sql_mode".into(),
+                err,
+            })?;
+        let mode = rows
+            .strings()
+            .first()
+            .and_then(|row| row.first().cloned().flatten())
+            .unwrap_or_default();
+        let has = |m: &str| mode.split(',').any(|x| x.eq_ignore_ascii_case(m));
+        if has("NO_ZERO_DATE") || has("NO_ZERO_IN_DATE") || has("ALLOW_INVALID_DATES") {
+            return Ok(None);
+        }
+        let with = match mode.is_empty() {
+            true => "ALLOW_INVALID_DATES".to_string(),
+            false => format!("{mode},ALLOW_INVALID_DATES"),
+        };
+        let mut vars = (*self.state.vars).clone();
+        vars.apply(&[hscale_sql::SetItem {
+            key: "sql_mode".into(),
+            assign: format!(
+                "@@session.sql_mode = {}",
+                crate::partition::quote_str(&with)
+            ),
+            is_standalone: false,
+        }]);
+        Ok(Some(std::sync::Arc::new(vars)))
+    }
+
     /// The main backend's syntax error for `sql` in the session's state
     /// (its sql_mode decides what parses), when it has one: a statement
     /// hscale refuses because it cannot read it may be one no server

@@ -90,6 +90,20 @@ pub fn stored_as_is(sql: &str) -> String {
     format!("SET STATEMENT {STORED_AS_IS} FOR {sql}")
 }
 
+/// `sql`, a read of rows the proxy writes back, or their write, in UTC:
+/// a TIMESTAMP read and written in the session's time zone could come
+/// back as another instant (the hour a zone repeats when its clocks go
+/// back shows two instants as one text). [`in_utc`]`(`[`stored_as_is`]`)`
+/// is one `SET STATEMENT` ([`stored_as_is_in_utc`]).
+pub fn in_utc(sql: &str) -> String {
+    format!("SET STATEMENT time_zone = '+00:00' FOR {sql}")
+}
+
+/// [`stored_as_is`] in UTC ([`in_utc`]).
+pub fn stored_as_is_in_utc(sql: &str) -> String {
+    format!("SET STATEMENT {STORED_AS_IS}, time_zone = '+00:00' FOR {sql}")
+}
+
 /// Turns rows into `INSERT INTO table VALUES ...` statements of at most
 /// [`BATCH_ROWS`] rows and about [`BATCH_BYTES`] bytes each.
 pub struct InsertBatcher<'a> {

@@ -155,12 +155,25 @@ pub async fn show_create(c: &mut BackendConn, db: &str, table: &str) -> Result<S
         .query_rows(&sql)
         .await?
         .map_err(|e| server_error(c, &sql, e))?;
-    r.strings()
+    let ddl = r
+        .strings()
         .first()
         .and_then(|row| row.get(1).cloned().flatten())
         .ok_or_else(|| {
             ProxyError::Wrong(format!("SHOW CREATE TABLE {db}.{table} returned nothing"))
-        })
+        })?;
+    Ok(names_backquoted(ddl))
+}
+
+/// A `SHOW CREATE TABLE` answer with its names in double quotes (the
+/// server's own sql_mode has ANSI_QUOTES; a session's is never left on
+/// the proxy's connections, `BackendConn::own_session`) written with
+/// backquotes, which any mode reads and [`definition_body`] expects.
+fn names_backquoted(ddl: String) -> String {
+    match ddl.starts_with("CREATE TABLE \"") {
+        true => hscale_sql::ansi_names_backquoted(&ddl, true).unwrap_or(ddl),
+        false => ddl,
+    }
 }
 
 /// [`show_create`] with the column definitions the server sent (for an
@@ -318,4 +331,22 @@ async fn exact_expressions(
         return Err(ProxyError::Wrong(format!("{db}.{table} has no columns")));
     }
     Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_definition_under_ansi_quotes_has_the_same_body() {
+        let ansi = "CREATE TABLE \"t_default\" (\n  \"id\" int(11) NOT NULL,\n  \"v\" varchar(20) DEFAULT 'a\"b',\n  PRIMARY KEY (\"id\")\n) ENGINE=InnoDB";
+        let plain = "CREATE TABLE `t_default` (\n  `id` int(11) NOT NULL,\n  `v` varchar(20) DEFAULT 'a\"b',\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB";
+        let ddl = names_backquoted(ansi.to_string());
+        assert_eq!(ddl, plain);
+        assert_eq!(
+            definition_body(&ddl, "t_default").unwrap(),
+            &plain["CREATE TABLE `t_default`".len()..]
+        );
+        assert_eq!(names_backquoted(plain.to_string()), plain);
+    }
 }

@@ -265,7 +265,7 @@ type Push = fn(&mut Vec<Step>);
 /// statements read, on both sides alike).
 pub fn steps() -> Vec<Step> {
     let mut s = Vec::new();
-    let modules: [(&str, Push); 10] = [
+    let modules: [(&str, Push); 11] = [
         ("reads", super::reads::push),
         ("writes", super::writes::push),
         ("prepared", super::prepared::push),
@@ -276,6 +276,7 @@ pub fn steps() -> Vec<Step> {
         ("fourth_pass", super::fourth_pass::push),
         ("fifth_pass", super::fifth_pass::push),
         ("sixth_pass", super::sixth_pass::push),
+        ("seventh_pass", super::seventh_pass::push),
     ];
     // ADV_ONLY=<module> runs one module alone (while working on it; the
     // final comparison with EXPECTED_DIFFERENCES is then skipped).
@@ -284,7 +285,7 @@ pub fn steps() -> Vec<Step> {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
-        if name == "second_pass" || name == "sixth_pass" {
+        if name == "second_pass" || name == "sixth_pass" || name == "seventh_pass" {
             s.push(step("", None, How::Reset));
         }
         let before = s.len();
@@ -365,6 +366,9 @@ pub const EXPECTED_DIFFERENCES: &[&str] = &[
     "SELECT k, SUM(bu) + ? FROM ty GROUP BY k ORDER BY k -- prepared [UInt(18446744073709551615)]",
     "WITH RECURSIVE r(n) AS (SELECT ? UNION ALL SELECT n + 1 FROM r WHERE n < ?) SELECT n, (SELECT MAX(qty) FROM od WHERE oid = n) AS m FROM r ORDER BY n -- prepared [Int(3), Int(7)]",
     "UPDATE od SET qty = qty * 300000000 WHERE qty > 6",
+    // The seventh pass (F12): the "at row N" of warnings.
+    "INSERT INTO od (oid, k, qty, price, note) SELECT id + 8000, k, 1, de, CONCAT('c', id) FROM ty WHERE de IS NOT NULL AND ABS(de) < 1000000 ORDER BY id LIMIT 5",
+    "UPDATE od SET price = price * 1000000 WHERE oid BETWEEN 8101 AND 8106",
 ];
 
 /// Statements that differ in some runs only ("Intermittent" in
