@@ -35,7 +35,7 @@ const MAX_LOOKUP_ROWS: usize = 10_000;
 
 /// A lookup table's duplicate error (its PRIMARY KEY) as one server
 /// names the table's key.
-fn duplicate_of_key(err: &ErrPacket, key: &str, table: &str) -> ErrPacket {
+pub(super) fn duplicate_of_key(err: &ErrPacket, key: &str, table: &str) -> ErrPacket {
     let mut out = err.clone();
     if err.code != 1062 {
         return out;
@@ -64,8 +64,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let Some(scope) = self.open_write(is_implicit).await? else {
             return Ok(());
         };
-        let total = match w.kind {
-            StatementKind::Delete => self.unique_delete(&w).await,
+        let total = match (w.kind, &w.update) {
+            (_, Some(u)) => self.unique_update(&w, u, effects).await,
+            (StatementKind::Delete, _) => self.unique_delete(&w).await,
             _ => self.unique_insert(&w, effects).await,
         };
         self.close_write(scope, total).await

@@ -39,6 +39,42 @@ pub struct UniqueWrite {
     pub inserts: Vec<IndexRows>,
     /// DELETE: the indexes whose rows go with the rows deleted.
     pub deletes: Vec<Lookup>,
+    /// UPDATE of indexed columns: how the rows it changes are read.
+    pub update: Option<IndexUpdate>,
+}
+
+/// An UPDATE that assigns indexed columns (`exec/unique.rs`): the keys of
+/// the rows it matches read and locked first, the rows of those keys read
+/// before and after it, and the index changed by the difference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexUpdate {
+    /// `SELECT key FROM <the UPDATE's table and WHERE> FOR UPDATE`.
+    pub select: String,
+    /// The indexes whose columns the UPDATE assigns.
+    pub lookups: Vec<Lookup>,
+}
+
+/// The read of the rows of `table` whose partition key is one of `keys`
+/// (literals): the key, then each of `lookups`' columns; locked when
+/// `is_locking`.
+pub fn rows_by_keys_sql(
+    table: &PartitionedTable,
+    lookups: &[Lookup],
+    keys: &[String],
+    is_locking: bool,
+) -> String {
+    let columns: Vec<String> = std::iter::once(&table.column)
+        .chain(lookups.iter().map(|l| &l.column))
+        .map(|c| quoted(c))
+        .collect();
+    format!(
+        "SELECT {} FROM {} WHERE {} IN ({}){}",
+        columns.join(", "),
+        qualified(&table.name),
+        quoted(&table.column),
+        keys.join(", "),
+        if is_locking { " FOR UPDATE" } else { "" }
+    )
 }
 
 /// The new rows of one index.
@@ -145,20 +181,9 @@ pub(super) fn wrap(
         }
         StatementKind::Update | StatementKind::Delete => {
             if kind == StatementKind::Update {
-                let is_indexed = |t: &[Token]| {
-                    let c = match t {
-                        [c] => c,
-                        [_, dot, c] if dot.is_punct(sql, ".") => c,
-                        _ => return false,
-                    };
-                    is_name(c)
-                        && table
-                            .lookups
-                            .iter()
-                            .any(|l| unquote(c, sql).eq_ignore_ascii_case(&l.column))
-                };
-                if key_assignment(sql, tokens, is_indexed).is_some() {
-                    return refuse("UPDATE of a column with a global unique index");
+                let assigned = assigned_lookups(sql, tokens, table);
+                if !assigned.is_empty() {
+                    return update(sql, tokens, r, table, (assigned, prepared), plan, scope);
                 }
             }
             if prepared {
@@ -196,6 +221,7 @@ pub(super) fn wrap(
                             .collect(),
                         inserts: Vec::new(),
                         deletes: table.lookups.clone(),
+                        update: None,
                     }))
                 }
                 other => other,
@@ -205,6 +231,87 @@ pub(super) fn wrap(
         StatementKind::Select => by_lookup(sql, tokens, r, table, plan, scope),
         StatementKind::Schema => plan,
     }
+}
+
+/// The indexes whose columns an UPDATE's SET clause assigns.
+fn assigned_lookups(sql: &str, tokens: &[Token], table: &PartitionedTable) -> Vec<Lookup> {
+    table
+        .lookups
+        .iter()
+        .filter(|l| {
+            let is_it = |t: &[Token]| {
+                let c = match t {
+                    [c] => c,
+                    [_, dot, c] if dot.is_punct(sql, ".") => c,
+                    _ => return false,
+                };
+                is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&l.column)
+            };
+            key_assignment(sql, tokens, is_it).is_some()
+        })
+        .cloned()
+        .collect()
+}
+
+/// An UPDATE that assigns indexed columns (`assigned`): a `UniqueWrite`
+/// with its [`IndexUpdate`], or a refusal of the forms it does not keep.
+fn update(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+    (assigned, prepared): (Vec<Lookup>, bool),
+    plan: Plan,
+    scope: Scope<'_>,
+) -> Plan {
+    let what = |form: &str| {
+        Plan::Refuse(format!(
+            "{form} on {}, whose UNIQUE {} is enforced across partitions by a global unique index, is not supported yet",
+            table.name,
+            assigned.iter().map(|l| l.column.as_str()).collect::<Vec<_>>().join(", ")
+        ))
+    };
+    if tokens.iter().take(4).any(|t| t.is_word(sql, "IGNORE")) {
+        return what("UPDATE IGNORE of a column with a global unique index");
+    }
+    let parts = match plan {
+        Plan::KeyMove(_) => {
+            return what("UPDATE of the partition key together with a column with a global unique index")
+        }
+        Plan::OrderedWrite(_) => {
+            return what("UPDATE with ORDER BY or LIMIT over several partitions of a column with a global unique index")
+        }
+        // Each execution runs as its text, planned here again then.
+        other if prepared => return other,
+        Plan::Targets {
+            kind: StatementKind::Update,
+            parts,
+        } => parts,
+        Plan::Refuse(why) => return Plan::Refuse(why),
+        _ => return what("this UPDATE of a column with a global unique index"),
+    };
+    let Some(set_at) = tokens.iter().position(|t| t.is_word(sql, "SET")) else {
+        return Plan::Refuse("internal: an UPDATE without SET".into());
+    };
+    let list = super::key_move::assignments(sql, tokens, set_at);
+    let column = quoted(&table.column);
+    let select =
+        match super::key_move::locking_read(sql, tokens, r, &list, &|q| format!("{q}.{column}")) {
+            Ok(s) => s,
+            Err(why) => return Plan::Refuse(why),
+        };
+    let w = Plan::UniqueWrite(Box::new(UniqueWrite {
+        table: table.name.clone(),
+        kind: StatementKind::Update,
+        parts,
+        inserts: Vec::new(),
+        deletes: Vec::new(),
+        update: Some(IndexUpdate {
+            select,
+            lookups: assigned,
+        }),
+    }));
+    by_lookup(sql, tokens, r, table, w, scope)
 }
 
 /// An INSERT's rows with each index's rows (see [`UniqueWrite::inserts`]).
@@ -296,6 +403,7 @@ fn insert(
         parts,
         inserts,
         deletes: Vec::new(),
+        update: None,
     }))
 }
 

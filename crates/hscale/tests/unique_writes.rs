@@ -1,0 +1,199 @@
+#![allow(clippy::unwrap_used)]
+//! Writes that change a globally unique value (issue 35,
+//! docs/src/unique-keys.md): UPDATE of the unique column, compared with
+//! one server holding the same rows (a reference database: the same
+//! answers, affected rows, info and warnings, the same rows after), the
+//! index checked on the backends after each statement.
+
+mod common;
+
+use common::twin::{self, Twin};
+use common::unique::*;
+use common::*;
+use mysql_async::prelude::*;
+
+/// A write's answer: (affected rows, info, warnings, SHOW WARNINGS), or
+/// its error's code and message.
+type Said = Result<(u64, String, u16, Vec<(String, u16, String)>), (u16, String)>;
+
+async fn said(c: &mut mysql_async::Conn, sql: &str) -> Said {
+    match c.query_drop(sql).await {
+        Ok(()) => {
+            let (n, info, w) = (c.affected_rows(), c.info().to_string(), c.get_warnings());
+            let shown: Vec<(String, u16, String)> = c.query("SHOW WARNINGS").await.unwrap();
+            Ok((n, info, w, shown))
+        }
+        Err(e) => Err(error_of(&e)),
+    }
+}
+
+/// The rows, without ids a failed INSERT may use up differently.
+const CONTENTS: &str = "SELECT id, email, name FROM users ORDER BY id";
+
+/// `users` (ids 1 to 12, emails userN@example.com, two NULL emails) in
+/// `db`, partitioned as [`partitioning`] says, beside `reference`.
+async fn users(
+    db: &'static str,
+    reference: &'static str,
+) -> (mysql_async::Conn, mysql_async::Conn) {
+    let parts = partitioning(db);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let t = Twin {
+        shards: 2,
+        db,
+        reference,
+        schema: &[USERS],
+        partitioning: &parts,
+    };
+    let preload: Vec<String> = (1..=12)
+        .map(|i| format!("INSERT INTO users (email, name) VALUES ('user{i}@example.com', 'u{i}')"))
+        .chain(std::iter::once(
+            "INSERT INTO users (email, name) VALUES (NULL, 'none'), (NULL, 'none2')".to_string(),
+        ))
+        .collect();
+    t.create_rows_first(&preload).await;
+    assert_eq!(assert_index_right(db).await, 12);
+    t.conns().await
+}
+
+/// Run `sql` on both: the same answer and the same rows after.
+async fn same_answer(p: &mut mysql_async::Conn, r: &mut mysql_async::Conn, sql: &str) -> Said {
+    let want = said(r, sql).await;
+    let got = said(p, sql).await;
+    assert_eq!(got, want, "{sql}");
+    assert_eq!(
+        twin::rows(p, CONTENTS).await,
+        twin::rows(r, CONTENTS).await,
+        "after {sql}"
+    );
+    got
+}
+
+/// [`same_answer`], and the index right on the backends after (outside
+/// a transaction).
+async fn same(p: &mut mysql_async::Conn, r: &mut mysql_async::Conn, db: &str, sql: &str) -> Said {
+    let got = same_answer(p, r, sql).await;
+    let emails: Option<usize> = r
+        .query_first("SELECT COUNT(email) FROM users")
+        .await
+        .unwrap();
+    assert_eq!(Some(assert_index_right(db).await), emails, "after {sql}");
+    got
+}
+
+/// `UPDATE users SET email = ...` of one row, to a free value (the row in
+/// another partition than the value's index row), to a value a row of
+/// another partition holds (1062, nothing changed), to one a row of its
+/// own partition holds, to its own value in another case, to NULL and
+/// back, by id and by email.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_of_one_rows_unique_email() {
+    const DB: &str = "uw_one";
+    let (mut p, mut r) = users(DB, "uw_one_ref").await;
+    for sql in [
+        "UPDATE users SET email = 'free@example.com' WHERE id = 3",
+        "UPDATE users SET email = 'user2@example.com' WHERE id = 3",
+        "UPDATE users SET email = 'user5@example.com' WHERE id = 1",
+        "UPDATE users SET email = 'USER6@example.com' WHERE id = 6",
+        "UPDATE users SET email = email WHERE id = 2",
+        "UPDATE users SET email = NULL WHERE id = 4",
+        "INSERT INTO users (id, email, name) VALUES (100, 'user4@example.com', 'took it')",
+        "UPDATE users SET email = 'user4@example.com' WHERE id = 13",
+        "UPDATE users SET email = 'back@example.com' WHERE id = 13",
+        "UPDATE users SET email = 'byemail@example.com', name = 'n' WHERE email = 'user7@example.com'",
+        "UPDATE users SET email = 'user8@example.com' WHERE email = 'user9@example.com'",
+        "UPDATE users SET email = 'nobody@example.com' WHERE id = 999",
+        "UPDATE users SET email = 'free@example.com' WHERE id = 3",
+        "INSERT INTO users (id, email, name) VALUES (101, 'user3@example.com', 'freed')",
+    ] {
+        same(&mut p, &mut r, DB, sql).await;
+    }
+    // HSCALE EXPLAIN shows the steps.
+    let plan: Vec<(String, String, String)> = p
+        .query("HSCALE EXPLAIN UPDATE users SET email = 'e@example.com' WHERE id = 3")
+        .await
+        .unwrap();
+    assert!(plan[0].2.contains("FOR UPDATE"), "{plan:?}");
+    assert!(
+        plan.iter()
+            .any(|row| row.1.contains("global unique index email")),
+        "{plan:?}"
+    );
+    // Prepared: each execution as its text, through the index.
+    let sql = "UPDATE users SET email = ? WHERE id = ?";
+    for (email, id) in [("prep@example.com", 3), ("user10@example.com", 11)] {
+        let want = r
+            .exec_drop(sql, (email, id))
+            .await
+            .map_err(|e| error_of(&e));
+        let got = p
+            .exec_drop(sql, (email, id))
+            .await
+            .map_err(|e| error_of(&e));
+        assert_eq!(got, want, "{email}");
+    }
+    assert_eq!(
+        twin::rows(&mut p, CONTENTS).await,
+        twin::rows(&mut r, CONTENTS).await
+    );
+    assert_index_right(DB).await;
+}
+
+/// Multi-row UPDATEs of the email over several partitions: to free
+/// values, every row at once (NULLs too), two rows to one value (1062
+/// with one server's value, nothing changed), a swap of two rows' values
+/// (one server refuses it: its first row meets the second's value), a
+/// chain in key order (one server passes: the first row frees the value
+/// the second takes) and one against it (refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_of_many_rows_unique_emails() {
+    const DB: &str = "uw_many";
+    let (mut p, mut r) = users(DB, "uw_many_ref").await;
+    for sql in [
+        "UPDATE users SET email = CONCAT('x', email) WHERE id IN (1, 2, 3, 4)",
+        "UPDATE users SET email = CONCAT(email, '.org')",
+        "UPDATE users SET email = 'same@example.com' WHERE id IN (5, 6)",
+        "UPDATE users SET email = CASE id WHEN 7 THEN 'user8@example.com.org' WHEN 8 THEN 'user7@example.com.org' END WHERE id IN (7, 8)",
+        "UPDATE users SET email = CASE id WHEN 9 THEN 'chain@example.com' WHEN 10 THEN 'user9@example.com.org' END WHERE id IN (9, 10)",
+        "UPDATE users SET email = CASE id WHEN 11 THEN 'user12@example.com.org' WHEN 12 THEN 'chain2@example.com' END WHERE id IN (11, 12)",
+        "UPDATE users SET email = CASE id WHEN 5 THEN 'user6@example.com.org' WHEN 9 THEN 'user5@example.com.org' END WHERE id IN (5, 9)",
+        "UPDATE users SET email = NULL WHERE id > 10",
+        "UPDATE users SET email = CONCAT('again', id, '@example.com') WHERE email IS NULL",
+        "UPDATE users SET email = CONCAT('again', id, '@example.com') WHERE id < 3",
+    ] {
+        same(&mut p, &mut r, DB, sql).await;
+    }
+}
+
+/// Inside the client's transaction: a refused UPDATE of the email fails
+/// its statement alone; ROLLBACK takes the index back with the rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_of_the_email_in_a_transaction() {
+    const DB: &str = "uw_txn";
+    let (mut p, mut r) = users(DB, "uw_txn_ref").await;
+    for end in ["COMMIT", "ROLLBACK"] {
+        for c in [&mut p, &mut r] {
+            c.query_drop("BEGIN").await.unwrap();
+        }
+        same_answer(
+            &mut p,
+            &mut r,
+            "UPDATE users SET email = CONCAT('t', email) WHERE id IN (1, 2)",
+        )
+        .await;
+        let e = same_answer(
+            &mut p,
+            &mut r,
+            "UPDATE users SET email = 'user4@example.com' WHERE id IN (3, 6)",
+        )
+        .await;
+        assert_eq!(e.unwrap_err().0, 1062);
+        same_answer(
+            &mut p,
+            &mut r,
+            "UPDATE users SET email = 'user1@example.com' WHERE id = 6",
+        )
+        .await;
+        same(&mut p, &mut r, DB, end).await;
+    }
+}
