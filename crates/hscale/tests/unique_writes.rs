@@ -197,3 +197,106 @@ async fn update_of_the_email_in_a_transaction() {
         same(&mut p, &mut r, DB, end).await;
     }
 }
+
+/// UPDATEs of the email (to colliding values, to NULL, swaps) and inserts
+/// through three proxies, three sessions each, one proxy killed
+/// (SIGKILL) while they run: every refusal 1062 (or a deadlock, 1213,
+/// which one server gives too), and on the backends each email stored
+/// once with its one index row, no index row without its row, once the
+/// killed proxy's transactions in doubt are resolved; every row is found
+/// by its email.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_updates_through_three_proxies_keep_the_index() {
+    const DB: &str = "uw_three";
+    cluster(2);
+    fresh_db(DB).await;
+    let mut p = proxy_conn(Some(DB)).await;
+    p.query_drop(USERS).await.unwrap();
+    for s in partitioning(DB) {
+        p.query_drop(&s).await.unwrap();
+    }
+    for i in 1..=24 {
+        p.query_drop(format!(
+            "INSERT INTO users (id, email, name) VALUES ({i}, 'e{i}@x', 'pre')"
+        ))
+        .await
+        .unwrap();
+    }
+    p.disconnect().await.unwrap();
+    let initial = stored(DB).await.1;
+    let mut procs: Vec<ProxyProcess> = (0..3)
+        .map(|_| {
+            let mut config = cluster_config();
+            config.proxy.reload_interval_ms = 500;
+            ProxyProcess::start(config)
+        })
+        .collect();
+    let mut tasks = Vec::new();
+    for (n, proc_) in procs.iter().enumerate() {
+        for s in 0..3u64 {
+            let port = proc_.port;
+            tasks.push(tokio::spawn(async move {
+                let mut c = match mysql_async::Conn::new(proxy_opts(port, Some(DB))).await {
+                    Ok(c) => c,
+                    // Its proxy was killed before it connected.
+                    Err(e) => {
+                        assert_eq!(n, 2, "{e}");
+                        return (0, 0);
+                    }
+                };
+                let (mut done, mut refused) = (0, 0);
+                for i in 0..40u64 {
+                    let (a, b) = ((i * 7 + s * 5 + n as u64) % 24 + 1, (i * 5 + s + 3 * n as u64) % 24 + 1);
+                    let v = (i * 11 + s * 3 + n as u64) % 30;
+                    let sql = match i % 5 {
+                        0 | 1 => format!("UPDATE users SET email = 'e{v}@x' WHERE id = {a}"),
+                        2 => format!("UPDATE users SET email = NULL WHERE id = {a}"),
+                        3 if a != b => format!(
+                            "UPDATE users SET email = CASE id WHEN {a} THEN 'e{v}@x' WHEN {b} THEN 'f{v}@x' END WHERE id IN ({a}, {b})"
+                        ),
+                        _ => format!("INSERT INTO users (email, name) VALUES ('e{v}@x', 'p{n}')"),
+                    };
+                    match c.query_drop(&sql).await {
+                        Ok(()) => done += 1,
+                        Err(mysql_async::Error::Server(e)) => {
+                            assert!([1062, 1213].contains(&e.code), "{sql}: {e:?}");
+                            refused += 1;
+                        }
+                        // Its proxy was killed.
+                        Err(e) => {
+                            assert_eq!(n, 2, "{sql}: {e}");
+                            return (done, refused);
+                        }
+                    }
+                }
+                let _ = c.disconnect().await;
+                (done, refused)
+            }));
+        }
+    }
+    // Kill the third proxy once the sessions' writes show on the backends.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while stored(DB).await.1 == initial && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    procs[2].child.kill().unwrap(); // SIGKILL
+    let (mut done, mut refused) = (0, 0);
+    for t in tasks {
+        let (d, r) = t.await.unwrap();
+        done += d;
+        refused += r;
+    }
+    assert!(done > 0 && refused > 0, "{done} done, {refused} refused");
+    assert_index_right_soon(DB).await;
+    let (rows, _) = stored(DB).await;
+    let mut c = proxy_conn(Some(DB)).await;
+    for (email, ids) in rows {
+        let found: Option<i64> = c
+            .query_first(format!("SELECT id FROM users WHERE email = '{email}'"))
+            .await
+            .unwrap();
+        assert_eq!(found, Some(ids[0]), "{email}");
+    }
+    c.disconnect().await.unwrap();
+    drop(procs);
+}
