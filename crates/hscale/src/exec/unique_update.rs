@@ -37,6 +37,10 @@ const WHAT: &str = "an UPDATE of a column with a global unique index";
 /// Each key's non-NULL values of one indexed column (literals).
 type Pairs = BTreeMap<String, BTreeSet<String>>;
 
+/// A key whose values changed: the key, the values it lost, the values
+/// it gained.
+type Change<'a> = (&'a String, Vec<&'a String>, Vec<&'a String>);
+
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Steps 1 to 5 (see the module); `Ok(None)`: an error was written.
     pub(crate) async fn unique_update(
@@ -132,7 +136,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         is_one_part: bool,
     ) -> Result<bool, ProxyError> {
         let empty = BTreeSet::new();
-        let mut changes: Vec<(&String, Vec<&String>, Vec<&String>)> = Vec::new();
+        let mut changes: Vec<Change<'_>> = Vec::new();
         for key in old.keys().chain(new.keys()).collect::<BTreeSet<_>>() {
             let (o, n) = (
                 old.get(key).unwrap_or(&empty),
@@ -152,12 +156,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let moves_within = changes
             .iter()
             .any(|c| c.2.iter().any(|v| gone_folded.contains(&folded(v))));
-        let groups: Vec<Vec<(&String, Vec<&String>, Vec<&String>)>> =
-            if moves_within && !is_one_part {
-                changes.into_iter().map(|c| vec![c]).collect()
-            } else {
-                vec![changes]
-            };
+        let groups: Vec<Vec<Change<'_>>> = if moves_within && !is_one_part {
+            changes.into_iter().map(|c| vec![c]).collect()
+        } else {
+            vec![changes]
+        };
         for group in groups {
             let gone: Vec<&String> = group.iter().flat_map(|c| c.1.iter().copied()).collect();
             for chunk in gone.chunks(500) {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use mysql_async::prelude::*;
 
+use super::twin::{self, Twin};
 use super::{backend_conn, physical_tables};
 
 /// The table, as a new user writes it.
@@ -112,4 +113,78 @@ pub async fn answer(c: &mut mysql_async::Conn, sql: &str) -> Result<u64, (u16, S
         Ok(()) => Ok(c.affected_rows()),
         Err(e) => Err(error_of(&e)),
     }
+}
+
+/// A write's answer: (affected rows, info, warnings, SHOW WARNINGS), or
+/// its error's code and message.
+pub type Said = Result<(u64, String, u16, Vec<(String, u16, String)>), (u16, String)>;
+
+pub async fn said(c: &mut mysql_async::Conn, sql: &str) -> Said {
+    match c.query_drop(sql).await {
+        Ok(()) => {
+            let (n, info, w) = (c.affected_rows(), c.info().to_string(), c.get_warnings());
+            let shown: Vec<(String, u16, String)> = c.query("SHOW WARNINGS").await.unwrap();
+            Ok((n, info, w, shown))
+        }
+        Err(e) => Err(error_of(&e)),
+    }
+}
+
+/// The rows, without ids a failed INSERT may use up differently.
+pub const CONTENTS: &str = "SELECT id, email, name FROM users ORDER BY id";
+
+/// `users` (ids 1 to 12, emails userN@example.com, two NULL emails) in
+/// `db`, partitioned as [`partitioning`] says, beside `reference`.
+pub async fn users(
+    db: &'static str,
+    reference: &'static str,
+) -> (mysql_async::Conn, mysql_async::Conn) {
+    let parts = partitioning(db);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let t = Twin {
+        shards: 2,
+        db,
+        reference,
+        schema: &[USERS],
+        partitioning: &parts,
+    };
+    let preload: Vec<String> = (1..=12)
+        .map(|i| format!("INSERT INTO users (email, name) VALUES ('user{i}@example.com', 'u{i}')"))
+        .chain(std::iter::once(
+            "INSERT INTO users (email, name) VALUES (NULL, 'none'), (NULL, 'none2')".to_string(),
+        ))
+        .collect();
+    t.create_rows_first(&preload).await;
+    assert_eq!(assert_index_right(db).await, 12);
+    t.conns().await
+}
+
+/// Run `sql` on both: the same answer and the same rows after.
+pub async fn same_answer(p: &mut mysql_async::Conn, r: &mut mysql_async::Conn, sql: &str) -> Said {
+    let want = said(r, sql).await;
+    let got = said(p, sql).await;
+    assert_eq!(got, want, "{sql}");
+    assert_eq!(
+        twin::rows(p, CONTENTS).await,
+        twin::rows(r, CONTENTS).await,
+        "after {sql}"
+    );
+    got
+}
+
+/// [`same_answer`], and the index right on the backends after (outside
+/// a transaction).
+pub async fn same(
+    p: &mut mysql_async::Conn,
+    r: &mut mysql_async::Conn,
+    db: &str,
+    sql: &str,
+) -> Said {
+    let got = same_answer(p, r, sql).await;
+    let emails: Option<usize> = r
+        .query_first("SELECT COUNT(email) FROM users")
+        .await
+        .unwrap();
+    assert_eq!(Some(assert_index_right(db).await), emails, "after {sql}");
+    got
 }

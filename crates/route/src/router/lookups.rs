@@ -41,6 +41,10 @@ pub struct UniqueWrite {
     pub deletes: Vec<Lookup>,
     /// UPDATE of indexed columns: how the rows it changes are read.
     pub update: Option<IndexUpdate>,
+    /// An INSERT of one row: when its index row is refused, its own
+    /// insert tells whether one server names another key first (a row
+    /// colliding on PRIMARY and on the indexed column is named PRIMARY).
+    pub is_one_row: bool,
 }
 
 /// An UPDATE that assigns indexed columns (`exec/unique.rs`): the keys of
@@ -222,6 +226,7 @@ pub(super) fn wrap(
                         inserts: Vec::new(),
                         deletes: table.lookups.clone(),
                         update: None,
+                        is_one_row: false,
                     }))
                 }
                 other => other,
@@ -310,6 +315,7 @@ fn update(
             select,
             lookups: assigned,
         }),
+        is_one_row: false,
     }));
     by_lookup(sql, tokens, r, table, w, scope)
 }
@@ -404,6 +410,7 @@ fn insert(
         inserts,
         deletes: Vec::new(),
         update: None,
+        is_one_row: rows.len() == 1,
     }))
 }
 
@@ -431,11 +438,12 @@ fn by_lookup(
     };
     let (lookup, values) = found;
     let read = format!(
-        "SELECT {} FROM {} WHERE {} IN ({})",
+        "SELECT {} FROM {} WHERE {} IN ({}){}",
         quoted(&table.column),
         qualified(&lookup.table),
         quoted(&lookup.column),
-        values.join(", ")
+        values.join(", "),
+        lookup_lock(sql, tokens)
     );
     match super::plan(&read, None, scope.dict, scope.known) {
         Plan::Targets { parts, .. } => Plan::ByLookup(Box::new(ByLookup {
@@ -446,6 +454,29 @@ fn by_lookup(
         })),
         _ => plan,
     }
+}
+
+/// How the lookup read of a statement by an indexed value locks: as the
+/// statement locks its rows (a write, a locking read), so that a change
+/// of the value's row in progress elsewhere (a DELETE and an INSERT of the
+/// value under another key) is waited for and its outcome read, as one
+/// server's locking read of the unique index waits and reads the row the
+/// value has then. A plain read reads the index without locks.
+fn lookup_lock(sql: &str, tokens: &[Token]) -> &'static str {
+    let first = tokens.first();
+    if first.is_some_and(|t| t.is_word(sql, "UPDATE") || t.is_word(sql, "DELETE")) {
+        return " FOR UPDATE";
+    }
+    let at = |i: usize, w: &str| tokens.get(i).is_some_and(|t| t.is_word(sql, w));
+    for i in 0..tokens.len() {
+        if at(i, "FOR") && at(i + 1, "UPDATE") {
+            return " FOR UPDATE";
+        }
+        if (at(i, "FOR") && at(i + 1, "SHARE")) || (at(i, "LOCK") && at(i + 1, "IN")) {
+            return " LOCK IN SHARE MODE";
+        }
+    }
+    ""
 }
 
 /// Whether prepared statement `sql` (on `table`) holds an indexed column
