@@ -106,12 +106,13 @@ async fn update_of_the_email_in_a_transaction() {
         for c in [&mut p, &mut r] {
             c.query_drop("BEGIN").await.unwrap();
         }
-        same_answer(
+        let ok = same_answer(
             &mut p,
             &mut r,
             "UPDATE users SET email = CONCAT('t', email) WHERE id IN (1, 2)",
         )
         .await;
+        assert!(ok.is_ok(), "{ok:?}");
         let e = same_answer(
             &mut p,
             &mut r,
@@ -119,12 +120,13 @@ async fn update_of_the_email_in_a_transaction() {
         )
         .await;
         assert_eq!(e.unwrap_err().0, 1062);
-        same_answer(
+        let ok = same_answer(
             &mut p,
             &mut r,
             "UPDATE users SET email = 'user1@example.com' WHERE id = 6",
         )
         .await;
+        assert!(ok.is_ok(), "{ok:?}");
         let _ = same(&mut p, &mut r, DB, end).await;
     }
 }
