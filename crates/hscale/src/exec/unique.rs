@@ -35,7 +35,7 @@ const MAX_LOOKUP_ROWS: usize = 10_000;
 
 /// A lookup table's duplicate error (its PRIMARY KEY) as one server
 /// names the table's key.
-fn duplicate_of_key(err: &ErrPacket, key: &str, table: &str) -> ErrPacket {
+pub(super) fn duplicate_of_key(err: &ErrPacket, key: &str, table: &str) -> ErrPacket {
     let mut out = err.clone();
     if err.code != 1062 {
         return out;
@@ -64,8 +64,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let Some(scope) = self.open_write(is_implicit).await? else {
             return Ok(());
         };
-        let total = match w.kind {
-            StatementKind::Delete => self.unique_delete(&w).await,
+        let total = match (w.kind, &w.update) {
+            (_, Some(u)) => self.unique_update(&w, u, effects).await,
+            (StatementKind::Delete, _) => self.unique_delete(&w).await,
             _ => self.unique_insert(&w, effects).await,
         };
         self.close_write(scope, total).await
@@ -92,7 +93,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             match answer? {
                 Answer::Ok(_) => {}
                 Answer::Error(err) => {
-                    let err = duplicate_of_key(&err, &index.lookup.key, &w.table.table);
+                    let mut err = duplicate_of_key(&err, &index.lookup.key, &w.table.table);
+                    if err.code == 1062 && w.is_one_row {
+                        // One server checks PRIMARY (then the keys before
+                        // this one) first: the row's own insert, undone
+                        // with the statement, names it if it collides.
+                        err = self.first_duplicate(w, err).await?;
+                    }
                     self.write_error_packet(1, &err).await?;
                     return Ok(None);
                 }
@@ -119,6 +126,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 w.table
             ))),
         }
+    }
+
+    /// `index_err`, the index's 1062 for a one-row INSERT, or the row's
+    /// own 1062 when its partition refuses it too (a key one server
+    /// checks before the indexed one). The row's insert runs in the
+    /// statement scope, which the error then undoes.
+    async fn first_duplicate(
+        &mut self,
+        w: &UniqueWrite,
+        index_err: ErrPacket,
+    ) -> Result<ErrPacket, ProxyError> {
+        let rows = Plan::Targets {
+            kind: w.kind,
+            parts: w.parts.clone(),
+        };
+        let kept = (self.b.scratch.generated_id, self.b.state.last_insert_id);
+        let answer = sink::run(self.b, "", WHAT, rows, Effects::default(), 0).await;
+        (self.b.scratch.generated_id, self.b.state.last_insert_id) = kept;
+        Ok(match answer? {
+            Answer::Error(own) if own.code == 1062 => own,
+            _ => index_err,
+        })
     }
 
     /// Each part with RETURNING the indexed columns, then those values'

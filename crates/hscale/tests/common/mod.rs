@@ -7,6 +7,7 @@
 pub mod raw;
 pub mod replication;
 pub mod twin;
+pub mod unique;
 
 use std::sync::{Mutex, OnceLock};
 

@@ -186,6 +186,36 @@ fn describe_unique_write(w: &UniqueWrite, name: &dyn Fn(BackendId) -> String) ->
             ));
         }
     }
+    if let Some(u) = &w.update {
+        let mut steps = vec![ExplainRow::new(
+            "proxy",
+            format!(
+                "the keys of the rows the UPDATE of {} matches, locked",
+                w.table
+            ),
+            u.select.as_str(),
+        )];
+        steps.push(ExplainRow::new(
+            "proxy",
+            "the rows of those keys, before and after the UPDATE, in the same transaction",
+            "SELECT <key, indexed columns> WHERE <key> IN (<keys>) FOR UPDATE",
+        ));
+        for l in &u.lookups {
+            rows.push(ExplainRow::new(
+                "proxy",
+                format!(
+                    "global unique index {} of {}: the rows of the values the UPDATE removed deleted, of the values it set inserted, in the same transaction",
+                    l.key, w.table
+                ),
+                format!(
+                    "DELETE FROM {} WHERE {} IN (<removed>); INSERT INTO {} VALUES (<set>)",
+                    l.table, l.column, l.table
+                ),
+            ));
+        }
+        steps.append(&mut rows);
+        rows = steps;
+    }
     for l in &w.deletes {
         rows.push(ExplainRow::new(
             "proxy",

@@ -211,6 +211,29 @@ pub(super) fn plan(
     }
     let (_, (a, b)) = list[key_at];
     let value = &sql[tokens[a].start as usize..tokens[b - 1].end as usize];
+    let select = match locking_read(sql, tokens, r, &list, &|q| {
+        format!("{q}.{}, ({value})", quote_ident(&table.column))
+    }) {
+        Ok(s) => s,
+        Err(why) => return Plan::Refuse(why),
+    };
+    Plan::KeyMove(KeyMove {
+        table: table.name.clone(),
+        select,
+        parts,
+    })
+}
+
+/// `SELECT <columns(qualifier)> FROM <the UPDATE's table> <its WHERE,
+/// ORDER BY, LIMIT> FOR UPDATE`: the rows an UPDATE (assignments `list`)
+/// matches, locked; `columns` gets the table's qualifier, quoted.
+pub(super) fn locking_read(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    list: &[Assignment],
+    columns: &dyn Fn(&str) -> String,
+) -> Result<String, String> {
     let rest = list
         .last()
         .map(|(_, (_, end))| *end)
@@ -226,18 +249,12 @@ pub(super) fn plan(
     let qualifier = match (&r.alias, tokens.get(r.end - 1)) {
         (Some(a), _) => a.clone(),
         (None, Some(t)) => unquote(t, sql),
-        (None, None) => return Plan::Refuse("internal: an UPDATE without its table".into()),
+        (None, None) => return Err("internal: an UPDATE without its table".into()),
     };
-    let select = format!(
-        "SELECT {q}.{k}, ({value}) FROM {from} {rest} FOR UPDATE",
-        q = quote_ident(&qualifier),
-        k = quote_ident(&table.column),
-    );
-    Plan::KeyMove(KeyMove {
-        table: table.name.clone(),
-        select,
-        parts,
-    })
+    Ok(format!(
+        "SELECT {} FROM {from} {rest} FOR UPDATE",
+        columns(&quote_ident(&qualifier))
+    ))
 }
 
 fn quote_ident(s: &str) -> String {

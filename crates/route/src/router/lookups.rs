@@ -39,6 +39,46 @@ pub struct UniqueWrite {
     pub inserts: Vec<IndexRows>,
     /// DELETE: the indexes whose rows go with the rows deleted.
     pub deletes: Vec<Lookup>,
+    /// UPDATE of indexed columns: how the rows it changes are read.
+    pub update: Option<IndexUpdate>,
+    /// An INSERT of one row: when its index row is refused, its own
+    /// insert tells whether one server names another key first (a row
+    /// colliding on PRIMARY and on the indexed column is named PRIMARY).
+    pub is_one_row: bool,
+}
+
+/// An UPDATE that assigns indexed columns (`exec/unique.rs`): the keys of
+/// the rows it matches read and locked first, the rows of those keys read
+/// before and after it, and the index changed by the difference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexUpdate {
+    /// `SELECT key FROM <the UPDATE's table and WHERE> FOR UPDATE`.
+    pub select: String,
+    /// The indexes whose columns the UPDATE assigns.
+    pub lookups: Vec<Lookup>,
+}
+
+/// The read of the rows of `table` whose partition key is one of `keys`
+/// (literals): the key, then each of `lookups`' columns; locked when
+/// `is_locking`.
+pub fn rows_by_keys_sql(
+    table: &PartitionedTable,
+    lookups: &[Lookup],
+    keys: &[String],
+    is_locking: bool,
+) -> String {
+    let columns: Vec<String> = std::iter::once(&table.column)
+        .chain(lookups.iter().map(|l| &l.column))
+        .map(|c| quoted(c))
+        .collect();
+    format!(
+        "SELECT {} FROM {} WHERE {} IN ({}){}",
+        columns.join(", "),
+        qualified(&table.name),
+        quoted(&table.column),
+        keys.join(", "),
+        if is_locking { " FOR UPDATE" } else { "" }
+    )
 }
 
 /// The new rows of one index.
@@ -145,20 +185,9 @@ pub(super) fn wrap(
         }
         StatementKind::Update | StatementKind::Delete => {
             if kind == StatementKind::Update {
-                let is_indexed = |t: &[Token]| {
-                    let c = match t {
-                        [c] => c,
-                        [_, dot, c] if dot.is_punct(sql, ".") => c,
-                        _ => return false,
-                    };
-                    is_name(c)
-                        && table
-                            .lookups
-                            .iter()
-                            .any(|l| unquote(c, sql).eq_ignore_ascii_case(&l.column))
-                };
-                if key_assignment(sql, tokens, is_indexed).is_some() {
-                    return refuse("UPDATE of a column with a global unique index");
+                let assigned = assigned_lookups(sql, tokens, table);
+                if !assigned.is_empty() {
+                    return update(sql, tokens, r, table, (assigned, prepared), plan, scope);
                 }
             }
             if prepared {
@@ -196,6 +225,8 @@ pub(super) fn wrap(
                             .collect(),
                         inserts: Vec::new(),
                         deletes: table.lookups.clone(),
+                        update: None,
+                        is_one_row: false,
                     }))
                 }
                 other => other,
@@ -205,6 +236,88 @@ pub(super) fn wrap(
         StatementKind::Select => by_lookup(sql, tokens, r, table, plan, scope),
         StatementKind::Schema => plan,
     }
+}
+
+/// The indexes whose columns an UPDATE's SET clause assigns.
+fn assigned_lookups(sql: &str, tokens: &[Token], table: &PartitionedTable) -> Vec<Lookup> {
+    table
+        .lookups
+        .iter()
+        .filter(|l| {
+            let is_it = |t: &[Token]| {
+                let c = match t {
+                    [c] => c,
+                    [_, dot, c] if dot.is_punct(sql, ".") => c,
+                    _ => return false,
+                };
+                is_name(c) && unquote(c, sql).eq_ignore_ascii_case(&l.column)
+            };
+            key_assignment(sql, tokens, is_it).is_some()
+        })
+        .cloned()
+        .collect()
+}
+
+/// An UPDATE that assigns indexed columns (`assigned`): a `UniqueWrite`
+/// with its [`IndexUpdate`], or a refusal of the forms it does not keep.
+fn update(
+    sql: &str,
+    tokens: &[Token],
+    r: &TableRef,
+    table: &PartitionedTable,
+    (assigned, prepared): (Vec<Lookup>, bool),
+    plan: Plan,
+    scope: Scope<'_>,
+) -> Plan {
+    let what = |form: &str| {
+        Plan::Refuse(format!(
+            "{form} on {}, whose UNIQUE {} is enforced across partitions by a global unique index, is not supported yet",
+            table.name,
+            assigned.iter().map(|l| l.column.as_str()).collect::<Vec<_>>().join(", ")
+        ))
+    };
+    if tokens.iter().take(4).any(|t| t.is_word(sql, "IGNORE")) {
+        return what("UPDATE IGNORE of a column with a global unique index");
+    }
+    let parts = match plan {
+        Plan::KeyMove(_) => {
+            return what("UPDATE of the partition key together with a column with a global unique index")
+        }
+        Plan::OrderedWrite(_) => {
+            return what("UPDATE with ORDER BY or LIMIT over several partitions of a column with a global unique index")
+        }
+        // Each execution runs as its text, planned here again then.
+        other if prepared => return other,
+        Plan::Targets {
+            kind: StatementKind::Update,
+            parts,
+        } => parts,
+        Plan::Refuse(why) => return Plan::Refuse(why),
+        _ => return what("this UPDATE of a column with a global unique index"),
+    };
+    let Some(set_at) = tokens.iter().position(|t| t.is_word(sql, "SET")) else {
+        return Plan::Refuse("internal: an UPDATE without SET".into());
+    };
+    let list = super::key_move::assignments(sql, tokens, set_at);
+    let column = quoted(&table.column);
+    let select =
+        match super::key_move::locking_read(sql, tokens, r, &list, &|q| format!("{q}.{column}")) {
+            Ok(s) => s,
+            Err(why) => return Plan::Refuse(why),
+        };
+    let w = Plan::UniqueWrite(Box::new(UniqueWrite {
+        table: table.name.clone(),
+        kind: StatementKind::Update,
+        parts,
+        inserts: Vec::new(),
+        deletes: Vec::new(),
+        update: Some(IndexUpdate {
+            select,
+            lookups: assigned,
+        }),
+        is_one_row: false,
+    }));
+    by_lookup(sql, tokens, r, table, w, scope)
 }
 
 /// An INSERT's rows with each index's rows (see [`UniqueWrite::inserts`]).
@@ -296,6 +409,8 @@ fn insert(
         parts,
         inserts,
         deletes: Vec::new(),
+        update: None,
+        is_one_row: rows.len() == 1,
     }))
 }
 
@@ -323,11 +438,12 @@ fn by_lookup(
     };
     let (lookup, values) = found;
     let read = format!(
-        "SELECT {} FROM {} WHERE {} IN ({})",
+        "SELECT {} FROM {} WHERE {} IN ({}){}",
         quoted(&table.column),
         qualified(&lookup.table),
         quoted(&lookup.column),
-        values.join(", ")
+        values.join(", "),
+        lookup_lock(sql, tokens)
     );
     match super::plan(&read, None, scope.dict, scope.known) {
         Plan::Targets { parts, .. } => Plan::ByLookup(Box::new(ByLookup {
@@ -338,6 +454,29 @@ fn by_lookup(
         })),
         _ => plan,
     }
+}
+
+/// How the lookup read of a statement by an indexed value locks: as the
+/// statement locks its rows (a write, a locking read), so that a change
+/// of the value's row in progress elsewhere (a DELETE and an INSERT of the
+/// value under another key) is waited for and its outcome read, as one
+/// server's locking read of the unique index waits and reads the row the
+/// value has then. A plain read reads the index without locks.
+fn lookup_lock(sql: &str, tokens: &[Token]) -> &'static str {
+    let first = tokens.first();
+    if first.is_some_and(|t| t.is_word(sql, "UPDATE") || t.is_word(sql, "DELETE")) {
+        return " FOR UPDATE";
+    }
+    let at = |i: usize, w: &str| tokens.get(i).is_some_and(|t| t.is_word(sql, w));
+    for i in 0..tokens.len() {
+        if at(i, "FOR") && at(i + 1, "UPDATE") {
+            return " FOR UPDATE";
+        }
+        if (at(i, "FOR") && at(i + 1, "SHARE")) || (at(i, "LOCK") && at(i + 1, "IN")) {
+            return " LOCK IN SHARE MODE";
+        }
+    }
+    ""
 }
 
 /// Whether prepared statement `sql` (on `table`) holds an indexed column

@@ -77,7 +77,9 @@ pub use key_move::{
 pub use load_data::{
     is_splittable_charset, is_utf8_charset, load_key, LoadData, LoadKeyColumn, LoadKeyError,
 };
-pub use lookups::{reads_by_index, ByLookup, IndexRows, UniqueWrite};
+pub use lookups::{
+    reads_by_index, rows_by_keys_sql, ByLookup, IndexRows, IndexUpdate, UniqueWrite,
+};
 pub use merge::{ArithOp, CmpOp, GroupPlan, Having, MergePlan, Mode, OrderKey, Output, Ship, Val};
 pub use ordered_write::{ordered_write_parts, OrderedWrite};
 use refs::{physical_name, rewrite, strip_db_qualifiers, table_refs, TableRef};
