@@ -29,7 +29,7 @@ use hscale_wire::response::{OkInfo, OkPacket};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::error::ProxyError;
-use crate::exec::sink::{self, literal_rows, Answer, Selected};
+use crate::exec::sink::{self, Answer};
 use crate::exec::{Effects, Exec};
 
 const WHAT: &str = "an UPDATE of a column with a global unique index";
@@ -273,16 +273,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if let Some(vars) = limited {
             self.b.state.vars = vars;
         }
-        let collations = self.b.ctx.collations();
-        match literal_rows(answer?, &|id| {
-            collations.get(id).map(|(cs, _)| cs.to_string())
-        })? {
-            Selected::Rows(rows) => Ok(Some(rows)),
-            Selected::Error(err) => {
-                self.write_server_error(1, &err).await?;
-                Ok(None)
-            }
-        }
+        self.literal_rows_or_answer(answer?).await
     }
 }
 
