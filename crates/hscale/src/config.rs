@@ -183,6 +183,13 @@ pub struct ProxyConfig {
     /// because of the cap). Left out of a written config at its default.
     #[serde(skip_serializing_if = "is_default_coalesce_members")]
     pub coalesce_max_members: usize,
+    /// The longest a coalesced batch waits for the execution in flight
+    /// before it starts anyway, closed to later reads (1,000 ms by
+    /// default): one slow query or one client slow to read holds up the
+    /// reads behind it no longer. Left out of a written config at its
+    /// default.
+    #[serde(skip_serializing_if = "is_default_turn_wait")]
+    pub coalesce_turn_wait_ms: u64,
     /// How long a statement of a transaction that spans backends waits for
     /// a row lock (the branches' `innodb_lock_wait_timeout`, rounded up to
     /// whole seconds) unless the session set its own: a deadlock between
@@ -287,6 +294,7 @@ impl Default for ProxyConfig {
             online_schema_changes: OnlineSchemaChanges::Auto,
             coalesce: true,
             coalesce_max_members: crate::exec::coalesce::MAX_MEMBERS,
+            coalesce_turn_wait_ms: crate::exec::coalesce::TURN_WAIT_MS,
             cross_backend_lock_wait_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
@@ -375,6 +383,10 @@ fn is_true(b: &bool) -> bool {
 
 fn is_default_coalesce_members(n: &usize) -> bool {
     *n == crate::exec::coalesce::MAX_MEMBERS
+}
+
+fn is_default_turn_wait(ms: &u64) -> bool {
+    *ms == crate::exec::coalesce::TURN_WAIT_MS
 }
 
 /// `[proxy] online_schema_changes = "auto" | "always" | "off"`.
@@ -665,6 +677,7 @@ mod tests {
             "\nmax_bytes =",
             "coalesce",
             "coalesce_max_members",
+            "coalesce_turn_wait_ms",
             "online_schema_changes",
             "user_defaults",
         ] {

@@ -292,6 +292,7 @@ impl Context {
             coalescer: Box::leak(Box::new(crate::exec::coalesce::Coalescer::new(
                 config.proxy.coalesce,
                 config.proxy.coalesce_max_members,
+                std::time::Duration::from_millis(config.proxy.coalesce_turn_wait_ms),
             ))),
             cache: crate::exec::cache::ResultCache::new(config.cache.max_bytes).map(Arc::new),
             fleet: Member::new(),

@@ -346,6 +346,8 @@ impl crate::metrics::exposition::Source for Scraped {
         let Some(ctx) = self.0.upgrade() else {
             return Ok(());
         };
+        let (in_flight, waiting) = ctx.coalescer.sample();
+        let (coalesce_in_flight, coalesce_waiting) = (in_flight as u64, waiting as u64);
         let live = crate::metrics::exposition::Live {
             pools: ctx.pool_samples(),
             users: ctx
@@ -366,6 +368,8 @@ impl crate::metrics::exposition::Source for Scraped {
                 .collect(),
             workers: ctx.worker_loads(),
             result_cache: ctx.cache.as_ref().map(|c| c.sample()),
+            coalesce_in_flight,
+            coalesce_waiting,
         };
         f(&ctx.metrics, &live)
     }

@@ -74,10 +74,11 @@ pub const MAX_MEMBERS: usize = 8192;
 /// leader's client and the members run on their own.
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
 /// The longest a batch waits for the execution in flight to end before it
-/// starts anyway (closed to later reads, so the rule holds): one slow
-/// query or one client slow to read its streamed answer does not hold
-/// up the batch behind it for longer.
-pub const MAX_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// starts anyway (closed to later reads, so the rule holds), by default
+/// (`[proxy] coalesce_turn_wait_ms`): one slow query or one client slow
+/// to read its streamed answer does not hold up the batch behind it for
+/// longer.
+pub const TURN_WAIT_MS: u64 = 1_000;
 /// Statements longer than this are not coalesced (the key holds them).
 const MAX_STATEMENT_BYTES: usize = 16 * 1024;
 
@@ -379,14 +380,17 @@ pub struct Coalescer {
     /// `[proxy] coalesce_max_members`: members a batch takes besides its
     /// leader.
     max_members: usize,
+    /// `[proxy] coalesce_turn_wait_ms`.
+    turn_wait: std::time::Duration,
     shards: [Mutex<Table>; SHARDS],
 }
 
 impl Coalescer {
-    pub fn new(is_on: bool, max_members: usize) -> Coalescer {
+    pub fn new(is_on: bool, max_members: usize, turn_wait: std::time::Duration) -> Coalescer {
         Coalescer {
             is_on,
             max_members,
+            turn_wait,
             shards: Default::default(),
         }
     }
@@ -397,12 +401,19 @@ impl Coalescer {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Hashes with an execution in flight (tests, metrics).
-    pub fn in_flight(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len())
-            .sum()
+    /// Hashes with an execution in flight, and the reads waiting in
+    /// batches not started yet (each next batch's leader and members):
+    /// `/metrics` at scrape time, which tests wait on.
+    pub fn sample(&self) -> (usize, usize) {
+        self.shards.iter().fold((0, 0), |(n, w), s| {
+            let t = s.lock().unwrap_or_else(|p| p.into_inner());
+            let waiting: usize = t
+                .values()
+                .filter_map(|e| e.next.as_ref())
+                .map(|b| 1 + b.members.load(Ordering::Relaxed))
+                .sum();
+            (n + t.len(), w + waiting)
+        })
     }
 
     /// A request of `probe` (from the session of `b`) arrives.
@@ -452,7 +463,7 @@ impl Coalescer {
     }
 
     /// Start `turn`'s batch before the execution in flight ends
-    /// ([`MAX_TURN_WAIT`]): it leaves the key's next place, so no read
+    /// (`turn_wait`): it leaves the key's next place, so no read
     /// joins it once it starts; its end calls `finish` like any other's
     /// (which at worst starts a later batch early: more executions, never
     /// an answer from before a read arrived).
@@ -725,7 +736,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }
             Role::Next(mut turn, mut rx) => {
                 let handle = self.b.handle.clone();
-                match tokio::time::timeout(MAX_TURN_WAIT, wait(&mut rx, &handle, true)).await {
+                match tokio::time::timeout(table.turn_wait, wait(&mut rx, &handle, true)).await {
                     Ok(Waited::Interrupted) => return Err(interrupted(&handle)),
                     Ok(Waited::Phase(_)) => {}
                     // The execution in flight is slow to end (a slow

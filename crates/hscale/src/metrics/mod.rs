@@ -353,7 +353,7 @@ mod tests {
                 ..Default::default()
             }],
             workers: vec![3, 4],
-            result_cache: None,
+            ..Default::default()
         };
         exposition::text(&exposition::registry(Fixed(m, live)))
     }
