@@ -59,18 +59,50 @@ impl HttpConfig {
 }
 
 /// `[cache]`: the result cache of reads of tables cached by `HSCALE
-/// CACHE_TABLE`.
+/// CACHE_TABLE` (and statements by `HSCALE CACHE_STATEMENT`), and this
+/// proxy's own rules.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CacheConfig {
     /// The most bytes of answers the cache holds on this proxy; 0 (the
     /// default) keeps none.
     pub max_bytes: u64,
+    /// `[[cache.rules]]`: tables and statements this proxy caches beside
+    /// the dictionary's rules (which win where both name one); replaced
+    /// by SIGHUP (`exec/cache/local_rules.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<CacheRuleConfig>,
 }
 
 impl CacheConfig {
     pub fn is_off(&self) -> bool {
-        self.max_bytes == 0
+        self.max_bytes == 0 && self.rules.is_empty()
+    }
+}
+
+/// One `[[cache.rules]]` entry: a `table` ("db.table") or a `statement`
+/// (a SELECT: every statement of its fingerprint), `mode` "exact" or
+/// "ttl" with `ttl_ms`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheRuleConfig {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub table: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub statement: String,
+    pub mode: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ttl_ms: u64,
+}
+
+impl CacheRuleConfig {
+    /// Its rule, `None` when `mode` and `ttl_ms` name none.
+    pub fn rule(&self) -> Option<hscale_route::dictionary::CacheRule> {
+        use hscale_route::dictionary::CacheRule;
+        match CacheRule::parse(&self.mode, self.ttl_ms)? {
+            CacheRule::Exact if self.ttl_ms > 0 => None,
+            r => Some(r),
+        }
     }
 }
 

@@ -23,7 +23,8 @@ pub use session_handle::{Activity, Info, Published, SessionHandle, TxnView};
 pub use shared_state::{AutoIncrementColumns, Member, XaChecks};
 
 /// What SIGHUP reloads from the config file (`Context::reload`): the
-/// users and the client limits. Read at login and when a session starts,
+/// users and the client limits (and `[[cache.rules]]`, which the result
+/// cache keeps). Read at login and when a session starts,
 /// never per statement.
 #[derive(Debug, Clone)]
 pub struct Live {
@@ -294,7 +295,7 @@ impl Context {
                 config.proxy.coalesce_max_members,
                 std::time::Duration::from_millis(config.proxy.coalesce_turn_wait_ms),
             ))),
-            cache: crate::exec::cache::ResultCache::new(config.cache.max_bytes).map(Arc::new),
+            cache: crate::exec::cache::ResultCache::new(&config.cache).map(Arc::new),
             fleet: Member::new(),
             live: arc_swap::ArcSwap::from_pointee(Live::of(&config)),
             tenants: crate::tenant::Tenants::new(&config),
@@ -623,6 +624,12 @@ impl Context {
             .store(config.log.slow_statement_ms, Ordering::Relaxed);
         let (old, new) = (&*self.config, config);
         let mut ignored = Vec::new();
+        if let Some(cache) = &self.cache {
+            cache.set_local(&new.cache);
+        }
+        if old.cache.max_bytes != new.cache.max_bytes {
+            ignored.push("[cache] max_bytes");
+        }
         if old.backends.len() != new.backends.len()
             || old.backends.iter().zip(&new.backends).any(|(a, b)| {
                 (&a.name, &a.address, &a.user, &a.replicas)

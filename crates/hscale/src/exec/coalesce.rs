@@ -674,6 +674,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             digest,
             is_coalesced: !is_cached,
             is_cached,
+            is_cache_miss: false,
+            is_invalidated: false,
             ..answer.note
         };
         self.b.scratch.gathered = answer.gathered.clone();
@@ -695,10 +697,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             return self.run_work(work, effects).await;
         }
         // The result cache (`exec/cache.rs`): only on a proxy with one,
-        // when the dictionary caches some table.
+        // when the dictionary or the proxy's config caches something.
         let mut pending = None;
         if let Some(cache) = &self.b.ctx.cache {
-            if self.b.ctx.partitioning.with_dictionary(|d| d.has_cached()) {
+            if cache.has_rules() || self.b.ctx.partitioning.with_dictionary(|d| d.has_cached()) {
                 let (cache, ctx) = (cache.clone(), self.b.ctx.clone());
                 let key = Arc::new(probe.key(self.b));
                 let db = self.b.state.db.clone();
@@ -708,7 +710,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     .await
                 {
                     Ok(Lookup::Hit(answer)) => return self.send_shared(&answer, true).await,
-                    Ok(Lookup::Miss(p)) => pending = Some((cache, p)),
+                    Ok(Lookup::Miss(p)) => {
+                        // HSCALE SHOW DIGESTS: a miss, or an answer out of
+                        // date (then run and stored again).
+                        let note = &mut self.b.scratch.note;
+                        note.is_invalidated = p.is_invalidation;
+                        note.is_cache_miss = !p.is_invalidation;
+                        pending = Some((cache, p));
+                    }
+                    Ok(Lookup::Invalidated) => self.b.scratch.note.is_invalidated = true,
                     Ok(Lookup::Not) => {}
                     // The versions could not be read: run as uncached.
                     Err(e) => tracing::debug!(error = %e, "result cache lookup failed"),

@@ -112,6 +112,11 @@ pub struct StatementNote {
     pub is_coalesced: bool,
     /// The answer came from the result cache (`exec/cache.rs`).
     pub is_cached: bool,
+    /// A result cache miss: run, then stored (`exec/cache.rs`).
+    pub is_cache_miss: bool,
+    /// A stored answer was found out of date at this read, which then
+    /// ran (`exec/cache.rs`).
+    pub is_invalidated: bool,
 }
 
 impl StatementNote {
