@@ -461,6 +461,15 @@ fn probes(arm: &[Physical]) -> Vec<Probe> {
         .collect()
 }
 
+impl Pending {
+    /// Mark `note` (HSCALE SHOW DIGESTS) a miss, or an answer found out
+    /// of date (then run and stored again).
+    pub fn note(&self, note: &mut crate::metrics::StatementNote) {
+        note.is_invalidated = self.is_invalidation;
+        note.is_cache_miss = !self.is_invalidation;
+    }
+}
+
 /// What a lookup found in the shard.
 enum Found {
     Kept(Arc<Kept>),

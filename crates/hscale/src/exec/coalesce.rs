@@ -73,11 +73,9 @@ pub const MAX_MEMBERS: usize = 8192;
 /// The largest answer shared (framed bytes); a bigger one streams to its
 /// leader's client and the members run on their own.
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
-/// The longest a batch waits for the execution in flight to end before it
-/// starts anyway (closed to later reads, so the rule holds), by default
-/// (`[proxy] coalesce_turn_wait_ms`): one slow query or one client slow
-/// to read its streamed answer does not hold up the batch behind it for
-/// longer.
+/// The longest a batch waits for the execution in flight before it starts
+/// anyway, closed to later reads (`[proxy] coalesce_turn_wait_ms`'s
+/// default): a slow query or client holds up the batch no longer.
 pub const TURN_WAIT_MS: u64 = 1_000;
 /// Statements longer than this are not coalesced (the key holds them).
 const MAX_STATEMENT_BYTES: usize = 16 * 1024;
@@ -380,8 +378,7 @@ pub struct Coalescer {
     /// `[proxy] coalesce_max_members`: members a batch takes besides its
     /// leader.
     max_members: usize,
-    /// `[proxy] coalesce_turn_wait_ms`.
-    turn_wait: std::time::Duration,
+    turn_wait: std::time::Duration, // `[proxy] coalesce_turn_wait_ms`
     shards: [Mutex<Table>; SHARDS],
 }
 
@@ -401,17 +398,12 @@ impl Coalescer {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Hashes with an execution in flight, and the reads waiting in
-    /// batches not started yet (each next batch's leader and members):
-    /// `/metrics` at scrape time, which tests wait on.
+    /// Hashes in flight, and reads waiting in batches not started: `/metrics`.
     pub fn sample(&self) -> (usize, usize) {
         self.shards.iter().fold((0, 0), |(n, w), s| {
             let t = s.lock().unwrap_or_else(|p| p.into_inner());
-            let waiting: usize = t
-                .values()
-                .filter_map(|e| e.next.as_ref())
-                .map(|b| 1 + b.members.load(Ordering::Relaxed))
-                .sum();
+            let next = t.values().filter_map(|e| e.next.as_ref());
+            let waiting: usize = next.map(|b| 1 + b.members.load(Ordering::Relaxed)).sum();
             (n + t.len(), w + waiting)
         })
     }
@@ -696,8 +688,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if !self.client.is_plain_reply() {
             return self.run_work(work, effects).await;
         }
-        // The result cache (`exec/cache.rs`): only on a proxy with one,
-        // when the dictionary or the proxy's config caches something.
+        // The result cache (`exec/cache.rs`), on a proxy with one and rules.
         let mut pending = None;
         if let Some(cache) = &self.b.ctx.cache {
             if cache.has_rules() || self.b.ctx.partitioning.with_dictionary(|d| d.has_cached()) {
@@ -711,11 +702,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 {
                     Ok(Lookup::Hit(answer)) => return self.send_shared(&answer, true).await,
                     Ok(Lookup::Miss(p)) => {
-                        // HSCALE SHOW DIGESTS: a miss, or an answer out of
-                        // date (then run and stored again).
-                        let note = &mut self.b.scratch.note;
-                        note.is_invalidated = p.is_invalidation;
-                        note.is_cache_miss = !p.is_invalidation;
+                        p.note(&mut self.b.scratch.note);
                         pending = Some((cache, p));
                     }
                     Ok(Lookup::Invalidated) => self.b.scratch.note.is_invalidated = true,
