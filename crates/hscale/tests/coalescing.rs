@@ -602,7 +602,7 @@ async fn a_waiting_read_keeps_its_own_timeout() {
 /// lost connection or a deadlock would be): their own clients get the
 /// server's error, as alone, and each member of the batch runs the
 /// statement on its own and gets the whole answer.
-#[ignore = "fails in some full-file runs (passed 3 of 3 at ed9f5c7, failed 3 of 3 at 871c4ea; passes alone): at the first kill the backend showed 3 executions of FLASH waiting for the lock and the coalescer nothing in flight or waiting, so the first two executions had already ended by themselves; suspected: a pooled backend connection keeping max_statement_time = 0.5 from a_waiting_read_keeps_its_own_timeout (1969 after 0.5 s), not yet checked"]
+#[ignore = "not yet deterministic: full-file runs at d4d8305 with this version passed 2 of 3; the third waited 10 s for the next batch leader's answer after its backend execution (the one FLASH over the first's query id, waiting for the lock) was killed and left the PROCESSLIST; passes alone; cause not found"]
 #[tokio::test]
 async fn a_leaders_error_is_not_handed_to_its_members() {
     let _one = SERIAL.lock().await;
@@ -626,20 +626,22 @@ async fn a_leaders_error_is_not_handed_to_its_members() {
                 )
                 .await
                 .unwrap();
-            assert!(
-                running.len() <= 1,
-                "one execution on the server, not {running:?} (in flight {}, waiting {})",
-                metric("hscale_coalesce_in_flight"),
-                metric("hscale_coalesce_waiting")
-            );
-            match (running.first(), killed) {
-                // Ended by the kill.
-                (None, Some((_, query))) => return query,
-                (Some(&(id, query)), _) => {
-                    direct.query_drop(format!("KILL QUERY {id}")).await.unwrap();
-                    killed = Some((id, query));
+            match killed {
+                // Ended by the kill (other executions may wait now).
+                Some((_, query)) if !running.iter().any(|r| Some(*r) == killed) => return query,
+                Some((id, _)) => direct.query_drop(format!("KILL QUERY {id}")).await.unwrap(),
+                None => {
+                    assert!(
+                        running.len() <= 1,
+                        "one execution on the server, not {running:?} (in flight {}, waiting {})",
+                        metric("hscale_coalesce_in_flight"),
+                        metric("hscale_coalesce_waiting")
+                    );
+                    if let Some(&(id, query)) = running.first() {
+                        direct.query_drop(format!("KILL QUERY {id}")).await.unwrap();
+                        killed = Some((id, query));
+                    }
                 }
-                (None, None) => {}
             }
             assert!(
                 Instant::now() < deadline,
