@@ -76,18 +76,50 @@ impl HttpConfig {
 }
 
 /// `[cache]`: the result cache of reads of tables cached by `HSCALE
-/// CACHE_TABLE`.
+/// CACHE_TABLE` (and statements by `HSCALE CACHE_STATEMENT`), and this
+/// proxy's own rules.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CacheConfig {
     /// The most bytes of answers the cache holds on this proxy; 0 (the
     /// default) keeps none.
     pub max_bytes: u64,
+    /// `[[cache.rules]]`: tables and statements this proxy caches beside
+    /// the dictionary's rules (which win where both name one); replaced
+    /// by SIGHUP (`exec/cache/local_rules.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<CacheRuleConfig>,
 }
 
 impl CacheConfig {
     pub fn is_off(&self) -> bool {
-        self.max_bytes == 0
+        self.max_bytes == 0 && self.rules.is_empty()
+    }
+}
+
+/// One `[[cache.rules]]` entry: a `table` ("db.table") or a `statement`
+/// (a SELECT: every statement of its fingerprint), `mode` "exact" or
+/// "ttl" with `ttl_ms`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheRuleConfig {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub table: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub statement: String,
+    pub mode: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ttl_ms: u64,
+}
+
+impl CacheRuleConfig {
+    /// Its rule, `None` when `mode` and `ttl_ms` name none.
+    pub fn rule(&self) -> Option<hscale_route::dictionary::CacheRule> {
+        use hscale_route::dictionary::CacheRule;
+        match CacheRule::parse(&self.mode, self.ttl_ms)? {
+            CacheRule::Exact if self.ttl_ms > 0 => None,
+            r => Some(r),
+        }
     }
 }
 
@@ -200,6 +232,13 @@ pub struct ProxyConfig {
     /// because of the cap). Left out of a written config at its default.
     #[serde(skip_serializing_if = "is_default_coalesce_members")]
     pub coalesce_max_members: usize,
+    /// The longest a coalesced batch waits for the execution in flight
+    /// before it starts anyway, closed to later reads (1,000 ms by
+    /// default): one slow query or one client slow to read holds up the
+    /// reads behind it no longer. Left out of a written config at its
+    /// default.
+    #[serde(skip_serializing_if = "is_default_turn_wait")]
+    pub coalesce_turn_wait_ms: u64,
     /// How long a statement of a transaction that spans backends waits for
     /// a row lock (the branches' `innodb_lock_wait_timeout`, rounded up to
     /// whole seconds) unless the session set its own: a deadlock between
@@ -304,6 +343,7 @@ impl Default for ProxyConfig {
             online_schema_changes: OnlineSchemaChanges::Auto,
             coalesce: true,
             coalesce_max_members: COALESCE_MAX_MEMBERS,
+            coalesce_turn_wait_ms: COALESCE_TURN_WAIT_MS,
             cross_backend_lock_wait_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
@@ -397,6 +437,16 @@ pub const COALESCE_MAX_MEMBERS: usize = 8192;
 
 fn is_default_coalesce_members(n: &usize) -> bool {
     *n == COALESCE_MAX_MEMBERS
+}
+
+/// The longest a coalesced batch waits for the execution in flight before
+/// it starts anyway, closed to later reads (`[proxy]
+/// coalesce_turn_wait_ms`'s default, `exec/coalesce.rs`): a slow query or
+/// client holds up the batch no longer.
+pub const COALESCE_TURN_WAIT_MS: u64 = 1_000;
+
+fn is_default_turn_wait(ms: &u64) -> bool {
+    *ms == COALESCE_TURN_WAIT_MS
 }
 
 /// `[proxy] online_schema_changes = "auto" | "always" | "off"`.
@@ -717,6 +767,7 @@ mod tests {
             "\nmax_bytes =",
             "coalesce",
             "coalesce_max_members",
+            "coalesce_turn_wait_ms",
             "online_schema_changes",
             "user_defaults",
         ] {

@@ -158,7 +158,7 @@ fn serve(cfg: hscale::Config, path: &std::path::Path) -> anyhow::Result<()> {
                 Signal::Stop => break,
                 Signal::Reload => match hscale::Config::load(path) {
                     Ok(new) => {
-                        let ignored = proxy.context.reload(&new);
+                        let ignored = proxy.reload(&new);
                         tracing::info!(
                             users = new.users.len(),
                             "SIGHUP: reloaded users and limits"

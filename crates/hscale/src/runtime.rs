@@ -25,7 +25,8 @@ pub use session_handle::{Activity, Info, Published, SessionHandle, TxnView};
 pub use shared_state::{AutoIncrementColumns, Member, XaChecks};
 
 /// What SIGHUP reloads from the config file (`Context::reload`): the
-/// users and the client limits. Read at login and when a session starts,
+/// users and the client limits (and `[[cache.rules]]`, which the result
+/// cache keeps). Read at login and when a session starts,
 /// never per statement.
 #[derive(Debug, Clone)]
 pub struct Live {
@@ -611,6 +612,9 @@ impl Context {
             .store(config.log.slow_statement_ms, Ordering::Relaxed);
         let (old, new) = (&*self.config, config);
         let mut ignored = Vec::new();
+        if old.cache.max_bytes != new.cache.max_bytes {
+            ignored.push("[cache] max_bytes");
+        }
         if old.backends.len() != new.backends.len()
             || old.backends.iter().zip(&new.backends).any(|(a, b)| {
                 (&a.name, &a.address, &a.user, &a.replicas)

@@ -352,6 +352,8 @@ impl crate::metrics::exposition::Source for Scraped {
         let Some(ctx) = self.0.upgrade() else {
             return Ok(());
         };
+        let (in_flight, waiting) = self.1.coalescer.sample();
+        let (coalesce_in_flight, coalesce_waiting) = (in_flight as u64, waiting as u64);
         let live = crate::metrics::exposition::Live {
             pools: ctx.pool_samples(),
             users: ctx
@@ -372,6 +374,8 @@ impl crate::metrics::exposition::Source for Scraped {
                 .collect(),
             workers: ctx.worker_loads(),
             result_cache: self.1.cache.as_ref().map(|c| c.sample()),
+            coalesce_in_flight,
+            coalesce_waiting,
         };
         f(&ctx.metrics, &live)
     }
@@ -389,6 +393,8 @@ pub struct RunningProxy {
     /// Where the HTTP API is served (`[http] listen`), if anywhere.
     pub http_addr: Option<std::net::SocketAddr>,
     pub context: Arc<Context>,
+    /// The coalescer and result cache its sessions share.
+    reads: SharedReads,
     stop: tokio::sync::watch::Sender<Stop>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
@@ -401,6 +407,7 @@ impl RunningProxy {
         let tls = crate::tls::acceptor(&config.tls)?;
         let backend_tls = crate::backend::tls::connectors(&config.backends)?;
         let reads = SharedReads::new(&config);
+        let kept = reads.clone();
         let ctx = Context::new(config, tls, backend_tls);
         ctx.fleet.set_address(addr);
         let (stop, stop_rx) = tokio::sync::watch::channel(None);
@@ -490,9 +497,20 @@ impl RunningProxy {
             metrics_addr,
             http_addr,
             context: ctx,
+            reads: kept,
             stop,
             threads,
         })
+    }
+
+    /// SIGHUP: [`Context::reload`], and the result cache's rules of the
+    /// config file (`[[cache.rules]]`). Returns the settings that changed
+    /// but need a restart.
+    pub fn reload(&self, config: &Config) -> Vec<&'static str> {
+        if let Some(cache) = &self.reads.cache {
+            cache.set_local(&config.cache);
+        }
+        self.context.reload(config)
     }
 
     /// Stop at once: open sessions end with the worker threads.

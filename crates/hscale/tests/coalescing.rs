@@ -4,7 +4,12 @@
 //! A read's execution is held in flight by a table lock taken directly on
 //! the backend (`LOCK TABLES ... WRITE` makes every read of the table
 //! wait), so the requests sent meanwhile form the next batch, which runs
-//! once when the lock goes. Each test compares what coalesced sessions
+//! once when the lock goes. Nothing waits a fixed time: each step waits
+//! (with a deadline) for what the proxy shows (`hscale_coalesce_in_flight`
+//! and `hscale_coalesce_waiting` in `/metrics`) or the backend runs
+//! (its PROCESSLIST), and the proxy's batches wait for the execution in
+//! flight as long as it lasts (`[proxy] coalesce_turn_wait_ms`, 1 s by
+//! default, set to 10 minutes here), so a loaded machine changes nothing. Each test compares what coalesced sessions
 //! get with what a session that turned coalescing off gets (the same
 //! bytes), checks the counters of `/metrics` that say coalescing happened,
 //! and the rule that makes it invisible: a read sees every write
@@ -12,9 +17,10 @@
 
 mod common;
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::raw::{Raw, CLIENT_CAPS};
 use common::*;
@@ -28,13 +34,19 @@ const DB: &str = "coalescing";
 /// The issue's statement.
 const FLASH: &str = "SELECT COUNT(*), SUM(k), MAX(c) FROM sbtest1 WHERE id BETWEEN 1 AND 5000";
 
+/// The shared proxy's batches wait for the execution in flight as long as
+/// it lasts (a test ends it by unlocking), however slow the machine.
+fn long_turn_wait(c: &mut hscale::Config) {
+    c.proxy.coalesce_turn_wait_ms = 600_000;
+}
+
 /// The database, once: `sbtest1` (unpartitioned, 6,000 rows as sysbench
 /// makes them), `p` (partitioned over both backends) and `wide` (rows of
 /// many types, and strings that warn when read as numbers).
 async fn setup() {
     static DONE: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
     DONE.get_or_init(|| async {
-        cluster(2);
+        cluster_with(2, long_turn_wait);
         let mut c = proxy_conn(None).await;
         c.query_drop(format!("DROP DATABASE IF EXISTS {DB}"))
             .await
@@ -200,19 +212,92 @@ async fn tables_of(names: &[&str]) -> Vec<(usize, String)> {
     out
 }
 
-/// Let sent statements reach hscale (and the backend).
-async fn settle() {
-    tokio::time::sleep(Duration::from_millis(300)).await;
+/// The longest a test waits for a state it expects.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// The shared proxy's `/metrics`.
+fn shared() -> SocketAddr {
+    cluster(2).metrics_addr.unwrap()
+}
+
+/// Wait until the proxy serving `/metrics` at `at` has `in_flight`
+/// statements with an execution in flight and `waiting` reads waiting in
+/// batches that have not started.
+async fn until_coalescing(at: SocketAddr, in_flight: u64, waiting: u64) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let now = (
+            metric_at(at, "hscale_coalesce_in_flight"),
+            metric_at(at, "hscale_coalesce_waiting"),
+        );
+        if now == (in_flight, waiting) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "(in flight, waiting) is {now:?}, not ({in_flight}, {waiting})"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Wait until the main backend runs statements whose text is `LIKE` the
+/// pattern `sql` in `n` connections (its PROCESSLIST, command `Query`;
+/// a statement with no `%` is itself).
+async fn until_executing(sql: &str, n: usize) {
+    let mut c = backend_conn(0, None).await;
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let running: usize = c
+            .exec_first(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                 WHERE INFO LIKE ? AND COMMAND = 'Query' AND ID <> CONNECTION_ID()",
+                (sql,),
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        if running == n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{sql}: {running} executions on the backend, not {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A proxy of its own from the shared cluster's config changed by `tweak`,
+/// serving `/metrics` at the returned address.
+fn own_proxy(tweak: impl FnOnce(&mut hscale::Config)) -> (ProxyProcess, SocketAddr) {
+    let mut config = cluster_config();
+    let port = hscale::playground::mariadb::free_port().unwrap();
+    config.metrics.listen = format!("127.0.0.1:{port}");
+    tweak(&mut config);
+    let at = SocketAddr::from(([127, 0, 0, 1], port));
+    (ProxyProcess::start(config), at)
+}
+
+/// How the reads of a crowd meet: in the proxy's batches, or each on
+/// its own (then seen on the backend, as statements `LIKE` this).
+#[derive(Clone, Copy, PartialEq)]
+enum Meet {
+    Coalesced,
+    Alone(&'static str),
 }
 
 /// `members` sessions send `sql` while another's execution of it waits on
 /// a table lock; all get their answers (and SHOW WARNINGS after). Returns
-/// the answers: the in-flight one first.
+/// the answers: the in-flight one first. `meet`: whether the reads wait
+/// in the proxy's batches (the first in flight, the others waiting) or
+/// each runs on its own (`sql` runs as it is on the main backend).
 async fn crowd(
     sql: &str,
     tables: &[&str],
     members: usize,
     setup: &[&str],
+    meet: Meet,
 ) -> Vec<(Vec<(u8, Vec<u8>)>, Vec<Vec<Option<String>>>)> {
     let tables = tables_of(tables).await;
     let refs: Vec<(usize, &str)> = tables.iter().map(|(b, t)| (*b, t.as_str())).collect();
@@ -222,11 +307,17 @@ async fn crowd(
     }
     let locks = lock(&refs).await;
     send(&mut sessions[0], sql).await;
-    settle().await;
+    match meet {
+        Meet::Coalesced => until_coalescing(shared(), 1, 0).await,
+        Meet::Alone(like) => until_executing(like, 1).await,
+    }
     for s in &mut sessions[1..] {
         send(s, sql).await;
     }
-    settle().await;
+    match meet {
+        Meet::Coalesced => until_coalescing(shared(), 1, members as u64).await,
+        Meet::Alone(like) => until_executing(like, members + 1).await,
+    }
     unlock(locks).await;
     let mut out = Vec::new();
     for s in &mut sessions {
@@ -258,7 +349,7 @@ async fn the_flash_crowd_aggregate_is_answered_once() {
         metric("hscale_coalesced_statements"),
         metric("hscale_coalesce_shared_executions"),
     );
-    let answers = crowd(FLASH, &["sbtest1"], 8, &[]).await;
+    let answers = crowd(FLASH, &["sbtest1"], 8, &[], Meet::Coalesced).await;
     let reference = alone(FLASH, &[]).await;
     for a in &answers {
         assert_eq!(*a, reference);
@@ -312,7 +403,7 @@ async fn coalesced_answers_are_the_bytes_of_uncoalesced_ones() {
     ];
     for (sql, tables) in cases {
         let before = metric("hscale_coalesced_statements");
-        let answers = crowd(sql, tables, 3, &[]).await;
+        let answers = crowd(sql, tables, 3, &[], Meet::Coalesced).await;
         let reference = alone(sql, &[]).await;
         for a in &answers {
             assert_eq!(*a, reference, "{sql}");
@@ -343,7 +434,7 @@ async fn sessions_in_other_states_never_share_an_answer() {
     let locks = lock(&[(0, "wide")]).await;
     let mut first = raw_session(&[]).await;
     send(&mut first, sql).await;
-    settle().await;
+    until_coalescing(shared(), 1, 0).await;
     let before = metric("hscale_coalesced_statements");
     let mut sessions = Vec::new();
     for setup in states {
@@ -356,7 +447,9 @@ async fn sessions_in_other_states_never_share_an_answer() {
             sessions.push((setup, s));
         }
     }
-    settle().await;
+    // In flight: the first and one of each other state; waiting: the
+    // first state's three, two of each other state.
+    until_coalescing(shared(), 5, 11).await;
     unlock(locks).await;
     answer(&mut first).await;
     let mut distinct = std::collections::HashSet::new();
@@ -384,21 +477,22 @@ async fn leaders_that_disconnect_leave_the_others_their_answers() {
     let locks = lock(&refs).await;
     let mut running = raw_session(&[]).await;
     send(&mut running, FLASH).await;
-    settle().await;
+    until_coalescing(shared(), 1, 0).await;
     let mut next_leader = raw_session(&[]).await;
     send(&mut next_leader, FLASH).await;
-    settle().await;
+    until_coalescing(shared(), 1, 1).await;
     let mut members = Vec::new();
     for _ in 0..4 {
         let mut s = raw_session(&[]).await;
         send(&mut s, FLASH).await;
         members.push(s);
     }
-    settle().await;
+    until_coalescing(shared(), 1, 5).await;
     let before = metric("hscale_coalesced_statements");
+    // Their connections close while both executions wait for the lock
+    // (the proxy learns it when it writes to them).
     drop(running);
     drop(next_leader);
-    settle().await;
     unlock(locks).await;
     let reference = alone(FLASH, &[]).await;
     for s in &mut members {
@@ -418,7 +512,7 @@ async fn kill_query_ends_a_waiting_members_statement() {
     let locks = lock(&[(0, "sbtest1")]).await;
     let mut running = raw_session(&[]).await;
     send(&mut running, FLASH).await;
-    settle().await;
+    until_coalescing(shared(), 1, 0).await;
     let mut leader = raw_session(&[]).await;
     send(&mut leader, FLASH).await;
     let mut members = [raw_session(&[]).await, raw_session(&[]).await];
@@ -433,7 +527,7 @@ async fn kill_query_ends_a_waiting_members_statement() {
     }
     let mut other = raw_session(&[]).await;
     send(&mut other, FLASH).await;
-    settle().await;
+    until_coalescing(shared(), 1, 4).await;
     let mut killer = proxy_conn(None).await;
     killer
         .query_drop(format!("KILL QUERY {}", ids[0]))
@@ -473,7 +567,7 @@ async fn a_waiting_read_keeps_its_own_timeout() {
     let locks = lock(&[(0, "sbtest1")]).await;
     let mut running = raw_session(&[]).await;
     send(&mut running, FLASH).await;
-    settle().await;
+    until_coalescing(shared(), 1, 0).await;
     let mut waiting = Vec::new();
     for _ in 0..3 {
         let mut s = raw_session(&[]).await;
@@ -483,24 +577,21 @@ async fn a_waiting_read_keeps_its_own_timeout() {
     let mut timed = raw_session(&["SET max_statement_time = 0.5"]).await;
     let mut gives_up = raw_session(&[]).await;
     send(&mut gives_up, FLASH).await;
-    let sent = std::time::Instant::now();
+    until_coalescing(shared(), 1, 4).await;
+    // Answered while the lock is still held: it waited for no one.
     send(&mut timed, FLASH).await;
     let timed_out = answer(&mut timed).await;
     assert_eq!(common::raw::err_code(&timed_out[0].1), Some(1969));
-    assert!(
-        sent.elapsed() < Duration::from_millis(900),
-        "{:?}",
-        sent.elapsed()
-    );
+    // Its connection closes while it waits (the proxy learns it when it
+    // writes the answer).
     drop(gives_up);
-    settle().await;
     unlock(locks).await;
     let reference = alone(FLASH, &[]).await;
     for s in std::iter::once(&mut running).chain(waiting.iter_mut()) {
         assert_eq!(answer(s).await, reference.0);
     }
     let before = metric("hscale_coalesced_statements");
-    let answers = crowd(FLASH, &["sbtest1"], 3, &[]).await;
+    let answers = crowd(FLASH, &["sbtest1"], 3, &[], Meet::Coalesced).await;
     assert!(answers.iter().all(|a| a.0 == reference.0));
     assert_eq!(metric("hscale_coalesced_statements") - before, 2);
 }
@@ -511,28 +602,53 @@ async fn a_waiting_read_keeps_its_own_timeout() {
 /// lost connection or a deadlock would be): their own clients get the
 /// server's error, as alone, and each member of the batch runs the
 /// statement on its own and gets the whole answer.
-#[ignore = "timing-dependent on a loaded 2-core machine: failed 2 of 4 full-file runs on 2026-12-07 (a read waited past 10 s); run alone it passes; to be made deterministic"]
 #[tokio::test]
 async fn a_leaders_error_is_not_handed_to_its_members() {
     let _one = SERIAL.lock().await;
     setup().await;
     let locks = lock(&[(0, "sbtest1")]).await;
     let mut direct = backend_conn(0, None).await;
-    /// KILL QUERY of the one execution of FLASH on the backend.
-    async fn kill_running(direct: &mut mysql_async::Conn) {
-        let sql = format!(
-            "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO = '{FLASH}' \
-             AND COMMAND = 'Query'"
-        );
-        let ids: Vec<u64> = direct.query(sql).await.unwrap();
-        assert_eq!(ids.len(), 1, "one execution on the server");
-        direct
-            .query_drop(format!("KILL QUERY {}", ids[0]))
-            .await
-            .unwrap();
+    /// KILL QUERY of the one execution of FLASH on the backend whose
+    /// query id is over `after` (not one killed before, which the
+    /// PROCESSLIST may show a moment after its error), once it waits for
+    /// the table lock there, again until it is gone; its query id.
+    async fn kill_running(direct: &mut mysql_async::Conn, after: u64) -> u64 {
+        let deadline = Instant::now() + DEADLINE;
+        let mut killed: Option<(u64, u64)> = None;
+        loop {
+            let running: Vec<(u64, u64)> = direct
+                .exec(
+                    "SELECT ID, QUERY_ID FROM information_schema.PROCESSLIST \
+                     WHERE INFO = ? AND COMMAND = 'Query' AND QUERY_ID > ? \
+                     AND STATE LIKE 'Waiting for table%'",
+                    (FLASH, after),
+                )
+                .await
+                .unwrap();
+            match killed {
+                // Ended by the kill (other executions may wait now).
+                Some((_, query)) if !running.iter().any(|r| Some(*r) == killed) => return query,
+                Some((id, _)) => direct.query_drop(format!("KILL QUERY {id}")).await.unwrap(),
+                None => {
+                    assert!(
+                        running.len() <= 1,
+                        "one execution on the server, not {running:?} (in flight {}, waiting {})",
+                        metric("hscale_coalesce_in_flight"),
+                        metric("hscale_coalesce_waiting")
+                    );
+                    if let Some(&(id, query)) = running.first() {
+                        direct.query_drop(format!("KILL QUERY {id}")).await.unwrap();
+                        killed = Some((id, query));
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no execution ended on the backend"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
-    // Sessions logged in first: the leader's batch waits for the
-    // execution in flight at most a second (`MAX_TURN_WAIT`).
     let mut running = raw_session(&[]).await;
     let mut leader = raw_session(&[]).await;
     let mut members = Vec::new();
@@ -543,30 +659,42 @@ async fn a_leaders_error_is_not_handed_to_its_members() {
         metric("hscale_coalesced_statements"),
         metric("hscale_coalesce_alone"),
     );
+    // Statements started from now on have greater query ids (the
+    // PROCESSLIST may still show an earlier test's FLASH for a moment).
+    let now: u64 = direct
+        .query_first(
+            "SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()",
+        )
+        .await
+        .unwrap()
+        .unwrap();
     send(&mut running, FLASH).await;
-    settle().await;
+    until_coalescing(shared(), 1, 0).await;
+    // The leader forms the next batch before the members join it (sent
+    // together, a member could reach the proxy first and lead).
     send(&mut leader, FLASH).await;
+    until_coalescing(shared(), 1, 1).await;
     for s in &mut members {
         send(s, FLASH).await;
     }
-    settle().await;
-    kill_running(&mut direct).await;
+    until_coalescing(shared(), 1, 4).await;
+    let first = kill_running(&mut direct, now).await;
     let failed = answer(&mut running).await;
     assert_eq!(
         common::raw::err_code(&failed[0].1),
         Some(1317),
         "the first's own error"
     );
-    settle().await;
     // The next batch's leader runs now: its execution is killed too.
-    kill_running(&mut direct).await;
+    kill_running(&mut direct, first).await;
     let failed = answer(&mut leader).await;
     assert_eq!(
         common::raw::err_code(&failed[0].1),
         Some(1317),
         "the leader's own error"
     );
-    settle().await;
+    // Each member runs on its own: three executions wait for the lock.
+    until_executing(FLASH, 3).await;
     unlock(locks).await;
     let reference = alone(FLASH, &[]).await;
     for s in &mut members {
@@ -585,20 +713,21 @@ async fn a_leaders_error_is_not_handed_to_its_members() {
 async fn reads_over_the_member_cap_run_on_their_own() {
     let _one = SERIAL.lock().await;
     setup().await;
-    let mut config = cluster_config();
-    config.proxy.coalesce_max_members = 2;
-    let capped = ProxyProcess::start(config);
+    let (capped, at) = own_proxy(|c| c.proxy.coalesce_max_members = 2);
     let mut sessions = Vec::new();
     for _ in 0..6 {
         sessions.push(raw_session_at(capped.port, &[]).await);
     }
     let locks = lock(&[(0, "sbtest1")]).await;
     send(&mut sessions[0], FLASH).await;
-    settle().await;
+    until_coalescing(at, 1, 0).await;
     for s in &mut sessions[1..] {
         send(s, FLASH).await;
     }
-    settle().await;
+    // Waiting: the next batch's leader and its two members; the two over
+    // the cap run beside the first.
+    until_coalescing(at, 1, 3).await;
+    until_executing(FLASH, 3).await;
     unlock(locks).await;
     let reference = alone(FLASH, &[]).await;
     for s in &mut sessions {
@@ -633,7 +762,7 @@ async fn answers_over_the_bound_run_on_their_own() {
         metric("hscale_coalesced_statements"),
         metric("hscale_coalesce_alone"),
     );
-    let answers = crowd(sql, &["sbtest1"], 3, &[]).await;
+    let answers = crowd(sql, &["sbtest1"], 3, &[], Meet::Coalesced).await;
     let reference = alone(sql, &[]).await;
     for a in &answers {
         assert!(a == &reference, "an answer differs");
@@ -658,12 +787,21 @@ async fn what_is_never_coalesced() {
         "SELECT COUNT(*) FROM sbtest1 LOCK IN SHARE MODE",
     ] {
         let before = metric("hscale_coalesced_statements");
-        let answers = crowd(sql, &["sbtest1"], 2, &[]).await;
+        // CONNECTION_ID() reaches the backend as the session's id.
+        let like = "SELECT %COUNT(*) FROM sbtest1%";
+        let answers = crowd(sql, &["sbtest1"], 2, &[], Meet::Alone(like)).await;
         assert!(answers.iter().all(|(a, _)| a[0].1[0] != 0xff), "{sql}");
         assert_eq!(metric("hscale_coalesced_statements"), before, "{sql}");
     }
     let before = metric("hscale_coalesced_statements");
-    crowd(FLASH, &["sbtest1"], 2, &["SET hscale_coalesce = OFF"]).await;
+    crowd(
+        FLASH,
+        &["sbtest1"],
+        2,
+        &["SET hscale_coalesce = OFF"],
+        Meet::Alone(FLASH),
+    )
+    .await;
     assert_eq!(metric("hscale_coalesced_statements"), before);
     let mut c = proxy_conn(Some(DB)).await;
     c.query_drop("SET SESSION hscale_coalesce = 'off'")
@@ -749,22 +887,26 @@ async fn reads_see_every_write_acknowledged_before_them() {
 
 /// A client that does not read its streamed answer keeps that execution
 /// in flight, but the reads behind it start anyway after at most a
-/// second (`MAX_TURN_WAIT`) and get their whole answers.
+/// second (`[proxy] coalesce_turn_wait_ms`, its default on a proxy of its
+/// own) and get their whole answers.
 #[tokio::test]
 async fn a_client_that_does_not_read_holds_up_no_one() {
     let _one = SERIAL.lock().await;
     setup().await;
+    let (proxy, at) = own_proxy(|c| {
+        c.proxy.coalesce_turn_wait_ms = hscale::config::COALESCE_TURN_WAIT_MS;
+    });
     let sql = "SELECT id, REPEAT(c, 100) FROM sbtest1 ORDER BY id";
-    let mut stuck = raw_session(&[]).await;
+    let mut stuck = raw_session_at(proxy.port, &[]).await;
     send(&mut stuck, sql).await;
-    settle().await;
+    until_coalescing(at, 1, 0).await;
     let mut others = Vec::new();
     for _ in 0..2 {
-        let mut s = raw_session(&[]).await;
+        let mut s = raw_session_at(proxy.port, &[]).await;
         send(&mut s, sql).await;
         others.push(s);
     }
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     for s in &mut others {
         let a = answer(s).await;
         assert_eq!(a.len(), 1 + 2 + 1 + 6000 + 1, "the whole answer");
@@ -781,17 +923,17 @@ async fn a_client_that_does_not_read_holds_up_no_one() {
 async fn the_config_switch_turns_it_off() {
     let _one = SERIAL.lock().await;
     setup().await;
-    let mut config = cluster_config();
-    config.proxy.coalesce = false;
-    let off = ProxyProcess::start(config);
+    let (off, at) = own_proxy(|c| c.proxy.coalesce = false);
     let locks = lock(&[(0, "sbtest1")]).await;
     let mut sessions = Vec::new();
     for _ in 0..4 {
         let mut s = raw_session_at(off.port, &[]).await;
         send(&mut s, FLASH).await;
         sessions.push(s);
-        settle().await;
     }
+    // Each runs on the backend, none enters a batch.
+    until_executing(FLASH, 4).await;
+    assert_eq!(metric_at(at, "hscale_coalesce_in_flight"), 0);
     unlock(locks).await;
     let reference = alone(FLASH, &[]).await;
     for s in &mut sessions {

@@ -111,10 +111,11 @@ pub enum AdminCommand {
     UncacheTable {
         table: String,
     },
-    /// Keep reads of one statement's shape (its fingerprint) for a TTL.
+    /// Keep reads of one statement's shape (its fingerprint), `EXACT`
+    /// or for a TTL.
     CacheStatement {
         statement: String,
-        ttl_ms: u64,
+        rule: crate::dictionary::CacheRule,
     },
     UncacheStatement {
         statement: String,
@@ -421,16 +422,44 @@ fn parse_auto_partition(after: &str) -> Result<AdminCommand, AdminError> {
 /// `HSCALE CACHE_TABLE('table', 'EXACT')` or `('table', 'TTL', milliseconds)`.
 fn parse_cache_table(after: &str) -> Result<AdminCommand, AdminError> {
     let a = parse_args("CACHE_TABLE", after)?;
-    let expected = "2 or 3 arguments ('table', 'EXACT') or ('table', 'TTL', milliseconds)";
+    let rule = parse_cache_rule("CACHE_TABLE", "table", &a)?;
+    Ok(AdminCommand::CacheTable {
+        table: a[0].clone(),
+        rule,
+    })
+}
+
+/// `HSCALE CACHE_STATEMENT('statement', 'EXACT')` or `('statement',
+/// 'TTL', milliseconds)`.
+fn parse_cache_statement(after: &str) -> Result<AdminCommand, AdminError> {
+    let a = parse_args("CACHE_STATEMENT", after)?;
+    let rule = parse_cache_rule("CACHE_STATEMENT", "statement", &a)?;
+    Ok(AdminCommand::CacheStatement {
+        statement: a[0].clone(),
+        rule,
+    })
+}
+
+/// The rule of `command`'s arguments `a` (what, then 'EXACT', or 'TTL'
+/// and milliseconds).
+fn parse_cache_rule(
+    command: &'static str,
+    what: &str,
+    a: &[String],
+) -> Result<crate::dictionary::CacheRule, AdminError> {
     if !(2..=3).contains(&a.len()) {
         return Err(AdminError::Arguments {
-            command: "CACHE_TABLE",
-            expected,
+            command,
+            expected: if what == "table" {
+                "2 or 3 arguments ('table', 'EXACT') or ('table', 'TTL', milliseconds)"
+            } else {
+                "2 or 3 arguments ('statement', 'EXACT') or ('statement', 'TTL', milliseconds)"
+            },
             got: a.len(),
         });
     }
     let syntax = |problem: String| AdminError::Syntax {
-        command: "CACHE_TABLE".into(),
+        command: command.into(),
         problem,
     };
     let ttl = match a.get(2) {
@@ -443,47 +472,16 @@ fn parse_cache_table(after: &str) -> Result<AdminCommand, AdminError> {
         None => 0,
     };
     let mode = a[1].trim();
-    let rule = if mode.eq_ignore_ascii_case("EXACT") && a.len() == 2 {
-        crate::dictionary::CacheRule::Exact
+    if mode.eq_ignore_ascii_case("EXACT") && a.len() == 2 {
+        Ok(crate::dictionary::CacheRule::Exact)
     } else if mode.eq_ignore_ascii_case("TTL") && a.len() == 3 {
-        crate::dictionary::CacheRule::Ttl(ttl)
+        Ok(crate::dictionary::CacheRule::Ttl(ttl))
     } else {
-        return Err(syntax(format!(
+        Err(syntax(format!(
             "mode {mode:?} with {} argument(s): 'EXACT' takes none, 'TTL' a time in milliseconds",
             a.len() - 2
-        )));
-    };
-    Ok(AdminCommand::CacheTable {
-        table: a[0].clone(),
-        rule,
-    })
-}
-
-/// `HSCALE CACHE_STATEMENT('statement', 'TTL', milliseconds)`.
-fn parse_cache_statement(after: &str) -> Result<AdminCommand, AdminError> {
-    let a = parse_args("CACHE_STATEMENT", after)?;
-    count(
-        "CACHE_STATEMENT",
-        "3 arguments ('statement', 'TTL', milliseconds)",
-        &a,
-        3,
-    )?;
-    let ttl_ms = a[2]
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|&ms| ms > 0 && a[1].trim().eq_ignore_ascii_case("TTL"))
-        .ok_or_else(|| AdminError::Syntax {
-            command: "CACHE_STATEMENT".into(),
-            problem: format!(
-                "mode {:?} and {:?}: a statement is cached 'TTL' for a time in milliseconds (EXACT caches tables: CACHE_TABLE)",
-                a[1], a[2]
-            ),
-        })?;
-    Ok(AdminCommand::CacheStatement {
-        statement: a[0].clone(),
-        ttl_ms,
-    })
+        )))
+    }
 }
 
 /// `HSCALE SHOW ...`: what follows SHOW.
@@ -686,10 +684,19 @@ mod tests {
                 .unwrap(),
             AdminCommand::CacheStatement {
                 statement: "SELECT * FROM t WHERE id = 'a'".into(),
-                ttl_ms: 100
+                rule: crate::dictionary::CacheRule::Ttl(100)
+            }
+        );
+        assert_eq!(
+            parse("HSCALE CACHE_STATEMENT('SELECT v FROM t', 'exact')").unwrap(),
+            AdminCommand::CacheStatement {
+                statement: "SELECT v FROM t".into(),
+                rule: crate::dictionary::CacheRule::Exact
             }
         );
         assert!(parse("HSCALE CACHE_STATEMENT('SELECT 1', 'EXACT', 100)").is_err());
+        assert!(parse("HSCALE CACHE_STATEMENT('SELECT 1', 'TTL')").is_err());
+        assert!(parse("HSCALE CACHE_STATEMENT('SELECT 1', 'TTL', 0)").is_err());
         assert_eq!(
             parse("HSCALE UNCACHE_STATEMENT('SELECT 1')").unwrap(),
             AdminCommand::UncacheStatement {

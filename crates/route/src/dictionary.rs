@@ -229,11 +229,11 @@ pub struct Dictionary {
     /// Tables whose reads the result cache keeps (`HSCALE CACHE_TABLE`,
     /// `hscale.cached_tables`): any table, partitioned or not.
     cached: std::collections::BTreeMap<TableName, CacheRule>,
-    /// Statements whose reads the result cache keeps for a TTL, whatever
-    /// tables they read (`HSCALE CACHE_STATEMENT`,
+    /// Statements whose reads the result cache keeps, whatever rules
+    /// their tables have (`HSCALE CACHE_STATEMENT`,
     /// `hscale.cached_statements`): by fingerprint hash, with the
-    /// statement given and the TTL in milliseconds.
-    cached_statements: std::collections::BTreeMap<u64, (String, u64)>,
+    /// statement given and its rule.
+    cached_statements: std::collections::BTreeMap<u64, (String, CacheRule)>,
 }
 
 impl Dictionary {

@@ -1,6 +1,8 @@
 //! The result cache's commands (`exec/cache.rs` serves the reads):
 //! `HSCALE CACHE_TABLE('t', 'EXACT' | 'TTL', ms)`, `HSCALE
-//! UNCACHE_TABLE('t')`, `HSCALE FLUSH CACHE` and `HSCALE SHOW CACHE`.
+//! UNCACHE_TABLE('t')`, `HSCALE CACHE_STATEMENT('SELECT ...', 'EXACT' |
+//! 'TTL', ms)`, `UNCACHE_STATEMENT`, `HSCALE FLUSH CACHE` and `HSCALE
+//! SHOW CACHE`.
 //!
 //! A table's rule is kept in the dictionary (`hscale.cached_tables` on the
 //! main backend), so every proxy of the fleet caches the same tables. An
@@ -21,7 +23,10 @@ use hscale_wire::response::ErrPacket;
 use super::{commit, conn, reload, wrong, AdminOutput};
 use crate::error::ProxyError;
 use crate::metrics::exposition::CacheSample;
-use crate::partition::versions::{arm, clear_marks, disarm, physical_tables, RULES, STATEMENTS};
+use crate::partition::versions::{
+    arm, clear_marks, disarm, exact_statement_tables, is_read_by, physical_tables, Physical, RULES,
+    STATEMENTS,
+};
 use crate::partition::{quote_str, store};
 use crate::runtime::Context;
 
@@ -203,13 +208,66 @@ async fn set_rule(
     Ok(())
 }
 
-/// `HSCALE CACHE_STATEMENT` (`Some(ttl)`) and `UNCACHE_STATEMENT`: reads
-/// of the statement's fingerprint (any literals) kept for a TTL.
+/// The physical tables of the tables `statement` reads (a name without a
+/// database is of `session_db`), each checked a base table: what an
+/// EXACT statement needs triggers on.
+async fn statement_targets(
+    ctx: &Context,
+    worker: usize,
+    statement: &str,
+    session_db: Option<&str>,
+) -> Result<(Vec<TableName>, Vec<Physical>), ProxyError> {
+    let tables = hscale_sql::tokenize(statement)
+        .ok()
+        .and_then(|tokens| hscale_sql::reads::tables_read(statement, &tokens))
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            wrong("hscale cannot tell which tables this statement reads: it cannot be cached EXACT")
+        })?;
+    let d = reload(ctx, worker).await?;
+    let mut names = Vec::new();
+    let mut targets = Vec::new();
+    for t in &tables {
+        let db =
+            t.db.as_deref()
+                .or(session_db)
+                .ok_or_else(|| ProxyError::Statement {
+                    err: ErrPacket {
+                        code: 1046,
+                        sql_state: *b"3D000",
+                        message: "No database selected".into(),
+                    },
+                })?;
+        let name = TableName::new(db, &t.table);
+        let physical = physical_tables(&d, &name, BackendId::MAIN, ctx.backend_count())
+            .ok_or_else(|| {
+                wrong(format!(
+                    "{name} is a view: cache the tables it reads instead"
+                ))
+            })?;
+        targets.extend(physical);
+        names.push(name);
+    }
+    drop(d);
+    for (backend, db, table) in &targets {
+        check_base_table(ctx, worker, *backend, db, table).await?;
+    }
+    Ok((names, targets))
+}
+
+/// `HSCALE CACHE_STATEMENT` (`Some(rule)`) and `UNCACHE_STATEMENT`:
+/// reads of the statement's fingerprint (any literals) kept EXACT or for
+/// a TTL. EXACT puts the version triggers on the tables it reads (names
+/// without a database: of `session_db`) before the rule is stored, as
+/// CACHE_TABLE does; removing an EXACT rule removes them from the tables
+/// no other EXACT rule needs (the first miss of a session in another
+/// database puts them on its tables: `ResultCache::arm`).
 pub(super) async fn cache_statement(
     (ctx, cache): (&Context, Cache<'_>),
     worker: usize,
+    session_db: Option<&str>,
     statement: &str,
-    ttl_ms: Option<u64>,
+    rule: Option<CacheRule>,
 ) -> Result<AdminOutput, ProxyError> {
     let facts = hscale_sql::analyze(statement);
     let fp = match &facts.fingerprint {
@@ -218,27 +276,50 @@ pub(super) async fn cache_statement(
     };
     let digest = fp.hash;
     let _g = ctx.partitioning.admin_lock.lock().await;
-    let sql = match ttl_ms {
-        Some(ms) => vec![
+    let before = reload(ctx, worker).await?.statement_rule(digest);
+    if rule.is_none() && before.is_none() {
+        return Err(wrong("this statement is not cached"));
+    }
+    let targets = if rule == Some(CacheRule::Exact) {
+        statement_targets(ctx, worker, statement, session_db).await?
+    } else if before == Some(CacheRule::Exact) {
+        // What can be found to disarm; a table gone or a session in no
+        // database leaves its triggers, never the rule.
+        statement_targets(ctx, worker, statement, session_db)
+            .await
+            .unwrap_or_default()
+    } else {
+        Default::default()
+    };
+    if rule == Some(CacheRule::Exact) {
+        for (backend, db, table) in &targets.1 {
+            let mut c = conn(ctx, worker, *backend).await?;
+            arm(&mut c, db, table, None).await.map_err(|e| {
+                wrong(format!(
+                    "cannot put the result cache's version triggers on {db}.{table} (backend {}): {e}",
+                    backend.index()
+                ))
+            })?;
+        }
+    }
+    let sql = match rule {
+        Some(r) => vec![
             STATEMENTS.to_string(),
+            // `ttl_ms` 0: EXACT.
             format!(
-                "REPLACE INTO `hscale`.`cached_statements` (digest, statement, ttl_ms) VALUES ({digest}, {}, {ms})",
-                quote_str(statement)
+                "REPLACE INTO `hscale`.`cached_statements` (digest, statement, ttl_ms) VALUES ({digest}, {}, {})",
+                quote_str(statement),
+                r.ttl_ms()
             ),
         ],
-        None => {
-            if ctx.partitioning.dictionary().statement_ttl(digest).is_none() {
-                return Err(wrong("this statement is not cached"));
-            }
-            vec![format!(
-                "DELETE FROM `hscale`.`cached_statements` WHERE digest = {digest}"
-            )]
-        }
+        None => vec![format!(
+            "DELETE FROM `hscale`.`cached_statements` WHERE digest = {digest}"
+        )],
     };
     let mut attempts: u32 = 0;
     loop {
         let mut d = (*reload(ctx, worker).await?).clone();
-        d.set_statement_rule(digest, statement, ttl_ms);
+        d.set_statement_rule(digest, statement, rule);
         match commit(ctx, worker, d, &sql).await {
             Err(ProxyError::DictionaryMoved) if attempts < 50 => {
                 attempts += 1;
@@ -250,9 +331,27 @@ pub(super) async fn cache_statement(
     if let Some(cache) = cache {
         cache.flush();
     }
+    if before == Some(CacheRule::Exact) && rule != Some(CacheRule::Exact) {
+        // Triggers no other rule needs: not a table cached EXACT, not one
+        // another statement cached EXACT may read.
+        let d = reload(ctx, worker).await?;
+        let by_statements = exact_statement_tables(&d);
+        let unneeded: Vec<Physical> = targets
+            .0
+            .iter()
+            .filter(|n| d.cache_rule(n) != Some(CacheRule::Exact) && !is_read_by(&by_statements, n))
+            .filter_map(|n| physical_tables(&d, n, BackendId::MAIN, ctx.backend_count()))
+            .flatten()
+            .collect();
+        drop(d);
+        disarm_all(ctx, worker, &unneeded).await?;
+    }
     Ok(AdminOutput::Ok {
-        info: match ttl_ms {
-            Some(ms) => format!("statements like this one cached for {ms} ms"),
+        info: match rule {
+            Some(CacheRule::Exact) => {
+                "statements like this one cached until a write touches their tables".into()
+            }
+            Some(CacheRule::Ttl(ms)) => format!("statements like this one cached for {ms} ms"),
             None => "statements like this one no longer cached".into(),
         },
     })
@@ -287,12 +386,12 @@ pub(super) fn show(ctx: &Context, cache: Cache<'_>) -> AdminOutput {
                 Some(figures.clone()),
             ]
         });
-        let statements = d.cached_statements().map(|(_, statement, ms)| {
+        let statements = d.cached_statements().map(|(_, statement, rule)| {
             vec![
                 None,
                 Some(statement.to_string()),
-                Some("TTL".to_string()),
-                Some(ms.to_string()),
+                Some(rule.mode().to_string()),
+                Some(rule.ttl_ms().to_string()),
                 Some(figures.clone()),
             ]
         });

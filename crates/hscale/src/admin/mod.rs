@@ -184,11 +184,11 @@ pub async fn execute(
             let name = table_name(&table, session_db)?;
             cache::uncache_table((ctx, cache), worker, name).await
         }
-        AdminCommand::CacheStatement { statement, ttl_ms } => {
-            cache::cache_statement((ctx, cache), worker, &statement, Some(ttl_ms)).await
+        AdminCommand::CacheStatement { statement, rule } => {
+            cache::cache_statement((ctx, cache), worker, session_db, &statement, Some(rule)).await
         }
         AdminCommand::UncacheStatement { statement } => {
-            cache::cache_statement((ctx, cache), worker, &statement, None).await
+            cache::cache_statement((ctx, cache), worker, session_db, &statement, None).await
         }
         AdminCommand::FlushCache => Ok(cache::flush(cache)),
         AdminCommand::ShowCache => Ok(cache::show(ctx, cache)),

@@ -352,6 +352,8 @@ pub(super) fn digests(ctx: &Context) -> AdminOutput {
                 Some(time(d.last_seen)),
                 Some(d.coalesced.to_string()),
                 Some(d.cache_hits.to_string()),
+                Some(d.cache_misses.to_string()),
+                Some(d.cache_invalidations.to_string()),
             ]
         })
         .collect();
@@ -373,6 +375,8 @@ pub(super) fn digests(ctx: &Context) -> AdminOutput {
             "last_seen",
             "coalesced",
             "cache_hits",
+            "cache_misses",
+            "cache_invalidations",
         ]),
         rows,
     }

@@ -80,6 +80,7 @@ impl Config {
             );
         }
         self.backend_problems(&mut out);
+        self.cache_problems(&mut out);
         if self.proxy.replica_check_interval_ms == 0 {
             out.push("[proxy] replica_check_interval_ms must be at least 1".into());
         }
@@ -87,6 +88,39 @@ impl Config {
     }
 
     /// What is wrong with each `[[users]]` entry (`problems`).
+    /// `[[cache.rules]]`: each names one table ("db.table") or one
+    /// SELECT, and a mode.
+    fn cache_problems(&self, out: &mut Vec<String>) {
+        if !self.cache.rules.is_empty() && self.cache.max_bytes == 0 {
+            out.push("[[cache.rules]] need a result cache: set [cache] max_bytes".into());
+        }
+        for (i, r) in self.cache.rules.iter().enumerate() {
+            let at = format!("[[cache.rules]] #{}", i + 1);
+            if r.rule().is_none() {
+                out.push(format!(
+                    "{at}: mode = {:?} with ttl_ms = {}: \"exact\" takes no ttl_ms, \"ttl\" a ttl_ms over 0",
+                    r.mode, r.ttl_ms
+                ));
+            }
+            match (r.table.is_empty(), r.statement.is_empty()) {
+                (false, true) => {
+                    if r.table
+                        .split_once('.')
+                        .is_none_or(|(db, t)| db.is_empty() || t.is_empty())
+                    {
+                        out.push(format!("{at}: table = {:?} is not \"db.table\"", r.table));
+                    }
+                }
+                (true, false) => {
+                    if let Some(e) = statement_problem(&r.statement, r.rule()) {
+                        out.push(format!("{at}: statement = {:?}: {e}", r.statement));
+                    }
+                }
+                _ => out.push(format!("{at}: give one of table or statement")),
+            }
+        }
+    }
+
     fn user_problems(&self, out: &mut Vec<String>) {
         for (i, u) in self.users.iter().enumerate() {
             if u.name.is_empty() {
@@ -211,4 +245,28 @@ impl Config {
             }
         }
     }
+}
+
+/// What keeps `statement` from being cached by `rule`: one SELECT, and
+/// for EXACT one whose tables hscale can tell (`hscale_sql::reads`).
+fn statement_problem(
+    statement: &str,
+    rule: Option<hscale_route::dictionary::CacheRule>,
+) -> Option<&'static str> {
+    let facts = hscale_sql::analyze(statement);
+    if facts.kind != hscale_sql::Kind::Select
+        || facts.statements != 1
+        || facts.fingerprint.is_none()
+    {
+        return Some("not one SELECT");
+    }
+    if rule == Some(hscale_route::dictionary::CacheRule::Exact) {
+        let tables = hscale_sql::tokenize(statement)
+            .ok()
+            .and_then(|tokens| hscale_sql::reads::tables_read(statement, &tokens));
+        if tables.is_none_or(|t| t.is_empty()) {
+            return Some("hscale cannot tell which tables it reads: it cannot be cached EXACT");
+        }
+    }
+    None
 }

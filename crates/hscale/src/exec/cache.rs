@@ -62,7 +62,8 @@
 //! Memory is bounded by `max_bytes` (answer bytes plus a fixed cost per
 //! entry), in shards, each evicting its least recently used entries.
 //! Counters: hits, misses, invalidations, evictions, bytes (`/metrics`),
-//! hits per digest (`HSCALE SHOW DIGESTS`).
+//! hits, misses and invalidations per digest (`HSCALE SHOW DIGESTS`, by
+//! the statement's note, as coalescing's).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -77,7 +78,9 @@ use crate::error::ProxyError;
 use crate::partition::versions::{self, physical_tables, Physical};
 use crate::runtime::Context;
 
+mod local_rules;
 mod version_reads;
+pub use local_rules::LocalRules;
 use version_reads::Queue;
 
 const SHARDS: usize = 16;
@@ -208,6 +211,9 @@ pub struct ResultCache {
     queues: [Mutex<HashMap<BackendId, Queue>>; SHARDS],
     /// Tables folded lately (`versions::fold`), when.
     folded: Mutex<HashMap<Physical, Instant>>,
+    /// This proxy's own rules (`[[cache.rules]]`, `local_rules.rs`).
+    local: arc_swap::ArcSwap<LocalRules>,
+    has_local: std::sync::atomic::AtomicBool,
 }
 
 /// What a lookup found.
@@ -216,6 +222,9 @@ pub enum Lookup {
     Hit(Arc<Answer>),
     /// Not cacheable: run as before.
     Not,
+    /// The answer kept was out of date, and the key is cold: run as
+    /// before.
+    Invalidated,
     /// Cacheable, not served: run, then [`ResultCache::store`] with this.
     Miss(Pending),
 }
@@ -229,13 +238,16 @@ pub struct Pending {
     /// The versions could not be read in line with the snapshot: run,
     /// do not store.
     is_storable: bool,
+    /// The answer kept was found out of date (not a first miss).
+    pub is_invalidation: bool,
 }
 
 impl ResultCache {
     /// `None` when `max_bytes` is 0: no cache.
-    pub fn new(max_bytes: u64) -> Option<ResultCache> {
-        (max_bytes > 0).then(|| ResultCache {
-            max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
+    pub fn new(config: &crate::config::CacheConfig) -> Option<ResultCache> {
+        let local = LocalRules::of(config);
+        (config.max_bytes > 0).then(|| ResultCache {
+            max_bytes: usize::try_from(config.max_bytes).unwrap_or(usize::MAX),
             shards: Default::default(),
             bytes: AtomicUsize::new(0),
             figures: Figures::default(),
@@ -243,6 +255,8 @@ impl ResultCache {
             armed: Mutex::new((0, HashSet::new())),
             queues: Default::default(),
             folded: Mutex::new(HashMap::new()),
+            has_local: std::sync::atomic::AtomicBool::new(!local.is_empty()),
+            local: arc_swap::ArcSwap::from_pointee(local),
         })
     }
 
@@ -374,14 +388,17 @@ impl ResultCache {
 }
 
 /// The rule of a read of `tables` (names as the statement wrote them,
-/// `db` the session's) under `d`: `None` unless every one is cached and
-/// each is a table hscale can put triggers on.
+/// `db` the session's) under `d` (and this proxy's `local` rules where
+/// `d` has none): `None` unless every one is cached (or `is_exact`: the
+/// statement is cached EXACT, and so each of its tables) and each is a
+/// table hscale can put triggers on.
 pub fn rule_of(
-    d: &Dictionary,
+    (d, local): (&Dictionary, &LocalRules),
     tables: &[hscale_sql::reads::TableRead],
     db: Option<&str>,
     target: Target,
     backends: usize,
+    is_exact: bool,
 ) -> Option<Rule> {
     if tables.is_empty() {
         return None;
@@ -390,7 +407,11 @@ pub fn rule_of(
     let mut exact: Vec<TableName> = Vec::new();
     for t in tables {
         let name = TableName::new(t.db.as_deref().or(db)?, &t.table);
-        match d.cache_rule(&name)? {
+        if is_exact {
+            exact.push(name);
+            continue;
+        }
+        match d.cache_rule(&name).or_else(|| local.table(&name))? {
             CacheRule::Ttl(ms) => {
                 let this = Duration::from_millis(ms);
                 ttl = Some(ttl.map_or(this, |t| t.min(this)));
@@ -438,6 +459,15 @@ fn probes(arm: &[Physical]) -> Vec<Probe> {
             tables: tables.into(),
         })
         .collect()
+}
+
+impl Pending {
+    /// Mark `note` (HSCALE SHOW DIGESTS) a miss, or an answer found out
+    /// of date (then run and stored again).
+    pub fn note(&self, note: &mut crate::metrics::StatementNote) {
+        note.is_invalidated = self.is_invalidation;
+        note.is_cache_miss = !self.is_invalidation;
+    }
 }
 
 /// What a lookup found in the shard.
@@ -489,8 +519,10 @@ impl ResultCache {
                     &lexed[..]
                 }
             };
-            if let Some(ms) = digest.and_then(|h| d.statement_ttl(h)) {
-                // `HSCALE CACHE_STATEMENT`: a TTL, whatever it reads.
+            let statement =
+                digest.and_then(|h| d.statement_rule(h).or_else(|| self.local().statement(h)));
+            if let Some(CacheRule::Ttl(ms)) = statement {
+                // `HSCALE CACHE_STATEMENT ... 'TTL'`: whatever it reads.
                 return Some(Rule {
                     ttl: Some(Duration::from_millis(ms)),
                     probes: Vec::new().into(),
@@ -500,7 +532,18 @@ impl ResultCache {
                 });
             }
             let tables = hscale_sql::reads::tables_read(sql, tokens)?;
-            rule_of(&d, &tables, db, key.target(), ctx.backend_count())
+            // `HSCALE CACHE_STATEMENT ... 'EXACT'`: every table it reads
+            // is checked as an EXACT table's, whatever its own rule.
+            let is_exact = statement == Some(CacheRule::Exact);
+            let local = self.local();
+            rule_of(
+                (&d, &local),
+                &tables,
+                db,
+                key.target(),
+                ctx.backend_count(),
+                is_exact,
+            )
         }) {
             Some(r) => r,
             None => {
@@ -517,6 +560,7 @@ impl ResultCache {
                 seen: Vec::new(),
                 wasted,
                 is_storable: true,
+                is_invalidation: false,
             }));
         }
         self.arm(ctx, worker, &rule).await?;
@@ -528,6 +572,7 @@ impl ResultCache {
             seen,
             wasted,
             is_storable,
+            is_invalidation: false,
         }))
     }
 
@@ -604,7 +649,7 @@ impl ResultCache {
                 wasted,
             };
             self.invalidate(key, &k, Some(cold));
-            return Ok(Lookup::Not);
+            return Ok(Lookup::Invalidated);
         }
         self.invalidate(key, &k, None);
         let is_storable = is_in_line(&now, k.rule.stored_version);
@@ -614,6 +659,7 @@ impl ResultCache {
             seen: now,
             wasted: 0,
             is_storable,
+            is_invalidation: true,
         }))
     }
 

@@ -2,8 +2,9 @@
 //! TRUNCATE fires no trigger, DROP and CREATE lose and need the version
 //! triggers, RENAME and ALTER may put another table under a cached name.
 //! A statement whose first word is TRUNCATE, DROP, CREATE, RENAME or
-//! ALTER and that names a table cached EXACT (or drops the database of
-//! one) runs between two steps on each backend of the table's physical
+//! ALTER and that names a table cached EXACT, or one a statement cached
+//! EXACT reads (a name it uses without a database matches the table in
+//! any), or drops the database of one, runs between two steps on each backend of the table's physical
 //! tables (`partition/versions.rs`):
 //!
 //! ```text
@@ -57,15 +58,26 @@ pub async fn before(b: &Bindings, facts: &hscale_sql::Facts, sql: &str) -> Optio
     }
     let word = ddl_word(sql)?;
     let d = b.ctx.partitioning.dictionary();
-    if !d.cached().any(|(_, r)| *r == CacheRule::Exact) {
+    let by_statements = versions::exact_statement_tables(&d);
+    let local = b.reads.cache.as_ref().map(|c| c.local());
+    let is_local = |n: &TableName| local.as_ref().is_some_and(|l| l.is_exact(n));
+    if !d.cached().any(|(_, r)| *r == CacheRule::Exact)
+        && by_statements.is_empty()
+        && local.as_ref().is_none_or(|l| l.is_empty())
+    {
         return None;
     }
     let db = b.state.db.as_deref();
     let mut names: Vec<TableName> = match &facts.change {
         Some(hscale_sql::SessionChange::DropDatabase(gone)) => d
             .cached()
-            .filter(|(n, _)| n.db == *gone)
             .map(|(n, _)| n.clone())
+            .chain(
+                by_statements
+                    .iter()
+                    .map(|t| TableName::new(t.db.as_deref().unwrap_or(gone), &t.table)),
+            )
+            .filter(|n| n.db == *gone)
             .collect(),
         _ => {
             let lexed;
@@ -78,7 +90,13 @@ pub async fn before(b: &Bindings, facts: &hscale_sql::Facts, sql: &str) -> Optio
             hscale_route::router::tables_named(sql, tokens, db)
         }
     };
-    names.retain(|n| d.cache_rule(n) == Some(CacheRule::Exact));
+    // Tables cached EXACT, and those a statement cached EXACT may read
+    // (by name, whatever the reading session's database).
+    names.retain(|n| {
+        d.cache_rule(n) == Some(CacheRule::Exact)
+            || versions::is_read_by(&by_statements, n)
+            || is_local(n)
+    });
     if names.is_empty() {
         return None;
     }

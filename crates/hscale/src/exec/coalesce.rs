@@ -72,11 +72,6 @@ use crate::metrics::StatementNote;
 /// The largest answer shared (framed bytes); a bigger one streams to its
 /// leader's client and the members run on their own.
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
-/// The longest a batch waits for the execution in flight to end before it
-/// starts anyway (closed to later reads, so the rule holds): one slow
-/// query or one client slow to read its streamed answer does not hold
-/// up the batch behind it for longer.
-pub const MAX_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 /// Statements longer than this are not coalesced (the key holds them).
 const MAX_STATEMENT_BYTES: usize = 16 * 1024;
 
@@ -395,14 +390,16 @@ pub struct Coalescer {
     /// `[proxy] coalesce_max_members`: members a batch takes besides its
     /// leader.
     max_members: usize,
+    turn_wait: std::time::Duration, // `[proxy] coalesce_turn_wait_ms`
     shards: [Mutex<Table>; SHARDS],
 }
 
 impl Coalescer {
-    pub fn new(is_on: bool, max_members: usize) -> Coalescer {
+    pub fn new(is_on: bool, max_members: usize, turn_wait: std::time::Duration) -> Coalescer {
         Coalescer {
             is_on,
             max_members,
+            turn_wait,
             shards: Default::default(),
         }
     }
@@ -413,12 +410,14 @@ impl Coalescer {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Hashes with an execution in flight (tests, metrics).
-    pub fn in_flight(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len())
-            .sum()
+    /// Hashes in flight, and reads waiting in batches not started: `/metrics`.
+    pub fn sample(&self) -> (usize, usize) {
+        self.shards.iter().fold((0, 0), |(n, w), s| {
+            let t = s.lock().unwrap_or_else(|p| p.into_inner());
+            let next = t.values().filter_map(|e| e.next.as_ref());
+            let waiting: usize = next.map(|b| 1 + b.members.load(Ordering::Relaxed)).sum();
+            (n + t.len(), w + waiting)
+        })
     }
 
     /// A request of `probe` (from the session of `b`) arrives.
@@ -469,7 +468,7 @@ impl Coalescer {
     }
 
     /// Start `turn`'s batch before the execution in flight ends
-    /// ([`MAX_TURN_WAIT`]): it leaves the key's next place, so no read
+    /// (`turn_wait`): it leaves the key's next place, so no read
     /// joins it once it starts; its end calls `finish` like any other's
     /// (which at worst starts a later batch early: more executions, never
     /// an answer from before a read arrived).
@@ -684,6 +683,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             digest,
             is_coalesced: !is_cached,
             is_cached,
+            is_cache_miss: false,
+            is_invalidated: false,
             ..answer.note
         };
         self.b.scratch.gathered = answer.gathered.clone();
@@ -704,11 +705,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if !self.client.is_plain_reply() {
             return self.run_work(work, effects).await;
         }
-        // The result cache (`exec/cache.rs`): only on a proxy with one,
-        // when the dictionary caches some table.
+        // The result cache (`exec/cache.rs`), on a proxy with one and rules.
         let mut pending = None;
         if let Some(cache) = &self.b.reads.cache {
-            if self.b.ctx.partitioning.with_dictionary(|d| d.has_cached()) {
+            if cache.has_rules() || self.b.ctx.partitioning.with_dictionary(|d| d.has_cached()) {
                 if !probe.is_shareable() {
                     return self.run_work(work, effects).await;
                 }
@@ -721,7 +721,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     .await
                 {
                     Ok(Lookup::Hit(answer)) => return self.send_shared(&answer, true).await,
-                    Ok(Lookup::Miss(p)) => pending = Some((cache, p)),
+                    Ok(Lookup::Miss(p)) => {
+                        p.note(&mut self.b.scratch.note);
+                        pending = Some((cache, p));
+                    }
+                    Ok(Lookup::Invalidated) => self.b.scratch.note.is_invalidated = true,
                     Ok(Lookup::Not) => {}
                     // The versions could not be read: run as uncached.
                     Err(e) => tracing::debug!(error = %e, "result cache lookup failed"),
@@ -750,7 +754,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }
             Role::Next(mut turn, mut rx) => {
                 let handle = self.b.handle.clone();
-                match tokio::time::timeout(MAX_TURN_WAIT, wait(&mut rx, &handle, true)).await {
+                match tokio::time::timeout(table.turn_wait, wait(&mut rx, &handle, true)).await {
                     Ok(Waited::Interrupted) => return Err(interrupted(&handle)),
                     Ok(Waited::Phase(_)) => {}
                     // The execution in flight is slow to end (a slow

@@ -31,8 +31,9 @@ impl SharedReads {
             coalescer: Box::leak(Box::new(Coalescer::new(
                 config.proxy.coalesce,
                 config.proxy.coalesce_max_members,
+                std::time::Duration::from_millis(config.proxy.coalesce_turn_wait_ms),
             ))),
-            cache: ResultCache::new(config.cache.max_bytes).map(Arc::new),
+            cache: ResultCache::new(&config.cache).map(Arc::new),
         }
     }
 

@@ -57,6 +57,10 @@ pub struct Digest {
     pub coalesced: u64,
     /// Executions answered from the result cache.
     pub cache_hits: u64,
+    /// Result cache misses (run, then stored).
+    pub cache_misses: u64,
+    /// Stored answers found out of date at a read.
+    pub cache_invalidations: u64,
     /// How the last execution ran.
     pub kind: PlanKind,
     /// Partitions touched, summed over executions, and the most at once.
@@ -79,6 +83,8 @@ impl Digest {
             refusals: 0,
             coalesced: 0,
             cache_hits: 0,
+            cache_misses: 0,
+            cache_invalidations: 0,
             kind: PlanKind::Local,
             parts: 0,
             max_parts: 0,
@@ -96,6 +102,8 @@ impl Digest {
         self.rows += note.rows;
         self.coalesced += u64::from(note.is_coalesced);
         self.cache_hits += u64::from(note.is_cached);
+        self.cache_misses += u64::from(note.is_cache_miss);
+        self.cache_invalidations += u64::from(note.is_invalidated);
         if note.kind == PlanKind::Refused {
             self.refusals += 1;
         } else if note.error != 0 {
@@ -119,6 +127,8 @@ impl Digest {
         self.refusals += o.refusals;
         self.coalesced += o.coalesced;
         self.cache_hits += o.cache_hits;
+        self.cache_misses += o.cache_misses;
+        self.cache_invalidations += o.cache_invalidations;
         if o.last_seen > self.last_seen {
             self.kind = o.kind;
             self.last_seen = o.last_seen;

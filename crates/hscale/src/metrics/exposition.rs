@@ -59,6 +59,10 @@ pub struct Live {
     pub workers: Vec<usize>,
     /// The result cache's figures (`exec/cache.rs`), when it has one.
     pub result_cache: Option<CacheSample>,
+    /// Coalescing (`exec/coalesce.rs`): statements with an execution in
+    /// flight, and reads waiting in batches not started yet.
+    pub coalesce_in_flight: u64,
+    pub coalesce_waiting: u64,
 }
 
 /// The result cache's counters and size at scrape time.
@@ -545,6 +549,18 @@ fn gauges(e: &mut DescriptorEncoder, m: &Metrics, live: &Live) -> fmt::Result {
         }
     }
     users(e, live)?;
+    gauge(
+        e,
+        "hscale_coalesce_in_flight",
+        "Coalesced statements (by key) with an execution in flight.",
+        live.coalesce_in_flight,
+    )?;
+    gauge(
+        e,
+        "hscale_coalesce_waiting",
+        "Reads waiting in coalesced batches that have not started yet (leaders and members).",
+        live.coalesce_waiting,
+    )?;
     gauge(
         e,
         "hscale_digests",

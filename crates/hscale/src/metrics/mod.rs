@@ -112,6 +112,11 @@ pub struct StatementNote {
     pub is_coalesced: bool,
     /// The answer came from the result cache (`exec/cache.rs`).
     pub is_cached: bool,
+    /// A result cache miss: run, then stored (`exec/cache.rs`).
+    pub is_cache_miss: bool,
+    /// A stored answer was found out of date at this read, which then
+    /// ran (`exec/cache.rs`).
+    pub is_invalidated: bool,
 }
 
 impl StatementNote {
@@ -353,7 +358,7 @@ mod tests {
                 ..Default::default()
             }],
             workers: vec![3, 4],
-            result_cache: None,
+            ..Default::default()
         };
         exposition::text(&exposition::registry(Fixed(m, live)))
     }

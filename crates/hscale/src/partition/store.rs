@@ -451,6 +451,7 @@ async fn load_lookups(conn: &mut BackendConn, d: &mut Dictionary) -> Result<(), 
 
 /// The result cache's rules (`hscale.cached_tables`, `cached_statements`).
 async fn load_cache_rules(conn: &mut BackendConn, d: &mut Dictionary) -> Result<(), ProxyError> {
+    use hscale_route::dictionary::CacheRule;
     // The result cache's rules: a table created by the first
     // CACHE_TABLE (`admin/cache.rs`), so none before.
     let rules = conn
@@ -460,9 +461,7 @@ async fn load_cache_rules(conn: &mut BackendConn, d: &mut Dictionary) -> Result<
         Ok(rules) => {
             for r in rules.strings() {
                 let f = |i: usize| r[i].clone().unwrap_or_default();
-                if let Some(rule) =
-                    hscale_route::dictionary::CacheRule::parse(&f(2), f(3).parse().unwrap_or(0))
-                {
+                if let Some(rule) = CacheRule::parse(&f(2), f(3).parse().unwrap_or(0)) {
                     d.set_cache_rule(TableName::new(&f(0), &f(1)), Some(rule));
                 }
             }
@@ -479,8 +478,13 @@ async fn load_cache_rules(conn: &mut BackendConn, d: &mut Dictionary) -> Result<
             for r in rules.strings() {
                 let statement = r[0].clone().unwrap_or_default();
                 let ttl = r[1].as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
+                // `ttl_ms` 0 is EXACT (`versions::STATEMENTS`).
+                let rule = match ttl {
+                    0 => CacheRule::Exact,
+                    ms => CacheRule::Ttl(ms),
+                };
                 if let Some(fp) = hscale_sql::analyze(&statement).fingerprint {
-                    d.set_statement_rule(fp.hash, &statement, Some(ttl).filter(|&t| t > 0));
+                    d.set_statement_rule(fp.hash, &statement, Some(rule));
                 }
             }
         }

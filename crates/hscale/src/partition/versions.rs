@@ -48,8 +48,9 @@ pub const RULES: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`cached_tables` (\
     db VARCHAR(64) NOT NULL, tbl VARCHAR(64) NOT NULL, mode VARCHAR(8) NOT NULL, \
     ttl_ms BIGINT UNSIGNED NOT NULL DEFAULT 0, PRIMARY KEY (db, tbl)) ENGINE=InnoDB";
 
-/// The dictionary's table of statements cached for a TTL, by the
-/// statement given (its fingerprint is computed again when read).
+/// The dictionary's table of cached statements, by the statement given
+/// (its fingerprint is computed again when read): `ttl_ms` 0 is EXACT
+/// (an hscale from before EXACT statements reads it as not cached).
 pub const STATEMENTS: &str = "CREATE TABLE IF NOT EXISTS `hscale`.`cached_statements` (\
     digest BIGINT UNSIGNED NOT NULL PRIMARY KEY, statement MEDIUMTEXT NOT NULL, \
     ttl_ms BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB";
@@ -88,6 +89,36 @@ pub fn physical_tables(
         );
     }
     Some(vec![(unpartitioned, name.db.clone(), name.table.clone())])
+}
+
+/// The tables the statements cached EXACT (`HSCALE CACHE_STATEMENT`)
+/// read, as they name them: a name without a database is of whatever
+/// database the reading session is in.
+pub fn exact_statement_tables(d: &Dictionary) -> Vec<hscale_sql::reads::TableRead> {
+    let mut out = Vec::new();
+    for (_, sql, rule) in d.cached_statements() {
+        if rule != hscale_route::dictionary::CacheRule::Exact {
+            continue;
+        }
+        let Ok(tokens) = hscale_sql::tokenize(sql) else {
+            continue;
+        };
+        for t in hscale_sql::reads::tables_read(sql, &tokens).unwrap_or_default() {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// Whether a statement cached EXACT may read `name` (of
+/// [`exact_statement_tables`]): one names it with its database, or names
+/// a table of its name without one.
+pub fn is_read_by(tables: &[hscale_sql::reads::TableRead], name: &TableName) -> bool {
+    tables
+        .iter()
+        .any(|t| t.table == name.table && t.db.as_deref().is_none_or(|db| db == name.db))
 }
 
 /// The name of `table`'s version trigger for `event` (in its database).

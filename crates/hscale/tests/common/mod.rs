@@ -90,7 +90,11 @@ pub fn with_cluster<R>(f: impl FnOnce(&mut Cluster) -> R) -> R {
 /// a gauge (`name`).
 pub fn metric(name: &str) -> u64 {
     let info = INFO.get().expect("cluster started");
-    let addr = info.metrics_addr.expect("metrics served");
+    metric_at(info.metrics_addr.expect("metrics served"), name)
+}
+
+/// [`metric`] of the proxy serving `/metrics` at `addr`.
+pub fn metric_at(addr: std::net::SocketAddr, name: &str) -> u64 {
     let mut s = std::net::TcpStream::connect(addr).expect("connect to /metrics");
     std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.1\r\nHost: h\r\n\r\n")
         .expect("ask /metrics");

@@ -1,6 +1,6 @@
 //! What the result cache keeps, as the dictionary holds it: a rule per
-//! table (`HSCALE CACHE_TABLE`) and a TTL per statement fingerprint
-//! (`HSCALE CACHE_STATEMENT`), stored with the dictionary on the main
+//! table (`HSCALE CACHE_TABLE`) and per statement fingerprint (`HSCALE
+//! CACHE_STATEMENT`), stored with the dictionary on the main
 //! backend so that every proxy serves the same reads from its cache.
 
 use super::{Dictionary, TableName};
@@ -55,26 +55,26 @@ impl Dictionary {
         !self.cached.is_empty() || !self.cached_statements.is_empty()
     }
 
-    /// The TTL (ms) of statements of fingerprint hash `digest`
-    /// (`HSCALE CACHE_STATEMENT`).
-    pub fn statement_ttl(&self, digest: u64) -> Option<u64> {
-        self.cached_statements.get(&digest).map(|(_, ms)| *ms)
+    /// The rule of statements of fingerprint hash `digest` (`HSCALE
+    /// CACHE_STATEMENT`).
+    pub fn statement_rule(&self, digest: u64) -> Option<CacheRule> {
+        self.cached_statements.get(&digest).map(|(_, r)| *r)
     }
 
-    /// The cached statements: fingerprint hash, statement, TTL (ms).
-    pub fn cached_statements(&self) -> impl Iterator<Item = (u64, &str, u64)> {
+    /// The cached statements: fingerprint hash, statement, rule.
+    pub fn cached_statements(&self) -> impl Iterator<Item = (u64, &str, CacheRule)> {
         self.cached_statements
             .iter()
-            .map(|(h, (s, ms))| (*h, s.as_str(), *ms))
+            .map(|(h, (s, r))| (*h, s.as_str(), *r))
     }
 
-    /// Cache statements of fingerprint hash `digest` for `ttl_ms`, or stop
+    /// Cache statements of fingerprint hash `digest` by `rule`, or stop
     /// (`None`).
-    pub fn set_statement_rule(&mut self, digest: u64, statement: &str, ttl_ms: Option<u64>) {
-        match ttl_ms {
-            Some(ms) => self
+    pub fn set_statement_rule(&mut self, digest: u64, statement: &str, rule: Option<CacheRule>) {
+        match rule {
+            Some(r) => self
                 .cached_statements
-                .insert(digest, (statement.to_string(), ms)),
+                .insert(digest, (statement.to_string(), r)),
             None => self.cached_statements.remove(&digest),
         };
         self.version += 1;
