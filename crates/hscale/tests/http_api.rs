@@ -717,3 +717,39 @@ async fn an_account_bound_to_a_host_is_refused() {
     assert_eq!(status, 401, "{answer}");
     assert_eq!(answer["error"]["message"], json!("authentication required"));
 }
+
+/// The issue's bad inputs, each with its status and the error a MySQL
+/// client gets for the same statement: an unknown table is 404 (over SQL
+/// and by key), an unknown column 400 (1054), a statement hscale refuses
+/// 422 (1235, client XA here); nothing is applied.
+#[tokio::test]
+async fn unknown_tables_columns_and_refused_statements_have_their_status() {
+    setup().await;
+    let mut c = proxy_conn(Some(DB)).await;
+    let mysql_code = |e: mysql_async::Error| match e {
+        mysql_async::Error::Server(s) => s.code,
+        e => panic!("{e:?}"),
+    };
+    let (status, body) = sql(json!({ "sql": "SELECT * FROM nosuch", "database": DB }));
+    assert_eq!(status, 404, "{body}");
+    let e = c.query_drop("SELECT * FROM nosuch").await.unwrap_err();
+    assert_eq!(body["error"]["code"], json!(mysql_code(e)));
+    let root = Some(("root", ""));
+    let (status, body) = request("GET", &format!("/v1/{DB}/nosuch/1"), root, "");
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = request("PATCH", &format!("/v1/{DB}/p/4"), root, r#"{"nope": 1}"#);
+    assert_eq!(status, 400, "{body}");
+    let e = c
+        .query_drop("UPDATE p SET nope = 1 WHERE id = 4")
+        .await
+        .unwrap_err();
+    assert_eq!(body["error"]["code"], json!(mysql_code(e)));
+    assert_eq!(body["error"]["code"], json!(1054));
+    let (status, body) = sql(json!({ "sql": "XA START 'mine'", "database": DB }));
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["code"], json!(1235));
+    assert_eq!(
+        mysql_values("SELECT v FROM p WHERE id = 4").await,
+        vec![vec![Some(b"four".to_vec())]]
+    );
+}

@@ -26,9 +26,10 @@
 //! constant time), and sends its statement there: the session, its grants, limits,
 //! routing, fences, two-phase commit and sequences are the MySQL
 //! protocol's, with no second executor to keep equal. A failed login is
-//! 401, an access error 403, any other error 400 with the server's code,
-//! SQLSTATE and message; none of them says more than the MySQL protocol
-//! would. An account bound to a host (`[[users]] host`) is refused: over
+//! 401, an access error 403, an unknown database or table 404, a refused
+//! statement (1235) 422, a lost or unreachable backend 503, any other
+//! error 400, each with the server's code, SQLSTATE and message; none of
+//! them says more than the MySQL protocol would. An account bound to a host (`[[users]] host`) is refused: over
 //! the loopback hop its client's address would not be the one checked.
 //!
 //! **JSON fidelity** (`value`): integers are numbers while a JSON reader's
@@ -172,6 +173,14 @@ fn sql_error(e: &ErrPacket) -> Response {
         1045 | 1698 => StatusCode::UNAUTHORIZED,
         // Access denied to a database, table, column or command.
         1044 | 1142 | 1143 | 1227 | 1370 => StatusCode::FORBIDDEN,
+        // No such database or table.
+        1049 | 1146 => StatusCode::NOT_FOUND,
+        // A statement hscale refuses (ER_NOT_SUPPORTED_YET, naming the
+        // form): well formed, not run.
+        1235 => StatusCode::UNPROCESSABLE_ENTITY,
+        // A backend that cannot be reached or was lost mid-statement
+        // (ER_CONNECT_TO_FOREIGN_DATA_SOURCE, ER_NET_READ_ERROR, ...).
+        1429 | 1158 | 1159 | 2006 | 2013 => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::BAD_REQUEST,
     };
     let body = json!({ "error": {
