@@ -34,13 +34,8 @@ use crate::backend::SqlModeFlags;
 use crate::error::ProxyError;
 
 impl Bindings {
-    /// The session's sql_mode flags, asked of the main backend in the
-    /// session's state once and kept until a statement may change them
-    /// ([`Self::forget_sql_mode`]).
-    pub async fn sql_mode(&mut self) -> Result<SqlModeFlags, ProxyError> {
-        if let Some(m) = self.sql_mode {
-            return Ok(m);
-        }
+    /// The session's `@@sql_mode` as the main backend reads it.
+    async fn session_sql_mode(&mut self) -> Result<String, ProxyError> {
         let rows = self
             .ask(BackendId::MAIN, async |conn| {
                 conn.query_rows("SELECT @@session.sql_mode").await
@@ -56,6 +51,17 @@ impl Bindings {
             .first()
             .and_then(|row| row.first().cloned().flatten())
             .unwrap_or_default();
+        Ok(mode)
+    }
+
+    /// The session's sql_mode flags, asked of the main backend in the
+    /// session's state once and kept until a statement may change them
+    /// ([`Self::forget_sql_mode`]).
+    pub async fn sql_mode(&mut self) -> Result<SqlModeFlags, ProxyError> {
+        if let Some(m) = self.sql_mode {
+            return Ok(m);
+        }
+        let mode = self.session_sql_mode().await?;
         let flags = SqlModeFlags::of(&mode);
         self.sql_mode = Some(flags);
         Ok(flags)
@@ -71,21 +77,7 @@ impl Bindings {
     pub async fn vars_allowing_invalid_dates(
         &mut self,
     ) -> Result<Option<std::sync::Arc<crate::backend::state::SessionVars>>, ProxyError> {
-        let rows = self
-            .ask(BackendId::MAIN, async |conn| {
-                conn.query_rows("SELECT @@session.sql_mode").await
-            })
-            .await?
-            .map_err(|err| ProxyError::Backend {
-                backend: "main".into(),
-                during: "reading the session's sql_mode".into(),
-                err,
-            })?;
-        let mode = rows
-            .strings()
-            .first()
-            .and_then(|row| row.first().cloned().flatten())
-            .unwrap_or_default();
+        let mode = self.session_sql_mode().await?;
         let has = |m: &str| mode.split(',').any(|x| x.eq_ignore_ascii_case(m));
         if has("NO_ZERO_DATE") || has("NO_ZERO_IN_DATE") || has("ALLOW_INVALID_DATES") {
             return Ok(None);
