@@ -8,7 +8,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::twin::{self, Twin};
+use common::twin;
 use common::unique::*;
 use common::*;
 use mysql_async::prelude::*;
@@ -24,24 +24,7 @@ use mysql_async::prelude::*;
 async fn users_with_a_unique_email_partitioned_by_id() {
     const DB: &str = "uk_users";
     const REF: &str = "uk_users_ref";
-    let parts = partitioning(DB);
-    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-    let t = Twin {
-        shards: 2,
-        db: DB,
-        reference: REF,
-        schema: &[USERS],
-        partitioning: &parts,
-    };
-    let preload: Vec<String> = (1..=12)
-        .map(|i| format!("INSERT INTO users (email, name) VALUES ('user{i}@example.com', 'u{i}')"))
-        .chain(std::iter::once(
-            "INSERT INTO users (email, name) VALUES (NULL, 'none'), (NULL, 'none2')".to_string(),
-        ))
-        .collect();
-    t.create_rows_first(&preload).await;
-    assert_eq!(assert_index_right(DB).await, 12);
-    let (mut p, mut r) = t.conns().await;
+    let (mut p, mut r) = users(DB, REF).await;
     // Without the ids: which ids a failed INSERT uses up is the
     // sequence's business (docs/src/sequences.md), not the index's.
     let contents = "SELECT email, name FROM users ORDER BY email, name";

@@ -45,6 +45,25 @@ pub trait CachedAnswers: Sync {
 /// The cache of this proxy, if it has one.
 pub type Cache<'a> = Option<&'a dyn CachedAnswers>;
 
+/// A connection to `backend` after the version triggers were put on
+/// `db`.`table` there (CACHE_TABLE and CACHE_STATEMENT's EXACT rules).
+async fn armed(
+    ctx: &Context,
+    worker: usize,
+    backend: BackendId,
+    db: &str,
+    table: &str,
+) -> Result<crate::backend::PooledConn, ProxyError> {
+    let mut c = conn(ctx, worker, backend).await?;
+    arm(&mut c, db, table, None).await.map_err(|e| {
+        wrong(format!(
+            "cannot put the result cache's version triggers on {db}.{table} (backend {}): {e}",
+            backend.index()
+        ))
+    })?;
+    Ok(c)
+}
+
 /// The server's error for a table that is not a base table, or missing.
 async fn check_base_table(
     ctx: &Context,
@@ -108,13 +127,7 @@ pub(super) async fn cache_table(
     drop(d);
     if rule == CacheRule::Exact {
         for (backend, db, table) in &targets {
-            let mut c = conn(ctx, worker, *backend).await?;
-            arm(&mut c, db, table, None).await.map_err(|e| {
-                wrong(format!(
-                    "cannot put the result cache's version triggers on {db}.{table} (backend {}): {e}",
-                    backend.index()
-                ))
-            })?;
+            let mut c = armed(ctx, worker, *backend, db, table).await?;
             clear_marks(&mut c, db, table).await?;
         }
     }
@@ -293,13 +306,7 @@ pub(super) async fn cache_statement(
     };
     if rule == Some(CacheRule::Exact) {
         for (backend, db, table) in &targets.1 {
-            let mut c = conn(ctx, worker, *backend).await?;
-            arm(&mut c, db, table, None).await.map_err(|e| {
-                wrong(format!(
-                    "cannot put the result cache's version triggers on {db}.{table} (backend {}): {e}",
-                    backend.index()
-                ))
-            })?;
+            armed(ctx, worker, *backend, db, table).await?;
         }
     }
     let sql = match rule {
