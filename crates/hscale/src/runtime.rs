@@ -397,14 +397,22 @@ impl Context {
     /// hold up new connections to tables on healthy backends. The health
     /// check's connects bring it back (`Pool::check`).
     pub fn answering_backend(&self) -> BackendId {
+        self.answering_backend_besides(None)
+    }
+
+    /// [`Self::answering_backend`] never naming `failed`, the backend a
+    /// statement's connect was just refused by: a connect to it that
+    /// succeeded an instant before its failure may have counted it up again
+    /// after this one counted it down, and the statement must still move.
+    /// The main backend when no other is known to answer.
+    pub fn answering_backend_besides(&self, failed: Option<BackendId>) -> BackendId {
         let is_down = |b: BackendId| {
-            self.pools
-                .iter()
-                .any(|w| w.get(b.index()).is_some_and(|p| !p.is_reachable()))
+            Some(b) == failed
+                || self
+                    .pools
+                    .iter()
+                    .any(|w| w.get(b.index()).is_some_and(|p| !p.is_reachable()))
         };
-        if !is_down(BackendId::MAIN) {
-            return BackendId::MAIN;
-        }
         self.backend_ids()
             .find(|b| !is_down(*b))
             .unwrap_or(BackendId::MAIN)

@@ -216,9 +216,9 @@ impl Bindings {
     /// on try `attempt` of `backend`, when the session held no connection
     /// of its own as it started (`was_pooled`): on `backend` again when
     /// the pooled connection had been closed by its server while idle
-    /// (wait_timeout, KILL, a restart); on the backend that answers
-    /// (`Context::answering_backend`) when `backend` refused to connect
-    /// (the failed connect marked it) and the statement may move
+    /// (wait_timeout, KILL, a restart); on another backend that answers
+    /// (`Context::answering_backend_besides`) when `backend` refused to
+    /// connect and the statement may move
     /// (`is_movable`: it names no table). `None`: `e` stands (a pinned
     /// connection's state is gone with it; the tries are spent). The one
     /// rule of `Exec::execute_on_backend` and [`Self::use_database`].
@@ -230,15 +230,17 @@ impl Bindings {
         was_pooled: bool,
         is_movable: bool,
     ) -> Option<BackendId> {
-        if !was_pooled || attempt >= super::MAX_ATTEMPTS {
+        if !was_pooled {
             return None;
         }
         match e {
-            ProxyError::BackendLost { .. } => Some(backend),
-            ProxyError::BackendConnect { .. }
-                if is_movable && self.ctx.answering_backend() != backend =>
-            {
-                Some(self.ctx.answering_backend())
+            ProxyError::BackendLost { .. } if attempt < super::MAX_ATTEMPTS => Some(backend),
+            // Even after the tries on closed connections are spent: the
+            // killed server's idle connections fail first, then its
+            // connect.
+            ProxyError::BackendConnect { .. } if is_movable && attempt <= super::MAX_ATTEMPTS => {
+                Some(self.ctx.answering_backend_besides(Some(backend)))
+                    .filter(|next| *next != backend)
             }
             _ => None,
         }
