@@ -239,6 +239,12 @@ pub struct ProxyConfig {
     /// default.
     #[serde(skip_serializing_if = "is_default_turn_wait")]
     pub coalesce_turn_wait_ms: u64,
+    /// Pipelined lanes per backend, worker and session state: autocommit
+    /// reads of many sessions share a lane's connection, written to the
+    /// server together and answered in order (`backend/lane.rs`). 0 turns
+    /// them off. Left out of a written config at its default.
+    #[serde(skip_serializing_if = "is_default_lanes")]
+    pub pipeline_lanes: usize,
     /// How long a statement of a transaction that spans backends waits for
     /// a row lock (the branches' `innodb_lock_wait_timeout`, rounded up to
     /// whole seconds) unless the session set its own: a deadlock between
@@ -344,6 +350,7 @@ impl Default for ProxyConfig {
             coalesce: true,
             coalesce_max_members: COALESCE_MAX_MEMBERS,
             coalesce_turn_wait_ms: COALESCE_TURN_WAIT_MS,
+            pipeline_lanes: PIPELINE_LANES,
             cross_backend_lock_wait_ms: 10_000,
             keep_retired_db: String::new(),
             merge_max_rows: 1_000_000,
@@ -434,6 +441,13 @@ fn is_true(b: &bool) -> bool {
 /// (`[proxy] coalesce_max_members`, `exec/coalesce.rs`); a request beyond
 /// it runs on its own.
 pub const COALESCE_MAX_MEMBERS: usize = 8192;
+
+/// `[proxy] pipeline_lanes`' default.
+pub const PIPELINE_LANES: usize = 2;
+
+fn is_default_lanes(n: &usize) -> bool {
+    *n == PIPELINE_LANES
+}
 
 fn is_default_coalesce_members(n: &usize) -> bool {
     *n == COALESCE_MAX_MEMBERS

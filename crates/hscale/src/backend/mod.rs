@@ -4,11 +4,13 @@
 //! among users ([`fair`]); [`replicas`] the backends' replicas, their
 //! pools and the monitor of their replication; [`stream`] the sockets whose
 //! reads give up on a frozen backend; [`tls`] TLS to backends;
-//! [`addresses`] where each backend's primary is after a switchover.
+//! [`addresses`] where each backend's primary is after a switchover;
+//! [`lane`] pipelined connections that carry many sessions' reads.
 
 pub mod addresses;
 pub mod conn;
 pub mod fair;
+pub mod lane;
 pub mod pool;
 pub mod replicas;
 pub mod state;

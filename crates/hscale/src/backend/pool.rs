@@ -65,6 +65,8 @@ pub struct Pool {
     /// main backend, whose dictionary confirms the primary
     /// (`pool/primary_check.rs`; unset: the main backend itself).
     dictionary: std::sync::OnceLock<Arc<Pool>>,
+    /// Pipelined lanes of this pool's worker (`lane.rs`).
+    pub lanes: super::lane::Lanes,
 }
 
 /// Counters shown by `HSCALE SHOW BACKENDS` and tests.
@@ -118,6 +120,7 @@ impl Pool {
             extra: AtomicUsize::new(0),
             checks_read_only: is_primary && !cfg.replicas.is_empty(),
             dictionary: std::sync::OnceLock::new(),
+            lanes: Default::default(),
             backend_id,
             cfg,
             tls,
@@ -145,6 +148,11 @@ impl Pool {
             waiting: self.slots.waiting.load(Ordering::Relaxed),
             waits: self.slots.waits.load(Ordering::Relaxed),
         }
+    }
+
+    /// Connections lent out now.
+    pub fn in_use(&self) -> usize {
+        self.slots.in_use()
     }
 
     /// Slots held and waiters per user index, for `HSCALE SHOW USERS`.

@@ -557,8 +557,8 @@ impl Bindings {
         }
     }
 
-    /// Record what a finished statement did, then keep or return the connection.
-    pub fn finish(&mut self, mut conn: PooledConn, outcome: Outcome, effects: &Effects<'_>) {
+    /// What a statement's answer tells the metrics note and SHOW WARNINGS.
+    fn note_outcome(&mut self, outcome: &Outcome) {
         self.scratch.note.rows += outcome.rows;
         match &outcome.ok {
             Some(ok) => self.scratch.note.affected = Some(ok.affected_rows),
@@ -574,6 +574,33 @@ impl Bindings {
         if let Some(err) = &outcome.err {
             self.scratch.gathered.error_packet(err);
         }
+    }
+
+    /// A statement ended outside a transaction (status `st`).
+    fn note_outside_transaction(&mut self, st: u16) {
+        self.home_written = false;
+        self.is_read_only_txn = false;
+        // Outside a transaction with autocommit on no savepoint lives;
+        // with autocommit off one set before the first statement lives on
+        // (COMMIT and ROLLBACK clear them).
+        if st & status::AUTOCOMMIT != 0 {
+            self.savepoints.clear();
+        }
+    }
+
+    /// [`Self::finish`] for a read a pipelined lane answered
+    /// (`exec/pipeline.rs`): an autocommit read with no pin, no warning
+    /// and no error, so only the note and the status are left to take.
+    pub fn finish_answered(&mut self, outcome: Outcome) {
+        self.note_outcome(&outcome);
+        if let Some(st) = outcome.status.filter(|st| st & status::IN_TRANS == 0) {
+            self.note_outside_transaction(st);
+        }
+    }
+
+    /// Record what a finished statement did, then keep or return the connection.
+    pub fn finish(&mut self, mut conn: PooledConn, outcome: Outcome, effects: &Effects<'_>) {
+        self.note_outcome(&outcome);
         if !outcome.is_err && outcome.status.is_some() {
             match effects.change {
                 Some(SessionChange::Use(db)) => {
@@ -649,16 +676,7 @@ impl Bindings {
             }
         }
         match outcome.status {
-            Some(st) if st & status::IN_TRANS == 0 => {
-                self.home_written = false;
-                self.is_read_only_txn = false;
-                // Outside a transaction with autocommit on no savepoint
-                // lives; with autocommit off one set before the first
-                // statement lives on (COMMIT and ROLLBACK clear them).
-                if st & status::AUTOCOMMIT != 0 {
-                    self.savepoints.clear();
-                }
-            }
+            Some(st) if st & status::IN_TRANS == 0 => self.note_outside_transaction(st),
             _ => self.home_written |= may_write,
         }
         if (self.pins.is_empty() && self.txn.is_none()) || self.pinned.is_some() {

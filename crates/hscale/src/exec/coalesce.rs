@@ -703,6 +703,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             }
         }
+        // A read sent as it is to one backend may go on a pipelined lane
+        // (`pipeline.rs`), whichever role it takes below.
+        self.is_pipelined = matches!(work, Work::Backend(..))
+            && self.b.ctx.config.proxy.pipeline_lanes > 0
+            && probe.is_shareable();
         let worker = self.b.worker;
         let table = self.b.reads.coalescer;
         self.b.handle.take_interrupt();

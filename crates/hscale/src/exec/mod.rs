@@ -53,6 +53,7 @@ mod maintenance;
 mod merge;
 mod ordered_write;
 mod params;
+mod pipeline;
 pub mod processlist;
 pub use params::ClientText;
 pub mod prepared;
@@ -176,6 +177,10 @@ pub struct Exec<'a, S> {
     /// killed, before the health check says so) it runs on one that can
     /// (`Context::answering_backend`) instead of failing.
     pub is_movable: bool,
+    /// The statement is a read a pipelined lane may answer
+    /// (`pipeline.rs`; set by `coalesce::run_coalesced`, taken by
+    /// [`Exec::execute_on_backend`]).
+    is_pipelined: bool,
     /// The statement reads LAST_INSERT_ID(): every connection it runs on
     /// is synced to the session's value (parts of scatters and merges).
     uses_last_insert_id: bool,
@@ -242,6 +247,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             holds_parse_errors: false,
             retry_unanswered: false,
             is_movable: false,
+            is_pipelined: false,
             uses_last_insert_id: false,
             is_binary: false,
             is_unlimited: false,
@@ -387,6 +393,12 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         expect: Expect,
         effects: Effects<'_>,
     ) -> Result<(), ProxyError> {
+        if std::mem::take(&mut self.is_pipelined)
+            && expect == Expect::Query
+            && self.run_pipelined(backend, payload).await?
+        {
+            return Ok(());
+        }
         let mut attempt = 1;
         loop {
             // A connection from the pool that the server closed while it

@@ -212,6 +212,12 @@ fn statements(e: &mut DescriptorEncoder, m: &Metrics) -> fmt::Result {
     )?;
     counter(
         e,
+        "hscale_pipelined_statements",
+        "Reads answered on a pipelined lane: a backend connection that carries many sessions' reads at once.",
+        m.sum(|w| &w.pipelined),
+    )?;
+    counter(
+        e,
         "hscale_stale_route_retries",
         "Statements that ran into a table renamed by a partition change and ran again after a dictionary reload.",
         m.sum(|w| &w.stale_route_retries),

@@ -174,6 +174,8 @@ pub struct WorkerMetrics {
     coalesced: AtomicU64,
     coalesce_shared: AtomicU64,
     coalesce_alone: AtomicU64,
+    /// Reads answered on a pipelined lane (`backend/lane.rs`).
+    pipelined: AtomicU64,
     /// The worker's cache of key weights (`hscale_route::weights`), which
     /// counts into these itself on the worker's thread.
     weights: std::sync::Arc<hscale_route::weights::WeightCounters>,
@@ -195,6 +197,7 @@ impl WorkerMetrics {
             coalesced: AtomicU64::new(0),
             coalesce_shared: AtomicU64::new(0),
             coalesce_alone: AtomicU64::new(0),
+            pipelined: AtomicU64::new(0),
             weights: Default::default(),
         }
     }
@@ -234,6 +237,11 @@ impl WorkerMetrics {
     /// full batch, a leader's error, an answer too big, a leader gone).
     pub fn coalesce_alone(&self) {
         bump(&self.coalesce_alone, 1);
+    }
+
+    /// A read answered on a pipelined lane.
+    pub fn pipelined(&self) {
+        bump(&self.pipelined, 1);
     }
 }
 
