@@ -1784,3 +1784,58 @@ async fn constraints_of_a_table_with_no_partition_on_the_main_backend() {
     }
     h.report("constraints of a remote table", 3);
 }
+
+// ---- SHOW CREATE TABLE in the client's sql_mode ---------------------------
+
+/// transp14, issue 29 left open: SHOW CREATE TABLE of a partitioned
+/// table asked under ANSI_QUOTES writes its names in double quotes, as
+/// one server does (hscale asked on a connection in its own sql_mode and
+/// answered backquotes).
+#[tokio::test]
+async fn show_create_table_under_ansi_quotes() {
+    let mut h = acct("sq_issue").await;
+    h.both("SET sql_mode = 'ANSI_QUOTES'").await;
+    h.check("SHOW CREATE TABLE acct").await;
+    h.report("SHOW CREATE TABLE under ANSI_QUOTES", 1);
+}
+
+/// The class: every sql_mode that changes SHOW CREATE TABLE's text
+/// (ANSI_QUOTES alone and within ANSI, MSSQL, POSTGRESQL, ORACLE; the
+/// NO_*_OPTIONS modes), the name written in double quotes, a table with
+/// an AUTO_INCREMENT sequence, keys and comments, and back in the default
+/// mode.
+#[tokio::test]
+async fn show_create_table_follows_the_clients_sql_mode() {
+    let mut h = acct("sq_class").await;
+    h.both("CREATE TABLE seqd (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, note VARCHAR(10) DEFAULT 'x' COMMENT 'a note', UNIQUE KEY (id, k), KEY kn (note) COMMENT 'by note') COMMENT 'with a sequence'")
+        .await;
+    h.p.query_drop("HSCALE SETUP_TABLE('seqd', 'id', 'seqd_default', 'shard1', 'MOD(2)')")
+        .await
+        .unwrap();
+    h.p.query_drop("HSCALE ADD_PARTITION('seqd', 's1', '1', 'shard2')")
+        .await
+        .unwrap();
+    let mut n = 0;
+    for mode in [
+        "'ANSI_QUOTES'",
+        "'ANSI'",
+        "'MSSQL'",
+        "'POSTGRESQL'",
+        "'ORACLE'",
+        "'ANSI_QUOTES,NO_TABLE_OPTIONS'",
+        "'NO_KEY_OPTIONS,NO_FIELD_OPTIONS'",
+        "'NO_TABLE_OPTIONS,NO_KEY_OPTIONS,NO_FIELD_OPTIONS,ANSI_QUOTES'",
+        "DEFAULT",
+    ] {
+        h.both(&format!("SET sql_mode = {mode}")).await;
+        for sql in ["SHOW CREATE TABLE acct", "SHOW CREATE TABLE seqd"] {
+            h.check(sql).await;
+            n += 1;
+        }
+        if mode.contains("ANSI") || mode.contains("SQL") || mode.contains("ORACLE") {
+            h.check("SHOW CREATE TABLE \"seqd\"").await;
+            n += 1;
+        }
+    }
+    h.report("SHOW CREATE TABLE in sql_modes", n);
+}
