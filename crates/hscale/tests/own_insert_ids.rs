@@ -5,7 +5,7 @@
 //! that connection still gets its own session's value, 0 when it never
 //! generated an id, as from one server. Fresh sessions each holding a
 //! connection in an open transaction reach every idle connection. (Seen first as a flaky
-//! `differential_answers::moved_rows_keep_their_ids_and_generated_columns`:
+//! `differential_answers::writes::moved_rows_keep_their_ids_and_generated_columns`:
 //! a fresh session's LAST_INSERT_ID() answered another test's journal id.)
 
 mod common;

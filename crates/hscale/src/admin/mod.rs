@@ -235,6 +235,7 @@ pub async fn run_plan(
     plan: Plan,
     sql: &str,
     session_db: Option<&str>,
+    sql_mode: Option<&str>,
 ) -> Result<AdminOutput, ProxyError> {
     match plan {
         Plan::DropTable(name) => drop_table(ctx, worker, &name).await,
@@ -246,7 +247,7 @@ pub async fn run_plan(
         Plan::ShowTables { db, is_full, like } => {
             show_tables(ctx, worker, &db, is_full, like.as_deref()).await
         }
-        Plan::ShowCreate(name) => show_create(ctx, worker, &name).await,
+        Plan::ShowCreate(name) => show_create(ctx, worker, &name, sql_mode).await,
         Plan::DropViews { names, if_exists } => views::drop(ctx, worker, &names, if_exists).await,
         Plan::ShowCreateView(name) => views::show_create(ctx, &name).await,
         _ => Err(wrong("internal: not a dictionary statement")),

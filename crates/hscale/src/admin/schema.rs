@@ -89,18 +89,20 @@ pub async fn show_tables(
     Ok(AdminOutput::Relayed { defs, rows })
 }
 
-/// `SHOW CREATE TABLE T`: the default partition's definition, named T.
+/// `SHOW CREATE TABLE T`: the default partition's definition, named T,
+/// written as the server writes it under the client's `sql_mode`.
 pub async fn show_create(
     ctx: &Context,
     worker: usize,
     name: &TableName,
+    sql_mode: Option<&str>,
 ) -> Result<AdminOutput, ProxyError> {
     let d = ctx.partitioning.dictionary();
     let table = d
         .table(name)
         .ok_or_else(|| wrong(format!("table {name} is not a partitioned table")))?;
     let mut c = conn(ctx, worker, table.default_backend).await?;
-    let ddl = match ddl::show_create_raw(&mut c, &name.db, &table.default_table).await {
+    let ddl = match ddl::show_create_raw(&mut c, &name.db, &table.default_table, sql_mode).await {
         // The default partition's table was renamed by a change another
         // proxy committed (its cutover) before this proxy reloaded: the
         // fence waits for the newer dictionary and the statement runs
@@ -113,11 +115,17 @@ pub async fn show_create(
         r => r?,
     };
     let (defs, ddl) = ddl;
-    let head = format!("CREATE TABLE {}", quote_ident(&table.default_table));
-    let ddl = match ddl.strip_prefix(&head) {
-        Some(body) => format!("CREATE TABLE {}{body}", quote_ident(&name.table)),
-        None => ddl,
-    };
+    // The name in the quotes the server used: double ones under
+    // ANSI_QUOTES.
+    let ansi = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));
+    let ddl = [quote_ident, ansi]
+        .iter()
+        .find_map(|quote| {
+            let head = format!("CREATE TABLE {}", quote(&table.default_table));
+            let body = ddl.strip_prefix(&head)?;
+            Some(format!("CREATE TABLE {}{body}", quote(&name.table)))
+        })
+        .unwrap_or(ddl);
     // The partition's own AUTO_INCREMENT is not the table's: its sequence
     // hands out the ids.
     let sequence = table
@@ -130,8 +138,9 @@ pub async fn show_create(
             match crate::seq::next_value(ctx.pool(worker, BackendId::MAIN), name, generation)
                 .await?
             {
-                Some(next) => crate::seq::with_auto_increment(&ddl, next),
-                None => ddl,
+                // One server leaves the option out while it is 1.
+                Some(next) if next > 1 => crate::seq::with_auto_increment(&ddl, next),
+                _ => ddl,
             }
         }
         None => ddl,

@@ -496,8 +496,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             plan if crate::admin::is_dictionary_plan(&plan) => {
                 drop(dict);
                 let db = self.b.state.db.clone();
+                // SHOW CREATE TABLE is written as the client's sql_mode
+                // says (ANSI_QUOTES, NO_TABLE_OPTIONS, ...).
+                let mode = match &plan {
+                    Plan::ShowCreate(_) => Some(self.b.session_sql_mode().await?),
+                    _ => None,
+                };
+                let (ctx, worker) = (&self.b.ctx, self.b.worker);
                 let out =
-                    crate::admin::run_plan(&self.b.ctx, self.b.worker, plan, sql, db.as_deref())
+                    crate::admin::run_plan(ctx, worker, plan, sql, db.as_deref(), mode.as_deref())
                         .await?;
                 self.write_admin_output(out).await.map(|()| true)
             }

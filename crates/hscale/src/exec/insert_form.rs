@@ -278,10 +278,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// [`Self::select_rows`] for the rows an INSERT writes: when they
     /// hold dates with a day past their month's end, which one server
     /// copies as they are, the write runs with ALLOW_INVALID_DATES
-    /// (`StatementScratch::write_vars`).
+    /// (`StatementScratch::write_vars`); values their text cannot carry
+    /// are refused (`lost_copies.rs`).
     async fn select_rows_as_stored(&mut self, select: &str) -> Result<Selected, ProxyError> {
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let answer = sink::read(self.b, select, "INSERT ... SELECT", max_rows).await?;
+        let (answer, origins) =
+            sink::read_with_origins(self.b, select, "INSERT ... SELECT", max_rows).await?;
+        self.refuse_lost_copies(&answer, &origins).await?;
         if sink::has_invalid_days(&answer) {
             self.b.scratch.write_vars = self.b.vars_allowing_invalid_dates().await?;
         }

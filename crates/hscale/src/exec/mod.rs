@@ -49,6 +49,7 @@ mod key_move;
 mod kill;
 pub mod last_statement;
 mod load_data;
+mod lost_copies;
 mod maintenance;
 mod merge;
 mod ordered_write;

@@ -63,6 +63,24 @@ pub async fn run(
     effects: Effects<'_>,
     max_rows: usize,
 ) -> Result<Answer, ProxyError> {
+    Ok(run_with_origins(b, text, what, plan, effects, max_rows)
+        .await?
+        .0)
+}
+
+/// Where a result column's values come from, as its definition says:
+/// `(schema, org_table, org_name)`, empty for an expression.
+pub type Origin = (String, String, String);
+
+/// [`run`], with the origin of each result column.
+async fn run_with_origins(
+    b: &mut Bindings,
+    text: &str,
+    what: &str,
+    plan: Plan,
+    effects: Effects<'_>,
+    max_rows: usize,
+) -> Result<(Answer, Vec<Origin>), ProxyError> {
     let mut sink = PacketStream::new(RowSink::new(max_rows));
     {
         let mut exec = Exec::new(&mut sink, b, false);
@@ -82,7 +100,9 @@ pub async fn run(
             }
         }
     }
-    sink.into_inner().answer(what)
+    let mut sink = sink.into_inner();
+    let origins = std::mem::take(&mut sink.origins);
+    Ok((sink.answer(what)?, origins))
 }
 
 /// Run `select` as the client's read (planned, merged, fenced) into
@@ -94,6 +114,16 @@ pub async fn read(
     what: &str,
     max_rows: usize,
 ) -> Result<Answer, ProxyError> {
+    Ok(read_with_origins(b, select, what, max_rows).await?.0)
+}
+
+/// [`read`], with the origin of each result column.
+pub async fn read_with_origins(
+    b: &mut Bindings,
+    select: &str,
+    what: &str,
+    max_rows: usize,
+) -> Result<(Answer, Vec<Origin>), ProxyError> {
     let facts = hscale_sql::analyze_bytes(select.as_bytes());
     let dict = b.ctx.partitioning.dictionary();
     let plan = crate::planning::plan(
@@ -128,7 +158,7 @@ pub async fn read(
         .vars
         .without_select_limit()
         .map(|v| std::mem::replace(&mut b.state.vars, std::sync::Arc::new(v)));
-    let r = run(b, select, what, plan, effects, max_rows).await;
+    let r = run_with_origins(b, select, what, plan, effects, max_rows).await;
     if let Some(vars) = limited {
         b.state.vars = vars;
     }
@@ -155,6 +185,8 @@ pub struct RowSink {
     pending: BytesMut,
     at: At,
     columns: Vec<ColumnInfo>,
+    /// Each column's [`Origin`].
+    origins: Vec<Origin>,
     rows: Vec<Row>,
     ok: Option<OkPacket>,
     err: Option<ErrPacket>,
@@ -172,6 +204,7 @@ impl RowSink {
             pending: BytesMut::new(),
             at: At::Start,
             columns: Vec::new(),
+            origins: Vec::new(),
             rows: Vec::new(),
             ok: None,
             err: None,
@@ -232,6 +265,7 @@ impl RowSink {
             At::Columns(left) => match ColumnInfo::decode(p) {
                 Ok(c) => {
                     self.columns.push(c);
+                    self.origins.push(origin(p).unwrap_or_default());
                     self.at = if left > 1 {
                         At::Columns(left - 1)
                     } else {
@@ -266,6 +300,16 @@ impl RowSink {
         self.is_unreadable |= self.err.is_none();
         self.at = At::Done;
     }
+}
+
+/// A column definition's [`Origin`].
+fn origin(p: &[u8]) -> Option<Origin> {
+    let mut r = hscale_wire::buf::Reader::new(p);
+    let mut text =
+        || -> Option<String> { Some(String::from_utf8_lossy(r.lenenc_bytes().ok()?).into_owned()) };
+    let (_catalog, schema, _table, org_table, _name) =
+        (text()?, text()?, text()?, text()?, text()?);
+    Some((schema, org_table, text()?))
 }
 
 impl AsyncWrite for RowSink {

@@ -35,7 +35,7 @@ use crate::error::ProxyError;
 
 impl Bindings {
     /// The session's `@@sql_mode` as the main backend reads it.
-    async fn session_sql_mode(&mut self) -> Result<String, ProxyError> {
+    pub(crate) async fn session_sql_mode(&mut self) -> Result<String, ProxyError> {
         let rows = self
             .ask(BackendId::MAIN, async |conn| {
                 conn.query_rows("SELECT @@session.sql_mode").await

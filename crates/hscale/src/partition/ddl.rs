@@ -177,13 +177,23 @@ fn names_backquoted(ddl: String) -> String {
 }
 
 /// [`show_create`] with the column definitions the server sent (for an
-/// answer to the client).
+/// answer to the client), written as the server writes it under
+/// `sql_mode` (a client's: ANSI_QUOTES quotes names with `"`, the
+/// NO_*_OPTIONS modes leave options out), or under the connection's own.
 pub async fn show_create_raw(
     c: &mut BackendConn,
     db: &str,
     table: &str,
+    sql_mode: Option<&str>,
 ) -> Result<(Vec<bytes::Bytes>, String), ProxyError> {
-    let sql = format!("SHOW CREATE TABLE {}", qualified(db, table));
+    let sql = match sql_mode {
+        Some(mode) => format!(
+            "SET STATEMENT sql_mode = {} FOR SHOW CREATE TABLE {}",
+            super::quote_str(mode),
+            qualified(db, table)
+        ),
+        None => format!("SHOW CREATE TABLE {}", qualified(db, table)),
+    };
     let (defs, rows) = c
         .query_raw(&sql)
         .await?
