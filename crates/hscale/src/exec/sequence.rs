@@ -82,6 +82,7 @@ impl Bindings {
             .await?;
         self.scratch.generated_id = ids.first().copied();
         let filled = auto.fill(sql, &ids);
+        self.scratch.generated_ids = ids;
         Ok(Some(BackendConn::payload_for_query(&filled)))
     }
 
