@@ -71,6 +71,45 @@ async fn insert_ignore_as_on_one_server() {
     ] {
         same_with_id(&mut p, &mut r, DB, sql).await;
     }
+    // Prepared: each execution runs as its text (ids given and generated).
+    for (sql, params) in [
+        (
+            "INSERT IGNORE INTO users (id, email, name) VALUES (?, ?, ?)",
+            vec!["400".into(), "user10@example.com".into(), "p".into()],
+        ),
+        (
+            "INSERT IGNORE INTO users (id, email, name) VALUES (?, ?, ?)",
+            vec!["401".into(), "prep@example.com".into(), "p".into()],
+        ),
+        (
+            "INSERT IGNORE INTO users (email, name) VALUES (?, ?)",
+            vec!["user11@example.com".into(), "p".into()],
+        ),
+        (
+            "INSERT IGNORE INTO users (email, name) VALUES (?, ?)",
+            vec!["prep2@example.com".into(), "p".into()],
+        ),
+    ] {
+        let params: Vec<mysql_async::Value> = params;
+        let want = r
+            .exec_drop(sql, params.clone())
+            .await
+            .map(|()| r.affected_rows());
+        let got = p.exec_drop(sql, params).await.map(|()| p.affected_rows());
+        assert_eq!(got.ok(), want.ok(), "{sql}");
+        let id = "SELECT LAST_INSERT_ID()";
+        let (g, w): (Option<u64>, Option<u64>) = (
+            p.query_first(id).await.unwrap(),
+            r.query_first(id).await.unwrap(),
+        );
+        assert_eq!(g, w, "LAST_INSERT_ID() after {sql}");
+        assert_eq!(
+            twin::rows(&mut p, CONTENTS).await,
+            twin::rows(&mut r, CONTENTS).await,
+            "after {sql}"
+        );
+    }
+    assert_index_right(DB).await;
 }
 
 /// INSERT ... ON DUPLICATE KEY UPDATE: a row whose PRIMARY KEY another

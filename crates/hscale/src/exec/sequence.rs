@@ -340,6 +340,7 @@ impl Bindings {
         };
         // Explicit ids only: LAST_INSERT_ID() stays as it was.
         self.scratch.generated_id = Some(fresh.first().copied().unwrap_or(0));
+        self.scratch.generated_ids.clone_from(&fresh);
         let n = srcs.len();
         let mut nulls = vec![0u8; n.div_ceil(8)];
         let mut new_types = Vec::with_capacity(2 * n);
