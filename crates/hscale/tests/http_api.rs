@@ -753,3 +753,26 @@ async fn unknown_tables_columns_and_refused_statements_have_their_status() {
         vec![vec![Some(b"four".to_vec())]]
     );
 }
+
+/// A method an endpoint does not take is 405 with a JSON error, as every
+/// other error of the API (axum answered it with an empty body).
+#[test]
+fn a_method_an_endpoint_does_not_take_is_405_as_json() {
+    for (method, path) in [
+        ("GET", "/v1/sql"),
+        ("POST", "/v1/db/t/1"),
+        ("PATCH", "/v1/db/t/_get"),
+    ] {
+        let (status, headers, body) = request_raw(method, path, Some(("root", "")), "");
+        assert_eq!(status, 405, "{method} {path}: {body}");
+        let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(message, format!("this endpoint does not take {method}"));
+        assert!(
+            headers
+                .to_ascii_lowercase()
+                .contains("content-type: application/json"),
+            "{headers}"
+        );
+    }
+}

@@ -297,8 +297,7 @@ impl FairSlots {
 
     /// Take a slot at once if `claim` may (a free one, and no waiter or
     /// other user it must leave it to). [`FairSlots::take`] does the same
-    /// first.
-    #[cfg(test)]
+    /// first. (`Pool::try_get_as`: a part sent ahead.)
     pub fn try_take(&self, claim: Claim) -> bool {
         let is_taken = self.lock().take_now(claim, Instant::now());
         if is_taken {

@@ -274,6 +274,27 @@ impl Pool {
         self.checkout(slot, is_found_rows, true).await
     }
 
+    /// [`Pool::get_as`] without waiting: `None` when no slot is free now.
+    /// For a part a statement only sends ahead (`exec/scatter.rs`): a
+    /// session that waited for it while holding the parts it sent could
+    /// wait for sessions that wait for its own, until the acquire timeout.
+    pub async fn try_get_as(
+        self: &Arc<Self>,
+        claim: Claim,
+        is_found_rows: bool,
+    ) -> Option<Result<PooledConn, ProxyError>> {
+        if self.watch.is_frozen() || !self.slots.try_take(claim) {
+            return None;
+        }
+        let slot = Slot {
+            pool: self.clone(),
+            user: claim.index,
+            is_held: true,
+            is_extra: false,
+        };
+        Some(self.checkout(slot, is_found_rows, true).await)
+    }
+
     /// A connection for a slot taken: an idle one, or a new one (`waits`:
     /// see [`Pool::connect`]).
     async fn checkout(

@@ -371,6 +371,26 @@ impl Bindings {
             .await
     }
 
+    /// A connection to `backend` for a part the statement only sends
+    /// ahead: `None` when its pool has no slot free now
+    /// (`Pool::try_get_as`). Pinned, in a transaction or reading from
+    /// replicas, as [`Self::acquire`].
+    pub async fn try_acquire(
+        &mut self,
+        backend: BackendId,
+    ) -> Option<Result<PooledConn, ProxyError>> {
+        if self.pinned.is_some()
+            || self.txn.is_some()
+            || self.read_from.statement != super::read_from::Route::Primary
+        {
+            return Some(self.acquire(backend).await);
+        }
+        self.ctx
+            .pool_as(self.worker, backend, self.identity)
+            .try_get_as(self.tenant.claim(), self.is_found_rows)
+            .await
+    }
+
     /// Bring `conn` to the session's state. `Ok(Some(err))` is a server
     /// error to report as the statement's result (e.g. the database is gone).
     pub async fn sync(

@@ -73,6 +73,7 @@ mod statement;
 pub mod steps;
 pub mod txn;
 mod unique;
+mod unique_rows;
 mod unique_update;
 
 use hscale_route::router::{MergePlan, Plan, StatementKind};

@@ -109,7 +109,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             {
                 break;
             }
-            let Some(mut conn) = self.connect_part(target.backend, seq, cmd).await? else {
+            // A part sent ahead takes a connection only if one is free
+            // now: waiting for it while holding the parts sent before
+            // could wait for sessions that wait for these (every
+            // session's pool exhausted until the acquire timeout, 1429).
+            let acquired = if must {
+                self.b.acquire(target.backend).await
+            } else {
+                match self.b.try_acquire(target.backend).await {
+                    Some(acquired) => acquired,
+                    None => break,
+                }
+            };
+            let Some(mut conn) = self.synced_part(acquired, seq, cmd).await? else {
                 return Ok(false);
             };
             // A part sent ahead is held open first; a failure of either
@@ -454,7 +466,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         seq: u8,
         cmd: Command<'_>,
     ) -> Result<Option<PooledConn>, ProxyError> {
-        let mut conn = match self.b.acquire(backend).await {
+        let acquired = self.b.acquire(backend).await;
+        self.synced_part(acquired, seq, cmd).await
+    }
+
+    /// [`Self::connect_part`] once the connection was `acquired`.
+    async fn synced_part(
+        &mut self,
+        acquired: Result<PooledConn, ProxyError>,
+        seq: u8,
+        cmd: Command<'_>,
+    ) -> Result<Option<PooledConn>, ProxyError> {
+        let mut conn = match acquired {
             Ok(c) => c,
             Err(e) => {
                 write_error(&mut *self.client, seq, &e).await;

@@ -23,6 +23,10 @@ pub struct StatementScratch {
     /// becomes the session's LAST_INSERT_ID() once it succeeds; `Some(0)`
     /// when it gave every id itself (LAST_INSERT_ID() stays).
     pub generated_id: Option<u64>,
+    /// Every id generated for it, in the order of its rows that needed
+    /// one: an INSERT IGNORE or ON DUPLICATE KEY UPDATE run row by row
+    /// (`exec/unique_rows.rs`) reports the first of the rows it stored.
+    pub generated_ids: Vec<u64>,
     /// What the statement's explicit id did to this proxy's block of its
     /// table's sequence (`seq::Sequences::pass`), undone when the
     /// statement is rejected without writing (`exec/statement.rs`).

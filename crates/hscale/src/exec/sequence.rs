@@ -82,6 +82,7 @@ impl Bindings {
             .await?;
         self.scratch.generated_id = ids.first().copied();
         let filled = auto.fill(sql, &ids);
+        self.scratch.generated_ids = ids;
         Ok(Some(BackendConn::payload_for_query(&filled)))
     }
 
@@ -339,6 +340,7 @@ impl Bindings {
         };
         // Explicit ids only: LAST_INSERT_ID() stays as it was.
         self.scratch.generated_id = Some(fresh.first().copied().unwrap_or(0));
+        self.scratch.generated_ids.clone_from(&fresh);
         let n = srcs.len();
         let mut nulls = vec![0u8; n.div_ceil(8)];
         let mut new_types = Vec::with_capacity(2 * n);

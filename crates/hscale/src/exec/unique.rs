@@ -3,6 +3,8 @@
 //!
 //! ```text
 //!  UniqueWrite (INSERT) ─► open_write ─► each index's rows ─► the rows' parts ─► close_write
+//!  UniqueWrite (INSERT IGNORE, ON DUPLICATE KEY UPDATE) ─► open_write ─► row by row
+//!                                    (`unique_rows.rs`) ─► close_write
 //!  UniqueWrite (DELETE) ─► open_write ─► each part with RETURNING the indexed columns
 //!                                    ─► DELETE of those values from each lookup table ─► close_write
 //!  ByLookup             ─► the lookup read ─► the keys routed ─► the inner plan on their partitions
@@ -18,6 +20,7 @@
 //! column's type and collation, so it calls the same values equal and
 //! prints the entry as one server prints it.
 
+use hscale_route::dictionary::{PartitionedTable, Target};
 use hscale_route::router::{ByLookup, Plan, StatementKind, UniqueWrite};
 use hscale_route::KeyValue;
 use hscale_wire::response::{ErrPacket, OkPacket};
@@ -53,6 +56,19 @@ pub(super) fn duplicate_of_key(err: &ErrPacket, key: &str, table: &str) -> ErrPa
     out
 }
 
+/// The partition of a stored partition key, as an index row holds it
+/// (its text); `None` when it cannot be routed without asking.
+pub(super) fn route_stored_key(table: &PartitionedTable, key: String) -> Option<Target> {
+    route_key(table, KeyValue::Str(key))
+}
+
+fn route_key(table: &PartitionedTable, key: KeyValue) -> Option<Target> {
+    table.stored_key(key).and_then(|v| {
+        let (r, questions) = Learnt::new().attempt(|known| table.route(&v, known));
+        r.ok().filter(|_| questions.is_empty())
+    })
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Run a write and its index writes as one statement (see the module).
     pub(crate) async fn run_unique_write(
@@ -64,9 +80,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let Some(scope) = self.open_write(is_implicit).await? else {
             return Ok(());
         };
-        let total = match (w.kind, &w.update) {
-            (_, Some(u)) => self.unique_update(&w, u, effects).await,
-            (StatementKind::Delete, _) => self.unique_delete(&w).await,
+        let total = match (w.kind, &w.update, &w.row_by_row) {
+            (_, _, Some(rr)) => self.unique_row_by_row(&w, rr, effects).await,
+            (_, Some(u), _) => self.unique_update(&w, u, effects).await,
+            (StatementKind::Delete, _, _) => self.unique_delete(&w).await,
             _ => self.unique_insert(&w, effects).await,
         };
         self.close_write(scope, total).await
@@ -275,10 +292,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     Err(_) => return Ok(true),
                 },
             };
-            let routed = table.stored_key(key).and_then(|v| {
-                let (r, questions) = Learnt::new().attempt(|known| table.route(&v, known));
-                r.ok().filter(|_| questions.is_empty())
-            });
+            let routed = match key {
+                KeyValue::Str(s) => route_stored_key(&table, s),
+                other => route_key(&table, other),
+            };
             match routed {
                 Some(t) => targets.push(t),
                 None => return Ok(true),

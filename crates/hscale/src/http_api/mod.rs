@@ -117,6 +117,7 @@ pub fn routes(mysql: SocketAddr, ctx: &Arc<Context>) -> Router {
                 .delete(rows::delete),
         )
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(api)
 }
@@ -151,6 +152,14 @@ impl<S: Send + Sync> FromRequest<S> for Body {
 
 async fn not_found() -> Response {
     problem(StatusCode::NOT_FOUND, "no such endpoint")
+}
+
+/// A method an endpoint does not take: 405 as JSON, as every other error.
+async fn method_not_allowed(method: axum::http::Method) -> Response {
+    problem(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &format!("this endpoint does not take {method}"),
+    )
 }
 
 /// An error answer: `{"error": {"message": ...}}`.

@@ -186,6 +186,18 @@ fn describe_unique_write(w: &UniqueWrite, name: &dyn Fn(BackendId) -> String) ->
             ));
         }
     }
+    if let Some(rr) = &w.row_by_row {
+        for v in rr.rows.iter().flat_map(|row| &row.values) {
+            rows.push(ExplainRow::new(
+                &name(v.take.0.backend),
+                format!(
+                    "global unique index {} of {}: the row's value taken before its row ({:?}: a value another row holds decides as one server's key), in the same transaction",
+                    v.lookup.key, w.table, rr.on_duplicate
+                ),
+                v.take.1.as_str(),
+            ));
+        }
+    }
     if let Some(u) = &w.update {
         let mut steps = vec![ExplainRow::new(
             "proxy",

@@ -195,7 +195,7 @@ pub(super) fn plan_insert(
 /// `sql` (a part of an INSERT, its target already renamed) with the
 /// qualifiers that name the partitioned table `name` (`t.col`,
 /// `db.t.col`) naming the part's physical table instead.
-fn qualifiers_renamed(sql: &str, name: &TableName, target: &Target) -> String {
+pub(super) fn qualifiers_renamed(sql: &str, name: &TableName, target: &Target) -> String {
     let Ok(tokens) = hscale_sql::tokenize(sql) else {
         return sql.to_string();
     };
@@ -399,6 +399,31 @@ fn plan_insert_without_key(
 /// The rows of an INSERT (token ranges of their parentheses) grouped by
 /// the partition their key routes to, in the statement's order.
 type Groups = Vec<(Target, Vec<(usize, usize)>)>;
+
+/// The partition of each row of an INSERT (token ranges of their
+/// parentheses), in the statement's order; `Err` says why one cannot be
+/// routed.
+pub(super) fn row_targets(
+    sql: &str,
+    tokens: &[Token],
+    table: &PartitionedTable,
+    known: &Known<'_>,
+    rows: &[(usize, usize)],
+    shape: (usize, usize),
+) -> Result<Vec<Target>, String> {
+    rows.iter()
+        .map(
+            |&row| match rows_by_target(sql, tokens, table, false, known, &[row], shape) {
+                Ok(mut groups) if groups.len() == 1 => Ok(groups.remove(0).0),
+                Err(RowsStop::Refused(why)) => Err(why),
+                _ => Err(format!(
+                    "a row of an INSERT into {} that cannot be routed alone",
+                    table.name
+                )),
+            },
+        )
+        .collect()
+}
 
 /// Why `rows_by_target` stops at a row.
 enum RowsStop {
@@ -735,7 +760,7 @@ pub(super) fn top_level_items<'t>(sql: &str, row: &'t [Token]) -> Vec<&'t [Token
 /// Index of the first VALUES row's `(`: after the keyword VALUES (or
 /// VALUE) outside parentheses, not a column of that name in the column
 /// list (`(id, value) VALUES ...`).
-fn rows_first_start(tokens: &[Token], sql: &str, r: &TableRef) -> usize {
+pub(super) fn rows_first_start(tokens: &[Token], sql: &str, r: &TableRef) -> usize {
     let mut depth = 0usize;
     let values_kw = tokens[r.end..]
         .iter()

@@ -6,7 +6,9 @@
 //! ```text
 //!  INSERT ─► the rows' parts, then each index's rows (planned on its lookup table)  ─► UniqueWrite
 //!  DELETE ─► the parts with RETURNING the indexed columns, then their lookup rows deleted ─► UniqueWrite
-//!  UPDATE of an indexed column, INSERT IGNORE / ON DUPLICATE KEY UPDATE, REPLACE ─► refused
+//!  UPDATE of an indexed column ─► UniqueWrite with an IndexUpdate
+//!  INSERT IGNORE / ON DUPLICATE KEY UPDATE ─► UniqueWrite row by row (`lookup_rows.rs`)
+//!  REPLACE ─► refused
 //!  ... WHERE col = c / col IN (c, ..) over several partitions ─► ByLookup: the lookup read, then
 //!      the statement on the partitions of the keys it found
 //! ```
@@ -17,6 +19,7 @@
 use hscale_sql::Token;
 
 use super::insert::{insert_rows, top_level_items, InsertRows};
+use super::lookup_rows::{OnDuplicate, RowByRow};
 use super::single::key_assignment;
 use super::syntax::{conjuncts, is_constant, is_name, unquote, where_clause};
 use super::{plan, Plan, Scope, StatementKind, TableRef};
@@ -45,6 +48,9 @@ pub struct UniqueWrite {
     /// insert tells whether one server names another key first (a row
     /// colliding on PRIMARY and on the indexed column is named PRIMARY).
     pub is_one_row: bool,
+    /// INSERT IGNORE, ON DUPLICATE KEY UPDATE: the rows one by one
+    /// (`lookup_rows.rs`), in place of `parts` and `inserts`.
+    pub row_by_row: Option<RowByRow>,
 }
 
 /// An UPDATE that assigns indexed columns (`exec/unique.rs`): the keys of
@@ -131,7 +137,7 @@ fn quoted(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 
-fn qualified(name: &TableName) -> String {
+pub(super) fn qualified(name: &TableName) -> String {
     format!("{}.{}", quoted(&name.db), quoted(&name.table))
 }
 
@@ -167,20 +173,26 @@ pub(super) fn wrap(
             if first.as_deref() == Some("REPLACE") {
                 return refuse("REPLACE");
             }
-            if tokens[..r.start].iter().any(|t| t.is_word(sql, "IGNORE")) {
-                return refuse("INSERT IGNORE");
-            }
-            if tokens[r.end..].iter().any(|t| t.is_word(sql, "DUPLICATE")) {
-                return refuse("INSERT ... ON DUPLICATE KEY UPDATE");
-            }
+            let on_duplicate = if tokens[r.end..].iter().any(|t| t.is_word(sql, "DUPLICATE")) {
+                Some(OnDuplicate::Update)
+            } else if tokens[..r.start].iter().any(|t| t.is_word(sql, "IGNORE")) {
+                Some(OnDuplicate::Ignore)
+            } else {
+                None
+            };
             // A prepared INSERT runs as its text at each execution
             // (`exec/prepared/routing.rs`), planned here again then.
             if prepared {
                 return plan;
             }
-            match plan {
-                Plan::Targets { kind, parts } => insert(sql, tokens, r, table, kind, parts, scope),
-                other => other,
+            match (plan, on_duplicate) {
+                (Plan::Targets { .. }, Some(d)) => {
+                    super::lookup_rows::row_by_row(sql, tokens, r, table, d, scope)
+                }
+                (Plan::Targets { kind, parts }, None) => {
+                    insert(sql, tokens, r, table, kind, parts, scope)
+                }
+                (other, _) => other,
             }
         }
         StatementKind::Update | StatementKind::Delete => {
@@ -227,6 +239,7 @@ pub(super) fn wrap(
                         deletes: table.lookups.clone(),
                         update: None,
                         is_one_row: false,
+                        row_by_row: None,
                     }))
                 }
                 other => other,
@@ -316,6 +329,7 @@ fn update(
             lookups: assigned,
         }),
         is_one_row: false,
+        row_by_row: None,
     }));
     by_lookup(sql, tokens, r, table, w, scope)
 }
@@ -411,6 +425,7 @@ fn insert(
         deletes: Vec::new(),
         update: None,
         is_one_row: rows.len() == 1,
+        row_by_row: None,
     }))
 }
 
