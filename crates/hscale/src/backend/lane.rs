@@ -201,16 +201,20 @@ impl Lanes {
     }
 
     /// The lane for a session in this state with the fewest statements,
-    /// unless every one is busy (or stalled) and fewer than `max` are open.
+    /// unless every one is busy (or stalled) and fewer than `max` are open
+    /// (and fewer than `cap` of every state).
     pub fn pick(
         &self,
         db: Option<&str>,
         vars: &Arc<SessionVars>,
         is_found_rows: bool,
         max: usize,
+        cap: usize,
     ) -> Pick {
         let mut list = self.list.lock().unwrap_or_else(|e| e.into_inner());
         list.retain(|l| !l.is_dead.load(Ordering::Relaxed));
+        // Lanes of every state hold at most a quarter of the pool.
+        let is_full = list.len() >= cap;
         let mut open = 0;
         let mut best: Option<&Arc<Lane>> = None;
         for l in list.iter().filter(|l| l.state.is(db, vars, is_found_rows)) {
@@ -227,7 +231,7 @@ impl Lanes {
             Some(b) if b.queued.load(Ordering::Relaxed) < BUSY || open >= max => {
                 Pick::Lane(b.clone())
             }
-            _ if open < max => Pick::Open,
+            _ if open < max && !is_full => Pick::Open,
             _ => Pick::None,
         }
     }
@@ -302,9 +306,18 @@ async fn serve(mut conn: PooledConn, mut rx: mpsc::UnboundedReceiver<Request>, l
         if batch.is_empty() {
             continue;
         }
+        // The backend's primary moved, or its global session defaults
+        // changed: as a pooled connection would be at its checkout, the
+        // lane's is done with; its statements run the ordinary way.
+        let watch = &conn.pool().watch;
+        if conn.address_generation != watch.address_generation()
+            || conn.defaults != watch.defaults()
+        {
+            is_broken = true;
+        }
         lane.progressed();
         let mut since = Instant::now();
-        if conn.stream.flush().await.is_err() {
+        if !is_broken && conn.stream.flush().await.is_err() {
             is_broken = true;
         }
         for reply in batch.drain(..) {

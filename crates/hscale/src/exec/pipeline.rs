@@ -47,7 +47,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let (db, is_found_rows) = (self.b.state.db.as_deref(), self.b.is_found_rows);
         let max = ctx.config.proxy.pipeline_lanes;
-        let lane = match pool.lanes.pick(db, &self.b.state.vars, is_found_rows, max) {
+        let cap = (pool.cfg.max_connections / 4).max(1);
+        let lane = match pool
+            .lanes
+            .pick(db, &self.b.state.vars, is_found_rows, max, cap)
+        {
             Pick::Lane(lane) => lane,
             Pick::None => return Ok(false),
             Pick::Open => {
