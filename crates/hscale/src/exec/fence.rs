@@ -25,6 +25,7 @@ use hscale_wire::response::ErrPacket;
 use super::Bindings;
 use crate::error::ProxyError;
 use crate::partition::refresh::{await_newer_dictionary, Fence};
+pub use crate::partition::refresh::{is_stale, stale_route};
 
 /// Attempts of one statement before its error is answered.
 const MAX_ATTEMPTS: u32 = 16;
@@ -43,6 +44,21 @@ fn answer(code: u16, message: String) -> Next {
         sql_state: *b"HY000",
         message,
     })
+}
+
+/// The answer a forwarder held back (`forward::Outcome::held`: a syntax
+/// error of the client's own text, or a stale route, [`stale_route`]) as
+/// the error the statement's caller acts on; `Ok` when it held none.
+pub fn held_answer(held: Option<ErrPacket>) -> Result<(), ProxyError> {
+    match held {
+        None => Ok(()),
+        Some(err) if super::forward::is_parse_error(&err) => Err(ProxyError::Syntax { err }),
+        Some(err) => match stale_route(true, err) {
+            Err(stale) => Err(stale),
+            // The forwarder holds nothing else (`Forwarder::hold`).
+            Ok(err) => Err(ProxyError::Syntax { err }),
+        },
+    }
 }
 
 /// What runs a fenced statement: the session's bindings, and the client

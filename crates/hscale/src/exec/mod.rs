@@ -571,11 +571,7 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                     }
                 }
                 self.b.finish(conn, outcome, effects);
-                match held {
-                    Some(err) if forward::is_parse_error(&err) => Err(ProxyError::Syntax { err }),
-                    Some(err) => Err(ProxyError::StaleRoute { err }),
-                    None => Ok(()),
-                }
+                fence::held_answer(held)
             }
             Err(f) => match f.error {
                 ForwardError::Backend(e) => {

@@ -10,7 +10,6 @@
 
 use bytes::Bytes;
 use hscale_route::dictionary::Target;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::status;
 use hscale_wire::response::OkPacket;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -102,14 +101,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     out.warnings = out.warnings.saturating_add(warnings);
                     out.flags |= st & status::INDEX_FLAGS;
                 }
-                // A renamed table before anything reached the client: the
-                // fence runs the statement again whole.
-                Ok(Err(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                    self.b.finish(conn, Outcome::default(), &Effects::default());
-                    return Err(ProxyError::StaleRoute { err });
-                }
                 Ok(Err(err)) => {
                     self.b.finish(conn, Outcome::default(), &Effects::default());
+                    // A renamed table before anything reached the client:
+                    // the fence runs the statement again whole.
+                    let err = super::fence::stale_route(self.is_fenced, err)?;
                     self.write_server_error(1, &err).await?;
                     return Ok(None);
                 }

@@ -14,7 +14,6 @@
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
 use hscale_route::BackendId;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::status;
 use hscale_wire::reply::OkParts;
 use hscale_wire::response::{ErrPacket, OkInfo, OkPacket};
@@ -287,8 +286,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     Err(e) => {
                         flight.abandon();
                         return match e {
-                            Preflight::Stale(err) => Err(ProxyError::StaleRoute { err }),
-                            Preflight::Server(err) => self.write_server_error(seq, &err).await,
+                            Preflight::Server(err) => {
+                                let err = super::fence::stale_route(self.is_fenced, err)?;
+                                self.write_server_error(seq, &err).await
+                            }
                             Preflight::Lost(err) => {
                                 if !self.b.is_bound_lost {
                                     write_error(&mut *self.client, seq, &err).await;
@@ -521,13 +522,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                         .await;
                 }
                 self.b.finish(conn, outcome, &Effects::default());
-                match held {
-                    Some(err) if super::forward::is_parse_error(&err) => {
-                        return Err(ProxyError::Syntax { err })
-                    }
-                    Some(err) => return Err(ProxyError::StaleRoute { err }),
-                    None => {}
-                }
+                super::fence::held_answer(held)?;
                 Ok((!is_err).then_some(next))
             }
             Err(f) => match f.error {
@@ -553,7 +548,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// its end), and a partition change's rename waits for such a
     /// statement to end; so a part renamed away fails here, while the
     /// statement can still be planned again as a whole
-    /// (`Preflight::Stale`), never after rows were sent. Every part sent
+    /// (`fence::stale_route`), never after rows were sent. Every part sent
     /// is registered for KILL QUERY meanwhile (`InFlight::running`).
     /// Returns how many parts were read so. Parts that were
     /// not sent ahead (more than `MAX_IN_FLIGHT`, or inside a transaction,
@@ -564,9 +559,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             let r = preflight_part(&mut conn.stream).await;
             match r {
                 Ok(None) => n += 1,
-                Ok(Some(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                    return Err(Preflight::Stale(err))
-                }
                 Ok(Some(err)) => return Err(Preflight::Server(err)),
                 Err(e) => {
                     return Err(Preflight::Lost(ProxyError::BackendLost {
@@ -598,19 +590,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         total: &mut OkPacket,
     ) -> Result<bool, ProxyError> {
         match r {
-            // A part that ran into a renamed table (a stale route): nothing
-            // reached the client yet, so the fence runs the statement again
-            // whole (its own transaction is rolled back by `finish_write`).
-            Ok(Err(err))
-                if self.is_fenced && err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE =>
-            {
-                if crate::partition::refresh::is_stale_trigger_error(&err) {
-                    // Its prepared statements lock older triggers' tables.
-                    conn.is_broken = true;
-                }
-                self.b.finish(conn, Outcome::default(), &Effects::default());
-                Err(ProxyError::StaleRoute { err })
-            }
             Ok(Ok(ok)) => {
                 total.affected_rows += ok.affected_rows;
                 total.warnings = total.warnings.saturating_add(ok.warnings);
@@ -635,7 +614,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 Ok(true)
             }
             Ok(Err(err)) => {
+                if self.is_fenced && crate::partition::refresh::is_stale_trigger_error(&err) {
+                    // Its prepared statements lock older triggers' tables.
+                    conn.is_broken = true;
+                }
                 self.b.finish(conn, Outcome::default(), &Effects::default());
+                // A part that ran into a renamed table (a stale route):
+                // nothing reached the client yet, so the fence runs the
+                // statement again whole (its own transaction is rolled
+                // back by `finish_write`).
+                let err = super::fence::stale_route(self.is_fenced, err)?;
                 self.write_server_error(1, &err).await?;
                 Ok(false)
             }
@@ -676,9 +664,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 /// Why the parts sent ahead of a concatenation stopped before its first
 /// row ([`Exec::preflight`]).
 enum Preflight {
-    /// A part's table was renamed away by a partition change.
-    Stale(ErrPacket),
-    /// A part's error, which the client gets before any row.
+    /// A part's error, which the client gets before any row (or a stale
+    /// route: a part's table was renamed away by a partition change,
+    /// `fence::stale_route`).
     Server(ErrPacket),
     /// A part's backend connection broke.
     Lost(ProxyError),

@@ -12,7 +12,6 @@
 
 use hscale_route::router::CreateSelect;
 use hscale_route::BackendId;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::errors::Stop;
@@ -39,10 +38,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let setup = match self.ship_statements(&plan.ship).await {
             Ok(s) => s,
-            Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                return Err(ProxyError::StaleRoute { err })
+            Err(Stop::Server(err)) => {
+                let err = crate::exec::fence::stale_route(self.is_fenced, err)?;
+                return self.write_server_error(1, &err).await;
             }
-            Err(Stop::Server(e)) => return self.write_server_error(1, &e).await,
             Err(Stop::Proxy(e)) => return Err(e),
         };
         let mut conn = match self

@@ -46,7 +46,6 @@ use hscale_route::dictionary::Target;
 use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Output};
 use hscale_route::value::Kind;
 use hscale_route::BackendId;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::status;
 use hscale_wire::reply::{Reply, Rows};
 use hscale_wire::resultset::ColumnInfo;
@@ -118,10 +117,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if !plan.ship.is_empty() {
             match self.ship_statements(&plan.ship).await {
                 Ok(s) => self.ship_setup = Some(std::sync::Arc::new(s)),
-                Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                    return Err(ProxyError::StaleRoute { err })
+                Err(Stop::Server(err)) => {
+                    let err = crate::exec::fence::stale_route(self.is_fenced, err)?;
+                    return self.write_server_error(1, &err).await;
                 }
-                Err(Stop::Server(e)) => return self.write_server_error(1, &e).await,
                 Err(Stop::Proxy(ProxyError::ClientGone)) => return Err(ProxyError::ClientGone),
                 Err(Stop::Proxy(e)) => {
                     write_error(&mut *self.client, 1, &e).await;
@@ -167,10 +166,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         match r {
             Ok(()) => Ok(()),
-            Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                Err(ProxyError::StaleRoute { err })
-            }
             Err(Stop::Server(e)) => {
+                let e = crate::exec::fence::stale_route(self.is_fenced, e)?;
                 let e = match (&plan.mode, plan.parts.first()) {
                     (Mode::Sort { hidden }, Some((_, fragment))) => {
                         errors::as_client_sees(e, fragment, *hidden)

@@ -19,7 +19,6 @@
 use bytes::Bytes;
 use hscale_route::router::{MergePlan, Mode, Plan, StatementKind};
 use hscale_route::BackendId;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::response::ErrPacket;
 use hscale_wire::stmt::{Execute, PrepareOk};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -144,9 +143,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok(Ok(())) => self.forward(conn, Expect::Query, &read_only).await,
             Ok(Err(err)) => {
                 self.b.finish(conn, Outcome::default(), &Effects::default());
-                if self.is_fenced && err.code == ER_NO_SUCH_TABLE {
-                    return Err(ProxyError::StaleRoute { err });
-                }
+                let err = crate::exec::fence::stale_route(self.is_fenced, err)?;
                 self.write_server_error(1, &err).await
             }
             Err(e) => Err(self.b.backend_lost(conn, e.to_string())),

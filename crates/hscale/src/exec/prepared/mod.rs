@@ -24,7 +24,6 @@ use bytes::{BufMut, Bytes, BytesMut};
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
 use hscale_route::BackendId;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::com;
 use hscale_wire::response::ErrPacket;
 use hscale_wire::stmt::Execute;
@@ -185,20 +184,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         match self.send_part(&mut conn, sql, cmd).await {
             Ok(Ok(())) => self.forward(conn, Expect::Query, &effects).await,
-            Ok(Err(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                self.b.finish(
-                    conn,
-                    super::forward::Outcome::default(),
-                    &Effects::default(),
-                );
-                Err(ProxyError::StaleRoute { err })
-            }
             Ok(Err(err)) => {
                 self.b.finish(
                     conn,
                     super::forward::Outcome::default(),
                     &Effects::default(),
                 );
+                let err = super::fence::stale_route(self.is_fenced, err)?;
                 self.write_server_error(1, &err).await
             }
             Err(e) => Err(self.b.backend_lost(conn, e.to_string())),
