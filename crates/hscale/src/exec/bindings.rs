@@ -26,6 +26,7 @@ use hscale_wire::consts::{com, status};
 use hscale_wire::response::ErrPacket;
 
 use super::forward::Outcome;
+use super::scratch::StatementScratch;
 use super::txn::lead_in::LeadIn;
 use super::Effects;
 use crate::backend::state::{SessionState, SessionVars};
@@ -77,8 +78,17 @@ pub struct Bindings {
     /// closed without an answer, as a server's would be, so the client
     /// sees 2013 and its pool discards the connection.
     pub is_bound_lost: bool,
-    /// What the statement running gathers and decides (`scratch.rs`).
-    pub scratch: super::scratch::StatementScratch,
+    /// The statement running neither reads nor sets session-bound state:
+    /// while the session is pinned only by its user variables, its parts
+    /// on other backends may borrow pooled connections beside the pinned
+    /// one (`acquire`; set by `exec/steps/user_vars.rs` and
+    /// `select_into.rs`, cleared by [`Self::new_statement`]).
+    pub(super) may_borrow_beside: bool,
+    /// The statement running reached hscale under NO_BACKSLASH_ESCAPES
+    /// with its strings' backslashes doubled (`exec/sql_mode.rs`): what it
+    /// sends a backend has them undoubled (`Plan::Targets` and key
+    /// conversions only).
+    pub(super) is_undoubling: bool,
     /// The open transaction's savepoints (`txn/savepoint.rs`), set again on
     /// every branch that joins it.
     pub(super) savepoints: super::txn::savepoint::Savepoints,
@@ -159,7 +169,7 @@ impl Bindings {
         };
         match f(&mut conn).await {
             Ok(answer) => {
-                self.finish(conn, Outcome::default(), &Effects::default());
+                self.give_back(conn);
                 Ok(answer)
             }
             Err(ProxyError::BackendLost { reason, .. }) => Err(self.backend_lost(conn, reason)),
@@ -202,7 +212,7 @@ impl Bindings {
             self.state.db = Some(db.to_string());
             conn.db = Some(db.to_string());
         }
-        self.finish(conn, Outcome::default(), &Effects::default());
+        self.give_back(conn);
         Ok(r.err())
     }
 
@@ -291,7 +301,7 @@ impl Bindings {
         {
             None => Ok(Ok(conn)),
             Some(err) => {
-                self.finish(conn, Outcome::default(), &Effects::default());
+                self.give_back(conn);
                 Ok(Err(err))
             }
         }
@@ -344,7 +354,7 @@ impl Bindings {
             borrowable.insert(Pins::TEMPORARY_TABLE);
             let mut others = self.pins;
             others.remove(borrowable);
-            if self.scratch.may_borrow_beside && !self.pins.is_empty() && others.is_empty() {
+            if self.may_borrow_beside && !self.pins.is_empty() && others.is_empty() {
                 // The variables and temporary tables stay on the pinned
                 // connection; this statement uses none of them there (a
                 // temporary table it reads is shipped from the pinned
@@ -557,23 +567,37 @@ impl Bindings {
         }
     }
 
-    /// Record what a finished statement did, then keep or return the connection.
-    pub fn finish(&mut self, mut conn: PooledConn, outcome: Outcome, effects: &Effects<'_>) {
-        self.scratch.note.rows += outcome.rows;
-        match &outcome.ok {
-            Some(ok) => self.scratch.note.affected = Some(ok.affected_rows),
-            None if outcome.status.is_some() && !outcome.is_err => {
-                self.scratch.note.is_result = true
-            }
-            None => {}
-        }
-        if outcome.err_code != 0 {
-            self.scratch.note.error(outcome.err_code);
-        }
-        self.scratch.gathered.reported += u64::from(outcome.warnings);
-        if let Some(err) = &outcome.err {
-            self.scratch.gathered.error_packet(err);
-        }
+    /// Record what a finished statement did (in the statement's
+    /// `scratch`: its note and conditions; in the session: its state),
+    /// then keep or return the connection.
+    pub fn finish(
+        &mut self,
+        conn: PooledConn,
+        outcome: Outcome,
+        effects: &Effects<'_>,
+        scratch: &mut StatementScratch,
+    ) {
+        scratch.record(&outcome);
+        self.keep(conn, outcome, effects, scratch.generated_id);
+    }
+
+    /// Give back `conn`, on which nothing the session sees ran (or what
+    /// ran failed before it answered): kept if the session holds it
+    /// (pinned, a transaction's branch), else back to the pool.
+    pub fn give_back(&mut self, conn: PooledConn) {
+        self.keep(conn, Outcome::default(), &Effects::default(), None);
+    }
+
+    /// What a finished statement did to the session (`generated_id`: the
+    /// first id hscale generated for it, [`StatementScratch`]), then keep
+    /// or return the connection.
+    fn keep(
+        &mut self,
+        mut conn: PooledConn,
+        outcome: Outcome,
+        effects: &Effects<'_>,
+        generated_id: Option<u64>,
+    ) {
         if !outcome.is_err && outcome.status.is_some() {
             match effects.change {
                 Some(SessionChange::Use(db)) => {
@@ -625,7 +649,7 @@ impl Bindings {
                 }
             }
         }
-        if let Some(id) = self.scratch.generated_id {
+        if let Some(id) = generated_id {
             // The ids reached the backend as explicit values: its own
             // LAST_INSERT_ID() did not change; the session's did if the
             // statement generated one.
@@ -689,9 +713,9 @@ impl Bindings {
 
     /// Roll back the transaction on the pinned connection (if any) and
     /// record the state the server reports after it.
-    pub async fn rollback(&mut self) -> Result<(), ProxyError> {
+    pub async fn rollback(&mut self, scratch: &mut StatementScratch) -> Result<(), ProxyError> {
         if self.txn.is_some() {
-            return match self.rollback_all().await? {
+            return match self.rollback_all(scratch).await? {
                 None => Ok(()),
                 Some(err) => Err(ProxyError::Backend {
                     backend: self.ctx.config.backends[0].name.clone(),
@@ -714,7 +738,7 @@ impl Bindings {
                     ok: Some(ok),
                     ..Outcome::default()
                 };
-                self.finish(conn, outcome, &Effects::default());
+                self.finish(conn, outcome, &Effects::default(), scratch);
                 Ok(())
             }
             Ok(Err(e)) => {
@@ -728,6 +752,14 @@ impl Bindings {
             }
             Err(e) => Err(self.backend_lost(conn, e.to_string())),
         }
+    }
+
+    /// Before each statement (each of a multi-statement query): nothing
+    /// of the previous one's use of connections left (its scratch is
+    /// cleared beside, `StatementScratch::clear`).
+    pub fn new_statement(&mut self) {
+        self.may_borrow_beside = false;
+        self.is_undoubling = false;
     }
 
     /// Forget everything the session set: used by COM_RESET_CONNECTION and

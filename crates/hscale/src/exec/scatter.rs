@@ -125,7 +125,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             match sent {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => {
-                    self.b.finish(conn, Outcome::default(), &Effects::default());
+                    self.b.give_back(conn);
                     self.write_server_error(seq, &err).await?;
                     return Ok(false);
                 }
@@ -213,7 +213,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // A read that uses none of the variables a session is pinned by
         // runs beside its pinned connection (`StatementScratch::may_borrow_beside`).
         let is_beside = kind == StatementKind::Select
-            && self.b.scratch.may_borrow_beside
+            && self.b.may_borrow_beside
             && self.b.pins == hscale_sql::Pins::USER_VARIABLE;
         if self.b.pinned.is_some() && !self.b.is_branchable() && !is_beside {
             return Err(ProxyError::Unsupported {
@@ -326,17 +326,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // An execution's text, its parameters written in, says which of
         // its literals compare how, as the statement's does.
         let mut text = None;
-        if let (Some((target, _)), true) = (parts.first(), self.b.scratch.gathered.is_spread()) {
+        if let (Some((target, _)), true) = (parts.first(), self.scratch.gathered.is_spread()) {
             text = match cmd {
                 Command::Query => std::str::from_utf8(sql).ok().map(str::to_string),
                 Command::Execute(e) => super::conditions::execution_text(sql, e),
             };
             if let Some(text) = &text {
-                self.b.measure(target, text).await;
+                self.b
+                    .measure(target, text, &mut self.scratch.gathered)
+                    .await;
             }
         }
         let warnings = self
-            .b
             .scratch
             .gathered
             .settled_count(sum.warnings, || match &text {
@@ -373,7 +374,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut info: Option<OkInfo> = None;
         // Rows the parts before this one counted, for its row numbers.
         let mut rows_before = 0;
-        let part_rows = self.b.scratch.gathered.part_rows.take();
+        let part_rows = self.scratch.gathered.part_rows.take();
         // Without a generated id one server's OK carries the AUTO_INCREMENT
         // value of the statement's last row (its `next_number_field`),
         // which the part holding that row reports as its own last row's:
@@ -391,7 +392,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 flight.abandon();
                 return Ok(None);
             };
-            self.b.scratch.gathered.row_map = match (&part_rows, kind) {
+            self.scratch.gathered.row_map = match (&part_rows, kind) {
                 (Some(rows), _) => rows.get(i).cloned().map_or(RowMap::Same, RowMap::Rows),
                 (None, StatementKind::Update | StatementKind::Delete) => RowMap::After(rows_before),
                 (None, _) => RowMap::Same,
@@ -399,7 +400,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             let (affected, warnings) = (total.affected_rows, total.warnings);
             let id_before = std::mem::take(&mut total.last_insert_id);
             let read = self.read_part_ok(conn, &mut total).await;
-            self.b.scratch.gathered.row_map = RowMap::Same;
+            self.scratch.gathered.row_map = RowMap::Same;
             match read {
                 Ok(true) => {}
                 other => {
@@ -435,7 +436,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // counted once (`Gathered::settle`), in the info text too.
         let sql = parts.first().map_or(&[][..], |(_, sql)| sql.as_ref());
         let warnings = self
-            .b
             .scratch
             .gathered
             .settled_count(total.warnings, || constants(sql, cmd));
@@ -464,7 +464,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         };
         let uses_last_insert_id = cmd.uses_last_insert_id() || self.uses_last_insert_id;
         if let Some(err) = self.b.sync(&mut conn, uses_last_insert_id).await? {
-            self.b.finish(conn, Outcome::default(), &Effects::default());
+            self.b.give_back(conn);
             self.write_server_error(seq, &err).await?;
             return Ok(None);
         }
@@ -518,10 +518,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 if outcome.warnings > 0 && held.is_none() {
                     self.b
-                        .gather_branches(&mut conn, outcome.warnings, branches)
+                        .gather_branches(
+                            &mut conn,
+                            outcome.warnings,
+                            branches,
+                            &mut self.scratch.gathered,
+                        )
                         .await;
                 }
-                self.b.finish(conn, outcome, &Effects::default());
+                self.b
+                    .finish(conn, outcome, &Effects::default(), self.scratch);
                 super::fence::held_answer(held)?;
                 Ok((!is_err).then_some(next))
             }
@@ -600,7 +606,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 if total.last_insert_id == 0 {
                     total.last_insert_id = ok.last_insert_id;
                 }
-                self.b.gather(&mut conn, ok.warnings).await;
+                self.b
+                    .gather(&mut conn, ok.warnings, &mut self.scratch.gathered)
+                    .await;
                 let outcome = Outcome {
                     status: Some(ok.status),
                     ok: Some(ok),
@@ -610,7 +618,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     is_conn_ending: false,
                     ..Outcome::default()
                 };
-                self.b.finish(conn, outcome, &Effects::default());
+                self.b
+                    .finish(conn, outcome, &Effects::default(), self.scratch);
                 Ok(true)
             }
             Ok(Err(err)) => {
@@ -618,7 +627,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     // Its prepared statements lock older triggers' tables.
                     conn.is_broken = true;
                 }
-                self.b.finish(conn, Outcome::default(), &Effects::default());
+                self.b.give_back(conn);
                 // A part that ran into a renamed table (a stale route):
                 // nothing reached the client yet, so the fence runs the
                 // statement again whole (its own transaction is rolled
@@ -635,8 +644,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// first id the statement generated, as on one server, or without one
     /// the statement's last row's (`add_up`).
     pub(crate) async fn write_total(&mut self, mut total: OkPacket) -> Result<(), ProxyError> {
-        self.b.scratch.note.affected = Some(total.affected_rows);
-        match self.b.scratch.generated_id {
+        self.scratch.note.affected = Some(total.affected_rows);
+        match self.scratch.generated_id {
             Some(0) => {}
             Some(id) => {
                 total.last_insert_id = id;

@@ -57,6 +57,7 @@ pub enum Answer {
 /// refusal naming `what`.
 pub async fn run(
     b: &mut Bindings,
+    scratch: &mut super::scratch::StatementScratch,
     text: &str,
     what: &str,
     plan: Plan,
@@ -65,7 +66,7 @@ pub async fn run(
 ) -> Result<Answer, ProxyError> {
     let mut sink = PacketStream::new(RowSink::new(max_rows));
     {
-        let mut exec = Exec::new(&mut sink, b, false);
+        let mut exec = Exec::new(&mut sink, b, scratch, false);
         exec.is_fenced = true;
         match plan {
             Plan::Passthrough => {
@@ -90,6 +91,7 @@ pub async fn run(
 /// statement that needs it, in refusals.
 pub async fn read(
     b: &mut Bindings,
+    scratch: &mut super::scratch::StatementScratch,
     select: &str,
     what: &str,
     max_rows: usize,
@@ -128,7 +130,7 @@ pub async fn read(
         .vars
         .without_select_limit()
         .map(|v| std::mem::replace(&mut b.state.vars, std::sync::Arc::new(v)));
-    let r = run(b, select, what, plan, effects, max_rows).await;
+    let r = run(b, scratch, select, what, plan, effects, max_rows).await;
     if let Some(vars) = limited {
         b.state.vars = vars;
     }

@@ -52,7 +52,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         for (i, sql) in statements.iter().enumerate() {
             if i > 0 {
                 // Each statement starts as a command does (`exec/scratch.rs`).
-                self.b.scratch.clear();
+                self.scratch.clear();
+                self.b.new_statement();
             }
             let payload = BackendConn::payload_for_query(sql);
             match self.statement(com::QUERY, &payload).await {

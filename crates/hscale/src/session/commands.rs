@@ -59,14 +59,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Err(ProxyError::ClientGone) => return r,
             Err(e) => {
                 let (code, _, message) = e.to_mysql();
-                self.b.scratch.note.error(code);
-                self.b.scratch.gathered.error(code, &message);
+                self.scratch.note.error(code);
+                self.scratch.gathered.error(code, &message);
             }
             Ok(()) => {}
         }
-        let error = self.b.scratch.note.error;
+        let error = self.scratch.note.error;
         if error != 0 {
-            let gathered = std::mem::take(&mut self.b.scratch.gathered);
+            let gathered = std::mem::take(&mut self.scratch.gathered);
             let vars = &self.b.state.vars;
             self.conditions
                 .record(gathered, error, || vars.max_error_count(), &payload[1..]);
@@ -104,7 +104,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let payload = rewritten.as_ref().unwrap_or(payload);
         let deprecated = self.is_eof_deprecated();
-        let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
+        let mut exec = Exec::new(&mut self.client, &mut self.b, &mut self.scratch, deprecated);
         exec.prepare(&mut self.statements, payload, facts, live, uses_tables)
             .await
     }
@@ -141,7 +141,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if self.b.read_from.is_replica {
             crate::exec::read_from::route_prepared(&mut self.b, &st.sql);
         }
-        self.b.scratch.gathered.uses_tables = Some(st.uses_tables);
+        self.scratch.gathered.uses_tables = Some(st.uses_tables);
         // Answered as the text statement is, in the binary format.
         let answered = match st.own.take() {
             Some(OwnRead::Conditions(read)) => self.answer_conditions(read, true).await?,
@@ -183,7 +183,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         types: &[u8],
     ) -> Result<(), ProxyError> {
         let deprecated = self.is_eof_deprecated();
-        Exec::new(&mut self.client, &mut self.b, deprecated)
+        Exec::new(&mut self.client, &mut self.b, &mut self.scratch, deprecated)
             .reroute_prepared(&mut self.statements, id, st)
             .await?;
         if let (Routed::Plain, Some(Ok(text))) =

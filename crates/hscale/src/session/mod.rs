@@ -48,6 +48,10 @@ pub struct Session<S> {
     /// The backend connections this session holds and the state replayed
     /// onto them.
     b: Bindings,
+    /// What the statement running gathers and decides (its note,
+    /// conditions, generated ids): lent to each `Exec` it runs, cleared
+    /// before each command and each statement of a batch.
+    scratch: crate::exec::scratch::StatementScratch,
     statements: Statements,
     /// What the previous statement left for `ROW_COUNT()` and
     /// `FOUND_ROWS()`.
@@ -148,6 +152,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             tenant,
         ),
         client,
+        scratch: Default::default(),
         statements: Statements::default(),
         last: Default::default(),
         conditions: Default::default(),
@@ -203,6 +208,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::fence::Fenced for Se
         &mut self.b
     }
 
+    fn parts(&mut self) -> (&mut Bindings, &mut crate::exec::scratch::StatementScratch) {
+        (&mut self.b, &mut self.scratch)
+    }
+
     async fn answer_error(&mut self, err: &ErrPacket) -> Result<(), ProxyError> {
         self.exec().write_server_error(1, err).await
     }
@@ -230,7 +239,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let deprecated = self.is_eof_deprecated();
         let is_local_files = self.info.capabilities & cap::LOCAL_FILES != 0;
         let capabilities = self.info.capabilities;
-        let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
+        let mut exec = Exec::new(&mut self.client, &mut self.b, &mut self.scratch, deprecated);
         exec.is_local_files = is_local_files;
         exec.capabilities = capabilities;
         exec
@@ -362,7 +371,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 hscale_wire::WireError::Malformed("empty command packet"),
             ));
         };
-        self.b.scratch.clear();
+        self.scratch.clear();
+        self.b.new_statement();
         self.b.read_from.statement = crate::exec::read_from::Route::Primary;
         match cmd {
             com::QUIT => return Ok(false),

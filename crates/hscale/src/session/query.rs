@@ -30,7 +30,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             None => hscale_sql::analyze_bytes(&payload[1..]),
         };
         // Whether it resets the session's diagnostics area (`exec/conditions/list.rs`).
-        self.b.scratch.gathered.uses_tables = Some(facts.uses_tables);
+        self.scratch.gathered.uses_tables = Some(facts.uses_tables);
         // What the statement mentions comes from that one lex; the rare
         // statement rewritten with hscale's own answers is analyzed again.
         let rewritten = match text {
@@ -47,7 +47,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         // The digest reads the client's text: the analysis's fingerprint
         // is its when nothing rewrote it.
         if in_mode.is_none() && rewritten.is_none() && !self.b.is_text_utf8 {
-            self.b.scratch.note.digest = facts.fingerprint.as_ref().map(|f| f.hash);
+            self.scratch.note.digest = facts.fingerprint.as_ref().map(|f| f.hash);
         }
         let utf8 = match &rewritten {
             Some(r) => std::str::from_utf8(&r[1..]).ok(),
@@ -75,7 +75,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             && facts.statements == 1
             && facts.pins.contains(hscale_sql::Pins::COMPLEX_SET)
         {
-            if let Some(p) = self.b.set_with_values(payload[0], sql).await? {
+            if let Some(p) = self
+                .b
+                .set_with_values(payload[0], sql, &mut self.scratch)
+                .await?
+            {
                 return Box::pin(self.query_text(&p)).await;
             }
         }
@@ -129,7 +133,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 };
             }
             hscale_sql::Kind::Admin => {
-                self.b.scratch.note.kind = PlanKind::Admin;
+                self.scratch.note.kind = PlanKind::Admin;
                 return self.admin(sql).await.map(|()| true);
             }
             _ if facts.pins.contains(Pins::XA) => {
@@ -207,7 +211,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         sql: &str,
     ) -> Result<bool, ProxyError> {
         if facts.statements > 1 {
-            self.b.scratch.gathered.missed = true;
+            self.scratch.gathered.missed = true;
         }
         if facts.kind != hscale_sql::Kind::Show {
             return Ok(false);
@@ -226,7 +230,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         is_binary: bool,
     ) -> Result<bool, ProxyError> {
         let deprecated = self.is_eof_deprecated();
-        let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
+        let mut exec = Exec::new(&mut self.client, &mut self.b, &mut self.scratch, deprecated);
         exec.answer_conditions(&self.conditions, read, is_binary)
             .await
     }
