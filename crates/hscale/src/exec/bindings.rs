@@ -37,30 +37,30 @@ use crate::runtime::{Context, SessionHandle};
 /// Every backend connection one client session holds, and the session state
 /// that is replayed onto them.
 pub struct Bindings {
-    pub ctx: Arc<Context>,
+    pub(super) ctx: Arc<Context>,
     /// The reads every session shares: coalescing and the result cache.
     pub(super) reads: super::SharedReads,
     /// The worker thread this session runs on; it borrows from that worker's pools.
-    pub worker: usize,
+    pub(super) worker: usize,
     /// The backend account the session's statements run as
     /// (`Config::identity` of its user; `Context::pool_as`).
-    pub identity: usize,
+    pub(super) identity: usize,
     /// The session's user as a tenant (`crate::tenant`): its backend
     /// connections are borrowed with `tenant.claim()`.
-    pub tenant: crate::tenant::TenantConnection,
-    pub connection_id: u32,
-    pub state: SessionState,
+    pub(super) tenant: crate::tenant::TenantConnection,
+    pub(super) connection_id: u32,
+    pub(super) state: SessionState,
     /// Session variables right after login (the handshake character set).
-    pub base_vars: Arc<SessionVars>,
+    pub(super) base_vars: Arc<SessionVars>,
     /// The connection the session is bound to while any pin is set.
-    pub pinned: Option<PooledConn>,
-    pub pins: Pins,
+    pub(super) pinned: Option<PooledConn>,
+    pub(super) pins: Pins,
     /// A `BEGIN` / `START TRANSACTION` not sent yet: it goes to the backend
     /// of the transaction's first statement, so that a transaction on a
     /// partition's backend does not start on the main backend.
-    pub pending_begin: Option<Bytes>,
+    pub(super) pending_begin: Option<Bytes>,
     /// Shared with KILL from other sessions.
-    pub handle: Arc<SessionHandle>,
+    pub(super) handle: Arc<SessionHandle>,
     /// The client asked for CLIENT_FOUND_ROWS.
     pub(super) is_found_rows: bool,
     /// The stored dictionary version the last statement was planned with
@@ -68,7 +68,7 @@ pub struct Bindings {
     pub(super) planned_version: u64,
     /// The branches of a transaction that reached more than one backend
     /// (the home branch is `pinned`).
-    pub txn: Option<super::txn::Txn>,
+    pub(super) txn: Option<super::txn::Txn>,
     /// A statement that may write ran in the home branch's transaction.
     pub(super) home_written: bool,
     /// The open transaction was started READ ONLY.
@@ -77,7 +77,7 @@ pub struct Bindings {
     /// temporary tables, locks, ...) was lost: the client connection is
     /// closed without an answer, as a server's would be, so the client
     /// sees 2013 and its pool discards the connection.
-    pub is_bound_lost: bool,
+    pub(super) is_bound_lost: bool,
     /// The statement running neither reads nor sets session-bound state:
     /// while the session is pinned only by its user variables, its parts
     /// on other backends may borrow pooled connections beside the pinned
@@ -97,17 +97,17 @@ pub struct Bindings {
     /// `character_set_client` utf8mb4 while it runs
     /// (`SessionVars::with_utf8_client`); the next statement's sync sets
     /// the session's back.
-    pub is_text_utf8: bool,
+    pub(super) is_text_utf8: bool,
     /// What the session's sql_mode makes of its statements' text, once
     /// asked (`exec/sql_mode.rs`); `None` until then and after a
     /// statement that may have changed it.
     pub(super) sql_mode: Option<crate::backend::SqlModeFlags>,
     /// `SET hscale_coalesce = OFF`: the session's reads are never
     /// answered by another's execution (`exec/coalesce.rs`).
-    pub is_coalescing_off: bool,
+    pub(super) is_coalescing_off: bool,
     /// Where the session's reads go, and the backends it wrote on
     /// (`read_from.rs`).
-    pub read_from: super::read_from::ReadFrom,
+    pub(super) read_from: super::read_from::ReadFrom,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;

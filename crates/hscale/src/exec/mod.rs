@@ -14,7 +14,7 @@
 //! | `scatter.rs` | one statement over several partitions in parallel: rows concatenated or affected rows added up |
 //! | `global_write.rs` | writes to global tables: every copy in one statement scope |
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
-//! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
+//! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration; `session_facing.rs` what the session reads and changes of them (the fields are `pub(super)`); `scratch.rs` what one statement gathers and decides, the session's, lent to each `Exec` |
 //! | `txn/` | transactions across backends: branches (`mod.rs`); `commit.rs` the commit protocol (XA), `recovery.rs` recovery; `ends.rs` the statements that end one (COMMIT, ROLLBACK, RELEASE, savepoints, implicit commits); `lead_in.rs` a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it; savepoints, statement atomicity |
 //! | `returning.rs` | DELETE ... RETURNING over several partitions: the parts' rows, sent once the statement stands |
 //! | `maintenance.rs` | CHECKSUM / ANALYZE / CHECK / OPTIMIZE / REPAIR TABLE of a partitioned table, answered as one table |
@@ -63,6 +63,7 @@ pub mod rows;
 mod scatter;
 pub mod scratch;
 pub mod sequence;
+pub mod session_facing;
 pub mod session_start;
 pub mod shared_reads;
 pub mod sink;

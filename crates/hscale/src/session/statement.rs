@@ -20,7 +20,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let start = self.command_at;
         self.b.begin_statement();
         // The user's statement rate (`crate::tenant`): may wait, or refuse.
-        let admitted = self.b.tenant.admit().await;
+        let admitted = self.b.tenant().admit().await;
         let r = if let Err(e) = admitted {
             Err(e)
         } else if cmd == com::QUERY {
@@ -54,11 +54,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         self.last.record(
             &self.scratch.note,
-            self.b.pins.contains(hscale_sql::Pins::FOUND_ROWS),
+            self.b.pins().contains(hscale_sql::Pins::FOUND_ROWS),
             sql,
         );
         let gathered = std::mem::take(&mut self.scratch.gathered);
-        let vars = &self.b.state.vars;
+        let vars = &self.b.state().vars;
         self.conditions.record(
             gathered,
             self.scratch.note.error,
