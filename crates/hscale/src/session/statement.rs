@@ -40,7 +40,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.scratch.gathered.error(code, &message);
             }
         }
-        self.b.undo_unused_pass(&mut self.scratch).await;
+        // Only an INSERT that passed its explicit ids through a sequence
+        // has a pass to undo: no future built for the others.
+        if self.scratch.passed.is_some() {
+            self.b.undo_unused_pass(&mut self.scratch).await;
+        }
         let now = std::time::Instant::now();
         let took = now.saturating_duration_since(start);
         let sql: &[u8] = if cmd == com::QUERY {
