@@ -64,7 +64,8 @@ pub enum ProxyError {
     /// A statement ran into a table that does not exist (1146) before
     /// anything reached the client: it may have been routed by an older
     /// dictionary. The session reloads the dictionary and runs it again
-    /// (`session::fence`); the server's error is answered if it stays.
+    /// (`exec/fence.rs`, the only place one is made: `fence::stale_route`);
+    /// the server's error is answered if it stays.
     #[error("{}", err.message)]
     StaleRoute { err: ErrPacket },
     /// The client's own statement failed on a backend before it changed

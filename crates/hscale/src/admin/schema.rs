@@ -107,10 +107,17 @@ pub async fn show_create(
         // proxy committed (its cutover) before this proxy reloaded: the
         // fence waits for the newer dictionary and the statement runs
         // again, as every statement routed to a retired table does.
-        Err(ProxyError::Backend { err, .. })
-            if err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE =>
-        {
-            return Err(ProxyError::StaleRoute { err })
+        Err(ProxyError::Backend {
+            backend,
+            during,
+            err,
+        }) => {
+            let err = crate::partition::refresh::stale_route(true, err)?;
+            return Err(ProxyError::Backend {
+                backend,
+                during,
+                err,
+            });
         }
         r => r?,
     };

@@ -26,6 +26,7 @@ use hscale_wire::consts::{com, status};
 use hscale_wire::response::ErrPacket;
 
 use super::forward::Outcome;
+use super::scratch::StatementScratch;
 use super::txn::lead_in::LeadIn;
 use super::Effects;
 use crate::backend::state::{SessionState, SessionVars};
@@ -36,30 +37,30 @@ use crate::runtime::{Context, SessionHandle};
 /// Every backend connection one client session holds, and the session state
 /// that is replayed onto them.
 pub struct Bindings {
-    pub ctx: Arc<Context>,
+    pub(super) ctx: Arc<Context>,
     /// The reads every session shares: coalescing and the result cache.
     pub(super) reads: super::SharedReads,
     /// The worker thread this session runs on; it borrows from that worker's pools.
-    pub worker: usize,
+    pub(super) worker: usize,
     /// The backend account the session's statements run as
     /// (`Config::identity` of its user; `Context::pool_as`).
-    pub identity: usize,
+    pub(super) identity: usize,
     /// The session's user as a tenant (`crate::tenant`): its backend
     /// connections are borrowed with `tenant.claim()`.
-    pub tenant: crate::tenant::TenantConnection,
-    pub connection_id: u32,
-    pub state: SessionState,
+    pub(super) tenant: crate::tenant::TenantConnection,
+    pub(super) connection_id: u32,
+    pub(super) state: SessionState,
     /// Session variables right after login (the handshake character set).
-    pub base_vars: Arc<SessionVars>,
+    pub(super) base_vars: Arc<SessionVars>,
     /// The connection the session is bound to while any pin is set.
-    pub pinned: Option<PooledConn>,
-    pub pins: Pins,
+    pub(super) pinned: Option<PooledConn>,
+    pub(super) pins: Pins,
     /// A `BEGIN` / `START TRANSACTION` not sent yet: it goes to the backend
     /// of the transaction's first statement, so that a transaction on a
     /// partition's backend does not start on the main backend.
-    pub pending_begin: Option<Bytes>,
+    pub(super) pending_begin: Option<Bytes>,
     /// Shared with KILL from other sessions.
-    pub handle: Arc<SessionHandle>,
+    pub(super) handle: Arc<SessionHandle>,
     /// The client asked for CLIENT_FOUND_ROWS.
     pub(super) is_found_rows: bool,
     /// The stored dictionary version the last statement was planned with
@@ -67,7 +68,7 @@ pub struct Bindings {
     pub(super) planned_version: u64,
     /// The branches of a transaction that reached more than one backend
     /// (the home branch is `pinned`).
-    pub txn: Option<super::txn::Txn>,
+    pub(super) txn: Option<super::txn::Txn>,
     /// A statement that may write ran in the home branch's transaction.
     pub(super) home_written: bool,
     /// The open transaction was started READ ONLY.
@@ -76,9 +77,18 @@ pub struct Bindings {
     /// temporary tables, locks, ...) was lost: the client connection is
     /// closed without an answer, as a server's would be, so the client
     /// sees 2013 and its pool discards the connection.
-    pub is_bound_lost: bool,
-    /// What the statement running gathers and decides (`scratch.rs`).
-    pub scratch: super::scratch::StatementScratch,
+    pub(super) is_bound_lost: bool,
+    /// The statement running neither reads nor sets session-bound state:
+    /// while the session is pinned only by its user variables, its parts
+    /// on other backends may borrow pooled connections beside the pinned
+    /// one (`acquire`; set by `exec/steps/user_vars.rs` and
+    /// `select_into.rs`, cleared by [`Self::new_statement`]).
+    pub(super) may_borrow_beside: bool,
+    /// The statement running reached hscale under NO_BACKSLASH_ESCAPES
+    /// with its strings' backslashes doubled (`exec/sql_mode.rs`): what it
+    /// sends a backend has them undoubled (`Plan::Targets` and key
+    /// conversions only).
+    pub(super) is_undoubling: bool,
     /// The open transaction's savepoints (`txn/savepoint.rs`), set again on
     /// every branch that joins it.
     pub(super) savepoints: super::txn::savepoint::Savepoints,
@@ -87,17 +97,17 @@ pub struct Bindings {
     /// `character_set_client` utf8mb4 while it runs
     /// (`SessionVars::with_utf8_client`); the next statement's sync sets
     /// the session's back.
-    pub is_text_utf8: bool,
+    pub(super) is_text_utf8: bool,
     /// What the session's sql_mode makes of its statements' text, once
     /// asked (`exec/sql_mode.rs`); `None` until then and after a
     /// statement that may have changed it.
     pub(super) sql_mode: Option<crate::backend::SqlModeFlags>,
     /// `SET hscale_coalesce = OFF`: the session's reads are never
     /// answered by another's execution (`exec/coalesce.rs`).
-    pub is_coalescing_off: bool,
+    pub(super) is_coalescing_off: bool,
     /// Where the session's reads go, and the backends it wrote on
     /// (`read_from.rs`).
-    pub read_from: super::read_from::ReadFrom,
+    pub(super) read_from: super::read_from::ReadFrom,
 }
 
 /// A connection registered for KILL QUERY while a statement runs on it;
@@ -159,7 +169,7 @@ impl Bindings {
         };
         match f(&mut conn).await {
             Ok(answer) => {
-                self.finish(conn, Outcome::default(), &Effects::default());
+                self.give_back(conn);
                 Ok(answer)
             }
             Err(ProxyError::BackendLost { reason, .. }) => Err(self.backend_lost(conn, reason)),
@@ -202,7 +212,7 @@ impl Bindings {
             self.state.db = Some(db.to_string());
             conn.db = Some(db.to_string());
         }
-        self.finish(conn, Outcome::default(), &Effects::default());
+        self.give_back(conn);
         Ok(r.err())
     }
 
@@ -291,7 +301,7 @@ impl Bindings {
         {
             None => Ok(Ok(conn)),
             Some(err) => {
-                self.finish(conn, Outcome::default(), &Effects::default());
+                self.give_back(conn);
                 Ok(Err(err))
             }
         }
@@ -344,7 +354,7 @@ impl Bindings {
             borrowable.insert(Pins::TEMPORARY_TABLE);
             let mut others = self.pins;
             others.remove(borrowable);
-            if self.scratch.may_borrow_beside && !self.pins.is_empty() && others.is_empty() {
+            if self.may_borrow_beside && !self.pins.is_empty() && others.is_empty() {
                 // The variables and temporary tables stay on the pinned
                 // connection; this statement uses none of them there (a
                 // temporary table it reads is shipped from the pinned
@@ -577,27 +587,8 @@ impl Bindings {
         }
     }
 
-    /// What a statement's answer tells the metrics note and SHOW WARNINGS.
-    fn note_outcome(&mut self, outcome: &Outcome) {
-        self.scratch.note.rows += outcome.rows;
-        match &outcome.ok {
-            Some(ok) => self.scratch.note.affected = Some(ok.affected_rows),
-            None if outcome.status.is_some() && !outcome.is_err => {
-                self.scratch.note.is_result = true
-            }
-            None => {}
-        }
-        if outcome.err_code != 0 {
-            self.scratch.note.error(outcome.err_code);
-        }
-        self.scratch.gathered.reported += u64::from(outcome.warnings);
-        if let Some(err) = &outcome.err {
-            self.scratch.gathered.error_packet(err);
-        }
-    }
-
     /// A statement ended outside a transaction (status `st`).
-    fn note_outside_transaction(&mut self, st: u16) {
+    pub(super) fn note_outside_transaction(&mut self, st: u16) {
         self.home_written = false;
         self.is_read_only_txn = false;
         // Outside a transaction with autocommit on no savepoint lives;
@@ -608,19 +599,37 @@ impl Bindings {
         }
     }
 
-    /// [`Self::finish`] for a read a pipelined lane answered
-    /// (`exec/pipeline.rs`): an autocommit read with no pin, no warning
-    /// and no error, so only the note and the status are left to take.
-    pub fn finish_answered(&mut self, outcome: Outcome) {
-        self.note_outcome(&outcome);
-        if let Some(st) = outcome.status.filter(|st| st & status::IN_TRANS == 0) {
-            self.note_outside_transaction(st);
-        }
+    /// Record what a finished statement did (in the statement's
+    /// `scratch`: its note and conditions; in the session: its state),
+    /// then keep or return the connection.
+    pub fn finish(
+        &mut self,
+        conn: PooledConn,
+        outcome: Outcome,
+        effects: &Effects<'_>,
+        scratch: &mut StatementScratch,
+    ) {
+        scratch.record(&outcome);
+        self.keep(conn, outcome, effects, scratch.generated_id);
     }
 
-    /// Record what a finished statement did, then keep or return the connection.
-    pub fn finish(&mut self, mut conn: PooledConn, outcome: Outcome, effects: &Effects<'_>) {
-        self.note_outcome(&outcome);
+    /// Give back `conn`, on which nothing the session sees ran (or what
+    /// ran failed before it answered): kept if the session holds it
+    /// (pinned, a transaction's branch), else back to the pool.
+    pub fn give_back(&mut self, conn: PooledConn) {
+        self.keep(conn, Outcome::default(), &Effects::default(), None);
+    }
+
+    /// What a finished statement did to the session (`generated_id`: the
+    /// first id hscale generated for it, [`StatementScratch`]), then keep
+    /// or return the connection.
+    fn keep(
+        &mut self,
+        mut conn: PooledConn,
+        outcome: Outcome,
+        effects: &Effects<'_>,
+        generated_id: Option<u64>,
+    ) {
         if !outcome.is_err && outcome.status.is_some() {
             match effects.change {
                 Some(SessionChange::Use(db)) => {
@@ -672,7 +681,7 @@ impl Bindings {
                 }
             }
         }
-        if let Some(id) = self.scratch.generated_id {
+        if let Some(id) = generated_id {
             // The ids reached the backend as explicit values: its own
             // LAST_INSERT_ID() did not change; the session's did if the
             // statement generated one.
@@ -727,9 +736,9 @@ impl Bindings {
 
     /// Roll back the transaction on the pinned connection (if any) and
     /// record the state the server reports after it.
-    pub async fn rollback(&mut self) -> Result<(), ProxyError> {
+    pub async fn rollback(&mut self, scratch: &mut StatementScratch) -> Result<(), ProxyError> {
         if self.txn.is_some() {
-            return match self.rollback_all().await? {
+            return match self.rollback_all(scratch).await? {
                 None => Ok(()),
                 Some(err) => Err(ProxyError::Backend {
                     backend: self.ctx.config.backends[0].name.clone(),
@@ -752,7 +761,7 @@ impl Bindings {
                     ok: Some(ok),
                     ..Outcome::default()
                 };
-                self.finish(conn, outcome, &Effects::default());
+                self.finish(conn, outcome, &Effects::default(), scratch);
                 Ok(())
             }
             Ok(Err(e)) => {
@@ -766,6 +775,14 @@ impl Bindings {
             }
             Err(e) => Err(self.backend_lost(conn, e.to_string())),
         }
+    }
+
+    /// Before each statement (each of a multi-statement query): nothing
+    /// of the previous one's use of connections left (its scratch is
+    /// cleared beside, `StatementScratch::clear`).
+    pub fn new_statement(&mut self) {
+        self.may_borrow_beside = false;
+        self.is_undoubling = false;
     }
 
     /// Forget everything the session set: used by COM_RESET_CONNECTION and

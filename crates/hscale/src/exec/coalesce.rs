@@ -163,6 +163,7 @@ impl Hash for Key {
 /// ([`Probe::is_shareable`]).
 pub fn key<'t>(
     b: &Bindings,
+    scratch: &super::scratch::StatementScratch,
     facts: &hscale_sql::Facts,
     payload: &Bytes,
     lexed: Option<(&'t str, &'t [hscale_sql::Token])>,
@@ -183,10 +184,10 @@ pub fn key<'t>(
         || !b.pins.is_empty()
         || b.pending_begin.is_some()
         || b.is_text_utf8
-        || b.scratch.generated_id.is_some()
-        || b.scratch.one_row_select.is_some()
-        || b.scratch.answer_defs.is_some()
-        || b.scratch.is_undoubling
+        || scratch.generated_id.is_some()
+        || scratch.one_row_select.is_some()
+        || scratch.answer_defs.is_some()
+        || b.is_undoubling
         || payload.len() > MAX_STATEMENT_BYTES
     {
         return None;
@@ -610,15 +611,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let held = self.client.take_held();
         let answer = match held {
             Some((bytes, next_seq))
-                if r.is_ok()
-                    && self.b.scratch.note.error == 0
-                    && !self.b.scratch.gathered.missed =>
+                if r.is_ok() && self.scratch.note.error == 0 && !self.scratch.gathered.missed =>
             {
                 Some(Arc::new(Answer {
                     bytes,
                     next_seq,
-                    note: self.b.scratch.note,
-                    gathered: self.b.scratch.gathered.clone(),
+                    note: self.scratch.note,
+                    gathered: self.scratch.gathered.clone(),
                 }))
             }
             _ => None,
@@ -649,8 +648,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Write an answer another execution gave (coalescing) or the result
     /// cache kept, as if this session had run the statement.
     async fn send_shared(&mut self, answer: &Answer, is_cached: bool) -> Result<(), ProxyError> {
-        let digest = self.b.scratch.note.digest;
-        self.b.scratch.note = StatementNote {
+        let digest = self.scratch.note.digest;
+        self.scratch.note = StatementNote {
             digest,
             is_coalesced: !is_cached,
             is_cached,
@@ -658,7 +657,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             is_invalidated: false,
             ..answer.note
         };
-        self.b.scratch.gathered = answer.gathered.clone();
+        self.scratch.gathered = answer.gathered.clone();
         self.client
             .send_framed(&answer.bytes, answer.next_seq)
             .await
@@ -686,17 +685,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 let (cache, ctx) = (cache.clone(), self.b.ctx.clone());
                 let key = Arc::new(probe.key(self.b));
                 let db = self.b.state.db.clone();
-                let digest = self.b.scratch.note.digest;
+                let digest = self.scratch.note.digest;
                 match cache
                     .lookup(&ctx, self.b.worker, &key, None, db.as_deref(), digest)
                     .await
                 {
                     Ok(Lookup::Hit(answer)) => return self.send_shared(&answer, true).await,
                     Ok(Lookup::Miss(p)) => {
-                        p.note(&mut self.b.scratch.note);
+                        p.note(&mut self.scratch.note);
                         pending = Some((cache, p));
                     }
-                    Ok(Lookup::Invalidated) => self.b.scratch.note.is_invalidated = true,
+                    Ok(Lookup::Invalidated) => self.scratch.note.is_invalidated = true,
                     Ok(Lookup::Not) => {}
                     // The versions could not be read: run as uncached.
                     Err(e) => tracing::debug!(error = %e, "result cache lookup failed"),

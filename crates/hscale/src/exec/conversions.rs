@@ -74,7 +74,7 @@ impl Bindings {
             // A statement read with its backslashes doubled
             // (`sql_mode.rs`): its literals as the client wrote them,
             // which the server reads in the session's NO_BACKSLASH_ESCAPES.
-            let sent: Vec<Ask> = if self.scratch.is_undoubling {
+            let sent: Vec<Ask> = if self.is_undoubling {
                 mine.iter()
                     .map(|a| {
                         let literal = hscale_sql::backslashes_undoubled(&a.literal)?;

@@ -124,8 +124,9 @@ impl<T: TextSession> Attempt<T> for TextRun<'_> {
         // Ids from a sequence are filled in before planning (the id may
         // be the partition key). A retry after the fence keeps them, or
         // looks again: the newer dictionary may give the table a sequence.
-        if self.filled.is_none() && s.bindings().scratch.generated_id.is_none() {
-            self.filled = s.bindings().fill_ids(base_sql).await?;
+        if self.filled.is_none() && s.scratch().generated_id.is_none() {
+            let (b, scratch) = s.parts();
+            self.filled = b.fill_ids(base_sql, scratch).await?;
         }
         let payload = self.filled.as_ref().unwrap_or(base);
         let payload_text = match &self.filled {
@@ -136,7 +137,7 @@ impl<T: TextSession> Attempt<T> for TextRun<'_> {
         // The write of an INSERT ... SELECT copying invalid dates runs
         // with ALLOW_INVALID_DATES (`insert_form.rs`): the session's own
         // variables come back after it, whatever it answered.
-        let write_vars = s.bindings().scratch.write_vars.clone();
+        let write_vars = s.scratch().write_vars.clone();
         let own_vars = write_vars.map(|v| std::mem::replace(&mut s.bindings().state.vars, v));
         let ran = s
             .exec()
@@ -309,17 +310,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 _ => BackendId::MAIN,
             },
         };
-        if self.b.scratch.is_undoubling {
+        if self.b.is_undoubling {
             return Err(crate::exec::sql_mode::undoubled(Plan::Passthrough)
                 .err()
                 .unwrap_or(ProxyError::Refused(String::new())));
         }
-        self.b.scratch.note.kind = PlanKind::Passthrough;
-        self.b.scratch.note.parts = 1;
+        self.scratch.note.kind = PlanKind::Passthrough;
+        self.scratch.note.parts = 1;
         let is_movable = is_table_free && self.b.pinned.is_none();
         let target = Target::Backend(backend);
         let lexed = lexed.map(|tokens| (sql, tokens));
-        let key = coalesce::key(self.b, facts, payload, lexed, self.capabilities, target);
+        let key = coalesce::key(
+            self.b,
+            self.scratch,
+            facts,
+            payload,
+            lexed,
+            self.capabilities,
+            target,
+        );
         let exec = self;
         exec.is_fenced = true;
         exec.is_movable = is_movable;
@@ -351,7 +360,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         shared: (&Bytes, Option<&[hscale_sql::Token]>),
     ) -> Result<Option<Ran>, ProxyError> {
         // Read with its backslashes doubled: sent with them as written.
-        if self.b.scratch.is_undoubling {
+        if self.b.is_undoubling {
             plan = crate::exec::sql_mode::undoubled(plan)?;
         }
         // A statement spread over several connections cannot carry what
@@ -475,7 +484,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Plan::UniqueWrite(w) => {
                 drop(dict);
                 if w.kind == StatementKind::Insert && w.parts.len() > 1 {
-                    self.b.scratch.gathered.part_rows =
+                    self.scratch.gathered.part_rows =
                         hscale_route::router::insert_part_rows(sql, &w.parts);
                 }
                 self.is_fenced = true;
@@ -490,7 +499,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             }
             Plan::CreateView(ddl) => {
                 drop(dict);
-                let out = self.b.create_view(*ddl).await?;
+                let out = self.b.create_view(*ddl, self.scratch).await?;
                 self.write_admin_output(out).await.map(|()| true)
             }
             plan if crate::admin::is_dictionary_plan(&plan) => {
@@ -522,7 +531,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 } = &plan
                 {
                     if parts.len() > 1 {
-                        self.b.scratch.gathered.part_rows =
+                        self.scratch.gathered.part_rows =
                             hscale_route::router::insert_part_rows(sql, parts);
                     }
                 }
@@ -531,7 +540,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     version: self.b.planned_version,
                 };
                 let lexed = tokens.map(|tokens| (sql, tokens));
-                let key = coalesce::key(self.b, facts, payload, lexed, self.capabilities, target);
+                let key = coalesce::key(
+                    self.b,
+                    self.scratch,
+                    facts,
+                    payload,
+                    lexed,
+                    self.capabilities,
+                    target,
+                );
                 let exec = &mut *self;
                 exec.is_fenced = true;
                 exec.holds_parse_errors = true;
@@ -559,7 +576,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         sql: &str,
         effects: Effects<'_>,
     ) -> Result<Ran, ProxyError> {
-        let (found, stripped) = self.b.count_found_rows(sql).await?;
+        let (found, stripped) = self.b.count_found_rows(sql, self.scratch).await?;
         let payload = crate::backend::BackendConn::payload_for_query(&stripped);
         let facts = hscale_sql::analyze_bytes(stripped.as_bytes());
         let mut pins = effects.pins;
@@ -577,9 +594,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if let Ran::Query(p) = ran {
             return Ok(Ran::Query(p));
         }
-        if self.b.scratch.note.error == 0 {
+        if self.scratch.note.error == 0 {
             if let Some(n) = found {
-                self.b.scratch.note.found_rows = Some(n);
+                self.scratch.note.found_rows = Some(n);
             }
         }
         Ok(Ran::Done)

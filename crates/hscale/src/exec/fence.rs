@@ -22,9 +22,11 @@ use hscale_sql::Pins;
 use hscale_wire::consts::code;
 use hscale_wire::response::ErrPacket;
 
+use super::scratch::StatementScratch;
 use super::Bindings;
 use crate::error::ProxyError;
 use crate::partition::refresh::{await_newer_dictionary, Fence};
+pub use crate::partition::refresh::{is_stale, stale_route};
 
 /// Attempts of one statement before its error is answered.
 const MAX_ATTEMPTS: u32 = 16;
@@ -45,10 +47,31 @@ fn answer(code: u16, message: String) -> Next {
     })
 }
 
+/// The answer a forwarder held back (`forward::Outcome::held`: a syntax
+/// error of the client's own text, or a stale route, [`stale_route`]) as
+/// the error the statement's caller acts on; `Ok` when it held none.
+pub fn held_answer(held: Option<ErrPacket>) -> Result<(), ProxyError> {
+    match held {
+        None => Ok(()),
+        Some(err) if super::forward::is_parse_error(&err) => Err(ProxyError::Syntax { err }),
+        Some(err) => match stale_route(true, err) {
+            Err(stale) => Err(stale),
+            // The forwarder holds nothing else (`Forwarder::hold`).
+            Ok(err) => Err(ProxyError::Syntax { err }),
+        },
+    }
+}
+
 /// What runs a fenced statement: the session's bindings, and the client
 /// that a stale route's last error is answered to.
 pub(crate) trait Fenced {
     fn bindings(&mut self) -> &mut Bindings;
+    /// The session's bindings and the statement's scratch, together.
+    fn parts(&mut self) -> (&mut Bindings, &mut StatementScratch);
+    /// What the statement gathers and decides (`scratch.rs`).
+    fn scratch(&mut self) -> &mut StatementScratch {
+        self.parts().1
+    }
     /// Answer the statement with a backend's error (at sequence 1).
     async fn answer_error(&mut self, err: &ErrPacket) -> Result<(), ProxyError>;
 }
@@ -75,9 +98,9 @@ pub(crate) async fn run_fenced<T: Fenced>(
             Err(ProxyError::StaleRoute { err }) => err,
             r => return r,
         };
-        match this
-            .bindings()
-            .after_stale_route(err, before, &mut attempts)
+        let (b, scratch) = this.parts();
+        match b
+            .after_stale_route(err, before, &mut attempts, scratch)
             .await?
         {
             Next::Retry => {}
@@ -108,10 +131,11 @@ impl Bindings {
         err: ErrPacket,
         before: FencePoint,
         attempts: &mut u32,
+        scratch: &mut StatementScratch,
     ) -> Result<Next, ProxyError> {
         *attempts += 1;
         // The statement runs again whole: what its parts raised goes.
-        self.scratch.gathered = Default::default();
+        scratch.gathered = Default::default();
         // A replica behind a change's rename: the primaries answer.
         if self.read_from.retry_on_primary() {
             return Ok(Next::Retry);
@@ -135,7 +159,7 @@ impl Bindings {
             let is_fenced =
                 names_it && crate::partition::refresh::cutover_under_way(&ctx, self.worker).await;
             if is_fenced {
-                self.rollback().await?;
+                self.rollback(scratch).await?;
             }
             let fence = if is_stale_trigger {
                 Fence::Newer
@@ -144,7 +168,7 @@ impl Bindings {
             };
             if is_fenced || matches!(fence, Fence::Newer | Fence::Ended) {
                 if !is_fenced {
-                    self.rollback().await?;
+                    self.rollback(scratch).await?;
                 }
                 tracing::info!(
                     connection_id = self.connection_id,
@@ -161,7 +185,7 @@ impl Bindings {
         if let Some(begin) = before.pending_begin {
             // The statement opened the transaction: undo it, open it again
             // with the retry.
-            self.rollback().await?;
+            self.rollback(scratch).await?;
             self.pending_begin = Some(begin);
         }
         if *attempts > MAX_ATTEMPTS {
@@ -197,6 +221,10 @@ impl Bindings {
 impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Fenced for super::Exec<'_, S> {
     fn bindings(&mut self) -> &mut Bindings {
         self.b
+    }
+
+    fn parts(&mut self) -> (&mut Bindings, &mut StatementScratch) {
+        (self.b, self.scratch)
     }
 
     async fn answer_error(&mut self, err: &ErrPacket) -> Result<(), ProxyError> {

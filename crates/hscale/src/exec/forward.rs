@@ -231,8 +231,7 @@ where
         }
         match hscale_wire::response::ErrPacket::decode(&p.payload) {
             Ok(e)
-                if (self.is_holding_missing_tables
-                    && e.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE)
+                if (self.is_holding_missing_tables && super::fence::is_stale(&e))
                     || (self.is_holding_parse_errors && is_parse_error(&e)) =>
             {
                 self.outcome.is_err = true;

@@ -92,7 +92,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             }
             Ok(Err(err)) => {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
+                self.b.give_back(conn);
                 self.write_server_error(1, &err).await?;
                 return Ok(None);
             }
@@ -101,7 +101,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         for b in self.b.ctx.backend_ids().skip(1) {
             let mut conn = self.b.acquire(b).await?;
             if let Some(err) = self.b.sync(&mut conn, false).await? {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
+                self.b.give_back(conn);
                 return self.copy_failed(table, b, err, is_undone).await;
             }
             let running = self.b.running(&conn, b);
@@ -122,10 +122,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                         is_conn_ending: false,
                         ..Outcome::default()
                     };
-                    self.b.finish(conn, outcome, &Effects::default());
+                    self.b
+                        .finish(conn, outcome, &Effects::default(), self.scratch);
                 }
                 Ok(Err(err)) => {
-                    self.b.finish(conn, Outcome::default(), &Effects::default());
+                    self.b.give_back(conn);
                     return self.copy_failed(table, b, err, is_undone).await;
                 }
                 Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
@@ -149,7 +150,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let name = self.b.ctx.config.backends[b.index()].name.clone();
         tracing::info!(connection_id = self.b.connection_id, %table, backend = %name, code = err.code, "a copy of a global table refused a write: rolled back");
         if !is_undone {
-            self.b.rollback().await?;
+            self.b.rollback(self.scratch).await?;
         }
         self.write_server_error(1, &err).await?;
         Ok(None)

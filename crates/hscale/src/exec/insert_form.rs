@@ -85,14 +85,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                                 .trim_end()
                                 .to_string();
                             if rows.len() == 1 {
-                                self.b.scratch.one_row_select = Some(s.clone());
+                                self.scratch.one_row_select = Some(s.clone());
                             }
                             s
                         }
                     }
                 }
                 InsertForm::EvaluateKeys { select, keys } => {
-                    let mark = self.b.scratch.gathered.mark();
+                    let mark = self.scratch.gathered.mark();
                     let selected = self.select_rows(&select).await?;
                     if let Some(err) = self.strict_error_since(mark).await? {
                         self.write_server_error(1, &err).await?;
@@ -140,13 +140,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         &mut self,
         mark: crate::exec::conditions::Mark,
     ) -> Result<Option<ErrPacket>, ProxyError> {
-        let Some((code, message)) = self.b.scratch.gathered.first_warning_since(mark) else {
+        let Some((code, message)) = self.scratch.gathered.first_warning_since(mark) else {
             return Ok(None);
         };
         // The SELECT's own conditions are not the statement's: without
         // strict mode the row is stored with the value the SELECT showed
         // and without the server's warnings of it (docs/src/queries.md).
-        self.b.scratch.gathered.rewind(mark);
+        self.scratch.gathered.rewind(mark);
         if !self.b.sql_mode().await?.is_strict {
             return Ok(None);
         }
@@ -283,10 +283,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     async fn select_rows_as_stored(&mut self, select: &str) -> Result<Selected, ProxyError> {
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         let (answer, origins) =
-            sink::read_with_origins(self.b, select, "INSERT ... SELECT", max_rows).await?;
+            sink::read_with_origins(self.b, self.scratch, select, "INSERT ... SELECT", max_rows)
+                .await?;
         self.refuse_lost_copies(&answer, &origins).await?;
         if sink::has_invalid_days(&answer) {
-            self.b.scratch.write_vars = self.b.vars_allowing_invalid_dates().await?;
+            self.scratch.write_vars = self.b.vars_allowing_invalid_dates().await?;
         }
         self.literals(answer)
     }
@@ -295,7 +296,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// keep its rows as `(literal, ...)` row texts.
     async fn select_rows(&mut self, select: &str) -> Result<Selected, ProxyError> {
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let answer = sink::read(self.b, select, "INSERT ... SELECT", max_rows).await?;
+        let answer =
+            sink::read(self.b, self.scratch, select, "INSERT ... SELECT", max_rows).await?;
         self.literals(answer)
     }
 

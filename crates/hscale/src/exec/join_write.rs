@@ -53,16 +53,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let Some(scope) = self.open_write(is_implicit).await? else {
             return Ok(());
         };
-        let kept = (self.b.scratch.generated_id, self.b.state.last_insert_id);
+        let kept = (self.scratch.generated_id, self.b.state.last_insert_id);
         let total = self.join_write_steps(&w, &input, &columns).await;
-        (self.b.scratch.generated_id, self.b.state.last_insert_id) = kept;
+        (self.scratch.generated_id, self.b.state.last_insert_id) = kept;
         self.close_write(scope, total).await
     }
 
     /// A name of the SET that no table has, or several: the server's
     /// error for the statement's names read as a SELECT.
     async fn join_write_names(&mut self, w: &JoinWrite) -> Result<(), ProxyError> {
-        match sink::read(self.b, &w.names_read(), WHAT, 0).await? {
+        match sink::read(self.b, self.scratch, &w.names_read(), WHAT, 0).await? {
             Answer::Error(err) => self.write_server_error(1, &err).await,
             _ => Err(ProxyError::Refused(format!(
                 "a {WHAT} whose SET names a column hscale cannot tell the table of"
@@ -97,7 +97,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         };
         let mut out = Columns::default();
         if let Answer::Rows(_, rows) =
-            sink::run(self.b, &sql, WHAT, plan, effects, usize::MAX).await?
+            sink::run(self.b, self.scratch, &sql, WHAT, plan, effects, usize::MAX).await?
         {
             for row in rows {
                 let mut it = row.into_iter();
@@ -198,10 +198,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         input: &Input,
         columns: &[Columns],
     ) -> Result<Option<OkPacket>, ProxyError> {
-        let count_before = self.b.scratch.gathered.count;
+        let count_before = self.scratch.gathered.count;
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         // 1. The join's rows.
-        let answer = sink::read(self.b, &input.select, WHAT, max_rows).await?;
+        let answer = sink::read(self.b, self.scratch, &input.select, WHAT, max_rows).await?;
         let raw: Vec<sink::Row> = match &answer {
             Answer::Rows(c, rows) => {
                 if let Some(c) = c.iter().find(|c| c.column_type == 0x04) {
@@ -245,7 +245,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     kind,
                     parts: vec![(target.clone(), sql)],
                 };
-                match sink::run(self.b, "", WHAT, plan, Effects::default(), 0).await? {
+                match sink::run(self.b, self.scratch, "", WHAT, plan, Effects::default(), 0).await?
+                {
                     Answer::Ok(ok) => {
                         total.affected_rows += ok.affected_rows;
                         total.status = ok.status;
@@ -271,7 +272,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
             }
         }
-        let warnings = self.b.scratch.gathered.count.saturating_sub(count_before);
+        let warnings = self.scratch.gathered.count.saturating_sub(count_before);
         total.warnings = u16::try_from(warnings).unwrap_or(u16::MAX);
         if kind == StatementKind::Update {
             total.info = OkInfo::Matched {

@@ -39,9 +39,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let Some(scope) = self.open_write(is_implicit).await? else {
             return Ok(());
         };
-        let kept = (self.b.scratch.generated_id, self.b.state.last_insert_id);
+        let kept = (self.scratch.generated_id, self.b.state.last_insert_id);
         let total = self.key_move_steps(&m, effects).await;
-        (self.b.scratch.generated_id, self.b.state.last_insert_id) = kept;
+        (self.scratch.generated_id, self.b.state.last_insert_id) = kept;
         self.close_write(scope, total).await
     }
 
@@ -54,7 +54,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let what = "UPDATE of the partition key";
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         // 1. Each matched row's key and new key.
-        let rows = match sink::read(self.b, &m.select, what, max_rows).await? {
+        let rows = match sink::read(self.b, self.scratch, &m.select, what, max_rows).await? {
             Answer::Error(err) => {
                 self.write_server_error(1, &err).await?;
                 return Ok(None);
@@ -121,7 +121,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 kind: StatementKind::Select,
                 parts: vec![(from.clone(), select.clone())],
             };
-            let answer = sink::run(self.b, &select, what, read, read_only(), max_rows).await?;
+            let answer = sink::run(
+                self.b,
+                self.scratch,
+                &select,
+                what,
+                read,
+                read_only(),
+                max_rows,
+            )
+            .await?;
             let Some(rows) = self.literal_rows_or_answer(answer).await? else {
                 return Ok(None);
             };
@@ -184,7 +193,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             parts: vec![(from.clone(), sql.clone())],
         };
         let what = "UPDATE of the partition key";
-        let answer = sink::run(self.b, &sql, what, plan, read_only(), usize::MAX).await?;
+        let answer = sink::run(
+            self.b,
+            self.scratch,
+            &sql,
+            what,
+            plan,
+            read_only(),
+            usize::MAX,
+        )
+        .await?;
         let bad = || {
             ProxyError::Wrong(format!(
                 "internal: the columns of {} could not be read",
@@ -254,13 +272,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             parts: vec![(from.clone(), sql.clone())],
         };
         let what = "UPDATE of the partition key";
-        let primary = match sink::run(self.b, &sql, what, plan, read_only(), 1).await? {
-            Answer::Rows(_, rows) => rows
-                .into_iter()
-                .next()
-                .and_then(|r| r.into_iter().next().flatten()),
-            _ => None,
-        };
+        let primary =
+            match sink::run(self.b, self.scratch, &sql, what, plan, read_only(), 1).await? {
+                Answer::Rows(_, rows) => rows
+                    .into_iter()
+                    .next()
+                    .and_then(|r| r.into_iter().next().flatten()),
+                _ => None,
+            };
         if primary.as_deref() != Some(table.column.as_bytes()) {
             return Err(refuse());
         }
@@ -288,7 +307,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         effects: Effects<'_>,
     ) -> Result<Step, ProxyError> {
         let what = "UPDATE of the partition key";
-        match sink::run(self.b, "", what, plan, effects, 0).await? {
+        match sink::run(self.b, self.scratch, "", what, plan, effects, 0).await? {
             Answer::Ok(ok) => Ok(Step::Ok(ok)),
             Answer::Error(err) => {
                 self.write_server_error(1, &err).await?;

@@ -265,12 +265,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     .filter(|(_, r)| r.2 == i)
                     .map(|(n, _)| n)
                     .collect();
-                self.b.scratch.gathered.row_map = RowMap::Rows(numbers);
+                self.scratch.gathered.row_map = RowMap::Rows(numbers);
             }
             let loaded = self
                 .load_part(target.backend, sql, prefix, rows, &mut total)
                 .await;
-            self.b.scratch.gathered.row_map = RowMap::Same;
+            self.scratch.gathered.row_map = RowMap::Same;
             match loaded {
                 Ok(true) => {
                     let part = total.info;
@@ -418,7 +418,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             Ok((columns, session))
         }
         .await;
-        self.b.finish(conn, Outcome::default(), &Effects::default());
+        self.b.give_back(conn);
         let (columns, session) = read?;
         let columns = match columns {
             Ok(c) => c.strings(),
@@ -537,7 +537,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         {
             Ok(Ok(())) => {}
             Ok(Err(err)) => {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
+                self.b.give_back(conn);
                 self.write_server_error(1, &err).await?;
                 return Ok(None);
             }
@@ -624,10 +624,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                         ok: Some(ok),
                         ..Outcome::default()
                     };
-                    self.b.finish(conn, outcome, &Effects::default());
+                    self.b
+                        .finish(conn, outcome, &Effects::default(), self.scratch);
                 }
                 Some((conn, Ok(Err(err)))) => {
-                    self.b.finish(conn, Outcome::default(), &Effects::default());
+                    self.b.give_back(conn);
                     return self.copy_failed(&load.table, b, err, is_undone).await;
                 }
                 Some((conn, Err(e))) => return Err(self.b.backend_lost(conn, e.to_string())),

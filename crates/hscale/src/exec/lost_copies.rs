@@ -138,7 +138,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             quote_ident(column)
         );
         Ok(
-            match sink::read(self.b, &probe, "INSERT ... SELECT", 1).await? {
+            match sink::read(self.b, self.scratch, &probe, "INSERT ... SELECT", 1).await? {
                 Answer::Rows(_, rows) => rows.is_empty(),
                 _ => false,
             },

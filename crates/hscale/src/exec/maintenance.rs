@@ -16,8 +16,7 @@
 use hscale_route::router::Maintenance;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::forward::Outcome;
-use super::{send, Effects, Exec};
+use super::{send, Exec};
 use crate::error::ProxyError;
 
 type Row = Vec<Option<Vec<u8>>>;
@@ -47,10 +46,6 @@ fn distinct(rows: Vec<Row>) -> Vec<Row> {
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     pub(super) async fn run_maintenance(&mut self, m: &Maintenance) -> Result<(), ProxyError> {
-        let effects = Effects {
-            is_read_only: m.is_checksum,
-            ..Effects::default()
-        };
         let mut defs = Vec::new();
         let mut rows: Vec<Row> = Vec::new();
         for (target, sql) in &m.parts {
@@ -60,12 +55,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             };
             match conn.query_raw(sql).await {
                 Ok(Ok((d, r))) => {
-                    self.b.finish(conn, Outcome::default(), &effects);
+                    self.b.give_back(conn);
                     defs = d;
                     rows.extend(r);
                 }
                 Ok(Err(err)) => {
-                    self.b.finish(conn, Outcome::default(), &effects);
+                    self.b.give_back(conn);
                     return self.write_server_error(1, &err).await;
                 }
                 Err(e) => return Err(self.b.backend_lost(conn, e.to_string())),
@@ -98,8 +93,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let n = out.count();
         send(out.finish(st, 0)).await?;
-        self.b.scratch.note.rows += n;
-        self.b.scratch.note.is_result = true;
+        self.scratch.note.rows += n;
+        self.scratch.note.is_result = true;
         Ok(())
     }
 }

@@ -14,7 +14,7 @@
 //! | `scatter.rs` | one statement over several partitions in parallel: rows concatenated or affected rows added up |
 //! | `global_write.rs` | writes to global tables: every copy in one statement scope |
 //! | `merge.rs` | a `MergePlan`: ordered k-way merges, partial groups combined, shipped tables |
-//! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration |
+//! | `bindings.rs` | every backend connection a session holds, state sync, pins, KILL registration; `session_facing.rs` what the session reads and changes of them (the fields are `pub(super)`); `scratch.rs` what one statement gathers and decides, the session's, lent to each `Exec` |
 //! | `txn/` | transactions across backends: branches (`mod.rs`); `commit.rs` the commit protocol (XA), `recovery.rs` recovery; `ends.rs` the statements that end one (COMMIT, ROLLBACK, RELEASE, savepoints, implicit commits); `lead_in.rs` a deferred BEGIN or a branch's XA START sent in one query with the statement that needs it; savepoints, statement atomicity |
 //! | `returning.rs` | DELETE ... RETURNING over several partitions: the parts' rows, sent once the statement stands |
 //! | `maintenance.rs` | CHECKSUM / ANALYZE / CHECK / OPTIMIZE / REPAIR TABLE of a partitioned table, answered as one table |
@@ -65,6 +65,7 @@ pub mod rows;
 mod scatter;
 pub mod scratch;
 pub mod sequence;
+pub mod session_facing;
 pub mod session_start;
 pub mod shared_reads;
 pub mod sink;
@@ -150,6 +151,9 @@ impl<'a> Effects<'a> {
 pub struct Exec<'a, S> {
     pub client: &'a mut PacketStream<S>,
     pub b: &'a mut Bindings,
+    /// What the statement gathers and decides (`scratch.rs`), the
+    /// session's, lent for the statement.
+    pub scratch: &'a mut scratch::StatementScratch,
     is_eof_deprecated: bool,
     /// Statements that set up shipped tables on every part of the merge
     /// being run (`merge.rs`); `None` when it ships none (and for every
@@ -236,11 +240,13 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     pub fn new(
         client: &'a mut PacketStream<S>,
         b: &'a mut Bindings,
+        scratch: &'a mut scratch::StatementScratch,
         is_eof_deprecated: bool,
     ) -> Exec<'a, S> {
         Exec {
             client,
             b,
+            scratch,
             is_eof_deprecated,
             ship_setup: None,
             ship_cleanup: None,
@@ -295,12 +301,12 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             .partitioning
             .with_dictionary(|d| d.user_message(&err.message));
         let mut message = renamed.as_deref().unwrap_or(&err.message).to_string();
-        if let Some(m) = self.b.scratch.gathered.row_map.renumber(message.as_bytes()) {
+        if let Some(m) = self.scratch.gathered.row_map.renumber(message.as_bytes()) {
             message = String::from_utf8_lossy(&m).into_owned();
         }
         let message = message.as_str();
-        self.b.scratch.note.error(err.code);
-        self.b.scratch.gathered.error(err.code, message);
+        self.scratch.note.error(err.code);
+        self.scratch.gathered.error(err.code, message);
         send(self.reply(seq).err(err.code, &err.sql_state, message)).await
     }
 
@@ -308,8 +314,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
     /// statement's error: the answer to a statement hscale answers
     /// itself, whose errors name no partition.
     pub async fn write_error_packet(&mut self, seq: u8, err: &ErrPacket) -> Result<(), ProxyError> {
-        self.b.scratch.note.error(err.code);
-        self.b.scratch.gathered.error(err.code, &err.message);
+        self.scratch.note.error(err.code);
+        self.scratch.gathered.error(err.code, &err.message);
         send(self.reply(seq).err(err.code, &err.sql_state, &err.message)).await
     }
 
@@ -329,8 +335,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             Plan::CreateSelect(c) => (PlanKind::Merge, c.ship.len()),
             _ => (PlanKind::Dictionary, 0),
         };
-        self.b.scratch.note.kind = kind;
-        self.b.scratch.note.parts = parts as u32;
+        self.scratch.note.kind = kind;
+        self.scratch.note.parts = parts as u32;
         self.uses_last_insert_id = effects.uses_last_insert_id;
         match plan {
             // Under sql_select_limit a read over several partitions is
@@ -459,9 +465,12 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
             true => effects.supplied,
             false => insert_id::Supplied::Nothing,
         };
-        if let Some(err) = self.b.sync_for_insert(&mut conn, &supplied).await? {
-            self.b
-                .finish(conn, forward::Outcome::default(), &Effects::default());
+        if let Some(err) = self
+            .b
+            .sync_for_insert(&mut conn, &supplied, self.scratch)
+            .await?
+        {
+            self.b.give_back(conn);
             return self.write_server_error(1, &err).await;
         }
         let conn = if lead.is_empty() {
@@ -521,9 +530,9 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
         let backend = conn.pool().backend_id;
         let running = self.b.running(&conn, backend);
         let mut f = Forwarder::new(&mut conn.stream, &mut *self.client, deprecated, max)
-            .insert_id(self.b.scratch.generated_id.filter(|id| *id != 0))
-            .one_row_select(self.b.scratch.one_row_select.as_deref())
-            .replacing_defs(self.b.scratch.answer_defs.take())
+            .insert_id(self.scratch.generated_id.filter(|id| *id != 0))
+            .one_row_select(self.scratch.one_row_select.as_deref())
+            .replacing_defs(self.scratch.answer_defs.take())
             .shipped(&self.ship_names);
         // Without a partitioned table no physical name is to be renamed.
         if !self.b.ctx.partitioning.is_empty() {
@@ -561,17 +570,19 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                     return Ok(());
                 }
                 if outcome.warnings > 0 && held.is_none() {
-                    self.b.gather(&mut conn, outcome.warnings).await;
+                    self.b
+                        .gather(&mut conn, outcome.warnings, &mut self.scratch.gathered)
+                        .await;
                 }
                 if effects.sets_last_insert_id
-                    && self.b.scratch.generated_id.is_none()
+                    && self.scratch.generated_id.is_none()
                     && !outcome.is_err
                     && held.is_none()
                 {
                     self.b.read_back_last_insert_id(&mut conn).await?;
                 } else if let Some(ok) = outcome.ok.as_mut().filter(|ok| {
                     ok.last_insert_id != 0
-                        && self.b.scratch.generated_id.is_none()
+                        && self.scratch.generated_id.is_none()
                         && effects.supplied.may_hold(ok.last_insert_id)
                 }) {
                     // Perhaps an explicit AUTO_INCREMENT value, which the
@@ -584,12 +595,8 @@ impl<'a, S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'a, S> {
                         ok.last_insert_id = 0;
                     }
                 }
-                self.b.finish(conn, outcome, effects);
-                match held {
-                    Some(err) if forward::is_parse_error(&err) => Err(ProxyError::Syntax { err }),
-                    Some(err) => Err(ProxyError::StaleRoute { err }),
-                    None => Ok(()),
-                }
+                self.b.finish(conn, outcome, effects, self.scratch);
+                fence::held_answer(held)
             }
             Err(f) => match f.error {
                 ForwardError::Backend(e) => {

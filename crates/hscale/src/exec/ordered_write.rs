@@ -28,7 +28,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     ) -> Result<(), ProxyError> {
         let what = "UPDATE or DELETE with ORDER BY ... LIMIT";
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let rows = match sink::read(self.b, &w.select, what, max_rows).await? {
+        let rows = match sink::read(self.b, self.scratch, &w.select, what, max_rows).await? {
             Answer::Error(err) => return self.write_server_error(1, &err).await,
             Answer::Ok(_) => Vec::new(),
             Answer::Rows(_, rows) => rows,

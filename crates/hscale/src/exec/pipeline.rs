@@ -25,7 +25,11 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use hscale_wire::consts::code;
 use hscale_wire::response::ErrPacket;
 
-use super::forward::{is_parse_error, Expect, ForwardError, Forwarder};
+use hscale_wire::consts::status;
+
+use super::bindings::Bindings;
+use super::forward::{is_parse_error, Expect, ForwardError, Forwarder, Outcome};
+use super::scratch::StatementScratch;
 use super::Exec;
 use crate::backend::lane::{LaneState, Pick, Reply, CROWD, SLOW, STALL};
 use crate::error::ProxyError;
@@ -41,7 +45,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let ctx = self.b.ctx.clone();
         let pool = ctx.pool_as(self.b.worker, backend, self.b.identity);
         // (Statements without a digest share one entry.)
-        let digest = self.b.scratch.note.digest.unwrap_or(0);
+        let digest = self.scratch.note.digest.unwrap_or(0);
         if pool.in_use() + pool.lanes.queued() < CROWD || pool.lanes.is_slow(digest) {
             return Ok(false);
         }
@@ -119,7 +123,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         match f.run(Expect::Query).await {
             Ok(outcome) => {
-                self.b.finish_answered(outcome);
+                self.b.finish_answered(outcome, self.scratch);
                 Ok(())
             }
             Err(f) => match f.error {
@@ -128,6 +132,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     "internal: a pipelined answer could not be relayed: {e}"
                 ))),
             },
+        }
+    }
+}
+
+impl Bindings {
+    /// `Bindings::finish` for a read a lane answered: an autocommit read
+    /// with no pin, no warning and no error, so only the note and the
+    /// status are left to take.
+    fn finish_answered(&mut self, outcome: Outcome, scratch: &mut StatementScratch) {
+        scratch.record(&outcome);
+        if let Some(st) = outcome.status.filter(|st| st & status::IN_TRANS == 0) {
+            self.note_outside_transaction(st);
         }
     }
 }

@@ -10,7 +10,6 @@
 
 use bytes::Bytes;
 use hscale_route::dictionary::Target;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::status;
 use hscale_wire::response::OkPacket;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -69,7 +68,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => {
-                    self.b.finish(conn, Outcome::default(), &Effects::default());
+                    self.b.give_back(conn);
                     self.write_server_error(1, &err).await?;
                     return Ok(None);
                 }
@@ -86,12 +85,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             drop(running);
             match read {
                 Ok(Ok(((defs, rows), (warnings, st)))) => {
-                    self.b.gather(&mut conn, warnings).await;
+                    self.b
+                        .gather(&mut conn, warnings, &mut self.scratch.gathered)
+                        .await;
                     let outcome = Outcome {
                         status: Some(st),
                         ..Outcome::default()
                     };
-                    self.b.finish(conn, outcome, &Effects::default());
+                    self.b
+                        .finish(conn, outcome, &Effects::default(), self.scratch);
                     if out.defs.is_empty() {
                         out.defs = defs;
                     }
@@ -102,14 +104,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     out.warnings = out.warnings.saturating_add(warnings);
                     out.flags |= st & status::INDEX_FLAGS;
                 }
-                // A renamed table before anything reached the client: the
-                // fence runs the statement again whole.
-                Ok(Err(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                    self.b.finish(conn, Outcome::default(), &Effects::default());
-                    return Err(ProxyError::StaleRoute { err });
-                }
                 Ok(Err(err)) => {
-                    self.b.finish(conn, Outcome::default(), &Effects::default());
+                    self.b.give_back(conn);
+                    // A renamed table before anything reached the client:
+                    // the fence runs the statement again whole.
+                    let err = super::fence::stale_route(self.is_fenced, err)?;
                     self.write_server_error(1, &err).await?;
                     return Ok(None);
                 }
@@ -135,8 +134,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let n = out.count();
         send(out.finish(st, r.warnings)).await?;
-        self.b.scratch.note.rows += n;
-        self.b.scratch.note.is_result = true;
+        self.scratch.note.rows += n;
+        self.scratch.note.is_result = true;
         Ok(())
     }
 }

@@ -103,6 +103,7 @@ impl Bindings {
         sql: &str,
         mentions: Mentions,
         client: &Client<'_>,
+        scratch: &mut crate::exec::scratch::StatementScratch,
     ) -> Result<Option<(String, bool)>, ProxyError> {
         let (mut out, mut is_live) = match classify(sql) {
             Some(Show::Processlist { is_full }) => {
@@ -127,7 +128,7 @@ impl Bindings {
                         } else {
                             let out = table_status_sql(&db, filter, &summed);
                             if out.is_some() {
-                                self.scratch.answer_defs = self.table_status_defs(&db).await?;
+                                scratch.answer_defs = self.table_status_defs(&db).await?;
                             }
                             (out, true)
                         }

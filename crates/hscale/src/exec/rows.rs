@@ -66,8 +66,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let n = out.count();
         send(out.finish(st, 0)).await?;
-        self.b.scratch.note.rows += n;
-        self.b.scratch.note.is_result = true;
+        self.scratch.note.rows += n;
+        self.scratch.note.is_result = true;
         Ok(())
     }
 }
@@ -78,11 +78,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let st = self.b.status();
         // A result set (SHOW TABLES and the like): FOUND_ROWS() is its rows.
         if let AdminOutput::Rows { rows, .. } | AdminOutput::Relayed { rows, .. } = &out {
-            self.b.scratch.note.rows += rows.len() as u64;
-            self.b.scratch.note.is_result = true;
+            self.scratch.note.rows += rows.len() as u64;
+            self.scratch.note.is_result = true;
         }
         if let AdminOutput::Altered { affected, .. } = &out {
-            self.b.scratch.note.affected = Some(*affected);
+            self.scratch.note.affected = Some(*affected);
         }
         let reply = self.reply(1);
         let done = match out {

@@ -14,7 +14,6 @@
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
 use hscale_route::BackendId;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::status;
 use hscale_wire::reply::OkParts;
 use hscale_wire::response::{ErrPacket, OkInfo, OkPacket};
@@ -138,7 +137,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             match sent {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => {
-                    self.b.finish(conn, Outcome::default(), &Effects::default());
+                    self.b.give_back(conn);
                     self.write_server_error(seq, &err).await?;
                     return Ok(false);
                 }
@@ -226,7 +225,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // A read that uses none of the variables a session is pinned by
         // runs beside its pinned connection (`StatementScratch::may_borrow_beside`).
         let is_beside = kind == StatementKind::Select
-            && self.b.scratch.may_borrow_beside
+            && self.b.may_borrow_beside
             && self.b.pins == hscale_sql::Pins::USER_VARIABLE;
         if self.b.pinned.is_some() && !self.b.is_branchable() && !is_beside {
             return Err(ProxyError::Unsupported {
@@ -299,8 +298,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     Err(e) => {
                         flight.abandon();
                         return match e {
-                            Preflight::Stale(err) => Err(ProxyError::StaleRoute { err }),
-                            Preflight::Server(err) => self.write_server_error(seq, &err).await,
+                            Preflight::Server(err) => {
+                                let err = super::fence::stale_route(self.is_fenced, err)?;
+                                self.write_server_error(seq, &err).await
+                            }
                             Preflight::Lost(err) => {
                                 if !self.b.is_bound_lost {
                                     write_error(&mut *self.client, seq, &err).await;
@@ -337,17 +338,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // An execution's text, its parameters written in, says which of
         // its literals compare how, as the statement's does.
         let mut text = None;
-        if let (Some((target, _)), true) = (parts.first(), self.b.scratch.gathered.is_spread()) {
+        if let (Some((target, _)), true) = (parts.first(), self.scratch.gathered.is_spread()) {
             text = match cmd {
                 Command::Query => std::str::from_utf8(sql).ok().map(str::to_string),
                 Command::Execute(e) => super::conditions::execution_text(sql, e),
             };
             if let Some(text) = &text {
-                self.b.measure(target, text).await;
+                self.b
+                    .measure(target, text, &mut self.scratch.gathered)
+                    .await;
             }
         }
         let warnings = self
-            .b
             .scratch
             .gathered
             .settled_count(sum.warnings, || match &text {
@@ -384,7 +386,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut info: Option<OkInfo> = None;
         // Rows the parts before this one counted, for its row numbers.
         let mut rows_before = 0;
-        let part_rows = self.b.scratch.gathered.part_rows.take();
+        let part_rows = self.scratch.gathered.part_rows.take();
         // Without a generated id one server's OK carries the AUTO_INCREMENT
         // value of the statement's last row (its `next_number_field`),
         // which the part holding that row reports as its own last row's:
@@ -402,7 +404,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 flight.abandon();
                 return Ok(None);
             };
-            self.b.scratch.gathered.row_map = match (&part_rows, kind) {
+            self.scratch.gathered.row_map = match (&part_rows, kind) {
                 (Some(rows), _) => rows.get(i).cloned().map_or(RowMap::Same, RowMap::Rows),
                 (None, StatementKind::Update | StatementKind::Delete) => RowMap::After(rows_before),
                 (None, _) => RowMap::Same,
@@ -410,7 +412,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             let (affected, warnings) = (total.affected_rows, total.warnings);
             let id_before = std::mem::take(&mut total.last_insert_id);
             let read = self.read_part_ok(conn, &mut total).await;
-            self.b.scratch.gathered.row_map = RowMap::Same;
+            self.scratch.gathered.row_map = RowMap::Same;
             match read {
                 Ok(true) => {}
                 other => {
@@ -446,7 +448,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // counted once (`Gathered::settle`), in the info text too.
         let sql = parts.first().map_or(&[][..], |(_, sql)| sql.as_ref());
         let warnings = self
-            .b
             .scratch
             .gathered
             .settled_count(total.warnings, || constants(sql, cmd));
@@ -486,7 +487,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         };
         let uses_last_insert_id = cmd.uses_last_insert_id() || self.uses_last_insert_id;
         if let Some(err) = self.b.sync(&mut conn, uses_last_insert_id).await? {
-            self.b.finish(conn, Outcome::default(), &Effects::default());
+            self.b.give_back(conn);
             self.write_server_error(seq, &err).await?;
             return Ok(None);
         }
@@ -540,17 +541,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 }
                 if outcome.warnings > 0 && held.is_none() {
                     self.b
-                        .gather_branches(&mut conn, outcome.warnings, branches)
+                        .gather_branches(
+                            &mut conn,
+                            outcome.warnings,
+                            branches,
+                            &mut self.scratch.gathered,
+                        )
                         .await;
                 }
-                self.b.finish(conn, outcome, &Effects::default());
-                match held {
-                    Some(err) if super::forward::is_parse_error(&err) => {
-                        return Err(ProxyError::Syntax { err })
-                    }
-                    Some(err) => return Err(ProxyError::StaleRoute { err }),
-                    None => {}
-                }
+                self.b
+                    .finish(conn, outcome, &Effects::default(), self.scratch);
+                super::fence::held_answer(held)?;
                 Ok((!is_err).then_some(next))
             }
             Err(f) => match f.error {
@@ -576,7 +577,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// its end), and a partition change's rename waits for such a
     /// statement to end; so a part renamed away fails here, while the
     /// statement can still be planned again as a whole
-    /// (`Preflight::Stale`), never after rows were sent. Every part sent
+    /// (`fence::stale_route`), never after rows were sent. Every part sent
     /// is registered for KILL QUERY meanwhile (`InFlight::running`).
     /// Returns how many parts were read so. Parts that were
     /// not sent ahead (more than `MAX_IN_FLIGHT`, or inside a transaction,
@@ -587,9 +588,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             let r = preflight_part(&mut conn.stream).await;
             match r {
                 Ok(None) => n += 1,
-                Ok(Some(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                    return Err(Preflight::Stale(err))
-                }
                 Ok(Some(err)) => return Err(Preflight::Server(err)),
                 Err(e) => {
                     return Err(Preflight::Lost(ProxyError::BackendLost {
@@ -621,19 +619,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         total: &mut OkPacket,
     ) -> Result<bool, ProxyError> {
         match r {
-            // A part that ran into a renamed table (a stale route): nothing
-            // reached the client yet, so the fence runs the statement again
-            // whole (its own transaction is rolled back by `finish_write`).
-            Ok(Err(err))
-                if self.is_fenced && err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE =>
-            {
-                if crate::partition::refresh::is_stale_trigger_error(&err) {
-                    // Its prepared statements lock older triggers' tables.
-                    conn.is_broken = true;
-                }
-                self.b.finish(conn, Outcome::default(), &Effects::default());
-                Err(ProxyError::StaleRoute { err })
-            }
             Ok(Ok(ok)) => {
                 total.affected_rows += ok.affected_rows;
                 total.warnings = total.warnings.saturating_add(ok.warnings);
@@ -644,7 +629,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 if total.last_insert_id == 0 {
                     total.last_insert_id = ok.last_insert_id;
                 }
-                self.b.gather(&mut conn, ok.warnings).await;
+                self.b
+                    .gather(&mut conn, ok.warnings, &mut self.scratch.gathered)
+                    .await;
                 let outcome = Outcome {
                     status: Some(ok.status),
                     ok: Some(ok),
@@ -654,11 +641,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     is_conn_ending: false,
                     ..Outcome::default()
                 };
-                self.b.finish(conn, outcome, &Effects::default());
+                self.b
+                    .finish(conn, outcome, &Effects::default(), self.scratch);
                 Ok(true)
             }
             Ok(Err(err)) => {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
+                if self.is_fenced && crate::partition::refresh::is_stale_trigger_error(&err) {
+                    // Its prepared statements lock older triggers' tables.
+                    conn.is_broken = true;
+                }
+                self.b.give_back(conn);
+                // A part that ran into a renamed table (a stale route):
+                // nothing reached the client yet, so the fence runs the
+                // statement again whole (its own transaction is rolled
+                // back by `finish_write`).
+                let err = super::fence::stale_route(self.is_fenced, err)?;
                 self.write_server_error(1, &err).await?;
                 Ok(false)
             }
@@ -670,8 +667,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// first id the statement generated, as on one server, or without one
     /// the statement's last row's (`add_up`).
     pub(crate) async fn write_total(&mut self, mut total: OkPacket) -> Result<(), ProxyError> {
-        self.b.scratch.note.affected = Some(total.affected_rows);
-        match self.b.scratch.generated_id {
+        self.scratch.note.affected = Some(total.affected_rows);
+        match self.scratch.generated_id {
             Some(0) => {}
             Some(id) => {
                 total.last_insert_id = id;
@@ -699,9 +696,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 /// Why the parts sent ahead of a concatenation stopped before its first
 /// row ([`Exec::preflight`]).
 enum Preflight {
-    /// A part's table was renamed away by a partition change.
-    Stale(ErrPacket),
-    /// A part's error, which the client gets before any row.
+    /// A part's error, which the client gets before any row (or a stale
+    /// route: a part's table was renamed away by a partition change,
+    /// `fence::stale_route`).
     Server(ErrPacket),
     /// A part's backend connection broke.
     Lost(ProxyError),

@@ -1,15 +1,18 @@
 //! What the statement running gathers and decides beside the backend
-//! connections ([`StatementScratch`], `Bindings::scratch`): its metrics
-//! note, the conditions it raised, the ids it generated, how its answer is
-//! to be rewritten. Nothing in it outlives the statement: the session
-//! clears it in one call before each command (`session/mod.rs`
-//! `dispatch`) and before each statement of a multi-statement query
-//! (`session/batch.rs`); the connections and the session state they are
-//! synced to stay in [`super::Bindings`].
+//! connections ([`StatementScratch`]): its metrics note, the conditions
+//! it raised, the ids it generated, how its answer is to be rewritten.
+//! The session owns it (`Session::scratch`) and lends it to each
+//! [`super::Exec`] it runs (`Exec::scratch`), which passes it where a
+//! statement's part records what it did (`Bindings::finish`, the
+//! conditions' `gather`, the fence). Nothing in it outlives the
+//! statement: the session clears it in one call before each command
+//! (`session/mod.rs` `dispatch`) and before each statement of a
+//! multi-statement query (`session/batch.rs`); the connections and the
+//! session state they are synced to stay in [`super::Bindings`].
 
 use bytes::Bytes;
 
-/// The per-statement part of a session's bindings (see the module).
+/// What one statement gathers and decides (see the module).
 #[derive(Default)]
 pub struct StatementScratch {
     /// What the current statement did, for metrics and digests: the
@@ -45,18 +48,28 @@ pub struct StatementScratch {
     /// (`exec/rewrite.rs`) carries one server's `SHOW TABLE STATUS`
     /// definitions. Taken by the forward of the statement's answer.
     pub answer_defs: Option<Vec<Bytes>>,
-    /// The statement reached hscale under NO_BACKSLASH_ESCAPES with its
-    /// strings' backslashes doubled (`exec/sql_mode.rs`): what it sends a
-    /// backend has them undoubled (`Plan::Targets` only).
-    pub is_undoubling: bool,
-    /// The statement running neither reads nor sets session-bound state:
-    /// while the session is pinned only by its user variables, its parts
-    /// on other backends may borrow pooled connections beside the pinned
-    /// one (`Bindings::acquire`; set by `exec/steps/user_vars.rs`).
-    pub may_borrow_beside: bool,
 }
 
 impl StatementScratch {
+    /// What a part of the statement answered (`outcome`, as its
+    /// connection is finished): its rows, affected rows, error and
+    /// warnings into the note and the conditions.
+    pub fn record(&mut self, outcome: &super::forward::Outcome) {
+        self.note.rows += outcome.rows;
+        match &outcome.ok {
+            Some(ok) => self.note.affected = Some(ok.affected_rows),
+            None if outcome.status.is_some() && !outcome.is_err => self.note.is_result = true,
+            None => {}
+        }
+        if outcome.err_code != 0 {
+            self.note.error(outcome.err_code);
+        }
+        self.gathered.reported += u64::from(outcome.warnings);
+        if let Some(err) = &outcome.err {
+            self.gathered.error_packet(err);
+        }
+    }
+
     /// Nothing of the previous command or statement left. In place, with
     /// no allocation: what the last one gathered is dropped (the session
     /// took its conditions already).

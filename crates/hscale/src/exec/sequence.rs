@@ -8,6 +8,7 @@
 //! wherever an id may be generated) and filled at each execution, by
 //! rewriting the execute packet.
 
+use crate::exec::scratch::StatementScratch;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -34,7 +35,11 @@ impl Bindings {
     /// For an INSERT or REPLACE into a table with a sequence: the statement
     /// with its ids filled in (`None`: run it as it is). An explicit id at
     /// or above the counter moves the counter past it first.
-    pub async fn fill_ids(&mut self, sql: &str) -> Result<Option<Bytes>, ProxyError> {
+    pub async fn fill_ids(
+        &mut self,
+        sql: &str,
+        scratch: &mut StatementScratch,
+    ) -> Result<Option<Bytes>, ProxyError> {
         // Every statement passes here: no shared reference count touched
         // unless some table has a sequence.
         if !self.ctx.partitioning.has_sequences() {
@@ -61,14 +66,14 @@ impl Bindings {
         drop(dict);
         let (ctx, worker) = (self.ctx.clone(), self.worker);
         if let Some(id) = auto.max_explicit {
-            self.scratch.passed = ctx
+            scratch.passed = ctx
                 .sequences
                 .pass(sequence_main(&ctx, worker), &auto.table, generation, id)
                 .await?;
         }
         if auto.needed == 0 {
             // Explicit ids only: LAST_INSERT_ID() stays as it was.
-            self.scratch.generated_id = Some(0);
+            scratch.generated_id = Some(0);
             return Ok(None);
         }
         let ids = ctx
@@ -80,9 +85,9 @@ impl Bindings {
                 auto.needed,
             )
             .await?;
-        self.scratch.generated_id = ids.first().copied();
+        scratch.generated_id = ids.first().copied();
         let filled = auto.fill(sql, &ids);
-        self.scratch.generated_ids = ids;
+        scratch.generated_ids = ids;
         Ok(Some(BackendConn::payload_for_query(&filled)))
     }
 
@@ -117,11 +122,12 @@ impl Bindings {
         &mut self,
         conn: &mut crate::backend::PooledConn,
         supplied: &super::insert_id::Supplied<'_>,
+        scratch: &mut StatementScratch,
     ) -> Result<Option<hscale_wire::response::ErrPacket>, ProxyError> {
         let held = conn.last_insert_id;
         let is_unknown = held == crate::backend::conn::UNKNOWN_INSERT_ID;
         if matches!(supplied, super::insert_id::Supplied::Nothing)
-            || self.scratch.generated_id.is_some()
+            || scratch.generated_id.is_some()
             || held == self.state.last_insert_id
             || !(is_unknown || supplied.may_hold(held))
         {
@@ -269,6 +275,7 @@ impl Bindings {
         types: &[u8],
         num_params: usize,
         long_data: &[(u16, Bytes)],
+        scratch: &mut StatementScratch,
     ) -> Result<FilledExecute, ProxyError> {
         enum Src {
             Client(usize),
@@ -326,7 +333,7 @@ impl Bindings {
         };
         let (ctx, worker) = (self.ctx.clone(), self.worker);
         if let Some(id) = max_explicit {
-            self.scratch.passed = ctx
+            scratch.passed = ctx
                 .sequences
                 .pass(sequence_main(&ctx, worker), &ids.table, generation, id)
                 .await?;
@@ -339,8 +346,8 @@ impl Bindings {
                 .await?
         };
         // Explicit ids only: LAST_INSERT_ID() stays as it was.
-        self.scratch.generated_id = Some(fresh.first().copied().unwrap_or(0));
-        self.scratch.generated_ids.clone_from(&fresh);
+        scratch.generated_id = Some(fresh.first().copied().unwrap_or(0));
+        scratch.generated_ids.clone_from(&fresh);
         let n = srcs.len();
         let mut nulls = vec![0u8; n.div_ceil(8)];
         let mut new_types = Vec::with_capacity(2 * n);

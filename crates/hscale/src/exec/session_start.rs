@@ -59,7 +59,8 @@ impl Bindings {
             sql_mode: None,
             is_coalescing_off: false,
             savepoints: Default::default(),
-            scratch: Default::default(),
+            may_borrow_beside: false,
+            is_undoubling: false,
         }
     }
 }

@@ -57,15 +57,18 @@ pub enum Answer {
 /// refusal naming `what`.
 pub async fn run(
     b: &mut Bindings,
+    scratch: &mut super::scratch::StatementScratch,
     text: &str,
     what: &str,
     plan: Plan,
     effects: Effects<'_>,
     max_rows: usize,
 ) -> Result<Answer, ProxyError> {
-    Ok(run_with_origins(b, text, what, plan, effects, max_rows)
-        .await?
-        .0)
+    Ok(
+        run_with_origins(b, scratch, text, what, plan, effects, max_rows)
+            .await?
+            .0,
+    )
 }
 
 /// Where a result column's values come from, as its definition says:
@@ -75,6 +78,7 @@ pub type Origin = (String, String, String);
 /// [`run`], with the origin of each result column.
 async fn run_with_origins(
     b: &mut Bindings,
+    scratch: &mut super::scratch::StatementScratch,
     text: &str,
     what: &str,
     plan: Plan,
@@ -83,7 +87,7 @@ async fn run_with_origins(
 ) -> Result<(Answer, Vec<Origin>), ProxyError> {
     let mut sink = PacketStream::new(RowSink::new(max_rows));
     {
-        let mut exec = Exec::new(&mut sink, b, false);
+        let mut exec = Exec::new(&mut sink, b, scratch, false);
         exec.is_fenced = true;
         match plan {
             Plan::Passthrough => {
@@ -110,16 +114,20 @@ async fn run_with_origins(
 /// statement that needs it, in refusals.
 pub async fn read(
     b: &mut Bindings,
+    scratch: &mut super::scratch::StatementScratch,
     select: &str,
     what: &str,
     max_rows: usize,
 ) -> Result<Answer, ProxyError> {
-    Ok(read_with_origins(b, select, what, max_rows).await?.0)
+    Ok(read_with_origins(b, scratch, select, what, max_rows)
+        .await?
+        .0)
 }
 
 /// [`read`], with the origin of each result column.
 pub async fn read_with_origins(
     b: &mut Bindings,
+    scratch: &mut super::scratch::StatementScratch,
     select: &str,
     what: &str,
     max_rows: usize,
@@ -158,7 +166,7 @@ pub async fn read_with_origins(
         .vars
         .without_select_limit()
         .map(|v| std::mem::replace(&mut b.state.vars, std::sync::Arc::new(v)));
-    let r = run_with_origins(b, select, what, plan, effects, max_rows).await;
+    let r = run_with_origins(b, scratch, select, what, plan, effects, max_rows).await;
     if let Some(vars) = limited {
         b.state.vars = vars;
     }

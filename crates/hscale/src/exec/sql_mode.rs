@@ -141,7 +141,7 @@ impl Bindings {
     pub async fn in_sql_mode(&mut self, payload: &Bytes) -> Result<Option<Bytes>, ProxyError> {
         let sql = &payload[1..];
         // Each statement of a batch is read anew.
-        self.scratch.is_undoubling = false;
+        self.is_undoubling = false;
         // memchr's vector search: this runs for every text statement.
         if memchr::memchr2(b'"', b'\\', sql).is_none() {
             return Ok(None);
@@ -158,7 +158,7 @@ impl Bindings {
                         let mut p = BytesMut::with_capacity(1 + doubled.len());
                         p.put_u8(payload[0]);
                         p.put_slice(doubled.as_bytes());
-                        self.scratch.is_undoubling = true;
+                        self.is_undoubling = true;
                         return Ok(Some(p.freeze()));
                     }
                 }

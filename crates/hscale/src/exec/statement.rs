@@ -7,6 +7,7 @@
 //! (`[log] slow_statement_ms`).
 
 use super::Bindings;
+use crate::exec::scratch::StatementScratch;
 
 impl Bindings {
     /// Before a statement: the user's max_statement_ms, as the backend's
@@ -28,9 +29,9 @@ impl Bindings {
 
     /// After a statement rejected before it stored its explicit ids: the
     /// sequence's pass taken for them given back (`seq`).
-    pub async fn undo_unused_pass(&mut self) {
-        if let Some(passed) = self.scratch.passed.take() {
-            if is_rejected(self.scratch.note.error) && self.scratch.note.affected.is_none() {
+    pub async fn undo_unused_pass(&mut self, scratch: &mut StatementScratch) {
+        if let Some(passed) = scratch.passed.take() {
+            if is_rejected(scratch.note.error) && scratch.note.affected.is_none() {
                 self.ctx.sequences.undo_pass(passed).await;
             }
         }
@@ -38,11 +39,17 @@ impl Bindings {
 
     /// Count statement `sql` that took `took` (ended `now`): metrics,
     /// digests, the tenant's figures, the slow-statement log.
-    pub fn count_statement(&self, sql: &[u8], took: std::time::Duration, now: std::time::Instant) {
+    pub fn count_statement(
+        &self,
+        sql: &[u8],
+        took: std::time::Duration,
+        now: std::time::Instant,
+        scratch: &StatementScratch,
+    ) {
         let metrics = &self.ctx.metrics;
-        metrics.record(self.worker, &self.scratch.note, took, now, Some(sql));
+        metrics.record(self.worker, &scratch.note, took, now, Some(sql));
         self.tenant.record(self.worker, took, now);
-        if self.scratch.note.error == hscale_wire::consts::code::ER_STATEMENT_TIMEOUT {
+        if scratch.note.error == hscale_wire::consts::code::ER_STATEMENT_TIMEOUT {
             self.tenant.count_killed();
         }
         let slow = self.ctx.slow_statement_ms();
@@ -60,10 +67,10 @@ impl Bindings {
                 connection_id = self.connection_id,
                 user,
                 ms = took.as_millis() as u64,
-                plan = self.scratch.note.kind.as_str(),
-                parts = self.scratch.note.parts,
-                rows = self.scratch.note.rows,
-                error = self.scratch.note.error,
+                plan = scratch.note.kind.as_str(),
+                parts = scratch.note.parts,
+                rows = scratch.note.rows,
+                error = scratch.note.error,
                 sql = crate::logging::loggable(sql.unwrap_or("<not UTF-8>")),
                 "slow statement"
             );

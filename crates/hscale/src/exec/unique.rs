@@ -99,14 +99,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         w: &UniqueWrite,
         effects: Effects<'_>,
     ) -> Result<Option<OkPacket>, ProxyError> {
-        let kept = (self.b.scratch.generated_id, self.b.state.last_insert_id);
+        let kept = (self.scratch.generated_id, self.b.state.last_insert_id);
         for index in &w.inserts {
             let plan = Plan::Targets {
                 kind: StatementKind::Insert,
                 parts: index.parts.clone(),
             };
-            let answer = sink::run(self.b, "", WHAT, plan, Effects::default(), 0).await;
-            (self.b.scratch.generated_id, self.b.state.last_insert_id) = kept;
+            let answer =
+                sink::run(self.b, self.scratch, "", WHAT, plan, Effects::default(), 0).await;
+            (self.scratch.generated_id, self.b.state.last_insert_id) = kept;
             match answer? {
                 Answer::Ok(_) => {}
                 Answer::Error(err) => {
@@ -132,7 +133,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             kind: w.kind,
             parts: w.parts.clone(),
         };
-        match sink::run(self.b, "", WHAT, rows, effects, 0).await? {
+        match sink::run(self.b, self.scratch, "", WHAT, rows, effects, 0).await? {
             Answer::Ok(ok) => Ok(Some(ok)),
             Answer::Error(err) => {
                 self.write_server_error(1, &err).await?;
@@ -158,9 +159,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             kind: w.kind,
             parts: w.parts.clone(),
         };
-        let kept = (self.b.scratch.generated_id, self.b.state.last_insert_id);
-        let answer = sink::run(self.b, "", WHAT, rows, Effects::default(), 0).await;
-        (self.b.scratch.generated_id, self.b.state.last_insert_id) = kept;
+        let kept = (self.scratch.generated_id, self.b.state.last_insert_id);
+        let answer = sink::run(self.b, self.scratch, "", WHAT, rows, Effects::default(), 0).await;
+        (self.scratch.generated_id, self.b.state.last_insert_id) = kept;
         Ok(match answer? {
             Answer::Error(own) if own.code == 1062 => own,
             _ => index_err,
@@ -177,7 +178,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 kind: StatementKind::Delete,
                 parts: vec![(target.clone(), sql.clone())],
             };
-            let answer = sink::run(self.b, "", WHAT, plan, Effects::default(), usize::MAX).await?;
+            let answer = sink::run(
+                self.b,
+                self.scratch,
+                "",
+                WHAT,
+                plan,
+                Effects::default(),
+                usize::MAX,
+            )
+            .await?;
             let answer = match answer {
                 Answer::Ok(ok) => {
                     total.status = ok.status;
@@ -215,7 +225,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 )
                 .await?;
                 drop(dict);
-                match sink::run(self.b, &sql, WHAT, plan, Effects::default(), 0).await? {
+                match sink::run(
+                    self.b,
+                    self.scratch,
+                    &sql,
+                    WHAT,
+                    plan,
+                    Effects::default(),
+                    0,
+                )
+                .await?
+                {
                     Answer::Ok(_) => {}
                     Answer::Error(err) => {
                         self.write_server_error(1, &err).await?;
@@ -261,7 +281,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             is_read_only: true,
             ..Effects::default()
         };
-        let answer = sink::run(self.b, "", WHAT, read, read_effects, MAX_LOOKUP_ROWS).await;
+        let answer = sink::run(
+            self.b,
+            self.scratch,
+            "",
+            WHAT,
+            read,
+            read_effects,
+            MAX_LOOKUP_ROWS,
+        )
+        .await;
         let rows = match answer {
             Ok(Answer::Rows(_, rows)) => Some(rows),
             Ok(Answer::Ok(_)) => Some(Vec::new()),

@@ -53,8 +53,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         rr: &RowByRow,
         effects: Effects<'_>,
     ) -> Result<Option<OkPacket>, ProxyError> {
-        self.b.scratch.gathered.part_rows = None;
-        let count_before = self.b.scratch.gathered.count;
+        self.scratch.gathered.part_rows = None;
+        let count_before = self.scratch.gathered.count;
         let table = self
             .b
             .ctx
@@ -71,15 +71,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // as explicit values: the statement's id is the first generated
         // one of a row it stored; a row skipped or updated instead
         // leaves LAST_INSERT_ID() as it was, as on one server.
-        let sequenced = self.b.scratch.generated_id.map(|_| {
-            let generated = std::mem::take(&mut self.b.scratch.generated_ids);
+        let sequenced = self.scratch.generated_id.map(|_| {
+            let generated = std::mem::take(&mut self.scratch.generated_ids);
             (generated, self.b.state.last_insert_id)
         });
         let mut first_id = None;
         for (i, row) in rr.rows.iter().enumerate() {
-            self.b.scratch.gathered.row_map = RowMap::Rows(vec![i as u32 + 1]);
+            self.scratch.gathered.row_map = RowMap::Rows(vec![i as u32 + 1]);
             let done = self.one_row(&table, row, rr.on_duplicate, effects).await;
-            self.b.scratch.gathered.row_map = RowMap::Same;
+            self.scratch.gathered.row_map = RowMap::Same;
             let Some(done) = done? else {
                 return Ok(None);
             };
@@ -104,10 +104,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         if let Some((_, session_id)) = sequenced {
             self.b.state.last_insert_id = session_id;
-            self.b.scratch.generated_id = Some(first_id.unwrap_or(0));
+            self.scratch.generated_id = Some(first_id.unwrap_or(0));
             total.last_insert_id = first_id.unwrap_or(0);
         }
-        let warnings = self.b.scratch.gathered.count.saturating_sub(count_before);
+        let warnings = self.scratch.gathered.count.saturating_sub(count_before);
         total.warnings = u16::try_from(warnings).unwrap_or(u16::MAX);
         if rr.rows.len() > 1 {
             total.info = OkInfo::Records {
@@ -130,12 +130,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let mut taken = Vec::new();
         let mut held = None;
         for v in &row.values {
-            let mark = self.b.scratch.gathered.mark();
+            let mark = self.scratch.gathered.mark();
             let Some(ok) = self.lookup_step(&v.take, StatementKind::Insert).await? else {
                 return Ok(None);
             };
-            let printed = self.b.scratch.gathered.warning_since(mark, 1062);
-            self.b.scratch.gathered.rewind(mark);
+            let printed = self.scratch.gathered.warning_since(mark, 1062);
+            self.scratch.gathered.rewind(mark);
             if ok.affected_rows == 1 {
                 taken.push(v);
                 continue;
@@ -152,7 +152,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             },
             _ => None,
         };
-        let kept = (self.b.scratch.generated_id, self.b.state.last_insert_id);
+        let kept = (self.scratch.generated_id, self.b.state.last_insert_id);
         let Some(ok) = self.row_step(&row.part, effects).await? else {
             return Ok(None);
         };
@@ -207,7 +207,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         {
             return Ok(None);
         }
-        (self.b.scratch.generated_id, self.b.state.last_insert_id) = kept;
+        (self.scratch.generated_id, self.b.state.last_insert_id) = kept;
         match (on_duplicate, holder) {
             (OnDuplicate::Update, Some(holder)) => {
                 let on_holder = (holder.clone(), row.on(&holder));
@@ -231,7 +231,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                             .message
                     })
                     .unwrap_or_else(|| format!("Duplicate entry for key '{}'", v.lookup.key));
-                let g = &mut self.b.scratch.gathered;
+                let g = &mut self.scratch.gathered;
                 g.rows
                     .push([b"Warning".to_vec(), b"1062".to_vec(), message.into_bytes()]);
                 g.count += 1;
@@ -257,7 +257,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             kind: StatementKind::Insert,
             parts: vec![part.clone()],
         };
-        let answer = sink::run(self.b, "", WHAT, plan, effects, 0).await?;
+        let answer = sink::run(self.b, self.scratch, "", WHAT, plan, effects, 0).await?;
         self.ok_or_error(answer).await
     }
 
@@ -272,9 +272,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             kind,
             parts: vec![part.clone()],
         };
-        let kept = (self.b.scratch.generated_id, self.b.state.last_insert_id);
-        let answer = sink::run(self.b, "", WHAT, plan, Effects::default(), 0).await;
-        (self.b.scratch.generated_id, self.b.state.last_insert_id) = kept;
+        let kept = (self.scratch.generated_id, self.b.state.last_insert_id);
+        let answer = sink::run(self.b, self.scratch, "", WHAT, plan, Effects::default(), 0).await;
+        (self.scratch.generated_id, self.b.state.last_insert_id) = kept;
         self.ok_or_error(answer?).await
     }
 
@@ -332,7 +332,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             kind: StatementKind::Select,
             parts: vec![part.clone()],
         };
-        match sink::run(self.b, "", WHAT, plan, Effects::default(), 10).await? {
+        match sink::run(self.b, self.scratch, "", WHAT, plan, Effects::default(), 10).await? {
             Answer::Rows(_, rows) => Ok(Some(rows)),
             Answer::Ok(_) => Ok(Some(Vec::new())),
             Answer::Error(err) => {

@@ -83,7 +83,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             kind: StatementKind::Update,
             parts: w.parts.clone(),
         };
-        let ok = match sink::run(self.b, "", WHAT, plan, effects, 0).await? {
+        let ok = match sink::run(self.b, self.scratch, "", WHAT, plan, effects, 0).await? {
             Answer::Ok(ok) => ok,
             Answer::Error(err) => {
                 self.write_server_error(1, &err).await?;
@@ -214,9 +214,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         )
         .await?;
         drop(dict);
-        let kept = (self.b.scratch.generated_id, self.b.state.last_insert_id);
-        let answer = sink::run(self.b, sql, WHAT, plan, Effects::default(), 0).await;
-        (self.b.scratch.generated_id, self.b.state.last_insert_id) = kept;
+        let kept = (self.scratch.generated_id, self.b.state.last_insert_id);
+        let answer = sink::run(self.b, self.scratch, sql, WHAT, plan, Effects::default(), 0).await;
+        (self.scratch.generated_id, self.b.state.last_insert_id) = kept;
         match answer? {
             Answer::Ok(_) => Ok(true),
             Answer::Error(err) => {
@@ -269,7 +269,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             .vars
             .without_select_limit()
             .map(|v| std::mem::replace(&mut self.b.state.vars, std::sync::Arc::new(v)));
-        let answer = sink::run(self.b, select, WHAT, plan, effects, max_rows).await;
+        let answer = sink::run(self.b, self.scratch, select, WHAT, plan, effects, max_rows).await;
         if let Some(vars) = limited {
             self.b.state.vars = vars;
         }

@@ -181,6 +181,28 @@ pub fn is_stale_trigger_error(err: &hscale_wire::response::ErrPacket) -> bool {
     err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE && err.message.contains("'hscale.")
 }
 
+/// Whether `err`, a server's answer to a statement, may mean a stale
+/// route: 1146, a table the statement was routed to is gone (a change's
+/// cutover renamed it). The one rule; the executor's forwarder holds such
+/// an answer back with it (`exec/forward.rs`, `holding_missing_tables`).
+pub fn is_stale(err: &ErrPacket) -> bool {
+    err.code == hscale_wire::consts::code::ER_NO_SUCH_TABLE
+}
+
+/// A server's error `err` to a statement, before anything reached the
+/// client: for a fenced statement (`is_fenced`: one the fence loop runs,
+/// `exec/fence.rs`) a stale route ([`is_stale`]) becomes
+/// `Err(ProxyError::StaleRoute)`, which the fence plans and runs again;
+/// anything else is `Ok(err)`, the statement's answer. The one place a
+/// 1146 becomes a retry: the executor (`exec::fence::stale_route`) and
+/// the admin commands a statement runs call it.
+pub fn stale_route(is_fenced: bool, err: ErrPacket) -> Result<ErrPacket, ProxyError> {
+    if is_fenced && is_stale(&err) {
+        return Err(ProxyError::StaleRoute { err });
+    }
+    Ok(err)
+}
+
 /// What a statement that ran into a missing table finds after waiting.
 #[derive(Debug)]
 pub enum Fence {

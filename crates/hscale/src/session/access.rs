@@ -59,7 +59,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// (`exec/grants.rs`); `Ok(false)`: not such a statement.
     pub(super) async fn account_statement(&mut self, sql: &str) -> Result<bool, ProxyError> {
         let deprecated = self.is_eof_deprecated();
-        let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
+        let mut exec = Exec::new(&mut self.client, &mut self.b, &mut self.scratch, deprecated);
         exec.account_statement(sql, &self.info.user, &self.info.host)
             .await
     }

@@ -17,7 +17,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let cmd = hscale_route::admin::parse(sql).map_err(|e| ProxyError::Wrong(e.to_string()))?;
         tracing::info!(
-            connection_id = self.b.connection_id,
+            connection_id = self.b.connection_id(),
             command = sql,
             "admin command"
         );

@@ -33,13 +33,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// session with multi-statements on. Cheap otherwise: one byte scan
     /// when the session may send several statements.
     pub(super) fn batch_of(&self, payload: &Bytes) -> Option<Vec<String>> {
-        if !self.b.state.is_multi_statements
-            || self.b.ctx.partitioning.is_empty()
+        if !self.b.state().is_multi_statements
+            || self.b.ctx().partitioning.is_empty()
             || !payload[1..].contains(&b';')
         {
             return None;
         }
-        self.b.ctx.partitioning.refusal(&payload[1..])?;
+        self.b.ctx().partitioning.refusal(&payload[1..])?;
         let sql = std::str::from_utf8(&payload[1..]).ok()?;
         hscale_sql::batch::split(sql).map(|v| v.into_iter().map(str::to_string).collect())
     }
@@ -52,7 +52,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         for (i, sql) in statements.iter().enumerate() {
             if i > 0 {
                 // Each statement starts as a command does (`exec/scratch.rs`).
-                self.b.scratch.clear();
+                self.scratch.clear();
+                self.b.new_statement();
             }
             let payload = BackendConn::payload_for_query(sql);
             match self.statement(com::QUERY, &payload).await {
@@ -63,7 +64,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
                 Err(e) => write_error(&mut self.client, 1, &e).await,
             }
-            if self.b.is_bound_lost || self.client.end_relayed(i + 1 < n) == RelayEnd::Failed {
+            if self.b.is_bound_lost() || self.client.end_relayed(i + 1 < n) == RelayEnd::Failed {
                 break;
             }
         }

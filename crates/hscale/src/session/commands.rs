@@ -51,7 +51,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     ) -> Result<(), ProxyError> {
         // A PREPARE is a statement of the user's rate (`crate::tenant`),
         // as MariaDB counts it among a user's queries.
-        let r = match self.b.tenant.admit().await {
+        let r = match self.b.tenant().admit().await {
             Ok(()) => self.prepare(payload).await,
             Err(e) => Err(e),
         };
@@ -59,15 +59,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Err(ProxyError::ClientGone) => return r,
             Err(e) => {
                 let (code, _, message) = e.to_mysql();
-                self.b.scratch.note.error(code);
-                self.b.scratch.gathered.error(code, &message);
+                self.scratch.note.error(code);
+                self.scratch.gathered.error(code, &message);
             }
             Ok(()) => {}
         }
-        let error = self.b.scratch.note.error;
+        let error = self.scratch.note.error;
         if error != 0 {
-            let gathered = std::mem::take(&mut self.b.scratch.gathered);
-            let vars = &self.b.state.vars;
+            let gathered = std::mem::take(&mut self.scratch.gathered);
+            let vars = &self.b.state().vars;
             self.conditions
                 .record(gathered, error, || vars.max_error_count(), &payload[1..]);
         }
@@ -104,7 +104,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let payload = rewritten.as_ref().unwrap_or(payload);
         let deprecated = self.is_eof_deprecated();
-        let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
+        let mut exec = Exec::new(&mut self.client, &mut self.b, &mut self.scratch, deprecated);
         exec.prepare(&mut self.statements, payload, facts, live, uses_tables)
             .await
     }
@@ -138,16 +138,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if let Some(s) = self.statements.get_mut(id) {
             s.clear_long_data();
         }
-        if self.b.read_from.is_replica {
+        if self.b.read_from().is_replica {
             crate::exec::read_from::route_prepared(&mut self.b, &st.sql);
         }
-        self.b.scratch.gathered.uses_tables = Some(st.uses_tables);
+        self.scratch.gathered.uses_tables = Some(st.uses_tables);
         // Answered as the text statement is, in the binary format.
         let answered = match st.own.take() {
             Some(OwnRead::Conditions(read)) => self.answer_conditions(read, true).await?,
             Some(OwnRead::Index(name)) => {
                 // The table as the dictionary has it now.
-                let table = self.b.ctx.partitioning.dictionary().table(&name).cloned();
+                let table = self.b.ctx().partitioning.dictionary().table(&name).cloned();
                 match table {
                     Some(table) => self
                         .exec()
@@ -183,7 +183,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         types: &[u8],
     ) -> Result<(), ProxyError> {
         let deprecated = self.is_eof_deprecated();
-        Exec::new(&mut self.client, &mut self.b, deprecated)
+        Exec::new(&mut self.client, &mut self.b, &mut self.scratch, deprecated)
             .reroute_prepared(&mut self.statements, id, st)
             .await?;
         if let (Routed::Plain, Some(Ok(text))) =
@@ -231,7 +231,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return;
         };
         let param = u16::from_le_bytes([payload[5], payload[6]]);
-        let max = self.b.ctx.config.proxy.max_allowed_packet;
+        let max = self.b.ctx().config.proxy.max_allowed_packet;
         if let Some(st) = self.statements.get_mut(id) {
             let data = payload.slice(7..);
             if st.is_long_data_refused {
@@ -301,7 +301,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
         })?;
         let next = seq.wrapping_add(1);
-        let user = self.b.ctx.live().user(&cu.user).cloned();
+        let user = self.b.ctx().live().user(&cu.user).cloned();
         let response: &[u8] = if response[..] == [0] { &[] } else { &response };
         let hosts = [self.info.host_name.as_str(), self.info.host.as_str()];
         let ok = user.as_ref().is_some_and(|u| {
@@ -310,7 +310,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     .unwrap_or(false)
         });
         let Some(user) = user.filter(|_| ok) else {
-            tracing::info!(connection_id = self.b.connection_id, user = %cu.user, "change user failed");
+            tracing::info!(connection_id = self.b.connection_id(), user = %cu.user, "change user failed");
             write_error(
                 &mut self.client,
                 next,
@@ -319,9 +319,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             .await;
             return Ok(false);
         };
-        match self.b.ctx.tenants.user(&user.name).open() {
+        match self.b.ctx().tenants.user(&user.name).open() {
             // The old user's place is given back as this one replaces it.
-            Ok(place) => self.b.tenant = place,
+            Ok(place) => self.b.replace_tenant(place),
             Err(e) => {
                 write_error(&mut self.client, next, &e).await;
                 return Ok(false);
@@ -329,17 +329,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         self.reset_session();
         self.info.user = user.name.clone();
-        self.b.identity = self.b.ctx.config.identity(&user.name);
-        self.b.read_from = crate::exec::read_from::ReadFrom::for_user(Some(&user));
-        *self.b.handle.user.lock().unwrap_or_else(|p| p.into_inner()) = user.name.clone();
+        self.b.become_user(&user);
         self.info.is_admin = user.admin;
         if let Some(c) = cu.collation {
-            learn_collations(&self.b.ctx, self.b.worker, c).await;
-            match vars_for_collation(&self.b.ctx, c) {
+            learn_collations(self.b.ctx(), self.b.worker(), c).await;
+            match vars_for_collation(self.b.ctx(), c) {
                 Ok(vars) => {
                     self.info.collation = c;
-                    self.b.base_vars = Arc::new(vars);
-                    self.b.state.vars = self.b.base_vars.clone();
+                    self.b.set_base_vars(vars);
                 }
                 Err(e) => {
                     write_error(&mut self.client, next, &e).await;
@@ -347,14 +344,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 }
             }
         }
-        self.b.state.db = None;
+        self.b.forget_database();
         if let Some(db) = &cu.database {
             if let Some(err) = self.use_database(db).await? {
                 self.exec().write_server_error(next, &err).await?;
                 return Ok(true);
             }
         }
-        tracing::info!(connection_id = self.b.connection_id, user = %user.name, "changed user");
+        tracing::info!(connection_id = self.b.connection_id(), user = %user.name, "changed user");
         let st = self.b.status();
         send(self.reply(next).ok(OkParts::new(st, 0))).await?;
         Ok(true)

@@ -48,6 +48,10 @@ pub struct Session<S> {
     /// The backend connections this session holds and the state replayed
     /// onto them.
     b: Bindings,
+    /// What the statement running gathers and decides (its note,
+    /// conditions, generated ids): lent to each `Exec` it runs, cleared
+    /// before each command and each statement of a batch.
+    scratch: crate::exec::scratch::StatementScratch,
     statements: Statements,
     /// What the previous statement left for `ROW_COUNT()` and
     /// `FOUND_ROWS()`.
@@ -148,6 +152,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send>(
             tenant,
         ),
         client,
+        scratch: Default::default(),
         statements: Statements::default(),
         last: Default::default(),
         conditions: Default::default(),
@@ -163,7 +168,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<ClientStream<S>> {
     /// After the login: the database it named taken, the OK, then the
     /// command loop until the client goes; its pinned connection released.
     async fn welcome(mut self) {
-        let connection_id = self.b.connection_id;
+        let connection_id = self.b.connection_id();
         let seq = self.info.next_seq;
         if let Some(db) = self.info.database.clone() {
             match self.use_database(&db).await {
@@ -187,10 +192,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<ClientStream<S>> {
             if self.info.capabilities & cap::COMPRESS != 0 {
                 self.client.get_mut().compress();
             }
-            let ctx = self.b.ctx.clone();
-            let db = self.b.state.db.as_deref();
-            self.b.handle.end(std::time::Instant::now(), db);
-            ctx.register_session(connection_id, self.b.handle.clone());
+            let ctx = self.b.ctx().clone();
+            let db = self.b.state().db.as_deref();
+            self.b.handle().end(std::time::Instant::now(), db);
+            ctx.register_session(connection_id, self.b.handle().clone());
             self.run().await;
             ctx.unregister_session(connection_id);
         }
@@ -201,6 +206,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<ClientStream<S>> {
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> crate::exec::fence::Fenced for Session<S> {
     fn bindings(&mut self) -> &mut Bindings {
         &mut self.b
+    }
+
+    fn parts(&mut self) -> (&mut Bindings, &mut crate::exec::scratch::StatementScratch) {
+        (&mut self.b, &mut self.scratch)
     }
 
     async fn answer_error(&mut self, err: &ErrPacket) -> Result<(), ProxyError> {
@@ -230,7 +239,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let deprecated = self.is_eof_deprecated();
         let is_local_files = self.info.capabilities & cap::LOCAL_FILES != 0;
         let capabilities = self.info.capabilities;
-        let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
+        let mut exec = Exec::new(&mut self.client, &mut self.b, &mut self.scratch, deprecated);
         exec.is_local_files = is_local_files;
         exec.capabilities = capabilities;
         exec
@@ -240,63 +249,63 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// else the global one it started with (when a `SET GLOBAL` through
     /// this proxy made it known), else `[proxy] wait_timeout_ms`.
     fn wait_timeout(&self) -> std::time::Duration {
-        let set = self.b.state.vars.items().iter().rev().find_map(|i| {
+        let set = self.b.state().vars.items().iter().rev().find_map(|i| {
             let value = i.assign.split_once('=')?.1.trim();
             (i.key == "wait_timeout").then(|| value.parse::<u64>().ok())
         });
         match set {
             Some(Some(secs)) => std::time::Duration::from_secs(secs.clamp(1, 31_536_000)),
             _ => self.start_wait.unwrap_or_else(|| {
-                std::time::Duration::from_millis(self.b.ctx.live().proxy.wait_timeout_ms)
+                std::time::Duration::from_millis(self.b.ctx().live().proxy.wait_timeout_ms)
             }),
         }
     }
 
     async fn run(&mut self) {
-        let max = self.b.ctx.config.proxy.max_allowed_packet;
+        let max = self.b.ctx().config.proxy.max_allowed_packet;
         // The idle timer is armed once and moved on only when it fires
         // early, so a command costs one clock read, not a timer update.
         let mut wait = self.wait_timeout();
-        let mut wait_vars = self.b.state.vars.clone();
+        let mut wait_vars = self.b.state().vars.clone();
         let mut last = tokio::time::Instant::now();
         let idle = tokio::time::sleep(wait);
         tokio::pin!(idle);
         loop {
-            if self.b.handle.is_killed() {
-                tracing::info!(connection_id = self.b.connection_id, "killed");
+            if self.b.handle().is_killed() {
+                tracing::info!(connection_id = self.b.connection_id(), "killed");
                 return;
             }
-            if self.b.ctx.is_draining() {
+            if self.b.ctx().is_draining() {
                 // SIGTERM: the statement (if any) is answered; close.
                 tracing::info!(
-                    connection_id = self.b.connection_id,
+                    connection_id = self.b.connection_id(),
                     "closing: the proxy is shutting down"
                 );
                 return;
             }
             // For HSCALE SHOW TRANSACTIONS (a no-op outside transactions across backends).
             self.b.publish_txn();
-            if !Arc::ptr_eq(&wait_vars, &self.b.state.vars) {
-                wait_vars = self.b.state.vars.clone();
+            if !Arc::ptr_eq(&wait_vars, &self.b.state().vars) {
+                wait_vars = self.b.state().vars.clone();
                 wait = self.wait_timeout();
                 idle.as_mut().reset(last + wait);
             }
             let read = tokio::select! {
                 biased;
                 r = self.client.read_command(max) => r,
-                _ = self.b.handle.woken() => continue,
+                _ = self.b.handle().woken() => continue,
                 _ = self.b.held_closed() => {
                     // As the server at its wait_timeout: the client
                     // connection closes while idle, not at its next query.
-                    tracing::info!(connection_id = self.b.connection_id, "closing: a backend connection holding the session's state was closed while idle");
-                    self.b.is_bound_lost = true;
+                    tracing::info!(connection_id = self.b.connection_id(), "closing: a backend connection holding the session's state was closed while idle");
+                    self.b.mark_bound_lost();
                     return;
                 }
                 _ = &mut idle => {
                     let due = last + wait;
                     if tokio::time::Instant::now() >= due {
                         // As MariaDB at wait_timeout: the connection is closed.
-                        tracing::info!(connection_id = self.b.connection_id, "closing: idle longer than wait_timeout");
+                        tracing::info!(connection_id = self.b.connection_id(), "closing: idle longer than wait_timeout");
                         return;
                     }
                     idle.as_mut().reset(due);
@@ -306,15 +315,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // A KILL may have landed while the command was arriving (the
             // killer's OK can reach its client before this task runs): a
             // killed session answers nothing more, as a server's thread.
-            if self.b.handle.is_killed() {
-                tracing::info!(connection_id = self.b.connection_id, "killed");
+            if self.b.handle().is_killed() {
+                tracing::info!(connection_id = self.b.connection_id(), "killed");
                 return;
             }
             let payload = match read {
                 Ok(p) => p,
                 Err(e) if e.is_disconnect() => return,
                 Err(e) => {
-                    tracing::info!(connection_id = self.b.connection_id, error = %e, "closing: bad packet from client");
+                    tracing::info!(connection_id = self.b.connection_id(), error = %e, "closing: bad packet from client");
                     write_error(&mut self.client, 1, &ProxyError::ClientProtocol(e)).await;
                     // A packet refused from its header is still arriving:
                     // let the client read the error before the close.
@@ -329,12 +338,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 Some(at) => at.into(),
                 None => tokio::time::Instant::now(),
             };
-            let db = self.b.state.db.as_deref();
-            self.b.handle.end(last.into_std(), db);
-            if self.b.is_bound_lost {
+            let db = self.b.state().db.as_deref();
+            self.b.handle().end(last.into_std(), db);
+            if self.b.is_bound_lost() {
                 // As a server's connection: closed, no answer (2013).
                 tracing::info!(
-                    connection_id = self.b.connection_id,
+                    connection_id = self.b.connection_id(),
                     "closing: the backend connection holding the session's state was lost"
                 );
                 return;
@@ -348,7 +357,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     return;
                 }
                 Err(e) => {
-                    tracing::debug!(connection_id = self.b.connection_id, error = %e, "statement failed");
+                    tracing::debug!(connection_id = self.b.connection_id(), error = %e, "statement failed");
                     write_error(&mut self.client, 1, &e).await;
                 }
             }
@@ -362,8 +371,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 hscale_wire::WireError::Malformed("empty command packet"),
             ));
         };
-        self.b.scratch.clear();
-        self.b.read_from.statement = crate::exec::read_from::Route::Primary;
+        self.scratch.clear();
+        self.b.new_statement();
+        self.b.read_from_mut().statement = crate::exec::read_from::Route::Primary;
         match cmd {
             com::QUIT => return Ok(false),
             com::QUERY => match self.batch_of(&payload) {
@@ -462,17 +472,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     /// backend (on one that answers while the main backend is frozen).
     async fn use_database(&mut self, db: &str) -> Result<Option<ErrPacket>, ProxyError> {
         self.check_db(db)?;
-        let backend = match &self.b.pinned {
-            Some(_) => BackendId::MAIN,
-            None => self.b.ctx.answering_backend(),
+        let backend = match self.b.is_pinned() {
+            true => BackendId::MAIN,
+            false => self.b.ctx().answering_backend(),
         };
         self.b.use_database(backend, db).await
     }
 
     async fn set_option(&mut self, payload: &[u8]) -> Result<(), ProxyError> {
         match payload.get(1..3).map(|b| u16::from_le_bytes([b[0], b[1]])) {
-            Some(0) => self.b.state.is_multi_statements = true,
-            Some(1) => self.b.state.is_multi_statements = false,
+            Some(0) => self.b.set_multi_statements(true),
+            Some(1) => self.b.set_multi_statements(false),
             _ => {
                 return Err(ProxyError::Wrong(
                     "COM_SET_OPTION with an unknown option".into(),

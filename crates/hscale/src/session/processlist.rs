@@ -31,7 +31,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             _ => None,
         };
         self.command_at = std::time::Instant::now();
-        self.b.handle.begin(
+        self.b.handle().begin(
             crate::exec::processlist::command_name(cmd),
             info,
             self.command_at,

@@ -11,7 +11,7 @@ use crate::exec::entry::Ran;
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     pub(super) async fn query(&mut self, payload: &Bytes) -> Result<(), ProxyError> {
         let done = self.query_text(payload).await;
-        self.b.is_text_utf8 = false;
+        self.b.set_text_utf8(false);
         done
     }
 
@@ -30,7 +30,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             None => hscale_sql::analyze_bytes(&payload[1..]),
         };
         // Whether it resets the session's diagnostics area (`exec/conditions/list.rs`).
-        self.b.scratch.gathered.uses_tables = Some(facts.uses_tables);
+        self.scratch.gathered.uses_tables = Some(facts.uses_tables);
         // What the statement mentions comes from that one lex; the rare
         // statement rewritten with hscale's own answers is analyzed again.
         let rewritten = match text {
@@ -46,8 +46,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.b.forget_sql_mode(&facts, sql_bytes);
         // The digest reads the client's text: the analysis's fingerprint
         // is its when nothing rewrote it.
-        if in_mode.is_none() && rewritten.is_none() && !self.b.is_text_utf8 {
-            self.b.scratch.note.digest = facts.fingerprint.as_ref().map(|f| f.hash);
+        if in_mode.is_none() && rewritten.is_none() && !self.b.is_text_utf8() {
+            self.scratch.note.digest = facts.fingerprint.as_ref().map(|f| f.hash);
         }
         let utf8 = match &rewritten {
             Some(r) => std::str::from_utf8(&r[1..]).ok(),
@@ -55,18 +55,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         };
         let sql = utf8.unwrap_or("<not UTF-8>");
         tracing::debug!(
-            connection_id = self.b.connection_id,
+            connection_id = self.b.connection_id(),
             sql = crate::logging::loggable(sql),
             "query"
         );
-        self.b.ctx.auto_increment.note(&facts, sql);
+        self.b.ctx().auto_increment.note(&facts, sql);
         match utf8 {
             Some(text) => self.check_reach(text)?,
             None => self.check_reach(&String::from_utf8_lossy(sql_bytes))?,
         }
         // `SET hscale_coalesce = ON | OFF`: hscale's own (`exec/coalesce.rs`).
         if let Some(on) = crate::exec::coalesce::setting(&facts) {
-            self.b.is_coalescing_off = !on?;
+            self.b.set_coalescing(on?);
             return self.write_ok(1).await;
         }
         // SET of session variables to expressions: run with their values,
@@ -75,12 +75,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             && facts.statements == 1
             && facts.pins.contains(hscale_sql::Pins::COMPLEX_SET)
         {
-            if let Some(p) = self.b.set_with_values(payload[0], sql).await? {
+            if let Some(p) = self
+                .b
+                .set_with_values(payload[0], sql, &mut self.scratch)
+                .await?
+            {
                 return Box::pin(self.query_text(&p)).await;
             }
         }
         if let Some(p) = self.b.as_utf8_text(original, sql_bytes)? {
-            self.b.is_text_utf8 = true;
+            self.b.set_text_utf8(true);
             return Box::pin(self.query_text(&p)).await;
         }
         if facts.kind == hscale_sql::Kind::Show && self.account_statement(sql).await? {
@@ -90,13 +94,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             && hscale_sql::mentions::contains_ci(sql_bytes, b"HSCALE_READ_FROM")
         {
             if let Some(set) = crate::exec::read_from::parse_set(sql) {
-                return match self.b.read_from.set(set) {
+                return match self.b.read_from_mut().set(set) {
                     Ok(()) => self.write_ok(1).await,
                     Err(err) => Err(ProxyError::Statement { err }),
                 };
             }
         }
-        if self.b.read_from.is_replica {
+        if self.b.read_from().is_replica {
             self.b.route_reads(&facts, sql);
         }
         if self.answered_conditions(&facts, sql).await? {
@@ -129,7 +133,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 };
             }
             hscale_sql::Kind::Admin => {
-                self.b.scratch.note.kind = PlanKind::Admin;
+                self.scratch.note.kind = PlanKind::Admin;
                 return self.admin(sql).await.map(|()| true);
             }
             _ if facts.pins.contains(Pins::XA) => {
@@ -137,13 +141,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     what: "XA statements from clients (hscale makes transactions across backends atomic itself: use BEGIN ... COMMIT)".into(),
                 });
             }
-            _ if self.b.txn.is_some()
+            _ if self.b.has_branches()
                 && self.exec().in_distributed_transaction(facts, sql).await? =>
             {
                 return Ok(true);
             }
             hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
-                if self.b.txn.is_none() && hscale_sql::transaction::is_release(facts, sql) =>
+                if !self.b.has_branches() && hscale_sql::transaction::is_release(facts, sql) =>
             {
                 return self.exec().end_and_release(facts.kind).await.map(|()| true);
             }
@@ -152,18 +156,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         match facts.kind {
             hscale_sql::Kind::Begin
                 if facts.statements == 1
-                    && self.b.pinned.is_none()
-                    && self.b.pins.is_empty()
+                    && self.b.may_defer_begin()
                     && hscale_sql::transaction::is_plain_begin(sql) =>
             {
-                self.b.pending_begin = Some(payload.clone());
+                self.b.defer_begin(payload.clone());
                 return self.write_ok(1).await.map(|()| true);
             }
             hscale_sql::Kind::Commit | hscale_sql::Kind::Rollback
-                if self.b.pending_begin.is_some() && hscale_sql::transaction::is_plain_end(sql) =>
+                if self.b.has_deferred_begin() && hscale_sql::transaction::is_plain_end(sql) =>
             {
                 // Nothing ran in the transaction: nothing to commit or roll back.
-                self.b.pending_begin = None;
+                self.b.drop_deferred_begin();
                 return self.write_ok(1).await.map(|()| true);
             }
             _ => {}
@@ -207,7 +210,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         sql: &str,
     ) -> Result<bool, ProxyError> {
         if facts.statements > 1 {
-            self.b.scratch.gathered.missed = true;
+            self.scratch.gathered.missed = true;
         }
         if facts.kind != hscale_sql::Kind::Show {
             return Ok(false);
@@ -226,7 +229,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         is_binary: bool,
     ) -> Result<bool, ProxyError> {
         let deprecated = self.is_eof_deprecated();
-        let mut exec = Exec::new(&mut self.client, &mut self.b, deprecated);
+        let mut exec = Exec::new(&mut self.client, &mut self.b, &mut self.scratch, deprecated);
         exec.answer_conditions(&self.conditions, read, is_binary)
             .await
     }

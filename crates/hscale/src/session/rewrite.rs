@@ -49,6 +49,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             last: self.last,
             counts: self.conditions.counts(),
         };
-        self.b.proxy_sql(sql, mentions, &client).await
+        self.b
+            .proxy_sql(sql, mentions, &client, &mut self.scratch)
+            .await
     }
 }

@@ -20,27 +20,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let start = self.command_at;
         self.b.begin_statement();
         // The user's statement rate (`crate::tenant`): may wait, or refuse.
-        let admitted = self.b.tenant.admit().await;
+        let admitted = self.b.tenant().admit().await;
         let r = if let Err(e) = admitted {
             Err(e)
         } else if cmd == com::QUERY {
             self.query(payload).await
         } else {
-            self.b.scratch.note.kind = PlanKind::Passthrough;
-            self.b.scratch.note.parts = 1;
+            self.scratch.note.kind = PlanKind::Passthrough;
+            self.scratch.note.parts = 1;
             self.execute(payload).await
         };
         if let Err(e) = &r {
             if matches!(e, ProxyError::Refused(_) | ProxyError::Unsupported { .. }) {
-                self.b.scratch.note.kind = PlanKind::Refused;
+                self.scratch.note.kind = PlanKind::Refused;
             }
             if !matches!(e, ProxyError::ClientGone) {
                 let (code, _, message) = e.to_mysql();
-                self.b.scratch.note.error(code);
-                self.b.scratch.gathered.error(code, &message);
+                self.scratch.note.error(code);
+                self.scratch.gathered.error(code, &message);
             }
         }
-        self.b.undo_unused_pass().await;
+        // Only an INSERT that passed its explicit ids through a sequence
+        // has a pass to undo: no future built for the others.
+        if self.scratch.passed.is_some() {
+            self.b.undo_unused_pass(&mut self.scratch).await;
+        }
         let now = std::time::Instant::now();
         let took = now.saturating_duration_since(start);
         let sql: &[u8] = if cmd == com::QUERY {
@@ -53,19 +57,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 .unwrap_or_default()
         };
         self.last.record(
-            &self.b.scratch.note,
-            self.b.pins.contains(hscale_sql::Pins::FOUND_ROWS),
+            &self.scratch.note,
+            self.b.pins().contains(hscale_sql::Pins::FOUND_ROWS),
             sql,
         );
-        let gathered = std::mem::take(&mut self.b.scratch.gathered);
-        let vars = &self.b.state.vars;
+        let gathered = std::mem::take(&mut self.scratch.gathered);
+        let vars = &self.b.state().vars;
         self.conditions.record(
             gathered,
-            self.b.scratch.note.error,
+            self.scratch.note.error,
             || vars.max_error_count(),
             sql,
         );
-        self.b.count_statement(sql, took, now);
+        self.b.count_statement(sql, took, now, &self.scratch);
         // The idle timer's start, and the next statement's of a batch
         // (`batch.rs`).
         self.ended_at = Some(now);

@@ -303,12 +303,17 @@ impl Bindings {
     /// keep the conditions it raised ([`Measured`]). One more round trip,
     /// only then; nothing is measured when it fails (a part may have
     /// measured already, [`Bindings::measure_part`]).
-    pub async fn measure(&mut self, target: &hscale_route::dictionary::Target, sql: &str) {
-        if !self.scratch.gathered.is_spread() {
+    pub async fn measure(
+        &mut self,
+        target: &hscale_route::dictionary::Target,
+        sql: &str,
+        gathered: &mut Gathered,
+    ) {
+        if !gathered.is_spread() {
             return;
         }
-        let parts = self.scratch.gathered.whole_parts();
-        let Some(literals) = self.unsure(sql, &parts) else {
+        let parts = gathered.whole_parts();
+        let Some(literals) = self.unsure(sql, &parts, gathered) else {
             return;
         };
         let pool = self.ctx.pool_as(self.worker, target.backend, self.identity);
@@ -327,7 +332,7 @@ impl Bindings {
             conn.is_broken = true;
             return;
         }
-        self.explain(&mut conn, sql, literals, union_branches(target))
+        self.explain(&mut conn, sql, literals, union_branches(target), gathered)
             .await;
     }
 
@@ -342,10 +347,11 @@ impl Bindings {
         sql: &str,
         branches: u32,
         from: usize,
+        gathered: &mut Gathered,
     ) {
-        let part = [(from..self.scratch.gathered.rows.len(), branches)];
-        if let Some(literals) = self.unsure(sql, &part) {
-            self.explain(conn, sql, literals, branches).await;
+        let part = [(from..gathered.rows.len(), branches)];
+        if let Some(literals) = self.unsure(sql, &part, gathered) {
+            self.explain(conn, sql, literals, branches, gathered).await;
         }
     }
 
@@ -354,8 +360,13 @@ impl Bindings {
     /// [`Gathered::settle`] does not know to be raised once per statement,
     /// or one it takes for such that a part lists more than once per
     /// branch, and nothing was measured yet.
-    fn unsure(&self, sql: &str, parts: &[(std::ops::Range<usize>, u32)]) -> Option<Vec<String>> {
-        let g = &self.scratch.gathered;
+    fn unsure(
+        &self,
+        sql: &str,
+        parts: &[(std::ops::Range<usize>, u32)],
+        gathered: &Gathered,
+    ) -> Option<Vec<String>> {
+        let g = gathered;
         if g.missed || g.measured.is_some() {
             return None;
         }
@@ -380,6 +391,7 @@ impl Bindings {
         sql: &str,
         literals: Vec<String>,
         branches: u32,
+        gathered: &mut Gathered,
     ) {
         if !matches!(conn.query_rows(&format!("EXPLAIN {sql}")).await, Ok(Ok(_))) {
             return;
@@ -393,7 +405,7 @@ impl Bindings {
                     Some([cells.next()?, cells.next()?, cells.next()?])
                 })
                 .collect();
-            self.scratch.gathered.measured = Some(Measured {
+            gathered.measured = Some(Measured {
                 conditions,
                 branches,
                 literals,
@@ -405,22 +417,28 @@ impl Bindings {
     /// list on `conn` (synced to the session, so the session's
     /// `max_error_count` bounds it) before the connection is given back.
     /// Costs nothing when `warnings` is 0.
-    pub async fn gather(&mut self, conn: &mut PooledConn, warnings: u16) {
-        self.gather_branches(conn, warnings, 1).await;
+    pub async fn gather(&mut self, conn: &mut PooledConn, warnings: u16, gathered: &mut Gathered) {
+        self.gather_branches(conn, warnings, 1, gathered).await;
     }
 
     /// [`Bindings::gather`] for a part whose statement joins `branches`
     /// partitions' statements with UNION ALL ([`union_branches`]).
-    pub async fn gather_branches(&mut self, conn: &mut PooledConn, warnings: u16, branches: u32) {
+    pub async fn gather_branches(
+        &mut self,
+        conn: &mut PooledConn,
+        warnings: u16,
+        branches: u32,
+        gathered: &mut Gathered,
+    ) {
         if warnings == 0 {
             return;
         }
-        self.scratch.gathered.count += u64::from(warnings);
+        gathered.count += u64::from(warnings);
         match conn.query_rows("SHOW WARNINGS").await {
             Ok(Ok(list)) if list.columns.len() == 3 => {
                 if list.rows.len() < usize::from(warnings) {
-                    let cap = self.scratch.gathered.cap.unwrap_or(usize::MAX);
-                    self.scratch.gathered.cap = Some(cap.min(list.rows.len()));
+                    let cap = gathered.cap.unwrap_or(usize::MAX);
+                    gathered.cap = Some(cap.min(list.rows.len()));
                 }
                 let mut dict = None;
                 for row in list.rows {
@@ -439,19 +457,16 @@ impl Bindings {
                             message = m.into_bytes();
                         }
                     }
-                    if let Some(m) = self.scratch.gathered.row_map.renumber(&message) {
+                    if let Some(m) = gathered.row_map.renumber(&message) {
                         message = m;
-                        self.scratch.gathered.is_renumbered = true;
+                        gathered.is_renumbered = true;
                     }
-                    self.scratch.gathered.rows.push([level, code, message]);
+                    gathered.rows.push([level, code, message]);
                 }
-                self.scratch
-                    .gathered
-                    .part_ends
-                    .push(self.scratch.gathered.rows.len());
-                self.scratch.gathered.part_branches.push(branches);
+                gathered.part_ends.push(gathered.rows.len());
+                gathered.part_branches.push(branches);
             }
-            _ => self.scratch.gathered.missed = true,
+            _ => gathered.missed = true,
         }
     }
 }

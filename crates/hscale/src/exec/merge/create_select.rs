@@ -12,7 +12,6 @@
 
 use hscale_route::router::CreateSelect;
 use hscale_route::BackendId;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::errors::Stop;
@@ -39,10 +38,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         let setup = match self.ship_statements(&plan.ship).await {
             Ok(s) => s,
-            Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                return Err(ProxyError::StaleRoute { err })
+            Err(Stop::Server(err)) => {
+                let err = crate::exec::fence::stale_route(self.is_fenced, err)?;
+                return self.write_server_error(1, &err).await;
             }
-            Err(Stop::Server(e)) => return self.write_server_error(1, &e).await,
             Err(Stop::Proxy(e)) => return Err(e),
         };
         let mut conn = match self
@@ -74,7 +73,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                             conn.is_broken = true;
                         }
                     }
-                    self.b.finish(conn, Outcome::default(), &Effects::default());
+                    self.b.give_back(conn);
                     return self.write_server_error(1, &e).await;
                 }
                 Err(e) => {
@@ -100,12 +99,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             let drop = ship::cleanup(&plan.ship);
             if let Ok(mut c) = self.b.lease(BackendId::MAIN, false).await? {
                 let r = c.command(&BackendConn::payload_for_query(&drop)).await;
-                let read_only = Effects {
-                    is_read_only: true,
-                    ..Effects::default()
-                };
                 match r {
-                    Ok(_) => self.b.finish(c, Outcome::default(), &read_only),
+                    Ok(_) => self.b.give_back(c),
                     Err(e) => self.b.close(c, e.to_string()),
                 }
             }
@@ -122,7 +117,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // A BEGIN not sent yet: an empty transaction, committed.
         self.b.pending_begin = None;
         if self.b.txn.is_some() {
-            return self.b.commit_all().await;
+            return self.b.commit_all(self.scratch).await;
         }
         let Some(home) = self
             .b
@@ -146,11 +141,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     status: Some(ok.status),
                     ..Outcome::default()
                 };
-                self.b.finish(conn, outcome, &Effects::default());
+                self.b
+                    .finish(conn, outcome, &Effects::default(), self.scratch);
                 Ok(None)
             }
             Ok(Err(err)) => {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
+                self.b.give_back(conn);
                 Ok(Some(err))
             }
             Err(e) => {

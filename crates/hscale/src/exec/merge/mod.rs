@@ -46,7 +46,6 @@ use hscale_route::dictionary::Target;
 use hscale_route::router::{GroupPlan, MergePlan, Mode, OrderKey, Output};
 use hscale_route::value::Kind;
 use hscale_route::BackendId;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::status;
 use hscale_wire::reply::{Reply, Rows};
 use hscale_wire::resultset::ColumnInfo;
@@ -54,6 +53,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::conditions;
 use super::forward::Outcome;
+use super::scratch::StatementScratch;
 use super::{write_error, Bindings, Effects, Exec};
 use crate::backend::state::SelectLimit;
 use crate::backend::BackendConn;
@@ -118,10 +118,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         if !plan.ship.is_empty() {
             match self.ship_statements(&plan.ship).await {
                 Ok(s) => self.ship_setup = Some(std::sync::Arc::new(s)),
-                Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                    return Err(ProxyError::StaleRoute { err })
+                Err(Stop::Server(err)) => {
+                    let err = crate::exec::fence::stale_route(self.is_fenced, err)?;
+                    return self.write_server_error(1, &err).await;
                 }
-                Err(Stop::Server(e)) => return self.write_server_error(1, &e).await,
                 Err(Stop::Proxy(ProxyError::ClientGone)) => return Err(ProxyError::ClientGone),
                 Err(Stop::Proxy(e)) => {
                     write_error(&mut *self.client, 1, &e).await;
@@ -141,7 +141,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             return self.run_whole_binary(&plan).await;
         }
         // Parts still reading when this returns close their connections.
-        let (mark, merged) = (self.b.scratch.gathered.mark(), self.b.scratch.note.merged);
+        let (mark, merged) = (self.scratch.gathered.mark(), self.scratch.note.merged);
         let r = match &plan.mode {
             Mode::Sort { hidden } => self.merge_sorted(&plan, *hidden).await,
             Mode::Group(g) => self.merge_groups(&plan, g).await,
@@ -151,8 +151,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // The parts it ran are forgotten: their warnings are not the
         // statement's.
         if let (Err(Stop::Proxy(ProxyError::Refused(_))), Some(fallback)) = (&r, plan.fallback) {
-            self.b.scratch.gathered.rewind(mark);
-            self.b.scratch.note.merged = merged;
+            self.scratch.gathered.rewind(mark);
+            self.scratch.note.merged = merged;
             return Box::pin(self.run_merge(*fallback)).await;
         }
         // A name of an ORDER BY expression is no column of the tables: one
@@ -160,17 +160,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // part's 1054 comes before any row reaches the client.
         if let (Err(Stop::Server(e)), Some(aliased)) = (&r, plan.aliased) {
             if e.code == errors::ER_BAD_FIELD_ERROR {
-                self.b.scratch.gathered.rewind(mark);
-                self.b.scratch.note.merged = merged;
+                self.scratch.gathered.rewind(mark);
+                self.scratch.note.merged = merged;
                 return Box::pin(self.run_merge(*aliased)).await;
             }
         }
         match r {
             Ok(()) => Ok(()),
-            Err(Stop::Server(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                Err(ProxyError::StaleRoute { err })
-            }
             Err(Stop::Server(e)) => {
+                let e = crate::exec::fence::stale_route(self.is_fenced, e)?;
                 let e = match (&plan.mode, plan.parts.first()) {
                     (Mode::Sort { hidden }, Some((_, fragment))) => {
                         errors::as_client_sees(e, fragment, *hidden)
@@ -205,12 +203,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     ) -> Result<Part, Stop> {
         let mut conn = self.b.acquire(target.backend).await?;
         if let Some(err) = self.b.sync(&mut conn, self.uses_last_insert_id).await? {
-            self.b.finish(conn, Outcome::default(), &Effects::default());
+            self.b.give_back(conn);
             return Err(Stop::Server(err));
         }
         if is_held {
             if let Err(err) = self.hold_open(&mut conn).await? {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
+                self.b.give_back(conn);
                 return Err(Stop::Server(err));
             }
         }
@@ -270,7 +268,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     /// Give a part's connection back once its result was read to the end.
     async fn end_part(&mut self, part: Part) {
-        end_part(self.b, part).await;
+        end_part(self.b, self.scratch, part).await;
     }
 
     /// After `e` stopped the statement while reading part `p`: read the
@@ -365,7 +363,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     visible,
                     binary,
                 };
-                send_streams(self.b, &mut rows, plan, held, heads, order).await
+                send_streams(self.b, self.scratch, &mut rows, plan, held, heads, order).await
             }
             Sorted::Buffered(mut buffered) => {
                 buffered.sort_by(|a, b| order_rows(a, b, &keys, visible));
@@ -383,7 +381,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 r
             }
         };
-        end_rows(rows, r, st, self.b, plan).await
+        end_rows(rows, r, st, self.b, self.scratch, plan).await
     }
 
     /// Start every part, read the column definitions and every part's
@@ -511,7 +509,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         plan: &GroupPlan,
         since: conditions::Mark,
     ) -> Result<(), Stop> {
-        let g = &self.b.scratch.gathered;
+        let g = &self.scratch.gathered;
         let message = match g.warning_since(since, ER_NON_UNIQ_ERROR) {
             Some(message) => message,
             None if plan.groups_by_alias && g.is_unlisted_since(since) => {
@@ -528,7 +526,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     async fn merge_groups(&mut self, plan: &MergePlan, g: &GroupPlan) -> Result<(), Stop> {
         let max_rows = self.b.ctx.config.proxy.merge_max_rows;
         // The client's column definitions.
-        let before_meta = self.b.scratch.gathered.mark();
+        let before_meta = self.scratch.gathered.mark();
         let mut meta = self.start_part(&g.meta.0, &g.meta.1).await?;
         meta.fragment = None; // EXPLAIN of LIMIT 0 analyzes nothing
         let read = async {
@@ -607,7 +605,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 break;
             }
         }
-        end_rows(rows, r, st, self.b, plan).await
+        end_rows(rows, r, st, self.b, self.scratch, plan).await
     }
 }
 
@@ -617,18 +615,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 /// gathered first, on every connection that still serves: one closed
 /// after use because it holds shipped copies too, and before the copies
 /// are dropped (a DROP empties the connection's list).
-async fn end_part(b: &mut Bindings, mut part: Part) {
+async fn end_part(b: &mut Bindings, scratch: &mut StatementScratch, mut part: Part) {
     part.running = None;
-    let merged = &mut b.scratch.note.merged;
+    let merged = &mut scratch.note.merged;
     merged.0 = merged.0.saturating_add(part.warnings);
     merged.1 |= part.status.unwrap_or(0) & status::INDEX_FLAGS;
     let holds_copies = part.holds_copies;
     if let Some(c) = part.conn.as_mut() {
         if part.status.is_some() && (!c.is_broken || holds_copies) {
-            let from = b.scratch.gathered.rows.len();
-            b.gather_branches(c, part.warnings, part.branches).await;
+            let from = scratch.gathered.rows.len();
+            b.gather_branches(c, part.warnings, part.branches, &mut scratch.gathered)
+                .await;
             if let Some(sql) = part.fragment.as_deref() {
-                b.measure_part(c, sql, part.branches, from).await;
+                b.measure_part(c, sql, part.branches, from, &mut scratch.gathered)
+                    .await;
             }
         }
     }
@@ -661,7 +661,7 @@ async fn end_part(b: &mut Bindings, mut part: Part) {
         ..Effects::default()
     };
     if let Some(conn) = part.conn.take() {
-        b.finish(conn, outcome, &read_only);
+        b.finish(conn, outcome, &read_only, scratch);
     }
 }
 
@@ -677,6 +677,7 @@ struct Order<'a> {
 /// read every part to its end.
 async fn send_streams<S: AsyncRead + AsyncWrite + Unpin>(
     b: &mut Bindings,
+    scratch: &mut StatementScratch,
     rows: &mut Rows<'_, S>,
     plan: &MergePlan,
     mut held: Vec<Part>,
@@ -727,10 +728,10 @@ async fn send_streams<S: AsyncRead + AsyncWrite + Unpin>(
         let is_rerun = cut::rewarn_used_rows(&mut p, used, is_cut, is_text_as_sent).await;
         // "at row N" of the run again: the row's place in the statement's.
         if is_rerun && is_tracked {
-            b.scratch.gathered.row_map = conditions::RowMap::Rows(places);
+            scratch.gathered.row_map = conditions::RowMap::Rows(places);
         }
-        end_part(b, p).await;
-        b.scratch.gathered.row_map = conditions::RowMap::Same;
+        end_part(b, scratch, p).await;
+        scratch.gathered.row_map = conditions::RowMap::Same;
     }
     Ok(())
 }

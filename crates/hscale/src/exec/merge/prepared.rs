@@ -19,7 +19,6 @@
 use bytes::Bytes;
 use hscale_route::router::{MergePlan, Mode, Plan, StatementKind};
 use hscale_route::BackendId;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::response::ErrPacket;
 use hscale_wire::stmt::{Execute, PrepareOk};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -27,7 +26,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::Stop;
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
-use crate::exec::forward::{Expect, Outcome};
+use crate::exec::forward::Expect;
 use crate::exec::prepared::{Command, Execution};
 use crate::exec::{Effects, Exec};
 
@@ -107,7 +106,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         };
         let mut conn = self.b.acquire(target.backend).await?;
         if let Some(err) = self.b.sync(&mut conn, false).await? {
-            self.b.finish(conn, Outcome::default(), &Effects::default());
+            self.b.give_back(conn);
             return self.write_server_error(1, &err).await;
         }
         let setup = self.ship_setup.clone();
@@ -143,10 +142,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         {
             Ok(Ok(())) => self.forward(conn, Expect::Query, &read_only).await,
             Ok(Err(err)) => {
-                self.b.finish(conn, Outcome::default(), &Effects::default());
-                if self.is_fenced && err.code == ER_NO_SUCH_TABLE {
-                    return Err(ProxyError::StaleRoute { err });
-                }
+                self.b.give_back(conn);
+                let err = crate::exec::fence::stale_route(self.is_fenced, err)?;
                 self.write_server_error(1, &err).await
             }
             Err(e) => Err(self.b.backend_lost(conn, e.to_string())),
@@ -202,8 +199,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 ))
             }
         };
-        self.b.scratch.note.kind = crate::metrics::PlanKind::Merge;
-        self.b.scratch.note.parts = m.parts.len() as u32;
+        self.scratch.note.kind = crate::metrics::PlanKind::Merge;
+        self.scratch.note.parts = m.parts.len() as u32;
         self.is_binary = true;
         let r = self.run_merge(m).await;
         self.is_binary = false;

@@ -9,6 +9,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Stop;
 use crate::error::ProxyError;
+use crate::exec::scratch::StatementScratch;
 use crate::exec::{send, Bindings};
 
 /// Send a merged row: a text row, or for a prepared statement's
@@ -46,9 +47,10 @@ pub(super) async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
     r: Result<(), Stop>,
     status: u16,
     b: &mut Bindings,
+    scratch: &mut StatementScratch,
     plan: &MergePlan,
 ) -> Result<(), Stop> {
-    let note = &mut b.scratch.note;
+    let note = &mut scratch.note;
     note.rows += rows.count();
     note.is_result = true;
     let (warnings, flags) = note.merged;
@@ -56,15 +58,15 @@ pub(super) async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
         Ok(()) => {
             let fragment = plan.parts.first().map_or("", |(_, sql)| sql.as_str());
             if let Some((target, _)) = plan.parts.first() {
-                b.measure(target, fragment).await;
+                b.measure(target, fragment, &mut scratch.gathered).await;
             }
-            let warnings = b.scratch.gathered.settled_count(warnings, || {
+            let warnings = scratch.gathered.settled_count(warnings, || {
                 super::conditions::text_constants(fragment.as_bytes())
             });
             rows.finish(status | flags, warnings)
         }
         Err(Stop::Server(e)) => {
-            b.scratch.note.error(e.code);
+            scratch.note.error(e.code);
             rows.err(e.code, &e.sql_state, &e.message)
         }
         Err(Stop::Proxy(ProxyError::ClientGone)) => {
@@ -72,7 +74,7 @@ pub(super) async fn end_rows<S: AsyncRead + AsyncWrite + Unpin>(
         }
         Err(Stop::Proxy(e)) => {
             let (code, state, msg) = e.to_mysql();
-            b.scratch.note.error(code);
+            scratch.note.error(code);
             rows.err(code, &state, &msg)
         }
     };

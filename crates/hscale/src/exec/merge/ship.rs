@@ -19,8 +19,6 @@ use super::columns::kind_of;
 use super::{Exec, Stop};
 use crate::backend::{BackendConn, PooledConn};
 use crate::error::ProxyError;
-use crate::exec::forward::Outcome;
-use crate::exec::Effects;
 use crate::partition::copy::InsertBatcher;
 use crate::partition::copy::STORED_AS_IS;
 
@@ -88,11 +86,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     crate::partition::qualified(&ship.db, &ship.like.1)
                 ))
                 .await;
-            let read_only = Effects {
-                is_read_only: true,
-                ..Effects::default()
-            };
-            self.b.finish(c, Outcome::default(), &read_only);
+            self.b.give_back(c);
             let r = r?.map_err(Stop::Server)?;
             r.strings()
                 .first()
@@ -245,12 +239,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 })
             }));
         }
-        // A read: the branch needs no commit for it.
-        let read_only = Effects {
-            is_read_only: true,
-            ..Effects::default()
-        };
-        self.b.finish(c, Outcome::default(), &read_only);
+        self.b.give_back(c);
         r
     }
 }

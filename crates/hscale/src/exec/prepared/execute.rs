@@ -16,7 +16,7 @@ use super::routing::{MergedRead, Pick, Routed};
 use super::statements::{ClientStatement, Statements};
 use super::{Command, Execution};
 use crate::error::ProxyError;
-use crate::exec::forward::{Expect, Outcome};
+use crate::exec::forward::Expect;
 use crate::exec::{interpolate, send, Effects, Exec};
 use crate::planning::{Asker, Learnt};
 
@@ -140,7 +140,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let filled = match &st.ids {
             Some(ids) => Some(
                 self.b
-                    .fill_prepared_ids(ids, exec, types, st.num_params as usize, &st.long_data)
+                    .fill_prepared_ids(
+                        ids,
+                        exec,
+                        types,
+                        st.num_params as usize,
+                        &st.long_data,
+                        self.scratch,
+                    )
                     .await?,
             ),
             None => None,
@@ -158,8 +165,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         };
         if let Some(table) = &routing.global {
             // A write to a global table: every copy, as a text write.
-            self.b.scratch.note.kind = crate::metrics::PlanKind::GlobalWrite;
-            self.b.scratch.note.parts = self.b.ctx.config.backends.len() as u32;
+            self.scratch.note.kind = crate::metrics::PlanKind::GlobalWrite;
+            self.scratch.note.parts = self.b.ctx.config.backends.len() as u32;
             return self
                 .run_prepared_global(table, &routing.parts[0].1, &execution)
                 .await
@@ -208,12 +215,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // A row for the default partition of a table with auto-partitioning
         // may name a value to create a partition for (`admin::auto_partition`).
         let auto_value = routing.auto_value(exec, types, &long, &parts);
-        self.b.scratch.note.kind = if parts.len() > 1 {
+        self.scratch.note.kind = if parts.len() > 1 {
             crate::metrics::PlanKind::Scatter
         } else {
             crate::metrics::PlanKind::Single
         };
-        self.b.scratch.note.parts = parts.len() as u32;
+        self.scratch.note.parts = parts.len() as u32;
         self.is_fenced = true;
         let done = self
             .run_prepared(routing.kind, &parts, &execution, effects)
@@ -329,7 +336,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     }
                 }
                 self.b.pins.remove(Pins::CURSOR);
-                self.b.finish(conn, Outcome::default(), &Effects::default());
+                self.b.give_back(conn);
             }
         }
         let st = self.b.status();

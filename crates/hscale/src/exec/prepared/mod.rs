@@ -24,7 +24,6 @@ use bytes::{BufMut, Bytes, BytesMut};
 use hscale_route::dictionary::Target;
 use hscale_route::router::StatementKind;
 use hscale_route::BackendId;
-use hscale_wire::consts::code::ER_NO_SUCH_TABLE;
 use hscale_wire::consts::com;
 use hscale_wire::response::ErrPacket;
 use hscale_wire::stmt::Execute;
@@ -169,12 +168,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             true => effects.supplied,
             false => super::insert_id::Supplied::Nothing,
         };
-        if let Some(err) = self.b.sync_for_insert(&mut conn, &supplied).await? {
-            self.b.finish(
-                conn,
-                super::forward::Outcome::default(),
-                &Effects::default(),
-            );
+        if let Some(err) = self
+            .b
+            .sync_for_insert(&mut conn, &supplied, self.scratch)
+            .await?
+        {
+            self.b.give_back(conn);
             return self.write_server_error(1, &err).await;
         }
         if !lead.is_empty() {
@@ -185,20 +184,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         }
         match self.send_part(&mut conn, sql, cmd).await {
             Ok(Ok(())) => self.forward(conn, Expect::Query, &effects).await,
-            Ok(Err(err)) if self.is_fenced && err.code == ER_NO_SUCH_TABLE => {
-                self.b.finish(
-                    conn,
-                    super::forward::Outcome::default(),
-                    &Effects::default(),
-                );
-                Err(ProxyError::StaleRoute { err })
-            }
             Ok(Err(err)) => {
-                self.b.finish(
-                    conn,
-                    super::forward::Outcome::default(),
-                    &Effects::default(),
-                );
+                self.b.give_back(conn);
+                let err = super::fence::stale_route(self.is_fenced, err)?;
                 self.write_server_error(1, &err).await
             }
             Err(e) => Err(self.b.backend_lost(conn, e.to_string())),

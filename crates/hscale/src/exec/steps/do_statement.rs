@@ -35,10 +35,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
     /// Run `select` (a DO's expressions) and answer DO's OK.
     pub async fn do_statement(&mut self, select: &str) -> Result<(), ProxyError> {
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
-        let answer = sink::read(self.b, select, "DO", max_rows).await?;
+        let answer = sink::read(self.b, self.scratch, select, "DO", max_rows).await?;
         // The read's rows are not the client's.
-        self.b.scratch.note.rows = 0;
-        self.b.scratch.note.is_result = false;
+        self.scratch.note.rows = 0;
+        self.scratch.note.is_result = false;
         let err = match answer {
             Answer::Error(err) => err,
             Answer::Ok(_) | Answer::Rows(..) => return self.write_do_ok().await,
@@ -49,8 +49,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // An error while the expressions are evaluated: one server's DO
         // clears it ("DO always is OK", sql_do.cc) and keeps it among the
         // statement's conditions, at level Error.
-        self.b.scratch.note.error = 0;
-        let g = &mut self.b.scratch.gathered;
+        self.scratch.note.error = 0;
+        let g = &mut self.scratch.gathered;
         g.error = None;
         g.rows.push([
             b"Error".to_vec(),
@@ -63,7 +63,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
 
     /// DO's OK, counting the conditions its evaluation raised.
     async fn write_do_ok(&mut self) -> Result<(), ProxyError> {
-        let warnings = u16::try_from(self.b.scratch.gathered.count).unwrap_or(u16::MAX);
+        let warnings = u16::try_from(self.scratch.gathered.count).unwrap_or(u16::MAX);
         let st = self.b.status();
         send(self.reply(1).ok(OkParts::new(st, warnings))).await
     }

@@ -10,6 +10,7 @@
 //! the same snapshot; in autocommit a write committed between them can
 //! make the count differ from the rows the SELECT saw.
 
+use crate::exec::scratch::StatementScratch;
 use hscale_route::router;
 
 use crate::error::ProxyError;
@@ -24,6 +25,7 @@ impl Bindings {
     pub async fn count_found_rows(
         &mut self,
         sql: &str,
+        scratch: &mut StatementScratch,
     ) -> Result<(Option<u64>, String), ProxyError> {
         let what = "SQL_CALC_FOUND_ROWS over several partitions";
         let unsupported = |why: &str| ProxyError::Unsupported {
@@ -34,7 +36,7 @@ impl Bindings {
                 "in a UNION, with INTO, or among several statements",
             ));
         };
-        let answer = match sink::read(self, &count, what, 1).await {
+        let answer = match sink::read(self, scratch, &count, what, 1).await {
             Ok(a) => a,
             Err(ProxyError::Refused(why) | ProxyError::Unsupported { what: why }) => {
                 return Err(unsupported(&format!("for this statement: {why}")))
@@ -51,7 +53,7 @@ impl Bindings {
             Answer::Error(_) | Answer::Ok(_) => None,
         };
         // The count's own rows are not the client's.
-        self.scratch.note.rows = 0;
+        scratch.note.rows = 0;
         Ok((found, stripped))
     }
 }

@@ -24,18 +24,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         // The read uses no variables (`sink::read` refuses one over
         // several partitions that does): it may borrow connections beside
         // the one the session's variables pin.
-        self.b.scratch.may_borrow_beside = true;
+        self.b.may_borrow_beside = true;
         let max_rows = self.b.ctx.config.proxy.ship_max_rows;
         let answer = sink::read(
             self.b,
+            self.scratch,
             &into.select,
             "SELECT ... INTO user variables",
             max_rows,
         )
         .await?;
         // The read's rows are not the client's.
-        self.b.scratch.note.rows = 0;
-        self.b.scratch.note.is_result = false;
+        self.scratch.note.rows = 0;
+        self.scratch.note.is_result = false;
         let columns = match &answer {
             Answer::Error(err) => return self.write_server_error(1, err).await.map(|()| None),
             Answer::Ok(_) => 0,

@@ -10,6 +10,7 @@
 //! expression the read cannot evaluate, leaves the SET as it is (it then
 //! pins the session, as before, or answers its own error).
 
+use crate::exec::scratch::StatementScratch;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use hscale_route::BackendId;
@@ -25,6 +26,7 @@ impl Bindings {
         &mut self,
         command: u8,
         sql: &str,
+        scratch: &mut StatementScratch,
     ) -> Result<Option<Bytes>, ProxyError> {
         let Some(spans) = hscale_sql::set_expressions(sql) else {
             return Ok(None);
@@ -33,6 +35,7 @@ impl Bindings {
         let select = format!("SELECT {}", list.join(", "));
         let answer = match sink::read(
             self,
+            scratch,
             &select,
             "SET of a session variable to an expression",
             1,
@@ -44,8 +47,8 @@ impl Bindings {
             Err(e) => return Err(e),
         };
         // The evaluation's rows are not the client's.
-        self.scratch.note.rows = 0;
-        self.scratch.note.is_result = false;
+        scratch.note.rows = 0;
+        scratch.note.is_result = false;
         let Answer::Rows(_, rows) = answer else {
             return Ok(None);
         };

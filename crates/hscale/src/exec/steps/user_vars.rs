@@ -33,7 +33,7 @@ impl Bindings {
         // on one partition, that use none on other backends too (a write
         // over several needs the statement's own transaction, which a
         // pinned session does not get).
-        self.scratch.may_borrow_beside = facts.pins.is_empty()
+        self.may_borrow_beside = facts.pins.is_empty()
             && facts.unpins.is_empty()
             && (facts.kind == hscale_sql::Kind::Select
                 || matches!(&*plan, Plan::Targets { parts, .. } if parts.len() == 1));

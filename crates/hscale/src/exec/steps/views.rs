@@ -8,6 +8,7 @@
 
 use crate::admin::AdminOutput;
 use crate::error::ProxyError;
+use crate::exec::scratch::StatementScratch;
 use crate::exec::sink::{self, Answer};
 use crate::exec::Bindings;
 use hscale_route::router::{self, ViewDdl};
@@ -16,8 +17,12 @@ use hscale_route::view::{quote, ViewError};
 impl Bindings {
     /// Keep the view `ddl` makes once its SELECT was checked; the
     /// session answers the output.
-    pub async fn create_view(&mut self, mut ddl: ViewDdl) -> Result<AdminOutput, ProxyError> {
-        let columns = self.view_columns(&ddl.view.select).await?;
+    pub async fn create_view(
+        &mut self,
+        mut ddl: ViewDdl,
+        scratch: &mut StatementScratch,
+    ) -> Result<AdminOutput, ProxyError> {
+        let columns = self.view_columns(&ddl.view.select, scratch).await?;
         if let Some(list) = &ddl.view.columns {
             if list.len() != columns.len() {
                 return Err(ViewError::ColumnCount.into());
@@ -37,7 +42,11 @@ impl Bindings {
     }
 
     /// The column names of `select`'s answer (an error: the server's).
-    async fn view_columns(&mut self, select: &str) -> Result<Vec<String>, ProxyError> {
+    async fn view_columns(
+        &mut self,
+        select: &str,
+        scratch: &mut StatementScratch,
+    ) -> Result<Vec<String>, ProxyError> {
         let probe = {
             let dict = self.ctx.partitioning.dictionary();
             router::view_probe(select, &dict)
@@ -62,7 +71,7 @@ impl Bindings {
             }
             None => {
                 let sql = format!("SELECT * FROM ({select}) AS `hscale_view_probe` LIMIT 0");
-                match sink::read(self, &sql, "CREATE VIEW", 0).await? {
+                match sink::read(self, scratch, &sql, "CREATE VIEW", 0).await? {
                     Answer::Rows(columns, _) => columns,
                     Answer::Error(err) => {
                         return Err(ProxyError::Backend {

@@ -30,6 +30,7 @@
 //! prepared branches to recovery, which reads the decision once the home
 //! connection is gone.
 
+use crate::exec::scratch::StatementScratch;
 use hscale_route::BackendId;
 use std::sync::Arc;
 
@@ -151,7 +152,10 @@ impl Bindings {
     /// COMMIT a transaction with branches (`self.txn` is set). `Ok(None)`:
     /// committed; `Ok(Some(err))`: nothing committed, everything rolled
     /// back, `err` is the answer.
-    pub async fn commit_all(&mut self) -> Result<Option<ErrPacket>, ProxyError> {
+    pub async fn commit_all(
+        &mut self,
+        scratch: &mut StatementScratch,
+    ) -> Result<Option<ErrPacket>, ProxyError> {
         let Some(mut txn) = self.txn.take() else {
             return Ok(None);
         };
@@ -181,7 +185,7 @@ impl Bindings {
                 .into_iter()
                 .filter_map(|b| Some((b.backend, b.conn?, false)))
                 .collect();
-            self.abort(home, &txn, rest).await?;
+            self.abort(home, &txn, rest, scratch).await?;
             return Ok(Some(branch_lost(&lost)));
         }
         if txn.is_read_only {
@@ -191,7 +195,7 @@ impl Bindings {
                 .collect();
             round_trip(&mut legs).await;
             release(legs);
-            return self.end_home(home, "COMMIT").await;
+            return self.end_home(home, "COMMIT", scratch).await;
         }
         let mut writers = Vec::new();
         let mut readers = Vec::new();
@@ -210,9 +214,12 @@ impl Bindings {
             }
         }
         if writers.len() + usize::from(self.home_written) <= 1 {
-            return self.commit_one_phase(home, &txn, writers, readers).await;
+            return self
+                .commit_one_phase(home, &txn, writers, readers, scratch)
+                .await;
         }
-        self.commit_two_phase(home, txn, writers, readers).await
+        self.commit_two_phase(home, txn, writers, readers, scratch)
+            .await
     }
 
     /// At most one branch wrote: it commits alone, in the round trip that
@@ -223,6 +230,7 @@ impl Bindings {
         txn: &Txn,
         mut writers: Vec<(BackendId, PooledConn)>,
         readers: Vec<Leg>,
+        scratch: &mut StatementScratch,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         let mut legs = readers;
         let writer = writers.pop().map(|(backend, c)| {
@@ -245,12 +253,12 @@ impl Bindings {
         };
         release(legs);
         if let Some(e) = failed {
-            let rolled = self.end_home(home, "ROLLBACK").await;
+            let rolled = self.end_home(home, "ROLLBACK", scratch).await;
             let err = server_error(e)?;
             rolled?;
             return Ok(Some(err));
         }
-        self.end_home(home, "COMMIT").await
+        self.end_home(home, "COMMIT", scratch).await
     }
 
     /// Several wrote: prepare them with the decision written, commit the
@@ -261,6 +269,7 @@ impl Bindings {
         txn: Txn,
         writers: Vec<(BackendId, PooledConn)>,
         readers: Vec<Leg>,
+        scratch: &mut StatementScratch,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         // Trip 1: every writer prepared (XA END and XA PREPARE in one
         // query where the connection takes several), the readers released,
@@ -328,7 +337,7 @@ impl Bindings {
         if let Some(e) = failed.or(decision_failed) {
             let mut rest: Vec<_> = prepared.into_iter().map(|(b, c)| (b, c, true)).collect();
             rest.extend(unprepared);
-            self.abort(home, &txn, rest).await?;
+            self.abort(home, &txn, rest, scratch).await?;
             return server_error(e).map(Some);
         }
         hooks::pause(PAUSE_AFTER_PREPARE_ENV).await;
@@ -343,7 +352,7 @@ impl Bindings {
             Ok(Err(err)) => {
                 // Refused (the INSERT or the COMMIT): nothing committed.
                 let rest = prepared.into_iter().map(|(b, c)| (b, c, true)).collect();
-                self.abort(home, &txn, rest).await?;
+                self.abort(home, &txn, rest, scratch).await?;
                 return Ok(Some(err));
             }
             Err(e) => {
@@ -374,7 +383,7 @@ impl Bindings {
             ok: Some(ok),
             ..Outcome::default()
         };
-        self.finish(home, outcome, &Effects::default());
+        self.finish(home, outcome, &Effects::default(), scratch);
         self.home_written = false;
         if is_done {
             forget_decision(self.ctx.clone(), self.worker, txn.home, txn.gtrid);
@@ -410,6 +419,7 @@ impl Bindings {
         &mut self,
         mut home: PooledConn,
         sql: &str,
+        scratch: &mut StatementScratch,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         self.home_written = false;
         match home.command(&BackendConn::payload_for_query(sql)).await {
@@ -419,12 +429,12 @@ impl Bindings {
                     ok: Some(ok),
                     ..Outcome::default()
                 };
-                self.finish(home, outcome, &Effects::default());
+                self.finish(home, outcome, &Effects::default(), scratch);
                 Ok(None)
             }
             Ok(Err(err)) => {
                 // A failed COMMIT rolls back; the server's flags are unknown here.
-                self.finish(home, Outcome::default(), &Effects::default());
+                self.give_back(home);
                 self.pins.remove(hscale_sql::Pins::TRANSACTION);
                 Ok(Some(err))
             }
@@ -440,6 +450,7 @@ impl Bindings {
         home: PooledConn,
         txn: &Txn,
         branches: Vec<(BackendId, PooledConn, bool)>,
+        scratch: &mut StatementScratch,
     ) -> Result<(), ProxyError> {
         let mut legs = Vec::with_capacity(branches.len());
         let mut prepared = Vec::with_capacity(branches.len());
@@ -473,7 +484,7 @@ impl Bindings {
         drop(legs);
         // The home first: it may hold the decision row uncommitted, which
         // the 'aborted' row below would wait for.
-        let ended = self.end_home(home, "ROLLBACK").await;
+        let ended = self.end_home(home, "ROLLBACK", scratch).await;
         if is_left {
             let sql = format!(
                 "INSERT IGNORE INTO {DECISIONS} (xid, state) VALUES ('{}', 'aborted')",
@@ -487,7 +498,10 @@ impl Bindings {
     }
 
     /// ROLLBACK a transaction with branches: every branch at once, then the home.
-    pub async fn rollback_all(&mut self) -> Result<Option<ErrPacket>, ProxyError> {
+    pub async fn rollback_all(
+        &mut self,
+        scratch: &mut StatementScratch,
+    ) -> Result<Option<ErrPacket>, ProxyError> {
         let Some(mut txn) = self.txn.take() else {
             return Ok(None);
         };
@@ -515,7 +529,7 @@ impl Bindings {
         }
         drop(legs);
         match self.pinned.take() {
-            Some(home) => self.end_home(home, "ROLLBACK").await,
+            Some(home) => self.end_home(home, "ROLLBACK", scratch).await,
             None => Ok(None),
         }
     }

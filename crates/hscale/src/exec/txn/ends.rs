@@ -42,9 +42,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 };
                 let was_read_only = self.b.is_read_only_txn;
                 let r = if facts.kind == Kind::Commit {
-                    self.b.commit_all().await?
+                    self.b.commit_all(self.scratch).await?
                 } else {
-                    self.b.rollback_all().await?
+                    self.b.rollback_all(self.scratch).await?
                 };
                 if let Some(err) = r {
                     self.write_server_error(1, &err).await?;
@@ -80,7 +80,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 let Some(op) = SavepointOp::parse(sql) else {
                     return Ok(false);
                 };
-                match self.b.savepoint_all(sql, &op).await? {
+                match self.b.savepoint_all(sql, &op, self.scratch).await? {
                     None => self.write_ok(1).await?,
                     Some(err) => self.write_server_error(1, &err).await?,
                 }
@@ -89,7 +89,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             _ if is_implicit_commit(facts, sql) => {
                 // The commit MariaDB makes before such a statement, made
                 // across every branch; then the statement runs as usual.
-                if let Some(err) = self.b.commit_all().await? {
+                if let Some(err) = self.b.commit_all(self.scratch).await? {
                     self.write_server_error(1, &err).await?;
                     return Ok(true);
                 }
@@ -113,7 +113,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             "ROLLBACK"
         };
         if let Some(conn) = self.b.pinned.take() {
-            if let Some(err) = self.b.end_home(conn, end).await? {
+            if let Some(err) = self.b.end_home(conn, end, self.scratch).await? {
                 // As a server: a failed COMMIT keeps the connection.
                 return self.write_server_error(1, &err).await;
             }

@@ -15,6 +15,7 @@
 //!                            whole by the fence)
 //! ```
 
+use crate::exec::scratch::StatementScratch;
 use hscale_wire::response::ErrPacket;
 
 use crate::backend::BackendConn;
@@ -36,18 +37,22 @@ impl Bindings {
     /// End the statement's own transaction: commit (atomically across
     /// backends when several took part) or roll back. `Ok(Some(err))`:
     /// the commit failed and nothing of the statement applied.
-    pub async fn end_implicit(&mut self, commit: bool) -> Result<Option<ErrPacket>, ProxyError> {
+    pub async fn end_implicit(
+        &mut self,
+        commit: bool,
+        scratch: &mut StatementScratch,
+    ) -> Result<Option<ErrPacket>, ProxyError> {
         self.pending_begin = None;
         if self.txn.is_some() {
             return if commit {
-                self.commit_all().await
+                self.commit_all(scratch).await
             } else {
-                self.rollback_all().await
+                self.rollback_all(scratch).await
             };
         }
         match self.pinned.take() {
             Some(home) => {
-                self.end_home(home, if commit { "COMMIT" } else { "ROLLBACK" })
+                self.end_home(home, if commit { "COMMIT" } else { "ROLLBACK" }, scratch)
                     .await
             }
             None => Ok(None),

@@ -177,11 +177,7 @@ impl Bindings {
                 }
                 conn.is_broken = true;
             }
-            None => self.finish(
-                conn,
-                crate::exec::forward::Outcome::default(),
-                &crate::exec::Effects::default(),
-            ),
+            None => self.give_back(conn),
         }
     }
 }

@@ -13,6 +13,7 @@
 //!  ROLLBACK TO x ─► a branch that joined after x holds nothing any more: no commit of its own
 //! ```
 
+use crate::exec::scratch::StatementScratch;
 use hscale_wire::response::ErrPacket;
 
 use crate::backend::BackendConn;
@@ -190,6 +191,7 @@ impl Bindings {
         &mut self,
         sql: &str,
         op: &SavepointOp,
+        scratch: &mut StatementScratch,
     ) -> Result<Option<ErrPacket>, ProxyError> {
         let payload = BackendConn::payload_for_query(sql);
         tracing::debug!(
@@ -263,7 +265,7 @@ impl Bindings {
         if let Some(err) = failed {
             // The branches disagree about the savepoint: the transaction
             // cannot go on.
-            self.rollback_all().await?;
+            self.rollback_all(scratch).await?;
             return Ok(Some(err));
         }
         self.savepoints.apply(op);

@@ -119,16 +119,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             return Ok(total?.is_some());
         }
         match total {
-            Ok(Some(_)) => match self.b.end_implicit(true).await? {
+            Ok(Some(_)) => match self.b.end_implicit(true, self.scratch).await? {
                 None => Ok(true),
                 Some(err) => {
                     self.write_server_error(1, &err).await?;
                     Ok(false)
                 }
             },
-            Ok(None) => self.b.end_implicit(false).await.map(|_| false),
+            Ok(None) => self
+                .b
+                .end_implicit(false, self.scratch)
+                .await
+                .map(|_| false),
             Err(e) => {
-                if let Err(rollback) = self.b.end_implicit(false).await {
+                if let Err(rollback) = self.b.end_implicit(false, self.scratch).await {
                     tracing::info!(connection_id = self.b.connection_id, error = %rollback, "rolling back a write over several partitions failed");
                 }
                 Err(e)
@@ -153,7 +157,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
         let Some(op) = SavepointOp::parse(&sql) else {
             return Ok(Some(StatementUndo::None));
         };
-        match self.b.savepoint_all(&sql, &op).await? {
+        match self.b.savepoint_all(&sql, &op, self.scratch).await? {
             None => Ok(Some(StatementUndo::Savepoint(name))),
             Some(err) => {
                 self.write_server_error(1, &err).await?;
@@ -190,7 +194,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                 if is_failed && !self.b.is_bound_lost {
                     // Nothing else ran in the transaction: roll it all
                     // back and open it again.
-                    self.b.rollback().await?;
+                    self.b.rollback(self.scratch).await?;
                     self.b.pending_begin = Some(begin);
                 }
                 Ok(total)
@@ -208,7 +212,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
                     let Some(op) = SavepointOp::parse(&sql) else {
                         continue;
                     };
-                    if let Some(err) = self.b.savepoint_all(&sql, &op).await? {
+                    if let Some(err) = self.b.savepoint_all(&sql, &op, self.scratch).await? {
                         // `savepoint_all` rolled the transaction back.
                         if is_failed {
                             self.b.is_bound_lost = true;
@@ -237,15 +241,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Exec<'_, S> {
             };
         }
         match total {
-            Ok(Some(total)) => match self.b.end_implicit(true).await? {
+            Ok(Some(total)) => match self.b.end_implicit(true, self.scratch).await? {
                 None => self.write_total(total).await,
                 Some(err) => self.write_server_error(1, &err).await,
             },
-            Ok(None) => self.b.end_implicit(false).await.map(|_| ()),
+            Ok(None) => self.b.end_implicit(false, self.scratch).await.map(|_| ()),
             Err(e) => {
                 // Nothing of the statement may stay: a stale route is run
                 // again whole by the fence.
-                if let Err(rollback) = self.b.end_implicit(false).await {
+                if let Err(rollback) = self.b.end_implicit(false, self.scratch).await {
                     tracing::info!(connection_id = self.b.connection_id, error = %rollback, "rolling back a write over several partitions failed");
                 }
                 Err(e)
